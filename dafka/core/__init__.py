@@ -1,0 +1,1 @@
+"""Sans-IO node cores: they take messages and time and return effects."""

@@ -1,0 +1,107 @@
+"""The one exception tree of Dafka.
+
+Every error Dafka raises on purpose derives from :class:`DafkaError`::
+
+    DafkaError
+    ├── ConfigError (ValueError)          bad settings, endpoints, topics, paths
+    │   └── InvalidTopic                  a topic with NUL, empty, or over 255 bytes
+    ├── ProtocolError                     a peer or we broke the wire protocol
+    │   └── WireError (ValueError)        bytes that do not decode
+    ├── StorageError                      the store could not read or write
+    │   ├── StoreFullError                the disk (not the LMDB map) is full
+    │   └── DataLossError                 data asked for is below the retention tail
+    ├── ProducerError
+    │   └── BufferFullError               the unacknowledged buffer is full
+    ├── ProfileError (ValueError)         a feature the chosen wire profile cannot carry
+    ├── RaftError
+    │   ├── NotLeader                     carries the leader hint, if any
+    │   └── ProposalDropped
+    ├── ClosedError                       the node was closed
+    └── DafkaTimeout (TimeoutError)       a deadline passed
+
+``retriable`` tells callers whether trying again later can succeed.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class DafkaError(Exception):
+    """Base class of every error Dafka raises on purpose."""
+
+    retriable: ClassVar[bool] = False
+
+
+class ConfigError(DafkaError, ValueError):
+    """A setting, endpoint, path or option is not acceptable."""
+
+
+class InvalidTopic(ConfigError):
+    """A topic name that the wire cannot carry."""
+
+
+class ProtocolError(DafkaError):
+    """The wire protocol was broken."""
+
+
+class WireError(ProtocolError, ValueError):
+    """Frames that do not decode as a Dafka message."""
+
+
+class StorageError(DafkaError):
+    """The store could not read or write its data."""
+
+
+class StoreFullError(StorageError):
+    """The disk under the store is full; nothing was acknowledged."""
+
+    retriable = True
+
+
+class DataLossError(StorageError):
+    """Records were asked for below a partition's retention tail."""
+
+
+class ProducerError(DafkaError):
+    """A producer could not accept or deliver a record."""
+
+
+class BufferFullError(ProducerError):
+    """The producer's unacknowledged buffer is full."""
+
+    retriable = True
+
+
+class ProfileError(DafkaError, ValueError):
+    """The chosen wire profile cannot carry what was asked (e.g. keys under rfc46)."""
+
+
+class RaftError(DafkaError):
+    """The consensus layer refused or lost a request."""
+
+
+class NotLeader(RaftError):
+    """This peer is not the leader; ``leader`` names the one it knows, if any."""
+
+    retriable = True
+
+    def __init__(self, message: str = "not the leader", leader: str | None = None) -> None:
+        super().__init__(message)
+        self.leader = leader
+
+
+class ProposalDropped(RaftError):
+    """A proposal was dropped before it could be committed."""
+
+    retriable = True
+
+
+class ClosedError(DafkaError):
+    """The node was closed."""
+
+
+class DafkaTimeout(DafkaError, TimeoutError):
+    """A deadline passed."""
+
+    retriable = True

@@ -1,0 +1,38 @@
+"""Node IDs and topic names: what the wire accepts, checked at the edge."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from .errors import InvalidTopic
+
+MAX_TOPIC_BYTES = 255
+_NODE_ID = re.compile(r"[0-9A-F]{32}\Z")
+
+
+def new_node_id() -> str:
+    """A fresh random node ID: 32 upper-case hex characters, as the reference writes them."""
+    return uuid.uuid4().hex.upper()
+
+
+def is_node_id(text: str) -> bool:
+    return bool(_NODE_ID.match(text))
+
+
+def check_topic(topic: str) -> str:
+    """Return ``topic`` if the wire can carry it, else raise :class:`InvalidTopic`."""
+    if not isinstance(topic, str):
+        raise InvalidTopic(f"topic must be a string, not {type(topic).__name__}")
+    raw = topic.encode("utf-8", "surrogatepass")
+    if not raw:
+        raise InvalidTopic("topic must not be empty")
+    if b"\0" in raw:
+        raise InvalidTopic(f"topic {topic!r} contains a NUL byte")
+    if len(raw) > MAX_TOPIC_BYTES:
+        raise InvalidTopic(f"topic is {len(raw)} bytes long; the limit is {MAX_TOPIC_BYTES}")
+    try:
+        topic.encode()
+    except UnicodeEncodeError as exc:
+        raise InvalidTopic(f"topic {topic!r} is not valid UTF-8") from exc
+    return topic

@@ -1,0 +1,1 @@
+"""Wire codecs, one module per profile, plus the discovery beacons."""
