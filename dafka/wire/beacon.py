@@ -24,7 +24,10 @@ class NodeBeacon:
     port: int
 
     def encode(self) -> list[bytes]:
-        return [BEACON, self.node_id.encode(), self.host.encode(), str(self.port).encode()]
+        """The 4 frames; raises :class:`WireError` for what the decoder would refuse."""
+        node_id = _check_node_id(self.node_id)
+        _check_port(self.port)
+        return [BEACON, node_id.encode(), _ascii(self.host, "host"), str(self.port).encode()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +36,10 @@ class TowerBeacon:
     endpoint: str
 
     def encode(self) -> list[bytes]:
-        return [BEACON, self.node_id.encode(), self.endpoint.encode()]
+        """The 3 frames; raises :class:`WireError` for what the decoder would refuse."""
+        node_id = _check_node_id(self.node_id)
+        _check_endpoint(self.endpoint)
+        return [BEACON, node_id.encode(), _ascii(self.endpoint, "endpoint")]
 
 
 def _text(frame: bytes, what: str) -> str:
@@ -43,28 +49,58 @@ def _text(frame: bytes, what: str) -> str:
         raise WireError(f"beacon {what} is not ASCII") from exc
 
 
-def _node_id(frame: bytes) -> str:
-    node_id = _text(frame, "node ID")
-    if not is_node_id(node_id):
+def _ascii(text: str, what: str) -> bytes:
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError as exc:
+        raise WireError(f"beacon {what} is not ASCII") from exc
+
+
+def _check_node_id(node_id: str) -> str:
+    if not isinstance(node_id, str) or not is_node_id(node_id):
         raise WireError("beacon node ID is not 32 upper-case hex characters")
     return node_id
+
+
+def _check_port(port: int) -> None:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise WireError(f"beacon port {port!r} is not in 1..65535")
+
+
+def _parse_port(text: str) -> int:
+    # At most 5 ASCII digits: also keeps int() away from huge digit strings.
+    if not (0 < len(text) <= 5 and text.isascii() and text.isdigit()):
+        raise WireError("beacon port is not a decimal port number")
+    port = int(text)
+    _check_port(port)
+    return port
+
+
+def _check_endpoint(endpoint: str) -> None:
+    if not endpoint.startswith("tcp://"):
+        raise WireError("tower beacon endpoint is not tcp://host:port")
+    host, sep, port = endpoint[6:].rpartition(":")
+    if not sep or not host:
+        raise WireError("tower beacon endpoint is not tcp://host:port")
+    _parse_port(port)
+
+
+def _node_id(frame: bytes) -> str:
+    return _check_node_id(_text(frame, "node ID"))
 
 
 def decode_node_beacon(frames: Sequence[bytes]) -> NodeBeacon:
     if len(frames) != 4 or bytes(frames[0]) != BEACON:
         raise WireError("a node beacon has 4 frames starting with 'B'")
-    port_text = _text(frames[3], "port")
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise WireError("beacon port is not a decimal port number")
-    return NodeBeacon(_node_id(frames[1]), _text(frames[2], "host"), int(port_text))
+    port = _parse_port(_text(frames[3], "port"))
+    return NodeBeacon(_node_id(frames[1]), _text(frames[2], "host"), port)
 
 
 def decode_tower_beacon(frames: Sequence[bytes]) -> TowerBeacon:
     if len(frames) != 3 or bytes(frames[0]) != BEACON:
         raise WireError("a tower beacon has 3 frames starting with 'B'")
     endpoint = _text(frames[2], "endpoint")
-    if not endpoint.startswith("tcp://") or ":" not in endpoint[6:]:
-        raise WireError("tower beacon endpoint is not tcp://host:port")
+    _check_endpoint(endpoint)
     return TowerBeacon(_node_id(frames[1]), endpoint)
 
 

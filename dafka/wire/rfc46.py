@@ -29,7 +29,6 @@ import enum
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 from ..errors import WireError
 
@@ -141,9 +140,9 @@ class StoreHello:
     store: str
 
 
-Message = Union[
-    Record, DirectRecord, Fetch, Ack, Head, DirectHead, GetHeads, ConsumerHello, StoreHello
-]
+Message = (
+    Record | DirectRecord | Fetch | Ack | Head | DirectHead | GetHeads | ConsumerHello | StoreHello
+)
 
 
 # --------------------------------------------------------------------- encoding
@@ -164,7 +163,21 @@ def _head(cmd: Command, slot: str) -> bytes:
 
 
 def encode(msg: Message) -> list[bytes]:
-    """Encode ``msg`` as the list of frames the reference puts on the wire."""
+    """Encode ``msg`` as the list of frames the reference puts on the wire.
+
+    A value the wire cannot carry (a string field over 255 bytes, a NUL in the
+    frame-0 topic, text that is not encodable as UTF-8, a number outside its
+    unsigned range) raises :class:`WireError`.
+    """
+    try:
+        return _encode(msg)
+    except struct.error as exc:
+        raise WireError(f"number out of range in {type(msg).__name__}: {exc}") from exc
+    except UnicodeEncodeError as exc:
+        raise WireError(f"text in {type(msg).__name__} is not encodable as UTF-8") from exc
+
+
+def _encode(msg: Message) -> list[bytes]:
     t = type(msg)
     if t is Record:
         assert isinstance(msg, Record)
@@ -387,8 +400,10 @@ def topic_prefix(cmd: Command, topic: str) -> bytes:
 def direct_prefix(cmd: Command, node_id: str) -> bytes:
     """SUB prefix for a node-addressed command (D, E, F, K, W, L).
 
-    Node IDs are fixed-length, so no NUL is needed; the C reference parses the
-    rest of a subscription as the node ID, so adding one would break interop.
+    Node IDs are fixed-length (32 characters), so the bare ID already matches
+    exactly. Without a NUL the subscription is byte-identical to the
+    reference's, and a peer's XPUB (the C codec and :func:`parse_subscription`
+    alike) reads everything after the command octet as the node ID it answers.
     """
     return cmd.value + node_id.encode()
 
