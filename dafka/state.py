@@ -1,0 +1,389 @@
+"""A node's state directory: its identity and its producer offsets, kept across restarts.
+
+A producer's partition is its node ID, so the ID and the next offset of every
+topic must survive a restart, and two processes must never share them: a
+second producer with the same ID would publish different records under the
+same offsets. :class:`StateDir` therefore holds an exclusive ``flock`` for as
+long as it is open, and :class:`OffsetJournal` records each topic's next offset
+durably *before* records with those offsets are published, so a restarted
+producer never reuses an offset it may already have sent.
+
+Layout::
+
+    <dir>/            mode 0700
+      lock            flock'ed while a process uses the directory
+      node_id         32 upper-case hex characters, written atomically
+      offsets.journal append-only OffsetJournal frames (see below)
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from .errors import ConfigError, StorageError
+from .ids import is_node_id, new_node_id
+
+log = logging.getLogger(__name__)
+
+__all__ = ["OffsetJournal", "StateDir", "write_atomic"]
+
+_LOCK = "lock"
+_NODE_ID = "node_id"
+_JOURNAL = "offsets.journal"
+
+# Journal frame: magic, u32 payload length, payload, u32 CRC-32 of everything
+# before it. The payload is a u32 entry count, then per entry a u8 topic
+# length, the UTF-8 topic and the next offset as u64 big-endian. The CRC at the
+# end makes a frame whose write was torn anywhere invalid.
+_MAGIC = b"\xd4"
+_FRAME_HEAD = struct.Struct(">cI")
+_CRC = struct.Struct(">I")
+_COUNT = struct.Struct(">I")
+_OFFSET = struct.Struct(">Q")
+_MAX_PAYLOAD = 16 * 1024 * 1024
+_MAX_OFFSET = 2**64 - 1
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file.
+
+    Write a temporary file beside it, fsync it, rename it over ``path``, then
+    fsync the directory so the rename itself is durable.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class StateDir:
+    """An exclusively locked directory holding one node's persistent state.
+
+    Raises :class:`ConfigError` with one line naming the directory when it
+    cannot be created or written, or when another process holds it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock_fd: int | None = None
+        self._node_id: str | None = None
+        self._journals: list[OffsetJournal] = []
+        try:
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create state directory {self.path}: {exc.strerror or exc}"
+            ) from exc
+        if not self.path.is_dir():
+            raise ConfigError(f"state directory {self.path} exists and is not a directory")
+        if not os.access(self.path, os.W_OK | os.X_OK):
+            raise ConfigError(f"state directory {self.path} is not writable")
+        if self.path.stat().st_mode & 0o077:
+            log.warning("state.permissions dir=%s hint=chmod 700", self.path)
+        try:
+            fd = os.open(self.path / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise ConfigError(
+                f"state directory {self.path} is not writable: {exc.strerror or exc}"
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise ConfigError(
+                    f"state directory {self.path} is in use by another process"
+                ) from None
+            raise ConfigError(
+                f"cannot lock state directory {self.path}: {exc.strerror or exc}"
+            ) from exc
+        self._lock_fd = fd
+        try:
+            # The PID is only a hint for whoever finds the directory locked.
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            self.close()
+            raise ConfigError(
+                f"state directory {self.path} is not writable: {exc.strerror or exc}"
+            ) from exc
+
+    # ------------------------------------------------------------------ API
+
+    @property
+    def closed(self) -> bool:
+        return self._lock_fd is None
+
+    def node_id(self) -> str:
+        """This node's ID: read from ``node_id``, or made and persisted on first use."""
+        if self._node_id is not None:
+            return self._node_id
+        self._check_open()
+        path = self.path / _NODE_ID
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            text = None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        if text is None:
+            text = new_node_id()
+            try:
+                write_atomic(path, f"{text}\n".encode())
+            except OSError as exc:
+                raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            log.info("state.node_id.created dir=%s id=%s", self.path, text)
+        elif not is_node_id(text):
+            # Never replace it silently: a new ID would be a new partition.
+            raise ConfigError(
+                f"{path} does not hold a node ID (32 upper-case hex characters); fix or remove it"
+            )
+        self._node_id = text
+        return text
+
+    def offset_journal(self, name: str = _JOURNAL) -> OffsetJournal:
+        """Open the journal of next offsets per topic kept in this directory."""
+        self._check_open()
+        journal = OffsetJournal(self.path / name)
+        self._journals.append(journal)
+        return journal
+
+    def close(self) -> None:
+        """Close the journals opened here and release the lock."""
+        for journal in self._journals:
+            journal.close()
+        self._journals.clear()
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"StateDir({str(self.path)!r}{', closed' if self.closed else ''})"
+
+    def _check_open(self) -> None:
+        if self._lock_fd is None:
+            raise ConfigError(f"state directory {self.path} is closed")
+
+
+def _encode_frame(entries: Iterable[tuple[str, int]]) -> bytes:
+    parts = []
+    count = 0
+    for topic, offset in entries:
+        raw = topic.encode()
+        if not raw or len(raw) > 255:
+            raise ValueError(f"topic {topic!r} cannot be journaled")
+        parts.append(bytes((len(raw),)) + raw + _OFFSET.pack(offset))
+        count += 1
+    payload = _COUNT.pack(count) + b"".join(parts)
+    body = _FRAME_HEAD.pack(_MAGIC, len(payload)) + payload
+    return body + _CRC.pack(zlib.crc32(body))
+
+
+def _decode_frame(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int] | None:
+    """The entries of the frame at ``pos`` and the position after it, or None if invalid."""
+    head_end = pos + _FRAME_HEAD.size
+    if head_end > len(data):
+        return None
+    magic, size = _FRAME_HEAD.unpack_from(data, pos)
+    if magic != _MAGIC or size < _COUNT.size or size > _MAX_PAYLOAD:
+        return None
+    end = head_end + size + _CRC.size
+    if end > len(data):
+        return None
+    (crc,) = _CRC.unpack_from(data, head_end + size)
+    if zlib.crc32(data[pos : head_end + size]) != crc:
+        return None
+    (count,) = _COUNT.unpack_from(data, head_end)
+    entries = []
+    at = head_end + _COUNT.size
+    limit = head_end + size
+    try:
+        for _ in range(count):
+            length = data[at]
+            topic = data[at + 1 : at + 1 + length].decode()
+            at += 1 + length
+            if at + _OFFSET.size > limit:
+                return None
+            (offset,) = _OFFSET.unpack_from(data, at)
+            at += _OFFSET.size
+            entries.append((topic, offset))
+    except (IndexError, UnicodeDecodeError):
+        return None
+    if at != limit:
+        return None
+    return entries, end
+
+
+class OffsetJournal:
+    """Durable next offset per topic for a producer, appended once per batch.
+
+    :meth:`reserve` appends a small CRC-checked frame and fsyncs it before it
+    returns; the producer publishes records only below what is reserved, so
+    after a crash :meth:`load` never hands out an offset that may have been
+    sent. A torn last frame (the crash hit mid-write) is ignored and cut off;
+    damage followed by valid frames is corruption and raises
+    :class:`StorageError` rather than risk reusing offsets. The file is
+    rewritten atomically, one entry per topic, when it grows past
+    ``compact_bytes``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, compact_bytes: int = 256 * 1024) -> None:
+        self.path = Path(path)
+        self._compact_bytes = compact_bytes
+        self._offsets: dict[str, int] = {}
+        self._fd: int | None = None
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as exc:
+            raise StorageError(f"cannot open {self.path}: {exc.strerror or exc}") from exc
+        try:
+            self._size = self._replay(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def _replay(self, fd: int) -> int:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size, 0) if size else b""
+        pos = 0
+        while pos < len(data):
+            frame = _decode_frame(data, pos)
+            if frame is None:
+                break
+            entries, pos = frame
+            for topic, offset in entries:
+                if offset > self._offsets.get(topic, -1):
+                    self._offsets[topic] = offset
+        if pos < len(data):
+            if any(_decode_frame(data, at) for at in range(pos + 1, len(data))):
+                raise StorageError(
+                    f"offset journal {self.path} is corrupt at byte {pos}; refusing to guess "
+                    "offsets (a new partition needs a new state directory)"
+                )
+            log.warning(
+                "journal.torn_tail path=%s kept=%d dropped=%d", self.path, pos, len(data) - pos
+            )
+            try:
+                os.ftruncate(fd, pos)
+                os.fsync(fd)
+            except OSError as exc:
+                raise StorageError(f"cannot repair {self.path}: {exc.strerror or exc}") from exc
+        return pos
+
+    # ------------------------------------------------------------------ API
+
+    def load(self) -> dict[str, int]:
+        """The next offset to use per topic (topics never reserved are absent)."""
+        return dict(self._offsets)
+
+    def reserve(self, topic: str, next_offset: int) -> None:
+        """Durably record that ``topic`` continues at ``next_offset`` or later.
+
+        Call it before publishing records below ``next_offset``. Lower or
+        equal values than already reserved cost nothing.
+        """
+        self.reserve_many({topic: next_offset})
+
+    def reserve_many(self, next_offsets: Mapping[str, int]) -> None:
+        """:meth:`reserve` several topics with one write and one fsync."""
+        fresh = []
+        for topic, offset in next_offsets.items():
+            if not 0 <= offset <= _MAX_OFFSET:
+                raise ValueError(f"offset {offset} out of range for topic {topic!r}")
+            if offset > self._offsets.get(topic, -1):
+                fresh.append((topic, offset))
+        if not fresh:
+            return
+        fd = self._require_fd()
+        frame = _encode_frame(fresh)
+        try:
+            written = os.write(fd, frame)
+            if written != len(frame):
+                raise OSError(errno.EIO, "short write")
+            os.fdatasync(fd)
+        except OSError as exc:
+            self._rollback(fd)
+            raise StorageError(
+                f"cannot write offset journal {self.path}: {exc.strerror or exc}"
+            ) from exc
+        self._size += len(frame)
+        self._offsets.update(fresh)
+        if self._size > self._compact_bytes:
+            self.compact()
+
+    def compact(self) -> None:
+        """Rewrite the journal as one frame holding the current offsets."""
+        fd = self._require_fd()
+        frame = _encode_frame(self._offsets.items())
+        try:
+            write_atomic(self.path, frame)
+            new_fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot compact offset journal {self.path}: {exc.strerror or exc}"
+            ) from exc
+        os.close(fd)
+        self._fd = new_fd
+        self._size = len(frame)
+        log.debug("journal.compacted path=%s topics=%d", self.path, len(self._offsets))
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    @property
+    def size(self) -> int:
+        """Bytes in the journal file (for tests and metrics)."""
+        return self._size
+
+    def _require_fd(self) -> int:
+        if self._fd is None:
+            raise StorageError(f"offset journal {self.path} is closed")
+        return self._fd
+
+    def _rollback(self, fd: int) -> None:
+        """Cut off a partly written frame so later appends stay readable."""
+        try:
+            os.ftruncate(fd, self._size)
+        except OSError:
+            log.exception("journal.rollback_failed path=%s", self.path)
