@@ -1,0 +1,323 @@
+"""Frame primitives of the ØMQ RAFT protocol (``specs/zmq-raft-protocol.md``).
+
+Pure functions, no zmq import. Each ``encode_*`` returns the body of one frame and
+each ``decode_*`` takes the body of one frame; every decoding failure raises
+:class:`RaftWireError` and nothing else.
+
+===========  ===================================================================
+type         encoding
+===========  ===================================================================
+``uint``     unsigned, least significant byte first, 1–8 bytes (minimal length
+             on encode, 0 is ``b"\\x00"``); an empty frame is an error
+``nuint``    like ``uint`` but an empty frame is ``None``
+``uint32``   like ``uint`` but 1–4 bytes
+``bool``     true iff the frame is non-empty and its first byte is non-zero;
+             encoded as ``b"\\x01"`` / ``b""``
+``string``   UTF-8
+``json``     MessagePack
+``reqid``    12 bytes (see :mod:`dafka.raft.reqid`)
+``entry``    reqid (12) + type (1) + term (7 bytes LSB first) + data
+===========  ===================================================================
+
+CONFIG entry data
+-----------------
+A final configuration without learners is the plain peer list of the spec,
+``[[id, url], ...]``. A joint configuration is ``{"old": [...], "new": [...]}``.
+Learners (our extension) ride in the object form under an extra ``"learners"``
+key; a final configuration with learners is written as
+``{"new": [...], "learners": [...]}`` (no ``"old"`` key). A reference peer only
+ever sees the object form when learners are in use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+
+from ..errors import WireError
+from .types import REQID_SIZE, ClusterConfig, Entry, EntryType, Peer
+
+__all__ = [
+    "CHECKPOINT_DATA",
+    "ENTRY_HEADER_SIZE",
+    "MAX_TERM",
+    "MAX_UINT",
+    "MAX_UINT32",
+    "RaftWireError",
+    "config_from_json",
+    "config_to_json",
+    "decode_bool",
+    "decode_config",
+    "decode_entries",
+    "decode_entry",
+    "decode_json",
+    "decode_json_index",
+    "decode_json_leader",
+    "decode_nuint",
+    "decode_peers",
+    "decode_reqid",
+    "decode_string",
+    "decode_uint",
+    "decode_uint32",
+    "encode_bool",
+    "encode_config",
+    "encode_entry",
+    "encode_json",
+    "encode_nuint",
+    "encode_peers",
+    "encode_reqid",
+    "encode_string",
+    "encode_uint",
+    "encode_uint32",
+    "json_uint",
+    "peers_from_json",
+    "peers_to_json",
+]
+
+MAX_UINT = (1 << 64) - 1
+MAX_UINT32 = (1 << 32) - 1
+MAX_TERM = (1 << 56) - 1
+TERM_SIZE = 7
+ENTRY_HEADER_SIZE = REQID_SIZE + 1 + TERM_SIZE
+CHECKPOINT_DATA = b"\xc0"
+"""The data of a CHECKPOINT entry: MessagePack ``nil``."""
+
+_TRUE = b"\x01"
+_FALSE = b""
+
+
+class RaftWireError(WireError):
+    """Frames that do not decode as a ØMQ RAFT message (or values that cannot be encoded)."""
+
+
+# -- integers ---------------------------------------------------------------------------------
+
+
+def _encode_unsigned(value: int, limit: int, what: str) -> bytes:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit:
+        raise RaftWireError(f"{what} out of range: {value!r}")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little")
+
+
+def _decode_unsigned(frame: bytes, max_size: int, what: str) -> int:
+    size = len(frame)
+    if size == 0:
+        raise RaftWireError(f"empty {what} frame")
+    if size > max_size:
+        raise RaftWireError(f"{what} frame has {size} bytes, at most {max_size} allowed")
+    return int.from_bytes(frame, "little")
+
+
+def encode_uint(value: int) -> bytes:
+    """``uint``: 1–8 bytes, least significant first, minimal length."""
+    return _encode_unsigned(value, MAX_UINT, "uint")
+
+
+def decode_uint(frame: bytes) -> int:
+    """``uint``: an empty frame or one over 8 bytes is a protocol error."""
+    return _decode_unsigned(frame, 8, "uint")
+
+
+def encode_nuint(value: int | None) -> bytes:
+    """``nuint``: ``None`` is the empty frame."""
+    return b"" if value is None else encode_uint(value)
+
+
+def decode_nuint(frame: bytes) -> int | None:
+    return None if len(frame) == 0 else _decode_unsigned(frame, 8, "nuint")
+
+
+def encode_uint32(value: int) -> bytes:
+    """``uint32``: 1–4 bytes, least significant first, minimal length."""
+    return _encode_unsigned(value, MAX_UINT32, "uint32")
+
+
+def decode_uint32(frame: bytes) -> int:
+    return _decode_unsigned(frame, 4, "uint32")
+
+
+# -- bool, string, reqid ----------------------------------------------------------------------
+
+
+def encode_bool(value: bool) -> bytes:
+    return _TRUE if value else _FALSE
+
+
+def decode_bool(frame: bytes) -> bool:
+    return len(frame) > 0 and frame[0] != 0
+
+
+def encode_string(value: str) -> bytes:
+    try:
+        return value.encode("utf-8")
+    except (UnicodeEncodeError, AttributeError) as exc:
+        raise RaftWireError(f"not an encodable string: {value!r}") from exc
+
+
+def decode_string(frame: bytes, what: str = "string") -> str:
+    try:
+        return bytes(frame).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RaftWireError(f"{what} is not UTF-8") from exc
+
+
+def encode_reqid(value: bytes) -> bytes:
+    if not isinstance(value, bytes | bytearray) or len(value) != REQID_SIZE:
+        raise RaftWireError(f"a reqid is {REQID_SIZE} bytes, got {value!r}")
+    return bytes(value)
+
+
+def decode_reqid(frame: bytes) -> bytes:
+    if len(frame) != REQID_SIZE:
+        raise RaftWireError(f"a reqid is {REQID_SIZE} bytes, got {len(frame)}")
+    return bytes(frame)
+
+
+# -- json (MessagePack) -----------------------------------------------------------------------
+
+
+def encode_json(value: Any) -> bytes:
+    try:
+        packed: bytes = msgpack.packb(value, use_bin_type=True)
+        return packed
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise RaftWireError(f"value cannot be MessagePack encoded: {exc}") from exc
+
+
+def decode_json(frame: bytes) -> Any:
+    """One MessagePack value filling the whole frame; anything else is a :class:`RaftWireError`."""
+    try:
+        return msgpack.unpackb(bytes(frame), raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises many types (ExtraData, FormatError, ValueError...)
+        raise RaftWireError(f"bad MessagePack frame: {type(exc).__name__}") from exc
+
+
+def json_uint(value: Any, what: str) -> int:
+    """A JSON number that must be a non-negative integer (integral floats are accepted:
+    JavaScript peers send numbers above 2**32 as float64)."""
+    if isinstance(value, bool):
+        raise RaftWireError(f"{what} is not a number")
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or not 0 <= value <= MAX_UINT:
+        raise RaftWireError(f"{what} is not an unsigned integer: {value!r}")
+    return value
+
+
+def decode_json_leader(frame: bytes) -> str | None:
+    """A LEADER ID frame: a JSON string or null."""
+    value = decode_json(frame)
+    if value is not None and not isinstance(value, str):
+        raise RaftWireError("leader id is neither a string nor null")
+    return value
+
+
+def decode_json_index(frame: bytes) -> int:
+    """A committed LOG INDEX as a JSON number."""
+    return json_uint(decode_json(frame), "log index")
+
+
+# -- peers and CONFIG data --------------------------------------------------------------------
+
+
+def peers_to_json(peers: Sequence[Peer]) -> list[list[str]]:
+    return [[peer.id, peer.url] for peer in peers]
+
+
+def peers_from_json(value: Any, what: str = "peers") -> tuple[Peer, ...]:
+    """``[[id, url], ...]`` → peers; structure only (duplicates are the core's business)."""
+    if not isinstance(value, list | tuple):
+        raise RaftWireError(f"{what} must be an array")
+    peers = []
+    for item in value:
+        if (
+            not isinstance(item, list | tuple)
+            or len(item) != 2
+            or not isinstance(item[0], str)
+            or not isinstance(item[1], str)
+        ):
+            raise RaftWireError(f"{what} must be an array of [peer id, peer url] string pairs")
+        peers.append(Peer(item[0], item[1]))
+    return tuple(peers)
+
+
+def encode_peers(peers: Sequence[Peer]) -> bytes:
+    return encode_json(peers_to_json(peers))
+
+
+def decode_peers(frame: bytes) -> tuple[Peer, ...]:
+    return peers_from_json(decode_json(frame))
+
+
+def config_to_json(config: ClusterConfig) -> Any:
+    if config.old is None and not config.learners:
+        return peers_to_json(config.peers)
+    obj: dict[str, Any] = {}
+    if config.old is not None:
+        obj["old"] = peers_to_json(config.old)
+    obj["new"] = peers_to_json(config.peers)
+    if config.learners:
+        obj["learners"] = peers_to_json(config.learners)
+    return obj
+
+
+def config_from_json(value: Any) -> ClusterConfig:
+    if isinstance(value, list | tuple):
+        return ClusterConfig(peers_from_json(value))
+    if not isinstance(value, dict):
+        raise RaftWireError("config must be a peer array or an {old, new} object")
+    unknown = set(value) - {"old", "new", "learners"}
+    if unknown or "new" not in value:
+        raise RaftWireError("config object must have 'new' and only 'old', 'learners' besides")
+    old = peers_from_json(value["old"], "old peers") if "old" in value else None
+    learners = peers_from_json(value["learners"], "learners") if "learners" in value else ()
+    return ClusterConfig(peers_from_json(value["new"], "new peers"), old, learners)
+
+
+def encode_config(config: ClusterConfig) -> bytes:
+    """The data of a CONFIG log entry (see the module docstring for learners)."""
+    return encode_json(config_to_json(config))
+
+
+def decode_config(data: bytes) -> ClusterConfig:
+    return config_from_json(decode_json(data))
+
+
+# -- log entries ------------------------------------------------------------------------------
+
+
+def encode_entry(entry: Entry) -> bytes:
+    """The ``entry`` frame: reqid + type + 7-byte term + data (the index is not on the wire)."""
+    if not 0 <= entry.term <= MAX_TERM:
+        raise RaftWireError(f"entry term out of range: {entry.term!r}")
+    if len(entry.reqid) != REQID_SIZE:
+        raise RaftWireError(f"entry reqid must be {REQID_SIZE} bytes")
+    return b"".join(
+        (
+            entry.reqid,
+            int(entry.type).to_bytes(1, "little"),
+            entry.term.to_bytes(TERM_SIZE, "little"),
+            entry.data,
+        )
+    )
+
+
+def decode_entry(frame: bytes, index: int) -> Entry:
+    """Decode an ``entry`` frame; ``index`` comes from the frame's position in its message."""
+    if len(frame) < ENTRY_HEADER_SIZE:
+        raise RaftWireError(f"a log entry has at least {ENTRY_HEADER_SIZE} bytes")
+    frame = bytes(frame)
+    kind = frame[REQID_SIZE]
+    try:
+        entry_type = EntryType(kind)
+    except ValueError:
+        raise RaftWireError(f"unknown log entry type {kind}") from None
+    term = int.from_bytes(frame[REQID_SIZE + 1 : ENTRY_HEADER_SIZE], "little")
+    return Entry(index, term, entry_type, frame[:REQID_SIZE], frame[ENTRY_HEADER_SIZE:])
+
+
+def decode_entries(frames: Sequence[bytes], first_index: int) -> tuple[Entry, ...]:
+    return tuple(decode_entry(frame, first_index + i) for i, frame in enumerate(frames))

@@ -1,0 +1,699 @@
+"""Durable Raft storage: hard state, the log, and the snapshot.
+
+:class:`FileStorage` keeps one directory::
+
+    LOCK       held (flock) while a FileStorage is open
+    state      hard state (term, voted_for, commit), replaced atomically
+    log        header + append-only records
+    snapshot   snapshot meta + data, replaced atomically
+
+Atomic replacement is: write ``NAME.tmp``, fsync it, rename over ``NAME``, fsync the
+directory. :class:`MemoryStorage` has the same API and keeps everything in memory.
+
+Log file format (integers little-endian)::
+
+    header   "DAFKRLG1" | base index u64 | crc32 u32 (of the 16 bytes before it)
+    record   magic "\\xd5RL\\x01" | crc32 u32 | length u32 | index u64 | batch u64 | entry
+             crc32 covers length, index, batch and entry; ``entry`` (``length`` bytes)
+             is the wire ``entry`` frame (reqid, type, term, data)
+
+``base`` is the index the log starts at (it stays meaningful when the log is empty).
+Records are consecutive from ``base``. ``batch`` is the index of the first record
+written by the same :meth:`FileStorage.append` call (rewrites stamp all records with
+the new base): it is how recovery tells a torn last write from real corruption.
+
+Recovery (at open), the rules
+-----------------------------
+* A bad record (short, bad magic, bad crc) followed by no valid record up to the end
+  of the file is a torn tail: it is truncated, with a warning.
+* A bad record followed by valid records *of the same batch* is also a torn write (the
+  disk may persist the sectors of one unsynced write in any order): truncated, warning.
+  Damage inside the last batch is therefore indistinguishable from a torn write.
+* A bad record followed by a valid record of a *later* batch means data that was
+  fsynced before a later append got damaged: :class:`StorageError`, the peer refuses
+  to start (dropping entries it may have acknowledged could break Raft's safety).
+  ``FileStorage(path, repair=True)`` truncates at the bad record anyway (the operator
+  takes responsibility; better: wipe the directory and rejoin as a fresh peer).
+* A valid record that does not continue the index sequence, or whose entry does not
+  decode, is corruption too (:class:`StorageError`).
+* A damaged ``state``, ``snapshot`` or log header is :class:`StorageError`: they are
+  only ever replaced atomically, so damage is not a crash artefact.
+* The log is reconciled with the snapshot (a crash may fall between saving a snapshot
+  and rewriting the log): if the log does not reach the snapshot index, or holds a
+  different term there, it is discarded (Raft §7).
+
+Durability
+----------
+``append(entries, sync=True)`` is one write and one ``fdatasync``. Term and vote are
+always written durably. A commit-index-only change with ``sync=False`` is kept in
+memory and written with the next durable hard-state write (or at :meth:`close`);
+a stale commit index on disk is harmless, Raft recomputes it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import itertools
+import logging
+import os
+import struct
+import zlib
+from array import array
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple, Protocol, Self
+
+import msgpack  # type: ignore[import-untyped]
+
+from ..errors import StorageError
+from .frames import (
+    ENTRY_HEADER_SIZE,
+    RaftWireError,
+    decode_config,
+    decode_entry,
+    encode_config,
+    encode_entry,
+)
+from .types import Entry, HardState, SnapshotMeta
+
+__all__ = ["FileStorage", "LoadedState", "MemoryStorage", "RaftStorage"]
+
+log = logging.getLogger(__name__)
+
+_LOG_MAGIC = b"DAFKRLG1"
+_LOG_HEADER = struct.Struct("<8sQ")  # magic, base
+_LOG_HEADER_SIZE = _LOG_HEADER.size + 4
+_REC_MAGIC = b"\xd5RL\x01"
+_REC_TAIL = struct.Struct("<IQQ")  # length, index, batch
+_REC_HEADER_SIZE = 8 + _REC_TAIL.size  # magic + crc + tail
+_MAX_RECORD = 1 << 30
+
+_STATE_MAGIC = b"DAFKRHS1"
+_SNAP_MAGIC = b"DAFKRSN1"
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+_fdatasync = getattr(os, "fdatasync", os.fsync)
+
+
+class LoadedState(NamedTuple):
+    """What :meth:`FileStorage.load` returns (unpacks as a 4-tuple)."""
+
+    hard_state: HardState
+    snapshot_meta: SnapshotMeta
+    entries: list[Entry]
+    """The log after ``snapshot_meta.index``: consecutive, starting at ``index + 1``."""
+    snapshot: bytes | None
+
+
+class RaftStorage(Protocol):
+    """The storage API the Raft peer uses; :class:`FileStorage` and :class:`MemoryStorage`."""
+
+    @property
+    def hard_state(self) -> HardState: ...
+    @property
+    def snapshot_meta(self) -> SnapshotMeta: ...
+    @property
+    def first_index(self) -> int: ...
+    @property
+    def last_index(self) -> int: ...
+    def load(self) -> LoadedState: ...
+    def save_hard_state(self, state: HardState, sync: bool = True) -> None: ...
+    def append(self, entries: Sequence[Entry], sync: bool = True) -> None: ...
+    def truncate_from(self, index: int) -> None: ...
+    def term(self, index: int) -> int | None: ...
+    def read_entries(self, lo: int, hi: int) -> list[Entry]: ...
+    def save_snapshot(self, meta: SnapshotMeta, data: bytes) -> None: ...
+    def snapshot_data(self) -> bytes | None: ...
+    def compact(self, upto_index: int) -> None: ...
+    def close(self) -> None: ...
+
+
+# -- shared rules -----------------------------------------------------------------------------
+
+
+def _check_batch(entries: Sequence[Entry], next_index: int, snapshot_index: int) -> None:
+    if not entries:
+        return
+    if entries[0].index != next_index:
+        raise StorageError(
+            f"append must continue the log at index {next_index}, got {entries[0].index}"
+            " (truncate_from first to replace entries)"
+        )
+    for before, after in itertools.pairwise(entries):
+        if after.index != before.index + 1:
+            raise StorageError(f"entries are not consecutive at index {after.index}")
+    if entries[0].index <= snapshot_index:
+        raise StorageError("cannot append entries covered by the snapshot")
+
+
+def _pack_hard_state(state: HardState) -> bytes:
+    return bytes(msgpack.packb([state.term, state.voted_for, state.commit], use_bin_type=True))
+
+
+def _unpack_hard_state(data: bytes) -> HardState:
+    term, voted_for, commit = msgpack.unpackb(data, raw=False)
+    if not isinstance(term, int) or not isinstance(commit, int):
+        raise TypeError("bad hard state types")
+    if voted_for is not None and not isinstance(voted_for, str):
+        raise TypeError("bad voted_for")
+    return HardState(term, voted_for, commit)
+
+
+def _pack_meta(meta: SnapshotMeta) -> bytes:
+    return bytes(
+        msgpack.packb([meta.index, meta.term, encode_config(meta.config)], use_bin_type=True)
+    )
+
+
+def _unpack_meta(data: bytes) -> SnapshotMeta:
+    index, term, config = msgpack.unpackb(data, raw=False)
+    if not isinstance(index, int) or not isinstance(term, int) or not isinstance(config, bytes):
+        raise TypeError("bad snapshot meta types")
+    return SnapshotMeta(index, term, decode_config(config))
+
+
+# -- MemoryStorage ----------------------------------------------------------------------------
+
+
+class MemoryStorage:
+    """In-memory storage with :class:`FileStorage`'s API and rules (for tests and simulation)."""
+
+    def __init__(self) -> None:
+        self._hard = HardState()
+        self._meta = SnapshotMeta()
+        self._data: bytes | None = None
+        self._entries: list[Entry] = []
+        self._base = 1
+
+    @property
+    def hard_state(self) -> HardState:
+        return self._hard
+
+    @property
+    def snapshot_meta(self) -> SnapshotMeta:
+        return self._meta
+
+    @property
+    def first_index(self) -> int:
+        return self._base
+
+    @property
+    def last_index(self) -> int:
+        return self._base + len(self._entries) - 1
+
+    def load(self) -> LoadedState:
+        skip = max(0, self._meta.index + 1 - self._base)
+        return LoadedState(self._hard, self._meta, self._entries[skip:], self._data)
+
+    def save_hard_state(self, state: HardState, sync: bool = True) -> None:
+        self._hard = state
+
+    def append(self, entries: Sequence[Entry], sync: bool = True) -> None:
+        entries = list(entries)
+        _check_batch(entries, self.last_index + 1, self._meta.index)
+        self._entries.extend(entries)
+
+    def truncate_from(self, index: int) -> None:
+        if index <= self._meta.index:
+            raise StorageError(f"cannot truncate at {index}: covered by the snapshot")
+        if index <= self.last_index:
+            del self._entries[index - self._base :]
+
+    def term(self, index: int) -> int | None:
+        if index == self._meta.index:
+            return self._meta.term
+        if self._base <= index <= self.last_index:
+            return self._entries[index - self._base].term
+        return None
+
+    def read_entries(self, lo: int, hi: int) -> list[Entry]:
+        """Entries ``lo <= index < hi`` (clipped to what is stored)."""
+        lo, hi = max(lo, self._base), min(hi, self.last_index + 1)
+        return self._entries[lo - self._base : hi - self._base] if lo < hi else []
+
+    def save_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
+        if meta.index < self._meta.index:
+            raise StorageError("snapshot is older than the one stored")
+        keep = self.term(meta.index) == meta.term and meta.index <= self.last_index
+        self._meta, self._data = meta, bytes(data)
+        if not keep:
+            self._entries, self._base = [], meta.index + 1
+
+    def snapshot_data(self) -> bytes | None:
+        return self._data
+
+    def compact(self, upto_index: int) -> None:
+        if upto_index > self._meta.index:
+            raise StorageError("cannot compact past the snapshot index")
+        if upto_index >= self._base:
+            del self._entries[: upto_index + 1 - self._base]
+            self._base = upto_index + 1
+
+    def close(self) -> None:
+        pass
+
+
+# -- FileStorage ------------------------------------------------------------------------------
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes | memoryview, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def _atomic_write(directory: Path, name: str, chunks: Iterable[bytes]) -> None:
+    tmp = directory / f"{name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        offset = 0
+        for chunk in chunks:
+            _write_all(fd, chunk, offset)
+            offset += len(chunk)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, directory / name)
+    _fsync_dir(directory)
+
+
+def _with_crc(body: bytes) -> bytes:
+    return body + _U32.pack(zlib.crc32(body))
+
+
+def _split_crc(blob: bytes, magic: bytes, what: str) -> bytes:
+    if len(blob) < len(magic) + 4 or not blob.startswith(magic):
+        raise StorageError(f"{what} is damaged or not a Dafka Raft file")
+    body, crc = blob[:-4], _U32.unpack(blob[-4:])[0]
+    if zlib.crc32(body) != crc:
+        raise StorageError(f"{what} fails its checksum")
+    return body[len(magic) :]
+
+
+class _Record(NamedTuple):
+    log_index: int
+    batch: int
+    entry: bytes
+    end: int
+
+
+def _parse_record(buf: bytes, pos: int) -> _Record | None:
+    """The record at ``pos`` if it is complete and its checksum holds, else None."""
+    if len(buf) - pos < _REC_HEADER_SIZE or buf[pos : pos + 4] != _REC_MAGIC:
+        return None
+    (crc,) = _U32.unpack_from(buf, pos + 4)
+    length, index, batch = _REC_TAIL.unpack_from(buf, pos + 8)
+    end = pos + _REC_HEADER_SIZE + length
+    if length > _MAX_RECORD or end > len(buf):
+        return None
+    if zlib.crc32(memoryview(buf)[pos + 8 : end]) != crc:
+        return None
+    return _Record(index, batch, buf[pos + _REC_HEADER_SIZE : end], end)
+
+
+def _encode_records(entries: Sequence[Entry], batch: int) -> bytes:
+    parts: list[bytes] = []
+    for entry in entries:
+        try:
+            body = encode_entry(entry)
+        except RaftWireError as exc:
+            raise StorageError(f"entry {entry.index} cannot be stored: {exc}") from exc
+        tail = _REC_TAIL.pack(len(body), entry.index, batch)
+        parts += (_REC_MAGIC, _U32.pack(zlib.crc32(body, zlib.crc32(tail))), tail, body)
+    return b"".join(parts)
+
+
+def _index_array() -> array[int]:
+    return array("Q")
+
+
+def _log_header(base: int) -> bytes:
+    return _with_crc(_LOG_HEADER.pack(_LOG_MAGIC, base))
+
+
+class FileStorage:
+    """Durable storage in the directory ``path`` (created if missing). See the module doc.
+
+    One process at a time (an exclusive ``flock`` on ``LOCK``) and one thread at a time:
+    the Raft shell that owns it calls it from its own loop.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, repair: bool = False) -> None:
+        self.path = Path(path)
+        self._repair = repair
+        self._lock_fd = -1
+        self._fd = -1
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._lock()
+            for name in ("state", "log", "snapshot"):
+                (self.path / f"{name}.tmp").unlink(missing_ok=True)
+            self._hard = self._read_state()
+            self._pending_commit: int | None = None
+            self._meta, self._has_snapshot = self._read_snapshot_meta()
+            self._open_log()
+            self._reconcile_with_snapshot()
+        except OSError as exc:
+            self.close()
+            raise StorageError(f"cannot open Raft storage at {self.path}: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    # .. opening .....................................................................
+
+    def _lock(self) -> None:
+        self._lock_fd = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StorageError(
+                    f"Raft storage {self.path} is in use by another process"
+                ) from exc
+            raise
+
+    def _read_state(self) -> HardState:
+        try:
+            blob = (self.path / "state").read_bytes()
+        except FileNotFoundError:
+            return HardState()
+        body = _split_crc(blob, _STATE_MAGIC, f"{self.path}/state")
+        try:
+            return _unpack_hard_state(body)
+        except Exception as exc:
+            raise StorageError(f"{self.path}/state does not decode: {exc}") from exc
+
+    def _read_snapshot_blob(self) -> tuple[SnapshotMeta, bytes] | None:
+        try:
+            blob = (self.path / "snapshot").read_bytes()
+        except FileNotFoundError:
+            return None
+        body = _split_crc(blob, _SNAP_MAGIC, f"{self.path}/snapshot")
+        try:
+            (meta_size,) = _U32.unpack_from(body, 0)
+            meta = _unpack_meta(body[4 : 4 + meta_size])
+            (data_size,) = _U64.unpack_from(body, 4 + meta_size)
+            data = body[12 + meta_size :]
+        except Exception as exc:
+            raise StorageError(f"{self.path}/snapshot does not decode: {exc}") from exc
+        if len(data) != data_size:
+            raise StorageError(f"{self.path}/snapshot has a wrong data size")
+        return meta, data
+
+    def _read_snapshot_meta(self) -> tuple[SnapshotMeta, bool]:
+        found = self._read_snapshot_blob()
+        return (SnapshotMeta(), False) if found is None else (found[0], True)
+
+    def _open_log(self) -> None:
+        log_path = self.path / "log"
+        if not log_path.exists():
+            if (self.path / "state").exists() or self._has_snapshot:
+                raise StorageError(f"{log_path} is missing while state/snapshot exist")
+            _atomic_write(self.path, "log", [_log_header(self._meta.index + 1)])
+        self._fd = os.open(log_path, os.O_RDWR)
+        buf = _read_all(self._fd)
+        header = _split_crc(buf[:_LOG_HEADER_SIZE], _LOG_MAGIC, f"{log_path} header")
+        self._base: int = _U64.unpack(header)[0]
+        self._offsets = _index_array()
+        self._terms = _index_array()
+        pos = _LOG_HEADER_SIZE
+        batch_of_last = 0
+        while pos < len(buf):
+            record = _parse_record(buf, pos)
+            if record is None:
+                self._recover_tail(buf, pos, batch_of_last)
+                break
+            expected = self._base + len(self._offsets)
+            if record.log_index != expected:
+                raise StorageError(
+                    f"{log_path}: record at offset {pos} has index {record.log_index},"
+                    f" expected {expected}: the log is corrupt"
+                )
+            try:
+                entry = decode_entry(record.entry, record.log_index)
+            except RaftWireError as exc:
+                raise StorageError(f"{log_path}: entry {record.log_index} does not decode") from exc
+            self._offsets.append(pos)
+            self._terms.append(entry.term)
+            batch_of_last = record.batch
+            pos = record.end
+        self._end = pos
+
+    def _recover_tail(self, buf: bytes, bad: int, batch_of_last: int) -> None:
+        log_path = self.path / "log"
+        if self._offsets:
+            torn_batches = {batch_of_last, self._base + len(self._offsets)}
+        else:
+            torn_batches = {self._base}
+        expected = self._base + len(self._offsets)
+        later = []  # valid records of later appends: the damage was fsynced before them
+        at = buf.find(_REC_MAGIC, bad + 1)
+        while at != -1:
+            record = _parse_record(buf, at)
+            if (
+                record is not None
+                and record.log_index >= expected
+                and record.batch <= record.log_index
+                and record.batch not in torn_batches
+            ):
+                later.append(record.log_index)
+            at = buf.find(_REC_MAGIC, at + 1)
+        if later and not self._repair:
+            raise StorageError(
+                f"{log_path}: damaged record at offset {bad} (index"
+                f" {expected}) is followed by valid records of later"
+                f" appends (indexes {later[0]}..{later[-1]}); refusing to drop entries that"
+                " were fsynced. Wipe the directory and rejoin the cluster, or open with"
+                " repair=True to truncate at the damage."
+            )
+        level = logging.ERROR if later else logging.WARNING
+        log.log(
+            level,
+            "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=%s",
+            log_path,
+            bad,
+            len(buf) - bad,
+            "repair" if later else "torn-tail",
+        )
+        os.ftruncate(self._fd, bad)
+        _fdatasync(self._fd)
+
+    def _reconcile_with_snapshot(self) -> None:
+        snap = self._meta.index
+        if self._base > snap + 1:
+            raise StorageError(
+                f"{self.path}: the log starts at {self._base} but the snapshot ends at {snap}"
+            )
+        if self.last_index < snap or (self._base <= snap and self.term(snap) != self._meta.term):
+            if len(self._offsets):
+                log.warning(
+                    "raft.storage.discard_log path=%s reason=conflicts-with-snapshot"
+                    " log=%d..%d snapshot=%d",
+                    self.path,
+                    self._base,
+                    self.last_index,
+                    snap,
+                )
+            self._rewrite_log(snap + 1, [])
+
+    # .. queries .....................................................................
+
+    @property
+    def hard_state(self) -> HardState:
+        if self._pending_commit is not None:
+            return HardState(self._hard.term, self._hard.voted_for, self._pending_commit)
+        return self._hard
+
+    @property
+    def snapshot_meta(self) -> SnapshotMeta:
+        return self._meta
+
+    @property
+    def first_index(self) -> int:
+        """The first index stored in the log (``last_index + 1`` when it is empty)."""
+        return self._base
+
+    @property
+    def last_index(self) -> int:
+        """The last index stored in the log (the snapshot index when it is empty)."""
+        return self._base + len(self._offsets) - 1
+
+    def term(self, index: int) -> int | None:
+        """The term of ``index`` if the log or the snapshot knows it."""
+        if self._base <= index <= self.last_index:
+            return self._terms[index - self._base]
+        if index == self._meta.index:
+            return self._meta.term
+        return None
+
+    def read_entries(self, lo: int, hi: int) -> list[Entry]:
+        """Entries ``lo <= index < hi`` (clipped to what is stored), read from disk."""
+        self._check_open()
+        lo, hi = max(lo, self._base), min(hi, self.last_index + 1)
+        if lo >= hi:
+            return []
+        start = self._offsets[lo - self._base]
+        end = self._offsets[hi - self._base] if hi <= self.last_index else self._end
+        buf = os.pread(self._fd, end - start, start)
+        entries = []
+        pos = 0
+        for index in range(lo, hi):
+            record = _parse_record(buf, pos)
+            if record is None or record.log_index != index:
+                raise StorageError(f"{self.path}/log: entry {index} is damaged on disk")
+            entries.append(decode_entry(record.entry, index))
+            pos = record.end
+        return entries
+
+    def load(self) -> LoadedState:
+        """Hard state, snapshot meta, the entries after the snapshot, the snapshot data."""
+        self._check_open()
+        entries = self.read_entries(self._meta.index + 1, self.last_index + 1)
+        return LoadedState(self.hard_state, self._meta, entries, self.snapshot_data())
+
+    def snapshot_data(self) -> bytes | None:
+        self._check_open()
+        if not self._has_snapshot:
+            return None
+        found = self._read_snapshot_blob()
+        return None if found is None else found[1]
+
+    # .. writes ......................................................................
+
+    def save_hard_state(self, state: HardState, sync: bool = True) -> None:
+        """Persist term, vote and commit. Term/vote changes are always durable on return;
+        with ``sync=False`` a commit-only change is deferred (see the module doc)."""
+        self._check_open()
+        if not sync and (state.term, state.voted_for) == (self._hard.term, self._hard.voted_for):
+            self._pending_commit = state.commit
+            return
+        body = _STATE_MAGIC + _pack_hard_state(state)
+        _atomic_write(self.path, "state", [_with_crc(body)])
+        self._hard, self._pending_commit = state, None
+
+    def append(self, entries: Sequence[Entry], sync: bool = True) -> None:
+        """Append consecutive entries continuing the log: one write, one fdatasync."""
+        self._check_open()
+        entries = list(entries)
+        _check_batch(entries, self.last_index + 1, self._meta.index)
+        if not entries:
+            return
+        data = _encode_records(entries, entries[0].index)
+        try:
+            _write_all(self._fd, data, self._end)
+            if sync:
+                _fdatasync(self._fd)
+        except OSError as exc:
+            # leave the file as it was: a partial record must not be followed by new ones
+            try:
+                os.ftruncate(self._fd, self._end)
+            except OSError:
+                pass
+            raise StorageError(f"cannot append to {self.path}/log: {exc}") from exc
+        pos = self._end
+        for entry in entries:
+            self._offsets.append(pos)
+            self._terms.append(entry.term)
+            pos += _REC_HEADER_SIZE + ENTRY_HEADER_SIZE + len(entry.data)
+        self._end = pos
+
+    def truncate_from(self, index: int) -> None:
+        """Drop entries ``>= index`` (a follower resolving a conflict). Always durable."""
+        self._check_open()
+        if index <= self._meta.index:
+            raise StorageError(f"cannot truncate at {index}: covered by the snapshot")
+        if index > self.last_index:
+            return
+        cut = self._offsets[index - self._base]
+        os.ftruncate(self._fd, cut)
+        _fdatasync(self._fd)
+        del self._offsets[index - self._base :]
+        del self._terms[index - self._base :]
+        self._end = cut
+
+    def save_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
+        """Store a snapshot atomically. If the log holds ``meta.index`` with ``meta.term``
+        it is kept (compact it later); otherwise the whole log is discarded (Raft §7)."""
+        self._check_open()
+        if meta.index < self._meta.index:
+            raise StorageError("snapshot is older than the one stored")
+        meta_blob = _pack_meta(meta)
+        head = _SNAP_MAGIC + _U32.pack(len(meta_blob)) + meta_blob + _U64.pack(len(data))
+        crc = zlib.crc32(data, zlib.crc32(head))
+        keep = meta.index <= self.last_index and self.term(meta.index) == meta.term
+        _atomic_write(self.path, "snapshot", [head, bytes(data), _U32.pack(crc)])
+        self._meta, self._has_snapshot = meta, True
+        if not keep:
+            self._rewrite_log(meta.index + 1, [])
+
+    def compact(self, upto_index: int) -> None:
+        """Rewrite the log without entries ``<= upto_index`` (atomically). The snapshot
+        must cover them."""
+        self._check_open()
+        if upto_index > self._meta.index:
+            raise StorageError("cannot compact past the snapshot index")
+        if upto_index < self._base:
+            return
+        self._rewrite_log(upto_index + 1, self.read_entries(upto_index + 1, self.last_index + 1))
+
+    def _rewrite_log(self, base: int, entries: list[Entry]) -> None:
+        header = _log_header(base)
+        _atomic_write(self.path, "log", [header, _encode_records(entries, base)])
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd = os.open(self.path / "log", os.O_RDWR)
+        self._base = base
+        self._offsets, self._terms = _index_array(), _index_array()
+        pos = _LOG_HEADER_SIZE
+        for entry in entries:
+            self._offsets.append(pos)
+            self._terms.append(entry.term)
+            pos += _REC_HEADER_SIZE + ENTRY_HEADER_SIZE + len(entry.data)
+        self._end = pos
+
+    # .. lifecycle ...................................................................
+
+    def _check_open(self) -> None:
+        if self._fd < 0:
+            raise StorageError(f"Raft storage {self.path} is closed")
+
+    def close(self) -> None:
+        """Write any deferred commit index, then release the files and the lock."""
+        if self._fd >= 0 and getattr(self, "_pending_commit", None) is not None:
+            self.save_hard_state(self.hard_state)
+        for name in ("_fd", "_lock_fd"):
+            fd = getattr(self, name, -1)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks = []
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, size - offset, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,1125 @@
+"""The ØMQ RAFT protocol messages (``specs/zmq-raft-protocol.md``), as a pure codec.
+
+Every RPC is a frozen, slotted dataclass with ``encode() -> list[bytes]``; requests
+decode with :func:`decode_request` (dispatching on the message type frame) and
+responses with :func:`decode_response` (responses carry no type, so the caller
+says which request it is waiting on). Malformed input raises
+:class:`~dafka.raft.frames.RaftWireError` (a :class:`dafka.errors.WireError`) and
+nothing else. No zmq import.
+
+Frames are the message *body*; a ROUTER adds identity frames in front, see
+:func:`split_envelope` and :class:`RouterRequest`.
+
+Frame counts are checked exactly: optional frames may be absent, but trailing
+frames the spec does not define are a protocol error.
+
+Choices the spec leaves open, pinned here
+-----------------------------------------
+* Peer message ids run 1, 2, ... 16777215, 0, 1, ... (``(id + 1) mod 2**24``,
+  :class:`MessageIdCounter`).
+* AppendEntries response: frame 4 is the conflict TERM, frame 5 the conflict LOG
+  INDEX (spec order). A conflict index is only sent with a conflict term.
+* RequestEntries request: frame 4 previous LOG INDEX, frame 5 the ``nuint`` count
+  (absent or empty = "up to the commit index", 0 = stop streaming), frame 6 the
+  snapshot chunk offset. When only the offset is given the count frame is sent
+  empty. Statuses 1 and 2 send ``nil`` in frame 3; decoders ignore that frame.
+* RequestUpdate / ConfigUpdate "not a leader" responses always carry the leader
+  frame (JSON null when unknown); decoders accept it absent as well.
+* ConfigUpdate requests whose configuration frame is not a well-formed peer list
+  decode as :class:`InvalidConfigUpdate` (not an error), so the peer can answer
+  status 2 as the spec requires. Learners may be given as
+  ``{"new": [...], "learners": [...]}`` (our extension; the plain array is the spec).
+* Dafka extensions (never sent to a peer unless used): RequestVote frame 8 is an
+  optional ``uint`` of flags (1 = pre-vote, 2 = leader transfer; absent = 0), and
+  TimeoutNow (type ``0x40`` ``@``: ``msg id, type, cluster, leader id, term``;
+  response ``msg id, term``) asks a caught-up follower to start an election now.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .frames import (
+    RaftWireError,
+    decode_bool,
+    decode_entries,
+    decode_json,
+    decode_json_index,
+    decode_json_leader,
+    decode_nuint,
+    decode_reqid,
+    decode_string,
+    decode_uint,
+    decode_uint32,
+    encode_bool,
+    encode_entry,
+    encode_json,
+    encode_nuint,
+    encode_reqid,
+    encode_string,
+    encode_uint,
+    encode_uint32,
+    json_uint,
+    peers_from_json,
+    peers_to_json,
+)
+from .types import Entry, Peer
+
+__all__ = [
+    "MESSAGE_ID_MODULUS",
+    "AppendEntries",
+    "AppendEntriesResponse",
+    "ClientDispatch",
+    "ClientDispatchResponse",
+    "ConfigUpdate",
+    "ConfigUpdateResponse",
+    "ConfigUpdateStatus",
+    "EntriesStatus",
+    "InstallSnapshot",
+    "InstallSnapshotResponse",
+    "InvalidConfigUpdate",
+    "MessageIdCounter",
+    "MsgType",
+    "RaftWireError",
+    "Request",
+    "RequestBroadcastStateUrl",
+    "RequestBroadcastStateUrlResponse",
+    "RequestConfig",
+    "RequestConfigResponse",
+    "RequestEntries",
+    "RequestEntriesResponse",
+    "RequestLogInfo",
+    "RequestLogInfoResponse",
+    "RequestUpdate",
+    "RequestUpdateResponse",
+    "RequestVote",
+    "RequestVoteResponse",
+    "Response",
+    "RouterRequest",
+    "StateBroadcast",
+    "TimeoutNow",
+    "TimeoutNowResponse",
+    "UpdateStatus",
+    "decode_request",
+    "decode_response",
+    "decode_router_request",
+    "decode_state_broadcast",
+    "split_envelope",
+]
+
+MESSAGE_ID_MODULUS = 1 << 24
+
+
+class MsgType(bytes, enum.Enum):
+    """The one-byte message types (frame 2 of every request)."""
+
+    REQUEST_VOTE = b"?"  # 0x3f
+    APPEND_ENTRIES = b"+"  # 0x2b
+    INSTALL_SNAPSHOT = b"$"  # 0x24
+    REQUEST_CONFIG = b"^"  # 0x5e
+    REQUEST_UPDATE = b"="  # 0x3d
+    CONFIG_UPDATE = b"&"  # 0x26
+    REQUEST_ENTRIES = b"<"  # 0x3c
+    REQUEST_LOG_INFO = b"%"  # 0x25
+    REQUEST_BROADCAST_STATE_URL = b"*"  # 0x2a
+    TIMEOUT_NOW = b"@"  # 0x40, Dafka extension
+
+
+PEER_TYPES = frozenset(
+    {MsgType.REQUEST_VOTE, MsgType.APPEND_ENTRIES, MsgType.INSTALL_SNAPSHOT, MsgType.TIMEOUT_NOW}
+)
+"""Peer-to-peer RPCs: their first frame is a ``uint`` message id (see :class:`MessageIdCounter`)."""
+
+
+class MessageIdCounter:
+    """Message ids for peer RPCs: 1, 2, ..., 2**24 - 1, 0, 1, ..."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, start: int = 1) -> None:
+        self._next = start % MESSAGE_ID_MODULUS
+
+    def next(self) -> int:
+        value = self._next
+        self._next = (value + 1) % MESSAGE_ID_MODULUS
+        return value
+
+    __call__ = next
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _frames(frames: Sequence[Any]) -> list[bytes]:
+    out = []
+    for frame in frames:
+        if isinstance(frame, bytes):
+            out.append(frame)
+        elif isinstance(frame, bytearray | memoryview):
+            out.append(bytes(frame))
+        else:
+            buffer = getattr(frame, "bytes", None)  # zmq.Frame
+            if not isinstance(buffer, bytes):
+                raise RaftWireError(f"a frame must be bytes, got {type(frame).__name__}")
+            out.append(buffer)
+    return out
+
+
+def _count(frames: Sequence[bytes], low: int, high: int, what: str) -> None:
+    if not low <= len(frames) <= high:
+        expected = str(low) if low == high else f"{low}..{high}"
+        raise RaftWireError(f"{what} has {len(frames)} frames, expected {expected}")
+
+
+def _at_least(frames: Sequence[bytes], low: int, what: str) -> None:
+    if len(frames) < low:
+        raise RaftWireError(f"{what} has {len(frames)} frames, expected at least {low}")
+
+
+def _first_index(last_index: int, count: int, what: str) -> int:
+    first = last_index - count + 1
+    if count and first < 1:
+        raise RaftWireError(f"{what}: {count} entries cannot end at index {last_index}")
+    return first
+
+
+# -- peer RPCs --------------------------------------------------------------------------------
+
+FLAG_PRE_VOTE = 1
+FLAG_TRANSFER = 2
+
+
+@dataclass(frozen=True, slots=True)
+class RequestVote:
+    """Frames: msg id, ``?``, cluster, candidate id, term, last log index, last log term
+    [, flags (Dafka extension, only sent when non-zero)]."""
+
+    TYPE: ClassVar[MsgType] = MsgType.REQUEST_VOTE
+    msg_id: int
+    cluster: bytes
+    candidate: str
+    term: int
+    last_log_index: int
+    last_log_term: int
+    pre_vote: bool = False
+    transfer: bool = False
+
+    def encode(self) -> list[bytes]:
+        frames = [
+            encode_uint(self.msg_id),
+            self.TYPE.value,
+            self.cluster,
+            encode_string(self.candidate),
+            encode_uint(self.term),
+            encode_uint(self.last_log_index),
+            encode_uint(self.last_log_term),
+        ]
+        flags = (FLAG_PRE_VOTE if self.pre_vote else 0) | (FLAG_TRANSFER if self.transfer else 0)
+        if flags:
+            frames.append(encode_uint(flags))
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestVote:
+        _count(frames, 7, 8, "RequestVote")
+        flags = decode_uint(frames[7]) if len(frames) == 8 else 0
+        return cls(
+            decode_uint(frames[0]),
+            frames[2],
+            decode_string(frames[3], "candidate id"),
+            decode_uint(frames[4]),
+            decode_uint(frames[5]),
+            decode_uint(frames[6]),
+            bool(flags & FLAG_PRE_VOTE),
+            bool(flags & FLAG_TRANSFER),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestVoteResponse:
+    """Frames: msg id, term, vote granted."""
+
+    msg_id: int
+    term: int
+    granted: bool
+
+    def encode(self) -> list[bytes]:
+        return [encode_uint(self.msg_id), encode_uint(self.term), encode_bool(self.granted)]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestVoteResponse:
+        _count(frames, 3, 3, "RequestVote response")
+        return cls(decode_uint(frames[0]), decode_uint(frames[1]), decode_bool(frames[2]))
+
+
+@dataclass(frozen=True, slots=True)
+class AppendEntries:
+    """Frames: msg id, ``+``, cluster, leader id, term, prev log index, prev log term,
+    commit index, entries... (entry indexes follow ``prev_index``)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.APPEND_ENTRIES
+    msg_id: int
+    cluster: bytes
+    leader: str
+    term: int
+    prev_index: int
+    prev_term: int
+    commit: int
+    entries: tuple[Entry, ...] = ()
+
+    def encode(self) -> list[bytes]:
+        frames = [
+            encode_uint(self.msg_id),
+            self.TYPE.value,
+            self.cluster,
+            encode_string(self.leader),
+            encode_uint(self.term),
+            encode_uint(self.prev_index),
+            encode_uint(self.prev_term),
+            encode_uint(self.commit),
+        ]
+        frames.extend(encode_entry(entry) for entry in self.entries)
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> AppendEntries:
+        _at_least(frames, 8, "AppendEntries")
+        prev_index = decode_uint(frames[5])
+        return cls(
+            decode_uint(frames[0]),
+            frames[2],
+            decode_string(frames[3], "leader id"),
+            decode_uint(frames[4]),
+            prev_index,
+            decode_uint(frames[6]),
+            decode_uint(frames[7]),
+            decode_entries(frames[8:], prev_index + 1),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AppendEntriesResponse:
+    """Frames: msg id, term, success [, conflict term [, conflict index]]."""
+
+    msg_id: int
+    term: int
+    success: bool
+    conflict_term: int | None = None
+    conflict_index: int | None = None
+
+    def encode(self) -> list[bytes]:
+        frames = [encode_uint(self.msg_id), encode_uint(self.term), encode_bool(self.success)]
+        if self.conflict_term is not None:
+            frames.append(encode_uint(self.conflict_term))
+            if self.conflict_index is not None:
+                frames.append(encode_uint(self.conflict_index))
+        elif self.conflict_index is not None:
+            raise RaftWireError("a conflict index needs a conflict term")
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> AppendEntriesResponse:
+        _count(frames, 3, 5, "AppendEntries response")
+        return cls(
+            decode_uint(frames[0]),
+            decode_uint(frames[1]),
+            decode_bool(frames[2]),
+            decode_uint(frames[3]) if len(frames) > 3 else None,
+            decode_uint(frames[4]) if len(frames) > 4 else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InstallSnapshot:
+    """Frames: msg id, ``$``, cluster, leader id, term, last included index, last included
+    term, chunk byte offset, total snapshot size, chunk."""
+
+    TYPE: ClassVar[MsgType] = MsgType.INSTALL_SNAPSHOT
+    msg_id: int
+    cluster: bytes
+    leader: str
+    term: int
+    last_index: int
+    last_term: int
+    offset: int
+    total_size: int
+    chunk: bytes
+
+    @property
+    def is_last_chunk(self) -> bool:
+        return self.offset + len(self.chunk) >= self.total_size
+
+    def encode(self) -> list[bytes]:
+        return [
+            encode_uint(self.msg_id),
+            self.TYPE.value,
+            self.cluster,
+            encode_string(self.leader),
+            encode_uint(self.term),
+            encode_uint(self.last_index),
+            encode_uint(self.last_term),
+            encode_uint(self.offset),
+            encode_uint(self.total_size),
+            self.chunk,
+        ]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> InstallSnapshot:
+        _count(frames, 10, 10, "InstallSnapshot")
+        return cls(
+            decode_uint(frames[0]),
+            frames[2],
+            decode_string(frames[3], "leader id"),
+            decode_uint(frames[4]),
+            decode_uint(frames[5]),
+            decode_uint(frames[6]),
+            decode_uint(frames[7]),
+            decode_uint(frames[8]),
+            frames[9],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InstallSnapshotResponse:
+    """Frames: msg id, term [, byte offset of the next chunk to send]."""
+
+    msg_id: int
+    term: int
+    next_offset: int | None = None
+
+    def encode(self) -> list[bytes]:
+        frames = [encode_uint(self.msg_id), encode_uint(self.term)]
+        if self.next_offset is not None:
+            frames.append(encode_uint(self.next_offset))
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> InstallSnapshotResponse:
+        _count(frames, 2, 3, "InstallSnapshot response")
+        return cls(
+            decode_uint(frames[0]),
+            decode_uint(frames[1]),
+            decode_uint(frames[2]) if len(frames) == 3 else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutNow:
+    """Dafka extension for leader transfer. Frames: msg id, ``@``, cluster, leader id, term."""
+
+    TYPE: ClassVar[MsgType] = MsgType.TIMEOUT_NOW
+    msg_id: int
+    cluster: bytes
+    leader: str
+    term: int
+
+    def encode(self) -> list[bytes]:
+        return [
+            encode_uint(self.msg_id),
+            self.TYPE.value,
+            self.cluster,
+            encode_string(self.leader),
+            encode_uint(self.term),
+        ]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> TimeoutNow:
+        _count(frames, 5, 5, "TimeoutNow")
+        return cls(
+            decode_uint(frames[0]),
+            frames[2],
+            decode_string(frames[3], "leader id"),
+            decode_uint(frames[4]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutNowResponse:
+    """Frames: msg id, term."""
+
+    msg_id: int
+    term: int
+
+    def encode(self) -> list[bytes]:
+        return [encode_uint(self.msg_id), encode_uint(self.term)]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> TimeoutNowResponse:
+        _count(frames, 2, 2, "TimeoutNow response")
+        return cls(decode_uint(frames[0]), decode_uint(frames[1]))
+
+
+# -- client RPCs ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RequestConfig:
+    """Frames: request id (uint32), ``^``, cluster."""
+
+    TYPE: ClassVar[MsgType] = MsgType.REQUEST_CONFIG
+    request_id: int
+    cluster: bytes
+
+    def encode(self) -> list[bytes]:
+        return [encode_uint32(self.request_id), self.TYPE.value, self.cluster]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestConfig:
+        _count(frames, 3, 3, "RequestConfig")
+        return cls(decode_uint32(frames[0]), frames[2])
+
+
+@dataclass(frozen=True, slots=True)
+class RequestConfigResponse:
+    """Frames: request id, is leader, leader id (json string|null) [, peers json]."""
+
+    request_id: int
+    is_leader: bool
+    leader: str | None
+    peers: tuple[Peer, ...] | None = None
+
+    def encode(self) -> list[bytes]:
+        frames = [
+            encode_uint32(self.request_id),
+            encode_bool(self.is_leader),
+            encode_json(self.leader),
+        ]
+        if self.peers is not None:
+            frames.append(encode_json(peers_to_json(self.peers)))
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestConfigResponse:
+        _count(frames, 3, 4, "RequestConfig response")
+        return cls(
+            decode_uint32(frames[0]),
+            decode_bool(frames[1]),
+            decode_json_leader(frames[2]),
+            peers_from_json(decode_json(frames[3])) if len(frames) == 4 else None,
+        )
+
+
+class UpdateStatus(enum.Enum):
+    """What a RequestUpdate response means (the wire has a bool and an optional frame)."""
+
+    PENDING = "pending"  # true, no 3rd frame: accepted, not committed yet
+    COMMITTED = "committed"  # true + LOG INDEX
+    NOT_LEADER = "not-leader"  # false + LEADER ID (string or null)
+    EXPIRED = "expired"  # false, no 3rd frame: the reqid is too old
+
+
+@dataclass(frozen=True, slots=True)
+class RequestUpdate:
+    """Frames: reqid, ``=``, cluster, state log data."""
+
+    TYPE: ClassVar[MsgType] = MsgType.REQUEST_UPDATE
+    reqid: bytes
+    cluster: bytes
+    data: bytes
+
+    def encode(self) -> list[bytes]:
+        return [encode_reqid(self.reqid), self.TYPE.value, self.cluster, self.data]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestUpdate:
+        _count(frames, 4, 4, "RequestUpdate")
+        return cls(decode_reqid(frames[0]), frames[2], frames[3])
+
+
+@dataclass(frozen=True, slots=True)
+class RequestUpdateResponse:
+    """Frames: reqid, status bool [, json: committed index | leader id]."""
+
+    reqid: bytes
+    status: UpdateStatus
+    index: int | None = None
+    leader: str | None = None
+
+    def encode(self) -> list[bytes]:
+        reqid = encode_reqid(self.reqid)
+        match self.status:
+            case UpdateStatus.PENDING:
+                return [reqid, encode_bool(True)]
+            case UpdateStatus.COMMITTED:
+                if self.index is None:
+                    raise RaftWireError("a committed update needs its log index")
+                return [reqid, encode_bool(True), encode_json(self.index)]
+            case UpdateStatus.NOT_LEADER:
+                return [reqid, encode_bool(False), encode_json(self.leader)]
+            case UpdateStatus.EXPIRED:
+                return [reqid, encode_bool(False)]
+        raise RaftWireError(f"unknown update status {self.status!r}")
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestUpdateResponse:
+        _count(frames, 2, 3, "RequestUpdate response")
+        reqid = decode_reqid(frames[0])
+        if decode_bool(frames[1]):
+            if len(frames) == 2:
+                return cls(reqid, UpdateStatus.PENDING)
+            return cls(reqid, UpdateStatus.COMMITTED, index=decode_json_index(frames[2]))
+        if len(frames) == 2:
+            return cls(reqid, UpdateStatus.EXPIRED)
+        return cls(reqid, UpdateStatus.NOT_LEADER, leader=decode_json_leader(frames[2]))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigUpdate:
+    """Frames: reqid, ``&``, cluster, the new complete peer list (json)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.CONFIG_UPDATE
+    reqid: bytes
+    cluster: bytes
+    peers: tuple[Peer, ...]
+    learners: tuple[Peer, ...] = ()
+
+    def encode(self) -> list[bytes]:
+        value: Any = peers_to_json(self.peers)
+        if self.learners:
+            value = {"new": value, "learners": peers_to_json(self.learners)}
+        return [encode_reqid(self.reqid), self.TYPE.value, self.cluster, encode_json(value)]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> ConfigUpdate | InvalidConfigUpdate:
+        _count(frames, 4, 4, "ConfigUpdate")
+        reqid = decode_reqid(frames[0])
+        try:
+            value = decode_json(frames[3])
+        except RaftWireError:
+            return InvalidConfigUpdate(
+                reqid, frames[2], frames[3], "SyntaxError", "bad MessagePack"
+            )
+        try:
+            if isinstance(value, dict):
+                if set(value) - {"new", "learners"} or "new" not in value:
+                    raise RaftWireError("config object must have 'new' and optionally 'learners'")
+                learners = peers_from_json(value.get("learners", []), "learners")
+                value = value["new"]
+            else:
+                learners = ()
+            return cls(reqid, frames[2], peers_from_json(value), learners)
+        except RaftWireError as exc:
+            return InvalidConfigUpdate(reqid, frames[2], frames[3], "TypeError", str(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidConfigUpdate:
+    """A ConfigUpdate whose peer list is malformed; answer it with status 2 and
+    ``error_name`` / ``error_message``. ``raw`` is the configuration frame as received."""
+
+    TYPE: ClassVar[MsgType] = MsgType.CONFIG_UPDATE
+    reqid: bytes
+    cluster: bytes
+    raw: bytes
+    error_name: str
+    error_message: str
+
+    def encode(self) -> list[bytes]:
+        return [encode_reqid(self.reqid), self.TYPE.value, self.cluster, self.raw]
+
+
+class ConfigUpdateStatus(enum.IntEnum):
+    NOT_LEADER = 0
+    ACCEPTED = 1  # accepted (no 3rd frame) or committed (with LOG INDEX)
+    ARGUMENT_ERROR = 2
+    BUSY = 3
+    EXPIRED = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigUpdateResponse:
+    """Frames: reqid, status uint [, json: leader id | committed index | {name, message}]."""
+
+    reqid: bytes
+    status: ConfigUpdateStatus
+    leader: str | None = None
+    index: int | None = None
+    error_name: str | None = None
+    error_message: str | None = None
+
+    def encode(self) -> list[bytes]:
+        frames = [encode_reqid(self.reqid), encode_uint(int(self.status))]
+        match self.status:
+            case ConfigUpdateStatus.NOT_LEADER:
+                frames.append(encode_json(self.leader))
+            case ConfigUpdateStatus.ACCEPTED if self.index is not None:
+                frames.append(encode_json(self.index))
+            case ConfigUpdateStatus.ARGUMENT_ERROR if self.error_name is not None:
+                error = {"name": self.error_name, "message": self.error_message or ""}
+                frames.append(encode_json(error))
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> ConfigUpdateResponse:
+        _count(frames, 2, 3, "ConfigUpdate response")
+        reqid = decode_reqid(frames[0])
+        code = decode_uint(frames[1])
+        if code > max(ConfigUpdateStatus):
+            raise RaftWireError(f"unknown ConfigUpdate status {code}")
+        status = ConfigUpdateStatus(code)
+        if len(frames) == 2:
+            return cls(reqid, status)
+        match status:
+            case ConfigUpdateStatus.NOT_LEADER:
+                return cls(reqid, status, leader=decode_json_leader(frames[2]))
+            case ConfigUpdateStatus.ACCEPTED:
+                return cls(reqid, status, index=decode_json_index(frames[2]))
+            case ConfigUpdateStatus.ARGUMENT_ERROR:
+                error = decode_json(frames[2])
+                if not isinstance(error, dict):
+                    raise RaftWireError("ConfigUpdate error is not an object")
+                name, message = error.get("name", ""), error.get("message", "")
+                if not isinstance(name, str) or not isinstance(message, str):
+                    raise RaftWireError("ConfigUpdate error name and message must be strings")
+                return cls(reqid, status, error_name=name, error_message=message)
+        raise RaftWireError(f"ConfigUpdate status {code} has no 3rd frame")
+
+
+class EntriesStatus(enum.IntEnum):
+    NOT_LEADER = 0
+    LAST = 1  # this is the last response
+    MORE = 2  # more entries are being sent
+    SNAPSHOT = 3  # a snapshot chunk
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEntries:
+    """Frames: request id (uint32), ``<``, cluster, prev log index [, count (nuint)
+    [, snapshot chunk offset]].
+
+    ``count``: ``None`` = read up to the commit index; ``0`` in a follow-up = stop streaming.
+    A follow-up keeps the ``request_id`` of the first request.
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.REQUEST_ENTRIES
+    request_id: int
+    cluster: bytes
+    prev_index: int
+    count: int | None = None
+    snapshot_offset: int | None = None
+
+    @property
+    def is_stop(self) -> bool:
+        return self.count == 0
+
+    def encode(self) -> list[bytes]:
+        frames = [
+            encode_uint32(self.request_id),
+            self.TYPE.value,
+            self.cluster,
+            encode_uint(self.prev_index),
+        ]
+        if self.count is not None or self.snapshot_offset is not None:
+            frames.append(encode_nuint(self.count))
+        if self.snapshot_offset is not None:
+            frames.append(encode_uint(self.snapshot_offset))
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestEntries:
+        _count(frames, 4, 6, "RequestEntries")
+        return cls(
+            decode_uint32(frames[0]),
+            frames[2],
+            decode_uint(frames[3]),
+            decode_nuint(frames[4]) if len(frames) > 4 else None,
+            decode_uint(frames[5]) if len(frames) > 5 else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEntriesResponse:
+    """One streamed response. Frames by status:
+
+    * NOT_LEADER: request id, 0, leader id (json)
+    * LAST / MORE: request id, status, nil (ignored), last index, entries...
+      (entries end at ``last_index``; with none, ``last_index`` is the previous index)
+    * SNAPSHOT: request id, 3, [chunk offset, snapshot size, snapshot term] (json),
+      snapshot index, chunk
+
+    Build them with :meth:`not_leader`, :meth:`batch` and :meth:`snapshot_chunk`.
+    """
+
+    request_id: int
+    status: EntriesStatus
+    leader: str | None = None
+    last_index: int = 0
+    entries: tuple[Entry, ...] = ()
+    chunk_offset: int = 0
+    snapshot_size: int = 0
+    snapshot_term: int = 0
+    chunk: bytes = b""
+
+    @classmethod
+    def not_leader(cls, request_id: int, leader: str | None) -> RequestEntriesResponse:
+        return cls(request_id, EntriesStatus.NOT_LEADER, leader=leader)
+
+    @classmethod
+    def batch(
+        cls, request_id: int, last_index: int, entries: Sequence[Entry], last: bool
+    ) -> RequestEntriesResponse:
+        status = EntriesStatus.LAST if last else EntriesStatus.MORE
+        return cls(request_id, status, last_index=last_index, entries=tuple(entries))
+
+    @classmethod
+    def snapshot_chunk(
+        cls, request_id: int, index: int, term: int, offset: int, size: int, chunk: bytes
+    ) -> RequestEntriesResponse:
+        return cls(
+            request_id,
+            EntriesStatus.SNAPSHOT,
+            last_index=index,
+            chunk_offset=offset,
+            snapshot_size=size,
+            snapshot_term=term,
+            chunk=chunk,
+        )
+
+    @property
+    def prev_index(self) -> int:
+        """The index just before the first entry of this response (LAST / MORE)."""
+        return self.last_index - len(self.entries)
+
+    @property
+    def is_last_chunk(self) -> bool:
+        return self.chunk_offset + len(self.chunk) >= self.snapshot_size
+
+    def encode(self) -> list[bytes]:
+        head = [encode_uint32(self.request_id), encode_uint(int(self.status))]
+        match self.status:
+            case EntriesStatus.NOT_LEADER:
+                return [*head, encode_json(self.leader)]
+            case EntriesStatus.LAST | EntriesStatus.MORE:
+                frames = [*head, encode_json(None), encode_uint(self.last_index)]
+                frames.extend(encode_entry(entry) for entry in self.entries)
+                return frames
+            case EntriesStatus.SNAPSHOT:
+                position = [self.chunk_offset, self.snapshot_size, self.snapshot_term]
+                return [*head, encode_json(position), encode_uint(self.last_index), self.chunk]
+        raise RaftWireError(f"unknown RequestEntries status {self.status!r}")
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestEntriesResponse:
+        _at_least(frames, 3, "RequestEntries response")
+        request_id = decode_uint32(frames[0])
+        code = decode_uint(frames[1])
+        if code > max(EntriesStatus):
+            raise RaftWireError(f"unknown RequestEntries status {code}")
+        status = EntriesStatus(code)
+        if status is EntriesStatus.NOT_LEADER:
+            _count(frames, 3, 3, "RequestEntries not-leader response")
+            return cls.not_leader(request_id, decode_json_leader(frames[2]))
+        _at_least(frames, 4, "RequestEntries response")
+        last_index = decode_uint(frames[3])
+        if status is EntriesStatus.SNAPSHOT:
+            _count(frames, 5, 5, "RequestEntries snapshot response")
+            position = decode_json(frames[2])
+            if not isinstance(position, list) or len(position) != 3:
+                raise RaftWireError("snapshot position is not [offset, size, term]")
+            offset, size, term = (json_uint(v, "snapshot position") for v in position)
+            return cls.snapshot_chunk(request_id, last_index, term, offset, size, frames[4])
+        entry_frames = frames[4:]
+        first = _first_index(last_index, len(entry_frames), "RequestEntries response")
+        entries = decode_entries(entry_frames, first)
+        return cls(request_id, status, last_index=last_index, entries=entries)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLogInfo:
+    """Frames: request id (uint32), ``%``, cluster."""
+
+    TYPE: ClassVar[MsgType] = MsgType.REQUEST_LOG_INFO
+    request_id: int
+    cluster: bytes
+
+    def encode(self) -> list[bytes]:
+        return [encode_uint32(self.request_id), self.TYPE.value, self.cluster]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestLogInfo:
+        _count(frames, 3, 3, "RequestLogInfo")
+        return cls(decode_uint32(frames[0]), frames[2])
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLogInfoResponse:
+    """Frames: request id, is leader, leader id (json), term, first index, last applied,
+    commit index, last index, snapshot byte size, prune index."""
+
+    request_id: int
+    is_leader: bool
+    leader: str | None
+    term: int
+    first_index: int
+    last_applied: int
+    commit_index: int
+    last_index: int
+    snapshot_size: int
+    prune_index: int
+
+    def encode(self) -> list[bytes]:
+        return [
+            encode_uint32(self.request_id),
+            encode_bool(self.is_leader),
+            encode_json(self.leader),
+            *(
+                encode_uint(value)
+                for value in (
+                    self.term,
+                    self.first_index,
+                    self.last_applied,
+                    self.commit_index,
+                    self.last_index,
+                    self.snapshot_size,
+                    self.prune_index,
+                )
+            ),
+        ]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestLogInfoResponse:
+        _count(frames, 10, 10, "RequestLogInfo response")
+        numbers = [decode_uint(frame) for frame in frames[3:]]
+        return cls(
+            decode_uint32(frames[0]),
+            decode_bool(frames[1]),
+            decode_json_leader(frames[2]),
+            *numbers,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBroadcastStateUrl:
+    """Frames: request id (uint32), ``*``, cluster."""
+
+    TYPE: ClassVar[MsgType] = MsgType.REQUEST_BROADCAST_STATE_URL
+    request_id: int
+    cluster: bytes
+
+    def encode(self) -> list[bytes]:
+        return [encode_uint32(self.request_id), self.TYPE.value, self.cluster]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestBroadcastStateUrl:
+        _count(frames, 3, 3, "RequestBroadcastStateUrl")
+        return cls(decode_uint32(frames[0]), frames[2])
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBroadcastStateUrlResponse:
+    """Frames: request id [, PUB url (string); absent: not the leader, ask RequestConfig]."""
+
+    request_id: int
+    url: str | None = None
+
+    def encode(self) -> list[bytes]:
+        frames = [encode_uint32(self.request_id)]
+        if self.url is not None:
+            frames.append(encode_string(self.url))
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> RequestBroadcastStateUrlResponse:
+        _count(frames, 1, 2, "RequestBroadcastStateUrl response")
+        url = decode_string(frames[1], "broadcast url") if len(frames) == 2 else None
+        return cls(decode_uint32(frames[0]), url)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientDispatch:
+    """Any request whose type is 2+ bytes, for a custom state machine.
+
+    Frames: request id (12-byte reqid or uint32, kept raw), type, cluster, args...
+    """
+
+    request_id: bytes
+    type: bytes
+    cluster: bytes
+    args: tuple[bytes, ...] = ()
+
+    def encode(self) -> list[bytes]:
+        if len(self.type) < 2:
+            raise RaftWireError("a ClientDispatch message type has at least 2 bytes")
+        return [self.request_id, self.type, self.cluster, *self.args]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> ClientDispatch:
+        _at_least(frames, 3, "ClientDispatch")
+        if len(frames[1]) < 2:
+            raise RaftWireError("a ClientDispatch message type has at least 2 bytes")
+        if not frames[0]:
+            raise RaftWireError("empty ClientDispatch request id")
+        return cls(frames[0], frames[1], frames[2], tuple(frames[3:]))
+
+
+@dataclass(frozen=True, slots=True)
+class ClientDispatchResponse:
+    """Frames: request id, then whatever the state machine answers."""
+
+    request_id: bytes
+    frames: tuple[bytes, ...] = ()
+
+    def encode(self) -> list[bytes]:
+        return [self.request_id, *self.frames]
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> ClientDispatchResponse:
+        _at_least(frames, 1, "ClientDispatch response")
+        return cls(frames[0], tuple(frames[1:]))
+
+
+# -- StateBroadcast (PUB) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StateBroadcast:
+    """Frames: cluster, leader term, last applied index, entries... (ending at that index).
+
+    Published by the broadcast state machine; a SUB filters on the cluster ident prefix.
+    """
+
+    cluster: bytes
+    term: int
+    last_index: int
+    entries: tuple[Entry, ...] = ()
+
+    def encode(self) -> list[bytes]:
+        frames = [self.cluster, encode_uint(self.term), encode_uint(self.last_index)]
+        frames.extend(encode_entry(entry) for entry in self.entries)
+        return frames
+
+    @classmethod
+    def decode(cls, frames: Sequence[bytes]) -> StateBroadcast:
+        frames = _frames(frames)
+        _at_least(frames, 3, "StateBroadcast")
+        last_index = decode_uint(frames[2])
+        first = _first_index(last_index, len(frames) - 3, "StateBroadcast")
+        return cls(frames[0], decode_uint(frames[1]), last_index, decode_entries(frames[3:], first))
+
+
+def decode_state_broadcast(frames: Sequence[bytes]) -> StateBroadcast:
+    return StateBroadcast.decode(frames)
+
+
+# -- dispatch ---------------------------------------------------------------------------------
+
+Request = (
+    RequestVote
+    | AppendEntries
+    | InstallSnapshot
+    | TimeoutNow
+    | RequestConfig
+    | RequestUpdate
+    | ConfigUpdate
+    | InvalidConfigUpdate
+    | RequestEntries
+    | RequestLogInfo
+    | RequestBroadcastStateUrl
+    | ClientDispatch
+)
+Response = (
+    RequestVoteResponse
+    | AppendEntriesResponse
+    | InstallSnapshotResponse
+    | TimeoutNowResponse
+    | RequestConfigResponse
+    | RequestUpdateResponse
+    | ConfigUpdateResponse
+    | RequestEntriesResponse
+    | RequestLogInfoResponse
+    | RequestBroadcastStateUrlResponse
+    | ClientDispatchResponse
+)
+
+_REQUESTS: dict[bytes, Callable[[Sequence[bytes]], Request]] = {
+    MsgType.REQUEST_VOTE.value: RequestVote.decode,
+    MsgType.APPEND_ENTRIES.value: AppendEntries.decode,
+    MsgType.INSTALL_SNAPSHOT.value: InstallSnapshot.decode,
+    MsgType.TIMEOUT_NOW.value: TimeoutNow.decode,
+    MsgType.REQUEST_CONFIG.value: RequestConfig.decode,
+    MsgType.REQUEST_UPDATE.value: RequestUpdate.decode,
+    MsgType.CONFIG_UPDATE.value: ConfigUpdate.decode,
+    MsgType.REQUEST_ENTRIES.value: RequestEntries.decode,
+    MsgType.REQUEST_LOG_INFO.value: RequestLogInfo.decode,
+    MsgType.REQUEST_BROADCAST_STATE_URL.value: RequestBroadcastStateUrl.decode,
+}
+
+_RESPONSES: dict[bytes, Callable[[Sequence[bytes]], Response]] = {
+    MsgType.REQUEST_VOTE.value: RequestVoteResponse.decode,
+    MsgType.APPEND_ENTRIES.value: AppendEntriesResponse.decode,
+    MsgType.INSTALL_SNAPSHOT.value: InstallSnapshotResponse.decode,
+    MsgType.TIMEOUT_NOW.value: TimeoutNowResponse.decode,
+    MsgType.REQUEST_CONFIG.value: RequestConfigResponse.decode,
+    MsgType.REQUEST_UPDATE.value: RequestUpdateResponse.decode,
+    MsgType.CONFIG_UPDATE.value: ConfigUpdateResponse.decode,
+    MsgType.REQUEST_ENTRIES.value: RequestEntriesResponse.decode,
+    MsgType.REQUEST_LOG_INFO.value: RequestLogInfoResponse.decode,
+    MsgType.REQUEST_BROADCAST_STATE_URL.value: RequestBroadcastStateUrlResponse.decode,
+}
+
+
+def decode_request(frames: Sequence[bytes]) -> Request:
+    """Decode a request body (ROUTER identities already removed)."""
+    frames = _frames(frames)
+    _at_least(frames, 2, "request")
+    kind = frames[1]
+    if len(kind) >= 2:
+        return ClientDispatch.decode(frames)
+    decoder = _REQUESTS.get(kind)
+    if decoder is None:
+        raise RaftWireError(f"unknown message type {kind!r}")
+    return decoder(frames)
+
+
+def decode_response(kind: MsgType | bytes, frames: Sequence[bytes]) -> Response:
+    """Decode the response to a request of type ``kind`` (2+ bytes: a ClientDispatch)."""
+    frames = _frames(frames)
+    key = kind.value if isinstance(kind, MsgType) else bytes(kind)
+    if len(key) >= 2:
+        return ClientDispatchResponse.decode(frames)
+    decoder = _RESPONSES.get(key)
+    if decoder is None:
+        raise RaftWireError(f"unknown message type {key!r}")
+    return decoder(frames)
+
+
+# -- ROUTER envelopes -------------------------------------------------------------------------
+
+
+def split_envelope(frames: Sequence[bytes], hops: int = 1) -> tuple[tuple[bytes, ...], list[bytes]]:
+    """Split what a ROUTER received into (envelope, body).
+
+    The envelope is ``hops`` identity frames (one for a direct DEALER peer) plus the empty
+    delimiter a REQ socket adds, if present. The body's first frame (a message or request
+    id) is never empty, so the delimiter cannot be confused with it.
+    """
+    frames = _frames(frames)
+    if len(frames) <= hops:
+        raise RaftWireError("message has no body after its routing envelope")
+    cut = hops + 1 if frames[hops] == b"" else hops
+    body = frames[cut:]
+    if not body:
+        raise RaftWireError("message has no body after its routing envelope")
+    return tuple(frames[:cut]), body
+
+
+@dataclass(frozen=True, slots=True)
+class RouterRequest:
+    """A request as a ROUTER received it: where to reply, the raw id frame, the message."""
+
+    envelope: tuple[bytes, ...]
+    request_id_frame: bytes
+    message: Request
+
+    def reply(self, response: Response) -> list[bytes]:
+        """Frames to send back on the ROUTER. The id frame is echoed byte for byte (a client
+        may match on the exact bytes it sent, not on their decoded value)."""
+        return [*self.envelope, self.request_id_frame, *response.encode()[1:]]
+
+
+def decode_router_request(frames: Sequence[bytes], hops: int = 1) -> RouterRequest:
+    envelope, body = split_envelope(frames, hops)
+    return RouterRequest(envelope, body[0], decode_request(body))
