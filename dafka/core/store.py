@@ -1,0 +1,522 @@
+"""Store node logic (``rfc46`` profile), sans-IO.
+
+:class:`StoreCore` takes drained batches of decoded messages and the time, and
+returns :class:`~dafka.core.effects.Publish` effects. It never reads a clock,
+sleeps or touches a socket; the IO shell (``dafka.store``) drives it.
+
+It does what the C reference store does (wire reference §7) with DESIGN's fixes:
+
+* **Group commit, ACK after commit.** All records accepted from one drained
+  batch go to storage in one ``append`` (one fsynced transaction); only when it
+  returns does one ACK per partition go out, carrying the new head. If it
+  raises, nothing is ACKed and the heads stay where they were.
+* **Duplicates are re-ACKed** (the reference drops them silently, so a producer
+  whose ACK was lost waits forever). A HEAD at or below what we hold is
+  re-ACKed for the same reason.
+* **Gaps.** A record beyond ``head + 1`` opens a gap: the store sends
+  ``FETCH(head + 1, count = gap size)``. Out-of-order records are kept in a
+  bounded buffer (``max_buffered_bytes``; 0 restores the reference's
+  drop-and-refetch behaviour) and drained into the write batch when the gap
+  fills, so a store behind a live stream catches up in one round trip instead
+  of chasing the stream forever. Gap FETCHes are rate-limited per partition:
+  a new one only when the previous one was fully answered, or after the retry
+  interval (``fetch_retry``, doubling while nothing arrives, up to 64x), so a
+  flood of records or HEADs never becomes a flood of FETCHes.
+* **Serving.** A FETCH is answered with exactly the stored records in
+  ``[offset, offset + count)`` (the reference sends ``count + 1``), served at
+  most ``serve_chunk`` records per call, round-robin across pending fetches, so
+  the IO loop stays responsive. Heads are matched by exact topic.
+* **Bad input** never raises out of :meth:`StoreCore.handle_batch`: it is
+  counted in :attr:`StoreCore.stats` and dropped.
+
+A FETCH's identity for de-duplication is ``(requester, topic, partition,
+offset)``: under rfc46 one producer ID names one partition in each topic it
+writes, so the partition ID alone does not say which records are asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import struct
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..errors import ConfigError, DafkaError, StorageError
+from ..ids import is_node_id
+from ..storage.base import Storage, StoredBatch
+from ..storage.keys import partition_prefix
+from ..wire import rfc46
+from ..wire.rfc46 import Command
+from .effects import Publish
+
+__all__ = ["MAX_HELLO_TOPICS", "MAX_OPEN_GAPS", "StoreCore", "StoreStats"]
+
+log = logging.getLogger(__name__)
+
+MAX_HELLO_TOPICS = 1024
+"""Topics answered per CONSUMER-HELLO; the rest are ignored (a peer controls the list)."""
+
+MAX_OPEN_GAPS = 16384
+"""Partitions being caught up at once; beyond this, new gaps wait for the next HEAD."""
+
+MAX_RETRY_FACTOR = 64
+"""A gap's retry interval doubles while unanswered, up to ``fetch_retry * MAX_RETRY_FACTOR``."""
+
+BUFFER_ENTRY_OVERHEAD = 64
+"""Bytes charged per buffered record on top of its content, so empty records are bounded too."""
+
+_MAX_U32 = (1 << 32) - 1
+_BAD_INPUT = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
+_ERROR_LOG_PERIOD = 5.0
+
+PartitionKey = tuple[str, str]  # (topic, partition)
+
+
+@dataclass(slots=True)
+class StoreStats:
+    """Counters for metrics and tests; the core only ever increments them."""
+
+    records_stored: int = 0
+    duplicates: int = 0
+    buffered: int = 0
+    dropped_out_of_order: int = 0
+    malformed: int = 0
+    ignored: int = 0
+    fetches_sent: int = 0
+    fetches_queued: int = 0
+    fetches_refused: int = 0
+    records_served: int = 0
+    heads_sent: int = 0
+    acks_sent: int = 0
+    append_failures: int = 0
+    gaps_refused: int = 0
+
+
+@dataclass(slots=True)
+class _Gap:
+    """What we know is missing for one partition, and our last FETCH for it."""
+
+    target: int  # the highest offset known to exist
+    retry: float  # current retry interval (backs off while unanswered)
+    sent_at: float | None = None
+    sent_start: int = -1
+    sent_end: int = -1  # exclusive end of the range the last FETCH asked for
+
+
+@dataclass(slots=True)
+class _PendingFetch:
+    """A FETCH being served chunk by chunk; ``next`` advances, ``end`` is exclusive."""
+
+    key: tuple[str, str, str, int]
+    requester: str
+    topic: str
+    partition: str
+    next: int
+    end: int
+
+
+class _Batch:
+    """Scratch state of one ``handle_batch`` call; nothing here is committed."""
+
+    __slots__ = ("accepted", "advanced", "gap_keys", "head_requests", "nexts", "reack")
+
+    def __init__(self) -> None:
+        self.accepted: list[StoredBatch] = []
+        self.nexts: dict[PartitionKey, int] = {}  # next expected offset, chained in-batch
+        self.advanced: set[PartitionKey] = set()
+        self.reack: set[PartitionKey] = set()
+        self.gap_keys: set[PartitionKey] = set()
+        self.head_requests: list[tuple[str, Sequence[str]]] = []
+
+
+def _valid_partition_key(topic: str, partition: str) -> bool:
+    try:
+        partition_prefix(topic, partition)
+    except (DafkaError, TypeError):
+        return False
+    return True
+
+
+class StoreCore:
+    """The store's state machine: records in, (FETCH | DIRECT-* | STORE-HELLO | ACK) out."""
+
+    def __init__(
+        self,
+        node_id: str,
+        storage: Storage,
+        *,
+        max_fetch_count: int = 100_000,
+        serve_chunk: int = 2000,
+        fetch_retry: float = 0.5,
+        max_pending_fetches: int = 1024,
+        max_buffered_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        if not is_node_id(node_id):
+            raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
+        if not 1 <= max_fetch_count <= _MAX_U32:
+            raise ConfigError(f"max_fetch_count must be in 1..{_MAX_U32}, not {max_fetch_count}")
+        if serve_chunk < 1 or max_pending_fetches < 1:
+            raise ConfigError("serve_chunk and max_pending_fetches must be at least 1")
+        if not fetch_retry > 0 or max_buffered_bytes < 0:
+            raise ConfigError("fetch_retry must be positive and max_buffered_bytes not negative")
+        self._node_id = node_id
+        self._storage = storage
+        self._max_fetch_count = max_fetch_count
+        self._serve_chunk = serve_chunk
+        self._fetch_retry = fetch_retry
+        self._max_retry = fetch_retry * MAX_RETRY_FACTOR
+        self._max_pending = max_pending_fetches
+        self._max_buffered_bytes = max_buffered_bytes
+        self._heads: dict[PartitionKey, int] = {k: ht[0] for k, ht in storage.heads().items()}
+        self._gaps: dict[PartitionKey, _Gap] = {}
+        self._next_gap_check = math.inf
+        self._buffers: dict[PartitionKey, dict[int, bytes]] = {}
+        self._buffered_bytes = 0
+        self._pending: deque[_PendingFetch] = deque()
+        self._pending_keys: set[tuple[str, str, str, int]] = set()
+        self._last_error_log = -math.inf
+        self.stats = StoreStats()
+        self.last_storage_error: StorageError | None = None
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def node_id(self) -> str:
+        return self._node_id
+
+    def head(self, topic: str, partition: str) -> int | None:
+        """The committed head of a partition, or ``None`` if nothing is stored."""
+        return self._heads.get((topic, partition))
+
+    def has_pending(self) -> bool:
+        """True while fetches are being served: the shell should poll without blocking."""
+        return bool(self._pending)
+
+    def subscriptions(self) -> list[bytes]:
+        """The SUB prefixes a store needs (wire reference §4, writer and reader as one node)."""
+        return [
+            Command.RECORD.value,
+            Command.HEAD.value,
+            Command.FETCH.value,
+            Command.GET_HEADS.value,
+            rfc46.direct_prefix(Command.DIRECT_RECORD, self._node_id),
+            rfc46.direct_prefix(Command.CONSUMER_HELLO, self._node_id),
+        ]
+
+    # ------------------------------------------------------------------ inputs
+
+    def handle_batch(self, msgs: Sequence[rfc46.Message], now: float) -> list[Publish]:
+        """Process one drained batch: store, then publish FETCHes, answers and ACKs (last)."""
+        b = _Batch()
+        for msg in msgs:
+            try:
+                self._dispatch(msg, b)
+            except _BAD_INPUT as exc:
+                self.stats.malformed += 1
+                log.debug("store.malformed type=%s error=%s", type(msg).__name__, exc)
+        committed = self._commit(b, now)
+        out: list[Publish] = []
+        self._decide_fetches(b.gap_keys | b.advanced, now, out)
+        for requester, topics in b.head_requests:
+            self._answer_heads(requester, topics, out)
+        self._serve(out)
+        if committed:
+            heads = self._heads
+            for key in sorted(b.advanced | b.reack):
+                head = heads.get(key)
+                if head is not None:
+                    out.append(Publish(rfc46.Ack(key[1], key[0], head)))
+                    self.stats.acks_sent += 1
+        return out
+
+    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:
+        """Greet a consumer that subscribes to its STORE-HELLOs (``L`` + consumer ID)."""
+        if not (sub.subscribe and sub.cmd == Command.STORE_HELLO.value):
+            return []
+        try:
+            consumer = sub.rest.decode("ascii")
+        except UnicodeDecodeError:
+            return []
+        if not is_node_id(consumer) or consumer == self._node_id:
+            return []
+        return [Publish(rfc46.StoreHello(consumer, self._node_id))]
+
+    def tick(self, now: float) -> list[Publish]:
+        """Retry FETCHes for gaps still open, then serve the next chunk of pending fetches."""
+        out: list[Publish] = []
+        if now >= self._next_gap_check:
+            self._next_gap_check = math.inf
+            self._decide_fetches(list(self._gaps), now, out)
+        self._serve(out)
+        return out
+
+    # ------------------------------------------------------------------ messages
+
+    def _dispatch(self, msg: rfc46.Message, b: _Batch) -> None:
+        if isinstance(msg, rfc46.Record) or (
+            isinstance(msg, rfc46.DirectRecord) and msg.recipient == self._node_id
+        ):
+            self._on_record(msg.topic, msg.partition, msg.offset, msg.content, b)
+        elif isinstance(msg, rfc46.Head):
+            self._on_head(msg, b)
+        elif isinstance(msg, rfc46.Fetch):
+            self._on_fetch(msg)
+        elif isinstance(msg, rfc46.GetHeads):
+            self._on_head_request(msg.requester, (msg.topic,), b)
+        elif isinstance(msg, rfc46.ConsumerHello) and msg.store == self._node_id:
+            topics = tuple(dict.fromkeys(msg.topics[:MAX_HELLO_TOPICS]))
+            self._on_head_request(msg.consumer, topics, b)
+        else:
+            self.stats.ignored += 1  # ACKs, DIRECT-HEADs, other nodes' direct messages
+
+    def _expected(self, key: PartitionKey, b: _Batch) -> int | None:
+        """Next offset ``key`` can accept in this batch; ``None`` if the key is invalid."""
+        nxt = b.nexts.get(key)
+        if nxt is None:
+            head = self._heads.get(key)
+            if head is None:
+                if not _valid_partition_key(*key):
+                    return None
+                nxt = 0
+            else:
+                nxt = head + 1
+            b.nexts[key] = nxt
+        return nxt
+
+    def _on_record(
+        self, topic: str, partition: str, offset: int, content: bytes, b: _Batch
+    ) -> None:
+        key = (topic, partition)
+        nxt = self._expected(key, b)
+        if nxt is None:
+            self.stats.malformed += 1
+        elif offset == nxt:
+            b.accepted.append(StoredBatch(topic, partition, offset, offset, content))
+            nxt += 1
+            buf = self._buffers.get(key)
+            if buf:
+                nxt = self._drain(key, buf, nxt, b)
+            b.nexts[key] = nxt
+            b.advanced.add(key)
+        elif offset < nxt:
+            self.stats.duplicates += 1
+            b.reack.add(key)
+        elif self._note_gap(key, offset, b):
+            self._hold(key, offset, content, nxt)
+        else:
+            self.stats.dropped_out_of_order += 1
+
+    def _on_head(self, msg: rfc46.Head, b: _Batch) -> None:
+        key = (msg.topic, msg.partition)
+        nxt = self._expected(key, b)
+        if nxt is None:
+            self.stats.malformed += 1
+        elif msg.offset >= nxt:
+            self._note_gap(key, msg.offset, b)
+        elif key in self._heads:
+            b.reack.add(key)
+
+    def _on_fetch(self, msg: rfc46.Fetch) -> None:
+        if msg.requester == self._node_id or msg.count == 0:
+            self.stats.ignored += 1
+            return
+        head = self._heads.get((msg.topic, msg.partition))
+        if head is None or msg.offset > head:
+            return  # nothing stored to answer with; the producer or another store may
+        if not is_node_id(msg.requester):
+            self.stats.malformed += 1
+            return
+        key = (msg.requester, msg.topic, msg.partition, msg.offset)
+        if key in self._pending_keys:
+            return
+        if len(self._pending) >= self._max_pending:
+            self.stats.fetches_refused += 1
+            log.debug("store.fetch_refused requester=%s", msg.requester)
+            return
+        end = msg.offset + min(msg.count, self._max_fetch_count)
+        self._pending.append(
+            _PendingFetch(key, msg.requester, msg.topic, msg.partition, msg.offset, end)
+        )
+        self._pending_keys.add(key)
+        self.stats.fetches_queued += 1
+
+    def _on_head_request(self, requester: str, topics: Sequence[str], b: _Batch) -> None:
+        if not is_node_id(requester):
+            self.stats.malformed += 1
+            return
+        b.head_requests.append((requester, topics))
+
+    # ------------------------------------------------------------------ gaps & buffer
+
+    def _note_gap(self, key: PartitionKey, offset: int, b: _Batch) -> bool:
+        """Record that ``offset`` exists; False if too many gaps are open to track one more."""
+        gap = self._gaps.get(key)
+        if gap is None:
+            if len(self._gaps) >= MAX_OPEN_GAPS:
+                self.stats.gaps_refused += 1
+                return False
+            self._gaps[key] = _Gap(target=offset, retry=self._fetch_retry)
+        elif offset > gap.target:
+            gap.target = offset
+        b.gap_keys.add(key)
+        return True
+
+    def _hold(self, key: PartitionKey, offset: int, content: bytes, nxt: int) -> None:
+        """Buffer an out-of-order record if it is in the fetch window and there is room."""
+        cost = len(content) + BUFFER_ENTRY_OVERHEAD
+        if (
+            offset - nxt >= self._max_fetch_count
+            or self._buffered_bytes + cost > self._max_buffered_bytes
+        ):
+            self.stats.dropped_out_of_order += 1
+            return
+        buf = self._buffers.setdefault(key, {})
+        if offset not in buf:
+            buf[offset] = content
+            self._buffered_bytes += cost
+            self.stats.buffered += 1
+
+    def _drain(self, key: PartitionKey, buf: dict[int, bytes], nxt: int, b: _Batch) -> int:
+        """Move buffered records that now follow the head into the write batch."""
+        topic, partition = key
+        while (content := buf.pop(nxt, None)) is not None:
+            self._buffered_bytes -= len(content) + BUFFER_ENTRY_OVERHEAD
+            b.accepted.append(StoredBatch(topic, partition, nxt, nxt, content))
+            nxt += 1
+        if not buf:
+            del self._buffers[key]
+        return nxt
+
+    def _decide_fetches(self, keys: Iterable[PartitionKey], now: float, out: list[Publish]) -> None:
+        """For each partition in ``keys``: close its gap, or FETCH if the rate limit allows."""
+        for key in keys:
+            gap = self._gaps.get(key)
+            if gap is None:
+                continue
+            start = self._heads.get(key, -1) + 1
+            if gap.target < start:
+                del self._gaps[key]
+                continue
+            if gap.sent_at is not None and start < gap.sent_end:
+                if start > gap.sent_start:
+                    gap.retry = self._fetch_retry  # the last FETCH is being answered
+                due = gap.sent_at + gap.retry
+                if now < due:
+                    self._next_gap_check = min(self._next_gap_check, due)
+                    continue
+                if start == gap.sent_start:
+                    # Unanswered since the last try: back off.
+                    gap.retry = min(gap.retry * 2, self._max_retry)
+            elif gap.sent_at is not None:
+                gap.retry = self._fetch_retry  # the last FETCH was fully answered
+            self._send_fetch(key, gap, start, now, out)
+
+    def _send_fetch(
+        self, key: PartitionKey, gap: _Gap, start: int, now: float, out: list[Publish]
+    ) -> None:
+        limit = gap.target + 1
+        buf = self._buffers.get(key)
+        if buf:
+            # The gap ends where the buffered records begin.
+            limit = min(limit, min(buf))
+        count = min(limit - start, self._max_fetch_count)
+        topic, partition = key
+        out.append(Publish(rfc46.Fetch(partition, self._node_id, topic, start, count)))
+        gap.sent_at = now
+        gap.sent_start = start
+        gap.sent_end = start + count
+        self._next_gap_check = min(self._next_gap_check, now + gap.retry)
+        self.stats.fetches_sent += 1
+        log.debug(
+            "store.fetch_sent topic=%s partition=%s from=%d n=%d", topic, partition, start, count
+        )
+
+    # ------------------------------------------------------------------ commit
+
+    def _commit(self, b: _Batch, now: float) -> bool:
+        """Append the batch's records; advance heads only if the append returned."""
+        if not b.accepted:
+            return True
+        try:
+            self._storage.append(b.accepted)
+        except StorageError as exc:
+            self.stats.append_failures += 1
+            self.last_storage_error = exc
+            if now - self._last_error_log >= _ERROR_LOG_PERIOD:
+                self._last_error_log = now
+                log.error("store.append_failed records=%d error=%s", len(b.accepted), exc)
+            # Nothing was stored: remember the records exist so tick() fetches them again.
+            for key in b.advanced:
+                self._note_gap(key, b.nexts[key] - 1, b)
+            b.advanced.clear()
+            return False
+        for key in b.advanced:
+            self._heads[key] = b.nexts[key] - 1
+        self.stats.records_stored += len(b.accepted)
+        return True
+
+    # ------------------------------------------------------------------ answers
+
+    def _answer_heads(self, requester: str, topics: Sequence[str], out: list[Publish]) -> None:
+        for topic in topics:
+            try:
+                parts = self._storage.partitions(topic)
+            except StorageError as exc:
+                log.warning("store.heads_failed topic=%r error=%s", topic, exc)
+                continue
+            for partition, head in parts:
+                out.append(Publish(rfc46.DirectHead(requester, topic, partition, head)))
+            self.stats.heads_sent += len(parts)
+
+    def _serve(self, out: list[Publish]) -> None:
+        """Serve up to ``serve_chunk`` records, round-robin over pending fetches."""
+        budget = self._serve_chunk
+        queue = self._pending
+        while budget > 0 and queue:
+            share = max(1, budget // len(queue))
+            for _ in range(len(queue)):
+                if budget <= 0:
+                    break
+                fetch = queue.popleft()
+                sent, done = self._serve_one(fetch, min(share, budget), out)
+                budget -= sent
+                if done:
+                    self._pending_keys.discard(fetch.key)
+                else:
+                    queue.append(fetch)
+
+    def _serve_one(self, fetch: _PendingFetch, limit: int, out: list[Publish]) -> tuple[int, bool]:
+        """Send up to ``limit`` records of ``fetch``; return (sent, finished)."""
+        want = min(limit, fetch.end - fetch.next)
+        if want <= 0:
+            return 0, True
+        try:
+            batches = self._storage.read(fetch.topic, fetch.partition, fetch.next, want)
+        except StorageError as exc:
+            log.warning(
+                "store.read_failed topic=%s offset=%d error=%s", fetch.topic, fetch.next, exc
+            )
+            return 0, True
+        sent = 0
+        for batch in batches:
+            if batch.first_offset != fetch.next or batch.last_offset != batch.first_offset:
+                # A hole, or a multi-record batch the rfc46 profile cannot carry.
+                self.stats.records_served += sent
+                return sent, True
+            out.append(
+                Publish(
+                    rfc46.DirectRecord(
+                        fetch.requester,
+                        fetch.topic,
+                        fetch.partition,
+                        fetch.next,
+                        batch.blob,
+                    )
+                )
+            )
+            fetch.next += 1
+            sent += 1
+        self.stats.records_served += sent
+        return sent, sent < want or fetch.next >= fetch.end

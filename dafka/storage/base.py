@@ -1,0 +1,116 @@
+"""What a store keeps, and the interface every storage backend offers.
+
+The unit of storage is a *batch*: a contiguous run of offsets of one partition
+stored as one opaque blob. The layer does not look inside blobs, so it serves
+both wire profiles: under ``rfc46`` a batch holds one record
+(``first_offset == last_offset`` and the blob is the record content); under
+``signed`` a blob is the producer's signed multi-record batch, kept verbatim.
+
+Invariants every backend keeps (and ``tests/unit/test_storage_contract.py``
+checks against each of them):
+
+* A partition's batches are contiguous: a batch appended to an existing
+  partition starts at ``head + 1``. A new partition may start at any offset;
+  that offset becomes its tail. ``append`` refuses anything else with
+  :class:`~dafka.errors.StorageError` before writing, so a core bug can never
+  leave holes or overlaps on disk.
+* ``append`` is all or nothing and durable when it returns. The caller ACKs
+  only after it returns; if it raises, nothing of the call is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..errors import DafkaError, StorageError
+from .keys import MAX_OFFSET, partition_prefix
+
+__all__ = ["HeadTail", "Storage", "StoredBatch", "plan_append"]
+
+HeadTail = tuple[int, int]
+"""``(head, tail)``: the last and the first offset stored for a partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """One stored batch: offsets ``first_offset..last_offset`` of one partition."""
+
+    topic: str
+    partition: str
+    first_offset: int
+    last_offset: int
+    blob: bytes
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """A store's persistent state: batches by (topic, partition, offset), plus heads."""
+
+    def heads(self) -> dict[tuple[str, str], HeadTail]:
+        """Every stored partition: ``(topic, partition) -> (head, tail)``.
+
+        Cores call this once at start to rebuild their view; it is a copy.
+        """
+        ...
+
+    def append(self, batches: Sequence[StoredBatch]) -> None:
+        """Store ``batches`` in one transaction; durable (fsynced) when it returns.
+
+        ``batches`` may mix partitions; within a partition they must be in
+        offset order and continue the partition (see the module docstring).
+        Raises a :class:`~dafka.errors.StorageError` subclass on any failure,
+        in which case nothing of this call is stored.
+        """
+        ...
+
+    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
+        """Up to ``max_batches`` batches in order, starting with the one holding ``offset``.
+
+        Empty if ``offset`` is not stored (below the tail, above the head, or
+        an unknown partition): absence is an answer, not an error.
+        """
+        ...
+
+    def partitions(self, topic: str) -> list[tuple[str, int]]:
+        """``(partition, head)`` for every partition of exactly ``topic``, sorted."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend; idempotent."""
+        ...
+
+
+def plan_append(
+    current: Mapping[tuple[str, str], HeadTail], batches: Sequence[StoredBatch]
+) -> dict[tuple[str, str], HeadTail]:
+    """Check that ``batches`` continue their partitions; return the touched partitions' new heads.
+
+    Shared by every backend so that they refuse exactly the same things, before
+    writing anything. Raises :class:`~dafka.errors.StorageError`.
+    """
+    new: dict[tuple[str, str], HeadTail] = {}
+    for batch in batches:
+        key = (batch.topic, batch.partition)
+        first, last = batch.first_offset, batch.last_offset
+        if not 0 <= first <= last <= MAX_OFFSET:
+            raise StorageError(f"batch of {key} has offsets {first}..{last}")
+        if not isinstance(batch.blob, bytes):
+            raise StorageError(f"batch of {key} at {first} has a {type(batch.blob).__name__} blob")
+        ht = new.get(key)
+        if ht is None:
+            ht = current.get(key)
+            if ht is None:
+                try:
+                    partition_prefix(batch.topic, batch.partition)
+                except (DafkaError, TypeError) as exc:
+                    raise StorageError(f"cannot store {key}: {exc}") from exc
+                new[key] = (last, first)
+                continue
+        if first != ht[0] + 1:
+            raise StorageError(
+                f"batch of {key} starts at {first} but the partition's head is {ht[0]}"
+            )
+        new[key] = (last, ht[1])
+    return new

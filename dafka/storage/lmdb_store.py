@@ -1,0 +1,299 @@
+"""The LMDB storage backend: one environment per store, fsync on every commit.
+
+Layout (DESIGN §5): named databases in one environment,
+
+* ``batches``: :func:`~dafka.storage.keys.batch_key` -> first offset (u64 BE) + blob.
+  The first offset is stored explicitly so the layer stays profile-agnostic
+  (a signed batch covers many offsets); it costs 8 bytes per batch.
+* ``heads``: :func:`~dafka.storage.keys.partition_prefix` -> head, tail (2 x u64 BE).
+  Updated in the same transaction as the batches, so they never disagree.
+* ``meta``: ``schema_version`` and the store's persistent ``node_id``.
+
+Durability: LMDB defaults ``sync=True, metasync=True, writemap=False``, so a
+commit returns only after the data and the meta page are fsynced; that is what
+lets the store ACK right after :meth:`LmdbStorage.append` returns (DESIGN §4).
+
+Processes: open the environment in the process that uses it, after any
+``fork`` (an LMDB environment must not cross a fork; the storage refuses to be
+used from a process other than the one that opened it). One process owns a
+store directory: the heads are cached in memory and only this process's
+commits update them, and LMDB must not be opened twice in one process.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+
+import lmdb
+
+from ..errors import ClosedError, ConfigError, DafkaError, StorageError, StoreFullError
+from ..ids import is_node_id, new_node_id
+from .base import HeadTail, StoredBatch, plan_append
+from .keys import MAX_OFFSET, decode_partition_key, partition_prefix
+
+__all__ = ["SCHEMA_VERSION", "LmdbStorage", "translate_error"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+DEFAULT_MAP_SIZE = 64 * 1024 * 1024
+
+_META_SCHEMA = b"schema_version"
+_META_NODE_ID = b"node_id"
+_U64 = struct.Struct(">Q")
+_HEAD_TAIL = struct.Struct(">QQ")
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def translate_error(exc: BaseException, what: str) -> StorageError:
+    """Map an LMDB or OS error to our tree: a full disk is :class:`StoreFullError`.
+
+    A full disk is retriable (space may be freed); everything else is a plain
+    :class:`StorageError` carrying the original as its cause.
+    """
+    code = getattr(exc, "code", None) if isinstance(exc, lmdb.Error) else None
+    if isinstance(exc, OSError):
+        code = exc.errno
+    if isinstance(exc, lmdb.DiskError) or code in _DISK_FULL_ERRNOS:
+        err: StorageError = StoreFullError(f"{what}: disk full ({exc})")
+    else:
+        err = StorageError(f"{what}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
+class LmdbStorage:
+    """A :class:`~dafka.storage.base.Storage` on an LMDB environment at ``path``.
+
+    ``map_size`` is the initial map; it doubles whenever a write does not fit,
+    up to ``max_map_size`` (``None``: no cap but what the OS can map).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int | None = None,
+    ) -> None:
+        if map_size <= 0:
+            raise ConfigError(f"map_size must be positive, not {map_size}")
+        if max_map_size is not None and max_map_size < map_size:
+            raise ConfigError(f"max_map_size {max_map_size} is below map_size {map_size}")
+        self._path = Path(path)
+        self._max_map_size = max_map_size
+        self._pid = os.getpid()
+        self._closed = False
+        try:
+            self._path.mkdir(parents=True, exist_ok=True)
+            self._env = lmdb.open(
+                str(self._path),
+                map_size=map_size,
+                subdir=True,
+                max_dbs=3,
+                sync=True,
+                metasync=True,
+                writemap=False,
+                lock=True,
+            )
+        except (lmdb.Error, OSError) as exc:
+            raise translate_error(exc, f"cannot open store at {self._path}") from exc
+        try:
+            self._node_id = self._open_dbs()
+            self._heads, self._by_topic = self._load_heads()
+        except BaseException:
+            self._env.close()
+            self._closed = True
+            raise
+        self._map_size: int = self._env.info()["map_size"]
+        log.debug(
+            "lmdb.opened path=%s map_size=%d partitions=%d",
+            self._path,
+            self._map_size,
+            len(self._heads),
+        )
+
+    # ------------------------------------------------------------------ setup
+
+    def _open_dbs(self) -> str:
+        """Create or check the named DBs and the meta entries; return the node ID."""
+        try:
+            with self._env.begin(write=True) as txn:
+                self._batches = self._env.open_db(b"batches", txn=txn)
+                self._heads_db = self._env.open_db(b"heads", txn=txn)
+                meta = self._env.open_db(b"meta", txn=txn)
+                version = txn.get(_META_SCHEMA, db=meta)
+                if version is None:
+                    txn.put(_META_SCHEMA, str(SCHEMA_VERSION).encode(), db=meta)
+                elif version != str(SCHEMA_VERSION).encode():
+                    raise StorageError(
+                        f"store at {self._path} has schema version {version!r}; this Dafka "
+                        f"reads version {SCHEMA_VERSION} only: use a matching Dafka release"
+                    )
+                raw = txn.get(_META_NODE_ID, db=meta)
+                if raw is None:
+                    node_id = new_node_id()
+                    txn.put(_META_NODE_ID, node_id.encode(), db=meta)
+                else:
+                    node_id = raw.decode("ascii", "replace")
+                    if not is_node_id(node_id):
+                        raise StorageError(f"store at {self._path} has a bad node ID {raw!r}")
+        except lmdb.Error as exc:
+            raise translate_error(exc, f"cannot initialise store at {self._path}") from exc
+        return node_id
+
+    def _load_heads(
+        self,
+    ) -> tuple[dict[tuple[str, str], HeadTail], dict[str, set[str]]]:
+        heads: dict[tuple[str, str], HeadTail] = {}
+        by_topic: dict[str, set[str]] = {}
+        try:
+            with self._env.begin(db=self._heads_db) as txn:
+                for key, value in txn.cursor():
+                    topic, partition = decode_partition_key(key)
+                    heads[(topic, partition)] = _HEAD_TAIL.unpack(value)
+                    by_topic.setdefault(topic, set()).add(partition)
+        except (lmdb.Error, DafkaError, struct.error) as exc:
+            raise StorageError(f"store at {self._path} has unreadable heads: {exc}") from exc
+        return heads, by_topic
+
+    # ------------------------------------------------------------------ API
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def map_size(self) -> int:
+        """The current LMDB map size in bytes (grows on demand)."""
+        return self._map_size
+
+    def node_id(self) -> str:
+        """The store's identity: made on first open, the same on every reopen."""
+        return self._node_id
+
+    def heads(self) -> dict[tuple[str, str], HeadTail]:
+        self._check_usable()
+        return dict(self._heads)
+
+    def append(self, batches: Sequence[StoredBatch]) -> None:
+        self._check_usable()
+        if not batches:
+            return
+        new_heads = plan_append(self._heads, batches)
+        items = _batch_items(batches)
+        head_items = [
+            (partition_prefix(topic, partition), _HEAD_TAIL.pack(head, tail))
+            for (topic, partition), (head, tail) in new_heads.items()
+        ]
+        while True:
+            try:
+                with self._env.begin(write=True) as txn:
+                    txn.cursor(db=self._batches).putmulti(items, dupdata=False)
+                    txn.cursor(db=self._heads_db).putmulti(head_items, dupdata=False)
+                break
+            except lmdb.MapFullError:
+                # The transaction was aborted by the context manager; nothing is stored.
+                self._grow()
+            except (lmdb.Error, OSError) as exc:
+                raise translate_error(exc, f"append to {self._path} failed") from exc
+        for key in new_heads.keys() - self._heads.keys():
+            self._by_topic.setdefault(key[0], set()).add(key[1])
+        self._heads.update(new_heads)
+
+    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
+        self._check_usable()
+        if max_batches <= 0 or not 0 <= offset <= MAX_OFFSET:
+            return []
+        if (topic, partition) not in self._heads:
+            return []
+        prefix = partition_prefix(topic, partition)
+        plen = len(prefix)
+        out: list[StoredBatch] = []
+        try:
+            with self._env.begin(db=self._batches, buffers=True) as txn:
+                cursor = txn.cursor()
+                if not cursor.set_range(prefix + _U64.pack(offset)):
+                    return []
+                for key, value in cursor.iternext():
+                    if key[:plen] != prefix:
+                        break
+                    (first,) = _U64.unpack_from(value)
+                    if not out and first > offset:
+                        return []  # below the tail: the partition does not hold offset
+                    (last,) = _U64.unpack_from(key, plen)
+                    out.append(StoredBatch(topic, partition, first, last, bytes(value[8:])))
+                    if len(out) >= max_batches:
+                        break
+        except lmdb.Error as exc:
+            raise translate_error(exc, f"read from {self._path} failed") from exc
+        return out
+
+    def partitions(self, topic: str) -> list[tuple[str, int]]:
+        self._check_usable()
+        names = self._by_topic.get(topic, ())
+        return [(name, self._heads[(topic, name)][0]) for name in sorted(names)]
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if os.getpid() == self._pid:
+                self._env.close()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise ClosedError(f"store at {self._path} is closed")
+        if os.getpid() != self._pid:
+            raise StorageError(
+                f"store at {self._path} was opened in process {self._pid} and used in "
+                f"{os.getpid()}: open LmdbStorage in the process that uses it, after fork"
+            )
+
+    def _grow(self) -> None:
+        """Double the map (bounded by ``max_map_size``) so the aborted batch can be retried."""
+        old = self._map_size
+        new = old * 2
+        if self._max_map_size is not None:
+            if old >= self._max_map_size:
+                raise StorageError(
+                    f"store at {self._path} reached max_map_size={self._max_map_size} bytes; "
+                    "raise it or free space with retention"
+                )
+            new = min(new, self._max_map_size)
+        try:
+            self._env.set_mapsize(new)
+        except (lmdb.Error, OSError) as exc:
+            raise translate_error(exc, f"cannot grow the map of {self._path} to {new}") from exc
+        self._map_size = self._env.info()["map_size"]
+        log.info("lmdb.map_grown path=%s old=%d new=%d", self._path, old, self._map_size)
+
+
+def _batch_items(batches: Sequence[StoredBatch]) -> list[tuple[bytes, bytes]]:
+    """``(key, value)`` pairs for ``putmulti``, sorted so the B-tree is filled in order.
+
+    Keys are not globally monotonic (partitions interleave, and other
+    partitions' keys may sort after), so ``append=True`` cannot be used.
+    """
+    pack = _U64.pack
+    prefixes: dict[tuple[str, str], bytes] = {}
+    items: list[tuple[bytes, bytes]] = []
+    add = items.append
+    for batch in batches:
+        pkey = (batch.topic, batch.partition)
+        prefix = prefixes.get(pkey)
+        if prefix is None:
+            prefix = prefixes[pkey] = partition_prefix(batch.topic, batch.partition)
+        add((prefix + pack(batch.last_offset), pack(batch.first_offset) + batch.blob))
+    if len(prefixes) > 1:
+        items.sort(key=_first)
+    return items
+
+
+def _first(item: tuple[bytes, bytes]) -> bytes:
+    return item[0]

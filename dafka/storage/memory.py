@@ -1,0 +1,74 @@
+"""An in-memory :class:`~dafka.storage.base.Storage` for core tests and throwaway stores.
+
+It keeps the same contract as the LMDB backend (the shared contract test runs
+against both), minus durability: nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from ..errors import ClosedError
+from .base import HeadTail, StoredBatch, plan_append
+
+__all__ = ["MemoryStorage"]
+
+
+class _Partition:
+    """One partition's batches, in offset order, with their last offsets for bisection."""
+
+    __slots__ = ("batches", "lasts")
+
+    def __init__(self) -> None:
+        self.lasts: list[int] = []
+        self.batches: list[StoredBatch] = []
+
+
+class MemoryStorage:
+    """Batches in per-partition lists; ``append`` is atomic (validated before any change)."""
+
+    def __init__(self) -> None:
+        self._heads: dict[tuple[str, str], HeadTail] = {}
+        self._parts: dict[tuple[str, str], _Partition] = {}
+        self._by_topic: dict[str, set[str]] = {}
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("storage is closed")
+
+    def heads(self) -> dict[tuple[str, str], HeadTail]:
+        self._check_open()
+        return dict(self._heads)
+
+    def append(self, batches: Sequence[StoredBatch]) -> None:
+        self._check_open()
+        new_heads = plan_append(self._heads, batches)
+        for batch in batches:
+            key = (batch.topic, batch.partition)
+            part = self._parts.get(key)
+            if part is None:
+                part = self._parts[key] = _Partition()
+                self._by_topic.setdefault(batch.topic, set()).add(batch.partition)
+            part.lasts.append(batch.last_offset)
+            part.batches.append(batch)
+        self._heads.update(new_heads)
+
+    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
+        self._check_open()
+        part = self._parts.get((topic, partition))
+        if part is None or max_batches <= 0:
+            return []
+        start = bisect.bisect_left(part.lasts, offset)
+        if start == len(part.lasts) or part.batches[start].first_offset > offset:
+            return []
+        return part.batches[start : start + max_batches]
+
+    def partitions(self, topic: str) -> list[tuple[str, int]]:
+        self._check_open()
+        names = self._by_topic.get(topic, ())
+        return [(name, self._heads[(topic, name)][0]) for name in sorted(names)]
+
+    def close(self) -> None:
+        self._closed = True
