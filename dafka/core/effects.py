@@ -6,7 +6,6 @@ Cores never touch sockets; the IO shell (``dafka.io``) turns effects into sends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from ..wire import rfc46
 
@@ -45,4 +44,4 @@ class Acked:
     offset: int
 
 
-Effect = Union[Publish, Deliver, Acked]
+Effect = Publish | Deliver | Acked

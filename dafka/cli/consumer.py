@@ -1,0 +1,166 @@
+"""``dafka-consumer TOPIC...``: print records, kcat / kafka-console-consumer style."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time
+
+import click
+
+from ..consumer import Consumer
+from ..core.effects import ConsumedRecord
+from ..errors import ConfigError
+from .common import CONTEXT, common_options, run_cli
+
+_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
+
+
+def parse_offset(text: str) -> str | int:
+    """``beginning`` / ``end`` / a non-negative offset (kcat's -o)."""
+    low = text.lower()
+    if low in ("beginning", "earliest"):
+        return "earliest"
+    if low in ("end", "latest"):
+        return "latest"
+    if text.isdigit():
+        return int(text)
+    raise ConfigError(f"bad offset {text!r}: use beginning, end or a number >= 0")
+
+
+class Formatter:
+    """kcat-like format tokens: %t topic, %p partition, %o offset, %s value, %k key,
+    %S value size, %% a percent sign; \\n \\t \\r \\0 escapes."""
+
+    def __init__(self, fmt: str) -> None:
+        for esc, char in _ESCAPES.items():
+            fmt = fmt.replace(esc, char)
+        self.parts: list[str] = []
+        i = 0
+        while i < len(fmt):
+            if fmt[i] == "%" and i + 1 < len(fmt):
+                token = fmt[i : i + 2]
+                if token[1] not in "tposkS%":
+                    raise ConfigError(f"unknown format token {token!r}")
+                self.parts.append(token)
+                i += 2
+            else:
+                j = fmt.find("%", i + 1) if fmt[i] != "%" else i + 1
+                j = len(fmt) if j < 0 else j
+                self.parts.append(fmt[i:j])
+                i = j
+
+    def __call__(self, r: ConsumedRecord) -> bytes:
+        out: list[bytes] = []
+        for part in self.parts:
+            if part == "%s":
+                out.append(r.value)
+            elif part == "%k":
+                out.append(r.key or b"")
+            elif part == "%t":
+                out.append(r.topic.encode())
+            elif part == "%p":
+                out.append(r.partition.encode())
+            elif part == "%o":
+                out.append(str(r.offset).encode())
+            elif part == "%S":
+                out.append(str(len(r.value)).encode())
+            elif part == "%%":
+                out.append(b"%")
+            else:
+                out.append(part.encode())
+        return b"".join(out)
+
+
+def _text_or_b64(name: str, value: bytes | None) -> dict[str, object]:
+    if value is None:
+        return {name: None}
+    try:
+        return {name: value.decode()}
+    except UnicodeDecodeError:
+        return {name: None, f"{name}_base64": base64.b64encode(value).decode()}
+
+
+def as_json(r: ConsumedRecord) -> bytes:
+    obj: dict[str, object] = {"topic": r.topic, "partition": r.partition, "offset": r.offset}
+    obj.update(_text_or_b64("key", r.key))
+    obj.update(_text_or_b64("value", r.value))
+    return json.dumps(obj).encode() + b"\n"
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("topics", nargs=-1, required=True)
+@common_options("consumer")
+@click.option(
+    "--from-beginning", is_flag=True, help="Start at the first record (same as -o beginning)."
+)
+@click.option(
+    "-o",
+    "--offset",
+    default=None,
+    help="Start at: beginning, end, or an offset N in every partition.",
+)
+@click.option(
+    "-e", "--exit-at-end", is_flag=True, help="Exit once every known partition is read to its end."
+)
+@click.option(
+    "-c", "--count", default=None, type=click.IntRange(min=1), help="Exit after N records."
+)
+@click.option(
+    "-f",
+    "--format",
+    "format",
+    default="%s\\n",
+    show_default=True,
+    help="Output format: %t topic, %p partition, %o offset, %s value, %k key, %S size.",
+)
+@click.option("--json", "as_json_lines", is_flag=True, help="One JSON object per record.")
+@click.option(
+    "--timeout",
+    default=None,
+    type=float,
+    help="With -e: give up (exit 1) if the end is not reached within this many seconds.",
+)
+@run_cli
+def main(
+    topics: tuple[str, ...],
+    tower: str,
+    host: str,
+    from_beginning: bool,
+    offset: str | None,
+    exit_at_end: bool,
+    count: int | None,
+    format: str,
+    as_json_lines: bool,
+    timeout: float | None,
+) -> None:
+    """Print the records of TOPICS as they arrive, each partition in order."""
+    if from_beginning and offset is not None:
+        raise ConfigError("give either --from-beginning or -o, not both")
+    reset = "earliest" if from_beginning else parse_offset(offset or "end")
+    render = as_json if as_json_lines else Formatter(format)
+    out = sys.stdout.buffer
+    seen = 0
+    started = time.monotonic()
+    with Consumer(topics, towers=tower, host=host, offset_reset=reset) as consumer:
+        while count is None or seen < count:
+            records = consumer.poll_batch(
+                max_records=10_000 if count is None else count - seen, timeout=0.1
+            )
+            for record in records:
+                out.write(render(record))
+            seen += len(records)
+            if records:
+                out.flush()
+                continue
+            if exit_at_end and consumer.at_end():
+                break
+            if exit_at_end and timeout is not None and time.monotonic() - started > timeout:
+                click.echo(f"error: end not reached within {timeout:g} s", err=True)
+                sys.exit(1)
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``dafka-local``: a tower and a store on 127.0.0.1, the embedded local default."""
+
+from __future__ import annotations
+
+import click
+
+from tower.relay import Tower
+
+from ..config import TowerAddress, parse_endpoint
+from ..store import Store
+from .common import CONTEXT, common_options, run_cli, wait_for_signal
+
+
+@click.command(context_settings=CONTEXT)
+@common_options("local", node=False)
+@click.option(
+    "--data-dir",
+    "-d",
+    default=".dafka/store",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The store's LMDB directory.",
+)
+@click.option(
+    "--tower-bind",
+    default="127.0.0.1:5556",
+    show_default=True,
+    help="HOST:PORT of the tower's beacon port (relay on PORT+1).",
+)
+@run_cli
+def main(data_dir: str, tower_bind: str) -> None:
+    """Run a local platform: one tower and one store, until Ctrl-C."""
+    host, port = parse_endpoint(tower_bind, "tower address", allow_zero=True)
+    address = TowerAddress(host, port)
+    tower = Tower(address).start()
+    address = tower.address
+    try:
+        store = Store(data_dir, towers=str(address), host=host).start()
+    except BaseException:
+        tower.stop()
+        raise
+    t = "" if str(address) == "127.0.0.1:5556" else f" -t {address}"
+    click.echo(
+        f"Dafka is running: tower on {address.sub} and {address.pub}, "
+        f"store {store.node_id} with data in {store.path}\n"
+        "In another terminal, try:\n"
+        f"  seq 5 | .venv/bin/dafka-producer hello{t}\n"
+        f"  .venv/bin/dafka-consumer hello --from-beginning -e{t}\n"
+        "Ctrl-C stops it."
+    )
+    try:
+        wait_for_signal()
+    finally:
+        store.stop()
+        tower.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+"""The IO shell: one thread per node owns its sockets and drives a node core.
+
+Public objects (Producer, Consumer, Store) never touch a socket: they put
+commands on their handler's thread-safe queue and call :meth:`NodeLoop.wake`,
+which writes to an eventfd-like pipe that the loop polls next to its zmq
+sockets. A node has:
+
+* a data XPUB bound to ``host`` (ephemeral port unless given), XPUB_VERBOSE so
+  that every subscription reaches the handler (the HELLO handshakes need them);
+* a data SUB connected to every peer endpoint the towers announce;
+* a beacon PUB connected to every tower's XSUB and a beacon SUB connected to
+  every tower's XPUB, subscribed to ``W`` (welcome) and ``B`` (beacons).
+
+The loop never blocks on a missing tower: zmq reconnects in the background
+and the node joins whenever a tower appears.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import zmq
+
+from ..config import NodeConfig
+from ..core.discovery import Discovery, DiscoveryActions
+from ..core.effects import Publish
+from ..errors import ConfigError, DafkaError, WireError
+from ..wire import beacon as wbeacon
+from ..wire import rfc46
+
+log = logging.getLogger(__name__)
+
+MAX_DRAIN = 20_000  # messages read from the data SUB per loop turn
+TICK_INTERVAL = 0.05
+
+
+class NodeHandler(Protocol):
+    """What a node type plugs into the loop. All calls happen on the loop thread."""
+
+    def subscriptions(self) -> list[bytes]: ...
+
+    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]: ...
+
+    def on_commands(self, now: float) -> list[Publish]: ...
+
+    def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]: ...
+
+    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]: ...
+
+    def on_tick(self, now: float) -> list[Publish]: ...
+
+    def has_pending(self) -> bool: ...
+
+    def accepting(self) -> bool:
+        """False pauses reading the data SUB (backpressure; zmq's HWM then applies)."""
+        ...
+
+    def on_stop(self) -> None: ...
+
+
+class _RateLimitedLog:
+    """Counts malformed input; logs at most one line per ``period`` seconds."""
+
+    def __init__(self, period: float = 5.0) -> None:
+        self.count = 0
+        self._period = period
+        self._last = -period
+
+    def __call__(self, what: str, exc: Exception, now: float) -> None:
+        self.count += 1
+        if now - self._last >= self._period:
+            self._last = now
+            log.warning("wire.malformed what=%s error=%s total=%d", what, exc, self.count)
+
+
+class NodeLoop:
+    """Runs one node: sockets, discovery and a handler, on a thread of its own."""
+
+    def __init__(
+        self,
+        node_id: str,
+        config: NodeConfig,
+        handler: NodeHandler,
+        *,
+        name: str = "dafka-node",
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.node_id = node_id
+        self.config = config.validate()
+        self.handler = handler
+        self.clock = clock
+        self._ctx = context or zmq.Context.instance()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._ready = threading.Event()
+        self._start_error: BaseException | None = None
+        self._stopping = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._wake_pending = False
+        self.endpoint = ""
+        self.port = 0
+        self.discovery = Discovery(
+            node_id, interval=config.beacon_interval, timeout=config.beacon_timeout
+        )
+        self.malformed = _RateLimitedLog()
+        self._sub: zmq.Socket[bytes] | None = None
+        self._subscribed: set[bytes] = set()
+        self.stats = {"received": 0, "sent": 0}
+
+    # ----------------------------------------------------------------- control
+
+    def start(self, timeout: float = 10.0) -> NodeLoop:
+        """Start the thread; return once sockets are bound, or raise the bind error."""
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise DafkaError("node did not start in time")
+        if self._start_error is not None:
+            self._thread.join(1.0)
+            raise self._start_error
+        return self
+
+    def wake(self) -> None:
+        """Thread-safe: make the loop look at its command queue soon."""
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                os.write(self._wake_w, b"\0")
+            except BlockingIOError:
+                pass  # the pipe is full, so the loop is awake anyway
+            except OSError:
+                pass  # closed during shutdown
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop and close its sockets (idempotent)."""
+        self._stopping = True
+        self._wake_pending = False
+        self.wake()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # --------------------------------------------------- loop-thread-only helpers
+
+    def subscribe(self, prefixes: Sequence[bytes]) -> None:
+        """Add SUB prefixes (loop thread only)."""
+        assert self._sub is not None
+        for prefix in prefixes:
+            if prefix not in self._subscribed:
+                self._subscribed.add(prefix)
+                self._sub.setsockopt(zmq.SUBSCRIBE, prefix)
+
+    def unsubscribe(self, prefixes: Sequence[bytes]) -> None:
+        assert self._sub is not None
+        for prefix in prefixes:
+            if prefix in self._subscribed:
+                self._subscribed.discard(prefix)
+                self._sub.setsockopt(zmq.UNSUBSCRIBE, prefix)
+
+    def sync_subscriptions(self) -> None:
+        """Make the SUB's prefixes equal to ``handler.subscriptions()``."""
+        wanted = set(self.handler.subscriptions())
+        self.unsubscribe([p for p in self._subscribed if p not in wanted])
+        self.subscribe([p for p in wanted if p not in self._subscribed])
+
+    # -------------------------------------------------------------------- run
+
+    def _bind(self, xpub: zmq.Socket[bytes]) -> None:
+        host = self.config.host
+        try:
+            if self.config.port:
+                xpub.bind(f"tcp://{host}:{self.config.port}")
+                self.port = self.config.port
+            else:
+                self.port = xpub.bind_to_random_port(f"tcp://{host}")
+        except zmq.ZMQError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"port {self.config.port} on {host} is already in use") from None
+            raise ConfigError(f"cannot bind a data socket on {host}: {exc}") from None
+        self.endpoint = f"tcp://{host}:{self.port}"
+
+    def _run(self) -> None:
+        ctx = self._ctx
+        cfg = self.config
+        xpub = ctx.socket(zmq.XPUB)
+        sub = ctx.socket(zmq.SUB)
+        bpub = ctx.socket(zmq.PUB)
+        bsub = ctx.socket(zmq.SUB)
+        sockets = (xpub, sub, bpub, bsub)
+        for s in sockets:
+            s.setsockopt(zmq.LINGER, 0)
+        xpub.setsockopt(zmq.LINGER, 200)
+        xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
+        sub.setsockopt(zmq.RCVHWM, cfg.high_watermark)
+        sub.setsockopt(zmq.MAXMSGSIZE, cfg.max_message_size)
+        bsub.setsockopt(zmq.MAXMSGSIZE, 4096)
+        self._sub = sub
+        try:
+            self._bind(xpub)
+            for tower in cfg.towers:
+                bpub.connect(tower.sub)
+                bsub.connect(tower.pub)
+            bsub.setsockopt(zmq.SUBSCRIBE, wbeacon.WELCOME)
+            bsub.setsockopt(zmq.SUBSCRIBE, wbeacon.BEACON)
+            self.sync_subscriptions()
+        except BaseException as exc:  # reported to start()'s caller
+            self._start_error = exc if isinstance(exc, DafkaError) else ConfigError(str(exc))
+            for s in sockets:
+                s.close(0)
+            self._ready.set()
+            return
+        my_beacon = wbeacon.NodeBeacon(self.node_id, cfg.host, self.port).encode()
+        log.info(
+            "node.start id=%s endpoint=%s towers=%s",
+            self.node_id,
+            self.endpoint,
+            ",".join(str(t) for t in cfg.towers),
+        )
+        poller = zmq.Poller()
+        poller.register(sub, zmq.POLLIN)
+        poller.register(xpub, zmq.POLLIN)
+        poller.register(bsub, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
+        self._ready.set()
+
+        def send(effects: list[Publish]) -> None:
+            for effect in effects:
+                xpub.send_multipart(rfc46.encode(effect.msg))
+            self.stats["sent"] += len(effects)
+
+        try:
+            now = self.clock()
+            send(self.handler.on_start(self, now))
+            next_tick = now
+            reading = True
+            while not self._stopping:
+                accepting = self.handler.accepting()
+                if accepting != reading:
+                    poller.modify(sub, zmq.POLLIN if accepting else 0)
+                    reading = accepting
+                if self.handler.has_pending():
+                    timeout = 0
+                else:
+                    wait = min(next_tick, self.discovery.next_deadline()) - self.clock()
+                    timeout = max(0, min(int(wait * 1000) + 1, 100 if reading else 10))
+                events = dict(poller.poll(timeout))
+                now = self.clock()
+                if self._wake_r in events:
+                    try:
+                        os.read(self._wake_r, 65536)
+                    except BlockingIOError:
+                        pass
+                    self._wake_pending = False
+                if self._stopping:
+                    break
+                send(self.handler.on_commands(now))
+                if bsub in events:
+                    self._on_beacons(bsub, bpub, sub, my_beacon, now)
+                if xpub in events:
+                    send(self._on_subscriptions(xpub, now))
+                if sub in events:
+                    send(self._on_data(sub, now))
+                if now >= next_tick or self.handler.has_pending():
+                    send(self.handler.on_tick(now))
+                    if now >= next_tick:
+                        self._apply(self.discovery.tick(now), bpub, sub, my_beacon)
+                        next_tick = now + TICK_INTERVAL
+        except Exception:
+            log.exception("node.crashed id=%s", self.node_id)
+        finally:
+            try:
+                self.handler.on_stop()
+            except Exception:
+                log.exception("node.stop_failed id=%s", self.node_id)
+            for s in sockets:
+                s.close()
+            self._sub = None
+            log.info("node.stopped id=%s", self.node_id)
+
+    def _apply(
+        self,
+        actions: DiscoveryActions,
+        bpub: zmq.Socket[bytes],
+        sub: zmq.Socket[bytes],
+        my_beacon: list[bytes],
+    ) -> None:
+        for endpoint in actions.connect:
+            try:
+                sub.connect(endpoint)
+            except zmq.ZMQError as exc:
+                log.warning("discovery.connect_failed endpoint=%s error=%s", endpoint, exc)
+        for endpoint in actions.disconnect:
+            try:
+                sub.disconnect(endpoint)
+            except zmq.ZMQError:
+                pass
+        if actions.send_beacon:
+            bpub.send_multipart(my_beacon)
+
+    def _on_beacons(
+        self,
+        bsub: zmq.Socket[bytes],
+        bpub: zmq.Socket[bytes],
+        sub: zmq.Socket[bytes],
+        my_beacon: list[bytes],
+        now: float,
+    ) -> None:
+        for _ in range(1000):
+            try:
+                frames = bsub.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if frames == [wbeacon.WELCOME]:
+                self._apply(self.discovery.on_welcome(now), bpub, sub, my_beacon)
+                continue
+            try:
+                tb = wbeacon.decode_tower_beacon(frames)
+            except WireError as exc:
+                self.malformed("beacon", exc, now)
+                continue
+            self._apply(self.discovery.on_beacon(tb, now), bpub, sub, my_beacon)
+
+    def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
+        out: list[Publish] = []
+        for _ in range(10_000):
+            try:
+                frame = xpub.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            parsed = rfc46.parse_subscription(frame)
+            if parsed is not None:
+                out.extend(self.handler.on_subscription(parsed, now))
+        return out
+
+    def _on_data(self, sub: zmq.Socket[bytes], now: float) -> list[Publish]:
+        msgs: list[rfc46.Message] = []
+        decode = rfc46.decode
+        recv = sub.recv_multipart
+        for _ in range(MAX_DRAIN):
+            try:
+                frames = recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            try:
+                msgs.append(decode(frames))
+            except WireError as exc:
+                self.malformed("data", exc, now)
+        if not msgs:
+            return []
+        self.stats["received"] += len(msgs)
+        return self.handler.on_messages(msgs, now)

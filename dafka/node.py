@@ -1,0 +1,19 @@
+"""Shared helpers for the public node objects (Producer, Consumer, Store)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .config import NodeConfig, check_host, parse_towers
+
+
+def node_config(
+    towers: str | Iterable[str] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    config: NodeConfig | None = None,
+) -> NodeConfig:
+    """Build a validated NodeConfig from keyword arguments (or take the one given)."""
+    if config is not None:
+        return config.validate()
+    return NodeConfig(towers=parse_towers(towers), host=check_host(host), port=port).validate()

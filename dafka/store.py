@@ -1,0 +1,129 @@
+"""The public Store: persists records in LMDB, acknowledges, serves fetches.
+
+A store is one node (one ID for what the C reference splits into a writer
+and a reader). Its identity lives in its LMDB environment, so a restarted
+store is the same store. Every drained batch of records is one LMDB write
+transaction, committed with fsync before any ACK goes out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from .config import NodeConfig
+from .core.effects import Publish
+from .core.store import StoreCore
+from .errors import ConfigError
+from .io.node import NodeLoop
+from .node import node_config
+from .storage.lmdb_store import LmdbStorage
+from .wire import rfc46
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Store"]
+
+
+class _StoreHandler:
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
+
+    def subscriptions(self) -> list[bytes]:
+        return self.core.subscriptions()
+
+    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
+        return []
+
+    def has_pending(self) -> bool:
+        return self.core.has_pending()
+
+    def accepting(self) -> bool:
+        return True
+
+    def on_commands(self, now: float) -> list[Publish]:
+        return []
+
+    def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]:
+        return self.core.handle_batch(msgs, now)
+
+    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:
+        return self.core.on_subscription(sub, now)
+
+    def on_tick(self, now: float) -> list[Publish]:
+        return self.core.tick(now)
+
+    def on_stop(self) -> None:
+        pass
+
+
+def open_data_dir(path: Path) -> Path:
+    """Create ``path`` if needed and check it is a writable directory."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create data directory {path}: {exc.strerror}") from None
+    if not path.is_dir():
+        raise ConfigError(f"data directory {path} is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"data directory {path} is not writable")
+    return path
+
+
+class Store:
+    """A running store node. ``start()`` binds and joins; ``stop()`` closes LMDB."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        towers: str | Iterable[str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        map_size: int = 64 * 1024 * 1024,
+        node: NodeConfig | None = None,
+    ) -> None:
+        self.path = open_data_dir(Path(path))
+        self._nconf = node_config(towers, host, port, config=node)
+        self._storage = LmdbStorage(self.path, map_size=map_size)
+        self.node_id = self._storage.node_id()
+        self.core = StoreCore(self.node_id, self._storage)
+        self._loop = NodeLoop(
+            self.node_id,
+            self._nconf,
+            _StoreHandler(self.core),
+            name=f"dafka-store-{self.node_id[:8]}",
+        )
+        self._started = False
+
+    @property
+    def endpoint(self) -> str:
+        return self._loop.endpoint
+
+    def start(self) -> Store:
+        try:
+            self._loop.start()
+        except BaseException:
+            self._storage.close()
+            raise
+        self._started = True
+        log.info("store.start id=%s path=%s endpoint=%s", self.node_id, self.path, self.endpoint)
+        return self
+
+    def stop(self) -> None:
+        if self._started:
+            self._loop.stop()
+            self._started = False
+        self._storage.close()
+
+    @property
+    def alive(self) -> bool:
+        return self._loop.alive
+
+    def __enter__(self) -> Store:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

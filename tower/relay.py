@@ -1,0 +1,151 @@
+"""Beacon relay: an XSUB that nodes beacon to and an XPUB that relays to every node.
+
+The tower keeps no state. It turns each 4-frame node beacon into the 3-frame
+tower beacon carrying the node's endpoint, and greets every new subscriber of
+its XPUB with the single frame ``W`` (``ZMQ_XPUB_WELCOME_MSG``), as the C
+reference does. Unlike the reference it never substitutes an interface address
+for 127.0.0.1 and never crashes on a host with only a loopback interface.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import threading
+from collections.abc import Sequence
+
+import zmq
+
+from dafka.config import TowerAddress, check_host
+from dafka.errors import ConfigError, WireError
+from dafka.wire import beacon as wbeacon
+
+log = logging.getLogger(__name__)
+
+
+def relay_beacon(frames: Sequence[bytes], peer_address: str | None) -> list[bytes]:
+    """The tower beacon for one node beacon; raises WireError for anything else."""
+    node = wbeacon.decode_node_beacon(frames)
+    endpoint = wbeacon.endpoint_for(node, peer_address)
+    return wbeacon.TowerBeacon(node.node_id, endpoint).encode()
+
+
+class Tower:
+    """A running beacon relay bound to ``address`` (XSUB) and ``address.port + 1`` (XPUB)."""
+
+    def __init__(
+        self, address: TowerAddress, *, context: zmq.Context[zmq.Socket[bytes]] | None = None
+    ) -> None:
+        check_host(address.host)
+        self.address = address
+        self._ctx = context or zmq.Context.instance()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="dafka-tower", daemon=True)
+        self.relayed = 0
+        self.malformed = 0
+
+    def start(self, timeout: float = 10.0) -> Tower:
+        self._thread.start()
+        self._ready.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def wait(self) -> None:
+        """Block until stopped (used by the CLI's foreground mode)."""
+        while self._thread.is_alive():
+            self._thread.join(0.5)
+
+    def _bind(self, sock: zmq.Socket[bytes], endpoint: str) -> None:
+        try:
+            sock.bind(endpoint)
+        except zmq.ZMQError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"tower address {endpoint} is already in use") from None
+            raise ConfigError(f"cannot bind tower at {endpoint}: {exc}") from None
+
+    def _bind_pair(self, xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> TowerAddress:
+        """Port 0: find two free neighbouring ports (beacon port, relay port + 1)."""
+        host = self.address.host
+        for _ in range(100):
+            port = xsub.bind_to_random_port(f"tcp://{host}", min_port=20000, max_port=60000)
+            try:
+                xpub.bind(f"tcp://{host}:{port + 1}")
+            except zmq.ZMQError:
+                xsub.unbind(f"tcp://{host}:{port}")
+                continue
+            return TowerAddress(host, port)
+        raise ConfigError(f"no two free neighbouring ports found on {host}")
+
+    def _run(self) -> None:
+        xsub = self._ctx.socket(zmq.XSUB)
+        xpub = self._ctx.socket(zmq.XPUB)
+        for s in (xsub, xpub):
+            s.setsockopt(zmq.LINGER, 0)
+        xsub.setsockopt(zmq.MAXMSGSIZE, 4096)
+        xpub.setsockopt(zmq.XPUB_WELCOME_MSG, wbeacon.WELCOME)
+        try:
+            if self.address.port == 0:
+                self.address = self._bind_pair(xsub, xpub)
+            else:
+                self._bind(xsub, self.address.sub)
+                self._bind(xpub, self.address.pub)
+        except BaseException as exc:
+            self._error = exc
+            xsub.close()
+            xpub.close()
+            self._ready.set()
+            return
+        # Subscribe to beacons ourselves: every node's beacon PUB then sends them.
+        xsub.send(b"\x01" + wbeacon.BEACON)
+        log.info("tower.start sub=%s pub=%s", self.address.sub, self.address.pub)
+        self._ready.set()
+        poller = zmq.Poller()
+        poller.register(xsub, zmq.POLLIN)
+        poller.register(xpub, zmq.POLLIN)
+        try:
+            while not self._stop.is_set():
+                events = dict(poller.poll(100))
+                if xsub in events:
+                    self._relay(xsub, xpub)
+                if xpub in events:
+                    self._drain_subscriptions(xpub)
+        finally:
+            xsub.close()
+            xpub.close()
+            log.info("tower.stopped sub=%s", self.address.sub)
+
+    def _relay(self, xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> None:
+        for _ in range(10_000):
+            try:
+                frames = xsub.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            try:
+                peer = frames[0].get("Peer-Address")
+            except zmq.ZMQError:
+                peer = None
+            try:
+                out = relay_beacon([f.bytes for f in frames], peer)
+            except WireError as exc:
+                self.malformed += 1
+                log.debug("tower.malformed error=%s", exc)
+                continue
+            xpub.send_multipart(out)
+            self.relayed += 1
+
+    def _drain_subscriptions(self, xpub: zmq.Socket[bytes]) -> None:
+        # Subscriptions from nodes only matter to zmq's own filtering; we
+        # subscribe the XSUB to beacons ourselves, so they are just drained.
+        for _ in range(10_000):
+            try:
+                xpub.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
