@@ -20,14 +20,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Literal
 
 from .config import NodeConfig, ProducerConfig
-from .core.effects import Acked, Publish
+from .core.effects import Acked, Publish, PublishRecords
 from .core.producer import ProducerCore
 from .errors import BufferFullError, ClosedError, DafkaTimeout, ProfileError
+from .futures import RecordFuture
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
 from .node import node_config
@@ -45,8 +45,8 @@ class _ProducerHandler:
     def __init__(self, producer: Producer, core: ProducerCore) -> None:
         self.p = producer
         self.core = core
-        self.queue: deque[tuple[str, bytes, Future[int]]] = deque()
-        self.inflight: dict[str, deque[tuple[int, Future[int], int]]] = {}
+        self.queue: deque[tuple[str, bytes, RecordFuture]] = deque()
+        self.inflight: dict[str, deque[tuple[int, RecordFuture, int]]] = {}
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -60,11 +60,11 @@ class _ProducerHandler:
     def accepting(self) -> bool:
         return True
 
-    def on_commands(self, now: float) -> list[Publish]:
+    def on_commands(self, now: float) -> list[PublishRecords]:
         queue = self.queue
         if not queue:
             return []
-        by_topic: dict[str, list[tuple[bytes, Future[int]]]] = {}
+        by_topic: dict[str, list[tuple[bytes, RecordFuture]]] = {}
         popleft = queue.popleft
         for _ in range(len(queue)):
             topic, value, fut = popleft()
@@ -72,7 +72,7 @@ class _ProducerHandler:
             if entries is None:
                 entries = by_topic[topic] = []
             entries.append((value, fut))
-        out: list[Publish] = []
+        out: list[PublishRecords] = []
         if self.p._journal is not None:
             # durable before anything is published: a restart never reuses an offset
             self.p._journal.reserve_many(
@@ -106,8 +106,7 @@ class _ProducerHandler:
         freed = 0
         while pending and pending[0][0] <= acked.offset:
             offset, fut, size = pending.popleft()
-            if not fut.done():
-                fut.set_result(offset)
+            fut.resolve(offset)
             freed_bytes += size
             freed += 1
         if freed:
@@ -123,12 +122,10 @@ class _ProducerHandler:
         error = ClosedError("producer closed before the record was acknowledged")
         for pending in self.inflight.values():
             for _, fut, _ in pending:
-                if not fut.done():
-                    fut.set_exception(error)
+                fut.fail(error)
         while self.queue:
             _, _, fut = self.queue.popleft()
-            if not fut.done():
-                fut.set_exception(error)
+            fut.fail(error)
 
 
 class Producer:
@@ -200,7 +197,7 @@ class Producer:
 
     def send(
         self, value: bytes | str, key: bytes | str | None = None, *, topic: str | None = None
-    ) -> Future[int]:
+    ) -> RecordFuture:
         """Queue one record; the future resolves to its offset once acknowledged."""
         if key is not None:
             raise ProfileError(
@@ -218,7 +215,7 @@ class Producer:
         elif not isinstance(value, bytes):
             value = bytes(value)
         size = len(value)
-        fut: Future[int] = Future()
+        fut = RecordFuture()
         with self._cond:
             if self._closed:
                 raise ClosedError("producer is closed")

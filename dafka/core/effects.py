@@ -18,6 +18,28 @@ class Publish:
 
 
 @dataclass(frozen=True, slots=True)
+class PublishRecords:
+    """Send consecutive RECORDs of one partition, ``first_offset`` onwards.
+
+    The producer's hot path: one effect per batch instead of two objects per
+    record, encoded by the shell with :func:`rfc46.encode_record`.
+    """
+
+    topic: str
+    partition: str
+    first_offset: int
+    contents: tuple[bytes, ...]
+
+    def messages(self) -> list[rfc46.Record]:
+        """The RECORD messages this effect stands for."""
+        first = self.first_offset
+        return [
+            rfc46.Record(self.topic, self.partition, first + i, content)
+            for i, content in enumerate(self.contents)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumedRecord:
     """A record as the application sees it."""
 
@@ -44,4 +66,4 @@ class Acked:
     offset: int
 
 
-Effect = Publish | Deliver | Acked
+Effect = Publish | PublishRecords | Deliver | Acked

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..ids import check_topic
 from ..wire import rfc46
 from ..wire.rfc46 import Command
-from .effects import Acked, Effect, Publish
+from .effects import Acked, Effect, Publish, PublishRecords
 
 log = logging.getLogger(__name__)
 
@@ -164,12 +164,12 @@ class ProducerCore:
 
     def publish(
         self, topic: str, contents: Sequence[bytes], now: float
-    ) -> tuple[int, list[Publish]]:
+    ) -> tuple[int, list[PublishRecords]]:
         """Number ``contents`` consecutively on ``topic`` and buffer them until ACKed.
 
-        Returns the first offset assigned and the RECORDs to send. This runs for
-        every record, so it does one list extend and builds the messages in a
-        single comprehension.
+        Returns the first offset assigned and one :class:`PublishRecords` effect
+        for the whole batch. This runs for every record, so it does one list
+        extend and builds no per-record objects.
         """
         state = self._topics.get(topic)
         if state is None:
@@ -185,12 +185,7 @@ class ProducerCore:
         state.next_offset = first + count
         if state.head_due is None:
             state.head_due = now + self._head_interval
-        node = self._node_id
-        record = rfc46.Record
-        return first, [
-            Publish(record(topic, node, offset, content))
-            for offset, content in zip(range(first, first + count), contents, strict=True)
-        ]
+        return first, [PublishRecords(topic, self._node_id, first, tuple(contents))]
 
     def handle(self, msg: rfc46.Message, now: float) -> list[Effect]:
         """React to an ACK or FETCH; anything else is not for a producer."""

@@ -29,7 +29,7 @@ import zmq
 
 from ..config import NodeConfig
 from ..core.discovery import Discovery, DiscoveryActions
-from ..core.effects import Publish
+from ..core.effects import Publish, PublishRecords
 from ..errors import ConfigError, DafkaError, WireError
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
@@ -239,10 +239,24 @@ class NodeLoop:
         poller.register(self._wake_r, zmq.POLLIN)
         self._ready.set()
 
-        def send(effects: list[Publish]) -> None:
+        encode, encode_record = rfc46.encode, rfc46.encode_record
+        send_frames = xpub.send_multipart
+
+        def send(effects: list[Publish] | list[PublishRecords]) -> None:
+            sent = 0
             for effect in effects:
-                xpub.send_multipart(rfc46.encode(effect.msg))
-            self.stats["sent"] += len(effects)
+                if type(effect) is PublishRecords:
+                    topic = effect.topic.encode()
+                    partition = effect.partition.encode()
+                    offset = effect.first_offset
+                    for content in effect.contents:
+                        send_frames(encode_record(topic, partition, offset, content))
+                        offset += 1
+                    sent += len(effect.contents)
+                else:
+                    send_frames(encode(effect.msg))  # type: ignore[union-attr]
+                    sent += 1
+            self.stats["sent"] += sent
 
         try:
             now = self.clock()

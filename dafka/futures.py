@@ -1,0 +1,59 @@
+"""A Future for one record that costs little until someone waits on it.
+
+:class:`concurrent.futures.Future` builds a ``threading.Condition`` in its
+constructor, which is most of the cost of ``Producer.send`` at high rates.
+:class:`RecordFuture` is a real ``concurrent.futures.Future`` (so
+``concurrent.futures.wait``, ``as_completed`` and ``asyncio.wrap_future``
+work) that creates its condition only when first used: by a waiter, a
+callback, or ``done()``. Resolving a future nobody has touched is then two
+attribute stores under one module-wide lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from concurrent.futures import _base as futures_base
+
+_LAZY = threading.Lock()
+_FINISHED = futures_base.FINISHED
+_PENDING = futures_base.PENDING
+
+
+class RecordFuture(Future[int]):
+    """Resolves to a record's offset once the record is acknowledged."""
+
+    def __init__(self) -> None:  # deliberately no super().__init__(): no Condition yet
+        self._state = _PENDING
+        self._result = None
+        self._exception = None
+        self._waiters = []
+        self._done_callbacks = []
+
+    def __getattr__(self, name: str) -> threading.Condition:
+        # Only reached when ``_condition`` was never created.
+        if name != "_condition":
+            raise AttributeError(name)
+        with _LAZY:
+            cond = self.__dict__.get("_condition")
+            if cond is None:
+                cond = self.__dict__["_condition"] = threading.Condition()
+        return cond
+
+    def resolve(self, offset: int) -> None:
+        """Set the result (IO thread); cheap when nobody waits or listens yet."""
+        with _LAZY:
+            if "_condition" not in self.__dict__:
+                if self._state == _PENDING:
+                    self._result = offset
+                    self._state = _FINISHED
+                return
+        if not self.done():
+            self.set_result(offset)
+
+    def fail(self, exc: BaseException) -> None:
+        """Set an exception unless already resolved."""
+        with self._condition:
+            if self._state != _PENDING:
+                return
+        self.set_exception(exc)

@@ -1,0 +1,81 @@
+"""RecordFuture: a real concurrent.futures.Future that is cheap until used."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import FIRST_COMPLETED, as_completed, wait
+
+import pytest
+
+from dafka.errors import ClosedError
+from dafka.futures import RecordFuture
+
+
+def test_resolve_before_anyone_looks() -> None:
+    f = RecordFuture()
+    f.resolve(41)
+    assert f.done() and f.result(0) == 41
+    f.resolve(99)  # a second resolution is ignored
+    assert f.result(0) == 41
+
+
+def test_waiter_is_woken_by_resolve_from_another_thread() -> None:
+    f = RecordFuture()
+    started = threading.Event()
+    got: list[int] = []
+
+    def waiter() -> None:
+        started.set()
+        got.append(f.result(timeout=10))
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    started.wait(5)
+    f.resolve(7)
+    t.join(10)
+    assert got == [7]
+
+
+def test_callbacks_run_once_resolved() -> None:
+    f = RecordFuture()
+    seen: list[int] = []
+    f.add_done_callback(lambda fut: seen.append(fut.result()))
+    assert seen == []
+    f.resolve(3)
+    assert seen == [3]
+    late: list[int] = []
+    f.add_done_callback(lambda fut: late.append(fut.result()))
+    assert late == [3]
+
+
+def test_fail_sets_the_exception_unless_resolved() -> None:
+    f = RecordFuture()
+    f.fail(ClosedError("closed"))
+    with pytest.raises(ClosedError):
+        f.result(0)
+    g = RecordFuture()
+    g.resolve(1)
+    g.fail(ClosedError("too late"))
+    assert g.result(0) == 1
+
+
+def test_works_with_wait_as_completed_and_asyncio() -> None:
+    a, b = RecordFuture(), RecordFuture()
+    threading.Timer(0.05, a.resolve, args=(1,)).start()
+    done, not_done = wait([a, b], timeout=10, return_when=FIRST_COMPLETED)
+    assert done == {a} and not_done == {b}
+    b.resolve(2)
+    assert sorted(f.result() for f in as_completed([a, b], timeout=10)) == [1, 2]
+
+    async def main() -> int:
+        c = RecordFuture()
+        asyncio.get_running_loop().call_later(0.01, c.resolve, 5)
+        return await asyncio.wrap_future(c)
+
+    assert asyncio.run(main()) == 5
+
+
+def test_timeout_when_never_resolved() -> None:
+    with pytest.raises(TimeoutError):
+        RecordFuture().result(timeout=0.01)
