@@ -168,3 +168,17 @@ def test_nodes_start_without_a_tower_and_join_when_it_appears(tmp_path: Path) ->
         finally:
             late.kill()
             store.kill()
+
+
+def test_several_towers_one_of_them_down(tower: Tower, tmp_path: Path) -> None:
+    probe = Tower()  # a tower address with nobody behind it
+    dead = probe.address
+    probe.stop()
+    both = f"{dead},{tower.address}"
+    store = StoreProc(tmp_path / "s", both)
+    try:
+        partition = produce(both, "multi", [b"x", b"y"])
+        records = consume(both, "multi", 2)
+        assert_in_order(records, partition, [b"x", b"y"])
+    finally:
+        store.kill()
