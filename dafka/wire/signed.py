@@ -1,0 +1,1024 @@
+"""The ``signed`` wire profile: Ed25519-signed record batches, heads and acks.
+
+Pure codec, no zmq import. See ``docs/wire.md`` §9. Frame 0 keeps the rfc46
+shape, ``cmd-ID slot 0x00 version fields``, with version octet ``0x02`` (the C
+reference and our rfc46 decoder drop it), the same command IDs and the same
+slot rules, so ZeroMQ prefix routing and :func:`topic_prefix` /
+:func:`direct_prefix` (rfc46's, re-exported) work unchanged.
+
+============== === =================== =============================================
+message        ID  frame-0 slot        fields / frames
+============== === =================== =============================================
+Record         M   dafka topic         (none); frame 1 = one signed batch blob
+DirectRecord   D   recipient node ID   (none); frame 1 = one signed batch blob
+Fetch          F   partition ID        as rfc46: requester, topic, offset, count
+Ack            K   partition ID        topic, offset, store key, store signature
+Head           H   dafka topic         partition, offset, timestamp, key, signature
+DirectHead     E   recipient node ID   as rfc46 + optional producer-signed head
+GetHeads       G   dafka topic         as rfc46: requester
+ConsumerHello  W   store node ID       as rfc46: consumer, topics
+StoreHello     L   consumer node ID    as rfc46: store
+============== === =================== =============================================
+
+Decoding checks shape only (lengths, bounds, UTF-8, node IDs) and never spends a
+signature check: nodes drop duplicates first and verify what they keep, with
+:func:`verify_batch`, :meth:`Head.verify` and :meth:`Ack.verify`. Every function
+here raises only :class:`~dafka.errors.WireError` (and its subclasses below) on
+bad bytes.
+
+Batch blob (frame 1 of RECORD and DIRECT-RECORD; stored and re-served verbatim)::
+
+    format u8 = 1 | topic len u8 | topic | partition 16 | first u64 | count u32
+    | timestamp_ms u64 | key lengths count*u32 (0xFFFFFFFF = no key)
+    | value lengths count*u32 | keys | values | public key 32 | signature 64
+
+    digest    = BLAKE2b-256(blob without its last 64 bytes)
+    signature = Ed25519(b"dafka-batch-v1\\0" + digest)
+
+The public key must own the partition (``identity.node_id_for``), so a batch
+proves its author whoever served it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate, chain, pairwise, repeat
+from operator import itemgetter
+from typing import Final
+
+from ..errors import WireError
+from ..identity import Identity, node_id_bytes_for, verify
+from ..ids import is_node_id
+from . import rfc46
+from .rfc46 import (
+    Command,
+    ConsumerHello,
+    Fetch,
+    GetHeads,
+    StoreHello,
+    Subscription,
+    direct_prefix,
+    parse_subscription,
+    topic_prefix,
+)
+
+__all__ = [
+    "ACK_CONTEXT",
+    "BATCH_CONTEXT",
+    "BATCH_FORMAT",
+    "HEAD_CONTEXT",
+    "MAX_BATCH_RECORDS",
+    "MAX_BLOB_BYTES",
+    "MAX_HELLO_TOPICS",
+    "MAX_KEY_BYTES",
+    "MAX_VALUE_BYTES",
+    "VERSION",
+    "Ack",
+    "BadSignature",
+    "Batch",
+    "BatchBuilder",
+    "BatchHeader",
+    "Command",
+    "ConsumerHello",
+    "DirectHead",
+    "DirectRecord",
+    "Fetch",
+    "GetHeads",
+    "Head",
+    "LimitExceeded",
+    "Message",
+    "Record",
+    "StoreHello",
+    "Subscription",
+    "WrongPartition",
+    "WrongTopic",
+    "batch_overhead",
+    "decode",
+    "direct_prefix",
+    "encode",
+    "encode_batch",
+    "encode_direct_record",
+    "encode_record",
+    "parse_subscription",
+    "peek_batch",
+    "sign_ack",
+    "sign_head",
+    "topic_prefix",
+    "verify_batch",
+]
+
+VERSION: Final = 2
+_VERSION_BYTE = b"\x02"
+BATCH_FORMAT: Final = 1
+
+BATCH_CONTEXT: Final = b"dafka-batch-v1\0"
+"""Signed before a batch digest; never sent. Keeps batch, head and ack signatures apart."""
+HEAD_CONTEXT: Final = b"dafka-head-v1\0"
+ACK_CONTEXT: Final = b"dafka-ack-v1\0"
+
+MAX_BLOB_BYTES: Final = 16 * 1024 * 1024
+MAX_BATCH_RECORDS: Final = 65_536
+MAX_KEY_BYTES: Final = 64 * 1024
+MAX_VALUE_BYTES: Final = MAX_BLOB_BYTES - 128 * 1024
+"""A record within both caps always fits one batch, whatever its topic."""
+MAX_HELLO_TOPICS: Final = 1024
+
+DEFAULT_BATCH_RECORDS: Final = 8192
+DEFAULT_BATCH_BYTES: Final = 1024 * 1024
+
+_U64_MAX = 2**64 - 1
+_NO_KEY = 0xFFFFFFFF
+_PUBLIC_KEY = 32
+_SIGNATURE = 64
+_TRAILER = _PUBLIC_KEY + _SIGNATURE
+_PARTITION = 16
+_DIGEST = 32
+
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+
+_U64 = struct.Struct(">Q")
+_U64U64 = struct.Struct(">QQ")
+_BATCH_FIXED = struct.Struct(">16sQIQ")  # partition, first offset, count, timestamp
+_HEAD_FIELDS = struct.Struct(">16sQQ32s64s")  # partition, offset, timestamp, key, signature
+_HEAD_TAIL = struct.Struct(">QQ32s64s")  # offset, timestamp, key, signature
+_ACK_TAIL = struct.Struct(">Q32s64s")  # offset, store key, signature
+
+
+# ------------------------------------------------------------------- errors
+
+
+class BadSignature(WireError):
+    """A signature that does not verify."""
+
+
+class WrongPartition(WireError):
+    """A key that does not own the partition named, or not the partition expected."""
+
+
+class WrongTopic(WireError):
+    """A batch or head of another topic than the one it was sent or asked for."""
+
+
+class LimitExceeded(WireError):
+    """A count or size over the profile's bounds (records, key, value, blob, topics)."""
+
+
+# ---------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A batch published live on ``topic``; the fields are the blob's header, unverified."""
+
+    topic: str
+    partition: str
+    first_offset: int
+    count: int
+    blob: bytes = field(repr=False)
+
+    @property
+    def last_offset(self) -> int:
+        return self.first_offset + self.count - 1
+
+    @classmethod
+    def of(cls, blob: bytes) -> Record:
+        """The RECORD carrying ``blob`` (header read with :func:`peek_batch`)."""
+        h = peek_batch(blob)
+        return cls(h.topic, h.partition, h.first_offset, h.count, bytes(blob))
+
+
+@dataclass(frozen=True, slots=True)
+class DirectRecord:
+    """A batch sent to one node (``recipient``), in answer to a FETCH; unverified."""
+
+    recipient: str
+    topic: str
+    partition: str
+    first_offset: int
+    count: int
+    blob: bytes = field(repr=False)
+
+    @property
+    def last_offset(self) -> int:
+        return self.first_offset + self.count - 1
+
+    @classmethod
+    def of(cls, recipient: str, blob: bytes) -> DirectRecord:
+        """The DIRECT-RECORD carrying ``blob`` to ``recipient``."""
+        h = peek_batch(blob)
+        return cls(recipient, h.topic, h.partition, h.first_offset, h.count, bytes(blob))
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A producer's signed claim: it has published ``partition`` of ``topic`` up to ``offset``."""
+
+    topic: str
+    partition: str
+    offset: int
+    timestamp_ms: int
+    public_key: bytes = field(repr=False)
+    signature: bytes = field(repr=False)
+
+    def verify(self) -> Head:
+        """Return ``self`` if the partition's own key signed it, else raise.
+
+        :class:`WrongPartition` when the key does not own ``partition``,
+        :class:`BadSignature` when the signature does not verify.
+        """
+        if not _owns(self.public_key, self.partition):
+            raise WrongPartition(f"HEAD signed by a key that does not own {self.partition}")
+        try:
+            message = _head_signed(
+                self.topic.encode(), bytes.fromhex(self.partition), self.offset, self.timestamp_ms
+            )
+        except (ValueError, TypeError, OverflowError, struct.error) as exc:
+            raise WireError(f"HEAD fields cannot be signed: {exc}") from exc
+        if not verify(self.public_key, message, self.signature):
+            raise BadSignature(f"HEAD of {self.partition} has a bad signature")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """A store's signed claim: it holds ``partition`` of ``topic`` durably up to ``offset``."""
+
+    partition: str
+    topic: str
+    offset: int
+    store_key: bytes = field(repr=False)
+    signature: bytes = field(repr=False)
+
+    @property
+    def store(self) -> str:
+        """The acknowledging store's node ID (derived from :attr:`store_key`)."""
+        return node_id_bytes_for(self.store_key).hex().upper()
+
+    def verify(self) -> Ack:
+        """Return ``self`` if :attr:`store_key` signed it, else raise :class:`BadSignature`.
+
+        Whether that store is trusted is the caller's question: check
+        ``ack.store`` (or ``ack.store_key``) against the trusted list *first*,
+        which is cheap, and verify only ACKs that would count.
+        """
+        try:
+            message = _ack_signed(bytes.fromhex(self.partition), self.topic.encode(), self.offset)
+        except (ValueError, TypeError, OverflowError, struct.error) as exc:
+            raise WireError(f"ACK fields cannot be signed: {exc}") from exc
+        if not verify(self.store_key, message, self.signature):
+            raise BadSignature(f"ACK of {self.partition} has a bad store signature")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class DirectHead:
+    """A store tells one consumer (``recipient``) what it holds of a partition.
+
+    ``offset`` is the last offset the store holds: an unsigned hint of what can
+    be fetched from it (whatever is fetched is verified batch by batch).
+    ``head`` is the newest producer-signed HEAD the store has seen for the
+    partition, verbatim, or ``None``: the only head a consumer may trust, e.g.
+    to start from "latest".
+    """
+
+    recipient: str
+    topic: str
+    partition: str
+    offset: int
+    head: Head | None = None
+
+
+Message = (
+    Record | DirectRecord | Fetch | Ack | Head | DirectHead | GetHeads | ConsumerHello | StoreHello
+)
+"""Every message of the profile. FETCH, GET-HEADS and the HELLOs are rfc46's dataclasses."""
+
+
+# ---------------------------------------------------------------- batches
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """A batch's header as read by :func:`peek_batch`: nothing here is verified."""
+
+    topic: str
+    partition: str
+    first_offset: int
+    count: int
+    timestamp_ms: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.first_offset + self.count - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A verified batch: the partition's own key signed every byte of :attr:`blob`.
+
+    Made by :func:`verify_batch`. ``records`` is parsed from the blob on first
+    use, so a store that only keeps the blob never pays for it. ``digest`` is
+    BLAKE2b-256 of the signed bytes (the blob without its signature): the same
+    records at the same offsets always have the same digest, so two verified
+    batches of one partition overlapping in offsets with different digests are
+    equivocation.
+    """
+
+    topic: str
+    partition: str
+    first_offset: int
+    count: int
+    timestamp_ms: int
+    public_key: bytes = field(repr=False)
+    digest: bytes = field(repr=False)
+    blob: bytes = field(repr=False)
+    _records: tuple[tuple[bytes | None, bytes], ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    @property
+    def last_offset(self) -> int:
+        return self.first_offset + self.count - 1
+
+    @property
+    def records(self) -> tuple[tuple[bytes | None, bytes], ...]:
+        """``(key, value)`` per offset from :attr:`first_offset`; key ``None`` if absent."""
+        records = self._records
+        if records is None:
+            records = _parse_records(self.blob, len(self.topic.encode()), self.count)
+            object.__setattr__(self, "_records", records)
+        return records
+
+
+def batch_overhead(topic: str) -> int:
+    """Bytes a batch of ``topic`` costs besides its records (8 bytes + key + value each)."""
+    return 2 + len(topic.encode()) + _BATCH_FIXED.size + _TRAILER
+
+
+def _check_topic_raw(raw: bytes) -> None:
+    if not raw or len(raw) > 255:
+        raise WireError(f"topic must be 1 to 255 bytes, not {len(raw)}")
+    if b"\0" in raw:
+        raise WireError("topic must not contain NUL")
+
+
+def _encode_topic(topic: str) -> bytes:
+    if not isinstance(topic, str):
+        raise TypeError(f"topic must be a string, not {type(topic).__name__}")
+    try:
+        raw = topic.encode()
+    except UnicodeEncodeError as exc:
+        raise WireError("topic is not encodable as UTF-8") from exc
+    _check_topic_raw(raw)
+    return raw
+
+
+def _seal(
+    identity: Identity,
+    topic_raw: bytes,
+    first_offset: int,
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes],
+    timestamp_ms: int,
+) -> bytes:
+    """Encode and sign one batch; ``topic_raw`` is already checked."""
+    count = len(values)
+    if count == 0:
+        raise WireError("a batch holds at least one record")
+    if count > MAX_BATCH_RECORDS:
+        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
+    if first_offset < 0 or first_offset + count - 1 > _U64_MAX:
+        raise WireError(f"offsets {first_offset}..+{count} out of range")
+    if not 0 <= timestamp_ms <= _U64_MAX:
+        raise WireError(f"timestamp {timestamp_ms} out of range")
+    vlens = list(map(len, values))
+    if max(vlens) > MAX_VALUE_BYTES:
+        raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
+    absent = keys.count(None)
+    if absent == count:
+        klens: Sequence[int] = (_NO_KEY,) * count
+        key_bytes = 0
+        key_data = b""
+    else:
+        if absent == 0:
+            klens = list(map(len, keys))  # type: ignore[arg-type]
+            real: Iterable[int] = klens
+        else:
+            klens = [_NO_KEY if k is None else len(k) for k in keys]
+            real = [len(k) for k in keys if k is not None]
+        longest = max(real)
+        if longest > MAX_KEY_BYTES:
+            raise LimitExceeded(f"a key is {longest} bytes; the limit is {MAX_KEY_BYTES}")
+        key_data = b"".join(filter(None, keys))  # type: ignore[arg-type]
+        key_bytes = len(key_data)
+    size = 2 + len(topic_raw) + _BATCH_FIXED.size + 8 * count + key_bytes + sum(vlens) + _TRAILER
+    if size > MAX_BLOB_BYTES:
+        raise LimitExceeded(f"batch is {size} bytes; the limit is {MAX_BLOB_BYTES}")
+    head = (
+        bytes((BATCH_FORMAT, len(topic_raw)))
+        + topic_raw
+        + _BATCH_FIXED.pack(identity.node_id_bytes, first_offset, count, timestamp_ms)
+        + struct.pack(f">{2 * count}I", *klens, *vlens)
+        + key_data
+    )
+    signed = b"".join(chain((head,), values, (identity.public_key,)))
+    digest = hashlib.blake2b(signed, digest_size=_DIGEST).digest()
+    return signed + identity.sign(BATCH_CONTEXT + digest)
+
+
+def encode_batch(
+    identity: Identity,
+    topic: str,
+    first_offset: int,
+    records: Sequence[tuple[bytes | None, bytes]],
+    timestamp_ms: int,
+) -> bytes:
+    """One signed batch blob of ``records`` (``(key or None, value)``) from ``first_offset``.
+
+    The partition is ``identity``'s node ID. Raises :class:`WireError` for what the
+    profile cannot carry (no records, a bad topic, offsets or timestamp out of
+    u64) and :class:`LimitExceeded` for counts and sizes over the caps.
+    """
+    topic_raw = _encode_topic(topic)
+    if not records:
+        raise WireError("a batch holds at least one record")
+    try:
+        keys = list(map(_FIRST, records))
+        values = list(map(_SECOND, records))
+    except (TypeError, IndexError, KeyError) as exc:
+        raise TypeError("records must be (key, value) pairs") from exc
+    return _seal(identity, topic_raw, first_offset, keys, values, timestamp_ms)
+
+
+def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
+    """``(topic, partition raw, first, count, timestamp, records_at)`` after shape checks."""
+    size = len(blob)
+    if size > MAX_BLOB_BYTES:
+        raise LimitExceeded(f"batch is {size} bytes; the limit is {MAX_BLOB_BYTES}")
+    if size < 2:
+        raise WireError("truncated batch header")
+    if blob[0] != BATCH_FORMAT:
+        raise WireError(f"unknown batch format {blob[0]}")
+    topic_end = 2 + blob[1]
+    records_at = topic_end + _BATCH_FIXED.size
+    if size < records_at + 8 + _TRAILER:
+        raise WireError("truncated batch")
+    topic_raw = blob[2:topic_end]
+    if not topic_raw or b"\0" in topic_raw:
+        raise WireError("batch topic is empty or contains NUL")
+    try:
+        topic = topic_raw.decode()
+    except UnicodeDecodeError as exc:
+        raise WireError("batch topic is not UTF-8") from exc
+    partition, first, count, timestamp = _BATCH_FIXED.unpack_from(blob, topic_end)
+    if count == 0:
+        raise WireError("batch with no records")
+    if count > MAX_BATCH_RECORDS:
+        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
+    if first + count - 1 > _U64_MAX:
+        raise WireError("batch offsets run past 2**64 - 1")
+    if size < records_at + 8 * count + _TRAILER:
+        raise WireError("truncated batch")
+    return topic, partition, first, count, timestamp, records_at
+
+
+def peek_batch(blob: bytes) -> BatchHeader:
+    """The header of ``blob`` without verifying anything but its shape (O(1)).
+
+    For routing and dropping duplicates before paying for :func:`verify_batch`;
+    never act on these values otherwise.
+    """
+    blob = bytes(blob)
+    topic, partition, first, count, timestamp, _ = _header(blob)
+    return BatchHeader(topic, partition.hex().upper(), first, count, timestamp)
+
+
+def _lengths(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
+    return struct.unpack_from(f">{2 * count}I", blob, records_at)
+
+
+def _key_lengths(klens: tuple[int, ...], count: int) -> tuple[int, int] | None:
+    """``(total, longest)`` of the present keys; None when no record has a key."""
+    if _NO_KEY not in klens:
+        return sum(klens), max(klens)
+    absent = klens.count(_NO_KEY)
+    if absent == count:
+        return None
+    real = [k for k in klens if k != _NO_KEY]
+    return sum(real), max(real)
+
+
+def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None = None) -> Batch:
+    """Check ``blob`` completely and return it as a :class:`Batch`.
+
+    Raises :class:`WireError` for a malformed blob, :class:`LimitExceeded` for one
+    over the caps, :class:`WrongTopic` / :class:`WrongPartition` when it is not of
+    the ``topic`` / ``partition`` given (the ones it was sent under or fetched
+    for), :class:`WrongPartition` when its key does not own its partition, and
+    :class:`BadSignature` when the signature does not verify. Costs one BLAKE2b
+    pass over the blob and one Ed25519 verification; records are parsed only
+    when :attr:`Batch.records` is first read.
+    """
+    blob = bytes(blob)
+    b_topic, b_partition, first, count, timestamp, records_at = _header(blob)
+    if topic is not None and b_topic != topic:
+        raise WrongTopic(f"batch of topic {b_topic!r} where {topic!r} was expected")
+    partition_id = b_partition.hex().upper()
+    if partition is not None and partition_id != partition:
+        raise WrongPartition(f"batch of partition {partition_id} where {partition} was expected")
+    end = len(blob) - _SIGNATURE
+    public_key = blob[end - _PUBLIC_KEY : end]
+    if node_id_bytes_for(public_key) != b_partition:
+        raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
+    lengths = _lengths(blob, records_at, count)
+    vlens = lengths[count:]
+    keys = _key_lengths(lengths[:count], count)
+    key_total, key_longest = keys if keys is not None else (0, 0)
+    if key_longest > MAX_KEY_BYTES:
+        raise LimitExceeded(f"a key is {key_longest} bytes; the limit is {MAX_KEY_BYTES}")
+    if max(vlens) > MAX_VALUE_BYTES:
+        raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
+    if records_at + 8 * count + key_total + sum(vlens) != end - _PUBLIC_KEY:
+        raise WireError("batch record lengths do not add up to its size")
+    digest = hashlib.blake2b(memoryview(blob)[:end], digest_size=_DIGEST).digest()
+    if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):
+        raise BadSignature(f"batch of partition {partition_id} has a bad signature")
+    return Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob)
+
+
+def _parse_records(
+    blob: bytes, topic_len: int, count: int
+) -> tuple[tuple[bytes | None, bytes], ...]:
+    """The records of a blob whose lengths :func:`verify_batch` already checked."""
+    records_at = 2 + topic_len + _BATCH_FIXED.size
+    lengths = _lengths(blob, records_at, count)
+    klens, vlens = lengths[:count], lengths[count:]
+    at = records_at + 8 * count
+    getitem = blob.__getitem__
+    keys: Iterable[bytes | None]
+    if _NO_KEY not in klens:
+        offs = list(accumulate(klens, initial=at))
+        keys = map(getitem, map(slice, offs, offs[1:]))
+        at = offs[-1]
+    elif klens.count(_NO_KEY) == count:
+        keys = repeat(None, count)
+    else:
+        offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
+        keys = [
+            None if k == _NO_KEY else blob[a:b]
+            for k, a, b in zip(klens, offs, offs[1:], strict=False)
+        ]
+        at = offs[-1]
+    offs = list(accumulate(vlens, initial=at))
+    return tuple(zip(keys, map(getitem, map(slice, offs, offs[1:])), strict=False))
+
+
+class BatchBuilder:
+    """Packs a producer's queued records into signed batch blobs, up to the caps.
+
+    ``add`` queues one record and returns the offset it will have; ``flush``
+    seals everything queued into as few blobs as the caps allow, in offset
+    order, and clears the queue. An IO loop calls ``flush`` whenever it wakes, so
+    batches stay small at low rates and grow under load. A batch holds at most
+    ``max_records`` records and ``max_bytes`` bytes, except that a single record
+    bigger than ``max_bytes`` travels alone (up to :data:`MAX_BLOB_BYTES`).
+
+    Offsets are the caller's to make durable: reserve up to :attr:`next_offset`
+    (``dafka.state.OffsetJournal``) before publishing what ``flush`` returns.
+    """
+
+    __slots__ = (
+        "_cuts",
+        "_keys",
+        "_open_bytes",
+        "_open_count",
+        "_room",
+        "_topic_raw",
+        "_values",
+        "identity",
+        "max_bytes",
+        "max_records",
+        "next_offset",
+        "pending_bytes",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        identity: Identity,
+        topic: str,
+        next_offset: int = 0,
+        *,
+        max_records: int = DEFAULT_BATCH_RECORDS,
+        max_bytes: int = DEFAULT_BATCH_BYTES,
+    ) -> None:
+        self._topic_raw = _encode_topic(topic)
+        if not 1 <= max_records <= MAX_BATCH_RECORDS:
+            raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
+        overhead = batch_overhead(topic)
+        if not overhead + 8 < max_bytes <= MAX_BLOB_BYTES:
+            raise ValueError(f"max_bytes must be {overhead + 9}..{MAX_BLOB_BYTES}")
+        if not 0 <= next_offset <= _U64_MAX:
+            raise ValueError(f"next_offset {next_offset} out of range")
+        self.identity = identity
+        self.topic = topic
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self.next_offset = next_offset
+        """The offset the next :meth:`add` returns."""
+        self.pending_bytes = 0
+        """Encoded size of the queued records (8 + key + value each)."""
+        self._room = max_bytes - overhead
+        self._keys: list[bytes | None] = []
+        self._values: list[bytes] = []
+        self._cuts: list[int] = []
+        self._open_count = 0
+        self._open_bytes = 0
+
+    @property
+    def pending(self) -> int:
+        """Records queued and not yet flushed."""
+        return len(self._values)
+
+    def add(self, key: bytes | None, value: bytes) -> int:
+        """Queue one record; return its offset.
+
+        ``key`` ``None`` means no key (``b""`` is an empty key). Raises
+        :class:`LimitExceeded` for a key or value over the caps, ``TypeError``
+        for a key or value that is not bytes-like.
+        """
+        if type(value) is not bytes:
+            value = _as_bytes(value, "value")
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes(key, "key")
+        vlen = len(value)
+        klen = 0 if key is None else len(key)
+        if vlen > MAX_VALUE_BYTES:
+            raise LimitExceeded(f"value is {vlen} bytes; the limit is {MAX_VALUE_BYTES}")
+        if klen > MAX_KEY_BYTES:
+            raise LimitExceeded(f"key is {klen} bytes; the limit is {MAX_KEY_BYTES}")
+        offset = self.next_offset
+        if offset > _U64_MAX:
+            raise WireError("the partition has used every offset")
+        size = 8 + klen + vlen
+        if self._open_count and (
+            self._open_count >= self.max_records or self._open_bytes + size > self._room
+        ):
+            self._cuts.append(len(self._values))
+            self._open_count = 0
+            self._open_bytes = 0
+        self._keys.append(key)
+        self._values.append(value)
+        self._open_count += 1
+        self._open_bytes += size
+        self.pending_bytes += size
+        self.next_offset = offset + 1
+        return offset
+
+    def flush(self, timestamp_ms: int) -> list[bytes]:
+        """Seal every queued record into blobs stamped ``timestamp_ms``; empty the queue."""
+        keys, values = self._keys, self._values
+        if not values:
+            return []
+        first = self.next_offset - len(values)
+        bounds = [0, *self._cuts, len(values)]
+        blobs = [
+            _seal(self.identity, self._topic_raw, first + a, keys[a:b], values[a:b], timestamp_ms)
+            for a, b in pairwise(bounds)
+        ]
+        self._keys, self._values, self._cuts = [], [], []
+        self._open_count = self._open_bytes = self.pending_bytes = 0
+        return blobs
+
+
+def _as_bytes(data: object, what: str) -> bytes:
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"record {what} must be bytes, not {type(data).__name__}")
+
+
+# ------------------------------------------------------------ heads and acks
+
+
+def _head_signed(topic_raw: bytes, partition_raw: bytes, offset: int, timestamp_ms: int) -> bytes:
+    return (
+        HEAD_CONTEXT
+        + bytes((len(topic_raw),))
+        + topic_raw
+        + partition_raw
+        + _U64U64.pack(offset, timestamp_ms)
+    )
+
+
+def _ack_signed(partition_raw: bytes, topic_raw: bytes, offset: int) -> bytes:
+    return ACK_CONTEXT + partition_raw + bytes((len(topic_raw),)) + topic_raw + _U64.pack(offset)
+
+
+def _check_u64(value: int, what: str) -> None:
+    if not isinstance(value, int) or not 0 <= value <= _U64_MAX:
+        raise WireError(f"{what} {value!r} out of range 0..2**64-1")
+
+
+def sign_head(identity: Identity, topic: str, offset: int, timestamp_ms: int) -> Head:
+    """The HEAD ``identity`` sends for its partition of ``topic``, last offset ``offset``."""
+    topic_raw = _encode_topic(topic)
+    _check_u64(offset, "offset")
+    _check_u64(timestamp_ms, "timestamp")
+    signature = identity.sign(_head_signed(topic_raw, identity.node_id_bytes, offset, timestamp_ms))
+    return Head(topic, identity.node_id, offset, timestamp_ms, identity.public_key, signature)
+
+
+def sign_ack(identity: Identity, partition: str, topic: str, offset: int) -> Ack:
+    """The ACK store ``identity`` sends: it holds ``partition`` of ``topic`` up to ``offset``."""
+    topic_raw = _encode_topic(topic)
+    _check_u64(offset, "offset")
+    if not is_node_id(partition):
+        raise WireError(f"partition {partition!r} is not a node ID")
+    signature = identity.sign(_ack_signed(bytes.fromhex(partition), topic_raw, offset))
+    return Ack(partition, topic, offset, identity.public_key, signature)
+
+
+def _owns(public_key: bytes, partition: str) -> bool:
+    try:
+        return node_id_bytes_for(public_key).hex().upper() == partition
+    except (ValueError, TypeError):
+        return False
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def _node(node_id: str, what: str) -> bytes:
+    if not isinstance(node_id, str) or not is_node_id(node_id):
+        raise WireError(f"{what} {node_id!r} is not a node ID (32 upper-case hex characters)")
+    return node_id.encode()
+
+
+def _fixed(data: bytes, size: int, what: str) -> bytes:
+    if not isinstance(data, bytes) or len(data) != size:
+        raise WireError(f"{what} must be {size} bytes")
+    return data
+
+
+def _head_fields(head: Head) -> bytes:
+    """offset, timestamp, key, signature: a head's fields after its topic and partition."""
+    _check_u64(head.offset, "head offset")
+    _check_u64(head.timestamp_ms, "head timestamp")
+    return _HEAD_TAIL.pack(
+        head.offset,
+        head.timestamp_ms,
+        _fixed(head.public_key, _PUBLIC_KEY, "public key"),
+        _fixed(head.signature, _SIGNATURE, "signature"),
+    )
+
+
+def _with_version(frame0: bytes) -> bytes:
+    """An rfc46 frame 0 with the version octet swapped (0x01 <-> 0x02)."""
+    nul = frame0.index(b"\0", 1)
+    version = b"\x01" if frame0[nul + 1] == VERSION else _VERSION_BYTE
+    return frame0[: nul + 1] + version + frame0[nul + 2 :]
+
+
+def _check_rfc46_shaped(msg: Fetch | GetHeads | ConsumerHello | StoreHello) -> None:
+    """The signed profile's stricter rules for the messages it shares with rfc46."""
+    if isinstance(msg, Fetch):
+        _node(msg.partition, "partition")
+        _node(msg.requester, "requester")
+        _encode_topic(msg.topic)
+    elif isinstance(msg, GetHeads):
+        _encode_topic(msg.topic)
+        _node(msg.requester, "requester")
+    elif isinstance(msg, ConsumerHello):
+        _node(msg.store, "store")
+        _node(msg.consumer, "consumer")
+        if len(msg.topics) > MAX_HELLO_TOPICS:
+            raise LimitExceeded(f"{len(msg.topics)} topics; the limit is {MAX_HELLO_TOPICS}")
+        for topic in msg.topics:
+            _encode_topic(topic)
+    else:
+        _node(msg.consumer, "consumer")
+        _node(msg.store, "store")
+
+
+def encode(msg: Message) -> list[bytes]:
+    """Encode ``msg`` as its frames.
+
+    Raises :class:`WireError` for what the profile cannot carry (a topic that is
+    empty, over 255 bytes or holds NUL; a node ID that is not 32 upper-case hex
+    characters; a number out of range; keys and signatures of the wrong size; a
+    RECORD whose fields disagree with its blob) and ``TypeError`` for an object
+    that is not a message of this profile.
+    """
+    try:
+        return _encode(msg)
+    except struct.error as exc:
+        raise WireError(f"number out of range in {type(msg).__name__}: {exc}") from exc
+
+
+def _encode(msg: Message) -> list[bytes]:
+    t = type(msg)
+    if t is Record or t is DirectRecord:
+        assert isinstance(msg, Record | DirectRecord)
+        h = peek_batch(msg.blob)
+        if (h.topic, h.partition, h.first_offset, h.count) != (
+            msg.topic,
+            msg.partition,
+            msg.first_offset,
+            msg.count,
+        ):
+            raise WireError(f"{t.__name__} fields disagree with its blob")
+        if isinstance(msg, Record):
+            return [b"M" + msg.topic.encode() + b"\0" + _VERSION_BYTE, bytes(msg.blob)]
+        return [b"D" + _node(msg.recipient, "recipient") + b"\0" + _VERSION_BYTE, bytes(msg.blob)]
+    if t is Head:
+        assert isinstance(msg, Head)
+        topic_raw = _encode_topic(msg.topic)
+        partition = bytes.fromhex(_node(msg.partition, "partition").decode())
+        return [b"H" + topic_raw + b"\0" + _VERSION_BYTE + partition + _head_fields(msg)]
+    if t is Ack:
+        assert isinstance(msg, Ack)
+        topic_raw = _encode_topic(msg.topic)
+        _check_u64(msg.offset, "offset")
+        return [
+            b"K"
+            + _node(msg.partition, "partition")
+            + b"\0"
+            + _VERSION_BYTE
+            + bytes((len(topic_raw),))
+            + topic_raw
+            + _ACK_TAIL.pack(
+                msg.offset,
+                _fixed(msg.store_key, _PUBLIC_KEY, "store key"),
+                _fixed(msg.signature, _SIGNATURE, "signature"),
+            )
+        ]
+    if t is DirectHead:
+        assert isinstance(msg, DirectHead)
+        topic_raw = _encode_topic(msg.topic)
+        partition = _node(msg.partition, "partition")
+        _check_u64(msg.offset, "offset")
+        frame0 = (
+            b"E"
+            + _node(msg.recipient, "recipient")
+            + b"\0"
+            + _VERSION_BYTE
+            + b"\x20"
+            + partition
+            + bytes((len(topic_raw),))
+            + topic_raw
+            + _U64.pack(msg.offset)
+        )
+        head = msg.head
+        if head is None:
+            return [frame0 + b"\0"]
+        if type(head) is not Head:
+            raise TypeError(f"DirectHead.head must be a Head, not {type(head).__name__}")
+        if head.topic != msg.topic or head.partition != msg.partition:
+            raise WireError("DirectHead carries a head of another partition")
+        return [frame0 + b"\x01" + _head_fields(head)]
+    if t is Fetch or t is GetHeads or t is ConsumerHello or t is StoreHello:
+        assert isinstance(msg, Fetch | GetHeads | ConsumerHello | StoreHello)
+        _check_rfc46_shaped(msg)
+        (frame0,) = rfc46.encode(msg)
+        return [_with_version(frame0)]
+    raise TypeError(f"not a signed-profile message: {msg!r}")
+
+
+def encode_record(topic: bytes, blob: bytes) -> list[bytes]:
+    """Fast path for RECORD: ``topic`` pre-encoded and checked, ``blob`` from this codec."""
+    return [b"M" + topic + b"\0\x02", blob]
+
+
+def encode_direct_record(recipient: bytes, blob: bytes) -> list[bytes]:
+    """Fast path for DIRECT-RECORD: ``recipient`` a node ID as ASCII bytes."""
+    return [b"D" + recipient + b"\0\x02", blob]
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _split(frame0: bytes) -> tuple[int, str, int]:
+    """``(cmd octet, frame-0 slot, offset of the first field)``."""
+    nul = frame0.find(b"\0", 1)
+    if nul < 0:
+        raise WireError("frame 0 has no NUL after the topic")
+    if nul + 1 >= len(frame0):
+        raise WireError("frame 0 has no version")
+    if frame0[nul + 1] != VERSION:
+        raise WireError(f"unsupported version {frame0[nul + 1]}")
+    try:
+        slot = frame0[1:nul].decode()
+    except UnicodeDecodeError as exc:
+        raise WireError("frame-0 topic is not UTF-8") from exc
+    return frame0[0], slot, nul + 2
+
+
+def _slot_node(slot: str, what: str) -> str:
+    if not is_node_id(slot):
+        raise WireError(f"{what} in frame 0 is not a node ID")
+    return slot
+
+
+def _topic_at(frame0: bytes, pos: int) -> tuple[str, int]:
+    if pos >= len(frame0):
+        raise WireError("truncated topic length")
+    end = pos + 1 + frame0[pos]
+    if end > len(frame0):
+        raise WireError("truncated topic")
+    raw = frame0[pos + 1 : end]
+    if not raw or b"\0" in raw:
+        raise WireError("topic is empty or contains NUL")
+    try:
+        return raw.decode(), end
+    except UnicodeDecodeError as exc:
+        raise WireError("topic is not UTF-8") from exc
+
+
+def _exact(frame0: bytes, pos: int, size: int, what: str) -> None:
+    if len(frame0) - pos != size:
+        raise WireError(f"{what} fields are {len(frame0) - pos} bytes, not {size}")
+
+
+def decode(frames: Sequence[bytes]) -> Message:
+    """Decode one message; any malformed input raises :class:`WireError`.
+
+    Shape only: no signature is checked here. Unlike rfc46, trailing bytes in
+    frame 0 are an error.
+    """
+    if not frames:
+        raise WireError("no frames")
+    frame0 = bytes(frames[0])
+    if not frame0:
+        raise WireError("empty frame 0")
+    cmd, slot, pos = _split(frame0)
+    if cmd == 0x4D or cmd == 0x44:  # M, D
+        if len(frames) != 2:
+            raise WireError("RECORD needs exactly one blob frame")
+        _exact(frame0, pos, 0, "RECORD frame 0")
+        if len(frames[1]) > MAX_BLOB_BYTES:
+            raise LimitExceeded(f"batch is {len(frames[1])} bytes; the limit is {MAX_BLOB_BYTES}")
+        blob = bytes(frames[1])
+        h = peek_batch(blob)
+        if cmd == 0x4D:
+            if h.topic != slot:
+                raise WrongTopic("RECORD batch of another topic than its frame-0 topic")
+            return Record(h.topic, h.partition, h.first_offset, h.count, blob)
+        recipient = _slot_node(slot, "recipient")
+        return DirectRecord(recipient, h.topic, h.partition, h.first_offset, h.count, blob)
+    if len(frames) != 1:
+        raise WireError("unexpected extra frame")
+    if cmd == 0x48:  # H
+        _exact(frame0, pos, _HEAD_FIELDS.size, "HEAD")
+        partition, offset, timestamp, key, sig = _HEAD_FIELDS.unpack_from(frame0, pos)
+        if not slot or len(slot.encode()) > 255:
+            raise WireError("HEAD topic must be 1 to 255 bytes")
+        return Head(slot, partition.hex().upper(), offset, timestamp, key, sig)
+    if cmd == 0x4B:  # K
+        partition = _slot_node(slot, "partition")
+        topic, pos = _topic_at(frame0, pos)
+        _exact(frame0, pos, _ACK_TAIL.size, "ACK")
+        offset, key, sig = _ACK_TAIL.unpack_from(frame0, pos)
+        return Ack(partition, topic, offset, key, sig)
+    if cmd == 0x45:  # E
+        recipient = _slot_node(slot, "recipient")
+        if frame0[pos : pos + 1] != b"\x20":
+            raise WireError("DIRECT-HEAD partition is not a node ID")
+        try:
+            partition = frame0[pos + 1 : pos + 33].decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise WireError("DIRECT-HEAD partition is not a node ID") from exc
+        if not is_node_id(partition):
+            raise WireError("DIRECT-HEAD partition is not a node ID")
+        topic, pos = _topic_at(frame0, pos + 33)
+        if len(frame0) < pos + 9:
+            raise WireError("truncated DIRECT-HEAD")
+        (offset,) = _U64.unpack_from(frame0, pos)
+        flag = frame0[pos + 8]
+        pos += 9
+        if flag == 0:
+            _exact(frame0, pos, 0, "DIRECT-HEAD")
+            return DirectHead(recipient, topic, partition, offset)
+        if flag != 1:
+            raise WireError(f"DIRECT-HEAD head flag {flag}")
+        _exact(frame0, pos, _HEAD_TAIL.size, "DIRECT-HEAD head")
+        h_offset, timestamp, key, sig = _HEAD_TAIL.unpack_from(frame0, pos)
+        head = Head(topic, partition, h_offset, timestamp, key, sig)
+        return DirectHead(recipient, topic, partition, offset, head)
+    if cmd in (0x46, 0x47, 0x57, 0x4C):  # F, G, W, L: rfc46's fields
+        if cmd == 0x57 and len(frame0) > pos:
+            count_at = pos + 1 + frame0[pos]
+            if len(frame0) >= count_at + 4:
+                (count,) = struct.unpack_from(">I", frame0, count_at)
+                if count > MAX_HELLO_TOPICS:
+                    raise LimitExceeded(f"{count} topics; the limit is {MAX_HELLO_TOPICS}")
+        msg = rfc46.decode([_with_version(frame0)])
+        assert isinstance(msg, Fetch | GetHeads | ConsumerHello | StoreHello)
+        _check_rfc46_shaped(msg)
+        if len(rfc46.encode(msg)[0]) != len(frame0):
+            raise WireError("trailing bytes in frame 0")
+        return msg
+    raise WireError(f"unknown command {bytes((cmd,))!r}")
