@@ -13,6 +13,7 @@ whose snapshot is msgpack of (meta, kv, applied reqids).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,7 +24,18 @@ import msgpack
 from dafka.errors import NotLeader, ProposalDropped
 from dafka.raft.core import RaftCore
 from dafka.raft.frames import decode_config, encode_config
-from dafka.raft.messages import Message, RequestVote, VoteResponse
+from dafka.raft.messages import (
+    AppendEntries,
+    AppendResponse,
+    InstallSnapshot,
+    Message,
+    RequestVote,
+    SnapshotResponse,
+    TimeoutNow,
+    TimeoutNowResponse,
+    VoteResponse,
+    correlate,
+)
 from dafka.raft.ready import ProposeResult, ReadState, Ready, Role
 from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
 
@@ -342,8 +354,10 @@ class Network:
             node = self.nodes[msg.to]
             if node.core is None or (msg.frm, msg.to) in self.cut:
                 continue
+            mark = len(self.trace)
             node.core.step(msg)
             node.process()
+            check_wire_roundtrip(msg, self.trace[mark:])
             self.delivered += 1
             self._event()
 
@@ -423,8 +437,13 @@ class Network:
     def wait_leader(self, ticks: int = 200) -> SimNode:
         def stable() -> bool:
             lead = self.leader()
-            return lead is not None and lead.core is not None and lead.core.commit >= 1 and all(
-                n.core.term <= lead.core.term for n in self.nodes.values() if n.core is not None
+            return (
+                lead is not None
+                and lead.core is not None
+                and lead.core.commit >= 1
+                and all(
+                    n.core.term <= lead.core.term for n in self.nodes.values() if n.core is not None
+                )
             )
 
         if not self.run(ticks, stable):
@@ -489,6 +508,32 @@ class Network:
 
 
 # -- invariants -------------------------------------------------------------------------------
+
+_ANSWERS = {
+    AppendEntries: AppendResponse,
+    RequestVote: VoteResponse,
+    InstallSnapshot: SnapshotResponse,
+    TimeoutNow: TimeoutNowResponse,
+}
+
+
+def check_wire_roundtrip(request: Message, sent: list[Message]) -> None:
+    """Responses lose their echo fields on the wire; the shell restores them from the
+    request it correlates (:func:`correlate`). That must give back the very same message."""
+    answer = _ANSWERS.get(type(request))
+    for msg in sent:
+        if answer is None or not isinstance(msg, answer) or msg.to != request.frm:
+            continue
+        if isinstance(msg, AppendResponse):
+            bare = dataclasses.replace(msg, prev_index=0, last_index=0, seq=0)
+        elif isinstance(msg, VoteResponse):
+            bare = dataclasses.replace(msg, pre_vote=False)
+        elif isinstance(msg, SnapshotResponse):
+            bare = dataclasses.replace(msg, index=0, end=0, total_size=0)
+        else:
+            bare = msg
+        if correlate(request, bare) != msg:  # type: ignore[arg-type]
+            raise SafetyViolation(f"{msg} does not round-trip as an answer to {request}")
 
 
 class Checker:
@@ -588,7 +633,9 @@ class Checker:
         for node in self.net.nodes.values():
             if node.core is not None:
                 core = node.core
-                logs[node.id] = {e.index: e for e in core.entries(core.first_index, core.last_index)}
+                logs[node.id] = {
+                    e.index: e for e in core.entries(core.first_index, core.last_index)
+                }
                 # the core's log is exactly what the disk holds
                 disk = {e.index: e for e in node.disk.entries if e.index >= core.first_index}
                 if disk != logs[node.id]:

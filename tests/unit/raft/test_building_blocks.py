@@ -19,7 +19,7 @@ from dafka.raft.messages import (
     correlate,
 )
 from dafka.raft.progress import Progress, ProgressState
-from dafka.raft.quorum import Voters, VoteResult, committed_index, vote_result
+from dafka.raft.quorum import VoteResult, Voters, committed_index, vote_result
 from dafka.raft.types import ClusterConfig, Entry, EntryType, Peer
 
 from .sim import make_config, peer
@@ -105,9 +105,7 @@ def test_committed_index_is_the_majority_match():
 
 
 def test_joint_quorum_needs_both_majorities():
-    cfg = ClusterConfig(
-        (peer("c"), peer("d"), peer("e")), old=(peer("a"), peer("b"), peer("c"))
-    )
+    cfg = ClusterConfig((peer("c"), peer("d"), peer("e")), old=(peer("a"), peer("b"), peer("c")))
     v = Voters.of(cfg)
     assert v.ids == {"a", "b", "c", "d", "e"}
     assert v.vote_result({"a": True, "b": True, "c": True}) is VoteResult.PENDING

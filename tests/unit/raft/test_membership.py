@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dafka.raft.frames import decode_config, encode_config
 from dafka.raft.messages import AppendEntries, AppendResponse
 from dafka.raft.ready import ProposeStatus, Role
@@ -23,7 +25,9 @@ def peers(ids):
 def run_until_final(net, voters, ticks=300):
     def done():
         return all(
-            n.core.config == make_config(voters) for n in net.nodes.values() if n.alive and n.id in voters
+            n.core.config == make_config(voters)
+            for n in net.nodes.values()
+            if n.alive and n.id in voters
         )
 
     assert net.run(ticks, done), {n.id: n.core.config for n in net.nodes.values() if n.alive}
@@ -54,7 +58,8 @@ def test_joint_consensus_adds_a_peer_that_then_counts():
     assert lead.core.commit == before  # two of four is not a quorum
 
 
-def test_joint_consensus_needs_a_majority_of_both_configurations():
+@pytest.mark.parametrize(("one_side", "other"), [("bc", "d"), ("de", "b")])
+def test_joint_consensus_needs_a_majority_of_both_configurations(one_side, other):
     leader = new_core("a", "abc")
     elect(leader)
     term = leader.term
@@ -63,10 +68,10 @@ def test_joint_consensus_needs_a_majority_of_both_configurations():
     result = leader.propose_config(peers("ade"), reqid(1), NOW)
     assert result.index == 2 and leader.config.is_joint
     drain(leader)
-    for voter in "bc":  # the whole old configuration, but only a of the new one
+    for voter in one_side:  # all of one configuration, but only a of the other
         leader.step(AppendResponse(voter, "a", term, True, prev_index=1, last_index=2))
     assert leader.commit == 1
-    leader.step(AppendResponse("d", "a", term, True, prev_index=1, last_index=2))
+    leader.step(AppendResponse(other, "a", term, True, prev_index=1, last_index=2))
     assert leader.commit == 2
     assert leader.config == ClusterConfig(peers("ade"))  # the final config, appended at 3
     assert leader.last_index == 3 and leader.entries(3, 3)[0].type is EntryType.CONFIG
@@ -164,3 +169,31 @@ def test_membership_survives_a_restart():
     assert all(n.core.config == make_config("abcd") for n in net.nodes.values())
     lead = net.wait_leader()
     net.commit_value(lead.id, "k", 1)
+
+
+def test_a_server_outside_an_uncommitted_config_still_campaigns():
+    """Thesis §4.2.2: a and b hold the final config {c, d, e} uncommitted, c and d only
+    the joint one. c and d need a vote of a or b (old majority), which refuse them (their
+    logs are longer): a or b must campaign, win with the votes of {c, d, e}, commit the
+    final config and step down."""
+    net = Network("abc", extra="de", seed=71)
+    lead = net.wait_leader()
+    net.commit_value(lead.id, "k", 1, nodes="abc")
+    joint = lead.core.propose_config(peers("cde"), net.new_reqid(), net.now()).index
+    lead.process()
+    net.filters.append(
+        lambda m: (
+            isinstance(m, AppendEntries)
+            and m.to in "cde"
+            and any(e.index > joint for e in m.entries)
+        )
+    )
+    assert net.run(100, lambda: lead.core.last_index > joint and lead.core.commit >= joint)
+    net.run(5)
+    net.crash(lead.id)  # the only leader that could finish the change is gone
+    net.restart(lead.id)
+    net.filters.clear()
+    run_until_final(net, "cde", ticks=400)
+    new = net.wait_leader()
+    assert new.id in "cde"
+    net.commit_value(new.id, "k", 2, nodes="cde")

@@ -64,9 +64,13 @@ LEADER_LOG = (1, 1, 1, 4, 4, 5, 5, 6, 6, 6)
 @pytest.mark.parametrize("strip_hints", [False, True], ids=["hints", "reference-peer"])
 def test_log_matching_a_follower_converges_to_the_leaders_log(case, strip_hints):
     """Figure 7: whatever the follower holds, it ends with exactly the leader's log."""
-    leader = new_core("l", ["l", "x", "y"], hard_state=HardState(term=7), entries=log_of(*LEADER_LOG))
+    leader = new_core(
+        "l", ["l", "x", "y"], hard_state=HardState(term=7), entries=log_of(*LEADER_LOG)
+    )
     elect(leader)
-    follower = new_core("x", ["l", "x", "y"], hard_state=HardState(term=7), entries=log_of(*FIGURE_7[case]))
+    follower = new_core(
+        "x", ["l", "x", "y"], hard_state=HardState(term=7), entries=log_of(*FIGURE_7[case])
+    )
     answers = pump(leader, follower, strip_hints)
     want = [(e.index, e.term, e.data) for e in leader.entries(1, leader.last_index)]
     got = [(e.index, e.term, e.data) for e in follower.entries(1, follower.last_index)]

@@ -132,7 +132,9 @@ def test_leader_streams_chunks_and_follows_next_offset():
         entries=log,
         applied=10,
         snapshot_chunk_size=16,
-        read_snapshot=lambda index, off, n: (blob[off : off + n], len(blob)) if index == 10 else None,
+        read_snapshot=lambda index, off, n: (
+            (blob[off : off + n], len(blob)) if index == 10 else None
+        ),
     )
     leader.compact(10, SnapshotMeta(10, 1, make_config("ab")))
     elect(leader)

@@ -1,0 +1,144 @@
+"""What the Raft core hands its shell, and what it answers to proposals.
+
+The shell's loop, after every ``step``/``tick``/``propose``/``read_index`` (etcd's
+"persist, then send")::
+
+    while core.has_ready():
+        rd = core.ready()
+        # 1. persist, in this order: snapshot (replaces the whole log), truncate_from,
+        #    entries, snapshot_chunks, hard_state; fsync when rd.must_sync
+        # 2. send rd.messages (none of them may leave before step 1 is durable)
+        # 3. if rd.snapshot: load it into the state machine; then apply
+        #    rd.committed_entries in order; then answer rd.read_states
+        # 4. core.advance(rd)
+        # 5. if a chunk with .last was just written: decode the staged snapshot's
+        #    meta and call core.restore(meta)
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from .messages import Message
+from .types import Entry, HardState, SnapshotMeta
+
+__all__ = [
+    "ProposeResult",
+    "ProposeStatus",
+    "ReadState",
+    "Ready",
+    "Role",
+    "SnapshotChunk",
+    "SnapshotReader",
+    "SoftState",
+]
+
+
+class Role(enum.Enum):
+    FOLLOWER = "follower"
+    PRE_CANDIDATE = "pre-candidate"
+    CANDIDATE = "candidate"
+    LEADER = "leader"
+
+
+@dataclass(frozen=True, slots=True)
+class SoftState:
+    """Volatile state worth telling the shell about (RequestConfig / RequestLogInfo)."""
+
+    leader: str | None
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class ReadState:
+    """A confirmed ReadIndex: answer the read ``ctx`` from the state machine now.
+
+    ``index`` is the commit index at the time of the request; the state machine has
+    applied at least up to it once this Ready's committed entries are applied.
+    """
+
+    ctx: bytes
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotChunk:
+    """Follower side of InstallSnapshot: write ``data`` at ``offset`` of the staged
+    snapshot (``index``, ``term``); ``offset == 0`` starts a new staging file."""
+
+    index: int
+    term: int
+    offset: int
+    total_size: int
+    data: bytes
+
+    @property
+    def last(self) -> bool:
+        return self.offset + len(self.data) >= self.total_size
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """One batch of work for the shell; see the module docstring for the order.
+
+    * ``hard_state``: persist it (``None``: unchanged).
+    * ``snapshot``: a snapshot installed through :meth:`RaftCore.restore`: the log is
+      now empty after ``snapshot.index``; drop the persisted log before appending
+      ``entries``, and load the snapshot into the state machine before applying.
+    * ``truncate_from``: drop persisted entries ``>= truncate_from`` first (then
+      ``entries[0].index == truncate_from``).
+    * ``entries``: append (they follow the persisted log).
+    * ``snapshot_chunks``: write into the staged snapshot file.
+    * ``messages``: send once everything above is durable.
+    * ``committed_entries``: apply, in order.
+    * ``read_states``: answer after applying ``committed_entries``.
+    * ``must_sync``: term, vote, entries or snapshot data changed: fsync before sending.
+    """
+
+    hard_state: HardState | None = None
+    entries: tuple[Entry, ...] = ()
+    truncate_from: int | None = None
+    snapshot: SnapshotMeta | None = None
+    snapshot_chunks: tuple[SnapshotChunk, ...] = ()
+    messages: tuple[Message, ...] = ()
+    committed_entries: tuple[Entry, ...] = ()
+    read_states: tuple[ReadState, ...] = ()
+    soft_state: SoftState | None = None
+    must_sync: bool = False
+
+
+class ProposeStatus(enum.IntEnum):
+    """Outcome of a proposal; the values are the spec's ConfigUpdate statuses."""
+
+    NOT_LEADER = 0
+    ACCEPTED = 1
+    ARGUMENT_ERROR = 2
+    BUSY = 3
+    EXPIRED = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ProposeResult:
+    """``index``/``term`` of the log entry when ``ACCEPTED`` (``duplicate``: the reqid
+    was seen before and this is the original entry); ``leader`` hint when
+    ``NOT_LEADER``; ``error`` message when ``ARGUMENT_ERROR``."""
+
+    status: ProposeStatus
+    index: int | None = None
+    term: int | None = None
+    leader: str | None = None
+    error: str | None = None
+    duplicate: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        return self.status is ProposeStatus.ACCEPTED
+
+
+SnapshotReader: TypeAlias = Callable[[int, int, int], "tuple[bytes, int] | None"]
+"""``read(index, offset, limit) -> (chunk, total_size)`` of the snapshot covering
+``index`` (at most ``limit`` bytes from ``offset``), or ``None`` when that snapshot is
+gone (replaced by a newer one). Called by the leader core to fill InstallSnapshot."""
