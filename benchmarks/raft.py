@@ -1,0 +1,350 @@
+"""Raft commits per second and update latency on three local peers, against raw baselines.
+
+    python -m benchmarks.raft [--updates 20000] [--latency-updates 2000] [--size 100]
+                              [--window 64] [--failovers 5] [--no-fsync] [--dir DIR]
+
+Three ``dafka-raft peer`` processes on 127.0.0.1 (fsync on unless ``--no-fsync``,
+default timing and compaction settings), one :class:`~dafka.raft.client.RaftClient`
+in this process. Phases, each measured in the same run:
+
+* baseline fsync   ``FileStorage.append`` of one entry + ``fdatasync``, back to back,
+                   in the benchmark's directory: the disk's durable append rate
+* baseline rtt     a raw pyzmq DEALER -> ROUTER echo in another process: round trips
+* 1 in flight      ``update`` one after another: commits/s and latency p50/p99
+* 64 in flight     ``update_many(window=64)``: commits/s
+* failover         ``--failovers`` times: SIGKILL the leader, time until a survivor
+                   answers RequestConfig as leader; the killed peer is restarted
+
+Every update is a KV ``put`` of ``--size`` bytes. Prints a table and writes JSON to
+benchmarks/results/raft-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+from dafka.errors import DafkaError
+from dafka.raft.client import RaftClient
+from dafka.raft.statemachine import put_command
+from dafka.raft.storage import FileStorage
+from dafka.raft.types import Entry, EntryType
+from tests.procs import Proc, py, wait_until
+
+RESULTS = Path(__file__).resolve().parent / "results"
+CLUSTER = "bench"
+
+_ECHO = """
+import sys, zmq
+ctx = zmq.Context()
+s = ctx.socket(zmq.ROUTER)
+port = s.bind_to_random_port("tcp://127.0.0.1")
+print(port, flush=True)
+while True:
+    frames = s.recv_multipart()
+    if frames[1] == b"stop":
+        break
+    s.send_multipart(frames)
+"""
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _free_port(taken: set[int]) -> int:
+    while True:
+        port = random.randrange(20_000, 32_000)
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+
+
+def baseline_fsync(directory: Path, count: int, size: int) -> dict[str, float]:
+    storage = FileStorage(directory / "fsync-baseline")
+    data = os.urandom(size)
+    try:
+        start = time.perf_counter()
+        for index in range(1, count + 1):
+            storage.append([Entry(index, 1, EntryType.STATE, bytes(12), data)], sync=True)
+        elapsed = time.perf_counter() - start
+    finally:
+        storage.close()
+    return {"appends_per_s": count / elapsed, "mean_ms": elapsed / count * 1000}
+
+
+def baseline_rtt(count: int, size: int) -> dict[str, float]:
+    echo = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True)
+    assert echo.stdout is not None
+    port = int(echo.stdout.readline())
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(f"tcp://127.0.0.1:{port}")
+    payload = os.urandom(size)
+    try:
+        for _ in range(200):  # warm up
+            sock.send_multipart([b"x", payload])
+            sock.recv_multipart()
+        times = []
+        start = time.perf_counter()
+        for _ in range(count):
+            t = time.perf_counter()
+            sock.send_multipart([b"x", payload])
+            sock.recv_multipart()
+            times.append(time.perf_counter() - t)
+        elapsed = time.perf_counter() - start
+        sock.send_multipart([b"stop"])
+    finally:
+        sock.close(0)
+        ctx.term()
+        echo.wait(10)
+    return {
+        "round_trips_per_s": count / elapsed,
+        "p50_ms": _pct(times, 0.5) * 1000,
+        "p99_ms": _pct(times, 0.99) * 1000,
+    }
+
+
+def peer_args(directory: Path, fsync: bool, urls: dict[str, str], pid: str) -> list[str]:
+    return [
+        "peer",
+        "--id",
+        pid,
+        "--bind",
+        urls[pid],
+        *(f"--peer={p}={urls[p]}" for p in urls if p != pid),
+        "--data-dir",
+        str(directory / pid),
+        "--cluster",
+        CLUSTER,
+        "--fsync" if fsync else "--no-fsync",
+    ]
+
+
+def start_peer(directory: Path, fsync: bool, urls: dict[str, str], pid: str) -> Proc:
+    proc = Proc(py("dafka.cli.raft", *peer_args(directory, fsync, urls, pid)))
+    proc.wait_line(rf"raft peer {pid} on ")
+    return proc
+
+
+def start_cluster(directory: Path, fsync: bool) -> tuple[list[Proc], list[str]]:
+    ports: set[int] = set()
+    urls = {pid: f"tcp://127.0.0.1:{_free_port(ports)}" for pid in ["p1", "p2", "p3"]}
+    return [start_peer(directory, fsync, urls, pid) for pid in urls], list(urls.values())
+
+
+def _leader_of(client: RaftClient, urls: list[str]) -> int | None:
+    for k, url in enumerate(urls):
+        try:
+            if client.peer_config(url, timeout=0.1).is_leader:
+                return k
+        except DafkaError:
+            continue
+    return None
+
+
+def measure_failovers(
+    client: RaftClient, procs: list[Proc], urls: list[str], directory: Path, fsync: bool, n: int
+) -> dict[str, Any]:
+    """SIGKILL the leader ``n`` times: time until a survivor says (RequestConfig) it leads.
+    The killed peer is restarted and given a moment to catch up before the next round."""
+    ids = {url: f"p{k + 1}" for k, url in enumerate(urls)}
+    times = []
+    for _ in range(n):
+        leader = wait_until(lambda: _leader_of(client, urls) is not None, 10, what="a leader")
+        k = _leader_of(client, urls)
+        assert leader and k is not None
+        survivors = [u for j, u in enumerate(urls) if j != k]
+        start = time.perf_counter()
+        procs[k].p.kill()
+        wait_until(
+            lambda s=survivors: _leader_of(client, s) is not None,
+            10,
+            interval=0.002,
+            what="a new leader",
+        )
+        times.append(time.perf_counter() - start)
+        procs[k].wait()
+        procs[k] = start_peer(
+            directory, fsync, dict(zip(ids.values(), urls, strict=True)), ids[urls[k]]
+        )
+        client.update(put_command("failover", len(times)))
+        time.sleep(1.0)
+    return {
+        "rounds": n,
+        "ms": [round(t * 1000, 1) for t in times],
+        "median_ms": statistics.median(times) * 1000,
+        "max_ms": max(times) * 1000,
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    directory = Path(args.dir or tempfile.mkdtemp(prefix="dafka-raft-bench-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {
+        "benchmark": "raft",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_avg_before": os.getloadavg(),
+            "zmq": zmq.zmq_version(),
+        },
+        "settings": {
+            "peers": 3,
+            "fsync": args.fsync,
+            "size": args.size,
+            "updates": args.updates,
+            "latency_updates": args.latency_updates,
+            "window": args.window,
+            "directory": str(directory),
+        },
+    }
+    result["baseline_fsync"] = baseline_fsync(directory, args.fsync_appends, args.size)
+    result["baseline_rtt"] = baseline_rtt(args.rtt_round_trips, args.size)
+    procs, urls = start_cluster(directory, args.fsync)
+    value = os.urandom(max(0, args.size - 16)).hex()[: max(0, args.size - 16)]
+    try:
+        with RaftClient(urls, CLUSTER, timeout=60) as client:
+            wait_until(lambda: client.request_config(timeout=10), 20, what="a leader")
+            for k in range(300):  # warm up
+                client.update(put_command(f"w{k % 50}", value))
+            # 1 in flight
+            times = []
+            start = time.perf_counter()
+            for k in range(args.latency_updates):
+                t = time.perf_counter()
+                client.update(put_command(f"k{k % 1000}", value))
+                times.append(time.perf_counter() - t)
+            elapsed = time.perf_counter() - start
+            result["one_in_flight"] = {
+                "updates": args.latency_updates,
+                "commits_per_s": args.latency_updates / elapsed,
+                "p50_ms": _pct(times, 0.5) * 1000,
+                "p99_ms": _pct(times, 0.99) * 1000,
+                "mean_ms": statistics.fmean(times) * 1000,
+                "max_ms": max(times) * 1000,
+            }
+            # N in flight
+            datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
+            start = time.perf_counter()
+            indexes = client.update_many(datas, window=args.window, timeout=600)
+            elapsed = time.perf_counter() - start
+            assert len(set(indexes)) == len(indexes)
+            result["window_in_flight"] = {
+                "window": args.window,
+                "updates": args.updates,
+                "commits_per_s": args.updates / elapsed,
+                "seconds": elapsed,
+            }
+            if args.failovers:
+                result["failover"] = measure_failovers(
+                    client, procs, urls, directory, args.fsync, args.failovers
+                )
+            info = client.log_info()
+            result["leader_log"] = {
+                "commit": info.commit_index,
+                "first": info.first_index,
+                "snapshot_index": info.prune_index,
+            }
+    finally:
+        for proc in procs:
+            proc.kill()
+    result["machine"]["load_avg_after"] = os.getloadavg()
+    one, many = result["one_in_flight"], result["window_in_flight"]
+    result["ratios"] = {
+        "one_in_flight_vs_fsync_rate": one["commits_per_s"]
+        / result["baseline_fsync"]["appends_per_s"],
+        "window_vs_fsync_rate": many["commits_per_s"] / result["baseline_fsync"]["appends_per_s"],
+        "p50_vs_raw_rtt_p50": one["p50_ms"] / result["baseline_rtt"]["p50_ms"],
+    }
+    result["goals"] = {
+        "window_5000_commits_per_s": many["commits_per_s"] >= 5000,
+        "p50_under_2ms": one["p50_ms"] < 2.0,
+    }
+    return result
+
+
+def print_table(r: dict[str, Any]) -> None:
+    fs, rtt = r["baseline_fsync"], r["baseline_rtt"]
+    one, many = r["one_in_flight"], r["window_in_flight"]
+    rows = [
+        ("baseline: FileStorage append+fdatasync", f"{fs['appends_per_s']:,.0f} /s", ""),
+        (
+            "baseline: pyzmq DEALER/ROUTER round trip",
+            f"{rtt['round_trips_per_s']:,.0f} /s",
+            f"p50 {rtt['p50_ms']:.3f} ms  p99 {rtt['p99_ms']:.3f} ms",
+        ),
+        (
+            "raft: 1 update in flight",
+            f"{one['commits_per_s']:,.0f} commits/s",
+            f"p50 {one['p50_ms']:.3f} ms  p99 {one['p99_ms']:.3f} ms",
+        ),
+        (
+            f"raft: {many['window']} updates in flight",
+            f"{many['commits_per_s']:,.0f} commits/s",
+            f"{many['updates']} updates in {many['seconds']:.2f} s",
+        ),
+    ]
+    width = max(len(row[0]) for row in rows)
+    for name, rate, extra in rows:
+        print(f"{name.ljust(width)}  {rate.rjust(18)}  {extra}")
+    if "failover" in r:
+        fo = r["failover"]
+        print(
+            f"failover (SIGKILL leader -> a survivor leads), {fo['rounds']} rounds: "
+            f"median {fo['median_ms']:.0f} ms, max {fo['max_ms']:.0f} ms  {fo['ms']}"
+        )
+    ratios = r["ratios"]
+    print(
+        f"ratios: 1-in-flight/fsync {ratios['one_in_flight_vs_fsync_rate']:.2f}, "
+        f"{many['window']}-in-flight/fsync {ratios['window_vs_fsync_rate']:.2f}, "
+        f"p50/raw-rtt {ratios['p50_vs_raw_rtt_p50']:.1f}x"
+    )
+    print(f"goals: {r['goals']}  (load avg {r['machine']['load_avg_before']})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--updates", type=int, default=20_000, help="updates in the window phase")
+    parser.add_argument("--latency-updates", type=int, default=2000)
+    parser.add_argument("--window", type=int, default=64)
+    parser.add_argument("--size", type=int, default=100, help="bytes per update")
+    parser.add_argument("--fsync-appends", type=int, default=2000)
+    parser.add_argument("--rtt-round-trips", type=int, default=5000)
+    parser.add_argument("--failovers", type=int, default=5, help="leader SIGKILL rounds")
+    parser.add_argument("--no-fsync", dest="fsync", action="store_false")
+    parser.add_argument("--dir", default=None, help="data directory (default: a temp dir)")
+    args = parser.parse_args()
+    result = run(args)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"raft-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(result, indent=2))
+    print_table(result)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+"""``dafka-raft``: run a Raft peer, show a cluster's state, change its membership.
+
+::
+
+    dafka-raft peer --id p1 --bind tcp://127.0.0.1:7001 \\
+        --peer p2=tcp://127.0.0.1:7002 --peer p3=tcp://127.0.0.1:7003 \\
+        --data-dir data/p1 --cluster meta
+    dafka-raft status --peer tcp://127.0.0.1:7001 --peer tcp://127.0.0.1:7002 --cluster meta
+    dafka-raft members list|add|remove|set ... --peer URL --cluster meta
+
+``peer`` binds its ROUTER at ``--bind`` only (plus ``--broadcast`` if given) and runs
+until SIGINT/SIGTERM. ``--peer ID=URL`` names the other voters (giving our own id too
+is fine); ``--join`` starts a peer outside the configuration, to be added with
+``members add``. The state machine is the key/value test machine
+(:class:`dafka.raft.statemachine.KvStateMachine`).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import ConfigError, DafkaError, RaftError
+from ..raft.client import RaftClient
+from ..raft.peer import PeerOptions, RaftPeer
+from ..raft.statemachine import KvStateMachine
+from ..raft.types import Peer
+from .common import CONTEXT, common_options, run_cli
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _peer_spec(spec: str) -> Peer:
+    peer_id, sep, url = spec.partition("=")
+    if not sep or not peer_id or not url:
+        raise ConfigError(f"--peer wants ID=URL, got {spec!r}")
+    return Peer(peer_id, url)
+
+
+def _urls(specs: Sequence[str]) -> list[str]:
+    """``URL`` or ``ID=URL`` (as in ``peer``) → URLs."""
+    urls = []
+    for spec in specs:
+        for item in spec.split(","):
+            item = item.strip()
+            if item:
+                urls.append(item.partition("=")[2] if "=" in item.split("://")[0] else item)
+    if not urls:
+        raise ConfigError("give at least one --peer URL")
+    return urls
+
+
+@click.group(context_settings=CONTEXT)
+def main() -> None:
+    """Raft peers of the Dafka metadata cluster (the ØMQ RAFT protocol)."""
+
+
+@main.command()
+@common_options("raft", node=False)
+@click.option("--id", "peer_id", required=True, help="This peer's PEER ID.")
+@click.option("--bind", required=True, help="ROUTER endpoint to bind, e.g. tcp://127.0.0.1:7001.")
+@click.option("--url", default=None, help="URL the other peers reach us at (default: --bind).")
+@click.option(
+    "--peer",
+    "peers",
+    multiple=True,
+    help="Another voter as ID=URL (repeat the option for each).",
+)
+@click.option(
+    "--data-dir", "-d", required=True, type=click.Path(file_okay=False), help="Raft data dir."
+)
+@click.option("--cluster", required=True, help="Cluster ident (frame 3 of every request).")
+@click.option("--join", is_flag=True, help="Start outside the configuration; wait to be added.")
+@click.option("--broadcast", default=None, help="Bind a StateBroadcast PUB socket here.")
+@click.option("--tick-ms", default=5.0, show_default=True, help="Milliseconds per Raft tick.")
+@click.option(
+    "--election-ticks", default=30, show_default=True, help="Election timeout in ticks (x1-x2)."
+)
+@click.option(
+    "--heartbeat-ticks", default=9, show_default=True, help="Heartbeat interval in ticks."
+)
+@click.option(
+    "--snapshot-every",
+    default=10_000,
+    show_default=True,
+    help="Snapshot and compact the log every N applied entries (0: never).",
+)
+@click.option(
+    "--keep-entries",
+    default=1000,
+    show_default=True,
+    help="Entries kept behind a snapshot for lagging followers.",
+)
+@click.option(
+    "--fsync/--no-fsync", default=True, show_default=True, help="fdatasync the log (group commit)."
+)
+@run_cli
+def peer(
+    peer_id: str,
+    bind: str,
+    url: str | None,
+    peers: tuple[str, ...],
+    data_dir: str,
+    cluster: str,
+    join: bool,
+    broadcast: str | None,
+    tick_ms: float,
+    election_ticks: int,
+    heartbeat_ticks: int,
+    snapshot_every: int,
+    keep_entries: int,
+    fsync: bool,
+) -> None:
+    """Run one Raft peer until interrupted."""
+    if tick_ms <= 0:
+        raise ConfigError("--tick-ms must be positive")
+    options = PeerOptions(
+        tick=tick_ms / 1000.0,
+        election_tick=election_ticks,
+        heartbeat_tick=heartbeat_ticks,
+        fsync=fsync,
+        snapshot_every=snapshot_every,
+        keep_entries=keep_entries,
+    )
+    members = [_peer_spec(p.strip()) for spec in peers for p in spec.split(",") if p.strip()]
+    node = RaftPeer(
+        peer_id,
+        bind,
+        members,
+        data_dir,
+        cluster,
+        KvStateMachine(),
+        url=url,
+        join=join,
+        broadcast=broadcast,
+        options=options,
+    ).start()
+    click.echo(
+        f"raft peer {peer_id} on {node.url} (bind {bind}), cluster {cluster}, data in {data_dir}",
+        err=True,
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.2):
+            if not node.running:
+                raise RaftError(f"peer {peer_id} stopped: {node.error!r}")
+    finally:
+        node.stop()
+
+
+def _client_options(f: F) -> F:
+    f = click.option("--timeout", default=10.0, show_default=True, help="Seconds per request.")(f)
+    f = click.option("--cluster", required=True, help="Cluster ident.")(f)
+    f = click.option(
+        "--peer", "peers", multiple=True, required=True, help="A peer URL (or ID=URL); repeat."
+    )(f)
+    return f
+
+
+@main.command()
+@common_options("raft", node=False)
+@_client_options
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per peer instead of a table."
+)
+@run_cli
+def status(peers: tuple[str, ...], cluster: str, timeout: float, as_json: bool) -> None:
+    """RequestConfig and RequestLogInfo of every given peer, as a table."""
+    urls = _urls(peers)
+    rows: list[dict[str, Any]] = []
+    with RaftClient(urls, cluster, timeout=timeout) as client:
+        ids: dict[str, str] = {}
+        answers = {}
+        for url in urls:
+            try:
+                config = client.peer_config(url, timeout=timeout)
+                info = client.log_info(url, timeout=timeout)
+            except DafkaError as exc:
+                answers[url] = exc
+                continue
+            answers[url] = (config, info)
+            for p in config.peers or ():
+                ids.setdefault(p.url, p.id)
+        for url in urls:
+            got = answers[url]
+            if isinstance(got, Exception):
+                rows.append({"peer": ids.get(url, "?"), "url": url, "state": "unreachable"})
+                continue
+            config, info = got
+            rows.append(
+                {
+                    "peer": ids.get(url, "?"),
+                    "url": url,
+                    "state": "leader" if info.is_leader else "follower",
+                    "leader": info.leader,
+                    "term": info.term,
+                    "first": info.first_index,
+                    "applied": info.last_applied,
+                    "commit": info.commit_index,
+                    "last": info.last_index,
+                    "snapshot": info.snapshot_size,
+                    "prune": info.prune_index,
+                    "members": sorted(p.id for p in config.peers or ()),
+                }
+            )
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    columns = ["peer", "url", "state", "leader", "term", "first", "applied", "commit", "last"]
+    columns += ["snapshot"]
+    table = [columns] + [[str(row.get(c, "-")) for c in columns] for row in rows]
+    widths = [max(len(line[k]) for line in table) for k in range(len(columns))]
+    for line in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+    if not any(row["state"] != "unreachable" for row in rows):
+        sys.exit(1)
+
+
+@main.group()
+def members() -> None:
+    """Show or change the cluster's voters (ConfigUpdate, joint consensus)."""
+
+
+def _current(client: RaftClient, timeout: float) -> list[Peer]:
+    state = client.request_config(timeout)
+    config = client.peer_config(state.leader_url or "", timeout=timeout)
+    return list(config.peers or ())
+
+
+def _change(client: RaftClient, new: list[Peer], timeout: float) -> None:
+    index = client.config_update(new, timeout=timeout)
+    listing = ", ".join(f"{p.id}={p.url}" for p in new)
+    click.echo(f"members: {listing} (config log index {index})")
+
+
+@members.command("list")
+@common_options("raft", node=False)
+@_client_options
+@run_cli
+def members_list(peers: tuple[str, ...], cluster: str, timeout: float) -> None:
+    """The current voters, leader first."""
+    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+        state = client.request_config(timeout)
+        current = _current(client, timeout)
+    for p in sorted(current, key=lambda p: (p.id != state.leader, p.id)):
+        mark = "  leader" if p.id == state.leader else ""
+        click.echo(f"{p.id}  {p.url}{mark}")
+
+
+@members.command("add")
+@common_options("raft", node=False)
+@_client_options
+@click.argument("new_peers", nargs=-1, required=True)
+@run_cli
+def members_add(
+    peers: tuple[str, ...], cluster: str, timeout: float, new_peers: tuple[str, ...]
+) -> None:
+    """Add voters, each given as ID=URL."""
+    added = [_peer_spec(spec) for spec in new_peers]
+    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+        current = _current(client, timeout)
+        known = {p.id for p in current}
+        _change(client, current + [p for p in added if p.id not in known], timeout)
+
+
+@members.command("remove")
+@common_options("raft", node=False)
+@_client_options
+@click.argument("peer_ids", nargs=-1, required=True)
+@run_cli
+def members_remove(
+    peers: tuple[str, ...], cluster: str, timeout: float, peer_ids: tuple[str, ...]
+) -> None:
+    """Remove voters by PEER ID."""
+    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+        current = _current(client, timeout)
+        unknown = set(peer_ids) - {p.id for p in current}
+        if unknown:
+            raise ConfigError(f"not members: {', '.join(sorted(unknown))}")
+        _change(client, [p for p in current if p.id not in peer_ids], timeout)
+
+
+@members.command("set")
+@common_options("raft", node=False)
+@_client_options
+@click.argument("new_peers", nargs=-1, required=True)
+@run_cli
+def members_set(
+    peers: tuple[str, ...], cluster: str, timeout: float, new_peers: tuple[str, ...]
+) -> None:
+    """Replace the voters by exactly these ID=URL peers."""
+    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+        _change(client, [_peer_spec(spec) for spec in new_peers], timeout)
+
+
+if __name__ == "__main__":
+    main()

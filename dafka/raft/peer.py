@@ -1,0 +1,1329 @@
+"""A runnable Raft peer: the pyzmq IO shell around :class:`~dafka.raft.core.RaftCore`.
+
+One thread owns everything: the core, the :class:`~dafka.raft.storage.FileStorage`,
+the :class:`~dafka.raft.statemachine.StateMachine` and the sockets:
+
+* a ROUTER bound where told (``bind``): peer RPCs from the other peers' DEALERs and
+  every client RPC of ``specs/zmq-raft-protocol.md``;
+* one DEALER per other peer (every peer of every configuration seen), connected to its
+  ROUTER: our RequestVote / AppendEntries / InstallSnapshot / TimeoutNow go out there
+  and their responses come back on it;
+* optionally a PUB bound at ``broadcast`` for StateBroadcast messages.
+
+Nothing else is bound or connected.
+
+The loop
+--------
+Each turn polls the sockets until the next tick, drains everything readable (up to
+:attr:`PeerOptions.max_drain` messages per socket) into the core, ticks it when due, and
+then runs the core's Ready loop (:mod:`dafka.raft.ready`): persist (one ``append`` with
+one ``fdatasync`` for every entry of the turn: group commit), send, apply, answer,
+advance. Client answers, like peer messages, leave only after the Ready that carries
+what they depend on was persisted.
+
+Peer RPCs
+---------
+Message ids come from a :class:`~dafka.raft.wire.MessageIdCounter`. A request that is
+not answered within ``rpc_timeout`` (50 ms; AppendEntries and InstallSnapshot: up to
+half the minimum election timeout) is sent again, same bytes, same message id, at most
+``rpc_resends`` times. A receiver debounces on (connection, message id): a repeat is
+not stepped into the core again; if it was answered already, the cached answer is sent
+again. Wire responses carry no echo fields: the requester restores them from the
+request it sent under that id with :func:`dafka.raft.messages.correlate`. On the
+receiving side the shell routes each core response back to the ROUTER envelope and
+message id of the request it answers (AppendEntries: exactly, through the core's
+``seq`` echo, which a follower does not otherwise use; the other RPCs in order).
+Sends never block: while a peer is unreachable (``ZMQ_IMMEDIATE``) its messages are
+dropped and the core's own heartbeats and probes try again.
+
+Client RPCs
+-----------
+* RequestConfig, RequestLogInfo: answered by any peer at once.
+* RequestUpdate: the leader proposes; the answer (committed LOG INDEX) is sent once the
+  entry is applied; "accepted, not committed" keep-alives every ~250 ms while it waits;
+  NOT_LEADER (with the hint) on a follower or when leadership is lost meanwhile, or the
+  entry at that index turns out to be another one.
+* ConfigUpdate: joint consensus; answered with the index of the first config entry once
+  the final configuration is committed and applied (status 1 with no index while it
+  runs, 3 while another change runs).
+* RequestEntries: from the leader, applied (committed and persisted) entries only; up to
+  ``request_entries_pipeline`` (5) responses ahead of the client's follow-ups, at most
+  ``max_streams`` streams, each dropped ``request_entries_ttl`` seconds after its last
+  follow-up. A ``prev_index`` below the log's first index streams the state machine
+  snapshot (status 3) first.
+* RequestBroadcastStateUrl: the PUB URL when this peer leads and has one.
+* ClientDispatch (custom types, at least 2 bytes; see :data:`DISPATCH_READ_INDEX`):
+
+  ``RI``  linearizable read (ReadIndex, Raft thesis §6.4) on the leader: the query
+          frames go to :meth:`StateMachine.query` once leadership is confirmed by a
+          quorum and everything committed when the read arrived is applied. All the
+          ``RI`` requests of one loop turn share one ReadIndex round.
+  ``RL``  local read on any peer, possibly stale (diagnostics, tests).
+
+  Request frames: request id (uint32 or reqid), type, cluster ident, query frames...
+  Response frames: request id, status (uint: 0 not the leader, 1 ok, 2 error),
+  meta (MessagePack: the LEADER ID or nil / the last applied LOG INDEX / an error
+  message), then (status 1) the query's answer frames.
+
+Snapshots
+---------
+With ``snapshot_every`` > 0, once that many entries were applied since the last
+snapshot the state machine is snapshotted (on the loop thread), saved, and the log is
+compacted up to ``keep_entries`` entries behind it. Followers that need compacted
+entries get the snapshot through chunked InstallSnapshot; the bytes on the wire are
+``b"DAFKRSX1" | u32 meta length | meta | state machine data | u32 crc32``, meta being
+MessagePack ``[index, term, config entry data]``. A follower stages the chunks in
+``<data dir>/snapshot.incoming``.
+
+Data directory: ``<data dir>/raft`` is the :class:`~dafka.raft.storage.FileStorage`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import struct
+import threading
+import time
+import zlib
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+import zmq
+
+from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError, StorageError
+from . import messages as m
+from . import wire as w
+from .core import RaftCore
+from .frames import RaftWireError, decode_config, decode_uint, encode_config, encode_json
+from .frames import encode_uint as _uint
+from .membership import all_peers
+from .ready import ProposeStatus, Ready, Role
+from .statemachine import KvStateMachine, StateMachine
+from .storage import FileStorage
+from .types import REQID_SIZE, ClusterConfig, Entry, EntryType, Peer, SnapshotMeta
+
+__all__ = [
+    "DISPATCH_LOCAL_READ",
+    "DISPATCH_READ_INDEX",
+    "DispatchStatus",
+    "PeerOptions",
+    "RaftPeer",
+    "pack_snapshot",
+    "unpack_snapshot",
+]
+
+log = logging.getLogger(__name__)
+
+DISPATCH_READ_INDEX = b"RI"
+"""ClientDispatch type of a linearizable (ReadIndex) state machine query."""
+DISPATCH_LOCAL_READ = b"RL"
+"""ClientDispatch type of a local, possibly stale, state machine query on any peer."""
+
+
+class DispatchStatus:
+    """Frame 2 of the answer to an ``RI`` / ``RL`` dispatch."""
+
+    NOT_LEADER = 0
+    OK = 1
+    ERROR = 2
+
+
+REQUEST_ENTRIES_HIGH_WATERMARK = 8000
+CLIENT_HEARTBEAT_INTERVAL = 0.5
+_KEEPALIVE_AFTER = 0.25
+_ROUTE_TTL = 2.0
+_SNAP_MAGIC = b"DAFKRSX1"
+_TRUE = b"\x01"
+_U32 = struct.Struct("<I")
+
+
+@dataclass(frozen=True, slots=True)
+class PeerOptions:
+    """Timing, batching and compaction settings of a :class:`RaftPeer`."""
+
+    tick: float = 0.005
+    """Seconds per core tick. Small, so that the randomised election timeouts of two
+    followers rarely land on the same tick (a split vote costs another timeout)."""
+    election_tick: int = 30
+    """Election timeout in ticks (randomised in [n, 2n)): 150-300 ms by default."""
+    heartbeat_tick: int = 9
+    """45 ms by default."""
+    fsync: bool = True
+    """``fdatasync`` the log before anything that depends on it leaves the peer."""
+    pre_vote: bool = True
+    check_quorum: bool = True
+    snapshot_every: int = 0
+    """Snapshot and compact after this many applied entries (0: never)."""
+    keep_entries: int = 1000
+    """Entries kept in the log behind a snapshot (for slightly lagging followers)."""
+    rpc_timeout: float = 0.05
+    rpc_resends: int = 2
+    max_batch_entries: int = 256
+    max_batch_bytes: int = 1 << 20
+    max_inflight: int = 8
+    snapshot_chunk_size: int = 1 << 16
+    request_entries_pipeline: int = 5
+    request_entries_ttl: float = 6.0
+    request_entries_batch: int = 256
+    request_entries_bytes: int = 256 * 1024
+    max_streams: int = REQUEST_ENTRIES_HIGH_WATERMARK
+    max_drain: int = 2048
+    request_id_ttl: float = 8 * 3600.0
+
+
+# -- snapshot transfer format -----------------------------------------------------------------
+
+
+def pack_snapshot(meta: SnapshotMeta, data: bytes) -> bytes:
+    """The InstallSnapshot byte stream for a state machine snapshot (see the module doc)."""
+    head = msgpack.packb([meta.index, meta.term, encode_config(meta.config)], use_bin_type=True)
+    body = b"".join((_SNAP_MAGIC, _U32.pack(len(head)), head, data))
+    return body + _U32.pack(zlib.crc32(body))
+
+
+def unpack_snapshot(blob: bytes) -> tuple[SnapshotMeta, bytes]:
+    """Inverse of :func:`pack_snapshot`; :class:`StorageError` if damaged."""
+    if len(blob) < len(_SNAP_MAGIC) + 8 or not blob.startswith(_SNAP_MAGIC):
+        raise StorageError("not a Dafka Raft snapshot stream")
+    body, (crc,) = blob[:-4], _U32.unpack(blob[-4:])
+    if zlib.crc32(body) != crc:
+        raise StorageError("snapshot stream fails its checksum")
+    (size,) = _U32.unpack_from(body, len(_SNAP_MAGIC))
+    start = len(_SNAP_MAGIC) + 4
+    try:
+        index, term, config = msgpack.unpackb(body[start : start + size], raw=False)
+        meta = SnapshotMeta(index, term, decode_config(config))
+    except Exception as exc:
+        raise StorageError(f"snapshot stream meta does not decode: {exc}") from exc
+    return meta, body[start + size :]
+
+
+# -- bookkeeping records ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Out:
+    """A peer RPC we sent and wait an answer for."""
+
+    request: m.Request
+    frames: list[bytes]
+    resend_at: float
+    expires: float
+    resends: int = 0
+
+
+@dataclass(slots=True)
+class _Route:
+    """Where the answer to a peer RPC we received goes."""
+
+    envelope: tuple[bytes, ...]
+    msg_id: int
+    key: Any
+    at: float
+
+
+@dataclass(slots=True)
+class _Waiter:
+    """A client waiting for its RequestUpdate / ConfigUpdate to commit."""
+
+    envelope: tuple[bytes, ...]
+    id_frame: bytes
+    reqid: bytes
+    index: int
+    config: bool
+    since: float
+    keepalive: float
+    matched: bool = False
+
+
+@dataclass(slots=True)
+class _Stream:
+    """A RequestEntries stream being served."""
+
+    envelope: tuple[bytes, ...]
+    id_frame: bytes
+    request_id: int
+    prev: int
+    end: int | None
+    touched: float
+    inflight: int = 0
+    done: bool = False
+    snap_index: int | None = None
+    snap_offset: int = 0
+
+
+@dataclass(slots=True)
+class _Info:
+    """A consistent copy of the peer's state for other threads (:meth:`RaftPeer.info`)."""
+
+    id: str
+    role: str = "follower"
+    leader: str | None = None
+    term: int = 0
+    commit: int = 0
+    applied: int = 0
+    first_index: int = 1
+    last_index: int = 0
+    snapshot_index: int = 0
+    config: list[list[str]] = field(default_factory=list)
+
+
+_PEER_REQUESTS = (w.RequestVote, w.AppendEntries, w.InstallSnapshot, w.TimeoutNow)
+_KIND = {
+    m.RequestVote: w.MsgType.REQUEST_VOTE,
+    m.AppendEntries: w.MsgType.APPEND_ENTRIES,
+    m.InstallSnapshot: w.MsgType.INSTALL_SNAPSHOT,
+    m.TimeoutNow: w.MsgType.TIMEOUT_NOW,
+}
+
+
+class RaftPeer:
+    """One ØMQ RAFT peer. See the module docstring.
+
+    ``peers`` are the cluster's voters (ours included or not: ``peer_id`` at ``url`` is
+    added unless ``join``). A joining peer (``join=True``) starts outside the
+    configuration and waits for a leader to add it with ConfigUpdate. Once the data
+    directory holds a log or a snapshot, the configuration comes from there and
+    ``peers`` only seeds the URLs.
+
+    Use :meth:`start` (a thread) and :meth:`stop`, or :meth:`run` on a thread of your own.
+    """
+
+    def __init__(
+        self,
+        peer_id: str,
+        bind: str,
+        peers: Sequence[Peer],
+        data_dir: str | os.PathLike[str],
+        cluster: bytes | str,
+        state_machine: StateMachine | None = None,
+        *,
+        url: str | None = None,
+        join: bool = False,
+        broadcast: str | None = None,
+        options: PeerOptions | None = None,
+        context: zmq.Context[Any] | None = None,
+    ) -> None:
+        if not peer_id:
+            raise ConfigError("a peer needs a non-empty id")
+        self.id = peer_id
+        self.bind = bind
+        self.url = url or bind
+        if "*" in self.url or self.url.endswith(":0"):
+            raise ConfigError(f"peer URL {self.url!r} is not connectable: give --url")
+        self.cluster = cluster.encode() if isinstance(cluster, str) else bytes(cluster)
+        self.options = options or PeerOptions()
+        self.broadcast = broadcast
+        self.sm: StateMachine = state_machine if state_machine is not None else KvStateMachine()
+        self.data_dir = Path(data_dir)
+        others = [p for p in peers if p.id != peer_id]
+        voters = tuple(others) if join else (Peer(peer_id, self.url), *others)
+        if not voters:
+            raise ConfigError("a joining peer needs the current peers (--peer)")
+        self._initial = ClusterConfig(voters)
+        self._context = context
+        self._own_context = context is None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._info = _Info(peer_id)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, timeout: float = 10.0) -> RaftPeer:
+        """Open storage, bind and run the loop on a thread; raises what setup raised."""
+        self._thread = threading.Thread(target=self.run, name=f"raft-{self.id}", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout):
+            raise RaftError(f"peer {self.id} did not start within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> RaftPeer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        """The loop thread is alive (false after :meth:`stop` or a crash)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def error(self) -> BaseException | None:
+        """What stopped the loop, if it was not :meth:`stop`."""
+        return self._error
+
+    def info(self) -> _Info:
+        """The peer's state as of the end of the last loop turn (any thread)."""
+        return self._info
+
+    def run(self) -> None:
+        """Set up, then loop until :meth:`stop` (blocking)."""
+        try:
+            self._setup()
+        except BaseException as exc:
+            self._error = exc
+            self._started.set()
+            self._teardown()
+            if threading.current_thread() is threading.main_thread():
+                raise
+            return
+        self._started.set()
+        try:
+            self._loop()
+        except BaseException as exc:
+            log.exception("raft.peer.crash id=%s", self.id)
+            self._error = exc
+            raise
+        finally:
+            self._teardown()
+
+    # -- setup -------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        opts = self.options
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.storage = FileStorage(self.data_dir / "raft")
+        loaded = self.storage.load()
+        if loaded.snapshot is not None:
+            self.sm.restore(loaded.snapshot)
+        self._snapshot_size = len(loaded.snapshot or b"")
+        self._snap_cache: tuple[int, bytes, bytes | None] | None = None
+        self.core = RaftCore(
+            self.id,
+            self._initial,
+            rng=random.Random(),
+            hard_state=loaded.hard_state,
+            snapshot=loaded.snapshot_meta,
+            entries=loaded.entries,
+            applied=loaded.snapshot_meta.index,
+            election_tick=opts.election_tick,
+            heartbeat_tick=opts.heartbeat_tick,
+            pre_vote=opts.pre_vote,
+            check_quorum=opts.check_quorum,
+            request_id_ttl=opts.request_id_ttl,
+            max_batch_entries=opts.max_batch_entries,
+            max_batch_bytes=opts.max_batch_bytes,
+            max_inflight=opts.max_inflight,
+            snapshot_chunk_size=opts.snapshot_chunk_size,
+            read_snapshot=self._read_snapshot,
+        )
+        if self._context is None:
+            self._context = zmq.Context()
+        ctx = self._context
+        self.router = ctx.socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 0)
+        self.router.setsockopt(zmq.SNDHWM, 100_000)
+        self.router.setsockopt(zmq.RCVHWM, 100_000)
+        try:
+            self.router.bind(self.bind)
+        except zmq.ZMQError as exc:
+            raise ConfigError(f"cannot bind {self.bind}: {exc}") from exc
+        self.pub: zmq.Socket[Any] | None = None
+        if self.broadcast:
+            self.pub = ctx.socket(zmq.PUB)
+            self.pub.setsockopt(zmq.LINGER, 0)
+            try:
+                self.pub.bind(self.broadcast)
+            except zmq.ZMQError as exc:
+                raise ConfigError(f"cannot bind {self.broadcast}: {exc}") from exc
+        self.poller = zmq.Poller()
+        self.poller.register(self.router, zmq.POLLIN)
+        self._dealers: dict[str, zmq.Socket[Any]] = {}
+        self._dealer_peer: dict[zmq.Socket[Any], str] = {}
+        self._urls: dict[str, str] = {}
+        self._known_config: ClusterConfig | None = None
+        self._msg_ids = w.MessageIdCounter()
+        self._out: dict[str, OrderedDict[int, _Out]] = {}
+        self._seen: OrderedDict[bytes, OrderedDict[int, list[bytes] | None]] = OrderedDict()
+        self._ae_routes: OrderedDict[tuple[str, int], _Route] = OrderedDict()
+        self._fifo_routes: dict[tuple[str, str], deque[_Route]] = {}
+        self._waiters: dict[int, list[_Waiter]] = {}
+        self._config_waiters: list[_Waiter] = []
+        self._read_batch: list[tuple[w.RouterRequest, tuple[bytes, ...]]] = []
+        self._reads: dict[bytes, list[tuple[w.RouterRequest, tuple[bytes, ...]]]] = {}
+        self._read_ctx = 0
+        self._streams: dict[tuple[tuple[bytes, ...], int], _Stream] = {}
+        self._staging = self.data_dir / "snapshot.incoming"
+        self._staging_fd = -1
+        self._staged: tuple[SnapshotMeta, bytes] | None = None
+        self._leader_term: int | None = None
+        self._last_broadcast = 0.0
+        self._role = (self.core.role, self.core.leader, self.core.term)
+        self._listed: tuple[ClusterConfig | None, list[list[str]]] = (None, [])
+        for peer in self._initial.peers:
+            self._urls.setdefault(peer.id, peer.url)
+        self._sync_peers()
+        self._publish_info()
+        log.info(
+            "raft.peer.start id=%s bind=%s url=%s term=%d first=%d last=%d commit=%d",
+            self.id,
+            self.bind,
+            self.url,
+            self.core.term,
+            self.core.first_index,
+            self.core.last_index,
+            self.core.commit,
+        )
+
+    def _teardown(self) -> None:
+        for sock in [*getattr(self, "_dealers", {}).values(), getattr(self, "router", None)]:
+            if sock is not None:
+                sock.close(0)
+        if getattr(self, "pub", None) is not None:
+            self.pub.close(0)  # type: ignore[union-attr]
+        if getattr(self, "_staging_fd", -1) >= 0:
+            os.close(self._staging_fd)
+            self._staging_fd = -1
+        storage = getattr(self, "storage", None)
+        if storage is not None:
+            storage.close()
+        if self._own_context and self._context is not None:
+            self._context.term()
+            self._context = None
+
+    def _sync_peers(self) -> None:
+        """A DEALER for every peer of every configuration we know of (never ours)."""
+        config = self.core.config
+        if config is self._known_config:
+            return
+        self._known_config = config
+        for peer in all_peers(config):
+            self._urls[peer.id] = peer.url
+        ctx = self._context
+        assert ctx is not None
+        for peer_id, url in self._urls.items():
+            if peer_id == self.id or peer_id in self._dealers:
+                continue
+            sock = ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.IMMEDIATE, 1)
+            sock.setsockopt(zmq.SNDHWM, 10_000)
+            sock.setsockopt(zmq.RCVHWM, 100_000)
+            sock.setsockopt(zmq.RECONNECT_IVL, 50)
+            sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
+            sock.connect(url)
+            self._dealers[peer_id] = sock
+            self._dealer_peer[sock] = peer_id
+            self._out[peer_id] = OrderedDict()
+            self.poller.register(sock, zmq.POLLIN)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        tick = self.options.tick
+        next_tick = time.monotonic() + tick
+        router = self.router
+        while not self._stop.is_set():
+            wait = next_tick - time.monotonic()
+            events = self.poller.poll(max(0, int(wait * 1000) + (1 if wait > 0 else 0)))
+            for sock, _ in events:
+                if sock is router:
+                    self._drain_router()
+                else:
+                    self._drain_dealer(sock)
+            self._flush_reads()
+            now = time.monotonic()
+            if now >= next_tick:
+                self.core.tick()
+                next_tick = now + tick
+                self._on_tick(now)
+            self._process_ready()
+            self._maybe_snapshot()
+
+    def _drain_router(self) -> None:
+        recv = self.router.recv_multipart
+        for _ in range(self.options.max_drain):
+            try:
+                frames = recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if (
+                len(frames) == 5
+                and frames[2] == b"="
+                and len(frames[1]) == REQID_SIZE
+                and frames[3] == self.cluster
+            ):
+                # the hot path: a RequestUpdate from a DEALER (identity, reqid, "=", ...)
+                self._on_update((frames[0],), frames[1], frames[4])
+                continue
+            try:
+                request = w.decode_router_request(frames)
+            except RaftWireError as exc:
+                log.debug("raft.peer.bad_request error=%s", exc)
+                continue
+            if request.message.cluster != self.cluster:
+                log.debug("raft.peer.other_cluster cluster=%r", request.message.cluster)
+                continue
+            try:
+                self._on_request(request)
+            except RaftWireError as exc:
+                log.debug("raft.peer.bad_request error=%s", exc)
+
+    def _drain_dealer(self, sock: zmq.Socket[Any]) -> None:
+        peer_id = self._dealer_peer[sock]
+        out = self._out[peer_id]
+        for _ in range(self.options.max_drain):
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                msg_id = decode_uint(frames[0])
+            except (RaftWireError, IndexError):
+                continue
+            rec = out.pop(msg_id, None)
+            if rec is None:
+                continue  # an answer to a resend, or too late
+            try:
+                response = w.decode_response(_KIND[type(rec.request)], frames)
+                answer = _core_response(response, peer_id, self.id)
+            except RaftWireError as exc:
+                log.debug("raft.peer.bad_response peer=%s error=%s", peer_id, exc)
+                continue
+            self.core.step(m.correlate(rec.request, answer))
+
+    def _on_tick(self, now: float) -> None:
+        # RPC_TIMEOUT: repeat unanswered peer requests (same message id)
+        for peer_id, out in self._out.items():
+            if not out:
+                continue
+            sock = self._dealers[peer_id]
+            for msg_id, rec in list(out.items()):
+                if now >= rec.expires:
+                    del out[msg_id]
+                elif now >= rec.resend_at and rec.resends < self.options.rpc_resends:
+                    rec.resends += 1
+                    rec.resend_at = now + self._rpc_timeout(rec.request)
+                    try:
+                        sock.send_multipart(rec.frames, zmq.NOBLOCK)
+                    except zmq.Again:
+                        del out[msg_id]
+        # keep-alives for clients waiting on a commit
+        for waiters in (*self._waiters.values(), self._config_waiters):
+            for waiter in waiters:
+                if now - waiter.keepalive >= _KEEPALIVE_AFTER:
+                    waiter.keepalive = now
+                    self._answer_waiter(waiter, pending=True)
+        if self._streams:
+            ttl = self.options.request_entries_ttl
+            for key in [k for k, s in self._streams.items() if now - s.touched > ttl]:
+                del self._streams[key]
+        if self.pub is not None and now - self._last_broadcast >= CLIENT_HEARTBEAT_INTERVAL:
+            self._broadcast(())
+        while self._ae_routes:
+            route = next(iter(self._ae_routes.values()))
+            if now - route.at < _ROUTE_TTL:
+                break
+            self._ae_routes.popitem(last=False)
+
+    def _rpc_timeout(self, request: m.Request) -> float:
+        opts = self.options
+        if isinstance(request, m.AppendEntries | m.InstallSnapshot):
+            half_election = opts.election_tick * opts.tick / 2
+            return max(opts.rpc_timeout, min(0.1, half_election))
+        return opts.rpc_timeout
+
+    # -- the Ready loop ----------------------------------------------------------------------
+
+    def _process_ready(self) -> None:
+        core = self.core
+        while core.has_ready():
+            rd = core.ready()
+            completed = self._persist(rd)
+            for msg in rd.messages:
+                if isinstance(
+                    msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow
+                ):
+                    self._send_request(msg)
+                else:
+                    self._send_response(msg)
+            self._apply(rd)
+            core.advance(rd)
+            if completed is not None:
+                self._restore_staged(completed)
+            if rd.entries or rd.snapshot is not None or rd.truncate_from is not None:
+                self._sync_peers()
+            self._check_role()
+        self._check_role()
+        self._publish_info()
+
+    def _persist(self, rd: Ready) -> SnapshotMeta | None:
+        storage = self.storage
+        sync = rd.must_sync and self.options.fsync
+        if rd.snapshot is not None:
+            staged = self._staged
+            if staged is None or staged[0].index != rd.snapshot.index:
+                raise StorageError(f"snapshot {rd.snapshot.index} to install was not staged")
+            storage.save_snapshot(rd.snapshot, staged[1])
+            self._snapshot_size = len(staged[1])
+            self._snap_cache = None
+        if rd.truncate_from is not None:
+            storage.truncate_from(rd.truncate_from)
+        if rd.entries:
+            storage.append(rd.entries, sync=sync)
+        completed = None
+        if rd.snapshot_chunks:
+            completed = self._stage_chunks(rd, sync)
+        if rd.hard_state is not None:
+            storage.save_hard_state(rd.hard_state, sync=False)
+        return completed
+
+    def _stage_chunks(self, rd: Ready, sync: bool) -> SnapshotMeta | None:
+        completed = None
+        for chunk in rd.snapshot_chunks:
+            if chunk.offset == 0 or self._staging_fd < 0:
+                if self._staging_fd >= 0:
+                    os.close(self._staging_fd)
+                flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
+                self._staging_fd = os.open(self._staging, flags, 0o600)
+            os.pwrite(self._staging_fd, chunk.data, chunk.offset)
+            if chunk.last:
+                os.ftruncate(self._staging_fd, chunk.total_size)
+                completed = SnapshotMeta(chunk.index, chunk.term)
+        if sync and self._staging_fd >= 0:
+            os.fsync(self._staging_fd)
+        return completed
+
+    def _restore_staged(self, expected: SnapshotMeta) -> None:
+        blob = self._staging.read_bytes()
+        try:
+            meta, data = unpack_snapshot(blob)
+        except StorageError as exc:
+            log.error("raft.peer.bad_snapshot id=%s error=%s", self.id, exc)
+            return
+        if (meta.index, meta.term) != (expected.index, expected.term):
+            log.error("raft.peer.bad_snapshot id=%s reason=meta-mismatch", self.id)
+            return
+        self._staged = (meta, data)
+        if self.core.restore(meta):
+            log.info("raft.peer.install_snapshot id=%s index=%d", self.id, meta.index)
+        else:
+            self._staged = None
+
+    def _apply(self, rd: Ready) -> None:
+        sm = self.sm
+        if rd.snapshot is not None:
+            assert self._staged is not None
+            sm.restore(self._staged[1])
+            self._staged = None
+            with contextlib.suppress(OSError):
+                self._staging.unlink()
+            if self._staging_fd >= 0:
+                os.close(self._staging_fd)
+                self._staging_fd = -1
+        for entry in rd.committed_entries:
+            if entry.type is EntryType.STATE:
+                sm.apply(entry)
+            waiters = self._waiters.pop(entry.index, None)
+            if waiters:
+                for waiter in waiters:
+                    if entry.reqid == waiter.reqid:
+                        self._answer_waiter(waiter)
+                    else:
+                        self._answer_not_leader(waiter)
+            if self._config_waiters and entry.type is EntryType.CONFIG:
+                for waiter in self._config_waiters:
+                    if waiter.index == entry.index:
+                        waiter.matched = entry.reqid == waiter.reqid
+        if self._config_waiters:
+            last = rd.committed_entries[-1].index if rd.committed_entries else self.core.applied
+            self._check_config_waiters(last)
+        for rs in rd.read_states:
+            for request, args in self._reads.pop(rs.ctx, ()):
+                self._answer_query(request, args)
+        if self.pub is not None and rd.committed_entries:
+            self._broadcast(rd.committed_entries)
+
+    def _check_config_waiters(self, last: int) -> None:
+        core = self.core
+        done = not core.config.is_joint and last >= core.config_index
+        keep = []
+        for waiter in self._config_waiters:
+            if waiter.index > last:
+                keep.append(waiter)
+            elif not waiter.matched:
+                self._answer_not_leader(waiter)
+            elif done:
+                self._answer_waiter(waiter)
+            else:
+                keep.append(waiter)
+        self._config_waiters = keep
+
+    def _check_role(self) -> None:
+        core = self.core
+        state = (core.role, core.leader, core.term)
+        if state != self._role:
+            self._role = state
+            log.info(
+                "raft.peer.role id=%s role=%s term=%d leader=%s",
+                self.id,
+                core.role.value,
+                core.term,
+                core.leader,
+            )
+        if core.role is Role.LEADER:
+            if self._leader_term is None:
+                self._leader_term = core.term
+            if self._leader_term == core.term:
+                return
+        if self._leader_term is None:
+            return
+        # leadership lost: the core dropped pending proposals and reads silently
+        self._leader_term = core.term if core.role is Role.LEADER else None
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                self._answer_not_leader(waiter)
+        self._waiters.clear()
+        for waiter in self._config_waiters:
+            self._answer_not_leader(waiter)
+        self._config_waiters.clear()
+        for batch in self._reads.values():
+            for request, _ in batch:
+                self._dispatch_not_leader(request)
+        self._reads.clear()
+        for stream in self._streams.values():
+            reply = w.RequestEntriesResponse.not_leader(stream.request_id, core.leader)
+            self._reply(stream.envelope, stream.id_frame, reply)
+        self._streams.clear()
+
+    def _publish_info(self) -> None:
+        core = self.core
+        if self._listed[0] is not core.config:
+            self._listed = (core.config, [[p.id, p.url] for p in all_peers(core.config)])
+        self._info = _Info(
+            self.id,
+            core.role.value,
+            core.leader,
+            core.term,
+            core.commit,
+            core.applied,
+            core.first_index,
+            core.last_index,
+            core.snapshot.index,
+            self._listed[1],
+        )
+
+    # -- peer messages out -------------------------------------------------------------------
+
+    def _send_request(self, msg: m.Request) -> None:
+        sock = self._dealers.get(msg.to)
+        if sock is None:
+            log.debug("raft.peer.unknown_peer id=%s", msg.to)
+            return
+        msg_id = self._msg_ids.next()
+        frames = _wire_request(msg, msg_id, self.cluster).encode()
+        try:
+            sock.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            return  # not connected: the core's heartbeats/probes try again
+        now = time.monotonic()
+        out = self._out[msg.to]
+        out[msg_id] = _Out(msg, frames, now + self._rpc_timeout(msg), now + _ROUTE_TTL)
+        if len(out) > 1024:
+            out.popitem(last=False)
+
+    def _send_response(self, msg: m.Message) -> None:
+        route: _Route | None
+        if isinstance(msg, m.AppendResponse):
+            route = self._ae_routes.pop((msg.to, msg.seq), None)
+            wire: Any = w.AppendEntriesResponse(
+                0, msg.term, msg.success, msg.conflict_term, msg.conflict_index
+            )
+        elif isinstance(msg, m.VoteResponse):
+            route = self._pop_route(msg.to, "vote", msg.pre_vote)
+            wire = w.RequestVoteResponse(0, msg.term, msg.granted)
+        elif isinstance(msg, m.SnapshotResponse):
+            route = self._pop_route(msg.to, "snap", (msg.index, msg.end))
+            wire = w.InstallSnapshotResponse(0, msg.term, msg.next_offset)
+        elif isinstance(msg, m.TimeoutNowResponse):
+            route = self._pop_route(msg.to, "timeout", None)
+            wire = w.TimeoutNowResponse(0, msg.term)
+        else:
+            return
+        if route is None:
+            log.debug("raft.peer.unrouted_response to=%s type=%s", msg.to, type(msg).__name__)
+            return
+        frames = [*route.envelope, _uint(route.msg_id), *wire.encode()[1:]]
+        self.router.send_multipart(frames, zmq.NOBLOCK)
+        seen = self._seen.get(route.envelope[0])
+        if seen is not None and route.msg_id in seen:
+            seen[route.msg_id] = frames
+
+    def _pop_route(self, peer_id: str, kind: str, key: Any) -> _Route | None:
+        queue = self._fifo_routes.get((peer_id, kind))
+        if not queue:
+            return None
+        now = time.monotonic()
+        while queue:
+            route = queue.popleft()
+            if route.key == key and now - route.at < _ROUTE_TTL:
+                return route
+        return None
+
+    # -- requests in -------------------------------------------------------------------------
+
+    def _on_request(self, request: w.RouterRequest) -> None:
+        msg = request.message
+        if isinstance(msg, _PEER_REQUESTS):
+            self._on_peer_request(request, msg)
+        elif isinstance(msg, w.RequestUpdate):
+            self._on_update(request.envelope, msg.reqid, msg.data)
+        elif isinstance(msg, w.ClientDispatch):
+            self._on_dispatch(request, msg)
+        elif isinstance(msg, w.RequestEntries):
+            self._on_entries(request, msg)
+        elif isinstance(msg, w.RequestConfig):
+            core = self.core
+            peers = all_peers(core.config)
+            reply = w.RequestConfigResponse(0, core.is_leader, core.leader, peers)
+            self._reply(request.envelope, request.request_id_frame, reply)
+        elif isinstance(msg, w.RequestLogInfo):
+            self._on_log_info(request)
+        elif isinstance(msg, w.ConfigUpdate | w.InvalidConfigUpdate):
+            self._on_config_update(request, msg)
+        elif isinstance(msg, w.RequestBroadcastStateUrl):
+            url = self.broadcast if self.core.is_leader and self.pub is not None else None
+            reply = w.RequestBroadcastStateUrlResponse(0, url)
+            self._reply(request.envelope, request.request_id_frame, reply)
+
+    def _reply(self, envelope: tuple[bytes, ...], id_frame: bytes, response: Any) -> None:
+        frames = [*envelope, id_frame, *response.encode()[1:]]
+        try:
+            self.router.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            log.debug("raft.peer.reply_dropped")
+
+    def _on_peer_request(self, request: w.RouterRequest, msg: Any) -> None:
+        identity = request.envelope[0]
+        seen = self._seen.get(identity)
+        if seen is None:
+            seen = self._seen[identity] = OrderedDict()
+            if len(self._seen) > 256:
+                self._seen.popitem(last=False)
+        msg_id = msg.msg_id
+        if msg_id in seen:
+            cached = seen[msg_id]
+            if cached is not None:
+                self.router.send_multipart(cached, zmq.NOBLOCK)
+            return
+        seen[msg_id] = None
+        if len(seen) > 128:
+            seen.popitem(last=False)
+        core_msg = _core_request(msg, self.id)
+        route = _Route(request.envelope, msg_id, None, time.monotonic())
+        if isinstance(core_msg, m.AppendEntries):
+            self._ae_routes[(core_msg.frm, msg_id)] = route
+            if len(self._ae_routes) > 4096:
+                self._ae_routes.popitem(last=False)
+        else:
+            if isinstance(core_msg, m.RequestVote):
+                kind, route.key = "vote", core_msg.pre_vote
+            elif isinstance(core_msg, m.InstallSnapshot):
+                kind, route.key = "snap", (core_msg.index, core_msg.end)
+            else:
+                kind = "timeout"
+            queue = self._fifo_routes.get((core_msg.frm, kind))
+            if queue is None:
+                queue = self._fifo_routes[(core_msg.frm, kind)] = deque(maxlen=64)
+            queue.append(route)
+        self.core.step(core_msg)
+
+    def _on_update(self, envelope: tuple[bytes, ...], reqid: bytes, data: bytes) -> None:
+        core = self.core
+        try:
+            result = core.propose(data, reqid, time.time())
+        except (NotLeader, ProposalDropped) as exc:
+            leader = getattr(exc, "leader", None)
+            reply = w.RequestUpdateResponse(reqid, w.UpdateStatus.NOT_LEADER, leader=leader)
+            self._reply(envelope, reqid, reply)
+            return
+        if result.status is ProposeStatus.EXPIRED:
+            self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
+            return
+        assert result.index is not None
+        now = time.monotonic()
+        waiter = _Waiter(envelope, reqid, reqid, result.index, False, now, now)
+        if result.index <= core.applied:
+            # a resend of an update that is applied already: the entry is in our log
+            # (the core remembers reqids of entries it holds), so it is the one
+            self._answer_waiter(waiter)
+            return
+        self._waiters.setdefault(result.index, []).append(waiter)
+
+    def _on_config_update(
+        self, request: w.RouterRequest, msg: w.ConfigUpdate | w.InvalidConfigUpdate
+    ) -> None:
+        def answer(response: w.ConfigUpdateResponse) -> None:
+            self._reply(request.envelope, request.request_id_frame, response)
+
+        status = w.ConfigUpdateStatus
+        if isinstance(msg, w.InvalidConfigUpdate):
+            answer(
+                w.ConfigUpdateResponse(
+                    msg.reqid,
+                    status.ARGUMENT_ERROR,
+                    error_name=msg.error_name,
+                    error_message=msg.error_message,
+                )
+            )
+            return
+        core = self.core
+        learners = msg.learners or None
+        result = core.propose_config(msg.peers, msg.reqid, time.time(), learners=learners)
+        if result.status is ProposeStatus.NOT_LEADER:
+            answer(w.ConfigUpdateResponse(msg.reqid, status.NOT_LEADER, leader=result.leader))
+        elif result.status is ProposeStatus.ARGUMENT_ERROR:
+            answer(
+                w.ConfigUpdateResponse(
+                    msg.reqid,
+                    status.ARGUMENT_ERROR,
+                    error_name="ValueError",
+                    error_message=result.error or "",
+                )
+            )
+        elif result.status is ProposeStatus.BUSY:
+            answer(w.ConfigUpdateResponse(msg.reqid, status.BUSY))
+        elif result.status is ProposeStatus.EXPIRED:
+            answer(w.ConfigUpdateResponse(msg.reqid, status.EXPIRED))
+        else:
+            assert result.index is not None
+            now = time.monotonic()
+            waiter = _Waiter(
+                request.envelope, request.request_id_frame, msg.reqid, result.index, True, now, now
+            )
+            if result.index <= core.applied:
+                waiter.matched = True  # a resend: the core knows that reqid at that index
+            self._config_waiters.append(waiter)
+            if result.index <= core.applied:
+                self._check_config_waiters(core.applied)
+            answer(w.ConfigUpdateResponse(msg.reqid, status.ACCEPTED))
+
+    def _answer_waiter(self, waiter: _Waiter, pending: bool = False) -> None:
+        if not waiter.config:  # RequestUpdate: true [+ the LOG INDEX], built directly
+            tail = [_TRUE] if pending else [_TRUE, encode_json(waiter.index)]
+            try:
+                self.router.send_multipart([*waiter.envelope, waiter.id_frame, *tail], zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+            return
+        index = None if pending else waiter.index
+        reply = w.ConfigUpdateResponse(waiter.reqid, w.ConfigUpdateStatus.ACCEPTED, index=index)
+        self._reply(waiter.envelope, waiter.id_frame, reply)
+
+    def _answer_not_leader(self, waiter: _Waiter) -> None:
+        leader = self.core.leader if self.core.leader != self.id else None
+        if waiter.config:
+            reply: Any = w.ConfigUpdateResponse(
+                waiter.reqid, w.ConfigUpdateStatus.NOT_LEADER, leader=leader
+            )
+        else:
+            reply = w.RequestUpdateResponse(waiter.reqid, w.UpdateStatus.NOT_LEADER, leader=leader)
+        self._reply(waiter.envelope, waiter.id_frame, reply)
+
+    def _on_log_info(self, request: w.RouterRequest) -> None:
+        core = self.core
+        reply = w.RequestLogInfoResponse(
+            0,
+            core.is_leader,
+            core.leader,
+            core.term,
+            core.first_index,
+            core.applied,
+            core.commit,
+            core.last_index,
+            self._snapshot_size,
+            core.snapshot.index,
+        )
+        self._reply(request.envelope, request.request_id_frame, reply)
+
+    # -- ClientDispatch: RI / RL -------------------------------------------------------------
+
+    def _on_dispatch(self, request: w.RouterRequest, msg: w.ClientDispatch) -> None:
+        if msg.type == DISPATCH_READ_INDEX:
+            if not self.core.is_leader:
+                self._dispatch_not_leader(request)
+                return
+            self._read_batch.append((request, msg.args))
+        elif msg.type == DISPATCH_LOCAL_READ:
+            self._answer_query(request, msg.args)
+        else:
+            self._dispatch_reply(request, DispatchStatus.ERROR, f"unknown type {msg.type!r}")
+
+    def _flush_reads(self) -> None:
+        """One ReadIndex round for every ``RI`` request of this loop turn."""
+        if not self._read_batch:
+            return
+        batch, self._read_batch = self._read_batch, []
+        self._read_ctx += 1
+        ctx = self._read_ctx.to_bytes(8, "big")
+        try:
+            self.core.read_index(ctx)
+        except NotLeader:
+            for request, _ in batch:
+                self._dispatch_not_leader(request)
+            return
+        self._reads[ctx] = batch
+
+    def _answer_query(self, request: w.RouterRequest, args: Sequence[bytes]) -> None:
+        try:
+            result = self.sm.query(args)
+        except Exception as exc:  # the state machine's problem, answered to its client
+            self._dispatch_reply(request, DispatchStatus.ERROR, str(exc) or type(exc).__name__)
+            return
+        self._dispatch_reply(request, DispatchStatus.OK, self.core.applied, result)
+
+    def _dispatch_not_leader(self, request: w.RouterRequest) -> None:
+        leader = self.core.leader if self.core.leader != self.id else None
+        self._dispatch_reply(request, DispatchStatus.NOT_LEADER, leader)
+
+    def _dispatch_reply(
+        self, request: w.RouterRequest, status: int, meta: Any, result: Sequence[bytes] = ()
+    ) -> None:
+        frames = [
+            *request.envelope,
+            request.request_id_frame,
+            _uint(status),
+            encode_json(meta),
+            *result,
+        ]
+        try:
+            self.router.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            pass
+
+    # -- RequestEntries ----------------------------------------------------------------------
+
+    def _on_entries(self, request: w.RouterRequest, msg: w.RequestEntries) -> None:
+        core = self.core
+        key = (request.envelope, msg.request_id)
+        stream = self._streams.get(key)
+        if not core.is_leader:
+            self._streams.pop(key, None)
+            reply = w.RequestEntriesResponse.not_leader(msg.request_id, core.leader)
+            self._reply(request.envelope, request.request_id_frame, reply)
+            return
+        now = time.monotonic()
+        if stream is not None:
+            stream.touched = now
+            if msg.is_stop:
+                del self._streams[key]
+                return
+            stream.inflight = max(0, stream.inflight - 1)
+            if stream.done:
+                if stream.inflight == 0:
+                    del self._streams[key]  # every follow-up is in
+                return
+        else:
+            if msg.is_stop or len(self._streams) >= self.options.max_streams:
+                return
+            end = None if msg.count is None else msg.prev_index + msg.count
+            stream = _Stream(
+                request.envelope, request.request_id_frame, msg.request_id, msg.prev_index, end, now
+            )
+            self._streams[key] = stream
+        self._fill_stream(stream)
+
+    def _fill_stream(self, stream: _Stream) -> None:
+        """Send until ``request_entries_pipeline`` responses await their follow-ups. The
+        last response (status 1) gets none: once the follow-ups of all before it are in,
+        the stream is gone."""
+        opts = self.options
+        while stream.inflight < opts.request_entries_pipeline and not stream.done:
+            reply = self._next_entries(stream)
+            self._reply(stream.envelope, stream.id_frame, reply)
+            if not stream.done:
+                stream.inflight += 1
+        if stream.done and stream.inflight == 0:
+            self._streams.pop((stream.envelope, stream.request_id), None)
+
+    def _next_entries(self, stream: _Stream) -> w.RequestEntriesResponse:
+        core = self.core
+        opts = self.options
+        if stream.snap_index is not None or stream.prev < core.first_index - 1:
+            meta = self.storage.snapshot_meta
+            if stream.snap_index != meta.index:
+                stream.snap_index, stream.snap_offset = meta.index, 0  # (re)start
+            data = self._snapshot_data()[1]
+            offset = stream.snap_offset
+            chunk = data[offset : offset + opts.snapshot_chunk_size]
+            stream.snap_offset += len(chunk)
+            if stream.snap_offset >= len(data):
+                stream.prev, stream.snap_index = meta.index, None
+            return w.RequestEntriesResponse.snapshot_chunk(
+                stream.request_id, meta.index, meta.term, offset, len(data), chunk
+            )
+        # applied entries only: committed, and durable here (a one-voter leader's commit
+        # index runs ahead of its own fsync until the Ready is persisted)
+        hi = core.applied if stream.end is None else min(core.applied, stream.end)
+        lo = stream.prev + 1
+        entries: list[Entry] = []
+        if lo <= hi:
+            entries = core.entries(lo, min(hi, lo + opts.request_entries_batch - 1))
+            size = 0
+            for k, entry in enumerate(entries):
+                size += len(entry.data) + 20
+                if size > opts.request_entries_bytes and k > 0:
+                    entries = entries[:k]
+                    break
+        last_index = stream.prev + len(entries)
+        stream.prev = last_index
+        stream.done = last_index >= hi
+        return w.RequestEntriesResponse.batch(
+            stream.request_id, last_index, entries, last=stream.done
+        )
+
+    # -- snapshots ---------------------------------------------------------------------------
+
+    def _snapshot_data(self) -> tuple[int, bytes]:
+        meta = self.storage.snapshot_meta
+        cache = self._snap_cache
+        if cache is None or cache[0] != meta.index:
+            data = self.storage.snapshot_data() or b""
+            cache = self._snap_cache = (meta.index, data, None)
+        return cache[0], cache[1]
+
+    def _read_snapshot(self, index: int, offset: int, limit: int) -> tuple[bytes, int] | None:
+        meta = self.storage.snapshot_meta
+        if meta.index != index or index == 0:
+            return None
+        self._snapshot_data()
+        assert self._snap_cache is not None
+        cached_index, data, blob = self._snap_cache
+        if blob is None:
+            blob = pack_snapshot(meta, data)
+            self._snap_cache = (cached_index, data, blob)
+        return blob[offset : offset + limit], len(blob)
+
+    def _maybe_snapshot(self) -> None:
+        every = self.options.snapshot_every
+        core = self.core
+        if every <= 0 or core.applied - self.storage.snapshot_meta.index < every:
+            return
+        applied = core.applied
+        meta = core.snapshot_meta(applied)
+        data = self.sm.snapshot()
+        self.storage.save_snapshot(meta, data)
+        self._snapshot_size = len(data)
+        self._snap_cache = (meta.index, data, None)
+        upto = max(applied - self.options.keep_entries, core.first_index - 1)
+        if upto >= self.storage.first_index:
+            self.storage.compact(upto)
+        core.compact(upto, meta)
+        log.info("raft.peer.snapshot id=%s index=%d compacted=%d", self.id, applied, upto)
+
+    def _broadcast(self, entries: Sequence[Entry]) -> None:
+        assert self.pub is not None
+        self._last_broadcast = time.monotonic()
+        message = w.StateBroadcast(self.cluster, self.core.term, self.core.applied, tuple(entries))
+        with contextlib.suppress(zmq.Again):
+            self.pub.send_multipart(message.encode(), zmq.NOBLOCK)
+
+
+# -- core <-> wire ----------------------------------------------------------------------------
+
+
+def _wire_request(msg: m.Request, msg_id: int, cluster: bytes) -> Any:
+    if isinstance(msg, m.AppendEntries):
+        return w.AppendEntries(
+            msg_id,
+            cluster,
+            msg.frm,
+            msg.term,
+            msg.prev_index,
+            msg.prev_term,
+            msg.commit,
+            msg.entries,
+        )
+    if isinstance(msg, m.RequestVote):
+        return w.RequestVote(
+            msg_id,
+            cluster,
+            msg.frm,
+            msg.term,
+            msg.last_index,
+            msg.last_term,
+            msg.pre_vote,
+            msg.transfer,
+        )
+    if isinstance(msg, m.InstallSnapshot):
+        return w.InstallSnapshot(
+            msg_id,
+            cluster,
+            msg.frm,
+            msg.term,
+            msg.index,
+            msg.term_of_index,
+            msg.offset,
+            msg.total_size,
+            msg.chunk,
+        )
+    return w.TimeoutNow(msg_id, cluster, msg.frm, msg.term)
+
+
+def _core_request(msg: Any, me: str) -> m.Request:
+    if isinstance(msg, w.AppendEntries):
+        # ``seq`` is not on the wire; the message id rides in it so that the core's
+        # answer (which echoes it) finds its way back to this request
+        return m.AppendEntries(
+            msg.leader,
+            me,
+            msg.term,
+            msg.prev_index,
+            msg.prev_term,
+            msg.commit,
+            msg.entries,
+            msg.msg_id,
+        )
+    if isinstance(msg, w.RequestVote):
+        return m.RequestVote(
+            msg.candidate,
+            me,
+            msg.term,
+            msg.last_log_index,
+            msg.last_log_term,
+            msg.pre_vote,
+            msg.transfer,
+        )
+    if isinstance(msg, w.InstallSnapshot):
+        return m.InstallSnapshot(
+            msg.leader,
+            me,
+            msg.term,
+            msg.last_index,
+            msg.last_term,
+            msg.offset,
+            msg.total_size,
+            msg.chunk,
+        )
+    return m.TimeoutNow(msg.leader, me, msg.term)
+
+
+def _core_response(resp: Any, frm: str, me: str) -> m.Message:
+    if isinstance(resp, w.AppendEntriesResponse):
+        return m.AppendResponse(
+            frm, me, resp.term, resp.success, resp.conflict_term, resp.conflict_index
+        )
+    if isinstance(resp, w.RequestVoteResponse):
+        return m.VoteResponse(frm, me, resp.term, resp.granted)
+    if isinstance(resp, w.InstallSnapshotResponse):
+        return m.SnapshotResponse(frm, me, resp.term, resp.next_offset)
+    if isinstance(resp, w.TimeoutNowResponse):
+        return m.TimeoutNowResponse(frm, me, resp.term)
+    raise RaftWireError(f"unexpected response {type(resp).__name__}")

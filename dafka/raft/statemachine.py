@@ -1,0 +1,203 @@
+"""State machines driven by the Raft peer (:mod:`dafka.raft.peer`).
+
+The peer applies committed log entries to a :class:`StateMachine`, snapshots it for
+log compaction, restores it from a snapshot (at start and after an InstallSnapshot)
+and hands it read-only queries (ClientDispatch ``RI`` / ``RL``, see
+:mod:`dafka.raft.peer`). Everything runs on the peer's one loop thread: a state
+machine needs no locking.
+
+Contract
+--------
+* :meth:`StateMachine.apply` sees every committed ``STATE`` entry exactly once per
+  life of the object, in log order (CONFIG and CHECKPOINT entries are the peer's
+  business). It must be deterministic: every peer applies the same entries and must
+  reach the same state. Its result is ignored by the wire (RequestUpdate answers
+  with the log index); it is there for embedding.
+* :meth:`StateMachine.snapshot` returns the whole state as bytes; after
+  :meth:`StateMachine.restore` with those bytes the machine behaves as if it had
+  applied the same entries.
+* Deduplication. The Raft core recognises a resent RequestUpdate (same reqid) while
+  the original entry is still in its log, but not once it was compacted into a
+  snapshot: a client that resends across a restart and a compaction may get its
+  update appended twice. A state machine whose commands are not idempotent must skip
+  an entry whose ``reqid`` it has applied before, and carry the recent reqids in its
+  snapshots, as :class:`KvStateMachine` does.
+* :meth:`StateMachine.query` answers a read (frames in, frames out) without changing
+  the state.
+
+:class:`KvStateMachine` is a small key/value map used by tests and benchmarks
+(the cluster metadata machine is a separate implementation of the same protocol).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import msgpack  # type: ignore[import-untyped]
+
+from ..errors import WireError
+from .reqid import REQUEST_ID_TTL, reqid_time
+from .types import ZERO_REQID, Entry, EntryType
+
+__all__ = [
+    "KvStateMachine",
+    "StateMachine",
+    "decode_value",
+    "del_command",
+    "dump_query",
+    "get_query",
+    "put_command",
+]
+
+
+@runtime_checkable
+class StateMachine(Protocol):
+    """What the Raft peer drives; see the module docstring for the contract."""
+
+    def apply(self, entry: Entry) -> Any:
+        """Apply one committed STATE entry (in log order)."""
+        ...
+
+    def snapshot(self) -> bytes:
+        """The whole state, for a snapshot at the last applied entry."""
+        ...
+
+    def restore(self, data: bytes) -> None:
+        """Replace the whole state by a snapshot made by :meth:`snapshot`."""
+        ...
+
+    def query(self, args: Sequence[bytes]) -> list[bytes]:
+        """Answer a read; must not change the state."""
+        ...
+
+
+# -- the KV machine ---------------------------------------------------------------------------
+
+
+def _pack(value: Any) -> bytes:
+    return bytes(msgpack.packb(value, use_bin_type=True))
+
+
+def _unpack(data: bytes) -> Any:
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises many types
+        raise WireError(f"bad MessagePack: {type(exc).__name__}") from exc
+
+
+def put_command(key: str, value: Any) -> bytes:
+    """RequestUpdate data that sets ``key`` to ``value`` (any MessagePack value)."""
+    return _pack(["put", key, value])
+
+
+def del_command(key: str) -> bytes:
+    """RequestUpdate data that removes ``key``."""
+    return _pack(["del", key])
+
+
+def get_query(key: str) -> list[bytes]:
+    """Query frames reading ``key``; the answer decodes with :func:`decode_value`."""
+    return [b"get", key.encode()]
+
+
+def dump_query() -> list[bytes]:
+    """Query frames reading the whole map (tests)."""
+    return [b"dump"]
+
+
+def decode_value(frames: Sequence[bytes]) -> Any:
+    """The value in the answer to :func:`get_query` or :func:`dump_query`."""
+    if len(frames) != 1:
+        raise WireError(f"a KV answer has 1 frame, got {len(frames)}")
+    return _unpack(frames[0])
+
+
+class KvStateMachine:
+    """A map of str keys to MessagePack values, deduplicating updates by reqid.
+
+    Commands (RequestUpdate data, MessagePack): ``["put", key, value]`` and
+    ``["del", key]`` (see :func:`put_command`, :func:`del_command`); anything else is
+    applied as a no-op (every peer ignores it the same way). Queries:
+    ``[b"get", key]`` → ``[msgpack(value or nil)]``, ``[b"dump"]`` → ``[msgpack(map)]``.
+
+    Dedup: the reqids of applied entries are remembered until they are
+    ``dedup_ttl`` seconds older than the newest one applied (by the time encoded in
+    the reqid, so every peer forgets the same ids at the same entry); an entry whose
+    reqid is remembered is skipped. The peer refuses RequestUpdates whose reqid is
+    older than the request TTL (8 hours), so the default window covers every resend it
+    would still accept. Snapshots carry the remembered reqids.
+    """
+
+    def __init__(self, dedup_ttl: float = REQUEST_ID_TTL) -> None:
+        self.dedup_ttl = dedup_ttl
+        self.kv: dict[str, Any] = {}
+        self.seen: OrderedDict[bytes, int] = OrderedDict()
+        """reqid -> its time (seconds), oldest first."""
+        self.newest = 0
+        self.applied_count = 0
+        self.skipped = 0
+
+    def apply(self, entry: Entry) -> Any:
+        if entry.type is not EntryType.STATE:
+            return None
+        if entry.reqid != ZERO_REQID:
+            if entry.reqid in self.seen:
+                self.skipped += 1
+                return None
+            stamp = reqid_time(entry.reqid)
+            self.seen[entry.reqid] = stamp
+            self.newest = max(self.newest, stamp)
+            self._forget_old()
+        self.applied_count += 1
+        try:
+            op = _unpack(entry.data)
+        except WireError:
+            return None
+        if not isinstance(op, list) or len(op) < 2 or not isinstance(op[1], str):
+            return None
+        if op[0] == "put" and len(op) == 3:
+            previous = self.kv.get(op[1])
+            self.kv[op[1]] = op[2]
+            return previous
+        if op[0] == "del" and len(op) == 2:
+            return self.kv.pop(op[1], None)
+        return None
+
+    def _forget_old(self) -> None:
+        horizon = self.newest - self.dedup_ttl
+        seen = self.seen
+        while seen:
+            reqid, stamp = next(iter(seen.items()))
+            if stamp > horizon:
+                return
+            del seen[reqid]
+
+    def snapshot(self) -> bytes:
+        return _pack(
+            {
+                "kv": self.kv,
+                "seen": [[reqid, stamp] for reqid, stamp in self.seen.items()],
+                "newest": self.newest,
+                "applied": self.applied_count,
+            }
+        )
+
+    def restore(self, data: bytes) -> None:
+        obj = _unpack(data)
+        if not isinstance(obj, dict) or not isinstance(obj.get("kv"), dict):
+            raise WireError("not a KvStateMachine snapshot")
+        self.kv = dict(obj["kv"])
+        self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
+        self.newest = int(obj.get("newest", 0))
+        self.applied_count = int(obj.get("applied", 0))
+
+    def query(self, args: Sequence[bytes]) -> list[bytes]:
+        if not args:
+            raise WireError("empty KV query")
+        if args[0] == b"get" and len(args) == 2:
+            return [_pack(self.kv.get(args[1].decode(errors="replace")))]
+        if args[0] == b"dump" and len(args) == 1:
+            return [_pack(self.kv)]
+        raise WireError(f"unknown KV query {bytes(args[0])!r}")
