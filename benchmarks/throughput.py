@@ -1,15 +1,33 @@
-"""Throughput of the rfc46 profile against raw pyzmq PUB/SUB, measured in one run.
+"""Throughput and latency of a wire profile against raw pyzmq PUB/SUB, measured in one run.
 
-    python -m benchmarks.throughput [--records N] [--size 100]
+    python -m benchmarks.throughput [--profile signed|rfc46] [--records N] [--size 100]
+                                    [--api many|one] [--consume records|batches]
+                                    [--latency-rate 10000]
+                                    [--latency-seconds 10]
+                                    [--phases baseline,acked,live,catch_up,latency]
+                                    [--pyspy DIR]
 
-Phases (each a fresh topic on one tower and one store, fsync on):
+Phases (one tower and one store, fsync on, each phase a fresh topic):
 
-* baseline   raw pyzmq PUB → SUB in another process, N messages of SIZE bytes
-* acked      a Producer sends N records; time until every one is acknowledged
-* live       the same with a live consumer in another process; records/s delivered
+* baseline   raw pyzmq PUB -> SUB in another process, N messages of SIZE bytes
+* acked      a Producer sends N records; time until every one is durable (store-ACKed)
+* live       the same with a live consumer in another process (verifying every
+             batch under ``signed``); records/s delivered
 * catch-up   a consumer started afterwards reads all N from the store
+* latency    records at ``--latency-rate`` per second for ``--latency-seconds``,
+             each stamped with the send time (``time.monotonic_ns``, one clock for
+             every process on the machine); produce-to-consume p50/p99, beside raw
+             PUB/SUB at the same rate
 
-Prints a table and writes JSON to benchmarks/results/throughput-<time>.json.
+``--api many`` sends with ``Producer.send_many`` (chunks of 10,000 records, one
+future each), ``--api one`` with ``Producer.send`` (one future per record).
+``--consume records`` reads with ``Consumer.poll_batch`` (a ConsumedRecord per
+record), ``--consume batches`` with ``Consumer.poll_batches`` (verified columns).
+``--pyspy DIR`` records a py-spy profile (``-f raw``) of the store, the
+producer (this process) and the consumers; ``python -m benchmarks.profile DIR``
+sums up their leaf frames.
+
+Prints a table and writes JSON to benchmarks/results/throughput-<profile>-<time>.json.
 """
 
 from __future__ import annotations
@@ -18,10 +36,14 @@ import argparse
 import json
 import os
 import platform
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import zmq
@@ -30,6 +52,8 @@ from dafka import Producer
 from tests.procs import StoreProc, Tower
 
 RESULTS = Path(__file__).resolve().parent / "results"
+CHUNK = 10_000
+_STAMP = struct.Struct(">Q")
 
 
 def _worker(*args: str) -> subprocess.Popen[str]:
@@ -47,59 +71,173 @@ def _ready(p: subprocess.Popen[str]) -> None:
         raise RuntimeError(f"worker did not start: {line!r}")
 
 
-def _result(p: subprocess.Popen[str], timeout: float = 600) -> dict[str, float]:
+def _result(p: subprocess.Popen[str], timeout: float = 900) -> dict[str, float]:
     out, _ = p.communicate(timeout=timeout)
     return json.loads(out.strip().splitlines()[-1])
 
 
-def baseline(n: int, size: int) -> dict[str, float]:
+@contextmanager
+def pyspy(directory: Path | None, name: str, pid: int) -> Iterator[None]:
+    """Record a py-spy raw profile of ``pid`` while the block runs (if ``directory``)."""
+    if directory is None:
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    spy = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "py-spy"),
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            "250",
+            "--nonblocking",
+            "--threads",
+            "-f",
+            "raw",
+            "-o",
+            str(directory / f"{name}.raw"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.5)  # let it attach
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        try:
+            spy.wait(30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+
+
+# ------------------------------------------------------------------ baselines
+
+
+def _raw_pub(n: int, size: int, latency: bool = False) -> tuple[zmq.Socket, subprocess.Popen]:
     ctx = zmq.Context.instance()
     pub = ctx.socket(zmq.XPUB)
     pub.setsockopt(zmq.SNDHWM, 0)
     port = pub.bind_to_random_port("tcp://127.0.0.1")
-    worker = _worker("raw-sub", "--endpoint", f"tcp://127.0.0.1:{port}", "--count", str(n))
+    args = ["raw-sub", "--endpoint", f"tcp://127.0.0.1:{port}", "--count", str(n)]
+    worker = _worker(*args, *(["--latency"] if latency else []))
     _ready(worker)
     # an XPUB hears the SUB's subscription: only then is the path open
     if not pub.poll(30_000, zmq.POLLIN):
         raise RuntimeError("baseline subscriber never subscribed")
     pub.recv()
+    return pub, worker
+
+
+_HEADER = b"M" + b"bench" + b"\0\x01" + b"\x20" + b"A" * 32 + b"\x05bench" + bytes(8)
+
+
+def baseline(n: int, size: int) -> dict[str, float]:
+    pub, worker = _raw_pub(n, size)
     payload = b"x" * size
-    header = b"M" + b"bench" + b"\0\x01" + b"\x20" + b"A" * 32 + b"\x05bench" + bytes(8)
     t0 = time.perf_counter()
     for _ in range(n):
-        pub.send_multipart([header, payload])
+        pub.send_multipart([_HEADER, payload])
     r = _result(worker)
     pub.close(0)
     return {"records": n, "seconds": r["last"] - t0, "rate": n / (r["last"] - t0)}
 
 
-def acked(tower: str, topic: str, n: int, size: int) -> dict[str, float]:
+def _paced(rate: float, seconds: float) -> Iterator[int]:
+    """Yield how many records are due now, keeping to ``rate`` per second."""
+    total = int(rate * seconds)
+    sent = 0
+    t0 = time.perf_counter()
+    while sent < total:
+        due = min(total, int((time.perf_counter() - t0) * rate) + 1)
+        if due > sent:
+            yield due - sent
+            sent = due
+        else:
+            time.sleep(0.0002)
+
+
+def _stamped(size: int) -> bytes:
+    return _STAMP.pack(time.monotonic_ns()) + b"x" * (size - 8)
+
+
+def baseline_latency(rate: float, seconds: float, size: int) -> dict[str, float]:
+    n = int(rate * seconds)
+    pub, worker = _raw_pub(n, size, latency=True)
+    for due in _paced(rate, seconds):
+        for _ in range(due):
+            pub.send_multipart([_HEADER, _stamped(size)])
+    r = _result(worker)
+    pub.close(0)
+    return {k: v for k, v in r.items() if k.endswith("_us")} | {"records": n, "rate": rate}
+
+
+# ------------------------------------------------------------------ dafka phases
+
+
+def _send(producer: Producer, n: int, payload: bytes, api: str) -> None:
+    if api == "many":
+        chunk = [payload] * CHUNK
+        for start in range(0, n, CHUNK):
+            producer.send_many(chunk if n - start >= CHUNK else chunk[: n - start])
+    else:
+        send = producer.send
+        for _ in range(n):
+            send(payload)
+
+
+def acked(
+    tower: str, topic: str, n: int, size: int, profile: str, api: str, spy: Path | None
+) -> dict[str, float]:
     payload = b"x" * size
-    with Producer(topic, towers=tower) as producer:
+    with Producer(topic, towers=tower, profile=profile, trust_any_store=True) as producer:  # type: ignore[arg-type]
         warm = producer.send(b"warm-up")
         warm.result(timeout=30)  # the store is connected: exclude discovery from timing
-        t0 = time.perf_counter()
-        for _ in range(n):
-            producer.send(payload)
-        producer.flush(timeout=600)
-        t1 = time.perf_counter()
+        with pyspy(spy, "producer-acked", os.getpid()):
+            t0 = time.perf_counter()
+            _send(producer, n, payload, api)
+            producer.flush(timeout=900)
+            t1 = time.perf_counter()
     return {"records": n, "seconds": t1 - t0, "rate": n / (t1 - t0)}
 
 
-def live(tower: str, topic: str, n: int, size: int) -> dict[str, float]:
+CONSUME = "records"
+
+
+def _consumer(tower: str, topic: str, count: int, profile: str, *extra: str) -> subprocess.Popen:
+    if CONSUME == "batches":
+        extra = (*extra, "--batches")
+    return _worker(
+        "consume",
+        "--tower",
+        tower,
+        "--topic",
+        topic,
+        "--count",
+        str(count),
+        "--profile",
+        profile,
+        *extra,
+    )
+
+
+def live(
+    tower: str, topic: str, n: int, size: int, profile: str, api: str, spy: Path | None
+) -> dict[str, float]:
     payload = b"x" * size
-    consumer = _worker("consume", "--tower", tower, "--topic", topic, "--count", str(n + 1))
+    consumer = _consumer(tower, topic, n + 1, profile)
     _ready(consumer)
-    with Producer(topic, towers=tower) as producer:
+    with Producer(topic, towers=tower, profile=profile, trust_any_store=True) as producer:  # type: ignore[arg-type]
         # the consumer is subscribed once it receives our warm-up record
         producer.send(b"warm-up").result(timeout=30)
         time.sleep(1.5)  # discovery settles (beacon interval 1 s); excluded from timing
-        t0 = time.perf_counter()
-        for _ in range(n):
-            producer.send(payload)
-        producer.flush(timeout=600)
-        t_acked = time.perf_counter()
-    r = _result(consumer)
+        with pyspy(spy, "producer-live", os.getpid()), pyspy(spy, "consumer-live", consumer.pid):
+            t0 = time.perf_counter()
+            _send(producer, n, payload, api)
+            producer.flush(timeout=900)
+            t_acked = time.perf_counter()
+            r = _result(consumer)
     delivered = r["count"] - 1
     seconds = r["last"] - t0
     return {
@@ -110,12 +248,11 @@ def live(tower: str, topic: str, n: int, size: int) -> dict[str, float]:
     }
 
 
-def catch_up(tower: str, topic: str, n: int) -> dict[str, float]:
-    consumer = _worker(
-        "consume", "--tower", tower, "--topic", topic, "--count", str(n), "--reset", "earliest"
-    )
+def catch_up(tower: str, topic: str, n: int, profile: str, spy: Path | None) -> dict[str, float]:
+    consumer = _consumer(tower, topic, n, profile, "--reset", "earliest")
     _ready(consumer)
-    r = _result(consumer)
+    with pyspy(spy, "consumer-catch-up", consumer.pid):
+        r = _result(consumer)
     seconds = r["last"] - r["first"]
     return {
         "records": r["count"],
@@ -125,50 +262,132 @@ def catch_up(tower: str, topic: str, n: int) -> dict[str, float]:
     }
 
 
+def latency(
+    tower: str, topic: str, rate: float, seconds: float, size: int, profile: str
+) -> dict[str, float]:
+    n = int(rate * seconds)
+    consumer = _consumer(tower, topic, n + 1, profile, "--latency")
+    _ready(consumer)
+    with Producer(topic, towers=tower, profile=profile, trust_any_store=True) as producer:  # type: ignore[arg-type]
+        producer.send(b"warm-up").result(timeout=30)
+        time.sleep(1.5)
+        send = producer.send
+        for due in _paced(rate, seconds):
+            for _ in range(due):
+                send(_stamped(size))
+        producer.flush(timeout=120)
+        r = _result(consumer)
+    return {k: v for k, v in r.items() if k.endswith("_us")} | {"records": n, "rate": rate}
+
+
+# ------------------------------------------------------------------ main
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--profile", choices=["signed", "rfc46"], default="signed")
+    ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--api", choices=["many", "one"], default="many")
+    ap.add_argument("--consume", choices=["records", "batches"], default="records")
+    ap.add_argument("--latency-rate", type=float, default=10_000)
+    ap.add_argument("--latency-seconds", type=float, default=10)
+    ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
+    ap.add_argument(
+        "--phases",
+        default="baseline,acked,live,catch_up,latency",
+        help="comma-separated subset of the phases to run (catch_up needs acked)",
+    )
     args = ap.parse_args()
-    n, size = args.records, args.size
+    phases = set(args.phases.split(","))
+    global CONSUME
+    CONSUME = args.consume
+    n, size, profile, api = args.records, args.size, args.profile, args.api
+    if size < 8:
+        ap.error("--size must be at least 8 (the latency phase stamps values)")
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
     results: dict[str, object] = {
-        "benchmark": "throughput-rfc46",
+        "benchmark": f"throughput-{profile}",
+        "profile": profile,
+        "api": api,
+        "consume": args.consume,
         "records": n,
         "record_size": size,
+        "fsync": True,
+        "stores": 1,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "load_average_at_start": load,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    print(f"baseline: raw pyzmq PUB/SUB, {n} x {size} B ...", file=sys.stderr)
-    base = baseline(n, size)
+    base = {"records": 0, "seconds": 0.0, "rate": float("nan")}
+    if "baseline" in phases:
+        print(f"baseline: raw pyzmq PUB/SUB, {n} x {size} B ...", file=sys.stderr)
+        base = baseline(n, size)
     results["baseline"] = base
     tower = Tower()
     with tempfile.TemporaryDirectory() as tmp:
-        store = StoreProc(Path(tmp) / "store", tower.address)
+        store = StoreProc(Path(tmp) / "store", tower.address, "--profile", profile)
         try:
-            print("acked: producer → store (fsync) ...", file=sys.stderr)
-            results["acked"] = acked(tower.address, "bench-acked", n, size)
-            print("live: producer → store + live consumer ...", file=sys.stderr)
-            results["live"] = live(tower.address, "bench-live", n, size)
-            print("catch-up: consumer from the beginning ...", file=sys.stderr)
-            results["catch_up"] = catch_up(tower.address, "bench-acked", n + 1)
+            with pyspy(args.pyspy, "store", store.proc.p.pid):
+                if "acked" in phases:
+                    print(f"acked: producer -> store (fsync), {profile}, {api}", file=sys.stderr)
+                    results["acked"] = acked(
+                        tower.address, "bench-acked", n, size, profile, api, None
+                    )
+                if "live" in phases:
+                    print("live: producer -> store + live consumer ...", file=sys.stderr)
+                    results["live"] = live(
+                        tower.address, "bench-live", n, size, profile, api, args.pyspy
+                    )
+            if "catch_up" in phases and "acked" in phases:
+                print("catch-up: consumer from the beginning ...", file=sys.stderr)
+                results["catch_up"] = catch_up(
+                    tower.address, "bench-acked", n + 1, profile, args.pyspy
+                )
+            if "latency" in phases:
+                print(
+                    f"latency: {args.latency_rate:g} records/s for {args.latency_seconds:g} s",
+                    file=sys.stderr,
+                )
+                results["latency"] = latency(
+                    tower.address,
+                    "bench-latency",
+                    args.latency_rate,
+                    args.latency_seconds,
+                    size,
+                    profile,
+                )
+                results["latency_baseline"] = baseline_latency(
+                    args.latency_rate, args.latency_seconds, size
+                )
         finally:
             store.kill()
             tower.stop()
-    for phase in ("acked", "live", "catch_up"):
+    ran = [p for p in ("acked", "live", "catch_up") if p in results]
+    for phase in ran:
         r = results[phase]
         assert isinstance(r, dict)
         r["ratio_to_baseline"] = r["rate"] / base["rate"]
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"throughput-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = RESULTS / f"throughput-{profile}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
     print(f"\n{'phase':<10} {'records/s':>12} {'vs raw PUB/SUB':>16}", file=sys.stderr)
     print(f"{'baseline':<10} {base['rate']:>12,.0f} {1.0:>16.3f}", file=sys.stderr)
-    for phase in ("acked", "live", "catch_up"):
+    for phase in ran:
         r = results[phase]
         assert isinstance(r, dict)
         print(f"{phase:<10} {r['rate']:>12,.0f} {r['ratio_to_baseline']:>16.3f}", file=sys.stderr)
+    lat, raw = results.get("latency", {}), results.get("latency_baseline", {})
+    assert isinstance(lat, dict) and isinstance(raw, dict)
+    print(
+        f"latency at {args.latency_rate:,.0f}/s: p50 {lat.get('p50_us', 0):,.0f} us, "
+        f"p99 {lat.get('p99_us', 0):,.0f} us (raw PUB/SUB p50 {raw.get('p50_us', 0):,.0f} us, "
+        f"p99 {raw.get('p99_us', 0):,.0f} us)",
+        file=sys.stderr,
+    )
     print(f"JSON: {out}", file=sys.stderr)
 
 

@@ -4,14 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import struct
 import sys
 import time
 
 import zmq
 
+_STAMP = struct.Struct(">Q")
 
-def raw_sub(endpoint: str, count: int) -> dict[str, float]:
-    """Baseline receiver: a plain pyzmq SUB counting messages."""
+
+def _percentiles(latencies_ns: list[int]) -> dict[str, float]:
+    """p50 / p99 / p99.9 / max in microseconds."""
+    if not latencies_ns:
+        return {}
+    ordered = sorted(latencies_ns)
+    n = len(ordered)
+
+    def at(q: float) -> float:
+        return ordered[min(n - 1, int(q * n))] / 1000.0
+
+    return {"p50_us": at(0.50), "p99_us": at(0.99), "p999_us": at(0.999), "max_us": at(1.0)}
+
+
+def raw_sub(endpoint: str, count: int, latency: bool) -> dict[str, object]:
+    """Baseline receiver: a plain pyzmq SUB counting messages (and their latency)."""
     ctx = zmq.Context.instance()
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.RCVHWM, 0)
@@ -20,30 +36,67 @@ def raw_sub(endpoint: str, count: int) -> dict[str, float]:
     print(json.dumps({"ready": True}), flush=True)
     first = 0.0
     got = 0
+    lat: list[int] = []
     while got < count:
-        sub.recv_multipart()
+        frames = sub.recv_multipart()
+        if latency:
+            lat.append(time.monotonic_ns() - _STAMP.unpack_from(frames[1])[0])
         if got == 0:
             first = time.perf_counter()
         got += 1
-    return {"first": first, "last": time.perf_counter(), "count": got}
+    out: dict[str, object] = {"first": first, "last": time.perf_counter(), "count": got}
+    if latency:
+        out.update(_percentiles(lat[len(lat) // 10 :]))  # skip the warm-up tenth
+    return out
 
 
-def dafka_consume(tower: str, topic: str, count: int, reset: str) -> dict[str, float]:
+def dafka_consume(
+    tower: str, topic: str, count: int, reset: str, profile: str, latency: bool, batches: bool
+) -> dict[str, object]:
+    """Read ``count`` records with ``poll_batch`` (ConsumedRecord objects) or ``poll_batches``."""
     from dafka import Consumer
 
-    with Consumer(topic, towers=tower, offset_reset=reset) as consumer:  # type: ignore[arg-type]
+    with Consumer(
+        topic,
+        towers=tower,
+        offset_reset=reset,  # type: ignore[arg-type]
+        profile=profile,  # type: ignore[arg-type]
+        max_backlog=1_000_000,
+    ) as consumer:
         print(json.dumps({"ready": True}), flush=True)
         got = 0
         first = 0.0
         started = time.perf_counter()
+        lat: list[int] = []
+        unpack = _STAMP.unpack_from
         while got < count:
-            batch = consumer.poll_batch(10_000, timeout=60)
-            if not batch:
-                break
+            if batches:
+                runs = consumer.poll_batches(100_000, timeout=60)
+                if not runs:
+                    break
+                values = [v for run in runs for v in run.values] if latency else []
+                n = sum(len(run.values) for run in runs)
+            else:
+                batch = consumer.poll_batch(100_000, timeout=60)
+                if not batch:
+                    break
+                values = [r.value for r in batch] if latency else []
+                n = len(batch)
+            if latency:
+                now = time.monotonic_ns()
+                lat.extend(now - unpack(v)[0] for v in values if len(v) >= 8)
             if got == 0:
                 first = time.perf_counter()
-            got += len(batch)
-        return {"first": first, "last": time.perf_counter(), "count": got, "started": started}
+            got += n
+        out: dict[str, object] = {
+            "first": first,
+            "last": time.perf_counter(),
+            "count": got,
+            "started": started,
+        }
+        if latency:
+            out.update(_percentiles(lat[len(lat) // 10 :]))
+        return out
 
 
 def main() -> None:
@@ -54,13 +107,16 @@ def main() -> None:
     ap.add_argument("--topic", default="bench")
     ap.add_argument("--count", type=int, required=True)
     ap.add_argument("--reset", default="latest")
+    ap.add_argument("--profile", default="signed")
+    ap.add_argument("--latency", action="store_true", help="values start with monotonic_ns")
+    ap.add_argument("--batches", action="store_true", help="consume with poll_batches")
     a = ap.parse_args()
     if a.kind == "raw-sub":
-        result = raw_sub(a.endpoint, a.count)
+        result = raw_sub(a.endpoint, a.count, a.latency)
     else:
-        result = dafka_consume(a.tower, a.topic, a.count, a.reset)
+        result = dafka_consume(a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches)
     print(json.dumps(result), flush=True)
-    sys.exit(0 if result["count"] >= a.count else 1)
+    sys.exit(0 if int(result["count"]) >= a.count else 1)  # type: ignore[call-overload]
 
 
 if __name__ == "__main__":

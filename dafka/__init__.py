@@ -2,7 +2,7 @@
 
 from .config import NodeConfig, TowerAddress
 from .consumer import Consumer
-from .core.effects import ConsumedRecord
+from .core.effects import ConsumedRecord, RecordBatch
 from .errors import (
     BufferFullError,
     ClosedError,
@@ -44,6 +44,7 @@ __all__ = [
     "ProposalDropped",
     "ProtocolError",
     "RaftError",
+    "RecordBatch",
     "Store",
     "StorageError",
     "StoreFullError",

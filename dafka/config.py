@@ -17,6 +17,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError
+from .identity import node_id_for
+
+Profile = Literal["signed", "rfc46"]
+PROFILE_NAMES: tuple[str, ...] = ("signed", "rfc46")
+DEFAULT_PROFILE: Profile = "signed"
 
 DEFAULT_TOWER_PORT = 5556
 DEFAULT_HOST = "127.0.0.1"
@@ -111,25 +116,104 @@ class NodeConfig:
         return self
 
 
+def check_profile(profile: object) -> Profile:
+    """``profile`` if it names a wire profile; one clear ConfigError otherwise."""
+    if profile not in PROFILE_NAMES:
+        raise ConfigError(
+            f"unknown wire profile {profile!r}: use one of {', '.join(PROFILE_NAMES)}"
+        )
+    return profile  # type: ignore[return-value]
+
+
+def parse_trusted_stores(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Store node IDs from a comma-separated list (or several) of node IDs or public keys.
+
+    A node ID is 32 hex characters; a public key 64 (what ``dafka-keys show``
+    prints), which is turned into the node ID it owns. Case does not matter.
+    """
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else list(value)
+    out: list[str] = []
+    for item in items:
+        for part in str(item).split(","):
+            text = part.strip()
+            if not text:
+                continue
+            try:
+                raw = bytes.fromhex(text)
+            except ValueError:
+                raw = b""
+            if len(raw) == 16 and len(text) == 32:
+                out.append(text.upper())
+            elif len(raw) == 32 and len(text) == 64:
+                out.append(node_id_for(raw))
+            else:
+                raise ConfigError(
+                    f"bad trusted store {text!r}: give a store's node ID (32 hex characters) "
+                    "or public key (64), as dafka-keys show prints them"
+                )
+    return tuple(dict.fromkeys(out))
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerConfig:
+    """A producer's settings.
+
+    Trust (signed profile): an ACK counts only if the store that signed it is
+    in ``trusted_stores`` (node IDs). With no trusted stores the producer
+    trusts any store whose ACK signature verifies: ``trust_any_store=None``
+    (the default) allows that with a logged warning, meant for a local
+    platform; ``True`` chooses it explicitly; ``False`` refuses to start
+    without trusted stores.
+    """
+
     state_dir: Path | None = None
     head_interval: float = 1.0
     max_unacked_bytes: int = 256 * 1024 * 1024
     on_full: Literal["block", "raise"] = "block"
     min_acks: int = 1
-    profile: Literal["rfc46"] = "rfc46"
+    profile: Profile = DEFAULT_PROFILE
+    trusted_stores: tuple[str, ...] = ()
+    trust_any_store: bool | None = None
+    max_batch_records: int = 8192
+    max_batch_bytes: int = 1024 * 1024
 
     def validate(self) -> ProducerConfig:
+        check_profile(self.profile)
         if self.max_unacked_bytes <= 0:
             raise ConfigError("max_unacked_bytes must be positive")
         if self.on_full not in ("block", "raise"):
             raise ConfigError("on_full must be 'block' or 'raise'")
+        if self.min_acks < 1:
+            raise ConfigError("min_acks must be at least 1")
         if self.min_acks != 1 and self.profile == "rfc46":
             raise ConfigError(
                 "min_acks > 1 needs the signed profile: rfc46 ACKs do not say which store sent them"
             )
+        if self.profile == "rfc46" and (self.trusted_stores or self.trust_any_store is False):
+            raise ConfigError("trusted stores need the signed profile: rfc46 ACKs are not signed")
+        if self.profile == "signed":
+            if self.trusted_stores and self.trust_any_store:
+                raise ConfigError("give trusted stores or trust_any_store, not both")
+            if not self.trusted_stores and self.trust_any_store is False:
+                raise ConfigError(
+                    "no trusted stores: give their node IDs or public keys (dafka-keys show), "
+                    "or trust any store"
+                )
+            if self.trusted_stores and self.min_acks > len(self.trusted_stores):
+                raise ConfigError(
+                    f"min_acks={self.min_acks} but only {len(self.trusted_stores)} trusted stores"
+                )
+        if not 1 <= self.max_batch_records <= 65_536:
+            raise ConfigError("max_batch_records must be 1..65536")
+        if not 1024 <= self.max_batch_bytes <= 16 * 1024 * 1024:
+            raise ConfigError("max_batch_bytes must be 1024..16777216")
         return self
+
+    @property
+    def trusts_any_store(self) -> bool:
+        return self.profile == "signed" and not self.trusted_stores
 
 
 OffsetReset = Literal["earliest", "latest"]
@@ -142,8 +226,10 @@ class ConsumerConfig:
     fetch_window: int = 10_000
     fetch_timeout: float = 1.0
     max_backlog: int = 100_000
+    profile: Profile = DEFAULT_PROFILE
 
     def validate(self) -> ConsumerConfig:
+        check_profile(self.profile)
         reset = self.offset_reset
         if isinstance(reset, bool) or not (
             reset in ("earliest", "latest") or (isinstance(reset, int) and reset >= 0)
@@ -156,6 +242,7 @@ class ConsumerConfig:
 class StoreConfig:
     path: Path = Path("storedb")
     map_size: int = 64 * 1024 * 1024
+    profile: Profile = DEFAULT_PROFILE
 
 
 def load_toml(path: str | os.PathLike[str]) -> dict[str, Any]:

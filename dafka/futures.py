@@ -57,3 +57,17 @@ class RecordFuture(Future[int]):
             if self._state != _PENDING:
                 return
         self.set_exception(exc)
+
+
+class BatchFuture(RecordFuture):
+    """Resolves to the ``range`` of offsets of records sent together (``Producer.send_many``).
+
+    It resolves once every one of them is acknowledged; one future instead of
+    one per record is what makes ``send_many`` cheap.
+    """
+
+    def resolve(self, offsets: range) -> None:  # type: ignore[override]
+        super().resolve(offsets)  # type: ignore[arg-type]
+
+    def result(self, timeout: float | None = None) -> range:  # type: ignore[override]
+        return super().result(timeout)  # type: ignore[return-value]

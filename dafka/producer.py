@@ -1,15 +1,21 @@
 """The public Producer: thread-safe, batching, nothing dropped.
 
 ``send`` hands a record to the node's IO thread and returns a
-:class:`concurrent.futures.Future` that resolves to the record's offset once a
-store has acknowledged it (written and fsynced). Until then the record is kept
-in memory, bounded by ``max_unacked_bytes``: when full, ``send`` blocks (or
-raises :class:`BufferFullError` with ``on_full="raise"``). Futures resolve on
-the IO thread, so callbacks added to them must not block.
+:class:`concurrent.futures.Future` that resolves to the record's offset once it
+is durable: written and fsynced by ``min_acks`` distinct stores (under the
+``signed`` profile, stores whose signed ACK this producer trusts). Until then
+the record is kept in memory, bounded by ``max_unacked_bytes``: when full,
+``send`` blocks (or raises :class:`BufferFullError` with ``on_full="raise"``).
+``send_many`` queues many records under one future, which is far cheaper per
+record. Futures resolve on the IO thread, so callbacks added to them must not
+block.
 
-With a ``state_dir`` the producer keeps its identity, and so its partition,
-and its next offsets across restarts. Without one it is a new partition each
-run, like the C reference's producers.
+Under the ``signed`` profile (the default) the producer's node ID is derived
+from its Ed25519 key, and whatever is queued when the IO thread wakes is
+sealed into signed batches (natural batching). Records may carry keys. With a
+``state_dir`` the producer keeps its key, and so its partition, and its next
+offsets across restarts. Without one it is a new partition each run, like the
+C reference's producers.
 """
 
 from __future__ import annotations
@@ -19,34 +25,41 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from .config import NodeConfig, ProducerConfig
-from .core.effects import Acked, Publish, PublishRecords
+from .config import NodeConfig, ProducerConfig, parse_trusted_stores
+from .core.effects import Acked, Effect, Publish
+from .core.messages import Message, Subscription
 from .core.producer import ProducerCore
 from .errors import BufferFullError, ClosedError, DafkaTimeout, ProfileError
-from .futures import RecordFuture
+from .futures import BatchFuture, RecordFuture
+from .identity import Identity
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
 from .node import node_config
+from .profiles import RFC46, Profile, SignedProfile
 from .state import StateDir
-from .wire import rfc46
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Producer"]
 
+# queued by send()/send_many(): (topic, value or values, key or keys, future)
+_Queued = tuple[str, object, object, RecordFuture]
+# waiting for durability: (last offset, future, bytes, first offset or -1 for a single record)
+_Inflight = tuple[int, RecordFuture, int, int]
+
 
 class _ProducerHandler:
-    """Runs on the IO thread: publishes queued records, resolves futures on ACK."""
+    """Runs on the IO thread: seals and publishes queued records, resolves futures on ACK."""
 
     def __init__(self, producer: Producer, core: ProducerCore) -> None:
         self.p = producer
         self.core = core
-        self.queue: deque[tuple[str, bytes, RecordFuture]] = deque()
-        self.inflight: dict[str, deque[tuple[int, RecordFuture, int]]] = {}
+        self.queue: deque[_Queued] = deque()
+        self.inflight: dict[str, deque[_Inflight]] = {}
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -60,41 +73,75 @@ class _ProducerHandler:
     def accepting(self) -> bool:
         return True
 
-    def on_commands(self, now: float) -> list[PublishRecords]:
+    def on_commands(self, now: float) -> list[Effect]:
+        """Natural batching: everything queued since the last wake-up, per topic."""
         queue = self.queue
         if not queue:
             return []
-        by_topic: dict[str, list[tuple[bytes, RecordFuture]]] = {}
+        by_topic: dict[str, tuple[list[bytes], list[bytes | None], list[tuple]]] = {}
+        keyed: set[str] = set()
         popleft = queue.popleft
         for _ in range(len(queue)):
-            topic, value, fut = popleft()
-            entries = by_topic.get(topic)
-            if entries is None:
-                entries = by_topic[topic] = []
-            entries.append((value, fut))
-        out: list[PublishRecords] = []
-        if self.p._journal is not None:
+            topic, value, key, fut = popleft()
+            entry = by_topic.get(topic)
+            if entry is None:
+                entry = by_topic[topic] = ([], [], [])
+            values, keys, futures = entry
+            if type(value) is list:
+                n = len(value)
+                values.extend(value)
+                if key is None:
+                    keys.extend([None] * n)
+                else:
+                    keys.extend(key)  # type: ignore[arg-type]
+                    keyed.add(topic)
+                futures.append((n, fut, sum(map(len, value))))
+            else:
+                values.append(value)  # type: ignore[arg-type]
+                keys.append(key)  # type: ignore[arg-type]
+                if key is not None:
+                    keyed.add(topic)
+                futures.append((0, fut, len(value)))  # type: ignore[arg-type]
+        journal = self.p._journal
+        if journal is not None:
             # durable before anything is published: a restart never reuses an offset
-            self.p._journal.reserve_many(
-                {t: self.core.next_offset(t) + len(e) for t, e in by_topic.items()}
+            journal.reserve_many(
+                {t: self.core.next_offset(t) + len(e[0]) for t, e in by_topic.items()}
             )
-        for topic, entries in by_topic.items():
-            first, pubs = self.core.publish(topic, [v for v, _ in entries], now)
+        stamp = time.time_ns() // 1_000_000
+        out: list[Effect] = []
+        for topic, (values, keys, futures) in by_topic.items():
+            try:
+                first, pubs = self.core.publish(
+                    topic, values, now, keys if topic in keyed else None, stamp
+                )
+            except Exception as exc:  # a value over the profile's limits, say
+                for n, fut, size in futures:
+                    fut.fail(exc)
+                    self.p._released(n or 1, size)
+                continue
             pending = self.inflight.get(topic)
             if pending is None:
                 pending = self.inflight[topic] = deque()
-            for i, (value, fut) in enumerate(entries):
-                pending.append((first + i, fut, len(value)))
+            offset = first
+            append = pending.append
+            for n, fut, size in futures:
+                if n:
+                    append((offset + n - 1, fut, size, offset))
+                    offset += n
+                else:
+                    append((offset, fut, size, -1))
+                    offset += 1
             out.extend(pubs)
         return out
 
-    def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]:
-        out: list[Publish] = []
+    def on_messages(self, msgs: list[Message], now: float) -> list[Effect]:
+        out: list[Effect] = []
         for msg in msgs:
             for effect in self.core.handle(msg, now):
-                if isinstance(effect, Acked):
+                if type(effect) is Acked:
                     self._resolve(effect)
-                elif isinstance(effect, Publish):
+                else:
                     out.append(effect)
         return out
 
@@ -104,15 +151,21 @@ class _ProducerHandler:
             return
         freed_bytes = 0
         freed = 0
-        while pending and pending[0][0] <= acked.offset:
-            offset, fut, size = pending.popleft()
-            fut.resolve(offset)
+        durable = acked.offset
+        popleft = pending.popleft
+        while pending and pending[0][0] <= durable:
+            last, fut, size, first = popleft()
+            if first < 0:
+                fut.resolve(last)
+                freed += 1
+            else:
+                fut.resolve(range(first, last + 1))  # type: ignore[arg-type]
+                freed += last + 1 - first
             freed_bytes += size
-            freed += 1
         if freed:
             self.p._released(freed, freed_bytes)
 
-    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:
+    def on_subscription(self, sub: Subscription, now: float) -> list[Publish]:
         return []
 
     def on_tick(self, now: float) -> list[Publish]:
@@ -121,15 +174,32 @@ class _ProducerHandler:
     def on_stop(self) -> None:
         error = ClosedError("producer closed before the record was acknowledged")
         for pending in self.inflight.values():
-            for _, fut, _ in pending:
+            for _, fut, _, _ in pending:
                 fut.fail(error)
         while self.queue:
-            _, _, fut = self.queue.popleft()
+            _, _, _, fut = self.queue.popleft()
             fut.fail(error)
+
+
+def _as_bytes(data: bytes | str | bytearray | memoryview, what: str) -> bytes:
+    if type(data) is bytes:
+        return data
+    if isinstance(data, str):
+        return data.encode()
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"a record {what} must be bytes or str, not {type(data).__name__}")
 
 
 class Producer:
     """Publishes records to its own partition of one or more topics.
+
+    ``profile`` is the wire profile (``"signed"`` by default, or ``"rfc46"`` to
+    interoperate with C reference nodes). Under ``signed``, ``trusted_stores``
+    lists the stores (node IDs or public keys, as ``dafka-keys show`` prints
+    them) whose ACKs count, and ``min_acks`` how many distinct ones make a
+    record durable; see :class:`~dafka.config.ProducerConfig` for what an empty
+    list means.
 
     >>> with Producer("events", towers="127.0.0.1:5556") as p:   # doctest: +SKIP
     ...     offset = p.send(b"hello").result(timeout=10)
@@ -146,7 +216,11 @@ class Producer:
         on_full: Literal["block", "raise"] = "block",
         head_interval: float = 1.0,
         min_acks: int = 1,
-        profile: Literal["rfc46"] = "rfc46",
+        profile: Literal["signed", "rfc46"] = "signed",
+        trusted_stores: str | Iterable[str] | None = None,
+        trust_any_store: bool | None = None,
+        max_batch_records: int = 8192,
+        max_batch_bytes: int = 1024 * 1024,
         node: NodeConfig | None = None,
     ) -> None:
         self.topic = check_topic(topic) if topic is not None else None
@@ -157,36 +231,85 @@ class Producer:
             on_full=on_full,
             min_acks=min_acks,
             profile=profile,
+            trusted_stores=parse_trusted_stores(trusted_stores),
+            trust_any_store=trust_any_store,
+            max_batch_records=max_batch_records,
+            max_batch_bytes=max_batch_bytes,
         ).validate()
         nconf = node_config(towers, host, config=node)
         self._state: StateDir | None = None
         self._journal = None
         next_offsets: dict[str, int] = {}
-        if self.config.state_dir is not None:
-            self._state = StateDir(self.config.state_dir)
-            node_id = self._state.node_id()
-            self._journal = self._state.offset_journal()
-            next_offsets = self._journal.load()
-        else:
-            node_id = new_node_id()
-        self.node_id = node_id
-        self._core = ProducerCore(
-            node_id, next_offsets=next_offsets, head_interval=self.config.head_interval
-        )
-        self._handler = _ProducerHandler(self, self._core)
-        self._cond = threading.Condition()
-        self._unacked_bytes = 0
-        self._unacked = 0
-        self._closed = False
-        self._topics_ok: set[str] = set()
-        self._loop = NodeLoop(node_id, nconf, self._handler, name=f"dafka-producer-{node_id[:8]}")
+        signed = self.config.profile == "signed"
         try:
+            identity: Identity | None = None
+            if self.config.state_dir is not None:
+                self._state = StateDir(self.config.state_dir)
+                self._state.pin_profile(self.config.profile)
+                if signed:
+                    identity = self._state.identity()
+                    node_id = identity.node_id
+                else:
+                    node_id = self._state.node_id()
+                self._journal = self._state.offset_journal()
+                next_offsets = self._journal.load()
+            elif signed:
+                identity = Identity.generate()
+                node_id = identity.node_id
+            else:
+                node_id = new_node_id()
+            wire: Profile = (
+                SignedProfile(
+                    identity,
+                    max_batch_records=self.config.max_batch_records,
+                    max_batch_bytes=self.config.max_batch_bytes,
+                )
+                if signed
+                else RFC46
+            )
+            trusted: tuple[str, ...] | None = self.config.trusted_stores or None
+            if self.config.trusts_any_store:
+                trusted = None
+                if self.config.trust_any_store is None:
+                    log.warning(
+                        "producer.trust_any_store id=%s: no trusted stores configured, so an "
+                        "ACK from any store whose signature verifies counts (fine for a local "
+                        "platform; pin stores with trusted_stores=[node IDs or public keys])",
+                        node_id,
+                    )
+                else:
+                    log.info("producer.trust_any_store id=%s", node_id)
+            self.node_id = node_id
+            self._core = ProducerCore(
+                node_id,
+                next_offsets=next_offsets,
+                head_interval=self.config.head_interval,
+                profile=wire,
+                min_acks=self.config.min_acks,
+                trusted_stores=trusted,
+            )
+            self._handler = _ProducerHandler(self, self._core)
+            self._lock = threading.Lock()  # the fast path takes the bare lock
+            self._cond = threading.Condition(self._lock)
+            self._unacked_bytes = 0
+            self._unacked = 0
+            self._closed = False
+            self._keys = wire.keys
+            self._limit = self.config.max_unacked_bytes
+            self._topics_ok: set[str] = set()
+            self._loop = NodeLoop(
+                node_id,
+                nconf,
+                self._handler,
+                name=f"dafka-producer-{node_id[:8]}",
+                profile=wire,
+            )
             self._loop.start()
         except BaseException:
             if self._state is not None:
                 self._state.close()
             raise
-        log.info("producer.start id=%s", node_id)
+        log.info("producer.start id=%s profile=%s", node_id, self.config.profile)
 
     # ------------------------------------------------------------------ API
 
@@ -195,31 +318,32 @@ class Producer:
         """This producer's partition ID (its node ID) in every topic it writes."""
         return self.node_id
 
-    def send(
-        self, value: bytes | str, key: bytes | str | None = None, *, topic: str | None = None
-    ) -> RecordFuture:
-        """Queue one record; the future resolves to its offset once acknowledged."""
-        if key is not None:
-            raise ProfileError(
-                "the rfc46 wire profile has no record keys: send without a key "
-                "or use the signed profile"
-            )
+    @property
+    def profile(self) -> str:
+        """The wire profile this producer speaks."""
+        return self.config.profile
+
+    def _topic(self, topic: str | None) -> str:
         topic = topic if topic is not None else self.topic
         if topic is None:
             raise ValueError("no topic: pass topic= or create the Producer with a topic")
         if topic not in self._topics_ok:
             check_topic(topic)
             self._topics_ok.add(topic)
-        if isinstance(value, str):
-            value = value.encode()
-        elif not isinstance(value, bytes):
-            value = bytes(value)
-        size = len(value)
-        fut = RecordFuture()
-        with self._cond:
+        return topic
+
+    def _no_keys(self) -> ProfileError:
+        return ProfileError(
+            "the rfc46 wire profile has no record keys: send without a key "
+            "or use the signed profile"
+        )
+
+    def _reserve(self, count: int, size: int) -> None:
+        """Account for ``count`` records of ``size`` bytes; block or raise while full."""
+        with self._lock:
             if self._closed:
                 raise ClosedError("producer is closed")
-            limit = self.config.max_unacked_bytes
+            limit = self._limit
             if self._unacked_bytes + size > limit and self._unacked:
                 if self.config.on_full == "raise":
                     raise BufferFullError(
@@ -231,8 +355,61 @@ class Producer:
                 if self._closed:
                     raise ClosedError("producer is closed")
             self._unacked_bytes += size
-            self._unacked += 1
-        self._handler.queue.append((topic, value, fut))
+            self._unacked += count
+
+    def send(
+        self,
+        value: bytes | str,
+        key: bytes | str | None = None,
+        *,
+        topic: str | None = None,
+    ) -> RecordFuture:
+        """Queue one record; the future resolves to its offset once durable.
+
+        ``key`` needs the signed profile (``None``: no key; ``b""`` is an empty key).
+        """
+        if key is not None:
+            if not self._keys:
+                raise self._no_keys()
+            key = _as_bytes(key, "key")
+        topic = self._topic(topic)
+        if type(value) is not bytes:
+            value = _as_bytes(value, "value")
+        fut = RecordFuture()
+        self._reserve(1, len(value))
+        self._handler.queue.append((topic, value, key, fut))
+        self._loop.wake()
+        return fut
+
+    def send_many(
+        self,
+        values: Sequence[bytes | str],
+        keys: Sequence[bytes | str | None] | None = None,
+        *,
+        topic: str | None = None,
+    ) -> BatchFuture:
+        """Queue ``values`` (with ``keys``, one per value, signed profile) as consecutive records.
+
+        Returns one future that resolves to the ``range`` of their offsets once
+        all of them are durable: one future instead of one per record, for
+        throughput. They are published together, in order.
+        """
+        topic = self._topic(topic)
+        vals = [v if type(v) is bytes else _as_bytes(v, "value") for v in values]
+        key_list: list[bytes | None] | None = None
+        if keys is not None:
+            if len(keys) != len(vals):
+                raise ValueError(f"{len(keys)} keys for {len(vals)} values")
+            if any(k is not None for k in keys):
+                if not self._keys:
+                    raise self._no_keys()
+                key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
+        fut = BatchFuture()
+        if not vals:
+            fut.resolve(range(0))
+            return fut
+        self._reserve(len(vals), sum(map(len, vals)))
+        self._handler.queue.append((topic, vals, key_list, fut))
         self._loop.wake()
         return fut
 
@@ -281,7 +458,7 @@ class Producer:
     # ------------------------------------------------------- IO-thread callback
 
     def _released(self, count: int, size: int) -> None:
-        with self._cond:
+        with self._lock:
             self._unacked -= count
             self._unacked_bytes -= size
             self._cond.notify_all()

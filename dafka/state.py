@@ -12,8 +12,15 @@ Layout::
 
     <dir>/            mode 0700
       lock            flock'ed while a process uses the directory
-      node_id         32 upper-case hex characters, written atomically
+      node.key        the node's Ed25519 key (``dafka.identity``); under the
+                      signed profile the node ID is derived from it
+      node_id         rfc46 profile: 32 upper-case hex characters, written atomically
+      profile         the wire profile the directory was first used with
       offsets.journal append-only OffsetJournal frames (see below)
+
+A directory is pinned to the wire profile it was first used with
+(:meth:`StateDir.pin_profile`): its offsets number one partition, and a
+partition never mixes the profiles.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from . import identity as identity_module
 from .errors import ConfigError, StorageError
+from .identity import Identity
 from .ids import is_node_id, new_node_id
 
 log = logging.getLogger(__name__)
@@ -38,6 +47,7 @@ __all__ = ["OffsetJournal", "StateDir", "write_atomic"]
 
 _LOCK = "lock"
 _NODE_ID = "node_id"
+_PROFILE = "profile"
 _JOURNAL = "offsets.journal"
 
 # Journal frame: magic, u32 payload length, payload, u32 CRC-32 of everything
@@ -164,6 +174,37 @@ class StateDir:
             )
         self._node_id = text
         return text
+
+    def identity(self) -> Identity:
+        """This node's Ed25519 identity: read from ``node.key``, or made on first use."""
+        self._check_open()
+        return identity_module.load_or_create(self.path)
+
+    def pin_profile(self, profile: str) -> None:
+        """Record ``profile`` on first use; refuse a directory first used with another one.
+
+        Raises :class:`ConfigError`: the directory's offsets (and, under rfc46,
+        its node ID) belong to a partition of that other profile.
+        """
+        self._check_open()
+        path = self.path / _PROFILE
+        try:
+            found = path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            found = None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        if found is None:
+            try:
+                write_atomic(path, f"{profile}\n".encode())
+            except OSError as exc:
+                raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        elif found != profile:
+            raise ConfigError(
+                f"state directory {self.path} belongs to a {found}-profile node; use "
+                f"--profile {found}, or another state directory for a {profile} node "
+                "(a partition never mixes the wire profiles)"
+            )
 
     def offset_journal(self, name: str = _JOURNAL) -> OffsetJournal:
         """Open the journal of next offsets per topic kept in this directory."""

@@ -1,8 +1,12 @@
 """The public Store: persists records in LMDB, acknowledges, serves fetches.
 
 A store is one node (one ID for what the C reference splits into a writer
-and a reader). Its identity lives in its LMDB environment, so a restarted
-store is the same store. Every drained batch of records is one LMDB write
+and a reader). Besides its data sockets it serves pull reads on a query
+endpoint (``docs/query.md``) from the same IO thread, and announces that
+endpoint to the towers with a service beacon. Its identity is the Ed25519 key
+in its data directory (``node.key``; the node ID is derived from it and kept in
+LMDB's meta too), so a restarted store is the same store, and under the
+``signed`` profile (the default) its ACKs are signed with that key. Every drained batch of records is one LMDB write
 transaction, committed with fsync before any ACK goes out.
 """
 
@@ -13,12 +17,15 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from .config import NodeConfig
+from . import identity as identity_module
+from .config import NodeConfig, check_profile
 from .core.effects import Publish
 from .core.store import StoreCore
 from .errors import ConfigError
 from .io.node import NodeLoop
 from .node import node_config
+from .profiles import make_profile
+from .query.server import QueryService
 from .storage.lmdb_store import LmdbStorage
 from .wire import rfc46
 
@@ -28,8 +35,12 @@ __all__ = ["Store"]
 
 
 class _StoreHandler:
-    def __init__(self, core: StoreCore) -> None:
+    def __init__(self, core: StoreCore, query: QueryService) -> None:
         self.core = core
+        self.query = query
+
+    def services(self) -> list[QueryService]:
+        return [self.query]
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -84,23 +95,38 @@ class Store:
         port: int = 0,
         map_size: int = 64 * 1024 * 1024,
         node: NodeConfig | None = None,
+        query_port: int = 0,
+        profile: str = "signed",
     ) -> None:
+        self.profile = check_profile(profile)
         self.path = open_data_dir(Path(path))
         self._nconf = node_config(towers, host, port, config=node)
-        self._storage = LmdbStorage(self.path, map_size=map_size)
+        self.identity = identity_module.load_or_create(self.path)
+        self._storage = LmdbStorage(self.path, map_size=map_size, node_id=self.identity.node_id)
         self.node_id = self._storage.node_id()
-        self.core = StoreCore(self.node_id, self._storage)
+        wire = make_profile(self.profile, self.identity)
+        self.core = StoreCore(self.node_id, self._storage, profile=wire)
+        if not 0 <= query_port < 65536:
+            self._storage.close()
+            raise ConfigError(f"bad query port {query_port}")
+        self.query = QueryService(self._storage, port=query_port, profile=self.profile)
         self._loop = NodeLoop(
             self.node_id,
             self._nconf,
-            _StoreHandler(self.core),
+            _StoreHandler(self.core, self.query),
             name=f"dafka-store-{self.node_id[:8]}",
+            profile=wire,
         )
         self._started = False
 
     @property
     def endpoint(self) -> str:
         return self._loop.endpoint
+
+    @property
+    def query_endpoint(self) -> str:
+        """Where the store answers pull reads (HEADS, READ): ``tcp://host:port``."""
+        return self.query.endpoint
 
     def start(self) -> Store:
         try:
@@ -109,7 +135,13 @@ class Store:
             self._storage.close()
             raise
         self._started = True
-        log.info("store.start id=%s path=%s endpoint=%s", self.node_id, self.path, self.endpoint)
+        log.info(
+            "store.start id=%s path=%s endpoint=%s query=%s",
+            self.node_id,
+            self.path,
+            self.endpoint,
+            self.query_endpoint,
+        )
         return self
 
     def stop(self) -> None:

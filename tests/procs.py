@@ -197,13 +197,16 @@ class Tower:
 
 
 class StoreProc:
-    def __init__(self, data_dir: Path, towers: str) -> None:
+    def __init__(self, data_dir: Path, towers: str, *args: str) -> None:
         self.data_dir = data_dir
         self.towers = towers
-        self.proc = Proc(py("dafka.cli.store", "--data-dir", str(data_dir), "--tower", towers))
-        m = self.proc.wait_line(r"store ([0-9A-F]{32}) on (tcp://\S+)")
+        self.proc = Proc(
+            py("dafka.cli.store", "--data-dir", str(data_dir), "--tower", towers, *args)
+        )
+        m = self.proc.wait_line(r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)")
         self.node_id = m.group(1)
         self.endpoint = m.group(2)
+        self.query_endpoint = m.group(3)
 
     def stop(self) -> int:
         return self.proc.terminate()

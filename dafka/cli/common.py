@@ -137,6 +137,17 @@ def common_options(section: str, *, node: bool = True) -> Callable[[F], F]:
     return decorate
 
 
+def profile_option(f: F) -> F:
+    """``--profile signed|rfc46`` (``DAFKA_PROFILE``, ``profile`` in TOML) for node commands."""
+    return click.option(
+        "--profile",
+        default="signed",
+        show_default=True,
+        type=click.Choice(["signed", "rfc46"]),
+        help="Wire profile: signed (Ed25519-signed batches) or rfc46 (the C reference's).",
+    )(f)
+
+
 def run_cli(f: F) -> F:
     """Turn user mistakes and Dafka errors into one line on stderr and an exit code."""
 

@@ -12,7 +12,7 @@ import click
 from ..consumer import Consumer
 from ..core.effects import ConsumedRecord
 from ..errors import ConfigError
-from .common import CONTEXT, common_options, run_cli
+from .common import CONTEXT, common_options, profile_option, run_cli
 
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 
@@ -92,6 +92,7 @@ def as_json(r: ConsumedRecord) -> bytes:
 @click.command(context_settings=CONTEXT)
 @click.argument("topics", nargs=-1, required=True)
 @common_options("consumer")
+@profile_option
 @click.option(
     "--from-beginning", is_flag=True, help="Start at the first record (same as -o beginning)."
 )
@@ -127,6 +128,7 @@ def main(
     topics: tuple[str, ...],
     tower: str,
     host: str,
+    profile: str,
     from_beginning: bool,
     offset: str | None,
     exit_at_end: bool,
@@ -143,7 +145,13 @@ def main(
     out = sys.stdout.buffer
     seen = 0
     started = time.monotonic()
-    with Consumer(topics, towers=tower, host=host, offset_reset=reset) as consumer:
+    with Consumer(
+        topics,
+        towers=tower,
+        host=host,
+        offset_reset=reset,
+        profile=profile,  # type: ignore[arg-type]
+    ) as consumer:
         while count is None or seen < count:
             records = consumer.poll_batch(
                 max_records=10_000 if count is None else count - seen, timeout=0.1

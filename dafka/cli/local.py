@@ -8,11 +8,12 @@ from tower.relay import Tower
 
 from ..config import TowerAddress, parse_endpoint
 from ..store import Store
-from .common import CONTEXT, common_options, run_cli, wait_for_signal
+from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_signal
 
 
 @click.command(context_settings=CONTEXT)
 @common_options("local", node=False)
+@profile_option
 @click.option(
     "--data-dir",
     "-d",
@@ -28,24 +29,32 @@ from .common import CONTEXT, common_options, run_cli, wait_for_signal
     help="HOST:PORT of the tower's beacon port (relay on PORT+1).",
 )
 @run_cli
-def main(data_dir: str, tower_bind: str) -> None:
+def main(data_dir: str, tower_bind: str, profile: str) -> None:
     """Run a local platform: one tower and one store, until Ctrl-C."""
     host, port = parse_endpoint(tower_bind, "tower address", allow_zero=True)
     address = TowerAddress(host, port)
     tower = Tower(address).start()
     address = tower.address
     try:
-        store = Store(data_dir, towers=str(address), host=host).start()
+        store = Store(data_dir, towers=str(address), host=host, profile=profile).start()
     except BaseException:
         tower.stop()
         raise
     t = "" if str(address) == "127.0.0.1:5556" else f" -t {address}"
+    if profile != "signed":
+        t += f" --profile {profile}"
+    trust = (
+        f"(producers count ACKs from any store unless given --trusted-store {store.node_id})\n"
+        if profile == "signed"
+        else ""
+    )
     click.echo(
         f"Dafka is running: tower on {address.sub} and {address.pub}, "
-        f"store {store.node_id} with data in {store.path}\n"
+        f"store {store.node_id} ({profile} profile) with data in {store.path}\n"
         "In another terminal, try:\n"
         f"  seq 5 | .venv/bin/dafka-producer hello{t}\n"
         f"  .venv/bin/dafka-consumer hello --from-beginning -e{t}\n"
+        f"{trust}"
         "Ctrl-C stops it."
     )
     try:

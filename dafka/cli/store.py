@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from ..store import Store
-from .common import CONTEXT, common_options, run_cli, wait_for_signal
+from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_signal
 
 
 @click.command(context_settings=CONTEXT)
 @common_options("store")
+@profile_option
 @click.option(
     "--data-dir",
     "-d",
@@ -20,6 +21,12 @@ from .common import CONTEXT, common_options, run_cli, wait_for_signal
 )
 @click.option("--port", default=0, type=int, help="Data port (default: an ephemeral port).")
 @click.option(
+    "--query-port",
+    default=0,
+    type=int,
+    help="Port of the query endpoint for pull reads (default: an ephemeral port).",
+)
+@click.option(
     "--map-size",
     default=64 * 1024 * 1024,
     show_default=True,
@@ -27,10 +34,31 @@ from .common import CONTEXT, common_options, run_cli, wait_for_signal
     help="Initial LMDB map size in bytes; it grows as needed.",
 )
 @run_cli
-def main(tower: str, host: str, data_dir: str, port: int, map_size: int) -> None:
+def main(
+    tower: str,
+    host: str,
+    profile: str,
+    data_dir: str,
+    port: int,
+    query_port: int,
+    map_size: int,
+) -> None:
     """Persist the records of every topic, acknowledge them and serve fetches."""
-    store = Store(data_dir, towers=tower, host=host, port=port, map_size=map_size).start()
-    click.echo(f"store {store.node_id} on {store.endpoint}, data in {store.path}", err=True)
+    store = Store(
+        data_dir,
+        towers=tower,
+        host=host,
+        port=port,
+        map_size=map_size,
+        query_port=query_port,
+        profile=profile,
+    ).start()
+    click.echo(
+        f"store {store.node_id} on {store.endpoint} query {store.query_endpoint}, "
+        f"data in {store.path}, profile {store.profile}, "
+        f"public key {store.identity.public_key.hex()}",
+        err=True,
+    )
     try:
         wait_for_signal()
     finally:

@@ -1,4 +1,4 @@
-"""The consumer's node logic, sans IO.
+"""The consumer's node logic, sans IO, for both wire profiles.
 
 A partition is ``(topic, producer ID)``. The core delivers each partition in
 offset order with no duplicates and no gaps, whoever sent the records: the
@@ -17,6 +17,19 @@ FETCH (DIRECT-RECORD). Compared with the C reference (``dafka_consumer.c``) it:
   for ``fetch_timeout``, and never sends the same FETCH offset twice for one
   partition within ``fetch_timeout``.
 
+A RECORD is a batch of consecutive records (one under rfc46, a signed batch
+under ``signed``). Before any record of a batch is delivered or buffered, the
+profile verifies the batch (``Profile.open_records``: under ``signed`` the
+signature, that the signing key owns the partition, the topic and the offsets),
+whoever sent it; a batch that fails is dropped and counted (``rejected``).
+Batches entirely below the delivery point are dropped as duplicates before
+paying for verification; a batch that overlaps it delivers only its records
+from the delivery point on. HEADs are verified too (``Profile.check_head``)
+before they move anything, and only when they would. Even a genuine HEAD
+(a producer's claim about its own partition) moves the end this consumer
+fetches towards at most ``max_head_lead`` offsets past what it has actually
+seen, so a far-future head costs nothing but bounded FETCH windows.
+
 The core reads no clock and owns no socket; ``now`` is passed in.
 
 A partition's state is kept as offsets (next to deliver, known end, the
@@ -30,15 +43,16 @@ matters (exactly once, in order) over arbitrary interleavings instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import ConfigError
+from ..errors import ConfigError, WireError
 from ..ids import check_topic, is_node_id
-from ..wire import rfc46
-from ..wire.rfc46 import Command
-from .effects import ConsumedRecord, Deliver, Effect, Publish
+from ..profiles import RFC46, Profile
+from ..wire.rfc46 import Command, direct_prefix, topic_prefix
+from . import messages as m
+from .effects import Deliver, Effect, Publish
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +62,10 @@ OffsetReset = Literal["earliest", "latest"] | int
 PartitionKey = tuple[str, str]
 
 _RECENT_PRUNE_AT = 32
+_REJECT_LOG_PERIOD = 5.0
+
+# A buffered batch: (count, keys or None, values, timestamp in seconds or None)
+_Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,28 +74,35 @@ class ConsumerStats:
 
     delivered: int
     duplicates: int
-    """Records at or below the delivered point, or already buffered."""
+    """Batches at or below the delivered point, or already buffered."""
     beyond_buffer: int
-    """Records too far ahead to buffer; they are fetched again later."""
+    """Batches too far ahead to buffer; they are fetched again later."""
     ignored: int
     """Messages for topics we don't subscribe to or addressed to another node."""
     refused_partitions: int
     """New partitions refused: malformed partition ID or ``max_partitions`` reached."""
     fetches_sent: int
+    rejected: int = 0
+    """Batches that failed verification (forged, tampered, wrong partition or topic)."""
+    rejected_heads: int = 0
+    """HEADs that failed verification (signed by a key that does not own the partition)."""
 
 
 class _Partition:
     """Delivery state of one partition.
 
     ``next`` is the next offset to deliver; ``known_end`` is one past the
-    highest offset known to exist (from HEADs and records seen), so
+    highest offset known to exist (from HEADs and records seen) and
+    ``seen_end`` one past the highest offset of a verified record, so
     ``[next, known_end)`` is what is missing. ``[req_start, req_end)`` is the
     latest FETCH window asked for; ``recent`` maps FETCH offsets to when they
-    were sent, to rate-limit repeats.
+    were sent, to rate-limit repeats. ``buffer`` maps the first offset of a
+    verified batch that arrived early to its records.
     """
 
     __slots__ = (
         "buffer",
+        "buffer_ends",
         "known_end",
         "next",
         "partition",
@@ -86,6 +111,7 @@ class _Partition:
         "req_end",
         "req_mid",
         "req_start",
+        "seen_end",
         "topic",
     )
 
@@ -94,7 +120,9 @@ class _Partition:
         self.partition = partition
         self.next = start
         self.known_end = start
-        self.buffer: dict[int, bytes] = {}
+        self.seen_end = start
+        self.buffer: dict[int, _Held] = {}
+        self.buffer_ends: dict[int, int] = {}  # last offset -> first offset, of buffered batches
         self.req_start = start
         self.req_mid = start
         self.req_end = start
@@ -108,7 +136,8 @@ class ConsumerCore:
     ``offset_reset`` decides where a partition seen for the first time starts:
     ``"earliest"`` at 0, an int at that offset, ``"latest"`` at the first record
     or head seen (the head record itself is delivered, as in the reference).
-    ``start_offsets`` overrides it per partition, e.g. to resume.
+    ``start_offsets`` overrides it per partition, e.g. to resume. ``profile``
+    verifies what arrives (``rfc46`` unless given).
     """
 
     def __init__(
@@ -121,6 +150,8 @@ class ConsumerCore:
         fetch_timeout: float = 1.0,
         max_buffered: int = 100_000,
         max_partitions: int = 100_000,
+        max_head_lead: int = 1_000_000,
+        profile: Profile = RFC46,
     ) -> None:
         if isinstance(offset_reset, bool) or not (
             offset_reset in ("earliest", "latest")
@@ -133,6 +164,8 @@ class ConsumerCore:
             raise ConfigError("fetch_window, max_buffered and max_partitions must be positive")
         if fetch_timeout <= 0:
             raise ConfigError("fetch_timeout must be positive")
+        if max_head_lead < fetch_window:
+            raise ConfigError("max_head_lead must be at least fetch_window")
         self._node_id = node_id
         self._reset = offset_reset
         self._start_offsets = dict(start_offsets or {})
@@ -143,6 +176,8 @@ class ConsumerCore:
         self._timeout = float(fetch_timeout)
         self._max_buffered = max_buffered
         self._max_partitions = max_partitions
+        self._lead = max_head_lead
+        self._profile = profile
         self._topics: dict[str, None] = {}  # an ordered set
         self._parts: dict[PartitionKey, _Partition] = {}
         self._delivered = 0
@@ -151,12 +186,19 @@ class ConsumerCore:
         self._ignored = 0
         self._refused = 0
         self._fetches = 0
+        self._rejected = 0
+        self._rejected_heads = 0
+        self._last_reject_log = -_REJECT_LOG_PERIOD
 
     # ------------------------------------------------------------ properties
 
     @property
     def node_id(self) -> str:
         return self._node_id
+
+    @property
+    def profile(self) -> Profile:
+        return self._profile
 
     @property
     def stats(self) -> ConsumerStats:
@@ -167,6 +209,8 @@ class ConsumerCore:
             ignored=self._ignored,
             refused_partitions=self._refused,
             fetches_sent=self._fetches,
+            rejected=self._rejected,
+            rejected_heads=self._rejected_heads,
         )
 
     def topics(self) -> list[str]:
@@ -176,16 +220,25 @@ class ConsumerCore:
         """The next offset to deliver for every partition seen."""
         return {key: p.next for key, p in self._parts.items()}
 
+    def known_end(self, topic: str, partition: str) -> int | None:
+        """One past the last offset this consumer will fetch towards now (``None``: unknown).
+
+        The claimed end (from HEADs, store hints and records), bounded to
+        ``max_head_lead`` past what has actually been seen.
+        """
+        p = self._parts.get((topic, partition))
+        return None if p is None else self._end(p)
+
     def subscriptions(self) -> list[bytes]:
         """SUB prefixes: RECORD/HEAD per topic (exact, thanks to the NUL), then direct ones."""
         subs: list[bytes] = []
         for topic in self._topics:
-            subs.append(rfc46.topic_prefix(Command.RECORD, topic))
-            subs.append(rfc46.topic_prefix(Command.HEAD, topic))
+            subs.append(topic_prefix(Command.RECORD, topic))
+            subs.append(topic_prefix(Command.HEAD, topic))
         node = self._node_id
-        subs.append(rfc46.direct_prefix(Command.DIRECT_RECORD, node))
-        subs.append(rfc46.direct_prefix(Command.DIRECT_HEAD, node))
-        subs.append(rfc46.direct_prefix(Command.STORE_HELLO, node))
+        subs.append(direct_prefix(Command.DIRECT_RECORD, node))
+        subs.append(direct_prefix(Command.DIRECT_HEAD, node))
+        subs.append(direct_prefix(Command.STORE_HELLO, node))
         return subs
 
     # ------------------------------------------------------------------- API
@@ -197,7 +250,7 @@ class ConsumerCore:
             return []
         self._topics[topic] = None
         if self._wants_heads(topic):
-            return [Publish(rfc46.GetHeads(topic, self._node_id))]
+            return [Publish(m.GetHeads(topic, self._node_id))]
         return []
 
     def unsubscribe(self, topic: str) -> None:
@@ -206,45 +259,48 @@ class ConsumerCore:
         for p in self._parts.values():
             if p.topic == topic:
                 p.buffer.clear()
-                p.known_end = p.req_start = p.req_mid = p.req_end = p.next
+                p.buffer_ends.clear()
+                p.known_end = p.seen_end = p.req_start = p.req_mid = p.req_end = p.next
                 p.recent.clear()
 
-    def handle(self, msg: rfc46.Message, now: float) -> list[Effect]:
+    def handle(self, msg: m.Message, now: float) -> list[Effect]:
         """React to one received message; returns deliveries and messages to send."""
         kind = type(msg)
-        if kind is rfc46.Record:
-            assert isinstance(msg, rfc46.Record)
+        if kind is m.Record:
+            assert isinstance(msg, m.Record)
             if msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            return self._on_record(msg.topic, msg.partition, msg.offset, msg.content, now)
-        if kind is rfc46.DirectRecord:
-            assert isinstance(msg, rfc46.DirectRecord)
+            return self._on_records(msg, now)
+        if kind is m.DirectRecord:
+            assert isinstance(msg, m.DirectRecord)
             if msg.recipient != self._node_id or msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            return self._on_record(msg.topic, msg.partition, msg.offset, msg.content, now)
-        if kind is rfc46.Head:
-            assert isinstance(msg, rfc46.Head)
+            return self._on_records(msg, now)
+        if kind is m.Head:
+            assert isinstance(msg, m.Head)
             if msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            return self._on_head(msg.topic, msg.partition, msg.offset, now)
-        if kind is rfc46.DirectHead:
-            assert isinstance(msg, rfc46.DirectHead)
+            return self._on_head(msg.topic, msg.partition, msg.offset, now, msg)
+        if kind is m.DirectHead:
+            assert isinstance(msg, m.DirectHead)
             if msg.recipient != self._node_id or msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            return self._on_head(msg.topic, msg.partition, msg.offset, now)
-        if kind is rfc46.StoreHello:
-            assert isinstance(msg, rfc46.StoreHello)
+            # The store's own (unsigned) hint of what it holds: whatever is
+            # fetched is verified batch by batch, and the hint is bounded.
+            return self._on_head(msg.topic, msg.partition, msg.offset, now, None)
+        if kind is m.StoreHello:
+            assert isinstance(msg, m.StoreHello)
             if msg.consumer != self._node_id:
                 self._ignored += 1
                 return []
             return [self._hello(msg.store)]
         return []
 
-    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:
+    def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
         """A store reader subscribing to ``W<its ID>`` on our XPUB: greet it."""
         if not sub.subscribe or sub.cmd != Command.CONSUMER_HELLO.value:
             return []
@@ -261,7 +317,9 @@ class ConsumerCore:
         out: list[Publish] = []
         timeout = self._timeout
         for p in self._parts.values():
-            if p.known_end > p.next and now - p.progress_at >= timeout:
+            if p.buffer:
+                self._prune(p)
+            if self._end(p) > p.next and now - p.progress_at >= timeout:
                 fetch = self._fetch(p, p.next, now)
                 if fetch is not None:
                     out.append(fetch)
@@ -277,7 +335,7 @@ class ConsumerCore:
 
     def _hello(self, store: str) -> Publish:
         topics = tuple(t for t in self._topics if self._wants_heads(t))
-        return Publish(rfc46.ConsumerHello(store, self._node_id, topics))
+        return Publish(m.ConsumerHello(store, self._node_id, topics))
 
     def _partition(self, topic: str, partition: str, offset: int, now: float) -> _Partition | None:
         """Create the state of a partition seen for the first time (at ``offset``)."""
@@ -298,37 +356,85 @@ class ConsumerCore:
         log.debug("partition.new topic=%s partition=%s start=%d", topic, partition, start)
         return p
 
-    def _on_record(
-        self, topic: str, partition: str, offset: int, content: bytes, now: float
-    ) -> list[Effect]:
+    def _end(self, p: _Partition) -> int:
+        """Where fetching aims: the known end, at most ``max_head_lead`` past what was seen."""
+        cap = max(p.next, p.seen_end) + self._lead
+        known = p.known_end
+        return known if known <= cap else cap
+
+    def _reject(self, msg: m.Record | m.DirectRecord, exc: Exception, now: float) -> None:
+        self._rejected += 1
+        if now - self._last_reject_log >= _REJECT_LOG_PERIOD:
+            self._last_reject_log = now
+            log.warning(
+                "consumer.rejected topic=%s partition=%s offsets=%d..%d error=%s total=%d",
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.offset + msg.count - 1,
+                exc,
+                self._rejected,
+            )
+
+    def _on_records(self, msg: m.Record | m.DirectRecord, now: float) -> list[Effect]:
+        topic = msg.topic
+        partition = msg.partition
+        first = msg.offset
+        count = msg.count
+        last = first + count - 1
         p = self._parts.get((topic, partition))
+        if p is not None and (last < p.next or (first > p.next and first in p.buffer)):
+            self._duplicates += 1  # dropped before paying for verification
+            return []
+        if p is None and (len(self._parts) >= self._max_partitions or not is_node_id(partition)):
+            self._refused += 1
+            return []
+        try:
+            keys, values, stamp = self._profile.open_records(msg)
+        except WireError as exc:
+            self._reject(msg, exc, now)
+            return []
+        if len(values) != count:
+            self._reject(msg, WireError("record count disagrees with the RECORD"), now)
+            return []
+        timestamp = stamp / 1000.0 if stamp is not None else None
         if p is None:
-            p = self._partition(topic, partition, offset, now)
+            p = self._partition(topic, partition, first, now)
             if p is None:
                 return []
-        nxt = p.next
-        if offset < nxt:
-            self._duplicates += 1
-            return []
-        if offset >= p.known_end:
-            p.known_end = offset + 1
-        if offset > nxt:
-            buffer = p.buffer
-            if offset in buffer:
+            if last < p.next:
                 self._duplicates += 1
-            elif offset - nxt <= self._max_buffered:
-                buffer[offset] = content
+                return []
+        nxt = p.next
+        if last >= p.seen_end:
+            p.seen_end = last + 1
+            if last >= p.known_end:
+                p.known_end = last + 1
+        if first > nxt:
+            buffer = p.buffer
+            if first in buffer:
+                self._duplicates += 1
+            elif last - nxt <= self._max_buffered:
+                buffer[first] = (count, keys, values, timestamp)
+                p.buffer_ends[last] = first
             else:
                 self._beyond += 1
             fetch = self._pump(p, now)
             return [fetch] if fetch is not None else []
-        out: list[Effect] = [Deliver(ConsumedRecord(topic, partition, offset, content))]
-        nxt += 1
+        skip = nxt - first  # a batch may overlap what was delivered
+        if skip:
+            values = values[skip:]
+            keys = keys[skip:] if keys is not None else None
+        out: list[Effect] = [Deliver(topic, partition, nxt, values, keys, timestamp)]
+        nxt = last + 1
         buffer = p.buffer
         if buffer:
-            while nxt in buffer:
-                out.append(Deliver(ConsumedRecord(topic, partition, nxt, buffer.pop(nxt))))
-                nxt += 1
+            ends = p.buffer_ends
+            while (held := buffer.pop(nxt, None)) is not None:
+                n, h_keys, h_values, h_stamp = held
+                out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+                nxt += n
+                ends.pop(nxt - 1, None)
         self._delivered += nxt - p.next
         p.next = nxt
         p.progress_at = now
@@ -338,8 +444,30 @@ class ConsumerCore:
                 out.append(fetch)
         return out
 
-    def _on_head(self, topic: str, partition: str, head: int, now: float) -> list[Effect]:
+    def _prune(self, p: _Partition) -> None:
+        """Forget buffered batches that start below the delivery point (they overlap it).
+
+        Batches of one partition have the same boundaries whoever serves them,
+        so this only happens with equivocating producers; what they held is
+        fetched again from ``next``.
+        """
+        nxt = p.next
+        stale = [first for first in p.buffer if first < nxt]
+        for first in stale:
+            count = p.buffer.pop(first)[0]
+            p.buffer_ends.pop(first + count - 1, None)
+
+    def _on_head(
+        self, topic: str, partition: str, head: int, now: float, msg: m.Head | None
+    ) -> list[Effect]:
         p = self._parts.get((topic, partition))
+        if p is not None and head < p.known_end:
+            fetch = self._pump(p, now)  # nothing new: no need to verify it
+            return [fetch] if fetch is not None else []
+        if msg is not None and not self._profile.check_head(msg):
+            self._rejected_heads += 1
+            log.debug("consumer.head_rejected topic=%s partition=%s", topic, partition)
+            return []
         if p is None:
             p = self._partition(topic, partition, head, now)
             if p is None:
@@ -356,7 +484,7 @@ class ConsumerCore:
         passed its middle, so one window is always on its way while the other
         is being delivered.
         """
-        known_end = p.known_end
+        known_end = self._end(p)
         nxt = p.next
         if known_end <= nxt:
             return None
@@ -371,15 +499,16 @@ class ConsumerCore:
     def _fetch(self, p: _Partition, start: int, now: float) -> Publish | None:
         """FETCH ``[start, …)`` up to the known end, one window at most, rate-limited.
 
-        Records already buffered at either end of the range are left out.
+        Batches already buffered at either end of the range are left out.
         """
-        end = min(p.known_end, start + self._window)
+        end = min(self._end(p), start + self._window)
         buffer = p.buffer
         if buffer:
             while start < end and start in buffer:
-                start += 1
-            while end > start and (end - 1) in buffer:
-                end -= 1
+                start += buffer[start][0]
+            ends = p.buffer_ends
+            while end > start and (end - 1) in ends:
+                end = ends[end - 1]
         if start >= end:
             return None
         recent = p.recent
@@ -395,4 +524,4 @@ class ConsumerCore:
         p.req_mid = start + (end - start + 1) // 2
         p.req_end = end
         self._fetches += 1
-        return Publish(rfc46.Fetch(p.partition, self._node_id, p.topic, start, end - start))
+        return Publish(m.Fetch(p.partition, self._node_id, p.topic, start, end - start))

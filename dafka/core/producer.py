@@ -1,34 +1,60 @@
-"""The producer's node logic, sans IO.
+"""The producer's node logic, sans IO, for both wire profiles.
 
 A producer owns one partition (its node ID) in every topic it writes. It
-numbers records per topic, keeps each one in memory until a store ACKs it, and
+numbers records per topic, keeps them in memory until they are durable, and
 answers FETCHes for what it still holds. Compared with the C reference
 (``dafka_producer.c`` / ``dafka_unacked_list.c``) it:
 
 * serves the *right* content for every fetched offset (the reference resends the
   wrong records at 256 or more past the oldest unacked one),
-* answers a FETCH with exactly ``count`` records, capped by ``max_fetch_count``,
+* answers a FETCH with exactly the records asked for, capped by
+  ``max_fetch_count``, and rate-limits FETCHes per requester,
 * refuses ACKs for offsets it never published, so a confused or hostile store
   cannot make it drop records no store has.
 
+What a RECORD holds depends on the profile (``dafka.profiles``):
+
+* ``rfc46``: one unsigned record. The core keeps one content per offset and
+  publishes with one :class:`~dafka.core.effects.PublishRecords` per call.
+* ``signed``: whatever was queued when the IO loop woke is sealed into signed
+  batches (natural batching, up to the profile's record and byte caps). The
+  core keeps the blobs, re-serves them verbatim to FETCHes, and frees a blob
+  once every offset in it is durable.
+
+*Durable* means acknowledged by ``min_acks`` distinct stores. Under
+``signed`` an ACK names its store (by the key that signed it), and counts
+only if that store is in ``trusted_stores`` (node IDs; ``None`` trusts any
+store whose signature verifies) and the signature verifies: a forged ACK never
+frees a record. rfc46 ACKs are anonymous, so ``min_acks`` must be 1 there.
+
 The core reads no clock and owns no socket: the IO shell passes ``now`` and
-sends the :class:`~dafka.core.effects.Publish` effects it returns.
+sends the effects it returns; HEADs are signed by the profile when encoded.
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..errors import ConfigError, ProfileError
 from ..ids import check_topic
-from ..wire import rfc46
-from ..wire.rfc46 import Command
+from ..profiles import RFC46, Profile
+from ..wire.rfc46 import Command, direct_prefix
+from . import messages as m
 from .effects import Acked, Effect, Publish, PublishRecords
+from .limits import RequestLimiter
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ProducerCore", "ProducerStats"]
+
+MAX_STORES_TRACKED = 256
+"""Stores whose ACK offsets are remembered per topic (trust-any-store mode can meet many)."""
+
+_ANONYMOUS = ""  # the store of an rfc46 ACK
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,28 +68,52 @@ class ProducerStats:
     bogus_acks: int
     """ACKs above the last published offset: a store can't ack what we never sent."""
     stale_acks: int
-    """ACKs at or below what was already acknowledged (normal with several stores)."""
+    """ACKs at or below what that store had already acknowledged (normal with several stores)."""
     fetches_served: int
     records_resent: int
+    untrusted_acks: int = 0
+    """Signed ACKs from a store that is not in ``trusted_stores``."""
+    forged_acks: int = 0
+    """Signed ACKs whose signature does not verify (or that are not signed at all)."""
+    fetches_limited: int = 0
+    """FETCHes refused by the per-requester rate limit."""
 
 
 class _Topic:
-    """Per-topic state: offsets, the unacked buffer and the HEAD schedule.
+    """Per-topic state: offsets, what is held until durable, ACKs per store, HEAD schedule.
 
-    The buffer is a plain list holding offsets ``[base, next_offset)``: one
-    append per record on the hot path, O(1) indexing for FETCH, and one slice
-    delete per cumulative ACK.
+    ``held`` holds offsets ``[base, next_offset)``. Under rfc46 it is one
+    content per offset (``ends`` is ``None``): one list extend per call on the
+    hot path, O(1) indexing for FETCH; an ACK only moves ``dead`` (how many
+    leading entries are freed), and the list is compacted once half of it is
+    dead, so freeing stays O(1) per record however many are held. Under signed
+    it is one blob per batch and ``ends[i]`` is one past the last offset of
+    ``held[i]``, so FETCH and ACK find blobs by bisection.
     """
 
-    __slots__ = ("acked", "base", "buffer", "head_due", "name", "nbytes", "next_offset")
+    __slots__ = (
+        "acked",
+        "acks",
+        "base",
+        "dead",
+        "ends",
+        "head_due",
+        "held",
+        "name",
+        "nbytes",
+        "next_offset",
+    )
 
-    def __init__(self, name: str, next_offset: int) -> None:
+    def __init__(self, name: str, next_offset: int, batched: bool) -> None:
         self.name = name
         self.next_offset = next_offset
         self.base = next_offset
-        self.buffer: list[bytes] = []
+        self.held: list[bytes] = []
+        self.dead = 0
+        self.ends: list[int] | None = [] if batched else None
         self.nbytes = 0
         self.acked: int | None = None
+        self.acks: dict[str, int] = {}
         # None until this process publishes on the topic: an offset restored
         # from the journal may never have reached the wire, so announcing it
         # would send stores fetching for a record nobody has.
@@ -71,10 +121,14 @@ class _Topic:
 
 
 class ProducerCore:
-    """Numbers, buffers and re-serves one producer's records; emits HEADs.
+    """Numbers, holds and re-serves one producer's records; counts ACKs; emits HEADs.
 
     ``next_offsets`` restores where each topic continues after a restart (from
     the state directory's offset journal). Offsets below it are never reused.
+    ``profile`` is the node's wire profile (``rfc46`` unless given; a signed
+    profile needs the producer's identity to seal batches). ``trusted_stores``
+    are the node IDs whose ACKs count (signed profile; ``None``: any store
+    whose ACK signature verifies).
     """
 
     def __init__(
@@ -84,26 +138,48 @@ class ProducerCore:
         next_offsets: Mapping[str, int] | None = None,
         head_interval: float = 1.0,
         max_fetch_count: int = 100_000,
+        profile: Profile = RFC46,
+        min_acks: int = 1,
+        trusted_stores: Collection[str] | None = None,
+        fetch_rate: float = 200.0,
+        fetch_burst: float = 400.0,
     ) -> None:
         if head_interval <= 0:
             raise ValueError("head_interval must be positive")
         if max_fetch_count <= 0:
             raise ValueError("max_fetch_count must be positive")
+        if min_acks < 1:
+            raise ConfigError("min_acks must be at least 1")
+        if min_acks > 1 and not profile.keys:
+            raise ConfigError(
+                "min_acks > 1 needs the signed profile: rfc46 ACKs do not say which store sent them"
+            )
+        if trusted_stores is not None and len(trusted_stores) < min_acks:
+            raise ConfigError(
+                f"min_acks={min_acks} can never be reached with {len(trusted_stores)} trusted stores"
+            )
         self._node_id = node_id
+        self._profile = profile
+        self._batched = profile.batched
         self._head_interval = float(head_interval)
         self._max_fetch = max_fetch_count
+        self._min_acks = min_acks
+        self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
+        self._limiter = RequestLimiter(fetch_rate, fetch_burst)
         self._topics: dict[str, _Topic] = {}
         self._unacked_bytes = 0
         self._foreign = 0
         self._unknown_topic = 0
         self._bogus_acks = 0
         self._stale_acks = 0
+        self._untrusted_acks = 0
+        self._forged_acks = 0
         self._fetches_served = 0
         self._records_resent = 0
         for topic, offset in (next_offsets or {}).items():
             if offset < 0:
                 raise ValueError(f"next offset for topic {topic!r} is negative")
-            self._topics[check_topic(topic)] = _Topic(topic, offset)
+            self._topics[check_topic(topic)] = _Topic(topic, offset, self._batched)
 
     # ------------------------------------------------------------ properties
 
@@ -112,16 +188,20 @@ class ProducerCore:
         return self._node_id
 
     @property
+    def profile(self) -> Profile:
+        return self._profile
+
+    @property
     def unacked_bytes(self) -> int:
-        """Bytes of record content held until a store acknowledges them."""
+        """Bytes held until durable: record contents (rfc46) or sealed blobs (signed)."""
         return self._unacked_bytes
 
     def unacked_count(self, topic: str | None = None) -> int:
-        """Records held for ``topic`` (or all topics) until acknowledged."""
+        """Records held for ``topic`` (or all topics) until durable."""
         if topic is None:
-            return sum(len(t.buffer) for t in self._topics.values())
+            return sum(t.next_offset - t.base for t in self._topics.values())
         state = self._topics.get(topic)
-        return len(state.buffer) if state is not None else 0
+        return state.next_offset - state.base if state is not None else 0
 
     def next_offset(self, topic: str) -> int:
         """The offset the next record published on ``topic`` will get."""
@@ -129,9 +209,14 @@ class ProducerCore:
         return state.next_offset if state is not None else 0
 
     def last_acked(self, topic: str) -> int | None:
-        """The highest offset of ``topic`` acknowledged in this run, if any."""
+        """The highest durable offset of ``topic`` in this run, if any."""
         state = self._topics.get(topic)
         return state.acked if state is not None else None
+
+    def store_acks(self, topic: str) -> dict[str, int]:
+        """What each store has acknowledged of ``topic`` (``""`` for anonymous rfc46 stores)."""
+        state = self._topics.get(topic)
+        return dict(state.acks) if state is not None else {}
 
     def topics(self) -> list[str]:
         """Every topic this producer knows (written now or restored)."""
@@ -146,13 +231,16 @@ class ProducerCore:
             stale_acks=self._stale_acks,
             fetches_served=self._fetches_served,
             records_resent=self._records_resent,
+            untrusted_acks=self._untrusted_acks,
+            forged_acks=self._forged_acks,
+            fetches_limited=self._limiter.refused,
         )
 
     def subscriptions(self) -> list[bytes]:
         """SUB prefixes: ACKs and FETCHes addressed to this partition."""
         return [
-            rfc46.direct_prefix(Command.ACK, self._node_id),
-            rfc46.direct_prefix(Command.FETCH, self._node_id),
+            direct_prefix(Command.ACK, self._node_id),
+            direct_prefix(Command.FETCH, self._node_id),
         ]
 
     def next_deadline(self) -> float | None:
@@ -163,39 +251,67 @@ class ProducerCore:
     # ------------------------------------------------------------------- API
 
     def publish(
-        self, topic: str, contents: Sequence[bytes], now: float
-    ) -> tuple[int, list[PublishRecords]]:
-        """Number ``contents`` consecutively on ``topic`` and buffer them until ACKed.
+        self,
+        topic: str,
+        contents: Sequence[bytes],
+        now: float,
+        keys: Sequence[bytes | None] | None = None,
+        timestamp_ms: int = 0,
+    ) -> tuple[int, list[Effect]]:
+        """Number ``contents`` (values) consecutively on ``topic`` and hold them until durable.
 
-        Returns the first offset assigned and one :class:`PublishRecords` effect
-        for the whole batch. This runs for every record, so it does one list
-        extend and builds no per-record objects.
+        Returns the first offset assigned and the effects that publish them:
+        one :class:`PublishRecords` (rfc46), or one ``Publish(Record)`` per
+        sealed batch stamped ``timestamp_ms`` (signed). ``keys`` (one per value,
+        ``None`` for no key) need the signed profile. This runs for every
+        record, so it builds no per-record objects.
         """
         state = self._topics.get(topic)
         if state is None:
-            state = self._topics[check_topic(topic)] = _Topic(topic, 0)
+            state = self._topics[check_topic(topic)] = _Topic(topic, 0, self._batched)
         first = state.next_offset
         count = len(contents)
         if not count:
             return first, []
-        state.buffer.extend(contents)
-        size = sum(map(len, contents))
+        if state.head_due is None:
+            state.head_due = now + self._head_interval
+        if not self._batched:
+            if keys is not None and any(k is not None for k in keys):
+                raise ProfileError(
+                    "the rfc46 wire profile has no record keys: send without a key "
+                    "or use the signed profile"
+                )
+            state.held.extend(contents)
+            size = sum(map(len, contents))
+            state.nbytes += size
+            self._unacked_bytes += size
+            state.next_offset = first + count
+            return first, [PublishRecords(topic, self._node_id, first, tuple(contents))]
+        sealed = self._profile.seal(topic, first, keys, contents, timestamp_ms)
+        ends = state.ends
+        assert ends is not None
+        out: list[Effect] = []
+        size = 0
+        node = self._node_id
+        for start, n, blob in sealed:
+            state.held.append(blob)
+            ends.append(start + n)
+            size += len(blob)
+            out.append(Publish(m.Record(topic, node, start, blob, n)))
         state.nbytes += size
         self._unacked_bytes += size
         state.next_offset = first + count
-        if state.head_due is None:
-            state.head_due = now + self._head_interval
-        return first, [PublishRecords(topic, self._node_id, first, tuple(contents))]
+        return first, out
 
-    def handle(self, msg: rfc46.Message, now: float) -> list[Effect]:
+    def handle(self, msg: m.Message, now: float) -> list[Effect]:
         """React to an ACK or FETCH; anything else is not for a producer."""
         kind = type(msg)
-        if kind is rfc46.Ack:
-            assert isinstance(msg, rfc46.Ack)
+        if kind is m.Ack:
+            assert isinstance(msg, m.Ack)
             return self._on_ack(msg)
-        if kind is rfc46.Fetch:
-            assert isinstance(msg, rfc46.Fetch)
-            return self._on_fetch(msg)
+        if kind is m.Fetch:
+            assert isinstance(msg, m.Fetch)
+            return self._on_fetch(msg, now)
         return []
 
     def tick(self, now: float) -> list[Publish]:
@@ -204,7 +320,7 @@ class ProducerCore:
         for state in self._topics.values():
             due = state.head_due
             if due is not None and now >= due:
-                out.append(Publish(rfc46.Head(state.name, self._node_id, state.next_offset - 1)))
+                out.append(Publish(m.Head(state.name, self._node_id, state.next_offset - 1)))
                 state.head_due = now + self._head_interval
         return out
 
@@ -219,10 +335,18 @@ class ProducerCore:
             self._unknown_topic += 1
         return state
 
-    def _on_ack(self, msg: rfc46.Ack) -> list[Effect]:
+    def _on_ack(self, msg: m.Ack) -> list[Effect]:
         state = self._known_topic(msg.partition, msg.topic)
         if state is None:
             return []
+        if self._batched:
+            store = msg.store
+            if store is None or (self._trusted is not None and store not in self._trusted):
+                # cheap check first: an untrusted ACK costs no signature check
+                self._untrusted_acks += 1
+                return []
+        else:
+            store = _ANONYMOUS
         offset = msg.offset
         if offset >= state.next_offset:
             self._bogus_acks += 1
@@ -233,21 +357,64 @@ class ProducerCore:
                 state.next_offset - 1,
             )
             return []
-        if state.acked is not None and offset <= state.acked:
+        acks = state.acks
+        previous = acks.get(store)
+        if previous is not None and offset <= previous:
             self._stale_acks += 1
             return []
-        state.acked = offset
-        freed = offset + 1 - state.base
-        if freed > 0:
-            buffer = state.buffer
-            size = sum(map(len, buffer[:freed]))
-            del buffer[:freed]
-            state.base = offset + 1
-            state.nbytes -= size
-            self._unacked_bytes -= size
-        return [Acked(msg.topic, offset)]
+        if self._batched and not self._profile.check_ack(msg):
+            self._forged_acks += 1
+            log.warning(
+                "ack.forged topic=%s store=%s offset=%d total=%d",
+                msg.topic,
+                store,
+                offset,
+                self._forged_acks,
+            )
+            return []
+        if previous is None and len(acks) >= MAX_STORES_TRACKED:
+            del acks[min(acks, key=acks.__getitem__)]
+        acks[store] = offset
+        if len(acks) < self._min_acks:
+            return []
+        if self._min_acks == 1:
+            durable = max(acks.values())
+        else:
+            durable = heapq.nlargest(self._min_acks, acks.values())[-1]
+        if state.acked is not None and durable <= state.acked:
+            return []
+        state.acked = durable
+        self._free(state, durable)
+        return [Acked(msg.topic, durable)]
 
-    def _on_fetch(self, msg: rfc46.Fetch) -> list[Effect]:
+    def _free(self, state: _Topic, durable: int) -> None:
+        """Drop what is held up to ``durable`` (whole blobs only, under signed)."""
+        held = state.held
+        ends = state.ends
+        if ends is None:
+            freed = durable + 1 - state.base
+            if freed <= 0:
+                return
+            dead = state.dead
+            size = sum(map(len, held[dead : dead + freed]))
+            dead += freed
+            if dead > 1024 and 2 * dead > len(held):
+                del held[:dead]
+                dead = 0
+            state.dead = dead
+            state.base = durable + 1
+        else:
+            freed = bisect.bisect_right(ends, durable + 1)
+            if freed <= 0:
+                return
+            size = sum(map(len, held[:freed]))
+            state.base = ends[freed - 1]
+            del held[:freed]
+            del ends[:freed]
+        state.nbytes -= size
+        self._unacked_bytes -= size
+
+    def _on_fetch(self, msg: m.Fetch, now: float) -> list[Effect]:
         state = self._known_topic(msg.partition, msg.topic)
         if state is None:
             return []
@@ -256,16 +423,35 @@ class ProducerCore:
         end = min(msg.offset + count, state.next_offset)
         if start >= end:
             return []
+        if not self._limiter.allow(msg.requester, now):
+            return []
         self._fetches_served += 1
-        self._records_resent += end - start
         base = state.base
         node = self._node_id
         topic = state.name
         requester = msg.requester
-        direct = rfc46.DirectRecord
-        return [
-            Publish(direct(requester, topic, node, offset, content))
-            for offset, content in zip(
-                range(start, end), state.buffer[start - base : end - base], strict=True
+        ends = state.ends
+        if ends is None:
+            self._records_resent += end - start
+            direct = m.DirectRecord
+            return [
+                Publish(direct(requester, topic, node, offset, content))
+                for offset, content in zip(
+                    range(start, end),
+                    state.held[start - base + state.dead : end - base + state.dead],
+                    strict=True,
+                )
+            ]
+        out: list[Effect] = []
+        i = bisect.bisect_right(ends, start)  # the blob holding ``start``
+        first = ends[i - 1] if i else base
+        held = state.held
+        while i < len(ends) and first < end:
+            last_end = ends[i]
+            out.append(
+                Publish(m.DirectRecord(requester, topic, node, first, held[i], last_end - first))
             )
-        ]
+            self._records_resent += last_end - first
+            first = last_end
+            i += 1
+        return out

@@ -1,4 +1,4 @@
-"""Store node logic (``rfc46`` profile), sans-IO.
+"""Store node logic, sans-IO, for both wire profiles.
 
 :class:`StoreCore` takes drained batches of decoded messages and the time, and
 returns :class:`~dafka.core.effects.Publish` effects. It never reads a clock,
@@ -29,6 +29,30 @@ It does what the C reference store does (wire reference §7) with DESIGN's fixes
 * **Bad input** never raises out of :meth:`StoreCore.handle_batch`: it is
   counted in :attr:`StoreCore.stats` and dropped.
 
+A RECORD is a batch (``dafka.core.messages``): one record under ``rfc46``, a
+producer-signed batch blob under ``signed``. Under ``signed`` the store:
+
+* **verifies before it keeps**: a batch is stored (or buffered) only if the
+  profile accepts it (signature, the signing key owns the partition, topic,
+  offsets); forgeries are dropped and counted (``rejected``);
+* keeps the **blob verbatim** (one :class:`StoredBatch` per blob) and serves
+  it verbatim in DIRECT-RECORD, so consumers check the producer's signature
+  whoever served the bytes;
+* tells **replays from equivocation**: a batch at offsets it already holds is
+  a duplicate (re-ACKed, never verified) when it is byte-identical to the
+  stored one; otherwise it is verified, and a second validly signed batch for
+  stored offsets is equivocation: the first is kept, the second counted
+  (``equivocations``), logged and reported in :attr:`StoreCore.equivocations`;
+* verifies a HEAD before it opens a gap for it, keeps the newest verified
+  HEAD per partition to pass on in DIRECT-HEAD, and lets a HEAD move the gap
+  target at most ``max_head_lead`` offsets past what it holds.
+
+Each partition is pinned to the profile of its first batch (the storage
+records it); a store speaks one profile, and its partitions of the other
+profile (a data directory reused under another profile) are neither written
+nor served (``wrong_profile``). FETCHes and head requests are rate-limited per
+requester (``dafka.core.limits``) on top of the pending-fetch cap.
+
 A FETCH's identity for de-duplication is ``(requester, topic, partition,
 offset)``: under rfc46 one producer ID names one partition in each topic it
 writes, so the partition ID alone does not say which records are asked for.
@@ -43,13 +67,15 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..errors import ConfigError, DafkaError, StorageError
+from ..errors import ConfigError, DafkaError, StorageError, WireError
 from ..ids import is_node_id
+from ..profiles import RFC46, Profile
 from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
-from ..wire import rfc46
-from ..wire.rfc46 import Command
+from ..wire.rfc46 import Command, direct_prefix
+from . import messages as m
 from .effects import Publish
+from .limits import RequestLimiter
 
 __all__ = ["MAX_HELLO_TOPICS", "MAX_OPEN_GAPS", "StoreCore", "StoreStats"]
 
@@ -70,6 +96,11 @@ BUFFER_ENTRY_OVERHEAD = 64
 _MAX_U32 = (1 << 32) - 1
 _BAD_INPUT = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
 _ERROR_LOG_PERIOD = 5.0
+MAX_EQUIVOCATION_REPORTS = 100
+SIGNED_READ_BATCHES = 4
+"""Signed batches read per serving step of one FETCH (each may be up to 16 MiB)."""
+SERVE_BYTES = 16 * 1024 * 1024
+"""Bytes of batches served per step, over every pending FETCH."""
 
 PartitionKey = tuple[str, str]  # (topic, partition)
 
@@ -92,6 +123,29 @@ class StoreStats:
     acks_sent: int = 0
     append_failures: int = 0
     gaps_refused: int = 0
+    rejected: int = 0
+    """Batches that failed verification: forged, tampered, another partition's key."""
+    rejected_heads: int = 0
+    """HEADs that failed verification."""
+    equivocations: int = 0
+    """Validly signed batches for offsets already held with other content (kept first)."""
+    wrong_profile: int = 0
+    """Records, HEADs or FETCHes for a partition pinned to the other wire profile."""
+    fetches_limited: int = 0
+    """FETCHes and head requests refused by the per-requester rate limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Equivocation:
+    """A producer signed two different batches for overlapping offsets; the first was kept."""
+
+    topic: str
+    partition: str
+    first_offset: int
+    last_offset: int
+    kept_first: int
+    kept_last: int
+    at: float
 
 
 @dataclass(slots=True)
@@ -120,10 +174,21 @@ class _PendingFetch:
 class _Batch:
     """Scratch state of one ``handle_batch`` call; nothing here is committed."""
 
-    __slots__ = ("accepted", "advanced", "gap_keys", "head_requests", "nexts", "reack")
+    __slots__ = (
+        "accepted",
+        "advanced",
+        "blobs",
+        "gap_keys",
+        "head_requests",
+        "nexts",
+        "now",
+        "reack",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, now: float) -> None:
+        self.now = now
         self.accepted: list[StoredBatch] = []
+        self.blobs: dict[tuple[str, str, int], StoredBatch] = {}  # accepted, by first offset
         self.nexts: dict[PartitionKey, int] = {}  # next expected offset, chained in-batch
         self.advanced: set[PartitionKey] = set()
         self.reack: set[PartitionKey] = set()
@@ -140,7 +205,12 @@ def _valid_partition_key(topic: str, partition: str) -> bool:
 
 
 class StoreCore:
-    """The store's state machine: records in, (FETCH | DIRECT-* | STORE-HELLO | ACK) out."""
+    """The store's state machine: records in, (FETCH | DIRECT-* | STORE-HELLO | ACK) out.
+
+    ``profile`` is the store's wire profile (``rfc46`` unless given); it
+    verifies what the store keeps. ACKs come out unsigned and the profile signs
+    them in the shell.
+    """
 
     def __init__(
         self,
@@ -152,6 +222,12 @@ class StoreCore:
         fetch_retry: float = 0.5,
         max_pending_fetches: int = 1024,
         max_buffered_bytes: int = 64 * 1024 * 1024,
+        max_head_lead: int = 1_000_000,
+        profile: Profile = RFC46,
+        fetch_rate: float = 200.0,
+        fetch_burst: float = 400.0,
+        heads_rate: float = 20.0,
+        heads_burst: float = 40.0,
     ) -> None:
         if not is_node_id(node_id):
             raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
@@ -161,6 +237,8 @@ class StoreCore:
             raise ConfigError("serve_chunk and max_pending_fetches must be at least 1")
         if not fetch_retry > 0 or max_buffered_bytes < 0:
             raise ConfigError("fetch_retry must be positive and max_buffered_bytes not negative")
+        if max_head_lead < max_fetch_count:
+            raise ConfigError("max_head_lead must be at least max_fetch_count")
         self._node_id = node_id
         self._storage = storage
         self._max_fetch_count = max_fetch_count
@@ -169,22 +247,43 @@ class StoreCore:
         self._max_retry = fetch_retry * MAX_RETRY_FACTOR
         self._max_pending = max_pending_fetches
         self._max_buffered_bytes = max_buffered_bytes
+        self._lead = max_head_lead
+        self._profile = profile
+        self._signed = profile.batched
+        self._name = profile.name
         self._heads: dict[PartitionKey, int] = {k: ht[0] for k, ht in storage.heads().items()}
+        self._profiles: dict[PartitionKey, str] = storage.profiles()
+        # partitions of the other profile (a data directory reused under this one): static,
+        # since this store only ever creates partitions of its own profile
+        self._foreign: frozenset[PartitionKey] = frozenset(
+            key for key, name in self._profiles.items() if name != profile.name
+        )
+        self._signed_heads: dict[PartitionKey, m.Head] = {}
         self._gaps: dict[PartitionKey, _Gap] = {}
         self._next_gap_check = math.inf
-        self._buffers: dict[PartitionKey, dict[int, bytes]] = {}
+        # out-of-order batches: first offset -> (last offset, content), verified
+        self._buffers: dict[PartitionKey, dict[int, tuple[int, bytes]]] = {}
         self._buffered_bytes = 0
         self._pending: deque[_PendingFetch] = deque()
         self._pending_keys: set[tuple[str, str, str, int]] = set()
         self._last_error_log = -math.inf
+        self._last_reject_log = -math.inf
+        self._fetch_limiter = RequestLimiter(fetch_rate, fetch_burst)
+        self._heads_limiter = RequestLimiter(heads_rate, heads_burst)
         self.stats = StoreStats()
         self.last_storage_error: StorageError | None = None
+        self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
+        """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
 
     # ------------------------------------------------------------------ queries
 
     @property
     def node_id(self) -> str:
         return self._node_id
+
+    @property
+    def profile(self) -> Profile:
+        return self._profile
 
     def head(self, topic: str, partition: str) -> int | None:
         """The committed head of a partition, or ``None`` if nothing is stored."""
@@ -201,15 +300,15 @@ class StoreCore:
             Command.HEAD.value,
             Command.FETCH.value,
             Command.GET_HEADS.value,
-            rfc46.direct_prefix(Command.DIRECT_RECORD, self._node_id),
-            rfc46.direct_prefix(Command.CONSUMER_HELLO, self._node_id),
+            direct_prefix(Command.DIRECT_RECORD, self._node_id),
+            direct_prefix(Command.CONSUMER_HELLO, self._node_id),
         ]
 
     # ------------------------------------------------------------------ inputs
 
-    def handle_batch(self, msgs: Sequence[rfc46.Message], now: float) -> list[Publish]:
+    def handle_batch(self, msgs: Sequence[m.Message], now: float) -> list[Publish]:
         """Process one drained batch: store, then publish FETCHes, answers and ACKs (last)."""
-        b = _Batch()
+        b = _Batch(now)
         for msg in msgs:
             try:
                 self._dispatch(msg, b)
@@ -227,11 +326,11 @@ class StoreCore:
             for key in sorted(b.advanced | b.reack):
                 head = heads.get(key)
                 if head is not None:
-                    out.append(Publish(rfc46.Ack(key[1], key[0], head)))
+                    out.append(Publish(m.Ack(key[1], key[0], head)))
                     self.stats.acks_sent += 1
         return out
 
-    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:
+    def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
         """Greet a consumer that subscribes to its STORE-HELLOs (``L`` + consumer ID)."""
         if not (sub.subscribe and sub.cmd == Command.STORE_HELLO.value):
             return []
@@ -241,7 +340,7 @@ class StoreCore:
             return []
         if not is_node_id(consumer) or consumer == self._node_id:
             return []
-        return [Publish(rfc46.StoreHello(consumer, self._node_id))]
+        return [Publish(m.StoreHello(consumer, self._node_id))]
 
     def tick(self, now: float) -> list[Publish]:
         """Retry FETCHes for gaps still open, then serve the next chunk of pending fetches."""
@@ -254,18 +353,18 @@ class StoreCore:
 
     # ------------------------------------------------------------------ messages
 
-    def _dispatch(self, msg: rfc46.Message, b: _Batch) -> None:
-        if isinstance(msg, rfc46.Record) or (
-            isinstance(msg, rfc46.DirectRecord) and msg.recipient == self._node_id
+    def _dispatch(self, msg: m.Message, b: _Batch) -> None:
+        if isinstance(msg, m.Record) or (
+            isinstance(msg, m.DirectRecord) and msg.recipient == self._node_id
         ):
-            self._on_record(msg.topic, msg.partition, msg.offset, msg.content, b)
-        elif isinstance(msg, rfc46.Head):
+            self._on_record(msg, b)
+        elif isinstance(msg, m.Head):
             self._on_head(msg, b)
-        elif isinstance(msg, rfc46.Fetch):
-            self._on_fetch(msg)
-        elif isinstance(msg, rfc46.GetHeads):
+        elif isinstance(msg, m.Fetch):
+            self._on_fetch(msg, b.now)
+        elif isinstance(msg, m.GetHeads):
             self._on_head_request(msg.requester, (msg.topic,), b)
-        elif isinstance(msg, rfc46.ConsumerHello) and msg.store == self._node_id:
+        elif isinstance(msg, m.ConsumerHello) and msg.store == self._node_id:
             topics = tuple(dict.fromkeys(msg.topics[:MAX_HELLO_TOPICS]))
             self._on_head_request(msg.consumer, topics, b)
         else:
@@ -285,66 +384,197 @@ class StoreCore:
             b.nexts[key] = nxt
         return nxt
 
-    def _on_record(
-        self, topic: str, partition: str, offset: int, content: bytes, b: _Batch
-    ) -> None:
-        key = (topic, partition)
+    def _pinned_elsewhere(self, key: PartitionKey) -> bool:
+        """True (and counted) if ``key`` is pinned to the other wire profile."""
+        if self._foreign and key in self._foreign:
+            self.stats.wrong_profile += 1
+            return True
+        return False
+
+    def _reject(self, key: PartitionKey, first: int, last: int, exc: Exception, now: float) -> None:
+        self.stats.rejected += 1
+        if now - self._last_reject_log >= _ERROR_LOG_PERIOD:
+            self._last_reject_log = now
+            log.warning(
+                "store.rejected topic=%s partition=%s offsets=%d..%d error=%s total=%d",
+                key[0],
+                key[1],
+                first,
+                last,
+                exc,
+                self.stats.rejected,
+            )
+
+    def _genuine(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
+        """Whether the profile accepts ``msg`` (always under rfc46); count it if not."""
+        if not self._signed:
+            return True
+        try:
+            self._profile.check_records(msg)
+        except WireError as exc:
+            self._reject(key, msg.offset, msg.offset + msg.count - 1, exc, b.now)
+            return False
+        return True
+
+    def _on_record(self, msg: m.Record | m.DirectRecord, b: _Batch) -> None:
+        topic = msg.topic
+        key = (topic, msg.partition)
         nxt = self._expected(key, b)
         if nxt is None:
             self.stats.malformed += 1
-        elif offset == nxt:
-            b.accepted.append(StoredBatch(topic, partition, offset, offset, content))
-            nxt += 1
+            return
+        if self._foreign and self._pinned_elsewhere(key):
+            return
+        first = msg.offset
+        last = first + msg.count - 1
+        if msg.count < 1:
+            self.stats.malformed += 1
+        elif first == nxt:
+            if self._signed and not self._genuine(msg, key, b):
+                return
+            batch = StoredBatch(topic, msg.partition, first, last, msg.content, self._name)
+            b.accepted.append(batch)
+            if self._signed:
+                b.blobs[(topic, msg.partition, first)] = batch
+            nxt = last + 1
             buf = self._buffers.get(key)
             if buf:
                 nxt = self._drain(key, buf, nxt, b)
             b.nexts[key] = nxt
             b.advanced.add(key)
-        elif offset < nxt:
-            self.stats.duplicates += 1
-            b.reack.add(key)
-        elif self._note_gap(key, offset, b):
-            self._hold(key, offset, content, nxt)
+        elif first < nxt:
+            if not self._signed or self._replay(msg, key, b):
+                self.stats.duplicates += 1
+                b.reack.add(key)
+            elif self._genuine(msg, key, b):
+                self._equivocation(msg, key, b)
+        elif self._note_gap(key, last, b):
+            buf = self._buffers.get(key)
+            if buf is not None and first in buf:
+                held_last, held = buf[first]
+                if held_last == last and held == msg.content:
+                    self.stats.duplicates += 1
+                elif self._genuine(msg, key, b):
+                    self._equivocation(msg, key, b, (first, held_last))
+            elif self._genuine(msg, key, b):
+                self._hold(key, first, last, msg.content, nxt)
         else:
             self.stats.dropped_out_of_order += 1
 
-    def _on_head(self, msg: rfc46.Head, b: _Batch) -> None:
+    def _replay(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
+        """True if ``msg`` is byte for byte the batch held at its offsets (a replay)."""
+        first = msg.offset
+        held = b.blobs.get((key[0], key[1], first))
+        if held is None:
+            try:
+                found = self._storage.read(key[0], key[1], first, 1)
+            except StorageError:
+                return False
+            held = found[0] if found else None
+        return (
+            held is not None
+            and held.first_offset == first
+            and held.last_offset == first + msg.count - 1
+            and held.blob == msg.content
+        )
+
+    def _equivocation(
+        self,
+        msg: m.Record | m.DirectRecord,
+        key: PartitionKey,
+        b: _Batch,
+        kept: tuple[int, int] | None = None,
+    ) -> None:
+        """A second validly signed batch for offsets we hold: keep the first, count, report."""
+        first, last = msg.offset, msg.offset + msg.count - 1
+        if kept is None:
+            kept = (first, last)
+            held = b.blobs.get((key[0], key[1], first))
+            if held is None:
+                try:
+                    found = self._storage.read(key[0], key[1], first, 1)
+                except StorageError:
+                    found = []
+                held = found[0] if found else None
+            if held is not None:
+                kept = (held.first_offset, held.last_offset)
+        self.stats.equivocations += 1
+        self.equivocations.append(Equivocation(key[0], key[1], first, last, *kept, b.now))
+        log.warning(
+            "store.equivocation topic=%s partition=%s offsets=%d..%d kept=%d..%d total=%d",
+            key[0],
+            key[1],
+            first,
+            last,
+            kept[0],
+            kept[1],
+            self.stats.equivocations,
+        )
+
+    def _on_head(self, msg: m.Head, b: _Batch) -> None:
         key = (msg.topic, msg.partition)
         nxt = self._expected(key, b)
         if nxt is None:
             self.stats.malformed += 1
-        elif msg.offset >= nxt:
-            self._note_gap(key, msg.offset, b)
-        elif key in self._heads:
-            b.reack.add(key)
+            return
+        if self._pinned_elsewhere(key):
+            return
+        verified = False
+        if self._signed:
+            newest = self._signed_heads.get(key)
+            if newest is None or msg.offset > newest.offset:
+                # A head beyond the newest verified one must be the producer's own;
+                # an older one is implied by a head already verified.
+                if not self._profile.check_head(msg):
+                    self.stats.rejected_heads += 1
+                    return
+                verified = True
+        if msg.offset >= nxt:
+            opened = self._note_gap(key, min(msg.offset, nxt - 1 + self._lead), b)
+            if verified and opened:
+                self._signed_heads[key] = msg
+        else:
+            if key in self._heads:
+                b.reack.add(key)
+            if verified and (key in self._heads or key in b.advanced):
+                self._signed_heads[key] = msg
 
-    def _on_fetch(self, msg: rfc46.Fetch) -> None:
+    def _on_fetch(self, msg: m.Fetch, now: float) -> None:
         if msg.requester == self._node_id or msg.count == 0:
             self.stats.ignored += 1
             return
-        head = self._heads.get((msg.topic, msg.partition))
+        key = (msg.topic, msg.partition)
+        head = self._heads.get(key)
         if head is None or msg.offset > head:
             return  # nothing stored to answer with; the producer or another store may
         if not is_node_id(msg.requester):
             self.stats.malformed += 1
             return
-        key = (msg.requester, msg.topic, msg.partition, msg.offset)
-        if key in self._pending_keys:
+        if self._pinned_elsewhere(key):
+            return
+        pkey = (msg.requester, msg.topic, msg.partition, msg.offset)
+        if pkey in self._pending_keys:
             return
         if len(self._pending) >= self._max_pending:
             self.stats.fetches_refused += 1
             log.debug("store.fetch_refused requester=%s", msg.requester)
             return
+        if not self._fetch_limiter.allow(msg.requester, now):
+            self.stats.fetches_limited += 1
+            return
         end = msg.offset + min(msg.count, self._max_fetch_count)
         self._pending.append(
-            _PendingFetch(key, msg.requester, msg.topic, msg.partition, msg.offset, end)
+            _PendingFetch(pkey, msg.requester, msg.topic, msg.partition, msg.offset, end)
         )
-        self._pending_keys.add(key)
+        self._pending_keys.add(pkey)
         self.stats.fetches_queued += 1
 
     def _on_head_request(self, requester: str, topics: Sequence[str], b: _Batch) -> None:
         if not is_node_id(requester):
             self.stats.malformed += 1
+            return
+        if not self._heads_limiter.allow(requester, b.now):
+            self.stats.fetches_limited += 1
             return
         b.head_requests.append((requester, topics))
 
@@ -363,28 +593,38 @@ class StoreCore:
         b.gap_keys.add(key)
         return True
 
-    def _hold(self, key: PartitionKey, offset: int, content: bytes, nxt: int) -> None:
-        """Buffer an out-of-order record if it is in the fetch window and there is room."""
+    def _hold(self, key: PartitionKey, first: int, last: int, content: bytes, nxt: int) -> None:
+        """Buffer an out-of-order batch if it is in the fetch window and there is room."""
         cost = len(content) + BUFFER_ENTRY_OVERHEAD
         if (
-            offset - nxt >= self._max_fetch_count
+            last - nxt >= self._max_fetch_count
             or self._buffered_bytes + cost > self._max_buffered_bytes
         ):
             self.stats.dropped_out_of_order += 1
             return
         buf = self._buffers.setdefault(key, {})
-        if offset not in buf:
-            buf[offset] = content
+        if first not in buf:
+            buf[first] = (last, content)
             self._buffered_bytes += cost
             self.stats.buffered += 1
 
-    def _drain(self, key: PartitionKey, buf: dict[int, bytes], nxt: int, b: _Batch) -> int:
-        """Move buffered records that now follow the head into the write batch."""
+    def _drain(
+        self, key: PartitionKey, buf: dict[int, tuple[int, bytes]], nxt: int, b: _Batch
+    ) -> int:
+        """Move buffered batches that now follow the head into the write batch."""
         topic, partition = key
-        while (content := buf.pop(nxt, None)) is not None:
+        while (held := buf.pop(nxt, None)) is not None:
+            last, content = held
             self._buffered_bytes -= len(content) + BUFFER_ENTRY_OVERHEAD
-            b.accepted.append(StoredBatch(topic, partition, nxt, nxt, content))
-            nxt += 1
+            batch = StoredBatch(topic, partition, nxt, last, content, self._name)
+            b.accepted.append(batch)
+            if self._signed:
+                b.blobs[(topic, partition, nxt)] = batch
+            nxt = last + 1
+        stale = [first for first in buf if first < nxt]
+        for first in stale:  # overlapping what is now held: only an equivocator sends these
+            _, content = buf.pop(first)
+            self._buffered_bytes -= len(content) + BUFFER_ENTRY_OVERHEAD
         if not buf:
             del self._buffers[key]
         return nxt
@@ -423,7 +663,7 @@ class StoreCore:
             limit = min(limit, min(buf))
         count = min(limit - start, self._max_fetch_count)
         topic, partition = key
-        out.append(Publish(rfc46.Fetch(partition, self._node_id, topic, start, count)))
+        out.append(Publish(m.Fetch(partition, self._node_id, topic, start, count)))
         gap.sent_at = now
         gap.sent_start = start
         gap.sent_end = start + count
@@ -452,9 +692,17 @@ class StoreCore:
                 self._note_gap(key, b.nexts[key] - 1, b)
             b.advanced.clear()
             return False
+        profiles = self._profiles
         for key in b.advanced:
             self._heads[key] = b.nexts[key] - 1
-        self.stats.records_stored += len(b.accepted)
+            if key not in profiles:
+                profiles[key] = self._name
+        if self._signed:
+            self.stats.records_stored += sum(
+                batch.last_offset - batch.first_offset + 1 for batch in b.accepted
+            )
+        else:
+            self.stats.records_stored += len(b.accepted)
         return True
 
     # ------------------------------------------------------------------ answers
@@ -466,57 +714,90 @@ class StoreCore:
             except StorageError as exc:
                 log.warning("store.heads_failed topic=%r error=%s", topic, exc)
                 continue
+            profiles = self._profiles
+            signed_heads = self._signed_heads
             for partition, head in parts:
-                out.append(Publish(rfc46.DirectHead(requester, topic, partition, head)))
-            self.stats.heads_sent += len(parts)
+                key = (topic, partition)
+                if profiles.get(key, self._name) != self._name:
+                    continue
+                proof = signed_heads.get(key)
+                out.append(Publish(m.DirectHead(requester, topic, partition, head, proof)))
+                self.stats.heads_sent += 1
 
     def _serve(self, out: list[Publish]) -> None:
-        """Serve up to ``serve_chunk`` records, round-robin over pending fetches."""
+        """Serve up to ``serve_chunk`` records and ``SERVE_BYTES`` bytes, round-robin.
+
+        Whole batches are charged, so one step never sends more than the
+        budgets plus one batch, however many fetches are pending.
+        """
         budget = self._serve_chunk
+        room = SERVE_BYTES
         queue = self._pending
-        while budget > 0 and queue:
+        while budget > 0 and room > 0 and queue:
             share = max(1, budget // len(queue))
             for _ in range(len(queue)):
-                if budget <= 0:
+                if budget <= 0 or room <= 0:
                     break
                 fetch = queue.popleft()
-                sent, done = self._serve_one(fetch, min(share, budget), out)
+                sent, size, done = self._serve_one(fetch, min(share, budget), out)
                 budget -= sent
+                room -= size
                 if done:
                     self._pending_keys.discard(fetch.key)
                 else:
                     queue.append(fetch)
 
-    def _serve_one(self, fetch: _PendingFetch, limit: int, out: list[Publish]) -> tuple[int, bool]:
-        """Send up to ``limit`` records of ``fetch``; return (sent, finished)."""
+    def _serve_one(
+        self, fetch: _PendingFetch, limit: int, out: list[Publish]
+    ) -> tuple[int, int, bool]:
+        """Send about ``limit`` records of ``fetch``; return (records sent, bytes, finished).
+
+        Batches go out whole and verbatim; the first may start before the
+        offset asked for (a signed batch holding it).
+        """
         want = min(limit, fetch.end - fetch.next)
         if want <= 0:
-            return 0, True
+            return 0, 0, True
+        # rfc46 batches hold one record; signed ones up to 64 Ki, so read a few at a time
+        max_batches = min(want, SIGNED_READ_BATCHES) if self._signed else want
         try:
-            batches = self._storage.read(fetch.topic, fetch.partition, fetch.next, want)
+            batches = self._storage.read(fetch.topic, fetch.partition, fetch.next, max_batches)
         except StorageError as exc:
             log.warning(
                 "store.read_failed topic=%s offset=%d error=%s", fetch.topic, fetch.next, exc
             )
-            return 0, True
+            return 0, 0, True
         sent = 0
+        size = 0
+        name = self._name
+        finished = len(batches) < max_batches
         for batch in batches:
-            if batch.first_offset != fetch.next or batch.last_offset != batch.first_offset:
-                # A hole, or a multi-record batch the rfc46 profile cannot carry.
-                self.stats.records_served += sent
-                return sent, True
+            first, last = batch.first_offset, batch.last_offset
+            if (
+                first > fetch.next
+                or last < fetch.next
+                or batch.profile != name
+                or (not self._signed and first != last)
+            ):
+                finished = True  # a hole, or a batch this profile cannot carry
+                break
             out.append(
                 Publish(
-                    rfc46.DirectRecord(
+                    m.DirectRecord(
                         fetch.requester,
                         fetch.topic,
                         fetch.partition,
-                        fetch.next,
+                        first,
                         batch.blob,
+                        last - first + 1,
                     )
                 )
             )
-            fetch.next += 1
-            sent += 1
+            sent += last - first + 1
+            size += len(batch.blob)
+            fetch.next = last + 1
+            if fetch.next >= fetch.end or sent >= want:
+                finished = False  # stopped early: what was read is not all there is
+                break
         self.stats.records_served += sent
-        return sent, sent < want or fetch.next >= fetch.end
+        return sent, size, finished or fetch.next >= fetch.end

@@ -9,7 +9,10 @@ sockets. A node has:
   that every subscription reaches the handler (the HELLO handshakes need them);
 * a data SUB connected to every peer endpoint the towers announce;
 * a beacon PUB connected to every tower's XSUB and a beacon SUB connected to
-  every tower's XPUB, subscribed to ``W`` (welcome) and ``B`` (beacons).
+  every tower's XPUB, subscribed to ``W`` (welcome) and ``B`` (beacons);
+* any extra sockets the handler serves (:class:`NodeService`, e.g. a store's
+  query ROUTER), opened, polled and closed on the same thread, each with an
+  optional service beacon (``Q``) sent along with the node's own beacon.
 
 The loop never blocks on a missing tower: zmq reconnects in the background
 and the node joins whenever a tower appears.
@@ -30,13 +33,16 @@ import zmq
 from ..config import NodeConfig
 from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Publish, PublishRecords
+from ..core.messages import Message
 from ..errors import ConfigError, DafkaError, WireError
+from ..profiles import RFC46, OtherProfile, Profile
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
 
 log = logging.getLogger(__name__)
 
 MAX_DRAIN = 20_000  # messages read from the data SUB per loop turn
+MAX_DRAIN_BYTES = 64 * 1024 * 1024  # ... and bytes (signed RECORDs carry batches)
 TICK_INTERVAL = 0.05
 
 
@@ -49,7 +55,7 @@ class NodeHandler(Protocol):
 
     def on_commands(self, now: float) -> list[Publish]: ...
 
-    def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]: ...
+    def on_messages(self, msgs: list[Message], now: float) -> list[Publish]: ...
 
     def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]: ...
 
@@ -62,6 +68,30 @@ class NodeHandler(Protocol):
         ...
 
     def on_stop(self) -> None: ...
+
+
+class NodeService(Protocol):
+    """An extra socket a handler serves on the loop thread (e.g. the store's query ROUTER).
+
+    A handler offers them with an optional ``services() -> Sequence[NodeService]``
+    method. Every call happens on the loop thread, so the socket never crosses
+    threads: :meth:`open` creates and binds it once the data socket is bound,
+    :meth:`on_readable` serves a bounded amount of work when it is readable (the
+    poll is level-triggered, so what is left is served on the next turn), and
+    :meth:`close` runs when the loop stops.
+    """
+
+    def open(self, context: zmq.Context[zmq.Socket[bytes]], host: str) -> zmq.Socket[bytes]:
+        """Create and bind the socket on ``host``; raise :class:`ConfigError` if it cannot."""
+        ...
+
+    def on_readable(self, now: float) -> None: ...
+
+    def beacon(self, node_id: str) -> list[bytes] | None:
+        """Frames of a service beacon sent with every node beacon, or None for none."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class _RateLimitedLog:
@@ -91,8 +121,11 @@ class NodeLoop:
         name: str = "dafka-node",
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        profile: Profile | None = None,
     ) -> None:
         self.node_id = node_id
+        self.profile: Profile = profile if profile is not None else RFC46
+        """Decodes what the SUB receives and encodes what the handler sends (``dafka.profiles``)."""
         self.config = config.validate()
         self.handler = handler
         self.clock = clock
@@ -113,7 +146,9 @@ class NodeLoop:
         self.malformed = _RateLimitedLog()
         self._sub: zmq.Socket[bytes] | None = None
         self._subscribed: set[bytes] = set()
-        self.stats = {"received": 0, "sent": 0}
+        services = getattr(handler, "services", None)
+        self._services: list[NodeService] = list(services()) if services is not None else []
+        self.stats = {"received": 0, "sent": 0, "other_profile": 0, "unsendable": 0}
 
     # ----------------------------------------------------------------- control
 
@@ -211,8 +246,11 @@ class NodeLoop:
         sub.setsockopt(zmq.MAXMSGSIZE, cfg.max_message_size)
         bsub.setsockopt(zmq.MAXMSGSIZE, 4096)
         self._sub = sub
+        opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
         try:
             self._bind(xpub)
+            for service in self._services:
+                opened.append((service, service.open(ctx, cfg.host)))
             for tower in cfg.towers:
                 bpub.connect(tower.sub)
                 bsub.connect(tower.pub)
@@ -223,9 +261,15 @@ class NodeLoop:
             self._start_error = exc if isinstance(exc, DafkaError) else ConfigError(str(exc))
             for s in sockets:
                 s.close(0)
+            self._close_services(opened)
             self._ready.set()
             return
-        my_beacon = wbeacon.NodeBeacon(self.node_id, cfg.host, self.port).encode()
+        my_beacon = [wbeacon.NodeBeacon(self.node_id, cfg.host, self.port).encode()]
+        for service, _ in opened:
+            frames = service.beacon(self.node_id)
+            if frames:
+                my_beacon.append(frames)
+        served = {sock: service for service, sock in opened}
         log.info(
             "node.start id=%s endpoint=%s towers=%s",
             self.node_id,
@@ -237,25 +281,28 @@ class NodeLoop:
         poller.register(xpub, zmq.POLLIN)
         poller.register(bsub, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
+        for sock in served:
+            poller.register(sock, zmq.POLLIN)
         self._ready.set()
 
-        encode, encode_record = rfc46.encode, rfc46.encode_record
+        profile = self.profile
+        encode, encode_publish = profile.encode, profile.encode_publish
         send_frames = xpub.send_multipart
 
         def send(effects: list[Publish] | list[PublishRecords]) -> None:
             sent = 0
             for effect in effects:
-                if type(effect) is PublishRecords:
-                    topic = effect.topic.encode()
-                    partition = effect.partition.encode()
-                    offset = effect.first_offset
-                    for content in effect.contents:
-                        send_frames(encode_record(topic, partition, offset, content))
-                        offset += 1
-                    sent += len(effect.contents)
-                else:
-                    send_frames(encode(effect.msg))  # type: ignore[union-attr]
-                    sent += 1
+                try:
+                    if type(effect) is PublishRecords:
+                        for frames in encode_publish(effect):
+                            send_frames(frames)
+                        sent += len(effect.contents)
+                    else:
+                        send_frames(encode(effect.msg))  # type: ignore[union-attr]
+                        sent += 1
+                except DafkaError as exc:  # a core asked for what the profile cannot send
+                    self.stats["unsendable"] += 1
+                    self.malformed("send", exc, self.clock())
             self.stats["sent"] += sent
 
         try:
@@ -290,6 +337,9 @@ class NodeLoop:
                     send(self._on_subscriptions(xpub, now))
                 if sub in events:
                     send(self._on_data(sub, now))
+                for sock, service in served.items():
+                    if sock in events:
+                        self._serve(service, now)
                 if now >= next_tick or self.handler.has_pending():
                     send(self.handler.on_tick(now))
                     if now >= next_tick:
@@ -304,15 +354,31 @@ class NodeLoop:
                 log.exception("node.stop_failed id=%s", self.node_id)
             for s in sockets:
                 s.close()
+            self._close_services(opened)
             self._sub = None
             log.info("node.stopped id=%s", self.node_id)
+
+    def _serve(self, service: NodeService, now: float) -> None:
+        """A service's bug must not stop the node: log it (rate-limited) and go on."""
+        try:
+            service.on_readable(now)
+        except Exception as exc:
+            self.malformed("service", exc, now)
+            log.debug("node.service_failed id=%s", self.node_id, exc_info=True)
+
+    def _close_services(self, opened: list[tuple[NodeService, zmq.Socket[bytes]]]) -> None:
+        for service, _ in opened:
+            try:
+                service.close()
+            except Exception:
+                log.exception("node.service_close_failed id=%s", self.node_id)
 
     def _apply(
         self,
         actions: DiscoveryActions,
         bpub: zmq.Socket[bytes],
         sub: zmq.Socket[bytes],
-        my_beacon: list[bytes],
+        my_beacon: list[list[bytes]],
     ) -> None:
         for endpoint in actions.connect:
             try:
@@ -325,14 +391,15 @@ class NodeLoop:
             except zmq.ZMQError:
                 pass
         if actions.send_beacon:
-            bpub.send_multipart(my_beacon)
+            for frames in my_beacon:
+                bpub.send_multipart(frames)
 
     def _on_beacons(
         self,
         bsub: zmq.Socket[bytes],
         bpub: zmq.Socket[bytes],
         sub: zmq.Socket[bytes],
-        my_beacon: list[bytes],
+        my_beacon: list[list[bytes]],
         now: float,
     ) -> None:
         for _ in range(1000):
@@ -363,9 +430,10 @@ class NodeLoop:
         return out
 
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> list[Publish]:
-        msgs: list[rfc46.Message] = []
-        decode = rfc46.decode
+        msgs: list[Message] = []
+        decode = self.profile.decode
         recv = sub.recv_multipart
+        budget = MAX_DRAIN_BYTES
         for _ in range(MAX_DRAIN):
             try:
                 frames = recv(zmq.NOBLOCK)
@@ -373,8 +441,13 @@ class NodeLoop:
                 break
             try:
                 msgs.append(decode(frames))
+            except OtherProfile:
+                self.stats["other_profile"] += 1  # a node of the other profile: not for us
             except WireError as exc:
                 self.malformed("data", exc, now)
+            budget -= sum(map(len, frames))
+            if budget <= 0:
+                break
         if not msgs:
             return []
         self.stats["received"] += len(msgs)

@@ -6,6 +6,11 @@ both wire profiles: under ``rfc46`` a batch holds one record
 (``first_offset == last_offset`` and the blob is the record content); under
 ``signed`` a blob is the producer's signed multi-record batch, kept verbatim.
 
+Every partition is pinned to the wire profile of its first batch
+(:attr:`StoredBatch.profile`), and a batch of the other profile for it is
+refused: a node never mixes the profiles on one partition, and a reader (the
+store serving FETCHes, the query server) knows how to read every blob.
+
 Invariants every backend keeps (and ``tests/unit/test_storage_contract.py``
 checks against each of them):
 
@@ -27,7 +32,12 @@ from typing import Protocol, runtime_checkable
 from ..errors import DafkaError, StorageError
 from .keys import MAX_OFFSET, partition_prefix
 
-__all__ = ["HeadTail", "Storage", "StoredBatch", "plan_append"]
+__all__ = ["PROFILE_IDS", "PROFILES", "HeadTail", "Storage", "StoredBatch", "plan_append"]
+
+PROFILES = ("rfc46", "signed")
+"""The wire profiles a partition can be pinned to."""
+PROFILE_IDS = {"rfc46": 1, "signed": 2}
+"""How a backend records a profile in one byte: the profile's wire version octet."""
 
 HeadTail = tuple[int, int]
 """``(head, tail)``: the last and the first offset stored for a partition."""
@@ -35,13 +45,19 @@ HeadTail = tuple[int, int]
 
 @dataclass(frozen=True, slots=True)
 class StoredBatch:
-    """One stored batch: offsets ``first_offset..last_offset`` of one partition."""
+    """One stored batch: offsets ``first_offset..last_offset`` of one partition.
+
+    ``profile`` says how to read ``blob``: ``"rfc46"``, one record whose value
+    is the blob; ``"signed"``, the producer's signed batch blob, verbatim
+    (``dafka.profiles.records_of`` reads either).
+    """
 
     topic: str
     partition: str
     first_offset: int
     last_offset: int
     blob: bytes
+    profile: str = "rfc46"
 
 
 @runtime_checkable
@@ -77,20 +93,31 @@ class Storage(Protocol):
         """``(partition, head)`` for every partition of exactly ``topic``, sorted."""
         ...
 
+    def profiles(self) -> dict[tuple[str, str], str]:
+        """Every stored partition: ``(topic, partition) -> profile`` it is pinned to (a copy)."""
+        ...
+
     def close(self) -> None:
         """Release the backend; idempotent."""
         ...
 
 
 def plan_append(
-    current: Mapping[tuple[str, str], HeadTail], batches: Sequence[StoredBatch]
+    current: Mapping[tuple[str, str], HeadTail],
+    batches: Sequence[StoredBatch],
+    profiles: Mapping[tuple[str, str], str] | None = None,
+    new_profiles: dict[tuple[str, str], str] | None = None,
 ) -> dict[tuple[str, str], HeadTail]:
     """Check that ``batches`` continue their partitions; return the touched partitions' new heads.
 
     Shared by every backend so that they refuse exactly the same things, before
-    writing anything. Raises :class:`~dafka.errors.StorageError`.
+    writing anything. ``profiles`` are the stored partitions' pinned profiles:
+    a batch of another profile is refused. The profiles of partitions this call
+    creates are put in ``new_profiles``. Raises :class:`~dafka.errors.StorageError`.
     """
     new: dict[tuple[str, str], HeadTail] = {}
+    pinned: dict[tuple[str, str], str] = {} if new_profiles is None else new_profiles
+    seen: dict[tuple[str, str], str] = {}  # the profile of each partition this call touches
     for batch in batches:
         key = (batch.topic, batch.partition)
         first, last = batch.first_offset, batch.last_offset
@@ -98,8 +125,11 @@ def plan_append(
             raise StorageError(f"batch of {key} has offsets {first}..{last}")
         if not isinstance(batch.blob, bytes):
             raise StorageError(f"batch of {key} at {first} has a {type(batch.blob).__name__} blob")
+        profile = batch.profile
         ht = new.get(key)
         if ht is None:
+            if profile not in PROFILE_IDS:
+                raise StorageError(f"batch of {key} has an unknown profile {profile!r}")
             ht = current.get(key)
             if ht is None:
                 try:
@@ -107,7 +137,16 @@ def plan_append(
                 except (DafkaError, TypeError) as exc:
                     raise StorageError(f"cannot store {key}: {exc}") from exc
                 new[key] = (last, first)
+                pinned[key] = seen[key] = profile
                 continue
+            was = profiles.get(key) if profiles is not None else None
+            seen[key] = was if was is not None else profile
+        was = seen[key]
+        if was != profile:
+            raise StorageError(
+                f"partition {key} holds {was} batches; refusing a {profile} batch "
+                "(a partition never mixes the wire profiles)"
+            )
         if first != ht[0] + 1:
             raise StorageError(
                 f"batch of {key} starts at {first} but the partition's head is {ht[0]}"

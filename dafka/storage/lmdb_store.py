@@ -5,9 +5,13 @@ Layout (DESIGN §5): named databases in one environment,
 * ``batches``: :func:`~dafka.storage.keys.batch_key` -> first offset (u64 BE) + blob.
   The first offset is stored explicitly so the layer stays profile-agnostic
   (a signed batch covers many offsets); it costs 8 bytes per batch.
-* ``heads``: :func:`~dafka.storage.keys.partition_prefix` -> head, tail (2 x u64 BE).
+* ``heads``: :func:`~dafka.storage.keys.partition_prefix` -> head, tail (2 x u64 BE)
+  and the partition's wire profile (1 octet: its version octet, 1 rfc46, 2 signed).
   Updated in the same transaction as the batches, so they never disagree.
 * ``meta``: ``schema_version`` and the store's persistent ``node_id``.
+
+Schema version 2 added the profile octet; a version 1 environment (only rfc46
+existed) is read as rfc46 throughout and marked version 2 on open.
 
 Durability: LMDB defaults ``sync=True, metasync=True, writemap=False``, so a
 commit returns only after the data and the meta page are fsynced; that is what
@@ -33,20 +37,23 @@ import lmdb
 
 from ..errors import ClosedError, ConfigError, DafkaError, StorageError, StoreFullError
 from ..ids import is_node_id, new_node_id
-from .base import HeadTail, StoredBatch, plan_append
+from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix
 
 __all__ = ["SCHEMA_VERSION", "LmdbStorage", "translate_error"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_OLD_SCHEMAS = (b"1",)
 DEFAULT_MAP_SIZE = 64 * 1024 * 1024
 
 _META_SCHEMA = b"schema_version"
 _META_NODE_ID = b"node_id"
 _U64 = struct.Struct(">Q")
 _HEAD_TAIL = struct.Struct(">QQ")
+_HEAD_TAIL_PROFILE = struct.Struct(">QQB")
+_PROFILE_NAMES = {number: name for name, number in PROFILE_IDS.items()}
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
@@ -72,6 +79,9 @@ class LmdbStorage:
 
     ``map_size`` is the initial map; it doubles whenever a write does not fit,
     up to ``max_map_size`` (``None``: no cap but what the OS can map).
+    ``node_id`` is the store's identity when the caller owns one (derived from
+    the store's key, ``dafka.identity``): it is recorded in ``meta``, replacing
+    an older random one. Without it, a random ID is made once and kept.
     """
 
     def __init__(
@@ -79,6 +89,8 @@ class LmdbStorage:
         path: str | os.PathLike[str],
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int | None = None,
+        *,
+        node_id: str | None = None,
     ) -> None:
         if map_size <= 0:
             raise ConfigError(f"map_size must be positive, not {map_size}")
@@ -88,6 +100,9 @@ class LmdbStorage:
         self._max_map_size = max_map_size
         self._pid = os.getpid()
         self._closed = False
+        if node_id is not None and not is_node_id(node_id):
+            raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
+        self._given_node_id = node_id
         try:
             self._path.mkdir(parents=True, exist_ok=True)
             self._env = lmdb.open(
@@ -104,7 +119,7 @@ class LmdbStorage:
             raise translate_error(exc, f"cannot open store at {self._path}") from exc
         try:
             self._node_id = self._open_dbs()
-            self._heads, self._by_topic = self._load_heads()
+            self._heads, self._by_topic, self._profiles = self._load_heads()
         except BaseException:
             self._env.close()
             self._closed = True
@@ -127,7 +142,7 @@ class LmdbStorage:
                 self._heads_db = self._env.open_db(b"heads", txn=txn)
                 meta = self._env.open_db(b"meta", txn=txn)
                 version = txn.get(_META_SCHEMA, db=meta)
-                if version is None:
+                if version is None or version in _OLD_SCHEMAS:
                     txn.put(_META_SCHEMA, str(SCHEMA_VERSION).encode(), db=meta)
                 elif version != str(SCHEMA_VERSION).encode():
                     raise StorageError(
@@ -135,7 +150,18 @@ class LmdbStorage:
                         f"reads version {SCHEMA_VERSION} only: use a matching Dafka release"
                     )
                 raw = txn.get(_META_NODE_ID, db=meta)
-                if raw is None:
+                given = self._given_node_id
+                if given is not None and raw != given.encode():
+                    if raw is not None:
+                        log.warning(
+                            "lmdb.node_id.replaced path=%s old=%s new=%s",
+                            self._path,
+                            raw.decode("ascii", "replace"),
+                            given,
+                        )
+                    txn.put(_META_NODE_ID, given.encode(), db=meta)
+                    node_id = given
+                elif raw is None:
                     node_id = new_node_id()
                     txn.put(_META_NODE_ID, node_id.encode(), db=meta)
                 else:
@@ -148,18 +174,31 @@ class LmdbStorage:
 
     def _load_heads(
         self,
-    ) -> tuple[dict[tuple[str, str], HeadTail], dict[str, set[str]]]:
+    ) -> tuple[dict[tuple[str, str], HeadTail], dict[str, set[str]], dict[tuple[str, str], str]]:
         heads: dict[tuple[str, str], HeadTail] = {}
         by_topic: dict[str, set[str]] = {}
+        profiles: dict[tuple[str, str], str] = {}
         try:
             with self._env.begin(db=self._heads_db) as txn:
                 for key, value in txn.cursor():
                     topic, partition = decode_partition_key(key)
-                    heads[(topic, partition)] = _HEAD_TAIL.unpack(value)
+                    if len(value) == _HEAD_TAIL.size:  # schema 1: rfc46 only
+                        head, tail = _HEAD_TAIL.unpack(value)
+                        profile = "rfc46"
+                    else:
+                        head, tail, number = _HEAD_TAIL_PROFILE.unpack(value)
+                        found = _PROFILE_NAMES.get(number)
+                        if found is None:
+                            raise StorageError(
+                                f"partition {topic}/{partition} has profile {number}"
+                            )
+                        profile = found
+                    heads[(topic, partition)] = (head, tail)
+                    profiles[(topic, partition)] = profile
                     by_topic.setdefault(topic, set()).add(partition)
         except (lmdb.Error, DafkaError, struct.error) as exc:
             raise StorageError(f"store at {self._path} has unreadable heads: {exc}") from exc
-        return heads, by_topic
+        return heads, by_topic, profiles
 
     # ------------------------------------------------------------------ API
 
@@ -184,10 +223,19 @@ class LmdbStorage:
         self._check_usable()
         if not batches:
             return
-        new_heads = plan_append(self._heads, batches)
+        new_profiles: dict[tuple[str, str], str] = {}
+        new_heads = plan_append(self._heads, batches, self._profiles, new_profiles)
         items = _batch_items(batches)
+        pinned = self._profiles
         head_items = [
-            (partition_prefix(topic, partition), _HEAD_TAIL.pack(head, tail))
+            (
+                partition_prefix(topic, partition),
+                _HEAD_TAIL_PROFILE.pack(
+                    head,
+                    tail,
+                    PROFILE_IDS[new_profiles.get((topic, partition)) or pinned[(topic, partition)]],
+                ),
+            )
             for (topic, partition), (head, tail) in new_heads.items()
         ]
         while True:
@@ -204,12 +252,14 @@ class LmdbStorage:
         for key in new_heads.keys() - self._heads.keys():
             self._by_topic.setdefault(key[0], set()).add(key[1])
         self._heads.update(new_heads)
+        self._profiles.update(new_profiles)
 
     def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
         self._check_usable()
         if max_batches <= 0 or not 0 <= offset <= MAX_OFFSET:
             return []
-        if (topic, partition) not in self._heads:
+        profile = self._profiles.get((topic, partition))
+        if profile is None:
             return []
         prefix = partition_prefix(topic, partition)
         plen = len(prefix)
@@ -226,7 +276,9 @@ class LmdbStorage:
                     if not out and first > offset:
                         return []  # below the tail: the partition does not hold offset
                     (last,) = _U64.unpack_from(key, plen)
-                    out.append(StoredBatch(topic, partition, first, last, bytes(value[8:])))
+                    out.append(
+                        StoredBatch(topic, partition, first, last, bytes(value[8:]), profile)
+                    )
                     if len(out) >= max_batches:
                         break
         except lmdb.Error as exc:
@@ -237,6 +289,10 @@ class LmdbStorage:
         self._check_usable()
         names = self._by_topic.get(topic, ())
         return [(name, self._heads[(topic, name)][0]) for name in sorted(names)]
+
+    def profiles(self) -> dict[tuple[str, str], str]:
+        self._check_usable()
+        return dict(self._profiles)
 
     def close(self) -> None:
         if not self._closed:

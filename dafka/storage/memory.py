@@ -30,6 +30,7 @@ class MemoryStorage:
 
     def __init__(self) -> None:
         self._heads: dict[tuple[str, str], HeadTail] = {}
+        self._profiles: dict[tuple[str, str], str] = {}
         self._parts: dict[tuple[str, str], _Partition] = {}
         self._by_topic: dict[str, set[str]] = {}
         self._closed = False
@@ -44,7 +45,8 @@ class MemoryStorage:
 
     def append(self, batches: Sequence[StoredBatch]) -> None:
         self._check_open()
-        new_heads = plan_append(self._heads, batches)
+        new_profiles: dict[tuple[str, str], str] = {}
+        new_heads = plan_append(self._heads, batches, self._profiles, new_profiles)
         for batch in batches:
             key = (batch.topic, batch.partition)
             part = self._parts.get(key)
@@ -54,6 +56,7 @@ class MemoryStorage:
             part.lasts.append(batch.last_offset)
             part.batches.append(batch)
         self._heads.update(new_heads)
+        self._profiles.update(new_profiles)
 
     def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
         self._check_open()
@@ -69,6 +72,10 @@ class MemoryStorage:
         self._check_open()
         names = self._by_topic.get(topic, ())
         return [(name, self._heads[(topic, name)][0]) for name in sorted(names)]
+
+    def profiles(self) -> dict[tuple[str, str], str]:
+        self._check_open()
+        return dict(self._profiles)
 
     def close(self) -> None:
         self._closed = True

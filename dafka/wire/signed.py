@@ -104,9 +104,11 @@ __all__ = [
     "encode_record",
     "parse_subscription",
     "peek_batch",
+    "seal_batches",
     "sign_ack",
     "sign_head",
     "topic_prefix",
+    "unchecked_columns",
     "verify_batch",
 ]
 
@@ -353,6 +355,14 @@ class Batch:
             object.__setattr__(self, "_records", records)
         return records
 
+    def columns(self) -> tuple[list[bytes | None] | None, list[bytes]]:
+        """``(keys, values)`` as two lists in offset order; ``keys`` is ``None`` if no record has one.
+
+        The consumer's fast path: no tuple per record, and no key list at all
+        for batches without keys.
+        """
+        return _record_columns(self.blob, len(self.topic.encode()), self.count)
+
 
 def batch_overhead(topic: str) -> int:
     """Bytes a batch of ``topic`` costs besides its records (8 bytes + key + value each)."""
@@ -550,6 +560,50 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
     return Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob)
 
 
+def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[bytes]]:
+    """``(keys, values)`` of a blob checked for shape but **not** for its signature.
+
+    For readers of blobs that were verified when they were stored (a store's
+    query endpoint reading its own LMDB). Raises :class:`WireError` for a blob
+    whose shape or lengths are wrong.
+    """
+    blob = bytes(blob)
+    _topic, _partition, _first, count, _ts, records_at = _header(blob)
+    lengths = _lengths(blob, records_at, count)
+    keys = _key_lengths(lengths[:count], count)
+    key_total = keys[0] if keys is not None else 0
+    if records_at + 8 * count + key_total + sum(lengths[count:]) != len(blob) - _TRAILER:
+        raise WireError("batch record lengths do not add up to its size")
+    return _record_columns(blob, blob[1], count)
+
+
+def _record_columns(
+    blob: bytes, topic_len: int, count: int
+) -> tuple[list[bytes | None] | None, list[bytes]]:
+    """Keys (``None`` if no record has one) and values of a checked blob, as lists."""
+    records_at = 2 + topic_len + _BATCH_FIXED.size
+    lengths = _lengths(blob, records_at, count)
+    klens, vlens = lengths[:count], lengths[count:]
+    at = records_at + 8 * count
+    getitem = blob.__getitem__
+    keys: list[bytes | None] | None
+    if _NO_KEY not in klens:
+        offs = list(accumulate(klens, initial=at))
+        keys = list(map(getitem, map(slice, offs, offs[1:])))
+        at = offs[-1]
+    elif klens.count(_NO_KEY) == count:
+        keys = None
+    else:
+        offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
+        keys = [
+            None if k == _NO_KEY else blob[a:b]
+            for k, a, b in zip(klens, offs, offs[1:], strict=False)
+        ]
+        at = offs[-1]
+    offs = list(accumulate(vlens, initial=at))
+    return keys, list(map(getitem, map(slice, offs, offs[1:])))
+
+
 def _parse_records(
     blob: bytes, topic_len: int, count: int
 ) -> tuple[tuple[bytes | None, bytes], ...]:
@@ -693,6 +747,66 @@ class BatchBuilder:
         self._keys, self._values, self._cuts = [], [], []
         self._open_count = self._open_bytes = self.pending_bytes = 0
         return blobs
+
+
+def seal_batches(
+    identity: Identity,
+    topic: str,
+    first_offset: int,
+    keys: Sequence[bytes | None] | None,
+    values: Sequence[bytes],
+    timestamp_ms: int,
+    *,
+    max_records: int = DEFAULT_BATCH_RECORDS,
+    max_bytes: int = DEFAULT_BATCH_BYTES,
+) -> list[tuple[int, int, bytes]]:
+    """Seal ``values`` (and ``keys``, or ``None`` for no keys) into signed blobs from ``first_offset``.
+
+    Returns ``(first offset, count, blob)`` per blob, in offset order. The cuts
+    follow :class:`BatchBuilder`'s rules (at most ``max_records`` records and
+    ``max_bytes`` bytes per blob; a bigger record travels alone), found with a
+    running sum and bisection instead of a Python step per record: this is the
+    producer's natural batching, run on whatever was queued when its IO loop
+    woke. Values and keys must be ``bytes``.
+    """
+    topic_raw = _encode_topic(topic)
+    count = len(values)
+    if not count:
+        return []
+    if keys is not None and len(keys) != count:
+        raise ValueError("keys and values differ in length")
+    if not 1 <= max_records <= MAX_BATCH_RECORDS:
+        raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
+    room = max_bytes - (2 + len(topic_raw) + _BATCH_FIXED.size + _TRAILER)
+    if room <= 8 or max_bytes > MAX_BLOB_BYTES:
+        raise ValueError(f"max_bytes {max_bytes} out of range")
+    if keys is None or keys.count(None) == count:
+        sizes: Iterable[int] = map(len, values)
+        keys = None
+    else:
+        sizes = (len(v) + (0 if k is None else len(k)) for k, v in zip(keys, values, strict=True))
+    ends = list(accumulate(sizes, initial=0))  # ends[i]: value/key bytes of records [0, i)
+    out: list[tuple[int, int, bytes]] = []
+    a = 0
+    while a < count:
+        # the largest b with (bytes of a..b-1) + 8 per record <= room
+        b = a + 1
+        limit = min(count, a + max_records)
+        if b < limit:
+            lo, hi = b, limit  # invariant: records a..lo-1 fit
+            base = ends[a] + 8 * a
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if ends[mid] + 8 * mid - base <= room:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            b = lo
+        chunk_keys = keys[a:b] if keys is not None else (None,) * (b - a)
+        blob = _seal(identity, topic_raw, first_offset + a, chunk_keys, values[a:b], timestamp_ms)
+        out.append((first_offset + a, b - a, blob))
+        a = b
+    return out
 
 
 def _as_bytes(data: object, what: str) -> bytes:

@@ -107,7 +107,7 @@ def test_env_and_config_file(platform: Tower, tmp_path: Path) -> None:
         (["x" * 256], "the limit is 255"),
         (["t", "--tower", "nohost"], "expected HOST:PORT"),
         (["t", "--host", "0.0.0.0"], "wildcard"),
-        (["t", "-K", ":"], "signed wire profile"),
+        (["t", "--profile", "rfc46", "-K", ":"], "signed wire profile"),
     ],
 )
 def test_producer_user_mistakes_are_one_line(args: list[str], fragment: str) -> None:
@@ -150,3 +150,57 @@ def test_local_platform_prints_what_to_run_next(tmp_path: Path) -> None:
         assert local.terminate() == 0
     finally:
         local.kill()
+
+
+def test_keys_round_trip_with_a_key_separator(platform: Tower) -> None:
+    lines = b"user-1:signed in\nno separator here\nuser-2:a:b\n:empty key\n"
+    assert producer(platform.address, "keys", lines, "-K", ":", "-q").wait() == 0
+    c = consumer(
+        platform.address, "keys", "--from-beginning", "-e", "-f", "%k|%s\\n", "--timeout", "30"
+    )
+    assert c.wait() == 0, c.stderr
+    assert bytes(c.stdout) == b"user-1|signed in\n|no separator here\nuser-2|a:b\n|empty key\n"
+    j = consumer(platform.address, "keys", "--from-beginning", "-e", "--json", "--timeout", "30")
+    assert j.wait() == 0, j.stderr
+    keys = [json.loads(line)["key"] for line in bytes(j.stdout).splitlines()]
+    assert keys == ["user-1", None, "user-2", ""]
+
+
+def test_the_rfc46_profile_from_flag_env_and_config(tmp_path: Path) -> None:
+    tower = Tower()
+    store = StoreProc(tmp_path / "store", tower.address, "--profile", "rfc46")
+    try:
+        env_p = Proc(
+            py("dafka.cli.producer", "old", "--tower", tower.address),
+            stdin=b"one\ntwo\n",
+            env={"DAFKA_PROFILE": "rfc46"},
+        )
+        assert env_p.wait() == 0, env_p.stderr
+        assert "2 records acknowledged" in env_p.stderr
+        assert "any store" not in env_p.stderr  # rfc46 ACKs are not signed: no trust notice
+        conf = tmp_path / "dafka.toml"
+        conf.write_text('profile = "rfc46"\n')
+        c = Proc(
+            py(
+                "dafka.cli.consumer",
+                "old",
+                "--tower",
+                tower.address,
+                "--config",
+                str(conf),
+                "--from-beginning",
+                "-e",
+                "--timeout",
+                "30",
+            )
+        )
+        assert c.wait() == 0, c.stderr
+        assert bytes(c.stdout) == b"one\ntwo\n"
+        # a signed consumer sees nothing of it: the store holds rfc46 records only
+        s = consumer(tower.address, "old", "--from-beginning", "-c", "1")
+        with pytest.raises(AssertionError):
+            s.wait_line_stdout(".", timeout=3)
+        s.kill()
+    finally:
+        store.kill()
+        tower.stop()

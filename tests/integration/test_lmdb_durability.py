@@ -171,3 +171,52 @@ def test_use_after_fork_is_refused(tmp_path: Path) -> None:
         assert s.read("t", P, 0, 1) == [rec(0)]  # the parent's handle still works
     finally:
         s.close()
+
+
+def test_profiles_survive_reopen(tmp_path: Path) -> None:
+    s = LmdbStorage(tmp_path / "db")
+    s.append([rec(0), StoredBatch("t", P2, 0, 9, b"ten", "signed")])
+    s.close()
+    s = LmdbStorage(tmp_path / "db")
+    try:
+        assert s.profiles() == {("t", P): "rfc46", ("t", P2): "signed"}
+        assert s.read("t", P2, 5, 1)[0].profile == "signed"
+        with pytest.raises(StorageError, match="never mixes"):
+            s.append([StoredBatch("t", P, 1, 1, b"x", "signed")])
+    finally:
+        s.close()
+
+
+def test_a_schema_1_store_is_read_as_rfc46(tmp_path: Path) -> None:
+    """Before profiles were recorded, heads were 16 bytes and every partition was rfc46."""
+    s = LmdbStorage(tmp_path / "db")
+    s.append([rec(0), rec(1)])
+    s.close()
+    env = lmdb.open(str(tmp_path / "db"), max_dbs=3)
+    with env.begin(write=True) as txn:
+        txn.put(b"schema_version", b"1", db=env.open_db(b"meta", txn=txn))
+        heads = env.open_db(b"heads", txn=txn)
+        for key, value in list(txn.cursor(db=heads)):
+            txn.put(key, value[:16], db=heads)
+    env.close()
+    s = LmdbStorage(tmp_path / "db")
+    try:
+        assert s.heads() == {("t", P): (1, 0)} and s.profiles() == {("t", P): "rfc46"}
+        s.append([rec(2)])
+        assert [b.profile for b in s.read("t", P, 0, 5)] == ["rfc46"] * 3
+    finally:
+        s.close()
+
+
+def test_a_given_node_id_is_recorded_and_kept(tmp_path: Path) -> None:
+    s = LmdbStorage(tmp_path / "db")
+    random_id = s.node_id()
+    s.close()
+    s = LmdbStorage(tmp_path / "db", node_id=P2)  # the store now derives its ID from its key
+    assert s.node_id() == P2 != random_id
+    s.close()
+    s = LmdbStorage(tmp_path / "db")
+    try:
+        assert s.node_id() == P2
+    finally:
+        s.close()

@@ -35,4 +35,4 @@ def test_wildcard_host_cannot_be_advertised() -> None:
 
 def test_min_acks_above_one_needs_signed_profile() -> None:
     with pytest.raises(ConfigError, match="signed"):
-        ProducerConfig(min_acks=2).validate()
+        ProducerConfig(min_acks=2, profile="rfc46").validate()

@@ -7,10 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dafka.core.effects import Acked, Publish, PublishRecords
+from dafka.core.messages import Ack, DirectRecord, Fetch, Head, Record
 from dafka.core.producer import ProducerCore
 from dafka.errors import InvalidTopic
+from dafka.profiles import RFC46
 from dafka.wire import rfc46
-from dafka.wire.rfc46 import Ack, DirectRecord, Fetch, Head, Record
 
 P = "0123456789ABCDEF0123456789ABCDEF"
 STORE = "FEDCBA9876543210FEDCBA9876543210"
@@ -75,10 +76,11 @@ def test_published_records_encode_on_the_wire() -> None:
     records = batch.messages()
     assert [r.offset for r in records] == [0, 1, 2]
     for record in records:
-        assert rfc46.decode(rfc46.encode(record)) == record
+        assert RFC46.decode(RFC46.encode(record)) == record
         # the shell's fast path puts the same bytes on the wire
         fast = rfc46.encode_record(b"t", P.encode(), record.offset, record.content)
-        assert fast == rfc46.encode(record)
+        assert fast == RFC46.encode(record)
+    assert RFC46.encode_publish(batch) == [RFC46.encode(r) for r in records]
 
 
 def test_invalid_topic_is_refused() -> None:
@@ -317,3 +319,16 @@ def test_producer_matches_a_simple_model(steps: list[tuple]) -> None:
             assert [(m.offset, m.content) for m in out] == [(o, held[o]) for o in want]
         assert core.unacked_count("t") == len(held)
         assert core.unacked_bytes == sum(map(len, held.values()))
+
+
+def test_fetch_is_right_across_the_compaction_of_freed_records() -> None:
+    core = ProducerCore(P, max_fetch_count=10_000)
+    published(core, "t", 5000)
+    for acked in (10, 3000, 3001, 4500):  # the held list is compacted along the way
+        core.handle(Ack(P, "t", acked), 0.0)
+        out = msgs(core.handle(Fetch(P, STORE, "t", acked - 5, 20), 0.0))
+        assert [(m.offset, m.content) for m in out] == [
+            (i, content(i)) for i in range(acked + 1, acked + 15)
+        ]
+        assert core.unacked_count("t") == 5000 - acked - 1
+        assert core.unacked_bytes == sum(len(content(i)) for i in range(acked + 1, 5000))

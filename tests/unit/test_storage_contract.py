@@ -161,3 +161,19 @@ def test_close_is_idempotent_and_final(storage: Storage) -> None:
         storage.append([rec("t", P1, 1)])
     with pytest.raises(ClosedError):
         storage.read("t", P1, 0, 1)
+
+
+def test_a_partition_is_pinned_to_the_profile_of_its_first_batch(storage: Storage) -> None:
+    signed_batch = StoredBatch("t", P2, 0, 4, b"five records", "signed")
+    storage.append([rec("t", P1, 0), signed_batch])
+    assert storage.profiles() == {("t", P1): "rfc46", ("t", P2): "signed"}
+    assert storage.read("t", P2, 3, 1) == [signed_batch]
+    with pytest.raises(StorageError, match="never mixes"):
+        storage.append([StoredBatch("t", P1, 1, 1, b"x", "signed")])
+    with pytest.raises(StorageError, match="never mixes"):
+        storage.append([rec("u", P3, 0), StoredBatch("u", P3, 1, 2, b"y", "signed")])
+    with pytest.raises(StorageError, match="unknown profile"):
+        storage.append([StoredBatch("v", P3, 0, 0, b"z", "neither")])
+    assert storage.heads() == {("t", P1): (0, 0), ("t", P2): (4, 0)}
+    storage.append([StoredBatch("t", P2, 5, 5, b"six", "signed")])
+    assert storage.profiles()[("t", P2)] == "signed"

@@ -9,12 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dafka.core.effects import Publish
-from dafka.core.store import MAX_HELLO_TOPICS, StoreCore
-from dafka.errors import StorageError, StoreFullError
-from dafka.storage.base import StoredBatch
-from dafka.storage.memory import MemoryStorage
-from dafka.wire import rfc46
-from dafka.wire.rfc46 import (
+from dafka.core.messages import (
     Ack,
     ConsumerHello,
     DirectHead,
@@ -22,9 +17,16 @@ from dafka.wire.rfc46 import (
     Fetch,
     GetHeads,
     Head,
+    Message,
     Record,
     StoreHello,
 )
+from dafka.core.store import MAX_HELLO_TOPICS, StoreCore
+from dafka.errors import StorageError, StoreFullError
+from dafka.profiles import RFC46
+from dafka.storage.base import StoredBatch
+from dafka.storage.memory import MemoryStorage
+from dafka.wire import rfc46
 from tests.strategies import rfc46_messages
 
 NODE = "5707E0000000000000000000000000AA"
@@ -58,7 +60,7 @@ def recs(start: int, stop: int, topic: str = "t", partition: str = P) -> list[Re
     return [Record(topic, partition, i, content(i)) for i in range(start, stop)]
 
 
-def msgs(effects: list[Publish]) -> list[rfc46.Message]:
+def msgs(effects: list[Publish]) -> list[Message]:
     assert all(isinstance(e, Publish) for e in effects)
     return [e.msg for e in effects]
 
@@ -94,7 +96,7 @@ def test_in_order_records_are_appended_once_then_acked() -> None:
 
 def test_one_append_and_one_ack_per_partition_for_a_mixed_batch() -> None:
     core, s = make()
-    batch: list[rfc46.Message] = []
+    batch: list[Message] = []
     for i in range(4):
         batch += [Record("t", P, i, content(i)), Record("u", P, i, content(i))]
         batch.append(Record("t", P2, i, content(i)))
@@ -448,8 +450,9 @@ def test_any_messages_never_raise_and_every_effect_encodes(
             max_size=3,
         )
     )
-    for now, msgs_ in enumerate([batch + addressed, batch]):
+    wire = [RFC46.to_core(msg) for msg in batch]  # what the shell hands the core
+    for now, msgs_ in enumerate([wire + addressed, wire]):
         out = core.handle_batch(msgs_, float(now))
         out += core.tick(float(now) + 0.5)
         for effect in out:
-            rfc46.encode(effect.msg)  # the shell must be able to send every effect
+            RFC46.encode(effect.msg)  # the shell must be able to send every effect

@@ -1,0 +1,80 @@
+"""Per-requester rate limits for requests a peer controls (FETCH, GET-HEADS, HELLO).
+
+FETCH, GET-HEADS and the HELLOs are not signed (``docs/wire.md`` §9.7): anyone
+can send them, under any requester ID. Nodes therefore bound the work they do
+for them: a token bucket per requester, and one shared by all requesters so
+that requests under fresh (spoofed) IDs are bounded too. The table of buckets
+is bounded; the least recently used one is forgotten first. Time is passed in
+(``now``): the limiter reads no clock.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+__all__ = ["RequestLimiter"]
+
+
+class _Bucket:
+    __slots__ = ("at", "tokens")
+
+    def __init__(self, tokens: float, at: float) -> None:
+        self.tokens = tokens
+        self.at = at
+
+
+class RequestLimiter:
+    """Admit requests while the requester's and the shared bucket hold tokens.
+
+    A requester may make ``burst`` requests at once and ``rate`` per second after
+    that; all requesters together ``total_burst`` and ``total_rate``.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        burst: float,
+        *,
+        total_rate: float | None = None,
+        total_burst: float | None = None,
+        max_requesters: int = 4096,
+    ) -> None:
+        if rate <= 0 or burst < 1 or max_requesters < 1:
+            raise ValueError("rate must be positive, burst at least 1, max_requesters at least 1")
+        self.rate = float(rate)
+        self.burst = float(burst)
+        self.total_rate = float(total_rate if total_rate is not None else rate * 16)
+        self.total_burst = float(total_burst if total_burst is not None else burst * 16)
+        self._max = max_requesters
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._total = _Bucket(self.total_burst, float("-inf"))
+        self.refused = 0
+
+    def _fill(self, bucket: _Bucket, now: float, rate: float, burst: float) -> None:
+        if now > bucket.at:
+            bucket.tokens = min(burst, bucket.tokens + (now - bucket.at) * rate)
+            bucket.at = now
+
+    def allow(self, requester: str, now: float) -> bool:
+        """Take one token for ``requester``; False (and counted) if it has none left."""
+        bucket = self._buckets.get(requester)
+        if bucket is None:
+            if len(self._buckets) >= self._max:
+                self._buckets.popitem(last=False)
+            bucket = self._buckets[requester] = _Bucket(self.burst, now)
+        else:
+            self._buckets.move_to_end(requester)
+            self._fill(bucket, now, self.rate, self.burst)
+        total = self._total
+        if total.at == float("-inf"):
+            total.at = now
+        self._fill(total, now, self.total_rate, self.total_burst)
+        if bucket.tokens < 1.0 or total.tokens < 1.0:
+            self.refused += 1
+            return False
+        bucket.tokens -= 1.0
+        total.tokens -= 1.0
+        return True
+
+    def __len__(self) -> int:
+        return len(self._buckets)

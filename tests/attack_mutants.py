@@ -1,0 +1,179 @@
+"""Remove each defence against the signed profile's attacks, in memory, and check that a test fails.
+
+    python -m tests.attack_mutants [NAME ...]
+
+For every mutant (one defence taken out of the source of one function, which is
+recompiled in memory; no file is changed) it runs the attack tests in a fresh
+interpreter and reports whether they caught it. A mutant that passes the tests
+means a defence without a test. Exit status 1 if any mutant survives.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import subprocess
+import sys
+
+TESTS = ["tests/unit/test_attacks.py", "tests/integration/test_attacks_io.py"]
+
+# name: (module, function, old text, new text, [old text, new text, ...])
+MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "key-to-partition binding": (
+        "dafka.wire.signed",
+        "verify_batch",
+        "    if node_id_bytes_for(public_key) != b_partition:",
+        "    if False:",
+    ),
+    "batch signature": (
+        "dafka.wire.signed",
+        "verify_batch",
+        "    if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):",
+        "    if False:",
+    ),
+    "consumer drops what it delivered": (
+        "dafka.core.consumer",
+        "ConsumerCore._on_records",
+        "(last < p.next or (first > p.next and first in p.buffer))",
+        "(first > p.next and first in p.buffer)",
+        "        skip = nxt - first",
+        "        skip = 0",
+    ),
+    "store compares replays with what it holds": (
+        "dafka.core.store",
+        "StoreCore._on_record",
+        "            if not self._signed or self._replay(msg, key, b):",
+        "            if not self._signed:",
+    ),
+    "producer trusts listed stores only": (
+        "dafka.core.producer",
+        "ProducerCore._on_ack",
+        "if store is None or (self._trusted is not None and store not in self._trusted):",
+        "if store is None:",
+    ),
+    "producer checks ACK signatures": (
+        "dafka.core.producer",
+        "ProducerCore._on_ack",
+        "if self._batched and not self._profile.check_ack(msg):",
+        "if False:",
+    ),
+    "store detects equivocation": (
+        "dafka.core.store",
+        "StoreCore._on_record",
+        "            if not self._signed or self._replay(msg, key, b):",
+        "            if True:",
+    ),
+    "consumer verifies HEADs": (
+        "dafka.core.consumer",
+        "ConsumerCore._on_head",
+        "if msg is not None and not self._profile.check_head(msg):",
+        "if False:",
+    ),
+    "store verifies HEADs": (
+        "dafka.core.store",
+        "StoreCore._on_head",
+        "                if not self._profile.check_head(msg):",
+        "                if False:",
+    ),
+    "consumer bounds a HEAD's lead": (
+        "dafka.core.consumer",
+        "ConsumerCore._end",
+        "        return known if known <= cap else cap",
+        "        return known",
+    ),
+    "store bounds a HEAD's lead": (
+        "dafka.core.store",
+        "StoreCore._on_head",
+        "min(msg.offset, nxt - 1 + self._lead)",
+        "msg.offset",
+    ),
+    "blob size cap": [
+        ("dafka.wire.signed", "_header", "    if size > MAX_BLOB_BYTES:", "    if False:"),
+        (
+            "dafka.wire.signed",
+            "decode",
+            "        if len(frames[1]) > MAX_BLOB_BYTES:",
+            "        if False:",
+        ),
+    ],
+    "rate limits": (
+        "dafka.core.limits",
+        "RequestLimiter.allow",
+        "        if bucket.tokens < 1.0 or total.tokens < 1.0:",
+        "        if False:",
+    ),
+    "bounded serving steps": (
+        "dafka.core.store",
+        "StoreCore._serve",
+        "                budget -= sent",
+        "                pass",
+        "                room -= size",
+        "                pass",
+    ),
+    "ZMQ_MAXMSGSIZE on the data SUB": (),
+}
+
+
+def apply(name: str) -> None:
+    """Install mutant ``name`` in this interpreter."""
+    spec = MUTANTS[name]
+    if not spec:
+        _no_maxmsgsize()
+        return
+    for module_name, qualname, *edits in spec if isinstance(spec, list) else [spec]:
+        module = importlib.import_module(module_name)
+        owner: object = module
+        *path, attr = qualname.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        source = inspect.getsource(getattr(owner, attr))
+        indent = len(source) - len(source.lstrip(" "))
+        for old, new in zip(edits[::2], edits[1::2], strict=True):
+            if old not in source:
+                raise SystemExit(f"mutant {name!r}: {qualname} no longer contains {old!r}")
+            source = source.replace(old, new)
+        dedented = "\n".join(line[indent:] for line in source.split("\n"))
+        namespace = dict(vars(module))
+        exec(compile(dedented, f"<mutant {name}: {qualname}>", "exec"), namespace)
+        setattr(owner, attr, namespace[attr])
+
+
+def _no_maxmsgsize() -> None:
+    import zmq
+
+    original = zmq.Socket.setsockopt
+
+    def setsockopt(self: zmq.Socket, option: int, value: object) -> None:
+        if option != zmq.MAXMSGSIZE:
+            original(self, option, value)
+
+    zmq.Socket.setsockopt = setsockopt  # type: ignore[method-assign]
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--run":
+        apply(sys.argv[2])
+        import pytest
+
+        sys.exit(pytest.main(["-q", "-x", "-p", "no:cacheprovider", *TESTS]))
+    names = sys.argv[1:] or list(MUTANTS)
+    survivors = []
+    for name in names:
+        result = subprocess.run(
+            [sys.executable, "-m", "tests.attack_mutants", "--run", name],
+            capture_output=True,
+            text=True,
+        )
+        caught = result.returncode == 1  # pytest: tests failed
+        if result.returncode not in (0, 1):
+            print(result.stdout[-2000:], result.stderr[-2000:], file=sys.stderr)
+            raise SystemExit(f"mutant {name!r} could not be run")
+        failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+        print(f"{'caught ' if caught else 'SURVIVED'}  {name}: {failed[0] if failed else ''}")
+        if not caught:
+            survivors.append(name)
+    sys.exit(1 if survivors else 0)
+
+
+if __name__ == "__main__":
+    main()

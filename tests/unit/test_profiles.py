@@ -1,0 +1,162 @@
+"""The profile adapters (frames <-> core messages), profile settings and records_of."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dafka.config import ProducerConfig, parse_trusted_stores
+from dafka.core import messages as m
+from dafka.core.effects import PublishRecords
+from dafka.errors import ConfigError, ProfileError, WireError
+from dafka.identity import node_id_for
+from dafka.profiles import (
+    RFC46,
+    OtherProfile,
+    SignedProfile,
+    make_profile,
+    records_of,
+)
+from dafka.state import StateDir
+from dafka.storage.base import StoredBatch
+from dafka.wire import rfc46, signed
+from tests.signing import CONSUMER, FORGER, PRODUCER, STORE, P, blob, value
+
+S = STORE.node_id
+
+SHARED = [
+    m.Fetch(P, CONSUMER, "t", 5, 10),
+    m.GetHeads("t", CONSUMER),
+    m.ConsumerHello(S, CONSUMER, ("a", "b")),
+    m.StoreHello(CONSUMER, S),
+]
+
+
+@pytest.mark.parametrize("msg", SHARED + [m.Head("t", P, 3), m.Ack(P, "t", 3)])
+def test_signed_round_trips(msg: m.Message) -> None:
+    producer, store = SignedProfile(PRODUCER), SignedProfile(STORE)
+    sender = store if isinstance(msg, m.Ack) else producer
+    back = SignedProfile().decode(sender.encode(msg))
+    assert back == (m.Ack(P, "t", 3, S) if isinstance(msg, m.Ack) else msg)
+
+
+@pytest.mark.parametrize(
+    "msg",
+    SHARED
+    + [
+        m.Record("t", P, 7, b"v"),
+        m.DirectRecord(CONSUMER, "t", P, 7, b"v"),
+        m.Head("t", P, 3),
+        m.Ack(P, "t", 3),
+        m.DirectHead(CONSUMER, "t", P, 9),
+    ],
+)
+def test_rfc46_round_trips(msg: m.Message) -> None:
+    assert RFC46.decode(RFC46.encode(msg)) == msg
+    assert RFC46.encode(msg) == rfc46.encode(RFC46.to_wire(msg))
+
+
+def test_each_profile_refuses_the_others_frames_as_other_profile() -> None:
+    for msg in SHARED:
+        with pytest.raises(OtherProfile):
+            RFC46.decode(SignedProfile().encode(msg))
+        with pytest.raises(OtherProfile):
+            SignedProfile().decode(RFC46.encode(msg))
+    with pytest.raises(WireError) as err:
+        RFC46.decode([b"garbage"])
+    assert not isinstance(err.value, OtherProfile)
+
+
+def test_signed_records_are_encoded_verbatim() -> None:
+    data = blob(0, 3)
+    rec = m.Record("t", P, 0, data, 3)
+    assert SignedProfile().encode(rec) == signed.encode(signed.Record.of(data))
+    d = m.DirectRecord(CONSUMER, "t", P, 0, data, 3)
+    assert SignedProfile().encode(d) == signed.encode(signed.DirectRecord.of(CONSUMER, data))
+
+
+def test_signing_needs_the_right_identity() -> None:
+    with pytest.raises(ProfileError, match="no key"):
+        SignedProfile().encode(m.Head("t", P, 1))
+    with pytest.raises(ProfileError, match="own partition"):
+        SignedProfile(FORGER).encode(m.Head("t", P, 1))
+    with pytest.raises(ProfileError):
+        RFC46.encode(m.Record("t", P, 0, b"two", 2))  # rfc46 carries one record
+    with pytest.raises(ProfileError):
+        SignedProfile(PRODUCER).encode_publish(PublishRecords("t", P, 0, (b"x",)))
+
+
+def test_an_ack_names_the_store_that_signed_it() -> None:
+    ack = SignedProfile().decode(SignedProfile(STORE).encode(m.Ack(P, "t", 1)))
+    assert isinstance(ack, m.Ack) and ack.store == node_id_for(STORE.public_key) == S
+    assert SignedProfile().check_ack(ack)
+    assert not SignedProfile().check_ack(m.Ack(P, "t", 1, S))  # unsigned
+    assert not SignedProfile().check_ack(m.Ack(P, "t", 2, S, ack.proof))  # another offset
+
+
+def test_open_records_checks_the_messages_offsets_against_the_blob() -> None:
+    data = blob(0, 2)
+    wire = SignedProfile()
+    assert wire.open_records(m.Record("t", P, 0, data, 2))[1] == [value(0), value(1)]
+    for bad in (m.Record("t", P, 1, data, 2), m.Record("t", P, 0, data, 1)):
+        with pytest.raises(WireError):
+            wire.open_records(bad)
+    with pytest.raises(signed.WrongTopic):
+        wire.open_records(m.Record("u", P, 0, data, 2))
+
+
+def test_records_of_refuses_what_does_not_match() -> None:
+    data = blob(0, 2)
+    with pytest.raises(WireError):
+        records_of(StoredBatch("t", P, 0, 5, data, "signed"))
+    with pytest.raises(WireError):
+        records_of(StoredBatch("t", P, 0, 1, data[:-1], "signed"))
+    with pytest.raises(WireError):
+        records_of(StoredBatch("u", P, 0, 1, data, "signed"), verify=True)
+    with pytest.raises(ConfigError):
+        records_of(StoredBatch("t", P, 0, 1, data), "nope")
+
+
+def test_make_profile() -> None:
+    assert make_profile("rfc46") is RFC46
+    assert make_profile("signed", PRODUCER).identity is PRODUCER  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="unknown wire profile"):
+        make_profile("sign")
+
+
+# ------------------------------------------------------------------ settings
+
+
+def test_trusted_stores_accept_node_ids_and_public_keys() -> None:
+    key = STORE.public_key.hex()
+    assert parse_trusted_stores(f"{S.lower()}, {key},{S}") == (S,)
+    assert parse_trusted_stores(None) == ()
+    with pytest.raises(ConfigError, match="bad trusted store"):
+        parse_trusted_stores("not-hex")
+
+
+def test_producer_trust_settings() -> None:
+    assert ProducerConfig().validate().trusts_any_store
+    assert not ProducerConfig(trusted_stores=(S,)).validate().trusts_any_store
+    with pytest.raises(ConfigError, match="no trusted stores"):
+        ProducerConfig(trust_any_store=False).validate()
+    with pytest.raises(ConfigError, match="not both"):
+        ProducerConfig(trusted_stores=(S,), trust_any_store=True).validate()
+    with pytest.raises(ConfigError, match="only 1 trusted"):
+        ProducerConfig(trusted_stores=(S,), min_acks=2).validate()
+    with pytest.raises(ConfigError, match="signed profile"):
+        ProducerConfig(profile="rfc46", trusted_stores=(S,)).validate()
+    with pytest.raises(ConfigError, match="unknown wire profile"):
+        ProducerConfig(profile="x").validate()  # type: ignore[arg-type]
+
+
+def test_a_state_directory_is_pinned_to_its_profile(tmp_path: Path) -> None:
+    with StateDir(tmp_path / "s") as state:
+        state.pin_profile("signed")
+        identity = state.identity()
+        state.pin_profile("signed")
+    with StateDir(tmp_path / "s") as state:
+        assert state.identity() == identity
+        with pytest.raises(ConfigError, match="signed-profile node"):
+            state.pin_profile("rfc46")
