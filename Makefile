@@ -3,19 +3,30 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
-SRC    := dafka tower tests benchmarks examples
+SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-unit test-integration bench lint format clean
+.PHONY: install java run test test-unit test-integration bench bench-spark pipeline lint format clean
 
-install: $(STAMP)
+install: $(STAMP) java
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,spark]'
 	rm -f $(VENV)/.installed-*
 	touch $@
+
+java:  ## Spark (the spark extra) needs a Java 17+ runtime: install one with apt-get if missing
+	@if ! command -v java >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing a Java runtime for Spark (openjdk-17-jre-headless)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null; \
+	  else \
+	    echo "warning: no java: Spark tests will be skipped (install a Java 17+ runtime)"; \
+	  fi; \
+	fi
 
 run: install  ## a tower and a store on 127.0.0.1, data under .dafka/
 	$(BIN)/dafka-local
@@ -31,6 +42,12 @@ test-integration: install
 
 bench: install  ## throughput benchmarks; JSON in benchmarks/results/
 	$(BIN)/python -m benchmarks.throughput
+
+bench-spark: install  ## a 1,000,000-record micro-batch read through format("dafka")
+	$(BIN)/python -m benchmarks.spark_read
+
+pipeline: install  ## the Spark example: events -> windowed counts per user -> a consumer
+	$(BIN)/python examples/spark_pipeline.py
 
 lint: install
 	$(BIN)/ruff format --check --line-length 100 $(SRC)

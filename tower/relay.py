@@ -5,6 +5,10 @@ tower beacon carrying the node's endpoint, and greets every new subscriber of
 its XPUB with the single frame ``W`` (``ZMQ_XPUB_WELCOME_MSG``), as the C
 reference does. Unlike the reference it never substitutes an interface address
 for 127.0.0.1 and never crashes on a host with only a loopback interface.
+
+It also relays our service beacons (``"Q"``, 4 frames: a store's query endpoint)
+unchanged once they decode; only subscribers of ``"Q"`` (a
+:class:`~dafka.query.locator.StoreLocator`) receive them, never regular nodes.
 """
 
 from __future__ import annotations
@@ -24,7 +28,13 @@ log = logging.getLogger(__name__)
 
 
 def relay_beacon(frames: Sequence[bytes], peer_address: str | None) -> list[bytes]:
-    """The tower beacon for one node beacon; raises WireError for anything else."""
+    """What the tower relays for one beacon from a node; raises WireError for anything else.
+
+    A node beacon (``B``) becomes the 3-frame tower beacon carrying the node's
+    endpoint; a service beacon (``Q``) is relayed unchanged once it decodes.
+    """
+    if frames and bytes(frames[0]) == wbeacon.SERVICE:
+        return wbeacon.decode_service_beacon(frames).encode()
     node = wbeacon.decode_node_beacon(frames)
     endpoint = wbeacon.endpoint_for(node, peer_address)
     return wbeacon.TowerBeacon(node.node_id, endpoint).encode()
@@ -105,6 +115,7 @@ class Tower:
             return
         # Subscribe to beacons ourselves: every node's beacon PUB then sends them.
         xsub.send(b"\x01" + wbeacon.BEACON)
+        xsub.send(b"\x01" + wbeacon.SERVICE)
         log.info("tower.start sub=%s pub=%s", self.address.sub, self.address.pub)
         self._ready.set()
         poller = zmq.Poller()

@@ -3,10 +3,18 @@
 Node → tower (4 frames): ``"B" | node ID | host | port as decimal text``.
 Tower → nodes (3 frames): ``"B" | node ID | "tcp://host:port"``.
 The tower's XPUB sends the single frame ``"W"`` to every new subscriber.
+
+Service beacons (ours, not in the C reference), node → tower → whoever subscribes
+to ``"Q"`` (4 frames): ``"Q" | node ID | "tcp://host:port" | service name``.
+A store announces its pull/query endpoint this way (service ``store``, see
+``docs/query.md``). Towers relay them unchanged; regular nodes subscribe only to
+``"W"`` and ``"B"``, so they never receive them, and a C-reference tower, which
+does not subscribe to ``"Q"``, simply never relays them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +23,9 @@ from ..ids import is_node_id
 
 BEACON = b"B"
 WELCOME = b"W"
+SERVICE = b"Q"
+MAX_SERVICE_NAME = 32
+_SERVICE_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +51,37 @@ class TowerBeacon:
         node_id = _check_node_id(self.node_id)
         _check_endpoint(self.endpoint)
         return [BEACON, node_id.encode(), _ascii(self.endpoint, "endpoint")]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceBeacon:
+    """A node's extra service endpoint, e.g. a store's query endpoint (``service="store"``)."""
+
+    node_id: str
+    endpoint: str
+    service: str
+
+    def encode(self) -> list[bytes]:
+        """The 4 frames; raises :class:`WireError` for what the decoder would refuse."""
+        node_id = _check_node_id(self.node_id)
+        _check_endpoint(self.endpoint)
+        _check_service(self.service)
+        return [
+            SERVICE,
+            node_id.encode(),
+            _ascii(self.endpoint, "endpoint"),
+            self.service.encode("ascii"),
+        ]
+
+
+def _check_service(name: str) -> None:
+    if (
+        not isinstance(name, str)
+        or not 0 < len(name) <= MAX_SERVICE_NAME
+        or not name.isascii()
+        or not _SERVICE_NAME.match(name)
+    ):
+        raise WireError("service name is not 1..32 of [a-z0-9_-] starting with a letter")
 
 
 def _text(frame: bytes, what: str) -> str:
@@ -102,6 +144,16 @@ def decode_tower_beacon(frames: Sequence[bytes]) -> TowerBeacon:
     endpoint = _text(frames[2], "endpoint")
     _check_endpoint(endpoint)
     return TowerBeacon(_node_id(frames[1]), endpoint)
+
+
+def decode_service_beacon(frames: Sequence[bytes]) -> ServiceBeacon:
+    if len(frames) != 4 or bytes(frames[0]) != SERVICE:
+        raise WireError("a service beacon has 4 frames starting with 'Q'")
+    endpoint = _text(frames[2], "endpoint")
+    _check_endpoint(endpoint)
+    name = _text(frames[3], "service name")
+    _check_service(name)
+    return ServiceBeacon(_node_id(frames[1]), endpoint, name)
 
 
 def endpoint_for(beacon: NodeBeacon, peer_address: str | None) -> str:

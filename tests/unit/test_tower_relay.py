@@ -29,3 +29,21 @@ def test_empty_host_uses_peer_address() -> None:
 def test_bad_beacons_are_rejected(frames: list[bytes]) -> None:
     with pytest.raises(WireError):
         relay_beacon(frames, None)
+
+
+def test_service_beacons_are_relayed_unchanged() -> None:
+    frames = [b"Q", NODE.encode(), b"tcp://127.0.0.1:40123", b"store"]
+    assert relay_beacon(frames, "10.9.9.9") == frames
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        [b"Q", NODE.encode(), b"tcp://127.0.0.1:40123"],
+        [b"Q", NODE.encode(), b"127.0.0.1:40123", b"store"],
+        [b"Q", b"bad", b"tcp://127.0.0.1:40123", b"store"],
+    ],
+)
+def test_bad_service_beacons_are_not_relayed(frames: list[bytes]) -> None:
+    with pytest.raises(WireError):
+        relay_beacon(frames, None)

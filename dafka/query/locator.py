@@ -1,0 +1,122 @@
+"""Finding stores' query endpoints from the towers' service beacons.
+
+Stores send ``"Q" | node ID | "tcp://host:port" | "store"`` with every beacon
+(each beacon interval, 1 s by default); towers relay it on their XPUB to
+subscribers of ``"Q"``. A :class:`StoreLocator` is such a subscriber: one SUB
+connected to every tower. The first :meth:`StoreLocator.stores` call waits one
+beacon interval plus a margin so that every live store is heard; later calls
+only drain what arrived since, and forget a store not heard for ``expiry``
+seconds. Like every zmq socket, a locator belongs to the thread (and process)
+that created it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+
+import zmq
+
+from ..config import parse_towers
+from ..errors import DafkaError, WireError
+from ..wire import beacon as wbeacon
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_WAIT", "StoreLocator", "locate_stores"]
+
+DEFAULT_WAIT = 1.5
+"""One beacon interval (1 s) plus a margin."""
+
+
+class StoreLocator:
+    """Collects ``node ID -> query endpoint`` of the stores the towers relay."""
+
+    def __init__(
+        self,
+        towers: str | Iterable[str] | None,
+        *,
+        wait: float = DEFAULT_WAIT,
+        expiry: float = 4.0,
+        service: str = "store",
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.towers = parse_towers(towers)
+        self.wait = wait
+        self.expiry = expiry
+        self.service = service
+        self._pid = os.getpid()
+        self._ctx = context or zmq.Context.instance()
+        self._clock = time.monotonic
+        self._started: float | None = None
+        self._seen: dict[str, tuple[str, float]] = {}
+        self._sub: zmq.Socket[bytes] | None = None
+        self.malformed = 0
+
+    def _socket(self) -> zmq.Socket[bytes]:
+        if os.getpid() != self._pid:
+            raise DafkaError("a StoreLocator cannot cross a fork: create it where it is used")
+        if self._sub is None:
+            sub = self._ctx.socket(zmq.SUB)
+            sub.setsockopt(zmq.LINGER, 0)
+            sub.setsockopt(zmq.MAXMSGSIZE, 4096)
+            sub.setsockopt(zmq.RCVHWM, 10_000)
+            sub.setsockopt(zmq.SUBSCRIBE, wbeacon.SERVICE)
+            for tower in self.towers:
+                sub.connect(tower.pub)
+            self._sub = sub
+            self._started = self._clock()
+        return self._sub
+
+    def _drain(self, sub: zmq.Socket[bytes], now: float) -> None:
+        while True:
+            try:
+                frames = sub.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                beacon = wbeacon.decode_service_beacon(frames)
+            except WireError:
+                self.malformed += 1
+                continue
+            if beacon.service == self.service:
+                if beacon.node_id not in self._seen:
+                    log.info("locator.store node=%s endpoint=%s", beacon.node_id, beacon.endpoint)
+                self._seen[beacon.node_id] = (beacon.endpoint, now)
+
+    def stores(self, wait: float | None = None) -> dict[str, str]:
+        """``node ID -> query endpoint`` of live stores; the first call waits ``wait`` seconds."""
+        sub = self._socket()
+        assert self._started is not None
+        deadline = self._started + (self.wait if wait is None else wait)
+        while True:
+            now = self._clock()
+            self._drain(sub, now)
+            left = deadline - now
+            if left <= 0:
+                break
+            sub.poll(max(1, int(left * 1000)), zmq.POLLIN)
+        now = self._clock()
+        for node_id, (_, seen) in list(self._seen.items()):
+            if now - seen > self.expiry:
+                del self._seen[node_id]
+        return {node_id: endpoint for node_id, (endpoint, _) in sorted(self._seen.items())}
+
+    def close(self) -> None:
+        if self._sub is not None and os.getpid() == self._pid:
+            self._sub.close(0)
+        self._sub = None
+
+    def __enter__(self) -> StoreLocator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def locate_stores(towers: str | Iterable[str] | None, wait: float = DEFAULT_WAIT) -> dict[str, str]:
+    """One-shot: the stores heard through ``towers`` within ``wait`` seconds."""
+    with StoreLocator(towers, wait=wait) as locator:
+        return locator.stores()

@@ -1,0 +1,201 @@
+"""The store's query endpoint: a ROUTER answering HEADS and READ from its storage.
+
+:func:`serve` is the whole request logic, a function of a storage and a request
+(testable without sockets). :class:`QueryService` is the socket around it: a
+:class:`~dafka.io.node.NodeService` that the store's IO thread opens, polls and
+closes, so the storage is only ever touched from that one thread (no second
+LMDB reader thread, no race with the map growing under a write). Each loop turn
+serves a bounded number of requests, and each READ is bounded in records and
+bytes, so queries never stall ingest for long.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Mapping
+
+import zmq
+
+from ..errors import ConfigError, DafkaError, WireError
+from ..storage.base import HeadTail, Storage
+from ..wire import beacon as wbeacon
+from . import protocol as qp
+
+log = logging.getLogger(__name__)
+
+__all__ = ["QueryService", "serve"]
+
+SERVICE_NAME = "store"
+REQUESTS_PER_TURN = 16
+READ_CHUNK = 4096  # batches per storage.read call
+
+
+def serve(
+    storage: Storage,
+    request: qp.Request,
+    heads: Mapping[tuple[str, str], HeadTail] | None = None,
+    *,
+    profile: str = "rfc46",
+    max_read_records: int = qp.MAX_READ_RECORDS,
+    max_read_bytes: int = qp.MAX_READ_BYTES,
+) -> qp.Reply:
+    """Answer one request from ``storage`` (``heads``: a current ``storage.heads()``).
+
+    ``profile`` is the store's wire profile: what its stored blobs are.
+    """
+    if heads is None:
+        heads = storage.heads()
+    try:
+        if isinstance(request, qp.HeadsRequest):
+            return _heads(request, heads)
+        return _read(storage, request, heads, profile, max_read_records, max_read_bytes)
+    except DafkaError as exc:
+        log.warning("query.failed request=%r error=%s", request, exc)
+        return qp.ErrorReply(request.request_id, qp.ErrorCode.UNAVAILABLE, str(exc))
+
+
+def _heads(req: qp.HeadsRequest, heads: Mapping[tuple[str, str], HeadTail]) -> qp.HeadsReply:
+    wanted = None if req.topics is None else set(req.topics)
+    parts = [
+        qp.PartitionInfo(topic, partition, tail, head)
+        for (topic, partition), (head, tail) in sorted(heads.items())
+        if wanted is None or topic in wanted
+    ]
+    truncated = len(parts) > qp.MAX_HEADS_PARTITIONS
+    return qp.HeadsReply(req.request_id, tuple(parts[: qp.MAX_HEADS_PARTITIONS]), truncated)
+
+
+def _read(
+    storage: Storage,
+    req: qp.ReadRequest,
+    heads: Mapping[tuple[str, str], HeadTail],
+    profile: str,
+    max_read_records: int,
+    max_read_bytes: int,
+) -> qp.Reply:
+    rid, topic, partition, start = req.request_id, req.topic, req.partition, req.from_offset
+    ht = heads.get((topic, partition))
+    if ht is None:
+        return qp.ReadReply(rid, topic, partition, None, None, profile=profile)
+    head, tail = ht
+    if start < tail:
+        return qp.ErrorReply(
+            rid,
+            qp.ErrorCode.BELOW_TAIL,
+            f"offset {start} of {topic}/{partition} is below this store's tail {tail}",
+            tail,
+            head,
+        )
+    max_records = max(1, min(req.max_records, max_read_records))
+    max_bytes = max(1, min(req.max_bytes, max_read_bytes))
+    batches: list[tuple[int, int, bytes]] = []
+    size = 0
+    offset = start
+    done = offset > head
+    while not done:
+        chunk = storage.read(topic, partition, offset, min(READ_CHUNK, max_records))
+        if not chunk:
+            break
+        for b in chunk:
+            blob = b.blob
+            if batches and size + len(blob) > max_bytes:
+                done = True
+                break
+            batches.append((b.first_offset, b.last_offset, blob))
+            size += len(blob)
+            if b.last_offset - start + 1 >= max_records or size >= max_bytes:
+                done = True
+                break
+        offset = chunk[-1].last_offset + 1
+        if offset > head:
+            break
+    first, lasts, ends, data = qp.pack_batches(batches)
+    return qp.ReadReply(rid, topic, partition, tail, head, first, lasts, ends, data, profile)
+
+
+class QueryService:
+    """The query ROUTER of one store, served on the store's IO thread."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        port: int = 0,
+        profile: str = "rfc46",
+        requests_per_turn: int = REQUESTS_PER_TURN,
+    ) -> None:
+        if profile not in qp.PROFILES:
+            raise ConfigError(f"unknown wire profile {profile!r}")
+        self.storage = storage
+        self.profile = profile
+        self.port = port
+        self.endpoint = ""
+        self.requests_per_turn = requests_per_turn
+        self.stats = {"requests": 0, "malformed": 0, "dropped_replies": 0}
+        self._sock: zmq.Socket[bytes] | None = None
+
+    # NodeService -------------------------------------------------------------
+
+    def open(self, context: zmq.Context[zmq.Socket[bytes]], host: str) -> zmq.Socket[bytes]:
+        sock = context.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.MAXMSGSIZE, qp.MAX_REQUEST_BYTES + 1024)
+        sock.setsockopt(zmq.SNDHWM, 64)  # replies are big: bound what waits per peer
+        try:
+            if self.port:
+                sock.bind(f"tcp://{host}:{self.port}")
+            else:
+                self.port = sock.bind_to_random_port(f"tcp://{host}")
+        except zmq.ZMQError as exc:
+            sock.close(0)
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"query port {self.port} on {host} is already in use") from None
+            raise ConfigError(f"cannot bind the query socket on {host}: {exc}") from None
+        bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        self.endpoint = f"tcp://{bracketed}:{self.port}"
+        self._sock = sock
+        log.info("query.start endpoint=%s", self.endpoint)
+        return sock
+
+    def beacon(self, node_id: str) -> list[bytes] | None:
+        return wbeacon.ServiceBeacon(node_id, self.endpoint, SERVICE_NAME).encode()
+
+    def on_readable(self, now: float) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        heads: dict[tuple[str, str], HeadTail] | None = None
+        for _ in range(self.requests_per_turn):
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if len(frames) < 2:
+                self.stats["malformed"] += 1
+                continue
+            peer, body = frames[0], frames[1:]
+            self.stats["requests"] += 1
+            try:
+                request = qp.decode_request(body)
+            except WireError as exc:
+                self.stats["malformed"] += 1
+                rid = qp.request_id_of(body[0]) if len(body) == 1 else None
+                if rid is None:
+                    continue  # nothing to answer to
+                reply: qp.Reply = qp.ErrorReply(rid, qp.ErrorCode.BAD_REQUEST, str(exc))
+            else:
+                if heads is None:
+                    heads = self.storage.heads()
+                reply = serve(self.storage, request, heads, profile=self.profile)
+            try:
+                sock.send_multipart([peer, *qp.encode_reply(reply)], zmq.NOBLOCK)
+            except zmq.Again:
+                self.stats["dropped_replies"] += 1  # the client times out and asks again
+            except zmq.ZMQError as exc:
+                log.debug("query.reply_failed error=%s", exc)
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close(0)
+            self._sock = None

@@ -1,0 +1,122 @@
+"""The store's query logic (``dafka.query.server.serve``) on an in-memory storage."""
+
+from __future__ import annotations
+
+from dafka.query import protocol as qp
+from dafka.query.client import records
+from dafka.query.server import serve
+from dafka.storage.base import StoredBatch
+from dafka.storage.memory import MemoryStorage
+
+P = "3F2504E04F8911D39A0C0305E82C3301"
+Q = "0123456789ABCDEF0123456789ABCDEF"
+
+
+def storage() -> MemoryStorage:
+    s = MemoryStorage()
+    s.append([StoredBatch("events", P, i, i, f"v{i}".encode()) for i in range(100)])
+    s.append([StoredBatch("events", Q, i, i, b"x" * 10) for i in range(50, 60)])  # tail 50
+    s.append([StoredBatch("other", P, 0, 0, b"o")])
+    return s
+
+
+def read(s: MemoryStorage, partition: str, offset: int, n: int = 1000, size: int = 10**6):
+    return serve(s, qp.ReadRequest(1, "events", partition, offset, n, size))
+
+
+def test_heads_of_some_topics_or_all() -> None:
+    s = storage()
+    reply = serve(s, qp.HeadsRequest(4, ("events",)))
+    assert isinstance(reply, qp.HeadsReply) and reply.request_id == 4
+    assert reply.partitions == (  # sorted by (topic, partition)
+        qp.PartitionInfo("events", Q, 50, 59),
+        qp.PartitionInfo("events", P, 0, 99),
+    )
+    everything = serve(s, qp.HeadsRequest(5, None))
+    assert isinstance(everything, qp.HeadsReply)
+    assert {p.topic for p in everything.partitions} == {"events", "other"}
+    assert serve(s, qp.HeadsRequest(6, ("nothing",))) == qp.HeadsReply(6, ())
+
+
+def test_read_a_range_in_order() -> None:
+    reply = read(storage(), P, 10, n=5)
+    assert isinstance(reply, qp.ReadReply)
+    assert (reply.tail, reply.head, reply.first, reply.next_offset) == (0, 99, 10, 15)
+    got = list(records(reply))
+    assert [(r.offset, r.value) for r in got] == [(i, f"v{i}".encode()) for i in range(10, 15)]
+
+
+def test_read_is_bounded_by_bytes_but_returns_at_least_one_batch() -> None:
+    reply = read(storage(), Q, 50, size=25)
+    assert isinstance(reply, qp.ReadReply) and reply.count == 2  # 10 + 10 <= 25 < 30
+    reply = read(storage(), Q, 50, size=1)
+    assert isinstance(reply, qp.ReadReply) and reply.count == 1
+
+
+def test_below_tail_is_an_explicit_error() -> None:
+    reply = read(storage(), Q, 49)
+    assert isinstance(reply, qp.ErrorReply)
+    assert (reply.code, reply.tail, reply.head) == (qp.ErrorCode.BELOW_TAIL, 50, 59)
+
+
+def test_past_the_head_and_unknown_partitions_are_empty_answers() -> None:
+    reply = read(storage(), P, 100)
+    assert isinstance(reply, qp.ReadReply) and reply.count == 0 and reply.head == 99
+    reply = read(storage(), "F" * 32, 0)
+    assert isinstance(reply, qp.ReadReply) and reply.tail is None and reply.head is None
+
+
+def test_read_to_the_head_in_chunks_covers_everything_once() -> None:
+    s = storage()
+    got = []
+    offset = 0
+    while True:
+        reply = read(s, P, offset, n=7)
+        assert isinstance(reply, qp.ReadReply)
+        if reply.next_offset is None:
+            break
+        got.extend(r.offset for r in records(reply))
+        offset = reply.next_offset
+    assert got == list(range(100))
+
+
+def test_a_closed_storage_is_unavailable_not_a_crash() -> None:
+    s = storage()
+    heads = s.heads()
+    s.close()
+    reply = serve(s, qp.ReadRequest(1, "events", P, 0), heads)
+    assert isinstance(reply, qp.ErrorReply) and reply.code is qp.ErrorCode.UNAVAILABLE
+
+
+def test_signed_batches_are_served_verbatim_and_verified_by_the_reader() -> None:
+    import pytest
+
+    from dafka.errors import WireError
+    from dafka.identity import Identity
+    from dafka.wire import signed
+
+    producer = Identity.from_seed(bytes(range(32)))
+    part = producer.node_id
+    first = signed.encode_batch(
+        producer, "s", 0, [(b"k0", b"v0"), (None, b"v1")], 1_700_000_000_000
+    )
+    second = signed.encode_batch(producer, "s", 2, [(b"k2", b"v2")], 1_700_000_001_000)
+    s = MemoryStorage()
+    s.append([StoredBatch("s", part, 0, 1, first), StoredBatch("s", part, 2, 2, second)])
+
+    reply = serve(s, qp.ReadRequest(1, "s", part, 1), profile="signed")
+    assert isinstance(reply, qp.ReadReply) and reply.profile == "signed"
+    decoded = qp.decode_reply(qp.encode_reply(reply))
+    assert isinstance(decoded, qp.ReadReply)
+    got = [(r.offset, r.key, r.value, r.timestamp_ms) for r in records(decoded, start=1)]
+    assert got == [(1, None, b"v1", 1_700_000_000_000), (2, b"k2", b"v2", 1_700_000_001_000)]
+
+    # a store that alters a byte cannot pass it off as the producer's
+    forged = bytearray(second)
+    forged[forged.index(b"v2")] ^= 1
+    bad = MemoryStorage()
+    bad.append([StoredBatch("s", part, 2, 2, bytes(forged))])
+    reply = serve(bad, qp.ReadRequest(1, "s", part, 2), profile="signed")
+    assert isinstance(reply, qp.ReadReply)
+    with pytest.raises(WireError):
+        list(records(reply))
