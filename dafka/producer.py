@@ -33,7 +33,7 @@ from .config import NodeConfig, ProducerConfig, parse_trusted_stores
 from .core.effects import Acked, Effect, Publish
 from .core.messages import Message, Subscription
 from .core.producer import ProducerCore
-from .errors import BufferFullError, ClosedError, DafkaTimeout, ProfileError
+from .errors import BufferFullError, ClosedError, ConfigError, DafkaTimeout, ProfileError
 from .futures import BatchFuture, RecordFuture
 from .identity import Identity
 from .ids import check_topic, new_node_id
@@ -43,6 +43,8 @@ from .profiles import RFC46, Profile, SignedProfile
 from .state import StateDir
 
 log = logging.getLogger(__name__)
+
+RFC46_MAX_IN_FLIGHT = 50_000
 
 __all__ = ["Producer"]
 
@@ -213,6 +215,7 @@ class Producer:
         host: str = "127.0.0.1",
         state_dir: str | os.PathLike[str] | None = None,
         max_unacked_bytes: int = 256 * 1024 * 1024,
+        max_unacked_records: int | None = None,
         on_full: Literal["block", "raise"] = "block",
         head_interval: float = 1.0,
         min_acks: int = 1,
@@ -296,6 +299,16 @@ class Producer:
             self._closed = False
             self._keys = wire.keys
             self._limit = self.config.max_unacked_bytes
+            # rfc46 sends one message per record: keep what is in flight well
+            # below the sockets' high-water marks, or a burst overruns them and
+            # turns into gap re-fetches (ACKs are the credit that paces us).
+            if max_unacked_records is None:
+                max_unacked_records = (
+                    RFC46_MAX_IN_FLIGHT if self.config.profile == "rfc46" else 1 << 62
+                )
+            if max_unacked_records <= 0:
+                raise ConfigError("max_unacked_records must be positive")
+            self._max_records = max_unacked_records
             self._topics_ok: set[str] = set()
             self._loop = NodeLoop(
                 node_id,
@@ -343,14 +356,20 @@ class Producer:
         with self._lock:
             if self._closed:
                 raise ClosedError("producer is closed")
-            limit = self._limit
-            if self._unacked_bytes + size > limit and self._unacked:
+            limit, most = self._limit, self._max_records
+            if (
+                self._unacked_bytes + size > limit or self._unacked + count > most
+            ) and self._unacked:
                 if self.config.on_full == "raise":
                     raise BufferFullError(
                         f"{self._unacked} records ({self._unacked_bytes} bytes) await "
                         "acknowledgement; is a store running?"
                     )
-                while self._unacked_bytes + size > limit and self._unacked and not self._closed:
+                while (
+                    (self._unacked_bytes + size > limit or self._unacked + count > most)
+                    and self._unacked
+                    and not self._closed
+                ):
                     self._cond.wait(0.5)
                 if self._closed:
                     raise ClosedError("producer is closed")

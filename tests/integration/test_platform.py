@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dafka import Consumer, Producer
+from dafka import BufferFullError, Consumer, Producer
 from dafka.core.effects import ConsumedRecord
 from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
 
@@ -182,3 +182,19 @@ def test_several_towers_one_of_them_down(tower: Tower, tmp_path: Path) -> None:
         assert_in_order(records, partition, [b"x", b"y"])
     finally:
         store.kill()
+
+
+def test_unacked_record_cap_paces_the_producer() -> None:
+    """No store: the record cap (rfc46 default 50,000) fills and send refuses more."""
+    probe = Tower()
+    nowhere = probe.address
+    probe.stop()
+    with Producer(
+        "capped", towers=nowhere, profile="rfc46", on_full="raise", max_unacked_records=3
+    ) as p:
+        for _ in range(3):
+            p.send(b"x")
+        with pytest.raises(BufferFullError, match="3 records"):
+            p.send(b"one too many")
+        assert p.unacked == 3
+        p.close(timeout=0)
