@@ -313,20 +313,27 @@ class _Reader:
             raise WireError("strings entry is not UTF-8") from exc
 
 
-def split_header(frame0: bytes) -> tuple[bytes, str, int]:
-    """Return ``(cmd, frame-0 topic, offset of the first field)``."""
+def split_frame0(frame0: bytes, version: int) -> tuple[int, str, int]:
+    """``(cmd octet, frame-0 slot, offset of the first field)`` of a frame 0 of
+    ``version``; both profiles share this ``cmd slot NUL version`` shape."""
     nul = frame0.find(b"\0", 1)
     if nul < 0:
         raise WireError("frame 0 has no NUL after the topic")
     if nul + 1 >= len(frame0):
         raise WireError("frame 0 has no version")
-    if frame0[nul + 1] != VERSION:
+    if frame0[nul + 1] != version:
         raise WireError(f"unsupported version {frame0[nul + 1]}")
     try:
         slot = frame0[1:nul].decode()
     except UnicodeDecodeError as exc:
         raise WireError("frame-0 topic is not UTF-8") from exc
-    return frame0[:1], slot, nul + 2
+    return frame0[0], slot, nul + 2
+
+
+def split_header(frame0: bytes) -> tuple[bytes, str, int]:
+    """Return ``(cmd, frame-0 topic, offset of the first field)`` of an rfc46 frame 0."""
+    _, slot, pos = split_frame0(frame0, VERSION)
+    return frame0[:1], slot, pos
 
 
 def decode(frames: Sequence[bytes]) -> Message:

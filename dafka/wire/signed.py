@@ -1017,18 +1017,7 @@ def encode_direct_record(recipient: bytes, blob: bytes) -> list[bytes]:
 
 def _split(frame0: bytes) -> tuple[int, str, int]:
     """``(cmd octet, frame-0 slot, offset of the first field)``."""
-    nul = frame0.find(b"\0", 1)
-    if nul < 0:
-        raise WireError("frame 0 has no NUL after the topic")
-    if nul + 1 >= len(frame0):
-        raise WireError("frame 0 has no version")
-    if frame0[nul + 1] != VERSION:
-        raise WireError(f"unsupported version {frame0[nul + 1]}")
-    try:
-        slot = frame0[1:nul].decode()
-    except UnicodeDecodeError as exc:
-        raise WireError("frame-0 topic is not UTF-8") from exc
-    return frame0[0], slot, nul + 2
+    return rfc46.split_frame0(frame0, VERSION)
 
 
 def _slot_node(slot: str, what: str) -> str:
