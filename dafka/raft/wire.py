@@ -40,7 +40,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from .frames import (
     RaftWireError,
@@ -455,11 +455,11 @@ class TimeoutNowResponse:
 # -- client RPCs ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class RequestConfig:
-    """Frames: request id (uint32), ``^``, cluster."""
+class _PlainClientRequest:
+    """The client requests that carry nothing but a uint32 id, the type and the cluster."""
 
-    TYPE: ClassVar[MsgType] = MsgType.REQUEST_CONFIG
+    __slots__ = ()
+    TYPE: ClassVar[MsgType]
     request_id: int
     cluster: bytes
 
@@ -467,9 +467,18 @@ class RequestConfig:
         return [encode_uint32(self.request_id), self.TYPE.value, self.cluster]
 
     @classmethod
-    def decode(cls, frames: Sequence[bytes]) -> RequestConfig:
-        _count(frames, 3, 3, "RequestConfig")
-        return cls(decode_uint32(frames[0]), frames[2])
+    def decode(cls, frames: Sequence[bytes]) -> Self:
+        _count(frames, 3, 3, cls.__name__)
+        return cls(decode_uint32(frames[0]), frames[2])  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestConfig(_PlainClientRequest):
+    """Frames: request id (uint32), ``^``, cluster."""
+
+    TYPE: ClassVar[MsgType] = MsgType.REQUEST_CONFIG
+    request_id: int
+    cluster: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -828,20 +837,12 @@ class RequestEntriesResponse:
 
 
 @dataclass(frozen=True, slots=True)
-class RequestLogInfo:
+class RequestLogInfo(_PlainClientRequest):
     """Frames: request id (uint32), ``%``, cluster."""
 
     TYPE: ClassVar[MsgType] = MsgType.REQUEST_LOG_INFO
     request_id: int
     cluster: bytes
-
-    def encode(self) -> list[bytes]:
-        return [encode_uint32(self.request_id), self.TYPE.value, self.cluster]
-
-    @classmethod
-    def decode(cls, frames: Sequence[bytes]) -> RequestLogInfo:
-        _count(frames, 3, 3, "RequestLogInfo")
-        return cls(decode_uint32(frames[0]), frames[2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -892,20 +893,12 @@ class RequestLogInfoResponse:
 
 
 @dataclass(frozen=True, slots=True)
-class RequestBroadcastStateUrl:
+class RequestBroadcastStateUrl(_PlainClientRequest):
     """Frames: request id (uint32), ``*``, cluster."""
 
     TYPE: ClassVar[MsgType] = MsgType.REQUEST_BROADCAST_STATE_URL
     request_id: int
     cluster: bytes
-
-    def encode(self) -> list[bytes]:
-        return [encode_uint32(self.request_id), self.TYPE.value, self.cluster]
-
-    @classmethod
-    def decode(cls, frames: Sequence[bytes]) -> RequestBroadcastStateUrl:
-        _count(frames, 3, 3, "RequestBroadcastStateUrl")
-        return cls(decode_uint32(frames[0]), frames[2])
 
 
 @dataclass(frozen=True, slots=True)
