@@ -40,8 +40,10 @@ test-unit: install
 test-integration: install
 	$(BIN)/python -m pytest tests/integration tests/e2e $(PYTEST_ARGS)
 
-bench: install  ## throughput benchmarks; JSON in benchmarks/results/
-	$(BIN)/python -m benchmarks.throughput
+bench: install  ## throughput (signed and rfc46) and Raft benchmarks; JSON in benchmarks/results/
+	$(BIN)/python -m benchmarks.throughput --profile signed --consume batches
+	$(BIN)/python -m benchmarks.throughput --profile rfc46 --api one
+	$(BIN)/python -m benchmarks.raft
 
 bench-spark: install  ## a 1,000,000-record micro-batch read through format("dafka")
 	$(BIN)/python -m benchmarks.spark_read
