@@ -1231,7 +1231,9 @@ class RaftPeer:
     def _broadcast(self, entries: Sequence[Entry]) -> None:
         assert self.pub is not None
         self._last_broadcast = time.monotonic()
-        message = w.StateBroadcast(self.cluster, self.core.term, self.core.applied, tuple(entries))
+        # the entries end the broadcast (the core's applied index moves only after this Ready)
+        last = entries[-1].index if entries else self.core.applied
+        message = w.StateBroadcast(self.cluster, self.core.term, last, tuple(entries))
         with contextlib.suppress(zmq.Again):
             self.pub.send_multipart(message.encode(), zmq.NOBLOCK)
 
