@@ -22,9 +22,10 @@ from .config import ConsumerConfig, NodeConfig, OffsetReset
 from .core import messages as m
 from .core.consumer import ConsumerCore
 from .core.effects import ConsumedRecord, Publish, RecordBatch
-from .errors import ClosedError
+from .errors import ClosedError, ConfigError
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
+from .metadata.follower import MetadataView
 from .node import node_config
 from .profiles import make_profile
 
@@ -158,7 +159,11 @@ class Consumer:
         max_backlog: int = 100_000,
         profile: Literal["signed", "rfc46"] = "signed",
         node: NodeConfig | None = None,
+        metadata: bool | None = None,
+        cluster: str = "dafka",
     ) -> None:
+        self.metadata: MetadataView | None = None
+        """The cluster metadata this consumer follows (topic ACLs)."""
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         self._initial_topics = [check_topic(t) for t in dict.fromkeys(topic_list)]
         self.config = ConsumerConfig(
@@ -193,7 +198,31 @@ class Consumer:
             profile=wire,
         )
         self._loop.start()
+        if metadata is not False:
+            try:
+                self._follow_metadata(nconf, cluster, required=metadata is True)
+            except BaseException:
+                self.close()
+                raise
         log.info("consumer.start id=%s topics=%s", self.node_id, ",".join(self._initial_topics))
+
+    def _follow_metadata(self, nconf: NodeConfig, cluster: str, required: bool) -> None:
+        view = MetadataView([str(t) for t in nconf.towers], cluster=cluster)
+        self.metadata = view
+        if not view.start(wait=5.0 if required else 1.0) and required:
+            raise ConfigError("no tower's metadata peer answered")
+
+        def on_change(config: dict) -> None:
+            acl = {n: t.get("producers") for n, t in config["topics"].items()}
+
+            def call(now: float) -> list[Publish]:
+                self._core.set_acl(acl)
+                return []
+
+            self._handler.calls.append(call)
+            self._loop.wake()
+
+        view.subscribe(on_change)
 
     # ------------------------------------------------------------------ API
 
@@ -333,6 +362,8 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
+        if self.metadata is not None:
+            self.metadata.stop()
         self._loop.stop()
         self._wake_readers()
 

@@ -38,6 +38,8 @@ from .futures import BatchFuture, RecordFuture
 from .identity import Identity
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
+from .metadata.follower import MetadataView
+from .metadata.state import topic_settings
 from .node import node_config
 from .profiles import RFC46, Profile, SignedProfile
 from .state import StateDir
@@ -62,6 +64,21 @@ class _ProducerHandler:
         self.core = core
         self.queue: deque[_Queued] = deque()
         self.inflight: dict[str, deque[_Inflight]] = {}
+        self.policy: tuple[tuple[str, ...] | None, dict[str, int]] | None = None
+        """Set by the metadata thread, taken on the IO thread: (trusted stores, min_acks)."""
+
+    def _apply_policy(self) -> None:
+        policy, self.policy = self.policy, None
+        if policy is None:
+            return
+        try:
+            effects = self.core.set_policy(*policy)
+        except ConfigError as exc:
+            log.warning("producer.metadata.rejected error=%s", exc)
+            return
+        for effect in effects:
+            if type(effect) is Acked:
+                self._resolve(effect)
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -77,6 +94,8 @@ class _ProducerHandler:
 
     def on_commands(self, now: float) -> list[Effect]:
         """Natural batching: everything queued since the last wake-up, per topic."""
+        if self.policy is not None:
+            self._apply_policy()
         queue = self.queue
         if not queue:
             return []
@@ -225,8 +244,11 @@ class Producer:
         max_batch_records: int = 8192,
         max_batch_bytes: int = 1024 * 1024,
         node: NodeConfig | None = None,
+        metadata: bool | None = None,
+        cluster: str = "dafka",
     ) -> None:
         self.topic = check_topic(topic) if topic is not None else None
+        self._metadata: MetadataView | None = None
         self.config = ProducerConfig(
             state_dir=Path(state_dir) if state_dir is not None else None,
             head_interval=head_interval,
@@ -283,6 +305,7 @@ class Producer:
                 else:
                     log.info("producer.trust_any_store id=%s", node_id)
             self.node_id = node_id
+            self._core_trusted = trusted
             self._core = ProducerCore(
                 node_id,
                 next_offsets=next_offsets,
@@ -310,6 +333,8 @@ class Producer:
                 raise ConfigError("max_unacked_records must be positive")
             self._max_records = max_unacked_records
             self._topics_ok: set[str] = set()
+            self._max_record: dict[str, int] = {}
+            """Per-topic record size caps from the metadata (topic -> bytes)."""
             self._loop = NodeLoop(
                 node_id,
                 nconf,
@@ -318,11 +343,54 @@ class Producer:
                 profile=wire,
             )
             self._loop.start()
+            if metadata is not False:
+                self._follow_metadata(nconf, cluster, required=metadata is True)
         except BaseException:
+            if self._metadata is not None:
+                self._metadata.stop()
+            if getattr(self, "_loop", None) is not None and self._loop.alive:
+                self._loop.stop()
             if self._state is not None:
                 self._state.close()
             raise
         log.info("producer.start id=%s profile=%s", node_id, self.config.profile)
+
+    def _follow_metadata(self, nconf: NodeConfig, cluster: str, required: bool) -> None:
+        """Take trusted stores and per-topic min_acks from the cluster metadata.
+
+        The metadata's trusted stores replace the local ones when it lists any; a topic's
+        ``min_acks`` applies unless the producer's own is higher.
+        """
+        view = MetadataView([str(t) for t in nconf.towers], cluster=cluster)
+        self._metadata = view
+        if not view.start(wait=5.0 if required else 1.0) and required:
+            raise ConfigError(
+                f"no tower's metadata peer answered (towers {', '.join(map(str, nconf.towers))})"
+            )
+        local = self._core_trusted
+        local_min = self.config.min_acks
+
+        def on_change(config: dict) -> None:
+            stores = tuple(config["stores"])
+            # a producer may ask for more ACKs than its topic's minimum, never fewer
+            min_acks = {
+                name: max(local_min, topic_settings(t)["min_acks"])
+                for name, t in config["topics"].items()
+            }
+            self._max_record = {
+                name: limit
+                for name, t in config["topics"].items()
+                if (limit := topic_settings(t)["max_record_bytes"]) is not None
+            }
+            self._handler.policy = (stores or local, min_acks)
+            self._loop.wake()
+
+        view.subscribe(on_change)
+
+    @property
+    def metadata(self) -> MetadataView | None:
+        """The cluster metadata this producer follows (None when it runs on local settings)."""
+        return self._metadata
 
     # ------------------------------------------------------------------ API
 
@@ -342,8 +410,22 @@ class Producer:
             raise ValueError("no topic: pass topic= or create the Producer with a topic")
         if topic not in self._topics_ok:
             check_topic(topic)
+            view = self._metadata
+            if view is not None and view.loaded and view.topic(topic) is None:
+                if not view.auto_create():
+                    raise ConfigError(
+                        f"topic {topic!r} does not exist and the cluster does not create "
+                        f"topics on first use: run dafka topics create {topic}"
+                    )
+                view.create_topic(topic)  # with the defaults, in the background
             self._topics_ok.add(topic)
         return topic
+
+    def _too_big(self, topic: str, size: int) -> ConfigError:
+        return ConfigError(
+            f"a record of {size} bytes is over topic {topic!r}'s max_record_bytes "
+            f"({self._max_record[topic]}, set in the cluster metadata)"
+        )
 
     def _no_keys(self) -> ProfileError:
         return ProfileError(
@@ -394,6 +476,8 @@ class Producer:
         topic = self._topic(topic)
         if type(value) is not bytes:
             value = _as_bytes(value, "value")
+        if self._max_record and len(value) > self._max_record.get(topic, len(value)):
+            raise self._too_big(topic, len(value))
         fut = RecordFuture()
         self._reserve(1, len(value))
         self._handler.queue.append((topic, value, key, fut))
@@ -423,6 +507,10 @@ class Producer:
                 if not self._keys:
                     raise self._no_keys()
                 key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
+        if self._max_record and vals:
+            biggest = max(map(len, vals))
+            if biggest > self._max_record.get(topic, biggest):
+                raise self._too_big(topic, biggest)
         fut = BatchFuture()
         if not vals:
             fut.resolve(range(0))
@@ -465,6 +553,8 @@ class Producer:
                 self._closed = True
                 self._cond.notify_all()
             self._loop.stop()
+            if self._metadata is not None:
+                self._metadata.stop()
             if self._state is not None:
                 self._state.close()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -21,8 +22,10 @@ from . import identity as identity_module
 from .config import NodeConfig, check_profile
 from .core.effects import Publish
 from .core.store import StoreCore
-from .errors import ConfigError
+from .errors import ConfigError, DafkaError
 from .io.node import NodeLoop
+from .metadata.follower import MetadataView
+from .metadata.state import topic_settings
 from .node import node_config
 from .profiles import make_profile
 from .query.server import QueryService
@@ -35,9 +38,15 @@ __all__ = ["Store"]
 
 
 class _StoreHandler:
-    def __init__(self, core: StoreCore, query: QueryService) -> None:
+    def __init__(
+        self, core: StoreCore, query: QueryService, retention_interval: float = 5.0
+    ) -> None:
         self.core = core
         self.query = query
+        self.policy: dict | None = None
+        """Topic settings from the metadata thread, taken on the IO thread."""
+        self.retention_interval = retention_interval
+        self._next_retention = 0.0
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -55,6 +64,10 @@ class _StoreHandler:
         return True
 
     def on_commands(self, now: float) -> list[Publish]:
+        policy, self.policy = self.policy, None
+        if policy is not None:
+            self.core.set_policy(policy)
+            self._next_retention = 0.0
         return []
 
     def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]:
@@ -64,6 +77,12 @@ class _StoreHandler:
         return self.core.on_subscription(sub, now)
 
     def on_tick(self, now: float) -> list[Publish]:
+        if now >= self._next_retention:
+            self._next_retention = now + self.retention_interval
+            try:
+                self.core.apply_retention(time.time_ns() // 1_000_000)
+            except DafkaError as exc:
+                log.warning("store.retention.failed error=%s", exc)
         return self.core.tick(now)
 
     def on_stop(self) -> None:
@@ -97,6 +116,9 @@ class Store:
         node: NodeConfig | None = None,
         query_port: int = 0,
         profile: str = "signed",
+        metadata: bool | None = None,
+        cluster: str = "dafka",
+        retention_interval: float = 5.0,
     ) -> None:
         self.profile = check_profile(profile)
         self.path = open_data_dir(Path(path))
@@ -113,11 +135,28 @@ class Store:
         self._loop = NodeLoop(
             self.node_id,
             self._nconf,
-            _StoreHandler(self.core, self.query),
+            _StoreHandler(self.core, self.query, retention_interval),
             name=f"dafka-store-{self.node_id[:8]}",
             profile=wire,
         )
         self._started = False
+        self._follow = metadata
+        self._cluster = cluster
+        self.metadata: MetadataView | None = None
+        """The cluster metadata this store follows (topic ACLs and retention)."""
+
+    def _follow_metadata(self) -> None:
+        handler = self._loop.handler
+        view = MetadataView([str(t) for t in self._nconf.towers], cluster=self._cluster)
+        self.metadata = view
+        if not view.start(wait=5.0 if self._follow else 1.0) and self._follow:
+            raise ConfigError("no tower's metadata peer answered")
+
+        def on_change(config: dict) -> None:
+            handler.policy = {n: topic_settings(t) for n, t in config["topics"].items()}
+            self._loop.wake()
+
+        view.subscribe(on_change)
 
     @property
     def endpoint(self) -> str:
@@ -131,7 +170,13 @@ class Store:
     def start(self) -> Store:
         try:
             self._loop.start()
+            if self._follow is not False:
+                self._follow_metadata()
         except BaseException:
+            if self.metadata is not None:
+                self.metadata.stop()
+            if self._loop.alive:
+                self._loop.stop()
             self._storage.close()
             raise
         self._started = True
@@ -145,6 +190,8 @@ class Store:
         return self
 
     def stop(self) -> None:
+        if self.metadata is not None:
+            self.metadata.stop()
         if self._started:
             self._loop.stop()
             self._started = False

@@ -1,4 +1,4 @@
-"""``dafka-tower``: run a beacon relay until interrupted."""
+"""``dafka-tower``: run a beacon relay and a metadata Raft peer until interrupted."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import click
 
 from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
 from dafka.config import TowerAddress, parse_endpoint
+from dafka.errors import RaftError
 
-from .relay import Tower
+from .metadata import TowerNode, default_data_dir, parse_raft_peers
 
 
 @click.command(context_settings=CONTEXT)
@@ -17,15 +18,49 @@ from .relay import Tower
     "-b",
     default="127.0.0.1:5556",
     show_default=True,
-    help="HOST:PORT for the beacon port; the relay port is PORT+1.",
+    help="HOST:PORT for the beacon port; relay PORT+1, Raft PORT+2, broadcasts PORT+3.",
 )
+@click.option(
+    "--raft-peers",
+    default=None,
+    help="Every tower of the metadata group as ID=HOST:PORT (beacon ports), comma-separated, "
+    "this one included. Default: a one-tower group.",
+)
+@click.option("--id", "peer_id", default=None, help="This tower's Raft peer ID.")
+@click.option(
+    "--data-dir",
+    "-d",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Raft data directory (default: .dafka/tower-PORT; port 0: a temporary one).",
+)
+@click.option("--cluster", default="dafka", show_default=True, help="Metadata cluster ident.")
 @run_cli
-def main(bind: str) -> None:
-    """Relay discovery beacons between Dafka nodes."""
+def main(
+    bind: str, raft_peers: str | None, peer_id: str | None, data_dir: str | None, cluster: str
+) -> None:
+    """Relay discovery beacons between Dafka nodes and host the cluster metadata."""
     host, port = parse_endpoint(bind, "tower bind address", allow_zero=True)
-    tower = Tower(TowerAddress(host, port)).start()
-    click.echo(f"tower on {tower.address.sub} (beacons) and {tower.address.pub} (relay)", err=True)
+    peers = parse_raft_peers(raft_peers)
+    node = TowerNode(
+        TowerAddress(host, port),
+        data_dir=data_dir or default_data_dir(port),
+        raft_peers=peers,
+        peer_id=peer_id,
+        cluster=cluster,
+    )
+    node.start()
+    address = node.address
+    click.echo(
+        f"tower on {address.sub} (beacons) and {address.pub} (relay), "
+        f"metadata peer {node.peer_id} on {node.raft_url} (cluster {cluster})",
+        err=True,
+    )
     try:
-        wait_for_signal()
+        wait_for_signal(lambda: None if node.running else _crashed(node))
     finally:
-        tower.stop()
+        node.stop()
+
+
+def _crashed(node: TowerNode) -> None:
+    raise RaftError(f"metadata peer {node.peer_id} stopped: {node.raft.error!r}")

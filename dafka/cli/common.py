@@ -171,8 +171,8 @@ def run_cli(f: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def wait_for_signal() -> None:
-    """Block until SIGINT or SIGTERM."""
+def wait_for_signal(check: Callable[[], None] | None = None) -> None:
+    """Block until SIGINT or SIGTERM (``check``, if given, runs every 0.5 s and may raise)."""
     stop = threading.Event()
 
     def handler(signum: int, frame: object) -> None:
@@ -181,4 +181,5 @@ def wait_for_signal() -> None:
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
     while not stop.wait(0.5):
-        pass
+        if check is not None:
+            check()

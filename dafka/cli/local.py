@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tower.relay import Tower
+from tower.metadata import TowerNode, default_data_dir
 
 from ..config import TowerAddress, parse_endpoint
 from ..store import Store
@@ -26,14 +26,20 @@ from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_s
     "--tower-bind",
     default="127.0.0.1:5556",
     show_default=True,
-    help="HOST:PORT of the tower's beacon port (relay on PORT+1).",
+    help="HOST:PORT of the tower's beacon port (relay PORT+1, Raft PORT+2, broadcasts PORT+3).",
+)
+@click.option(
+    "--tower-data-dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="The tower's metadata (Raft) directory (default: .dafka/tower-PORT).",
 )
 @run_cli
-def main(data_dir: str, tower_bind: str, profile: str) -> None:
-    """Run a local platform: one tower and one store, until Ctrl-C."""
+def main(data_dir: str, tower_bind: str, tower_data_dir: str | None, profile: str) -> None:
+    """Run a local platform: one tower (beacons + metadata) and one store, until Ctrl-C."""
     host, port = parse_endpoint(tower_bind, "tower address", allow_zero=True)
     address = TowerAddress(host, port)
-    tower = Tower(address).start()
+    tower = TowerNode(address, data_dir=tower_data_dir or default_data_dir(port)).start()
     address = tower.address
     try:
         store = Store(data_dir, towers=str(address), host=host, profile=profile).start()
@@ -44,16 +50,19 @@ def main(data_dir: str, tower_bind: str, profile: str) -> None:
     if profile != "signed":
         t += f" --profile {profile}"
     trust = (
-        f"(producers count ACKs from any store unless given --trusted-store {store.node_id})\n"
+        "(producers count ACKs from any store until the cluster trusts some: "
+        f".venv/bin/dafka stores trust {store.node_id}{t.split(' --profile')[0]})\n"
         if profile == "signed"
         else ""
     )
     click.echo(
-        f"Dafka is running: tower on {address.sub} and {address.pub}, "
+        f"Dafka is running: tower on {address.sub} and {address.pub} "
+        f"(metadata on {tower.raft_url}), "
         f"store {store.node_id} ({profile} profile) with data in {store.path}\n"
         "In another terminal, try:\n"
         f"  seq 5 | .venv/bin/dafka-producer hello{t}\n"
         f"  .venv/bin/dafka-consumer hello --from-beginning -e{t}\n"
+        f"  .venv/bin/dafka topics list{t.split(' --profile')[0]}\n"
         f"{trust}"
         "Ctrl-C stops it."
     )

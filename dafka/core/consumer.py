@@ -43,7 +43,7 @@ matters (exactly once, in order) over arbitrary interleavings instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -86,6 +86,8 @@ class ConsumerStats:
     """Batches that failed verification (forged, tampered, wrong partition or topic)."""
     rejected_heads: int = 0
     """HEADs that failed verification (signed by a key that does not own the partition)."""
+    unauthorized: int = 0
+    """Batches and HEADs of producers the topic's ACL (metadata) does not allow."""
 
 
 class _Partition:
@@ -188,6 +190,8 @@ class ConsumerCore:
         self._fetches = 0
         self._rejected = 0
         self._rejected_heads = 0
+        self._unauthorized = 0
+        self._acl: dict[str, frozenset[str]] = {}
         self._last_reject_log = -_REJECT_LOG_PERIOD
 
     # ------------------------------------------------------------ properties
@@ -211,7 +215,20 @@ class ConsumerCore:
             fetches_sent=self._fetches,
             rejected=self._rejected,
             rejected_heads=self._rejected_heads,
+            unauthorized=self._unauthorized,
         )
+
+    def set_acl(self, acl: Mapping[str, Collection[str] | None]) -> None:
+        """Which producers may write each topic (metadata); a topic missing or mapped to
+        None is open. Batches and HEADs of other producers are dropped."""
+        self._acl = {t: frozenset(ps) for t, ps in acl.items() if ps is not None}
+
+    def _allowed(self, topic: str, partition: str) -> bool:
+        allowed = self._acl.get(topic)
+        if allowed is None or partition in allowed:
+            return True
+        self._unauthorized += 1
+        return False
 
     def topics(self) -> list[str]:
         return list(self._topics)
@@ -382,6 +399,8 @@ class ConsumerCore:
         first = msg.offset
         count = msg.count
         last = first + count - 1
+        if self._acl and not self._allowed(topic, partition):
+            return []
         p = self._parts.get((topic, partition))
         if p is not None and (last < p.next or (first > p.next and first in p.buffer)):
             self._duplicates += 1  # dropped before paying for verification
@@ -460,6 +479,8 @@ class ConsumerCore:
     def _on_head(
         self, topic: str, partition: str, head: int, now: float, msg: m.Head | None
     ) -> list[Effect]:
+        if self._acl and not self._allowed(topic, partition):
+            return []
         p = self._parts.get((topic, partition))
         if p is not None and head < p.known_end:
             fetch = self._pump(p, now)  # nothing new: no need to verify it

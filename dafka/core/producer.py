@@ -165,6 +165,7 @@ class ProducerCore:
         self._max_fetch = max_fetch_count
         self._min_acks = min_acks
         self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
+        self._topic_min_acks: dict[str, int] = {}
         self._limiter = RequestLimiter(fetch_rate, fetch_burst)
         self._topics: dict[str, _Topic] = {}
         self._unacked_bytes = 0
@@ -375,17 +376,45 @@ class ProducerCore:
         if previous is None and len(acks) >= MAX_STORES_TRACKED:
             del acks[min(acks, key=acks.__getitem__)]
         acks[store] = offset
-        if len(acks) < self._min_acks:
+        return self._advance(msg.topic, state)
+
+    def _advance(self, topic: str, state: _Topic) -> list[Effect]:
+        acks = state.acks
+        need = self._topic_min_acks.get(topic, self._min_acks)
+        if len(acks) < need:
             return []
-        if self._min_acks == 1:
+        if need == 1:
             durable = max(acks.values())
         else:
-            durable = heapq.nlargest(self._min_acks, acks.values())[-1]
+            durable = heapq.nlargest(need, acks.values())[-1]
         if state.acked is not None and durable <= state.acked:
             return []
         state.acked = durable
         self._free(state, durable)
-        return [Acked(msg.topic, durable)]
+        return [Acked(topic, durable)]
+
+    def set_policy(
+        self,
+        trusted_stores: Collection[str] | None,
+        min_acks: Mapping[str, int] | None = None,
+    ) -> list[Effect]:
+        """Change which stores' ACKs count and the per-topic ``min_acks`` (metadata).
+
+        ACKs already held from stores no longer trusted stop counting; records that
+        the new policy makes durable are reported as :class:`Acked` at once.
+        """
+        for topic, need in (min_acks or {}).items():
+            if need < 1 or (need > 1 and not self._profile.keys):
+                raise ConfigError(f"min_acks={need} for topic {topic!r} is not possible here")
+        self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
+        self._topic_min_acks = dict(min_acks or {})
+        out: list[Effect] = []
+        for topic, state in self._topics.items():
+            if self._trusted is not None and self._batched:
+                for store in [s for s in state.acks if s not in self._trusted]:
+                    del state.acks[store]
+            out.extend(self._advance(topic, state))
+        return out
 
     def _free(self, state: _Topic, durable: int) -> None:
         """Drop what is held up to ``durable`` (whole blobs only, under signed)."""

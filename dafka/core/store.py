@@ -64,14 +64,16 @@ import logging
 import math
 import struct
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigError, DafkaError, StorageError, WireError
 from ..ids import is_node_id
 from ..profiles import RFC46, Profile
 from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
+from ..storage.retention import retention_cut
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Publish
@@ -133,6 +135,10 @@ class StoreStats:
     """Records, HEADs or FETCHes for a partition pinned to the other wire profile."""
     fetches_limited: int = 0
     """FETCHes and head requests refused by the per-requester rate limit."""
+    unauthorized: int = 0
+    """Batches from producers the topic's ACL (metadata) does not allow."""
+    retention_trims: int = 0
+    """Partitions whose tail moved because of retention."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +258,9 @@ class StoreCore:
         self._signed = profile.batched
         self._name = profile.name
         self._heads: dict[PartitionKey, int] = {k: ht[0] for k, ht in storage.heads().items()}
+        self._tails: dict[PartitionKey, int] = {k: ht[1] for k, ht in storage.heads().items()}
+        self._acl: dict[str, frozenset[str]] = {}
+        self._retention: dict[str, tuple[int | None, int | None]] = {}
         self._profiles: dict[PartitionKey, str] = storage.profiles()
         # partitions of the other profile (a data directory reused under this one): static,
         # since this store only ever creates partitions of its own profile
@@ -351,6 +360,52 @@ class StoreCore:
         self._serve(out)
         return out
 
+    # ------------------------------------------------------------------ metadata
+
+    def set_policy(self, topics: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take per-topic settings from the cluster metadata: ``producers`` (None: any
+        producer may write) and ``retention_ms`` / ``retention_bytes``."""
+        acl: dict[str, frozenset[str]] = {}
+        retention: dict[str, tuple[int | None, int | None]] = {}
+        for topic, settings in topics.items():
+            producers = settings.get("producers")
+            if producers is not None:
+                acl[topic] = frozenset(producers)
+            age, size = settings.get("retention_ms"), settings.get("retention_bytes")
+            if age is not None or size is not None:
+                retention[topic] = (age, size)
+        self._acl = acl
+        self._retention = retention
+
+    def apply_retention(self, now_ms: int) -> list[tuple[str, str, int]]:
+        """Delete whole batches that fell out of their topic's retention; returns the
+        ``(topic, partition, new tail)`` of every partition whose tail moved."""
+        storage = self._storage
+        if not self._retention or not hasattr(storage, "trim"):
+            return []
+        moved: list[tuple[str, str, int]] = []
+        for (topic, partition), _head in list(self._heads.items()):
+            limits = self._retention.get(topic)
+            if limits is None:
+                continue
+            infos = storage.batch_infos(topic, partition)  # type: ignore[attr-defined]
+            cut = retention_cut(infos, max_age_ms=limits[0], max_bytes=limits[1], now_ms=now_ms)
+            if not cut:
+                continue
+            tail = storage.trim(topic, partition, infos[cut].first_offset)  # type: ignore[attr-defined]
+            if tail is not None:
+                self._tails[(topic, partition)] = tail
+                self.stats.retention_trims += 1
+                moved.append((topic, partition, tail))
+                log.info(
+                    "store.retention topic=%s partition=%s tail=%d deleted_batches=%d",
+                    topic,
+                    partition,
+                    tail,
+                    cut,
+                )
+        return moved
+
     # ------------------------------------------------------------------ messages
 
     def _dispatch(self, msg: m.Message, b: _Batch) -> None:
@@ -425,6 +480,11 @@ class StoreCore:
             return
         if self._foreign and self._pinned_elsewhere(key):
             return
+        if self._acl:
+            allowed = self._acl.get(topic)
+            if allowed is not None and msg.partition not in allowed:
+                self.stats.unauthorized += 1
+                return
         first = msg.offset
         last = first + msg.count - 1
         if msg.count < 1:
@@ -443,7 +503,9 @@ class StoreCore:
             b.nexts[key] = nxt
             b.advanced.add(key)
         elif first < nxt:
-            if not self._signed or self._replay(msg, key, b):
+            if first < self._tails.get(key, 0):
+                self.stats.duplicates += 1  # below our tail: retention deleted it
+            elif not self._signed or self._replay(msg, key, b):
                 self.stats.duplicates += 1
                 b.reack.add(key)
             elif self._genuine(msg, key, b):

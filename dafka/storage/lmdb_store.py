@@ -39,6 +39,7 @@ from ..errors import ClosedError, ConfigError, DafkaError, StorageError, StoreFu
 from ..ids import is_node_id, new_node_id
 from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix
+from .retention import BatchInfo
 
 __all__ = ["SCHEMA_VERSION", "LmdbStorage", "translate_error"]
 
@@ -285,6 +286,69 @@ class LmdbStorage:
             raise translate_error(exc, f"read from {self._path} failed") from exc
         return out
 
+    def batch_infos(self, topic: str, partition: str) -> list[BatchInfo]:
+        """Every stored batch of a partition, oldest first: offsets, size, timestamp."""
+        self._check_usable()
+        profile = self._profiles.get((topic, partition))
+        if profile is None:
+            return []
+        prefix = partition_prefix(topic, partition)
+        plen = len(prefix)
+        out: list[BatchInfo] = []
+        try:
+            with self._env.begin(db=self._batches, buffers=True) as txn:
+                cursor = txn.cursor()
+                if not cursor.set_range(prefix):
+                    return []
+                for key, value in cursor.iternext():
+                    if key[:plen] != prefix:
+                        break
+                    (first,) = _U64.unpack_from(value)
+                    (last,) = _U64.unpack_from(key, plen)
+                    stamp = _batch_timestamp(value) if profile == "signed" else None
+                    out.append(BatchInfo(first, last, len(value) - 8, stamp))
+        except lmdb.Error as exc:
+            raise translate_error(exc, f"read from {self._path} failed") from exc
+        return out
+
+    def trim(self, topic: str, partition: str, new_tail: int) -> int | None:
+        """Delete the whole batches of a partition below ``new_tail`` (a batch's first
+        offset) and move its tail there; the newest batch always stays. Returns the new
+        tail, or None if nothing changed."""
+        self._check_usable()
+        key = (topic, partition)
+        ht = self._heads.get(key)
+        if ht is None or new_tail <= ht[1]:
+            return None
+        head, _ = ht
+        prefix = partition_prefix(topic, partition)
+        plen = len(prefix)
+        profile = self._profiles[key]
+        try:
+            with self._env.begin(write=True) as txn:
+                cursor = txn.cursor(db=self._batches)
+                tail = None
+                if cursor.set_range(prefix):
+                    while cursor.key()[:plen] == prefix:
+                        (last,) = _U64.unpack_from(cursor.key(), plen)
+                        (first,) = _U64.unpack_from(cursor.value())
+                        if first >= new_tail or last >= head:
+                            tail = first
+                            break
+                        if not cursor.delete():
+                            break
+                if tail is None:
+                    return None
+                txn.put(
+                    prefix,
+                    _HEAD_TAIL_PROFILE.pack(head, tail, PROFILE_IDS[profile]),
+                    db=self._heads_db,
+                )
+        except (lmdb.Error, OSError) as exc:
+            raise translate_error(exc, f"trim of {self._path} failed") from exc
+        self._heads[key] = (head, tail)
+        return tail
+
     def partitions(self, topic: str) -> list[tuple[str, int]]:
         self._check_usable()
         names = self._by_topic.get(topic, ())
@@ -349,6 +413,18 @@ def _batch_items(batches: Sequence[StoredBatch]) -> list[tuple[bytes, bytes]]:
     if len(prefixes) > 1:
         items.sort(key=_first)
     return items
+
+
+def _batch_timestamp(value: memoryview | bytes) -> int | None:
+    """The producer timestamp of a stored signed batch (``first offset u64 | blob``), read
+    in place: the blob is ``format u8 | topic length u8 | topic | partition 16 | first u64 |
+    count u32 | timestamp u64 | ...`` (``dafka.wire.signed``)."""
+    if len(value) < 10:
+        return None
+    at = 8 + 2 + value[9] + 16 + 8 + 4
+    if len(value) < at + 8:
+        return None
+    return int(_U64.unpack_from(value, at)[0])
 
 
 def _first(item: tuple[bytes, bytes]) -> bytes:

@@ -161,7 +161,7 @@ def test_nodes_start_without_a_tower_and_join_when_it_appears(tmp_path: Path) ->
         fut = p.send(b"waited")
         assert not fut.done()
         host, port = address.split(":")
-        late = Proc(py("tower", "--bind", address))
+        late = Proc(py("tower", "--bind", address, "--data-dir", str(tmp_path / "tower")))
         try:
             late.wait_line("tower on")
             assert fut.result(timeout=30) == 0

@@ -1,0 +1,302 @@
+"""``dafka``: administer the cluster metadata held by the towers' Raft group.
+
+::
+
+    dafka topics create events --min-acks 2 --retention-ms 7d
+    dafka topics list | describe events | alter events --retention-bytes 1G | delete events
+    dafka stores trust <node ID or public key> | list | revoke <key>
+    dafka cluster status | set --no-auto-create
+
+Writes go through the Raft leader; reads are linearizable. Errors (an unknown
+topic, a bad setting, no reachable leader) are one line on stderr and a non-zero
+exit (2 for a user mistake, 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import ConfigError, DafkaTimeout
+from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
+from ..metadata.state import TOPIC_DEFAULTS
+from .common import CONTEXT, common_options, run_cli
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_UNITS_MS = {"": 1, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_UNITS_BYTES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def _amount(text: str | None, what: str, units: dict[str, int]) -> int | None | str:
+    """``none`` → None (keep forever / unset); ``7d``, ``1G``, ``500`` → an int."""
+    if text is None:
+        return "unset"
+    if text.strip().lower() in ("none", "forever", "off"):
+        return None
+    m = _AMOUNT.match(text)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in units:
+        raise ConfigError(
+            f"bad {what} {text!r}: a number with an optional unit ({', '.join(u for u in units if u)})"
+            " or none"
+        )
+    return int(m.group(1)) * units[unit]
+
+
+def _settings(
+    retention_ms: str | None,
+    retention_bytes: str | None,
+    min_acks: int | None,
+    profile: str | None,
+    max_record_bytes: str | None,
+    producers: str | None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in (
+        ("retention_ms", _amount(retention_ms, "--retention-ms", _UNITS_MS)),
+        ("retention_bytes", _amount(retention_bytes, "--retention-bytes", _UNITS_BYTES)),
+        ("max_record_bytes", _amount(max_record_bytes, "--max-record-bytes", _UNITS_BYTES)),
+    ):
+        if value != "unset":
+            out[name] = value
+    if min_acks is not None:
+        out["min_acks"] = min_acks
+    if profile is not None:
+        out["profile"] = profile
+    if producers is not None:
+        text = producers.strip()
+        if text.lower() in ("any", "open", "none", ""):
+            out["producers"] = None
+        else:
+            out["producers"] = [p.strip().upper() for p in text.split(",") if p.strip()]
+    return out
+
+
+def _topic_options(f: F) -> F:
+    for option in reversed(
+        [
+            click.option(
+                "--retention-ms", default=None, help="Keep records this long (7d, 12h, none)."
+            ),
+            click.option(
+                "--retention-bytes", default=None, help="Keep this much per partition (1G, none)."
+            ),
+            click.option(
+                "--min-acks", type=int, default=None, help="Trusted store ACKs per record."
+            ),
+            click.option("--profile", type=click.Choice(["signed", "rfc46"]), default=None),
+            click.option("--max-record-bytes", default=None, help="Largest record value (1M)."),
+            click.option(
+                "--producers",
+                default=None,
+                help="Producer node IDs allowed to write, comma-separated, or 'any' (open).",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+def _client_options(f: F) -> F:
+    f = click.option("--timeout", default=5.0, show_default=True, help="Seconds per request.")(f)
+    f = click.option("--cluster", default=DEFAULT_CLUSTER, show_default=True)(f)
+    f = click.option(
+        "--tower",
+        "-t",
+        default="127.0.0.1:5556",
+        show_default=True,
+        help="Tower address(es), HOST:PORT of the beacon port, comma-separated.",
+    )(f)
+    f = common_options("admin", node=False)(f)
+    return f
+
+
+def _client(tower: str, cluster: str, timeout: float) -> MetadataClient:
+    return MetadataClient(tower, cluster=cluster, timeout=timeout)
+
+
+def _show(settings: dict[str, Any]) -> str:
+    return " ".join(
+        f"{k}={'any' if k == 'producers' and v is None else v}" for k, v in settings.items()
+    )
+
+
+@click.group(context_settings=CONTEXT)
+def main() -> None:
+    """Administer a Dafka cluster: topics, trusted stores, the metadata Raft group."""
+
+
+@main.group()
+def topics() -> None:
+    """Create, list, describe, alter and delete topics."""
+
+
+@topics.command("create")
+@_client_options
+@_topic_options
+@click.argument("topic")
+@run_cli
+def topics_create(topic: str, tower: str, cluster: str, timeout: float, **settings: Any) -> None:
+    """Create TOPIC with the given settings (defaults for the rest)."""
+    with _client(tower, cluster, timeout) as client:
+        index = client.create_topic(topic, _settings(**settings))
+    click.echo(f"created topic {topic} (log index {index})")
+
+
+@topics.command("alter")
+@_client_options
+@_topic_options
+@click.argument("topic")
+@run_cli
+def topics_alter(topic: str, tower: str, cluster: str, timeout: float, **settings: Any) -> None:
+    """Change settings of TOPIC."""
+    changes = _settings(**settings)
+    if not changes:
+        raise ConfigError("nothing to change: give at least one setting")
+    with _client(tower, cluster, timeout) as client:
+        index = client.alter_topic(topic, changes)
+    click.echo(f"altered topic {topic} (log index {index})")
+
+
+@topics.command("delete")
+@_client_options
+@click.argument("topic")
+@run_cli
+def topics_delete(topic: str, tower: str, cluster: str, timeout: float) -> None:
+    """Delete TOPIC from the metadata."""
+    with _client(tower, cluster, timeout) as client:
+        index = client.delete_topic(topic)
+    click.echo(f"deleted topic {topic} (log index {index})")
+
+
+@topics.command("list")
+@_client_options
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of lines.")
+@run_cli
+def topics_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None:
+    """Every topic with its settings."""
+    with _client(tower, cluster, timeout) as client:
+        found = client.topics()
+    if as_json:
+        click.echo(json.dumps(found, sort_keys=True))
+        return
+    for name in sorted(found):
+        click.echo(f"{name} {_show(found[name])}")
+
+
+@topics.command("describe")
+@_client_options
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of lines.")
+@click.argument("topic")
+@run_cli
+def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_json: bool) -> None:
+    """The settings of TOPIC."""
+    with _client(tower, cluster, timeout) as client:
+        settings = client.describe(topic)
+    if as_json:
+        click.echo(json.dumps(settings, sort_keys=True))
+        return
+    click.echo(f"topic {topic}")
+    for key in TOPIC_DEFAULTS:
+        value = settings[key]
+        click.echo(f"  {key}: {'any' if key == 'producers' and value is None else value}")
+
+
+@main.group()
+def stores() -> None:
+    """Trust, list and revoke store keys whose ACKs producers count."""
+
+
+@stores.command("trust")
+@_client_options
+@click.argument("store")
+@run_cli
+def stores_trust(store: str, tower: str, cluster: str, timeout: float) -> None:
+    """Trust STORE (node ID or public key, as dafka-keys show prints it)."""
+    with _client(tower, cluster, timeout) as client:
+        client.trust_store(store)
+    click.echo(f"trusted store {store}")
+
+
+@stores.command("revoke")
+@_client_options
+@click.argument("store")
+@run_cli
+def stores_revoke(store: str, tower: str, cluster: str, timeout: float) -> None:
+    """Stop trusting STORE."""
+    with _client(tower, cluster, timeout) as client:
+        client.revoke_store(store)
+    click.echo(f"revoked store {store}")
+
+
+@stores.command("list")
+@_client_options
+@run_cli
+def stores_list(tower: str, cluster: str, timeout: float) -> None:
+    """The trusted store node IDs, one a line."""
+    with _client(tower, cluster, timeout) as client:
+        for store in client.stores():
+            click.echo(store)
+
+
+@main.group("cluster")
+def cluster_group() -> None:
+    """The metadata Raft group and cluster-wide settings."""
+
+
+@cluster_group.command("status")
+@_client_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per tower.")
+@run_cli
+def cluster_status(tower: str, cluster: str, timeout: float, as_json: bool) -> None:
+    """Each tower's Raft peer (role, term, commit) and the cluster settings."""
+    with _client(tower, cluster, timeout) as client:
+        rows = client.status()
+        up = [r for r in rows if r["state"] == "up"]
+        settings = client.config()["cluster"] if up else None
+    if as_json:
+        click.echo(json.dumps({"peers": rows, "settings": settings}, sort_keys=True))
+    else:
+        for r in rows:
+            if r["state"] != "up":
+                click.echo(f"{r['url']} unreachable")
+                continue
+            role = "leader" if r["is_leader"] else "follower"
+            click.echo(
+                f"{r['url']} {role} leader={r['leader']} term={r['term']} "
+                f"commit={r['commit']} applied={r['applied']}"
+            )
+        if settings is not None:
+            click.echo(f"settings: {_show(settings)}")
+    if not up:
+        raise DafkaTimeout(f"no tower's metadata peer answered ({len(rows)} tried)")
+
+
+@cluster_group.command("set")
+@_client_options
+@click.option(
+    "--auto-create/--no-auto-create",
+    default=None,
+    help="Producing to an unknown topic creates it with defaults (or fails).",
+)
+@run_cli
+def cluster_set(tower: str, cluster: str, timeout: float, auto_create: bool | None) -> None:
+    """Change cluster-wide settings."""
+    settings: dict[str, Any] = {}
+    if auto_create is not None:
+        settings["auto_create"] = auto_create
+    if not settings:
+        raise ConfigError("nothing to change: give at least one setting")
+    with _client(tower, cluster, timeout) as client:
+        client.set_cluster(settings)
+    click.echo(f"cluster settings: {_show(settings)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""The metadata view a node holds: loaded at start, followed live, kept when towers are down.
+
+A :class:`MetadataView` runs one thread that replays the Raft log into a local
+:class:`~dafka.metadata.state.MetadataStateMachine` replica: RequestEntries from the
+leader (the snapshot first when the log was compacted), then it waits on the towers'
+StateBroadcast PUBs (beacon port + 3): a broadcast that continues what it has is
+applied at once, one that skips ahead is filled in with RequestEntries, and without
+broadcasts it asks again every ``refresh`` seconds. When no tower answers, the node
+keeps the configuration it last saw and says so in its log; it catches up when a
+tower is back.
+
+Listeners (:meth:`MetadataView.subscribe`) are called on the view's thread with the
+new configuration (plain data, see :meth:`MetadataStateMachine.view`) after every change;
+they must not block.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import zmq
+
+from ..config import parse_towers
+from ..errors import DafkaError, WireError
+from ..raft import wire as w
+from ..raft.client import RaftClient
+from ..raft.ready import SnapshotChunk
+from ..raft.types import Entry
+from .client import DEFAULT_CLUSTER, RAFT_PORT_OFFSET
+from .state import MetadataStateMachine, command, topic_settings
+
+__all__ = ["BROADCAST_PORT_OFFSET", "MetadataView"]
+
+log = logging.getLogger(__name__)
+
+BROADCAST_PORT_OFFSET = 3
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+class MetadataView:
+    """A thread-safe, live copy of the cluster metadata; see the module docstring."""
+
+    def __init__(
+        self,
+        towers: str | Iterable[str] | None = None,
+        *,
+        cluster: str = DEFAULT_CLUSTER,
+        timeout: float = 2.0,
+        refresh: float = 2.0,
+    ) -> None:
+        addresses = parse_towers(towers)
+        self.raft_urls = [f"tcp://{t.host}:{t.port + RAFT_PORT_OFFSET}" for t in addresses]
+        self.broadcast_urls = [
+            f"tcp://{t.host}:{t.port + BROADCAST_PORT_OFFSET}" for t in addresses
+        ]
+        self.cluster = cluster
+        self.timeout = timeout
+        self.refresh = refresh
+        self._lock = threading.Lock()
+        self._replica = MetadataStateMachine()
+        self._config: dict[str, Any] | None = None
+        self._listeners: list[Listener] = []
+        self._creates: list[str] = []
+        self._loaded = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._prev = 0
+        self.online = False
+        self.syncs = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, wait: float = 0.0) -> bool:
+        """Start following; wait up to ``wait`` s for the first load. True once loaded."""
+        self._thread = threading.Thread(target=self._run, name="dafka-metadata", daemon=True)
+        self._thread.start()
+        return self._loaded.wait(wait) if wait > 0 else self._loaded.is_set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wait_loaded(self, timeout: float) -> bool:
+        return self._loaded.wait(timeout)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded.is_set()
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """The last configuration seen (None before the first load)."""
+        with self._lock:
+            return self._config
+
+    @property
+    def revision(self) -> int:
+        config = self.config
+        return -1 if config is None else int(config["revision"])
+
+    def topic(self, name: str) -> dict[str, Any] | None:
+        """A topic's full settings (defaults filled in), or None if it does not exist."""
+        config = self.config
+        if config is None or name not in config["topics"]:
+            return None
+        return topic_settings(config["topics"][name])
+
+    def trusted_stores(self) -> tuple[str, ...]:
+        config = self.config
+        return () if config is None else tuple(config["stores"])
+
+    def auto_create(self) -> bool:
+        """The cluster setting: an unknown topic is created with defaults on first use."""
+        config = self.config
+        return True if config is None else bool(config["cluster"].get("auto_create", True))
+
+    def create_topic(self, name: str) -> None:
+        """Ask (from the view's thread, without waiting) for ``name`` to be created with
+        the default settings; a topic that exists by then is left alone."""
+        with self._lock:
+            self._creates.append(name)
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener(config)`` after every change (and now, if loaded)."""
+        with self._lock:
+            self._listeners.append(listener)
+            config = self._config
+        if config is not None:
+            listener(config)
+
+    # -- the thread --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        ctx = zmq.Context()
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.SUBSCRIBE, self.cluster.encode())
+        for url in self.broadcast_urls:
+            sub.connect(url)
+        client = RaftClient(self.raft_urls, self.cluster, timeout=self.timeout, context=ctx)
+        next_sync = 0.0
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if self._creates:
+                    self._create_topics(client)
+                if now >= next_sync:
+                    self._sync(client)
+                    next_sync = time.monotonic() + (self.refresh if self.online else 1.0)
+                if sub.poll(200):
+                    frames = sub.recv_multipart()
+                    try:
+                        msg = w.StateBroadcast.decode(frames)
+                    except (WireError, ValueError):
+                        continue
+                    if msg.last_index > self._prev and not self._take_broadcast(msg):
+                        next_sync = 0.0
+                    elif not self.online:
+                        next_sync = 0.0  # a tower is back: confirm with RequestEntries
+        finally:
+            client.close()
+            sub.close(0)
+            ctx.term()
+
+    def _create_topics(self, client: RaftClient) -> None:
+        with self._lock:
+            names, self._creates = self._creates, []
+        for name in dict.fromkeys(names):
+            if self._replica.topics.get(name) is not None:
+                continue
+            try:
+                client.update(command("topic.create", topic=name, settings={}))
+                log.info("metadata.topic_created topic=%s", name)
+            except DafkaError as exc:
+                log.warning("metadata.topic_create.failed topic=%s error=%s", name, exc)
+
+    def _take_broadcast(self, msg: w.StateBroadcast) -> bool:
+        """Apply a broadcast that continues what we have; False when there is a gap."""
+        entries = [e for e in msg.entries if e.index > self._prev]
+        if not entries or entries[0].index != self._prev + 1:
+            return False
+        before = self._replica.revision
+        for entry in entries:
+            self._replica.apply(entry)
+            self._prev = entry.index
+        if self._replica.revision != before:
+            self._publish()
+        return self._prev >= msg.last_index
+
+    def _sync(self, client: RaftClient) -> None:
+        before = self._replica.revision
+        snapshot = bytearray()
+        try:
+            for item in client.stream_entries(self._prev, timeout=self.timeout):
+                if self._stop.is_set():
+                    return
+                if isinstance(item, SnapshotChunk):
+                    if item.offset == 0:
+                        snapshot.clear()
+                    snapshot += item.data
+                    if item.last:  # RequestEntries streams the state machine's own bytes
+                        replica = MetadataStateMachine()
+                        replica.restore(bytes(snapshot))
+                        self._replica = replica
+                        self._prev = item.index
+                        before = -1
+                elif isinstance(item, Entry):
+                    self._replica.apply(item)
+                    self._prev = item.index
+        except DafkaError as exc:
+            if self.online or not self.syncs:
+                rev = self.revision
+                kept = (
+                    f"keeping the configuration last seen (revision {rev})"
+                    if rev >= 0
+                    else ("running with local settings")
+                )
+                log.warning("metadata.unreachable towers=%s: %s; %s", self.raft_urls, exc, kept)
+            self.online = False
+            self.syncs += 1
+            return
+        if not self.online:
+            log.info("metadata.online index=%d revision=%d", self._prev, self._replica.revision)
+        self.online = True
+        self.syncs += 1
+        if self._replica.revision != before or not self._loaded.is_set():
+            self._publish()
+
+    def _publish(self) -> None:
+        config = self._replica.view()
+        with self._lock:
+            self._config = config
+            listeners = list(self._listeners)
+        self._loaded.set()
+        log.info("metadata.change revision=%d topics=%d", config["revision"], len(config["topics"]))
+        for listener in listeners:
+            try:
+                listener(config)
+            except Exception:
+                log.exception("metadata.listener.failed")

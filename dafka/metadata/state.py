@@ -1,0 +1,308 @@
+"""The cluster metadata: a Raft state machine holding topics, trusted stores and ACLs.
+
+Commands (RequestUpdate data) are MessagePack maps with a version field::
+
+    {"v": 1, "op": "topic.create", "topic": "events", "settings": {"min_acks": 2}}
+    {"v": 1, "op": "topic.alter",  "topic": "events", "settings": {"retention_ms": 60000}}
+    {"v": 1, "op": "topic.delete", "topic": "events"}
+    {"v": 1, "op": "store.trust",  "store": "<node ID>"}
+    {"v": 1, "op": "store.revoke", "store": "<node ID>"}
+    {"v": 1, "op": "cluster.set",  "settings": {"auto_create": false}}
+
+Versioning: a command names the version of the command format it was written in
+(``v``). This machine applies every version up to :data:`COMMAND_VERSION`; unknown
+extra keys are ignored, so later versions may add fields that older readers skip.
+A command of a newer version than we know is skipped (the same way on every peer
+of one software version) and counted in :attr:`MetadataStateMachine.skipped_newer`.
+
+Every command is validated on apply; an invalid one (unknown topic, bad setting)
+changes nothing and is counted (every peer decides the same). Clients validate
+first (:func:`check_settings`, the linearizable read) so users get one clear error.
+
+Topic settings (:data:`TOPIC_DEFAULTS`): ``retention_ms`` / ``retention_bytes``
+(``None``: keep forever), ``min_acks`` (1..16), ``profile`` (``signed`` or
+``rfc46``), ``max_record_bytes`` (``None``: only the wire profile's limit) and ``producers`` (``None``: any producer may write;
+a list of producer node IDs: only those).
+
+Queries: ``[b"config"]`` → MessagePack of :meth:`MetadataStateMachine.view`;
+``[b"topic", name]`` → the topic's settings or nil.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+
+from ..errors import ConfigError, WireError
+from ..ids import check_topic
+from ..raft.reqid import REQUEST_ID_TTL, reqid_time
+from ..raft.types import ZERO_REQID, Entry, EntryType
+
+__all__ = [
+    "CLUSTER_DEFAULTS",
+    "COMMAND_VERSION",
+    "SNAPSHOT_FORMAT",
+    "TOPIC_DEFAULTS",
+    "MetadataStateMachine",
+    "check_cluster_settings",
+    "check_settings",
+    "command",
+    "decode_config",
+    "topic_settings",
+]
+
+COMMAND_VERSION = 1
+SNAPSHOT_FORMAT = 1
+
+TOPIC_DEFAULTS: dict[str, Any] = {
+    "retention_ms": None,
+    "retention_bytes": None,
+    "min_acks": 1,
+    "profile": "signed",
+    "max_record_bytes": None,
+    "producers": None,
+}
+CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
+
+MAX_MIN_ACKS = 16
+_NODE_ID = re.compile(r"^[0-9A-F]{32}$")
+
+
+def _pack(value: Any) -> bytes:
+    return bytes(msgpack.packb(value, use_bin_type=True))
+
+
+def _unpack(data: bytes) -> Any:
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises many types
+        raise WireError(f"bad MessagePack: {type(exc).__name__}") from exc
+
+
+def _node_id(value: object, what: str) -> str:
+    text = str(value).strip().upper() if isinstance(value, str) else ""
+    if not _NODE_ID.match(text):
+        raise ConfigError(f"bad {what} {value!r}: expected a node ID (32 hex characters)")
+    return text
+
+
+def _optional_positive(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"bad {name} {value!r}: a positive integer, or none to keep forever")
+    return value
+
+
+def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated topic settings (a subset of :data:`TOPIC_DEFAULTS`); ConfigError names the
+    first bad one."""
+    if not isinstance(settings, Mapping):
+        raise ConfigError("topic settings must be a map")
+    out: dict[str, Any] = {}
+    for name, value in settings.items():
+        if name not in TOPIC_DEFAULTS:
+            known = ", ".join(TOPIC_DEFAULTS)
+            raise ConfigError(f"unknown topic setting {name!r} (known: {known})")
+        if name in ("retention_ms", "retention_bytes"):
+            out[name] = _optional_positive(name, value)
+        elif name == "min_acks":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"bad min_acks {value!r}: an integer from 1 to {MAX_MIN_ACKS}")
+            if not 1 <= value <= MAX_MIN_ACKS:
+                raise ConfigError(f"bad min_acks {value}: must be from 1 to {MAX_MIN_ACKS}")
+            out[name] = value
+        elif name == "profile":
+            if value not in ("signed", "rfc46"):
+                raise ConfigError(f"bad profile {value!r}: signed or rfc46")
+            out[name] = value
+        elif name == "max_record_bytes":
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 30
+            ):
+                raise ConfigError(
+                    f"bad max_record_bytes {value!r}: an integer from 1 to 2**30, or none "
+                    "(the wire profile's limit)"
+                )
+            out[name] = value
+        elif name == "producers":
+            if value is None:
+                out[name] = None
+            elif isinstance(value, list | tuple):
+                out[name] = sorted({_node_id(v, "producer") for v in value})
+            else:
+                raise ConfigError(f"bad producers {value!r}: a list of node IDs, or none (open)")
+    merged = {**TOPIC_DEFAULTS, **out}
+    if merged["profile"] == "rfc46" and merged["min_acks"] > 1:
+        raise ConfigError("min_acks > 1 needs the signed profile (rfc46 ACKs are anonymous)")
+    return out
+
+
+def check_cluster_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(settings, Mapping):
+        raise ConfigError("cluster settings must be a map")
+    out: dict[str, Any] = {}
+    for name, value in settings.items():
+        if name == "auto_create":
+            if not isinstance(value, bool):
+                raise ConfigError(f"bad auto_create {value!r}: true or false")
+            out[name] = value
+        else:
+            raise ConfigError(f"unknown cluster setting {name!r} (known: auto_create)")
+    return out
+
+
+def topic_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every setting of a topic: its own over the defaults."""
+    return {**TOPIC_DEFAULTS, **(settings or {})}
+
+
+def command(op: str, **fields: Any) -> bytes:
+    """RequestUpdate data for one command of the current version."""
+    return _pack({"v": COMMAND_VERSION, "op": op, **fields})
+
+
+def decode_config(frames: Sequence[bytes]) -> dict[str, Any]:
+    """The answer to the ``[b"config"]`` query."""
+    if len(frames) != 1:
+        raise WireError(f"a metadata answer has 1 frame, got {len(frames)}")
+    value = _unpack(frames[0])
+    if not isinstance(value, dict):
+        raise WireError("a metadata answer is a map")
+    return value
+
+
+class MetadataStateMachine:
+    """The cluster configuration; see the module docstring. Deduplicates by reqid."""
+
+    def __init__(self, dedup_ttl: float = REQUEST_ID_TTL) -> None:
+        self.dedup_ttl = dedup_ttl
+        self.topics: dict[str, dict[str, Any]] = {}
+        self.stores: set[str] = set()
+        self.cluster: dict[str, Any] = dict(CLUSTER_DEFAULTS)
+        self.revision = 0
+        """Changes applied so far (every peer counts the same)."""
+        self.seen: OrderedDict[bytes, int] = OrderedDict()
+        self.newest = 0
+        self.rejected = 0
+        self.skipped_newer = 0
+        self.last_error: str | None = None
+
+    # -- the protocol --------------------------------------------------------------------------
+
+    def apply(self, entry: Entry) -> Any:
+        if entry.type is not EntryType.STATE:
+            return None
+        if entry.reqid != ZERO_REQID:
+            if entry.reqid in self.seen:
+                return None
+            stamp = reqid_time(entry.reqid)
+            self.seen[entry.reqid] = stamp
+            self.newest = max(self.newest, stamp)
+            self._forget_old()
+        return self.apply_data(entry.data)
+
+    def apply_data(self, data: bytes) -> str | None:
+        """Apply one command; returns None or the error that made it a no-op."""
+        try:
+            cmd = _unpack(data)
+            if not isinstance(cmd, dict):
+                raise ConfigError("a command is a map")
+            version = cmd.get("v")
+            if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+                raise ConfigError(f"bad command version {version!r}")
+            if version > COMMAND_VERSION:
+                self.skipped_newer += 1
+                return f"command version {version} is newer than {COMMAND_VERSION}"
+            self._apply(cmd)
+        except (ConfigError, WireError) as exc:
+            self.rejected += 1
+            self.last_error = str(exc)
+            return str(exc)
+        self.revision += 1
+        return None
+
+    def _apply(self, cmd: dict[str, Any]) -> None:
+        op = cmd.get("op")
+        if op in ("topic.create", "topic.alter", "topic.delete"):
+            topic = cmd.get("topic")
+            if not isinstance(topic, str):
+                raise ConfigError("no topic named")
+            check_topic(topic)
+            if op == "topic.create":
+                if topic in self.topics:
+                    raise ConfigError(f"topic {topic!r} already exists")
+                self.topics[topic] = check_settings(cmd.get("settings") or {})
+            elif op == "topic.alter":
+                if topic not in self.topics:
+                    raise ConfigError(f"unknown topic {topic!r}")
+                changes = check_settings(cmd.get("settings") or {})
+                merged = {**self.topics[topic], **changes}
+                check_settings(merged)
+                self.topics[topic] = merged
+            else:
+                if topic not in self.topics:
+                    raise ConfigError(f"unknown topic {topic!r}")
+                del self.topics[topic]
+        elif op == "store.trust":
+            self.stores.add(_node_id(cmd.get("store"), "store"))
+        elif op == "store.revoke":
+            store = _node_id(cmd.get("store"), "store")
+            if store not in self.stores:
+                raise ConfigError(f"store {store} is not trusted")
+            self.stores.discard(store)
+        elif op == "cluster.set":
+            self.cluster.update(check_cluster_settings(cmd.get("settings") or {}))
+        else:
+            raise ConfigError(f"unknown command {op!r}")
+
+    def _forget_old(self) -> None:
+        horizon = self.newest - self.dedup_ttl
+        while self.seen:
+            reqid, stamp = next(iter(self.seen.items()))
+            if stamp > horizon:
+                return
+            del self.seen[reqid]
+
+    def view(self) -> dict[str, Any]:
+        """The configuration as plain data (what nodes and the admin CLI read)."""
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "revision": self.revision,
+            "topics": copy.deepcopy(self.topics),
+            "stores": sorted(self.stores),
+            "cluster": dict(self.cluster),
+        }
+
+    def snapshot(self) -> bytes:
+        state = self.view()
+        state["seen"] = [[reqid, stamp] for reqid, stamp in self.seen.items()]
+        state["newest"] = self.newest
+        return _pack(state)
+
+    def restore(self, data: bytes) -> None:
+        obj = _unpack(data)
+        if not isinstance(obj, dict) or not isinstance(obj.get("topics"), dict):
+            raise WireError("not a metadata snapshot")
+        if int(obj.get("format", 0)) > SNAPSHOT_FORMAT:
+            raise WireError(f"metadata snapshot format {obj.get('format')} is too new")
+        self.topics = {str(k): dict(v) for k, v in obj["topics"].items()}
+        self.stores = set(obj.get("stores", []))
+        self.cluster = {**CLUSTER_DEFAULTS, **obj.get("cluster", {})}
+        self.revision = int(obj.get("revision", 0))
+        self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
+        self.newest = int(obj.get("newest", 0))
+
+    def query(self, args: Sequence[bytes]) -> list[bytes]:
+        if not args:
+            raise WireError("empty metadata query")
+        if args[0] == b"config" and len(args) == 1:
+            return [_pack(self.view())]
+        if args[0] == b"topic" and len(args) == 2:
+            return [_pack(self.topics.get(bytes(args[1]).decode(errors="replace")))]
+        raise WireError(f"unknown metadata query {bytes(args[0])!r}")
