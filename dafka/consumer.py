@@ -21,8 +21,8 @@ from typing import Literal
 from .config import ConsumerConfig, NodeConfig, OffsetReset
 from .core import messages as m
 from .core.consumer import ConsumerCore
-from .core.effects import ConsumedRecord, Publish, RecordBatch
-from .errors import ClosedError, ConfigError
+from .core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
+from .errors import ClosedError, ConfigError, DataLossError
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
 from .metadata.follower import MetadataView
@@ -94,6 +94,8 @@ class _ConsumerHandler:
                     delivered.append(effect)
                 elif type(effect) is Publish:
                     out.append(effect)
+                elif type(effect) is DataLoss:
+                    self.c._data_loss(effect)
         if delivered:
             self.c._deliver(_coalesce(delivered) if len(delivered) > 1 else delivered)
         return out
@@ -161,7 +163,15 @@ class Consumer:
         node: NodeConfig | None = None,
         metadata: bool | None = None,
         cluster: str = "dafka",
+        on_data_loss: Literal["raise", "skip"] = "raise",
     ) -> None:
+        """``on_data_loss``: what to do when a store's retention deleted records this
+        consumer still had to deliver (signed profile): ``"raise"`` makes the next
+        poll raise :class:`~dafka.errors.DataLossError` once, then delivery goes on
+        from the store's tail; ``"skip"`` skips ahead to the tail silently (counted
+        in the core's ``ConsumerStats.data_lost``)."""
+        if on_data_loss not in ("raise", "skip"):
+            raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
         self.metadata: MetadataView | None = None
         """The cluster metadata this consumer follows (topic ACLs)."""
         topic_list = [topics] if isinstance(topics, str) else list(topics)
@@ -182,12 +192,14 @@ class Consumer:
             fetch_window=self.config.fetch_window,
             fetch_timeout=self.config.fetch_timeout,
             profile=wire,
+            on_data_loss=on_data_loss,
         )
         self._handler = _ConsumerHandler(self, self._core)
         # verified runs of records, oldest first; ConsumedRecords are made when polled
         self._ready: deque[RecordBatch] = deque()
         self._ready_count = 0
         self._head_used = 0  # records of _ready[0] already handed out
+        self._errors: deque[DataLossError] = deque()  # raised by the next poll, once each
         self._cond = threading.Condition()
         self._closed = False
         self._loop = NodeLoop(
@@ -249,8 +261,12 @@ class Consumer:
         self._loop.wake()
 
     def _wait_ready(self, deadline: float | None) -> bool:
-        """Wait (holding ``_cond``) until records are ready; False at the deadline."""
-        while not self._ready_count:
+        """Wait (holding ``_cond``) until records are ready; False at the deadline.
+
+        Raises a pending :class:`DataLossError` (each once)."""
+        while not self._ready_count or self._errors:
+            if self._errors:
+                raise self._errors.popleft()
             if self._closed:
                 raise ClosedError("consumer is closed")
             left = None if deadline is None else deadline - time.monotonic()
@@ -380,6 +396,16 @@ class Consumer:
         with self._cond:
             self._ready.extend(runs)
             self._ready_count += count
+            self._cond.notify_all()
+
+    def _data_loss(self, loss: DataLoss) -> None:
+        err = DataLossError(
+            f"topic {loss.topic} partition {loss.partition}: offsets {loss.start}.."
+            f"{loss.tail - 1} were deleted by retention on a store before they were "
+            f"delivered; delivery goes on from offset {loss.tail}"
+        )
+        with self._cond:
+            self._errors.append(err)
             self._cond.notify_all()
 
     def _wake_readers(self) -> None:

@@ -345,7 +345,7 @@ class SignedProfile(Profile):
             assert isinstance(msg, signed.DirectHead)
             h = msg.head
             head = None if h is None else m.Head(h.topic, h.partition, h.offset, h)
-            return m.DirectHead(msg.recipient, msg.topic, msg.partition, msg.offset, head)
+            return m.DirectHead(msg.recipient, msg.topic, msg.partition, msg.offset, head, msg.tail)
         return msg  # type: ignore[return-value]
 
     # -------------------------------------------------------------- encoding
@@ -380,7 +380,9 @@ class SignedProfile(Profile):
             proof = head.proof if head is not None else None
             if not isinstance(proof, signed.Head):
                 proof = None
-            return signed.DirectHead(msg.recipient, msg.topic, msg.partition, msg.offset, proof)
+            return signed.DirectHead(
+                msg.recipient, msg.topic, msg.partition, msg.offset, proof, msg.tail
+            )
         return msg  # type: ignore[return-value]
 
     def _signed_head(self, head: m.Head) -> signed.Head:

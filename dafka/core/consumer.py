@@ -52,7 +52,7 @@ from ..ids import check_topic, is_node_id
 from ..profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
-from .effects import Deliver, Effect, Publish
+from .effects import DataLoss, Deliver, Effect, Publish
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,8 @@ class ConsumerStats:
     """HEADs that failed verification (signed by a key that does not own the partition)."""
     unauthorized: int = 0
     """Batches and HEADs of producers the topic's ACL (metadata) does not allow."""
+    data_lost: int = 0
+    """Records skipped because a store's retention deleted them before delivery."""
 
 
 class _Partition:
@@ -154,7 +156,10 @@ class ConsumerCore:
         max_partitions: int = 100_000,
         max_head_lead: int = 1_000_000,
         profile: Profile = RFC46,
+        on_data_loss: Literal["raise", "skip"] = "raise",
     ) -> None:
+        if on_data_loss not in ("raise", "skip"):
+            raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
         if isinstance(offset_reset, bool) or not (
             offset_reset in ("earliest", "latest")
             or (isinstance(offset_reset, int) and offset_reset >= 0)
@@ -180,6 +185,8 @@ class ConsumerCore:
         self._max_partitions = max_partitions
         self._lead = max_head_lead
         self._profile = profile
+        self._on_data_loss = on_data_loss
+        self._data_lost = 0
         self._topics: dict[str, None] = {}  # an ordered set
         self._parts: dict[PartitionKey, _Partition] = {}
         self._delivered = 0
@@ -216,6 +223,7 @@ class ConsumerCore:
             rejected=self._rejected,
             rejected_heads=self._rejected_heads,
             unauthorized=self._unauthorized,
+            data_lost=self._data_lost,
         )
 
     def set_acl(self, acl: Mapping[str, Collection[str] | None]) -> None:
@@ -308,7 +316,10 @@ class ConsumerCore:
                 return []
             # The store's own (unsigned) hint of what it holds: whatever is
             # fetched is verified batch by batch, and the hint is bounded.
-            return self._on_head(msg.topic, msg.partition, msg.offset, now, None)
+            effects = self._on_head(msg.topic, msg.partition, msg.offset, now, None)
+            if msg.tail and msg.tail <= msg.offset:  # the newest batch always stays
+                effects = self._on_tail(msg.topic, msg.partition, msg.tail, now, effects)
+            return effects
         if kind is m.StoreHello:
             assert isinstance(msg, m.StoreHello)
             if msg.consumer != self._node_id:
@@ -497,6 +508,49 @@ class ConsumerCore:
             p.known_end = head + 1
         fetch = self._pump(p, now)
         return [fetch] if fetch is not None else []
+
+    def _on_tail(
+        self, topic: str, partition: str, tail: int, now: float, effects: list[Effect]
+    ) -> list[Effect]:
+        """A store deleted everything below ``tail``: if we still wait for records below
+        it (and hold none of them), they are lost; report it (unless skipping) and go on
+        from the tail. (The tail is the store's unsigned word, like its head hint.)"""
+        p = self._parts.get((topic, partition))
+        if p is None or p.next >= tail or any(first < tail for first in p.buffer):
+            return effects
+        start = p.next
+        self._data_lost += tail - start
+        log.warning(
+            "consumer.data_loss topic=%s partition=%s offsets=%d..%d",
+            topic,
+            partition,
+            start,
+            tail - 1,
+        )
+        p.next = tail
+        if p.known_end < tail:
+            p.known_end = tail
+        if p.seen_end < tail:
+            p.seen_end = tail
+        p.req_start = p.req_mid = p.req_end = tail
+        p.recent.clear()
+        p.progress_at = now
+        self._prune(p)
+        out: list[Effect] = [e for e in effects if not isinstance(e, Publish)]
+        if self._on_data_loss == "raise":
+            out.append(DataLoss(topic, partition, start, tail))
+        nxt = tail
+        while (held := p.buffer.pop(nxt, None)) is not None:  # what waited for the tail
+            n, h_keys, h_values, h_stamp = held
+            out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+            nxt += n
+            p.buffer_ends.pop(nxt - 1, None)
+        self._delivered += nxt - tail
+        p.next = nxt
+        fetch = self._pump(p, now)
+        if fetch is not None:
+            out.append(fetch)
+        return out
 
     def _pump(self, p: _Partition, now: float) -> Publish | None:
         """Ask for what is missing unless the outstanding window already covers it.

@@ -116,4 +116,15 @@ class Acked:
     offset: int
 
 
-Effect = Publish | PublishRecords | RecordBatch | Acked
+@dataclass(frozen=True, slots=True)
+class DataLoss:
+    """Consumer: offsets ``start`` to ``tail - 1`` of a partition were deleted by a
+    store's retention before they were delivered; delivery goes on from ``tail``."""
+
+    topic: str
+    partition: str
+    start: int
+    tail: int
+
+
+Effect = Publish | PublishRecords | RecordBatch | Acked | DataLoss

@@ -92,7 +92,9 @@ class DirectHead:
     """A store tells one consumer the last offset it holds of a partition.
 
     ``head`` is the newest producer HEAD the store has verified for it (signed
-    profile), passed on so the consumer can check it itself.
+    profile), passed on so the consumer can check it itself. ``tail`` is the first
+    offset the store still holds when retention deleted records (signed profile;
+    ``None``: not told).
     """
 
     recipient: str
@@ -100,6 +102,7 @@ class DirectHead:
     partition: str
     offset: int
     head: Head | None = field(default=None, compare=False)
+    tail: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,6 +189,7 @@ class _Batch:
         "nexts",
         "now",
         "reack",
+        "tail_answers",
     )
 
     def __init__(self, now: float) -> None:
@@ -200,6 +201,7 @@ class _Batch:
         self.reack: set[PartitionKey] = set()
         self.gap_keys: set[PartitionKey] = set()
         self.head_requests: list[tuple[str, Sequence[str]]] = []
+        self.tail_answers: list[tuple[str, str, str]] = []  # FETCHes below the tail
 
 
 def _valid_partition_key(topic: str, partition: str) -> bool:
@@ -329,6 +331,8 @@ class StoreCore:
         self._decide_fetches(b.gap_keys | b.advanced, now, out)
         for requester, topics in b.head_requests:
             self._answer_heads(requester, topics, out)
+        for requester, topic, partition in b.tail_answers:
+            self._answer_tail(requester, topic, partition, out)
         self._serve(out)
         if committed:
             heads = self._heads
@@ -416,7 +420,7 @@ class StoreCore:
         elif isinstance(msg, m.Head):
             self._on_head(msg, b)
         elif isinstance(msg, m.Fetch):
-            self._on_fetch(msg, b.now)
+            self._on_fetch(msg, b)
         elif isinstance(msg, m.GetHeads):
             self._on_head_request(msg.requester, (msg.topic,), b)
         elif isinstance(msg, m.ConsumerHello) and msg.store == self._node_id:
@@ -601,7 +605,8 @@ class StoreCore:
             if verified and (key in self._heads or key in b.advanced):
                 self._signed_heads[key] = msg
 
-    def _on_fetch(self, msg: m.Fetch, now: float) -> None:
+    def _on_fetch(self, msg: m.Fetch, b: _Batch) -> None:
+        now = b.now
         if msg.requester == self._node_id or msg.count == 0:
             self.stats.ignored += 1
             return
@@ -613,6 +618,15 @@ class StoreCore:
             self.stats.malformed += 1
             return
         if self._pinned_elsewhere(key):
+            return
+        if self._signed and msg.offset < self._tails.get(key, 0):
+            # Below the retention tail: say so (DIRECT-HEAD with the tail), rate-limited.
+            if not self._fetch_limiter.allow(msg.requester, now):
+                self.stats.fetches_limited += 1
+                return
+            answer = (msg.requester, msg.topic, msg.partition)
+            if answer not in b.tail_answers:  # one per requester and partition per batch
+                b.tail_answers.append(answer)
             return
         pkey = (msg.requester, msg.topic, msg.partition, msg.offset)
         if pkey in self._pending_keys:
@@ -783,8 +797,26 @@ class StoreCore:
                 if profiles.get(key, self._name) != self._name:
                     continue
                 proof = signed_heads.get(key)
-                out.append(Publish(m.DirectHead(requester, topic, partition, head, proof)))
+                tail = self._tails.get(key, 0) if self._signed else 0
+                out.append(
+                    Publish(
+                        m.DirectHead(
+                            requester, topic, partition, head, proof, tail if tail > 0 else None
+                        )
+                    )
+                )
                 self.stats.heads_sent += 1
+
+    def _answer_tail(self, requester: str, topic: str, partition: str, out: list[Publish]) -> None:
+        """Tell a consumer that FETCHed below the tail where the partition now starts."""
+        key = (topic, partition)
+        head = self._heads.get(key)
+        tail = self._tails.get(key, 0)
+        if head is None or tail <= 0:
+            return
+        proof = self._signed_heads.get(key)
+        out.append(Publish(m.DirectHead(requester, topic, partition, head, proof, tail)))
+        self.stats.heads_sent += 1
 
     def _serve(self, out: list[Publish]) -> None:
         """Serve up to ``serve_chunk`` records and ``SERVE_BYTES`` bytes, round-robin.

@@ -14,7 +14,7 @@ DirectRecord   D   recipient node ID   (none); frame 1 = one signed batch blob
 Fetch          F   partition ID        as rfc46: requester, topic, offset, count
 Ack            K   partition ID        topic, offset, store key, store signature
 Head           H   dafka topic         partition, offset, timestamp, key, signature
-DirectHead     E   recipient node ID   as rfc46 + optional producer-signed head
+DirectHead     E   recipient node ID   as rfc46 + optional signed head, optional tail
 GetHeads       G   dafka topic         as rfc46: requester
 ConsumerHello  W   store node ID       as rfc46: consumer, topics
 StoreHello     L   consumer node ID    as rfc46: store
@@ -284,7 +284,8 @@ class DirectHead:
     be fetched from it (whatever is fetched is verified batch by batch).
     ``head`` is the newest producer-signed HEAD the store has seen for the
     partition, verbatim, or ``None``: the only head a consumer may trust, e.g.
-    to start from "latest".
+    to start from "latest". ``tail`` is the first offset the store still holds
+    (retention deleted what is below it), or ``None`` when not told (flag bit 2).
     """
 
     recipient: str
@@ -292,6 +293,7 @@ class DirectHead:
     partition: str
     offset: int
     head: Head | None = None
+    tail: int | None = None
 
 
 Message = (
@@ -987,13 +989,21 @@ def _encode(msg: Message) -> list[bytes]:
             + _U64.pack(msg.offset)
         )
         head = msg.head
-        if head is None:
-            return [frame0 + b"\0"]
-        if type(head) is not Head:
-            raise TypeError(f"DirectHead.head must be a Head, not {type(head).__name__}")
-        if head.topic != msg.topic or head.partition != msg.partition:
-            raise WireError("DirectHead carries a head of another partition")
-        return [frame0 + b"\x01" + _head_fields(head)]
+        tail = msg.tail
+        flag = 0
+        rest = b""
+        if head is not None:
+            if type(head) is not Head:
+                raise TypeError(f"DirectHead.head must be a Head, not {type(head).__name__}")
+            if head.topic != msg.topic or head.partition != msg.partition:
+                raise WireError("DirectHead carries a head of another partition")
+            flag |= 1
+            rest = _head_fields(head)
+        if tail is not None:
+            _check_u64(tail, "tail")
+            flag |= 2
+            rest += _U64.pack(tail)
+        return [frame0 + bytes((flag,)) + rest]
     if t is Fetch or t is GetHeads or t is ConsumerHello or t is StoreHello:
         assert isinstance(msg, Fetch | GetHeads | ConsumerHello | StoreHello)
         _check_rfc46_shaped(msg)
@@ -1105,12 +1115,17 @@ def decode(frames: Sequence[bytes]) -> Message:
         if flag == 0:
             _exact(frame0, pos, 0, "DIRECT-HEAD")
             return DirectHead(recipient, topic, partition, offset)
-        if flag != 1:
+        if flag & ~3:
             raise WireError(f"DIRECT-HEAD head flag {flag}")
-        _exact(frame0, pos, _HEAD_TAIL.size, "DIRECT-HEAD head")
-        h_offset, timestamp, key, sig = _HEAD_TAIL.unpack_from(frame0, pos)
-        head = Head(topic, partition, h_offset, timestamp, key, sig)
-        return DirectHead(recipient, topic, partition, offset, head)
+        size = (_HEAD_TAIL.size if flag & 1 else 0) + (_U64.size if flag & 2 else 0)
+        _exact(frame0, pos, size, "DIRECT-HEAD head")
+        head = None
+        if flag & 1:
+            h_offset, timestamp, key, sig = _HEAD_TAIL.unpack_from(frame0, pos)
+            head = Head(topic, partition, h_offset, timestamp, key, sig)
+            pos += _HEAD_TAIL.size
+        tail = _U64.unpack_from(frame0, pos)[0] if flag & 2 else None
+        return DirectHead(recipient, topic, partition, offset, head, tail)
     if cmd in (0x46, 0x47, 0x57, 0x4C):  # F, G, W, L: rfc46's fields
         if cmd == 0x57 and len(frame0) > pos:
             count_at = pos + 1 + frame0[pos]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dafka.consumer import Consumer
-from dafka.errors import ConfigError, DafkaError
+from dafka.errors import ConfigError, DafkaError, DataLossError
 from dafka.metadata import MetadataClient, MetadataView
 from dafka.producer import Producer
 from dafka.query.client import BelowTailError, QueryClient
@@ -111,7 +111,29 @@ def test_retention_shrinks_a_store_and_reads_below_the_tail_are_told(tmp_path: P
             with pytest.raises(BelowTailError, match="below the tail"):
                 query.read("ev", producer.partition, 0)
             assert query.read("ev", producer.partition, 45).head == 49
+            cut = tail()
             query.close()
+            # a live consumer from "earliest" is told too: once, then it goes on from the tail
+            with Consumer("ev", towers=tower.address, offset_reset="earliest") as consumer:
+                with pytest.raises(DataLossError, match=rf"offsets 0\.\.{cut - 1} were deleted"):
+                    consumer.poll(15)
+                got = consumer.poll_batch(100, timeout=15)
+                while got and got[-1].offset < 49:
+                    more = consumer.poll_batch(100, timeout=15)
+                    if not more:
+                        break
+                    got += more
+                assert [r.offset for r in got] == list(range(cut, 50))
+            with Consumer(
+                "ev", towers=tower.address, offset_reset="earliest", on_data_loss="skip"
+            ) as consumer:
+                got = consumer.poll_batch(100, timeout=15)
+                while got and got[-1].offset < 49:
+                    more = consumer.poll_batch(100, timeout=15)
+                    if not more:
+                        break
+                    got += more
+                assert [r.offset for r in got] == list(range(cut, 50))
     finally:
         if producer is not None:
             producer.close(1)

@@ -364,3 +364,99 @@ def test_the_consumer_joins_runs_that_continue_each_other() -> None:
     assert [r for run in joined for r in run.records()] == [
         r for run in runs for r in run.records()
     ]
+
+
+# ---------------------------------------------------------------- retention tail
+
+
+def _trimmed_store(tmp_path):  # type: ignore[no-untyped-def]
+    from dafka.storage.lmdb_store import LmdbStorage
+
+    s = LmdbStorage(tmp_path / "db")
+    core = StoreCore(S, s, profile=SignedProfile(STORE))  # type: ignore[arg-type]
+    core.handle_batch([record(0, 4), record(4, 4), record(8, 2), head(9)], 0.0)
+    core.set_policy({"t": {"retention_ms": 1}})  # everything but the last batch is too old
+    assert core.apply_retention(10**15) == [("t", P, 8)]
+    return core, s
+
+
+def test_store_answers_a_fetch_below_the_tail_with_the_tail(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    core, s = _trimmed_store(tmp_path)
+    try:
+        (dh,) = sent(core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 10)], 1.0))
+        assert dh == m.DirectHead(CONSUMER, "t", P, 9, tail=8)
+        back = decoded(core.profile.encode(dh))
+        assert isinstance(back, m.DirectHead) and back.tail == 8 and back.head is not None
+        # at or above the tail a FETCH is served as before
+        out = sent(core.handle_batch([m.Fetch(P, CONSUMER, "t", 8, 2)], 2.0))
+        assert [(type(x), x.offset) for x in out] == [(m.DirectRecord, 8)]
+        (dh,) = sent(core.handle_batch([m.GetHeads("t", CONSUMER)], 3.0))
+        assert dh.tail == 8 and dh.offset == 9
+    finally:
+        s.close()
+
+
+def test_store_below_tail_answers_are_rate_limited(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    core, s = _trimmed_store(tmp_path)
+    try:
+        core._fetch_limiter = type(core._fetch_limiter)(1.0, 2.0)
+        fetches = [m.Fetch(P, CONSUMER, "t", i, 10) for i in range(8)]
+        assert len(sent(core.handle_batch(fetches, 1.0))) == 1  # one answer per batch
+        assert len(sent(core.handle_batch(fetches, 1.1))) == 0  # the burst is spent
+        assert core.stats.fetches_limited > 0
+    finally:
+        s.close()
+
+
+def test_store_heads_carry_no_tail_before_retention() -> None:
+    core, _ = store()
+    core.handle_batch([record(0, 2)], 0.0)
+    (dh,) = sent(core.handle_batch([m.GetHeads("t", CONSUMER)], 1.0))
+    assert dh.tail is None
+
+
+def test_consumer_told_of_a_tail_raises_once_then_goes_on_from_it() -> None:
+    from dafka.core.effects import DataLoss
+
+    core = consumer()
+    out = core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=8), 0.0)
+    assert [e for e in out if isinstance(e, DataLoss)] == [DataLoss("t", P, 0, 8)]
+    assert sent(out) == [m.Fetch(P, CONSUMER, "t", 8, 2)]
+    assert core.positions() == {("t", P): 8} and core.stats.data_lost == 8
+    # told again: nothing more is lost
+    out = core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=8), 0.1)
+    assert not [e for e in out if isinstance(e, DataLoss)]
+    assert [r.offset for r in deliveries(core.handle(direct(8, 2), 0.2))] == [8, 9]
+
+
+def test_consumer_on_data_loss_skip_skips_without_an_effect() -> None:
+    from dafka.core.effects import DataLoss
+
+    core = consumer(on_data_loss="skip")
+    core.handle(record(8, 2), 0.0)  # buffered: waits for 0..7
+    out = core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=8), 0.1)
+    assert not [e for e in out if isinstance(e, DataLoss)]
+    assert [r.offset for r in deliveries(out)] == [8, 9]
+    assert core.positions() == {("t", P): 10} and core.stats.data_lost == 8
+
+
+def test_consumer_ignores_a_tail_it_is_not_below() -> None:
+    core = consumer()
+    core.handle(record(0, 4), 0.0)
+    core.handle(record(6, 2), 0.0)  # 4..5 missing, 6..7 buffered
+    out = core.handle(m.DirectHead(CONSUMER, "t", P, 7, tail=4), 0.1)
+    assert core.positions() == {("t", P): 4} and core.stats.data_lost == 0
+    out = core.handle(m.DirectHead(CONSUMER, "t", P, 7, tail=7), 0.2)  # 6 is buffered
+    assert core.positions() == {("t", P): 4} and core.stats.data_lost == 0
+    assert out is not None
+
+
+def test_consumer_ignores_a_tail_above_the_stores_own_head() -> None:
+    core = consumer()
+    core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=2**40), 0.0)
+    assert core.positions() == {("t", P): 0} and core.stats.data_lost == 0
+
+
+def test_consumer_refuses_a_bad_on_data_loss() -> None:
+    with pytest.raises(ConfigError):
+        consumer(on_data_loss="ignore")

@@ -68,6 +68,7 @@ GOLDEN: dict[str, signed.Message] = {
     "signed_ack": signed.sign_ack(S_ID, P, "hello", 1),
     "signed_direct_head": DirectHead(C, "hello", P, 3, HEAD),
     "signed_direct_head_bare": DirectHead(C, "hello", P, 3),
+    "signed_direct_head_tail": DirectHead(C, "hello", P, 3, HEAD, 2),
     "signed_fetch": Fetch(P, C, "hello", 0, 100),
     "signed_get_heads": GetHeads("hello", C),
     "signed_consumer_hello": ConsumerHello(S, C, ("hello", "hello2")),
@@ -150,13 +151,14 @@ MESSAGES: dict[type, st.SearchStrategy[signed.Message]] = {
     Head: heads_st(),
     Ack: acks_st(),
     DirectHead: st.builds(
-        lambda recipient, head, stored, bare: DirectHead(
-            recipient, head.topic, head.partition, stored, None if bare else head
+        lambda recipient, head, stored, bare, tail: DirectHead(
+            recipient, head.topic, head.partition, stored, None if bare else head, tail
         ),
         node_ids(),
         heads_st(),
         offsets(),
         st.booleans(),
+        st.none() | offsets(),
     ),
     Fetch: st.builds(Fetch, node_ids(), node_ids(), topics(), offsets(), counts()),
     GetHeads: st.builds(GetHeads, topics(), node_ids()),
@@ -446,7 +448,33 @@ def test_ack_tampering_is_rejected() -> None:
         Ack(P, "hello", 7, b"short", ack.signature).verify()
 
 
-@pytest.mark.parametrize("name", ["signed_head", "signed_ack", "signed_direct_head"])
+def test_direct_head_tail_round_trips_and_old_frames_are_unchanged() -> None:
+    for head in (None, HEAD):
+        for tail in (None, 0, 2, 2**64 - 1):
+            msg = DirectHead(C, "hello", P, 3, head, tail)
+            (frame0,) = signed.encode(msg)
+            assert signed.decode([frame0]) == msg
+            if tail is None:  # no tail: the frame of before the flag bit existed
+                old = "signed_direct_head" if head else "signed_direct_head_bare"
+                assert [frame0] == golden_frames(old)
+            else:
+                assert frame0[-8:] == tail.to_bytes(8, "big")
+                # truncated or extended by a byte: refused
+                with pytest.raises(WireError):
+                    signed.decode([frame0[:-1]])
+                with pytest.raises(WireError):
+                    signed.decode([frame0 + b"\0"])
+    bare_tail = golden_frames("signed_direct_head_bare")[0][:-1] + b"\x02" + bytes(7) + b"\x05"
+    assert signed.decode([bare_tail]) == DirectHead(C, "hello", P, 3, None, 5)
+    with pytest.raises(WireError):
+        signed.decode([golden_frames("signed_direct_head_bare")[0][:-1] + b"\x04"])
+    with pytest.raises(ValueError):
+        signed.encode(DirectHead(C, "hello", P, 3, None, -1))
+
+
+@pytest.mark.parametrize(
+    "name", ["signed_head", "signed_ack", "signed_direct_head", "signed_direct_head_tail"]
+)
 def test_every_bit_flip_of_a_signed_frame_is_caught(name: str) -> None:
     """Either the frame no longer decodes, or it decodes to something that does not verify."""
     (frame0,) = golden_frames(name)
@@ -459,7 +487,7 @@ def test_every_bit_flip_of_a_signed_frame_is_caught(name: str) -> None:
             except WireError:
                 continue
             if isinstance(msg, DirectHead):
-                if msg.recipient != C or msg.offset != 3:
+                if msg.recipient != C or msg.offset != 3 or msg.tail != GOLDEN[name].tail:
                     continue  # unsigned routing fields: a hint, never trusted
                 msg = msg.head
             with pytest.raises(WireError):
