@@ -33,7 +33,15 @@ from .config import NodeConfig, ProducerConfig, parse_trusted_stores
 from .core.effects import Acked, Effect, Publish
 from .core.messages import Message, Subscription
 from .core.producer import ProducerCore
-from .errors import BufferFullError, ClosedError, ConfigError, DafkaTimeout, ProfileError
+from .core.recovery import DEFAULT_WAIT as RECOVERY_WAIT
+from .errors import (
+    BufferFullError,
+    ClosedError,
+    ConfigError,
+    DafkaTimeout,
+    ProfileError,
+    StorageError,
+)
 from .futures import BatchFuture, RecordFuture
 from .identity import Identity
 from .ids import check_topic, new_node_id
@@ -47,6 +55,8 @@ from .state import StateDir
 log = logging.getLogger(__name__)
 
 RFC46_MAX_IN_FLIGHT = 50_000
+ACKED_JOURNAL = "acked.journal"
+"""How far each topic is durable, written before the application is told."""
 
 __all__ = ["Producer"]
 
@@ -76,9 +86,7 @@ class _ProducerHandler:
         except ConfigError as exc:
             log.warning("producer.metadata.rejected error=%s", exc)
             return
-        for effect in effects:
-            if type(effect) is Acked:
-                self._resolve(effect)
+        self._durable([e for e in effects if type(e) is Acked])  # type: ignore[misc]
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -97,7 +105,7 @@ class _ProducerHandler:
         if self.policy is not None:
             self._apply_policy()
         queue = self.queue
-        if not queue:
+        if not queue or self.core.holds_publishing:
             return []
         by_topic: dict[str, tuple[list[bytes], list[bytes | None], list[tuple]]] = {}
         keyed: set[str] = set()
@@ -158,13 +166,32 @@ class _ProducerHandler:
 
     def on_messages(self, msgs: list[Message], now: float) -> list[Effect]:
         out: list[Effect] = []
+        acked: dict[str, Acked] = {}
         for msg in msgs:
             for effect in self.core.handle(msg, now):
                 if type(effect) is Acked:
-                    self._resolve(effect)
+                    acked[effect.topic] = effect  # type: ignore[union-attr]
                 else:
                     out.append(effect)
+        if acked:
+            self._durable(list(acked.values()))
         return out
+
+    def on_tick(self, now: float) -> list[Publish]:
+        return self.core.tick(now)
+
+    def _durable(self, acked: list[Acked]) -> None:
+        """Record how far each topic is durable, then tell the futures: a restart must
+        never declare an acknowledged offset a gap (``dafka.core.recovery``)."""
+        journal = self.p._acked_journal
+        if journal is not None:
+            try:
+                journal.reserve_many({a.topic: a.offset + 1 for a in acked})
+            except StorageError as exc:
+                log.error("producer.acked_journal_failed error=%s", exc)
+                return  # the futures stay pending; a later ACK tries again
+        for effect in acked:
+            self._resolve(effect)
 
     def _resolve(self, acked: Acked) -> None:
         pending = self.inflight.get(acked.topic)
@@ -188,9 +215,6 @@ class _ProducerHandler:
 
     def on_subscription(self, sub: Subscription, now: float) -> list[Publish]:
         return []
-
-    def on_tick(self, now: float) -> list[Publish]:
-        return self.core.tick(now)
 
     def on_stop(self) -> None:
         error = ClosedError("producer closed before the record was acknowledged")
@@ -246,6 +270,7 @@ class Producer:
         node: NodeConfig | None = None,
         metadata: bool | None = None,
         cluster: str = "dafka",
+        recovery_wait: float = RECOVERY_WAIT,
     ) -> None:
         self.topic = check_topic(topic) if topic is not None else None
         self._metadata: MetadataView | None = None
@@ -264,7 +289,9 @@ class Producer:
         nconf = node_config(towers, host, config=node)
         self._state: StateDir | None = None
         self._journal = None
+        self._acked_journal = None
         next_offsets: dict[str, int] = {}
+        acked_offsets: dict[str, int] = {}
         signed = self.config.profile == "signed"
         try:
             identity: Identity | None = None
@@ -278,6 +305,8 @@ class Producer:
                     node_id = self._state.node_id()
                 self._journal = self._state.offset_journal()
                 next_offsets = self._journal.load()
+                self._acked_journal = self._state.offset_journal(ACKED_JOURNAL)
+                acked_offsets = self._acked_journal.load()
             elif signed:
                 identity = Identity.generate()
                 node_id = identity.node_id
@@ -313,6 +342,8 @@ class Producer:
                 profile=wire,
                 min_acks=self.config.min_acks,
                 trusted_stores=trusted,
+                acked_offsets=acked_offsets,
+                recovery_wait=recovery_wait,
             )
             self._handler = _ProducerHandler(self, self._core)
             self._lock = threading.Lock()  # the fast path takes the bare lock

@@ -127,6 +127,11 @@ class Profile:
         """``(first offset, count, content)`` per RECORD for ``values`` from ``first_offset``."""
         raise NotImplementedError
 
+    def seal_gap(self, topic: str, first_offset: int, count: int) -> list[tuple[int, int, bytes]]:
+        """Signed gap statements for offsets ``first_offset .. + count - 1`` (``(first,
+        count, blob)`` each); only a signing profile can make them."""
+        raise ProfileError(f"the {self.name} profile cannot state a gap")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -457,6 +462,17 @@ class SignedProfile(Profile):
 
     # ------------------------------------------------------------- sealing
 
+    def seal_gap(self, topic: str, first_offset: int, count: int) -> list[tuple[int, int, bytes]]:
+        identity = self._identity("gap statements")
+        stamp = self._clock_ms()
+        out = []
+        while count > 0:
+            n = min(count, signed.MAX_GAP_OFFSETS)
+            out.append((first_offset, n, signed.seal_gap(identity, topic, first_offset, n, stamp)))
+            first_offset += n
+            count -= n
+        return out
+
     def seal(
         self,
         topic: str,
@@ -524,8 +540,14 @@ def records_of(
         header = signed.peek_batch(batch.blob)
         first, timestamp = header.first_offset, header.timestamp_ms
         keys, values = signed.unchecked_columns(batch.blob)
-    if first != batch.first_offset or first + len(values) - 1 != batch.last_offset:
+    if verify:
+        count = verified.count
+    else:
+        count = header.count
+    if first != batch.first_offset or first + count - 1 != batch.last_offset:
         raise WireError("stored batch offsets disagree with its blob")
+    if not values:  # a gap statement: offsets without records
+        return []
     if keys is None:
         return [(first + i, None, value, timestamp) for i, value in enumerate(values)]
     return [

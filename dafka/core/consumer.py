@@ -90,6 +90,9 @@ class ConsumerStats:
     """Batches and HEADs of producers the topic's ACL (metadata) does not allow."""
     data_lost: int = 0
     """Records skipped because a store's retention deleted them before delivery."""
+    gap_offsets: int = 0
+    """Offsets passed without records because their producer's signed gap statement
+    says they hold none (a range it reserved before a crash and never got stored)."""
 
 
 class _Partition:
@@ -198,6 +201,7 @@ class ConsumerCore:
         self._rejected = 0
         self._rejected_heads = 0
         self._unauthorized = 0
+        self._gap_offsets = 0
         self._acl: dict[str, frozenset[str]] = {}
         self._last_reject_log = -_REJECT_LOG_PERIOD
 
@@ -214,7 +218,7 @@ class ConsumerCore:
     @property
     def stats(self) -> ConsumerStats:
         return ConsumerStats(
-            delivered=self._delivered,
+            delivered=self._delivered - self._gap_offsets,
             duplicates=self._duplicates,
             beyond_buffer=self._beyond,
             ignored=self._ignored,
@@ -224,6 +228,7 @@ class ConsumerCore:
             rejected_heads=self._rejected_heads,
             unauthorized=self._unauthorized,
             data_lost=self._data_lost,
+            gap_offsets=self._gap_offsets,
         )
 
     def set_acl(self, acl: Mapping[str, Collection[str] | None]) -> None:
@@ -425,8 +430,10 @@ class ConsumerCore:
             self._reject(msg, exc, now)
             return []
         if len(values) != count:
-            self._reject(msg, WireError("record count disagrees with the RECORD"), now)
-            return []
+            if values:
+                self._reject(msg, WireError("record count disagrees with the RECORD"), now)
+                return []
+            # A gap statement, signed by the producer: these offsets hold no records.
         timestamp = stamp / 1000.0 if stamp is not None else None
         if p is None:
             p = self._partition(topic, partition, first, now)
@@ -455,14 +462,21 @@ class ConsumerCore:
         if skip:
             values = values[skip:]
             keys = keys[skip:] if keys is not None else None
-        out: list[Effect] = [Deliver(topic, partition, nxt, values, keys, timestamp)]
+        out: list[Effect] = []
+        if values:
+            out.append(Deliver(topic, partition, nxt, values, keys, timestamp))
+        else:
+            self._gap_offsets += last + 1 - nxt
         nxt = last + 1
         buffer = p.buffer
         if buffer:
             ends = p.buffer_ends
             while (held := buffer.pop(nxt, None)) is not None:
                 n, h_keys, h_values, h_stamp = held
-                out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+                if h_values:
+                    out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+                else:
+                    self._gap_offsets += n
                 nxt += n
                 ends.pop(nxt - 1, None)
         self._delivered += nxt - p.next
@@ -542,7 +556,10 @@ class ConsumerCore:
         nxt = tail
         while (held := p.buffer.pop(nxt, None)) is not None:  # what waited for the tail
             n, h_keys, h_values, h_stamp = held
-            out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+            if h_values:
+                out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+            else:
+                self._gap_offsets += n
             nxt += n
             p.buffer_ends.pop(nxt - 1, None)
         self._delivered += nxt - tail

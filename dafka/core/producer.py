@@ -46,6 +46,7 @@ from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Acked, Effect, Publish, PublishRecords
 from .limits import RequestLimiter
+from .recovery import DEFAULT_WAIT, Recovery, RecoveryResult
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,11 @@ class ProducerStats:
     """Signed ACKs whose signature does not verify (or that are not signed at all)."""
     fetches_limited: int = 0
     """FETCHes refused by the per-requester rate limit."""
+    recovered: int = 0
+    """Offsets of an earlier run found on stores and held again after a restart."""
+    gap_offsets: int = 0
+    """Offsets of an earlier run that no store held, closed by a signed gap statement
+    (signed) or numbered again (rfc46)."""
 
 
 class _Topic:
@@ -143,6 +149,8 @@ class ProducerCore:
         trusted_stores: Collection[str] | None = None,
         fetch_rate: float = 200.0,
         fetch_burst: float = 400.0,
+        acked_offsets: Mapping[str, int] | None = None,
+        recovery_wait: float = DEFAULT_WAIT,
     ) -> None:
         if head_interval <= 0:
             raise ValueError("head_interval must be positive")
@@ -177,10 +185,20 @@ class ProducerCore:
         self._forged_acks = 0
         self._fetches_served = 0
         self._records_resent = 0
+        self._recovery_wait = float(recovery_wait)
+        self._recoveries: dict[str, Recovery] = {}
+        self._recovered = 0
+        self._gap_offsets = 0
+        self._forged_fetched = 0
+        acked_next = acked_offsets or {}
         for topic, offset in (next_offsets or {}).items():
             if offset < 0:
                 raise ValueError(f"next offset for topic {topic!r} is negative")
             self._topics[check_topic(topic)] = _Topic(topic, offset, self._batched)
+            start = min(max(acked_next.get(topic, 0), 0), offset)
+            if start < offset:
+                self._recoveries[topic] = Recovery(topic, start, offset)
+        self._listen_direct = bool(self._recoveries)
 
     # ------------------------------------------------------------ properties
 
@@ -235,18 +253,37 @@ class ProducerCore:
             untrusted_acks=self._untrusted_acks,
             forged_acks=self._forged_acks,
             fetches_limited=self._limiter.refused,
+            recovered=self._recovered,
+            gap_offsets=self._gap_offsets,
         )
+
+    @property
+    def recovering(self) -> bool:
+        """Whether a range reserved by an earlier run is still being recovered."""
+        return bool(self._recoveries)
+
+    @property
+    def holds_publishing(self) -> bool:
+        """Whether new records must wait: rfc46 numbers them from the end of what
+        recovery finds, so it cannot number any before recovery is over."""
+        return bool(self._recoveries) and not self._batched
 
     def subscriptions(self) -> list[bytes]:
         """SUB prefixes: ACKs and FETCHes addressed to this partition."""
-        return [
+        prefixes = [
             direct_prefix(Command.ACK, self._node_id),
             direct_prefix(Command.FETCH, self._node_id),
         ]
+        if self._listen_direct:  # recovery FETCHes are answered to us
+            prefixes.append(direct_prefix(Command.DIRECT_RECORD, self._node_id))
+        return prefixes
 
     def next_deadline(self) -> float | None:
         """When :meth:`tick` next has something to do (for the IO loop's poll timeout)."""
         dues = [t.head_due for t in self._topics.values() if t.head_due is not None]
+        for rec in self._recoveries.values():
+            due = rec.next_deadline()
+            dues.append(due if due is not None else 0.0)
         return min(dues) if dues else None
 
     # ------------------------------------------------------------------- API
@@ -313,17 +350,142 @@ class ProducerCore:
         if kind is m.Fetch:
             assert isinstance(msg, m.Fetch)
             return self._on_fetch(msg, now)
+        if kind is m.DirectRecord and self._recoveries:
+            assert isinstance(msg, m.DirectRecord)
+            return self._on_recovered(msg, now)
         return []
 
     def tick(self, now: float) -> list[Publish]:
-        """HEAD (last published offset) for each topic whose interval has passed."""
+        """HEAD (last published offset) for each topic whose interval has passed; the
+        FETCHes and the end of a restart's recovery."""
         out: list[Publish] = []
+        if self._recoveries:
+            out.extend(self._recovery_tick(now))
         for state in self._topics.values():
             due = state.head_due
             if due is not None and now >= due:
                 out.append(Publish(m.Head(state.name, self._node_id, state.next_offset - 1)))
                 state.head_due = now + self._head_interval
         return out
+
+    # -------------------------------------------------------------- recovery
+
+    def _recovery_tick(self, now: float) -> list[Publish]:
+        out: list[Publish] = []
+        node = self._node_id
+        for topic, rec in list(self._recoveries.items()):
+            if rec.deadline is None:
+                rec.begin(now, self._recovery_wait)
+            if rec.complete() or rec.expired(now):
+                out.extend(self._finish(rec, now))
+                continue
+            due = rec.fetch_due(now)
+            if due is not None:
+                offset, count = due
+                out.append(Publish(m.Fetch(node, node, topic, offset, min(count, self._max_fetch))))
+        return out
+
+    def _on_recovered(self, msg: m.DirectRecord, now: float) -> list[Effect]:
+        """A store's answer to a recovery FETCH: keep it if it is genuinely ours."""
+        rec = self._recoveries.get(msg.topic)
+        if rec is None or msg.partition != self._node_id or msg.recipient != self._node_id:
+            return []
+        if self._batched:
+            try:
+                self._profile.check_records(msg)
+            except Exception:  # a store cannot make us adopt what we never signed
+                self._forged_fetched += 1
+                return []
+        if not rec.offer(msg.offset, msg.count, msg.content) or not rec.complete():
+            return []
+        return list(self._finish(rec, now))
+
+    def _finish(self, rec: Recovery, now: float) -> list[Publish]:
+        """Hold what was recovered again and close the rest of the range."""
+        del self._recoveries[rec.topic]
+        result = rec.result()
+        state = self._topics[rec.topic]
+        if self._batched:
+            out = self._adopt_signed(state, result, now)
+        else:
+            self._adopt_rfc46(state, result)
+            out = []
+        if state.acked is not None:
+            self._free(state, state.acked)
+        if state.next_offset > 0:
+            state.head_due = now  # tell stores and consumers where the partition ends
+        log.info(
+            "producer.recovered topic=%s range=%d..%d held=%d next=%d",
+            rec.topic,
+            result.start,
+            result.reserved - 1,
+            len(result.batches),
+            state.next_offset,
+        )
+        return out
+
+    def _adopt_signed(self, state: _Topic, result: RecoveryResult, now: float) -> list[Publish]:
+        """Recovered batches plus one signed gap statement per hole, held before
+        what this run has published; the gap statements are published.
+
+        Offsets stores acknowledged meanwhile are never declared a gap, even if
+        their batches did not come back in time: holding starts above them.
+        """
+        base = result.start
+        if state.acked is not None and state.acked + 1 > base:
+            base = min(state.acked + 1, result.reserved)
+        pieces = [(f, n, blob, False) for f, n, blob in result.batches if f >= base]
+        at = base
+        holes: list[tuple[int, int]] = []
+        for first, count, _, _ in pieces:
+            if first > at:
+                holes.append((at, first - at))
+            at = first + count
+        if at < result.reserved:
+            holes.append((at, result.reserved - at))
+        for first, count in holes:
+            for f, n, blob in self._profile.seal_gap(state.name, first, count):
+                pieces.append((f, n, blob, True))
+        pieces.sort()
+        ends = state.ends
+        assert ends is not None
+        state.held[:0] = [blob for _, _, blob, _ in pieces]
+        ends[:0] = [first + count for first, count, _, _ in pieces]
+        size = sum(len(blob) for _, _, blob, _ in pieces)
+        state.nbytes += size
+        self._unacked_bytes += size
+        state.base = base
+        closed = sum(count for _, count in holes)
+        self._recovered += result.reserved - base - closed
+        self._gap_offsets += closed
+        node = self._node_id
+        return [
+            Publish(m.Record(state.name, node, first, blob, count))
+            for first, count, blob, gap in pieces
+            if gap
+        ]
+
+    def _adopt_rfc46(self, state: _Topic, result: RecoveryResult) -> None:
+        """rfc46 cannot sign a gap: hold the run recovered from the acknowledged bound
+        and number new records from its end (nothing was published meanwhile), but
+        never below what a store acknowledged meanwhile."""
+        end = result.contiguous_end
+        assert not state.held and state.next_offset == result.reserved
+        acked_end = state.acked + 1 if state.acked is not None else 0
+        if acked_end > end:
+            state.base = state.next_offset = acked_end
+            contents: list[bytes] = []
+        else:
+            contents = [blob for first, _, blob in result.batches if first < end]
+            state.base = result.start
+            state.next_offset = end
+        state.held = contents
+        state.dead = 0
+        size = sum(map(len, contents))
+        state.nbytes += size
+        self._unacked_bytes += size
+        self._recovered += len(contents)
+        self._gap_offsets += result.reserved - state.next_offset
 
     # ------------------------------------------------------------- internals
 

@@ -37,6 +37,16 @@ Batch blob (frame 1 of RECORD and DIRECT-RECORD; stored and re-served verbatim):
 
 The public key must own the partition (``identity.node_id_for``), so a batch
 proves its author whoever served it.
+
+Gap statement (format 2, same place and same signature rule): the producer's
+signed word that offsets ``first .. first + count - 1`` hold no records and
+never will (a range a crashed producer reserved but never got stored)::
+
+    format u8 = 2 | topic len u8 | topic | partition 16 | first u64 | count u32
+    | timestamp_ms u64 | public key 32 | signature 64
+
+It travels, is stored and is served exactly like a batch, so every node keeps
+the same history; :attr:`Batch.is_gap` tells it apart and it has no records.
 """
 
 from __future__ import annotations
@@ -69,6 +79,8 @@ __all__ = [
     "ACK_CONTEXT",
     "BATCH_CONTEXT",
     "BATCH_FORMAT",
+    "GAP_FORMAT",
+    "MAX_GAP_OFFSETS",
     "HEAD_CONTEXT",
     "MAX_BATCH_RECORDS",
     "MAX_BLOB_BYTES",
@@ -105,6 +117,7 @@ __all__ = [
     "parse_subscription",
     "peek_batch",
     "seal_batches",
+    "seal_gap",
     "sign_ack",
     "sign_head",
     "topic_prefix",
@@ -115,6 +128,8 @@ __all__ = [
 VERSION: Final = 2
 _VERSION_BYTE = b"\x02"
 BATCH_FORMAT: Final = 1
+GAP_FORMAT: Final = 2
+MAX_GAP_OFFSETS: Final = 2**32 - 1
 
 BATCH_CONTEXT: Final = b"dafka-batch-v1\0"
 """Signed before a batch digest; never sent. Keeps batch, head and ack signatures apart."""
@@ -314,6 +329,8 @@ class BatchHeader:
     first_offset: int
     count: int
     timestamp_ms: int
+    is_gap: bool = False
+    """A gap statement (format 2): ``count`` offsets with no records."""
 
     @property
     def last_offset(self) -> int:
@@ -340,6 +357,8 @@ class Batch:
     public_key: bytes = field(repr=False)
     digest: bytes = field(repr=False)
     blob: bytes = field(repr=False)
+    is_gap: bool = False
+    """A gap statement: the producer says its offsets hold no records, ever."""
     _records: tuple[tuple[bytes | None, bytes], ...] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -352,6 +371,9 @@ class Batch:
     def records(self) -> tuple[tuple[bytes | None, bytes], ...]:
         """``(key, value)`` per offset from :attr:`first_offset`; key ``None`` if absent."""
         records = self._records
+        if records is None and self.is_gap:
+            records = ()
+            object.__setattr__(self, "_records", records)
         if records is None:
             records = _parse_records(self.blob, len(self.topic.encode()), self.count)
             object.__setattr__(self, "_records", records)
@@ -361,8 +383,10 @@ class Batch:
         """``(keys, values)`` as two lists in offset order; ``keys`` is ``None`` if no record has one.
 
         The consumer's fast path: no tuple per record, and no key list at all
-        for batches without keys.
+        for batches without keys. A gap statement gives ``(None, [])``.
         """
+        if self.is_gap:
+            return None, []
         return _record_columns(self.blob, len(self.topic.encode()), self.count)
 
 
@@ -466,18 +490,48 @@ def encode_batch(
     return _seal(identity, topic_raw, first_offset, keys, values, timestamp_ms)
 
 
+def seal_gap(
+    identity: Identity, topic: str, first_offset: int, count: int, timestamp_ms: int
+) -> bytes:
+    """A signed gap statement: offsets ``first_offset .. + count - 1`` of ``identity``'s
+    partition hold no records, ever (see the module docstring)."""
+    topic_raw = _encode_topic(topic)
+    if not 1 <= count <= MAX_GAP_OFFSETS:
+        raise WireError(f"a gap covers 1 to {MAX_GAP_OFFSETS} offsets, not {count}")
+    if first_offset < 0 or first_offset + count - 1 > _U64_MAX:
+        raise WireError(f"offsets {first_offset}..+{count} out of range")
+    if not 0 <= timestamp_ms <= _U64_MAX:
+        raise WireError(f"timestamp {timestamp_ms} out of range")
+    signed = (
+        bytes((GAP_FORMAT, len(topic_raw)))
+        + topic_raw
+        + _BATCH_FIXED.pack(identity.node_id_bytes, first_offset, count, timestamp_ms)
+        + identity.public_key
+    )
+    digest = hashlib.blake2b(signed, digest_size=_DIGEST).digest()
+    return signed + identity.sign(BATCH_CONTEXT + digest)
+
+
 def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
-    """``(topic, partition raw, first, count, timestamp, records_at)`` after shape checks."""
+    """``(topic, partition raw, first, count, timestamp, records_at)`` after shape checks.
+
+    A gap statement (``blob[0] == GAP_FORMAT``) has no records: its size is
+    exactly ``records_at`` plus the trailer.
+    """
     size = len(blob)
     if size > MAX_BLOB_BYTES:
         raise LimitExceeded(f"batch is {size} bytes; the limit is {MAX_BLOB_BYTES}")
     if size < 2:
         raise WireError("truncated batch header")
-    if blob[0] != BATCH_FORMAT:
-        raise WireError(f"unknown batch format {blob[0]}")
+    fmt = blob[0]
+    if fmt != BATCH_FORMAT and fmt != GAP_FORMAT:
+        raise WireError(f"unknown batch format {fmt}")
     topic_end = 2 + blob[1]
     records_at = topic_end + _BATCH_FIXED.size
-    if size < records_at + 8 + _TRAILER:
+    if fmt == GAP_FORMAT:
+        if size != records_at + _TRAILER:
+            raise WireError("a gap statement is not exactly its header and trailer")
+    elif size < records_at + 8 + _TRAILER:
         raise WireError("truncated batch")
     topic_raw = blob[2:topic_end]
     if not topic_raw or b"\0" in topic_raw:
@@ -489,10 +543,12 @@ def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
     partition, first, count, timestamp = _BATCH_FIXED.unpack_from(blob, topic_end)
     if count == 0:
         raise WireError("batch with no records")
-    if count > MAX_BATCH_RECORDS:
-        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
     if first + count - 1 > _U64_MAX:
         raise WireError("batch offsets run past 2**64 - 1")
+    if fmt == GAP_FORMAT:
+        return topic, partition, first, count, timestamp, records_at
+    if count > MAX_BATCH_RECORDS:
+        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
     if size < records_at + 8 * count + _TRAILER:
         raise WireError("truncated batch")
     return topic, partition, first, count, timestamp, records_at
@@ -506,7 +562,9 @@ def peek_batch(blob: bytes) -> BatchHeader:
     """
     blob = bytes(blob)
     topic, partition, first, count, timestamp, _ = _header(blob)
-    return BatchHeader(topic, partition.hex().upper(), first, count, timestamp)
+    return BatchHeader(
+        topic, partition.hex().upper(), first, count, timestamp, blob[0] == GAP_FORMAT
+    )
 
 
 def _lengths(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
@@ -546,6 +604,17 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
     public_key = blob[end - _PUBLIC_KEY : end]
     if node_id_bytes_for(public_key) != b_partition:
         raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
+    gap = blob[0] == GAP_FORMAT
+    if not gap:
+        _check_lengths(blob, records_at, count, end)
+    digest = hashlib.blake2b(memoryview(blob)[:end], digest_size=_DIGEST).digest()
+    if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):
+        raise BadSignature(f"batch of partition {partition_id} has a bad signature")
+    return Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob, gap)
+
+
+def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> None:
+    """The per-record lengths of a format-1 blob are within the caps and add up."""
     lengths = _lengths(blob, records_at, count)
     vlens = lengths[count:]
     keys = _key_lengths(lengths[:count], count)
@@ -556,10 +625,6 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
         raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
     if records_at + 8 * count + key_total + sum(vlens) != end - _PUBLIC_KEY:
         raise WireError("batch record lengths do not add up to its size")
-    digest = hashlib.blake2b(memoryview(blob)[:end], digest_size=_DIGEST).digest()
-    if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):
-        raise BadSignature(f"batch of partition {partition_id} has a bad signature")
-    return Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob)
 
 
 def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[bytes]]:
@@ -571,6 +636,8 @@ def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[byte
     """
     blob = bytes(blob)
     _topic, _partition, _first, count, _ts, records_at = _header(blob)
+    if blob[0] == GAP_FORMAT:
+        return None, []
     lengths = _lengths(blob, records_at, count)
     keys = _key_lengths(lengths[:count], count)
     key_total = keys[0] if keys is not None else 0

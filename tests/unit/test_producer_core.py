@@ -89,7 +89,8 @@ def test_invalid_topic_is_refused() -> None:
 
 
 def test_restored_offsets_continue_and_are_never_reused() -> None:
-    core = ProducerCore(P, next_offsets={"t": 500})
+    # everything the last run reserved was acknowledged: nothing to recover
+    core = ProducerCore(P, next_offsets={"t": 500}, acked_offsets={"t": 500})
     assert core.next_offset("t") == 500
     first, pubs = core.publish("t", [b"a", b"b"], 0.0)
     assert first == 500
@@ -102,7 +103,7 @@ def test_restored_offsets_continue_and_are_never_reused() -> None:
 
 
 def test_restored_topic_sends_no_head_before_it_publishes() -> None:
-    core = ProducerCore(P, next_offsets={"t": 7})
+    core = ProducerCore(P, next_offsets={"t": 7}, acked_offsets={"t": 7})
     assert core.tick(10.0) == []
     core.publish("t", [b"x"], 10.0)
     assert msgs(core.tick(11.0)) == [Head("t", P, 7)]

@@ -1,0 +1,261 @@
+"""A restarted producer settles the range it reserved but never saw acknowledged.
+
+The gap statement's bytes are laid out here by hand and signed with PyNaCl,
+independently of the codec; the cores run with real keys and signed frames.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+import pytest
+from nacl.signing import SigningKey
+
+from dafka.core import messages as m
+from dafka.core.consumer import ConsumerCore
+from dafka.core.effects import Acked, Deliver, Publish
+from dafka.core.producer import ProducerCore
+from dafka.core.recovery import Recovery
+from dafka.core.store import StoreCore
+from dafka.profiles import RFC46, SignedProfile, records_of
+from dafka.storage.memory import MemoryStorage
+from dafka.wire import signed
+from dafka.wire.signed import BadSignature, WireError, WrongPartition
+from tests.signing import CONSUMER, FORGER, PRODUCER, STORE, WIRE, P, ack, blob, decoded
+
+S = STORE.node_id
+
+
+def gap_bytes(topic: str, first: int, count: int, stamp: int, seed: bytes) -> bytes:
+    """A gap statement from the table in docs/wire.md, by hand."""
+    key = SigningKey(seed)
+    public = bytes(key.verify_key)
+    node = hashlib.blake2b(public, digest_size=16, person=b"dafka-node-id").digest()
+    node = bytearray(node)
+    node[6] = (node[6] & 0x0F) | 0x80
+    node[8] = (node[8] & 0x3F) | 0x80
+    body = (
+        bytes([2, len(topic)])
+        + topic.encode()
+        + bytes(node)
+        + struct.pack(">QIQ", first, count, stamp)
+        + public
+    )
+    digest = hashlib.blake2b(body, digest_size=32).digest()
+    return body + key.sign(b"dafka-batch-v1\0" + digest).signature
+
+
+# ---------------------------------------------------------------- the wire
+
+
+def test_gap_statement_bytes_match_the_table() -> None:
+    made = signed.seal_gap(PRODUCER, "t", 7, 3, 1_700_000_000_000)
+    assert made == gap_bytes("t", 7, 3, 1_700_000_000_000, bytes(range(32)))
+    batch = signed.verify_batch(made, topic="t", partition=P)
+    assert (batch.is_gap, batch.first_offset, batch.count, batch.records) == (True, 7, 3, ())
+    assert batch.columns() == (None, [])
+    header = signed.peek_batch(made)
+    assert (header.is_gap, header.last_offset) == (True, 9)
+    assert not signed.peek_batch(blob(0, 2)).is_gap
+
+
+def test_gap_statement_covers_far_more_offsets_than_a_batch() -> None:
+    made = signed.seal_gap(PRODUCER, "t", 0, signed.MAX_GAP_OFFSETS, 0)
+    assert signed.verify_batch(made).count == signed.MAX_GAP_OFFSETS
+    with pytest.raises(WireError):
+        signed.seal_gap(PRODUCER, "t", 0, 0, 0)
+    with pytest.raises(WireError):
+        signed.seal_gap(PRODUCER, "t", 2**64 - 2, 3, 0)
+
+
+def test_a_gap_statement_is_as_unforgeable_as_a_batch() -> None:
+    forged = signed.seal_gap(FORGER, "t", 0, 5, 0)
+    with pytest.raises(WrongPartition):
+        signed.verify_batch(forged, partition=P)
+    genuine = bytearray(signed.seal_gap(PRODUCER, "t", 0, 5, 0))
+    genuine[-100] ^= 1  # inside the count/timestamp/key area
+    with pytest.raises((BadSignature, WrongPartition)):
+        signed.verify_batch(bytes(genuine))
+    with pytest.raises(WireError):
+        signed.verify_batch(bytes(genuine) + b"x")  # not exactly header + trailer
+
+
+def test_records_of_a_stored_gap_is_empty() -> None:
+    from dafka.storage.base import StoredBatch
+
+    made = signed.seal_gap(PRODUCER, "t", 4, 6, 0)
+    stored = StoredBatch("t", P, 4, 9, made, "signed")
+    assert records_of(stored) == []
+    assert records_of(stored, verify=True) == []
+
+
+# ---------------------------------------------------------------- the producer
+
+
+def signed_producer(**kw: object) -> ProducerCore:
+    wire = SignedProfile(PRODUCER, max_batch_records=4, max_batch_bytes=4096)
+    kw.setdefault("trusted_stores", [S])
+    return ProducerCore(P, profile=wire, **kw)  # type: ignore[arg-type]
+
+
+def to_producer(first: int, count: int, **kw: object) -> m.DirectRecord:
+    frames = signed.encode(signed.DirectRecord.of(P, blob(first, count, **kw)))  # type: ignore[arg-type]
+    return decoded(frames)  # type: ignore[return-value]
+
+
+def fetches(effects: list) -> list[m.Fetch]:
+    return [e.msg for e in effects if isinstance(e, Publish) and isinstance(e.msg, m.Fetch)]
+
+
+def records(effects: list) -> list[m.Record | m.DirectRecord]:
+    return [
+        e.msg
+        for e in effects
+        if isinstance(e, Publish) and isinstance(e.msg, m.Record | m.DirectRecord)
+    ]
+
+
+def test_nothing_to_recover_when_everything_reserved_was_acknowledged() -> None:
+    core = signed_producer(next_offsets={"t": 10}, acked_offsets={"t": 10})
+    assert not core.recovering
+    assert fetches(core.tick(0.0)) == []
+
+
+def test_restart_fetches_its_range_adopts_what_stores_hold_and_closes_the_rest() -> None:
+    core = signed_producer(next_offsets={"t": 10}, acked_offsets={"t": 4}, recovery_wait=2.0)
+    assert core.recovering
+    assert m.DirectRecord.__name__ and b"D" + P.encode() in core.subscriptions()
+    # new records are numbered after the reserved range at once (signed never waits)
+    first, _ = core.publish("t", [b"new"], 0.0)
+    assert first == 10
+    assert fetches(core.tick(0.0)) == [m.Fetch(P, P, "t", 4, 6)]
+    assert fetches(core.tick(0.1)) == []  # not due yet
+    # a store answers with what it holds: offsets 4..6
+    assert core.handle(to_producer(4, 3), 0.2) == []
+    assert fetches(core.tick(0.6)) == [m.Fetch(P, P, "t", 7, 3)]  # asks for the rest again
+    out = core.tick(2.5)  # the deadline: close 7..9
+    assert not core.recovering
+    gaps = records(out)
+    assert [(r.offset, r.count) for r in gaps] == [(7, 3)]
+    batch = signed.verify_batch(gaps[0].content, topic="t", partition=P)
+    assert batch.is_gap
+    assert core.stats.recovered == 3 and core.stats.gap_offsets == 3
+    # it serves the recovered batch, the gap and the new record, in order
+    served = records(core.handle(m.Fetch(P, CONSUMER, "t", 4, 100), 3.0))
+    assert [(r.offset, r.count) for r in served] == [(4, 3), (7, 3), (10, 1)]
+
+
+def test_complete_answer_needs_no_gap_and_ends_recovery_at_once() -> None:
+    core = signed_producer(next_offsets={"t": 6}, acked_offsets={"t": 2})
+    core.tick(0.0)
+    assert core.handle(to_producer(2, 2), 0.1) == []
+    assert records(core.handle(to_producer(4, 2), 0.2)) == []
+    assert not core.recovering
+    assert core.stats.gap_offsets == 0 and core.stats.recovered == 4
+
+
+def test_a_store_cannot_make_the_producer_adopt_what_it_never_signed() -> None:
+    core = signed_producer(next_offsets={"t": 4}, acked_offsets={"t": 0}, recovery_wait=1.0)
+    core.tick(0.0)
+    forged = signed.encode(signed.DirectRecord.of(P, blob(0, 4, identity=FORGER)))
+    msg = decoded(forged)
+    # the forger's batch names its own partition: re-label it as ours
+    assert isinstance(msg, m.DirectRecord)
+    relabelled = m.DirectRecord(P, "t", P, 0, msg.content, 4)
+    assert core.handle(relabelled, 0.1) == []
+    out = core.tick(1.5)
+    assert [(r.offset, r.count) for r in records(out)] == [(0, 4)]
+    assert signed.verify_batch(records(out)[0].content).is_gap
+
+
+def test_offsets_acknowledged_during_recovery_are_never_declared_a_gap() -> None:
+    core = signed_producer(next_offsets={"t": 8}, acked_offsets={"t": 0}, recovery_wait=1.0)
+    core.tick(0.0)
+    # the store acknowledges up to 5 but its answers to the FETCH are lost
+    out = core.handle(ack(5, store=STORE), 0.5)
+    assert out == [Acked("t", 5)]
+    gaps = records(core.tick(1.5))
+    assert [(r.offset, r.count) for r in gaps] == [(6, 2)]
+
+
+def test_holes_between_recovered_batches_get_their_own_gap() -> None:
+    core = signed_producer(next_offsets={"t": 10}, acked_offsets={"t": 0}, recovery_wait=1.0)
+    core.tick(0.0)
+    core.handle(to_producer(3, 2), 0.1)  # 0..2 and 5..9 are held by no store
+    gaps = records(core.tick(1.5))
+    assert [(r.offset, r.count) for r in gaps] == [(0, 3), (5, 5)]
+    served = records(core.handle(m.Fetch(P, CONSUMER, "t", 0, 100), 2.0))
+    assert [(r.offset, r.count) for r in served] == [(0, 3), (3, 2), (5, 5)]
+
+
+def test_recovery_window_keeps_only_batches_inside_the_range() -> None:
+    rec = Recovery("t", 4, 8)
+    assert not rec.offer(0, 4, b"x")  # below: acknowledged already
+    assert not rec.offer(6, 4, b"x")  # past what was reserved
+    assert rec.offer(4, 2, b"a")
+    assert not rec.offer(4, 2, b"a")  # once
+    assert rec.offer(6, 2, b"b") and rec.complete()
+    with pytest.raises(ValueError):
+        Recovery("t", 5, 5)
+
+
+def test_rfc46_holds_new_records_and_numbers_them_after_what_stores_hold() -> None:
+    core = ProducerCore(P, next_offsets={"t": 10}, acked_offsets={"t": 4}, recovery_wait=1.0)
+    assert core.holds_publishing
+    assert fetches(core.tick(0.0)) == [m.Fetch(P, P, "t", 4, 6)]
+    core.handle(m.DirectRecord(P, "t", P, 4, b"four"), 0.1)
+    core.handle(m.DirectRecord(P, "t", P, 5, b"five"), 0.1)
+    core.tick(1.5)
+    assert not core.holds_publishing
+    assert core.next_offset("t") == 6
+    first, _ = core.publish("t", [b"six"], 2.0)
+    assert first == 6
+    served = records(core.handle(m.Fetch(P, CONSUMER, "t", 4, 10), 2.0))
+    assert [(r.offset, r.content) for r in served] == [(4, b"four"), (5, b"five"), (6, b"six")]
+
+
+def test_rfc46_never_renumbers_what_a_store_acknowledged() -> None:
+    core = ProducerCore(P, next_offsets={"t": 10}, acked_offsets={"t": 0}, recovery_wait=1.0)
+    core.tick(0.0)
+    core.handle(m.Ack(P, "t", 6), 0.5)
+    core.tick(1.5)
+    assert core.next_offset("t") == 7
+    assert RFC46.name == "rfc46"
+
+
+# ---------------------------------------------------------------- stores and consumers
+
+
+def test_store_keeps_a_gap_statement_and_serves_it_verbatim() -> None:
+    storage = MemoryStorage()
+    core = StoreCore(S, storage, profile=SignedProfile(STORE))
+    first = decoded(signed.encode(signed.Record.of(blob(0, 2))))
+    gap = decoded(signed.encode(signed.Record.of(signed.seal_gap(PRODUCER, "t", 2, 5, 0))))
+    out = core.handle_batch([first, gap], 1.0)
+    acks = [e.msg for e in out if isinstance(e.msg, m.Ack)]
+    assert [a.offset for a in acks] == [6]
+    served = [
+        e.msg
+        for e in core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 100)], 2.0) + core.tick(2.0)
+        if isinstance(e.msg, m.DirectRecord)
+    ]
+    assert [(d.offset, d.count) for d in served] == [(0, 2), (2, 5)]
+
+
+def test_consumer_passes_a_gap_without_delivering_and_goes_on() -> None:
+    core = ConsumerCore(CONSUMER, offset_reset="earliest", profile=WIRE)
+    core.subscribe("t", 0.0)
+    live = decoded(signed.encode(signed.Record.of(blob(0, 2))))
+    gap = decoded(signed.encode(signed.Record.of(signed.seal_gap(PRODUCER, "t", 2, 3, 0))))
+    after = decoded(signed.encode(signed.Record.of(blob(5, 1))))
+    delivered = []
+    # the gap and the record after it arrive first: buffered, then drained in order
+    for msg in (gap, after, live):
+        for effect in core.handle(msg, 1.0):
+            if isinstance(effect, Deliver):
+                delivered.extend((r.offset, r.value) for r in effect.records())
+    assert delivered == [(0, b"value 0"), (1, b"value 1"), (5, b"value 5")]
+    assert core.positions()[("t", P)] == 6
+    assert core.stats.gap_offsets == 3
+    assert core.stats.delivered == 3
