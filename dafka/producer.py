@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Literal
 
 from .config import NodeConfig, ProducerConfig, parse_trusted_stores
-from .core.effects import Acked, Effect, Publish
+from .core import messages as m
+from .core.effects import Acked, Effect, Publish, PublishRecords
 from .core.messages import Message, Subscription
 from .core.producer import ProducerCore
 from .core.recovery import DEFAULT_WAIT as RECOVERY_WAIT
@@ -51,12 +52,15 @@ from .metadata.state import topic_settings
 from .node import node_config
 from .profiles import RFC46, Profile, SignedProfile
 from .state import StateDir
+from .storage.wal import LoggedBatch, ProducerLog
 
 log = logging.getLogger(__name__)
 
 RFC46_MAX_IN_FLIGHT = 50_000
 ACKED_JOURNAL = "acked.journal"
 """How far each topic is durable, written before the application is told."""
+WAL_FILE = "producer.wal"
+"""The durable producer's log of what it published and is not yet acknowledged."""
 
 __all__ = ["Producer"]
 
@@ -110,7 +114,8 @@ class _ProducerHandler:
         by_topic: dict[str, tuple[list[bytes], list[bytes | None], list[tuple]]] = {}
         keyed: set[str] = set()
         popleft = queue.popleft
-        for _ in range(len(queue)):
+        taken = len(queue)
+        for _ in range(taken):
             topic, value, key, fut = popleft()
             entry = by_topic.get(topic)
             if entry is None:
@@ -162,7 +167,33 @@ class _ProducerHandler:
                     append((offset, fut, size, -1))
                     offset += 1
             out.extend(pubs)
+        if self.p._wal is not None:
+            self._log(out, taken)
         return out
+
+    def _log(self, effects: list[Effect], taken: int) -> None:
+        """Durable mode: log what is about to be published (one fsync), then let the
+        ``send`` calls of the ``taken`` records return."""
+        wal = self.p._wal
+        assert wal is not None
+        batches: list[LoggedBatch] = []
+        for effect in effects:
+            if type(effect) is PublishRecords:
+                first = effect.first_offset  # type: ignore[union-attr]
+                batches.extend(
+                    LoggedBatch(effect.topic, first + i, 1, content)  # type: ignore[union-attr]
+                    for i, content in enumerate(effect.contents)  # type: ignore[union-attr]
+                )
+            elif type(effect) is Publish and type(effect.msg) is m.Record:  # type: ignore[union-attr]
+                rec = effect.msg  # type: ignore[union-attr]
+                batches.append(LoggedBatch(rec.topic, rec.offset, rec.count, rec.content))
+        error: StorageError | None = None
+        try:
+            wal.append(batches)
+        except StorageError as exc:
+            error = exc
+            log.error("producer.log_failed error=%s", exc)
+        self.p._logged(taken, error)
 
     def on_messages(self, msgs: list[Message], now: float) -> list[Effect]:
         out: list[Effect] = []
@@ -192,6 +223,12 @@ class _ProducerHandler:
                 return  # the futures stay pending; a later ACK tries again
         for effect in acked:
             self._resolve(effect)
+        wal = self.p._wal
+        if wal is not None:
+            try:
+                wal.release({a.topic: a.offset + 1 for a in acked})
+            except StorageError as exc:
+                log.warning("producer.log_release_failed error=%s", exc)
 
     def _resolve(self, acked: Acked) -> None:
         pending = self.inflight.get(acked.topic)
@@ -271,8 +308,11 @@ class Producer:
         metadata: bool | None = None,
         cluster: str = "dafka",
         recovery_wait: float = RECOVERY_WAIT,
+        durable: bool = False,
     ) -> None:
         self.topic = check_topic(topic) if topic is not None else None
+        if durable and state_dir is None:
+            raise ConfigError("a durable producer needs a state directory (state_dir=...)")
         self._metadata: MetadataView | None = None
         self.config = ProducerConfig(
             state_dir=Path(state_dir) if state_dir is not None else None,
@@ -290,6 +330,12 @@ class Producer:
         self._state: StateDir | None = None
         self._journal = None
         self._acked_journal = None
+        self._wal: ProducerLog | None = None
+        self._wal_cond = threading.Condition()
+        self._wal_seq = 0
+        self._wal_done = 0
+        self._wal_error: StorageError | None = None
+        logged: list[tuple[str, int, int, bytes]] = []
         next_offsets: dict[str, int] = {}
         acked_offsets: dict[str, int] = {}
         signed = self.config.profile == "signed"
@@ -307,6 +353,12 @@ class Producer:
                 next_offsets = self._journal.load()
                 self._acked_journal = self._state.offset_journal(ACKED_JOURNAL)
                 acked_offsets = self._acked_journal.load()
+                if durable:
+                    self._wal = ProducerLog(self._state.path / WAL_FILE)
+                    for b in self._wal.pending(acked_offsets):
+                        logged.append((b.topic, b.first, b.count, b.content))
+                    for topic, end in self._wal.ends().items():
+                        next_offsets[topic] = max(next_offsets.get(topic, 0), end)
             elif signed:
                 identity = Identity.generate()
                 node_id = identity.node_id
@@ -344,6 +396,7 @@ class Producer:
                 trusted_stores=trusted,
                 acked_offsets=acked_offsets,
                 recovery_wait=recovery_wait,
+                logged=logged,
             )
             self._handler = _ProducerHandler(self, self._core)
             self._lock = threading.Lock()  # the fast path takes the bare lock
@@ -381,6 +434,8 @@ class Producer:
                 self._metadata.stop()
             if getattr(self, "_loop", None) is not None and self._loop.alive:
                 self._loop.stop()
+            if self._wal is not None:
+                self._wal.close()
             if self._state is not None:
                 self._state.close()
             raise
@@ -511,8 +566,7 @@ class Producer:
             raise self._too_big(topic, len(value))
         fut = RecordFuture()
         self._reserve(1, len(value))
-        self._handler.queue.append((topic, value, key, fut))
-        self._loop.wake()
+        self._enqueue((topic, value, key, fut))
         return fut
 
     def send_many(
@@ -547,9 +601,40 @@ class Producer:
             fut.resolve(range(0))
             return fut
         self._reserve(len(vals), sum(map(len, vals)))
-        self._handler.queue.append((topic, vals, key_list, fut))
-        self._loop.wake()
+        self._enqueue((topic, vals, key_list, fut))
         return fut
+
+    def _enqueue(self, item: _Queued) -> None:
+        """Hand a record (or many) to the IO thread; in durable mode, return only once
+        it is in the producer's log on disk."""
+        if self._wal is None:
+            self._handler.queue.append(item)
+            self._loop.wake()
+            return
+        cond = self._wal_cond
+        with cond:
+            self._wal_seq += 1
+            seq = self._wal_seq
+            self._handler.queue.append(item)
+        self._loop.wake()
+        with cond:
+            while self._wal_done < seq:
+                if not self._loop.alive:
+                    raise ClosedError("producer IO thread has stopped")
+                cond.wait(0.2)
+            error = self._wal_error
+        if error is not None:
+            raise StorageError(
+                f"{error}: the record was sent but is not in the producer log, so it would "
+                "not survive a crash"
+            )
+
+    def _logged(self, count: int, error: StorageError | None) -> None:
+        """IO thread: the next ``count`` queued items are in the log (or failed to be)."""
+        with self._wal_cond:
+            self._wal_done += count
+            self._wal_error = error
+            self._wal_cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every record sent so far is acknowledged; DafkaTimeout if not in time."""
@@ -586,6 +671,8 @@ class Producer:
             self._loop.stop()
             if self._metadata is not None:
                 self._metadata.stop()
+            if self._wal is not None:
+                self._wal.close()
             if self._state is not None:
                 self._state.close()
 

@@ -62,6 +62,12 @@ from .common import CONTEXT, common_options, profile_option, run_cli
     type=int,
     help="Memory for records awaiting acknowledgement; reading pauses when full.",
 )
+@click.option(
+    "--durable",
+    is_flag=True,
+    help="Log every record to the state directory (fsync) before it counts as sent, so "
+    "records survive a crash of this process and are published again on restart.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
 @run_cli
 def main(
@@ -75,6 +81,7 @@ def main(
     state_dir: str | None,
     timeout: float,
     max_unacked_bytes: int,
+    durable: bool,
     quiet: bool,
 ) -> None:
     """Publish each line of standard input as one record of TOPIC.
@@ -100,6 +107,7 @@ def main(
         trusted_stores=trusted_stores or None,
         trust_any_store=True if trust_any else None,
         min_acks=min_acks,
+        durable=durable,
     )
     sent = 0
     try:

@@ -151,6 +151,7 @@ class ProducerCore:
         fetch_burst: float = 400.0,
         acked_offsets: Mapping[str, int] | None = None,
         recovery_wait: float = DEFAULT_WAIT,
+        logged: Sequence[tuple[str, int, int, bytes]] = (),
     ) -> None:
         if head_interval <= 0:
             raise ValueError("head_interval must be positive")
@@ -198,6 +199,10 @@ class ProducerCore:
             start = min(max(acked_next.get(topic, 0), 0), offset)
             if start < offset:
                 self._recoveries[topic] = Recovery(topic, start, offset)
+        for topic, first, count, content in logged:  # durable mode: our own log
+            rec = self._recoveries.get(topic)
+            if rec is not None:
+                rec.offer(first, count, content, local=True)
         self._listen_direct = bool(self._recoveries)
 
     # ------------------------------------------------------------ properties
@@ -408,8 +413,7 @@ class ProducerCore:
         if self._batched:
             out = self._adopt_signed(state, result, now)
         else:
-            self._adopt_rfc46(state, result)
-            out = []
+            out = self._adopt_rfc46(state, result)
         if state.acked is not None:
             self._free(state, state.acked)
         if state.next_offset > 0:
@@ -426,7 +430,8 @@ class ProducerCore:
 
     def _adopt_signed(self, state: _Topic, result: RecoveryResult, now: float) -> list[Publish]:
         """Recovered batches plus one signed gap statement per hole, held before
-        what this run has published; the gap statements are published.
+        what this run has published; the gap statements, and the batches read back
+        from the producer's own log, are published.
 
         Offsets stores acknowledged meanwhile are never declared a gap, even if
         their batches did not come back in time: holding starts above them.
@@ -459,13 +464,14 @@ class ProducerCore:
         self._recovered += result.reserved - base - closed
         self._gap_offsets += closed
         node = self._node_id
+        local = result.local
         return [
             Publish(m.Record(state.name, node, first, blob, count))
             for first, count, blob, gap in pieces
-            if gap
+            if gap or first in local
         ]
 
-    def _adopt_rfc46(self, state: _Topic, result: RecoveryResult) -> None:
+    def _adopt_rfc46(self, state: _Topic, result: RecoveryResult) -> list[Publish]:
         """rfc46 cannot sign a gap: hold the run recovered from the acknowledged bound
         and number new records from its end (nothing was published meanwhile), but
         never below what a store acknowledged meanwhile."""
@@ -486,6 +492,12 @@ class ProducerCore:
         self._unacked_bytes += size
         self._recovered += len(contents)
         self._gap_offsets += result.reserved - state.next_offset
+        node = self._node_id
+        return [
+            Publish(m.Record(state.name, node, first, blob))
+            for first, _, blob in result.batches
+            if first in result.local and first < state.next_offset
+        ]
 
     # ------------------------------------------------------------- internals
 

@@ -48,7 +48,10 @@ class RecoveryResult:
     start: int
     reserved: int
     batches: tuple[tuple[int, int, bytes], ...] = field(repr=False)
-    """``(first offset, count, content)`` recovered from stores, in offset order, disjoint."""
+    """``(first offset, count, content)`` recovered, in offset order, disjoint."""
+    local: frozenset[int] = frozenset()
+    """First offsets of the batches that came from the producer's own log (durable
+    mode), not from a store: they must be published again."""
 
     @property
     def contiguous_end(self) -> int:
@@ -85,7 +88,7 @@ class RecoveryResult:
 class Recovery:
     """One topic's unacknowledged range being recovered (see the module docstring)."""
 
-    __slots__ = ("_batches", "_next_fetch", "deadline", "reserved", "start", "topic")
+    __slots__ = ("_batches", "_local", "_next_fetch", "deadline", "reserved", "start", "topic")
 
     def __init__(self, topic: str, start: int, reserved: int) -> None:
         if not 0 <= start < reserved:
@@ -96,6 +99,7 @@ class Recovery:
         self.deadline: float | None = None
         self._next_fetch: float | None = None
         self._batches: dict[int, tuple[int, bytes]] = {}
+        self._local: set[int] = set()
 
     def begin(self, now: float, wait: float) -> None:
         self.deadline = now + wait
@@ -124,14 +128,17 @@ class Recovery:
         dues = [d for d in (self._next_fetch, self.deadline) if d is not None]
         return min(dues) if dues else None
 
-    def offer(self, first: int, count: int, content: bytes) -> bool:
-        """Keep a batch of ours (already verified) if it lies in the range; True if kept."""
+    def offer(self, first: int, count: int, content: bytes, *, local: bool = False) -> bool:
+        """Keep a batch of ours (already verified, or ``local``: read back from our own
+        log) if it lies in the range; True if kept."""
         last = first + count - 1
         if first < self.start or last >= self.reserved or count < 1:
             return False
-        if first in self._batches or len(self._batches) >= MAX_HELD:
+        if first in self._batches or (len(self._batches) >= MAX_HELD and not local):
             return False
         self._batches[first] = (count, content)
+        if local:
+            self._local.add(first)
         return True
 
     def complete(self) -> bool:
@@ -151,4 +158,5 @@ class Recovery:
                 continue
             out.append((first, count, content))
             end = first + count
-        return RecoveryResult(self.topic, self.start, self.reserved, tuple(out))
+        local = frozenset(f for f, _, _ in out if f in self._local)
+        return RecoveryResult(self.topic, self.start, self.reserved, tuple(out), local)

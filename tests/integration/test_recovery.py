@@ -118,3 +118,48 @@ def test_producer_sigkilled_mid_stream_restarts_without_losing_what_was_acknowle
     finally:
         child.kill()
         store.kill()
+
+
+DURABLE_CHILD = r"""
+import sys
+from dafka import Producer
+state, towers = sys.argv[1], sys.argv[2]
+with Producer("wal", towers=towers, state_dir=state, durable=True, metadata=False) as p:
+    print("partition", p.partition, flush=True)
+    for i in range(50):
+        p.send_many([f"d{i}-{j}".encode() for j in range(20)])
+        print("sent", i, flush=True)  # send_many returned: the records are in the log
+    sys.stdin.read()  # wait to be killed
+"""
+
+
+def test_durable_producer_republishes_what_send_accepted_before_a_crash(
+    tower: Tower, tmp_path: Path
+) -> None:
+    state = tmp_path / "producer"
+    child = Proc([sys.executable, "-c", DURABLE_CHILD, str(state), tower.address], stdin=b"")
+    try:
+        child.wait_line_stdout(r"sent 49\n", timeout=60)
+    finally:
+        child.kill()  # SIGKILL, with no store ever up: nothing was acknowledged
+    partition = bytes(child.stdout).decode().split("partition ", 1)[1].split()[0]
+    assert (state / "producer.wal").stat().st_size > 0
+    store = StoreProc(tmp_path / "store", tower.address)
+    try:
+        with Producer(
+            "wal",
+            towers=tower.address,
+            state_dir=state,
+            durable=True,
+            metadata=False,
+            recovery_wait=WAIT,
+        ) as p:
+            last = p.send(b"after").result(timeout=30)
+            assert last == 1000
+            wait_until(lambda: (state / "producer.wal").stat().st_size == 0, 30, what="log")
+        records = read_until(tower.address, "wal", partition, last)
+        expected = [f"d{i}-{j}".encode() for i in range(50) for j in range(20)] + [b"after"]
+        assert [r.value for r in records] == expected
+        assert [r.offset for r in records] == list(range(1001))
+    finally:
+        store.kill()
