@@ -4,13 +4,18 @@
                                     [--api many|one] [--consume records|batches]
                                     [--latency-rate 10000]
                                     [--latency-seconds 10]
-                                    [--phases baseline,acked,live,catch_up,latency]
+                                    [--phases baseline,acked,state_dir,durable,live,
+                                              catch_up,latency]
                                     [--pyspy DIR]
 
 Phases (one tower and one store, fsync on, each phase a fresh topic):
 
 * baseline   raw pyzmq PUB -> SUB in another process, N messages of SIZE bytes
 * acked      a Producer sends N records; time until every one is durable (store-ACKed)
+* state_dir  the same with a state directory: offsets reserved and the acknowledged bound
+             recorded with fsync (what restart recovery needs)
+* durable    the same with ``durable=True``: every batch also logged with fsync before
+             it is published (``send`` returns only then)
 * live       the same with a live consumer in another process (verifying every
              batch under ``signed``); records/s delivered
 * catch-up   a consumer started afterwards reads all N from the store
@@ -188,10 +193,19 @@ def _send(producer: Producer, n: int, payload: bytes, api: str) -> None:
 
 
 def acked(
-    tower: str, topic: str, n: int, size: int, profile: str, api: str, spy: Path | None
+    tower: str,
+    topic: str,
+    n: int,
+    size: int,
+    profile: str,
+    api: str,
+    spy: Path | None,
+    **options: object,
 ) -> dict[str, float]:
     payload = b"x" * size
-    with Producer(topic, towers=tower, profile=profile, trust_any_store=True) as producer:  # type: ignore[arg-type]
+    with Producer(
+        topic, towers=tower, profile=profile, trust_any_store=True, **options
+    ) as producer:  # type: ignore[arg-type]
         warm = producer.send(b"warm-up")
         warm.result(timeout=30)  # the store is connected: exclude discovery from timing
         with pyspy(spy, "producer-acked", os.getpid()):
@@ -295,7 +309,7 @@ def main() -> None:
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
         "--phases",
-        default="baseline,acked,live,catch_up,latency",
+        default="baseline,acked,state_dir,durable,live,catch_up,latency",
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
     args = ap.parse_args()
@@ -336,6 +350,15 @@ def main() -> None:
                     results["acked"] = acked(
                         tower.address, "bench-acked", n, size, profile, api, None
                     )
+                for phase, options in (
+                    ("state_dir", {"state_dir": Path(tmp) / "state"}),
+                    ("durable", {"state_dir": Path(tmp) / "durable", "durable": True}),
+                ):
+                    if phase in phases:
+                        print(f"{phase}: producer -> store (fsync), {options}", file=sys.stderr)
+                        results[phase] = acked(
+                            tower.address, f"bench-{phase}", n, size, profile, api, None, **options
+                        )
                 if "live" in phases:
                     print("live: producer -> store + live consumer ...", file=sys.stderr)
                     results["live"] = live(
@@ -365,7 +388,7 @@ def main() -> None:
         finally:
             store.kill()
             tower.stop()
-    ran = [p for p in ("acked", "live", "catch_up") if p in results]
+    ran = [p for p in ("acked", "state_dir", "durable", "live", "catch_up") if p in results]
     for phase in ran:
         r = results[phase]
         assert isinstance(r, dict)
