@@ -43,7 +43,7 @@ from .ids import is_node_id, new_node_id
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OffsetJournal", "StateDir", "write_atomic"]
+__all__ = ["OffsetJournal", "StateDir", "lock_directory", "unlock_directory", "write_atomic"]
 
 _LOCK = "lock"
 _NODE_ID = "node_id"
@@ -90,6 +90,53 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     _fsync_dir(path.parent)
 
 
+def _holder_pid(fd: int) -> int | None:
+    """The PID the holder of a lock file wrote into it, if readable (only a hint)."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def lock_directory(path: Path, what: str, holder: str = "another process") -> int:
+    """Take the exclusive ``flock`` on ``<path>/lock`` and write our PID into it.
+
+    Returns the lock file's descriptor; :func:`unlock_directory` releases it
+    (so does the process's exit, however it ends). Raises :class:`ConfigError`
+    naming ``what`` and ``path`` (and the holder's PID when known) if another
+    process, or another open of the same directory, holds the lock.
+    """
+    try:
+        fd = os.open(path / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ConfigError(f"{what} {path} is not writable: {exc.strerror or exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        pid = _holder_pid(fd)
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            by = f" (pid {pid})" if pid is not None else ""
+            raise ConfigError(f"{what} {path} is in use by {holder}{by}") from None
+        raise ConfigError(f"cannot lock {what} {path}: {exc.strerror or exc}") from exc
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as exc:
+        unlock_directory(fd)
+        raise ConfigError(f"{what} {path} is not writable: {exc.strerror or exc}") from exc
+    return fd
+
+
+def unlock_directory(fd: int) -> None:
+    """Release a lock taken by :func:`lock_directory` and close its descriptor."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 class StateDir:
     """An exclusively locked directory holding one node's persistent state.
 
@@ -114,33 +161,7 @@ class StateDir:
             raise ConfigError(f"state directory {self.path} is not writable")
         if self.path.stat().st_mode & 0o077:
             log.warning("state.permissions dir=%s hint=chmod 700", self.path)
-        try:
-            fd = os.open(self.path / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise ConfigError(
-                f"state directory {self.path} is not writable: {exc.strerror or exc}"
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise ConfigError(
-                    f"state directory {self.path} is in use by another process"
-                ) from None
-            raise ConfigError(
-                f"cannot lock state directory {self.path}: {exc.strerror or exc}"
-            ) from exc
-        self._lock_fd = fd
-        try:
-            # The PID is only a hint for whoever finds the directory locked.
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError as exc:
-            self.close()
-            raise ConfigError(
-                f"state directory {self.path} is not writable: {exc.strerror or exc}"
-            ) from exc
+        self._lock_fd = lock_directory(self.path, "state directory")
 
     # ------------------------------------------------------------------ API
 
@@ -220,10 +241,7 @@ class StateDir:
         self._journals.clear()
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+            unlock_directory(fd)
 
     def __enter__(self) -> Self:
         return self

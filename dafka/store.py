@@ -29,6 +29,7 @@ from .metadata.state import topic_settings
 from .node import node_config
 from .profiles import make_profile
 from .query.server import QueryService
+from .state import lock_directory, unlock_directory
 from .storage.lmdb_store import LmdbStorage
 from .wire import rfc46
 
@@ -90,15 +91,17 @@ class _StoreHandler:
 
 
 def open_data_dir(path: Path) -> Path:
-    """Create ``path`` if needed and check it is a writable directory."""
+    """Create ``path`` (mode 0700) if needed and check it is a writable directory."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create data directory {path}: {exc.strerror}") from None
     if not path.is_dir():
         raise ConfigError(f"data directory {path} is not a directory")
     if not os.access(path, os.W_OK | os.X_OK):
         raise ConfigError(f"data directory {path} is not writable")
+    if path.stat().st_mode & 0o077:
+        log.warning("store.permissions dir=%s hint=chmod 700", path)
     return path
 
 
@@ -123,22 +126,29 @@ class Store:
         self.profile = check_profile(profile)
         self.path = open_data_dir(Path(path))
         self._nconf = node_config(towers, host, port, config=node)
-        self.identity = identity_module.load_or_create(self.path)
-        self._storage = LmdbStorage(self.path, map_size=map_size, node_id=self.identity.node_id)
-        self.node_id = self._storage.node_id()
-        wire = make_profile(self.profile, self.identity)
-        self.core = StoreCore(self.node_id, self._storage, profile=wire)
         if not 0 <= query_port < 65536:
-            self._storage.close()
             raise ConfigError(f"bad query port {query_port}")
-        self.query = QueryService(self._storage, port=query_port, profile=self.profile)
-        self._loop = NodeLoop(
-            self.node_id,
-            self._nconf,
-            _StoreHandler(self.core, self.query, retention_interval),
-            name=f"dafka-store-{self.node_id[:8]}",
-            profile=wire,
-        )
+        # One store per directory: a second one would ACK with the same identity
+        # from heads it does not share. Held until stop().
+        self._lock_fd: int | None = lock_directory(self.path, "data directory", "another store")
+        self._storage: LmdbStorage | None = None
+        try:
+            self.identity = identity_module.load_or_create(self.path)
+            self._storage = LmdbStorage(self.path, map_size=map_size, node_id=self.identity.node_id)
+            self.node_id = self._storage.node_id()
+            wire = make_profile(self.profile, self.identity)
+            self.core = StoreCore(self.node_id, self._storage, profile=wire)
+            self.query = QueryService(self._storage, port=query_port, profile=self.profile)
+            self._loop = NodeLoop(
+                self.node_id,
+                self._nconf,
+                _StoreHandler(self.core, self.query, retention_interval),
+                name=f"dafka-store-{self.node_id[:8]}",
+                profile=wire,
+            )
+        except BaseException:
+            self._close_storage()
+            raise
         self._started = False
         self._follow = metadata
         self._cluster = cluster
@@ -177,7 +187,7 @@ class Store:
                 self.metadata.stop()
             if self._loop.alive:
                 self._loop.stop()
-            self._storage.close()
+            self._close_storage()
             raise
         self._started = True
         log.info(
@@ -195,7 +205,15 @@ class Store:
         if self._started:
             self._loop.stop()
             self._started = False
-        self._storage.close()
+        self._close_storage()
+
+    def _close_storage(self) -> None:
+        """Close LMDB, then release the directory (idempotent)."""
+        if self._storage is not None:
+            self._storage.close()
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            unlock_directory(fd)
 
     @property
     def alive(self) -> bool:

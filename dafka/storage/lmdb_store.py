@@ -105,9 +105,10 @@ class LmdbStorage:
             raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
         self._given_node_id = node_id
         try:
-            self._path.mkdir(parents=True, exist_ok=True)
+            self._path.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._env = lmdb.open(
                 str(self._path),
+                mode=0o600,  # data.mdb and lock.mdb: records are for this store only
                 map_size=map_size,
                 subdir=True,
                 max_dbs=3,

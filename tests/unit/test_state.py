@@ -55,7 +55,9 @@ def test_second_user_of_the_directory_is_refused(tmp_path: Path) -> None:
     first = StateDir(path)
     with pytest.raises(ConfigError) as info:
         StateDir(path)
-    assert str(info.value) == f"state directory {path} is in use by another process"
+    assert str(info.value) == (
+        f"state directory {path} is in use by another process (pid {os.getpid()})"
+    )
     first.close()
     assert first.closed
     StateDir(path).close()  # free again once released
@@ -85,7 +87,9 @@ def test_another_process_is_refused(tmp_path: Path) -> None:
             env=env,
             timeout=30,
         )
-        assert out.stdout.strip() == f"state directory {path} is in use by another process"
+        assert out.stdout.strip() == (
+            f"state directory {path} is in use by another process (pid {os.getpid()})"
+        )
     out = subprocess.run(
         [sys.executable, "-c", script],
         check=False,
