@@ -54,9 +54,27 @@ class StorageError(DafkaError):
 
 
 class StoreFullError(StorageError):
-    """The disk under the store is full; nothing was acknowledged."""
+    """The disk under the store is full; nothing was acknowledged.
+
+    ``path`` is the store's directory, ``need_bytes`` about how much more room
+    the failed write needed and ``free_bytes`` what the filesystem had left,
+    when known.
+    """
 
     retriable = True
+
+    def __init__(
+        self,
+        message: str = "disk full",
+        *,
+        path: str | None = None,
+        need_bytes: int | None = None,
+        free_bytes: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.need_bytes = need_bytes
+        self.free_bytes = free_bytes
 
 
 class DataLossError(StorageError):

@@ -68,7 +68,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, DafkaError, StorageError, WireError
+from ..errors import ConfigError, DafkaError, StorageError, StoreFullError, WireError
 from ..ids import is_node_id
 from ..profiles import RFC46, Profile
 from ..storage.base import Storage, StoredBatch
@@ -283,6 +283,7 @@ class StoreCore:
         self._heads_limiter = RequestLimiter(heads_rate, heads_burst)
         self.stats = StoreStats()
         self.last_storage_error: StorageError | None = None
+        self._full_since: float | None = None  # when appends began to fail for a full disk
         self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
         """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
 
@@ -760,14 +761,32 @@ class StoreCore:
         except StorageError as exc:
             self.stats.append_failures += 1
             self.last_storage_error = exc
+            full = isinstance(exc, StoreFullError)
+            if full and self._full_since is None:
+                self._full_since = now
             if now - self._last_error_log >= _ERROR_LOG_PERIOD:
                 self._last_error_log = now
-                log.error("store.append_failed records=%d error=%s", len(b.accepted), exc)
+                if isinstance(exc, StoreFullError):
+                    log.error(
+                        "store.disk_full dir=%s need_bytes=%s free_bytes=%s records=%d "
+                        "failures=%d acks=paused",
+                        exc.path,
+                        exc.need_bytes,
+                        exc.free_bytes,
+                        len(b.accepted),
+                        self.stats.append_failures,
+                    )
+                else:
+                    log.error("store.append_failed records=%d error=%s", len(b.accepted), exc)
             # Nothing was stored: remember the records exist so tick() fetches them again.
             for key in b.advanced:
                 self._note_gap(key, b.nexts[key] - 1, b)
             b.advanced.clear()
             return False
+        if self._full_since is not None:
+            log.warning("store.disk_full.cleared after_s=%.1f", now - self._full_since)
+            self._full_since = None
+            self._last_error_log = -math.inf
         profiles = self._profiles
         for key in b.advanced:
             self._heads[key] = b.nexts[key] - 1

@@ -41,7 +41,7 @@ from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix
 from .retention import BatchInfo
 
-__all__ = ["SCHEMA_VERSION", "LmdbStorage", "translate_error"]
+__all__ = ["SCHEMA_VERSION", "LmdbStorage", "free_bytes", "space_needed", "translate_error"]
 
 log = logging.getLogger(__name__)
 
@@ -56,23 +56,81 @@ _HEAD_TAIL = struct.Struct(">QQ")
 _HEAD_TAIL_PROFILE = struct.Struct(">QQB")
 _PROFILE_NAMES = {number: name for name, number in PROFILE_IDS.items()}
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# An EIO with less than what the write needed plus this free is a full disk.
+_EIO_FULL_MARGIN = 1024 * 1024
 
 
-def translate_error(exc: BaseException, what: str) -> StorageError:
+def free_bytes(path: str | os.PathLike[str]) -> int | None:
+    """Bytes this process may still write on the filesystem holding ``path`` (None if unknown)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail  # root may use the reserve
+    return blocks * st.f_frsize
+
+
+def translate_error(
+    exc: BaseException,
+    what: str,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    need_bytes: int = 0,
+) -> StorageError:
     """Map an LMDB or OS error to our tree: a full disk is :class:`StoreFullError`.
 
-    A full disk is retriable (space may be freed); everything else is a plain
-    :class:`StorageError` carrying the original as its cause.
+    LMDB reports a full disk as ``ENOSPC`` (``lmdb.DiskError``) when a write
+    fails outright, but as a bare ``EIO`` ("mdb_txn_commit: Input/output
+    error") when the write came up short, which is what a full filesystem
+    usually does first. So with ``path`` given (the store's directory), an
+    ``EIO`` while the filesystem has less than ``need_bytes`` plus a margin
+    free counts as a full disk too; the error then carries ``need_bytes`` and
+    the free bytes. A full disk is retriable (space may be freed); everything
+    else is a plain :class:`StorageError` carrying the original as its cause.
     """
     code = getattr(exc, "code", None) if isinstance(exc, lmdb.Error) else None
     if isinstance(exc, OSError):
         code = exc.errno
-    if isinstance(exc, lmdb.DiskError) or code in _DISK_FULL_ERRNOS:
-        err: StorageError = StoreFullError(f"{what}: disk full ({exc})")
+    full = isinstance(exc, lmdb.DiskError) or code in _DISK_FULL_ERRNOS
+    free = free_bytes(path) if path is not None and (full or code == errno.EIO) else None
+    if not full and code == errno.EIO and free is not None:
+        full = free < need_bytes + _EIO_FULL_MARGIN
+    if full:
+        where = f" at {path}" if path is not None else ""
+        room = f"; {free} bytes free" if free is not None else ""
+        need = f"needs about {need_bytes} bytes more" if need_bytes else "needs more space"
+        err: StorageError = StoreFullError(
+            f"{what}: disk full: the store{where} {need}{room}",
+            path=None if path is None else str(path),
+            need_bytes=need_bytes or None,
+            free_bytes=free,
+        )
     else:
         err = StorageError(f"{what}: {exc}")
     err.__cause__ = exc
     return err
+
+
+def space_needed(items: Sequence[tuple[bytes, bytes]], partitions: int, page: int) -> int:
+    """About how many bytes of new pages a write transaction of ``items`` takes.
+
+    LMDB copies every page it touches: values over about half a page go to
+    overflow pages of their own; small entries fill leaf pages (counted half
+    full, as after splits); and each partition touched rewrites a leaf and
+    its branch pages in the ``batches`` and ``heads`` trees. An estimate for
+    the "disk full" report, not a promise.
+    """
+    overflow = 0
+    leaf_bytes = 0
+    for key, value in items:
+        node = 16 + len(key) + len(value)
+        if node > page // 2:
+            overflow += -(-(len(value) + 16) // page)
+            leaf_bytes += 16 + len(key) + 8
+        else:
+            leaf_bytes += node
+    pages = overflow + 2 * -(-leaf_bytes // page) + 2 * 3 * max(1, partitions)
+    return pages * page
 
 
 class LmdbStorage:
@@ -118,7 +176,9 @@ class LmdbStorage:
                 lock=True,
             )
         except (lmdb.Error, OSError) as exc:
-            raise translate_error(exc, f"cannot open store at {self._path}") from exc
+            raise translate_error(
+                exc, f"cannot open store at {self._path}", path=self._path
+            ) from exc
         try:
             self._node_id = self._open_dbs()
             self._heads, self._by_topic, self._profiles = self._load_heads()
@@ -127,6 +187,7 @@ class LmdbStorage:
             self._closed = True
             raise
         self._map_size: int = self._env.info()["map_size"]
+        self._page_size: int = self._env.stat()["psize"]
         log.debug(
             "lmdb.opened path=%s map_size=%d partitions=%d",
             self._path,
@@ -171,7 +232,9 @@ class LmdbStorage:
                     if not is_node_id(node_id):
                         raise StorageError(f"store at {self._path} has a bad node ID {raw!r}")
         except lmdb.Error as exc:
-            raise translate_error(exc, f"cannot initialise store at {self._path}") from exc
+            raise translate_error(
+                exc, f"cannot initialise store at {self._path}", path=self._path
+            ) from exc
         return node_id
 
     def _load_heads(
@@ -250,7 +313,10 @@ class LmdbStorage:
                 # The transaction was aborted by the context manager; nothing is stored.
                 self._grow()
             except (lmdb.Error, OSError) as exc:
-                raise translate_error(exc, f"append to {self._path} failed") from exc
+                need = space_needed(items + head_items, len(head_items), self._page_size)
+                raise translate_error(
+                    exc, f"append to {self._path} failed", path=self._path, need_bytes=need
+                ) from exc
         for key in new_heads.keys() - self._heads.keys():
             self._by_topic.setdefault(key[0], set()).add(key[1])
         self._heads.update(new_heads)
@@ -346,7 +412,7 @@ class LmdbStorage:
                     db=self._heads_db,
                 )
         except (lmdb.Error, OSError) as exc:
-            raise translate_error(exc, f"trim of {self._path} failed") from exc
+            raise translate_error(exc, f"trim of {self._path} failed", path=self._path) from exc
         self._heads[key] = (head, tail)
         return tail
 

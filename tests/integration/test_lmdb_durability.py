@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import lmdb
@@ -218,5 +219,65 @@ def test_a_given_node_id_is_recorded_and_kept(tmp_path: Path) -> None:
     s = LmdbStorage(tmp_path / "db")
     try:
         assert s.node_id() == P2
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs of our own, to fill up (needs root: skipped otherwise)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_disk_is_store_full_and_nothing_committed_is_lost(small_fs: Path) -> None:
+    s = LmdbStorage(small_fs / "db", map_size=64 * 1024 * 1024)
+    try:
+        acked = -1
+        failed: list[StoredBatch] = []
+        for _ in range(1000):  # ~20 KiB per append; 2 MiB fill well before the bound
+            batch = [rec(acked + 1 + i, size=1000) for i in range(20)]
+            try:
+                s.append(batch)
+            except StoreFullError as exc:
+                err = exc
+                failed = batch
+                break
+            acked += len(batch)
+        else:
+            pytest.fail("a 2 MiB filesystem took 1000 appends of 20 KiB")
+        assert acked > 0
+        assert "disk full" in str(err) and str(small_fs / "db") in str(err)
+        assert "Input/output" not in str(err).split(";")[0]
+        assert err.path == str(small_fs / "db")
+        assert err.need_bytes is not None and err.need_bytes >= 20 * 1000
+        assert err.free_bytes is not None and err.free_bytes < err.need_bytes
+        # nothing half-written: the heads and the data are what was acknowledged
+        assert s.heads() == {("t", P): (acked, 0)}
+        assert len(s.read("t", P, 0, 5000)) == acked + 1
+        with pytest.raises(StoreFullError):  # still full: still refused, still usable
+            s.append(failed)
+        subprocess.run(["mount", "-o", "remount,size=8m", str(small_fs)], check=True)
+        s.append(failed)  # room again: the same batch goes in
+        assert s.heads() == {("t", P): (acked + 20, 0)}
+    finally:
+        s.close()
+    s = LmdbStorage(small_fs / "db")
+    try:
+        assert s.read("t", P, 0, 5000) == [rec(i, size=1000) for i in range(acked + 21)]
     finally:
         s.close()
