@@ -80,8 +80,31 @@ def parse_raft_peers(spec: str | None) -> list[tuple[str, TowerAddress]]:
         if not sep or not peer_id:
             raise ConfigError(f"bad --raft-peers item {item!r}: expected ID=HOST:PORT")
         host, port = parse_endpoint(addr, "raft peer address")
-        out.append((peer_id, TowerAddress(host, port)))
+        address = TowerAddress(host, port)
+        for other_id, other in out:
+            if other_id == peer_id or other == address:
+                raise ConfigError(
+                    f"--raft-peers names {other_id}={other} and {peer_id}={address}: "
+                    "every tower needs an ID and an address of its own"
+                )
+        out.append((peer_id, address))
     return out
+
+
+def _same_address(a: TowerAddress, b: TowerAddress) -> bool:
+    """Same port and same host: literally, by a wildcard bind, or resolved alike."""
+    if a.port != b.port:
+        return False
+    if a.host == b.host or b.host in ("0.0.0.0", "*", "::"):
+        return True
+    try:
+        resolved = [
+            {info[4][0] for info in socket.getaddrinfo(h, None, type=socket.SOCK_STREAM)}
+            for h in (a.host, b.host)
+        ]
+    except OSError:
+        return False
+    return bool(resolved[0] & resolved[1])
 
 
 def _raft(address: TowerAddress) -> str:
@@ -101,7 +124,8 @@ class TowerNode:
         cluster: str = DEFAULT_CLUSTER,
         options: PeerOptions | None = None,
     ) -> None:
-        if address.port == 0:
+        picked = address.port == 0
+        if picked:
             address = TowerAddress(address.host, free_port_block(address.host))
         self.address = address
         peers = raft_peers or []
@@ -111,6 +135,20 @@ class TowerNode:
             raise ConfigError(
                 f"this tower ({address}) is not in --raft-peers; give its own ID=HOST:PORT too"
             )
+        if peers and peer_id:
+            listed = dict(peers)[peer_id]
+            if picked:
+                raise ConfigError(
+                    f"--id {peer_id} is {listed} in --raft-peers: bind that address "
+                    "(--bind), not port 0"
+                )
+            if not _same_address(listed, address):
+                # Another tower's ID: two peers would vote and log under one name.
+                raise ConfigError(
+                    f"--id {peer_id} is {listed} in --raft-peers, but this tower binds "
+                    f"{address}: give the ID of this tower's own address"
+                    + (f" ({me[0]})" if me else "")
+                )
         self.cluster = cluster
         self.data_dir = Path(data_dir)
         self.sm = MetadataStateMachine()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.procs import Proc, StoreProc, Tower, py
+from tower.metadata import free_port_block
 
 pytestmark = pytest.mark.e2e
 
@@ -32,3 +33,44 @@ def test_a_second_store_on_the_same_data_dir_exits_with_one_line(tmp_path: Path)
     finally:
         first.kill()
         tower.stop()
+
+
+def test_a_tower_whose_id_names_another_address_is_refused(tmp_path: Path) -> None:
+    mine, other = free_port_block("127.0.0.1"), free_port_block("127.0.0.1")
+    peers = f"t1=127.0.0.1:{mine},t2=127.0.0.1:{other}"
+    t = Proc(
+        py(
+            "tower",
+            "--bind",
+            f"127.0.0.1:{mine}",
+            "--id",
+            "t2",
+            "--raft-peers",
+            peers,
+            "--data-dir",
+            str(tmp_path / "t"),
+        )
+    )
+    assert_one_line_error(
+        t,
+        2,
+        f"--id t2 is 127.0.0.1:{other} in --raft-peers, but this tower binds "
+        f"127.0.0.1:{mine}: give the ID of this tower's own address (t1)",
+    )
+
+
+def test_a_raft_peer_list_naming_one_id_twice_is_refused(tmp_path: Path) -> None:
+    t = Proc(
+        py(
+            "tower",
+            "--bind",
+            "127.0.0.1:0",
+            "--raft-peers",
+            "t1=127.0.0.1:7100,t1=127.0.0.1:7200",
+            "--id",
+            "t1",
+            "--data-dir",
+            str(tmp_path / "t"),
+        )
+    )
+    assert_one_line_error(t, 2, "every tower needs an ID and an address of its own")
