@@ -183,6 +183,8 @@ class Consumer:
             profile=profile,
         ).validate()
         nconf = node_config(towers, host, config=node)
+        self.towers: tuple[str, ...] = tuple(str(t) for t in nconf.towers)
+        """The tower addresses this consumer beacons to (``HOST:PORT``)."""
         self.node_id = new_node_id()  # a consumer signs nothing: its ID is only an address
         wire = make_profile(self.config.profile)
         self._core = ConsumerCore(
@@ -364,6 +366,20 @@ class Consumer:
             if self._ready_count:
                 return False
         return self._handler.at_end(time.monotonic())
+
+    @property
+    def tower_answered(self) -> bool:
+        """True once any tower has answered (welcomed this consumer).
+
+        While it is False the consumer cannot find producers or stores: no
+        tower runs at :attr:`towers`, or it cannot be reached.
+        """
+        return self._loop.welcomed
+
+    @property
+    def store_answered(self) -> bool:
+        """True once any store has said hello (what :meth:`at_end` needs first)."""
+        return self._handler.stores_seen > 0
 
     def positions(self) -> dict[tuple[str, str], int]:
         """Next offset to deliver per (topic, partition) (a snapshot; racy by nature)."""

@@ -11,7 +11,7 @@ import click
 
 from ..consumer import Consumer
 from ..core.effects import ConsumedRecord
-from ..errors import ConfigError
+from ..errors import ConfigError, DafkaTimeout
 from .common import CONTEXT, common_options, profile_option, run_cli
 
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
@@ -89,6 +89,44 @@ def as_json(r: ConsumedRecord) -> bytes:
     return json.dumps(obj).encode() + b"\n"
 
 
+DEFAULT_WAIT = 15.0
+"""Seconds ``-e`` waits for a tower and a store to answer before it gives up."""
+NOTICE_AFTER = 2.0
+"""Seconds without an answer before the consumer says it is still trying."""
+
+
+class _Waiting:
+    """Says once when no tower (with ``-e``: no store) has answered yet, and with
+    ``-e`` gives up after ``wait`` seconds: silence would look like an empty topic."""
+
+    def __init__(self, consumer: Consumer, started: float, wait: float, at_end: bool) -> None:
+        self.consumer = consumer
+        self.started = started
+        self.wait = wait
+        self.at_end = at_end
+        self.noted: set[str] = set()
+
+    def check(self, now: float) -> None:
+        c = self.consumer
+        if not c.tower_answered:
+            missing = "tower"
+            what = f"no tower answered at {', '.join(c.towers)}"
+            hint = "is dafka-tower (or dafka-local) running there? (--tower)"
+        elif self.at_end and not c.store_answered:
+            missing = "store"
+            what = "no store answered"
+            hint = "-e needs a store to know where the end is: is dafka-store running?"
+        else:
+            return
+        elapsed = now - self.started
+        if self.at_end and elapsed >= self.wait:
+            raise DafkaTimeout(f"{what} within {self.wait:g} s; {hint}")
+        if elapsed >= NOTICE_AFTER and missing not in self.noted:
+            self.noted.add(missing)
+            until = f" (-e gives up after {self.wait:g} s, --wait)" if self.at_end else ""
+            click.echo(f"warning: {what}; still trying{until}", err=True)
+
+
 @click.command(context_settings=CONTEXT)
 @click.argument("topics", nargs=-1, required=True)
 @common_options("consumer")
@@ -123,6 +161,14 @@ def as_json(r: ConsumedRecord) -> bytes:
     type=float,
     help="With -e: give up (exit 1) if the end is not reached within this many seconds.",
 )
+@click.option(
+    "--wait",
+    default=DEFAULT_WAIT,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With -e: give up (exit 1) if no tower, or no store, has answered within this many "
+    "seconds. Either way, say so on stderr after a couple of seconds.",
+)
 @run_cli
 def main(
     topics: tuple[str, ...],
@@ -136,6 +182,7 @@ def main(
     format: str,
     as_json_lines: bool,
     timeout: float | None,
+    wait: float,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
     if from_beginning and offset is not None:
@@ -152,6 +199,7 @@ def main(
         offset_reset=reset,
         profile=profile,  # type: ignore[arg-type]
     ) as consumer:
+        waiting = _Waiting(consumer, started, wait, exit_at_end)
         while count is None or seen < count:
             records = consumer.poll_batch(
                 max_records=10_000 if count is None else count - seen, timeout=0.1
@@ -162,6 +210,7 @@ def main(
             if records:
                 out.flush()
                 continue
+            waiting.check(time.monotonic())
             if exit_at_end and consumer.at_end():
                 break
             if exit_at_end and timeout is not None and time.monotonic() - started > timeout:

@@ -190,6 +190,11 @@ class NodeLoop:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def welcomed(self) -> bool:
+        """True once a tower has answered (its ``W`` welcome arrived); any thread may ask."""
+        return self.discovery.welcomed
+
     # --------------------------------------------------- loop-thread-only helpers
 
     def subscribe(self, prefixes: Sequence[bytes]) -> None:
