@@ -1,15 +1,18 @@
-"""A store's data directory: one store at a time, private modes."""
+"""A store's data directory: one store at a time, private modes, a full disk."""
 
 from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, DafkaTimeout
+from dafka.producer import Producer
 from dafka.store import Store
+from tests.procs import StoreProc, Tower, stored_head
 
 pytestmark = pytest.mark.integration
 
@@ -55,3 +58,40 @@ def test_data_directory_and_files_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     for name in ("data.mdb", "lock.mdb", "node.key", "lock"):
         assert stat.S_IMODE((data / name).stat().st_mode) == 0o600, name
+
+
+def test_a_store_on_a_full_disk_says_so_and_acks_again_when_room_returns(
+    small_fs: Path, tower: Tower
+) -> None:
+    data = small_fs / "db"
+    store = StoreProc(data, tower.address)
+    producer = Producer("full", towers=tower.address, metadata=False)
+    try:
+        value = b"v" * 1000
+        sent = 0
+        for _ in range(100):  # 100 KB a round: a 2 MiB disk fills long before the bound
+            for _ in range(100):
+                producer.send(value)
+            sent += 100
+            try:
+                producer.flush(timeout=5)
+            except DafkaTimeout:
+                break
+        else:
+            pytest.fail("10 MB fit on a 2 MiB filesystem")
+        acked = sent - producer.unacked
+        assert acked > 0 and producer.unacked > 0
+        line = store.proc.wait_line(
+            r"store\.disk_full dir=(\S+) need_bytes=(\d+) free_bytes=(\d+) ", 10
+        )
+        assert line.group(1) == str(data) and int(line.group(2)) > int(line.group(3))
+        assert "Input/output" not in store.proc.stderr and "Traceback" not in store.proc.stderr
+        head = stored_head(data, "full", producer.partition)
+        assert head is not None and acked - 1 <= head < sent - 1  # nothing acked is missing
+        subprocess.run(["mount", "-o", "remount,size=16m", str(small_fs)], check=True)
+        producer.flush(timeout=60)  # the store fetches what it could not store, and ACKs
+        assert stored_head(data, "full", producer.partition) == sent - 1
+        store.proc.wait_line(r"store\.disk_full\.cleared", 10)
+    finally:
+        producer.close(timeout=0)
+        store.kill()
