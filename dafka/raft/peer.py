@@ -398,7 +398,7 @@ class RaftPeer:
 
     def _setup(self) -> None:
         opts = self.options
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.storage = FileStorage(self.data_dir / "raft")
         loaded = self.storage.load()
         if loaded.snapshot is not None:

@@ -355,7 +355,7 @@ class FileStorage:
         self._lock_fd = -1
         self._fd = -1
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._lock()
             for name in ("state", "log", "snapshot"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)

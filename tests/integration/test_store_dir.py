@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from dafka.config import TowerAddress
 from dafka.errors import ConfigError, DafkaTimeout
 from dafka.producer import Producer
 from dafka.store import Store
 from tests.procs import StoreProc, Tower, stored_head
+from tower.metadata import TowerNode
 
 pytestmark = pytest.mark.integration
 
@@ -95,3 +97,14 @@ def test_a_store_on_a_full_disk_says_so_and_acks_again_when_room_returns(
     finally:
         producer.close(timeout=0)
         store.kill()
+
+
+def test_a_towers_data_directories_are_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        node = TowerNode(TowerAddress("127.0.0.1", 0), data_dir=tmp_path / "t").start()
+        node.stop()
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "t", tmp_path / "t" / "raft"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
