@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
 from .config import ConsumerConfig, NodeConfig, OffsetReset
@@ -40,7 +40,6 @@ class _ConsumerHandler:
     def __init__(self, consumer: Consumer, core: ConsumerCore) -> None:
         self.c = consumer
         self.core = core
-        self.calls: deque[Callable[[float], list[Publish]]] = deque()
         self.loop: NodeLoop | None = None
         # what stores told us they hold, for "at end" (kcat -e)
         self.heads: dict[tuple[str, str], int] = {}
@@ -66,10 +65,7 @@ class _ConsumerHandler:
         return self.c._ready_count < self.c.config.max_backlog
 
     def on_commands(self, now: float) -> list[Publish]:
-        out: list[Publish] = []
-        while self.calls:
-            out.extend(self.calls.popleft()(now))
-        return out
+        return []  # commands come through NodeLoop.call
 
     def on_messages(self, msgs: list[m.Message], now: float) -> list[Publish]:
         out: list[Publish] = []
@@ -231,8 +227,7 @@ class Consumer:
                 self._core.set_acl(acl)
                 return []
 
-            self._handler.calls.append(call)
-            self._loop.wake()
+            self._loop.call(call)
 
         view.subscribe(on_change)
 
@@ -247,8 +242,7 @@ class Consumer:
             self._handler.loop.sync_subscriptions()
             return out
 
-        self._handler.calls.append(call)
-        self._loop.wake()
+        self._loop.call(call)
 
     def unsubscribe(self, topic: str) -> None:
         def call(now: float) -> list[Publish]:
@@ -257,8 +251,7 @@ class Consumer:
             self._handler.loop.sync_subscriptions()
             return []
 
-        self._handler.calls.append(call)
-        self._loop.wake()
+        self._loop.call(call)
 
     def _wait_ready(self, deadline: float | None) -> bool:
         """Wait (holding ``_cond``) until records are ready; False at the deadline.

@@ -78,15 +78,11 @@ class _ProducerHandler:
         self.core = core
         self.queue: deque[_Queued] = deque()
         self.inflight: dict[str, deque[_Inflight]] = {}
-        self.policy: tuple[tuple[str, ...] | None, dict[str, int]] | None = None
-        """Set by the metadata thread, taken on the IO thread: (trusted stores, min_acks)."""
 
-    def _apply_policy(self) -> None:
-        policy, self.policy = self.policy, None
-        if policy is None:
-            return
+    def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
+        """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
         try:
-            effects = self.core.set_policy(*policy)
+            effects = self.core.set_policy(stores, min_acks)
         except ConfigError as exc:
             log.warning("producer.metadata.rejected error=%s", exc)
             return
@@ -106,8 +102,6 @@ class _ProducerHandler:
 
     def on_commands(self, now: float) -> list[Effect]:
         """Natural batching: everything queued since the last wake-up, per topic."""
-        if self.policy is not None:
-            self._apply_policy()
         queue = self.queue
         if not queue or self.core.holds_publishing:
             return []
@@ -468,8 +462,13 @@ class Producer:
                 for name, t in config["topics"].items()
                 if (limit := topic_settings(t)["max_record_bytes"]) is not None
             }
-            self._handler.policy = (stores or local, min_acks)
-            self._loop.wake()
+            policy = (stores or local, min_acks)
+
+            def apply(now: float) -> list[Publish]:
+                self._handler._apply_policy(*policy)
+                return []
+
+            self._loop.call(apply)  # in order, never overwritten by the next change
 
         view.subscribe(on_change)
 

@@ -43,8 +43,6 @@ class _StoreHandler:
     ) -> None:
         self.core = core
         self.query = query
-        self.policy: dict | None = None
-        """Topic settings from the metadata thread, taken on the IO thread."""
         self.retention_interval = retention_interval
         self._next_retention = 0.0
 
@@ -64,11 +62,12 @@ class _StoreHandler:
         return True
 
     def on_commands(self, now: float) -> list[Publish]:
-        policy, self.policy = self.policy, None
-        if policy is not None:
-            self.core.set_policy(policy)
-            self._next_retention = 0.0
         return []
+
+    def set_policy(self, topics: dict) -> None:
+        """On the IO thread (queued with NodeLoop.call): topic settings from the metadata."""
+        self.core.set_policy(topics)
+        self._next_retention = 0.0
 
     def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]:
         return self.core.handle_batch(msgs, now)
@@ -153,8 +152,13 @@ class Store:
             raise ConfigError("no tower's metadata peer answered")
 
         def on_change(config: dict) -> None:
-            handler.policy = {n: topic_settings(t) for n, t in config["topics"].items()}
-            self._loop.wake()
+            topics = {n: topic_settings(t) for n, t in config["topics"].items()}
+
+            def apply(now: float) -> list[Publish]:
+                handler.set_policy(topics)
+                return []
+
+            self._loop.call(apply)  # in order, never overwritten by the next change
 
         view.subscribe(on_change)
 

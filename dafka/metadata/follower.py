@@ -70,6 +70,8 @@ class MetadataView:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._prev = 0
+        self._published = -1
+        """The revision listeners last heard of (-1: none yet)."""
         self.online = False
         self.syncs = 0
 
@@ -187,16 +189,15 @@ class MetadataView:
         entries = [e for e in msg.entries if e.index > self._prev]
         if not entries or entries[0].index != self._prev + 1:
             return False
-        before = self._replica.revision
-        for entry in entries:
-            self._replica.apply(entry)
-            self._prev = entry.index
-        if self._replica.revision != before:
-            self._publish()
+        try:
+            for entry in entries:
+                self._replica.apply(entry)
+                self._prev = entry.index
+        finally:
+            self._publish_changes()
         return self._prev >= msg.last_index
 
     def _sync(self, client: RaftClient) -> None:
-        before = self._replica.revision
         snapshot = bytearray()
         try:
             for item in client.stream_entries(self._prev, timeout=self.timeout):
@@ -211,7 +212,6 @@ class MetadataView:
                         replica.restore(bytes(snapshot))
                         self._replica = replica
                         self._prev = item.index
-                        before = -1
                 elif isinstance(item, Entry):
                     self._replica.apply(item)
                     self._prev = item.index
@@ -227,15 +227,25 @@ class MetadataView:
             self.online = False
             self.syncs += 1
             return
+        finally:
+            # what was applied is published even when a later entry or the stream failed:
+            # a replica that holds a change nobody hears of is worse than an older one
+            self._publish_changes()
         if not self.online:
             log.info("metadata.online index=%d revision=%d", self._prev, self._replica.revision)
         self.online = True
         self.syncs += 1
-        if self._replica.revision != before or not self._loaded.is_set():
+        if not self._loaded.is_set():
+            self._publish()
+
+    def _publish_changes(self) -> None:
+        """Publish the replica if it changed since the last publication."""
+        if self._replica.revision != self._published:
             self._publish()
 
     def _publish(self) -> None:
         config = self._replica.view()
+        self._published = config["revision"]
         with self._lock:
             self._config = config
             listeners = list(self._listeners)
