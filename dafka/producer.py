@@ -502,7 +502,8 @@ class Producer:
                         f"topic {topic!r} does not exist and the cluster does not create "
                         f"topics on first use: run dafka topics create {topic}"
                     )
-                view.create_topic(topic)  # with the defaults, in the background
+                # with the defaults; returns once committed and visible, or raises
+                view.create_topic(topic)
             self._topics_ok.add(topic)
         return topic
 

@@ -230,3 +230,16 @@ def test_a_burst_of_changes_ends_with_the_last_one_applied(
         t.join(10)
         want = last
         wait_until(lambda w=want: _applied(p) == w, 5, what=f"round {rounds}: the last change")
+
+
+# -- topic creation on first use -----------------------------------------------------------
+
+
+def test_creating_a_topic_without_a_leader_is_one_clear_error() -> None:
+    view = MetadataView("127.0.0.1:9", timeout=0.3)
+    view.start()
+    try:
+        with pytest.raises(DafkaTimeout, match="could not create topic 'x'"):
+            view.create_topic("x", timeout=3.0)
+    finally:
+        view.stop()
