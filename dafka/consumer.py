@@ -22,7 +22,7 @@ from .config import ConsumerConfig, NodeConfig, OffsetReset
 from .core import messages as m
 from .core.consumer import ConsumerCore
 from .core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
-from .errors import ClosedError, ConfigError, DataLossError
+from .errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
 from .metadata.follower import MetadataView
@@ -195,7 +195,9 @@ class Consumer:
         self._ready: deque[RecordBatch] = deque()
         self._ready_count = 0
         self._head_used = 0  # records of _ready[0] already handed out
-        self._errors: deque[DataLossError] = deque()  # raised by the next poll, once each
+        self._errors: deque[DataLossError | TopicDeletedError] = (
+            deque()
+        )  # raised by the next poll, once each
         self._cond = threading.Condition()
         self._closed = False
         self._loop = NodeLoop(
@@ -220,11 +222,22 @@ class Consumer:
         if not view.start(wait=5.0 if required else 1.0) and required:
             raise ConfigError("no tower's metadata peer answered")
 
+        seen: dict[str, int] | None = None  # tombstones already known (None: first config)
+
         def on_change(config: dict) -> None:
+            nonlocal seen
             acl = {n: t.get("producers") for n, t in config["topics"].items()}
+            deleted = dict(config.get("deleted", {}))
+            news = (
+                [] if seen is None else [(t, r) for t, r in deleted.items() if r > seen.get(t, -1)]
+            )
+            seen = deleted
 
             def call(now: float) -> list[Publish]:
                 self._core.set_acl(acl)
+                for topic, revision in news:
+                    if topic in self._core.topics():
+                        self._topic_deleted(topic, revision)
                 return []
 
             self._loop.call(call)
@@ -400,6 +413,34 @@ class Consumer:
         with self._cond:
             self._errors.append(err)
             self._cond.notify_all()
+
+    def _topic_deleted(self, topic: str, revision: int) -> None:
+        """A subscribed topic was deleted: drop what of it was not polled yet, and make the
+        next poll raise :class:`TopicDeletedError` once. The subscription stays: if the
+        topic is created again, its new records are delivered."""
+        with self._cond:
+            kept: deque[RecordBatch] = deque()
+            dropped = 0
+            for i, run in enumerate(self._ready):
+                if run.topic != topic:
+                    kept.append(run)
+                    continue
+                used = self._head_used if i == 0 else 0
+                dropped += len(run.values) - used
+                if i == 0:
+                    self._head_used = 0
+            self._ready = kept
+            self._ready_count -= dropped
+            self._errors.append(
+                TopicDeletedError(
+                    f"topic {topic!r} was deleted (metadata revision {revision}): the stores "
+                    f"dropped its records; {dropped} records not yet polled were dropped too"
+                )
+            )
+            self._cond.notify_all()
+        log.info(
+            "consumer.topic_deleted topic=%s revision=%d dropped=%d", topic, revision, dropped
+        )
 
     def _wake_readers(self) -> None:
         with self._cond:

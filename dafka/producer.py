@@ -42,6 +42,7 @@ from .errors import (
     DafkaTimeout,
     ProfileError,
     StorageError,
+    TopicDeletedError,
 )
 from .futures import BatchFuture, RecordFuture
 from .identity import Identity
@@ -87,6 +88,31 @@ class _ProducerHandler:
             log.warning("producer.metadata.rejected error=%s", exc)
             return
         self._durable([e for e in effects if type(e) is Acked])  # type: ignore[misc]
+
+    def _topic_deleted(self, topic: str, revision: int) -> None:
+        """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
+        dropped = self.core.forget_unacked(topic)
+        pending = self.inflight.pop(topic, None) or deque()
+        error = TopicDeletedError(
+            f"topic {topic!r} was deleted (metadata revision {revision}) before the record "
+            "was acknowledged"
+        )
+        freed = freed_bytes = 0
+        for last, fut, size, first in pending:
+            fut.fail(error)
+            freed += 1 if first < 0 else last + 1 - first
+            freed_bytes += size
+        if freed:
+            self.p._released(freed, freed_bytes)
+        wal = self.p._wal
+        if wal is not None:  # never re-published after a restart either
+            try:
+                wal.release({topic: self.core.next_offset(topic)})
+            except StorageError as exc:
+                log.warning("producer.log_release_failed error=%s", exc)
+        log.warning(
+            "producer.topic_deleted topic=%s revision=%d unacked=%d", topic, revision, dropped
+        )
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -449,8 +475,24 @@ class Producer:
             )
         local = self._core_trusted
         local_min = self.config.min_acks
+        seen: dict[str, int] | None = None  # tombstones already known (None: first config)
 
         def on_change(config: dict) -> None:
+            nonlocal seen
+            deleted = dict(config.get("deleted", {}))
+            news = (
+                [] if seen is None else [(t, r) for t, r in deleted.items() if r > seen.get(t, -1)]
+            )
+            seen = deleted
+            for topic, revision in news:
+                if topic in self._topics_ok:
+                    self._topics_ok.discard(topic)  # the next send creates it again or fails
+
+                    def forget(now: float, topic: str = topic, revision: int = revision) -> list:
+                        self._handler._topic_deleted(topic, revision)
+                        return []
+
+                    self._loop.call(forget)
             stores = tuple(config["stores"])
             # a producer may ask for more ACKs than its topic's minimum, never fewer
             min_acks = {

@@ -45,6 +45,7 @@ class _StoreHandler:
         self.query = query
         self.retention_interval = retention_interval
         self._next_retention = 0.0
+        self._retry_deletions: tuple[dict[str, int], dict] | None = None
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -64,10 +65,20 @@ class _StoreHandler:
     def on_commands(self, now: float) -> list[Publish]:
         return []
 
-    def set_policy(self, topics: dict) -> None:
-        """On the IO thread (queued with NodeLoop.call): topic settings from the metadata."""
+    def set_policy(self, topics: dict, deleted: dict[str, int]) -> None:
+        """On the IO thread (queued with NodeLoop.call): topic settings and deletions
+        from the metadata."""
         self.core.set_policy(topics)
         self._next_retention = 0.0
+        self._apply_deletions(deleted, topics)
+
+    def _apply_deletions(self, deleted: dict[str, int], topics: dict) -> None:
+        self._retry_deletions = None
+        try:
+            self.core.apply_deletions(deleted, topics)
+        except DafkaError as exc:  # retried at the next retention check
+            log.warning("store.topic_delete.failed error=%s", exc)
+            self._retry_deletions = deleted, topics
 
     def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]:
         return self.core.handle_batch(msgs, now)
@@ -78,6 +89,8 @@ class _StoreHandler:
     def on_tick(self, now: float) -> list[Publish]:
         if now >= self._next_retention:
             self._next_retention = now + self.retention_interval
+            if self._retry_deletions is not None:
+                self._apply_deletions(*self._retry_deletions)
             try:
                 self.core.apply_retention(time.time_ns() // 1_000_000)
             except DafkaError as exc:
@@ -153,9 +166,10 @@ class Store:
 
         def on_change(config: dict) -> None:
             topics = {n: topic_settings(t) for n, t in config["topics"].items()}
+            deleted = dict(config.get("deleted", {}))
 
             def apply(now: float) -> list[Publish]:
-                handler.set_policy(topics)
+                handler.set_policy(topics, deleted)
                 return []
 
             self._loop.call(apply)  # in order, never overwritten by the next change
@@ -173,9 +187,11 @@ class Store:
 
     def start(self) -> Store:
         try:
-            self._loop.start()
             if self._follow is not False:
+                # before the loop reads any data: the first configuration (topic deletions
+                # included) is the first command the loop runs
                 self._follow_metadata()
+            self._loop.start()
         except BaseException:
             if self.metadata is not None:
                 self.metadata.stop()
