@@ -438,9 +438,7 @@ class Consumer:
                 )
             )
             self._cond.notify_all()
-        log.info(
-            "consumer.topic_deleted topic=%s revision=%d dropped=%d", topic, revision, dropped
-        )
+        log.info("consumer.topic_deleted topic=%s revision=%d dropped=%d", topic, revision, dropped)
 
     def _wake_readers(self) -> None:
         with self._cond:

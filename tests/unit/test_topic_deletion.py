@@ -11,7 +11,7 @@ from dafka.core.store import StoreCore
 from dafka.metadata.state import MetadataStateMachine, command
 from dafka.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage
-from tests.signing import STORE, P, ack, head, record, sent, value
+from tests.signing import CONSUMER, STORE, P, ack, head, record, sent, value
 from tests.unit.test_signed_cores import producer
 
 S = STORE.node_id
@@ -63,6 +63,9 @@ def test_a_store_drops_a_deleted_topic_and_never_takes_its_records_back(tmp_path
     # the re-created topic's records go on above the fence
     assert _acks(core.handle_batch([record(5, 2)], 3.0)) == [("t", 6)]
     assert storage.heads()[("t", P)] == (6, 5)
+    # a consumer asking below the fence is told where the partition starts now
+    told = sent(core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 10)], 4.0))
+    assert [(x.offset, x.tail) for x in told if isinstance(x, m.DirectHead)] == [(6, 5)]
     storage.close()
 
 
