@@ -9,6 +9,8 @@ import pytest
 
 from dafka.consumer import Consumer
 from dafka.errors import TopicDeletedError
+from dafka.metadata import MetadataClient
+from dafka.producer import Producer
 from dafka.query.client import QueryClient
 from tests.e2e.test_admin_cli import admin
 from tests.e2e.test_cli import assert_one_line_error, consumer, producer
@@ -81,5 +83,33 @@ def test_deleting_a_topic_drops_its_records_and_tells_consumers(tmp_path: Path) 
             live.close()
         if watcher is not None:
             watcher.kill()
+        store.kill()
+        tower.stop()
+
+
+def test_a_live_producer_is_told_and_its_next_send_makes_a_new_topic(tmp_path: Path) -> None:
+    tower = Tower()
+    store = StoreProc(tmp_path / "store", tower.address)
+    p = None
+    try:
+        with MetadataClient(tower.address) as meta:
+            meta.create_topic("ev", {"min_acks": 2})  # one store: never durable
+            p = Producer("ev", towers=tower.address, metadata=True)
+            fut = p.send(b"old")
+            query = QueryClient(store.query_endpoint, timeout=5)
+            wait_until(lambda: query.heads(["ev"]), 15, what="the store to hold the record")
+            meta.delete_topic("ev")
+            with pytest.raises(TopicDeletedError, match="topic 'ev' was deleted"):
+                fut.result(15)
+            assert p.unacked == 0
+            # the next send creates a new topic (defaults: min_acks 1); offsets go on
+            assert p.send(b"new").result(15) == 1
+            assert meta.describe("ev")["min_acks"] == 1
+            (part,) = query.heads(["ev"])
+            assert (part.tail, part.head) == (1, 1)  # the old record did not come back
+            query.close()
+    finally:
+        if p is not None:
+            p.close(1)
         store.kill()
         tower.stop()
