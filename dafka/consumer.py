@@ -15,14 +15,14 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
 from .config import ConsumerConfig, NodeConfig, OffsetReset
 from .core import messages as m
 from .core.consumer import ConsumerCore
 from .core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
-from .errors import ClosedError, ConfigError, DataLossError
+from .errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
 from .metadata.follower import MetadataView
@@ -40,7 +40,6 @@ class _ConsumerHandler:
     def __init__(self, consumer: Consumer, core: ConsumerCore) -> None:
         self.c = consumer
         self.core = core
-        self.calls: deque[Callable[[float], list[Publish]]] = deque()
         self.loop: NodeLoop | None = None
         # what stores told us they hold, for "at end" (kcat -e)
         self.heads: dict[tuple[str, str], int] = {}
@@ -66,10 +65,7 @@ class _ConsumerHandler:
         return self.c._ready_count < self.c.config.max_backlog
 
     def on_commands(self, now: float) -> list[Publish]:
-        out: list[Publish] = []
-        while self.calls:
-            out.extend(self.calls.popleft()(now))
-        return out
+        return []  # commands come through NodeLoop.call
 
     def on_messages(self, msgs: list[m.Message], now: float) -> list[Publish]:
         out: list[Publish] = []
@@ -201,7 +197,9 @@ class Consumer:
         self._ready: deque[RecordBatch] = deque()
         self._ready_count = 0
         self._head_used = 0  # records of _ready[0] already handed out
-        self._errors: deque[DataLossError] = deque()  # raised by the next poll, once each
+        self._errors: deque[DataLossError | TopicDeletedError] = (
+            deque()
+        )  # raised by the next poll, once each
         self._cond = threading.Condition()
         self._closed = False
         self._loop = NodeLoop(
@@ -226,15 +224,25 @@ class Consumer:
         if not view.start(wait=5.0 if required else 1.0) and required:
             raise ConfigError("no tower's metadata peer answered")
 
+        seen: dict[str, int] | None = None  # tombstones already known (None: first config)
+
         def on_change(config: dict) -> None:
+            nonlocal seen
             acl = {n: t.get("producers") for n, t in config["topics"].items()}
+            deleted = dict(config.get("deleted", {}))
+            news = (
+                [] if seen is None else [(t, r) for t, r in deleted.items() if r > seen.get(t, -1)]
+            )
+            seen = deleted
 
             def call(now: float) -> list[Publish]:
                 self._core.set_acl(acl)
+                for topic, revision in news:
+                    if topic in self._core.topics():
+                        self._topic_deleted(topic, revision)
                 return []
 
-            self._handler.calls.append(call)
-            self._loop.wake()
+            self._loop.call(call)
 
         view.subscribe(on_change)
 
@@ -249,8 +257,7 @@ class Consumer:
             self._handler.loop.sync_subscriptions()
             return out
 
-        self._handler.calls.append(call)
-        self._loop.wake()
+        self._loop.call(call)
 
     def unsubscribe(self, topic: str) -> None:
         def call(now: float) -> list[Publish]:
@@ -259,8 +266,7 @@ class Consumer:
             self._handler.loop.sync_subscriptions()
             return []
 
-        self._handler.calls.append(call)
-        self._loop.wake()
+        self._loop.call(call)
 
     def _wait_ready(self, deadline: float | None) -> bool:
         """Wait (holding ``_cond``) until records are ready; False at the deadline.
@@ -423,6 +429,32 @@ class Consumer:
         with self._cond:
             self._errors.append(err)
             self._cond.notify_all()
+
+    def _topic_deleted(self, topic: str, revision: int) -> None:
+        """A subscribed topic was deleted: drop what of it was not polled yet, and make the
+        next poll raise :class:`TopicDeletedError` once. The subscription stays: if the
+        topic is created again, its new records are delivered."""
+        with self._cond:
+            kept: deque[RecordBatch] = deque()
+            dropped = 0
+            for i, run in enumerate(self._ready):
+                if run.topic != topic:
+                    kept.append(run)
+                    continue
+                used = self._head_used if i == 0 else 0
+                dropped += len(run.values) - used
+                if i == 0:
+                    self._head_used = 0
+            self._ready = kept
+            self._ready_count -= dropped
+            self._errors.append(
+                TopicDeletedError(
+                    f"topic {topic!r} was deleted (metadata revision {revision}): the stores "
+                    f"dropped its records; {dropped} records not yet polled were dropped too"
+                )
+            )
+            self._cond.notify_all()
+        log.info("consumer.topic_deleted topic=%s revision=%d dropped=%d", topic, revision, dropped)
 
     def _wake_readers(self) -> None:
         with self._cond:

@@ -10,6 +10,7 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
     ├── StorageError                      the store could not read or write
     │   ├── StoreFullError                the disk (not the LMDB map) is full
     │   └── DataLossError                 data asked for is below the retention tail
+    ├── TopicDeletedError                 the topic was deleted in the cluster metadata
     ├── ProducerError
     │   └── BufferFullError               the unacknowledged buffer is full
     ├── ProfileError (ValueError)         a feature the chosen wire profile cannot carry
@@ -79,6 +80,11 @@ class StoreFullError(StorageError):
 
 class DataLossError(StorageError):
     """Records were asked for below a partition's retention tail."""
+
+
+class TopicDeletedError(DafkaError):
+    """The topic was deleted in the cluster metadata (``dafka topics delete``): its
+    records are gone from the stores; a consumer is told once, from its next poll."""
 
 
 class ProducerError(DafkaError):

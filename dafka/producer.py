@@ -42,6 +42,7 @@ from .errors import (
     DafkaTimeout,
     ProfileError,
     StorageError,
+    TopicDeletedError,
 )
 from .futures import BatchFuture, RecordFuture
 from .identity import Identity
@@ -78,19 +79,40 @@ class _ProducerHandler:
         self.core = core
         self.queue: deque[_Queued] = deque()
         self.inflight: dict[str, deque[_Inflight]] = {}
-        self.policy: tuple[tuple[str, ...] | None, dict[str, int]] | None = None
-        """Set by the metadata thread, taken on the IO thread: (trusted stores, min_acks)."""
 
-    def _apply_policy(self) -> None:
-        policy, self.policy = self.policy, None
-        if policy is None:
-            return
+    def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
+        """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
         try:
-            effects = self.core.set_policy(*policy)
+            effects = self.core.set_policy(stores, min_acks)
         except ConfigError as exc:
             log.warning("producer.metadata.rejected error=%s", exc)
             return
         self._durable([e for e in effects if type(e) is Acked])  # type: ignore[misc]
+
+    def _topic_deleted(self, topic: str, revision: int) -> None:
+        """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
+        dropped = self.core.forget_unacked(topic)
+        pending = self.inflight.pop(topic, None) or deque()
+        error = TopicDeletedError(
+            f"topic {topic!r} was deleted (metadata revision {revision}) before the record "
+            "was acknowledged"
+        )
+        freed = freed_bytes = 0
+        for last, fut, size, first in pending:
+            fut.fail(error)
+            freed += 1 if first < 0 else last + 1 - first
+            freed_bytes += size
+        if freed:
+            self.p._released(freed, freed_bytes)
+        wal = self.p._wal
+        if wal is not None:  # never re-published after a restart either
+            try:
+                wal.release({topic: self.core.next_offset(topic)})
+            except StorageError as exc:
+                log.warning("producer.log_release_failed error=%s", exc)
+        log.warning(
+            "producer.topic_deleted topic=%s revision=%d unacked=%d", topic, revision, dropped
+        )
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -106,8 +128,6 @@ class _ProducerHandler:
 
     def on_commands(self, now: float) -> list[Effect]:
         """Natural batching: everything queued since the last wake-up, per topic."""
-        if self.policy is not None:
-            self._apply_policy()
         queue = self.queue
         if not queue or self.core.holds_publishing:
             return []
@@ -455,8 +475,24 @@ class Producer:
             )
         local = self._core_trusted
         local_min = self.config.min_acks
+        seen: dict[str, int] | None = None  # tombstones already known (None: first config)
 
         def on_change(config: dict) -> None:
+            nonlocal seen
+            deleted = dict(config.get("deleted", {}))
+            news = (
+                [] if seen is None else [(t, r) for t, r in deleted.items() if r > seen.get(t, -1)]
+            )
+            seen = deleted
+            for topic, revision in news:
+                if topic in self._topics_ok:
+                    self._topics_ok.discard(topic)  # the next send creates it again or fails
+
+                    def forget(now: float, topic: str = topic, revision: int = revision) -> list:
+                        self._handler._topic_deleted(topic, revision)
+                        return []
+
+                    self._loop.call(forget)
             stores = tuple(config["stores"])
             # a producer may ask for more ACKs than its topic's minimum, never fewer
             min_acks = {
@@ -468,8 +504,13 @@ class Producer:
                 for name, t in config["topics"].items()
                 if (limit := topic_settings(t)["max_record_bytes"]) is not None
             }
-            self._handler.policy = (stores or local, min_acks)
-            self._loop.wake()
+            policy = (stores or local, min_acks)
+
+            def apply(now: float) -> list[Publish]:
+                self._handler._apply_policy(*policy)
+                return []
+
+            self._loop.call(apply)  # in order, never overwritten by the next change
 
         view.subscribe(on_change)
 
@@ -503,7 +544,8 @@ class Producer:
                         f"topic {topic!r} does not exist and the cluster does not create "
                         f"topics on first use: run dafka topics create {topic}"
                     )
-                view.create_topic(topic)  # with the defaults, in the background
+                # with the defaults; returns once committed and visible, or raises
+                view.create_topic(topic)
             self._topics_ok.add(topic)
         return topic
 

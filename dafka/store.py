@@ -44,10 +44,9 @@ class _StoreHandler:
     ) -> None:
         self.core = core
         self.query = query
-        self.policy: dict | None = None
-        """Topic settings from the metadata thread, taken on the IO thread."""
         self.retention_interval = retention_interval
         self._next_retention = 0.0
+        self._retry_deletions: tuple[dict[str, int], dict] | None = None
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -65,11 +64,22 @@ class _StoreHandler:
         return True
 
     def on_commands(self, now: float) -> list[Publish]:
-        policy, self.policy = self.policy, None
-        if policy is not None:
-            self.core.set_policy(policy)
-            self._next_retention = 0.0
         return []
+
+    def set_policy(self, topics: dict, deleted: dict[str, int]) -> None:
+        """On the IO thread (queued with NodeLoop.call): topic settings and deletions
+        from the metadata."""
+        self.core.set_policy(topics)
+        self._next_retention = 0.0
+        self._apply_deletions(deleted, topics)
+
+    def _apply_deletions(self, deleted: dict[str, int], topics: dict) -> None:
+        self._retry_deletions = None
+        try:
+            self.core.apply_deletions(deleted, topics)
+        except DafkaError as exc:  # retried at the next retention check
+            log.warning("store.topic_delete.failed error=%s", exc)
+            self._retry_deletions = deleted, topics
 
     def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]:
         return self.core.handle_batch(msgs, now)
@@ -80,6 +90,8 @@ class _StoreHandler:
     def on_tick(self, now: float) -> list[Publish]:
         if now >= self._next_retention:
             self._next_retention = now + self.retention_interval
+            if self._retry_deletions is not None:
+                self._apply_deletions(*self._retry_deletions)
             try:
                 self.core.apply_retention(time.time_ns() // 1_000_000)
             except DafkaError as exc:
@@ -163,8 +175,14 @@ class Store:
             raise ConfigError("no tower's metadata peer answered")
 
         def on_change(config: dict) -> None:
-            handler.policy = {n: topic_settings(t) for n, t in config["topics"].items()}
-            self._loop.wake()
+            topics = {n: topic_settings(t) for n, t in config["topics"].items()}
+            deleted = dict(config.get("deleted", {}))
+
+            def apply(now: float) -> list[Publish]:
+                handler.set_policy(topics, deleted)
+                return []
+
+            self._loop.call(apply)  # in order, never overwritten by the next change
 
         view.subscribe(on_change)
 
@@ -179,9 +197,11 @@ class Store:
 
     def start(self) -> Store:
         try:
-            self._loop.start()
             if self._follow is not False:
+                # before the loop reads any data: the first configuration (topic deletions
+                # included) is the first command the loop runs
                 self._follow_metadata()
+            self._loop.start()
         except BaseException:
             if self.metadata is not None:
                 self.metadata.stop()

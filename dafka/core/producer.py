@@ -590,6 +590,20 @@ class ProducerCore:
             out.extend(self._advance(topic, state))
         return out
 
+    def forget_unacked(self, topic: str) -> int:
+        """The topic was deleted: stop holding, re-serving and announcing (HEAD) its records
+        not acknowledged yet, so they can never reach a re-created topic; returns how many.
+        Offsets are never reused: a re-created topic's partition goes on from here."""
+        state = self._topics.get(topic)
+        if state is None:
+            return 0
+        dropped = state.next_offset - 1 - (-1 if state.acked is None else state.acked)
+        self._free(state, state.next_offset - 1)
+        state.acks.clear()
+        state.acked = state.next_offset - 1 if state.next_offset else None
+        state.head_due = None
+        return dropped
+
     def _free(self, state: _Topic, durable: int) -> None:
         """Drop what is held up to ``durable`` (whole blobs only, under signed)."""
         held = state.held

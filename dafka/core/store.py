@@ -139,6 +139,8 @@ class StoreStats:
     """Batches from producers the topic's ACL (metadata) does not allow."""
     retention_trims: int = 0
     """Partitions whose tail moved because of retention."""
+    deleted_topic: int = 0
+    """Messages about a topic deleted in the metadata (dropped, not stored nor answered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +288,12 @@ class StoreCore:
         self._full_since: float | None = None  # when appends began to fail for a full disk
         self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
         """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
+        self._deleted: frozenset[str] = frozenset()  # deleted in the metadata, not re-created
+        self._applied_deletions: dict[str, int] = {}
+        self._fences: dict[PartitionKey, int] = {}  # last offset of a deleted topic's partition
+        if hasattr(storage, "deletions"):
+            self._applied_deletions, fences = storage.deletions()
+            self._fence(fences)
 
     # ------------------------------------------------------------------ queries
 
@@ -382,6 +390,49 @@ class StoreCore:
         self._acl = acl
         self._retention = retention
 
+    def apply_deletions(
+        self, deleted: Mapping[str, int], live: Iterable[str]
+    ) -> list[tuple[str, int]]:
+        """Apply the metadata's topic deletions (topic -> revision of the deletion; ``live``:
+        the topics that exist, some of them re-created). A deletion newer than the last this
+        store applied for its topic drops every batch and head of the topic in one
+        transaction (:meth:`LmdbStorage.delete_topic`) and everything held of it in memory.
+        Each partition keeps a fence at its deleted head: records at or below it are the
+        deleted topic's and are never stored again, and a re-created topic's partition
+        starts above it. While a topic stays deleted, messages about it are dropped.
+        Returns ``(topic, batches deleted)`` for the deletions applied now."""
+        done: list[tuple[str, int]] = []
+        delete = getattr(self._storage, "delete_topic", None)
+        for topic, revision in deleted.items():
+            if delete is None or revision <= self._applied_deletions.get(topic, -1):
+                continue
+            count, fences = delete(topic, revision)  # StorageError: retried on the next call
+            self._applied_deletions[topic] = revision
+            self._forget(topic)
+            self._fence(fences)
+            done.append((topic, count))
+            log.info("store.topic_deleted topic=%s revision=%d batches=%d", topic, revision, count)
+        self._deleted = frozenset(deleted) - frozenset(live)
+        return done
+
+    def _fence(self, fences: Mapping[PartitionKey, int]) -> None:
+        self._fences.update(fences)
+        for key, fence in fences.items():
+            if key not in self._heads:
+                self._tails[key] = fence + 1  # below it: deleted (answered like retention)
+
+    def _forget(self, topic: str) -> None:
+        """Drop everything held in memory about ``topic`` (its storage is already gone)."""
+        for table in (self._heads, self._tails, self._profiles, self._signed_heads, self._gaps):
+            for key in [k for k in table if k[0] == topic]:
+                del table[key]  # type: ignore[attr-defined]
+        for key in [k for k in self._buffers if k[0] == topic]:
+            for _, content in self._buffers.pop(key).values():
+                self._buffered_bytes -= len(content) + BUFFER_ENTRY_OVERHEAD
+        self._pending = deque(f for f in self._pending if f.topic != topic)
+        self._pending_keys = {k for k in self._pending_keys if k[1] != topic}
+        self._foreign = frozenset(k for k in self._foreign if k[0] != topic)
+
     def apply_retention(self, now_ms: int) -> list[tuple[str, str, int]]:
         """Delete whole batches that fell out of their topic's retention; returns the
         ``(topic, partition, new tail)`` of every partition whose tail moved."""
@@ -414,6 +465,9 @@ class StoreCore:
     # ------------------------------------------------------------------ messages
 
     def _dispatch(self, msg: m.Message, b: _Batch) -> None:
+        if self._deleted and getattr(msg, "topic", None) in self._deleted:
+            self.stats.deleted_topic += 1
+            return
         if isinstance(msg, m.Record) or (
             isinstance(msg, m.DirectRecord) and msg.recipient == self._node_id
         ):
@@ -438,7 +492,7 @@ class StoreCore:
             if head is None:
                 if not _valid_partition_key(*key):
                     return None
-                nxt = 0
+                nxt = self._fences.get(key, -1) + 1 if self._fences else 0
             else:
                 nxt = head + 1
             b.nexts[key] = nxt

@@ -3,7 +3,10 @@
 Public objects (Producer, Consumer, Store) never touch a socket: they put
 commands on their handler's thread-safe queue and call :meth:`NodeLoop.wake`,
 which writes to an eventfd-like pipe that the loop polls next to its zmq
-sockets. A node has:
+sockets. Anything else another thread hands to the IO thread (a metadata
+change, a subscription) goes through :meth:`NodeLoop.call`, the node's one
+command channel: a FIFO of calls run on the loop thread, in order, each once,
+so no update can be overwritten or lost between threads. A node has:
 
 * a data XPUB bound to ``host`` (ephemeral port unless given), XPUB_VERBOSE so
   that every subscription reaches the handler (the HELLO handshakes need them);
@@ -25,6 +28,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -44,6 +48,9 @@ log = logging.getLogger(__name__)
 MAX_DRAIN = 20_000  # messages read from the data SUB per loop turn
 MAX_DRAIN_BYTES = 64 * 1024 * 1024  # ... and bytes (signed RECORDs carry batches)
 TICK_INTERVAL = 0.05
+
+Call = Callable[[float], "list[Publish]"]
+"""A command run on the loop thread with the time; returns what to publish."""
 
 
 class NodeHandler(Protocol):
@@ -138,6 +145,7 @@ class NodeLoop:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._wake_pending = False
+        self._calls: deque[Call] = deque()
         self.endpoint = ""
         self.port = 0
         self.discovery = Discovery(
@@ -172,6 +180,26 @@ class NodeLoop:
                 pass  # the pipe is full, so the loop is awake anyway
             except OSError:
                 pass  # closed during shutdown
+
+    def call(self, fn: Call) -> None:
+        """Thread-safe: run ``fn(now)`` on the loop thread, after every call queued before it.
+
+        The node's one cross-thread command channel. Calls queued before :meth:`start`
+        run before the loop reads any data.
+        """
+        self._calls.append(fn)
+        self.wake()
+
+    def _run_calls(self, now: float) -> list[Publish]:
+        out: list[Publish] = []
+        calls = self._calls
+        while calls:
+            fn = calls.popleft()
+            try:
+                out.extend(fn(now))
+            except DafkaError as exc:
+                log.warning("node.call_failed id=%s error=%s", self.node_id, exc)
+        return out
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the loop and close its sockets (idempotent)."""
@@ -335,6 +363,8 @@ class NodeLoop:
                     self._wake_pending = False
                 if self._stopping:
                     break
+                if self._calls:
+                    send(self._run_calls(now))
                 send(self.handler.on_commands(now))
                 if bsub in events:
                     self._on_beacons(bsub, bpub, sub, my_beacon, now)

@@ -17,6 +17,7 @@ they must not block.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -25,7 +26,7 @@ from typing import Any
 import zmq
 
 from ..config import parse_towers
-from ..errors import DafkaError, WireError
+from ..errors import ClosedError, ConfigError, DafkaError, DafkaTimeout, WireError
 from ..raft import wire as w
 from ..raft.client import RaftClient
 from ..raft.ready import SnapshotChunk
@@ -40,6 +41,20 @@ log = logging.getLogger(__name__)
 BROADCAST_PORT_OFFSET = 3
 
 Listener = Callable[[dict[str, Any]], None]
+
+CREATE_TIMEOUT = 5.0
+"""Seconds a first use of an unknown topic waits for its creation to be committed."""
+
+
+class _CreateRequest:
+    """A topic creation asked for by another thread; ``done`` is set when it is settled."""
+
+    __slots__ = ("done", "error", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.done = threading.Event()
+        self.error: DafkaError | None = None
 
 
 class MetadataView:
@@ -65,11 +80,16 @@ class MetadataView:
         self._replica = MetadataStateMachine()
         self._config: dict[str, Any] | None = None
         self._listeners: list[Listener] = []
-        self._creates: list[str] = []
+        self._creates: list[_CreateRequest] = []
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self._loaded = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._prev = 0
+        self._published = -1
+        """The revision listeners last heard of (-1: none yet)."""
         self.online = False
         self.syncs = 0
 
@@ -83,8 +103,22 @@ class MetadataView:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._wake()
         if self._thread is not None:
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                return  # the thread still polls the pipe: leave it open
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except OSError:
+            pass  # full (the thread is awake anyway) or closed
 
     def wait_loaded(self, timeout: float) -> bool:
         return self._loaded.wait(timeout)
@@ -122,11 +156,24 @@ class MetadataView:
         config = self.config
         return True if config is None else bool(config["cluster"].get("auto_create", True))
 
-    def create_topic(self, name: str) -> None:
-        """Ask (from the view's thread, without waiting) for ``name`` to be created with
-        the default settings; a topic that exists by then is left alone."""
+    def create_topic(self, name: str, timeout: float = CREATE_TIMEOUT) -> None:
+        """Create ``name`` with the default settings and return once the creation is
+        committed and this view holds it (a topic that exists by then is left alone).
+
+        Raises :class:`DafkaTimeout` when no metadata leader committed it within
+        ``timeout`` s, or the :class:`DafkaError` that made the creation fail.
+        """
+        request = _CreateRequest(name)
         with self._lock:
-            self._creates.append(name)
+            self._creates.append(request)
+        self._wake()
+        if not request.done.wait(timeout):
+            raise DafkaTimeout(
+                f"could not create topic {name!r}: no metadata leader answered within "
+                f"{timeout:g} s (towers' Raft peers: {', '.join(self.raft_urls)})"
+            )
+        if request.error is not None:
+            raise request.error
 
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener(config)`` after every change (and now, if loaded)."""
@@ -146,6 +193,9 @@ class MetadataView:
         for url in self.broadcast_urls:
             sub.connect(url)
         client = RaftClient(self.raft_urls, self.cluster, timeout=self.timeout, context=ctx)
+        poller = zmq.Poller()
+        poller.register(sub, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
         next_sync = 0.0
         try:
             while not self._stop.is_set():
@@ -155,7 +205,13 @@ class MetadataView:
                 if now >= next_sync:
                     self._sync(client)
                     next_sync = time.monotonic() + (self.refresh if self.online else 1.0)
-                if sub.poll(200):
+                events = dict(poller.poll(200))
+                if self._wake_r in events:
+                    try:
+                        os.read(self._wake_r, 4096)
+                    except OSError:
+                        pass
+                if sub in events:
                     frames = sub.recv_multipart()
                     try:
                         msg = w.StateBroadcast.decode(frames)
@@ -166,37 +222,53 @@ class MetadataView:
                     elif not self.online:
                         next_sync = 0.0  # a tower is back: confirm with RequestEntries
         finally:
+            with self._lock:
+                requests, self._creates = self._creates, []
+            for request in requests:
+                request.error = ClosedError(f"could not create topic {request.name!r}: closed")
+                request.done.set()
             client.close()
             sub.close(0)
             ctx.term()
 
     def _create_topics(self, client: RaftClient) -> None:
         with self._lock:
-            names, self._creates = self._creates, []
-        for name in dict.fromkeys(names):
-            if self._replica.topics.get(name) is not None:
-                continue
+            requests, self._creates = self._creates, []
+        for request in requests:
+            name = request.name
             try:
-                client.update(command("topic.create", topic=name, settings={}))
-                log.info("metadata.topic_created topic=%s", name)
+                if name not in self._replica.topics:
+                    index = client.update(command("topic.create", topic=name, settings={}))
+                    self._sync(client)  # the committed entry, so the view holds the topic
+                    if self._prev < index:
+                        raise DafkaTimeout(f"the metadata log did not reach index {index}")
+                    if name not in self._replica.topics:
+                        why = self._replica.last_error or "deleted again at once"
+                        raise ConfigError(f"topic {name!r} was not created: {why}")
+                    log.info("metadata.topic_created topic=%s", name)
             except DafkaError as exc:
                 log.warning("metadata.topic_create.failed topic=%s error=%s", name, exc)
+                request.error = (
+                    exc
+                    if isinstance(exc, ConfigError)
+                    else DafkaTimeout(f"could not create topic {name!r}: {exc}")
+                )
+            request.done.set()
 
     def _take_broadcast(self, msg: w.StateBroadcast) -> bool:
         """Apply a broadcast that continues what we have; False when there is a gap."""
         entries = [e for e in msg.entries if e.index > self._prev]
         if not entries or entries[0].index != self._prev + 1:
             return False
-        before = self._replica.revision
-        for entry in entries:
-            self._replica.apply(entry)
-            self._prev = entry.index
-        if self._replica.revision != before:
-            self._publish()
+        try:
+            for entry in entries:
+                self._replica.apply(entry)
+                self._prev = entry.index
+        finally:
+            self._publish_changes()
         return self._prev >= msg.last_index
 
     def _sync(self, client: RaftClient) -> None:
-        before = self._replica.revision
         snapshot = bytearray()
         try:
             for item in client.stream_entries(self._prev, timeout=self.timeout):
@@ -211,7 +283,6 @@ class MetadataView:
                         replica.restore(bytes(snapshot))
                         self._replica = replica
                         self._prev = item.index
-                        before = -1
                 elif isinstance(item, Entry):
                     self._replica.apply(item)
                     self._prev = item.index
@@ -227,15 +298,25 @@ class MetadataView:
             self.online = False
             self.syncs += 1
             return
+        finally:
+            # what was applied is published even when a later entry or the stream failed:
+            # a replica that holds a change nobody hears of is worse than an older one
+            self._publish_changes()
         if not self.online:
             log.info("metadata.online index=%d revision=%d", self._prev, self._replica.revision)
         self.online = True
         self.syncs += 1
-        if self._replica.revision != before or not self._loaded.is_set():
+        if not self._loaded.is_set():
+            self._publish()
+
+    def _publish_changes(self) -> None:
+        """Publish the replica if it changed since the last publication."""
+        if self._replica.revision != self._published:
             self._publish()
 
     def _publish(self) -> None:
         config = self._replica.view()
+        self._published = config["revision"]
         with self._lock:
             self._config = config
             listeners = list(self._listeners)

@@ -24,6 +24,11 @@ Topic settings (:data:`TOPIC_DEFAULTS`): ``retention_ms`` / ``retention_bytes``
 ``rfc46``), ``max_record_bytes`` (``None``: only the wire profile's limit) and ``producers`` (``None``: any producer may write;
 a list of producer node IDs: only those).
 
+Deletion: ``topic.delete`` removes the topic and leaves a tombstone, ``deleted[topic]``
+= the revision of the deletion (kept when the topic is created again, replaced when it
+is deleted again). Nodes act on tombstones newer than the last they acted on: stores
+drop the topic's data, consumers are told, producers stop writing it (docs/metadata.md).
+
 Queries: ``[b"config"]`` → MessagePack of :meth:`MetadataStateMachine.view`;
 ``[b"topic", name]`` → the topic's settings or nil.
 """
@@ -185,6 +190,8 @@ class MetadataStateMachine:
         self.topics: dict[str, dict[str, Any]] = {}
         self.stores: set[str] = set()
         self.cluster: dict[str, Any] = dict(CLUSTER_DEFAULTS)
+        self.deleted: dict[str, int] = {}
+        """Tombstones: topic -> the revision that deleted it."""
         self.revision = 0
         """Changes applied so far (every peer counts the same)."""
         self.seen: OrderedDict[bytes, int] = OrderedDict()
@@ -249,6 +256,7 @@ class MetadataStateMachine:
                 if topic not in self.topics:
                     raise ConfigError(f"unknown topic {topic!r}")
                 del self.topics[topic]
+                self.deleted[topic] = self.revision + 1  # this command's revision
         elif op == "store.trust":
             self.stores.add(_node_id(cmd.get("store"), "store"))
         elif op == "store.revoke":
@@ -277,6 +285,7 @@ class MetadataStateMachine:
             "topics": copy.deepcopy(self.topics),
             "stores": sorted(self.stores),
             "cluster": dict(self.cluster),
+            "deleted": dict(self.deleted),
         }
 
     def snapshot(self) -> bytes:
@@ -294,6 +303,7 @@ class MetadataStateMachine:
         self.topics = {str(k): dict(v) for k, v in obj["topics"].items()}
         self.stores = set(obj.get("stores", []))
         self.cluster = {**CLUSTER_DEFAULTS, **obj.get("cluster", {})}
+        self.deleted = {str(k): int(v) for k, v in obj.get("deleted", {}).items()}
         self.revision = int(obj.get("revision", 0))
         self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
         self.newest = int(obj.get("newest", 0))

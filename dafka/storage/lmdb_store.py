@@ -8,7 +8,10 @@ Layout (DESIGN §5): named databases in one environment,
 * ``heads``: :func:`~dafka.storage.keys.partition_prefix` -> head, tail (2 x u64 BE)
   and the partition's wire profile (1 octet: its version octet, 1 rfc46, 2 signed).
   Updated in the same transaction as the batches, so they never disagree.
-* ``meta``: ``schema_version`` and the store's persistent ``node_id``.
+* ``meta``: ``schema_version`` and the store's persistent ``node_id``; for every topic
+  deletion applied, ``deleted 0x00 topic`` -> the metadata revision of the deletion
+  (u64 BE), and per partition of it ``fence 0x00`` + partition key -> the last offset
+  deleted (u64 BE): records at or below it are the deleted topic's, never stored again.
 
 Schema version 2 added the profile octet; a version 1 environment (only rfc46
 existed) is read as rfc46 throughout and marked version 2 on open.
@@ -38,7 +41,7 @@ import lmdb
 from ..errors import ClosedError, ConfigError, DafkaError, StorageError, StoreFullError
 from ..ids import is_node_id, new_node_id
 from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
-from .keys import MAX_OFFSET, decode_partition_key, partition_prefix
+from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .retention import BatchInfo
 
 __all__ = ["SCHEMA_VERSION", "LmdbStorage", "free_bytes", "space_needed", "translate_error"]
@@ -51,6 +54,8 @@ DEFAULT_MAP_SIZE = 64 * 1024 * 1024
 
 _META_SCHEMA = b"schema_version"
 _META_NODE_ID = b"node_id"
+_META_DELETED = b"deleted\0"
+_META_FENCE = b"fence\0"
 _U64 = struct.Struct(">Q")
 _HEAD_TAIL = struct.Struct(">QQ")
 _HEAD_TAIL_PROFILE = struct.Struct(">QQB")
@@ -203,7 +208,7 @@ class LmdbStorage:
             with self._env.begin(write=True) as txn:
                 self._batches = self._env.open_db(b"batches", txn=txn)
                 self._heads_db = self._env.open_db(b"heads", txn=txn)
-                meta = self._env.open_db(b"meta", txn=txn)
+                meta = self._meta = self._env.open_db(b"meta", txn=txn)
                 version = txn.get(_META_SCHEMA, db=meta)
                 if version is None or version in _OLD_SCHEMAS:
                     txn.put(_META_SCHEMA, str(SCHEMA_VERSION).encode(), db=meta)
@@ -415,6 +420,71 @@ class LmdbStorage:
             raise translate_error(exc, f"trim of {self._path} failed", path=self._path) from exc
         self._heads[key] = (head, tail)
         return tail
+
+    def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+        """Topic deletions applied (topic -> metadata revision) and the fences they left
+        (``(topic, partition)`` -> last offset deleted)."""
+        self._check_usable()
+        deleted: dict[str, int] = {}
+        fences: dict[tuple[str, str], int] = {}
+        try:
+            with self._env.begin(db=self._meta) as txn:
+                cursor = txn.cursor()
+                for prefix in (_META_DELETED, _META_FENCE):
+                    if not cursor.set_range(prefix):
+                        continue
+                    for key, value in cursor.iternext():
+                        if not key.startswith(prefix):
+                            break
+                        (number,) = _U64.unpack(value)
+                        if prefix == _META_DELETED:
+                            deleted[key[len(prefix) :].decode()] = number
+                        else:
+                            fences[decode_partition_key(key[len(prefix) :])] = number
+        except (lmdb.Error, DafkaError, struct.error, UnicodeDecodeError) as exc:
+            raise StorageError(f"store at {self._path} has unreadable deletions: {exc}") from exc
+        return deleted, fences
+
+    def delete_topic(self, topic: str, revision: int) -> tuple[int, dict[tuple[str, str], int]]:
+        """Delete every batch and head of ``topic`` in one transaction, with the record that
+        the deletion at metadata ``revision`` was applied and each partition's fence.
+        Returns the number of batches deleted and the fences ``(topic, partition) -> last
+        offset deleted``."""
+        self._check_usable()
+        prefix = topic_prefix(topic)
+        parts = sorted(self._by_topic.get(topic, ()))
+        old_fences = self.deletions()[1]
+        fences = {
+            (topic, p): max(self._heads[(topic, p)][0], old_fences.get((topic, p), -1))
+            for p in parts
+        }
+        while True:
+            deleted = 0
+            try:
+                with self._env.begin(write=True) as txn:
+                    for db in (self._batches, self._heads_db):
+                        cursor = txn.cursor(db=db)
+                        if cursor.set_range(prefix):
+                            while cursor.key()[: len(prefix)] == prefix:
+                                deleted += db is self._batches
+                                if not cursor.delete():
+                                    break
+                    txn.put(_META_DELETED + topic.encode(), _U64.pack(revision), db=self._meta)
+                    for (t, p), fence in fences.items():
+                        key = _META_FENCE + partition_prefix(t, p)
+                        txn.put(key, _U64.pack(fence), db=self._meta)
+                break
+            except lmdb.MapFullError:
+                self._grow()
+            except (lmdb.Error, OSError) as exc:
+                raise translate_error(
+                    exc, f"deleting topic {topic!r} in {self._path} failed"
+                ) from exc
+        for p in parts:
+            del self._heads[(topic, p)]
+            self._profiles.pop((topic, p), None)
+        self._by_topic.pop(topic, None)
+        return deleted, fences
 
     def partitions(self, topic: str) -> list[tuple[str, int]]:
         self._check_usable()

@@ -33,6 +33,8 @@ class MemoryStorage:
         self._profiles: dict[tuple[str, str], str] = {}
         self._parts: dict[tuple[str, str], _Partition] = {}
         self._by_topic: dict[str, set[str]] = {}
+        self._deleted: dict[str, int] = {}
+        self._fences: dict[tuple[str, str], int] = {}
         self._closed = False
 
     def _check_open(self) -> None:
@@ -76,6 +78,24 @@ class MemoryStorage:
     def profiles(self) -> dict[tuple[str, str], str]:
         self._check_open()
         return dict(self._profiles)
+
+    def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+        self._check_open()
+        return dict(self._deleted), dict(self._fences)
+
+    def delete_topic(self, topic: str, revision: int) -> tuple[int, dict[tuple[str, str], int]]:
+        """Like :meth:`LmdbStorage.delete_topic`."""
+        self._check_open()
+        deleted = 0
+        fences: dict[tuple[str, str], int] = {}
+        for name in sorted(self._by_topic.pop(topic, ())):
+            key = (topic, name)
+            fences[key] = max(self._heads.pop(key)[0], self._fences.get(key, -1))
+            self._profiles.pop(key, None)
+            deleted += len(self._parts.pop(key).batches)
+        self._fences.update(fences)
+        self._deleted[topic] = revision
+        return deleted, fences
 
     def close(self) -> None:
         self._closed = True
