@@ -73,9 +73,10 @@ def _parse(data: bytes, pos: int) -> tuple[LoggedBatch, int] | None:
     if magic != _MAGIC or size > _MAX_PAYLOAD:
         return None
     end = end_head + size + _CRC.size
-    if end > len(data) or zlib.crc32(data[pos : end - _CRC.size]) != _CRC.unpack_from(
-        data, end - _CRC.size
-    )[0]:
+    if (
+        end > len(data)
+        or zlib.crc32(data[pos : end - _CRC.size]) != _CRC.unpack_from(data, end - _CRC.size)[0]
+    ):
         return None
     tlen = data[end_head] if size else 0
     at = end_head + 1 + tlen
