@@ -84,8 +84,8 @@ def test_two_stores_both_end_up_with_every_record(tower: Tower, tmp_path: Path) 
     # each store alone must serve the whole partition
     for survivor, other in ((a, b), (b, a)):
         other.kill()
+        survivor.kill()  # one store per data directory: restart it alone
         alone = StoreProc(survivor.data_dir, tower.address)
-        survivor.kill()
         try:
             records = consume(tower.address, "both", len(values))
             assert_in_order(records, partition, values)
