@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -63,9 +64,13 @@ def test_flush_raises_when_a_record_failed(lonely: Producer) -> None:
     assert lonely.failed == 1
 
 
-def test_close_accounts_for_records_never_acknowledged(lonely: Producer) -> None:
+def test_close_accounts_for_records_never_acknowledged(
+    lonely: Producer, caplog: pytest.LogCaptureFixture
+) -> None:
     futures = [lonely.send(b"x"), lonely.send_many([b"y", b"z"])]
-    result = lonely.close(timeout=0.3)
+    with caplog.at_level(logging.WARNING, logger="dafka.producer"):
+        result = lonely.close(timeout=0.3)
+    assert "producer.close.incomplete" in caplog.text and "unacknowledged=3" in caplog.text
     assert result == CloseResult(acknowledged=0, unacknowledged=3, failed=0)
     assert not result.complete
     for fut in futures:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.cli.feed import Tally, read_lines
+from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore
+from dafka.errors import RecordTooLargeError
 from dafka.futures import BatchFuture, RecordFuture
 from dafka.identity import Identity
 from dafka.producer import _ProducerHandler
@@ -100,3 +101,63 @@ def test_read_lines_ends(tmp_path: Path, read_bytes: int) -> None:
 
 def test_tally_counts_what_was_not_acknowledged() -> None:
     assert Tally(read=10, acknowledged=6, failed=1).unacknowledged == 3
+
+
+class _SendStub:
+    """A producer that acknowledges every record at once and refuses values over 5 bytes."""
+
+    failed = 0
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[bytes, bytes | None]] = []
+        self.feed: Feed | None = None
+        self.stop_at = -1
+
+    @property
+    def acknowledged(self) -> int:
+        return len(self.sent)
+
+    def send(self, value: bytes, key: bytes | None = None) -> None:
+        if len(value) > 5:
+            raise RecordTooLargeError(f"a record of {len(value)} bytes is over", len(value), 5)
+        self.sent.append((value, key))
+        if len(self.sent) == self.stop_at and self.feed is not None:
+            self.feed.stop()  # as the first SIGINT does
+
+
+def _feed(tmp_path: Path, data: bytes, stub: _SendStub, **kw: object) -> tuple[Feed, list[str]]:
+    path = tmp_path / "in"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    reports: list[str] = []
+    feed = Feed(stub, fd, max_line=20, report=reports.append, **kw)  # type: ignore[arg-type]
+    stub.feed = feed
+    try:
+        feed.start()
+        assert feed.done.wait(10)
+    finally:
+        os.close(fd)
+    return feed, reports
+
+
+def test_feed_counts_every_line(tmp_path: Path) -> None:
+    stub = _SendStub()
+    data = b"a\r\nk:v\ntoolong\n" + b"x" * 30 + b"\nlast"
+    feed, reports = _feed(tmp_path, data, stub, separator=b":")
+    assert feed.error is None
+    assert stub.sent == [(b"a", None), (b"v", b"k"), (b"last", None)]
+    assert reports == [
+        "error: line 3 not sent: a record of 7 bytes is over",
+        "error: line 4 not sent: a line of 30 bytes is over the record size limit",
+    ]
+    assert feed.tally() == Tally(read=5, acknowledged=3, failed=2)
+    assert feed.tally().unacknowledged == 0
+
+
+def test_feed_stops_between_lines(tmp_path: Path) -> None:
+    stub = _SendStub()
+    stub.stop_at = 2
+    feed, _ = _feed(tmp_path, b"1\n2\n3\n4\n", stub, separator=None)
+    assert [v for v, _ in stub.sent] == [b"1", b"2"]
+    assert feed.tally() == Tally(read=2, acknowledged=2, failed=0)
+    assert feed.quiesce()
