@@ -101,7 +101,9 @@ def test_signal_mid_stream_counts_what_the_store_has(
     acked, missing = interrupted(p, sig)
     assert missing == 0, p.stderr  # the store is up: everything sent is acknowledged in grace
     assert "(every line read was acknowledged)" in p.stderr
-    assert after <= acked < lines
+    assert after <= acked <= lines
+    if sig is signal.SIGINT:  # 5,000,000 lines: the signal surely came mid-stream
+        assert acked < lines
     assert read_back(tower.address, topic) == b"".join(map(line, range(acked)))
 
 
@@ -131,7 +133,6 @@ def test_a_second_signal_stops_at_once() -> None:
         p = producer(tower.address, "void", "--grace", "120")
         p.wait_line(r"producer\.start id=")
         Writer(p, 100)
-        wait_until(lambda: p.p.poll() is None, 5)
         p.p.send_signal(signal.SIGTERM)
         p.wait_line(r"stopping on SIGTERM")
         p.p.send_signal(signal.SIGINT)
