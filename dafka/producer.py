@@ -130,8 +130,8 @@ class _ProducerHandler:
             fut.fail(error)
             freed += 1 if first < 0 else last + 1 - first
             freed_bytes += size
-        if freed:
-            self.p._released(freed, freed_bytes)
+        if freed:  # failed, not acknowledged: flush and close count them so
+            self.p._rejected(freed, freed_bytes, error)
         wal = self.p._wal
         if wal is not None:  # never re-published after a restart either
             try:

@@ -10,7 +10,7 @@ import pytest
 from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore
-from dafka.errors import RecordTooLargeError
+from dafka.errors import RecordTooLargeError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
 from dafka.identity import Identity
 from dafka.producer import _ProducerHandler
@@ -72,6 +72,17 @@ def test_other_topics_are_not_affected() -> None:
     handler.on_commands(0.0)
     assert bad.done() and not ok.done()
     assert handler.core.next_offset("u") == 1 and handler.core.next_offset("t") == 0
+
+
+def test_records_of_a_deleted_topic_count_as_failed_not_acknowledged() -> None:
+    handler, stub = _handler()
+    fut = RecordFuture()
+    handler.queue.append(("t", b"doomed", None, fut))
+    handler.on_commands(0.0)
+    handler._topic_deleted("t", 7)
+    assert isinstance(fut.exception(0), TopicDeletedError)
+    assert stub.released == []
+    assert [(n, size) for n, size, _ in stub.rejected] == [(1, 6)]
 
 
 def _lines(tmp_path: Path, data: bytes, max_line: int, read_bytes: int) -> list[bytes | int]:
