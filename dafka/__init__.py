@@ -10,6 +10,7 @@ from .errors import (
     DafkaError,
     DafkaTimeout,
     DataLossError,
+    DeliveryError,
     InvalidTopic,
     NotLeader,
     ProducerError,
@@ -17,17 +18,19 @@ from .errors import (
     ProposalDropped,
     ProtocolError,
     RaftError,
+    RecordTooLargeError,
     StorageError,
     StoreFullError,
     WireError,
 )
-from .producer import Producer
+from .producer import CloseResult, Producer
 from .store import Store
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BufferFullError",
+    "CloseResult",
     "ClosedError",
     "ConfigError",
     "ConsumedRecord",
@@ -35,6 +38,7 @@ __all__ = [
     "DafkaError",
     "DafkaTimeout",
     "DataLossError",
+    "DeliveryError",
     "InvalidTopic",
     "NodeConfig",
     "NotLeader",
@@ -45,6 +49,7 @@ __all__ = [
     "ProtocolError",
     "RaftError",
     "RecordBatch",
+    "RecordTooLargeError",
     "Store",
     "StorageError",
     "StoreFullError",

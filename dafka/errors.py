@@ -12,7 +12,9 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
     │   └── DataLossError                 data asked for is below the retention tail
     ├── TopicDeletedError                 the topic was deleted in the cluster metadata
     ├── ProducerError
-    │   └── BufferFullError               the unacknowledged buffer is full
+    │   ├── BufferFullError               the unacknowledged buffer is full
+    │   ├── RecordTooLargeError (ValueError)  a value or key over a size limit
+    │   └── DeliveryError                 records failed since the last flush
     ├── ProfileError (ValueError)         a feature the chosen wire profile cannot carry
     ├── RaftError
     │   ├── NotLeader                     carries the leader hint, if any
@@ -95,6 +97,32 @@ class BufferFullError(ProducerError):
     """The producer's unacknowledged buffer is full."""
 
     retriable = True
+
+
+class RecordTooLargeError(ProducerError, ValueError):
+    """A record's value or key is over a limit (the wire profile's or its topic's).
+
+    Raised by ``send``/``send_many`` before the record is queued, so nothing else is
+    affected; ``size`` and ``limit`` are in bytes.
+    """
+
+    def __init__(self, message: str, size: int = 0, limit: int = 0) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
+
+
+class DeliveryError(ProducerError):
+    """Records accepted by ``send`` failed before they could be acknowledged.
+
+    ``failed`` is how many, ``first`` the first error; the failed records' futures
+    carry their own errors.
+    """
+
+    def __init__(self, failed: int, first: BaseException | None) -> None:
+        super().__init__(f"{failed} record(s) failed since the last flush; the first: {first}")
+        self.failed = failed
+        self.first = first
 
 
 class ProfileError(DafkaError, ValueError):

@@ -8,7 +8,13 @@ the record is kept in memory, bounded by ``max_unacked_bytes``: when full,
 ``send`` blocks (or raises :class:`BufferFullError` with ``on_full="raise"``).
 ``send_many`` queues many records under one future, which is far cheaper per
 record. Futures resolve on the IO thread, so callbacks added to them must not
-block.
+block. A record over a size limit (the wire profile's, or its topic's
+``max_record_bytes``) is refused by ``send`` with :class:`RecordTooLargeError`
+before it is queued, so it never affects the records around it.
+
+``flush`` raises :class:`DeliveryError` if records it waited for failed, and
+``close`` returns a :class:`CloseResult` counting the records acknowledged,
+unacknowledged and failed: nothing is dropped without being counted.
 
 Under the ``signed`` profile (the default) the producer's node ID is derived
 from its Ed25519 key, and whatever is queued when the IO thread wakes is
@@ -26,6 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -40,7 +47,9 @@ from .errors import (
     ClosedError,
     ConfigError,
     DafkaTimeout,
+    DeliveryError,
     ProfileError,
+    RecordTooLargeError,
     StorageError,
     TopicDeletedError,
 )
@@ -54,6 +63,7 @@ from .node import node_config
 from .profiles import RFC46, Profile, SignedProfile
 from .state import StateDir
 from .storage.wal import LoggedBatch, ProducerLog
+from .wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +73,25 @@ ACKED_JOURNAL = "acked.journal"
 WAL_FILE = "producer.wal"
 """The durable producer's log of what it published and is not yet acknowledged."""
 
-__all__ = ["Producer"]
+__all__ = ["CloseResult", "Producer"]
+
+
+@dataclass(frozen=True, slots=True)
+class CloseResult:
+    """What :meth:`Producer.close` could account for, in records."""
+
+    acknowledged: int
+    """Records acknowledged over the producer's life."""
+    unacknowledged: int
+    """Records sent but not acknowledged when it closed; their futures failed with ClosedError."""
+    failed: int
+    """Records that failed after ``send`` accepted them (their futures carry the error)."""
+
+    @property
+    def complete(self) -> bool:
+        """True if every record sent was acknowledged."""
+        return not self.unacknowledged and not self.failed
+
 
 # queued by send()/send_many(): (topic, value or values, key or keys, future)
 _Queued = tuple[str, object, object, RecordFuture]
@@ -102,8 +130,8 @@ class _ProducerHandler:
             fut.fail(error)
             freed += 1 if first < 0 else last + 1 - first
             freed_bytes += size
-        if freed:
-            self.p._released(freed, freed_bytes)
+        if freed:  # failed, not acknowledged: flush and close count them so
+            self.p._rejected(freed, freed_bytes, error)
         wal = self.p._wal
         if wal is not None:  # never re-published after a restart either
             try:
@@ -169,11 +197,12 @@ class _ProducerHandler:
                 first, pubs = self.core.publish(
                     topic, values, now, keys if topic in keyed else None, stamp
                 )
-            except Exception as exc:  # a value over the profile's limits, say
-                for n, fut, size in futures:
-                    fut.fail(exc)
-                    self.p._released(n or 1, size)
-                continue
+            except Exception:  # send() checks sizes, so this is a defence: isolate the bad
+                first, pubs, futures = self._publish_apart(
+                    topic, values, keys if topic in keyed else None, futures, now, stamp
+                )
+                if not futures:
+                    continue
             pending = self.inflight.get(topic)
             if pending is None:
                 pending = self.inflight[topic] = deque()
@@ -214,6 +243,46 @@ class _ProducerHandler:
             error = exc
             log.error("producer.log_failed error=%s", exc)
         self.p._logged(taken, error)
+
+    def _publish_apart(
+        self,
+        topic: str,
+        values: list[bytes],
+        keys: list[bytes | None] | None,
+        futures: list[tuple],
+        now: float,
+        stamp: int,
+    ) -> tuple[int, list[Effect], list[tuple]]:
+        """Publish each send's records on their own; fail only the sends that do not seal.
+
+        Returns the first offset, the effects and the sends kept, whose offsets follow
+        on from the first (a failed send takes no offsets).
+        """
+        first = -1
+        out: list[Effect] = []
+        kept: list[tuple] = []
+        at = 0
+        for entry in futures:
+            n, fut, size = entry
+            count = n or 1
+            part_keys = keys[at : at + count] if keys is not None else None
+            try:
+                start, pubs = self.core.publish(
+                    topic, values[at : at + count], now, part_keys, stamp
+                )
+            except Exception as exc:
+                log.warning(
+                    "producer.record.rejected topic=%s records=%d error=%s", topic, count, exc
+                )
+                fut.fail(exc)
+                self.p._rejected(count, size, exc)
+            else:
+                if first < 0:
+                    first = start
+                out.extend(pubs)
+                kept.append(entry)
+            at += count
+        return first, out, kept
 
     def on_messages(self, msgs: list[Message], now: float) -> list[Effect]:
         out: list[Effect] = []
@@ -423,7 +492,16 @@ class Producer:
             self._cond = threading.Condition(self._lock)
             self._unacked_bytes = 0
             self._unacked = 0
+            self._acked_total = 0
+            self._failed_total = 0
+            self._failed = 0  # since the last flush
+            self._first_error: BaseException | None = None
             self._closed = False
+            self._close_result: CloseResult | None = None
+            # what a record may weigh: the signed batch format's caps, or (rfc46, one
+            # frame per record) the largest message a peer's socket accepts
+            self._max_value = MAX_VALUE_BYTES if signed else nconf.max_message_size
+            self._max_key = MAX_KEY_BYTES
             self._keys = wire.keys
             self._limit = self.config.max_unacked_bytes
             # rfc46 sends one message per record: keep what is in flight well
@@ -549,11 +627,20 @@ class Producer:
             self._topics_ok.add(topic)
         return topic
 
-    def _too_big(self, topic: str, size: int) -> ConfigError:
-        return ConfigError(
-            f"a record of {size} bytes is over topic {topic!r}'s max_record_bytes "
-            f"({self._max_record[topic]}, set in the cluster metadata)"
-        )
+    def _too_big(self, topic: str, size: int, key: bool = False) -> RecordTooLargeError:
+        if key:
+            limit = self._max_key
+            what = f"a record key of {size} bytes is over the {self.profile} profile's limit"
+        elif size > self._max_value:
+            limit = self._max_value
+            what = f"a record of {size} bytes is over the {self.profile} profile's limit"
+        else:
+            limit = self._max_record[topic]
+            what = (
+                f"a record of {size} bytes is over topic {topic!r}'s max_record_bytes "
+                "(set in the cluster metadata)"
+            )
+        return RecordTooLargeError(f"{what} ({limit} bytes)", size, limit)
 
     def _no_keys(self) -> ProfileError:
         return ProfileError(
@@ -604,8 +691,13 @@ class Producer:
         topic = self._topic(topic)
         if type(value) is not bytes:
             value = _as_bytes(value, "value")
-        if self._max_record and len(value) > self._max_record.get(topic, len(value)):
-            raise self._too_big(topic, len(value))
+        if key is not None and len(key) > self._max_key:
+            raise self._too_big(topic, len(key), key=True)
+        size = len(value)
+        if size > self._max_value or (
+            self._max_record and size > self._max_record.get(topic, size)
+        ):
+            raise self._too_big(topic, size)
         fut = RecordFuture()
         self._reserve(1, len(value))
         self._enqueue((topic, value, key, fut))
@@ -634,9 +726,14 @@ class Producer:
                 if not self._keys:
                     raise self._no_keys()
                 key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
-        if self._max_record and vals:
+                longest = max(len(k) for k in key_list if k is not None)
+                if longest > self._max_key:
+                    raise self._too_big(topic, longest, key=True)
+        if vals:
             biggest = max(map(len, vals))
-            if biggest > self._max_record.get(topic, biggest):
+            if biggest > self._max_value or (
+                self._max_record and biggest > self._max_record.get(topic, biggest)
+            ):
                 raise self._too_big(topic, biggest)
         fut = BatchFuture()
         if not vals:
@@ -679,7 +776,16 @@ class Producer:
             self._wal_cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until every record sent so far is acknowledged; DafkaTimeout if not in time."""
+        """Wait until every record sent so far is acknowledged or has failed.
+
+        Returns normally only if every record sent since the last ``flush`` was
+        acknowledged. Raises :class:`DeliveryError` (how many failed, and the first
+        error) if some failed after ``send`` accepted them; the count then starts
+        again from zero, and the failed records' futures carry their errors.
+        Raises :class:`DafkaTimeout` if records are still unacknowledged after
+        ``timeout`` seconds (failures stay counted for the next ``flush``), and
+        :class:`ClosedError` if the producer's IO thread has stopped.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._unacked:
@@ -691,21 +797,52 @@ class Producer:
                         f"{self._unacked} records not acknowledged within {timeout} s"
                     )
                 self._cond.wait(0.2 if left is None else min(left, 0.2))
+            failed, error = self._failed, self._first_error
+            self._failed, self._first_error = 0, None
+        if failed:
+            raise DeliveryError(failed, error)
+
+    @property
+    def max_value_bytes(self) -> int:
+        """The largest value ``send`` accepts under this wire profile (a topic may cap lower)."""
+        return self._max_value
+
+    @property
+    def max_key_bytes(self) -> int:
+        """The largest key ``send`` accepts (signed profile)."""
+        return self._max_key
 
     @property
     def unacked(self) -> int:
-        """Records sent but not yet acknowledged."""
+        """Records sent but not yet acknowledged (nor failed)."""
         return self._unacked
 
-    def close(self, timeout: float | None = 30.0) -> None:
-        """Flush (up to ``timeout``), then stop. Unacknowledged futures fail with ClosedError."""
+    @property
+    def acknowledged(self) -> int:
+        """Records acknowledged since the producer started."""
+        return self._acked_total
+
+    @property
+    def failed(self) -> int:
+        """Records that failed after ``send`` accepted them, since the producer started."""
+        return self._failed_total
+
+    def close(self, timeout: float | None = 30.0) -> CloseResult:
+        """Flush (up to ``timeout`` s; ``0``: not at all), stop, and account for every record.
+
+        Never drops records silently: the :class:`CloseResult` counts the records
+        acknowledged over the producer's life, those still unacknowledged (their
+        futures fail with :class:`ClosedError`) and those that failed; when any
+        were not acknowledged it also logs them at warning. Closing again returns
+        the same result.
+        """
         if self._closed:
-            return
+            return self._close_result or self._result()
         try:
             if timeout is None or timeout > 0:
                 self.flush(timeout)
-        except DafkaTimeout:
-            log.warning("producer.close.unacked id=%s records=%d", self.node_id, self._unacked)
+        except (DafkaTimeout, DeliveryError, ClosedError):
+            pass  # counted in the result
         finally:
             with self._cond:
                 self._closed = True
@@ -717,6 +854,20 @@ class Producer:
                 self._wal.close()
             if self._state is not None:
                 self._state.close()
+        result = self._close_result = self._result()
+        if not result.complete:
+            log.warning(
+                "producer.close.incomplete id=%s acknowledged=%d unacknowledged=%d failed=%d",
+                self.node_id,
+                result.acknowledged,
+                result.unacknowledged,
+                result.failed,
+            )
+        return result
+
+    def _result(self) -> CloseResult:
+        with self._lock:
+            return CloseResult(self._acked_total, self._unacked, self._failed_total)
 
     def __enter__(self) -> Producer:
         return self
@@ -727,7 +878,20 @@ class Producer:
     # ------------------------------------------------------- IO-thread callback
 
     def _released(self, count: int, size: int) -> None:
+        """``count`` records of ``size`` bytes were acknowledged."""
         with self._lock:
             self._unacked -= count
             self._unacked_bytes -= size
+            self._acked_total += count
+            self._cond.notify_all()
+
+    def _rejected(self, count: int, size: int, error: BaseException) -> None:
+        """``count`` records of ``size`` bytes failed: counted for ``flush`` and ``close``."""
+        with self._lock:
+            self._unacked -= count
+            self._unacked_bytes -= size
+            self._failed_total += count
+            self._failed += count
+            if self._first_error is None:
+                self._first_error = error
             self._cond.notify_all()

@@ -46,14 +46,17 @@ class Proc:
         stdin: bytes | None = None,
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
+        open_stdin: bool = False,
     ) -> None:
+        """``stdin`` bytes are written and the pipe closed; ``open_stdin`` leaves the pipe
+        (``self.p.stdin``) to the test instead."""
         full_env = dict(os.environ)
         full_env["PYTHONUNBUFFERED"] = "1"
         full_env.update(env or {})
         self.args = list(args)
         self.p = subprocess.Popen(
             self.args,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin is not None or open_stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=full_env,

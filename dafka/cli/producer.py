@@ -9,13 +9,20 @@ verifies count, and the summary line says so: that suits a local platform
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import sys
+import threading
+import time
+from collections.abc import Iterator
 
 import click
 
-from ..errors import DafkaTimeout, ProfileError
+from ..errors import ProfileError
 from ..producer import Producer
 from .common import CONTEXT, common_options, profile_option, run_cli
+from .feed import Feed, Signals
 
 
 @click.command(context_settings=CONTEXT)
@@ -68,6 +75,14 @@ from .common import CONTEXT, common_options, profile_option, run_cli
     help="Log every record to the state directory (fsync) before it counts as sent, so "
     "records survive a crash of this process and are published again on restart.",
 )
+@click.option(
+    "--grace",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="On SIGINT or SIGTERM: seconds to wait for what was sent to be acknowledged "
+    "(a second signal stops at once).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
 @run_cli
 def main(
@@ -82,12 +97,17 @@ def main(
     timeout: float,
     max_unacked_bytes: int,
     durable: bool,
+    grace: float,
     quiet: bool,
 ) -> None:
     """Publish each line of standard input as one record of TOPIC.
 
-    Exits 0 once every record is acknowledged by a store, 1 if some were not
-    acknowledged within --timeout.
+    Exits 0 once every record is acknowledged by a store; 1 if a line could
+    not be sent (too big: reported with its line number, the other lines are
+    still sent) or some records were not acknowledged within --timeout. On
+    SIGINT or SIGTERM it stops reading, waits up to --grace seconds for what it
+    sent, prints how many records were and were not acknowledged, and exits
+    130 or 143.
     """
     separator: bytes | None = None
     if key_separator is not None:
@@ -109,41 +129,121 @@ def main(
         min_acks=min_acks,
         durable=durable,
     )
-    sent = 0
-    try:
-        for line in sys.stdin.buffer:
-            if line.endswith(b"\n"):
-                line = line[:-1]
-                if line.endswith(b"\r"):
-                    line = line[:-1]
-            if separator is None:
-                producer.send(line)
-            else:
-                key, found, value = line.partition(separator)
-                if found:
-                    producer.send(value, key)
-                else:  # a line without the separator is a record without a key
-                    producer.send(line)
-            sent += 1
-        try:
-            producer.flush(timeout)
-        except DafkaTimeout:
-            missing = producer.unacked
-            click.echo(
-                f"error: {missing} of {sent} records were not acknowledged within {timeout:g} s "
-                "(is a store running and reachable through the tower?)",
-                err=True,
-            )
-            sys.exit(1)
-    finally:
-        producer.close(timeout=0)
-    if not quiet:
-        trust = " (any store's ACK counted; pin stores with --trusted-store)" if trust_any else ""
-        click.echo(
-            f"{sent} records acknowledged on topic {topic!r}, partition {producer.partition}"
-            f"{trust}",
-            err=True,
+    max_line = producer.max_value_bytes
+    if separator is not None:
+        max_line += len(separator) + producer.max_key_bytes
+    wake = threading.Event()
+    feed = Feed(
+        producer,
+        sys.stdin.fileno(),
+        separator=separator,
+        max_line=max_line,
+        report=lambda text: click.echo(text, err=True),
+        on_done=wake.set,
+    )
+
+    def first(signum: int) -> None:
+        feed.stop()
+        wake.set()
+        _say(
+            f"stopping on {Signals.name(signum)}: no more input is read; waiting up to "
+            f"{grace:g} s for acknowledgements (signal again to stop at once)"
         )
+
+    def second(signum: int) -> None:  # abort: no more waiting, but still the counts
+        t = feed.tally()
+        _say(
+            f"aborted by a second {Signals.name(signum)}: {t.acknowledged} records "
+            f"acknowledged, {t.unacknowledged} not acknowledged"
+            + (f", {t.failed} failed" if t.failed else "")
+        )
+        os._exit(Signals.exit_code(signum))
+
+    signals = Signals(first, second)
+    try:
+        feed.start()
+        _settle(producer, feed, signals, wake, timeout, grace)
+    finally:
+        # the lines below say what close() would log; close() also wakes a send
+        # blocked on a full buffer
+        with _quiet_logger("dafka.producer"):
+            result = producer.close(timeout=0)
+        feed.quiesce(timeout=5.0)
+        signals.restore()
+    if feed.error is not None:
+        raise feed.error
+    tally = feed.tally()
+    acked, failed, missing = tally.acknowledged, tally.failed, tally.unacknowledged
+    if signals.first is not None:
+        _say(
+            f"interrupted by {Signals.name(signals.first)}: {acked} records acknowledged, "
+            f"{missing} not acknowledged"
+            + (f", {failed} failed" if failed else "")
+            + ("" if missing or failed else " (every line read was acknowledged)")
+        )
+        sys.exit(Signals.exit_code(signals.first))
+    if result.unacknowledged:
+        _say(
+            f"error: {result.unacknowledged} of {feed.sent} records were not acknowledged within "
+            f"{timeout:g} s (is a store running and reachable through the tower?); "
+            f"{acked} acknowledged, {failed} failed"
+        )
+        sys.exit(1)
+    if not quiet or failed:
+        trust = " (any store's ACK counted; pin stores with --trusted-store)" if trust_any else ""
+        _say(
+            f"{acked} records acknowledged, {failed} failed on topic {topic!r}, "
+            f"partition {producer.partition}{trust}"
+        )
+    if failed:
+        sys.exit(1)
+
+
+def _settle(
+    producer: Producer,
+    feed: Feed,
+    signals: Signals,
+    wake: threading.Event,
+    timeout: float,
+    grace: float,
+) -> None:
+    """Wait for the end of input or a signal, then for the ACKs: ``timeout`` or ``grace`` s."""
+    deadline: float | None = None
+    interrupted = False
+    quiet = False  # nothing more will be sent
+    while True:
+        now = time.monotonic()
+        if signals.first is not None and not interrupted:
+            interrupted = True
+            feed.stop()
+            deadline = now + grace if deadline is None else min(deadline, now + grace)
+        if not quiet:
+            quiet = feed.done.is_set() or (interrupted and feed.quiesce())
+            if quiet and deadline is None:
+                deadline = now + timeout
+            if quiet and feed.error is not None:
+                return
+        if quiet and not producer.unacked:
+            return
+        if deadline is not None and now >= deadline:
+            return
+        wake.wait(0.05 if quiet else 0.5)
+        wake.clear()
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _say(text: str) -> None:
+    os.write(2, text.encode(errors="replace") + b"\n")
 
 
 if __name__ == "__main__":

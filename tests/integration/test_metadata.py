@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dafka.consumer import Consumer
-from dafka.errors import ConfigError, DafkaError, DataLossError
+from dafka.errors import ConfigError, DafkaError, DataLossError, RecordTooLargeError
 from dafka.metadata import MetadataClient, MetadataView
 from dafka.producer import Producer
 from dafka.query.client import BelowTailError, QueryClient
@@ -231,9 +231,9 @@ def test_unknown_topics_are_created_or_refused_as_the_cluster_says(tmp_path: Pat
             assert producer.send(b"y", topic="fresh").result(15) == 1
             admin.alter_topic("fresh", {"max_record_bytes": 10})
             wait_until(lambda: view.topic("fresh")["max_record_bytes"] == 10, 10, what="cap")
-            with pytest.raises(ConfigError, match="max_record_bytes"):
+            with pytest.raises(RecordTooLargeError, match="max_record_bytes"):
                 producer.send(b"z" * 11, topic="fresh")
-            with pytest.raises(ConfigError, match="max_record_bytes"):
+            with pytest.raises(RecordTooLargeError, match="max_record_bytes"):
                 producer.send_many([b"z", b"z" * 11], topic="fresh")
             assert producer.send(b"z" * 10, topic="fresh").result(15) == 2
     finally:

@@ -1,0 +1,223 @@
+"""What ``dafka-producer`` does with standard input: lines in, records out, every one accounted for.
+
+:func:`read_lines` splits a file descriptor into lines without holding a line
+that is too big to be a record (it only counts its bytes). :class:`Feed` reads
+and sends on a worker thread, so that the main thread stays free to take
+SIGINT and SIGTERM (:class:`Signals`) whatever the worker is blocked in: a read
+of standard input or a ``send`` waiting for buffer room. The worker sends under
+:attr:`Feed.lock`, so once the main thread holds that lock nothing more is sent
+and the counts stand still.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ..errors import ClosedError, RecordTooLargeError
+from ..producer import Producer
+
+__all__ = ["Feed", "Signals", "Tally", "read_lines"]
+
+READ_BYTES = 1 << 20
+
+
+def read_lines(fd: int, max_line: int, read_bytes: int = READ_BYTES) -> Iterator[list[bytes | int]]:
+    """The lines of ``fd`` (without the ``\\n``), one list per read.
+
+    A line of more than ``max_line`` bytes comes as its length (an ``int``)
+    instead: it is counted as it streams past, never held. A last line without a
+    ``\\n`` is a line too.
+    """
+    step = max(1, min(read_bytes, max_line))  # a whole line inside one read is <= max_line
+    pending: list[bytes] = []  # pieces of the line that the last read cut
+    pending_len = 0
+    too_big = False  # that line is already over max_line: count it, keep nothing
+    read = os.read
+    while True:
+        data = read(fd, step)
+        if not data:
+            break
+        lines: list[bytes | int] = data.split(b"\n")  # type: ignore[assignment]
+        tail = lines.pop()
+        if lines and (pending_len or too_big):
+            first = lines[0]
+            total = pending_len + len(first)  # type: ignore[arg-type]
+            if too_big or total > max_line:
+                lines[0] = total
+            else:
+                pending.append(first)  # type: ignore[arg-type]
+                lines[0] = b"".join(pending)
+            pending, pending_len, too_big = [], 0, False
+        if tail:
+            pending_len += len(tail)
+            if too_big or pending_len > max_line:
+                too_big, pending = True, []
+            else:
+                pending.append(tail)
+        if lines:
+            yield lines
+    if too_big:
+        yield [pending_len]
+    elif pending_len:
+        yield [b"".join(pending)]
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Where every line read went."""
+
+    read: int
+    """Lines taken from standard input."""
+    acknowledged: int
+    failed: int
+    """Lines refused (too big) or records that failed after they were sent."""
+
+    @property
+    def unacknowledged(self) -> int:
+        """Lines read that were neither acknowledged nor failed (not sent, or no ACK in time)."""
+        return self.read - self.acknowledged - self.failed
+
+
+class Feed:
+    """Reads lines from ``fd`` and sends each as a record, on its own thread.
+
+    ``separator`` splits a line into key and value; ``report`` gets one line of
+    text for each line that could not be sent. ``done`` is set when the worker
+    ends (end of input, :meth:`stop`, or an error, kept in :attr:`error`).
+    """
+
+    def __init__(
+        self,
+        producer: Producer,
+        fd: int,
+        *,
+        separator: bytes | None,
+        max_line: int,
+        report: Callable[[str], None],
+        on_done: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.producer = producer
+        self.fd = fd
+        self.separator = separator
+        self.max_line = max_line
+        self.report = report
+        self.on_done = on_done
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.lines = 0
+        self.sent = 0
+        self.refused = 0
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._held = False
+        self._thread = threading.Thread(target=self._run, name="dafka-producer-stdin", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Send no more lines (the worker notices before its next line)."""
+        self.stopped = True
+
+    def quiesce(self, timeout: float = 0.0) -> bool:
+        """True once nothing more will be sent: the worker ended, or the lock is ours for good."""
+        if self._held or self.done.is_set():
+            return True
+        if self.lock.acquire(timeout=timeout) if timeout > 0 else self.lock.acquire(False):
+            self._held = True  # never released: the worker, if it reads more, waits for good
+            self.stopped = True
+            return True
+        return False
+
+    def tally(self) -> Tally:
+        producer = self.producer
+        return Tally(self.lines, producer.acknowledged, producer.failed + self.refused)
+
+    def _run(self) -> None:
+        try:
+            for lines in read_lines(self.fd, self.max_line):
+                with self.lock:
+                    if self._send(lines):
+                        return
+        except ClosedError as exc:  # the main thread closed the producer
+            if not self.stopped:
+                self.error = exc
+        except BaseException as exc:  # reported by the main thread
+            self.error = exc
+        finally:
+            self.done.set()
+            self.on_done()
+
+    def _send(self, lines: list[bytes | int]) -> bool:
+        """Send ``lines``; True if stopped on the way."""
+        send = self.producer.send
+        separator = self.separator
+        number = self.lines
+        sent = self.sent
+        try:
+            for line in lines:
+                if self.stopped:
+                    return True
+                number += 1
+                if type(line) is int:
+                    self._refuse(number, f"a line of {line} bytes is over the record size limit")
+                    continue
+                assert isinstance(line, bytes)
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                try:
+                    if separator is None:
+                        send(line)
+                    else:
+                        key, found, value = line.partition(separator)
+                        if found:
+                            send(value, key)
+                        else:  # a line without the separator is a record without a key
+                            send(line)
+                except RecordTooLargeError as exc:
+                    self._refuse(number, str(exc))
+                    continue
+                sent += 1
+            return False
+        finally:
+            self.lines = number
+            self.sent = sent
+
+    def _refuse(self, number: int, why: str) -> None:
+        self.refused += 1
+        self.report(f"error: line {number} not sent: {why}")
+
+
+class Signals:
+    """SIGINT and SIGTERM: the first calls ``on_first``, the second ``on_second`` (abort)."""
+
+    def __init__(self, on_first: Callable[[int], None], on_second: Callable[[int], None]) -> None:
+        self.first: int | None = None
+        self._on_first = on_first
+        self._on_second = on_second
+        self._previous = {
+            sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.first is None:
+            self.first = signum
+            self._on_first(signum)
+        else:
+            self._on_second(signum)
+
+    def restore(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+    @staticmethod
+    def name(signum: int) -> str:
+        return signal.Signals(signum).name
+
+    @staticmethod
+    def exit_code(signum: int) -> int:
+        return 128 + signum
