@@ -169,7 +169,9 @@ def main(
         with _quiet_logger("dafka.producer"):
             result = producer.close(timeout=0)
         feed.quiesce(timeout=5.0)
-        signals.restore()
+        if signals.first is None:
+            # once interrupted, a second signal aborts at once until the very end
+            signals.restore()
     if feed.error is not None:
         raise feed.error
     tally = feed.tally()

@@ -132,7 +132,9 @@ def test_a_second_signal_stops_at_once() -> None:
     try:
         p = producer(tower.address, "void", "--grace", "120")
         p.wait_line(r"producer\.start id=")
-        Writer(p, 100)
+        writer = Writer(p, 200_000)
+        # past the pipe's buffer: the producer has read lines it cannot get acknowledged
+        wait_until(lambda: writer.written >= 20_000, 30, what="the producer to read lines")
         p.p.send_signal(signal.SIGTERM)
         p.wait_line(r"stopping on SIGTERM")
         p.p.send_signal(signal.SIGINT)
