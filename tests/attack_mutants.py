@@ -126,6 +126,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if state.acked is not None and state.acked + 1 > base:",
         "        if False:",
     ),
+    "a gap supersedes only older batches": (
+        "dafka.core.store",
+        "StoreCore._supersede",
+        "                if was.is_gap or was.timestamp_ms >= gap.timestamp_ms:",
+        "                if was.is_gap:",
+    ),
     "ZMQ_MAXMSGSIZE on the data SUB": (),
 }
 

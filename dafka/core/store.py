@@ -75,6 +75,7 @@ from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
 from ..storage.retention import retention_cut
 from ..wire.rfc46 import Command, direct_prefix
+from ..wire.signed import peek_batch
 from . import messages as m
 from .effects import Publish
 from .limits import RequestLimiter
@@ -99,6 +100,8 @@ _MAX_U32 = (1 << 32) - 1
 _BAD_INPUT = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
 _ERROR_LOG_PERIOD = 5.0
 MAX_EQUIVOCATION_REPORTS = 100
+MAX_SUPERSEDED_BATCHES = 4096
+"""Batches a gap statement may replace at once; more is left as equivocation."""
 SIGNED_READ_BATCHES = 4
 """Signed batches read per serving step of one FETCH (each may be up to 16 MiB)."""
 SERVE_BYTES = 16 * 1024 * 1024
@@ -131,6 +134,9 @@ class StoreStats:
     """HEADs that failed verification."""
     equivocations: int = 0
     """Validly signed batches for offsets already held with other content (kept first)."""
+    superseded: int = 0
+    """Offsets of batches a producer never got acknowledged, replaced by its later signed
+    gap statement after a restart (docs/wire.md §12)."""
     wrong_profile: int = 0
     """Records, HEADs or FETCHes for a partition pinned to the other wire profile."""
     fetches_limited: int = 0
@@ -551,16 +557,7 @@ class StoreCore:
         elif first == nxt:
             if self._signed and not self._genuine(msg, key, b):
                 return
-            batch = StoredBatch(topic, msg.partition, first, last, msg.content, self._name)
-            b.accepted.append(batch)
-            if self._signed:
-                b.blobs[(topic, msg.partition, first)] = batch
-            nxt = last + 1
-            buf = self._buffers.get(key)
-            if buf:
-                nxt = self._drain(key, buf, nxt, b)
-            b.nexts[key] = nxt
-            b.advanced.add(key)
+            self._accept(msg, key, last, b)
         elif first < nxt:
             if first < self._tails.get(key, 0):
                 self.stats.duplicates += 1  # below our tail: retention deleted it
@@ -568,7 +565,10 @@ class StoreCore:
                 self.stats.duplicates += 1
                 b.reack.add(key)
             elif self._genuine(msg, key, b):
-                self._equivocation(msg, key, b)
+                if self._supersede(msg, key, b):
+                    self._accept(msg, key, last, b)
+                else:
+                    self._equivocation(msg, key, b)
         elif self._note_gap(key, last, b):
             buf = self._buffers.get(key)
             if buf is not None and first in buf:
@@ -581,6 +581,72 @@ class StoreCore:
                 self._hold(key, first, last, msg.content, nxt)
         else:
             self.stats.dropped_out_of_order += 1
+
+    def _accept(
+        self, msg: m.Record | m.DirectRecord, key: PartitionKey, last: int, b: _Batch
+    ) -> None:
+        """Take a batch that continues the partition into the write batch (and what it
+        unblocks from the buffer)."""
+        first = msg.offset
+        batch = StoredBatch(key[0], key[1], first, last, msg.content, self._name)
+        b.accepted.append(batch)
+        if self._signed:
+            b.blobs[(key[0], key[1], first)] = batch
+        nxt = last + 1
+        buf = self._buffers.get(key)
+        if buf:
+            nxt = self._drain(key, buf, nxt, b)
+        b.nexts[key] = nxt
+        b.advanced.add(key)
+
+    def _supersede(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
+        """A verified gap statement over batches we hold that its producer signed earlier
+        and never got acknowledged (``docs/wire.md`` §12): drop them and let the gap in, so
+        that every store keeps the same history. True if that was done.
+
+        Only the exact case qualifies: the gap starts where a held batch starts, covers
+        everything held from there to the head, and is newer (by the producer's signed
+        clock) than every batch it replaces, none of which is a gap itself."""
+        if key in b.advanced:
+            return False  # batches of it wait in this very write batch: keep it simple
+        try:
+            gap = peek_batch(msg.content)
+        except WireError:
+            return False
+        first, last = msg.offset, msg.offset + msg.count - 1
+        head = self._heads.get(key)
+        if not gap.is_gap or head is None or head > last:
+            return False
+        try:
+            held = self._storage.read(key[0], key[1], first, MAX_SUPERSEDED_BATCHES)
+            if not held or held[0].first_offset != first or held[-1].last_offset != head:
+                return False
+            for old in held:
+                was = peek_batch(old.blob)
+                if was.is_gap or was.timestamp_ms >= gap.timestamp_ms:
+                    return False
+            self._storage.truncate(key[0], key[1], first)
+        except (StorageError, WireError) as exc:
+            log.warning("store.supersede_failed topic=%s error=%s", key[0], exc)
+            return False
+        if first > self._tails.get(key, 0):
+            self._heads[key] = first - 1
+        else:
+            self._heads.pop(key, None)
+            self._profiles.pop(key, None)
+        b.nexts[key] = first
+        self.stats.superseded += head - first + 1
+        log.warning(
+            "store.superseded topic=%s partition=%s offsets=%d..%d gap=%d..%d total=%d",
+            key[0],
+            key[1],
+            first,
+            head,
+            first,
+            last,
+            self.stats.superseded,
+        )
+        return True
 
     def _replay(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
         """True if ``msg`` is byte for byte the batch held at its offsets (a replay)."""

@@ -97,6 +97,12 @@ class Storage(Protocol):
         """Every stored partition: ``(topic, partition) -> profile`` it is pinned to (a copy)."""
         ...
 
+    def truncate(self, topic: str, partition: str, first: int) -> int:
+        """Delete a partition's batches from the one starting at ``first`` through the head
+        (one transaction); the head moves to ``first - 1``, and a partition left empty is
+        gone. Returns the batches deleted; StorageError if ``first`` does not start one."""
+        ...
+
     def close(self) -> None:
         """Release the backend; idempotent."""
         ...

@@ -421,6 +421,59 @@ class LmdbStorage:
         self._heads[key] = (head, tail)
         return tail
 
+    def truncate(self, topic: str, partition: str, first: int) -> int:
+        """Delete the batches of a partition from the one starting at ``first`` to the head,
+        in one transaction; the head moves to ``first - 1`` (the partition is gone when
+        nothing is left). For a producer's gap statement that supersedes batches it never
+        got acknowledged. Returns how many batches were deleted; raises StorageError when
+        ``first`` is not a stored batch's first offset at or above the tail."""
+        self._check_usable()
+        key = (topic, partition)
+        ht = self._heads.get(key)
+        if ht is None or not ht[1] <= first <= ht[0]:
+            raise StorageError(f"cannot truncate {key} at {first}: not within what is stored")
+        head, tail = ht
+        prefix = partition_prefix(topic, partition)
+        profile = self._profiles[key]
+        deleted = 0
+        try:
+            with self._env.begin(write=True) as txn:
+                cursor = txn.cursor(db=self._batches)
+                if not cursor.set_range(prefix + _U64.pack(first)):
+                    raise StorageError(f"no batch of {key} holds offset {first}")
+                (start,) = _U64.unpack_from(cursor.value())
+                if start != first:
+                    raise StorageError(f"offset {first} of {key} is inside a batch")
+                while cursor.key()[: len(prefix)] == prefix:
+                    deleted += 1
+                    if not cursor.delete():
+                        break
+                if first > tail:
+                    txn.put(
+                        prefix,
+                        _HEAD_TAIL_PROFILE.pack(first - 1, tail, PROFILE_IDS[profile]),
+                        db=self._heads_db,
+                    )
+                else:
+                    txn.delete(prefix, db=self._heads_db)
+        except (lmdb.Error, OSError) as exc:
+            raise translate_error(exc, f"truncate of {self._path} failed", path=self._path) from exc
+        if first > tail:
+            self._heads[key] = (first - 1, tail)
+        else:
+            del self._heads[key]
+            self._profiles.pop(key, None)
+            self._by_topic.get(topic, set()).discard(partition)
+        log.warning(
+            "lmdb.truncated topic=%s partition=%s from=%d old_head=%d batches=%d",
+            topic,
+            partition,
+            first,
+            head,
+            deleted,
+        )
+        return deleted
+
     def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
         """Topic deletions applied (topic -> metadata revision) and the fences they left
         (``(topic, partition)`` -> last offset deleted)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from ..errors import ClosedError
+from ..errors import ClosedError, StorageError
 from .base import HeadTail, StoredBatch, plan_append
 
 __all__ = ["MemoryStorage"]
@@ -78,6 +78,28 @@ class MemoryStorage:
     def profiles(self) -> dict[tuple[str, str], str]:
         self._check_open()
         return dict(self._profiles)
+
+    def truncate(self, topic: str, partition: str, first: int) -> int:
+        """Like :meth:`LmdbStorage.truncate`."""
+        self._check_open()
+        key = (topic, partition)
+        ht = self._heads.get(key)
+        part = self._parts.get(key)
+        if ht is None or part is None or not ht[1] <= first <= ht[0]:
+            raise StorageError(f"cannot truncate {key} at {first}: not within what is stored")
+        at = bisect.bisect_left(part.lasts, first)
+        if part.batches[at].first_offset != first:
+            raise StorageError(f"offset {first} of {key} is inside a batch")
+        deleted = len(part.batches) - at
+        del part.batches[at:]
+        del part.lasts[at:]
+        if part.batches:
+            self._heads[key] = (first - 1, ht[1])
+        else:
+            del self._heads[key], self._parts[key]
+            self._profiles.pop(key, None)
+            self._by_topic.get(topic, set()).discard(partition)
+        return deleted
 
     def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
         self._check_open()

@@ -259,3 +259,36 @@ def test_consumer_passes_a_gap_without_delivering_and_goes_on() -> None:
     assert core.positions()[("t", P)] == 6
     assert core.stats.gap_offsets == 3
     assert core.stats.delivered == 3
+
+
+def test_a_newer_gap_statement_supersedes_batches_never_acknowledged() -> None:
+    """A store that was away holds batches of the old run where the producer, restarted,
+    has closed the range: the store drops them for the gap, so every store agrees."""
+    storage = MemoryStorage()
+    core = StoreCore(S, storage, profile=SignedProfile(STORE))
+    old = [
+        decoded(signed.encode(signed.Record.of(blob(0, 2, timestamp_ms=1_000)))),
+        decoded(signed.encode(signed.Record.of(blob(2, 2, timestamp_ms=1_000)))),
+    ]
+    core.handle_batch(old, 1.0)
+    assert core.head("t", P) == 3
+    gap = decoded(signed.encode(signed.Record.of(signed.seal_gap(PRODUCER, "t", 2, 4, 2_000))))
+    out = core.handle_batch([gap], 2.0)
+    assert [e.msg.offset for e in out if isinstance(e.msg, m.Ack)] == [5]
+    assert core.head("t", P) == 5
+    assert core.stats.superseded == 2 and core.stats.equivocations == 0
+    served = storage.read("t", P, 2, 10)
+    assert [(b.first_offset, b.last_offset) for b in served] == [(2, 5)]
+    assert signed.peek_batch(served[0].blob).is_gap
+
+
+def test_an_older_gap_statement_is_equivocation_and_the_batches_stay() -> None:
+    storage = MemoryStorage()
+    core = StoreCore(S, storage, profile=SignedProfile(STORE))
+    core.handle_batch(
+        [decoded(signed.encode(signed.Record.of(blob(0, 2, timestamp_ms=5_000))))], 1.0
+    )
+    gap = decoded(signed.encode(signed.Record.of(signed.seal_gap(PRODUCER, "t", 0, 3, 4_000))))
+    core.handle_batch([gap], 2.0)
+    assert core.head("t", P) == 1
+    assert core.stats.superseded == 0 and core.stats.equivocations == 1

@@ -177,3 +177,30 @@ def test_a_partition_is_pinned_to_the_profile_of_its_first_batch(storage: Storag
     assert storage.heads() == {("t", P1): (0, 0), ("t", P2): (4, 0)}
     storage.append([StoredBatch("t", P2, 5, 5, b"six", "signed")])
     assert storage.profiles()[("t", P2)] == "signed"
+
+
+def test_truncate_drops_the_batches_from_a_first_offset_to_the_head(storage: Storage) -> None:
+    storage.append([rec("t", P1, i) for i in range(5)] + [rec("t", P2, 0)])
+    assert storage.truncate("t", P1, 3) == 2  # type: ignore[attr-defined]
+    assert storage.heads()[("t", P1)] == (2, 0)
+    assert offsets_of(storage.read("t", P1, 0, 10)) == [(0, 0), (1, 1), (2, 2)]
+    storage.append([rec("t", P1, 3, b"new")])  # the partition continues from there
+    assert storage.read("t", P1, 3, 1)[0].blob == b"new"
+    with pytest.raises(StorageError):
+        storage.truncate("t", P1, 9)  # type: ignore[attr-defined]
+    assert storage.truncate("t", P2, 0) == 1  # type: ignore[attr-defined]
+    assert ("t", P2) not in storage.heads()
+    assert storage.partitions("t") == [(P1, 3)]
+
+
+def test_truncate_survives_a_reopen(tmp_path: Path) -> None:
+    s = LmdbStorage(tmp_path / "db")
+    s.append([rec("t", P1, i) for i in range(4)])
+    s.truncate("t", P1, 2)
+    s.close()
+    again = LmdbStorage(tmp_path / "db")
+    try:
+        assert again.heads()[("t", P1)] == (1, 0)
+        again.append([rec("t", P1, 2, b"after")])
+    finally:
+        again.close()
