@@ -423,7 +423,7 @@ class Producer:
         self._wal_cond = threading.Condition()
         self._wal_seq = 0
         self._wal_done = 0
-        self._wal_error: StorageError | None = None
+        self._wal_failed: deque[tuple[int, int, StorageError]] = deque(maxlen=256)
         logged: list[tuple[str, int, int, bytes]] = []
         next_offsets: dict[str, int] = {}
         acked_offsets: dict[str, int] = {}
@@ -761,7 +761,7 @@ class Producer:
                 if not self._loop.alive:
                     raise ClosedError("producer IO thread has stopped")
                 cond.wait(0.2)
-            error = self._wal_error
+            error = next((e for lo, hi, e in self._wal_failed if lo < seq <= hi), None)
         if error is not None:
             raise StorageError(
                 f"{error}: the record was sent but is not in the producer log, so it would "
@@ -771,8 +771,9 @@ class Producer:
     def _logged(self, count: int, error: StorageError | None) -> None:
         """IO thread: the next ``count`` queued items are in the log (or failed to be)."""
         with self._wal_cond:
+            if error is not None:  # the turns whose records are not in the log (recent ones)
+                self._wal_failed.append((self._wal_done, self._wal_done + count, error))
             self._wal_done += count
-            self._wal_error = error
             self._wal_cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> None:

@@ -163,3 +163,19 @@ def test_durable_producer_republishes_what_send_accepted_before_a_crash(
         assert [r.offset for r in records] == list(range(1001))
     finally:
         store.kill()
+
+
+def test_durable_send_raises_when_its_records_cannot_be_logged(
+    tower: Tower, small_fs: Path
+) -> None:
+    """A full disk under the state directory: send() says the record is not in the log."""
+    from dafka.errors import StorageError
+
+    with Producer(
+        "full", towers=tower.address, state_dir=small_fs / "p", durable=True, metadata=False
+    ) as p:
+        p.send_many([b"x" * 1000] * 10)  # fits
+        with pytest.raises(StorageError, match="not in the producer log"):
+            for _ in range(10):
+                p.send_many([b"y" * 100_000] * 10)  # 1 MB a call: the 2 MiB disk fills
+        p.close(timeout=0)
