@@ -55,7 +55,9 @@ __all__ = [
     "NODE_ID_PERSON",
     "Identity",
     "create",
+    "create_file",
     "load",
+    "load_file",
     "load_or_create",
     "node_id_bytes_for",
     "node_id_for",
@@ -168,10 +170,10 @@ def _key_path(state_dir: str | os.PathLike[str]) -> Path:
     return Path(state_dir) / KEY_FILE
 
 
-def _parse_key_file(path: Path, text: str) -> Identity:
+def _parse_key_file(path: Path, text: str, what: str = "node key") -> Identity:
     corrupt = ConfigError(
-        f"{path} is not a valid Dafka node key; restore it from a backup, or remove it to "
-        "start a new identity (a new partition)"
+        f"{path} is not a valid Dafka {what}; restore it from a backup, or remove it to "
+        + ("start a new identity (a new partition)" if what == "node key" else "make a new one")
     )
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -198,13 +200,21 @@ def load(state_dir: str | os.PathLike[str]) -> Identity:
     file, when group or others may access it, or when it is damaged.
     """
     path = _key_path(state_dir)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
+    if not (path.exists() or path.is_symlink()):
         raise ConfigError(
             f"no node key in {path.parent}; create one with: dafka-keys create --state-dir "
             f"{path.parent}"
-        ) from None
+        )
+    return load_file(path)
+
+
+def load_file(path: Path, what: str = "node key") -> Identity:
+    """Read a key file at ``path`` (the format above); one ConfigError naming the file
+    when it is missing, group or others may access it, or it is damaged."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ConfigError(f"no {what} at {path}") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
@@ -218,7 +228,7 @@ def load(state_dir: str | os.PathLike[str]) -> Identity:
                 f"make it private with: chmod 600 {path}"
             )
         if st.st_size > _MAX_KEY_FILE:
-            raise ConfigError(f"{path} is {st.st_size} bytes long; a node key file is far smaller")
+            raise ConfigError(f"{path} is {st.st_size} bytes long; a {what} file is far smaller")
         data = os.read(fd, _MAX_KEY_FILE + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
@@ -228,7 +238,7 @@ def load(state_dir: str | os.PathLike[str]) -> Identity:
         text = data.decode("ascii")
     except UnicodeDecodeError:
         text = ""
-    return _parse_key_file(path, text)
+    return _parse_key_file(path, text, what)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -261,15 +271,19 @@ def create(state_dir: str | os.PathLike[str], identity: Identity | None = None) 
     complete one, and an existing key is never overwritten. Raises
     :class:`ConfigError` if the key file already exists or cannot be written.
     """
-    directory = Path(state_dir)
-    path = directory / KEY_FILE
+    return create_file(Path(state_dir) / KEY_FILE, identity)
+
+
+def create_file(path: Path, identity: Identity | None = None, what: str = "node key") -> Identity:
+    """:func:`create` for a key file at any ``path`` (its directory is made 0700)."""
+    directory = path.parent
     identity = identity if identity is not None else Identity.generate()
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         if path.exists() or path.is_symlink():
             raise FileExistsError(path)
         data = identity._key_file_text().encode("ascii")
-        tmp = directory / f".{KEY_FILE}.{os.getpid()}.tmp"
+        tmp = directory / f".{path.name}.{os.getpid()}.tmp"
         tmp.unlink(missing_ok=True)
         _write_new(tmp, data)
         try:
@@ -285,13 +299,11 @@ def create(state_dir: str | os.PathLike[str], identity: Identity | None = None) 
             tmp.unlink(missing_ok=True)
         _fsync_dir(directory)
     except FileExistsError:
-        raise ConfigError(
-            f"{path} already exists; refusing to replace a node key (it is the node's "
-            "partition identity)"
-        ) from None
+        why = " (it is the node's partition identity)" if what == "node key" else ""
+        raise ConfigError(f"{path} already exists; refusing to replace a {what}{why}") from None
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    log.info("identity.created path=%s node_id=%s", path, identity.node_id)
+    log.info("identity.created path=%s what=%s node_id=%s", path, what, identity.node_id)
     return identity
 
 

@@ -20,6 +20,10 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from tests.admin import install_admin_key  # noqa: E402
+
+install_admin_key()  # towers started by tests make it their first admin; clients sign with it
+
 settings.register_profile("ci", deadline=None, max_examples=50)
 settings.register_profile("thorough", deadline=None, max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

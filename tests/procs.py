@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tests.admin import tower_args
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -191,7 +193,7 @@ def py(module: str, *args: str) -> list[str]:
 
 class Tower:
     def __init__(self) -> None:
-        self.proc = Proc(py("tower", "--bind", "127.0.0.1:0"))
+        self.proc = Proc(py("tower", "--bind", "127.0.0.1:0", *tower_args()))
         m = self.proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)")
         self.address = f"127.0.0.1:{m.group(1)}"
 

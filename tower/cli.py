@@ -8,7 +8,13 @@ from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import RaftError
 
-from .metadata import TowerNode, default_data_dir, parse_raft_peers
+from .metadata import (
+    TowerNode,
+    admin_public_keys,
+    default_data_dir,
+    local_admin_key,
+    parse_raft_peers,
+)
 
 
 @click.command(context_settings=CONTEXT)
@@ -35,21 +41,48 @@ from .metadata import TowerNode, default_data_dir, parse_raft_peers
     help="Raft data directory (default: .dafka/tower-PORT; port 0: a temporary one).",
 )
 @click.option("--cluster", default="dafka", show_default=True, help="Metadata cluster ident.")
+@click.option(
+    "--admin-key",
+    multiple=True,
+    help="Public key (64 hex) of a first admin of a new metadata group; repeatable.",
+)
+@click.option(
+    "--admin-key-file",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="An admin key file whose public key is a first admin; repeatable. A one-tower "
+    "group given no admin key makes DATA_DIR/admin.key.",
+)
 @run_cli
 def main(
-    bind: str, raft_peers: str | None, peer_id: str | None, data_dir: str | None, cluster: str
+    bind: str,
+    raft_peers: str | None,
+    peer_id: str | None,
+    data_dir: str | None,
+    cluster: str,
+    admin_key: tuple[str, ...],
+    admin_key_file: tuple[str, ...],
 ) -> None:
     """Relay discovery beacons between Dafka nodes and host the cluster metadata."""
     host, port = parse_endpoint(bind, "tower bind address", allow_zero=True)
     peers = parse_raft_peers(raft_peers)
+    data_dir = data_dir or default_data_dir(port)
+    keys = admin_public_keys(admin_key, admin_key_file)
     node = TowerNode(
         TowerAddress(host, port),
-        data_dir=data_dir or default_data_dir(port),
+        data_dir=data_dir,
         raft_peers=peers,
         peer_id=peer_id,
         cluster=cluster,
+        admin_keys=keys,
     )
     node.start()
+    if not keys and not peers:
+        key, made = local_admin_key(data_dir)
+        node.bootstrap([key])
+        click.echo(f"admin key {made} (dafka ... --admin-key {made})", err=True)
+    elif not keys:
+        click.echo("no --admin-key: this tower proposes no first admin of the group", err=True)
     address = node.address
     click.echo(
         f"tower on {address.sub} (beacons) and {address.pub} (relay), "
@@ -63,4 +96,7 @@ def main(
 
 
 def _crashed(node: TowerNode) -> None:
-    raise RaftError(f"metadata peer {node.peer_id} stopped: {node.raft.error!r}")
+    error = node.bootstrap_error or RaftError(
+        f"metadata peer {node.peer_id} stopped: {node.raft.error!r}"
+    )
+    raise error

@@ -3,23 +3,35 @@
 Port convention for a tower whose beacon port is ``PORT``: relay XPUB ``PORT+1``,
 Raft ROUTER ``PORT+2``, StateBroadcast PUB ``PORT+3``. A node that knows a tower's
 beacon address therefore knows where its Raft peer and broadcasts are.
+
+Admin bootstrap: a tower given admin keys (``--admin-key``) proposes ``admins.init``
+with them once the group has a leader and the metadata lists no admin yet. If another
+``admins.init`` got there first and the admins do not include one of this tower's keys,
+the tower stops with an error (someone else set up the group). A one-tower group
+started without admin keys makes one in its data directory (:func:`local_admin_key`), so
+a fresh group never waits unclaimed.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import shutil
 import socket
 import tempfile
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from dafka.config import TowerAddress
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, DafkaError, RaftError
 from dafka.metadata.client import DEFAULT_CLUSTER, RAFT_PORT_OFFSET
 from dafka.metadata.follower import BROADCAST_PORT_OFFSET
-from dafka.metadata.state import MetadataStateMachine
+from dafka.metadata.signing import check_public_key, create_admin_key, load_admin_key
+from dafka.metadata.state import MetadataStateMachine, command, decode_config
+from dafka.raft.client import RaftClient
 from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.types import Peer
 
@@ -28,12 +40,17 @@ from .relay import Tower
 __all__ = [
     "PORTS_PER_TOWER",
     "TowerNode",
+    "admin_public_keys",
     "default_data_dir",
     "free_port_block",
+    "local_admin_key",
     "parse_raft_peers",
 ]
 
+log = logging.getLogger(__name__)
+
 PORTS_PER_TOWER = 4
+ADMIN_KEY_FILE = "admin.key"
 
 
 def free_port_block(host: str, count: int = PORTS_PER_TOWER) -> int:
@@ -91,6 +108,21 @@ def parse_raft_peers(spec: str | None) -> list[tuple[str, TowerAddress]]:
     return out
 
 
+def admin_public_keys(keys: Sequence[str], key_files: Sequence[str]) -> list[str]:
+    """``--admin-key`` values and the public halves of ``--admin-key-file`` files."""
+    out = [check_public_key(k) for k in keys]
+    return out + [load_admin_key(f).public_key.hex() for f in key_files]
+
+
+def local_admin_key(data_dir: str | os.PathLike[str]) -> tuple[str, Path]:
+    """(public key, file) of ``DATA_DIR/admin.key``, made on first use: the admin of a
+    one-tower group started without admin keys."""
+    path = Path(data_dir) / ADMIN_KEY_FILE
+    exists = path.exists() or path.is_symlink()
+    admin = load_admin_key(path) if exists else create_admin_key(path)
+    return admin.public_key.hex(), path
+
+
 def _same_address(a: TowerAddress, b: TowerAddress) -> bool:
     """Same port and same host: literally, by a wildcard bind, or resolved alike."""
     if a.port != b.port:
@@ -123,7 +155,12 @@ class TowerNode:
         peer_id: str | None = None,
         cluster: str = DEFAULT_CLUSTER,
         options: PeerOptions | None = None,
+        admin_keys: Sequence[str] = (),
     ) -> None:
+        self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
+        self.bootstrap_error: DafkaError | None = None
+        self._stop = threading.Event()
+        self._bootstrapper: threading.Thread | None = None
         picked = address.port == 0
         if picked:
             address = TowerAddress(address.host, free_port_block(address.host))
@@ -151,8 +188,9 @@ class TowerNode:
                 )
         self.cluster = cluster
         self.data_dir = Path(data_dir)
-        self.sm = MetadataStateMachine()
+        self.sm = MetadataStateMachine(cluster=cluster)
         members = [Peer(pid, _raft(a)) for pid, a in peers] or [Peer(self.peer_id, _raft(address))]
+        self.members = [p.url for p in members]
         self.raft = RaftPeer(
             self.peer_id,
             _raft(address),
@@ -176,13 +214,61 @@ class TowerNode:
         except BaseException:
             self.relay.stop()
             raise
+        if self.admin_keys:
+            self.bootstrap(self.admin_keys)
         return self
+
+    def bootstrap(self, admin_keys: Sequence[str]) -> None:
+        """Make ``admin_keys`` the first admins if the metadata has none (in the background)."""
+        self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
+        if self._bootstrapper is None:
+            self._bootstrapper = threading.Thread(
+                target=self._bootstrap, name="dafka-admin-bootstrap", daemon=True
+            )
+            self._bootstrapper.start()
+
+    def _bootstrap(self) -> None:
+        """Propose ``admins.init`` until the metadata lists admins; check they are ours."""
+        proposed = False
+        client = RaftClient(self.members, self.cluster, timeout=2.0)
+        try:
+            while not self._stop.is_set():
+                try:
+                    admins = decode_config(client.read([b"config"])).get("admins") or []
+                    if not admins:
+                        client.update(command("admins.init", admins=self.admin_keys))
+                        proposed = True
+                        continue
+                except DafkaError as exc:
+                    log.debug("tower.admin_bootstrap.retry error=%s", exc)
+                    self._stop.wait(0.5)
+                    continue
+                if proposed and not set(admins) & set(self.admin_keys):
+                    self.bootstrap_error = RaftError(
+                        f"the metadata's admins were set to {', '.join(admins)} before this "
+                        f"tower's admin keys ({', '.join(self.admin_keys)}) were: someone else "
+                        "set up this group; start it again on an empty data directory"
+                    )
+                    log.error("tower.admin_bootstrap.lost admins=%s", admins)
+                elif proposed:
+                    log.info("tower.admin_bootstrap.done admins=%s", admins)
+                return
+        finally:
+            client.close()
 
     @property
     def running(self) -> bool:
-        return self.raft.running
+        return self.raft.running and self.bootstrap_error is None
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the tower stopped working: the Raft peer's error or a lost bootstrap."""
+        return self.raft.error or self.bootstrap_error
 
     def stop(self) -> None:
+        self._stop.set()
+        if self._bootstrapper is not None:
+            self._bootstrapper.join(5.0)
         with contextlib.suppress(Exception):
             self.raft.stop()
         self.relay.stop()

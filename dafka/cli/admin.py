@@ -6,10 +6,13 @@
     dafka topics list | describe events | alter events --retention-bytes 1G | delete events
     dafka stores trust <node ID or public key> | list | revoke <key>
     dafka cluster status | set --no-auto-create
+    dafka admins list | add <public key> | remove <public key>
 
-Writes go through the Raft leader; reads are linearizable. Errors (an unknown
-topic, a bad setting, no reachable leader) are one line on stderr and a non-zero
-exit (2 for a user mistake, 1 otherwise).
+Writes go through the Raft leader, signed with the admin key file ``--admin-key``
+(default ``$DAFKA_ADMIN_KEY``, else ``.dafka/admin.key``, which ``dafka-local`` makes);
+reads are linearizable and need no key. Errors (an unknown topic, a bad setting, no
+admin key, a key that is not an admin, no reachable leader) are one line on stderr
+and a non-zero exit (2 for a user mistake, 1 otherwise).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import click
 
 from ..errors import ConfigError, DafkaTimeout
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
+from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
 from .common import CONTEXT, common_options, run_cli
 
@@ -117,8 +121,22 @@ def _client_options(f: F) -> F:
     return f
 
 
-def _client(tower: str, cluster: str, timeout: float) -> MetadataClient:
-    return MetadataClient(tower, cluster=cluster, timeout=timeout)
+def _admin_option(f: F) -> F:
+    return click.option(
+        "--admin-key",
+        "admin_key",
+        default=None,
+        envvar=ADMIN_KEY_ENV,
+        type=click.Path(dir_okay=False),
+        help=f"Admin key file to sign the change with [env: {ADMIN_KEY_ENV}; "
+        f"default: {DEFAULT_ADMIN_KEY}].",
+    )(f)
+
+
+def _client(
+    tower: str, cluster: str, timeout: float, admin_key: str | None = None
+) -> MetadataClient:
+    return MetadataClient(tower, cluster=cluster, timeout=timeout, admin=admin_key)
 
 
 def _show(settings: dict[str, Any]) -> str:
@@ -141,10 +159,13 @@ def topics() -> None:
 @_client_options
 @_topic_options
 @click.argument("topic")
+@_admin_option
 @run_cli
-def topics_create(topic: str, tower: str, cluster: str, timeout: float, **settings: Any) -> None:
+def topics_create(
+    topic: str, tower: str, cluster: str, timeout: float, admin_key: str | None, **settings: Any
+) -> None:
     """Create TOPIC with the given settings (defaults for the rest)."""
-    with _client(tower, cluster, timeout) as client:
+    with _client(tower, cluster, timeout, admin_key) as client:
         index = client.create_topic(topic, _settings(**settings))
     click.echo(f"created topic {topic} (log index {index})")
 
@@ -153,13 +174,16 @@ def topics_create(topic: str, tower: str, cluster: str, timeout: float, **settin
 @_client_options
 @_topic_options
 @click.argument("topic")
+@_admin_option
 @run_cli
-def topics_alter(topic: str, tower: str, cluster: str, timeout: float, **settings: Any) -> None:
+def topics_alter(
+    topic: str, tower: str, cluster: str, timeout: float, admin_key: str | None, **settings: Any
+) -> None:
     """Change settings of TOPIC."""
     changes = _settings(**settings)
     if not changes:
         raise ConfigError("nothing to change: give at least one setting")
-    with _client(tower, cluster, timeout) as client:
+    with _client(tower, cluster, timeout, admin_key) as client:
         index = client.alter_topic(topic, changes)
     click.echo(f"altered topic {topic} (log index {index})")
 
@@ -167,10 +191,13 @@ def topics_alter(topic: str, tower: str, cluster: str, timeout: float, **setting
 @topics.command("delete")
 @_client_options
 @click.argument("topic")
+@_admin_option
 @run_cli
-def topics_delete(topic: str, tower: str, cluster: str, timeout: float) -> None:
+def topics_delete(
+    topic: str, tower: str, cluster: str, timeout: float, admin_key: str | None
+) -> None:
     """Delete TOPIC from the metadata."""
-    with _client(tower, cluster, timeout) as client:
+    with _client(tower, cluster, timeout, admin_key) as client:
         index = client.delete_topic(topic)
     click.echo(f"deleted topic {topic} (log index {index})")
 
@@ -216,10 +243,13 @@ def stores() -> None:
 @stores.command("trust")
 @_client_options
 @click.argument("store")
+@_admin_option
 @run_cli
-def stores_trust(store: str, tower: str, cluster: str, timeout: float) -> None:
+def stores_trust(
+    store: str, tower: str, cluster: str, timeout: float, admin_key: str | None
+) -> None:
     """Trust STORE (node ID or public key, as dafka-keys show prints it)."""
-    with _client(tower, cluster, timeout) as client:
+    with _client(tower, cluster, timeout, admin_key) as client:
         client.trust_store(store)
     click.echo(f"trusted store {store}")
 
@@ -227,10 +257,13 @@ def stores_trust(store: str, tower: str, cluster: str, timeout: float) -> None:
 @stores.command("revoke")
 @_client_options
 @click.argument("store")
+@_admin_option
 @run_cli
-def stores_revoke(store: str, tower: str, cluster: str, timeout: float) -> None:
+def stores_revoke(
+    store: str, tower: str, cluster: str, timeout: float, admin_key: str | None
+) -> None:
     """Stop trusting STORE."""
-    with _client(tower, cluster, timeout) as client:
+    with _client(tower, cluster, timeout, admin_key) as client:
         client.revoke_store(store)
     click.echo(f"revoked store {store}")
 
@@ -285,17 +318,61 @@ def cluster_status(tower: str, cluster: str, timeout: float, as_json: bool) -> N
     default=None,
     help="Producing to an unknown topic creates it with defaults (or fails).",
 )
+@_admin_option
 @run_cli
-def cluster_set(tower: str, cluster: str, timeout: float, auto_create: bool | None) -> None:
+def cluster_set(
+    tower: str, cluster: str, timeout: float, admin_key: str | None, auto_create: bool | None
+) -> None:
     """Change cluster-wide settings."""
     settings: dict[str, Any] = {}
     if auto_create is not None:
         settings["auto_create"] = auto_create
     if not settings:
         raise ConfigError("nothing to change: give at least one setting")
-    with _client(tower, cluster, timeout) as client:
+    with _client(tower, cluster, timeout, admin_key) as client:
         client.set_cluster(settings)
     click.echo(f"cluster settings: {_show(settings)}")
+
+
+@main.group()
+def admins() -> None:
+    """The admin keys that may change the metadata (dafka-keys create-admin makes one)."""
+
+
+@admins.command("list")
+@_client_options
+@run_cli
+def admins_list(tower: str, cluster: str, timeout: float) -> None:
+    """The admin public keys, one a line."""
+    with _client(tower, cluster, timeout) as client:
+        for key in client.admins():
+            click.echo(key)
+
+
+@admins.command("add")
+@_client_options
+@_admin_option
+@click.argument("key")
+@run_cli
+def admins_add(key: str, tower: str, cluster: str, timeout: float, admin_key: str | None) -> None:
+    """Make public KEY (64 hex, as dafka-keys show-admin prints it) an admin too."""
+    with _client(tower, cluster, timeout, admin_key) as client:
+        client.add_admin(key)
+    click.echo(f"added admin {key}")
+
+
+@admins.command("remove")
+@_client_options
+@_admin_option
+@click.argument("key")
+@run_cli
+def admins_remove(
+    key: str, tower: str, cluster: str, timeout: float, admin_key: str | None
+) -> None:
+    """Stop trusting admin KEY (the last admin cannot be removed)."""
+    with _client(tower, cluster, timeout, admin_key) as client:
+        client.remove_admin(key)
+    click.echo(f"removed admin {key}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Under the ``signed`` profile a node's ID, and so a producer's partition, is
 derived from its public key (``dafka.identity``). Operators use ``show`` to learn
 a store's ID and key (to add it to producers' trusted stores) and ``create`` to
-make keys ahead of the first start.
+make keys ahead of the first start. ``create-admin FILE`` makes an admin key file (what
+the ``dafka`` command signs metadata changes with) and ``show-admin FILE`` prints its
+public key (what ``dafka-tower --admin-key`` and ``dafka admins add`` take).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import click
 
 from .. import identity
+from ..metadata.signing import create_admin_key, load_admin_key
 from ..state import StateDir
 from .common import CONTEXT, run_cli
 
@@ -58,6 +61,35 @@ def create(state_dir: str, as_json: bool) -> None:
     with StateDir(state_dir) as state:
         ident = identity.create(state.path)
     _print(ident, as_json)
+
+
+_ADMIN_FILE = click.argument("file", type=click.Path(dir_okay=False))
+
+
+def _print_admin(ident: identity.Identity, file: str, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"file": file, "public_key": ident.public_key.hex()}))
+    else:
+        click.echo(f"admin_key   {file}")
+        click.echo(f"public_key  {ident.public_key.hex()}")
+
+
+@main.command("create-admin", context_settings=CONTEXT)
+@_ADMIN_FILE
+@_JSON
+@run_cli
+def create_admin(file: str, as_json: bool) -> None:
+    """Make a new admin key in FILE (mode 0600); fails if FILE exists."""
+    _print_admin(create_admin_key(file), file, as_json)
+
+
+@main.command("show-admin", context_settings=CONTEXT)
+@_ADMIN_FILE
+@_JSON
+@run_cli
+def show_admin(file: str, as_json: bool) -> None:
+    """Print the public key of the admin key in FILE."""
+    _print_admin(load_admin_key(file), file, as_json)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from tower.metadata import TowerNode, default_data_dir
 
 from ..config import TowerAddress, parse_endpoint
+from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
 from ..store import Store
 from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_signal
 
@@ -34,12 +37,31 @@ from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_s
     type=click.Path(file_okay=False),
     help="The tower's metadata (Raft) directory (default: .dafka/tower-PORT).",
 )
+@click.option(
+    "--admin-key",
+    "admin_key_file",
+    default=DEFAULT_ADMIN_KEY,
+    show_default=True,
+    envvar=ADMIN_KEY_ENV,
+    type=click.Path(dir_okay=False),
+    help="The local admin key file (made if missing); the metadata's first admin, and what "
+    f"the dafka command signs with by default. [env: {ADMIN_KEY_ENV}]",
+)
 @run_cli
-def main(data_dir: str, tower_bind: str, tower_data_dir: str | None, profile: str) -> None:
+def main(
+    data_dir: str, tower_bind: str, tower_data_dir: str | None, profile: str, admin_key_file: str
+) -> None:
     """Run a local platform: one tower (beacons + metadata) and one store, until Ctrl-C."""
     host, port = parse_endpoint(tower_bind, "tower address", allow_zero=True)
     address = TowerAddress(host, port)
-    tower = TowerNode(address, data_dir=tower_data_dir or default_data_dir(port)).start()
+    path = Path(admin_key_file)
+    exists = path.exists() or path.is_symlink()
+    admin = load_admin_key(path) if exists else create_admin_key(path)
+    tower = TowerNode(
+        address,
+        data_dir=tower_data_dir or default_data_dir(port),
+        admin_keys=[admin.public_key.hex()],
+    ).start()
     address = tower.address
     try:
         store = Store(data_dir, towers=str(address), host=host, profile=profile).start()
@@ -59,6 +81,8 @@ def main(data_dir: str, tower_bind: str, tower_data_dir: str | None, profile: st
         f"Dafka is running: tower on {address.sub} and {address.pub} "
         f"(metadata on {tower.raft_url}), "
         f"store {store.node_id} ({profile} profile) with data in {store.path}\n"
+        f"admin key {path} (public {admin.public_key.hex()}): the dafka command signs "
+        "metadata changes with it\n"
         "In another terminal, try:\n"
         f"  seq 5 | .venv/bin/dafka-producer hello{t}\n"
         f"  .venv/bin/dafka-consumer hello --from-beginning -e{t}\n"

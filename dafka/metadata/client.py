@@ -4,22 +4,32 @@ A tower at beacon address ``HOST:PORT`` has its Raft peer's ROUTER at
 ``tcp://HOST:PORT+2`` (:func:`raft_url`), so whoever knows the towers knows the
 Raft group. Changes are validated against a linearizable read first, so a user
 gets one clear error (unknown topic, bad setting) rather than a silent no-op.
+
+Every change is signed with an admin key (:mod:`.signing`): ``admin`` is an
+:class:`~dafka.identity.Identity` or a key file; by default ``$DAFKA_ADMIN_KEY`` or
+``.dafka/admin.key``, loaded at the first change (reads need no key). After the change is
+committed the client reads the metadata again and raises the state machine's reason if
+it refused the change (not an admin, stale, ...): a change is reported done only when
+the metadata applied it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import TowerAddress, parse_towers, parse_trusted_stores
-from ..errors import ConfigError, DafkaTimeout
+from ..errors import ConfigError, DafkaError, DafkaTimeout
+from ..identity import Identity
 from ..ids import check_topic
 from ..raft.client import RaftClient
+from .signing import check_public_key, load_admin_key
 from .state import (
     check_cluster_settings,
     check_settings,
-    command,
     decode_config,
+    signed_command,
     topic_settings,
 )
 
@@ -44,12 +54,15 @@ class MetadataClient:
         cluster: str = DEFAULT_CLUSTER,
         timeout: float = 5.0,
         raft_urls: Iterable[str] | None = None,
+        admin: Identity | str | os.PathLike[str] | None = None,
     ) -> None:
         urls = list(raft_urls) if raft_urls is not None else []
         if not urls:
             urls = [raft_url(t) for t in parse_towers(towers)]
         self.urls = urls
         self.timeout = timeout
+        self.cluster = cluster
+        self._admin = admin
         self.raft = RaftClient(urls, cluster, timeout=timeout)
 
     def close(self) -> None:
@@ -85,46 +98,96 @@ class MetadataClient:
     def stores(self) -> list[str]:
         return list(self.config()["stores"])
 
+    def admins(self) -> list[str]:
+        """The admin public keys (hex) that may change the metadata."""
+        return list(self.config().get("admins", []))
+
     # -- writes ------------------------------------------------------------------------------
 
-    def _write(self, data: bytes) -> int:
+    def admin_key(self) -> Identity:
+        """The admin identity changes are signed with (loaded once; ConfigError if none)."""
+        if not isinstance(self._admin, Identity):
+            self._admin = load_admin_key(self._admin)
+        return self._admin
+
+    def _write(self, config: Mapping[str, Any], op: str, **fields: Any) -> int:
+        """Sign ``op`` against ``config``'s revision, commit it, and check it was applied."""
+        data, cmd_id = signed_command(
+            self.admin_key(), self.cluster, int(config["revision"]), op, **fields
+        )
         try:
-            return self.raft.update(data)
+            index = self.raft.update(data)
         except DafkaTimeout:
             raise DafkaTimeout(
                 f"no metadata leader accepted the change within {self.timeout} s "
                 f"(towers' Raft peers: {', '.join(self.urls)})"
             ) from None
+        after = self.config()
+        if any(c.get("id") == cmd_id.hex() for c in after.get("changes", [])):
+            return index
+        why = [r.get("error") for r in after.get("refused", []) if r.get("id") == cmd_id.hex()]
+        if why:
+            raise ConfigError(f"the metadata refused the change: {why[-1]}")
+        raise DafkaError(
+            f"the change was committed at log index {index} but is not among the metadata's "
+            "recent changes; check with dafka topics|stores|admins list"
+        )
 
     def create_topic(self, topic: str, settings: Mapping[str, Any] | None = None) -> int:
         check_topic(topic)
         clean = check_settings(settings or {})
-        if topic in self.config()["topics"]:
+        config = self.config()
+        if topic in config["topics"]:
             raise ConfigError(f"topic {topic!r} already exists")
-        return self._write(command("topic.create", topic=topic, settings=clean))
+        return self._write(config, "topic.create", topic=topic, settings=clean)
 
     def alter_topic(self, topic: str, settings: Mapping[str, Any]) -> int:
         clean = check_settings(settings)
-        current = self.describe(topic)
-        check_settings({**current, **clean})
-        return self._write(command("topic.alter", topic=topic, settings=clean))
+        config = self.config()
+        if topic not in config["topics"]:
+            raise ConfigError(f"unknown topic {topic!r}")
+        check_settings({**topic_settings(config["topics"][topic]), **clean})
+        return self._write(config, "topic.alter", topic=topic, settings=clean)
 
     def delete_topic(self, topic: str) -> int:
-        self.describe(topic)
-        return self._write(command("topic.delete", topic=topic))
+        config = self.config()
+        if topic not in config["topics"]:
+            raise ConfigError(f"unknown topic {topic!r}")
+        return self._write(config, "topic.delete", topic=topic)
 
     def trust_store(self, store: str) -> int:
         (node_id,) = parse_trusted_stores(store) or ("",)
-        return self._write(command("store.trust", store=node_id))
+        return self._write(self.config(), "store.trust", store=node_id)
 
     def revoke_store(self, store: str) -> int:
         (node_id,) = parse_trusted_stores(store) or ("",)
-        if node_id not in self.stores():
+        config = self.config()
+        if node_id not in config["stores"]:
             raise ConfigError(f"store {node_id} is not trusted")
-        return self._write(command("store.revoke", store=node_id))
+        return self._write(config, "store.revoke", store=node_id)
 
     def set_cluster(self, settings: Mapping[str, Any]) -> int:
-        return self._write(command("cluster.set", settings=check_cluster_settings(settings)))
+        clean = check_cluster_settings(settings)
+        return self._write(self.config(), "cluster.set", settings=clean)
+
+    def add_admin(self, key: str) -> int:
+        """Let the holder of public key ``key`` (64 hex) change the metadata too."""
+        key = check_public_key(key)
+        config = self.config()
+        if key in config.get("admins", []):
+            raise ConfigError(f"key {key} is an admin already")
+        return self._write(config, "admins.add", key=key)
+
+    def remove_admin(self, key: str) -> int:
+        """Stop trusting admin key ``key``; the last admin cannot be removed."""
+        key = check_public_key(key)
+        config = self.config()
+        admins = config.get("admins", [])
+        if key not in admins:
+            raise ConfigError(f"key {key} is not an admin")
+        if len(admins) == 1:
+            raise ConfigError("refusing to remove the last admin: add another one first")
+        return self._write(config, "admins.remove", key=key)
 
     def status(self) -> list[dict[str, Any]]:
         """What each tower's Raft peer says about itself (unreachable ones included)."""

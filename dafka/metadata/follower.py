@@ -77,7 +77,7 @@ class MetadataView:
         self.timeout = timeout
         self.refresh = refresh
         self._lock = threading.Lock()
-        self._replica = MetadataStateMachine()
+        self._replica = MetadataStateMachine(cluster=cluster)
         self._config: dict[str, Any] | None = None
         self._listeners: list[Listener] = []
         self._creates: list[_CreateRequest] = []
@@ -279,7 +279,7 @@ class MetadataView:
                         snapshot.clear()
                     snapshot += item.data
                     if item.last:  # RequestEntries streams the state machine's own bytes
-                        replica = MetadataStateMachine()
+                        replica = MetadataStateMachine(cluster=self.cluster)
                         replica.restore(bytes(snapshot))
                         self._replica = replica
                         self._prev = item.index

@@ -1,6 +1,7 @@
 """The cluster metadata: a Raft state machine holding topics, trusted stores and ACLs.
 
-Commands (RequestUpdate data) are MessagePack maps with a version field::
+Commands are MessagePack maps with a version field, sent signed by an admin key
+(RequestUpdate data is an envelope, :mod:`.signing`)::
 
     {"v": 1, "op": "topic.create", "topic": "events", "settings": {"min_acks": 2}}
     {"v": 1, "op": "topic.alter",  "topic": "events", "settings": {"retention_ms": 60000}}
@@ -8,6 +9,29 @@ Commands (RequestUpdate data) are MessagePack maps with a version field::
     {"v": 1, "op": "store.trust",  "store": "<node ID>"}
     {"v": 1, "op": "store.revoke", "store": "<node ID>"}
     {"v": 1, "op": "cluster.set",  "settings": {"auto_create": false}}
+    {"v": 1, "op": "admins.add",   "key": "<64 hex>"}
+    {"v": 1, "op": "admins.remove", "key": "<64 hex>"}
+
+Who may change it (DESIGN §11): a signed command is applied only when its signature
+verifies over :func:`.signing.signed_bytes` (the cluster name is in it) and its key
+is one of :attr:`MetadataStateMachine.admins`. It also carries ``base``, the revision
+its admin read, and ``id``, 16 random bytes: it is applied only while the revision is
+within :data:`REPLAY_WINDOW` changes of ``base``, and only once (the state remembers the
+commands it saw for that window), so a captured command replayed later changes nothing.
+Two commands need no signature, and can change nothing else:
+
+* ``{"v": 1, "op": "admins.init", "admins": [<64 hex>, ...]}``: the first admins, taken
+  only while the metadata lists none (the first tower proposes it from its
+  configuration, ``dafka-tower --admin-key``);
+* ``{"v": 1, "op": "topic.create", "topic": T, "settings": {}}``: a producer's creation
+  of an unknown topic with the defaults, taken only while ``auto_create`` is on, for a
+  name that does not exist, up to :data:`MAX_AUTO_TOPICS` topics.
+
+Everything else unsigned, badly signed, signed by a non-admin, stale or replayed is a
+no-op (every peer decides the same), counted in ``rejected`` and logged (rate-limited).
+Every applied change is recorded with its signer (``changes``, the last
+:data:`CHANGES_KEPT`; ``by`` is None for the two unsigned commands); signed commands
+refused are listed in ``refused`` with the reason, so the admin client can say why.
 
 Versioning: a command names the version of the command format it was written in
 (``v``). This machine applies every version up to :data:`COMMAND_VERSION`; unknown
@@ -36,33 +60,49 @@ Queries: ``[b"config"]`` → MessagePack of :meth:`MetadataStateMachine.view`;
 from __future__ import annotations
 
 import copy
+import hashlib
+import logging
+import os
 import re
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
+from .. import identity
 from ..errors import ConfigError, WireError
 from ..ids import check_topic
 from ..raft.reqid import REQUEST_ID_TTL, reqid_time
 from ..raft.types import ZERO_REQID, Entry, EntryType
+from .signing import ID_BYTES, check_public_key, open_envelope, seal, signed_bytes
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "CLUSTER_DEFAULTS",
     "COMMAND_VERSION",
     "SNAPSHOT_FORMAT",
     "TOPIC_DEFAULTS",
+    "REPLAY_WINDOW",
     "MetadataStateMachine",
     "check_cluster_settings",
     "check_settings",
     "command",
     "decode_config",
+    "signed_command",
     "topic_settings",
 ]
 
 COMMAND_VERSION = 1
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
+"""2: admins, replay memory, changes (a format-1 reader would take unsigned commands)."""
+REPLAY_WINDOW = 1000
+"""A signed command applies while the revision is from its ``base`` to ``base`` + this."""
+CHANGES_KEPT = 64
+MAX_ADMINS = 16
+MAX_AUTO_TOPICS = 10_000
+"""Unsigned creations stop at this many topics (admins may create more)."""
 
 TOPIC_DEFAULTS: dict[str, Any] = {
     "retention_ms": None,
@@ -94,6 +134,12 @@ def _node_id(value: object, what: str) -> str:
     if not _NODE_ID.match(text):
         raise ConfigError(f"bad {what} {value!r}: expected a node ID (32 hex characters)")
     return text
+
+
+def _admin_list(value: object) -> list[str]:
+    if not isinstance(value, list | tuple) or not 1 <= len(value) <= MAX_ADMINS:
+        raise ConfigError(f"admins: a list of 1 to {MAX_ADMINS} public keys")
+    return sorted({check_public_key(k) for k in value})
 
 
 def _optional_positive(name: str, value: object) -> int | None:
@@ -172,6 +218,15 @@ def command(op: str, **fields: Any) -> bytes:
     return _pack({"v": COMMAND_VERSION, "op": op, **fields})
 
 
+def signed_command(
+    admin: identity.Identity, cluster: str, base: int, op: str, **fields: Any
+) -> tuple[bytes, bytes]:
+    """(RequestUpdate data, command id): ``op`` signed by ``admin`` for ``cluster``,
+    written against revision ``base``."""
+    cmd_id = os.urandom(ID_BYTES)
+    return seal(admin, cluster, command(op, base=base, id=cmd_id, **fields)), cmd_id
+
+
 def decode_config(frames: Sequence[bytes]) -> dict[str, Any]:
     """The answer to the ``[b"config"]`` query."""
     if len(frames) != 1:
@@ -185,8 +240,24 @@ def decode_config(frames: Sequence[bytes]) -> dict[str, Any]:
 class MetadataStateMachine:
     """The cluster configuration; see the module docstring. Deduplicates by reqid."""
 
-    def __init__(self, dedup_ttl: float = REQUEST_ID_TTL) -> None:
+    def __init__(
+        self,
+        dedup_ttl: float = REQUEST_ID_TTL,
+        *,
+        cluster: str = "dafka",
+        admins: Sequence[str] = (),
+    ) -> None:
+        """``cluster`` is the name signatures are bound to. ``admins`` seeds the admin list
+        for tests and tools: a replica of a Raft log starts empty and learns its admins from
+        the log (``admins.init``), as every other replica does."""
         self.dedup_ttl = dedup_ttl
+        self.cluster_name = cluster
+        self.admins: list[str] = sorted({check_public_key(k) for k in admins})
+        self.replays: OrderedDict[bytes, int] = OrderedDict()
+        """Signed commands seen: a digest of (key, command) -> its base revision."""
+        self.changes: deque[dict[str, Any]] = deque(maxlen=CHANGES_KEPT)
+        self.refused: deque[dict[str, Any]] = deque(maxlen=CHANGES_KEPT)
+        self._cmd_id: bytes | None = None
         self.topics: dict[str, dict[str, Any]] = {}
         self.stores: set[str] = set()
         self.cluster: dict[str, Any] = dict(CLUSTER_DEFAULTS)
@@ -216,23 +287,114 @@ class MetadataStateMachine:
 
     def apply_data(self, data: bytes) -> str | None:
         """Apply one command; returns None or the error that made it a no-op."""
+        self._cmd_id = None
         try:
-            cmd = _unpack(data)
-            if not isinstance(cmd, dict):
-                raise ConfigError("a command is a map")
-            version = cmd.get("v")
-            if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-                raise ConfigError(f"bad command version {version!r}")
-            if version > COMMAND_VERSION:
-                self.skipped_newer += 1
-                return f"command version {version} is newer than {COMMAND_VERSION}"
-            self._apply(cmd)
+            cmd = self._decode(data)
+            if cmd is None:
+                return self.last_error
+            if cmd.get("op") == "signed":
+                signer, inner = self._open_signed(cmd)
+                if inner is None:
+                    return self.last_error
+                self._apply(inner)
+                self._record(inner, signer)
+            else:
+                self._apply_unsigned(cmd)
+                self._record(cmd, None)
         except (ConfigError, WireError) as exc:
-            self.rejected += 1
-            self.last_error = str(exc)
-            return str(exc)
+            return self._reject(str(exc))
         self.revision += 1
         return None
+
+    def _decode(self, data: bytes) -> dict[str, Any] | None:
+        """A command of a version we know; None (counted) for a newer one."""
+        cmd = _unpack(data)
+        if not isinstance(cmd, dict):
+            raise ConfigError("a command is a map")
+        version = cmd.get("v")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ConfigError(f"bad command version {version!r}")
+        if version > COMMAND_VERSION:
+            self.skipped_newer += 1
+            self.last_error = f"command version {version} is newer than {COMMAND_VERSION}"
+            return None
+        return cmd
+
+    def _open_signed(self, envelope: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """(signer, command) of an envelope whose signature, key, base and id pass."""
+        sealed = open_envelope(envelope)
+        if not identity.verify(
+            sealed.signer, signed_bytes(self.cluster_name, sealed.command), sealed.signature
+        ):
+            raise ConfigError("bad signature on a metadata command")
+        signer = sealed.signer.hex()
+        cmd = self._decode(sealed.command)
+        if cmd is None:
+            return signer, None
+        cmd_id, base = cmd.get("id"), cmd.get("base")
+        if not isinstance(cmd_id, bytes) or len(cmd_id) != ID_BYTES:
+            raise ConfigError(f"a signed command needs an id of {ID_BYTES} bytes")
+        self._cmd_id = cmd_id
+        if signer not in self.admins:
+            raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}")
+        if isinstance(base, bool) or not isinstance(base, int):
+            raise ConfigError("a signed command needs its base revision")
+        if not base <= self.revision <= base + REPLAY_WINDOW:
+            raise ConfigError(
+                f"stale command: written at revision {base}, the metadata is at "
+                f"{self.revision} (a command applies within {REPLAY_WINDOW} changes)"
+            )
+        digest = hashlib.blake2b(sealed.signer + sealed.command, digest_size=16).digest()
+        if digest in self.replays:
+            raise ConfigError("replayed command: it was applied or refused before")
+        self.replays[digest] = base
+        self._forget_replays()
+        return signer, cmd
+
+    def _forget_replays(self) -> None:
+        horizon = self.revision - REPLAY_WINDOW
+        while self.replays:
+            digest, base = next(iter(self.replays.items()))
+            if base >= horizon:
+                return
+            del self.replays[digest]
+
+    def _apply_unsigned(self, cmd: dict[str, Any]) -> None:
+        op = cmd.get("op")
+        if op == "admins.init":
+            if self.admins:
+                raise ConfigError("the metadata has admins already: admins.init is refused")
+            self.admins = _admin_list(cmd.get("admins"))
+        elif op == "topic.create" and not cmd.get("settings"):
+            topic = cmd.get("topic")
+            if not self.cluster.get("auto_create", True):
+                raise ConfigError("unsigned topic.create refused: auto_create is off")
+            if len(self.topics) >= MAX_AUTO_TOPICS:
+                raise ConfigError(f"unsigned topic.create refused: {MAX_AUTO_TOPICS} topics")
+            self._apply({"op": "topic.create", "topic": topic, "settings": {}})
+        else:
+            raise ConfigError(f"unsigned command {op!r} refused: sign it with an admin key")
+
+    def _record(self, cmd: dict[str, Any], signer: str | None) -> None:
+        change: dict[str, Any] = {
+            "revision": self.revision + 1,
+            "op": cmd.get("op"),
+            "by": signer,
+            "id": self._cmd_id.hex() if self._cmd_id else None,
+        }
+        for field in ("topic", "store", "key"):
+            if isinstance(cmd.get(field), str):
+                change[field] = cmd[field]
+        self.changes.append(change)
+
+    def _reject(self, error: str) -> str:
+        self.rejected += 1
+        self.last_error = error
+        if self._cmd_id is not None:
+            self.refused.append({"id": self._cmd_id.hex(), "error": error})
+        if self.rejected <= 10 or self.rejected % 1000 == 0:
+            log.warning("metadata.rejected count=%d error=%s", self.rejected, error)
+        return error
 
     def _apply(self, cmd: dict[str, Any]) -> None:
         op = cmd.get("op")
@@ -266,6 +428,20 @@ class MetadataStateMachine:
             self.stores.discard(store)
         elif op == "cluster.set":
             self.cluster.update(check_cluster_settings(cmd.get("settings") or {}))
+        elif op == "admins.add":
+            key = check_public_key(cmd.get("key"))
+            if key in self.admins:
+                raise ConfigError(f"key {key} is an admin already")
+            if len(self.admins) >= MAX_ADMINS:
+                raise ConfigError(f"the metadata has {MAX_ADMINS} admins: remove one first")
+            self.admins = sorted([*self.admins, key])
+        elif op == "admins.remove":
+            key = check_public_key(cmd.get("key"))
+            if key not in self.admins:
+                raise ConfigError(f"key {key} is not an admin")
+            if len(self.admins) == 1:
+                raise ConfigError("refusing to remove the last admin: add another one first")
+            self.admins = [k for k in self.admins if k != key]
         else:
             raise ConfigError(f"unknown command {op!r}")
 
@@ -286,12 +462,16 @@ class MetadataStateMachine:
             "stores": sorted(self.stores),
             "cluster": dict(self.cluster),
             "deleted": dict(self.deleted),
+            "admins": list(self.admins),
+            "changes": [dict(c) for c in self.changes],
+            "refused": [dict(r) for r in self.refused],
         }
 
     def snapshot(self) -> bytes:
         state = self.view()
         state["seen"] = [[reqid, stamp] for reqid, stamp in self.seen.items()]
         state["newest"] = self.newest
+        state["replays"] = [[digest, base] for digest, base in self.replays.items()]
         return _pack(state)
 
     def restore(self, data: bytes) -> None:
@@ -307,6 +487,10 @@ class MetadataStateMachine:
         self.revision = int(obj.get("revision", 0))
         self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
         self.newest = int(obj.get("newest", 0))
+        self.admins = sorted(check_public_key(k) for k in obj.get("admins", []))
+        self.replays = OrderedDict((bytes(d), int(b)) for d, b in obj.get("replays", []))
+        self.changes = deque(obj.get("changes", []), maxlen=CHANGES_KEPT)
+        self.refused = deque(obj.get("refused", []), maxlen=CHANGES_KEPT)
 
     def query(self, args: Sequence[bytes]) -> list[bytes]:
         if not args:

@@ -20,6 +20,7 @@ from dafka.metadata import MetadataClient, MetadataView
 from dafka.producer import Producer
 from dafka.query.client import BelowTailError, QueryClient
 from dafka.store import Store
+from tests.admin import ADMIN_HEX, tower_args
 from tests.procs import Proc, StoreProc, Tower, py, wait_until
 from tower.metadata import free_port_block
 
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 def start_tower(port: int, data: Path, *extra: str) -> Proc:
     proc = Proc(
         py("tower", "--bind", f"127.0.0.1:{port}", "--data-dir", str(data), "--log-level", "info")
+        + tower_args()
         + list(extra)
     )
     proc.wait_line(r"tower on tcp://")
@@ -312,6 +314,7 @@ def test_a_node_loads_a_compacted_log_from_the_snapshot(tmp_path: Path) -> None:
         TowerAddress("127.0.0.1", 0),
         data_dir=tmp_path / "t",
         options=PeerOptions(snapshot_every=5, keep_entries=1),
+        admin_keys=[ADMIN_HEX],
     ).start()
     view = MetadataView(str(node.address), timeout=2)
     try:

@@ -20,9 +20,10 @@ from dafka.config import NodeConfig, TowerAddress
 from dafka.errors import DafkaTimeout
 from dafka.io.node import NodeLoop
 from dafka.metadata.follower import MetadataView
-from dafka.metadata.state import command
+from dafka.metadata.state import command, signed_command
 from dafka.producer import Producer
 from dafka.raft.types import ZERO_REQID, Entry, EntryType
+from tests.admin import ADMIN, ADMIN_HEX
 from tests.procs import wait_until
 
 # -- the follower --------------------------------------------------------------------------
@@ -48,8 +49,14 @@ def test_a_follower_whose_sync_fails_after_applying_still_publishes() -> None:
     seen: list[dict[str, Any]] = []
     view.subscribe(seen.append)
     entries = [
-        _entry(1, command("topic.create", topic="a", settings={})),
-        _entry(2, command("topic.create", topic="b", settings={"min_acks": 2})),
+        _entry(1, command("admins.init", admins=[ADMIN_HEX])),
+        _entry(2, command("topic.create", topic="a", settings={})),
+        _entry(
+            3,
+            signed_command(ADMIN, "dafka", 0, "topic.create", topic="b", settings={"min_acks": 2})[
+                0
+            ],
+        ),
     ]
     view._sync(_BreakingClient(entries))  # type: ignore[arg-type]
     assert not view.online

@@ -11,6 +11,7 @@ from dafka.core.store import StoreCore
 from dafka.metadata.state import MetadataStateMachine, command
 from dafka.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage
+from tests.admin import ADMIN_HEX, signed
 from tests.signing import CONSUMER, STORE, P, ack, head, record, sent, value
 from tests.unit.test_signed_cores import producer
 
@@ -18,14 +19,14 @@ S = STORE.node_id
 
 
 def test_deleting_a_topic_leaves_a_tombstone_at_its_revision() -> None:
-    sm = MetadataStateMachine()
+    sm = MetadataStateMachine(admins=[ADMIN_HEX])
     assert sm.apply_data(command("topic.create", topic="t", settings={})) is None
     assert sm.apply_data(command("topic.create", topic="u", settings={})) is None
-    assert sm.apply_data(command("topic.delete", topic="t")) is None
+    assert sm.apply_data(signed(sm, "topic.delete", topic="t")) is None
     assert sm.view()["deleted"] == {"t": 3} and "t" not in sm.view()["topics"]
     sm.apply_data(command("topic.create", topic="t", settings={}))  # a new topic t
     assert "t" in sm.view()["topics"] and sm.view()["deleted"] == {"t": 3}
-    sm.apply_data(command("topic.delete", topic="t"))
+    sm.apply_data(signed(sm, "topic.delete", topic="t"))
     assert sm.view()["deleted"] == {"t": 5}
     other = MetadataStateMachine()
     other.restore(sm.snapshot())
