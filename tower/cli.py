@@ -44,11 +44,13 @@ from .metadata import (
 @click.option(
     "--admin-key",
     multiple=True,
+    allow_from_autoenv=False,  # $DAFKA_ADMIN_KEY names the dafka command's key file
     help="Public key (64 hex) of a first admin of a new metadata group; repeatable.",
 )
 @click.option(
     "--admin-key-file",
     multiple=True,
+    allow_from_autoenv=False,
     type=click.Path(dir_okay=False),
     help="An admin key file whose public key is a first admin; repeatable. A one-tower "
     "group given no admin key makes DATA_DIR/admin.key.",

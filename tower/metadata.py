@@ -218,14 +218,21 @@ class TowerNode:
             self.bootstrap(self.admin_keys)
         return self
 
-    def bootstrap(self, admin_keys: Sequence[str]) -> None:
-        """Make ``admin_keys`` the first admins if the metadata has none (in the background)."""
+    def bootstrap(self, admin_keys: Sequence[str], wait: float | None = None) -> None:
+        """Make ``admin_keys`` the first admins if the metadata has none, in the background.
+
+        Waits up to ``wait`` s for it to be settled (default: 5 s for a one-tower group,
+        which needs nobody else; 0 for a larger one, whose quorum may not be up yet)."""
         self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
         if self._bootstrapper is None:
             self._bootstrapper = threading.Thread(
                 target=self._bootstrap, name="dafka-admin-bootstrap", daemon=True
             )
             self._bootstrapper.start()
+        if wait is None:
+            wait = 5.0 if len(self.members) == 1 else 0.0
+        if wait > 0:
+            self._bootstrapper.join(wait)
 
     def _bootstrap(self) -> None:
         """Propose ``admins.init`` until the metadata lists admins; check they are ours."""

@@ -336,7 +336,8 @@ class MetadataStateMachine:
             raise ConfigError(f"a signed command needs an id of {ID_BYTES} bytes")
         self._cmd_id = cmd_id
         if signer not in self.admins:
-            raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}")
+            none = "" if self.admins else " (it has no admin yet: see dafka-tower --admin-key)"
+            raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}{none}")
         if isinstance(base, bool) or not isinstance(base, int):
             raise ConfigError("a signed command needs its base revision")
         if not base <= self.revision <= base + REPLAY_WINDOW:

@@ -1,0 +1,144 @@
+"""Attacks on the cluster metadata through a real tower (issue 10, point 1).
+
+An attacker who can reach a tower's Raft port sends raw RequestUpdates (an
+unsigned ``store.trust``, one signed by its own key, a replay of an admin's
+command): they are committed to the log, but the state machine applies none of
+them, and ``dafka stores list`` does not change. The admin's signed commands apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka.identity import create_file
+from dafka.metadata import MetadataClient
+from dafka.metadata.client import raft_url
+from dafka.metadata.state import command, signed_command
+from dafka.raft.client import RaftClient
+from tests.admin import ADMIN, ATTACKER
+from tests.e2e.test_cli import assert_one_line_error
+from tests.procs import Proc, Tower, py, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+EVIL_STORE = ATTACKER.node_id
+GOOD_STORE = "0123456789ABCDEF0123456789ABCDEF"
+
+
+@pytest.fixture(scope="module")
+def tower() -> Iterator[Tower]:
+    t = Tower()
+    yield t
+    t.stop()
+
+
+def dafka(tower: Tower, *args: str, env: dict[str, str] | None = None) -> Proc:
+    return Proc(py("dafka.cli.admin", *args, "--tower", tower.address), env=env)
+
+
+def stores_list(tower: Tower) -> list[str]:
+    proc = dafka(tower, "stores", "list")
+    assert proc.wait() == 0, proc.stderr
+    return bytes(proc.stdout).decode().split()
+
+
+def raw(tower: Tower) -> RaftClient:
+    host, port = tower.address.split(":")
+    from dafka.config import TowerAddress
+
+    return RaftClient([raft_url(TowerAddress(host, int(port)))], "dafka", timeout=10)
+
+
+def applied(tower: Tower, index: int) -> dict:
+    """The configuration once the tower applied log index ``index``."""
+    with MetadataClient(tower.address) as admin:
+        return admin.config()  # linearizable: reads after every committed entry
+
+
+def test_raw_updates_from_an_attacker_are_committed_but_not_applied(tower: Tower) -> None:
+    before = stores_list(tower)
+    assert EVIL_STORE not in before
+    with raw(tower) as client, MetadataClient(tower.address) as admin:
+        base = admin.config()["revision"]
+        assert admin.config()["admins"] == [ADMIN.public_key.hex()]  # the tower's bootstrap
+        attacks = [
+            command("store.trust", store=EVIL_STORE),
+            command("store.trust", store=EVIL_STORE, base=base, id=b"\1" * 16),
+            signed_command(ATTACKER, "dafka", base, "store.trust", store=EVIL_STORE)[0],
+            signed_command(ATTACKER, "dafka", base, "admins.add", key=ATTACKER.public_key.hex())[0],
+            command("admins.init", admins=[ATTACKER.public_key.hex()]),
+            command("cluster.set", settings={"auto_create": False}),
+        ]
+        for data in attacks:
+            index = client.update(data)
+            assert index > 0  # the leader took it into the log
+        config = applied(tower, index)
+        assert EVIL_STORE not in config["stores"]
+        assert config["admins"] == [ADMIN.public_key.hex()]
+        assert config["cluster"]["auto_create"] is True
+        assert config["revision"] == base
+    assert stores_list(tower) == before
+    # the admin's own command, sent the same raw way, is applied
+    with raw(tower) as client, MetadataClient(tower.address) as admin:
+        data, _ = signed_command(
+            ADMIN, "dafka", admin.config()["revision"], "store.trust", store=GOOD_STORE
+        )
+        client.update(data)
+    assert GOOD_STORE in stores_list(tower)
+
+
+def test_a_replayed_admin_command_does_not_undo_a_newer_change(tower: Tower) -> None:
+    with raw(tower) as client, MetadataClient(tower.address) as admin:
+        admin.create_topic("replayed", {"min_acks": 2})
+        revoke, _ = signed_command(
+            ADMIN,
+            "dafka",
+            admin.config()["revision"],
+            "topic.alter",
+            topic="replayed",
+            settings={"min_acks": 1},
+        )
+        client.update(revoke)
+        wait_until(lambda: admin.describe("replayed")["min_acks"] == 1, 10, what="the change")
+        admin.alter_topic("replayed", {"min_acks": 3})
+        client.update(revoke)  # captured on the wire, sent again
+        assert admin.describe("replayed")["min_acks"] == 3
+
+
+def test_dafka_with_a_key_that_is_not_an_admin_is_refused(tower: Tower, tmp_path: Path) -> None:
+    evil = tmp_path / "evil.key"
+    create_file(evil, ATTACKER, what="admin key")
+    proc = dafka(tower, "stores", "trust", EVIL_STORE, "--admin-key", str(evil))
+    assert_one_line_error(proc, 2, "the metadata refused the change: key")
+    assert EVIL_STORE not in stores_list(tower)
+    missing = tmp_path / "none.key"
+    proc = dafka(tower, "stores", "trust", EVIL_STORE, env={"DAFKA_ADMIN_KEY": str(missing)})
+    assert_one_line_error(proc, 2, f"no admin key at {missing}")
+
+
+def test_admins_rotate_through_the_metadata(tower: Tower, tmp_path: Path) -> None:
+    new_file = tmp_path / "new.key"
+    made = Proc(py("dafka.cli.keys", "create-admin", str(new_file), "--json"))
+    assert made.wait() == 0, made.stderr
+    import json
+
+    new_key = json.loads(bytes(made.stdout))["public_key"]
+    added = dafka(tower, "admins", "add", new_key)
+    assert added.wait() == 0, added.stderr
+    listed = dafka(tower, "admins", "list")
+    assert listed.wait() == 0
+    assert sorted(bytes(listed.stdout).decode().split()) == sorted(
+        [ADMIN.public_key.hex(), new_key]
+    )
+    # the new admin removes the old one, then cannot remove itself
+    old = ADMIN.public_key.hex()
+    removed = dafka(tower, "admins", "remove", old, "--admin-key", str(new_file))
+    assert removed.wait() == 0, removed.stderr
+    assert_one_line_error(dafka(tower, "stores", "trust", GOOD_STORE), 2, "is not an admin")
+    last = dafka(tower, "admins", "remove", new_key, "--admin-key", str(new_file))
+    assert_one_line_error(last, 2, "last admin")
+    back = dafka(tower, "admins", "add", old, "--admin-key", str(new_file))
+    assert back.wait() == 0, back.stderr
