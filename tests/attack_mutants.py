@@ -19,6 +19,8 @@ TESTS = [
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
     "tests/integration/test_attacks_io.py",
+    "tests/unit/test_attacks_metadata.py",
+    "tests/integration/test_attacks_metadata.py",
 ]
 
 # name: (module, function, old text, new text, [old text, new text, ...])
@@ -133,6 +135,56 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                if was.is_gap:",
     ),
     "ZMQ_MAXMSGSIZE on the data SUB": (),
+    "metadata command signature": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._open_signed",
+        "        if not identity.verify(",
+        "        if False and identity.verify(",
+    ),
+    "metadata admin list": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._open_signed",
+        "        if signer not in self.admins:",
+        "        if False:",
+    ),
+    "metadata replay memory": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._open_signed",
+        "        if digest in self.replays:",
+        "        if False:",
+    ),
+    "metadata replay window": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._open_signed",
+        "        if not base <= self.revision <= base + REPLAY_WINDOW:",
+        "        if False:",
+    ),
+    "metadata refuses unsigned changes": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._apply_unsigned",
+        '            raise ConfigError(f"unsigned command {op!r} refused: sign it with an admin key")',
+        "            self._apply(cmd)",
+    ),
+    "metadata unsigned creation takes defaults only": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._apply_unsigned",
+        '        elif op == "topic.create" and not cmd.get("settings"):',
+        '        elif op == "topic.create":',
+        '            self._apply({"op": "topic.create", "topic": topic, "settings": {}})',
+        "            self._apply(cmd)",
+    ),
+    "tower detects a lost admin bootstrap": (
+        "tower.metadata",
+        "TowerNode._bootstrap",
+        "                if proposed and not set(admins) & set(self.admin_keys):",
+        "                if False:",
+    ),
+    "metadata admins.init only without admins": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._apply_unsigned",
+        "            if self.admins:",
+        "            if False:",
+    ),
 }
 
 

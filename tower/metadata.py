@@ -259,6 +259,12 @@ class TowerNode:
                     log.error("tower.admin_bootstrap.lost admins=%s", admins)
                 elif proposed:
                     log.info("tower.admin_bootstrap.done admins=%s", admins)
+                elif not set(admins) & set(self.admin_keys):
+                    log.warning(
+                        "tower.admin_bootstrap.ignored: none of this tower's admin keys is an "
+                        "admin of the metadata; admins=%s",
+                        admins,
+                    )
                 return
         finally:
             client.close()

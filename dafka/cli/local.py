@@ -71,12 +71,19 @@ def main(
     t = "" if str(address) == "127.0.0.1:5556" else f" -t {address}"
     if profile != "signed":
         t += f" --profile {profile}"
+    signing = "" if admin_key_file == DEFAULT_ADMIN_KEY else f" --admin-key {path}"
     trust = (
         "(producers count ACKs from any store until the cluster trusts some: "
-        f".venv/bin/dafka stores trust {store.node_id}{t.split(' --profile')[0]})\n"
+        f".venv/bin/dafka stores trust {store.node_id}{t.split(' --profile')[0]}{signing})\n"
         if profile == "signed"
         else ""
     )
+    if admin.public_key.hex() not in tower.sm.admins:
+        click.echo(
+            f"warning: {path} is not an admin of the metadata in {tower.data_dir} (its admins: "
+            f"{', '.join(tower.sm.admins) or 'none yet'}); dafka changes signed with it are refused",
+            err=True,
+        )
     click.echo(
         f"Dafka is running: tower on {address.sub} and {address.pub} "
         f"(metadata on {tower.raft_url}), "

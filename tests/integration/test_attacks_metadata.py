@@ -142,3 +142,31 @@ def test_admins_rotate_through_the_metadata(tower: Tower, tmp_path: Path) -> Non
     assert_one_line_error(last, 2, "last admin")
     back = dafka(tower, "admins", "add", old, "--admin-key", str(new_file))
     assert back.wait() == 0, back.stderr
+
+
+def test_a_tower_that_loses_the_bootstrap_race_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tower.metadata as tm
+    from dafka.config import TowerAddress
+
+    node = tm.TowerNode(TowerAddress("127.0.0.1", 0), data_dir=tmp_path / "t").start()
+    try:
+        with RaftClient([node.raft_url], "dafka", timeout=10) as client:
+            real = tm.decode_config
+            reads = []
+
+            def racing(frames: list[bytes]) -> dict:
+                config = real(frames)
+                if not reads:  # the tower read "no admins"; the attacker's init lands now
+                    client.update(command("admins.init", admins=[ATTACKER.public_key.hex()]))
+                reads.append(config)
+                return config
+
+            monkeypatch.setattr(tm, "decode_config", racing)
+            node.bootstrap([ADMIN.public_key.hex()], wait=10)
+        assert node.bootstrap_error is not None and not node.running
+        assert "someone else set up this group" in str(node.bootstrap_error)
+        assert node.sm.admins == [ATTACKER.public_key.hex()]
+    finally:
+        node.stop()
