@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError
+from .bounds import MAX_TERM, message_problem
 from .frames import CHECKPOINT_DATA, RaftWireError, decode_config, encode_config
 from .log import RaftLog
 from .membership import validate_change
@@ -165,6 +166,8 @@ class RaftCore(Replication):
         self._heartbeat_elapsed = 0
         self._randomized_timeout = election_tick
         self._randomize_timeout()
+        self.refused = 0
+        """Peer messages dropped because a term or index was out of range."""
 
     # -- what the shell may look at ------------------------------------------------------
 
@@ -244,8 +247,13 @@ class RaftCore(Replication):
             self._campaign(_PRE if self.pre_vote else _REAL)
 
     def step(self, msg: Message) -> None:
-        """Take one peer message addressed to this peer."""
+        """Take one peer message addressed to this peer. A message carrying a term or an
+        index this peer could not store (:func:`~dafka.raft.bounds.message_problem`) is
+        dropped and counted in :attr:`refused`."""
         if msg.to != self.id or msg.frm == self.id:
+            return
+        if message_problem(msg) is not None:
+            self.refused += 1
             return
         if msg.term > self.term:
             if isinstance(msg, RequestVote):
@@ -534,8 +542,8 @@ class RaftCore(Replication):
         self._reset()
 
     def _campaign(self, kind: str) -> None:
-        if not self._promotable():
-            return
+        if not self._promotable() or self.term >= MAX_TERM:
+            return  # (a term past MAX_TERM could not be written into any entry)
         if kind == _PRE:
             self.role = Role.PRE_CANDIDATE
             self.leader = None

@@ -38,6 +38,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 
 from ..errors import WireError
+from .bounds import MAX_INDEX, MAX_TERM, peers_problem
 from .types import REQID_SIZE, ClusterConfig, Entry, EntryType, Peer
 
 __all__ = [
@@ -48,11 +49,13 @@ __all__ = [
     "MAX_UINT32",
     "RaftWireError",
     "config_from_json",
+    "check_peers",
     "config_to_json",
     "decode_bool",
     "decode_config",
     "decode_entries",
     "decode_entry",
+    "decode_index",
     "decode_json",
     "decode_json_index",
     "decode_json_leader",
@@ -60,6 +63,7 @@ __all__ = [
     "decode_peers",
     "decode_reqid",
     "decode_string",
+    "decode_term",
     "decode_uint",
     "decode_uint32",
     "encode_bool",
@@ -79,7 +83,6 @@ __all__ = [
 
 MAX_UINT = (1 << 64) - 1
 MAX_UINT32 = (1 << 32) - 1
-MAX_TERM = (1 << 56) - 1
 TERM_SIZE = 7
 ENTRY_HEADER_SIZE = REQID_SIZE + 1 + TERM_SIZE
 CHECKPOINT_DATA = b"\xc0"
@@ -119,6 +122,24 @@ def encode_uint(value: int) -> bytes:
 def decode_uint(frame: bytes) -> int:
     """``uint``: an empty frame or one over 8 bytes is a protocol error."""
     return _decode_unsigned(frame, 8, "uint")
+
+
+def decode_term(frame: bytes, what: str = "term") -> int:
+    """A ``uint`` that is a term: above :data:`~dafka.raft.bounds.MAX_TERM` no log entry
+    could hold it, so it is a protocol error."""
+    value = _decode_unsigned(frame, 8, what)
+    if value > MAX_TERM:
+        raise RaftWireError(f"{what} {value} is over {MAX_TERM}")
+    return value
+
+
+def decode_index(frame: bytes, what: str = "log index") -> int:
+    """A ``uint`` that is a log index (or a snapshot byte offset / size), at most
+    :data:`~dafka.raft.bounds.MAX_INDEX`."""
+    value = _decode_unsigned(frame, 8, what)
+    if value > MAX_INDEX:
+        raise RaftWireError(f"{what} {value} is over {MAX_INDEX}")
+    return value
 
 
 def encode_nuint(value: int | None) -> bytes:
@@ -244,6 +265,15 @@ def peers_from_json(value: Any, what: str = "peers") -> tuple[Peer, ...]:
     return tuple(peers)
 
 
+def check_peers(peers: Sequence[Peer], what: str = "peers") -> tuple[Peer, ...]:
+    """``peers`` if every id and URL may enter a configuration (:mod:`dafka.raft.bounds`),
+    else :class:`RaftWireError`."""
+    problem = peers_problem(peers)
+    if problem is not None:
+        raise RaftWireError(f"{what}: {problem}")
+    return tuple(peers)
+
+
 def encode_peers(peers: Sequence[Peer]) -> bytes:
     return encode_json(peers_to_json(peers))
 
@@ -320,4 +350,6 @@ def decode_entry(frame: bytes, index: int) -> Entry:
 
 
 def decode_entries(frames: Sequence[bytes], first_index: int) -> tuple[Entry, ...]:
+    if frames and first_index + len(frames) - 1 > MAX_INDEX:
+        raise RaftWireError(f"log entries would end past index {MAX_INDEX}")
     return tuple(decode_entry(frame, first_index + i) for i, frame in enumerate(frames))

@@ -3,13 +3,16 @@
 CONFIG entry data is encoded by :mod:`dafka.raft.frames` (``encode_config`` /
 ``decode_config``); this module only decides whether a change is acceptable, with the
 spec's ConfigUpdate "argument error" cases: an empty peer list, duplicate ids, two ids
-sharing a URL, or an id (or URL) known under a different URL (or id) than before.
+sharing a URL, or an id (or URL) known under a different URL (or id) than before; and
+ours: a peer id or URL that :mod:`dafka.raft.bounds` refuses (a URL is exactly
+``tcp://HOST:PORT``, which every peer can connect to), or too many peers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from .bounds import peers_problem
 from .types import ClusterConfig, Peer
 
 __all__ = ["all_peers", "validate_change"]
@@ -50,7 +53,7 @@ def validate_change(
     """``None`` if ``peers`` (+ ``learners``) may replace ``current``, else why not."""
     if not peers:
         return "the new configuration has no peers"
-    problem = _check_unique((*peers, *learners))
+    problem = _check_unique((*peers, *learners)) or peers_problem((*peers, *learners))
     if problem:
         return problem
     known = {p.id: p.url for p in all_peers(current)}

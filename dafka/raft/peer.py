@@ -100,9 +100,11 @@ import zmq
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError, StorageError
 from . import messages as m
 from . import wire as w
+from .bounds import DEFAULT_MAX_ENTRY_BYTES, PEER_FRAME_BYTES, peer_url_problem, peers_problem
 from .core import RaftCore
 from .frames import RaftWireError, decode_config, decode_uint, encode_config, encode_json
 from .frames import encode_uint as _uint
+from .guard import BadInput, check_entry_limit, router_frame_limit
 from .membership import all_peers
 from .ready import ProposeStatus, Ready, Role
 from .statemachine import KvStateMachine, StateMachine
@@ -176,6 +178,11 @@ class PeerOptions:
     max_streams: int = REQUEST_ENTRIES_HIGH_WATERMARK
     max_drain: int = 2048
     request_id_ttl: float = 8 * 3600.0
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
+    """Largest RequestUpdate data (one STATE entry) accepted; larger ones are answered
+    with the spec's final failure (status false, no 3rd frame). The ROUTER's
+    ``ZMQ_MAXMSGSIZE`` follows from it (:func:`dafka.raft.guard.router_frame_limit`).
+    Give every peer of a cluster the same value."""
 
 
 # -- snapshot transfer format -----------------------------------------------------------------
@@ -318,6 +325,13 @@ class RaftPeer:
         self.url = url or bind
         if "*" in self.url or self.url.endswith(":0"):
             raise ConfigError(f"peer URL {self.url!r} is not connectable: give --url")
+        problem = (
+            peer_url_problem(self.url)
+            or peers_problem((*peers, Peer(peer_id, self.url)))
+            or check_entry_limit((options or PeerOptions()).max_entry_bytes)
+        )
+        if problem is not None:
+            raise ConfigError(problem)
         self.cluster = cluster.encode() if isinstance(cluster, str) else bytes(cluster)
         self.options = options or PeerOptions()
         self.broadcast = broadcast
@@ -361,8 +375,10 @@ class RaftPeer:
 
     @property
     def running(self) -> bool:
-        """The loop thread is alive (false after :meth:`stop` or a crash)."""
-        return self._thread is not None and self._thread.is_alive()
+        """The loop runs: false after :meth:`stop` or once the loop died (even while the
+        thread still tears down). A process hosting a peer watches this and exits
+        non-zero when it turns false without a stop."""
+        return self._thread is not None and self._thread.is_alive() and self._error is None
 
     @property
     def error(self) -> BaseException | None:
@@ -431,6 +447,10 @@ class RaftPeer:
         self.router.setsockopt(zmq.LINGER, 0)
         self.router.setsockopt(zmq.SNDHWM, 100_000)
         self.router.setsockopt(zmq.RCVHWM, 100_000)
+        self.router.setsockopt(
+            zmq.MAXMSGSIZE, router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)
+        )
+        self._bad = BadInput(self.id)
         try:
             self.router.bind(self.bind)
         except zmq.ZMQError as exc:
@@ -495,7 +515,7 @@ class RaftPeer:
         if storage is not None:
             storage.close()
         if self._own_context and self._context is not None:
-            self._context.term()
+            self._context.destroy(linger=0)  # closes any socket left open, never hangs
             self._context = None
 
     def _sync_peers(self) -> None:
@@ -511,6 +531,12 @@ class RaftPeer:
         for peer_id, url in self._urls.items():
             if peer_id == self.id or peer_id in self._dealers:
                 continue
+            # a config entry from an old log (or an old leader) may name a URL libzmq
+            # refuses: that peer stays unreachable, this one keeps running
+            problem = peer_url_problem(url)
+            if problem is not None:
+                self._bad("peer-url", f"peer={peer_id!r} {problem}", logging.ERROR)
+                continue
             sock = ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.IMMEDIATE, 1)
@@ -518,7 +544,13 @@ class RaftPeer:
             sock.setsockopt(zmq.RCVHWM, 100_000)
             sock.setsockopt(zmq.RECONNECT_IVL, 50)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
-            sock.connect(url)
+            sock.setsockopt(zmq.MAXMSGSIZE, PEER_FRAME_BYTES)
+            try:
+                sock.connect(url)
+            except zmq.ZMQError as exc:
+                sock.close(0)
+                self._bad("peer-url", f"peer={peer_id!r} url={url!r} error={exc}", logging.ERROR)
+                continue
             self._dealers[peer_id] = sock
             self._dealer_peer[sock] = peer_id
             self._out[peer_id] = OrderedDict()
@@ -554,27 +586,33 @@ class RaftPeer:
                 frames = recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if (
-                len(frames) == 5
-                and frames[2] == b"="
-                and len(frames[1]) == REQID_SIZE
-                and frames[3] == self.cluster
-            ):
-                # the hot path: a RequestUpdate from a DEALER (identity, reqid, "=", ...)
-                self._on_update((frames[0],), frames[1], frames[4])
-                continue
             try:
-                request = w.decode_router_request(frames)
-            except RaftWireError as exc:
-                log.debug("raft.peer.bad_request error=%s", exc)
-                continue
-            if request.message.cluster != self.cluster:
-                log.debug("raft.peer.other_cluster cluster=%r", request.message.cluster)
-                continue
-            try:
-                self._on_request(request)
-            except RaftWireError as exc:
-                log.debug("raft.peer.bad_request error=%s", exc)
+                self._on_router_frames(frames)
+            except Exception as exc:  # no input may stop the loop
+                self._bad("request-error", repr(exc), logging.ERROR)
+
+    def _on_router_frames(self, frames: list[bytes]) -> None:
+        if (
+            len(frames) == 5
+            and frames[2] == b"="
+            and len(frames[1]) == REQID_SIZE
+            and frames[3] == self.cluster
+        ):
+            # the hot path: a RequestUpdate from a DEALER (identity, reqid, "=", ...)
+            self._on_update((frames[0],), frames[1], frames[4])
+            return
+        try:
+            request = w.decode_router_request(frames)
+        except RaftWireError as exc:
+            self._bad("malformed", exc, logging.DEBUG)
+            return
+        if request.message.cluster != self.cluster:
+            log.debug("raft.peer.other_cluster cluster=%r", request.message.cluster)
+            return
+        try:
+            self._on_request(request)
+        except RaftWireError as exc:
+            self._bad("malformed", exc, logging.DEBUG)
 
     def _drain_dealer(self, sock: zmq.Socket[Any]) -> None:
         peer_id = self._dealer_peer[sock]
@@ -595,9 +633,12 @@ class RaftPeer:
                 response = w.decode_response(_KIND[type(rec.request)], frames)
                 answer = _core_response(response, peer_id, self.id)
             except RaftWireError as exc:
-                log.debug("raft.peer.bad_response peer=%s error=%s", peer_id, exc)
+                self._bad("malformed-response", f"peer={peer_id!r} {exc}", logging.DEBUG)
                 continue
-            self.core.step(m.correlate(rec.request, answer))
+            try:
+                self.core.step(m.correlate(rec.request, answer))
+            except Exception as exc:  # no input may stop the loop
+                self._bad("response-error", f"peer={peer_id!r} {exc!r}", logging.ERROR)
 
     def _on_tick(self, now: float) -> None:
         # RPC_TIMEOUT: repeat unanswered peer requests (same message id)
@@ -730,7 +771,10 @@ class RaftPeer:
                 self._staging_fd = -1
         for entry in rd.committed_entries:
             if entry.type is EntryType.STATE:
-                sm.apply(entry)
+                try:
+                    sm.apply(entry)
+                except Exception as exc:  # the same entry fails alike on every peer
+                    self._bad("apply-error", f"index={entry.index} {exc!r}", logging.ERROR)
             waiters = self._waiters.pop(entry.index, None)
             if waiters:
                 for waiter in waiters:
@@ -947,6 +991,11 @@ class RaftPeer:
 
     def _on_update(self, envelope: tuple[bytes, ...], reqid: bytes, data: bytes) -> None:
         core = self.core
+        if len(data) > self.options.max_entry_bytes:
+            # the spec's final failure (false, no 3rd frame): the client gives up
+            self._bad("oversize-update", f"bytes={len(data)} max={self.options.max_entry_bytes}")
+            self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
+            return
         try:
             result = core.propose(data, reqid, time.time())
         except (NotLeader, ProposalDropped) as exc:

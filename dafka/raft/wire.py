@@ -25,9 +25,13 @@ Choices the spec leaves open, pinned here
   empty. Statuses 1 and 2 send ``nil`` in frame 3; decoders ignore that frame.
 * RequestUpdate / ConfigUpdate "not a leader" responses always carry the leader
   frame (JSON null when unknown); decoders accept it absent as well.
-* ConfigUpdate requests whose configuration frame is not a well-formed peer list
-  decode as :class:`InvalidConfigUpdate` (not an error), so the peer can answer
-  status 2 as the spec requires. Learners may be given as
+* ConfigUpdate requests whose configuration frame is not a well-formed peer list, or
+  names a peer whose id or URL :mod:`dafka.raft.bounds` refuses (a URL must be exactly
+  ``tcp://HOST:PORT``), decode as :class:`InvalidConfigUpdate` (not an error), so the
+  peer can answer status 2 as the spec requires.
+* Terms above ``bounds.MAX_TERM`` (2**56 - 1: an entry holds its term in 7 bytes) and
+  indexes above ``bounds.MAX_INDEX`` are protocol errors in every peer RPC, so no peer
+  can push this one to a term its log cannot store. Learners may be given as
   ``{"new": [...], "learners": [...]}`` (our extension; the plain array is the spec).
 * Dafka extensions (never sent to a peer unless used): RequestVote frame 8 is an
   optional ``uint`` of flags (1 = pre-vote, 2 = leader transfer; absent = 0), and
@@ -44,14 +48,17 @@ from typing import Any, ClassVar, Self
 
 from .frames import (
     RaftWireError,
+    check_peers,
     decode_bool,
     decode_entries,
+    decode_index,
     decode_json,
     decode_json_index,
     decode_json_leader,
     decode_nuint,
     decode_reqid,
     decode_string,
+    decode_term,
     decode_uint,
     decode_uint32,
     encode_bool,
@@ -230,9 +237,9 @@ class RequestVote:
             decode_uint(frames[0]),
             frames[2],
             decode_string(frames[3], "candidate id"),
-            decode_uint(frames[4]),
-            decode_uint(frames[5]),
-            decode_uint(frames[6]),
+            decode_term(frames[4]),
+            decode_index(frames[5], "last log index"),
+            decode_term(frames[6], "last log term"),
             bool(flags & FLAG_PRE_VOTE),
             bool(flags & FLAG_TRANSFER),
         )
@@ -252,7 +259,7 @@ class RequestVoteResponse:
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestVoteResponse:
         _count(frames, 3, 3, "RequestVote response")
-        return cls(decode_uint(frames[0]), decode_uint(frames[1]), decode_bool(frames[2]))
+        return cls(decode_uint(frames[0]), decode_term(frames[1]), decode_bool(frames[2]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,15 +294,15 @@ class AppendEntries:
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> AppendEntries:
         _at_least(frames, 8, "AppendEntries")
-        prev_index = decode_uint(frames[5])
+        prev_index = decode_index(frames[5], "previous log index")
         return cls(
             decode_uint(frames[0]),
             frames[2],
             decode_string(frames[3], "leader id"),
-            decode_uint(frames[4]),
+            decode_term(frames[4]),
             prev_index,
-            decode_uint(frames[6]),
-            decode_uint(frames[7]),
+            decode_term(frames[6], "previous log term"),
+            decode_index(frames[7], "commit index"),
             decode_entries(frames[8:], prev_index + 1),
         )
 
@@ -325,10 +332,10 @@ class AppendEntriesResponse:
         _count(frames, 3, 5, "AppendEntries response")
         return cls(
             decode_uint(frames[0]),
-            decode_uint(frames[1]),
+            decode_term(frames[1]),
             decode_bool(frames[2]),
-            decode_uint(frames[3]) if len(frames) > 3 else None,
-            decode_uint(frames[4]) if len(frames) > 4 else None,
+            decode_term(frames[3], "conflict term") if len(frames) > 3 else None,
+            decode_index(frames[4], "conflict index") if len(frames) > 4 else None,
         )
 
 
@@ -373,11 +380,11 @@ class InstallSnapshot:
             decode_uint(frames[0]),
             frames[2],
             decode_string(frames[3], "leader id"),
-            decode_uint(frames[4]),
-            decode_uint(frames[5]),
-            decode_uint(frames[6]),
-            decode_uint(frames[7]),
-            decode_uint(frames[8]),
+            decode_term(frames[4]),
+            decode_index(frames[5], "snapshot index"),
+            decode_term(frames[6], "snapshot term"),
+            decode_index(frames[7], "snapshot chunk offset"),
+            decode_index(frames[8], "snapshot size"),
             frames[9],
         )
 
@@ -401,8 +408,8 @@ class InstallSnapshotResponse:
         _count(frames, 2, 3, "InstallSnapshot response")
         return cls(
             decode_uint(frames[0]),
-            decode_uint(frames[1]),
-            decode_uint(frames[2]) if len(frames) == 3 else None,
+            decode_term(frames[1]),
+            decode_index(frames[2], "snapshot offset") if len(frames) == 3 else None,
         )
 
 
@@ -432,7 +439,7 @@ class TimeoutNow:
             decode_uint(frames[0]),
             frames[2],
             decode_string(frames[3], "leader id"),
-            decode_uint(frames[4]),
+            decode_term(frames[4]),
         )
 
 
@@ -449,7 +456,7 @@ class TimeoutNowResponse:
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> TimeoutNowResponse:
         _count(frames, 2, 2, "TimeoutNow response")
-        return cls(decode_uint(frames[0]), decode_uint(frames[1]))
+        return cls(decode_uint(frames[0]), decode_term(frames[1]))
 
 
 # -- client RPCs ------------------------------------------------------------------------------
@@ -605,11 +612,13 @@ class ConfigUpdate:
             if isinstance(value, dict):
                 if set(value) - {"new", "learners"} or "new" not in value:
                     raise RaftWireError("config object must have 'new' and optionally 'learners'")
-                learners = peers_from_json(value.get("learners", []), "learners")
+                learners = check_peers(
+                    peers_from_json(value.get("learners", []), "learners"), "learners"
+                )
                 value = value["new"]
             else:
                 learners = ()
-            return cls(reqid, frames[2], peers_from_json(value), learners)
+            return cls(reqid, frames[2], check_peers(peers_from_json(value)), learners)
         except RaftWireError as exc:
             return InvalidConfigUpdate(reqid, frames[2], frames[3], "TypeError", str(exc))
 
@@ -733,9 +742,9 @@ class RequestEntries:
         return cls(
             decode_uint32(frames[0]),
             frames[2],
-            decode_uint(frames[3]),
+            decode_index(frames[3], "previous log index"),
             decode_nuint(frames[4]) if len(frames) > 4 else None,
-            decode_uint(frames[5]) if len(frames) > 5 else None,
+            decode_index(frames[5], "snapshot chunk offset") if len(frames) > 5 else None,
         )
 
 

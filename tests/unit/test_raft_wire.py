@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dafka.raft.bounds import MAX_INDEX
 from dafka.raft.frames import MAX_UINT32, RaftWireError, encode_entry, encode_json
 from dafka.raft.types import Entry, EntryType, Peer
 from dafka.raft.wire import (
@@ -45,7 +46,15 @@ from dafka.raft.wire import (
     split_envelope,
 )
 
-from .test_raft_frames import STATE_ENTRY_FRAME, entry_runs, peer_lists, reqids, texts, uints
+from .test_raft_frames import (
+    STATE_ENTRY_FRAME,
+    entry_runs,
+    peer_lists,
+    reqids,
+    terms,
+    texts,
+    uints,
+)
 
 CLUSTER = b"secret"
 REQID = bytes.fromhex("5956dc8826f27e10dcccab20")
@@ -53,13 +62,25 @@ clusters = st.binary(max_size=16)
 uint32s = st.integers(0, MAX_UINT32)
 leaders = st.none() | texts
 small = st.integers(0, 2**40)
+indexes = st.integers(0, MAX_INDEX)
+# peers a ConfigUpdate may name: printable ids, tcp://HOST:PORT urls (dafka.raft.bounds)
+valid_peers = st.builds(
+    Peer,
+    st.text(min_size=1, max_size=20).filter(str.isprintable),
+    st.builds(
+        "tcp://{}:{}".format,
+        st.from_regex(r"[a-z0-9]{1,10}", fullmatch=True),
+        st.integers(1, 65535),
+    ),
+)
+valid_peer_lists = st.lists(valid_peers, max_size=5).map(tuple)
 
 # -- strategies per message -------------------------------------------------------------------
 
 request_votes = st.builds(
-    RequestVote, uints, clusters, texts, uints, uints, uints, st.booleans(), st.booleans()
+    RequestVote, uints, clusters, texts, terms, indexes, terms, st.booleans(), st.booleans()
 )
-vote_responses = st.builds(RequestVoteResponse, uints, uints, st.booleans())
+vote_responses = st.builds(RequestVoteResponse, uints, terms, st.booleans())
 
 
 @st.composite
@@ -69,20 +90,20 @@ def append_entries(draw) -> AppendEntries:
         draw(uints),
         draw(clusters),
         draw(texts),
-        draw(uints),
+        draw(terms),
         prev,
-        draw(uints),
-        draw(uints),
+        draw(terms),
+        draw(indexes),
         draw(entry_runs(first=prev + 1)),
     )
 
 
 @st.composite
 def append_responses(draw) -> AppendEntriesResponse:
-    conflict_term = draw(st.none() | uints)
-    conflict_index = None if conflict_term is None else draw(st.none() | uints)
+    conflict_term = draw(st.none() | terms)
+    conflict_index = None if conflict_term is None else draw(st.none() | indexes)
     return AppendEntriesResponse(
-        draw(uints), draw(uints), draw(st.booleans()), conflict_term, conflict_index
+        draw(uints), draw(terms), draw(st.booleans()), conflict_term, conflict_index
     )
 
 
@@ -91,16 +112,16 @@ install_snapshots = st.builds(
     uints,
     clusters,
     texts,
-    uints,
-    uints,
-    uints,
-    uints,
-    uints,
+    terms,
+    indexes,
+    terms,
+    indexes,
+    indexes,
     st.binary(max_size=64),
 )
-install_responses = st.builds(InstallSnapshotResponse, uints, uints, st.none() | uints)
-timeout_nows = st.builds(TimeoutNow, uints, clusters, texts, uints)
-timeout_now_responses = st.builds(TimeoutNowResponse, uints, uints)
+install_responses = st.builds(InstallSnapshotResponse, uints, terms, st.none() | indexes)
+timeout_nows = st.builds(TimeoutNow, uints, clusters, texts, terms)
+timeout_now_responses = st.builds(TimeoutNowResponse, uints, terms)
 request_configs = st.builds(RequestConfig, uint32s, clusters)
 config_responses = st.builds(
     RequestConfigResponse, uint32s, st.booleans(), leaders, st.none() | peer_lists
@@ -119,7 +140,7 @@ def update_responses(draw) -> RequestUpdateResponse:
     return RequestUpdateResponse(reqid, status)
 
 
-config_updates = st.builds(ConfigUpdate, reqids, clusters, peer_lists, peer_lists)
+config_updates = st.builds(ConfigUpdate, reqids, clusters, valid_peer_lists, valid_peer_lists)
 
 
 @st.composite
@@ -140,7 +161,11 @@ def config_update_responses(draw) -> ConfigUpdateResponse:
 @st.composite
 def request_entries(draw) -> RequestEntries:
     return RequestEntries(
-        draw(uint32s), draw(clusters), draw(uints), draw(st.none() | uints), draw(st.none() | uints)
+        draw(uint32s),
+        draw(clusters),
+        draw(indexes),
+        draw(st.none() | uints),
+        draw(st.none() | indexes),
     )
 
 

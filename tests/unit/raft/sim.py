@@ -48,7 +48,8 @@ class SafetyViolation(AssertionError):
 
 
 def peer(pid: str) -> Peer:
-    return Peer(pid, f"tcp://127.0.0.1:{7000 + sum(map(ord, pid))}/{pid}")
+    """A unique, valid ``tcp://HOST:PORT`` URL per id (the host spells the id in hex)."""
+    return Peer(pid, f"tcp://{pid.encode().hex()}.sim:{7000 + sum(map(ord, pid)) % 50000}")
 
 
 def make_config(voters: Iterable[str], learners: Iterable[str] = ()) -> ClusterConfig:
