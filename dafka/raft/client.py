@@ -663,7 +663,11 @@ def _decide_update(frames: list[bytes]) -> tuple[int, Any]:
         return _PENDING, None
     if status is w.UpdateStatus.NOT_LEADER:
         return _REDIRECT, resp.leader
-    return _FAIL, RaftError("the update expired (its reqid is older than the request TTL)")
+    # the spec's one final failure: an expired reqid, or (Dafka peers) data over their cap
+    return _FAIL, RaftError(
+        "the cluster refused the update: its reqid expired, or its data is over the"
+        " peers' size limit (PeerOptions.max_entry_bytes, 1 MiB by default)"
+    )
 
 
 def _decide_config(frames: list[bytes]) -> tuple[int, Any]:
