@@ -4,7 +4,11 @@
 
 For every mutant (one defence taken out of the source of one function, which is
 recompiled in memory; no file is changed) it runs the attack tests in a fresh
-interpreter and reports whether they caught it. A mutant that passes the tests
+interpreter and reports whether they caught it. The mutant's code also replaces the
+original function's code object, so references taken at import time (``from x import
+f``, dispatch tables of bound methods) run the mutant too. Integration tests that start
+our modules as processes wrap their command lines with :func:`mutated`, so those
+processes run with the mutant as well. A mutant that passes the tests
 means a defence without a test. Exit status 1 if any mutant survives.
 """
 
@@ -12,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import runpy
 import subprocess
 import sys
 
@@ -21,7 +27,10 @@ TESTS = [
     "tests/integration/test_attacks_io.py",
     "tests/unit/test_attacks_metadata.py",
     "tests/integration/test_attacks_metadata.py",
+    "tests/unit/test_attacks_raft.py",
+    "tests/integration/test_attacks_raft.py",
 ]
+MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
@@ -185,6 +194,60 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            if self.admins:",
         "            if False:",
     ),
+    "Raft codec bounds terms and indexes": [
+        ("dafka.raft.frames", "decode_term", "    if value > MAX_TERM:", "    if False:"),
+        ("dafka.raft.frames", "decode_index", "    if value > MAX_INDEX:", "    if False:"),
+    ],
+    "Raft core drops out-of-range terms": (
+        "dafka.raft.core",
+        "RaftCore.step",
+        "        if message_problem(msg) is not None:",
+        "        if False:",
+    ),
+    "Raft core never campaigns past MAX_TERM": (
+        "dafka.raft.core",
+        "RaftCore._campaign",
+        " or self.term >= MAX_TERM:",
+        ":",
+    ),
+    "Raft ConfigUpdate checks peer ids and URLs": (
+        "dafka.raft.frames",
+        "check_peers",
+        "    if problem is not None:",
+        "    if False:",
+    ),
+    "Raft membership checks peer ids and URLs": (
+        "dafka.raft.membership",
+        "validate_change",
+        " or peers_problem((*peers, *learners))",
+        "",
+    ),
+    "Raft peer skips unconnectable URLs": (
+        "dafka.raft.peer",
+        "RaftPeer._sync_peers",
+        "            problem = peer_url_problem(url)",
+        "            problem = None",
+        "            except zmq.ZMQError as exc:",
+        "            except KeyError as exc:",
+    ),
+    "Raft client skips unconnectable URLs": (
+        "dafka.raft.client",
+        "RaftClient._discover",
+        "(p for p in answer.peers if peer_url_problem(p.url) is None)",
+        "answer.peers",
+    ),
+    "Raft RequestUpdate size cap": (
+        "dafka.raft.peer",
+        "RaftPeer._on_update",
+        "        if len(data) > self.options.max_entry_bytes:",
+        "        if False:",
+    ),
+    "ZMQ_MAXMSGSIZE on the Raft ROUTER": (
+        "dafka.raft.peer",
+        "RaftPeer._setup",
+        "router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)",
+        "-1",
+    ),
 }
 
 
@@ -209,7 +272,27 @@ def apply(name: str) -> None:
         dedented = "\n".join(line[indent:] for line in source.split("\n"))
         namespace = dict(vars(module))
         exec(compile(dedented, f"<mutant {name}: {qualname}>", "exec"), namespace)
+        original = inspect.getattr_static(owner, attr)
+        _swap_code(original, namespace[attr])
         setattr(owner, attr, namespace[attr])
+
+
+def _swap_code(original: object, mutant: object) -> None:
+    """Give the original function the mutant's code (same free variables only)."""
+    old = getattr(original, "__func__", original)
+    new = getattr(mutant, "__func__", mutant)
+    old_code, new_code = getattr(old, "__code__", None), getattr(new, "__code__", None)
+    if old_code is not None and new_code is not None:
+        if old_code.co_freevars == new_code.co_freevars:
+            old.__code__ = new_code  # type: ignore[attr-defined]
+
+
+def mutated(command: list[str]) -> list[str]:
+    """``[python, -m, module, args...]`` run under the mutant being tested, if any."""
+    name = os.environ.get(MUTANT_ENV)
+    if not name or command[1:2] != ["-m"]:
+        return command
+    return [command[0], "-m", "tests.attack_mutants", "--exec", name, *command[2:]]
 
 
 def _no_maxmsgsize() -> None:
@@ -225,8 +308,15 @@ def _no_maxmsgsize() -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 3 and sys.argv[1] == "--exec":
+        apply(sys.argv[2])
+        module = sys.argv[3]
+        sys.argv = [module, *sys.argv[4:]]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return
     if len(sys.argv) > 2 and sys.argv[1] == "--run":
         apply(sys.argv[2])
+        os.environ[MUTANT_ENV] = sys.argv[2]
         import pytest
 
         sys.exit(pytest.main(["-q", "-x", "-p", "no:cacheprovider", *TESTS]))

@@ -44,6 +44,7 @@ import zmq
 
 from ..errors import ConfigError, DafkaTimeout, RaftError
 from . import wire as w
+from .bounds import peer_url_problem
 from .frames import (
     MAX_UINT32,
     RaftWireError,
@@ -520,8 +521,9 @@ class RaftClient:
                 except RaftWireError:
                     answer = None
                 if answer is not None:
-                    if answer.peers:
-                        self._peers.update({p.id: p.url for p in answer.peers})
+                    if answer.peers:  # a URL libzmq would refuse is never connected to
+                        good = (p for p in answer.peers if peer_url_problem(p.url) is None)
+                        self._peers.update({p.id: p.url for p in good})
                     if answer.is_leader and answer.leader is not None:
                         self._peers.setdefault(answer.leader, got[0])
                     if answer.leader is not None and answer.leader in self._peers:
