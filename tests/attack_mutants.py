@@ -242,6 +242,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if len(data) > self.options.max_entry_bytes:",
         "        if False:",
     ),
+    "Raft loop survives a failing message": (
+        "dafka.raft.peer",
+        "RaftPeer._drain_router",
+        "            except Exception as exc:  # no input may stop the loop",
+        "            except KeyError as exc:",
+    ),
+    "Raft loop survives a failing state machine": (
+        "dafka.raft.peer",
+        "RaftPeer._apply",
+        "                except Exception as exc:  # the same entry fails alike on every peer",
+        "                except KeyError as exc:",
+    ),
     "ZMQ_MAXMSGSIZE on the Raft ROUTER": (
         "dafka.raft.peer",
         "RaftPeer._setup",

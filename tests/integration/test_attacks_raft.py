@@ -12,6 +12,8 @@
   off by ``ZMQ_MAXMSGSIZE`` before it is read: the peer's peak RSS and its log do not
   grow by it.
 * A peer whose loop dies exits non-zero with one ``error:`` line.
+* A state machine or handler failure on one message is counted and logged; the loop
+  goes on (checked on a peer in this process, where the failure can be injected).
 
 Commands go through :func:`tests.attack_mutants.mutated`, so ``python -m
 tests.attack_mutants`` runs these processes with each mutant in turn.
@@ -30,7 +32,9 @@ import zmq
 from dafka.errors import ConfigError
 from dafka.raft.client import RaftClient
 from dafka.raft.frames import encode_config, encode_uint, encode_uint32
+from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.reqid import ReqIdGenerator
+from dafka.raft.statemachine import KvStateMachine, decode_value, get_query, put_command
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, HardState, Peer
 from tests.attack_mutants import mutated
@@ -281,3 +285,49 @@ def test_a_peer_whose_loop_dies_exits_non_zero(peer):
     rc = p.proc.wait(timeout=10)
     assert rc != 0
     assert any(line.startswith("error: peer p1 stopped") for line in p.proc.stderr_lines)
+
+
+# -- no input stops the loop (a peer in this process, to inject failures) ---------------------
+
+
+class _Fragile(KvStateMachine):
+    """A state machine that raises on one command (a bug, or a command it cannot take)."""
+
+    def apply(self, entry: Entry) -> object:
+        if entry.data == b"boom":
+            raise RuntimeError("cannot apply boom")
+        return super().apply(entry)
+
+
+@pytest.fixture
+def solo(tmp_path: Path):
+    options = PeerOptions(tick=0.01, fsync=False)
+    p = RaftPeer("p1", _free_url(), [], tmp_path / "solo", CLUSTER, _Fragile(), options=options)
+    p.start()
+    yield p
+    p.stop()
+
+
+def test_a_state_machine_error_does_not_stop_the_loop(solo, caplog):
+    with RaftClient([solo.url], CLUSTER, timeout=10) as client:
+        boom = client.update(b"boom")
+        assert client.update(put_command("k", 1)) > boom
+        assert decode_value(client.read(get_query("k"))) == 1
+    assert solo.running
+    assert "kind=apply-error" in caplog.text
+
+
+def test_a_handler_error_does_not_stop_the_loop(solo, dealer, caplog):
+    def broken(msg: object) -> None:
+        raise RuntimeError("injected handler failure")
+
+    sock = dealer(solo.url)
+    _log_info(sock)
+    solo.core.step = broken  # what any unexpected failure inside the handling looks like
+    term = solo.core.term
+    sock.send_multipart(
+        [encode_uint(1), b"+", CLUSTER.encode(), b"p2", *map(encode_uint, (term, 0, 0, 0))]
+    )
+    assert _log_info(sock)[0] == term  # answered after the broken message was handled
+    assert solo.running
+    assert "kind=request-error" in caplog.text
