@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import ConfigError, DafkaError, RaftError
+from ..raft.bounds import DEFAULT_MAX_ENTRY_BYTES
 from ..raft.client import RaftClient
 from ..raft.peer import PeerOptions, RaftPeer
 from ..raft.statemachine import KvStateMachine
@@ -100,6 +101,12 @@ def main() -> None:
 @click.option(
     "--fsync/--no-fsync", default=True, show_default=True, help="fdatasync the log (group commit)."
 )
+@click.option(
+    "--max-entry-bytes",
+    default=DEFAULT_MAX_ENTRY_BYTES,
+    show_default=True,
+    help="Largest RequestUpdate data accepted (larger ones are refused); same on every peer.",
+)
 @run_cli
 def peer(
     peer_id: str,
@@ -116,6 +123,7 @@ def peer(
     snapshot_every: int,
     keep_entries: int,
     fsync: bool,
+    max_entry_bytes: int,
 ) -> None:
     """Run one Raft peer until interrupted."""
     if tick_ms <= 0:
@@ -127,6 +135,7 @@ def peer(
         fsync=fsync,
         snapshot_every=snapshot_every,
         keep_entries=keep_entries,
+        max_entry_bytes=max_entry_bytes,
     )
     members = [_peer_spec(p.strip()) for spec in peers for p in spec.split(",") if p.strip()]
     node = RaftPeer(

@@ -329,6 +329,8 @@ def _encode_records(entries: Sequence[Entry], batch: int) -> bytes:
             body = encode_entry(entry)
         except RaftWireError as exc:
             raise StorageError(f"entry {entry.index} cannot be stored: {exc}") from exc
+        if len(body) > _MAX_RECORD:  # recovery would take it for a torn write and drop it
+            raise StorageError(f"entry {entry.index} has {len(body)} bytes, over {_MAX_RECORD}")
         tail = _REC_TAIL.pack(len(body), entry.index, batch)
         parts += (_REC_MAGIC, _U32.pack(zlib.crc32(body, zlib.crc32(tail))), tail, body)
     return b"".join(parts)
