@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
-from .config import ConsumerConfig, NodeConfig, OffsetReset
+from .config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
 from .core import messages as m
 from .core.consumer import ConsumerCore
 from .core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
@@ -160,8 +160,15 @@ class Consumer:
         metadata: bool | None = None,
         cluster: str = "dafka",
         on_data_loss: Literal["raise", "skip"] = "raise",
+        trusted_stores: str | Iterable[str] | None = None,
     ) -> None:
-        """``on_data_loss``: what to do when a store's retention deleted records this
+        """``trusted_stores`` (node IDs or public keys; the cluster metadata's list
+        replaces it when it has one): the stores whose signed retention tails may
+        move delivery past deleted records. Without any, a validly signed tail from
+        any store counts, but only below what the producer's own signed records and
+        HEADs show to exist (``docs/wire.md`` §9.6).
+
+        ``on_data_loss``: what to do when a store's retention deleted records this
         consumer still had to deliver (signed profile): ``"raise"`` makes the next
         poll raise :class:`~dafka.errors.DataLossError` once, then delivery goes on
         from the store's tail; ``"skip"`` skips ahead to the tail silently (counted
@@ -191,7 +198,9 @@ class Consumer:
             fetch_timeout=self.config.fetch_timeout,
             profile=wire,
             on_data_loss=on_data_loss,
+            trusted_stores=parse_trusted_stores(trusted_stores) or None,
         )
+        self._core_trusted = parse_trusted_stores(trusted_stores)
         self._handler = _ConsumerHandler(self, self._core)
         # verified runs of records, oldest first; ConsumedRecords are made when polled
         self._ready: deque[RecordBatch] = deque()
@@ -225,10 +234,12 @@ class Consumer:
             raise ConfigError("no tower's metadata peer answered")
 
         seen: dict[str, int] | None = None  # tombstones already known (None: first config)
+        local = self._core_trusted
 
         def on_change(config: dict) -> None:
             nonlocal seen
             acl = {n: t.get("producers") for n, t in config["topics"].items()}
+            stores = tuple(config.get("stores", ())) or local
             deleted = dict(config.get("deleted", {}))
             news = (
                 [] if seen is None else [(t, r) for t, r in deleted.items() if r > seen.get(t, -1)]
@@ -237,6 +248,7 @@ class Consumer:
 
             def call(now: float) -> list[Publish]:
                 self._core.set_acl(acl)
+                self._core.set_trusted_stores(stores or None)
                 for topic, revision in news:
                     if topic in self._core.topics():
                         self._topic_deleted(topic, revision)

@@ -116,6 +116,11 @@ class Profile:
         """True if ``ack`` was signed by the store it names."""
         return True
 
+    def tail_store(self, msg: m.DirectHead) -> str | None:
+        """The node ID of the store that signed ``msg``'s tail, or ``None`` if the tail is
+        not signed (or its signature does not verify): an unsigned tail moves nothing."""
+        return None
+
     def seal(
         self,
         topic: str,
@@ -350,7 +355,9 @@ class SignedProfile(Profile):
             assert isinstance(msg, signed.DirectHead)
             h = msg.head
             head = None if h is None else m.Head(h.topic, h.partition, h.offset, h)
-            return m.DirectHead(msg.recipient, msg.topic, msg.partition, msg.offset, head, msg.tail)
+            return m.DirectHead(
+                msg.recipient, msg.topic, msg.partition, msg.offset, head, msg.tail, msg.signed_tail
+            )
         return msg  # type: ignore[return-value]
 
     # -------------------------------------------------------------- encoding
@@ -386,9 +393,30 @@ class SignedProfile(Profile):
             if not isinstance(proof, signed.Head):
                 proof = None
             return signed.DirectHead(
-                msg.recipient, msg.topic, msg.partition, msg.offset, proof, msg.tail
+                msg.recipient,
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                proof,
+                msg.tail,
+                self._tail(msg),
             )
         return msg  # type: ignore[return-value]
+
+    def _tail(self, msg: m.DirectHead) -> signed.Tail | None:
+        """The tail of a DIRECT-HEAD, signed by this store (``None`` without a tail or a key)."""
+        if msg.tail is None:
+            return None
+        proof = msg.tail_proof
+        if isinstance(proof, signed.Tail) and (proof.partition, proof.topic, proof.offset) == (
+            msg.partition,
+            msg.topic,
+            msg.tail,
+        ):
+            return proof
+        if self.identity is None:
+            return None
+        return signed.sign_tail(self.identity, msg.partition, msg.topic, msg.tail)
 
     def _signed_head(self, head: m.Head) -> signed.Head:
         proof = head.proof
@@ -459,6 +487,17 @@ class SignedProfile(Profile):
         except (WireError, ValueError):
             return False
         return True
+
+    def tail_store(self, msg: m.DirectHead) -> str | None:
+        proof = msg.tail_proof
+        if not isinstance(proof, signed.Tail) or msg.tail is None:
+            return None
+        if (proof.partition, proof.topic, proof.offset) != (msg.partition, msg.topic, msg.tail):
+            return None
+        try:
+            return proof.verify().store
+        except (WireError, ValueError):
+            return None
 
     # ------------------------------------------------------------- sealing
 

@@ -24,6 +24,7 @@ import sys
 TESTS = [
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
+    "tests/unit/test_attacks_hints.py",
     "tests/integration/test_attacks_io.py",
     "tests/unit/test_attacks_metadata.py",
     "tests/integration/test_attacks_metadata.py",
@@ -259,6 +260,54 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "RaftPeer._setup",
         "router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)",
         "-1",
+    ),
+    "consumer acts on signed tails only": (
+        "dafka.core.consumer",
+        "ConsumerCore._tail_counts",
+        "        if store is None:\n            return False",
+        "        if False:\n            return False",
+    ),
+    "consumer trusts listed stores' tails only": (
+        "dafka.core.consumer",
+        "ConsumerCore._tail_counts",
+        "            if store not in trusted:",
+        "            if False:",
+    ),
+    "consumer bounds tails by what the producer signed": (
+        "dafka.core.consumer",
+        "ConsumerCore._tail_counts",
+        "        return tail < max(p.seen_end, p.signed_end)",
+        "        return True",
+    ),
+    "consumer bounds a trusted tail's lead": (
+        "dafka.core.consumer",
+        "ConsumerCore._tail_counts",
+        "            return tail <= max(p.next, p.seen_end, p.signed_end) + self._lead",
+        "            return True",
+    ),
+    "unsigned hints never start a latest partition": (
+        "dafka.core.consumer",
+        "ConsumerCore._on_direct_head",
+        "                return effects  # an unsigned hint never chooses",
+        "                pass  #",
+    ),
+    "partitions from unsigned hints are bounded": (
+        "dafka.core.consumer",
+        "ConsumerCore._partition",
+        "        if not confirmed and (",
+        "        if False and (",
+    ),
+    "unconfirmed partitions are forgotten": (
+        "dafka.core.consumer",
+        "ConsumerCore.tick",
+        "                if not p.confirmed and p.tries >= UNCONFIRMED_TRIES:",
+        "                if False:",
+    ),
+    "consumer bounds FETCHes over all partitions": (
+        "dafka.core.consumer",
+        "ConsumerCore._fetch",
+        "        if not self._fetch_budget.allow(now):",
+        "        if False:",
     ),
 }
 

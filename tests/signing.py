@@ -76,6 +76,28 @@ def ack(offset: int, *, store: Identity = STORE, topic: str = "t", partition: st
     return decoded(signed.encode(signed.sign_ack(store, partition, topic, offset)))  # type: ignore[return-value]
 
 
+def direct_head(
+    offset: int,
+    *,
+    tail: int | None = None,
+    signer: Identity | None = STORE,
+    with_head: int | None = None,
+    topic: str = "t",
+    partition: str = P,
+    to: str = CONSUMER,
+) -> m.DirectHead:
+    """A store's DIRECT-HEAD as a consumer decodes it: ``tail`` signed by ``signer`` (unsigned
+    with ``signer=None``), carrying the producer's signed HEAD at ``with_head`` if given."""
+    h = None
+    if with_head is not None:
+        h = signed.sign_head(PRODUCER, topic, with_head, 1_700_000_000_000)
+    proof = None
+    if tail is not None and signer is not None:
+        proof = signed.sign_tail(signer, partition, topic, tail)
+    frames = signed.encode(signed.DirectHead(to, topic, partition, offset, h, tail, proof))
+    return decoded(frames)  # type: ignore[return-value]
+
+
 def decoded(frames: list[bytes]) -> m.Message:
     return WIRE.decode(frames)
 

@@ -156,6 +156,13 @@ class _Waiting:
 )
 @click.option("--json", "as_json_lines", is_flag=True, help="One JSON object per record.")
 @click.option(
+    "--trusted-store",
+    "trusted_stores",
+    default=None,
+    help="Comma-separated node IDs or public keys of the stores whose signed retention "
+    "tails may skip deleted records (signed profile; default: any store's, bounded).",
+)
+@click.option(
     "--timeout",
     default=None,
     type=float,
@@ -181,6 +188,7 @@ def main(
     count: int | None,
     format: str,
     as_json_lines: bool,
+    trusted_stores: str | None,
     timeout: float | None,
     wait: float,
 ) -> None:
@@ -198,6 +206,7 @@ def main(
         host=host,
         offset_reset=reset,
         profile=profile,  # type: ignore[arg-type]
+        trusted_stores=trusted_stores,
     ) as consumer:
         waiting = _Waiting(consumer, started, wait, exit_at_end)
         while count is None or seen < count:

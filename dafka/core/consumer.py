@@ -53,6 +53,7 @@ from ..profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
 from .effects import DataLoss, Deliver, Effect, Publish
+from .limits import TokenBucket
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,16 @@ PartitionKey = tuple[str, str]
 
 _RECENT_PRUNE_AT = 32
 _REJECT_LOG_PERIOD = 5.0
+# Partitions known only from a store's unsigned hint (a DIRECT-HEAD's ``sequence``):
+# at most this many at once, made at this rate, each forgotten after this many
+# FETCHes that brought nothing verified.
+MAX_UNCONFIRMED = 1024
+HINT_RATE = 100.0
+HINT_BURST = 512.0
+UNCONFIRMED_TRIES = 3
+# FETCHes this consumer sends, over all partitions.
+FETCH_RATE = 2000.0
+FETCH_BURST = 4000.0
 
 # A buffered batch: (count, keys or None, values, timestamp in seconds or None)
 _Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None]
@@ -93,6 +104,13 @@ class ConsumerStats:
     gap_offsets: int = 0
     """Offsets passed without records because their producer's signed gap statement
     says they hold none (a range it reserved before a crash and never got stored)."""
+    ignored_tails: int = 0
+    """Store tails not acted on: unsigned, badly signed, from an untrusted store, or
+    above what signed statements say exists."""
+    limited_hints: int = 0
+    """Unsigned store hints for unknown partitions refused (rate or count bound)."""
+    limited_fetches: int = 0
+    """FETCHes held back by the bound on FETCHes over all partitions."""
 
 
 class _Partition:
@@ -110,6 +128,7 @@ class _Partition:
     __slots__ = (
         "buffer",
         "buffer_ends",
+        "confirmed",
         "known_end",
         "next",
         "partition",
@@ -119,7 +138,9 @@ class _Partition:
         "req_mid",
         "req_start",
         "seen_end",
+        "signed_end",
         "topic",
+        "tries",
     )
 
     def __init__(self, topic: str, partition: str, start: int, now: float) -> None:
@@ -135,6 +156,11 @@ class _Partition:
         self.req_end = start
         self.progress_at = now
         self.recent: dict[int, float] = {}
+        # one past the highest offset a signed statement (record, producer HEAD) shows
+        self.signed_end = start
+        # False while the partition is known only from unsigned store hints
+        self.confirmed = True
+        self.tries = 0  # FETCHes sent while unconfirmed
 
 
 class ConsumerCore:
@@ -145,6 +171,16 @@ class ConsumerCore:
     or head seen (the head record itself is delivered, as in the reference).
     ``start_offsets`` overrides it per partition, e.g. to resume. ``profile``
     verifies what arrives (``rfc46`` unless given).
+
+    ``trusted_stores`` (node IDs) are the stores whose signed tails may move
+    delivery past records retention deleted; ``None`` accepts a validly signed
+    tail from any store, but only up to what the producer's own signed
+    statements (records, HEADs) show to exist. Unsigned tails never count, and
+    unsigned store hints (a DIRECT-HEAD's ``sequence``) only aim FETCHes: for a
+    partition not known yet they are rate- and count-bounded
+    (``MAX_UNCONFIRMED``, ``HINT_RATE``) and forgotten after
+    ``UNCONFIRMED_TRIES`` fruitless FETCHes; FETCHes over all partitions are
+    bounded by ``FETCH_RATE``.
     """
 
     def __init__(
@@ -160,6 +196,7 @@ class ConsumerCore:
         max_head_lead: int = 1_000_000,
         profile: Profile = RFC46,
         on_data_loss: Literal["raise", "skip"] = "raise",
+        trusted_stores: Collection[str] | None = None,
     ) -> None:
         if on_data_loss not in ("raise", "skip"):
             raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
@@ -204,6 +241,11 @@ class ConsumerCore:
         self._gap_offsets = 0
         self._acl: dict[str, frozenset[str]] = {}
         self._last_reject_log = -_REJECT_LOG_PERIOD
+        self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
+        self._ignored_tails = 0
+        self._unconfirmed = 0
+        self._hints = TokenBucket(HINT_RATE, HINT_BURST)
+        self._fetch_budget = TokenBucket(FETCH_RATE, FETCH_BURST)
 
     # ------------------------------------------------------------ properties
 
@@ -229,7 +271,14 @@ class ConsumerCore:
             unauthorized=self._unauthorized,
             data_lost=self._data_lost,
             gap_offsets=self._gap_offsets,
+            ignored_tails=self._ignored_tails,
+            limited_hints=self._hints.refused,
+            limited_fetches=self._fetch_budget.refused,
         )
+
+    def set_trusted_stores(self, stores: Collection[str] | None) -> None:
+        """The stores whose signed tails count (``None``: any store's, bounded; see class)."""
+        self._trusted = frozenset(stores) if stores is not None else None
 
     def set_acl(self, acl: Mapping[str, Collection[str] | None]) -> None:
         """Which producers may write each topic (metadata); a topic missing or mapped to
@@ -319,12 +368,7 @@ class ConsumerCore:
             if msg.recipient != self._node_id or msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            # The store's own (unsigned) hint of what it holds: whatever is
-            # fetched is verified batch by batch, and the hint is bounded.
-            effects = self._on_head(msg.topic, msg.partition, msg.offset, now, None)
-            if msg.tail and msg.tail <= msg.offset:  # the newest batch always stays
-                effects = self._on_tail(msg.topic, msg.partition, msg.tail, now, effects)
-            return effects
+            return self._on_direct_head(msg, now)
         if kind is m.StoreHello:
             assert isinstance(msg, m.StoreHello)
             if msg.consumer != self._node_id:
@@ -349,13 +393,21 @@ class ConsumerCore:
         """Re-send a FETCH for every partition whose gap made no progress in time."""
         out: list[Publish] = []
         timeout = self._timeout
-        for p in self._parts.values():
+        stale: list[PartitionKey] = []
+        for key, p in self._parts.items():
             if p.buffer:
                 self._prune(p)
             if self._end(p) > p.next and now - p.progress_at >= timeout:
+                if not p.confirmed and p.tries >= UNCONFIRMED_TRIES:
+                    stale.append(key)  # an unsigned hint that nothing verified backs
+                    continue
                 fetch = self._fetch(p, p.next, now)
                 if fetch is not None:
                     out.append(fetch)
+        for key in stale:
+            del self._parts[key]
+            self._unconfirmed -= 1
+            log.debug("partition.forgotten topic=%s partition=%s", *key)
         return out
 
     # ------------------------------------------------------------- internals
@@ -370,10 +422,18 @@ class ConsumerCore:
         topics = tuple(t for t in self._topics if self._wants_heads(t))
         return Publish(m.ConsumerHello(store, self._node_id, topics))
 
-    def _partition(self, topic: str, partition: str, offset: int, now: float) -> _Partition | None:
-        """Create the state of a partition seen for the first time (at ``offset``)."""
+    def _partition(
+        self, topic: str, partition: str, offset: int, now: float, *, confirmed: bool = True
+    ) -> _Partition | None:
+        """Create the state of a partition seen for the first time (at ``offset``).
+
+        ``confirmed=False``: known from an unsigned store hint only, so bounded."""
         if len(self._parts) >= self._max_partitions or not is_node_id(partition):
             self._refused += 1
+            return None
+        if not confirmed and (self._unconfirmed >= MAX_UNCONFIRMED or not self._hints.allow(now)):
+            if self._unconfirmed >= MAX_UNCONFIRMED:
+                self._hints.refused += 1
             return None
         key = (topic, partition)
         start = self._start_offsets.get(key)
@@ -386,6 +446,9 @@ class ConsumerCore:
             else:
                 start = int(reset)
         p = self._parts[key] = _Partition(topic, partition, start, now)
+        if not confirmed:
+            p.confirmed = False
+            self._unconfirmed += 1
         log.debug("partition.new topic=%s partition=%s start=%d", topic, partition, start)
         return p
 
@@ -442,6 +505,8 @@ class ConsumerCore:
             if last < p.next:
                 self._duplicates += 1
                 return []
+        if not p.confirmed:
+            self._confirm(p)
         nxt = p.next
         if last >= p.seen_end:
             p.seen_end = last + 1
@@ -507,7 +572,7 @@ class ConsumerCore:
         if self._acl and not self._allowed(topic, partition):
             return []
         p = self._parts.get((topic, partition))
-        if p is not None and head < p.known_end:
+        if p is not None and head < p.known_end and (msg is None or head < p.signed_end):
             fetch = self._pump(p, now)  # nothing new: no need to verify it
             return [fetch] if fetch is not None else []
         if msg is not None and not self._profile.check_head(msg):
@@ -518,10 +583,67 @@ class ConsumerCore:
             p = self._partition(topic, partition, head, now)
             if p is None:
                 return []
+        elif not p.confirmed:
+            self._confirm(p)
         if head >= p.known_end:
             p.known_end = head + 1
+        if head >= p.signed_end:
+            p.signed_end = head + 1
         fetch = self._pump(p, now)
         return [fetch] if fetch is not None else []
+
+    def _confirm(self, p: _Partition) -> None:
+        p.confirmed = True
+        self._unconfirmed -= 1
+
+    def _on_direct_head(self, msg: m.DirectHead, now: float) -> list[Effect]:
+        """A store's answer: the producer's signed head (acted on as a HEAD), the store's
+        unsigned ``sequence`` (aims FETCHes, bounded) and its tail (only if signed)."""
+        topic, partition = msg.topic, msg.partition
+        if self._acl and not self._allowed(topic, partition):
+            return []
+        effects: list[Effect] = []
+        head = msg.head
+        if head is not None and (head.topic, head.partition) == (topic, partition):
+            effects = self._on_head(topic, partition, head.offset, now, head)
+        p = self._parts.get((topic, partition))
+        if p is None:
+            if self._reset == "latest" and (topic, partition) not in self._start_offsets:
+                return effects  # an unsigned hint never chooses where "latest" starts
+            p = self._partition(topic, partition, msg.offset, now, confirmed=False)
+            if p is None:
+                return effects
+        # The store's own (unsigned) hint of what it holds: whatever is fetched is
+        # verified batch by batch, and the hint is bounded by max_head_lead.
+        if msg.offset >= p.known_end:
+            p.known_end = msg.offset + 1
+        if not any(isinstance(e, Publish) for e in effects):
+            fetch = self._pump(p, now)
+            if fetch is not None:
+                effects.append(fetch)
+        tail = msg.tail
+        if tail and tail <= msg.offset and p.next < tail:  # the newest batch always stays
+            if self._tail_counts(msg, p, tail):
+                effects = self._on_tail(topic, partition, tail, now, effects)
+            else:
+                self._ignored_tails += 1
+        return effects
+
+    def _tail_counts(self, msg: m.DirectHead, p: _Partition, tail: int) -> bool:
+        """Whether a store's tail may move delivery: signed by a trusted store (any
+        store when none are configured, and then only up to what the producer's own
+        signed statements show to exist), within ``max_head_lead``."""
+        trusted = self._trusted
+        if trusted is not None and not trusted:
+            return False
+        store = self._profile.tail_store(msg)
+        if store is None:
+            return False
+        if trusted is not None:
+            if store not in trusted:
+                return False
+            return tail <= max(p.next, p.seen_end, p.signed_end) + self._lead
+        return tail < max(p.seen_end, p.signed_end)
 
     def _on_tail(
         self, topic: str, partition: str, tail: int, now: float, effects: list[Effect]
@@ -607,6 +729,10 @@ class ConsumerCore:
         sent_at = recent.get(start)
         if sent_at is not None and now - sent_at < self._timeout:
             return None
+        if not self._fetch_budget.allow(now):
+            return None
+        if not p.confirmed:
+            p.tries += 1
         if len(recent) >= _RECENT_PRUNE_AT:
             horizon = now - self._timeout
             for offset in [o for o, t in recent.items() if t <= horizon]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-__all__ = ["RequestLimiter"]
+__all__ = ["RequestLimiter", "TokenBucket"]
 
 
 class _Bucket:
@@ -78,3 +78,31 @@ class RequestLimiter:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+class TokenBucket:
+    """One token bucket: ``burst`` at once, ``rate`` per second after that."""
+
+    __slots__ = ("_bucket", "burst", "rate", "refused")
+
+    def __init__(self, rate: float, burst: float) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be positive and burst at least 1")
+        self.rate = float(rate)
+        self.burst = float(burst)
+        self._bucket = _Bucket(self.burst, float("-inf"))
+        self.refused = 0
+
+    def allow(self, now: float) -> bool:
+        """Take one token; False (and counted) if there is none."""
+        b = self._bucket
+        if b.at == float("-inf"):
+            b.at = now
+        elif now > b.at:
+            b.tokens = min(self.burst, b.tokens + (now - b.at) * self.rate)
+            b.at = now
+        if b.tokens < 1.0:
+            self.refused += 1
+            return False
+        b.tokens -= 1.0
+        return True

@@ -94,7 +94,7 @@ class DirectHead:
     ``head`` is the newest producer HEAD the store has verified for it (signed
     profile), passed on so the consumer can check it itself. ``tail`` is the first
     offset the store still holds when retention deleted records (signed profile;
-    ``None``: not told).
+    ``None``: not told); ``tail_proof`` its form signed by the store, if any.
     """
 
     recipient: str
@@ -103,6 +103,7 @@ class DirectHead:
     offset: int
     head: Head | None = field(default=None, compare=False)
     tail: int | None = None
+    tail_proof: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ DirectRecord   D   recipient node ID   (none); frame 1 = one signed batch blob
 Fetch          F   partition ID        as rfc46: requester, topic, offset, count
 Ack            K   partition ID        topic, offset, store key, store signature
 Head           H   dafka topic         partition, offset, timestamp, key, signature
-DirectHead     E   recipient node ID   as rfc46 + optional signed head, optional tail
+DirectHead     E   recipient node ID   as rfc46 + optional signed head, optional (signed) tail
 GetHeads       G   dafka topic         as rfc46: requester
 ConsumerHello  W   store node ID       as rfc46: consumer, topics
 StoreHello     L   consumer node ID    as rfc46: store
@@ -82,6 +82,7 @@ __all__ = [
     "GAP_FORMAT",
     "MAX_GAP_OFFSETS",
     "HEAD_CONTEXT",
+    "TAIL_CONTEXT",
     "MAX_BATCH_RECORDS",
     "MAX_BLOB_BYTES",
     "MAX_HELLO_TOPICS",
@@ -105,6 +106,7 @@ __all__ = [
     "Record",
     "StoreHello",
     "Subscription",
+    "Tail",
     "WrongPartition",
     "WrongTopic",
     "batch_overhead",
@@ -120,6 +122,7 @@ __all__ = [
     "seal_gap",
     "sign_ack",
     "sign_head",
+    "sign_tail",
     "topic_prefix",
     "unchecked_columns",
     "verify_batch",
@@ -135,6 +138,7 @@ BATCH_CONTEXT: Final = b"dafka-batch-v1\0"
 """Signed before a batch digest; never sent. Keeps batch, head and ack signatures apart."""
 HEAD_CONTEXT: Final = b"dafka-head-v1\0"
 ACK_CONTEXT: Final = b"dafka-ack-v1\0"
+TAIL_CONTEXT: Final = b"dafka-tail-v1\0"
 
 MAX_BLOB_BYTES: Final = 16 * 1024 * 1024
 MAX_BATCH_RECORDS: Final = 65_536
@@ -163,6 +167,7 @@ _BATCH_FIXED = struct.Struct(">16sQIQ")  # partition, first offset, count, times
 _HEAD_FIELDS = struct.Struct(">16sQQ32s64s")  # partition, offset, timestamp, key, signature
 _HEAD_TAIL = struct.Struct(">QQ32s64s")  # offset, timestamp, key, signature
 _ACK_TAIL = struct.Struct(">Q32s64s")  # offset, store key, signature
+_TAIL_PROOF = struct.Struct(">32s64s")  # store key, signature of a DIRECT-HEAD's tail
 
 
 # ------------------------------------------------------------------- errors
@@ -292,6 +297,36 @@ class Ack:
 
 
 @dataclass(frozen=True, slots=True)
+class Tail:
+    """A store's signed claim: it holds ``partition`` of ``topic`` from ``offset`` on
+    (retention deleted what is below). Carried in a DIRECT-HEAD (flag bit 2)."""
+
+    partition: str
+    topic: str
+    offset: int
+    store_key: bytes = field(repr=False)
+    signature: bytes = field(repr=False)
+
+    @property
+    def store(self) -> str:
+        """The store's node ID (derived from :attr:`store_key`)."""
+        return node_id_bytes_for(self.store_key).hex().upper()
+
+    def verify(self) -> Tail:
+        """Return ``self`` if :attr:`store_key` signed it, else raise :class:`BadSignature`.
+
+        As for an ACK, whether that store is trusted is the caller's question.
+        """
+        try:
+            message = _tail_signed(bytes.fromhex(self.partition), self.topic.encode(), self.offset)
+        except (ValueError, TypeError, OverflowError, struct.error) as exc:
+            raise WireError(f"tail fields cannot be signed: {exc}") from exc
+        if not verify(self.store_key, message, self.signature):
+            raise BadSignature(f"tail of {self.partition} has a bad store signature")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
 class DirectHead:
     """A store tells one consumer (``recipient``) what it holds of a partition.
 
@@ -300,7 +335,9 @@ class DirectHead:
     ``head`` is the newest producer-signed HEAD the store has seen for the
     partition, verbatim, or ``None``: the only head a consumer may trust, e.g.
     to start from "latest". ``tail`` is the first offset the store still holds
-    (retention deleted what is below it), or ``None`` when not told (flag bit 2).
+    (retention deleted what is below it), or ``None`` when not told (flag bit 1).
+    ``signed_tail`` is the same tail signed by the store (flag bit 2), or ``None``:
+    only a signed tail may move a consumer.
     """
 
     recipient: str
@@ -309,6 +346,7 @@ class DirectHead:
     offset: int
     head: Head | None = None
     tail: int | None = None
+    signed_tail: Tail | None = None
 
 
 Message = (
@@ -901,6 +939,10 @@ def _ack_signed(partition_raw: bytes, topic_raw: bytes, offset: int) -> bytes:
     return ACK_CONTEXT + partition_raw + bytes((len(topic_raw),)) + topic_raw + _U64.pack(offset)
 
 
+def _tail_signed(partition_raw: bytes, topic_raw: bytes, offset: int) -> bytes:
+    return TAIL_CONTEXT + partition_raw + bytes((len(topic_raw),)) + topic_raw + _U64.pack(offset)
+
+
 def _check_u64(value: int, what: str) -> None:
     if not isinstance(value, int) or not 0 <= value <= _U64_MAX:
         raise WireError(f"{what} {value!r} out of range 0..2**64-1")
@@ -923,6 +965,16 @@ def sign_ack(identity: Identity, partition: str, topic: str, offset: int) -> Ack
         raise WireError(f"partition {partition!r} is not a node ID")
     signature = identity.sign(_ack_signed(bytes.fromhex(partition), topic_raw, offset))
     return Ack(partition, topic, offset, identity.public_key, signature)
+
+
+def sign_tail(identity: Identity, partition: str, topic: str, offset: int) -> Tail:
+    """The tail store ``identity`` states: it holds ``partition`` of ``topic`` from ``offset``."""
+    topic_raw = _encode_topic(topic)
+    _check_u64(offset, "tail")
+    if not is_node_id(partition):
+        raise WireError(f"partition {partition!r} is not a node ID")
+    signature = identity.sign(_tail_signed(bytes.fromhex(partition), topic_raw, offset))
+    return Tail(partition, topic, offset, identity.public_key, signature)
 
 
 def _owns(public_key: bytes, partition: str) -> bool:
@@ -1066,10 +1118,27 @@ def _encode(msg: Message) -> list[bytes]:
                 raise WireError("DirectHead carries a head of another partition")
             flag |= 1
             rest = _head_fields(head)
+        proof = msg.signed_tail
+        if proof is not None:
+            if type(proof) is not Tail:
+                raise TypeError(
+                    f"DirectHead.signed_tail must be a Tail, not {type(proof).__name__}"
+                )
+            if (proof.topic, proof.partition) != (msg.topic, msg.partition) or (
+                tail is not None and tail != proof.offset
+            ):
+                raise WireError("DirectHead carries a signed tail of another partition or offset")
+            tail = proof.offset
         if tail is not None:
             _check_u64(tail, "tail")
             flag |= 2
             rest += _U64.pack(tail)
+        if proof is not None:
+            flag |= 4
+            rest += _TAIL_PROOF.pack(
+                _fixed(proof.store_key, _PUBLIC_KEY, "store key"),
+                _fixed(proof.signature, _SIGNATURE, "signature"),
+            )
         return [frame0 + bytes((flag,)) + rest]
     if t is Fetch or t is GetHeads or t is ConsumerHello or t is StoreHello:
         assert isinstance(msg, Fetch | GetHeads | ConsumerHello | StoreHello)
@@ -1182,9 +1251,13 @@ def decode(frames: Sequence[bytes]) -> Message:
         if flag == 0:
             _exact(frame0, pos, 0, "DIRECT-HEAD")
             return DirectHead(recipient, topic, partition, offset)
-        if flag & ~3:
+        if flag & ~7 or flag & 6 == 4:
             raise WireError(f"DIRECT-HEAD head flag {flag}")
-        size = (_HEAD_TAIL.size if flag & 1 else 0) + (_U64.size if flag & 2 else 0)
+        size = (
+            (_HEAD_TAIL.size if flag & 1 else 0)
+            + (_U64.size if flag & 2 else 0)
+            + (_TAIL_PROOF.size if flag & 4 else 0)
+        )
         _exact(frame0, pos, size, "DIRECT-HEAD head")
         head = None
         if flag & 1:
@@ -1192,7 +1265,12 @@ def decode(frames: Sequence[bytes]) -> Message:
             head = Head(topic, partition, h_offset, timestamp, key, sig)
             pos += _HEAD_TAIL.size
         tail = _U64.unpack_from(frame0, pos)[0] if flag & 2 else None
-        return DirectHead(recipient, topic, partition, offset, head, tail)
+        signed_tail = None
+        if flag & 4:
+            assert tail is not None
+            key, sig = _TAIL_PROOF.unpack_from(frame0, pos + _U64.size)
+            signed_tail = Tail(partition, topic, tail, key, sig)
+        return DirectHead(recipient, topic, partition, offset, head, tail, signed_tail)
     if cmd in (0x46, 0x47, 0x57, 0x4C):  # F, G, W, L: rfc46's fields
         if cmd == 0x57 and len(frame0) > pos:
             count_at = pos + 1 + frame0[pos]

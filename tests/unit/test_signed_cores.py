@@ -29,6 +29,7 @@ from tests.signing import (
     blob,
     decoded,
     direct,
+    direct_head,
     from_blob,
     head,
     record,
@@ -419,12 +420,12 @@ def test_consumer_told_of_a_tail_raises_once_then_goes_on_from_it() -> None:
     from dafka.core.effects import DataLoss
 
     core = consumer()
-    out = core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=8), 0.0)
+    out = core.handle(direct_head(9, tail=8, with_head=9), 0.0)
     assert [e for e in out if isinstance(e, DataLoss)] == [DataLoss("t", P, 0, 8)]
     assert sent(out) == [m.Fetch(P, CONSUMER, "t", 8, 2)]
     assert core.positions() == {("t", P): 8} and core.stats.data_lost == 8
     # told again: nothing more is lost
-    out = core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=8), 0.1)
+    out = core.handle(direct_head(9, tail=8, with_head=9), 0.1)
     assert not [e for e in out if isinstance(e, DataLoss)]
     assert [r.offset for r in deliveries(core.handle(direct(8, 2), 0.2))] == [8, 9]
 
@@ -434,7 +435,7 @@ def test_consumer_on_data_loss_skip_skips_without_an_effect() -> None:
 
     core = consumer(on_data_loss="skip")
     core.handle(record(8, 2), 0.0)  # buffered: waits for 0..7
-    out = core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=8), 0.1)
+    out = core.handle(direct_head(9, tail=8), 0.1)
     assert not [e for e in out if isinstance(e, DataLoss)]
     assert [r.offset for r in deliveries(out)] == [8, 9]
     assert core.positions() == {("t", P): 10} and core.stats.data_lost == 8
@@ -444,16 +445,16 @@ def test_consumer_ignores_a_tail_it_is_not_below() -> None:
     core = consumer()
     core.handle(record(0, 4), 0.0)
     core.handle(record(6, 2), 0.0)  # 4..5 missing, 6..7 buffered
-    out = core.handle(m.DirectHead(CONSUMER, "t", P, 7, tail=4), 0.1)
+    out = core.handle(direct_head(7, tail=4), 0.1)
     assert core.positions() == {("t", P): 4} and core.stats.data_lost == 0
-    out = core.handle(m.DirectHead(CONSUMER, "t", P, 7, tail=7), 0.2)  # 6 is buffered
+    out = core.handle(direct_head(7, tail=7), 0.2)  # 6 is buffered
     assert core.positions() == {("t", P): 4} and core.stats.data_lost == 0
     assert out is not None
 
 
 def test_consumer_ignores_a_tail_above_the_stores_own_head() -> None:
     core = consumer()
-    core.handle(m.DirectHead(CONSUMER, "t", P, 9, tail=2**40), 0.0)
+    core.handle(direct_head(9, tail=2**40, with_head=2**41), 0.0)
     assert core.positions() == {("t", P): 0} and core.stats.data_lost == 0
 
 

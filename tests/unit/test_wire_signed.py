@@ -69,6 +69,9 @@ GOLDEN: dict[str, signed.Message] = {
     "signed_direct_head": DirectHead(C, "hello", P, 3, HEAD),
     "signed_direct_head_bare": DirectHead(C, "hello", P, 3),
     "signed_direct_head_tail": DirectHead(C, "hello", P, 3, HEAD, 2),
+    "signed_direct_head_signed_tail": DirectHead(
+        C, "hello", P, 3, HEAD, 2, signed.sign_tail(S_ID, P, "hello", 2)
+    ),
     "signed_fetch": Fetch(P, C, "hello", 0, 100),
     "signed_get_heads": GetHeads("hello", C),
     "signed_consumer_hello": ConsumerHello(S, C, ("hello", "hello2")),
@@ -470,6 +473,45 @@ def test_direct_head_tail_round_trips_and_old_frames_are_unchanged() -> None:
         signed.decode([golden_frames("signed_direct_head_bare")[0][:-1] + b"\x04"])
     with pytest.raises(ValueError):
         signed.encode(DirectHead(C, "hello", P, 3, None, -1))
+
+
+def test_signed_tail_verifies_names_its_store_and_catches_every_change() -> None:
+    msg = GOLDEN["signed_direct_head_signed_tail"]
+    assert isinstance(msg, DirectHead) and msg.signed_tail is not None
+    proof = msg.signed_tail.verify()
+    assert proof.store == S and proof.offset == msg.tail == 2
+    for forged in [
+        signed.Tail(C, "hello", 2, proof.store_key, proof.signature),  # another partition
+        signed.Tail(P, "hello2", 2, proof.store_key, proof.signature),
+        signed.Tail(P, "hello", 3, proof.store_key, proof.signature),  # another tail
+        signed.Tail(P, "hello", 2, C_ID.public_key, proof.signature),  # claimed by another
+    ]:
+        with pytest.raises(BadSignature):
+            forged.verify()
+    (frame0,) = golden_frames("signed_direct_head_signed_tail")
+    for pos in range(len(frame0)):
+        for bit in range(8):
+            flipped = bytearray(frame0)
+            flipped[pos] ^= 1 << bit
+            try:
+                got = signed.decode([bytes(flipped)])
+            except WireError:
+                continue
+            assert isinstance(got, DirectHead)
+            if got.signed_tail is None or got.recipient != C or got.offset != 3:
+                continue  # no longer a signed tail, or unsigned routing fields
+            if got.head != msg.head:
+                continue  # the head's own signature is checked by the other test
+            with pytest.raises(WireError):
+                got.signed_tail.verify()
+    # a signed tail needs the tail bit; a tail that disagrees with its proof is refused
+    with pytest.raises(WireError):
+        signed.decode([golden_frames("signed_direct_head_bare")[0][:-1] + b"\x04" + bytes(96)])
+    with pytest.raises(WireError):
+        signed.encode(DirectHead(C, "hello", P, 3, None, 5, proof))
+    assert signed.decode(signed.encode(DirectHead(C, "hello", P, 3, None, None, proof))) == (
+        DirectHead(C, "hello", P, 3, None, 2, proof)
+    )
 
 
 @pytest.mark.parametrize(
