@@ -25,6 +25,7 @@ TESTS = [
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
     "tests/unit/test_attacks_hints.py",
+    "tests/unit/test_attacks_floods.py",
     "tests/integration/test_attacks_io.py",
     "tests/unit/test_attacks_metadata.py",
     "tests/integration/test_attacks_metadata.py",
@@ -302,6 +303,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "ConsumerCore.tick",
         "                if not p.confirmed and p.tries >= UNCONFIRMED_TRIES:",
         "                if False:",
+    ),
+    "store bounds head answers over all requesters": (
+        "dafka.core.store",
+        "StoreCore._answer_heads",
+        "            if not budget.allow(now):",
+        "            if False:",
+    ),
+    "store rate-limits the equivocation log": (
+        "dafka.core.store",
+        "StoreCore._equivocation",
+        "        if b.now - self._last_equivocation_log < _ERROR_LOG_PERIOD:",
+        "        if False:",
     ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",

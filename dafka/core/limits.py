@@ -93,8 +93,9 @@ class TokenBucket:
         self._bucket = _Bucket(self.burst, float("-inf"))
         self.refused = 0
 
-    def allow(self, now: float) -> bool:
-        """Take one token; False (and counted) if there is none."""
+    def allow(self, now: float, cost: float = 1.0) -> bool:
+        """Take ``cost`` tokens if at least one is there (the bucket may then owe the rest,
+        paid back before anything else is allowed); False (and counted) if there is none."""
         b = self._bucket
         if b.at == float("-inf"):
             b.at = now
@@ -104,5 +105,9 @@ class TokenBucket:
         if b.tokens < 1.0:
             self.refused += 1
             return False
-        b.tokens -= 1.0
+        b.tokens -= cost
         return True
+
+    def charge(self, cost: float) -> None:
+        """Take ``cost`` more tokens for what was just allowed (the bucket may owe them)."""
+        self._bucket.tokens -= cost

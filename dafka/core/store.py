@@ -78,7 +78,7 @@ from ..wire.rfc46 import Command, direct_prefix
 from ..wire.signed import peek_batch
 from . import messages as m
 from .effects import Publish
-from .limits import RequestLimiter
+from .limits import RequestLimiter, TokenBucket
 
 __all__ = ["MAX_HELLO_TOPICS", "MAX_OPEN_GAPS", "StoreCore", "StoreStats"]
 
@@ -141,6 +141,8 @@ class StoreStats:
     """Records, HEADs or FETCHes for a partition pinned to the other wire profile."""
     fetches_limited: int = 0
     """FETCHes and head requests refused by the per-requester rate limit."""
+    heads_limited: int = 0
+    """Topics left out of head answers by the bound on DIRECT-HEADs sent per second."""
     unauthorized: int = 0
     """Batches from producers the topic's ACL (metadata) does not allow."""
     retention_trims: int = 0
@@ -244,6 +246,8 @@ class StoreCore:
         fetch_burst: float = 400.0,
         heads_rate: float = 20.0,
         heads_burst: float = 40.0,
+        heads_answer_rate: float = 5000.0,
+        heads_answer_burst: float = 10000.0,
     ) -> None:
         if not is_node_id(node_id):
             raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
@@ -289,6 +293,10 @@ class StoreCore:
         self._last_reject_log = -math.inf
         self._fetch_limiter = RequestLimiter(fetch_rate, fetch_burst)
         self._heads_limiter = RequestLimiter(heads_rate, heads_burst)
+        # DIRECT-HEADs sent in answer to GET-HEADS / CONSUMER-HELLO, over all requesters
+        # (one request may name 1,024 topics of many partitions each): charged per topic
+        self._heads_out = TokenBucket(heads_answer_rate, heads_answer_burst)
+        self._last_equivocation_log = -math.inf
         self.stats = StoreStats()
         self.last_storage_error: StorageError | None = None
         self._full_since: float | None = None  # when appends began to fail for a full disk
@@ -345,7 +353,7 @@ class StoreCore:
         out: list[Publish] = []
         self._decide_fetches(b.gap_keys | b.advanced, now, out)
         for requester, topics in b.head_requests:
-            self._answer_heads(requester, topics, out)
+            self._answer_heads(requester, topics, out, now)
         for requester, topic, partition in b.tail_answers:
             self._answer_tail(requester, topic, partition, out)
         self._serve(out)
@@ -687,6 +695,9 @@ class StoreCore:
                 kept = (held.first_offset, held.last_offset)
         self.stats.equivocations += 1
         self.equivocations.append(Equivocation(key[0], key[1], first, last, *kept, b.now))
+        if b.now - self._last_equivocation_log < _ERROR_LOG_PERIOD:
+            return  # counted and reported; one log line per period
+        self._last_equivocation_log = b.now
         log.warning(
             "store.equivocation topic=%s partition=%s offsets=%d..%d kept=%d..%d total=%d",
             key[0],
@@ -922,13 +933,20 @@ class StoreCore:
 
     # ------------------------------------------------------------------ answers
 
-    def _answer_heads(self, requester: str, topics: Sequence[str], out: list[Publish]) -> None:
+    def _answer_heads(
+        self, requester: str, topics: Sequence[str], out: list[Publish], now: float
+    ) -> None:
+        budget = self._heads_out
         for topic in topics:
+            if not budget.allow(now):  # a topic read costs one, each answer one more
+                self.stats.heads_limited += 1
+                continue
             try:
                 parts = self._storage.partitions(topic)
             except StorageError as exc:
                 log.warning("store.heads_failed topic=%r error=%s", topic, exc)
                 continue
+            budget.charge(len(parts))
             profiles = self._profiles
             signed_heads = self._signed_heads
             for partition, head in parts:

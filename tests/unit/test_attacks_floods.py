@@ -1,0 +1,71 @@
+"""Data-plane floods against the store core (issue 10, point 6).
+
+Each flood must stay bounded in the work and the output it causes, and real
+clients must still be served once it ebbs.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from dafka.core import messages as m
+from dafka.core.store import StoreCore
+from dafka.identity import Identity
+from dafka.profiles import SignedProfile
+from dafka.storage.memory import MemoryStorage
+from tests.signing import CONSUMER, STORE, blob, from_blob, record, sent
+
+S = STORE.node_id
+
+
+def store(**kw: object) -> tuple[StoreCore, MemoryStorage]:
+    s = MemoryStorage()
+    return StoreCore(S, s, profile=SignedProfile(STORE), **kw), s  # type: ignore[arg-type]
+
+
+def spoofed(n: int) -> list[str]:
+    return [Identity.from_seed((70_000 + i).to_bytes(32, "big")).node_id for i in range(n)]
+
+
+def test_get_heads_from_spoofed_requesters_is_bounded_in_answers() -> None:
+    """One GET-HEADS answer is a DIRECT-HEAD per partition: the shared request bucket alone
+    let 640 spoofed requests out as 640 x partitions DIRECT-HEADs in one second."""
+    core, _ = store(heads_answer_rate=1000, heads_answer_burst=2000)
+    producers = [Identity.from_seed((50_000 + i).to_bytes(32, "big")) for i in range(200)]
+    core.handle_batch([record(0, 1, identity=p) for p in producers], 0.0)
+    flood = [m.GetHeads("t", r) for r in spoofed(1000)]
+    out = core.handle_batch(flood, 1.0)
+    heads = [x for x in sent(out) if isinstance(x, m.DirectHead)]
+    assert len(heads) <= 2000 + 200  # the burst, plus at most one topic's worth
+    assert core.stats.heads_limited > 0
+    # a second later, a real consumer's request is answered in full
+    out = core.handle_batch([m.GetHeads("t", CONSUMER)], 4.0)
+    assert len([x for x in sent(out) if isinstance(x, m.DirectHead)]) == 200
+
+
+def test_hello_naming_many_topics_is_charged_per_topic() -> None:
+    core, _ = store(heads_answer_rate=10, heads_answer_burst=10)
+    for i in range(40):
+        core.handle_batch([record(0, 1, topic=f"t{i}")], 0.0)
+    hello = m.ConsumerHello(S, CONSUMER, tuple(f"t{i}" for i in range(40)))
+    out = core.handle_batch([hello], 1.0)
+    assert len(sent(out)) <= 10
+    assert core.stats.heads_limited >= 30
+
+
+def test_equivocation_is_counted_each_time_but_logged_at_a_bounded_rate(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    core, _ = store()
+    core.handle_batch([record(0, 1)], 0.0)
+    caplog.set_level(logging.WARNING, logger="dafka.core.store")
+    for i in range(500):
+        core.handle_batch([from_blob(blob(0, 1, values=[b"other %d" % i]))], i * 0.001)
+    assert core.stats.equivocations == 500
+    lines = [r for r in caplog.records if "store.equivocation" in r.getMessage()]
+    assert len(lines) == 1
+    core.handle_batch([from_blob(blob(0, 1, values=[b"later"]))], 10.0)
+    lines = [r for r in caplog.records if "store.equivocation" in r.getMessage()]
+    assert len(lines) == 2 and "total=501" in lines[-1].getMessage()
