@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError
+from .errors import ConfigError, WireError
 from .identity import node_id_for
+from .wire.beacon import MIN_PORT, check_node_host
 
 Profile = Literal["signed", "rfc46"]
 PROFILE_NAMES: tuple[str, ...] = ("signed", "rfc46")
@@ -90,6 +91,12 @@ def check_host(host: str) -> str:
         )
     if not re.match(r"^[A-Za-z0-9_.\-:\[\]]+$", host):
         raise ConfigError(f"bad host {host!r}")
+    try:
+        check_node_host(host)  # what its beacons may announce
+    except WireError:
+        raise ConfigError(
+            f"bad host {host!r}: give an IP address or a DNS name (letters, digits, '-', '.')"
+        ) from None
     return host
 
 
@@ -111,8 +118,11 @@ class NodeConfig:
             raise ConfigError("at least one tower is needed")
         if self.beacon_interval <= 0 or self.beacon_timeout <= self.beacon_interval:
             raise ConfigError("beacon timeout must be longer than the beacon interval")
-        if not 0 <= self.port < 65536:
-            raise ConfigError(f"bad port {self.port}")
+        if not (self.port == 0 or MIN_PORT <= self.port < 65536):
+            raise ConfigError(
+                f"bad port {self.port}: give 0 (any free port) or {MIN_PORT}..65535 "
+                "(beacons never announce a port below 1024)"
+            )
         return self
 
 

@@ -26,6 +26,7 @@ TESTS = [
     "tests/unit/test_producer_recovery.py",
     "tests/unit/test_attacks_hints.py",
     "tests/unit/test_attacks_floods.py",
+    "tests/unit/test_attacks_beacons.py",
     "tests/integration/test_attacks_io.py",
     "tests/unit/test_attacks_metadata.py",
     "tests/integration/test_attacks_metadata.py",
@@ -315,6 +316,30 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "StoreCore._equivocation",
         "        if b.now - self._last_equivocation_log < _ERROR_LOG_PERIOD:",
         "        if False:",
+    ),
+    "beacon hosts are IP literals or DNS names": (
+        "dafka.wire.beacon",
+        "decode_node_beacon",
+        "    check_node_host(host)",
+        "    pass",
+    ),
+    "beacon endpoints are checked at nodes": (
+        "dafka.wire.beacon",
+        "_check_endpoint",
+        "    _check_host(host, bracketed=True)",
+        "    pass",
+    ),
+    "beacon ports below 1024 are refused": (
+        "dafka.wire.beacon",
+        "_check_port",
+        "not MIN_PORT <= port < 65536",
+        "not 0 < port < 65536",
+    ),
+    "discovery bounds new peers": (
+        "dafka.core.discovery",
+        "Discovery.on_beacon",
+        "            if len(self._expiry) >= self.max_peers or not self._new_peers.allow(now):",
+        "            if False:",
     ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",

@@ -211,12 +211,16 @@ def hosts() -> st.SearchStrategy[str]:
     return st.one_of(
         st.ip_addresses(v=4).map(str),
         st.ip_addresses(v=6).map(str),
-        st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,10}){0,3}", fullmatch=True),
+        st.from_regex(
+            r"[a-z]([a-z0-9-]{0,20}[a-z0-9])?(\.[a-z]([a-z0-9-]{0,10}[a-z0-9])?){0,3}",
+            fullmatch=True,
+        ),
     )
 
 
 def ports() -> st.SearchStrategy[int]:
-    return st.integers(1, 65535)
+    """Ports a beacon may name (no Dafka node binds one below 1024)."""
+    return st.integers(1024, 65535)
 
 
 def node_beacons(empty_host: bool = True) -> st.SearchStrategy[NodeBeacon]:

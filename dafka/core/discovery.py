@@ -5,6 +5,13 @@ to every endpoint it hears of (except its own), and disconnects an endpoint
 whose beacons stopped for ``timeout`` seconds. A beacon of our own goes out
 every ``interval`` and once more right away when a new peer appears, so that
 the new peer learns of us quickly.
+
+Beacons are unsigned, and towers relay whatever decodes, so the table is
+bounded: at most ``max_peers`` endpoints at once and ``new_peer_rate`` new ones
+per second (bursts of ``new_peer_burst``). Peers already known are refreshed
+whatever the bounds, so fake endpoints never push a live peer out; a refused
+endpoint is counted (``refused``), logged at most every 5 s, and taken when its
+next beacon finds room.
 """
 
 from __future__ import annotations
@@ -13,8 +20,14 @@ import logging
 from dataclasses import dataclass, field
 
 from ..wire.beacon import TowerBeacon
+from .limits import TokenBucket
 
 log = logging.getLogger(__name__)
+
+MAX_PEERS = 1024
+NEW_PEER_RATE = 20.0
+NEW_PEER_BURST = 200.0
+_LOG_PERIOD = 5.0
 
 
 @dataclass(slots=True)
@@ -27,10 +40,23 @@ class DiscoveryActions:
 class Discovery:
     """Tracks peer endpoints and their expiry; decides when to beacon."""
 
-    def __init__(self, node_id: str, *, interval: float = 1.0, timeout: float = 4.0) -> None:
+    def __init__(
+        self,
+        node_id: str,
+        *,
+        interval: float = 1.0,
+        timeout: float = 4.0,
+        max_peers: int = MAX_PEERS,
+        new_peer_rate: float = NEW_PEER_RATE,
+        new_peer_burst: float = NEW_PEER_BURST,
+    ) -> None:
         self.node_id = node_id
         self.interval = interval
         self.timeout = timeout
+        self.max_peers = max_peers
+        self._new_peers = TokenBucket(new_peer_rate, new_peer_burst)
+        self.refused = 0
+        self._last_refused_log = -_LOG_PERIOD
         self._expiry: dict[str, float] = {}
         self._next_beacon = 0.0
         self.welcomed = False
@@ -54,6 +80,18 @@ class Discovery:
             return actions
         endpoint = beacon.endpoint
         if endpoint not in self._expiry:
+            if len(self._expiry) >= self.max_peers or not self._new_peers.allow(now):
+                self.refused += 1
+                if now - self._last_refused_log >= _LOG_PERIOD:
+                    self._last_refused_log = now
+                    log.warning(
+                        "discovery.peer.refused node=%s endpoint=%s peers=%d total=%d",
+                        beacon.node_id,
+                        endpoint,
+                        len(self._expiry),
+                        self.refused,
+                    )
+                return actions
             log.info("discovery.peer.new node=%s endpoint=%s", beacon.node_id, endpoint)
             actions.connect.append(endpoint)
             actions.send_beacon = True

@@ -10,10 +10,20 @@ A store announces its pull/query endpoint this way (service ``store``, see
 ``docs/query.md``). Towers relay them unchanged; regular nodes subscribe only to
 ``"W"`` and ``"B"``, so they never receive them, and a C-reference tower, which
 does not subscribe to ``"Q"``, simply never relays them.
+
+Beacons are unsigned hints, and every node connects to what they name, so the
+decoders (used by towers before relaying and by nodes before connecting) take
+only what names a real endpoint: a host that is an IPv4 or IPv6 literal (in
+brackets inside an endpoint) or a DNS name (letters, digits, ``-`` and ``.``,
+labels of 1..63, at most 253 characters: no NUL, control bytes, spaces or
+``*``), and a port in 1024..65535. Ports below 1024 are refused because no Dafka
+node binds one, and a fake beacon naming one would make every node connect to
+some privileged service (ssh, smtp...) of the host it names.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +36,9 @@ WELCOME = b"W"
 SERVICE = b"Q"
 MAX_SERVICE_NAME = 32
 _SERVICE_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
+MIN_PORT = 1024
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DNS_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +51,7 @@ class NodeBeacon:
         """The 4 frames; raises :class:`WireError` for what the decoder would refuse."""
         node_id = _check_node_id(self.node_id)
         _check_port(self.port)
+        check_node_host(self.host)
         return [BEACON, node_id.encode(), _ascii(self.host, "host"), str(self.port).encode()]
 
 
@@ -105,8 +119,43 @@ def _check_node_id(node_id: str) -> str:
 
 
 def _check_port(port: int) -> None:
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise WireError(f"beacon port {port!r} is not in 1..65535")
+    if isinstance(port, bool) or not isinstance(port, int) or not MIN_PORT <= port < 65536:
+        raise WireError(f"beacon port {port!r} is not in {MIN_PORT}..65535")
+
+
+def _check_host(host: str, *, empty: bool = False, bracketed: bool = False) -> None:
+    """A host a node may connect to: an IP literal or a DNS name (see the module doc)."""
+    if not isinstance(host, str):
+        raise WireError("beacon host is not text")
+    if not host:
+        if empty:
+            return
+        raise WireError("beacon host is empty")
+    if len(host) > 255:
+        raise WireError("beacon host is longer than 255 characters")
+    if bracketed and host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError as exc:
+            raise WireError("beacon host in brackets is not an IPv6 address") from exc
+        return
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        if len(host) <= 253 and host.isascii() and _DNS_NAME.match(host):
+            return
+        raise WireError(f"beacon host {host!r} is not an IP address or a DNS name") from None
+    if bracketed and ip.version == 6:
+        raise WireError("an IPv6 address in an endpoint needs brackets")
+
+
+def check_node_host(host: str) -> None:
+    """A node beacon's host: empty (the tower uses the peer's address), an IP literal
+    (IPv6 with or without brackets) or a DNS name."""
+    if isinstance(host, str) and host.startswith("["):
+        _check_host(host, bracketed=True)
+    else:
+        _check_host(host, empty=True)
 
 
 def _parse_port(text: str) -> int:
@@ -125,6 +174,7 @@ def _check_endpoint(endpoint: str) -> None:
     if not sep or not host:
         raise WireError("tower beacon endpoint is not tcp://host:port")
     _parse_port(port)
+    _check_host(host, bracketed=True)
 
 
 def _node_id(frame: bytes) -> str:
@@ -135,7 +185,9 @@ def decode_node_beacon(frames: Sequence[bytes]) -> NodeBeacon:
     if len(frames) != 4 or bytes(frames[0]) != BEACON:
         raise WireError("a node beacon has 4 frames starting with 'B'")
     port = _parse_port(_text(frames[3], "port"))
-    return NodeBeacon(_node_id(frames[1]), _text(frames[2], "host"), port)
+    host = _text(frames[2], "host")
+    check_node_host(host)
+    return NodeBeacon(_node_id(frames[1]), host, port)
 
 
 def decode_tower_beacon(frames: Sequence[bytes]) -> TowerBeacon:
