@@ -27,6 +27,7 @@ TESTS = [
     "tests/unit/test_attacks_hints.py",
     "tests/unit/test_attacks_floods.py",
     "tests/unit/test_attacks_beacons.py",
+    "tests/unit/test_attacks_partitions.py",
     "tests/integration/test_attacks_io.py",
     "tests/unit/test_attacks_metadata.py",
     "tests/integration/test_attacks_metadata.py",
@@ -341,6 +342,34 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            if len(self._expiry) >= self.max_peers or not self._new_peers.allow(now):",
         "            if False:",
     ),
+    "store admits new partitions under a cap and a rate": [
+        (
+            "dafka.core.store",
+            "StoreCore._admitted",
+            "        if key in self._gate or self._gate.admit(key, b.now):",
+            "        if True:",
+        ),
+        (
+            "dafka.core.store",
+            "StoreCore._expected",
+            "                if key not in self._gate and self._gate.full(key[0]):",
+            "                if False:",
+        ),
+    ],
+    "consumer admits new partitions under a cap and a rate": [
+        (
+            "dafka.core.consumer",
+            "ConsumerCore._partition",
+            "        elif not self._gate.admit(key, now):",
+            "        elif False:",
+        ),
+        (
+            "dafka.core.consumer",
+            "ConsumerCore._on_records",
+            "            or self._gate.full(topic)",
+            "            or False",
+        ),
+    ],
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",
         "ConsumerCore._fetch",

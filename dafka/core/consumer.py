@@ -52,6 +52,7 @@ from ..ids import check_topic, is_node_id
 from ..profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
+from .admission import PartitionGate
 from .effects import DataLoss, Deliver, Effect, Publish
 from .limits import TokenBucket
 
@@ -197,6 +198,9 @@ class ConsumerCore:
         profile: Profile = RFC46,
         on_data_loss: Literal["raise", "skip"] = "raise",
         trusted_stores: Collection[str] | None = None,
+        max_partitions_per_topic: int = 10_000,
+        new_partition_rate: float = 100.0,
+        new_partition_burst: float = 1000.0,
     ) -> None:
         if on_data_loss not in ("raise", "skip"):
             raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
@@ -246,6 +250,10 @@ class ConsumerCore:
         self._unconfirmed = 0
         self._hints = TokenBucket(HINT_RATE, HINT_BURST)
         self._fetch_budget = TokenBucket(FETCH_RATE, FETCH_BURST)
+        # partitions from fresh keys: a cap per topic and a rate (docs/wire.md §11.6)
+        self._gate = PartitionGate(
+            max_partitions_per_topic, new_partition_rate, new_partition_burst
+        )
 
     # ------------------------------------------------------------ properties
 
@@ -431,11 +439,18 @@ class ConsumerCore:
         if len(self._parts) >= self._max_partitions or not is_node_id(partition):
             self._refused += 1
             return None
-        if not confirmed and (self._unconfirmed >= MAX_UNCONFIRMED or not self._hints.allow(now)):
-            if self._unconfirmed >= MAX_UNCONFIRMED:
-                self._hints.refused += 1
-            return None
         key = (topic, partition)
+        if not confirmed:
+            if self._gate.full(topic):
+                self._refused += 1
+                return None
+            if self._unconfirmed >= MAX_UNCONFIRMED or not self._hints.allow(now):
+                if self._unconfirmed >= MAX_UNCONFIRMED:
+                    self._hints.refused += 1
+                return None
+        elif not self._gate.admit(key, now):
+            self._refused += 1
+            return None
         start = self._start_offsets.get(key)
         if start is None:
             reset = self._reset
@@ -484,8 +499,12 @@ class ConsumerCore:
         if p is not None and (last < p.next or (first > p.next and first in p.buffer)):
             self._duplicates += 1  # dropped before paying for verification
             return []
-        if p is None and (len(self._parts) >= self._max_partitions or not is_node_id(partition)):
-            self._refused += 1
+        if p is None and (
+            len(self._parts) >= self._max_partitions
+            or not is_node_id(partition)
+            or self._gate.full(topic)
+        ):
+            self._refused += 1  # before paying for verification
             return []
         try:
             keys, values, stamp = self._profile.open_records(msg)
@@ -595,6 +614,7 @@ class ConsumerCore:
     def _confirm(self, p: _Partition) -> None:
         p.confirmed = True
         self._unconfirmed -= 1
+        self._gate.add((p.topic, p.partition))
 
     def _on_direct_head(self, msg: m.DirectHead, now: float) -> list[Effect]:
         """A store's answer: the producer's signed head (acted on as a HEAD), the store's

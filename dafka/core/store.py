@@ -77,6 +77,7 @@ from ..storage.retention import retention_cut
 from ..wire.rfc46 import Command, direct_prefix
 from ..wire.signed import peek_batch
 from . import messages as m
+from .admission import PartitionGate
 from .effects import Publish
 from .limits import RequestLimiter, TokenBucket
 
@@ -141,6 +142,9 @@ class StoreStats:
     """Records, HEADs or FETCHes for a partition pinned to the other wire profile."""
     fetches_limited: int = 0
     """FETCHes and head requests refused by the per-requester rate limit."""
+    partitions_refused: int = 0
+    """Batches and HEADs of partitions not held yet, refused by the per-topic partition cap
+    or the rate of new partitions (the producer's next batch or HEAD tries again)."""
     heads_limited: int = 0
     """Topics left out of head answers by the bound on DIRECT-HEADs sent per second."""
     unauthorized: int = 0
@@ -248,6 +252,9 @@ class StoreCore:
         heads_burst: float = 40.0,
         heads_answer_rate: float = 5000.0,
         heads_answer_burst: float = 10000.0,
+        max_partitions_per_topic: int = 10_000,
+        new_partition_rate: float = 100.0,
+        new_partition_burst: float = 1000.0,
     ) -> None:
         if not is_node_id(node_id):
             raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
@@ -272,6 +279,10 @@ class StoreCore:
         self._signed = profile.batched
         self._name = profile.name
         self._heads: dict[PartitionKey, int] = {k: ht[0] for k, ht in storage.heads().items()}
+        # new partitions: a cap per topic and a rate (docs/wire.md §11.6)
+        self._gate = PartitionGate(
+            max_partitions_per_topic, new_partition_rate, new_partition_burst, self._heads
+        )
         self._tails: dict[PartitionKey, int] = {k: ht[1] for k, ht in storage.heads().items()}
         self._acl: dict[str, frozenset[str]] = {}
         self._retention: dict[str, tuple[int | None, int | None]] = {}
@@ -423,6 +434,7 @@ class StoreCore:
             count, fences = delete(topic, revision)  # StorageError: retried on the next call
             self._applied_deletions[topic] = revision
             self._forget(topic)
+            self._gate.forget_topic(topic)
             self._fence(fences)
             done.append((topic, count))
             log.info("store.topic_deleted topic=%s revision=%d batches=%d", topic, revision, count)
@@ -505,6 +517,10 @@ class StoreCore:
             head = self._heads.get(key)
             if head is None:
                 if not _valid_partition_key(*key):
+                    self.stats.malformed += 1
+                    return None
+                if key not in self._gate and self._gate.full(key[0]):
+                    self.stats.partitions_refused += 1  # cheap, before verifying anything
                     return None
                 nxt = self._fences.get(key, -1) + 1 if self._fences else 0
             else:
@@ -549,7 +565,6 @@ class StoreCore:
         key = (topic, msg.partition)
         nxt = self._expected(key, b)
         if nxt is None:
-            self.stats.malformed += 1
             return
         if self._foreign and self._pinned_elsewhere(key):
             return
@@ -564,6 +579,8 @@ class StoreCore:
             self.stats.malformed += 1
         elif first == nxt:
             if self._signed and not self._genuine(msg, key, b):
+                return
+            if not self._admitted(key, b):
                 return
             self._accept(msg, key, last, b)
         elif first < nxt:
@@ -585,7 +602,7 @@ class StoreCore:
                     self.stats.duplicates += 1
                 elif self._genuine(msg, key, b):
                     self._equivocation(msg, key, b, (first, held_last))
-            elif self._genuine(msg, key, b):
+            elif self._genuine(msg, key, b) and self._admitted(key, b):
                 self._hold(key, first, last, msg.content, nxt)
         else:
             self.stats.dropped_out_of_order += 1
@@ -656,6 +673,14 @@ class StoreCore:
         )
         return True
 
+    def _admitted(self, key: PartitionKey, b: _Batch) -> bool:
+        """Whether this store takes on ``key`` (verified already): held partitions always,
+        new ones under the per-topic cap and the rate of new partitions."""
+        if key in self._gate or self._gate.admit(key, b.now):
+            return True
+        self.stats.partitions_refused += 1
+        return False
+
     def _replay(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
         """True if ``msg`` is byte for byte the batch held at its offsets (a replay)."""
         first = msg.offset
@@ -713,7 +738,6 @@ class StoreCore:
         key = (msg.topic, msg.partition)
         nxt = self._expected(key, b)
         if nxt is None:
-            self.stats.malformed += 1
             return
         if self._pinned_elsewhere(key):
             return
@@ -728,6 +752,8 @@ class StoreCore:
                     return
                 verified = True
         if msg.offset >= nxt:
+            if not self._admitted(key, b):
+                return
             opened = self._note_gap(key, min(msg.offset, nxt - 1 + self._lead), b)
             if verified and opened:
                 self._signed_heads[key] = msg

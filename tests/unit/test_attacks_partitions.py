@@ -1,0 +1,87 @@
+"""Partitions from fresh keys (issue 10, point 6): a per-topic cap and a rate of new
+partitions at stores and consumers, and partitions with state are never refused."""
+
+from __future__ import annotations
+
+from dafka.core.consumer import ConsumerCore
+from dafka.core.effects import Deliver
+from dafka.core.store import StoreCore
+from dafka.identity import Identity
+from dafka.profiles import SignedProfile
+from dafka.storage.memory import MemoryStorage
+from tests.signing import CONSUMER, STORE, WIRE, P, forged_for, from_blob, head, record
+
+S = STORE.node_id
+FRESH = [Identity.from_seed((80_000 + i).to_bytes(32, "big")) for i in range(400)]
+
+
+def delivered(effects: list) -> list[int]:
+    return [r.offset for e in effects if isinstance(e, Deliver) for r in e.records()]
+
+
+def test_a_store_bounds_partitions_from_fresh_keys_and_keeps_serving_known_ones() -> None:
+    storage = MemoryStorage()
+    core = StoreCore(
+        S,
+        storage,
+        profile=SignedProfile(STORE),
+        max_partitions_per_topic=100,
+        new_partition_rate=10,
+        new_partition_burst=50,
+    )
+    core.handle_batch([record(0, 1)], 0.0)  # the real producer, first
+    for second in range(4):
+        now = float(second)
+        core.handle_batch([record(0, 1, identity=k) for k in FRESH[second * 100 :][:100]], now)
+        core.handle_batch([record(second + 1, 1)], now + 0.5)  # the real one goes on
+    assert core.head("t", P) == 4
+    parts = storage.partitions("t")
+    assert len(parts) <= 100  # without the bounds: 401
+    assert len(parts) <= 1 + 50 + 4 * 10 + 1
+    assert core.stats.partitions_refused > 0
+    # a new producer refused by the rate gets in once the flood ebbs (its next HEAD)
+    late = FRESH[-1]
+    core.handle_batch([head(0, identity=late)], 100.0)
+    core.handle_batch([record(0, 1, identity=late)], 100.1)
+    assert core.head("t", late.node_id) == 0
+
+
+def test_forged_batches_for_fresh_partitions_spend_no_admission() -> None:
+    storage = MemoryStorage()
+    core = StoreCore(
+        S,
+        storage,
+        profile=SignedProfile(STORE),
+        max_partitions_per_topic=5,
+        new_partition_rate=1,
+        new_partition_burst=5,
+    )
+    forged = [from_blob(forged_for(k.node_id, 0, 1)) for k in FRESH[:50]]
+    core.handle_batch(forged, 0.0)
+    assert storage.partitions("t") == []
+    core.handle_batch([record(0, 1)], 0.1)  # the real producer still gets in at once
+    assert core.head("t", P) == 0
+
+
+def test_a_consumer_bounds_partitions_from_fresh_keys_per_topic() -> None:
+    core = ConsumerCore(
+        CONSUMER,
+        offset_reset="earliest",
+        profile=WIRE,
+        max_partitions_per_topic=100,
+        new_partition_rate=10,
+        new_partition_burst=50,
+    )
+    core.subscribe("t", 0.0)
+    core.subscribe("u", 0.0)
+    assert delivered(core.handle(record(0, 1), 0.0)) == [0]
+    for second in range(4):
+        now = float(second)
+        for k in FRESH[second * 100 :][:100]:
+            core.handle(record(0, 1, identity=k), now)
+        assert delivered(core.handle(record(second + 1, 1), now + 0.5)) == [second + 1]
+    assert len(core.positions()) <= 1 + 50 + 4 * 10 + 1  # without the bounds: 401
+    assert core.stats.refused_partitions > 0
+    # another topic is not starved by this one's flood
+    later = core.handle(record(0, 1, topic="u", identity=FRESH[0]), 10.0)
+    assert delivered(later) == [0]
