@@ -370,6 +370,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
             "            or False",
         ),
     ],
+    "store bounds bytes served per requester": (
+        "dafka.core.store",
+        "StoreCore._serve",
+        "                if not self._bytes_limiter.allow(fetch.requester, now, 0.0):",
+        "                if False:",
+    ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",
         "ConsumerCore._fetch",

@@ -55,8 +55,10 @@ class RequestLimiter:
             bucket.tokens = min(burst, bucket.tokens + (now - bucket.at) * rate)
             bucket.at = now
 
-    def allow(self, requester: str, now: float) -> bool:
-        """Take one token for ``requester``; False (and counted) if it has none left."""
+    def allow(self, requester: str, now: float, cost: float = 1.0) -> bool:
+        """Take ``cost`` tokens for ``requester`` (and from the shared bucket) if both hold
+        at least one; they may then owe the rest (a whole batch is charged). False (and
+        counted) if either is empty."""
         bucket = self._buckets.get(requester)
         if bucket is None:
             if len(self._buckets) >= self._max:
@@ -72,9 +74,16 @@ class RequestLimiter:
         if bucket.tokens < 1.0 or total.tokens < 1.0:
             self.refused += 1
             return False
-        bucket.tokens -= 1.0
-        total.tokens -= 1.0
+        bucket.tokens -= cost
+        total.tokens -= cost
         return True
+
+    def charge(self, requester: str, cost: float) -> None:
+        """Take ``cost`` more tokens for what ``requester`` was just allowed."""
+        bucket = self._buckets.get(requester)
+        if bucket is not None:
+            bucket.tokens -= cost
+        self._total.tokens -= cost
 
     def __len__(self) -> int:
         return len(self._buckets)

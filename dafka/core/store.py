@@ -252,6 +252,8 @@ class StoreCore:
         heads_burst: float = 40.0,
         heads_answer_rate: float = 5000.0,
         heads_answer_burst: float = 10000.0,
+        serve_rate: float = 64 * 1024 * 1024,
+        serve_total_rate: float = 256 * 1024 * 1024,
         max_partitions_per_topic: int = 10_000,
         new_partition_rate: float = 100.0,
         new_partition_burst: float = 1000.0,
@@ -304,6 +306,14 @@ class StoreCore:
         self._last_reject_log = -math.inf
         self._fetch_limiter = RequestLimiter(fetch_rate, fetch_burst)
         self._heads_limiter = RequestLimiter(heads_rate, heads_burst)
+        # bytes served per requester and in total: what a requester that never reads can
+        # pile up in the data PUB's queue grows at most this fast (docs/wire.md §11.6)
+        self._bytes_limiter = RequestLimiter(
+            serve_rate,
+            2 * serve_rate,
+            total_rate=serve_total_rate,
+            total_burst=2 * serve_total_rate,
+        )
         # DIRECT-HEADs sent in answer to GET-HEADS / CONSUMER-HELLO, over all requesters
         # (one request may name 1,024 topics of many partitions each): charged per topic
         self._heads_out = TokenBucket(heads_answer_rate, heads_answer_burst)
@@ -367,7 +377,7 @@ class StoreCore:
             self._answer_heads(requester, topics, out, now)
         for requester, topic, partition in b.tail_answers:
             self._answer_tail(requester, topic, partition, out)
-        self._serve(out)
+        self._serve(out, now)
         if committed:
             heads = self._heads
             for key in sorted(b.advanced | b.reack):
@@ -395,7 +405,7 @@ class StoreCore:
         if now >= self._next_gap_check:
             self._next_gap_check = math.inf
             self._decide_fetches(list(self._gaps), now, out)
-        self._serve(out)
+        self._serve(out, now)
         return out
 
     # ------------------------------------------------------------------ metadata
@@ -1001,11 +1011,13 @@ class StoreCore:
         out.append(Publish(m.DirectHead(requester, topic, partition, head, proof, tail)))
         self.stats.heads_sent += 1
 
-    def _serve(self, out: list[Publish]) -> None:
+    def _serve(self, out: list[Publish], now: float) -> None:
         """Serve up to ``serve_chunk`` records and ``SERVE_BYTES`` bytes, round-robin.
 
         Whole batches are charged, so one step never sends more than the
-        budgets plus one batch, however many fetches are pending.
+        budgets plus one batch, however many fetches are pending. A fetch whose
+        requester (or all requesters together) spent its bytes per second is
+        dropped and counted (``fetches_limited``); the requester asks again.
         """
         budget = self._serve_chunk
         room = SERVE_BYTES
@@ -1016,7 +1028,12 @@ class StoreCore:
                 if budget <= 0 or room <= 0:
                     break
                 fetch = queue.popleft()
+                if not self._bytes_limiter.allow(fetch.requester, now, 0.0):
+                    self.stats.fetches_limited += 1
+                    self._pending_keys.discard(fetch.key)
+                    continue
                 sent, size, done = self._serve_one(fetch, min(share, budget), out)
+                self._bytes_limiter.charge(fetch.requester, size)
                 budget -= sent
                 room -= size
                 if done:

@@ -15,7 +15,7 @@ from dafka.core.store import StoreCore
 from dafka.identity import Identity
 from dafka.profiles import SignedProfile
 from dafka.storage.memory import MemoryStorage
-from tests.signing import CONSUMER, STORE, blob, from_blob, record, sent
+from tests.signing import CONSUMER, STORE, P, blob, from_blob, record, sent
 
 S = STORE.node_id
 
@@ -69,3 +69,28 @@ def test_equivocation_is_counted_each_time_but_logged_at_a_bounded_rate(
     core.handle_batch([from_blob(blob(0, 1, values=[b"later"]))], 10.0)
     lines = [r for r in caplog.records if "store.equivocation" in r.getMessage()]
     assert len(lines) == 2 and "total=501" in lines[-1].getMessage()
+
+
+def test_fetch_with_a_huge_count_is_served_at_a_bounded_byte_rate() -> None:
+    """FETCH count 2^32-1, again and again, from a requester that never reads: what the
+    store queues for it on its data PUB grows at most ``serve_rate`` bytes a second."""
+    mib = 1024 * 1024
+    core, _ = store(serve_rate=mib, serve_total_rate=4 * mib)
+    big = [b"x" * 60_000]
+    core.handle_batch([from_blob(blob(i, 1, values=big)) for i in range(200)], 0.0)
+    assert core.head("t", P) == 199
+    served = 0
+    now = 1.0
+    for step in range(200):  # two seconds
+        now = 1.0 + step * 0.01
+        out = core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 2**32 - 1)], now)
+        out += core.tick(now)
+        served += sum(len(x.content) for x in sent(out) if isinstance(x, m.DirectRecord))
+    # the burst (2 MiB), 1 MiB a second for 2 s, and at most one step's overshoot
+    assert served <= 4 * mib + 16 * mib, served
+    assert core.stats.fetches_limited > 0
+    # other requesters are still served
+    other = "D0D0D0D0D0D0D0D0D0D0D0D0D0D0D0D0"
+    out = core.handle_batch([m.Fetch(P, other, "t", 0, 1)], now + 0.01)
+    out += core.tick(now + 0.02)
+    assert [x.recipient for x in sent(out) if isinstance(x, m.DirectRecord)][:1] == [other]
