@@ -28,6 +28,7 @@ TESTS = [
     "tests/unit/test_attacks_floods.py",
     "tests/unit/test_attacks_beacons.py",
     "tests/unit/test_attacks_partitions.py",
+    "tests/unit/test_attacks_equivocation.py",
     "tests/integration/test_attacks_io.py",
     "tests/unit/test_attacks_metadata.py",
     "tests/integration/test_attacks_metadata.py",
@@ -375,6 +376,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "StoreCore._serve",
         "                if not self._bytes_limiter.allow(fetch.requester, now, 0.0):",
         "                if False:",
+    ),
+    "consumer detects equivocation": (
+        "dafka.core.consumer",
+        "ConsumerCore._on_records",
+        "        if memory is not None and (",
+        "        if False and (",
+    ),
+    "consumer rate-limits the equivocation log": (
+        "dafka.core.consumer",
+        "ConsumerCore._on_conflict",
+        "        if now - self._last_equivocation_log >= _REJECT_LOG_PERIOD:",
+        "        if True:",
     ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",

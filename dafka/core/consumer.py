@@ -43,6 +43,7 @@ matters (exactly once, in order) over arbitrary interleavings instead.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -54,11 +55,12 @@ from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
 from .admission import PartitionGate
 from .effects import DataLoss, Deliver, Effect, Publish
+from .equivocation import BatchMemory, ConsumerEquivocation
 from .limits import TokenBucket
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConsumerCore", "ConsumerStats", "OffsetReset"]
+__all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
 
 OffsetReset = Literal["earliest", "latest"] | int
 PartitionKey = tuple[str, str]
@@ -75,6 +77,8 @@ UNCONFIRMED_TRIES = 3
 # FETCHes this consumer sends, over all partitions.
 FETCH_RATE = 2000.0
 FETCH_BURST = 4000.0
+MAX_EQUIVOCATION_REPORTS = 100
+_SIGNATURE = 64  # a signed batch ends with its Ed25519 signature
 
 # A buffered batch: (count, keys or None, values, timestamp in seconds or None)
 _Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None]
@@ -112,6 +116,9 @@ class ConsumerStats:
     """Unsigned store hints for unknown partitions refused (rate or count bound)."""
     limited_fetches: int = 0
     """FETCHes held back by the bound on FETCHes over all partitions."""
+    equivocations: int = 0
+    """Validly signed batches for offsets already taken with other content (dropped;
+    reported in ``ConsumerCore.equivocations``)."""
 
 
 class _Partition:
@@ -131,6 +138,7 @@ class _Partition:
         "buffer_ends",
         "confirmed",
         "known_end",
+        "memory",
         "next",
         "partition",
         "progress_at",
@@ -162,6 +170,7 @@ class _Partition:
         # False while the partition is known only from unsigned store hints
         self.confirmed = True
         self.tries = 0  # FETCHes sent while unconfirmed
+        self.memory: BatchMemory | None = None  # signatures of recent batches (signed)
 
 
 class ConsumerCore:
@@ -251,6 +260,10 @@ class ConsumerCore:
         self._hints = TokenBucket(HINT_RATE, HINT_BURST)
         self._fetch_budget = TokenBucket(FETCH_RATE, FETCH_BURST)
         # partitions from fresh keys: a cap per topic and a rate (docs/wire.md §11.6)
+        self._equivocations = 0
+        self._last_equivocation_log = -_REJECT_LOG_PERIOD
+        self.equivocations: deque[ConsumerEquivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
+        """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
         self._gate = PartitionGate(
             max_partitions_per_topic, new_partition_rate, new_partition_burst
         )
@@ -282,6 +295,7 @@ class ConsumerCore:
             ignored_tails=self._ignored_tails,
             limited_hints=self._hints.refused,
             limited_fetches=self._fetch_budget.refused,
+            equivocations=self._equivocations,
         )
 
     def set_trusted_stores(self, stores: Collection[str] | None) -> None:
@@ -496,6 +510,12 @@ class ConsumerCore:
         if self._acl and not self._allowed(topic, partition):
             return []
         p = self._parts.get((topic, partition))
+        memory = p.memory if p is not None else None
+        if memory is not None and (
+            conflict := memory.conflict(first, last, msg.content[-_SIGNATURE:])
+        ):
+            if self._on_conflict(msg, p, conflict, now):  # type: ignore[arg-type]
+                return []
         if p is not None and (last < p.next or (first > p.next and first in p.buffer)):
             self._duplicates += 1  # dropped before paying for verification
             return []
@@ -526,6 +546,10 @@ class ConsumerCore:
                 return []
         if not p.confirmed:
             self._confirm(p)
+        if self._profile.batched:
+            if p.memory is None:
+                p.memory = BatchMemory()
+            p.memory.remember(first, last, msg.content[-_SIGNATURE:])
         nxt = p.next
         if last >= p.seen_end:
             p.seen_end = last + 1
@@ -571,6 +595,41 @@ class ConsumerCore:
             if fetch is not None:
                 out.append(fetch)
         return out
+
+    def _on_conflict(
+        self, msg: m.Record | m.DirectRecord, p: _Partition, kept: tuple[int, int], now: float
+    ) -> bool:
+        """A batch at offsets taken with other content: a forgery, or equivocation (counted,
+        logged, reported). True: drop it. It goes on only past what was delivered, when
+        what it contradicts was delivered already: those offsets are skipped anyway, and
+        the rest has no other version here (dropping it would stall the partition when
+        the stores hold this cut)."""
+        try:
+            self._profile.open_records(msg)
+        except WireError as exc:
+            self._reject(msg, exc, now)
+            return True
+        self._equivocations += 1
+        first, last = msg.offset, msg.offset + msg.count - 1
+        delivered = kept[0] < p.next
+        self.equivocations.append(
+            ConsumerEquivocation(p.topic, p.partition, first, last, *kept, delivered, now)
+        )
+        if now - self._last_equivocation_log >= _REJECT_LOG_PERIOD:
+            self._last_equivocation_log = now
+            log.warning(
+                "consumer.equivocation topic=%s partition=%s offsets=%d..%d kept=%d..%d "
+                "delivered=%s total=%d",
+                p.topic,
+                p.partition,
+                first,
+                last,
+                kept[0],
+                kept[1],
+                delivered,
+                self._equivocations,
+            )
+        return kept[1] >= p.next or msg.offset + msg.count <= p.next
 
     def _prune(self, p: _Partition) -> None:
         """Forget buffered batches that start below the delivery point (they overlap it).

@@ -188,12 +188,18 @@ def test_consumer_buffers_batches_out_of_order_and_fetches_the_gap() -> None:
     assert [r.offset for r in deliveries(out)] == list(range(8))
 
 
-def test_consumer_drops_duplicates_before_verifying_them() -> None:
+def test_consumer_drops_replays_before_verifying_them() -> None:
     core = consumer()
-    core.handle(record(0, 4), 0.0)
-    garbage = m.Record("t", P, 0, b"not even a blob", 4)  # never opened: it is a duplicate
-    assert core.handle(garbage, 0.0) == []
+    first = record(0, 4)
+    core.handle(first, 0.0)
+    # byte for byte the batch taken (its signature is remembered): never opened
+    replay = m.Record("t", P, 0, b"not even a blob" + first.content[-64:], 4)
+    assert core.handle(replay, 0.0) == []
     assert core.stats.duplicates == 1 and core.stats.rejected == 0
+    # other content at those offsets is opened: a forgery or equivocation, never a duplicate
+    garbage = m.Record("t", P, 0, b"not even a blob", 4)
+    assert core.handle(garbage, 0.0) == []
+    assert core.stats.rejected == 1 and core.stats.equivocations == 0
 
 
 def test_consumer_fetches_towards_a_verified_head() -> None:
