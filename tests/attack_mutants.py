@@ -34,6 +34,7 @@ TESTS = [
     "tests/integration/test_attacks_metadata.py",
     "tests/unit/test_attacks_raft.py",
     "tests/integration/test_attacks_raft.py",
+    "tests/integration/test_attacks_files.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -388,6 +389,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "ConsumerCore._on_conflict",
         "        if now - self._last_equivocation_log >= _REJECT_LOG_PERIOD:",
         "        if True:",
+    ),
+    "state directories are 0700": (
+        "dafka.state",
+        "StateDir.__init__",
+        "            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)",
+        "            self.path.mkdir(mode=0o755, parents=True, exist_ok=True)",
     ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",
