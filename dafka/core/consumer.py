@@ -44,8 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
 from typing import Literal
 
 from ..errors import ConfigError, WireError
@@ -54,6 +53,20 @@ from ..profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
 from .admission import PartitionGate
+from .consumer_state import (
+    FETCH_BURST,
+    FETCH_RATE,
+    HINT_BURST,
+    HINT_RATE,
+    MAX_EQUIVOCATION_REPORTS,
+    MAX_UNCONFIRMED,
+    UNCONFIRMED_TRIES,
+    ConsumerStats,
+)
+from .consumer_state import RECENT_PRUNE_AT as _RECENT_PRUNE_AT
+from .consumer_state import REJECT_LOG_PERIOD as _REJECT_LOG_PERIOD
+from .consumer_state import SIGNATURE_BYTES as _SIGNATURE
+from .consumer_state import PartitionState as _Partition
 from .effects import DataLoss, Deliver, Effect, Publish
 from .equivocation import BatchMemory, ConsumerEquivocation
 from .limits import TokenBucket
@@ -64,113 +77,6 @@ __all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset
 
 OffsetReset = Literal["earliest", "latest"] | int
 PartitionKey = tuple[str, str]
-
-_RECENT_PRUNE_AT = 32
-_REJECT_LOG_PERIOD = 5.0
-# Partitions known only from a store's unsigned hint (a DIRECT-HEAD's ``sequence``):
-# at most this many at once, made at this rate, each forgotten after this many
-# FETCHes that brought nothing verified.
-MAX_UNCONFIRMED = 1024
-HINT_RATE = 100.0
-HINT_BURST = 512.0
-UNCONFIRMED_TRIES = 3
-# FETCHes this consumer sends, over all partitions.
-FETCH_RATE = 2000.0
-FETCH_BURST = 4000.0
-MAX_EQUIVOCATION_REPORTS = 100
-_SIGNATURE = 64  # a signed batch ends with its Ed25519 signature
-
-# A buffered batch: (count, keys or None, values, timestamp in seconds or None)
-_Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None]
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerStats:
-    """Counters of what the core dropped or sent, for metrics and logs."""
-
-    delivered: int
-    duplicates: int
-    """Batches at or below the delivered point, or already buffered."""
-    beyond_buffer: int
-    """Batches too far ahead to buffer; they are fetched again later."""
-    ignored: int
-    """Messages for topics we don't subscribe to or addressed to another node."""
-    refused_partitions: int
-    """New partitions refused: malformed partition ID or ``max_partitions`` reached."""
-    fetches_sent: int
-    rejected: int = 0
-    """Batches that failed verification (forged, tampered, wrong partition or topic)."""
-    rejected_heads: int = 0
-    """HEADs that failed verification (signed by a key that does not own the partition)."""
-    unauthorized: int = 0
-    """Batches and HEADs of producers the topic's ACL (metadata) does not allow."""
-    data_lost: int = 0
-    """Records skipped because a store's retention deleted them before delivery."""
-    gap_offsets: int = 0
-    """Offsets passed without records because their producer's signed gap statement
-    says they hold none (a range it reserved before a crash and never got stored)."""
-    ignored_tails: int = 0
-    """Store tails not acted on: unsigned, badly signed, from an untrusted store, or
-    above what signed statements say exists."""
-    limited_hints: int = 0
-    """Unsigned store hints for unknown partitions refused (rate or count bound)."""
-    limited_fetches: int = 0
-    """FETCHes held back by the bound on FETCHes over all partitions."""
-    equivocations: int = 0
-    """Validly signed batches for offsets already taken with other content (dropped;
-    reported in ``ConsumerCore.equivocations``)."""
-
-
-class _Partition:
-    """Delivery state of one partition.
-
-    ``next`` is the next offset to deliver; ``known_end`` is one past the
-    highest offset known to exist (from HEADs and records seen) and
-    ``seen_end`` one past the highest offset of a verified record, so
-    ``[next, known_end)`` is what is missing. ``[req_start, req_end)`` is the
-    latest FETCH window asked for; ``recent`` maps FETCH offsets to when they
-    were sent, to rate-limit repeats. ``buffer`` maps the first offset of a
-    verified batch that arrived early to its records.
-    """
-
-    __slots__ = (
-        "buffer",
-        "buffer_ends",
-        "confirmed",
-        "known_end",
-        "memory",
-        "next",
-        "partition",
-        "progress_at",
-        "recent",
-        "req_end",
-        "req_mid",
-        "req_start",
-        "seen_end",
-        "signed_end",
-        "topic",
-        "tries",
-    )
-
-    def __init__(self, topic: str, partition: str, start: int, now: float) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.next = start
-        self.known_end = start
-        self.seen_end = start
-        self.buffer: dict[int, _Held] = {}
-        self.buffer_ends: dict[int, int] = {}  # last offset -> first offset, of buffered batches
-        self.req_start = start
-        self.req_mid = start
-        self.req_end = start
-        self.progress_at = now
-        self.recent: dict[int, float] = {}
-        # one past the highest offset a signed statement (record, producer HEAD) shows
-        self.signed_end = start
-        # False while the partition is known only from unsigned store hints
-        self.confirmed = True
-        self.tries = 0  # FETCHes sent while unconfirmed
-        self.memory: BatchMemory | None = None  # signatures of recent batches (signed)
 
 
 class ConsumerCore:
