@@ -1,4 +1,5 @@
-"""Attacks that need a real socket: an oversized frame from a hostile peer.
+"""Attacks that need a real socket: an oversized frame from a hostile peer, and a
+peer that is no store telling a real consumer a false retention tail.
 
 A fake peer beacons through a real tower, so a real consumer connects to it,
 then sends a genuine signed batch larger than the consumer's
@@ -22,7 +23,7 @@ from dafka.identity import Identity
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from tests.procs import wait_until
-from tests.signing import PRODUCER, STORE2
+from tests.signing import FORGER, PRODUCER, STORE2
 from tower.relay import Tower
 
 pytestmark = pytest.mark.integration
@@ -84,6 +85,42 @@ def test_a_frame_over_max_message_size_never_reaches_the_node() -> None:
             time.sleep(0.3)
             got.extend(consumer.poll_batch(100, timeout=0.2))
             assert [(r.partition, r.offset, r.value) for r in got] == [(STORE2.node_id, 0, b"fits")]
+    finally:
+        hostile.close()
+        honest.close()
+        tower.stop()
+
+
+def test_an_unsigned_tail_from_a_non_store_skips_nothing_at_a_real_consumer() -> None:
+    """A peer that is no store tells a real consumer, by DIRECT-HEAD, that the producer's
+    partition now starts at 2^62 (an unsigned tail). Before issue 10 the consumer skipped
+    there (reporting a loss) and dropped every real record; now it delivers them."""
+    tower = Tower(TowerAddress("127.0.0.1", 0)).start()
+    ctx = zmq.Context.instance()
+    hostile = FakePeer(ctx, tower, FORGER)
+    honest = FakePeer(ctx, tower, PRODUCER)
+    try:
+        node = NodeConfig(towers=(tower.address,))
+        with Consumer("t", offset_reset="earliest", node=node, metadata=False) as consumer:
+            hostile.wait_subscribed()
+            honest.wait_subscribed()
+            lie = signed.DirectHead(consumer.node_id, "t", PRODUCER.node_id, 2**62, None, 2**62)
+
+            def told() -> bool:
+                hostile.data.send_multipart(signed.encode(lie))
+                return ("t", PRODUCER.node_id) in consumer.positions()
+
+            wait_until(told, 20, what="the consumer to take the hint")
+            got: list = []
+
+            def arrived() -> bool:
+                if not got:
+                    honest.publish(0, [b"r0", b"r1", b"r2"])
+                got.extend(consumer.poll_batch(100, timeout=0.2))
+                return len(got) >= 3
+
+            wait_until(arrived, 20, what="the real records")
+            assert [(r.offset, r.value) for r in got] == [(0, b"r0"), (1, b"r1"), (2, b"r2")]
     finally:
         hostile.close()
         honest.close()
