@@ -372,6 +372,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
             "            or False",
         ),
     ],
+    "producer bounds bytes resent per requester": (
+        "dafka.core.producer",
+        "ProducerCore._on_fetch",
+        "        if not self._limiter.allow(msg.requester, now) or not self._bytes_limiter.allow(",
+        "        if not self._limiter.allow(msg.requester, now) or False and not self._bytes_limiter.allow(",
+    ),
     "store bounds bytes served per requester": (
         "dafka.core.store",
         "StoreCore._serve",

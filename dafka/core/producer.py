@@ -149,6 +149,7 @@ class ProducerCore:
         trusted_stores: Collection[str] | None = None,
         fetch_rate: float = 200.0,
         fetch_burst: float = 400.0,
+        serve_rate: float = 64 * 1024 * 1024,
         acked_offsets: Mapping[str, int] | None = None,
         recovery_wait: float = DEFAULT_WAIT,
         logged: Sequence[tuple[str, int, int, bytes]] = (),
@@ -176,6 +177,11 @@ class ProducerCore:
         self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
         self._topic_min_acks: dict[str, int] = {}
         self._limiter = RequestLimiter(fetch_rate, fetch_burst)
+        # bytes resent per requester (and 4x that in total) per second: a FETCH answer is
+        # every held blob in its range, and a requester that never reads piles them up
+        self._bytes_limiter = RequestLimiter(
+            serve_rate, 2 * serve_rate, total_rate=4 * serve_rate, total_burst=8 * serve_rate
+        )
         self._topics: dict[str, _Topic] = {}
         self._unacked_bytes = 0
         self._foreign = 0
@@ -640,7 +646,9 @@ class ProducerCore:
         end = min(msg.offset + count, state.next_offset)
         if start >= end:
             return []
-        if not self._limiter.allow(msg.requester, now):
+        if not self._limiter.allow(msg.requester, now) or not self._bytes_limiter.allow(
+            msg.requester, now, 0.0
+        ):
             return []
         self._fetches_served += 1
         base = state.base
@@ -669,6 +677,7 @@ class ProducerCore:
                 Publish(m.DirectRecord(requester, topic, node, first, held[i], last_end - first))
             )
             self._records_resent += last_end - first
+            self._bytes_limiter.charge(requester, len(held[i]))
             first = last_end
             i += 1
         return out

@@ -94,3 +94,21 @@ def test_fetch_with_a_huge_count_is_served_at_a_bounded_byte_rate() -> None:
     out = core.handle_batch([m.Fetch(P, other, "t", 0, 1)], now + 0.01)
     out += core.tick(now + 0.02)
     assert [x.recipient for x in sent(out) if isinstance(x, m.DirectRecord)][:1] == [other]
+
+
+def test_fetch_floods_at_a_producer_are_bounded_in_bytes() -> None:
+    """A producer answers a FETCH with every held blob in its range: the bytes it resends to
+    one requester are bounded per second, whatever the FETCH count and rate."""
+    from dafka.core.producer import ProducerCore
+    from tests.signing import PRODUCER
+
+    mib = 1024 * 1024
+    wire = SignedProfile(PRODUCER, max_batch_records=1, max_batch_bytes=64 * 1024)
+    core = ProducerCore(P, profile=wire, trusted_stores=[S], serve_rate=mib)
+    core.publish("t", [b"x" * 60_000] * 100, 0.0, None, 1)  # 100 held blobs, ~6 MB
+    resent = 0
+    for step in range(200):  # two seconds
+        out = core.handle(m.Fetch(P, CONSUMER, "t", 0, 2**32 - 1), 1.0 + step * 0.01)
+        resent += sum(len(x.content) for x in sent(out) if isinstance(x, m.DirectRecord))
+    # the burst, 1 MiB a second for 2 s, and at most one answer's overshoot (~6 MB)
+    assert resent <= 4 * mib + 7 * mib, resent
