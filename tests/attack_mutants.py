@@ -299,8 +299,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "partitions from unsigned hints are bounded": (
         "dafka.core.consumer",
         "ConsumerCore._partition",
-        "        if not confirmed and (",
-        "        if False and (",
+        "            if self._unconfirmed >= MAX_UNCONFIRMED or not self._hints.allow(now):",
+        "            if False:",
     ),
     "unconfirmed partitions are forgotten": (
         "dafka.core.consumer",
