@@ -12,6 +12,7 @@ attribute stores under one module-wide lock.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import _base as futures_base
 
@@ -28,7 +29,7 @@ class RecordFuture(Future[int]):
         self._result = None
         self._exception = None
         self._waiters = []
-        self._done_callbacks = []
+        self._done_callbacks: list[Callable[[Future[int]], object]] = []
 
     def __getattr__(self, name: str) -> threading.Condition:
         # Only reached when ``_condition`` was never created.

@@ -38,7 +38,7 @@ from typing import Literal
 
 from .config import NodeConfig, ProducerConfig, parse_trusted_stores
 from .core import messages as m
-from .core.effects import Acked, Effect, Publish, PublishRecords
+from .core.effects import Acked, Outgoing, Publish, PublishRecords
 from .core.messages import Message, Subscription
 from .core.producer import ProducerCore
 from .core.recovery import DEFAULT_WAIT as RECOVERY_WAIT
@@ -154,7 +154,7 @@ class _ProducerHandler:
     def accepting(self) -> bool:
         return True
 
-    def on_commands(self, now: float) -> list[Effect]:
+    def on_commands(self, now: float) -> list[Outgoing]:
         """Natural batching: everything queued since the last wake-up, per topic."""
         queue = self.queue
         if not queue or self.core.holds_publishing:
@@ -191,7 +191,7 @@ class _ProducerHandler:
                 {t: self.core.next_offset(t) + len(e[0]) for t, e in by_topic.items()}
             )
         stamp = time.time_ns() // 1_000_000
-        out: list[Effect] = []
+        out: list[Outgoing] = []
         for topic, (values, keys, futures) in by_topic.items():
             try:
                 first, pubs = self.core.publish(
@@ -220,21 +220,21 @@ class _ProducerHandler:
             self._log(out, taken)
         return out
 
-    def _log(self, effects: list[Effect], taken: int) -> None:
+    def _log(self, effects: list[Outgoing], taken: int) -> None:
         """Durable mode: log what is about to be published (one fsync), then let the
         ``send`` calls of the ``taken`` records return."""
         wal = self.p._wal
         assert wal is not None
         batches: list[LoggedBatch] = []
         for effect in effects:
-            if type(effect) is PublishRecords:
-                first = effect.first_offset  # type: ignore[union-attr]
+            if isinstance(effect, PublishRecords):
+                first = effect.first_offset
                 batches.extend(
-                    LoggedBatch(effect.topic, first + i, 1, content)  # type: ignore[union-attr]
-                    for i, content in enumerate(effect.contents)  # type: ignore[union-attr]
+                    LoggedBatch(effect.topic, first + i, 1, content)
+                    for i, content in enumerate(effect.contents)
                 )
-            elif type(effect) is Publish and type(effect.msg) is m.Record:  # type: ignore[union-attr]
-                rec = effect.msg  # type: ignore[union-attr]
+            elif isinstance(effect.msg, m.Record):
+                rec = effect.msg
                 batches.append(LoggedBatch(rec.topic, rec.offset, rec.count, rec.content))
         error: StorageError | None = None
         try:
@@ -252,14 +252,14 @@ class _ProducerHandler:
         futures: list[tuple],
         now: float,
         stamp: int,
-    ) -> tuple[int, list[Effect], list[tuple]]:
+    ) -> tuple[int, list[Outgoing], list[tuple]]:
         """Publish each send's records on their own; fail only the sends that do not seal.
 
         Returns the first offset, the effects and the sends kept, whose offsets follow
         on from the first (a failed send takes no offsets).
         """
         first = -1
-        out: list[Effect] = []
+        out: list[Outgoing] = []
         kept: list[tuple] = []
         at = 0
         for entry in futures:
@@ -284,14 +284,14 @@ class _ProducerHandler:
             at += count
         return first, out, kept
 
-    def on_messages(self, msgs: list[Message], now: float) -> list[Effect]:
-        out: list[Effect] = []
+    def on_messages(self, msgs: list[Message], now: float) -> list[Outgoing]:
+        out: list[Outgoing] = []
         acked: dict[str, Acked] = {}
         for msg in msgs:
             for effect in self.core.handle(msg, now):
-                if type(effect) is Acked:
-                    acked[effect.topic] = effect  # type: ignore[union-attr]
-                else:
+                if isinstance(effect, Acked):
+                    acked[effect.topic] = effect
+                elif isinstance(effect, Publish | PublishRecords):
                     out.append(effect)
         if acked:
             self._durable(list(acked.values()))

@@ -543,12 +543,12 @@ def check_profile_name(name: str) -> str:
     return name
 
 
-def make_profile(name: str, identity: Identity | None = None, **options: int) -> Profile:
+def make_profile(name: str, identity: Identity | None = None) -> Profile:
     """The profile called ``name``; ``identity`` signs for a signed-profile node."""
     check_profile_name(name)
     if name == "rfc46":
         return RFC46
-    return SignedProfile(identity, **options)
+    return SignedProfile(identity)
 
 
 # ------------------------------------------------------------------ reading stored batches

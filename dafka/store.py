@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import identity as identity_module
 from .config import NodeConfig, check_profile
+from .core import messages as m
 from .core.effects import Publish
 from .core.store import StoreCore
 from .errors import ConfigError, DafkaError
@@ -31,7 +32,6 @@ from .profiles import make_profile
 from .query.server import QueryService
 from .state import lock_directory, unlock_directory
 from .storage.lmdb_store import LmdbStorage
-from .wire import rfc46
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +81,10 @@ class _StoreHandler:
             log.warning("store.topic_delete.failed error=%s", exc)
             self._retry_deletions = deleted, topics
 
-    def on_messages(self, msgs: list[rfc46.Message], now: float) -> list[Publish]:
+    def on_messages(self, msgs: list[m.Message], now: float) -> list[Publish]:
         return self.core.handle_batch(msgs, now)
 
-    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:
+    def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
         return self.core.on_subscription(sub, now)
 
     def on_tick(self, now: float) -> list[Publish]:
@@ -151,10 +151,11 @@ class Store:
             wire = make_profile(self.profile, self.identity)
             self.core = StoreCore(self.node_id, self._storage, profile=wire)
             self.query = QueryService(self._storage, port=query_port, profile=self.profile)
+            self._handler = _StoreHandler(self.core, self.query, retention_interval)
             self._loop = NodeLoop(
                 self.node_id,
                 self._nconf,
-                _StoreHandler(self.core, self.query, retention_interval),
+                self._handler,
                 name=f"dafka-store-{self.node_id[:8]}",
                 profile=wire,
             )
@@ -168,7 +169,7 @@ class Store:
         """The cluster metadata this store follows (topic ACLs and retention)."""
 
     def _follow_metadata(self) -> None:
-        handler = self._loop.handler
+        handler = self._handler
         view = MetadataView([str(t) for t in self._nconf.towers], cluster=self._cluster)
         self.metadata = view
         if not view.start(wait=5.0 if self._follow else 1.0) and self._follow:

@@ -140,9 +140,10 @@ class Tower:
             except zmq.Again:
                 return
             try:
-                peer = frames[0].get("Peer-Address")
+                address = frames[0].get("Peer-Address")
             except zmq.ZMQError:
-                peer = None
+                address = None
+            peer = address if isinstance(address, str) else None
             try:
                 out = relay_beacon([f.bytes for f in frames], peer)
             except WireError as exc:

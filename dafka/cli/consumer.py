@@ -6,6 +6,7 @@ import base64
 import json
 import sys
 import time
+from typing import Literal
 
 import click
 
@@ -17,7 +18,7 @@ from .common import CONTEXT, common_options, profile_option, run_cli
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 
 
-def parse_offset(text: str) -> str | int:
+def parse_offset(text: str) -> Literal["earliest", "latest"] | int:
     """``beginning`` / ``end`` / a non-negative offset (kcat's -o)."""
     low = text.lower()
     if low in ("beginning", "earliest"):

@@ -41,15 +41,16 @@ def read_lines(fd: int, max_line: int, read_bytes: int = READ_BYTES) -> Iterator
         data = read(fd, step)
         if not data:
             break
-        lines: list[bytes | int] = data.split(b"\n")  # type: ignore[assignment]
-        tail = lines.pop()
-        if lines and (pending_len or too_big):
-            first = lines[0]
-            total = pending_len + len(first)  # type: ignore[arg-type]
+        pieces = data.split(b"\n")
+        tail = pieces.pop()
+        lines: list[bytes | int] = list(pieces)
+        if pieces and (pending_len or too_big):
+            first = pieces[0]
+            total = pending_len + len(first)
             if too_big or total > max_line:
                 lines[0] = total
             else:
-                pending.append(first)  # type: ignore[arg-type]
+                pending.append(first)
                 lines[0] = b"".join(pending)
             pending, pending_len, too_big = [], 0, False
         if tail:

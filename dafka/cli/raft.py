@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import ConfigError, DafkaError, RaftError
+from ..raft import wire as w
 from ..raft.bounds import DEFAULT_MAX_ENTRY_BYTES
 from ..raft.client import RaftClient
 from ..raft.peer import PeerOptions, RaftPeer
@@ -187,7 +188,9 @@ def status(peers: tuple[str, ...], cluster: str, timeout: float, as_json: bool) 
     rows: list[dict[str, Any]] = []
     with RaftClient(urls, cluster, timeout=timeout) as client:
         ids: dict[str, str] = {}
-        answers = {}
+        answers: dict[
+            str, DafkaError | tuple[w.RequestConfigResponse, w.RequestLogInfoResponse]
+        ] = {}
         for url in urls:
             try:
                 config = client.peer_config(url, timeout=timeout)

@@ -128,3 +128,6 @@ class DataLoss:
 
 
 Effect = Publish | PublishRecords | RecordBatch | Acked | DataLoss
+
+Outgoing = Publish | PublishRecords
+"""What the IO shell sends for a node: the effects that are messages."""

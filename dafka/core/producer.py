@@ -44,7 +44,7 @@ from ..ids import check_topic
 from ..profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
-from .effects import Acked, Effect, Publish, PublishRecords
+from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
 from .limits import RequestLimiter
 from .recovery import DEFAULT_WAIT, Recovery, RecoveryResult
 
@@ -306,7 +306,7 @@ class ProducerCore:
         now: float,
         keys: Sequence[bytes | None] | None = None,
         timestamp_ms: int = 0,
-    ) -> tuple[int, list[Effect]]:
+    ) -> tuple[int, list[Outgoing]]:
         """Number ``contents`` (values) consecutively on ``topic`` and hold them until durable.
 
         Returns the first offset assigned and the effects that publish them:
@@ -339,7 +339,7 @@ class ProducerCore:
         sealed = self._profile.seal(topic, first, keys, contents, timestamp_ms)
         ends = state.ends
         assert ends is not None
-        out: list[Effect] = []
+        out: list[Outgoing] = []
         size = 0
         node = self._node_id
         for start, n, blob in sealed:

@@ -36,7 +36,7 @@ import zmq
 
 from ..config import NodeConfig
 from ..core.discovery import Discovery, DiscoveryActions
-from ..core.effects import Publish, PublishRecords
+from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import Message
 from ..errors import ConfigError, DafkaError, WireError
 from ..profiles import RFC46, OtherProfile, Profile
@@ -60,9 +60,9 @@ class NodeHandler(Protocol):
 
     def on_start(self, loop: NodeLoop, now: float) -> list[Publish]: ...
 
-    def on_commands(self, now: float) -> list[Publish]: ...
+    def on_commands(self, now: float) -> Sequence[Outgoing]: ...
 
-    def on_messages(self, msgs: list[Message], now: float) -> list[Publish]: ...
+    def on_messages(self, msgs: list[Message], now: float) -> Sequence[Outgoing]: ...
 
     def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]: ...
 
@@ -322,7 +322,7 @@ class NodeLoop:
         encode, encode_publish = profile.encode, profile.encode_publish
         send_frames = xpub.send_multipart
 
-        def send(effects: list[Publish] | list[PublishRecords]) -> None:
+        def send(effects: Sequence[Outgoing]) -> None:
             sent = 0
             for effect in effects:
                 try:
@@ -464,7 +464,7 @@ class NodeLoop:
                 out.extend(self.handler.on_subscription(parsed, now))
         return out
 
-    def _on_data(self, sub: zmq.Socket[bytes], now: float) -> list[Publish]:
+    def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []
         decode = self.profile.decode
         recv = sub.recv_multipart

@@ -484,7 +484,7 @@ def decode_reply(
         if len(frames) != 1 or len(msg) != 7:
             raise WireError("ERROR reply is [v, kind, id, code, message, tail, head]")
         try:
-            code = ErrorCode(msg[3])
+            code = ErrorCode(str(msg[3]))
         except ValueError:
             raise WireError(f"unknown error code {msg[3]!r}") from None
         return ErrorReply(

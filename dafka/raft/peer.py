@@ -936,8 +936,8 @@ class RaftPeer:
         elif isinstance(msg, w.RequestConfig):
             core = self.core
             peers = all_peers(core.config)
-            reply = w.RequestConfigResponse(0, core.is_leader, core.leader, peers)
-            self._reply(request.envelope, request.request_id_frame, reply)
+            config_reply = w.RequestConfigResponse(0, core.is_leader, core.leader, peers)
+            self._reply(request.envelope, request.request_id_frame, config_reply)
         elif isinstance(msg, w.RequestLogInfo):
             self._on_log_info(request)
         elif isinstance(msg, w.ConfigUpdate | w.InvalidConfigUpdate):

@@ -223,7 +223,7 @@ class Replication:
         for k, (at, _) in enumerate(self._configs):
             if at <= self.commit:
                 committed = k
-        wanted = set()
+        wanted: set[str] = set()
         for _, c in self._configs[committed:]:
             wanted.update(p.id for p in all_peers(c))
         wanted.discard(self.id)

@@ -292,11 +292,11 @@ def resolve_offsets(
         if tp not in given:
             out[tp] = fallback(h)
     for tp, offset in given.items():
-        h = heads.get(tp)
+        known = heads.get(tp)
         if offset == EARLIEST:
-            out[tp] = h.tail if h is not None else 0
+            out[tp] = known.tail if known is not None else 0
         elif offset == LATEST:
-            out[tp] = h.head + 1 if h is not None else 0
+            out[tp] = known.head + 1 if known is not None else 0
         else:
             out[tp] = offset
     return dict(sorted(out.items()))
