@@ -411,6 +411,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 }
 
 
+BASELINE = "(none)"
+"""``--run`` this to run the tests with no mutant applied."""
 NOT_APPLIED = 3
 """Exit status of ``--run`` when a mutant's text is not in the source any more."""
 
@@ -480,12 +482,26 @@ def main() -> None:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         return
     if len(sys.argv) > 2 and sys.argv[1] == "--run":
-        apply(sys.argv[2])
+        if sys.argv[2] != BASELINE:
+            apply(sys.argv[2])
         os.environ[MUTANT_ENV] = sys.argv[2]
         import pytest
 
         sys.exit(pytest.main(["-q", "-x", "-p", "no:cacheprovider", *TESTS]))
     names = sys.argv[1:] or list(MUTANTS)
+    unknown = [n for n in names if n not in MUTANTS]
+    if unknown:
+        raise SystemExit(f"no such mutant: {', '.join(unknown)}")
+    # The tests must pass as they are, or every mutant would look caught.
+    base = subprocess.run(
+        [sys.executable, "-m", "tests.attack_mutants", "--run", BASELINE],
+        capture_output=True,
+        text=True,
+    )
+    if base.returncode != 0:
+        print(base.stdout[-3000:], base.stderr[-2000:], file=sys.stderr)
+        raise SystemExit("the attack tests fail without any mutant: fix them first")
+    print("baseline  the attack tests pass without mutants")
     survivors = []
     for name in names:
         result = subprocess.run(

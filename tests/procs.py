@@ -116,7 +116,11 @@ class Proc:
                 )
             return None
 
-        m = wait_until(find, timeout, what=f"{pattern!r} from {self.args[-3:]}")
+        try:
+            m = wait_until(find, timeout, what=f"{pattern!r} from {self.args[-3:]}")
+        except AssertionError:
+            self.kill()  # and close its pipes: no ResourceWarning in a later test
+            raise
         assert isinstance(m, re.Match)
         return m
 

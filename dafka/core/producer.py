@@ -46,7 +46,7 @@ from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
 from .limits import RequestLimiter
-from .recovery import DEFAULT_WAIT, Recovery, RecoveryResult
+from .recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery, RecoveryResult
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +153,7 @@ class ProducerCore:
         acked_offsets: Mapping[str, int] | None = None,
         recovery_wait: float = DEFAULT_WAIT,
         logged: Sequence[tuple[str, int, int, bytes]] = (),
+        recovery_budget: int = DEFAULT_BUDGET,
     ) -> None:
         if head_interval <= 0:
             raise ValueError("head_interval must be positive")
@@ -204,7 +205,7 @@ class ProducerCore:
             self._topics[check_topic(topic)] = _Topic(topic, offset, self._batched)
             start = min(max(acked_next.get(topic, 0), 0), offset)
             if start < offset:
-                self._recoveries[topic] = Recovery(topic, start, offset)
+                self._recoveries[topic] = Recovery(topic, start, offset, recovery_budget)
         for topic, first, count, content in logged:  # durable mode: our own log
             rec = self._recoveries.get(topic)
             if rec is not None:

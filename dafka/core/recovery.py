@@ -38,6 +38,10 @@ RESEND = 0.5
 """Seconds between FETCHes while recovering (stores may still be connecting)."""
 MAX_HELD = 4096
 """Batches out of order kept while recovering (each a verified batch of ours)."""
+DEFAULT_BUDGET = 64 * 1024 * 1024
+"""Bytes of recovered batches held at once. Past it, the oldest run recovered from the
+start is let go: a store holds it, so it is neither held again nor closed, and recovery
+goes on from its end (an old state directory may have no acknowledged bound at all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +92,19 @@ class RecoveryResult:
 class Recovery:
     """One topic's unacknowledged range being recovered (see the module docstring)."""
 
-    __slots__ = ("_batches", "_local", "_next_fetch", "deadline", "reserved", "start", "topic")
+    __slots__ = (
+        "_batches",
+        "_budget",
+        "_bytes",
+        "_local",
+        "_next_fetch",
+        "deadline",
+        "reserved",
+        "start",
+        "topic",
+    )
 
-    def __init__(self, topic: str, start: int, reserved: int) -> None:
+    def __init__(self, topic: str, start: int, reserved: int, budget: int = DEFAULT_BUDGET) -> None:
         if not 0 <= start < reserved:
             raise ValueError(f"nothing to recover in [{start}, {reserved})")
         self.topic = topic
@@ -100,6 +114,8 @@ class Recovery:
         self._next_fetch: float | None = None
         self._batches: dict[int, tuple[int, bytes]] = {}
         self._local: set[int] = set()
+        self._budget = budget
+        self._bytes = 0
 
     def begin(self, now: float, wait: float) -> None:
         self.deadline = now + wait
@@ -137,9 +153,24 @@ class Recovery:
         if first in self._batches or (len(self._batches) >= MAX_HELD and not local):
             return False
         self._batches[first] = (count, content)
+        self._bytes += len(content)
         if local:
             self._local.add(first)
+        self._let_go()
         return True
+
+    def _let_go(self) -> None:
+        """Over the budget: forget the oldest batches of the run from :attr:`start` (but
+        never our own log's, which must be published again)."""
+        batches = self._batches
+        while self._bytes > self._budget:
+            held = batches.get(self.start)
+            if held is None or self.start in self._local:
+                return
+            count, content = held
+            del batches[self.start]
+            self._bytes -= len(content)
+            self.start += count
 
     def complete(self) -> bool:
         return self.contiguous_end >= self.reserved

@@ -292,3 +292,31 @@ def test_an_older_gap_statement_is_equivocation_and_the_batches_stay() -> None:
     core.handle_batch([gap], 2.0)
     assert core.head("t", P) == 1
     assert core.stats.superseded == 0 and core.stats.equivocations == 1
+
+
+def test_recovery_slides_past_what_stores_hold_beyond_its_memory_budget() -> None:
+    """An old state directory without an acknowledged bound starts recovery at 0: the
+    producer must not hold a partition's whole history to learn where it ends."""
+    rec = Recovery("t", 0, 100, budget=10)
+    assert rec.offer(0, 10, b"a" * 6)
+    assert rec.offer(10, 10, b"b" * 6)  # 12 bytes held: the oldest run is let go
+    assert rec.start == 10 and rec.contiguous_end == 20
+    assert rec.offer(20, 10, b"c" * 6, local=True)  # our own log's: always kept
+    assert rec.offer(30, 10, b"d" * 6)
+    result = rec.result()
+    assert result.start == 20  # 0..19 are on a store: neither held nor a gap
+    assert [f for f, _, _ in result.batches] == [20, 30]
+    assert result.local == frozenset({20})
+    assert result.holes() == [(40, 60)]
+
+
+def test_a_restart_with_a_long_history_holds_only_its_budget() -> None:
+    core = signed_producer(
+        next_offsets={"t": 40}, acked_offsets={}, recovery_wait=1.0, recovery_budget=1
+    )
+    core.tick(0.0)
+    for first in range(0, 40, 4):
+        core.handle(to_producer(first, 4), 0.1)
+    assert not core.recovering  # it all came back: nothing to close
+    assert core.stats.gap_offsets == 0
+    assert core.unacked_bytes < 2 * len(blob(0, 4))
