@@ -13,14 +13,15 @@ from dafka import identity
 from dafka.query import protocol as qp
 from dafka.transport_security import CurveConfig, make_client
 from tests.admin import tower_args
-from tests.procs import Proc, StoreProc, py
+from tests.attack_mutants import mutated
+from tests.procs import Proc, py
 
 LINES = b"".join(f"secret {i}\n".encode() for i in range(1, 51))
 
 
 class CurveTower:
     def __init__(self) -> None:
-        self.proc = Proc(py("tower", "--bind", "127.0.0.1:0", "--curve", *tower_args()))
+        self.proc = Proc(mutated(py("tower", "--bind", "127.0.0.1:0", "--curve", *tower_args())))
         m = self.proc.wait_line(r"tower CURVE key ([0-9a-f]{64})")
         self.key = m.group(1)
         m = self.proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)")
@@ -35,6 +36,18 @@ def ctower() -> Iterator[CurveTower]:
     tower.proc.kill()
 
 
+class Store:
+    def __init__(self, data_dir: Path, towers: str, *args: str) -> None:
+        self.proc = Proc(
+            mutated(py("dafka.cli.store", "--data-dir", str(data_dir), "--tower", towers, *args))
+        )
+        m = self.proc.wait_line(r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)")
+        self.query_endpoint = m.group(3)
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+
 def keys(tmp_path: Path, *names: str) -> dict[str, tuple[Path, str]]:
     out = {}
     for name in names:
@@ -44,19 +57,24 @@ def keys(tmp_path: Path, *names: str) -> dict[str, tuple[Path, str]]:
 
 
 def produce(towers: str, topic: str, *extra: str) -> None:
-    p = Proc(py("dafka.cli.producer", topic, "--tower", towers, "--curve", *extra), stdin=LINES)
+    p = Proc(
+        mutated(py("dafka.cli.producer", topic, "--tower", towers, "--curve", *extra)),
+        stdin=LINES,
+    )
     assert p.wait(60) == 0, p.stderr
     assert "50 records acknowledged" in p.stderr
 
 
 def consume(towers: str, topic: str, *extra: str) -> Proc:
     return Proc(
-        py("dafka.cli.consumer", topic, "--tower", towers, "--from-beginning", "-e", *extra)
+        mutated(
+            py("dafka.cli.consumer", topic, "--tower", towers, "--from-beginning", "-e", *extra)
+        )
     )
 
 
 def test_records_flow_end_to_end_over_curve(ctower: CurveTower, tmp_path: Path) -> None:
-    store = StoreProc(tmp_path / "store", ctower.address, "--curve")
+    store = Store(tmp_path / "store", ctower.address, "--curve")
     try:
         produce(ctower.address, "sealed")
         c = consume(ctower.address, "sealed", "--curve", "--timeout", "30")
@@ -74,7 +92,7 @@ def test_records_flow_end_to_end_over_curve(ctower: CurveTower, tmp_path: Path) 
 def test_a_consumer_with_an_unknown_key_reads_nothing(ctower: CurveTower, tmp_path: Path) -> None:
     k = keys(tmp_path, "store", "producer", "reader")
     allow = ",".join(pub for _, pub in k.values())
-    store = StoreProc(k["store"][0], ctower.address, "--curve", "--curve-allow", allow)
+    store = Store(k["store"][0], ctower.address, "--curve", "--curve-allow", allow)
     try:
         produce(ctower.address, "acl", "--curve-allow", allow, "--state-dir", str(k["producer"][0]))
         reader = consume(
@@ -112,7 +130,7 @@ def test_the_query_endpoint_refuses_clients_without_an_allowed_key(
 ) -> None:
     k = keys(tmp_path, "store", "reader")
     allow = ",".join(pub for _, pub in k.values())
-    store = StoreProc(k["store"][0], ctower.address, "--curve", "--curve-allow", allow)
+    store = Store(k["store"][0], ctower.address, "--curve", "--curve-allow", allow)
     try:
         store_key = bytes.fromhex(k["store"][1])
         assert _heads(store.query_endpoint, store_key, identity.load(k["reader"][0]))
