@@ -119,6 +119,7 @@ class Tower:
         finally:
             if auth is not None:
                 auth.stop()
+                self._ctx.term()  # the relay's own context (enable_curve)
 
     def _run_sockets(self) -> None:
         xsub = self._ctx.socket(zmq.XSUB)

@@ -151,7 +151,8 @@ class NodeLoop:
         """The key the node speaks CURVE under (needed when CURVE is on)."""
         if self.curve.enabled and identity is None:
             raise ConfigError("CURVE needs the node's key")
-        self._ctx = context or (zmq.Context() if self.curve.enabled else zmq.Context.instance())
+        self._own_ctx = context is None and self.curve.enabled
+        self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
         self._peer_keys: dict[str, bytes] = {}
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._ready = threading.Event()
@@ -284,12 +285,16 @@ class NodeLoop:
         except zmq.ZMQError as exc:
             self._start_error = ConfigError(f"cannot start the CURVE authenticator: {exc}")
             self._ready.set()
+            if self._own_ctx:
+                self._ctx.term()
             return
         try:
             self._run_sockets()
         finally:
             if auth is not None:
                 auth.stop()
+            if self._own_ctx:
+                self._ctx.term()  # every socket is closed: returns after their linger
 
     def _run_sockets(self) -> None:
         ctx = self._ctx
