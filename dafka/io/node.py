@@ -150,7 +150,9 @@ class NodeLoop:
         self.identity = identity
         """The key the node speaks CURVE under (needed when CURVE is on)."""
         if self.curve.enabled and identity is None:
-            raise ConfigError("CURVE needs the node's key")
+            raise ConfigError(
+                "CURVE needs a node key: an rfc46 producer has none (use the signed profile)"
+            )
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
         self._peer_keys: dict[str, bytes] = {}
