@@ -6,7 +6,7 @@
                                     [--latency-seconds 10]
                                     [--phases baseline,acked,state_dir,durable,live,
                                               catch_up,latency]
-                                    [--pyspy DIR]
+                                    [--pyspy DIR] [--curve]
 
 Phases (one tower and one store, fsync on, each phase a fresh topic):
 
@@ -30,7 +30,9 @@ future each), ``--api one`` with ``Producer.send`` (one future per record).
 record), ``--consume batches`` with ``Consumer.poll_batches`` (verified columns).
 ``--pyspy DIR`` records a py-spy profile (``-f raw``) of the store, the
 producer (this process) and the consumers; ``python -m benchmarks.profile DIR``
-sums up their leaf frames.
+sums up their leaf frames. ``--curve`` runs the same phases with ZMTP CURVE on
+every socket (tower, store, producer and consumers started with ``--curve``); the
+raw PUB/SUB baselines stay NULL, so the ratios show what CURVE costs.
 
 Prints a table and writes JSON to benchmarks/results/throughput-<profile>-<time>.json.
 """
@@ -54,7 +56,9 @@ from pathlib import Path
 import zmq
 
 from dafka import Producer
-from tests.procs import StoreProc, Tower
+from dafka.node import node_config
+from tests.admin import tower_args
+from tests.procs import Proc, StoreProc, Tower, py
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CHUNK = 10_000
@@ -181,6 +185,34 @@ def baseline_latency(rate: float, seconds: float, size: int) -> dict[str, float]
 # ------------------------------------------------------------------ dafka phases
 
 
+CURVE = False
+
+
+class CurveTower:
+    """A tower started with ``--curve``; ``address`` names its key (HOST:PORT@KEY)."""
+
+    def __init__(self) -> None:
+        self.proc = Proc(py("tower", "--bind", "127.0.0.1:0", "--curve", *tower_args()))
+        key = self.proc.wait_line(r"tower CURVE key ([0-9a-f]{64})").group(1)
+        port = self.proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
+        self.address = f"127.0.0.1:{port}@{key}"
+
+    def stop(self) -> None:
+        self.proc.kill()
+
+
+def _producer(topic: str, tower: str, profile: str, **options: object) -> Producer:
+    node = node_config(tower, curve=True) if CURVE else None
+    return Producer(
+        topic,
+        towers=tower,
+        node=node,
+        profile=profile,  # type: ignore[arg-type]
+        trust_any_store=True,
+        **options,  # type: ignore[arg-type]
+    )
+
+
 def _send(producer: Producer, n: int, payload: bytes, api: str) -> None:
     if api == "many":
         chunk = [payload] * CHUNK
@@ -203,9 +235,7 @@ def acked(
     **options: object,
 ) -> dict[str, float]:
     payload = b"x" * size
-    with Producer(
-        topic, towers=tower, profile=profile, trust_any_store=True, **options
-    ) as producer:  # type: ignore[arg-type]
+    with _producer(topic, tower, profile, **options) as producer:
         warm = producer.send(b"warm-up")
         warm.result(timeout=30)  # the store is connected: exclude discovery from timing
         with pyspy(spy, "producer-acked", os.getpid()):
@@ -232,6 +262,7 @@ def _consumer(tower: str, topic: str, count: int, profile: str, *extra: str) -> 
         str(count),
         "--profile",
         profile,
+        *(("--curve",) if CURVE else ()),
         *extra,
     )
 
@@ -242,7 +273,7 @@ def live(
     payload = b"x" * size
     consumer = _consumer(tower, topic, n + 1, profile)
     _ready(consumer)
-    with Producer(topic, towers=tower, profile=profile, trust_any_store=True) as producer:  # type: ignore[arg-type]
+    with _producer(topic, tower, profile) as producer:
         # the consumer is subscribed once it receives our warm-up record
         producer.send(b"warm-up").result(timeout=30)
         time.sleep(1.5)  # discovery settles (beacon interval 1 s); excluded from timing
@@ -282,7 +313,7 @@ def latency(
     n = int(rate * seconds)
     consumer = _consumer(tower, topic, n + 1, profile, "--latency")
     _ready(consumer)
-    with Producer(topic, towers=tower, profile=profile, trust_any_store=True) as producer:  # type: ignore[arg-type]
+    with _producer(topic, tower, profile) as producer:
         producer.send(b"warm-up").result(timeout=30)
         time.sleep(1.5)
         send = producer.send
@@ -312,10 +343,12 @@ def main() -> None:
         default="baseline,acked,state_dir,durable,live,catch_up,latency",
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
+    ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
     args = ap.parse_args()
     phases = set(args.phases.split(","))
-    global CONSUME
+    global CONSUME, CURVE
     CONSUME = args.consume
+    CURVE = args.curve
     n, size, profile, api = args.records, args.size, args.profile, args.api
     if size < 8:
         ap.error("--size must be at least 8 (the latency phase stamps values)")
@@ -329,6 +362,7 @@ def main() -> None:
         "records": n,
         "record_size": size,
         "fsync": True,
+        "curve": args.curve,
         "stores": 1,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
@@ -340,9 +374,15 @@ def main() -> None:
         print(f"baseline: raw pyzmq PUB/SUB, {n} x {size} B ...", file=sys.stderr)
         base = baseline(n, size)
     results["baseline"] = base
-    tower = Tower()
+    tower: Tower | CurveTower = CurveTower() if args.curve else Tower()
     with tempfile.TemporaryDirectory() as tmp:
-        store = StoreProc(Path(tmp) / "store", tower.address, "--profile", profile)
+        store = StoreProc(
+            Path(tmp) / "store",
+            tower.address,
+            "--profile",
+            profile,
+            *(["--curve"] if args.curve else []),
+        )
         try:
             with pyspy(args.pyspy, "store", store.proc.p.pid):
                 if "acked" in phases:
@@ -394,7 +434,8 @@ def main() -> None:
         assert isinstance(r, dict)
         r["ratio_to_baseline"] = r["rate"] / base["rate"]
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"throughput-{profile}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    curve = "-curve" if args.curve else ""
+    out = RESULTS / f"throughput-{profile}{curve}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
     print(f"\n{'phase':<10} {'records/s':>12} {'vs raw PUB/SUB':>16}", file=sys.stderr)

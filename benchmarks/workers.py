@@ -51,14 +51,23 @@ def raw_sub(endpoint: str, count: int, latency: bool) -> dict[str, object]:
 
 
 def dafka_consume(
-    tower: str, topic: str, count: int, reset: str, profile: str, latency: bool, batches: bool
+    tower: str,
+    topic: str,
+    count: int,
+    reset: str,
+    profile: str,
+    latency: bool,
+    batches: bool,
+    curve: bool = False,
 ) -> dict[str, object]:
     """Read ``count`` records with ``poll_batch`` (ConsumedRecord objects) or ``poll_batches``."""
     from dafka import Consumer
+    from dafka.node import node_config
 
     with Consumer(
         topic,
         towers=tower,
+        node=node_config(tower, curve=True) if curve else None,
         offset_reset=reset,  # type: ignore[arg-type]
         profile=profile,  # type: ignore[arg-type]
         max_backlog=1_000_000,
@@ -110,11 +119,14 @@ def main() -> None:
     ap.add_argument("--profile", default="signed")
     ap.add_argument("--latency", action="store_true", help="values start with monotonic_ns")
     ap.add_argument("--batches", action="store_true", help="consume with poll_batches")
+    ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every socket")
     a = ap.parse_args()
     if a.kind == "raw-sub":
         result = raw_sub(a.endpoint, a.count, a.latency)
     else:
-        result = dafka_consume(a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches)
+        result = dafka_consume(
+            a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches, a.curve
+        )
     print(json.dumps(result), flush=True)
     sys.exit(0 if int(result["count"]) >= a.count else 1)  # type: ignore[call-overload]
 

@@ -3,7 +3,10 @@
 Tower addresses: a tower binds two ports, an XSUB that nodes publish beacons
 to and an XPUB that relays them (the C reference defaults are 5556 and 5557).
 We name a tower by its XSUB endpoint, ``HOST:PORT`` or ``tcp://HOST:PORT``;
-its XPUB is at ``PORT + 1``. Several towers are a comma-separated list.
+its XPUB is at ``PORT + 1``. Several towers are a comma-separated list. With
+CURVE on (``--curve``, ``docs/security.md``) each tower is named with its public
+key too: ``HOST:PORT@KEY`` (KEY: 64 hex characters, what ``dafka-tower --curve``
+prints).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Literal
 
 from .errors import ConfigError, WireError
 from .identity import node_id_for
+from .transport_security import parse_public_key
 from .wire.beacon import MIN_PORT, check_node_host
 
 Profile = Literal["signed", "rfc46"]
@@ -35,6 +39,8 @@ class TowerAddress:
 
     host: str
     port: int
+    key: bytes | None = None
+    """The tower's Ed25519 public key (``HOST:PORT@KEY``); CURVE needs it."""
 
     @property
     def sub(self) -> str:
@@ -75,8 +81,12 @@ def parse_towers(value: str | Iterable[str] | None) -> tuple[TowerAddress, ...]:
     for item in items:
         for part in str(item).split(","):
             if part.strip():
-                host, port = parse_endpoint(part, "tower address")
-                towers.append(TowerAddress(host, port))
+                address, _, key_text = part.strip().partition("@")
+                host, port = parse_endpoint(address, "tower address")
+                key = None
+                if key_text:
+                    key = parse_public_key(key_text)
+                towers.append(TowerAddress(host, port, key))
     if not towers:
         raise ConfigError("no tower address given")
     return tuple(dict.fromkeys(towers))
@@ -111,11 +121,23 @@ class NodeConfig:
     beacon_timeout: float = 4.0
     high_watermark: int = 1_000_000
     max_message_size: int = 16 * 1024 * 1024
+    curve: bool = False
+    """ZMTP CURVE on every socket (``--curve``; off by default, see ``docs/security.md``).
+    Every node of a cluster must set it alike."""
+    curve_allowed: frozenset[bytes] | None = None
+    """Ed25519 public keys of the clients this node's servers accept (None: any key)."""
 
     def validate(self) -> NodeConfig:
         check_host(self.host)
         if not self.towers:
             raise ConfigError("at least one tower is needed")
+        if self.curve:
+            for tower in self.towers:
+                if tower.key is None:
+                    raise ConfigError(
+                        f"CURVE needs every tower's public key: give --tower {tower}@KEY "
+                        "(dafka-tower --curve prints KEY)"
+                    )
         if self.beacon_interval <= 0 or self.beacon_timeout <= self.beacon_interval:
             raise ConfigError("beacon timeout must be longer than the beacon interval")
         if not (self.port == 0 or MIN_PORT <= self.port < 65536):

@@ -23,6 +23,7 @@ from .core import messages as m
 from .core.consumer import ConsumerCore
 from .core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
 from .errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
+from .identity import Identity
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
 from .metadata.follower import MetadataView
@@ -161,6 +162,7 @@ class Consumer:
         cluster: str = "dafka",
         on_data_loss: Literal["raise", "skip"] = "raise",
         trusted_stores: str | Iterable[str] | None = None,
+        identity: Identity | None = None,
     ) -> None:
         """``trusted_stores`` (node IDs or public keys; the cluster metadata's list
         replaces it when it has one): the stores whose signed retention tails may
@@ -189,6 +191,10 @@ class Consumer:
         self.towers: tuple[str, ...] = tuple(str(t) for t in nconf.towers)
         """The tower addresses this consumer beacons to (``HOST:PORT``)."""
         self.node_id = new_node_id()  # a consumer signs nothing: its ID is only an address
+        if nconf.curve:
+            # CURVE: the consumer's key names it (``identity``: a known key, for read ACLs)
+            identity = identity if identity is not None else Identity.generate()
+            self.node_id = identity.node_id
         wire = make_profile(self.config.profile)
         self._core = ConsumerCore(
             self.node_id,
@@ -217,6 +223,7 @@ class Consumer:
             self._handler,
             name=f"dafka-consumer-{self.node_id[:8]}",
             profile=wire,
+            identity=identity,
         )
         self._loop.start()
         if metadata is not False:

@@ -12,8 +12,17 @@ def node_config(
     host: str = "127.0.0.1",
     port: int = 0,
     config: NodeConfig | None = None,
+    *,
+    curve: bool = False,
+    curve_allowed: Iterable[bytes] | None = None,
 ) -> NodeConfig:
     """Build a validated NodeConfig from keyword arguments (or take the one given)."""
     if config is not None:
         return config.validate()
-    return NodeConfig(towers=parse_towers(towers), host=check_host(host), port=port).validate()
+    return NodeConfig(
+        towers=parse_towers(towers),
+        host=check_host(host),
+        port=port,
+        curve=curve,
+        curve_allowed=None if curve_allowed is None else frozenset(curve_allowed),
+    ).validate()

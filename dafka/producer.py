@@ -523,6 +523,7 @@ class Producer:
                 self._handler,
                 name=f"dafka-producer-{node_id[:8]}",
                 profile=wire,
+                identity=identity,
             )
             self._loop.start()
             if metadata is not False:

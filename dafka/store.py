@@ -158,6 +158,7 @@ class Store:
                 self._handler,
                 name=f"dafka-store-{self.node_id[:8]}",
                 profile=wire,
+                identity=self.identity,
             )
         except BaseException:
             self._close_storage()

@@ -35,11 +35,31 @@ TESTS = [
     "tests/unit/test_attacks_raft.py",
     "tests/integration/test_attacks_raft.py",
     "tests/integration/test_attacks_files.py",
+    "tests/unit/test_attacks_curve.py",
+    "tests/integration/test_attacks_curve.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "beacon key owns the node ID": (
+        "dafka.wire.beacon",
+        "_check_key",
+        "    if len(key) != 32 or node_id_for(key) != node_id:",
+        "    if len(key) != 32:",
+    ),
+    "ZAP accepts allowed CURVE keys only": (
+        "dafka.transport_security",
+        "_Allowed.callback",
+        "        allowed = keys is None or client_key in keys",
+        "        allowed = True",
+    ),
+    "CURVE servers": (
+        "dafka.transport_security",
+        "make_server",
+        "    if not config.enabled:",
+        "    if True:",
+    ),
     "key-to-partition binding": (
         "dafka.wire.signed",
         "verify_batch",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from dafka import identity
 from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import RaftError
@@ -55,6 +56,13 @@ from .metadata import (
     help="An admin key file whose public key is a first admin; repeatable. A one-tower "
     "group given no admin key makes DATA_DIR/admin.key.",
 )
+@click.option(
+    "--curve/--no-curve",
+    default=False,
+    show_default=True,
+    help="Serve the beacon relay over ZMTP CURVE under the tower's key (DATA_DIR/node.key); "
+    "every node of the cluster then needs --curve and --tower HOST:PORT@KEY.",
+)
 @run_cli
 def main(
     bind: str,
@@ -64,6 +72,7 @@ def main(
     cluster: str,
     admin_key: tuple[str, ...],
     admin_key_file: tuple[str, ...],
+    curve: bool,
 ) -> None:
     """Relay discovery beacons between Dafka nodes and host the cluster metadata."""
     host, port = parse_endpoint(bind, "tower bind address", allow_zero=True)
@@ -78,6 +87,9 @@ def main(
         cluster=cluster,
         admin_keys=keys,
     )
+    if curve:
+        tower_key = identity.load_or_create(data_dir)
+        node.relay.enable_curve(tower_key)
     node.start()
     if not keys and not peers:
         key, made = local_admin_key(data_dir)
@@ -91,6 +103,12 @@ def main(
         f"metadata peer {node.peer_id} on {node.raft_url} (cluster {cluster})",
         err=True,
     )
+    if curve:
+        click.echo(
+            f"tower CURVE key {tower_key.public_key.hex()} "
+            f"(nodes: --curve --tower {address}@{tower_key.public_key.hex()})",
+            err=True,
+        )
     try:
         wait_for_signal(lambda: None if node.running else _crashed(node))
     finally:

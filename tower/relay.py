@@ -6,6 +6,11 @@ its XPUB with the single frame ``W`` (``ZMQ_XPUB_WELCOME_MSG``), as the C
 reference does. Unlike the reference it never substitutes an interface address
 for 127.0.0.1 and never crashes on a host with only a loopback interface.
 
+With CURVE on (:meth:`Tower.enable_curve`, ``dafka-tower --curve``) both sockets
+are CURVE servers under the tower's key and a ZAP handler on a context of the
+relay's own accepts any client that completes the handshake (``docs/security.md``);
+a node beacon's 5th frame (the node's public key) is relayed as a 4th.
+
 It also relays our service beacons (``"Q"``, 4 frames: a store's query endpoint)
 unchanged once they decode; only subscribers of ``"Q"`` (a
 :class:`~dafka.query.locator.StoreLocator`) receive them, never regular nodes.
@@ -22,6 +27,8 @@ import zmq
 
 from dafka.config import TowerAddress, check_host
 from dafka.errors import ConfigError, WireError
+from dafka.identity import Identity
+from dafka.transport_security import CurveConfig, make_server, start_authenticator
 from dafka.wire import beacon as wbeacon
 
 log = logging.getLogger(__name__)
@@ -37,7 +44,7 @@ def relay_beacon(frames: Sequence[bytes], peer_address: str | None) -> list[byte
         return wbeacon.decode_service_beacon(frames).encode()
     node = wbeacon.decode_node_beacon(frames)
     endpoint = wbeacon.endpoint_for(node, peer_address)
-    return wbeacon.TowerBeacon(node.node_id, endpoint).encode()
+    return wbeacon.TowerBeacon(node.node_id, endpoint, node.public_key).encode()
 
 
 class Tower:
@@ -55,6 +62,17 @@ class Tower:
         self._thread = threading.Thread(target=self._run, name="dafka-tower", daemon=True)
         self.relayed = 0
         self.malformed = 0
+        self._curve = CurveConfig.off()
+        self._identity: Identity | None = None
+
+    def enable_curve(self, identity: Identity, config: CurveConfig | None = None) -> None:
+        """Serve both sockets over CURVE under ``identity``'s key (call before :meth:`start`).
+
+        The relay then runs on a context of its own, whose ZAP handler it owns.
+        """
+        self._curve = config if config is not None else CurveConfig(True)
+        self._identity = identity
+        self._ctx = zmq.Context()
 
     def start(self, timeout: float = 10.0) -> Tower:
         self._thread.start()
@@ -95,10 +113,21 @@ class Tower:
         raise ConfigError(f"no two free neighbouring ports found on {host}")
 
     def _run(self) -> None:
+        auth = start_authenticator(self._ctx, self._curve)
+        try:
+            self._run_sockets()
+        finally:
+            if auth is not None:
+                auth.stop()
+                self._ctx.term()  # the relay's own context (enable_curve)
+
+    def _run_sockets(self) -> None:
         xsub = self._ctx.socket(zmq.XSUB)
         xpub = self._ctx.socket(zmq.XPUB)
         for s in (xsub, xpub):
             s.setsockopt(zmq.LINGER, 0)
+            if self._identity is not None:
+                make_server(s, self._curve, self._identity)
         xsub.setsockopt(zmq.MAXMSGSIZE, 4096)
         xpub.setsockopt(zmq.XPUB_WELCOME_MSG, wbeacon.WELCOME)
         try:

@@ -129,12 +129,37 @@ def common_options(section: str, *, node: bool = True) -> Callable[[F], F]:
                     show_default=True,
                     help="Address to bind and advertise to peers.",
                 ),
+                click.option(
+                    "--curve/--no-curve",
+                    default=False,
+                    show_default=True,
+                    help="ZMTP CURVE on every data socket (DAFKA_CURVE, curve = true in TOML); "
+                    "every node of the cluster must set it alike, and --tower needs "
+                    "HOST:PORT@KEY. Off by default (docs/security.md).",
+                ),
+                click.option(
+                    "--curve-allow",
+                    default=None,
+                    help="With --curve: the public keys (64 hex, comma-separated) of the only "
+                    "clients this node's sockets accept. Default: any CURVE client.",
+                ),
             ]
         for option in reversed(options):
             f = option(f)
         return f
 
     return decorate
+
+
+def curve_allowed(curve: bool, allow: str | None) -> frozenset[bytes] | None:
+    """The ``--curve-allow`` keys (None: any client); one ConfigError for a bad key."""
+    from ..transport_security import parse_public_key
+
+    if allow is None:
+        return None
+    if not curve:
+        raise ConfigError("--curve-allow needs --curve")
+    return frozenset(parse_public_key(k) for k in allow.split(",") if k.strip())
 
 
 def profile_option(f: F) -> F:

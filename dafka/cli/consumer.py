@@ -10,10 +10,12 @@ from typing import Literal
 
 import click
 
+from .. import identity
 from ..consumer import Consumer
 from ..core.effects import ConsumedRecord
 from ..errors import ConfigError, DafkaTimeout
-from .common import CONTEXT, common_options, profile_option, run_cli
+from ..node import node_config
+from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
 
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 
@@ -177,11 +179,21 @@ class _Waiting:
     help="With -e: give up (exit 1) if no tower, or no store, has answered within this many "
     "seconds. Either way, say so on stderr after a couple of seconds.",
 )
+@click.option(
+    "--key-dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="With --curve: the directory of the node.key this consumer speaks CURVE under "
+    "(dafka-keys create). Default: a fresh key.",
+)
 @run_cli
 def main(
     topics: tuple[str, ...],
     tower: str,
     host: str,
+    curve: bool,
+    curve_allow: str | None,
+    key_dir: str | None,
     profile: str,
     from_beginning: bool,
     offset: str | None,
@@ -203,8 +215,8 @@ def main(
     started = time.monotonic()
     with Consumer(
         topics,
-        towers=tower,
-        host=host,
+        node=node_config(tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)),
+        identity=None if key_dir is None else identity.load(key_dir),
         offset_reset=reset,
         profile=profile,  # type: ignore[arg-type]
         trusted_stores=trusted_stores,

@@ -20,8 +20,9 @@ from collections.abc import Iterator
 import click
 
 from ..errors import ProfileError
+from ..node import node_config
 from ..producer import Producer
-from .common import CONTEXT, common_options, profile_option, run_cli
+from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
 from .feed import Feed, Signals
 
 
@@ -89,6 +90,8 @@ def main(
     topic: str,
     tower: str,
     host: str,
+    curve: bool,
+    curve_allow: str | None,
     profile: str,
     key_separator: str | None,
     trusted_stores: str | None,
@@ -119,8 +122,7 @@ def main(
     trust_any = profile == "signed" and not trusted_stores
     producer = Producer(
         topic,
-        towers=tower,
-        host=host,
+        node=node_config(tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)),
         state_dir=state_dir,
         max_unacked_bytes=max_unacked_bytes,
         profile=profile,  # type: ignore[arg-type]

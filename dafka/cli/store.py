@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ..node import node_config
 from ..store import Store
-from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_signal
+from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli, wait_for_signal
 
 
 @click.command(context_settings=CONTEXT)
@@ -37,6 +38,8 @@ from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_s
 def main(
     tower: str,
     host: str,
+    curve: bool,
+    curve_allow: str | None,
     profile: str,
     data_dir: str,
     port: int,
@@ -46,9 +49,9 @@ def main(
     """Persist the records of every topic, acknowledge them and serve fetches."""
     store = Store(
         data_dir,
-        towers=tower,
-        host=host,
-        port=port,
+        node=node_config(
+            tower, host, port, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)
+        ),
         map_size=map_size,
         query_port=query_port,
         profile=profile,

@@ -17,6 +17,12 @@ so no update can be overwritten or lost between threads. A node has:
   query ROUTER), opened, polled and closed on the same thread, each with an
   optional service beacon (``Q``) sent along with the node's own beacon.
 
+With CURVE on (``NodeConfig.curve``, ``docs/security.md``) the loop runs on a
+context of its own with its own ZAP handler: the XPUB and the service sockets are
+CURVE servers under the node's key, the beacon sockets CURVE clients of each
+tower (whose key the config names), and the data SUB a CURVE client of each peer,
+whose key comes from the peer's beacon (a peer that beacons no key is not joined).
+
 The loop never blocks on a missing tower: zmq reconnects in the background
 and the node joins whenever a tower appears.
 """
@@ -39,7 +45,9 @@ from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import Message
 from ..errors import ConfigError, DafkaError, WireError
+from ..identity import Identity
 from ..profiles import RFC46, OtherProfile, Profile
+from ..transport_security import CurveConfig, make_client, make_server, start_authenticator
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
 
@@ -129,6 +137,7 @@ class NodeLoop:
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         profile: Profile | None = None,
+        identity: Identity | None = None,
     ) -> None:
         self.node_id = node_id
         self.profile: Profile = profile if profile is not None else RFC46
@@ -136,7 +145,17 @@ class NodeLoop:
         self.config = config.validate()
         self.handler = handler
         self.clock = clock
-        self._ctx = context or zmq.Context.instance()
+        self.curve = CurveConfig(config.curve, config.curve_allowed)
+        """CURVE on or off, and which client keys this node's servers accept."""
+        self.identity = identity
+        """The key the node speaks CURVE under (needed when CURVE is on)."""
+        if self.curve.enabled and identity is None:
+            raise ConfigError(
+                "CURVE needs a node key: an rfc46 producer has none (use the signed profile)"
+            )
+        self._own_ctx = context is None and self.curve.enabled
+        self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
+        self._peer_keys: dict[str, bytes] = {}
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
@@ -263,8 +282,26 @@ class NodeLoop:
         self.endpoint = f"tcp://{host}:{self.port}"
 
     def _run(self) -> None:
+        try:
+            auth = start_authenticator(self._ctx, self.curve)
+        except zmq.ZMQError as exc:
+            self._start_error = ConfigError(f"cannot start the CURVE authenticator: {exc}")
+            self._ready.set()
+            if self._own_ctx:
+                self._ctx.term()
+            return
+        try:
+            self._run_sockets()
+        finally:
+            if auth is not None:
+                auth.stop()
+            if self._own_ctx:
+                self._ctx.term()  # every socket is closed: returns after their linger
+
+    def _run_sockets(self) -> None:
         ctx = self._ctx
         cfg = self.config
+        curve, me = self.curve, self.identity
         xpub = ctx.socket(zmq.XPUB)
         sub = ctx.socket(zmq.SUB)
         bpub = ctx.socket(zmq.PUB)
@@ -281,10 +318,18 @@ class NodeLoop:
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
         try:
+            if me is not None:
+                make_server(xpub, curve, me)
             self._bind(xpub)
             for service in self._services:
+                secure = getattr(service, "secure", None)
+                if secure is not None and me is not None:
+                    secure(curve, me)
                 opened.append((service, service.open(ctx, cfg.host)))
             for tower in cfg.towers:
+                if me is not None and tower.key is not None:
+                    make_client(bpub, curve, me, tower.key)
+                    make_client(bsub, curve, me, tower.key)
                 bpub.connect(tower.sub)
                 bsub.connect(tower.pub)
             bsub.setsockopt(zmq.SUBSCRIBE, wbeacon.WELCOME)
@@ -297,7 +342,10 @@ class NodeLoop:
             self._close_services(opened)
             self._ready.set()
             return
-        my_beacon = [wbeacon.NodeBeacon(self.node_id, cfg.host, self.port).encode()]
+        key = me.public_key if curve.enabled and me is not None else None
+        if key is not None and me is not None and me.node_id != self.node_id:
+            key = None  # a consumer's ID is not its key's: peers never connect to it anyway
+        my_beacon = [wbeacon.NodeBeacon(self.node_id, cfg.host, self.port, key).encode()]
         for service, _ in opened:
             frames = service.beacon(self.node_id)
             if frames:
@@ -416,6 +464,12 @@ class NodeLoop:
         my_beacon: list[list[bytes]],
     ) -> None:
         for endpoint in actions.connect:
+            if self.curve.enabled:
+                key = self._peer_keys.get(endpoint)
+                if key is None or self.identity is None:
+                    log.warning("curve.no_peer_key endpoint=%s (not joined)", endpoint)
+                    continue
+                make_client(sub, self.curve, self.identity, key)
             try:
                 sub.connect(endpoint)
             except zmq.ZMQError as exc:
@@ -450,6 +504,8 @@ class NodeLoop:
             except WireError as exc:
                 self.malformed("beacon", exc, now)
                 continue
+            if tb.public_key is not None and len(self._peer_keys) < 100_000:
+                self._peer_keys[tb.endpoint] = tb.public_key
             self._apply(self.discovery.on_beacon(tb, now), bpub, sub, my_beacon)
 
     def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:

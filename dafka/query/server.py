@@ -18,7 +18,9 @@ from collections.abc import Mapping
 import zmq
 
 from ..errors import ConfigError, DafkaError, WireError
+from ..identity import Identity
 from ..storage.base import HeadTail, Storage
+from ..transport_security import CurveConfig, make_server
 from ..wire import beacon as wbeacon
 from . import protocol as qp
 
@@ -134,14 +136,21 @@ class QueryService:
         self.requests_per_turn = requests_per_turn
         self.stats = {"requests": 0, "malformed": 0, "dropped_replies": 0}
         self._sock: zmq.Socket[bytes] | None = None
+        self._curve: tuple[CurveConfig, Identity] | None = None
 
     # NodeService -------------------------------------------------------------
+
+    def secure(self, config: CurveConfig, identity: Identity) -> None:
+        """Serve over CURVE under ``identity``'s key when ``config`` is on (before open)."""
+        self._curve = (config, identity)
 
     def open(self, context: zmq.Context[zmq.Socket[bytes]], host: str) -> zmq.Socket[bytes]:
         sock = context.socket(zmq.ROUTER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.MAXMSGSIZE, qp.MAX_REQUEST_BYTES + 1024)
         sock.setsockopt(zmq.SNDHWM, 64)  # replies are big: bound what waits per peer
+        if self._curve is not None:
+            make_server(sock, *self._curve)
         try:
             if self.port:
                 sock.bind(f"tcp://{host}:{self.port}")

@@ -2,6 +2,13 @@
 
 Node → tower (4 frames): ``"B" | node ID | host | port as decimal text``.
 Tower → nodes (3 frames): ``"B" | node ID | "tcp://host:port"``.
+
+With CURVE on (ours, ``docs/wire.md`` §6.1) a node adds its 32-byte Ed25519 public
+key as a 5th frame and the tower relays it as a 4th: peers derive the node's CURVE
+server key from it. Decoders accept a key only if it hashes to the beacon's node ID
+(:func:`dafka.identity.node_id_for`), so a beacon cannot pair someone's node ID with
+another key; a beacon naming a real node's ID and key but another endpoint only
+makes peers attempt a CURVE handshake that fails, since the sender lacks the secret.
 The tower's XPUB sends the single frame ``"W"`` to every new subscriber.
 
 Service beacons (ours, not in the C reference), node → tower → whoever subscribes
@@ -29,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import WireError
+from ..identity import node_id_for
 from ..ids import is_node_id
 
 BEACON = b"B"
@@ -46,25 +54,37 @@ class NodeBeacon:
     node_id: str
     host: str
     port: int
+    public_key: bytes | None = None
+    """The node's Ed25519 public key (a 5th frame), sent when CURVE is on."""
 
     def encode(self) -> list[bytes]:
-        """The 4 frames; raises :class:`WireError` for what the decoder would refuse."""
+        """The 4 (5 with a key) frames; raises :class:`WireError` for what the decoder
+        would refuse."""
         node_id = _check_node_id(self.node_id)
         _check_port(self.port)
         check_node_host(self.host)
-        return [BEACON, node_id.encode(), _ascii(self.host, "host"), str(self.port).encode()]
+        frames = [BEACON, node_id.encode(), _ascii(self.host, "host"), str(self.port).encode()]
+        if self.public_key is not None:
+            frames.append(_check_key(node_id, self.public_key))
+        return frames
 
 
 @dataclass(frozen=True, slots=True)
 class TowerBeacon:
     node_id: str
     endpoint: str
+    public_key: bytes | None = None
+    """The node's Ed25519 public key (a 4th frame), relayed when the node sent one."""
 
     def encode(self) -> list[bytes]:
-        """The 3 frames; raises :class:`WireError` for what the decoder would refuse."""
+        """The 3 (4 with a key) frames; raises :class:`WireError` for what the decoder
+        would refuse."""
         node_id = _check_node_id(self.node_id)
         _check_endpoint(self.endpoint)
-        return [BEACON, node_id.encode(), _ascii(self.endpoint, "endpoint")]
+        frames = [BEACON, node_id.encode(), _ascii(self.endpoint, "endpoint")]
+        if self.public_key is not None:
+            frames.append(_check_key(node_id, self.public_key))
+        return frames
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +136,13 @@ def _check_node_id(node_id: str) -> str:
     if not isinstance(node_id, str) or not is_node_id(node_id):
         raise WireError("beacon node ID is not 32 upper-case hex characters")
     return node_id
+
+
+def _check_key(node_id: str, key: bytes) -> bytes:
+    key = bytes(key)
+    if len(key) != 32 or node_id_for(key) != node_id:
+        raise WireError("beacon public key does not own the beacon's node ID")
+    return key
 
 
 def _check_port(port: int) -> None:
@@ -182,20 +209,24 @@ def _node_id(frame: bytes) -> str:
 
 
 def decode_node_beacon(frames: Sequence[bytes]) -> NodeBeacon:
-    if len(frames) != 4 or bytes(frames[0]) != BEACON:
-        raise WireError("a node beacon has 4 frames starting with 'B'")
+    if len(frames) not in (4, 5) or bytes(frames[0]) != BEACON:
+        raise WireError("a node beacon has 4 (or 5) frames starting with 'B'")
     port = _parse_port(_text(frames[3], "port"))
     host = _text(frames[2], "host")
     check_node_host(host)
-    return NodeBeacon(_node_id(frames[1]), host, port)
+    node_id = _node_id(frames[1])
+    key = _check_key(node_id, frames[4]) if len(frames) == 5 else None
+    return NodeBeacon(node_id, host, port, key)
 
 
 def decode_tower_beacon(frames: Sequence[bytes]) -> TowerBeacon:
-    if len(frames) != 3 or bytes(frames[0]) != BEACON:
-        raise WireError("a tower beacon has 3 frames starting with 'B'")
+    if len(frames) not in (3, 4) or bytes(frames[0]) != BEACON:
+        raise WireError("a tower beacon has 3 (or 4) frames starting with 'B'")
     endpoint = _text(frames[2], "endpoint")
     _check_endpoint(endpoint)
-    return TowerBeacon(_node_id(frames[1]), endpoint)
+    node_id = _node_id(frames[1])
+    key = _check_key(node_id, frames[3]) if len(frames) == 4 else None
+    return TowerBeacon(node_id, endpoint, key)
 
 
 def decode_service_beacon(frames: Sequence[bytes]) -> ServiceBeacon:
