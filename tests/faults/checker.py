@@ -1,0 +1,234 @@
+"""What a fault run did to the records: pure counts from the logs (no sockets, no clocks).
+
+The workload writes records whose content names its writer and carries a checksum
+(:func:`content`). The producers log each acknowledgement as it happens, the live
+consumer logs each delivery in order, and at the end every store is read back. From
+those three views :func:`check` counts what must all be zero:
+
+``acked_lost``         acknowledged, and at the end no store holds it
+``acked_undelivered``  acknowledged, and the live consumer never delivered it
+``duplicates``         the live consumer delivered an offset twice, or one record's content
+                       sits at two places (two offsets, or two partitions)
+``order_inversions``   the live consumer went back in a partition, or a writer's records
+                       are stored out of its sending order
+``gaps``               the live consumer jumped over offsets that were acknowledged or stored
+``content_mismatches`` a delivered or stored record whose content differs from what was
+                       acknowledged at its offset, from another store's copy, or whose
+                       checksum is wrong
+``stuck_partitions``   a partition where records exist (acknowledged or stored) past the
+                       last offset the live consumer delivered
+``crashed``            processes that exited when nobody killed them (from the harness)
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+
+COUNTS = (
+    "acked_lost",
+    "acked_undelivered",
+    "duplicates",
+    "order_inversions",
+    "gaps",
+    "content_mismatches",
+    "stuck_partitions",
+    "crashed",
+)
+
+
+def content(writer: str, incarnation: int, seq: int, pad: int = 24) -> str:
+    """A record's value: ``writer.incarnation.seq.padding.crc32`` (ASCII, no spaces)."""
+    body = f"{writer}.{incarnation}.{seq}.{'abcdefghijklmnopqrstuvwxyz'[seq % 26] * pad}"
+    return f"{body}.{zlib.crc32(body.encode()):08x}"
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    writer: str
+    incarnation: int
+    seq: int
+
+
+def parse(value: str) -> Parsed | None:
+    """The writer, incarnation and sequence a value names; None if its checksum is wrong."""
+    body, _, crc = value.rpartition(".")
+    parts = body.split(".")
+    if len(parts) != 4 or not crc:
+        return None
+    try:
+        if int(crc, 16) != zlib.crc32(body.encode()):
+            return None
+        return Parsed(parts[0], int(parts[1]), int(parts[2]))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    partition: str
+    offset: int
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    partition: str
+    offset: int
+    value: str
+
+
+Key = tuple[str, int]
+
+
+@dataclass
+class Report:
+    """The counts, and a few examples of each for the person reading the output."""
+
+    acked_lost: int = 0
+    acked_undelivered: int = 0
+    duplicates: int = 0
+    order_inversions: int = 0
+    gaps: int = 0
+    content_mismatches: int = 0
+    stuck_partitions: int = 0
+    crashed: int = 0
+    acked: int = 0
+    delivered: int = 0
+    stored: int = 0
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def note(self, count: str, example: str, n: int = 1) -> None:
+        setattr(self, count, getattr(self, count) + n)
+        shown = self.examples.setdefault(count, [])
+        if len(shown) < 5:
+            shown.append(example)
+
+    def counts(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in COUNTS}
+
+    def ok(self) -> bool:
+        return not any(self.counts().values())
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        return out
+
+
+def check(
+    acks: Iterable[Ack],
+    deliveries: Sequence[Delivery],
+    stores: Mapping[str, Mapping[Key, str]],
+    crashed: Iterable[str] = (),
+) -> Report:
+    """Count everything that went wrong (see the module docstring)."""
+    report = Report()
+    for what in crashed:
+        report.note("crashed", what)
+
+    acked: dict[Key, str] = {}
+    for ack in acks:
+        key = (ack.partition, ack.offset)
+        if key in acked and acked[key] != ack.value:
+            report.note("content_mismatches", f"{key} acknowledged as two values")
+        acked[key] = ack.value
+        if parse(ack.value) is None:
+            report.note("content_mismatches", f"{key} acknowledged with a bad checksum")
+    report.acked = len(acked)
+
+    # the union of the stores; copies that disagree are mismatches
+    stored: dict[Key, str] = {}
+    for name, held in sorted(stores.items()):
+        for key, value in held.items():
+            first = stored.setdefault(key, value)
+            if first != value:
+                report.note("content_mismatches", f"{key} differs on store {name}")
+    report.stored = len(stored)
+    for key, value in sorted(stored.items()):
+        if parse(value) is None:
+            report.note("content_mismatches", f"{key} stored with a bad checksum")
+        if key in acked and acked[key] != value:
+            report.note("content_mismatches", f"{key} stored {value!r}, acked {acked[key]!r}")
+
+    for key in sorted(acked):
+        if key not in stored:
+            report.note("acked_lost", f"{key} {acked[key]}")
+
+    # the live consumer, partition by partition
+    seen: set[Key] = set()
+    last: dict[str, int] = {}
+    for d in deliveries:
+        key = (d.partition, d.offset)
+        expected = acked.get(key, stored.get(key))
+        if parse(d.value) is None:
+            report.note("content_mismatches", f"{key} delivered with a bad checksum")
+        elif expected is not None and expected != d.value:
+            report.note("content_mismatches", f"{key} delivered {d.value!r}, expected {expected!r}")
+        if key in seen:
+            report.note("duplicates", f"{key} delivered again")
+            continue
+        seen.add(key)
+        prev = last.get(d.partition)
+        if prev is not None and d.offset < prev:
+            report.note("order_inversions", f"{d.partition} delivered {d.offset} after {prev}")
+            continue
+        start = -1 if prev is None else prev
+        skipped = [
+            o
+            for o in range(start + 1, d.offset)
+            if (d.partition, o) in acked or (d.partition, o) in stored
+        ]
+        if skipped:
+            report.note("gaps", f"{d.partition} jumped from {start} to {d.offset}")
+        last[d.partition] = d.offset
+    report.delivered = len(seen)
+
+    for key in sorted(acked):
+        if key not in seen:
+            report.note("acked_undelivered", f"{key} {acked[key]}")
+
+    # one record in two places
+    where: dict[str, set[Key]] = defaultdict(set)
+    for key, value in stored.items():
+        where[value].add(key)
+    for d in deliveries:
+        where[d.value].add((d.partition, d.offset))
+    for value, keys in sorted(where.items()):
+        if len(keys) > 1:
+            report.note("duplicates", f"{value} at {sorted(keys)}", len(keys) - 1)
+
+    # a writer's records in its sending order (one writer incarnation = one partition, serial)
+    by_writer: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    for (_partition, offset), value in stored.items():
+        p = parse(value)
+        if p is not None:
+            by_writer[(p.writer, p.incarnation)].append((offset, p.seq))
+    for writer, pairs in sorted(by_writer.items()):
+        pairs.sort()
+        for (o1, s1), (o2, s2) in zip(pairs, pairs[1:], strict=False):
+            if s2 < s1:
+                report.note("order_inversions", f"{writer} seq {s2} at {o2} after seq {s1} at {o1}")
+
+    # stuck: records exist past the point the live consumer reached
+    ends: dict[str, int] = {}
+    for partition, offset in list(acked) + list(stored):
+        ends[partition] = max(ends.get(partition, -1), offset)
+    for partition, end in sorted(ends.items()):
+        reached = max((o for p, o in seen if p == partition), default=-1)
+        if reached < end:
+            report.note("stuck_partitions", f"{partition} delivered to {reached}, records to {end}")
+    return report
+
+
+def format_table(rows: Sequence[tuple[str, Report]]) -> str:
+    """One line per run, one column per count."""
+    heads = ["run", *COUNTS, "acked", "delivered"]
+    lines = [heads]
+    for name, r in rows:
+        lines.append([name, *(str(v) for v in r.counts().values()), str(r.acked), str(r.delivered)])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(heads))]
+    return "\n".join(
+        "  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in lines
+    )

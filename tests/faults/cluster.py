@@ -1,0 +1,347 @@
+"""A cluster of real processes for the fault runs: three towers, stores, producers, a consumer.
+
+Every process is a :class:`tests.procs.Proc` on its own address (127.0.0.1 by default) and
+ephemeral ports. A :class:`Node` remembers how to start its process again (same data or
+state directory) and whether it is meant to be running, so an exit nobody asked for is
+recorded as a crash (and the node restarted, so the run goes on).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from dafka.metadata import MetadataClient
+from tests.procs import Proc, py
+from tower.metadata import free_port_block
+
+log = logging.getLogger(__name__)
+
+TOPIC = "faults"
+
+
+class Node:
+    """One process of the cluster and how to (re)start it."""
+
+    def __init__(self, name: str, start: Callable[[Node], Proc], logs: Path) -> None:
+        self.name = name
+        self.logs = logs
+        self._start = start
+        self.proc: Proc | None = None
+        self.up = False  # meant to be running
+        self.paused = False
+        self.incarnation = 0
+        self.crashes: list[str] = []
+
+    def save_log(self) -> None:
+        """Keep what the process wrote on stderr (``logs/NAME-INCARNATION.stderr``)."""
+        if self.proc is not None:
+            self.logs.mkdir(parents=True, exist_ok=True)
+            path = self.logs / f"{self.name}-{self.incarnation}.stderr"
+            out = bytes(self.proc.stdout).decode(errors="replace")
+            path.write_text(f"{self.proc.stderr}\n--- stdout\n{out}", errors="replace")
+
+    def start(self) -> None:
+        self.proc = self._start(self)
+        self.up = True
+        self.paused = False
+
+    def kill(self) -> None:
+        self.up = False
+        if self.proc is not None:
+            if self.paused:
+                self.proc.p.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.save_log()
+        self.paused = False
+
+    def restart(self) -> None:
+        self.incarnation += 1
+        self.start()
+
+    def pause(self) -> None:
+        if self.proc is not None and self.up:
+            self.proc.p.send_signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.proc is not None and self.paused:
+            self.proc.p.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def check(self) -> bool:
+        """Record an exit nobody asked for (and restart); True if it had exited."""
+        if not self.up or self.proc is None or self.proc.p.poll() is None:
+            return False
+        rc = self.proc.p.returncode
+        tail = " | ".join(self.proc.stderr_lines[-3:])
+        self.crashes.append(f"{self.name} exited {rc}: {tail}")
+        log.warning("faults.crash node=%s rc=%s", self.name, rc)
+        self.up = False
+        self.proc.wait(5)
+        self.save_log()
+        return True
+
+    def terminate(self, timeout: float) -> int | None:
+        """SIGTERM and wait; the exit code (None if it had to be killed)."""
+        if self.proc is None or not self.up:
+            return None
+        self.resume()
+        self.up = False
+        try:
+            return self.proc.terminate(timeout)
+        except AssertionError:
+            self.crashes.append(f"{self.name} did not stop within {timeout} s of SIGTERM")
+            return None
+        finally:
+            self.save_log()
+
+
+@dataclass(frozen=True)
+class Options:
+    stores: int = 3
+    producers: int = 2
+    min_acks: int = 1
+    rate: float = 100.0
+    tmpfs_bytes: int | None = None  # stores' data dirs on a tmpfs of this size (root only)
+
+
+class Cluster:
+    def __init__(self, workdir: Path, options: Options) -> None:
+        self.dir = workdir
+        self.opts = options
+        self.host = "127.0.0.1"
+        self.towers: list[Node] = []
+        self.stores: list[Node] = []
+        self.producers: list[Node] = []
+        self.consumer: Node | None = None
+        self.store_ids: list[str] = []
+        self.query_endpoints: dict[str, str] = {}
+        self.mounts: list[Path] = []
+        ports: list[int] = []
+        while len(ports) < 3:
+            p = free_port_block(self.host)
+            if all(abs(p - q) >= 4 for q in ports):
+                ports.append(p)
+        self.tower_ports = ports
+        self.tower_ids = [f"t{i + 1}" for i in range(3)]
+        self.addresses = ",".join(f"{self.host}:{p}" for p in ports)
+
+    # ------------------------------------------------------------ starting
+
+    def start(self) -> None:
+        spec = ",".join(
+            f"{t}={self.host}:{p}" for t, p in zip(self.tower_ids, self.tower_ports, strict=True)
+        )
+        for tid, port in zip(self.tower_ids, self.tower_ports, strict=True):
+            node = Node(tid, self._tower_starter(port, self.dir / tid, spec), self.dir / "logs")
+            self.towers.append(node)
+            node.start()
+        for i in range(self.opts.stores):
+            data = self._store_dir(i)
+            node = Node(f"s{i + 1}", self._store_starter(data), self.dir / "logs")
+            self.stores.append(node)
+            node.start()
+        with MetadataClient(self.addresses, timeout=20) as admin:
+            admin.create_topic(TOPIC, {"min_acks": self.opts.min_acks})
+            for sid in self.store_ids:
+                admin.trust_store(sid)
+        self.consumer = Node("consumer", self._consumer_starter(), self.dir / "logs")
+        self.consumer.start()
+        for i in range(self.opts.producers):
+            node = Node(f"p{i + 1}", self._producer_starter(f"p{i + 1}"), self.dir / "logs")
+            self.producers.append(node)
+            node.start()
+
+    def _store_dir(self, i: int) -> Path:
+        base = self.dir / f"s{i + 1}"
+        base.mkdir(parents=True, exist_ok=True)
+        if self.opts.tmpfs_bytes:
+            subprocess.run(
+                [
+                    "mount",
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    f"size={self.opts.tmpfs_bytes},mode=0700",
+                    "tmpfs",
+                    str(base),
+                ],
+                check=True,
+                capture_output=True,
+            )
+            self.mounts.append(base)
+        return base / "data"
+
+    def _tower_starter(self, port: int, data: Path, spec: str) -> Callable[[Node], Proc]:
+        def start(node: Node) -> Proc:
+            proc = Proc(
+                py(
+                    "tower",
+                    "--bind",
+                    f"{self.host}:{port}",
+                    "--data-dir",
+                    str(data),
+                    "--raft-peers",
+                    spec,
+                )
+            )
+            proc.wait_line(r"tower on tcp://", timeout=20)
+            return proc
+
+        return start
+
+    def _store_starter(self, data: Path) -> Callable[[Node], Proc]:
+        def start(node: Node) -> Proc:
+            proc = Proc(
+                py(
+                    "dafka.cli.store",
+                    "--data-dir",
+                    str(data),
+                    "--tower",
+                    self.addresses,
+                    "--host",
+                    self.host,
+                )
+            )
+            m = proc.wait_line(
+                r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)", timeout=20
+            )
+            if m.group(1) not in self.store_ids:
+                self.store_ids.append(m.group(1))
+            self.query_endpoints[node.name] = m.group(3)
+            return proc
+
+        return start
+
+    def _producer_starter(self, name: str) -> Callable[[Node], Proc]:
+        def start(node: Node) -> Proc:
+            proc = Proc(
+                py(
+                    "tests.faults.drivers",
+                    "producer",
+                    "--name",
+                    name,
+                    "--incarnation",
+                    str(node.incarnation),
+                    "--state-dir",
+                    str(self.dir / name),
+                    "--rate",
+                    str(self.opts.rate),
+                    "--min-acks",
+                    str(self.opts.min_acks),
+                    "--trusted",
+                    ",".join(self.store_ids),
+                    "--towers",
+                    self.addresses,
+                    "--topic",
+                    TOPIC,
+                    "--log",
+                    str(self.dir / f"acks-{name}-{node.incarnation}.log"),
+                )
+            )
+            proc.wait_line_stdout(r"partition [0-9A-F]{32}", timeout=20)
+            return proc
+
+        return start
+
+    def _consumer_starter(self) -> Callable[[Node], Proc]:
+        def start(node: Node) -> Proc:
+            log_path = self.dir / f"deliveries-{node.incarnation}.log"
+            return Proc(
+                py(
+                    "tests.faults.drivers",
+                    "consumer",
+                    "--towers",
+                    self.addresses,
+                    "--topic",
+                    TOPIC,
+                    "--log",
+                    str(log_path),
+                )
+            )
+
+        return start
+
+    # ------------------------------------------------------------ running
+
+    def nodes(self) -> list[Node]:
+        rest = [self.consumer] if self.consumer is not None else []
+        return [*self.towers, *self.stores, *self.producers, *rest]
+
+    def check(self) -> None:
+        """Record unexpected exits and restart those nodes (the consumer is not restarted:
+        its log must be one ordered delivery history)."""
+        for node in self.nodes():
+            if node.check() and node is not self.consumer:
+                node.restart()
+
+    def idle(self, seconds: float) -> None:
+        """Let time pass, watching for crashes (polled, bounded by ``seconds``)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            self.check()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(0.2, left))
+
+    def leader(self) -> Node | None:
+        """The tower whose Raft peer leads, as the towers say (None if none answers)."""
+        with MetadataClient(self.addresses, timeout=2) as admin:
+            for row in admin.status():
+                if row.get("is_leader"):
+                    for node in self.towers:
+                        if node.name == row.get("leader"):
+                            return node
+        return None
+
+    def heal(self) -> None:
+        """Resume what is paused, start what is down, empty every disk."""
+        for node in self.nodes():
+            node.resume()
+        for node in self.nodes():
+            if not node.up and node is not self.consumer:
+                node.restart()
+        for mount in self.mounts:
+            ballast = mount / "ballast"
+            if ballast.exists():
+                ballast.unlink()
+
+    def fill_disk(self, store: int) -> int:
+        """Fill a store's tmpfs with a ballast file; the bytes written."""
+        ballast = self.dir / f"s{store + 1}" / "ballast"
+        written = 0
+        with open(ballast, "wb", buffering=0) as f:
+            for size in (1 << 20, 4096, 64):  # big pieces first, then what is left
+                for _ in range(1 << 16):
+                    try:
+                        written += f.write(b"\0" * size) or 0
+                    except OSError as exc:
+                        if exc.errno != errno.ENOSPC:
+                            raise
+                        break
+        return written
+
+    def empty_disk(self, store: int) -> None:
+        ballast = self.dir / f"s{store + 1}" / "ballast"
+        if ballast.exists():
+            ballast.unlink()
+
+    def crashes(self) -> list[str]:
+        return [c for node in self.nodes() for c in node.crashes]
+
+    def stop(self) -> None:
+        for node in self.nodes():
+            if node.proc is not None and node.proc.p.poll() is None:
+                node.resume()
+                node.proc.kill()
+                node.save_log()
+        for mount in self.mounts:
+            subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)

@@ -1,0 +1,137 @@
+"""The workload's processes: ``python -m tests.faults.drivers producer|consumer ...``.
+
+``producer`` sends records named by :func:`tests.faults.checker.content` at a steady pace
+through :class:`dafka.Producer` and appends ``A partition offset value`` to its log the
+moment each record is acknowledged (flushed line by line, so a SIGKILL loses no line
+already written). ``consumer`` delivers every partition from the earliest offset through
+:class:`dafka.Consumer` and appends ``D partition offset value`` per record. Both stop
+cleanly on SIGTERM (the producer flushes what it can first) and exit non-zero on any
+error, which the harness counts as a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from typing import TextIO
+
+from dafka.consumer import Consumer
+from dafka.errors import BufferFullError
+from dafka.producer import Producer
+from tests.faults.checker import content
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop
+
+
+class AckLog:
+    """Acknowledgement lines, written as the futures resolve (on the producer's IO thread)."""
+
+    def __init__(self, out: TextIO, partition: str) -> None:
+        self.out = out
+        self.partition = partition
+        self.lock = threading.Lock()
+        self.acked = 0
+
+    def callback(self, value: str) -> object:
+        def done(fut: Future[int]) -> None:
+            if fut.cancelled() or fut.exception() is not None:
+                return
+            with self.lock:
+                self.out.write(f"A {self.partition} {fut.result()} {value}\n")
+                self.out.flush()
+                self.acked += 1
+
+        return done
+
+
+def run_producer(args: argparse.Namespace) -> int:
+    stop = _stop_event()
+    producer = Producer(
+        args.topic,
+        towers=args.towers,
+        state_dir=args.state_dir,
+        min_acks=args.min_acks,
+        trusted_stores=args.trusted.split(",") if args.trusted else None,
+        max_unacked_records=args.max_unacked,
+        on_full="raise",
+    )
+    print(f"producer {args.name}.{args.incarnation} partition {producer.partition}", flush=True)
+    sent = 0
+    with open(args.log, "a", encoding="ascii") as out:
+        log = AckLog(out, producer.partition)
+        period = args.burst / args.rate  # bursts keep records in flight when a fault hits
+        next_at = time.monotonic()
+        while not stop.is_set():
+            for _ in range(args.burst):
+                value = content(args.name, args.incarnation, sent)
+                try:
+                    fut = producer.send(value)
+                except BufferFullError:
+                    break
+                fut.add_done_callback(log.callback(value))
+                sent += 1
+            next_at = max(next_at + period, time.monotonic() - period)  # no catch-up storms
+            stop.wait(max(0.0, next_at - time.monotonic()))
+        producer.close(timeout=args.drain)
+    print(f"producer {args.name}.{args.incarnation} sent {sent} acked {log.acked}", flush=True)
+    return 0
+
+
+def run_consumer(args: argparse.Namespace) -> int:
+    stop = _stop_event()
+    consumer = Consumer(args.topic, towers=args.towers, offset_reset="earliest")
+    delivered = 0
+    try:
+        with open(args.log, "a", encoding="ascii") as out:
+            while not stop.is_set():
+                runs = consumer.poll_batches(timeout=0.2)
+                for run in runs:
+                    for i, value in enumerate(run.values):
+                        text = value.decode("ascii", "backslashreplace").replace(" ", "\\x20")
+                        out.write(f"D {run.partition} {run.offset + i} {text}\n")
+                    delivered += len(run.values)
+                if runs:
+                    out.flush()
+    finally:
+        consumer.close()
+    print(f"consumer delivered {delivered}", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.faults.drivers")
+    sub = parser.add_subparsers(dest="role", required=True)
+    p = sub.add_parser("producer")
+    p.add_argument("--name", required=True)
+    p.add_argument("--incarnation", type=int, required=True)
+    p.add_argument("--state-dir", required=True)
+    p.add_argument("--rate", type=float, default=50.0, help="records per second")
+    p.add_argument("--burst", type=int, default=10, help="records sent back to back")
+    p.add_argument("--max-unacked", type=int, default=2000)
+    p.add_argument("--min-acks", type=int, default=1)
+    p.add_argument("--trusted", default="")
+    p.add_argument("--drain", type=float, default=10.0, help="seconds to flush at SIGTERM")
+    c = sub.add_parser("consumer")
+    for q in (p, c):
+        q.add_argument("--towers", required=True)
+        q.add_argument("--topic", required=True)
+        q.add_argument("--log", required=True)
+    args = parser.parse_args(argv)
+    return run_producer(args) if args.role == "producer" else run_consumer(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""One fault run: start a cluster, run the workload under the nemesis, heal, settle, check.
+
+After the nemesis stops, everything is healed (resumed, restarted, disks emptied), the
+producers are asked to stop (SIGTERM: they flush for a while), the live consumer is given
+time to deliver everything the stores hold, and every store is read back through its
+query endpoint. The logs and the read-back go to :func:`tests.faults.checker.check`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dafka.query.client import QueryClient, records
+from tests.faults.checker import Ack, Delivery, Key, Report, check
+from tests.faults.cluster import TOPIC, Cluster, Options
+from tests.faults.nemesis import Kind, Nemesis, schedule
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunResult:
+    seed: int
+    min_acks: int
+    seconds: float
+    report: Report
+    faults: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "seed": self.seed,
+            "min_acks": self.min_acks,
+            "seconds": self.seconds,
+            "counts": self.report.counts(),
+            "acked": self.report.acked,
+            "delivered": self.report.delivered,
+            "stored": self.report.stored,
+            "examples": self.report.examples,
+            "faults": self.faults,
+            "skipped": self.skipped,
+        }
+
+
+def read_acks(workdir: Path) -> list[Ack]:
+    out: list[Ack] = []
+    for path in sorted(workdir.glob("acks-*.log")):
+        for line in path.read_text(encoding="ascii", errors="replace").splitlines():
+            parts = line.split(" ", 3)
+            if len(parts) == 4 and parts[0] == "A":
+                out.append(Ack(parts[1], int(parts[2]), parts[3]))
+    return out
+
+
+def read_deliveries(workdir: Path) -> list[Delivery]:
+    out: list[Delivery] = []
+    for path in sorted(workdir.glob("deliveries-*.log")):
+        for line in path.read_text(encoding="ascii", errors="replace").splitlines():
+            parts = line.split(" ", 3)
+            if len(parts) == 4 and parts[0] == "D":
+                out.append(Delivery(parts[1], int(parts[2]), parts[3]))
+    return out
+
+
+def read_store(endpoint: str, timeout: float = 10.0) -> dict[Key, str]:
+    """Everything one store holds of the topic (verified batches), by (partition, offset)."""
+    held: dict[Key, str] = {}
+    with QueryClient(endpoint, timeout=timeout) as client:
+        for info in client.heads([TOPIC]):
+            if info.head is None or info.tail is None:
+                continue
+            for reply in client.read_range(TOPIC, info.partition, info.tail, info.head + 1):
+                for rec in records(reply):
+                    held[(rec.partition, rec.offset)] = rec.value.decode(
+                        "ascii", "backslashreplace"
+                    )
+    return held
+
+
+def _caught_up(cluster: Cluster, workdir: Path) -> bool:
+    """Has the live consumer delivered up to every store's head?"""
+    reached: dict[str, int] = {}
+    for d in read_deliveries(workdir):
+        reached[d.partition] = max(reached.get(d.partition, -1), d.offset)
+    for endpoint in cluster.query_endpoints.values():
+        with QueryClient(endpoint, timeout=3) as client:
+            for info in client.heads([TOPIC]):
+                if info.head is not None and reached.get(info.partition, -1) < info.head:
+                    return False
+    return True
+
+
+def run_once(
+    workdir: Path,
+    seed: int,
+    seconds: float,
+    min_acks: int,
+    kinds: tuple[Kind, ...],
+    settle: float = 30.0,
+    options: Options | None = None,
+) -> RunResult:
+    """One seeded run in ``workdir`` (which it fills with logs and data)."""
+    opts = options or Options(min_acks=min_acks)
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(workdir, opts)
+    faults = schedule(seed, seconds, kinds, opts.stores, opts.producers)
+    nemesis = Nemesis(cluster, faults)
+    stores: dict[str, dict[Key, str]] = {}
+    try:
+        cluster.start()
+        started = time.monotonic()
+        nemesis.run(started, seconds)
+        cluster.heal()
+        for node in cluster.producers:
+            rc = node.terminate(20)
+            if rc not in (0, None):
+                node.crashes.append(f"{node.name} exited {rc} at SIGTERM")
+        deadline = time.monotonic() + settle
+        while time.monotonic() < deadline:
+            cluster.check()
+            try:
+                if _caught_up(cluster, workdir):
+                    break
+            except Exception as exc:  # a store slow to answer: ask again
+                log.info("faults.settle.retry error=%s", exc)
+            time.sleep(0.5)
+        for node in cluster.stores:
+            try:
+                stores[node.name] = read_store(cluster.query_endpoints[node.name])
+            except Exception as exc:
+                node.crashes.append(f"{node.name} could not be read back: {exc}")
+        cluster.check()
+        if cluster.consumer is not None:
+            rc = cluster.consumer.terminate(15)
+            if rc not in (0, None):
+                cluster.consumer.crashes.append(f"consumer exited {rc} at SIGTERM")
+    finally:
+        cluster.stop()
+    report = check(read_acks(workdir), read_deliveries(workdir), stores, cluster.crashes())
+    return RunResult(seed, min_acks, seconds, report, nemesis.history)
