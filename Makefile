@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java run test test-unit test-integration bench bench-spark pipeline lint format clean
+.PHONY: install java run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
 install: $(STAMP) java
 
@@ -39,6 +39,11 @@ test-unit: install
 
 test-integration: install
 	$(BIN)/python -m pytest tests/integration tests/e2e $(PYTEST_ARGS)
+
+faults: install  ## fault injection: 10 seeds x 120 s per min_acks (1 and 2); JSON in .faults/
+	mkdir -p .faults
+	$(BIN)/python -m tests.faults --seeds 10 --seconds 120 --min-acks 1 --min-acks 2 \
+	  --workdir .faults/run --json .faults/results.json
 
 bench: install  ## throughput (signed and rfc46) and Raft benchmarks; JSON in benchmarks/results/
 	$(BIN)/python -m benchmarks.throughput --profile signed --consume batches

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import sys
 import tempfile
 import time
@@ -73,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     for min_acks in args.min_acks or [1]:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             t0 = time.monotonic()
+            workdir = base / f"acks{min_acks}-seed{seed}"
+            if workdir.exists():  # a previous run's logs would be read as this one's
+                shutil.rmtree(workdir)
             result = run_once(
-                base / f"acks{min_acks}-seed{seed}",
+                workdir,
                 seed,
                 args.seconds,
                 min_acks,

@@ -16,7 +16,9 @@ those three views :func:`check` counts what must all be zero:
                        acknowledged at its offset, from another store's copy, or whose
                        checksum is wrong
 ``stuck_partitions``   a partition where records exist (acknowledged or stored) past the
-                       last offset the live consumer delivered
+                       last offset the live consumer delivered, or past what a fresh consumer
+                       reads from the earliest offset after the run, or whose producer could
+                       not get its records acknowledged once every fault was healed
 ``crashed``            processes that exited when nobody killed them (from the harness)
 """
 
@@ -98,6 +100,9 @@ class Report:
     acked: int = 0
     delivered: int = 0
     stored: int = 0
+    delivered_unstored: int = 0
+    """Delivered live, never stored nor acknowledged: allowed (unacknowledged records of a
+    producer that died), shown because a fresh consumer will never see them."""
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def note(self, count: str, example: str, n: int = 1) -> None:
@@ -122,8 +127,15 @@ def check(
     deliveries: Sequence[Delivery],
     stores: Mapping[str, Mapping[Key, str]],
     crashed: Iterable[str] = (),
+    readback: Sequence[Delivery] | None = None,
+    stalled: Iterable[str] = (),
 ) -> Report:
-    """Count everything that went wrong (see the module docstring)."""
+    """Count everything that went wrong (see the module docstring).
+
+    ``readback`` is what a fresh consumer delivered from the earliest offset after the
+    run (checked like the live consumer's deliveries); ``stalled`` names partitions whose
+    producer could not get its last records acknowledged once every fault was healed.
+    """
     report = Report()
     for what in crashed:
         report.note("crashed", what)
@@ -156,38 +168,13 @@ def check(
         if key not in stored:
             report.note("acked_lost", f"{key} {acked[key]}")
 
-    # the live consumer, partition by partition
-    seen: set[Key] = set()
-    last: dict[str, int] = {}
-    for d in deliveries:
-        key = (d.partition, d.offset)
-        expected = acked.get(key, stored.get(key))
-        if parse(d.value) is None:
-            report.note("content_mismatches", f"{key} delivered with a bad checksum")
-        elif expected is not None and expected != d.value:
-            report.note("content_mismatches", f"{key} delivered {d.value!r}, expected {expected!r}")
-        if key in seen:
-            report.note("duplicates", f"{key} delivered again")
-            continue
-        seen.add(key)
-        prev = last.get(d.partition)
-        if prev is not None and d.offset < prev:
-            report.note("order_inversions", f"{d.partition} delivered {d.offset} after {prev}")
-            continue
-        start = -1 if prev is None else prev
-        skipped = [
-            o
-            for o in range(start + 1, d.offset)
-            if (d.partition, o) in acked or (d.partition, o) in stored
-        ]
-        if skipped:
-            report.note("gaps", f"{d.partition} jumped from {start} to {d.offset}")
-        last[d.partition] = d.offset
+    seen = _deliveries(report, "live consumer", deliveries, acked, stored)
     report.delivered = len(seen)
-
     for key in sorted(acked):
         if key not in seen:
             report.note("acked_undelivered", f"{key} {acked[key]}")
+    report.delivered_unstored = sum(1 for k in seen if k not in stored and k not in acked)
+    fresh = None if readback is None else _deliveries(report, "read-back", readback, acked, stored)
 
     # one record in two places
     where: dict[str, set[Key]] = defaultdict(set)
@@ -211,15 +198,61 @@ def check(
             if s2 < s1:
                 report.note("order_inversions", f"{writer} seq {s2} at {o2} after seq {s1} at {o1}")
 
-    # stuck: records exist past the point the live consumer reached
+    # stuck: a partition that cannot reach the end of its records
     ends: dict[str, int] = {}
     for partition, offset in list(acked) + list(stored):
         ends[partition] = max(ends.get(partition, -1), offset)
+    stuck: dict[str, str] = {}
     for partition, end in sorted(ends.items()):
         reached = max((o for p, o in seen if p == partition), default=-1)
         if reached < end:
-            report.note("stuck_partitions", f"{partition} delivered to {reached}, records to {end}")
+            stuck[partition] = f"live consumer delivered to {reached}, records to {end}"
+    if fresh is not None:
+        for partition, _ in sorted(stored):
+            end = ends[partition]
+            reached = max((o for p, o in fresh if p == partition), default=-1)
+            if reached < end and partition not in stuck:
+                stuck[partition] = f"a fresh consumer read to {reached}, stores hold to {end}"
+    for partition in sorted(set(stalled)):
+        stuck.setdefault(partition, "its producer could not get records acknowledged")
+    for partition, why in sorted(stuck.items()):
+        report.note("stuck_partitions", f"{partition}: {why}")
     return report
+
+
+def _deliveries(
+    report: Report,
+    who: str,
+    deliveries: Sequence[Delivery],
+    acked: Mapping[Key, str],
+    stored: Mapping[Key, str],
+) -> set[Key]:
+    """Check one consumer's deliveries in order; the (partition, offset) pairs it delivered."""
+    seen: set[Key] = set()
+    last: dict[str, int] = {}
+    for d in deliveries:
+        key = (d.partition, d.offset)
+        expected = acked.get(key, stored.get(key))
+        if parse(d.value) is None:
+            report.note("content_mismatches", f"{who}: {key} delivered with a bad checksum")
+        elif expected is not None and expected != d.value:
+            report.note("content_mismatches", f"{who}: {key} is {d.value!r}, not {expected!r}")
+        if key in seen:
+            report.note("duplicates", f"{who}: {key} delivered again")
+            continue
+        seen.add(key)
+        prev = last.get(d.partition)
+        if prev is not None and d.offset < prev:
+            report.note("order_inversions", f"{who}: {d.partition} {d.offset} after {prev}")
+            continue
+        start = -1 if prev is None else prev
+        if any(
+            (d.partition, o) in acked or (d.partition, o) in stored
+            for o in range(start + 1, d.offset)
+        ):
+            report.note("gaps", f"{who}: {d.partition} jumped from {start} to {d.offset}")
+        last[d.partition] = d.offset
+    return seen
 
 
 def format_table(rows: Sequence[tuple[str, Report]]) -> str:

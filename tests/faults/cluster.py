@@ -108,7 +108,8 @@ class Options:
     stores: int = 3
     producers: int = 2
     min_acks: int = 1
-    rate: float = 100.0
+    rate: float = 100.0  # records per second per producer
+    drain: float = 10.0  # seconds a producer may flush when asked to stop
     tmpfs_bytes: int | None = None  # stores' data dirs on a tmpfs of this size (root only)
 
 
@@ -121,6 +122,7 @@ class Cluster:
         self.stores: list[Node] = []
         self.producers: list[Node] = []
         self.consumer: Node | None = None
+        self.reader: Node | None = None
         self.store_ids: list[str] = []
         self.query_endpoints: dict[str, str] = {}
         self.mounts: list[Path] = []
@@ -236,6 +238,8 @@ class Cluster:
                     str(self.opts.rate),
                     "--min-acks",
                     str(self.opts.min_acks),
+                    "--drain",
+                    str(self.opts.drain),
                     "--trusted",
                     ",".join(self.store_ids),
                     "--towers",
@@ -251,9 +255,15 @@ class Cluster:
 
         return start
 
-    def _consumer_starter(self) -> Callable[[Node], Proc]:
+    def start_reader(self) -> Node:
+        """A fresh consumer from the earliest offset (after the run), logging to readback-0.log."""
+        self.reader = Node("reader", self._consumer_starter("readback"), self.dir / "logs")
+        self.reader.start()
+        return self.reader
+
+    def _consumer_starter(self, log_name: str = "deliveries") -> Callable[[Node], Proc]:
         def start(node: Node) -> Proc:
-            log_path = self.dir / f"deliveries-{node.incarnation}.log"
+            log_path = self.dir / f"{log_name}-{node.incarnation}.log"
             return Proc(
                 py(
                     "tests.faults.drivers",
@@ -272,14 +282,14 @@ class Cluster:
     # ------------------------------------------------------------ running
 
     def nodes(self) -> list[Node]:
-        rest = [self.consumer] if self.consumer is not None else []
+        rest = [n for n in (self.consumer, self.reader) if n is not None]
         return [*self.towers, *self.stores, *self.producers, *rest]
 
     def check(self) -> None:
         """Record unexpected exits and restart those nodes (the consumer is not restarted:
         its log must be one ordered delivery history)."""
         for node in self.nodes():
-            if node.check() and node is not self.consumer:
+            if node.check() and node not in (self.consumer, self.reader):
                 node.restart()
 
     def idle(self, seconds: float) -> None:
@@ -307,7 +317,7 @@ class Cluster:
         for node in self.nodes():
             node.resume()
         for node in self.nodes():
-            if not node.up and node is not self.consumer:
+            if not node.up and node not in (self.consumer, self.reader):
                 node.restart()
         for mount in self.mounts:
             ballast = mount / "ballast"

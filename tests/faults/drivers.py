@@ -86,7 +86,11 @@ def run_producer(args: argparse.Namespace) -> int:
             next_at = max(next_at + period, time.monotonic() - period)  # no catch-up storms
             stop.wait(max(0.0, next_at - time.monotonic()))
         producer.close(timeout=args.drain)
-    print(f"producer {args.name}.{args.incarnation} sent {sent} acked {log.acked}", flush=True)
+    print(
+        f"producer {args.name}.{args.incarnation} sent {sent} acked {log.acked} "
+        f"unacked {sent - log.acked}",
+        flush=True,
+    )
     return 0
 
 

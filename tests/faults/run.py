@@ -9,6 +9,8 @@ query endpoint. The logs and the read-back go to :func:`tests.faults.checker.che
 from __future__ import annotations
 
 import logging
+import re
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,8 @@ from tests.faults.cluster import TOPIC, Cluster, Options
 from tests.faults.nemesis import Kind, Nemesis, schedule
 
 log = logging.getLogger(__name__)
+
+UNACKED = re.compile(r"partition ([0-9A-F]{32}).*?unacked (\d+)", re.S)
 
 
 @dataclass
@@ -39,6 +43,7 @@ class RunResult:
             "acked": self.report.acked,
             "delivered": self.report.delivered,
             "stored": self.report.stored,
+            "delivered_unstored": self.report.delivered_unstored,
             "examples": self.report.examples,
             "faults": self.faults,
             "skipped": self.skipped,
@@ -55,9 +60,9 @@ def read_acks(workdir: Path) -> list[Ack]:
     return out
 
 
-def read_deliveries(workdir: Path) -> list[Delivery]:
+def read_deliveries(workdir: Path, pattern: str = "deliveries-*.log") -> list[Delivery]:
     out: list[Delivery] = []
-    for path in sorted(workdir.glob("deliveries-*.log")):
+    for path in sorted(workdir.glob(pattern)):
         for line in path.read_text(encoding="ascii", errors="replace").splitlines():
             parts = line.split(" ", 3)
             if len(parts) == 4 and parts[0] == "D":
@@ -80,10 +85,10 @@ def read_store(endpoint: str, timeout: float = 10.0) -> dict[Key, str]:
     return held
 
 
-def _caught_up(cluster: Cluster, workdir: Path) -> bool:
-    """Has the live consumer delivered up to every store's head?"""
+def _caught_up(cluster: Cluster, workdir: Path, pattern: str = "deliveries-*.log") -> bool:
+    """Has a consumer delivered up to every store's head?"""
     reached: dict[str, int] = {}
-    for d in read_deliveries(workdir):
+    for d in read_deliveries(workdir, pattern):
         reached[d.partition] = max(reached.get(d.partition, -1), d.offset)
     for endpoint in cluster.query_endpoints.values():
         with QueryClient(endpoint, timeout=3) as client:
@@ -91,6 +96,19 @@ def _caught_up(cluster: Cluster, workdir: Path) -> bool:
                 if info.head is not None and reached.get(info.partition, -1) < info.head:
                     return False
     return True
+
+
+def _settle(cluster: Cluster, workdir: Path, pattern: str, seconds: float) -> None:
+    """Wait (bounded) until a consumer's log reaches every store's head."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        cluster.check()
+        try:
+            if _caught_up(cluster, workdir, pattern):
+                return
+        except Exception as exc:  # a store slow to answer: ask again
+            log.info("faults.settle.retry error=%s", exc)
+        time.sleep(0.5)
 
 
 def run_once(
@@ -109,24 +127,30 @@ def run_once(
     faults = schedule(seed, seconds, kinds, opts.stores, opts.producers)
     nemesis = Nemesis(cluster, faults)
     stores: dict[str, dict[Key, str]] = {}
+    stalled: list[str] = []
     try:
         cluster.start()
         started = time.monotonic()
         nemesis.run(started, seconds)
         cluster.heal()
+        for node in cluster.producers:  # all at once: each may take its drain time
+            node.resume()
+            if node.proc is not None and node.up:
+                node.proc.p.send_signal(signal.SIGTERM)
         for node in cluster.producers:
-            rc = node.terminate(20)
+            proc = node.proc
+            rc = node.terminate(opts.drain + 10)
             if rc not in (0, None):
                 node.crashes.append(f"{node.name} exited {rc} at SIGTERM")
-        deadline = time.monotonic() + settle
-        while time.monotonic() < deadline:
-            cluster.check()
-            try:
-                if _caught_up(cluster, workdir):
-                    break
-            except Exception as exc:  # a store slow to answer: ask again
-                log.info("faults.settle.retry error=%s", exc)
-            time.sleep(0.5)
+            m = None if proc is None else UNACKED.search(bytes(proc.stdout).decode())
+            if m is not None and int(m.group(2)):
+                stalled.append(m.group(1))
+        _settle(cluster, workdir, "deliveries-*.log", settle)
+        reader = cluster.start_reader()
+        _settle(cluster, workdir, "readback-*.log", settle)
+        rc = reader.terminate(15)
+        if rc not in (0, None):
+            reader.crashes.append(f"read-back consumer exited {rc} at SIGTERM")
         for node in cluster.stores:
             try:
                 stores[node.name] = read_store(cluster.query_endpoints[node.name])
@@ -139,5 +163,12 @@ def run_once(
                 cluster.consumer.crashes.append(f"consumer exited {rc} at SIGTERM")
     finally:
         cluster.stop()
-    report = check(read_acks(workdir), read_deliveries(workdir), stores, cluster.crashes())
+    report = check(
+        read_acks(workdir),
+        read_deliveries(workdir),
+        stores,
+        cluster.crashes(),
+        readback=read_deliveries(workdir, "readback-*.log"),
+        stalled=stalled,
+    )
     return RunResult(seed, min_acks, seconds, report, nemesis.history)

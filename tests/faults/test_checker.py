@@ -128,3 +128,24 @@ def test_every_count_has_a_test_and_the_table_has_every_column() -> None:
     table = format_table([("seed1", check(acks, deliveries, stores))])
     for name in COUNTS:
         assert name in table
+
+
+def test_a_fresh_reader_that_cannot_reach_the_end_is_stuck() -> None:
+    acks, deliveries, stores = history()
+    readback = [d for d in deliveries if d.partition == Q or d.offset < 3]
+    report = check(acks, deliveries, stores, readback=readback)
+    assert nonzero(report) == {"stuck_partitions": 1}
+    assert "fresh consumer read to 2" in report.examples["stuck_partitions"][0]
+    assert check(acks, deliveries, stores, readback=deliveries).ok()
+
+
+def test_the_read_back_is_checked_like_the_live_consumer() -> None:
+    acks, deliveries, stores = history()
+    readback = [*deliveries, deliveries[0]]
+    assert nonzero(check(acks, deliveries, stores, readback=readback)) == {"duplicates": 1}
+
+
+def test_a_partition_whose_producer_stalled_after_healing_is_stuck() -> None:
+    acks, deliveries, stores = history()
+    report = check(acks, deliveries, stores, stalled=[P])
+    assert nonzero(report) == {"stuck_partitions": 1}
