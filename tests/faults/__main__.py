@@ -2,6 +2,10 @@
 
 Runs one seeded nemesis run per seed and ``min_acks`` value, prints a table of the counts
 and a JSON document (also written to ``--json``), and exits 1 if any count is not zero.
+
+With network namespaces (root, ``--netns on``; ``auto`` uses them when possible with
+``--faults all``) every run gets its own namespaces, every node its own address, and the
+harness re-runs itself inside the ``harness`` namespace (``--inside``) to reach them.
 """
 
 from __future__ import annotations
@@ -9,19 +13,22 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from tests.faults.checker import format_table
-from tests.faults.cluster import Options
+from tests.faults import netns
+from tests.faults.checker import Report, format_table
+from tests.faults.cluster import Options, node_names
 from tests.faults.nemesis import PROCESS_FAULTS, Kind, disk_faults_unavailable
-from tests.faults.run import RunResult, run_once
+from tests.faults.run import run_once
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tests.faults", description=__doc__)
     parser.add_argument("--seeds", type=int, default=10, help="runs per min_acks value")
     parser.add_argument("--first-seed", type=int, default=1)
@@ -33,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         "--faults",
         choices=("process", "all"),
         default="all",
-        help="process: kills and pauses only; all: also full disks where possible",
+        help="process: kills and pauses only; all: also full disks and partitions where possible",
     )
     parser.add_argument(
         "--only",
@@ -42,9 +49,16 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(k.value for k in Kind)
         + ")",
     )
+    parser.add_argument("--netns", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--workdir", type=Path, default=None, help="keep logs and data here")
     parser.add_argument("--json", type=Path, default=None, help="write the results here too")
+    parser.add_argument("--inside", default=None, help=argparse.SUPPRESS)
     parser.add_argument("-v", "--verbose", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -52,56 +66,136 @@ def main(argv: list[str] | None = None) -> int:
     )
     kinds: tuple[Kind, ...] = PROCESS_FAULTS
     skipped: list[str] = []
+    use_netns = False
+    if args.faults == "all" or args.netns == "on":
+        reason = netns.unavailable()
+        if reason is None and args.netns != "off":
+            use_netns = True
+        elif args.netns == "on":
+            parser.error(f"network namespaces cannot be used here: {reason}")
+        else:
+            skipped.append(f"partitions skipped: {reason or '--netns off'}")
     if args.faults == "all":
         reason = disk_faults_unavailable()
         if reason is None:
-            kinds = (*PROCESS_FAULTS, Kind.FILL_DISK)
+            kinds = (*kinds, Kind.FILL_DISK)
         else:
             skipped.append(f"fill-disk skipped: {reason}")
+        if use_netns:
+            kinds = (*kinds, Kind.PARTITION)
     if args.only:
         try:
             kinds = tuple(Kind(k.strip()) for k in args.only.split(","))
         except ValueError as exc:
             parser.error(str(exc))
-        unavailable = disk_faults_unavailable()
-        if Kind.FILL_DISK in kinds and unavailable is not None:
-            parser.error(f"fill-disk cannot run here: {unavailable}")
-    skipped.append("network partitions: not implemented in this suite yet")
-    for line in skipped:
-        print(line, file=sys.stderr)
+        if Kind.FILL_DISK in kinds and disk_faults_unavailable() is not None:
+            parser.error(f"fill-disk cannot run here: {disk_faults_unavailable()}")
+        if Kind.PARTITION in kinds and not use_netns:
+            parser.error("partition needs network namespaces (root, --netns on)")
+    if args.inside is None:
+        for line in skipped:
+            print(line, file=sys.stderr)
     base = args.workdir or Path(tempfile.mkdtemp(prefix="dafka-faults-"))
-    results: list[RunResult] = []
+    runs: list[dict] = []
     for min_acks in args.min_acks or [1]:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             t0 = time.monotonic()
             workdir = base / f"acks{min_acks}-seed{seed}"
-            if workdir.exists():  # a previous run's logs would be read as this one's
+            if args.inside is None and workdir.exists():  # old logs would be read as new
                 shutil.rmtree(workdir)
-            result = run_once(
-                workdir,
-                seed,
-                args.seconds,
-                min_acks,
-                kinds,
-                options=_options(min_acks, kinds),
-            )
-            result.skipped = skipped
-            results.append(result)
-            counts = " ".join(f"{k}={v}" for k, v in result.report.counts().items())
+            if use_netns and args.inside is None:
+                doc = _run_in_namespaces(args, seed, min_acks, base, workdir)
+            else:
+                topo = None
+                if args.inside is not None:
+                    topo = netns.Topology(node_names(_options(min_acks, kinds)), args.inside)
+                result = run_once(
+                    workdir,
+                    seed,
+                    args.seconds,
+                    min_acks,
+                    kinds,
+                    options=_options(min_acks, kinds),
+                    topology=topo,
+                )
+                doc = result.as_dict()
+            doc["skipped"] = skipped
+            runs.append(doc)
+            counts = " ".join(f"{k}={v}" for k, v in doc["counts"].items())
             print(
-                f"min_acks={min_acks} seed={seed} faults={len(result.faults)} "
-                f"acked={result.report.acked} {counts} ({time.monotonic() - t0:.0f}s)",
+                f"min_acks={min_acks} seed={seed} faults={len(doc['faults'])} "
+                f"acked={doc['acked']} {counts} ({time.monotonic() - t0:.0f}s)",
                 file=sys.stderr,
                 flush=True,
             )
-    rows = [(f"acks{r.min_acks}/seed{r.seed}", r.report) for r in results]
-    doc = {"workdir": str(base), "runs": [r.as_dict() for r in results]}
-    text = json.dumps(doc, indent=1)
+    reports = [_report(doc) for doc in runs]
+    text = json.dumps({"workdir": str(base), "runs": runs}, indent=1)
     if args.json is not None:
         args.json.write_text(text)
-    print(text)
-    print(format_table(rows))
-    return 0 if all(r.report.ok() for r in results) else 1
+    if args.inside is None:
+        print(text)
+        rows = [
+            (f"acks{d['min_acks']}/seed{d['seed']}", r) for d, r in zip(runs, reports, strict=True)
+        ]
+        print(format_table(rows))
+    return 0 if all(r.ok() for r in reports) else 1
+
+
+def _run_in_namespaces(
+    args: argparse.Namespace, seed: int, min_acks: int, base: Path, workdir: Path
+) -> dict:
+    """One run with its own namespaces: the harness runs itself inside ``harness``."""
+    topo = netns.Topology(node_names(Options()), prefix=f"dfk{os.getpid() % 100000}")
+    out = workdir.with_suffix(".json")
+    cmd = [
+        sys.executable,
+        "-m",
+        "tests.faults",
+        "--inside",
+        topo.prefix,
+        "--seeds",
+        "1",
+        "--first-seed",
+        str(seed),
+        "--min-acks",
+        str(min_acks),
+        "--seconds",
+        str(args.seconds),
+        "--faults",
+        args.faults,
+        "--workdir",
+        str(base),
+        "--json",
+        str(out),
+    ]
+    if args.only:
+        cmd += ["--only", args.only]
+    if args.verbose:
+        cmd.append("-v")
+    topo.create()
+    try:
+        subprocess.run(
+            [*topo.prefix_args("harness"), *cmd], check=False, timeout=args.seconds * 3 + 300
+        )
+    finally:
+        topo.destroy()
+    if not out.exists():
+        return {
+            "seed": seed,
+            "min_acks": min_acks,
+            "counts": {"crashed": 1},
+            "acked": 0,
+            "faults": [],
+            "examples": {"crashed": ["the harness inside the namespaces failed"]},
+        }
+    return json.loads(out.read_text())["runs"][0]
+
+
+def _report(doc: dict) -> Report:
+    report = Report(**doc["counts"])
+    report.acked = doc.get("acked", 0)
+    report.delivered = doc.get("delivered", 0)
+    return report
 
 
 def _options(min_acks: int, kinds: tuple[Kind, ...]) -> Options:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dafka.metadata import MetadataClient
+from tests.faults.netns import Topology
 from tests.procs import Proc, py
 from tower.metadata import free_port_block
 
@@ -113,10 +114,28 @@ class Options:
     tmpfs_bytes: int | None = None  # stores' data dirs on a tmpfs of this size (root only)
 
 
+def node_names(opts: Options) -> list[str]:
+    """Every node of a cluster with these options (and the harness, for namespaces)."""
+    return [
+        "t1",
+        "t2",
+        "t3",
+        *(f"s{i + 1}" for i in range(opts.stores)),
+        *(f"p{i + 1}" for i in range(opts.producers)),
+        "consumer",
+        "reader",
+        "harness",
+    ]
+
+
 class Cluster:
-    def __init__(self, workdir: Path, options: Options) -> None:
+    """With a :class:`Topology`, every node runs in its own namespace on its own address
+    (the harness must then run in the ``harness`` namespace); without, all on 127.0.0.1."""
+
+    def __init__(self, workdir: Path, options: Options, topology: Topology | None = None) -> None:
         self.dir = workdir
         self.opts = options
+        self.topology = topology
         self.host = "127.0.0.1"
         self.towers: list[Node] = []
         self.stores: list[Node] = []
@@ -126,23 +145,35 @@ class Cluster:
         self.store_ids: list[str] = []
         self.query_endpoints: dict[str, str] = {}
         self.mounts: list[Path] = []
-        ports: list[int] = []
-        while len(ports) < 3:
-            p = free_port_block(self.host)
-            if all(abs(p - q) >= 4 for q in ports):
-                ports.append(p)
-        self.tower_ports = ports
         self.tower_ids = [f"t{i + 1}" for i in range(3)]
-        self.addresses = ",".join(f"{self.host}:{p}" for p in ports)
+        if topology is not None:  # each tower on its own host: the default port will do
+            self.tower_hosts = [topology.addresses[t] for t in self.tower_ids]
+            ports = [5556, 5556, 5556]
+        else:
+            self.tower_hosts = [self.host] * 3
+            ports = []
+            while len(ports) < 3:
+                p = free_port_block(self.host)
+                if all(abs(p - q) >= 4 for q in ports):
+                    ports.append(p)
+        self.tower_ports = ports
+        self.tower_addrs = [f"{h}:{p}" for h, p in zip(self.tower_hosts, ports, strict=True)]
+        self.addresses = ",".join(self.tower_addrs)
+
+    def host_of(self, node: str) -> str:
+        return self.host if self.topology is None else self.topology.addresses[node]
+
+    def command(self, node: str, module: str, *args: str) -> list[str]:
+        """The command line running ``module`` for ``node`` (in its namespace, if any)."""
+        prefix = [] if self.topology is None else self.topology.prefix_args(node)
+        return [*prefix, *py(module, *args)]
 
     # ------------------------------------------------------------ starting
 
     def start(self) -> None:
-        spec = ",".join(
-            f"{t}={self.host}:{p}" for t, p in zip(self.tower_ids, self.tower_ports, strict=True)
-        )
-        for tid, port in zip(self.tower_ids, self.tower_ports, strict=True):
-            node = Node(tid, self._tower_starter(port, self.dir / tid, spec), self.dir / "logs")
+        spec = ",".join(f"{t}={a}" for t, a in zip(self.tower_ids, self.tower_addrs, strict=True))
+        for tid, addr in zip(self.tower_ids, self.tower_addrs, strict=True):
+            node = Node(tid, self._tower_starter(addr, self.dir / tid, spec), self.dir / "logs")
             self.towers.append(node)
             node.start()
         for i in range(self.opts.stores):
@@ -181,13 +212,14 @@ class Cluster:
             self.mounts.append(base)
         return base / "data"
 
-    def _tower_starter(self, port: int, data: Path, spec: str) -> Callable[[Node], Proc]:
+    def _tower_starter(self, addr: str, data: Path, spec: str) -> Callable[[Node], Proc]:
         def start(node: Node) -> Proc:
             proc = Proc(
-                py(
+                self.command(
+                    node.name,
                     "tower",
                     "--bind",
-                    f"{self.host}:{port}",
+                    addr,
                     "--data-dir",
                     str(data),
                     "--raft-peers",
@@ -202,14 +234,15 @@ class Cluster:
     def _store_starter(self, data: Path) -> Callable[[Node], Proc]:
         def start(node: Node) -> Proc:
             proc = Proc(
-                py(
+                self.command(
+                    node.name,
                     "dafka.cli.store",
                     "--data-dir",
                     str(data),
                     "--tower",
                     self.addresses,
                     "--host",
-                    self.host,
+                    self.host_of(node.name),
                 )
             )
             m = proc.wait_line(
@@ -225,9 +258,12 @@ class Cluster:
     def _producer_starter(self, name: str) -> Callable[[Node], Proc]:
         def start(node: Node) -> Proc:
             proc = Proc(
-                py(
+                self.command(
+                    node.name,
                     "tests.faults.drivers",
                     "producer",
+                    "--host",
+                    self.host_of(node.name),
                     "--name",
                     name,
                     "--incarnation",
@@ -265,9 +301,12 @@ class Cluster:
         def start(node: Node) -> Proc:
             log_path = self.dir / f"{log_name}-{node.incarnation}.log"
             return Proc(
-                py(
+                self.command(
+                    node.name,
                     "tests.faults.drivers",
                     "consumer",
+                    "--host",
+                    self.host_of(node.name),
                     "--towers",
                     self.addresses,
                     "--topic",
@@ -313,7 +352,9 @@ class Cluster:
         return None
 
     def heal(self) -> None:
-        """Resume what is paused, start what is down, empty every disk."""
+        """Resume what is paused, start what is down, empty every disk, join the network."""
+        if self.topology is not None:
+            self.topology.heal()
         for node in self.nodes():
             node.resume()
         for node in self.nodes():

@@ -62,6 +62,7 @@ def run_producer(args: argparse.Namespace) -> int:
     producer = Producer(
         args.topic,
         towers=args.towers,
+        host=args.host,
         state_dir=args.state_dir,
         min_acks=args.min_acks,
         trusted_stores=args.trusted.split(",") if args.trusted else None,
@@ -96,7 +97,7 @@ def run_producer(args: argparse.Namespace) -> int:
 
 def run_consumer(args: argparse.Namespace) -> int:
     stop = _stop_event()
-    consumer = Consumer(args.topic, towers=args.towers, offset_reset="earliest")
+    consumer = Consumer(args.topic, towers=args.towers, host=args.host, offset_reset="earliest")
     delivered = 0
     try:
         with open(args.log, "a", encoding="ascii") as out:
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("consumer")
     for q in (p, c):
         q.add_argument("--towers", required=True)
+        q.add_argument("--host", default="127.0.0.1", help="the address to bind and advertise")
         q.add_argument("--topic", required=True)
         q.add_argument("--log", required=True)
     args = parser.parse_args(argv)

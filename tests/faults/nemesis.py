@@ -32,6 +32,7 @@ class Kind(enum.Enum):
     KILL_ALL_STORES = "kill-all-stores"
     KILL_PRODUCER_IN_OUTAGE = "kill-producer-in-outage"
     FILL_DISK = "fill-disk"
+    PARTITION = "partition"
 
 
 PROCESS_FAULTS = (
@@ -65,6 +66,7 @@ _DURATIONS = {
     Kind.KILL_ALL_STORES: (0.5, 3.0),
     Kind.KILL_PRODUCER_IN_OUTAGE: (1.0, 3.0),
     Kind.FILL_DISK: (2.0, 5.0),
+    Kind.PARTITION: (2.0, 10.0),
 }
 
 
@@ -88,6 +90,8 @@ def schedule(
             break
         per_producer = (Kind.KILL_PRODUCER, Kind.PAUSE_PRODUCER, Kind.KILL_PRODUCER_IN_OUTAGE)
         count = producers if kind in per_producer else stores
+        if kind is Kind.PARTITION:
+            count = 1000  # an index into partition_shapes, taken modulo its length
         out.append(Fault(round(t, 2), kind, rng.randrange(count), duration))
         t += duration + rng.uniform(1.0, 4.0)
     return out
@@ -100,6 +104,17 @@ def disk_faults_unavailable() -> str | None:
     if shutil.which("mount") is None:
         return "no mount command"
     return None
+
+
+def partition_shapes(towers: list[str], stores: list[str], producers: list[str]) -> list[list[str]]:
+    """Groups of nodes to cut off from all the others (one per partition fault)."""
+    shapes = [[s] for s in stores] + [[p] for p in producers]
+    shapes.append(stores[:2])  # most stores away: min_acks 2 must wait, not lie
+    shapes.append([towers[0]])  # one tower: a leader there must step down
+    shapes.append([towers[0], stores[0], producers[0]])  # a minority with a writer in it
+    shapes.append([towers[0], towers[1], stores[0], stores[1], producers[0]])  # the majority
+    shapes.append(["consumer"])
+    return shapes
 
 
 class Nemesis:
@@ -166,6 +181,23 @@ class Nemesis:
             node.pause()
             c.idle(fault.duration)
             node.resume()
+        elif fault.kind is Kind.PARTITION:
+            topo = c.topology
+            if topo is None:
+                self.history.append(f"{fault}: no namespaces, skipped")
+                return
+            names = [n.name for n in c.nodes() if n is not c.reader]
+            shapes = partition_shapes(
+                [n.name for n in c.towers],
+                [n.name for n in c.stores],
+                [n.name for n in c.producers],
+            )
+            side_a = shapes[fault.target % len(shapes)]
+            side_b = [n for n in names if n not in side_a]
+            note = f"{'+'.join(side_a)} | rest"
+            topo.cut(side_a, side_b)
+            c.idle(fault.duration)
+            topo.heal()
         elif fault.kind is Kind.FILL_DISK:
             note = f"s{fault.target + 1} {c.fill_disk(fault.target)} bytes"
             c.idle(fault.duration)

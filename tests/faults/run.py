@@ -19,6 +19,7 @@ from dafka.query.client import QueryClient, records
 from tests.faults.checker import Ack, Delivery, Key, Report, check
 from tests.faults.cluster import TOPIC, Cluster, Options
 from tests.faults.nemesis import Kind, Nemesis, schedule
+from tests.faults.netns import Topology
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +120,12 @@ def run_once(
     kinds: tuple[Kind, ...],
     settle: float = 30.0,
     options: Options | None = None,
+    topology: Topology | None = None,
 ) -> RunResult:
     """One seeded run in ``workdir`` (which it fills with logs and data)."""
     opts = options or Options(min_acks=min_acks)
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(workdir, opts)
+    cluster = Cluster(workdir, opts, topology)
     faults = schedule(seed, seconds, kinds, opts.stores, opts.producers)
     nemesis = Nemesis(cluster, faults)
     stores: dict[str, dict[Key, str]] = {}
