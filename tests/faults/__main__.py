@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             doc["skipped"] = skipped
             runs.append(doc)
             counts = " ".join(f"{k}={v}" for k, v in doc["counts"].items())
+            if args.inside is not None:  # the outer run prints it
+                continue
             print(
                 f"min_acks={min_acks} seed={seed} faults={len(doc['faults'])} "
                 f"acked={doc['acked']} {counts} ({time.monotonic() - t0:.0f}s)",

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from dafka.metadata import MetadataClient
 from tests.faults.netns import Topology
@@ -25,6 +26,7 @@ from tower.metadata import free_port_block
 log = logging.getLogger(__name__)
 
 TOPIC = "faults"
+T = TypeVar("T")
 
 
 class Node:
@@ -49,9 +51,17 @@ class Node:
             path.write_text(f"{self.proc.stderr}\n--- stdout\n{out}", errors="replace")
 
     def start(self) -> None:
-        self.proc = self._start(self)
-        self.up = True
+        """Start the process; one that does not come up is recorded as a crash (and left
+        down: the heal at the end of the run tries again)."""
         self.paused = False
+        try:
+            self.proc = self._start(self)
+        except AssertionError as exc:
+            self.up = False
+            self.crashes.append(f"{self.name} did not start: {str(exc).splitlines()[0]}")
+            log.warning("faults.start_failed node=%s", self.name)
+            return
+        self.up = True
 
     def kill(self) -> None:
         self.up = False
@@ -102,6 +112,15 @@ class Node:
             return None
         finally:
             self.save_log()
+
+
+def _wait(proc: Proc, until: Callable[[], T]) -> T:
+    """``until()``, killing ``proc`` if it fails (a process that did not come up)."""
+    try:
+        return until()
+    except AssertionError:
+        proc.kill()
+        raise
 
 
 @dataclass(frozen=True)
@@ -226,7 +245,7 @@ class Cluster:
                     spec,
                 )
             )
-            proc.wait_line(r"tower on tcp://", timeout=20)
+            _wait(proc, lambda: proc.wait_line(r"tower on tcp://", timeout=20))
             return proc
 
         return start
@@ -245,8 +264,11 @@ class Cluster:
                     self.host_of(node.name),
                 )
             )
-            m = proc.wait_line(
-                r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)", timeout=20
+            m = _wait(
+                proc,
+                lambda: proc.wait_line(
+                    r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)", timeout=20
+                ),
             )
             if m.group(1) not in self.store_ids:
                 self.store_ids.append(m.group(1))
@@ -286,7 +308,7 @@ class Cluster:
                     str(self.dir / f"acks-{name}-{node.incarnation}.log"),
                 )
             )
-            proc.wait_line_stdout(r"partition [0-9A-F]{32}", timeout=20)
+            _wait(proc, lambda: proc.wait_line_stdout(r"partition [0-9A-F]{32}", timeout=20))
             return proc
 
         return start

@@ -12,6 +12,7 @@ import logging
 import re
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,34 @@ def _settle(cluster: Cluster, workdir: Path, pattern: str, seconds: float) -> No
         time.sleep(0.5)
 
 
+def _phase(errors: list[str], name: str, step: Callable[[], None]) -> None:
+    """Run one phase; a failure of the harness itself is recorded and the run goes on."""
+    try:
+        step()
+    except Exception as exc:
+        log.warning("faults.harness_error phase=%s error=%s", name, exc)
+        errors.append(f"harness {name}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+
+def _stop_producers(cluster: Cluster, timeout: float) -> list[str]:
+    """SIGTERM every producer at once (each flushes for its drain time); the partitions
+    of those that still had unacknowledged records."""
+    stalled: list[str] = []
+    for node in cluster.producers:
+        node.resume()
+        if node.proc is not None and node.up:
+            node.proc.p.send_signal(signal.SIGTERM)
+    for node in cluster.producers:
+        proc = node.proc
+        rc = node.terminate(timeout)
+        if rc not in (0, None):
+            node.crashes.append(f"{node.name} exited {rc} at SIGTERM")
+        m = None if proc is None else UNACKED.search(bytes(proc.stdout).decode())
+        if m is not None and int(m.group(2)):
+            stalled.append(m.group(1))
+    return stalled
+
+
 def run_once(
     workdir: Path,
     seed: int,
@@ -130,23 +159,13 @@ def run_once(
     nemesis = Nemesis(cluster, faults)
     stores: dict[str, dict[Key, str]] = {}
     stalled: list[str] = []
+    harness: list[str] = []
     try:
         cluster.start()
         started = time.monotonic()
-        nemesis.run(started, seconds)
-        cluster.heal()
-        for node in cluster.producers:  # all at once: each may take its drain time
-            node.resume()
-            if node.proc is not None and node.up:
-                node.proc.p.send_signal(signal.SIGTERM)
-        for node in cluster.producers:
-            proc = node.proc
-            rc = node.terminate(opts.drain + 10)
-            if rc not in (0, None):
-                node.crashes.append(f"{node.name} exited {rc} at SIGTERM")
-            m = None if proc is None else UNACKED.search(bytes(proc.stdout).decode())
-            if m is not None and int(m.group(2)):
-                stalled.append(m.group(1))
+        _phase(harness, "nemesis", lambda: nemesis.run(started, seconds))
+        _phase(harness, "heal", cluster.heal)
+        stalled = _stop_producers(cluster, opts.drain + 10)
         _settle(cluster, workdir, "deliveries-*.log", settle)
         reader = cluster.start_reader()
         _settle(cluster, workdir, "readback-*.log", settle)
@@ -163,13 +182,15 @@ def run_once(
             rc = cluster.consumer.terminate(15)
             if rc not in (0, None):
                 cluster.consumer.crashes.append(f"consumer exited {rc} at SIGTERM")
+    except Exception as exc:  # the cluster did not start: nothing else can be checked
+        harness.append(f"harness: {type(exc).__name__}: {str(exc).splitlines()[0]}")
     finally:
         cluster.stop()
     report = check(
         read_acks(workdir),
         read_deliveries(workdir),
         stores,
-        cluster.crashes(),
+        cluster.crashes() + harness,
         readback=read_deliveries(workdir, "readback-*.log"),
         stalled=stalled,
     )
