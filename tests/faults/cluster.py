@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dafka.metadata import MetadataClient
+from tests.admin import ADMIN, tower_args
 from tests.faults.netns import Topology
 from tests.procs import Proc, py
 from tower.metadata import free_port_block
@@ -200,7 +201,7 @@ class Cluster:
             node = Node(f"s{i + 1}", self._store_starter(data), self.dir / "logs")
             self.stores.append(node)
             node.start()
-        with MetadataClient(self.addresses, timeout=20) as admin:
+        with MetadataClient(self.addresses, timeout=20, admin=ADMIN) as admin:
             admin.create_topic(TOPIC, {"min_acks": self.opts.min_acks})
             for sid in self.store_ids:
                 admin.trust_store(sid)
@@ -243,6 +244,7 @@ class Cluster:
                     str(data),
                     "--raft-peers",
                     spec,
+                    *tower_args(),
                 )
             )
             _wait(proc, lambda: proc.wait_line(r"tower on tcp://", timeout=20))
