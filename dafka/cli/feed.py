@@ -12,6 +12,7 @@ and the counts stand still.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -25,7 +26,12 @@ __all__ = ["Feed", "Signals", "Tally", "read_lines"]
 READ_BYTES = 1 << 20
 
 
-def read_lines(fd: int, max_line: int, read_bytes: int = READ_BYTES) -> Iterator[list[bytes | int]]:
+def read_lines(
+    fd: int,
+    max_line: int,
+    read_bytes: int = READ_BYTES,
+    stopped: Callable[[], bool] = lambda: False,
+) -> Iterator[list[bytes | int]]:
     """The lines of ``fd`` (without the ``\\n``), one list per read.
 
     A line of more than ``max_line`` bytes comes as its length (an ``int``)
@@ -38,6 +44,12 @@ def read_lines(fd: int, max_line: int, read_bytes: int = READ_BYTES) -> Iterator
     too_big = False  # that line is already over max_line: count it, keep nothing
     read = os.read
     while True:
+        # wait for input a little at a time: once stopped, nothing more is taken from it
+        while not select.select([fd], [], [], 0.1)[0]:
+            if stopped():
+                return
+        if stopped():
+            return
         data = read(fd, step)
         if not data:
             break
@@ -107,43 +119,39 @@ class Feed:
         self.max_line = max_line
         self.report = report
         self.on_done = on_done
-        self.lock = threading.Lock()
         self.stopped = False
         self.lines = 0
+        self.taken = 0
+        """Lines taken from standard input, sent or not (a read takes many at once)."""
         self.sent = 0
         self.refused = 0
         self.error: BaseException | None = None
         self.done = threading.Event()
-        self._held = False
         self._thread = threading.Thread(target=self._run, name="dafka-producer-stdin", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
-        """Send no more lines (the worker notices before its next line)."""
+        """Read no more input (the lines already read are still sent)."""
         self.stopped = True
 
     def quiesce(self, timeout: float = 0.0) -> bool:
-        """True once nothing more will be sent: the worker ended, or the lock is ours for good."""
-        if self._held or self.done.is_set():
-            return True
-        if self.lock.acquire(timeout=timeout) if timeout > 0 else self.lock.acquire(False):
-            self._held = True  # never released: the worker, if it reads more, waits for good
-            self.stopped = True
-            return True
-        return False
+        """True once nothing more will be sent: the worker ended. After :meth:`stop` it ends
+        within a tenth of a second, or when a blocked ``send`` fails as the producer closes."""
+        return self.done.wait(timeout) if timeout > 0 else self.done.is_set()
 
     def tally(self) -> Tally:
         producer = self.producer
-        return Tally(self.lines, producer.acknowledged, producer.failed + self.refused)
+        read = max(self.taken, self.lines)  # lines read but not sent are not acknowledged
+        return Tally(read, producer.acknowledged, producer.failed + self.refused)
 
     def _run(self) -> None:
         try:
-            for lines in read_lines(self.fd, self.max_line):
-                with self.lock:
-                    if self._send(lines):
-                        return
+            # stop reading when stopped; what was read is still sent
+            for lines in read_lines(self.fd, self.max_line, stopped=lambda: self.stopped):
+                self.taken += len(lines)
+                self._send(lines)
         except ClosedError as exc:  # the main thread closed the producer
             if not self.stopped:
                 self.error = exc
@@ -153,16 +161,14 @@ class Feed:
             self.done.set()
             self.on_done()
 
-    def _send(self, lines: list[bytes | int]) -> bool:
-        """Send ``lines``; True if stopped on the way."""
+    def _send(self, lines: list[bytes | int]) -> None:
+        """Send ``lines``, all of them: they are taken from the input already."""
         send = self.producer.send
         separator = self.separator
         number = self.lines
         sent = self.sent
         try:
             for line in lines:
-                if self.stopped:
-                    return True
                 number += 1
                 if type(line) is int:
                     self._refuse(number, f"a line of {line} bytes is over the record size limit")
@@ -183,7 +189,6 @@ class Feed:
                     self._refuse(number, str(exc))
                     continue
                 sent += 1
-            return False
         finally:
             self.lines = number
             self.sent = sent

@@ -165,10 +165,12 @@ def test_feed_counts_every_line(tmp_path: Path) -> None:
     assert feed.tally().unacknowledged == 0
 
 
-def test_feed_stops_between_lines(tmp_path: Path) -> None:
+def test_feed_stops_reading_but_sends_the_lines_it_took(tmp_path: Path) -> None:
+    """Lines already taken from the input would be lost if dropped: they are sent, and
+    nothing more is read."""
     stub = _SendStub()
     stub.stop_at = 2
-    feed, _ = _feed(tmp_path, b"1\n2\n3\n4\n", stub, separator=None)
-    assert [v for v, _ in stub.sent] == [b"1", b"2"]
-    assert feed.tally() == Tally(read=2, acknowledged=2, failed=0)
+    feed, _ = _feed(tmp_path, b"1\n2\n3\n4\n", stub, separator=None)  # one read
+    assert [v for v, _ in stub.sent] == [b"1", b"2", b"3", b"4"]
+    assert feed.tally() == Tally(read=4, acknowledged=4, failed=0)
     assert feed.quiesce()
