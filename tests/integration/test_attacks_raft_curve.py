@@ -24,7 +24,10 @@ import pytest
 import zmq
 
 from dafka import identity as ident
-from dafka.errors import ConfigError
+from dafka.config import TowerAddress
+from dafka.errors import ConfigError, DafkaTimeout
+from dafka.metadata.client import RAFT_PORT_OFFSET, MetadataClient
+from dafka.metadata.follower import MetadataView
 from dafka.raft.client import RaftClient
 from dafka.raft.curve import ClientCurve, curve_public_key
 from dafka.raft.frames import encode_entry, encode_uint, encode_uint32
@@ -33,6 +36,7 @@ from dafka.raft.types import Entry, EntryType, Peer
 from tests.attack_mutants import mutated
 from tests.integration.test_attacks_raft import _free_url, _log_info
 from tests.procs import Proc, py, wait_until
+from tower.metadata import tower_server_keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -269,3 +273,34 @@ def test_a_peer_with_the_right_id_but_another_key_is_refused(tmp_path, procs):
         assert any("claimed='p3'" in p.stderr for p in procs[:2])
         assert client.request_config(10).leader == leader  # the impostor disrupted nothing
     assert impostor.p.poll() is None
+
+
+# -- the towers' metadata peer ----------------------------------------------------------------
+
+
+def test_a_curve_tower_serves_curve_clients_only(tmp_path, procs):
+    tower = Proc(
+        mutated(
+            py("tower", "--bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "t"), "--raft-curve")
+        )
+    )
+    procs.append(tower)
+    key = bytes.fromhex(tower.wait_line(r"tower Raft CURVE key ([0-9a-f]{64})").group(1))
+    m = tower.wait_line(r"metadata peer (\S+) on (tcp://\S+):(\d+) \(cluster (\S+)\)")
+    peer_id, raft_url, cluster = m.group(1), f"{m.group(2)}:{m.group(3)}", m.group(4)
+    beacon = TowerAddress("127.0.0.1", int(m.group(3)) - RAFT_PORT_OFFSET)
+    assert key == ident.load(tmp_path / "t").public_key  # the tower's node key
+    server_keys = tower_server_keys([(peer_id, beacon)], {peer_id: curve_public_key(key)})
+    with MetadataClient(
+        raft_urls=[raft_url], cluster=cluster, curve=ClientCurve.ephemeral(server_keys)
+    ) as client:
+        assert client.config()["admins"]  # the tower's admin bootstrap went through CURVE
+    view = MetadataView([str(beacon)], cluster=cluster, curve=ClientCurve.ephemeral(server_keys))
+    try:
+        assert view.start(wait=15)
+    finally:
+        view.stop()
+    with RaftClient([raft_url], cluster, timeout=1) as null:
+        with pytest.raises(DafkaTimeout):
+            null.request_config(1)
+    assert tower.p.poll() is None
