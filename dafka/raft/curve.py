@@ -19,8 +19,8 @@ reference server does. With one:
   have a configured key (:meth:`RaftCurve.config_problem`).
 
 Keys are Curve25519, derived from Ed25519 identities (a tower's node key, or a
-``dafka-node-key-v1`` key file) with libsodium's ``crypto_sign_ed25519_*_to_curve25519``,
-and carried in Z85 (40 characters) as pyzmq's socket options and ZAP user ids are. Peer
+``dafka-node-key-v1`` key file) by :mod:`dafka.transport_security` (libsodium's
+``crypto_sign_ed25519_*_to_curve25519``), and carried in Z85 (40 characters) as pyzmq's socket options and ZAP user ids are. Peer
 lists give a peer's Ed25519 public key in hex after its URL: ``ID=URL@PUBHEX``.
 """
 
@@ -31,13 +31,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import nacl.bindings
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
-from zmq.utils import z85
 
 from ..errors import ConfigError
 from ..identity import Identity
+from ..transport_security import curve_keys, curve_public_z85
 
 __all__ = [
     "ZAP_DOMAIN",
@@ -57,16 +56,12 @@ ZAP_DOMAIN = "dafka-raft"
 
 def curve_public_key(ed25519_public: bytes) -> bytes:
     """The Z85 Curve25519 public key of a 32-byte Ed25519 public key."""
-    try:
-        return z85.encode(nacl.bindings.crypto_sign_ed25519_pk_to_curve25519(ed25519_public))
-    except Exception as exc:  # libsodium refuses points off the curve
-        raise ConfigError(f"not an Ed25519 public key: {ed25519_public.hex()}") from exc
+    return curve_public_z85(ed25519_public)
 
 
 def curve_secret_key(identity: Identity) -> bytes:
     """The Z85 Curve25519 secret key of an Ed25519 identity."""
-    secret = identity._secret  # noqa: SLF001 - the 64-byte Ed25519 secret, never logged
-    return z85.encode(nacl.bindings.crypto_sign_ed25519_sk_to_curve25519(secret))
+    return curve_keys(identity)[1]
 
 
 def parse_public_hex(text: str, what: str) -> bytes:
