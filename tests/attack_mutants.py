@@ -502,7 +502,7 @@ def _swap_code(original: object, mutant: object) -> None:
 def mutated(command: list[str]) -> list[str]:
     """``[python, -m, module, args...]`` run under the mutant being tested, if any."""
     name = os.environ.get(MUTANT_ENV)
-    if not name or command[1:2] != ["-m"]:
+    if not name or name == BASELINE or command[1:2] != ["-m"]:
         return command
     return [command[0], "-m", "tests.attack_mutants", "--exec", name, *command[2:]]
 

@@ -612,7 +612,7 @@ class RaftPeer:
                 if curve:
                     # the ZAP user id (the sender's Z85 CURVE key) rides on every frame
                     parts = recv(zmq.NOBLOCK, copy=False)
-                    user = (parts[-1].get("User-Id") or "").encode("ascii") or None
+                    user = _user_id(parts[-1])
                     frames = [part.bytes for part in parts]
                 else:
                     frames = recv(zmq.NOBLOCK)
@@ -1339,6 +1339,15 @@ class RaftPeer:
         message = w.StateBroadcast(self.cluster, self.core.term, last, tuple(entries))
         with contextlib.suppress(zmq.Again):
             self.pub.send_multipart(message.encode(), zmq.NOBLOCK)
+
+
+def _user_id(frame: zmq.Frame) -> bytes | None:
+    """The ZAP user id of a frame read from a CURVE server (its sender's Z85 key)."""
+    try:
+        user = frame.get("User-Id")
+    except zmq.ZMQError:
+        return None
+    return user.encode("ascii") if isinstance(user, str) and user else None
 
 
 # -- core <-> wire ----------------------------------------------------------------------------
