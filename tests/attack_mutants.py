@@ -34,6 +34,7 @@ TESTS = [
     "tests/integration/test_attacks_metadata.py",
     "tests/unit/test_attacks_raft.py",
     "tests/integration/test_attacks_raft.py",
+    "tests/integration/test_attacks_raft_curve.py",
     "tests/integration/test_attacks_files.py",
     "tests/unit/test_attacks_curve.py",
     "tests/integration/test_attacks_curve.py",
@@ -422,6 +423,30 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)",
         "            self.path.mkdir(mode=0o755, parents=True, exist_ok=True)",
     ),
+    "raft peer RPCs bound to the claimed peer's CURVE key": (
+        "dafka.raft.peer",
+        "RaftPeer._on_request",
+        "            if self.curve is not None and not self.curve.peer_allowed(user, claimed):",
+        "            if False:",
+    ),
+    "raft CURVE key binding compares the key": (
+        "dafka.raft.curve",
+        "RaftCurve.peer_allowed",
+        "        return user_id is not None and self.peer_keys.get(peer_id) == user_id",
+        "        return user_id is not None",
+    ),
+    "raft ConfigUpdate needs a peer or admin CURVE key": (
+        "dafka.raft.curve",
+        "RaftCurve.config_problem",
+        "        if user_id is None or (user_id not in self._by_key and user_id not in self.admin_keys):",
+        "        if user_id is None:",
+    ),
+    "raft ConfigUpdate peers need CURVE keys": (
+        "dafka.raft.curve",
+        "RaftCurve.config_problem",
+        "        if missing:",
+        "        if False:",
+    ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",
         "ConsumerCore._fetch",
@@ -477,7 +502,7 @@ def _swap_code(original: object, mutant: object) -> None:
 def mutated(command: list[str]) -> list[str]:
     """``[python, -m, module, args...]`` run under the mutant being tested, if any."""
     name = os.environ.get(MUTANT_ENV)
-    if not name or command[1:2] != ["-m"]:
+    if not name or name == BASELINE or command[1:2] != ["-m"]:
         return command
     return [command[0], "-m", "tests.attack_mutants", "--exec", name, *command[2:]]
 

@@ -7,13 +7,14 @@ import click
 from dafka import identity
 from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
 from dafka.config import TowerAddress, parse_endpoint
-from dafka.errors import RaftError
+from dafka.errors import ConfigError, RaftError
 
 from .metadata import (
     TowerNode,
     admin_public_keys,
     default_data_dir,
     local_admin_key,
+    parse_raft_peer_keys,
     parse_raft_peers,
 )
 
@@ -63,6 +64,12 @@ from .metadata import (
     help="Serve the beacon relay over ZMTP CURVE under the tower's key (DATA_DIR/node.key); "
     "every node of the cluster then needs --curve and --tower HOST:PORT@KEY.",
 )
+@click.option(
+    "--raft-curve",
+    is_flag=True,
+    help="CURVE on the Raft ports (this tower's node key in DATA_DIR); every tower of "
+    "--raft-peers given as ID=HOST:PORT@PUBHEX.",
+)
 @run_cli
 def main(
     bind: str,
@@ -73,10 +80,14 @@ def main(
     admin_key: tuple[str, ...],
     admin_key_file: tuple[str, ...],
     curve: bool,
+    raft_curve: bool,
 ) -> None:
     """Relay discovery beacons between Dafka nodes and host the cluster metadata."""
     host, port = parse_endpoint(bind, "tower bind address", allow_zero=True)
     peers = parse_raft_peers(raft_peers)
+    peer_keys = parse_raft_peer_keys(raft_peers)
+    if peer_keys and not raft_curve:
+        raise ConfigError("--raft-peers gives keys but --raft-curve is not set")
     data_dir = data_dir or default_data_dir(port)
     keys = admin_public_keys(admin_key, admin_key_file)
     node = TowerNode(
@@ -86,10 +97,14 @@ def main(
         peer_id=peer_id,
         cluster=cluster,
         admin_keys=keys,
+        raft_curve=raft_curve,
+        raft_peer_keys=peer_keys,
     )
     if curve:
         tower_key = identity.load_or_create(data_dir)
         node.relay.enable_curve(tower_key)
+    if raft_curve:
+        click.echo(f"tower Raft CURVE key {node.public_key} (give it in --raft-peers)", err=True)
     node.start()
     if not keys and not peers:
         key, made = local_admin_key(data_dir)

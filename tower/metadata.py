@@ -22,9 +22,10 @@ import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from dafka import identity as ident
 from dafka.config import TowerAddress
 from dafka.errors import ConfigError, DafkaError, RaftError
 from dafka.metadata.client import DEFAULT_CLUSTER, RAFT_PORT_OFFSET
@@ -32,6 +33,7 @@ from dafka.metadata.follower import BROADCAST_PORT_OFFSET
 from dafka.metadata.signing import check_public_key, create_admin_key, load_admin_key
 from dafka.metadata.state import MetadataStateMachine, command, decode_config
 from dafka.raft.client import RaftClient
+from dafka.raft.curve import ClientCurve, RaftCurve, curve_public_key, split_key
 from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.types import Peer
 
@@ -84,8 +86,32 @@ def default_data_dir(port: int) -> str:
     return path
 
 
+def parse_raft_peer_keys(spec: str | None) -> dict[str, bytes]:
+    """The ``@PUBHEX`` keys of ``ID=HOST:PORT@PUBHEX,...`` items, as Z85 CURVE keys by ID."""
+    keys: dict[str, bytes] = {}
+    for item in (spec or "").split(","):
+        peer_id, _, rest = item.strip().partition("=")
+        key = split_key(rest, f"--raft-peers {peer_id}")[1]
+        if key is not None:
+            keys[peer_id] = key
+    return keys
+
+
+def tower_server_keys(
+    peers: Sequence[tuple[str, TowerAddress]], keys: Mapping[str, bytes]
+) -> dict[str, bytes]:
+    """The CURVE keys of the towers' Raft and broadcast URLs, for a
+    :class:`~dafka.raft.curve.ClientCurve` (``MetadataView`` / ``MetadataClient``)."""
+    out: dict[str, bytes] = {}
+    for peer_id, address in peers:
+        if peer_id in keys:
+            out[_raft(address)] = out[_broadcast(address)] = keys[peer_id]
+    return out
+
+
 def parse_raft_peers(spec: str | None) -> list[tuple[str, TowerAddress]]:
-    """``ID=HOST:PORT,...`` (each a tower's beacon address) → [(id, address)]."""
+    """``ID=HOST:PORT,...`` (each a tower's beacon address, optionally ``@PUBHEX``) →
+    [(id, address)]."""
     from dafka.config import parse_endpoint
 
     out: list[tuple[str, TowerAddress]] = []
@@ -94,6 +120,7 @@ def parse_raft_peers(spec: str | None) -> list[tuple[str, TowerAddress]]:
         if not item:
             continue
         peer_id, sep, addr = item.partition("=")
+        addr = split_key(addr, f"--raft-peers {peer_id}")[0]
         if not sep or not peer_id:
             raise ConfigError(f"bad --raft-peers item {item!r}: expected ID=HOST:PORT")
         host, port = parse_endpoint(addr, "raft peer address")
@@ -143,6 +170,10 @@ def _raft(address: TowerAddress) -> str:
     return f"tcp://{address.host}:{address.port + RAFT_PORT_OFFSET}"
 
 
+def _broadcast(address: TowerAddress) -> str:
+    return f"tcp://{address.host}:{address.port + BROADCAST_PORT_OFFSET}"
+
+
 class TowerNode:
     """A beacon relay plus the metadata Raft peer of one tower."""
 
@@ -156,6 +187,8 @@ class TowerNode:
         cluster: str = DEFAULT_CLUSTER,
         options: PeerOptions | None = None,
         admin_keys: Sequence[str] = (),
+        raft_curve: bool = False,
+        raft_peer_keys: Mapping[str, bytes] | None = None,
     ) -> None:
         self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
         self.bootstrap_error: DafkaError | None = None
@@ -191,6 +224,28 @@ class TowerNode:
         self.sm = MetadataStateMachine(cluster=cluster)
         members = [Peer(pid, _raft(a)) for pid, a in peers] or [Peer(self.peer_id, _raft(address))]
         self.members = [p.url for p in members]
+        curve = self.client_curve = None
+        self.public_key: str | None = None
+        if raft_curve:
+            # the tower's node key in its data dir is its Raft key
+            identity = ident.load_or_create(self.data_dir)
+            self.public_key = identity.public_key.hex()
+            keys = dict(raft_peer_keys or {})
+            own = curve_public_key(identity.public_key)
+            if keys.setdefault(self.peer_id, own) != own:
+                raise ConfigError(
+                    f"--raft-peers gives {self.peer_id} another key than this tower's "
+                    f"({self.public_key}, in {self.data_dir / ident.KEY_FILE})"
+                )
+            missing = sorted(pid for pid, _ in peers if pid not in keys)
+            if missing:
+                raise ConfigError(
+                    f"--raft-curve: give --raft-peers ID=HOST:PORT@PUBHEX for {', '.join(missing)}"
+                )
+            admins = [curve_public_key(bytes.fromhex(k)) for k in self.admin_keys]
+            curve = RaftCurve.for_identity(identity, keys, admins)
+            listed = peers or [(self.peer_id, address)]
+            self.client_curve = ClientCurve.for_identity(identity, tower_server_keys(listed, keys))
         self.raft = RaftPeer(
             self.peer_id,
             _raft(address),
@@ -198,8 +253,9 @@ class TowerNode:
             self.data_dir,
             cluster,
             self.sm,
-            broadcast=f"tcp://{address.host}:{address.port + BROADCAST_PORT_OFFSET}",
+            broadcast=_broadcast(address),
             options=options or PeerOptions(snapshot_every=1000),
+            curve=curve,
         )
         self.relay = Tower(address)
 
@@ -237,7 +293,7 @@ class TowerNode:
     def _bootstrap(self) -> None:
         """Propose ``admins.init`` until the metadata lists admins; check they are ours."""
         proposed = False
-        client = RaftClient(self.members, self.cluster, timeout=2.0)
+        client = RaftClient(self.members, self.cluster, timeout=2.0, curve=self.client_curve)
         try:
             while not self._stop.is_set():
                 try:

@@ -9,7 +9,15 @@
     dafka-raft members list|add|remove|set ... --peer URL --cluster meta
 
 ``peer`` binds its ROUTER at ``--bind`` only (plus ``--broadcast`` if given) and runs
-until SIGINT/SIGTERM. ``--peer ID=URL`` names the other voters (giving our own id too
+until SIGINT/SIGTERM.
+
+``--raft-curve`` (off by default: NULL, as the reference server) puts CURVE on every Raft
+port (:mod:`dafka.raft.curve`): ``--key-file`` is the peer's Ed25519 key (made if
+missing), and every peer is given with its public key, ``--peer ID=URL@PUBHEX``
+(``--peer-key ID=PUBHEX`` for peers that may join later). Peer RPCs are accepted only
+from the key of the peer they name; ConfigUpdate only from a peer or ``--admin-key``.
+The client commands take ``--raft-curve`` too, the peers as ``URL@PUBHEX``, and
+``--key-file`` (an admin key for ``members`` changes; an ephemeral key otherwise). ``--peer ID=URL`` names the other voters (giving our own id too
 is fine); ``--join`` starts a peer outside the configuration, to be added with
 ``members add``. The state machine is the key/value test machine
 (:class:`dafka.raft.statemachine.KvStateMachine`).
@@ -22,14 +30,17 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from .. import identity as ident
 from ..errors import ConfigError, DafkaError, RaftError
 from ..raft import wire as w
 from ..raft.bounds import DEFAULT_MAX_ENTRY_BYTES
 from ..raft.client import RaftClient
+from ..raft.curve import ClientCurve, RaftCurve, curve_public_key, parse_public_hex, split_key
 from ..raft.peer import PeerOptions, RaftPeer
 from ..raft.statemachine import KvStateMachine
 from ..raft.types import Peer
@@ -38,24 +49,89 @@ from .common import CONTEXT, common_options, run_cli
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _peer_spec(spec: str) -> Peer:
-    peer_id, sep, url = spec.partition("=")
+def _keyed_peer_spec(spec: str) -> tuple[Peer, bytes | None]:
+    """``ID=URL`` or ``ID=URL@PUBHEX`` → the peer and its Z85 CURVE key (or None)."""
+    peer_id, sep, rest = spec.partition("=")
+    url, key = split_key(rest, f"--peer {spec!r}")
     if not sep or not peer_id or not url:
-        raise ConfigError(f"--peer wants ID=URL, got {spec!r}")
-    return Peer(peer_id, url)
+        raise ConfigError(f"--peer wants ID=URL (or ID=URL@PUBHEX), got {spec!r}")
+    return Peer(peer_id, url), key
 
 
-def _urls(specs: Sequence[str]) -> list[str]:
-    """``URL`` or ``ID=URL`` (as in ``peer``) → URLs."""
+def _peer_spec(spec: str) -> Peer:
+    return _keyed_peer_spec(spec)[0]
+
+
+def _keyed_urls(specs: Sequence[str]) -> tuple[list[str], dict[str, bytes]]:
+    """``URL`` or ``ID=URL`` (as in ``peer``), each optionally ``@PUBHEX`` → URLs, keys."""
     urls = []
+    keys: dict[str, bytes] = {}
     for spec in specs:
         for item in spec.split(","):
             item = item.strip()
             if item:
-                urls.append(item.partition("=")[2] if "=" in item.split("://")[0] else item)
+                item, key = split_key(item, f"--peer {item!r}")
+                url = item.partition("=")[2] if "=" in item.split("://")[0] else item
+                urls.append(url)
+                if key is not None:
+                    keys[url] = key
     if not urls:
         raise ConfigError("give at least one --peer URL")
-    return urls
+    return urls, keys
+
+
+def _urls(specs: Sequence[str]) -> list[str]:
+    return _keyed_urls(specs)[0]
+
+
+def _key_file(path: str) -> ident.Identity:
+    """The Ed25519 identity in ``path``; made (mode 0600) if the file does not exist."""
+    file = Path(path)
+    if file.exists():
+        return ident.load_file(file)
+    return ident.create_file(file)
+
+
+def _server_curve(
+    me: str,
+    members: Sequence[tuple[Peer, bytes | None]],
+    key_file: str | None,
+    peer_keys: Sequence[str],
+    admin_keys: Sequence[str],
+) -> tuple[RaftCurve, ident.Identity]:
+    if key_file is None:
+        raise ConfigError("--raft-curve needs --key-file (this peer's key; made if missing)")
+    identity = _key_file(key_file)
+    keys = {peer.id: key for peer, key in members if key is not None}
+    for spec in peer_keys:
+        peer_id, sep, hexkey = spec.partition("=")
+        if not sep or not peer_id:
+            raise ConfigError(f"--peer-key wants ID=PUBHEX, got {spec!r}")
+        keys[peer_id] = parse_public_hex(hexkey, f"--peer-key {peer_id}")
+    missing = sorted(peer.id for peer, _ in members if peer.id != me and peer.id not in keys)
+    if missing:
+        raise ConfigError(f"--raft-curve: give --peer ID=URL@PUBHEX for {', '.join(missing)}")
+    own = curve_public_key(identity.public_key)
+    if keys.setdefault(me, own) != own:
+        raise ConfigError(f"--peer {me}: the key given is not the one in {key_file}")
+    admins = [parse_public_hex(k, "--admin-key") for k in admin_keys]
+    return RaftCurve.for_identity(identity, keys, admins), identity
+
+
+def _client(
+    peers: Sequence[str], cluster: str, timeout: float, curve: bool, key_file: str | None
+) -> RaftClient:
+    urls, keys = _keyed_urls(peers)
+    settings = None
+    if curve:
+        missing = [u for u in urls if u not in keys]
+        if missing:
+            raise ConfigError(f"--raft-curve: give --peer URL@PUBHEX for {', '.join(missing)}")
+        if key_file is None:
+            settings = ClientCurve.ephemeral(keys)
+        else:
+            settings = ClientCurve.for_identity(ident.load_file(Path(key_file)), keys)
+    return RaftClient(urls, cluster, timeout=timeout, curve=settings)
 
 
 @click.group(context_settings=CONTEXT)
@@ -108,6 +184,30 @@ def main() -> None:
     show_default=True,
     help="Largest RequestUpdate data accepted (larger ones are refused); same on every peer.",
 )
+@click.option(
+    "--raft-curve", is_flag=True, help="CURVE on every port; peers given as ID=URL@PUBHEX."
+)
+@click.option(
+    "--key-file",
+    default=None,
+    allow_from_autoenv=False,
+    type=click.Path(dir_okay=False),
+    help="This peer's Ed25519 key file (--raft-curve; made if missing).",
+)
+@click.option(
+    "--peer-key",
+    "peer_keys",
+    multiple=True,
+    allow_from_autoenv=False,
+    help="ID=PUBHEX of a peer that may join later (--raft-curve); repeatable.",
+)
+@click.option(
+    "--admin-key",
+    "admin_keys",
+    multiple=True,
+    allow_from_autoenv=False,
+    help="PUBHEX of a key that may send ConfigUpdate (--raft-curve); repeatable.",
+)
 @run_cli
 def peer(
     peer_id: str,
@@ -125,6 +225,10 @@ def peer(
     keep_entries: int,
     fsync: bool,
     max_entry_bytes: int,
+    raft_curve: bool,
+    key_file: str | None,
+    peer_keys: tuple[str, ...],
+    admin_keys: tuple[str, ...],
 ) -> None:
     """Run one Raft peer until interrupted."""
     if tick_ms <= 0:
@@ -138,11 +242,17 @@ def peer(
         keep_entries=keep_entries,
         max_entry_bytes=max_entry_bytes,
     )
-    members = [_peer_spec(p.strip()) for spec in peers for p in spec.split(",") if p.strip()]
+    keyed = [_keyed_peer_spec(p.strip()) for spec in peers for p in spec.split(",") if p.strip()]
+    curve = None
+    if raft_curve:
+        curve, identity = _server_curve(peer_id, keyed, key_file, peer_keys, admin_keys)
+        click.echo(f"raft peer {peer_id} CURVE key {identity.public_key.hex()}", err=True)
+    elif key_file or peer_keys or admin_keys or any(k is not None for _, k in keyed):
+        raise ConfigError("keys are given but --raft-curve is not: add it, or drop the keys")
     node = RaftPeer(
         peer_id,
         bind,
-        members,
+        [p for p, _ in keyed],
         data_dir,
         cluster,
         KvStateMachine(),
@@ -150,6 +260,7 @@ def peer(
         join=join,
         broadcast=broadcast,
         options=options,
+        curve=curve,
     ).start()
     click.echo(
         f"raft peer {peer_id} on {node.url} (bind {bind}), cluster {cluster}, data in {data_dir}",
@@ -167,6 +278,16 @@ def peer(
 
 
 def _client_options(f: F) -> F:
+    f = click.option(
+        "--key-file",
+        default=None,
+        allow_from_autoenv=False,
+        type=click.Path(dir_okay=False, exists=True),
+        help="With --raft-curve: an admin key file (members changes); default an ephemeral key.",
+    )(f)
+    f = click.option("--raft-curve", is_flag=True, help="CURVE to the peers, given as URL@PUBHEX.")(
+        f
+    )
     f = click.option("--timeout", default=10.0, show_default=True, help="Seconds per request.")(f)
     f = click.option("--cluster", required=True, help="Cluster ident.")(f)
     f = click.option(
@@ -182,11 +303,18 @@ def _client_options(f: F) -> F:
     "--json", "as_json", is_flag=True, help="One JSON object per peer instead of a table."
 )
 @run_cli
-def status(peers: tuple[str, ...], cluster: str, timeout: float, as_json: bool) -> None:
+def status(
+    peers: tuple[str, ...],
+    cluster: str,
+    timeout: float,
+    raft_curve: bool,
+    key_file: str | None,
+    as_json: bool,
+) -> None:
     """RequestConfig and RequestLogInfo of every given peer, as a table."""
     urls = _urls(peers)
     rows: list[dict[str, Any]] = []
-    with RaftClient(urls, cluster, timeout=timeout) as client:
+    with _client(peers, cluster, timeout, raft_curve, key_file) as client:
         ids: dict[str, str] = {}
         answers: dict[
             str, DafkaError | tuple[w.RequestConfigResponse, w.RequestLogInfoResponse]
@@ -258,9 +386,11 @@ def _change(client: RaftClient, new: list[Peer], timeout: float) -> None:
 @common_options("raft", node=False)
 @_client_options
 @run_cli
-def members_list(peers: tuple[str, ...], cluster: str, timeout: float) -> None:
+def members_list(
+    peers: tuple[str, ...], cluster: str, timeout: float, raft_curve: bool, key_file: str | None
+) -> None:
     """The current voters, leader first."""
-    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+    with _client(peers, cluster, timeout, raft_curve, key_file) as client:
         state = client.request_config(timeout)
         current = _current(client, timeout)
     for p in sorted(current, key=lambda p: (p.id != state.leader, p.id)):
@@ -274,11 +404,16 @@ def members_list(peers: tuple[str, ...], cluster: str, timeout: float) -> None:
 @click.argument("new_peers", nargs=-1, required=True)
 @run_cli
 def members_add(
-    peers: tuple[str, ...], cluster: str, timeout: float, new_peers: tuple[str, ...]
+    peers: tuple[str, ...],
+    cluster: str,
+    timeout: float,
+    raft_curve: bool,
+    key_file: str | None,
+    new_peers: tuple[str, ...],
 ) -> None:
     """Add voters, each given as ID=URL."""
     added = [_peer_spec(spec) for spec in new_peers]
-    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+    with _client(peers, cluster, timeout, raft_curve, key_file) as client:
         current = _current(client, timeout)
         known = {p.id for p in current}
         _change(client, current + [p for p in added if p.id not in known], timeout)
@@ -290,10 +425,15 @@ def members_add(
 @click.argument("peer_ids", nargs=-1, required=True)
 @run_cli
 def members_remove(
-    peers: tuple[str, ...], cluster: str, timeout: float, peer_ids: tuple[str, ...]
+    peers: tuple[str, ...],
+    cluster: str,
+    timeout: float,
+    raft_curve: bool,
+    key_file: str | None,
+    peer_ids: tuple[str, ...],
 ) -> None:
     """Remove voters by PEER ID."""
-    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+    with _client(peers, cluster, timeout, raft_curve, key_file) as client:
         current = _current(client, timeout)
         unknown = set(peer_ids) - {p.id for p in current}
         if unknown:
@@ -307,10 +447,15 @@ def members_remove(
 @click.argument("new_peers", nargs=-1, required=True)
 @run_cli
 def members_set(
-    peers: tuple[str, ...], cluster: str, timeout: float, new_peers: tuple[str, ...]
+    peers: tuple[str, ...],
+    cluster: str,
+    timeout: float,
+    raft_curve: bool,
+    key_file: str | None,
+    new_peers: tuple[str, ...],
 ) -> None:
     """Replace the voters by exactly these ID=URL peers."""
-    with RaftClient(_urls(peers), cluster, timeout=timeout) as client:
+    with _client(peers, cluster, timeout, raft_curve, key_file) as client:
         _change(client, [_peer_spec(spec) for spec in new_peers], timeout)
 
 

@@ -24,6 +24,7 @@ from ..errors import ConfigError, DafkaError, DafkaTimeout
 from ..identity import Identity
 from ..ids import check_topic
 from ..raft.client import RaftClient
+from ..raft.curve import ClientCurve
 from .signing import check_public_key, load_admin_key
 from .state import (
     check_cluster_settings,
@@ -55,6 +56,7 @@ class MetadataClient:
         timeout: float = 5.0,
         raft_urls: Iterable[str] | None = None,
         admin: Identity | str | os.PathLike[str] | None = None,
+        curve: ClientCurve | None = None,
     ) -> None:
         urls = list(raft_urls) if raft_urls is not None else []
         if not urls:
@@ -63,7 +65,7 @@ class MetadataClient:
         self.timeout = timeout
         self.cluster = cluster
         self._admin = admin
-        self.raft = RaftClient(urls, cluster, timeout=timeout)
+        self.raft = RaftClient(urls, cluster, timeout=timeout, curve=curve)
 
     def close(self) -> None:
         self.raft.close()

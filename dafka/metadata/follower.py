@@ -29,6 +29,7 @@ from ..config import parse_towers
 from ..errors import ClosedError, ConfigError, DafkaError, DafkaTimeout, WireError
 from ..raft import wire as w
 from ..raft.client import RaftClient
+from ..raft.curve import ClientCurve
 from ..raft.ready import SnapshotChunk
 from ..raft.types import Entry
 from .client import DEFAULT_CLUSTER, RAFT_PORT_OFFSET
@@ -67,8 +68,11 @@ class MetadataView:
         cluster: str = DEFAULT_CLUSTER,
         timeout: float = 2.0,
         refresh: float = 2.0,
+        curve: ClientCurve | None = None,
     ) -> None:
         addresses = parse_towers(towers)
+        # CURVE to towers started with --raft-curve: keys by their Raft and broadcast URLs
+        self.curve = curve
         self.raft_urls = [f"tcp://{t.host}:{t.port + RAFT_PORT_OFFSET}" for t in addresses]
         self.broadcast_urls = [
             f"tcp://{t.host}:{t.port + BROADCAST_PORT_OFFSET}" for t in addresses
@@ -191,8 +195,12 @@ class MetadataView:
         sub.setsockopt(zmq.LINGER, 0)
         sub.setsockopt(zmq.SUBSCRIBE, self.cluster.encode())
         for url in self.broadcast_urls:
+            if self.curve is not None:
+                self.curve.apply(sub, url)  # the server key is taken per connect
             sub.connect(url)
-        client = RaftClient(self.raft_urls, self.cluster, timeout=self.timeout, context=ctx)
+        client = RaftClient(
+            self.raft_urls, self.cluster, timeout=self.timeout, context=ctx, curve=self.curve
+        )
         poller = zmq.Poller()
         poller.register(sub, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)

@@ -45,6 +45,7 @@ import zmq
 from ..errors import ConfigError, DafkaTimeout, RaftError
 from . import wire as w
 from .bounds import peer_url_problem
+from .curve import ClientCurve
 from .frames import (
     MAX_UINT32,
     RaftWireError,
@@ -128,7 +129,9 @@ class RaftClient:
         election_grace: float = SERVER_ELECTION_GRACE,
         context: zmq.Context[Any] | None = None,
         reqids: Callable[[], bytes] | None = None,
+        curve: ClientCurve | None = None,
     ) -> None:
+        self._curve = curve
         self._seed_urls, self._peers = _seeds(peers)
         if not self._seed_urls:
             raise ConfigError("a Raft client needs at least one peer URL")
@@ -538,6 +541,8 @@ class RaftClient:
 
     def _open(self, url: str) -> zmq.Socket[Any]:
         sock = self._ctx.socket(zmq.DEALER)
+        if self._curve is not None:
+            self._curve.apply(sock, url)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.IMMEDIATE, 1)  # no queueing for a peer we are not connected to
         sock.setsockopt(zmq.RECONNECT_IVL, 50)
@@ -638,6 +643,8 @@ class RaftClient:
         sock = self._direct.get(url)
         if sock is None:
             sock = self._direct[url] = self._ctx.socket(zmq.DEALER)
+            if self._curve is not None:
+                self._curve.apply(sock, url)
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(url)
         deadline = self._deadline(timeout)

@@ -102,6 +102,7 @@ from . import messages as m
 from . import wire as w
 from .bounds import DEFAULT_MAX_ENTRY_BYTES, PEER_FRAME_BYTES, peer_url_problem, peers_problem
 from .core import RaftCore
+from .curve import RaftCurve, RaftZap
 from .frames import RaftWireError, decode_config, decode_uint, encode_config, encode_json
 from .frames import encode_uint as _uint
 from .guard import BadInput, check_entry_limit, router_frame_limit
@@ -317,6 +318,7 @@ class RaftPeer:
         broadcast: str | None = None,
         options: PeerOptions | None = None,
         context: zmq.Context[Any] | None = None,
+        curve: RaftCurve | None = None,
     ) -> None:
         if not peer_id:
             raise ConfigError("a peer needs a non-empty id")
@@ -342,6 +344,13 @@ class RaftPeer:
         if not voters:
             raise ConfigError("a joining peer needs the current peers (--peer)")
         self._initial = ClusterConfig(voters)
+        self.curve = curve
+        if curve is not None:
+            missing = sorted(p.id for p in voters if p.id not in curve.peer_keys)
+            if missing:
+                raise ConfigError(f"CURVE: no public key for peer(s) {', '.join(missing)}")
+            context = None  # the ZAP handler needs a context of our own
+        self._zap: RaftZap | None = None
         self._context = context
         self._own_context = context is None
         self._thread: threading.Thread | None = None
@@ -443,6 +452,8 @@ class RaftPeer:
         if self._context is None:
             self._context = zmq.Context()
         ctx = self._context
+        if self.curve is not None:
+            self._zap = RaftZap(ctx, self.curve).start()
         self.router = ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 0)
         self.router.setsockopt(zmq.SNDHWM, 100_000)
@@ -451,6 +462,8 @@ class RaftPeer:
             zmq.MAXMSGSIZE, router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)
         )
         self._bad = BadInput(self.id)
+        if self.curve is not None:
+            self.curve.server(self.router)
         try:
             self.router.bind(self.bind)
         except zmq.ZMQError as exc:
@@ -459,6 +472,8 @@ class RaftPeer:
         if self.broadcast:
             self.pub = ctx.socket(zmq.PUB)
             self.pub.setsockopt(zmq.LINGER, 0)
+            if self.curve is not None:
+                self.curve.server(self.pub)
             try:
                 self.pub.bind(self.broadcast)
             except zmq.ZMQError as exc:
@@ -514,6 +529,9 @@ class RaftPeer:
         storage = getattr(self, "storage", None)
         if storage is not None:
             storage.close()
+        if self._zap is not None:
+            self._zap.stop()
+            self._zap = None
         if self._own_context and self._context is not None:
             self._context.destroy(linger=0)  # closes any socket left open, never hangs
             self._context = None
@@ -537,7 +555,13 @@ class RaftPeer:
             if problem is not None:
                 self._bad("peer-url", f"peer={peer_id!r} {problem}", logging.ERROR)
                 continue
+            key = None if self.curve is None else self.curve.peer_keys.get(peer_id)
+            if self.curve is not None and key is None:
+                self._bad("peer-key", f"peer={peer_id!r} has no CURVE key", logging.ERROR)
+                continue
             sock = ctx.socket(zmq.DEALER)
+            if self.curve is not None and key is not None:
+                self.curve.client(sock, key)
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.IMMEDIATE, 1)
             sock.setsockopt(zmq.SNDHWM, 10_000)
@@ -581,17 +605,25 @@ class RaftPeer:
 
     def _drain_router(self) -> None:
         recv = self.router.recv_multipart
+        curve = self.curve is not None
+        user: bytes | None = None
         for _ in range(self.options.max_drain):
             try:
-                frames = recv(zmq.NOBLOCK)
+                if curve:
+                    # the ZAP user id (the sender's Z85 CURVE key) rides on every frame
+                    parts = recv(zmq.NOBLOCK, copy=False)
+                    user = _user_id(parts[-1])
+                    frames = [part.bytes for part in parts]
+                else:
+                    frames = recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
             try:
-                self._on_router_frames(frames)
+                self._on_router_frames(frames, user)
             except Exception as exc:  # no input may stop the loop
                 self._bad("request-error", repr(exc), logging.ERROR)
 
-    def _on_router_frames(self, frames: list[bytes]) -> None:
+    def _on_router_frames(self, frames: list[bytes], user: bytes | None = None) -> None:
         if (
             len(frames) == 5
             and frames[2] == b"="
@@ -610,7 +642,7 @@ class RaftPeer:
             log.debug("raft.peer.other_cluster cluster=%r", request.message.cluster)
             return
         try:
-            self._on_request(request)
+            self._on_request(request, user)
         except RaftWireError as exc:
             self._bad("malformed", exc, logging.DEBUG)
 
@@ -923,9 +955,14 @@ class RaftPeer:
 
     # -- requests in -------------------------------------------------------------------------
 
-    def _on_request(self, request: w.RouterRequest) -> None:
+    def _on_request(self, request: w.RouterRequest, user: bytes | None = None) -> None:
         msg = request.message
         if isinstance(msg, _PEER_REQUESTS):
+            claimed = msg.candidate if isinstance(msg, w.RequestVote) else msg.leader
+            if self.curve is not None and not self.curve.peer_allowed(user, claimed):
+                # the binding of a PEER ID to its key: checked before the core sees it
+                self._bad("peer-key", f"claimed={claimed!r} key={user!r}")
+                return
             self._on_peer_request(request, msg)
         elif isinstance(msg, w.RequestUpdate):
             self._on_update(request.envelope, msg.reqid, msg.data)
@@ -941,7 +978,7 @@ class RaftPeer:
         elif isinstance(msg, w.RequestLogInfo):
             self._on_log_info(request)
         elif isinstance(msg, w.ConfigUpdate | w.InvalidConfigUpdate):
-            self._on_config_update(request, msg)
+            self._on_config_update(request, msg, user)
         elif isinstance(msg, w.RequestBroadcastStateUrl):
             url = self.broadcast if self.core.is_leader and self.pub is not None else None
             reply = w.RequestBroadcastStateUrlResponse(0, url)
@@ -1017,7 +1054,10 @@ class RaftPeer:
         self._waiters.setdefault(result.index, []).append(waiter)
 
     def _on_config_update(
-        self, request: w.RouterRequest, msg: w.ConfigUpdate | w.InvalidConfigUpdate
+        self,
+        request: w.RouterRequest,
+        msg: w.ConfigUpdate | w.InvalidConfigUpdate,
+        user: bytes | None = None,
     ) -> None:
         def answer(response: w.ConfigUpdateResponse) -> None:
             self._reply(request.envelope, request.request_id_frame, response)
@@ -1033,6 +1073,20 @@ class RaftPeer:
                 )
             )
             return
+        if self.curve is not None:
+            named = [p.id for p in (*msg.peers, *(msg.learners or ()))]
+            problem = self.curve.config_problem(user, named)
+            if problem is not None:
+                self._bad("config-key", f"key={user!r} {problem}")
+                answer(
+                    w.ConfigUpdateResponse(
+                        msg.reqid,
+                        status.ARGUMENT_ERROR,
+                        error_name="PermissionError",
+                        error_message=problem,
+                    )
+                )
+                return
         core = self.core
         learners = msg.learners or None
         result = core.propose_config(msg.peers, msg.reqid, time.time(), learners=learners)
@@ -1285,6 +1339,15 @@ class RaftPeer:
         message = w.StateBroadcast(self.cluster, self.core.term, last, tuple(entries))
         with contextlib.suppress(zmq.Again):
             self.pub.send_multipart(message.encode(), zmq.NOBLOCK)
+
+
+def _user_id(frame: zmq.Frame) -> bytes | None:
+    """The ZAP user id of a frame read from a CURVE server (its sender's Z85 key)."""
+    try:
+        user = frame.get("User-Id")
+    except zmq.ZMQError:
+        return None
+    return user.encode("ascii") if isinstance(user, str) and user else None
 
 
 # -- core <-> wire ----------------------------------------------------------------------------
