@@ -244,8 +244,8 @@ class TowerNode:
                 )
             admins = [curve_public_key(bytes.fromhex(k)) for k in self.admin_keys]
             curve = RaftCurve.for_identity(identity, keys, admins)
-            listed = peers or [(self.peer_id, address)]
-            self.client_curve = ClientCurve.for_identity(identity, tower_server_keys(listed, keys))
+            towers: list[tuple[str, TowerAddress]] = list(peers) or [(self.peer_id, address)]
+            self.client_curve = ClientCurve.for_identity(identity, tower_server_keys(towers, keys))
         self.raft = RaftPeer(
             self.peer_id,
             _raft(address),
