@@ -100,13 +100,17 @@ class Node:
         self.save_log()
         return True
 
-    def terminate(self, timeout: float) -> int | None:
-        """SIGTERM and wait; the exit code (None if it had to be killed)."""
+    def terminate(self, timeout: float, *, signalled: bool = False) -> int | None:
+        """SIGTERM (unless ``signalled`` already) and wait; the exit code (None if it had to
+        be killed). One SIGTERM only: a second one can land after the process's own
+        handler is gone, while it exits, and would read as a crash."""
         if self.proc is None or not self.up:
             return None
         self.resume()
         self.up = False
         try:
+            if signalled:
+                return self.proc.wait(timeout)
             return self.proc.terminate(timeout)
         except AssertionError:
             self.crashes.append(f"{self.name} did not stop within {timeout} s of SIGTERM")

@@ -132,7 +132,7 @@ def _stop_producers(cluster: Cluster, timeout: float) -> list[str]:
             node.proc.p.send_signal(signal.SIGTERM)
     for node in cluster.producers:
         proc = node.proc
-        rc = node.terminate(timeout)
+        rc = node.terminate(timeout, signalled=True)
         if rc not in (0, None):
             node.crashes.append(f"{node.name} exited {rc} at SIGTERM")
         m = None if proc is None else UNACKED.search(bytes(proc.stdout).decode())
