@@ -31,10 +31,10 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 from . import identity as identity_module
 from .errors import ConfigError, StorageError
@@ -42,6 +42,8 @@ from .identity import Identity
 from .ids import is_node_id, new_node_id
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 __all__ = ["OffsetJournal", "StateDir", "lock_directory", "unlock_directory", "write_atomic"]
 
@@ -311,6 +313,42 @@ def _decode_frame(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int] | 
     return entries, end
 
 
+def replay_frames(
+    fd: int,
+    path: Path,
+    parse: Callable[[bytes, int], tuple[T, int] | None],
+    corrupt: str,
+) -> tuple[list[tuple[T, int]], int]:
+    """Every valid frame of an append-only file, as ``(item, frame size)``, and where the
+    valid frames end.
+
+    ``parse(data, pos)`` returns an item and the position after it, or None. A torn last
+    frame (a crash mid-write) is cut off the file; damage followed by a valid frame is
+    corruption: :class:`StorageError` with ``corrupt`` and the byte, never a guess.
+    """
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0) if size else b""
+    items: list[tuple[T, int]] = []
+    pos = 0
+    while pos < len(data):
+        parsed = parse(data, pos)
+        if parsed is None:
+            break
+        item, end = parsed
+        items.append((item, end - pos))
+        pos = end
+    if pos < len(data):
+        if any(parse(data, at) for at in range(pos + 1, len(data))):
+            raise StorageError(f"{path} is corrupt at byte {pos}; {corrupt}")
+        log.warning("file.torn_tail path=%s kept=%d dropped=%d", path, pos, len(data) - pos)
+        try:
+            os.ftruncate(fd, pos)
+            os.fsync(fd)
+        except OSError as exc:
+            raise StorageError(f"cannot repair {path}: {exc.strerror or exc}") from exc
+    return items, pos
+
+
 class OffsetJournal:
     """Durable next offset per topic for a producer, appended once per batch.
 
@@ -341,32 +379,17 @@ class OffsetJournal:
         self._fd = fd
 
     def _replay(self, fd: int) -> int:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, size, 0) if size else b""
-        pos = 0
-        while pos < len(data):
-            frame = _decode_frame(data, pos)
-            if frame is None:
-                break
-            entries, pos = frame
+        frames, end = replay_frames(
+            fd,
+            self.path,
+            _decode_frame,
+            "refusing to guess offsets (a new partition needs a new state directory)",
+        )
+        for entries, _ in frames:
             for topic, offset in entries:
                 if offset > self._offsets.get(topic, -1):
                     self._offsets[topic] = offset
-        if pos < len(data):
-            if any(_decode_frame(data, at) for at in range(pos + 1, len(data))):
-                raise StorageError(
-                    f"offset journal {self.path} is corrupt at byte {pos}; refusing to guess "
-                    "offsets (a new partition needs a new state directory)"
-                )
-            log.warning(
-                "journal.torn_tail path=%s kept=%d dropped=%d", self.path, pos, len(data) - pos
-            )
-            try:
-                os.ftruncate(fd, pos)
-                os.fsync(fd)
-            except OSError as exc:
-                raise StorageError(f"cannot repair {self.path}: {exc.strerror or exc}") from exc
-        return pos
+        return end
 
     # ------------------------------------------------------------------ API
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import StorageError
+from ..state import replay_frames, write_atomic
 
 __all__ = ["LoggedBatch", "ProducerLog"]
 
@@ -110,30 +111,15 @@ class ProducerLog:
             raise
 
     def _replay(self, fd: int) -> int:
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, size, 0) if size else b""
-        pos = 0
-        while pos < len(data):
-            parsed = _parse(data, pos)
-            if parsed is None:
-                break
-            batch, end = parsed
-            self._live.append((batch, end - pos))
-            self._live_bytes += end - pos
-            pos = end
-        if pos < len(data):
-            if any(_parse(data, at) for at in range(pos + 1, len(data))):
-                raise StorageError(
-                    f"producer log {self.path} is corrupt at byte {pos}; refusing to re-publish "
-                    "a guess (move the file away to start without it)"
-                )
-            log.warning("wal.torn_tail path=%s kept=%d dropped=%d", self.path, pos, len(data) - pos)
-            try:
-                os.ftruncate(fd, pos)
-                os.fsync(fd)
-            except OSError as exc:
-                raise StorageError(f"cannot repair {self.path}: {exc.strerror or exc}") from exc
-        return pos
+        frames, end = replay_frames(
+            fd,
+            self.path,
+            _parse,
+            "refusing to re-publish a guess (move the file away to start without it)",
+        )
+        self._live.extend(frames)
+        self._live_bytes = sum(size for _, size in frames)
+        return end
 
     # ------------------------------------------------------------------ API
 
@@ -220,8 +206,6 @@ class ProducerLog:
         self._size = 0
 
     def _rewrite(self) -> None:
-        from ..state import write_atomic
-
         data = b"".join(_frame(b) for b, _ in self._live)
         try:
             write_atomic(self.path, data)

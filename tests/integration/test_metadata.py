@@ -177,14 +177,13 @@ def test_three_towers_survive_the_loss_of_the_leader(tmp_path: Path) -> None:
         if all(abs(p - q) >= 4 for q in ports):
             ports.append(p)
     spec = ",".join(f"t{i + 1}=127.0.0.1:{p}" for i, p in enumerate(ports))
-    towers = {
-        f"t{i + 1}": start_tower(p, tmp_path / f"t{i + 1}", "--raft-peers", spec)
-        for i, p in enumerate(ports)
-    }
+    towers: dict[str, Proc] = {}
     addresses = ",".join(f"127.0.0.1:{p}" for p in ports)
     views = [MetadataView(f"127.0.0.1:{p}", timeout=0.5, refresh=0.5) for p in ports]
     views.append(MetadataView(addresses, timeout=0.5, refresh=0.5))
     try:
+        for i, p in enumerate(ports):  # inside the try: a tower that fails to start stops the rest
+            towers[f"t{i + 1}"] = start_tower(p, tmp_path / f"t{i + 1}", "--raft-peers", spec)
         with MetadataClient(addresses, timeout=15) as admin:
             admin.create_topic("ev", {"min_acks": 1})
             for view in views:
