@@ -53,6 +53,9 @@ def _amount(text: str | None, what: str, units: dict[str, int]) -> int | None | 
     return int(m.group(1)) * units[unit]
 
 
+_ACLS = ("producers", "consumers")
+
+
 def _settings(
     retention_ms: str | None,
     retention_bytes: str | None,
@@ -60,6 +63,7 @@ def _settings(
     profile: str | None,
     max_record_bytes: str | None,
     producers: str | None,
+    consumers: str | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in (
@@ -73,12 +77,13 @@ def _settings(
         out["min_acks"] = min_acks
     if profile is not None:
         out["profile"] = profile
-    if producers is not None:
-        text = producers.strip()
-        if text.lower() in ("any", "open", "none", ""):
-            out["producers"] = None
-        else:
-            out["producers"] = [p.strip().upper() for p in text.split(",") if p.strip()]
+    for name, acl in (("producers", producers), ("consumers", consumers)):
+        if acl is not None:
+            text = acl.strip()
+            if text.lower() in ("any", "open", "none", ""):
+                out[name] = None
+            else:
+                out[name] = [p.strip().upper() for p in text.split(",") if p.strip()]
     return out
 
 
@@ -100,6 +105,12 @@ def _topic_options(f: F) -> F:
                 "--producers",
                 default=None,
                 help="Producer node IDs allowed to write, comma-separated, or 'any' (open).",
+            ),
+            click.option(
+                "--consumers",
+                default=None,
+                help="Node IDs allowed to read, comma-separated, or 'any' (open); "
+                "a boundary only with --curve (docs/security.md).",
             ),
         ]
     ):
@@ -141,7 +152,7 @@ def _client(
 
 def _show(settings: dict[str, Any]) -> str:
     return " ".join(
-        f"{k}={'any' if k == 'producers' and v is None else v}" for k, v in settings.items()
+        f"{k}={'any' if k in _ACLS and v is None else v}" for k, v in settings.items()
     )
 
 
@@ -232,7 +243,7 @@ def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_jso
     click.echo(f"topic {topic}")
     for key in TOPIC_DEFAULTS:
         value = settings[key]
-        click.echo(f"  {key}: {'any' if key == 'producers' and value is None else value}")
+        click.echo(f"  {key}: {'any' if key in _ACLS and value is None else value}")
 
 
 @main.group()

@@ -45,8 +45,9 @@ first (:func:`check_settings`, the linearizable read) so users get one clear err
 
 Topic settings (:data:`TOPIC_DEFAULTS`): ``retention_ms`` / ``retention_bytes``
 (``None``: keep forever), ``min_acks`` (1..16), ``profile`` (``signed`` or
-``rfc46``), ``max_record_bytes`` (``None``: only the wire profile's limit) and ``producers`` (``None``: any producer may write;
-a list of producer node IDs: only those).
+``rfc46``), ``max_record_bytes`` (``None``: only the wire profile's limit), ``producers`` (``None``: any producer may write;
+a list of producer node IDs: only those) and ``consumers`` (``None``: anyone may read; a list
+of node IDs: only those, at stores and on their query endpoints; docs/security.md "Read ACLs").
 
 Deletion: ``topic.delete`` removes the topic and leaves a tombstone, ``deleted[topic]``
 = the revision of the deletion (kept when the topic is created again, replaced when it
@@ -111,6 +112,7 @@ TOPIC_DEFAULTS: dict[str, Any] = {
     "profile": "signed",
     "max_record_bytes": None,
     "producers": None,
+    "consumers": None,
 }
 CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
 
@@ -181,13 +183,13 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
                     "(the wire profile's limit)"
                 )
             out[name] = value
-        elif name == "producers":
+        elif name in ("producers", "consumers"):
             if value is None:
                 out[name] = None
             elif isinstance(value, list | tuple):
-                out[name] = sorted({_node_id(v, "producer") for v in value})
+                out[name] = sorted({_node_id(v, name[:-1]) for v in value})
             else:
-                raise ConfigError(f"bad producers {value!r}: a list of node IDs, or none (open)")
+                raise ConfigError(f"bad {name} {value!r}: a list of node IDs, or none (open)")
     merged = {**TOPIC_DEFAULTS, **out}
     if merged["profile"] == "rfc46" and merged["min_acks"] > 1:
         raise ConfigError("min_acks > 1 needs the signed profile (rfc46 ACKs are anonymous)")

@@ -72,6 +72,17 @@ def test_topic_create_alter_delete() -> None:
     assert log.config()["revision"] == 4
 
 
+def test_a_topics_consumers_acl_is_set_altered_and_opened_again() -> None:
+    log = Log()
+    assert TOPIC_DEFAULTS["consumers"] is None  # anyone may read by default
+    log.run(command("topic.create", topic="ev", settings={"consumers": [STORE.lower(), STORE]}))
+    assert log.config()["topics"]["ev"] == {"consumers": [STORE]}
+    log.run(command("topic.alter", topic="ev", settings={"consumers": [PRODUCER, STORE]}))
+    assert topic_settings(log.config()["topics"]["ev"])["consumers"] == [STORE, PRODUCER]
+    log.run(command("topic.alter", topic="ev", settings={"consumers": None}))
+    assert topic_settings(log.config()["topics"]["ev"])["consumers"] is None
+
+
 def test_stores_and_cluster_settings() -> None:
     log = Log()
     log.run(command("store.trust", store=STORE.lower()))
@@ -94,6 +105,8 @@ def test_stores_and_cluster_settings() -> None:
         (command("topic.create", topic="t", settings={"profile": "x"}), "bad profile"),
         (command("topic.create", topic="t", settings={"max_record_bytes": 0}), "bad max_record"),
         (command("topic.create", topic="t", settings={"producers": ["zz"]}), "bad producer"),
+        (command("topic.create", topic="t", settings={"consumers": ["zz"]}), "bad consumer"),
+        (command("topic.create", topic="t", settings={"consumers": "x"}), "bad consumers"),
         (
             command("topic.create", topic="t", settings={"profile": "rfc46", "min_acks": 2}),
             "needs the signed profile",
