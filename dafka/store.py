@@ -66,10 +66,12 @@ class _StoreHandler:
     def on_commands(self, now: float) -> list[Publish]:
         return []
 
-    def set_policy(self, topics: dict, deleted: dict[str, int]) -> None:
-        """On the IO thread (queued with NodeLoop.call): topic settings and deletions
-        from the metadata."""
-        self.core.set_policy(topics)
+    def set_policy(
+        self, topics: dict, deleted: dict[str, int], stores: tuple[str, ...] = ()
+    ) -> None:
+        """On the IO thread (queued with NodeLoop.call): topic settings, deletions and the
+        trusted stores from the metadata."""
+        self.core.set_policy(topics, stores)
         self._next_retention = 0.0
         self._apply_deletions(deleted, topics)
 
@@ -150,7 +152,12 @@ class Store:
             self.node_id = self._storage.node_id()
             wire = make_profile(self.profile, self.identity)
             self.core = StoreCore(self.node_id, self._storage, profile=wire)
-            self.query = QueryService(self._storage, port=query_port, profile=self.profile)
+            self.query = QueryService(
+                self._storage,
+                port=query_port,
+                profile=self.profile,
+                readers=self.core.readers_of,
+            )
             self._handler = _StoreHandler(self.core, self.query, retention_interval)
             self._loop = NodeLoop(
                 self.node_id,
@@ -179,9 +186,10 @@ class Store:
         def on_change(config: dict) -> None:
             topics = {n: topic_settings(t) for n, t in config["topics"].items()}
             deleted = dict(config.get("deleted", {}))
+            stores = tuple(config.get("stores", ()))
 
             def apply(now: float) -> list[Publish]:
-                handler.set_policy(topics, deleted)
+                handler.set_policy(topics, deleted, stores)
                 return []
 
             self._loop.call(apply)  # in order, never overwritten by the next change

@@ -44,6 +44,7 @@ __all__ = [
     "curve_public_z85",
     "make_client",
     "make_server",
+    "node_ids_of_curve_key",
     "parse_public_key",
     "start_authenticator",
 ]
@@ -75,6 +76,35 @@ def curve_public_of(ed25519_public: bytes) -> bytes:
 def curve_public_z85(ed25519_public: bytes) -> bytes:
     """:func:`curve_public_of` in Z85 (40 bytes), as pyzmq's socket options take it."""
     return z85.encode(curve_public_of(ed25519_public))
+
+
+_P25519 = (1 << 255) - 19
+
+
+def node_ids_of_curve_key(curve_public: bytes | str) -> frozenset[str]:
+    """The node IDs whose Ed25519 key maps to this CURVE public key (Z85, 40 characters, as
+    a ZAP ``User-Id`` gives it; or 32 raw bytes): the inverse of :func:`curve_public_of`.
+
+    The map from Ed25519 (Edwards ``y``) to Curve25519 (Montgomery ``u = (1 + y) / (1 - y)``)
+    forgets the sign of ``x``, so ``y = (u - 1) / (u + 1)`` names two Ed25519 keys, a point
+    and its negation, and both node IDs are returned. Holding the CURVE secret of ``u`` is
+    holding the scalar of one of them, and the negation's scalar follows from it, so no one
+    gains a node ID whose key they do not own. Empty for a malformed key."""
+    from zmq.utils import z85
+
+    from .identity import node_id_for
+
+    try:
+        raw = z85.decode(curve_public) if len(curve_public) == 40 else bytes(curve_public)  # type: ignore[arg-type]
+    except (ValueError, TypeError, KeyError, IndexError):
+        return frozenset()
+    if len(raw) != CURVE_KEY_BYTES:
+        return frozenset()
+    u = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    if u >= _P25519 or (u + 1) % _P25519 == 0:
+        return frozenset()
+    y = (u - 1) * pow(u + 1, -1, _P25519) % _P25519
+    return frozenset(node_id_for((y | sign << 255).to_bytes(32, "little")) for sign in (0, 1))
 
 
 def parse_public_key(text: str) -> bytes:

@@ -151,9 +151,7 @@ def _client(
 
 
 def _show(settings: dict[str, Any]) -> str:
-    return " ".join(
-        f"{k}={'any' if k in _ACLS and v is None else v}" for k, v in settings.items()
-    )
+    return " ".join(f"{k}={'any' if k in _ACLS and v is None else v}" for k, v in settings.items())
 
 
 @click.group(context_settings=CONTEXT)

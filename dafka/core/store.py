@@ -153,6 +153,9 @@ class StoreStats:
     """Partitions whose tail moved because of retention."""
     deleted_topic: int = 0
     """Messages about a topic deleted in the metadata (dropped, not stored nor answered)."""
+    read_refused: int = 0
+    """FETCHes, GET-HEADS and CONSUMER-HELLO topics from requesters the topic's read ACL
+    (metadata ``consumers``) does not name: dropped, not answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +290,7 @@ class StoreCore:
         )
         self._tails: dict[PartitionKey, int] = {k: ht[1] for k, ht in storage.heads().items()}
         self._acl: dict[str, frozenset[str]] = {}
+        self._readers: dict[str, frozenset[str]] = {}
         self._retention: dict[str, tuple[int | None, int | None]] = {}
         self._profiles: dict[PartitionKey, str] = storage.profiles()
         # partitions of the other profile (a data directory reused under this one): static,
@@ -410,20 +414,44 @@ class StoreCore:
 
     # ------------------------------------------------------------------ metadata
 
-    def set_policy(self, topics: Mapping[str, Mapping[str, Any]]) -> None:
+    def set_policy(
+        self, topics: Mapping[str, Mapping[str, Any]], stores: Iterable[str] = ()
+    ) -> None:
         """Take per-topic settings from the cluster metadata: ``producers`` (None: any
-        producer may write) and ``retention_ms`` / ``retention_bytes``."""
+        producer may write), ``consumers`` (None: anyone may read; else those node IDs and
+        the trusted ``stores``, which fill their gaps from each other) and
+        ``retention_ms`` / ``retention_bytes``."""
         acl: dict[str, frozenset[str]] = {}
+        readers: dict[str, frozenset[str]] = {}
+        trusted = frozenset(stores)
         retention: dict[str, tuple[int | None, int | None]] = {}
         for topic, settings in topics.items():
             producers = settings.get("producers")
             if producers is not None:
                 acl[topic] = frozenset(producers)
+            consumers = settings.get("consumers")
+            if consumers is not None:
+                readers[topic] = frozenset(consumers) | trusted
             age, size = settings.get("retention_ms"), settings.get("retention_bytes")
             if age is not None or size is not None:
                 retention[topic] = (age, size)
         self._acl = acl
+        self._readers = readers
         self._retention = retention
+        if readers and self._pending:  # FETCHes queued before the ACL closed are not served
+            kept = [f for f in self._pending if self.may_read(f.requester, f.topic)]
+            self.stats.read_refused += len(self._pending) - len(kept)
+            self._pending = deque(kept)
+            self._pending_keys = {f.key for f in kept}
+
+    def readers_of(self, topic: str) -> frozenset[str] | None:
+        """The node IDs the topic's read ACL names (with the trusted stores); None: open."""
+        return self._readers.get(topic)
+
+    def may_read(self, requester: str, topic: str) -> bool:
+        """Whether the topic's read ACL lets ``requester`` (a node ID) read it."""
+        allowed = self._readers.get(topic)
+        return allowed is None or requester in allowed
 
     def apply_deletions(
         self, deleted: Mapping[str, int], live: Iterable[str]
@@ -778,6 +806,9 @@ class StoreCore:
         if msg.requester == self._node_id or msg.count == 0:
             self.stats.ignored += 1
             return
+        if self._readers and not self.may_read(msg.requester, msg.topic):
+            self.stats.read_refused += 1
+            return
         key = (msg.topic, msg.partition)
         head = self._heads.get(key)
         if head is None or msg.offset > head:
@@ -817,6 +848,13 @@ class StoreCore:
         if not is_node_id(requester):
             self.stats.malformed += 1
             return
+        if self._readers:
+            allowed = tuple(t for t in topics if self.may_read(requester, t))
+            if len(allowed) < len(topics):
+                self.stats.read_refused += 1
+                if not allowed:
+                    return
+            topics = allowed
         if not self._heads_limiter.allow(requester, b.now):
             self.stats.fetches_limited += 1
             return

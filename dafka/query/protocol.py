@@ -98,6 +98,9 @@ class ErrorCode(StrEnum):
     """The request did not decode or broke a bound."""
     UNAVAILABLE = "unavailable"
     """The store could not read its storage; trying again (or another store) may work."""
+    FORBIDDEN = "forbidden"
+    """The topic's read ACL (metadata ``consumers``) does not let this client read it, or the
+    store serves such topics only over CURVE and this connection is not (docs/security.md)."""
 
 
 # ------------------------------------------------------------------- messages

@@ -7,26 +7,34 @@ closes, so the storage is only ever touched from that one thread (no second
 LMDB reader thread, no race with the map growing under a write). Each loop turn
 serves a bounded number of requests, and each READ is bounded in records and
 bytes, so queries never stall ingest for long.
+
+Read ACLs (metadata ``consumers``, docs/security.md "Read ACLs"): :func:`authorize`
+decides, before :func:`serve`, whether a request may be answered. A topic with an ACL
+is served only over CURVE, to a connection whose client key (its ZAP ``User-Id``)
+belongs to a node ID the ACL names; without CURVE it is refused (fail closed).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import zmq
 
 from ..errors import ConfigError, DafkaError, WireError
 from ..identity import Identity
 from ..storage.base import HeadTail, Storage
-from ..transport_security import CurveConfig, make_server
+from ..transport_security import CurveConfig, make_server, node_ids_of_curve_key
 from ..wire import beacon as wbeacon
 from . import protocol as qp
 
 log = logging.getLogger(__name__)
 
-__all__ = ["QueryService", "serve"]
+__all__ = ["QueryService", "authorize", "serve"]
+
+ReadAcl = Callable[[str], frozenset[str] | None]
+"""A topic's read ACL: the node IDs that may read it, or None (anyone)."""
 
 SERVICE_NAME = "store"
 REQUESTS_PER_TURN = 16
@@ -55,6 +63,58 @@ def serve(
     except DafkaError as exc:
         log.warning("query.failed request=%r error=%s", request, exc)
         return qp.ErrorReply(request.request_id, qp.ErrorCode.UNAVAILABLE, str(exc))
+
+
+def authorize(
+    request: qp.Request,
+    readers: ReadAcl,
+    heads: Mapping[tuple[str, str], HeadTail],
+    *,
+    curve: bool,
+    client: frozenset[str],
+) -> tuple[qp.ErrorReply | None, Mapping[tuple[str, str], HeadTail]]:
+    """Whether ``request`` may be answered, and the heads it may see.
+
+    ``curve``: the connection is CURVE; ``client``: the node IDs its CURVE key belongs to
+    (:func:`~dafka.transport_security.node_ids_of_curve_key`; empty without CURVE). A READ
+    or a HEADS naming a topic the client may not read gets a ``forbidden`` error; a HEADS
+    of every topic leaves those topics out."""
+
+    def refusal(topic: str) -> str | None:
+        allowed = readers(topic)
+        if allowed is None:
+            return None
+        if not curve:
+            return (
+                f"topic {topic!r} has a read ACL: this store serves it only to CURVE "
+                "clients (start the store with --curve)"
+            )
+        if client & allowed:
+            return None
+        return f"this client's key may not read topic {topic!r} (its read ACL)"
+
+    if isinstance(request, qp.ReadRequest):
+        why = refusal(request.topic)
+        if why is not None:
+            return qp.ErrorReply(request.request_id, qp.ErrorCode.FORBIDDEN, why), heads
+        return None, heads
+    for topic in request.topics or ():
+        why = refusal(topic)
+        if why is not None:
+            return qp.ErrorReply(request.request_id, qp.ErrorCode.FORBIDDEN, why), heads
+    seen: dict[str, bool] = {}
+    visible = {}
+    for key, ht in heads.items():
+        ok = seen.get(key[0])
+        if ok is None:
+            ok = seen[key[0]] = refusal(key[0]) is None
+        if ok:
+            visible[key] = ht
+    return None, visible
+
+
+def _open(topic: str) -> frozenset[str] | None:
+    return None
 
 
 def _heads(req: qp.HeadsRequest, heads: Mapping[tuple[str, str], HeadTail]) -> qp.HeadsReply:
@@ -126,6 +186,7 @@ class QueryService:
         port: int = 0,
         profile: str = "rfc46",
         requests_per_turn: int = REQUESTS_PER_TURN,
+        readers: ReadAcl = _open,
     ) -> None:
         if profile not in qp.PROFILES:
             raise ConfigError(f"unknown wire profile {profile!r}")
@@ -134,7 +195,8 @@ class QueryService:
         self.port = port
         self.endpoint = ""
         self.requests_per_turn = requests_per_turn
-        self.stats = {"requests": 0, "malformed": 0, "dropped_replies": 0}
+        self.readers = readers
+        self.stats = {"requests": 0, "malformed": 0, "dropped_replies": 0, "forbidden": 0}
         self._sock: zmq.Socket[bytes] | None = None
         self._curve: tuple[CurveConfig, Identity] | None = None
 
@@ -177,13 +239,13 @@ class QueryService:
         heads: dict[tuple[str, str], HeadTail] | None = None
         for _ in range(self.requests_per_turn):
             try:
-                frames = sock.recv_multipart(zmq.NOBLOCK)
+                parts = sock.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
-            if len(frames) < 2:
+            if len(parts) < 2:
                 self.stats["malformed"] += 1
                 continue
-            peer, body = frames[0], frames[1:]
+            peer, body = parts[0].bytes, [f.bytes for f in parts[1:]]
             self.stats["requests"] += 1
             try:
                 request = qp.decode_request(body)
@@ -196,13 +258,31 @@ class QueryService:
             else:
                 if heads is None:
                     heads = self.storage.heads()
-                reply = serve(self.storage, request, heads, profile=self.profile)
+                curve, client = self._client(parts[-1])
+                refused, visible = authorize(
+                    request, self.readers, heads, curve=curve, client=client
+                )
+                if refused is not None:
+                    self.stats["forbidden"] += 1
+                    reply = refused
+                else:
+                    reply = serve(self.storage, request, visible, profile=self.profile)
             try:
                 sock.send_multipart([peer, *qp.encode_reply(reply)], zmq.NOBLOCK)
             except zmq.Again:
                 self.stats["dropped_replies"] += 1  # the client times out and asks again
             except zmq.ZMQError as exc:
                 log.debug("query.reply_failed error=%s", exc)
+
+    def _client(self, frame: zmq.Frame) -> tuple[bool, frozenset[str]]:
+        """Whether this socket speaks CURVE, and the node IDs of the frame's client key."""
+        if self._curve is None or not self._curve[0].enabled:
+            return False, frozenset()
+        try:
+            user = frame.get("User-Id")
+        except zmq.ZMQError:
+            return True, frozenset()
+        return True, node_ids_of_curve_key(str(user))
 
     def close(self) -> None:
         if self._sock is not None:
