@@ -38,6 +38,8 @@ TESTS = [
     "tests/integration/test_attacks_files.py",
     "tests/unit/test_attacks_curve.py",
     "tests/integration/test_attacks_curve.py",
+    "tests/unit/test_attacks_read_acl.py",
+    "tests/integration/test_attacks_read_acl.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -446,6 +448,42 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "RaftCurve.config_problem",
         "        if missing:",
         "        if False:",
+    ),
+    "store read ACL on FETCH": (
+        "dafka.core.store",
+        "StoreCore._on_fetch",
+        "        if self._readers and not self.may_read(msg.requester, msg.topic):",
+        "        if False:",
+    ),
+    "store read ACL on head requests": (
+        "dafka.core.store",
+        "StoreCore._on_head_request",
+        "        if self._readers:",
+        "        if False:",
+    ),
+    "store drops queued FETCHes when a read ACL closes": (
+        "dafka.core.store",
+        "StoreCore.set_policy",
+        "        if readers and self._pending:",
+        "        if False:",
+    ),
+    "query read ACL needs a named client key": (
+        "dafka.query.server",
+        "authorize",
+        "        if client & allowed:",
+        "        if True:",
+    ),
+    "query read ACL fails closed without CURVE": (
+        "dafka.query.server",
+        "authorize",
+        "        if not curve:",
+        "        if not curve:\n            return None",
+    ),
+    "CURVE key maps back to the node IDs of its Ed25519 keys": (
+        "dafka.transport_security",
+        "node_ids_of_curve_key",
+        "(y | sign << 255)",
+        "(u | sign << 255)",
     ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",
