@@ -42,6 +42,11 @@ def test_topics_create_list_describe_alter_delete(tower: str) -> None:
     assert listed["ev"]["retention_bytes"] == 1 << 30
     described = ok(tower, "topics", "describe", "ev")
     assert "producers: any" in described and "min_acks: 2" in described
+    assert "consumers: any" in described
+    ok(tower, "topics", "alter", "ev", "--consumers", f"{STORE.lower()},{STORE}")
+    assert json.loads(ok(tower, "topics", "describe", "ev", "--json"))["consumers"] == [STORE]
+    ok(tower, "topics", "alter", "ev", "--consumers", "any")
+    assert "consumers: any" in ok(tower, "topics", "describe", "ev")
     assert "deleted topic ev" in ok(tower, "topics", "delete", "ev")
     assert "ev " not in ok(tower, "topics", "list")
 
@@ -73,6 +78,7 @@ def test_cluster_status_and_settings(tower: str) -> None:
         (("topics", "create", "bad", "--min-acks", "0"), "bad min_acks 0"),
         (("topics", "create", "bad", "--retention-ms", "soon"), "bad --retention-ms"),
         (("topics", "create", "bad", "--producers", "xyz"), "bad producer"),
+        (("topics", "create", "bad", "--consumers", "xyz"), "bad consumer"),
         (("topics", "alter", "x"), "nothing to change"),
     ],
 )
