@@ -296,6 +296,8 @@ class Consumer:
                 raise self._errors.popleft()
             if self._closed:
                 raise ClosedError("consumer is closed")
+            if not self._loop.alive:  # nothing more can arrive: say so, do not wait for ever
+                raise ClosedError("consumer IO thread has stopped")
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return False

@@ -179,3 +179,13 @@ def test_durable_send_raises_when_its_records_cannot_be_logged(
             for _ in range(10):
                 p.send_many([b"y" * 100_000] * 10)  # 1 MB a call: the 2 MiB disk fills
         p.close(timeout=0)
+
+
+def test_a_consumer_whose_io_thread_died_raises_instead_of_waiting(tower: Tower) -> None:
+    from dafka.errors import ClosedError
+
+    with Consumer("anything", towers=tower.address, metadata=False) as c:
+        assert c.poll(0.1) is None  # alive: nothing yet
+        c._loop.stop()  # the IO thread ends, as if it had died
+        with pytest.raises(ClosedError, match="IO thread"):
+            c.poll(5.0)
