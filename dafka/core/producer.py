@@ -80,6 +80,8 @@ class ProducerStats:
     """FETCHes refused by the per-requester rate limit."""
     recovered: int = 0
     """Offsets of an earlier run found on stores and held again after a restart."""
+    recovery_rejected: int = 0
+    """Answers to a recovery FETCH that were not batches this producer signed."""
     gap_offsets: int = 0
     """Offsets of an earlier run that no store held, closed by a signed gap statement
     (signed) or numbered again (rfc46)."""
@@ -266,6 +268,7 @@ class ProducerCore:
             forged_acks=self._forged_acks,
             fetches_limited=self._limiter.refused,
             recovered=self._recovered,
+            recovery_rejected=self._forged_fetched,
             gap_offsets=self._gap_offsets,
         )
 
@@ -418,7 +421,7 @@ class ProducerCore:
         result = rec.result()
         state = self._topics[rec.topic]
         if self._batched:
-            out = self._adopt_signed(state, result, now)
+            out = self._adopt_signed(state, result)
         else:
             out = self._adopt_rfc46(state, result)
         if state.acked is not None:
@@ -435,7 +438,7 @@ class ProducerCore:
         )
         return out
 
-    def _adopt_signed(self, state: _Topic, result: RecoveryResult, now: float) -> list[Publish]:
+    def _adopt_signed(self, state: _Topic, result: RecoveryResult) -> list[Publish]:
         """Recovered batches plus one signed gap statement per hole, held before
         what this run has published; the gap statements, and the batches read back
         from the producer's own log, are published.

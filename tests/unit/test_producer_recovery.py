@@ -164,6 +164,7 @@ def test_a_store_cannot_make_the_producer_adopt_what_it_never_signed() -> None:
     assert isinstance(msg, m.DirectRecord)
     relabelled = m.DirectRecord(P, "t", P, 0, msg.content, 4)
     assert core.handle(relabelled, 0.1) == []
+    assert core.stats.recovery_rejected == 1
     out = core.tick(1.5)
     assert [(r.offset, r.count) for r in records(out)] == [(0, 4)]
     assert signed.verify_batch(records(out)[0].content).is_gap
