@@ -7,6 +7,15 @@ constructor, which is most of the cost of ``Producer.send`` at high rates.
 work) that creates its condition only when first used: by a waiter, a
 callback, or ``done()``. Resolving a future nobody has touched is then two
 attribute stores under one module-wide lock.
+
+Why the private ``_base`` module and no ``super().__init__()``: the states
+(``PENDING``, ``FINISHED``) and the attribute names a ``Future`` keeps are
+not public API, and skipping the constructor is the whole point. So the
+assumption is checked once, at import (:data:`LAZY`): a plain ``Future``
+must carry exactly the attributes set below plus ``_condition``, and the
+states must be the strings CPython has used since 3.2. If a future Python
+changes either, :class:`RecordFuture` falls back to the ordinary
+constructor: slower, never wrong.
 """
 
 from __future__ import annotations
@@ -17,14 +26,30 @@ from concurrent.futures import Future
 from concurrent.futures import _base as futures_base
 
 _LAZY = threading.Lock()
-_FINISHED = futures_base.FINISHED
-_PENDING = futures_base.PENDING
+_FINISHED: str = getattr(futures_base, "FINISHED", "")
+_PENDING: str = getattr(futures_base, "PENDING", "")
+_OWN_FIELDS = frozenset({"_state", "_result", "_exception", "_waiters", "_done_callbacks"})
+
+
+def _lazy_construction_holds() -> bool:
+    """True when a plain Future keeps exactly the fields RecordFuture sets, plus its condition."""
+    if (_PENDING, _FINISHED) != ("PENDING", "FINISHED"):
+        return False
+    probe: Future[int] = Future()
+    return set(vars(probe)) == _OWN_FIELDS | {"_condition"} and vars(probe)["_state"] == _PENDING
+
+
+LAZY = _lazy_construction_holds()
 
 
 class RecordFuture(Future[int]):
     """Resolves to a record's offset once the record is acknowledged."""
 
-    def __init__(self) -> None:  # deliberately no super().__init__(): no Condition yet
+    def __init__(self) -> None:
+        if not LAZY:  # the private layout changed: build a Future the ordinary way
+            super().__init__()
+            return
+        # deliberately no super().__init__(): no Condition yet
         self._state = _PENDING
         self._result = None
         self._exception = None

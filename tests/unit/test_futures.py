@@ -79,3 +79,27 @@ def test_works_with_wait_as_completed_and_asyncio() -> None:
 def test_timeout_when_never_resolved() -> None:
     with pytest.raises(TimeoutError):
         RecordFuture().result(timeout=0.01)
+
+
+def test_the_private_layout_it_relies_on_holds_on_this_python() -> None:
+    # If this fails, RecordFuture still works (the fallback below) but is slow:
+    # look at what concurrent.futures.Future keeps now and update dafka/futures.py.
+    from dafka import futures
+
+    assert futures.LAZY
+
+
+def test_fallback_when_the_private_layout_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dafka import futures
+
+    monkeypatch.setattr(futures, "LAZY", False)
+    f = RecordFuture()
+    assert "_condition" in vars(f)  # built by the ordinary constructor
+    seen: list[int] = []
+    f.add_done_callback(lambda fut: seen.append(fut.result()))
+    f.resolve(5)
+    assert f.result(0) == 5 and seen == [5]
+    g = RecordFuture()
+    g.fail(ClosedError("closed"))
+    with pytest.raises(ClosedError):
+        g.result(0)
