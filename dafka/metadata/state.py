@@ -69,13 +69,13 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
-
 from .. import identity
 from ..errors import ConfigError, WireError
 from ..ids import check_topic
 from ..raft.reqid import REQUEST_ID_TTL, reqid_time
 from ..raft.types import ZERO_REQID, Entry, EntryType
+from ..wire.packing import pack as _pack
+from ..wire.packing import unpack as _unpack
 from .signing import ID_BYTES, check_public_key, open_envelope, seal, signed_bytes
 
 log = logging.getLogger(__name__)
@@ -118,17 +118,6 @@ CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
 
 MAX_MIN_ACKS = 16
 _NODE_ID = re.compile(r"^[0-9A-F]{32}$")
-
-
-def _pack(value: Any) -> bytes:
-    return bytes(msgpack.packb(value, use_bin_type=True))
-
-
-def _unpack(data: bytes) -> Any:
-    try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except Exception as exc:  # msgpack raises many types
-        raise WireError(f"bad MessagePack: {type(exc).__name__}") from exc
 
 
 def _node_id(value: object, what: str) -> str:

@@ -35,9 +35,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import msgpack  # type: ignore[import-untyped]
-
 from ..errors import WireError
+from ..wire.packing import pack as _pack
+from ..wire.packing import unpack as _unpack
 from .reqid import REQUEST_ID_TTL, reqid_time
 from .types import ZERO_REQID, Entry, EntryType
 
@@ -74,17 +74,6 @@ class StateMachine(Protocol):
 
 
 # -- the KV machine ---------------------------------------------------------------------------
-
-
-def _pack(value: Any) -> bytes:
-    return bytes(msgpack.packb(value, use_bin_type=True))
-
-
-def _unpack(data: bytes) -> Any:
-    try:
-        return msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except Exception as exc:  # msgpack raises many types
-        raise WireError(f"bad MessagePack: {type(exc).__name__}") from exc
 
 
 def put_command(key: str, value: Any) -> bytes:
