@@ -25,8 +25,6 @@ import argparse
 import json
 import os
 import platform
-import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,7 +40,7 @@ from dafka.raft.client import RaftClient
 from dafka.raft.statemachine import put_command
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import Entry, EntryType
-from tests.procs import Proc, py, wait_until
+from tests.procs import Proc, free_port, py, wait_until
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CLUSTER = "bench"
@@ -64,20 +62,6 @@ while True:
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def _free_port(taken: set[int]) -> int:
-    while True:
-        port = random.randrange(20_000, 32_000)
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
 
 
 def baseline_fsync(directory: Path, count: int, size: int) -> dict[str, float]:
@@ -150,7 +134,7 @@ def start_peer(directory: Path, fsync: bool, urls: dict[str, str], pid: str) -> 
 
 def start_cluster(directory: Path, fsync: bool) -> tuple[list[Proc], list[str]]:
     ports: set[int] = set()
-    urls = {pid: f"tcp://127.0.0.1:{_free_port(ports)}" for pid in ["p1", "p2", "p3"]}
+    urls = {pid: f"tcp://127.0.0.1:{free_port(ports)}" for pid in ["p1", "p2", "p3"]}
     return [start_peer(directory, fsync, urls, pid) for pid in urls], list(urls.values())
 
 

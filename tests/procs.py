@@ -7,8 +7,10 @@ bound to 127.0.0.1 and killed at the end of its test.
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -188,6 +190,24 @@ def stored_head(data_dir: Path, topic: str, partition: str) -> int | None:
     finally:
         env.close()
     return None if raw is None else int.from_bytes(raw[:8], "big")
+
+
+def free_port(taken: set[int], host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now, below the ephemeral range (where the kernel
+    picks ports for outgoing connections, so they cannot take it before we bind) and
+    not in ``taken``, to which it is added."""
+    for _ in range(200):
+        port = random.randrange(20_000, 32_000)
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+    raise RuntimeError("no free port in 20000-32000 after 200 tries")
 
 
 def py(module: str, *args: str) -> list[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from dafka.raft.ready import SnapshotChunk
 from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.statemachine import decode_value, dump_query, get_query, put_command
 from dafka.raft.types import Entry, EntryType
-from tests.procs import ROOT, Proc, py, wait_until
+from tests.procs import ROOT, Proc, free_port, py, wait_until
 from tests.unit.raft.linearizability import Operation, check_kv
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -43,22 +42,6 @@ def _failover_bound() -> float:
     if os.environ.get("DAFKA_STRICT_FAILOVER") == "1":
         return 1.0
     return 1.0 if os.getloadavg()[0] < (os.cpu_count() or 1) else 3.0
-
-
-def _free_port(taken: set[int]) -> int:
-    """A port below the ephemeral range that nobody listens on right now."""
-    for _ in range(200):
-        port = random.randrange(20_000, 32_000)
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
-    raise RuntimeError("no free port")
 
 
 class RaftCluster:
@@ -84,7 +67,7 @@ class RaftCluster:
                     raise
 
     def _new_url(self) -> str:
-        return f"tcp://127.0.0.1:{_free_port(self._ports)}"
+        return f"tcp://127.0.0.1:{free_port(self._ports)}"
 
     def start(self, pid: str, *extra: str, members: list[str] | None = None) -> Proc:
         if pid not in self.urls:
