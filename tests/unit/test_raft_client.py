@@ -216,11 +216,13 @@ def test_a_hint_naming_an_unreachable_peer_is_a_broken_leader_too(ctx, fakes) ->
     install = cluster_of(a, b, leader="b", dead=dead)
     install(b, lambda body: [not_leader(body, "dead")])  # a lagging follower's stale hint
     install(a, lambda body: [committed(body, 4)])
-    with client_for(ctx, a, b) as client:
+    with client_for(ctx, a, b, timeout=20) as client:
         client.request_config()
         start = time.monotonic()
         assert client.update(b"x") == 4
-        assert time.monotonic() - start < 2
+        # a liveness bound, not a speed figure: the dead hint did not cost the update
+        # its whole time budget (it is given up after response_ttl, 0.15 s)
+        assert time.monotonic() - start < 10
 
 
 def test_accepted_answers_reset_the_response_clock(ctx, fakes) -> None:
