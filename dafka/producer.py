@@ -115,7 +115,7 @@ class _ProducerHandler:
         except ConfigError as exc:
             log.warning("producer.metadata.rejected error=%s", exc)
             return
-        self._durable([e for e in effects if type(e) is Acked])  # type: ignore[misc]
+        self._durable([e for e in effects if type(e) is Acked])
 
     def _topic_deleted(self, topic: str, revision: int) -> None:
         """On the IO thread: the topic was deleted; what was not acknowledged never will be."""

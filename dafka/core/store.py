@@ -489,7 +489,7 @@ class StoreCore:
         """Drop everything held in memory about ``topic`` (its storage is already gone)."""
         for table in (self._heads, self._tails, self._profiles, self._signed_heads, self._gaps):
             for key in [k for k in table if k[0] == topic]:
-                del table[key]  # type: ignore[attr-defined]
+                del table[key]
         for key in [k for k in self._buffers if k[0] == topic]:
             for _, content in self._buffers.pop(key).values():
                 self._buffered_bytes -= len(content) + BUFFER_ENTRY_OVERHEAD
@@ -512,7 +512,7 @@ class StoreCore:
             cut = retention_cut(infos, max_age_ms=limits[0], max_bytes=limits[1], now_ms=now_ms)
             if not cut:
                 continue
-            tail = storage.trim(topic, partition, infos[cut].first_offset)  # type: ignore[attr-defined]
+            tail = storage.trim(topic, partition, infos[cut].first_offset)
             if tail is not None:
                 self._tails[(topic, partition)] = tail
                 self.stats.retention_trims += 1

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 
 from .. import identity
 from ..errors import ConfigError

@@ -35,7 +35,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 
 from ..errors import WireError
 from .bounds import MAX_INDEX, MAX_TERM, peers_problem

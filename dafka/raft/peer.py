@@ -94,7 +94,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 import zmq
 
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError, StorageError

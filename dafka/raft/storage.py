@@ -64,7 +64,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol, Self
 
-import msgpack  # type: ignore[import-untyped]
+import msgpack
 
 from ..errors import StorageError
 from .frames import (

@@ -211,13 +211,13 @@ def _partitions(
 # ------------------------------------------------------- executors: reading
 
 
-def _arrow_schema(schema: StructType):  # type: ignore[no-untyped-def]
+def _arrow_schema(schema: StructType):
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):  # type: ignore[no-untyped-def]
+def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
     """Arrow rows for offsets ``lo..hi-1`` of an rfc46 READ reply, without per-record Python."""
     import pyarrow as pa
 
@@ -245,7 +245,7 @@ def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):  # type: ign
     return _batch(columns, arrow_schema)
 
 
-def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):  # type: ignore[no-untyped-def]
+def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
     """Arrow rows for offsets ``lo..hi-1`` of a signed READ reply, every batch verified first."""
     import pyarrow as pa
 
@@ -277,7 +277,7 @@ def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):  # type: ig
     return _batch(columns, arrow_schema)
 
 
-def _batch(columns, arrow_schema):  # type: ignore[no-untyped-def]
+def _batch(columns, arrow_schema):
     import pyarrow as pa
 
     fixed = [
@@ -379,7 +379,7 @@ class DafkaBatchReader(DataSourceReader):
         self.opts = opts
         self.schema = schema
 
-    def partitions(self) -> list[InputPartition]:  # type: ignore[override]
+    def partitions(self) -> list[InputPartition]:
         stores = _Stores(self.opts)
         try:
             heads = stores.heads(required=True)
@@ -397,7 +397,7 @@ class DafkaBatchReader(DataSourceReader):
         spans = plan_spans(start, end, self.opts.max_records_per_partition)
         return list(_partitions(spans, heads, fallback))
 
-    def read(self, partition: InputPartition) -> Iterator[object]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[object]:
         return read_partition(partition, self.opts, self.schema)
 
 
@@ -420,7 +420,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"opts": self.opts, "schema": self.schema}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["opts"], state["schema"])  # type: ignore[misc, arg-type]
+        self.__init__(state["opts"], state["schema"])  # type: ignore[misc]  # pickling: rebuild in place
 
     def _refresh(self, *, required: bool) -> dict[TP, Heads]:
         if self._stores is None:
@@ -430,7 +430,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._heads = heads
         return heads
 
-    def initialOffset(self) -> dict:  # type: ignore[type-arg]
+    def initialOffset(self) -> dict:
         heads = self._refresh(required=True)
         return to_nested(resolve_offsets(self.opts.starting, heads, default="earliest"))
 
@@ -444,7 +444,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = {tp: h.head + 1 for tp, h in heads.items()}
         log.info("spark.available_now target=%s", to_nested(self._target))
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # type: ignore[type-arg]
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = from_nested(start, "start offset")
         end = available(begin, self._refresh(required=False))
         if self._target is not None:
@@ -453,12 +453,12 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = rate_limit(begin, end, limit.max_rows)
         return to_nested(end)
 
-    def reportLatestOffset(self) -> dict | None:  # type: ignore[type-arg]
+    def reportLatestOffset(self) -> dict | None:
         if not self._heads:
             return None
         return to_nested({tp: h.head + 1 for tp, h in self._heads.items()})
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:  # type: ignore[type-arg]
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, stop = from_nested(start, "start offset"), from_nested(end, "end offset")
         spans = plan_spans(begin, stop, self.opts.max_records_per_partition)
         if not spans:
@@ -468,10 +468,10 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         fallback = self._stores.endpoints() if self._stores is not None else []
         return _partitions(spans, self._heads, fallback)
 
-    def read(self, partition: InputPartition) -> Iterator[object]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[object]:
         return read_partition(partition, self.opts, self.schema)
 
-    def commit(self, end: dict) -> None:  # type: ignore[type-arg]
+    def commit(self, end: dict) -> None:
         pass  # stores keep the data; nothing to release
 
     def stop(self) -> None:
@@ -511,7 +511,7 @@ _producers: dict[tuple[str, str], object] = {}
 _producers_pid = os.getpid()
 
 
-def _producer(opts: WriteOptions):  # type: ignore[no-untyped-def]
+def _producer(opts: WriteOptions):
     """The Python worker's Producer for these towers, made on first use in this process."""
     global _producers_pid
     from ..producer import Producer
@@ -585,14 +585,14 @@ class DafkaBatchWriter(DataSourceArrowWriter):
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[object]) -> DafkaCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[object]) -> DafkaCommitMessage:
         return write_batches(iterator, self.opts)
 
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.records for m in messages if isinstance(m, DafkaCommitMessage))
         log.info("spark.sink.committed records=%d", total)
 
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         log.warning("spark.sink.aborted: acknowledged records stay written (at least once)")
 
 
@@ -600,14 +600,14 @@ class DafkaStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[object]) -> DafkaCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[object]) -> DafkaCommitMessage:
         return write_batches(iterator, self.opts)
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         total = sum(m.records for m in messages if isinstance(m, DafkaCommitMessage))
         log.info("spark.sink.committed batch=%d records=%d", batchId, total)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning(
             "spark.sink.aborted batch=%d: acknowledged records stay written (at least once)",
             batchId,

@@ -487,7 +487,7 @@ def _seal(
         longest = max(real)
         if longest > MAX_KEY_BYTES:
             raise LimitExceeded(f"a key is {longest} bytes; the limit is {MAX_KEY_BYTES}")
-        key_data = b"".join(filter(None, keys))  # type: ignore[arg-type]
+        key_data = b"".join(filter(None, keys))
         key_bytes = len(key_data)
     size = 2 + len(topic_raw) + _BATCH_FIXED.size + 8 * count + key_bytes + sum(vlens) + _TRAILER
     if size > MAX_BLOB_BYTES:
