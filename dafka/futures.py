@@ -24,7 +24,9 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import _base as futures_base
+from typing import TypeVar
 
+T = TypeVar("T")
 _LAZY = threading.Lock()
 _FINISHED: str = getattr(futures_base, "FINISHED", "")
 _PENDING: str = getattr(futures_base, "PENDING", "")
@@ -42,8 +44,8 @@ def _lazy_construction_holds() -> bool:
 LAZY = _lazy_construction_holds()
 
 
-class RecordFuture(Future[int]):
-    """Resolves to a record's offset once the record is acknowledged."""
+class LazyFuture(Future[T]):
+    """A Future whose condition is made on first use; resolved from the IO thread."""
 
     def __init__(self) -> None:
         if not LAZY:  # the private layout changed: build a Future the ordinary way
@@ -54,7 +56,7 @@ class RecordFuture(Future[int]):
         self._result = None
         self._exception = None
         self._waiters = []
-        self._done_callbacks: list[Callable[[Future[int]], object]] = []
+        self._done_callbacks: list[Callable[[Future[T]], object]] = []
 
     def __getattr__(self, name: str) -> threading.Condition:
         # Only reached when ``_condition`` was never created.
@@ -66,16 +68,16 @@ class RecordFuture(Future[int]):
                 cond = self.__dict__["_condition"] = threading.Condition()
         return cond
 
-    def resolve(self, offset: int) -> None:
+    def resolve(self, value: T) -> None:
         """Set the result (IO thread); cheap when nobody waits or listens yet."""
         with _LAZY:
             if "_condition" not in self.__dict__:
                 if self._state == _PENDING:
-                    self._result = offset
+                    self._result = value
                     self._state = _FINISHED
                 return
         if not self.done():
-            self.set_result(offset)
+            self.set_result(value)
 
     def fail(self, exc: BaseException) -> None:
         """Set an exception unless already resolved."""
@@ -85,15 +87,13 @@ class RecordFuture(Future[int]):
         self.set_exception(exc)
 
 
-class BatchFuture(RecordFuture):
+class RecordFuture(LazyFuture[int]):
+    """Resolves to a record's offset once the record is acknowledged (``Producer.send``)."""
+
+
+class BatchFuture(LazyFuture[range]):
     """Resolves to the ``range`` of offsets of records sent together (``Producer.send_many``).
 
     It resolves once every one of them is acknowledged; one future instead of
     one per record is what makes ``send_many`` cheap.
     """
-
-    def resolve(self, offsets: range) -> None:  # type: ignore[override]
-        super().resolve(offsets)  # type: ignore[arg-type]
-
-    def result(self, timeout: float | None = None) -> range:  # type: ignore[override]
-        return super().result(timeout)  # type: ignore[return-value]

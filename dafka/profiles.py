@@ -246,7 +246,7 @@ class Rfc46Profile(Profile):
         if t is m.DirectHead:
             assert isinstance(msg, m.DirectHead)
             return rfc46.DirectHead(msg.recipient, msg.topic, msg.partition, msg.offset)
-        return msg  # type: ignore[return-value]
+        return msg  # type: ignore[return-value]  # FETCH, GET-HEADS, HELLOs: shared types
 
     def encode(self, msg: m.Message) -> list[bytes]:
         return rfc46.encode(self.to_wire(msg))
@@ -358,7 +358,7 @@ class SignedProfile(Profile):
             return m.DirectHead(
                 msg.recipient, msg.topic, msg.partition, msg.offset, head, msg.tail, msg.signed_tail
             )
-        return msg  # type: ignore[return-value]
+        return msg  # type: ignore[return-value]  # FETCH, GET-HEADS, HELLOs: shared types
 
     # -------------------------------------------------------------- encoding
 
@@ -401,7 +401,7 @@ class SignedProfile(Profile):
                 msg.tail,
                 self._tail(msg),
             )
-        return msg  # type: ignore[return-value]
+        return msg  # type: ignore[return-value]  # FETCH, GET-HEADS, HELLOs: shared types
 
     def _tail(self, msg: m.DirectHead) -> signed.Tail | None:
         """The tail of a DIRECT-HEAD, signed by this store (``None`` without a tail or a key)."""

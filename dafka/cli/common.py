@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -193,7 +193,7 @@ def run_cli(f: F) -> F:
         except BrokenPipeError:
             sys.exit(0)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def wait_for_signal(check: Callable[[], None] | None = None) -> None:

@@ -11,6 +11,7 @@ from typing import Literal
 import click
 
 from .. import identity
+from ..config import check_profile
 from ..consumer import Consumer
 from ..core.effects import ConsumedRecord
 from ..errors import ConfigError, DafkaTimeout
@@ -218,7 +219,7 @@ def main(
         node=node_config(tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)),
         identity=None if key_dir is None else identity.load(key_dir),
         offset_reset=reset,
-        profile=profile,  # type: ignore[arg-type]
+        profile=check_profile(profile),
         trusted_stores=trusted_stores,
     ) as consumer:
         waiting = _Waiting(consumer, started, wait, exit_at_end)

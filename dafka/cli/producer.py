@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import click
 
+from ..config import check_profile
 from ..errors import ProfileError
 from ..node import node_config
 from ..producer import Producer
@@ -125,7 +126,7 @@ def main(
         node=node_config(tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)),
         state_dir=state_dir,
         max_unacked_bytes=max_unacked_bytes,
-        profile=profile,  # type: ignore[arg-type]
+        profile=check_profile(profile),
         trusted_stores=trusted_stores or None,
         trust_any_store=True if trust_any else None,
         min_acks=min_acks,

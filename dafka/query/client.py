@@ -54,7 +54,7 @@ class QueryError(ProtocolError):
     def __init__(self, message: str, code: qp.ErrorCode) -> None:
         super().__init__(message)
         self.code = code
-        self.retriable = code is qp.ErrorCode.UNAVAILABLE  # type: ignore[misc]
+        self.retriable = code is qp.ErrorCode.UNAVAILABLE  # type: ignore[misc]  # per answer here, not per class
 
 
 @dataclass(frozen=True, slots=True)
