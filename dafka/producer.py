@@ -831,6 +831,11 @@ class Producer:
         """Records that failed after ``send`` accepted them, since the producer started."""
         return self._failed_total
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` has begun: the producer takes no more records."""
+        return self._closed
+
     def close(self, timeout: float | None = 30.0) -> CloseResult:
         """Flush (up to ``timeout`` s; ``0``: not at all), stop, and account for every record.
 

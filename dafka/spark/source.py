@@ -27,6 +27,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -45,6 +46,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from ..config import check_profile
 from ..errors import ConfigError, DafkaError, DataLossError, ProfileError
 from ..query.client import BelowTailError, QueryClient, verified_batches
 from ..query.locator import StoreLocator
@@ -65,6 +67,9 @@ from .offsets import (
     resolve_offsets,
     to_nested,
 )
+
+if TYPE_CHECKING:
+    from ..producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -507,25 +512,25 @@ class DafkaCommitMessage(WriterCommitMessage):
     partition: str | None
 
 
-_producers: dict[tuple[str, str], object] = {}
+_producers: dict[tuple[str, str], Producer] = {}
 _producers_pid = os.getpid()
 
 
-def _producer(opts: WriteOptions):
+def _producer(opts: WriteOptions) -> Producer:
     """The Python worker's Producer for these towers, made on first use in this process."""
     global _producers_pid
-    from ..producer import Producer
+    from ..producer import Producer  # here: workers that only read never import it
 
     if _producers_pid != os.getpid():  # a forked child: the parent's producers are not ours
         _producers.clear()
         _producers_pid = os.getpid()
     key = (opts.towers, opts.profile or "")
     producer = _producers.get(key)
-    if producer is None or producer._closed:  # type: ignore[attr-defined]
+    if producer is None or producer.closed:
         if opts.profile is None:
             producer = Producer(towers=opts.towers)
         else:
-            producer = Producer(towers=opts.towers, profile=opts.profile)  # type: ignore[arg-type]
+            producer = Producer(towers=opts.towers, profile=check_profile(opts.profile))
         _producers[key] = producer
     return producer
 
@@ -536,27 +541,20 @@ def _no_keys(producer: object) -> bool:
     return getattr(config, "profile", "rfc46") == "rfc46"
 
 
-def write_batches(batches: Iterator[object], opts: WriteOptions) -> DafkaCommitMessage:
-    """Send every row of Arrow ``batches``; return once all are acknowledged."""
+def write_batches(batches: Iterator[Any], opts: WriteOptions) -> DafkaCommitMessage:
+    """Send every row of Arrow ``batches`` (pyarrow ships no types: Any); return once all are
+    acknowledged."""
     producer = None
     count = 0
     for batch in batches:
-        names = batch.schema.names  # type: ignore[attr-defined]
+        names = batch.schema.names
         lowered = {n.lower(): n for n in names}
-        n = batch.num_rows  # type: ignore[attr-defined]
+        n = batch.num_rows
         if n == 0:
             continue
-        values = batch.column(lowered["value"]).to_pylist()  # type: ignore[attr-defined]
-        keys = (
-            batch.column(lowered["key"]).to_pylist()  # type: ignore[attr-defined]
-            if "key" in lowered
-            else None
-        )
-        topics = (
-            batch.column(lowered["topic"]).to_pylist()  # type: ignore[attr-defined]
-            if "topic" in lowered
-            else None
-        )
+        values = batch.column(lowered["value"]).to_pylist()
+        keys = batch.column(lowered["key"]).to_pylist() if "key" in lowered else None
+        topics = batch.column(lowered["topic"]).to_pylist() if "topic" in lowered else None
         if producer is None:
             producer = _producer(opts)
         if keys is not None and any(k is not None for k in keys) and _no_keys(producer):
