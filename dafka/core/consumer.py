@@ -416,11 +416,12 @@ class ConsumerCore:
         if self._acl and not self._allowed(topic, partition):
             return []
         p = self._parts.get((topic, partition))
-        memory = p.memory if p is not None else None
-        if memory is not None and (
-            conflict := memory.conflict(first, last, msg.content[-_SIGNATURE:])
+        if (
+            p is not None
+            and p.memory is not None
+            and (conflict := p.memory.conflict(first, last, msg.content[-_SIGNATURE:]))
         ):
-            if self._on_conflict(msg, p, conflict, now):  # type: ignore[arg-type]
+            if self._on_conflict(msg, p, conflict, now):
                 return []
         if p is not None and (last < p.next or (first > p.next and first in p.buffer)):
             self._duplicates += 1  # dropped before paying for verification

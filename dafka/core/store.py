@@ -508,7 +508,7 @@ class StoreCore:
             limits = self._retention.get(topic)
             if limits is None:
                 continue
-            infos = storage.batch_infos(topic, partition)  # type: ignore[attr-defined]
+            infos = storage.batch_infos(topic, partition)  # type: ignore[attr-defined]  # with trim()
             cut = retention_cut(infos, max_age_ms=limits[0], max_bytes=limits[1], now_ms=now_ms)
             if not cut:
                 continue

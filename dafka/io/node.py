@@ -379,7 +379,7 @@ class NodeLoop:
                             send_frames(frames)
                         sent += len(effect.contents)
                     else:
-                        send_frames(encode(effect.msg))  # type: ignore[union-attr]
+                        send_frames(encode(effect.msg))  # type: ignore[union-attr]  # a Publish
                         sent += 1
                 except DafkaError as exc:  # a core asked for what the profile cannot send
                     self.stats["unsendable"] += 1

@@ -479,7 +479,7 @@ def _seal(
         key_data = b""
     else:
         if absent == 0:
-            klens = list(map(len, keys))  # type: ignore[arg-type]
+            klens = list(map(len, keys))  # type: ignore[arg-type]  # absent == 0: no None
             real: Iterable[int] = klens
         else:
             klens = [_NO_KEY if k is None else len(k) for k in keys]
