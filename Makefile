@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java run test test-unit test-integration faults bench bench-spark pipeline lint format clean
+.PHONY: install java reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
 install: $(STAMP) java
 
@@ -28,16 +28,19 @@ java:  ## Spark (the spark extra) needs a Java 17+ runtime: install one with apt
 	  fi; \
 	fi
 
+reference:  ## the ØMQ RAFT reference server (npm zmq-raft 0.5.0) for the interop tests and benchmark
+	@tests/interop/reference/install.sh .reference/zmq-raft
+
 run: install  ## a tower and a store on 127.0.0.1, data under .dafka/
 	$(BIN)/dafka-local
 
-test: install  ## the whole suite: unit, integration (real processes), end-to-end CLI
+test: install reference  ## the whole suite: unit, integration (real processes), end-to-end CLI
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
-test-integration: install
+test-integration: install reference
 	$(BIN)/python -m pytest tests/integration tests/e2e $(PYTEST_ARGS)
 
 faults: install  ## fault injection: 10 seeds x 120 s per min_acks (1 and 2); JSON in .faults/
@@ -45,7 +48,7 @@ faults: install  ## fault injection: 10 seeds x 120 s per min_acks (1 and 2); JS
 	$(BIN)/python -m tests.faults --seeds 10 --seconds 120 --min-acks 1 --min-acks 2 \
 	  --workdir .faults/run --json .faults/results.json
 
-bench: install  ## throughput (signed and rfc46) and Raft benchmarks; JSON in benchmarks/results/
+bench: install reference  ## throughput (signed and rfc46) and Raft benchmarks; JSON in benchmarks/results/
 	$(BIN)/python -m benchmarks.throughput --profile signed --consume batches
 	$(BIN)/python -m benchmarks.throughput --profile rfc46 --api one
 	$(BIN)/python -m benchmarks.raft
@@ -66,4 +69,4 @@ format: install
 	$(BIN)/ruff check --fix --line-length 100 --select E,F,W,I,B,UP --ignore E501,B008 $(SRC)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info .reference
