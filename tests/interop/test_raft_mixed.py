@@ -1,0 +1,205 @@
+"""A mixed Raft cluster: our peers and the ØMQ RAFT reference server's (npm zmq-raft) in one
+cluster of three (issue 11, point 4).
+
+Each configuration runs the same ring: a writer thread keeps pipelined RequestUpdates
+going through our :class:`~dafka.raft.client.RaftClient` (32 in flight), while the
+main thread SIGKILLs whichever peer leads, waits for a survivor to lead, restarts the
+killed peer and goes again, until leaders of every kind present were killed (at most
+``ROUNDS`` times). Then the writer stops, the cluster must converge (every peer alive,
+at the leader's commit and last index), every peer is stopped and its log read from
+its files, and:
+
+* every log holds the same entries (term, type, reqid, data) at every index;
+* every acknowledged update is, at the index it was acknowledged with, on every peer
+  (and "LOST" when it is on fewer than a majority);
+* no peer died on its own, and no reference peer printed an error.
+
+Failures say exactly that: which indexes differ and how, which acknowledged updates
+which peer lacks, which peer died with what line. ``ours+ours+ours`` and
+``ref+ref+ref`` check the harness against each implementation alone.
+
+The reference is installed by ``make reference``; without node or npm these tests skip
+(saying so); with them, a failed install is a failure.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka.errors import DafkaError
+from dafka.raft.client import RaftClient
+from dafka.raft.reqid import ReqIdGenerator
+from dafka.raft.statemachine import put_command
+from tests.interop.reference import (
+    Acked,
+    Kind,
+    MixedCluster,
+    ReferenceUnavailable,
+    compare_logs,
+    ensure_installed,
+)
+from tests.procs import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+ROUNDS = 8  # leader kills at most
+KILLS = 4  # stop early after this many kills, once leaders of each kind present
+KILLS_PER_KIND = 2  # were killed this often
+PROGRESS = 300  # acknowledged updates between two kills
+ROUND_WAIT = 20.0  # seconds for that progress / for a new leader
+
+
+@pytest.fixture(scope="module")
+def reference() -> Path:
+    try:
+        return ensure_installed()
+    except ReferenceUnavailable as exc:
+        if exc.skip:
+            pytest.skip(str(exc))
+        pytest.fail(str(exc), pytrace=False)
+
+
+class Writer(threading.Thread):
+    """Pipelined updates in batches until stopped; records what was acknowledged."""
+
+    def __init__(self, cluster: MixedCluster, batch: int = 64, window: int = 32) -> None:
+        super().__init__(daemon=True, name="ring-writer")
+        self.cluster = cluster
+        self.batch = batch
+        self.window = window
+        self.stop = threading.Event()
+        self.acked: list[Acked] = []
+        self.errors: list[str] = []
+        self.sent = 0
+
+    def run(self) -> None:
+        reqids = ReqIdGenerator()
+        with self.cluster.client(timeout=10) as client:
+            while not self.stop.is_set():
+                datas = [put_command(f"r{self.sent + k}", self.sent + k) for k in range(self.batch)]
+                ids = [reqids() for _ in datas]
+                self.sent += len(datas)
+                try:
+                    indexes = client.update_many(datas, window=self.window, reqids=ids, timeout=8)
+                except DafkaError as exc:  # unacknowledged: may or may not be in the logs
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+                    continue
+                self.acked.extend(
+                    Acked(i, r, d) for i, r, d in zip(indexes, ids, datas, strict=True)
+                )
+
+
+def _ring(cluster: MixedCluster, probe: RaftClient) -> list[str]:
+    """Kill leaders under load, then compare everything; the problems found."""
+    problems: list[str] = []
+    kinds_present = set(cluster.kinds.values())
+    killed: list[tuple[str, Kind]] = []
+    cluster.wait_leader(probe)
+    writer = Writer(cluster)
+    writer.start()
+    started = time.monotonic()
+    try:
+        for _ in range(ROUNDS):
+            target = len(writer.acked) + PROGRESS
+            try:
+                wait_until(
+                    lambda t=target: len(writer.acked) >= t or cluster.check_deaths(),
+                    ROUND_WAIT,
+                    interval=0.01,
+                    what=f"{PROGRESS} more acknowledged updates",
+                )
+            except AssertionError as exc:
+                problems.append(
+                    f"no progress after {len(killed)} kills: {exc}"
+                    f" (last writer error: {writer.errors[-1:] or 'none'})"
+                )
+                break
+            if cluster.deaths:
+                break
+            leader = cluster.wait_leader(probe, timeout=ROUND_WAIT)
+            cluster.kill(leader)
+            killed.append((leader, cluster.kinds[leader]))
+            survivors = [p for p in cluster.ids if p != leader]
+            try:
+                cluster.wait_leader(probe, among=survivors, timeout=ROUND_WAIT)
+            except AssertionError as exc:
+                problems.append(f"after killing leader {leader}: {exc}")
+                break
+            cluster.restart(leader)
+            counts = {k: sum(1 for _, kk in killed if kk is k) for k in kinds_present}
+            if len(killed) >= KILLS and min(counts.values()) >= KILLS_PER_KIND:
+                break
+    finally:
+        writer.stop.set()
+        writer.join(30)
+    cluster.check_deaths()
+    top = max((a.index for a in writer.acked), default=0)
+    reason: list[str | None] = [None]
+
+    def converged() -> bool:
+        reason[0] = cluster.converged(probe, top)
+        return reason[0] is None
+
+    if not cluster.deaths:
+        try:
+            wait_until(converged, 20, interval=0.05, what="the peers to converge")
+        except AssertionError:
+            problems.append(f"the peers did not converge within 20 s: {reason[0]}")
+    summary = (
+        f"{len(writer.acked)} updates acknowledged (up to index {top}) of {writer.sent} sent,"
+        f" {len(writer.errors)} batches failed; leaders killed: "
+        + (", ".join(f"{p}" for p, _ in killed) or "none")
+        + f"; {time.monotonic() - started:.1f} s"
+    )
+    print(summary)
+    cluster.check_deaths()
+    if problems or cluster.deaths:
+        problems.append(f"state at the end: {cluster.describe_state(probe)}")
+    cluster.stop_all()
+    problems += [death.describe() for death in cluster.deaths]
+    for pid, lines in cluster.fatal_lines().items():
+        if not any(d.pid == pid for d in cluster.deaths):
+            problems.append(f"{pid} printed errors: {' | '.join(lines[:4])}")
+    logs = {pid: cluster.read_log(pid) for pid in cluster.ids}
+    problems += compare_logs(logs, writer.acked)
+    if not writer.acked:
+        problems.append("no update was acknowledged at all")
+    missing_kinds = [k.value for k in kinds_present if all(kk is not k for _, kk in killed)]
+    if problems:
+        problems.insert(0, summary)
+    elif missing_kinds:
+        print(f"note: no {'/'.join(missing_kinds)} peer led when a kill came")
+    return problems
+
+
+CONFIGS = {
+    "ours+ours+ours": [Kind.OURS, Kind.OURS, Kind.OURS],
+    "ref+ref+ref": [Kind.REF, Kind.REF, Kind.REF],
+    "2ours+1ref": [Kind.OURS, Kind.OURS, Kind.REF],
+    "1ours+2ref": [Kind.OURS, Kind.REF, Kind.REF],
+}
+
+
+@pytest.fixture(params=list(CONFIGS), ids=list(CONFIGS))
+def mixed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MixedCluster]:
+    kinds = CONFIGS[request.param]
+    ref = request.getfixturevalue("reference") if Kind.REF in kinds else None
+    cluster = MixedCluster(tmp_path, kinds, name="ring", reference=ref)
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def test_leader_kills_under_pipelined_updates_lose_nothing_and_logs_agree(
+    mixed: MixedCluster,
+) -> None:
+    with mixed.client(timeout=5) as probe:
+        problems = _ring(mixed, probe)
+    assert not problems, "\n".join(problems)
