@@ -14,6 +14,11 @@ in this process. Phases, each measured in the same run:
 * 64 in flight     ``update_many(window=64)``: commits/s
 * failover         ``--failovers`` times: SIGKILL the leader, time until a survivor
                    answers RequestConfig as leader; the killed peer is restarted
+* reference        when node and npm are here (``make reference`` installs it; skip
+                   with ``--no-reference``): the warm-up, 1-in-flight and N-in-flight
+                   phases again, same client, on three ØMQ RAFT reference peers (npm
+                   zmq-raft 0.5.0, which fdatasyncs its log; ``--no-fsync`` skips it),
+                   and the ratios ours/reference
 
 Every update is a KV ``put`` of ``--size`` bytes. Prints a table and writes JSON to
 benchmarks/results/raft-<time>.json.
@@ -40,6 +45,8 @@ from dafka.raft.client import RaftClient
 from dafka.raft.statemachine import put_command
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import Entry, EntryType
+from tests.interop.reference import VERSION as REFERENCE_VERSION
+from tests.interop.reference import Kind, MixedCluster, ReferenceUnavailable, ensure_installed
 from tests.procs import Proc, free_port, py, wait_until
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -204,6 +211,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "latency_updates": args.latency_updates,
             "window": args.window,
             "directory": str(directory),
+            "reference": args.reference,
         },
     }
     result["baseline_fsync"] = baseline_fsync(directory, args.fsync_appends, args.size)
@@ -212,37 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     value = os.urandom(max(0, args.size - 16)).hex()[: max(0, args.size - 16)]
     try:
         with RaftClient(urls, CLUSTER, timeout=60) as client:
-            wait_until(lambda: client.request_config(timeout=10), 20, what="a leader")
-            for k in range(300):  # warm up
-                client.update(put_command(f"w{k % 50}", value))
-            # 1 in flight
-            times = []
-            start = time.perf_counter()
-            for k in range(args.latency_updates):
-                t = time.perf_counter()
-                client.update(put_command(f"k{k % 1000}", value))
-                times.append(time.perf_counter() - t)
-            elapsed = time.perf_counter() - start
-            result["one_in_flight"] = {
-                "updates": args.latency_updates,
-                "commits_per_s": args.latency_updates / elapsed,
-                "p50_ms": _pct(times, 0.5) * 1000,
-                "p99_ms": _pct(times, 0.99) * 1000,
-                "mean_ms": statistics.fmean(times) * 1000,
-                "max_ms": max(times) * 1000,
-            }
-            # N in flight
-            datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
-            start = time.perf_counter()
-            indexes = client.update_many(datas, window=args.window, timeout=600)
-            elapsed = time.perf_counter() - start
-            assert len(set(indexes)) == len(indexes)
-            result["window_in_flight"] = {
-                "window": args.window,
-                "updates": args.updates,
-                "commits_per_s": args.updates / elapsed,
-                "seconds": elapsed,
-            }
+            result.update(measure_load(client, args, value))
             if args.failovers:
                 result["failover"] = measure_failovers(
                     client, procs, urls, directory, args.fsync, args.failovers
@@ -256,6 +234,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         for proc in procs:
             proc.kill()
+    if args.reference:
+        result["reference"] = measure_reference(directory, args, value)
     result["machine"]["load_avg_after"] = os.getloadavg()
     one, many = result["one_in_flight"], result["window_in_flight"]
     result["ratios"] = {
@@ -268,7 +248,84 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "window_5000_commits_per_s": many["commits_per_s"] >= 5000,
         "p50_under_2ms": one["p50_ms"] < 2.0,
     }
+    ref = result.get("reference", {})
+    if "one_in_flight" in ref:
+        result["vs_reference"] = {
+            "window_commits_ratio": many["commits_per_s"]
+            / ref["window_in_flight"]["commits_per_s"],
+            "one_in_flight_commits_ratio": one["commits_per_s"]
+            / ref["one_in_flight"]["commits_per_s"],
+            "p50_ratio": one["p50_ms"] / ref["one_in_flight"]["p50_ms"],
+        }
+        vs = result["vs_reference"]
+        result["goals"]["window_5x_reference"] = vs["window_commits_ratio"] >= 5.0
+        result["goals"]["p50_half_of_reference"] = vs["p50_ratio"] <= 0.5
     return result
+
+
+def measure_load(client: RaftClient, args: argparse.Namespace, value: str) -> dict[str, Any]:
+    """Warm-up, then 1 update in flight (latency), then ``args.window`` in flight."""
+    out: dict[str, Any] = {}
+    wait_until(lambda: client.request_config(timeout=10), 20, what="a leader")
+    for k in range(300):  # warm up
+        client.update(put_command(f"w{k % 50}", value))
+    times = []
+    start = time.perf_counter()
+    for k in range(args.latency_updates):
+        t = time.perf_counter()
+        client.update(put_command(f"k{k % 1000}", value))
+        times.append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - start
+    out["one_in_flight"] = {
+        "updates": args.latency_updates,
+        "commits_per_s": args.latency_updates / elapsed,
+        "p50_ms": _pct(times, 0.5) * 1000,
+        "p99_ms": _pct(times, 0.99) * 1000,
+        "mean_ms": statistics.fmean(times) * 1000,
+        "max_ms": max(times) * 1000,
+    }
+    datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
+    start = time.perf_counter()
+    indexes = client.update_many(datas, window=args.window, timeout=600)
+    elapsed = time.perf_counter() - start
+    assert len(set(indexes)) == len(indexes)
+    out["window_in_flight"] = {
+        "window": args.window,
+        "updates": args.updates,
+        "commits_per_s": args.updates / elapsed,
+        "seconds": elapsed,
+    }
+    return out
+
+
+def measure_reference(directory: Path, args: argparse.Namespace, value: str) -> dict[str, Any]:
+    """The same load, same client, on three ØMQ RAFT reference peers (npm zmq-raft, which
+    always fdatasyncs its log), when node and npm are here; else why not."""
+    try:
+        reference = ensure_installed()
+    except ReferenceUnavailable as exc:
+        return {"unavailable": str(exc)}
+    if not args.fsync:
+        return {"unavailable": "--no-fsync: the reference always fsyncs, no fair comparison"}
+    cluster = MixedCluster(
+        directory / "reference", [Kind.REF] * 3, name=CLUSTER, reference=reference
+    )
+    try:
+        cluster.start_all()
+        with cluster.client(timeout=60) as client:
+            out = measure_load(client, args, value)
+        cluster.check_deaths()
+        if cluster.deaths:
+            out["deaths"] = [d.describe() for d in cluster.deaths]
+    finally:
+        cluster.stop_all()
+    out["server"] = f"zmq-raft {REFERENCE_VERSION} (node {_node_version()})"
+    return out
+
+
+def _node_version() -> str:
+    done = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip()
 
 
 def print_table(r: dict[str, Any]) -> None:
@@ -307,6 +364,24 @@ def print_table(r: dict[str, Any]) -> None:
         f"{many['window']}-in-flight/fsync {ratios['window_vs_fsync_rate']:.2f}, "
         f"p50/raw-rtt {ratios['p50_vs_raw_rtt_p50']:.1f}x"
     )
+    ref = r.get("reference")
+    if ref and "one_in_flight" in ref:
+        rone, rmany = ref["one_in_flight"], ref["window_in_flight"]
+        vs = r["vs_reference"]
+        print(
+            f"reference {ref['server']}: 1 in flight {rone['commits_per_s']:,.0f} commits/s "
+            f"p50 {rone['p50_ms']:.3f} ms; {rmany['window']} in flight "
+            f"{rmany['commits_per_s']:,.0f} commits/s"
+        )
+        print(
+            f"ours/reference: {many['window']} in flight {vs['window_commits_ratio']:.2f}x, "
+            f"1 in flight {vs['one_in_flight_commits_ratio']:.2f}x, "
+            f"p50 {vs['p50_ratio']:.2f}x (goal: >= 5x and <= 0.5x)"
+        )
+        for line in ref.get("deaths", []):
+            print(f"reference: {line}")
+    elif ref:
+        print(f"reference: not measured: {ref['unavailable']}")
     print(f"goals: {r['goals']}  (load avg {r['machine']['load_avg_before']})")
 
 
@@ -321,6 +396,12 @@ def main() -> None:
     parser.add_argument("--failovers", type=int, default=5, help="leader SIGKILL rounds")
     parser.add_argument("--no-fsync", dest="fsync", action="store_false")
     parser.add_argument("--dir", default=None, help="data directory (default: a temp dir)")
+    parser.add_argument(
+        "--no-reference",
+        dest="reference",
+        action="store_false",
+        help="do not measure the ØMQ RAFT reference server (npm zmq-raft) beside ours",
+    )
     args = parser.parse_args()
     result = run(args)
     RESULTS.mkdir(parents=True, exist_ok=True)
