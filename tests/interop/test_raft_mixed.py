@@ -47,9 +47,10 @@ from tests.procs import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
-ROUNDS = 8  # leader kills at most
-KILLS = 4  # stop early after this many kills, once leaders of each kind present
+ROUNDS = 10  # leader kills at most
+KILLS = 6  # stop early after this many kills, once leaders of each kind present
 KILLS_PER_KIND = 2  # were killed this often
+RING_SECONDS = 60.0  # no new round after this long
 PROGRESS = 300  # acknowledged updates between two kills
 ROUND_WAIT = 20.0  # seconds for that progress / for a new leader
 
@@ -105,6 +106,8 @@ def _ring(cluster: MixedCluster, probe: RaftClient) -> list[str]:
     started = time.monotonic()
     try:
         for _ in range(ROUNDS):
+            if time.monotonic() - started > RING_SECONDS:
+                break
             target = len(writer.acked) + PROGRESS
             try:
                 wait_until(
