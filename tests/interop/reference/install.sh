@@ -18,8 +18,9 @@
 #   skips downloading and building its bundled libzmq 4.2.2, and node-gyp turns the
 #   variable into the gyp variable zmq_external, linking -lzmq (the system library).
 #   (As a command-line flag, npm 11 warns that --zmq-external is an unknown config.)
-# * "allowScripts" in package.json lets npm 11 run zeromq's install script; the
-#   explicit `npm rebuild zeromq` builds it whichever npm runs the scripts or not.
+# * "allowScripts" in package.json lets npm 11 run zeromq's install script (which
+#   builds the binding: no prebuilt one matches node >= 16); `npm rebuild zeromq`
+#   follows only if the binding still does not load.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -66,8 +67,12 @@ rm -f "$dest/.installed"
 cp "$here/package.json" "$here/package-lock.json" "$dest/"
 log="$dest/install.log"
 export npm_config_zmq_external=true
-(cd "$dest" && npm ci --no-audit --no-fund --loglevel=error && npm rebuild zeromq --loglevel=error) \
-  >"$log" 2>&1 || die "npm failed (see $log): $(tail -n 1 "$log")"
+(cd "$dest" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1 ||
+  die "npm ci failed (see $log): $(tail -n 1 "$log")"
+if ! loads; then  # an npm that did not run zeromq's install script
+  (cd "$dest" && npm rebuild zeromq --loglevel=error) >>"$log" 2>&1 ||
+    die "npm rebuild zeromq failed (see $log): $(tail -n 1 "$log")"
+fi
 
 binding="$dest/node_modules/zeromq/build/Release/zmq.node"
 [ -f "$binding" ] || die "zeromq's native binding was not built (see $log)"
