@@ -66,12 +66,15 @@ mkdir -p "$dest"
 rm -f "$dest/.installed"
 cp "$here/package.json" "$here/package-lock.json" "$dest/"
 log="$dest/install.log"
+why() {  # the first telling line of npm's output
+  { grep -E '^npm (error|ERR!)' "$log" | grep -v 'complete log' || tail -n 1 "$log"; } | head -n 1
+}
 export npm_config_zmq_external=true
 (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1 ||
-  die "npm ci failed (see $log): $(tail -n 1 "$log")"
+  die "npm ci failed (see $log): $(why)"
 if ! loads; then  # an npm that did not run zeromq's install script
   (cd "$dest" && npm rebuild zeromq --loglevel=error) >>"$log" 2>&1 ||
-    die "npm rebuild zeromq failed (see $log): $(tail -n 1 "$log")"
+    die "npm rebuild zeromq failed (see $log): $(why)"
 fi
 
 binding="$dest/node_modules/zeromq/build/Release/zmq.node"
