@@ -124,7 +124,11 @@ def _ring(cluster: MixedCluster, probe: RaftClient) -> list[str]:
                 break
             if cluster.deaths:
                 break
-            leader = cluster.wait_leader(probe, timeout=ROUND_WAIT)
+            try:
+                leader = cluster.wait_leader(probe, timeout=ROUND_WAIT)
+            except AssertionError as exc:
+                problems.append(f"after {len(killed)} kills: {exc}")
+                break
             cluster.kill(leader)
             killed.append((leader, cluster.kinds[leader]))
             survivors = [p for p in cluster.ids if p != leader]
