@@ -41,7 +41,7 @@ test-unit: install
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 test-integration: install reference
-	$(BIN)/python -m pytest tests/integration tests/e2e $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/integration tests/interop tests/e2e $(PYTEST_ARGS)
 
 faults: install  ## fault injection: 10 seeds x 120 s per min_acks (1 and 2); JSON in .faults/
 	mkdir -p .faults

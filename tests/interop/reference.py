@@ -22,10 +22,8 @@ import base64
 import enum
 import json
 import os
-import random
 import re
 import shutil
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +33,7 @@ from dafka.raft.client import RaftClient
 from dafka.raft.frames import decode_entry
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import Entry
-from tests.procs import ROOT, Proc, py, wait_until
+from tests.procs import ROOT, Proc, free_port, py, wait_until
 
 HERE = Path(__file__).resolve().parent / "reference"
 INSTALL = HERE / "install.sh"
@@ -82,23 +80,6 @@ def ensure_installed() -> Path:
 class Kind(enum.Enum):
     OURS = "ours"
     REF = "ref"
-
-
-def free_port(taken: set[int]) -> int:
-    """A port below the kernel's ephemeral range that nobody listens on right now (the
-    peers must know each other's URLs before they start)."""
-    for _ in range(500):
-        port = random.randrange(20_000, 32_000)
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
-    raise RuntimeError("no free port")
 
 
 @dataclass(frozen=True, slots=True)
