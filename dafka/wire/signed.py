@@ -74,6 +74,17 @@ from .rfc46 import (
     parse_subscription,
     topic_prefix,
 )
+from .signed_checks import (
+    PUBLIC_KEY_BYTES,
+    SIGNATURE_BYTES,
+    U64_MAX,
+    BadSignature,
+    LimitExceeded,
+    WrongPartition,
+    WrongTopic,
+    check_u64,
+    encode_topic,
+)
 
 __all__ = [
     "ACK_CONTEXT",
@@ -150,11 +161,8 @@ MAX_HELLO_TOPICS: Final = 1024
 DEFAULT_BATCH_RECORDS: Final = 8192
 DEFAULT_BATCH_BYTES: Final = 1024 * 1024
 
-_U64_MAX = 2**64 - 1
 _NO_KEY = 0xFFFFFFFF
-_PUBLIC_KEY = 32
-_SIGNATURE = 64
-_TRAILER = _PUBLIC_KEY + _SIGNATURE
+_TRAILER = PUBLIC_KEY_BYTES + SIGNATURE_BYTES
 _PARTITION = 16
 _DIGEST = 32
 
@@ -168,25 +176,6 @@ _HEAD_FIELDS = struct.Struct(">16sQQ32s64s")  # partition, offset, timestamp, ke
 _HEAD_TAIL = struct.Struct(">QQ32s64s")  # offset, timestamp, key, signature
 _ACK_TAIL = struct.Struct(">Q32s64s")  # offset, store key, signature
 _TAIL_PROOF = struct.Struct(">32s64s")  # store key, signature of a DIRECT-HEAD's tail
-
-
-# ------------------------------------------------------------------- errors
-
-
-class BadSignature(WireError):
-    """A signature that does not verify."""
-
-
-class WrongPartition(WireError):
-    """A key that does not own the partition named, or not the partition expected."""
-
-
-class WrongTopic(WireError):
-    """A batch or head of another topic than the one it was sent or asked for."""
-
-
-class LimitExceeded(WireError):
-    """A count or size over the profile's bounds (records, key, value, blob, topics)."""
 
 
 # ---------------------------------------------------------------- messages
@@ -433,24 +422,6 @@ def batch_overhead(topic: str) -> int:
     return 2 + len(topic.encode()) + _BATCH_FIXED.size + _TRAILER
 
 
-def _check_topic_raw(raw: bytes) -> None:
-    if not raw or len(raw) > 255:
-        raise WireError(f"topic must be 1 to 255 bytes, not {len(raw)}")
-    if b"\0" in raw:
-        raise WireError("topic must not contain NUL")
-
-
-def _encode_topic(topic: str) -> bytes:
-    if not isinstance(topic, str):
-        raise TypeError(f"topic must be a string, not {type(topic).__name__}")
-    try:
-        raw = topic.encode()
-    except UnicodeEncodeError as exc:
-        raise WireError("topic is not encodable as UTF-8") from exc
-    _check_topic_raw(raw)
-    return raw
-
-
 def _seal(
     identity: Identity,
     topic_raw: bytes,
@@ -465,9 +436,9 @@ def _seal(
         raise WireError("a batch holds at least one record")
     if count > MAX_BATCH_RECORDS:
         raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
-    if first_offset < 0 or first_offset + count - 1 > _U64_MAX:
+    if first_offset < 0 or first_offset + count - 1 > U64_MAX:
         raise WireError(f"offsets {first_offset}..+{count} out of range")
-    if not 0 <= timestamp_ms <= _U64_MAX:
+    if not 0 <= timestamp_ms <= U64_MAX:
         raise WireError(f"timestamp {timestamp_ms} out of range")
     vlens = list(map(len, values))
     if max(vlens) > MAX_VALUE_BYTES:
@@ -517,7 +488,7 @@ def encode_batch(
     profile cannot carry (no records, a bad topic, offsets or timestamp out of
     u64) and :class:`LimitExceeded` for counts and sizes over the caps.
     """
-    topic_raw = _encode_topic(topic)
+    topic_raw = encode_topic(topic)
     if not records:
         raise WireError("a batch holds at least one record")
     try:
@@ -533,12 +504,12 @@ def seal_gap(
 ) -> bytes:
     """A signed gap statement: offsets ``first_offset .. + count - 1`` of ``identity``'s
     partition hold no records, ever (see the module docstring)."""
-    topic_raw = _encode_topic(topic)
+    topic_raw = encode_topic(topic)
     if not 1 <= count <= MAX_GAP_OFFSETS:
         raise WireError(f"a gap covers 1 to {MAX_GAP_OFFSETS} offsets, not {count}")
-    if first_offset < 0 or first_offset + count - 1 > _U64_MAX:
+    if first_offset < 0 or first_offset + count - 1 > U64_MAX:
         raise WireError(f"offsets {first_offset}..+{count} out of range")
-    if not 0 <= timestamp_ms <= _U64_MAX:
+    if not 0 <= timestamp_ms <= U64_MAX:
         raise WireError(f"timestamp {timestamp_ms} out of range")
     signed = (
         bytes((GAP_FORMAT, len(topic_raw)))
@@ -581,7 +552,7 @@ def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
     partition, first, count, timestamp = _BATCH_FIXED.unpack_from(blob, topic_end)
     if count == 0:
         raise WireError("batch with no records")
-    if first + count - 1 > _U64_MAX:
+    if first + count - 1 > U64_MAX:
         raise WireError("batch offsets run past 2**64 - 1")
     if fmt == GAP_FORMAT:
         return topic, partition, first, count, timestamp, records_at
@@ -638,8 +609,8 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
     partition_id = b_partition.hex().upper()
     if partition is not None and partition_id != partition:
         raise WrongPartition(f"batch of partition {partition_id} where {partition} was expected")
-    end = len(blob) - _SIGNATURE
-    public_key = blob[end - _PUBLIC_KEY : end]
+    end = len(blob) - SIGNATURE_BYTES
+    public_key = blob[end - PUBLIC_KEY_BYTES : end]
     if node_id_bytes_for(public_key) != b_partition:
         raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
     gap = blob[0] == GAP_FORMAT
@@ -661,7 +632,7 @@ def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> None:
         raise LimitExceeded(f"a key is {key_longest} bytes; the limit is {MAX_KEY_BYTES}")
     if max(vlens) > MAX_VALUE_BYTES:
         raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
-    if records_at + 8 * count + key_total + sum(vlens) != end - _PUBLIC_KEY:
+    if records_at + 8 * count + key_total + sum(vlens) != end - PUBLIC_KEY_BYTES:
         raise WireError("batch record lengths do not add up to its size")
 
 
@@ -777,13 +748,13 @@ class BatchBuilder:
         max_records: int = DEFAULT_BATCH_RECORDS,
         max_bytes: int = DEFAULT_BATCH_BYTES,
     ) -> None:
-        self._topic_raw = _encode_topic(topic)
+        self._topic_raw = encode_topic(topic)
         if not 1 <= max_records <= MAX_BATCH_RECORDS:
             raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
         overhead = batch_overhead(topic)
         if not overhead + 8 < max_bytes <= MAX_BLOB_BYTES:
             raise ValueError(f"max_bytes must be {overhead + 9}..{MAX_BLOB_BYTES}")
-        if not 0 <= next_offset <= _U64_MAX:
+        if not 0 <= next_offset <= U64_MAX:
             raise ValueError(f"next_offset {next_offset} out of range")
         self.identity = identity
         self.topic = topic
@@ -823,7 +794,7 @@ class BatchBuilder:
         if klen > MAX_KEY_BYTES:
             raise LimitExceeded(f"key is {klen} bytes; the limit is {MAX_KEY_BYTES}")
         offset = self.next_offset
-        if offset > _U64_MAX:
+        if offset > U64_MAX:
             raise WireError("the partition has used every offset")
         size = 8 + klen + vlen
         if self._open_count and (
@@ -876,7 +847,7 @@ def seal_batches(
     producer's natural batching, run on whatever was queued when its IO loop
     woke. Values and keys must be ``bytes``.
     """
-    topic_raw = _encode_topic(topic)
+    topic_raw = encode_topic(topic)
     count = len(values)
     if not count:
         return []
@@ -943,24 +914,19 @@ def _tail_signed(partition_raw: bytes, topic_raw: bytes, offset: int) -> bytes:
     return TAIL_CONTEXT + partition_raw + bytes((len(topic_raw),)) + topic_raw + _U64.pack(offset)
 
 
-def _check_u64(value: int, what: str) -> None:
-    if not isinstance(value, int) or not 0 <= value <= _U64_MAX:
-        raise WireError(f"{what} {value!r} out of range 0..2**64-1")
-
-
 def sign_head(identity: Identity, topic: str, offset: int, timestamp_ms: int) -> Head:
     """The HEAD ``identity`` sends for its partition of ``topic``, last offset ``offset``."""
-    topic_raw = _encode_topic(topic)
-    _check_u64(offset, "offset")
-    _check_u64(timestamp_ms, "timestamp")
+    topic_raw = encode_topic(topic)
+    check_u64(offset, "offset")
+    check_u64(timestamp_ms, "timestamp")
     signature = identity.sign(_head_signed(topic_raw, identity.node_id_bytes, offset, timestamp_ms))
     return Head(topic, identity.node_id, offset, timestamp_ms, identity.public_key, signature)
 
 
 def sign_ack(identity: Identity, partition: str, topic: str, offset: int) -> Ack:
     """The ACK store ``identity`` sends: it holds ``partition`` of ``topic`` up to ``offset``."""
-    topic_raw = _encode_topic(topic)
-    _check_u64(offset, "offset")
+    topic_raw = encode_topic(topic)
+    check_u64(offset, "offset")
     if not is_node_id(partition):
         raise WireError(f"partition {partition!r} is not a node ID")
     signature = identity.sign(_ack_signed(bytes.fromhex(partition), topic_raw, offset))
@@ -969,8 +935,8 @@ def sign_ack(identity: Identity, partition: str, topic: str, offset: int) -> Ack
 
 def sign_tail(identity: Identity, partition: str, topic: str, offset: int) -> Tail:
     """The tail store ``identity`` states: it holds ``partition`` of ``topic`` from ``offset``."""
-    topic_raw = _encode_topic(topic)
-    _check_u64(offset, "tail")
+    topic_raw = encode_topic(topic)
+    check_u64(offset, "tail")
     if not is_node_id(partition):
         raise WireError(f"partition {partition!r} is not a node ID")
     signature = identity.sign(_tail_signed(bytes.fromhex(partition), topic_raw, offset))
@@ -1001,13 +967,13 @@ def _fixed(data: bytes, size: int, what: str) -> bytes:
 
 def _head_fields(head: Head) -> bytes:
     """offset, timestamp, key, signature: a head's fields after its topic and partition."""
-    _check_u64(head.offset, "head offset")
-    _check_u64(head.timestamp_ms, "head timestamp")
+    check_u64(head.offset, "head offset")
+    check_u64(head.timestamp_ms, "head timestamp")
     return _HEAD_TAIL.pack(
         head.offset,
         head.timestamp_ms,
-        _fixed(head.public_key, _PUBLIC_KEY, "public key"),
-        _fixed(head.signature, _SIGNATURE, "signature"),
+        _fixed(head.public_key, PUBLIC_KEY_BYTES, "public key"),
+        _fixed(head.signature, SIGNATURE_BYTES, "signature"),
     )
 
 
@@ -1023,9 +989,9 @@ def _check_rfc46_shaped(msg: Fetch | GetHeads | ConsumerHello | StoreHello) -> N
     if isinstance(msg, Fetch):
         _node(msg.partition, "partition")
         _node(msg.requester, "requester")
-        _encode_topic(msg.topic)
+        encode_topic(msg.topic)
     elif isinstance(msg, GetHeads):
-        _encode_topic(msg.topic)
+        encode_topic(msg.topic)
         _node(msg.requester, "requester")
     elif isinstance(msg, ConsumerHello):
         _node(msg.store, "store")
@@ -1033,7 +999,7 @@ def _check_rfc46_shaped(msg: Fetch | GetHeads | ConsumerHello | StoreHello) -> N
         if len(msg.topics) > MAX_HELLO_TOPICS:
             raise LimitExceeded(f"{len(msg.topics)} topics; the limit is {MAX_HELLO_TOPICS}")
         for topic in msg.topics:
-            _encode_topic(topic)
+            encode_topic(topic)
     else:
         _node(msg.consumer, "consumer")
         _node(msg.store, "store")
@@ -1071,13 +1037,13 @@ def _encode(msg: Message) -> list[bytes]:
         return [b"D" + _node(msg.recipient, "recipient") + b"\0" + _VERSION_BYTE, bytes(msg.blob)]
     if t is Head:
         assert isinstance(msg, Head)
-        topic_raw = _encode_topic(msg.topic)
+        topic_raw = encode_topic(msg.topic)
         partition = bytes.fromhex(_node(msg.partition, "partition").decode())
         return [b"H" + topic_raw + b"\0" + _VERSION_BYTE + partition + _head_fields(msg)]
     if t is Ack:
         assert isinstance(msg, Ack)
-        topic_raw = _encode_topic(msg.topic)
-        _check_u64(msg.offset, "offset")
+        topic_raw = encode_topic(msg.topic)
+        check_u64(msg.offset, "offset")
         return [
             b"K"
             + _node(msg.partition, "partition")
@@ -1087,15 +1053,15 @@ def _encode(msg: Message) -> list[bytes]:
             + topic_raw
             + _ACK_TAIL.pack(
                 msg.offset,
-                _fixed(msg.store_key, _PUBLIC_KEY, "store key"),
-                _fixed(msg.signature, _SIGNATURE, "signature"),
+                _fixed(msg.store_key, PUBLIC_KEY_BYTES, "store key"),
+                _fixed(msg.signature, SIGNATURE_BYTES, "signature"),
             )
         ]
     if t is DirectHead:
         assert isinstance(msg, DirectHead)
-        topic_raw = _encode_topic(msg.topic)
+        topic_raw = encode_topic(msg.topic)
         partition = _node(msg.partition, "partition")
-        _check_u64(msg.offset, "offset")
+        check_u64(msg.offset, "offset")
         frame0 = (
             b"E"
             + _node(msg.recipient, "recipient")
@@ -1130,14 +1096,14 @@ def _encode(msg: Message) -> list[bytes]:
                 raise WireError("DirectHead carries a signed tail of another partition or offset")
             tail = proof.offset
         if tail is not None:
-            _check_u64(tail, "tail")
+            check_u64(tail, "tail")
             flag |= 2
             rest += _U64.pack(tail)
         if proof is not None:
             flag |= 4
             rest += _TAIL_PROOF.pack(
-                _fixed(proof.store_key, _PUBLIC_KEY, "store key"),
-                _fixed(proof.signature, _SIGNATURE, "signature"),
+                _fixed(proof.store_key, PUBLIC_KEY_BYTES, "store key"),
+                _fixed(proof.signature, SIGNATURE_BYTES, "signature"),
             )
         return [frame0 + bytes((flag,)) + rest]
     if t is Fetch or t is GetHeads or t is ConsumerHello or t is StoreHello:
