@@ -64,13 +64,13 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "    if True:",
     ),
     "key-to-partition binding": (
-        "dafka.wire.signed",
+        "dafka.wire.signed_batch",
         "verify_batch",
         "    if node_id_bytes_for(public_key) != b_partition:",
         "    if False:",
     ),
     "batch signature": (
-        "dafka.wire.signed",
+        "dafka.wire.signed_batch",
         "verify_batch",
         "    if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):",
         "    if False:",
@@ -132,7 +132,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "msg.offset",
     ),
     "blob size cap": [
-        ("dafka.wire.signed", "_header", "    if size > MAX_BLOB_BYTES:", "    if False:"),
+        ("dafka.wire.signed_batch", "_header", "    if size > MAX_BLOB_BYTES:", "    if False:"),
         (
             "dafka.wire.signed",
             "decode",

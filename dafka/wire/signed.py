@@ -23,40 +23,19 @@ StoreHello     L   consumer node ID    as rfc46: store
 Decoding checks shape only (lengths, bounds, UTF-8, node IDs) and never spends a
 signature check: nodes drop duplicates first and verify what they keep, with
 :func:`verify_batch`, :meth:`Head.verify` and :meth:`Ack.verify`. Every function
-here raises only :class:`~dafka.errors.WireError` (and its subclasses below) on
-bad bytes.
+here raises only :class:`~dafka.errors.WireError` (and its subclasses, from
+:mod:`.signed_checks`) on bad bytes.
 
-Batch blob (frame 1 of RECORD and DIRECT-RECORD; stored and re-served verbatim)::
-
-    format u8 = 1 | topic len u8 | topic | partition 16 | first u64 | count u32
-    | timestamp_ms u64 | key lengths count*u32 (0xFFFFFFFF = no key)
-    | value lengths count*u32 | keys | values | public key 32 | signature 64
-
-    digest    = BLAKE2b-256(blob without its last 64 bytes)
-    signature = Ed25519(b"dafka-batch-v1\\0" + digest)
-
-The public key must own the partition (``identity.node_id_for``), so a batch
-proves its author whoever served it.
-
-Gap statement (format 2, same place and same signature rule): the producer's
-signed word that offsets ``first .. first + count - 1`` hold no records and
-never will (a range a crashed producer reserved but never got stored)::
-
-    format u8 = 2 | topic len u8 | topic | partition 16 | first u64 | count u32
-    | timestamp_ms u64 | public key 32 | signature 64
-
-It travels, is stored and is served exactly like a batch, so every node keeps
-the same history; :attr:`Batch.is_gap` tells it apart and it has no records.
+The batch blob (frame 1 of RECORD and DIRECT-RECORD) and the gap statement are
+:mod:`.signed_batch`'s; this module re-exports its names.
 """
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, pairwise, repeat
-from operator import itemgetter
+from itertools import accumulate, pairwise
 from typing import Final
 
 from ..errors import WireError
@@ -73,6 +52,25 @@ from .rfc46 import (
     direct_prefix,
     parse_subscription,
     topic_prefix,
+)
+from .signed_batch import (
+    BATCH_CONTEXT,
+    BATCH_FORMAT,
+    GAP_FORMAT,
+    MAX_BATCH_RECORDS,
+    MAX_BLOB_BYTES,
+    MAX_GAP_OFFSETS,
+    MAX_KEY_BYTES,
+    MAX_VALUE_BYTES,
+    Batch,
+    BatchHeader,
+    batch_overhead,
+    encode_batch,
+    peek_batch,
+    seal_gap,
+    seal_records,
+    unchecked_columns,
+    verify_batch,
 )
 from .signed_checks import (
     PUBLIC_KEY_BYTES,
@@ -141,37 +139,17 @@ __all__ = [
 
 VERSION: Final = 2
 _VERSION_BYTE = b"\x02"
-BATCH_FORMAT: Final = 1
-GAP_FORMAT: Final = 2
-MAX_GAP_OFFSETS: Final = 2**32 - 1
-
-BATCH_CONTEXT: Final = b"dafka-batch-v1\0"
-"""Signed before a batch digest; never sent. Keeps batch, head and ack signatures apart."""
 HEAD_CONTEXT: Final = b"dafka-head-v1\0"
 ACK_CONTEXT: Final = b"dafka-ack-v1\0"
 TAIL_CONTEXT: Final = b"dafka-tail-v1\0"
 
-MAX_BLOB_BYTES: Final = 16 * 1024 * 1024
-MAX_BATCH_RECORDS: Final = 65_536
-MAX_KEY_BYTES: Final = 64 * 1024
-MAX_VALUE_BYTES: Final = MAX_BLOB_BYTES - 128 * 1024
-"""A record within both caps always fits one batch, whatever its topic."""
 MAX_HELLO_TOPICS: Final = 1024
 
 DEFAULT_BATCH_RECORDS: Final = 8192
 DEFAULT_BATCH_BYTES: Final = 1024 * 1024
 
-_NO_KEY = 0xFFFFFFFF
-_TRAILER = PUBLIC_KEY_BYTES + SIGNATURE_BYTES
-_PARTITION = 16
-_DIGEST = 32
-
-_FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
-
 _U64 = struct.Struct(">Q")
 _U64U64 = struct.Struct(">QQ")
-_BATCH_FIXED = struct.Struct(">16sQIQ")  # partition, first offset, count, timestamp
 _HEAD_FIELDS = struct.Struct(">16sQQ32s64s")  # partition, offset, timestamp, key, signature
 _HEAD_TAIL = struct.Struct(">QQ32s64s")  # offset, timestamp, key, signature
 _ACK_TAIL = struct.Struct(">Q32s64s")  # offset, store key, signature
@@ -344,371 +322,6 @@ Message = (
 """Every message of the profile. FETCH, GET-HEADS and the HELLOs are rfc46's dataclasses."""
 
 
-# ---------------------------------------------------------------- batches
-
-
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """A batch's header as read by :func:`peek_batch`: nothing here is verified."""
-
-    topic: str
-    partition: str
-    first_offset: int
-    count: int
-    timestamp_ms: int
-    is_gap: bool = False
-    """A gap statement (format 2): ``count`` offsets with no records."""
-
-    @property
-    def last_offset(self) -> int:
-        return self.first_offset + self.count - 1
-
-
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """A verified batch: the partition's own key signed every byte of :attr:`blob`.
-
-    Made by :func:`verify_batch`. ``records`` is parsed from the blob on first
-    use, so a store that only keeps the blob never pays for it. ``digest`` is
-    BLAKE2b-256 of the signed bytes (the blob without its signature): the same
-    records at the same offsets always have the same digest, so two verified
-    batches of one partition overlapping in offsets with different digests are
-    equivocation.
-    """
-
-    topic: str
-    partition: str
-    first_offset: int
-    count: int
-    timestamp_ms: int
-    public_key: bytes = field(repr=False)
-    digest: bytes = field(repr=False)
-    blob: bytes = field(repr=False)
-    is_gap: bool = False
-    """A gap statement: the producer says its offsets hold no records, ever."""
-    _records: tuple[tuple[bytes | None, bytes], ...] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
-
-    @property
-    def last_offset(self) -> int:
-        return self.first_offset + self.count - 1
-
-    @property
-    def records(self) -> tuple[tuple[bytes | None, bytes], ...]:
-        """``(key, value)`` per offset from :attr:`first_offset`; key ``None`` if absent."""
-        records = self._records
-        if records is None and self.is_gap:
-            records = ()
-            object.__setattr__(self, "_records", records)
-        if records is None:
-            records = _parse_records(self.blob, len(self.topic.encode()), self.count)
-            object.__setattr__(self, "_records", records)
-        return records
-
-    def columns(self) -> tuple[list[bytes | None] | None, list[bytes]]:
-        """``(keys, values)`` as two lists in offset order; ``keys`` is ``None`` if no record has one.
-
-        The consumer's fast path: no tuple per record, and no key list at all
-        for batches without keys. A gap statement gives ``(None, [])``.
-        """
-        if self.is_gap:
-            return None, []
-        return _record_columns(self.blob, len(self.topic.encode()), self.count)
-
-
-def batch_overhead(topic: str) -> int:
-    """Bytes a batch of ``topic`` costs besides its records (8 bytes + key + value each)."""
-    return 2 + len(topic.encode()) + _BATCH_FIXED.size + _TRAILER
-
-
-def _seal(
-    identity: Identity,
-    topic_raw: bytes,
-    first_offset: int,
-    keys: Sequence[bytes | None],
-    values: Sequence[bytes],
-    timestamp_ms: int,
-) -> bytes:
-    """Encode and sign one batch; ``topic_raw`` is already checked."""
-    count = len(values)
-    if count == 0:
-        raise WireError("a batch holds at least one record")
-    if count > MAX_BATCH_RECORDS:
-        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
-    if first_offset < 0 or first_offset + count - 1 > U64_MAX:
-        raise WireError(f"offsets {first_offset}..+{count} out of range")
-    if not 0 <= timestamp_ms <= U64_MAX:
-        raise WireError(f"timestamp {timestamp_ms} out of range")
-    vlens = list(map(len, values))
-    if max(vlens) > MAX_VALUE_BYTES:
-        raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
-    absent = keys.count(None)
-    if absent == count:
-        klens: Sequence[int] = (_NO_KEY,) * count
-        key_bytes = 0
-        key_data = b""
-    else:
-        if absent == 0:
-            klens = list(map(len, keys))  # type: ignore[arg-type]  # absent == 0: no None
-            real: Iterable[int] = klens
-        else:
-            klens = [_NO_KEY if k is None else len(k) for k in keys]
-            real = [len(k) for k in keys if k is not None]
-        longest = max(real)
-        if longest > MAX_KEY_BYTES:
-            raise LimitExceeded(f"a key is {longest} bytes; the limit is {MAX_KEY_BYTES}")
-        key_data = b"".join(filter(None, keys))
-        key_bytes = len(key_data)
-    size = 2 + len(topic_raw) + _BATCH_FIXED.size + 8 * count + key_bytes + sum(vlens) + _TRAILER
-    if size > MAX_BLOB_BYTES:
-        raise LimitExceeded(f"batch is {size} bytes; the limit is {MAX_BLOB_BYTES}")
-    head = (
-        bytes((BATCH_FORMAT, len(topic_raw)))
-        + topic_raw
-        + _BATCH_FIXED.pack(identity.node_id_bytes, first_offset, count, timestamp_ms)
-        + struct.pack(f">{2 * count}I", *klens, *vlens)
-        + key_data
-    )
-    signed = b"".join(chain((head,), values, (identity.public_key,)))
-    digest = hashlib.blake2b(signed, digest_size=_DIGEST).digest()
-    return signed + identity.sign(BATCH_CONTEXT + digest)
-
-
-def encode_batch(
-    identity: Identity,
-    topic: str,
-    first_offset: int,
-    records: Sequence[tuple[bytes | None, bytes]],
-    timestamp_ms: int,
-) -> bytes:
-    """One signed batch blob of ``records`` (``(key or None, value)``) from ``first_offset``.
-
-    The partition is ``identity``'s node ID. Raises :class:`WireError` for what the
-    profile cannot carry (no records, a bad topic, offsets or timestamp out of
-    u64) and :class:`LimitExceeded` for counts and sizes over the caps.
-    """
-    topic_raw = encode_topic(topic)
-    if not records:
-        raise WireError("a batch holds at least one record")
-    try:
-        keys = list(map(_FIRST, records))
-        values = list(map(_SECOND, records))
-    except (TypeError, IndexError, KeyError) as exc:
-        raise TypeError("records must be (key, value) pairs") from exc
-    return _seal(identity, topic_raw, first_offset, keys, values, timestamp_ms)
-
-
-def seal_gap(
-    identity: Identity, topic: str, first_offset: int, count: int, timestamp_ms: int
-) -> bytes:
-    """A signed gap statement: offsets ``first_offset .. + count - 1`` of ``identity``'s
-    partition hold no records, ever (see the module docstring)."""
-    topic_raw = encode_topic(topic)
-    if not 1 <= count <= MAX_GAP_OFFSETS:
-        raise WireError(f"a gap covers 1 to {MAX_GAP_OFFSETS} offsets, not {count}")
-    if first_offset < 0 or first_offset + count - 1 > U64_MAX:
-        raise WireError(f"offsets {first_offset}..+{count} out of range")
-    if not 0 <= timestamp_ms <= U64_MAX:
-        raise WireError(f"timestamp {timestamp_ms} out of range")
-    signed = (
-        bytes((GAP_FORMAT, len(topic_raw)))
-        + topic_raw
-        + _BATCH_FIXED.pack(identity.node_id_bytes, first_offset, count, timestamp_ms)
-        + identity.public_key
-    )
-    digest = hashlib.blake2b(signed, digest_size=_DIGEST).digest()
-    return signed + identity.sign(BATCH_CONTEXT + digest)
-
-
-def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
-    """``(topic, partition raw, first, count, timestamp, records_at)`` after shape checks.
-
-    A gap statement (``blob[0] == GAP_FORMAT``) has no records: its size is
-    exactly ``records_at`` plus the trailer.
-    """
-    size = len(blob)
-    if size > MAX_BLOB_BYTES:
-        raise LimitExceeded(f"batch is {size} bytes; the limit is {MAX_BLOB_BYTES}")
-    if size < 2:
-        raise WireError("truncated batch header")
-    fmt = blob[0]
-    if fmt != BATCH_FORMAT and fmt != GAP_FORMAT:
-        raise WireError(f"unknown batch format {fmt}")
-    topic_end = 2 + blob[1]
-    records_at = topic_end + _BATCH_FIXED.size
-    if fmt == GAP_FORMAT:
-        if size != records_at + _TRAILER:
-            raise WireError("a gap statement is not exactly its header and trailer")
-    elif size < records_at + 8 + _TRAILER:
-        raise WireError("truncated batch")
-    topic_raw = blob[2:topic_end]
-    if not topic_raw or b"\0" in topic_raw:
-        raise WireError("batch topic is empty or contains NUL")
-    try:
-        topic = topic_raw.decode()
-    except UnicodeDecodeError as exc:
-        raise WireError("batch topic is not UTF-8") from exc
-    partition, first, count, timestamp = _BATCH_FIXED.unpack_from(blob, topic_end)
-    if count == 0:
-        raise WireError("batch with no records")
-    if first + count - 1 > U64_MAX:
-        raise WireError("batch offsets run past 2**64 - 1")
-    if fmt == GAP_FORMAT:
-        return topic, partition, first, count, timestamp, records_at
-    if count > MAX_BATCH_RECORDS:
-        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
-    if size < records_at + 8 * count + _TRAILER:
-        raise WireError("truncated batch")
-    return topic, partition, first, count, timestamp, records_at
-
-
-def peek_batch(blob: bytes) -> BatchHeader:
-    """The header of ``blob`` without verifying anything but its shape (O(1)).
-
-    For routing and dropping duplicates before paying for :func:`verify_batch`;
-    never act on these values otherwise.
-    """
-    blob = bytes(blob)
-    topic, partition, first, count, timestamp, _ = _header(blob)
-    return BatchHeader(
-        topic, partition.hex().upper(), first, count, timestamp, blob[0] == GAP_FORMAT
-    )
-
-
-def _lengths(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
-    return struct.unpack_from(f">{2 * count}I", blob, records_at)
-
-
-def _key_lengths(klens: tuple[int, ...], count: int) -> tuple[int, int] | None:
-    """``(total, longest)`` of the present keys; None when no record has a key."""
-    if _NO_KEY not in klens:
-        return sum(klens), max(klens)
-    absent = klens.count(_NO_KEY)
-    if absent == count:
-        return None
-    real = [k for k in klens if k != _NO_KEY]
-    return sum(real), max(real)
-
-
-def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None = None) -> Batch:
-    """Check ``blob`` completely and return it as a :class:`Batch`.
-
-    Raises :class:`WireError` for a malformed blob, :class:`LimitExceeded` for one
-    over the caps, :class:`WrongTopic` / :class:`WrongPartition` when it is not of
-    the ``topic`` / ``partition`` given (the ones it was sent under or fetched
-    for), :class:`WrongPartition` when its key does not own its partition, and
-    :class:`BadSignature` when the signature does not verify. Costs one BLAKE2b
-    pass over the blob and one Ed25519 verification; records are parsed only
-    when :attr:`Batch.records` is first read.
-    """
-    blob = bytes(blob)
-    b_topic, b_partition, first, count, timestamp, records_at = _header(blob)
-    if topic is not None and b_topic != topic:
-        raise WrongTopic(f"batch of topic {b_topic!r} where {topic!r} was expected")
-    partition_id = b_partition.hex().upper()
-    if partition is not None and partition_id != partition:
-        raise WrongPartition(f"batch of partition {partition_id} where {partition} was expected")
-    end = len(blob) - SIGNATURE_BYTES
-    public_key = blob[end - PUBLIC_KEY_BYTES : end]
-    if node_id_bytes_for(public_key) != b_partition:
-        raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
-    gap = blob[0] == GAP_FORMAT
-    if not gap:
-        _check_lengths(blob, records_at, count, end)
-    digest = hashlib.blake2b(memoryview(blob)[:end], digest_size=_DIGEST).digest()
-    if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):
-        raise BadSignature(f"batch of partition {partition_id} has a bad signature")
-    return Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob, gap)
-
-
-def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> None:
-    """The per-record lengths of a format-1 blob are within the caps and add up."""
-    lengths = _lengths(blob, records_at, count)
-    vlens = lengths[count:]
-    keys = _key_lengths(lengths[:count], count)
-    key_total, key_longest = keys if keys is not None else (0, 0)
-    if key_longest > MAX_KEY_BYTES:
-        raise LimitExceeded(f"a key is {key_longest} bytes; the limit is {MAX_KEY_BYTES}")
-    if max(vlens) > MAX_VALUE_BYTES:
-        raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
-    if records_at + 8 * count + key_total + sum(vlens) != end - PUBLIC_KEY_BYTES:
-        raise WireError("batch record lengths do not add up to its size")
-
-
-def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[bytes]]:
-    """``(keys, values)`` of a blob checked for shape but **not** for its signature.
-
-    For readers of blobs that were verified when they were stored (a store's
-    query endpoint reading its own LMDB). Raises :class:`WireError` for a blob
-    whose shape or lengths are wrong.
-    """
-    blob = bytes(blob)
-    _topic, _partition, _first, count, _ts, records_at = _header(blob)
-    if blob[0] == GAP_FORMAT:
-        return None, []
-    lengths = _lengths(blob, records_at, count)
-    keys = _key_lengths(lengths[:count], count)
-    key_total = keys[0] if keys is not None else 0
-    if records_at + 8 * count + key_total + sum(lengths[count:]) != len(blob) - _TRAILER:
-        raise WireError("batch record lengths do not add up to its size")
-    return _record_columns(blob, blob[1], count)
-
-
-def _record_columns(
-    blob: bytes, topic_len: int, count: int
-) -> tuple[list[bytes | None] | None, list[bytes]]:
-    """Keys (``None`` if no record has one) and values of a checked blob, as lists."""
-    records_at = 2 + topic_len + _BATCH_FIXED.size
-    lengths = _lengths(blob, records_at, count)
-    klens, vlens = lengths[:count], lengths[count:]
-    at = records_at + 8 * count
-    getitem = blob.__getitem__
-    keys: list[bytes | None] | None
-    if _NO_KEY not in klens:
-        offs = list(accumulate(klens, initial=at))
-        keys = list(map(getitem, map(slice, offs, offs[1:])))
-        at = offs[-1]
-    elif klens.count(_NO_KEY) == count:
-        keys = None
-    else:
-        offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
-        keys = [
-            None if k == _NO_KEY else blob[a:b]
-            for k, a, b in zip(klens, offs, offs[1:], strict=False)
-        ]
-        at = offs[-1]
-    offs = list(accumulate(vlens, initial=at))
-    return keys, list(map(getitem, map(slice, offs, offs[1:])))
-
-
-def _parse_records(
-    blob: bytes, topic_len: int, count: int
-) -> tuple[tuple[bytes | None, bytes], ...]:
-    """The records of a blob whose lengths :func:`verify_batch` already checked."""
-    records_at = 2 + topic_len + _BATCH_FIXED.size
-    lengths = _lengths(blob, records_at, count)
-    klens, vlens = lengths[:count], lengths[count:]
-    at = records_at + 8 * count
-    getitem = blob.__getitem__
-    keys: Iterable[bytes | None]
-    if _NO_KEY not in klens:
-        offs = list(accumulate(klens, initial=at))
-        keys = map(getitem, map(slice, offs, offs[1:]))
-        at = offs[-1]
-    elif klens.count(_NO_KEY) == count:
-        keys = repeat(None, count)
-    else:
-        offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
-        keys = [
-            None if k == _NO_KEY else blob[a:b]
-            for k, a, b in zip(klens, offs, offs[1:], strict=False)
-        ]
-        at = offs[-1]
-    offs = list(accumulate(vlens, initial=at))
-    return tuple(zip(keys, map(getitem, map(slice, offs, offs[1:])), strict=False))
-
-
 class BatchBuilder:
     """Packs a producer's queued records into signed batch blobs, up to the caps.
 
@@ -819,7 +432,9 @@ class BatchBuilder:
         first = self.next_offset - len(values)
         bounds = [0, *self._cuts, len(values)]
         blobs = [
-            _seal(self.identity, self._topic_raw, first + a, keys[a:b], values[a:b], timestamp_ms)
+            seal_records(
+                self.identity, self._topic_raw, first + a, keys[a:b], values[a:b], timestamp_ms
+            )
             for a, b in pairwise(bounds)
         ]
         self._keys, self._values, self._cuts = [], [], []
@@ -855,7 +470,7 @@ def seal_batches(
         raise ValueError("keys and values differ in length")
     if not 1 <= max_records <= MAX_BATCH_RECORDS:
         raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
-    room = max_bytes - (2 + len(topic_raw) + _BATCH_FIXED.size + _TRAILER)
+    room = max_bytes - batch_overhead(topic)
     if room <= 8 or max_bytes > MAX_BLOB_BYTES:
         raise ValueError(f"max_bytes {max_bytes} out of range")
     if keys is None or keys.count(None) == count:
@@ -881,7 +496,9 @@ def seal_batches(
                     hi = mid - 1
             b = lo
         chunk_keys = keys[a:b] if keys is not None else (None,) * (b - a)
-        blob = _seal(identity, topic_raw, first_offset + a, chunk_keys, values[a:b], timestamp_ms)
+        blob = seal_records(
+            identity, topic_raw, first_offset + a, chunk_keys, values[a:b], timestamp_ms
+        )
         out.append((first_offset + a, b - a, blob))
         a = b
     return out
