@@ -1,0 +1,223 @@
+"""Packing a producer's records into signed batches of the ``signed`` profile.
+
+:class:`BatchBuilder` queues records one at a time and seals them when flushed;
+:func:`seal_batches` seals a whole run of records at once with the same cuts.
+Both make blobs of :mod:`.signed_batch`'s format, within its caps. Pure, no zmq
+import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import accumulate, pairwise
+from typing import Final
+
+from ..errors import WireError
+from ..identity import Identity
+from .signed_batch import (
+    MAX_BATCH_RECORDS,
+    MAX_BLOB_BYTES,
+    MAX_KEY_BYTES,
+    MAX_VALUE_BYTES,
+    batch_overhead,
+    seal_records,
+)
+from .signed_checks import U64_MAX, LimitExceeded, encode_topic
+
+__all__ = [
+    "DEFAULT_BATCH_BYTES",
+    "DEFAULT_BATCH_RECORDS",
+    "BatchBuilder",
+    "seal_batches",
+]
+
+DEFAULT_BATCH_RECORDS: Final = 8192
+DEFAULT_BATCH_BYTES: Final = 1024 * 1024
+
+
+class BatchBuilder:
+    """Packs a producer's queued records into signed batch blobs, up to the caps.
+
+    ``add`` queues one record and returns the offset it will have; ``flush``
+    seals everything queued into as few blobs as the caps allow, in offset
+    order, and clears the queue. An IO loop calls ``flush`` whenever it wakes, so
+    batches stay small at low rates and grow under load. A batch holds at most
+    ``max_records`` records and ``max_bytes`` bytes, except that a single record
+    bigger than ``max_bytes`` travels alone (up to :data:`MAX_BLOB_BYTES`).
+
+    Offsets are the caller's to make durable: reserve up to :attr:`next_offset`
+    (``dafka.state.OffsetJournal``) before publishing what ``flush`` returns.
+    """
+
+    __slots__ = (
+        "_cuts",
+        "_keys",
+        "_open_bytes",
+        "_open_count",
+        "_room",
+        "_topic_raw",
+        "_values",
+        "identity",
+        "max_bytes",
+        "max_records",
+        "next_offset",
+        "pending_bytes",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        identity: Identity,
+        topic: str,
+        next_offset: int = 0,
+        *,
+        max_records: int = DEFAULT_BATCH_RECORDS,
+        max_bytes: int = DEFAULT_BATCH_BYTES,
+    ) -> None:
+        self._topic_raw = encode_topic(topic)
+        if not 1 <= max_records <= MAX_BATCH_RECORDS:
+            raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
+        overhead = batch_overhead(topic)
+        if not overhead + 8 < max_bytes <= MAX_BLOB_BYTES:
+            raise ValueError(f"max_bytes must be {overhead + 9}..{MAX_BLOB_BYTES}")
+        if not 0 <= next_offset <= U64_MAX:
+            raise ValueError(f"next_offset {next_offset} out of range")
+        self.identity = identity
+        self.topic = topic
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self.next_offset = next_offset
+        """The offset the next :meth:`add` returns."""
+        self.pending_bytes = 0
+        """Encoded size of the queued records (8 + key + value each)."""
+        self._room = max_bytes - overhead
+        self._keys: list[bytes | None] = []
+        self._values: list[bytes] = []
+        self._cuts: list[int] = []
+        self._open_count = 0
+        self._open_bytes = 0
+
+    @property
+    def pending(self) -> int:
+        """Records queued and not yet flushed."""
+        return len(self._values)
+
+    def add(self, key: bytes | None, value: bytes) -> int:
+        """Queue one record; return its offset.
+
+        ``key`` ``None`` means no key (``b""`` is an empty key). Raises
+        :class:`LimitExceeded` for a key or value over the caps, ``TypeError``
+        for a key or value that is not bytes-like.
+        """
+        if type(value) is not bytes:
+            value = _as_bytes(value, "value")
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes(key, "key")
+        vlen = len(value)
+        klen = 0 if key is None else len(key)
+        if vlen > MAX_VALUE_BYTES:
+            raise LimitExceeded(f"value is {vlen} bytes; the limit is {MAX_VALUE_BYTES}")
+        if klen > MAX_KEY_BYTES:
+            raise LimitExceeded(f"key is {klen} bytes; the limit is {MAX_KEY_BYTES}")
+        offset = self.next_offset
+        if offset > U64_MAX:
+            raise WireError("the partition has used every offset")
+        size = 8 + klen + vlen
+        if self._open_count and (
+            self._open_count >= self.max_records or self._open_bytes + size > self._room
+        ):
+            self._cuts.append(len(self._values))
+            self._open_count = 0
+            self._open_bytes = 0
+        self._keys.append(key)
+        self._values.append(value)
+        self._open_count += 1
+        self._open_bytes += size
+        self.pending_bytes += size
+        self.next_offset = offset + 1
+        return offset
+
+    def flush(self, timestamp_ms: int) -> list[bytes]:
+        """Seal every queued record into blobs stamped ``timestamp_ms``; empty the queue."""
+        keys, values = self._keys, self._values
+        if not values:
+            return []
+        first = self.next_offset - len(values)
+        bounds = [0, *self._cuts, len(values)]
+        blobs = [
+            seal_records(
+                self.identity, self._topic_raw, first + a, keys[a:b], values[a:b], timestamp_ms
+            )
+            for a, b in pairwise(bounds)
+        ]
+        self._keys, self._values, self._cuts = [], [], []
+        self._open_count = self._open_bytes = self.pending_bytes = 0
+        return blobs
+
+
+def seal_batches(
+    identity: Identity,
+    topic: str,
+    first_offset: int,
+    keys: Sequence[bytes | None] | None,
+    values: Sequence[bytes],
+    timestamp_ms: int,
+    *,
+    max_records: int = DEFAULT_BATCH_RECORDS,
+    max_bytes: int = DEFAULT_BATCH_BYTES,
+) -> list[tuple[int, int, bytes]]:
+    """Seal ``values`` (and ``keys``, or ``None`` for no keys) into signed blobs from ``first_offset``.
+
+    Returns ``(first offset, count, blob)`` per blob, in offset order. The cuts
+    follow :class:`BatchBuilder`'s rules (at most ``max_records`` records and
+    ``max_bytes`` bytes per blob; a bigger record travels alone), found with a
+    running sum and bisection instead of a Python step per record: this is the
+    producer's natural batching, run on whatever was queued when its IO loop
+    woke. Values and keys must be ``bytes``.
+    """
+    topic_raw = encode_topic(topic)
+    count = len(values)
+    if not count:
+        return []
+    if keys is not None and len(keys) != count:
+        raise ValueError("keys and values differ in length")
+    if not 1 <= max_records <= MAX_BATCH_RECORDS:
+        raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
+    room = max_bytes - batch_overhead(topic)
+    if room <= 8 or max_bytes > MAX_BLOB_BYTES:
+        raise ValueError(f"max_bytes {max_bytes} out of range")
+    if keys is None or keys.count(None) == count:
+        sizes: Iterable[int] = map(len, values)
+        keys = None
+    else:
+        sizes = (len(v) + (0 if k is None else len(k)) for k, v in zip(keys, values, strict=True))
+    ends = list(accumulate(sizes, initial=0))  # ends[i]: value/key bytes of records [0, i)
+    out: list[tuple[int, int, bytes]] = []
+    a = 0
+    while a < count:
+        # the largest b with (bytes of a..b-1) + 8 per record <= room
+        b = a + 1
+        limit = min(count, a + max_records)
+        if b < limit:
+            lo, hi = b, limit  # invariant: records a..lo-1 fit
+            base = ends[a] + 8 * a
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if ends[mid] + 8 * mid - base <= room:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            b = lo
+        chunk_keys = keys[a:b] if keys is not None else (None,) * (b - a)
+        blob = seal_records(
+            identity, topic_raw, first_offset + a, chunk_keys, values[a:b], timestamp_ms
+        )
+        out.append((first_offset + a, b - a, blob))
+        a = b
+    return out
+
+
+def _as_bytes(data: object, what: str) -> bytes:
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"record {what} must be bytes, not {type(data).__name__}")
