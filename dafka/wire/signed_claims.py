@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Final
+from typing import ClassVar, Final, Self, TypeVar
 
 from ..errors import WireError
 from ..identity import Identity, node_id_bytes_for, verify
@@ -25,6 +25,7 @@ __all__ = [
     "TAIL_CONTEXT",
     "Ack",
     "Head",
+    "StoreClaim",
     "Tail",
     "sign_ack",
     "sign_head",
@@ -70,8 +71,18 @@ class Head:
 
 
 @dataclass(frozen=True, slots=True)
-class Ack:
-    """A store's signed claim: it holds ``partition`` of ``topic`` durably up to ``offset``."""
+class StoreClaim:
+    """A store's signed claim about ``partition`` of ``topic`` at ``offset``: an :class:`Ack`
+    or a :class:`Tail`, never made itself.
+
+    The two differ in what ``offset`` means and in the context string their
+    signature covers, so that an ACK never passes for a tail nor a tail for an ACK.
+    """
+
+    _context: ClassVar[bytes]
+    """The context signed before the fields (:data:`ACK_CONTEXT`, :data:`TAIL_CONTEXT`)."""
+    _name: ClassVar[str]
+    """What errors call the claim."""
 
     partition: str
     topic: str
@@ -81,53 +92,45 @@ class Ack:
 
     @property
     def store(self) -> str:
-        """The acknowledging store's node ID (derived from :attr:`store_key`)."""
+        """The claiming store's node ID (derived from :attr:`store_key`)."""
         return node_id_bytes_for(self.store_key).hex().upper()
 
-    def verify(self) -> Ack:
+    def verify(self) -> Self:
         """Return ``self`` if :attr:`store_key` signed it, else raise :class:`BadSignature`.
 
         Whether that store is trusted is the caller's question: check
-        ``ack.store`` (or ``ack.store_key``) against the trusted list *first*,
-        which is cheap, and verify only ACKs that would count.
+        ``claim.store`` (or ``claim.store_key``) against the trusted list *first*,
+        which is cheap, and verify only claims that would count.
         """
         try:
-            message = _ack_signed(bytes.fromhex(self.partition), self.topic.encode(), self.offset)
+            message = _store_signed(
+                self._context, bytes.fromhex(self.partition), self.topic.encode(), self.offset
+            )
         except (ValueError, TypeError, OverflowError, struct.error) as exc:
-            raise WireError(f"ACK fields cannot be signed: {exc}") from exc
+            raise WireError(f"{self._name} fields cannot be signed: {exc}") from exc
         if not verify(self.store_key, message, self.signature):
-            raise BadSignature(f"ACK of {self.partition} has a bad store signature")
+            raise BadSignature(f"{self._name} of {self.partition} has a bad store signature")
         return self
 
 
 @dataclass(frozen=True, slots=True)
-class Tail:
+class Ack(StoreClaim):
+    """A store's signed claim: it holds ``partition`` of ``topic`` durably up to ``offset``."""
+
+    _context: ClassVar[bytes] = ACK_CONTEXT
+    _name: ClassVar[str] = "ACK"
+
+
+@dataclass(frozen=True, slots=True)
+class Tail(StoreClaim):
     """A store's signed claim: it holds ``partition`` of ``topic`` from ``offset`` on
     (retention deleted what is below). Carried in a DIRECT-HEAD (flag bit 2)."""
 
-    partition: str
-    topic: str
-    offset: int
-    store_key: bytes = field(repr=False)
-    signature: bytes = field(repr=False)
+    _context: ClassVar[bytes] = TAIL_CONTEXT
+    _name: ClassVar[str] = "tail"
 
-    @property
-    def store(self) -> str:
-        """The store's node ID (derived from :attr:`store_key`)."""
-        return node_id_bytes_for(self.store_key).hex().upper()
 
-    def verify(self) -> Tail:
-        """Return ``self`` if :attr:`store_key` signed it, else raise :class:`BadSignature`.
-
-        As for an ACK, whether that store is trusted is the caller's question.
-        """
-        try:
-            message = _tail_signed(bytes.fromhex(self.partition), self.topic.encode(), self.offset)
-        except (ValueError, TypeError, OverflowError, struct.error) as exc:
-            raise WireError(f"tail fields cannot be signed: {exc}") from exc
-        if not verify(self.store_key, message, self.signature):
-            raise BadSignature(f"tail of {self.partition} has a bad store signature")
-        return self
+_Claim = TypeVar("_Claim", bound=StoreClaim)
 
 
 def _head_signed(topic_raw: bytes, partition_raw: bytes, offset: int, timestamp_ms: int) -> bytes:
@@ -140,12 +143,8 @@ def _head_signed(topic_raw: bytes, partition_raw: bytes, offset: int, timestamp_
     )
 
 
-def _ack_signed(partition_raw: bytes, topic_raw: bytes, offset: int) -> bytes:
-    return ACK_CONTEXT + partition_raw + bytes((len(topic_raw),)) + topic_raw + _U64.pack(offset)
-
-
-def _tail_signed(partition_raw: bytes, topic_raw: bytes, offset: int) -> bytes:
-    return TAIL_CONTEXT + partition_raw + bytes((len(topic_raw),)) + topic_raw + _U64.pack(offset)
+def _store_signed(context: bytes, partition_raw: bytes, topic_raw: bytes, offset: int) -> bytes:
+    return context + partition_raw + bytes((len(topic_raw),)) + topic_raw + _U64.pack(offset)
 
 
 def sign_head(identity: Identity, topic: str, offset: int, timestamp_ms: int) -> Head:
@@ -159,22 +158,25 @@ def sign_head(identity: Identity, topic: str, offset: int, timestamp_ms: int) ->
 
 def sign_ack(identity: Identity, partition: str, topic: str, offset: int) -> Ack:
     """The ACK store ``identity`` sends: it holds ``partition`` of ``topic`` up to ``offset``."""
-    topic_raw = encode_topic(topic)
-    check_u64(offset, "offset")
-    if not is_node_id(partition):
-        raise WireError(f"partition {partition!r} is not a node ID")
-    signature = identity.sign(_ack_signed(bytes.fromhex(partition), topic_raw, offset))
-    return Ack(partition, topic, offset, identity.public_key, signature)
+    return _sign_store_claim(Ack, identity, partition, topic, offset, "offset")
 
 
 def sign_tail(identity: Identity, partition: str, topic: str, offset: int) -> Tail:
     """The tail store ``identity`` states: it holds ``partition`` of ``topic`` from ``offset``."""
+    return _sign_store_claim(Tail, identity, partition, topic, offset, "tail")
+
+
+def _sign_store_claim(
+    cls: type[_Claim], identity: Identity, partition: str, topic: str, offset: int, what: str
+) -> _Claim:
     topic_raw = encode_topic(topic)
-    check_u64(offset, "tail")
+    check_u64(offset, what)
     if not is_node_id(partition):
         raise WireError(f"partition {partition!r} is not a node ID")
-    signature = identity.sign(_tail_signed(bytes.fromhex(partition), topic_raw, offset))
-    return Tail(partition, topic, offset, identity.public_key, signature)
+    signature = identity.sign(
+        _store_signed(cls._context, bytes.fromhex(partition), topic_raw, offset)
+    )
+    return cls(partition, topic, offset, identity.public_key, signature)
 
 
 def _owns(public_key: bytes, partition: str) -> bool:
