@@ -608,7 +608,7 @@ def _batch_items(batches: Sequence[StoredBatch]) -> list[tuple[bytes, bytes]]:
 def _batch_timestamp(value: memoryview | bytes) -> int | None:
     """The producer timestamp of a stored signed batch (``first offset u64 | blob``), read
     in place: the blob is ``format u8 | topic length u8 | topic | partition 16 | first u64 |
-    count u32 | timestamp u64 | ...`` (``dafka.wire.signed``)."""
+    count u32 | timestamp u64 | ...`` (``dafka.wire.signed_batch``)."""
     if len(value) < 10:
         return None
     at = 8 + 2 + value[9] + 16 + 8 + 4
