@@ -18,7 +18,7 @@ from nacl.signing import VerifyKey
 
 from dafka.errors import WireError
 from dafka.identity import Identity
-from dafka.wire import rfc46, signed
+from dafka.wire import rfc46, signed, signed_batch, signed_builder, signed_checks, signed_claims
 from dafka.wire.signed import (
     Ack,
     BadSignature,
@@ -245,11 +245,38 @@ def test_command_ids_and_prefixes_are_rfc46s() -> None:
 
 
 def test_signing_contexts_are_distinct_and_prefix_free() -> None:
-    contexts = [signed.BATCH_CONTEXT, signed.HEAD_CONTEXT, signed.ACK_CONTEXT]
+    contexts = [signed.BATCH_CONTEXT, signed.HEAD_CONTEXT, signed.ACK_CONTEXT, signed.TAIL_CONTEXT]
     for a in contexts:
         assert a.endswith(b"\0") and a.count(b"\0") == 1
         for b in contexts:
             assert a == b or not b.startswith(a)
+
+
+def test_signed_reexports_its_parts() -> None:
+    """``signed`` is the frame codec; the batch format, builder, claims and checks live beside
+    it, and ``from dafka.wire import signed`` (or ``from dafka.wire.signed import X``) still
+    reaches each of them, as the same objects."""
+    parts = [signed_batch, signed_builder, signed_claims, signed_checks]
+    homes = {name: part for part in parts for name in part.__all__}
+    for name in [*signed.__all__, "DEFAULT_BATCH_BYTES", "DEFAULT_BATCH_RECORDS", "WireError"]:
+        assert hasattr(signed, name), name
+        if name in homes:
+            assert getattr(signed, name) is getattr(homes[name], name), name
+    assert {"Batch", "BatchBuilder", "StoreClaim", "LimitExceeded"} <= set(signed.__all__)
+    assert signed.WireError is WireError
+
+
+def test_an_ack_never_passes_for_a_tail() -> None:
+    """Ack and Tail share one base and the same fields; only their signing context differs."""
+    ack = signed.sign_ack(S_ID, P, "hello", 2)
+    tail = signed.sign_tail(S_ID, P, "hello", 2)
+    assert isinstance(ack, signed.StoreClaim) and isinstance(tail, signed.StoreClaim)
+    assert ack.verify() is ack and tail.verify() is tail
+    assert ack.signature != tail.signature and ack != tail
+    with pytest.raises(BadSignature, match="^tail of "):
+        signed.Tail(P, "hello", 2, ack.store_key, ack.signature).verify()
+    with pytest.raises(BadSignature, match="^ACK of "):
+        signed.Ack(P, "hello", 2, tail.store_key, tail.signature).verify()
 
 
 # ------------------------------------------------------------------ round trips
