@@ -42,8 +42,6 @@ class _ConsumerHandler:
         self.c = consumer
         self.core = core
         self.loop: NodeLoop | None = None
-        # what stores told us they hold, for "at end" (kcat -e)
-        self.heads: dict[tuple[str, str], int] = {}
         self.stores_seen = 0
         self.last_news = 0.0
 
@@ -75,14 +73,8 @@ class _ConsumerHandler:
         for msg in msgs:
             t = type(msg)
             if t is m.DirectHead:
-                # The end "-e" waits for: what the stores hold (their own claims; a
-                # producer's HEAD is not used, so nobody but a store can delay the end).
                 if msg.recipient == node:  # type: ignore[union-attr]
-                    key = (msg.topic, msg.partition)  # type: ignore[union-attr]
-                    off = msg.offset  # type: ignore[union-attr]
-                    if off > self.heads.get(key, -1):
-                        self.heads[key] = off
-                    self.last_news = now
+                    self.last_news = now  # what it holds is noted by the core (caught_up)
             elif t is m.StoreHello:
                 self.stores_seen += 1
                 self.last_news = now
@@ -109,8 +101,7 @@ class _ConsumerHandler:
     def at_end(self, now: float) -> bool:
         if not self.stores_seen or now - self.last_news < END_QUIET:
             return False
-        positions = self.core.positions()
-        return all(positions.get(key, 0) > head for key, head in self.heads.items())
+        return self.core.caught_up()
 
 
 def _coalesce(runs: list[RecordBatch]) -> list[RecordBatch]:

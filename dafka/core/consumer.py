@@ -173,6 +173,9 @@ class ConsumerCore:
         self._gate = PartitionGate(
             max_partitions_per_topic, new_partition_rate, new_partition_burst
         )
+        # what stores said they hold (DIRECT-HEAD offsets) of subscribed topics: the end
+        # ``caught_up`` waits for (kcat -e); bounded like the partitions
+        self._store_heads: dict[PartitionKey, int] = {}
 
     # ------------------------------------------------------------ properties
 
@@ -236,6 +239,25 @@ class ConsumerCore:
         p = self._parts.get((topic, partition))
         return None if p is None else self._end(p)
 
+    def caught_up(self) -> bool:
+        """True when every partition a store said it holds of a subscribed topic was
+        delivered up to what that store holds (what ``dafka-consumer -e`` waits for).
+
+        Only DIRECT-HEADs addressed to this consumer for a topic it reads count: the C
+        reference store answers GET-HEADS by topic *prefix* (``hello`` also gets the
+        heads of ``hello2``), and a head of a topic not read here would never be reached.
+        A producer's HEAD does not count either, so only a store can delay the end.
+        """
+        parts = self._parts
+        topics = self._topics
+        for key, head in self._store_heads.items():
+            if key[0] not in topics:
+                continue
+            p = parts.get(key)
+            if p is None or p.next <= head:
+                return False
+        return True
+
     def subscriptions(self) -> list[bytes]:
         """SUB prefixes: RECORD/HEAD per topic (exact, thanks to the NUL), then direct ones."""
         subs: list[bytes] = []
@@ -294,9 +316,11 @@ class ConsumerCore:
         if kind is m.DirectHead:
             assert isinstance(msg, m.DirectHead)
             if msg.recipient != self._node_id or msg.topic not in self._topics:
-                self._ignored += 1
+                self._ignored += 1  # e.g. `hello2` heads from a prefix-matching C store
                 return []
-            return self._on_direct_head(msg, now)
+            effects = self._on_direct_head(msg, now)
+            self._note_store_head(msg)
+            return effects
         if kind is m.StoreHello:
             assert isinstance(msg, m.StoreHello)
             if msg.consumer != self._node_id:
@@ -334,6 +358,7 @@ class ConsumerCore:
                     out.append(fetch)
         for key in stale:
             del self._parts[key]
+            self._store_heads.pop(key, None)
             self._unconfirmed -= 1
             log.debug("partition.forgotten topic=%s partition=%s", *key)
         return out
@@ -576,6 +601,21 @@ class ConsumerCore:
             p.signed_end = head + 1
         fetch = self._pump(p, now)
         return [fetch] if fetch is not None else []
+
+    def _note_store_head(self, msg: m.DirectHead) -> None:
+        """Remember what a store holds of a partition this consumer reads (for
+        :meth:`caught_up`). Bounded by ``max_partitions``; a partition refused here (a
+        bound reached) still holds the end back, since it was not read, and one
+        forgotten as an unbacked hint (``tick``) no longer does."""
+        key = (msg.topic, msg.partition)
+        heads = self._store_heads
+        if key not in heads and (len(heads) >= self._max_partitions or not is_node_id(key[1])):
+            return
+        allowed = self._acl.get(key[0])
+        if allowed is not None and key[1] not in allowed:
+            return  # never read here: it must not hold the end back
+        if msg.offset > heads.get(key, -1):
+            heads[key] = msg.offset
 
     def _confirm(self, p: _Partition) -> None:
         p.confirmed = True
