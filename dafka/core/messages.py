@@ -38,6 +38,7 @@ __all__ = [
     "GetHeads",
     "Head",
     "Message",
+    "Oversized",
     "Record",
     "StoreHello",
     "Subscription",
@@ -121,6 +122,29 @@ class Ack:
     proof: object = field(default=None, compare=False, repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A RECORD or DIRECT-RECORD (``recipient`` set) whose content is over the node's
+    ``max_message_size``: the IO shell read its header and dropped the content, so the
+    core can refuse that offset knowingly (a C producer has no size cap)."""
+
+    recipient: str | None
+    topic: str
+    partition: str
+    offset: int
+    size: int
+    """Bytes of the content that was dropped."""
+
+
 Message = (
-    Record | DirectRecord | Fetch | Ack | Head | DirectHead | GetHeads | ConsumerHello | StoreHello
+    Record
+    | DirectRecord
+    | Fetch
+    | Ack
+    | Head
+    | DirectHead
+    | GetHeads
+    | ConsumerHello
+    | StoreHello
+    | Oversized
 )

@@ -28,6 +28,14 @@ It does what the C reference store does (wire reference §7) with DESIGN's fixes
   the IO loop stays responsive. Heads are matched by exact topic.
 * **Bad input** never raises out of :meth:`StoreCore.handle_batch`: it is
   counted in :attr:`StoreCore.stats` and dropped.
+* **Records over the size bound** (rfc46: a C producer has no cap) reach the core
+  as :class:`~dafka.core.messages.Oversized`, their content dropped by the IO
+  shell. The store refuses that offset and goes on: the next record is stored as
+  one batch spanning the refused offsets and itself (an rfc46 batch of more than
+  one offset holds only the record at its last offset), so the records after it
+  are stored and ACKed (cumulatively, which frees the refused one at a C
+  producer) and the refusal is counted (``oversized``) and logged. Served, such a
+  batch yields its one record: nobody can serve the refused offsets.
 
 A RECORD is a batch (``dafka.core.messages``): one record under ``rfc46``, a
 producer-signed batch blob under ``signed``. Under ``signed`` the store:
@@ -156,6 +164,9 @@ class StoreStats:
     read_refused: int = 0
     """FETCHes, GET-HEADS and CONSUMER-HELLO topics from requesters the topic's read ACL
     (metadata ``consumers``) does not name: dropped, not answered."""
+    oversized: int = 0
+    """Records over ``max_message_size`` (their content dropped by the IO shell): under
+    rfc46 the offset is refused and the records after it stored (see the module)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +311,9 @@ class StoreCore:
         )
         self._signed_heads: dict[PartitionKey, m.Head] = {}
         self._gaps: dict[PartitionKey, _Gap] = {}
+        # rfc46: offsets refused as oversized, [start, end), not yet covered by a stored batch
+        self._holes: dict[PartitionKey, tuple[int, int]] = {}
+        self._last_oversized_log = -math.inf
         self._next_gap_check = math.inf
         # out-of-order batches: first offset -> (last offset, content), verified
         self._buffers: dict[PartitionKey, dict[int, tuple[int, bytes]]] = {}
@@ -487,7 +501,8 @@ class StoreCore:
 
     def _forget(self, topic: str) -> None:
         """Drop everything held in memory about ``topic`` (its storage is already gone)."""
-        for table in (self._heads, self._tails, self._profiles, self._signed_heads, self._gaps):
+        tables = (self._heads, self._tails, self._profiles, self._signed_heads, self._gaps)
+        for table in (*tables, self._holes):
             for key in [k for k in table if k[0] == topic]:
                 del table[key]
         for key in [k for k in self._buffers if k[0] == topic]:
@@ -545,6 +560,8 @@ class StoreCore:
         elif isinstance(msg, m.ConsumerHello) and msg.store == self._node_id:
             topics = tuple(dict.fromkeys(msg.topics[:MAX_HELLO_TOPICS]))
             self._on_head_request(msg.consumer, topics, b)
+        elif isinstance(msg, m.Oversized) and msg.recipient in (None, self._node_id):
+            self._on_oversized(msg, b)
         else:
             self.stats.ignored += 1  # ACKs, DIRECT-HEADs, other nodes' direct messages
 
@@ -563,8 +580,61 @@ class StoreCore:
                 nxt = self._fences.get(key, -1) + 1 if self._fences else 0
             else:
                 nxt = head + 1
+            if self._holes:
+                nxt = self._past_hole(key, nxt)
             b.nexts[key] = nxt
         return nxt
+
+    def _past_hole(self, key: PartitionKey, nxt: int) -> int:
+        """``nxt``, or the end of the refused offsets that start there."""
+        hole = self._holes.get(key)
+        if hole is None or hole[0] != nxt:
+            return nxt
+        return hole[1]
+
+    def _on_oversized(self, msg: m.Oversized, b: _Batch) -> None:
+        """A record too big to take (its content was dropped): count and log it, and under
+        rfc46 refuse its offset so the records after it are stored (see the module)."""
+        self.stats.oversized += 1
+        if b.now - self._last_oversized_log >= _ERROR_LOG_PERIOD:
+            self._last_oversized_log = b.now
+            log.warning(
+                "store.oversized topic=%s partition=%s offset=%d bytes=%d total=%d "
+                "(refused; the records after it are stored)",
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.size,
+                self.stats.oversized,
+            )
+        if self._signed:
+            return  # a signed producer caps its batches: nothing to make room for
+        key = (msg.topic, msg.partition)
+        nxt = self._expected(key, b)
+        if nxt is None or msg.offset != nxt or self._pinned_elsewhere(key):
+            # Below: held or refused already. Above: fetched (again) when the partition
+            # gets there; a C producer keeps it until it is acknowledged.
+            return
+        if self._acl:
+            allowed = self._acl.get(key[0])
+            if allowed is not None and key[1] not in allowed:
+                self.stats.unauthorized += 1
+                return
+        if not self._admitted(key, b):
+            return
+        hole = self._holes.get(key)
+        start = hole[0] if hole is not None and hole[1] == nxt else nxt
+        self._holes[key] = (start, nxt + 1)
+        b.nexts[key] = nxt + 1
+        buf = self._buffers.get(key)
+        if buf and nxt + 1 in buf:
+            b.nexts[key] = self._drain(key, buf, nxt + 1, b)
+            b.advanced.add(key)
+
+    def _hole_start(self, key: PartitionKey, first: int) -> int:
+        """Where a batch starting at ``first`` is stored: at the refused offsets before it."""
+        hole = self._holes.get(key)
+        return hole[0] if hole is not None and hole[1] == first else first
 
     def _pinned_elsewhere(self, key: PartitionKey) -> bool:
         """True (and counted) if ``key`` is pinned to the other wire profile."""
@@ -651,7 +721,8 @@ class StoreCore:
         """Take a batch that continues the partition into the write batch (and what it
         unblocks from the buffer)."""
         first = msg.offset
-        batch = StoredBatch(key[0], key[1], first, last, msg.content, self._name)
+        start = self._hole_start(key, first) if self._holes else first
+        batch = StoredBatch(key[0], key[1], start, last, msg.content, self._name)
         b.accepted.append(batch)
         if self._signed:
             b.blobs[(key[0], key[1], first)] = batch
@@ -898,7 +969,8 @@ class StoreCore:
         while (held := buf.pop(nxt, None)) is not None:
             last, content = held
             self._buffered_bytes -= len(content) + BUFFER_ENTRY_OVERHEAD
-            batch = StoredBatch(topic, partition, nxt, last, content, self._name)
+            start = self._hole_start(key, nxt) if self._holes else nxt
+            batch = StoredBatch(topic, partition, start, last, content, self._name)
             b.accepted.append(batch)
             if self._signed:
                 b.blobs[(topic, partition, nxt)] = batch
@@ -918,6 +990,8 @@ class StoreCore:
             if gap is None:
                 continue
             start = self._heads.get(key, -1) + 1
+            if self._holes:
+                start = self._past_hole(key, start)
             if gap.target < start:
                 del self._gaps[key]
                 continue
@@ -997,6 +1071,11 @@ class StoreCore:
             self._heads[key] = b.nexts[key] - 1
             if key not in profiles:
                 profiles[key] = self._name
+        if self._holes:
+            for key in b.advanced:
+                hole = self._holes.get(key)
+                if hole is not None and self._heads[key] >= hole[0]:
+                    del self._holes[key]  # stored, spanned by the batch after it
         if self._signed:
             self.stats.records_stored += sum(
                 batch.last_offset - batch.first_offset + 1 for batch in b.accepted
@@ -1103,25 +1182,23 @@ class StoreCore:
         size = 0
         name = self._name
         finished = len(batches) < max_batches
+        signed = self._signed
         for batch in batches:
             first, last = batch.first_offset, batch.last_offset
-            if (
-                first > fetch.next
-                or last < fetch.next
-                or batch.profile != name
-                or (not self._signed and first != last)
-            ):
+            if first > fetch.next or last < fetch.next or batch.profile != name:
                 finished = True  # a hole, or a batch this profile cannot carry
                 break
+            # rfc46: one record, at the batch's last offset (offsets before it were refused)
+            offset, count = (first, last - first + 1) if signed else (last, 1)
             out.append(
                 Publish(
                     m.DirectRecord(
                         fetch.requester,
                         fetch.topic,
                         fetch.partition,
-                        first,
+                        offset,
                         batch.blob,
-                        last - first + 1,
+                        count,
                     )
                 )
             )

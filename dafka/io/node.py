@@ -43,7 +43,7 @@ import zmq
 from ..config import NodeConfig
 from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
-from ..core.messages import Message
+from ..core.messages import DirectRecord, Message, Oversized, Record
 from ..errors import ConfigError, DafkaError, WireError
 from ..identity import Identity
 from ..profiles import RFC46, OtherProfile, Profile
@@ -56,6 +56,14 @@ log = logging.getLogger(__name__)
 MAX_DRAIN = 20_000  # messages read from the data SUB per loop turn
 MAX_DRAIN_BYTES = 64 * 1024 * 1024  # ... and bytes (signed RECORDs carry batches)
 TICK_INTERVAL = 0.05
+OVERSIZE_CEILING_FACTOR = 4
+"""The data SUB's ZMQ_MAXMSGSIZE is this many times ``max_message_size``. A frame between
+the two is read and dropped here, and the core told (:class:`~dafka.core.messages.Oversized`),
+so one record too big (a C producer has no size cap) costs neither the connection nor the
+records after it; libzmq still cuts a peer whose frame is over the ceiling, before
+allocating it. Memory: one frame of at most the ceiling per connection being read, and
+the SUB's queue (``high_watermark`` messages) bounded by the ceiling each, as it was by
+``max_message_size`` before; the loop drops an oversized frame as soon as it reads it."""
 
 Call = Callable[[float], "list[Publish]"]
 """A command run on the loop thread with the time; returns what to publish."""
@@ -112,16 +120,17 @@ class NodeService(Protocol):
 class _RateLimitedLog:
     """Counts malformed input; logs at most one line per ``period`` seconds."""
 
-    def __init__(self, period: float = 5.0) -> None:
+    def __init__(self, period: float = 5.0, event: str = "wire.malformed") -> None:
         self.count = 0
         self._period = period
         self._last = -period
+        self._event = event
 
-    def __call__(self, what: str, exc: Exception, now: float) -> None:
+    def __call__(self, what: str, exc: Exception | str, now: float) -> None:
         self.count += 1
         if now - self._last >= self._period:
             self._last = now
-            log.warning("wire.malformed what=%s error=%s total=%d", what, exc, self.count)
+            log.warning("%s what=%s error=%s total=%d", self._event, what, exc, self.count)
 
 
 class NodeLoop:
@@ -171,11 +180,19 @@ class NodeLoop:
             node_id, interval=config.beacon_interval, timeout=config.beacon_timeout
         )
         self.malformed = _RateLimitedLog()
+        self.oversized = _RateLimitedLog(event="wire.oversized")
+        """Data frames over ``max_message_size`` read and dropped (``stats['oversized']``)."""
         self._sub: zmq.Socket[bytes] | None = None
         self._subscribed: set[bytes] = set()
         services = getattr(handler, "services", None)
         self._services: list[NodeService] = list(services()) if services is not None else []
-        self.stats = {"received": 0, "sent": 0, "other_profile": 0, "unsendable": 0}
+        self.stats = {
+            "received": 0,
+            "sent": 0,
+            "other_profile": 0,
+            "unsendable": 0,
+            "oversized": 0,
+        }
 
     # ----------------------------------------------------------------- control
 
@@ -313,7 +330,7 @@ class NodeLoop:
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
         sub.setsockopt(zmq.RCVHWM, cfg.high_watermark)
-        sub.setsockopt(zmq.MAXMSGSIZE, cfg.max_message_size)
+        sub.setsockopt(zmq.MAXMSGSIZE, cfg.max_message_size * OVERSIZE_CEILING_FACTOR)
         bsub.setsockopt(zmq.MAXMSGSIZE, 4096)
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
@@ -525,11 +542,20 @@ class NodeLoop:
         decode = self.profile.decode
         recv = sub.recv_multipart
         budget = MAX_DRAIN_BYTES
+        limit = self.config.max_message_size
         for _ in range(MAX_DRAIN):
             try:
                 frames = recv(zmq.NOBLOCK)
             except zmq.Again:
                 break
+            if len(frames[-1]) > limit or len(frames[0]) > limit:
+                told = self._on_oversized(frames, limit, now)
+                if told is not None:
+                    msgs.append(told)
+                budget -= sum(map(len, frames))
+                if budget <= 0:
+                    break
+                continue
             try:
                 msgs.append(decode(frames))
             except OtherProfile:
@@ -543,3 +569,25 @@ class NodeLoop:
             return []
         self.stats["received"] += len(msgs)
         return self.handler.on_messages(msgs, now)
+
+    def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Message | None:
+        """A frame over ``limit``: count and log it (rate-limited), and if it is a record
+        whose header decodes, tell the core which offset was refused."""
+        self.stats["oversized"] += 1
+        size = len(frames[-1])
+        told: Message | None = None
+        if len(frames) == 2 and len(frames[0]) <= limit:
+            try:
+                head = self.profile.decode([frames[0], b""])
+            except (OtherProfile, WireError):
+                head = None
+            if type(head) is Record or type(head) is DirectRecord:
+                assert isinstance(head, Record | DirectRecord)
+                recipient = head.recipient if isinstance(head, DirectRecord) else None
+                told = Oversized(recipient, head.topic, head.partition, head.offset, size)
+        if told is not None:
+            what = f"topic={told.topic} partition={told.partition} offset={told.offset}"
+        else:
+            what = "frame"
+        self.oversized(what, f"{size} bytes over max_message_size {limit}", now)
+        return told
