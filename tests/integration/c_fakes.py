@@ -1,0 +1,223 @@
+"""Stand-ins for C reference nodes (zeromq/dafka), as separate processes speaking rfc46.
+
+    python -m tests.integration.c_fakes store --tower HOST:PORT --hold TOPIC:COUNT ...
+    python -m tests.integration.c_fakes producer --tower HOST:PORT --topic T --sizes 10,N,10
+
+They frame messages themselves (a few ``struct`` calls, after
+/work/shared/specs/dafka-wire-reference.md §3), not with our codec, and copy the
+reference behaviours the interop tests need:
+
+* ``store``: a store reader holding ``COUNT`` records of each ``--hold`` topic (one
+  partition each). It answers GET-HEADS and CONSUMER-HELLO **by topic prefix**, as
+  the C store does (a request for ``hello`` also gets the heads of ``hello2``),
+  greets consumers with STORE-HELLO, and answers a FETCH only if the record at its
+  offset exists, with up to ``count + 1`` records (the reference's off-by-one).
+* ``producer``: publishes one record per ``--sizes`` entry (its content that many
+  bytes) with no size cap, HEADs every second, keeps every record until an ACK
+  covers it, answers FETCHes from what it keeps, and prints ``acked N`` on stderr
+  for every ACK that moves.
+
+Both beacon through the tower like any node and print ``ready ID on ENDPOINT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+import time
+import uuid
+
+import zmq
+
+VERSION = b"\x01"
+
+
+def node_id() -> str:
+    return uuid.uuid4().hex.upper()
+
+
+def string(value: str | bytes) -> bytes:
+    raw = value.encode() if isinstance(value, str) else value
+    return bytes((len(raw),)) + raw
+
+
+def frame0(cmd: bytes, slot: str, fields: bytes) -> bytes:
+    return cmd + slot.encode() + b"\0" + VERSION + fields
+
+
+def read_string(buf: bytes, at: int) -> tuple[str, int]:
+    n = buf[at]
+    return buf[at + 1 : at + 1 + n].decode(), at + 1 + n
+
+
+def split0(frame: bytes) -> tuple[bytes, str, bytes]:
+    """``(cmd, slot, fields)`` of a frame 0, or raise ValueError."""
+    nul = frame.index(b"\0")
+    if frame[nul + 1 : nul + 2] != VERSION:
+        raise ValueError("not version 1")
+    return frame[:1], frame[1:nul].decode(), frame[nul + 2 :]
+
+
+class Node:
+    def __init__(self, tower: str) -> None:
+        host, port = tower.rsplit(":", 1)
+        self.id = node_id()
+        self.ctx = zmq.Context()
+        self.data = self.ctx.socket(zmq.XPUB)
+        self.data.setsockopt(zmq.XPUB_VERBOSE, 1)
+        self.port = self.data.bind_to_random_port("tcp://127.0.0.1")
+        self.sub = self.ctx.socket(zmq.SUB)
+        self.bpub = self.ctx.socket(zmq.PUB)
+        self.bsub = self.ctx.socket(zmq.SUB)
+        self.bpub.connect(f"tcp://{host}:{port}")
+        self.bsub.connect(f"tcp://{host}:{int(port) + 1}")
+        self.bsub.setsockopt(zmq.SUBSCRIBE, b"B")
+        self.bsub.setsockopt(zmq.SUBSCRIBE, b"W")
+        self.peers: set[str] = set()
+        self.next_beacon = 0.0
+
+    def beacon(self, now: float) -> None:
+        if now >= self.next_beacon:
+            self.bpub.send_multipart([b"B", self.id.encode(), b"127.0.0.1", b"%d" % self.port])
+            self.next_beacon = now + 0.5
+        while self.bsub.poll(0):
+            frames = self.bsub.recv_multipart()
+            if len(frames) == 3 and frames[0] == b"B" and frames[1].decode() != self.id:
+                endpoint = frames[2].decode()
+                if endpoint not in self.peers:
+                    self.peers.add(endpoint)
+                    self.sub.connect(endpoint)
+
+    def ready(self, role: str) -> None:
+        print(f"{role} ready {self.id} on tcp://127.0.0.1:{self.port}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- store
+
+
+def run_store(tower: str, holds: list[str]) -> None:
+    node = Node(tower)
+    held: dict[tuple[str, str], list[bytes]] = {}
+    for item in holds:
+        topic, count = item.rsplit(":", 1)
+        held[(topic, node_id())] = [f"{topic} {i}".encode() for i in range(int(count))]
+    for prefix in (b"F", b"G", b"W" + node.id.encode()):
+        node.sub.setsockopt(zmq.SUBSCRIBE, prefix)
+    node.ready("store")
+
+    def heads(requester: str, wanted: str) -> None:
+        for (topic, partition), records in held.items():
+            if topic.startswith(wanted):  # the reference's prefix match
+                fields = string(partition) + string(topic) + struct.pack(">Q", len(records) - 1)
+                node.data.send_multipart([frame0(b"E", requester, fields)])
+
+    while True:
+        node.beacon(time.monotonic())
+        if node.data.poll(0):  # subscriptions: greet consumers
+            sub = node.data.recv()
+            if sub[:2] == b"\x01L" and len(sub) == 34:
+                consumer = sub[2:].decode()
+                node.data.send_multipart([frame0(b"L", consumer, string(node.id))])
+        if not node.sub.poll(50):
+            continue
+        frames = node.sub.recv_multipart()
+        try:
+            cmd, slot, fields = split0(frames[0])
+        except ValueError:
+            continue
+        if cmd == b"G":
+            requester, _ = read_string(fields, 0)
+            heads(requester, slot)
+        elif cmd == b"W" and slot == node.id:
+            requester, at = read_string(fields, 0)
+            (n,) = struct.unpack_from(">I", fields, at)
+            at += 4
+            for _ in range(n):
+                (size,) = struct.unpack_from(">I", fields, at)
+                heads(requester, fields[at + 4 : at + 4 + size].decode())
+                at += 4 + size
+        elif cmd == b"F":
+            requester, at = read_string(fields, 0)
+            topic, at = read_string(fields, at)
+            offset, count = struct.unpack_from(">QI", fields, at)
+            records = held.get((topic, slot))
+            if records is None or offset >= len(records):
+                continue
+            for i in range(offset, min(offset + count + 1, len(records))):
+                head = frame0(b"D", requester, string(slot) + string(topic) + struct.pack(">Q", i))
+                node.data.send_multipart([head, records[i]])
+
+
+# ------------------------------------------------------------------------ producer
+
+
+def run_producer(tower: str, topic: str, sizes: list[int]) -> None:
+    node = Node(tower)
+    for prefix in (b"K", b"F"):
+        node.sub.setsockopt(zmq.SUBSCRIBE, prefix + node.id.encode())
+    node.ready("producer")
+    records = [(b"%d:" % i).ljust(size, b"x")[:size] for i, size in enumerate(sizes)]
+    acked = -1
+    next_head = 0.0
+    # A C producer publishes as soon as it is asked to; wait for a store's subscription
+    # so that the test is about the size of a record, not about slow joiners.
+    while True:
+        node.beacon(time.monotonic())
+        if node.data.poll(50) and node.data.recv() == b"\x01M":
+            break
+    for i, content in enumerate(records):
+        head = frame0(b"M", topic, string(node.id) + string(topic) + struct.pack(">Q", i))
+        node.data.send_multipart([head, content])
+    print(f"published {len(records)}", file=sys.stderr, flush=True)
+    while True:
+        now = time.monotonic()
+        node.beacon(now)
+        if now >= next_head:
+            fields = string(node.id) + string(topic) + struct.pack(">Q", len(records) - 1)
+            node.data.send_multipart([frame0(b"H", topic, fields)])
+            next_head = now + 1.0
+        while node.data.poll(0):
+            node.data.recv()
+        if not node.sub.poll(50):
+            continue
+        frames = node.sub.recv_multipart()
+        try:
+            cmd, _slot, fields = split0(frames[0])
+        except ValueError:
+            continue
+        if cmd == b"K":
+            _subject, at = read_string(fields, 0)
+            (offset,) = struct.unpack_from(">Q", fields, at)
+            if offset > acked:
+                acked = offset
+                print(f"acked {acked}", file=sys.stderr, flush=True)
+        elif cmd == b"F":
+            requester, at = read_string(fields, 0)
+            _subject, at = read_string(fields, at)
+            offset, count = struct.unpack_from(">QI", fields, at)
+            for i in range(max(offset, acked + 1), min(offset + count, len(records))):
+                fields_i = string(node.id) + string(topic) + struct.pack(">Q", i)
+                node.data.send_multipart([frame0(b"D", requester, fields_i), records[i]])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("role", choices=("store", "producer"))
+    parser.add_argument("--tower", required=True)
+    parser.add_argument("--hold", action="append", default=[])
+    parser.add_argument("--topic", default="hello")
+    parser.add_argument("--sizes", default="")
+    args = parser.parse_args()
+    try:
+        if args.role == "store":
+            run_store(args.tower, args.hold)
+        else:
+            sizes = [int(s) for s in args.sizes.split(",") if s]
+            run_producer(args.tower, args.topic, sizes)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Cores beside the C reference nodes (issue 11, points 6 and 7; docs/wire.md §14).
+
+* A C store answers GET-HEADS by topic *prefix*: a consumer reading ``hello`` also
+  gets the DIRECT-HEADs of ``hello2``, which must neither be fetched nor hold back
+  the end ``dafka-consumer -e`` waits for.
+* A C producer has no record size cap: a record over our bound reaches the store as
+  ``Oversized`` (its content dropped by the IO shell); the store refuses that offset
+  and stores and ACKs the records after it.
+"""
+
+from __future__ import annotations
+
+from dafka.core.consumer import ConsumerCore
+from dafka.core.effects import Deliver, Publish
+from dafka.core.messages import (
+    Ack,
+    DirectHead,
+    DirectRecord,
+    Fetch,
+    GetHeads,
+    Head,
+    Oversized,
+    Record,
+)
+from dafka.core.store import StoreCore
+from dafka.storage.memory import MemoryStorage
+
+C = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
+P = "0123456789ABCDEF0123456789ABCDEF"
+P2 = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+STORE = "FEDCBA9876543210FEDCBA9876543210"
+C2 = "C2C2C2C2C2C2C2C2C2C2C2C2C2C2C2C2"
+
+
+def sent(effects: list) -> list:
+    return [e.msg for e in effects if isinstance(e, Publish)]
+
+
+def delivered(effects: list) -> list[int]:
+    return [r.offset for e in effects if isinstance(e, Deliver) for r in e.records()]
+
+
+# ------------------------------------------------------------ point 6: prefix heads
+
+
+def test_prefix_heads_of_another_topic_are_not_fetched_and_do_not_hold_the_end() -> None:
+    core = ConsumerCore(C, offset_reset="earliest")
+    assert sent(core.subscribe("hello", 0.0)) == [GetHeads("hello", C)]
+    # The C store's answer: the heads of `hello` and, by prefix, of `hello2`.
+    out = core.handle(DirectHead(C, "hello", P, 2), 0.1)
+    out += core.handle(DirectHead(C, "hello2", P2, 9), 0.1)
+    out += core.handle(DirectHead(C, "hello2", P, 4), 0.1)
+    fetches = [msg for msg in sent(out) if isinstance(msg, Fetch)]
+    assert fetches == [Fetch(P, C, "hello", 0, 3)]  # nothing of hello2
+    assert not core.caught_up()
+    got: list[int] = []
+    for i in range(3):
+        got += delivered(core.handle(DirectRecord(C, "hello", P, i, b"v%d" % i), 0.2))
+    assert got == [0, 1, 2]
+    assert core.caught_up()  # the end of `hello`, whatever `hello2` holds
+    assert core.positions() == {("hello", P): 3}
+    assert core.stats.ignored == 2
+
+
+def test_end_waits_for_what_a_store_holds_of_a_subscribed_topic() -> None:
+    core = ConsumerCore(C, offset_reset="earliest")
+    core.subscribe("hello", 0.0)
+    assert core.caught_up()  # nothing known yet (the shell also waits for a store)
+    core.handle(DirectHead(C, "hello", P, 1), 0.1)
+    assert not core.caught_up()
+    core.handle(DirectRecord(C, "hello", P, 0, b"a"), 0.2)
+    assert not core.caught_up()
+    core.handle(DirectRecord(C, "hello", P, 1, b"b"), 0.2)
+    assert core.caught_up()
+    core.handle(DirectHead(STORE, "hello", P, 5), 0.3)  # addressed to another consumer
+    assert core.caught_up()
+
+
+def test_an_unsubscribed_topic_no_longer_holds_the_end() -> None:
+    core = ConsumerCore(C, offset_reset="earliest")
+    core.subscribe("a", 0.0)
+    core.subscribe("b", 0.0)
+    core.handle(DirectHead(C, "b", P, 7), 0.1)
+    assert not core.caught_up()
+    core.unsubscribe("b")
+    assert core.caught_up()
+
+
+# ------------------------------------------------------- point 7: an oversized record
+
+NODE = "5707E0000000000000000000000000AA"
+
+
+def store_core(storage=None):
+    return StoreCore(NODE, storage if storage is not None else MemoryStorage())
+
+
+def acks(effects: list) -> list[int]:
+    return [msg.offset for msg in sent(effects) if isinstance(msg, Ack)]
+
+
+def test_store_refuses_an_oversized_record_and_stores_and_acks_the_records_after_it() -> None:
+    core = store_core()
+    out = core.handle_batch([Record("t", P, 0, b"small 0")], 0.0)
+    assert acks(out) == [0]
+    out = core.handle_batch(
+        [Oversized(None, "t", P, 1, 17 << 20), Record("t", P, 2, b"small 2")], 0.1
+    )
+    assert acks(out) == [2]  # cumulative: frees the refused record at a C producer
+    out = core.handle_batch([Record("t", P, i, b"small %d" % i) for i in (3, 4)], 0.2)
+    assert acks(out) == [4]
+    assert core.head("t", P) == 4
+    assert core.stats.oversized == 1
+    assert not [msg for msg in sent(out) if isinstance(msg, Fetch)]
+
+
+def test_records_buffered_behind_the_oversized_one_are_stored_when_it_is_refused() -> None:
+    core = store_core()
+    core.handle_batch([Record("t", P, 0, b"a")], 0.0)
+    out = core.handle_batch([Record("t", P, 2, b"c"), Record("t", P, 3, b"d")], 0.1)
+    assert [m for m in sent(out) if isinstance(m, Fetch)] == [Fetch(P, NODE, "t", 1, 1)]
+    assert acks(out) == []
+    # The producer answers the FETCH with the record too big to take.
+    out = core.handle_batch([Oversized(NODE, "t", P, 1, 17 << 20)], 0.2)
+    assert acks(out) == [3]
+    assert core.head("t", P) == 3
+
+
+def test_a_refused_offset_left_pending_survives_to_the_next_batch_and_is_not_fetched() -> None:
+    core = store_core()
+    core.handle_batch([Record("t", P, 0, b"a")], 0.0)
+    out = core.handle_batch([Oversized(None, "t", P, 1, 17 << 20)], 0.1)
+    assert acks(out) == []  # nothing new is stored yet
+    out = core.handle_batch([Head("t", P, 3)], 0.2)  # the producer's HEAD: fetch what follows
+    assert [m for m in sent(out) if isinstance(m, Fetch)] == [Fetch(P, NODE, "t", 2, 2)]
+    out = core.handle_batch([Record("t", P, 2, b"c"), Record("t", P, 3, b"d")], 0.3)
+    assert acks(out) == [3]
+    # Twice over the bound, one after another: still one stored batch after them.
+    out = core.handle_batch(
+        [Oversized(None, "t", P, 4, 1 << 25), Oversized(None, "t", P, 5, 1 << 25)], 0.4
+    )
+    out = core.handle_batch([Record("t", P, 6, b"g")], 0.5)
+    assert acks(out) == [6]
+    assert core.stats.oversized == 3
+
+
+def test_a_fetch_over_a_refused_offset_serves_the_records_around_it_and_no_other_content() -> None:
+    core = store_core()
+    core.handle_batch(
+        [
+            Record("t", P, 0, b"a"),
+            Oversized(None, "t", P, 1, 17 << 20),
+            Record("t", P, 2, b"c"),
+            Record("t", P, 3, b"d"),
+        ],
+        0.0,
+    )
+    out = core.handle_batch([Fetch(P, C, "t", 0, 10)], 0.1)
+    served = [(m.offset, m.content) for m in sent(out) if isinstance(m, DirectRecord)]
+    assert served == [(0, b"a"), (2, b"c"), (3, b"d")]
+    out = core.handle_batch([Fetch(P, C2, "t", 1, 10)], 0.2)  # at the refused offset
+    served = [(m.offset, m.content) for m in sent(out) if isinstance(m, DirectRecord)]
+    assert served == [(2, b"c"), (3, b"d")]
+
+
+def test_an_oversized_record_for_another_node_or_a_later_offset_moves_nothing() -> None:
+    core = store_core()
+    core.handle_batch([Record("t", P, 0, b"a")], 0.0)
+    out = core.handle_batch([Oversized(C, "t", P, 1, 17 << 20)], 0.1)  # not ours
+    out += core.handle_batch([Oversized(None, "t", P, 5, 17 << 20)], 0.1)  # not next yet
+    out += core.handle_batch([Record("t", P, 2, b"c")], 0.2)
+    assert acks(out) == []  # 1 is still awaited: nothing was refused in its place
+    assert core.head("t", P) == 0
