@@ -570,19 +570,18 @@ class NodeLoop:
         self.stats["received"] += len(msgs)
         return self.handler.on_messages(msgs, now)
 
-    def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Message | None:
+    def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
         """A frame over ``limit``: count and log it (rate-limited), and if it is a record
         whose header decodes, tell the core which offset was refused."""
         self.stats["oversized"] += 1
         size = len(frames[-1])
-        told: Message | None = None
+        told: Oversized | None = None
         if len(frames) == 2 and len(frames[0]) <= limit:
             try:
                 head = self.profile.decode([frames[0], b""])
             except (OtherProfile, WireError):
                 head = None
-            if type(head) is Record or type(head) is DirectRecord:
-                assert isinstance(head, Record | DirectRecord)
+            if isinstance(head, Record | DirectRecord):
                 recipient = head.recipient if isinstance(head, DirectRecord) else None
                 told = Oversized(recipient, head.topic, head.partition, head.offset, size)
         if told is not None:
