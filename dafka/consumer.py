@@ -433,10 +433,14 @@ class Consumer:
             self._cond.notify_all()
 
     def _data_loss(self, loss: DataLoss) -> None:
+        why = {
+            "oversized": "hold a record over max_message_size, which this node refuses",
+            "unserved": "were never served by any producer or store (the rest of the "
+            "partition was; e.g. a record over a store's max_message_size)",
+        }.get(loss.reason, "were deleted by retention on a store before they were delivered")
         err = DataLossError(
             f"topic {loss.topic} partition {loss.partition}: offsets {loss.start}.."
-            f"{loss.tail - 1} were deleted by retention on a store before they were "
-            f"delivered; delivery goes on from offset {loss.tail}"
+            f"{loss.tail - 1} {why}; delivery goes on from offset {loss.tail}"
         )
         with self._cond:
             self._errors.append(err)

@@ -59,6 +59,7 @@ from .consumer_state import (
     HINT_BURST,
     HINT_RATE,
     MAX_EQUIVOCATION_REPORTS,
+    MAX_REFUSED,
     MAX_UNCONFIRMED,
     UNCONFIRMED_TRIES,
     ConsumerStats,
@@ -116,6 +117,7 @@ class ConsumerCore:
         max_partitions_per_topic: int = 10_000,
         new_partition_rate: float = 100.0,
         new_partition_burst: float = 1000.0,
+        unserved_after: float = 10.0,
     ) -> None:
         if on_data_loss not in ("raise", "skip"):
             raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
@@ -132,6 +134,12 @@ class ConsumerCore:
             raise ConfigError("fetch_timeout must be positive")
         if max_head_lead < fetch_window:
             raise ConfigError("max_head_lead must be at least fetch_window")
+        if not unserved_after > 0:
+            raise ConfigError("unserved_after must be positive")
+        self._unserved_after = float(unserved_after)
+        self._oversized = 0
+        self._unserved = 0
+        self._last_oversized_log = -_REJECT_LOG_PERIOD
         self._node_id = node_id
         self._reset = offset_reset
         self._start_offsets = dict(start_offsets or {})
@@ -205,6 +213,8 @@ class ConsumerCore:
             limited_hints=self._hints.refused,
             limited_fetches=self._fetch_budget.refused,
             equivocations=self._equivocations,
+            oversized=self._oversized,
+            unserved=self._unserved,
         )
 
     def set_trusted_stores(self, stores: Collection[str] | None) -> None:
@@ -306,6 +316,10 @@ class ConsumerCore:
             if msg.recipient != self._node_id or msg.topic not in self._topics:
                 self._ignored += 1
                 return []
+            if not self._profile.batched:
+                skipped = self._unserved_gap(msg, now)
+                if skipped:
+                    return skipped + self._on_records(msg, now)
             return self._on_records(msg, now)
         if kind is m.Head:
             assert isinstance(msg, m.Head)
@@ -321,6 +335,12 @@ class ConsumerCore:
             effects = self._on_direct_head(msg, now)
             self._note_store_head(msg)
             return effects
+        if kind is m.Oversized:
+            assert isinstance(msg, m.Oversized)
+            if msg.recipient not in (None, self._node_id) or msg.topic not in self._topics:
+                self._ignored += 1
+                return []
+            return self._on_oversized(msg, now)
         if kind is m.StoreHello:
             assert isinstance(msg, m.StoreHello)
             if msg.consumer != self._node_id:
@@ -522,10 +542,79 @@ class ConsumerCore:
         self._delivered += nxt - p.next
         p.next = nxt
         p.progress_at = now
+        if p.refused is not None and nxt in p.refused:
+            return self._past_refused(p, now, out)
         if p.known_end > nxt:
             fetch = self._pump(p, now)
             if fetch is not None:
                 out.append(fetch)
+        return out
+
+    # ---------------------------------------- records nobody can deliver (rfc46)
+
+    def _on_oversized(self, msg: m.Oversized, now: float) -> list[Effect]:
+        """A record over ``max_message_size`` (a C producer has no cap; the IO shell
+        dropped its content): nobody here can take it, so delivery skips its offset
+        once it gets there, as a data loss (``DataLoss`` reason ``oversized``)."""
+        self._oversized += 1
+        if now - self._last_oversized_log >= _REJECT_LOG_PERIOD:
+            self._last_oversized_log = now
+            log.warning(
+                "consumer.oversized topic=%s partition=%s offset=%d bytes=%d total=%d",
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.size,
+                self._oversized,
+            )
+        p = self._parts.get((msg.topic, msg.partition))
+        if self._profile.batched or p is None or msg.offset < p.next:
+            return []
+        if p.refused is None:
+            p.refused = set()
+        if len(p.refused) < MAX_REFUSED:
+            p.refused.add(msg.offset)
+        if msg.offset == p.next:
+            return self._past_refused(p, now, [])
+        return []
+
+    def _past_refused(self, p: _Partition, now: float, effects: list[Effect]) -> list[Effect]:
+        """Skip the refused offsets delivery has reached (and deliver what they held up)."""
+        refused = p.refused
+        while refused is not None and p.next in refused:
+            at = p.next
+            effects = self._on_tail(p.topic, p.partition, at + 1, now, effects, "oversized")
+            if p.next == at:
+                break  # a record below it is buffered: cannot happen, but never loop
+            for offset in [o for o in refused if o < p.next]:
+                refused.discard(offset)
+        if refused is not None and not refused:
+            p.refused = None
+        return effects
+
+    def _unserved_gap(self, msg: m.DirectRecord, now: float) -> list[Effect]:
+        """rfc46: a FETCH answer beyond what delivery waits for, while it has made no
+        progress for ``unserved_after`` seconds and later records are held: the sources
+        answering (a store that refused an oversized record, a producer whose records
+        were acknowledged) serve what follows the gap but not the gap, and nothing on the
+        rfc46 wire can say so. Rather than wait for ever, skip the gap as a data loss
+        (``DataLoss`` reason ``unserved``; with ``on_data_loss="raise"`` the application
+        is told). Nothing is skipped while nobody answers at all."""
+        p = self._parts.get((msg.topic, msg.partition))
+        if (
+            p is None
+            or msg.offset <= p.next
+            or not p.buffer
+            or now - p.progress_at < self._unserved_after
+        ):
+            return []
+        tail = min(p.buffer)
+        if tail <= p.next:
+            return []
+        self._unserved += tail - p.next
+        out = self._on_tail(p.topic, p.partition, tail, now, [], "unserved")
+        if p.refused is not None and p.next in p.refused:
+            out = self._past_refused(p, now, out)
         return out
 
     def _on_conflict(
@@ -672,22 +761,30 @@ class ConsumerCore:
         return tail < max(p.seen_end, p.signed_end)
 
     def _on_tail(
-        self, topic: str, partition: str, tail: int, now: float, effects: list[Effect]
+        self,
+        topic: str,
+        partition: str,
+        tail: int,
+        now: float,
+        effects: list[Effect],
+        reason: str = "retention",
     ) -> list[Effect]:
         """A store deleted everything below ``tail``: if we still wait for records below
         it (and hold none of them), they are lost; report it (unless skipping) and go on
-        from the tail. (The tail is the store's unsigned word, like its head hint.)"""
+        from the tail. (The tail is the store's unsigned word, like its head hint.) Also
+        how records nobody can deliver are skipped (``reason``, see ``DataLoss``)."""
         p = self._parts.get((topic, partition))
         if p is None or p.next >= tail or any(first < tail for first in p.buffer):
             return effects
         start = p.next
         self._data_lost += tail - start
         log.warning(
-            "consumer.data_loss topic=%s partition=%s offsets=%d..%d",
+            "consumer.data_loss topic=%s partition=%s offsets=%d..%d reason=%s",
             topic,
             partition,
             start,
             tail - 1,
+            reason,
         )
         p.next = tail
         if p.known_end < tail:
@@ -700,7 +797,7 @@ class ConsumerCore:
         self._prune(p)
         out: list[Effect] = [e for e in effects if not isinstance(e, Publish)]
         if self._on_data_loss == "raise":
-            out.append(DataLoss(topic, partition, start, tail))
+            out.append(DataLoss(topic, partition, start, tail, reason))
         nxt = tail
         while (held := p.buffer.pop(nxt, None)) is not None:  # what waited for the tail
             n, h_keys, h_values, h_stamp = held

@@ -26,6 +26,7 @@ FETCH_RATE = 2000.0
 FETCH_BURST = 4000.0
 MAX_EQUIVOCATION_REPORTS = 100
 SIGNATURE_BYTES = 64  # a signed batch ends with its Ed25519 signature
+MAX_REFUSED = 64  # oversized offsets remembered per partition until delivery reaches them
 
 # A buffered batch: (count, keys or None, values, timestamp in seconds or None)
 Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None]
@@ -66,6 +67,11 @@ class ConsumerStats:
     equivocations: int = 0
     """Validly signed batches for offsets already taken with other content (dropped;
     reported in ``ConsumerCore.equivocations``)."""
+    oversized: int = 0
+    """Records over ``max_message_size`` seen (their content dropped by the IO shell)."""
+    unserved: int = 0
+    """rfc46: offsets skipped because nobody served them for ``unserved_after`` seconds
+    while later records of the partition were held (also counted in ``data_lost``)."""
 
 
 class PartitionState:
@@ -90,6 +96,7 @@ class PartitionState:
         "partition",
         "progress_at",
         "recent",
+        "refused",
         "req_end",
         "req_mid",
         "req_start",
@@ -118,3 +125,5 @@ class PartitionState:
         self.confirmed = True
         self.tries = 0  # FETCHes sent while unconfirmed
         self.memory: BatchMemory | None = None  # signatures of recent batches (signed)
+        # rfc46: offsets ahead whose record was over max_message_size (seen, refused)
+        self.refused: set[int] | None = None

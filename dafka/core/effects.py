@@ -118,13 +118,17 @@ class Acked:
 
 @dataclass(frozen=True, slots=True)
 class DataLoss:
-    """Consumer: offsets ``start`` to ``tail - 1`` of a partition were deleted by a
-    store's retention before they were delivered; delivery goes on from ``tail``."""
+    """Consumer: offsets ``start`` to ``tail - 1`` of a partition cannot be delivered;
+    delivery goes on from ``tail``. ``reason``: ``"retention"`` (a store's retention
+    deleted them), ``"oversized"`` (a record over ``max_message_size``, refused by our
+    nodes, rfc46) or ``"unserved"`` (rfc46: nobody served them while later records
+    were held, see ``ConsumerCore``)."""
 
     topic: str
     partition: str
     start: int
     tail: int
+    reason: str = "retention"
 
 
 Effect = Publish | PublishRecords | RecordBatch | Acked | DataLoss

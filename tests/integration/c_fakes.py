@@ -12,7 +12,8 @@ reference behaviours the interop tests need:
   the C store does (a request for ``hello`` also gets the heads of ``hello2``),
   greets consumers with STORE-HELLO, and answers a FETCH only if the record at its
   offset exists, with up to ``count + 1`` records (the reference's off-by-one).
-* ``producer``: publishes one record per ``--sizes`` entry (its content that many
+* ``producer``: once the ``--wait-for`` subscriptions arrived (a store's ``M`` by
+  default), publishes one record per ``--sizes`` entry (its content that many
   bytes) with no size cap, HEADs every second, keeps every record until an ACK
   covers it, answers FETCHes from what it keeps, and prints ``acked N`` on stderr
   for every ACK that moves.
@@ -152,7 +153,7 @@ def run_store(tower: str, holds: list[str]) -> None:
 # ------------------------------------------------------------------------ producer
 
 
-def run_producer(tower: str, topic: str, sizes: list[int]) -> None:
+def run_producer(tower: str, topic: str, sizes: list[int], wait_for: list[bytes]) -> None:
     node = Node(tower)
     for prefix in (b"K", b"F"):
         node.sub.setsockopt(zmq.SUBSCRIBE, prefix + node.id.encode())
@@ -160,12 +161,14 @@ def run_producer(tower: str, topic: str, sizes: list[int]) -> None:
     records = [(b"%d:" % i).ljust(size, b"x")[:size] for i, size in enumerate(sizes)]
     acked = -1
     next_head = 0.0
-    # A C producer publishes as soon as it is asked to; wait for a store's subscription
-    # so that the test is about the size of a record, not about slow joiners.
-    while True:
+    # A C producer publishes as soon as it is asked to; wait for the subscriptions named
+    # (a store's `M`, a consumer's `M<topic>\0`) so that the test is about the size of a
+    # record, not about slow joiners.
+    waiting = set(wait_for)
+    while waiting:
         node.beacon(time.monotonic())
-        if node.data.poll(50) and node.data.recv() == b"\x01M":
-            break
+        if node.data.poll(50):
+            waiting.discard(node.data.recv())
     for i, content in enumerate(records):
         head = frame0(b"M", topic, string(node.id) + string(topic) + struct.pack(">Q", i))
         node.data.send_multipart([head, content])
@@ -208,13 +211,20 @@ def main() -> None:
     parser.add_argument("--hold", action="append", default=[])
     parser.add_argument("--topic", default="hello")
     parser.add_argument("--sizes", default="")
+    parser.add_argument(
+        "--wait-for",
+        action="append",
+        default=[],
+        help="producer: publish once these subscriptions (escaped, e.g. 'M', 'Mhello\\0') arrived",
+    )
     args = parser.parse_args()
     try:
         if args.role == "store":
             run_store(args.tower, args.hold)
         else:
             sizes = [int(s) for s in args.sizes.split(",") if s]
-            run_producer(args.tower, args.topic, sizes)
+            wanted = [b"\x01" + w.encode().decode("unicode_escape").encode() for w in args.wait_for]
+            run_producer(args.tower, args.topic, sizes, wanted or [b"\x01M"])
     except KeyboardInterrupt:
         pass
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from dafka import Consumer
+from dafka.errors import DataLossError
 from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
 
 pytestmark = pytest.mark.integration
@@ -52,7 +54,7 @@ def test_consumer_exits_at_the_end_of_its_topic_beside_a_prefix_matching_c_store
         store.kill()
 
 
-LIMIT = 16 * 1024 * 1024  # our nodes' default max_message_size
+SIZES = [10] * 3 + [17 * 1024 * 1024] + [10] * 5  # offsets 0-2, 3 too big (17 MiB), 4-8
 
 
 def test_an_oversized_record_from_a_c_producer_does_not_cut_it_off_from_our_store(
@@ -61,20 +63,68 @@ def test_an_oversized_record_from_a_c_producer_does_not_cut_it_off_from_our_stor
     """A C producer has no size cap: 17 MiB once, between small records. Before, libzmq
     dropped the connection (ZMQ_MAXMSGSIZE) and the small records after it were never
     stored nor acknowledged; now the store refuses that one offset, says so, and stores
-    and ACKs the rest."""
+    and ACKs the rest. A live consumer is told of the refused record (a data loss) and
+    gets the rest; a late one, which never saw it, skips it once nobody serves it."""
     store = StoreProc(tmp_path / "s", tower.address, "--profile", "rfc46")
-    sizes = [10] * 3 + [17 * 1024 * 1024] + [10] * 5  # offsets 0-2, 3 too big, 4-8
-    producer, partition = fake(
-        "producer", tower, "--topic", "big", "--sizes", ",".join(map(str, sizes))
+    with Consumer("big", towers=tower.address, offset_reset="earliest", profile="rfc46") as live:
+        producer, partition = fake(
+            "producer",
+            tower,
+            "--topic",
+            "big",
+            "--sizes",
+            ",".join(map(str, SIZES)),
+            "--wait-for",
+            "M",
+            "--wait-for",
+            "Mbig\\0",
+        )
+        try:
+            producer.wait_line("published 9", 30)
+            producer.wait_line(r"^acked 8$", 30)
+            wait_until(
+                lambda: stored_head(store.data_dir, "big", partition) == 8, 10, what="head 8"
+            )
+            line = store.proc.wait_line(r"store\.oversized topic=big .* offset=3 .* total=(\d+)")
+            assert line.group(1) == "1"
+            got: list[int] = []
+            losses: list[str] = []
+
+            def all_live() -> bool:
+                try:
+                    got.extend(r.offset for r in live.poll_batch(100, timeout=0.1))
+                except DataLossError as exc:
+                    losses.append(str(exc))
+                return len(got) >= 8
+
+            wait_until(all_live, 20, what="the live consumer's 8 records")
+            assert got == [0, 1, 2, 4, 5, 6, 7, 8]
+            assert (
+                len(losses) == 1
+                and "offsets 3..3 hold a record over max_message_size" in (losses[0])
+            )
+        finally:
+            producer.kill()
+    late = Proc(
+        py(
+            "dafka.cli.consumer",
+            "big",
+            "--from-beginning",
+            "-e",
+            "--profile",
+            "rfc46",
+            "--timeout",
+            "40",
+            "-f",
+            "%o\\n",
+            "--tower",
+            tower.address,
+        )
     )
     try:
-        producer.wait_line("published 9", 30)
-        producer.wait_line(r"^acked 8$", 30)
-        wait_until(
-            lambda: stored_head(store.data_dir, "big", partition) == 8, 10, what="head 8 stored"
-        )
-        line = store.proc.wait_line(r"store\.oversized topic=big .* offset=3 .* total=(\d+)", 10)
-        assert line.group(1) == "1"
+        assert late.wait(60) == 1, late.stderr
+        assert bytes(late.stdout).decode().split() == ["0", "1", "2"]
+        errors = [line for line in late.stderr_lines if line.startswith("error: ")]
+        assert len(errors) == 1 and "offsets 3..3 were never served" in errors[0], late.stderr
     finally:
-        producer.kill()
         store.kill()

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from dafka.core.consumer import ConsumerCore
-from dafka.core.effects import Deliver, Publish
+from dafka.core.effects import DataLoss, Deliver, Publish
 from dafka.core.messages import (
     Ack,
     DirectHead,
@@ -171,3 +171,61 @@ def test_an_oversized_record_for_another_node_or_a_later_offset_moves_nothing() 
     out += core.handle_batch([Record("t", P, 2, b"c")], 0.2)
     assert acks(out) == []  # 1 is still awaited: nothing was refused in its place
     assert core.head("t", P) == 0
+
+
+# ------------------------------------------- point 7: consumers past a refused record
+
+
+def losses(effects: list) -> list[tuple[int, int, str]]:
+    return [(e.start, e.tail, e.reason) for e in effects if isinstance(e, DataLoss)]
+
+
+def test_a_consumer_skips_an_oversized_record_it_saw_as_a_data_loss() -> None:
+    core = ConsumerCore(C, offset_reset="earliest")
+    core.subscribe("t", 0.0)
+    assert delivered(core.handle(Record("t", P, 0, b"a"), 0.0)) == [0]
+    out = core.handle(Oversized(None, "t", P, 1, 17 << 20), 0.1)
+    assert losses(out) == [(1, 2, "oversized")]
+    assert delivered(core.handle(Record("t", P, 2, b"c"), 0.2)) == [2]
+    assert core.stats.oversized == 1 and core.stats.data_lost == 1
+
+
+def test_an_oversized_record_ahead_is_skipped_when_delivery_reaches_it() -> None:
+    core = ConsumerCore(C, offset_reset="earliest", on_data_loss="skip")
+    core.subscribe("t", 0.0)
+    core.handle(Record("t", P, 0, b"a"), 0.0)
+    core.handle(Record("t", P, 3, b"d"), 0.0)  # 1 and 2 missing
+    assert core.handle(Oversized(None, "t", P, 2, 17 << 20), 0.1) == []  # not there yet
+    out = core.handle(DirectRecord(C, "t", P, 1, b"b"), 0.2)
+    assert delivered(out) == [1, 3]  # 2 skipped, silently as asked
+    assert losses(out) == []
+    assert core.positions() == {("t", P): 4}
+
+
+def test_a_gap_nobody_serves_is_skipped_after_unserved_after_not_before() -> None:
+    """A late consumer never saw the oversized record: the store serves what follows
+    the refused offset, nobody serves the offset itself."""
+    core = ConsumerCore(C, offset_reset="earliest", unserved_after=10.0)
+    core.subscribe("t", 0.0)
+    core.handle(DirectHead(C, "t", P, 3), 0.0)
+    core.handle(DirectRecord(C, "t", P, 0, b"a"), 0.1)
+    core.handle(DirectRecord(C, "t", P, 2, b"c"), 0.1)  # 1 is the refused offset
+    core.handle(DirectRecord(C, "t", P, 3, b"d"), 0.1)
+    retry = core.tick(1.2)
+    assert [m for m in sent(retry) if isinstance(m, Fetch)] == [Fetch(P, C, "t", 1, 1)]
+    assert core.handle(DirectRecord(C, "t", P, 2, b"c"), 5.0) == []  # waits on
+    assert not core.caught_up()
+    out = core.handle(DirectRecord(C, "t", P, 2, b"c"), 10.2)
+    assert losses(out) == [(1, 2, "unserved")]
+    assert delivered(out) == [2, 3]
+    assert core.caught_up()
+    assert core.stats.unserved == 1
+
+
+def test_a_gap_is_not_skipped_while_only_live_records_arrive() -> None:
+    core = ConsumerCore(C, offset_reset="earliest", unserved_after=10.0)
+    core.subscribe("t", 0.0)
+    core.handle(Record("t", P, 0, b"a"), 0.0)
+    core.handle(Record("t", P, 2, b"c"), 0.0)
+    assert losses(core.handle(Record("t", P, 3, b"d"), 60.0)) == []  # live, not an answer
+    assert core.positions() == {("t", P): 1}
