@@ -173,6 +173,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                if was.is_gap:",
     ),
     "ZMQ_MAXMSGSIZE on the data SUB": (),
+    "oversized data frames dropped before decoding": (
+        "dafka.io.node",
+        "NodeLoop._on_data",
+        "            if len(frames[-1]) > limit or len(frames[0]) > limit:",
+        "            if False:",
+    ),
     "metadata command signature": (
         "dafka.metadata.state",
         "MetadataStateMachine._open_signed",

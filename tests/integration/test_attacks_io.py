@@ -1,13 +1,16 @@
-"""Attacks that need a real socket: an oversized frame from a hostile peer, and a
+"""Attacks that need a real socket: oversized frames from a hostile peer, and a
 peer that is no store telling a real consumer a false retention tail.
 
 A fake peer beacons through a real tower, so a real consumer connects to it,
-then sends a genuine signed batch larger than the consumer's
-``max_message_size``. ZMQ_MAXMSGSIZE (set on every node's data SUB) makes
-libzmq drop the connection before the frame is ever read into Python (and
-libzmq does not reconnect to such a peer; discovery does, once its beacons
-lapse and come back). Another peer's records still arrive. Without that
-socket option the oversized batch would be delivered.
+then sends genuine signed batches larger than the consumer's
+``max_message_size``. A frame up to the ceiling (ZMQ_MAXMSGSIZE on every node's
+data SUB, ``OVERSIZE_CEILING_FACTOR`` times the bound) is read and dropped by the
+IO loop before it is decoded, and counted; the connection stays, so the peer's
+records after it still arrive (a C producer has no size cap: one big record must
+not cut it off). A frame over the ceiling makes libzmq drop the connection before
+the frame is ever read into Python (and libzmq does not reconnect to such a peer;
+discovery does, once its beacons lapse and come back). Another peer's records
+still arrive.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import zmq
 from dafka import Consumer
 from dafka.config import NodeConfig, TowerAddress
 from dafka.identity import Identity
+from dafka.io.node import OVERSIZE_CEILING_FACTOR
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from tests.procs import wait_until
@@ -29,6 +33,7 @@ from tower.relay import Tower
 pytestmark = pytest.mark.integration
 
 LIMIT = 64 * 1024
+CEILING = LIMIT * OVERSIZE_CEILING_FACTOR
 
 
 class FakePeer:
@@ -70,21 +75,38 @@ def test_a_frame_over_max_message_size_never_reaches_the_node() -> None:
     try:
         node = NodeConfig(towers=(tower.address,), max_message_size=LIMIT)
         with Consumer("t", offset_reset="latest", node=node) as consumer:
+            stats = consumer._loop.stats
             hostile.wait_subscribed()
             honest.wait_subscribed()
-            # 10 x 8 KiB, genuinely signed: over the limit
-            assert hostile.publish(0, [bytes(LIMIT // 8)] * 10) > LIMIT
+            # 10 x 8 KiB, genuinely signed: over the bound, under the SUB's ceiling
+            assert LIMIT < hostile.publish(0, [bytes(LIMIT // 8)] * 10) < CEILING
             got: list = []
 
-            def arrived() -> bool:
-                honest.publish(0, [b"fits"])
-                got.extend(consumer.poll_batch(100, timeout=0.2))
-                return bool(got)
+            def arrived(partition: str, offset: int) -> bool:
+                got.extend(consumer.poll_batch(100, timeout=0.1))
+                return any((r.partition, r.offset) == (partition, offset) for r in got)
 
-            wait_until(arrived, 20, what="the honest peer's record")
-            time.sleep(0.3)
-            got.extend(consumer.poll_batch(100, timeout=0.2))
-            assert [(r.partition, r.offset, r.value) for r in got] == [(STORE2.node_id, 0, b"fits")]
+            # Dropped and counted, the connection kept: the peer's next batch arrives.
+            wait_until(lambda: stats["oversized"] == 1, 20, what="the oversized frame")
+            hostile.publish(10, [b"after"])
+            wait_until(lambda: arrived(PRODUCER.node_id, 10), 20, what="the record after it")
+            # Over the ceiling: libzmq cuts the peer before Python reads a byte of it.
+            assert hostile.publish(11, [bytes(LIMIT)] * 5) > CEILING
+            hostile.publish(16, [b"cut"])
+
+            def honest_arrived() -> bool:
+                honest.publish(0, [b"fits"])
+                return arrived(STORE2.node_id, 0)
+
+            wait_until(honest_arrived, 20, what="the honest peer's record")
+            deadline = time.monotonic() + 0.5
+            while time.monotonic() < deadline:
+                got.extend(consumer.poll_batch(100, timeout=0.1))
+            assert [(r.partition, r.offset, r.value) for r in got] == [
+                (PRODUCER.node_id, 10, b"after"),
+                (STORE2.node_id, 0, b"fits"),
+            ]
+            assert stats["oversized"] == 1
     finally:
         hostile.close()
         honest.close()
