@@ -36,6 +36,9 @@ It does what the C reference store does (wire reference §7) with DESIGN's fixes
   are stored and ACKed (cumulatively, which frees the refused one at a C
   producer) and the refusal is counted (``oversized``) and logged. Served, such a
   batch yields its one record: nobody can serve the refused offsets.
+* **A FETCH answered in full below the head** (rfc46) is followed by a DIRECT-HEAD
+  to its requester, so a C consumer, which asks in windows and only when told of
+  more, does not stop after its first window (``docs/wire.md`` §13).
 
 A RECORD is a batch (``dafka.core.messages``): one record under ``rfc46``, a
 producer-signed batch blob under ``signed``. Under ``signed`` the store:
@@ -1155,8 +1158,22 @@ class StoreCore:
                 room -= size
                 if done:
                     self._pending_keys.discard(fetch.key)
+                    if not self._signed and fetch.next >= fetch.end:
+                        self._tell_more(fetch, out)
                 else:
                     queue.append(fetch)
+
+    def _tell_more(self, fetch: _PendingFetch, out: list[Publish]) -> None:
+        """rfc46: a FETCH whose count ran out below what is held is followed by a
+        DIRECT-HEAD to its requester. A C consumer FETCHes only when a record shows a
+        gap or a HEAD / DIRECT-HEAD shows more (in windows up to the next multiple of
+        100,000), so without it a C consumer catching up with no live producer stops
+        after its first window; ours take it as the hint it is."""
+        head = self._heads.get((fetch.topic, fetch.partition))
+        if head is None or head < fetch.end:
+            return
+        out.append(Publish(m.DirectHead(fetch.requester, fetch.topic, fetch.partition, head)))
+        self.stats.heads_sent += 1
 
     def _serve_one(
         self, fetch: _PendingFetch, limit: int, out: list[Publish]

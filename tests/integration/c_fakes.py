@@ -2,6 +2,7 @@
 
     python -m tests.integration.c_fakes store --tower HOST:PORT --hold TOPIC:COUNT ...
     python -m tests.integration.c_fakes producer --tower HOST:PORT --topic T --sizes 10,N,10
+    python -m tests.integration.c_fakes consumer --tower HOST:PORT --topic T --window 100
 
 They frame messages themselves (a few ``struct`` calls, after
 /work/shared/specs/dafka-wire-reference.md §3), not with our codec, and copy the
@@ -18,7 +19,11 @@ reference behaviours the interop tests need:
   covers it, answers FETCHes from what it keeps, and prints ``acked N`` on stderr
   for every ACK that moves.
 
-Both beacon through the tower like any node and print ``ready ID on ENDPOINT``.
+* ``consumer``: reads ``--topic`` from the beginning the way the C consumer does
+  (FETCH windows up to the next multiple of ``--window``, asked for only when a
+  record shows a gap or a HEAD or DIRECT-HEAD shows more); prints ``got N``.
+
+All beacon through the tower like any node and print ``ROLE ready ID on ENDPOINT``.
 """
 
 from __future__ import annotations
@@ -204,9 +209,80 @@ def run_producer(tower: str, topic: str, sizes: list[int], wait_for: list[bytes]
                 node.data.send_multipart([frame0(b"D", requester, fields_i), records[i]])
 
 
+# ------------------------------------------------------------------------ consumer
+
+
+def run_consumer(tower: str, topic: str, window: int) -> None:
+    """From the beginning, as the C console consumer with ``--from-beginning``: FETCHes
+    only when a record shows a gap or a HEAD / DIRECT-HEAD shows more, for the distance
+    to the next multiple of ``window`` (100,000 in the reference); prints ``got N``
+    whenever delivery moves."""
+    node = Node(tower)
+    me = node.id
+    for prefix in (b"M" + topic.encode(), b"H" + topic.encode()):
+        node.sub.setsockopt(zmq.SUBSCRIBE, prefix)
+    for cmd in (b"D", b"E", b"L"):
+        node.sub.setsockopt(zmq.SUBSCRIBE, cmd + me.encode())
+    node.ready("consumer")
+    last: dict[tuple[str, str], int] = {}
+    asked: set[tuple[str, str, int, int]] = set()  # the reference's fetch filter, per second
+
+    def fetch(subject: str, partition: str, offset: int) -> None:
+        key = (subject, partition, offset // window, int(time.monotonic()))
+        if key in asked:
+            return
+        asked.add(key)
+        count = (offset // window + 1) * window - offset
+        fields = string(me) + string(subject) + struct.pack(">QI", offset, count)
+        node.data.send_multipart([frame0(b"F", partition, fields)])
+
+    def hello(store: str) -> None:
+        fields = string(me) + struct.pack(">I", 1) + struct.pack(">I", len(topic)) + topic.encode()
+        node.data.send_multipart([frame0(b"W", store, fields)])
+
+    next_get_heads = 0.0
+    while True:
+        now = time.monotonic()
+        node.beacon(now)
+        if now >= next_get_heads and node.peers:
+            node.data.send_multipart([frame0(b"G", topic, string(me))])
+            next_get_heads = now + 1e9  # once, as the reference does
+        while node.data.poll(0):
+            sub = node.data.recv()
+            if sub[:2] == b"\x01W" and len(sub) == 34:
+                hello(sub[2:].decode())
+        if not node.sub.poll(50):
+            continue
+        frames = node.sub.recv_multipart()
+        try:
+            cmd, _slot, fields = split0(frames[0])
+        except ValueError:
+            continue
+        if cmd == b"L":
+            store, _ = read_string(fields, 0)
+            hello(store)
+            continue
+        partition, at = read_string(fields, 0)
+        subject, at = read_string(fields, at)
+        (seq,) = struct.unpack_from(">Q", fields, at)
+        key = (subject, partition)
+        known = last.get(key, -1)
+        if cmd in (b"M", b"D"):
+            if seq > known + 1:
+                fetch(subject, partition, known + 1)
+            elif seq == known + 1:
+                last[key] = seq
+                print(f"got {seq + 1}", file=sys.stderr, flush=True)
+        elif cmd in (b"H", b"E"):
+            if key not in last or seq > known:
+                last.setdefault(key, -1)
+                fetch(subject, partition, known + 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("role", choices=("store", "producer"))
+    parser.add_argument("role", choices=("store", "producer", "consumer"))
+    parser.add_argument("--window", type=int, default=100_000)
     parser.add_argument("--tower", required=True)
     parser.add_argument("--hold", action="append", default=[])
     parser.add_argument("--topic", default="hello")
@@ -221,6 +297,8 @@ def main() -> None:
     try:
         if args.role == "store":
             run_store(args.tower, args.hold)
+        elif args.role == "consumer":
+            run_consumer(args.tower, args.topic, args.window)
         else:
             sizes = [int(s) for s in args.sizes.split(",") if s]
             wanted = [b"\x01" + w.encode().decode("unicode_escape").encode() for w in args.wait_for]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dafka import Consumer
+from dafka import Consumer, Producer
 from dafka.errors import DataLossError
 from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
 
@@ -50,6 +50,26 @@ def test_consumer_exits_at_the_end_of_its_topic_beside_a_prefix_matching_c_store
         assert consumer.wait(40) == 0, consumer.stderr
         lines = bytes(consumer.stdout).decode().splitlines()
         assert lines == [f"hello {i} hello {i}" for i in range(40)]
+    finally:
+        store.kill()
+
+
+def test_a_c_consumer_catching_up_from_our_store_gets_past_its_first_fetch_window(
+    tower: Tower, tmp_path: Path
+) -> None:
+    """The C consumer asks for windows up to the next multiple of 100,000 (100 here) and
+    for the next one only when told of more; with no live producer it stopped after the
+    first. Our store tells it the head after each window it answers in full."""
+    store = StoreProc(tmp_path / "s", tower.address, "--profile", "rfc46")
+    try:
+        with Producer("late", towers=tower.address, profile="rfc46") as p:
+            p.send_many([b"r%d" % i for i in range(350)])
+            p.flush(30)
+        consumer, _ = fake("consumer", tower, "--topic", "late", "--window", "100")
+        try:
+            consumer.wait_line(r"^got 350$", 30)
+        finally:
+            consumer.kill()
     finally:
         store.kill()
 

@@ -229,3 +229,21 @@ def test_a_gap_is_not_skipped_while_only_live_records_arrive() -> None:
     core.handle(Record("t", P, 2, b"c"), 0.0)
     assert losses(core.handle(Record("t", P, 3, b"d"), 60.0)) == []  # live, not an answer
     assert core.positions() == {("t", P): 1}
+
+
+# ---------------------------------- a C consumer catching up from our store (point 6)
+
+
+def test_a_fetch_answered_in_full_below_the_head_is_followed_by_the_head() -> None:
+    """A C consumer FETCHes in windows (up to the next multiple of 100,000) and asks for
+    the next one only when a HEAD or DIRECT-HEAD shows more: with no live producer it
+    stopped after its first window. Our store tells it the head after the window."""
+    core = store_core()
+    core.handle_batch([Record("t", P, i, b"r%d" % i) for i in range(10)], 0.0)
+    out = core.handle_batch([Fetch(P, C, "t", 0, 4)], 0.1)
+    out += core.tick(0.2)
+    assert [m.offset for m in sent(out) if isinstance(m, DirectRecord)] == [0, 1, 2, 3]
+    assert [m for m in sent(out) if isinstance(m, DirectHead)] == [DirectHead(C, "t", P, 9)]
+    out = core.handle_batch([Fetch(P, C, "t", 4, 100)], 0.3)  # the rest: no head after it
+    assert [m.offset for m in sent(out) if isinstance(m, DirectRecord)] == list(range(4, 10))
+    assert [m for m in sent(out) if isinstance(m, DirectHead)] == []
