@@ -2,7 +2,7 @@
 
 The stand-ins (``tests/integration/c_fakes.py``) are separate processes that frame
 rfc46 themselves and copy the reference behaviours at issue: a store that answers
-GET-HEADS by topic prefix, a producer with no record size cap. See docs/wire.md §14.
+GET-HEADS by topic prefix, a producer with no record size cap. See docs/wire.md §13.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cores beside the C reference nodes (issue 11, points 6 and 7; docs/wire.md §14).
+"""Cores beside the C reference nodes (issue 11, points 6 and 7; docs/wire.md §13).
 
 * A C store answers GET-HEADS by topic *prefix*: a consumer reading ``hello`` also
   gets the DIRECT-HEADs of ``hello2``, which must neither be fetched nor hold back
