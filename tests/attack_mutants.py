@@ -1,15 +1,18 @@
 """Remove each defence against the signed profile's attacks, in memory, and check that a test fails.
 
     python -m tests.attack_mutants [NAME ...]
+    python -m tests.attack_mutants --find NAME     # which attack tests fail under it
 
 For every mutant (one defence taken out of the source of one function, which is
-recompiled in memory; no file is changed) it runs the attack tests in a fresh
-interpreter and reports whether they caught it. The mutant's code also replaces the
-original function's code object, so references taken at import time (``from x import
-f``, dispatch tables of bound methods) run the mutant too. Integration tests that start
-our modules as processes wrap their command lines with :func:`mutated`, so those
-processes run with the mutant as well. A mutant that passes the tests
-means a defence without a test. Exit status 1 if any mutant survives.
+recompiled in memory; no file is changed) it runs, in a fresh interpreter, the tests
+named as the ones expected to catch it (``EXPECTED``), and counts it caught only when
+each of them fails. The mutant's code also replaces the original function's code
+object, so references taken at import time (``from x import f``, dispatch tables of
+bound methods) run the mutant too. Integration tests that start our modules as
+processes wrap their command lines with :func:`mutated`, so those processes run with
+the mutant as well. The attack tests first run once without any mutant. A mutant
+that passes its tests means a defence without a test; one whose text no longer
+matches the source, or that names no test, is a failure too. Exit status 1 then.
 """
 
 from __future__ import annotations
@@ -500,6 +503,229 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 }
 
 
+# name: the tests expected to catch it (pytest node IDs, in TESTS' files). A mutant is
+# caught when each of them fails with it applied; ``--find NAME`` runs every attack
+# test under the mutant and lists what fails, to choose them.
+EXPECTED: dict[str, tuple[str, ...]] = {
+    "oversized data frames dropped before decoding": (
+        "tests/integration/test_attacks_io.py::test_a_frame_over_max_message_size_never_reaches_the_node",
+    ),
+    "beacon key owns the node ID": (
+        "tests/unit/test_attacks_curve.py::test_a_beacon_cannot_pair_a_node_id_with_another_key",
+    ),
+    "ZAP accepts allowed CURVE keys only": (
+        "tests/integration/test_attacks_curve.py::test_a_consumer_with_an_unknown_key_reads_nothing",
+    ),
+    "CURVE servers": (
+        "tests/integration/test_attacks_curve.py::test_records_flow_end_to_end_over_curve",
+    ),
+    "key-to-partition binding": (
+        "tests/unit/test_attacks.py::test_records_forged_for_another_partition_are_never_stored",
+    ),
+    "batch signature": (
+        "tests/unit/test_attacks.py::test_tampered_batches_are_rejected_by_stores_and_consumers[-100]",
+    ),
+    "consumer drops what it delivered": (
+        "tests/unit/test_attacks.py::test_replayed_batch_is_neither_stored_nor_delivered_again",
+    ),
+    "store compares replays with what it holds": (
+        "tests/unit/test_attacks.py::test_replayed_batch_is_neither_stored_nor_delivered_again",
+    ),
+    "producer trusts listed stores only": (
+        "tests/unit/test_attacks.py::test_ack_from_an_untrusted_store_frees_nothing",
+    ),
+    "producer checks ACK signatures": (
+        "tests/unit/test_attacks.py::test_ack_naming_a_trusted_store_with_a_bad_signature_frees_nothing",
+    ),
+    "store detects equivocation": (
+        "tests/unit/test_attacks.py::test_two_signed_batches_for_the_same_offsets_keep_the_first",
+    ),
+    "consumer verifies HEADs": (
+        "tests/unit/test_attacks.py::test_forged_far_head_for_someone_elses_partition_is_ignored",
+    ),
+    "store verifies HEADs": (
+        "tests/unit/test_attacks.py::test_forged_far_head_for_someone_elses_partition_is_ignored",
+    ),
+    "consumer bounds a HEAD's lead": (
+        "tests/unit/test_attacks.py::test_a_genuine_far_head_for_the_forgers_own_partition_is_bounded",
+    ),
+    "store bounds a HEAD's lead": (
+        "tests/unit/test_attacks.py::test_a_genuine_far_head_for_the_forgers_own_partition_is_bounded",
+    ),
+    "blob size cap": (
+        "tests/unit/test_attacks.py::test_oversized_blobs_and_counts_are_refused_by_the_codec",
+    ),
+    "rate limits": (
+        "tests/unit/test_attacks.py::test_a_fetch_flood_from_one_requester_is_rate_limited",
+    ),
+    "bounded serving steps": (
+        "tests/unit/test_attacks.py::test_a_fetch_flood_from_one_requester_is_rate_limited",
+    ),
+    "recovery adopts only batches its own key signed": (
+        "tests/unit/test_producer_recovery.py::test_a_store_cannot_make_the_producer_adopt_what_it_never_signed",
+    ),
+    "recovery never closes an acknowledged offset": (
+        "tests/unit/test_producer_recovery.py::test_offsets_acknowledged_during_recovery_are_never_declared_a_gap",
+    ),
+    "a gap supersedes only older batches": (
+        "tests/unit/test_producer_recovery.py::test_an_older_gap_statement_is_equivocation_and_the_batches_stay",
+    ),
+    "ZMQ_MAXMSGSIZE on the data SUB": (
+        "tests/integration/test_attacks_io.py::test_a_frame_over_max_message_size_never_reaches_the_node",
+    ),
+    "metadata command signature": (
+        "tests/unit/test_attacks_metadata.py::test_an_admin_signature_on_other_bytes_changes_nothing",
+    ),
+    "metadata admin list": (
+        "tests/unit/test_attacks_metadata.py::test_commands_signed_by_a_non_admin_change_nothing",
+    ),
+    "metadata replay memory": (
+        "tests/unit/test_attacks_metadata.py::test_a_replayed_command_changes_nothing",
+    ),
+    "metadata replay window": (
+        "tests/unit/test_attacks_metadata.py::test_a_command_older_than_the_window_changes_nothing",
+    ),
+    "metadata refuses unsigned changes": (
+        "tests/unit/test_attacks_metadata.py::test_unsigned_commands_change_nothing",
+    ),
+    "metadata unsigned creation takes defaults only": (
+        "tests/unit/test_attacks_metadata.py::test_unsigned_commands_change_nothing",
+    ),
+    "tower detects a lost admin bootstrap": (
+        "tests/integration/test_attacks_metadata.py::test_a_tower_that_loses_the_bootstrap_race_stops",
+    ),
+    "metadata admins.init only without admins": (
+        "tests/unit/test_attacks_metadata.py::test_admins_init_only_while_there_is_no_admin",
+    ),
+    "Raft codec bounds terms and indexes": (
+        "tests/unit/test_attacks_raft.py::test_peer_rpcs_with_a_term_or_index_past_the_log_are_refused[vote-4]",
+    ),
+    "Raft core drops out-of-range terms": (
+        "tests/unit/test_attacks_raft.py::test_core_drops_a_term_it_could_not_store_and_keeps_storing_entries",
+    ),
+    "Raft core never campaigns past MAX_TERM": (
+        "tests/unit/test_attacks_raft.py::test_core_at_the_last_term_does_not_campaign_past_it",
+    ),
+    "Raft ConfigUpdate checks peer ids and URLs": (
+        "tests/unit/test_attacks_raft.py::test_config_update_with_a_bad_url_decodes_as_an_argument_error[Tcp://x:1]",
+    ),
+    "Raft membership checks peer ids and URLs": (
+        "tests/unit/test_attacks_raft.py::test_core_refuses_a_config_change_with_a_bad_url[Tcp://x:1]",
+    ),
+    "Raft peer skips unconnectable URLs": (
+        "tests/integration/test_attacks_raft.py::test_a_committed_bad_url_from_an_old_log_does_not_stop_the_peer",
+    ),
+    "Raft client skips unconnectable URLs": (
+        "tests/integration/test_attacks_raft.py::test_a_committed_bad_url_from_an_old_log_does_not_stop_the_peer",
+    ),
+    "Raft RequestUpdate size cap": (
+        "tests/integration/test_attacks_raft.py::test_oversize_request_updates_are_refused_without_growing_the_peer",
+    ),
+    "Raft loop survives a failing message": (
+        "tests/integration/test_attacks_raft.py::test_a_handler_error_does_not_stop_the_loop",
+    ),
+    "Raft loop survives a failing state machine": (
+        "tests/integration/test_attacks_raft.py::test_a_state_machine_error_does_not_stop_the_loop",
+    ),
+    "ZMQ_MAXMSGSIZE on the Raft ROUTER": (
+        "tests/integration/test_attacks_raft.py::test_oversize_request_updates_are_refused_without_growing_the_peer",
+    ),
+    "consumer acts on signed tails only": (
+        "tests/unit/test_attacks_hints.py::test_an_unsigned_tail_from_a_non_store_skips_nothing",
+    ),
+    "consumer trusts listed stores' tails only": (
+        "tests/unit/test_attacks_hints.py::test_a_signed_tail_from_an_untrusted_store_skips_nothing",
+    ),
+    "consumer bounds tails by what the producer signed": (
+        "tests/unit/test_attacks_hints.py::test_a_signed_tail_with_no_trust_list_stops_at_what_the_producer_signed",
+    ),
+    "consumer bounds a trusted tail's lead": (
+        "tests/unit/test_attacks_hints.py::test_a_trusted_stores_tail_is_bounded_by_the_head_lead",
+    ),
+    "unsigned hints never start a latest partition": (
+        "tests/unit/test_attacks_hints.py::test_an_unsigned_hint_never_chooses_where_latest_starts",
+    ),
+    "partitions from unsigned hints are bounded": (
+        "tests/unit/test_attacks_hints.py::test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches",
+    ),
+    "unconfirmed partitions are forgotten": (
+        "tests/unit/test_attacks_hints.py::test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches",
+    ),
+    "store bounds head answers over all requesters": (
+        "tests/unit/test_attacks_floods.py::test_get_heads_from_spoofed_requesters_is_bounded_in_answers",
+    ),
+    "store rate-limits the equivocation log": (
+        "tests/unit/test_attacks_floods.py::test_equivocation_is_counted_each_time_but_logged_at_a_bounded_rate",
+    ),
+    "beacon hosts are IP literals or DNS names": (
+        "tests/unit/test_attacks_beacons.py::test_beacons_with_a_bad_host_are_not_relayed[b'127.0.0.1\\\\x00evil']",
+    ),
+    "beacon endpoints are checked at nodes": (
+        "tests/unit/test_attacks_beacons.py::test_nodes_refuse_tower_beacons_naming_bad_endpoints[b'tcp://127.0.0.1\\\\x00:49153']",
+    ),
+    "beacon ports below 1024 are refused": (
+        "tests/unit/test_attacks_beacons.py::test_beacons_with_a_privileged_or_bad_port_are_not_relayed[1]",
+    ),
+    "discovery bounds new peers": (
+        "tests/unit/test_attacks_beacons.py::test_five_thousand_fake_endpoints_are_bounded_and_live_peers_stay",
+    ),
+    "store admits new partitions under a cap and a rate": (
+        "tests/unit/test_attacks_partitions.py::test_a_store_bounds_partitions_from_fresh_keys_and_keeps_serving_known_ones",
+    ),
+    "consumer admits new partitions under a cap and a rate": (
+        "tests/unit/test_attacks_partitions.py::test_a_consumer_bounds_partitions_from_fresh_keys_per_topic",
+    ),
+    "producer bounds bytes resent per requester": (
+        "tests/unit/test_attacks_floods.py::test_fetch_floods_at_a_producer_are_bounded_in_bytes",
+    ),
+    "store bounds bytes served per requester": (
+        "tests/unit/test_attacks_floods.py::test_fetch_with_a_huge_count_is_served_at_a_bounded_byte_rate",
+    ),
+    "consumer detects equivocation": (
+        "tests/unit/test_attacks_equivocation.py::test_a_second_signed_batch_after_delivery_is_dropped_and_reported",
+    ),
+    "consumer rate-limits the equivocation log": (
+        "tests/unit/test_attacks_equivocation.py::test_consumer_equivocation_log_is_rate_limited",
+    ),
+    "state directories are 0700": (
+        "tests/integration/test_attacks_files.py::test_a_producers_state_directory_is_private_under_any_umask",
+    ),
+    "raft peer RPCs bound to the claimed peer's CURVE key": (
+        "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_forged_append_entries_injects_nothing[p2]",
+    ),
+    "raft CURVE key binding compares the key": (
+        "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_forged_append_entries_injects_nothing[p2]",
+    ),
+    "raft ConfigUpdate needs a peer or admin CURVE key": (
+        "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_config_update_needs_a_peer_or_admin_key",
+    ),
+    "raft ConfigUpdate peers need CURVE keys": (
+        "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_config_update_needs_a_peer_or_admin_key",
+    ),
+    "store read ACL on FETCH": (
+        "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_null_connection_gets_nothing_through",
+    ),
+    "store read ACL on head requests": (
+        "tests/unit/test_attacks_read_acl.py::test_get_heads_from_a_node_the_acl_does_not_name_is_not_answered",
+    ),
+    "store drops queued FETCHes when a read ACL closes": (
+        "tests/unit/test_attacks_read_acl.py::test_a_fetch_queued_before_the_acl_closed_is_not_served",
+    ),
+    "query read ACL needs a named client key": (
+        "tests/unit/test_attacks_read_acl.py::test_a_query_for_an_acl_topic_needs_a_named_curve_key",
+    ),
+    "query read ACL fails closed without CURVE": (
+        "tests/unit/test_attacks_read_acl.py::test_heads_of_every_topic_leave_out_those_the_client_may_not_read",
+    ),
+    "CURVE key maps back to the node IDs of its Ed25519 keys": (
+        "tests/unit/test_attacks_read_acl.py::test_a_curve_client_key_maps_back_to_its_node_id",
+    ),
+    "consumer bounds FETCHes over all partitions": (
+        "tests/unit/test_attacks_hints.py::test_fetches_over_all_partitions_are_bounded",
+    ),
+}
+
+
 BASELINE = "(none)"
 """``--run`` this to run the tests with no mutant applied."""
 NOT_APPLIED = 3
@@ -563,6 +789,33 @@ def _no_maxmsgsize() -> None:
     zmq.Socket.setsockopt = setsockopt  # type: ignore[method-assign]
 
 
+def _failed(stdout: str) -> set[str]:
+    """The node IDs pytest reported as FAILED (or ERROR) in its short summary."""
+    out = set()
+    for line in stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("FAILED", "ERROR") and rest:
+            out.add(rest.split(" - ")[0].strip())
+    return out
+
+
+def _pytest(args: list[str]) -> None:
+    import pytest
+
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-rfE", *args]))
+
+
+def _unnamed(names: list[str]) -> list[str]:
+    """Mutants whose expected tests are missing, or not in a file the baseline runs."""
+    bad = []
+    for name in names:
+        tests = EXPECTED.get(name, ())
+        if not tests or any(t.split("::")[0] not in TESTS for t in tests):
+            print(f"UNNAMED   {name}: name the test(s) in TESTS expected to catch it")
+            bad.append(name)
+    return bad
+
+
 def main() -> None:
     if len(sys.argv) > 3 and sys.argv[1] == "--exec":
         apply(sys.argv[2])
@@ -570,17 +823,19 @@ def main() -> None:
         sys.argv = [module, *sys.argv[4:]]
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         return
-    if len(sys.argv) > 2 and sys.argv[1] == "--run":
-        if sys.argv[2] != BASELINE:
-            apply(sys.argv[2])
-        os.environ[MUTANT_ENV] = sys.argv[2]
-        import pytest
-
-        sys.exit(pytest.main(["-q", "-x", "-p", "no:cacheprovider", *TESTS]))
+    if len(sys.argv) > 2 and sys.argv[1] in ("--run", "--find"):
+        name = sys.argv[2]
+        if name != BASELINE:
+            apply(name)
+        os.environ[MUTANT_ENV] = name
+        if name == BASELINE or sys.argv[1] == "--find":
+            _pytest(list(TESTS))  # --find: every attack test, to name the ones that catch it
+        _pytest(list(EXPECTED[name]))
     names = sys.argv[1:] or list(MUTANTS)
     unknown = [n for n in names if n not in MUTANTS]
     if unknown:
         raise SystemExit(f"no such mutant: {', '.join(unknown)}")
+    survivors = _unnamed(names)
     # The tests must pass as they are, or every mutant would look caught.
     base = subprocess.run(
         [sys.executable, "-m", "tests.attack_mutants", "--run", BASELINE],
@@ -591,8 +846,9 @@ def main() -> None:
         print(base.stdout[-3000:], base.stderr[-2000:], file=sys.stderr)
         raise SystemExit("the attack tests fail without any mutant: fix them first")
     print("baseline  the attack tests pass without mutants")
-    survivors = []
     for name in names:
+        if name in survivors:
+            continue
         result = subprocess.run(
             [sys.executable, "-m", "tests.attack_mutants", "--run", name],
             capture_output=True,
@@ -602,13 +858,15 @@ def main() -> None:
             print(f"NOT APPLIED  {name}: {result.stderr.strip()[-300:]}")
             survivors.append(name)  # a defence whose mutant cannot be made is not checked
             continue
-        caught = result.returncode == 1  # pytest: tests failed
         if result.returncode not in (0, 1):
             print(result.stdout[-2000:], result.stderr[-2000:], file=sys.stderr)
             raise SystemExit(f"mutant {name!r} could not be run")
-        failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
-        print(f"{'caught ' if caught else 'SURVIVED'}  {name}: {failed[0] if failed else ''}")
-        if not caught:
+        # caught: every test named for it failed (pytest exit 1), not merely some test
+        missed = [t for t in EXPECTED[name] if t not in _failed(result.stdout)]
+        if result.returncode == 1 and not missed:
+            print(f"caught    {name}: by {', '.join(EXPECTED[name])}")
+        else:
+            print(f"SURVIVED  {name}: {', '.join(missed)} passed with the defence removed")
             survivors.append(name)
     sys.exit(1 if survivors else 0)
 
