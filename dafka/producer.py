@@ -41,6 +41,7 @@ from .core import messages as m
 from .core.effects import Acked, Outgoing, Publish, PublishRecords
 from .core.messages import Message, Subscription
 from .core.producer import ProducerCore
+from .core.read_guard import ReadView
 from .core.recovery import DEFAULT_WAIT as RECOVERY_WAIT
 from .errors import (
     BufferFullError,
@@ -526,6 +527,8 @@ class Producer:
                 name=f"dafka-producer-{node_id[:8]}",
                 profile=wire,
                 identity=identity,
+                # CURVE: subscriptions wait for the metadata's read ACLs (docs/security.md)
+                read_view=None if metadata is not False else ReadView(stores=trusted or ()),
             )
             self._loop.start()
             if metadata is not False:
@@ -586,9 +589,14 @@ class Producer:
                 if (limit := topic_settings(t)["max_record_bytes"]) is not None
             }
             policy = (stores or local, min_acks)
+            view = ReadView.of(
+                {name: topic_settings(t) for name, t in config["topics"].items()},
+                stores or local or (),
+            )
 
             def apply(now: float) -> list[Publish]:
                 self._handler._apply_policy(*policy)
+                self._loop.set_read_view(view)
                 return []
 
             self._loop.call(apply)  # in order, never overwritten by the next change

@@ -22,6 +22,7 @@ from . import identity as identity_module
 from .config import NodeConfig, check_profile
 from .core import messages as m
 from .core.effects import Publish
+from .core.read_guard import ReadView
 from .core.store import StoreCore
 from .errors import ConfigError, DafkaError
 from .io.node import NodeLoop
@@ -166,6 +167,7 @@ class Store:
                 name=f"dafka-store-{self.node_id[:8]}",
                 profile=wire,
                 identity=self.identity,
+                read_view=None if metadata is not False else ReadView(),
             )
         except BaseException:
             self._close_storage()
@@ -190,6 +192,7 @@ class Store:
 
             def apply(now: float) -> list[Publish]:
                 handler.set_policy(topics, deleted, stores)
+                self._loop.set_read_view(ReadView.of(topics, stores))
                 return []
 
             self._loop.call(apply)  # in order, never overwritten by the next change

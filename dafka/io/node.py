@@ -22,6 +22,11 @@ context of its own with its own ZAP handler: the XPUB and the service sockets ar
 CURVE servers under the node's key, the beacon sockets CURVE clients of each
 tower (whose key the config names), and the data SUB a CURVE client of each peer,
 whose key comes from the peer's beacon (a peer that beacons no key is not joined).
+The XPUB then also runs in ``ZMQ_XPUB_MANUAL`` mode: each subscription takes effect
+only once :class:`~dafka.core.read_guard.SubscriptionGuard` grants it for the key of the
+connection it came on (the read ACL, ``docs/security.md`` "Read ACLs"); until the node
+has a :class:`~dafka.core.read_guard.ReadView` (``read_view=None``: the metadata is not
+known yet) subscriptions wait, unread, in the XPUB.
 
 The loop never blocks on a missing tower: zmq reconnects in the background
 and the node joins whenever a tower appears.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import threading
 import time
@@ -44,6 +50,7 @@ from ..config import NodeConfig
 from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
+from ..core.read_guard import ReadView, SubscriptionGuard, decide
 from ..errors import ConfigError, DafkaError, WireError
 from ..identity import Identity
 from ..profiles import RFC46, OtherProfile, Profile
@@ -147,6 +154,7 @@ class NodeLoop:
         clock: Callable[[], float] = time.monotonic,
         profile: Profile | None = None,
         identity: Identity | None = None,
+        read_view: ReadView | None = ReadView(),
     ) -> None:
         self.node_id = node_id
         self.profile: Profile = profile if profile is not None else RFC46
@@ -186,12 +194,18 @@ class NodeLoop:
         self._subscribed: set[bytes] = set()
         services = getattr(handler, "services", None)
         self._services: list[NodeService] = list(services()) if services is not None else []
+        self.guard = SubscriptionGuard(read_view) if self.curve.enabled else None
+        """Who may subscribe to what on the XPUB (CURVE only; None: every subscription)."""
+        self._xpub: zmq.Socket[bytes] | None = None
+        self._poller: zmq.Poller | None = None
+        self._refusal_logged = -math.inf
         self.stats = {
             "received": 0,
             "sent": 0,
             "other_profile": 0,
             "unsendable": 0,
             "oversized": 0,
+            "subscriptions_refused": 0,
         }
 
     # ----------------------------------------------------------------- control
@@ -276,6 +290,23 @@ class NodeLoop:
                 self._subscribed.discard(prefix)
                 self._sub.setsockopt(zmq.UNSUBSCRIBE, prefix)
 
+    def set_read_view(self, view: ReadView) -> None:
+        """Take the cluster's read ACLs and trusted stores (loop thread only; e.g. in a
+        :meth:`call` on a metadata change). The first view starts granting subscriptions."""
+        guard = self.guard
+        if guard is None:
+            return
+        held = guard.view is None
+        if guard.set_view(view):
+            log.warning(
+                "curve.read_view_narrowed id=%s: subscriptions granted before stay until "
+                "their connection closes",
+                self.node_id,
+            )
+        if held and self._poller is not None and self._xpub is not None:
+            self._poller.modify(self._xpub, zmq.POLLIN)
+            log.info("curve.subscriptions_granting id=%s", self.node_id)
+
     def sync_subscriptions(self) -> None:
         """Make the SUB's prefixes equal to ``handler.subscriptions()``."""
         wanted = set(self.handler.subscriptions())
@@ -328,6 +359,8 @@ class NodeLoop:
             s.setsockopt(zmq.LINGER, 0)
         xpub.setsockopt(zmq.LINGER, 200)
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        if self.guard is not None:
+            xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until _guarded grants it
         xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
         sub.setsockopt(zmq.RCVHWM, cfg.high_watermark)
         sub.setsockopt(zmq.MAXMSGSIZE, cfg.max_message_size * OVERSIZE_CEILING_FACTOR)
@@ -376,7 +409,11 @@ class NodeLoop:
         )
         poller = zmq.Poller()
         poller.register(sub, zmq.POLLIN)
-        poller.register(xpub, zmq.POLLIN)
+        held = self.guard is not None and self.guard.view is None
+        poller.register(xpub, 0 if held else zmq.POLLIN)
+        if held:
+            log.info("curve.subscriptions_held id=%s until the metadata is known", self.node_id)
+        self._xpub, self._poller = xpub, poller
         poller.register(bsub, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
         for sock in served:
@@ -455,7 +492,7 @@ class NodeLoop:
             for s in sockets:
                 s.close()
             self._close_services(opened)
-            self._sub = None
+            self._sub = self._xpub = self._poller = None
             log.info("node.stopped id=%s", self.node_id)
 
     def _serve(self, service: NodeService, now: float) -> None:
@@ -527,15 +564,59 @@ class NodeLoop:
 
     def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
         out: list[Publish] = []
+        guard = self.guard
         for _ in range(10_000):
+            if guard is not None and guard.view is None:
+                break  # held: granted once the metadata is known
             try:
-                frame = xpub.recv(zmq.NOBLOCK)
+                if guard is None:
+                    frame = xpub.recv(zmq.NOBLOCK)
+                else:
+                    granted = self._guarded(xpub, guard, xpub.recv(zmq.NOBLOCK, copy=False), now)
+                    if granted is None:
+                        continue
+                    frame = granted
             except zmq.Again:
                 break
             parsed = rfc46.parse_subscription(frame)
             if parsed is not None:
                 out.extend(self.handler.on_subscription(parsed, now))
         return out
+
+    def _guarded(
+        self, xpub: zmq.Socket[bytes], guard: SubscriptionGuard, frame: zmq.Frame, now: float
+    ) -> bytes | None:
+        """Grant (XPUB_MANUAL: ``SUBSCRIBE`` applies to the connection the frame came on) or
+        refuse one subscription; the frame for the handler when granted, else None."""
+        data = frame.bytes
+        if not data or data[0] not in (0, 1):
+            return None
+        prefix = data[1:]
+        try:
+            user_id: str | None = frame.get("User-Id")
+        except zmq.ZMQError:
+            user_id = None  # no metadata: a connection's end (libzmq's own unsubscribes)
+        if data[0] == 0:
+            xpub.setsockopt(zmq.UNSUBSCRIBE, prefix)  # taking a grant back is always safe
+            ids = guard.node_ids(user_id)
+            assert guard.view is not None
+            return data if decide(ids, prefix, guard.view).allowed else None
+        decision = guard.check(user_id, prefix)
+        if decision.allowed:
+            xpub.setsockopt(zmq.SUBSCRIBE, prefix)
+            return data
+        self.stats["subscriptions_refused"] = guard.refused
+        if now - self._refusal_logged >= 5.0:
+            self._refusal_logged = now
+            log.warning(
+                "curve.subscription_refused id=%s from=%s prefix=%r reason=%s total=%d",
+                self.node_id,
+                ",".join(sorted(guard.node_ids(user_id))) or "-",
+                prefix[:48],
+                decision.value,
+                guard.refused,
+            )
+        return None
 
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []

@@ -4,18 +4,23 @@ node IDs read the topic; without CURVE nobody does (fail closed)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from dafka import identity
+from dafka.errors import WireError
 from dafka.metadata import MetadataClient
 from dafka.query import protocol as qp
 from dafka.transport_security import CurveConfig, make_client
-from tests.integration.test_attacks_curve import CurveTower, Store, keys, produce
-from tests.procs import Tower, wait_until
+from dafka.wire import beacon as wbeacon
+from tests.attack_mutants import mutated
+from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
+from tests.procs import Proc, Tower, py, wait_until
 
 
 @pytest.fixture
@@ -99,3 +104,143 @@ def test_without_curve_an_acl_topic_is_not_served_on_the_query_endpoint(
             store.kill()
     finally:
         tower.stop()
+
+
+# -- the data plane: who may subscribe to what on a node's XPUB --------------------------
+
+SEALED = b"sealed\0"
+
+
+class Hostile:
+    """A node with a valid CURVE key of its own that learns the data endpoints from the
+    tower's beacons, as every node does, connects to the ``targets`` (one SUB each) and
+    subscribes raw to what it wants to read: a topic's RECORDs and HEADs, everything, and
+    what stores and producers address to the consumer ``victim``."""
+
+    def __init__(self, tower: CurveTower, victim: str, targets: set[str]) -> None:
+        self.ctx = zmq.Context()
+        self.me = identity.Identity.generate()
+        self.victim = victim
+        self.targets = targets
+        self.subs: dict[str, tuple[zmq.Socket[bytes], zmq.Socket[bytes]]] = {}
+        self.handshakes: set[str] = set()
+        self.received: dict[str, list[bytes]] = {node: [] for node in targets}
+        """Frame 0 of every message each target sent us."""
+        self.beacons = self.ctx.socket(zmq.SUB)
+        self.beacons.setsockopt(zmq.LINGER, 0)
+        make_client(self.beacons, CurveConfig(True), self.me, bytes.fromhex(tower.key))
+        host, port = tower.plain.rsplit(":", 1)
+        self.beacons.connect(f"tcp://{host}:{int(port) + 1}")  # the relay's XPUB
+        self.beacons.setsockopt(zmq.SUBSCRIBE, wbeacon.BEACON)
+
+    def _join(self, node: str, endpoint: str, key: bytes) -> None:
+        sub = self.ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        monitor = sub.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        make_client(sub, CurveConfig(True), self.me, key)
+        victim = self.victim.encode()
+        for prefix in (b"", b"M", b"H", b"M" + SEALED, b"H" + SEALED, b"D" + victim, b"E" + victim):
+            sub.setsockopt(zmq.SUBSCRIBE, prefix)
+        sub.connect(endpoint)
+        self.subs[node] = (sub, monitor)
+
+    def pump(self) -> None:
+        """Join the targets that beaconed, note finished handshakes, keep what arrives."""
+        while self.beacons.poll(0):
+            try:
+                tb = wbeacon.decode_tower_beacon(self.beacons.recv_multipart())
+            except WireError:
+                continue
+            if tb.node_id in self.targets and tb.node_id not in self.subs:
+                assert tb.public_key is not None
+                self._join(tb.node_id, tb.endpoint, tb.public_key)
+        for node, (sub, monitor) in self.subs.items():
+            while monitor.poll(0):
+                recv_monitor_message(monitor)
+                self.handshakes.add(node)
+            while sub.poll(0):
+                self.received[node].append(sub.recv_multipart()[0])
+
+    def leaks(self) -> dict[str, dict[bytes, int]]:
+        """Per target, how many messages of each command arrived."""
+        out: dict[str, dict[bytes, int]] = {}
+        for node, frames in self.received.items():
+            for frame in frames:
+                kinds = out.setdefault(node, {})
+                kinds[frame[:1]] = kinds.get(frame[:1], 0) + 1
+        return out
+
+    def close(self) -> None:
+        for sub, monitor in self.subs.values():
+            sub.disable_monitor()
+            monitor.close(0)
+            sub.close(0)
+        self.beacons.close(0)
+        self.ctx.term()
+
+
+def test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic(
+    curve_tower: CurveTower, tmp_path: Path
+) -> None:
+    """A node with its own valid CURVE key (``--curve`` accepts any) subscribes on the
+    store's and the live producer's XPUB to the topic's RECORDs and HEADs, to everything,
+    and to the named consumer's DIRECT-RECORDs and DIRECT-HEADs: it receives nothing,
+    while the named consumer reads every record."""
+    k = keys(tmp_path, "store", "reader", "producer")
+    reader, store_id, producer_id = (
+        identity.load(k[n][0]).node_id for n in ("reader", "store", "producer")
+    )
+    with MetadataClient(curve_tower.plain) as admin:
+        admin.trust_store(store_id)
+        admin.create_topic("sealed", {"consumers": [reader]})
+    hostile = Hostile(curve_tower, reader, {store_id, producer_id})
+    store = Store(k["store"][0], curve_tower.address, "--curve")
+    producer: Proc | None = None
+    try:
+        producer = Proc(
+            mutated(
+                py(
+                    "dafka.cli.producer",
+                    "sealed",
+                    "--tower",
+                    curve_tower.address,
+                    "--curve",
+                    "--state-dir",
+                    str(k["producer"][0]),
+                )
+            ),
+            open_stdin=True,
+        )
+
+        def joined() -> bool:
+            hostile.pump()
+            return hostile.handshakes == {store_id, producer_id}
+
+        wait_until(joined, 20, what="the hostile node's CURVE handshakes with store and producer")
+        assert producer.p.stdin is not None
+        producer.p.stdin.write(LINES)
+        producer.p.stdin.flush()
+        c = consume(
+            curve_tower.address,
+            "sealed",
+            "--curve",
+            "--key-dir",
+            str(k["reader"][0]),
+            "--timeout",
+            "30",
+        )
+        assert c.wait(60) == 0, c.stderr
+        assert bytes(c.stdout) == LINES
+        deadline = time.monotonic() + 1.5  # two producer HEAD intervals: they would have come
+        while time.monotonic() < deadline:
+            hostile.pump()
+            zmq.select([sub for sub, _ in hostile.subs.values()], [], [], 0.1)
+        assert hostile.leaks() == {}
+        producer.p.stdin.close()
+        assert producer.wait(60) == 0, producer.stderr
+        assert "50 records acknowledged" in producer.stderr
+    finally:
+        hostile.close()
+        if producer is not None:
+            producer.kill()
+        store.kill()

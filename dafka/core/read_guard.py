@@ -1,0 +1,193 @@
+"""Who may subscribe to what on a node's data XPUB: the read ACL as a transport boundary.
+
+A node publishes everything on one XPUB, and ZeroMQ routes each message to every
+connection with a matching subscription prefix. With CURVE on, the XPUB runs in
+``ZMQ_XPUB_MANUAL`` mode: no subscription takes effect until the node grants it, and a
+subscription frame carries the ``User-Id`` of the connection it came on (the client's
+CURVE public key, proven by the handshake; ``dafka.transport_security``). This module
+decides, without sockets, whether the node IDs of that key may receive what a prefix
+matches (``docs/security.md`` "Read ACLs"):
+
+* a topic prefix (``M`` RECORD, ``H`` HEAD, ``G`` GET-HEADS, with the topic and its NUL):
+  the topic has no read ACL, or the ACL names the node, or the node is a trusted store
+  (stores fill their gaps from each other);
+* a prefix that may match several topics (a bare ``M``, ``H``, ``G`` or ``F``, a topic
+  without its NUL, a FETCH to another partition): a trusted store, or any node while no
+  topic has a read ACL;
+* an addressed prefix (``D`` DIRECT-RECORD, ``E`` DIRECT-HEAD, ``K`` ACK, ``L``
+  STORE-HELLO, ``W`` CONSUMER-HELLO, ``F`` FETCH to a partition): only the node it is
+  addressed to;
+* anything else (an empty prefix, an unknown command, a connection without a key): no.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..transport_security import node_ids_of_curve_key
+from ..wire.rfc46 import Command
+
+__all__ = ["Decision", "ReadView", "SubscriptionGuard", "decide"]
+
+NODE_ID_CHARS: Final = 32
+_TOPIC_CMDS: Final = frozenset({Command.RECORD.value, Command.HEAD.value, Command.GET_HEADS.value})
+_ADDRESSED_CMDS: Final = frozenset(
+    {
+        Command.DIRECT_RECORD.value,
+        Command.DIRECT_HEAD.value,
+        Command.ACK.value,
+        Command.STORE_HELLO.value,
+        Command.CONSUMER_HELLO.value,
+    }
+)
+_KEY_CACHE: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ReadView:
+    """What the guard knows of the cluster: per-topic readers and the trusted stores.
+
+    ``readers`` holds only topics with a read ACL (metadata ``consumers``), each mapped
+    to the node IDs it names; a topic not in it is open.
+    """
+
+    readers: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    stores: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, topics: Mapping[str, Mapping[str, Any]], stores: Iterable[str]) -> ReadView:
+        """From metadata topic settings (``consumers``: None or node IDs) and trusted stores."""
+        readers = {
+            topic: frozenset(settings["consumers"])
+            for topic, settings in topics.items()
+            if settings.get("consumers") is not None
+        }
+        return cls(readers, frozenset(stores))
+
+    def narrows(self, old: ReadView) -> bool:
+        """Whether this view could refuse something ``old`` granted."""
+        if not old.stores <= self.stores:
+            return True
+        for topic, names in self.readers.items():
+            before = old.readers.get(topic)
+            if before is None or not before <= names:
+                return True
+        return False
+
+
+class Decision(enum.Enum):
+    """A verdict and its reason (the value, as logged)."""
+
+    OPEN = "open"
+    READER = "reader"
+    STORE = "store"
+    NO_ACL = "no-acl"
+    OWN_ADDRESS = "own-address"
+    NO_KEY = "no-key"
+    EVERYTHING = "everything"
+    NOT_A_READER = "not-a-reader"
+    ALL_TOPICS = "all-topics"
+    NOT_OWN_ADDRESS = "not-own-address"
+    UNKNOWN_COMMAND = "unknown-command"
+
+    @property
+    def allowed(self) -> bool:
+        return self in _ALLOWED
+
+
+_ALLOWED: Final = frozenset(
+    {Decision.OPEN, Decision.READER, Decision.STORE, Decision.NO_ACL, Decision.OWN_ADDRESS}
+)
+
+
+def _topic(node_ids: frozenset[str], topic: bytes, view: ReadView) -> Decision:
+    try:
+        names = view.readers.get(topic.decode())
+    except UnicodeDecodeError:
+        names = None  # no topic has this name, so the prefix matches nothing
+    if names is None:
+        return Decision.OPEN
+    if node_ids & names:
+        return Decision.READER
+    if node_ids & view.stores:
+        return Decision.STORE
+    return Decision.NOT_A_READER
+
+
+def _all_topics(node_ids: frozenset[str], view: ReadView) -> Decision:
+    if node_ids & view.stores:
+        return Decision.STORE
+    if not view.readers:
+        return Decision.NO_ACL
+    return Decision.ALL_TOPICS
+
+
+def _addressed_to(node_ids: frozenset[str], rest: bytes) -> bool:
+    if len(rest) < NODE_ID_CHARS:
+        return False  # a shorter prefix matches other nodes' IDs too
+    try:
+        return rest[:NODE_ID_CHARS].decode("ascii") in node_ids
+    except UnicodeDecodeError:
+        return False
+
+
+def decide(node_ids: frozenset[str], prefix: bytes, view: ReadView) -> Decision:
+    """May the node that owns one of ``node_ids`` receive what ``prefix`` matches?"""
+    if not node_ids:
+        return Decision.NO_KEY
+    if not prefix:
+        return Decision.EVERYTHING
+    cmd, rest = prefix[:1], prefix[1:]
+    if cmd in _TOPIC_CMDS:
+        end = rest.find(b"\0")
+        return _all_topics(node_ids, view) if end < 0 else _topic(node_ids, rest[:end], view)
+    if cmd in _ADDRESSED_CMDS:
+        return Decision.OWN_ADDRESS if _addressed_to(node_ids, rest) else Decision.NOT_OWN_ADDRESS
+    if cmd == Command.FETCH.value:  # to a partition: its producer; stores serve any
+        return (
+            Decision.OWN_ADDRESS if _addressed_to(node_ids, rest) else _all_topics(node_ids, view)
+        )
+    return Decision.UNKNOWN_COMMAND
+
+
+class SubscriptionGuard:
+    """:func:`decide` for subscription frames, with each connection's key; counts denials.
+
+    ``view`` None means the node does not know the metadata yet: nothing is decided then
+    (the IO shell leaves subscriptions queued until :meth:`set_view`).
+    """
+
+    def __init__(self, view: ReadView | None) -> None:
+        self.view = view
+        self.refused = 0
+        self.granted = 0
+        self._ids: dict[str, frozenset[str]] = {}
+
+    def set_view(self, view: ReadView) -> bool:
+        """Take a new view; True when it may refuse what the old one granted."""
+        old, self.view = self.view, view
+        return old is not None and view.narrows(old)
+
+    def node_ids(self, user_id: str | None) -> frozenset[str]:
+        """The node IDs a ZAP ``User-Id`` (a CURVE public key in Z85) stands for."""
+        if not user_id:
+            return frozenset()
+        ids = self._ids.get(user_id)
+        if ids is None:
+            if len(self._ids) >= _KEY_CACHE:
+                self._ids.clear()
+            ids = self._ids[user_id] = node_ids_of_curve_key(user_id)
+        return ids
+
+    def check(self, user_id: str | None, prefix: bytes) -> Decision:
+        """The decision for a subscription to ``prefix`` from the connection of ``user_id``."""
+        assert self.view is not None, "no view yet"
+        decision = decide(self.node_ids(user_id), prefix, self.view)
+        if decision.allowed:
+            self.granted += 1
+        else:
+            self.refused += 1
+        return decision

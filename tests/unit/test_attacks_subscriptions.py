@@ -1,0 +1,116 @@
+"""Attacks on a topic's read ACL through subscriptions: who may receive what a node
+publishes on its data XPUB (``dafka.core.read_guard``, docs/security.md "Read ACLs").
+
+With CURVE a subscription comes with its connection's key; a node with a valid key of
+its own subscribes to a topic it may not read, to a bare command (every topic), to
+everything, or to what is addressed to another node. Each is refused; readers, trusted
+stores and the addressee are granted. No sockets here; the process-level attack is in
+``tests/integration/test_attacks_read_acl.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dafka.core.read_guard import Decision, ReadView, SubscriptionGuard, decide
+from dafka.identity import Identity
+from dafka.transport_security import curve_keys
+from tests.signing import FORGER, PRODUCER, STORE
+
+READER = Identity.from_seed(bytes(range(10, 42)))
+R, S, F, P = READER.node_id, STORE.node_id, FORGER.node_id, PRODUCER.node_id
+VIEW = ReadView({"sealed": frozenset({R})}, frozenset({S}))
+NO_ACL = ReadView({}, frozenset({S}))
+
+
+def verdict(who: str, prefix: bytes, view: ReadView = VIEW) -> Decision:
+    return decide(frozenset({who}), prefix, view)
+
+
+def allowed(who: str, prefix: bytes, view: ReadView = VIEW) -> bool:
+    return verdict(who, prefix, view).allowed
+
+
+@pytest.mark.parametrize("cmd", [b"M", b"H", b"G"])
+def test_a_topic_with_a_read_acl_is_subscribed_by_its_readers_and_trusted_stores_only(
+    cmd: bytes,
+) -> None:
+    for prefix in (cmd + b"sealed\0", cmd + b"sealed\0\x02"):
+        assert verdict(R, prefix) is Decision.READER
+        assert verdict(S, prefix) is Decision.STORE
+        assert verdict(F, prefix) is Decision.NOT_A_READER
+    assert verdict(F, cmd + b"open\0") is Decision.OPEN
+    assert verdict(F, cmd + b"\xff\0") is Decision.OPEN  # no topic has that name
+
+
+@pytest.mark.parametrize("cmd", [b"M", b"H", b"G", b"F"])
+def test_a_prefix_matching_every_topic_needs_a_trusted_store_once_a_topic_has_an_acl(
+    cmd: bytes,
+) -> None:
+    assert verdict(F, cmd) is Decision.ALL_TOPICS
+    assert verdict(R, cmd) is Decision.ALL_TOPICS  # a reader of one topic, not of all
+    assert verdict(S, cmd) is Decision.STORE
+    assert verdict(F, cmd, NO_ACL) is Decision.NO_ACL
+
+
+def test_a_topic_without_its_nul_is_a_prefix_of_other_topics() -> None:
+    """``Mseal`` matches ``sealed``, ``Msealed`` matches ``sealed2``: every topic rule."""
+    assert verdict(F, b"Mseal") is Decision.ALL_TOPICS
+    assert verdict(R, b"Msealed") is Decision.ALL_TOPICS
+    assert allowed(S, b"Mseal")
+
+
+@pytest.mark.parametrize("cmd", [b"D", b"E", b"K", b"L", b"W"])
+def test_an_addressed_prefix_is_granted_to_its_addressee_only(cmd: bytes) -> None:
+    assert verdict(R, cmd + R.encode()) is Decision.OWN_ADDRESS
+    assert verdict(R, cmd + R.encode() + b"\0\x02") is Decision.OWN_ADDRESS
+    for who in (F, S):  # not even a trusted store reads what is sent to a consumer
+        assert verdict(who, cmd + R.encode()) is Decision.NOT_OWN_ADDRESS
+    assert verdict(F, cmd) is Decision.NOT_OWN_ADDRESS  # every node's
+    assert verdict(R, cmd + R[:8].encode()) is Decision.NOT_OWN_ADDRESS  # IDs sharing a start
+    assert verdict(R, cmd + b"\xff" * 32) is Decision.NOT_OWN_ADDRESS
+
+
+def test_fetches_go_to_their_partition_and_to_trusted_stores() -> None:
+    assert verdict(P, b"F" + P.encode()) is Decision.OWN_ADDRESS
+    assert verdict(F, b"F" + P.encode()) is Decision.ALL_TOPICS
+    assert verdict(S, b"F" + P.encode()) is Decision.STORE
+    assert verdict(F, b"F" + P.encode(), NO_ACL) is Decision.NO_ACL
+
+
+def test_everything_unknown_commands_and_keyless_connections_are_refused() -> None:
+    assert verdict(S, b"") is Decision.EVERYTHING
+    assert verdict(S, b"", NO_ACL) is Decision.EVERYTHING
+    assert verdict(S, b"Zsealed\0") is Decision.UNKNOWN_COMMAND
+    assert decide(frozenset(), b"Mopen\0", NO_ACL) is Decision.NO_KEY
+
+
+def test_the_guard_maps_a_connections_curve_key_to_its_node_and_counts() -> None:
+    guard = SubscriptionGuard(VIEW)
+    reader_key = curve_keys(READER)[0].decode()
+    forger_key = curve_keys(FORGER)[0].decode()
+    assert R in guard.node_ids(reader_key)
+    assert guard.check(reader_key, b"Msealed\0") is Decision.READER
+    assert guard.check(reader_key, b"D" + R.encode()) is Decision.OWN_ADDRESS
+    assert guard.check(forger_key, b"Msealed\0") is Decision.NOT_A_READER
+    assert guard.check(forger_key, b"D" + R.encode()) is Decision.NOT_OWN_ADDRESS
+    assert guard.check(None, b"Mopen\0") is Decision.NO_KEY
+    assert guard.check("not a key", b"Mopen\0") is Decision.NO_KEY
+    assert (guard.granted, guard.refused) == (2, 4)
+
+
+def test_a_view_that_takes_a_grant_back_is_told_apart_from_one_that_widens() -> None:
+    guard = SubscriptionGuard(None)
+    assert not guard.set_view(NO_ACL)  # the first view: nothing was granted before
+    assert guard.set_view(VIEW)  # a topic gained a read ACL
+    assert not guard.set_view(ReadView({"sealed": frozenset({R, F})}, frozenset({S})))
+    assert guard.set_view(ReadView({"sealed": frozenset({R})}, frozenset({S})))  # F removed
+    assert guard.set_view(ReadView({"sealed": frozenset({R})}, frozenset()))  # store revoked
+    assert not guard.set_view(ReadView({}, frozenset()))  # the ACL is gone: wider
+
+
+def test_a_view_from_metadata_settings_keeps_only_topics_with_a_read_acl() -> None:
+    view = ReadView.of(
+        {"sealed": {"consumers": [R], "min_acks": 1}, "open": {"consumers": None}}, [S]
+    )
+    assert view == ReadView({"sealed": frozenset({R})}, frozenset({S}))
