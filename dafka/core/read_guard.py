@@ -44,6 +44,7 @@ _ADDRESSED_CMDS: Final = frozenset(
     }
 )
 _KEY_CACHE: Final = 4096
+_MAX_GRANTS: Final = 65_536
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,8 @@ def decide(node_ids: frozenset[str], prefix: bytes, view: ReadView) -> Decision:
 
 
 class SubscriptionGuard:
-    """:func:`decide` for subscription frames, with each connection's key; counts denials.
+    """:func:`decide` for subscription frames, with each connection's key; counts denials
+    and remembers what it granted, so that a new view tells whether a grant must go.
 
     ``view`` None means the node does not know the metadata yet: nothing is decided then
     (the IO shell leaves subscriptions queued until :meth:`set_view`).
@@ -165,11 +167,23 @@ class SubscriptionGuard:
         self.refused = 0
         self.granted = 0
         self._ids: dict[str, frozenset[str]] = {}
+        self._grants: dict[tuple[frozenset[str], bytes], int] = {}
+        self._overflow = False  # too many grants remembered: judge views by narrows()
 
     def set_view(self, view: ReadView) -> bool:
-        """Take a new view; True when it may refuse what the old one granted."""
+        """Take a new view; True when it refuses a subscription granted before (the shell
+        then closes every connection, whose subscriptions come again: :meth:`forget_grants`)."""
         old, self.view = self.view, view
-        return old is not None and view.narrows(old)
+        if old is None:
+            return False
+        if self._overflow:
+            return view.narrows(old)
+        return any(not decide(ids, prefix, view).allowed for ids, prefix in self._grants)
+
+    def forget_grants(self) -> None:
+        """Every connection was closed: nothing granted stands any more."""
+        self._grants.clear()
+        self._overflow = False
 
     def node_ids(self, user_id: str | None) -> frozenset[str]:
         """The node IDs a ZAP ``User-Id`` (a CURVE public key in Z85) stands for."""
@@ -185,9 +199,27 @@ class SubscriptionGuard:
     def check(self, user_id: str | None, prefix: bytes) -> Decision:
         """The decision for a subscription to ``prefix`` from the connection of ``user_id``."""
         assert self.view is not None, "no view yet"
-        decision = decide(self.node_ids(user_id), prefix, self.view)
+        ids = self.node_ids(user_id)
+        decision = decide(ids, prefix, self.view)
         if decision.allowed:
             self.granted += 1
+            key = (ids, prefix)
+            if key in self._grants or len(self._grants) < _MAX_GRANTS:
+                self._grants[key] = self._grants.get(key, 0) + 1
+            else:
+                self._overflow = True
         else:
             self.refused += 1
         return decision
+
+    def release(self, user_id: str | None, prefix: bytes) -> Decision:
+        """An unsubscription: forget one grant of it; the decision a subscription would get."""
+        assert self.view is not None, "no view yet"
+        ids = self.node_ids(user_id)
+        key = (ids, prefix)
+        count = self._grants.get(key, 0)
+        if count > 1:
+            self._grants[key] = count - 1
+        elif count:
+            del self._grants[key]
+        return decide(ids, prefix, self.view)

@@ -50,7 +50,7 @@ from ..config import NodeConfig
 from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
-from ..core.read_guard import ReadView, SubscriptionGuard, decide
+from ..core.read_guard import ReadView, SubscriptionGuard
 from ..errors import ConfigError, DafkaError, WireError
 from ..identity import Identity
 from ..profiles import RFC46, OtherProfile, Profile
@@ -199,6 +199,7 @@ class NodeLoop:
         self._xpub: zmq.Socket[bytes] | None = None
         self._poller: zmq.Poller | None = None
         self._refusal_logged = -math.inf
+        self._bound = ""
         self.stats = {
             "received": 0,
             "sent": 0,
@@ -298,14 +299,44 @@ class NodeLoop:
             return
         held = guard.view is None
         if guard.set_view(view):
-            log.warning(
-                "curve.read_view_narrowed id=%s: subscriptions granted before stay until "
-                "their connection closes",
-                self.node_id,
-            )
+            self._cut_grants()
         if held and self._poller is not None and self._xpub is not None:
             self._poller.modify(self._xpub, zmq.POLLIN)
             log.info("curve.subscriptions_granting id=%s", self.node_id)
+
+    def _cut_grants(self) -> None:
+        """A subscription granted before is refused now: close every connection of the XPUB
+        (unbind, and bind the same endpoint again); subscribers reconnect and subscribe
+        again, and each subscription is decided under the new view."""
+        xpub, guard = self._xpub, self.guard
+        if xpub is None or guard is None:
+            return
+        bound = self._bound
+        try:
+            xpub.unbind(bound)
+        except zmq.ZMQError as exc:
+            log.warning("curve.grants_cut_failed id=%s error=%s", self.node_id, exc)
+        guard.forget_grants()
+        deadline = time.monotonic() + 2.0
+        for _ in range(400):  # the old listener closes on libzmq's I/O thread
+            try:
+                xpub.bind(bound)
+            except zmq.ZMQError as exc:
+                if exc.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
+                    log.error(
+                        "curve.rebind_failed id=%s endpoint=%s error=%s", self.node_id, bound, exc
+                    )
+                    self._stopping = True  # a node nobody can reach must not look alive
+                    return
+                time.sleep(0.005)
+            else:
+                log.warning(
+                    "curve.grants_cut id=%s: the read ACL narrowed; subscribers reconnect",
+                    self.node_id,
+                )
+                return
+        log.error("curve.rebind_failed id=%s endpoint=%s", self.node_id, bound)
+        self._stopping = True
 
     def sync_subscriptions(self) -> None:
         """Make the SUB's prefixes equal to ``handler.subscriptions()``."""
@@ -328,6 +359,7 @@ class NodeLoop:
                 raise ConfigError(f"port {self.config.port} on {host} is already in use") from None
             raise ConfigError(f"cannot bind a data socket on {host}: {exc}") from None
         self.endpoint = f"tcp://{host}:{self.port}"
+        self._bound = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
 
     def _run(self) -> None:
         try:
@@ -598,9 +630,7 @@ class NodeLoop:
             user_id = None  # no metadata: a connection's end (libzmq's own unsubscribes)
         if data[0] == 0:
             xpub.setsockopt(zmq.UNSUBSCRIBE, prefix)  # taking a grant back is always safe
-            ids = guard.node_ids(user_id)
-            assert guard.view is not None
-            return data if decide(ids, prefix, guard.view).allowed else None
+            return data if guard.release(user_id, prefix).allowed else None
         decision = guard.check(user_id, prefix)
         if decision.allowed:
             xpub.setsockopt(zmq.SUBSCRIBE, prefix)

@@ -123,7 +123,8 @@ class Hostile:
         self.victim = victim
         self.targets = targets
         self.subs: dict[str, tuple[zmq.Socket[bytes], zmq.Socket[bytes]]] = {}
-        self.handshakes: set[str] = set()
+        self.handshakes: dict[str, int] = {}
+        """CURVE handshakes finished with each target (a new one after each reconnection)."""
         self.received: dict[str, list[bytes]] = {node: [] for node in targets}
         """Frame 0 of every message each target sent us."""
         self.beacons = self.ctx.socket(zmq.SUB)
@@ -157,7 +158,7 @@ class Hostile:
         for node, (sub, monitor) in self.subs.items():
             while monitor.poll(0):
                 recv_monitor_message(monitor)
-                self.handshakes.add(node)
+                self.handshakes[node] = self.handshakes.get(node, 0) + 1
             while sub.poll(0):
                 self.received[node].append(sub.recv_multipart()[0])
 
@@ -170,6 +171,13 @@ class Hostile:
                 kinds[frame[:1]] = kinds.get(frame[:1], 0) + 1
         return out
 
+    def drain(self, seconds: float) -> None:
+        """Keep pumping for ``seconds`` (what must not arrive has had its chance)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.pump()
+            zmq.select([sub for sub, _ in self.subs.values()], [], [], 0.1)
+
     def close(self) -> None:
         for sub, monitor in self.subs.values():
             sub.disable_monitor()
@@ -177,6 +185,32 @@ class Hostile:
             sub.close(0)
         self.beacons.close(0)
         self.ctx.term()
+
+
+def live_producer(tower: CurveTower, key_dir: Path) -> Proc:
+    """A CURVE producer of ``sealed`` whose stdin stays open (it runs until it is closed)."""
+    args = ["sealed", "--tower", tower.address, "--curve", "--state-dir", str(key_dir)]
+    return Proc(mutated(py("dafka.cli.producer", *args)), open_stdin=True)
+
+
+def feed(producer: Proc, lines: bytes) -> None:
+    assert producer.p.stdin is not None
+    producer.p.stdin.write(lines)
+    producer.p.stdin.flush()
+
+
+def read_as(tower: CurveTower, key_dir: Path) -> bytes:
+    """Every record of ``sealed``, read by the consumer whose key is in ``key_dir``."""
+    c = consume(tower.address, "sealed", "--curve", "--key-dir", str(key_dir), "--timeout", "30")
+    assert c.wait(60) == 0, c.stderr
+    return bytes(c.stdout)
+
+
+def finish(producer: Proc) -> None:
+    assert producer.p.stdin is not None
+    producer.p.stdin.close()
+    assert producer.wait(60) == 0, producer.stderr
+    assert "50 records acknowledged" in producer.stderr
 
 
 def test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic(
@@ -197,48 +231,72 @@ def test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic(
     store = Store(k["store"][0], curve_tower.address, "--curve")
     producer: Proc | None = None
     try:
-        producer = Proc(
-            mutated(
-                py(
-                    "dafka.cli.producer",
-                    "sealed",
-                    "--tower",
-                    curve_tower.address,
-                    "--curve",
-                    "--state-dir",
-                    str(k["producer"][0]),
-                )
-            ),
-            open_stdin=True,
-        )
+        producer = live_producer(curve_tower, k["producer"][0])
 
         def joined() -> bool:
             hostile.pump()
-            return hostile.handshakes == {store_id, producer_id}
+            return hostile.handshakes.keys() == {store_id, producer_id}
 
         wait_until(joined, 20, what="the hostile node's CURVE handshakes with store and producer")
-        assert producer.p.stdin is not None
-        producer.p.stdin.write(LINES)
-        producer.p.stdin.flush()
-        c = consume(
-            curve_tower.address,
-            "sealed",
-            "--curve",
-            "--key-dir",
-            str(k["reader"][0]),
-            "--timeout",
-            "30",
-        )
-        assert c.wait(60) == 0, c.stderr
-        assert bytes(c.stdout) == LINES
-        deadline = time.monotonic() + 1.5  # two producer HEAD intervals: they would have come
-        while time.monotonic() < deadline:
-            hostile.pump()
-            zmq.select([sub for sub, _ in hostile.subs.values()], [], [], 0.1)
+        feed(producer, LINES)
+        assert read_as(curve_tower, k["reader"][0]) == LINES
+        hostile.drain(1.5)  # two producer HEAD intervals: they would have come
         assert hostile.leaks() == {}
-        producer.p.stdin.close()
-        assert producer.wait(60) == 0, producer.stderr
-        assert "50 records acknowledged" in producer.stderr
+        finish(producer)
+        assert "curve.subscription_refused" in store.proc.stderr
+    finally:
+        hostile.close()
+        if producer is not None:
+            producer.kill()
+        store.kill()
+
+
+def test_a_read_acl_set_later_cuts_off_a_node_that_subscribed_while_the_topic_was_open(
+    curve_tower: CurveTower, tmp_path: Path
+) -> None:
+    """The hostile node subscribes to an open topic's RECORDs and reads them; then the
+    topic gets a read ACL without it. The producer closes its connections (a grant it made
+    is refused now); the hostile node reconnects, is refused, and reads nothing more, while
+    the named consumer and the store get every record."""
+    k = keys(tmp_path, "store", "reader", "producer")
+    reader, store_id, producer_id = (
+        identity.load(k[n][0]).node_id for n in ("reader", "store", "producer")
+    )
+    with MetadataClient(curve_tower.plain) as admin:
+        admin.trust_store(store_id)
+        admin.create_topic("sealed")
+    hostile = Hostile(curve_tower, reader, {producer_id})
+    store = Store(k["store"][0], curve_tower.address, "--curve")
+    producer: Proc | None = None
+    try:
+        producer = live_producer(curve_tower, k["producer"][0])
+        wait_until(
+            lambda: hostile.pump() or hostile.handshakes.get(producer_id) == 1,
+            20,
+            what="the hostile node's CURVE handshake with the producer",
+        )
+        half = LINES.index(b"secret 26\n")
+        feed(producer, LINES[:half])
+
+        def read_open_topic() -> bool:
+            hostile.pump()
+            return b"M" in hostile.leaks().get(producer_id, {})
+
+        wait_until(read_open_topic, 20, what="the hostile node reading the open topic")
+        with MetadataClient(curve_tower.plain) as admin:
+            admin.alter_topic("sealed", {"consumers": [reader]})
+        wait_until(
+            lambda: hostile.pump() or hostile.handshakes.get(producer_id, 0) >= 2,
+            20,
+            what="the producer closing the hostile node's connection",
+        )
+        hostile.received = {producer_id: []}
+        feed(producer, LINES[half:])
+        assert read_as(curve_tower, k["reader"][0]) == LINES
+        hostile.drain(1.5)
+        assert hostile.leaks() == {}
+        finish(producer)
+        assert "curve.grants_cut" in producer.stderr
     finally:
         hostile.close()
         if producer is not None:

@@ -99,14 +99,45 @@ def test_the_guard_maps_a_connections_curve_key_to_its_node_and_counts() -> None
     assert (guard.granted, guard.refused) == (2, 4)
 
 
-def test_a_view_that_takes_a_grant_back_is_told_apart_from_one_that_widens() -> None:
+def test_a_new_view_cuts_the_grants_it_would_refuse_and_only_those() -> None:
+    """A stranger subscribed to every RECORD while no topic had a read ACL, and to a topic
+    before it got one: a view that refuses either says so (the shell then closes every
+    connection); a view that refuses nothing granted does not."""
+    stranger = curve_keys(FORGER)[0].decode()
     guard = SubscriptionGuard(None)
     assert not guard.set_view(NO_ACL)  # the first view: nothing was granted before
-    assert guard.set_view(VIEW)  # a topic gained a read ACL
-    assert not guard.set_view(ReadView({"sealed": frozenset({R, F})}, frozenset({S})))
-    assert guard.set_view(ReadView({"sealed": frozenset({R})}, frozenset({S})))  # F removed
-    assert guard.set_view(ReadView({"sealed": frozenset({R})}, frozenset()))  # store revoked
-    assert not guard.set_view(ReadView({}, frozenset()))  # the ACL is gone: wider
+    assert guard.check(stranger, b"Msealed\0").allowed
+    assert not guard.set_view(ReadView({"other": frozenset({R})}, frozenset({S})))
+    assert guard.set_view(VIEW)  # "sealed" gained a read ACL without the stranger
+    guard.forget_grants()  # the connections were closed
+    assert guard.check(stranger, b"Msealed\0") is Decision.NOT_A_READER
+    assert not guard.set_view(NO_ACL)
+
+    guard = SubscriptionGuard(NO_ACL)
+    assert guard.check(stranger, b"M") is Decision.NO_ACL
+    assert guard.set_view(VIEW)  # every topic, now one with a read ACL
+    guard.forget_grants()
+    assert guard.check(stranger, b"M") is Decision.ALL_TOPICS
+
+    guard = SubscriptionGuard(VIEW)
+    store = curve_keys(STORE)[0].decode()
+    assert guard.check(store, b"M") is Decision.STORE
+    assert guard.check(store, b"M") is Decision.STORE  # a second connection of it
+    guard.release(store, b"M")
+    assert guard.set_view(ReadView(VIEW.readers, frozenset()))  # the store was revoked
+    guard.release(store, b"M")
+    assert not guard.set_view(ReadView(VIEW.readers, frozenset()))  # it unsubscribed
+
+
+def test_narrows_tells_a_view_that_may_refuse_more_from_one_that_widens() -> None:
+    """What a guard judges by once it remembers too many grants to list them."""
+    assert VIEW.narrows(NO_ACL)  # a topic gained a read ACL
+    assert ReadView({"sealed": frozenset({R})}, frozenset({S})).narrows(
+        ReadView({"sealed": frozenset({R, F})}, frozenset({S}))
+    )
+    assert ReadView(VIEW.readers, frozenset()).narrows(VIEW)  # a store revoked
+    assert not NO_ACL.narrows(VIEW)
+    assert not ReadView({"sealed": frozenset({R, F})}, frozenset({S, F})).narrows(VIEW)
 
 
 def test_a_view_from_metadata_settings_keeps_only_topics_with_a_read_acl() -> None:
