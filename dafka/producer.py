@@ -528,7 +528,9 @@ class Producer:
                 profile=wire,
                 identity=identity,
                 # CURVE: subscriptions wait for the metadata's read ACLs (docs/security.md)
-                read_view=None if metadata is not False else ReadView(stores=trusted or ()),
+                read_view=None
+                if metadata is not False
+                else ReadView(stores=frozenset(trusted or ())),
             )
             self._loop.start()
             if metadata is not False:

@@ -43,6 +43,7 @@ TESTS = [
     "tests/integration/test_attacks_curve.py",
     "tests/unit/test_attacks_read_acl.py",
     "tests/integration/test_attacks_read_acl.py",
+    "tests/unit/test_attacks_subscriptions.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -493,6 +494,36 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "node_ids_of_curve_key",
         "(y | sign << 255)",
         "(u | sign << 255)",
+    ),
+    "XPUB grants only the subscriptions the read ACL allows": (
+        "dafka.io.node",
+        "NodeLoop._guarded",
+        "        if decision.allowed:",
+        "        if True:",
+    ),
+    "XPUB is manual under CURVE": (
+        "dafka.io.node",
+        "NodeLoop._run_sockets",
+        "            xpub.setsockopt(zmq.XPUB_MANUAL, 1)",
+        "            pass",
+    ),
+    "a topic subscription needs a reader or a trusted store": (
+        "dafka.core.read_guard",
+        "_topic",
+        "    if node_ids & names:",
+        "    if True:",
+    ),
+    "an addressed subscription needs its addressee": (
+        "dafka.core.read_guard",
+        "decide",
+        "        return Decision.OWN_ADDRESS if _addressed_to(node_ids, rest) else Decision.NOT_OWN_ADDRESS",
+        "        return Decision.OWN_ADDRESS",
+    ),
+    "a narrowed read view cuts the grants it refuses": (
+        "dafka.io.node",
+        "NodeLoop.set_read_view",
+        "        if guard.set_view(view):",
+        "        if guard.set_view(view) and False:",
     ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import DafkaError
 from ..node import node_config
 from ..store import Store
 from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli, wait_for_signal
@@ -62,8 +63,13 @@ def main(
         f"public key {store.identity.public_key.hex()}",
         err=True,
     )
+
+    def check() -> None:
+        if not store.alive:  # a node nobody can reach must not look alive
+            raise DafkaError("the store's IO thread stopped (see the log above)")
+
     try:
-        wait_for_signal()
+        wait_for_signal(check)
     finally:
         store.stop()
 

@@ -625,9 +625,10 @@ class NodeLoop:
             return None
         prefix = data[1:]
         try:
-            user_id: str | None = frame.get("User-Id")
+            got = frame.get("User-Id")
         except zmq.ZMQError:
-            user_id = None  # no metadata: a connection's end (libzmq's own unsubscribes)
+            got = None  # no metadata: a connection's end (libzmq's own unsubscribes)
+        user_id = got if isinstance(got, str) else None
         if data[0] == 0:
             xpub.setsockopt(zmq.UNSUBSCRIBE, prefix)  # taking a grant back is always safe
             return data if guard.release(user_id, prefix).allowed else None
