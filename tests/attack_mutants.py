@@ -525,6 +525,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if guard.set_view(view):",
         "        if guard.set_view(view) and False:",
     ),
+    "subscriptions wait for the first read view": (
+        "dafka.io.node",
+        "NodeLoop.__init__",
+        "SubscriptionGuard(read_view)",
+        "SubscriptionGuard(read_view or ReadView())",
+    ),
     "consumer bounds FETCHes over all partitions": (
         "dafka.core.consumer",
         "ConsumerCore._fetch",

@@ -13,7 +13,12 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from dafka import identity
+from dafka.config import NodeConfig, TowerAddress
+from dafka.core import messages as m
+from dafka.core.effects import Publish
+from dafka.core.read_guard import ReadView
 from dafka.errors import WireError
+from dafka.io.node import NodeLoop
 from dafka.metadata import MetadataClient
 from dafka.query import protocol as qp
 from dafka.transport_security import CurveConfig, make_client
@@ -21,6 +26,7 @@ from dafka.wire import beacon as wbeacon
 from tests.attack_mutants import mutated
 from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
 from tests.procs import Proc, Tower, py, wait_until
+from tests.unit.test_metadata_delivery import _IdleHandler
 
 
 @pytest.fixture
@@ -302,3 +308,57 @@ def test_a_read_acl_set_later_cuts_off_a_node_that_subscribed_while_the_topic_wa
         if producer is not None:
             producer.kill()
         store.kill()
+
+
+def test_a_node_grants_no_subscription_before_it_knows_the_read_acls() -> None:
+    """The socket glue in one process: a CURVE node whose metadata has not arrived yet
+    (``read_view=None``) grants nothing, not even for an open topic; once it knows the ACL
+    it refuses the stranger (counted) and grants the named reader."""
+    me, stranger, reader = (identity.Identity.generate() for _ in range(3))
+    tower = TowerAddress("127.0.0.1", 1, identity.Identity.generate().public_key)
+    config = NodeConfig(towers=(tower,), curve=True)
+    loop = NodeLoop(me.node_id, config, _IdleHandler(), identity=me, read_view=None).start()  # type: ignore[arg-type]
+    ctx = zmq.Context()
+    subs: list[zmq.Socket[bytes]] = []
+
+    def subscriber(who: identity.Identity) -> zmq.Socket[bytes]:
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        monitor = sub.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        make_client(sub, CurveConfig(True), who, me.public_key)
+        sub.setsockopt(zmq.SUBSCRIBE, b"H" + SEALED)
+        sub.connect(loop.endpoint)
+        assert monitor.poll(10_000), "no CURVE handshake"
+        sub.disable_monitor()
+        monitor.close(0)
+        subs.append(sub)
+        return sub
+
+    def heads(sub: zmq.Socket[bytes], seconds: float) -> int:
+        """HEADs of ``sealed`` that reach ``sub`` while the node publishes one every 50 ms."""
+        got, deadline = 0, time.monotonic() + seconds
+        while time.monotonic() < deadline and not got:
+            loop.call(lambda now: [Publish(m.Head("sealed", me.node_id, 7))])
+            while sub.poll(50):
+                sub.recv_multipart()
+                got += 1
+        return got
+
+    try:
+        hostile = subscriber(stranger)
+        assert heads(hostile, 1.0) == 0  # held, though nothing refuses an open topic yet
+        assert loop.stats["subscriptions_refused"] == 0
+
+        def metadata(now: float) -> list[Publish]:
+            loop.set_read_view(ReadView({"sealed": frozenset({reader.node_id})}))
+            return []
+
+        loop.call(metadata)
+        wait_until(lambda: loop.stats["subscriptions_refused"] == 1, 10, what="the refusal")
+        assert heads(subscriber(reader), 10.0) > 0
+        assert heads(hostile, 0.5) == 0
+    finally:
+        for sub in subs:
+            sub.close(0)
+        ctx.term()
+        loop.stop()
