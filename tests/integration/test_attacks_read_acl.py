@@ -25,7 +25,7 @@ from dafka.transport_security import CurveConfig, make_client
 from dafka.wire import beacon as wbeacon
 from tests.attack_mutants import mutated
 from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
-from tests.procs import Proc, Tower, py, wait_until
+from tests.procs import Proc, Tower, py, stored_head, wait_until
 from tests.unit.test_metadata_delivery import _IdleHandler
 
 
@@ -205,6 +205,16 @@ def feed(producer: Proc, lines: bytes) -> None:
     producer.p.stdin.flush()
 
 
+def stored(store_dir: Path, producer_id: str) -> None:
+    """Wait until the store holds every line of ``sealed`` (a consumer's ``-e`` ends at the
+    heads the stores report when it starts)."""
+    wait_until(
+        lambda: stored_head(store_dir, "sealed", producer_id) == 49,
+        30,
+        what="the store holding every record",
+    )
+
+
 def read_as(tower: CurveTower, key_dir: Path) -> bytes:
     """Every record of ``sealed``, read by the consumer whose key is in ``key_dir``."""
     c = consume(tower.address, "sealed", "--curve", "--key-dir", str(key_dir), "--timeout", "30")
@@ -245,6 +255,7 @@ def test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic(
 
         wait_until(joined, 20, what="the hostile node's CURVE handshakes with store and producer")
         feed(producer, LINES)
+        stored(k["store"][0], producer_id)
         assert read_as(curve_tower, k["reader"][0]) == LINES
         hostile.drain(1.5)  # two producer HEAD intervals: they would have come
         assert hostile.leaks() == {}
@@ -298,6 +309,7 @@ def test_a_read_acl_set_later_cuts_off_a_node_that_subscribed_while_the_topic_wa
         )
         hostile.received = {producer_id: []}
         feed(producer, LINES[half:])
+        stored(k["store"][0], producer_id)
         assert read_as(curve_tower, k["reader"][0]) == LINES
         hostile.drain(1.5)
         assert hostile.leaks() == {}
