@@ -498,8 +498,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "XPUB grants only the subscriptions the read ACL allows": (
         "dafka.io.node",
         "NodeLoop._guarded",
-        "        if decision.allowed:",
-        "        if True:",
+        "        if guard.check(user_id, prefix, now, self.node_id).allowed:",
+        "        if guard.check(user_id, prefix, now, self.node_id) or True:",
     ),
     "XPUB is manual under CURVE": (
         "dafka.io.node",

@@ -23,6 +23,8 @@ matches (``docs/security.md`` "Read ACLs"):
 from __future__ import annotations
 
 import enum
+import logging
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -31,6 +33,8 @@ from ..transport_security import node_ids_of_curve_key
 from ..wire.rfc46 import Command
 
 __all__ = ["Decision", "ReadView", "SubscriptionGuard", "decide"]
+
+log = logging.getLogger(__name__)
 
 NODE_ID_CHARS: Final = 32
 _TOPIC_CMDS: Final = frozenset({Command.RECORD.value, Command.HEAD.value, Command.GET_HEADS.value})
@@ -45,6 +49,7 @@ _ADDRESSED_CMDS: Final = frozenset(
 )
 _KEY_CACHE: Final = 4096
 _MAX_GRANTS: Final = 65_536
+_LOG_PERIOD: Final = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +174,7 @@ class SubscriptionGuard:
         self._ids: dict[str, frozenset[str]] = {}
         self._grants: dict[tuple[frozenset[str], bytes], int] = {}
         self._overflow = False  # too many grants remembered: judge views by narrows()
+        self._logged = -math.inf
 
     def set_view(self, view: ReadView) -> bool:
         """Take a new view; True when it refuses a subscription granted before (the shell
@@ -196,8 +202,11 @@ class SubscriptionGuard:
             ids = self._ids[user_id] = node_ids_of_curve_key(user_id)
         return ids
 
-    def check(self, user_id: str | None, prefix: bytes) -> Decision:
-        """The decision for a subscription to ``prefix`` from the connection of ``user_id``."""
+    def check(
+        self, user_id: str | None, prefix: bytes, now: float = 0.0, node: str = "-"
+    ) -> Decision:
+        """The decision for a subscription to ``prefix`` from the connection of ``user_id``;
+        a refusal is counted, and logged at most every 5 s (``now``; ``node``: ours)."""
         assert self.view is not None, "no view yet"
         ids = self.node_ids(user_id)
         decision = decide(ids, prefix, self.view)
@@ -208,8 +217,18 @@ class SubscriptionGuard:
                 self._grants[key] = self._grants.get(key, 0) + 1
             else:
                 self._overflow = True
-        else:
-            self.refused += 1
+            return decision
+        self.refused += 1
+        if now - self._logged >= _LOG_PERIOD:
+            self._logged = now
+            log.warning(
+                "curve.subscription_refused id=%s from=%s prefix=%r reason=%s total=%d",
+                node,
+                ",".join(sorted(ids)) or "-",
+                prefix[:48],
+                decision.value,
+                self.refused,
+            )
         return decision
 
     def release(self, user_id: str | None, prefix: bytes) -> Decision:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import math
 import os
 import threading
 import time
@@ -198,7 +197,6 @@ class NodeLoop:
         """Who may subscribe to what on the XPUB (CURVE only; None: every subscription)."""
         self._xpub: zmq.Socket[bytes] | None = None
         self._poller: zmq.Poller | None = None
-        self._refusal_logged = -math.inf
         self._bound = ""
         self.stats = {
             "received": 0,
@@ -632,21 +630,10 @@ class NodeLoop:
         if data[0] == 0:
             xpub.setsockopt(zmq.UNSUBSCRIBE, prefix)  # taking a grant back is always safe
             return data if guard.release(user_id, prefix).allowed else None
-        decision = guard.check(user_id, prefix)
-        if decision.allowed:
+        if guard.check(user_id, prefix, now, self.node_id).allowed:
             xpub.setsockopt(zmq.SUBSCRIBE, prefix)
             return data
         self.stats["subscriptions_refused"] = guard.refused
-        if now - self._refusal_logged >= 5.0:
-            self._refusal_logged = now
-            log.warning(
-                "curve.subscription_refused id=%s from=%s prefix=%r reason=%s total=%d",
-                self.node_id,
-                ",".join(sorted(guard.node_ids(user_id))) or "-",
-                prefix[:48],
-                decision.value,
-                guard.refused,
-            )
         return None
 
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:

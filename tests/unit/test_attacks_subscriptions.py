@@ -10,6 +10,8 @@ stores and the addressee are granted. No sockets here; the process-level attack 
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from dafka.core.read_guard import Decision, ReadView, SubscriptionGuard, decide
@@ -97,6 +99,18 @@ def test_the_guard_maps_a_connections_curve_key_to_its_node_and_counts() -> None
     assert guard.check(None, b"Mopen\0") is Decision.NO_KEY
     assert guard.check("not a key", b"Mopen\0") is Decision.NO_KEY
     assert (guard.granted, guard.refused) == (2, 4)
+
+
+def test_refusals_are_logged_at_most_every_5_s(caplog: pytest.LogCaptureFixture) -> None:
+    guard = SubscriptionGuard(VIEW)
+    stranger = curve_keys(FORGER)[0].decode()
+    with caplog.at_level(logging.WARNING, logger="dafka.core.read_guard"):
+        for now in (0.0, 1.0, 4.9, 5.0, 6.0):
+            guard.check(stranger, b"Msealed\0", now, S)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and guard.refused == 5
+    assert F in lines[0] and "reason=not-a-reader" in lines[0]  # with the other ID of its key
+    assert lines[1].endswith("total=4")
 
 
 def test_a_new_view_cuts_the_grants_it_would_refuse_and_only_those() -> None:
