@@ -760,6 +760,27 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "consumer bounds FETCHes over all partitions": (
         "tests/unit/test_attacks_hints.py::test_fetches_over_all_partitions_are_bounded",
     ),
+    "XPUB grants only the subscriptions the read ACL allows": (
+        "tests/integration/test_attacks_read_acl.py::test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic",
+        "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",
+    ),
+    "XPUB is manual under CURVE": (
+        "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",
+    ),
+    "a topic subscription needs a reader or a trusted store": (
+        "tests/unit/test_attacks_subscriptions.py::test_a_topic_with_a_read_acl_is_subscribed_by_its_readers_and_trusted_stores_only[M]",
+        "tests/integration/test_attacks_read_acl.py::test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic",
+    ),
+    "an addressed subscription needs its addressee": (
+        "tests/unit/test_attacks_subscriptions.py::test_an_addressed_prefix_is_granted_to_its_addressee_only[D]",
+        "tests/integration/test_attacks_read_acl.py::test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic",
+    ),
+    "a narrowed read view cuts the grants it refuses": (
+        "tests/integration/test_attacks_read_acl.py::test_a_read_acl_set_later_cuts_off_a_node_that_subscribed_while_the_topic_was_open",
+    ),
+    "subscriptions wait for the first read view": (
+        "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",
+    ),
 }
 
 
