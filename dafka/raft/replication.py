@@ -261,13 +261,19 @@ class Replication:
         entries = self._batch(pr.next)
         if not entries and not empty_ok:
             return False
-        self._send(
-            AppendEntries(
-                self.id, peer, self.term, prev, prev_term, self.commit, entries, self._next_seq()
-            )
-        )
+        self._send_ae(pr, peer, prev, prev_term, entries)
         pr.sent(prev + len(entries), bool(entries))
         return True
+
+    def _send_ae(
+        self, pr: Progress, peer: str, prev: int, prev_term: int, entries: tuple[Entry, ...]
+    ) -> None:
+        # a probe may be sent again at the same prev: it must not have told the follower
+        # to commit past that prev (a reference follower dies truncating below its commit)
+        commit = self.commit if pr.state is ProgressState.REPLICATE else min(self.commit, prev)
+        seq = self._next_seq()
+        self._send(AppendEntries(self.id, peer, self.term, prev, prev_term, commit, entries, seq))
+        pr.note_sent(seq, prev + len(entries))
 
     def _batch(self, lo: int) -> tuple[Entry, ...]:
         entries = self._log.slice(lo, lo + self.max_batch_entries - 1)
@@ -279,16 +285,16 @@ class Replication:
         return tuple(entries)
 
     def _send_heartbeat(self, peer: str) -> bool:
-        """An empty AppendEntries where the follower's log surely matches ours."""
+        """An empty AppendEntries at ``next - 1``: never behind what is in flight (at
+        ``match`` it would truncate what a reference follower acknowledged meanwhile)."""
         pr = self._progress[peer]
-        prev_term = self._log.term(pr.match)
+        if pr.state is ProgressState.SNAPSHOT:
+            return False
+        prev = min(pr.next, self._log.last_index + 1) - 1
+        prev_term = self._log.term(prev)
         if prev_term is None:
             return False  # compacted: the follower needs the snapshot
-        self._send(
-            AppendEntries(
-                self.id, peer, self.term, pr.match, prev_term, self.commit, (), self._next_seq()
-            )
-        )
+        self._send_ae(pr, peer, prev, prev_term, ())
         return True
 
     def _bcast_append(self) -> None:
@@ -347,7 +353,7 @@ class Replication:
             self._check_reads()
         if m.success:
             pr.acked(m.last_index)
-            advanced = pr.maybe_update(m.last_index)
+            advanced = pr.maybe_update(pr.proven(m.seq, m.last_index))
             agreed = pr.next - 1 if pr.state is ProgressState.PROBE else pr.snap_index
             if pr.state is not ProgressState.REPLICATE and pr.match >= agreed:
                 pr.become_replicate()  # the probe matched, or the snapshot is not needed
@@ -359,20 +365,23 @@ class Replication:
             if m.frm in self._progress:
                 self._send_append(m.frm)
             return
-        if pr.state is ProgressState.SNAPSHOT:
-            return
+        if pr.state is ProgressState.SNAPSHOT or m.seq < pr.reset_seq:
+            return  # stale: sent before the last re-probe
         if pr.state is ProgressState.REPLICATE and m.prev_index <= pr.match:
             return  # stale
         if pr.state is ProgressState.PROBE and m.prev_index != pr.next - 1:
             return  # stale
+        # the hint is where the follower's log may agree with ours (its log end, from a
+        # reference follower); the rejection proves its commit is not beyond that
         if m.conflict_term is not None:
             hint = m.prev_index if m.conflict_index is None else min(m.conflict_index, m.prev_index)
             nxt = self._log.find_conflict_by_term(hint, m.conflict_term) + 1
         elif m.conflict_index is not None:
-            nxt = m.conflict_index
+            nxt = m.conflict_index + 1
         else:
             nxt = m.prev_index
         pr.become_probe(min(nxt, m.prev_index))
+        pr.reset_seq = self._seq + 1
         self._send_append(m.frm, empty_ok=True)
 
     def _on_snapshot_response(self, m: SnapshotResponse) -> None:
