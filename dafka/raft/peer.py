@@ -26,9 +26,11 @@ Peer RPCs
 Message ids come from a :class:`~dafka.raft.wire.MessageIdCounter`. A request that is
 not answered within ``rpc_timeout`` (50 ms; AppendEntries and InstallSnapshot: up to
 half the minimum election timeout) is sent again, same bytes, same message id, at most
-``rpc_resends`` times. A receiver debounces on (connection, message id): a repeat is
-not stepped into the core again; if it was answered already, the cached answer is sent
-again. Wire responses carry no echo fields: the requester restores them from the
+``rpc_resends`` times; an AppendEntries or InstallSnapshot only while it is the newest
+sent to that peer (a reference peer debounces the last message id only, and an older
+one would truncate its log: the core's heartbeats recover the rest). A receiver
+debounces on (connection, message id): a repeat is not stepped into the core again; if
+it was answered already, the cached answer is sent again. Wire responses carry no echo fields: the requester restores them from the
 request it sent under that id with :func:`dafka.raft.messages.correlate`. On the
 receiving side the shell routes each core response back to the ROUTER envelope and
 message id of the request it answers (AppendEntries: exactly, through the core's
@@ -107,6 +109,7 @@ from .frames import RaftWireError, decode_config, decode_uint, encode_config, en
 from .frames import encode_uint as _uint
 from .guard import BadInput, check_entry_limit, router_frame_limit
 from .membership import all_peers
+from .peerwire import core_request, core_response, truncating, wire_request
 from .ready import ProposeStatus, Ready, Role
 from .statemachine import KvStateMachine, StateMachine
 from .storage import FileStorage
@@ -486,6 +489,7 @@ class RaftPeer:
         self._known_config: ClusterConfig | None = None
         self._msg_ids = w.MessageIdCounter()
         self._out: dict[str, OrderedDict[int, _Out]] = {}
+        self._newest: dict[str, int] = {}  # the last AppendEntries/InstallSnapshot id per peer
         self._seen: OrderedDict[bytes, OrderedDict[int, list[bytes] | None]] = OrderedDict()
         self._ae_routes: OrderedDict[tuple[str, int], _Route] = OrderedDict()
         self._fifo_routes: dict[tuple[str, str], deque[_Route]] = {}
@@ -663,7 +667,7 @@ class RaftPeer:
                 continue  # an answer to a resend, or too late
             try:
                 response = w.decode_response(_KIND[type(rec.request)], frames)
-                answer = _core_response(response, peer_id, self.id)
+                answer = core_response(response, peer_id, self.id)
             except RaftWireError as exc:
                 self._bad("malformed-response", f"peer={peer_id!r} {exc}", logging.DEBUG)
                 continue
@@ -681,7 +685,11 @@ class RaftPeer:
             for msg_id, rec in list(out.items()):
                 if now >= rec.expires:
                     del out[msg_id]
-                elif now >= rec.resend_at and rec.resends < self.options.rpc_resends:
+                elif (
+                    now >= rec.resend_at
+                    and rec.resends < self.options.rpc_resends
+                    and (msg_id == self._newest.get(peer_id) or not truncating(rec.request))
+                ):
                     rec.resends += 1
                     rec.resend_at = now + self._rpc_timeout(rec.request)
                     try:
@@ -904,7 +912,7 @@ class RaftPeer:
             log.debug("raft.peer.unknown_peer id=%s", msg.to)
             return
         msg_id = self._msg_ids.next()
-        frames = _wire_request(msg, msg_id, self.cluster).encode()
+        frames = wire_request(msg, msg_id, self.cluster).encode()
         try:
             sock.send_multipart(frames, zmq.NOBLOCK)
         except zmq.Again:
@@ -912,6 +920,8 @@ class RaftPeer:
         now = time.monotonic()
         out = self._out[msg.to]
         out[msg_id] = _Out(msg, frames, now + self._rpc_timeout(msg), now + _ROUTE_TTL)
+        if truncating(msg):
+            self._newest[msg.to] = msg_id
         if len(out) > 1024:
             out.popitem(last=False)
 
@@ -919,9 +929,8 @@ class RaftPeer:
         route: _Route | None
         if isinstance(msg, m.AppendResponse):
             route = self._ae_routes.pop((msg.to, msg.seq), None)
-            wire: Any = w.AppendEntriesResponse(
-                0, msg.term, msg.success, msg.conflict_term, msg.conflict_index
-            )
+            hint = None if msg.conflict_index is None else msg.conflict_index + 1
+            wire: Any = w.AppendEntriesResponse(0, msg.term, msg.success, hint)
         elif isinstance(msg, m.VoteResponse):
             route = self._pop_route(msg.to, "vote", msg.pre_vote)
             wire = w.RequestVoteResponse(0, msg.term, msg.granted)
@@ -1007,7 +1016,7 @@ class RaftPeer:
         seen[msg_id] = None
         if len(seen) > 128:
             seen.popitem(last=False)
-        core_msg = _core_request(msg, self.id)
+        core_msg = core_request(msg, self.id)
         route = _Route(request.envelope, msg_id, None, time.monotonic())
         if isinstance(core_msg, m.AppendEntries):
             self._ae_routes[(core_msg.frm, msg_id)] = route
@@ -1348,96 +1357,3 @@ def _user_id(frame: zmq.Frame) -> bytes | None:
     except zmq.ZMQError:
         return None
     return user.encode("ascii") if isinstance(user, str) and user else None
-
-
-# -- core <-> wire ----------------------------------------------------------------------------
-
-
-def _wire_request(msg: m.Request, msg_id: int, cluster: bytes) -> Any:
-    if isinstance(msg, m.AppendEntries):
-        return w.AppendEntries(
-            msg_id,
-            cluster,
-            msg.frm,
-            msg.term,
-            msg.prev_index,
-            msg.prev_term,
-            msg.commit,
-            msg.entries,
-        )
-    if isinstance(msg, m.RequestVote):
-        return w.RequestVote(
-            msg_id,
-            cluster,
-            msg.frm,
-            msg.term,
-            msg.last_index,
-            msg.last_term,
-            msg.pre_vote,
-            msg.transfer,
-        )
-    if isinstance(msg, m.InstallSnapshot):
-        return w.InstallSnapshot(
-            msg_id,
-            cluster,
-            msg.frm,
-            msg.term,
-            msg.index,
-            msg.term_of_index,
-            msg.offset,
-            msg.total_size,
-            msg.chunk,
-        )
-    return w.TimeoutNow(msg_id, cluster, msg.frm, msg.term)
-
-
-def _core_request(msg: Any, me: str) -> m.Request:
-    if isinstance(msg, w.AppendEntries):
-        # ``seq`` is not on the wire; the message id rides in it so that the core's
-        # answer (which echoes it) finds its way back to this request
-        return m.AppendEntries(
-            msg.leader,
-            me,
-            msg.term,
-            msg.prev_index,
-            msg.prev_term,
-            msg.commit,
-            msg.entries,
-            msg.msg_id,
-        )
-    if isinstance(msg, w.RequestVote):
-        return m.RequestVote(
-            msg.candidate,
-            me,
-            msg.term,
-            msg.last_log_index,
-            msg.last_log_term,
-            msg.pre_vote,
-            msg.transfer,
-        )
-    if isinstance(msg, w.InstallSnapshot):
-        return m.InstallSnapshot(
-            msg.leader,
-            me,
-            msg.term,
-            msg.last_index,
-            msg.last_term,
-            msg.offset,
-            msg.total_size,
-            msg.chunk,
-        )
-    return m.TimeoutNow(msg.leader, me, msg.term)
-
-
-def _core_response(resp: Any, frm: str, me: str) -> m.Message:
-    if isinstance(resp, w.AppendEntriesResponse):
-        return m.AppendResponse(
-            frm, me, resp.term, resp.success, resp.conflict_term, resp.conflict_index
-        )
-    if isinstance(resp, w.RequestVoteResponse):
-        return m.VoteResponse(frm, me, resp.term, resp.granted)
-    if isinstance(resp, w.InstallSnapshotResponse):
-        return m.SnapshotResponse(frm, me, resp.term, resp.next_offset)
-    if isinstance(resp, w.TimeoutNowResponse):
-        return m.TimeoutNowResponse(frm, me, resp.term)
-    raise RaftWireError(f"unexpected response {type(resp).__name__}")

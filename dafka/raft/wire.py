@@ -17,8 +17,12 @@ Choices the spec leaves open, pinned here
 -----------------------------------------
 * Peer message ids run 1, 2, ... 16777215, 0, 1, ... (``(id + 1) mod 2**24``,
   :class:`MessageIdCounter`).
-* AppendEntries response: frame 4 is the conflict TERM, frame 5 the conflict LOG
-  INDEX (spec order). A conflict index is only sent with a conflict term.
+* AppendEntries response, as the reference server (zmq-raft 0.5.0) sends it, not in
+  the spec text's order: frame 4 (optional) is the rejecting follower's hint, the LOG
+  INDEX at which its log may continue (the reference: its last index + 1 when its log
+  is shorter than the previous log index asked; absent otherwise); no frame 5 is sent.
+  Decoders also accept the older Dafka form, frame 4 a conflict TERM and frame 5 a
+  conflict LOG INDEX (a response with both frames is read that way).
 * RequestEntries request: frame 4 previous LOG INDEX, frame 5 the ``nuint`` count
   (absent or empty = "up to the commit index", 0 = stop streaming), frame 6 the
   snapshot chunk offset. When only the offset is given the count frame is sent
@@ -309,34 +313,41 @@ class AppendEntries:
 
 @dataclass(frozen=True, slots=True)
 class AppendEntriesResponse:
-    """Frames: msg id, term, success [, conflict term [, conflict index]]."""
+    """Frames: msg id, term, success [, next index] (the reference server's form).
+
+    ``next_index`` is the reference's ``conflictTermIndex``: where the follower's log
+    may continue, so the leader resumes with previous log index ``next_index - 1``
+    (``None``, or 0, is no hint). ``conflict_term`` is only ever decoded, from the
+    older Dafka form ``[, conflict term, conflict index]`` (then ``next_index`` is
+    that index + 1); it is not encoded.
+    """
 
     msg_id: int
     term: int
     success: bool
+    next_index: int | None = None
     conflict_term: int | None = None
-    conflict_index: int | None = None
 
     def encode(self) -> list[bytes]:
         frames = [encode_uint(self.msg_id), encode_uint(self.term), encode_bool(self.success)]
-        if self.conflict_term is not None:
-            frames.append(encode_uint(self.conflict_term))
-            if self.conflict_index is not None:
-                frames.append(encode_uint(self.conflict_index))
-        elif self.conflict_index is not None:
-            raise RaftWireError("a conflict index needs a conflict term")
+        if self.next_index is not None:
+            frames.append(encode_uint(self.next_index))
         return frames
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> AppendEntriesResponse:
         _count(frames, 3, 5, "AppendEntries response")
-        return cls(
-            decode_uint(frames[0]),
-            decode_term(frames[1]),
-            decode_bool(frames[2]),
-            decode_term(frames[3], "conflict term") if len(frames) > 3 else None,
-            decode_index(frames[4], "conflict index") if len(frames) > 4 else None,
-        )
+        head = decode_uint(frames[0]), decode_term(frames[1]), decode_bool(frames[2])
+        if len(frames) == 5:  # the older Dafka form: conflict term, conflict index
+            index = decode_index(frames[4], "conflict index")
+            return cls(*head, index + 1, decode_term(frames[3], "conflict term"))
+        nxt = decode_index(frames[3], "next index") if len(frames) == 4 else None
+        return cls(*head, nxt or None)
+
+    @property
+    def hint(self) -> int | None:
+        """The previous log index the follower suggests (``next_index - 1``)."""
+        return None if self.next_index is None else self.next_index - 1
 
 
 @dataclass(frozen=True, slots=True)

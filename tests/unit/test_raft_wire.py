@@ -100,11 +100,8 @@ def append_entries(draw) -> AppendEntries:
 
 @st.composite
 def append_responses(draw) -> AppendEntriesResponse:
-    conflict_term = draw(st.none() | terms)
-    conflict_index = None if conflict_term is None else draw(st.none() | indexes)
-    return AppendEntriesResponse(
-        draw(uints), draw(terms), draw(st.booleans()), conflict_term, conflict_index
-    )
+    next_index = draw(st.none() | indexes.filter(lambda i: i > 0))
+    return AppendEntriesResponse(draw(uints), draw(terms), draw(st.booleans()), next_index)
 
 
 install_snapshots = st.builds(
@@ -308,16 +305,12 @@ def test_append_entries_frames() -> None:
     assert decode_request(message.encode()).entries[0].index == 8
     heartbeat = AppendEntries(10, CLUSTER, "p1", 42, 7, 41, 6)
     assert len(heartbeat.encode()) == 8
-    assert AppendEntriesResponse(9, 42, False, 40, 5).encode() == [
-        b"\x09",
-        b"\x2a",
-        b"",
-        b"\x28",
-        b"\x05",
-    ]
+    # the reference server's form: frame 4 is where the follower's log may continue
+    assert AppendEntriesResponse(9, 42, False, 3).encode() == [b"\x09", b"\x2a", b"", b"\x03"]
     assert AppendEntriesResponse(9, 42, True).encode() == [b"\x09", b"\x2a", b"\x01"]
-    with pytest.raises(RaftWireError):
-        AppendEntriesResponse(9, 42, False, None, 5).encode()
+    # the older Dafka form (conflict term 40, conflict index 5) still decodes
+    old = decode_response(MsgType.APPEND_ENTRIES, [b"\x09", b"\x2a", b"", b"\x28", b"\x05"])
+    assert old == AppendEntriesResponse(9, 42, False, 6, 40) and old.hint == 5
 
 
 def test_install_snapshot_frames() -> None:
