@@ -143,6 +143,11 @@ class NotLeader(RaftError):
         self.leader = leader
 
 
+class ExtensionUnsupported(RaftError):
+    """A Raft peer does not speak the Dafka extension asked of it (e.g. a ØMQ RAFT
+    reference peer leading, asked for a linearizable read)."""
+
+
 class ProposalDropped(RaftError):
     """A proposal was dropped before it could be committed."""
 

@@ -46,6 +46,7 @@ from ..errors import ConfigError, DafkaTimeout, RaftError
 from . import wire as w
 from .bounds import peer_url_problem
 from .curve import ClientCurve
+from .extensions import DISPATCH_FEATURES, decode_features, read_unsupported
 from .frames import (
     MAX_UINT32,
     RaftWireError,
@@ -213,7 +214,15 @@ class RaftClient:
     def read(self, query: Sequence[bytes], *, timeout: float | None = None) -> list[bytes]:
         """A linearizable state machine query (``RI``, ReadIndex on the leader)."""
         call = self._dispatch_call(DISPATCH_READ_INDEX, query)
-        return self._run(iter([call]), 1, self._deadline(timeout))[0][1]
+        try:
+            return self._run(iter([call]), 1, self._deadline(timeout))[0][1]
+        except DafkaTimeout as exc:  # no leader, or one that does not speak RI?
+            raise (read_unsupported(self) or exc) from None
+
+    def features(self, url: str, *, timeout: float | None = None) -> frozenset[str]:
+        """The Dafka extensions the peer at ``url`` speaks (``XF``; a timeout: none)."""
+        frames = [encode_uint32(self._new_id()), DISPATCH_FEATURES, self.cluster]
+        return decode_features(self._direct_call(url, frames, timeout))
 
     def read_local(
         self, url: str, query: Sequence[bytes], *, timeout: float | None = None

@@ -8,10 +8,10 @@ A shell drives it: it feeds peer messages to :meth:`RaftCore.step`, calls
 comes from the injected ``rng``; time from ``tick()`` and the ``now`` arguments.
 
 Beyond the ØMQ RAFT reference server: pre-vote (thesis §9.6), check-quorum and the
-leader lease on votes (§4.2.3), leader transfer (TimeoutNow, §3.10), ReadIndex
-(§6.4), learners (non-voting members), joint consensus (§4.3 of the thesis, the
-paper's §6) driven by ConfigUpdate, chunked resumable InstallSnapshot (§7), and
-request-id deduplication with expiry.
+leader lease on votes (§4.2.3), leader transfer (TimeoutNow, §3.10), ReadIndex (§6.4),
+learners, joint consensus (thesis §4.3), chunked resumable InstallSnapshot (§7),
+request-id dedup with expiry; with peers in ``plain_peers`` (reference peers, see
+:mod:`dafka.raft.extensions`) pre-vote, transfer, learners and snapshots fall back.
 
 Safety notes
 ------------
@@ -75,6 +75,7 @@ from .types import (
 __all__ = ["RaftCore"]
 
 _PRE, _REAL, _TRANSFER = "pre", "real", "transfer"
+_PLAIN = "not known to speak Dafka's Raft extensions (a ØMQ RAFT reference peer?)"
 _NO_HARD_STATE = HardState()
 _NO_SNAPSHOT = SnapshotMeta()
 
@@ -168,6 +169,8 @@ class RaftCore(Replication):
         self._randomize_timeout()
         self.refused = 0
         """Peer messages dropped because a term or index was out of range."""
+        self.plain_peers: frozenset[str] = frozenset()  # kept current by the shell
+        self.snapshot_refused: set[str] = set()  # plain peers that needed a snapshot
 
     # -- what the shell may look at ------------------------------------------------------
 
@@ -353,6 +356,9 @@ class RaftCore(Replication):
         else:
             learners_kept = tuple(learners)
         problem = validate_change(current, peers, learners_kept)
+        plain = {p.id for p in (*current.peers, *peers, *learners_kept)} & self.plain_peers
+        if problem is None and learners_kept and plain:
+            problem = f"learners are a Dafka extension: {', '.join(sorted(plain))}: {_PLAIN}"
         if problem is not None:
             return ProposeResult(ProposeStatus.ARGUMENT_ERROR, error=problem)
         if current.is_joint or self._configs[-1][0] > self.commit:
@@ -390,6 +396,8 @@ class RaftCore(Replication):
             return
         if to not in self._voters or to not in self._progress:
             raise ConfigError(f"cannot transfer leadership to {to!r}: not a voter")
+        if to in self.plain_peers:
+            raise ConfigError(f"cannot transfer leadership to {to!r}: {_PLAIN} (TimeoutNow)")
         self._transferee = to
         self._transfer_elapsed = 0
         if self._progress[to].match == self._log.last_index:
@@ -544,6 +552,8 @@ class RaftCore(Replication):
     def _campaign(self, kind: str) -> None:
         if not self._promotable() or self.term >= MAX_TERM:
             return  # (a term past MAX_TERM could not be written into any entry)
+        if kind == _PRE and self.plain_peers & self._voters.ids:
+            kind = _REAL  # a reference peer takes a pre-vote as a real vote: do not pretend
         if kind == _PRE:
             self.role = Role.PRE_CANDIDATE
             self.leader = None

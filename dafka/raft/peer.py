@@ -105,6 +105,7 @@ from . import wire as w
 from .bounds import DEFAULT_MAX_ENTRY_BYTES, PEER_FRAME_BYTES, peer_url_problem, peers_problem
 from .core import RaftCore
 from .curve import RaftCurve, RaftZap
+from .extensions import DISPATCH_FEATURES, FEATURES, Extensions
 from .frames import RaftWireError, decode_config, decode_uint, encode_config, encode_json
 from .frames import encode_uint as _uint
 from .guard import BadInput, check_entry_limit, router_frame_limit
@@ -145,6 +146,11 @@ REQUEST_ENTRIES_HIGH_WATERMARK = 8000
 CLIENT_HEARTBEAT_INTERVAL = 0.5
 _KEEPALIVE_AFTER = 0.25
 _ROUTE_TTL = 2.0
+_FALLBACK = (
+    "no answer to XF (a ØMQ RAFT reference peer?): pre-vote off, no leader transfer to it, "
+    "learners and snapshots refused"
+)
+_SNAP = "it needs a snapshot but does not speak our snapshot stream: it stays behind"
 _SNAP_MAGIC = b"DAFKRSX1"
 _TRUE = b"\x01"
 _U32 = struct.Struct("<I")
@@ -489,6 +495,8 @@ class RaftPeer:
         self._known_config: ClusterConfig | None = None
         self._msg_ids = w.MessageIdCounter()
         self._out: dict[str, OrderedDict[int, _Out]] = {}
+        self._ext = Extensions(self.cluster)
+        self._refused_snap: set[str] = set()
         self._newest: dict[str, int] = {}  # the last AppendEntries/InstallSnapshot id per peer
         self._seen: OrderedDict[bytes, OrderedDict[int, list[bytes] | None]] = OrderedDict()
         self._ae_routes: OrderedDict[tuple[str, int], _Route] = OrderedDict()
@@ -658,6 +666,8 @@ class RaftPeer:
                 frames = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
+            if self._ext.on_answer(peer_id, frames):
+                continue
             try:
                 msg_id = decode_uint(frames[0])
             except (RaftWireError, IndexError):
@@ -677,6 +687,7 @@ class RaftPeer:
                 self._bad("response-error", f"peer={peer_id!r} {exc!r}", logging.ERROR)
 
     def _on_tick(self, now: float) -> None:
+        self._negotiate(now)
         # RPC_TIMEOUT: repeat unanswered peer requests (same message id)
         for peer_id, out in self._out.items():
             if not out:
@@ -713,6 +724,21 @@ class RaftPeer:
             if now - route.at < _ROUTE_TTL:
                 break
             self._ae_routes.popitem(last=False)
+
+    def _negotiate(self, now: float) -> None:
+        """Ask the peers which extensions they speak; tell the core who does not."""
+        ext, core = self._ext, self.core
+        for peer_id, frames in ext.probes(self._dealers, now):
+            with contextlib.suppress(zmq.Again):
+                self._dealers[peer_id].send_multipart(frames, zmq.NOBLOCK)
+        for peer_id in ext.gave_up:
+            log.warning("raft.ext.fallback id=%s peer=%s reason=%s", self.id, peer_id, _FALLBACK)
+        ext.gave_up.clear()
+        core.plain_peers = ext.plain(p.id for p in all_peers(core.config) if p.id != self.id)
+        for peer_id in core.snapshot_refused - self._refused_snap:
+            log.error("raft.ext.snapshot_refused id=%s peer=%s reason=%s", self.id, peer_id, _SNAP)
+        self._refused_snap |= core.snapshot_refused
+        core.snapshot_refused.clear()
 
     def _rpc_timeout(self, request: m.Request) -> float:
         opts = self.options
@@ -1175,6 +1201,8 @@ class RaftPeer:
             self._read_batch.append((request, msg.args))
         elif msg.type == DISPATCH_LOCAL_READ:
             self._answer_query(request, msg.args)
+        elif msg.type == DISPATCH_FEATURES:
+            self._dispatch_reply(request, DispatchStatus.OK, list(FEATURES))
         else:
             self._dispatch_reply(request, DispatchStatus.ERROR, f"unknown type {msg.type!r}")
 

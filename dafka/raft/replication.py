@@ -70,6 +70,8 @@ class Replication:
     max_batch_bytes: int
     max_inflight: int
     snapshot_chunk_size: int
+    plain_peers: frozenset[str]
+    snapshot_refused: set[str]
     _log: RaftLog
     _snapshot: SnapshotMeta
     _configs: list[tuple[int, ClusterConfig]]
@@ -321,6 +323,9 @@ class Replication:
     def _start_snapshot(self, peer: str) -> bool:
         meta = self._snapshot
         if self._read_snapshot is None or meta.index < self._log.base_index:
+            return False
+        if peer in self.plain_peers:
+            self.snapshot_refused.add(peer)  # it could not read our snapshot stream
             return False
         self._progress[peer].become_snapshot(meta.index, meta.term)
         return self._send_snapshot_chunk(peer)

@@ -1,0 +1,121 @@
+"""Dafka's Raft extensions are used only with peers that said they speak them."""
+
+from __future__ import annotations
+
+import pytest
+
+from dafka.errors import ConfigError
+from dafka.raft.extensions import (
+    DISPATCH_FEATURES,
+    FEATURES,
+    PROBE_PREFIX,
+    SILENT_AFTER,
+    Extensions,
+    decode_features,
+)
+from dafka.raft.frames import RaftWireError, encode_json, encode_uint
+from dafka.raft.messages import AppendResponse, RequestVote
+from dafka.raft.ready import ProposeStatus, Role
+from dafka.raft.types import HardState, SnapshotMeta
+
+from .sim import drain, elect, make_config, new_core, outbox, peer
+
+NOW = 1_700_000_000.0
+
+
+def reqid(n: int) -> bytes:
+    return int(NOW).to_bytes(4, "big") + n.to_bytes(8, "big")
+
+
+def campaign(core) -> list[RequestVote]:
+    for _ in range(3 * core.election_tick):
+        core.tick()
+        if core.role is not Role.FOLLOWER:
+            break
+    return [m for m in outbox(core) if isinstance(m, RequestVote)]
+
+
+def test_pre_vote_only_when_every_other_voter_speaks_it():
+    ours = new_core("a", "abc")
+    assert all(v.pre_vote for v in campaign(ours)) and ours.role is Role.PRE_CANDIDATE
+    mixed = new_core("a", "abc")
+    mixed.plain_peers = frozenset({"c"})
+    votes = campaign(mixed)
+    assert votes and not any(v.pre_vote for v in votes)  # a real vote, and says so
+    assert mixed.role is Role.CANDIDATE and mixed.term == 1
+
+
+def test_a_plain_learner_does_not_turn_pre_vote_off():
+    core = new_core("a", "abc", learners="d")
+    core.plain_peers = frozenset({"d"})
+    assert all(v.pre_vote for v in campaign(core))
+
+
+def test_no_leader_transfer_to_a_plain_peer():
+    leader = new_core("a", "abc")
+    elect(leader)
+    leader.plain_peers = frozenset({"b"})
+    with pytest.raises(ConfigError, match="reference peer"):
+        leader.transfer_leader("b")
+    leader.transfer_leader("c")  # ours: allowed
+    assert leader.transferee == "c"
+
+
+def test_learners_are_refused_while_a_member_is_plain():
+    leader = new_core("a", "abc")
+    elect(leader)
+    leader.step(AppendResponse("b", "a", leader.term, True, prev_index=0, last_index=1, seq=9))
+    drain(leader)
+    leader.plain_peers = frozenset({"c"})
+    result = leader.add_learner(peer("d"), reqid(1), NOW)
+    assert result.status is ProposeStatus.ARGUMENT_ERROR
+    assert "learners are a Dafka extension" in result.error and "c" in result.error
+    leader.plain_peers = frozenset()
+    assert leader.add_learner(peer("d"), reqid(2), NOW).status is ProposeStatus.ACCEPTED
+
+
+def test_no_snapshot_stream_to_a_plain_peer():
+    snap = SnapshotMeta(5, 1, make_config("ab"))
+    leader = new_core(
+        "a",
+        "ab",
+        hard_state=HardState(term=1, commit=5),
+        snapshot=snap,
+        read_snapshot=lambda index, offset, limit: (b"x", 1),
+    )
+    leader.plain_peers = frozenset({"b"})
+    elect(leader)
+    sent = outbox(leader)
+    # b's log is behind the snapshot: the probe at 5 is answered "my log ends at 0"
+    probe = next(m for m in sent if m.to == "b")
+    leader.step(
+        AppendResponse(
+            "b", "a", leader.term, False, None, 0, probe.prev_index, probe.last_index, probe.seq
+        )
+    )
+    assert not [m for m in outbox(leader) if type(m).__name__ == "InstallSnapshot"]
+    assert leader.snapshot_refused == {"b"}
+
+
+def test_probes_until_answered_and_reports_the_silent_once():
+    ext = Extensions(b"cl")
+    first = ext.probes(["b", "c"], 0.0)
+    assert [p for p, _ in first] == ["b", "c"]
+    _, frames = first[0]
+    assert frames[1:] == [DISPATCH_FEATURES, b"cl"] and frames[0].startswith(PROBE_PREFIX)
+    assert ext.probes(["b", "c"], 0.1) == []  # not due yet
+    answer = [frames[0], encode_uint(1), encode_json(list(FEATURES))]
+    assert ext.on_answer("b", answer)
+    assert not ext.on_answer("b", [b"\x01", b"\x02"])  # a peer RPC answer: not ours
+    assert ext.plain(["b", "c"]) == {"c"}
+    for k in range(1, SILENT_AFTER + 3):
+        ext.probes(["b", "c"], k * 100.0)
+    assert ext.gave_up == ["c"]
+    assert ext.plain(["b", "c"]) == {"c"}
+
+
+def test_decode_features_refuses_garbage():
+    assert decode_features([b"r", encode_uint(1), encode_json(["pre-vote"])]) == {"pre-vote"}
+    for bad in ([b"r"], [b"r", encode_uint(2), encode_json([])], [b"r", b"\x01", b"\xc1"]):
+        with pytest.raises(RaftWireError):
+            decode_features(bad)
