@@ -11,17 +11,12 @@ States:
 * ``SNAPSHOT``: the entries the follower needs were compacted; the leader streams the
   snapshot ``snap_index`` chunk by chunk from ``snap_offset``, one chunk at a time.
 
-Followers that truncate at ``prev + 1`` (the ØMQ RAFT reference server does, on every
-AppendEntries, and dies when that is below its commit index) are safe because:
-
-* since the last re-probe (``reset_seq``), the ``prev`` of what the leader sends never
-  goes down: heartbeats go at ``next - 1`` (never behind what is in flight), a stall
-  re-probes at ``next``, and only a fresh rejection, which proves where the follower's
-  log ends, moves ``next`` back; older rejections are stale;
-* an AppendEntries never tells a commit index above what the follower will hold at its
-  ``prev`` once it is processed, so no later ``prev`` is below the follower's commit;
-* an acknowledgement only proves entries no later AppendEntries can have truncated:
-  :meth:`Progress.proven` clamps it to the shortest ``last`` sent after it (``ends``).
+A follower may truncate its log at ``prev + 1`` on every AppendEntries (the ØMQ RAFT
+reference server does, and dies when that is below its commit index). So the leader
+never sends one behind the last it sent (``sent_last``: heartbeats, probes sent again
+and the first one after a probe matched all resume there), except right after a
+rejection (``rewind``), which proves the follower's log ends before it; rejections of
+AppendEntries sent before that re-probe (``seq < reset_seq``) are stale.
 """
 
 from __future__ import annotations
@@ -31,8 +26,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 __all__ = ["Progress", "ProgressState"]
-
-_ENDS_CAP = 64
 
 
 class ProgressState(enum.Enum):
@@ -61,30 +54,16 @@ class Progress:
     snap_index: int = 0
     snap_term: int = 0
     snap_offset: int = 0
+    sent_last: int = 0
+    """Last index of the newest AppendEntries sent (the follower's log end if it got it)."""
+    rewind: bool = False
+    """A rejection proved the follower's log ends before ``sent_last``: the next
+    AppendEntries may go back to ``next - 1``."""
     reset_seq: int = 0
-    """Rejections of AppendEntries with a lower ``seq`` predate the last re-probe: stale."""
-    ends: deque[tuple[int, int]] = field(default_factory=deque)
-    """``(seq, last index)`` of AppendEntries sent, kept as suffix minima of ``last``."""
+    """Rejections of AppendEntries with a lower ``seq`` predate the last re-probe."""
 
-    def note_sent(self, seq: int, last_index: int) -> None:
-        """Remember an AppendEntries ``seq`` ending at ``last_index`` (for :meth:`proven`)."""
-        ends = self.ends
-        while ends and ends[-1][1] >= last_index:
-            ends.pop()  # a later, shorter one bounds every query the longer one did
-        ends.append((seq, last_index))
-        if len(ends) > _ENDS_CAP:  # merge the two oldest, conservatively
-            _, first = ends.popleft()
-            second, _ = ends.popleft()
-            ends.appendleft((second, first))
-
-    def proven(self, seq: int, last_index: int) -> int:
-        """How much of our log a success answer to AppendEntries ``seq`` still proves: a
-        follower that truncates at ``prev + 1`` keeps only up to the ``last`` of any
-        shorter AppendEntries sent after it."""
-        for sent, last in self.ends:
-            if sent > seq:
-                return min(last_index, last)
-        return last_index
+    def note_sent(self, last_index: int) -> None:
+        self.sent_last, self.rewind = last_index, False
 
     def maybe_update(self, index: int) -> bool:
         """The follower has our log up to ``index``; returns whether ``match`` grew."""
@@ -97,11 +76,10 @@ class Progress:
         return False
 
     def become_probe(self, next_index: int | None = None) -> None:
-        """Probe at ``next_index``; by default where we are (never behind what was sent)."""
         if next_index is None:
-            next_index = self.next
+            next_index = self.match + 1
             if self.state is ProgressState.SNAPSHOT:
-                next_index = max(self.match + 1, self.snap_index + 1)
+                next_index = max(next_index, self.snap_index + 1)
         self.state = ProgressState.PROBE
         self.next = max(next_index, self.match + 1)
         self.paused = False

@@ -254,9 +254,8 @@ class Replication:
         pr = self._progress[peer]
         if pr.is_paused(self.max_inflight):
             return False
-        last = self._log.last_index
-        pr.next = min(pr.next, last + 1)
-        prev = pr.next - 1
+        prev = self._prev_for(pr)
+        pr.next = prev + 1
         prev_term = self._log.term(prev)
         if prev_term is None:
             return self._start_snapshot(peer)
@@ -267,15 +266,21 @@ class Replication:
         pr.sent(prev + len(entries), bool(entries))
         return True
 
+    def _prev_for(self, pr: Progress) -> int:
+        """``prev`` of the next AppendEntries: never behind the last one sent, whose entries
+        the follower may hold and have acknowledged (a reference follower truncates at
+        ``prev + 1``), except right after a rejection proved where its log ends."""
+        prev = pr.next - 1 if pr.rewind else max(pr.next - 1, pr.sent_last)
+        return min(prev, self._log.last_index)
+
     def _send_ae(
         self, pr: Progress, peer: str, prev: int, prev_term: int, entries: tuple[Entry, ...]
     ) -> None:
-        # a probe may be sent again at the same prev: it must not have told the follower
-        # to commit past that prev (a reference follower dies truncating below its commit)
-        commit = self.commit if pr.state is ProgressState.REPLICATE else min(self.commit, prev)
         seq = self._next_seq()
-        self._send(AppendEntries(self.id, peer, self.term, prev, prev_term, commit, entries, seq))
-        pr.note_sent(seq, prev + len(entries))
+        self._send(
+            AppendEntries(self.id, peer, self.term, prev, prev_term, self.commit, entries, seq)
+        )
+        pr.note_sent(prev + len(entries))
 
     def _batch(self, lo: int) -> tuple[Entry, ...]:
         entries = self._log.slice(lo, lo + self.max_batch_entries - 1)
@@ -287,12 +292,12 @@ class Replication:
         return tuple(entries)
 
     def _send_heartbeat(self, peer: str) -> bool:
-        """An empty AppendEntries at ``next - 1``: never behind what is in flight (at
-        ``match`` it would truncate what a reference follower acknowledged meanwhile)."""
+        """An empty AppendEntries, never behind what is in flight (at ``match`` it would
+        truncate what a reference follower acknowledged meanwhile)."""
         pr = self._progress[peer]
         if pr.state is ProgressState.SNAPSHOT:
             return False
-        prev = min(pr.next, self._log.last_index + 1) - 1
+        prev = self._prev_for(pr)
         prev_term = self._log.term(prev)
         if prev_term is None:
             return False  # compacted: the follower needs the snapshot
@@ -358,7 +363,7 @@ class Replication:
             self._check_reads()
         if m.success:
             pr.acked(m.last_index)
-            advanced = pr.maybe_update(pr.proven(m.seq, m.last_index))
+            advanced = pr.maybe_update(m.last_index)
             agreed = pr.next - 1 if pr.state is ProgressState.PROBE else pr.snap_index
             if pr.state is not ProgressState.REPLICATE and pr.match >= agreed:
                 pr.become_replicate()  # the probe matched, or the snapshot is not needed
@@ -387,6 +392,7 @@ class Replication:
             nxt = m.prev_index
         pr.become_probe(min(nxt, m.prev_index))
         pr.reset_seq = self._seq + 1
+        pr.rewind = True  # its log ends before what we sent: resume there
         self._send_append(m.frm, empty_ok=True)
 
     def _on_snapshot_response(self, m: SnapshotResponse) -> None:
@@ -408,6 +414,7 @@ class Replication:
             return
         pr.maybe_update(pr.snap_index)
         pr.become_probe()
+        pr.rewind = True  # its log is the snapshot now
         if self._maybe_commit():
             self._bcast_append()
         else:

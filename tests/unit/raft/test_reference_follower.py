@@ -7,7 +7,9 @@ otherwise, when the term at ``prev`` matches, truncates its log at ``prev + 1`` 
 appends the entries (even when they are already there) and sets
 ``commit = min(leader commit, last index)``; when it does not match, answers false with
 its ``last index + 1`` as the hint if its log is shorter than ``prev``, with no hint
-otherwise.
+otherwise. The model raises when an AppendEntries truncates what the follower
+acknowledged, even when the same entries are written again (``FileLog`` truncates, then
+writes: a crash in between loses them).
 
 The leader's requests to one follower travel in order (one ZeroMQ connection) but may
 be lost; the newest may be delivered twice (the shell's resend). Answers may be lost,
@@ -35,6 +37,10 @@ NOW = 1_700_000_000.0
 
 
 class Fatal(AssertionError):
+    pass
+
+
+class Dropped(AssertionError):
     pass
 
 
@@ -66,6 +72,10 @@ class RefFollower:
                 )
             have = 0 if m.prev_index == 0 else self.term_at(m.prev_index)
             if have == m.prev_term:
+                if m.prev_index < self.acked:
+                    # even if the same entries follow: truncated, then written again, on
+                    # disk (a crash in between loses what it acknowledged)
+                    raise Dropped(f"{self.id}: truncates at {m.prev_index + 1}, acked {self.acked}")
                 del self.log[m.prev_index :]
                 self.log.extend(m.entries)
                 if m.commit > self.commit:
@@ -270,4 +280,49 @@ def test_a_stale_rejection_does_not_move_next_back():
         leader.step(a)  # rejections of what was sent before the re-probe: stale
     assert leader._progress["b"].next == nxt
     assert not [m for m in outbox(leader) if isinstance(m, AppendEntries)]
+    del first
+
+
+def test_a_duplicated_old_rejection_is_ignored():
+    """A rejection answered before the last re-probe, delivered again after it: acting on
+    it would re-probe below what the follower committed meanwhile (and kill it)."""
+    leader = new_core("a", "abc", max_inflight=8, max_batch_entries=2)
+    elect(leader)
+    b, c = RefFollower("b"), RefFollower("c")
+
+    def sent(pid: str) -> list[AppendEntries]:
+        return [m for m in pending if isinstance(m, AppendEntries) and m.to == pid]
+
+    pending = outbox(leader)
+    for f in (b, c):
+        for m in sent(f.id):
+            leader.step(f.on_append(m))  # the probes match: replicate
+    for n in range(1, 7):
+        leader.propose(b"x%d" % n, reqid(n), NOW)
+    pending = outbox(leader)
+    for m in sent("c"):
+        leader.step(c.on_append(m))  # c has it all: the leader commits 7
+    assert leader.commit == 7
+    first, *rest = sent("b")  # the first one to b is lost
+    rejections = [b.on_append(m) for m in rest]
+    assert not any(r.success for r in rejections)
+    leader.step(rejections[0])
+    pending = outbox(leader)
+    (reprobe,) = sent("b")
+    leader.step(b.on_append(reprobe))  # matched: replicate from there
+    pending = outbox(leader)
+    answers = [b.on_append(m) for m in sent("b")]
+    leader.tick()  # a heartbeat, and the rest of the log
+    pending = outbox(leader)
+    answers += [b.on_append(m) for m in sent("b")]  # b now holds and commits 7
+    assert b.commit == 7
+    nxt = leader._progress["b"].next
+    leader.step(rejections[-1])  # a duplicate of an old rejection
+    assert leader._progress["b"].next == nxt
+    pending = outbox(leader)
+    for m in sent("b"):
+        b.on_append(m)  # would be "refusing to truncate log ... before commit index"
+    for a in answers:
+        leader.step(a)
+    assert leader._progress["b"].match == 7
     del first
