@@ -39,8 +39,9 @@ RequestVote with ``pre_vote=True`` and ``term`` = the candidate's term + 1 that 
 *not* change the sender's or the receiver's term or vote; a ``transfer=True`` vote
 (sent after TimeoutNow) may override a voter's leader lease. On the wire both are the
 RequestVote frames plus the optional flags frame (1 = pre-vote, 2 = transfer), which
-a reference peer does not understand: run with ``pre_vote=False`` in clusters mixed
-with reference peers (a transfer then simply fails to get their votes). A granted
+a reference peer does not understand (it takes the pre-vote as a real vote): the
+core campaigns with real votes while a voter is in ``RaftCore.plain_peers`` (peers
+not known to speak our extensions, :mod:`dafka.raft.extensions`). A granted
 pre-vote is answered with ``term`` = the requested term; a refused one with the
 voter's own term. TimeoutNow is the Dafka extension type ``@`` (``0x40``).
 
@@ -135,11 +136,12 @@ class AppendResponse:
     On failure a follower hints where the logs may agree: ``conflict_index`` is an
     index in its log no later than the request's ``prev_index`` whose term
     (``conflict_term``) is at most the request's ``prev_term`` (etcd's
-    findConflictByTerm). This core always sends both or neither (wire frames 4 and 5);
-    a reference peer may send neither, or something else in those frames: the leader
-    only uses them as a probe position and otherwise steps back one entry, so any hint
-    is safe. ``prev_index``, ``last_index`` (= ``prev_index + len(entries)``) and
-    ``seq`` are echoed from the request.
+    findConflictByTerm). On the wire only ``conflict_index + 1`` travels (frame 4, the
+    reference server's form: a reference follower sends its last index + 1 when its log
+    is shorter, so ``conflict_index`` is its last index and ``conflict_term`` None); the
+    leader resumes there, or steps back one entry without a hint (see ``docs/raft.md``).
+    ``prev_index``, ``last_index`` (= ``prev_index + len(entries)``) and ``seq`` are
+    echoed from the request.
     """
 
     frm: str
