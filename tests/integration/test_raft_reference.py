@@ -26,6 +26,7 @@ import pytest
 
 from dafka.errors import DafkaTimeout
 from dafka.raft.client import RaftClient
+from dafka.raft.extensions import FEATURES
 from dafka.raft.frames import encode_entry
 from dafka.raft.statemachine import get_query, put_command
 from dafka.raft.storage import FileStorage
@@ -139,6 +140,7 @@ def test_two_of_ours_lead_a_reference_peer(tmp_path: Path) -> None:
     try:
         leader = client.request_config(timeout=20.0).leader
         assert leader in ("ours1", "ours2")
+        assert client.features(urls["ours1"], timeout=5.0) == frozenset(FEATURES)
         n = 3000
         indexes = client.update_many(
             [put_command(f"k{k % 50}", k) for k in range(n)], window=64, timeout=60.0
