@@ -11,9 +11,9 @@ peers answer as any dispatch (request id, status 1, JSON meta = the list of
 :data:`FEATURES` spoken); a reference peer hands unknown types to its state machine,
 which does not answer. A peer shell asks every other peer (on its DEALER, with a
 request id starting with :data:`PROBE_PREFIX`) every :data:`PROBE_EVERY` seconds
-until it answers (every ten times that after :data:`SILENT_AFTER` requests, when it
-logs ``raft.ext.fallback``); a peer that has not answered is *plain*; with plain peers
-the core falls back:
+until it answers (every ten times that after :data:`SILENT_AFTER` requests sent while
+connected, when it logs ``raft.ext.fallback``; ``raft.ext.speaks`` if it answers after
+all); a peer that has not answered is *plain*; with plain peers the core falls back:
 
 * pre-vote: campaigns use real votes while any other voter is plain;
 * leader transfer to a plain peer: refused (``ConfigError``);
@@ -29,7 +29,7 @@ extension" from "no leader" (:meth:`dafka.raft.client.RaftClient.read`).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import DafkaError, DafkaTimeout, ExtensionUnsupported
@@ -51,7 +51,7 @@ DISPATCH_FEATURES = b"XF"
 FEATURES = ("pre-vote", "timeout-now", "read-index", "learners", "snapshot")
 PROBE_EVERY = 0.5
 PROBE_PREFIX = b"dafka-xf"
-SILENT_AFTER = 4
+SILENT_AFTER = 6
 _U32 = struct.Struct(">I")
 
 
@@ -74,23 +74,28 @@ class Extensions:
         self._due: dict[str, float] = {}
         self._asked: dict[str, int] = {}
         self._count = 0
-        self.gave_up: list[str] = []
-        """Peers that just stayed silent to :data:`SILENT_AFTER` requests (to report)."""
+        self.events: list[tuple[str, str]] = []
+        """``("fallback", peer)``: it stayed silent to :data:`SILENT_AFTER` requests it
+        was connected for; ``("speaks", peer)``: it answered after all (to log)."""
 
-    def probes(self, peers: Iterable[str], now: float) -> list[tuple[str, list[bytes]]]:
-        """``(peer, frames)`` of the ``XF`` requests due now."""
-        out = []
+    def probe(
+        self, peers: Iterable[str], now: float, send: Callable[[str, list[bytes]], bool]
+    ) -> None:
+        """Send the ``XF`` requests due now; ``send`` says whether the peer was connected
+        (a request to a peer not connected yet does not count as unanswered)."""
         for peer in peers:
             if peer in self.known or self._due.get(peer, 0.0) > now:
                 continue
-            asked = self._asked[peer] = self._asked.get(peer, 0) + 1
-            if asked == SILENT_AFTER:
-                self.gave_up.append(peer)
+            asked = self._asked.get(peer, 0)
             self._due[peer] = now + (PROBE_EVERY if asked < SILENT_AFTER else 10 * PROBE_EVERY)
             self._count = (self._count + 1) & 0xFFFFFFFF
-            rid = PROBE_PREFIX + _U32.pack(self._count)
-            out.append((peer, [rid, DISPATCH_FEATURES, self.cluster]))
-        return out
+            if not send(
+                peer, [PROBE_PREFIX + _U32.pack(self._count), DISPATCH_FEATURES, self.cluster]
+            ):
+                continue
+            self._asked[peer] = asked + 1
+            if asked + 1 == SILENT_AFTER:
+                self.events.append(("fallback", peer))
 
     def on_answer(self, peer: str, frames: Sequence[bytes]) -> bool:
         """Take an answer received from ``peer``; false when it is not an ``XF`` answer."""
@@ -99,8 +104,9 @@ class Extensions:
         try:
             self.known[peer] = decode_features([bytes(f) for f in frames])
         except RaftWireError:
-            pass
-        self._asked.pop(peer, None)
+            return True
+        if self._asked.pop(peer, 0) >= SILENT_AFTER:
+            self.events.append(("speaks", peer))
         return True
 
     def plain(self, peers: Iterable[str]) -> frozenset[str]:

@@ -728,17 +728,23 @@ class RaftPeer:
     def _negotiate(self, now: float) -> None:
         """Ask the peers which extensions they speak; tell the core who does not."""
         ext, core = self._ext, self.core
-        for peer_id, frames in ext.probes(self._dealers, now):
-            with contextlib.suppress(zmq.Again):
-                self._dealers[peer_id].send_multipart(frames, zmq.NOBLOCK)
-        for peer_id in ext.gave_up:
-            log.warning("raft.ext.fallback id=%s peer=%s reason=%s", self.id, peer_id, _FALLBACK)
-        ext.gave_up.clear()
+        ext.probe(self._dealers, now, self._send_probe)
+        for event, peer_id in ext.events:
+            why = _FALLBACK if event == "fallback" else "it answered XF: extensions back on"
+            log.warning("raft.ext.%s id=%s peer=%s reason=%s", event, self.id, peer_id, why)
+        ext.events.clear()
         core.plain_peers = ext.plain(p.id for p in all_peers(core.config) if p.id != self.id)
         for peer_id in core.snapshot_refused - self._refused_snap:
             log.error("raft.ext.snapshot_refused id=%s peer=%s reason=%s", self.id, peer_id, _SNAP)
         self._refused_snap |= core.snapshot_refused
         core.snapshot_refused.clear()
+
+    def _send_probe(self, peer_id: str, frames: list[bytes]) -> bool:
+        try:
+            self._dealers[peer_id].send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            return False  # not connected (ZMQ_IMMEDIATE)
+        return True
 
     def _rpc_timeout(self, request: m.Request) -> float:
         opts = self.options

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -30,28 +28,12 @@ from dafka.raft.extensions import FEATURES
 from dafka.raft.frames import encode_entry
 from dafka.raft.statemachine import get_query, put_command
 from dafka.raft.storage import FileStorage
-from tests.procs import Proc, py, wait_until
+from tests.procs import Proc, free_port, py, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 REF_DIR = os.environ.get("DAFKA_ZMQ_RAFT_DIR", "")
 REF = Path(REF_DIR) / "node_modules" / "zmq-raft" if REF_DIR else None
-
-
-def _free_port(taken: set[int]) -> int:
-    """A port below the ephemeral range nobody listens on (peers need URLs up front)."""
-    for _ in range(200):
-        port = random.randrange(20_000, 32_000)
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
-    raise RuntimeError("no free port")
 
 
 def _skip_reason() -> str | None:
@@ -85,7 +67,7 @@ def start_ref(root: Path, pid: str, urls: dict[str, str], cluster: str, **opts: 
         "peers": [{"id": p, "url": u} for p, u in urls.items()],
         "data": {"path": str(root / pid)},
         "router": {"bind": urls[pid]},
-        "broadcast": {"url": f"tcp://127.0.0.1:{_free_port(taken)}"},
+        "broadcast": {"url": f"tcp://127.0.0.1:{free_port(taken)}"},
         "webmonitor": {"enable": False},
         **opts,
     }
@@ -131,7 +113,7 @@ def our_log(path: Path) -> list[str]:
 def test_two_of_ours_lead_a_reference_peer(tmp_path: Path) -> None:
     taken: set[int] = set()
     ids = ["ours1", "ours2", "ref3"]
-    urls = {pid: f"tcp://127.0.0.1:{_free_port(taken)}" for pid in ids}
+    urls = {pid: f"tcp://127.0.0.1:{free_port(taken)}" for pid in ids}
     procs = {pid: start_ours(tmp_path, pid, urls, "mixed") for pid in ids[:2]}
     procs["ref3"] = start_ref(
         tmp_path, "ref3", urls, "mixed", electionTimeoutMin=3000, electionTimeoutMax=4000
@@ -183,7 +165,7 @@ def test_a_read_from_a_reference_leader_says_unsupported(tmp_path: Path) -> None
     from dafka.errors import ExtensionUnsupported  # here: the ring test runs on older code too
 
     taken: set[int] = set()
-    urls = {"ref1": f"tcp://127.0.0.1:{_free_port(taken)}"}
+    urls = {"ref1": f"tcp://127.0.0.1:{free_port(taken)}"}
     proc = start_ref(tmp_path, "ref1", urls, "alone")
     client = RaftClient(dict(urls), "alone", timeout=3.0)
     try:

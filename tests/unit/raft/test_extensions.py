@@ -99,19 +99,32 @@ def test_no_snapshot_stream_to_a_plain_peer():
 
 def test_probes_until_answered_and_reports_the_silent_once():
     ext = Extensions(b"cl")
-    first = ext.probes(["b", "c"], 0.0)
-    assert [p for p, _ in first] == ["b", "c"]
-    _, frames = first[0]
+    sent: list[tuple[str, list[bytes]]] = []
+    connected = {"b", "c"}
+
+    def send(peer: str, frames: list[bytes]) -> bool:
+        if peer in connected:
+            sent.append((peer, frames))
+        return peer in connected
+
+    ext.probe(["b", "c", "d"], 0.0, send)
+    assert [p for p, _ in sent] == ["b", "c"]
+    _, frames = sent[0]
     assert frames[1:] == [DISPATCH_FEATURES, b"cl"] and frames[0].startswith(PROBE_PREFIX)
-    assert ext.probes(["b", "c"], 0.1) == []  # not due yet
+    ext.probe(["b", "c"], 0.1, send)
+    assert len(sent) == 2  # not due yet
     answer = [frames[0], encode_uint(1), encode_json(list(FEATURES))]
     assert ext.on_answer("b", answer)
     assert not ext.on_answer("b", [b"\x01", b"\x02"])  # a peer RPC answer: not ours
-    assert ext.plain(["b", "c"]) == {"c"}
+    assert ext.plain(["b", "c", "d"]) == {"c", "d"}
     for k in range(1, SILENT_AFTER + 3):
-        ext.probes(["b", "c"], k * 100.0)
-    assert ext.gave_up == ["c"]
-    assert ext.plain(["b", "c"]) == {"c"}
+        ext.probe(["b", "c", "d"], k * 100.0, send)
+    # d was never connected: not reported as silent, still plain (not known)
+    assert ext.events == [("fallback", "c")]
+    assert ext.plain(["b", "c", "d"]) == {"c", "d"}
+    ext.events.clear()
+    assert ext.on_answer("c", [b"dafka-xf...", encode_uint(1), encode_json(list(FEATURES))])
+    assert ext.events == [("speaks", "c")] and ext.plain(["b", "c"]) == frozenset()
 
 
 def test_decode_features_refuses_garbage():
