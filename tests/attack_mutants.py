@@ -39,6 +39,7 @@ TESTS = [
     "tests/unit/raft/test_reference_follower.py",
     "tests/unit/raft/test_extensions.py",
     "tests/unit/test_raft_reference_vectors.py",
+    "tests/integration/test_raft_resend.py",
     "tests/integration/test_attacks_raft.py",
     "tests/integration/test_attacks_raft_curve.py",
     "tests/integration/test_attacks_files.py",
@@ -557,6 +558,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "Replication._on_append_response",
         "        if pr.state is ProgressState.SNAPSHOT or m.seq < pr.reset_seq:",
         "        if pr.state is ProgressState.SNAPSHOT:",
+    ),
+    "raft the shell resends only the newest AppendEntries": (
+        "dafka.raft.peer",
+        "RaftPeer._on_tick",
+        "and (msg_id == self._newest.get(peer_id) or not truncating(rec.request))",
+        "and True",
     ),
     "raft no pre-vote with peers that do not speak it": (
         "dafka.raft.core",
