@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError
 from .bounds import MAX_TERM, message_problem
+from .extensions import PLAIN
 from .frames import CHECKPOINT_DATA, RaftWireError, decode_config, encode_config
 from .log import RaftLog
 from .membership import validate_change
@@ -75,7 +76,6 @@ from .types import (
 __all__ = ["RaftCore"]
 
 _PRE, _REAL, _TRANSFER = "pre", "real", "transfer"
-_PLAIN = "not known to speak Dafka's Raft extensions (a ØMQ RAFT reference peer?)"
 _NO_HARD_STATE = HardState()
 _NO_SNAPSHOT = SnapshotMeta()
 
@@ -355,10 +355,7 @@ class RaftCore(Replication):
             learners_kept = tuple(p for p in current.learners if p.id not in ids)
         else:
             learners_kept = tuple(learners)
-        problem = validate_change(current, peers, learners_kept)
-        plain = {p.id for p in (*current.peers, *peers, *learners_kept)} & self.plain_peers
-        if problem is None and learners_kept and plain:
-            problem = f"learners are a Dafka extension: {', '.join(sorted(plain))}: {_PLAIN}"
+        problem = validate_change(current, peers, learners_kept, self.plain_peers)
         if problem is not None:
             return ProposeResult(ProposeStatus.ARGUMENT_ERROR, error=problem)
         if current.is_joint or self._configs[-1][0] > self.commit:
@@ -397,7 +394,7 @@ class RaftCore(Replication):
         if to not in self._voters or to not in self._progress:
             raise ConfigError(f"cannot transfer leadership to {to!r}: not a voter")
         if to in self.plain_peers:
-            raise ConfigError(f"cannot transfer leadership to {to!r}: {_PLAIN} (TimeoutNow)")
+            raise ConfigError(f"cannot transfer leadership to {to!r}: {PLAIN} (TimeoutNow)")
         self._transferee = to
         self._transfer_elapsed = 0
         if self._progress[to].match == self._log.last_index:

@@ -38,6 +38,7 @@ from .frames import RaftWireError, decode_json, decode_uint
 __all__ = [
     "DISPATCH_FEATURES",
     "FEATURES",
+    "PLAIN",
     "PROBE_EVERY",
     "PROBE_PREFIX",
     "SILENT_AFTER",
@@ -50,6 +51,7 @@ DISPATCH_FEATURES = b"XF"
 """ClientDispatch type asking a peer which Dafka extensions it speaks."""
 FEATURES = ("pre-vote", "timeout-now", "read-index", "learners", "snapshot")
 PROBE_EVERY = 0.5
+PLAIN = "not known to speak Dafka's Raft extensions (a ØMQ RAFT reference peer?)"
 PROBE_PREFIX = b"dafka-xf"
 SILENT_AFTER = 6
 _U32 = struct.Struct(">I")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .bounds import peers_problem
+from .extensions import PLAIN
 from .types import ClusterConfig, Peer
 
 __all__ = ["all_peers", "validate_change"]
@@ -48,11 +49,18 @@ def _check_unique(peers: Iterable[Peer]) -> str | None:
 
 
 def validate_change(
-    current: ClusterConfig, peers: Sequence[Peer], learners: Sequence[Peer] = ()
+    current: ClusterConfig,
+    peers: Sequence[Peer],
+    learners: Sequence[Peer] = (),
+    plain: frozenset[str] = frozenset(),
 ) -> str | None:
-    """``None`` if ``peers`` (+ ``learners``) may replace ``current``, else why not."""
+    """``None`` if ``peers`` (+ ``learners``) may replace ``current``, else why not.
+    ``plain``: peers not known to speak our extensions (learners are one)."""
     if not peers:
         return "the new configuration has no peers"
+    plain_members = plain & {p.id for p in (*current.peers, *peers, *learners)}
+    if learners and plain_members:
+        return f"learners are a Dafka extension: {', '.join(sorted(plain_members))}: {PLAIN}"
     problem = _check_unique((*peers, *learners)) or peers_problem((*peers, *learners))
     if problem:
         return problem
