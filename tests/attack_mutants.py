@@ -590,6 +590,27 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "raft heartbeat never behind what is in flight": (
+        "tests/unit/raft/test_reference_follower.py::test_heartbeat_is_never_behind_what_is_in_flight",
+    ),
+    "raft AppendEntries never behind the last one sent": (
+        "tests/unit/raft/test_reference_follower.py::test_pipelined_leader_never_makes_a_reference_follower_drop_or_die[0-False]",
+    ),
+    "raft a rejection walks back to the follower's log end": (
+        "tests/unit/raft/test_reference_follower.py::test_pipelined_leader_never_makes_a_reference_follower_drop_or_die[0-False]",
+    ),
+    "raft rejections older than the last re-probe are stale": (
+        "tests/unit/raft/test_reference_follower.py::test_a_duplicated_old_rejection_is_ignored",
+    ),
+    "raft the shell resends only the newest AppendEntries": (
+        "tests/integration/test_raft_resend.py::test_only_the_newest_append_entries_is_sent_again",
+    ),
+    "raft no pre-vote with peers that do not speak it": (
+        "tests/unit/raft/test_extensions.py::test_pre_vote_only_when_every_other_voter_speaks_it",
+    ),
+    "raft AppendEntries rejection hint in the reference form": (
+        "tests/unit/test_raft_reference_vectors.py::test_the_gap_answer_carries_the_followers_log_end_plus_one",
+    ),
     "oversized data frames dropped before decoding": (
         "tests/integration/test_attacks_io.py::test_a_frame_over_max_message_size_never_reaches_the_node",
     ),
