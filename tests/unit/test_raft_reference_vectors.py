@@ -87,7 +87,13 @@ def test_the_model_follower_matches_the_real_one():
         req = w.decode_request(frames(case, "request"))
         assert isinstance(req, w.AppendEntries)
         core = CoreAppend(
-            "lead", "ref", req.term, req.prev_index, req.prev_term, req.commit, req.entries,
+            "lead",
+            "ref",
+            req.term,
+            req.prev_index,
+            req.prev_term,
+            req.commit,
+            req.entries,
             seq=req.msg_id,
         )
         reply = ref.on_append(core)
