@@ -1,7 +1,8 @@
 """Our Raft peers beside the ØMQ RAFT reference server (npm ``zmq-raft``), for real.
 
-Needs ``DAFKA_ZMQ_RAFT_DIR`` naming a directory with ``node_modules/zmq-raft`` installed
-(and ``node``); skipped with the reason otherwise. The permanent mixed-cluster ring
+Needs the reference installed (``make reference``, which ``make test`` runs: into
+``.reference/zmq-raft``, or where ``DAFKA_ZMQ_RAFT_DIR`` says) and ``node``; skipped
+with the reason otherwise. The permanent mixed-cluster ring
 (kills, both kinds leading) lives elsewhere; these are focused checks:
 
 * 2 of ours + 1 reference, one of ours leading (the reference gets long election
@@ -15,7 +16,6 @@ Needs ``DAFKA_ZMQ_RAFT_DIR`` naming a directory with ``node_modules/zmq-raft`` i
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,19 +28,19 @@ from dafka.raft.extensions import FEATURES
 from dafka.raft.frames import encode_entry
 from dafka.raft.statemachine import get_query, put_command
 from dafka.raft.storage import FileStorage
+from tests.interop.reference import reference_dir
 from tests.procs import Proc, free_port, py, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-REF_DIR = os.environ.get("DAFKA_ZMQ_RAFT_DIR", "")
-REF = Path(REF_DIR) / "node_modules" / "zmq-raft" if REF_DIR else None
+REF_DIR = reference_dir()
+REF: Path | None = REF_DIR / "node_modules" / "zmq-raft"
 
 
 def _skip_reason() -> str | None:
-    if REF is None:
-        return "DAFKA_ZMQ_RAFT_DIR is not set (a directory with node_modules/zmq-raft)"
+    assert REF is not None
     if not (REF / "bin" / "zmq-raft.js").is_file():
-        return f"no zmq-raft install under {REF_DIR} (node_modules/zmq-raft/bin/zmq-raft.js)"
+        return f"no zmq-raft install under {REF_DIR}: run `make reference`"
     if shutil.which("node") is None:
         return "node not found"
     return None
