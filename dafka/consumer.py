@@ -26,7 +26,8 @@ from .errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
 from .identity import Identity
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
-from .metadata.follower import MetadataView
+from .metadata.client import tower_curve
+from .metadata.follower import MetadataView, require_transport
 from .node import node_config
 from .profiles import make_profile
 
@@ -216,6 +217,8 @@ class Consumer:
             profile=wire,
             identity=identity,
         )
+        if metadata is not False:
+            self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
         self._loop.start()
         if metadata is not False:
             try:
@@ -226,10 +229,13 @@ class Consumer:
         log.info("consumer.start id=%s topics=%s", self.node_id, ",".join(self._initial_topics))
 
     def _follow_metadata(self, nconf: NodeConfig, cluster: str, required: bool) -> None:
-        view = MetadataView([str(t) for t in nconf.towers], cluster=cluster)
+        curve = tower_curve(nconf.towers, self._loop.identity) if nconf.curve else None
+        view = MetadataView([str(t) for t in nconf.towers], cluster=cluster, curve=curve)
         self.metadata = view
         if not view.start(wait=5.0 if required else 1.0) and required:
             raise ConfigError("no tower's metadata peer answered")
+        require_transport(view, nconf.curve)
+        self._loop.gate.follow(view)
 
         seen: dict[str, int] | None = None  # tombstones already known (None: first config)
         local = self._core_trusted

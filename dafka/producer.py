@@ -58,7 +58,8 @@ from .futures import BatchFuture, LazyFuture, RecordFuture
 from .identity import Identity
 from .ids import check_topic, new_node_id
 from .io.node import NodeLoop
-from .metadata.follower import MetadataView
+from .metadata.client import tower_curve
+from .metadata.follower import MetadataView, require_transport
 from .metadata.state import topic_settings
 from .node import node_config
 from .profiles import RFC46, Profile, SignedProfile
@@ -532,6 +533,8 @@ class Producer:
                 if metadata is not False
                 else ReadView(stores=frozenset(trusted or ())),
             )
+            if metadata is not False:
+                self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
             self._loop.start()
             if metadata is not False:
                 self._follow_metadata(nconf, cluster, required=metadata is True)
@@ -553,12 +556,15 @@ class Producer:
         The metadata's trusted stores replace the local ones when it lists any; a topic's
         ``min_acks`` applies unless the producer's own is higher.
         """
-        view = MetadataView([str(t) for t in nconf.towers], cluster=cluster)
+        curve = tower_curve(nconf.towers, self._loop.identity) if nconf.curve else None
+        view = MetadataView([str(t) for t in nconf.towers], cluster=cluster, curve=curve)
         self._metadata = view
         if not view.start(wait=5.0 if required else 1.0) and required:
             raise ConfigError(
                 f"no tower's metadata peer answered (towers {', '.join(map(str, nconf.towers))})"
             )
+        require_transport(view, nconf.curve)
+        self._loop.gate.follow(view)
         local = self._core_trusted
         local_min = self.config.min_acks
         seen: dict[str, int] | None = None  # tombstones already known (None: first config)

@@ -26,7 +26,8 @@ from .core.read_guard import ReadView
 from .core.store import StoreCore
 from .errors import ConfigError, DafkaError
 from .io.node import NodeLoop
-from .metadata.follower import MetadataView
+from .metadata.client import tower_curve
+from .metadata.follower import MetadataView, require_transport
 from .metadata.state import topic_settings
 from .node import node_config
 from .profiles import make_profile
@@ -180,10 +181,14 @@ class Store:
 
     def _follow_metadata(self) -> None:
         handler = self._handler
-        view = MetadataView([str(t) for t in self._nconf.towers], cluster=self._cluster)
+        nconf = self._nconf
+        curve = tower_curve(nconf.towers, self.identity) if nconf.curve else None
+        view = MetadataView([str(t) for t in nconf.towers], cluster=self._cluster, curve=curve)
         self.metadata = view
         if not view.start(wait=5.0 if self._follow else 1.0) and self._follow:
             raise ConfigError("no tower's metadata peer answered")
+        require_transport(view, nconf.curve)
+        self._loop.gate.follow(view)
 
         def on_change(config: dict) -> None:
             topics = {n: topic_settings(t) for n, t in config["topics"].items()}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import nacl.bindings
 import nacl.exceptions
@@ -182,10 +182,14 @@ class _Allowed:
         return allowed
 
 
-def start_authenticator(ctx: zmq.Context, config: CurveConfig) -> ThreadAuthenticator | None:
+def start_authenticator(
+    ctx: zmq.Context, config: CurveConfig, provider: Any = None
+) -> ThreadAuthenticator | None:
     """Start the ZAP handler of ``ctx`` (one per node context), if CURVE is on.
 
-    Clients whose key is not in ``config.allowed`` (when given) fail the handshake.
+    Clients whose key is not in ``config.allowed`` (when given) fail the handshake; a
+    ``provider`` (``callback(domain, client_key) -> bool``, e.g. a node's
+    :class:`dafka.curve_policy.ClientGate`) decides instead when given.
     The handler sets each connection's ``User-Id`` to the client's CURVE public key
     in Z85 (``frame.get("User-Id")`` on a received frame). Stop it with ``.stop()``
     before the context terminates.
@@ -196,6 +200,9 @@ def start_authenticator(ctx: zmq.Context, config: CurveConfig) -> ThreadAuthenti
 
     auth = ThreadAuthenticator(ctx, log=logging.getLogger(__name__ + ".zap"))
     auth.start()
+    if provider is not None:
+        auth.configure_curve_callback(domain=ZAP_DOMAIN, credentials_provider=provider)
+        return auth
     auth.configure_curve_callback(domain=ZAP_DOMAIN, credentials_provider=_Allowed())
     update_allowed(auth, config)
     return auth

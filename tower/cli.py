@@ -61,8 +61,9 @@ from .metadata import (
     "--curve/--no-curve",
     default=False,
     show_default=True,
-    help="Serve the beacon relay over ZMTP CURVE under the tower's key (DATA_DIR/node.key); "
-    "every node of the cluster then needs --curve and --tower HOST:PORT@KEY.",
+    help="ZMTP CURVE on the beacon relay and the Raft ports (so --raft-curve too) under the "
+    "tower's key (DATA_DIR/node.key); every node of the cluster then needs --curve and "
+    "--tower HOST:PORT@KEY.",
 )
 @click.option(
     "--raft-curve",
@@ -85,6 +86,7 @@ def main(
     """Relay discovery beacons between Dafka nodes and host the cluster metadata."""
     host, port = parse_endpoint(bind, "tower bind address", allow_zero=True)
     peers = parse_raft_peers(raft_peers)
+    raft_curve = raft_curve or curve  # CURVE on every socket: nodes follow the metadata over it
     peer_keys = parse_raft_peer_keys(raft_peers)
     if peer_keys and not raft_curve:
         raise ConfigError("--raft-peers gives keys but --raft-curve is not set")

@@ -5,7 +5,7 @@
     dafka topics create events --min-acks 2 --retention-ms 7d
     dafka topics list | describe events | alter events --retention-bytes 1G | delete events
     dafka stores trust <node ID or public key> | list | revoke <key>
-    dafka cluster status | set --no-auto-create
+    dafka cluster status | set --no-auto-create | set --curve --curve-clients metadata
     dafka admins list | add <public key> | remove <public key>
 
 Writes go through the Raft leader, signed with the admin key file ``--admin-key``
@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..config import parse_trusted_stores
 from ..errors import ConfigError, DafkaTimeout
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
@@ -327,15 +328,50 @@ def cluster_status(tower: str, cluster: str, timeout: float, as_json: bool) -> N
     default=None,
     help="Producing to an unknown topic creates it with defaults (or fails).",
 )
+@click.option(
+    "--curve/--no-curve",
+    "curve",
+    default=None,
+    help="Nodes refuse to run without CURVE (docs/security.md).",
+)
+@click.option(
+    "--curve-clients",
+    type=click.Choice(["open", "metadata"]),
+    default=None,
+    help="open: any CURVE key may connect to a node; metadata: only keys the metadata names.",
+)
+@click.option(
+    "--clients",
+    default=None,
+    help="Node IDs or public keys (comma-separated) a node admits besides those the "
+    "metadata names; none to clear.",
+)
 @_admin_option
 @run_cli
 def cluster_set(
-    tower: str, cluster: str, timeout: float, admin_key: str | None, auto_create: bool | None
+    tower: str,
+    cluster: str,
+    timeout: float,
+    admin_key: str | None,
+    auto_create: bool | None,
+    curve: bool | None,
+    curve_clients: str | None,
+    clients: str | None,
 ) -> None:
     """Change cluster-wide settings."""
     settings: dict[str, Any] = {}
     if auto_create is not None:
         settings["auto_create"] = auto_create
+    if curve is not None:
+        settings["curve"] = curve
+    if curve_clients is not None:
+        settings["curve_clients"] = curve_clients
+    if clients is not None:
+        none = clients.strip().lower() in ("none", "")
+        try:
+            settings["clients"] = None if none else list(parse_trusted_stores(clients))
+        except ConfigError as exc:
+            raise ConfigError(f"--clients: {exc}".replace("trusted store", "client")) from None
     if not settings:
         raise ConfigError("nothing to change: give at least one setting")
     with _client(tower, cluster, timeout, admin_key) as client:

@@ -50,6 +50,7 @@ from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
 from ..core.read_guard import ReadView, SubscriptionGuard
+from ..curve_policy import ClientGate
 from ..errors import ConfigError, DafkaError, WireError
 from ..identity import Identity
 from ..profiles import RFC46, OtherProfile, Profile
@@ -139,6 +140,13 @@ class _RateLimitedLog:
             log.warning("%s what=%s error=%s total=%d", self._event, what, exc, self.count)
 
 
+def _static_keys(config: NodeConfig, identity: Identity | None) -> list[bytes]:
+    """Keys a node's servers always admit under CURVE: its own, its towers', ``--curve-allow``."""
+    keys = [t.key for t in config.towers if t.key is not None]
+    keys += sorted(config.curve_allowed or ())
+    return keys + ([identity.public_key] if identity is not None else [])
+
+
 class NodeLoop:
     """Runs one node: sockets, discovery and a handler, on a thread of its own."""
 
@@ -169,6 +177,11 @@ class NodeLoop:
             raise ConfigError(
                 "CURVE needs a node key: an rfc46 producer has none (use the signed profile)"
             )
+        self.gate = ClientGate(
+            _static_keys(config, identity), allow_given=config.curve_allowed is not None
+        )
+        """The ZAP decision of this node's servers (``dafka.curve_policy``), kept in step with
+        the metadata by the node objects that follow it."""
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
         self._peer_keys: dict[str, bytes] = {}
@@ -361,7 +374,7 @@ class NodeLoop:
 
     def _run(self) -> None:
         try:
-            auth = start_authenticator(self._ctx, self.curve)
+            auth = start_authenticator(self._ctx, self.curve, self.gate)
         except zmq.ZMQError as exc:
             self._start_error = ConfigError(f"cannot start the CURVE authenticator: {exc}")
             self._ready.set()

@@ -25,6 +25,7 @@ from ..identity import Identity
 from ..ids import check_topic
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
+from ..transport_security import curve_public_z85
 from .signing import check_public_key, load_admin_key
 from .state import (
     check_cluster_settings,
@@ -34,10 +35,38 @@ from .state import (
     topic_settings,
 )
 
-__all__ = ["DEFAULT_CLUSTER", "RAFT_PORT_OFFSET", "MetadataClient", "raft_url"]
+__all__ = [
+    "BROADCAST_PORT_OFFSET",
+    "DEFAULT_CLUSTER",
+    "RAFT_PORT_OFFSET",
+    "MetadataClient",
+    "raft_url",
+    "tower_curve",
+]
 
 DEFAULT_CLUSTER = "dafka"
 RAFT_PORT_OFFSET = 2
+BROADCAST_PORT_OFFSET = 3
+
+
+def tower_curve(
+    towers: Iterable[TowerAddress], identity: Identity | None = None
+) -> ClientCurve | None:
+    """CURVE to the towers' Raft and broadcast ports, by the keys the towers are given with
+    (``HOST:PORT@KEY``: a tower's node key is its relay, Raft and broadcast key); None when
+    a tower has no key. ``identity``: the node's key (a fresh one when None)."""
+    addresses = list(towers)
+    if not addresses or any(t.key is None for t in addresses):
+        return None
+    keys: dict[str, bytes] = {}
+    for t in addresses:
+        assert t.key is not None
+        server = curve_public_z85(t.key)
+        keys[f"tcp://{t.host}:{t.port + RAFT_PORT_OFFSET}"] = server
+        keys[f"tcp://{t.host}:{t.port + BROADCAST_PORT_OFFSET}"] = server
+    if identity is None:
+        return ClientCurve.ephemeral(keys)
+    return ClientCurve.for_identity(identity, keys)
 
 
 def raft_url(tower: TowerAddress) -> str:
@@ -60,7 +89,10 @@ class MetadataClient:
     ) -> None:
         urls = list(raft_urls) if raft_urls is not None else []
         if not urls:
-            urls = [raft_url(t) for t in parse_towers(towers)]
+            addresses = parse_towers(towers)
+            urls = [raft_url(t) for t in addresses]
+            if curve is None:
+                curve = tower_curve(addresses)  # towers given with @KEY: CURVE, a fresh key
         self.urls = urls
         self.timeout = timeout
         self.cluster = cluster

@@ -32,19 +32,37 @@ from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
 from ..raft.ready import SnapshotChunk
 from ..raft.types import Entry
-from .client import DEFAULT_CLUSTER, RAFT_PORT_OFFSET
+from .client import BROADCAST_PORT_OFFSET, DEFAULT_CLUSTER, RAFT_PORT_OFFSET, tower_curve
 from .state import MetadataStateMachine, command, topic_settings
 
-__all__ = ["BROADCAST_PORT_OFFSET", "MetadataView"]
+__all__ = ["BROADCAST_PORT_OFFSET", "MetadataView", "require_transport", "tower_curve"]
 
 log = logging.getLogger(__name__)
 
-BROADCAST_PORT_OFFSET = 3
 
 Listener = Callable[[dict[str, Any]], None]
 
 CREATE_TIMEOUT = 5.0
 """Seconds a first use of an unknown topic waits for its creation to be committed."""
+
+
+def require_transport(view: MetadataView, curve: bool) -> None:
+    """The cluster setting ``curve``: a node that runs NULL in a cluster that requires CURVE
+    refuses to start (:class:`ConfigError`), and says so loudly when it is turned on later."""
+    if curve:
+        return
+    message = (
+        "the cluster requires CURVE (cluster setting curve = true): start this node with "
+        "--curve and --tower HOST:PORT@KEY (docs/security.md)"
+    )
+    if view.loaded and (view.config or {}).get("cluster", {}).get("curve"):
+        raise ConfigError(message)
+
+    def check(config: dict[str, Any]) -> None:
+        if config.get("cluster", {}).get("curve"):
+            log.error("node.curve_required revision=%s: %s", config.get("revision"), message)
+
+    view.subscribe(check)
 
 
 class _CreateRequest:

@@ -8,7 +8,7 @@ Commands are MessagePack maps with a version field, sent signed by an admin key
     {"v": 1, "op": "topic.delete", "topic": "events"}
     {"v": 1, "op": "store.trust",  "store": "<node ID>"}
     {"v": 1, "op": "store.revoke", "store": "<node ID>"}
-    {"v": 1, "op": "cluster.set",  "settings": {"auto_create": false}}
+    {"v": 1, "op": "cluster.set",  "settings": {"auto_create": false, "curve_clients": "metadata"}}
     {"v": 1, "op": "admins.add",   "key": "<64 hex>"}
     {"v": 1, "op": "admins.remove", "key": "<64 hex>"}
 
@@ -114,7 +114,17 @@ TOPIC_DEFAULTS: dict[str, Any] = {
     "producers": None,
     "consumers": None,
 }
-CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
+CLUSTER_DEFAULTS: dict[str, Any] = {
+    "auto_create": True,
+    "curve": False,
+    "curve_clients": "open",
+    "clients": None,
+}
+"""``curve``: nodes refuse to run without CURVE; ``curve_clients``: ``open`` (any CURVE key
+may connect) or ``metadata`` (only keys the metadata names, ``dafka.curve_policy``);
+``clients``: node IDs admitted besides those (e.g. readers and writers of open topics)."""
+CURVE_CLIENTS = ("open", "metadata")
+MAX_CLIENTS = 10_000
 
 MAX_MIN_ACKS = 16
 _NODE_ID = re.compile(r"^[0-9A-F]{32}$")
@@ -190,12 +200,24 @@ def check_cluster_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError("cluster settings must be a map")
     out: dict[str, Any] = {}
     for name, value in settings.items():
-        if name == "auto_create":
+        if name in ("auto_create", "curve"):
             if not isinstance(value, bool):
-                raise ConfigError(f"bad auto_create {value!r}: true or false")
+                raise ConfigError(f"bad {name} {value!r}: true or false")
             out[name] = value
+        elif name == "curve_clients":
+            if value not in CURVE_CLIENTS:
+                raise ConfigError(f"bad curve_clients {value!r}: {' or '.join(CURVE_CLIENTS)}")
+            out[name] = value
+        elif name == "clients":
+            if value is None:
+                out[name] = None
+            elif isinstance(value, list | tuple) and len(value) <= MAX_CLIENTS:
+                out[name] = sorted({_node_id(v, "client") for v in value})
+            else:
+                raise ConfigError(f"bad clients {value!r}: up to {MAX_CLIENTS} node IDs, or none")
         else:
-            raise ConfigError(f"unknown cluster setting {name!r} (known: auto_create)")
+            known = ", ".join(CLUSTER_DEFAULTS)
+            raise ConfigError(f"unknown cluster setting {name!r} (known: {known})")
     return out
 
 

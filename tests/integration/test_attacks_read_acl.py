@@ -67,7 +67,7 @@ def test_only_the_named_consumers_key_reads_an_acl_topic_over_curve(
         heads = ask(store.query_endpoint, store_key, stranger, qp.HeadsRequest(1))
         assert isinstance(heads, qp.HeadsReply)
         (part,) = [p.partition for p in heads.partitions if p.topic == "sealed"]
-        with MetadataClient(curve_tower.plain) as admin:
+        with MetadataClient(curve_tower.address) as admin:
             admin.alter_topic("sealed", {"consumers": [reader.node_id]})
         read = qp.ReadRequest(2, "sealed", part, 0)
 
