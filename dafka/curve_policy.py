@@ -19,8 +19,10 @@ client's CURVE key is mapped back to the two node IDs it can stand for
 
 A node that follows the metadata starts closed (:meth:`ClientGate.hold`): until its first
 view is loaded it admits the static keys only, since it cannot know yet whether the
-cluster says ``metadata``; a connection admitted in that window would outlive the
-policy (ZAP runs once per connection). See docs/security.md "Who may connect".
+cluster says ``metadata``, and a connection admitted in that window would outlive the
+policy (ZAP runs once per connection). Other handshakes wait for the load, up to
+:data:`HOLD_WAIT` seconds, and are refused after that: ZeroMQ does not retry a connection
+refused at the handshake, so refusing at once would lose a legitimate peer for good. See docs/security.md "Who may connect".
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ __all__ = [
     "static_ids",
 ]
 
+HOLD_WAIT: Final = 10.0
+"""Seconds a handshake waits for the first metadata load before it is refused."""
 _CACHE: Final = 4096
 """Client keys whose node IDs a gate remembers (the map costs a modular inversion)."""
 
@@ -116,10 +120,14 @@ class ClientGate:
     metadata): any key, or the static ones only when ``--curve-allow`` was given.
     """
 
+    hold_wait: float = HOLD_WAIT
+
     def __init__(self, static: Iterable[bytes] = (), *, allow_given: bool = False) -> None:
         self.static = static_ids(static)
         self.allow_given = allow_given
         self.policy = self.static_policy()
+        self._settled = threading.Event()
+        self._settled.set()
         self.refused = 0
         self._ids: OrderedDict[bytes, frozenset[str]] = OrderedDict()
         self._lock = threading.Lock()
@@ -144,6 +152,8 @@ class ClientGate:
 
     def set(self, policy: ClientPolicy) -> None:
         """Use ``policy`` from the next handshake on (any thread)."""
+        if policy.reason == "pending":
+            self._settled.clear()
         if policy != self.policy:
             self.policy = policy
             log.info(
@@ -151,6 +161,8 @@ class ClientGate:
                 policy.reason,
                 len(policy.node_ids) if policy.restricted else "any",
             )
+        if policy.reason != "pending":
+            self._settled.set()
 
     def _node_ids(self, key: bytes) -> frozenset[str]:
         with self._lock:
@@ -167,6 +179,10 @@ class ClientGate:
         return not policy.restricted or policy.admits_ids(self._node_ids(key))
 
     def callback(self, domain: str, client_key: bytes) -> bool:
+        if self.policy.reason == "pending" and not self.admits(client_key):
+            # ZeroMQ does not retry a connection refused at the handshake: rather than refuse
+            # a peer for good because our metadata is not loaded yet, hold its handshake
+            self._settled.wait(self.hold_wait)
         if self.admits(client_key):
             return True
         self.refused += 1

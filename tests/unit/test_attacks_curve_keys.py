@@ -101,3 +101,19 @@ def test_metadata_views_speak_curve_to_towers_given_with_a_key() -> None:
         "tcp://127.0.0.1:7002": z85(TOWER),
         "tcp://127.0.0.1:7003": z85(TOWER),
     }
+
+
+def test_a_handshake_during_the_hold_waits_for_the_load_then_is_decided() -> None:
+    import threading
+
+    gate = ClientGate()
+    gate.hold()
+    gate.hold_wait = 0.01
+    assert not gate.callback("dafka", z85(STORE))  # never loaded: refused after the wait
+    gate.hold_wait = 30.0
+    answer: list[bool] = []
+    asking = threading.Thread(target=lambda: answer.append(gate.callback("dafka", z85(STORE))))
+    asking.start()
+    gate.update(config())
+    asking.join(30)
+    assert answer == [True]
