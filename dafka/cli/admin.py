@@ -7,6 +7,7 @@
     dafka stores trust <node ID or public key> | list | revoke <key>
     dafka cluster status | set --no-auto-create | set --curve --curve-clients metadata
     dafka admins list | add <public key> | remove <public key>
+    dafka query heads [TOPIC ...] | read TOPIC [--key-file FILE]   (dafka.cli.query)
 
 Writes go through the Raft leader, signed with the admin key file ``--admin-key``
 (default ``$DAFKA_ADMIN_KEY``, else ``.dafka/admin.key``, which ``dafka-local`` makes);
@@ -30,6 +31,7 @@ from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
 from .common import CONTEXT, common_options, run_cli
+from .query import query
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -419,6 +421,8 @@ def admins_remove(
         client.remove_admin(key)
     click.echo(f"removed admin {key}")
 
+
+main.add_command(query)
 
 if __name__ == "__main__":
     main()

@@ -5,6 +5,13 @@ process, after any fork) that uses it. Each call sends one request and waits
 for the reply with the same request id, up to ``timeout``; late replies to
 earlier calls are dropped.
 
+CURVE (``docs/security.md``): a store started with ``--curve`` serves its query endpoint
+over CURVE only; give ``key`` (the client's :class:`~dafka.identity.Identity`, e.g. from a
+``dafka-keys`` key file: what the store's ACLs and ``curve_clients`` judge) and
+``server_key`` (the store's Ed25519 public key, from its beacon,
+:meth:`~dafka.query.locator.StoreLocator.keys`, or given). A store that does not admit the
+key never answers (the handshake fails): a timeout that says so.
+
 Records: a READ reply holds stored batches verbatim, and names the store's
 wire profile. :func:`records` turns them into :class:`QueryRecord` s: under ``rfc46`` a batch is one record
 (no key, no timestamp); under ``signed`` each blob is checked with
@@ -22,7 +29,16 @@ from dataclasses import dataclass
 
 import zmq
 
-from ..errors import DafkaError, DafkaTimeout, DataLossError, ProtocolError, WireError
+from ..errors import (
+    ConfigError,
+    DafkaError,
+    DafkaTimeout,
+    DataLossError,
+    ProtocolError,
+    WireError,
+)
+from ..identity import Identity
+from ..transport_security import CurveConfig, curve_public_of, make_client
 from . import protocol as qp
 
 log = logging.getLogger(__name__)
@@ -76,9 +92,20 @@ class QueryClient:
         *,
         timeout: float = 10.0,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        key: Identity | None = None,
+        server_key: bytes | None = None,
     ) -> None:
+        if key is not None and server_key is None:
+            raise ConfigError(
+                f"CURVE to the store at {endpoint} needs its public key (from its beacon, "
+                "or given with --store-key)"
+            )
+        if server_key is not None:
+            curve_public_of(server_key)  # one ConfigError for a key that is not one
         self.endpoint = endpoint
         self.timeout = timeout
+        self.key = key
+        self.server_key = server_key
         self._pid = os.getpid()
         self._ctx = context or zmq.Context.instance()
         self._sock: zmq.Socket[bytes] | None = None
@@ -90,6 +117,9 @@ class QueryClient:
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.RCVHWM, 16)
+            if self.server_key is not None:
+                me = self.key if self.key is not None else Identity.generate()
+                make_client(sock, CurveConfig(True), me, self.server_key)
             try:
                 sock.connect(self.endpoint)
             except zmq.ZMQError as exc:
@@ -112,9 +142,14 @@ class QueryClient:
         while True:
             if not sock.poll(wait_ms, zmq.POLLIN):
                 self._reset()
+                curve = (
+                    " (over CURVE: a store that does not admit this client's key never answers)"
+                    if self.server_key is not None
+                    else ""
+                )
                 raise DafkaTimeout(
                     f"store at {self.endpoint} did not answer within "
-                    f"{wait_ms / 1000:g} s; is it running?"
+                    f"{wait_ms / 1000:g} s; is it running?{curve}"
                 )
             frames = sock.recv_multipart(copy=False)
             try:

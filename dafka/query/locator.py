@@ -8,6 +8,11 @@ beacon interval plus a margin so that every live store is heard; later calls
 only drain what arrived since, and forget a store not heard for ``expiry``
 seconds. Like every zmq socket, a locator belongs to the thread (and process)
 that created it.
+
+CURVE: towers given as ``HOST:PORT@KEY`` are spoken to over CURVE (as ``key``, or a fresh
+key), and the locator also hears the node beacons (``B``), whose fourth frame is a node's
+public key (checked against its node ID when decoded): :meth:`StoreLocator.keys` gives the
+stores' keys, which a :class:`~dafka.query.client.QueryClient` needs as ``server_key``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from collections.abc import Iterable
 import zmq
 
 from ..config import parse_towers
-from ..errors import DafkaError, WireError
+from ..errors import ConfigError, DafkaError, WireError
+from ..identity import Identity
+from ..transport_security import CurveConfig, make_client
 from ..wire import beacon as wbeacon
 
 log = logging.getLogger(__name__)
@@ -29,6 +36,8 @@ __all__ = ["DEFAULT_WAIT", "StoreLocator", "locate_stores"]
 
 DEFAULT_WAIT = 1.5
 """One beacon interval (1 s) plus a margin."""
+MAX_KEYS = 4096
+"""Node keys a locator remembers."""
 
 
 class StoreLocator:
@@ -42,8 +51,15 @@ class StoreLocator:
         expiry: float = 4.0,
         service: str = "store",
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        key: Identity | None = None,
     ) -> None:
         self.towers = parse_towers(towers)
+        keyed = [t for t in self.towers if t.key is not None]
+        if key is not None and len(keyed) != len(self.towers):
+            raise ConfigError("CURVE needs every tower's public key: give --tower HOST:PORT@KEY")
+        self.curve = bool(keyed) and len(keyed) == len(self.towers)
+        self.key = key if key is not None or not self.curve else Identity.generate()
+        self._keys: dict[str, bytes] = {}
         self.wait = wait
         self.expiry = expiry
         self.service = service
@@ -64,7 +80,11 @@ class StoreLocator:
             sub.setsockopt(zmq.MAXMSGSIZE, 4096)
             sub.setsockopt(zmq.RCVHWM, 10_000)
             sub.setsockopt(zmq.SUBSCRIBE, wbeacon.SERVICE)
+            if self.curve:
+                sub.setsockopt(zmq.SUBSCRIBE, wbeacon.BEACON)  # node beacons carry keys
             for tower in self.towers:
+                if self.curve and self.key is not None and tower.key is not None:
+                    make_client(sub, CurveConfig(True), self.key, tower.key)
                 sub.connect(tower.pub)
             self._sub = sub
             self._started = self._clock()
@@ -77,6 +97,11 @@ class StoreLocator:
             except zmq.Again:
                 return
             try:
+                if frames and bytes(frames[0]) == wbeacon.BEACON:
+                    node = wbeacon.decode_tower_beacon(frames)
+                    if node.public_key is not None and len(self._keys) < MAX_KEYS:
+                        self._keys[node.node_id] = node.public_key
+                    continue
                 beacon = wbeacon.decode_service_beacon(frames)
             except WireError:
                 self.malformed += 1
@@ -103,6 +128,10 @@ class StoreLocator:
             if now - seen > self.expiry:
                 del self._seen[node_id]
         return {node_id: endpoint for node_id, (endpoint, _) in sorted(self._seen.items())}
+
+    def keys(self) -> dict[str, bytes]:
+        """``node ID -> Ed25519 public key`` of the nodes heard (CURVE towers only)."""
+        return dict(self._keys)
 
     def close(self) -> None:
         if self._sub is not None and os.getpid() == self._pid:

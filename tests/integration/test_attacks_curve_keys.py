@@ -1,0 +1,149 @@
+"""CURVE client keys from the metadata, with real processes on 127.0.0.1
+(docs/security.md "Who may connect", "Turning it on"):
+
+* ``curve_clients = metadata``: a node admits only the keys the metadata names; a
+  consumer with another key reads nothing of an open topic, and the set follows the
+  metadata live;
+* nodes follow the metadata of towers whose Raft ports run CURVE;
+* the cluster setting ``curve``: a NULL node refuses to start;
+* ``dafka query read`` over CURVE: the key a read ACL names reads, another is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dafka import identity
+from dafka.metadata import MetadataClient
+from tests.admin import tower_args
+from tests.attack_mutants import mutated
+from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
+from tests.procs import Proc, Tower, py
+
+
+class RaftCurveTower(CurveTower):
+    """``--curve --raft-curve`` (the same as ``--curve`` now; both given so that the old
+    code, where ``--curve`` left the Raft ports NULL, runs the same towers)."""
+
+    def __init__(self) -> None:
+        self.proc = Proc(
+            mutated(py("tower", "--bind", "127.0.0.1:0", "--curve", "--raft-curve", *tower_args()))
+        )
+        m = self.proc.wait_line(r"tower CURVE key ([0-9a-f]{64})")
+        self.key = m.group(1)
+        m = self.proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)")
+        self.plain = f"127.0.0.1:{m.group(1)}"
+        self.address = f"{self.plain}@{self.key}"
+
+
+@pytest.fixture
+def rtower() -> Iterator[RaftCurveTower]:
+    tower = RaftCurveTower()
+    yield tower
+    tower.proc.kill()
+
+
+def test_a_node_follows_the_metadata_of_towers_with_curve_raft_ports(
+    rtower: RaftCurveTower, tmp_path: Path
+) -> None:
+    with MetadataClient(rtower.address) as admin:  # @KEY: the admin client speaks CURVE too
+        admin.create_topic("watched", {"retention_ms": 60_000})
+    store = Store(tmp_path / "store", rtower.address, "--curve", "--log-level", "info")
+    try:
+        store.proc.wait_line(r"metadata\.online", timeout=20)
+    finally:
+        store.kill()
+
+
+def test_metadata_mode_admits_only_the_keys_the_metadata_names(
+    rtower: RaftCurveTower, tmp_path: Path
+) -> None:
+    k = keys(tmp_path, "store", "producer", "friend")
+    friend = identity.load(k["friend"][0])
+    with MetadataClient(rtower.address) as admin:
+        admin.trust_store(k["store"][1])
+        admin.create_topic("open", {"producers": [identity.load(k["producer"][0]).node_id]})
+        admin.set_cluster({"curve_clients": "metadata", "clients": [friend.node_id]})
+    store = Store(k["store"][0], rtower.address, "--curve")
+    try:
+        produce(rtower.address, "open", "--state-dir", str(k["producer"][0]))
+        named = consume(
+            rtower.address, "open", "--curve", "--key-dir", str(k["friend"][0]), "--timeout", "30"
+        )
+        assert named.wait(60) == 0, named.stderr
+        assert bytes(named.stdout) == LINES
+        # a key the metadata does not name: every node refuses it at the handshake
+        stranger = consume(rtower.address, "open", "--curve", "--wait", "4")
+        assert stranger.wait(30) == 1, stranger.stderr
+        assert bytes(stranger.stdout) == b""
+        assert "no store answered" in stranger.stderr
+        refused = query_read(rtower.address, "open", tmp_path / "stranger", "--timeout", "3")
+        assert refused.wait(30) == 1, refused.stderr
+        assert bytes(refused.stdout) == b""
+        assert one_line(refused.stderr, "does not admit this client's key")
+        # live: once the metadata stops naming the friend, its key is refused too
+        with MetadataClient(rtower.address) as admin:
+            admin.set_cluster({"clients": None})
+        again = consume(
+            rtower.address, "open", "--curve", "--key-dir", str(k["friend"][0]), "--wait", "4"
+        )
+        assert again.wait(30) == 1, again.stderr
+        assert bytes(again.stdout) == b""
+    finally:
+        store.kill()
+
+
+def test_a_null_node_refuses_to_run_in_a_cluster_that_requires_curve(tmp_path: Path) -> None:
+    tower = Tower()
+    try:
+        with MetadataClient(tower.address) as admin:
+            admin.set_cluster({"curve": True})
+        p = Proc(
+            mutated(
+                py("dafka.cli.store", "--data-dir", str(tmp_path / "s"), "--tower", tower.address)
+            )
+        )
+        assert p.wait(30) != 0, p.stderr
+        lines = [line for line in p.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "requires CURVE" in lines[0], p.stderr
+    finally:
+        tower.stop()
+
+
+def query_read(towers: str, topic: str, key_dir: Path | None, *extra: str) -> Proc:
+    """``dafka query read TOPIC`` as the key in ``key_dir`` (made if missing)."""
+    args = ["query", "read", topic, "--tower", towers, *extra]
+    if key_dir is not None:
+        if not (key_dir / identity.KEY_FILE).exists():
+            identity.create(key_dir)
+        args += ["--key-file", str(key_dir / identity.KEY_FILE)]
+    return Proc(mutated(py("dafka.cli.admin", *args)))
+
+
+def one_line(stderr: str, text: str) -> bool:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0]
+
+
+def test_the_query_client_reads_an_acl_topic_over_curve_with_an_allowed_key(
+    rtower: RaftCurveTower, tmp_path: Path
+) -> None:
+    k = keys(tmp_path, "store", "reader")
+    reader = identity.load(k["reader"][0])
+    with MetadataClient(rtower.address) as admin:
+        admin.create_topic("sealed", {"consumers": [reader.node_id]})
+    store = Store(k["store"][0], rtower.address, "--curve")
+    try:
+        produce(rtower.address, "sealed")
+        mine = query_read(rtower.address, "sealed", k["reader"][0])
+        assert mine.wait(30) == 0, mine.stderr
+        assert bytes(mine.stdout) == LINES
+        stranger = query_read(rtower.address, "sealed", tmp_path / "stranger")
+        assert stranger.wait(30) == 1, stranger.stderr
+        assert bytes(stranger.stdout) == b""
+        assert one_line(stranger.stderr, "may not read topic 'sealed'"), stranger.stderr
+    finally:
+        store.kill()
