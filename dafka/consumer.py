@@ -229,7 +229,7 @@ class Consumer:
         log.info("consumer.start id=%s topics=%s", self.node_id, ",".join(self._initial_topics))
 
     def _follow_metadata(self, nconf: NodeConfig, cluster: str, required: bool) -> None:
-        curve = tower_curve(nconf.towers, self._loop.identity) if nconf.curve else None
+        curve = tower_curve(nconf.towers, self._loop.identity)  # towers given with @KEY
         view = MetadataView([str(t) for t in nconf.towers], cluster=cluster, curve=curve)
         self.metadata = view
         if not view.start(wait=5.0 if required else 1.0) and required:

@@ -556,7 +556,7 @@ class Producer:
         The metadata's trusted stores replace the local ones when it lists any; a topic's
         ``min_acks`` applies unless the producer's own is higher.
         """
-        curve = tower_curve(nconf.towers, self._loop.identity) if nconf.curve else None
+        curve = tower_curve(nconf.towers, self._loop.identity)  # towers given with @KEY
         view = MetadataView([str(t) for t in nconf.towers], cluster=cluster, curve=curve)
         self._metadata = view
         if not view.start(wait=5.0 if required else 1.0) and required:

@@ -182,7 +182,7 @@ class Store:
     def _follow_metadata(self) -> None:
         handler = self._handler
         nconf = self._nconf
-        curve = tower_curve(nconf.towers, self.identity) if nconf.curve else None
+        curve = tower_curve(nconf.towers, self.identity)  # towers given with @KEY
         view = MetadataView([str(t) for t in nconf.towers], cluster=self._cluster, curve=curve)
         self.metadata = view
         if not view.start(wait=5.0 if self._follow else 1.0) and self._follow:

@@ -58,6 +58,20 @@ def test_a_node_follows_the_metadata_of_towers_with_curve_raft_ports(
         store.kill()
 
 
+def test_a_null_node_follows_the_metadata_of_towers_with_only_raft_curve(tmp_path: Path) -> None:
+    tower = Proc(mutated(py("tower", "--bind", "127.0.0.1:0", "--raft-curve", *tower_args())))
+    try:
+        key = tower.wait_line(r"tower Raft CURVE key ([0-9a-f]{64})").group(1)
+        plain = "127.0.0.1:" + tower.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
+        store = Store(tmp_path / "store", f"{plain}@{key}", "--log-level", "info")
+        try:
+            store.proc.wait_line(r"metadata\.online", timeout=20)
+        finally:
+            store.kill()
+    finally:
+        tower.kill()
+
+
 def test_metadata_mode_admits_only_the_keys_the_metadata_names(
     rtower: RaftCurveTower, tmp_path: Path
 ) -> None:
