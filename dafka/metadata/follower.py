@@ -55,14 +55,20 @@ def require_transport(view: MetadataView, curve: bool) -> None:
         "the cluster requires CURVE (cluster setting curve = true): start this node with "
         "--curve and --tower HOST:PORT@KEY (docs/security.md)"
     )
-    if view.loaded and (view.config or {}).get("cluster", {}).get("curve"):
-        raise ConfigError(message)
+    started = threading.Event()
+    required: list[int] = []
 
     def check(config: dict[str, Any]) -> None:
-        if config.get("cluster", {}).get("curve"):
-            log.error("node.curve_required revision=%s: %s", config.get("revision"), message)
+        if (config.get("cluster") or {}).get("curve"):
+            if not started.is_set():
+                required.append(int(config.get("revision", 0)))
+            else:
+                log.error("node.curve_required revision=%s: %s", config.get("revision"), message)
 
-    view.subscribe(check)
+    view.subscribe(check)  # called at once when the view is loaded
+    started.set()
+    if required:
+        raise ConfigError(message)
 
 
 class _CreateRequest:

@@ -114,15 +114,13 @@ TOPIC_DEFAULTS: dict[str, Any] = {
     "producers": None,
     "consumers": None,
 }
-CLUSTER_DEFAULTS: dict[str, Any] = {
-    "auto_create": True,
-    "curve": False,
-    "curve_clients": "open",
-    "clients": None,
-}
-"""``curve``: nodes refuse to run without CURVE; ``curve_clients``: ``open`` (any CURVE key
-may connect) or ``metadata`` (only keys the metadata names, ``dafka.curve_policy``);
-``clients``: node IDs admitted besides those (e.g. readers and writers of open topics)."""
+CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
+CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients")
+"""Besides ``auto_create``, unset until an admin sets them (readers use the defaults):
+``curve`` (false): nodes refuse to run without CURVE; ``curve_clients`` (``open``): any CURVE
+key may connect to a node, or ``metadata``: only keys the metadata names
+(``dafka.curve_policy``); ``clients`` (none): node IDs admitted besides those (e.g. the
+readers and writers of topics without ACLs)."""
 CURVE_CLIENTS = ("open", "metadata")
 MAX_CLIENTS = 10_000
 
@@ -216,7 +214,7 @@ def check_cluster_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
             else:
                 raise ConfigError(f"bad clients {value!r}: up to {MAX_CLIENTS} node IDs, or none")
         else:
-            known = ", ".join(CLUSTER_DEFAULTS)
+            known = ", ".join(CLUSTER_SETTINGS)
             raise ConfigError(f"unknown cluster setting {name!r} (known: {known})")
     return out
 
