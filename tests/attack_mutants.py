@@ -48,6 +48,8 @@ TESTS = [
     "tests/unit/test_attacks_read_acl.py",
     "tests/integration/test_attacks_read_acl.py",
     "tests/unit/test_attacks_subscriptions.py",
+    "tests/unit/test_attacks_curve_keys.py",
+    "tests/integration/test_attacks_curve_keys.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -60,10 +62,46 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "    if len(key) != 32:",
     ),
     "ZAP accepts allowed CURVE keys only": (
-        "dafka.transport_security",
-        "_Allowed.callback",
-        "        allowed = keys is None or client_key in keys",
-        "        allowed = True",
+        "dafka.curve_policy",
+        "ClientGate.admits",
+        "        return not policy.restricted or policy.admits_ids(self._node_ids(key))",
+        "        return True",
+    ),
+    "curve_clients = metadata restricts CURVE clients": (
+        "dafka.curve_policy",
+        "policy_for",
+        '    if mode != "metadata" and not allow_given:',
+        "    if True:",
+    ),
+    "the metadata names ACL keys": (
+        "dafka.curve_policy",
+        "metadata_node_ids",
+        '        for acl in ("producers", "consumers"):',
+        "        for acl in ():",
+    ),
+    "a node holds CURVE clients until its metadata loads": (
+        "dafka.curve_policy",
+        "ClientGate.hold",
+        "        self.set(policy_for(None, self.static, allow_given=self.allow_given))",
+        "        pass",
+    ),
+    "a handshake waits for the first metadata load": (
+        "dafka.curve_policy",
+        "ClientGate.callback",
+        "            self._settled.wait(self.hold_wait)",
+        "            pass",
+    ),
+    "metadata views speak CURVE to keyed towers": (
+        "dafka.metadata.client",
+        "tower_curve",
+        "    if not addresses or any(t.key is None for t in addresses):",
+        "    if True:",
+    ),
+    "NULL nodes refuse a cluster that requires CURVE": (
+        "dafka.metadata.follower",
+        "require_transport",
+        "    if required:",
+        "    if False:",
     ),
     "CURVE servers": (
         "dafka.transport_security",
