@@ -128,6 +128,7 @@ class ClientGate:
         self.policy = self.static_policy()
         self._settled = threading.Event()
         self._settled.set()
+        self._hold_until = 0.0
         self.refused = 0
         self._ids: OrderedDict[bytes, frozenset[str]] = OrderedDict()
         self._lock = threading.Lock()
@@ -137,7 +138,9 @@ class ClientGate:
         return ClientPolicy(self.allow_given, self.static if self.allow_given else frozenset())
 
     def hold(self) -> None:
-        """Admit the static keys only until :meth:`follow` has a loaded view."""
+        """Admit the static keys only until :meth:`follow` has a loaded view; other
+        handshakes wait for it up to :attr:`hold_wait` seconds from now, in all."""
+        self._hold_until = time.monotonic() + self.hold_wait
         self.set(policy_for(None, self.static, allow_given=self.allow_given))
 
     def update(self, config: Mapping[str, Any]) -> None:
@@ -182,7 +185,7 @@ class ClientGate:
         if self.policy.reason == "pending" and not self.admits(client_key):
             # ZeroMQ does not retry a connection refused at the handshake: rather than refuse
             # a peer for good because our metadata is not loaded yet, hold its handshake
-            self._settled.wait(self.hold_wait)
+            self._settled.wait(max(0.0, self._hold_until - time.monotonic()))
         if self.admits(client_key):
             return True
         self.refused += 1

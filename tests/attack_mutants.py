@@ -88,7 +88,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "a handshake waits for the first metadata load": (
         "dafka.curve_policy",
         "ClientGate.callback",
-        "            self._settled.wait(self.hold_wait)",
+        "            self._settled.wait(max(0.0, self._hold_until - time.monotonic()))",
         "            pass",
     ),
     "metadata views speak CURVE to keyed towers": (
