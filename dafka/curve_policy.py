@@ -66,10 +66,6 @@ class ClientPolicy:
     reason: str = "static"
     """Where it came from: ``static``, ``pending`` (metadata not loaded yet) or ``metadata``."""
 
-    @classmethod
-    def open(cls) -> ClientPolicy:
-        return cls(False)
-
     def admits_ids(self, ids: Iterable[str]) -> bool:
         """Whether a client whose key stands for ``ids`` may connect."""
         if not self.restricted:
