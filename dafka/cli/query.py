@@ -18,7 +18,9 @@ all: no answer) is one line on stderr and exit status 1.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -28,6 +30,8 @@ from ..query.client import QueryClient, records
 from ..query.locator import StoreLocator
 from ..transport_security import parse_public_key
 from .common import CONTEXT, run_cli
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _key(key_file: str | None) -> identity.Identity | None:
@@ -91,7 +95,7 @@ _OPTIONS = [
 ]
 
 
-def _query_options(f):  # type: ignore[no-untyped-def]
+def _query_options(f: F) -> F:
     for option in reversed(_OPTIONS):
         f = option(f)
     return f
