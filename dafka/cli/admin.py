@@ -373,7 +373,12 @@ def cluster_set(
         try:
             settings["clients"] = None if none else list(parse_trusted_stores(clients))
         except ConfigError as exc:
-            raise ConfigError(f"--clients: {exc}".replace("trusted store", "client")) from None
+            text = (
+                str(exc)
+                .replace("trusted store", "client")
+                .replace("a store's node ID", "a node ID")
+            )
+            raise ConfigError(f"--clients: {text}") from None
     if not settings:
         raise ConfigError("nothing to change: give at least one setting")
     with _client(tower, cluster, timeout, admin_key) as client:

@@ -161,3 +161,23 @@ def test_the_query_client_reads_an_acl_topic_over_curve_with_an_allowed_key(
         assert one_line(stranger.stderr, "may not read topic 'sealed'"), stranger.stderr
     finally:
         store.kill()
+
+
+def test_dafka_cluster_set_takes_the_curve_settings(rtower: RaftCurveTower) -> None:
+    friend = identity.Identity.generate()
+
+    def dafka(*args: str) -> Proc:
+        p = Proc(mutated(py("dafka.cli.admin", "cluster", *args, "--tower", rtower.address)))
+        p.wait(30)
+        return p
+
+    bad = dafka("set", "--curve-clients", "metadata", "--clients", "nope")
+    assert bad.wait(1) == 2 and one_line(bad.stderr, "--clients: bad client 'nope'"), bad.stderr
+    ok = dafka(
+        "set", "--curve", "--curve-clients", "metadata", "--clients", friend.public_key.hex()
+    )
+    assert ok.wait(1) == 0, ok.stderr
+    status = dafka("status")
+    assert status.wait(1) == 0, status.stderr
+    shown = bytes(status.stdout).decode()
+    assert f"curve=True curve_clients=metadata clients=['{friend.node_id}']" in shown, shown
