@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from .. import identity
 from ..errors import ConfigError, DafkaError
-from ..query.client import QueryClient, records
+from ..query.client import QueryClient, load_client_key, records
 from ..query.locator import StoreLocator
 from ..transport_security import parse_public_key
 from .common import CONTEXT, run_cli
@@ -35,10 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _key(key_file: str | None) -> identity.Identity | None:
-    if key_file is None:
-        return None
-    path = Path(key_file)
-    return identity.load(path) if path.is_dir() else identity.load_file(path)
+    return None if key_file is None else load_client_key(key_file)
 
 
 def _clients(

@@ -26,6 +26,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import zmq
 
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "BelowTailError",
+    "load_client_key",
     "QueryClient",
     "QueryError",
     "QueryRecord",
@@ -81,6 +83,15 @@ class QueryRecord:
     key: bytes | None
     value: bytes
     timestamp_ms: int | None
+
+
+def load_client_key(path: str | os.PathLike[str]) -> Identity:
+    """A query client's CURVE key: a ``dafka-keys`` node key file, or a directory holding
+    ``node.key``; one :class:`ConfigError` naming the file otherwise."""
+    from .. import identity
+
+    where = Path(path)
+    return identity.load(where) if where.is_dir() else identity.load_file(where)
 
 
 class QueryClient:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from ..config import parse_towers
 from ..errors import ConfigError
+from ..query.client import load_client_key as load_key
+from ..transport_security import parse_public_key
 
 __all__ = [
     "EARLIEST",
@@ -114,17 +116,25 @@ def _towers(options: Mapping[str, str]) -> str:
     return towers
 
 
-def _stores(options: Mapping[str, str]) -> tuple[str, ...]:
+def _stores(options: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """(endpoints, ((endpoint, public key hex), ...)) of ``stores``: ``HOST:PORT[@PUBHEX],...``
+    (a store's key makes its query endpoint a CURVE one)."""
     raw = _get(options, "stores")
     if not raw:
-        return ()
+        return (), ()
     stores = []
+    keys = []
     for part in raw.split(","):
         part = part.strip()
         if not part:
             continue
-        stores.append(part if part.startswith("tcp://") else f"tcp://{part}")
-    return tuple(stores)
+        part, sep, key = part.rpartition("@") if "@" in part else (part, "", "")
+        endpoint = part if part.startswith("tcp://") else f"tcp://{part}"
+        stores.append(endpoint)
+        if sep:
+            parse_public_key(key)  # one clear error on the driver
+            keys.append((endpoint, key.strip().lower()))
+    return tuple(stores), tuple(keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +154,11 @@ class ReadOptions:
     locate_timeout: float
     query_timeout: float
     read_max_bytes: int
+    key_file: str | None = None
+    """``curveKeyFile``: this reader's CURVE key (a dafka-keys node key file); a fresh key
+    when None. Read on each executor, so the path must exist there."""
+    store_keys: tuple[tuple[str, str], ...] = ()
+    """Public keys (hex) of the ``stores`` given with ``@PUBHEX``, by endpoint."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, batch: bool) -> ReadOptions:
@@ -174,9 +189,15 @@ class ReadOptions:
             raise ConfigError("endingOffsets=earliest is not allowed in a batch query")
         if not batch and _get(options, "endingOffsets") is not None:
             raise ConfigError("endingOffsets is for batch queries only")
+        stores, store_keys = _stores(options)
+        key_file = _get(options, "curveKeyFile") or None
+        if key_file is not None:
+            load_key(key_file)  # one clear error on the driver
         return cls(
             towers=_towers(options),
-            stores=_stores(options),
+            stores=stores,
+            key_file=key_file,
+            store_keys=store_keys,
             topics=topics,
             pattern=pattern or None,
             starting=starting,

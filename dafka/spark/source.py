@@ -48,7 +48,8 @@ from pyspark.sql.types import StructType
 
 from ..config import check_profile
 from ..errors import ConfigError, DafkaError, DataLossError, ProfileError
-from ..query.client import BelowTailError, QueryClient, verified_batches
+from ..identity import Identity
+from ..query.client import BelowTailError, QueryClient, load_client_key, verified_batches
 from ..query.locator import StoreLocator
 from ..query.protocol import ReadReply
 from .offsets import (
@@ -116,12 +117,16 @@ class DafkaDataSource(DataSource):
 
 
 class DafkaInputPartition(InputPartition):
-    """Offsets ``start..end-1`` of one partition, and the stores holding it (best first)."""
+    """Offsets ``start..end-1`` of one partition, and the stores holding it (best first),
+    with the public keys of those that speak CURVE (``keys``: endpoint -> Ed25519 key)."""
 
-    def __init__(self, span: Span, stores: Sequence[str]) -> None:
+    def __init__(
+        self, span: Span, stores: Sequence[str], keys: Mapping[str, bytes] | None = None
+    ) -> None:
         super().__init__((span.topic, span.partition, span.start, span.end))
         self.span = span
         self.stores = tuple(stores)
+        self.keys = {ep: k for ep, k in (keys or {}).items() if ep in self.stores}
 
     def __repr__(self) -> str:
         s = self.span
@@ -138,13 +143,23 @@ class _Stores:
         self.opts = opts
         self._locator: StoreLocator | None = None
         self._clients: dict[str, QueryClient] = {}
+        self.keys: dict[str, bytes] = {ep: bytes.fromhex(k) for ep, k in opts.store_keys}
+        """Endpoint -> the store's public key, for CURVE (``stores`` with ``@KEY``, or the
+        stores' node beacons relayed by towers given with keys)."""
 
     def endpoints(self) -> list[str]:
         if self.opts.stores:
             return list(self.opts.stores)
         if self._locator is None:
-            self._locator = StoreLocator(self.opts.towers, wait=self.opts.locate_timeout)
-        return sorted(set(self._locator.stores().values()))
+            self._locator = StoreLocator(
+                self.opts.towers, wait=self.opts.locate_timeout, key=_client_key(self.opts)
+            )
+        stores = self._locator.stores()
+        heard = self._locator.keys()
+        for node_id, endpoint in stores.items():
+            if node_id in heard:
+                self.keys[endpoint] = heard[node_id]
+        return sorted(set(stores.values()))
 
     def heads(self, *, required: bool) -> dict[TP, Heads]:
         """Every subscribed partition any store holds. ``required``: fail if no store answers."""
@@ -155,8 +170,8 @@ class _Stores:
         for endpoint in endpoints:
             client = self._clients.get(endpoint)
             if client is None:
-                client = self._clients[endpoint] = QueryClient(
-                    endpoint, timeout=min(self.opts.query_timeout, 10.0)
+                client = self._clients[endpoint] = _client(
+                    endpoint, self.opts, self.keys, min(self.opts.query_timeout, 10.0)
                 )
             try:
                 parts = client.heads(topics)
@@ -196,8 +211,25 @@ class _Stores:
             self._locator = None
 
 
+def _client_key(opts: ReadOptions) -> Identity | None:
+    """This reader's CURVE key (``curveKeyFile``), or None (a fresh key if CURVE is used)."""
+    return load_client_key(opts.key_file) if opts.key_file else None
+
+
+def _client(
+    endpoint: str, opts: ReadOptions, keys: Mapping[str, bytes], timeout: float
+) -> QueryClient:
+    """A query client of ``endpoint``: over CURVE when its store's key is known."""
+    server = keys.get(endpoint)
+    key = _client_key(opts) if server is not None else None
+    return QueryClient(endpoint, timeout=timeout, key=key, server_key=server)
+
+
 def _partitions(
-    spans: Sequence[Span], heads: Mapping[TP, Heads], fallback: Sequence[str]
+    spans: Sequence[Span],
+    heads: Mapping[TP, Heads],
+    fallback: Sequence[str],
+    keys: Mapping[str, bytes] | None = None,
 ) -> list[DafkaInputPartition]:
     out = []
     for span in spans:
@@ -209,7 +241,7 @@ def _partitions(
             stores = [ep for ep, _, head in h.holders if head + 1 >= span.end]
             stores += [ep for ep, _, head in h.holders if head + 1 < span.end]
             stores += [ep for ep in fallback if ep not in stores]
-        out.append(DafkaInputPartition(span, stores))
+        out.append(DafkaInputPartition(span, stores, keys))
     return out
 
 
@@ -316,7 +348,7 @@ def read_partition(
         for endpoint in partition.stores:
             if nxt >= end:
                 break
-            client = QueryClient(endpoint, timeout=opts.query_timeout)
+            client = _client(endpoint, opts, partition.keys, opts.query_timeout)
             try:
                 for reply in client.read_range(
                     span.topic, span.partition, nxt, end, opts.read_max_bytes
@@ -400,7 +432,7 @@ class DafkaBatchReader(DataSourceReader):
                     f"{start.get(tp, 0)}"
                 )
         spans = plan_spans(start, end, self.opts.max_records_per_partition)
-        return list(_partitions(spans, heads, fallback))
+        return list(_partitions(spans, heads, fallback, stores.keys))
 
     def read(self, partition: InputPartition) -> Iterator[object]:
         return read_partition(partition, self.opts, self.schema)
@@ -471,7 +503,8 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if any((s.topic, s.partition) not in self._heads for s in spans):
             self._refresh(required=False)  # e.g. re-planning the last batch after a restart
         fallback = self._stores.endpoints() if self._stores is not None else []
-        return _partitions(spans, self._heads, fallback)
+        keys = self._stores.keys if self._stores is not None else {}
+        return _partitions(spans, self._heads, fallback, keys)
 
     def read(self, partition: InputPartition) -> Iterator[object]:
         return read_partition(partition, self.opts, self.schema)
