@@ -39,6 +39,8 @@ from .identity import node_id_for
 from .transport_security import node_ids_of_curve_key
 
 if TYPE_CHECKING:
+    from .config import NodeConfig
+    from .identity import Identity
     from .metadata.follower import MetadataView
 
 log = logging.getLogger(__name__)
@@ -129,6 +131,14 @@ class ClientGate:
         self._ids: OrderedDict[bytes, frozenset[str]] = OrderedDict()
         self._lock = threading.Lock()
         self._last_log = 0.0
+
+    @classmethod
+    def for_node(cls, config: NodeConfig, identity: Identity | None) -> ClientGate:
+        """The gate of a node: its own key, its towers' keys and ``--curve-allow`` are static."""
+        keys = [t.key for t in config.towers if t.key is not None]
+        keys += sorted(config.curve_allowed or ())
+        keys += [identity.public_key] if identity is not None else []
+        return cls(keys, allow_given=config.curve_allowed is not None)
 
     def static_policy(self) -> ClientPolicy:
         return ClientPolicy(self.allow_given, self.static if self.allow_given else frozenset())

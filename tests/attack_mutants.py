@@ -657,6 +657,27 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "ZAP accepts allowed CURVE keys only": (
         "tests/integration/test_attacks_curve.py::test_a_consumer_with_an_unknown_key_reads_nothing",
+        "tests/unit/test_attacks_curve_keys.py::test_metadata_mode_admits_only_the_keys_the_metadata_names",
+    ),
+    "curve_clients = metadata restricts CURVE clients": (
+        "tests/unit/test_attacks_curve_keys.py::test_metadata_mode_admits_only_the_keys_the_metadata_names",
+        "tests/integration/test_attacks_curve_keys.py::test_metadata_mode_admits_only_the_keys_the_metadata_names",
+    ),
+    "the metadata names ACL keys": (
+        "tests/unit/test_attacks_curve_keys.py::test_metadata_mode_admits_only_the_keys_the_metadata_names",
+    ),
+    "a node holds CURVE clients until its metadata loads": (
+        "tests/unit/test_attacks_curve_keys.py::test_a_node_that_follows_the_metadata_is_closed_until_it_loads",
+    ),
+    "a handshake waits for the first metadata load": (
+        "tests/unit/test_attacks_curve_keys.py::test_a_handshake_during_the_hold_waits_for_the_load_then_is_decided",
+    ),
+    "metadata views speak CURVE to keyed towers": (
+        "tests/unit/test_attacks_curve_keys.py::test_metadata_views_speak_curve_to_towers_given_with_a_key",
+        "tests/integration/test_attacks_curve_keys.py::test_a_null_node_follows_the_metadata_of_towers_with_only_raft_curve",
+    ),
+    "NULL nodes refuse a cluster that requires CURVE": (
+        "tests/integration/test_attacks_curve_keys.py::test_a_null_node_refuses_to_run_in_a_cluster_that_requires_curve",
     ),
     "CURVE servers": (
         "tests/integration/test_attacks_curve.py::test_records_flow_end_to_end_over_curve",

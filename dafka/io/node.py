@@ -140,13 +140,6 @@ class _RateLimitedLog:
             log.warning("%s what=%s error=%s total=%d", self._event, what, exc, self.count)
 
 
-def _static_keys(config: NodeConfig, identity: Identity | None) -> list[bytes]:
-    """Keys a node's servers always admit under CURVE: its own, its towers', ``--curve-allow``."""
-    keys = [t.key for t in config.towers if t.key is not None]
-    keys += sorted(config.curve_allowed or ())
-    return keys + ([identity.public_key] if identity is not None else [])
-
-
 class NodeLoop:
     """Runs one node: sockets, discovery and a handler, on a thread of its own."""
 
@@ -177,9 +170,7 @@ class NodeLoop:
             raise ConfigError(
                 "CURVE needs a node key: an rfc46 producer has none (use the signed profile)"
             )
-        self.gate = ClientGate(
-            _static_keys(config, identity), allow_given=config.curve_allowed is not None
-        )
+        self.gate = ClientGate.for_node(config, identity)
         """The ZAP decision of this node's servers (``dafka.curve_policy``), kept in step with
         the metadata by the node objects that follow it."""
         self._own_ctx = context is None and self.curve.enabled
