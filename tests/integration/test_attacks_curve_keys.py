@@ -148,6 +148,7 @@ def test_the_query_client_reads_an_acl_topic_over_curve_with_an_allowed_key(
     k = keys(tmp_path, "store", "reader")
     reader = identity.load(k["reader"][0])
     with MetadataClient(rtower.address) as admin:
+        admin.trust_store(k["store"][1])  # an ACL topic's records reach trusted stores only
         admin.create_topic("sealed", {"consumers": [reader.node_id]})
     store = Store(k["store"][0], rtower.address, "--curve")
     try:

@@ -240,7 +240,7 @@ def test_a_hostile_curve_node_subscribing_raw_gets_nothing_of_an_acl_topic(
     reader, store_id, producer_id = (
         identity.load(k[n][0]).node_id for n in ("reader", "store", "producer")
     )
-    with MetadataClient(curve_tower.plain) as admin:
+    with MetadataClient(curve_tower.address) as admin:
         admin.trust_store(store_id)
         admin.create_topic("sealed", {"consumers": [reader]})
     hostile = Hostile(curve_tower, reader, {store_id, producer_id})
@@ -279,7 +279,7 @@ def test_a_read_acl_set_later_cuts_off_a_node_that_subscribed_while_the_topic_wa
     reader, store_id, producer_id = (
         identity.load(k[n][0]).node_id for n in ("reader", "store", "producer")
     )
-    with MetadataClient(curve_tower.plain) as admin:
+    with MetadataClient(curve_tower.address) as admin:
         admin.trust_store(store_id)
         admin.create_topic("sealed")
     hostile = Hostile(curve_tower, reader, {producer_id})
@@ -300,7 +300,7 @@ def test_a_read_acl_set_later_cuts_off_a_node_that_subscribed_while_the_topic_wa
             return b"M" in hostile.leaks().get(producer_id, {})
 
         wait_until(read_open_topic, 20, what="the hostile node reading the open topic")
-        with MetadataClient(curve_tower.plain) as admin:
+        with MetadataClient(curve_tower.address) as admin:
             admin.alter_topic("sealed", {"consumers": [reader]})
         wait_until(
             lambda: hostile.pump() or hostile.handshakes.get(producer_id, 0) >= 2,

@@ -57,6 +57,7 @@ def test_the_spark_source_reads_an_acl_topic_over_curve_with_the_named_key(
         k = keys(tmp_path, "store", "reader")
         reader = identity.load(k["reader"][0])
         with MetadataClient(tower.address) as admin:
+            admin.trust_store(k["store"][1])  # an ACL topic's records reach trusted stores only
             admin.create_topic("sealed", {"consumers": [reader.node_id]})
         store = Store(k["store"][0], tower.address, "--curve")
         try:
