@@ -33,6 +33,7 @@ TESTS = [
     "tests/unit/test_attacks_partitions.py",
     "tests/unit/test_attacks_equivocation.py",
     "tests/integration/test_attacks_io.py",
+    "tests/integration/test_attacks_floods_io.py",
     "tests/unit/test_attacks_metadata.py",
     "tests/integration/test_attacks_metadata.py",
     "tests/unit/test_attacks_raft.py",
@@ -816,6 +817,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "store bounds head answers over all requesters": (
         "tests/unit/test_attacks_floods.py::test_get_heads_from_spoofed_requesters_is_bounded_in_answers",
+        "tests/integration/test_attacks_floods_io.py::test_get_heads_from_spoofed_requesters_do_not_stall_acks",
     ),
     "store rate-limits the equivocation log": (
         "tests/unit/test_attacks_floods.py::test_equivocation_is_counted_each_time_but_logged_at_a_bounded_rate",
@@ -957,6 +959,8 @@ def mutated(command: list[str]) -> list[str]:
     """``[python, -m, module, args...]`` run under the mutant being tested, if any."""
     name = os.environ.get(MUTANT_ENV)
     if not name or name == BASELINE or command[1:2] != ["-m"]:
+        return command
+    if command[2:3] == ["tests.attack_mutants"]:  # wrapped already
         return command
     return [command[0], "-m", "tests.attack_mutants", "--exec", name, *command[2:]]
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tests.admin import tower_args
+from tests.attack_mutants import mutated
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +58,8 @@ class Proc:
         full_env = dict(os.environ)
         full_env["PYTHONUNBUFFERED"] = "1"
         full_env.update(env or {})
-        self.args = list(args)
+        # under tests.attack_mutants, our modules run with the mutant being tested
+        self.args = mutated(list(args))
         self.p = subprocess.Popen(
             self.args,
             stdin=subprocess.PIPE if stdin is not None or open_stdin else subprocess.DEVNULL,

@@ -82,8 +82,11 @@ def test_get_heads_from_spoofed_requesters_do_not_stall_acks(
             producer.send(b"during the flood").result(30)
             latencies.append(time.monotonic() - sent_at)
         # without the bound: every ACK waited for seconds of DIRECT-HEADs nobody asked for
-        # measured: at most 0.07 s with the bound, about 3 s per ACK without it
-        assert max(latencies) < 1.0, [round(x, 2) for x in latencies]
+        # measured: at most 0.07 s with the bound, about 3 s per ACK without it. Judged
+        # by the 90th percentile, so one scheduling stall of a loaded machine is no failure
+        ordered = sorted(latencies)
+        p90 = ordered[int(0.9 * (len(ordered) - 1))]
+        assert p90 < 1.0 and ordered[-1] < 10, [round(x, 2) for x in latencies]
     finally:
         if producer is not None:
             producer.close(timeout=1)
