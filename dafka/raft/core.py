@@ -325,6 +325,37 @@ class RaftCore(Replication):
         entry = self._append_new(EntryType.STATE, data, reqid)
         return ProposeResult(ProposeStatus.ACCEPTED, entry.index, entry.term)
 
+    def propose_many(self, items: Sequence[tuple[bytes, bytes]], now: float) -> list[ProposeResult]:
+        """:meth:`propose` for every ``(data, reqid)`` of ``items``, in order, as one batch:
+        the new entries get consecutive indexes and go out in one AppendEntries per
+        follower (and, through the next Ready, one durable write). One result per item
+        (a bad reqid is ``ARGUMENT_ERROR`` for that item only); raises like :meth:`propose`
+        for the whole batch."""
+        if self.role is not Role.LEADER:
+            raise NotLeader(leader=self.leader)
+        if self._transferee is not None:
+            raise ProposalDropped("leadership transfer in progress")
+        results: list[ProposeResult] = []
+        added: list[Entry] = []
+        for data, reqid in items:
+            try:
+                early = self._check_reqid(reqid, now)
+            except RaftWireError as exc:
+                results.append(ProposeResult(ProposeStatus.ARGUMENT_ERROR, error=str(exc)))
+                continue
+            if early is not None:
+                results.append(early)
+                continue
+            entry = Entry(self._log.last_index + 1, self.term, EntryType.STATE, reqid, data)
+            self._log.append((entry,))
+            self._on_appended((entry,))  # a resend within the batch is now a duplicate
+            added.append(entry)
+            results.append(ProposeResult(ProposeStatus.ACCEPTED, entry.index, entry.term))
+        if added:
+            self._bcast_append()
+            self._maybe_commit()
+        return results
+
     def propose_config(
         self,
         peers: Sequence[Peer],

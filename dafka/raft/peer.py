@@ -502,6 +502,7 @@ class RaftPeer:
         self._ae_routes: OrderedDict[tuple[str, int], _Route] = OrderedDict()
         self._fifo_routes: dict[tuple[str, str], deque[_Route]] = {}
         self._waiters: dict[int, list[_Waiter]] = {}
+        self._updates: list[tuple[tuple[bytes, ...], bytes, bytes]] = []
         self._config_waiters: list[_Waiter] = []
         self._read_batch: list[tuple[w.RouterRequest, tuple[bytes, ...]]] = []
         self._reads: dict[bytes, list[tuple[w.RouterRequest, tuple[bytes, ...]]]] = {}
@@ -606,6 +607,8 @@ class RaftPeer:
                     self._drain_router()
                 else:
                     self._drain_dealer(sock)
+            if self._updates:
+                self._flush_updates()
             self._flush_reads()
             now = time.monotonic()
             if now >= next_tick:
@@ -1068,31 +1071,37 @@ class RaftPeer:
         self.core.step(core_msg)
 
     def _on_update(self, envelope: tuple[bytes, ...], reqid: bytes, data: bytes) -> None:
-        core = self.core
         if len(data) > self.options.max_entry_bytes:
             # the spec's final failure (false, no 3rd frame): the client gives up
             self._bad("oversize-update", f"bytes={len(data)} max={self.options.max_entry_bytes}")
             self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
             return
+        self._updates.append((envelope, reqid, data))  # proposed together at the drain's end
+
+    def _flush_updates(self) -> None:
+        """Propose every RequestUpdate of the drain as one batch (one log write, one fsync)."""
+        core, batch = self.core, self._updates
+        self._updates = []
         try:
-            result = core.propose(data, reqid, time.time())
+            results = core.propose_many([(data, reqid) for _, reqid, data in batch], time.time())
         except (NotLeader, ProposalDropped) as exc:
             leader = getattr(exc, "leader", None)
-            reply = w.RequestUpdateResponse(reqid, w.UpdateStatus.NOT_LEADER, leader=leader)
-            self._reply(envelope, reqid, reply)
+            for envelope, reqid, _ in batch:
+                reply = w.RequestUpdateResponse(reqid, w.UpdateStatus.NOT_LEADER, leader=leader)
+                self._reply(envelope, reqid, reply)
             return
-        if result.status is ProposeStatus.EXPIRED:
-            self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
-            return
-        assert result.index is not None
         now = time.monotonic()
-        waiter = _Waiter(envelope, reqid, reqid, result.index, False, now, now)
-        if result.index <= core.applied:
-            # a resend of an update that is applied already: the entry is in our log
-            # (the core remembers reqids of entries it holds), so it is the one
-            self._answer_waiter(waiter)
-            return
-        self._waiters.setdefault(result.index, []).append(waiter)
+        for (envelope, reqid, _), result in zip(batch, results, strict=True):
+            if result.index is None:  # EXPIRED, or a malformed reqid
+                self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
+                continue
+            waiter = _Waiter(envelope, reqid, reqid, result.index, False, now, now)
+            if result.index <= core.applied:
+                # a resend of an update that is applied already: the entry is in our log
+                # (the core remembers reqids of entries it holds), so it is the one
+                self._answer_waiter(waiter)
+            else:
+                self._waiters.setdefault(result.index, []).append(waiter)
 
     def _on_config_update(
         self,

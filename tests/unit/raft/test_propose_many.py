@@ -1,0 +1,124 @@
+"""propose_many: every RequestUpdate of one loop turn as one batch (one write, one fsync)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zmq
+
+from dafka.errors import NotLeader
+from dafka.raft.messages import AppendEntries, AppendResponse
+from dafka.raft.peer import PeerOptions, RaftPeer
+from dafka.raft.ready import ProposeStatus
+from dafka.raft.statemachine import KvStateMachine
+
+from .sim import drain, elect, new_core, outbox, put
+
+NOW = 1_700_000_000.0
+
+
+def reqid(n: int, at: float = NOW) -> bytes:
+    return int(at).to_bytes(4, "big") + n.to_bytes(8, "big")
+
+
+def test_a_batch_gets_consecutive_indexes_one_ready_and_one_append_per_follower():
+    lead = new_core("a", "abc")
+    elect(lead)
+    for m in outbox(lead):  # the followers confirm the leader's first entry
+        if isinstance(m, AppendEntries):
+            last = m.prev_index + len(m.entries)
+            lead.step(
+                AppendResponse(m.to, "a", m.term, True, None, None, m.prev_index, last, m.seq)
+            )
+    outbox(lead)
+    first = lead.last_index + 1
+    results = lead.propose_many([(put(f"k{n}", n), reqid(n)) for n in range(10)], NOW)
+    assert [r.status for r in results] == [ProposeStatus.ACCEPTED] * 10
+    assert [r.index for r in results] == list(range(first, first + 10))
+    readies = drain(lead)
+    appends = [m for rd in readies for m in rd.messages if isinstance(m, AppendEntries)]
+    assert sorted(m.to for m in appends) == ["b", "c"]  # one per follower, all entries
+    assert all([e.index for e in m.entries] == [r.index for r in results] for m in appends)
+    assert [len(rd.entries) for rd in readies if rd.entries] == [10]  # one durable write
+
+
+def test_duplicates_in_and_before_the_batch_get_the_original_index_and_expired_is_refused():
+    lead = new_core("a", "abc")
+    elect(lead)
+    old = lead.propose(put("k", 0), reqid(1), NOW)
+    items = [
+        (put("k", 1), reqid(2)),
+        (put("k", 1), reqid(1)),  # proposed before the batch
+        (put("k", 2), reqid(2)),  # earlier in the same batch
+        (put("k", 3), reqid(3, NOW - 9 * 3600)),  # past the request id TTL (8 h)
+        (put("k", 4), b"short"),  # malformed: refused alone
+        (put("k", 5), reqid(4)),
+    ]
+    results = lead.propose_many(items, NOW)
+    assert results[1].duplicate and results[1].index == old.index
+    assert results[2].duplicate and results[2].index == results[0].index
+    assert results[3].status is ProposeStatus.EXPIRED
+    assert results[4].status is ProposeStatus.ARGUMENT_ERROR
+    assert results[5].index == results[0].index + 1 == lead.last_index
+
+
+def test_a_follower_refuses_the_whole_batch():
+    follower = new_core("b", "abc")
+    with pytest.raises(NotLeader):
+        follower.propose_many([(b"x", reqid(1))], NOW)
+
+
+def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shell level: the updates of one drain are one append with one fdatasync, and each
+    request is answered with its own index."""
+    with zmq.Context() as probe:
+        sock = probe.socket(zmq.ROUTER)
+        port = sock.bind_to_random_port("tcp://127.0.0.1")
+        sock.close(0)
+    cluster = b"batch"
+    peer = RaftPeer(
+        "solo",
+        f"tcp://127.0.0.1:{port}",
+        [],
+        tmp_path / "solo",
+        cluster,
+        KvStateMachine(),
+        options=PeerOptions(fsync=True),
+    )
+    peer._setup()
+    try:
+        for _ in range(10 * peer.core.election_tick):
+            peer.core.tick()
+            peer._process_ready()
+            if peer.core.is_leader:
+                break
+        assert peer.core.is_leader
+        syncs: list[int] = []
+        append = peer.storage.append
+
+        def counting_append(entries: Any, sync: bool = True) -> None:
+            if sync:
+                syncs.append(len(entries))
+            append(entries, sync)
+
+        answered: list[tuple[bytes, int]] = []
+        monkeypatch.setattr(peer.storage, "append", counting_append)
+        monkeypatch.setattr(
+            peer, "_answer_waiter", lambda w, pending=False: answered.append((w.reqid, w.index))
+        )
+        rids = [reqid(n, time.time()) for n in range(1, 21)]
+        for n, rid in enumerate(rids):
+            peer._on_router_frames([b"client", rid, b"=", cluster, put(f"k{n}", n)])
+        assert answered == [] and syncs == []  # nothing proposed before the drain ends
+        peer._flush_updates()
+        peer._process_ready()
+        assert syncs == [20]
+        first = answered[0][1]
+        assert answered == [(rid, first + k) for k, rid in enumerate(rids)]
+    finally:
+        peer._teardown()
