@@ -3,7 +3,8 @@
 :class:`FileStorage` keeps one directory::
 
     LOCK       held (flock) while a FileStorage is open
-    state      hard state (term, voted_for, commit), replaced atomically
+    state      hard state (term, voted_for, commit): two slots written in turn
+               (one write + one fdatasync a save; :mod:`dafka.raft.hardstate`)
     log        header + append-only records
     snapshot   snapshot meta + data, replaced atomically
 
@@ -36,8 +37,10 @@ Recovery (at open), the rules
   takes responsibility; better: wipe the directory and rejoin as a fresh peer).
 * A valid record that does not continue the index sequence, or whose entry does not
   decode, is corruption too (:class:`StorageError`).
-* A damaged ``state``, ``snapshot`` or log header is :class:`StorageError`: they are
-  only ever replaced atomically, so damage is not a crash artefact.
+* A damaged ``snapshot`` or log header is :class:`StorageError`: they are only ever
+  replaced atomically, so damage is not a crash artefact. In ``state`` a torn newer
+  slot falls back to the other one (the last durable state); both damaged is
+  :class:`StorageError`.
 * The log is reconciled with the snapshot (a crash may fall between saving a snapshot
   and rewriting the log): if the log does not reach the snapshot index, or holds a
   different term there, it is discarded (Raft §7).
@@ -75,6 +78,7 @@ from .frames import (
     encode_config,
     encode_entry,
 )
+from .hardstate import StateFile
 from .types import Entry, HardState, SnapshotMeta
 
 __all__ = ["FileStorage", "LoadedState", "MemoryStorage", "RaftStorage"]
@@ -89,7 +93,6 @@ _REC_TAIL = struct.Struct("<IQQ")  # length, index, batch
 _REC_HEADER_SIZE = 8 + _REC_TAIL.size  # magic + crc + tail
 _MAX_RECORD = 1 << 30
 
-_STATE_MAGIC = b"DAFKRHS1"
 _SNAP_MAGIC = b"DAFKRSN1"
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -146,19 +149,6 @@ def _check_batch(entries: Sequence[Entry], next_index: int, snapshot_index: int)
             raise StorageError(f"entries are not consecutive at index {after.index}")
     if entries[0].index <= snapshot_index:
         raise StorageError("cannot append entries covered by the snapshot")
-
-
-def _pack_hard_state(state: HardState) -> bytes:
-    return bytes(msgpack.packb([state.term, state.voted_for, state.commit], use_bin_type=True))
-
-
-def _unpack_hard_state(data: bytes) -> HardState:
-    term, voted_for, commit = msgpack.unpackb(data, raw=False)
-    if not isinstance(term, int) or not isinstance(commit, int):
-        raise TypeError("bad hard state types")
-    if voted_for is not None and not isinstance(voted_for, str):
-        raise TypeError("bad voted_for")
-    return HardState(term, voted_for, commit)
 
 
 def _pack_meta(meta: SnapshotMeta) -> bytes:
@@ -361,7 +351,10 @@ class FileStorage:
             self._lock()
             for name in ("state", "log", "snapshot"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)
-            self._hard = self._read_state()
+            self._state = StateFile(
+                self.path / "state", lambda name, chunks: _atomic_write(self.path, name, chunks)
+            )
+            self._hard = self._state.state
             self._pending_commit: int | None = None
             self._meta, self._has_snapshot = self._read_snapshot_meta()
             self._open_log()
@@ -385,17 +378,6 @@ class FileStorage:
                     f"Raft storage {self.path} is in use by another process"
                 ) from exc
             raise
-
-    def _read_state(self) -> HardState:
-        try:
-            blob = (self.path / "state").read_bytes()
-        except FileNotFoundError:
-            return HardState()
-        body = _split_crc(blob, _STATE_MAGIC, f"{self.path}/state")
-        try:
-            return _unpack_hard_state(body)
-        except Exception as exc:
-            raise StorageError(f"{self.path}/state does not decode: {exc}") from exc
 
     def _read_snapshot_blob(self) -> tuple[SnapshotMeta, bytes] | None:
         try:
@@ -581,8 +563,10 @@ class FileStorage:
         if not sync and (state.term, state.voted_for) == (self._hard.term, self._hard.voted_for):
             self._pending_commit = state.commit
             return
-        body = _STATE_MAGIC + _pack_hard_state(state)
-        _atomic_write(self.path, "state", [_with_crc(body)])
+        try:
+            self._state.save(state)
+        except OSError as exc:
+            raise StorageError(f"cannot save the Raft state in {self.path}: {exc}") from exc
         self._hard, self._pending_commit = state, None
 
     def append(self, entries: Sequence[Entry], sync: bool = True) -> None:
@@ -675,6 +659,8 @@ class FileStorage:
         """Write any deferred commit index, then release the files and the lock."""
         if self._fd >= 0 and getattr(self, "_pending_commit", None) is not None:
             self.save_hard_state(self.hard_state)
+        if getattr(self, "_state", None) is not None:
+            self._state.close()
         for name in ("_fd", "_lock_fd"):
             fd = getattr(self, name, -1)
             if fd >= 0:
