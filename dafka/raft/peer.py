@@ -111,6 +111,7 @@ from .frames import encode_uint as _uint
 from .guard import BadInput, check_entry_limit, router_frame_limit
 from .membership import all_peers
 from .peerwire import core_request, core_response, truncating, wire_request
+from .pipeline import appends_first, split_durable
 from .ready import ProposeStatus, Ready, Role
 from .statemachine import KvStateMachine, StateMachine
 from .storage import FileStorage
@@ -762,15 +763,23 @@ class RaftPeer:
         core = self.core
         while core.has_ready():
             rd = core.ready()
+            first = appends_first(rd, core.is_leader, self.storage.hard_state)
+            for msg in first:  # see dafka.raft.pipeline: the leader writes in parallel
+                self._send_request(msg)
+            durable, rest = split_durable(rd, self.storage.last_index)
+            if durable is not None:  # answers that need not wait for this fsync
+                self._apply(durable)
             completed = self._persist(rd)
             for msg in rd.messages:
+                if first and isinstance(msg, m.AppendEntries):
+                    continue  # sent already
                 if isinstance(
                     msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow
                 ):
                     self._send_request(msg)
                 else:
                     self._send_response(msg)
-            self._apply(rd)
+            self._apply(rest)
             core.advance(rd)
             if completed is not None:
                 self._restore_staged(completed)
