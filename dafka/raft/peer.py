@@ -106,6 +106,7 @@ from .bounds import DEFAULT_MAX_ENTRY_BYTES, PEER_FRAME_BYTES, peer_url_problem,
 from .core import RaftCore
 from .curve import RaftCurve, RaftZap
 from .extensions import DISPATCH_FEATURES, FEATURES, Extensions
+from .fastsend import send_frames
 from .frames import RaftWireError, decode_config, decode_uint, encode_config, encode_json
 from .frames import encode_uint as _uint
 from .guard import BadInput, check_entry_limit, router_frame_limit
@@ -958,7 +959,7 @@ class RaftPeer:
         msg_id = self._msg_ids.next()
         frames = wire_request(msg, msg_id, self.cluster).encode()
         try:
-            sock.send_multipart(frames, zmq.NOBLOCK)
+            send_frames(sock, frames)
         except zmq.Again:
             return  # not connected: the core's heartbeats/probes try again
         now = time.monotonic()
@@ -990,7 +991,7 @@ class RaftPeer:
             log.debug("raft.peer.unrouted_response to=%s type=%s", msg.to, type(msg).__name__)
             return
         frames = [*route.envelope, _uint(route.msg_id), *wire.encode()[1:]]
-        self.router.send_multipart(frames, zmq.NOBLOCK)
+        send_frames(self.router, frames)
         seen = self._seen.get(route.envelope[0])
         if seen is not None and route.msg_id in seen:
             seen[route.msg_id] = frames
@@ -1181,7 +1182,7 @@ class RaftPeer:
         if not waiter.config:  # RequestUpdate: true [+ the LOG INDEX], built directly
             tail = [_TRUE] if pending else [_TRUE, encode_json(waiter.index)]
             try:
-                self.router.send_multipart([*waiter.envelope, waiter.id_frame, *tail], zmq.NOBLOCK)
+                send_frames(self.router, [*waiter.envelope, waiter.id_frame, *tail])
             except zmq.Again:
                 pass
             return
