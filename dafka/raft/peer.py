@@ -86,17 +86,14 @@ import contextlib
 import logging
 import os
 import random
-import struct
 import threading
 import time
-import zlib
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import zmq
 
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError, StorageError
@@ -107,13 +104,15 @@ from .core import RaftCore
 from .curve import RaftCurve, RaftZap
 from .extensions import DISPATCH_FEATURES, FEATURES, Extensions
 from .fastsend import send_frames
-from .frames import RaftWireError, decode_config, decode_uint, encode_config, encode_json
+from .frames import RaftWireError, decode_uint, encode_json
 from .frames import encode_uint as _uint
 from .guard import BadInput, check_entry_limit, router_frame_limit
 from .membership import all_peers
 from .peerwire import core_request, core_response, truncating, wire_request
 from .pipeline import appends_first, split_durable
 from .ready import ProposeStatus, Ready, Role
+from .snapshotter import BackgroundSnapshot
+from .snapstream import pack_snapshot, unpack_snapshot
 from .statemachine import KvStateMachine, StateMachine
 from .storage import FileStorage
 from .types import REQID_SIZE, ClusterConfig, Entry, EntryType, Peer, SnapshotMeta
@@ -153,9 +152,7 @@ _FALLBACK = (
     "learners and snapshots refused"
 )
 _SNAP = "it needs a snapshot but does not speak our snapshot stream: it stays behind"
-_SNAP_MAGIC = b"DAFKRSX1"
 _TRUE = b"\x01"
-_U32 = struct.Struct("<I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,33 +192,6 @@ class PeerOptions:
     with the spec's final failure (status false, no 3rd frame). The ROUTER's
     ``ZMQ_MAXMSGSIZE`` follows from it (:func:`dafka.raft.guard.router_frame_limit`).
     Give every peer of a cluster the same value."""
-
-
-# -- snapshot transfer format -----------------------------------------------------------------
-
-
-def pack_snapshot(meta: SnapshotMeta, data: bytes) -> bytes:
-    """The InstallSnapshot byte stream for a state machine snapshot (see the module doc)."""
-    head = msgpack.packb([meta.index, meta.term, encode_config(meta.config)], use_bin_type=True)
-    body = b"".join((_SNAP_MAGIC, _U32.pack(len(head)), head, data))
-    return body + _U32.pack(zlib.crc32(body))
-
-
-def unpack_snapshot(blob: bytes) -> tuple[SnapshotMeta, bytes]:
-    """Inverse of :func:`pack_snapshot`; :class:`StorageError` if damaged."""
-    if len(blob) < len(_SNAP_MAGIC) + 8 or not blob.startswith(_SNAP_MAGIC):
-        raise StorageError("not a Dafka Raft snapshot stream")
-    body, (crc,) = blob[:-4], _U32.unpack(blob[-4:])
-    if zlib.crc32(body) != crc:
-        raise StorageError("snapshot stream fails its checksum")
-    (size,) = _U32.unpack_from(body, len(_SNAP_MAGIC))
-    start = len(_SNAP_MAGIC) + 4
-    try:
-        index, term, config = msgpack.unpackb(body[start : start + size], raw=False)
-        meta = SnapshotMeta(index, term, decode_config(config))
-    except Exception as exc:
-        raise StorageError(f"snapshot stream meta does not decode: {exc}") from exc
-    return meta, body[start + size :]
 
 
 # -- bookkeeping records ----------------------------------------------------------------------
@@ -441,6 +411,7 @@ class RaftPeer:
             self.sm.restore(loaded.snapshot)
         self._snapshot_size = len(loaded.snapshot or b"")
         self._snap_cache: tuple[int, bytes, bytes | None] | None = None
+        self._snapper = BackgroundSnapshot()
         self.core = RaftCore(
             self.id,
             self._initial,
@@ -543,6 +514,7 @@ class RaftPeer:
             self._staging_fd = -1
         storage = getattr(self, "storage", None)
         if storage is not None:
+            getattr(self, "_snapper", BackgroundSnapshot()).join()
             storage.close()
         if self._zap is not None:
             self._zap.stop()
@@ -1377,21 +1349,25 @@ class RaftPeer:
         return blob[offset : offset + limit], len(blob)
 
     def _maybe_snapshot(self) -> None:
+        core, job = self.core, self._snapper
+        if job.busy:  # written off the loop (dafka.raft.snapshotter): install when done
+            if job.done():
+                meta, data, staged = job.take()
+                if self.storage.install_staged(meta, staged):
+                    self._snapshot_size = len(data)
+                    self._snap_cache = (meta.index, data, None)
+                    upto = max(meta.index - self.options.keep_entries, core.first_index - 1)
+                    if upto >= self.storage.first_index:
+                        self.storage.compact(upto)
+                    core.compact(upto, meta)
+                    log.info(
+                        "raft.peer.snapshot id=%s index=%d compacted=%d", self.id, meta.index, upto
+                    )
+            return
         every = self.options.snapshot_every
-        core = self.core
         if every <= 0 or core.applied - self.storage.snapshot_meta.index < every:
             return
-        applied = core.applied
-        meta = core.snapshot_meta(applied)
-        data = self.sm.snapshot()
-        self.storage.save_snapshot(meta, data)
-        self._snapshot_size = len(data)
-        self._snap_cache = (meta.index, data, None)
-        upto = max(applied - self.options.keep_entries, core.first_index - 1)
-        if upto >= self.storage.first_index:
-            self.storage.compact(upto)
-        core.compact(upto, meta)
-        log.info("raft.peer.snapshot id=%s index=%d compacted=%d", self.id, applied, upto)
+        job.start(self.storage, core.snapshot_meta(core.applied), self.sm.snapshot())
 
     def _broadcast(self, entries: Sequence[Entry]) -> None:
         assert self.pub is not None

@@ -265,6 +265,12 @@ def _write_all(fd: int, data: bytes | memoryview, offset: int) -> None:
 
 def _atomic_write(directory: Path, name: str, chunks: Iterable[bytes]) -> None:
     tmp = directory / f"{name}.tmp"
+    _write_synced(tmp, chunks)
+    os.replace(tmp, directory / name)
+    _fsync_dir(directory)
+
+
+def _write_synced(tmp: Path, chunks: Iterable[bytes]) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         offset = 0
@@ -274,8 +280,6 @@ def _atomic_write(directory: Path, name: str, chunks: Iterable[bytes]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, directory / name)
-    _fsync_dir(directory)
 
 
 def _with_crc(body: bytes) -> bytes:
@@ -326,6 +330,12 @@ def _encode_records(entries: Sequence[Entry], batch: int) -> bytes:
     return b"".join(parts)
 
 
+def _snapshot_chunks(meta: SnapshotMeta, data: bytes) -> list[bytes]:
+    meta_blob = _pack_meta(meta)
+    head = _SNAP_MAGIC + _U32.pack(len(meta_blob)) + meta_blob + _U64.pack(len(data))
+    return [head, bytes(data), _U32.pack(zlib.crc32(data, zlib.crc32(head)))]
+
+
 def _index_array() -> array[int]:
     return array("Q")
 
@@ -349,7 +359,7 @@ class FileStorage:
         try:
             self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._lock()
-            for name in ("state", "log", "snapshot"):
+            for name in ("state", "log", "snapshot", "snapshot.bg"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)
             self._state = StateFile(
                 self.path / "state", lambda name, chunks: _atomic_write(self.path, name, chunks)
@@ -615,11 +625,31 @@ class FileStorage:
         self._check_open()
         if meta.index < self._meta.index:
             raise StorageError("snapshot is older than the one stored")
-        meta_blob = _pack_meta(meta)
-        head = _SNAP_MAGIC + _U32.pack(len(meta_blob)) + meta_blob + _U64.pack(len(data))
-        crc = zlib.crc32(data, zlib.crc32(head))
+        _write_synced(self.path / "snapshot.tmp", _snapshot_chunks(meta, data))
+        self._install(meta, self.path / "snapshot.tmp")
+
+    def stage_snapshot(self, meta: SnapshotMeta, data: bytes) -> Path:
+        """Write a snapshot of this peer's own state durably *beside* the stored one, for
+        :meth:`install_staged`. Touches nothing else: another thread may run it while
+        the owner keeps using the storage (the slow part of a snapshot off the loop)."""
+        staged = self.path / "snapshot.bg.tmp"
+        _write_synced(staged, _snapshot_chunks(meta, data))
+        return staged
+
+    def install_staged(self, meta: SnapshotMeta, staged: Path) -> bool:
+        """Make a :meth:`stage_snapshot` file the stored snapshot (one rename, one directory
+        fsync); False (and the file dropped) when a newer snapshot was stored meanwhile."""
+        self._check_open()
+        if meta.index <= self._meta.index:
+            staged.unlink(missing_ok=True)
+            return False
+        self._install(meta, staged)
+        return True
+
+    def _install(self, meta: SnapshotMeta, tmp: Path) -> None:
         keep = meta.index <= self.last_index and self.term(meta.index) == meta.term
-        _atomic_write(self.path, "snapshot", [head, bytes(data), _U32.pack(crc)])
+        os.replace(tmp, self.path / "snapshot")
+        _fsync_dir(self.path)
         self._meta, self._has_snapshot = meta, True
         if not keep:
             self._rewrite_log(meta.index + 1, [])

@@ -30,6 +30,7 @@ from dafka.raft.statemachine import (
     get_query,
     put_command,
 )
+from dafka.raft.storage import FileStorage
 from dafka.raft.types import Entry, Peer
 
 CLUSTER = b"unit"
@@ -366,6 +367,8 @@ def test_stream_entries_pipeline_stop_and_snapshot(solo: RaftPeer, ctx) -> None:
         stream.close()  # sends "stop"
         assert [e.index for e in client.stream_entries(10, count=7)] == list(range(11, 18))
         client.update_many([put_command(f"k{i}", i) for i in range(20, 40)])
+        # the snapshot is written off the loop thread, then installed
+        assert wait_for(lambda: solo.info().snapshot_index >= 30)
         # the log was compacted: the snapshot comes first, then what follows it
         items = list(client.stream_entries(0))
         chunks = [i for i in items if isinstance(i, SnapshotChunk)]
@@ -433,3 +436,39 @@ def test_peer_rpcs_are_debounced_and_other_clusters_ignored(solo: RaftPeer, ctx)
         assert decode_uint(reply[1]) == 2 and "unknown" in decode_json(reply[2])
     finally:
         sock.close(0)
+
+
+def test_the_loop_keeps_committing_while_a_snapshot_is_written(
+    tmp_path: Path, ctx: zmq.Context[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot file is written on another thread: updates commit meanwhile."""
+    release, writing = threading.Event(), threading.Event()
+    stage = FileStorage.stage_snapshot
+
+    def slow_stage(self: FileStorage, meta: Any, data: bytes) -> Path:
+        writing.set()
+        assert release.wait(10)
+        return stage(self, meta, data)
+
+    monkeypatch.setattr(FileStorage, "stage_snapshot", slow_stage)
+    with zmq.Context() as probe:
+        sock = probe.socket(zmq.ROUTER)
+        port = sock.bind_to_random_port("tcp://127.0.0.1")
+        sock.close(0)
+    options = PeerOptions(tick=0.01, snapshot_every=10, keep_entries=0, fsync=False)
+    url = f"tcp://127.0.0.1:{port}"
+    peer = RaftPeer("solo", url, [], tmp_path / "solo", CLUSTER, KvStateMachine(), options=options)
+    peer.start()
+    try:
+        with client_for(ctx, url, response_ttl=0.5) as client:
+            client.update_many([put_command(f"k{i}", i) for i in range(12)])
+            assert writing.wait(5)
+            indexes = client.update_many([put_command(f"k{i}", i) for i in range(12, 30)])
+            assert peer.info().snapshot_index == 0  # still being written
+            release.set()
+            assert wait_for(lambda: peer.info().snapshot_index >= 10)
+            assert decode_value(client.read(get_query("k29"))) == 29
+            assert indexes[-1] > peer.info().snapshot_index
+    finally:
+        release.set()
+        peer.stop()

@@ -448,3 +448,20 @@ def test_file_storage_matches_memory_model(tmp_path_factory, operations) -> None
             assert (real.first_index, real.last_index) == (model.first_index, model.last_index)
     finally:
         real.close()
+
+
+def test_a_staged_snapshot_changes_nothing_until_installed(path: Path) -> None:
+    with FileStorage(path) as storage:
+        storage.append([Entry(i, 1, EntryType.STATE, bytes(12), b"x") for i in range(1, 6)])
+        staged = storage.stage_snapshot(SnapshotMeta(3, 1, CONFIG), b"state at 3")
+        assert storage.snapshot_meta.index == 0 and storage.snapshot_data() is None
+    with FileStorage(path) as storage:  # a crash before install: the staged file is gone
+        assert not staged.exists() and storage.snapshot_meta.index == 0
+        staged = storage.stage_snapshot(SnapshotMeta(3, 1, CONFIG), b"state at 3")
+        assert storage.install_staged(SnapshotMeta(3, 1, CONFIG), staged)
+        assert storage.snapshot_data() == b"state at 3" and storage.last_index == 5  # log kept
+        older = storage.stage_snapshot(SnapshotMeta(2, 1, CONFIG), b"state at 2")
+        assert not storage.install_staged(SnapshotMeta(2, 1, CONFIG), older)
+        assert not older.exists() and storage.snapshot_meta.index == 3
+    with FileStorage(path) as storage:
+        assert storage.snapshot_data() == b"state at 3" and storage.first_index == 1
