@@ -16,10 +16,11 @@ The loop
 --------
 Each turn polls the sockets until the next tick, drains everything readable (up to
 :attr:`PeerOptions.max_drain` messages per socket) into the core, ticks it when due, and
-then runs the core's Ready loop (:mod:`dafka.raft.ready`): persist (one ``append`` with
-one ``fdatasync`` for every entry of the turn: group commit), send, apply, answer,
-advance. Client answers, like peer messages, leave only after the Ready that carries
-what they depend on was persisted.
+proposes the turn's RequestUpdates as one batch (``RaftCore.propose_many``), then runs
+the core's Ready loop (:mod:`dafka.raft.ready`): persist (one ``append`` with one
+``fdatasync`` for every entry of the turn: group commit), send, apply, answer, advance.
+Client answers, like peer messages, leave only after the Ready that carries what they
+depend on was persisted (the two exceptions that keep this true: :mod:`dafka.raft.pipeline`).
 
 Peer RPCs
 ---------
@@ -70,7 +71,8 @@ Client RPCs
 Snapshots
 ---------
 With ``snapshot_every`` > 0, once that many entries were applied since the last
-snapshot the state machine is snapshotted (on the loop thread), saved, and the log is
+snapshot the state machine is snapshotted (on the loop thread; the file is written on
+another: :mod:`dafka.raft.snapshotter`), saved, and the log is
 compacted up to ``keep_entries`` entries behind it. Followers that need compacted
 entries get the snapshot through chunked InstallSnapshot; the bytes on the wire are
 ``b"DAFKRSX1" | u32 meta length | meta | state machine data | u32 crc32``, meta being
