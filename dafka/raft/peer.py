@@ -739,8 +739,8 @@ class RaftPeer:
         while core.has_ready():
             rd = core.ready()
             first = appends_first(rd, core.is_leader, self.storage.hard_state)
-            for msg in first:  # see dafka.raft.pipeline: the leader writes in parallel
-                self._send_request(msg)
+            for append in first:  # see dafka.raft.pipeline: the leader writes in parallel
+                self._send_request(append)
             durable, rest = split_durable(rd, self.storage.last_index)
             if durable is not None:  # answers that need not wait for this fsync
                 self._apply(durable)
