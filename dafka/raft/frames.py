@@ -19,6 +19,12 @@ type         encoding
 ``entry``    reqid (12) + type (1) + term (7 bytes LSB first) + data
 ===========  ===================================================================
 
+Whole messages: :class:`MsgType` is the one-byte type frame of every request;
+:func:`as_frames` takes what a socket received (bytes, buffers or ``zmq.Frame``) as a
+list of bytes; :func:`check_count` and :func:`check_at_least` check a message's frame
+count; :func:`first_entry_index` gives the index of the first of the entries ending
+at a message's last index.
+
 CONFIG entry data
 -----------------
 A final configuration without learners is the plain peer list of the spec,
@@ -31,6 +37,7 @@ ever sees the object form when learners are in use.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -47,7 +54,11 @@ __all__ = [
     "MAX_TERM",
     "MAX_UINT",
     "MAX_UINT32",
+    "MsgType",
     "RaftWireError",
+    "as_frames",
+    "check_at_least",
+    "check_count",
     "config_from_json",
     "check_peers",
     "config_to_json",
@@ -76,6 +87,7 @@ __all__ = [
     "encode_string",
     "encode_uint",
     "encode_uint32",
+    "first_entry_index",
     "json_uint",
     "peers_from_json",
     "peers_to_json",
@@ -94,6 +106,60 @@ _FALSE = b""
 
 class RaftWireError(WireError):
     """Frames that do not decode as a ØMQ RAFT message (or values that cannot be encoded)."""
+
+
+class MsgType(bytes, enum.Enum):
+    """The one-byte message types (frame 2 of every request)."""
+
+    REQUEST_VOTE = b"?"  # 0x3f
+    APPEND_ENTRIES = b"+"  # 0x2b
+    INSTALL_SNAPSHOT = b"$"  # 0x24
+    REQUEST_CONFIG = b"^"  # 0x5e
+    REQUEST_UPDATE = b"="  # 0x3d
+    CONFIG_UPDATE = b"&"  # 0x26
+    REQUEST_ENTRIES = b"<"  # 0x3c
+    REQUEST_LOG_INFO = b"%"  # 0x25
+    REQUEST_BROADCAST_STATE_URL = b"*"  # 0x2a
+    TIMEOUT_NOW = b"@"  # 0x40, Dafka extension
+
+
+# -- whole messages ---------------------------------------------------------------------------
+
+
+def as_frames(frames: Sequence[Any]) -> list[bytes]:
+    """The frames of a message as bytes (a socket may give buffers or ``zmq.Frame``)."""
+    out = []
+    for frame in frames:
+        if isinstance(frame, bytes):
+            out.append(frame)
+        elif isinstance(frame, bytearray | memoryview):
+            out.append(bytes(frame))
+        else:
+            buffer = getattr(frame, "bytes", None)  # zmq.Frame
+            if not isinstance(buffer, bytes):
+                raise RaftWireError(f"a frame must be bytes, got {type(frame).__name__}")
+            out.append(buffer)
+    return out
+
+
+def check_count(frames: Sequence[bytes], low: int, high: int, what: str) -> None:
+    """A message of ``low`` to ``high`` frames: more or fewer is a :class:`RaftWireError`."""
+    if not low <= len(frames) <= high:
+        expected = str(low) if low == high else f"{low}..{high}"
+        raise RaftWireError(f"{what} has {len(frames)} frames, expected {expected}")
+
+
+def check_at_least(frames: Sequence[bytes], low: int, what: str) -> None:
+    if len(frames) < low:
+        raise RaftWireError(f"{what} has {len(frames)} frames, expected at least {low}")
+
+
+def first_entry_index(last_index: int, count: int, what: str) -> int:
+    """The index of the first of ``count`` entries ending at ``last_index`` (none below 1)."""
+    first = last_index - count + 1
+    if count and first < 1:
+        raise RaftWireError(f"{what}: {count} entries cannot end at index {last_index}")
+    return first
 
 
 # -- integers ---------------------------------------------------------------------------------

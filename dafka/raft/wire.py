@@ -51,7 +51,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from .frames import (
+    MsgType,
     RaftWireError,
+    as_frames,
+    check_at_least,
+    check_count,
     check_peers,
     decode_bool,
     decode_entries,
@@ -73,6 +77,7 @@ from .frames import (
     encode_string,
     encode_uint,
     encode_uint32,
+    first_entry_index,
     json_uint,
     peers_from_json,
     peers_to_json,
@@ -124,21 +129,6 @@ __all__ = [
 MESSAGE_ID_MODULUS = 1 << 24
 
 
-class MsgType(bytes, enum.Enum):
-    """The one-byte message types (frame 2 of every request)."""
-
-    REQUEST_VOTE = b"?"  # 0x3f
-    APPEND_ENTRIES = b"+"  # 0x2b
-    INSTALL_SNAPSHOT = b"$"  # 0x24
-    REQUEST_CONFIG = b"^"  # 0x5e
-    REQUEST_UPDATE = b"="  # 0x3d
-    CONFIG_UPDATE = b"&"  # 0x26
-    REQUEST_ENTRIES = b"<"  # 0x3c
-    REQUEST_LOG_INFO = b"%"  # 0x25
-    REQUEST_BROADCAST_STATE_URL = b"*"  # 0x2a
-    TIMEOUT_NOW = b"@"  # 0x40, Dafka extension
-
-
 PEER_TYPES = frozenset(
     {MsgType.REQUEST_VOTE, MsgType.APPEND_ENTRIES, MsgType.INSTALL_SNAPSHOT, MsgType.TIMEOUT_NOW}
 )
@@ -159,42 +149,6 @@ class MessageIdCounter:
         return value
 
     __call__ = next
-
-
-# -- helpers ----------------------------------------------------------------------------------
-
-
-def _frames(frames: Sequence[Any]) -> list[bytes]:
-    out = []
-    for frame in frames:
-        if isinstance(frame, bytes):
-            out.append(frame)
-        elif isinstance(frame, bytearray | memoryview):
-            out.append(bytes(frame))
-        else:
-            buffer = getattr(frame, "bytes", None)  # zmq.Frame
-            if not isinstance(buffer, bytes):
-                raise RaftWireError(f"a frame must be bytes, got {type(frame).__name__}")
-            out.append(buffer)
-    return out
-
-
-def _count(frames: Sequence[bytes], low: int, high: int, what: str) -> None:
-    if not low <= len(frames) <= high:
-        expected = str(low) if low == high else f"{low}..{high}"
-        raise RaftWireError(f"{what} has {len(frames)} frames, expected {expected}")
-
-
-def _at_least(frames: Sequence[bytes], low: int, what: str) -> None:
-    if len(frames) < low:
-        raise RaftWireError(f"{what} has {len(frames)} frames, expected at least {low}")
-
-
-def _first_index(last_index: int, count: int, what: str) -> int:
-    first = last_index - count + 1
-    if count and first < 1:
-        raise RaftWireError(f"{what}: {count} entries cannot end at index {last_index}")
-    return first
 
 
 # -- peer RPCs --------------------------------------------------------------------------------
@@ -235,7 +189,7 @@ class RequestVote:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestVote:
-        _count(frames, 7, 8, "RequestVote")
+        check_count(frames, 7, 8, "RequestVote")
         flags = decode_uint(frames[7]) if len(frames) == 8 else 0
         return cls(
             decode_uint(frames[0]),
@@ -262,7 +216,7 @@ class RequestVoteResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestVoteResponse:
-        _count(frames, 3, 3, "RequestVote response")
+        check_count(frames, 3, 3, "RequestVote response")
         return cls(decode_uint(frames[0]), decode_term(frames[1]), decode_bool(frames[2]))
 
 
@@ -297,7 +251,7 @@ class AppendEntries:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> AppendEntries:
-        _at_least(frames, 8, "AppendEntries")
+        check_at_least(frames, 8, "AppendEntries")
         prev_index = decode_index(frames[5], "previous log index")
         return cls(
             decode_uint(frames[0]),
@@ -336,7 +290,7 @@ class AppendEntriesResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> AppendEntriesResponse:
-        _count(frames, 3, 5, "AppendEntries response")
+        check_count(frames, 3, 5, "AppendEntries response")
         head = decode_uint(frames[0]), decode_term(frames[1]), decode_bool(frames[2])
         if len(frames) == 5:  # the older Dafka form: conflict term, conflict index
             index = decode_index(frames[4], "conflict index")
@@ -386,7 +340,7 @@ class InstallSnapshot:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> InstallSnapshot:
-        _count(frames, 10, 10, "InstallSnapshot")
+        check_count(frames, 10, 10, "InstallSnapshot")
         return cls(
             decode_uint(frames[0]),
             frames[2],
@@ -416,7 +370,7 @@ class InstallSnapshotResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> InstallSnapshotResponse:
-        _count(frames, 2, 3, "InstallSnapshot response")
+        check_count(frames, 2, 3, "InstallSnapshot response")
         return cls(
             decode_uint(frames[0]),
             decode_term(frames[1]),
@@ -445,7 +399,7 @@ class TimeoutNow:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> TimeoutNow:
-        _count(frames, 5, 5, "TimeoutNow")
+        check_count(frames, 5, 5, "TimeoutNow")
         return cls(
             decode_uint(frames[0]),
             frames[2],
@@ -466,7 +420,7 @@ class TimeoutNowResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> TimeoutNowResponse:
-        _count(frames, 2, 2, "TimeoutNow response")
+        check_count(frames, 2, 2, "TimeoutNow response")
         return cls(decode_uint(frames[0]), decode_term(frames[1]))
 
 
@@ -486,7 +440,7 @@ class _PlainClientRequest:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> Self:
-        _count(frames, 3, 3, cls.__name__)
+        check_count(frames, 3, 3, cls.__name__)
         return cls(decode_uint32(frames[0]), frames[2])  # type: ignore[call-arg]
 
 
@@ -520,7 +474,7 @@ class RequestConfigResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestConfigResponse:
-        _count(frames, 3, 4, "RequestConfig response")
+        check_count(frames, 3, 4, "RequestConfig response")
         return cls(
             decode_uint32(frames[0]),
             decode_bool(frames[1]),
@@ -552,7 +506,7 @@ class RequestUpdate:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestUpdate:
-        _count(frames, 4, 4, "RequestUpdate")
+        check_count(frames, 4, 4, "RequestUpdate")
         return cls(decode_reqid(frames[0]), frames[2], frames[3])
 
 
@@ -582,7 +536,7 @@ class RequestUpdateResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestUpdateResponse:
-        _count(frames, 2, 3, "RequestUpdate response")
+        check_count(frames, 2, 3, "RequestUpdate response")
         reqid = decode_reqid(frames[0])
         if decode_bool(frames[1]):
             if len(frames) == 2:
@@ -611,7 +565,7 @@ class ConfigUpdate:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> ConfigUpdate | InvalidConfigUpdate:
-        _count(frames, 4, 4, "ConfigUpdate")
+        check_count(frames, 4, 4, "ConfigUpdate")
         reqid = decode_reqid(frames[0])
         try:
             value = decode_json(frames[3])
@@ -683,7 +637,7 @@ class ConfigUpdateResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> ConfigUpdateResponse:
-        _count(frames, 2, 3, "ConfigUpdate response")
+        check_count(frames, 2, 3, "ConfigUpdate response")
         reqid = decode_reqid(frames[0])
         code = decode_uint(frames[1])
         if code > max(ConfigUpdateStatus):
@@ -749,7 +703,7 @@ class RequestEntries:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestEntries:
-        _count(frames, 4, 6, "RequestEntries")
+        check_count(frames, 4, 6, "RequestEntries")
         return cls(
             decode_uint32(frames[0]),
             frames[2],
@@ -832,26 +786,26 @@ class RequestEntriesResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestEntriesResponse:
-        _at_least(frames, 3, "RequestEntries response")
+        check_at_least(frames, 3, "RequestEntries response")
         request_id = decode_uint32(frames[0])
         code = decode_uint(frames[1])
         if code > max(EntriesStatus):
             raise RaftWireError(f"unknown RequestEntries status {code}")
         status = EntriesStatus(code)
         if status is EntriesStatus.NOT_LEADER:
-            _count(frames, 3, 3, "RequestEntries not-leader response")
+            check_count(frames, 3, 3, "RequestEntries not-leader response")
             return cls.not_leader(request_id, decode_json_leader(frames[2]))
-        _at_least(frames, 4, "RequestEntries response")
+        check_at_least(frames, 4, "RequestEntries response")
         last_index = decode_uint(frames[3])
         if status is EntriesStatus.SNAPSHOT:
-            _count(frames, 5, 5, "RequestEntries snapshot response")
+            check_count(frames, 5, 5, "RequestEntries snapshot response")
             position = decode_json(frames[2])
             if not isinstance(position, list) or len(position) != 3:
                 raise RaftWireError("snapshot position is not [offset, size, term]")
             offset, size, term = (json_uint(v, "snapshot position") for v in position)
             return cls.snapshot_chunk(request_id, last_index, term, offset, size, frames[4])
         entry_frames = frames[4:]
-        first = _first_index(last_index, len(entry_frames), "RequestEntries response")
+        first = first_entry_index(last_index, len(entry_frames), "RequestEntries response")
         entries = decode_entries(entry_frames, first)
         return cls(request_id, status, last_index=last_index, entries=entries)
 
@@ -902,7 +856,7 @@ class RequestLogInfoResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestLogInfoResponse:
-        _count(frames, 10, 10, "RequestLogInfo response")
+        check_count(frames, 10, 10, "RequestLogInfo response")
         numbers = [decode_uint(frame) for frame in frames[3:]]
         return cls(
             decode_uint32(frames[0]),
@@ -936,7 +890,7 @@ class RequestBroadcastStateUrlResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> RequestBroadcastStateUrlResponse:
-        _count(frames, 1, 2, "RequestBroadcastStateUrl response")
+        check_count(frames, 1, 2, "RequestBroadcastStateUrl response")
         url = decode_string(frames[1], "broadcast url") if len(frames) == 2 else None
         return cls(decode_uint32(frames[0]), url)
 
@@ -960,7 +914,7 @@ class ClientDispatch:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> ClientDispatch:
-        _at_least(frames, 3, "ClientDispatch")
+        check_at_least(frames, 3, "ClientDispatch")
         if len(frames[1]) < 2:
             raise RaftWireError("a ClientDispatch message type has at least 2 bytes")
         if not frames[0]:
@@ -980,7 +934,7 @@ class ClientDispatchResponse:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> ClientDispatchResponse:
-        _at_least(frames, 1, "ClientDispatch response")
+        check_at_least(frames, 1, "ClientDispatch response")
         return cls(frames[0], tuple(frames[1:]))
 
 
@@ -1006,10 +960,10 @@ class StateBroadcast:
 
     @classmethod
     def decode(cls, frames: Sequence[bytes]) -> StateBroadcast:
-        frames = _frames(frames)
-        _at_least(frames, 3, "StateBroadcast")
+        frames = as_frames(frames)
+        check_at_least(frames, 3, "StateBroadcast")
         last_index = decode_uint(frames[2])
-        first = _first_index(last_index, len(frames) - 3, "StateBroadcast")
+        first = first_entry_index(last_index, len(frames) - 3, "StateBroadcast")
         return cls(frames[0], decode_uint(frames[1]), last_index, decode_entries(frames[3:], first))
 
 
@@ -1076,8 +1030,8 @@ _RESPONSES: dict[bytes, Callable[[Sequence[bytes]], Response]] = {
 
 def decode_request(frames: Sequence[bytes]) -> Request:
     """Decode a request body (ROUTER identities already removed)."""
-    frames = _frames(frames)
-    _at_least(frames, 2, "request")
+    frames = as_frames(frames)
+    check_at_least(frames, 2, "request")
     kind = frames[1]
     if len(kind) >= 2:
         return ClientDispatch.decode(frames)
@@ -1089,7 +1043,7 @@ def decode_request(frames: Sequence[bytes]) -> Request:
 
 def decode_response(kind: MsgType | bytes, frames: Sequence[bytes]) -> Response:
     """Decode the response to a request of type ``kind`` (2+ bytes: a ClientDispatch)."""
-    frames = _frames(frames)
+    frames = as_frames(frames)
     key = kind.value if isinstance(kind, MsgType) else bytes(kind)
     if len(key) >= 2:
         return ClientDispatchResponse.decode(frames)
@@ -1109,7 +1063,7 @@ def split_envelope(frames: Sequence[bytes], hops: int = 1) -> tuple[tuple[bytes,
     delimiter a REQ socket adds, if present. The body's first frame (a message or request
     id) is never empty, so the delimiter cannot be confused with it.
     """
-    frames = _frames(frames)
+    frames = as_frames(frames)
     if len(frames) <= hops:
         raise RaftWireError("message has no body after its routing envelope")
     cut = hops + 1 if frames[hops] == b"" else hops
