@@ -611,7 +611,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if False:",
     ),
     "raft AppendEntries rejection hint in the reference form": (
-        "dafka.raft.wire",
+        "dafka.raft.peerrpc",
         "AppendEntriesResponse.decode",
         "        return cls(*head, nxt or None)",
         "        return cls(*head, None, nxt)",
