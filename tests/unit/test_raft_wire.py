@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dafka.raft import clientrpc, frames, peerrpc, wire
 from dafka.raft.bounds import MAX_INDEX
 from dafka.raft.frames import MAX_UINT32, RaftWireError, encode_entry, encode_json
 from dafka.raft.types import Entry, EntryType, Peer
@@ -246,6 +247,40 @@ RESPONSES = [
 ]
 any_request = st.one_of(REQUESTS)
 any_response = st.one_of([st.tuples(st.just(kind), strategy) for kind, strategy in RESPONSES])
+
+# -- the module split -------------------------------------------------------------------------
+
+
+# Every name of dafka.raft.wire that dafka/, tower/, tests/, benchmarks/ and examples/ used
+# before the codec was split into frames, peerrpc and clientrpc.
+WIRE_NAMES = """
+    AppendEntries AppendEntriesResponse ClientDispatch ClientDispatchResponse ConfigUpdate
+    ConfigUpdateResponse ConfigUpdateStatus EntriesStatus FLAG_PRE_VOTE FLAG_TRANSFER
+    InstallSnapshot InstallSnapshotResponse InvalidConfigUpdate MESSAGE_ID_MODULUS
+    MessageIdCounter MsgType PEER_TYPES RaftWireError Request RequestBroadcastStateUrl
+    RequestBroadcastStateUrlResponse RequestConfig RequestConfigResponse RequestEntries
+    RequestEntriesResponse RequestLogInfo RequestLogInfoResponse RequestUpdate
+    RequestUpdateResponse RequestVote RequestVoteResponse Response RouterRequest
+    StateBroadcast TimeoutNow TimeoutNowResponse UpdateStatus decode_request decode_response
+    decode_router_request decode_state_broadcast split_envelope
+""".split()
+
+
+def test_wire_reexports_its_parts() -> None:
+    """``wire`` holds the dispatch, envelopes and StateBroadcast; the frame primitives, peer
+    RPCs and client RPCs live beside it, and ``from dafka.raft import wire`` (or ``from
+    dafka.raft.wire import X``) still reaches each name it had, as the same object."""
+    homes = {name: part for part in (frames, peerrpc, clientrpc) for name in part.__all__}
+    assert set(WIRE_NAMES) <= set(wire.__all__)
+    for name in wire.__all__:
+        assert hasattr(wire, name), name
+        if name in homes:
+            assert getattr(wire, name) is getattr(homes[name], name), name
+    assert set(peerrpc.__all__) | set(clientrpc.__all__) <= set(wire.__all__)
+    assert wire.AppendEntriesResponse.__module__ == "dafka.raft.peerrpc"
+    assert wire.RequestEntries.__module__ == "dafka.raft.clientrpc"
+    assert wire.MsgType.__module__ == "dafka.raft.frames"
+
 
 # -- round trips ------------------------------------------------------------------------------
 
