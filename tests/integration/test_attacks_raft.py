@@ -275,8 +275,11 @@ def test_oversize_request_updates_are_refused_without_growing_the_peer(peer, dea
 
 def test_a_peer_whose_loop_dies_exits_non_zero(peer):
     p = peer("--snapshot-every", "1")
-    # the next snapshot cannot be written: storage failure, not input, so the loop dies
+    # the next snapshot cannot be written (a directory where its file goes, for the
+    # snapshot written on the loop and for the one staged off it): a storage failure,
+    # not input, so the loop dies
     (p.data_dir / "raft" / "snapshot.tmp").mkdir()
+    (p.data_dir / "raft" / "snapshot.bg.tmp").mkdir()
     with p.client(timeout=5) as client:
         try:
             client.update(b"x", timeout=5)
