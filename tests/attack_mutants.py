@@ -622,6 +622,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if not self._fetch_budget.allow(now):",
         "        if False:",
     ),
+    "tower relay admits the keys the metadata names": (
+        "tower.relay",
+        "Tower._run",
+        "start_authenticator(self._ctx, self._curve, self._provider)",
+        "start_authenticator(self._ctx, self._curve)",
+    ),
 }
 
 
@@ -629,6 +635,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "tower relay admits the keys the metadata names": (
+        "tests/integration/test_attacks_curve_keys.py::test_the_relay_gives_beacons_only_to_keys_the_metadata_names",
+    ),
     "raft heartbeat never behind what is in flight": (
         "tests/unit/raft/test_reference_follower.py::test_heartbeat_is_never_behind_what_is_in_flight",
     ),

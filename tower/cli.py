@@ -7,6 +7,7 @@ import click
 from dafka import identity
 from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
 from dafka.config import TowerAddress, parse_endpoint
+from dafka.curve_policy import ClientGate
 from dafka.errors import ConfigError, RaftError
 
 from .metadata import (
@@ -102,12 +103,19 @@ def main(
         raft_curve=raft_curve,
         raft_peer_keys=peer_keys,
     )
+    gate = None
     if curve:
         tower_key = identity.load_or_create(data_dir)
-        node.relay.enable_curve(tower_key)
+        # the relay admits the client keys the metadata names (curve_clients = metadata) or
+        # any (open); closed but for its own key until this replica has read the metadata
+        gate = ClientGate([tower_key.public_key])
+        gate.hold()
+        node.relay.enable_curve(tower_key, provider=gate)
     if raft_curve:
         click.echo(f"tower Raft CURVE key {node.public_key} (give it in --raft-peers)", err=True)
     node.start()
+    if gate is not None:
+        node.follow_metadata(gate.update)
     if not keys and not peers:
         key, made = local_admin_key(data_dir)
         node.bootstrap([key])

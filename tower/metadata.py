@@ -22,8 +22,10 @@ import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from dafka import identity as ident
 from dafka.config import TowerAddress
@@ -35,9 +37,40 @@ from dafka.metadata.state import MetadataStateMachine, command, decode_config
 from dafka.raft.client import RaftClient
 from dafka.raft.curve import ClientCurve, RaftCurve, curve_public_key, split_key
 from dafka.raft.peer import PeerOptions, RaftPeer
-from dafka.raft.types import Peer
+from dafka.raft.types import Entry, Peer
 
 from .relay import Tower
+
+
+class ObservedMetadata(MetadataStateMachine):
+    """The tower's metadata replica, telling one listener (the relay's CURVE gate) the
+    configuration after every change it applies or restores."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._listener: Callable[[dict[str, Any]], None] | None = None
+        self._told = -1
+
+    def listen(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        self._listener = listener
+        self._told = -1
+        self._tell()
+
+    def apply(self, entry: Entry) -> Any:
+        result = super().apply(entry)
+        self._tell()
+        return result
+
+    def restore(self, data: bytes) -> None:
+        super().restore(data)
+        self._tell()
+
+    def _tell(self) -> None:
+        listener = self._listener
+        if listener is not None and self.revision != self._told:
+            self._told = self.revision
+            listener(self.view())
+
 
 __all__ = [
     "PORTS_PER_TOWER",
@@ -221,7 +254,7 @@ class TowerNode:
                 )
         self.cluster = cluster
         self.data_dir = Path(data_dir)
-        self.sm = MetadataStateMachine(cluster=cluster)
+        self.sm = ObservedMetadata(cluster=cluster)
         members = [Peer(pid, _raft(a)) for pid, a in peers] or [Peer(self.peer_id, _raft(address))]
         self.members = [p.url for p in members]
         curve = self.client_curve = None
@@ -333,6 +366,20 @@ class TowerNode:
     def error(self) -> BaseException | None:
         """Why the tower stopped working: the Raft peer's error or a lost bootstrap."""
         return self.raft.error or self.bootstrap_error
+
+    def follow_metadata(
+        self, listener: Callable[[dict[str, Any]], None], wait: float = 5.0
+    ) -> None:
+        """Call ``listener`` with the metadata now and after every change (on the Raft
+        thread). "Now" is once this replica has applied what it had committed when it
+        started (up to ``wait`` s), so a restarted tower does not first tell the
+        defaults of an empty log."""
+        core = self.raft.core
+        target = core.commit
+        deadline = time.monotonic() + wait
+        while core.applied < target and time.monotonic() < deadline and self.raft.running:
+            self._stop.wait(0.01)
+        self.sm.listen(listener)
 
     def stop(self) -> None:
         self._stop.set()

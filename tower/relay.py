@@ -22,6 +22,7 @@ import errno
 import logging
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import zmq
 
@@ -64,14 +65,20 @@ class Tower:
         self.malformed = 0
         self._curve = CurveConfig.off()
         self._identity: Identity | None = None
+        self._provider: Any = None
 
-    def enable_curve(self, identity: Identity, config: CurveConfig | None = None) -> None:
+    def enable_curve(
+        self, identity: Identity, config: CurveConfig | None = None, provider: Any = None
+    ) -> None:
         """Serve both sockets over CURVE under ``identity``'s key (call before :meth:`start`).
 
-        The relay then runs on a context of its own, whose ZAP handler it owns.
+        The relay then runs on a context of its own, whose ZAP handler it owns; a
+        ``provider`` (a :class:`dafka.curve_policy.ClientGate`) decides which client keys
+        it admits.
         """
         self._curve = config if config is not None else CurveConfig(True)
         self._identity = identity
+        self._provider = provider
         self._ctx = zmq.Context()
 
     def start(self, timeout: float = 10.0) -> Tower:
@@ -113,7 +120,7 @@ class Tower:
         raise ConfigError(f"no two free neighbouring ports found on {host}")
 
     def _run(self) -> None:
-        auth = start_authenticator(self._ctx, self._curve)
+        auth = start_authenticator(self._ctx, self._curve, self._provider)
         try:
             self._run_sockets()
         finally:

@@ -103,8 +103,11 @@ class _Waiting:
     """Says once when no tower (with ``-e``: no store) has answered yet, and with
     ``-e`` gives up after ``wait`` seconds: silence would look like an empty topic."""
 
-    def __init__(self, consumer: Consumer, started: float, wait: float, at_end: bool) -> None:
+    def __init__(
+        self, consumer: Consumer, started: float, wait: float, at_end: bool, curve: bool = False
+    ) -> None:
         self.consumer = consumer
+        self.curve = curve
         self.started = started
         self.wait = wait
         self.at_end = at_end
@@ -116,6 +119,11 @@ class _Waiting:
             missing = "tower"
             what = f"no tower answered at {', '.join(c.towers)}"
             hint = "is dafka-tower (or dafka-local) running there? (--tower)"
+            if self.curve:  # a refused handshake looks like silence to the client
+                hint = (
+                    "is dafka-tower running there with --curve, and does the cluster "
+                    "admit this node's key (curve_clients, clients)? (--tower HOST:PORT@KEY)"
+                )
         elif self.at_end and not c.store_answered:
             missing = "store"
             what = "no store answered"
@@ -222,7 +230,7 @@ def main(
         profile=check_profile(profile),
         trusted_stores=trusted_stores,
     ) as consumer:
-        waiting = _Waiting(consumer, started, wait, exit_at_end)
+        waiting = _Waiting(consumer, started, wait, exit_at_end, curve)
         while count is None or seen < count:
             records = consumer.poll_batch(
                 max_records=10_000 if count is None else count - seen, timeout=0.1

@@ -58,7 +58,12 @@ def _clients(
         curve = locator.curve
         me = locator.key
     if not stores:
-        hint = "" if curve else " (towers that run --curve need --tower HOST:PORT@KEY)"
+        hint = (
+            # a refused handshake looks like silence to the client
+            " (or the cluster does not admit this client's key: curve_clients, clients)"
+            if curve
+            else " (towers that run --curve need --tower HOST:PORT@KEY)"
+        )
         raise DafkaError(f"no store heard through the towers ({tower}) in a beacon interval{hint}")
     out = []
     for node_id, endpoint in stores.items():

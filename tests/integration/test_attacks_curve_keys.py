@@ -6,7 +6,9 @@
   metadata live;
 * nodes follow the metadata of towers whose Raft ports run CURVE;
 * the cluster setting ``curve``: a NULL node refuses to start;
-* ``dafka query read`` over CURVE: the key a read ACL names reads, another is refused.
+* ``dafka query read`` over CURVE: the key a read ACL names reads, another is refused;
+* the tower's beacon relay follows the same policy: in ``metadata`` mode a key the
+  metadata does not name gets no beacon.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import zmq
 
 from dafka import identity
 from dafka.metadata import MetadataClient
+from dafka.transport_security import CurveConfig, make_client
 from tests.admin import tower_args
 from tests.attack_mutants import mutated
 from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
-from tests.procs import Proc, Tower, py
+from tests.procs import Proc, Tower, py, wait_until
 
 
 class RaftCurveTower(CurveTower):
@@ -89,15 +93,17 @@ def test_metadata_mode_admits_only_the_keys_the_metadata_names(
         )
         assert named.wait(60) == 0, named.stderr
         assert bytes(named.stdout) == LINES
-        # a key the metadata does not name: every node refuses it at the handshake
+        # a key the metadata does not name: every node refuses it at the handshake, the
+        # tower's relay too (so it hears of no store either)
         stranger = consume(rtower.address, "open", "--curve", "--wait", "4")
         assert stranger.wait(30) == 1, stranger.stderr
         assert bytes(stranger.stdout) == b""
-        assert "no store answered" in stranger.stderr
+        assert "no tower answered" in stranger.stderr
+        assert "does the cluster admit this node's key" in stranger.stderr
         refused = query_read(rtower.address, "open", tmp_path / "stranger", "--timeout", "3")
         assert refused.wait(30) == 1, refused.stderr
         assert bytes(refused.stdout) == b""
-        assert one_line(refused.stderr, "does not admit this client's key")
+        assert one_line(refused.stderr, "does not admit this client's key")  # the relay's gate
         # live: once the metadata stops naming the friend, its key is refused too
         with MetadataClient(rtower.address) as admin:
             admin.set_cluster({"clients": None})
@@ -125,6 +131,64 @@ def test_a_null_node_refuses_to_run_in_a_cluster_that_requires_curve(tmp_path: P
         assert len(lines) == 1 and "requires CURVE" in lines[0], p.stderr
     finally:
         tower.stop()
+
+
+def _relay_listener(ctx: zmq.Context, tower: RaftCurveTower, who: identity.Identity) -> zmq.Socket:
+    """A SUB on the tower's relay, over CURVE as ``who``, subscribed to every beacon."""
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    make_client(sub, CurveConfig(True), who, bytes.fromhex(tower.key))
+    port = int(tower.plain.rsplit(":", 1)[1]) + 1  # the relay's XPUB: beacon port + 1
+    sub.connect(f"tcp://127.0.0.1:{port}")
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    return sub
+
+
+def _hears(sub: zmq.Socket, seconds: float) -> bool:
+    """Whether anything (the welcome, a beacon) arrives within ``seconds``."""
+    return bool(sub.poll(int(seconds * 1000)))
+
+
+def test_the_relay_gives_beacons_only_to_keys_the_metadata_names(
+    rtower: RaftCurveTower, tmp_path: Path
+) -> None:
+    k = keys(tmp_path, "store", "friend", "stranger")
+    friend, stranger = identity.load(k["friend"][0]), identity.load(k["stranger"][0])
+    ctx = zmq.Context()
+    socks: list[zmq.Socket] = []
+    store = Store(k["store"][0], rtower.address, "--curve")  # beacons for the relay to pass
+    try:
+        with MetadataClient(rtower.address) as admin:
+            admin.trust_store(k["store"][1])
+            admin.set_cluster({"curve_clients": "metadata", "clients": [friend.node_id]})
+        # the setting reaches the relay's gate from the tower's own replica
+        wait_until(
+            lambda: _hears(_new(socks, ctx, rtower, friend), 2),
+            30,
+            what="the named key to hear the relay",
+        )
+        assert not _hears(_new(socks, ctx, rtower, stranger), 4)
+        # and live: once named, the stranger hears it too (a new connection, a new handshake)
+        with MetadataClient(rtower.address) as admin:
+            admin.set_cluster({"clients": [friend.node_id, stranger.node_id]})
+        wait_until(
+            lambda: _hears(_new(socks, ctx, rtower, stranger), 2),
+            30,
+            what="the newly named key to hear the relay",
+        )
+    finally:
+        for sock in socks:
+            sock.close(0)
+        ctx.term()
+        store.kill()
+
+
+def _new(
+    socks: list[zmq.Socket], ctx: zmq.Context, tower: RaftCurveTower, who: identity.Identity
+) -> zmq.Socket:
+    sock = _relay_listener(ctx, tower, who)
+    socks.append(sock)
+    return sock
 
 
 def query_read(towers: str, topic: str, key_dir: Path | None, *extra: str) -> Proc:
