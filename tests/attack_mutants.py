@@ -289,8 +289,14 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "Raft core never campaigns past MAX_TERM": (
         "dafka.raft.core",
         "RaftCore._campaign",
-        " or self.term >= MAX_TERM:",
+        " or not self.terms.may_campaign(self.term):",
         ":",
+    ),
+    "Raft term ceiling on what a peer message may raise the term to": (
+        "dafka.raft.guard",
+        "TermCeiling.admits",
+        "        if term <= self.ceiling:",
+        "        if True:",
     ),
     "Raft ConfigUpdate checks peer ids and URLs": (
         "dafka.raft.frames",
