@@ -46,6 +46,7 @@ from typing import Protocol
 import zmq
 
 from ..config import NodeConfig
+from ..core.admission import SourceKeys
 from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
@@ -85,7 +86,11 @@ class NodeHandler(Protocol):
 
     def on_commands(self, now: float) -> Sequence[Outgoing]: ...
 
-    def on_messages(self, msgs: list[Message], now: float) -> Sequence[Outgoing]: ...
+    def on_messages(
+        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
+    ) -> Sequence[Outgoing]:
+        """``sources[i]``: the host ``msgs[i]`` came from (a rate key; "" if unknown)."""
+        ...
 
     def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]: ...
 
@@ -176,6 +181,7 @@ class NodeLoop:
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
         self._peer_keys: dict[str, bytes] = {}
+        self._sources = SourceKeys()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
@@ -640,27 +646,41 @@ class NodeLoop:
         self.stats["subscriptions_refused"] = guard.refused
         return None
 
+    def _source(self, frame: zmq.Frame) -> str:
+        """The rate key of the host a message came from (its connection's ``Peer-Address``,
+        :class:`dafka.core.admission.SourceKeys`); "" if unknown."""
+        try:
+            return self._sources.key(str(frame.get("Peer-Address")))
+        except zmq.ZMQError:
+            return ""
+
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []
+        sources: list[str] = []
         decode = self.profile.decode
-        recv = sub.recv_multipart
+        recv, more = sub.recv, sub.get
         budget = MAX_DRAIN_BYTES
         limit = self.config.max_message_size
         for _ in range(MAX_DRAIN):
             try:
-                frames = recv(zmq.NOBLOCK)
+                first = recv(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
+            frames = [first.bytes]
+            while more(zmq.RCVMORE):
+                frames.append(recv())
             if len(frames[-1]) > limit or len(frames[0]) > limit:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
                     msgs.append(told)
+                    sources.append(self._source(first))
                 budget -= sum(map(len, frames))
                 if budget <= 0:
                     break
                 continue
             try:
                 msgs.append(decode(frames))
+                sources.append(self._source(first))
             except OtherProfile:
                 self.stats["other_profile"] += 1  # a node of the other profile: not for us
             except WireError as exc:
@@ -671,7 +691,7 @@ class NodeLoop:
         if not msgs:
             return []
         self.stats["received"] += len(msgs)
-        return self.handler.on_messages(msgs, now)
+        return self.handler.on_messages(msgs, now, sources)
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
         """A frame over ``limit``: count and log it (rate-limited), and if it is a record
