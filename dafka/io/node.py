@@ -70,8 +70,8 @@ the two is read and dropped here, and the core told (:class:`~dafka.core.message
 so one record too big (a C producer has no size cap) costs neither the connection nor the
 records after it; libzmq still cuts a peer whose frame is over the ceiling, before
 allocating it. Memory: one frame of at most the ceiling per connection being read, and
-the SUB's queue (``high_watermark`` messages) bounded by the ceiling each, as it was by
-``max_message_size`` before; the loop drops an oversized frame as soon as it reads it."""
+the SUB's queue (``NodeConfig.hwm(ceiling)`` messages) bounded by the ceiling each; the
+loop drops an oversized frame as soon as it reads it."""
 
 Call = Callable[[float], "list[Publish]"]
 """A command run on the loop thread with the time; returns what to publish."""
@@ -401,10 +401,13 @@ class NodeLoop:
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         if self.guard is not None:
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until _guarded grants it
-        xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
-        sub.setsockopt(zmq.RCVHWM, cfg.high_watermark)
-        sub.setsockopt(zmq.MAXMSGSIZE, cfg.max_message_size * OVERSIZE_CEILING_FACTOR)
-        bsub.setsockopt(zmq.MAXMSGSIZE, 4096)
+        ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
+        # queues bounded in bytes per connection: hwm x largest frame (docs/security.md)
+        xpub.setsockopt(zmq.SNDHWM, cfg.hwm(cfg.max_message_size))
+        sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling))
+        sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
+        for s in (xpub, bpub, bsub):  # peers send only subscriptions, beacons, welcomes
+            s.setsockopt(zmq.MAXMSGSIZE, 4096)
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
         try:
