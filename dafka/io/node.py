@@ -402,9 +402,13 @@ class NodeLoop:
         if self.guard is not None:
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until _guarded grants it
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
-        # queues bounded in bytes per connection: hwm x largest frame (docs/security.md)
-        xpub.setsockopt(zmq.SNDHWM, cfg.hwm(cfg.max_message_size))
-        sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling))
+        # queues bounded in bytes per connection: hwm x largest frame (docs/security.md);
+        # rfc46 sends one record per message, unsigned: a byte-safe count stalls its stream
+        batched = self.profile.batched
+        xpub.setsockopt(
+            zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if batched else cfg.high_watermark
+        )
+        sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
         sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
         for s in (xpub, bpub, bsub):  # peers send only subscriptions, beacons, welcomes
             s.setsockopt(zmq.MAXMSGSIZE, 4096)

@@ -18,7 +18,9 @@ from .bounds import MAX_ENTRY_BYTES_LIMIT, MAX_TERM
 from .frames import ENTRY_HEADER_SIZE
 
 __all__ = [
+    "CLIENT_FRAME_BYTES",
     "FRAME_SLACK",
+    "SUBSCRIPTION_FRAME_BYTES",
     "TERM_RISE_PER_TICK",
     "TERM_WINDOW",
     "BadInput",
@@ -40,6 +42,13 @@ def router_frame_limit(max_entry_bytes: int, snapshot_chunk_size: int) -> int:
     requests up to there get an answer; larger ones make libzmq drop the connection
     before the frame is read into memory), or a snapshot chunk."""
     return max(2 * max_entry_bytes + ENTRY_HEADER_SIZE, snapshot_chunk_size) + FRAME_SLACK
+
+
+CLIENT_FRAME_BYTES = router_frame_limit(MAX_ENTRY_BYTES_LIMIT, MAX_ENTRY_BYTES_LIMIT)
+"""``ZMQ_MAXMSGSIZE`` of a client's sockets to the peers (answers, StateBroadcast): the
+largest entry or snapshot chunk any peer may be configured to send, and some room."""
+SUBSCRIPTION_FRAME_BYTES = 4096
+"""``ZMQ_MAXMSGSIZE`` of the StateBroadcast PUB: it only ever reads subscriptions."""
 
 
 def check_entry_limit(max_entry_bytes: int) -> str | None:
