@@ -51,6 +51,8 @@ TESTS = [
     "tests/unit/test_attacks_subscriptions.py",
     "tests/unit/test_attacks_curve_keys.py",
     "tests/integration/test_attacks_curve_keys.py",
+    "tests/integration/test_attacks_queues.py",
+    "tests/integration/test_attacks_sources.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -291,6 +293,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "RaftCore._campaign",
         " or not self.terms.may_campaign(self.term):",
         ":",
+    ),
+    "data queues bounded in bytes per connection": (
+        "dafka.io.node",
+        "NodeLoop._run_sockets",
+        "        hwm = cfg.hwm if self.profile.batched else cfg.high_watermark",
+        "        hwm = cfg.high_watermark",
+    ),
+    "new partitions rated per source host": (
+        "dafka.core.admission",
+        "PartitionGate.admit",
+        "        if not self._limiter.allow(source, now):",
+        '        if not self._limiter.allow("", now):',
     ),
     "Raft term ceiling on what a peer message may raise the term to": (
         "dafka.raft.guard",
