@@ -300,6 +300,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        hwm = cfg.hwm if self.profile.batched else cfg.high_watermark",
         "        hwm = cfg.high_watermark",
     ),
+    "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
+        "dafka.io.node",
+        "NodeLoop._run_sockets",
+        "        for s in (xpub, bpub, bsub):",
+        "        for s in (bpub, bsub):",
+    ),
     "new partitions rated per source host": (
         "dafka.core.admission",
         "PartitionGate.admit",
