@@ -297,8 +297,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "data queues bounded in bytes per connection": (
         "dafka.io.node",
         "NodeLoop._run_sockets",
-        "        hwm = cfg.hwm if self.profile.batched else cfg.high_watermark",
-        "        hwm = cfg.high_watermark",
+        "        batched = self.profile.batched",
+        "        batched = False",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "dafka.io.node",
