@@ -2,11 +2,11 @@
 signatures against a real store and a real consumer.
 
 libzmq bounds a connection's queue in messages (``RCVHWM``/``SNDHWM``), not bytes. With
-the old high-water mark (1,000,000 messages) a peer publishing frames just under the
-16 MiB ``ZMQ_MAXMSGSIZE`` faster than their signatures can be checked piled them up in
-the victims' SUB queues: the issue measured a store at 2.1 GB and a consumer at 2.5 GB.
-The data sockets' high-water marks are now ``queue_bytes // max_message_size`` messages
-(16), so each connection holds at most 256 MiB, and the rest waits in the sender's
+the old high-water mark (1,000,000 messages) a peer publishing 15.9 MiB frames faster than
+their signatures can be checked piled them up in the victims' SUB queues: the issue
+measured a store at 2.1 GB and a consumer at 2.5 GB. The data sockets' high-water marks
+are now ``queue_bytes`` (256 MiB) over the largest frame (``NodeConfig.hwm``: 4 on the
+SUB, whose frames may reach 64 MiB, 16 on the XPUB), and the rest waits in the sender's
 queue and the kernel's socket buffers.
 
 The flood is a fixed number of frames, then a small genuine batch from the same peer:
