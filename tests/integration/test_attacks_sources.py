@@ -138,17 +138,17 @@ def test_a_new_producer_on_another_host_is_served_during_a_fresh_key_flood(
         svc = topo.addresses["svc"]
         tower = _module(topo, "svc", "tower", "--bind", f"{svc}:0", *tower_args())
         procs.append(tower)
-        port = tower.wait_line(rf"tower on tcp://{re.escape(svc)}:(\d+)").group(1)
+        port = tower.wait_line(rf"tower on tcp://{re.escape(svc)}:(\d+)", 60).group(1)
         towers = f"{svc}:{port}"
         store = _module(
             topo, "svc", "dafka.cli.store", "--data-dir", str(tmp_path / "s"), "--tower", towers,
             "--host", svc,
         )  # fmt: skip
         procs.append(store)
-        store.wait_line(r"store [0-9A-F]{32} on tcp://")
+        store.wait_line(r"store [0-9A-F]{32} on tcp://", 60)
         consumer = _script(topo, "svc", CONSUMER, svc, towers, str(FLOOD_SECONDS + 30))
         procs.append(consumer)
-        consumer.wait_line_stdout("consumer started", 30)
+        consumer.wait_line_stdout("consumer started", 60)
         flooder = _script(
             topo,
             "flood",
@@ -163,7 +163,7 @@ def test_a_new_producer_on_another_host_is_served_during_a_fresh_key_flood(
 
         probe = _script(topo, "probe", PROBE, topo.addresses["probe"], towers)
         procs.append(probe)
-        sent = float(probe.wait_line_stdout(r"sending at ([0-9.]+)", 30).group(1))
+        sent = float(probe.wait_line_stdout(r"sending at ([0-9.]+)", 60).group(1))
         # without the rate per source: never acknowledged while the flood lasts
         acked = float(probe.wait_line_stdout(r"acked after ([0-9.]+)", FLOOD_SECONDS).group(1))
         delivered_at = float(
