@@ -935,6 +935,22 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "subscriptions wait for the first read view": (
         "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",
     ),
+    "data queues bounded in bytes per connection": (
+        "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
+        "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue",
+    ),
+    "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
+        "tests/integration/test_attacks_io.py::test_an_oversized_subscription_drops_the_subscriber_at_the_data_xpub",
+    ),
+    "new partitions rated per source host": (
+        "tests/unit/test_attacks_partitions.py::test_a_store_admits_a_new_producer_from_another_host_during_a_fresh_key_flood",
+        "tests/unit/test_attacks_partitions.py::test_a_consumer_admits_a_new_producer_from_another_host_during_a_fresh_key_flood",
+        "tests/integration/test_attacks_sources.py::test_a_new_producer_on_another_host_is_served_during_a_fresh_key_flood",
+    ),
+    "Raft term ceiling on what a peer message may raise the term to": (
+        "tests/unit/test_attacks_raft.py::test_a_configured_peer_cannot_push_our_term_to_the_maximum",
+        "tests/unit/test_attacks_raft.py::test_a_peer_far_behind_catches_up_as_the_ceiling_rises",
+    ),
 }
 
 
