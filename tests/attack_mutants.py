@@ -450,7 +450,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         (
             "dafka.core.store",
             "StoreCore._admitted",
-            "        if key in self._gate or self._gate.admit(key, b.now):",
+            "        if key in self._gate or self._gate.admit(key, b.now, b.source):",
             "        if True:",
         ),
         (
@@ -464,7 +464,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         (
             "dafka.core.consumer",
             "ConsumerCore._partition",
-            "        elif not self._gate.admit(key, now):",
+            "        elif not self._gate.admit(key, now, self._source):",
             "        elif False:",
         ),
         (
