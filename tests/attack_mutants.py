@@ -285,8 +285,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "Raft core drops out-of-range terms": (
         "dafka.raft.core",
         "RaftCore.step",
-        "        if message_problem(msg) is not None:",
-        "        if False:",
+        "        if message_problem(msg) is not None or (",
+        "        if False or (",
     ),
     "Raft core never campaigns past MAX_TERM": (
         "dafka.raft.core",
