@@ -297,14 +297,14 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "data queues bounded in bytes per connection": (
         "dafka.io.node",
         "NodeLoop._run_sockets",
-        "        batched = self.profile.batched",
-        "        batched = False",
+        "bound_data_sockets(cfg, self.profile.batched,",
+        "bound_data_sockets(cfg, False,",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "dafka.io.node",
         "NodeLoop._run_sockets",
-        "        for s in (xpub, bpub, bsub):",
-        "        for s in (bpub, bsub):",
+        "sub, (xpub, bpub, bsub))",
+        "sub, (bpub, bsub))",
     ),
     "new partitions rated per source host": (
         "dafka.core.admission",

@@ -58,6 +58,7 @@ from ..profiles import RFC46, OtherProfile, Profile
 from ..transport_security import CurveConfig, make_client, make_server, start_authenticator
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
+from .bounds import bound_data_sockets, frame_source
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +89,7 @@ class NodeHandler(Protocol):
 
     def on_messages(
         self, msgs: list[Message], now: float, sources: Sequence[str] = ()
-    ) -> Sequence[Outgoing]:
-        """``sources[i]``: the host ``msgs[i]`` came from (a rate key; "" if unknown)."""
-        ...
+    ) -> Sequence[Outgoing]: ...  # sources[i]: the host msgs[i] came from (a rate key)
 
     def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]: ...
 
@@ -402,16 +401,7 @@ class NodeLoop:
         if self.guard is not None:
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until _guarded grants it
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
-        # queues bounded in bytes per connection: hwm x largest frame (docs/security.md);
-        # rfc46 sends one record per message, unsigned: a byte-safe count stalls its stream
-        batched = self.profile.batched
-        xpub.setsockopt(
-            zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if batched else cfg.high_watermark
-        )
-        sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
-        sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
-        for s in (xpub, bpub, bsub):  # peers send only subscriptions, beacons, welcomes
-            s.setsockopt(zmq.MAXMSGSIZE, 4096)
+        bound_data_sockets(cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub))
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
         try:
@@ -653,14 +643,6 @@ class NodeLoop:
         self.stats["subscriptions_refused"] = guard.refused
         return None
 
-    def _source(self, frame: zmq.Frame) -> str:
-        """The rate key of the host a message came from (its connection's ``Peer-Address``,
-        :class:`dafka.core.admission.SourceKeys`); "" if unknown."""
-        try:
-            return self._sources.key(str(frame.get("Peer-Address")))
-        except zmq.ZMQError:
-            return ""
-
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []
         sources: list[str] = []
@@ -680,14 +662,14 @@ class NodeLoop:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
                     msgs.append(told)
-                    sources.append(self._source(first))
+                    sources.append(frame_source(self._sources, first))
                 budget -= sum(map(len, frames))
                 if budget <= 0:
                     break
                 continue
             try:
                 msgs.append(decode(frames))
-                sources.append(self._source(first))
+                sources.append(frame_source(self._sources, first))
             except OtherProfile:
                 self.stats["other_profile"] += 1  # a node of the other profile: not for us
             except WireError as exc:
