@@ -945,7 +945,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "new partitions rated per source host": (
         "tests/unit/test_attacks_partitions.py::test_a_store_admits_a_new_producer_from_another_host_during_a_fresh_key_flood",
         "tests/unit/test_attacks_partitions.py::test_a_consumer_admits_a_new_producer_from_another_host_during_a_fresh_key_flood",
-        "tests/integration/test_attacks_sources.py::test_a_new_producer_on_another_host_is_served_during_a_fresh_key_flood",
+        # (tests/integration/test_attacks_sources.py fails without the defence too, but by
+        # chance: a shared budget can still hand the probe a token; not named here)
     ),
     "Raft term ceiling on what a peer message may raise the term to": (
         "tests/unit/test_attacks_raft.py::test_a_configured_peer_cannot_push_our_term_to_the_maximum",
