@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError
-from .bounds import MAX_TERM, message_problem
+from .bounds import message_problem
 from .extensions import PLAIN
 from .frames import CHECKPOINT_DATA, RaftWireError, decode_config, encode_config
 from .guard import TermCeiling
