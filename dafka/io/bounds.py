@@ -3,7 +3,8 @@
 libzmq bounds a connection's queue in messages (``SNDHWM``/``RCVHWM``), not bytes, and
 a frame by ``ZMQ_MAXMSGSIZE``; :func:`bound_data_sockets` derives the high-water marks
 from a byte budget per connection (``NodeConfig.queue_bytes``, ``docs/security.md``).
-:func:`frame_source` names the host a message came from, the key of the rate of new
+:func:`recv_message` reads a message with its first frame's metadata, and
+:func:`frame_source` names the host it came from, the key of the rate of new
 partitions (:class:`dafka.core.admission.PartitionGate`).
 """
 
@@ -16,7 +17,13 @@ import zmq
 from ..config import NodeConfig
 from ..core.admission import SourceKeys
 
-__all__ = ["SMALL_FRAME_BYTES", "bound_data_sockets", "frame_source"]
+__all__ = [
+    "SMALL_FRAME_BYTES",
+    "SourceKeys",
+    "bound_data_sockets",
+    "frame_source",
+    "recv_message",
+]
 
 SMALL_FRAME_BYTES = 4096
 """``ZMQ_MAXMSGSIZE`` where peers only send subscriptions, beacons or welcomes."""
@@ -47,3 +54,13 @@ def frame_source(keys: SourceKeys, frame: zmq.Frame) -> str:
         return keys.key(str(frame.get("Peer-Address")))
     except zmq.ZMQError:
         return ""
+
+
+def recv_message(sock: zmq.Socket[bytes]) -> tuple[zmq.Frame, list[bytes]]:
+    """One message without blocking (``zmq.Again`` if none): its first frame as a
+    :class:`zmq.Frame`, whose properties :func:`frame_source` reads, and every frame's bytes."""
+    first = sock.recv(zmq.NOBLOCK, copy=False)
+    frames = [first.bytes]
+    while sock.get(zmq.RCVMORE):
+        frames.append(sock.recv())
+    return first, frames

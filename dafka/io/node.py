@@ -46,7 +46,6 @@ from typing import Protocol
 import zmq
 
 from ..config import NodeConfig
-from ..core.admission import SourceKeys
 from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
@@ -58,7 +57,7 @@ from ..profiles import RFC46, OtherProfile, Profile
 from ..transport_security import CurveConfig, make_client, make_server, start_authenticator
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
-from .bounds import bound_data_sockets, frame_source
+from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
 
 log = logging.getLogger(__name__)
 
@@ -647,17 +646,13 @@ class NodeLoop:
         msgs: list[Message] = []
         sources: list[str] = []
         decode = self.profile.decode
-        recv, more = sub.recv, sub.get
         budget = MAX_DRAIN_BYTES
         limit = self.config.max_message_size
         for _ in range(MAX_DRAIN):
             try:
-                first = recv(zmq.NOBLOCK, copy=False)
+                first, frames = recv_message(sub)
             except zmq.Again:
                 break
-            frames = [first.bytes]
-            while more(zmq.RCVMORE):
-                frames.append(recv())
             if len(frames[-1]) > limit or len(frames[0]) > limit:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
