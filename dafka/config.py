@@ -120,15 +120,36 @@ class NodeConfig:
     beacon_interval: float = 1.0
     beacon_timeout: float = 4.0
     high_watermark: int = 1_000_000
+    """Most messages one connection's data queue holds (see :attr:`hwm`, which is lower)."""
     max_message_size: int = 16 * 1024 * 1024
+    """``ZMQ_MAXMSGSIZE`` of the data SUB: the largest frame a peer may send."""
+    queue_bytes: int = 256 * 1024 * 1024
+    """Bytes one connection's data queue may hold, in each direction: the high-water marks
+    are :meth:`hwm` messages, so that ``hwm * largest frame`` stays within it."""
     curve: bool = False
     """ZMTP CURVE on every socket (``--curve``; off by default, see ``docs/security.md``).
     Every node of a cluster must set it alike."""
     curve_allowed: frozenset[bytes] | None = None
     """Ed25519 public keys of the clients this node's servers accept (None: any key)."""
 
+    def hwm(self, frame_bytes: int) -> int:
+        """A data socket's high-water mark (per connection) for frames of up to
+        ``frame_bytes``: as many as fit in :attr:`queue_bytes` (libzmq counts messages, not
+        bytes; issue 10: 15.9 MiB frames with bad signatures took a store to 2.1 GB), at
+        most :attr:`high_watermark`. For the signed profile: 16 on the data XPUB, 4 on the
+        data SUB (whose frames may reach 4 times ``max_message_size``,
+        :data:`dafka.io.node.OVERSIZE_CEILING_FACTOR`); its records travel in batches, so
+        real traffic rarely fills them. The rfc46 profile (one unsigned record per message,
+        for interop) keeps ``high_watermark``: 16 messages stall its stream under load."""
+        return max(1, min(self.high_watermark, self.queue_bytes // frame_bytes))
+
     def validate(self) -> NodeConfig:
         check_host(self.host)
+        if not 1 <= self.max_message_size <= self.queue_bytes:
+            raise ConfigError(
+                f"max_message_size ({self.max_message_size}) must be within 1..queue_bytes "
+                f"({self.queue_bytes})"
+            )
         if not self.towers:
             raise ConfigError("at least one tower is needed")
         if self.curve:

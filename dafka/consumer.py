@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Literal
 
 from .config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
@@ -67,11 +67,13 @@ class _ConsumerHandler:
     def on_commands(self, now: float) -> list[Publish]:
         return []  # commands come through NodeLoop.call
 
-    def on_messages(self, msgs: list[m.Message], now: float) -> list[Publish]:
+    def on_messages(
+        self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
+    ) -> list[Publish]:
         out: list[Publish] = []
         delivered: list[RecordBatch] = []
         node = self.core.node_id
-        for msg in msgs:
+        for i, msg in enumerate(msgs):
             t = type(msg)
             if t is m.DirectHead:
                 if msg.recipient == node:  # type: ignore[union-attr]
@@ -79,7 +81,7 @@ class _ConsumerHandler:
             elif t is m.StoreHello:
                 self.stores_seen += 1
                 self.last_news = now
-            for effect in self.core.handle(msg, now):
+            for effect in self.core.handle(msg, now, sources[i] if i < len(sources) else ""):
                 if type(effect) is RecordBatch:
                     delivered.append(effect)
                 elif type(effect) is Publish:

@@ -288,7 +288,9 @@ class _ProducerHandler:
             at += count
         return first, out, kept
 
-    def on_messages(self, msgs: list[Message], now: float) -> list[Outgoing]:
+    def on_messages(
+        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
+    ) -> list[Outgoing]:
         out: list[Outgoing] = []
         acked: dict[str, Acked] = {}
         for msg in msgs:

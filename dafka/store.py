@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import identity as identity_module
@@ -85,8 +85,10 @@ class _StoreHandler:
             log.warning("store.topic_delete.failed error=%s", exc)
             self._retry_deletions = deleted, topics
 
-    def on_messages(self, msgs: list[m.Message], now: float) -> list[Publish]:
-        return self.core.handle_batch(msgs, now)
+    def on_messages(
+        self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
+    ) -> list[Publish]:
+        return self.core.handle_batch(msgs, now, sources)
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
         return self.core.on_subscription(sub, now)

@@ -51,6 +51,8 @@ TESTS = [
     "tests/unit/test_attacks_subscriptions.py",
     "tests/unit/test_attacks_curve_keys.py",
     "tests/integration/test_attacks_curve_keys.py",
+    "tests/integration/test_attacks_queues.py",
+    "tests/integration/test_attacks_sources.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -283,14 +285,38 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "Raft core drops out-of-range terms": (
         "dafka.raft.core",
         "RaftCore.step",
-        "        if message_problem(msg) is not None:",
-        "        if False:",
+        "        if message_problem(msg) is not None or (",
+        "        if False or (",
     ),
     "Raft core never campaigns past MAX_TERM": (
         "dafka.raft.core",
         "RaftCore._campaign",
-        " or self.term >= MAX_TERM:",
+        " or not self.terms.may_campaign(self.term):",
         ":",
+    ),
+    "data queues bounded in bytes per connection": (
+        "dafka.io.node",
+        "NodeLoop._run_sockets",
+        "bound_data_sockets(cfg, self.profile.batched,",
+        "bound_data_sockets(cfg, False,",
+    ),
+    "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
+        "dafka.io.node",
+        "NodeLoop._run_sockets",
+        "sub, (xpub, bpub, bsub))",
+        "sub, (bpub, bsub))",
+    ),
+    "new partitions rated per source host": (
+        "dafka.core.admission",
+        "PartitionGate.admit",
+        "        if not self._limiter.allow(source, now):",
+        '        if not self._limiter.allow("", now):',
+    ),
+    "Raft term ceiling on what a peer message may raise the term to": (
+        "dafka.raft.guard",
+        "TermCeiling.admits",
+        "        if term <= self.ceiling:",
+        "        if True:",
     ),
     "Raft ConfigUpdate checks peer ids and URLs": (
         "dafka.raft.frames",
@@ -424,7 +450,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         (
             "dafka.core.store",
             "StoreCore._admitted",
-            "        if key in self._gate or self._gate.admit(key, b.now):",
+            "        if key in self._gate or self._gate.admit(key, b.now, b.source):",
             "        if True:",
         ),
         (
@@ -438,7 +464,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         (
             "dafka.core.consumer",
             "ConsumerCore._partition",
-            "        elif not self._gate.admit(key, now):",
+            "        elif not self._gate.admit(key, now, self._source):",
             "        elif False:",
         ),
         (
@@ -917,6 +943,23 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "subscriptions wait for the first read view": (
         "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",
+    ),
+    "data queues bounded in bytes per connection": (
+        "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
+        "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue",
+    ),
+    "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
+        "tests/integration/test_attacks_io.py::test_an_oversized_subscription_drops_the_subscriber_at_the_data_xpub",
+    ),
+    "new partitions rated per source host": (
+        "tests/unit/test_attacks_partitions.py::test_a_store_admits_a_new_producer_from_another_host_during_a_fresh_key_flood",
+        "tests/unit/test_attacks_partitions.py::test_a_consumer_admits_a_new_producer_from_another_host_during_a_fresh_key_flood",
+        # (tests/integration/test_attacks_sources.py fails without the defence too, but by
+        # chance: a shared budget can still hand the probe a token; not named here)
+    ),
+    "Raft term ceiling on what a peer message may raise the term to": (
+        "tests/unit/test_attacks_raft.py::test_a_configured_peer_cannot_push_our_term_to_the_maximum",
+        "tests/unit/test_attacks_raft.py::test_a_peer_far_behind_catches_up_as_the_ceiling_rises",
     ),
 }
 

@@ -135,7 +135,8 @@ class Tower:
             s.setsockopt(zmq.LINGER, 0)
             if self._identity is not None:
                 make_server(s, self._curve, self._identity)
-        xsub.setsockopt(zmq.MAXMSGSIZE, 4096)
+        for s in (xsub, xpub):  # beacons in, subscriptions in: both small
+            s.setsockopt(zmq.MAXMSGSIZE, 4096)
         xpub.setsockopt(zmq.XPUB_WELCOME_MSG, wbeacon.WELCOME)
         try:
             if self.address.port == 0:

@@ -184,6 +184,7 @@ class ConsumerCore:
         # what stores said they hold (DIRECT-HEAD offsets) of subscribed topics: the end
         # ``caught_up`` waits for (kcat -e); bounded like the partitions
         self._store_heads: dict[PartitionKey, int] = {}
+        self._source = ""  # the host of the message being handled (a rate key)
 
     # ------------------------------------------------------------ properties
 
@@ -302,8 +303,12 @@ class ConsumerCore:
                 p.known_end = p.seen_end = p.req_start = p.req_mid = p.req_end = p.next
                 p.recent.clear()
 
-    def handle(self, msg: m.Message, now: float) -> list[Effect]:
-        """React to one received message; returns deliveries and messages to send."""
+    def handle(self, msg: m.Message, now: float, source: str = "") -> list[Effect]:
+        """React to one received message; returns deliveries and messages to send.
+
+        ``source``: the host it came from, whose budget of new partitions it spends
+        (:class:`~dafka.core.admission.PartitionGate`; "": unknown)."""
+        self._source = source
         kind = type(msg)
         if kind is m.Record:
             assert isinstance(msg, m.Record)
@@ -413,7 +418,7 @@ class ConsumerCore:
                 if self._unconfirmed >= MAX_UNCONFIRMED:
                     self._hints.refused += 1
                 return None
-        elif not self._gate.admit(key, now):
+        elif not self._gate.admit(key, now, self._source):
             self._refused += 1
             return None
         start = self._start_offsets.get(key)

@@ -220,11 +220,13 @@ class _Batch:
         "nexts",
         "now",
         "reack",
+        "source",
         "tail_answers",
     )
 
     def __init__(self, now: float) -> None:
         self.now = now
+        self.source = ""  # the host of the message being handled (a rate key)
         self.accepted: list[StoredBatch] = []
         self.blobs: dict[tuple[str, str, int], StoredBatch] = {}  # accepted, by first offset
         self.nexts: dict[PartitionKey, int] = {}  # next expected offset, chained in-batch
@@ -382,10 +384,16 @@ class StoreCore:
 
     # ------------------------------------------------------------------ inputs
 
-    def handle_batch(self, msgs: Sequence[m.Message], now: float) -> list[Publish]:
-        """Process one drained batch: store, then publish FETCHes, answers and ACKs (last)."""
+    def handle_batch(
+        self, msgs: Sequence[m.Message], now: float, sources: Sequence[str] = ()
+    ) -> list[Publish]:
+        """Process one drained batch: store, then publish FETCHes, answers and ACKs (last).
+
+        ``sources[i]``: the host ``msgs[i]`` came from, whose budget of new partitions
+        it spends (:class:`~dafka.core.admission.PartitionGate`; "" or none: unknown)."""
         b = _Batch(now)
-        for msg in msgs:
+        for i, msg in enumerate(msgs):
+            b.source = sources[i] if i < len(sources) else ""
             try:
                 self._dispatch(msg, b)
             except _BAD_INPUT as exc:
@@ -787,8 +795,8 @@ class StoreCore:
 
     def _admitted(self, key: PartitionKey, b: _Batch) -> bool:
         """Whether this store takes on ``key`` (verified already): held partitions always,
-        new ones under the per-topic cap and the rate of new partitions."""
-        if key in self._gate or self._gate.admit(key, b.now):
+        new ones under the per-topic cap and the rate of new partitions of their source."""
+        if key in self._gate or self._gate.admit(key, b.now, b.source):
             return True
         self.stats.partitions_refused += 1
         return False

@@ -57,6 +57,7 @@ from ..profiles import RFC46, OtherProfile, Profile
 from ..transport_security import CurveConfig, make_client, make_server, start_authenticator
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
+from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,8 @@ the two is read and dropped here, and the core told (:class:`~dafka.core.message
 so one record too big (a C producer has no size cap) costs neither the connection nor the
 records after it; libzmq still cuts a peer whose frame is over the ceiling, before
 allocating it. Memory: one frame of at most the ceiling per connection being read, and
-the SUB's queue (``high_watermark`` messages) bounded by the ceiling each, as it was by
-``max_message_size`` before; the loop drops an oversized frame as soon as it reads it."""
+the SUB's queue (``NodeConfig.hwm(ceiling)`` messages) bounded by the ceiling each; the
+loop drops an oversized frame as soon as it reads it."""
 
 Call = Callable[[float], "list[Publish]"]
 """A command run on the loop thread with the time; returns what to publish."""
@@ -85,7 +86,9 @@ class NodeHandler(Protocol):
 
     def on_commands(self, now: float) -> Sequence[Outgoing]: ...
 
-    def on_messages(self, msgs: list[Message], now: float) -> Sequence[Outgoing]: ...
+    def on_messages(
+        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
+    ) -> Sequence[Outgoing]: ...  # sources[i]: the host msgs[i] came from (a rate key)
 
     def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]: ...
 
@@ -176,6 +179,7 @@ class NodeLoop:
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
         self._peer_keys: dict[str, bytes] = {}
+        self._sources = SourceKeys()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
@@ -395,10 +399,8 @@ class NodeLoop:
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         if self.guard is not None:
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until _guarded grants it
-        xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
-        sub.setsockopt(zmq.RCVHWM, cfg.high_watermark)
-        sub.setsockopt(zmq.MAXMSGSIZE, cfg.max_message_size * OVERSIZE_CEILING_FACTOR)
-        bsub.setsockopt(zmq.MAXMSGSIZE, 4096)
+        ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
+        bound_data_sockets(cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub))
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
         try:
@@ -642,25 +644,27 @@ class NodeLoop:
 
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []
+        sources: list[str] = []
         decode = self.profile.decode
-        recv = sub.recv_multipart
         budget = MAX_DRAIN_BYTES
         limit = self.config.max_message_size
         for _ in range(MAX_DRAIN):
             try:
-                frames = recv(zmq.NOBLOCK)
+                first, frames = recv_message(sub)
             except zmq.Again:
                 break
             if len(frames[-1]) > limit or len(frames[0]) > limit:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
                     msgs.append(told)
+                    sources.append(frame_source(self._sources, first))
                 budget -= sum(map(len, frames))
                 if budget <= 0:
                     break
                 continue
             try:
                 msgs.append(decode(frames))
+                sources.append(frame_source(self._sources, first))
             except OtherProfile:
                 self.stats["other_profile"] += 1  # a node of the other profile: not for us
             except WireError as exc:
@@ -671,7 +675,7 @@ class NodeLoop:
         if not msgs:
             return []
         self.stats["received"] += len(msgs)
-        return self.handler.on_messages(msgs, now)
+        return self.handler.on_messages(msgs, now, sources)
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
         """A frame over ``limit``: count and log it (rate-limited), and if it is a record

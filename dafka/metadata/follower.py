@@ -30,6 +30,7 @@ from ..errors import ClosedError, ConfigError, DafkaError, DafkaTimeout, WireErr
 from ..raft import wire as w
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
+from ..raft.guard import CLIENT_FRAME_BYTES
 from ..raft.ready import SnapshotChunk
 from ..raft.types import Entry
 from .client import BROADCAST_PORT_OFFSET, DEFAULT_CLUSTER, RAFT_PORT_OFFSET, tower_curve
@@ -217,6 +218,7 @@ class MetadataView:
         ctx = zmq.Context()
         sub = ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.MAXMSGSIZE, CLIENT_FRAME_BYTES)
         sub.setsockopt(zmq.SUBSCRIBE, self.cluster.encode())
         for url in self.broadcast_urls:
             if self.curve is not None:

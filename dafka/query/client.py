@@ -127,7 +127,8 @@ class QueryClient:
         if self._sock is None:
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.RCVHWM, 16)
+            sock.setsockopt(zmq.RCVHWM, qp.REPLY_HWM)
+            sock.setsockopt(zmq.MAXMSGSIZE, qp.MAX_REPLY_FRAME_BYTES)
             if self.server_key is not None:
                 me = self.key if self.key is not None else Identity.generate()
                 make_client(sock, CurveConfig(True), me, self.server_key)

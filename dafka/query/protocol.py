@@ -53,6 +53,9 @@ __all__ = [
     "MAX_HEADS_TOPICS",
     "MAX_READ_BYTES",
     "MAX_READ_RECORDS",
+    "MAX_REPLY_FRAME_BYTES",
+    "REPLY_HWM",
+    "REPLY_QUEUE_BYTES",
     "MAX_REQUEST_BYTES",
     "VERSION",
     "ErrorCode",
@@ -82,6 +85,13 @@ MAX_HEADS_PARTITIONS: Final = 100_000
 MAX_READ_RECORDS: Final = 1_000_000
 MAX_READ_BYTES: Final = 64 * 1024 * 1024
 """Upper bounds of a READ; a store clamps larger asks to them (and may clamp lower)."""
+MAX_REPLY_FRAME_BYTES: Final = MAX_READ_BYTES + 64 * 1024
+"""Largest frame of a reply (a READ's data is at most ``MAX_READ_BYTES``; ``ZMQ_MAXMSGSIZE``
+of a client)."""
+REPLY_QUEUE_BYTES: Final = 256 * 1024 * 1024
+"""Bytes of replies one connection may hold queued, at the store and at a client: the
+high-water marks are this over the largest reply (4), not a count of any size."""
+REPLY_HWM: Final = max(1, REPLY_QUEUE_BYTES // MAX_REPLY_FRAME_BYTES)
 DEFAULT_READ_RECORDS: Final = 100_000
 DEFAULT_READ_BYTES: Final = 4 * 1024 * 1024
 MAX_OFFSET: Final = 2**64 - 1

@@ -210,7 +210,7 @@ class QueryService:
         sock = context.socket(zmq.ROUTER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.MAXMSGSIZE, qp.MAX_REQUEST_BYTES + 1024)
-        sock.setsockopt(zmq.SNDHWM, 64)  # replies are big: bound what waits per peer
+        sock.setsockopt(zmq.SNDHWM, qp.REPLY_HWM)  # replies are big: bytes waiting per client
         if self._curve is not None:
             make_server(sock, *self._curve)
         try:

@@ -54,6 +54,7 @@ from .frames import (
     decode_uint,
     encode_uint32,
 )
+from .guard import CLIENT_FRAME_BYTES
 from .peer import DISPATCH_LOCAL_READ, DISPATCH_READ_INDEX, DispatchStatus
 from .ready import SnapshotChunk
 from .reqid import ReqIdGenerator
@@ -553,6 +554,7 @@ class RaftClient:
         if self._curve is not None:
             self._curve.apply(sock, url)
         sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.MAXMSGSIZE, CLIENT_FRAME_BYTES)
         sock.setsockopt(zmq.IMMEDIATE, 1)  # no queueing for a peer we are not connected to
         sock.setsockopt(zmq.RECONNECT_IVL, 50)
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
@@ -655,6 +657,7 @@ class RaftClient:
             if self._curve is not None:
                 self._curve.apply(sock, url)
             sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.MAXMSGSIZE, CLIENT_FRAME_BYTES)
             sock.connect(url)
         deadline = self._deadline(timeout)
         sock.send_multipart(frames)

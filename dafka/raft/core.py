@@ -32,9 +32,10 @@ from collections import deque
 from collections.abc import Sequence
 
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError
-from .bounds import MAX_TERM, message_problem
+from .bounds import message_problem
 from .extensions import PLAIN
 from .frames import CHECKPOINT_DATA, RaftWireError, decode_config, encode_config
+from .guard import TermCeiling
 from .log import RaftLog
 from .membership import validate_change
 from .messages import (
@@ -171,6 +172,8 @@ class RaftCore(Replication):
         """Peer messages dropped because a term or index was out of range."""
         self.plain_peers: frozenset[str] = frozenset()  # kept current by the shell
         self.snapshot_refused: set[str] = set()  # plain peers that needed a snapshot
+        self.terms = TermCeiling(id, self.term)
+        """How far a peer message may raise our term (:class:`~dafka.raft.guard.TermCeiling`)."""
 
     # -- what the shell may look at ------------------------------------------------------
 
@@ -241,6 +244,7 @@ class RaftCore(Replication):
 
     def tick(self) -> None:
         """Advance logical time by one tick."""
+        self.terms.tick()
         if self.role is Role.LEADER:
             self._tick_leader()
             return
@@ -255,7 +259,9 @@ class RaftCore(Replication):
         dropped and counted in :attr:`refused`."""
         if msg.to != self.id or msg.frm == self.id:
             return
-        if message_problem(msg) is not None:
+        if message_problem(msg) is not None or (
+            msg.term > self.term and not self.terms.admits(msg.term, self.term, msg.frm)
+        ):
             self.refused += 1
             return
         if msg.term > self.term:
@@ -578,7 +584,7 @@ class RaftCore(Replication):
         self._reset()
 
     def _campaign(self, kind: str) -> None:
-        if not self._promotable() or self.term >= MAX_TERM:
+        if not self._promotable() or not self.terms.may_campaign(self.term):
             return  # (a term past MAX_TERM could not be written into any entry)
         if kind == _PRE and self.plain_peers & self._voters.ids:
             kind = _REAL  # a reference peer takes a pre-vote as a real vote: do not pretend

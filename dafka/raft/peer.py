@@ -108,7 +108,7 @@ from .extensions import DISPATCH_FEATURES, FEATURES, Extensions
 from .fastsend import send_frames
 from .frames import RaftWireError, decode_uint, encode_json
 from .frames import encode_uint as _uint
-from .guard import BadInput, check_entry_limit, router_frame_limit
+from .guard import SUBSCRIPTION_FRAME_BYTES, BadInput, check_entry_limit, router_frame_limit
 from .membership import all_peers
 from .peerwire import core_request, core_response, truncating, wire_request
 from .pipeline import appends_first, split_durable
@@ -456,6 +456,7 @@ class RaftPeer:
         if self.broadcast:
             self.pub = ctx.socket(zmq.PUB)
             self.pub.setsockopt(zmq.LINGER, 0)
+            self.pub.setsockopt(zmq.MAXMSGSIZE, SUBSCRIPTION_FRAME_BYTES)
             if self.curve is not None:
                 self.curve.server(self.pub)
             try:

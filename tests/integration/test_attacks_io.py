@@ -24,6 +24,7 @@ from dafka import Consumer
 from dafka.config import NodeConfig, TowerAddress
 from dafka.identity import Identity
 from dafka.io.node import OVERSIZE_CEILING_FACTOR
+from dafka.producer import Producer
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from tests.procs import wait_until
@@ -146,4 +147,39 @@ def test_an_unsigned_tail_from_a_non_store_skips_nothing_at_a_real_consumer() ->
     finally:
         hostile.close()
         honest.close()
+        tower.stop()
+
+
+def test_an_oversized_subscription_drops_the_subscriber_at_the_data_xpub() -> None:
+    """A subscriber's frames to a node's data XPUB are subscriptions of a few bytes; one of
+    8 KiB (or 1 GiB: nothing bounded it) is over the XPUB's ``ZMQ_MAXMSGSIZE``, and libzmq
+    drops the connection before the node reads it, so that subscriber gets nothing, while
+    one with ordinary subscriptions gets the producer's HEADs."""
+    tower = Tower(TowerAddress("127.0.0.1", 0)).start()
+    ctx = zmq.Context.instance()
+    honest, hostile = ctx.socket(zmq.SUB), ctx.socket(zmq.SUB)
+    producer = Producer("t", towers=str(tower.address), metadata=False, head_interval=0.05)
+    try:
+        producer.send(b"x")  # never acknowledged: HEADs go on
+        endpoint = producer._loop.endpoint
+        for sock in (honest, hostile):
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.SUBSCRIBE, b"Ht\x00")
+            sock.connect(endpoint)
+        hostile.setsockopt(zmq.SUBSCRIBE, b"Hx" + bytes(8192))
+        heads = 0
+
+        def heard() -> bool:
+            nonlocal heads
+            while honest.poll(50):
+                honest.recv_multipart()
+                heads += 1
+            return heads >= 5
+
+        wait_until(heard, 20, what="HEADs at the honest subscriber")
+        assert not hostile.poll(0)  # five HEADs later: it never got one
+    finally:
+        producer.close(timeout=1)
+        honest.close(0)
+        hostile.close(0)
         tower.stop()

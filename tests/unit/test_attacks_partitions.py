@@ -3,6 +3,7 @@ partitions at stores and consumers, and partitions with state are never refused.
 
 from __future__ import annotations
 
+from dafka.core.admission import source_key
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver
 from dafka.core.store import StoreCore
@@ -85,3 +86,53 @@ def test_a_consumer_bounds_partitions_from_fresh_keys_per_topic() -> None:
     # another topic is not starved by this one's flood
     later = core.handle(record(0, 1, topic="u", identity=FRESH[0]), 10.0)
     assert delivered(later) == [0]
+
+
+# -- a flood from one host does not starve a new producer on another (issue 10) ---------------
+
+FLOODER, HONEST = "10.213.0.9", "10.213.0.7"
+
+
+def test_a_store_admits_a_new_producer_from_another_host_during_a_fresh_key_flood() -> None:
+    storage = MemoryStorage()
+    core = StoreCore(
+        S,
+        storage,
+        profile=SignedProfile(STORE),
+        new_partition_rate=10,
+        new_partition_burst=20,
+    )
+    flood = [record(0, 1, identity=k) for k in FRESH[:300]]
+    for tick in range(10):  # the flooder spends its host's budget every step...
+        now = tick * 0.1
+        core.handle_batch(flood[tick * 30 :][:30], now, [FLOODER] * 30)
+    assert core.stats.partitions_refused > 200
+    late = FRESH[-1]  # ... and a brand-new producer on another host still gets in at once
+    core.handle_batch([record(0, 1, identity=late)], 0.95, [HONEST])
+    assert core.head("t", late.node_id) == 0
+    # the flooder's host stays bounded whatever the other hosts do
+    flooder_parts = len([p for p in storage.partitions("t") if p != late.node_id])
+    assert flooder_parts <= 20 + 10 * 1 + 1
+
+
+def test_a_consumer_admits_a_new_producer_from_another_host_during_a_fresh_key_flood() -> None:
+    core = ConsumerCore(
+        CONSUMER,
+        offset_reset="earliest",
+        profile=WIRE,
+        new_partition_rate=10,
+        new_partition_burst=20,
+    )
+    core.subscribe("t", 0.0)
+    for i, k in enumerate(FRESH[:300]):
+        core.handle(record(0, 1, identity=k), i / 300, FLOODER)
+    assert core.stats.refused_partitions > 200
+    late = FRESH[-1]
+    assert delivered(core.handle(record(0, 1, identity=late), 299 / 300, HONEST)) == [0]
+
+
+def test_source_keys_group_a_host() -> None:
+    assert source_key("10.213.0.9") == "10.213.0.9"
+    assert source_key("::ffff:10.213.0.9") == "10.213.0.9"
+    assert source_key("2001:db8:1:2:3:4:5:6") == source_key("2001:db8:1:2:ffff::1")
+    assert source_key("2001:db8:1:3::1") != source_key("2001:db8:1:2::1")

@@ -6,10 +6,15 @@
 * A term of 2**56 or more (an entry holds 7 bytes of term) used to be adopted, after
   which no entry could be stored. The codec refuses such terms (and indexes past the
   log's range) in every peer RPC, and the core drops messages carrying them.
+* A configured peer could still push the term to 2**56 - 1, one message at a time, after
+  which no peer could campaign. A message may now raise our term only up to a ceiling
+  (our term plus a window, rising a few terms per tick), and reaching the last term is a
+  logged error.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 
 import pytest
@@ -19,9 +24,10 @@ from dafka.raft import wire as w
 from dafka.raft.bounds import MAX_INDEX, MAX_TERM, peer_url_problem
 from dafka.raft.core import RaftCore
 from dafka.raft.frames import RaftWireError, encode_json, encode_uint
+from dafka.raft.guard import TERM_RISE_PER_TICK, TERM_WINDOW
 from dafka.raft.ready import ProposeStatus, Role
 from dafka.raft.storage import MemoryStorage
-from dafka.raft.types import ClusterConfig, Entry, EntryType, Peer
+from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer
 
 REQID = bytes.fromhex("5956dc8826f27e10dcccab20")
 NOW = float(int.from_bytes(REQID[:4], "big"))
@@ -198,10 +204,63 @@ def test_core_drops_a_term_it_could_not_store_and_keeps_storing_entries():
     assert core.term == 5 and storage.last_index == 1
 
 
-def test_core_at_the_last_term_does_not_campaign_past_it():
-    core = _follower(pre_vote=False)
+def test_core_at_the_last_term_does_not_campaign_past_it(caplog):
+    core = _follower(pre_vote=False, hard_state=HardState(MAX_TERM - 1))
     core.step(m.AppendEntries("p2", "p1", MAX_TERM, 0, 0, 0, ()))
     assert core.term == MAX_TERM
+    with caplog.at_level(logging.ERROR, "dafka.raft.guard"):
+        for _ in range(200):
+            core.tick()
+    assert core.term == MAX_TERM
+    assert "raft.term.exhausted" in caplog.text  # not silently stuck
+
+
+# -- how far one peer may raise our term (issue 10: a configured peer took it to 2**56 - 1) ---
+
+
+def _flood_terms(core: RaftCore, rounds: int) -> None:
+    """A configured peer sends every kind of message at the highest terms it can think of,
+    with ticks in between, for ``rounds`` ticks."""
+    for _ in range(rounds):
+        core.tick()
+        for term in (MAX_TERM, core.term + (1 << 40), core.term + TERM_WINDOW, core.term + 1):
+            term = min(term, MAX_TERM)
+            core.step(m.AppendEntries("p2", "p1", term, 0, 0, 0, ()))
+            core.step(m.RequestVote("p2", "p1", term, 0, 0))
+            core.step(m.AppendResponse("p2", "p1", term, False))
+            core.step(m.TimeoutNow("p2", "p1", term))
+        core.ready()
+
+
+def test_a_configured_peer_cannot_push_our_term_to_the_maximum():
+    core = _follower(hard_state=HardState(7))
+    _flood_terms(core, 500)
+    # one window at once, then a few terms per tick: 2**56 is millions of years away
+    assert core.term <= 7 + TERM_WINDOW + 500 * (TERM_RISE_PER_TICK + 2)
+    assert core.terms.refused > 0 and core.refused >= core.terms.refused
+    # and this peer still campaigns once the flooder goes quiet
     for _ in range(200):
         core.tick()
-    assert core.term == MAX_TERM
+    assert core.role is Role.PRE_CANDIDATE
+    votes = [msg for msg in core.ready().messages if isinstance(msg, m.RequestVote)]
+    assert votes and votes[-1].term == core.term + 1
+
+
+def test_a_peer_far_behind_catches_up_as_the_ceiling_rises():
+    core = _follower(hard_state=HardState(10))
+    leader_term = 10 + TERM_WINDOW + 40
+    core.step(m.AppendEntries("p2", "p1", leader_term, 0, 0, 0, ()))
+    assert core.term == 10  # too far at once: dropped, as a lost message
+    for _ in range(9):  # the ceiling rises by TERM_RISE_PER_TICK (4) a tick
+        core.tick()
+    core.step(m.AppendEntries("p2", "p1", leader_term, 0, 0, 0, ()))
+    assert core.term == 10 and core.leader is None
+    core.tick()
+    core.step(m.AppendEntries("p2", "p1", leader_term, 0, 0, 0, ()))
+    assert core.term == leader_term and core.leader == "p2"
+
+
+def test_a_normal_election_term_is_always_admitted():
+    core = _follower(hard_state=HardState(MAX_TERM - 3))  # even near the end of the range
+    core.step(m.AppendEntries("p2", "p1", MAX_TERM - 2, 0, 0, 0, ()))
+    assert core.term == MAX_TERM - 2 and core.refused == 0

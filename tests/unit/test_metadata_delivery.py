@@ -80,7 +80,7 @@ class _IdleHandler:
     def on_commands(self, now: float) -> list:
         return []
 
-    def on_messages(self, msgs: list, now: float) -> list:
+    def on_messages(self, msgs: list, now: float, sources: object = ()) -> list:
         return []
 
     def on_subscription(self, sub: object, now: float) -> list:

@@ -1,0 +1,66 @@
+"""Socket options and frame metadata that bound what a peer can make a node hold.
+
+libzmq bounds a connection's queue in messages (``SNDHWM``/``RCVHWM``), not bytes, and
+a frame by ``ZMQ_MAXMSGSIZE``; :func:`bound_data_sockets` derives the high-water marks
+from a byte budget per connection (``NodeConfig.queue_bytes``, ``docs/security.md``).
+:func:`recv_message` reads a message with its first frame's metadata, and
+:func:`frame_source` names the host it came from, the key of the rate of new
+partitions (:class:`dafka.core.admission.PartitionGate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import zmq
+
+from ..config import NodeConfig
+from ..core.admission import SourceKeys
+
+__all__ = [
+    "SMALL_FRAME_BYTES",
+    "SourceKeys",
+    "bound_data_sockets",
+    "frame_source",
+    "recv_message",
+]
+
+SMALL_FRAME_BYTES = 4096
+"""``ZMQ_MAXMSGSIZE`` where peers only send subscriptions, beacons or welcomes."""
+
+
+def bound_data_sockets(
+    cfg: NodeConfig,
+    batched: bool,
+    ceiling: int,
+    xpub: zmq.Socket[bytes],
+    sub: zmq.Socket[bytes],
+    small: Iterable[zmq.Socket[bytes]],
+) -> None:
+    """Queues in bytes per connection: ``NodeConfig.hwm`` messages of the largest frame
+    (``ceiling`` on the SUB). The rfc46 profile sends one unsigned record per message, and
+    a byte-safe count stalls its stream, so it keeps ``high_watermark``."""
+    xpub.setsockopt(zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if batched else cfg.high_watermark)
+    sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
+    sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
+    for sock in small:
+        sock.setsockopt(zmq.MAXMSGSIZE, SMALL_FRAME_BYTES)
+
+
+def frame_source(keys: SourceKeys, frame: zmq.Frame) -> str:
+    """The rate key of the host of ``frame``'s connection (its ``Peer-Address``); "" when
+    the transport has none."""
+    try:
+        return keys.key(str(frame.get("Peer-Address")))
+    except zmq.ZMQError:
+        return ""
+
+
+def recv_message(sock: zmq.Socket[bytes]) -> tuple[zmq.Frame, list[bytes]]:
+    """One message without blocking (``zmq.Again`` if none): its first frame as a
+    :class:`zmq.Frame`, whose properties :func:`frame_source` reads, and every frame's bytes."""
+    first = sock.recv(zmq.NOBLOCK, copy=False)
+    frames = [first.bytes]
+    while sock.get(zmq.RCVMORE):
+        frames.append(sock.recv())
+    return first, frames

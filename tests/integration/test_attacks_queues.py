@@ -1,0 +1,213 @@
+"""ZeroMQ queues bounded in bytes (issue 10, point 6): 15.9 MiB records with bad
+signatures against a real store and a real consumer.
+
+libzmq bounds a connection's queue in messages (``RCVHWM``/``SNDHWM``), not bytes. With
+the old high-water mark (1,000,000 messages) a peer publishing 15.9 MiB frames faster than
+their signatures can be checked piled them up in the victims' SUB queues: the issue
+measured a store at 2.1 GB and a consumer at 2.5 GB. The data sockets' high-water marks
+are now ``queue_bytes`` (256 MiB) over the largest frame (``NodeConfig.hwm``: 4 on the
+SUB, whose frames may reach 64 MiB, 16 on the XPUB), and the rest waits in the sender's
+queue and the kernel's socket buffers.
+
+The flood is a fixed number of frames, then a small genuine batch from the same peer:
+once the consumer delivers it and the store holds it, every frame before it has been
+read (a connection is first in, first out), and the peak RSS (``VmHWM``) of each victim
+is what the flood cost. The test asserts a bound with a wide margin and no timing.
+
+The same holds on the send side: a node that subscribes to a store's DIRECT-RECORDs,
+sends FETCHes for a partition of large batches and never reads piled the answers up in
+the store's XPUB queue for it (the store serves 64 MiB/s per requester and 256 MiB/s in
+all, a rate, not a queue bound); now at most ``hwm`` messages wait for it.
+
+    python -m tests.integration.test_attacks_queues [FRAMES]
+
+prints the figures (peak RSS of the store and the consumer under the flood, then of a
+store serving a reader that never reads, in MiB).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+
+from dafka.config import TowerAddress, parse_endpoint
+from dafka.identity import Identity
+from dafka.wire import beacon as wbeacon
+from dafka.wire import signed
+from tests.attack_mutants import mutated
+from tests.procs import Proc, Tower, py, stored_head, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+FRAMES = 200  # of 15.9 MiB: 3.1 GiB sent to each victim
+VALUE_BYTES = signed.MAX_VALUE_BYTES  # the largest value: a blob just under 16 MiB
+SERVE_BATCHES = 12  # of 10 MiB, re-served from the start by every FETCH
+SERVE_SECONDS = 10.0
+BOUND_MIB = 768  # 256 MiB of queue per connection, 64 MiB read per loop turn, the rest
+
+
+def _bad_batches(key: Identity, count: int) -> list[bytes]:
+    """``count`` distinct blobs of 15.9 MiB whose signature does not verify."""
+    blob = bytearray(signed.encode_batch(key, "t", 0, [(None, bytes(VALUE_BYTES))], 1))
+    out = []
+    for i in range(count):
+        blob[-1] ^= i + 1  # the signature's last byte
+        out.append(bytes(blob))
+        blob[-1] ^= i + 1
+    return out
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmHWM for process {pid}")
+
+
+def flood(tmp: Path, frames: int = FRAMES) -> tuple[float, float]:
+    """Peak RSS (MiB) of a store and a consumer after ``frames`` bad 15.9 MiB records."""
+    tower = Tower()
+    store = consumer = None
+    ctx = zmq.Context()
+    data = ctx.socket(zmq.XPUB)
+    beacons = ctx.socket(zmq.PUB)
+    try:
+        store = Proc(
+            mutated(py("dafka.cli.store", "--data-dir", str(tmp / "s"), "--tower", tower.address))
+        )
+        store.wait_line(r"store [0-9A-F]{32} on tcp://")
+        consumer = Proc(
+            mutated(py("dafka.cli.consumer", "t", "--tower", tower.address, "--from-beginning"))
+        )
+        data.setsockopt(zmq.SNDHWM, 0)  # the attacker queues all it wants on its side
+        data.setsockopt(zmq.LINGER, 0)
+        beacons.setsockopt(zmq.LINGER, 0)
+        me = Identity.from_seed(bytes(range(40, 72)))
+        port = data.bind_to_random_port("tcp://127.0.0.1")
+        beacons.connect(TowerAddress(*parse_endpoint(tower.address, "tower")).sub)
+        beacon = wbeacon.NodeBeacon(me.node_id, "127.0.0.1", port).encode()
+        seen = set()
+
+        def subscribed() -> bool:
+            beacons.send_multipart(beacon)
+            while data.poll(100):
+                frame = data.recv()
+                if frame.startswith(b"\x01M"):
+                    seen.add(frame)
+            return {b"\x01M", b"\x01Mt\x00"} <= seen  # the store and the consumer
+
+        wait_until(subscribed, 30, what="the store and the consumer to subscribe")
+        bad = _bad_batches(me, 4)
+        for i in range(frames):  # zero-copy: four buffers, however many are queued
+            data.send_multipart([b"Mt\x00\x02", bad[i % 4]], copy=False)
+        marker = signed.encode_batch(me, "t", 0, [(None, b"marker")], 1)
+        data.send_multipart([b"Mt\x00\x02", marker])
+
+        def through() -> bool:
+            beacons.send_multipart(beacon)
+            return (
+                b"marker" in bytes(consumer.stdout) and stored_head(tmp / "s", "t", me.node_id) == 0
+            )
+
+        wait_until(through, 240, interval=0.5, what="the marker behind the flood")
+        return _peak_rss_mib(store.p.pid), _peak_rss_mib(consumer.p.pid)
+    finally:
+        data.close(0)
+        beacons.close(0)
+        ctx.term()
+        for proc in (consumer, store, tower.proc):
+            if proc is not None:
+                proc.kill()
+
+
+def never_reads(tmp: Path, seconds: float = SERVE_SECONDS) -> float:
+    """Peak RSS (MiB) of a store serving FETCHes to a subscriber that never reads."""
+    from dafka.producer import Producer
+    from dafka.wire.rfc46 import Command, Fetch, direct_prefix
+
+    tower = Tower()
+    store = None
+    ctx = zmq.Context()
+    data = ctx.socket(zmq.XPUB)
+    beacons = ctx.socket(zmq.PUB)
+    reader = ctx.socket(zmq.SUB)
+    producer = None
+    try:
+        store = Proc(
+            mutated(py("dafka.cli.store", "--data-dir", str(tmp / "s"), "--tower", tower.address))
+        )
+        endpoint = store.wait_line(r"store [0-9A-F]{32} on (tcp://\S+)").group(1)
+        producer = Producer("t", towers=tower.address, metadata=False, trust_any_store=True)
+        value = bytes(10 * 2**20)
+        futures = [producer.send(value) for _ in range(SERVE_BATCHES)]
+        for future in futures:
+            future.result(120)
+        partition = producer.partition
+        requesters = [Identity.from_seed((4242 + i).to_bytes(32, "big")).node_id for i in range(4)]
+        for r in requesters:  # subscribes to their answers, and never reads one
+            reader.setsockopt(zmq.SUBSCRIBE, direct_prefix(Command.DIRECT_RECORD, r))
+        reader.setsockopt(zmq.RCVHWM, 1)
+        reader.setsockopt(zmq.RCVBUF, 4096)
+        reader.connect(endpoint)
+        data.setsockopt(zmq.LINGER, 0)
+        for s in (beacons, reader):
+            s.setsockopt(zmq.LINGER, 0)
+        me = Identity.from_seed(bytes(range(80, 112)))
+        port = data.bind_to_random_port("tcp://127.0.0.1")
+        beacons.connect(TowerAddress(*parse_endpoint(tower.address, "tower")).sub)
+        beacon = wbeacon.NodeBeacon(me.node_id, "127.0.0.1", port).encode()
+
+        def subscribed() -> bool:
+            beacons.send_multipart(beacon)
+            while data.poll(100):
+                if data.recv() == b"\x01F":
+                    return True
+            return False
+
+        wait_until(subscribed, 30, what="the store to subscribe to the fake reader")
+        fetches = [signed.encode(Fetch(partition, r, "t", 0, 2**32 - 1)) for r in requesters]
+        end = time.monotonic() + seconds  # a flood of a given length: nothing is timed
+        while time.monotonic() < end:
+            beacons.send_multipart(beacon)
+            for frames in fetches:  # again and again: each is served from the start
+                data.send_multipart(frames)
+            data.poll(200)
+        return _peak_rss_mib(store.p.pid)
+    finally:
+        if producer is not None:
+            producer.close(timeout=1)
+        for sock in (data, beacons, reader):
+            sock.close(0)
+        ctx.term()
+        for proc in (store, tower.proc):
+            if proc is not None:
+                proc.kill()
+
+
+def test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes(tmp_path: Path) -> None:
+    store_mib, consumer_mib = flood(tmp_path)
+    # before the byte bound: both near the 1.9 GiB sent (the issue: 2.1 and 2.5 GB)
+    assert store_mib < BOUND_MIB and consumer_mib < BOUND_MIB, (store_mib, consumer_mib)
+
+
+def test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue(tmp_path: Path) -> None:
+    store_mib = never_reads(tmp_path)
+    # before the byte bound: the answers piled up at the served rate (256 MiB/s in all)
+    assert store_mib < BOUND_MIB, store_mib
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else FRAMES
+    with tempfile.TemporaryDirectory() as tmp:
+        s, c = flood(Path(tmp), n)
+    print(
+        f"frames={n} of {VALUE_BYTES / 2**20:.1f} MiB: peak RSS store={s:.0f} MiB consumer={c:.0f} MiB"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        r = never_reads(Path(tmp))
+    print(f"never-reading subscriber, {SERVE_SECONDS:g} s of FETCHes: peak RSS store={r:.0f} MiB")
