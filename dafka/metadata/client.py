@@ -16,6 +16,7 @@ the metadata applied it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -146,6 +147,8 @@ class MetadataClient:
 
     def _write(self, config: Mapping[str, Any], op: str, **fields: Any) -> int:
         """Sign ``op`` against ``config``'s revision, commit it, and check it was applied."""
+        if not config.get("admins"):
+            config = self._after_bootstrap(config)
         data, cmd_id = signed_command(
             self.admin_key(), self.cluster, int(config["revision"]), op, **fields
         )
@@ -166,6 +169,16 @@ class MetadataClient:
             f"the change was committed at log index {index} but is not among the metadata's "
             "recent changes; check with dafka topics|stores|admins list"
         )
+
+    def _after_bootstrap(self, config: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The metadata once it lists its first admins (a new group's towers propose them
+        in the background), or as it is after ``timeout`` s: every change would be
+        refused until then, for a reason that is gone a moment later."""
+        deadline = time.monotonic() + self.timeout
+        while not config.get("admins") and time.monotonic() < deadline:
+            time.sleep(0.1)  # a bounded poll: at most timeout / 0.1 reads
+            config = self.config()
+        return config
 
     def create_topic(self, topic: str, settings: Mapping[str, Any] | None = None) -> int:
         check_topic(topic)
