@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError
 from .bounds import message_problem
+from .coreview import CoreView
 from .extensions import PLAIN
 from .frames import CHECKPOINT_DATA, RaftWireError, decode_config, encode_config
 from .guard import TermCeiling
@@ -88,7 +89,7 @@ def _decode_config(entry: Entry) -> ClusterConfig | None:
         return None  # the same bytes are ignored the same way on every peer
 
 
-class RaftCore(Replication):
+class RaftCore(CoreView, Replication):
     """One Raft peer's consensus state machine. See the module docstring."""
 
     def __init__(
@@ -157,6 +158,7 @@ class RaftCore(Replication):
         self._prev_ss = SoftState(None, Role.FOLLOWER)
         self._votes: dict[str, bool] = {}
         self._progress: dict[str, Progress] = {}
+        self._want_send: dict[str, None] = {}  # followers owed an AppendEntries
         self._seq = 0
         self._reads_pending: list[bytes] = []
         self._reads_confirming: deque[_Read] = deque()
@@ -174,71 +176,6 @@ class RaftCore(Replication):
         self.snapshot_refused: set[str] = set()  # plain peers that needed a snapshot
         self.terms = TermCeiling(id, self.term)
         """How far a peer message may raise our term (:class:`~dafka.raft.guard.TermCeiling`)."""
-
-    # -- what the shell may look at ------------------------------------------------------
-
-    @property
-    def config(self) -> ClusterConfig:
-        """The latest configuration in the log (committed or not)."""
-        return self._configs[-1][1]
-
-    @property
-    def config_index(self) -> int:
-        """Log index of the entry holding :attr:`config` (a snapshot index for the base
-        config); the change is committed once ``commit >= config_index``."""
-        return self._configs[-1][0]
-
-    @property
-    def is_leader(self) -> bool:
-        return self.role is Role.LEADER
-
-    @property
-    def applied(self) -> int:
-        return self._applied
-
-    @property
-    def first_index(self) -> int:
-        return self._log.first_index
-
-    @property
-    def last_index(self) -> int:
-        return self._log.last_index
-
-    @property
-    def last_term(self) -> int:
-        return self._log.last_term
-
-    @property
-    def snapshot(self) -> SnapshotMeta:
-        """The latest snapshot this core knows of (given, compacted to, or installed)."""
-        return self._snapshot
-
-    @property
-    def transferee(self) -> str | None:
-        return self._transferee
-
-    def term_at(self, index: int) -> int | None:
-        return self._log.term(index)
-
-    def entries(self, lo: int, hi: int) -> list[Entry]:
-        """Log entries ``lo <= index <= hi`` still held in memory."""
-        return self._log.slice(lo, hi)
-
-    def config_at(self, index: int) -> ClusterConfig:
-        """The configuration in force at ``index`` (not below the compaction point)."""
-        current = self._configs[0][1]
-        for at, cfg in self._configs:
-            if at > index:
-                break
-            current = cfg
-        return current
-
-    def snapshot_meta(self, index: int) -> SnapshotMeta:
-        """The :class:`SnapshotMeta` for a state machine snapshot taken at ``index``."""
-        term = self._log.term(index)
-        if term is None or index > self._applied:
-            raise RaftError(f"cannot describe a snapshot at {index}: not applied or compacted")
-        return SnapshotMeta(index, term, self.config_at(index))
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -497,6 +434,7 @@ class RaftCore(Replication):
     def has_ready(self) -> bool:
         return bool(
             self._msgs
+            or self._want_send
             or self._chunks
             or self._pending_snapshot is not None
             or self._log.has_unstable()
@@ -508,6 +446,7 @@ class RaftCore(Replication):
 
     def ready(self) -> Ready:
         """Take everything the shell has to do now (see :mod:`dafka.raft.ready`)."""
+        self._flush_sends()
         hs = self._hard_state()
         ss = self._soft_state()
         truncate_from, entries = self._log.take_unstable()
@@ -571,6 +510,7 @@ class RaftCore(Replication):
         self._randomize_timeout()
         self._votes = {}
         self._progress = {}
+        self._want_send = {}
         self._transferee = None
         self._reads_pending.clear()
         self._reads_confirming.clear()

@@ -77,6 +77,7 @@ class Replication:
     _configs: list[tuple[int, ClusterConfig]]
     _voters: Voters
     _progress: dict[str, Progress]
+    _want_send: dict[str, None]
     _msgs: list[Message]
     _chunks: list[SnapshotChunk]
     _seq: int
@@ -305,8 +306,22 @@ class Replication:
         return True
 
     def _bcast_append(self) -> None:
-        for peer in self._progress:
-            self._send_append(peer)
+        self._want_send.update(dict.fromkeys(self._progress))
+
+    def _flush_sends(self) -> None:
+        """Send to each follower marked since the last flush (by new entries, a commit, an
+        answer or a heartbeat) what it lacks: however many answers a loop turn brings, one
+        AppendEntries per follower, more only when the entries exceed a batch (called by
+        ``ready()``)."""
+        if not self._want_send:
+            return
+        want, self._want_send = self._want_send, {}
+        if self.role is not Role.LEADER:
+            return
+        for peer in want:
+            for _ in range(self.max_inflight):
+                if peer not in self._progress or not self._send_append(peer):
+                    break
 
     def _bcast_heartbeat(self) -> None:
         for peer, pr in self._progress.items():
@@ -320,7 +335,7 @@ class Replication:
                     pr.become_probe()  # the pipeline stalled (lost messages): probe again
                     self._send_append(peer, empty_ok=True)
                 else:
-                    self._send_append(peer)
+                    self._want_send[peer] = None
             else:
                 self._send_snapshot_chunk(peer)
             pr.progressed = False
@@ -373,7 +388,7 @@ class Replication:
                 if m.frm == self._transferee and pr.match == self._log.last_index:
                     self._send(TimeoutNow(self.id, m.frm, self.term))
             if m.frm in self._progress:
-                self._send_append(m.frm)
+                self._want_send[m.frm] = None
             return
         if pr.state is ProgressState.SNAPSHOT or m.seq < pr.reset_seq:
             return  # stale: sent before the last re-probe

@@ -130,10 +130,47 @@ def test_pipeline_is_bounded_by_max_inflight():
     elect(leader)
     leader.step(AppendResponse("b", "a", leader.term, True, prev_index=0, last_index=1, seq=1))
     drain(leader)
-    for k in range(5):
+    sent: list[AppendEntries] = []
+    for k in range(5):  # one loop turn each
         leader.propose(put("k", k), (1_700_000_000 + k).to_bytes(4, "big") + bytes(8), 1.7e9)
-    sent = [m for m in outbox(leader) if isinstance(m, AppendEntries) and m.entries]
+        sent += [m for m in outbox(leader) if isinstance(m, AppendEntries) and m.entries]
     assert len(sent) == 2  # then it waits for acknowledgements
+
+
+def test_one_append_entries_per_follower_per_turn():
+    """Proposals and answers of one loop turn mark the followers; ``ready()`` then sends
+    each one AppendEntries with everything it lacks."""
+    leader = new_core("a", "abc", max_inflight=8)
+    elect(leader)
+    for m in outbox(leader):
+        leader.step(
+            AppendResponse(m.to, "a", leader.term, True, prev_index=0, last_index=1, seq=m.seq)
+        )
+    drain(leader)
+
+    def propose(k: int) -> None:
+        leader.propose(put("k", k), (1_700_000_000 + k).to_bytes(4, "big") + bytes(8), 1.7e9)
+
+    propose(0)
+    sent = [m for m in outbox(leader) if isinstance(m, AppendEntries)]
+    for k in range(1, 4):
+        propose(k)
+    for m in sent:  # answers in the same turn as three more proposals
+        leader.step(
+            AppendResponse(
+                m.to,
+                "a",
+                leader.term,
+                True,
+                prev_index=m.prev_index,
+                last_index=m.last_index,
+                seq=m.seq,
+            )
+        )
+    assert leader.commit == 2
+    again = [m for m in outbox(leader) if isinstance(m, AppendEntries)]
+    assert sorted(m.to for m in again) == ["b", "c"]
+    assert all([e.index for e in m.entries] == [3, 4, 5] for m in again)
 
 
 def test_lossy_network_still_commits_and_converges():

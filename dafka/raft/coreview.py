@@ -1,0 +1,85 @@
+"""What the shell may read of a :class:`~dafka.raft.core.RaftCore`: its configuration,
+role, log bounds and snapshot (a mixin; the state is created by ``RaftCore.__init__``)."""
+
+from __future__ import annotations
+
+from ..errors import RaftError
+from .log import RaftLog
+from .ready import Role
+from .types import ClusterConfig, Entry, SnapshotMeta
+
+__all__ = ["CoreView"]
+
+
+class CoreView:
+    """Read-only properties and queries of the core; see the module docstring."""
+
+    role: Role
+    _applied: int
+    _log: RaftLog
+    _snapshot: SnapshotMeta
+    _configs: list[tuple[int, ClusterConfig]]
+    _transferee: str | None
+
+    @property
+    def config(self) -> ClusterConfig:
+        """The latest configuration in the log (committed or not)."""
+        return self._configs[-1][1]
+
+    @property
+    def config_index(self) -> int:
+        """Log index of the entry holding :attr:`config` (a snapshot index for the base
+        config); the change is committed once ``commit >= config_index``."""
+        return self._configs[-1][0]
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role is Role.LEADER
+
+    @property
+    def applied(self) -> int:
+        return self._applied
+
+    @property
+    def first_index(self) -> int:
+        return self._log.first_index
+
+    @property
+    def last_index(self) -> int:
+        return self._log.last_index
+
+    @property
+    def last_term(self) -> int:
+        return self._log.last_term
+
+    @property
+    def snapshot(self) -> SnapshotMeta:
+        """The latest snapshot this core knows of (given, compacted to, or installed)."""
+        return self._snapshot
+
+    @property
+    def transferee(self) -> str | None:
+        return self._transferee
+
+    def term_at(self, index: int) -> int | None:
+        return self._log.term(index)
+
+    def entries(self, lo: int, hi: int) -> list[Entry]:
+        """Log entries ``lo <= index <= hi`` still held in memory."""
+        return self._log.slice(lo, hi)
+
+    def config_at(self, index: int) -> ClusterConfig:
+        """The configuration in force at ``index`` (not below the compaction point)."""
+        current = self._configs[0][1]
+        for at, cfg in self._configs:
+            if at > index:
+                break
+            current = cfg
+        return current
+
+    def snapshot_meta(self, index: int) -> SnapshotMeta:
+        """The :class:`SnapshotMeta` for a state machine snapshot taken at ``index``."""
+        term = self._log.term(index)
+        if term is None or index > self._applied:
+            raise RaftError(f"cannot describe a snapshot at {index}: not applied or compacted")
+        return SnapshotMeta(index, term, self.config_at(index))
