@@ -13,7 +13,8 @@ in this process. Phases, each measured in the same run:
 * 1 in flight      ``update`` one after another: commits/s and latency p50/p99
 * 64 in flight     ``update_many(window=64)``: commits/s
 * failover         ``--failovers`` times: SIGKILL the leader, time until a survivor
-                   answers RequestConfig as leader; the killed peer is restarted
+                   answers RequestConfig as leader, and until an update sent to it then
+                   commits (the figure of the goal); the killed peer is restarted
 * reference        when node and npm are here (``make reference`` installs it; skip
                    with ``--no-reference``): the warm-up, 1-in-flight and N-in-flight
                    phases again, same client, on three ØMQ RAFT reference peers (npm
@@ -155,13 +156,26 @@ def _leader_of(client: RaftClient, urls: list[str]) -> int | None:
     return None
 
 
+def _wait_leader(client: RaftClient, urls: list[str], timeout: float = 10.0) -> int:
+    """The index in ``urls`` of the first peer to say it leads, polled every 2 ms."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        k = _leader_of(client, urls)
+        if k is not None:
+            return k
+        time.sleep(0.002)
+    raise DafkaError(f"no new leader among {urls} within {timeout} s")
+
+
 def measure_failovers(
     client: RaftClient, procs: list[Proc], urls: list[str], directory: Path, fsync: bool, n: int
 ) -> dict[str, Any]:
-    """SIGKILL the leader ``n`` times: time until a survivor says (RequestConfig) it leads.
-    The killed peer is restarted and given a moment to catch up before the next round."""
+    """SIGKILL the leader ``n`` times: time until a survivor says (RequestConfig) it leads,
+    and until an update sent to it then commits (the issue's figure: the update is sent
+    as soon as a leader answers, so this bounds the outage a client sees). The killed peer
+    is restarted and given a moment to catch up before the next round."""
     ids = {url: f"p{k + 1}" for k, url in enumerate(urls)}
-    times = []
+    leads, commits = [], []
     for _ in range(n):
         leader = wait_until(lambda: _leader_of(client, urls) is not None, 10, what="a leader")
         k = _leader_of(client, urls)
@@ -169,24 +183,23 @@ def measure_failovers(
         survivors = [u for j, u in enumerate(urls) if j != k]
         start = time.perf_counter()
         procs[k].p.kill()
-        wait_until(
-            lambda s=survivors: _leader_of(client, s) is not None,
-            10,
-            interval=0.002,
-            what="a new leader",
-        )
-        times.append(time.perf_counter() - start)
+        new = _wait_leader(client, survivors)
+        leads.append(time.perf_counter() - start)
+        with RaftClient([survivors[new]], CLUSTER, timeout=10) as fresh:
+            fresh.update(put_command("failover", len(leads)))
+        commits.append(time.perf_counter() - start)
         procs[k].wait()
         procs[k] = start_peer(
             directory, fsync, dict(zip(ids.values(), urls, strict=True)), ids[urls[k]]
         )
-        client.update(put_command("failover", len(times)))
         time.sleep(1.0)
     return {
         "rounds": n,
-        "ms": [round(t * 1000, 1) for t in times],
-        "median_ms": statistics.median(times) * 1000,
-        "max_ms": max(times) * 1000,
+        "ms": [round(t * 1000, 1) for t in commits],
+        "median_ms": statistics.median(commits) * 1000,
+        "max_ms": max(commits) * 1000,
+        "leads_ms": [round(t * 1000, 1) for t in leads],
+        "leads_median_ms": statistics.median(leads) * 1000,
     }
 
 
@@ -248,6 +261,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "window_5000_commits_per_s": many["commits_per_s"] >= 5000,
         "p50_under_2ms": one["p50_ms"] < 2.0,
     }
+    if "failover" in result:
+        result["goals"]["failover_commit_under_300ms"] = result["failover"]["median_ms"] < 300
     ref = result.get("reference", {})
     if "one_in_flight" in ref:
         result["vs_reference"] = {
@@ -355,8 +370,12 @@ def print_table(r: dict[str, Any]) -> None:
     if "failover" in r:
         fo = r["failover"]
         print(
-            f"failover (SIGKILL leader -> a survivor leads), {fo['rounds']} rounds: "
+            f"failover (SIGKILL leader -> an update commits), {fo['rounds']} rounds: "
             f"median {fo['median_ms']:.0f} ms, max {fo['max_ms']:.0f} ms  {fo['ms']}"
+        )
+        print(
+            f"failover (SIGKILL leader -> a survivor says it leads): "
+            f"median {fo['leads_median_ms']:.0f} ms  {fo['leads_ms']}"
         )
     ratios = r["ratios"]
     print(
