@@ -946,7 +946,6 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "data queues bounded in bytes per connection": (
         "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
-        "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "tests/integration/test_attacks_io.py::test_an_oversized_subscription_drops_the_subscriber_at_the_data_xpub",

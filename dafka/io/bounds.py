@@ -37,10 +37,17 @@ def bound_data_sockets(
     sub: zmq.Socket[bytes],
     small: Iterable[zmq.Socket[bytes]],
 ) -> None:
-    """Queues in bytes per connection: ``NodeConfig.hwm`` messages of the largest frame
-    (``ceiling`` on the SUB). The rfc46 profile sends one unsigned record per message, and
-    a byte-safe count stalls its stream, so it keeps ``high_watermark``."""
-    xpub.setsockopt(zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if batched else cfg.high_watermark)
+    """The SUB's queue in bytes per connection: ``NodeConfig.hwm`` messages of the largest
+    frame (``ceiling``); the rfc46 profile (one unsigned record per message, which a
+    byte-safe count stalls) keeps ``high_watermark``.
+
+    The XPUB keeps ``high_watermark`` messages: a store answers a FETCH with every batch at
+    once, and a byte-safe count (16 of 16 MiB) dropped a catching-up consumer's answers
+    until it stalled for good (the fault suite: "a fresh consumer read to 1569, stores hold
+    to 2509"). A subscriber that never reads can therefore still cost a store memory up to
+    its FETCH serving budget; bounding it needs FETCH answers paced by the consumer's window
+    (docs/security.md, "What is still not bounded")."""
+    xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
     for sock in small:
