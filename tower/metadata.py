@@ -44,26 +44,32 @@ from .relay import Tower
 
 class ObservedMetadata(MetadataStateMachine):
     """The tower's metadata replica, telling one listener (the relay's CURVE gate) the
-    configuration after every change it applies or restores."""
+    configuration after every change it applies or restores. The Raft thread applies;
+    :meth:`listen` is called from another, so both take one lock (no view is read while
+    a change is half applied)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._listener: Callable[[dict[str, Any]], None] | None = None
         self._told = -1
+        self._lock = threading.Lock()
 
     def listen(self, listener: Callable[[dict[str, Any]], None]) -> None:
-        self._listener = listener
-        self._told = -1
-        self._tell()
+        with self._lock:
+            self._listener = listener
+            self._told = -1
+            self._tell()
 
     def apply(self, entry: Entry) -> Any:
-        result = super().apply(entry)
-        self._tell()
-        return result
+        with self._lock:
+            result = super().apply(entry)
+            self._tell()
+            return result
 
     def restore(self, data: bytes) -> None:
-        super().restore(data)
-        self._tell()
+        with self._lock:
+            super().restore(data)
+            self._tell()
 
     def _tell(self) -> None:
         listener = self._listener
