@@ -13,7 +13,6 @@ from dafka import identity
 from dafka.query import protocol as qp
 from dafka.transport_security import CurveConfig, make_client
 from tests.admin import tower_args
-from tests.attack_mutants import mutated
 from tests.procs import Proc, py
 
 LINES = b"".join(f"secret {i}\n".encode() for i in range(1, 51))
@@ -21,7 +20,7 @@ LINES = b"".join(f"secret {i}\n".encode() for i in range(1, 51))
 
 class CurveTower:
     def __init__(self) -> None:
-        self.proc = Proc(mutated(py("tower", "--bind", "127.0.0.1:0", "--curve", *tower_args())))
+        self.proc = Proc(py("tower", "--bind", "127.0.0.1:0", "--curve", *tower_args()))
         m = self.proc.wait_line(r"tower CURVE key ([0-9a-f]{64})")
         self.key = m.group(1)
         m = self.proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)")
@@ -39,7 +38,7 @@ def ctower() -> Iterator[CurveTower]:
 class Store:
     def __init__(self, data_dir: Path, towers: str, *args: str) -> None:
         self.proc = Proc(
-            mutated(py("dafka.cli.store", "--data-dir", str(data_dir), "--tower", towers, *args))
+            py("dafka.cli.store", "--data-dir", str(data_dir), "--tower", towers, *args)
         )
         m = self.proc.wait_line(r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)")
         self.query_endpoint = m.group(3)
@@ -58,7 +57,7 @@ def keys(tmp_path: Path, *names: str) -> dict[str, tuple[Path, str]]:
 
 def produce(towers: str, topic: str, *extra: str) -> None:
     p = Proc(
-        mutated(py("dafka.cli.producer", topic, "--tower", towers, "--curve", *extra)),
+        py("dafka.cli.producer", topic, "--tower", towers, "--curve", *extra),
         stdin=LINES,
     )
     assert p.wait(60) == 0, p.stderr
@@ -67,9 +66,7 @@ def produce(towers: str, topic: str, *extra: str) -> None:
 
 def consume(towers: str, topic: str, *extra: str) -> Proc:
     return Proc(
-        mutated(
-            py("dafka.cli.consumer", topic, "--tower", towers, "--from-beginning", "-e", *extra)
-        )
+        py("dafka.cli.consumer", topic, "--tower", towers, "--from-beginning", "-e", *extra)
     )
 
 

@@ -23,7 +23,6 @@ from dafka import identity
 from dafka.metadata import MetadataClient
 from dafka.transport_security import CurveConfig, make_client
 from tests.admin import tower_args
-from tests.attack_mutants import mutated
 from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
 from tests.procs import Proc, Tower, py, wait_until
 
@@ -34,7 +33,7 @@ class RaftCurveTower(CurveTower):
 
     def __init__(self) -> None:
         self.proc = Proc(
-            mutated(py("tower", "--bind", "127.0.0.1:0", "--curve", "--raft-curve", *tower_args()))
+            py("tower", "--bind", "127.0.0.1:0", "--curve", "--raft-curve", *tower_args())
         )
         m = self.proc.wait_line(r"tower CURVE key ([0-9a-f]{64})")
         self.key = m.group(1)
@@ -63,7 +62,7 @@ def test_a_node_follows_the_metadata_of_towers_with_curve_raft_ports(
 
 
 def test_a_null_node_follows_the_metadata_of_towers_with_only_raft_curve(tmp_path: Path) -> None:
-    tower = Proc(mutated(py("tower", "--bind", "127.0.0.1:0", "--raft-curve", *tower_args())))
+    tower = Proc(py("tower", "--bind", "127.0.0.1:0", "--raft-curve", *tower_args()))
     try:
         key = tower.wait_line(r"tower Raft CURVE key ([0-9a-f]{64})").group(1)
         plain = "127.0.0.1:" + tower.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
@@ -121,11 +120,7 @@ def test_a_null_node_refuses_to_run_in_a_cluster_that_requires_curve(tmp_path: P
     try:
         with MetadataClient(tower.address) as admin:
             admin.set_cluster({"curve": True})
-        p = Proc(
-            mutated(
-                py("dafka.cli.store", "--data-dir", str(tmp_path / "s"), "--tower", tower.address)
-            )
-        )
+        p = Proc(py("dafka.cli.store", "--data-dir", str(tmp_path / "s"), "--tower", tower.address))
         assert p.wait(30) != 0, p.stderr
         lines = [line for line in p.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and "requires CURVE" in lines[0], p.stderr
@@ -198,7 +193,7 @@ def query_read(towers: str, topic: str, key_dir: Path | None, *extra: str) -> Pr
         if not (key_dir / identity.KEY_FILE).exists():
             identity.create(key_dir)
         args += ["--key-file", str(key_dir / identity.KEY_FILE)]
-    return Proc(mutated(py("dafka.cli.admin", *args)))
+    return Proc(py("dafka.cli.admin", *args))
 
 
 def one_line(stderr: str, text: str) -> bool:
@@ -232,7 +227,7 @@ def test_dafka_cluster_set_takes_the_curve_settings(rtower: RaftCurveTower) -> N
     friend = identity.Identity.generate()
 
     def dafka(*args: str) -> Proc:
-        p = Proc(mutated(py("dafka.cli.admin", "cluster", *args, "--tower", rtower.address)))
+        p = Proc(py("dafka.cli.admin", "cluster", *args, "--tower", rtower.address))
         p.wait(30)
         return p
 

@@ -39,7 +39,6 @@ from dafka.config import TowerAddress, parse_endpoint
 from dafka.identity import Identity
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
-from tests.attack_mutants import mutated
 from tests.procs import Proc, Tower, py, stored_head, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -77,13 +76,9 @@ def flood(tmp: Path, frames: int = FRAMES) -> tuple[float, float]:
     data = ctx.socket(zmq.XPUB)
     beacons = ctx.socket(zmq.PUB)
     try:
-        store = Proc(
-            mutated(py("dafka.cli.store", "--data-dir", str(tmp / "s"), "--tower", tower.address))
-        )
+        store = Proc(py("dafka.cli.store", "--data-dir", str(tmp / "s"), "--tower", tower.address))
         store.wait_line(r"store [0-9A-F]{32} on tcp://")
-        consumer = Proc(
-            mutated(py("dafka.cli.consumer", "t", "--tower", tower.address, "--from-beginning"))
-        )
+        consumer = Proc(py("dafka.cli.consumer", "t", "--tower", tower.address, "--from-beginning"))
         data.setsockopt(zmq.SNDHWM, 0)  # the attacker queues all it wants on its side
         data.setsockopt(zmq.LINGER, 0)
         beacons.setsockopt(zmq.LINGER, 0)
@@ -138,9 +133,7 @@ def never_reads(tmp: Path, seconds: float = SERVE_SECONDS) -> float:
     reader = ctx.socket(zmq.SUB)
     producer = None
     try:
-        store = Proc(
-            mutated(py("dafka.cli.store", "--data-dir", str(tmp / "s"), "--tower", tower.address))
-        )
+        store = Proc(py("dafka.cli.store", "--data-dir", str(tmp / "s"), "--tower", tower.address))
         endpoint = store.wait_line(r"store [0-9A-F]{32} on (tcp://\S+)").group(1)
         producer = Producer("t", towers=tower.address, metadata=False, trust_any_store=True)
         value = bytes(10 * 2**20)

@@ -15,7 +15,7 @@
 * A state machine or handler failure on one message is counted and logged; the loop
   goes on (checked on a peer in this process, where the failure can be injected).
 
-Commands go through :func:`tests.attack_mutants.mutated`, so ``python -m
+Commands go through :func:`tests.attack_mutants.mutated` (``tests.procs.Proc`` wraps each), so ``python -m
 tests.attack_mutants`` runs these processes with each mutant in turn.
 """
 
@@ -37,7 +37,6 @@ from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.statemachine import KvStateMachine, decode_value, get_query, put_command
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, HardState, Peer
-from tests.attack_mutants import mutated
 from tests.procs import Proc, py
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -74,20 +73,18 @@ class PeerProc:
         self.data_dir = data_dir
         self.url = _free_url()
         self.proc = Proc(
-            mutated(
-                py(
-                    "dafka.cli.raft",
-                    "peer",
-                    "--id",
-                    "p1",
-                    "--bind",
-                    self.url,
-                    "--data-dir",
-                    str(data_dir),
-                    "--cluster",
-                    CLUSTER,
-                    *extra,
-                )
+            py(
+                "dafka.cli.raft",
+                "peer",
+                "--id",
+                "p1",
+                "--bind",
+                self.url,
+                "--data-dir",
+                str(data_dir),
+                "--cluster",
+                CLUSTER,
+                *extra,
             )
         )
         self.proc.wait_line(r"raft peer p1 on ")
@@ -160,7 +157,7 @@ def _log_info(sock: zmq.Socket, timeout: float = 10.0) -> tuple[int, int]:
 
 
 def test_tower_refuses_a_config_update_with_a_bad_url_and_keeps_serving(tmp_path):
-    tower = Proc(mutated(py("tower", "--bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "t"))))
+    tower = Proc(py("tower", "--bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "t")))
     try:
         m = tower.wait_line(r"metadata peer (\S+) on (tcp://\S+) \(cluster (\S+)\)")
         peer_id, url, cluster = m.group(1), m.group(2), m.group(3)
@@ -186,19 +183,17 @@ def test_a_committed_bad_url_from_an_old_log_does_not_stop_the_peer(tmp_path, pe
     p = PeerProc.__new__(PeerProc)
     p.data_dir, p.url = data_dir, url
     p.proc = Proc(
-        mutated(
-            py(
-                "dafka.cli.raft",
-                "peer",
-                "--id",
-                "p1",
-                "--bind",
-                url,
-                "--data-dir",
-                str(data_dir),
-                "--cluster",
-                CLUSTER,
-            )
+        py(
+            "dafka.cli.raft",
+            "peer",
+            "--id",
+            "p1",
+            "--bind",
+            url,
+            "--data-dir",
+            str(data_dir),
+            "--cluster",
+            CLUSTER,
         )
     )
     try:

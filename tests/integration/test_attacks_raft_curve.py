@@ -13,7 +13,7 @@ Real ``dafka-raft peer`` processes on 127.0.0.1, attacked through their ROUTER:
 * a 3-peer CURVE cluster elects a leader and commits updates; a peer started with a
   key other than the one the others have for its ID is not let in.
 
-Commands go through :func:`tests.attack_mutants.mutated`.
+Commands go through :func:`tests.attack_mutants.mutated` (``tests.procs.Proc`` wraps each).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from dafka.raft.curve import ClientCurve, curve_public_key
 from dafka.raft.frames import encode_entry, encode_uint, encode_uint32
 from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.types import Entry, EntryType, Peer
-from tests.attack_mutants import mutated
 from tests.integration.test_attacks_raft import _free_url, _log_info
 from tests.procs import Proc, py, wait_until
 from tower.metadata import tower_server_keys
@@ -68,20 +67,18 @@ class Keys:
 
 def _start(peer_id: str, url: str, data_dir: Path, *extra: str) -> Proc:
     proc = Proc(
-        mutated(
-            py(
-                "dafka.cli.raft",
-                "peer",
-                "--id",
-                peer_id,
-                "--bind",
-                url,
-                "--data-dir",
-                str(data_dir),
-                "--cluster",
-                CLUSTER,
-                *extra,
-            )
+        py(
+            "dafka.cli.raft",
+            "peer",
+            "--id",
+            peer_id,
+            "--bind",
+            url,
+            "--data-dir",
+            str(data_dir),
+            "--cluster",
+            CLUSTER,
+            *extra,
         )
     )
     proc.wait_line(rf"raft peer {peer_id} on ")
@@ -280,9 +277,7 @@ def test_a_peer_with_the_right_id_but_another_key_is_refused(tmp_path, procs):
 
 def test_a_curve_tower_serves_curve_clients_only(tmp_path, procs):
     tower = Proc(
-        mutated(
-            py("tower", "--bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "t"), "--raft-curve")
-        )
+        py("tower", "--bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "t"), "--raft-curve")
     )
     procs.append(tower)
     key = bytes.fromhex(tower.wait_line(r"tower Raft CURVE key ([0-9a-f]{64})").group(1))

@@ -23,7 +23,6 @@ from dafka.metadata import MetadataClient
 from dafka.query import protocol as qp
 from dafka.transport_security import CurveConfig, make_client
 from dafka.wire import beacon as wbeacon
-from tests.attack_mutants import mutated
 from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
 from tests.procs import Proc, Tower, py, stored_head, wait_until
 from tests.unit.test_metadata_delivery import _IdleHandler
@@ -196,7 +195,7 @@ class Hostile:
 def live_producer(tower: CurveTower, key_dir: Path) -> Proc:
     """A CURVE producer of ``sealed`` whose stdin stays open (it runs until it is closed)."""
     args = ["sealed", "--tower", tower.address, "--curve", "--state-dir", str(key_dir)]
-    return Proc(mutated(py("dafka.cli.producer", *args)), open_stdin=True)
+    return Proc(py("dafka.cli.producer", *args), open_stdin=True)
 
 
 def feed(producer: Proc, lines: bytes) -> None:

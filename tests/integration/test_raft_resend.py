@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import zmq
 
-from tests.attack_mutants import mutated
 from tests.procs import Proc, free_port, py, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -30,7 +29,7 @@ def test_only_the_newest_append_entries_is_sent_again(tmp_path: Path) -> None:
     fake.setsockopt(zmq.LINGER, 0)
     fake.bind(url_b)
     args = ["--id", "a", "--bind", url_a, "--peer", f"b={url_b}", "--cluster", "rs"]
-    proc = Proc(mutated(py("dafka.cli.raft", "peer", *args, "--data-dir", str(tmp_path / "a"))))
+    proc = Proc(py("dafka.cli.raft", "peer", *args, "--data-dir", str(tmp_path / "a")))
     seen: list[bytes] = []
     try:
         proc.wait_line(r"raft peer a on ")
