@@ -19,8 +19,8 @@ LINES = b"".join(f"secret {i}\n".encode() for i in range(1, 51))
 
 
 class CurveTower:
-    def __init__(self) -> None:
-        self.proc = Proc(py("tower", "--bind", "127.0.0.1:0", "--curve", *tower_args()))
+    def __init__(self, *extra: str) -> None:
+        self.proc = Proc(py("tower", "--bind", "127.0.0.1:0", "--curve", *extra, *tower_args()))
         m = self.proc.wait_line(r"tower CURVE key ([0-9a-f]{64})")
         self.key = m.group(1)
         m = self.proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)")

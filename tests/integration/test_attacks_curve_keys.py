@@ -32,14 +32,7 @@ class RaftCurveTower(CurveTower):
     code, where ``--curve`` left the Raft ports NULL, runs the same towers)."""
 
     def __init__(self) -> None:
-        self.proc = Proc(
-            py("tower", "--bind", "127.0.0.1:0", "--curve", "--raft-curve", *tower_args())
-        )
-        m = self.proc.wait_line(r"tower CURVE key ([0-9a-f]{64})")
-        self.key = m.group(1)
-        m = self.proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)")
-        self.plain = f"127.0.0.1:{m.group(1)}"
-        self.address = f"{self.plain}@{self.key}"
+        super().__init__("--raft-curve")
 
 
 @pytest.fixture
