@@ -95,6 +95,17 @@ class Node:
                     self.peers.add(endpoint)
                     self.sub.connect(endpoint)
 
+    def receive(self, timeout_ms: int = 50) -> tuple[bytes, str, bytes] | None:
+        """The next data message's ``(cmd, slot, fields)``; None on timeout or when its
+        frame 0 is not one."""
+        if not self.sub.poll(timeout_ms):
+            return None
+        frames = self.sub.recv_multipart()
+        try:
+            return split0(frames[0])
+        except ValueError:
+            return None
+
     def ready(self, role: str) -> None:
         print(f"{role} ready {self.id} on tcp://127.0.0.1:{self.port}", file=sys.stderr, flush=True)
 
@@ -125,13 +136,10 @@ def run_store(tower: str, holds: list[str]) -> None:
             if sub[:2] == b"\x01L" and len(sub) == 34:
                 consumer = sub[2:].decode()
                 node.data.send_multipart([frame0(b"L", consumer, string(node.id))])
-        if not node.sub.poll(50):
+        got = node.receive()
+        if got is None:
             continue
-        frames = node.sub.recv_multipart()
-        try:
-            cmd, slot, fields = split0(frames[0])
-        except ValueError:
-            continue
+        cmd, slot, fields = got
         if cmd == b"G":
             requester, _ = read_string(fields, 0)
             heads(requester, slot)
@@ -187,13 +195,10 @@ def run_producer(tower: str, topic: str, sizes: list[int], wait_for: list[bytes]
             next_head = now + 1.0
         while node.data.poll(0):
             node.data.recv()
-        if not node.sub.poll(50):
+        got = node.receive()
+        if got is None:
             continue
-        frames = node.sub.recv_multipart()
-        try:
-            cmd, _slot, fields = split0(frames[0])
-        except ValueError:
-            continue
+        cmd, _slot, fields = got
         if cmd == b"K":
             _subject, at = read_string(fields, 0)
             (offset,) = struct.unpack_from(">Q", fields, at)
@@ -251,13 +256,10 @@ def run_consumer(tower: str, topic: str, window: int) -> None:
             sub = node.data.recv()
             if sub[:2] == b"\x01W" and len(sub) == 34:
                 hello(sub[2:].decode())
-        if not node.sub.poll(50):
+        got = node.receive()
+        if got is None:
             continue
-        frames = node.sub.recv_multipart()
-        try:
-            cmd, _slot, fields = split0(frames[0])
-        except ValueError:
-            continue
+        cmd, _slot, fields = got
         if cmd == b"L":
             store, _ = read_string(fields, 0)
             hello(store)
