@@ -56,7 +56,7 @@ from pathlib import Path
 import zmq
 
 from dafka import Producer
-from dafka.node import node_config
+from dafka.api.common import node_config
 from tests.admin import tower_args
 from tests.procs import Proc, StoreProc, Tower, py
 

@@ -62,7 +62,7 @@ def dafka_consume(
 ) -> dict[str, object]:
     """Read ``count`` records with ``poll_batch`` (ConsumedRecord objects) or ``poll_batches``."""
     from dafka import Consumer
-    from dafka.node import node_config
+    from dafka.api.common import node_config
 
     with Consumer(
         topic,

@@ -1,7 +1,9 @@
 """Dafka: a decentralized streaming platform after ZeroMQ RFC 46/DAFKA."""
 
+from .api.consumer import Consumer
+from .api.producer import CloseResult, Producer
+from .api.store import Store
 from .config import NodeConfig, TowerAddress
-from .consumer import Consumer
 from .core.effects import ConsumedRecord, RecordBatch
 from .errors import (
     BufferFullError,
@@ -23,8 +25,6 @@ from .errors import (
     StoreFullError,
     WireError,
 )
-from .producer import CloseResult, Producer
-from .store import Store
 
 __version__ = "0.1.0"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ConfigError, WireError
-from .identity import node_id_for
-from .transport_security import parse_public_key
+from .security.curve_keys import parse_public_key
+from .security.identity import node_id_for
 from .wire.beacon import MIN_PORT, check_node_host
 
 Profile = Literal["signed", "rfc46"]

@@ -11,9 +11,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from dafka.identity import Identity, create_file
 from dafka.metadata.signing import ADMIN_KEY_ENV
 from dafka.metadata.state import MetadataStateMachine, command, signed_command
+from dafka.security.identity import Identity, create_file
 
 ADMIN = Identity.from_seed(bytes(range(200, 232)))
 ADMIN_HEX = ADMIN.public_key.hex()

@@ -65,31 +65,31 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "    if len(key) != 32:",
     ),
     "ZAP accepts allowed CURVE keys only": (
-        "dafka.curve_policy",
+        "dafka.security.curve_policy",
         "ClientGate.admits",
         "        return not policy.restricted or policy.admits_ids(self._node_ids(key))",
         "        return True",
     ),
     "curve_clients = metadata restricts CURVE clients": (
-        "dafka.curve_policy",
+        "dafka.security.curve_policy",
         "policy_for",
         '    if mode != "metadata" and not allow_given:',
         "    if True:",
     ),
     "the metadata names ACL keys": (
-        "dafka.curve_policy",
+        "dafka.security.curve_policy",
         "metadata_node_ids",
         '        for acl in ("producers", "consumers"):',
         "        for acl in ():",
     ),
     "a node holds CURVE clients until its metadata loads": (
-        "dafka.curve_policy",
+        "dafka.security.curve_policy",
         "ClientGate.hold",
         "        self.set(policy_for(None, self.static, allow_given=self.allow_given))",
         "        pass",
     ),
     "a handshake waits for the first metadata load": (
-        "dafka.curve_policy",
+        "dafka.security.curve_policy",
         "ClientGate.callback",
         "            self._settled.wait(max(0.0, self._hold_until - time.monotonic()))",
         "            pass",
@@ -107,7 +107,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "    if False:",
     ),
     "CURVE servers": (
-        "dafka.transport_security",
+        "dafka.security.curve_keys",
         "make_server",
         "    if not config.enabled:",
         "    if True:",
@@ -499,7 +499,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if True:",
     ),
     "state directories are 0700": (
-        "dafka.state",
+        "dafka.storage.state_dir",
         "StateDir.__init__",
         "            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)",
         "            self.path.mkdir(mode=0o755, parents=True, exist_ok=True)",
@@ -559,7 +559,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if not curve:\n            return None",
     ),
     "CURVE key maps back to the node IDs of its Ed25519 keys": (
-        "dafka.transport_security",
+        "dafka.security.curve_keys",
         "node_ids_of_curve_key",
         "(y | sign << 255)",
         "(u | sign << 255)",
@@ -967,6 +967,24 @@ BASELINE = "(none)"
 """``--run`` this to run the tests with no mutant applied."""
 NOT_APPLIED = 3
 """Exit status of ``--run`` when a mutant's text is not in the source any more."""
+
+
+def missing(name: str) -> list[str]:
+    """The texts of mutant ``name`` that its functions no longer contain (none: it applies)."""
+    spec = MUTANTS[name]
+    problems = []
+    for module_name, qualname, *edits in (
+        (spec if isinstance(spec, list) else [spec]) if spec else []
+    ):
+        owner: object = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            owner = getattr(owner, part)
+        source = inspect.getsource(owner)  # type: ignore[arg-type]
+        for old, new in zip(edits[::2], edits[1::2], strict=True):
+            if old not in source:
+                problems.append(f"{module_name}.{qualname} no longer contains {old!r}")
+            source = source.replace(old, new)
+    return problems
 
 
 def apply(name: str) -> None:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from dafka.core import messages as m
 from dafka.core.effects import Publish
-from dafka.identity import Identity
-from dafka.profiles import SignedProfile
+from dafka.io.profiles import SignedProfile
+from dafka.security.identity import Identity
 from dafka.wire import signed
 
 PRODUCER = Identity.from_seed(bytes(range(32)))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from dafka import identity
 from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
 from dafka.config import TowerAddress, parse_endpoint
-from dafka.curve_policy import ClientGate
 from dafka.errors import ConfigError, RaftError
+from dafka.security import identity
+from dafka.security.curve_policy import ClientGate
 
 from .metadata import (
     TowerNode,

@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dafka import identity as ident
 from dafka.config import TowerAddress
 from dafka.errors import ConfigError, DafkaError, RaftError
 from dafka.metadata.client import DEFAULT_CLUSTER, RAFT_PORT_OFFSET
@@ -38,6 +37,7 @@ from dafka.raft.client import RaftClient
 from dafka.raft.curve import ClientCurve, RaftCurve, curve_public_key, split_key
 from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.types import Entry, Peer
+from dafka.security import identity as ident
 
 from .relay import Tower
 

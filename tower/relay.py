@@ -28,8 +28,8 @@ import zmq
 
 from dafka.config import TowerAddress, check_host
 from dafka.errors import ConfigError, WireError
-from dafka.identity import Identity
-from dafka.transport_security import CurveConfig, make_server, start_authenticator
+from dafka.security.curve_keys import CurveConfig, make_server, start_authenticator
+from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class Tower:
         """Serve both sockets over CURVE under ``identity``'s key (call before :meth:`start`).
 
         The relay then runs on a context of its own, whose ZAP handler it owns; a
-        ``provider`` (a :class:`dafka.curve_policy.ClientGate`) decides which client keys
+        ``provider`` (a :class:`dafka.security.curve_policy.ClientGate`) decides which client keys
         it admits.
         """
         self._curve = config if config is not None else CurveConfig(True)

@@ -153,7 +153,7 @@ def common_options(section: str, *, node: bool = True) -> Callable[[F], F]:
 
 def curve_allowed(curve: bool, allow: str | None) -> frozenset[bytes] | None:
     """The ``--curve-allow`` keys (None: any client); one ConfigError for a bad key."""
-    from ..transport_security import parse_public_key
+    from ..security.curve_keys import parse_public_key
 
     if allow is None:
         return None

@@ -10,12 +10,12 @@ from typing import Literal
 
 import click
 
-from .. import identity
+from ..api.common import node_config
+from ..api.consumer import Consumer
 from ..config import check_profile
-from ..consumer import Consumer
 from ..core.effects import ConsumedRecord
 from ..errors import ConfigError, DafkaTimeout
-from ..node import node_config
+from ..security import identity
 from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
 
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}

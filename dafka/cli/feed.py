@@ -18,8 +18,8 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from ..api.producer import Producer
 from ..errors import ClosedError, RecordTooLargeError
-from ..producer import Producer
 
 __all__ = ["Feed", "Signals", "Tally", "read_lines"]
 

@@ -1,7 +1,7 @@
 """``dafka-keys``: show or create a node's Ed25519 identity in its state directory.
 
 Under the ``signed`` profile a node's ID, and so a producer's partition, is
-derived from its public key (``dafka.identity``). Operators use ``show`` to learn
+derived from its public key (``dafka.security.identity``). Operators use ``show`` to learn
 a store's ID and key (to add it to producers' trusted stores) and ``create`` to
 make keys ahead of the first start. ``create-admin FILE`` makes an admin key file (what
 the ``dafka`` command signs metadata changes with) and ``show-admin FILE`` prints its
@@ -14,9 +14,9 @@ import json
 
 import click
 
-from .. import identity
 from ..metadata.signing import create_admin_key, load_admin_key
-from ..state import StateDir
+from ..security import identity
+from ..storage.state_dir import StateDir
 from .common import CONTEXT, run_cli
 
 _STATE_DIR = click.option(

@@ -8,9 +8,9 @@ import click
 
 from tower.metadata import TowerNode, default_data_dir
 
+from ..api.store import Store
 from ..config import TowerAddress, parse_endpoint
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
-from ..store import Store
 from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_signal
 
 

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 
 import click
 
+from ..api.common import node_config
+from ..api.producer import Producer
 from ..config import check_profile
 from ..errors import ProfileError
-from ..node import node_config
-from ..producer import Producer
 from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
 from .feed import Feed, Signals
 
@@ -169,7 +169,7 @@ def main(
     finally:
         # the lines below say what close() would log; close() also wakes a send
         # blocked on a full buffer
-        with _quiet_logger("dafka.producer"):
+        with _quiet_logger("dafka.api.producer"):
             result = producer.close(timeout=0)
         feed.quiesce(timeout=5.0)
         if signals.first is None:

@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 
 import click
 
-from .. import identity
 from ..errors import ConfigError, DafkaError
 from ..query.client import QueryClient, load_client_key, records
 from ..query.locator import StoreLocator
-from ..transport_security import parse_public_key
+from ..security import identity
+from ..security.curve_keys import parse_public_key
 from .common import CONTEXT, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])

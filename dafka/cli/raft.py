@@ -35,7 +35,6 @@ from typing import Any, TypeVar
 
 import click
 
-from .. import identity as ident
 from ..errors import ConfigError, DafkaError, RaftError
 from ..raft import wire as w
 from ..raft.bounds import DEFAULT_MAX_ENTRY_BYTES
@@ -44,6 +43,7 @@ from ..raft.curve import ClientCurve, RaftCurve, curve_public_key, parse_public_
 from ..raft.peer import PeerOptions, RaftPeer
 from ..raft.statemachine import KvStateMachine
 from ..raft.types import Peer
+from ..security import identity as ident
 from .common import CONTEXT, common_options, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ..api.common import node_config
+from ..api.store import Store
 from ..errors import DafkaError
-from ..node import node_config
-from ..store import Store
 from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli, wait_for_signal
 
 

@@ -49,7 +49,7 @@ from typing import Literal
 
 from ..errors import ConfigError, WireError
 from ..ids import check_topic, is_node_id
-from ..profiles import RFC46, Profile
+from ..io.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
 from .admission import PartitionGate

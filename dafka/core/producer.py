@@ -12,7 +12,7 @@ answers FETCHes for what it still holds. Compared with the C reference
 * refuses ACKs for offsets it never published, so a confused or hostile store
   cannot make it drop records no store has.
 
-What a RECORD holds depends on the profile (``dafka.profiles``):
+What a RECORD holds depends on the profile (``dafka.io.profiles``):
 
 * ``rfc46``: one unsigned record. The core keeps one content per offset and
   publishes with one :class:`~dafka.core.effects.PublishRecords` per call.
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError, ProfileError
 from ..ids import check_topic
-from ..profiles import RFC46, Profile
+from ..io.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords

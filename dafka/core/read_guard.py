@@ -4,7 +4,7 @@ A node publishes everything on one XPUB, and ZeroMQ routes each message to every
 connection with a matching subscription prefix. With CURVE on, the XPUB runs in
 ``ZMQ_XPUB_MANUAL`` mode: no subscription takes effect until the node grants it, and a
 subscription frame carries the ``User-Id`` of the connection it came on (the client's
-CURVE public key, proven by the handshake; ``dafka.transport_security``). This module
+CURVE public key, proven by the handshake; ``dafka.security.curve_keys``). This module
 decides, without sockets, whether the node IDs of that key may receive what a prefix
 matches (``docs/security.md`` "Read ACLs"):
 
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..transport_security import node_ids_of_curve_key
+from ..security.curve_keys import node_ids_of_curve_key
 from ..wire.rfc46 import Command
 
 __all__ = ["Decision", "ReadView", "SubscriptionGuard", "decide"]

@@ -1,6 +1,6 @@
 """A restarted producer's recovery of the offsets it reserved but never saw acknowledged.
 
-A producer reserves offsets durably (``dafka.state.OffsetJournal``) before it
+A producer reserves offsets durably (``dafka.storage.state_dir.OffsetJournal``) before it
 publishes them, and records durably how far its partition was acknowledged
 before it tells the application so. After a crash the offsets between the two,
 ``[acked, reserved)``, are of unknown fate: published and stored by some store,

@@ -2,7 +2,7 @@
 
 :class:`StoreCore` takes drained batches of decoded messages and the time, and
 returns :class:`~dafka.core.effects.Publish` effects. It never reads a clock,
-sleeps or touches a socket; the IO shell (``dafka.store``) drives it.
+sleeps or touches a socket; the IO shell (``dafka.api.store``) drives it.
 
 It does what the C reference store does (wire reference §7) with DESIGN's fixes:
 
@@ -81,7 +81,7 @@ from typing import Any
 
 from ..errors import ConfigError, DafkaError, StorageError, StoreFullError, WireError
 from ..ids import is_node_id
-from ..profiles import RFC46, Profile
+from ..io.profiles import RFC46, Profile
 from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
 from ..storage.retention import retention_cut

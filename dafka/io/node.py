@@ -50,14 +50,14 @@ from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
 from ..core.read_guard import ReadView, SubscriptionGuard
-from ..curve_policy import ClientGate
 from ..errors import ConfigError, DafkaError, WireError
-from ..identity import Identity
-from ..profiles import RFC46, OtherProfile, Profile
-from ..transport_security import CurveConfig, make_client, make_server, start_authenticator
+from ..security.curve_keys import CurveConfig, make_client, make_server, start_authenticator
+from ..security.curve_policy import ClientGate
+from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
 from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
+from .profiles import RFC46, OtherProfile, Profile
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class NodeLoop:
     ) -> None:
         self.node_id = node_id
         self.profile: Profile = profile if profile is not None else RFC46
-        """Decodes what the SUB receives and encodes what the handler sends (``dafka.profiles``)."""
+        """Decodes what the SUB receives and encodes what the handler sends (``dafka.io.profiles``)."""
         self.config = config.validate()
         self.handler = handler
         self.clock = clock
@@ -174,7 +174,7 @@ class NodeLoop:
                 "CURVE needs a node key: an rfc46 producer has none (use the signed profile)"
             )
         self.gate = ClientGate.for_node(config, identity)
-        """The ZAP decision of this node's servers (``dafka.curve_policy``), kept in step with
+        """The ZAP decision of this node's servers (``dafka.security.curve_policy``), kept in step with
         the metadata by the node objects that follow it."""
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())

@@ -6,7 +6,7 @@ Raft group. Changes are validated against a linearizable read first, so a user
 gets one clear error (unknown topic, bad setting) rather than a silent no-op.
 
 Every change is signed with an admin key (:mod:`.signing`): ``admin`` is an
-:class:`~dafka.identity.Identity` or a key file; by default ``$DAFKA_ADMIN_KEY`` or
+:class:`~dafka.security.identity.Identity` or a key file; by default ``$DAFKA_ADMIN_KEY`` or
 ``.dafka/admin.key``, loaded at the first change (reads need no key). After the change is
 committed the client reads the metadata again and raises the state machine's reason if
 it refused the change (not an admin, stale, ...): a change is reported done only when
@@ -22,11 +22,11 @@ from typing import Any
 
 from ..config import TowerAddress, parse_towers, parse_trusted_stores
 from ..errors import ConfigError, DafkaError, DafkaTimeout
-from ..identity import Identity
 from ..ids import check_topic
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
-from ..transport_security import curve_public_z85
+from ..security.curve_keys import curve_public_z85
+from ..security.identity import Identity
 from .signing import check_public_key, load_admin_key
 from .state import (
     check_cluster_settings,

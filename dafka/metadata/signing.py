@@ -12,7 +12,7 @@ so a command signed for one cluster, or any other signed Dafka object, is worth 
 elsewhere. The state machine verifies the signature and that ``by`` is one of the
 metadata's admins when it applies the entry (every peer and every follower decides alike).
 
-Admin key files use the node key format of :mod:`dafka.identity` (mode 0600, the seed,
+Admin key files use the node key format of :mod:`dafka.security.identity` (mode 0600, the seed,
 public key and node ID lines), at any path: ``dafka-keys create-admin FILE`` makes one,
 ``dafka-local`` keeps one in ``.dafka/admin.key`` (:data:`DEFAULT_ADMIN_KEY`).
 """
@@ -26,8 +26,8 @@ from typing import Any, Final
 
 import msgpack
 
-from .. import identity
 from ..errors import ConfigError
+from ..security import identity
 
 __all__ = [
     "ADMIN_KEY_ENV",

@@ -69,11 +69,11 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import identity
 from ..errors import ConfigError, WireError
 from ..ids import check_topic
 from ..raft.reqid import REQUEST_ID_TTL, reqid_time
 from ..raft.types import ZERO_REQID, Entry, EntryType
+from ..security import identity
 from ..wire.packing import pack as _pack
 from ..wire.packing import unpack as _unpack
 from .signing import ID_BYTES, check_public_key, open_envelope, seal, signed_bytes
@@ -119,7 +119,7 @@ CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients")
 """Besides ``auto_create``, unset until an admin sets them (readers use the defaults):
 ``curve`` (false): nodes refuse to run without CURVE; ``curve_clients`` (``open``): any CURVE
 key may connect to a node, or ``metadata``: only keys the metadata names
-(``dafka.curve_policy``); ``clients`` (none): node IDs admitted besides those (e.g. the
+(``dafka.security.curve_policy``); ``clients`` (none): node IDs admitted besides those (e.g. the
 readers and writers of topics without ACLs)."""
 CURVE_CLIENTS = ("open", "metadata")
 MAX_CLIENTS = 10_000

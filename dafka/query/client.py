@@ -6,7 +6,7 @@ for the reply with the same request id, up to ``timeout``; late replies to
 earlier calls are dropped.
 
 CURVE (``docs/security.md``): a store started with ``--curve`` serves its query endpoint
-over CURVE only; give ``key`` (the client's :class:`~dafka.identity.Identity`, e.g. from a
+over CURVE only; give ``key`` (the client's :class:`~dafka.security.identity.Identity`, e.g. from a
 ``dafka-keys`` key file: what the store's ACLs and ``curve_clients`` judge) and
 ``server_key`` (the store's Ed25519 public key, from its beacon,
 :meth:`~dafka.query.locator.StoreLocator.keys`, or given). A store that does not admit the
@@ -38,8 +38,8 @@ from ..errors import (
     ProtocolError,
     WireError,
 )
-from ..identity import Identity
-from ..transport_security import CurveConfig, curve_public_of, make_client
+from ..security.curve_keys import CurveConfig, curve_public_of, make_client
+from ..security.identity import Identity
 from . import protocol as qp
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class QueryRecord:
 def load_client_key(path: str | os.PathLike[str]) -> Identity:
     """A query client's CURVE key: a ``dafka-keys`` node key file, or a directory holding
     ``node.key``; one :class:`ConfigError` naming the file otherwise."""
-    from .. import identity
+    from ..security import identity
 
     where = Path(path)
     return identity.load(where) if where.is_dir() else identity.load_file(where)

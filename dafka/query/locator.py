@@ -26,8 +26,8 @@ import zmq
 
 from ..config import parse_towers
 from ..errors import ConfigError, DafkaError, WireError
-from ..identity import Identity
-from ..transport_security import CurveConfig, make_client
+from ..security.curve_keys import CurveConfig, make_client
+from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 
 log = logging.getLogger(__name__)

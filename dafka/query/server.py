@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 import zmq
 
 from ..errors import ConfigError, DafkaError, WireError
-from ..identity import Identity
+from ..security.curve_keys import CurveConfig, make_server, node_ids_of_curve_key
+from ..security.identity import Identity
 from ..storage.base import HeadTail, Storage
-from ..transport_security import CurveConfig, make_server, node_ids_of_curve_key
 from ..wire import beacon as wbeacon
 from . import protocol as qp
 
@@ -76,7 +76,7 @@ def authorize(
     """Whether ``request`` may be answered, and the heads it may see.
 
     ``curve``: the connection is CURVE; ``client``: the node IDs its CURVE key belongs to
-    (:func:`~dafka.transport_security.node_ids_of_curve_key`; empty without CURVE). A READ
+    (:func:`~dafka.security.curve_keys.node_ids_of_curve_key`; empty without CURVE). A READ
     or a HEADS naming a topic the client may not read gets a ``forbidden`` error; a HEADS
     of every topic leaves those topics out."""
 

@@ -19,7 +19,7 @@ reference server does. With one:
   have a configured key (:meth:`RaftCurve.config_problem`).
 
 Keys are Curve25519, derived from Ed25519 identities (a tower's node key, or a
-``dafka-node-key-v1`` key file) by :mod:`dafka.transport_security` (libsodium's
+``dafka-node-key-v1`` key file) by :mod:`dafka.security.curve_keys` (libsodium's
 ``crypto_sign_ed25519_*_to_curve25519``), and carried in Z85 (40 characters) as pyzmq's socket options and ZAP user ids are. Peer
 lists give a peer's Ed25519 public key in hex after its URL: ``ID=URL@PUBHEX``.
 """
@@ -35,8 +35,8 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from ..errors import ConfigError
-from ..identity import Identity
-from ..transport_security import curve_keys, curve_public_z85
+from ..security.curve_keys import curve_keys, curve_public_z85
+from ..security.identity import Identity
 
 __all__ = [
     "ZAP_DOMAIN",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..config import parse_towers
 from ..errors import ConfigError
 from ..query.client import load_client_key as load_key
-from ..transport_security import parse_public_key
+from ..security.curve_keys import parse_public_key
 
 __all__ = [
     "EARLIEST",

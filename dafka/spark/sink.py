@@ -26,7 +26,7 @@ from ..errors import ConfigError, ProfileError
 from .offsets import WriteOptions
 
 if TYPE_CHECKING:
-    from ..producer import Producer
+    from ..api.producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ _producers_pid = os.getpid()
 def _producer(opts: WriteOptions) -> Producer:
     """The Python worker's Producer for these towers, made on first use in this process."""
     global _producers_pid
-    from ..producer import Producer  # here: workers that only read never import it
+    from ..api.producer import Producer  # here: workers that only read never import it
 
     if _producers_pid != os.getpid():  # a forked child: the parent's producers are not ours
         _producers.clear()

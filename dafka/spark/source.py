@@ -38,10 +38,10 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigError, DafkaError, DataLossError, ProfileError
-from ..identity import Identity
 from ..query.client import BelowTailError, QueryClient, load_client_key, verified_batches
 from ..query.locator import StoreLocator
 from ..query.protocol import ReadReply
+from ..security.identity import Identity
 from .offsets import (
     TP,
     Heads,

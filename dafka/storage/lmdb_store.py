@@ -144,7 +144,7 @@ class LmdbStorage:
     ``map_size`` is the initial map; it doubles whenever a write does not fit,
     up to ``max_map_size`` (``None``: no cap but what the OS can map).
     ``node_id`` is the store's identity when the caller owns one (derived from
-    the store's key, ``dafka.identity``): it is recorded in ``meta``, replacing
+    the store's key, ``dafka.security.identity``): it is recorded in ``meta``, replacing
     an older random one. Without it, a random ID is made once and kept.
     """
 

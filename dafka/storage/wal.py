@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import StorageError
-from ..state import replay_frames, write_atomic
+from .state_dir import replay_frames, write_atomic
 
 __all__ = ["LoggedBatch", "ProducerLog"]
 

@@ -6,7 +6,7 @@ Tower → nodes (3 frames): ``"B" | node ID | "tcp://host:port"``.
 With CURVE on (ours, ``docs/wire.md`` §6.1) a node adds its 32-byte Ed25519 public
 key as a 5th frame and the tower relays it as a 4th: peers derive the node's CURVE
 server key from it. Decoders accept a key only if it hashes to the beacon's node ID
-(:func:`dafka.identity.node_id_for`), so a beacon cannot pair someone's node ID with
+(:func:`dafka.security.identity.node_id_for`), so a beacon cannot pair someone's node ID with
 another key; a beacon naming a real node's ID and key but another endpoint only
 makes peers attempt a CURVE handshake that fails, since the sender lacks the secret.
 The tower's XPUB sends the single frame ``"W"`` to every new subscriber.
@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import WireError
-from ..identity import node_id_for
 from ..ids import is_node_id
+from ..security.identity import node_id_for
 
 BEACON = b"B"
 WELCOME = b"W"

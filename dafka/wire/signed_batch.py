@@ -40,7 +40,7 @@ from operator import itemgetter
 from typing import Final
 
 from ..errors import WireError
-from ..identity import Identity, node_id_bytes_for, verify
+from ..security.identity import Identity, node_id_bytes_for, verify
 from .signed_checks import (
     PUBLIC_KEY_BYTES,
     SIGNATURE_BYTES,

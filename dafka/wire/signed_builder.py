@@ -13,7 +13,7 @@ from itertools import accumulate, pairwise
 from typing import Final
 
 from ..errors import WireError
-from ..identity import Identity
+from ..security.identity import Identity
 from .signed_batch import (
     MAX_BATCH_RECORDS,
     MAX_BLOB_BYTES,
@@ -46,7 +46,7 @@ class BatchBuilder:
     bigger than ``max_bytes`` travels alone (up to :data:`MAX_BLOB_BYTES`).
 
     Offsets are the caller's to make durable: reserve up to :attr:`next_offset`
-    (``dafka.state.OffsetJournal``) before publishing what ``flush`` returns.
+    (``dafka.storage.state_dir.OffsetJournal``) before publishing what ``flush`` returns.
     """
 
     __slots__ = (

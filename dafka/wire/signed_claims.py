@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Final, Self, TypeVar
 
 from ..errors import WireError
-from ..identity import Identity, node_id_bytes_for, verify
 from ..ids import is_node_id
+from ..security.identity import Identity, node_id_bytes_for, verify
 from .signed_checks import BadSignature, WrongPartition, check_u64, encode_topic
 
 __all__ = [

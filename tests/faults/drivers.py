@@ -19,9 +19,9 @@ import time
 from concurrent.futures import Future
 from typing import TextIO
 
-from dafka.consumer import Consumer
+from dafka.api.consumer import Consumer
+from dafka.api.producer import Producer
 from dafka.errors import BufferFullError
-from dafka.producer import Producer
 from tests.faults.checker import content
 
 

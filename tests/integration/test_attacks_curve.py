@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import zmq
 
-from dafka import identity
 from dafka.query import protocol as qp
-from dafka.transport_security import CurveConfig, make_client
+from dafka.security import identity
+from dafka.security.curve_keys import CurveConfig, make_client
 from tests.admin import tower_args
 from tests.procs import Proc, py
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dafka.producer import Producer
-from dafka.store import Store
+from dafka.api.producer import Producer
+from dafka.api.store import Store
 
 pytestmark = pytest.mark.integration
 

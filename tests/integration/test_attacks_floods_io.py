@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import zmq
 
+from dafka.api.producer import Producer
 from dafka.config import TowerAddress, parse_endpoint
-from dafka.identity import Identity
-from dafka.producer import Producer
 from dafka.query.client import QueryClient
+from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from dafka.wire.rfc46 import GetHeads

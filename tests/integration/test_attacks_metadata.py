@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from dafka.identity import create_file
 from dafka.metadata import MetadataClient
 from dafka.metadata.client import raft_url
 from dafka.metadata.state import command, signed_command
 from dafka.raft.client import RaftClient
+from dafka.security.identity import create_file
 from tests.admin import ADMIN, ATTACKER
 from tests.e2e.test_cli import assert_one_line_error
 from tests.procs import Proc, Tower, py, wait_until

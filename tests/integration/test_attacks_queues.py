@@ -36,7 +36,7 @@ import pytest
 import zmq
 
 from dafka.config import TowerAddress, parse_endpoint
-from dafka.identity import Identity
+from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from tests.procs import Proc, Tower, py, stored_head, wait_until
@@ -122,7 +122,7 @@ def flood(tmp: Path, frames: int = FRAMES) -> tuple[float, float]:
 
 def never_reads(tmp: Path, seconds: float = SERVE_SECONDS) -> float:
     """Peak RSS (MiB) of a store serving FETCHes to a subscriber that never reads."""
-    from dafka.producer import Producer
+    from dafka.api.producer import Producer
     from dafka.wire.rfc46 import Command, Fetch, direct_prefix
 
     tower = Tower()

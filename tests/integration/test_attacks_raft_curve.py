@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 import zmq
 
-from dafka import identity as ident
 from dafka.config import TowerAddress
 from dafka.errors import ConfigError, DafkaTimeout
 from dafka.metadata.client import RAFT_PORT_OFFSET, MetadataClient
@@ -33,6 +32,7 @@ from dafka.raft.curve import ClientCurve, curve_public_key
 from dafka.raft.frames import encode_entry, encode_uint, encode_uint32
 from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.types import Entry, EntryType, Peer
+from dafka.security import identity as ident
 from tests.integration.test_attacks_raft import _free_url, _log_info
 from tests.procs import Proc, py, wait_until
 from tower.metadata import tower_server_keys

@@ -12,7 +12,6 @@ import pytest
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from dafka import identity
 from dafka.config import NodeConfig, TowerAddress
 from dafka.core import messages as m
 from dafka.core.effects import Publish
@@ -21,7 +20,8 @@ from dafka.errors import WireError
 from dafka.io.node import NodeLoop
 from dafka.metadata import MetadataClient
 from dafka.query import protocol as qp
-from dafka.transport_security import CurveConfig, make_client
+from dafka.security import identity
+from dafka.security.curve_keys import CurveConfig, make_client
 from dafka.wire import beacon as wbeacon
 from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
 from tests.procs import Proc, Tower, py, stored_head, wait_until

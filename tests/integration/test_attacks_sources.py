@@ -37,7 +37,7 @@ WITHIN = 2.0  # the issue's criterion for a probe during a flood
 FLOODER = r"""
 import sys, time, zmq
 from dafka.config import TowerAddress, parse_endpoint
-from dafka.identity import Identity
+from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon, signed
 
 host, tower, seconds, rate = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
@@ -106,7 +106,7 @@ c.close()
 
 PROBE = r"""
 import sys, time
-from dafka.producer import Producer
+from dafka.api.producer import Producer
 
 host, tower = sys.argv[1], sys.argv[2]
 p = Producer("t", towers=tower, host=host, metadata=False, trust_any_store=True)

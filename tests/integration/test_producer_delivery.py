@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from dafka.api.producer import CloseResult, Producer
 from dafka.errors import ClosedError, DeliveryError, RecordTooLargeError
-from dafka.producer import CloseResult, Producer
 from dafka.wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES, LimitExceeded
 from tests.procs import Tower
 
@@ -68,7 +68,7 @@ def test_close_accounts_for_records_never_acknowledged(
     lonely: Producer, caplog: pytest.LogCaptureFixture
 ) -> None:
     futures = [lonely.send(b"x"), lonely.send_many([b"y", b"z"])]
-    with caplog.at_level(logging.WARNING, logger="dafka.producer"):
+    with caplog.at_level(logging.WARNING, logger="dafka.api.producer"):
         result = lonely.close(timeout=0.3)
     assert "producer.close.incomplete" in caplog.text and "unacknowledged=3" in caplog.text
     assert result == CloseResult(acknowledged=0, unacknowledged=3, failed=0)

@@ -253,7 +253,7 @@ def test_data_below_the_retention_tail_fails_clearly_or_is_skipped(spark, tmp_pa
     "profile" not in inspect.signature(Store).parameters, reason="stores speak rfc46 only"
 )
 def test_signed_batches_are_verified_and_give_keys_and_timestamps(spark, tmp_path: Path) -> None:
-    from dafka.identity import Identity
+    from dafka.security.identity import Identity
     from dafka.wire import signed
 
     producer = Identity.generate()

@@ -16,8 +16,8 @@ from dafka.core.effects import Deliver
 from dafka.core.producer import ProducerCore
 from dafka.core.store import StoreCore
 from dafka.errors import WireError
-from dafka.identity import Identity
-from dafka.profiles import SignedProfile
+from dafka.io.profiles import SignedProfile
+from dafka.security.identity import Identity
 from dafka.storage.memory import MemoryStorage
 from dafka.wire import signed
 from tests.signing import (

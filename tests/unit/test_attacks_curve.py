@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import WireError
-from dafka.identity import Identity
+from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 from tower.relay import relay_beacon
 

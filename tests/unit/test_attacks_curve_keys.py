@@ -1,4 +1,4 @@
-"""Which CURVE client keys a node admits, from the metadata (``dafka.curve_policy``):
+"""Which CURVE client keys a node admits, from the metadata (``dafka.security.curve_policy``):
 with ``curve_clients = metadata`` a key the metadata does not name fails the handshake,
 and the set follows the metadata live (docs/security.md "Who may connect")."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.curve_policy import ClientGate, metadata_node_ids
 from dafka.errors import ConfigError
-from dafka.identity import Identity
 from dafka.metadata.client import tower_curve
 from dafka.metadata.state import check_cluster_settings
-from dafka.transport_security import curve_keys
+from dafka.security.curve_keys import curve_keys
+from dafka.security.curve_policy import ClientGate, metadata_node_ids
+from dafka.security.identity import Identity
 from tests.admin import ADMIN, admin_sm, signed
 
 STORE, PRODUCER, READER, TOWER, FRIEND, STRANGER = (

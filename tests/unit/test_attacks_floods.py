@@ -12,8 +12,8 @@ import pytest
 
 from dafka.core import messages as m
 from dafka.core.store import StoreCore
-from dafka.identity import Identity
-from dafka.profiles import SignedProfile
+from dafka.io.profiles import SignedProfile
+from dafka.security.identity import Identity
 from dafka.storage.memory import MemoryStorage
 from tests.signing import CONSUMER, STORE, P, blob, from_blob, record, sent
 

@@ -13,7 +13,7 @@ from dafka.core import consumer as consumer_mod
 from dafka.core import messages as m
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import DataLoss, Deliver
-from dafka.identity import Identity
+from dafka.security.identity import Identity
 from tests.signing import (
     CONSUMER,
     FORGER,
@@ -143,7 +143,7 @@ def test_fetches_over_all_partitions_are_bounded() -> None:
 
 
 def test_a_signed_tail_message_round_trips_through_the_store_profile() -> None:
-    from dafka.profiles import SignedProfile
+    from dafka.io.profiles import SignedProfile
 
     sp = SignedProfile(STORE)
     frames = sp.encode(m.DirectHead(CONSUMER, "t", P, 9, tail=8))

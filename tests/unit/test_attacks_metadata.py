@@ -11,9 +11,9 @@ from typing import Any
 
 import msgpack
 
-from dafka.identity import Identity
 from dafka.metadata.signing import seal
 from dafka.metadata.state import REPLAY_WINDOW, MetadataStateMachine, command, signed_command
+from dafka.security.identity import Identity
 from tests.admin import ADMIN, ADMIN_HEX, ATTACKER, admin_sm, signed
 
 ATTACKER_STORE = ATTACKER.node_id

@@ -7,8 +7,8 @@ from dafka.core.admission import source_key
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver
 from dafka.core.store import StoreCore
-from dafka.identity import Identity
-from dafka.profiles import SignedProfile
+from dafka.io.profiles import SignedProfile
+from dafka.security.identity import Identity
 from dafka.storage.memory import MemoryStorage
 from tests.signing import CONSUMER, STORE, WIRE, P, forged_for, from_blob, head, record
 

@@ -15,8 +15,8 @@ import logging
 import pytest
 
 from dafka.core.read_guard import Decision, ReadView, SubscriptionGuard, decide
-from dafka.identity import Identity
-from dafka.transport_security import curve_keys
+from dafka.security.curve_keys import curve_keys
+from dafka.security.identity import Identity
 from tests.signing import FORGER, PRODUCER, STORE
 
 READER = Identity.from_seed(bytes(range(10, 42)))

@@ -16,12 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nacl.signing import SigningKey
 
-from dafka import identity
 from dafka.cli.keys import main as keys_main
 from dafka.errors import ConfigError
-from dafka.identity import Identity, node_id_bytes_for, node_id_for, verify
 from dafka.ids import is_node_id
-from dafka.state import StateDir
+from dafka.security import identity
+from dafka.security.identity import Identity, node_id_bytes_for, node_id_for, verify
+from dafka.storage.state_dir import StateDir
 
 SEED = bytes(range(32))
 # Pinned: the same IDs as in tests/data/wire/signed_*.hex.

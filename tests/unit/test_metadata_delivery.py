@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-import dafka.producer as producer_module
+import dafka.api.producer as producer_module
+from dafka.api.producer import Producer
 from dafka.config import NodeConfig, TowerAddress
 from dafka.errors import DafkaTimeout
 from dafka.io.node import NodeLoop
 from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import command, signed_command
-from dafka.producer import Producer
 from dafka.raft.types import ZERO_REQID, Entry, EntryType
 from tests.admin import ADMIN, ADMIN_HEX
 from tests.procs import wait_until

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dafka.core.effects import Acked
 from dafka.core.store import StoreCore
-from dafka.profiles import SignedProfile
+from dafka.io.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage
 from dafka.storage.retention import BatchInfo, retention_cut
 from tests.signing import FORGER, STORE, STORE2, P, ack, record, sent, value

@@ -10,7 +10,7 @@ from dafka.core.effects import Acked, Publish, PublishRecords
 from dafka.core.messages import Ack, DirectRecord, Fetch, Head, Record
 from dafka.core.producer import ProducerCore
 from dafka.errors import InvalidTopic
-from dafka.profiles import RFC46
+from dafka.io.profiles import RFC46
 from dafka.wire import rfc46
 
 P = "0123456789ABCDEF0123456789ABCDEF"

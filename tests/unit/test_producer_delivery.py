@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from dafka.api.producer import _ProducerHandler
 from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore
 from dafka.errors import RecordTooLargeError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
-from dafka.identity import Identity
-from dafka.producer import _ProducerHandler
-from dafka.profiles import SignedProfile
+from dafka.io.profiles import SignedProfile
+from dafka.security.identity import Identity
 from dafka.wire.signed import MAX_VALUE_BYTES, LimitExceeded
 
 

@@ -18,7 +18,7 @@ from dafka.core.effects import Acked, Deliver, Publish
 from dafka.core.producer import ProducerCore
 from dafka.core.recovery import Recovery
 from dafka.core.store import StoreCore
-from dafka.profiles import RFC46, SignedProfile, records_of
+from dafka.io.profiles import RFC46, SignedProfile, records_of
 from dafka.storage.memory import MemoryStorage
 from dafka.wire import signed
 from dafka.wire.signed import BadSignature, WireError, WrongPartition

@@ -10,16 +10,16 @@ from dafka.config import ProducerConfig, parse_trusted_stores
 from dafka.core import messages as m
 from dafka.core.effects import PublishRecords
 from dafka.errors import ConfigError, ProfileError, WireError
-from dafka.identity import node_id_for
-from dafka.profiles import (
+from dafka.io.profiles import (
     RFC46,
     OtherProfile,
     SignedProfile,
     make_profile,
     records_of,
 )
-from dafka.state import StateDir
+from dafka.security.identity import node_id_for
 from dafka.storage.base import StoredBatch
+from dafka.storage.state_dir import StateDir
 from dafka.wire import rfc46, signed
 from tests.signing import CONSUMER, FORGER, PRODUCER, STORE, P, blob, value
 

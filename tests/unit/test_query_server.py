@@ -92,7 +92,7 @@ def test_signed_batches_are_served_verbatim_and_verified_by_the_reader() -> None
     import pytest
 
     from dafka.errors import WireError
-    from dafka.identity import Identity
+    from dafka.security.identity import Identity
     from dafka.wire import signed
 
     producer = Identity.from_seed(bytes(range(32)))

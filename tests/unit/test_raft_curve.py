@@ -7,7 +7,6 @@ import pytest
 from zmq.utils import z85
 
 from dafka.errors import ConfigError
-from dafka.identity import Identity
 from dafka.raft.curve import (
     RaftCurve,
     curve_public_key,
@@ -15,6 +14,7 @@ from dafka.raft.curve import (
     parse_public_hex,
     split_key,
 )
+from dafka.security.identity import Identity
 
 P1 = Identity.from_seed(b"\x01" * 32)
 P2 = Identity.from_seed(b"\x02" * 32)

@@ -14,7 +14,7 @@ from dafka.core.effects import Acked, ConsumedRecord, Deliver, Publish
 from dafka.core.producer import ProducerCore
 from dafka.core.store import StoreCore
 from dafka.errors import ConfigError, ProfileError
-from dafka.profiles import RFC46, Profile, SignedProfile, records_of
+from dafka.io.profiles import RFC46, Profile, SignedProfile, records_of
 from dafka.storage.base import StoredBatch
 from dafka.storage.memory import MemoryStorage
 from dafka.wire import signed
@@ -349,7 +349,7 @@ def test_from_blob_helper_round_trips() -> None:
 
 
 def test_the_consumer_joins_runs_that_continue_each_other() -> None:
-    from dafka.consumer import _coalesce
+    from dafka.api.consumer import _coalesce
     from dafka.core.effects import RecordBatch
 
     runs = [

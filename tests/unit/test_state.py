@@ -13,7 +13,7 @@ import pytest
 
 from dafka.errors import ConfigError, StorageError
 from dafka.ids import is_node_id
-from dafka.state import OffsetJournal, StateDir, write_atomic
+from dafka.storage.state_dir import OffsetJournal, StateDir, write_atomic
 
 # ------------------------------------------------------------------ StateDir
 
@@ -68,7 +68,7 @@ def test_another_process_is_refused(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         from dafka.errors import ConfigError
-        from dafka.state import StateDir
+        from dafka.storage.state_dir import StateDir
         try:
             StateDir({str(path)!r})
         except ConfigError as exc:

@@ -23,7 +23,7 @@ from dafka.core.messages import (
 )
 from dafka.core.store import MAX_HELLO_TOPICS, StoreCore
 from dafka.errors import StorageError, StoreFullError
-from dafka.profiles import RFC46
+from dafka.io.profiles import RFC46
 from dafka.storage.base import StoredBatch
 from dafka.storage.memory import MemoryStorage
 from dafka.wire import rfc46

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from dafka.core import messages as m
 from dafka.core.store import StoreCore
+from dafka.io.profiles import SignedProfile
 from dafka.metadata.state import MetadataStateMachine, command
-from dafka.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage
 from tests.admin import ADMIN_HEX, signed
 from tests.signing import CONSUMER, STORE, P, ack, head, record, sent, value

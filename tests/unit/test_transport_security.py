@@ -1,4 +1,4 @@
-"""CURVE keys derived from a node's Ed25519 identity (dafka.transport_security)."""
+"""CURVE keys derived from a node's Ed25519 identity (dafka.security.curve_keys)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import pytest
 from zmq.utils import z85
 
 from dafka.errors import ConfigError
-from dafka.identity import Identity
-from dafka.transport_security import (
+from dafka.security.curve_keys import (
     CurveConfig,
     curve_keys,
     curve_public_of,
     curve_public_z85,
     parse_public_key,
 )
+from dafka.security.identity import Identity
 
 
 def test_curve_keys_are_z85_and_round_trip() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from nacl.signing import VerifyKey
 
 from dafka.errors import WireError
-from dafka.identity import Identity
+from dafka.security.identity import Identity
 from dafka.wire import rfc46, signed, signed_batch, signed_builder, signed_checks, signed_claims
 from dafka.wire.signed import (
     Ack,

@@ -15,7 +15,7 @@ endpoint). The gate holds a :class:`ClientPolicy`, replaced whenever the metadat
 
 Node IDs are hashes of Ed25519 keys and a CURVE key is derived from an Ed25519 key, so a
 client's CURVE key is mapped back to the two node IDs it can stand for
-(:func:`~dafka.transport_security.node_ids_of_curve_key`) and admitted when one is named.
+(:func:`~dafka.security.curve_keys.node_ids_of_curve_key`) and admitted when one is named.
 
 A node that follows the metadata starts closed (:meth:`ClientGate.hold`): until its first
 view is loaded it admits the static keys only, since it cannot know yet whether the
@@ -35,13 +35,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from .curve_keys import node_ids_of_curve_key
 from .identity import node_id_for
-from .transport_security import node_ids_of_curve_key
 
 if TYPE_CHECKING:
-    from .config import NodeConfig
+    from ..config import NodeConfig
+    from ..metadata.follower import MetadataView
     from .identity import Identity
-    from .metadata.follower import MetadataView
 
 log = logging.getLogger(__name__)
 

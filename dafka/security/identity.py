@@ -46,7 +46,7 @@ from typing import Final
 import nacl.bindings
 import nacl.exceptions
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -313,7 +313,7 @@ def load_or_create(state_dir: str | os.PathLike[str]) -> Identity:
     A key file that exists but cannot be used (unreadable, too permissive,
     damaged) raises :class:`ConfigError`; it is never silently replaced, since a
     new key would be a new node ID and so a new partition. Call it on a
-    directory the caller holds (``dafka.state.StateDir`` locks it).
+    directory the caller holds (``dafka.storage.state_dir.StateDir`` locks it).
     """
     path = _key_path(state_dir)
     if not (path.exists() or path.is_symlink()):

@@ -8,7 +8,7 @@ profile. A :class:`Profile` sits in the IO shell and
   the profiles;
 * encodes core messages into frames (:meth:`Profile.encode`), signing what the
   ``signed`` profile signs (HEADs as the producer, ACKs as the store) with the
-  node's :class:`~dafka.identity.Identity`;
+  node's :class:`~dafka.security.identity.Identity`;
 * verifies for the cores what they must not trust: a RECORD batch before a
   store keeps it (:meth:`Profile.check_records`) or a consumer delivers any of
   its records (:meth:`Profile.open_records`), a HEAD before anyone acts on it,
@@ -37,12 +37,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Final
 
-from .core import messages as m
-from .core.effects import PublishRecords
-from .errors import ConfigError, ProfileError, WireError
-from .identity import Identity
-from .storage.base import StoredBatch
-from .wire import rfc46, signed
+from ..core import messages as m
+from ..core.effects import PublishRecords
+from ..errors import ConfigError, ProfileError, WireError
+from ..security.identity import Identity
+from ..storage.base import StoredBatch
+from ..wire import rfc46, signed
 
 log = logging.getLogger(__name__)
 

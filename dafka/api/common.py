@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .config import NodeConfig, check_host, parse_towers
+from ..config import NodeConfig, check_host, parse_towers
 
 
 def node_config(

@@ -1,6 +1,6 @@
 """Transport security: ZMTP CURVE keys derived from a node's Ed25519 identity.
 
-A node has one key (:class:`dafka.identity.Identity`, ``node.key``). CURVE needs a
+A node has one key (:class:`dafka.security.identity.Identity`, ``node.key``). CURVE needs a
 Curve25519 key pair; it is derived from the Ed25519 one (the birational map
 libsodium exposes as ``crypto_sign_ed25519_{pk,sk}_to_curve25519``), so the node's
 one key, and so its node ID, also names its CURVE key. Anyone who knows a node's
@@ -27,7 +27,7 @@ import nacl.exceptions
 import zmq
 from zmq.utils import z85
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from zmq.auth.thread import ThreadAuthenticator
@@ -189,7 +189,7 @@ def start_authenticator(
 
     Clients whose key is not in ``config.allowed`` (when given) fail the handshake; a
     ``provider`` (``callback(domain, client_key) -> bool``, e.g. a node's
-    :class:`dafka.curve_policy.ClientGate`) decides instead when given.
+    :class:`dafka.security.curve_policy.ClientGate`) decides instead when given.
     The handler sets each connection's ``User-Id`` to the client's CURVE public key
     in Z85 (``frame.get("User-Id")`` on a received frame). Stop it with ``.stop()``
     before the context terminates.

@@ -18,22 +18,22 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from . import identity as identity_module
-from .config import NodeConfig, check_profile
-from .core import messages as m
-from .core.effects import Publish
-from .core.read_guard import ReadView
-from .core.store import StoreCore
-from .errors import ConfigError, DafkaError
-from .io.node import NodeLoop
-from .metadata.client import tower_curve
-from .metadata.follower import MetadataView, require_transport
-from .metadata.state import topic_settings
-from .node import node_config
-from .profiles import make_profile
-from .query.server import QueryService
-from .state import lock_directory, unlock_directory
-from .storage.lmdb_store import LmdbStorage
+from ..config import NodeConfig, check_profile
+from ..core import messages as m
+from ..core.effects import Publish
+from ..core.read_guard import ReadView
+from ..core.store import StoreCore
+from ..errors import ConfigError, DafkaError
+from ..io.node import NodeLoop
+from ..io.profiles import make_profile
+from ..metadata.client import tower_curve
+from ..metadata.follower import MetadataView, require_transport
+from ..metadata.state import topic_settings
+from ..query.server import QueryService
+from ..security import identity as identity_module
+from ..storage.lmdb_store import LmdbStorage
+from ..storage.state_dir import lock_directory, unlock_directory
+from .common import node_config
 
 log = logging.getLogger(__name__)
 

@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import NodeConfig, ProducerConfig, parse_trusted_stores
-from .core import messages as m
-from .core.effects import Acked, Outgoing, Publish, PublishRecords
-from .core.messages import Message, Subscription
-from .core.producer import ProducerCore
-from .core.read_guard import ReadView
-from .core.recovery import DEFAULT_WAIT as RECOVERY_WAIT
-from .errors import (
+from ..config import NodeConfig, ProducerConfig, parse_trusted_stores
+from ..core import messages as m
+from ..core.effects import Acked, Outgoing, Publish, PublishRecords
+from ..core.messages import Message, Subscription
+from ..core.producer import ProducerCore
+from ..core.read_guard import ReadView
+from ..core.recovery import DEFAULT_WAIT as RECOVERY_WAIT
+from ..errors import (
     BufferFullError,
     ClosedError,
     ConfigError,
@@ -54,18 +54,18 @@ from .errors import (
     StorageError,
     TopicDeletedError,
 )
-from .futures import BatchFuture, LazyFuture, RecordFuture
-from .identity import Identity
-from .ids import check_topic, new_node_id
-from .io.node import NodeLoop
-from .metadata.client import tower_curve
-from .metadata.follower import MetadataView, require_transport
-from .metadata.state import topic_settings
-from .node import node_config
-from .profiles import RFC46, Profile, SignedProfile
-from .state import StateDir
-from .storage.wal import LoggedBatch, ProducerLog
-from .wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES
+from ..futures import BatchFuture, LazyFuture, RecordFuture
+from ..ids import check_topic, new_node_id
+from ..io.node import NodeLoop
+from ..io.profiles import RFC46, Profile, SignedProfile
+from ..metadata.client import tower_curve
+from ..metadata.follower import MetadataView, require_transport
+from ..metadata.state import topic_settings
+from ..security.identity import Identity
+from ..storage.state_dir import StateDir
+from ..storage.wal import LoggedBatch, ProducerLog
+from ..wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES
+from .common import node_config
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ Layout::
 
     <dir>/            mode 0700
       lock            flock'ed while a process uses the directory
-      node.key        the node's Ed25519 key (``dafka.identity``); under the
+      node.key        the node's Ed25519 key (``dafka.security.identity``); under the
                       signed profile the node ID is derived from it
       node_id         rfc46 profile: 32 upper-case hex characters, written atomically
       profile         the wire profile the directory was first used with
@@ -36,10 +36,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
-from . import identity as identity_module
-from .errors import ConfigError, StorageError
-from .identity import Identity
-from .ids import is_node_id, new_node_id
+from ..errors import ConfigError, StorageError
+from ..ids import is_node_id, new_node_id
+from ..security import identity as identity_module
+from ..security.identity import Identity
 
 log = logging.getLogger(__name__)
 

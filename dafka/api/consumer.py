@@ -18,18 +18,18 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Literal
 
-from .config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
-from .core import messages as m
-from .core.consumer import ConsumerCore
-from .core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
-from .errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
-from .identity import Identity
-from .ids import check_topic, new_node_id
-from .io.node import NodeLoop
-from .metadata.client import tower_curve
-from .metadata.follower import MetadataView, require_transport
-from .node import node_config
-from .profiles import make_profile
+from ..config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
+from ..core import messages as m
+from ..core.consumer import ConsumerCore
+from ..core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
+from ..errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
+from ..ids import check_topic, new_node_id
+from ..io.node import NodeLoop
+from ..io.profiles import make_profile
+from ..metadata.client import tower_curve
+from ..metadata.follower import MetadataView, require_transport
+from ..security.identity import Identity
+from .common import node_config
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The public node objects: Producer, Consumer and Store, and what they share."""

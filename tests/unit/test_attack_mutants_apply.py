@@ -1,0 +1,32 @@
+"""Every mutant of ``tests.attack_mutants`` still applies to the code it names.
+
+The mutant runner fails on a mutant whose text the code no longer contains, but it runs
+only on demand; this check runs in every ``make test``, so moving or rewording a defence
+without updating its mutant fails at once, not at the next mutant run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import attack_mutants
+
+
+@pytest.mark.parametrize("name", sorted(attack_mutants.MUTANTS))
+def test_the_mutant_applies_and_names_the_tests_that_catch_it(name: str) -> None:
+    assert attack_mutants.missing(name) == []
+    assert attack_mutants.EXPECTED.get(name), f"mutant {name!r} names no test to catch it"
+    for test in attack_mutants.EXPECTED[name]:
+        assert test.split("::")[0] in attack_mutants.TESTS, f"{test} is not in TESTS"
+
+
+def test_a_mutant_whose_text_is_gone_is_reported() -> None:
+    name = sorted(attack_mutants.MUTANTS)[0]
+    spec = attack_mutants.MUTANTS[name]
+    first = spec[0] if isinstance(spec, list) else spec
+    broken = (first[0], first[1], "text that is in no function\\x00", "x")
+    attack_mutants.MUTANTS["__broken__"] = broken
+    try:
+        assert attack_mutants.missing("__broken__") != []
+    finally:
+        del attack_mutants.MUTANTS["__broken__"]
