@@ -1,5 +1,6 @@
 """Dafka: a decentralized streaming platform after ZeroMQ RFC 46/DAFKA."""
 
+from .api.aio import AsyncConsumer, AsyncProducer
 from .api.consumer import Consumer
 from .api.producer import CloseResult, Producer
 from .api.store import Store
@@ -29,6 +30,8 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncConsumer",
+    "AsyncProducer",
     "BufferFullError",
     "CloseResult",
     "ClosedError",

@@ -303,6 +303,23 @@ class Consumer:
             self._cond.wait(0.2 if left is None else min(left, 0.2))
         return True
 
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until a poll would not block; take nothing.
+
+        True when records (or an error a poll would raise) are ready. For front ends
+        that take records on another thread than the one that waits (``dafka.api.aio``).
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not (self._ready_count or self._errors):
+                if self._closed or not self._loop.alive:
+                    return True  # a poll raises ClosedError at once
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.2))
+            return True
+
     def _take(self, max_records: int) -> list[RecordBatch]:
         """Up to ``max_records`` ready records as runs (holding ``_cond``)."""
         ready = self._ready
