@@ -10,7 +10,13 @@
 
 Phases (one tower and one store, fsync on, each phase a fresh topic):
 
-* baseline   raw pyzmq PUB -> SUB in another process, N messages of SIZE bytes
+* baseline   raw pyzmq PUB -> SUB in another process, N messages of SIZE bytes (one
+             message per record: what the rfc46 profile does by protocol)
+* batched    raw pyzmq PUB -> SUB, the N records in messages of as many records as a
+             Dafka batch holds (the Producer's defaults): the transport's bound for
+             batched Dafka, and what every batched phase is compared with
+* lmdb       raw LMDB: the same batches appended one transaction (fsync) each, in this
+             process: the least a store must do before it acknowledges
 * acked      a Producer sends N records; time until every one is durable (store-ACKed)
 * state_dir  the same with a state directory: offsets reserved and the acknowledged bound
              recorded with fsync (what restart recovery needs)
@@ -40,6 +46,7 @@ Prints a table and writes JSON to benchmarks/results/throughput-<profile>-<time>
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import platform
@@ -139,6 +146,9 @@ def _raw_pub(n: int, size: int, latency: bool = False) -> tuple[zmq.Socket, subp
     return pub, worker
 
 
+RECORD_OVERHEAD = 8
+"""Bytes a batch spends per record besides its value (our estimate: lengths and framing)."""
+
 _HEADER = b"M" + b"bench" + b"\0\x01" + b"\x20" + b"A" * 32 + b"\x05bench" + bytes(8)
 
 
@@ -151,6 +161,57 @@ def baseline(n: int, size: int) -> dict[str, float]:
     r = _result(worker)
     pub.close(0)
     return {"records": n, "seconds": r["last"] - t0, "rate": n / (r["last"] - t0)}
+
+
+def records_per_batch(size: int) -> int:
+    """How many SIZE-byte records one Dafka batch holds with the Producer's defaults."""
+    params = inspect.signature(Producer).parameters
+    most = int(params["max_batch_records"].default)
+    room = int(params["max_batch_bytes"].default) // (size + RECORD_OVERHEAD)
+    return max(1, min(most, room))
+
+
+def _batches(n: int, per_batch: int) -> Iterator[int]:
+    """The record counts of the batches that carry ``n`` records, ``per_batch`` at most."""
+    full, rest = divmod(n, per_batch)
+    yield from [per_batch] * full
+    if rest:
+        yield rest
+
+
+def baseline_batched(n: int, size: int, per_batch: int) -> dict[str, float]:
+    """Raw PUB/SUB with the records of each batch in one message."""
+    counts = list(_batches(n, per_batch))
+    pub, worker = _raw_pub(len(counts), size)
+    record = b"x" * size
+    blobs = {c: record * c for c in set(counts)}  # the bytes on the wire, built once
+    t0 = time.perf_counter()
+    for c in counts:
+        pub.send_multipart([_HEADER, blobs[c]])
+    r = _result(worker)
+    pub.close(0)
+    seconds = r["last"] - t0
+    return {"records": n, "messages": len(counts), "seconds": seconds, "rate": n / seconds}
+
+
+def baseline_lmdb(n: int, size: int, per_batch: int, directory: Path) -> dict[str, float]:
+    """Each batch appended to LMDB in its own transaction, synced (LMDB's default) on commit."""
+    import lmdb
+
+    counts = list(_batches(n, per_batch))
+    record = b"x" * size
+    env = lmdb.open(str(directory), map_size=4 * n * (size + RECORD_OVERHEAD) + (64 << 20))
+    try:
+        t0 = time.perf_counter()
+        offset = 0
+        for c in counts:
+            with env.begin(write=True) as txn:
+                txn.put(struct.pack(">Q", offset + c - 1), record * c)
+            offset += c
+        seconds = time.perf_counter() - t0
+    finally:
+        env.close()
+    return {"records": n, "transactions": len(counts), "seconds": seconds, "rate": n / seconds}
 
 
 def _paced(rate: float, seconds: float) -> Iterator[int]:
@@ -340,7 +401,7 @@ def main() -> None:
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
         "--phases",
-        default="baseline,acked,state_dir,durable,live,catch_up,latency",
+        default="baseline,batched,lmdb,acked,state_dir,durable,live,catch_up,latency",
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
     ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
@@ -374,6 +435,17 @@ def main() -> None:
         print(f"baseline: raw pyzmq PUB/SUB, {n} x {size} B ...", file=sys.stderr)
         base = baseline(n, size)
     results["baseline"] = base
+    per_batch = records_per_batch(size)
+    results["records_per_batch"] = per_batch
+    batched = {"records": 0, "seconds": 0.0, "rate": float("nan")}
+    if "batched" in phases:
+        print(f"batched: raw pyzmq PUB/SUB, {per_batch} records per message", file=sys.stderr)
+        batched = baseline_batched(n, size, per_batch)
+    results["batched"] = batched
+    if "lmdb" in phases:
+        print(f"lmdb: raw LMDB, one synced transaction per {per_batch} records", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            results["lmdb"] = baseline_lmdb(n, size, per_batch, Path(tmp))
     tower: Tower | CurveTower = CurveTower() if args.curve else Tower()
     with tempfile.TemporaryDirectory() as tmp:
         store = StoreProc(
@@ -433,25 +505,45 @@ def main() -> None:
         r = results[phase]
         assert isinstance(r, dict)
         r["ratio_to_baseline"] = r["rate"] / base["rate"]
+        r["ratio_to_batched"] = r["rate"] / batched["rate"]
+    with open("/proc/loadavg") as f:
+        end_load = f.read().split()[:3]
+    results["load_average_at_end"] = end_load
     RESULTS.mkdir(exist_ok=True)
     curve = "-curve" if args.curve else ""
     out = RESULTS / f"throughput-{profile}{curve}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
-    print(f"\n{'phase':<10} {'records/s':>12} {'vs raw PUB/SUB':>16}", file=sys.stderr)
-    print(f"{'baseline':<10} {base['rate']:>12,.0f} {1.0:>16.3f}", file=sys.stderr)
+    print(
+        f"\nload average {' '.join(load)} at the start, "
+        f"{' '.join(end_load)} at the end ({os.cpu_count()} CPUs)",
+        file=sys.stderr,
+    )
+    head = f"{'phase':<10} {'records/s':>12} {'vs raw 1/msg':>13} {'vs raw batched':>15}"
+    print(head, file=sys.stderr)
+    for name, r in (("baseline", base), ("batched", batched), ("lmdb", results.get("lmdb"))):
+        if isinstance(r, dict) and r["records"]:
+            print(
+                f"{name:<10} {r['rate']:>12,.0f} {r['rate'] / base['rate']:>13.3f} "
+                f"{r['rate'] / batched['rate']:>15.3f}",
+                file=sys.stderr,
+            )
     for phase in ran:
         r = results[phase]
         assert isinstance(r, dict)
-        print(f"{phase:<10} {r['rate']:>12,.0f} {r['ratio_to_baseline']:>16.3f}", file=sys.stderr)
-    lat, raw = results.get("latency", {}), results.get("latency_baseline", {})
-    assert isinstance(lat, dict) and isinstance(raw, dict)
-    print(
-        f"latency at {args.latency_rate:,.0f}/s: p50 {lat.get('p50_us', 0):,.0f} us, "
-        f"p99 {lat.get('p99_us', 0):,.0f} us (raw PUB/SUB p50 {raw.get('p50_us', 0):,.0f} us, "
-        f"p99 {raw.get('p99_us', 0):,.0f} us)",
-        file=sys.stderr,
-    )
+        print(
+            f"{phase:<10} {r['rate']:>12,.0f} {r['ratio_to_baseline']:>13.3f} "
+            f"{r['ratio_to_batched']:>15.3f}",
+            file=sys.stderr,
+        )
+    lat, raw = results.get("latency"), results.get("latency_baseline")
+    if isinstance(lat, dict) and isinstance(raw, dict):
+        print(
+            f"latency at {args.latency_rate:,.0f}/s: p50 {lat.get('p50_us', 0):,.0f} us, "
+            f"p99 {lat.get('p99_us', 0):,.0f} us (raw PUB/SUB p50 {raw.get('p50_us', 0):,.0f} "
+            f"us, p99 {raw.get('p99_us', 0):,.0f} us)",
+            file=sys.stderr,
+        )
     print(f"JSON: {out}", file=sys.stderr)
 
 

@@ -1,0 +1,49 @@
+"""The throughput benchmark runs end to end and reports every phase against its baselines.
+
+A smoke run (few records), so the benchmark cannot rot between the times it is run for
+figures; it asserts what the report contains, never how fast anything was.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.integration
+def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.throughput",
+            "--records",
+            "20000",
+            "--phases",
+            "baseline,batched,lmdb,acked,catch_up",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = Path(run.stderr.rsplit("JSON: ", 1)[1].strip())
+    try:
+        report = json.loads(out.read_text())
+    finally:
+        out.unlink()
+    assert report["records_per_batch"] > 1
+    assert report["batched"]["messages"] == -(-20000 // report["records_per_batch"])
+    assert report["lmdb"]["transactions"] == report["batched"]["messages"]
+    for phase in ("acked", "catch_up"):
+        r = report[phase]
+        assert r["ratio_to_batched"] == pytest.approx(r["rate"] / report["batched"]["rate"])
+    assert len(report["load_average_at_start"]) == len(report["load_average_at_end"]) == 3
+    assert "vs raw batched" in run.stderr
