@@ -25,6 +25,10 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
 * live       the same with a live consumer in another process (verifying every
              batch under ``signed``); records/s delivered
 * catch-up   a consumer started afterwards reads all N from the store
+* memory     RSS: a producer (its own process) filling a 64 MiB unacknowledged budget
+             where no store acknowledges, against the budget; and the store's RSS
+             after each million records of ``--growth-records`` (default 5,000,000)
+             sent to a fresh topic, which should stay flat
 * latency    records at ``--latency-rate`` per second for ``--latency-seconds``,
              each stamped with the send time (``time.monotonic_ns``, one clock for
              every process on the machine); produce-to-consume p50/p99, beside raw
@@ -62,6 +66,7 @@ from pathlib import Path
 
 import zmq
 
+from benchmarks.workers import rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
 from tests.admin import tower_args
@@ -275,6 +280,34 @@ def _producer(topic: str, tower: str, profile: str, **options: object) -> Produc
     )
 
 
+def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> dict[str, object]:
+    """Producer RSS at a full budget (no store: a tower of its own); store RSS per million."""
+    lonely = Tower()
+    try:
+        worker = _worker(
+            "producer-memory", "--tower", lonely.address, "--size", str(size), "--count", "1"
+        )
+        _ready(worker)
+        producer = _result(worker)
+    finally:
+        lonely.stop()
+    samples = [rss_bytes(store_pid)]
+    with _producer("bench-growth", tower, args.profile) as p:
+        sent = 0
+        while sent < args.growth_records:
+            step = min(1_000_000, args.growth_records - sent)
+            _send(p, step, b"x" * size, "many")
+            p.flush(600)
+            sent += step
+            samples.append(rss_bytes(store_pid))
+            _note(f"memory: {sent:,} records, store RSS {samples[-1] / 2**20:,.0f} MiB")
+    return {"producer": producer, "store_rss_per_million": samples}
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def _send(producer: Producer, n: int, payload: bytes, api: str) -> None:
     if api == "many":
         chunk = [payload] * CHUNK
@@ -402,10 +435,11 @@ def main() -> None:
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
         "--phases",
-        default="baseline,batched,lmdb,acked,state_dir,durable,live,catch_up,latency",
+        default="baseline,batched,lmdb,acked,state_dir,durable,live,catch_up,memory,latency",
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
     ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
+    ap.add_argument("--growth-records", type=int, default=5_000_000, help="memory phase")
     args = ap.parse_args()
     phases = set(args.phases.split(","))
     global CONSUME, CURVE
@@ -482,6 +516,9 @@ def main() -> None:
                 results["catch_up"] = catch_up(
                     tower.address, "bench-acked", n + 1, profile, args.pyspy
                 )
+            if "memory" in phases:
+                print("memory: producer RSS at a full budget; store RSS growth", file=sys.stderr)
+                results["memory"] = memory(tower.address, store.proc.p.pid, size, args)
             if "latency" in phases:
                 print(
                     f"latency: {args.latency_rate:g} records/s for {args.latency_seconds:g} s",
@@ -543,6 +580,16 @@ def main() -> None:
             f"latency at {args.latency_rate:,.0f}/s: p50 {lat.get('p50_us', 0):,.0f} us, "
             f"p99 {lat.get('p99_us', 0):,.0f} us (raw PUB/SUB p50 {raw.get('p50_us', 0):,.0f} "
             f"us, p99 {raw.get('p99_us', 0):,.0f} us)",
+            file=sys.stderr,
+        )
+    mem = results.get("memory")
+    if isinstance(mem, dict):
+        prod, store_rss = mem["producer"], mem["store_rss_per_million"]
+        print(
+            f"memory: producer RSS grew {prod['growth_bytes'] / 2**20:,.1f} MiB filling a "
+            f"{prod['budget_bytes'] / 2**20:,.0f} MiB budget ({prod['queued_records']:,} records); "
+            "store RSS per million records (MiB): "
+            + " ".join(f"{b / 2**20:,.0f}" for b in store_rss),
             file=sys.stderr,
         )
     print(f"JSON: {out}", file=sys.stderr)

@@ -108,9 +108,51 @@ def dafka_consume(
         return out
 
 
+def rss_bytes(pid: int) -> int:
+    """Resident set size of process ``pid`` (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def producer_memory(tower: str, budget: int, size: int) -> dict[str, object]:
+    """Fill a producer's unacknowledged budget where no store acknowledges; report its RSS."""
+    import os
+
+    from dafka import BufferFullError, Producer
+
+    with Producer(
+        "bench-memory", towers=tower, max_unacked_bytes=budget, on_full="raise"
+    ) as producer:
+        print(json.dumps({"ready": True}), flush=True)
+        before = rss_bytes(os.getpid())
+        queued = 0
+        for _ in range(budget // (size * 10_000) + 10):  # bounded: the budget fills first
+            chunk = [b"x" * size for _ in range(10_000)]  # new records, as a caller's are
+            try:
+                producer.send_many(chunk)
+            except BufferFullError:
+                break
+            queued += len(chunk)
+        after = rss_bytes(os.getpid())
+        producer.close(timeout=0)
+    return {
+        "count": 1,
+        "budget_bytes": budget,
+        "queued_records": queued,
+        "rss_before": before,
+        "rss_full": after,
+        "growth_bytes": after - before,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["raw-sub", "consume"])
+    ap.add_argument("kind", choices=["raw-sub", "consume", "producer-memory"])
+    ap.add_argument("--budget", type=int, default=64 << 20)
+    ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--endpoint", default="")
     ap.add_argument("--tower", default="")
     ap.add_argument("--topic", default="bench")
@@ -123,6 +165,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.kind == "raw-sub":
         result = raw_sub(a.endpoint, a.count, a.latency)
+    elif a.kind == "producer-memory":
+        result = producer_memory(a.tower, a.budget, a.size)
     else:
         result = dafka_consume(
             a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches, a.curve

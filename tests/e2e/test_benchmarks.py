@@ -26,7 +26,9 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
             "--records",
             "20000",
             "--phases",
-            "baseline,batched,lmdb,acked,catch_up",
+            "baseline,batched,lmdb,acked,catch_up,memory",
+            "--growth-records",
+            "20000",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -45,5 +47,8 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     for phase in ("acked", "catch_up"):
         r = report[phase]
         assert r["ratio_to_batched"] == pytest.approx(r["rate"] / report["batched"]["rate"])
+    mem = report["memory"]
+    assert mem["producer"]["queued_records"] > 0 and mem["producer"]["rss_full"] > 0
+    assert len(mem["store_rss_per_million"]) == 2  # before, and after the 20,000 records
     assert len(report["load_average_at_start"]) == len(report["load_average_at_end"]) == 3
     assert "vs raw batched" in run.stderr
