@@ -13,9 +13,15 @@ records of SIZE bytes to one partition. Then, in one run:
               earliest, Trigger.AvailableNow) whose first micro-batch holds all N
               records, counted and summed in ``foreachBatch``: time from start()
               to the first batch, and rows/s of that batch
-* batch       ``spark.read.format("dafka")`` of the same range: rows/s
+* batch       ``spark.read.format("dafka")`` of the same range: rows/s, cold (the
+              session's first read of it) and warm (the same read again)
+* parquet     the same rows (the source's columns) written to local parquet with
+              pyarrow, then ``spark.read.parquet`` of them, counted and summed alike:
+              what a columnar local read costs on this machine
 
-The ratio is Spark's rows/s over the baseline's. Prints a table and writes JSON
+The micro-batch also runs twice; the second is the warm figure (a session whose
+Python workers and JVM code paths are already up). Ratios are Spark's rows/s over the
+query client's and over parquet's. Prints a table and writes JSON
 to benchmarks/results/spark_read-<time>.json.
 """
 
@@ -40,16 +46,20 @@ def write_records(towers: str, topic: str, n: int, size: int) -> tuple[str, floa
     with Producer(topic, towers=towers) as producer:
         producer.send(b"w" * size).result(timeout=60)  # connected to the store
         t0 = time.perf_counter()
-        for _ in range(n - 1):
-            producer.send(payload)
+        for start in range(0, n - 1, 10_000):
+            producer.send_many([payload] * min(10_000, n - 1 - start))
         producer.flush(600)
         return producer.partition, (n - 1) / (time.perf_counter() - t0)
 
 
-def baseline(endpoint: str, topic: str, partition: str, n: int, verify: bool) -> dict[str, float]:
+def baseline(
+    endpoint: str, topic: str, partition: str, n: int, verify: bool, arrow: bool = False
+) -> dict[str, float]:
     """Read offsets 0..n-1 with the raw query client; ``verify``: also decode (and, for
-    signed batches, check every signature) as an executor does."""
+    signed batches, check every signature) record by record; ``arrow``: decode and verify
+    into Arrow columns, as an executor does."""
     from dafka.query import QueryClient, verified_batches
+    from dafka.spark.arrow_columns import signed_reply_columns
 
     t0 = time.perf_counter()
     first_reply = None
@@ -58,7 +68,10 @@ def baseline(endpoint: str, topic: str, partition: str, n: int, verify: bool) ->
         for reply in client.read_range(topic, partition, 0, n):
             if first_reply is None:
                 first_reply = time.perf_counter() - t0
-            if verify:
+            if arrow:
+                columns = signed_reply_columns(reply, 0, n)
+                count += 0 if columns is None else len(columns[1])
+            elif verify:
                 count += sum(len(recs) for _, _, recs in verified_batches(reply))
             else:
                 count += reply.next_offset - reply.first  # type: ignore[operator]
@@ -152,6 +165,40 @@ def batch_read(spark, towers: str, topic: str, n: int, tasks: int) -> dict[str, 
     return {"records": n, "seconds": seconds, "rate": n / seconds}
 
 
+def parquet(spark, directory: Path, n: int, size: int, partition: str) -> dict[str, float]:
+    """The source's columns for the same rows in local parquet, read and aggregated alike."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    table = pa.table(
+        {
+            "key": pa.nulls(n, pa.binary()),
+            "value": pa.array([b"x" * size] * n, pa.binary()),
+            "topic": pa.repeat(pa.scalar("bench.spark"), n),
+            "partition": pa.repeat(pa.scalar(partition), n),
+            "offset": pa.arange(0, n),
+            "timestamp": pa.repeat(pa.scalar(0, pa.timestamp("us", tz="UTC")), n),
+        }
+    )
+    path = directory / "rows.parquet"
+    pq.write_table(table, path, row_group_size=max(1, n // 8))
+    out = {}
+    for run in ("cold", "warm"):
+        t0 = time.perf_counter()
+        df = spark.read.parquet(str(path))
+        row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
+        seconds = time.perf_counter() - t0
+        assert row["n"] == n, row
+        out[run] = {"records": n, "seconds": seconds, "rate": n / seconds}
+    return out
+
+
+def _load() -> list[str]:
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -163,6 +210,7 @@ def main() -> None:
     from tests.procs import StoreProc, Tower
 
     n, topic = args.records, "bench.spark"
+    load_start = _load()
     tower = Tower()
     with tempfile.TemporaryDirectory(prefix="dafka-bench-") as data:
         store = StoreProc(Path(data) / "store", tower.address)
@@ -172,19 +220,27 @@ def main() -> None:
             print("raw query client ...", file=sys.stderr)
             raw = baseline(store.query_endpoint, topic, partition, n, verify=False)
             base = baseline(store.query_endpoint, topic, partition, n, verify=True)
+            arrow = baseline(store.query_endpoint, topic, partition, n, True, arrow=True)
             print("spark ...", file=sys.stderr)
             spark = spark_session()
             try:
                 mb = micro_batch(spark, tower.address, topic, n, args.tasks)
+                mb_warm = micro_batch(spark, tower.address, topic, n, args.tasks)
                 br = batch_read(spark, tower.address, topic, n, args.tasks)
+                br_warm = batch_read(spark, tower.address, topic, n, args.tasks)
+                print("parquet ...", file=sys.stderr)
+                pq = parquet(spark, Path(data), n, args.size, partition)
             finally:
                 spark.stop()
         finally:
             store.kill()
             tower.stop()
 
+    load_end = _load()
     result = {
         "benchmark": "spark_read",
+        "load_average_at_start": load_start,
+        "load_average_at_end": load_end,
         "records": n,
         "size": args.size,
         "profile": base["profile"],
@@ -193,10 +249,16 @@ def main() -> None:
         "write_rate": write_rate,
         "baseline_query_client_raw": raw,
         "baseline_query_client": base,
+        "baseline_query_client_arrow": arrow,
         "micro_batch": mb,
+        "micro_batch_warm": mb_warm,
         "batch_read": br,
+        "batch_read_warm": br_warm,
+        "parquet": pq,
         "ratio_micro_batch_to_baseline": mb["rate"] / base["rate"],
         "ratio_batch_read_to_baseline": br["rate"] / base["rate"],
+        "ratio_warm_batch_read_to_parquet": br_warm["rate"] / pq["warm"]["rate"],
+        "ratio_warm_micro_batch_to_parquet": mb_warm["rate"] / pq["warm"]["rate"],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"spark_read-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -205,10 +267,21 @@ def main() -> None:
     print(f"{'producer write (acked)':<28}{write_rate:>12,.0f}{'':>10}")
     print(f"{'query client, raw READs':<28}{raw['rate']:>12,.0f}{raw['seconds']:>10.2f}")
     print(f"{'baseline: + decode/verify':<28}{base['rate']:>12,.0f}{base['seconds']:>10.2f}")
-    print(f"{'spark micro-batch':<28}{mb['rate']:>12,.0f}{mb['batch_seconds']:>10.2f}")
-    print(f"{'  time to first batch':<28}{'':>12}{mb['time_to_first_batch']:>10.2f}")
-    print(f"{'spark batch read':<28}{br['rate']:>12,.0f}{br['seconds']:>10.2f}")
+    print(f"{'  into Arrow columns':<28}{arrow['rate']:>12,.0f}{arrow['seconds']:>10.2f}")
+    for name, r in (("spark micro-batch", mb), ("  warm", mb_warm)):
+        print(f"{name:<28}{r['rate']:>12,.0f}{r['batch_seconds']:>10.2f}")
+        print(f"{'    time to first batch':<28}{'':>12}{r['time_to_first_batch']:>10.2f}")
+    for name, r in (("spark batch read", br), ("  warm", br_warm)):
+        print(f"{name:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    for run in ("cold", "warm"):
+        r = pq[run]
+        print(f"{'parquet ' + run:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
     print(f"ratio micro-batch / baseline: {result['ratio_micro_batch_to_baseline']:.2f}")
+    print(f"ratio warm batch read / warm parquet: {result['ratio_warm_batch_read_to_parquet']:.2f}")
+    print(
+        f"ratio warm micro-batch / warm parquet: {result['ratio_warm_micro_batch_to_parquet']:.2f}"
+    )
+    print(f"load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end")
     print(json.dumps(result))
     print(f"wrote {out}", file=sys.stderr)
 

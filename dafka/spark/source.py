@@ -38,7 +38,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigError, DafkaError, DataLossError, ProfileError
-from ..query.client import BelowTailError, QueryClient, load_client_key, verified_batches
+from ..query.client import BelowTailError, QueryClient, load_client_key
 from ..query.locator import StoreLocator
 from ..query.protocol import ReadReply
 from ..security.identity import Identity
@@ -271,34 +271,10 @@ def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
 
 def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
     """Arrow rows for offsets ``lo..hi-1`` of a signed READ reply, every batch verified first."""
-    import pyarrow as pa
+    from .arrow_columns import signed_reply_columns
 
-    keys: list[bytes | None] = []
-    values: list[bytes] = []
-    offsets: list[int] = []
-    stamps: list[int | None] = []
-    for first, timestamp_ms, recs in verified_batches(reply):
-        a, b = max(0, lo - first), min(len(recs), hi - first)
-        if b <= a:
-            continue
-        part = recs[a:b]
-        keys.extend([k for k, _ in part])
-        values.extend([v for _, v in part])
-        offsets.extend(range(first + a, first + b))
-        stamp = None if timestamp_ms is None else timestamp_ms * 1000
-        stamps.extend([stamp] * (b - a))
-    n = len(values)
-    if not n:
-        return None
-    columns = [
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
-        pa.repeat(pa.scalar(reply.topic, pa.string()), n),
-        pa.repeat(pa.scalar(reply.partition, pa.string()), n),
-        pa.array(offsets, pa.int64()),
-        pa.array(stamps, pa.timestamp("us", tz="UTC")),
-    ]
-    return _batch(columns, arrow_schema)
+    columns = signed_reply_columns(reply, lo, hi)
+    return None if columns is None else _batch(columns, arrow_schema)
 
 
 def _batch(columns, arrow_schema):

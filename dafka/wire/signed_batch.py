@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
 from operator import itemgetter
-from typing import Final
+from typing import ClassVar, Final
 
 from ..errors import WireError
 from ..security.identity import Identity, node_id_bytes_for, verify
@@ -65,7 +65,9 @@ __all__ = [
     "BatchHeader",
     "batch_overhead",
     "encode_batch",
+    "RecordLayout",
     "peek_batch",
+    "record_layout",
     "seal_gap",
     "seal_records",
     "unchecked_columns",
@@ -382,6 +384,35 @@ def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> None:
         raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
     if records_at + 8 * count + key_total + sum(vlens) != end - PUBLIC_KEY_BYTES:
         raise WireError("batch record lengths do not add up to its size")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLayout:
+    """Where a format-1 blob keeps its records (byte positions in the blob).
+
+    ``count`` key lengths then ``count`` value lengths (u32, big-endian; a key length
+    of :attr:`NO_KEY` means no key) start at ``lengths_at``; the keys follow back to
+    back from ``keys_at``, then the values, which end at ``values_end`` (so they start
+    at ``values_end`` minus their total length). For decoders that build columns
+    without a Python object per record.
+    """
+
+    count: int
+    lengths_at: int
+    keys_at: int
+    values_end: int
+
+    NO_KEY: ClassVar[int] = _NO_KEY
+
+
+def record_layout(batch: Batch) -> RecordLayout:
+    """The :class:`RecordLayout` of a verified (so well-formed) record batch."""
+    if batch.is_gap:
+        raise WireError("a gap statement holds no records")
+    lengths_at = 2 + batch.blob[1] + _BATCH_FIXED.size
+    return RecordLayout(
+        batch.count, lengths_at, lengths_at + 8 * batch.count, len(batch.blob) - _TRAILER
+    )
 
 
 def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[bytes]]:
