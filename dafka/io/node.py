@@ -213,6 +213,7 @@ class NodeLoop:
             "unsendable": 0,
             "oversized": 0,
             "subscriptions_refused": 0,
+            "received_bytes": 0,
         }
 
     # ----------------------------------------------------------------- control
@@ -672,6 +673,7 @@ class NodeLoop:
             budget -= sum(map(len, frames))
             if budget <= 0:
                 break
+        self.stats["received_bytes"] += MAX_DRAIN_BYTES - budget
         if not msgs:
             return []
         self.stats["received"] += len(msgs)

@@ -544,6 +544,12 @@ class LmdbStorage:
         names = self._by_topic.get(topic, ())
         return [(name, self._heads[(topic, name)][0]) for name in sorted(names)]
 
+    def usage(self) -> tuple[int, int]:
+        """(bytes of the map in use, map size in bytes), for metrics."""
+        self._check_usable()
+        info = self._env.info()
+        return (info["last_pgno"] + 1) * self._page_size, info["map_size"]
+
     def profiles(self) -> dict[tuple[str, str], str]:
         self._check_usable()
         return dict(self._profiles)

@@ -1,0 +1,206 @@
+"""What a store, a producer and a consumer expose as Prometheus metrics.
+
+Each ``*_metrics`` function builds a node's :class:`~dafka.io.metrics.NodeMetrics`
+from the objects its facade holds: the values are read on the IO thread
+(:class:`~dafka.io.metrics.LoopReader`), from the counters the cores already keep
+(``StoreStats``, ``ProducerStats``, ``ConsumerStats``) and the IO shell's own.
+``docs/metrics.md`` lists every metric; a test checks that it lists these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import Histogram
+
+from .metrics import (
+    ACK_LATENCY_BUCKETS,
+    LOOP_SPECS,
+    AckTimer,
+    LoopReader,
+    NodeCollector,
+    NodeMetrics,
+    Spec,
+    Values,
+    counter,
+    gauge,
+    loop_values,
+)
+
+if TYPE_CHECKING:
+    from ..core.consumer import ConsumerCore
+    from ..core.producer import ProducerCore
+    from ..core.store import StoreCore
+    from ..query.server import QueryService
+    from ..storage.lmdb_store import LmdbStorage
+    from .node import NodeLoop
+
+__all__ = [
+    "ACK_LATENCY",
+    "CONSUMER_SPECS",
+    "PRODUCER_SPECS",
+    "STORE_SPECS",
+    "consumer_metrics",
+    "producer_metrics",
+    "store_metrics",
+]
+
+ACK_LATENCY = "dafka_producer_ack_latency_seconds"
+
+# (stats field, metric name, help): counters read from a core's stats dataclass
+_Fields = tuple[tuple[str, str, str], ...]
+
+STORE_FIELDS: _Fields = (
+    ("records_stored", "dafka_store_records_in", "Records written to LMDB (duplicates not)."),
+    ("duplicates", "dafka_store_duplicates", "Records or batches already held, dropped."),
+    ("acks_sent", "dafka_store_acks_sent", "ACKs sent (each after its LMDB commit)."),
+    ("records_served", "dafka_store_records_served", "Records sent to answer FETCHes."),
+    ("fetches_queued", "dafka_store_fetches_received", "FETCHes from peers taken to serve."),
+    ("fetches_sent", "dafka_store_fetches_sent", "FETCHes this store sent to fill gaps."),
+    ("fetches_refused", "dafka_store_fetches_refused", "FETCHes refused (bounds)."),
+    ("fetches_limited", "dafka_store_fetches_limited", "FETCHes and head requests rate-limited."),
+    ("heads_sent", "dafka_store_heads_sent", "HEADs and DIRECT-HEADs sent."),
+    ("malformed", "dafka_store_messages_malformed", "Messages that decoded but made no sense."),
+    ("rejected", "dafka_store_batches_rejected", "Batches that failed signature checks."),
+    ("rejected_heads", "dafka_store_heads_rejected", "HEADs that failed signature checks."),
+    ("equivocations", "dafka_equivocations", "Two signed batches for one offset (first kept)."),
+    ("unauthorized", "dafka_store_batches_unauthorized", "Batches the topic's ACL refused."),
+    ("read_refused", "dafka_store_reads_refused", "Reads the topic's read ACL refused."),
+    ("partitions_refused", "dafka_store_partitions_refused", "New partitions refused (caps)."),
+    ("append_failures", "dafka_store_append_failures", "LMDB writes that failed (not ACKed)."),
+    ("retention_trims", "dafka_store_retention_trims", "Partition tails moved by retention."),
+    ("oversized", "dafka_store_records_oversized", "Records over max_message_size."),
+)
+PRODUCER_FIELDS: _Fields = (
+    ("fetches_served", "dafka_producer_fetches_served", "FETCHes answered from memory."),
+    ("records_resent", "dafka_producer_records_resent", "Records sent again for FETCHes."),
+    ("fetches_limited", "dafka_producer_fetches_limited", "FETCHes rate-limited."),
+    ("stale_acks", "dafka_producer_acks_stale", "ACKs at or below what that store acked."),
+    ("bogus_acks", "dafka_producer_acks_bogus", "ACKs above the last published offset."),
+    ("untrusted_acks", "dafka_producer_acks_untrusted", "Signed ACKs from untrusted stores."),
+    ("forged_acks", "dafka_producer_acks_forged", "ACKs whose signature did not verify."),
+    ("recovered", "dafka_producer_offsets_recovered", "Offsets of an earlier run recovered."),
+    ("gap_offsets", "dafka_producer_gap_offsets", "Offsets of an earlier run closed as gaps."),
+)
+CONSUMER_FIELDS: _Fields = (
+    ("delivered", "dafka_consumer_records_delivered", "Records delivered in order."),
+    ("duplicates", "dafka_consumer_duplicates", "Batches already delivered or buffered."),
+    ("fetches_sent", "dafka_consumer_fetches_sent", "FETCHes sent to fill gaps."),
+    ("limited_fetches", "dafka_consumer_fetches_limited", "FETCHes held back by the bound."),
+    ("gap_offsets", "dafka_consumer_gap_offsets", "Offsets passed by signed gap statements."),
+    ("data_lost", "dafka_consumer_records_lost", "Records skipped: retention deleted them."),
+    ("unserved", "dafka_consumer_records_unserved", "rfc46 offsets nobody served in time."),
+    ("rejected", "dafka_consumer_batches_rejected", "Batches that failed signature checks."),
+    ("rejected_heads", "dafka_consumer_heads_rejected", "HEADs that failed signature checks."),
+    ("unauthorized", "dafka_consumer_batches_unauthorized", "Batches the topic's ACL refused."),
+    ("equivocations", "dafka_equivocations", "Two signed batches for one offset (first kept)."),
+    ("refused_partitions", "dafka_consumer_partitions_refused", "New partitions refused."),
+    ("oversized", "dafka_consumer_records_oversized", "Records over max_message_size."),
+)
+
+
+def _specs(fields: _Fields) -> tuple[Spec, ...]:
+    return tuple(counter(f"core.{field}", name, help) for field, name, help in fields)
+
+
+def _core_values(stats: object, fields: _Fields) -> Values:
+    return {f"core.{field}": getattr(stats, field) for field, _, _ in fields}
+
+
+STORE_SPECS = (
+    *LOOP_SPECS,
+    *_specs(STORE_FIELDS),
+    gauge("lmdb_used", "dafka_store_lmdb_bytes", "Bytes of the LMDB map in use."),
+    gauge("lmdb_map", "dafka_store_lmdb_map_bytes", "Size of the LMDB map (it grows)."),
+    gauge("partitions", "dafka_store_partitions", "Partitions held."),
+    gauge("topics", "dafka_store_topics", "Topics held."),
+    counter("query.requests", "dafka_store_query_requests", "Pull reads (HEADS, READ) served."),
+    counter(
+        "query.malformed", "dafka_store_query_malformed", "Query requests that did not decode."
+    ),
+    counter(
+        "query.forbidden", "dafka_store_query_forbidden", "Query requests the read ACL refused."
+    ),
+)
+PRODUCER_SPECS = (
+    *LOOP_SPECS,
+    *_specs(PRODUCER_FIELDS),
+    counter("acked", "dafka_producer_records_acked", "Records acknowledged (durable)."),
+    counter("failed", "dafka_producer_records_failed", "Records that failed after send()."),
+    gauge("unacked", "dafka_producer_records_unacked", "Records sent, not yet acknowledged."),
+    gauge("unacked_bytes", "dafka_producer_unacked_bytes", "Bytes of those records."),
+)
+CONSUMER_SPECS = (
+    *LOOP_SPECS,
+    *_specs(CONSUMER_FIELDS),
+    gauge("backlog", "dafka_consumer_backlog_records", "Records delivered, not yet polled."),
+)
+
+
+def _metrics(
+    role: str, node_id: str, profile: str, loop: NodeLoop, read: Callable[[], Values], specs: Any
+) -> NodeMetrics:
+    reader = LoopReader(loop, read)
+    return NodeMetrics(NodeCollector(role, {"node_id": node_id, "profile": profile}, reader, specs))
+
+
+def store_metrics(
+    loop: NodeLoop,
+    core: StoreCore,
+    storage: LmdbStorage,
+    query: QueryService,
+    profile: str,
+) -> NodeMetrics:
+    """A store's metrics (nothing served until :meth:`NodeMetrics.serve`)."""
+
+    def read() -> Values:  # IO thread
+        values = loop_values(loop)
+        values.update(_core_values(core.stats, STORE_FIELDS))
+        values["lmdb_used"], values["lmdb_map"] = storage.usage()
+        heads = storage.heads()
+        values["partitions"] = len(heads)
+        values["topics"] = len({topic for topic, _ in heads})
+        for key in ("requests", "malformed", "forbidden"):
+            values[f"query.{key}"] = query.stats[key]
+        return values
+
+    return _metrics("store", loop.node_id, profile, loop, read, STORE_SPECS)
+
+
+def producer_metrics(
+    loop: NodeLoop,
+    core: ProducerCore,
+    counts: Callable[[], tuple[int, int, int, int]],
+    profile: str,
+) -> tuple[NodeMetrics, AckTimer]:
+    """A producer's metrics and the timer its handler feeds (publication to ACK).
+
+    ``counts`` returns (acknowledged, failed, unacked, unacked bytes)."""
+
+    def read() -> Values:  # IO thread
+        values = loop_values(loop)
+        values.update(_core_values(core.stats, PRODUCER_FIELDS))
+        values["acked"], values["failed"], values["unacked"], values["unacked_bytes"] = counts()
+        return values
+
+    metrics = _metrics("producer", loop.node_id, profile, loop, read, PRODUCER_SPECS)
+    histogram = Histogram(
+        ACK_LATENCY,
+        "Seconds from publishing a batch to its acknowledgement by min_acks stores.",
+        buckets=ACK_LATENCY_BUCKETS,
+        registry=metrics.registry,
+    )
+    return metrics, AckTimer(histogram)
+
+
+def consumer_metrics(
+    loop: NodeLoop, core: ConsumerCore, backlog: Callable[[], int], profile: str
+) -> NodeMetrics:
+    def read() -> Values:  # IO thread
+        values = loop_values(loop)
+        values.update(_core_values(core.stats, CONSUMER_FIELDS))
+        values["backlog"] = backlog()
+        return values
+
+    return _metrics("consumer", loop.node_id, profile, loop, read, CONSUMER_SPECS)
