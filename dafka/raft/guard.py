@@ -69,13 +69,22 @@ class BadInput:
         self._period = period
         self._clock = clock
         self._last: dict[str, float] = {}
+        self._snapshot: tuple[tuple[str, int], ...] | None = ()
 
     @property
     def total(self) -> int:
         return sum(self.counts.values())
 
+    def snapshot(self) -> tuple[tuple[str, int], ...]:
+        """The counts as an immutable value another thread may hold (rebuilt only
+        after a change)."""
+        if self._snapshot is None:
+            self._snapshot = tuple(sorted(self.counts.items()))
+        return self._snapshot
+
     def __call__(self, kind: str, detail: object, level: int = logging.WARNING) -> None:
         count = self.counts[kind] = self.counts.get(kind, 0) + 1
+        self._snapshot = None
         now = self._clock()
         last = self._last.get(kind)
         if last is None or now - last >= self._period:

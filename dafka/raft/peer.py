@@ -264,6 +264,10 @@ class _Info:
     last_index: int = 0
     snapshot_index: int = 0
     config: list[list[str]] = field(default_factory=list)
+    leader_changes: int = 0
+    """Times this peer saw a new leader (a known leader other than the last one seen)."""
+    refused: tuple[tuple[str, int], ...] = ()
+    """Input refused so far, by kind (:class:`~dafka.raft.guard.BadInput`; a fixed set)."""
 
 
 _PEER_REQUESTS = (w.RequestVote, w.AppendEntries, w.InstallSnapshot, w.TimeoutNow)
@@ -490,6 +494,8 @@ class RaftPeer:
         self._leader_term: int | None = None
         self._last_broadcast = 0.0
         self._role = (self.core.role, self.core.leader, self.core.term)
+        self._seen_leader = self.core.leader
+        self._leader_changes = 0
         self._listed: tuple[ClusterConfig | None, list[list[str]]] = (None, [])
         for peer in self._initial.peers:
             self._urls.setdefault(peer.id, peer.url)
@@ -875,6 +881,9 @@ class RaftPeer:
         state = (core.role, core.leader, core.term)
         if state != self._role:
             self._role = state
+            if core.leader is not None and core.leader != self._seen_leader:
+                self._seen_leader = core.leader
+                self._leader_changes += 1
             log.info(
                 "raft.peer.role id=%s role=%s term=%d leader=%s",
                 self.id,
@@ -922,6 +931,8 @@ class RaftPeer:
             core.last_index,
             core.snapshot.index,
             self._listed[1],
+            self._leader_changes,
+            self._bad.snapshot(),
         )
 
     # -- peer messages out -------------------------------------------------------------------

@@ -1,0 +1,66 @@
+"""A tower's Prometheus metrics: its beacon relay and its metadata Raft peer.
+
+Threads. The Raft values come from :meth:`RaftPeer.info`, the immutable copy of the
+peer's state the Raft thread publishes at the end of every loop turn for other
+threads; the relay's two counters are ints only the relay thread increments, and
+reading one int attribute is atomic, so a scrape sees a value each held at some
+instant (the two are not read at one instant, and need not be). Nothing is read
+from the Raft core or the sockets.
+
+The refusal counts carry a ``kind`` label whose values are the fixed set of kinds
+:class:`~dafka.raft.guard.BadInput` is called with in :mod:`dafka.raft.peer`; no
+label takes a value a peer sends (``docs/security.md``, "Bounds").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dafka.io.metrics import NodeCollector, NodeMetrics, Spec, Values, counter, gauge
+
+if TYPE_CHECKING:
+    from .metadata import TowerNode
+
+__all__ = ["TOWER_SPECS", "tower_metrics"]
+
+TOWER_SPECS: tuple[Spec, ...] = (
+    counter("relayed", "dafka_tower_beacons_relayed", "Beacons relayed to every node."),
+    counter("malformed", "dafka_frames_malformed", "Beacons dropped: they did not decode."),
+    gauge("term", "dafka_raft_term", "The Raft peer's current term."),
+    gauge("commit", "dafka_raft_commit_index", "Highest log index known committed."),
+    gauge("applied", "dafka_raft_applied_index", "Highest log index applied to the metadata."),
+    gauge("last", "dafka_raft_last_index", "Last index in this peer's log."),
+    gauge("snapshot", "dafka_raft_snapshot_index", "Index of the latest snapshot."),
+    gauge("leader", "dafka_raft_is_leader", "1 while this peer is the leader."),
+    gauge("has_leader", "dafka_raft_has_leader", "1 while this peer knows a leader."),
+    gauge("members", "dafka_raft_members", "Peers in the group's configuration."),
+    counter("leader_changes", "dafka_raft_leader_changes", "Times this peer saw a new leader."),
+    counter("refused", "dafka_raft_refused", "Raft input refused, by kind.", label="kind"),
+)
+
+
+def tower_metrics(node: TowerNode) -> NodeMetrics:
+    """The tower's metrics (nothing served until :meth:`NodeMetrics.serve`)."""
+    raft, relay = node.raft, node.relay
+
+    def read() -> Values | None:  # an HTTP thread: immutable or atomic values only
+        if not raft.running:
+            return None
+        info = raft.info()
+        return {
+            "relayed": relay.relayed,
+            "malformed": relay.malformed,
+            "term": info.term,
+            "commit": info.commit,
+            "applied": info.applied,
+            "last": info.last_index,
+            "snapshot": info.snapshot_index,
+            "leader": 1 if info.role == "leader" else 0,
+            "has_leader": 0 if info.leader is None else 1,
+            "members": len(info.config),
+            "leader_changes": info.leader_changes,
+            "refused": dict(info.refused),
+        }
+
+    labels = {"node_id": node.peer_id, "cluster": node.cluster}
+    return NodeMetrics(NodeCollector("tower", labels, read, TOWER_SPECS))
