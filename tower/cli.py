@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 
 from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
+from dafka.cli.metrics import announce, metrics_options
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import ConfigError, RaftError
+from dafka.io.metrics import check_metrics_port
 from dafka.security import identity
 from dafka.security.curve_policy import ClientGate
 
@@ -18,6 +20,7 @@ from .metadata import (
     parse_raft_peer_keys,
     parse_raft_peers,
 )
+from .metrics import tower_metrics
 
 
 @click.command(context_settings=CONTEXT)
@@ -72,6 +75,7 @@ from .metadata import (
     help="CURVE on the Raft ports (this tower's node key in DATA_DIR); every tower of "
     "--raft-peers given as ID=HOST:PORT@PUBHEX.",
 )
+@metrics_options
 @run_cli
 def main(
     bind: str,
@@ -83,9 +87,12 @@ def main(
     admin_key_file: tuple[str, ...],
     curve: bool,
     raft_curve: bool,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Relay discovery beacons between Dafka nodes and host the cluster metadata."""
     host, port = parse_endpoint(bind, "tower bind address", allow_zero=True)
+    check_metrics_port(metrics_port)
     peers = parse_raft_peers(raft_peers)
     raft_curve = raft_curve or curve  # CURVE on every socket: nodes follow the metadata over it
     peer_keys = parse_raft_peer_keys(raft_peers)
@@ -134,9 +141,15 @@ def main(
             f"(nodes: --curve --tower {address}@{tower_key.public_key.hex()})",
             err=True,
         )
+    metrics = None
     try:
+        if metrics_port is not None:
+            metrics = tower_metrics(node).serve(metrics_host, metrics_port)
+            announce(metrics)
         wait_for_signal(lambda: None if node.running else _crashed(node))
     finally:
+        if metrics is not None:
+            metrics.close()
         node.stop()
 
 

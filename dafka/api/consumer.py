@@ -24,7 +24,9 @@ from ..core.consumer import ConsumerCore
 from ..core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
 from ..errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
 from ..ids import check_topic, new_node_id
+from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
+from ..io.node_metrics import consumer_metrics
 from ..io.profiles import make_profile
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
@@ -157,6 +159,8 @@ class Consumer:
         on_data_loss: Literal["raise", "skip"] = "raise",
         trusted_stores: str | Iterable[str] | None = None,
         identity: Identity | None = None,
+        metrics_port: int | None = None,
+        metrics_host: str = DEFAULT_HOST,
     ) -> None:
         """``trusted_stores`` (node IDs or public keys; the cluster metadata's list
         replaces it when it has one): the stores whose signed retention tails may
@@ -168,7 +172,12 @@ class Consumer:
         consumer still had to deliver (signed profile): ``"raise"`` makes the next
         poll raise :class:`~dafka.errors.DataLossError` once, then delivery goes on
         from the store's tail; ``"skip"`` skips ahead to the tail silently (counted
-        in the core's ``ConsumerStats.data_lost``)."""
+        in the core's ``ConsumerStats.data_lost``).
+
+        ``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
+        (0: a free port, see :attr:`metrics`; ``docs/metrics.md``)."""
+        check_metrics_port(metrics_port)
+        self.metrics: NodeMetrics | None = None
         if on_data_loss not in ("raise", "skip"):
             raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
         self.metadata: MetadataView | None = None
@@ -221,7 +230,16 @@ class Consumer:
         )
         if metadata is not False:
             self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
-        self._loop.start()
+        if metrics_port is not None:
+            self.metrics = consumer_metrics(
+                self._loop, self._core, lambda: self._ready_count, self.config.profile
+            ).serve(metrics_host, metrics_port)
+        try:
+            self._loop.start()
+        except BaseException:
+            if self.metrics is not None:
+                self.metrics.close()
+            raise
         if metadata is not False:
             try:
                 self._follow_metadata(nconf, cluster, required=metadata is True)
@@ -437,6 +455,8 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
+        if self.metrics is not None:
+            self.metrics.close()
         if self.metadata is not None:
             self.metadata.stop()
         self._loop.stop()

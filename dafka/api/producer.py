@@ -56,7 +56,9 @@ from ..errors import (
 )
 from ..futures import BatchFuture, LazyFuture, RecordFuture
 from ..ids import check_topic, new_node_id
+from ..io.metrics import DEFAULT_HOST, AckTimer, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
+from ..io.node_metrics import producer_metrics
 from ..io.profiles import RFC46, Profile, SignedProfile
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
@@ -111,6 +113,8 @@ class _ProducerHandler:
         self.core = core
         self.queue: deque[_Queued] = deque()
         self.inflight: dict[str, deque[_Inflight]] = {}
+        self.ack_timer: AckTimer | None = None
+        """Times publication to ACK for the metrics (``metrics_port``), or None."""
 
     def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
         """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
@@ -124,6 +128,8 @@ class _ProducerHandler:
     def _topic_deleted(self, topic: str, revision: int) -> None:
         """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
         dropped = self.core.forget_unacked(topic)
+        if self.ack_timer is not None:
+            self.ack_timer.forget(topic)
         pending = self.inflight.pop(topic, None) or deque()
         error = TopicDeletedError(
             f"topic {topic!r} was deleted (metadata revision {revision}) before the record "
@@ -220,6 +226,8 @@ class _ProducerHandler:
                     append((offset, fut, size, -1))
                     offset += 1
             out.extend(pubs)
+            if self.ack_timer is not None:
+                self.ack_timer.published(topic, offset - 1)
         if self.p._wal is not None:
             self._log(out, taken)
         return out
@@ -326,6 +334,8 @@ class _ProducerHandler:
                 log.warning("producer.log_release_failed error=%s", exc)
 
     def _resolve(self, acked: Acked) -> None:
+        if self.ack_timer is not None:
+            self.ack_timer.acked(acked.topic, acked.offset)
         pending = self.inflight.get(acked.topic)
         if not pending:
             return
@@ -404,8 +414,13 @@ class Producer:
         cluster: str = "dafka",
         recovery_wait: float = RECOVERY_WAIT,
         durable: bool = False,
+        metrics_port: int | None = None,
+        metrics_host: str = DEFAULT_HOST,
     ) -> None:
         self.topic = check_topic(topic) if topic is not None else None
+        check_metrics_port(metrics_port)
+        self.metrics: NodeMetrics | None = None
+        """Prometheus metrics (``metrics_port``; ``docs/metrics.md``), or None."""
         if durable and state_dir is None:
             raise ConfigError("a durable producer needs a state directory (state_dir=...)")
         self._metadata: MetadataView | None = None
@@ -537,10 +552,17 @@ class Producer:
             )
             if metadata is not False:
                 self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
+            if metrics_port is not None:
+                self.metrics, self._handler.ack_timer = producer_metrics(
+                    self._loop, self._core, self._counts, self.config.profile
+                )
+                self.metrics.serve(metrics_host, metrics_port)
             self._loop.start()
             if metadata is not False:
                 self._follow_metadata(nconf, cluster, required=metadata is True)
         except BaseException:
+            if self.metrics is not None:
+                self.metrics.close()
             if self._metadata is not None:
                 self._metadata.stop()
             if getattr(self, "_loop", None) is not None and self._loop.alive:
@@ -874,6 +896,8 @@ class Producer:
             with self._cond:
                 self._closed = True
                 self._cond.notify_all()
+            if self.metrics is not None:
+                self.metrics.close()
             self._loop.stop()
             if self._metadata is not None:
                 self._metadata.stop()
@@ -891,6 +915,11 @@ class Producer:
                 result.failed,
             )
         return result
+
+    def _counts(self) -> tuple[int, int, int, int]:
+        """(acknowledged, failed, unacknowledged, unacknowledged bytes), for the metrics."""
+        with self._lock:
+            return self._acked_total, self._failed_total, self._unacked, self._unacked_bytes
 
     def _result(self) -> CloseResult:
         with self._lock:

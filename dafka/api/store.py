@@ -24,7 +24,9 @@ from ..core.effects import Publish
 from ..core.read_guard import ReadView
 from ..core.store import StoreCore
 from ..errors import ConfigError, DafkaError
+from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
+from ..io.node_metrics import store_metrics
 from ..io.profiles import make_profile
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
@@ -140,8 +142,14 @@ class Store:
         metadata: bool | None = None,
         cluster: str = "dafka",
         retention_interval: float = 5.0,
+        metrics_port: int | None = None,
+        metrics_host: str = DEFAULT_HOST,
     ) -> None:
+        """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
+        (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``)."""
         self.profile = check_profile(profile)
+        self._metrics_at = (metrics_host, check_metrics_port(metrics_port))
+        self.metrics: NodeMetrics | None = None
         self.path = open_data_dir(Path(path))
         self._nconf = node_config(towers, host, port, config=node)
         if not 0 <= query_port < 65536:
@@ -172,6 +180,10 @@ class Store:
                 identity=self.identity,
                 read_view=None if metadata is not False else ReadView(),
             )
+            if metrics_port is not None:
+                self.metrics = store_metrics(
+                    self._loop, self.core, self._storage, self.query, self.profile
+                )
         except BaseException:
             self._close_storage()
             raise
@@ -217,12 +229,17 @@ class Store:
 
     def start(self) -> Store:
         try:
+            host, port = self._metrics_at
+            if self.metrics is not None and port is not None:
+                self.metrics.serve(host, port)  # first: a busy port fails before anything
             if self._follow is not False:
                 # before the loop reads any data: the first configuration (topic deletions
                 # included) is the first command the loop runs
                 self._follow_metadata()
             self._loop.start()
         except BaseException:
+            if self.metrics is not None:
+                self.metrics.close()
             if self.metadata is not None:
                 self.metadata.stop()
             if self._loop.alive:
@@ -240,6 +257,8 @@ class Store:
         return self
 
     def stop(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()
         if self.metadata is not None:
             self.metadata.stop()
         if self._started:

@@ -17,6 +17,7 @@ from ..core.effects import ConsumedRecord
 from ..errors import ConfigError, DafkaTimeout
 from ..security import identity
 from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
+from .metrics import announce, metrics_options
 
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 
@@ -195,6 +196,7 @@ class _Waiting:
     help="With --curve: the directory of the node.key this consumer speaks CURVE under "
     "(dafka-keys create). Default: a fresh key.",
 )
+@metrics_options
 @run_cli
 def main(
     topics: tuple[str, ...],
@@ -213,6 +215,8 @@ def main(
     trusted_stores: str | None,
     timeout: float | None,
     wait: float,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
     if from_beginning and offset is not None:
@@ -229,7 +233,10 @@ def main(
         offset_reset=reset,
         profile=check_profile(profile),
         trusted_stores=trusted_stores,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     ) as consumer:
+        announce(consumer.metrics)
         waiting = _Waiting(consumer, started, wait, exit_at_end, curve)
         while count is None or seen < count:
             records = consumer.poll_batch(

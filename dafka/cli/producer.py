@@ -25,6 +25,7 @@ from ..config import check_profile
 from ..errors import ProfileError
 from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
 from .feed import Feed, Signals
+from .metrics import announce, metrics_options
 
 
 @click.command(context_settings=CONTEXT)
@@ -86,6 +87,7 @@ from .feed import Feed, Signals
     "(a second signal stops at once).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
+@metrics_options
 @run_cli
 def main(
     topic: str,
@@ -103,6 +105,8 @@ def main(
     durable: bool,
     grace: float,
     quiet: bool,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Publish each line of standard input as one record of TOPIC.
 
@@ -131,7 +135,10 @@ def main(
         trust_any_store=True if trust_any else None,
         min_acks=min_acks,
         durable=durable,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     )
+    announce(producer.metrics)
     max_line = producer.max_value_bytes
     if separator is not None:
         max_line += len(separator) + producer.max_key_bytes

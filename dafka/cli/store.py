@@ -8,6 +8,7 @@ from ..api.common import node_config
 from ..api.store import Store
 from ..errors import DafkaError
 from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli, wait_for_signal
+from .metrics import announce, metrics_options
 
 
 @click.command(context_settings=CONTEXT)
@@ -35,6 +36,7 @@ from .common import CONTEXT, common_options, curve_allowed, profile_option, run_
     type=int,
     help="Initial LMDB map size in bytes; it grows as needed.",
 )
+@metrics_options
 @run_cli
 def main(
     tower: str,
@@ -46,6 +48,8 @@ def main(
     port: int,
     query_port: int,
     map_size: int,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Persist the records of every topic, acknowledge them and serve fetches."""
     store = Store(
@@ -56,6 +60,8 @@ def main(
         map_size=map_size,
         query_port=query_port,
         profile=profile,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
     ).start()
     click.echo(
         f"store {store.node_id} on {store.endpoint} query {store.query_endpoint}, "
@@ -63,6 +69,7 @@ def main(
         f"public key {store.identity.public_key.hex()}",
         err=True,
     )
+    announce(store.metrics)
 
     def check() -> None:
         if not store.alive:  # a node nobody can reach must not look alive

@@ -1,0 +1,38 @@
+"""``--metrics-port`` and ``--metrics-host``: the Prometheus endpoint of a node command.
+
+Like every option they also come from the environment (``DAFKA_METRICS_PORT``) and
+the TOML file (``metrics-port = 9100`` at the top level or in the command's table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..io.metrics import DEFAULT_HOST, NodeMetrics
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def metrics_options(f: F) -> F:
+    f = click.option(
+        "--metrics-host",
+        default=DEFAULT_HOST,
+        show_default=True,
+        help="Address the metrics endpoint binds (0.0.0.0: every interface).",
+    )(f)
+    return click.option(
+        "--metrics-port",
+        default=None,
+        type=int,  # checked by the node: a bad port is one line, not click's usage text
+        help="Serve Prometheus metrics over HTTP on this port (0: a free port, printed at "
+        "start). Default: no endpoint. See docs/metrics.md.",
+    )(f)
+
+
+def announce(metrics: NodeMetrics | None) -> None:
+    """One line on stderr saying where the metrics are served."""
+    if metrics is not None and metrics.url is not None:
+        click.echo(f"metrics on {metrics.url}", err=True)
