@@ -1,0 +1,100 @@
+"""Prometheus endpoints of real processes: a dafka-store and a dafka-tower run with
+``--metrics-port 0``, records go through, and the counts are scraped over HTTP."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dafka import Consumer, Producer
+from tests.admin import tower_args
+from tests.procs import Proc, StoreProc, py, wait_until
+
+pytestmark = pytest.mark.integration
+
+N = 300
+
+
+def scrape(url: str) -> dict[str, float]:
+    """Every unlabelled sample by name, and labelled ones as ``name{k=v}``."""
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        assert reply.status == 200
+        text = reply.read().decode()
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+            out[f"{s.name}{{{labels}}}" if labels else s.name] = s.value
+    return out
+
+
+def metrics_url(proc: Proc) -> str:
+    return proc.wait_line(r"metrics on (http://127\.0\.0\.1:\d+/metrics)").group(1)
+
+
+@pytest.fixture
+def tower() -> object:
+    proc = Proc(py("tower", "--bind", "127.0.0.1:0", *tower_args(), "--metrics-port", "0"))
+    address = "127.0.0.1:" + proc.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
+    yield address, metrics_url(proc)
+    proc.kill()
+
+
+def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower: object) -> None:
+    address, tower_url = tower  # type: ignore[misc]
+    store = StoreProc(tmp_path / "store", address, "--metrics-port", "0")
+    try:
+        store_url = metrics_url(store.proc)
+        with Producer("metered", towers=address, metrics_port=0) as producer:
+            assert producer.metrics is not None and producer.metrics.url is not None
+            producer_url = producer.metrics.url
+            for i in range(N):
+                producer.send(f"record {i}")
+            producer.flush(timeout=30)
+            got = scrape(producer_url)
+            assert got["dafka_producer_records_acked_total"] == N
+            assert got["dafka_producer_records_unacked"] == 0
+            assert got["dafka_producer_ack_latency_seconds_count"] >= 1
+            assert got["dafka_node_running"] == 1
+
+        def stored() -> dict[str, float] | None:
+            values = scrape(store_url)
+            return values if values["dafka_store_records_in_total"] == N else None
+
+        got = wait_until(stored, 20, what=f"{N} records in the store's metrics")
+        assert isinstance(got, dict)
+        assert got["dafka_store_acks_sent_total"] >= 1
+        assert got["dafka_store_partitions"] == 1 and got["dafka_store_topics"] == 1
+        assert got["dafka_store_lmdb_bytes"] > 0
+        assert got["dafka_received_bytes_total"] > 0
+        assert got["dafka_frames_malformed_total"] == 0
+        assert got["dafka_tower_welcomed"] == 1
+
+        raft = scrape(tower_url)
+        assert raft["dafka_raft_term"] >= 1
+        assert raft["dafka_raft_is_leader"] == 1 and raft["dafka_raft_has_leader"] == 1
+        assert raft["dafka_raft_commit_index"] >= 1  # the admins, the topic
+        assert raft["dafka_raft_applied_index"] == raft["dafka_raft_commit_index"]
+        assert raft["dafka_raft_leader_changes_total"] == 1
+        assert raft["dafka_tower_beacons_relayed_total"] > 0
+    finally:
+        assert store.stop() == 0
+
+
+def test_closing_a_node_closes_its_endpoint(tower: object) -> None:
+    address, _ = tower  # type: ignore[misc]
+    producer = Producer("closing", towers=address, metrics_port=0)
+    consumer = Consumer("closing", towers=address, metrics_port=0)
+    urls = [producer.metrics.url, consumer.metrics.url]  # type: ignore[union-attr]
+    assert len(set(urls)) == 2  # two nodes in one process: two endpoints, two registries
+    for url in urls:
+        assert scrape(url)["dafka_node_running"] == 1  # type: ignore[arg-type]
+    consumer.close()
+    producer.close(timeout=0)
+    for url in urls:
+        with pytest.raises(urllib.error.URLError):
+            scrape(url)  # type: ignore[arg-type]
