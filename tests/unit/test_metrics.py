@@ -37,7 +37,7 @@ from dafka.io.node_metrics import (
     producer_metrics,
     store_metrics,
 )
-from dafka.profiles import SignedProfile
+from dafka.io.profiles import SignedProfile
 from dafka.query.server import QueryService
 from dafka.raft.guard import BadInput
 from dafka.storage.lmdb_store import LmdbStorage
