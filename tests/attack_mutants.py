@@ -331,8 +331,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "",
     ),
     "Raft peer skips unconnectable URLs": (
-        "dafka.raft.peer",
-        "RaftPeer._sync_peers",
+        "dafka.raft.peertransport",
+        "PeerTransport._sync_peers",
         "            problem = peer_url_problem(url)",
         "            problem = None",
         "            except zmq.ZMQError as exc:",
@@ -345,8 +345,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "answer.peers",
     ),
     "Raft RequestUpdate size cap": (
-        "dafka.raft.peer",
-        "RaftPeer._on_update",
+        "dafka.raft.clientservice",
+        "ClientService._on_update",
         "        if len(data) > self.options.max_entry_bytes:",
         "        if False:",
     ),
@@ -625,8 +625,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if pr.state is ProgressState.SNAPSHOT:",
     ),
     "raft the shell resends only the newest AppendEntries": (
-        "dafka.raft.peer",
-        "RaftPeer._on_tick",
+        "dafka.raft.peertransport",
+        "PeerTransport._peer_tick",
         "and (msg_id == self._newest.get(peer_id) or not truncating(rec.request))",
         "and True",
     ),

@@ -24,11 +24,14 @@ thread is the simple way; they are cheap). All methods block until their answer 
 their ``timeout`` (:class:`~dafka.errors.DafkaTimeout`).
 
 Reads: :meth:`RaftClient.read` is linearizable. It sends the ClientDispatch type
-``RI`` (:data:`dafka.raft.peer.DISPATCH_READ_INDEX`): the leader confirms its
+``RI`` (:data:`dafka.raft.clientservice.DISPATCH_READ_INDEX`): the leader confirms its
 leadership with a quorum (ReadIndex), waits until it applied everything committed
 when the read arrived, then answers from its state machine's ``query``.
 :meth:`RaftClient.read_local` (``RL``) asks one given peer for its possibly stale
 state.
+
+What each answer means for the request it answers (done, pending, redirect, retry,
+fail) is decided in :mod:`dafka.raft.clientanswers`.
 """
 
 from __future__ import annotations
@@ -45,17 +48,16 @@ import zmq
 from ..errors import ConfigError, DafkaTimeout, RaftError
 from . import wire as w
 from .bounds import peer_url_problem
+from .clientanswers import Outcome, decide_config, decide_dispatch, decide_update, dispatch_answer
+from .clientservice import DISPATCH_LOCAL_READ, DISPATCH_READ_INDEX, DispatchStatus
 from .curve import ClientCurve
 from .extensions import DISPATCH_FEATURES, decode_features, read_unsupported
 from .frames import (
     MAX_UINT32,
     RaftWireError,
-    decode_json,
-    decode_uint,
     encode_uint32,
 )
 from .guard import CLIENT_FRAME_BYTES
-from .peer import DISPATCH_LOCAL_READ, DISPATCH_READ_INDEX, DispatchStatus
 from .ready import SnapshotChunk
 from .reqid import ReqIdGenerator
 from .types import Entry, Peer
@@ -72,10 +74,6 @@ log = logging.getLogger(__name__)
 SERVER_RESPONSE_TTL = 0.5
 SERVER_ELECTION_GRACE = 0.3
 _NO_LEADER_RETRY = 0.05
-_BUSY_RETRY = 0.5
-
-# outcomes of one answer
-_DONE, _PENDING, _REDIRECT, _RETRY, _FAIL = range(5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +89,7 @@ class ClusterState:
 class _Call:
     key: bytes
     frames: list[bytes]
-    decide: Callable[[list[bytes]], tuple[int, Any]]
+    decide: Callable[[list[bytes]], tuple[Outcome, Any]]
     need_send: bool = True
     retry_at: float = 0.0
     sent_at: float = 0.0
@@ -232,7 +230,7 @@ class RaftClient:
         rid = self._new_id()
         frames = [encode_uint32(rid), DISPATCH_LOCAL_READ, self.cluster, *query]
         answer = self._direct_call(url, frames, timeout)
-        status, meta, result = _dispatch_answer(answer)
+        status, meta, result = dispatch_answer(answer)
         if status != DispatchStatus.OK:
             raise RaftError(f"{url}: {meta}")
         return int(meta), result
@@ -251,7 +249,7 @@ class RaftClient:
         """
         reqid = self._reqids()
         msg = w.ConfigUpdate(reqid, self.cluster, tuple(peers), tuple(learners or ()))
-        call = _Call(reqid, msg.encode(), _decide_config)
+        call = _Call(reqid, msg.encode(), decide_config)
         return self._run(iter([call]), 1, self._deadline(timeout))[0]
 
     def log_info(
@@ -371,11 +369,11 @@ class RaftClient:
     # -- calls -------------------------------------------------------------------------------
 
     def _update_call(self, reqid: bytes, data: bytes) -> _Call:
-        return _Call(reqid, w.RequestUpdate(reqid, self.cluster, data).encode(), _decide_update)
+        return _Call(reqid, w.RequestUpdate(reqid, self.cluster, data).encode(), decide_update)
 
     def _dispatch_call(self, kind: bytes, query: Sequence[bytes]) -> _Call:
         key = encode_uint32(self._new_id())
-        return _Call(key, [key, kind, self.cluster, *query], _decide_dispatch)
+        return _Call(key, [key, kind, self.cluster, *query], decide_dispatch)
 
     def _run(self, calls: Iterator[_Call], window: int, deadline: float) -> list[Any]:
         """Drive ``calls`` to completion, at most ``window`` in flight; results in order."""
@@ -436,20 +434,24 @@ class RaftClient:
                 except RaftWireError:
                     continue
                 current = url == call.sent_to and not call.need_send
-                if outcome == _DONE:
+                if outcome == Outcome.DONE:
                     call.result = value
                     del active[call.key]
                     if self._leader is None:
                         self._found(url)  # a positive answer: that peer leads
-                elif outcome == _FAIL:
+                elif outcome == Outcome.FAIL:
                     raise value
                 elif not current:
                     # an answer to an earlier send of a call that went elsewhere since
-                    if outcome == _REDIRECT and value is not None and value != self._leader_id:
+                    if (
+                        outcome == Outcome.REDIRECT
+                        and value is not None
+                        and value != self._leader_id
+                    ):
                         self._redirect_calls(value, active, deadline)
-                elif outcome == _PENDING:
+                elif outcome == Outcome.PENDING:
                     call.sent_at = time.monotonic()
-                elif outcome == _RETRY:
+                elif outcome == Outcome.RETRY:
                     call.need_send = True
                     call.retry_at = time.monotonic() + value
                 else:
@@ -670,51 +672,3 @@ class RaftClient:
         sock.close(0)
         del self._direct[url]
         raise DafkaTimeout(f"no answer from {url}")
-
-
-# -- answers ----------------------------------------------------------------------------------
-
-
-def _decide_update(frames: list[bytes]) -> tuple[int, Any]:
-    resp = w.RequestUpdateResponse.decode(frames)
-    status = resp.status
-    if status is w.UpdateStatus.COMMITTED:
-        return _DONE, resp.index
-    if status is w.UpdateStatus.PENDING:
-        return _PENDING, None
-    if status is w.UpdateStatus.NOT_LEADER:
-        return _REDIRECT, resp.leader
-    # the spec's one final failure: an expired reqid, or (Dafka peers) data over their cap
-    return _FAIL, RaftError(
-        "the cluster refused the update: its reqid expired, or its data is over the"
-        " peers' size limit (PeerOptions.max_entry_bytes, 1 MiB by default)"
-    )
-
-
-def _decide_config(frames: list[bytes]) -> tuple[int, Any]:
-    resp = w.ConfigUpdateResponse.decode(frames)
-    status = w.ConfigUpdateStatus
-    if resp.status is status.ACCEPTED:
-        return (_PENDING, None) if resp.index is None else (_DONE, resp.index)
-    if resp.status is status.NOT_LEADER:
-        return _REDIRECT, resp.leader
-    if resp.status is status.BUSY:
-        return _RETRY, _BUSY_RETRY
-    if resp.status is status.ARGUMENT_ERROR:
-        return _FAIL, ConfigError(f"configuration refused: {resp.error_message}")
-    return _FAIL, RaftError("the configuration update expired")
-
-
-def _dispatch_answer(frames: list[bytes]) -> tuple[int, Any, list[bytes]]:
-    if len(frames) < 3:
-        raise RaftWireError("a dispatch answer has at least 3 frames")
-    return decode_uint(frames[1]), decode_json(frames[2]), list(frames[3:])
-
-
-def _decide_dispatch(frames: list[bytes]) -> tuple[int, Any]:
-    status, meta, result = _dispatch_answer(frames)
-    if status == DispatchStatus.OK:
-        return _DONE, (meta, result)
-    if status == DispatchStatus.NOT_LEADER:
-        return _REDIRECT, meta if isinstance(meta, str) else None
-    return _FAIL, RaftError(f"query failed: {meta}")

@@ -9,7 +9,8 @@
     snapshot   snapshot meta + data, replaced atomically
 
 Atomic replacement is: write ``NAME.tmp``, fsync it, rename over ``NAME``, fsync the
-directory. :class:`MemoryStorage` has the same API and keeps everything in memory.
+directory. :class:`~dafka.raft.memstorage.MemoryStorage` has the same API and keeps
+everything in memory (tests and simulation).
 
 Log file format (integers little-endian)::
 
@@ -81,7 +82,7 @@ from .frames import (
 from .hardstate import StateFile
 from .types import Entry, HardState, SnapshotMeta
 
-__all__ = ["FileStorage", "LoadedState", "MemoryStorage", "RaftStorage"]
+__all__ = ["FileStorage", "LoadedState", "RaftStorage", "check_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,8 @@ class LoadedState(NamedTuple):
 
 
 class RaftStorage(Protocol):
-    """The storage API the Raft peer uses; :class:`FileStorage` and :class:`MemoryStorage`."""
+    """The storage API the Raft peer uses; :class:`FileStorage` and
+    :class:`~dafka.raft.memstorage.MemoryStorage`."""
 
     @property
     def hard_state(self) -> HardState: ...
@@ -136,7 +138,8 @@ class RaftStorage(Protocol):
 # -- shared rules -----------------------------------------------------------------------------
 
 
-def _check_batch(entries: Sequence[Entry], next_index: int, snapshot_index: int) -> None:
+def check_batch(entries: Sequence[Entry], next_index: int, snapshot_index: int) -> None:
+    """Raise :class:`StorageError` unless ``entries`` may be appended at ``next_index``."""
     if not entries:
         return
     if entries[0].index != next_index:
@@ -162,87 +165,6 @@ def _unpack_meta(data: bytes) -> SnapshotMeta:
     if not isinstance(index, int) or not isinstance(term, int) or not isinstance(config, bytes):
         raise TypeError("bad snapshot meta types")
     return SnapshotMeta(index, term, decode_config(config))
-
-
-# -- MemoryStorage ----------------------------------------------------------------------------
-
-
-class MemoryStorage:
-    """In-memory storage with :class:`FileStorage`'s API and rules (for tests and simulation)."""
-
-    def __init__(self) -> None:
-        self._hard = HardState()
-        self._meta = SnapshotMeta()
-        self._data: bytes | None = None
-        self._entries: list[Entry] = []
-        self._base = 1
-
-    @property
-    def hard_state(self) -> HardState:
-        return self._hard
-
-    @property
-    def snapshot_meta(self) -> SnapshotMeta:
-        return self._meta
-
-    @property
-    def first_index(self) -> int:
-        return self._base
-
-    @property
-    def last_index(self) -> int:
-        return self._base + len(self._entries) - 1
-
-    def load(self) -> LoadedState:
-        skip = max(0, self._meta.index + 1 - self._base)
-        return LoadedState(self._hard, self._meta, self._entries[skip:], self._data)
-
-    def save_hard_state(self, state: HardState, sync: bool = True) -> None:
-        self._hard = state
-
-    def append(self, entries: Sequence[Entry], sync: bool = True) -> None:
-        entries = list(entries)
-        _check_batch(entries, self.last_index + 1, self._meta.index)
-        self._entries.extend(entries)
-
-    def truncate_from(self, index: int) -> None:
-        if index <= self._meta.index:
-            raise StorageError(f"cannot truncate at {index}: covered by the snapshot")
-        if index <= self.last_index:
-            del self._entries[index - self._base :]
-
-    def term(self, index: int) -> int | None:
-        if index == self._meta.index:
-            return self._meta.term
-        if self._base <= index <= self.last_index:
-            return self._entries[index - self._base].term
-        return None
-
-    def read_entries(self, lo: int, hi: int) -> list[Entry]:
-        """Entries ``lo <= index < hi`` (clipped to what is stored)."""
-        lo, hi = max(lo, self._base), min(hi, self.last_index + 1)
-        return self._entries[lo - self._base : hi - self._base] if lo < hi else []
-
-    def save_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
-        if meta.index < self._meta.index:
-            raise StorageError("snapshot is older than the one stored")
-        keep = self.term(meta.index) == meta.term and meta.index <= self.last_index
-        self._meta, self._data = meta, bytes(data)
-        if not keep:
-            self._entries, self._base = [], meta.index + 1
-
-    def snapshot_data(self) -> bytes | None:
-        return self._data
-
-    def compact(self, upto_index: int) -> None:
-        if upto_index > self._meta.index:
-            raise StorageError("cannot compact past the snapshot index")
-        if upto_index >= self._base:
-            del self._entries[: upto_index + 1 - self._base]
-            self._base = upto_index + 1
-
-    def close(self) -> None:
-        pass
 
 
 # -- FileStorage ------------------------------------------------------------------------------
@@ -583,7 +505,7 @@ class FileStorage:
         """Append consecutive entries continuing the log: one write, one fdatasync."""
         self._check_open()
         entries = list(entries)
-        _check_batch(entries, self.last_index + 1, self._meta.index)
+        check_batch(entries, self.last_index + 1, self._meta.index)
         if not entries:
             return
         data = _encode_records(entries, entries[0].index)

@@ -25,8 +25,8 @@ from dafka.raft.bounds import MAX_INDEX, MAX_TERM, peer_url_problem
 from dafka.raft.core import RaftCore
 from dafka.raft.frames import RaftWireError, encode_json, encode_uint
 from dafka.raft.guard import TERM_RISE_PER_TICK, TERM_WINDOW
+from dafka.raft.memstorage import MemoryStorage
 from dafka.raft.ready import ProposeStatus, Role
-from dafka.raft.storage import MemoryStorage
 from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer
 
 REQID = bytes.fromhex("5956dc8826f27e10dcccab20")

@@ -1,0 +1,106 @@
+"""What every part of the Raft peer shell shares: :class:`PeerOptions` and :class:`PeerState`.
+
+:class:`~dafka.raft.peer.RaftPeer` is one object on one thread, written in four parts
+that each own a share of its state and methods:
+
+* :mod:`dafka.raft.peer`: the lifecycle, the sockets, the loop and the Ready loop
+  (persist, send, apply, advance), and the routing of what the ROUTER receives;
+* :mod:`dafka.raft.peertransport`: the peer-to-peer RPCs (a DEALER per peer, message
+  ids, resends, debouncing, routing core responses back to the request they answer,
+  the extension probe);
+* :mod:`dafka.raft.clientservice`: the client RPCs (RequestUpdate, ConfigUpdate,
+  RequestLogInfo, ClientDispatch reads, RequestEntries streams);
+* :mod:`dafka.raft.snapshotstage`: snapshots (staging a received InstallSnapshot,
+  serving ours, taking one every ``snapshot_every`` entries and compacting).
+
+Each part is a mixin class over :class:`PeerState`, which declares (for readers and for
+mypy) the attributes they all use; :meth:`RaftPeer._setup` sets them, and each part
+sets its own in its ``_init_*`` method. Nothing here does IO.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+from .bounds import DEFAULT_MAX_ENTRY_BYTES
+from .core import RaftCore
+from .curve import RaftCurve
+from .guard import BadInput
+from .statemachine import StateMachine
+from .storage import FileStorage
+
+__all__ = ["PeerOptions", "PeerState", "REQUEST_ENTRIES_HIGH_WATERMARK"]
+
+log = logging.getLogger(__name__)
+
+REQUEST_ENTRIES_HIGH_WATERMARK = 8000
+
+
+@dataclass(frozen=True, slots=True)
+class PeerOptions:
+    """Timing, batching and compaction settings of a :class:`~dafka.raft.peer.RaftPeer`."""
+
+    tick: float = 0.005
+    """Seconds per core tick. Small, so that the randomised election timeouts of two
+    followers rarely land on the same tick (a split vote costs another timeout)."""
+    election_tick: int = 30
+    """Election timeout in ticks (randomised in [n, 2n)): 150-300 ms by default."""
+    heartbeat_tick: int = 9
+    """45 ms by default."""
+    fsync: bool = True
+    """``fdatasync`` the log before anything that depends on it leaves the peer."""
+    pre_vote: bool = True
+    check_quorum: bool = True
+    snapshot_every: int = 0
+    """Snapshot and compact after this many applied entries (0: never)."""
+    keep_entries: int = 1000
+    """Entries kept in the log behind a snapshot (for slightly lagging followers)."""
+    rpc_timeout: float = 0.05
+    rpc_resends: int = 2
+    max_batch_entries: int = 256
+    max_batch_bytes: int = 1 << 20
+    max_inflight: int = 8
+    snapshot_chunk_size: int = 1 << 16
+    request_entries_pipeline: int = 5
+    request_entries_ttl: float = 6.0
+    request_entries_batch: int = 256
+    request_entries_bytes: int = 256 * 1024
+    max_streams: int = REQUEST_ENTRIES_HIGH_WATERMARK
+    max_drain: int = 2048
+    request_id_ttl: float = 8 * 3600.0
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
+    """Largest RequestUpdate data (one STATE entry) accepted; larger ones are answered
+    with the spec's final failure (status false, no 3rd frame). The ROUTER's
+    ``ZMQ_MAXMSGSIZE`` follows from it (:func:`dafka.raft.guard.router_frame_limit`).
+    Give every peer of a cluster the same value."""
+
+
+class PeerState:
+    """The attributes the parts of :class:`~dafka.raft.peer.RaftPeer` share."""
+
+    id: str
+    cluster: bytes
+    options: PeerOptions
+    data_dir: Path
+    sm: StateMachine
+    curve: RaftCurve | None
+    core: RaftCore
+    storage: FileStorage
+    router: zmq.Socket[Any]
+    pub: zmq.Socket[Any] | None
+    _bad: BadInput
+    _snapshot_size: int
+    """Bytes of the state machine snapshot in storage (RequestLogInfo reports it)."""
+
+    def _reply(self, envelope: tuple[bytes, ...], id_frame: bytes, response: Any) -> None:
+        """Send a client RPC answer (a wire message of :mod:`dafka.raft.wire`) on the ROUTER."""
+        frames = [*envelope, id_frame, *response.encode()[1:]]
+        try:
+            self.router.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            log.debug("raft.peer.reply_dropped")
