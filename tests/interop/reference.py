@@ -11,7 +11,8 @@ reason to fail).
 dafka.cli.raft peer``) or the reference's (``node bin/zmq-raft.js -c CONFIG``), kills
 and restarts them, and reads every peer's log from disk once it is stopped: ours with
 :class:`~dafka.raft.storage.FileStorage`, the reference's with its own ``FileLog``
-(``reference/dump-log.js``). Used by ``tests/interop/test_raft_mixed.py`` and
+(``reference/dump-log.js``). Used by ``tests/interop/test_raft_mixed.py``,
+``tests/integration/test_raft_reference.py`` and
 ``benchmarks/raft.py``. Set ``DAFKA_ZMQ_RAFT_DEBUG=1`` to run reference peers with
 ``DEBUG=zmq-raft:*`` (their debug lines go to their stderr).
 """
