@@ -230,41 +230,73 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     ),
     "metadata command signature": (
         "dafka.metadata.state",
-        "MetadataStateMachine._open_signed",
+        "MetadataStateMachine._check_signed",
         "        if not identity.verify(",
         "        if False and identity.verify(",
     ),
     "metadata admin list": (
         "dafka.metadata.state",
-        "MetadataStateMachine._open_signed",
+        "MetadataStateMachine._check_signed",
         "        if signer not in self.admins:",
         "        if False:",
     ),
     "metadata replay memory": (
         "dafka.metadata.state",
-        "MetadataStateMachine._open_signed",
+        "MetadataStateMachine._check_signed",
         "        if digest in self.replays:",
         "        if False:",
     ),
     "metadata replay window": (
         "dafka.metadata.state",
-        "MetadataStateMachine._open_signed",
+        "MetadataStateMachine._check_signed",
         "        if not base <= self.revision <= base + REPLAY_WINDOW:",
         "        if False:",
     ),
-    "metadata refuses unsigned changes": (
-        "dafka.metadata.state",
-        "MetadataStateMachine._apply_unsigned",
-        '            raise ConfigError(f"unsigned command {op!r} refused: sign it with an admin key")',
-        "            self._apply(cmd)",
+    "metadata refuses unsigned changes": [
+        (
+            "dafka.metadata.state",
+            "MetadataStateMachine._check_unsigned",
+            '            raise ConfigError(f"unsigned command {op!r} refused: sign it with an admin key")',
+            "            pass",
+        ),
+        (
+            "dafka.metadata.state",
+            "MetadataStateMachine._apply_unsigned",
+            '            self._apply({"op": "topic.create", "topic": cmd.get("topic"), "settings": {}})',
+            "            self._apply(cmd)",
+        ),
+    ],
+    "metadata unsigned creation takes defaults only": [
+        (
+            "dafka.metadata.state",
+            "MetadataStateMachine._check_unsigned",
+            '        elif op == "topic.create" and not cmd.get("settings"):',
+            '        elif op == "topic.create":',
+        ),
+        (
+            "dafka.metadata.state",
+            "MetadataStateMachine._apply_unsigned",
+            '            self._apply({"op": "topic.create", "topic": cmd.get("topic"), "settings": {}})',
+            "            self._apply(cmd)",
+        ),
+    ],
+    "leader admits only admin-signed metadata writes": (
+        "dafka.raft.clientservice",
+        "ClientService._admitted",
+        "            if reason is None:",
+        "            if True:",
     ),
-    "metadata unsigned creation takes defaults only": (
+    "tower wires metadata admission into its Raft peer": (
+        "tower.metadata",
+        "TowerNode.__init__",
+        "            admit=self.sm.admission,",
+        "            admit=None,",
+    ),
+    "metadata admission refuses what apply refuses": (
         "dafka.metadata.state",
-        "MetadataStateMachine._apply_unsigned",
-        '        elif op == "topic.create" and not cmd.get("settings"):',
-        '        elif op == "topic.create":',
-        '            self._apply({"op": "topic.create", "topic": topic, "settings": {}})',
-        "            self._apply(cmd)",
+        "MetadataStateMachine.admission",
+        "            return str(exc)",
+        "            return None",
     ),
     "tower detects a lost admin bootstrap": (
         "tower.metadata",
@@ -274,7 +306,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     ),
     "metadata admins.init only without admins": (
         "dafka.metadata.state",
-        "MetadataStateMachine._apply_unsigned",
+        "MetadataStateMachine._check_unsigned",
         "            if self.admins:",
         "            if False:",
     ),
@@ -789,6 +821,17 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "metadata unsigned creation takes defaults only": (
         "tests/unit/test_attacks_metadata.py::test_unsigned_commands_change_nothing",
+    ),
+    "leader admits only admin-signed metadata writes": (
+        "tests/unit/test_attacks_metadata.py::test_a_leader_with_the_admission_hook_appends_no_unsigned_or_non_admin_update",
+        "tests/integration/test_attacks_metadata.py::test_raw_updates_from_an_attacker_are_not_appended",
+    ),
+    "tower wires metadata admission into its Raft peer": (
+        "tests/integration/test_attacks_metadata.py::test_raw_updates_from_an_attacker_are_not_appended",
+    ),
+    "metadata admission refuses what apply refuses": (
+        "tests/unit/test_attacks_metadata.py::test_admission_refuses_what_apply_refuses_for_its_sender",
+        "tests/unit/test_attacks_metadata.py::test_a_leader_with_the_admission_hook_appends_no_unsigned_or_non_admin_update",
     ),
     "tower detects a lost admin bootstrap": (
         "tests/integration/test_attacks_metadata.py::test_a_tower_that_loses_the_bootstrap_race_stops",

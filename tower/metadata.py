@@ -10,6 +10,12 @@ with them once the group has a leader and the metadata lists no admin yet. If an
 the tower stops with an error (someone else set up the group). A one-tower group
 started without admin keys makes one in its data directory (:func:`local_admin_key`), so
 a fresh group never waits unclaimed.
+
+Admission: the Raft peer's leader checks every new RequestUpdate with the replica's
+:meth:`~dafka.metadata.state.MetadataStateMachine.admission` before it proposes it, so a
+command the metadata would refuse for who sent it (unsigned, not signed by an admin,
+stale, replayed) is answered with a final failure and never appended to the log. The
+bootstrap's unsigned ``admins.init`` passes while the metadata has no admin.
 """
 
 from __future__ import annotations
@@ -70,6 +76,10 @@ class ObservedMetadata(MetadataStateMachine):
         with self._lock:
             super().restore(data)
             self._tell()
+
+    def admission(self, data: bytes) -> str | None:
+        with self._lock:
+            return super().admission(data)
 
     def _tell(self) -> None:
         listener = self._listener
@@ -295,6 +305,7 @@ class TowerNode:
             broadcast=_broadcast(address),
             options=options or PeerOptions(snapshot_every=1000),
             curve=curve,
+            admit=self.sm.admission,  # unsigned / non-admin commands never reach the log
         )
         self.relay = Tower(address)
 
@@ -338,8 +349,10 @@ class TowerNode:
                 try:
                     admins = decode_config(client.read([b"config"])).get("admins") or []
                     if not admins:
-                        client.update(command("admins.init", admins=self.admin_keys))
+                        # proposed even when the leader refuses it (another admins.init
+                        # was applied first): then the admins read next are someone else's
                         proposed = True
+                        client.update(command("admins.init", admins=self.admin_keys))
                         continue
                 except DafkaError as exc:
                     log.debug("tower.admin_bootstrap.retry error=%s", exc)

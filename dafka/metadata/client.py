@@ -10,7 +10,10 @@ Every change is signed with an admin key (:mod:`.signing`): ``admin`` is an
 ``.dafka/admin.key``, loaded at the first change (reads need no key). After the change is
 committed the client reads the metadata again and raises the state machine's reason if
 it refused the change (not an admin, stale, ...): a change is reported done only when
-the metadata applied it.
+the metadata applied it. Before sending, the client asks the check the towers' Raft
+leader applies (:meth:`~dafka.metadata.state.MetadataStateMachine.admission`) against
+the metadata it just read, so a key that is not an admin gets one clear error and sends
+nothing (the leader would refuse it with the ØMQ RAFT protocol's bare final failure).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..security.curve_keys import curve_public_z85
 from ..security.identity import Identity
 from .signing import check_public_key, load_admin_key
 from .state import (
+    MetadataStateMachine,
     check_cluster_settings,
     check_settings,
     decode_config,
@@ -152,6 +156,10 @@ class MetadataClient:
         data, cmd_id = signed_command(
             self.admin_key(), self.cluster, int(config["revision"]), op, **fields
         )
+        # the leader's admission check, here first (same code): one clear error, nothing sent
+        refused = MetadataStateMachine.from_view(config, self.cluster).admission(data)
+        if refused is not None:
+            raise ConfigError(f"this admin key cannot change the metadata: {refused}")
         try:
             index = self.raft.update(data)
         except DafkaTimeout:

@@ -32,6 +32,9 @@ no-op (every peer decides the same), counted in ``rejected`` and logged (rate-li
 Every applied change is recorded with its signer (``changes``, the last
 :data:`CHANGES_KEPT`; ``by`` is None for the two unsigned commands); signed commands
 refused are listed in ``refused`` with the reason, so the admin client can say why.
+The leader checks the same rules before it appends a command to the log
+(:meth:`MetadataStateMachine.admission`, wired into the Raft peer by the tower), so a
+command refused for who sent it normally never reaches the log at all.
 
 Versioning: a command names the version of the command format it was written in
 (``v``). This machine applies every version up to :data:`COMMAND_VERSION`; unknown
@@ -317,8 +320,8 @@ class MetadataStateMachine:
         self.revision += 1
         return None
 
-    def _decode(self, data: bytes) -> dict[str, Any] | None:
-        """A command of a version we know; None (counted) for a newer one."""
+    def _decode(self, data: bytes, count: bool = True) -> dict[str, Any] | None:
+        """A command of a version we know; None (counted unless not ``count``) for a newer one."""
         cmd = _unpack(data)
         if not isinstance(cmd, dict):
             raise ConfigError("a command is a map")
@@ -326,22 +329,37 @@ class MetadataStateMachine:
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise ConfigError(f"bad command version {version!r}")
         if version > COMMAND_VERSION:
-            self.skipped_newer += 1
-            self.last_error = f"command version {version} is newer than {COMMAND_VERSION}"
+            if count:
+                self.skipped_newer += 1
+                self.last_error = f"command version {version} is newer than {COMMAND_VERSION}"
             return None
         return cmd
 
     def _open_signed(self, envelope: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        """(signer, command) of an envelope whose signature, key, base and id pass."""
+        """(signer, command) of an envelope whose signature, key, base and id pass; the
+        command is remembered against replays."""
+        signer, cmd, digest = self._check_signed(envelope)
+        if cmd is not None:
+            self.replays[digest] = cmd["base"]
+            self._forget_replays()
+        return signer, cmd
+
+    def _check_signed(
+        self, envelope: dict[str, Any], count: bool = True
+    ) -> tuple[str, dict[str, Any] | None, bytes]:
+        """(signer, command or None for a newer version, replay digest) of an envelope whose
+        signature, key, base and id pass; ConfigError names the first that does not.
+        Changes nothing but the id noted for :meth:`_reject` (and the newer-version count)."""
         sealed = open_envelope(envelope)
         if not identity.verify(
             sealed.signer, signed_bytes(self.cluster_name, sealed.command), sealed.signature
         ):
             raise ConfigError("bad signature on a metadata command")
         signer = sealed.signer.hex()
-        cmd = self._decode(sealed.command)
+        digest = hashlib.blake2b(sealed.signer + sealed.command, digest_size=16).digest()
+        cmd = self._decode(sealed.command, count)
         if cmd is None:
-            return signer, None
+            return signer, None, digest
         cmd_id, base = cmd.get("id"), cmd.get("base")
         if not isinstance(cmd_id, bytes) or len(cmd_id) != ID_BYTES:
             raise ConfigError(f"a signed command needs an id of {ID_BYTES} bytes")
@@ -356,12 +374,9 @@ class MetadataStateMachine:
                 f"stale command: written at revision {base}, the metadata is at "
                 f"{self.revision} (a command applies within {REPLAY_WINDOW} changes)"
             )
-        digest = hashlib.blake2b(sealed.signer + sealed.command, digest_size=16).digest()
         if digest in self.replays:
             raise ConfigError("replayed command: it was applied or refused before")
-        self.replays[digest] = base
-        self._forget_replays()
-        return signer, cmd
+        return signer, cmd, digest
 
     def _forget_replays(self) -> None:
         horizon = self.revision - REPLAY_WINDOW
@@ -372,20 +387,71 @@ class MetadataStateMachine:
             del self.replays[digest]
 
     def _apply_unsigned(self, cmd: dict[str, Any]) -> None:
+        self._check_unsigned(cmd)
+        if cmd.get("op") == "admins.init":
+            self.admins = _admin_list(cmd.get("admins"))
+        else:
+            self._apply({"op": "topic.create", "topic": cmd.get("topic"), "settings": {}})
+
+    def _check_unsigned(self, cmd: dict[str, Any]) -> None:
+        """ConfigError unless ``cmd`` is one of the two unsigned commands, taken now."""
         op = cmd.get("op")
         if op == "admins.init":
             if self.admins:
                 raise ConfigError("the metadata has admins already: admins.init is refused")
-            self.admins = _admin_list(cmd.get("admins"))
         elif op == "topic.create" and not cmd.get("settings"):
-            topic = cmd.get("topic")
             if not self.cluster.get("auto_create", True):
                 raise ConfigError("unsigned topic.create refused: auto_create is off")
             if len(self.topics) >= MAX_AUTO_TOPICS:
                 raise ConfigError(f"unsigned topic.create refused: {MAX_AUTO_TOPICS} topics")
-            self._apply({"op": "topic.create", "topic": topic, "settings": {}})
+            topic = cmd.get("topic")
+            if not isinstance(topic, str):
+                raise ConfigError("no topic named")
+            check_topic(topic)
+            if topic in self.topics:  # the leader refuses it too, so a flood costs no log
+                raise ConfigError(f"topic {topic!r} already exists")
         else:
             raise ConfigError(f"unsigned command {op!r} refused: sign it with an admin key")
+
+    # -- admission: who may append to the metadata log ---------------------------------------
+
+    def admission(self, data: bytes) -> str | None:
+        """Why RequestUpdate ``data`` must not be appended to the metadata log, or None.
+
+        The Raft leader asks before it proposes (``RaftPeer(admit=...)``, as the tower wires
+        it), so that a command :meth:`apply_data` would refuse for *who* sent it never costs
+        every tower's disk. The rules are :meth:`apply_data`'s, by the same code, against
+        this replica's state: the signature over this cluster's name, the signer one of the
+        admins, the base revision within the window, no replay; unsigned, only the two
+        commands it takes (``admins.init`` while there is no admin, a default
+        ``topic.create`` while ``auto_create`` is on). Two differences, both stricter: a
+        command of a newer version than this machine knows (which apply skips) is admitted
+        only signed by an admin, and not at all unsigned, since it cannot be checked.
+        *What* a command does (an unknown topic, a bad setting) is still decided when it is
+        applied. Changes nothing."""
+        try:
+            cmd = self._decode(data, count=False)
+            if cmd is None:
+                return "a command of a newer format than this leader knows: upgrade the towers"
+            if cmd.get("op") != "signed":
+                self._check_unsigned(cmd)
+                return None
+            signer, inner, _ = self._check_signed(cmd, count=False)
+            if inner is None and signer not in self.admins:
+                raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}")
+        except (ConfigError, WireError) as exc:
+            return str(exc)
+        finally:
+            self._cmd_id = None
+        return None
+
+    @classmethod
+    def from_view(cls, view: Mapping[str, Any], cluster: str) -> MetadataStateMachine:
+        """A replica holding ``view`` (what :meth:`view` returned, e.g. a client's read), to
+        ask :meth:`admission` about a command before sending it."""
+        sm = cls(cluster=cluster)
+        sm.restore(_pack(dict(view)))
+        return sm
 
     def _record(self, cmd: dict[str, Any], signer: str | None) -> None:
         change: dict[str, Any] = {

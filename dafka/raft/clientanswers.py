@@ -54,9 +54,12 @@ def decide_update(frames: list[bytes]) -> tuple[Outcome, Any]:
     if status is w.UpdateStatus.NOT_LEADER:
         return Outcome.REDIRECT, resp.leader
     # the spec's one final failure: an expired reqid, or (Dafka peers) data over their cap
+    # or refused by the leader's admission check (RaftPeer admit=, which logs why)
     return Outcome.FAIL, RaftError(
-        "the cluster refused the update: its reqid expired, or its data is over the"
-        " peers' size limit (PeerOptions.max_entry_bytes, 1 MiB by default)"
+        "the cluster refused the update: its reqid expired, its data is over the"
+        " peers' size limit (PeerOptions.max_entry_bytes, 1 MiB by default), or the"
+        " leader's admission check refused it (for the metadata: not signed by an admin"
+        " key; the leader logs the reason)"
     )
 
 

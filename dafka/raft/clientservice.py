@@ -8,7 +8,9 @@ the Ready that carries what they depend on was persisted. Shared state:
 :class:`~dafka.raft.peerstate.PeerState`; the wire forms: :mod:`dafka.raft.clientrpc`.
 
 * RequestConfig, RequestLogInfo: answered by any peer at once.
-* RequestUpdate: the leader proposes (every RequestUpdate of one loop turn as one batch,
+* RequestUpdate: the leader checks it with the host's ``admit`` hook, if any (refused:
+  the spec's final failure, status false with no 3rd frame, and nothing is appended),
+  then proposes (every RequestUpdate of one loop turn as one batch,
   ``RaftCore.propose_many``: one log write, one fsync); the answer (committed LOG INDEX)
   is sent once the entry is applied; "accepted, not committed" keep-alives every
   ~250 ms while it waits; NOT_LEADER (with the hint) on a follower or when leadership is
@@ -73,6 +75,8 @@ class DispatchStatus:
 
 
 _KEEPALIVE_AFTER = 0.25
+_HELD_UPDATES = 10_000
+"""RequestUpdates a new leader holds until its state machine can check them."""
 _TRUE = b"\x01"
 
 
@@ -217,6 +221,13 @@ class ClientService(PeerState):
         """Propose every RequestUpdate of the drain as one batch (one log write, one fsync)."""
         core, batch = self.core, self._updates
         self._updates = []
+        if self.admit is not None and core.is_leader:
+            if not core.applied_in_term and len(batch) <= _HELD_UPDATES:
+                self._updates = batch  # a new leader: admit once its state machine caught up
+                return
+            batch = self._admitted(batch)
+            if not batch:
+                return
         try:
             results = core.propose_many([(data, reqid) for _, reqid, data in batch], time.time())
         except (NotLeader, ProposalDropped) as exc:
@@ -237,6 +248,33 @@ class ClientService(PeerState):
                 self._answer_waiter(waiter)
             else:
                 self._waiters.setdefault(result.index, []).append(waiter)
+
+    def _admitted(
+        self, batch: list[tuple[tuple[bytes, ...], bytes, bytes]]
+    ) -> list[tuple[tuple[bytes, ...], bytes, bytes]]:
+        """The updates ``admit`` lets through; the others are answered with the spec's final
+        failure (status false, no 3rd frame), logged and counted (``update-refused``) and
+        never appended. A resend of an update the log holds skips the check: it is answered
+        from the log, as before. Until this leader's state machine applied an entry of its
+        term its view may be older than what a client read, so the check waits for that
+        (the updates are held; over :data:`_HELD_UPDATES`, checked against what it has)."""
+        admit, core = self.admit, self.core
+        assert admit is not None
+        kept = []
+        for envelope, reqid, data in batch:
+            if core.holds(reqid):
+                kept.append((envelope, reqid, data))
+                continue
+            try:
+                reason = admit(data)
+            except Exception as exc:  # a failing check refuses (fail closed), never stops us
+                reason = f"the admission check failed: {exc!r}"
+            if reason is None:
+                kept.append((envelope, reqid, data))
+                continue
+            self._bad("update-refused", f"reqid={reqid.hex()} bytes={len(data)} reason={reason}")
+            self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
+        return kept
 
     def _on_config_update(
         self,

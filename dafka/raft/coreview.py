@@ -15,7 +15,9 @@ class CoreView:
     """Read-only properties and queries of the core; see the module docstring."""
 
     role: Role
+    term: int
     _applied: int
+    _reqids: dict[bytes, tuple[int, int]]
     _log: RaftLog
     _snapshot: SnapshotMeta
     _configs: list[tuple[int, ClusterConfig]]
@@ -39,6 +41,16 @@ class CoreView:
     @property
     def applied(self) -> int:
         return self._applied
+
+    @property
+    def applied_in_term(self) -> bool:
+        """A leader whose state machine applied an entry of its own term (its first entry):
+        from then on the state machine holds everything any earlier leader acknowledged."""
+        return self.role is Role.LEADER and self._log.term(self._applied) == self.term
+
+    def holds(self, reqid: bytes) -> bool:
+        """An entry proposed with ``reqid`` is in the log (a resend is answered from it)."""
+        return reqid in self._reqids
 
     @property
     def first_index(self) -> int:

@@ -63,7 +63,7 @@ from .curve import RaftCurve, RaftZap
 from .frames import RaftWireError
 from .guard import SUBSCRIPTION_FRAME_BYTES, BadInput, check_entry_limit, router_frame_limit
 from .membership import all_peers
-from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, PeerOptions
+from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, Admit, PeerOptions
 from .peertransport import PeerTransport
 from .pipeline import appends_first, split_durable
 from .ready import Ready, Role
@@ -122,6 +122,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
     directory holds a log or a snapshot, the configuration comes from there and
     ``peers`` only seeds the URLs.
 
+    ``admit``: the leader's check of every new RequestUpdate before it is proposed
+    (:data:`~dafka.raft.peerstate.Admit`); the Raft layer knows nothing of what the data
+    means, the host does (the tower checks metadata commands' admin signatures).
+
     Use :meth:`start` (a thread) and :meth:`stop`, or :meth:`run` on a thread of your own.
     """
 
@@ -140,6 +144,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         options: PeerOptions | None = None,
         context: zmq.Context[Any] | None = None,
         curve: RaftCurve | None = None,
+        admit: Admit | None = None,
     ) -> None:
         if not peer_id:
             raise ConfigError("a peer needs a non-empty id")
@@ -166,6 +171,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             raise ConfigError("a joining peer needs the current peers (--peer)")
         self._initial = ClusterConfig(voters)
         self.curve = curve
+        self.admit = admit
         if curve is not None:
             missing = sorted(p.id for p in voters if p.id not in curve.peer_keys)
             if missing:

@@ -21,6 +21,7 @@ sets its own in its ``_init_*`` method. Nothing here does IO.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,18 @@ from .guard import BadInput
 from .statemachine import StateMachine
 from .storage import FileStorage
 
-__all__ = ["PeerOptions", "PeerState", "REQUEST_ENTRIES_HIGH_WATERMARK"]
+__all__ = ["Admit", "PeerOptions", "PeerState", "REQUEST_ENTRIES_HIGH_WATERMARK"]
 
 log = logging.getLogger(__name__)
 
 REQUEST_ENTRIES_HIGH_WATERMARK = 8000
+
+Admit = Callable[[bytes], str | None]
+"""The leader's admission check of RequestUpdate data (``RaftPeer(admit=...)``): None to
+propose it, else why it is refused (logged and counted; the client gets the spec's final
+failure and nothing is appended). Called on the peer's loop thread, only on a leader whose
+state machine applied an entry of its term (:attr:`RaftCore.applied_in_term`), for data
+whose reqid the log does not hold yet; it may read the state machine."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +97,7 @@ class PeerState:
     data_dir: Path
     sm: StateMachine
     curve: RaftCurve | None
+    admit: Admit | None
     core: RaftCore
     storage: FileStorage
     router: zmq.Socket[Any]

@@ -2,8 +2,9 @@
 
 An attacker who can reach a tower's Raft port sends raw RequestUpdates (an
 unsigned ``store.trust``, one signed by its own key, a replay of an admin's
-command): they are committed to the log, but the state machine applies none of
-them, and ``dafka stores list`` does not change. The admin's signed commands apply.
+command): the leader refuses them before appending (its admission check, the same
+rules the state machine applies), so the log's last index does not move, nothing is
+applied, and ``dafka stores list`` does not change. The admin's signed commands apply.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from dafka.config import TowerAddress
+from dafka.errors import RaftError
 from dafka.metadata import MetadataClient
 from dafka.metadata.client import raft_url
 from dafka.metadata.state import command, signed_command
@@ -45,20 +48,16 @@ def stores_list(tower: Tower) -> list[str]:
     return bytes(proc.stdout).decode().split()
 
 
-def raw(tower: Tower) -> RaftClient:
+def raw_url(tower: Tower) -> str:
     host, port = tower.address.split(":")
-    from dafka.config import TowerAddress
-
-    return RaftClient([raft_url(TowerAddress(host, int(port)))], "dafka", timeout=10)
+    return raft_url(TowerAddress(host, int(port)))
 
 
-def applied(tower: Tower, index: int) -> dict:
-    """The configuration once the tower applied log index ``index``."""
-    with MetadataClient(tower.address) as admin:
-        return admin.config()  # linearizable: reads after every committed entry
+def raw(tower: Tower) -> RaftClient:
+    return RaftClient([raw_url(tower)], "dafka", timeout=10)
 
 
-def test_raw_updates_from_an_attacker_are_committed_but_not_applied(tower: Tower) -> None:
+def test_raw_updates_from_an_attacker_are_not_appended(tower: Tower) -> None:
     before = stores_list(tower)
     assert EVIL_STORE not in before
     with raw(tower) as client, MetadataClient(tower.address) as admin:
@@ -72,21 +71,26 @@ def test_raw_updates_from_an_attacker_are_committed_but_not_applied(tower: Tower
             command("admins.init", admins=[ATTACKER.public_key.hex()]),
             command("cluster.set", settings={"auto_create": False}),
         ]
+        last = client.log_info(raw_url(tower), timeout=5).last_index
         for data in attacks:
-            index = client.update(data)
-            assert index > 0  # the leader took it into the log
-        config = applied(tower, index)
+            # the leader refuses it with the protocol's final failure: nothing appended
+            with pytest.raises(RaftError, match="admission check refused it"):
+                client.update(data)
+            assert client.log_info(raw_url(tower), timeout=5).last_index == last
+        config = admin.config()
         assert EVIL_STORE not in config["stores"]
         assert config["admins"] == [ADMIN.public_key.hex()]
         assert config["cluster"]["auto_create"] is True
         assert config["revision"] == base
     assert stores_list(tower) == before
-    # the admin's own command, sent the same raw way, is applied
+    # the tower said why, one rate-limited key=value line
+    tower.proc.wait_line(r"raft\.peer\.refused id=\S+ kind=update-refused count=\d+ ", timeout=5)
+    # the admin's own command, sent the same raw way, is appended and applied
     with raw(tower) as client, MetadataClient(tower.address) as admin:
         data, _ = signed_command(
             ADMIN, "dafka", admin.config()["revision"], "store.trust", store=GOOD_STORE
         )
-        client.update(data)
+        assert client.update(data) > last
     assert GOOD_STORE in stores_list(tower)
 
 
@@ -104,15 +108,21 @@ def test_a_replayed_admin_command_does_not_undo_a_newer_change(tower: Tower) -> 
         client.update(revoke)
         wait_until(lambda: admin.describe("replayed")["min_acks"] == 1, 10, what="the change")
         admin.alter_topic("replayed", {"min_acks": 3})
-        client.update(revoke)  # captured on the wire, sent again
+        with pytest.raises(RaftError, match="admission check refused it"):
+            client.update(revoke)  # captured on the wire, sent again: the leader knows it
         assert admin.describe("replayed")["min_acks"] == 3
 
 
 def test_dafka_with_a_key_that_is_not_an_admin_is_refused(tower: Tower, tmp_path: Path) -> None:
     evil = tmp_path / "evil.key"
     create_file(evil, ATTACKER, what="admin key")
-    proc = dafka(tower, "stores", "trust", EVIL_STORE, "--admin-key", str(evil))
-    assert_one_line_error(proc, 2, "the metadata refused the change: key")
+    with raw(tower) as client:
+        last = client.log_info(raw_url(tower), timeout=5).last_index
+        proc = dafka(tower, "stores", "trust", EVIL_STORE, "--admin-key", str(evil))
+        # checked before sending, as the leader would: one line, and nothing sent
+        error = "this admin key cannot change the metadata: key "
+        assert_one_line_error(proc, 2, error + ATTACKER.public_key.hex() + " is not an admin")
+        assert client.log_info(raw_url(tower), timeout=5).last_index == last
     assert EVIL_STORE not in stores_list(tower)
     missing = tmp_path / "none.key"
     proc = dafka(tower, "stores", "trust", EVIL_STORE, env={"DAFKA_ADMIN_KEY": str(missing)})

@@ -2,17 +2,23 @@
 
 Every test drives :class:`MetadataStateMachine` with real signed envelopes and checks
 that an attacker's command changes nothing (the configuration is the same before and
-after, except the list of refusals), while the admin's own command is applied.
+after, except the list of refusals), while the admin's own command is applied. The last
+ones check the leader's admission (:meth:`MetadataStateMachine.admission`, the tower's
+``admit`` hook of its Raft peer): such a command is not even appended to the log.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgpack
+import zmq
 
 from dafka.metadata.signing import seal
 from dafka.metadata.state import REPLAY_WINDOW, MetadataStateMachine, command, signed_command
+from dafka.raft.peer import RaftPeer
+from dafka.raft.reqid import ReqIdGenerator
 from dafka.security.identity import Identity
 from tests.admin import ADMIN, ADMIN_HEX, ATTACKER, admin_sm, signed
 
@@ -158,3 +164,104 @@ def test_the_signer_of_every_change_is_recorded_and_admins_rotate() -> None:
         ("store.trust", new.public_key.hex()),
     ]
     assert sm.view()["admins"] == [new.public_key.hex()]
+
+
+# -- admission: the leader refuses before appending (issue 10) -----------------------------
+
+
+def _admission(sm: MetadataStateMachine, data: bytes) -> str | None:
+    """``sm.admission(data)``, checking that asking changed nothing."""
+    before = (_state(sm), sm.view()["refused"], sm.rejected, sm.skipped_newer)
+    reason = sm.admission(data)
+    assert (_state(sm), sm.view()["refused"], sm.rejected, sm.skipped_newer) == before
+    return reason
+
+
+def test_admission_refuses_what_apply_refuses_for_its_sender() -> None:
+    sm = _victim()
+    for op, fields in ATTACKS:
+        assert "unsigned" in (_admission(sm, command(op, **fields)) or ""), op
+        by_attacker = signed(sm, op, by=ATTACKER, **fields)
+        assert "is not an admin" in (_admission(sm, by_attacker) or ""), op
+    good, _ = signed_command(ADMIN, "dafka", sm.revision, "topic.alter", topic="ev", settings={})
+    env = msgpack.unpackb(good, raw=False)
+    env["cmd"] = command("store.trust", base=sm.revision, id=b"\1" * 16, store=ATTACKER_STORE)
+    assert "bad signature" in (_admission(sm, msgpack.packb(env, use_bin_type=True)) or "")
+    other_cluster, _ = signed_command(ADMIN, "staging", sm.revision, "store.trust", store="0" * 32)
+    assert "bad signature" in (_admission(sm, other_cluster) or "")
+    assert "stale" in (_admission(sm, signed_command(ADMIN, "dafka", 99, "x")[0]) or "")
+    assert "has admins already" in (
+        _admission(sm, command("admins.init", admins=[ADMIN_HEX])) or ""
+    )
+    # an admin's command is admitted (what it does is decided on apply), and so is the
+    # default topic creation while auto_create is on
+    assert _admission(sm, signed(sm, "store.trust", store=ATTACKER_STORE)) is None
+    assert _admission(sm, signed(sm, "topic.delete", topic="no-such-topic")) is None
+    assert _admission(sm, command("topic.create", topic="auto", settings={})) is None
+    # but not an unsigned creation that would change nothing: a flood of them costs no log
+    assert "already exists" in (_admission(sm, command("topic.create", topic="ev")) or "")
+    assert "NUL" in (_admission(sm, command("topic.create", topic="a\0b")) or "")
+    # once applied, the same bytes are a replay
+    trust = signed(sm, "store.trust", store="0" * 32)
+    assert sm.apply_data(trust) is None
+    assert "replayed" in (_admission(sm, trust) or "")
+    # a newer format than we know: only from an admin, never unsigned
+    newer = msgpack.packb({"v": 2, "op": "store.trust", "store": ATTACKER_STORE})
+    assert _admission(sm, newer) is not None
+    inner = msgpack.packb({"v": 2, "op": "x", "base": sm.revision, "id": b"\3" * 16})
+    assert "is not an admin" in (_admission(sm, seal(ATTACKER, "dafka", inner)) or "")
+    assert _admission(sm, seal(ADMIN, "dafka", inner)) is None
+
+
+def test_admission_lets_the_bootstrap_through_once() -> None:
+    fresh = MetadataStateMachine(cluster="dafka")
+    init = command("admins.init", admins=[ADMIN_HEX])
+    assert _admission(fresh, init) is None
+    assert "no admin yet" in (_admission(fresh, signed(fresh, "store.trust", store="0" * 32)) or "")
+    assert fresh.apply_data(init) is None
+    assert "has admins already" in (_admission(fresh, init) or "")
+
+
+def test_a_leader_with_the_admission_hook_appends_no_unsigned_or_non_admin_update(
+    tmp_path: Path,
+) -> None:
+    """A Raft peer driven by hand (no thread, no client): raw RequestUpdate frames as the
+    ROUTER delivers them. Refused ones never reach the log; an admin's does."""
+    with zmq.Context() as probe:
+        sock = probe.socket(zmq.ROUTER)
+        port = sock.bind_to_random_port("tcp://127.0.0.1")
+        sock.close(0)
+    sm = admin_sm()
+    peer = RaftPeer(
+        "t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka", sm, admit=sm.admission
+    )
+    peer._setup()
+    try:
+        for _ in range(10 * peer.options.election_tick):
+            peer.core.tick()
+            peer._process_ready()
+            if peer.core.applied_in_term:
+                break
+        assert peer.core.applied_in_term
+        gen = ReqIdGenerator()
+
+        def send(data: bytes) -> int:
+            peer._on_router_frames([b"client", gen(), b"=", b"dafka", data])
+            peer._flush_updates()
+            peer._process_ready()
+            return peer.core.last_index
+
+        last = peer.core.last_index
+        for data in (
+            command("store.trust", store=ATTACKER_STORE),
+            signed(sm, "store.trust", by=ATTACKER, store=ATTACKER_STORE),
+            signed(sm, "admins.add", by=ATTACKER, key=ATTACKER.public_key.hex()),
+            command("admins.init", admins=[ATTACKER.public_key.hex()]),
+        ):
+            assert send(data) == last, "a refused update was appended"
+        assert peer._bad.counts["update-refused"] == 4
+        assert peer.storage.last_index == last
+        assert send(signed(sm, "store.trust", store="0" * 32)) == last + 1
+        assert sm.stores == {"0" * 32} and sm.admins == [ADMIN_HEX]
+    finally:
+        peer._teardown()
