@@ -30,6 +30,7 @@ import pytest
 import zmq
 
 from dafka.errors import ConfigError
+from dafka.metadata.state import command
 from dafka.raft.client import RaftClient
 from dafka.raft.frames import encode_config, encode_uint, encode_uint32
 from dafka.raft.peer import PeerOptions, RaftPeer
@@ -164,7 +165,9 @@ def test_tower_refuses_a_config_update_with_a_bad_url_and_keeps_serving(tmp_path
         with RaftClient([url], cluster, timeout=10) as client:
             with pytest.raises(ConfigError, match="Tcp://x:1"):
                 client.config_update([Peer(peer_id, url), Peer("evil", "Tcp://x:1")], timeout=5)
-            assert client.update(b"after the attack", timeout=10) > 0
+            # a write the tower's metadata admission takes (a default topic creation)
+            after = command("topic.create", topic="after-the-attack", settings={})
+            assert client.update(after, timeout=10) > 0
             assert [p.url for p in client.peer_config(url, timeout=5).peers or ()] == [url]
         assert tower.p.poll() is None
         assert tower.terminate(timeout=5) == 0  # SIGTERM ends it promptly
