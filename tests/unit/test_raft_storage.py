@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from dafka.errors import StorageError
 from dafka.raft import storage as storage_module
-from dafka.raft.storage import FileStorage, LoadedState, MemoryStorage
+from dafka.raft.memstorage import MemoryStorage
+from dafka.raft.storage import FileStorage, LoadedState
 from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
 
 CONFIG = ClusterConfig((Peer("a", "tcp://127.0.0.1:1"), Peer("b", "tcp://127.0.0.1:2")))
