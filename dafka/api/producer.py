@@ -536,6 +536,10 @@ class Producer:
         """``count`` records of ``size`` bytes were acknowledged."""
         self._budget.released(count, size)
 
+    def _io_stopped(self) -> None:
+        """The IO thread ended: ``send`` raises :class:`ClosedError` instead of waiting."""
+        self._budget.io_stopped()
+
     def _rejected(self, count: int, size: int, error: BaseException) -> None:
         """``count`` records of ``size`` bytes failed: counted for ``flush`` and ``close``."""
         self._budget.rejected(count, size, error)

@@ -56,12 +56,13 @@ class UnackedBudget:
         self._failed = 0  # since the last flush
         self._first_error: BaseException | None = None
         self.closed = False
+        self._io_stopped = False  # the IO thread ended: nothing will be acknowledged
 
     def reserve(self, count: int, size: int) -> None:
         """Account for ``count`` records of ``size`` bytes; block or raise while full."""
         with self._lock:
-            if self.closed:
-                raise ClosedError("producer is closed")
+            if self.closed or self._io_stopped:
+                raise self._refusal()
             limit, most = self._limit, self._max_records
             if (self.unacked_bytes + size > limit or self.unacked + count > most) and self.unacked:
                 if not self._block:
@@ -73,10 +74,11 @@ class UnackedBudget:
                     (self.unacked_bytes + size > limit or self.unacked + count > most)
                     and self.unacked
                     and not self.closed
+                    and not self._io_stopped
                 ):
                     self._cond.wait(0.5)
-                if self.closed:
-                    raise ClosedError("producer is closed")
+                if self.closed or self._io_stopped:
+                    raise self._refusal()
             self.unacked_bytes += size
             self.unacked += count
 
@@ -103,6 +105,18 @@ class UnackedBudget:
             failed, error = self._failed, self._first_error
             self._failed, self._first_error = 0, None
         return failed, error
+
+    def _refusal(self) -> ClosedError:
+        if self.closed:
+            return ClosedError("producer is closed")
+        return ClosedError("producer IO thread has stopped")
+
+    def io_stopped(self) -> None:
+        """The IO thread ended (stopped or crashed): ``reserve`` raises from now on,
+        and every ``reserve`` waiting for room wakes and raises."""
+        with self._cond:
+            self._io_stopped = True
+            self._cond.notify_all()
 
     def close(self) -> None:
         """Take no more records; wake every ``reserve`` waiting for room."""

@@ -305,3 +305,4 @@ class _ProducerHandler:
         while self.queue:
             _, _, _, fut = self.queue.popleft()
             fut.fail(error)
+        self.p._io_stopped()
