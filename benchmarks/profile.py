@@ -27,7 +27,7 @@ AREAS = [
     ("profiles (adapter)", ("dafka/profiles",)),
     ("IO shell", ("dafka/io/",)),
     ("effects/records", ("dafka/core/effects",)),
-    ("facades", ("dafka/api/producer.py", "dafka/api/consumer.py", "dafka/api/store.py")),
+    ("facades", ("dafka/api/producer", "dafka/api/consumer.py", "dafka/api/store.py")),
     ("futures/locks", ("dafka/futures", "threading.py")),
     ("benchmark harness", ("benchmarks/",)),
 ]

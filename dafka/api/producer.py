@@ -22,29 +22,31 @@ sealed into signed batches (natural batching). Records may carry keys. With a
 ``state_dir`` the producer keeps its key, and so its partition, and its next
 offsets across restarts. Without one it is a new partition each run, like the
 C reference's producers.
+
+This module holds the facade (options, ``send``, ``flush``, ``close``, the metadata it
+follows); its parts live beside it: ``producer_setup.py`` (identity, journals, log,
+wire profile and trusted stores, opened before the producer starts),
+``producer_io.py`` (the IO thread's half: batching, the offset journal hand-off,
+publishing, futures resolved on ACK), ``producer_budget.py`` (the bound on
+unacknowledged records that ``send`` waits on, ``flush`` and ``close``'s accounting,
+:class:`CloseResult`) and ``producer_durable.py`` (durable mode: ``send`` returns once
+its records are in the log).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
-import time
-from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..config import NodeConfig, ProducerConfig, parse_trusted_stores
-from ..core import messages as m
-from ..core.effects import Acked, Outgoing, Publish, PublishRecords
-from ..core.messages import Message, Subscription
+from ..core.effects import Publish
 from ..core.producer import ProducerCore
 from ..core.read_guard import ReadView
 from ..core.recovery import DEFAULT_WAIT as RECOVERY_WAIT
 from ..errors import (
-    BufferFullError,
     ClosedError,
     ConfigError,
     DafkaTimeout,
@@ -52,320 +54,29 @@ from ..errors import (
     ProfileError,
     RecordTooLargeError,
     StorageError,
-    TopicDeletedError,
 )
-from ..futures import BatchFuture, LazyFuture, RecordFuture
-from ..ids import check_topic, new_node_id
-from ..io.metrics import DEFAULT_HOST, AckTimer, NodeMetrics, check_metrics_port
+from ..futures import BatchFuture, RecordFuture
+from ..ids import check_topic
+from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
 from ..io.node_metrics import producer_metrics
-from ..io.profiles import RFC46, Profile, SignedProfile
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
-from ..security.identity import Identity
-from ..storage.state_dir import StateDir
-from ..storage.wal import LoggedBatch, ProducerLog
+from ..storage.state_dir import OffsetJournal, StateDir
+from ..storage.wal import ProducerLog
 from ..wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES
 from .common import node_config
+from .producer_budget import CloseResult, UnackedBudget
+from .producer_durable import LogWait
+from .producer_io import _ProducerHandler, _Queued
+from .producer_setup import open_state, trusted_store_ids, wire_profile
 
 log = logging.getLogger(__name__)
 
 RFC46_MAX_IN_FLIGHT = 50_000
-ACKED_JOURNAL = "acked.journal"
-"""How far each topic is durable, written before the application is told."""
-WAL_FILE = "producer.wal"
-"""The durable producer's log of what it published and is not yet acknowledged."""
 
 __all__ = ["CloseResult", "Producer"]
-
-
-@dataclass(frozen=True, slots=True)
-class CloseResult:
-    """What :meth:`Producer.close` could account for, in records."""
-
-    acknowledged: int
-    """Records acknowledged over the producer's life."""
-    unacknowledged: int
-    """Records sent but not acknowledged when it closed; their futures failed with ClosedError."""
-    failed: int
-    """Records that failed after ``send`` accepted them (their futures carry the error)."""
-
-    @property
-    def complete(self) -> bool:
-        """True if every record sent was acknowledged."""
-        return not self.unacknowledged and not self.failed
-
-
-# queued by send()/send_many(): (topic, value or values, key or keys, future). One
-# tuple shape for both, told apart on the hot path by ``type(value) is list``, which
-# mypy does not narrow: hence the explained ignores where they are taken apart.
-_Queued = tuple[str, object, object, LazyFuture[Any]]
-# waiting for durability: (last offset, future, bytes, first offset or -1 for a single record)
-_Inflight = tuple[int, LazyFuture[Any], int, int]
-
-
-class _ProducerHandler:
-    """Runs on the IO thread: seals and publishes queued records, resolves futures on ACK."""
-
-    def __init__(self, producer: Producer, core: ProducerCore) -> None:
-        self.p = producer
-        self.core = core
-        self.queue: deque[_Queued] = deque()
-        self.inflight: dict[str, deque[_Inflight]] = {}
-        self.ack_timer: AckTimer | None = None
-        """Times publication to ACK for the metrics (``metrics_port``), or None."""
-
-    def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
-        """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
-        try:
-            effects = self.core.set_policy(stores, min_acks)
-        except ConfigError as exc:
-            log.warning("producer.metadata.rejected error=%s", exc)
-            return
-        self._durable([e for e in effects if type(e) is Acked])
-
-    def _topic_deleted(self, topic: str, revision: int) -> None:
-        """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
-        dropped = self.core.forget_unacked(topic)
-        if self.ack_timer is not None:
-            self.ack_timer.forget(topic)
-        pending = self.inflight.pop(topic, None) or deque()
-        error = TopicDeletedError(
-            f"topic {topic!r} was deleted (metadata revision {revision}) before the record "
-            "was acknowledged"
-        )
-        freed = freed_bytes = 0
-        for last, fut, size, first in pending:
-            fut.fail(error)
-            freed += 1 if first < 0 else last + 1 - first
-            freed_bytes += size
-        if freed:  # failed, not acknowledged: flush and close count them so
-            self.p._rejected(freed, freed_bytes, error)
-        wal = self.p._wal
-        if wal is not None:  # never re-published after a restart either
-            try:
-                wal.release({topic: self.core.next_offset(topic)})
-            except StorageError as exc:
-                log.warning("producer.log_release_failed error=%s", exc)
-        log.warning(
-            "producer.topic_deleted topic=%s revision=%d unacked=%d", topic, revision, dropped
-        )
-
-    def subscriptions(self) -> list[bytes]:
-        return self.core.subscriptions()
-
-    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
-        return []
-
-    def has_pending(self) -> bool:
-        return False
-
-    def accepting(self) -> bool:
-        return True
-
-    def on_commands(self, now: float) -> list[Outgoing]:
-        """Natural batching: everything queued since the last wake-up, per topic."""
-        queue = self.queue
-        if not queue or self.core.holds_publishing:
-            return []
-        by_topic: dict[str, tuple[list[bytes], list[bytes | None], list[tuple]]] = {}
-        keyed: set[str] = set()
-        popleft = queue.popleft
-        taken = len(queue)
-        for _ in range(taken):
-            topic, value, key, fut = popleft()
-            entry = by_topic.get(topic)
-            if entry is None:
-                entry = by_topic[topic] = ([], [], [])
-            values, keys, futures = entry
-            if type(value) is list:
-                n = len(value)
-                values.extend(value)
-                if key is None:
-                    keys.extend([None] * n)
-                else:
-                    keys.extend(key)  # type: ignore[arg-type]  # a list: see _Queued
-                    keyed.add(topic)
-                futures.append((n, fut, sum(map(len, value))))
-            else:
-                values.append(value)  # type: ignore[arg-type]  # bytes: see _Queued
-                keys.append(key)  # type: ignore[arg-type]  # bytes | None: see _Queued
-                if key is not None:
-                    keyed.add(topic)
-                futures.append((0, fut, len(value)))  # type: ignore[arg-type]  # see _Queued
-        journal = self.p._journal
-        if journal is not None:
-            # durable before anything is published: a restart never reuses an offset
-            journal.reserve_many(
-                {t: self.core.next_offset(t) + len(e[0]) for t, e in by_topic.items()}
-            )
-        stamp = time.time_ns() // 1_000_000
-        out: list[Outgoing] = []
-        for topic, (values, keys, futures) in by_topic.items():
-            try:
-                first, pubs = self.core.publish(
-                    topic, values, now, keys if topic in keyed else None, stamp
-                )
-            except Exception:  # send() checks sizes, so this is a defence: isolate the bad
-                first, pubs, futures = self._publish_apart(
-                    topic, values, keys if topic in keyed else None, futures, now, stamp
-                )
-                if not futures:
-                    continue
-            pending = self.inflight.get(topic)
-            if pending is None:
-                pending = self.inflight[topic] = deque()
-            offset = first
-            append = pending.append
-            for n, fut, size in futures:
-                if n:
-                    append((offset + n - 1, fut, size, offset))
-                    offset += n
-                else:
-                    append((offset, fut, size, -1))
-                    offset += 1
-            out.extend(pubs)
-            if self.ack_timer is not None:
-                self.ack_timer.published(topic, offset - 1)
-        if self.p._wal is not None:
-            self._log(out, taken)
-        return out
-
-    def _log(self, effects: list[Outgoing], taken: int) -> None:
-        """Durable mode: log what is about to be published (one fsync), then let the
-        ``send`` calls of the ``taken`` records return."""
-        wal = self.p._wal
-        assert wal is not None
-        batches: list[LoggedBatch] = []
-        for effect in effects:
-            if isinstance(effect, PublishRecords):
-                first = effect.first_offset
-                batches.extend(
-                    LoggedBatch(effect.topic, first + i, 1, content)
-                    for i, content in enumerate(effect.contents)
-                )
-            elif isinstance(effect.msg, m.Record):
-                rec = effect.msg
-                batches.append(LoggedBatch(rec.topic, rec.offset, rec.count, rec.content))
-        error: StorageError | None = None
-        try:
-            wal.append(batches)
-        except StorageError as exc:
-            error = exc
-            log.error("producer.log_failed error=%s", exc)
-        self.p._logged(taken, error)
-
-    def _publish_apart(
-        self,
-        topic: str,
-        values: list[bytes],
-        keys: list[bytes | None] | None,
-        futures: list[tuple],
-        now: float,
-        stamp: int,
-    ) -> tuple[int, list[Outgoing], list[tuple]]:
-        """Publish each send's records on their own; fail only the sends that do not seal.
-
-        Returns the first offset, the effects and the sends kept, whose offsets follow
-        on from the first (a failed send takes no offsets).
-        """
-        first = -1
-        out: list[Outgoing] = []
-        kept: list[tuple] = []
-        at = 0
-        for entry in futures:
-            n, fut, size = entry
-            count = n or 1
-            part_keys = keys[at : at + count] if keys is not None else None
-            try:
-                start, pubs = self.core.publish(
-                    topic, values[at : at + count], now, part_keys, stamp
-                )
-            except Exception as exc:
-                log.warning(
-                    "producer.record.rejected topic=%s records=%d error=%s", topic, count, exc
-                )
-                fut.fail(exc)
-                self.p._rejected(count, size, exc)
-            else:
-                if first < 0:
-                    first = start
-                out.extend(pubs)
-                kept.append(entry)
-            at += count
-        return first, out, kept
-
-    def on_messages(
-        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
-    ) -> list[Outgoing]:
-        out: list[Outgoing] = []
-        acked: dict[str, Acked] = {}
-        for msg in msgs:
-            for effect in self.core.handle(msg, now):
-                if isinstance(effect, Acked):
-                    acked[effect.topic] = effect
-                elif isinstance(effect, Publish | PublishRecords):
-                    out.append(effect)
-        if acked:
-            self._durable(list(acked.values()))
-        return out
-
-    def on_tick(self, now: float) -> list[Publish]:
-        return self.core.tick(now)
-
-    def _durable(self, acked: list[Acked]) -> None:
-        """Record how far each topic is durable, then tell the futures: a restart must
-        never declare an acknowledged offset a gap (``dafka.core.recovery``)."""
-        journal = self.p._acked_journal
-        if journal is not None:
-            try:
-                journal.reserve_many({a.topic: a.offset + 1 for a in acked})
-            except StorageError as exc:
-                log.error("producer.acked_journal_failed error=%s", exc)
-                return  # the futures stay pending; a later ACK tries again
-        for effect in acked:
-            self._resolve(effect)
-        wal = self.p._wal
-        if wal is not None:
-            try:
-                wal.release({a.topic: a.offset + 1 for a in acked})
-            except StorageError as exc:
-                log.warning("producer.log_release_failed error=%s", exc)
-
-    def _resolve(self, acked: Acked) -> None:
-        if self.ack_timer is not None:
-            self.ack_timer.acked(acked.topic, acked.offset)
-        pending = self.inflight.get(acked.topic)
-        if not pending:
-            return
-        freed_bytes = 0
-        freed = 0
-        durable = acked.offset
-        popleft = pending.popleft
-        while pending and pending[0][0] <= durable:
-            last, fut, size, first = popleft()
-            if first < 0:
-                fut.resolve(last)
-                freed += 1
-            else:
-                fut.resolve(range(first, last + 1))
-                freed += last + 1 - first
-            freed_bytes += size
-        if freed:
-            self.p._released(freed, freed_bytes)
-
-    def on_subscription(self, sub: Subscription, now: float) -> list[Publish]:
-        return []
-
-    def on_stop(self) -> None:
-        error = ClosedError("producer closed before the record was acknowledged")
-        for pending in self.inflight.values():
-            for _, fut, _, _ in pending:
-                fut.fail(error)
-        while self.queue:
-            _, _, _, fut = self.queue.popleft()
-            fut.fail(error)
 
 
 def _as_bytes(data: bytes | str | bytearray | memoryview, what: str) -> bytes:
@@ -438,93 +149,41 @@ class Producer:
         ).validate()
         nconf = node_config(towers, host, config=node)
         self._state: StateDir | None = None
-        self._journal = None
-        self._acked_journal = None
+        self._journal: OffsetJournal | None = None
+        self._acked_journal: OffsetJournal | None = None
         self._wal: ProducerLog | None = None
-        self._wal_cond = threading.Condition()
-        self._wal_seq = 0
-        self._wal_done = 0
-        self._wal_failed: deque[tuple[int, int, StorageError]] = deque(maxlen=256)
-        logged: list[tuple[str, int, int, bytes]] = []
-        next_offsets: dict[str, int] = {}
-        acked_offsets: dict[str, int] = {}
+        self._log_wait = LogWait()
         signed = self.config.profile == "signed"
         try:
-            identity: Identity | None = None
-            if self.config.state_dir is not None:
-                self._state = StateDir(self.config.state_dir)
-                self._state.pin_profile(self.config.profile)
-                if signed:
-                    identity = self._state.identity()
-                    node_id = identity.node_id
-                else:
-                    node_id = self._state.node_id()
-                self._journal = self._state.offset_journal()
-                next_offsets = self._journal.load()
-                self._acked_journal = self._state.offset_journal(ACKED_JOURNAL)
-                acked_offsets = self._acked_journal.load()
-                if durable:
-                    self._wal = ProducerLog(self._state.path / WAL_FILE)
-                    for b in self._wal.pending(acked_offsets):
-                        logged.append((b.topic, b.first, b.count, b.content))
-                    for topic, end in self._wal.ends().items():
-                        next_offsets[topic] = max(next_offsets.get(topic, 0), end)
-            elif signed:
-                identity = Identity.generate()
-                node_id = identity.node_id
-            else:
-                node_id = new_node_id()
-            wire: Profile = (
-                SignedProfile(
-                    identity,
-                    max_batch_records=self.config.max_batch_records,
-                    max_batch_bytes=self.config.max_batch_bytes,
-                )
-                if signed
-                else RFC46
-            )
-            trusted: tuple[str, ...] | None = self.config.trusted_stores or None
-            if self.config.trusts_any_store:
-                trusted = None
-                if self.config.trust_any_store is None:
-                    log.warning(
-                        "producer.trust_any_store id=%s: no trusted stores configured, so an "
-                        "ACK from any store whose signature verifies counts (fine for a local "
-                        "platform; pin stores with trusted_stores=[node IDs or public keys])",
-                        node_id,
-                    )
-                else:
-                    log.info("producer.trust_any_store id=%s", node_id)
+            opened = open_state(self.config, durable)
+            self._state = opened.state
+            self._journal = opened.journal
+            self._acked_journal = opened.acked_journal
+            self._wal = opened.wal
+            identity = opened.identity
+            node_id = opened.node_id
+            wire = wire_profile(self.config, identity)
+            trusted = trusted_store_ids(self.config, node_id)
             self.node_id = node_id
             self._core_trusted = trusted
             self._core = ProducerCore(
                 node_id,
-                next_offsets=next_offsets,
+                next_offsets=opened.next_offsets,
                 head_interval=self.config.head_interval,
                 profile=wire,
                 min_acks=self.config.min_acks,
                 trusted_stores=trusted,
-                acked_offsets=acked_offsets,
+                acked_offsets=opened.acked_offsets,
                 recovery_wait=recovery_wait,
-                logged=logged,
+                logged=opened.logged,
             )
             self._handler = _ProducerHandler(self, self._core)
-            self._lock = threading.Lock()  # the fast path takes the bare lock
-            self._cond = threading.Condition(self._lock)
-            self._unacked_bytes = 0
-            self._unacked = 0
-            self._acked_total = 0
-            self._failed_total = 0
-            self._failed = 0  # since the last flush
-            self._first_error: BaseException | None = None
-            self._closed = False
             self._close_result: CloseResult | None = None
             # what a record may weigh: the signed batch format's caps, or (rfc46, one
             # frame per record) the largest message a peer's socket accepts
             self._max_value = MAX_VALUE_BYTES if signed else nconf.max_message_size
             self._max_key = MAX_KEY_BYTES
             self._keys = wire.keys
-            self._limit = self.config.max_unacked_bytes
             # rfc46 sends one message per record: keep what is in flight well
             # below the sockets' high-water marks, or a burst overruns them and
             # turns into gap re-fetches (ACKs are the credit that paces us).
@@ -534,7 +193,11 @@ class Producer:
                 )
             if max_unacked_records <= 0:
                 raise ConfigError("max_unacked_records must be positive")
-            self._max_records = max_unacked_records
+            self._budget = UnackedBudget(
+                self.config.max_unacked_bytes,
+                max_unacked_records,
+                block=self.config.on_full != "raise",
+            )
             self._topics_ok: set[str] = set()
             self._max_record: dict[str, int] = {}
             """Per-topic record size caps from the metadata (topic -> bytes)."""
@@ -691,31 +354,6 @@ class Producer:
             "or use the signed profile"
         )
 
-    def _reserve(self, count: int, size: int) -> None:
-        """Account for ``count`` records of ``size`` bytes; block or raise while full."""
-        with self._lock:
-            if self._closed:
-                raise ClosedError("producer is closed")
-            limit, most = self._limit, self._max_records
-            if (
-                self._unacked_bytes + size > limit or self._unacked + count > most
-            ) and self._unacked:
-                if self.config.on_full == "raise":
-                    raise BufferFullError(
-                        f"{self._unacked} records ({self._unacked_bytes} bytes) await "
-                        "acknowledgement; is a store running?"
-                    )
-                while (
-                    (self._unacked_bytes + size > limit or self._unacked + count > most)
-                    and self._unacked
-                    and not self._closed
-                ):
-                    self._cond.wait(0.5)
-                if self._closed:
-                    raise ClosedError("producer is closed")
-            self._unacked_bytes += size
-            self._unacked += count
-
     def send(
         self,
         value: bytes | str,
@@ -742,7 +380,7 @@ class Producer:
         ):
             raise self._too_big(topic, size)
         fut = RecordFuture()
-        self._reserve(1, len(value))
+        self._budget.reserve(1, len(value))
         self._enqueue((topic, value, key, fut))
         return fut
 
@@ -782,7 +420,7 @@ class Producer:
         if not vals:
             fut.resolve(range(0))
             return fut
-        self._reserve(len(vals), sum(map(len, vals)))
+        self._budget.reserve(len(vals), sum(map(len, vals)))
         self._enqueue((topic, vals, key_list, fut))
         return fut
 
@@ -793,31 +431,11 @@ class Producer:
             self._handler.queue.append(item)
             self._loop.wake()
             return
-        cond = self._wal_cond
-        with cond:
-            self._wal_seq += 1
-            seq = self._wal_seq
-            self._handler.queue.append(item)
-        self._loop.wake()
-        with cond:
-            while self._wal_done < seq:
-                if not self._loop.alive:
-                    raise ClosedError("producer IO thread has stopped")
-                cond.wait(0.2)
-            error = next((e for lo, hi, e in self._wal_failed if lo < seq <= hi), None)
-        if error is not None:
-            raise StorageError(
-                f"{error}: the record was sent but is not in the producer log, so it would "
-                "not survive a crash"
-            )
+        self._log_wait.enqueue(self._handler.queue, item, self._loop)
 
     def _logged(self, count: int, error: StorageError | None) -> None:
         """IO thread: the next ``count`` queued items are in the log (or failed to be)."""
-        with self._wal_cond:
-            if error is not None:  # the turns whose records are not in the log (recent ones)
-                self._wal_failed.append((self._wal_done, self._wal_done + count, error))
-            self._wal_done += count
-            self._wal_cond.notify_all()
+        self._log_wait.logged(count, error)
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every record sent so far is acknowledged or has failed.
@@ -830,19 +448,7 @@ class Producer:
         ``timeout`` seconds (failures stay counted for the next ``flush``), and
         :class:`ClosedError` if the producer's IO thread has stopped.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while self._unacked:
-                if not self._loop.alive:
-                    raise ClosedError("producer IO thread has stopped")
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    raise DafkaTimeout(
-                        f"{self._unacked} records not acknowledged within {timeout} s"
-                    )
-                self._cond.wait(0.2 if left is None else min(left, 0.2))
-            failed, error = self._failed, self._first_error
-            self._failed, self._first_error = 0, None
+        failed, error = self._budget.wait(timeout, lambda: self._loop.alive)
         if failed:
             raise DeliveryError(failed, error)
 
@@ -859,22 +465,22 @@ class Producer:
     @property
     def unacked(self) -> int:
         """Records sent but not yet acknowledged (nor failed)."""
-        return self._unacked
+        return self._budget.unacked
 
     @property
     def acknowledged(self) -> int:
         """Records acknowledged since the producer started."""
-        return self._acked_total
+        return self._budget.acked_total
 
     @property
     def failed(self) -> int:
         """Records that failed after ``send`` accepted them, since the producer started."""
-        return self._failed_total
+        return self._budget.failed_total
 
     @property
     def closed(self) -> bool:
         """True once ``close()`` has begun: the producer takes no more records."""
-        return self._closed
+        return self._budget.closed
 
     def close(self, timeout: float | None = 30.0) -> CloseResult:
         """Flush (up to ``timeout`` s; ``0``: not at all), stop, and account for every record.
@@ -885,17 +491,15 @@ class Producer:
         were not acknowledged it also logs them at warning. Closing again returns
         the same result.
         """
-        if self._closed:
-            return self._close_result or self._result()
+        if self._budget.closed:
+            return self._close_result or self._budget.result()
         try:
             if timeout is None or timeout > 0:
                 self.flush(timeout)
         except (DafkaTimeout, DeliveryError, ClosedError):
             pass  # counted in the result
         finally:
-            with self._cond:
-                self._closed = True
-                self._cond.notify_all()
+            self._budget.close()
             if self.metrics is not None:
                 self.metrics.close()
             self._loop.stop()
@@ -905,7 +509,7 @@ class Producer:
                 self._wal.close()
             if self._state is not None:
                 self._state.close()
-        result = self._close_result = self._result()
+        result = self._close_result = self._budget.result()
         if not result.complete:
             log.warning(
                 "producer.close.incomplete id=%s acknowledged=%d unacknowledged=%d failed=%d",
@@ -918,12 +522,7 @@ class Producer:
 
     def _counts(self) -> tuple[int, int, int, int]:
         """(acknowledged, failed, unacknowledged, unacknowledged bytes), for the metrics."""
-        with self._lock:
-            return self._acked_total, self._failed_total, self._unacked, self._unacked_bytes
-
-    def _result(self) -> CloseResult:
-        with self._lock:
-            return CloseResult(self._acked_total, self._unacked, self._failed_total)
+        return self._budget.counts()
 
     def __enter__(self) -> Producer:
         return self
@@ -935,19 +534,12 @@ class Producer:
 
     def _released(self, count: int, size: int) -> None:
         """``count`` records of ``size`` bytes were acknowledged."""
-        with self._lock:
-            self._unacked -= count
-            self._unacked_bytes -= size
-            self._acked_total += count
-            self._cond.notify_all()
+        self._budget.released(count, size)
+
+    def _io_stopped(self) -> None:
+        """The IO thread ended: ``send`` raises :class:`ClosedError` instead of waiting."""
+        self._budget.io_stopped()
 
     def _rejected(self, count: int, size: int, error: BaseException) -> None:
         """``count`` records of ``size`` bytes failed: counted for ``flush`` and ``close``."""
-        with self._lock:
-            self._unacked -= count
-            self._unacked_bytes -= size
-            self._failed_total += count
-            self._failed += count
-            if self._first_error is None:
-                self._first_error = error
-            self._cond.notify_all()
+        self._budget.rejected(count, size, error)

@@ -188,6 +188,7 @@ class NodeLoop:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._wake_pending = False
+        self._wake_lock = threading.Lock()  # the pipe is closed (fds -1) under it, once
         self._calls: deque[Call] = deque()
         self.endpoint = ""
         self.port = 0
@@ -232,12 +233,13 @@ class NodeLoop:
         """Thread-safe: make the loop look at its command queue soon."""
         if not self._wake_pending:
             self._wake_pending = True
-            try:
-                os.write(self._wake_w, b"\0")
-            except BlockingIOError:
-                pass  # the pipe is full, so the loop is awake anyway
-            except OSError:
-                pass  # closed during shutdown
+            with self._wake_lock:
+                if self._wake_w < 0:
+                    return  # stopped: a closed descriptor's number may name another file now
+                try:
+                    os.write(self._wake_w, b"\0")
+                except OSError:  # BlockingIOError: the pipe is full, so the loop is awake
+                    pass
 
     def call(self, fn: Call) -> None:
         """Thread-safe: run ``fn(now)`` on the loop thread, after every call queued before it.
@@ -266,11 +268,16 @@ class NodeLoop:
         self.wake()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        if not self._thread.is_alive():
+            self._close_wake()  # else the loop thread closes it as it ends
+
+    def _close_wake(self) -> None:
+        """Close the wake-up pipe once; later :meth:`wake` calls do nothing."""
+        with self._wake_lock:
+            fds, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                os.close(fd)  # ours, closed once: no error to expect
 
     @property
     def alive(self) -> bool:
@@ -384,6 +391,7 @@ class NodeLoop:
                 auth.stop()
             if self._own_ctx:
                 self._ctx.term()  # every socket is closed: returns after their linger
+            self._close_wake()
 
     def _run_sockets(self) -> None:
         ctx = self._ctx

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer import _ProducerHandler
+from dafka.api.producer_io import _ProducerHandler
 from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore

@@ -1,0 +1,153 @@
+"""The producer's count of unacknowledged records: the buffer bound, flush and close.
+
+:class:`UnackedBudget` counts the records (and bytes) ``send`` accepted that are not
+acknowledged yet. ``send`` reserves room in it (blocking, or raising
+:class:`BufferFullError` with ``on_full="raise"``, while ``max_unacked_bytes`` or
+``max_unacked_records`` is reached); the IO thread gives the room back when records are
+acknowledged (:meth:`UnackedBudget.released`) or fail (:meth:`UnackedBudget.rejected`,
+counted for the next ``flush``). ``flush`` waits on it, and ``close`` turns it into a
+:class:`CloseResult`: nothing leaves without being counted. Thread-safe: one lock, one
+condition.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import BufferFullError, ClosedError, DafkaTimeout
+
+__all__ = ["CloseResult", "UnackedBudget"]
+
+
+@dataclass(frozen=True, slots=True)
+class CloseResult:
+    """What :meth:`Producer.close` could account for, in records."""
+
+    acknowledged: int
+    """Records acknowledged over the producer's life."""
+    unacknowledged: int
+    """Records sent but not acknowledged when it closed; their futures failed with ClosedError."""
+    failed: int
+    """Records that failed after ``send`` accepted them (their futures carry the error)."""
+
+    @property
+    def complete(self) -> bool:
+        """True if every record sent was acknowledged."""
+        return not self.unacknowledged and not self.failed
+
+
+class UnackedBudget:
+    """Records and bytes awaiting acknowledgement, bounded by ``limit`` bytes and
+    ``most`` records; ``block`` False makes a full budget raise instead of wait."""
+
+    def __init__(self, limit: int, most: int, block: bool) -> None:
+        self._lock = threading.Lock()  # the fast path takes the bare lock
+        self._cond = threading.Condition(self._lock)
+        self._limit = limit
+        self._max_records = most
+        self._block = block
+        self.unacked_bytes = 0
+        self.unacked = 0
+        self.acked_total = 0
+        self.failed_total = 0
+        self._failed = 0  # since the last flush
+        self._first_error: BaseException | None = None
+        self.closed = False
+        self._io_stopped = False  # the IO thread ended: nothing will be acknowledged
+
+    def reserve(self, count: int, size: int) -> None:
+        """Account for ``count`` records of ``size`` bytes; block or raise while full."""
+        with self._lock:
+            if self.closed or self._io_stopped:
+                raise self._refusal()
+            limit, most = self._limit, self._max_records
+            if (self.unacked_bytes + size > limit or self.unacked + count > most) and self.unacked:
+                if not self._block:
+                    raise BufferFullError(
+                        f"{self.unacked} records ({self.unacked_bytes} bytes) await "
+                        "acknowledgement; is a store running?"
+                    )
+                while (
+                    (self.unacked_bytes + size > limit or self.unacked + count > most)
+                    and self.unacked
+                    and not self.closed
+                    and not self._io_stopped
+                ):
+                    self._cond.wait(0.5)
+                if self.closed or self._io_stopped:
+                    raise self._refusal()
+            self.unacked_bytes += size
+            self.unacked += count
+
+    def wait(
+        self, timeout: float | None, alive: Callable[[], bool]
+    ) -> tuple[int, BaseException | None]:
+        """Wait until nothing is unacknowledged; return (records failed since the last
+        wait, the first of their errors) and start counting again from zero.
+
+        Raises :class:`DafkaTimeout` after ``timeout`` seconds (the failures stay
+        counted) and :class:`ClosedError` once ``alive()`` is False (the IO thread
+        stopped)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self.unacked:
+                if not alive():
+                    raise ClosedError("producer IO thread has stopped")
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise DafkaTimeout(
+                        f"{self.unacked} records not acknowledged within {timeout} s"
+                    )
+                self._cond.wait(0.2 if left is None else min(left, 0.2))
+            failed, error = self._failed, self._first_error
+            self._failed, self._first_error = 0, None
+        return failed, error
+
+    def _refusal(self) -> ClosedError:
+        if self.closed:
+            return ClosedError("producer is closed")
+        return ClosedError("producer IO thread has stopped")
+
+    def io_stopped(self) -> None:
+        """The IO thread ended (stopped or crashed): ``reserve`` raises from now on,
+        and every ``reserve`` waiting for room wakes and raises."""
+        with self._cond:
+            self._io_stopped = True
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Take no more records; wake every ``reserve`` waiting for room."""
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """(acknowledged, failed, unacknowledged, unacknowledged bytes), read together."""
+        with self._lock:
+            return self.acked_total, self.failed_total, self.unacked, self.unacked_bytes
+
+    def result(self) -> CloseResult:
+        with self._lock:
+            return CloseResult(self.acked_total, self.unacked, self.failed_total)
+
+    def released(self, count: int, size: int) -> None:
+        """``count`` records of ``size`` bytes were acknowledged."""
+        with self._lock:
+            self.unacked -= count
+            self.unacked_bytes -= size
+            self.acked_total += count
+            self._cond.notify_all()
+
+    def rejected(self, count: int, size: int, error: BaseException) -> None:
+        """``count`` records of ``size`` bytes failed: counted for ``flush`` and ``close``."""
+        with self._lock:
+            self.unacked -= count
+            self.unacked_bytes -= size
+            self.failed_total += count
+            self._failed += count
+            if self._first_error is None:
+                self._first_error = error
+            self._cond.notify_all()

@@ -1,0 +1,308 @@
+"""The producer's IO-thread half (:class:`_ProducerHandler`): records in, futures out.
+
+``Producer.send`` and ``send_many`` append to the handler's queue and wake the node's IO
+thread; each turn, :meth:`_ProducerHandler.on_commands` takes everything queued (natural
+batching), reserves the offsets in the state directory's offset journal before anything
+is published (a restart never reuses an offset), seals the records per topic
+(:class:`~dafka.core.producer.ProducerCore`) and, in durable mode, logs them in the
+producer's WAL before the ``send`` calls return. A record that does not seal fails
+alone. On ACKs the handler writes how far each topic is durable to the acked journal,
+then resolves the futures and tells the producer what was freed
+(``Producer._released``); a deleted topic fails what it had in flight. Everything here
+runs on the IO thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core import messages as m
+from ..core.effects import Acked, Outgoing, Publish, PublishRecords
+from ..core.messages import Message, Subscription
+from ..core.producer import ProducerCore
+from ..errors import ClosedError, ConfigError, StorageError, TopicDeletedError
+from ..futures import LazyFuture
+from ..io.metrics import AckTimer
+from ..io.node import NodeLoop
+from ..storage.wal import LoggedBatch
+
+if TYPE_CHECKING:
+    from .producer import Producer
+
+log = logging.getLogger(__name__)
+
+
+# queued by send()/send_many(): (topic, value or values, key or keys, future). One
+# tuple shape for both, told apart on the hot path by ``type(value) is list``, which
+# mypy does not narrow: hence the explained ignores where they are taken apart.
+_Queued = tuple[str, object, object, LazyFuture[Any]]
+# waiting for durability: (last offset, future, bytes, first offset or -1 for a single record)
+_Inflight = tuple[int, LazyFuture[Any], int, int]
+
+
+class _ProducerHandler:
+    """Runs on the IO thread: seals and publishes queued records, resolves futures on ACK."""
+
+    def __init__(self, producer: Producer, core: ProducerCore) -> None:
+        self.p = producer
+        self.core = core
+        self.queue: deque[_Queued] = deque()
+        self.inflight: dict[str, deque[_Inflight]] = {}
+        self.ack_timer: AckTimer | None = None
+        """Times publication to ACK for the metrics (``metrics_port``), or None."""
+
+    def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
+        """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
+        try:
+            effects = self.core.set_policy(stores, min_acks)
+        except ConfigError as exc:
+            log.warning("producer.metadata.rejected error=%s", exc)
+            return
+        self._durable([e for e in effects if type(e) is Acked])
+
+    def _topic_deleted(self, topic: str, revision: int) -> None:
+        """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
+        dropped = self.core.forget_unacked(topic)
+        if self.ack_timer is not None:
+            self.ack_timer.forget(topic)
+        pending = self.inflight.pop(topic, None) or deque()
+        error = TopicDeletedError(
+            f"topic {topic!r} was deleted (metadata revision {revision}) before the record "
+            "was acknowledged"
+        )
+        freed = freed_bytes = 0
+        for last, fut, size, first in pending:
+            fut.fail(error)
+            freed += 1 if first < 0 else last + 1 - first
+            freed_bytes += size
+        if freed:  # failed, not acknowledged: flush and close count them so
+            self.p._rejected(freed, freed_bytes, error)
+        wal = self.p._wal
+        if wal is not None:  # never re-published after a restart either
+            try:
+                wal.release({topic: self.core.next_offset(topic)})
+            except StorageError as exc:
+                log.warning("producer.log_release_failed error=%s", exc)
+        log.warning(
+            "producer.topic_deleted topic=%s revision=%d unacked=%d", topic, revision, dropped
+        )
+
+    def subscriptions(self) -> list[bytes]:
+        return self.core.subscriptions()
+
+    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
+        return []
+
+    def has_pending(self) -> bool:
+        return False
+
+    def accepting(self) -> bool:
+        return True
+
+    def on_commands(self, now: float) -> list[Outgoing]:
+        """Natural batching: everything queued since the last wake-up, per topic."""
+        queue = self.queue
+        if not queue or self.core.holds_publishing:
+            return []
+        by_topic: dict[str, tuple[list[bytes], list[bytes | None], list[tuple]]] = {}
+        keyed: set[str] = set()
+        popleft = queue.popleft
+        taken = len(queue)
+        for _ in range(taken):
+            topic, value, key, fut = popleft()
+            entry = by_topic.get(topic)
+            if entry is None:
+                entry = by_topic[topic] = ([], [], [])
+            values, keys, futures = entry
+            if type(value) is list:
+                n = len(value)
+                values.extend(value)
+                if key is None:
+                    keys.extend([None] * n)
+                else:
+                    keys.extend(key)  # type: ignore[arg-type]  # a list: see _Queued
+                    keyed.add(topic)
+                futures.append((n, fut, sum(map(len, value))))
+            else:
+                values.append(value)  # type: ignore[arg-type]  # bytes: see _Queued
+                keys.append(key)  # type: ignore[arg-type]  # bytes | None: see _Queued
+                if key is not None:
+                    keyed.add(topic)
+                futures.append((0, fut, len(value)))  # type: ignore[arg-type]  # see _Queued
+        journal = self.p._journal
+        if journal is not None:
+            # durable before anything is published: a restart never reuses an offset
+            journal.reserve_many(
+                {t: self.core.next_offset(t) + len(e[0]) for t, e in by_topic.items()}
+            )
+        stamp = time.time_ns() // 1_000_000
+        out: list[Outgoing] = []
+        for topic, (values, keys, futures) in by_topic.items():
+            try:
+                first, pubs = self.core.publish(
+                    topic, values, now, keys if topic in keyed else None, stamp
+                )
+            except Exception:  # send() checks sizes, so this is a defence: isolate the bad
+                first, pubs, futures = self._publish_apart(
+                    topic, values, keys if topic in keyed else None, futures, now, stamp
+                )
+                if not futures:
+                    continue
+            pending = self.inflight.get(topic)
+            if pending is None:
+                pending = self.inflight[topic] = deque()
+            offset = first
+            append = pending.append
+            for n, fut, size in futures:
+                if n:
+                    append((offset + n - 1, fut, size, offset))
+                    offset += n
+                else:
+                    append((offset, fut, size, -1))
+                    offset += 1
+            out.extend(pubs)
+            if self.ack_timer is not None:
+                self.ack_timer.published(topic, offset - 1)
+        if self.p._wal is not None:
+            self._log(out, taken)
+        return out
+
+    def _log(self, effects: list[Outgoing], taken: int) -> None:
+        """Durable mode: log what is about to be published (one fsync), then let the
+        ``send`` calls of the ``taken`` records return."""
+        wal = self.p._wal
+        assert wal is not None
+        batches: list[LoggedBatch] = []
+        for effect in effects:
+            if isinstance(effect, PublishRecords):
+                first = effect.first_offset
+                batches.extend(
+                    LoggedBatch(effect.topic, first + i, 1, content)
+                    for i, content in enumerate(effect.contents)
+                )
+            elif isinstance(effect.msg, m.Record):
+                rec = effect.msg
+                batches.append(LoggedBatch(rec.topic, rec.offset, rec.count, rec.content))
+        error: StorageError | None = None
+        try:
+            wal.append(batches)
+        except StorageError as exc:
+            error = exc
+            log.error("producer.log_failed error=%s", exc)
+        self.p._logged(taken, error)
+
+    def _publish_apart(
+        self,
+        topic: str,
+        values: list[bytes],
+        keys: list[bytes | None] | None,
+        futures: list[tuple],
+        now: float,
+        stamp: int,
+    ) -> tuple[int, list[Outgoing], list[tuple]]:
+        """Publish each send's records on their own; fail only the sends that do not seal.
+
+        Returns the first offset, the effects and the sends kept, whose offsets follow
+        on from the first (a failed send takes no offsets).
+        """
+        first = -1
+        out: list[Outgoing] = []
+        kept: list[tuple] = []
+        at = 0
+        for entry in futures:
+            n, fut, size = entry
+            count = n or 1
+            part_keys = keys[at : at + count] if keys is not None else None
+            try:
+                start, pubs = self.core.publish(
+                    topic, values[at : at + count], now, part_keys, stamp
+                )
+            except Exception as exc:
+                log.warning(
+                    "producer.record.rejected topic=%s records=%d error=%s", topic, count, exc
+                )
+                fut.fail(exc)
+                self.p._rejected(count, size, exc)
+            else:
+                if first < 0:
+                    first = start
+                out.extend(pubs)
+                kept.append(entry)
+            at += count
+        return first, out, kept
+
+    def on_messages(
+        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
+    ) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        acked: dict[str, Acked] = {}
+        for msg in msgs:
+            for effect in self.core.handle(msg, now):
+                if isinstance(effect, Acked):
+                    acked[effect.topic] = effect
+                elif isinstance(effect, Publish | PublishRecords):
+                    out.append(effect)
+        if acked:
+            self._durable(list(acked.values()))
+        return out
+
+    def on_tick(self, now: float) -> list[Publish]:
+        return self.core.tick(now)
+
+    def _durable(self, acked: list[Acked]) -> None:
+        """Record how far each topic is durable, then tell the futures: a restart must
+        never declare an acknowledged offset a gap (``dafka.core.recovery``)."""
+        journal = self.p._acked_journal
+        if journal is not None:
+            try:
+                journal.reserve_many({a.topic: a.offset + 1 for a in acked})
+            except StorageError as exc:
+                log.error("producer.acked_journal_failed error=%s", exc)
+                return  # the futures stay pending; a later ACK tries again
+        for effect in acked:
+            self._resolve(effect)
+        wal = self.p._wal
+        if wal is not None:
+            try:
+                wal.release({a.topic: a.offset + 1 for a in acked})
+            except StorageError as exc:
+                log.warning("producer.log_release_failed error=%s", exc)
+
+    def _resolve(self, acked: Acked) -> None:
+        if self.ack_timer is not None:
+            self.ack_timer.acked(acked.topic, acked.offset)
+        pending = self.inflight.get(acked.topic)
+        if not pending:
+            return
+        freed_bytes = 0
+        freed = 0
+        durable = acked.offset
+        popleft = pending.popleft
+        while pending and pending[0][0] <= durable:
+            last, fut, size, first = popleft()
+            if first < 0:
+                fut.resolve(last)
+                freed += 1
+            else:
+                fut.resolve(range(first, last + 1))
+                freed += last + 1 - first
+            freed_bytes += size
+        if freed:
+            self.p._released(freed, freed_bytes)
+
+    def on_subscription(self, sub: Subscription, now: float) -> list[Publish]:
+        return []
+
+    def on_stop(self) -> None:
+        error = ClosedError("producer closed before the record was acknowledged")
+        for pending in self.inflight.values():
+            for _, fut, _, _ in pending:
+                fut.fail(error)
+        while self.queue:
+            _, _, _, fut = self.queue.popleft()
+            fut.fail(error)
+        self.p._io_stopped()

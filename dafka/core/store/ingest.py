@@ -1,0 +1,385 @@
+"""Records and HEADs into a store core, and their group commit (:class:`StoreIngest`).
+
+A batch that continues its partition goes into the write batch (with what it unblocks
+from the buffer); one further ahead opens a gap; one below the head is a duplicate
+(re-ACKed) or, under ``signed``, a replay, a producer's gap statement that supersedes
+unacknowledged batches (``docs/wire.md`` §12) or equivocation (counted, reported, the
+first kept). Under ``signed`` a batch is verified before it is kept and a HEAD before
+it opens a gap. New partitions pass the per-topic cap and the rate of new partitions
+(:class:`~dafka.core.admission.PartitionGate`); write ACLs and profile pinning are
+checked here. Under rfc46 an oversized record's offset is refused so the records after
+it are stored. :meth:`StoreIngest._commit` appends the accepted batches in one
+transaction and only then moves the heads. Pure: no clock, no socket.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from ...errors import DafkaError, StorageError, StoreFullError, WireError
+from ...storage.base import StoredBatch
+from ...storage.keys import partition_prefix
+from ...wire.signed import peek_batch
+from .. import messages as m
+from .gaps import StoreGaps
+from .state import Equivocation, PartitionKey, _Batch
+
+log = logging.getLogger(__name__)
+
+_ERROR_LOG_PERIOD = 5.0
+MAX_SUPERSEDED_BATCHES = 4096
+"""Batches a gap statement may replace at once; more is left as equivocation."""
+
+
+def _valid_partition_key(topic: str, partition: str) -> bool:
+    try:
+        partition_prefix(topic, partition)
+    except (DafkaError, TypeError):
+        return False
+    return True
+
+
+class StoreIngest(StoreGaps):
+    """What a store keeps: verification, ordering, equivocation and the commit."""
+
+    def _expected(self, key: PartitionKey, b: _Batch) -> int | None:
+        """Next offset ``key`` can accept in this batch; ``None`` if the key is invalid."""
+        nxt = b.nexts.get(key)
+        if nxt is None:
+            head = self._heads.get(key)
+            if head is None:
+                if not _valid_partition_key(*key):
+                    self.stats.malformed += 1
+                    return None
+                if key not in self._gate and self._gate.full(key[0]):
+                    self.stats.partitions_refused += 1  # cheap, before verifying anything
+                    return None
+                nxt = self._fences.get(key, -1) + 1 if self._fences else 0
+            else:
+                nxt = head + 1
+            if self._holes:
+                nxt = self._past_hole(key, nxt)
+            b.nexts[key] = nxt
+        return nxt
+
+    def _on_oversized(self, msg: m.Oversized, b: _Batch) -> None:
+        """A record too big to take (its content was dropped): count and log it, and under
+        rfc46 refuse its offset so the records after it are stored (see ``dafka.core.store``)."""
+        self.stats.oversized += 1
+        if b.now - self._last_oversized_log >= _ERROR_LOG_PERIOD:
+            self._last_oversized_log = b.now
+            log.warning(
+                "store.oversized topic=%s partition=%s offset=%d bytes=%d total=%d "
+                "(refused; the records after it are stored)",
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.size,
+                self.stats.oversized,
+            )
+        if self._signed:
+            return  # a signed producer caps its batches: nothing to make room for
+        key = (msg.topic, msg.partition)
+        nxt = self._expected(key, b)
+        if nxt is None or msg.offset != nxt or self._pinned_elsewhere(key):
+            # Below: held or refused already. Above: fetched (again) when the partition
+            # gets there; a C producer keeps it until it is acknowledged.
+            return
+        if self._acl:
+            allowed = self._acl.get(key[0])
+            if allowed is not None and key[1] not in allowed:
+                self.stats.unauthorized += 1
+                return
+        if not self._admitted(key, b):
+            return
+        hole = self._holes.get(key)
+        start = hole[0] if hole is not None and hole[1] == nxt else nxt
+        self._holes[key] = (start, nxt + 1)
+        b.nexts[key] = nxt + 1
+        buf = self._buffers.get(key)
+        if buf and nxt + 1 in buf:
+            b.nexts[key] = self._drain(key, buf, nxt + 1, b)
+            b.advanced.add(key)
+
+    def _reject(self, key: PartitionKey, first: int, last: int, exc: Exception, now: float) -> None:
+        self.stats.rejected += 1
+        if now - self._last_reject_log >= _ERROR_LOG_PERIOD:
+            self._last_reject_log = now
+            log.warning(
+                "store.rejected topic=%s partition=%s offsets=%d..%d error=%s total=%d",
+                key[0],
+                key[1],
+                first,
+                last,
+                exc,
+                self.stats.rejected,
+            )
+
+    def _genuine(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
+        """Whether the profile accepts ``msg`` (always under rfc46); count it if not."""
+        if not self._signed:
+            return True
+        try:
+            self._profile.check_records(msg)
+        except WireError as exc:
+            self._reject(key, msg.offset, msg.offset + msg.count - 1, exc, b.now)
+            return False
+        return True
+
+    def _on_record(self, msg: m.Record | m.DirectRecord, b: _Batch) -> None:
+        topic = msg.topic
+        key = (topic, msg.partition)
+        nxt = self._expected(key, b)
+        if nxt is None:
+            return
+        if self._foreign and self._pinned_elsewhere(key):
+            return
+        if self._acl:
+            allowed = self._acl.get(topic)
+            if allowed is not None and msg.partition not in allowed:
+                self.stats.unauthorized += 1
+                return
+        first = msg.offset
+        last = first + msg.count - 1
+        if msg.count < 1:
+            self.stats.malformed += 1
+        elif first == nxt:
+            if self._signed and not self._genuine(msg, key, b):
+                return
+            if not self._admitted(key, b):
+                return
+            self._accept(msg, key, last, b)
+        elif first < nxt:
+            if first < self._tails.get(key, 0):
+                self.stats.duplicates += 1  # below our tail: retention deleted it
+            elif not self._signed or self._replay(msg, key, b):
+                self.stats.duplicates += 1
+                b.reack.add(key)
+            elif self._genuine(msg, key, b):
+                if self._supersede(msg, key, b):
+                    self._accept(msg, key, last, b)
+                else:
+                    self._equivocation(msg, key, b)
+        elif self._note_gap(key, last, b):
+            buf = self._buffers.get(key)
+            if buf is not None and first in buf:
+                held_last, held = buf[first]
+                if held_last == last and held == msg.content:
+                    self.stats.duplicates += 1
+                elif self._genuine(msg, key, b):
+                    self._equivocation(msg, key, b, (first, held_last))
+            elif self._genuine(msg, key, b) and self._admitted(key, b):
+                self._hold(key, first, last, msg.content, nxt)
+        else:
+            self.stats.dropped_out_of_order += 1
+
+    def _accept(
+        self, msg: m.Record | m.DirectRecord, key: PartitionKey, last: int, b: _Batch
+    ) -> None:
+        """Take a batch that continues the partition into the write batch (and what it
+        unblocks from the buffer)."""
+        first = msg.offset
+        start = self._hole_start(key, first) if self._holes else first
+        batch = StoredBatch(key[0], key[1], start, last, msg.content, self._name)
+        b.accepted.append(batch)
+        if self._signed:
+            b.blobs[(key[0], key[1], first)] = batch
+        nxt = last + 1
+        buf = self._buffers.get(key)
+        if buf:
+            nxt = self._drain(key, buf, nxt, b)
+        b.nexts[key] = nxt
+        b.advanced.add(key)
+
+    def _supersede(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
+        """A verified gap statement over batches we hold that its producer signed earlier
+        and never got acknowledged (``docs/wire.md`` §12): drop them and let the gap in, so
+        that every store keeps the same history. True if that was done.
+
+        Only the exact case qualifies: the gap starts where a held batch starts, covers
+        everything held from there to the head, and is newer (by the producer's signed
+        clock) than every batch it replaces, none of which is a gap itself."""
+        if key in b.advanced:
+            return False  # batches of it wait in this very write batch: keep it simple
+        try:
+            gap = peek_batch(msg.content)
+        except WireError:
+            return False
+        first, last = msg.offset, msg.offset + msg.count - 1
+        head = self._heads.get(key)
+        if not gap.is_gap or head is None or head > last:
+            return False
+        try:
+            held = self._storage.read(key[0], key[1], first, MAX_SUPERSEDED_BATCHES)
+            if not held or held[0].first_offset != first or held[-1].last_offset != head:
+                return False
+            for old in held:
+                was = peek_batch(old.blob)
+                if was.is_gap or was.timestamp_ms >= gap.timestamp_ms:
+                    return False
+            self._storage.truncate(key[0], key[1], first)
+        except (StorageError, WireError) as exc:
+            log.warning("store.supersede_failed topic=%s error=%s", key[0], exc)
+            return False
+        if first > self._tails.get(key, 0):
+            self._heads[key] = first - 1
+        else:
+            self._heads.pop(key, None)
+            self._profiles.pop(key, None)
+        b.nexts[key] = first
+        self.stats.superseded += head - first + 1
+        log.warning(
+            "store.superseded topic=%s partition=%s offsets=%d..%d gap=%d..%d total=%d",
+            key[0],
+            key[1],
+            first,
+            head,
+            first,
+            last,
+            self.stats.superseded,
+        )
+        return True
+
+    def _admitted(self, key: PartitionKey, b: _Batch) -> bool:
+        """Whether this store takes on ``key`` (verified already): held partitions always,
+        new ones under the per-topic cap and the rate of new partitions of their source."""
+        if key in self._gate or self._gate.admit(key, b.now, b.source):
+            return True
+        self.stats.partitions_refused += 1
+        return False
+
+    def _replay(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
+        """True if ``msg`` is byte for byte the batch held at its offsets (a replay)."""
+        first = msg.offset
+        held = b.blobs.get((key[0], key[1], first))
+        if held is None:
+            try:
+                found = self._storage.read(key[0], key[1], first, 1)
+            except StorageError:
+                return False
+            held = found[0] if found else None
+        return (
+            held is not None
+            and held.first_offset == first
+            and held.last_offset == first + msg.count - 1
+            and held.blob == msg.content
+        )
+
+    def _equivocation(
+        self,
+        msg: m.Record | m.DirectRecord,
+        key: PartitionKey,
+        b: _Batch,
+        kept: tuple[int, int] | None = None,
+    ) -> None:
+        """A second validly signed batch for offsets we hold: keep the first, count, report."""
+        first, last = msg.offset, msg.offset + msg.count - 1
+        if kept is None:
+            kept = (first, last)
+            held = b.blobs.get((key[0], key[1], first))
+            if held is None:
+                try:
+                    found = self._storage.read(key[0], key[1], first, 1)
+                except StorageError:
+                    found = []
+                held = found[0] if found else None
+            if held is not None:
+                kept = (held.first_offset, held.last_offset)
+        self.stats.equivocations += 1
+        self.equivocations.append(Equivocation(key[0], key[1], first, last, *kept, b.now))
+        if b.now - self._last_equivocation_log < _ERROR_LOG_PERIOD:
+            return  # counted and reported; one log line per period
+        self._last_equivocation_log = b.now
+        log.warning(
+            "store.equivocation topic=%s partition=%s offsets=%d..%d kept=%d..%d total=%d",
+            key[0],
+            key[1],
+            first,
+            last,
+            kept[0],
+            kept[1],
+            self.stats.equivocations,
+        )
+
+    def _on_head(self, msg: m.Head, b: _Batch) -> None:
+        key = (msg.topic, msg.partition)
+        nxt = self._expected(key, b)
+        if nxt is None:
+            return
+        if self._pinned_elsewhere(key):
+            return
+        verified = False
+        if self._signed:
+            newest = self._signed_heads.get(key)
+            if newest is None or msg.offset > newest.offset:
+                # A head beyond the newest verified one must be the producer's own;
+                # an older one is implied by a head already verified.
+                if not self._profile.check_head(msg):
+                    self.stats.rejected_heads += 1
+                    return
+                verified = True
+        if msg.offset >= nxt:
+            if not self._admitted(key, b):
+                return
+            opened = self._note_gap(key, min(msg.offset, nxt - 1 + self._lead), b)
+            if verified and opened:
+                self._signed_heads[key] = msg
+        else:
+            if key in self._heads:
+                b.reack.add(key)
+            if verified and (key in self._heads or key in b.advanced):
+                self._signed_heads[key] = msg
+
+    def _commit(self, b: _Batch, now: float) -> bool:
+        """Append the batch's records; advance heads only if the append returned."""
+        if not b.accepted:
+            return True
+        try:
+            self._storage.append(b.accepted)
+        except StorageError as exc:
+            self.stats.append_failures += 1
+            self.last_storage_error = exc
+            full = isinstance(exc, StoreFullError)
+            if full and self._full_since is None:
+                self._full_since = now
+            if now - self._last_error_log >= _ERROR_LOG_PERIOD:
+                self._last_error_log = now
+                if isinstance(exc, StoreFullError):
+                    log.error(
+                        "store.disk_full dir=%s need_bytes=%s free_bytes=%s records=%d "
+                        "failures=%d acks=paused",
+                        exc.path,
+                        exc.need_bytes,
+                        exc.free_bytes,
+                        len(b.accepted),
+                        self.stats.append_failures,
+                    )
+                else:
+                    log.error("store.append_failed records=%d error=%s", len(b.accepted), exc)
+            # Nothing was stored: remember the records exist so tick() fetches them again.
+            for key in b.advanced:
+                self._note_gap(key, b.nexts[key] - 1, b)
+            b.advanced.clear()
+            return False
+        if self._full_since is not None:
+            log.warning("store.disk_full.cleared after_s=%.1f", now - self._full_since)
+            self._full_since = None
+            self._last_error_log = -math.inf
+        profiles = self._profiles
+        for key in b.advanced:
+            self._heads[key] = b.nexts[key] - 1
+            if key not in profiles:
+                profiles[key] = self._name
+        if self._holes:
+            for key in b.advanced:
+                hole = self._holes.get(key)
+                if hole is not None and self._heads[key] >= hole[0]:
+                    del self._holes[key]  # stored, spanned by the batch after it
+        if self._signed:
+            self.stats.records_stored += sum(
+                batch.last_offset - batch.first_offset + 1 for batch in b.accepted
+            )
+        else:
+            self.stats.records_stored += len(b.accepted)
+        return True

@@ -1,0 +1,232 @@
+"""A store core's answers to readers (:class:`StoreServing`).
+
+FETCHes are queued (de-duplicated by requester, topic, partition and offset, capped,
+rate-limited per requester) and served chunk by chunk, round-robin, whole batches
+verbatim, within ``serve_chunk`` records and ``SERVE_BYTES`` bytes per step and a byte
+rate per requester and in total. GET-HEADS and CONSUMER-HELLO are answered with one
+DIRECT-HEAD per partition, within a global budget. A FETCH below the retention tail is
+answered with a DIRECT-HEAD carrying the tail; under rfc46 a FETCH answered in full
+below the head is followed by a DIRECT-HEAD (``docs/wire.md`` §13). Read ACLs are
+checked on the way in. Pure: the time is passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from ...errors import StorageError
+from ...ids import is_node_id
+from .. import messages as m
+from ..effects import Publish
+from .policy import StorePolicy
+from .state import _Batch, _PendingFetch
+
+log = logging.getLogger(__name__)
+
+SIGNED_READ_BATCHES = 4
+"""Signed batches read per serving step of one FETCH (each may be up to 16 MiB)."""
+SERVE_BYTES = 16 * 1024 * 1024
+"""Bytes of batches served per step, over every pending FETCH."""
+
+
+class StoreServing(StorePolicy):
+    """FETCH, GET-HEADS and CONSUMER-HELLO in; DIRECT-RECORD and DIRECT-HEAD out."""
+
+    def _on_fetch(self, msg: m.Fetch, b: _Batch) -> None:
+        now = b.now
+        if msg.requester == self._node_id or msg.count == 0:
+            self.stats.ignored += 1
+            return
+        if self._readers and not self.may_read(msg.requester, msg.topic):
+            self.stats.read_refused += 1
+            return
+        key = (msg.topic, msg.partition)
+        head = self._heads.get(key)
+        if head is None or msg.offset > head:
+            return  # nothing stored to answer with; the producer or another store may
+        if not is_node_id(msg.requester):
+            self.stats.malformed += 1
+            return
+        if self._pinned_elsewhere(key):
+            return
+        if self._signed and msg.offset < self._tails.get(key, 0):
+            # Below the retention tail: say so (DIRECT-HEAD with the tail), rate-limited.
+            if not self._fetch_limiter.allow(msg.requester, now):
+                self.stats.fetches_limited += 1
+                return
+            answer = (msg.requester, msg.topic, msg.partition)
+            if answer not in b.tail_answers:  # one per requester and partition per batch
+                b.tail_answers.append(answer)
+            return
+        pkey = (msg.requester, msg.topic, msg.partition, msg.offset)
+        if pkey in self._pending_keys:
+            return
+        if len(self._pending) >= self._max_pending:
+            self.stats.fetches_refused += 1
+            log.debug("store.fetch_refused requester=%s", msg.requester)
+            return
+        if not self._fetch_limiter.allow(msg.requester, now):
+            self.stats.fetches_limited += 1
+            return
+        end = msg.offset + min(msg.count, self._max_fetch_count)
+        self._pending.append(
+            _PendingFetch(pkey, msg.requester, msg.topic, msg.partition, msg.offset, end)
+        )
+        self._pending_keys.add(pkey)
+        self.stats.fetches_queued += 1
+
+    def _on_head_request(self, requester: str, topics: Sequence[str], b: _Batch) -> None:
+        if not is_node_id(requester):
+            self.stats.malformed += 1
+            return
+        if self._readers:
+            allowed = tuple(t for t in topics if self.may_read(requester, t))
+            if len(allowed) < len(topics):
+                self.stats.read_refused += 1
+                if not allowed:
+                    return
+            topics = allowed
+        if not self._heads_limiter.allow(requester, b.now):
+            self.stats.fetches_limited += 1
+            return
+        b.head_requests.append((requester, topics))
+
+    def _answer_heads(
+        self, requester: str, topics: Sequence[str], out: list[Publish], now: float
+    ) -> None:
+        budget = self._heads_out
+        for topic in topics:
+            if not budget.allow(now):  # a topic read costs one, each answer one more
+                self.stats.heads_limited += 1
+                continue
+            try:
+                parts = self._storage.partitions(topic)
+            except StorageError as exc:
+                log.warning("store.heads_failed topic=%r error=%s", topic, exc)
+                continue
+            budget.charge(len(parts))
+            profiles = self._profiles
+            signed_heads = self._signed_heads
+            for partition, head in parts:
+                key = (topic, partition)
+                if profiles.get(key, self._name) != self._name:
+                    continue
+                proof = signed_heads.get(key)
+                tail = self._tails.get(key, 0) if self._signed else 0
+                out.append(
+                    Publish(
+                        m.DirectHead(
+                            requester, topic, partition, head, proof, tail if tail > 0 else None
+                        )
+                    )
+                )
+                self.stats.heads_sent += 1
+
+    def _answer_tail(self, requester: str, topic: str, partition: str, out: list[Publish]) -> None:
+        """Tell a consumer that FETCHed below the tail where the partition now starts."""
+        key = (topic, partition)
+        head = self._heads.get(key)
+        tail = self._tails.get(key, 0)
+        if head is None or tail <= 0:
+            return
+        proof = self._signed_heads.get(key)
+        out.append(Publish(m.DirectHead(requester, topic, partition, head, proof, tail)))
+        self.stats.heads_sent += 1
+
+    def _serve(self, out: list[Publish], now: float) -> None:
+        """Serve up to ``serve_chunk`` records and ``SERVE_BYTES`` bytes, round-robin.
+
+        Whole batches are charged, so one step never sends more than the
+        budgets plus one batch, however many fetches are pending. A fetch whose
+        requester (or all requesters together) spent its bytes per second is
+        dropped and counted (``fetches_limited``); the requester asks again.
+        """
+        budget = self._serve_chunk
+        room = SERVE_BYTES
+        queue = self._pending
+        while budget > 0 and room > 0 and queue:
+            share = max(1, budget // len(queue))
+            for _ in range(len(queue)):
+                if budget <= 0 or room <= 0:
+                    break
+                fetch = queue.popleft()
+                if not self._bytes_limiter.allow(fetch.requester, now, 0.0):
+                    self.stats.fetches_limited += 1
+                    self._pending_keys.discard(fetch.key)
+                    continue
+                sent, size, done = self._serve_one(fetch, min(share, budget), out)
+                self._bytes_limiter.charge(fetch.requester, size)
+                budget -= sent
+                room -= size
+                if done:
+                    self._pending_keys.discard(fetch.key)
+                    if not self._signed and fetch.next >= fetch.end:
+                        self._tell_more(fetch, out)
+                else:
+                    queue.append(fetch)
+
+    def _tell_more(self, fetch: _PendingFetch, out: list[Publish]) -> None:
+        """rfc46: a FETCH whose count ran out below what is held is followed by a
+        DIRECT-HEAD to its requester. A C consumer FETCHes only when a record shows a
+        gap or a HEAD / DIRECT-HEAD shows more (in windows up to the next multiple of
+        100,000), so without it a C consumer catching up with no live producer stops
+        after its first window; ours take it as the hint it is."""
+        head = self._heads.get((fetch.topic, fetch.partition))
+        if head is None or head < fetch.end:
+            return
+        out.append(Publish(m.DirectHead(fetch.requester, fetch.topic, fetch.partition, head)))
+        self.stats.heads_sent += 1
+
+    def _serve_one(
+        self, fetch: _PendingFetch, limit: int, out: list[Publish]
+    ) -> tuple[int, int, bool]:
+        """Send about ``limit`` records of ``fetch``; return (records sent, bytes, finished).
+
+        Batches go out whole and verbatim; the first may start before the
+        offset asked for (a signed batch holding it).
+        """
+        want = min(limit, fetch.end - fetch.next)
+        if want <= 0:
+            return 0, 0, True
+        # rfc46 batches hold one record; signed ones up to 64 Ki, so read a few at a time
+        max_batches = min(want, SIGNED_READ_BATCHES) if self._signed else want
+        try:
+            batches = self._storage.read(fetch.topic, fetch.partition, fetch.next, max_batches)
+        except StorageError as exc:
+            log.warning(
+                "store.read_failed topic=%s offset=%d error=%s", fetch.topic, fetch.next, exc
+            )
+            return 0, 0, True
+        sent = 0
+        size = 0
+        name = self._name
+        finished = len(batches) < max_batches
+        signed = self._signed
+        for batch in batches:
+            first, last = batch.first_offset, batch.last_offset
+            if first > fetch.next or last < fetch.next or batch.profile != name:
+                finished = True  # a hole, or a batch this profile cannot carry
+                break
+            # rfc46: one record, at the batch's last offset (offsets before it were refused)
+            offset, count = (first, last - first + 1) if signed else (last, 1)
+            out.append(
+                Publish(
+                    m.DirectRecord(
+                        fetch.requester,
+                        fetch.topic,
+                        fetch.partition,
+                        offset,
+                        batch.blob,
+                        count,
+                    )
+                )
+            )
+            sent += last - first + 1
+            size += len(batch.blob)
+            fetch.next = last + 1
+            if fetch.next >= fetch.end or sent >= want:
+                finished = False  # stopped early: what was read is not all there is
+                break
+        self.stats.records_served += sent
+        return sent, size, finished or fetch.next >= fetch.end

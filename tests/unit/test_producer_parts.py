@@ -1,0 +1,55 @@
+"""The producer's parts on their own: the unacknowledged budget and opening the state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dafka.api.producer_budget import CloseResult, UnackedBudget
+from dafka.api.producer_setup import open_state
+from dafka.config import ProducerConfig
+from dafka.errors import BufferFullError, ClosedError, ConfigError, DafkaTimeout
+
+
+def test_a_full_budget_raises_and_failures_are_counted_once_per_wait() -> None:
+    budget = UnackedBudget(limit=10, most=100, block=False)
+    budget.reserve(1, 8)
+    with pytest.raises(BufferFullError):
+        budget.reserve(1, 8)
+    error = RuntimeError("sealing failed")
+    budget.rejected(1, 8, error)
+    assert budget.wait(0, lambda: True) == (1, error)
+    assert budget.wait(0, lambda: True) == (0, None)
+    budget.reserve(2, 4)
+    budget.released(2, 4)
+    assert budget.result() == CloseResult(acknowledged=2, unacknowledged=0, failed=1)
+
+
+def test_waiting_on_records_ends_with_the_timeout_or_the_io_thread() -> None:
+    budget = UnackedBudget(limit=10, most=100, block=True)
+    budget.reserve(1, 1)
+    with pytest.raises(DafkaTimeout, match="1 records not acknowledged"):
+        budget.wait(0, lambda: True)
+    with pytest.raises(ClosedError, match="IO thread has stopped"):
+        budget.wait(None, lambda: False)
+    budget.close()
+    with pytest.raises(ClosedError):
+        budget.reserve(1, 1)
+    assert budget.result() == CloseResult(acknowledged=0, unacknowledged=1, failed=0)
+
+
+def test_a_refused_state_directory_is_left_unlocked(tmp_path: Path) -> None:
+    state = tmp_path / "p"
+    signed = ProducerConfig(state_dir=state).validate()
+    first = open_state(signed, durable=True)
+    assert first.state is not None and first.wal is not None
+    first.wal.close()
+    first.state.close()
+    rfc46 = ProducerConfig(state_dir=state, profile="rfc46").validate()
+    with pytest.raises(ConfigError, match="signed-profile node"):
+        open_state(rfc46, durable=False)
+    again = open_state(signed, durable=False)  # not "held by another process"
+    assert again.node_id == first.node_id and again.identity is not None
+    assert again.state is not None
+    again.state.close()
