@@ -9,7 +9,7 @@ are bounded in number and rate and cost a bounded number of FETCHes.
 
 from __future__ import annotations
 
-from dafka.core import consumer as consumer_mod
+from dafka.core import consumer_state as consumer_mod
 from dafka.core import messages as m
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import DataLoss, Deliver
