@@ -51,7 +51,9 @@ matters (exactly once, in order) over arbitrary interleavings instead.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+from ..errors import ConfigError
 from ..ids import check_topic, is_node_id
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
@@ -61,6 +63,7 @@ from .consumer_state import (
     UNCONFIRMED_TRIES,
     ConsumerStats,
 )
+from .consumer_state import PartitionState as _Partition
 from .effects import Effect, Publish
 from .equivocation import ConsumerEquivocation
 
@@ -73,9 +76,13 @@ class ConsumerCore(HeadTracking):
     """Per-partition in-order delivery, gap fetching and the store handshake.
 
     ``offset_reset`` decides where a partition seen for the first time starts:
-    ``"earliest"`` at 0, an int at that offset, ``"latest"`` at the first record
-    or head seen (the head record itself is delivered, as in the reference).
-    ``start_offsets`` overrides it per partition, e.g. to resume. ``profile``
+    ``"earliest"`` at 0, an int ``>= 0`` at that offset, ``"latest"`` at the first
+    record or head seen (the head record itself is delivered, as in the reference),
+    ``-N`` ``N`` offsets before the end a signed HEAD or a verified batch shows (a
+    store's unsigned hint only aims the FETCH that finds it). ``start_timestamp``
+    (seconds; signed profile) replaces it: delivery starts at the first batch stamped
+    at or after it, read from 0. ``start_offsets`` overrides both per partition, e.g.
+    to resume. :meth:`seek` and ``seek_to_*`` move a partition later. ``profile``
     verifies what arrives (``rfc46`` unless given).
 
     ``trusted_stores`` (node IDs) are the stores whose signed tails may move
@@ -122,6 +129,110 @@ class ConsumerCore(HeadTracking):
                 p.buffer_ends.clear()
                 p.known_end = p.seen_end = p.req_start = p.req_mid = p.req_end = p.next
                 p.recent.clear()
+
+    # ------------------------------------------------------------- seeking
+
+    def seek(self, topic: str, partition: str, offset: int, now: float) -> list[Publish]:
+        """Deliver ``partition`` of ``topic`` from ``offset`` on, back or forward.
+
+        Records buffered for it are dropped (fetched again as needed) and a FETCH
+        goes out for what is known to exist from ``offset``. A partition not seen
+        yet starts at ``offset`` when it is (the stores are asked for its head).
+        Records the core delivered before the seek are the caller's to drop."""
+        self._check_seek(topic, partition)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ConfigError(f"offset must be an int >= 0, not {offset!r}")
+        return self._seek(topic, partition, offset, None, now)
+
+    def seek_to_beginning(
+        self, topic: str, partition: str | None = None, now: float = 0.0
+    ) -> list[Publish]:
+        """Seek ``partition`` (every partition of ``topic`` seen when ``None``) to 0:
+        what ``offset_reset="earliest"`` does (a store's signed retention tail then
+        moves it on, as a data loss). A partition not seen yet starts at 0."""
+        return self._seek_each(topic, partition, now, lambda p: 0, unseen=0)
+
+    def seek_to_end(
+        self, topic: str, partition: str | None = None, now: float = 0.0
+    ) -> list[Publish]:
+        """Seek to the end: one past the highest offset a verified record or the
+        producer's signed HEAD shows to exist (unsigned store hints never choose it).
+        A partition named but not seen yet is an error: its end is not known."""
+        return self._seek_each(topic, partition, now, lambda p: max(p.seen_end, p.signed_end))
+
+    def seek_to_timestamp(
+        self, topic: str, partition: str | None, timestamp: float, now: float
+    ) -> list[Publish]:
+        """Deliver from the first batch stamped at or after ``timestamp`` (seconds since
+        the epoch; signed profile only): reads from 0 and passes over older batches."""
+        if not self._profile.batched:
+            raise ConfigError("a timestamp seek needs the signed profile: rfc46 records carry none")
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or timestamp < 0:
+            raise ConfigError(f"timestamp must be seconds since the epoch, not {timestamp!r}")
+        stamp = float(timestamp)
+        return self._seek_each(topic, partition, now, lambda p: 0, None, stamp)
+
+    def _seen(self, topic: str) -> list[PartitionKey]:
+        return [key for key in self._parts if key[0] == topic]
+
+    def _check_seek(self, topic: str, partition: str | None) -> None:
+        check_topic(topic)
+        if topic not in self._topics:
+            raise ConfigError(f"cannot seek in topic {topic!r}: not subscribed to it")
+        if partition is not None and not is_node_id(partition):
+            raise ConfigError(f"bad partition {partition!r}: a partition is a producer's node ID")
+
+    def _seek_each(
+        self,
+        topic: str,
+        partition: str | None,
+        now: float,
+        where: Callable[[_Partition], int],
+        unseen: int | None = None,
+        not_before: float | None = None,
+    ) -> list[Publish]:
+        """Seek ``partition`` (every one of ``topic`` seen, when ``None``) to ``where(p)``;
+        a partition named and not seen yet starts at ``unseen`` (an error when ``None``)."""
+        self._check_seek(topic, partition)
+        if partition is None:
+            keys = self._seen(topic)
+        elif (topic, partition) in self._parts:
+            keys = [(topic, partition)]
+        elif unseen is None:
+            raise ConfigError(
+                f"partition {partition} of topic {topic!r} not seen yet: nothing to seek from"
+            )
+        else:
+            return self._seek(topic, partition, unseen, not_before, now)
+        out: list[Publish] = []
+        for key in keys:
+            out.extend(self._seek(topic, key[1], where(self._parts[key]), not_before, now))
+        return out
+
+    def _seek(
+        self, topic: str, partition: str, offset: int, not_before: float | None, now: float
+    ) -> list[Publish]:
+        key = (topic, partition)
+        p = self._parts.get(key)
+        if p is None:
+            self._start_offsets[key] = offset
+            return [Publish(m.GetHeads(topic, self._node_id))]
+        p.next = offset
+        p.not_before = not_before
+        p.buffer.clear()
+        p.buffer_ends.clear()
+        if p.known_end < offset:
+            p.known_end = offset
+        p.req_start = p.req_mid = p.req_end = offset
+        p.recent.clear()
+        p.progress_at = now
+        if p.refused is not None:
+            p.refused = {o for o in p.refused if o >= offset} or None
+        log.info("consumer.seek topic=%s partition=%s offset=%d", topic, partition, offset)
+        fetch = self._pump(p, now)
+        return [fetch] if fetch is not None else []
+
+    # ------------------------------------------------------------- messages
 
     def handle(self, msg: m.Message, now: float, source: str = "") -> list[Effect]:
         """React to one received message; returns deliveries and messages to send.
@@ -204,6 +315,7 @@ class ConsumerCore(HeadTracking):
         for key in stale:
             del self._parts[key]
             self._store_heads.pop(key, None)
+            self._store_tails.pop(key, None)
             self._unconfirmed -= 1
             log.debug("partition.forgotten topic=%s partition=%s", *key)
         return out
@@ -212,7 +324,7 @@ class ConsumerCore(HeadTracking):
 
     def _wants_heads(self, topic: str) -> bool:
         """Whether stores should tell us the heads of ``topic`` (not needed at latest)."""
-        if self._reset != "latest":
+        if self._reset != "latest" or self._start_time is not None:
             return True
         return any(key[0] == topic for key in self._start_offsets)
 

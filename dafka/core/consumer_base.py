@@ -41,7 +41,18 @@ from .limits import TokenBucket
 log = logging.getLogger(__name__)
 
 OffsetReset = Literal["earliest", "latest"] | int
+"""Where a partition seen for the first time starts: ``"earliest"``, ``"latest"``, an
+offset ``>= 0``, or ``-N``: ``N`` offsets before its end (kcat's ``-o -N``)."""
 PartitionKey = tuple[str, str]
+
+
+def check_offset_reset(reset: object) -> None:
+    """Raise :class:`ConfigError` unless ``reset`` is an :data:`OffsetReset`."""
+    if isinstance(reset, bool) or not (reset in ("earliest", "latest") or isinstance(reset, int)):
+        raise ConfigError(
+            "offset_reset must be 'earliest', 'latest', an offset >= 0 or -N "
+            f"(N before the end), not {reset!r}"
+        )
 
 
 class ConsumerBase:
@@ -65,16 +76,22 @@ class ConsumerBase:
         new_partition_rate: float = 100.0,
         new_partition_burst: float = 1000.0,
         unserved_after: float = 10.0,
+        start_timestamp: float | None = None,
     ) -> None:
         if on_data_loss not in ("raise", "skip"):
             raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
-        if isinstance(offset_reset, bool) or not (
-            offset_reset in ("earliest", "latest")
-            or (isinstance(offset_reset, int) and offset_reset >= 0)
-        ):
-            raise ConfigError(
-                f"offset_reset must be 'earliest', 'latest' or an offset >= 0, not {offset_reset!r}"
-            )
+        check_offset_reset(offset_reset)
+        if start_timestamp is not None:
+            if isinstance(start_timestamp, bool) or not (
+                isinstance(start_timestamp, int | float) and start_timestamp >= 0
+            ):
+                raise ConfigError(
+                    f"start_timestamp must be seconds since the epoch, not {start_timestamp!r}"
+                )
+            if not profile.batched:
+                raise ConfigError(
+                    "start_timestamp needs the signed profile: rfc46 records carry no timestamp"
+                )
         if fetch_window <= 0 or max_buffered <= 0 or max_partitions <= 0:
             raise ConfigError("fetch_window, max_buffered and max_partitions must be positive")
         if fetch_timeout <= 0:
@@ -89,6 +106,8 @@ class ConsumerBase:
         self._last_oversized_log = -_REJECT_LOG_PERIOD
         self._node_id = node_id
         self._reset = offset_reset
+        self._start_time = None if start_timestamp is None else float(start_timestamp)
+        self._before_start = 0
         self._start_offsets = dict(start_offsets or {})
         for key, offset in self._start_offsets.items():
             if offset < 0:
@@ -131,6 +150,7 @@ class ConsumerBase:
         # what stores said they hold (DIRECT-HEAD offsets) of subscribed topics: the end
         # ``caught_up`` waits for (kcat -e); bounded like the partitions
         self._store_heads: dict[PartitionKey, int] = {}
+        self._store_tails: dict[PartitionKey, int] = {}  # the lowest tail a store said
         self._source = ""  # the host of the message being handled (a rate key)
 
     # ------------------------------------------------------------ properties
@@ -146,7 +166,7 @@ class ConsumerBase:
     @property
     def stats(self) -> ConsumerStats:
         return ConsumerStats(
-            delivered=self._delivered - self._gap_offsets,
+            delivered=self._delivered - self._gap_offsets - self._before_start,
             duplicates=self._duplicates,
             beyond_buffer=self._beyond,
             ignored=self._ignored,
@@ -163,6 +183,7 @@ class ConsumerBase:
             equivocations=self._equivocations,
             oversized=self._oversized,
             unserved=self._unserved,
+            before_start=self._before_start,
         )
 
     def set_trusted_stores(self, stores: Collection[str] | None) -> None:
@@ -189,9 +210,17 @@ class ConsumerBase:
         return {key: p.next for key, p in self._parts.items()}
 
     def _partition(
-        self, topic: str, partition: str, offset: int, now: float, *, confirmed: bool = True
+        self,
+        topic: str,
+        partition: str,
+        offset: int,
+        now: float,
+        *,
+        end: int | None = None,
+        confirmed: bool = True,
     ) -> _Partition | None:
-        """Create the state of a partition seen for the first time (at ``offset``).
+        """Create the state of a partition seen for the first time (at ``offset``;
+        ``end``: one past the last offset known to exist, ``offset + 1`` if not given).
 
         ``confirmed=False``: known from an unsigned store hint only, so bounded."""
         if len(self._parts) >= self._max_partitions or not is_node_id(partition):
@@ -210,20 +239,48 @@ class ConsumerBase:
             self._refused += 1
             return None
         start = self._start_offsets.get(key)
+        not_before = None
+        from_end = 0
         if start is None:
             reset = self._reset
-            if reset == "earliest":
+            if self._start_time is not None:
+                start = 0  # pass over the batches stamped before it (no time index)
+                not_before = self._start_time
+            elif reset == "earliest":
                 start = 0
             elif reset == "latest":
                 start = offset
+            elif reset < 0 and not confirmed:  # the hint aims the first FETCH only
+                start = offset
+                from_end = -int(reset)
+            elif reset < 0:  # N before the end
+                start = max(0, (offset + 1 if end is None else end) + int(reset))
             else:
                 start = int(reset)
         p = self._parts[key] = _Partition(topic, partition, start, now)
+        p.not_before = not_before
+        p.from_end = from_end
         if not confirmed:
             p.confirmed = False
             self._unconfirmed += 1
         log.debug("partition.new topic=%s partition=%s start=%d", topic, partition, start)
         return p
+
+    def _starts_at_latest(self) -> bool:
+        """Whether new partitions start at the first record or HEAD seen."""
+        return self._reset == "latest" and self._start_time is None
+
+    def _settle_from_end(self, p: _Partition, end: int) -> None:
+        """``-N`` from an unsigned hint: a verified batch or HEAD shows offsets up to
+        ``end - 1`` exist, so delivery starts ``N`` before that."""
+        start = max(0, end - p.from_end)
+        p.from_end = 0
+        if start != p.next:
+            p.next = p.req_start = p.req_mid = p.req_end = start
+            p.recent.clear()
+            for first in [f for f in p.buffer if f < start]:
+                count = p.buffer.pop(first)[0]
+                p.buffer_ends.pop(first + count - 1, None)
 
     def _confirm(self, p: _Partition) -> None:
         p.confirmed = True

@@ -66,7 +66,11 @@ class Delivery(FetchPlanning):
         ):
             if self._on_conflict(msg, p, conflict, now):
                 return []
-        if p is not None and (last < p.next or (first > p.next and first in p.buffer)):
+        if (
+            p is not None
+            and not p.from_end  # -N from a hint: where delivery starts is not known yet
+            and (last < p.next or (first > p.next and first in p.buffer))
+        ):
             self._duplicates += 1  # dropped before paying for verification
             return []
         if p is None and (
@@ -88,7 +92,7 @@ class Delivery(FetchPlanning):
             # A gap statement, signed by the producer: these offsets hold no records.
         timestamp = stamp / 1000.0 if stamp is not None else None
         if p is None:
-            p = self._partition(topic, partition, first, now)
+            p = self._partition(topic, partition, first, now, end=last + 1)
             if p is None:
                 return []
             if last < p.next:
@@ -96,6 +100,8 @@ class Delivery(FetchPlanning):
                 return []
         if not p.confirmed:
             self._confirm(p)
+        if p.from_end:
+            self._settle_from_end(p, last + 1)
         if self._profile.batched:
             if p.memory is None:
                 p.memory = BatchMemory()
@@ -122,7 +128,8 @@ class Delivery(FetchPlanning):
             keys = keys[skip:] if keys is not None else None
         out: list[Effect] = []
         if values:
-            out.append(Deliver(topic, partition, nxt, values, keys, timestamp))
+            if p.not_before is None or self._reached_start(p, timestamp, len(values)):
+                out.append(Deliver(topic, partition, nxt, values, keys, timestamp))
         else:
             self._gap_offsets += last + 1 - nxt
         nxt = last + 1
@@ -132,7 +139,8 @@ class Delivery(FetchPlanning):
             while (held := buffer.pop(nxt, None)) is not None:
                 n, h_keys, h_values, h_stamp = held
                 if h_values:
-                    out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+                    if p.not_before is None or self._reached_start(p, h_stamp, n):
+                        out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
                 else:
                     self._gap_offsets += n
                 nxt += n
@@ -147,6 +155,18 @@ class Delivery(FetchPlanning):
             if fetch is not None:
                 out.append(fetch)
         return out
+
+    def _reached_start(self, p: _Partition, stamp: float | None, count: int) -> bool:
+        """A timestamp start: whether this batch (stamped ``stamp``) is the first to
+        deliver, at or after ``p.not_before``; the ones before it are passed over
+        (counted in ``before_start``). Delivery then goes on in offset order, whatever
+        later batches are stamped (Kafka's ``offsets_for_times`` then reading on)."""
+        not_before = p.not_before
+        if not_before is None or (stamp is not None and stamp >= not_before):
+            p.not_before = None
+            return True
+        self._before_start += count
+        return False
 
     # ---------------------------------------- records nobody can deliver (rfc46)
 
@@ -305,7 +325,8 @@ class Delivery(FetchPlanning):
         while (held := p.buffer.pop(nxt, None)) is not None:  # what waited for the tail
             n, h_keys, h_values, h_stamp = held
             if h_values:
-                out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+                if p.not_before is None or self._reached_start(p, h_stamp, n):
+                    out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
             else:
                 self._gap_offsets += n
             nxt += n

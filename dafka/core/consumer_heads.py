@@ -14,6 +14,7 @@ import logging
 
 from ..ids import is_node_id
 from . import messages as m
+from .consumer_base import PartitionKey
 from .consumer_delivery import Delivery
 from .consumer_state import PartitionState as _Partition
 from .effects import Effect, Publish
@@ -57,11 +58,13 @@ class HeadTracking(Delivery):
             log.debug("consumer.head_rejected topic=%s partition=%s", topic, partition)
             return []
         if p is None:
-            p = self._partition(topic, partition, head, now)
+            p = self._partition(topic, partition, head, now, end=head + 1)
             if p is None:
                 return []
         elif not p.confirmed:
             self._confirm(p)
+        if p.from_end:
+            self._settle_from_end(p, head + 1)
         if head >= p.known_end:
             p.known_end = head + 1
         if head >= p.signed_end:
@@ -83,6 +86,28 @@ class HeadTracking(Delivery):
             return  # never read here: it must not hold the end back
         if msg.offset > heads.get(key, -1):
             heads[key] = msg.offset
+        tail = msg.tail or 0  # not told: nothing deleted, as far as we know
+        tails = self._store_tails
+        if tail < tails.get(key, tail + 1):
+            tails[key] = tail
+
+    def watermarks(self) -> dict[PartitionKey, tuple[int, int]]:
+        """``(low, high)`` per partition of a subscribed topic (Kafka's watermarks):
+        ``low`` the lowest offset a store said it still holds (0 when no store said),
+        ``high`` one past the highest offset known to exist, from what stores said they
+        hold and what the producer signed (HEADs, records). Stores' words are hints,
+        unsigned, so this reports; it moves nothing."""
+        topics = self._topics
+        out: dict[PartitionKey, tuple[int, int]] = {}
+        for key, head in self._store_heads.items():
+            if key[0] in topics:
+                out[key] = (self._store_tails.get(key, 0), head + 1)
+        for key, p in self._parts.items():
+            if key[0] not in topics:
+                continue
+            low, high = out.get(key, (0, 0))
+            out[key] = (low, max(high, p.seen_end, p.signed_end))
+        return out
 
     def _on_direct_head(self, msg: m.DirectHead, now: float) -> list[Effect]:
         """A store's answer: the producer's signed head (acted on as a HEAD), the store's
@@ -96,7 +121,7 @@ class HeadTracking(Delivery):
             effects = self._on_head(topic, partition, head.offset, now, head)
         p = self._parts.get((topic, partition))
         if p is None:
-            if self._reset == "latest" and (topic, partition) not in self._start_offsets:
+            if self._starts_at_latest() and (topic, partition) not in self._start_offsets:
                 return effects  # an unsigned hint never chooses where "latest" starts
             p = self._partition(topic, partition, msg.offset, now, confirmed=False)
             if p is None:
