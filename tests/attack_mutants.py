@@ -430,6 +430,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                return effects  # an unsigned hint never chooses",
         "                pass  #",
     ),
+    "unsigned hints never choose where -N starts": (
+        "dafka.core.consumer_base",
+        "ConsumerBase._partition",
+        "            elif reset < 0 and not confirmed:  # the hint aims the first FETCH only",
+        "            elif False:",
+    ),
     "partitions from unsigned hints are bounded": (
         "dafka.core.consumer_base",
         "ConsumerBase._partition",
@@ -886,6 +892,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "unsigned hints never start a latest partition": (
         "tests/unit/test_attacks_hints.py::test_an_unsigned_hint_never_chooses_where_latest_starts",
+    ),
+    "unsigned hints never choose where -N starts": (
+        "tests/unit/test_attacks_hints.py::test_a_lying_store_hint_never_chooses_where_minus_n_starts",
     ),
     "partitions from unsigned hints are bounded": (
         "tests/unit/test_attacks_hints.py::test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches",

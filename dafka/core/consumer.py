@@ -144,17 +144,13 @@ class ConsumerCore(HeadTracking):
             raise ConfigError(f"offset must be an int >= 0, not {offset!r}")
         return self._seek(topic, partition, offset, None, now)
 
-    def seek_to_beginning(
-        self, topic: str, partition: str | None = None, now: float = 0.0
-    ) -> list[Publish]:
+    def seek_to_beginning(self, topic: str, partition: str | None, now: float) -> list[Publish]:
         """Seek ``partition`` (every partition of ``topic`` seen when ``None``) to 0:
         what ``offset_reset="earliest"`` does (a store's signed retention tail then
         moves it on, as a data loss). A partition not seen yet starts at 0."""
         return self._seek_each(topic, partition, now, lambda p: 0, unseen=0)
 
-    def seek_to_end(
-        self, topic: str, partition: str | None = None, now: float = 0.0
-    ) -> list[Publish]:
+    def seek_to_end(self, topic: str, partition: str | None, now: float) -> list[Publish]:
         """Seek to the end: one past the highest offset a verified record or the
         producer's signed HEAD shows to exist (unsigned store hints never choose it).
         A partition named but not seen yet is an error: its end is not known."""

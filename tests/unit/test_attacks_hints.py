@@ -95,6 +95,16 @@ def test_an_unsigned_hint_never_chooses_where_latest_starts() -> None:
     assert delivered(core.handle(record(0, 2), 0.1)) == [0, 1]
 
 
+def test_a_lying_store_hint_never_chooses_where_minus_n_starts() -> None:
+    """Defence: with ``offset_reset=-N`` and no producer HEAD to pass on, a store's
+    unsigned head only aims one FETCH; the verified batch it brings decides where delivery
+    starts. A store claiming a far head must not make the consumer skip the last N records."""
+    core = consumer(-3)
+    out = core.handle(direct_head(1000, signer=None), 0.0)
+    assert [(f.offset, f.count) for f in sent(out) if isinstance(f, m.Fetch)] == [(1000, 1)]
+    assert delivered(core.handle(direct(5, 5), 0.1)) == [7, 8, 9]
+
+
 def test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches() -> None:
     """5,000 unsigned DIRECT-HEADs for unknown partitions, every second for 30 s: the
     partitions they make and the FETCHes they cause are bounded, and a real producer's
