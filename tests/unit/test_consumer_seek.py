@@ -180,3 +180,14 @@ def test_watermarks_from_store_answers_and_signed_statements() -> None:
     assert c.watermarks() == {("t", P): (0, 10)}
     c.handle(record(10, 2), 0.1)
     assert c.watermarks() == {("t", P): (0, 12)}
+
+
+def test_minus_n_under_rfc46_settles_on_the_record_the_stores_hint_names() -> None:
+    c = ConsumerCore(CONSUMER, offset_reset=-3, profile=RFC46)
+    c.subscribe("t", 0.0)
+    assert fetches(c.handle(m.DirectHead(CONSUMER, "t", P, 9), 0.0)) == [(9, 1)]
+    out = c.handle(m.DirectRecord(CONSUMER, "t", P, 9, b"v9"), 0.1)
+    assert delivered(out) == [] and fetches(out) == [(7, 2)]  # 9 waits for 7..8
+    assert delivered(c.handle(m.DirectRecord(CONSUMER, "t", P, 7, b"v7"), 0.2)) == [7]
+    assert delivered(c.handle(m.DirectRecord(CONSUMER, "t", P, 8, b"v8"), 0.2)) == [8, 9]
+    assert c.positions() == {("t", P): 10}
