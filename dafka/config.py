@@ -285,9 +285,11 @@ class ConsumerConfig:
         check_profile(self.profile)
         reset = self.offset_reset
         if isinstance(reset, bool) or not (
-            reset in ("earliest", "latest") or (isinstance(reset, int) and reset >= 0)
+            reset in ("earliest", "latest") or isinstance(reset, int)
         ):
-            raise ConfigError("offset reset must be 'earliest', 'latest' or an offset >= 0")
+            raise ConfigError(
+                "offset reset must be 'earliest', 'latest', an offset >= 0 or -N (N before the end)"
+            )
         return self
 
 

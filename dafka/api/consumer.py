@@ -15,14 +15,14 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from ..config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
 from ..core import messages as m
 from ..core.consumer import ConsumerCore
 from ..core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
-from ..errors import ClosedError, ConfigError, DataLossError, TopicDeletedError
+from ..errors import ClosedError, ConfigError, DafkaTimeout, DataLossError, TopicDeletedError
 from ..ids import check_topic, new_node_id
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["ConsumedRecord", "Consumer", "RecordBatch"]
 
+_T = TypeVar("_T")
 END_QUIET = 0.5  # seconds without news from stores before "at end" can be true
 
 
@@ -46,6 +47,7 @@ class _ConsumerHandler:
         self.core = core
         self.loop: NodeLoop | None = None
         self.stores_seen = 0
+        self.heads_seen = 0  # DIRECT-HEADs addressed to this consumer (watermarks waits)
         self.last_news = 0.0
 
     def subscriptions(self) -> list[bytes]:
@@ -79,6 +81,7 @@ class _ConsumerHandler:
             t = type(msg)
             if t is m.DirectHead:
                 if msg.recipient == node:  # type: ignore[union-attr]
+                    self.heads_seen += 1
                     self.last_news = now  # what it holds is noted by the core (caught_up)
             elif t is m.StoreHello:
                 self.stores_seen += 1
@@ -161,8 +164,20 @@ class Consumer:
         identity: Identity | None = None,
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_HOST,
+        start_timestamp: float | None = None,
     ) -> None:
-        """``trusted_stores`` (node IDs or public keys; the cluster metadata's list
+        """``offset_reset``: where a partition seen for the first time starts:
+        ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
+        before its end (the producer's signed head, or the newest batch seen first);
+        ``start_offsets`` ``{(topic, partition): offset}`` override it per partition.
+
+        ``start_timestamp`` (seconds since the epoch, like ``ConsumedRecord.timestamp``;
+        signed profile only, rfc46 records carry no timestamp): every partition is
+        delivered from its first batch stamped at or after it, then in offset order
+        whatever later batches are stamped. It replaces ``offset_reset``. There is no
+        time index: the batches before it are fetched and passed over.
+
+        ``trusted_stores`` (node IDs or public keys; the cluster metadata's list
         replaces it when it has one): the stores whose signed retention tails may
         move delivery past deleted records. Without any, a validly signed tail from
         any store counts, but only below what the producer's own signed records and
@@ -208,6 +223,7 @@ class Consumer:
             profile=wire,
             on_data_loss=on_data_loss,
             trusted_stores=parse_trusted_stores(trusted_stores) or None,
+            start_timestamp=start_timestamp,
         )
         self._core_trusted = parse_trusted_stores(trusted_stores)
         self._handler = _ConsumerHandler(self, self._core)
@@ -442,9 +458,168 @@ class Consumer:
         """True once any store has said hello (what :meth:`at_end` needs first)."""
         return self._handler.stores_seen > 0
 
+    # ------------------------------------------------- positions and seeking
+
     def positions(self) -> dict[tuple[str, str], int]:
-        """Next offset to deliver per (topic, partition) (a snapshot; racy by nature)."""
-        return dict(self._core.positions())
+        """The offset of the next record a poll returns, per (topic, partition) seen.
+
+        Records delivered and not polled yet count as not read (Kafka's ``position``).
+        A snapshot: records keep arriving."""
+
+        def positions(now: float) -> dict[tuple[str, str], int]:
+            out = self._core.positions()
+            with self._cond:
+                seen: set[tuple[str, str]] = set()
+                for i, run in enumerate(self._ready):
+                    key = (run.topic, run.partition)
+                    if key not in seen:
+                        seen.add(key)
+                        out[key] = run.offset + (self._head_used if i == 0 else 0)
+            return out
+
+        return self._on_loop(lambda now: ([], positions(now)))
+
+    def position(self, topic: str, partition: str) -> int | None:
+        """The offset of the next record a poll returns of one partition (``None``: not
+        seen yet)."""
+        return self.positions().get((topic, partition))
+
+    def seek(self, topic: str, partition: str, offset: int) -> None:
+        """Read ``partition`` of ``topic`` (a subscribed topic; the partition is its
+        producer's node ID) from ``offset`` on, back or forward: the next poll returns
+        its records from there. Records of it not polled yet are dropped; a partition
+        not seen yet starts there when it is. Raises :class:`ConfigError` for a topic
+        not subscribed, a malformed partition or a negative offset."""
+        self._seek(topic, partition, lambda now: self._core.seek(topic, partition, offset, now))
+
+    def seek_to_beginning(self, topic: str, partition: str | None = None) -> None:
+        """Seek ``partition`` (every partition of ``topic`` seen so far when ``None``) to
+        offset 0, as ``offset_reset="earliest"`` starts: records below a store's
+        retention tail are then skipped as a data loss (``on_data_loss``)."""
+        self._seek(
+            topic, partition, lambda now: self._core.seek_to_beginning(topic, partition, now)
+        )
+
+    def seek_to_end(self, topic: str, partition: str | None = None) -> None:
+        """Seek to one past the newest record the producer's signed statements show to
+        exist (a partition named must have been seen: its end is not known otherwise)."""
+        self._seek(topic, partition, lambda now: self._core.seek_to_end(topic, partition, now))
+
+    def seek_to_timestamp(self, topic: str, partition: str | None, timestamp: float) -> None:
+        """Read from the first batch stamped at or after ``timestamp`` (seconds since the
+        epoch; signed profile only) of ``partition`` (every one seen when ``None``):
+        the partition is read again from 0, older batches passed over."""
+        self._seek(
+            topic,
+            partition,
+            lambda now: self._core.seek_to_timestamp(topic, partition, timestamp, now),
+        )
+
+    def watermarks(
+        self, topics: Iterable[str] | None = None, timeout: float = 5.0
+    ) -> dict[tuple[str, str], tuple[int, int]]:
+        """``(low, high)`` offsets per partition of ``topics`` (subscribed; all when
+        ``None``), like Kafka's watermarks: ``low`` the lowest offset a store still holds,
+        ``high`` one past the newest offset known to exist (stores' heads, the producer's
+        signed head). Asks the stores and waits for their answers (until they have been
+        quiet for a moment, at most ``timeout`` seconds). Raises
+        :class:`~dafka.errors.DafkaTimeout` when no store answered at all."""
+        named = None if topics is None else {check_topic(t) for t in topics}
+        node = self.node_id
+
+        def ask(now: float) -> tuple[list[Publish], set[str]]:
+            subscribed = set(self._core.topics())
+            wanted = subscribed if named is None else named
+            missing = wanted - subscribed
+            if missing:
+                raise ConfigError(
+                    f"not subscribed to {', '.join(sorted(missing))}: subscribe first"
+                )
+            return [Publish(m.GetHeads(t, node)) for t in sorted(wanted)], wanted
+
+        h = self._handler
+        before = h.heads_seen
+        wanted = self._on_loop(ask)
+        # A GET-HEADS reaches only the stores connected already: ask again once one has
+        # said hello; a store with nothing of these topics says nothing, so give up on
+        # answers a moment after that.
+        asked_connected = h.stores_seen > 0
+        asked_at = time.monotonic()
+        deadline = asked_at + timeout
+        while (now := time.monotonic()) < deadline:
+            if h.heads_seen > before:
+                if now - h.last_news >= END_QUIET:
+                    break
+            elif asked_connected:
+                if now - asked_at >= 2 * END_QUIET:
+                    break
+            elif h.stores_seen:
+                self._on_loop(ask)
+                asked_connected, asked_at = True, now
+            with self._cond:
+                self._cond.wait(0.05)
+        if h.heads_seen == before and not h.stores_seen:
+            raise DafkaTimeout(f"no store answered within {timeout:g} s; is dafka-store running?")
+        marks = self._on_loop(lambda now: ([], self._core.watermarks()))
+        return {k: v for k, v in marks.items() if k[0] in wanted}
+
+    def _seek(
+        self, topic: str, partition: str | None, fn: Callable[[float], list[Publish]]
+    ) -> None:
+        def call(now: float) -> tuple[list[Publish], None]:
+            out = fn(now)  # raises before anything moved when the seek is bad
+            self._drop_ready(topic, partition)
+            return out, None
+
+        self._on_loop(call)
+
+    def _on_loop(
+        self, fn: Callable[[float], tuple[list[Publish], _T]], timeout: float = 10.0
+    ) -> _T:
+        """Run ``fn`` on the IO thread and wait for its value (or its exception)."""
+        if self._closed:
+            raise ClosedError("consumer is closed")
+        done = threading.Event()
+        box: list[Any] = []
+
+        def call(now: float) -> list[Publish]:
+            try:
+                out, value = fn(now)
+            except Exception as exc:  # handed to the caller's thread
+                box.append(exc)
+                out = []
+            else:
+                box.append(value)
+            done.set()
+            return out
+
+        self._loop.call(call)
+        if not done.wait(timeout):
+            if not self._loop.alive:
+                raise ClosedError("consumer IO thread has stopped")
+            raise DafkaTimeout(f"the consumer's IO thread did not answer within {timeout:g} s")
+        if isinstance(box[0], Exception):
+            raise box[0]
+        return box[0]
+
+    def _drop_ready(self, topic: str, partition: str | None) -> int:
+        """Drop the records of a partition (every one of ``topic`` when ``None``) that
+        were delivered and not polled (a seek moved it, or the topic was deleted);
+        returns how many."""
+        with self._cond:
+            kept: deque[RecordBatch] = deque()
+            dropped = 0
+            for i, run in enumerate(self._ready):
+                if run.topic != topic or (partition is not None and run.partition != partition):
+                    kept.append(run)
+                    continue
+                used = self._head_used if i == 0 else 0
+                dropped += len(run.values) - used
+                if i == 0:
+                    self._head_used = 0
+            self._ready = kept
+            self._ready_count -= dropped
+        return dropped
 
     @property
     def backlog(self) -> int:
@@ -495,19 +670,8 @@ class Consumer:
         """A subscribed topic was deleted: drop what of it was not polled yet, and make the
         next poll raise :class:`TopicDeletedError` once. The subscription stays: if the
         topic is created again, its new records are delivered."""
-        with self._cond:
-            kept: deque[RecordBatch] = deque()
-            dropped = 0
-            for i, run in enumerate(self._ready):
-                if run.topic != topic:
-                    kept.append(run)
-                    continue
-                used = self._head_used if i == 0 else 0
-                dropped += len(run.values) - used
-                if i == 0:
-                    self._head_used = 0
-            self._ready = kept
-            self._ready_count -= dropped
+        with self._cond:  # reentrant: _drop_ready takes it too
+            dropped = self._drop_ready(topic, None)
             self._errors.append(
                 TopicDeletedError(
                     f"topic {topic!r} was deleted (metadata revision {revision}): the stores "

@@ -22,8 +22,10 @@ from .metrics import announce, metrics_options
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 
 
-def parse_offset(text: str) -> Literal["earliest", "latest"] | int:
-    """``beginning`` / ``end`` / a non-negative offset (kcat's -o)."""
+def parse_offset(text: str) -> Literal["earliest", "latest"] | int | float:
+    """kcat's -o: ``beginning``, ``end``, an offset ``N``, ``-N`` (``N`` before the end:
+    a negative int) or ``s@MS`` (the first batch stamped at or after ``MS`` milliseconds
+    since the epoch: a float, in seconds)."""
     low = text.lower()
     if low in ("beginning", "earliest"):
         return "earliest"
@@ -31,7 +33,15 @@ def parse_offset(text: str) -> Literal["earliest", "latest"] | int:
         return "latest"
     if text.isdigit():
         return int(text)
-    raise ConfigError(f"bad offset {text!r}: use beginning, end or a number >= 0")
+    if text[:1] == "-" and text[1:].isdigit() and int(text[1:]) > 0:
+        return int(text)
+    if low[:2] == "s@" and text[2:].isdigit():
+        return int(text[2:]) / 1000.0
+    if low == "stored":
+        raise ConfigError("-o stored: dafka-consumer keeps no stored offsets; give a number")
+    raise ConfigError(
+        f"bad offset {text!r}: use beginning, end, N, -N (N before the end) or s@TIMESTAMP_MS"
+    )
 
 
 class Formatter:
@@ -151,7 +161,14 @@ class _Waiting:
     "-o",
     "--offset",
     default=None,
-    help="Start at: beginning, end, or an offset N in every partition.",
+    help="Start at: beginning, end, an offset N, -N (N before the end) or s@TIMESTAMP_MS "
+    "(the first batch stamped at or after it; signed profile), in every partition.",
+)
+@click.option(
+    "--watermarks",
+    is_flag=True,
+    help="Print 'topic partition low high' for each partition of TOPICS (what the stores "
+    "hold, high = one past the newest offset) and exit. Per store: dafka query heads.",
 )
 @click.option(
     "-e", "--exit-at-end", is_flag=True, help="Exit once every known partition is read to its end."
@@ -217,11 +234,13 @@ def main(
     wait: float,
     metrics_port: int | None,
     metrics_host: str,
+    watermarks: bool,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
     if from_beginning and offset is not None:
         raise ConfigError("give either --from-beginning or -o, not both")
-    reset = "earliest" if from_beginning else parse_offset(offset or "end")
+    start = "earliest" if from_beginning else parse_offset(offset or "end")
+    reset = "earliest" if isinstance(start, float) else start
     render = as_json if as_json_lines else Formatter(format)
     out = sys.stdout.buffer
     seen = 0
@@ -235,8 +254,14 @@ def main(
         trusted_stores=trusted_stores,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        start_timestamp=start if isinstance(start, float) else None,
     ) as consumer:
         announce(consumer.metrics)
+        if watermarks:
+            marks = consumer.watermarks(timeout=wait)
+            for (topic, partition), (low, high) in sorted(marks.items()):
+                click.echo(f"{topic} {partition} {low} {high}")
+            return
         waiting = _Waiting(consumer, started, wait, exit_at_end, curve)
         while count is None or seen < count:
             records = consumer.poll_batch(

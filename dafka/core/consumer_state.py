@@ -72,6 +72,9 @@ class ConsumerStats:
     unserved: int = 0
     """rfc46: offsets skipped because nobody served them for ``unserved_after`` seconds
     while later records of the partition were held (also counted in ``data_lost``)."""
+    before_start: int = 0
+    """Records passed, not delivered, because their batch is stamped before the
+    consumer's ``start_timestamp`` (or a timestamp seek)."""
 
 
 class PartitionState:
@@ -83,16 +86,19 @@ class PartitionState:
     ``[next, known_end)`` is what is missing. ``[req_start, req_end)`` is the
     latest FETCH window asked for; ``recent`` maps FETCH offsets to when they
     were sent, to rate-limit repeats. ``buffer`` maps the first offset of a
-    verified batch that arrived early to its records.
+    verified batch that arrived early to its records. ``not_before``: while set,
+    batches stamped before it are passed over (a timestamp start).
     """
 
     __slots__ = (
         "buffer",
         "buffer_ends",
         "confirmed",
+        "from_end",
         "known_end",
         "memory",
         "next",
+        "not_before",
         "partition",
         "progress_at",
         "recent",
@@ -127,3 +133,8 @@ class PartitionState:
         self.memory: BatchMemory | None = None  # signatures of recent batches (signed)
         # rfc46: offsets ahead whose record was over max_message_size (seen, refused)
         self.refused: set[int] | None = None
+        # a timestamp start (seconds): batches stamped before it are passed, not delivered
+        self.not_before: float | None = None
+        # -N known only from a store's unsigned hint: N, until a verified batch or HEAD
+        # shows where the end is (then delivery starts N before it)
+        self.from_end = 0

@@ -9,7 +9,7 @@ are bounded in number and rate and cost a bounded number of FETCHes.
 
 from __future__ import annotations
 
-from dafka.core import consumer as consumer_mod
+from dafka.core import consumer_state as consumer_mod
 from dafka.core import messages as m
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import DataLoss, Deliver
@@ -93,6 +93,16 @@ def test_an_unsigned_hint_never_chooses_where_latest_starts() -> None:
     core.handle(direct_head(2**62), 0.0)
     assert core.positions() == {}
     assert delivered(core.handle(record(0, 2), 0.1)) == [0, 1]
+
+
+def test_a_lying_store_hint_never_chooses_where_minus_n_starts() -> None:
+    """Defence: with ``offset_reset=-N`` and no producer HEAD to pass on, a store's
+    unsigned head only aims one FETCH; the verified batch it brings decides where delivery
+    starts. A store claiming a far head must not make the consumer skip the last N records."""
+    core = consumer(-3)
+    out = core.handle(direct_head(1000, signer=None), 0.0)
+    assert [(f.offset, f.count) for f in sent(out) if isinstance(f, m.Fetch)] == [(1000, 1)]
+    assert delivered(core.handle(direct(5, 5), 0.1)) == [7, 8, 9]
 
 
 def test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches() -> None:

@@ -97,7 +97,7 @@ def test_subscribe_invalid_topic_is_refused() -> None:
         ConsumerCore(C).subscribe("", 0.0)
 
 
-@pytest.mark.parametrize("reset", ["oldest", -1, True, 1.5])
+@pytest.mark.parametrize("reset", ["oldest", "-1", True, 1.5])
 def test_bad_offset_reset_is_refused(reset) -> None:
     with pytest.raises(ConfigError):
         ConsumerCore(C, offset_reset=reset)

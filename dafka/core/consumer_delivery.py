@@ -1,0 +1,339 @@
+"""The consumer core's delivery: records in, the reorder buffer, records out in order.
+
+A RECORD or DIRECT-RECORD is a batch of consecutive records. Before any record of a
+batch is delivered or buffered, the profile verifies it (``Profile.open_records``),
+whoever sent it; a batch that fails is dropped and counted. Batches entirely below
+the delivery point are dropped as duplicates before paying for verification; a
+batch that overlaps it delivers only its records from the delivery point on. A
+batch ahead of the delivery point waits in the partition's reorder buffer (bounded
+by ``max_buffered`` offsets) and is delivered when the gap before it is filled.
+
+Offsets nobody can deliver are skipped as a data loss (``DataLoss``): below a
+store's retention tail, a record over ``max_message_size`` (rfc46), or a gap
+nobody serves while later records are held (rfc46).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import WireError
+from ..ids import is_node_id
+from . import messages as m
+from .consumer_fetch import FetchPlanning
+from .consumer_state import (
+    MAX_REFUSED,
+)
+from .consumer_state import REJECT_LOG_PERIOD as _REJECT_LOG_PERIOD
+from .consumer_state import SIGNATURE_BYTES as _SIGNATURE
+from .consumer_state import PartitionState as _Partition
+from .effects import DataLoss, Deliver, Effect, Publish
+from .equivocation import BatchMemory, ConsumerEquivocation
+
+log = logging.getLogger(__name__)
+
+
+class Delivery(FetchPlanning):
+    """Records in and out of :class:`~dafka.core.consumer.ConsumerCore` (a layer of it)."""
+
+    def _reject(self, msg: m.Record | m.DirectRecord, exc: Exception, now: float) -> None:
+        self._rejected += 1
+        if now - self._last_reject_log >= _REJECT_LOG_PERIOD:
+            self._last_reject_log = now
+            log.warning(
+                "consumer.rejected topic=%s partition=%s offsets=%d..%d error=%s total=%d",
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.offset + msg.count - 1,
+                exc,
+                self._rejected,
+            )
+
+    def _on_records(self, msg: m.Record | m.DirectRecord, now: float) -> list[Effect]:
+        topic = msg.topic
+        partition = msg.partition
+        first = msg.offset
+        count = msg.count
+        last = first + count - 1
+        if self._acl and not self._allowed(topic, partition):
+            return []
+        p = self._parts.get((topic, partition))
+        if (
+            p is not None
+            and p.memory is not None
+            and (conflict := p.memory.conflict(first, last, msg.content[-_SIGNATURE:]))
+        ):
+            if self._on_conflict(msg, p, conflict, now):
+                return []
+        if (
+            p is not None
+            and not p.from_end  # -N from a hint: where delivery starts is not known yet
+            and (last < p.next or (first > p.next and first in p.buffer))
+        ):
+            self._duplicates += 1  # dropped before paying for verification
+            return []
+        if p is None and (
+            len(self._parts) >= self._max_partitions
+            or not is_node_id(partition)
+            or self._gate.full(topic)
+        ):
+            self._refused += 1  # before paying for verification
+            return []
+        try:
+            keys, values, stamp = self._profile.open_records(msg)
+        except WireError as exc:
+            self._reject(msg, exc, now)
+            return []
+        if len(values) != count:
+            if values:
+                self._reject(msg, WireError("record count disagrees with the RECORD"), now)
+                return []
+            # A gap statement, signed by the producer: these offsets hold no records.
+        timestamp = stamp / 1000.0 if stamp is not None else None
+        if p is None:
+            p = self._partition(topic, partition, first, now, end=last + 1)
+            if p is None:
+                return []
+            if last < p.next:
+                self._duplicates += 1
+                return []
+        if not p.confirmed:
+            self._confirm(p)
+        if p.from_end:
+            self._settle_from_end(p, last + 1)
+        if self._profile.batched:
+            if p.memory is None:
+                p.memory = BatchMemory()
+            p.memory.remember(first, last, msg.content[-_SIGNATURE:])
+        nxt = p.next
+        if last >= p.seen_end:
+            p.seen_end = last + 1
+            if last >= p.known_end:
+                p.known_end = last + 1
+        if first > nxt:
+            buffer = p.buffer
+            if first in buffer:
+                self._duplicates += 1
+            elif last - nxt <= self._max_buffered:
+                buffer[first] = (count, keys, values, timestamp)
+                p.buffer_ends[last] = first
+            else:
+                self._beyond += 1
+            fetch = self._pump(p, now)
+            return [fetch] if fetch is not None else []
+        skip = nxt - first  # a batch may overlap what was delivered
+        if skip:
+            values = values[skip:]
+            keys = keys[skip:] if keys is not None else None
+        out: list[Effect] = []
+        if values:
+            if p.not_before is None or self._reached_start(p, timestamp, len(values)):
+                out.append(Deliver(topic, partition, nxt, values, keys, timestamp))
+        else:
+            self._gap_offsets += last + 1 - nxt
+        nxt = last + 1
+        buffer = p.buffer
+        if buffer:
+            ends = p.buffer_ends
+            while (held := buffer.pop(nxt, None)) is not None:
+                n, h_keys, h_values, h_stamp = held
+                if h_values:
+                    if p.not_before is None or self._reached_start(p, h_stamp, n):
+                        out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+                else:
+                    self._gap_offsets += n
+                nxt += n
+                ends.pop(nxt - 1, None)
+        self._delivered += nxt - p.next
+        p.next = nxt
+        p.progress_at = now
+        if p.refused is not None and nxt in p.refused:
+            return self._past_refused(p, now, out)
+        if p.known_end > nxt:
+            fetch = self._pump(p, now)
+            if fetch is not None:
+                out.append(fetch)
+        return out
+
+    def _reached_start(self, p: _Partition, stamp: float | None, count: int) -> bool:
+        """A timestamp start: whether this batch (stamped ``stamp``) is the first to
+        deliver, at or after ``p.not_before``; the ones before it are passed over
+        (counted in ``before_start``). Delivery then goes on in offset order, whatever
+        later batches are stamped (Kafka's ``offsets_for_times`` then reading on)."""
+        not_before = p.not_before
+        if not_before is None or (stamp is not None and stamp >= not_before):
+            p.not_before = None
+            return True
+        self._before_start += count
+        return False
+
+    # ---------------------------------------- records nobody can deliver (rfc46)
+
+    def _on_oversized(self, msg: m.Oversized, now: float) -> list[Effect]:
+        """A record over ``max_message_size`` (a C producer has no cap; the IO shell
+        dropped its content): nobody here can take it, so delivery skips its offset
+        once it gets there, as a data loss (``DataLoss`` reason ``oversized``)."""
+        self._oversized += 1
+        if now - self._last_oversized_log >= _REJECT_LOG_PERIOD:
+            self._last_oversized_log = now
+            log.warning(
+                "consumer.oversized topic=%s partition=%s offset=%d bytes=%d total=%d",
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.size,
+                self._oversized,
+            )
+        p = self._parts.get((msg.topic, msg.partition))
+        if self._profile.batched or p is None or msg.offset < p.next:
+            return []
+        if p.refused is None:
+            p.refused = set()
+        if len(p.refused) < MAX_REFUSED:
+            p.refused.add(msg.offset)
+        if msg.offset == p.next:
+            return self._past_refused(p, now, [])
+        return []
+
+    def _past_refused(self, p: _Partition, now: float, effects: list[Effect]) -> list[Effect]:
+        """Skip the refused offsets delivery has reached (and deliver what they held up)."""
+        refused = p.refused
+        while refused is not None and p.next in refused:
+            at = p.next
+            effects = self._on_tail(p.topic, p.partition, at + 1, now, effects, "oversized")
+            if p.next == at:
+                break  # a record below it is buffered: cannot happen, but never loop
+            for offset in [o for o in refused if o < p.next]:
+                refused.discard(offset)
+        if refused is not None and not refused:
+            p.refused = None
+        return effects
+
+    def _unserved_gap(self, msg: m.DirectRecord, now: float) -> list[Effect]:
+        """rfc46: a FETCH answer beyond what delivery waits for, while it has made no
+        progress for ``unserved_after`` seconds and later records are held: the sources
+        answering (a store that refused an oversized record, a producer whose records
+        were acknowledged) serve what follows the gap but not the gap, and nothing on the
+        rfc46 wire can say so. Rather than wait for ever, skip the gap as a data loss
+        (``DataLoss`` reason ``unserved``; with ``on_data_loss="raise"`` the application
+        is told). Nothing is skipped while nobody answers at all."""
+        p = self._parts.get((msg.topic, msg.partition))
+        if (
+            p is None
+            or msg.offset <= p.next
+            or not p.buffer
+            or now - p.progress_at < self._unserved_after
+        ):
+            return []
+        tail = min(p.buffer)
+        if tail <= p.next:
+            return []
+        self._unserved += tail - p.next
+        out = self._on_tail(p.topic, p.partition, tail, now, [], "unserved")
+        if p.refused is not None and p.next in p.refused:
+            out = self._past_refused(p, now, out)
+        return out
+
+    def _on_conflict(
+        self, msg: m.Record | m.DirectRecord, p: _Partition, kept: tuple[int, int], now: float
+    ) -> bool:
+        """A batch at offsets taken with other content: a forgery, or equivocation (counted,
+        logged, reported). True: drop it. It goes on only past what was delivered, when
+        what it contradicts was delivered already: those offsets are skipped anyway, and
+        the rest has no other version here (dropping it would stall the partition when
+        the stores hold this cut)."""
+        try:
+            self._profile.open_records(msg)
+        except WireError as exc:
+            self._reject(msg, exc, now)
+            return True
+        self._equivocations += 1
+        first, last = msg.offset, msg.offset + msg.count - 1
+        delivered = kept[0] < p.next
+        self.equivocations.append(
+            ConsumerEquivocation(p.topic, p.partition, first, last, *kept, delivered, now)
+        )
+        if now - self._last_equivocation_log >= _REJECT_LOG_PERIOD:
+            self._last_equivocation_log = now
+            log.warning(
+                "consumer.equivocation topic=%s partition=%s offsets=%d..%d kept=%d..%d "
+                "delivered=%s total=%d",
+                p.topic,
+                p.partition,
+                first,
+                last,
+                kept[0],
+                kept[1],
+                delivered,
+                self._equivocations,
+            )
+        return kept[1] >= p.next or msg.offset + msg.count <= p.next
+
+    def _prune(self, p: _Partition) -> None:
+        """Forget buffered batches that start below the delivery point (they overlap it).
+
+        Batches of one partition have the same boundaries whoever serves them,
+        so this only happens with equivocating producers; what they held is
+        fetched again from ``next``.
+        """
+        nxt = p.next
+        stale = [first for first in p.buffer if first < nxt]
+        for first in stale:
+            count = p.buffer.pop(first)[0]
+            p.buffer_ends.pop(first + count - 1, None)
+
+    def _on_tail(
+        self,
+        topic: str,
+        partition: str,
+        tail: int,
+        now: float,
+        effects: list[Effect],
+        reason: str = "retention",
+    ) -> list[Effect]:
+        """A store deleted everything below ``tail``: if we still wait for records below
+        it (and hold none of them), they are lost; report it (unless skipping) and go on
+        from the tail. (The tail is the store's unsigned word, like its head hint.) Also
+        how records nobody can deliver are skipped (``reason``, see ``DataLoss``)."""
+        p = self._parts.get((topic, partition))
+        if p is None or p.next >= tail or any(first < tail for first in p.buffer):
+            return effects
+        start = p.next
+        self._data_lost += tail - start
+        log.warning(
+            "consumer.data_loss topic=%s partition=%s offsets=%d..%d reason=%s",
+            topic,
+            partition,
+            start,
+            tail - 1,
+            reason,
+        )
+        p.next = tail
+        if p.known_end < tail:
+            p.known_end = tail
+        if p.seen_end < tail:
+            p.seen_end = tail
+        p.req_start = p.req_mid = p.req_end = tail
+        p.recent.clear()
+        p.progress_at = now
+        self._prune(p)
+        out: list[Effect] = [e for e in effects if not isinstance(e, Publish)]
+        if self._on_data_loss == "raise":
+            out.append(DataLoss(topic, partition, start, tail, reason))
+        nxt = tail
+        while (held := p.buffer.pop(nxt, None)) is not None:  # what waited for the tail
+            n, h_keys, h_values, h_stamp = held
+            if h_values:
+                if p.not_before is None or self._reached_start(p, h_stamp, n):
+                    out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
+            else:
+                self._gap_offsets += n
+            nxt += n
+            p.buffer_ends.pop(nxt - 1, None)
+        self._delivered += nxt - tail
+        p.next = nxt
+        fetch = self._pump(p, now)
+        if fetch is not None:
+            out.append(fetch)
+        return out

@@ -1,0 +1,159 @@
+"""The consumer core's heads: HEADs, stores' DIRECT-HEADs and tails, ``caught_up``.
+
+A HEAD (a producer's signed claim about its own partition) is verified before it
+moves anything, and only when it would. A store's DIRECT-HEAD carries the
+producer's signed head (acted on as a HEAD), the store's unsigned ``sequence``
+(which only aims FETCHes, bounded) and its retention tail (acted on only when
+signed by a store whose tails count). What stores said they hold is remembered for
+:meth:`HeadTracking.caught_up` (``dafka-consumer -e``).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..ids import is_node_id
+from . import messages as m
+from .consumer_base import PartitionKey
+from .consumer_delivery import Delivery
+from .consumer_state import PartitionState as _Partition
+from .effects import Effect, Publish
+
+log = logging.getLogger(__name__)
+
+
+class HeadTracking(Delivery):
+    """HEADs and store answers of :class:`~dafka.core.consumer.ConsumerCore` (a layer of it)."""
+
+    def caught_up(self) -> bool:
+        """True when every partition a store said it holds of a subscribed topic was
+        delivered up to what that store holds (what ``dafka-consumer -e`` waits for).
+
+        Only DIRECT-HEADs addressed to this consumer for a topic it reads count: the C
+        reference store answers GET-HEADS by topic *prefix* (``hello`` also gets the
+        heads of ``hello2``), and a head of a topic not read here would never be reached.
+        A producer's HEAD does not count either, so only a store can delay the end.
+        """
+        parts = self._parts
+        topics = self._topics
+        for key, head in self._store_heads.items():
+            if key[0] not in topics:
+                continue
+            p = parts.get(key)
+            if p is None or p.next <= head:
+                return False
+        return True
+
+    def _on_head(
+        self, topic: str, partition: str, head: int, now: float, msg: m.Head | None
+    ) -> list[Effect]:
+        if self._acl and not self._allowed(topic, partition):
+            return []
+        p = self._parts.get((topic, partition))
+        if p is not None and head < p.known_end and (msg is None or head < p.signed_end):
+            fetch = self._pump(p, now)  # nothing new: no need to verify it
+            return [fetch] if fetch is not None else []
+        if msg is not None and not self._profile.check_head(msg):
+            self._rejected_heads += 1
+            log.debug("consumer.head_rejected topic=%s partition=%s", topic, partition)
+            return []
+        if p is None:
+            p = self._partition(topic, partition, head, now, end=head + 1)
+            if p is None:
+                return []
+        elif not p.confirmed:
+            self._confirm(p)
+        if p.from_end:
+            self._settle_from_end(p, head + 1)
+        if head >= p.known_end:
+            p.known_end = head + 1
+        if head >= p.signed_end:
+            p.signed_end = head + 1
+        fetch = self._pump(p, now)
+        return [fetch] if fetch is not None else []
+
+    def _note_store_head(self, msg: m.DirectHead) -> None:
+        """Remember what a store holds of a partition this consumer reads (for
+        :meth:`caught_up`). Bounded by ``max_partitions``; a partition refused here (a
+        bound reached) still holds the end back, since it was not read, and one
+        forgotten as an unbacked hint (``tick``) no longer does."""
+        key = (msg.topic, msg.partition)
+        heads = self._store_heads
+        if key not in heads and (len(heads) >= self._max_partitions or not is_node_id(key[1])):
+            return
+        allowed = self._acl.get(key[0])
+        if allowed is not None and key[1] not in allowed:
+            return  # never read here: it must not hold the end back
+        if msg.offset > heads.get(key, -1):
+            heads[key] = msg.offset
+        tail = msg.tail or 0  # not told: nothing deleted, as far as we know
+        tails = self._store_tails
+        if tail < tails.get(key, tail + 1):
+            tails[key] = tail
+
+    def watermarks(self) -> dict[PartitionKey, tuple[int, int]]:
+        """``(low, high)`` per partition of a subscribed topic (Kafka's watermarks):
+        ``low`` the lowest offset a store said it still holds (0 when no store said),
+        ``high`` one past the highest offset known to exist, from what stores said they
+        hold and what the producer signed (HEADs, records). Stores' words are hints,
+        unsigned, so this reports; it moves nothing."""
+        topics = self._topics
+        out: dict[PartitionKey, tuple[int, int]] = {}
+        for key, head in self._store_heads.items():
+            if key[0] in topics:
+                out[key] = (self._store_tails.get(key, 0), head + 1)
+        for key, p in self._parts.items():
+            if key[0] not in topics:
+                continue
+            low, high = out.get(key, (0, 0))
+            out[key] = (low, max(high, p.seen_end, p.signed_end))
+        return out
+
+    def _on_direct_head(self, msg: m.DirectHead, now: float) -> list[Effect]:
+        """A store's answer: the producer's signed head (acted on as a HEAD), the store's
+        unsigned ``sequence`` (aims FETCHes, bounded) and its tail (only if signed)."""
+        topic, partition = msg.topic, msg.partition
+        if self._acl and not self._allowed(topic, partition):
+            return []
+        effects: list[Effect] = []
+        head = msg.head
+        if head is not None and (head.topic, head.partition) == (topic, partition):
+            effects = self._on_head(topic, partition, head.offset, now, head)
+        p = self._parts.get((topic, partition))
+        if p is None:
+            if self._starts_at_latest() and (topic, partition) not in self._start_offsets:
+                return effects  # an unsigned hint never chooses where "latest" starts
+            p = self._partition(topic, partition, msg.offset, now, confirmed=False)
+            if p is None:
+                return effects
+        # The store's own (unsigned) hint of what it holds: whatever is fetched is
+        # verified batch by batch, and the hint is bounded by max_head_lead.
+        if msg.offset >= p.known_end:
+            p.known_end = msg.offset + 1
+        if not any(isinstance(e, Publish) for e in effects):
+            fetch = self._pump(p, now)
+            if fetch is not None:
+                effects.append(fetch)
+        tail = msg.tail
+        if tail and tail <= msg.offset and p.next < tail:  # the newest batch always stays
+            if self._tail_counts(msg, p, tail):
+                effects = self._on_tail(topic, partition, tail, now, effects)
+            else:
+                self._ignored_tails += 1
+        return effects
+
+    def _tail_counts(self, msg: m.DirectHead, p: _Partition, tail: int) -> bool:
+        """Whether a store's tail may move delivery: signed by a trusted store (any
+        store when none are configured, and then only up to what the producer's own
+        signed statements show to exist), within ``max_head_lead``."""
+        trusted = self._trusted
+        if trusted is not None and not trusted:
+            return False
+        store = self._profile.tail_store(msg)
+        if store is None:
+            return False
+        if trusted is not None:
+            if store not in trusted:
+                return False
+            return tail <= max(p.next, p.seen_end, p.signed_end) + self._lead
+        return tail < max(p.seen_end, p.signed_end)
