@@ -30,7 +30,7 @@ from ..errors import ConfigError, DafkaTimeout
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
-from .common import CONTEXT, common_options, run_cli
+from .common import CONTEXT, Group, common_options, run_cli
 from .query import query
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -157,7 +157,7 @@ def _show(settings: dict[str, Any]) -> str:
     return " ".join(f"{k}={'any' if k in _ACLS and v is None else v}" for k, v in settings.items())
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def main() -> None:
     """Administer a Dafka cluster: topics, trusted stores, the metadata Raft group."""
 

@@ -1,4 +1,8 @@
-"""``dafka-producer TOPIC``: one record per line of standard input.
+"""``dafka-producer TOPIC [FILE...]``: one record per line of standard input, or per file.
+
+Lines end at ``\\n`` (a ``\\r`` before it is dropped), or at the bytes given with
+``-D`` (kcat's escapes; then nothing is dropped: byte for byte). Each FILE given is
+sent whole as one record, byte for byte, and standard input is not read.
 
 Under the signed profile (the default) an ACK counts only from the stores given
 with ``--trusted-store`` (node IDs or public keys, as ``dafka-store`` and
@@ -22,21 +26,38 @@ import click
 from ..api.common import node_config
 from ..api.producer import Producer
 from ..config import check_profile
-from ..errors import ProfileError
-from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
+from ..errors import ConfigError, ProfileError
+from .common import (
+    CONTEXT,
+    Command,
+    common_options,
+    curve_allowed,
+    profile_option,
+    run_cli,
+    unescape,
+)
 from .feed import Feed, Signals
 from .metrics import announce, metrics_options
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=Command, context_settings=CONTEXT)
 @click.argument("topic")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, readable=True))
 @common_options("producer")
 @profile_option
 @click.option(
     "-K",
     "--key-separator",
     default=None,
-    help="Split each line into key and value at the first separator (signed profile).",
+    help="Split each line into key and value at the first separator (signed profile; "
+    "escapes as -D).",
+)
+@click.option(
+    "-D",
+    "--delimiter",
+    default=None,
+    help="Records end at DELIM instead of a newline, and are sent byte for byte (no \\r "
+    "dropped); escapes \\n \\r \\t \\0 \\xHH \\\\ (kcat's -D).",
 )
 @click.option(
     "--trusted-store",
@@ -91,12 +112,14 @@ from .metrics import announce, metrics_options
 @run_cli
 def main(
     topic: str,
+    files: tuple[str, ...],
     tower: str,
     host: str,
     curve: bool,
     curve_allow: str | None,
     profile: str,
     key_separator: str | None,
+    delimiter: str | None,
     trusted_stores: str | None,
     min_acks: int,
     state_dir: str | None,
@@ -108,7 +131,7 @@ def main(
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
-    """Publish each line of standard input as one record of TOPIC.
+    """Publish each line of standard input (or each FILE, whole) as one record of TOPIC.
 
     Exits 0 once every record is acknowledged by a store; 1 if a line could
     not be sent (too big: reported with its line number, the other lines are
@@ -123,7 +146,12 @@ def main(
             raise ProfileError("keys need the signed wire profile; the rfc46 profile has no keys")
         if not key_separator:
             raise ProfileError("the key separator must not be empty")
-        separator = key_separator.encode()
+        separator = unescape(key_separator)
+    delim = b"\n" if delimiter is None else unescape(delimiter)
+    if not delim:
+        raise ConfigError("the delimiter (-D) must not be empty")
+    if files and (delimiter is not None or separator is not None):
+        raise ConfigError("each FILE is one record, whole: -D and -K split standard input only")
     trust_any = profile == "signed" and not trusted_stores
     producer = Producer(
         topic,
@@ -150,6 +178,9 @@ def main(
         max_line=max_line,
         report=lambda text: click.echo(text, err=True),
         on_done=wake.set,
+        delimiter=delim,
+        strip_cr=delimiter is None,
+        files=files,
     )
 
     def first(signum: int) -> None:

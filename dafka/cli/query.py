@@ -28,7 +28,7 @@ from ..query.client import QueryClient, load_client_key, records
 from ..query.locator import StoreLocator
 from ..security import identity
 from ..security.curve_keys import parse_public_key
-from .common import CONTEXT, run_cli
+from .common import CONTEXT, Group, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,7 +102,7 @@ def _query_options(f: F) -> F:
     return f
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def query() -> None:
     """Pull reads from the stores' query endpoints."""
 

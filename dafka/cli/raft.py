@@ -44,7 +44,7 @@ from ..raft.peer import PeerOptions, RaftPeer
 from ..raft.statemachine import KvStateMachine
 from ..raft.types import Peer
 from ..security import identity as ident
-from .common import CONTEXT, common_options, run_cli
+from .common import CONTEXT, Group, common_options, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,7 +134,7 @@ def _client(
     return RaftClient(urls, cluster, timeout=timeout, curve=settings)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def main() -> None:
     """Raft peers of the Dafka metadata cluster (the ØMQ RAFT protocol)."""
 
