@@ -357,7 +357,9 @@ def status(
         return
     columns = ["peer", "url", "state", "leader", "term", "first", "applied", "commit", "last"]
     columns += ["snapshot"]
-    table = [columns] + [[str(row.get(c, "-")) for c in columns] for row in rows]
+    table = [columns] + [
+        ["-" if row.get(c) is None else str(row[c]) for c in columns] for row in rows
+    ]
     widths = [max(len(line[k]) for line in table) for k in range(len(columns))]
     for line in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
