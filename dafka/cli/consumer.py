@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import time
 from typing import Literal
@@ -26,6 +27,7 @@ from .common import (
     unescape,
 )
 from .metrics import announce, metrics_options
+from .progress import Progress, progress_option
 
 
 def parse_offset(text: str) -> Literal["earliest", "latest"] | int:
@@ -238,6 +240,7 @@ class _Waiting:
     "(dafka-keys create). Default: a fresh key.",
 )
 @metrics_options
+@progress_option
 @run_cli
 def main(
     topics: tuple[str, ...],
@@ -260,6 +263,7 @@ def main(
     wait: float,
     metrics_port: int | None,
     metrics_host: str,
+    progress: bool,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
     if from_beginning and offset is not None:
@@ -286,23 +290,46 @@ def main(
     ) as consumer:
         announce(consumer.metrics)
         waiting = _Waiting(consumer, started, wait, exit_at_end, curve)
-        while count is None or seen < count:
-            records = consumer.poll_batch(
-                max_records=10_000 if count is None else count - seen, timeout=0.1
-            )
-            for record in records:
-                out.write(render(record))
-            seen += len(records)
-            if records:
-                out.flush()
-                continue
-            waiting.check(time.monotonic())
-            if exit_at_end and consumer.at_end():
-                break
-            if exit_at_end and timeout is not None and time.monotonic() - started > timeout:
-                click.echo(f"error: end not reached within {timeout:g} s", err=True)
-                sys.exit(1)
+        # catching up with -e: a status line on stderr when it is a terminal and the records
+        # go elsewhere (a file, a pipe), never between records on the same terminal
+        bar = Progress(None if progress and exit_at_end and not _stdout_is_terminal() else False)
+        try:
+            while count is None or seen < count:
+                records = consumer.poll_batch(
+                    max_records=10_000 if count is None else count - seen, timeout=0.1
+                )
+                for record in records:
+                    out.write(render(record))
+                seen += len(records)
+                if bar.due() and consumer.store_answered:
+                    _catching_up(bar, consumer, seen)
+                if records:
+                    out.flush()
+                    continue
+                waiting.check(time.monotonic())
+                if exit_at_end and consumer.at_end():
+                    bar.end(f"caught up: {seen} record(s) written")
+                    break
+                if exit_at_end and timeout is not None and time.monotonic() - started > timeout:
+                    bar.end()
+                    click.echo(f"error: end not reached within {timeout:g} s", err=True)
+                    sys.exit(1)
+        finally:
+            bar.end()
         out.flush()
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return os.isatty(1)
+    except OSError:
+        return False
+
+
+def _catching_up(bar: Progress, consumer: Consumer, seen: int) -> None:
+    left = consumer.remaining()
+    if left is not None:
+        bar.update(f"catching up: {seen} record(s) written, {left} more known")
 
 
 if __name__ == "__main__":

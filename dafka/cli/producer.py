@@ -38,6 +38,10 @@ from .common import (
 )
 from .feed import Feed, Signals
 from .metrics import announce, metrics_options
+from .progress import Progress, progress_option
+
+PROGRESS_AFTER = 0.5
+"""Seconds of waiting for acknowledgements before the progress line shows (on a terminal)."""
 
 
 @click.command(cls=Command, context_settings=CONTEXT)
@@ -109,6 +113,7 @@ from .metrics import announce, metrics_options
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
 @metrics_options
+@progress_option
 @run_cli
 def main(
     topic: str,
@@ -130,6 +135,7 @@ def main(
     quiet: bool,
     metrics_port: int | None,
     metrics_host: str,
+    progress: bool,
 ) -> None:
     """Publish each line of standard input (or each FILE, whole) as one record of TOPIC.
 
@@ -183,9 +189,12 @@ def main(
         files=files,
     )
 
+    bar = Progress(None if progress else False)
+
     def first(signum: int) -> None:
         feed.stop()
         wake.set()
+        bar.end()
         _say(
             f"stopping on {Signals.name(signum)}: no more input is read; waiting up to "
             f"{grace:g} s for acknowledgements (signal again to stop at once)"
@@ -193,6 +202,7 @@ def main(
 
     def second(signum: int) -> None:  # abort: no more waiting, but still the counts
         t = feed.tally()
+        bar.end()
         _say(
             f"aborted by a second {Signals.name(signum)}: {t.acknowledged} records "
             f"acknowledged, {t.unacknowledged} not acknowledged"
@@ -203,8 +213,9 @@ def main(
     signals = Signals(first, second)
     try:
         feed.start()
-        _settle(producer, feed, signals, wake, timeout, grace)
+        _settle(producer, feed, signals, wake, timeout, grace, bar)
     finally:
+        bar.end()
         # the lines below say what close() would log; close() also wakes a send
         # blocked on a full buffer
         with _quiet_logger("dafka.api.producer"):
@@ -249,9 +260,12 @@ def _settle(
     wake: threading.Event,
     timeout: float,
     grace: float,
+    bar: Progress,
 ) -> None:
-    """Wait for the end of input or a signal, then for the ACKs: ``timeout`` or ``grace`` s."""
+    """Wait for the end of input or a signal, then for the ACKs: ``timeout`` or ``grace`` s,
+    saying on a terminal how many are awaited once the wait lasts (``bar``)."""
     deadline: float | None = None
+    quiet_since = 0.0
     interrupted = False
     quiet = False  # nothing more will be sent
     while True:
@@ -262,6 +276,7 @@ def _settle(
             deadline = now + grace if deadline is None else min(deadline, now + grace)
         if not quiet:
             quiet = feed.done.is_set() or (interrupted and feed.quiesce())
+            quiet_since = now
             if quiet and deadline is None:
                 deadline = now + timeout
             if quiet and feed.error is not None:
@@ -270,6 +285,11 @@ def _settle(
             return
         if deadline is not None and now >= deadline:
             return
+        if quiet and deadline is not None and now - quiet_since >= PROGRESS_AFTER:
+            bar.update(
+                f"waiting for {producer.unacked} acknowledgement(s): {producer.acknowledged} "
+                f"acknowledged, {max(0.0, deadline - now):.0f} s left"
+            )
         wake.wait(0.05 if quiet else 0.5)
         wake.clear()
 
