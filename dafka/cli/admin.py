@@ -4,7 +4,10 @@
 
     dafka topics create events --min-acks 2 --retention-ms 7d
     dafka topics list | describe events | alter events --retention-bytes 1G | delete events
+    (describe: the settings as given, 7d / 1G / none / any, then each partition's tail..head
+    and the store that holds it, asked on the stores' query endpoints)
     dafka stores trust <node ID or public key> | list | revoke <key>
+    (list: every trusted or heard store with its trust, query address and holdings)
     dafka cluster status | set --no-auto-create | set --curve --curve-clients metadata
     dafka admins list | add <public key> | remove <public key>
     dafka query heads [TOPIC ...] | read TOPIC [--key-file FILE]   (dafka.cli.query)
