@@ -54,17 +54,20 @@ class Progress:
         self._write = write
         self._last = -interval
         self._drawn = False
+        self._text = ""
         self._width = 0
         self._lock = threading.RLock()  # a signal handler may end the line mid-update
 
     def update(self, text: str, *, force: bool = False) -> bool:
-        """Draw ``text`` unless the last draw was under :attr:`interval` ago; True if drawn."""
+        """Draw ``text`` unless the last draw was under :attr:`interval` ago or showed the
+        same text; True if drawn."""
         if not self.enabled:
             return False
         with self._lock:
             now = self._clock()
-            if not force and now - self._last < self.interval:
+            if not force and (now - self._last < self.interval or text == self._text):
                 return False
+            self._text = text
             self._last = now
             pad = max(0, self._width - len(text))  # blank what a longer line left
             self._width = len(text)
@@ -88,6 +91,7 @@ class Progress:
                 self.update(text, force=True)
             self._write(b"\n")
             self._drawn = False
+            self._text = ""
 
     @contextmanager
     def ticking(self, text: Callable[[], str]) -> Iterator[None]:

@@ -46,3 +46,11 @@ def test_disabled_or_never_drawn_writes_nothing() -> None:
     quiet, out2, _ = make()
     quiet.end("never shown")
     assert out == [] and out2 == []
+
+
+def test_the_same_text_is_not_drawn_again() -> None:
+    bar, out, clock = make()
+    bar.update("same")
+    clock.now += 1
+    assert not bar.update("same")
+    assert out == [b"\rsame"]
