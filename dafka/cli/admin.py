@@ -231,6 +231,8 @@ def topics_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
         return
     for name in sorted(found):
         click.echo(f"{name} {_show(found[name])}")
+    if not found:
+        click.echo("no topics in the metadata", err=True)
 
 
 @topics.command("describe")
@@ -461,8 +463,11 @@ def admins() -> None:
 def admins_list(tower: str, cluster: str, timeout: float) -> None:
     """The admin public keys, one a line."""
     with _client(tower, cluster, timeout) as client:
-        for key in client.admins():
-            click.echo(key)
+        keys = client.admins()
+    for key in keys:
+        click.echo(key)
+    if not keys:
+        click.echo("no admins: nobody can change the metadata", err=True)
 
 
 @admins.command("add")

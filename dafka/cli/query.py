@@ -120,10 +120,15 @@ def heads(
     timeout: float,
 ) -> None:
     """Tail and head of each partition every store holds (of TOPICS, or of all)."""
+    found = 0
     for client in _clients(tower, store, store_key, key_file, timeout):
         with client:
             for p in client.heads(list(topics) or None):
                 click.echo(f"{client.endpoint} {p.topic} {p.partition} {p.tail} {p.head}")
+                found += 1
+    if not found:
+        what = f"of {', '.join(topics)}" if topics else "at all"
+        click.echo(f"no partitions: the stores hold nothing {what}", err=True)
 
 
 @query.command("read")

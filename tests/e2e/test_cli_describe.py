@@ -29,6 +29,8 @@ def test_an_empty_cluster_says_so() -> None:
     try:
         listed = admin(tower, "stores", "list")
         assert out(listed) == "" and "no stores" in listed.stderr
+        topics = admin(tower, "topics", "list")
+        assert out(topics) == "" and "no topics" in topics.stderr
         admin(tower, "topics", "create", "quiet")
         described = out(admin(tower, "topics", "describe", "quiet"))
         assert "partitions: unknown (no store heard through the towers)" in described
