@@ -36,7 +36,18 @@ CONTEXT = {"auto_envvar_prefix": "DAFKA", "help_option_names": ["-h", "--help"]}
 SECTIONS = ("producer", "consumer", "store", "tower", "local", "admin", "raft")
 """The tables a ``--config`` file may have, one per command."""
 SHARED_KEYS = frozenset(
-    {"tower", "host", "curve", "curve_allow", "profile", "log_level", "log_format", "cluster"}
+    {
+        "tower",
+        "host",
+        "curve",
+        "curve_allow",
+        "profile",
+        "log_level",
+        "log_format",
+        "cluster",
+        "metrics_port",
+        "metrics_host",
+    }
 )
 """The top-level keys of a ``--config`` file: settings several commands share. Any other
 key belongs in a command's table."""

@@ -143,3 +143,14 @@ def test_files_with_a_delimiter_are_refused_in_one_line(tmp_path: Path) -> None:
     p = Proc(py("dafka.cli.producer", "t", str(path), "-D", "\\0"))
     one_line_error(p, 2, "each FILE is one record")
     one_line_error(Proc(py("dafka.cli.producer", "t", str(tmp_path / "nope"))), 2, "nope")
+
+
+def test_shared_top_level_keys_are_accepted(tmp_path: Path) -> None:
+    conf = tmp_path / "dafka.toml"
+    conf.write_text(
+        'tower = "127.0.0.1:5556"\nhost = "127.0.0.1"\nprofile = "signed"\nlog-level = "error"\n'
+        'metrics-port = 0\ncluster = "dafka"\n[consumer]\nformat = "%s\\\\n"\n[store]\nport = 0\n'
+    )
+    # the file is read, then the topic name is refused: the config was accepted
+    p = Proc(py("dafka.cli.consumer", "x" * 256, "--config", str(conf)))
+    one_line_error(p, 2, "the limit is 255")
