@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from dafka.cli.admin import _UNITS_BYTES, _UNITS_MS, _amount
 from dafka.cli.common import unescape
 from dafka.cli.consumer import Formatter, as_json, delimited_format
 from dafka.cli.feed import read_files, read_lines
+from dafka.cli.holdings import human
 from dafka.core.effects import ConsumedRecord
 from dafka.errors import ConfigError
 
@@ -101,3 +103,25 @@ def test_delimiters_stand_for_a_format() -> None:
     assert delimited_format(None, None) == "%s\\n"
     assert Formatter(delimited_format("", None))(RECORD) == b"v\x00"
     assert Formatter(delimited_format("\\0", "\\t"))(RECORD) == b"key\tv\x00\x00"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "shown"),
+    [
+        ("retention_ms", 7 * 86_400_000, "7d"),
+        ("retention_ms", 12 * 3_600_000, "12h"),
+        ("retention_ms", 1500, "1500ms"),
+        ("retention_ms", None, "none"),
+        ("retention_bytes", 1 << 30, "1G"),
+        ("max_record_bytes", 3 << 20, "3M"),
+        ("retention_bytes", 1000, "1000"),
+        ("producers", None, "any"),
+        ("clients", ["A", "B"], "A,B"),
+        ("min_acks", 2, "2"),
+    ],
+)
+def test_settings_are_shown_as_given_and_parse_back(key: str, value: object, shown: str) -> None:
+    assert human(key, value) == shown
+    if key.startswith(("retention", "max_record")):  # what dafka topics alter takes back
+        units = _UNITS_MS if key.endswith("_ms") else _UNITS_BYTES
+        assert _amount(shown, key, units) == value
