@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import click
@@ -269,12 +270,7 @@ def main(
     if from_beginning and offset is not None:
         raise ConfigError("give either --from-beginning or -o, not both")
     reset = "earliest" if from_beginning else parse_offset(offset or "end")
-    if format is not None and (delimiter is not None or key_delimiter is not None):
-        raise ConfigError("give -f, or -D and -K, not both")
-    if as_json_lines and (format or delimiter is not None or key_delimiter is not None):
-        raise ConfigError("--json writes JSON lines: it takes no -f, -D or -K")
-    fmt = format if format is not None else delimited_format(delimiter, key_delimiter)
-    render = as_json if as_json_lines else Formatter(fmt)
+    render = _renderer(as_json_lines, format, delimiter, key_delimiter)
     out = sys.stdout.buffer
     seen = 0
     started = time.monotonic()
@@ -317,6 +313,34 @@ def main(
         finally:
             bar.end()
         out.flush()
+
+
+def _renderer(
+    as_json_lines: bool, format: str | None, delimiter: str | None, key_delimiter: str | None
+) -> Callable[[ConsumedRecord], bytes]:
+    """--json, -f, or -D/-K; a choice given on the command line wins over the config file's."""
+    ctx = click.get_current_context()
+    given = {
+        name
+        for name, value in (
+            ("format", format),
+            ("delimiter", delimiter),
+            ("key_delimiter", key_delimiter),
+            ("as_json_lines", as_json_lines or None),
+        )
+        if value is not None
+        and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT_MAP
+    }
+    if as_json_lines:
+        if given & {"format", "delimiter", "key_delimiter"}:
+            raise ConfigError("--json writes JSON lines: it takes no -f, -D or -K")
+        return as_json
+    if format is not None and (delimiter is not None or key_delimiter is not None):
+        if "format" in given and given & {"delimiter", "key_delimiter"}:
+            raise ConfigError("give -f, or -D and -K, not both")
+        if "format" not in given:  # -D/-K here, a format in the config file
+            format = None
+    return Formatter(format if format is not None else delimited_format(delimiter, key_delimiter))
 
 
 def _stdout_is_terminal() -> bool:

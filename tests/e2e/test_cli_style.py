@@ -154,3 +154,16 @@ def test_shared_top_level_keys_are_accepted(tmp_path: Path) -> None:
     # the file is read, then the topic name is refused: the config was accepted
     p = Proc(py("dafka.cli.consumer", "x" * 256, "--config", str(conf)))
     one_line_error(p, 2, "the limit is 255")
+
+
+def test_output_choices_on_the_command_line_win_over_the_config_file(tmp_path: Path) -> None:
+    conf = tmp_path / "dafka.toml"
+    conf.write_text('[consumer]\nformat = "%o %s\\\\n"\n')
+    both = Proc(py("dafka.cli.consumer", "t", "-f", "%s", "-D", "\\0"))
+    one_line_error(both, 2, "give -f, or -D and -K, not both")
+    json_and_f = Proc(py("dafka.cli.consumer", "t", "--json", "-f", "%s"))
+    one_line_error(json_and_f, 2, "--json writes JSON lines")
+    # the config file's format gives way to --json and -D: the topic is what is refused
+    for choice in (["--json"], ["-D", "\\0"]):
+        p = Proc(py("dafka.cli.consumer", "x" * 256, "--config", str(conf), *choice))
+        one_line_error(p, 2, "the limit is 255")
