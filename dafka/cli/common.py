@@ -301,7 +301,7 @@ def unescape(text: str) -> bytes:
             i += 4
         else:
             raise ConfigError(
-                f"bad escape {text[i : i + 4]!r} in {text!r}: use \\n \\r \\t \\0 \\\\ or \\xHH"
+                f"bad escape '{text[i : i + 4]}' in '{text}': use \\n \\r \\t \\0 \\\\ or \\xHH"
             )
     return bytes(out)
 
