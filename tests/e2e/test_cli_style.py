@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def one_line_error(proc: Proc, code: int, *fragments: str) -> str:
 def test_every_command_has_version(command: list[str]) -> None:
     p = Proc(py(*command, "--version"))
     assert p.wait() == 0, p.stderr
-    assert bytes(p.stdout).decode().strip().endswith(" 0.1.0")
+    assert bytes(p.stdout).decode().strip().endswith(" " + version("dafka"))
 
 
 @pytest.mark.parametrize(
