@@ -28,6 +28,7 @@ import click
 
 from ..config import load_toml
 from ..errors import ConfigError, DafkaError, ProfileError
+from .progress import end_progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -338,15 +339,19 @@ def run_cli(f: F) -> F:
         try:
             return f(*args, **kwargs)
         except (ConfigError, ProfileError) as exc:
+            end_progress()
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
         except DafkaError as exc:
+            end_progress()
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+        finally:
+            end_progress()
 
     return cast(F, wrapper)
 

@@ -28,7 +28,7 @@ from .common import (
     unescape,
 )
 from .metrics import announce, metrics_options
-from .progress import Progress, progress_option
+from .progress import Progress, end_progress, progress_option
 
 
 def parse_offset(text: str) -> Literal["earliest", "latest"] | int:
@@ -289,29 +289,26 @@ def main(
         # catching up with -e: a status line on stderr when it is a terminal and the records
         # go elsewhere (a file, a pipe), never between records on the same terminal
         bar = Progress(None if progress and exit_at_end and not _stdout_is_terminal() else False)
-        try:
-            while count is None or seen < count:
-                records = consumer.poll_batch(
-                    max_records=10_000 if count is None else count - seen, timeout=0.1
-                )
-                for record in records:
-                    out.write(render(record))
-                seen += len(records)
-                if bar.due() and consumer.store_answered:
-                    _catching_up(bar, consumer, seen)
-                if records:
-                    out.flush()
-                    continue
-                waiting.check(time.monotonic())
-                if exit_at_end and consumer.at_end():
-                    bar.end(f"caught up: {seen} record(s) written")
-                    break
-                if exit_at_end and timeout is not None and time.monotonic() - started > timeout:
-                    bar.end()
-                    click.echo(f"error: end not reached within {timeout:g} s", err=True)
-                    sys.exit(1)
-        finally:
-            bar.end()
+        while count is None or seen < count:
+            records = consumer.poll_batch(
+                max_records=10_000 if count is None else count - seen, timeout=0.1
+            )
+            for record in records:
+                out.write(render(record))
+            seen += len(records)
+            if bar.due() and consumer.store_answered:
+                _catching_up(bar, consumer, seen)
+            if records:
+                out.flush()
+                continue
+            waiting.check(time.monotonic())
+            if exit_at_end and consumer.at_end():
+                bar.end(f"caught up: {seen} record(s) written")
+                break
+            if exit_at_end and timeout is not None and time.monotonic() - started > timeout:
+                end_progress()
+                click.echo(f"error: end not reached within {timeout:g} s", err=True)
+                sys.exit(1)
         out.flush()
 
 

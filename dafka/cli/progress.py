@@ -18,12 +18,23 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["REDRAW", "Progress", "progress_option"]
+__all__ = ["REDRAW", "Progress", "end_progress", "progress_option"]
 
 REDRAW = 5
 """Most redraws a second."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+_shown: list[Progress] = []
+"""The lines on the terminal now: whatever prints to stderr next ends them first."""
+
+
+def end_progress() -> None:
+    """End the status line shown, if any, so that an error or a summary starts a line of its
+    own (:func:`dafka.cli.common.run_cli` calls it before every error line)."""
+    for bar in list(_shown):
+        bar.end()
 
 
 def stderr_is_terminal() -> bool:
@@ -72,6 +83,8 @@ class Progress:
             pad = max(0, self._width - len(text))  # blank what a longer line left
             self._width = len(text)
             self._write(("\r" + text + " " * pad).encode(errors="replace"))
+            if not self._drawn:
+                _shown.append(self)
             self._drawn = True
             return True
 
@@ -91,6 +104,8 @@ class Progress:
                 self.update(text, force=True)
             self._write(b"\n")
             self._drawn = False
+            if self in _shown:
+                _shown.remove(self)
             self._text = ""
 
     @contextmanager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dafka.cli.progress import Progress
+from dafka.cli.progress import Progress, end_progress
 
 
 class Clock:
@@ -54,3 +54,12 @@ def test_the_same_text_is_not_drawn_again() -> None:
     clock.now += 1
     assert not bar.update("same")
     assert out == [b"\rsame"]
+
+
+def test_end_progress_ends_every_line_shown() -> None:
+    bar, out, _ = make()
+    other, out2, _ = make()
+    bar.update("shown")
+    end_progress()
+    end_progress()  # once only
+    assert out == [b"\rshown", b"\n"] and out2 == []
