@@ -72,7 +72,7 @@ import zmq
 from benchmarks.workers import rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
-from dafka.cli.progress import Progress
+from dafka.cli.progress import Progress, end_progress
 from tests.admin import tower_args
 from tests.procs import Proc, StoreProc, Tower, py
 
@@ -83,8 +83,9 @@ PROGRESS = Progress(False)
 """The status line on stderr (main() turns it on when stderr is a terminal)."""
 
 
-def _acks(phase: str, producer: Producer, n: int) -> Callable[[], str]:
-    return lambda: f"{phase}: {producer.acknowledged - 1:,} of {n:,} records acknowledged"
+def _acks(phase: str, producer: Producer, n: int, warm: int = 1) -> Callable[[], str]:
+    """The status line of a phase: ``warm`` records sent before it do not count."""
+    return lambda: f"{phase}: {producer.acknowledged - warm:,} of {n:,} records acknowledged"
 
 
 def _waited(phase: str) -> Callable[[], str]:
@@ -307,7 +308,10 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
     finally:
         lonely.stop()
     samples = [rss_bytes(store_pid)]
-    with _producer("bench-growth", tower, args.profile) as p:
+    with (
+        _producer("bench-growth", tower, args.profile) as p,
+        PROGRESS.ticking(_acks("memory", p, args.growth_records, warm=0)),
+    ):
         sent = 0
         while sent < args.growth_records:
             step = min(1_000_000, args.growth_records - sent)
@@ -320,6 +324,7 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
 
 
 def _note(line: str) -> None:
+    end_progress()  # a line of its own, below the status line
     print(line, file=sys.stderr)
 
 
