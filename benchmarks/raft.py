@@ -2,6 +2,7 @@
 
     python -m benchmarks.raft [--updates 20000] [--latency-updates 2000] [--size 100]
                               [--window 64] [--failovers 5] [--no-fsync] [--dir DIR]
+                              [--no-progress]
 
 Three ``dafka-raft peer`` processes on 127.0.0.1 (fsync on unless ``--no-fsync``,
 default timing and compaction settings), one :class:`~dafka.raft.client.RaftClient`
@@ -21,7 +22,8 @@ in this process. Phases, each measured in the same run:
                    zmq-raft 0.5.0, which fdatasyncs its log; ``--no-fsync`` skips it),
                    and the ratios ours/reference
 
-Every update is a KV ``put`` of ``--size`` bytes. Prints a table and writes JSON to
+On a terminal, a status line on stderr says which phase runs and how far it got
+(``--no-progress``: none). Every update is a KV ``put`` of ``--size`` bytes. Prints a table and writes JSON to
 benchmarks/results/raft-<time>.json.
 """
 
@@ -41,6 +43,7 @@ from typing import Any
 
 import zmq
 
+from dafka.cli.progress import Progress
 from dafka.errors import DafkaError
 from dafka.raft.client import RaftClient
 from dafka.raft.statemachine import put_command
@@ -65,6 +68,16 @@ while True:
         break
     s.send_multipart(frames)
 """
+
+
+PROGRESS = Progress(False)
+"""The status line on stderr (main() turns it on when stderr is a terminal)."""
+_status = ["starting"]
+
+
+def _phase(text: str) -> None:
+    """What the status line shows next (a list write: cheap inside measured loops)."""
+    _status[0] = text
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -176,7 +189,8 @@ def measure_failovers(
     is restarted and given a moment to catch up before the next round."""
     ids = {url: f"p{k + 1}" for k, url in enumerate(urls)}
     leads, commits = [], []
-    for _ in range(n):
+    for round_ in range(n):
+        _phase(f"failover: round {round_ + 1} of {n}")
         leader = wait_until(lambda: _leader_of(client, urls) is not None, 10, what="a leader")
         k = _leader_of(client, urls)
         assert leader and k is not None
@@ -227,8 +241,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "reference": args.reference,
         },
     }
+    with PROGRESS.ticking(lambda: _status[0]):
+        _measure(args, directory, result)
+    return _ratios(result)
+
+
+def _measure(args: argparse.Namespace, directory: Path, result: dict[str, Any]) -> None:
+    _phase("baseline fsync")
     result["baseline_fsync"] = baseline_fsync(directory, args.fsync_appends, args.size)
+    _phase("baseline rtt")
     result["baseline_rtt"] = baseline_rtt(args.rtt_round_trips, args.size)
+    _phase("starting three peers")
     procs, urls = start_cluster(directory, args.fsync)
     value = os.urandom(max(0, args.size - 16)).hex()[: max(0, args.size - 16)]
     try:
@@ -248,7 +271,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for proc in procs:
             proc.kill()
     if args.reference:
+        _phase("reference peers")
         result["reference"] = measure_reference(directory, args, value)
+    _phase("done")
+
+
+def _ratios(result: dict[str, Any]) -> dict[str, Any]:
     result["machine"]["load_avg_after"] = os.getloadavg()
     one, many = result["one_in_flight"], result["window_in_flight"]
     result["ratios"] = {
@@ -282,11 +310,14 @@ def measure_load(client: RaftClient, args: argparse.Namespace, value: str) -> di
     """Warm-up, then 1 update in flight (latency), then ``args.window`` in flight."""
     out: dict[str, Any] = {}
     wait_until(lambda: client.request_config(timeout=10), 20, what="a leader")
+    _phase("warm-up")
     for k in range(300):  # warm up
         client.update(put_command(f"w{k % 50}", value))
     times = []
     start = time.perf_counter()
     for k in range(args.latency_updates):
+        if not k % 100:
+            _phase(f"1 in flight: {k} of {args.latency_updates} updates")
         t = time.perf_counter()
         client.update(put_command(f"k{k % 1000}", value))
         times.append(time.perf_counter() - t)
@@ -300,6 +331,7 @@ def measure_load(client: RaftClient, args: argparse.Namespace, value: str) -> di
         "max_ms": max(times) * 1000,
     }
     datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
+    _phase(f"{args.window} in flight: {args.updates} updates")
     start = time.perf_counter()
     indexes = client.update_many(datas, window=args.window, timeout=600)
     elapsed = time.perf_counter() - start
@@ -421,7 +453,12 @@ def main() -> None:
         action="store_false",
         help="do not measure the ØMQ RAFT reference server (npm zmq-raft) beside ours",
     )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
+    )
     args = parser.parse_args()
+    global PROGRESS
+    PROGRESS = Progress(False if args.no_progress else None)
     result = run(args)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"raft-{time.strftime('%Y%m%d-%H%M%S')}.json"

@@ -6,7 +6,7 @@
                                     [--latency-seconds 10]
                                     [--phases baseline,acked,state_dir,durable,live,
                                               catch_up,latency]
-                                    [--pyspy DIR] [--curve]
+                                    [--pyspy DIR] [--curve] [--no-progress]
 
 Phases (one tower and one store, fsync on, each phase a fresh topic):
 
@@ -44,6 +44,9 @@ sums up their leaf frames. ``--curve`` runs the same phases with ZMTP CURVE on
 every socket (tower, store, producer and consumers started with ``--curve``); the
 raw PUB/SUB baselines stay NULL, so the ratios show what CURVE costs.
 
+On a terminal, a status line on stderr shows each phase's progress (records
+acknowledged, seconds waited for a consumer); ``--no-progress`` turns it off.
+
 Prints a table and writes JSON to benchmarks/results/throughput-<profile>-<time>.json.
 """
 
@@ -60,7 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -69,12 +72,25 @@ import zmq
 from benchmarks.workers import rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
+from dafka.cli.progress import Progress, end_progress
 from tests.admin import tower_args
 from tests.procs import Proc, StoreProc, Tower, py
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CHUNK = 10_000
 _STAMP = struct.Struct(">Q")
+PROGRESS = Progress(False)
+"""The status line on stderr (main() turns it on when stderr is a terminal)."""
+
+
+def _acks(phase: str, producer: Producer, n: int, warm: int = 1) -> Callable[[], str]:
+    """The status line of a phase: ``warm`` records sent before it do not count."""
+    return lambda: f"{phase}: {producer.acknowledged - warm:,} of {n:,} records acknowledged"
+
+
+def _waited(phase: str) -> Callable[[], str]:
+    start = time.monotonic()
+    return lambda: f"{phase}: waiting for the consumer, {time.monotonic() - start:.0f} s"
 
 
 def _worker(*args: str) -> subprocess.Popen[str]:
@@ -292,7 +308,10 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
     finally:
         lonely.stop()
     samples = [rss_bytes(store_pid)]
-    with _producer("bench-growth", tower, args.profile) as p:
+    with (
+        _producer("bench-growth", tower, args.profile) as p,
+        PROGRESS.ticking(_acks("memory", p, args.growth_records, warm=0)),
+    ):
         sent = 0
         while sent < args.growth_records:
             step = min(1_000_000, args.growth_records - sent)
@@ -305,6 +324,7 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
 
 
 def _note(line: str) -> None:
+    end_progress()  # a line of its own, below the status line
     print(line, file=sys.stderr)
 
 
@@ -333,7 +353,10 @@ def acked(
     with _producer(topic, tower, profile, **options) as producer:
         warm = producer.send(b"warm-up")
         warm.result(timeout=30)  # the store is connected: exclude discovery from timing
-        with pyspy(spy, "producer-acked", os.getpid()):
+        with (
+            pyspy(spy, "producer-acked", os.getpid()),
+            PROGRESS.ticking(_acks("acked", producer, n)),
+        ):
             t0 = time.perf_counter()
             _send(producer, n, payload, api)
             producer.flush(timeout=900)
@@ -374,10 +397,12 @@ def live(
         time.sleep(1.5)  # discovery settles (beacon interval 1 s); excluded from timing
         with pyspy(spy, "producer-live", os.getpid()), pyspy(spy, "consumer-live", consumer.pid):
             t0 = time.perf_counter()
-            _send(producer, n, payload, api)
-            producer.flush(timeout=900)
+            with PROGRESS.ticking(_acks("live", producer, n)):
+                _send(producer, n, payload, api)
+                producer.flush(timeout=900)
             t_acked = time.perf_counter()
-            r = _result(consumer)
+            with PROGRESS.ticking(_waited("live")):
+                r = _result(consumer)
     delivered = r["count"] - 1
     seconds = r["last"] - t0
     return {
@@ -391,7 +416,7 @@ def live(
 def catch_up(tower: str, topic: str, n: int, profile: str, spy: Path | None) -> dict[str, float]:
     consumer = _consumer(tower, topic, n, profile, "--reset", "earliest")
     _ready(consumer)
-    with pyspy(spy, "consumer-catch-up", consumer.pid):
+    with pyspy(spy, "consumer-catch-up", consumer.pid), PROGRESS.ticking(_waited("catch-up")):
         r = _result(consumer)
     seconds = r["last"] - r["first"]
     return {
@@ -416,7 +441,8 @@ def latency(
             for _ in range(due):
                 send(_stamped(size))
         producer.flush(timeout=120)
-        r = _result(consumer)
+        with PROGRESS.ticking(_waited("latency")):
+            r = _result(consumer)
     return {k: v for k, v in r.items() if k.endswith("_us")} | {"records": n, "rate": rate}
 
 
@@ -440,9 +466,13 @@ def main() -> None:
     )
     ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
     ap.add_argument("--growth-records", type=int, default=5_000_000, help="memory phase")
+    ap.add_argument(
+        "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
+    )
     args = ap.parse_args()
     phases = set(args.phases.split(","))
-    global CONSUME, CURVE
+    global CONSUME, CURVE, PROGRESS
+    PROGRESS = Progress(False if args.no_progress else None)
     CONSUME = args.consume
     CURVE = args.curve
     n, size, profile, api = args.records, args.size, args.profile, args.api

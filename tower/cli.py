@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dafka.cli.common import CONTEXT, common_options, run_cli, wait_for_signal
+from dafka.cli.common import CONTEXT, Command, common_options, run_cli, wait_for_signal
 from dafka.cli.metrics import announce, metrics_options
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import ConfigError, RaftError
@@ -23,7 +23,7 @@ from .metadata import (
 from .metrics import tower_metrics
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=Command, context_settings=CONTEXT)
 @common_options("tower", node=False)
 @click.option(
     "--bind",

@@ -621,6 +621,20 @@ class Consumer:
             self._ready_count -= dropped
         return dropped
 
+    def remaining(self) -> int | None:
+        """Records known to exist and not yet polled: from each partition's next offset to the
+        end its heads announce, plus :attr:`backlog` (a snapshot, racy by nature; None when the
+        IO thread changed the partitions while it was taken). ``dafka-consumer -e`` shows it."""
+        core = self._core
+        try:
+            ahead = sum(
+                max(0, (core.known_end(topic, partition) or nxt) - nxt)
+                for (topic, partition), nxt in core.positions().items()
+            )
+        except RuntimeError:  # a partition was added meanwhile: ask again later
+            return None
+        return ahead + self._ready_count
+
     @property
     def backlog(self) -> int:
         """Records delivered by the IO thread and not yet polled."""

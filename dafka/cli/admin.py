@@ -4,7 +4,10 @@
 
     dafka topics create events --min-acks 2 --retention-ms 7d
     dafka topics list | describe events | alter events --retention-bytes 1G | delete events
+    (describe: the settings as given, 7d / 1G / none / any, then each partition's tail..head
+    and the store that holds it, asked on the stores' query endpoints)
     dafka stores trust <node ID or public key> | list | revoke <key>
+    (list: every trusted or heard store with its trust, query address and holdings)
     dafka cluster status | set --no-auto-create | set --curve --curve-clients metadata
     dafka admins list | add <public key> | remove <public key>
     dafka query heads [TOPIC ...] | read TOPIC [--key-file FILE]   (dafka.cli.query)
@@ -30,7 +33,8 @@ from ..errors import ConfigError, DafkaTimeout
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
-from .common import CONTEXT, common_options, run_cli
+from .common import CONTEXT, Group, common_options, run_cli
+from .holdings import StoreView, human, survey
 from .query import query
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -154,10 +158,10 @@ def _client(
 
 
 def _show(settings: dict[str, Any]) -> str:
-    return " ".join(f"{k}={'any' if k in _ACLS and v is None else v}" for k, v in settings.items())
+    return " ".join(f"{k}={human(k, v)}" for k, v in settings.items())
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def main() -> None:
     """Administer a Dafka cluster: topics, trusted stores, the metadata Raft group."""
 
@@ -227,6 +231,8 @@ def topics_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
         return
     for name in sorted(found):
         click.echo(f"{name} {_show(found[name])}")
+    if not found:
+        click.echo("no topics in the metadata", err=True)
 
 
 @topics.command("describe")
@@ -235,16 +241,36 @@ def topics_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
 @click.argument("topic")
 @run_cli
 def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_json: bool) -> None:
-    """The settings of TOPIC."""
+    """The settings of TOPIC, and its partitions: tail, head and the stores that hold them."""
     with _client(tower, cluster, timeout) as client:
         settings = client.describe(topic)
+    stores = survey(tower, [topic], timeout)
+    rows = sorted(
+        (p.partition, p.tail, p.head, s.node_id)
+        for s in stores
+        for p in s.partitions or ()
+        if p.topic == topic
+    )
     if as_json:
-        click.echo(json.dumps(settings, sort_keys=True))
-        return
-    click.echo(f"topic {topic}")
-    for key in TOPIC_DEFAULTS:
-        value = settings[key]
-        click.echo(f"  {key}: {'any' if key in _ACLS and value is None else value}")
+        parts = [{"partition": r[0], "tail": r[1], "head": r[2], "store": r[3]} for r in rows]
+        click.echo(json.dumps({**settings, "partitions": parts}, sort_keys=True))
+    else:
+        click.echo(f"topic {topic}")
+        for key in TOPIC_DEFAULTS:
+            click.echo(f"  {key}: {human(key, settings[key])}")
+        answered = [s for s in stores if s.partitions is not None]
+        if not stores:
+            click.echo("partitions: unknown (no store heard through the towers)")
+        elif not rows:
+            click.echo(f"partitions: none held by the {len(answered)} store(s) that answered")
+        else:
+            count = len({r[0] for r in rows})
+            click.echo(f"partitions: {count} (from {len(answered)} store(s); offsets tail..head)")
+            for partition, tail, head, node_id in rows:
+                click.echo(f"  {partition} {tail}..{head} on store {node_id}")
+    for s in stores:
+        if s.error is not None:
+            click.echo(f"warning: store {s.node_id} at {s.endpoint}: {s.error}", err=True)
 
 
 @main.group()
@@ -282,12 +308,52 @@ def stores_revoke(
 
 @stores.command("list")
 @_client_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per store.")
 @run_cli
-def stores_list(tower: str, cluster: str, timeout: float) -> None:
-    """The trusted store node IDs, one a line."""
+def stores_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None:
+    """Each store: node ID, trusted or not, query address, what it holds.
+
+    The stores the metadata trusts and those heard through the towers, one a line
+    (node ID first); when there are none, a line on stderr says so.
+    """
     with _client(tower, cluster, timeout) as client:
-        for store in client.stores():
-            click.echo(store)
+        trusted = client.stores()
+    heard = {s.node_id: s for s in survey(tower, None, timeout)}
+    ids = sorted(set(trusted) | set(heard))
+    for node_id in ids:
+        s = heard.get(node_id)
+        trust = "trusted" if node_id in trusted else "untrusted"
+        if as_json:
+            row: dict[str, Any] = {"store": node_id, "trusted": node_id in trusted}
+            if s is not None:
+                row.update(query=s.endpoint, public_key=s.public_key, error=s.error)
+                if s.partitions is not None:
+                    row["holds"] = [
+                        {"topic": p.topic, "partition": p.partition, "tail": p.tail, "head": p.head}
+                        for p in s.partitions
+                    ]
+            click.echo(json.dumps({k: v for k, v in row.items() if v is not None}, sort_keys=True))
+        elif s is None:
+            click.echo(f"{node_id} {trust}, not heard through the towers")
+        else:
+            key = f" public key {s.public_key}" if s.public_key else ""
+            click.echo(f"{node_id} {trust}, query {s.endpoint}{key}, holds {_holds(s)}")
+    if not ids:
+        click.echo(
+            "no stores: the metadata trusts none and none is heard through the towers", err=True
+        )
+
+
+def _holds(s: StoreView) -> str:
+    if s.partitions is None:
+        return f"unknown ({s.error})"
+    if not s.partitions:
+        return "nothing"
+    topics = sorted({p.topic for p in s.partitions})
+    return (
+        f"{len(s.partitions)} partition(s), {sum(p.head - p.tail + 1 for p in s.partitions)} "
+        f"record(s) of {len(topics)} topic(s): {', '.join(topics)}"
+    )
 
 
 @main.group("cluster")
@@ -314,7 +380,7 @@ def cluster_status(tower: str, cluster: str, timeout: float, as_json: bool) -> N
                 continue
             role = "leader" if r["is_leader"] else "follower"
             click.echo(
-                f"{r['url']} {role} leader={r['leader']} term={r['term']} "
+                f"{r['url']} {role} leader={r['leader'] or 'none'} term={r['term']} "
                 f"commit={r['commit']} applied={r['applied']}"
             )
         if settings is not None:
@@ -397,8 +463,11 @@ def admins() -> None:
 def admins_list(tower: str, cluster: str, timeout: float) -> None:
     """The admin public keys, one a line."""
     with _client(tower, cluster, timeout) as client:
-        for key in client.admins():
-            click.echo(key)
+        keys = client.admins()
+    for key in keys:
+        click.echo(key)
+    if not keys:
+        click.echo("no admins: nobody can change the metadata", err=True)
 
 
 @admins.command("add")

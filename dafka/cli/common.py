@@ -1,5 +1,11 @@
 """What every Dafka command shares: options, config file, logging, error handling.
 
+Every entry point is a :class:`Command` or :class:`Group`: ``--version`` on every
+command, and one error style for all of them: a mistake is one line on stderr,
+``error: ...``, never click's usage block or a traceback. Exit codes: 2 for a usage
+or configuration mistake (a bad option, an unknown setting), 1 for a runtime failure
+(no store answered, a timeout), 130 on Ctrl-C.
+
 Precedence of settings: command line, then ``DAFKA_*`` environment variables
 (``DAFKA_TOWER``, ``DAFKA_HOST``, …), then the TOML file given with
 ``--config`` (top-level keys for every command, a ``[producer]``,
@@ -9,6 +15,7 @@ Precedence of settings: command line, then ``DAFKA_*`` environment variables
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 import logging
 import signal
@@ -21,10 +28,117 @@ import click
 
 from ..config import load_toml
 from ..errors import ConfigError, DafkaError, ProfileError
+from .progress import end_progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 CONTEXT = {"auto_envvar_prefix": "DAFKA", "help_option_names": ["-h", "--help"]}
+
+SECTIONS = ("producer", "consumer", "store", "tower", "local", "admin", "raft")
+"""The tables a ``--config`` file may have, one per command."""
+SHARED_KEYS = frozenset(
+    {
+        "tower",
+        "host",
+        "curve",
+        "curve_allow",
+        "profile",
+        "log_level",
+        "log_format",
+        "cluster",
+        "metrics_port",
+        "metrics_host",
+    }
+)
+"""The top-level keys of a ``--config`` file: settings several commands share. Any other
+key belongs in a command's table."""
+
+
+def version() -> str:
+    """The installed ``dafka`` distribution's version."""
+    try:
+        return importlib.metadata.version("dafka")
+    except importlib.metadata.PackageNotFoundError:  # running from a bare checkout
+        return "unknown"
+
+
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(f"{ctx.find_root().info_name} {version()}")
+        ctx.exit(0)
+
+
+def _version_option() -> click.Option:
+    return click.Option(
+        ["--version"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_show_version,
+        help="Print the version and exit.",
+    )
+
+
+def _one_line(exc: click.ClickException) -> str:
+    """A click error as one line, with where to look for the right spelling."""
+    text = " ".join(exc.format_message().split())
+    text = text[:1].lower() + text[1:]
+    if text.endswith(".") and not text.endswith(".."):
+        text = text[:-1]
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        text += f" (see {ctx.command_path} --help)"
+    return text
+
+
+def _main(run: Callable[..., Any], args: Any, prog_name: Any, extra: dict[str, Any]) -> None:
+    """Run a click command and turn every way it can fail into one line and an exit code."""
+    try:
+        rv = run(args=args, prog_name=prog_name, standalone_mode=False, **extra)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, on stderr
+        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message(), err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"error: {_one_line(exc)}", err=True)
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        sys.exit(130)
+    except (ConfigError, ProfileError) as exc:  # raised while options were parsed
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except DafkaError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+class Command(click.Command):
+    """A click command with ``--version`` and Dafka's one-line errors."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(_version_option())
+
+    def main(self, args: Any = None, prog_name: Any = None, **extra: Any) -> Any:  # type: ignore[override]
+        extra.pop("standalone_mode", None)
+        _main(super().main, args, prog_name, extra)
+
+
+class Group(click.Group):
+    """A click group whose subcommands and subgroups are :class:`Command` and :class:`Group`."""
+
+    command_class = Command
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(_version_option())
+
+    def main(self, args: Any = None, prog_name: Any = None, **extra: Any) -> Any:  # type: ignore[override]
+        extra.pop("standalone_mode", None)
+        _main(super().main, args, prog_name, extra)
+
+
+Group.group_class = Group
 
 
 class _JsonFormatter(logging.Formatter):
@@ -57,8 +171,20 @@ def _load_config(section: str) -> Callable[[click.Context, click.Parameter, Any]
         try:
             data = load_toml(value)
         except (ConfigError, ProfileError) as exc:
-            raise click.BadParameter(str(exc)) from None
+            raise ConfigError(str(exc)) from None
         shared = {k.replace("-", "_"): v for k, v in data.items() if not isinstance(v, dict)}
+        tables = sorted(k for k, v in data.items() if isinstance(v, dict) and k not in SECTIONS)
+        if tables:
+            raise ConfigError(
+                f"unknown table(s) in {value}: {', '.join(f'[{t}]' for t in tables)} "
+                f"(tables: {', '.join(SECTIONS)})"
+            )
+        stray = sorted(k for k in shared if k not in SHARED_KEYS)
+        if stray:
+            raise ConfigError(
+                f"unknown top-level setting(s) in {value}: {', '.join(stray)} (top-level "
+                f"keys: {', '.join(sorted(SHARED_KEYS))}; others go in a command's table)"
+            )
         own = {k.replace("-", "_"): v for k, v in dict(data.get(section, {})).items()}
 
         # accept option spellings (``data-dir``, ``format``) as well as parameter names
@@ -72,9 +198,7 @@ def _load_config(section: str) -> Callable[[click.Context, click.Parameter, Any]
                     names[opt[2:].replace("-", "_")] = p.name
         unknown = sorted(k for k in own if k not in names)
         if unknown:
-            raise click.BadParameter(
-                f"unknown setting(s) in [{section}] of {value}: {', '.join(unknown)}"
-            )
+            raise ConfigError(f"unknown setting(s) in [{section}] of {value}: {', '.join(unknown)}")
         merged: dict[str, Any] = {}
         for key, item in [*shared.items(), *own.items()]:
             if key in names:  # shared keys meant for other commands are skipped
@@ -151,6 +275,38 @@ def common_options(section: str, *, node: bool = True) -> Callable[[F], F]:
     return decorate
 
 
+_ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "0": b"\0", "\\": b"\\"}
+
+
+def unescape(text: str) -> bytes:
+    """A delimiter or format as bytes: ``\\n \\r \\t \\0 \\\\`` and ``\\xHH`` (any byte),
+    as kcat reads ``-D`` and ``-K``; other characters as UTF-8. One ConfigError for a bad escape."""
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\":
+            out += char.encode()
+            i += 1
+            continue
+        nxt = text[i + 1 : i + 2]
+        if nxt in _ESCAPES:
+            out += _ESCAPES[nxt]
+            i += 2
+        elif (
+            nxt == "x"
+            and len(text) >= i + 4
+            and all(c in "0123456789abcdefABCDEF" for c in text[i + 2 : i + 4])
+        ):
+            out.append(int(text[i + 2 : i + 4], 16))
+            i += 4
+        else:
+            raise ConfigError(
+                f"bad escape '{text[i : i + 4]}' in '{text}': use \\n \\r \\t \\0 \\\\ or \\xHH"
+            )
+    return bytes(out)
+
+
 def curve_allowed(curve: bool, allow: str | None) -> frozenset[bytes] | None:
     """The ``--curve-allow`` keys (None: any client); one ConfigError for a bad key."""
     from ..security.curve_keys import parse_public_key
@@ -183,15 +339,19 @@ def run_cli(f: F) -> F:
         try:
             return f(*args, **kwargs)
         except (ConfigError, ProfileError) as exc:
+            end_progress()
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
         except DafkaError as exc:
+            end_progress()
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+        finally:
+            end_progress()
 
     return cast(F, wrapper)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import click
@@ -16,10 +18,17 @@ from ..config import check_profile
 from ..core.effects import ConsumedRecord
 from ..errors import ConfigError, DafkaTimeout
 from ..security import identity
-from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
+from .common import (
+    CONTEXT,
+    Command,
+    common_options,
+    curve_allowed,
+    profile_option,
+    run_cli,
+    unescape,
+)
 from .metrics import announce, metrics_options
-
-_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
+from .progress import Progress, end_progress, progress_option
 
 
 def parse_offset(text: str) -> Literal["earliest", "latest"] | int | float:
@@ -46,30 +55,39 @@ def parse_offset(text: str) -> Literal["earliest", "latest"] | int | float:
 
 class Formatter:
     """kcat-like format tokens: %t topic, %p partition, %o offset, %s value, %k key,
-    %S value size, %% a percent sign; \\n \\t \\r \\0 escapes."""
+    %S value size, %K key size (-1: no key), %T timestamp (ms since the epoch, -1: none),
+    %% a percent sign; the escapes of :func:`unescape` (``\\n``, ``\\x00``, ...)."""
 
     def __init__(self, fmt: str) -> None:
-        for esc, char in _ESCAPES.items():
-            fmt = fmt.replace(esc, char)
-        self.parts: list[str] = []
+        self.parts: list[str | bytes] = []  # a token, or literal bytes
+        literal: list[str] = []
         i = 0
         while i < len(fmt):
             if fmt[i] == "%" and i + 1 < len(fmt):
                 token = fmt[i : i + 2]
-                if token[1] not in "tposkS%":
-                    raise ConfigError(f"unknown format token {token!r}")
-                self.parts.append(token)
+                if token == "%h":
+                    raise ConfigError("%h: records have no headers in this version of Dafka")
+                if token[1] not in "tposkSKT%":
+                    raise ConfigError(
+                        f"unknown format token {token!r} (tokens: %t %p %o %s %k %S %K %T %%)"
+                    )
+                if literal:
+                    self.parts.append(unescape("".join(literal)))
+                    literal = []
+                self.parts.append(b"%" if token == "%%" else token)
                 i += 2
             else:
-                j = fmt.find("%", i + 1) if fmt[i] != "%" else i + 1
-                j = len(fmt) if j < 0 else j
-                self.parts.append(fmt[i:j])
-                i = j
+                literal.append(fmt[i])
+                i += 1
+        if literal:
+            self.parts.append(unescape("".join(literal)))
 
     def __call__(self, r: ConsumedRecord) -> bytes:
         out: list[bytes] = []
         for part in self.parts:
-            if part == "%s":
+            if type(part) is bytes:
+                out.append(part)
+            elif part == "%s":
                 out.append(r.value)
             elif part == "%k":
                 out.append(r.key or b"")
@@ -81,11 +99,22 @@ class Formatter:
                 out.append(str(r.offset).encode())
             elif part == "%S":
                 out.append(str(len(r.value)).encode())
-            elif part == "%%":
-                out.append(b"%")
-            else:
-                out.append(part.encode())
+            elif part == "%K":
+                out.append(str(-1 if r.key is None else len(r.key)).encode())
+            elif part == "%T":
+                out.append(str(timestamp_ms(r)).encode())
         return b"".join(out)
+
+
+def timestamp_ms(r: ConsumedRecord) -> int:
+    """The record's timestamp in ms since the epoch (kcat's %T); -1 when it has none (rfc46)."""
+    return -1 if r.timestamp is None else round(r.timestamp * 1000)
+
+
+def delimited_format(delimiter: str | None, key_delimiter: str | None) -> str:
+    """The -f format that kcat's -D (after each record) and -K (after the key) stand for."""
+    fmt = "%s" + ("\\n" if delimiter is None else delimiter)
+    return fmt if key_delimiter is None else "%k" + key_delimiter + fmt
 
 
 def _text_or_b64(name: str, value: bytes | None) -> dict[str, object]:
@@ -99,6 +128,7 @@ def _text_or_b64(name: str, value: bytes | None) -> dict[str, object]:
 
 def as_json(r: ConsumedRecord) -> bytes:
     obj: dict[str, object] = {"topic": r.topic, "partition": r.partition, "offset": r.offset}
+    obj["timestamp"] = None if r.timestamp is None else timestamp_ms(r)
     obj.update(_text_or_b64("key", r.key))
     obj.update(_text_or_b64("value", r.value))
     return json.dumps(obj).encode() + b"\n"
@@ -150,7 +180,7 @@ class _Waiting:
             click.echo(f"warning: {what}; still trying{until}", err=True)
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=Command, context_settings=CONTEXT)
 @click.argument("topics", nargs=-1, required=True)
 @common_options("consumer")
 @profile_option
@@ -180,9 +210,23 @@ class _Waiting:
     "-f",
     "--format",
     "format",
-    default="%s\\n",
-    show_default=True,
-    help="Output format: %t topic, %p partition, %o offset, %s value, %k key, %S size.",
+    default=None,
+    help="Output format (default %s\\n): %t topic, %p partition, %o offset, %s value, "
+    "%k key, %S value size, %K key size, %T timestamp (ms), %% a percent sign; escapes "
+    "\\n \\r \\t \\0 \\xHH \\\\.",
+)
+@click.option(
+    "-D",
+    "--delimiter",
+    default=None,
+    help="Write DELIM after each value, byte for byte (kcat's -D; same escapes as -f). "
+    "-D '' writes the values back to back.",
+)
+@click.option(
+    "-K",
+    "--key-delimiter",
+    default=None,
+    help="Write the key, then DELIM, before each value (kcat's -K).",
 )
 @click.option("--json", "as_json_lines", is_flag=True, help="One JSON object per record.")
 @click.option(
@@ -214,6 +258,7 @@ class _Waiting:
     "(dafka-keys create). Default: a fresh key.",
 )
 @metrics_options
+@progress_option
 @run_cli
 def main(
     topics: tuple[str, ...],
@@ -227,7 +272,9 @@ def main(
     offset: str | None,
     exit_at_end: bool,
     count: int | None,
-    format: str,
+    format: str | None,
+    delimiter: str | None,
+    key_delimiter: str | None,
     as_json_lines: bool,
     trusted_stores: str | None,
     timeout: float | None,
@@ -235,13 +282,14 @@ def main(
     metrics_port: int | None,
     metrics_host: str,
     watermarks: bool,
+    progress: bool,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
     if from_beginning and offset is not None:
         raise ConfigError("give either --from-beginning or -o, not both")
     start = "earliest" if from_beginning else parse_offset(offset or "end")
     reset = "earliest" if isinstance(start, float) else start
-    render = as_json if as_json_lines else Formatter(format)
+    render = _renderer(as_json_lines, format, delimiter, key_delimiter)
     out = sys.stdout.buffer
     seen = 0
     started = time.monotonic()
@@ -263,6 +311,9 @@ def main(
                 click.echo(f"{topic} {partition} {low} {high}")
             return
         waiting = _Waiting(consumer, started, wait, exit_at_end, curve)
+        # catching up with -e: a status line on stderr when it is a terminal and the records
+        # go elsewhere (a file, a pipe), never between records on the same terminal
+        bar = Progress(None if progress and exit_at_end and not _stdout_is_terminal() else False)
         while count is None or seen < count:
             records = consumer.poll_batch(
                 max_records=10_000 if count is None else count - seen, timeout=0.1
@@ -270,16 +321,61 @@ def main(
             for record in records:
                 out.write(render(record))
             seen += len(records)
+            if bar.due() and consumer.store_answered:
+                _catching_up(bar, consumer, seen)
             if records:
                 out.flush()
                 continue
             waiting.check(time.monotonic())
             if exit_at_end and consumer.at_end():
+                bar.end(f"caught up: {seen} record(s) written")
                 break
             if exit_at_end and timeout is not None and time.monotonic() - started > timeout:
+                end_progress()
                 click.echo(f"error: end not reached within {timeout:g} s", err=True)
                 sys.exit(1)
         out.flush()
+
+
+def _renderer(
+    as_json_lines: bool, format: str | None, delimiter: str | None, key_delimiter: str | None
+) -> Callable[[ConsumedRecord], bytes]:
+    """--json, -f, or -D/-K; a choice given on the command line wins over the config file's."""
+    ctx = click.get_current_context()
+    given = {
+        name
+        for name, value in (
+            ("format", format),
+            ("delimiter", delimiter),
+            ("key_delimiter", key_delimiter),
+            ("as_json_lines", as_json_lines or None),
+        )
+        if value is not None
+        and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT_MAP
+    }
+    if as_json_lines:
+        if given & {"format", "delimiter", "key_delimiter"}:
+            raise ConfigError("--json writes JSON lines: it takes no -f, -D or -K")
+        return as_json
+    if format is not None and (delimiter is not None or key_delimiter is not None):
+        if "format" in given and given & {"delimiter", "key_delimiter"}:
+            raise ConfigError("give -f, or -D and -K, not both")
+        if "format" not in given:  # -D/-K here, a format in the config file
+            format = None
+    return Formatter(format if format is not None else delimited_format(delimiter, key_delimiter))
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return os.isatty(1)
+    except OSError:
+        return False
+
+
+def _catching_up(bar: Progress, consumer: Consumer, seen: int) -> None:
+    left = consumer.remaining()
+    if left is not None:
+        bar.update(f"catching up: {seen} record(s) written, {left} more known")
 
 
 if __name__ == "__main__":

@@ -15,13 +15,13 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..api.producer import Producer
 from ..errors import ClosedError, RecordTooLargeError
 
-__all__ = ["Feed", "Signals", "Tally", "read_lines"]
+__all__ = ["Feed", "Signals", "Tally", "read_files", "read_lines"]
 
 READ_BYTES = 1 << 20
 
@@ -31,14 +31,20 @@ def read_lines(
     max_line: int,
     read_bytes: int = READ_BYTES,
     stopped: Callable[[], bool] = lambda: False,
+    delimiter: bytes = b"\n",
 ) -> Iterator[list[bytes | int]]:
-    """The lines of ``fd`` (without the ``\\n``), one list per read.
+    """The lines of ``fd`` (without the ``delimiter``, by default ``\\n``), one list per read.
 
     A line of more than ``max_line`` bytes comes as its length (an ``int``)
     instead: it is counted as it streams past, never held. A last line without a
-    ``\\n`` is a line too.
+    delimiter is a line too. A delimiter of several bytes may be cut by a read: the
+    last ``len(delimiter) - 1`` bytes of a read wait for the next one.
     """
+    if not delimiter:
+        raise ValueError("empty delimiter")
     step = max(1, min(read_bytes, max_line))  # a whole line inside one read is <= max_line
+    keep = len(delimiter) - 1
+    carry = b""  # the end of the last read, which may begin a delimiter
     pending: list[bytes] = []  # pieces of the line that the last read cut
     pending_len = 0
     too_big = False  # that line is already over max_line: count it, keep nothing
@@ -53,8 +59,12 @@ def read_lines(
         data = read(fd, step)
         if not data:
             break
-        pieces = data.split(b"\n")
+        if carry:
+            data, carry = carry + data, b""
+        pieces = data.split(delimiter)
         tail = pieces.pop()
+        if keep and tail:
+            carry, tail = tail[-keep:], tail[:-keep]
         lines: list[bytes | int] = list(pieces)
         if pieces and (pending_len or too_big):
             first = pieces[0]
@@ -73,10 +83,28 @@ def read_lines(
                 pending.append(tail)
         if lines:
             yield lines
+    if carry:
+        pending_len += len(carry)
+        if too_big or pending_len > max_line:
+            too_big, pending = True, []
+        else:
+            pending.append(carry)
     if too_big:
         yield [pending_len]
     elif pending_len:
         yield [b"".join(pending)]
+
+
+def read_files(
+    paths: Sequence[str], max_size: int, stopped: Callable[[], bool] = lambda: False
+) -> Iterator[list[bytes | int]]:
+    """Each file's bytes as one line (its size, an ``int``, when over ``max_size``)."""
+    for path in paths:
+        if stopped():
+            return
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            yield [size] if size > max_size else [f.read(max_size + 1)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +140,17 @@ class Feed:
         max_line: int,
         report: Callable[[str], None],
         on_done: Callable[[], None] = lambda: None,
+        delimiter: bytes = b"\n",
+        strip_cr: bool = True,
+        files: Sequence[str] = (),
     ) -> None:
         self.producer = producer
         self.fd = fd
+        self.delimiter = delimiter
+        self.strip_cr = strip_cr
+        """Drop a ``\\r`` before the delimiter (text lines from Windows); off with ``-D``."""
+        self.files = tuple(files)
+        """Send each of these files as one record, byte for byte, instead of reading ``fd``."""
         self.separator = separator
         self.max_line = max_line
         self.report = report
@@ -149,7 +185,14 @@ class Feed:
     def _run(self) -> None:
         try:
             # stop reading when stopped; what was read is still sent
-            for lines in read_lines(self.fd, self.max_line, stopped=lambda: self.stopped):
+            stopped = lambda: self.stopped  # noqa: E731
+            if self.files:
+                source = read_files(self.files, self.max_line, stopped)
+            else:
+                source = read_lines(
+                    self.fd, self.max_line, stopped=stopped, delimiter=self.delimiter
+                )
+            for lines in source:
                 self.taken += len(lines)
                 self._send(lines)
         except ClosedError as exc:  # the main thread closed the producer
@@ -165,16 +208,18 @@ class Feed:
         """Send ``lines``, all of them: they are taken from the input already."""
         send = self.producer.send
         separator = self.separator
+        strip_cr = self.strip_cr
         number = self.lines
         sent = self.sent
         try:
             for line in lines:
                 number += 1
                 if type(line) is int:
-                    self._refuse(number, f"a line of {line} bytes is over the record size limit")
+                    what = "a file" if self.files else "a line"
+                    self._refuse(number, f"{what} of {line} bytes is over the record size limit")
                     continue
                 assert isinstance(line, bytes)
-                if line.endswith(b"\r"):
+                if strip_cr and line.endswith(b"\r"):
                     line = line[:-1]
                 try:
                     if separator is None:
@@ -195,7 +240,8 @@ class Feed:
 
     def _refuse(self, number: int, why: str) -> None:
         self.refused += 1
-        self.report(f"error: line {number} not sent: {why}")
+        what = f"file {self.files[number - 1]}" if self.files else f"line {number}"
+        self.report(f"error: {what} not sent: {why}")
 
 
 class Signals:

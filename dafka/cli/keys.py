@@ -17,7 +17,7 @@ import click
 from ..metadata.signing import create_admin_key, load_admin_key
 from ..security import identity
 from ..storage.state_dir import StateDir
-from .common import CONTEXT, run_cli
+from .common import CONTEXT, Group, run_cli
 
 _STATE_DIR = click.option(
     "--state-dir",
@@ -38,7 +38,7 @@ def _print(ident: identity.Identity, as_json: bool) -> None:
         click.echo(f"public_key  {ident.public_key.hex()}")
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def main() -> None:
     """Show or create a Dafka node's key pair, and the node ID it owns."""
 

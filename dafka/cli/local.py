@@ -11,10 +11,10 @@ from tower.metadata import TowerNode, default_data_dir
 from ..api.store import Store
 from ..config import TowerAddress, parse_endpoint
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
-from .common import CONTEXT, common_options, profile_option, run_cli, wait_for_signal
+from .common import CONTEXT, Command, common_options, profile_option, run_cli, wait_for_signal
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=Command, context_settings=CONTEXT)
 @common_options("local", node=False)
 @profile_option
 @click.option(
@@ -95,7 +95,8 @@ def main(
         f"  .venv/bin/dafka-consumer hello --from-beginning -e{t}\n"
         f"  .venv/bin/dafka topics list{t.split(' --profile')[0]}\n"
         f"{trust}"
-        "Ctrl-C stops it."
+        "Ctrl-C stops it.",
+        err=True,
     )
     try:
         wait_for_signal()

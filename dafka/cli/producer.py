@@ -1,4 +1,8 @@
-"""``dafka-producer TOPIC``: one record per line of standard input.
+"""``dafka-producer TOPIC [FILE...]``: one record per line of standard input, or per file.
+
+Lines end at ``\\n`` (a ``\\r`` before it is dropped), or at the bytes given with
+``-D`` (kcat's escapes; then nothing is dropped: byte for byte). Each FILE given is
+sent whole as one record, byte for byte, and standard input is not read.
 
 Under the signed profile (the default) an ACK counts only from the stores given
 with ``--trusted-store`` (node IDs or public keys, as ``dafka-store`` and
@@ -22,21 +26,42 @@ import click
 from ..api.common import node_config
 from ..api.producer import Producer
 from ..config import check_profile
-from ..errors import ProfileError
-from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli
+from ..errors import ConfigError, ProfileError
+from .common import (
+    CONTEXT,
+    Command,
+    common_options,
+    curve_allowed,
+    profile_option,
+    run_cli,
+    unescape,
+)
 from .feed import Feed, Signals
 from .metrics import announce, metrics_options
+from .progress import Progress, progress_option
+
+PROGRESS_AFTER = 0.5
+"""Seconds of waiting for acknowledgements before the progress line shows (on a terminal)."""
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=Command, context_settings=CONTEXT)
 @click.argument("topic")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, readable=True))
 @common_options("producer")
 @profile_option
 @click.option(
     "-K",
     "--key-separator",
     default=None,
-    help="Split each line into key and value at the first separator (signed profile).",
+    help="Split each line into key and value at the first separator (signed profile; "
+    "escapes as -D).",
+)
+@click.option(
+    "-D",
+    "--delimiter",
+    default=None,
+    help="Records end at DELIM instead of a newline, and are sent byte for byte (no \\r "
+    "dropped); escapes \\n \\r \\t \\0 \\xHH \\\\ (kcat's -D).",
 )
 @click.option(
     "--trusted-store",
@@ -88,15 +113,18 @@ from .metrics import announce, metrics_options
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
 @metrics_options
+@progress_option
 @run_cli
 def main(
     topic: str,
+    files: tuple[str, ...],
     tower: str,
     host: str,
     curve: bool,
     curve_allow: str | None,
     profile: str,
     key_separator: str | None,
+    delimiter: str | None,
     trusted_stores: str | None,
     min_acks: int,
     state_dir: str | None,
@@ -107,8 +135,9 @@ def main(
     quiet: bool,
     metrics_port: int | None,
     metrics_host: str,
+    progress: bool,
 ) -> None:
-    """Publish each line of standard input as one record of TOPIC.
+    """Publish each line of standard input (or each FILE, whole) as one record of TOPIC.
 
     Exits 0 once every record is acknowledged by a store; 1 if a line could
     not be sent (too big: reported with its line number, the other lines are
@@ -123,7 +152,12 @@ def main(
             raise ProfileError("keys need the signed wire profile; the rfc46 profile has no keys")
         if not key_separator:
             raise ProfileError("the key separator must not be empty")
-        separator = key_separator.encode()
+        separator = unescape(key_separator)
+    delim = b"\n" if delimiter is None else unescape(delimiter)
+    if not delim:
+        raise ConfigError("the delimiter (-D) must not be empty")
+    if files and (delimiter is not None or separator is not None):
+        raise ConfigError("each FILE is one record, whole: -D and -K split standard input only")
     trust_any = profile == "signed" and not trusted_stores
     producer = Producer(
         topic,
@@ -150,11 +184,17 @@ def main(
         max_line=max_line,
         report=lambda text: click.echo(text, err=True),
         on_done=wake.set,
+        delimiter=delim,
+        strip_cr=delimiter is None,
+        files=files,
     )
+
+    bar = Progress(None if progress else False)
 
     def first(signum: int) -> None:
         feed.stop()
         wake.set()
+        bar.end()
         _say(
             f"stopping on {Signals.name(signum)}: no more input is read; waiting up to "
             f"{grace:g} s for acknowledgements (signal again to stop at once)"
@@ -162,6 +202,7 @@ def main(
 
     def second(signum: int) -> None:  # abort: no more waiting, but still the counts
         t = feed.tally()
+        bar.end()
         _say(
             f"aborted by a second {Signals.name(signum)}: {t.acknowledged} records "
             f"acknowledged, {t.unacknowledged} not acknowledged"
@@ -172,8 +213,9 @@ def main(
     signals = Signals(first, second)
     try:
         feed.start()
-        _settle(producer, feed, signals, wake, timeout, grace)
+        _settle(producer, feed, signals, wake, timeout, grace, bar)
     finally:
+        bar.end()
         # the lines below say what close() would log; close() also wakes a send
         # blocked on a full buffer
         with _quiet_logger("dafka.api.producer"):
@@ -218,9 +260,12 @@ def _settle(
     wake: threading.Event,
     timeout: float,
     grace: float,
+    bar: Progress,
 ) -> None:
-    """Wait for the end of input or a signal, then for the ACKs: ``timeout`` or ``grace`` s."""
+    """Wait for the end of input or a signal, then for the ACKs: ``timeout`` or ``grace`` s,
+    saying on a terminal how many are awaited once the wait lasts (``bar``)."""
     deadline: float | None = None
+    quiet_since = 0.0
     interrupted = False
     quiet = False  # nothing more will be sent
     while True:
@@ -231,6 +276,7 @@ def _settle(
             deadline = now + grace if deadline is None else min(deadline, now + grace)
         if not quiet:
             quiet = feed.done.is_set() or (interrupted and feed.quiesce())
+            quiet_since = now
             if quiet and deadline is None:
                 deadline = now + timeout
             if quiet and feed.error is not None:
@@ -239,6 +285,11 @@ def _settle(
             return
         if deadline is not None and now >= deadline:
             return
+        if quiet and deadline is not None and now - quiet_since >= PROGRESS_AFTER:
+            bar.update(
+                f"waiting for {producer.unacked} acknowledgement(s): {producer.acknowledged} "
+                f"acknowledged, {max(0.0, deadline - now):.0f} s left"
+            )
         wake.wait(0.05 if quiet else 0.5)
         wake.clear()
 

@@ -28,7 +28,7 @@ from ..query.client import QueryClient, load_client_key, records
 from ..query.locator import StoreLocator
 from ..security import identity
 from ..security.curve_keys import parse_public_key
-from .common import CONTEXT, run_cli
+from .common import CONTEXT, Group, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,7 +102,7 @@ def _query_options(f: F) -> F:
     return f
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def query() -> None:
     """Pull reads from the stores' query endpoints."""
 
@@ -120,10 +120,15 @@ def heads(
     timeout: float,
 ) -> None:
     """Tail and head of each partition every store holds (of TOPICS, or of all)."""
+    found = 0
     for client in _clients(tower, store, store_key, key_file, timeout):
         with client:
             for p in client.heads(list(topics) or None):
                 click.echo(f"{client.endpoint} {p.topic} {p.partition} {p.tail} {p.head}")
+                found += 1
+    if not found:
+        what = f"of {', '.join(topics)}" if topics else "at all"
+        click.echo(f"no partitions: the stores hold nothing {what}", err=True)
 
 
 @query.command("read")

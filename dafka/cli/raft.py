@@ -44,7 +44,7 @@ from ..raft.peer import PeerOptions, RaftPeer
 from ..raft.statemachine import KvStateMachine
 from ..raft.types import Peer
 from ..security import identity as ident
-from .common import CONTEXT, common_options, run_cli
+from .common import CONTEXT, Group, common_options, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,7 +134,7 @@ def _client(
     return RaftClient(urls, cluster, timeout=timeout, curve=settings)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def main() -> None:
     """Raft peers of the Dafka metadata cluster (the ØMQ RAFT protocol)."""
 
@@ -357,7 +357,9 @@ def status(
         return
     columns = ["peer", "url", "state", "leader", "term", "first", "applied", "commit", "last"]
     columns += ["snapshot"]
-    table = [columns] + [[str(row.get(c, "-")) for c in columns] for row in rows]
+    table = [columns] + [
+        ["-" if row.get(c) is None else str(row[c]) for c in columns] for row in rows
+    ]
     widths = [max(len(line[k]) for line in table) for k in range(len(columns))]
     for line in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))

@@ -7,11 +7,19 @@ import click
 from ..api.common import node_config
 from ..api.store import Store
 from ..errors import DafkaError
-from .common import CONTEXT, common_options, curve_allowed, profile_option, run_cli, wait_for_signal
+from .common import (
+    CONTEXT,
+    Command,
+    common_options,
+    curve_allowed,
+    profile_option,
+    run_cli,
+    wait_for_signal,
+)
 from .metrics import announce, metrics_options
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=Command, context_settings=CONTEXT)
 @common_options("store")
 @profile_option
 @click.option(

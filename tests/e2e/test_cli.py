@@ -141,9 +141,9 @@ def test_local_platform_prints_what_to_run_next(tmp_path: Path) -> None:
         py("dafka.cli.local", "--tower-bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "data"))
     )
     try:
-        m = local.wait_line_stdout(r"tower on tcp://127\.0\.0\.1:(\d+)")
+        m = local.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)")  # startup lines: stderr
         address = f"127.0.0.1:{m.group(1)}"
-        assert b"dafka-producer" in bytes(local.stdout)
+        assert "dafka-producer" in local.stderr and not bytes(local.stdout)
         assert producer(address, "local", b"works\n", "-q").wait() == 0
         c = consumer(address, "local", "--from-beginning", "-e", "--timeout", "30")
         assert c.wait() == 0 and bytes(c.stdout) == b"works\n"
