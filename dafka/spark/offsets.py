@@ -92,6 +92,12 @@ def _positive_int(options: Mapping[str, str], name: str, default: int | None) ->
     return number
 
 
+def _at_most(value: int | None, limit: int) -> int | None:
+    if value is not None and value > limit:
+        raise ConfigError(f"option minPartitions must be at most {limit}, not {value}")
+    return value
+
+
 def _positive_float(options: Mapping[str, str], name: str, default: float) -> float:
     value = _get(options, name)
     if value is None:
@@ -395,7 +401,7 @@ class ReadOptions:
             max_offsets_per_trigger=_positive_int(options, "maxOffsetsPerTrigger", None),
             min_offsets_per_trigger=_positive_int(options, "minOffsetsPerTrigger", None),
             max_trigger_delay=_duration(options, "maxTriggerDelay", 900.0),
-            min_partitions=_positive_int(options, "minPartitions", None),
+            min_partitions=_at_most(_positive_int(options, "minPartitions", None), 100_000),
             max_records_per_partition=_positive_int(options, "maxRecordsPerPartition", 1_000_000)
             or 1_000_000,
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),

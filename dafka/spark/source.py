@@ -52,8 +52,9 @@ from ..query.client import (
     verified_batches,
 )
 from ..query.locator import HEALTH, StoreLocator
-from ..query.protocol import ReadReply
 from ..security.identity import Identity
+from .arrow import arrow_schema as to_arrow
+from .arrow import reply_batch
 from .offsets import (
     TP,
     Heads,
@@ -88,8 +89,6 @@ SCHEMA = (
     "key binary, value binary, topic string, partition string, offset long, "
     "timestamp timestamp, timestampType int"
 )
-CREATE_TIME = 0
-"""``timestampType`` of a record stamped by its producer (Kafka's CreateTime)."""
 
 
 # --------------------------------------------------------------- the source
@@ -355,77 +354,6 @@ def _partitions(
 # ------------------------------------------------------- executors: reading
 
 
-def _arrow_schema(schema: StructType):
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema, timezone="UTC")
-
-
-def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
-    """Arrow rows for offsets ``lo..hi-1`` of an rfc46 READ reply, without per-record Python."""
-    import pyarrow as pa
-
-    n = reply.count
-    first = reply.first
-    assert first is not None
-    lasts = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(reply.lasts)])
-    positions = pa.py_buffer(b"\0\0\0\0" + bytes(reply.ends))
-    values = pa.Array.from_buffers(pa.binary(), n, [None, positions, pa.py_buffer(reply.data)])
-    # one record per batch: batch i holds offset first + i when the reply is contiguous
-    if reply.next_offset != first + n:
-        raise DafkaError(f"{reply.topic}/{reply.partition}: an rfc46 batch holds several offsets")
-    lo_i, hi_i = max(0, lo - first), min(n, hi - first)
-    count = hi_i - lo_i
-    if count <= 0:
-        return None
-    columns = [
-        pa.nulls(count, pa.binary()),
-        values.slice(lo_i, count),
-        pa.repeat(pa.scalar(reply.topic, pa.string()), count),
-        pa.repeat(pa.scalar(reply.partition, pa.string()), count),
-        lasts.slice(lo_i, count),
-        pa.nulls(count, pa.timestamp("us", tz="UTC")),
-        pa.nulls(count, pa.int32()),
-    ]
-    return _batch(columns, arrow_schema)
-
-
-def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
-    """Arrow rows for offsets ``lo..hi-1`` of a signed READ reply, every batch verified first."""
-    import pyarrow as pa
-
-    from .arrow_columns import signed_reply_columns
-
-    columns = signed_reply_columns(reply, lo, hi)
-    if columns is None:
-        return None
-    n = len(columns[0])
-    # every signed batch carries its producer's time: Kafka's CreateTime
-    columns.append(pa.repeat(pa.scalar(CREATE_TIME, pa.int32()), n))
-    return _batch(columns, arrow_schema)
-
-
-COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
-
-
-def _batch(columns, arrow_schema):
-    """The columns (in :data:`COLUMNS` order) as a batch of ``arrow_schema``: the fields it
-    names, cast to its types (a schema given with fewer columns takes only those)."""
-    import pyarrow as pa
-
-    by_name = dict(zip(COLUMNS, columns, strict=True))
-    fixed = []
-    for field in arrow_schema:
-        col = by_name.get(field.name)
-        if col is None:
-            raise ConfigError(
-                f"the dafka source has no column {field.name!r}: its columns are "
-                + ", ".join(COLUMNS)
-            )
-        fixed.append(col if col.type == field.type else col.cast(field.type))
-    return pa.RecordBatch.from_arrays(fixed, schema=arrow_schema)
-
-
 def read_partition(
     partition: InputPartition, opts: ReadOptions, schema: StructType
 ) -> Iterator[object]:
@@ -442,7 +370,7 @@ def read_partition(
     if not isinstance(partition, DafkaInputPartition):
         return  # Spark's placeholder when there is nothing to read
     span = partition.span
-    arrow_schema = _arrow_schema(schema)
+    arrow_schema = to_arrow(schema)
     nxt, end = span.start, span.end
     where = f"{span.topic}/{span.partition}"
     clients: dict[str, QueryClient] = {}
@@ -485,7 +413,7 @@ def read_partition(
                     short.append(f"{endpoint} holds {held}")
                     left_out.add(endpoint)
                     continue
-                batch = _reply_batch(reply, nxt, end, arrow_schema, opts, endpoint)
+                batch = reply_batch(reply, nxt, end, arrow_schema, opts, endpoint)
             except BelowTailError as exc:
                 tails.append(exc.tail if exc.tail is not None else nxt)
                 left_out.add(endpoint)
@@ -528,18 +456,6 @@ def read_partition(
     if opts.fail_on_data_loss:
         raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
     log.warning("spark.data_loss.skipped %s", message)
-
-
-def _reply_batch(reply: ReadReply, lo: int, hi: int, arrow_schema, opts: ReadOptions, endpoint):
-    """Arrow rows of a READ reply for offsets ``lo..hi-1``, per the profile the store names."""
-    if reply.profile == "signed":
-        return _signed_batch(reply, lo, hi, arrow_schema)
-    if opts.profile == "signed":
-        raise ProfileError(
-            f"{endpoint} serves {reply.topic}/{reply.partition} as unsigned rfc46 records, "
-            "but the query asked for profile=signed"
-        )
-    return _rfc46_batch(reply, lo, hi, arrow_schema)
 
 
 # ----------------------------------------------------------------- readers

@@ -123,7 +123,9 @@ def test_split_spans_properties(lengths: list[int], want: int) -> None:
     for span in spans:
         mine = [s for s in cut if s.partition == span.partition]
         assert mine[0].start == 0 and mine[-1].end == span.end
-        assert all(a.end == b.start and a.end > a.start for a, b in zip(mine, mine[1:], strict=False))
+        assert all(
+            a.end == b.start and a.end > a.start for a, b in zip(mine, mine[1:], strict=False)
+        )
 
 
 def test_delay_batch_waits_for_min_rows_up_to_max_delay() -> None:
