@@ -229,14 +229,17 @@ class _Stores:
 
             def batch_at(offset: int, client: QueryClient = client) -> tuple[int, int, int]:
                 reply = client.read(tp[0], tp[1], offset, 1, 1)
-                for first, stamp, recs in verified_batches(reply):
+                spans = reply.batches()  # (first, last, blob): a gap's offsets hold no records
+                for (first, last, _), (_, stamp, _) in zip(
+                    spans, verified_batches(reply), strict=False
+                ):
                     if stamp is None:
                         raise ConfigError(
                             f"option {option} needs record timestamps, but the store at "
                             f"{client.endpoint} serves {tp[0]}/{tp[1]} under the rfc46 "
                             "profile, whose records carry none"
                         )
-                    return first, first + len(recs) - 1, stamp
+                    return first, last, stamp
                 raise DafkaError(f"{client.endpoint} holds no batch at {tp[0]}/{tp[1]} {offset}")
 
             try:
