@@ -382,7 +382,8 @@ def read_partition(
     errors: list[str] = []  # stores that could not answer
     left_out: set[str] = set()  # stores out of this round (one of the above)
     try:
-        for _ in range(1_000_000_000):  # bounded: each turn yields or leaves a store out
+        # bounded: each turn moves nxt on, or leaves one more store out of the round
+        for _ in range((end - nxt + 1) * (len(partition.stores) + 1)):
             if nxt >= end:
                 return
             ask = [ep for ep in HEALTH.order(partition.stores) if ep not in left_out]
