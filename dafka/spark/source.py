@@ -262,12 +262,18 @@ class _Stores:
             self._locator = None
 
 
-def _check_held(spec: str, option: str, heads: Mapping[TP, Heads]) -> None:
+def _check_held(spec: str, option: str, heads: Mapping[TP, Heads], opts: ReadOptions) -> None:
     """A JSON offsets option naming a partition no store holds is a mistake: refuse it
     (rather than reading every other partition from its default)."""
     missing = unheld(spec, heads)
     if missing:
         topic, partition = missing[0]
+        if not opts.wants(topic):
+            raise ConfigError(
+                f"option {option} names topic {topic!r}, which the query does not subscribe to"
+            )
+        if not opts.wants(topic, partition):
+            raise ConfigError(f"option {option} names {topic}/{partition}, which assign leaves out")
         held = sorted(p for t, p in heads if t == topic)
         raise ConfigError(
             f"option {option} names {topic}/{partition}, which no store holds"
@@ -285,7 +291,7 @@ def _starting_by_time(stores: _Stores, heads: Mapping[TP, Heads]) -> Offsets:
     else:
         wanted = dict(opts.starting_by_timestamp)
         option = "startingOffsetsByTimestamp"
-        _check_held(json.dumps(to_nested(wanted)), option, heads)
+        _check_held(json.dumps(to_nested(wanted)), option, heads, opts)
     out: Offsets = {}
     for tp, ms in sorted(wanted.items()):
         h = heads[tp]
@@ -312,7 +318,7 @@ def _ending_by_time(stores: _Stores, heads: Mapping[TP, Heads]) -> Offsets:
     else:
         wanted = dict(opts.ending_by_timestamp)
         option = "endingOffsetsByTimestamp"
-        _check_held(json.dumps(to_nested(wanted)), option, heads)
+        _check_held(json.dumps(to_nested(wanted)), option, heads, opts)
     out: Offsets = {}
     for tp, ms in sorted(wanted.items()):
         offset = stores.offset_for_time(tp, heads[tp], ms, option)
@@ -350,7 +356,8 @@ def _partitions(
             stores = [ep for ep, _, head in h.holders if head + 1 >= span.end]
             stores += [ep for ep, _, head in h.holders if head + 1 < span.end]
             stores += [ep for ep in fallback if ep not in stores]
-        out.append(DafkaInputPartition(span, stores, keys))
+        # stores the driver found dead go last: an executor's own health view starts empty
+        out.append(DafkaInputPartition(span, HEALTH.order(stores), keys))
     return out
 
 
@@ -478,8 +485,8 @@ class DafkaBatchReader(DataSourceReader):
         try:
             heads = stores.heads(required=True)
             fallback = stores.endpoints()
-            _check_held(opts.starting, "startingOffsets", heads)
-            _check_held(opts.ending, "endingOffsets", heads)
+            _check_held(opts.starting, "startingOffsets", heads, opts)
+            _check_held(opts.ending, "endingOffsets", heads, opts)
             start = resolve_offsets(opts.starting, heads, default="earliest")
             start.update(_starting_by_time(stores, heads))
             end = resolve_offsets(opts.ending, heads, default="latest")
@@ -543,7 +550,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         heads = self._refresh(required=True)
         assert self._stores is not None
-        _check_held(self.opts.starting, "startingOffsets", heads)
+        _check_held(self.opts.starting, "startingOffsets", heads, self.opts)
         start = resolve_offsets(self.opts.starting, heads, default="earliest")
         start.update(_starting_by_time(self._stores, heads))
         return to_nested(start)
