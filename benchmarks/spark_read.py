@@ -1,6 +1,6 @@
 """Spark reading from a store: one micro-batch of N records through ``format("dafka")``.
 
-    python -m benchmarks.spark_read [--records 1000000] [--size 100] [--tasks 4]
+    python -m benchmarks.spark_read [--records 1000000] [--size 100] [--tasks 4] [--failover]
 
 One tower and one store (child processes, fsync on); a Producer writes N
 records of SIZE bytes to one partition. Then, in one run:
@@ -18,6 +18,9 @@ records of SIZE bytes to one partition. Then, in one run:
 * parquet     the same rows (the source's columns) written to local parquet with
               pyarrow, then ``spark.read.parquet`` of them, counted and summed alike:
               what a columnar local read costs on this machine
+* failover    (``--failover``) a second store holds the same records; the first is
+              SIGKILLed and a batch read of the range runs with option ``stores``
+              naming both, the dead one first: its seconds
 
 The micro-batch also runs twice; the second is the warm figure (a session whose
 Python workers and JVM code paths are already up). Ratios are Spark's rows/s over the
@@ -86,6 +89,20 @@ def baseline(
     }
 
 
+def wait_for_head(endpoint: str, topic: str, partition: str, head: int) -> None:
+    """Until the store at ``endpoint`` holds ``partition`` up to ``head`` (at most 300 s)."""
+    from dafka.query import QueryClient
+
+    deadline = time.monotonic() + 300
+    with QueryClient(endpoint, timeout=10) as client:
+        while time.monotonic() < deadline:
+            heads = {(p.topic, p.partition): p.head for p in client.heads([topic])}
+            if heads.get((topic, partition)) == head:
+                return
+            time.sleep(0.2)
+    raise RuntimeError(f"{endpoint} did not catch up to {topic}/{partition} {head}")
+
+
 def spark_session():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -148,7 +165,9 @@ def micro_batch(spark, towers: str, topic: str, n: int, tasks: int) -> dict[str,
     }
 
 
-def batch_read(spark, towers: str, topic: str, n: int, tasks: int) -> dict[str, float]:
+def batch_read(
+    spark, towers: str, topic: str, n: int, tasks: int, **options: str
+) -> dict[str, float]:
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
@@ -157,6 +176,7 @@ def batch_read(spark, towers: str, topic: str, n: int, tasks: int) -> dict[str, 
         .option("tower", towers)
         .option("subscribe", topic)
         .option("maxRecordsPerPartition", str(-(-n // tasks)))
+        .options(**options)
         .load()
     )
     row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
@@ -204,6 +224,9 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--tasks", type=int, default=4, help="Spark tasks the range is split into")
+    ap.add_argument(
+        "--failover", action="store_true", help="also read with one of two stores killed"
+    )
     args = ap.parse_args()
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -214,6 +237,8 @@ def main() -> None:
     tower = Tower()
     with tempfile.TemporaryDirectory(prefix="dafka-bench-") as data:
         store = StoreProc(Path(data) / "store", tower.address)
+        second = StoreProc(Path(data) / "store2", tower.address) if args.failover else None
+        fo = None
         try:
             print(f"writing {n} records of {args.size} B ...", file=sys.stderr)
             partition, write_rate = write_records(tower.address, topic, n, args.size)
@@ -230,10 +255,19 @@ def main() -> None:
                 br_warm = batch_read(spark, tower.address, topic, n, args.tasks)
                 print("parquet ...", file=sys.stderr)
                 pq = parquet(spark, Path(data), n, args.size, partition)
+                if second is not None:
+                    wait_for_head(second.query_endpoint, topic, partition, n - 1)
+                    print("failover: first store killed ...", file=sys.stderr)
+                    store.kill()
+                    # both named, the dead one first (a fresh locator would not hear it)
+                    given = f"{store.query_endpoint},{second.query_endpoint}"
+                    fo = batch_read(spark, tower.address, topic, n, args.tasks, stores=given)
             finally:
                 spark.stop()
         finally:
             store.kill()
+            if second is not None:
+                second.kill()
             tower.stop()
 
     load_end = _load()
@@ -259,6 +293,7 @@ def main() -> None:
         "ratio_batch_read_to_baseline": br["rate"] / base["rate"],
         "ratio_warm_batch_read_to_parquet": br_warm["rate"] / pq["warm"]["rate"],
         "ratio_warm_micro_batch_to_parquet": mb_warm["rate"] / pq["warm"]["rate"],
+        "failover_batch_read": fo,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"spark_read-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -276,6 +311,8 @@ def main() -> None:
     for run in ("cold", "warm"):
         r = pq[run]
         print(f"{'parquet ' + run:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    if fo is not None:
+        print(f"{'batch read, 1 of 2 killed':<28}{fo['rate']:>12,.0f}{fo['seconds']:>10.2f}")
     print(f"ratio micro-batch / baseline: {result['ratio_micro_batch_to_baseline']:.2f}")
     print(f"ratio warm batch read / warm parquet: {result['ratio_warm_batch_read_to_parquet']:.2f}")
     print(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,11 +42,17 @@ from ..errors import (
 from ..security.curve_keys import CurveConfig, curve_public_of, make_client
 from ..security.identity import Identity
 from . import protocol as qp
+from .locator import HEALTH
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "HEDGE_AFTER",
     "BelowTailError",
+    "ask_all",
+    "first_answer",
+    "heads_request",
+    "read_request",
     "load_client_key",
     "QueryClient",
     "QueryError",
@@ -146,38 +153,62 @@ class QueryClient:
             self._sock.close(0)
             self._sock = None
 
-    def request(self, req: qp.Request, timeout: float | None = None) -> qp.Reply:
-        """Send ``req`` and return its reply (an :class:`~protocol.ErrorReply` is returned too)."""
+    def send(self, req: qp.Request) -> None:
+        """Send ``req`` without waiting; :meth:`take` collects its reply."""
+        self._socket().send_multipart(qp.encode_request(req))
+
+    def take(self, request_id: int) -> qp.Reply | None:
+        """The reply to ``request_id`` if it has arrived (late replies to others are dropped)."""
         sock = self._socket()
-        sock.send_multipart(qp.encode_request(req))
-        wait_ms = int((self.timeout if timeout is None else timeout) * 1000)
         while True:
-            if not sock.poll(wait_ms, zmq.POLLIN):
-                self._reset()
-                curve = (
-                    " (over CURVE: a store that does not admit this client's key never answers)"
-                    if self.server_key is not None
-                    else ""
-                )
-                raise DafkaTimeout(
-                    f"store at {self.endpoint} did not answer within "
-                    f"{wait_ms / 1000:g} s; is it running?{curve}"
-                )
-            frames = sock.recv_multipart(copy=False)
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return None
             try:
                 reply = qp.decode_reply([f.buffer for f in frames])
             except WireError as exc:
                 raise ProtocolError(f"bad reply from {self.endpoint}: {exc}") from None
-            if reply.request_id == req.request_id:
+            if reply.request_id == request_id:
                 return reply
             log.debug("query.late_reply id=%d", reply.request_id)
+
+    def _timeout(self, seconds: float) -> DafkaTimeout:
+        curve = (
+            " (over CURVE: a store that does not admit this client's key never answers)"
+            if self.server_key is not None
+            else ""
+        )
+        return DafkaTimeout(
+            f"store at {self.endpoint} did not answer within {seconds:g} s; is it running?{curve}"
+        )
+
+    def request(self, req: qp.Request, timeout: float | None = None) -> qp.Reply:
+        """Send ``req`` and return its reply (an :class:`~protocol.ErrorReply` is returned too)."""
+        self.send(req)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        sock = self._socket()
+        while True:
+            reply = self.take(req.request_id)
+            if reply is not None:
+                HEALTH.ok(self.endpoint)
+                return reply
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._reset()
+                HEALTH.failed(self.endpoint)
+                raise self._timeout(wait)
+            sock.poll(max(1, int(left * 1000)), zmq.POLLIN)
 
     def heads(
         self, topics: Sequence[str] | None = None, timeout: float | None = None
     ) -> list[qp.PartitionInfo]:
         """Tail and head of each partition the store holds (of ``topics``, or of all)."""
-        req = qp.HeadsRequest(next(_ids), None if topics is None else tuple(topics))
-        reply = self.request(req, timeout)
+        return self.check_heads(self.request(heads_request(topics), timeout))
+
+    def check_heads(self, reply: qp.Reply) -> list[qp.PartitionInfo]:
+        """``reply`` as the answer to a HEADS: its partitions, or :class:`QueryError`."""
         if isinstance(reply, qp.ErrorReply):
             raise QueryError(f"{self.endpoint}: {reply.message}", reply.code)
         if not isinstance(reply, qp.HeadsReply):
@@ -200,8 +231,13 @@ class QueryClient:
         An empty reply means nothing at or after ``from_offset`` is stored yet
         (``tail``/``head`` are None when the store does not hold the partition).
         """
-        req = qp.ReadRequest(next(_ids), topic, partition, from_offset, max_records, max_bytes)
-        reply = self.request(req, timeout)
+        req = read_request(topic, partition, from_offset, max_records, max_bytes)
+        return self.check_read(req, self.request(req, timeout))
+
+    def check_read(self, req: qp.ReadRequest, reply: qp.Reply) -> qp.ReadReply:
+        """``reply`` as the answer to READ ``req``: :class:`BelowTailError` if the offsets are
+        gone, :class:`QueryError` if refused, :class:`ProtocolError` if not a READ of it."""
+        topic, partition, from_offset = req.topic, req.partition, req.from_offset
         if isinstance(reply, qp.ErrorReply):
             if reply.code is qp.ErrorCode.BELOW_TAIL:
                 raise BelowTailError(
@@ -250,6 +286,130 @@ class QueryClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_request(
+    topic: str,
+    partition: str,
+    from_offset: int,
+    max_records: int = qp.DEFAULT_READ_RECORDS,
+    max_bytes: int = qp.DEFAULT_READ_BYTES,
+) -> qp.ReadRequest:
+    """A READ request with a fresh request id."""
+    return qp.ReadRequest(next(_ids), topic, partition, from_offset, max_records, max_bytes)
+
+
+def heads_request(topics: Sequence[str] | None) -> qp.HeadsRequest:
+    """A HEADS request with a fresh request id."""
+    return qp.HeadsRequest(next(_ids), None if topics is None else tuple(topics))
+
+
+HEDGE_AFTER = 1.0
+"""Seconds a reader waits for one store before asking the next one too."""
+
+
+def first_answer(
+    asks: Sequence[tuple[QueryClient, qp.Request]],
+    *,
+    timeout: float,
+    hedge_after: float = HEDGE_AFTER,
+) -> tuple[int, qp.Reply | DafkaError]:
+    """``(index, reply)`` of the first of ``asks`` to be answered: a hedged request.
+
+    Sends the first request; each ``hedge_after`` seconds without an answer, sends the next
+    one too (another store's copy of the same data), and returns whichever answer comes
+    first (a reply that does not decode is that store's answer, as a :class:`DafkaError`).
+    Stores asked that had not answered are reported to :data:`HEALTH` and their
+    sockets dropped (a late answer is then never read). :class:`DafkaTimeout` naming every
+    store asked when none answers within ``timeout``.
+    """
+    if not asks:
+        raise DafkaError("no store to ask")
+    start = time.monotonic()
+    deadline = start + timeout
+    poller = zmq.Poller()
+    sent = 0
+    try:
+        while True:
+            now = time.monotonic()
+            while sent < len(asks) and (sent == 0 or now >= start + sent * hedge_after):
+                client, req = asks[sent]
+                client.send(req)
+                poller.register(client._socket(), zmq.POLLIN)
+                sent += 1
+            for i in range(sent):
+                client, req = asks[i]
+                reply: qp.Reply | DafkaError | None
+                try:
+                    reply = client.take(req.request_id)
+                except DafkaError as exc:
+                    reply = exc
+                if reply is not None:
+                    HEALTH.ok(client.endpoint)
+                    for j in range(sent):
+                        if j != i:
+                            asks[j][0]._reset()
+                            HEALTH.failed(asks[j][0].endpoint)
+                    return i, reply
+            if now >= deadline:
+                break
+            wake = deadline if sent == len(asks) else min(deadline, start + sent * hedge_after)
+            poller.poll(max(1, int((wake - now) * 1000)))
+    except zmq.ZMQError as exc:
+        raise DafkaError(f"query sockets failed: {exc}") from None
+    for client, _ in asks[:sent]:
+        client._reset()
+        HEALTH.failed(client.endpoint)
+    raise DafkaTimeout(
+        f"no store answered within {timeout:g} s: "
+        + ", ".join(client.endpoint for client, _ in asks[:sent])
+    )
+
+
+def ask_all(
+    asks: Sequence[tuple[QueryClient, qp.Request]],
+    *,
+    timeout: float,
+    grace: float = HEDGE_AFTER,
+) -> list[qp.Reply | DafkaError]:
+    """Every request of ``asks`` sent at once; each one's reply, or the error it met.
+
+    Waits until all are answered, ``timeout`` passes, or ``grace`` seconds after the first
+    answer (so one dead store delays a caller by ``grace``, not ``timeout``). A store that
+    did not answer gets a :class:`DafkaTimeout` and is reported to :data:`HEALTH`.
+    """
+    out: list[qp.Reply | DafkaError | None] = [None] * len(asks)
+    poller = zmq.Poller()
+    start = time.monotonic()
+    deadline = start + timeout
+    for i, (client, req) in enumerate(asks):
+        try:
+            client.send(req)
+            poller.register(client._socket(), zmq.POLLIN)
+        except DafkaError as exc:
+            out[i] = exc
+    while True:
+        for i, (client, req) in enumerate(asks):
+            if out[i] is None:
+                try:
+                    out[i] = client.take(req.request_id)
+                except DafkaError as exc:
+                    out[i] = exc
+                if out[i] is not None:
+                    HEALTH.ok(client.endpoint)
+                    deadline = min(deadline, time.monotonic() + grace)
+        now = time.monotonic()
+        if all(o is not None for o in out) or now >= deadline:
+            break
+        poller.poll(max(1, int((deadline - now) * 1000)))
+    result: list[qp.Reply | DafkaError] = []
+    for (client, _), o in zip(asks, out, strict=True):
+        if o is None:
+            client._reset()
+            HEALTH.failed(client.endpoint)
+            o = client._timeout(time.monotonic() - start)
+        result.append(o)
+    return result
 
 
 def records(reply: qp.ReadReply, start: int = 0, end: int | None = None) -> Iterator[QueryRecord]:

@@ -13,14 +13,20 @@ CURVE: towers given as ``HOST:PORT@KEY`` are spoken to over CURVE (as ``key``, o
 key), and the locator also hears the node beacons (``B``), whose fourth frame is a node's
 public key (checked against its node ID when decoded): :meth:`StoreLocator.keys` gives the
 stores' keys, which a :class:`~dafka.query.client.QueryClient` needs as ``server_key``.
+
+Health: :data:`HEALTH` is this process's shared view of stores that failed to answer
+(:class:`StoreHealth`): every query client, locator and Spark task of the process reports to
+it, and readers ask stores in its order, so a dead store is asked last until it answers again
+or ``expiry`` passes.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import zmq
 
@@ -32,12 +38,67 @@ from ..wire import beacon as wbeacon
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_WAIT", "StoreLocator", "locate_stores"]
+__all__ = ["DEFAULT_WAIT", "HEALTH", "StoreHealth", "StoreLocator", "locate_stores"]
 
 DEFAULT_WAIT = 1.5
 """One beacon interval (1 s) plus a margin."""
 MAX_KEYS = 4096
 """Node keys a locator remembers."""
+
+
+class StoreHealth:
+    """Which stores failed to answer lately: endpoint -> when it last failed.
+
+    A store that failed is *suspect* for ``expiry`` seconds (or until it answers):
+    :meth:`order` puts suspects last, the longest-failed first among them, so a
+    reader asks a live replica first and a dead store costs a batch its failover
+    deadline once, not once per task. Thread-safe; ``clock`` is injectable.
+    """
+
+    def __init__(
+        self, *, expiry: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.expiry = expiry
+        self._clock = clock
+        self._failed: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def failed(self, endpoint: str) -> None:
+        with self._lock:
+            if endpoint not in self._failed:
+                log.info("health.store_suspect endpoint=%s", endpoint)
+            self._failed[endpoint] = self._clock()
+            if len(self._failed) > MAX_KEYS:  # bounded: forget the oldest
+                del self._failed[min(self._failed, key=self._failed.__getitem__)]
+
+    def ok(self, endpoint: str) -> None:
+        with self._lock:
+            if self._failed.pop(endpoint, None) is not None:
+                log.info("health.store_answers endpoint=%s", endpoint)
+
+    def suspect(self, endpoint: str) -> bool:
+        with self._lock:
+            when = self._failed.get(endpoint)
+            if when is None:
+                return False
+            if self._clock() - when > self.expiry:
+                del self._failed[endpoint]
+                return False
+            return True
+
+    def order(self, endpoints: Iterable[str]) -> list[str]:
+        """``endpoints`` with the suspects moved last (stable otherwise)."""
+        eps = list(endpoints)
+        suspects = {ep for ep in eps if self.suspect(ep)}
+        with self._lock:
+            failed = dict(self._failed)
+        return [ep for ep in eps if ep not in suspects] + sorted(
+            (ep for ep in eps if ep in suspects), key=lambda ep: failed.get(ep, 0.0)
+        )
+
+
+HEALTH = StoreHealth()
+"""This process's view of store health, shared by its readers (and their tasks)."""
 
 
 class StoreLocator:
@@ -70,6 +131,7 @@ class StoreLocator:
         self._seen: dict[str, tuple[str, float]] = {}
         self._sub: zmq.Socket[bytes] | None = None
         self.malformed = 0
+        self.health = HEALTH
 
     def _socket(self) -> zmq.Socket[bytes]:
         if os.getpid() != self._pid:

@@ -8,9 +8,11 @@ always built with sorted keys so that equal offsets serialize to equal JSON
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..config import parse_towers
@@ -28,6 +30,10 @@ __all__ = [
     "WriteOptions",
     "available",
     "cap_offsets",
+    "delay_batch",
+    "first_at_or_after",
+    "split_spans",
+    "unheld",
     "from_nested",
     "merge_heads",
     "plan_spans",
@@ -86,6 +92,12 @@ def _positive_int(options: Mapping[str, str], name: str, default: int | None) ->
     return number
 
 
+def _at_most(value: int | None, limit: int) -> int | None:
+    if value is not None and value > limit:
+        raise ConfigError(f"option minPartitions must be at most {limit}, not {value}")
+    return value
+
+
 def _positive_float(options: Mapping[str, str], name: str, default: float) -> float:
     value = _get(options, name)
     if value is None:
@@ -137,6 +149,153 @@ def _stores(options: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[tuple[st
     return tuple(stores), tuple(keys)
 
 
+READ_OPTIONS = {
+    name.lower(): name
+    for name in (
+        "tower",
+        "towers",
+        "stores",
+        "subscribe",
+        "subscribePattern",
+        "assign",
+        "startingOffsets",
+        "endingOffsets",
+        "startingTimestamp",
+        "endingTimestamp",
+        "startingOffsetsByTimestamp",
+        "endingOffsetsByTimestamp",
+        "startingOffsetsByTimestampStrategy",
+        "maxOffsetsPerTrigger",
+        "minOffsetsPerTrigger",
+        "maxTriggerDelay",
+        "minPartitions",
+        "maxRecordsPerPartition",
+        "failOnDataLoss",
+        "includeHeaders",
+        "profile",
+        "locateTimeout",
+        "queryTimeout",
+        "readMaxBytes",
+        "curveKeyFile",
+    )
+}
+"""Every option the source reads, lowercased -> its spelling (Spark's options ignore case)."""
+
+_NOT_HERE = {
+    "topic": "topic is a sink option; a reader names its topics with subscribe",
+    "groupidprefix": "Dafka has no consumer groups: a Spark query keeps its offsets in its checkpoint",
+    "kafkaconsumer.polltimeoutms": "use queryTimeout (seconds) for how long to wait for one READ",
+    "fetchoffset.numretries": "a READ that a store does not answer moves to the next store",
+    "fetchoffset.retryintervalms": "a READ that a store does not answer moves to the next store",
+    "path": "the dafka format reads no path: call load() without one",
+}
+
+
+def _check_known(options: Mapping[str, str]) -> None:
+    """One ConfigError naming the first option the source does not know (and the closest one)."""
+    for raw in options:
+        name = str(raw)
+        low = name.lower()
+        if low in READ_OPTIONS:
+            continue
+        if low.startswith("kafka."):
+            raise ConfigError(
+                f"option {name} is a Kafka client setting, which Dafka does not read: "
+                "give the towers with option tower (HOST:PORT,...), or the stores' query "
+                "endpoints with option stores"
+            )
+        if low in _NOT_HERE:
+            raise ConfigError(f"option {name} is not supported when reading: {_NOT_HERE[low]}")
+        close = difflib.get_close_matches(low, list(READ_OPTIONS), n=1, cutoff=0.6)
+        hint = f" (did you mean {READ_OPTIONS[close[0]]}?)" if close else ""
+        raise ConfigError(f"unknown option {name} for reading format dafka{hint}")
+
+
+def _millis(options: Mapping[str, str], name: str) -> int | None:
+    value = _get(options, name)
+    if value is None:
+        return None
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ConfigError(
+            f"option {name} must be a time in milliseconds since the epoch, not {value!r}"
+        )
+    return number
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h|d)?", re.IGNORECASE)
+_UNIT = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(options: Mapping[str, str], name: str, default: float) -> float:
+    """Seconds of a Spark-style duration: ``15m``, ``30s``, ``500ms``, or bare milliseconds."""
+    value = _get(options, name)
+    if value is None:
+        return default
+    m = _DURATION.fullmatch(value.strip())
+    if m is None:
+        raise ConfigError(f"option {name} must be a duration such as 15m, 30s or 500ms")
+    return float(m.group(1)) * _UNIT[(m.group(2) or "ms").lower()]
+
+
+_PARTITION_ID = re.compile(r"[0-9A-Fa-f]{32}")
+
+
+def _check_partition_id(partition: str, name: str) -> str:
+    if not _PARTITION_ID.fullmatch(partition):
+        raise ConfigError(
+            f"option {name}: {partition!r} is not a Dafka partition: a partition is the "
+            "producer's node ID, 32 hex characters (the partition column)"
+        )
+    return partition.upper()
+
+
+def _assign(options: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    raw = _get(options, "assign")
+    if raw is None:
+        return ()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    shape = 'option assign must be JSON {"topic": ["partition", ...]}'
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(shape)
+    out: set[tuple[str, str]] = set()
+    for topic, parts in data.items():
+        if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+            raise ConfigError(shape)
+        out.update((topic, _check_partition_id(p, "assign")) for p in parts)
+    if not out:
+        raise ConfigError("option assign names no partition")
+    return tuple(sorted(out))
+
+
+def _by_timestamp(options: Mapping[str, str], name: str) -> tuple[tuple[TP, int], ...]:
+    raw = _get(options, name)
+    if raw is None:
+        return ()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    shape = f'option {name} must be JSON {{"topic": {{"partition": milliseconds since the epoch}}}}'
+    if not isinstance(data, dict):
+        raise ConfigError(shape)
+    out: dict[TP, int] = {}
+    for topic, parts in data.items():
+        if not isinstance(parts, dict):
+            raise ConfigError(shape)
+        for partition, ms in parts.items():
+            if isinstance(ms, bool) or not isinstance(ms, int) or ms < 0:
+                raise ConfigError(shape)
+            out[(topic, _check_partition_id(partition, name))] = ms
+    return tuple(sorted(out.items()))
+
+
 @dataclass(frozen=True, slots=True)
 class ReadOptions:
     """The source's options, checked once on the driver (see ``docs/spark.md``)."""
@@ -159,21 +318,37 @@ class ReadOptions:
     when None. Read on each executor, so the path must exist there."""
     store_keys: tuple[tuple[str, str], ...] = ()
     """Public keys (hex) of the ``stores`` given with ``@PUBHEX``, by endpoint."""
+    assign: tuple[tuple[str, str], ...] = ()
+    """``assign``: the (topic, partition) pairs to read, instead of whole topics."""
+    starting_timestamp: int | None = None
+    ending_timestamp: int | None = None
+    starting_by_timestamp: tuple[tuple[TP, int], ...] = ()
+    ending_by_timestamp: tuple[tuple[TP, int], ...] = ()
+    timestamp_strategy: str = "error"
+    """``startingOffsetsByTimestampStrategy``: ``error`` or ``latest`` when no record is that new."""
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay: float = 900.0
+    min_partitions: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, batch: bool) -> ReadOptions:
+        _check_known(options)
         subscribe = _get(options, "subscribe")
         pattern = _get(options, "subscribePattern")
-        if bool(subscribe) == bool(pattern):
+        assign = _assign(options)
+        if [bool(subscribe), bool(pattern), bool(assign)].count(True) != 1:
             raise ConfigError(
-                "give exactly one of the options subscribe (a comma list of topics) "
-                "or subscribePattern (a regular expression)"
+                "give exactly one of the options subscribe (a comma list of topics), "
+                "subscribePattern (a regular expression) or assign (JSON "
+                '{"topic": ["partition", ...]})'
             )
         topics: tuple[str, ...] = ()
         if subscribe:
             topics = tuple(sorted({t.strip() for t in subscribe.split(",") if t.strip()}))
             if not topics:
                 raise ConfigError("option subscribe names no topic")
+        if assign:
+            topics = tuple(sorted({t for t, _ in assign}))
         if pattern:
             try:
                 re.compile(pattern)
@@ -181,14 +356,29 @@ class ReadOptions:
                 raise ConfigError(f"option subscribePattern is not a regex: {exc}") from None
         starting = _get(options, "startingOffsets", "earliest" if batch else "latest") or ""
         ending = _get(options, "endingOffsets", "latest") or ""
-        _check_offsets_spec(starting, "startingOffsets")
-        _check_offsets_spec(ending, "endingOffsets")
+        _check_offsets_spec(starting, "startingOffsets", batch=batch)
+        _check_offsets_spec(ending, "endingOffsets", batch=batch)
         if batch and starting.strip().lower() == "latest":
             raise ConfigError("startingOffsets=latest is not allowed in a batch query")
         if batch and ending.strip().lower() == "earliest":
             raise ConfigError("endingOffsets=earliest is not allowed in a batch query")
-        if not batch and _get(options, "endingOffsets") is not None:
-            raise ConfigError("endingOffsets is for batch queries only")
+        if not batch:
+            for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+                if _get(options, name) is not None:
+                    raise ConfigError(f"{name} is for batch queries only")
+        elif _get(options, "minOffsetsPerTrigger") or _get(options, "maxTriggerDelay"):
+            raise ConfigError("minOffsetsPerTrigger and maxTriggerDelay are for streaming only")
+        strategy = (_get(options, "startingOffsetsByTimestampStrategy", "error") or "").lower()
+        if strategy not in ("error", "latest"):
+            raise ConfigError(
+                "option startingOffsetsByTimestampStrategy must be error or latest, "
+                f"not {strategy!r}"
+            )
+        if _bool(options, "includeHeaders", False):
+            raise ConfigError(
+                "option includeHeaders: Dafka records have no headers (a record is a key and "
+                "a value); leave includeHeaders unset or false"
+            )
         stores, store_keys = _stores(options)
         key_file = _get(options, "curveKeyFile") or None
         if key_file is not None:
@@ -200,9 +390,18 @@ class ReadOptions:
             store_keys=store_keys,
             topics=topics,
             pattern=pattern or None,
+            assign=assign,
             starting=starting,
             ending=ending,
+            starting_timestamp=_millis(options, "startingTimestamp"),
+            ending_timestamp=_millis(options, "endingTimestamp"),
+            starting_by_timestamp=_by_timestamp(options, "startingOffsetsByTimestamp"),
+            ending_by_timestamp=_by_timestamp(options, "endingOffsetsByTimestamp"),
+            timestamp_strategy=strategy,
             max_offsets_per_trigger=_positive_int(options, "maxOffsetsPerTrigger", None),
+            min_offsets_per_trigger=_positive_int(options, "minOffsetsPerTrigger", None),
+            max_trigger_delay=_duration(options, "maxTriggerDelay", 900.0),
+            min_partitions=_at_most(_positive_int(options, "minPartitions", None), 100_000),
             max_records_per_partition=_positive_int(options, "maxRecordsPerPartition", 1_000_000)
             or 1_000_000,
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
@@ -213,10 +412,23 @@ class ReadOptions:
             or 4 * 1024 * 1024,
         )
 
-    def wants(self, topic: str) -> bool:
+    def wants(self, topic: str, partition: str | None = None) -> bool:
+        if self.assign:
+            if partition is None:
+                return topic in self.topics
+            return (topic, partition) in self.assign
         if self.pattern is not None:
             return re.fullmatch(self.pattern, topic) is not None
         return topic in self.topics
+
+    @property
+    def uses_timestamps(self) -> bool:
+        return bool(
+            self.starting_timestamp is not None
+            or self.ending_timestamp is not None
+            or self.starting_by_timestamp
+            or self.ending_by_timestamp
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +448,7 @@ class WriteOptions:
         )
 
 
-def _check_offsets_spec(spec: str, name: str) -> None:
+def _check_offsets_spec(spec: str, name: str, *, batch: bool = True) -> None:
     text = spec.strip()
     if text.lower() in ("earliest", "latest"):
         return
@@ -247,7 +459,18 @@ def _check_offsets_spec(spec: str, name: str) -> None:
             f"option {name} must be earliest, latest or JSON "
             '{"topic": {"partition": offset}}, not ' + repr(spec)
         ) from None
-    from_nested(parsed, name)
+    for (topic, partition), offset in from_nested(parsed, name).items():
+        _check_partition_id(partition, name)
+        if name == "endingOffsets" and offset == EARLIEST:
+            raise ConfigError(
+                f"option endingOffsets: {topic}/{partition} is -2 (earliest), which is not "
+                "allowed as an ending offset"
+            )
+        if batch and name == "startingOffsets" and offset == LATEST:
+            raise ConfigError(
+                f"option startingOffsets: {topic}/{partition} is -1 (latest), which is not "
+                "allowed in a batch query"
+            )
 
 
 # ------------------------------------------------------------------ offsets
@@ -411,3 +634,72 @@ def merge_heads(
         holders.sort(key=lambda h: (-h[2], h[1], h[0]))
         out[tp] = Heads(min(h[1] for h in holders), max(h[2] for h in holders), tuple(holders))
     return out
+
+
+def split_spans(spans: Sequence[Span], min_parts: int | None) -> list[Span]:
+    """``spans`` cut further until there are at least ``min_parts`` of them (``minPartitions``),
+    or every span is one record: each span gets pieces in proportion to its length."""
+    if not min_parts or len(spans) >= min_parts:
+        return list(spans)
+    total = sum(s.end - s.start for s in spans)
+    if total <= len(spans):
+        return list(spans)
+    want = min(min_parts, total)
+    pieces = [max(1, ((s.end - s.start) * want) // total) for s in spans]
+    order = sorted(range(len(spans)), key=lambda i: (-(spans[i].end - spans[i].start), i))
+    for i in itertools.islice(itertools.cycle(order), 2 * len(spans) + want):
+        if sum(pieces) >= want:
+            break
+        if pieces[i] < spans[i].end - spans[i].start:
+            pieces[i] += 1
+    out: list[Span] = []
+    for span, n in zip(spans, pieces, strict=True):
+        length = span.end - span.start
+        bounds = [span.start + (length * k) // n for k in range(n + 1)]
+        out.extend(Span(span.topic, span.partition, a, b) for a, b in itertools.pairwise(bounds))
+    return out
+
+
+def delay_batch(
+    start: Mapping[TP, int],
+    end: Mapping[TP, int],
+    min_rows: int | None,
+    last_trigger: float,
+    now: float,
+    max_delay: float,
+) -> bool:
+    """``minOffsetsPerTrigger``: wait (no new micro-batch) while fewer than ``min_rows`` records
+    are new and less than ``max_delay`` seconds passed since the last micro-batch."""
+    if not min_rows:
+        return False
+    new = sum(max(0, offset - start.get(tp, 0)) for tp, offset in end.items())
+    return new < min_rows and now - last_trigger < max_delay
+
+
+def unheld(spec: str, heads: Mapping[TP, Heads]) -> list[TP]:
+    """The partitions a JSON offsets ``spec`` names that no store holds."""
+    text = spec.strip()
+    if text.lower() in ("earliest", "latest"):
+        return []
+    return sorted(tp for tp in from_nested(json.loads(text), "offsets") if tp not in heads)
+
+
+BatchAt = Callable[[int], tuple[int, int, int]]
+"""``offset -> (first, last, timestamp_ms)`` of the stored batch that holds ``offset``."""
+
+
+def first_at_or_after(batch_at: BatchAt, tail: int, head: int, timestamp_ms: int) -> int | None:
+    """The first offset of the first batch in ``tail..head`` stamped at or after
+    ``timestamp_ms`` (a binary search: a partition's batches come from one producer, in
+    time order), or None when every batch is older."""
+    lo, hi = tail, head + 1  # offsets below lo are older, from hi on they are not
+    for _ in range(200):  # each step halves hi - lo: 64 steps cover any u64 range
+        if lo >= hi:
+            break
+        mid = (lo + hi) // 2
+        first, last, stamp = batch_at(mid)
+        if stamp >= timestamp_ms:
+            hi = max(lo, min(first, mid))
+        else:
+            lo = min(hi, max(mid + 1, last + 1))
+    return lo if lo <= head else None

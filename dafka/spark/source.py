@@ -20,7 +20,9 @@ See ``docs/spark.md`` for the options.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 
 from pyspark.sql.datasource import (
@@ -38,10 +40,21 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigError, DafkaError, DataLossError, ProfileError
-from ..query.client import BelowTailError, QueryClient, load_client_key
-from ..query.locator import StoreLocator
-from ..query.protocol import ReadReply
+from ..query.client import (
+    HEDGE_AFTER,
+    BelowTailError,
+    QueryClient,
+    ask_all,
+    first_answer,
+    heads_request,
+    load_client_key,
+    read_request,
+    verified_batches,
+)
+from ..query.locator import HEALTH, StoreLocator
 from ..security.identity import Identity
+from .arrow import arrow_schema as to_arrow
+from .arrow import reply_batch
 from .offsets import (
     TP,
     Heads,
@@ -51,12 +64,16 @@ from .offsets import (
     WriteOptions,
     available,
     cap_offsets,
+    delay_batch,
+    first_at_or_after,
     from_nested,
     merge_heads,
     plan_spans,
     rate_limit,
     resolve_offsets,
+    split_spans,
     to_nested,
+    unheld,
 )
 from .sink import DafkaBatchWriter, DafkaStreamWriter, check_write_schema
 
@@ -69,7 +86,8 @@ __all__ = [
 ]
 
 SCHEMA = (
-    "key binary, value binary, topic string, partition string, offset long, timestamp timestamp"
+    "key binary, value binary, topic string, partition string, offset long, "
+    "timestamp timestamp, timestampType int"
 )
 
 
@@ -148,20 +166,31 @@ class _Stores:
                 self.keys[endpoint] = heard[node_id]
         return sorted(set(stores.values()))
 
+    def client(self, endpoint: str) -> QueryClient:
+        client = self._clients.get(endpoint)
+        if client is None:
+            client = self._clients[endpoint] = _client(
+                endpoint, self.opts, self.keys, min(self.opts.query_timeout, 10.0)
+            )
+        return client
+
     def heads(self, *, required: bool) -> dict[TP, Heads]:
-        """Every subscribed partition any store holds. ``required``: fail if no store answers."""
-        endpoints = self.endpoints()
+        """Every subscribed partition any store holds. ``required``: fail if no store answers.
+
+        Asks every store at once and waits for the others at most ``HEDGE_AFTER`` seconds
+        after the first answer, so a dead store does not stall planning."""
+        endpoints = HEALTH.order(self.endpoints())
         topics = list(self.opts.topics) if self.opts.pattern is None else None
+        asks = [(self.client(ep), heads_request(topics)) for ep in endpoints]
         answers = []
         failures = []
-        for endpoint in endpoints:
-            client = self._clients.get(endpoint)
-            if client is None:
-                client = self._clients[endpoint] = _client(
-                    endpoint, self.opts, self.keys, min(self.opts.query_timeout, 10.0)
-                )
+        for endpoint, (client, _), reply in zip(
+            endpoints, asks, ask_all(asks, timeout=min(self.opts.query_timeout, 10.0)), strict=True
+        ):
             try:
-                parts = client.heads(topics)
+                if isinstance(reply, DafkaError):
+                    raise reply
+                parts = client.check_heads(reply)
             except DafkaError as exc:
                 failures.append(f"{endpoint}: {exc}")
                 continue
@@ -171,7 +200,7 @@ class _Stores:
                     [
                         (p.topic, p.partition, p.tail, p.head)
                         for p in parts
-                        if self.opts.wants(p.topic)
+                        if self.opts.wants(p.topic, p.partition)
                     ],
                 )
             )
@@ -187,7 +216,42 @@ class _Stores:
             if required:
                 raise DafkaError(message)
             log.warning("spark.no_store %s", message)
+        elif failures:
+            log.warning("spark.store_unanswered %s", "; ".join(failures))
         return merge_heads(answers)
+
+    def offset_for_time(self, tp: TP, h: Heads, timestamp_ms: int, option: str) -> int | None:
+        """The first offset of ``tp`` stamped at or after ``timestamp_ms`` (None: none is),
+        searched by READs of single batches on the partition's holders, best first."""
+        errors = []
+        for endpoint in HEALTH.order(ep for ep, _, _ in h.holders):
+            client = self.client(endpoint)
+
+            def batch_at(offset: int, client: QueryClient = client) -> tuple[int, int, int]:
+                reply = client.read(tp[0], tp[1], offset, 1, 1)
+                spans = reply.batches()  # (first, last, blob): a gap's offsets hold no records
+                for (first, last, _), (_, stamp, _) in zip(
+                    spans, verified_batches(reply), strict=False
+                ):
+                    if stamp is None:
+                        raise ConfigError(
+                            f"option {option} needs record timestamps, but the store at "
+                            f"{client.endpoint} serves {tp[0]}/{tp[1]} under the rfc46 "
+                            "profile, whose records carry none"
+                        )
+                    return first, last, stamp
+                raise DafkaError(f"{client.endpoint} holds no batch at {tp[0]}/{tp[1]} {offset}")
+
+            try:
+                return first_at_or_after(batch_at, h.tail, h.head, timestamp_ms)
+            except ConfigError:
+                raise
+            except DafkaError as exc:
+                errors.append(f"{endpoint}: {exc}")
+        raise DafkaError(
+            f"{tp[0]}/{tp[1]}: cannot find the offset of time {timestamp_ms} for option "
+            f"{option}: " + ("; ".join(errors) or "no store holds the partition")
+        )
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -196,6 +260,70 @@ class _Stores:
         if self._locator is not None:
             self._locator.close()
             self._locator = None
+
+
+def _check_held(spec: str, option: str, heads: Mapping[TP, Heads], opts: ReadOptions) -> None:
+    """A JSON offsets option naming a partition no store holds is a mistake: refuse it
+    (rather than reading every other partition from its default)."""
+    missing = unheld(spec, heads)
+    if missing:
+        topic, partition = missing[0]
+        if not opts.wants(topic):
+            raise ConfigError(
+                f"option {option} names topic {topic!r}, which the query does not subscribe to"
+            )
+        if not opts.wants(topic, partition):
+            raise ConfigError(f"option {option} names {topic}/{partition}, which assign leaves out")
+        held = sorted(p for t, p in heads if t == topic)
+        raise ConfigError(
+            f"option {option} names {topic}/{partition}, which no store holds"
+            + (f" (its partitions: {', '.join(held)})" if held else f" (no store holds {topic})")
+        )
+
+
+def _starting_by_time(stores: _Stores, heads: Mapping[TP, Heads]) -> Offsets:
+    """Starting offsets from ``startingTimestamp`` (every partition) or
+    ``startingOffsetsByTimestamp`` (those it names), which win over ``startingOffsets``."""
+    opts = stores.opts
+    if opts.starting_timestamp is not None:
+        wanted = {tp: opts.starting_timestamp for tp in heads}
+        option = "startingTimestamp"
+    else:
+        wanted = dict(opts.starting_by_timestamp)
+        option = "startingOffsetsByTimestamp"
+        _check_held(json.dumps(to_nested(wanted)), option, heads, opts)
+    out: Offsets = {}
+    for tp, ms in sorted(wanted.items()):
+        h = heads[tp]
+        offset = stores.offset_for_time(tp, h, ms, option)
+        if offset is None:
+            if opts.timestamp_strategy == "error":
+                raise ConfigError(
+                    f"{option}: no record of {tp[0]}/{tp[1]} is stamped at or after {ms} ms "
+                    "(every one is older); set startingOffsetsByTimestampStrategy=latest to "
+                    "start at the partition's end instead"
+                )
+            offset = h.head + 1
+        out[tp] = offset
+    return out
+
+
+def _ending_by_time(stores: _Stores, heads: Mapping[TP, Heads]) -> Offsets:
+    """Ending offsets from ``endingTimestamp`` or ``endingOffsetsByTimestamp``: the first
+    record stamped at or after the time is not read; none that new: read to the head."""
+    opts = stores.opts
+    if opts.ending_timestamp is not None:
+        wanted = {tp: opts.ending_timestamp for tp in heads}
+        option = "endingTimestamp"
+    else:
+        wanted = dict(opts.ending_by_timestamp)
+        option = "endingOffsetsByTimestamp"
+        _check_held(json.dumps(to_nested(wanted)), option, heads, opts)
+    out: Offsets = {}
+    for tp, ms in sorted(wanted.items()):
+        offset = stores.offset_for_time(tp, heads[tp], ms, option)
+        out[tp] = heads[tp].head + 1 if offset is None else offset
+    return out
 
 
 def _client_key(opts: ReadOptions) -> Identity | None:
@@ -228,63 +356,12 @@ def _partitions(
             stores = [ep for ep, _, head in h.holders if head + 1 >= span.end]
             stores += [ep for ep, _, head in h.holders if head + 1 < span.end]
             stores += [ep for ep in fallback if ep not in stores]
-        out.append(DafkaInputPartition(span, stores, keys))
+        # stores the driver found dead go last: an executor's own health view starts empty
+        out.append(DafkaInputPartition(span, HEALTH.order(stores), keys))
     return out
 
 
 # ------------------------------------------------------- executors: reading
-
-
-def _arrow_schema(schema: StructType):
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema, timezone="UTC")
-
-
-def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
-    """Arrow rows for offsets ``lo..hi-1`` of an rfc46 READ reply, without per-record Python."""
-    import pyarrow as pa
-
-    n = reply.count
-    first = reply.first
-    assert first is not None
-    lasts = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(reply.lasts)])
-    positions = pa.py_buffer(b"\0\0\0\0" + bytes(reply.ends))
-    values = pa.Array.from_buffers(pa.binary(), n, [None, positions, pa.py_buffer(reply.data)])
-    # one record per batch: batch i holds offset first + i when the reply is contiguous
-    if reply.next_offset != first + n:
-        raise DafkaError(f"{reply.topic}/{reply.partition}: an rfc46 batch holds several offsets")
-    lo_i, hi_i = max(0, lo - first), min(n, hi - first)
-    count = hi_i - lo_i
-    if count <= 0:
-        return None
-    columns = [
-        pa.nulls(count, pa.binary()),
-        values.slice(lo_i, count),
-        pa.repeat(pa.scalar(reply.topic, pa.string()), count),
-        pa.repeat(pa.scalar(reply.partition, pa.string()), count),
-        lasts.slice(lo_i, count),
-        pa.nulls(count, pa.timestamp("us", tz="UTC")),
-    ]
-    return _batch(columns, arrow_schema)
-
-
-def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
-    """Arrow rows for offsets ``lo..hi-1`` of a signed READ reply, every batch verified first."""
-    from .arrow_columns import signed_reply_columns
-
-    columns = signed_reply_columns(reply, lo, hi)
-    return None if columns is None else _batch(columns, arrow_schema)
-
-
-def _batch(columns, arrow_schema):
-    import pyarrow as pa
-
-    fixed = [
-        col if col.type == field.type else col.cast(field.type)
-        for col, field in zip(columns, arrow_schema, strict=True)
-    ]
-    return pa.RecordBatch.from_arrays(fixed, schema=arrow_schema)
 
 
 def read_partition(
@@ -292,81 +369,104 @@ def read_partition(
 ) -> Iterator[object]:
     """Arrow record batches of one :class:`DafkaInputPartition`, read from its stores.
 
-    Tries the stores in order; a store that does not answer, or holds less, hands
-    over to the next at the offset reached. Offsets below every store's tail are
+    Each READ goes to the healthiest store first (:data:`~dafka.query.locator.HEALTH`),
+    and to the next one too when the first has not answered within ``HEDGE_AFTER``
+    (a hedged request): the first answer wins, so a dead or stopped store costs about a
+    second, not ``queryTimeout``. A store that holds less, or refuses, hands over to the
+    next at the offset reached. Offsets below every store's tail are
     lost: :class:`DataLossError`, or (``failOnDataLoss=false``) skipped with a
     warning, as are offsets no store holds any more.
     """
     if not isinstance(partition, DafkaInputPartition):
         return  # Spark's placeholder when there is nothing to read
     span = partition.span
-    arrow_schema = _arrow_schema(schema)
+    arrow_schema = to_arrow(schema)
     nxt, end = span.start, span.end
     where = f"{span.topic}/{span.partition}"
-    while nxt < end:
-        progressed = False
-        tails: list[int] = []  # stores that no longer hold nxt (retention)
-        short: list[str] = []  # stores that hold less than asked
-        errors: list[str] = []  # stores that could not answer
-        for endpoint in partition.stores:
+    clients: dict[str, QueryClient] = {}
+    tails: list[int] = []  # stores that no longer hold nxt (retention)
+    short: list[str] = []  # stores that hold less than asked
+    errors: list[str] = []  # stores that could not answer
+    left_out: set[str] = set()  # stores out of this round (one of the above)
+    try:
+        # bounded: each turn moves nxt on, or leaves one more store out of the round
+        for _ in range((end - nxt + 1) * (len(partition.stores) + 1)):
             if nxt >= end:
+                return
+            ask = [ep for ep in HEALTH.order(partition.stores) if ep not in left_out]
+            if not ask:
                 break
-            client = _client(endpoint, opts, partition.keys, opts.query_timeout)
+            for ep in ask:
+                if ep not in clients:
+                    clients[ep] = _client(ep, opts, partition.keys, opts.query_timeout)
+            reqs = [
+                read_request(span.topic, span.partition, nxt, end - nxt, opts.read_max_bytes)
+                for _ in ask
+            ]
             try:
-                for reply in client.read_range(
-                    span.topic, span.partition, nxt, end, opts.read_max_bytes
-                ):
-                    if reply.profile == "signed":
-                        batch = _signed_batch(reply, nxt, end, arrow_schema)
-                    elif opts.profile == "signed":
-                        raise ProfileError(
-                            f"{endpoint} serves {where} as unsigned rfc46 records, "
-                            "but the query asked for profile=signed"
-                        )
-                    else:
-                        batch = _rfc46_batch(reply, nxt, end, arrow_schema)
-                    if batch is not None:
-                        yield batch
-                    reached = reply.next_offset
-                    assert reached is not None
-                    progressed = progressed or reached > nxt
-                    nxt = max(nxt, reached)
-                    if nxt >= end:
-                        break
-                if nxt < end:
-                    short.append(f"{endpoint} holds it only up to offset {nxt - 1}")
+                i, answer = first_answer(
+                    [(clients[ep], req) for ep, req in zip(ask, reqs, strict=True)],
+                    timeout=opts.query_timeout,
+                    hedge_after=HEDGE_AFTER,
+                )
+            except DafkaError as exc:  # no store answered in time
+                errors.append(str(exc))
+                left_out.update(ask)
+                continue
+            endpoint = ask[i]
+            try:
+                if isinstance(answer, DafkaError):
+                    raise answer
+                reply = clients[endpoint].check_read(reqs[i], answer)
+                reached = reply.next_offset
+                if reached is None or reached <= nxt:
+                    held = "nothing" if reply.head is None else f"up to offset {reply.head}"
+                    short.append(f"{endpoint} holds {held}")
+                    left_out.add(endpoint)
+                    continue
+                batch = reply_batch(reply, nxt, end, arrow_schema, opts, endpoint)
             except BelowTailError as exc:
                 tails.append(exc.tail if exc.tail is not None else nxt)
+                left_out.add(endpoint)
+                continue
             except ProfileError:
                 raise
-            except DafkaError as exc:  # timeouts, refusals, bad bytes or signatures
+            except DafkaError as exc:  # refusals, bad bytes or signatures
                 errors.append(f"{endpoint}: {exc}")
-            finally:
-                client.close()
-        if nxt >= end or progressed:
-            continue  # done, or another round from where we got to
-        if errors or not partition.stores:
-            raise DafkaError(
-                f"{where}: cannot read offsets {nxt}..{end - 1}: "
-                + ("; ".join(errors + short) or "no store is known to hold the partition")
-            )
-        if tails and min(tails) > nxt:
-            tail = min(tails)
-            message = (
-                f"{where}: offsets {nxt}..{min(tail, end) - 1} are below the retention tail "
-                f"of every store that holds the partition (the earliest is {tail}): "
-                "that data is lost"
-            )
-            if opts.fail_on_data_loss:
-                raise DataLossError(message + ". Set failOnDataLoss=false to skip it.")
-            log.warning("spark.data_loss.skipped %s", message)
-            nxt = min(tail, end)
-            continue
-        message = f"{where}: offsets {nxt}..{end - 1} are on no store ({'; '.join(short)})"
+                left_out.add(endpoint)
+                continue
+            if batch is not None:
+                yield batch
+            nxt = max(nxt, reached)
+            tails, short, errors, left_out = [], [], [], set()  # progress: a fresh round
+    finally:
+        for client in clients.values():
+            client.close()
+    if errors or not partition.stores:
+        raise DafkaError(
+            f"{where}: cannot read offsets {nxt}..{end - 1}: "
+            + ("; ".join(errors + short) or "no store is known to hold the partition")
+        )
+    if tails and min(tails) > nxt:
+        tail = min(tails)
+        message = (
+            f"{where}: offsets {nxt}..{min(tail, end) - 1} are below the retention tail "
+            f"of every store that holds the partition (the earliest is {tail}): "
+            "that data is lost"
+        )
         if opts.fail_on_data_loss:
-            raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
+            raise DataLossError(message + ". Set failOnDataLoss=false to skip it.")
         log.warning("spark.data_loss.skipped %s", message)
+        if tail < end:
+            partition = DafkaInputPartition(
+                Span(span.topic, span.partition, tail, end), partition.stores, partition.keys
+            )
+            yield from read_partition(partition, opts, schema)
         return
+    message = f"{where}: offsets {nxt}..{end - 1} are on no store ({'; '.join(short)})"
+    if opts.fail_on_data_loss:
+        raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
+    log.warning("spark.data_loss.skipped %s", message)
 
 
 # ----------------------------------------------------------------- readers
@@ -380,21 +480,35 @@ class DafkaBatchReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        stores = _Stores(self.opts)
+        opts = self.opts
+        stores = _Stores(opts)
         try:
             heads = stores.heads(required=True)
             fallback = stores.endpoints()
+            _check_held(opts.starting, "startingOffsets", heads, opts)
+            _check_held(opts.ending, "endingOffsets", heads, opts)
+            start = resolve_offsets(opts.starting, heads, default="earliest")
+            start.update(_starting_by_time(stores, heads))
+            end = resolve_offsets(opts.ending, heads, default="latest")
+            end.update(_ending_by_time(stores, heads))
         finally:
             stores.close()
-        start = resolve_offsets(self.opts.starting, heads, default="earliest")
-        end = resolve_offsets(self.opts.ending, heads, default="latest")
         for tp, stop in end.items():
+            where = f"{tp[0]}/{tp[1]}"
             if stop < start.get(tp, 0):
                 raise ConfigError(
-                    f"{tp[0]}/{tp[1]}: endingOffsets {stop} is before startingOffsets "
+                    f"{where}: the ending offset {stop} is before the starting offset "
                     f"{start.get(tp, 0)}"
                 )
-        spans = plan_spans(start, end, self.opts.max_records_per_partition)
+            h = heads.get(tp)
+            if h is not None and stop > h.head + 1:
+                raise ConfigError(
+                    f"{where}: endingOffsets {stop} is beyond the partition's head: the last "
+                    f"offset any store holds is {h.head}, so offsets {h.head + 1}..{stop - 1} "
+                    "do not exist yet (nothing was lost); use latest or -1 to read up to the head"
+                )
+        spans = plan_spans(start, end, opts.max_records_per_partition)
+        spans = split_spans(spans, opts.min_partitions)
         return list(_partitions(spans, heads, fallback, stores.keys))
 
     def read(self, partition: InputPartition) -> Iterator[object]:
@@ -415,6 +529,9 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._stores: _Stores | None = None
         self._heads: dict[TP, Heads] = {}
         self._target: Offsets | None = None
+        self._last_trigger = float("-inf")
+        """When the last micro-batch with data was planned (``minOffsetsPerTrigger``): like
+        Spark's Kafka source, the first one is not delayed."""
 
     def __getstate__(self) -> dict[str, object]:
         return {"opts": self.opts, "schema": self.schema}
@@ -432,7 +549,11 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         heads = self._refresh(required=True)
-        return to_nested(resolve_offsets(self.opts.starting, heads, default="earliest"))
+        assert self._stores is not None
+        _check_held(self.opts.starting, "startingOffsets", heads, self.opts)
+        start = resolve_offsets(self.opts.starting, heads, default="earliest")
+        start.update(_starting_by_time(self._stores, heads))
+        return to_nested(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger:
@@ -449,8 +570,19 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = available(begin, self._refresh(required=False))
         if self._target is not None:
             end = cap_offsets(end, self._target, begin)
+        elif delay_batch(
+            begin,
+            end,
+            self.opts.min_offsets_per_trigger,
+            self._last_trigger,
+            time.monotonic(),
+            self.opts.max_trigger_delay,
+        ):
+            return start  # minOffsetsPerTrigger: wait for more, up to maxTriggerDelay
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin, end, limit.max_rows)
+        if end != begin:
+            self._last_trigger = time.monotonic()
         return to_nested(end)
 
     def reportLatestOffset(self) -> dict | None:
@@ -461,6 +593,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, stop = from_nested(start, "start offset"), from_nested(end, "end offset")
         spans = plan_spans(begin, stop, self.opts.max_records_per_partition)
+        spans = split_spans(spans, self.opts.min_partitions)
         if not spans:
             return []
         if any((s.topic, s.partition) not in self._heads for s in spans):

@@ -6,6 +6,7 @@ import datetime
 import inspect
 import json
 import math
+import re
 import threading
 from pathlib import Path
 
@@ -25,6 +26,7 @@ COLUMNS = [
     ("partition", "string"),
     ("offset", "bigint"),
     ("timestamp", "timestamp"),
+    ("timestampType", "int"),
 ]
 
 
@@ -80,6 +82,8 @@ def test_batch_read_gives_every_record_with_every_column(spark, platform) -> Non
     now = datetime.datetime.now()
     assert all(r.timestamp is None or abs(now - r.timestamp).total_seconds() < 600 for r in rows)
     assert by_partition(rows) == {pa: list(enumerate(a)), pb: list(enumerate(b))}
+    # Kafka's CreateTime (0) wherever the producer stamped the batch
+    assert all(r.timestampType == (None if r.timestamp is None else 0) for r in rows)
 
 
 def test_batch_offset_ranges_and_subscribe_pattern(spark, platform) -> None:
@@ -244,6 +248,9 @@ def test_data_below_the_retention_tail_fails_clearly_or_is_skipped(spark, tmp_pa
         assert sorted(r.offset for r in kept) == list(range(50, 80))
         # earliest starts at the tail: nothing is lost, nothing fails
         assert reader(spark, tower.address, "s.lost").count() == 30
+        if rfc46:  # rfc46 records carry no time: a timestamp option says so
+            with pytest.raises(Exception, match="startingTimestamp needs record timestamps.*rfc46"):
+                reader(spark, tower.address, "s.lost", startingTimestamp=0).collect()
     finally:
         store.kill()
         tower.stop()
@@ -290,3 +297,126 @@ def test_signed_batches_are_verified_and_give_keys_and_timestamps(spark, tmp_pat
     finally:
         store.kill()
         tower.stop()
+
+
+def failure(call) -> str:
+    """The message of the error ``call`` raises (Spark wraps the source's own)."""
+    with pytest.raises(Exception) as err:
+        call()
+    return str(err.value)
+
+
+def test_options_spark_does_not_mean_are_refused_by_name(spark, platform) -> None:
+    p = platform.produce("s.opts", [f"o{i}".encode() for i in range(20)])
+    towers = platform.towers
+    for options, expect in [
+        ({"startingOffset": "earliest"}, "unknown option startingOffset.*startingOffsets"),
+        ({"kafka.bootstrap.servers": "h:9092"}, "kafka.bootstrap.servers is a Kafka client"),
+        ({"includeHeaders": "true"}, "includeHeaders: Dafka records have no headers"),
+        ({"endingOffsets": json.dumps({"s.opts": {p: -2}})}, "not allowed as an ending offset"),
+        ({"startingOffsets": json.dumps({"s.opts": {"0": 1}})}, "'0' is not a Dafka partition"),
+        # a partition no store holds was ignored, and the whole topic read
+        ({"startingOffsets": json.dumps({"s.opts": {"C" * 32: 5}})}, "which no store holds"),
+        # beyond the head: not yet written, not lost
+        ({"endingOffsets": json.dumps({"s.opts": {p: 25}})}, "20..24 do not exist yet"),
+    ]:
+        message = failure(lambda o=options: reader(spark, towers, "s.opts", **o).collect())
+        assert re.search(expect, message, re.IGNORECASE), (options, message[:2000])
+
+
+def test_assign_and_min_partitions(spark, platform) -> None:
+    a = platform.produce("s.assign", [f"a{i}".encode() for i in range(40)])
+    platform.produce("s.assign", [f"b{i}".encode() for i in range(30)])
+    df = (
+        spark.read.format("dafka")
+        .option("tower", platform.towers)
+        .option("assign", json.dumps({"s.assign": [a]}))
+        .option("minPartitions", "4")
+        .load()
+    )
+    assert df.rdd.getNumPartitions() >= 4
+    rows = df.collect()
+    assert by_partition(rows) == {a: [(i, f"a{i}".encode()) for i in range(40)]}
+
+
+def test_timestamp_options_find_offsets_by_the_producers_batch_time(spark, platform) -> None:
+    import time
+
+    with Producer("s.time", towers=platform.towers) as producer:
+        for i in range(30):
+            producer.send(f"early {i}".encode())
+        producer.flush(30)
+        part = producer.partition
+        mark = int(time.time() * 1000) + 5
+        wait_until(lambda: time.time() * 1000 > mark + 5, 5, what="the clock to pass the mark")
+        for i in range(20):
+            producer.send(f"late {i}".encode())
+        producer.flush(30)
+    stamps = {
+        r.offset: r.ms
+        for r in reader(spark, platform.towers, "s.time")
+        .selectExpr("offset", "unix_millis(timestamp) as ms")
+        .collect()
+    }
+    first_late = min(o for o, ms in stamps.items() if ms >= mark)
+    assert first_late <= 30 and all(stamps[o] < mark for o in range(first_late))
+    late = reader(spark, platform.towers, "s.time", startingTimestamp=mark).collect()
+    assert sorted(r.offset for r in late) == list(range(first_late, 50))
+    early = reader(spark, platform.towers, "s.time", endingTimestamp=mark).collect()
+    assert sorted(r.offset for r in early) == list(range(first_late))
+    by_time = json.dumps({"s.time": {part: mark}})
+    assert (
+        reader(spark, platform.towers, "s.time", startingOffsetsByTimestamp=by_time).count()
+        == 50 - first_late
+    )
+    # an hour ahead: no record is that new; Spark's default strategy fails, "latest" reads none
+    ahead = int(time.time() * 1000) + 3_600_000
+    message = failure(
+        lambda: reader(spark, platform.towers, "s.time", startingTimestamp=ahead).collect()
+    )
+    assert "is stamped at or after" in message
+    none = reader(
+        spark,
+        platform.towers,
+        "s.time",
+        startingTimestamp=ahead,
+        startingOffsetsByTimestampStrategy="latest",
+    )
+    assert none.count() == 0
+
+
+def test_min_offsets_per_trigger_waits_for_enough_records(spark, platform, tmp_path) -> None:
+    platform.produce("s.min", [b"m"] * 10)
+    sizes: list[int] = []
+    lock = threading.Lock()
+
+    def collect(batch, batch_id: int) -> None:
+        n = batch.count()
+        with lock:
+            sizes.append(n)
+
+    df = reader(
+        spark,
+        platform.towers,
+        "s.min",
+        stream=True,
+        startingOffsets="earliest",
+        minOffsetsPerTrigger=50,
+        maxTriggerDelay="1h",
+    )
+    query = (
+        df.writeStream.foreachBatch(collect)
+        .trigger(processingTime="200 milliseconds")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
+    )
+    try:
+        # like Spark's Kafka source, the first micro-batch is not delayed
+        wait_until(lambda: sum(sizes) >= 10, 90, what="the first micro-batch")
+        platform.produce("s.min", [b"n"] * 30)  # 30 < 50: no micro-batch for these alone
+        platform.produce("s.min", [b"o"] * 30)  # now 60 >= 50
+        wait_until(lambda: sum(sizes) >= 60, 90, what="a micro-batch of at least 50")
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert sizes[0] == 10 and all(n >= 50 for n in sizes[1:] if n), sizes
