@@ -313,10 +313,12 @@ def first_answer(
     *,
     timeout: float,
     hedge_after: float = HEDGE_AFTER,
+    first_sent: bool = False,
 ) -> tuple[int, qp.Reply | DafkaError]:
     """``(index, reply)`` of the first of ``asks`` to be answered: a hedged request.
 
-    Sends the first request; each ``hedge_after`` seconds without an answer, sends the next
+    Sends the first request (unless ``first_sent``: the caller sent it ahead, a
+    prefetch, and ``timeout`` counts from now); each ``hedge_after`` seconds without an answer, sends the next
     one too (another store's copy of the same data), and returns whichever answer comes
     first (a reply that does not decode is that store's answer, as a :class:`DafkaError`).
     Stores asked that had not answered are reported to :data:`HEALTH` and their
@@ -334,7 +336,8 @@ def first_answer(
             now = time.monotonic()
             while sent < len(asks) and (sent == 0 or now >= start + sent * hedge_after):
                 client, req = asks[sent]
-                client.send(req)
+                if sent or not first_sent:
+                    client.send(req)
                 poller.register(client._socket(), zmq.POLLIN)
                 sent += 1
             for i in range(sent):

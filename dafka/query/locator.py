@@ -207,6 +207,49 @@ class StoreLocator:
         self.close()
 
 
+_SHARED: dict[tuple[object, ...], StoreLocator] = {}
+_LOCKS: dict[tuple[object, ...], threading.Lock] = {}
+_SHARED_LOCK = threading.Lock()
+_SHARED_PID = os.getpid()
+MAX_SHARED = 16
+"""Most locators one process keeps open for reuse (one per tower list and client key)."""
+
+
+def shared_locator(
+    towers: str | Iterable[str] | None, *, wait: float, key: Identity | None
+) -> tuple[StoreLocator, threading.Lock]:
+    """A locator kept open for this process, with the lock its users hold while using it.
+
+    A fresh locator must listen ``wait`` seconds for the towers to relay the stores'
+    beacons; one kept open has heard them already, so a Spark driver planning its next
+    read of the same cluster (a warm session) does not wait again. Its SUB socket keeps
+    receiving between uses, bounded by its RCVHWM and drained at each use (beacons queued
+    while it was idle count as heard when drained, so a store that died meanwhile may be
+    listed once more; readers then skip it after one hedged request). A forked
+    child starts afresh; at most :data:`MAX_SHARED` are kept (the oldest is closed).
+    """
+    global _SHARED_PID
+    ident = (
+        tuple(str(t) for t in parse_towers(towers)),
+        None if key is None else key.public_key,
+        wait,
+    )
+    with _SHARED_LOCK:
+        if _SHARED_PID != os.getpid():
+            _SHARED.clear()  # the parent's sockets are not ours
+            _LOCKS.clear()
+            _SHARED_PID = os.getpid()
+        locator = _SHARED.get(ident)
+        if locator is None:
+            if len(_SHARED) >= MAX_SHARED:
+                oldest = next(iter(_SHARED))
+                with _LOCKS.pop(oldest):
+                    _SHARED.pop(oldest).close()
+            locator = _SHARED[ident] = StoreLocator(towers, wait=wait, key=key)
+            _LOCKS[ident] = threading.Lock()
+        return locator, _LOCKS[ident]
+
+
 def locate_stores(towers: str | Iterable[str] | None, wait: float = DEFAULT_WAIT) -> dict[str, str]:
     """One-shot: the stores heard through ``towers`` within ``wait`` seconds."""
     with StoreLocator(towers, wait=wait) as locator:

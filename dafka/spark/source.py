@@ -51,7 +51,8 @@ from ..query.client import (
     read_request,
     verified_batches,
 )
-from ..query.locator import HEALTH, StoreLocator
+from ..query.locator import HEALTH, shared_locator
+from ..query.protocol import ReadRequest
 from ..security.identity import Identity
 from .arrow import arrow_schema as to_arrow
 from .arrow import reply_batch
@@ -146,7 +147,6 @@ class _Stores:
 
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
-        self._locator: StoreLocator | None = None
         self._clients: dict[str, QueryClient] = {}
         self.keys: dict[str, bytes] = {ep: bytes.fromhex(k) for ep, k in opts.store_keys}
         """Endpoint -> the store's public key, for CURVE (``stores`` with ``@KEY``, or the
@@ -155,12 +155,13 @@ class _Stores:
     def endpoints(self) -> list[str]:
         if self.opts.stores:
             return list(self.opts.stores)
-        if self._locator is None:
-            self._locator = StoreLocator(
-                self.opts.towers, wait=self.opts.locate_timeout, key=_client_key(self.opts)
-            )
-        stores = self._locator.stores()
-        heard = self._locator.keys()
+        # the driver process's locator for these towers: warm sessions do not wait again
+        locator, lock = shared_locator(
+            self.opts.towers, wait=self.opts.locate_timeout, key=_client_key(self.opts)
+        )
+        with lock:
+            stores = locator.stores()
+            heard = locator.keys()
         for node_id, endpoint in stores.items():
             if node_id in heard:
                 self.keys[endpoint] = heard[node_id]
@@ -257,9 +258,6 @@ class _Stores:
         for client in self._clients.values():
             client.close()
         self._clients.clear()
-        if self._locator is not None:
-            self._locator.close()
-            self._locator = None
 
 
 def _check_held(spec: str, option: str, heads: Mapping[TP, Heads], opts: ReadOptions) -> None:
@@ -372,7 +370,9 @@ def read_partition(
     Each READ goes to the healthiest store first (:data:`~dafka.query.locator.HEALTH`),
     and to the next one too when the first has not answered within ``HEDGE_AFTER``
     (a hedged request): the first answer wins, so a dead or stopped store costs about a
-    second, not ``queryTimeout``. A store that holds less, or refuses, hands over to the
+    second, not ``queryTimeout``. Reads are pipelined: as soon as a reply arrives, the READ
+    for the offsets after it goes to the same store, which reads them while this task
+    verifies and decodes the reply. A store that holds less, or refuses, hands over to the
     next at the offset reached. Offsets below every store's tail are
     lost: :class:`DataLossError`, or (``failOnDataLoss=false``) skipped with a
     warning, as are offsets no store holds any more.
@@ -388,6 +388,7 @@ def read_partition(
     short: list[str] = []  # stores that hold less than asked
     errors: list[str] = []  # stores that could not answer
     left_out: set[str] = set()  # stores out of this round (one of the above)
+    prefetch: tuple[str, ReadRequest] | None = None  # the READ sent ahead, and to whom
     try:
         # bounded: each turn moves nxt on, or leaves one more store out of the round
         for _ in range((end - nxt + 1) * (len(partition.stores) + 1)):
@@ -403,11 +404,20 @@ def read_partition(
                 read_request(span.topic, span.partition, nxt, end - nxt, opts.read_max_bytes)
                 for _ in ask
             ]
+            # the READ sent ahead for this offset, to the store asked first, is that store's
+            ahead = (
+                prefetch is not None and prefetch[0] == ask[0] and prefetch[1].from_offset == nxt
+            )
+            if ahead:
+                assert prefetch is not None
+                reqs[0] = prefetch[1]
+            prefetch = None
             try:
                 i, answer = first_answer(
                     [(clients[ep], req) for ep, req in zip(ask, reqs, strict=True)],
                     timeout=opts.query_timeout,
                     hedge_after=HEDGE_AFTER,
+                    first_sent=ahead,
                 )
             except DafkaError as exc:  # no store answered in time
                 errors.append(str(exc))
@@ -424,6 +434,12 @@ def read_partition(
                     short.append(f"{endpoint} holds {held}")
                     left_out.add(endpoint)
                     continue
+                if reached < end:  # pipelined: the store reads the next range while we decode
+                    ahead_req = read_request(
+                        span.topic, span.partition, reached, end - reached, opts.read_max_bytes
+                    )
+                    clients[endpoint].send(ahead_req)
+                    prefetch = (endpoint, ahead_req)
                 batch = reply_batch(reply, nxt, end, arrow_schema, opts, endpoint)
             except BelowTailError as exc:
                 tails.append(exc.tail if exc.tail is not None else nxt)

@@ -158,3 +158,51 @@ def test_the_driver_asks_every_store_at_once(two_stores) -> None:
     finally:
         for s in silent:
             s.close()
+
+
+def test_reads_are_pipelined_and_every_row_comes_back(two_stores, monkeypatch) -> None:
+    """As soon as a READ is answered, the READ for the offsets after it is on its way to the
+    store, before the task decodes (and yields) the answer it has."""
+    tower, stores = two_stores
+    with Producer("fo.p", towers=tower.address) as producer:
+        for k in range(5):  # five batches: a READ of at most 1 KiB returns one each
+            producer.send_many([f"p{k}.{i}".encode() for i in range(200)]).result(60)
+        partition = producer.partition
+
+    def holds_all() -> bool:
+        try:
+            with QueryClient(stores[0].query_endpoint, timeout=5) as c:
+                heads = {(p.topic, p.partition): p.head for p in c.heads(["fo.p"])}
+        except DafkaError:
+            return False
+        return heads.get(("fo.p", partition)) == 999
+
+    wait_until(holds_all, 60, what="the store to hold every record")
+    opts = ReadOptions.parse(
+        {
+            "stores": stores[0].query_endpoint,
+            "subscribe": "fo.p",
+            "tower": tower.address,
+            "readMaxBytes": "1024",
+        },
+        batch=True,
+    )
+    schema = _schema()
+    (part,) = DafkaBatchReader(opts, schema).partitions()
+    sent: list[int] = []
+    real_send = QueryClient.send
+
+    def counting_send(self, req) -> None:  # type: ignore[no-untyped-def]
+        sent.append(getattr(req, "from_offset", -1))
+        real_send(self, req)
+
+    monkeypatch.setattr(QueryClient, "send", counting_send)
+    _forget_health()
+    batches = read_partition(part, opts, schema)
+    first = next(batches)
+    got = first.column("offset").to_pylist()  # type: ignore[attr-defined]
+    assert sent == [0, got[-1] + 1]  # the next READ went out before this batch was yielded
+    for batch in batches:
+        got.extend(batch.column("offset").to_pylist())  # type: ignore[attr-defined]
+    assert got == list(range(1000))
+    assert sent == [0, 200, 400, 600, 800]  # one READ per batch, each sent once
