@@ -199,7 +199,10 @@ class Consumer:
     # ------------------------------------------------------------------ API
 
     def subscribe(self, topic: str) -> None:
+        """Read ``topic`` too (on the IO thread, soon). Raises :class:`ClosedError` once
+        the consumer is closed or its IO thread has stopped."""
         check_topic(topic)
+        self._check_open()
 
         def call(now: float) -> list[Publish]:
             out = self._core.subscribe(topic, now)
@@ -210,6 +213,9 @@ class Consumer:
         self._loop.call(call)
 
     def unsubscribe(self, topic: str) -> None:
+        """Stop reading ``topic``. Raises :class:`ClosedError` like :meth:`subscribe`."""
+        self._check_open()
+
         def call(now: float) -> list[Publish]:
             self._core.unsubscribe(topic)
             assert self._handler.loop is not None
@@ -475,8 +481,7 @@ class Consumer:
         self, fn: Callable[[float], tuple[list[Publish], _T]], timeout: float = 10.0
     ) -> _T:
         """Run ``fn`` on the IO thread and wait for its value (or its exception)."""
-        if self._closed:
-            raise ClosedError("consumer is closed")
+        self._check_open()
         done = threading.Event()
         box: list[Any] = []
 
@@ -499,6 +504,13 @@ class Consumer:
         if isinstance(box[0], Exception):
             raise box[0]
         return box[0]
+
+    def _check_open(self) -> None:
+        """Raise :class:`ClosedError` once nothing handed to the IO thread would run."""
+        if self._closed:
+            raise ClosedError("consumer is closed")
+        if not self._loop.alive:
+            raise ClosedError("consumer IO thread has stopped")
 
     def _drop_ready(self, topic: str, partition: str | None) -> int:
         """Drop the records of a partition (every one of ``topic`` when ``None``) that
