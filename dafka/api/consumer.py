@@ -341,12 +341,13 @@ class Consumer:
     def at_end(self) -> bool:
         """True when a store has answered and every partition it knows was delivered.
 
-        This is what ``dafka-consumer -e`` waits for (kcat's end of partition).
+        This is what ``dafka-consumer -e`` waits for (kcat's end of partition). Asked on
+        the IO thread, which owns the core's state.
         """
         with self._cond:
             if self._ready_count:
                 return False
-        return self._handler.at_end(time.monotonic())
+        return self._on_loop(lambda now: ([], self._handler.at_end(now)))
 
     @property
     def tower_answered(self) -> bool:

@@ -132,3 +132,24 @@ def test_a_consumer_whose_io_thread_stopped_refuses_commands_at_once(command: st
             _COMMANDS[command](c)
     finally:
         c.close()
+
+
+def test_at_end_reads_the_consumer_core_on_the_io_thread() -> None:
+    """The core's tables change on the IO thread: read from the caller's, a dict could
+    change size while ``caught_up`` iterates it."""
+    c = Consumer("t", towers="127.0.0.1:1", metadata=False)
+    try:
+        threads: list[str] = []
+
+        def caught_up() -> bool:
+            threads.append(threading.current_thread().name)
+            return True
+
+        c._core.caught_up = caught_up  # type: ignore[method-assign]
+        handler = c._handler
+        c._loop.call(lambda now: setattr(handler, "stores_seen", 1) or [])
+        c._loop.call(lambda now: setattr(handler, "last_news", now - 10.0) or [])
+        assert c.at_end()
+        assert threads == [c._loop._thread.name]
+    finally:
+        c.close()
