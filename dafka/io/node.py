@@ -261,6 +261,13 @@ class NodeLoop:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the loop and close its sockets (idempotent)."""
+        # The one hand-off to the loop that is not a call(): a plain flag, then the wake-up.
+        # Routed through call() it would run only after every call and record queued before
+        # it, so a stop could wait behind a long queue, or behind the very work that hangs;
+        # and a flag is enough: it only ever goes from False to True, the loop reads it at
+        # the top of each turn and again as soon as poll returns, and the wake() below
+        # makes poll return. (The loop thread sets it too, when its XPUB cannot be bound
+        # again.) _wake_pending is cleared so that wake() writes, whatever it last saw.
         self._stopping = True
         self._wake_pending = False
         self.wake()
