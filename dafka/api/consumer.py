@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal, TypeVar
 
 from ..config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
@@ -32,115 +32,13 @@ from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..security.identity import Identity
 from .common import node_config
+from .consumer_io import END_QUIET, _ConsumerHandler
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ConsumedRecord", "Consumer", "RecordBatch"]
 
 _T = TypeVar("_T")
-END_QUIET = 0.5  # seconds without news from stores before "at end" can be true
-
-
-class _ConsumerHandler:
-    def __init__(self, consumer: Consumer, core: ConsumerCore) -> None:
-        self.c = consumer
-        self.core = core
-        self.loop: NodeLoop | None = None
-        self.stores_seen = 0
-        self.heads_seen = 0  # DIRECT-HEADs addressed to this consumer (watermarks waits)
-        self.last_news = 0.0
-
-    def subscriptions(self) -> list[bytes]:
-        return self.core.subscriptions()
-
-    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
-        self.loop = loop
-        self.last_news = now
-        out: list[Publish] = []
-        for topic in self.c._initial_topics:
-            out.extend(self.core.subscribe(topic, now))
-        loop.sync_subscriptions()
-        return out
-
-    def has_pending(self) -> bool:
-        return False
-
-    def accepting(self) -> bool:
-        return self.c._ready_count < self.c.config.max_backlog
-
-    def on_commands(self, now: float) -> list[Publish]:
-        return []  # commands come through NodeLoop.call
-
-    def on_messages(
-        self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
-    ) -> list[Publish]:
-        out: list[Publish] = []
-        delivered: list[RecordBatch] = []
-        node = self.core.node_id
-        for i, msg in enumerate(msgs):
-            t = type(msg)
-            if t is m.DirectHead:
-                if msg.recipient == node:  # type: ignore[union-attr]
-                    self.heads_seen += 1
-                    self.last_news = now  # what it holds is noted by the core (caught_up)
-            elif t is m.StoreHello:
-                self.stores_seen += 1
-                self.last_news = now
-            for effect in self.core.handle(msg, now, sources[i] if i < len(sources) else ""):
-                if type(effect) is RecordBatch:
-                    delivered.append(effect)
-                elif type(effect) is Publish:
-                    out.append(effect)
-                elif type(effect) is DataLoss:
-                    self.c._data_loss(effect)
-        if delivered:
-            self.c._deliver(_coalesce(delivered) if len(delivered) > 1 else delivered)
-        return out
-
-    def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        return self.core.on_subscription(sub, now)
-
-    def on_tick(self, now: float) -> list[Publish]:
-        return self.core.tick(now)
-
-    def on_stop(self) -> None:
-        self.c._wake_readers()
-
-    def at_end(self, now: float) -> bool:
-        if not self.stores_seen or now - self.last_news < END_QUIET:
-            return False
-        return self.core.caught_up()
-
-
-def _coalesce(runs: list[RecordBatch]) -> list[RecordBatch]:
-    """Join runs that continue each other (one partition, no keys, one timestamp).
-
-    Under rfc46 every record is a run of its own; joined, a drained socket
-    becomes one run per partition, and handing them out costs far less.
-    """
-    out: list[RecordBatch] = []
-    values: list[bytes] | None = None  # the values of out[-1], once it is being extended
-    for run in runs:
-        if out:
-            last = out[-1]
-            if (
-                run.keys is None
-                and last.keys is None
-                and run.partition == last.partition
-                and run.topic == last.topic
-                and run.timestamp == last.timestamp
-                and run.offset == last.offset + len(last.values)
-            ):
-                if values is None:
-                    values = list(last.values)
-                    out[-1] = RecordBatch(
-                        last.topic, last.partition, last.offset, values, None, last.timestamp
-                    )
-                values.extend(run.values)
-                continue
-        out.append(run)
-        values = None
-    return out
 
 
 class Consumer:
@@ -301,7 +199,10 @@ class Consumer:
     # ------------------------------------------------------------------ API
 
     def subscribe(self, topic: str) -> None:
+        """Read ``topic`` too (on the IO thread, soon). Raises :class:`ClosedError` once
+        the consumer is closed or its IO thread has stopped."""
         check_topic(topic)
+        self._check_open()
 
         def call(now: float) -> list[Publish]:
             out = self._core.subscribe(topic, now)
@@ -312,6 +213,9 @@ class Consumer:
         self._loop.call(call)
 
     def unsubscribe(self, topic: str) -> None:
+        """Stop reading ``topic``. Raises :class:`ClosedError` like :meth:`subscribe`."""
+        self._check_open()
+
         def call(now: float) -> list[Publish]:
             self._core.unsubscribe(topic)
             assert self._handler.loop is not None
@@ -437,12 +341,13 @@ class Consumer:
     def at_end(self) -> bool:
         """True when a store has answered and every partition it knows was delivered.
 
-        This is what ``dafka-consumer -e`` waits for (kcat's end of partition).
+        This is what ``dafka-consumer -e`` waits for (kcat's end of partition). Asked on
+        the IO thread, which owns the core's state.
         """
         with self._cond:
             if self._ready_count:
                 return False
-        return self._handler.at_end(time.monotonic())
+        return self._on_loop(lambda now: ([], self._handler.at_end(now)))
 
     @property
     def tower_answered(self) -> bool:
@@ -577,8 +482,7 @@ class Consumer:
         self, fn: Callable[[float], tuple[list[Publish], _T]], timeout: float = 10.0
     ) -> _T:
         """Run ``fn`` on the IO thread and wait for its value (or its exception)."""
-        if self._closed:
-            raise ClosedError("consumer is closed")
+        self._check_open()
         done = threading.Event()
         box: list[Any] = []
 
@@ -601,6 +505,13 @@ class Consumer:
         if isinstance(box[0], Exception):
             raise box[0]
         return box[0]
+
+    def _check_open(self) -> None:
+        """Raise :class:`ClosedError` once nothing handed to the IO thread would run."""
+        if self._closed:
+            raise ClosedError("consumer is closed")
+        if not self._loop.alive:
+            raise ClosedError("consumer IO thread has stopped")
 
     def _drop_ready(self, topic: str, partition: str | None) -> int:
         """Drop the records of a partition (every one of ``topic`` when ``None``) that

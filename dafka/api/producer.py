@@ -37,8 +37,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 
 from ..config import NodeConfig, ProducerConfig, parse_trusted_stores
@@ -77,6 +80,21 @@ log = logging.getLogger(__name__)
 RFC46_MAX_IN_FLIGHT = 50_000
 
 __all__ = ["CloseResult", "Producer"]
+
+
+@dataclass(frozen=True, slots=True)
+class _SendPolicy:
+    """What ``send`` checks on the caller's thread, taken from the cluster metadata.
+
+    Never changed in place: the metadata follower thread replaces it whole under
+    ``Producer._policy_lock``, and each ``send`` reads it once, so one call never sees
+    half of a change. (The IO thread's half of a change, trusted stores and per-topic
+    ``min_acks``, goes through ``NodeLoop.call``.)"""
+
+    max_record: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    """Per-topic record size caps from the metadata (topic -> bytes)."""
+    topics_ok: frozenset[str] = frozenset()
+    """Topics known to exist (or created on first use): ``send`` skips their check."""
 
 
 def _as_bytes(data: bytes | str | bytearray | memoryview, what: str) -> bytes:
@@ -198,9 +216,9 @@ class Producer:
                 max_unacked_records,
                 block=self.config.on_full != "raise",
             )
-            self._topics_ok: set[str] = set()
-            self._max_record: dict[str, int] = {}
-            """Per-topic record size caps from the metadata (topic -> bytes)."""
+            self._policy_lock = threading.Lock()
+            self._policy = _SendPolicy()
+            """Replaced whole under ``_policy_lock``, read once per ``send``."""
             self._loop = NodeLoop(
                 node_id,
                 nconf,
@@ -263,25 +281,30 @@ class Producer:
                 [] if seen is None else [(t, r) for t, r in deleted.items() if r > seen.get(t, -1)]
             )
             seen = deleted
-            for topic, revision in news:
-                if topic in self._topics_ok:
-                    self._topics_ok.discard(topic)  # the next send creates it again or fails
+            max_record = {
+                name: limit
+                for name, t in config["topics"].items()
+                if (limit := topic_settings(t)["max_record_bytes"]) is not None
+            }
+            with self._policy_lock:
+                known = self._policy.topics_ok
+                gone = [(t, r) for t, r in news if t in known]
+                # a deleted topic is checked again by the next send: created again or refused
+                self._policy = _SendPolicy(
+                    MappingProxyType(max_record), known.difference(t for t, _ in gone)
+                )
+            for topic, revision in gone:
 
-                    def forget(now: float, topic: str = topic, revision: int = revision) -> list:
-                        self._handler._topic_deleted(topic, revision)
-                        return []
+                def forget(now: float, topic: str = topic, revision: int = revision) -> list:
+                    self._handler._topic_deleted(topic, revision)
+                    return []
 
-                    self._loop.call(forget)
+                self._loop.call(forget)
             stores = tuple(config["stores"])
             # a producer may ask for more ACKs than its topic's minimum, never fewer
             min_acks = {
                 name: max(local_min, topic_settings(t)["min_acks"])
                 for name, t in config["topics"].items()
-            }
-            self._max_record = {
-                name: limit
-                for name, t in config["topics"].items()
-                if (limit := topic_settings(t)["max_record_bytes"]) is not None
             }
             policy = (stores or local, min_acks)
             view = ReadView.of(
@@ -315,11 +338,13 @@ class Producer:
         """The wire profile this producer speaks."""
         return self.config.profile
 
-    def _topic(self, topic: str | None) -> str:
+    def _topic(self, topic: str | None, policy: _SendPolicy) -> str:
+        """The topic to send to, checked against the metadata unless ``policy`` (the
+        snapshot this ``send`` read) knows it."""
         topic = topic if topic is not None else self.topic
         if topic is None:
             raise ValueError("no topic: pass topic= or create the Producer with a topic")
-        if topic not in self._topics_ok:
+        if topic not in policy.topics_ok:
             check_topic(topic)
             view = self._metadata
             if view is not None and view.loaded and view.topic(topic) is None:
@@ -330,10 +355,16 @@ class Producer:
                     )
                 # with the defaults; returns once committed and visible, or raises
                 view.create_topic(topic)
-            self._topics_ok.add(topic)
+            with self._policy_lock:
+                # unless the metadata changed since this send read it (a deletion may have
+                # come in between): then the next send checks again
+                if self._policy is policy:
+                    self._policy = replace(policy, topics_ok=policy.topics_ok | {topic})
         return topic
 
-    def _too_big(self, topic: str, size: int, key: bool = False) -> RecordTooLargeError:
+    def _too_big(
+        self, topic: str, size: int, policy: _SendPolicy, key: bool = False
+    ) -> RecordTooLargeError:
         if key:
             limit = self._max_key
             what = f"a record key of {size} bytes is over the {self.profile} profile's limit"
@@ -341,7 +372,7 @@ class Producer:
             limit = self._max_value
             what = f"a record of {size} bytes is over the {self.profile} profile's limit"
         else:
-            limit = self._max_record[topic]
+            limit = policy.max_record[topic]
             what = (
                 f"a record of {size} bytes is over topic {topic!r}'s max_record_bytes "
                 "(set in the cluster metadata)"
@@ -369,16 +400,16 @@ class Producer:
             if not self._keys:
                 raise self._no_keys()
             key = _as_bytes(key, "key")
-        topic = self._topic(topic)
+        policy = self._policy  # one snapshot for the whole call
+        topic = self._topic(topic, policy)
         if type(value) is not bytes:
             value = _as_bytes(value, "value")
         if key is not None and len(key) > self._max_key:
-            raise self._too_big(topic, len(key), key=True)
+            raise self._too_big(topic, len(key), policy, key=True)
         size = len(value)
-        if size > self._max_value or (
-            self._max_record and size > self._max_record.get(topic, size)
-        ):
-            raise self._too_big(topic, size)
+        caps = policy.max_record
+        if size > self._max_value or (caps and size > caps.get(topic, size)):
+            raise self._too_big(topic, size, policy)
         fut = RecordFuture()
         self._budget.reserve(1, len(value))
         self._enqueue((topic, value, key, fut))
@@ -397,7 +428,8 @@ class Producer:
         all of them are durable: one future instead of one per record, for
         throughput. They are published together, in order.
         """
-        topic = self._topic(topic)
+        policy = self._policy  # one snapshot for the whole call
+        topic = self._topic(topic, policy)
         vals = [v if type(v) is bytes else _as_bytes(v, "value") for v in values]
         key_list: list[bytes | None] | None = None
         if keys is not None:
@@ -409,13 +441,12 @@ class Producer:
                 key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
                 longest = max(len(k) for k in key_list if k is not None)
                 if longest > self._max_key:
-                    raise self._too_big(topic, longest, key=True)
+                    raise self._too_big(topic, longest, policy, key=True)
         if vals:
             biggest = max(map(len, vals))
-            if biggest > self._max_value or (
-                self._max_record and biggest > self._max_record.get(topic, biggest)
-            ):
-                raise self._too_big(topic, biggest)
+            caps = policy.max_record
+            if biggest > self._max_value or (caps and biggest > caps.get(topic, biggest)):
+                raise self._too_big(topic, biggest, policy)
         fut = BatchFuture()
         if not vals:
             fut.resolve(range(0))
@@ -428,7 +459,11 @@ class Producer:
         """Hand a record (or many) to the IO thread; in durable mode, return only once
         it is in the producer's log on disk."""
         if self._wal is None:
-            self._handler.queue.append(item)
+            handler = self._handler
+            handler.queue.append(item)
+            if handler.stopped:  # on_stop drained the queue before the item was in it
+                handler.fail_queued()
+                return
             self._loop.wake()
             return
         self._log_wait.enqueue(self._handler.queue, item, self._loop)

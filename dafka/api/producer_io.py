@@ -54,6 +54,9 @@ class _ProducerHandler:
         self.inflight: dict[str, deque[_Inflight]] = {}
         self.ack_timer: AckTimer | None = None
         """Times publication to ACK for the metrics (``metrics_port``), or None."""
+        self.stopped = False
+        """Set by :meth:`on_stop` before it drains the queue; ``Producer._enqueue`` reads
+        it after appending: whoever of the two comes last fails what is queued."""
 
     def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
         """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
@@ -298,11 +301,22 @@ class _ProducerHandler:
         return []
 
     def on_stop(self) -> None:
+        self.stopped = True  # before the queue is drained: see Producer._enqueue
         error = ClosedError("producer closed before the record was acknowledged")
         for pending in self.inflight.values():
             for _, fut, _, _ in pending:
                 fut.fail(error)
-        while self.queue:
-            _, _, _, fut = self.queue.popleft()
-            fut.fail(error)
+        self.fail_queued()
         self.p._io_stopped()
+
+    def fail_queued(self) -> None:
+        """Fail every queued record's future with :class:`ClosedError` (the IO thread has
+        stopped). Any thread: each item is popped, so failed, once."""
+        error = ClosedError("producer IO thread has stopped before the record was published")
+        queue = self.queue
+        while True:
+            try:
+                _, _, _, fut = queue.popleft()
+            except IndexError:
+                return
+            fut.fail(error)

@@ -23,7 +23,7 @@ CURVE servers under the node's key, the beacon sockets CURVE clients of each
 tower (whose key the config names), and the data SUB a CURVE client of each peer,
 whose key comes from the peer's beacon (a peer that beacons no key is not joined).
 The XPUB then also runs in ``ZMQ_XPUB_MANUAL`` mode: each subscription takes effect
-only once :class:`~dafka.core.read_guard.SubscriptionGuard` grants it for the key of the
+only once :class:`~dafka.io.read_grants.ReadGrants` grants it for the key of the
 connection it came on (the read ACL, ``docs/security.md`` "Read ACLs"); until the node
 has a :class:`~dafka.core.read_guard.ReadView` (``read_view=None``: the metadata is not
 known yet) subscriptions wait, unread, in the XPUB.
@@ -49,7 +49,7 @@ from ..config import NodeConfig
 from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
-from ..core.read_guard import ReadView, SubscriptionGuard
+from ..core.read_guard import ReadView
 from ..errors import ConfigError, DafkaError, WireError
 from ..security.curve_keys import CurveConfig, make_client, make_server, start_authenticator
 from ..security.curve_policy import ClientGate
@@ -58,6 +58,7 @@ from ..wire import beacon as wbeacon
 from ..wire import rfc46
 from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
 from .profiles import RFC46, OtherProfile, Profile
+from .read_grants import ReadGrants
 
 log = logging.getLogger(__name__)
 
@@ -202,11 +203,8 @@ class NodeLoop:
         self._subscribed: set[bytes] = set()
         services = getattr(handler, "services", None)
         self._services: list[NodeService] = list(services()) if services is not None else []
-        self.guard = SubscriptionGuard(read_view) if self.curve.enabled else None
+        self.grants = ReadGrants(node_id, read_view) if self.curve.enabled else None
         """Who may subscribe to what on the XPUB (CURVE only; None: every subscription)."""
-        self._xpub: zmq.Socket[bytes] | None = None
-        self._poller: zmq.Poller | None = None
-        self._bound = ""
         self.stats = {
             "received": 0,
             "sent": 0,
@@ -263,6 +261,13 @@ class NodeLoop:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the loop and close its sockets (idempotent)."""
+        # The one hand-off to the loop that is not a call(): a plain flag, then the wake-up.
+        # Routed through call() it would run only after every call and record queued before
+        # it, so a stop could wait behind a long queue, or behind the very work that hangs;
+        # and a flag is enough: it only ever goes from False to True, the loop reads it at
+        # the top of each turn and again as soon as poll returns, and the wake() below
+        # makes poll return. (The loop thread sets it too, when its XPUB cannot be bound
+        # again.) _wake_pending is cleared so that wake() writes, whatever it last saw.
         self._stopping = True
         self._wake_pending = False
         self.wake()
@@ -307,50 +312,14 @@ class NodeLoop:
 
     def set_read_view(self, view: ReadView) -> None:
         """Take the cluster's read ACLs and trusted stores (loop thread only; e.g. in a
-        :meth:`call` on a metadata change). The first view starts granting subscriptions."""
-        guard = self.guard
-        if guard is None:
+        :meth:`call` on a metadata change). The first view starts granting subscriptions
+        (:class:`~dafka.io.read_grants.ReadGrants`)."""
+        grants = self.grants
+        if grants is None:
             return
-        held = guard.view is None
-        if guard.set_view(view):
-            self._cut_grants()
-        if held and self._poller is not None and self._xpub is not None:
-            self._poller.modify(self._xpub, zmq.POLLIN)
-            log.info("curve.subscriptions_granting id=%s", self.node_id)
-
-    def _cut_grants(self) -> None:
-        """A subscription granted before is refused now: close every connection of the XPUB
-        (unbind, and bind the same endpoint again); subscribers reconnect and subscribe
-        again, and each subscription is decided under the new view."""
-        xpub, guard = self._xpub, self.guard
-        if xpub is None or guard is None:
-            return
-        bound = self._bound
-        try:
-            xpub.unbind(bound)
-        except zmq.ZMQError as exc:
-            log.warning("curve.grants_cut_failed id=%s error=%s", self.node_id, exc)
-        guard.forget_grants()
-        deadline = time.monotonic() + 2.0
-        for _ in range(400):  # the old listener closes on libzmq's I/O thread
-            try:
-                xpub.bind(bound)
-            except zmq.ZMQError as exc:
-                if exc.errno != errno.EADDRINUSE or time.monotonic() >= deadline:
-                    log.error(
-                        "curve.rebind_failed id=%s endpoint=%s error=%s", self.node_id, bound, exc
-                    )
-                    self._stopping = True  # a node nobody can reach must not look alive
-                    return
-                time.sleep(0.005)
-            else:
-                log.warning(
-                    "curve.grants_cut id=%s: the read ACL narrowed; subscribers reconnect",
-                    self.node_id,
-                )
-                return
-        log.error("curve.rebind_failed id=%s endpoint=%s", self.node_id, bound)
-        self._stopping = True
+        grants.set_view(view)
+        if grants.broken:
+            self._stopping = True  # a node nobody can reach must not look alive
 
     def sync_subscriptions(self) -> None:
         """Make the SUB's prefixes equal to ``handler.subscriptions()``."""
@@ -373,7 +342,6 @@ class NodeLoop:
                 raise ConfigError(f"port {self.config.port} on {host} is already in use") from None
             raise ConfigError(f"cannot bind a data socket on {host}: {exc}") from None
         self.endpoint = f"tcp://{host}:{self.port}"
-        self._bound = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
 
     def _run(self) -> None:
         try:
@@ -406,8 +374,8 @@ class NodeLoop:
             s.setsockopt(zmq.LINGER, 0)
         xpub.setsockopt(zmq.LINGER, 200)
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
-        if self.guard is not None:
-            xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until _guarded grants it
+        if self.grants is not None:
+            xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until ReadGrants.decide grants it
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
         bound_data_sockets(cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub))
         self._sub = sub
@@ -454,11 +422,12 @@ class NodeLoop:
         )
         poller = zmq.Poller()
         poller.register(sub, zmq.POLLIN)
-        held = self.guard is not None and self.guard.view is None
+        held = self.grants is not None and self.grants.held
         poller.register(xpub, 0 if held else zmq.POLLIN)
         if held:
             log.info("curve.subscriptions_held id=%s until the metadata is known", self.node_id)
-        self._xpub, self._poller = xpub, poller
+        if self.grants is not None:
+            self.grants.attach(xpub, poller, xpub.getsockopt_string(zmq.LAST_ENDPOINT))
         poller.register(bsub, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
         for sock in served:
@@ -537,7 +506,9 @@ class NodeLoop:
             for s in sockets:
                 s.close()
             self._close_services(opened)
-            self._sub = self._xpub = self._poller = None
+            self._sub = None
+            if self.grants is not None:
+                self.grants.detach()
             log.info("node.stopped id=%s", self.node_id)
 
     def _serve(self, service: NodeService, now: float) -> None:
@@ -609,16 +580,17 @@ class NodeLoop:
 
     def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
         out: list[Publish] = []
-        guard = self.guard
+        grants = self.grants
         for _ in range(10_000):
-            if guard is not None and guard.view is None:
+            if grants is not None and grants.held:
                 break  # held: granted once the metadata is known
             try:
-                if guard is None:
+                if grants is None:
                     frame = xpub.recv(zmq.NOBLOCK)
                 else:
-                    granted = self._guarded(xpub, guard, xpub.recv(zmq.NOBLOCK, copy=False), now)
+                    granted = grants.decide(xpub, xpub.recv(zmq.NOBLOCK, copy=False), now)
                     if granted is None:
+                        self.stats["subscriptions_refused"] = grants.guard.refused
                         continue
                     frame = granted
             except zmq.Again:
@@ -627,29 +599,6 @@ class NodeLoop:
             if parsed is not None:
                 out.extend(self.handler.on_subscription(parsed, now))
         return out
-
-    def _guarded(
-        self, xpub: zmq.Socket[bytes], guard: SubscriptionGuard, frame: zmq.Frame, now: float
-    ) -> bytes | None:
-        """Grant (XPUB_MANUAL: ``SUBSCRIBE`` applies to the connection the frame came on) or
-        refuse one subscription; the frame for the handler when granted, else None."""
-        data = frame.bytes
-        if not data or data[0] not in (0, 1):
-            return None
-        prefix = data[1:]
-        try:
-            got = frame.get("User-Id")
-        except zmq.ZMQError:
-            got = None  # no metadata: a connection's end (libzmq's own unsubscribes)
-        user_id = got if isinstance(got, str) else None
-        if data[0] == 0:
-            xpub.setsockopt(zmq.UNSUBSCRIBE, prefix)  # taking a grant back is always safe
-            return data if guard.release(user_id, prefix).allowed else None
-        if guard.check(user_id, prefix, now, self.node_id).allowed:
-            xpub.setsockopt(zmq.SUBSCRIBE, prefix)
-            return data
-        self.stats["subscriptions_refused"] = guard.refused
-        return None
 
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []

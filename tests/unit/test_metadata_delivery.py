@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ import pytest
 import dafka.api.producer as producer_module
 from dafka.api.producer import Producer
 from dafka.config import NodeConfig, TowerAddress
-from dafka.errors import DafkaTimeout
+from dafka.errors import ConfigError, DafkaTimeout, RecordTooLargeError
 from dafka.io.node import NodeLoop
 from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import command, signed_command
@@ -237,6 +238,55 @@ def test_a_burst_of_changes_ends_with_the_last_one_applied(
         t.join(10)
         want = last
         wait_until(lambda w=want: _applied(p) == w, 5, what=f"round {rounds}: the last change")
+
+
+def test_a_deletion_during_a_sends_topic_check_is_not_undone_by_the_send(
+    fake_producer: tuple[Producer, _FakeView],
+) -> None:
+    """The follower thread deletes a topic while a send checks it: the send must not mark
+    it known after the deletion dropped it, or every later send skips the check."""
+    p, view = fake_producer
+
+    def publish(config: dict) -> None:
+        for listener in view.listeners:
+            listener(config)
+
+    publish({"stores": [], "topics": {"t": {}, "u": {}}, "deleted": {}})
+    racing = [True]
+
+    def topic(name: str) -> dict | None:
+        if name != "u":
+            return {}
+        if racing[0]:  # checked before the deletion lands ...
+            racing[0] = False
+            publish({"stores": [], "topics": {"t": {}}, "deleted": {"u": 7}})  # ... meanwhile
+            return {}
+        return None
+
+    view.topic = topic  # type: ignore[method-assign]
+    view.auto_create = lambda: False  # type: ignore[attr-defined]
+    p.send(b"a", topic="u")
+    with pytest.raises(ConfigError, match="'u' does not exist"):
+        p.send(b"b", topic="u")
+
+
+def test_sends_policy_is_one_frozen_snapshot_replaced_whole(
+    fake_producer: tuple[Producer, _FakeView],
+) -> None:
+    p, view = fake_producer
+    view.change(1)
+    before = p._policy
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        before.topics_ok = frozenset()  # type: ignore[misc]
+    p.send(b"a")
+    after = p._policy
+    assert after is not before and "t" in after.topics_ok and "t" not in before.topics_ok
+    config = {"stores": [], "topics": {"t": {"max_record_bytes": 4}}}
+    for listener in view.listeners:
+        listener(config)
+    assert p._policy.max_record == {"t": 4} and not dict(before.max_record)
+    with pytest.raises(RecordTooLargeError, match="max_record_bytes"):
+        p.send(b"12345")
 
 
 # -- topic creation on first use -----------------------------------------------------------

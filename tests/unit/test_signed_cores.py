@@ -349,7 +349,7 @@ def test_from_blob_helper_round_trips() -> None:
 
 
 def test_the_consumer_joins_runs_that_continue_each_other() -> None:
-    from dafka.api.consumer import _coalesce
+    from dafka.api.consumer_io import _coalesce
     from dafka.core.effects import RecordBatch
 
     runs = [

@@ -1,0 +1,128 @@
+"""The consumer's IO-thread half (:class:`_ConsumerHandler`): messages in, records out.
+
+The node's IO thread hands every decoded message to :class:`_ConsumerHandler`, which
+runs it through the :class:`~dafka.core.consumer.ConsumerCore` and passes what the core
+delivers (verified runs of records, joined by :func:`_coalesce` when they continue each
+other) and the data losses it reports to the :class:`~dafka.api.consumer.Consumer`,
+whose ``poll`` takes them on the caller's thread. It also counts what ``at_end`` and
+``watermarks`` wait for (store hellos, DIRECT-HEADs to this consumer). Commands from the
+caller's thread (subscribe, seek, metadata changes) come through ``NodeLoop.call``.
+Everything here runs on the IO thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..core import messages as m
+from ..core.consumer import ConsumerCore
+from ..core.effects import DataLoss, Publish, RecordBatch
+from ..io.node import NodeLoop
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+
+END_QUIET = 0.5  # seconds without news from stores before "at end" can be true
+
+
+class _ConsumerHandler:
+    def __init__(self, consumer: Consumer, core: ConsumerCore) -> None:
+        self.c = consumer
+        self.core = core
+        self.loop: NodeLoop | None = None
+        self.stores_seen = 0
+        self.heads_seen = 0  # DIRECT-HEADs addressed to this consumer (watermarks waits)
+        self.last_news = 0.0
+
+    def subscriptions(self) -> list[bytes]:
+        return self.core.subscriptions()
+
+    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
+        self.loop = loop
+        self.last_news = now
+        out: list[Publish] = []
+        for topic in self.c._initial_topics:
+            out.extend(self.core.subscribe(topic, now))
+        loop.sync_subscriptions()
+        return out
+
+    def has_pending(self) -> bool:
+        return False
+
+    def accepting(self) -> bool:
+        return self.c._ready_count < self.c.config.max_backlog
+
+    def on_commands(self, now: float) -> list[Publish]:
+        return []  # commands come through NodeLoop.call
+
+    def on_messages(
+        self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
+    ) -> list[Publish]:
+        out: list[Publish] = []
+        delivered: list[RecordBatch] = []
+        node = self.core.node_id
+        for i, msg in enumerate(msgs):
+            t = type(msg)
+            if t is m.DirectHead:
+                if msg.recipient == node:  # type: ignore[union-attr]
+                    self.heads_seen += 1
+                    self.last_news = now  # what it holds is noted by the core (caught_up)
+            elif t is m.StoreHello:
+                self.stores_seen += 1
+                self.last_news = now
+            for effect in self.core.handle(msg, now, sources[i] if i < len(sources) else ""):
+                if type(effect) is RecordBatch:
+                    delivered.append(effect)
+                elif type(effect) is Publish:
+                    out.append(effect)
+                elif type(effect) is DataLoss:
+                    self.c._data_loss(effect)
+        if delivered:
+            self.c._deliver(_coalesce(delivered) if len(delivered) > 1 else delivered)
+        return out
+
+    def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
+        return self.core.on_subscription(sub, now)
+
+    def on_tick(self, now: float) -> list[Publish]:
+        return self.core.tick(now)
+
+    def on_stop(self) -> None:
+        self.c._wake_readers()
+
+    def at_end(self, now: float) -> bool:
+        if not self.stores_seen or now - self.last_news < END_QUIET:
+            return False
+        return self.core.caught_up()
+
+
+def _coalesce(runs: list[RecordBatch]) -> list[RecordBatch]:
+    """Join runs that continue each other (one partition, no keys, one timestamp).
+
+    Under rfc46 every record is a run of its own; joined, a drained socket
+    becomes one run per partition, and handing them out costs far less.
+    """
+    out: list[RecordBatch] = []
+    values: list[bytes] | None = None  # the values of out[-1], once it is being extended
+    for run in runs:
+        if out:
+            last = out[-1]
+            if (
+                run.keys is None
+                and last.keys is None
+                and run.partition == last.partition
+                and run.topic == last.topic
+                and run.timestamp == last.timestamp
+                and run.offset == last.offset + len(last.values)
+            ):
+                if values is None:
+                    values = list(last.values)
+                    out[-1] = RecordBatch(
+                        last.topic, last.partition, last.offset, values, None, last.timestamp
+                    )
+                values.extend(run.values)
+                continue
+        out.append(run)
+        values = None
+    return out
