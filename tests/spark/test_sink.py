@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from dafka.query.client import QueryClient, records
+from tests.procs import ROOT, Proc, py, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 
@@ -76,3 +81,61 @@ def test_no_topic_anywhere_is_refused_before_running(spark, platform) -> None:
     df = spark.createDataFrame([("v",)], "value string")
     with pytest.raises(Exception, match="topic"):
         df.write.format("dafka").mode("append").option("tower", platform.towers).save()
+
+
+def stored(platform, topic: str) -> tuple[Counter[bytes], set[str]]:
+    """Every row the store holds of ``topic`` (as a count per value), and its partitions."""
+    values: Counter[bytes] = Counter()
+    partitions = set()
+    with QueryClient(platform.store.query_endpoint) as client:
+        for part in client.heads([topic]):
+            partitions.add(part.partition)
+            end = part.head + 1
+            for reply in client.read_range(topic, part.partition, part.tail, end):
+                values.update(rec.value for rec in records(reply, part.tail, end))
+    return values, partitions
+
+
+def test_a_driver_killed_mid_batch_and_restarted_writes_every_row_once(
+    platform, tmp_path: Path
+) -> None:
+    # 200-byte rows: a Python worker flushes its output in 64 KiB blocks, so rows before the
+    # held one reach the sink only if they fill some
+    a = [f"a{i}-".encode() + b"x" * 200 for i in range(3000)]
+    b = [f"b{i}-".encode() + b"x" * 200 for i in range(3000)]
+    platform.produce("x.src", a)
+    platform.produce("x.src", b)
+    reached = tmp_path / "reached"
+    run = py(
+        "tests.spark.sink_child",
+        *("--towers", platform.towers, "--src", "x.src", "--dst", "x.dst"),
+        *("--checkpoint", str(tmp_path / "ckpt")),
+    )
+    first = Proc([*run, "--hold", a[2000].decode(), "--reached", str(reached)], cwd=ROOT)
+    try:
+        m = first.wait_line_stdout(r"driver (\d+) (\d+)", timeout=120)
+        wait_until(reached.exists, 150, what="the first run to hold its batch")
+        wait_until(
+            lambda: sum(v.startswith(b"a") for v in stored(platform, "x.dst")[0]) >= 1000,
+            60,
+            what="part of the held task's rows to be stored",
+        )
+        os.kill(int(m.group(2)), signal.SIGKILL)  # the JVM: Spark's driver
+        os.kill(int(m.group(1)), signal.SIGKILL)
+        first.wait(30)
+    finally:
+        first.kill()
+    before, partitions_before = stored(platform, "x.dst")
+    assert 1000 <= sum(before.values()) < len(a) + len(b)  # killed mid-batch
+
+    second = Proc(run, cwd=ROOT)
+    try:
+        assert second.wait(200) == 0, second.stderr
+    finally:
+        second.kill()
+    assert "query done" in bytes(second.stdout).decode()
+    after, partitions = stored(platform, "x.dst")
+    duplicates = sum(after.values()) - len(after)
+    assert duplicates == 0, f"{duplicates} rows written twice"
+    assert after == Counter(a + b)
+    assert partitions_before <= partitions and len(partitions) == 2
