@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 
 from ..config import check_profile
 from ..errors import ConfigError, DafkaError, ProfileError
-from ..state import OffsetJournal, lock_directory, unlock_directory
+from ..storage.state_dir import OffsetJournal, lock_directory, unlock_directory
 from .offsets import WriteOptions
 from .sink_state import (
     BatchRecord,
@@ -266,8 +266,8 @@ def write_exactly_once(
     """Write one sink task's rows of one micro-batch so that every row is stored once."""
     from pyspark import TaskContext
 
-    from .. import identity as identity_module
-    from ..producer import Producer
+    from ..api.producer import Producer
+    from ..security import identity as identity_module
 
     ctx = TaskContext.get()
     batch_id = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..identity import Identity
-from ..state import write_atomic
+from ..security.identity import Identity
+from ..storage.state_dir import write_atomic
 
 __all__ = [
     "BATCH_FILE",
