@@ -83,6 +83,50 @@ def test_no_topic_anywhere_is_refused_before_running(spark, platform) -> None:
         df.write.format("dafka").mode("append").option("tower", platform.towers).save()
 
 
+def test_the_topic_option_overrides_the_topic_column(spark, platform) -> None:
+    df = spark.createDataFrame([("v1", "k.col"), ("v2", None)], "value string, topic string")
+    df.write.format("dafka").mode("append").option("tower", platform.towers).option(
+        "topic", "k.opt"
+    ).save()
+    assert read_values(spark, platform.towers, "k.opt") == Counter([b"v1", b"v2"])
+
+
+def test_the_default_save_mode_is_refused_by_spark_naming_the_modes_that_work(
+    spark, platform
+) -> None:
+    # Spark 4 refuses ErrorIfExists (the default) for every Python data source before the
+    # source is asked; docs/spark.md says so. If a later Spark lets the source choose,
+    # this test fails and the sink should treat the default as append, like Kafka's.
+    df = spark.createDataFrame([("d1",)], "value string")
+    with pytest.raises(Exception, match='"Append" or "Overwrite"'):
+        df.write.format("dafka").option("tower", platform.towers).option("topic", "k.d").save()
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        ("partition string", "cannot choose a row's partition"),
+        ("headers string", "no record headers"),
+    ],
+)
+def test_a_partition_or_headers_column_is_refused_not_dropped(
+    spark, platform, column: str, message: str
+) -> None:
+    df = spark.createDataFrame([("v", "x")], f"value string, {column}")
+    with pytest.raises(Exception, match=message):
+        df.write.format("dafka").mode("append").option("tower", platform.towers).option(
+            "topic", "k.refused"
+        ).save()
+
+
+def test_a_null_value_is_refused_clearly(spark, platform) -> None:
+    df = spark.createDataFrame([("v",), (None,)], "value string")
+    with pytest.raises(Exception, match="null value: Dafka has no tombstones"):
+        df.write.format("dafka").mode("append").option("tower", platform.towers).option(
+            "topic", "k.null"
+        ).save()
+
+
 def stored(platform, topic: str) -> tuple[Counter[bytes], set[str]]:
     """Every row the store holds of ``topic`` (as a count per value), and its partitions."""
     values: Counter[bytes] = Counter()
