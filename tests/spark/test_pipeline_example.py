@@ -40,8 +40,9 @@ def test_a_second_run_on_the_same_cluster_checks_only_its_own_clicks(tmp_path: P
             counted = re.search(r"all (\d+) clicks counted \((\d+) in printed", proc.stderr)
             assert produced and counted, proc.stderr
             assert int(produced.group(1)) == int(counted.group(1)) == int(counted.group(2))
-            runs.append(re.search(r"run (\w+): topics", proc.stderr).group(1))  # type: ignore[union-attr]
-        assert runs[0] != runs[1]
+            run = re.search(r"run (\w+): topics", proc.stderr)
+            runs.append(run.group(1) if run else None)
+        assert None not in runs and runs[0] != runs[1]
     finally:
         store.kill()
         tower.stop()
