@@ -260,6 +260,31 @@ def _stored_rows(
     return Counter(found.values())
 
 
+def _check_unwritten(opts: WriteOptions, partition: str) -> None:
+    """A task directory with no state must belong to a partition no store holds: else its
+    state was lost, or lives on another host, and writing from offset 0 would contradict
+    what is stored."""
+    from ..query.client import QueryClient
+    from ..query.locator import StoreLocator
+
+    with StoreLocator(opts.towers, wait=LOCATE_WAIT) as locator:
+        endpoints = sorted(set(locator.stores().values()))
+    for endpoint in endpoints:
+        try:
+            with QueryClient(endpoint, timeout=10.0) as client:
+                held = [p.topic for p in client.heads() if p.partition == partition]
+        except DafkaError as exc:
+            log.warning("spark.sink.heads_failed store=%s error=%s", endpoint, exc)
+            continue
+        if held:
+            raise ConfigError(
+                f"the dafka sink's partition {partition} already holds records in topic "
+                f"{held[0]!r}, but its state in the sink state directory is missing: the "
+                "directory was lost, or is not shared by every executor (give sinkStateDir "
+                "on a shared file system, or deliveryGuarantee=atLeastOnce)"
+            )
+
+
 def write_exactly_once(
     batches: Iterator[Any], opts: WriteOptions, root: Path, secret: bytes
 ) -> DafkaCommitMessage:
@@ -295,6 +320,8 @@ def write_exactly_once(
         finally:
             journal.close()
         record = read_record(task_dir)
+        if record is None and not reserved:
+            _check_unwritten(opts, me.node_id)
         plan = decide(record, batch, reserved)
         if plan.kind is PlanKind.SKIP:
             log.info("spark.sink.skip batch=%d task=%d partition=%s", batch, pid, me.node_id)

@@ -183,3 +183,36 @@ def test_a_driver_killed_mid_batch_and_restarted_writes_every_row_once(
     assert duplicates == 0, f"{duplicates} rows written twice"
     assert after == Counter(a + b)
     assert partitions_before <= partitions and len(partitions) == 2
+
+
+def test_a_lost_sink_state_is_refused_not_written_over(spark, platform, tmp_path: Path) -> None:
+    import shutil
+
+    def run() -> object:
+        query = (
+            spark.readStream.format("dafka")
+            .option("tower", platform.towers)
+            .option("subscribe", "l.src")
+            .option("startingOffsets", "earliest")
+            .load()
+            .select("value")
+            .coalesce(1)
+            .writeStream.format("dafka")
+            .option("tower", platform.towers)
+            .option("topic", "l.dst")
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            assert query.awaitTermination(180)
+        except Exception as exc:  # a failed query raises here
+            return exc
+        return query.exception()
+
+    platform.produce("l.src", [b"one", b"two"])
+    assert run() is None
+    shutil.rmtree(tmp_path / "ckpt" / "dafka-sink" / "task-0")
+    platform.produce("l.src", [b"three"])
+    assert "its state in the sink state directory is missing" in str(run())
+    assert read_values(spark, platform.towers, "l.dst") == Counter([b"one", b"two"])
