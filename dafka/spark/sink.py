@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -44,6 +43,7 @@ from .sink_state import (
     load_or_create_secret,
     read_record,
     remainder,
+    sink_root,
     task_identity,
     write_record,
 )
@@ -58,11 +58,8 @@ __all__ = [
     "DafkaCommitMessage",
     "DafkaStreamWriter",
     "check_write_schema",
-    "sink_root",
 ]
 
-STATE_SUBDIR = "dafka-sink"
-"""The exactly-once sink's directory inside the checkpoint."""
 LOCK_WAIT = 60.0
 """Seconds a task waits for an earlier attempt of itself (a dying worker) to let go."""
 LOCATE_WAIT = 1.5
@@ -187,32 +184,6 @@ def write_at_least_once(batches: Iterator[Any], opts: WriteOptions) -> DafkaComm
 
 
 # ---------------------------------------------------------------- exactly once
-
-
-def sink_root(opts: WriteOptions) -> Path:
-    """The exactly-once sink's state directory (absolute), checked on the driver."""
-    if opts.state_dir is not None:
-        return Path(opts.state_dir).expanduser().resolve()
-    if opts.checkpoint is None:
-        raise ConfigError(
-            "the exactly-once dafka sink keeps its state beside the query's checkpoint: "
-            "give the checkpointLocation option, or sinkStateDir, or "
-            "deliveryGuarantee=atLeastOnce"
-        )
-    url = urlparse(opts.checkpoint)
-    if url.scheme not in ("", "file"):
-        raise ConfigError(
-            f"the exactly-once dafka sink needs a local directory, and checkpointLocation "
-            f"{opts.checkpoint!r} is not one: give sinkStateDir (a directory every executor "
-            "shares) or deliveryGuarantee=atLeastOnce"
-        )
-    path = Path(url.path if url.scheme == "file" else opts.checkpoint).expanduser()
-    if not path.is_absolute():
-        raise ConfigError(
-            f"the exactly-once dafka sink needs an absolute checkpointLocation, not "
-            f"{opts.checkpoint!r} (or give sinkStateDir)"
-        )
-    return path / STATE_SUBDIR
 
 
 def _lock(task_dir: Path, deadline: float) -> int:

@@ -28,10 +28,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from ..errors import ConfigError
 from ..security.identity import Identity
 from ..storage.state_dir import write_atomic
+from .offsets import WriteOptions
 
 __all__ = [
     "BATCH_FILE",
@@ -44,10 +46,13 @@ __all__ = [
     "load_or_create_secret",
     "read_record",
     "remainder",
+    "sink_root",
     "task_identity",
     "write_record",
 ]
 
+STATE_SUBDIR = "dafka-sink"
+"""The exactly-once sink's directory inside the checkpoint."""
 SECRET_BYTES = 32
 SECRET_FILE = "secret"
 BATCH_FILE = "batch.json"
@@ -55,6 +60,32 @@ _PERSON = b"dafka-spark-sink"  # BLAKE2b personalization: 16 bytes
 
 Row = tuple[str, bytes | None, bytes]
 """``(topic, key, value)``: what a row is to the exactly-once check."""
+
+
+def sink_root(opts: WriteOptions) -> Path:
+    """The exactly-once sink's state directory (absolute), checked on the driver."""
+    if opts.state_dir is not None:
+        return Path(opts.state_dir).expanduser().resolve()
+    if opts.checkpoint is None:
+        raise ConfigError(
+            "the exactly-once dafka sink keeps its state beside the query's checkpoint: "
+            "give the checkpointLocation option, or sinkStateDir, or "
+            "deliveryGuarantee=atLeastOnce"
+        )
+    url = urlparse(opts.checkpoint)
+    if url.scheme not in ("", "file"):
+        raise ConfigError(
+            f"the exactly-once dafka sink needs a local directory, and checkpointLocation "
+            f"{opts.checkpoint!r} is not one: give sinkStateDir (a directory every executor "
+            "shares) or deliveryGuarantee=atLeastOnce"
+        )
+    path = Path(url.path if url.scheme == "file" else opts.checkpoint).expanduser()
+    if not path.is_absolute():
+        raise ConfigError(
+            f"the exactly-once dafka sink needs an absolute checkpointLocation, not "
+            f"{opts.checkpoint!r} (or give sinkStateDir)"
+        )
+    return path / STATE_SUBDIR
 
 
 def task_identity(secret: bytes, partition_id: int) -> Identity:

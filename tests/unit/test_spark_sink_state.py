@@ -17,6 +17,7 @@ from dafka.spark.sink_state import (
     load_or_create_secret,
     read_record,
     remainder,
+    sink_root,
     task_identity,
     write_record,
 )
@@ -109,3 +110,21 @@ def test_write_options_parse_the_guarantee_and_the_state_dir() -> None:
     assert WriteOptions.parse({}).guarantee is None
     with pytest.raises(ConfigError, match="deliveryGuarantee"):
         WriteOptions.parse({"deliveryGuarantee": "maybe"})
+
+
+def test_the_sink_state_lives_in_a_local_checkpoint_or_the_given_directory(tmp_path: Path) -> None:
+    assert sink_root(WriteOptions.parse({"checkpointLocation": "/c/q1"})) == Path(
+        "/c/q1/dafka-sink"
+    )
+    assert sink_root(WriteOptions.parse({"checkpointLocation": "file:///c/q1"})) == Path(
+        "/c/q1/dafka-sink"
+    )
+    given = WriteOptions.parse({"checkpointLocation": "hdfs://nn/c", "sinkStateDir": "/s"})
+    assert sink_root(given) == Path("/s")
+    for options, message in (
+        ({}, "checkpointLocation option, or sinkStateDir"),
+        ({"checkpointLocation": "hdfs://nn/c"}, "not one: give sinkStateDir"),
+        ({"checkpointLocation": "rel/ckpt"}, "absolute checkpointLocation"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            sink_root(WriteOptions.parse(options))
