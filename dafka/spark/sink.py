@@ -285,7 +285,7 @@ def write_exactly_once(
                 )
         else:
             identity_module.create(producer_dir, me)
-        journal = OffsetJournal(producer_dir / "offsets.journal")
+        journal = OffsetJournal(producer_dir / "offsets.journal")  # the Producer's journal
         try:
             reserved = journal.load()
         finally:
