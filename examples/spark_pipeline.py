@@ -6,13 +6,16 @@
 Three parts run together:
 
 * a producer writes click events, JSON like ``{"user": "alice", "t": 1700000000.1,
-  "amount": 3.5}``, to the topic ``clicks`` (``--rate`` per second for
+  "amount": 3.5}``, to the topic ``clicks-RUN`` (``--rate`` per second for
   ``--seconds``);
-* a Spark structured streaming query reads ``clicks`` with
+* a Spark structured streaming query reads ``clicks-RUN`` with
   ``readStream.format("dafka")``, counts clicks and sums amounts per user in
   5-second event-time windows (watermark 1 s) and writes each closed window as
-  JSON to the topic ``user-counts`` with ``writeStream.format("dafka")``;
-* a consumer prints ``user-counts`` as windows close.
+  JSON to the topic ``user-counts-RUN`` with ``writeStream.format("dafka")``;
+* a consumer prints ``user-counts-RUN`` as windows close.
+
+``RUN`` is new for every run (``--run`` names it), so a run on a cluster that earlier
+runs used reads and checks only what it produced itself.
 
 RFC 46 records have no keys, so the events are grouped by a field of the value.
 Without ``--tower`` the script runs its own tower and store on 127.0.0.1
@@ -28,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import secrets
 import sys
 import tempfile
 import threading
@@ -62,13 +66,18 @@ def local_platform(tower: str | None) -> Iterator[str]:
 
 
 def produce(
-    towers: str, seconds: float, rate: float, expected: Counter[str], done: threading.Event
+    towers: str,
+    topic: str,
+    seconds: float,
+    rate: float,
+    expected: Counter[str],
+    done: threading.Event,
 ):
     """Click events with event time = now; then one heartbeat to close the last window."""
     from dafka import Producer
 
     rng = random.Random(46)
-    with Producer("clicks", towers=towers) as producer:
+    with Producer(topic, towers=towers) as producer:
         start = time.time()
         sent = 0
         while time.time() - start < seconds:
@@ -102,13 +111,13 @@ def spark_session():
     return spark
 
 
-def start_query(spark, towers: str, checkpoint: str):
+def start_query(spark, towers: str, run: str, checkpoint: str):
     from pyspark.sql import functions as F
 
     clicks = (
         spark.readStream.format("dafka")  # no register call: pyspark_dafka is installed
         .option("tower", towers)
-        .option("subscribe", "clicks")
+        .option("subscribe", f"clicks-{run}")
         .option("startingOffsets", "earliest")
         .load()
         .select(
@@ -139,7 +148,7 @@ def start_query(spark, towers: str, checkpoint: str):
     return (
         out.writeStream.format("dafka")
         .option("tower", towers)
-        .option("topic", "user-counts")
+        .option("topic", f"user-counts-{run}")
         .option("checkpointLocation", checkpoint)
         .outputMode("append")
         .trigger(processingTime="1 second")
@@ -147,10 +156,10 @@ def start_query(spark, towers: str, checkpoint: str):
     )
 
 
-def consume(towers: str, printed: Counter[str], stop: threading.Event) -> None:
+def consume(towers: str, topic: str, printed: Counter[str], stop: threading.Event) -> None:
     from dafka import Consumer
 
-    with Consumer("user-counts", towers=towers, offset_reset="earliest") as consumer:
+    with Consumer(topic, towers=towers, offset_reset="earliest") as consumer:
         while not stop.is_set():
             for record in consumer.poll_batch(1000, timeout=0.2):
                 row = json.loads(record.value)
@@ -168,19 +177,27 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=12.0, help="how long to produce events")
     ap.add_argument("--rate", type=float, default=100.0, help="events per second")
     ap.add_argument("--timeout", type=float, default=120.0, help="give up after this long")
+    ap.add_argument(
+        "--run", default=None, help="suffix of this run's topics (default: a new random one)"
+    )
     args = ap.parse_args()
+    run = args.run or secrets.token_hex(4)
+    print(f"run {run}: topics clicks-{run} -> user-counts-{run}", file=sys.stderr)
 
     expected: Counter[str] = Counter()
     printed: Counter[str] = Counter()
     produced, stop = threading.Event(), threading.Event()
     with local_platform(args.tower) as towers, tempfile.TemporaryDirectory() as ckpt:
         spark = spark_session()
-        query = start_query(spark, towers, ckpt)
+        query = start_query(spark, towers, run, ckpt)
         threads = [
             threading.Thread(
-                target=produce, args=(towers, args.seconds, args.rate, expected, produced)
+                target=produce,
+                args=(towers, f"clicks-{run}", args.seconds, args.rate, expected, produced),
             ),
-            threading.Thread(target=consume, args=(towers, printed, stop), daemon=True),
+            threading.Thread(
+                target=consume, args=(towers, f"user-counts-{run}", printed, stop), daemon=True
+            ),
         ]
         for t in threads:
             t.start()

@@ -281,6 +281,10 @@ class MetadataView:
                         raise ConfigError(f"topic {name!r} was not created: {why}")
                     log.info("metadata.topic_created topic=%s", name)
             except DafkaError as exc:
+                if self._created_meanwhile(client, name):
+                    log.info("metadata.topic_created_by_another topic=%s", name)
+                    request.done.set()
+                    continue
                 log.warning("metadata.topic_create.failed topic=%s error=%s", name, exc)
                 request.error = (
                     exc
@@ -288,6 +292,15 @@ class MetadataView:
                     else DafkaTimeout(f"could not create topic {name!r}: {exc}")
                 )
             request.done.set()
+
+    def _created_meanwhile(self, client: RaftClient, name: str) -> bool:
+        """Whether ``name`` exists after all: another node created it at the same time, and
+        the leader refused our second creation of it."""
+        try:
+            self._sync(client)
+        except DafkaError:
+            return False
+        return name in self._replica.topics
 
     def _take_broadcast(self, msg: w.StateBroadcast) -> bool:
         """Apply a broadcast that continues what we have; False when there is a gap."""

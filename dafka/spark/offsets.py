@@ -437,14 +437,34 @@ class WriteOptions:
     topic: str | None
     profile: str | None  # None: the Producer's default
     flush_timeout: float
+    guarantee: str | None = None
+    """``deliveryGuarantee``: ``exactlyOnce`` or ``atLeastOnce``; None: the default
+    (exactly once for streaming writes, at least once for batch writes)."""
+    checkpoint: str | None = None
+    """``checkpointLocation`` (Spark passes it to a streaming sink)."""
+    state_dir: str | None = None
+    """``sinkStateDir``: the exactly-once sink's state, instead of the checkpoint's."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
+        guarantee = _get(options, "deliveryGuarantee")
+        if guarantee is not None:
+            guarantee = {"exactlyonce": "exactlyOnce", "atleastonce": "atLeastOnce"}.get(
+                guarantee.strip().lower(), ""
+            )
+            if not guarantee:
+                raise ConfigError(
+                    "option deliveryGuarantee must be exactlyOnce or atLeastOnce, not "
+                    f"{_get(options, 'deliveryGuarantee')!r}"
+                )
         return cls(
             towers=_towers(options),
             topic=_get(options, "topic") or None,
             profile=_profile(options, None),
             flush_timeout=_positive_float(options, "flushTimeout", 120.0),
+            guarantee=guarantee,
+            checkpoint=_get(options, "checkpointLocation") or None,
+            state_dir=_get(options, "sinkStateDir") or None,
         )
 
 

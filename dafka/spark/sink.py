@@ -1,17 +1,27 @@
 """The writing half of ``format("dafka")``: the Spark sink.
 
-Each task's rows go through a :class:`~dafka.Producer` made inside ``write()`` (one per
-Python worker process, reused by its later tasks), and the task returns only once every
-row is acknowledged by a store. A failed task is retried by Spark, so the sink is at
-least once. See ``docs/spark.md`` for the options.
+Streaming writes are exactly once (``deliveryGuarantee=exactlyOnce``, the default there):
+sink task ``p`` writes as a Dafka partition derived from the query's secret and ``p``
+(:mod:`dafka.spark.sink_state`), through a :class:`~dafka.Producer` whose state directory
+lives in the sink's state directory, and records per micro-batch where it began. A
+replayed micro-batch (a retried task, or a query restarted from its checkpoint) writes
+only the rows that no earlier attempt stored; a batch written completely is skipped.
+
+Batch writes, and streaming writes with ``deliveryGuarantee=atLeastOnce``, send through
+one :class:`~dafka.Producer` per Python worker process (reused by its later tasks): a
+retried task writes its rows again. Either way a task returns only once every row it
+sent is acknowledged by a store. See ``docs/spark.md``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
@@ -22,15 +32,38 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..config import check_profile
-from ..errors import ConfigError, ProfileError
+from ..errors import ConfigError, DafkaError, ProfileError
+from ..storage.state_dir import OffsetJournal, lock_directory, unlock_directory
 from .offsets import WriteOptions
+from .sink_state import (
+    BatchRecord,
+    PlanKind,
+    Row,
+    decide,
+    load_or_create_secret,
+    read_record,
+    remainder,
+    sink_root,
+    task_identity,
+    write_record,
+)
 
 if TYPE_CHECKING:
     from ..api.producer import Producer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DafkaBatchWriter", "DafkaCommitMessage", "DafkaStreamWriter", "check_write_schema"]
+__all__ = [
+    "DafkaBatchWriter",
+    "DafkaCommitMessage",
+    "DafkaStreamWriter",
+    "check_write_schema",
+]
+
+LOCK_WAIT = 60.0
+"""Seconds a task waits for an earlier attempt of itself (a dying worker) to let go."""
+LOCATE_WAIT = 1.5
+"""Seconds a resumed task listens for stores before reading back what they hold."""
 
 
 def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
@@ -47,15 +80,29 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
         raise ConfigError("the dafka sink's 'topic' column must be a string")
     if topic is None and opts.topic is None:
         raise ConfigError("the dafka sink needs a 'topic' column or the topic option")
+    if "partition" in names:
+        raise ConfigError(
+            "the dafka sink cannot choose a row's partition: a Dafka partition is the "
+            "writing producer's own (drop the 'partition' column)"
+        )
+    if "headers" in names:
+        raise ConfigError(
+            "the dafka sink has no record headers: Dafka records are a key and a value "
+            "(drop the 'headers' column, or fold them into the value)"
+        )
 
 
 @dataclass(frozen=True)
 class DafkaCommitMessage(WriterCommitMessage):
-    """What one task wrote: ``records`` rows, all acknowledged, from producer ``partition``."""
+    """What one task did: ``records`` rows sent and acknowledged from producer
+    ``partition``; ``stored`` rows an earlier attempt of the same micro-batch had stored."""
 
     records: int
     partition: str | None
+    stored: int = 0
 
+
+# ------------------------------------------------------------ at least once
 
 _producers: dict[tuple[str, str], Producer] = {}
 _producers_pid = os.getpid()
@@ -80,56 +127,216 @@ def _producer(opts: WriteOptions) -> Producer:
     return producer
 
 
-def _no_keys(producer: object) -> bool:
-    """Whether ``producer`` speaks rfc46, which has no record keys."""
-    config = getattr(producer, "config", None)
-    return getattr(config, "profile", "rfc46") == "rfc46"
-
-
-def write_batches(batches: Iterator[Any], opts: WriteOptions) -> DafkaCommitMessage:
-    """Send every row of Arrow ``batches`` (pyarrow ships no types: Any); return once all are
-    acknowledged."""
-    producer = None
-    count = 0
+def _rows(batches: Iterator[Any], opts: WriteOptions, keys_allowed: bool) -> Iterator[Row]:
+    """``(topic, key, value)`` of every row of Arrow ``batches`` (pyarrow ships no types:
+    Any). The ``topic`` option overrides the column, as in Spark's Kafka sink."""
     for batch in batches:
-        names = batch.schema.names
-        lowered = {n.lower(): n for n in names}
         n = batch.num_rows
         if n == 0:
             continue
+        lowered = {name.lower(): name for name in batch.schema.names}
         values = batch.column(lowered["value"]).to_pylist()
         keys = batch.column(lowered["key"]).to_pylist() if "key" in lowered else None
-        topics = batch.column(lowered["topic"]).to_pylist() if "topic" in lowered else None
-        if producer is None:
-            producer = _producer(opts)
-        if keys is not None and any(k is not None for k in keys) and _no_keys(producer):
+        topics = (
+            batch.column(lowered["topic"]).to_pylist()
+            if "topic" in lowered and opts.topic is None
+            else None
+        )
+        if keys is not None and not keys_allowed and any(k is not None for k in keys):
             raise ProfileError(
                 "the dafka sink got a row with a non-null key, but the rfc46 wire profile "
                 "has no record keys: drop or null the key column, or write with "
                 "profile=signed"
             )
-        send = producer.send
         for i in range(n):
             value = values[i]
             if value is None:
-                raise ConfigError("the dafka sink got a row with a null value")
-            topic = (topics[i] if topics is not None else None) or opts.topic
+                raise ConfigError(
+                    "the dafka sink got a row with a null value: Dafka has no tombstones "
+                    "(filter such rows out, or write an empty value)"
+                )
+            topic = topics[i] if topics is not None else opts.topic
             if topic is None:
                 raise ConfigError("the dafka sink got a row with a null topic and no topic option")
             key = keys[i] if keys is not None else None
-            send(value, key, topic=topic) if key is not None else send(value, topic=topic)
-        count += n
+            yield (
+                topic,
+                key.encode() if type(key) is str else key,
+                value.encode() if type(value) is str else value,
+            )
+
+
+def write_at_least_once(batches: Iterator[Any], opts: WriteOptions) -> DafkaCommitMessage:
+    """Send every row through this worker's producer; return once all are acknowledged."""
+    producer: Producer | None = None
+    count = 0
+    for topic, key, value in _rows(batches, opts, keys_allowed=opts.profile != "rfc46"):
+        if producer is None:
+            producer = _producer(opts)
+        if key is not None:
+            producer.send(value, key, topic=topic)
+        else:
+            producer.send(value, topic=topic)
+        count += 1
     if producer is not None:
         producer.flush(opts.flush_timeout)
     return DafkaCommitMessage(count, None if producer is None else producer.partition)
 
 
+# ---------------------------------------------------------------- exactly once
+
+
+def _lock(task_dir: Path, deadline: float) -> int:
+    """Task ``p``'s lock: an earlier attempt still alive (a dying worker) holds it until it
+    exits; wait for it, bounded."""
+    task_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    while True:
+        try:
+            return lock_directory(task_dir, "dafka sink task directory", "another attempt")
+        except ConfigError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _stored_rows(
+    opts: WriteOptions, partition: str, starts: dict[str, int], reserved: dict[str, int]
+) -> Counter[Row]:
+    """The rows the stores hold of ``partition`` at ``[starts[t], reserved[t])`` per topic."""
+    from ..query.client import QueryClient, records
+    from ..query.locator import StoreLocator
+
+    wanted = {t: (starts.get(t, 0), end) for t, end in reserved.items() if end > starts.get(t, 0)}
+    if not wanted:
+        return Counter()
+    with StoreLocator(opts.towers, wait=LOCATE_WAIT) as locator:
+        endpoints = sorted(set(locator.stores().values()))
+    found: dict[tuple[str, int], Row] = {}
+    answered = []
+    for endpoint in endpoints:
+        try:
+            with QueryClient(endpoint, timeout=10.0) as client:
+                for topic, (lo, hi) in wanted.items():
+                    for reply in client.read_range(topic, partition, lo, hi):
+                        for rec in records(reply, lo, hi):
+                            found[(topic, rec.offset)] = (topic, rec.key, rec.value)
+            answered.append(endpoint)
+        except DafkaError as exc:
+            log.warning("spark.sink.read_back_failed store=%s error=%s", endpoint, exc)
+    if not answered:
+        raise DafkaError(
+            f"the dafka sink must read back what an earlier attempt stored of partition "
+            f"{partition}, and no store answered through towers {opts.towers}"
+        )
+    return Counter(found.values())
+
+
+def _check_unwritten(opts: WriteOptions, partition: str) -> None:
+    """A task directory with no state must belong to a partition no store holds: else its
+    state was lost, or lives on another host, and writing from offset 0 would contradict
+    what is stored."""
+    from ..query.client import QueryClient
+    from ..query.locator import StoreLocator
+
+    with StoreLocator(opts.towers, wait=LOCATE_WAIT) as locator:
+        endpoints = sorted(set(locator.stores().values()))
+    for endpoint in endpoints:
+        try:
+            with QueryClient(endpoint, timeout=10.0) as client:
+                held = [p.topic for p in client.heads() if p.partition == partition]
+        except DafkaError as exc:
+            log.warning("spark.sink.heads_failed store=%s error=%s", endpoint, exc)
+            continue
+        if held:
+            raise ConfigError(
+                f"the dafka sink's partition {partition} already holds records in topic "
+                f"{held[0]!r}, but its state in the sink state directory is missing: the "
+                "directory was lost, or is not shared by every executor (give sinkStateDir "
+                "on a shared file system, or deliveryGuarantee=atLeastOnce)"
+            )
+
+
+def write_exactly_once(
+    batches: Iterator[Any], opts: WriteOptions, root: Path, secret: bytes
+) -> DafkaCommitMessage:
+    """Write one sink task's rows of one micro-batch so that every row is stored once."""
+    from pyspark import TaskContext
+
+    from ..api.producer import Producer
+    from ..security import identity as identity_module
+
+    ctx = TaskContext.get()
+    batch_id = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None
+    if ctx is None or batch_id is None:
+        raise ConfigError("the exactly-once dafka sink runs only in a streaming query's tasks")
+    pid = ctx.partitionId()
+    batch = int(batch_id)
+    me = task_identity(secret, pid)
+    task_dir = root / f"task-{pid}"
+    producer_dir = task_dir / "producer"
+    fd = _lock(task_dir, time.monotonic() + LOCK_WAIT)
+    try:
+        producer_dir.mkdir(mode=0o700, exist_ok=True)
+        if (producer_dir / identity_module.KEY_FILE).exists():
+            if identity_module.load(producer_dir) != me:
+                raise ConfigError(
+                    f"{producer_dir} holds another key than this query's sink task {pid}: the "
+                    "sink state directory belongs to another query"
+                )
+        else:
+            identity_module.create(producer_dir, me)
+        journal = OffsetJournal(producer_dir / "offsets.journal")  # the Producer's journal
+        try:
+            reserved = journal.load()
+        finally:
+            journal.close()
+        record = read_record(task_dir)
+        if record is None and not reserved:
+            _check_unwritten(opts, me.node_id)
+        plan = decide(record, batch, reserved)
+        if plan.kind is PlanKind.SKIP:
+            log.info("spark.sink.skip batch=%d task=%d partition=%s", batch, pid, me.node_id)
+            return DafkaCommitMessage(0, me.node_id)
+        stored: Counter[Row] = Counter()
+        if plan.kind is PlanKind.NEW:
+            write_record(task_dir, BatchRecord(batch, plan.starts))
+        with Producer(towers=opts.towers, state_dir=producer_dir, profile="signed") as producer:
+            if plan.kind is PlanKind.RESUME:
+                # the earlier attempt is gone (we hold its lock): what it stored is final
+                stored = _stored_rows(opts, me.node_id, dict(plan.starts), reserved)
+                log.info(
+                    "spark.sink.resume batch=%d task=%d partition=%s stored=%d",
+                    batch,
+                    pid,
+                    me.node_id,
+                    sum(stored.values()),
+                )
+            total = sum(stored.values())
+            count = 0
+            for topic, key, value in remainder(_rows(batches, opts, True), stored):
+                if key is not None:
+                    producer.send(value, key, topic=topic)
+                else:
+                    producer.send(value, topic=topic)
+                count += 1
+            producer.flush(opts.flush_timeout)
+        write_record(task_dir, BatchRecord(batch, plan.starts, done=True))
+        return DafkaCommitMessage(count, me.node_id, total - sum(stored.values()))
+    finally:
+        unlock_directory(fd)
+
+
 class DafkaBatchWriter(DataSourceArrowWriter):
     def __init__(self, opts: WriteOptions) -> None:
+        if opts.guarantee == "exactlyOnce":
+            raise ConfigError(
+                "deliveryGuarantee=exactlyOnce is for streaming writes (writeStream); a "
+                "batch write (df.write) is at least once"
+            )
         self.opts = opts
 
     def write(self, iterator: Iterator[object]) -> DafkaCommitMessage:
-        return write_batches(iterator, self.opts)
+        return write_at_least_once(iterator, self.opts)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.records for m in messages if isinstance(m, DafkaCommitMessage))
@@ -140,18 +347,45 @@ class DafkaBatchWriter(DataSourceArrowWriter):
 
 
 class DafkaStreamWriter(DataSourceStreamArrowWriter):
+    """Made on the driver; for exactly once it makes (or reads) the query's sink secret
+    there, and carries it, pickled, to the tasks."""
+
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
+        self.root: Path | None = None
+        self.secret: bytes | None = None
+        if opts.guarantee != "atLeastOnce":
+            if opts.profile == "rfc46":
+                raise ConfigError(
+                    "the exactly-once dafka sink needs the signed profile (rfc46 partitions "
+                    "have no key to derive and cannot close a gap): drop profile=rfc46, or "
+                    "give deliveryGuarantee=atLeastOnce"
+                )
+            self.root = sink_root(opts)
+            self.secret = load_or_create_secret(self.root)
 
     def write(self, iterator: Iterator[object]) -> DafkaCommitMessage:
-        return write_batches(iterator, self.opts)
+        if self.root is None or self.secret is None:
+            return write_at_least_once(iterator, self.opts)
+        return write_exactly_once(iterator, self.opts, self.root, self.secret)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        total = sum(m.records for m in messages if isinstance(m, DafkaCommitMessage))
-        log.info("spark.sink.committed batch=%d records=%d", batchId, total)
+        done = [m for m in messages if isinstance(m, DafkaCommitMessage)]
+        log.info(
+            "spark.sink.committed batch=%d records=%d already_stored=%d",
+            batchId,
+            sum(m.records for m in done),
+            sum(m.stored for m in done),
+        )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.warning(
-            "spark.sink.aborted batch=%d: acknowledged records stay written (at least once)",
-            batchId,
-        )
+        if self.root is None:
+            log.warning(
+                "spark.sink.aborted batch=%d: acknowledged records stay written (at least once)",
+                batchId,
+            )
+        else:
+            log.warning(
+                "spark.sink.aborted batch=%d: its replay writes only what was not stored",
+                batchId,
+            )

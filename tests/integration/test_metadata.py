@@ -244,6 +244,41 @@ def test_unknown_topics_are_created_or_refused_as_the_cluster_says(tmp_path: Pat
         tower.stop()
 
 
+def test_two_producers_creating_the_same_topics_at_once_both_succeed(tmp_path: Path) -> None:
+    import threading
+
+    tower = Tower()
+    store = StoreProc(tmp_path / "s1", tower.address)
+    producers = [Producer(towers=tower.address, metadata=True) for _ in range(2)]
+    try:
+        for p in producers:
+            assert p.metadata is not None and p.metadata.wait_loaded(15)
+        start = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def write(p: Producer) -> None:
+            start.wait(15)
+            try:
+                for i in range(6):  # each creation is a race between the two
+                    p.send(b"x", topic=f"both{i}")
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(p,)) for p in producers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        for p in producers:
+            p.flush(30)
+    finally:
+        for p in producers:
+            p.close(1)
+        store.kill()
+        tower.stop()
+
+
 def test_producers_not_allowed_on_a_topic_are_refused(tmp_path: Path) -> None:
     tower = Tower()
     store = Store(tmp_path / "s", towers=tower.address, metadata=True).start()

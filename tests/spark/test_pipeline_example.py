@@ -4,21 +4,45 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.procs import ROOT, Proc
+from tests.procs import ROOT, Proc, StoreProc, Tower
 
-pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.timeout(400)]
+
+EXAMPLE = str(ROOT / "examples" / "spark_pipeline.py")
 
 
 def test_the_spark_pipeline_counts_every_click() -> None:
-    proc = Proc(
-        [sys.executable, str(ROOT / "examples" / "spark_pipeline.py"), "--seconds", "4"],
-        env={"PYSPARK_PYTHON": sys.executable},
-    )
+    proc = Proc([sys.executable, EXAMPLE, "--seconds", "4"], env={"PYSPARK_PYTHON": sys.executable})
     assert proc.wait(200) == 0, proc.stderr
     assert "clicks are durable" in proc.stderr
     assert re.search(r"all \d+ clicks counted \(\d+ in printed windows\)", proc.stderr)
     out = bytes(proc.stdout).decode()
     assert "window " in out and " clicks  amount " in out
+
+
+def test_a_second_run_on_the_same_cluster_checks_only_its_own_clicks(tmp_path: Path) -> None:
+    tower = Tower()
+    store = StoreProc(tmp_path / "store", tower.address)
+    try:
+        runs = []
+        for seconds in ("3", "2"):
+            proc = Proc(
+                [sys.executable, EXAMPLE, "--tower", tower.address, "--seconds", seconds]
+                + ["--rate", "50", "--timeout", "90"],
+                env={"PYSPARK_PYTHON": sys.executable},
+            )
+            assert proc.wait(200) == 0, proc.stderr
+            produced = re.search(r"producer: (\d+) clicks are durable", proc.stderr)
+            counted = re.search(r"all (\d+) clicks counted \((\d+) in printed", proc.stderr)
+            assert produced and counted, proc.stderr
+            assert int(produced.group(1)) == int(counted.group(1)) == int(counted.group(2))
+            run = re.search(r"run (\w+): topics", proc.stderr)
+            runs.append(run.group(1) if run else None)
+        assert None not in runs and runs[0] != runs[1]
+    finally:
+        store.kill()
+        tower.stop()
