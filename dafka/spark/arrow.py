@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError, DafkaError, ProfileError
 from ..query.protocol import ReadReply
-from .offsets import ReadOptions
+from .options import ReadOptions
 
 __all__ = ["COLUMNS", "CREATE_TIME", "arrow_schema", "reply_batch"]
 

@@ -34,7 +34,7 @@ from pyspark.sql.types import StructType
 from ..config import check_profile
 from ..errors import ConfigError, DafkaError, ProfileError
 from ..storage.state_dir import OffsetJournal, lock_directory, unlock_directory
-from .offsets import WriteOptions
+from .options import WriteOptions
 from .sink_state import (
     BatchRecord,
     PlanKind,

@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 from ..errors import ConfigError
 from ..security.identity import Identity
 from ..storage.state_dir import write_atomic
-from .offsets import WriteOptions
+from .options import WriteOptions
 
 __all__ = [
     "BATCH_FILE",

@@ -60,9 +60,7 @@ from .offsets import (
     TP,
     Heads,
     Offsets,
-    ReadOptions,
     Span,
-    WriteOptions,
     available,
     cap_offsets,
     delay_batch,
@@ -76,6 +74,7 @@ from .offsets import (
     to_nested,
     unheld,
 )
+from .options import ReadOptions, WriteOptions
 from .sink import DafkaBatchWriter, DafkaStreamWriter, check_write_schema
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from pyspark.sql.types import (  # noqa: E402
 from dafka.errors import DafkaError  # noqa: E402
 from dafka.metadata import MetadataClient  # noqa: E402
 from dafka.security import identity  # noqa: E402
-from dafka.spark.offsets import ReadOptions  # noqa: E402
+from dafka.spark.options import ReadOptions  # noqa: E402
 from dafka.spark.source import DafkaBatchReader, read_partition  # noqa: E402
 from tests.integration.test_attacks_curve import LINES, Store, keys, produce  # noqa: E402
 from tests.integration.test_attacks_curve_keys import RaftCurveTower  # noqa: E402

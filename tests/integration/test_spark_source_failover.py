@@ -22,7 +22,7 @@ from dafka.errors import DafkaError  # noqa: E402
 from dafka.query import QueryClient  # noqa: E402
 from dafka.query import locator as locator_module  # noqa: E402
 from dafka.spark import source  # noqa: E402
-from dafka.spark.offsets import ReadOptions  # noqa: E402
+from dafka.spark.options import ReadOptions  # noqa: E402
 from dafka.spark.source import DafkaBatchReader, read_partition  # noqa: E402
 from tests.procs import StoreProc, Tower, wait_until  # noqa: E402
 

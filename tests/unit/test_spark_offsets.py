@@ -11,9 +11,7 @@ from hypothesis import strategies as st
 from dafka.errors import ConfigError
 from dafka.spark.offsets import (
     Heads,
-    ReadOptions,
     Span,
-    WriteOptions,
     available,
     cap_offsets,
     from_nested,
@@ -23,6 +21,7 @@ from dafka.spark.offsets import (
     resolve_offsets,
     to_nested,
 )
+from dafka.spark.options import ReadOptions, WriteOptions
 
 A = "A" * 32
 B = "B" * 32

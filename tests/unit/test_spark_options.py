@@ -14,13 +14,13 @@ from dafka.errors import ConfigError
 from dafka.query.locator import StoreHealth
 from dafka.spark.offsets import (
     Heads,
-    ReadOptions,
     Span,
     delay_batch,
     first_at_or_after,
     split_spans,
     unheld,
 )
+from dafka.spark.options import ReadOptions
 
 A = "A" * 32
 B = "B" * 32

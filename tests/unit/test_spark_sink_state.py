@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dafka.errors import ConfigError
-from dafka.spark.offsets import WriteOptions
+from dafka.spark.options import WriteOptions
 from dafka.spark.sink_state import (
     SECRET_BYTES,
     BatchRecord,
