@@ -280,9 +280,20 @@ class ConsumerConfig:
     fetch_timeout: float = 1.0
     max_backlog: int = 100_000
     profile: Profile = DEFAULT_PROFILE
+    max_buffered_bytes: int = 64 * 1024 * 1024
+    """What the reorder buffer holds out of order over all partitions, in bytes (a
+    batch's wire size plus 64 a record); a batch over it is fetched again in its turn."""
+    max_buffered_bytes_per_partition: int = 16 * 1024 * 1024
+    """The same, per partition (at most ``max_buffered_bytes``)."""
 
     def validate(self) -> ConsumerConfig:
         check_profile(self.profile)
+        if not 0 <= self.max_buffered_bytes_per_partition <= self.max_buffered_bytes:
+            raise ConfigError(
+                "max_buffered_bytes_per_partition must be 0..max_buffered_bytes, not "
+                f"{self.max_buffered_bytes_per_partition!r} (max_buffered_bytes "
+                f"{self.max_buffered_bytes!r})"
+            )
         reset = self.offset_reset
         if isinstance(reset, bool) or not (
             reset in ("earliest", "latest") or isinstance(reset, int)

@@ -53,6 +53,7 @@ TESTS = [
     "tests/integration/test_attacks_curve_keys.py",
     "tests/integration/test_attacks_queues.py",
     "tests/integration/test_attacks_sources.py",
+    "tests/unit/test_attacks_reorder.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -692,6 +693,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "start_authenticator(self._ctx, self._curve, self._provider)",
         "start_authenticator(self._ctx, self._curve)",
     ),
+    "consumer reorder buffer bounded in bytes": (
+        "dafka.core.consumer_delivery",
+        "Delivery._room",
+        "        return (\n",
+        "        return True or (\n",
+    ),
 }
 
 
@@ -699,6 +706,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "consumer reorder buffer bounded in bytes": (
+        "tests/unit/test_attacks_reorder.py::test_self_signed_batches_skipping_offset_0_pin_at_most_the_byte_bounds",
+    ),
     "tower relay admits the keys the metadata names": (
         "tests/integration/test_attacks_curve_keys.py::test_the_relay_gives_beacons_only_to_keys_the_metadata_names",
     ),

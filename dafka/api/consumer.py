@@ -118,6 +118,8 @@ class Consumer:
             start_offsets=self.config.start_offsets,
             fetch_window=self.config.fetch_window,
             fetch_timeout=self.config.fetch_timeout,
+            max_buffered_bytes=self.config.max_buffered_bytes,
+            max_buffered_bytes_per_partition=self.config.max_buffered_bytes_per_partition,
             profile=wire,
             on_data_loss=on_data_loss,
             trusted_stores=parse_trusted_stores(trusted_stores) or None,

@@ -125,8 +125,7 @@ class ConsumerCore(HeadTracking):
         self._topics.pop(topic, None)
         for p in self._parts.values():
             if p.topic == topic:
-                p.buffer.clear()
-                p.buffer_ends.clear()
+                self._drop_buffer(p)
                 p.known_end = p.seen_end = p.req_start = p.req_mid = p.req_end = p.next
                 p.recent.clear()
 
@@ -215,8 +214,7 @@ class ConsumerCore(HeadTracking):
             return [Publish(m.GetHeads(topic, self._node_id))]
         p.next = offset
         p.not_before = not_before
-        p.buffer.clear()
-        p.buffer_ends.clear()
+        self._drop_buffer(p)
         if p.known_end < offset:
             p.known_end = offset
         p.req_start = p.req_mid = p.req_end = offset
@@ -309,7 +307,7 @@ class ConsumerCore(HeadTracking):
                 if fetch is not None:
                     out.append(fetch)
         for key in stale:
-            del self._parts[key]
+            self._drop_buffer(self._parts.pop(key))
             self._store_heads.pop(key, None)
             self._store_tails.pop(key, None)
             self._unconfirmed -= 1

@@ -29,9 +29,12 @@ from .consumer_state import (
     FETCH_RATE,
     HINT_BURST,
     HINT_RATE,
+    MAX_BUFFERED_BYTES,
+    MAX_BUFFERED_BYTES_PER_PARTITION,
     MAX_EQUIVOCATION_REPORTS,
     MAX_UNCONFIRMED,
     ConsumerStats,
+    Held,
 )
 from .consumer_state import REJECT_LOG_PERIOD as _REJECT_LOG_PERIOD
 from .consumer_state import PartitionState as _Partition
@@ -67,6 +70,8 @@ class ConsumerBase:
         fetch_window: int = 10_000,
         fetch_timeout: float = 1.0,
         max_buffered: int = 100_000,
+        max_buffered_bytes: int = MAX_BUFFERED_BYTES,
+        max_buffered_bytes_per_partition: int = MAX_BUFFERED_BYTES_PER_PARTITION,
         max_partitions: int = 100_000,
         max_head_lead: int = 1_000_000,
         profile: Profile = RFC46,
@@ -96,6 +101,11 @@ class ConsumerBase:
             raise ConfigError("fetch_window, max_buffered and max_partitions must be positive")
         if fetch_timeout <= 0:
             raise ConfigError("fetch_timeout must be positive")
+        if not 0 <= max_buffered_bytes_per_partition <= max_buffered_bytes:
+            raise ConfigError(
+                "max_buffered_bytes_per_partition must be 0..max_buffered_bytes "
+                f"({max_buffered_bytes_per_partition!r} > {max_buffered_bytes!r})"
+            )
         if max_head_lead < fetch_window:
             raise ConfigError("max_head_lead must be at least fetch_window")
         if not unserved_after > 0:
@@ -115,6 +125,10 @@ class ConsumerBase:
         self._window = fetch_window
         self._timeout = float(fetch_timeout)
         self._max_buffered = max_buffered
+        # the reorder buffer's byte bounds, over all partitions and per partition
+        self._max_held = max_buffered_bytes
+        self._max_held_part = max_buffered_bytes_per_partition
+        self._held_bytes = 0
         self._max_partitions = max_partitions
         self._lead = max_head_lead
         self._profile = profile
@@ -185,6 +199,27 @@ class ConsumerBase:
             unserved=self._unserved,
             before_start=self._before_start,
         )
+
+    @property
+    def buffered_bytes(self) -> int:
+        """What the reorder buffers hold, over all partitions, as the byte bounds count it."""
+        return self._held_bytes
+
+    def _unbuffer(self, p: _Partition, first: int) -> Held | None:
+        """Take the batch buffered at ``first`` out of ``p``'s reorder buffer (if any)."""
+        held = p.buffer.pop(first, None)
+        if held is not None:
+            p.buffer_ends.pop(first + held[0] - 1, None)
+            p.held_bytes -= held[4]
+            self._held_bytes -= held[4]
+        return held
+
+    def _drop_buffer(self, p: _Partition) -> None:
+        """Forget everything ``p`` holds out of order (call before forgetting ``p``)."""
+        p.buffer.clear()
+        p.buffer_ends.clear()
+        self._held_bytes -= p.held_bytes
+        p.held_bytes = 0
 
     def set_trusted_stores(self, stores: Collection[str] | None) -> None:
         """The stores whose signed tails count (``None``: any store's, bounded; see class)."""
@@ -279,8 +314,7 @@ class ConsumerBase:
             p.next = p.req_start = p.req_mid = p.req_end = start
             p.recent.clear()
             for first in [f for f in p.buffer if f < start]:
-                count = p.buffer.pop(first)[0]
-                p.buffer_ends.pop(first + count - 1, None)
+                self._unbuffer(p, first)
 
     def _confirm(self, p: _Partition) -> None:
         p.confirmed = True

@@ -6,7 +6,10 @@ whoever sent it; a batch that fails is dropped and counted. Batches entirely bel
 the delivery point are dropped as duplicates before paying for verification; a
 batch that overlaps it delivers only its records from the delivery point on. A
 batch ahead of the delivery point waits in the partition's reorder buffer (bounded
-by ``max_buffered`` offsets) and is delivered when the gap before it is filled.
+by ``max_buffered`` offsets, and in bytes by ``max_buffered_bytes_per_partition`` and
+``max_buffered_bytes`` over all partitions) and is delivered when the gap before it
+is filled. A batch over these bounds is not kept: it is fetched again when delivery
+reaches it (the FETCH window in flight is cut back to it).
 
 Offsets nobody can deliver are skipped as a data loss (``DataLoss``): below a
 store's retention tail, a record over ``max_message_size`` (rfc46), or a gap
@@ -21,6 +24,7 @@ from ..errors import WireError
 from ..ids import is_node_id
 from . import messages as m
 from .consumer_fetch import FetchPlanning
+from .consumer_state import HELD_OVERHEAD as _OVERHEAD
 from .consumer_state import (
     MAX_REFUSED,
 )
@@ -115,11 +119,19 @@ class Delivery(FetchPlanning):
             buffer = p.buffer
             if first in buffer:
                 self._duplicates += 1
-            elif last - nxt <= self._max_buffered:
-                buffer[first] = (count, keys, values, timestamp)
+            elif last - nxt <= self._max_buffered and self._room(
+                p, size := len(msg.content) + _OVERHEAD * len(values)
+            ):
+                buffer[first] = (count, keys, values, timestamp, size)
                 p.buffer_ends[last] = first
+                p.held_bytes += size
+                self._held_bytes += size
             else:
                 self._beyond += 1
+                if first < p.req_end:  # not in flight any more: ask again when it is due
+                    p.req_end = first
+                    if p.req_mid > first:
+                        p.req_mid = first
             fetch = self._pump(p, now)
             return [fetch] if fetch is not None else []
         skip = nxt - first  # a batch may overlap what was delivered
@@ -135,16 +147,14 @@ class Delivery(FetchPlanning):
         nxt = last + 1
         buffer = p.buffer
         if buffer:
-            ends = p.buffer_ends
-            while (held := buffer.pop(nxt, None)) is not None:
-                n, h_keys, h_values, h_stamp = held
+            while (held := self._unbuffer(p, nxt)) is not None:
+                n, h_keys, h_values, h_stamp, _ = held
                 if h_values:
                     if p.not_before is None or self._reached_start(p, h_stamp, n):
                         out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
                 else:
                     self._gap_offsets += n
                 nxt += n
-                ends.pop(nxt - 1, None)
         self._delivered += nxt - p.next
         p.next = nxt
         p.progress_at = now
@@ -155,6 +165,15 @@ class Delivery(FetchPlanning):
             if fetch is not None:
                 out.append(fetch)
         return out
+
+    def _room(self, p: _Partition, size: int) -> bool:
+        """Whether a batch of ``size`` bytes (see ``HELD_OVERHEAD``) may wait out of order
+        within the byte bounds: ``max_buffered_bytes_per_partition`` for ``p`` and
+        ``max_buffered_bytes`` over all partitions. One not kept is fetched again when
+        delivery reaches it (a self-signed flood skipping offset 0 pins no more)."""
+        return (
+            p.held_bytes + size <= self._max_held_part and self._held_bytes + size <= self._max_held
+        )
 
     def _reached_start(self, p: _Partition, stamp: float | None, count: int) -> bool:
         """A timestamp start: whether this batch (stamped ``stamp``) is the first to
@@ -280,8 +299,7 @@ class Delivery(FetchPlanning):
         nxt = p.next
         stale = [first for first in p.buffer if first < nxt]
         for first in stale:
-            count = p.buffer.pop(first)[0]
-            p.buffer_ends.pop(first + count - 1, None)
+            self._unbuffer(p, first)
 
     def _on_tail(
         self,
@@ -322,15 +340,14 @@ class Delivery(FetchPlanning):
         if self._on_data_loss == "raise":
             out.append(DataLoss(topic, partition, start, tail, reason))
         nxt = tail
-        while (held := p.buffer.pop(nxt, None)) is not None:  # what waited for the tail
-            n, h_keys, h_values, h_stamp = held
+        while (held := self._unbuffer(p, nxt)) is not None:  # what waited for the tail
+            n, h_keys, h_values, h_stamp, _ = held
             if h_values:
                 if p.not_before is None or self._reached_start(p, h_stamp, n):
                     out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
             else:
                 self._gap_offsets += n
             nxt += n
-            p.buffer_ends.pop(nxt - 1, None)
         self._delivered += nxt - tail
         p.next = nxt
         fetch = self._pump(p, now)

@@ -27,9 +27,16 @@ FETCH_BURST = 4000.0
 MAX_EQUIVOCATION_REPORTS = 100
 SIGNATURE_BYTES = 64  # a signed batch ends with its Ed25519 signature
 MAX_REFUSED = 64  # oversized offsets remembered per partition until delivery reaches them
+# The reorder buffer's byte bounds (defaults of ``max_buffered_bytes`` and
+# ``max_buffered_bytes_per_partition``): a batch held out of order costs its wire size
+# plus HELD_OVERHEAD a record (the Python objects of its keys and values).
+MAX_BUFFERED_BYTES = 64 * 1024 * 1024
+MAX_BUFFERED_BYTES_PER_PARTITION = 16 * 1024 * 1024
+HELD_OVERHEAD = 64
 
-# A buffered batch: (count, keys or None, values, timestamp in seconds or None)
-Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None]
+# A buffered batch: (count, keys or None, values, timestamp in seconds or None, the bytes
+# it is counted for in the reorder buffer's byte bounds)
+Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +47,8 @@ class ConsumerStats:
     duplicates: int
     """Batches at or below the delivered point, or already buffered."""
     beyond_buffer: int
-    """Batches too far ahead to buffer; they are fetched again later."""
+    """Batches ahead of delivery not buffered: too far ahead (``max_buffered`` offsets) or
+    over the reorder buffer's byte bounds; they are fetched again when their turn comes."""
     ignored: int
     """Messages for topics we don't subscribe to or addressed to another node."""
     refused_partitions: int
@@ -86,7 +94,8 @@ class PartitionState:
     ``[next, known_end)`` is what is missing. ``[req_start, req_end)`` is the
     latest FETCH window asked for; ``recent`` maps FETCH offsets to when they
     were sent, to rate-limit repeats. ``buffer`` maps the first offset of a
-    verified batch that arrived early to its records. ``not_before``: while set,
+    verified batch that arrived early to its records, ``held_bytes`` what they are
+    counted for (see ``HELD_OVERHEAD``). ``not_before``: while set,
     batches stamped before it are passed over (a timestamp start).
     """
 
@@ -95,6 +104,7 @@ class PartitionState:
         "buffer_ends",
         "confirmed",
         "from_end",
+        "held_bytes",
         "known_end",
         "memory",
         "next",
@@ -120,6 +130,7 @@ class PartitionState:
         self.seen_end = start
         self.buffer: dict[int, Held] = {}
         self.buffer_ends: dict[int, int] = {}  # last offset -> first offset, of buffered batches
+        self.held_bytes = 0  # the sum of the buffered batches' byte costs
         self.req_start = start
         self.req_mid = start
         self.req_end = start
