@@ -136,6 +136,7 @@ def producer_memory(tower: str, budget: int, size: int) -> dict[str, object]:
             except BufferFullError:
                 break
             queued += len(chunk)
+        del chunk  # the caller's refused records are not the producer's memory
         after = rss_bytes(os.getpid())
         producer.close(timeout=0)
     return {

@@ -4,7 +4,9 @@
 :class:`concurrent.futures.Future` that resolves to the record's offset once it
 is durable: written and fsynced by ``min_acks`` distinct stores (under the
 ``signed`` profile, stores whose signed ACK this producer trusts). Until then
-the record is kept in memory, bounded by ``max_unacked_bytes``: when full,
+the record is kept in memory, bounded by ``max_unacked_bytes`` (a record counts
+its value and key plus 128 bytes, ``RECORD_OVERHEAD``, for what holding it costs
+besides, so the producer's memory stays near the bound with small records): when full,
 ``send`` blocks (or raises :class:`BufferFullError` with ``on_full="raise"``).
 ``send_many`` queues many records under one future, which is far cheaper per
 record. Futures resolve on the IO thread, so callbacks added to them must not

@@ -39,11 +39,24 @@ class CloseResult:
         return not self.unacknowledged and not self.failed
 
 
+RECORD_OVERHEAD = 128
+"""Bytes a record is counted for beyond its value and key, against ``max_unacked_bytes``:
+what holding it costs besides its bytes (its Python object and list slot while it waits
+for the IO thread, its share of the batch's framing, futures and bookkeeping until it is
+acknowledged). Measured: 670,000 records of 100 bytes grew the RSS by 121 MiB for 64 MiB
+of values; counted with it, the RSS stays near the budget (``--phases memory``)."""
+
+
 class UnackedBudget:
     """Records and bytes awaiting acknowledgement, bounded by ``limit`` bytes and
-    ``most`` records; ``block`` False makes a full budget raise instead of wait."""
+    ``most`` records; ``block`` False makes a full budget raise instead of wait.
 
-    def __init__(self, limit: int, most: int, block: bool) -> None:
+    A record counts against ``limit`` for its bytes plus ``overhead`` (``RECORD_OVERHEAD``),
+    from ``reserve`` until it is released (acknowledged) or rejected. ``unacked_bytes`` is
+    the records' own bytes (for metrics); ``charged`` what the bound counts."""
+
+    def __init__(self, limit: int, most: int, block: bool, overhead: int = RECORD_OVERHEAD) -> None:
+        self._overhead = overhead
         self._lock = threading.Lock()  # the fast path takes the bare lock
         self._cond = threading.Condition(self._lock)
         self._limit = limit
@@ -63,7 +76,9 @@ class UnackedBudget:
         with self._lock:
             if self.closed or self._io_stopped:
                 raise self._refusal()
-            limit, most = self._limit, self._max_records
+            most = self._max_records
+            # the bound counts each record's overhead too: room for the bytes over it
+            limit = self._limit - (self.unacked + count) * self._overhead
             if (self.unacked_bytes + size > limit or self.unacked + count > most) and self.unacked:
                 if not self._block:
                     raise BufferFullError(
@@ -71,7 +86,11 @@ class UnackedBudget:
                         "acknowledgement; is a store running?"
                     )
                 while (
-                    (self.unacked_bytes + size > limit or self.unacked + count > most)
+                    (
+                        self.unacked_bytes + size + (self.unacked + count) * self._overhead
+                        > self._limit
+                        or self.unacked + count > most
+                    )
                     and self.unacked
                     and not self.closed
                     and not self._io_stopped
@@ -123,6 +142,11 @@ class UnackedBudget:
         with self._cond:
             self.closed = True
             self._cond.notify_all()
+
+    @property
+    def charged(self) -> int:
+        """What the bound counts now: the records' bytes plus their overhead."""
+        return self.unacked_bytes + self.unacked * self._overhead
 
     def counts(self) -> tuple[int, int, int, int]:
         """(acknowledged, failed, unacknowledged, unacknowledged bytes), read together."""

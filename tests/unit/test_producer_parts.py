@@ -53,3 +53,16 @@ def test_a_refused_state_directory_is_left_unlocked(tmp_path: Path) -> None:
     assert again.node_id == first.node_id and again.identity is not None
     assert again.state is not None
     again.state.close()
+
+
+def test_the_budget_counts_a_per_record_overhead_until_release() -> None:
+    """Small records cost more than their bytes: 1,000 records of 1 byte fill 64 KiB."""
+    budget = UnackedBudget(limit=64 * 1024, most=10**6, block=False, overhead=63)
+    budget.reserve(500, 500)
+    assert budget.charged == 500 * 64
+    budget.reserve(500, 500)
+    with pytest.raises(BufferFullError):
+        budget.reserve(40, 40)  # the bytes alone (1,040) would fit many times over
+    budget.released(500, 500)
+    budget.reserve(40, 40)
+    assert budget.charged == 540 * 64 and budget.unacked_bytes == 540
