@@ -28,7 +28,8 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
 * memory     RSS: a producer (its own process) filling a 64 MiB unacknowledged budget
              where no store acknowledges, against the budget; and the store's RSS
              after each million records of ``--growth-records`` (default 5,000,000)
-             sent to a fresh topic, which should stay flat
+             sent to a fresh topic, which should stay flat; then a producer's peak
+             RSS sending for 10 s to a slow store (stopped 0.5 s every second)
 * latency    records at ``--latency-rate`` per second for ``--latency-seconds``,
              each stamped with the send time (``time.monotonic_ns``, one clock for
              every process on the machine); produce-to-consume p50/p99, beside raw
@@ -320,7 +321,28 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
             sent += step
             samples.append(rss_bytes(store_pid))
             _note(f"memory: {sent:,} records, store RSS {samples[-1] / 2**20:,.0f} MiB")
-    return {"producer": producer, "store_rss_per_million": samples}
+    slow = _slow_store(tower, store_pid, size)
+    return {"producer": producer, "store_rss_per_million": samples, "slow_store": slow}
+
+
+def _slow_store(tower: str, store_pid: int, size: int, seconds: float = 10.0) -> dict[str, float]:
+    """Producer RSS while it sends for ``seconds`` to a store stopped (SIGSTOP) for 0.5 s
+    out of every second: its budget fills and empties again and again."""
+    worker = _worker(
+        "producer-memory", "--tower", tower, "--size", str(size), "--count", "1",
+        "--seconds", str(seconds),
+    )  # fmt: skip
+    try:
+        _ready(worker)
+        deadline = time.monotonic() + seconds + 150
+        while worker.poll() is None and time.monotonic() < deadline:
+            os.kill(store_pid, signal.SIGSTOP)
+            time.sleep(0.5)
+            os.kill(store_pid, signal.SIGCONT)
+            time.sleep(0.5)
+    finally:
+        os.kill(store_pid, signal.SIGCONT)
+    return _result(worker)
 
 
 def _note(line: str) -> None:
@@ -622,6 +644,15 @@ def main() -> None:
             + " ".join(f"{b / 2**20:,.0f}" for b in store_rss),
             file=sys.stderr,
         )
+        slow = mem.get("slow_store")
+        if isinstance(slow, dict):
+            print(
+                f"memory: slow store (stopped 0.5 s a second): producer RSS peak "
+                f"{slow['growth_bytes'] / 2**20:,.1f} MiB over start with a "
+                f"{slow['budget_bytes'] / 2**20:,.0f} MiB budget ({slow['sent_records']:,} "
+                "records sent)",
+                file=sys.stderr,
+            )
     print(f"JSON: {out}", file=sys.stderr)
 
 

@@ -117,11 +117,17 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def producer_memory(tower: str, budget: int, size: int) -> dict[str, object]:
-    """Fill a producer's unacknowledged budget where no store acknowledges; report its RSS."""
+def producer_memory(tower: str, budget: int, size: int, seconds: float) -> dict[str, object]:
+    """Fill a producer's unacknowledged budget where no store acknowledges; report its RSS.
+
+    ``seconds``: send for that long instead, blocking while the budget is full (a slow
+    store: the caller stops and continues it), and report the highest RSS seen."""
     import os
 
     from dafka import BufferFullError, Producer
+
+    if seconds > 0:
+        return _producer_memory_slow(tower, budget, size, seconds)
 
     with Producer(
         "bench-memory", towers=tower, max_unacked_bytes=budget, on_full="raise"
@@ -149,11 +155,37 @@ def producer_memory(tower: str, budget: int, size: int) -> dict[str, object]:
     }
 
 
+def _producer_memory_slow(tower: str, budget: int, size: int, seconds: float) -> dict[str, object]:
+    import os
+
+    from dafka import Producer
+
+    with Producer("bench-memory-slow", towers=tower, max_unacked_bytes=budget) as producer:
+        print(json.dumps({"ready": True}), flush=True)
+        before = peak = rss_bytes(os.getpid())
+        sent = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:  # bounded in time; send blocks while full
+            producer.send_many([b"x" * size for _ in range(10_000)])
+            sent += 10_000
+            peak = max(peak, rss_bytes(os.getpid()))
+        producer.flush(120)
+    return {
+        "count": 1,
+        "budget_bytes": budget,
+        "sent_records": sent,
+        "rss_before": before,
+        "rss_peak": peak,
+        "growth_bytes": peak - before,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("kind", choices=["raw-sub", "consume", "producer-memory"])
     ap.add_argument("--budget", type=int, default=64 << 20)
     ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--seconds", type=float, default=0.0, help="producer-memory: a slow store")
     ap.add_argument("--endpoint", default="")
     ap.add_argument("--tower", default="")
     ap.add_argument("--topic", default="bench")
@@ -167,7 +199,7 @@ def main() -> None:
     if a.kind == "raw-sub":
         result = raw_sub(a.endpoint, a.count, a.latency)
     elif a.kind == "producer-memory":
-        result = producer_memory(a.tower, a.budget, a.size)
+        result = producer_memory(a.tower, a.budget, a.size, a.seconds)
     else:
         result = dafka_consume(
             a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches, a.curve
