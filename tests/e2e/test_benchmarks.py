@@ -50,5 +50,6 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     mem = report["memory"]
     assert mem["producer"]["queued_records"] > 0 and mem["producer"]["rss_full"] > 0
     assert len(mem["store_rss_per_million"]) == 2  # before, and after the 20,000 records
+    assert mem["slow_store"]["sent_records"] > 0 and mem["slow_store"]["rss_peak"] > 0
     assert len(report["load_average_at_start"]) == len(report["load_average_at_end"]) == 3
     assert "vs raw batched" in run.stderr
