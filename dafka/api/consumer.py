@@ -378,6 +378,8 @@ class Consumer(GroupConsumer):
         with self._cond:
             if self._ready_count:
                 return False
+        if self._group is not None and not self._group.settled(time.monotonic(), 2 * END_QUIET):
+            return False  # a group member: at the end of what the group assigns it
         return self._on_loop(lambda now: ([], self._handler.at_end(now)))
 
     @property

@@ -114,6 +114,7 @@ class GroupMember:
         self.caught_up = False
         self._refreshed = time.monotonic()
         self._beats = 0
+        self._settled_at: float | None = None  # since when it holds what the rule gives it
         self._told: frozenset[PartitionKey] | None = None  # partitions said in a heartbeat
         self._thread = threading.Thread(
             target=self._run, name=f"dafka-group-{group[:16]}", daemon=True
@@ -122,6 +123,11 @@ class GroupMember:
         log.info("group.join group=%s member=%s", group, self.member_id)
 
     # ------------------------------------------------------------------ API
+
+    def settled(self, now: float, quiet: float) -> bool:
+        """True once this member has held exactly what the rule gives it for ``quiet`` s."""
+        at = self._settled_at
+        return at is not None and now - at >= quiet
 
     def assignment(self) -> list[PartitionKey]:
         with self._lock:
@@ -285,7 +291,13 @@ class GroupMember:
             self.settings.fence,
         )
         if not p.revoke and not p.take:
+            if p.target == frozenset(self._held):
+                if self._settled_at is None:
+                    self._settled_at = now
+            else:
+                self._settled_at = None  # waiting for a previous owner to let go
             return False
+        self._settled_at = None
         if p.revoke:
             polled = self._consumer._group_revoke(p.revoke)
             offsets = {k: polled[k] for k in p.revoke if k in polled}

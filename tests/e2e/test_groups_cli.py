@@ -36,18 +36,21 @@ def test_a_group_consumer_resumes_where_the_last_one_stopped_and_describe_shows_
         assert first.splitlines() == [f"line {i}" for i in range(4)]
         second = ok(run(*consumer, "-o", "stored", "-c", "6"))
         assert second.splitlines() == [f"line {i}" for i in range(4, 10)]
+        # -e: the end of what the group assigns (nothing new: it exits at once)
+        assert ok(run(*consumer, "-e")) == ""
+        # a new producer is a new partition, with nothing committed: -o says where it starts
+        ok(run("dafka.cli.producer", "ev", "--tower", t, stdin=b"new 0\n"))
+        assert ok(run(*consumer, "-e", "-o", "beginning")) == "new 0\n"
         listed = ok(run("dafka.cli.admin", "groups", "list", "--tower", t))
         assert listed.split() == ["app"]
         described = json.loads(
             ok(run("dafka.cli.admin", "groups", "describe", "app", "--tower", t, "--json"))
         )
-        (row,) = described["partitions"]
-        assert (row["topic"], row["current_offset"], row["log_end_offset"], row["lag"]) == (
-            "ev",
-            10,
-            10,
-            0,
-        )
+        rows = {
+            (r["topic"], r["current_offset"], r["log_end_offset"], r["lag"])
+            for r in described["partitions"]
+        }
+        assert rows == {("ev", 10, 10, 0), ("ev", 1, 1, 0)}
         assert described["members"] == []  # both left
         table = ok(run("dafka.cli.admin", "groups", "describe", "app", "--tower", t))
         assert "CURRENT-OFFSET" in table and "LOG-END-OFFSET" in table and "LAG" in table

@@ -78,3 +78,14 @@ def test_without_group_mode_every_partition_is_read() -> None:
     core = ConsumerCore(C, offset_reset="latest")
     core.subscribe("t", 0.0)
     assert delivered(core.handle(rec(0), 0.0)) == [(P, 0)]
+
+
+def test_at_latest_a_stored_partition_with_no_start_does_not_hold_the_end_back() -> None:
+    core = group_core("latest")
+    core.assign({("t", P): None, ("t", P2): 2}, (), 0.0)
+    core.handle(DirectHead(C, "t", P, 9), 0.0)  # latest: nothing stored is owed
+    core.handle(DirectHead(C, "t", P2, 3), 0.0)  # from 2: offsets 2 and 3 are
+    assert not core.caught_up()
+    core.handle(rec(2, P2), 0.1)
+    core.handle(rec(3, P2), 0.1)
+    assert core.caught_up()
