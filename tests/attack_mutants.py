@@ -54,11 +54,18 @@ TESTS = [
     "tests/integration/test_attacks_queues.py",
     "tests/integration/test_attacks_sources.py",
     "tests/unit/test_attacks_reorder.py",
+    "tests/integration/test_attacks_groups.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "a group member's reader follows the topic ACLs": (
+        "dafka.api.consumer_group",
+        "GroupConsumer._start_group",
+        "                reader_kw=node_kw,",
+        '                reader_kw={**node_kw, "metadata": False},',
+    ),
     "beacon key owns the node ID": (
         "dafka.wire.beacon",
         "_check_key",
@@ -708,6 +715,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 EXPECTED: dict[str, tuple[str, ...]] = {
     "consumer reorder buffer bounded in bytes": (
         "tests/unit/test_attacks_reorder.py::test_self_signed_batches_skipping_offset_0_pin_at_most_the_byte_bounds",
+    ),
+    "a group member's reader follows the topic ACLs": (
+        "tests/integration/test_attacks_groups.py::test_a_non_member_cannot_commit_or_hold_partitions_for_a_group",
     ),
     "tower relay admits the keys the metadata names": (
         "tests/integration/test_attacks_curve_keys.py::test_the_relay_gives_beacons_only_to_keys_the_metadata_names",

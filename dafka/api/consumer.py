@@ -12,6 +12,7 @@ delivered, whoever sent it. Iterate over a Consumer, or call
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -23,6 +24,7 @@ from ..core import messages as m
 from ..core.consumer import ConsumerCore
 from ..core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
 from ..errors import ClosedError, ConfigError, DafkaTimeout, DataLossError, TopicDeletedError
+from ..groups.member import GroupSettings
 from ..ids import check_topic, new_node_id
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
@@ -32,6 +34,7 @@ from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..security.identity import Identity
 from .common import node_config
+from .consumer_group import GroupConsumer
 from .consumer_io import END_QUIET, _ConsumerHandler
 
 log = logging.getLogger(__name__)
@@ -41,7 +44,7 @@ __all__ = ["ConsumedRecord", "Consumer", "RecordBatch"]
 _T = TypeVar("_T")
 
 
-class Consumer:
+class Consumer(GroupConsumer):
     """Receives records of one or more topics, each partition in order."""
 
     def __init__(
@@ -63,6 +66,15 @@ class Consumer:
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_HOST,
         start_timestamp: float | None = None,
+        group: str | None = None,
+        enable_auto_commit: bool = True,
+        auto_commit_interval: float = 5.0,
+        on_assign: Callable[[list[tuple[str, str]]], object] | None = None,
+        on_revoke: Callable[[list[tuple[str, str]]], object] | None = None,
+        session_timeout: float = 10.0,
+        heartbeat_interval: float = 2.0,
+        state_dir: str | os.PathLike[str] | None = None,
+        min_acks: int = 1,
     ) -> None:
         """``offset_reset``: where a partition seen for the first time starts:
         ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
@@ -88,7 +100,15 @@ class Consumer:
         in the core's ``ConsumerStats.data_lost``).
 
         ``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
-        (0: a free port, see :attr:`metrics`; ``docs/metrics.md``)."""
+        (0: a free port, see :attr:`metrics`; ``docs/metrics.md``).
+
+        ``group``: join that consumer group (``docs/groups.md``): read the partitions it
+        assigns, from its committed offsets (``offset_reset`` where none is); commit with
+        :meth:`commit`, and every ``auto_commit_interval`` s if ``enable_auto_commit``.
+        ``on_assign`` / ``on_revoke`` get the partitions taken or given up (a revoked
+        one's position is committed first); ``session_timeout``: a member silent that
+        long is dead; ``state_dir`` keeps the member's key; ``min_acks``: stores that
+        hold a commit before :meth:`commit` returns."""
         check_metrics_port(metrics_port)
         self.metrics: NodeMetrics | None = None
         if on_data_loss not in ("raise", "skip"):
@@ -136,6 +156,11 @@ class Consumer:
         )  # raised by the next poll, once each
         self._cond = threading.Condition()
         self._closed = False
+        if group is not None:
+            settings = GroupSettings(
+                session_timeout, heartbeat_interval, enable_auto_commit, auto_commit_interval
+            )
+            self._group_mode(group)  # before the IO thread starts: nothing read until assigned
         self._loop = NodeLoop(
             self.node_id,
             nconf,
@@ -162,6 +187,10 @@ class Consumer:
             except BaseException:
                 self.close()
                 raise
+        if group is not None:  # the member: its producer and reader of the group topic
+            nodes: dict[str, object] = {"towers": towers, "host": host, "node": node}
+            nodes.update(cluster=cluster, metadata=metadata, trusted_stores=trusted_stores)
+            self._start_group(group, settings, nodes, state_dir, min_acks, on_assign, on_revoke)
         log.info("consumer.start id=%s topics=%s", self.node_id, ",".join(self._initial_topics))
 
     def _follow_metadata(self, nconf: NodeConfig, cluster: str, required: bool) -> None:
@@ -205,6 +234,8 @@ class Consumer:
         the consumer is closed or its IO thread has stopped."""
         check_topic(topic)
         self._check_open()
+        if self._group_held is not None:
+            raise ConfigError("a group member's topics are fixed when it is made")
 
         def call(now: float) -> list[Publish]:
             out = self._core.subscribe(topic, now)
@@ -349,6 +380,8 @@ class Consumer:
         with self._cond:
             if self._ready_count:
                 return False
+        if self._group is not None and not self._group.settled(time.monotonic(), 2 * END_QUIET):
+            return False  # a group member: at the end of what the group assigns it
         return self._on_loop(lambda now: ([], self._handler.at_end(now)))
 
     @property
@@ -556,6 +589,8 @@ class Consumer:
     def close(self) -> None:
         if self._closed:
             return
+        if self._group is not None:
+            self._group.close()  # commits (auto-commit) and leaves while data still flows
         self._closed = True
         if self.metrics is not None:
             self.metrics.close()
@@ -573,8 +608,9 @@ class Consumer:
     # ------------------------------------------------------- IO-thread callbacks
 
     def _deliver(self, runs: list[RecordBatch]) -> None:
-        count = sum(len(run.values) for run in runs)
         with self._cond:
+            runs = self._group_filter(runs)
+            count = sum(len(run.values) for run in runs)
             self._ready.extend(runs)
             self._ready_count += count
             self._cond.notify_all()

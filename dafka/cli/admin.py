@@ -11,6 +11,7 @@
     dafka cluster status | set --no-auto-create | set --curve --curve-clients metadata
     dafka admins list | add <public key> | remove <public key>
     dafka query heads [TOPIC ...] | read TOPIC [--key-file FILE]   (dafka.cli.query)
+    dafka groups list | describe GROUP   (dafka.cli.groups)
 
 Writes go through the Raft leader, signed with the admin key file ``--admin-key``
 (default ``$DAFKA_ADMIN_KEY``, else ``.dafka/admin.key``, which ``dafka-local`` makes);
@@ -34,6 +35,7 @@ from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
 from .common import CONTEXT, Group, common_options, run_cli
+from .groups import groups
 from .holdings import StoreView, human, survey
 from .query import query
 
@@ -497,6 +499,7 @@ def admins_remove(
 
 
 main.add_command(query)
+main.add_command(groups)
 
 if __name__ == "__main__":
     main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -47,7 +48,7 @@ def parse_offset(text: str) -> Literal["earliest", "latest"] | int | float:
     if low[:2] == "s@" and text[2:].isdigit():
         return int(text[2:]) / 1000.0
     if low == "stored":
-        raise ConfigError("-o stored: dafka-consumer keeps no stored offsets; give a number")
+        raise ConfigError("-o stored needs a group (-G GROUP), whose committed offsets it reads")
     raise ConfigError(
         f"bad offset {text!r}: use beginning, end, N, -N (N before the end) or s@TIMESTAMP_MS"
     )
@@ -132,6 +133,34 @@ def as_json(r: ConsumedRecord) -> bytes:
     obj.update(_text_or_b64("key", r.key))
     obj.update(_text_or_b64("value", r.value))
     return json.dumps(obj).encode() + b"\n"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _group_options(
+    group: str | None, commit_interval: float, session_timeout: float, heartbeat_interval: float
+) -> dict[str, object]:
+    """The Consumer's group arguments for -G (none without it); assignments said on stderr."""
+    if group is None:
+        return {}
+
+    def said(what: str) -> Callable[[list[tuple[str, str]]], None]:
+        def call(keys: list[tuple[str, str]]) -> None:
+            names = ", ".join(f"{t}/{p}" for t, p in keys)
+            click.echo(f"% group {group} {what}: {names}", err=True)
+
+        return call
+
+    return {
+        "group": group,
+        "auto_commit_interval": commit_interval,
+        "session_timeout": session_timeout,
+        "heartbeat_interval": heartbeat_interval,
+        "on_assign": said("assigned"),
+        "on_revoke": said("revoked"),
+    }
 
 
 DEFAULT_WAIT = 15.0
@@ -257,6 +286,41 @@ class _Waiting:
     help="With --curve: the directory of the node.key this consumer speaks CURVE under "
     "(dafka-keys create). Default: a fresh key.",
 )
+@click.option(
+    "-G",
+    "--group",
+    default=None,
+    help="Join this consumer group: read the partitions it assigns, from its committed "
+    "offsets, and commit as records are printed (kcat -G). -o then says where to start "
+    "a partition with no committed offset (default: stored, which is end).",
+)
+@click.option(
+    "--commit-interval",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With -G: seconds between automatic commits (and one on exit).",
+)
+@click.option(
+    "--session-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With -G: a member silent this long is dead and its partitions move.",
+)
+@click.option(
+    "--heartbeat-interval",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With -G: seconds between heartbeats (at most half the session timeout).",
+)
+@click.option(
+    "--state-dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="With -G: keep the member's key here, so a restart is the same member.",
+)
 @metrics_options
 @progress_option
 @run_cli
@@ -283,11 +347,23 @@ def main(
     metrics_host: str,
     watermarks: bool,
     progress: bool,
+    group: str | None,
+    commit_interval: float,
+    session_timeout: float,
+    heartbeat_interval: float,
+    state_dir: str | None,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
     if from_beginning and offset is not None:
         raise ConfigError("give either --from-beginning or -o, not both")
+    if group is not None and offset is not None and offset.lower() == "stored":
+        offset = None  # the committed offsets, else the end
+    if group is None and state_dir is not None:
+        raise ConfigError("--state-dir needs a group (-G GROUP)")
     start = "earliest" if from_beginning else parse_offset(offset or "end")
+    group_kw = _group_options(group, commit_interval, session_timeout, heartbeat_interval)
+    if group is not None:
+        group_kw["state_dir"] = state_dir
     reset = "earliest" if isinstance(start, float) else start
     render = _renderer(as_json_lines, format, delimiter, key_delimiter)
     out = sys.stdout.buffer
@@ -303,8 +379,13 @@ def main(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
         start_timestamp=start if isinstance(start, float) else None,
+        **group_kw,  # type: ignore[arg-type]
     ) as consumer:
         announce(consumer.metrics)
+        if group is not None:
+            # SIGTERM leaves the group cleanly (commit, leave), as Ctrl-C does
+            signal.signal(signal.SIGTERM, _interrupt)
+            click.echo(f"% group {group} member {consumer.member_id}", err=True)
         if watermarks:
             marks = consumer.watermarks(timeout=wait)
             for (topic, partition), (low, high) in sorted(marks.items()):

@@ -51,7 +51,7 @@ matters (exactly once, in order) over arbitrary interleavings instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
 from ..errors import ConfigError
 from ..ids import check_topic, is_node_id
@@ -68,6 +68,8 @@ from .effects import Effect, Publish
 from .equivocation import ConsumerEquivocation
 
 log = logging.getLogger(__name__)
+
+_PARTITION_MESSAGES = (m.Record, m.DirectRecord, m.Head, m.DirectHead, m.Oversized)
 
 __all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
 
@@ -226,6 +228,67 @@ class ConsumerCore(HeadTracking):
         fetch = self._pump(p, now)
         return [fetch] if fetch is not None else []
 
+    # ------------------------------------------------------------- groups
+
+    # group mode (dafka.groups): only assigned partitions are read; the others are
+    # noted (bounded), for the group to assign
+    _assigned: set[PartitionKey] | None = None
+    _unassigned: dict[PartitionKey, None]
+
+    def group_mode(self) -> None:
+        """Read no partition until :meth:`assign` gives it (a consumer group member)."""
+        if self._assigned is None:
+            self._assigned = set()
+            self._unassigned = {}
+
+    def assign(
+        self,
+        add: Mapping[PartitionKey, int | None],
+        remove: Collection[PartitionKey] = (),
+        now: float = 0.0,
+    ) -> list[Publish]:
+        """Group mode: start reading ``add`` (each from its offset; ``None``: by
+        ``offset_reset``) and stop reading ``remove`` (its state is forgotten)."""
+        self.group_mode()
+        assigned = self._assigned
+        assert assigned is not None
+        for key in remove:
+            assigned.discard(key)
+            self._forget(key)
+            self._note_unassigned(key, now)
+        topics: set[str] = set()
+        for key, start in add.items():
+            assigned.add(key)
+            self._unassigned.pop(key, None)
+            self._forget(key)
+            if start is None:
+                self._start_offsets.pop(key, None)
+            else:
+                self._start_offsets[key] = start
+            topics.add(key[0])
+        return [Publish(m.GetHeads(t, self._node_id)) for t in sorted(topics) if t in self._topics]
+
+    def known_partitions(self) -> list[PartitionKey]:
+        """Group mode: the partitions of subscribed topics seen, assigned or not."""
+        if self._assigned is None:
+            return []
+        keys = [*self._unassigned, *self._assigned]
+        return [k for k in keys if k[0] in self._topics]
+
+    def _forget(self, key: PartitionKey) -> None:
+        p = self._parts.pop(key, None)
+        if p is not None and not p.confirmed:
+            self._unconfirmed -= 1
+        self._store_heads.pop(key, None)
+        self._store_tails.pop(key, None)
+
+    def _note_unassigned(self, key: PartitionKey, now: float) -> None:
+        """Bounded like partitions that are read: the per-topic cap and the rate of new
+        partitions per source (a flood of made-up partitions costs the group nothing more)."""
+        if key not in self._unassigned and len(self._unassigned) < self._max_partitions:
+            if is_node_id(key[1]) and self._gate.admit(key, now, self._source):
+                self._unassigned[key] = None
+
     # ------------------------------------------------------------- messages
 
     def handle(self, msg: m.Message, now: float, source: str = "") -> list[Effect]:
@@ -235,6 +298,15 @@ class ConsumerCore(HeadTracking):
         (:class:`~dafka.core.admission.PartitionGate`; "": unknown)."""
         self._source = source
         kind = type(msg)
+        if (
+            self._assigned is not None
+            and kind in _PARTITION_MESSAGES
+            and (msg.topic, msg.partition) not in self._assigned  # type: ignore[union-attr]
+        ):
+            if msg.topic in self._topics:  # type: ignore[union-attr]
+                self._note_unassigned((msg.topic, msg.partition), now)  # type: ignore[union-attr]
+            self._ignored += 1
+            return []
         if kind is m.Record:
             assert isinstance(msg, m.Record)
             if msg.topic not in self._topics:
@@ -318,7 +390,7 @@ class ConsumerCore(HeadTracking):
 
     def _wants_heads(self, topic: str) -> bool:
         """Whether stores should tell us the heads of ``topic`` (not needed at latest)."""
-        if self._reset != "latest" or self._start_time is not None:
+        if self._reset != "latest" or self._start_time is not None or self._assigned is not None:
             return True
         return any(key[0] == topic for key in self._start_offsets)
 

@@ -40,7 +40,11 @@ class HeadTracking(Delivery):
             if key[0] not in topics:
                 continue
             p = parts.get(key)
-            if p is None or p.next <= head:
+            if p is None:
+                if self._starts_at_latest() and key not in self._start_offsets:
+                    continue  # read from the first record seen: nothing stored is owed
+                return False
+            if p.next <= head:
                 return False
         return True
 

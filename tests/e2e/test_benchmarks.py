@@ -53,3 +53,20 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     assert mem["slow_store"]["sent_records"] > 0 and mem["slow_store"]["rss_peak"] > 0
     assert len(report["load_average_at_start"]) == len(report["load_average_at_end"]) == 3
     assert "vs raw batched" in run.stderr
+
+
+@pytest.mark.integration
+def test_the_groups_benchmark_reports_commits_against_a_plain_send() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.groups", "--commits", "20", "--partitions", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["sync"]["count"] == report["baseline"]["count"] == 20
+    assert report["async"]["per_s"] > 0 and report["join_s"] > 0
+    assert report["sync_vs_baseline_latency"] > 0
+    assert len(report["load_start"]) == len(report["load_end"]) == 3

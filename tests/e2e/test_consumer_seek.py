@@ -108,7 +108,7 @@ def test_seek_back_redelivers_and_positions_follow_polls(platform: Tower) -> Non
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["-o", "stored"], "no stored offsets"),
+        (["-o", "stored"], "-o stored needs a group"),
         (["-o", "s@soon"], "bad offset"),
         (["-o", "-0"], "bad offset"),
         (["-o", "s@1700000000000", "--profile", "rfc46"], "rfc46 records carry no timestamp"),

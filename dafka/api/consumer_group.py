@@ -1,0 +1,182 @@
+"""The consumer-group half of the public :class:`~dafka.api.consumer.Consumer`.
+
+:class:`GroupConsumer` is a base of ``Consumer``: the group API (``commit``,
+``committed``, ``assignment``, ``member_id``) and what the member's thread
+(:class:`~dafka.groups.member.GroupMember`) asks of the consumer: the partitions
+seen, the positions, and to start or stop reading partitions. See ``docs/groups.md``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..core.consumer import ConsumerCore
+from ..core.effects import Publish, RecordBatch
+from ..errors import ConfigError
+from ..groups.member import Callback, GroupMember, GroupSettings
+from ..groups.records import group_topic
+
+PartitionKey = tuple[str, str]
+
+__all__ = ["GroupConsumer"]
+
+
+class GroupConsumer:
+    _core: ConsumerCore
+    _cond: threading.Condition
+    _ready: deque[RecordBatch]
+    _head_used: int
+    _group: GroupMember | None = None
+    _group_held: set[PartitionKey] | None = None  # what the member reads (None: no group)
+    _known: frozenset[PartitionKey] = frozenset()
+    _initial_topics: list[str]
+
+    if TYPE_CHECKING:
+
+        def _on_loop(
+            self, fn: Callable[[float], tuple[list[Publish], Any]], timeout: float = 10.0
+        ) -> Any: ...
+
+        def _drop_ready(self, topic: str, partition: str | None) -> int: ...
+
+        def positions(self) -> dict[PartitionKey, int]: ...
+
+    # ------------------------------------------------------------------ API
+
+    def commit(
+        self,
+        offsets: Mapping[PartitionKey, int] | None = None,
+        *,
+        asynchronous: bool = False,
+    ) -> dict[PartitionKey, int]:
+        """Commit the next offset to read per (topic, partition) for the group.
+
+        Default: the position (:meth:`positions`: the next record a poll returns) of
+        every partition this member reads. Returns what was committed, once
+        ``min_acks`` stores hold it (raises :class:`~dafka.errors.DafkaTimeout` if they
+        do not in time), or at once if ``asynchronous``."""
+        return self._member().commit(offsets, asynchronous)
+
+    def committed(self) -> dict[PartitionKey, int]:
+        """The group's committed offsets (next offset to read), per (topic, partition)."""
+        return self._member().committed()
+
+    def assignment(self) -> list[PartitionKey]:
+        """The partitions this group member reads now."""
+        return self._member().assignment()
+
+    @property
+    def member_id(self) -> str | None:
+        """This consumer's ID in its group (its partition of the group topic), if any."""
+        return None if self._group is None else self._group.member_id
+
+    # ------------------------------------------------------------- set-up
+
+    def _group_mode(self, group: str) -> None:
+        """Before the IO thread starts: read nothing until the group assigns."""
+        group_topic(group)  # a clear error for a bad name, before anything starts
+        self._core.group_mode()
+        self._group_held = set()
+
+    def _start_group(
+        self,
+        group: str,
+        settings: GroupSettings,
+        node_kw: Mapping[str, object],
+        state_dir: object,
+        min_acks: int,
+        on_assign: Callback | None,
+        on_revoke: Callback | None,
+    ) -> None:
+        """Start the member (its producer, reader and thread); close if that fails."""
+        try:
+            self._group = GroupMember(
+                self,
+                group,
+                self._initial_topics,
+                settings,
+                producer_kw={
+                    **node_kw,
+                    "state_dir": state_dir,
+                    "min_acks": min_acks,
+                    "max_batch_records": 1024,
+                    # a member without stores says so (BufferFullError), never blocks
+                    "max_unacked_bytes": 16 * 1024 * 1024,
+                    "on_full": "raise",
+                },
+                reader_kw=node_kw,
+                on_assign=on_assign,
+                on_revoke=on_revoke,
+            )
+        except BaseException:
+            self.close()  # type: ignore[attr-defined]
+            raise
+
+    def _member(self) -> GroupMember:
+        if self._group is None:
+            raise ConfigError("this consumer is in no group (Consumer(..., group=NAME))")
+        return self._group
+
+    def _group_filter(self, runs: list[RecordBatch]) -> list[RecordBatch]:
+        """On the IO thread, holding ``_cond``: drop runs of partitions revoked since."""
+        held = self._group_held
+        if held is None:
+            return runs
+        return [r for r in runs if (r.topic, r.partition) in held]
+
+    # ------------------------------------------------- the member's requests
+
+    def _group_positions(self) -> dict[PartitionKey, int]:
+        return self.positions()
+
+    def _group_known(self) -> frozenset[PartitionKey]:
+        """The partitions the core has seen (refreshed on the IO thread for next time)."""
+
+        def call(now: float) -> list[Publish]:
+            self._known = frozenset(self._core.known_partitions())
+            return []
+
+        self._core_call(call)
+        return self._known
+
+    def _core_call(self, fn: Callable[[float], list[Publish]]) -> None:
+        self._loop.call(fn)  # type: ignore[attr-defined]
+
+    def _group_revoke(self, keys: frozenset[PartitionKey]) -> dict[PartitionKey, int]:
+        """Stop reading ``keys`` at once; their positions (records not polled are dropped,
+        so the next owner reads them). One step on the IO thread, holding ``_cond``, so
+        a poll sees either all of it or none."""
+        held = self._group_held
+        assert held is not None
+
+        def call(now: float) -> tuple[list[Publish], dict[PartitionKey, int]]:
+            with self._cond:
+                held.difference_update(keys)
+                pos = self._core.positions()
+                seen: set[PartitionKey] = set()
+                for i, run in enumerate(self._ready):
+                    key = (run.topic, run.partition)
+                    if key in keys and key not in seen:
+                        seen.add(key)
+                        pos[key] = run.offset + (self._head_used if i == 0 else 0)
+                for topic, partition in keys:
+                    self._drop_ready(topic, partition)
+            out = self._core.assign({}, keys, now)
+            return out, {k: pos[k] for k in keys if k in pos}
+
+        return dict(self._on_loop(call))
+
+    def _group_assign(self, starts: Mapping[PartitionKey, int | None]) -> None:
+        held = self._group_held
+        assert held is not None
+        starts = dict(starts)
+        with self._cond:
+            held.update(starts)
+
+        def call(now: float) -> list[Publish]:
+            return self._core.assign(starts, (), now)
+
+        self._core_call(call)

@@ -1,0 +1,330 @@
+"""A consumer group member, the IO side: one thread that reads the group topic,
+heartbeats, rebalances and commits for a :class:`~dafka.api.consumer.Consumer`.
+
+The member's records go out through its own signed :class:`Producer` on the
+group topic (its partition is its member ID) and come back through a reader
+that follows the topic from its beginning; a commit returns only once
+``min_acks`` stores acknowledged it. See ``docs/groups.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from ..core.effects import RecordBatch
+from ..errors import ConfigError, DafkaError, DafkaTimeout, WireError
+from ..futures import RecordFuture
+from .assign import PartitionKey
+from .plan import plan
+from .records import Commit, Heartbeat, Leave, decode, encode, group_topic
+from .view import GroupView
+
+if TYPE_CHECKING:
+    from ..api.consumer import Consumer
+    from ..api.consumer_group import GroupConsumer
+    from ..api.producer import Producer
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GroupMember", "GroupSettings"]
+
+Callback = Callable[[list[PartitionKey]], object]
+PARTS_EVERY = 30  # heartbeats carry the known partitions when they change, and this often
+
+
+class GroupSettings:
+    """The timing of a group member (seconds)."""
+
+    def __init__(
+        self,
+        session_timeout: float = 10.0,
+        heartbeat_interval: float = 2.0,
+        auto_commit: bool = True,
+        auto_commit_interval: float = 5.0,
+        commit_timeout: float = 10.0,
+        join_timeout: float = 5.0,
+        refresh_interval: float = 3600.0,
+    ) -> None:
+        if not session_timeout > 0 or not heartbeat_interval > 0:
+            raise ConfigError("session_timeout and heartbeat_interval must be positive")
+        if heartbeat_interval * 2 > session_timeout:
+            raise ConfigError(
+                "heartbeat_interval must be at most half of session_timeout "
+                f"({heartbeat_interval} s > {session_timeout} s / 2)"
+            )
+        if not auto_commit_interval > 0 or not commit_timeout > 0:
+            raise ConfigError("auto_commit_interval and commit_timeout must be positive")
+        self.session_timeout = float(session_timeout)
+        self.heartbeat_interval = float(heartbeat_interval)
+        self.auto_commit = bool(auto_commit)
+        self.auto_commit_interval = float(auto_commit_interval)
+        self.commit_timeout = float(commit_timeout)
+        self.join_timeout = float(join_timeout)
+        self.refresh_interval = float(refresh_interval)
+        self.fence = self.session_timeout * 2 / 3
+
+
+class GroupMember:
+    def __init__(
+        self,
+        consumer: GroupConsumer,
+        group: str,
+        topics: Iterable[str],
+        settings: GroupSettings,
+        *,
+        producer_kw: Mapping[str, object],
+        reader_kw: Mapping[str, object],
+        on_assign: Callback | None = None,
+        on_revoke: Callback | None = None,
+    ) -> None:
+        from ..api.consumer import Consumer
+        from ..api.producer import Producer
+
+        self.group = group
+        self.topic = group_topic(group)
+        self.settings = settings
+        self._consumer = consumer
+        self._topics = tuple(topics)
+        self._on_assign = on_assign
+        self._on_revoke = on_revoke
+        self._lock = threading.RLock()
+        self._held: dict[PartitionKey, int] = {}  # partition -> epoch of our ownership
+        self._last_committed: dict[PartitionKey, int] = {}
+        self.view = GroupView(settings.session_timeout)
+        self.bad_records = 0
+        self._stop = threading.Event()
+        self._client = f"{socket.gethostname()}/{os.getpid()}"
+        self.producer: Producer = Producer(self.topic, **producer_kw)  # type: ignore[arg-type]
+        self.member_id = self.producer.partition
+        try:
+            self.reader: Consumer = Consumer(
+                self.topic,
+                offset_reset="earliest",
+                **reader_kw,  # type: ignore[arg-type]
+            )
+        except BaseException:
+            self.producer.close(timeout=1.0)
+            raise
+        self.caught_up = False
+        self._refreshed = time.monotonic()
+        self._beats = 0
+        self._settled_at: float | None = None  # since when it holds what the rule gives it
+        self._told: frozenset[PartitionKey] | None = None  # partitions said in a heartbeat
+        self._thread = threading.Thread(
+            target=self._run, name=f"dafka-group-{group[:16]}", daemon=True
+        )
+        self._thread.start()
+        log.info("group.join group=%s member=%s", group, self.member_id)
+
+    # ------------------------------------------------------------------ API
+
+    def settled(self, now: float, quiet: float) -> bool:
+        """True once this member has held exactly what the rule gives it for ``quiet`` s."""
+        at = self._settled_at
+        return at is not None and now - at >= quiet
+
+    def assignment(self) -> list[PartitionKey]:
+        with self._lock:
+            return sorted(self._held)
+
+    def committed(self) -> dict[PartitionKey, int]:
+        with self._lock:
+            return {k: c.offset for k, c in self.view.committed().items()}
+
+    def commit(
+        self, offsets: Mapping[PartitionKey, int] | None = None, asynchronous: bool = False
+    ) -> dict[PartitionKey, int]:
+        """Commit ``offsets`` (default: the next offset after what was polled, per held
+        partition); returns once ``min_acks`` stores hold the commit, unless
+        ``asynchronous``."""
+        with self._lock:
+            if offsets is None:
+                polled = self._consumer._group_positions()
+                offsets = {k: polled[k] for k in self._held if k in polled}
+            offsets, fut = self._send_commit(dict(offsets))
+        if fut is not None and not asynchronous:
+            self._wait(fut)
+        return offsets
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(timeout=timeout + self.settings.commit_timeout)
+        try:
+            with self._lock:
+                if self.settings.auto_commit and self._held:
+                    try:
+                        self.commit()
+                    except DafkaError as exc:
+                        log.warning("group.final_commit_failed group=%s error=%s", self.group, exc)
+                self._send(Leave()).result(timeout=timeout)
+        except Exception as exc:  # a leave not stored only delays the others
+            log.info("group.leave_unconfirmed group=%s error=%s", self.group, exc)
+        finally:
+            self.reader.close()
+            self.producer.close(timeout=timeout)
+        log.info("group.leave group=%s member=%s", self.group, self.member_id)
+
+    # ------------------------------------------------------------- internals
+
+    def _send(self, record: Heartbeat | Commit | Leave) -> RecordFuture:
+        return self.producer.send(encode(record))
+
+    def _commit(self, offsets: dict[PartitionKey, int], asynchronous: bool) -> dict:
+        offsets, fut = self._send_commit(offsets)
+        if fut is not None and not asynchronous:
+            self._wait(fut)
+        return offsets
+
+    def _wait(self, fut: RecordFuture) -> None:
+        try:
+            fut.result(timeout=self.settings.commit_timeout)
+        except TimeoutError as exc:
+            raise DafkaTimeout(
+                f"commit to group {self.group!r} not acknowledged by the stores within "
+                f"{self.settings.commit_timeout} s (is a store running?)"
+            ) from exc
+
+    def _send_commit(
+        self, offsets: dict[PartitionKey, int]
+    ) -> tuple[dict[PartitionKey, int], RecordFuture | None]:
+        """Publish a commit (holding the lock); its future, None if nothing to commit."""
+        if not offsets:
+            return {}, None
+        for key, offset in offsets.items():
+            if type(offset) is not int or offset < 0:
+                raise ConfigError(f"commit offset for {key} must be an int >= 0, not {offset!r}")
+        entries = tuple(
+            (t, p, o, self._held.get((t, p), self.view.epoch((t, p))))
+            for (t, p), o in sorted(offsets.items())
+        )
+        record = Commit(entries)
+        fut = self._send(record)
+        self.view.apply(self.member_id, record, time.monotonic())
+        self._last_committed.update(offsets)
+        return offsets, fut
+
+    def _heartbeat(self) -> None:
+        known = self._consumer._group_known()
+        self._beats += 1
+        if known == self._told and self._beats % PARTS_EVERY:
+            parts = None  # unchanged: the readers keep what this member said last
+        else:
+            parts = self._told = known
+        self._send(Heartbeat(self._topics, frozenset(self._held), parts, self._client))
+
+    def _read(self) -> None:
+        runs = self.reader.poll_batches(10_000, timeout=0.05)  # not holding the lock
+        now = time.monotonic()
+        with self._lock:
+            self._apply(runs, now)
+
+    def _apply(self, runs: list[RecordBatch], now: float) -> None:
+        for run in runs:
+            for value in run.values:
+                try:
+                    record = decode(value)
+                except WireError as exc:
+                    self.bad_records += 1
+                    log.debug("group.bad_record member=%s error=%s", run.partition, exc)
+                    continue
+                self.view.apply(run.partition, record, now)
+
+    def _run(self) -> None:
+        s = self.settings
+        start = time.monotonic()
+        next_hb = start
+        next_commit = start + s.auto_commit_interval
+        while not self._stop.is_set():
+            try:
+                self._read()
+                now = time.monotonic()
+                with self._lock:
+                    if not self.caught_up and (
+                        self.reader.at_end() or now - start > s.join_timeout
+                    ):
+                        self.caught_up = True
+                        log.info(
+                            "group.caught_up group=%s records=%d", self.group, self.view.records
+                        )
+                    if now >= next_hb:
+                        self._heartbeat()
+                        next_hb = now + s.heartbeat_interval
+                    if self.caught_up and self._rebalance(time.monotonic()):
+                        self._heartbeat()
+                        next_hb = time.monotonic() + s.heartbeat_interval
+                    if s.auto_commit and now >= next_commit:
+                        next_commit = now + s.auto_commit_interval
+                        self._auto_commit(now)
+            except Exception:  # the member must go on; a broken turn is logged
+                log.exception("group.turn_failed group=%s", self.group)
+                self._stop.wait(0.5)
+
+    def _auto_commit(self, now: float) -> None:
+        polled = self._consumer._group_positions()
+        refresh = now - self._refreshed >= self.settings.refresh_interval
+        if refresh:  # commit even what did not move, so retention keeps a live group's offsets
+            self._refreshed = now
+        offsets = {
+            k: polled[k]
+            for k in self._held
+            if k in polled and (refresh or self._last_committed.get(k) != polled[k])
+        }
+        if offsets:
+            self._commit(offsets, asynchronous=True)
+
+    def _rebalance(self, now: float) -> bool:
+        p = plan(
+            self.member_id,
+            self._topics,
+            frozenset(self._held),
+            self.view.alive(now),
+            self._consumer._group_known(),
+            now,
+            self.settings.fence,
+        )
+        if not p.revoke and not p.take:
+            if p.target == frozenset(self._held):
+                if self._settled_at is None:
+                    self._settled_at = now
+            else:
+                self._settled_at = None  # waiting for a previous owner to let go
+            return False
+        self._settled_at = None
+        if p.revoke:
+            polled = self._consumer._group_revoke(p.revoke)
+            offsets = {k: polled[k] for k in p.revoke if k in polled}
+            try:
+                self._commit(offsets, asynchronous=False)
+            except DafkaError as exc:
+                log.warning("group.revoke_commit_failed group=%s error=%s", self.group, exc)
+            for k in p.revoke:
+                self._held.pop(k, None)
+            log.info("group.revoke group=%s partitions=%d", self.group, len(p.revoke))
+            self._callback(self._on_revoke, p.revoke)
+        if p.take:
+            committed = self.view.committed()
+            starts: dict[PartitionKey, int | None] = {}
+            for k in p.take:
+                c = committed.get(k)
+                starts[k] = c.offset if c is not None else None
+                self._held[k] = self.view.epoch(k) + 1
+            self._consumer._group_assign(starts)
+            log.info("group.assign group=%s partitions=%d", self.group, len(p.take))
+            self._callback(self._on_assign, p.take)
+        return True
+
+    def _callback(self, fn: Callback | None, keys: frozenset[PartitionKey]) -> None:
+        if fn is None:
+            return
+        try:
+            fn(sorted(keys))
+        except Exception:
+            log.exception("group.callback_failed group=%s", self.group)
