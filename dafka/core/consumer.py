@@ -277,8 +277,10 @@ class ConsumerCore(HeadTracking):
 
     def _forget(self, key: PartitionKey) -> None:
         p = self._parts.pop(key, None)
-        if p is not None and not p.confirmed:
-            self._unconfirmed -= 1
+        if p is not None:
+            self._drop_buffer(p)  # what it held out of order leaves the byte count too
+            if not p.confirmed:
+                self._unconfirmed -= 1
         self._store_heads.pop(key, None)
         self._store_tails.pop(key, None)
 

@@ -116,3 +116,16 @@ def test_a_per_partition_bound_above_the_total_is_refused() -> None:
         consumer(max_buffered_bytes=1024, max_buffered_bytes_per_partition=2048)
     with pytest.raises(ConfigError, match="max_buffered_bytes_per_partition"):
         ConsumerConfig(max_buffered_bytes=1024, max_buffered_bytes_per_partition=2048).validate()
+
+
+def test_a_partition_a_group_takes_away_gives_back_its_buffered_bytes() -> None:
+    """Group mode forgets a revoked partition: what it held out of order must leave the
+    byte count too, or the bound would shrink for good with every rebalance."""
+    core = consumer()
+    key = Identity.from_seed(bytes([77]) * 32)
+    core.assign({("t", key.node_id): 0})
+    for offset in range(1, 5):  # ahead of offset 0: buffered
+        core.handle(from_blob(blob(offset, 1, identity=key, values=[b"v" * 1000])), 0.0)
+    assert core.buffered_bytes > 4000
+    core.assign({}, remove=[("t", key.node_id)])
+    assert core.buffered_bytes == 0
