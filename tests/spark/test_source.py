@@ -420,3 +420,33 @@ def test_min_offsets_per_trigger_waits_for_enough_records(spark, platform, tmp_p
         query.stop()
     assert query.exception() is None
     assert sizes[0] == 10 and all(n >= 50 for n in sizes[1:] if n), sizes
+
+
+def test_the_query_progress_reports_the_latest_offsets_so_lag_shows(
+    spark, platform, tmp_path: Path
+) -> None:
+    """Each micro-batch's progress names the newest offsets the stores hold (the source's
+    reportLatestOffset), beside where the batch ended: the lag, as the Kafka source shows."""
+    p = platform.produce("s.progress", [b"v"] * 50)
+    df = reader(
+        spark,
+        platform.towers,
+        "s.progress",
+        stream=True,
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger=20,
+    )
+    query = (
+        df.writeStream.format("noop")
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
+    )
+    assert query.awaitTermination(120)
+    sources = [
+        s for progress in query.recentProgress for s in progress["sources"] if s["endOffset"]
+    ]
+    assert [json.loads(s["endOffset"]) for s in sources] == [
+        {"s.progress": {p: end}} for end in (20, 40, 50)
+    ]
+    assert all(json.loads(s["latestOffset"]) == {"s.progress": {p: 50}} for s in sources)
