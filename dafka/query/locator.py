@@ -250,6 +250,17 @@ def shared_locator(
         return locator, _LOCKS[ident]
 
 
+def close_shared() -> None:
+    """Close every locator :func:`shared_locator` keeps (this process's)."""
+    with _SHARED_LOCK:
+        if _SHARED_PID == os.getpid():
+            for ident, locator in _SHARED.items():
+                with _LOCKS[ident]:
+                    locator.close()
+        _SHARED.clear()
+        _LOCKS.clear()
+
+
 def locate_stores(towers: str | Iterable[str] | None, wait: float = DEFAULT_WAIT) -> dict[str, str]:
     """One-shot: the stores heard through ``towers`` within ``wait`` seconds."""
     with StoreLocator(towers, wait=wait) as locator:

@@ -6,8 +6,7 @@ from dafka.query import locator
 
 
 def test_one_locator_per_tower_list_is_reused_and_the_oldest_closed_past_the_bound() -> None:
-    locator._SHARED.clear()
-    locator._LOCKS.clear()
+    locator.close_shared()  # those of earlier tests in this process: closed, not dropped
     first, lock = locator.shared_locator("127.0.0.1:5556", wait=0.1, key=None)
     again, lock_again = locator.shared_locator("127.0.0.1:5556", wait=0.1, key=None)
     assert again is first and lock_again is lock  # a warm session does not listen again
@@ -21,5 +20,5 @@ def test_one_locator_per_tower_list_is_reused_and_the_oldest_closed_past_the_bou
     assert len(locator._SHARED) == locator.MAX_SHARED
     fresh, _ = locator.shared_locator("127.0.0.1:5556", wait=0.1, key=None)
     assert fresh is not first
-    locator._SHARED.clear()
-    locator._LOCKS.clear()
+    locator.close_shared()
+    assert locator._SHARED == {}
