@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from dafka.api.producer_budget import RECORD_OVERHEAD
 from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
 
 pytestmark = pytest.mark.e2e
 
 LINES = 500_000
+HELD = 20_000 // (7 + RECORD_OVERHEAD)
+"""Records of 7 bytes that a 20,000-byte unacknowledged budget holds."""
 INTERRUPTED = r"interrupted by (SIG\w+): (\d+) records acknowledged, (\d+) not acknowledged"
 
 
@@ -114,15 +117,20 @@ def test_sigint_without_a_store_counts_every_record_as_not_acknowledged() -> Non
         p = producer(tower.address, "void", "--grace", "1", "--max-unacked-bytes", "20000")
         p.wait_line(r"producer\.start id=")
         writer = Writer(p, LINES)
-        # 12,000 lines of 8 bytes: more than the pipe holds (64 KiB) plus what the
-        # buffer takes (20,000 bytes), so the producer has read past its buffer
-        wait_until(lambda: writer.written >= 12_000, 60, what="the producer to fill its buffer")
+        # more lines than the pipe holds (64 KiB of 8-byte lines) plus the records the
+        # buffer takes (each counts its 7 bytes plus RECORD_OVERHEAD), so the producer has
+        # read past its buffer
+        wait_until(
+            lambda: writer.written > 65_536 // 8 + HELD,
+            60,
+            what="the producer to fill its buffer",
+        )
         started = time.monotonic()
         p.p.send_signal(signal.SIGINT)
         acked, missing = interrupted(p, signal.SIGINT, timeout=30)
         assert time.monotonic() - started < 15
         # what the buffer held, and the line whose send() was waiting for room
-        assert acked == 0 and missing >= 20_000 // 7
+        assert acked == 0 and missing >= HELD
     finally:
         tower.stop()
 
