@@ -112,6 +112,7 @@ def test_signal_mid_stream_counts_what_the_store_has(
 
 def test_sigint_without_a_store_counts_every_record_as_not_acknowledged() -> None:
     tower = Tower()
+    p: Proc | None = None
     try:
         # a small buffer: the producer ends up blocked in send(), waiting for room
         p = producer(tower.address, "void", "--grace", "1", "--max-unacked-bytes", "20000")
@@ -132,11 +133,14 @@ def test_sigint_without_a_store_counts_every_record_as_not_acknowledged() -> Non
         # what the buffer held, and the line whose send() was waiting for room
         assert acked == 0 and missing >= HELD
     finally:
+        if p is not None:  # a failed assertion must not leave the producer running
+            p.kill()
         tower.stop()
 
 
 def test_a_second_signal_stops_at_once() -> None:
     tower = Tower()
+    p: Proc | None = None
     try:
         p = producer(tower.address, "void", "--grace", "120")
         p.wait_line(r"producer\.start id=")
@@ -149,6 +153,8 @@ def test_a_second_signal_stops_at_once() -> None:
         assert p.wait(30) == 128 + signal.SIGINT, p.stderr
         assert re.search(r"aborted by a second SIGINT: 0 records acknowledged, \d+ not", p.stderr)
     finally:
+        if p is not None:
+            p.kill()
         tower.stop()
 
 
