@@ -15,11 +15,12 @@ sent is acknowledged by a store. See ``docs/spark.md``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..config import check_profile
+from ..api.common import node_config
+from ..config import NodeConfig, check_profile, parse_towers
 from ..errors import ConfigError, DafkaError, ProfileError
 from ..storage.state_dir import OffsetJournal, lock_directory, unlock_directory
 from .options import WriteOptions
@@ -50,6 +52,8 @@ from .sink_state import (
 
 if TYPE_CHECKING:
     from ..api.producer import Producer
+    from ..query.client import QueryClient
+    from ..security.identity import Identity
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +112,13 @@ _producers: dict[tuple[str, str], Producer] = {}
 _producers_pid = os.getpid()
 
 
+def _node(opts: WriteOptions) -> NodeConfig:
+    """The sink producers' node: CURVE when every tower is given with its key
+    (``HOST:PORT@KEY``, a ``--curve`` cluster), as the source and the CLIs decide."""
+    towers = parse_towers(opts.towers)
+    return node_config(opts.towers, curve=bool(towers) and all(t.key for t in towers))
+
+
 def _producer(opts: WriteOptions) -> Producer:
     """The Python worker's Producer for these towers, made on first use in this process."""
     global _producers_pid
@@ -120,9 +131,9 @@ def _producer(opts: WriteOptions) -> Producer:
     producer = _producers.get(key)
     if producer is None or producer.closed:
         if opts.profile is None:
-            producer = Producer(towers=opts.towers)
+            producer = Producer(node=_node(opts))
         else:
-            producer = Producer(towers=opts.towers, profile=check_profile(opts.profile))
+            producer = Producer(node=_node(opts), profile=check_profile(opts.profile))
         _producers[key] = producer
     return producer
 
@@ -199,23 +210,48 @@ def _lock(task_dir: Path, deadline: float) -> int:
             time.sleep(0.1)
 
 
-def _stored_rows(
-    opts: WriteOptions, partition: str, starts: dict[str, int], reserved: dict[str, int]
-) -> Counter[Row]:
-    """The rows the stores hold of ``partition`` at ``[starts[t], reserved[t])`` per topic."""
-    from ..query.client import QueryClient, records
+def _stores(opts: WriteOptions, me: Identity) -> list[tuple[str, Callable[[], QueryClient]]]:
+    """The endpoint and a query client maker of every store the towers relay: over CURVE with the task's own
+    key when the towers are given with keys (the stores' keys come from their relayed
+    beacons)."""
+    from ..query.client import QueryClient
     from ..query.locator import StoreLocator
 
+    curve = _node(opts).curve
+    with StoreLocator(opts.towers, wait=LOCATE_WAIT, key=me if curve else None) as locator:
+        stores = locator.stores()
+        heard = locator.keys() if locator.curve else {}
+    out: list[tuple[str, Callable[[], QueryClient]]] = []
+    for node_id, endpoint in sorted(stores.items(), key=lambda item: item[1]):
+        server = heard.get(node_id)
+        if locator.curve and server is None:
+            log.warning("spark.sink.store_key_unknown store=%s", endpoint)
+            continue
+        key = me if server is not None else None
+        client = functools.partial(QueryClient, endpoint, timeout=10.0, key=key, server_key=server)
+        out.append((endpoint, client))
+    return out
+
+
+def _stored_rows(
+    opts: WriteOptions,
+    me: Identity,
+    starts: dict[str, int],
+    reserved: dict[str, int],
+) -> Counter[Row]:
+    """The rows the stores hold of ``me``'s partition at ``[starts[t], reserved[t])`` per
+    topic."""
+    from ..query.client import records
+
+    partition = me.node_id
     wanted = {t: (starts.get(t, 0), end) for t, end in reserved.items() if end > starts.get(t, 0)}
     if not wanted:
         return Counter()
-    with StoreLocator(opts.towers, wait=LOCATE_WAIT) as locator:
-        endpoints = sorted(set(locator.stores().values()))
     found: dict[tuple[str, int], Row] = {}
     answered = []
-    for endpoint in endpoints:
+    for endpoint, query in _stores(opts, me):
         try:
-            with QueryClient(endpoint, timeout=10.0) as client:
+            with query() as client:
                 for topic, (lo, hi) in wanted.items():
                     for reply in client.read_range(topic, partition, lo, hi):
                         for rec in records(reply, lo, hi):
@@ -231,18 +267,14 @@ def _stored_rows(
     return Counter(found.values())
 
 
-def _check_unwritten(opts: WriteOptions, partition: str) -> None:
+def _check_unwritten(opts: WriteOptions, me: Identity) -> None:
     """A task directory with no state must belong to a partition no store holds: else its
     state was lost, or lives on another host, and writing from offset 0 would contradict
     what is stored."""
-    from ..query.client import QueryClient
-    from ..query.locator import StoreLocator
-
-    with StoreLocator(opts.towers, wait=LOCATE_WAIT) as locator:
-        endpoints = sorted(set(locator.stores().values()))
-    for endpoint in endpoints:
+    partition = me.node_id
+    for endpoint, query in _stores(opts, me):
         try:
-            with QueryClient(endpoint, timeout=10.0) as client:
+            with query() as client:
                 held = [p.topic for p in client.heads() if p.partition == partition]
         except DafkaError as exc:
             log.warning("spark.sink.heads_failed store=%s error=%s", endpoint, exc)
@@ -292,7 +324,7 @@ def write_exactly_once(
             journal.close()
         record = read_record(task_dir)
         if record is None and not reserved:
-            _check_unwritten(opts, me.node_id)
+            _check_unwritten(opts, me)
         plan = decide(record, batch, reserved)
         if plan.kind is PlanKind.SKIP:
             log.info("spark.sink.skip batch=%d task=%d partition=%s", batch, pid, me.node_id)
@@ -300,10 +332,10 @@ def write_exactly_once(
         stored: Counter[Row] = Counter()
         if plan.kind is PlanKind.NEW:
             write_record(task_dir, BatchRecord(batch, plan.starts))
-        with Producer(towers=opts.towers, state_dir=producer_dir, profile="signed") as producer:
+        with Producer(node=_node(opts), state_dir=producer_dir, profile="signed") as producer:
             if plan.kind is PlanKind.RESUME:
                 # the earlier attempt is gone (we hold its lock): what it stored is final
-                stored = _stored_rows(opts, me.node_id, dict(plan.starts), reserved)
+                stored = _stored_rows(opts, me, dict(plan.starts), reserved)
                 log.info(
                     "spark.sink.resume batch=%d task=%d partition=%s stored=%d",
                     batch,
