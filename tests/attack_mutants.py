@@ -55,11 +55,18 @@ TESTS = [
     "tests/integration/test_attacks_sources.py",
     "tests/unit/test_attacks_reorder.py",
     "tests/integration/test_attacks_groups.py",
+    "tests/integration/test_attacks_metrics_http.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "the metrics endpoint answers a bounded number of connections": (
+        "dafka.io.metrics_http",
+        "MetricsHTTPServer.process_request",
+        "        if not self._slots.acquire(blocking=False):",
+        "        if not self._slots.acquire(blocking=False) and False:",
+    ),
     "a group member's reader follows the topic ACLs": (
         "dafka.api.consumer_group",
         "GroupConsumer._start_group",
@@ -713,6 +720,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "the metrics endpoint answers a bounded number of connections": (
+        "tests/integration/test_attacks_metrics_http.py::test_idle_connections_take_a_bounded_number_of_threads",
+    ),
     "consumer reorder buffer bounded in bytes": (
         "tests/unit/test_attacks_reorder.py::test_self_signed_batches_skipping_offset_0_pin_at_most_the_byte_bounds",
     ),

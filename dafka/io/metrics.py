@@ -34,9 +34,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -46,6 +45,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from ..errors import ConfigError
+from .metrics_http import MetricsHTTPServer, serve_metrics
 
 if TYPE_CHECKING:
     from .node import NodeLoop
@@ -293,7 +293,8 @@ def check_metrics_port(port: int | None) -> int | None:
 
 
 class MetricsServer:
-    """prometheus_client's HTTP server for one registry, bound to ``host:port``.
+    """The HTTP server of one registry (:mod:`dafka.io.metrics_http`: prometheus_client's
+    app, at most a few connections at once), bound to ``host:port``.
 
     ``port`` 0 binds a free port (see :attr:`url`). :meth:`close` stops it and frees
     the port. The server answers every path with the metrics (``/metrics`` is the
@@ -303,11 +304,11 @@ class MetricsServer:
     def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
         check_metrics_port(port)
         try:
-            server, thread = start_http_server(port, addr=host, registry=registry)
+            server, thread = serve_metrics(registry, host, port)
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise ConfigError(f"cannot serve metrics on {host}:{port}: {reason}") from None
-        self._server: WSGIServer | None = server
+        self._server: MetricsHTTPServer | None = server
         self._thread = thread
         self.host = host
         self.port: int = server.server_address[1]
