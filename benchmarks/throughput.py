@@ -3,7 +3,7 @@
     python -m benchmarks.throughput [--profile signed|rfc46] [--records N] [--size 100]
                                     [--api many|one] [--consume records|batches]
                                     [--latency-rate 10000]
-                                    [--latency-seconds 10]
+                                    [--latency-seconds 10] [--linger-ms 1]
                                     [--phases baseline,acked,state_dir,durable,live,
                                               catch_up,latency]
                                     [--pyspy DIR] [--curve] [--no-progress]
@@ -32,8 +32,9 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
              RSS sending for 10 s to a slow store (stopped 0.5 s every second)
 * latency    records at ``--latency-rate`` per second for ``--latency-seconds``,
              each stamped with the send time (``time.monotonic_ns``, one clock for
-             every process on the machine); produce-to-consume p50/p99, beside raw
-             PUB/SUB at the same rate
+             every process on the machine), one ``send`` per record; produce-to-consume
+             p50/p99, beside raw PUB/SUB at the same rate; run twice, without a linger
+             and with ``--linger-ms`` (default 1; 0: only without)
 
 ``--api many`` sends with ``Producer.send_many`` (chunks of 10,000 records, one
 future each), ``--api one`` with ``Producer.send`` (one future per record).
@@ -450,12 +451,18 @@ def catch_up(tower: str, topic: str, n: int, profile: str, spy: Path | None) -> 
 
 
 def latency(
-    tower: str, topic: str, rate: float, seconds: float, size: int, profile: str
+    tower: str,
+    topic: str,
+    rate: float,
+    seconds: float,
+    size: int,
+    profile: str,
+    linger_ms: float = 0.0,
 ) -> dict[str, float]:
     n = int(rate * seconds)
     consumer = _consumer(tower, topic, n + 1, profile, "--latency")
     _ready(consumer)
-    with _producer(topic, tower, profile) as producer:
+    with _producer(topic, tower, profile, linger_ms=linger_ms) as producer:
         producer.send(b"warm-up").result(timeout=30)
         time.sleep(1.5)
         send = producer.send
@@ -465,7 +472,11 @@ def latency(
         producer.flush(timeout=120)
         with PROGRESS.ticking(_waited("latency")):
             r = _result(consumer)
-    return {k: v for k, v in r.items() if k.endswith("_us")} | {"records": n, "rate": rate}
+    return {k: v for k, v in r.items() if k.endswith("_us")} | {
+        "records": n,
+        "rate": rate,
+        "linger_ms": linger_ms,
+    }
 
 
 # ------------------------------------------------------------------ main
@@ -480,6 +491,12 @@ def main() -> None:
     ap.add_argument("--consume", choices=["records", "batches"], default="records")
     ap.add_argument("--latency-rate", type=float, default=10_000)
     ap.add_argument("--latency-seconds", type=float, default=10)
+    ap.add_argument(
+        "--linger-ms",
+        type=float,
+        default=1.0,
+        help="the latency phase runs twice: without a linger, then with this one (0: once)",
+    )
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
         "--phases",
@@ -584,6 +601,16 @@ def main() -> None:
                     size,
                     profile,
                 )
+                if args.linger_ms:
+                    results["latency_linger"] = latency(
+                        tower.address,
+                        "bench-latency-linger",
+                        args.latency_rate,
+                        args.latency_seconds,
+                        size,
+                        profile,
+                        args.linger_ms,
+                    )
                 results["latency_baseline"] = baseline_latency(
                     args.latency_rate, args.latency_seconds, size
                 )
@@ -632,6 +659,13 @@ def main() -> None:
             f"latency at {args.latency_rate:,.0f}/s: p50 {lat.get('p50_us', 0):,.0f} us, "
             f"p99 {lat.get('p99_us', 0):,.0f} us (raw PUB/SUB p50 {raw.get('p50_us', 0):,.0f} "
             f"us, p99 {raw.get('p99_us', 0):,.0f} us)",
+            file=sys.stderr,
+        )
+    lingered = results.get("latency_linger")
+    if isinstance(lingered, dict):
+        print(
+            f"latency at {args.latency_rate:,.0f}/s with linger_ms={args.linger_ms:g}: "
+            f"p50 {lingered.get('p50_us', 0):,.0f} us, p99 {lingered.get('p99_us', 0):,.0f} us",
             file=sys.stderr,
         )
     mem = results.get("memory")

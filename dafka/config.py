@@ -209,6 +209,10 @@ def parse_trusted_stores(value: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+MAX_LINGER_MS = 60_000
+"""The longest ``linger_ms`` (a minute, as a sanity bound)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerConfig:
     """A producer's settings.
@@ -231,9 +235,15 @@ class ProducerConfig:
     trust_any_store: bool | None = None
     max_batch_records: int = 8192
     max_batch_bytes: int = 1024 * 1024
+    linger_ms: float = 0.0
+    """How long a record may wait on the IO thread for others to share its batch (one
+    signature and one message for all of them). 0: publish whatever is queued when the
+    IO thread wakes (natural batching only)."""
 
     def validate(self) -> ProducerConfig:
         check_profile(self.profile)
+        if not 0 <= self.linger_ms <= MAX_LINGER_MS:
+            raise ConfigError(f"linger_ms must be between 0 and {MAX_LINGER_MS:,}")
         if self.max_unacked_bytes <= 0:
             raise ConfigError("max_unacked_bytes must be positive")
         if self.on_full not in ("block", "raise"):

@@ -29,6 +29,7 @@ from ..futures import LazyFuture
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
 from ..storage.wal import LoggedBatch
+from .producer_linger import Linger
 
 if TYPE_CHECKING:
     from .producer import Producer
@@ -54,6 +55,9 @@ class _ProducerHandler:
         self.inflight: dict[str, deque[_Inflight]] = {}
         self.ack_timer: AckTimer | None = None
         """Times publication to ACK for the metrics (``metrics_port``), or None."""
+        config = producer.config
+        self.linger = Linger(config.linger_ms / 1000, config.max_batch_records)
+        """How long queued records may wait for others to share their batch."""
         self.stopped = False
         """Set by :meth:`on_stop` before it drains the queue; ``Producer._enqueue`` reads
         it after appending: whoever of the two comes last fails what is queued."""
@@ -103,13 +107,23 @@ class _ProducerHandler:
     def has_pending(self) -> bool:
         return False
 
+    def command_deadline(self) -> float | None:
+        """When :meth:`on_commands` must run again though nothing woke the loop (a linger
+        ending); None: only on a wake-up."""
+        if self.core.holds_publishing:
+            return None
+        return self.linger.deadline()
+
     def accepting(self) -> bool:
         return True
 
     def on_commands(self, now: float) -> list[Outgoing]:
         """Natural batching: everything queued since the last wake-up, per topic."""
         queue = self.queue
-        if not queue or self.core.holds_publishing:
+        if not queue:
+            self.linger.idle()
+            return []
+        if self.core.holds_publishing or not self.linger.ready(len(queue), now):
             return []
         by_topic: dict[str, tuple[list[bytes], list[bytes | None], list[tuple]]] = {}
         keyed: set[str] = set()

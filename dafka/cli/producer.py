@@ -25,7 +25,7 @@ import click
 
 from ..api.common import node_config
 from ..api.producer import Producer
-from ..config import check_profile
+from ..config import MAX_LINGER_MS, check_profile
 from ..errors import ConfigError, ProfileError
 from .common import (
     CONTEXT,
@@ -98,6 +98,14 @@ PROGRESS_AFTER = 0.5
     help="Memory for records awaiting acknowledgement; reading pauses when full.",
 )
 @click.option(
+    "--linger-ms",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0, max=MAX_LINGER_MS),
+    help="Let a line wait up to this long for others to share its signed batch (fewer "
+    "signatures at low rates, for up to that much latency); not with --durable.",
+)
+@click.option(
     "--durable",
     is_flag=True,
     help="Log every record to the state directory (fsync) before it counts as sent, so "
@@ -130,6 +138,7 @@ def main(
     state_dir: str | None,
     timeout: float,
     max_unacked_bytes: int,
+    linger_ms: float,
     durable: bool,
     grace: float,
     quiet: bool,
@@ -169,6 +178,7 @@ def main(
         trust_any_store=True if trust_any else None,
         min_acks=min_acks,
         durable=durable,
+        linger_ms=linger_ms,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
     )
@@ -277,6 +287,8 @@ def _settle(
         if not quiet:
             quiet = feed.done.is_set() or (interrupted and feed.quiesce())
             quiet_since = now
+            if quiet:
+                producer.publish_now()  # no more lines: nothing lingers for company
             if quiet and deadline is None:
                 deadline = now + timeout
             if quiet and feed.error is not None:

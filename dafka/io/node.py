@@ -457,6 +457,8 @@ class NodeLoop:
         try:
             now = self.clock()
             send(self.handler.on_start(self, now))
+            # optional: when on_commands must run though nothing woke the loop (a linger)
+            command_deadline = getattr(self.handler, "command_deadline", None)
             next_tick = now
             reading = True
             while not self._stopping:
@@ -467,7 +469,10 @@ class NodeLoop:
                 if self.handler.has_pending():
                     timeout = 0
                 else:
-                    wait = min(next_tick, self.discovery.next_deadline()) - self.clock()
+                    due = min(next_tick, self.discovery.next_deadline())
+                    if command_deadline is not None:
+                        due = min(due, command_deadline() or due)
+                    wait = due - self.clock()
                     timeout = max(0, min(int(wait * 1000) + 1, 100 if reading else 10))
                 events = dict(poller.poll(timeout))
                 now = self.clock()

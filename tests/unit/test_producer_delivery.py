@@ -9,6 +9,7 @@ import pytest
 
 from dafka.api.producer_io import _ProducerHandler
 from dafka.cli.feed import Feed, Tally, read_lines
+from dafka.config import ProducerConfig
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore
 from dafka.errors import RecordTooLargeError, TopicDeletedError
@@ -24,6 +25,7 @@ class _StubProducer:
     _journal = None
     _acked_journal = None
     _wal = None
+    config = ProducerConfig()
 
     def __init__(self) -> None:
         self.released: list[tuple[int, int]] = []
