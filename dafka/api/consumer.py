@@ -172,8 +172,13 @@ class Consumer(GroupConsumer):
         if metadata is not False:
             self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
         if metrics_port is not None:
+            handler = self._handler
             self.metrics = consumer_metrics(
-                self._loop, self._core, lambda: self._ready_count, self.config.profile
+                self._loop,
+                self._core,
+                lambda: self._ready_count,
+                self.config.profile,
+                lambda: handler.delivered_bytes,
             ).serve(metrics_host, metrics_port)
         try:
             self._loop.start()

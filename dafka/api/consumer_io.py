@@ -34,6 +34,7 @@ class _ConsumerHandler:
         self.stores_seen = 0
         self.heads_seen = 0  # DIRECT-HEADs addressed to this consumer (watermarks waits)
         self.last_news = 0.0
+        self.delivered_bytes = 0  # value bytes of the records the core delivered (metrics)
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
@@ -74,6 +75,7 @@ class _ConsumerHandler:
             for effect in self.core.handle(msg, now, sources[i] if i < len(sources) else ""):
                 if type(effect) is RecordBatch:
                     delivered.append(effect)
+                    self.delivered_bytes += sum(map(len, effect.values))
                 elif type(effect) is Publish:
                     out.append(effect)
                 elif type(effect) is DataLoss:

@@ -247,8 +247,13 @@ class Producer:
             if metadata is not False:
                 self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
             if metrics_port is not None:
-                self.metrics, self._handler.ack_timer = producer_metrics(
-                    self._loop, self._core, self._counts, self.config.profile
+                handler = self._handler
+                self.metrics, handler.ack_timer = producer_metrics(
+                    self._loop,
+                    self._core,
+                    self._counts,
+                    self.config.profile,
+                    lambda: (handler.records_sent, handler.bytes_sent),
                 )
                 self.metrics.serve(metrics_host, metrics_port)
             self._loop.start()

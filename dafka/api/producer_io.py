@@ -58,6 +58,9 @@ class _ProducerHandler:
         config = producer.config
         self.linger = Linger(config.linger_ms / 1000, config.max_batch_records)
         """How long queued records may wait for others to share their batch."""
+        self.records_sent = 0
+        self.bytes_sent = 0
+        """Records published (not counting resends) and their value bytes, for the metrics."""
         self.stopped = False
         """Set by :meth:`on_stop` before it drains the queue; ``Producer._enqueue`` reads
         it after appending: whoever of the two comes last fails what is queued."""
@@ -174,13 +177,17 @@ class _ProducerHandler:
                 pending = self.inflight[topic] = deque()
             offset = first
             append = pending.append
+            sent_bytes = 0
             for n, fut, size in futures:
+                sent_bytes += size
                 if n:
                     append((offset + n - 1, fut, size, offset))
                     offset += n
                 else:
                     append((offset, fut, size, -1))
                     offset += 1
+            self.records_sent += offset - first
+            self.bytes_sent += sent_bytes
             out.extend(pubs)
             if self.ack_timer is not None:
                 self.ack_timer.published(topic, offset - 1)

@@ -51,6 +51,17 @@ class _StoreHandler:
         self.retention_interval = retention_interval
         self._next_retention = 0.0
         self._retry_deletions: tuple[dict[str, int], dict] | None = None
+        self.served_bytes = 0
+        """Bytes of the batches sent in answer to FETCHes (as stored, signatures included)."""
+
+    def _served(self, out: list[Publish]) -> list[Publish]:
+        """Count the bytes of the FETCH answers (DIRECT-RECORDs) in ``out``; return it."""
+        direct = m.DirectRecord
+        for effect in out:
+            msg = effect.msg
+            if type(msg) is direct:
+                self.served_bytes += len(msg.content)
+        return out
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -90,10 +101,10 @@ class _StoreHandler:
     def on_messages(
         self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
     ) -> list[Publish]:
-        return self.core.handle_batch(msgs, now, sources)
+        return self._served(self.core.handle_batch(msgs, now, sources))
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        return self.core.on_subscription(sub, now)
+        return self._served(self.core.on_subscription(sub, now))
 
     def on_tick(self, now: float) -> list[Publish]:
         if now >= self._next_retention:
@@ -104,7 +115,7 @@ class _StoreHandler:
                 self.core.apply_retention(time.time_ns() // 1_000_000)
             except DafkaError as exc:
                 log.warning("store.retention.failed error=%s", exc)
-        return self.core.tick(now)
+        return self._served(self.core.tick(now))
 
     def on_stop(self) -> None:
         pass
@@ -181,8 +192,14 @@ class Store:
                 read_view=None if metadata is not False else ReadView(),
             )
             if metrics_port is not None:
+                handler = self._handler
                 self.metrics = store_metrics(
-                    self._loop, self.core, self._storage, self.query, self.profile
+                    self._loop,
+                    self.core,
+                    self._storage,
+                    self.query,
+                    self.profile,
+                    lambda: handler.served_bytes,
                 )
         except BaseException:
             self._close_storage()

@@ -4,7 +4,8 @@ Every node (store, producer, consumer; towers in :mod:`tower.metrics`) that is g
 a metrics port gets a :class:`~prometheus_client.CollectorRegistry` of its own, never
 the library's global one, since a process may hold several nodes (a service with a
 producer and a consumer, the tests). The values are the counters the cores and the
-IO shell keep anyway; nothing on the hot path changes for metrics, except the ACK
+IO shell keep anyway (with the byte counts out of producers, consumers and stores,
+one addition per batch); nothing on the hot path changes for metrics, except the ACK
 latency histogram a producer observes (:class:`AckTimer`).
 
 Threads. The IO thread owns the cores and mutates their counters; the HTTP server

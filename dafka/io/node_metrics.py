@@ -111,6 +111,9 @@ def _core_values(stats: object, fields: _Fields) -> Values:
 STORE_SPECS = (
     *LOOP_SPECS,
     *_specs(STORE_FIELDS),
+    counter(
+        "served_bytes", "dafka_store_served_bytes", "Bytes of the batches sent to answer FETCHes."
+    ),
     gauge("lmdb_used", "dafka_store_lmdb_bytes", "Bytes of the LMDB map in use."),
     gauge("lmdb_map", "dafka_store_lmdb_map_bytes", "Size of the LMDB map (it grows)."),
     gauge("partitions", "dafka_store_partitions", "Partitions held."),
@@ -126,6 +129,8 @@ STORE_SPECS = (
 PRODUCER_SPECS = (
     *LOOP_SPECS,
     *_specs(PRODUCER_FIELDS),
+    counter("sent", "dafka_producer_records_sent", "Records published (resends not counted)."),
+    counter("sent_bytes", "dafka_producer_sent_bytes", "Value bytes of the records published."),
     counter("acked", "dafka_producer_records_acked", "Records acknowledged (durable)."),
     counter("failed", "dafka_producer_records_failed", "Records that failed after send()."),
     gauge("unacked", "dafka_producer_records_unacked", "Records sent, not yet acknowledged."),
@@ -134,6 +139,11 @@ PRODUCER_SPECS = (
 CONSUMER_SPECS = (
     *LOOP_SPECS,
     *_specs(CONSUMER_FIELDS),
+    counter(
+        "delivered_bytes",
+        "dafka_consumer_delivered_bytes",
+        "Value bytes of the records delivered in order.",
+    ),
     gauge("backlog", "dafka_consumer_backlog_records", "Records delivered, not yet polled."),
 )
 
@@ -151,12 +161,17 @@ def store_metrics(
     storage: LmdbStorage,
     query: QueryService,
     profile: str,
+    served_bytes: Callable[[], int],
 ) -> NodeMetrics:
-    """A store's metrics (nothing served until :meth:`NodeMetrics.serve`)."""
+    """A store's metrics (nothing served until :meth:`NodeMetrics.serve`).
+
+    ``served_bytes`` returns the bytes of the FETCH answers sent (counted by the
+    store's IO-side handler from the DIRECT-RECORDs it sends)."""
 
     def read() -> Values:  # IO thread
         values = loop_values(loop)
         values.update(_core_values(core.stats, STORE_FIELDS))
+        values["served_bytes"] = served_bytes()
         values["lmdb_used"], values["lmdb_map"] = storage.usage()
         heads = storage.heads()
         values["partitions"] = len(heads)
@@ -173,15 +188,18 @@ def producer_metrics(
     core: ProducerCore,
     counts: Callable[[], tuple[int, int, int, int]],
     profile: str,
+    sent: Callable[[], tuple[int, int]],
 ) -> tuple[NodeMetrics, AckTimer]:
     """A producer's metrics and the timer its handler feeds (publication to ACK).
 
-    ``counts`` returns (acknowledged, failed, unacked, unacked bytes)."""
+    ``counts`` returns (acknowledged, failed, unacked, unacked bytes); ``sent``
+    (records published, their value bytes)."""
 
     def read() -> Values:  # IO thread
         values = loop_values(loop)
         values.update(_core_values(core.stats, PRODUCER_FIELDS))
         values["acked"], values["failed"], values["unacked"], values["unacked_bytes"] = counts()
+        values["sent"], values["sent_bytes"] = sent()
         return values
 
     metrics = _metrics("producer", loop.node_id, profile, loop, read, PRODUCER_SPECS)
@@ -195,11 +213,19 @@ def producer_metrics(
 
 
 def consumer_metrics(
-    loop: NodeLoop, core: ConsumerCore, backlog: Callable[[], int], profile: str
+    loop: NodeLoop,
+    core: ConsumerCore,
+    backlog: Callable[[], int],
+    profile: str,
+    delivered_bytes: Callable[[], int],
 ) -> NodeMetrics:
+    """A consumer's metrics; ``delivered_bytes`` returns the value bytes of the records
+    its core delivered (counted by its IO-side handler)."""
+
     def read() -> Values:  # IO thread
         values = loop_values(loop)
         values.update(_core_values(core.stats, CONSUMER_FIELDS))
+        values["delivered_bytes"] = delivered_bytes()
         values["backlog"] = backlog()
         return values
 

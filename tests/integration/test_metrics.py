@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,6 +18,7 @@ from tests.procs import Proc, StoreProc, py, wait_until
 pytestmark = pytest.mark.integration
 
 N = 300
+VALUE_BYTES = sum(len(f"record {i}") for i in range(N))
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -56,6 +58,8 @@ def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower:
                 producer.send(f"record {i}")
             producer.flush(timeout=30)
             got = scrape(producer_url)
+            assert got["dafka_producer_records_sent_total"] == N
+            assert got["dafka_producer_sent_bytes_total"] == VALUE_BYTES
             assert got["dafka_producer_records_acked_total"] == N
             assert got["dafka_producer_records_unacked"] == 0
             assert got["dafka_producer_ack_latency_seconds_count"] >= 1
@@ -73,6 +77,24 @@ def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower:
         assert got["dafka_received_bytes_total"] > 0
         assert got["dafka_frames_malformed_total"] == 0
         assert got["dafka_tower_welcomed"] == 1
+        assert got["dafka_store_records_served_total"] == 0  # nobody has FETCHed yet
+
+        # the producer is gone: a consumer from the beginning is served by the store's FETCH
+        # answers; what went out of the store and into the consumer is counted
+        with Consumer("metered", towers=address, offset_reset="earliest", metrics_port=0) as c:
+            assert c.metrics is not None and c.metrics.url is not None
+            values = [r.value for r in c.poll_batch(N, timeout=1.0)]
+            deadline = time.monotonic() + 30
+            while len(values) < N and time.monotonic() < deadline:
+                values += [r.value for r in c.poll_batch(N, timeout=1.0)]
+            assert len(values) == N
+            read = scrape(c.metrics.url)
+        assert read["dafka_consumer_records_delivered_total"] == N
+        assert read["dafka_consumer_delivered_bytes_total"] == VALUE_BYTES == sum(map(len, values))
+        served = scrape(store_url)
+        assert served["dafka_store_records_served_total"] >= N
+        # batches as stored: signed, so more than the values they hold
+        assert served["dafka_store_served_bytes_total"] > VALUE_BYTES
 
         raft = scrape(tower_url)
         assert raft["dafka_raft_term"] >= 1

@@ -13,6 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from dafka.api.store import _StoreHandler
 from dafka.config import NodeConfig
 from dafka.core import messages as m
 from dafka.core.consumer import ConsumerCore
@@ -81,14 +82,18 @@ def test_store_metrics_are_the_cores_counts(tmp_path: Path) -> None:
         core = StoreCore(STORE.node_id, storage, profile=SignedProfile(STORE))
         core.handle_batch([record(0, 4), record(4, 3)], 0.0)
         core.handle_batch([record(0, 4)], 1.0)  # a replay: a duplicate, ACKed again
-        core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 7)], 2.0)
-        core.tick(3.0)
+        query = QueryService(storage, profile="signed")
+        handler = _StoreHandler(core, query)  # what the IO thread runs: it counts bytes out
+        sent = handler.on_messages([m.Fetch(P, CONSUMER, "t", 0, 7)], 2.0)
+        sent += handler.on_tick(3.0)
+        answers = [e.msg for e in sent if type(e.msg) is m.DirectRecord]
+        held = sum(len(b.blob) for b in storage.read("t", P, 0, 10))
         loop = SyncLoop(STORE.node_id)
         loop.stats["received"] = 4
         loop.stats["received_bytes"] = 1234
         loop.malformed.count = 2
-        query = QueryService(storage, profile="signed")
-        metrics = store_metrics(loop, core, storage, query, "signed")  # type: ignore[arg-type]
+        served = lambda: handler.served_bytes  # noqa: E731
+        metrics = store_metrics(loop, core, storage, query, "signed", served)  # type: ignore[arg-type]
         got = scrape(metrics.registry)
     finally:
         storage.close()
@@ -101,6 +106,8 @@ def test_store_metrics_are_the_cores_counts(tmp_path: Path) -> None:
     assert got["dafka_store_acks_sent_total"] == core.stats.acks_sent > 0
     assert got["dafka_store_fetches_received_total"] == core.stats.fetches_queued == 1
     assert got["dafka_store_records_served_total"] == core.stats.records_served == 7
+    assert sum(a.count for a in answers) == 7  # the two batches, as stored
+    assert got["dafka_store_served_bytes_total"] == sum(len(a.content) for a in answers) == held
     assert got["dafka_messages_received_total"] == 4
     assert got["dafka_received_bytes_total"] == 1234
     assert got["dafka_frames_malformed_total"] == 2
@@ -116,7 +123,8 @@ def test_producer_and_consumer_metrics_are_the_cores_counts() -> None:
     pcore.handle(ack(2), 0.5)
     pcore.handle(ack(9), 0.6)  # above what was published: bogus
     loop = SyncLoop(P)
-    pm, timer = producer_metrics(loop, pcore, lambda: (3, 1, 2, 10), "signed")  # type: ignore[arg-type]
+    sent = lambda: (4, 40)  # noqa: E731
+    pm, timer = producer_metrics(loop, pcore, lambda: (3, 1, 2, 10), "signed", sent)  # type: ignore[arg-type]
     timer.published("t", 2)
     timer.acked("t", 2)
     got = scrape(pm.registry)
@@ -126,16 +134,19 @@ def test_producer_and_consumer_metrics_are_the_cores_counts() -> None:
     assert got["dafka_producer_records_unacked"] == 2
     assert got["dafka_producer_unacked_bytes"] == 10
     assert got[f"{ACK_LATENCY}_count"] == 1
+    assert got["dafka_producer_records_sent_total"] == 4
+    assert got["dafka_producer_sent_bytes_total"] == 40
 
     ccore = ConsumerCore(CONSUMER, offset_reset="earliest", profile=WIRE)
     ccore.subscribe("t", 0.0)
     ccore.handle(record(0, 3), 0.0)
     ccore.handle(record(0, 3), 0.1)  # again: a duplicate
-    cm = consumer_metrics(SyncLoop(CONSUMER), ccore, lambda: 3, "signed")  # type: ignore[arg-type]
+    cm = consumer_metrics(SyncLoop(CONSUMER), ccore, lambda: 3, "signed", lambda: 30)  # type: ignore[arg-type]
     got = scrape(cm.registry)
     assert got["dafka_consumer_records_delivered_total"] == ccore.stats.delivered == 3
     assert got["dafka_consumer_duplicates_total"] == ccore.stats.duplicates == 1
     assert got["dafka_consumer_backlog_records"] == 3
+    assert got["dafka_consumer_delivered_bytes_total"] == 30
 
 
 def test_two_nodes_in_one_process_keep_their_own_registries() -> None:
@@ -272,7 +283,7 @@ def test_a_peer_flooding_topics_does_not_grow_the_registry(tmp_path: Path) -> No
         core = StoreCore(STORE.node_id, storage, profile=SignedProfile(STORE))
         loop = SyncLoop(STORE.node_id)
         query = QueryService(storage, profile="signed")
-        metrics = store_metrics(loop, core, storage, query, "signed")  # type: ignore[arg-type]
+        metrics = store_metrics(loop, core, storage, query, "signed", lambda: 0)  # type: ignore[arg-type]
         before = scrape(metrics.registry)
         core.handle_batch([record(0, 1, topic=f"flood-{i}") for i in range(300)], 0.0)
         after = scrape(metrics.registry)
