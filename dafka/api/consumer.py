@@ -106,7 +106,8 @@ class Consumer(GroupConsumer):
         assigns, from its committed offsets (``offset_reset`` where none is); commit with
         :meth:`commit`, and every ``auto_commit_interval`` s if ``enable_auto_commit``.
         ``on_assign`` / ``on_revoke`` get the partitions taken or given up (a revoked
-        one's position is committed first); ``session_timeout``: a member silent that
+        one's position is committed first), on the caller's thread inside a poll, before
+        the records they precede (``docs/groups.md``); ``session_timeout``: a member silent that
         long is dead; ``state_dir`` keeps the member's key; ``min_acks``: stores that
         hold a commit before :meth:`commit` returns."""
         check_metrics_port(metrics_port)
@@ -155,6 +156,8 @@ class Consumer(GroupConsumer):
             deque()
         )  # raised by the next poll, once each
         self._cond = threading.Condition()
+        self._group_events = deque()  # rebalance callbacks for the next poll (groups only)
+        self._group_callbacks = {}
         self._closed = False
         if group is not None:
             settings = GroupSettings(
@@ -263,10 +266,11 @@ class Consumer(GroupConsumer):
         self._loop.call(call)
 
     def _wait_ready(self, deadline: float | None) -> bool:
-        """Wait (holding ``_cond``) until records are ready; False at the deadline.
+        """Wait (holding ``_cond``) until records or group callbacks are ready; False at
+        the deadline.
 
         Raises a pending :class:`DataLossError` (each once)."""
-        while not self._ready_count or self._errors:
+        while not (self._ready_count or self._group_events) or self._errors:
             if self._errors:
                 raise self._errors.popleft()
             if self._closed:
@@ -282,12 +286,13 @@ class Consumer(GroupConsumer):
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until a poll would not block; take nothing.
 
-        True when records (or an error a poll would raise) are ready. For front ends
+        True when records (or an error a poll would raise, or group callbacks a poll
+        would run) are ready. For front ends
         that take records on another thread than the one that waits (``dafka.api.aio``).
         """
         deadline = time.monotonic() + timeout
         with self._cond:
-            while not (self._ready_count or self._errors):
+            while not (self._ready_count or self._errors or self._group_events):
                 if self._closed or not self._loop.alive:
                     return True  # a poll raises ClosedError at once
                 left = deadline - time.monotonic()
@@ -330,14 +335,27 @@ class Consumer(GroupConsumer):
         self._ready_count -= max_records - want
         return out
 
-    def poll(self, timeout: float | None = None) -> ConsumedRecord | None:
-        """The next record, or ``None`` if none arrived within ``timeout`` seconds."""
+    def _poll(self, max_records: int, timeout: float | None) -> list[RecordBatch]:
+        """Run the group callbacks queued (on this thread, not holding ``_cond``), then
+        take up to ``max_records`` records; again if more callbacks came meanwhile, so
+        none is ever run after a record it comes before."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            if not self._wait_ready(deadline):
-                return None
-            (run,) = self._take(1)
-        return run.records()[0]
+        while True:
+            if self._group_events:
+                self._run_group_callbacks()
+            with self._cond:
+                if not self._wait_ready(deadline):
+                    return []
+                if not self._group_events:
+                    return self._take(max_records)
+
+    def poll(self, timeout: float | None = None) -> ConsumedRecord | None:
+        """The next record, or ``None`` if none arrived within ``timeout`` seconds.
+
+        A group member's ``on_assign`` and ``on_revoke`` run here (every poll method),
+        on the caller's thread, before the records they come before."""
+        runs = self._poll(1, timeout)
+        return runs[0].records()[0] if runs else None
 
     def poll_batch(
         self, max_records: int = 10_000, timeout: float | None = None
@@ -364,11 +382,7 @@ class Consumer(GroupConsumer):
         """
         if max_records < 1:
             raise ValueError("max_records must be at least 1")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            if not self._wait_ready(deadline):
-                return []
-            return self._take(max_records)
+        return self._poll(max_records, timeout)
 
     def __iter__(self) -> Iterator[ConsumedRecord]:
         while not self._closed:

@@ -4,10 +4,22 @@
 ``committed``, ``assignment``, ``member_id``) and what the member's thread
 (:class:`~dafka.groups.member.GroupMember`) asks of the consumer: the partitions
 seen, the positions, and to start or stop reading partitions. See ``docs/groups.md``.
+
+Callbacks. The member decides a rebalance on its own thread, but ``on_assign`` and
+``on_revoke`` run on the application's thread, inside a poll (with
+:class:`~dafka.api.aio.AsyncConsumer`, on the event loop), as Kafka clients do: the
+member queues the event (:meth:`GroupConsumer._group_event`) and the next poll runs
+what is queued, outside the consumer's lock, before it takes any record. An assign
+event is queued before the partitions are read, a revoke after they stopped being
+read, in the member's order, so a poll never returns a record of a partition before
+its ``on_assign`` ran, nor after its ``on_revoke``. A consumer that does not poll
+holds at most :data:`MAX_GROUP_EVENTS` events: past that, the queue is folded into
+the net change since the last callback that ran (one revoke, one assign).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -16,12 +28,17 @@ from typing import TYPE_CHECKING, Any
 from ..core.consumer import ConsumerCore
 from ..core.effects import Publish, RecordBatch
 from ..errors import ConfigError
-from ..groups.member import Callback, GroupMember, GroupSettings
+from ..groups.member import ASSIGN, REVOKE, Callback, GroupMember, GroupSettings
 from ..groups.records import group_topic
 
 PartitionKey = tuple[str, str]
 
 __all__ = ["GroupConsumer"]
+
+log = logging.getLogger(__name__)
+
+MAX_GROUP_EVENTS = 64
+"""Rebalance callbacks queued for a consumer that does not poll, before they are folded."""
 
 
 class GroupConsumer:
@@ -33,6 +50,11 @@ class GroupConsumer:
     _group_held: set[PartitionKey] | None = None  # what the member reads (None: no group)
     _known: frozenset[PartitionKey] = frozenset()
     _initial_topics: list[str]
+    _group_events: deque[tuple[str, frozenset[PartitionKey]]]
+    """Callbacks to run in the next poll: (ASSIGN or REVOKE, partitions), under ``_cond``."""
+    _group_told: frozenset[PartitionKey] = frozenset()
+    """What the callbacks that ran have told the application it holds."""
+    _group_callbacks: dict[str, Callback | None]
 
     if TYPE_CHECKING:
 
@@ -73,6 +95,56 @@ class GroupConsumer:
         """This consumer's ID in its group (its partition of the group topic), if any."""
         return None if self._group is None else self._group.member_id
 
+    # ------------------------------------------------------------ callbacks
+
+    def _group_event(self, kind: str, keys: frozenset[PartitionKey]) -> None:
+        """The member's thread: queue a callback for the next poll (nothing if no callback
+        was given for it)."""
+        if not keys or self._group_callbacks.get(kind) is None:
+            return
+        with self._cond:
+            events = self._group_events
+            events.append((kind, keys))
+            if len(events) > MAX_GROUP_EVENTS:
+                self._fold_group_events()
+            self._cond.notify_all()
+
+    def _fold_group_events(self) -> None:
+        """Holding ``_cond``: replace the queue with the net change since the last
+        callback that ran (what was told and is no longer held, then what is held and
+        was not told)."""
+        held = set(self._group_told)
+        for kind, keys in self._group_events:
+            if kind == ASSIGN:
+                held |= keys
+            else:
+                held -= keys
+        self._group_events.clear()
+        gone = self._group_told - held
+        new = frozenset(held) - self._group_told
+        if gone and self._group_callbacks.get(REVOKE) is not None:
+            self._group_events.append((REVOKE, gone))
+        if new and self._group_callbacks.get(ASSIGN) is not None:
+            self._group_events.append((ASSIGN, new))
+
+    def _run_group_callbacks(self) -> None:
+        """The application's thread, inside a poll, not holding ``_cond``: run the
+        queued callbacks in order."""
+        while True:
+            with self._cond:
+                if not self._group_events:
+                    return
+                kind, keys = self._group_events.popleft()
+                told = self._group_told
+                self._group_told = told | keys if kind == ASSIGN else told - keys
+            fn = self._group_callbacks.get(kind)
+            if fn is None:
+                continue
+            try:
+                fn(sorted(keys))
+            except Exception:  # the application's bug: the poll goes on
+                log.exception("group.callback_failed kind=%s", kind)
+
     # ------------------------------------------------------------- set-up
 
     def _group_mode(self, group: str) -> None:
@@ -92,6 +164,7 @@ class GroupConsumer:
         on_revoke: Callback | None,
     ) -> None:
         """Start the member (its producer, reader and thread); close if that fails."""
+        self._group_callbacks = {ASSIGN: on_assign, REVOKE: on_revoke}
         try:
             self._group = GroupMember(
                 self,
@@ -108,8 +181,6 @@ class GroupConsumer:
                     "on_full": "raise",
                 },
                 reader_kw=node_kw,
-                on_assign=on_assign,
-                on_revoke=on_revoke,
             )
         except BaseException:
             self.close()  # type: ignore[attr-defined]

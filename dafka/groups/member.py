@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupMember", "GroupSettings"]
+__all__ = ["ASSIGN", "REVOKE", "GroupMember", "GroupSettings"]
 
 Callback = Callable[[list[PartitionKey]], object]
+ASSIGN, REVOKE = "assign", "revoke"
+"""The two rebalance events a member hands its consumer (``_group_event``)."""
 PARTS_EVERY = 30  # heartbeats carry the known partitions when they change, and this often
 
 
@@ -80,8 +82,6 @@ class GroupMember:
         *,
         producer_kw: Mapping[str, object],
         reader_kw: Mapping[str, object],
-        on_assign: Callback | None = None,
-        on_revoke: Callback | None = None,
     ) -> None:
         from ..api.consumer import Consumer
         from ..api.producer import Producer
@@ -91,8 +91,6 @@ class GroupMember:
         self.settings = settings
         self._consumer = consumer
         self._topics = tuple(topics)
-        self._on_assign = on_assign
-        self._on_revoke = on_revoke
         self._lock = threading.RLock()
         self._held: dict[PartitionKey, int] = {}  # partition -> epoch of our ownership
         self._last_committed: dict[PartitionKey, int] = {}
@@ -308,7 +306,8 @@ class GroupMember:
             for k in p.revoke:
                 self._held.pop(k, None)
             log.info("group.revoke group=%s partitions=%d", self.group, len(p.revoke))
-            self._callback(self._on_revoke, p.revoke)
+            # on_revoke runs in the application's next poll, which returns nothing of them
+            self._consumer._group_event(REVOKE, p.revoke)
         if p.take:
             committed = self.view.committed()
             starts: dict[PartitionKey, int | None] = {}
@@ -316,15 +315,8 @@ class GroupMember:
                 c = committed.get(k)
                 starts[k] = c.offset if c is not None else None
                 self._held[k] = self.view.epoch(k) + 1
+            # queued before they are read: a poll runs on_assign before any of their records
+            self._consumer._group_event(ASSIGN, p.take)
             self._consumer._group_assign(starts)
             log.info("group.assign group=%s partitions=%d", self.group, len(p.take))
-            self._callback(self._on_assign, p.take)
         return True
-
-    def _callback(self, fn: Callback | None, keys: frozenset[PartitionKey]) -> None:
-        if fn is None:
-            return
-        try:
-            fn(sorted(keys))
-        except Exception:
-            log.exception("group.callback_failed group=%s", self.group)

@@ -3,9 +3,12 @@ producers run in the test process. Short session timeouts keep the tests quick."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -217,6 +220,15 @@ def test_the_api_commit_committed_callbacks_and_a_clean_leave(
                 what="the split",
             )
             assert not set(a.assignment()) & set(b.assignment())
+            # callbacks run in a poll: a runs its on_revoke when it polls next
+            wait_until(
+                lambda: (
+                    a.poll_batch(100, timeout=0.1) is not None
+                    and any(e[:2] == ("a", "revoke") for e in events)
+                ),
+                10,
+                what="a's on_revoke in a poll",
+            )
             revoked = [e[2] for e in events if e[:2] == ("a", "revoke")]
             assert revoked == [frozenset(b.assignment())]
             # b starts its partitions at a's commits: it reads nothing old
@@ -225,6 +237,135 @@ def test_the_api_commit_committed_callbacks_and_a_clean_leave(
         finally:
             b.close()  # leaves: a takes b's partitions back well before the session timeout
         wait_until(lambda: set(a.assignment()) == parts, 10, what="a to take them back")
-        assert ("a", "assign", revoked[0]) in events
+        wait_until(
+            lambda: (
+                a.poll_batch(100, timeout=0.1) is not None and ("a", "assign", revoked[0]) in events
+            ),
+            10,
+            what="a's on_assign in a poll",
+        )
     finally:
         a.close()
+
+
+class _Seen:
+    """What a member's caller saw, in order: its callbacks and the records its polls returned,
+    and the threads the callbacks ran on."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, frozenset]] = []
+        self.threads: set[int] = set()
+        self.in_event_loop: list[bool] = []
+
+    def callback(self, kind: str) -> Callable[[list], None]:
+        def run(keys: list) -> None:
+            self.threads.add(threading.get_ident())
+            try:
+                asyncio.get_running_loop()
+                self.in_event_loop.append(True)
+            except RuntimeError:
+                self.in_event_loop.append(False)
+            self.events.append((kind, frozenset(keys)))
+
+        return run
+
+    def records(self, got: list) -> None:
+        self.events.extend(("record", frozenset({(r.topic, r.partition)})) for r in got)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for k, _ in self.events if k == kind)
+
+    def check_order(self) -> None:
+        """Every record falls between its partition's on_assign and on_revoke."""
+        held: set = set()
+        for kind, keys in self.events:
+            if kind == "assign":
+                assert not keys & held, f"assigned again without a revoke: {keys & held}"
+                held |= keys
+            elif kind == "revoke":
+                assert keys <= held, f"revoked what was not assigned: {keys - held}"
+                held -= keys
+            else:
+                assert keys <= held, f"a record of {keys} outside its assignment"
+
+
+def _group_kw(tower: Tower, group: str) -> dict:
+    return {
+        "towers": tower.address,
+        "group": group,
+        "offset_reset": "earliest",
+        "session_timeout": 30.0,  # a leave must not wait for it
+        "heartbeat_interval": 0.5,
+        "auto_commit_interval": 0.3,
+    }
+
+
+def test_rebalance_callbacks_run_in_the_callers_poll_before_the_records_they_precede(
+    tower: Tower, producers: list[Producer]
+) -> None:
+    """on_assign / on_revoke run on the thread that polls (not the member's), and a poll
+    returns a partition's records only between its on_assign and its on_revoke, through a
+    split (b joins: a's on_revoke) and a take-back (b leaves: a's on_assign)."""
+    from dafka import Consumer
+
+    send(producers, 0, 5)
+    seen = _Seen()
+    kw = _group_kw(tower, "order")
+    a = Consumer("t", on_assign=seen.callback("assign"), on_revoke=seen.callback("revoke"), **kw)
+    n = [5]
+
+    def pump(until: Callable[[], bool]) -> bool:
+        for p in producers:  # records of every partition keep coming while it rebalances
+            p.send(f"{p.partition[:4]}-{n[0]}")
+        n[0] += 1
+        seen.records(a.poll_batch(1000, timeout=0.05))
+        return until()
+
+    try:
+        wait_until(lambda: pump(lambda: seen.count("record") >= 20), 30, what="a's first reads")
+        b = Consumer("t", **kw)
+        try:
+            wait_until(lambda: pump(lambda: seen.count("revoke") >= 1), 30, what="a's revoke")
+            gone = next(keys for kind, keys in seen.events if kind == "revoke")
+            wait_until(lambda: pump(lambda: set(b.assignment()) == gone), 30, what="b's take")
+            for _ in range(10):  # polls after the revoke: nothing of b's partitions
+                pump(lambda: True)
+        finally:
+            b.close()
+        wait_until(
+            lambda: pump(lambda: seen.count("assign") >= 2), 30, what="a's take-back on_assign"
+        )
+        back = len(seen.events)
+        wait_until(
+            lambda: pump(lambda: any(k == "record" and ks <= gone for k, ks in seen.events[back:])),
+            30,
+            what="records of the partitions taken back",
+        )
+    finally:
+        a.close()
+    assert seen.threads == {threading.get_ident()}  # the caller's thread, never the member's
+    seen.check_order()
+
+
+def test_async_consumer_runs_rebalance_callbacks_on_the_event_loop(
+    tower: Tower, producers: list[Producer]
+) -> None:
+    from dafka import AsyncConsumer
+
+    send(producers, 0, 5)
+    seen = _Seen()
+    kw = _group_kw(tower, "aio")
+
+    async def main() -> int:
+        async with AsyncConsumer(
+            "t", on_assign=seen.callback("assign"), on_revoke=seen.callback("revoke"), **kw
+        ) as c:
+            deadline = time.monotonic() + 30
+            while seen.count("record") < 20 and time.monotonic() < deadline:
+                seen.records(await c.poll_batch(100, timeout=0.2))
+            return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert seen.count("assign") >= 1 and seen.count("record") >= 20
+    assert seen.threads == {loop_thread} and all(seen.in_event_loop)
+    seen.check_order()
