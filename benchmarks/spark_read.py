@@ -1,6 +1,7 @@
 """Spark reading from a store: one micro-batch of N records through ``format("dafka")``.
 
     python -m benchmarks.spark_read [--records 1000000] [--size 100] [--tasks 4] [--failover]
+                                    [--no-progress]
 
 One tower and one store (child processes, fsync on); a Producer writes N
 records of SIZE bytes to one partition. Then, in one run:
@@ -26,6 +27,9 @@ The micro-batch also runs twice; the second is the warm figure (a session whose
 Python workers and JVM code paths are already up). Ratios are Spark's rows/s over the
 query client's and over parquet's. Prints a table and writes JSON
 to benchmarks/results/spark_read-<time>.json.
+
+On a terminal, a status line on stderr shows each phase's progress (records acknowledged,
+records read, seconds a Spark or parquet phase has run); ``--no-progress`` turns it off.
 """
 
 from __future__ import annotations
@@ -37,9 +41,19 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from dafka.cli.progress import Progress
+
 RESULTS = Path(__file__).resolve().parent / "results"
+PROGRESS = Progress(False)
+"""The status line on stderr (set in main: a terminal only, not with --no-progress)."""
+
+
+def _elapsed(phase: str) -> Callable[[], str]:
+    start = time.monotonic()
+    return lambda: f"{phase}: {time.monotonic() - start:.0f} s"
 
 
 def write_records(towers: str, topic: str, n: int, size: int) -> tuple[str, float]:
@@ -49,9 +63,14 @@ def write_records(towers: str, topic: str, n: int, size: int) -> tuple[str, floa
     with Producer(topic, towers=towers) as producer:
         producer.send(b"w" * size).result(timeout=60)  # connected to the store
         t0 = time.perf_counter()
-        for start in range(0, n - 1, 10_000):
-            producer.send_many([payload] * min(10_000, n - 1 - start))
-        producer.flush(600)
+
+        def acked() -> str:
+            return f"writing: {producer.acknowledged:,} of {n:,} records acknowledged"
+
+        with PROGRESS.ticking(acked):
+            for start in range(0, n - 1, 10_000):
+                producer.send_many([payload] * min(10_000, n - 1 - start))
+            producer.flush(600)
         return producer.partition, (n - 1) / (time.perf_counter() - t0)
 
 
@@ -64,11 +83,14 @@ def baseline(
     from dafka.query import QueryClient, verified_batches
     from dafka.spark.arrow_columns import signed_reply_columns
 
+    phase = "query client, " + ("into Arrow" if arrow else "verify" if verify else "raw")
     t0 = time.perf_counter()
     first_reply = None
     count = 0
     with QueryClient(endpoint, timeout=60) as client:
         for reply in client.read_range(topic, partition, 0, n):
+            if PROGRESS.due():
+                PROGRESS.update(f"{phase}: {count:,} of {n:,} records read")
             if first_reply is None:
                 first_reply = time.perf_counter() - t0
             if arrow:
@@ -79,6 +101,7 @@ def baseline(
             else:
                 count += reply.next_offset - reply.first  # type: ignore[operator]
     seconds = time.perf_counter() - t0
+    PROGRESS.end(f"{phase}: {count:,} of {n:,} records read")
     assert count == n, (count, n)
     return {
         "records": count,
@@ -94,7 +117,7 @@ def wait_for_head(endpoint: str, topic: str, partition: str, head: int) -> None:
     from dafka.query import QueryClient
 
     deadline = time.monotonic() + 300
-    with QueryClient(endpoint, timeout=10) as client:
+    with QueryClient(endpoint, timeout=10) as client, PROGRESS.ticking(_elapsed("second store")):
         while time.monotonic() < deadline:
             heads = {(p.topic, p.partition): p.head for p in client.heads([topic])}
             if heads.get((topic, partition)) == head:
@@ -151,7 +174,8 @@ def micro_batch(spark, towers: str, topic: str, n: int, tasks: int) -> dict[str,
             .option("checkpointLocation", ckpt)
             .start()
         )
-        query.awaitTermination(900)
+        with PROGRESS.ticking(_elapsed("spark micro-batch")):
+            query.awaitTermination(900)
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
     assert seen.get("rows") == n, seen
@@ -179,7 +203,8 @@ def batch_read(
         .options(**options)
         .load()
     )
-    row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
+    with PROGRESS.ticking(_elapsed("spark batch read")):
+        row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
     seconds = time.perf_counter() - t0
     assert row["n"] == n, row
     return {"records": n, "seconds": seconds, "rate": n / seconds}
@@ -206,8 +231,9 @@ def parquet(spark, directory: Path, n: int, size: int, partition: str) -> dict[s
     out = {}
     for run in ("cold", "warm"):
         t0 = time.perf_counter()
-        df = spark.read.parquet(str(path))
-        row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
+        with PROGRESS.ticking(_elapsed(f"parquet {run}")):
+            df = spark.read.parquet(str(path))
+            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
         seconds = time.perf_counter() - t0
         assert row["n"] == n, row
         out[run] = {"records": n, "seconds": seconds, "rate": n / seconds}
@@ -227,7 +253,12 @@ def main() -> None:
     ap.add_argument(
         "--failover", action="store_true", help="also read with one of two stores killed"
     )
+    ap.add_argument(
+        "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
+    )
     args = ap.parse_args()
+    global PROGRESS
+    PROGRESS = Progress(False if args.no_progress else None)
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from tests.procs import StoreProc, Tower

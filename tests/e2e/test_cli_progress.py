@@ -3,9 +3,12 @@ terminal (a pty here), never in a pipe, never with --no-progress."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pty
+import re
 import select
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -91,3 +94,30 @@ def test_a_consumer_catching_up_shows_progress_on_a_terminal_only(tmp_path: Path
     finally:
         store.kill()
         tower.stop()
+
+
+def _spark_missing() -> str | None:
+    if importlib.util.find_spec("pyspark") is None:
+        return "the spark extra (pyspark) is not installed"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime: Spark needs one"
+    return None
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.skipif(_spark_missing() is not None, reason=str(_spark_missing()))
+def test_the_spark_read_benchmark_shows_progress_on_a_terminal_unless_told_not_to() -> None:
+    args = py("benchmarks.spark_read", "--records", "500", "--tasks", "2")
+    written: list[Path] = []
+    try:
+        for extra, drawn in (([], True), (["--no-progress"], False)):
+            code, shown = run_on_a_terminal([*args, *extra], limit=300)
+            assert code == 0, shown[-2000:]
+            written.append(Path(re.findall(rb"wrote (\S+\.json)", shown)[-1].decode()))
+            for phase in (b"query client, raw: ", b"spark micro-batch: ", b"spark batch read: "):
+                assert (b"\r" + phase in shown) is drawn, (phase, shown[-2000:])
+            if drawn:  # each status line ends before what follows starts
+                assert re.search(rb"\rspark batch read: \d+ s *\n", shown), shown[-2000:]
+    finally:
+        for path in written:
+            path.unlink(missing_ok=True)
