@@ -1,4 +1,9 @@
-"""``dafka-local``: a tower and a store on 127.0.0.1, the embedded local default."""
+"""``dafka-local``: a tower and a store on 127.0.0.1, the embedded local default.
+
+``--metrics-port PORT`` serves the store's metrics on PORT and the tower's on PORT+1
+(0: a free port for each), each announced on stderr as ``metrics on URL (store)`` and
+``metrics on URL (tower)``, as ``dafka-store`` and ``tower`` announce theirs.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,15 @@ from pathlib import Path
 import click
 
 from tower.metadata import TowerNode, default_data_dir
+from tower.metrics import tower_metrics
 
 from ..api.store import Store
 from ..config import TowerAddress, parse_endpoint
+from ..errors import ConfigError
+from ..io.metrics import NodeMetrics, check_metrics_port
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
 from .common import CONTEXT, Command, common_options, profile_option, run_cli, wait_for_signal
+from .metrics import metrics_options
 
 
 @click.command(cls=Command, context_settings=CONTEXT)
@@ -47,12 +56,22 @@ from .common import CONTEXT, Command, common_options, profile_option, run_cli, w
     help="The local admin key file (made if missing); the metadata's first admin, and what "
     f"the dafka command signs with by default. [env: {ADMIN_KEY_ENV}]",
 )
+@metrics_options
 @run_cli
 def main(
-    data_dir: str, tower_bind: str, tower_data_dir: str | None, profile: str, admin_key_file: str
+    data_dir: str,
+    tower_bind: str,
+    tower_data_dir: str | None,
+    profile: str,
+    admin_key_file: str,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
-    """Run a local platform: one tower (beacons + metadata) and one store, until Ctrl-C."""
+    """Run a local platform: one tower (beacons + metadata) and one store, until Ctrl-C.
+
+    With --metrics-port PORT, the store's metrics are on PORT and the tower's on PORT+1."""
     host, port = parse_endpoint(tower_bind, "tower address", allow_zero=True)
+    store_port, tower_port = metrics_ports(metrics_port)
     address = TowerAddress(host, port)
     path = Path(admin_key_file)
     exists = path.exists() or path.is_symlink()
@@ -63,9 +82,21 @@ def main(
         admin_keys=[admin.public_key.hex()],
     ).start()
     address = tower.address
+    tower_metrics_server: NodeMetrics | None = None
     try:
-        store = Store(data_dir, towers=str(address), host=host, profile=profile).start()
+        if tower_port is not None:  # a busy port: one error line, the tower stopped
+            tower_metrics_server = tower_metrics(tower).serve(metrics_host, tower_port)
+        store = Store(
+            data_dir,
+            towers=str(address),
+            host=host,
+            profile=profile,
+            metrics_port=store_port,
+            metrics_host=metrics_host,
+        ).start()
     except BaseException:
+        if tower_metrics_server is not None:
+            tower_metrics_server.close()
         tower.stop()
         raise
     t = "" if str(address) == "127.0.0.1:5556" else f" -t {address}"
@@ -84,6 +115,9 @@ def main(
             f"{', '.join(tower.sm.admins) or 'none yet'}); dafka changes signed with it are refused",
             err=True,
         )
+    for role, metrics in (("store", store.metrics), ("tower", tower_metrics_server)):
+        if metrics is not None and metrics.url is not None:
+            click.echo(f"metrics on {metrics.url} ({role})", err=True)
     click.echo(
         f"Dafka is running: tower on {address.sub} and {address.pub} "
         f"(metadata on {tower.raft_url}), "
@@ -102,7 +136,25 @@ def main(
         wait_for_signal()
     finally:
         store.stop()
+        if tower_metrics_server is not None:
+            tower_metrics_server.close()
         tower.stop()
+
+
+def metrics_ports(port: int | None) -> tuple[int | None, int | None]:
+    """The store's and the tower's metrics ports for ``--metrics-port PORT``: PORT and
+    PORT+1 (0: a free port each; None: no endpoint)."""
+    check_metrics_port(port)
+    if port is None:
+        return None, None
+    if port == 0:
+        return 0, 0
+    if port >= 65535:
+        raise ConfigError(
+            f"bad metrics port {port}: dafka-local serves the tower's metrics on PORT+1, "
+            "so give 0 (free ports) to 65534"
+        )
+    return port, port + 1
 
 
 if __name__ == "__main__":

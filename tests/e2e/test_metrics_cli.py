@@ -16,6 +16,17 @@ from tests.procs import Proc, StoreProc, Tower, py
 pytestmark = pytest.mark.e2e
 
 URL = r"metrics on (http://127\.0\.0\.1:\d+/metrics)"
+LOCAL = [
+    "dafka.cli.local",
+    "--tower-bind",
+    "127.0.0.1:0",
+    "--data-dir",
+    "{tmp}/db",
+    "--tower-data-dir",
+    "{tmp}/tower",
+    "--admin-key",
+    "{tmp}/admin.key",
+]
 
 
 @pytest.fixture
@@ -93,10 +104,77 @@ def test_busy_metrics_port_is_one_line(tmp_path: Path) -> None:
         ["dafka.cli.store", "--data-dir", "{tmp}/db"],
         ["tower", "--bind", "127.0.0.1:0", "--data-dir", "{tmp}/tower"],
         ["dafka.cli.consumer", "t"],
+        LOCAL,
     ],
-    ids=["store", "tower", "consumer"],
+    ids=["store", "tower", "consumer", "local"],
 )
 def test_bad_metrics_port_is_one_line(command: list[str], tmp_path: Path) -> None:
     args = [a.replace("{tmp}", str(tmp_path)) for a in command]
     p = Proc(py(*args, "--metrics-port", "70000"))
     assert_one_line_error(p, 2, "bad metrics port 70000")
+
+
+def _two_free_ports() -> int:
+    """A port P with P+1 free too (free when this returns: the test binds them soon after)."""
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+                return port
+    raise AssertionError("no two consecutive free ports")
+
+
+def local(tmp_path: Path, *args: str) -> Proc:
+    return Proc(py(*[a.replace("{tmp}", str(tmp_path)) for a in LOCAL], *args))
+
+
+def test_local_serves_the_store_metrics_on_the_port_and_the_tower_on_the_next(
+    tmp_path: Path,
+) -> None:
+    port = _two_free_ports()
+    p = local(tmp_path, "--metrics-port", str(port))
+    try:
+        store_url = p.wait_line(r"metrics on (\S+) \(store\)").group(1)
+        tower_url = p.wait_line(r"metrics on (\S+) \(tower\)").group(1)
+        assert store_url == f"http://127.0.0.1:{port}/metrics"
+        assert tower_url == f"http://127.0.0.1:{port + 1}/metrics"
+        assert roles(store_url) == {"store"} and roles(tower_url) == {"tower"}
+        assert not bytes(p.stdout)  # startup lines on stderr
+        assert p.terminate() == 0
+    finally:
+        p.kill()
+    free = local(tmp_path, "--metrics-port", "0")  # 0: a free port for each
+    try:
+        urls = [
+            free.wait_line(rf"metrics on {URL[len('metrics on ') :]} \({r}\)").group(1)
+            for r in ("store", "tower")
+        ]
+        assert len(set(urls)) == 2
+        assert roles(urls[0]) == {"store"} and roles(urls[1]) == {"tower"}
+        assert free.terminate() == 0
+    finally:
+        free.kill()
+    plain = local(tmp_path)
+    try:
+        plain.wait_line(r"Dafka is running")
+        assert "metrics on" not in plain.stderr
+    finally:
+        plain.kill()
+
+
+def test_local_metrics_port_errors_are_one_line(tmp_path: Path) -> None:
+    top = local(tmp_path, "--metrics-port", "65535")  # no PORT+1 for the tower
+    assert_one_line_error(top, 2, "bad metrics port 65535")
+    port = _two_free_ports()
+    with socket.socket() as busy:  # the tower's port (PORT+1) is taken
+        busy.bind(("127.0.0.1", port + 1))
+        busy.listen()
+        p = local(tmp_path, "--metrics-port", str(port))
+        assert_one_line_error(p, 2, f"cannot serve metrics on 127.0.0.1:{port + 1}")
