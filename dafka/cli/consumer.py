@@ -390,6 +390,8 @@ def main(
             marks = consumer.watermarks(timeout=wait)
             for (topic, partition), (low, high) in sorted(marks.items()):
                 click.echo(f"{topic} {partition} {low} {high}")
+            if not marks:  # an empty answer says so (on stderr: stdout stays data)
+                click.echo(f"no partitions of {', '.join(topics)} on the stores", err=True)
             return
         waiting = _Waiting(consumer, started, wait, exit_at_end, curve)
         # catching up with -e: a status line on stderr when it is a terminal and the records

@@ -75,6 +75,14 @@ def test_watermarks_command_prints_low_and_high_per_partition(platform: Tower) -
     assert (topic, len(partition), low, high) == ("marks", 32, "0", "7")
 
 
+def test_watermarks_of_a_topic_with_no_partition_say_so(platform: Tower) -> None:
+    produce(platform.address, "other", ["x"])  # a store that answers, holding another topic
+    c = Proc(py("dafka.cli.consumer", "void", "--watermarks", "--tower", platform.address))
+    assert c.wait() == 0, c.stderr
+    assert bytes(c.stdout) == b""  # stdout stays data
+    assert "no partitions of void on the stores" in c.stderr, c.stderr
+
+
 def test_seek_back_redelivers_and_positions_follow_polls(platform: Tower) -> None:
     produce(platform.address, "seek", [f"v{i}" for i in range(20)])
     with Consumer("seek", towers=platform.address, offset_reset="earliest") as c:
