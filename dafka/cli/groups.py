@@ -8,7 +8,7 @@ import json
 import click
 
 from ..groups.admin import describe, list_groups
-from .common import CONTEXT, Group, run_cli
+from .common import CONTEXT, Group, common_options, run_cli
 
 _TOWER = click.option(
     "--tower",
@@ -18,6 +18,7 @@ _TOWER = click.option(
     help="Tower address(es), HOST:PORT of the beacon port, comma-separated.",
 )
 _TIMEOUT = click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait.")
+_COMMON = common_options("admin", node=False)  # --config, --log-level as every dafka command
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
@@ -26,6 +27,7 @@ def groups() -> None:
 
 
 @groups.command("list")
+@_COMMON
 @_TOWER
 @_TIMEOUT
 @run_cli
@@ -40,6 +42,7 @@ def groups_list(tower: str, timeout: float) -> None:
 
 @groups.command("describe")
 @click.argument("group")
+@_COMMON
 @_TOWER
 @_TIMEOUT
 @click.option(

@@ -28,7 +28,7 @@ from ..query.client import QueryClient, load_client_key, records
 from ..query.locator import StoreLocator
 from ..security import identity
 from ..security.curve_keys import parse_public_key
-from .common import CONTEXT, Group, run_cli
+from .common import CONTEXT, Group, common_options, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,7 +99,7 @@ _OPTIONS = [
 def _query_options(f: F) -> F:
     for option in reversed(_OPTIONS):
         f = option(f)
-    return f
+    return common_options("admin", node=False)(f)  # --config, --log-level as every dafka command
 
 
 @click.group(cls=Group, context_settings=CONTEXT)

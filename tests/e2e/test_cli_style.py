@@ -81,6 +81,38 @@ def test_config_file_mistakes_are_one_line_naming_key_and_file(
     one_line_error(p, 2, str(conf), *fragments)
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["dafka.cli.admin", "groups", "list"], ["dafka.cli.admin", "query", "heads"]],
+    ids=["groups list", "query heads"],
+)
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ('tower = "127.0.0.1:5556"\nretries = 3\n', ["unknown top-level", "retries"]),
+        ("[admin]\nnope = 1\n", ["unknown setting", "nope"]),
+    ],
+    ids=["top-level", "table"],
+)
+def test_every_dafka_subcommand_takes_and_checks_a_config_file(
+    tmp_path: Path, command: list[str], text: str, fragments: list[str]
+) -> None:
+    """``dafka groups`` and ``dafka query`` read --config like the other dafka subcommands."""
+    conf = tmp_path / "dafka.toml"
+    conf.write_text(text)
+    one_line_error(Proc(py(*command, "--config", str(conf))), 2, str(conf), *fragments)
+
+
+def test_dafka_groups_takes_its_tower_from_the_config_file_and_log_options(
+    tmp_path: Path,
+) -> None:
+    conf = tmp_path / "dafka.toml"
+    conf.write_text('tower = "127.0.0.1:1"\n[admin]\ntimeout = 0.5\n')
+    args = ["dafka.cli.admin", "groups", "describe", "g", "--config", str(conf)]
+    # warnings are log lines (formatted, silenced by --log-level error): the error is one line
+    one_line_error(Proc(py(*args, "--log-level", "error")), 1, "no store answered within 0.5 s")
+
+
 @pytest.fixture
 def platform(tmp_path: Path):
     tower = Tower()
