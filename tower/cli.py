@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from dafka.cli.common import CONTEXT, Command, common_options, run_cli, wait_for_signal
+from dafka.cli.common import (
+    CONTEXT,
+    Command,
+    common_options,
+    make_data_dir,
+    run_cli,
+    wait_for_signal,
+)
 from dafka.cli.metrics import announce, metrics_options
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import ConfigError, RaftError
@@ -99,6 +106,7 @@ def main(
     if peer_keys and not raft_curve:
         raise ConfigError("--raft-peers gives keys but --raft-curve is not set")
     data_dir = data_dir or default_data_dir(port)
+    make_data_dir(data_dir, "tower data directory")  # one line, not the Raft thread's traceback
     keys = admin_public_keys(admin_key, admin_key_file)
     node = TowerNode(
         TowerAddress(host, port),

@@ -19,7 +19,15 @@ from ..config import TowerAddress, parse_endpoint
 from ..errors import ConfigError
 from ..io.metrics import NodeMetrics, check_metrics_port
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
-from .common import CONTEXT, Command, common_options, profile_option, run_cli, wait_for_signal
+from .common import (
+    CONTEXT,
+    Command,
+    common_options,
+    make_data_dir,
+    profile_option,
+    run_cli,
+    wait_for_signal,
+)
 from .metrics import metrics_options
 
 
@@ -73,12 +81,14 @@ def main(
     host, port = parse_endpoint(tower_bind, "tower address", allow_zero=True)
     store_port, tower_port = metrics_ports(metrics_port)
     address = TowerAddress(host, port)
+    tower_dir = tower_data_dir or default_data_dir(port)
+    make_data_dir(tower_dir, "tower data directory")  # one line, not the Raft thread's traceback
     path = Path(admin_key_file)
     exists = path.exists() or path.is_symlink()
     admin = load_admin_key(path) if exists else create_admin_key(path)
     tower = TowerNode(
         address,
-        data_dir=tower_data_dir or default_data_dir(port),
+        data_dir=tower_dir,
         admin_keys=[admin.public_key.hex()],
     ).start()
     address = tower.address

@@ -127,6 +127,35 @@ def test_store_unwritable_data_dir_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(s, 2, "data directory")
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["tower", "--bind", "127.0.0.1:0", "--data-dir", "{dir}"],
+        [
+            "dafka.cli.local",
+            "--tower-bind",
+            "127.0.0.1:0",
+            "--tower-data-dir",
+            "{dir}",
+            "--data-dir",
+            "{tmp}/store",
+            "--admin-key",
+            "{tmp}/admin.key",
+        ],
+    ],
+    ids=["tower", "local"],
+)
+def test_tower_data_dir_that_cannot_be_made_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    """The Raft peer's thread made it (a traceback); the command checks it first."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    args = [
+        a.replace("{dir}", str(blocker / "tower")).replace("{tmp}", str(tmp_path)) for a in command
+    ]
+    t = Proc(py(*args))
+    assert_one_line_error(t, 2, f"cannot create tower data directory {blocker / 'tower'}")
+
+
 def test_tower_port_in_use_is_one_line() -> None:
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
