@@ -73,11 +73,12 @@ def _unit(value: int, units: tuple[tuple[str, int], ...], base: str) -> str:
 
 
 def human(key: str, value: Any) -> str:
-    """A setting as an admin writes it: ``7d``, ``1G``, ``none``, ``any``, ``a,b``."""
+    """A setting as an admin writes it: ``7d``, ``1G``, ``none``, ``any``, ``a,b``,
+    ``true`` (as in TOML, not Python's ``True``)."""
     if value is None:
         return "any" if key in ACL_KEYS else "none"
     if isinstance(value, bool):
-        return str(value)
+        return "true" if value else "false"
     if isinstance(value, int) and key.endswith("_ms"):
         return _unit(value, _MS, "ms")
     if isinstance(value, int) and key.endswith("_bytes"):

@@ -118,6 +118,8 @@ def test_delimiters_stand_for_a_format() -> None:
         ("producers", None, "any"),
         ("clients", ["A", "B"], "A,B"),
         ("min_acks", 2, "2"),
+        ("auto_create", True, "true"),
+        ("curve", False, "false"),
     ],
 )
 def test_settings_are_shown_as_given_and_parse_back(key: str, value: object, shown: str) -> None:
