@@ -56,6 +56,8 @@ TESTS = [
     "tests/unit/test_attacks_reorder.py",
     "tests/integration/test_attacks_groups.py",
     "tests/integration/test_attacks_metrics_http.py",
+    "tests/unit/test_attacks_frames.py",
+    "tests/integration/test_attacks_frames.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -713,6 +715,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        return (\n",
         "        return True or (\n",
     ),
+    "a message's frames bounded at every peer-reachable socket": (
+        "dafka.io.multipart",
+        "recv_bounded",
+        "        if len(frames) == max_frames:\n",
+        "        if len(frames) == max_frames and False:\n",
+    ),
+    "a data message's frames bounded at the data SUB": (
+        "dafka.io.bounds",
+        "recv_message",
+        "        if len(frames) == max_frames:\n",
+        "        if len(frames) == max_frames and False:\n",
+    ),
 }
 
 
@@ -1041,6 +1055,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "Raft term ceiling on what a peer message may raise the term to": (
         "tests/unit/test_attacks_raft.py::test_a_configured_peer_cannot_push_our_term_to_the_maximum",
         "tests/unit/test_attacks_raft.py::test_a_peer_far_behind_catches_up_as_the_ceiling_rises",
+    ),
+    "a message's frames bounded at every peer-reachable socket": (
+        "tests/unit/test_attacks_frames.py::test_a_message_of_10000_frames_is_dropped_and_the_next_one_read[True]",
+        "tests/unit/test_attacks_frames.py::test_a_message_of_10000_frames_is_dropped_and_the_next_one_read[False]",
+        "tests/integration/test_attacks_frames.py::test_a_million_frame_message_costs_the_query_endpoint_no_frame_objects",
+        "tests/integration/test_attacks_frames.py::test_a_million_frame_message_costs_the_tower_no_frame_objects",
+    ),
+    "a data message's frames bounded at the data SUB": (
+        "tests/unit/test_attacks_frames.py::test_the_data_sub_reads_at_most_two_frames",
     ),
 }
 

@@ -1,0 +1,124 @@
+"""Messages of more frames than their protocol has (issue 10: libzmq bounds frames, not
+messages): :func:`dafka.io.multipart.recv_bounded` keeps at most the protocol's frames,
+drops the rest unread and raises :class:`~dafka.errors.TooManyFrames`; the next message
+is read whole. The maxima come from the wire specs: every genuine message fits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import zmq
+
+from dafka.errors import TooManyFrames, WireError
+from dafka.io.bounds import recv_message
+from dafka.io.multipart import (
+    BEACON_FRAMES,
+    DATA_FRAMES,
+    QUERY_REPLY_FRAMES,
+    QUERY_REQUEST_FRAMES,
+    TOWER_BEACON_FRAMES,
+    recv_bounded,
+)
+from dafka.query import protocol as qp
+from dafka.raft import wire as w
+from dafka.raft.guard import (
+    BROADCAST_FRAMES,
+    CLIENT_ANSWER_FRAMES,
+    MAX_ENTRIES_PER_MESSAGE,
+    PEER_RESPONSE_FRAMES,
+    router_max_frames,
+)
+from dafka.raft.types import Entry, EntryType
+from dafka.wire import beacon as wbeacon
+from dafka.wire import signed
+from tests.signing import PRODUCER
+
+FLOOD = 10_000
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[zmq.Socket[bytes], zmq.Socket[bytes]]]:
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    push = ctx.socket(zmq.PUSH)
+    pull.bind("inproc://frames")
+    push.connect("inproc://frames")
+    yield push, pull
+    push.close(0)
+    pull.close(0)
+    ctx.term()
+
+
+def _wait(sock: zmq.Socket[bytes]) -> None:
+    assert sock.poll(5000), "nothing arrived"
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_a_message_of_10000_frames_is_dropped_and_the_next_one_read(
+    pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]], copy: bool
+) -> None:
+    push, pull = pair
+    push.send_multipart([b"x" * 100] * FLOOD)
+    push.send_multipart([b"probe", b"2"])
+    _wait(pull)
+    with pytest.raises(TooManyFrames) as caught:
+        recv_bounded(pull, QUERY_REQUEST_FRAMES, copy=copy)  # type: ignore[call-overload]
+    assert (caught.value.frames, caught.value.limit) == (FLOOD, QUERY_REQUEST_FRAMES)
+    assert isinstance(caught.value, WireError)  # counted as malformed by every caller
+    got = recv_bounded(pull, QUERY_REQUEST_FRAMES, copy=copy)  # type: ignore[call-overload]
+    assert [bytes(f) for f in got] == [b"probe", b"2"]
+
+
+def test_a_message_of_exactly_the_limit_is_kept_whole(
+    pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
+) -> None:
+    push, pull = pair
+    push.send_multipart([b"a", b"b", b"c"])
+    push.send_multipart([b"a", b"b", b"c", b"d"])
+    _wait(pull)
+    assert recv_bounded(pull, 3) == [b"a", b"b", b"c"]
+    with pytest.raises(TooManyFrames):
+        recv_bounded(pull, 3)
+    with pytest.raises(zmq.Again):
+        recv_bounded(pull, 3)
+
+
+def test_the_data_sub_reads_at_most_two_frames(
+    pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
+) -> None:
+    push, pull = pair
+    batch = signed.encode_batch(PRODUCER, "t", 0, [(None, b"v")], 1)
+    push.send_multipart([b"Mt\x00\x02", batch, *[b""] * FLOOD])
+    push.send_multipart([b"Mt\x00\x02", batch])
+    _wait(pull)
+    with pytest.raises(TooManyFrames):
+        recv_message(pull)
+    first, frames = recv_message(pull)
+    assert frames == [b"Mt\x00\x02", batch] and first.bytes == b"Mt\x00\x02"
+
+
+def test_every_genuine_message_fits_its_protocols_maximum() -> None:
+    assert DATA_FRAMES == 2 and QUERY_REPLY_FRAMES == 2
+    key = PRODUCER.public_key
+    node = wbeacon.NodeBeacon(PRODUCER.node_id, "127.0.0.1", 5000, key).encode()
+    tower = wbeacon.TowerBeacon(PRODUCER.node_id, "tcp://127.0.0.1:5000", key).encode()
+    service = wbeacon.ServiceBeacon(PRODUCER.node_id, "tcp://127.0.0.1:5001", "store").encode()
+    assert len(node) == BEACON_FRAMES and len(service) <= BEACON_FRAMES
+    assert len(tower) == TOWER_BEACON_FRAMES and len(service) <= TOWER_BEACON_FRAMES
+    request = qp.encode_request(qp.HeadsRequest(1))
+    assert 1 + len(request) < QUERY_REQUEST_FRAMES  # routing id, request
+    entries = tuple(
+        Entry(i, 1, EntryType.STATE, bytes(12), b"d") for i in range(1, MAX_ENTRIES_PER_MESSAGE + 1)
+    )
+    broadcast = w.StateBroadcast(b"c", 1, MAX_ENTRIES_PER_MESSAGE, entries).encode()
+    assert len(broadcast) == BROADCAST_FRAMES
+    append = w.AppendEntries(1, b"c", "leader", 1, 0, 0, 0, entries).encode()
+    assert 2 + len(append) == router_max_frames(256)  # identity and REQ delimiter
+    assert router_max_frames(10_000) == 2 + 8 + 10_000
+    answer = w.RequestEntriesResponse(
+        1, w.EntriesStatus.LAST, last_index=MAX_ENTRIES_PER_MESSAGE, entries=entries
+    ).encode()
+    assert len(answer) <= CLIENT_ANSWER_FRAMES
+    response = w.AppendEntriesResponse(1, 1, False, 3).encode()
+    assert len(response) <= PEER_RESPONSE_FRAMES
