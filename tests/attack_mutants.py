@@ -727,6 +727,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if len(frames) == max_frames:\n",
         "        if len(frames) == max_frames and False:\n",
     ),
+    "Raft ROUTER queue bounded in bytes": (
+        "dafka.raft.peer",
+        "RaftPeer._setup",
+        "        self.router.setsockopt(zmq.RCVHWM, opts.router_hwm())\n",
+        "        self.router.setsockopt(zmq.RCVHWM, 100_000)\n",
+    ),
+    "RequestEntries streams bounded per client": (
+        "dafka.raft.clientservice",
+        "ClientService._on_entries",
+        "                or self._client_streams[request.envelope] >= STREAMS_PER_CLIENT\n",
+        "",
+    ),
 }
 
 
@@ -1064,6 +1076,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a data message's frames bounded at the data SUB": (
         "tests/unit/test_attacks_frames.py::test_the_data_sub_reads_at_most_two_frames",
+    ),
+    "Raft ROUTER queue bounded in bytes": (
+        "tests/unit/test_attacks_frames.py::test_the_raft_router_queues_are_bounded_in_bytes",
+    ),
+    "RequestEntries streams bounded per client": (
+        "tests/unit/test_attacks_frames.py::test_a_client_holds_at_most_8_entry_streams_open",
     ),
 }
 

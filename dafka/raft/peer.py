@@ -70,7 +70,7 @@ from .guard import (
     router_max_frames,
 )
 from .membership import all_peers
-from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, Admit, PeerOptions
+from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerOptions
 from .peertransport import PeerTransport
 from .pipeline import appends_first, split_durable
 from .ready import Ready, Role
@@ -289,8 +289,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._zap = RaftZap(ctx, self.curve).start()
         self.router = ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 0)
-        self.router.setsockopt(zmq.SNDHWM, 100_000)
-        self.router.setsockopt(zmq.RCVHWM, 100_000)
+        self.router.setsockopt(zmq.SNDHWM, ROUTER_SNDHWM)
+        self.router.setsockopt(zmq.RCVHWM, opts.router_hwm())
         self.router.setsockopt(
             zmq.MAXMSGSIZE, router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)
         )

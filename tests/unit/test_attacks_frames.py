@@ -6,6 +6,7 @@ is read whole. The maxima come from the wire specs: every genuine message fits."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import zmq
@@ -22,13 +23,18 @@ from dafka.io.multipart import (
 )
 from dafka.query import protocol as qp
 from dafka.raft import wire as w
+from dafka.raft.bounds import DEFAULT_MAX_ENTRY_BYTES
 from dafka.raft.guard import (
     BROADCAST_FRAMES,
     CLIENT_ANSWER_FRAMES,
     MAX_ENTRIES_PER_MESSAGE,
     PEER_RESPONSE_FRAMES,
+    router_frame_limit,
     router_max_frames,
 )
+from dafka.raft.peer import RaftPeer
+from dafka.raft.peerstate import PeerOptions
+from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.types import Entry, EntryType
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
@@ -122,3 +128,56 @@ def test_every_genuine_message_fits_its_protocols_maximum() -> None:
     assert len(answer) <= CLIENT_ANSWER_FRAMES
     response = w.AppendEntriesResponse(1, 1, False, 3).encode()
     assert len(response) <= PEER_RESPONSE_FRAMES
+
+
+def test_the_raft_router_queues_are_bounded_in_bytes(tmp_path: Path) -> None:
+    """The ROUTER read up to 100,000 messages per connection, each way, with frames of up to
+    2 MiB + 84 KiB: 206 GiB a connection. Now its RCVHWM is ``queue_bytes`` (256 MiB) over
+    its ZMQ_MAXMSGSIZE, and it queues 4,096 replies, not 100,000."""
+    with zmq.Context() as probe:
+        sock = probe.socket(zmq.ROUTER)
+        port = sock.bind_to_random_port("tcp://127.0.0.1")
+        sock.close(0)
+    peer = RaftPeer("t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka")
+    peer._setup()
+    try:
+        router = peer.router
+        frame = router.getsockopt(zmq.MAXMSGSIZE)
+        assert frame == router_frame_limit(DEFAULT_MAX_ENTRY_BYTES, 1 << 16)
+        assert router.getsockopt(zmq.RCVHWM) * frame <= 256 << 20
+        assert router.getsockopt(zmq.RCVHWM) >= 100  # a hundred frames of the largest size
+        assert router.getsockopt(zmq.SNDHWM) <= 4096
+    finally:
+        peer._teardown()
+
+
+def test_a_client_holds_at_most_8_entry_streams_open(tmp_path: Path) -> None:
+    """Each RequestEntries stream keeps 5 answers of up to 256 KiB and an entry ahead of the
+    client's follow-ups: a client that opened 8,000 streams (the spec's high-water mark, for
+    all clients) and never read had 40,000 answers queued for it, about 50 GiB."""
+    with zmq.Context() as probe:
+        sock = probe.socket(zmq.ROUTER)
+        port = sock.bind_to_random_port("tcp://127.0.0.1")
+        sock.close(0)
+    opts = PeerOptions(request_entries_batch=1, request_entries_pipeline=1)
+    peer = RaftPeer("t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka", options=opts)
+    peer._setup()
+    try:
+        for _ in range(10 * peer.options.election_tick):
+            peer.core.tick()
+            peer._process_ready()
+            if peer.core.applied_in_term:
+                break
+        gen = ReqIdGenerator()
+        for k in range(3):  # entries enough that no stream ends at its first answer
+            peer._on_router_frames([b"client", gen(), b"=", b"dafka", b"x%d" % k])
+            peer._flush_updates()
+            peer._process_ready()
+        assert peer.core.applied >= 3
+        for rid in range(1, 101):
+            for envelope in (b"greedy", b"other"):
+                peer._on_router_frames([envelope, *w.RequestEntries(rid, b"dafka", 0).encode()])
+        assert peer._client_streams == {(b"greedy",): 8, (b"other",): 8}
+        assert len(peer._streams) == 16
+    finally:
+        peer._teardown()
