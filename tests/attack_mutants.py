@@ -311,8 +311,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     ),
     "metadata admission refuses what apply refuses": (
         "dafka.metadata.state",
-        "MetadataStateMachine.admission",
-        "            return str(exc)",
+        "MetadataStateMachine.refusal",
+        "            return Refusal(str(exc), effect=False)",
         "            return None",
     ),
     "tower detects a lost admin bootstrap": (
@@ -739,6 +739,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                or self._client_streams[request.envelope] >= STREAMS_PER_CLIENT\n",
         "",
     ),
+    "the metadata leader refuses an admin's invalid or ineffective command": (
+        "dafka.metadata.state",
+        "MetadataStateMachine.refusal",
+        "        if inner is None:\n            return None\n",
+        "        if True:\n            return None\n",
+    ),
+    "metadata rejections logged once per period": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._reject",
+        "        if now >= self._log_after:\n",
+        "        if True:\n",
+    ),
 }
 
 
@@ -1082,6 +1094,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "RequestEntries streams bounded per client": (
         "tests/unit/test_attacks_frames.py::test_a_client_holds_at_most_8_entry_streams_open",
+    ),
+    "the metadata leader refuses an admin's invalid or ineffective command": (
+        "tests/unit/test_attacks_metadata.py::test_admission_refuses_what_apply_refuses_for_its_sender",
+        "tests/unit/test_attacks_metadata.py::test_the_leader_refuses_an_admins_command_that_is_invalid_or_changes_nothing",
+        "tests/unit/test_attacks_metadata.py::test_a_leader_with_the_admission_hook_appends_no_invalid_admin_command",
+        "tests/integration/test_attacks_metadata.py::test_an_admins_invalid_or_ineffective_commands_are_not_appended",
+    ),
+    "metadata rejections logged once per period": (
+        "tests/unit/test_attacks_metadata.py::test_rejections_log_one_line_per_period",
     ),
 }
 
