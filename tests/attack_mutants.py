@@ -1085,6 +1085,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attacks_frames.py::test_a_message_of_10000_frames_is_dropped_and_the_next_one_read[False]",
         "tests/integration/test_attacks_frames.py::test_a_million_frame_message_costs_the_query_endpoint_no_frame_objects",
         "tests/integration/test_attacks_frames.py::test_a_million_frame_message_costs_the_tower_no_frame_objects",
+        "tests/unit/test_attacks_frames.py::test_the_raft_router_drops_a_message_of_too_many_frames_and_answers_the_next",
     ),
     "a data message's frames bounded at the data SUB": (
         "tests/unit/test_attacks_frames.py::test_the_data_sub_reads_at_most_two_frames",

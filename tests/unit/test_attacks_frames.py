@@ -181,3 +181,45 @@ def test_a_client_holds_at_most_8_entry_streams_open(tmp_path: Path) -> None:
         assert len(peer._streams) == 16
     finally:
         peer._teardown()
+
+
+def test_the_raft_router_drops_a_message_of_too_many_frames_and_answers_the_next(
+    tmp_path: Path,
+) -> None:
+    """A peer's ROUTER: an AppendEntries of 5,000 entries (over the 4,096 any leader sends)
+    is dropped unread, counted malformed: it moves neither the term nor the log (before, it
+    was decoded whole and stepped into the core). The RequestLogInfo behind it is answered."""
+    with zmq.Context() as probe:
+        sock = probe.socket(zmq.ROUTER)
+        port = sock.bind_to_random_port("tcp://127.0.0.1")
+        sock.close(0)
+    peer = RaftPeer("t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka")
+    peer._setup()
+    ctx = zmq.Context()
+    client = ctx.socket(zmq.DEALER)
+    client.setsockopt(zmq.LINGER, 0)
+    try:
+        term, last = peer.core.term, peer.core.last_index
+        entries = tuple(
+            Entry(i, term + 1, EntryType.STATE, bytes(12), b"d") for i in range(1, 5001)
+        )
+        flood = w.AppendEntries(1, b"dafka", "t1", term + 1, 0, 0, 0, entries).encode()
+        client.connect(f"tcp://127.0.0.1:{port}")
+        client.send_multipart(flood)
+        client.send_multipart(w.RequestLogInfo(7, b"dafka").encode())
+        answer: list[bytes] = []
+        for _ in range(200):  # bounded: 200 turns of at most 50 ms
+            if peer.router.poll(50):
+                peer._drain_router()
+                peer._process_ready()
+            if client.poll(0):
+                answer = client.recv_multipart()
+                if answer[0] == b"\x07":
+                    break
+        assert answer and answer[0] == b"\x07", answer
+        assert peer._bad.counts.get("malformed") == 1
+        assert (peer.core.term, peer.core.last_index) == (term, last)
+    finally:
+        client.close(0)
+        ctx.term()
+        peer._teardown()
