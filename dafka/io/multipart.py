@@ -2,7 +2,7 @@
 
 ``ZMQ_MAXMSGSIZE`` bounds each frame of a message, not their number: a peer may send one
 message of 10,000 frames of the largest size, or millions of empty ones (a frame costs it
-2 bytes on the wire and libzmq about 60 bytes of memory). ``recv_multipart`` would turn
+2 bytes on the wire and libzmq about 64 bytes of memory). ``recv_multipart`` would turn
 each into a Python object before any decoder could look at the count. :func:`recv_bounded`
 reads a message frame by frame (``RCVMORE``), keeps at most ``max_frames`` of them and
 reads the rest into a one-byte scratch buffer (no copy of the frame, no Python object),
@@ -51,10 +51,15 @@ QUERY_REPLY_FRAMES = 2
 
 def drain_rest(sock: zmq.Socket[Any]) -> int:
     """Read and drop the frames left of the message being read; how many there were."""
-    scratch = bytearray(1)  # libzmq copies at most 1 byte of each and frees the frame
-    recv_into = sock.recv_into
     more = sock.getsockopt
     count = 0
+    recv_into = getattr(sock, "recv_into", None)  # pyzmq 26 and later
+    if recv_into is None:
+        while more(zmq.RCVMORE):
+            sock.recv(copy=False)  # no copy of the frame; its Frame is freed at once
+            count += 1
+        return count
+    scratch = bytearray(1)  # libzmq copies at most 1 byte of each and frees the frame
     while more(zmq.RCVMORE):
         recv_into(scratch)
         count += 1
