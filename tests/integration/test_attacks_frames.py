@@ -15,13 +15,18 @@ compares the victim's peak RSS (``VmHWM``) before and after.
 
     python -m tests.integration.test_attacks_frames [FRAMES]
 
-prints the figures (MiB of peak RSS added by the flood at the store and the tower).
+prints the figures (MiB of peak RSS added by the flood at the store and the tower, and what
+libzmq holds of a message that never ends).
 """
 
 from __future__ import annotations
 
+import os
+import socket
+import struct
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -124,6 +129,45 @@ def tower_flood(frames: int = FRAMES) -> float:
         tower.proc.kill()
 
 
+def in_progress_mib(frames: int = 300, size: int = 1_000_000) -> float:
+    """MiB a ROUTER's process (this one) grows by while a raw ZMTP peer sends ``frames``
+    frames of ``size`` bytes of a message it never ends: libzmq holds them, unreadable."""
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.setsockopt(zmq.MAXMSGSIZE, 2 * size)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    peer = socket.create_connection(("127.0.0.1", port))
+    try:
+        # ZMTP 3.0: the greeting (NULL mechanism, as client), READY as a DEALER, then frames
+        peer.sendall(b"\xff" + bytes(8) + b"\x7f\x03\x00" + b"NULL".ljust(20, b"\0") + bytes(32))
+        ready = b"\x05READY\x0bSocket-Type" + struct.pack(">I", 6) + b"DEALER"
+        peer.sendall(bytes([0x04, len(ready)]) + ready)
+        before = _rss_mib(os.getpid())
+        frame = b"\x03" + struct.pack(">Q", size) + bytes(size)  # long frame, MORE set
+        for _ in range(frames):
+            peer.sendall(frame)
+        grown = 0.0
+        for _ in range(100):  # until libzmq has read them all, at most 10 s
+            grown = _rss_mib(os.getpid()) - before
+            if grown >= frames * size / 2**20 * 0.95:
+                break
+            time.sleep(0.1)
+        assert not router.poll(0), "a message in progress is not readable"
+        return grown
+    finally:
+        peer.close()
+        router.close(0)
+        ctx.term()
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for process {pid}")
+
+
 def test_a_million_frame_message_costs_the_query_endpoint_no_frame_objects(
     tmp_path: Path,
 ) -> None:
@@ -142,3 +186,4 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{count} frames: store +{query_flood(Path(tmp), count):.0f} MiB peak RSS")
     print(f"{count} frames: tower +{tower_flood(count):.0f} MiB peak RSS")
+    print(f"300 frames of 1 MB of a message in progress: +{in_progress_mib():.0f} MiB RSS")
