@@ -7,6 +7,7 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
     │   └── InvalidTopic                  a topic with NUL, empty, or over 255 bytes
     ├── ProtocolError                     a peer or we broke the wire protocol
     │   └── WireError (ValueError)        bytes that do not decode
+    │       └── TooManyFrames             a message of more frames than its protocol has
     ├── StorageError                      the store could not read or write
     │   ├── StoreFullError                the disk (not the LMDB map) is full
     │   └── DataLossError                 data asked for is below the retention tail
@@ -50,6 +51,16 @@ class ProtocolError(DafkaError):
 
 class WireError(ProtocolError, ValueError):
     """Frames that do not decode as a Dafka message."""
+
+
+class TooManyFrames(WireError):
+    """A multipart message of more frames than its protocol allows; the frames beyond the
+    limit were read off the socket and dropped unkept (:func:`dafka.io.multipart.recv_bounded`)."""
+
+    def __init__(self, frames: int, limit: int) -> None:
+        super().__init__(f"a message of {frames} frames, at most {limit} allowed")
+        self.frames = frames
+        self.limit = limit
 
 
 class StorageError(DafkaError):

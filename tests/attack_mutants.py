@@ -56,6 +56,8 @@ TESTS = [
     "tests/unit/test_attacks_reorder.py",
     "tests/integration/test_attacks_groups.py",
     "tests/integration/test_attacks_metrics_http.py",
+    "tests/unit/test_attacks_frames.py",
+    "tests/integration/test_attacks_frames.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -309,8 +311,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     ),
     "metadata admission refuses what apply refuses": (
         "dafka.metadata.state",
-        "MetadataStateMachine.admission",
-        "            return str(exc)",
+        "MetadataStateMachine.refusal",
+        "            return Refusal(str(exc), effect=False)",
         "            return None",
     ),
     "tower detects a lost admin bootstrap": (
@@ -713,6 +715,42 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        return (\n",
         "        return True or (\n",
     ),
+    "a message's frames bounded at every peer-reachable socket": (
+        "dafka.io.multipart",
+        "recv_bounded",
+        "        if len(frames) == max_frames:\n",
+        "        if len(frames) == max_frames and False:\n",
+    ),
+    "a data message's frames bounded at the data SUB": (
+        "dafka.io.bounds",
+        "recv_message",
+        "        if len(frames) == max_frames:\n",
+        "        if len(frames) == max_frames and False:\n",
+    ),
+    "Raft ROUTER queue bounded in bytes": (
+        "dafka.raft.peer",
+        "RaftPeer._setup",
+        "        self.router.setsockopt(zmq.RCVHWM, opts.router_hwm())\n",
+        "        self.router.setsockopt(zmq.RCVHWM, 100_000)\n",
+    ),
+    "RequestEntries streams bounded per client": (
+        "dafka.raft.clientservice",
+        "ClientService._on_entries",
+        "                or self._client_streams[request.envelope] >= STREAMS_PER_CLIENT\n",
+        "",
+    ),
+    "the metadata leader refuses an admin's invalid or ineffective command": (
+        "dafka.metadata.state",
+        "MetadataStateMachine.refusal",
+        "        if inner is None:\n            return None\n",
+        "        if True:\n            return None\n",
+    ),
+    "metadata rejections logged once per period": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._reject",
+        "        if now >= self._log_after:\n",
+        "        if True:\n",
+    ),
 }
 
 
@@ -1041,6 +1079,31 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "Raft term ceiling on what a peer message may raise the term to": (
         "tests/unit/test_attacks_raft.py::test_a_configured_peer_cannot_push_our_term_to_the_maximum",
         "tests/unit/test_attacks_raft.py::test_a_peer_far_behind_catches_up_as_the_ceiling_rises",
+    ),
+    "a message's frames bounded at every peer-reachable socket": (
+        "tests/unit/test_attacks_frames.py::test_a_message_of_10000_frames_is_dropped_and_the_next_one_read[True]",
+        "tests/unit/test_attacks_frames.py::test_a_message_of_10000_frames_is_dropped_and_the_next_one_read[False]",
+        "tests/integration/test_attacks_frames.py::test_a_million_frame_message_costs_the_query_endpoint_no_frame_objects",
+        "tests/integration/test_attacks_frames.py::test_a_million_frame_message_costs_the_tower_no_frame_objects",
+        "tests/unit/test_attacks_frames.py::test_the_raft_router_drops_a_message_of_too_many_frames_and_answers_the_next",
+    ),
+    "a data message's frames bounded at the data SUB": (
+        "tests/unit/test_attacks_frames.py::test_the_data_sub_reads_at_most_two_frames",
+    ),
+    "Raft ROUTER queue bounded in bytes": (
+        "tests/unit/test_attacks_frames.py::test_the_raft_router_queues_are_bounded_in_bytes",
+    ),
+    "RequestEntries streams bounded per client": (
+        "tests/unit/test_attacks_frames.py::test_a_client_holds_at_most_8_entry_streams_open",
+    ),
+    "the metadata leader refuses an admin's invalid or ineffective command": (
+        "tests/unit/test_attacks_metadata.py::test_admission_refuses_what_apply_refuses_for_its_sender",
+        "tests/unit/test_attacks_metadata.py::test_the_leader_refuses_an_admins_command_that_is_invalid_or_changes_nothing",
+        "tests/unit/test_attacks_metadata.py::test_a_leader_with_the_admission_hook_appends_no_invalid_admin_command",
+        "tests/integration/test_attacks_metadata.py::test_an_admins_invalid_or_ineffective_commands_are_not_appended",
+    ),
+    "metadata rejections logged once per period": (
+        "tests/unit/test_attacks_metadata.py::test_rejections_log_one_line_per_period",
     ),
 }
 

@@ -27,7 +27,8 @@ from typing import Any
 import zmq
 
 from dafka.config import TowerAddress, check_host
-from dafka.errors import ConfigError, WireError
+from dafka.errors import ConfigError, TooManyFrames, WireError
+from dafka.io.multipart import BEACON_FRAMES, recv_bounded
 from dafka.security.curve_keys import CurveConfig, make_server, start_authenticator
 from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
@@ -173,9 +174,13 @@ class Tower:
     def _relay(self, xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> None:
         for _ in range(10_000):
             try:
-                frames = xsub.recv_multipart(zmq.NOBLOCK, copy=False)
+                frames = recv_bounded(xsub, BEACON_FRAMES, copy=False)
             except zmq.Again:
                 return
+            except TooManyFrames as exc:
+                self.malformed += 1
+                log.debug("tower.malformed error=%s", exc)
+                continue
             try:
                 address = frames[0].get("Peer-Address")
             except zmq.ZMQError:

@@ -3,7 +3,7 @@
 libzmq bounds a connection's queue in messages (``SNDHWM``/``RCVHWM``), not bytes, and
 a frame by ``ZMQ_MAXMSGSIZE``; :func:`bound_data_sockets` derives the high-water marks
 from a byte budget per connection (``NodeConfig.queue_bytes``, ``docs/security.md``).
-:func:`recv_message` reads a message with its first frame's metadata, and
+:func:`recv_message` reads a message of at most 2 frames with its first frame's metadata, and
 :func:`frame_source` names the host it came from, the key of the rate of new
 partitions (:class:`dafka.core.admission.PartitionGate`).
 """
@@ -16,6 +16,8 @@ import zmq
 
 from ..config import NodeConfig
 from ..core.admission import SourceKeys
+from ..errors import TooManyFrames
+from .multipart import DATA_FRAMES, drain_rest
 
 __all__ = [
     "SMALL_FRAME_BYTES",
@@ -63,11 +65,17 @@ def frame_source(keys: SourceKeys, frame: zmq.Frame) -> str:
         return ""
 
 
-def recv_message(sock: zmq.Socket[bytes]) -> tuple[zmq.Frame, list[bytes]]:
+def recv_message(
+    sock: zmq.Socket[bytes], max_frames: int = DATA_FRAMES
+) -> tuple[zmq.Frame, list[bytes]]:
     """One message without blocking (``zmq.Again`` if none): its first frame as a
-    :class:`zmq.Frame`, whose properties :func:`frame_source` reads, and every frame's bytes."""
+    :class:`zmq.Frame`, whose properties :func:`frame_source` reads, and every frame's bytes.
+    A message of more than ``max_frames`` frames is read to its end and dropped
+    (:class:`~dafka.errors.TooManyFrames`, see :mod:`dafka.io.multipart`)."""
     first = sock.recv(zmq.NOBLOCK, copy=False)
     frames = [first.bytes]
     while sock.get(zmq.RCVMORE):
+        if len(frames) == max_frames:
+            raise TooManyFrames(len(frames) + drain_rest(sock), max_frames)
         frames.append(sock.recv())
     return first, frames

@@ -50,13 +50,14 @@ from ..core.discovery import Discovery, DiscoveryActions
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
 from ..core.read_guard import ReadView
-from ..errors import ConfigError, DafkaError, WireError
+from ..errors import ConfigError, DafkaError, TooManyFrames, WireError
 from ..security.curve_keys import CurveConfig, make_client, make_server, start_authenticator
 from ..security.curve_policy import ClientGate
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
 from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
+from .multipart import TOWER_BEACON_FRAMES, recv_bounded
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
 
@@ -568,9 +569,12 @@ class NodeLoop:
     ) -> None:
         for _ in range(1000):
             try:
-                frames = bsub.recv_multipart(zmq.NOBLOCK)
+                frames = recv_bounded(bsub, TOWER_BEACON_FRAMES)
             except zmq.Again:
                 return
+            except TooManyFrames as exc:
+                self.malformed("beacon", exc, now)
+                continue
             if frames == [wbeacon.WELCOME]:
                 self._apply(self.discovery.on_welcome(now), bpub, sub, my_beacon)
                 continue
@@ -616,6 +620,9 @@ class NodeLoop:
                 first, frames = recv_message(sub)
             except zmq.Again:
                 break
+            except TooManyFrames as exc:
+                self.malformed("data", exc, now)
+                continue
             if len(frames[-1]) > limit or len(frames[0]) > limit:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import TowerAddress, parse_towers, parse_trusted_stores
-from ..errors import ConfigError, DafkaError, DafkaTimeout
+from ..errors import ConfigError, DafkaError, DafkaTimeout, RaftError
 from ..ids import check_topic
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
@@ -157,9 +157,7 @@ class MetadataClient:
             self.admin_key(), self.cluster, int(config["revision"]), op, **fields
         )
         # the leader's admission check, here first (same code): one clear error, nothing sent
-        refused = MetadataStateMachine.from_view(config, self.cluster).admission(data)
-        if refused is not None:
-            raise ConfigError(f"this admin key cannot change the metadata: {refused}")
+        _refuse(MetadataStateMachine.from_view(config, self.cluster), data)
         try:
             index = self.raft.update(data)
         except DafkaTimeout:
@@ -167,6 +165,11 @@ class MetadataClient:
                 f"no metadata leader accepted the change within {self.timeout} s "
                 f"(towers' Raft peers: {', '.join(self.urls)})"
             ) from None
+        except RaftError:
+            # the leader's bare final failure: its admission check, against a newer state
+            # than the one read above (another admin's change in between), most likely
+            _refuse(MetadataStateMachine.from_view(self.config(), self.cluster), data)
+            raise
         after = self.config()
         if any(c.get("id") == cmd_id.hex() for c in after.get("changes", [])):
             return index
@@ -267,3 +270,13 @@ class MetadataClient:
                 }
             )
         return rows
+
+
+def _refuse(sm: MetadataStateMachine, data: bytes) -> None:
+    """ConfigError if the leader's admission check refuses ``data`` against ``sm``."""
+    refusal = sm.refusal(data)
+    if refusal is None:
+        return
+    if refusal.effect:
+        raise ConfigError(f"the metadata refuses the change: {refusal.reason}")
+    raise ConfigError(f"this admin key cannot change the metadata: {refusal.reason}")

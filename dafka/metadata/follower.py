@@ -27,10 +27,11 @@ import zmq
 
 from ..config import parse_towers
 from ..errors import ClosedError, ConfigError, DafkaError, DafkaTimeout, WireError
+from ..io.multipart import recv_bounded
 from ..raft import wire as w
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
-from ..raft.guard import CLIENT_FRAME_BYTES
+from ..raft.guard import BROADCAST_FRAMES, CLIENT_FRAME_BYTES
 from ..raft.ready import SnapshotChunk
 from ..raft.types import Entry
 from .client import BROADCAST_PORT_OFFSET, DEFAULT_CLUSTER, RAFT_PORT_OFFSET, tower_curve
@@ -246,10 +247,10 @@ class MetadataView:
                     except OSError:
                         pass
                 if sub in events:
-                    frames = sub.recv_multipart()
                     try:
+                        frames = recv_bounded(sub, BROADCAST_FRAMES, 0)
                         msg = w.StateBroadcast.decode(frames)
-                    except (WireError, ValueError):
+                    except (WireError, ValueError):  # TooManyFrames too
                         continue
                     if msg.last_index > self._prev and not self._take_broadcast(msg):
                         next_sync = 0.0

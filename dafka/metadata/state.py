@@ -66,11 +66,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
+import math
 import os
 import re
+import time
 from collections import OrderedDict, deque
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from ..errors import ConfigError, WireError
 from ..ids import check_topic
@@ -90,6 +92,7 @@ __all__ = [
     "TOPIC_DEFAULTS",
     "REPLAY_WINDOW",
     "MetadataStateMachine",
+    "Refusal",
     "check_cluster_settings",
     "check_settings",
     "command",
@@ -107,6 +110,8 @@ CHANGES_KEPT = 64
 MAX_ADMINS = 16
 MAX_AUTO_TOPICS = 10_000
 """Unsigned creations stop at this many topics (admins may create more)."""
+REJECT_LOG_PERIOD = 5.0
+"""Seconds between two ``metadata.rejected`` lines of one replica (the others are counted)."""
 
 TOPIC_DEFAULTS: dict[str, Any] = {
     "retention_ms": None,
@@ -251,6 +256,14 @@ def decode_config(frames: Sequence[bytes]) -> dict[str, Any]:
     return value
 
 
+class Refusal(NamedTuple):
+    """Why the metadata leader refuses a command (:meth:`MetadataStateMachine.refusal`)."""
+
+    reason: str
+    effect: bool
+    """True: the command is an admin's, refused for what it would do now."""
+
+
 class MetadataStateMachine:
     """The cluster configuration; see the module docstring. Deduplicates by reqid."""
 
@@ -260,6 +273,7 @@ class MetadataStateMachine:
         *,
         cluster: str = "dafka",
         admins: Sequence[str] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``cluster`` is the name signatures are bound to. ``admins`` seeds the admin list
         for tests and tools: a replica of a Raft log starts empty and learns its admins from
@@ -284,6 +298,9 @@ class MetadataStateMachine:
         self.rejected = 0
         self.skipped_newer = 0
         self.last_error: str | None = None
+        self._clock = clock
+        self._log_after = -math.inf
+        self._unlogged = 0
 
     # -- the protocol --------------------------------------------------------------------------
 
@@ -424,15 +441,28 @@ class MetadataStateMachine:
         this replica's state: the signature over this cluster's name, the signer one of the
         admins, the base revision within the window, no replay; unsigned, only the two
         commands it takes (``admins.init`` while there is no admin, a default
-        ``topic.create`` while ``auto_create`` is on). Two differences, both stricter: a
-        command of a newer version than this machine knows (which apply skips) is admitted
-        only signed by an admin, and not at all unsigned, since it cannot be checked.
-        *What* a command does (an unknown topic, a bad setting) is still decided when it is
-        applied. Changes nothing."""
+        ``topic.create`` while ``auto_create`` is on); and *what* the command does, by
+        :meth:`_plan`, the code :meth:`_apply` runs: an unknown topic, a bad setting, a store
+        that is not trusted, an admin who is one already. Stricter than apply in two ways: a
+        command that would change nothing (settings a topic or the cluster has already, a
+        store trusted already) is refused, where apply takes it as a change; and a command
+        of a newer version than this machine knows (which apply skips) is admitted only
+        signed by an admin, and not at all unsigned, since it cannot be checked. A command
+        admitted here can still be refused when it is applied (another one in between
+        deleted its topic or its signer's key): apply decides that the same way on every
+        replica. Changes nothing."""
+        refusal = self.refusal(data)
+        return None if refusal is None else refusal.reason
+
+    def refusal(self, data: bytes) -> Refusal | None:
+        """:meth:`admission`, saying also whether the refusal is about what the command
+        does (an admin's command that is invalid or changes nothing now) or about who sent
+        it (everything else)."""
         try:
             cmd = self._decode(data, count=False)
             if cmd is None:
-                return "a command of a newer format than this leader knows: upgrade the towers"
+                reason = "a command of a newer format than this leader knows: upgrade the towers"
+                return Refusal(reason, effect=False)
             if cmd.get("op") != "signed":
                 self._check_unsigned(cmd)
                 return None
@@ -440,9 +470,17 @@ class MetadataStateMachine:
             if inner is None and signer not in self.admins:
                 raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}")
         except (ConfigError, WireError) as exc:
-            return str(exc)
+            return Refusal(str(exc), effect=False)
         finally:
             self._cmd_id = None
+        if inner is None:
+            return None
+        try:
+            nothing = self._plan(inner)[1]
+        except (ConfigError, WireError) as exc:
+            return Refusal(str(exc), effect=True)
+        if nothing is not None:
+            return Refusal(f"{nothing}: the command changes nothing", effect=True)
         return None
 
     @classmethod
@@ -470,11 +508,28 @@ class MetadataStateMachine:
         self.last_error = error
         if self._cmd_id is not None:
             self.refused.append({"id": self._cmd_id.hex(), "error": error})
-        if self.rejected <= 10 or self.rejected % 1000 == 0:
-            log.warning("metadata.rejected count=%d error=%s", self.rejected, error)
+        now = self._clock()  # when to log only: what is applied never depends on it
+        if now >= self._log_after:
+            log.warning(
+                "metadata.rejected count=%d unlogged=%d error=%.200s",
+                self.rejected,
+                self._unlogged,
+                error,
+            )
+            self._log_after = now + REJECT_LOG_PERIOD
+            self._unlogged = 0
+        else:
+            self._unlogged += 1
         return error
 
     def _apply(self, cmd: dict[str, Any]) -> None:
+        self._plan(cmd)[0]()
+
+    def _plan(self, cmd: dict[str, Any]) -> tuple[Callable[[], None], str | None]:
+        """What applying ``cmd`` would do, checked against the state now (ConfigError
+        names what makes it invalid), without doing it: the change, and why it would
+        change nothing (None if it changes something). :meth:`_apply` runs the change;
+        :meth:`admission` only asks."""
         op = cmd.get("op")
         if op in ("topic.create", "topic.alter", "topic.delete"):
             topic = cmd.get("topic")
@@ -484,44 +539,58 @@ class MetadataStateMachine:
             if op == "topic.create":
                 if topic in self.topics:
                     raise ConfigError(f"topic {topic!r} already exists")
-                self.topics[topic] = check_settings(cmd.get("settings") or {})
-            elif op == "topic.alter":
-                if topic not in self.topics:
-                    raise ConfigError(f"unknown topic {topic!r}")
+                settings = check_settings(cmd.get("settings") or {})
+                return lambda: self.topics.__setitem__(topic, settings), None
+            if topic not in self.topics:
+                raise ConfigError(f"unknown topic {topic!r}")
+            if op == "topic.alter":
                 changes = check_settings(cmd.get("settings") or {})
                 merged = {**self.topics[topic], **changes}
                 check_settings(merged)
-                self.topics[topic] = merged
-            else:
-                if topic not in self.topics:
-                    raise ConfigError(f"unknown topic {topic!r}")
+                unchanged = merged == self.topics[topic]
+                return lambda: self.topics.__setitem__(topic, merged), (
+                    f"topic {topic!r} has these settings already" if unchanged else None
+                )
+
+            def delete() -> None:
                 del self.topics[topic]
                 self.deleted[topic] = self.revision + 1  # this command's revision
-        elif op == "store.trust":
-            self.stores.add(_node_id(cmd.get("store"), "store"))
-        elif op == "store.revoke":
+
+            return delete, None
+        if op == "store.trust":
+            store = _node_id(cmd.get("store"), "store")
+            trusted = store in self.stores
+            return lambda: self.stores.add(store), (
+                f"store {store} is trusted already" if trusted else None
+            )
+        if op == "store.revoke":
             store = _node_id(cmd.get("store"), "store")
             if store not in self.stores:
                 raise ConfigError(f"store {store} is not trusted")
-            self.stores.discard(store)
-        elif op == "cluster.set":
-            self.cluster.update(check_cluster_settings(cmd.get("settings") or {}))
-        elif op == "admins.add":
+            return lambda: self.stores.discard(store), None
+        if op == "cluster.set":
+            changes = check_cluster_settings(cmd.get("settings") or {})
+            unchanged = {**self.cluster, **changes} == self.cluster
+            return lambda: self.cluster.update(changes), (
+                "the cluster has these settings already" if unchanged else None
+            )
+        if op == "admins.add":
             key = check_public_key(cmd.get("key"))
             if key in self.admins:
                 raise ConfigError(f"key {key} is an admin already")
             if len(self.admins) >= MAX_ADMINS:
                 raise ConfigError(f"the metadata has {MAX_ADMINS} admins: remove one first")
-            self.admins = sorted([*self.admins, key])
-        elif op == "admins.remove":
+            admins = sorted([*self.admins, key])
+            return lambda: setattr(self, "admins", admins), None
+        if op == "admins.remove":
             key = check_public_key(cmd.get("key"))
             if key not in self.admins:
                 raise ConfigError(f"key {key} is not an admin")
             if len(self.admins) == 1:
                 raise ConfigError("refusing to remove the last admin: add another one first")
-            self.admins = [k for k in self.admins if k != key]
-        else:
-            raise ConfigError(f"unknown command {op!r}")
+            admins = [k for k in self.admins if k != key]
+            return lambda: setattr(self, "admins", admins), None
+        raise ConfigError(f"unknown command {op!r}")
 
     def _forget_old(self) -> None:
         horizon = self.newest - self.dedup_ttl

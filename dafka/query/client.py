@@ -37,8 +37,10 @@ from ..errors import (
     DafkaTimeout,
     DataLossError,
     ProtocolError,
+    TooManyFrames,
     WireError,
 )
+from ..io.multipart import QUERY_REPLY_FRAMES, recv_bounded
 from ..security.curve_keys import CurveConfig, curve_public_of, make_client
 from ..security.identity import Identity
 from . import protocol as qp
@@ -162,9 +164,11 @@ class QueryClient:
         sock = self._socket()
         while True:
             try:
-                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                frames = recv_bounded(sock, QUERY_REPLY_FRAMES, copy=False)
             except zmq.Again:
                 return None
+            except TooManyFrames as exc:
+                raise ProtocolError(f"bad reply from {self.endpoint}: {exc}") from None
             try:
                 reply = qp.decode_reply([f.buffer for f in frames])
             except WireError as exc:

@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable
 import zmq
 
 from ..config import parse_towers
-from ..errors import ConfigError, DafkaError, WireError
+from ..errors import ConfigError, DafkaError, TooManyFrames, WireError
+from ..io.multipart import TOWER_BEACON_FRAMES, recv_bounded
 from ..security.curve_keys import CurveConfig, make_client
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
@@ -155,9 +156,12 @@ class StoreLocator:
     def _drain(self, sub: zmq.Socket[bytes], now: float) -> None:
         while True:
             try:
-                frames = sub.recv_multipart(zmq.NOBLOCK)
+                frames = recv_bounded(sub, TOWER_BEACON_FRAMES)
             except zmq.Again:
                 return
+            except TooManyFrames:
+                self.malformed += 1
+                continue
             try:
                 if frames and bytes(frames[0]) == wbeacon.BEACON:
                     node = wbeacon.decode_tower_beacon(frames)

@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping
 
 import zmq
 
-from ..errors import ConfigError, DafkaError, WireError
+from ..errors import ConfigError, DafkaError, TooManyFrames, WireError
+from ..io.multipart import QUERY_REQUEST_FRAMES, recv_bounded
 from ..security.curve_keys import CurveConfig, make_server, node_ids_of_curve_key
 from ..security.identity import Identity
 from ..storage.base import HeadTail, Storage
@@ -239,9 +240,12 @@ class QueryService:
         heads: dict[tuple[str, str], HeadTail] | None = None
         for _ in range(self.requests_per_turn):
             try:
-                parts = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                parts = recv_bounded(sock, QUERY_REQUEST_FRAMES, copy=False)
             except zmq.Again:
                 return
+            except TooManyFrames:
+                self.stats["malformed"] += 1  # nothing to answer to: the id is unread
+                continue
             if len(parts) < 2:
                 self.stats["malformed"] += 1
                 continue

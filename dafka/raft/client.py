@@ -45,7 +45,8 @@ from typing import Any
 
 import zmq
 
-from ..errors import ConfigError, DafkaTimeout, RaftError
+from ..errors import ConfigError, DafkaTimeout, RaftError, TooManyFrames
+from ..io.multipart import recv_bounded
 from . import wire as w
 from .bounds import peer_url_problem
 from .clientanswers import Outcome, decide_config, decide_dispatch, decide_update, dispatch_answer
@@ -57,7 +58,7 @@ from .frames import (
     RaftWireError,
     encode_uint32,
 )
-from .guard import CLIENT_FRAME_BYTES
+from .guard import CLIENT_ANSWER_FRAMES, CLIENT_FRAME_BYTES
 from .ready import SnapshotChunk
 from .reqid import ReqIdGenerator
 from .types import Entry, Peer
@@ -625,9 +626,11 @@ class RaftClient:
             url = self._url_of[sock]
             while True:
                 try:
-                    got.append((url, sock.recv_multipart(zmq.NOBLOCK)))
+                    got.append((url, recv_bounded(sock, CLIENT_ANSWER_FRAMES)))
                 except zmq.Again:
                     break
+                except TooManyFrames as exc:
+                    log.debug("raft.client.malformed url=%s error=%s", url, exc)
         return got
 
     def _recv_for(self, key: bytes, deadline: float) -> tuple[str, list[bytes]] | None:
@@ -665,7 +668,11 @@ class RaftClient:
         sock.send_multipart(frames)
         while (left := deadline - time.monotonic()) > 0:
             if sock.poll(int(left * 1000) + 1, zmq.POLLIN):
-                answer = sock.recv_multipart()
+                try:
+                    answer = recv_bounded(sock, CLIENT_ANSWER_FRAMES, 0)
+                except TooManyFrames as exc:
+                    log.debug("raft.client.malformed url=%s error=%s", url, exc)
+                    continue
                 if answer and answer[0] == frames[0]:
                     return answer
         # drop what we queued for a peer that does not answer, or it arrives later

@@ -59,7 +59,7 @@ def decide_update(frames: list[bytes]) -> tuple[Outcome, Any]:
         "the cluster refused the update: its reqid expired, its data is over the"
         " peers' size limit (PeerOptions.max_entry_bytes, 1 MiB by default), or the"
         " leader's admission check refused it (for the metadata: not signed by an admin"
-        " key; the leader logs the reason)"
+        " key, or invalid or changing nothing against its state; the leader logs the reason)"
     )
 
 

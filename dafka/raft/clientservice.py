@@ -20,7 +20,9 @@ the Ready that carries what they depend on was persisted. Shared state:
   runs, 3 while another change runs).
 * RequestEntries: from the leader, applied (committed and persisted) entries only; up to
   ``request_entries_pipeline`` (5) responses ahead of the client's follow-ups, at most
-  ``max_streams`` streams, each dropped ``request_entries_ttl`` seconds after its last
+  ``max_streams`` streams, :data:`STREAMS_PER_CLIENT` (8) per client connection (so
+  that what waits in the ROUTER's queue for a client that never reads is bounded in
+  bytes: 8 streams of 5 answers of at most ``request_entries_bytes`` and one entry), each dropped ``request_entries_ttl`` seconds after its last
   follow-up. A ``prev_index`` below the log's first index streams the state machine
   snapshot (status 3) first.
 * RequestBroadcastStateUrl: the PUB URL when this peer leads and has one.
@@ -41,6 +43,7 @@ the Ready that carries what they depend on was persisted. Shared state:
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -58,7 +61,13 @@ from .peerstate import PeerState
 from .ready import ProposeStatus, Ready
 from .types import Entry, EntryType
 
-__all__ = ["DISPATCH_LOCAL_READ", "DISPATCH_READ_INDEX", "ClientService", "DispatchStatus"]
+__all__ = [
+    "DISPATCH_LOCAL_READ",
+    "DISPATCH_READ_INDEX",
+    "STREAMS_PER_CLIENT",
+    "ClientService",
+    "DispatchStatus",
+]
 
 DISPATCH_READ_INDEX = b"RI"
 """ClientDispatch type of a linearizable (ReadIndex) state machine query."""
@@ -75,6 +84,8 @@ class DispatchStatus:
 
 
 _KEEPALIVE_AFTER = 0.25
+STREAMS_PER_CLIENT = 8
+"""RequestEntries streams one client connection may hold open at once (our clients use one)."""
 _HELD_UPDATES = 10_000
 """RequestUpdates a new leader holds until its state machine can check them."""
 _TRUE = b"\x01"
@@ -128,6 +139,7 @@ class ClientService(PeerState):
         self._reads: dict[bytes, list[tuple[w.RouterRequest, tuple[bytes, ...]]]] = {}
         self._read_ctx = 0
         self._streams: dict[tuple[tuple[bytes, ...], int], _Stream] = {}
+        self._client_streams: Counter[tuple[bytes, ...]] = Counter()
 
     def _on_client_request(self, request: w.RouterRequest, user: bytes | None = None) -> None:
         msg = request.message
@@ -161,7 +173,7 @@ class ClientService(PeerState):
         if self._streams:
             ttl = self.options.request_entries_ttl
             for key in [k for k, s in self._streams.items() if now - s.touched > ttl]:
-                del self._streams[key]
+                self._end_stream(key)
 
     # -- what the Ready loop tells us --------------------------------------------------------
 
@@ -206,6 +218,7 @@ class ClientService(PeerState):
             reply = w.RequestEntriesResponse.not_leader(stream.request_id, core.leader)
             self._reply(stream.envelope, stream.id_frame, reply)
         self._streams.clear()
+        self._client_streams.clear()
 
     # -- RequestUpdate, ConfigUpdate, RequestLogInfo -----------------------------------------
 
@@ -458,7 +471,7 @@ class ClientService(PeerState):
         key = (request.envelope, msg.request_id)
         stream = self._streams.get(key)
         if not core.is_leader:
-            self._streams.pop(key, None)
+            self._end_stream(key)
             reply = w.RequestEntriesResponse.not_leader(msg.request_id, core.leader)
             self._reply(request.envelope, request.request_id_frame, reply)
             return
@@ -466,22 +479,34 @@ class ClientService(PeerState):
         if stream is not None:
             stream.touched = now
             if msg.is_stop:
-                del self._streams[key]
+                self._end_stream(key)
                 return
             stream.inflight = max(0, stream.inflight - 1)
             if stream.done:
                 if stream.inflight == 0:
-                    del self._streams[key]  # every follow-up is in
+                    self._end_stream(key)  # every follow-up is in
                 return
         else:
-            if msg.is_stop or len(self._streams) >= self.options.max_streams:
-                return
+            if (
+                msg.is_stop
+                or len(self._streams) >= self.options.max_streams
+                or self._client_streams[request.envelope] >= STREAMS_PER_CLIENT
+            ):
+                return  # ignored, as the spec says of streams over the high-water mark
             end = None if msg.count is None else msg.prev_index + msg.count
             stream = _Stream(
                 request.envelope, request.request_id_frame, msg.request_id, msg.prev_index, end, now
             )
             self._streams[key] = stream
+            self._client_streams[request.envelope] += 1
         self._fill_stream(stream)
+
+    def _end_stream(self, key: tuple[tuple[bytes, ...], int]) -> None:
+        if self._streams.pop(key, None) is not None:
+            envelope = key[0]
+            self._client_streams[envelope] -= 1
+            if self._client_streams[envelope] <= 0:
+                del self._client_streams[envelope]
 
     def _fill_stream(self, stream: _Stream) -> None:
         """Send until ``request_entries_pipeline`` responses await their follow-ups. The
@@ -494,7 +519,7 @@ class ClientService(PeerState):
             if not stream.done:
                 stream.inflight += 1
         if stream.done and stream.inflight == 0:
-            self._streams.pop((stream.envelope, stream.request_id), None)
+            self._end_stream((stream.envelope, stream.request_id))
 
     def _next_entries(self, stream: _Stream) -> w.RequestEntriesResponse:
         core = self.core

@@ -18,8 +18,12 @@ from .bounds import MAX_ENTRY_BYTES_LIMIT, MAX_TERM
 from .frames import ENTRY_HEADER_SIZE
 
 __all__ = [
+    "BROADCAST_FRAMES",
+    "CLIENT_ANSWER_FRAMES",
     "CLIENT_FRAME_BYTES",
     "FRAME_SLACK",
+    "MAX_ENTRIES_PER_MESSAGE",
+    "PEER_RESPONSE_FRAMES",
     "SUBSCRIPTION_FRAME_BYTES",
     "TERM_RISE_PER_TICK",
     "TERM_WINDOW",
@@ -27,6 +31,7 @@ __all__ = [
     "TermCeiling",
     "check_entry_limit",
     "router_frame_limit",
+    "router_max_frames",
 ]
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,30 @@ def router_frame_limit(max_entry_bytes: int, snapshot_chunk_size: int) -> int:
     requests up to there get an answer; larger ones make libzmq drop the connection
     before the frame is read into memory), or a snapshot chunk."""
     return max(2 * max_entry_bytes + ENTRY_HEADER_SIZE, snapshot_chunk_size) + FRAME_SLACK
+
+
+MAX_ENTRIES_PER_MESSAGE = 4096
+"""The most log entries one message carries, ours or the reference's: a StateBroadcast
+(the core's ``max_apply_entries``), a RequestEntries answer (the reference streams chunks
+of at most 4,096 entries; ours ``request_entries_batch``, 256), an AppendEntries from a
+reference leader (its 64 KiB buffer of entries of at least 20 bytes: 3,276). The frame
+counts below follow from it and the spec (``specs/zmq-raft-protocol.md``)."""
+PEER_RESPONSE_FRAMES = 5
+"""What a peer's DEALERs read: an AppendEntries response with the conflict term and index
+(5); the other responses and an ``XF`` answer have at most 3."""
+CLIENT_ANSWER_FRAMES = 4 + MAX_ENTRIES_PER_MESSAGE
+"""What a Raft client reads: a RequestEntries answer (4 frames, then its entries); a
+RequestLogInfo answer has 10, a dispatch answer 4 (id, status, meta, one result frame)."""
+BROADCAST_FRAMES = 3 + MAX_ENTRIES_PER_MESSAGE
+"""A StateBroadcast: cluster, term, last index, then the entries applied in one step."""
+
+
+def router_max_frames(max_batch_entries: int) -> int:
+    """Frames a peer's ROUTER reads in one message: the routing id and an optional empty
+    delimiter (a REQ client), then the largest request, an AppendEntries (8 frames and its
+    entries: ``max_batch_entries`` from our leaders, :data:`MAX_ENTRIES_PER_MESSAGE` from
+    a reference one); every other request has at most 10."""
+    return 2 + 8 + max(max_batch_entries, MAX_ENTRIES_PER_MESSAGE)
 
 
 CLIENT_FRAME_BYTES = router_frame_limit(MAX_ENTRY_BYTES_LIMIT, MAX_ENTRY_BYTES_LIMIT)

@@ -53,7 +53,8 @@ from typing import Any
 
 import zmq
 
-from ..errors import ConfigError, RaftError
+from ..errors import ConfigError, RaftError, TooManyFrames
+from ..io.multipart import recv_bounded
 from . import messages as m
 from . import wire as w
 from .bounds import peer_url_problem, peers_problem
@@ -61,9 +62,15 @@ from .clientservice import DISPATCH_LOCAL_READ, DISPATCH_READ_INDEX, ClientServi
 from .core import RaftCore
 from .curve import RaftCurve, RaftZap
 from .frames import RaftWireError
-from .guard import SUBSCRIPTION_FRAME_BYTES, BadInput, check_entry_limit, router_frame_limit
+from .guard import (
+    SUBSCRIPTION_FRAME_BYTES,
+    BadInput,
+    check_entry_limit,
+    router_frame_limit,
+    router_max_frames,
+)
 from .membership import all_peers
-from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, Admit, PeerOptions
+from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerOptions
 from .peertransport import PeerTransport
 from .pipeline import appends_first, split_durable
 from .ready import Ready, Role
@@ -282,8 +289,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._zap = RaftZap(ctx, self.curve).start()
         self.router = ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 0)
-        self.router.setsockopt(zmq.SNDHWM, 100_000)
-        self.router.setsockopt(zmq.RCVHWM, 100_000)
+        self.router.setsockopt(zmq.SNDHWM, ROUTER_SNDHWM)
+        self.router.setsockopt(zmq.RCVHWM, opts.router_hwm())
         self.router.setsockopt(
             zmq.MAXMSGSIZE, router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)
         )
@@ -382,20 +389,24 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
     # -- the ROUTER: peer and client requests in ---------------------------------------------
 
     def _drain_router(self) -> None:
-        recv = self.router.recv_multipart
+        router = self.router
         curve = self.curve is not None
         user: bytes | None = None
+        limit = router_max_frames(self.options.max_batch_entries)
         for _ in range(self.options.max_drain):
             try:
                 if curve:
                     # the ZAP user id (the sender's Z85 CURVE key) rides on every frame
-                    parts = recv(zmq.NOBLOCK, copy=False)
+                    parts = recv_bounded(router, limit, copy=False)
                     user = _user_id(parts[-1])
                     frames = [part.bytes for part in parts]
                 else:
-                    frames = recv(zmq.NOBLOCK)
+                    frames = recv_bounded(router, limit)
             except zmq.Again:
                 return
+            except TooManyFrames as exc:
+                self._bad("malformed", exc, logging.DEBUG)
+                continue
             try:
                 self._on_router_frames(frames, user)
             except Exception as exc:  # no input may stop the loop

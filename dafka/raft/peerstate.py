@@ -31,15 +31,29 @@ import zmq
 from .bounds import DEFAULT_MAX_ENTRY_BYTES
 from .core import RaftCore
 from .curve import RaftCurve
-from .guard import BadInput
+from .guard import BadInput, router_frame_limit
 from .statemachine import StateMachine
 from .storage import FileStorage
 
-__all__ = ["Admit", "PeerOptions", "PeerState", "REQUEST_ENTRIES_HIGH_WATERMARK"]
+__all__ = [
+    "REQUEST_ENTRIES_HIGH_WATERMARK",
+    "ROUTER_SNDHWM",
+    "Admit",
+    "PeerOptions",
+    "PeerState",
+]
 
 log = logging.getLogger(__name__)
 
 REQUEST_ENTRIES_HIGH_WATERMARK = 8000
+ROUTER_SNDHWM = 4096
+"""Replies the ROUTER queues per connection (was 100,000). Not derived from bytes: one loop
+turn may answer every update of a client's window at once, twice (accepted, committed),
+and libzmq sees a pipe's room only after its IO thread catches up, so 124 (a byte budget
+over the largest frame) dropped replies at a 1,000-update window (21k commits/s down to
+4.5k in ``benchmarks.raft --window 1000``), 1,024 too (13k to 19k); 4,096 holds a
+2,048-update window. What is large among replies is bounded otherwise: entry streams per
+client (:data:`dafka.raft.clientservice.STREAMS_PER_CLIENT`)."""
 
 Admit = Callable[[bytes], str | None]
 """The leader's admission check of RequestUpdate data (``RaftPeer(admit=...)``): None to
@@ -81,11 +95,21 @@ class PeerOptions:
     max_streams: int = REQUEST_ENTRIES_HIGH_WATERMARK
     max_drain: int = 2048
     request_id_ttl: float = 8 * 3600.0
+    queue_bytes: int = 256 << 20
+    """Bytes the ROUTER may queue per connection, each way: its high-water marks are this
+    over the largest frame it reads (:meth:`router_hwm`), not a number of messages of any
+    size (``docs/security.md``)."""
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
     """Largest RequestUpdate data (one STATE entry) accepted; larger ones are answered
     with the spec's final failure (status false, no 3rd frame). The ROUTER's
     ``ZMQ_MAXMSGSIZE`` follows from it (:func:`dafka.raft.guard.router_frame_limit`).
     Give every peer of a cluster the same value."""
+
+    def router_hwm(self) -> int:
+        """``SNDHWM`` and ``RCVHWM`` of the ROUTER: :attr:`queue_bytes` over its
+        ``ZMQ_MAXMSGSIZE`` (124 messages by default: frames of up to 2 MiB + 84 KiB)."""
+        limit = router_frame_limit(self.max_entry_bytes, self.snapshot_chunk_size)
+        return max(1, self.queue_bytes // limit)
 
 
 class PeerState:

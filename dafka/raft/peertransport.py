@@ -34,6 +34,8 @@ from typing import Any
 
 import zmq
 
+from ..errors import TooManyFrames
+from ..io.multipart import recv_bounded
 from . import messages as m
 from . import wire as w
 from .bounds import PEER_FRAME_BYTES, peer_url_problem
@@ -41,6 +43,7 @@ from .extensions import Extensions
 from .fastsend import send_frames
 from .frames import RaftWireError, decode_uint
 from .frames import encode_uint as _uint
+from .guard import PEER_RESPONSE_FRAMES
 from .membership import all_peers
 from .peerstate import PeerState
 from .peerwire import core_request, core_response, truncating, wire_request
@@ -156,9 +159,12 @@ class PeerTransport(PeerState):
         out = self._out[peer_id]
         for _ in range(self.options.max_drain):
             try:
-                frames = sock.recv_multipart(zmq.NOBLOCK)
+                frames = recv_bounded(sock, PEER_RESPONSE_FRAMES)
             except zmq.Again:
                 return
+            except TooManyFrames as exc:
+                self._bad("malformed-response", f"peer={peer_id!r} {exc}", logging.DEBUG)
+                continue
             if self._ext.on_answer(peer_id, frames):
                 continue
             try:

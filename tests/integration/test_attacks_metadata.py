@@ -180,3 +180,24 @@ def test_a_tower_that_loses_the_bootstrap_race_stops(
         assert node.sm.admins == [ATTACKER.public_key.hex()]
     finally:
         node.stop()
+
+
+def test_an_admins_invalid_or_ineffective_commands_are_not_appended(tower: Tower) -> None:
+    """Sent raw (past the CLI's own checks): an admin's deletion of an unknown topic, a
+    store trusted twice. Before, the leader appended them (no-ops when applied); now it
+    refuses them, and ``dafka`` says why."""
+    with raw(tower) as client, MetadataClient(tower.address, admin=ADMIN) as admin:
+        if GOOD_STORE not in admin.config()["stores"]:
+            admin.trust_store(GOOD_STORE)
+        base = admin.config()["revision"]
+        last = client.log_info(raw_url(tower), timeout=5).last_index
+        for k in range(20):
+            data, _ = signed_command(ADMIN, "dafka", base, "topic.delete", topic=f"nope{k}")
+            with pytest.raises(RaftError, match="admission check refused it"):
+                client.update(data)
+        data, _ = signed_command(ADMIN, "dafka", base, "store.trust", store=GOOD_STORE)
+        with pytest.raises(RaftError, match="admission check refused it"):
+            client.update(data)
+        assert client.log_info(raw_url(tower), timeout=5).last_index == last
+    proc = dafka(tower, "stores", "trust", GOOD_STORE)
+    assert_one_line_error(proc, 2, "the metadata refuses the change: store " + GOOD_STORE)

@@ -9,14 +9,22 @@ ones check the leader's admission (:meth:`MetadataStateMachine.admission`, the t
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import msgpack
+import pytest
 import zmq
 
 from dafka.metadata.signing import seal
-from dafka.metadata.state import REPLAY_WINDOW, MetadataStateMachine, command, signed_command
+from dafka.metadata.state import (
+    REJECT_LOG_PERIOD,
+    REPLAY_WINDOW,
+    MetadataStateMachine,
+    command,
+    signed_command,
+)
 from dafka.raft.peer import RaftPeer
 from dafka.raft.reqid import ReqIdGenerator
 from dafka.security.identity import Identity
@@ -193,10 +201,11 @@ def test_admission_refuses_what_apply_refuses_for_its_sender() -> None:
     assert "has admins already" in (
         _admission(sm, command("admins.init", admins=[ADMIN_HEX])) or ""
     )
-    # an admin's command is admitted (what it does is decided on apply), and so is the
-    # default topic creation while auto_create is on
+    # an admin's command that changes something is admitted, and so is the default topic
+    # creation while auto_create is on; an admin's invalid command is not (see below)
     assert _admission(sm, signed(sm, "store.trust", store=ATTACKER_STORE)) is None
-    assert _admission(sm, signed(sm, "topic.delete", topic="no-such-topic")) is None
+    refused = _admission(sm, signed(sm, "topic.delete", topic="no-such-topic"))
+    assert refused == "unknown topic 'no-such-topic'"
     assert _admission(sm, command("topic.create", topic="auto", settings={})) is None
     # but not an unsigned creation that would change nothing: a flood of them costs no log
     assert "already exists" in (_admission(sm, command("topic.create", topic="ev")) or "")
@@ -263,5 +272,123 @@ def test_a_leader_with_the_admission_hook_appends_no_unsigned_or_non_admin_updat
         assert peer.storage.last_index == last
         assert send(signed(sm, "store.trust", store="0" * 32)) == last + 1
         assert sm.stores == {"0" * 32} and sm.admins == [ADMIN_HEX]
+    finally:
+        peer._teardown()
+
+
+# -- admission: an admin's command that is invalid or changes nothing now (issue 10) -------
+
+STORE = "0" * 32
+INEFFECTIVE = [
+    ("topic.delete", {"topic": "nope"}, "unknown topic 'nope'"),
+    ("topic.alter", {"topic": "nope", "settings": {"min_acks": 2}}, "unknown topic 'nope'"),
+    ("topic.alter", {"topic": "ev", "settings": {"min_acks": 1}}, "has these settings already"),
+    ("topic.alter", {"topic": "ev", "settings": {"min_acks": 99}}, "min_acks"),
+    ("topic.alter", {"topic": "ev", "settings": {"bogus": 1}}, "bogus"),
+    ("topic.create", {"topic": "ev", "settings": {}}, "already exists"),
+    ("topic.create", {"topic": "a\0b", "settings": {}}, "NUL"),
+    ("store.trust", {"store": STORE}, "trusted already"),
+    ("store.trust", {"store": "not-a-node-id"}, "store"),
+    ("store.revoke", {"store": ATTACKER_STORE}, "is not trusted"),
+    ("cluster.set", {"settings": {"auto_create": True}}, "these settings already"),
+    ("cluster.set", {"settings": {"nonsense": 1}}, "nonsense"),
+    ("admins.add", {"key": ADMIN_HEX}, "an admin already"),
+    ("admins.remove", {"key": ATTACKER.public_key.hex()}, "is not an admin"),
+    ("admins.remove", {"key": ADMIN_HEX}, "last admin"),
+    ("no.such.op", {}, "unknown command"),
+]
+
+
+def test_the_leader_refuses_an_admins_command_that_is_invalid_or_changes_nothing() -> None:
+    """Before, the leader admitted any admin's command and the log kept it, a no-op on apply
+    (an unknown topic): every tower paid its disk, every replica a rejection."""
+    sm = _victim()
+    assert sm.apply_data(signed(sm, "store.trust", store=STORE)) is None
+    for op, fields, reason in INEFFECTIVE:
+        data = signed(sm, op, **fields)
+        refusal = sm.refusal(data)
+        assert refusal is not None and refusal.effect, (op, fields)
+        assert reason in refusal.reason, (op, refusal.reason)
+        assert reason in (_admission(sm, data) or ""), op
+    # what changes something is admitted, and a sender's refusal is not about the effect
+    for op, fields in [
+        ("topic.alter", {"topic": "ev", "settings": {"min_acks": 2}}),
+        ("topic.delete", {"topic": "ev"}),
+        ("store.revoke", {"store": STORE}),
+        ("cluster.set", {"settings": {"auto_create": False}}),
+        ("admins.add", {"key": ATTACKER.public_key.hex()}),
+    ]:
+        assert _admission(sm, signed(sm, op, **fields)) is None, op
+    refusal = sm.refusal(signed(sm, "topic.delete", by=ATTACKER, topic="nope"))
+    assert refusal is not None and not refusal.effect and "is not an admin" in refusal.reason
+
+
+def test_an_admitted_command_that_became_invalid_is_a_no_op_on_every_replica() -> None:
+    """Admission is against the leader's state when the command arrives; another command
+    may come first in the log (the topic deleted). Apply still decides, alike everywhere."""
+    first = _victim()
+    second = MetadataStateMachine(cluster="dafka")
+    second.restore(first.snapshot())
+    replicas = [first, second]
+    alter = signed(replicas[0], "topic.alter", topic="ev", settings={"min_acks": 2})
+    delete = signed(replicas[0], "topic.delete", topic="ev")
+    assert replicas[0].admission(alter) is None and replicas[0].admission(delete) is None
+    for sm in replicas:
+        assert sm.apply_data(delete) is None
+        assert sm.apply_data(alter) == "unknown topic 'ev'"
+    assert _state(replicas[0]) == _state(replicas[1])
+    assert replicas[0].rejected == replicas[1].rejected == 1
+
+
+def test_rejections_log_one_line_per_period(caplog: pytest.LogCaptureFixture) -> None:
+    """Every replica logs a rejected command; a flood of them (admitted, then made invalid,
+    or an old log replayed) logged ten lines, then one per thousand: 30 for 20,000."""
+    now = [100.0]
+    sm = MetadataStateMachine(cluster="dafka", clock=lambda: now[0])
+    caplog.set_level(logging.WARNING, logger="dafka.metadata.state")
+    for k in range(20_000):
+        sm.apply_data(command("store.trust", store=f"{k:032X}"))  # unsigned: refused
+    lines = [r for r in caplog.records if "metadata.rejected" in r.getMessage()]
+    assert len(lines) == 1
+    now[0] += REJECT_LOG_PERIOD
+    sm.apply_data(command("store.trust", store=STORE))
+    lines = [r for r in caplog.records if "metadata.rejected" in r.getMessage()]
+    assert len(lines) == 2 and "count=20001 unlogged=19999" in lines[-1].getMessage()
+    assert sm.rejected == 20_001
+
+
+def test_a_leader_with_the_admission_hook_appends_no_invalid_admin_command(
+    tmp_path: Path,
+) -> None:
+    with zmq.Context() as probe:
+        sock = probe.socket(zmq.ROUTER)
+        port = sock.bind_to_random_port("tcp://127.0.0.1")
+        sock.close(0)
+    sm = admin_sm()
+    peer = RaftPeer(
+        "t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka", sm, admit=sm.admission
+    )
+    peer._setup()
+    try:
+        for _ in range(10 * peer.options.election_tick):
+            peer.core.tick()
+            peer._process_ready()
+            if peer.core.applied_in_term:
+                break
+        gen = ReqIdGenerator()
+
+        def send(data: bytes) -> int:
+            peer._on_router_frames([b"client", gen(), b"=", b"dafka", data])
+            peer._flush_updates()
+            peer._process_ready()
+            return peer.core.last_index
+
+        last = peer.core.last_index
+        for k in range(100):
+            assert send(signed(sm, "topic.delete", topic=f"nope{k}")) == last
+        assert peer._bad.counts["update-refused"] == 100
+        assert send(signed(sm, "topic.create", topic="t", settings={})) == last + 1
+        assert send(signed(sm, "topic.create", topic="t", settings={})) == last + 1
+        assert sm.rejected == 0 and "t" in sm.topics
     finally:
         peer._teardown()
