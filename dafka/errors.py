@@ -4,7 +4,8 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
 
     DafkaError
     ├── ConfigError (ValueError)          bad settings, endpoints, topics, paths
-    │   └── InvalidTopic                  a topic with NUL, empty, or over 255 bytes
+    │   ├── InvalidTopic                  a topic with NUL, empty, or over 255 bytes
+    │   └── NothingToChange               an admin change the metadata has already
     ├── ProtocolError                     a peer or we broke the wire protocol
     │   └── WireError (ValueError)        bytes that do not decode
     │       └── TooManyFrames             a message of more frames than its protocol has
@@ -43,6 +44,12 @@ class ConfigError(DafkaError, ValueError):
 
 class InvalidTopic(ConfigError):
     """A topic name that the wire cannot carry."""
+
+
+class NothingToChange(ConfigError):
+    """An admin change that would leave the metadata as it is (a store trusted already,
+    settings a topic has already): the leader takes no log entry for it, and ``dafka``
+    reports it and exits 0, so admin scripts can be run again."""
 
 
 class ProtocolError(DafkaError):

@@ -29,7 +29,7 @@ from typing import Any, TypeVar, cast
 import click
 
 from ..config import load_toml
-from ..errors import ConfigError, DafkaError, ProfileError
+from ..errors import ConfigError, DafkaError, NothingToChange, ProfileError
 from .progress import end_progress
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -354,6 +354,9 @@ def run_cli(f: F) -> F:
             setup_logging(kwargs.pop("log_level"), kwargs.pop("log_format"))
         try:
             return f(*args, **kwargs)
+        except NothingToChange as exc:  # an admin change the metadata has already: done
+            click.echo(f"nothing to change: {exc}", err=True)
+            sys.exit(0)
         except (ConfigError, ProfileError) as exc:
             end_progress()
             click.echo(f"error: {exc}", err=True)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..config import TowerAddress, parse_towers, parse_trusted_stores
-from ..errors import ConfigError, DafkaError, DafkaTimeout, RaftError
+from ..errors import ConfigError, DafkaError, DafkaTimeout, NothingToChange, RaftError
 from ..ids import check_topic
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
@@ -277,6 +277,8 @@ def _refuse(sm: MetadataStateMachine, data: bytes) -> None:
     refusal = sm.refusal(data)
     if refusal is None:
         return
+    if refusal.nothing:
+        raise NothingToChange(refusal.reason)
     if refusal.effect:
         raise ConfigError(f"the metadata refuses the change: {refusal.reason}")
     raise ConfigError(f"this admin key cannot change the metadata: {refusal.reason}")

@@ -262,6 +262,8 @@ class Refusal(NamedTuple):
     reason: str
     effect: bool
     """True: the command is an admin's, refused for what it would do now."""
+    nothing: bool = False
+    """True: what it would do is done already (the metadata is as it asks)."""
 
 
 class MetadataStateMachine:
@@ -480,7 +482,7 @@ class MetadataStateMachine:
         except (ConfigError, WireError) as exc:
             return Refusal(str(exc), effect=True)
         if nothing is not None:
-            return Refusal(f"{nothing}: the command changes nothing", effect=True)
+            return Refusal(f"{nothing}: the command changes nothing", effect=True, nothing=True)
         return None
 
     @classmethod

@@ -54,6 +54,12 @@ def test_topics_create_list_describe_alter_delete(tower: str) -> None:
 def test_stores_trust_list_revoke(tower: str) -> None:
     ok(tower, "stores", "trust", STORE.lower())
     assert ok(tower, "stores", "list").split()[:2] == [STORE, "trusted,"]
+    # again: the metadata has it already; said in one line, exit 0 (scripts can rerun)
+    again = admin(tower, "stores", "trust", STORE)
+    assert again.wait() == 0, again.stderr
+    assert again.stderr_lines[-1:] == [
+        f"nothing to change: store {STORE} is trusted already: the command changes nothing"
+    ], again.stderr
     ok(tower, "stores", "revoke", STORE)
     assert ok(tower, "stores", "list").split() == []
     assert_one_line_error(admin(tower, "stores", "revoke", STORE), 2, "is not trusted")
@@ -67,6 +73,9 @@ def test_cluster_status_and_settings(tower: str) -> None:
     status = json.loads(ok(tower, "cluster", "status", "--json"))
     assert status["settings"] == {"auto_create": False}
     ok(tower, "cluster", "set", "--auto-create")
+    again = admin(tower, "cluster", "set", "--auto-create")
+    assert again.wait() == 0, again.stderr
+    assert "nothing to change: the cluster has these settings already" in again.stderr
 
 
 @pytest.mark.parametrize(
