@@ -56,6 +56,7 @@ TESTS = [
     "tests/unit/test_attacks_reorder.py",
     "tests/integration/test_attacks_groups.py",
     "tests/integration/test_attacks_metrics_http.py",
+    "tests/unit/test_fetch_answers.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -713,6 +714,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        return (\n",
         "        return True or (\n",
     ),
+    "data XPUB bounded in bytes per connection (signed)": (
+        "dafka.io.bounds",
+        "bound_data_sockets",
+        "zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if batched else cfg.high_watermark",
+        "zmq.SNDHWM, cfg.high_watermark",
+    ),
+    "a signed FETCH answer is bounded whatever its count": (
+        "dafka.core.store.serve",
+        "StoreServing._serve_one",
+        "                if answer_full(fetch.batches, fetch.nbytes):",
+        "                if False:",
+    ),
 }
 
 
@@ -1028,6 +1041,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "data queues bounded in bytes per connection": (
         "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
+        "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "tests/integration/test_attacks_io.py::test_an_oversized_subscription_drops_the_subscriber_at_the_data_xpub",
@@ -1041,6 +1055,13 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "Raft term ceiling on what a peer message may raise the term to": (
         "tests/unit/test_attacks_raft.py::test_a_configured_peer_cannot_push_our_term_to_the_maximum",
         "tests/unit/test_attacks_raft.py::test_a_peer_far_behind_catches_up_as_the_ceiling_rises",
+    ),
+    "data XPUB bounded in bytes per connection (signed)": (
+        "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue",
+    ),
+    "a signed FETCH answer is bounded whatever its count": (
+        "tests/unit/test_fetch_answers.py::test_a_store_answers_a_fetch_of_2_to_the_32_with_one_bounded_answer",
+        "tests/unit/test_fetch_answers.py::test_a_store_answer_ends_after_the_batch_that_reaches_its_bytes",
     ),
 }
 

@@ -188,11 +188,6 @@ def test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes(tmp_path: Pat
     assert store_mib < BOUND_MIB and consumer_mib < BOUND_MIB, (store_mib, consumer_mib)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not bounded yet: the data XPUB keeps a message-count queue (a byte-safe one "
-    "stalled catch-up; dafka/io/bounds.py); needs FETCH answers paced by the consumer",
-)
 def test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue(tmp_path: Path) -> None:
     store_mib = never_reads(tmp_path)
     # before the byte bound: the answers piled up at the served rate (256 MiB/s in all)
