@@ -17,7 +17,10 @@ is what the flood cost. The test asserts a bound with a wide margin and no timin
 The same holds on the send side: a node that subscribes to a store's DIRECT-RECORDs,
 sends FETCHes for a partition of large batches and never reads piled the answers up in
 the store's XPUB queue for it (the store serves 64 MiB/s per requester and 256 MiB/s in
-all, a rate, not a queue bound); now at most ``hwm`` messages wait for it.
+all, a rate, not a queue bound; measured 2,339 MiB); now at most ``hwm`` messages (16)
+wait for it (301 MiB). A reading consumer's answers fit those 16 because each answer is
+at most 8 batches and 8 MiB and the next is asked for once it arrived
+(``dafka/core/answers.py``).
 
     python -m tests.integration.test_attacks_queues [FRAMES]
 
