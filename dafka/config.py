@@ -136,12 +136,11 @@ class NodeConfig:
         """A data socket's high-water mark (per connection) for frames of up to
         ``frame_bytes``: as many as fit in :attr:`queue_bytes` (libzmq counts messages, not
         bytes; issue 10: 15.9 MiB frames with bad signatures took a store to 2.1 GB), at
-        most :attr:`high_watermark`. For the signed profile: 16 on the data XPUB (frames of up
-        to ``max_message_size``; FETCH answers are bounded and paced to fit,
-        :mod:`dafka.core.answers`), 4 on the data SUB (whose frames may reach 4 times
-        ``max_message_size``, :data:`dafka.io.node.OVERSIZE_CEILING_FACTOR`); see
-        :func:`dafka.io.bounds.bound_data_sockets`. The rfc46 profile (one unsigned record per
-        message, for interop) keeps ``high_watermark``: 16 messages stall its stream under load."""
+        most :attr:`high_watermark`. For the signed profile: 4 on the data SUB (whose frames
+        may reach 4 times ``max_message_size``, :data:`dafka.io.node.OVERSIZE_CEILING_FACTOR`).
+        The data XPUB keeps ``high_watermark`` (see :func:`dafka.io.bounds.bound_data_sockets`),
+        and so does the rfc46 profile (one unsigned record per message, for interop): 16
+        messages stall its stream under load."""
         return max(1, min(self.high_watermark, self.queue_bytes // frame_bytes))
 
     def validate(self) -> NodeConfig:

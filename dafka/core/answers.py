@@ -5,9 +5,10 @@ and at most :data:`ANSWER_BYTES` bytes of batch blobs, whatever ``count`` asks f
 sends batches from the one holding the asked offset on, and stops after the batch that
 reaches either bound (one batch always goes out, even a 16 MiB one). A requester that
 wants more FETCHes again from where the answer ended, as soon as its last batch
-arrives. One answer in flight per partition and requester is what keeps a reading
-consumer's answers within the data XPUB's byte-safe queue (``docs/wire.md`` §11.6),
-and a subscriber that never reads costs a store that queue, not its serving rate.
+arrives. A count of 2^32 - 1 costs a store one answer, and one answer in flight per
+partition and requester is what a byte-safe data XPUB queue (16 messages of 16 MiB)
+needs to hold a reading consumer's answers (``docs/wire.md`` §11.6; the queue keeps its
+message count for now, see ``dafka.io.bounds``).
 
 The requester sees where an answer was cut without any marker on the wire: it counts
 the batches it receives from the offset it asked for, in offset order, by the same
@@ -21,8 +22,8 @@ from __future__ import annotations
 __all__ = ["ANSWER_BATCHES", "ANSWER_BYTES", "AnswerCursor", "answer_full"]
 
 ANSWER_BATCHES = 8
-"""Batches in one signed FETCH answer, at most: half the data XPUB's byte-safe queue (16
-messages of up to 16 MiB), so that an answer in flight never fills it alone."""
+"""Batches in one signed FETCH answer, at most: half a byte-safe data XPUB queue (16
+messages of up to 16 MiB), so that an answer in flight would never fill it alone."""
 ANSWER_BYTES = 8 * 1024 * 1024
 """Bytes of batch blobs in one signed FETCH answer: it ends after the batch that reaches
 this (a larger batch goes out alone)."""

@@ -37,20 +37,20 @@ def bound_data_sockets(
     sub: zmq.Socket[bytes],
     small: Iterable[zmq.Socket[bytes]],
 ) -> None:
-    """Both data queues in bytes per connection under the signed profile:
-    ``NodeConfig.hwm`` messages of the largest frame, ``max_message_size`` on the XPUB
-    (16 of 16 MiB) and ``ceiling`` on the SUB (4 of 64 MiB). The rfc46 profile (one
-    unsigned record per message, which a byte-safe count stalls) keeps
-    ``high_watermark`` on both.
+    """The SUB's queue in bytes per connection: ``NodeConfig.hwm`` messages of the largest
+    frame (``ceiling``); the rfc46 profile (one unsigned record per message, which a
+    byte-safe count stalls) keeps ``high_watermark``.
 
-    The XPUB's 16 messages hold a reading consumer's FETCH answers because they are
-    paced: a signed answer is at most 8 batches and 8 MiB (:mod:`dafka.core.answers`),
-    and the consumer asks for the next only once the last one arrived. Before that, a
-    store sent a whole answer at once and 16 messages dropped a catching-up consumer's
-    answers until it stalled (the fault suite: "a fresh consumer read to 1569, stores
-    hold to 2509"). A subscriber that never reads now costs at most ``queue_bytes`` per
-    connection (docs/security.md)."""
-    xpub.setsockopt(zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if batched else cfg.high_watermark)
+    The XPUB keeps ``high_watermark`` messages. A byte-safe count (16 of 16 MiB) first
+    dropped a catching-up consumer's FETCH answers until it stalled for good (the fault
+    suite: "a fresh consumer read to 1569, stores hold to 2509"); signed answers are now
+    bounded and paced (:mod:`dafka.core.answers`) and fit it, but 16 messages also drop the
+    bursts of small control messages a node sends to one peer in one loop turn: a store
+    answers a CONSUMER-HELLO with one DIRECT-HEAD per partition, and a fresh consumer of 60
+    partitions whose producers had exited learned 15 of them and stalled for good. A
+    subscriber that never reads can therefore still cost a store memory up to its FETCH
+    serving rate (docs/security.md, "What is still not bounded")."""
+    xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
     for sock in small:
