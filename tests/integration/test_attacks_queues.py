@@ -18,9 +18,9 @@ The same holds on the send side: a node that subscribes to a store's DIRECT-RECO
 sends FETCHes for a partition of large batches and never reads piled the answers up in
 the store's XPUB queue for it (the store serves 64 MiB/s per requester and 256 MiB/s in
 all, a rate, not a queue bound; measured 2,339 MiB). With the XPUB at ``hwm`` messages
-(16) it stays at 301 MiB, and a reading consumer's FETCH answers fit those 16 (each is at
-most 8 batches and 8 MiB, the next asked for once it arrived: ``dafka/core/answers.py``),
-but a store's other bursts to one peer do not: one DIRECT-HEAD per partition in answer to
+(16) it stays at 301 MiB, and a reading consumer's FETCH answers can fit those 16 (each
+is bounded, the next asked for once it arrived: ``dafka/core/answers.py``), but a
+store's other bursts to one peer do not: one DIRECT-HEAD per partition in answer to
 a CONSUMER-HELLO. So the XPUB keeps its message count, the never-reading subscriber is a
 known failure, and the last test here checks that a fresh consumer learns every one of
 many partitions from a store.

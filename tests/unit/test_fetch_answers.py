@@ -65,9 +65,10 @@ def test_the_cursor_counts_each_place_once_in_offset_order() -> None:
     assert not cursor.take(8, 11, 100)  # a second copy: not again
     for i in range(ANSWER_BATCHES - 2):
         assert not cursor.take(12 + i, 12 + i, 1)
-    assert cursor.take(18, 19, 1)  # the bound's batch: the answer ended here
-    assert cursor.full and cursor.cursor == 20
-    assert not cursor.take(20, 20, 1)  # nothing follows a full answer
+    last = 12 + ANSWER_BATCHES - 2
+    assert cursor.take(last, last + 1, 1)  # the bound's batch: the answer ended here
+    assert cursor.full and cursor.cursor == last + 2
+    assert not cursor.take(last + 2, last + 2, 1)  # nothing follows a full answer
     assert answer_full(1, ANSWER_BYTES) and not answer_full(ANSWER_BATCHES - 1, ANSWER_BYTES - 1)
 
 
@@ -137,13 +138,14 @@ def test_the_consumer_fetches_the_rest_as_soon_as_an_answer_ends() -> None:
 def test_a_batch_held_already_counts_in_the_answer() -> None:
     core = ConsumerCore(CONSUMER, offset_reset="earliest", profile=WIRE)
     core.subscribe("t", 0.0)
-    assert fetches(core.handle(record(30), 0.0)) == [m.Fetch(P, CONSUMER, "t", 0, 30)]
+    n = ANSWER_BATCHES + 20
+    assert fetches(core.handle(record(n), 0.0)) == [m.Fetch(P, CONSUMER, "t", 0, n)]
     assert fetches(core.handle(record(3), 0.0)) == []  # held out of order, in the window
     out: list = []
     for i in range(ANSWER_BATCHES):  # the store's answer sends offset 3 again
         assert fetches(out) == []
         out = core.handle(direct(i), 0.0)
-    assert fetches(out) == [m.Fetch(P, CONSUMER, "t", ANSWER_BATCHES, 30 - ANSWER_BATCHES)]
+    assert fetches(out) == [m.Fetch(P, CONSUMER, "t", ANSWER_BATCHES, n - ANSWER_BATCHES)]
 
 
 def test_a_consumer_catches_up_from_a_store_by_answers_alone() -> None:
