@@ -8,9 +8,8 @@ one, so a long catch-up streams without round-trip stalls. Under ``signed`` a
 store answers at most a bounded number of batches and bytes
 (:mod:`dafka.core.answers`): the next FETCH goes out as soon as the outstanding
 answer's last batch arrives, from where it ended, so one answer per partition is
-in flight. A FETCH at the same offset is
-not repeated within ``fetch_timeout``, and FETCHes over all partitions are
-rate-bounded (``FETCH_RATE``).
+in flight. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
+FETCHes over all partitions are rate-bounded (``FETCH_RATE``).
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ A record beyond ``head + 1`` opens a gap: the store FETCHes ``[head + 1, target]
 from its peers. Records that arrive early are held in a bounded buffer
 (``max_buffered_bytes``) and drained into the write batch when the gap fills. Gap
 FETCHes are rate-limited per partition: a new one only when the previous one was
-fully answered (under ``signed``, or when its answer ended at its bound,
-:mod:`dafka.core.answers`), or after the retry interval, which doubles while nothing arrives (up to
-``MAX_RETRY_FACTOR`` times ``fetch_retry``). Under rfc46, offsets refused as
+fully answered (or, under ``signed``, its answer ended at its bound and all of it is
+held, :mod:`dafka.core.answers`), or after the retry interval, which doubles while
+nothing arrives (up to ``MAX_RETRY_FACTOR`` times ``fetch_retry``). Under rfc46, offsets refused as
 oversized (holes) are skipped over here too. Pure: the time is passed in.
 """
 

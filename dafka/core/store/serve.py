@@ -5,8 +5,8 @@ rate-limited per requester) and served chunk by chunk, round-robin, whole batche
 verbatim, within ``serve_chunk`` records and ``SERVE_BYTES`` bytes per step and a byte
 rate per requester and in total. Under ``signed`` one answer holds at most
 ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever ``count`` asks for: the
-requester FETCHes again from where it ended (:mod:`dafka.core.answers`). GET-HEADS and CONSUMER-HELLO are answered with one
-DIRECT-HEAD per partition, within a global budget. A FETCH below the retention tail is
+requester FETCHes again from where it ended (:mod:`dafka.core.answers`). GET-HEADS and
+CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget. A FETCH below the retention tail is
 answered with a DIRECT-HEAD carrying the tail; under rfc46 a FETCH answered in full
 below the head is followed by a DIRECT-HEAD (``docs/wire.md`` §13). Read ACLs are
 checked on the way in. Pure: the time is passed in.
