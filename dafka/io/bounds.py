@@ -45,10 +45,10 @@ def bound_data_sockets(
     dropped a catching-up consumer's FETCH answers until it stalled for good (the fault
     suite: "a fresh consumer read to 1569, stores hold to 2509"); signed answers are now
     bounded and paced (:mod:`dafka.core.answers`; with answers of 8 batches the fault suite
-    passed with 16 messages), but 16 messages also drop the
-    bursts of small control messages a node sends to one peer in one loop turn: a store
-    answers a CONSUMER-HELLO with one DIRECT-HEAD per partition, and a fresh consumer of 60
-    partitions whose producers had exited learned 15 of them and stalled for good. A
+    passed with 16 messages), but 16 messages also drop the bursts of small control
+    messages a node sends to one peer in one loop turn: a store answers a CONSUMER-HELLO
+    with one DIRECT-HEAD per partition, and a fresh consumer of 60 partitions whose
+    producers had exited learned 15 of them and stalled for good. A
     subscriber that never reads can therefore still cost a store memory up to its FETCH
     serving rate (docs/security.md, "What is still not bounded")."""
     xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
