@@ -58,6 +58,7 @@ TESTS = [
     "tests/integration/test_attacks_metrics_http.py",
     "tests/unit/test_attacks_frames.py",
     "tests/integration/test_attacks_frames.py",
+    "tests/unit/test_fetch_answers.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -751,6 +752,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if now >= self._log_after:\n",
         "        if True:\n",
     ),
+    "a signed FETCH answer is bounded whatever its count": (
+        "dafka.core.store.serve",
+        "StoreServing._serve_one",
+        "                if answer_full(fetch.batches, fetch.nbytes):",
+        "                if False:",
+    ),
 }
 
 
@@ -1104,6 +1111,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "metadata rejections logged once per period": (
         "tests/unit/test_attacks_metadata.py::test_rejections_log_one_line_per_period",
+    ),
+    "a signed FETCH answer is bounded whatever its count": (
+        "tests/unit/test_fetch_answers.py::test_a_store_answers_a_fetch_of_2_to_the_32_with_one_bounded_answer",
+        "tests/unit/test_fetch_answers.py::test_a_store_answer_ends_after_the_batch_that_reaches_its_bytes",
     ),
 }
 

@@ -9,10 +9,12 @@ FETCH (DIRECT-RECORD). Compared with the C reference (``dafka_consumer.c``) it:
   we did not subscribe to is dropped anyway),
 * keeps out-of-order records in a bounded reorder buffer instead of dropping
   them, and fetches exactly the gap,
-* pipelines catch-up: while a window of ``fetch_window`` records is in flight
-  and the known head is further ahead, it asks for the next window once
-  delivery passes the middle of the outstanding one, so a consumer starting
-  from the beginning of a long partition streams without round-trip stalls,
+* pipelines catch-up: under rfc46, while a window of ``fetch_window`` records
+  is in flight and the known head is further ahead, it asks for the next window
+  once delivery passes the middle of the outstanding one, so a consumer starting
+  from the beginning of a long partition streams without round-trip stalls;
+  under ``signed``, where one answer is bounded (:mod:`dafka.core.answers`), it
+  asks on as soon as the outstanding answer's last batch arrives,
 * retries a FETCH from :meth:`ConsumerCore.tick` when a gap made no progress
   for ``fetch_timeout``, and never sends the same FETCH offset twice for one
   partition within ``fetch_timeout``.

@@ -76,7 +76,14 @@ class Delivery(FetchPlanning):
             and (last < p.next or (first > p.next and first in p.buffer))
         ):
             self._duplicates += 1  # dropped before paying for verification
-            return []
+            if last < p.next or p.answer is None:
+                return []
+            # held already, but part of the answer (signed): count it as the store did,
+            # by the verified copy's offsets and size, and ask on if the answer ended there
+            n, _, held_values, _, size = p.buffer[first]
+            p.answer.take(first, first + n - 1, size - _OVERHEAD * len(held_values))
+            fetch = self._pump(p, now)
+            return [fetch] if fetch is not None else []
         if p is None and (
             len(self._parts) >= self._max_partitions
             or not is_node_id(partition)
@@ -110,6 +117,8 @@ class Delivery(FetchPlanning):
             if p.memory is None:
                 p.memory = BatchMemory()
             p.memory.remember(first, last, msg.content[-_SIGNATURE:])
+            if p.answer is not None:  # where the outstanding FETCH's answer ends
+                p.answer.take(first, last, len(msg.content))
         nxt = p.next
         if last >= p.seen_end:
             p.seen_end = last + 1
@@ -147,8 +156,11 @@ class Delivery(FetchPlanning):
         nxt = last + 1
         buffer = p.buffer
         if buffer:
+            answer = p.answer
             while (held := self._unbuffer(p, nxt)) is not None:
-                n, h_keys, h_values, h_stamp, _ = held
+                n, h_keys, h_values, h_stamp, h_size = held
+                if answer is not None:  # its copy in the answer will come as a duplicate
+                    answer.take(nxt, nxt + n - 1, h_size - _OVERHEAD * len(h_values))
                 if h_values:
                     if p.not_before is None or self._reached_start(p, h_stamp, n):
                         out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))

@@ -2,16 +2,20 @@
 
 A partition's gap is ``[next, end)``, where the end is the known end bounded to
 ``max_head_lead`` past what was seen (so a far-future HEAD costs only bounded
-windows). One window of ``fetch_window`` offsets is asked for at a time; the
-next is asked for once delivery passes the middle of the outstanding one, so a
-long catch-up streams without round-trip stalls. A FETCH at the same offset is
-not repeated within ``fetch_timeout``, and FETCHes over all partitions are
-rate-bounded (``FETCH_RATE``).
+windows). One window of ``fetch_window`` offsets is asked for at a time. Under
+rfc46 the next is asked for once delivery passes the middle of the outstanding
+one, so a long catch-up streams without round-trip stalls. Under ``signed`` a
+store answers at most a bounded number of batches and bytes
+(:mod:`dafka.core.answers`): the next FETCH goes out as soon as the outstanding
+answer's last batch arrives, from where it ended, so one answer per partition is
+in flight. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
+FETCHes over all partitions are rate-bounded (``FETCH_RATE``).
 """
 
 from __future__ import annotations
 
 from . import messages as m
+from .answers import AnswerCursor
 from .consumer_base import ConsumerBase
 from .consumer_state import RECENT_PRUNE_AT as _RECENT_PRUNE_AT
 from .consumer_state import PartitionState as _Partition
@@ -47,10 +51,16 @@ class FetchPlanning(ConsumerBase):
         nxt = p.next
         if known_end <= nxt:
             return None
+        answer = p.answer
         if p.req_end > nxt:
-            if nxt < p.req_mid or known_end <= p.req_end:
+            if answer is not None:  # signed: once the answer is over, from where it ended
+                if not (answer.full or answer.cursor >= p.req_end):
+                    return None
+                start = max(nxt, min(answer.cursor, p.req_end))
+            elif nxt < p.req_mid or known_end <= p.req_end:
                 return None
-            start = p.req_end
+            else:
+                start = p.req_end
         else:
             start = nxt
         return self._fetch(p, start, now)
@@ -83,6 +93,11 @@ class FetchPlanning(ConsumerBase):
             for offset in [o for o, t in recent.items() if t <= horizon]:
                 del recent[offset]
         recent[start] = now
+        if self._profile.batched:
+            if p.answer is None:
+                p.answer = AnswerCursor(start)
+            else:
+                p.answer.reset(start)
         p.req_start = start
         p.req_mid = start + (end - start + 1) // 2
         p.req_end = end

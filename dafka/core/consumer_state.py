@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .answers import AnswerCursor
 from .equivocation import BatchMemory
 
 __all__ = ["ConsumerStats", "PartitionState"]
@@ -92,7 +93,8 @@ class PartitionState:
     highest offset known to exist (from HEADs and records seen) and
     ``seen_end`` one past the highest offset of a verified record, so
     ``[next, known_end)`` is what is missing. ``[req_start, req_end)`` is the
-    latest FETCH window asked for; ``recent`` maps FETCH offsets to when they
+    latest FETCH window asked for, and under ``signed`` ``answer`` counts
+    its answer to see where it ends (:mod:`dafka.core.answers`); ``recent`` maps FETCH offsets to when they
     were sent, to rate-limit repeats. ``buffer`` maps the first offset of a
     verified batch that arrived early to its records, ``held_bytes`` what they are
     counted for (see ``HELD_OVERHEAD``). ``not_before``: while set,
@@ -100,6 +102,7 @@ class PartitionState:
     """
 
     __slots__ = (
+        "answer",
         "buffer",
         "buffer_ends",
         "confirmed",
@@ -134,6 +137,8 @@ class PartitionState:
         self.req_start = start
         self.req_mid = start
         self.req_end = start
+        # signed: the count of the latest FETCH's answer, which ends at its bound
+        self.answer: AnswerCursor | None = None
         self.progress_at = now
         self.recent: dict[int, float] = {}
         # one past the highest offset a signed statement (record, producer HEAD) shows

@@ -8,7 +8,8 @@ answers FETCHes for what it still holds. Compared with the C reference
 * serves the *right* content for every fetched offset (the reference resends the
   wrong records at 256 or more past the oldest unacked one),
 * answers a FETCH with exactly the records asked for, capped by
-  ``max_fetch_count``, and rate-limits FETCHes per requester,
+  ``max_fetch_count`` (and under ``signed`` by one answer's bound,
+  :mod:`dafka.core.answers`), and rate-limits FETCHes per requester,
 * refuses ACKs for offsets it never published, so a confused or hostile store
   cannot make it drop records no store has.
 
@@ -44,6 +45,7 @@ from ..ids import check_topic
 from ..io.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
+from .answers import answer_full
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
 from .limits import RequestLimiter
 from .recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery, RecoveryResult
@@ -149,8 +151,8 @@ class ProducerCore:
         profile: Profile = RFC46,
         min_acks: int = 1,
         trusted_stores: Collection[str] | None = None,
-        fetch_rate: float = 200.0,
-        fetch_burst: float = 400.0,
+        fetch_rate: float = 2000.0,
+        fetch_burst: float = 4000.0,
         serve_rate: float = 64 * 1024 * 1024,
         acked_offsets: Mapping[str, int] | None = None,
         recovery_wait: float = DEFAULT_WAIT,
@@ -207,7 +209,9 @@ class ProducerCore:
             self._topics[check_topic(topic)] = _Topic(topic, offset, self._batched)
             start = min(max(acked_next.get(topic, 0), 0), offset)
             if start < offset:
-                self._recoveries[topic] = Recovery(topic, start, offset, recovery_budget)
+                self._recoveries[topic] = Recovery(
+                    topic, start, offset, recovery_budget, paced=profile.batched
+                )
         for topic, first, count, content in logged:  # durable mode: our own log
             rec = self._recoveries.get(topic)
             if rec is not None:
@@ -411,9 +415,15 @@ class ProducerCore:
             except Exception:  # a store cannot make us adopt what we never signed
                 self._forged_fetched += 1
                 return []
-        if not rec.offer(msg.offset, msg.count, msg.content) or not rec.complete():
+        if not rec.offer(msg.offset, msg.count, msg.content):
             return []
-        return list(self._finish(rec, now))
+        if rec.complete():
+            return list(self._finish(rec, now))
+        due = rec.fetch_due(now)  # an answer that ended at its bound: ask for the rest now
+        if due is None:
+            return []
+        node, count = self._node_id, min(due[1], self._max_fetch)
+        return [Publish(m.Fetch(node, node, msg.topic, due[0], count))]
 
     def _finish(self, rec: Recovery, now: float) -> list[Publish]:
         """Hold what was recovered again and close the rest of the range."""
@@ -675,13 +685,16 @@ class ProducerCore:
         i = bisect.bisect_right(ends, start)  # the blob holding ``start``
         first = ends[i - 1] if i else base
         held = state.held
-        while i < len(ends) and first < end:
+        sent = nbytes = 0
+        while i < len(ends) and first < end and not answer_full(sent, nbytes):
             last_end = ends[i]
             out.append(
                 Publish(m.DirectRecord(requester, topic, node, first, held[i], last_end - first))
             )
             self._records_resent += last_end - first
             self._bytes_limiter.charge(requester, len(held[i]))
+            sent += 1
+            nbytes += len(held[i])
             first = last_end
             i += 1
         return out

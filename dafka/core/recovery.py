@@ -11,7 +11,9 @@ stores and consumers wait on for ever.
 
 1. It FETCHes the range from whoever holds it (stores answer a FETCH addressed
    to the partition, the requester being the producer itself), again every
-   ``resend`` seconds from where the contiguous run ends, until ``deadline``.
+   ``resend`` seconds from where the contiguous run ends, until ``deadline``;
+   under ``signed`` also as soon as an answer ends at its bound
+   (:mod:`dafka.core.answers`), so a long range is not cut short by the deadline.
 2. It keeps every batch that comes back and is genuinely its own (the profile
    verifies the signature and the key-to-partition binding first): a store can
    withhold a batch but cannot invent one.
@@ -28,7 +30,10 @@ reported durable and is never declared a gap, and nothing at or above it was.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+from .answers import AnswerCursor
 
 __all__ = ["Recovery", "RecoveryResult"]
 
@@ -93,6 +98,7 @@ class Recovery:
     """One topic's unacknowledged range being recovered (see the module docstring)."""
 
     __slots__ = (
+        "_answer",
         "_batches",
         "_budget",
         "_bytes",
@@ -104,7 +110,16 @@ class Recovery:
         "topic",
     )
 
-    def __init__(self, topic: str, start: int, reserved: int, budget: int = DEFAULT_BUDGET) -> None:
+    def __init__(
+        self,
+        topic: str,
+        start: int,
+        reserved: int,
+        budget: int = DEFAULT_BUDGET,
+        *,
+        paced: bool = False,
+    ) -> None:
+        """``paced``: answers end at their bound (the signed profile; rfc46 answers whole)."""
         if not 0 <= start < reserved:
             raise ValueError(f"nothing to recover in [{start}, {reserved})")
         self.topic = topic
@@ -116,6 +131,7 @@ class Recovery:
         self._local: set[int] = set()
         self._budget = budget
         self._bytes = 0
+        self._answer = AnswerCursor(start) if paced else None
 
     def begin(self, now: float, wait: float) -> None:
         self.deadline = now + wait
@@ -138,6 +154,8 @@ class Recovery:
         if start >= self.reserved:
             return None
         self._next_fetch = now + RESEND
+        if self._answer is not None:
+            self._answer.reset(start)
         return start, self.reserved - start
 
     def next_deadline(self) -> float | None:
@@ -156,6 +174,8 @@ class Recovery:
         self._bytes += len(content)
         if local:
             self._local.add(first)
+        elif self._answer is not None and self._answer.take(first, last, len(content)):
+            self._next_fetch = -math.inf  # the answer ended at its bound: ask again at once
         self._let_go()
         return True
 

@@ -43,12 +43,16 @@ def bound_data_sockets(
     frame (``ceiling``); the rfc46 profile (one unsigned record per message, which a
     byte-safe count stalls) keeps ``high_watermark``.
 
-    The XPUB keeps ``high_watermark`` messages: a store answers a FETCH with every batch at
-    once, and a byte-safe count (16 of 16 MiB) dropped a catching-up consumer's answers
-    until it stalled for good (the fault suite: "a fresh consumer read to 1569, stores hold
-    to 2509"). A subscriber that never reads can therefore still cost a store memory up to
-    its FETCH serving budget; bounding it needs FETCH answers paced by the consumer's window
-    (docs/security.md, "What is still not bounded")."""
+    The XPUB keeps ``high_watermark`` messages. A byte-safe count (16 of 16 MiB) first
+    dropped a catching-up consumer's FETCH answers until it stalled for good (the fault
+    suite: "a fresh consumer read to 1569, stores hold to 2509"); signed answers are now
+    bounded and paced (:mod:`dafka.core.answers`; with answers of 8 batches the fault suite
+    passed with 16 messages), but 16 messages also drop the bursts of small control
+    messages a node sends to one peer in one loop turn: a store answers a CONSUMER-HELLO
+    with one DIRECT-HEAD per partition, and a fresh consumer of 60 partitions whose
+    producers had exited learned 15 of them and stalled for good. A
+    subscriber that never reads can therefore still cost a store memory up to its FETCH
+    serving rate (docs/security.md, "What is still not bounded")."""
     xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)

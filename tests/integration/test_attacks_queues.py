@@ -17,7 +17,13 @@ is what the flood cost. The test asserts a bound with a wide margin and no timin
 The same holds on the send side: a node that subscribes to a store's DIRECT-RECORDs,
 sends FETCHes for a partition of large batches and never reads piled the answers up in
 the store's XPUB queue for it (the store serves 64 MiB/s per requester and 256 MiB/s in
-all, a rate, not a queue bound); now at most ``hwm`` messages wait for it.
+all, a rate, not a queue bound; measured 2,339 MiB). With the XPUB at ``hwm`` messages
+(16) it stays at 301 MiB, and a reading consumer's FETCH answers can fit those 16 (each
+is bounded, the next asked for once it arrived: ``dafka/core/answers.py``), but a
+store's other bursts to one peer do not: one DIRECT-HEAD per partition in answer to
+a CONSUMER-HELLO. So the XPUB keeps its message count, the never-reading subscriber is a
+known failure, and the last test here checks that a fresh consumer learns every one of
+many partitions from a store.
 
     python -m tests.integration.test_attacks_queues [FRAMES]
 
@@ -190,13 +196,57 @@ def test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes(tmp_path: Pat
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not bounded yet: the data XPUB keeps a message-count queue (a byte-safe one "
-    "stalled catch-up; dafka/io/bounds.py); needs FETCH answers paced by the consumer",
+    reason="not bounded yet: the data XPUB keeps a message-count queue; FETCH answers are "
+    "paced now, but a byte-safe count (16) drops a store's DIRECT-HEAD bursts (one per "
+    "partition) until a consumer stalls (dafka/io/bounds.py)",
 )
 def test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue(tmp_path: Path) -> None:
     store_mib = never_reads(tmp_path)
     # before the byte bound: the answers piled up at the served rate (256 MiB/s in all)
     assert store_mib < BOUND_MIB, store_mib
+
+
+PARTITIONS = 60  # producers, each one partition of one topic
+PER_PARTITION = 5
+
+
+def test_a_fresh_consumer_learns_every_partition_from_a_store(tmp_path: Path) -> None:
+    """The producers are gone, so only the store's DIRECT-HEADs (one per partition, all
+    at once in answer to the consumer's HELLO) tell the consumer what exists. With a
+    16-message data XPUB it learned 15 of 60 partitions and never read the rest."""
+    from dafka import Consumer, Producer
+
+    tower = Tower()
+    store = None
+    try:
+        store = Proc(
+            py("dafka.cli.store", "--data-dir", str(tmp_path / "s"), "--tower", tower.address)
+        )
+        store.wait_line(r"store [0-9A-F]{32} on tcp://")
+        producers = [
+            Producer("many", towers=tower.address, metadata=False, trust_any_store=True)
+            for _ in range(PARTITIONS)
+        ]
+        try:
+            futures = [p.send(b"%d" % i) for p in producers for i in range(PER_PARTITION)]
+            for future in futures:
+                future.result(60)
+        finally:
+            for p in producers:
+                p.close(timeout=5)
+        got: list[object] = []
+        with Consumer("many", towers=tower.address, offset_reset="earliest") as consumer:
+
+            def everything() -> bool:
+                got.extend(consumer.poll_batch(10_000, timeout=0.1))
+                return len(got) >= PARTITIONS * PER_PARTITION
+
+            wait_until(everything, 30, what=f"{PARTITIONS} partitions read from the store")
+            assert len(consumer.positions()) == PARTITIONS
+    finally:
+        for proc in (store, tower.proc):
+            if proc is not None:
+                proc.kill()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,10 @@ It does what the C reference store does (wire reference §7) with DESIGN's fixes
 * **Serving.** A FETCH is answered with exactly the stored records in
   ``[offset, offset + count)`` (the reference sends ``count + 1``), served at
   most ``serve_chunk`` records per call, round-robin across pending fetches, so
-  the IO loop stays responsive. Heads are matched by exact topic.
+  the IO loop stays responsive; under ``signed`` one answer ends after at most
+  ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever the count, and
+  the requester asks again (:mod:`dafka.core.answers`). Heads are matched by exact
+  topic.
 * **Bad input** never raises out of :meth:`StoreCore.handle_batch`: it is
   counted in :attr:`StoreCore.stats` and dropped.
 * **Records over the size bound** (rfc46: a C producer has no cap) reach the core

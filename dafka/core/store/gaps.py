@@ -4,8 +4,9 @@ A record beyond ``head + 1`` opens a gap: the store FETCHes ``[head + 1, target]
 from its peers. Records that arrive early are held in a bounded buffer
 (``max_buffered_bytes``) and drained into the write batch when the gap fills. Gap
 FETCHes are rate-limited per partition: a new one only when the previous one was
-fully answered, or after the retry interval, which doubles while nothing arrives (up to
-``MAX_RETRY_FACTOR`` times ``fetch_retry``). Under rfc46, offsets refused as
+fully answered (or, under ``signed``, its answer ended at its bound and all of it is
+held, :mod:`dafka.core.answers`), or after the retry interval, which doubles while
+nothing arrives (up to ``MAX_RETRY_FACTOR`` times ``fetch_retry``). Under rfc46, offsets refused as
 oversized (holes) are skipped over here too. Pure: the time is passed in.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 
 from ...storage.base import StoredBatch
 from .. import messages as m
+from ..answers import AnswerCursor
 from ..effects import Publish
 from .state import PartitionKey, StoreState, _Batch, _Gap
 
@@ -105,7 +107,9 @@ class StoreGaps(StoreState):
             if gap.target < start:
                 del self._gaps[key]
                 continue
-            if gap.sent_at is not None and start < gap.sent_end:
+            answer = gap.answer
+            cut = answer is not None and answer.full and start >= answer.cursor
+            if gap.sent_at is not None and start < gap.sent_end and not cut:
                 if start > gap.sent_start:
                     gap.retry = self._fetch_retry  # the last FETCH is being answered
                 due = gap.sent_at + gap.retry
@@ -116,7 +120,9 @@ class StoreGaps(StoreState):
                     # Unanswered since the last try: back off.
                     gap.retry = min(gap.retry * 2, self._max_retry)
             elif gap.sent_at is not None:
-                gap.retry = self._fetch_retry  # the last FETCH was fully answered
+                # the last FETCH was fully answered, or its answer ended at its bound
+                # (signed, dafka.core.answers) and all of it is held: ask again at once
+                gap.retry = self._fetch_retry
             self._send_fetch(key, gap, start, now, out)
 
     def _send_fetch(
@@ -133,6 +139,11 @@ class StoreGaps(StoreState):
         gap.sent_at = now
         gap.sent_start = start
         gap.sent_end = start + count
+        if self._signed:
+            if gap.answer is None:
+                gap.answer = AnswerCursor(start)
+            else:
+                gap.answer.reset(start)
         self._next_gap_check = min(self._next_gap_check, now + gap.retry)
         self.stats.fetches_sent += 1
         log.debug(

@@ -185,6 +185,9 @@ class StoreIngest(StoreGaps):
         b.accepted.append(batch)
         if self._signed:
             b.blobs[(key[0], key[1], first)] = batch
+            gap = self._gaps.get(key)
+            if gap is not None and gap.answer is not None:
+                gap.answer.take(first, last, len(msg.content))  # where our FETCH's answer ends
         nxt = last + 1
         buf = self._buffers.get(key)
         if buf:

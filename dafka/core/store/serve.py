@@ -3,8 +3,10 @@
 FETCHes are queued (de-duplicated by requester, topic, partition and offset, capped,
 rate-limited per requester) and served chunk by chunk, round-robin, whole batches
 verbatim, within ``serve_chunk`` records and ``SERVE_BYTES`` bytes per step and a byte
-rate per requester and in total. GET-HEADS and CONSUMER-HELLO are answered with one
-DIRECT-HEAD per partition, within a global budget. A FETCH below the retention tail is
+rate per requester and in total. Under ``signed`` one answer holds at most
+``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever ``count`` asks for: the
+requester FETCHes again from where it ended (:mod:`dafka.core.answers`). GET-HEADS and
+CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget. A FETCH below the retention tail is
 answered with a DIRECT-HEAD carrying the tail; under rfc46 a FETCH answered in full
 below the head is followed by a DIRECT-HEAD (``docs/wire.md`` §13). Read ACLs are
 checked on the way in. Pure: the time is passed in.
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from ...errors import StorageError
 from ...ids import is_node_id
 from .. import messages as m
+from ..answers import ANSWER_BATCHES, answer_full
 from ..effects import Publish
 from .policy import StorePolicy
 from .state import _Batch, _PendingFetch
@@ -189,8 +192,14 @@ class StoreServing(StorePolicy):
         want = min(limit, fetch.end - fetch.next)
         if want <= 0:
             return 0, 0, True
-        # rfc46 batches hold one record; signed ones up to 64 Ki, so read a few at a time
-        max_batches = min(want, SIGNED_READ_BATCHES) if self._signed else want
+        signed = self._signed
+        # rfc46 batches hold one record; signed ones up to 64 Ki, so read a few at a time,
+        # and no more than the answer's bound leaves (dafka.core.answers)
+        max_batches = (
+            min(want, SIGNED_READ_BATCHES, max(1, ANSWER_BATCHES - fetch.batches))
+            if signed
+            else want
+        )
         try:
             batches = self._storage.read(fetch.topic, fetch.partition, fetch.next, max_batches)
         except StorageError as exc:
@@ -202,7 +211,6 @@ class StoreServing(StorePolicy):
         size = 0
         name = self._name
         finished = len(batches) < max_batches
-        signed = self._signed
         for batch in batches:
             first, last = batch.first_offset, batch.last_offset
             if first > fetch.next or last < fetch.next or batch.profile != name:
@@ -225,6 +233,12 @@ class StoreServing(StorePolicy):
             sent += last - first + 1
             size += len(batch.blob)
             fetch.next = last + 1
+            if signed:
+                fetch.batches += 1
+                fetch.nbytes += len(batch.blob)
+                if answer_full(fetch.batches, fetch.nbytes):
+                    finished = True  # the answer's bound: the requester asks again from here
+                    break
             if fetch.next >= fetch.end or sent >= want:
                 finished = False  # stopped early: what was read is not all there is
                 break

@@ -23,6 +23,7 @@ from ...storage.base import Storage, StoredBatch
 from ...wire.rfc46 import Command, direct_prefix
 from .. import messages as m
 from ..admission import PartitionGate
+from ..answers import AnswerCursor
 from ..limits import RequestLimiter, TokenBucket
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ class _Gap:
     sent_at: float | None = None
     sent_start: int = -1
     sent_end: int = -1  # exclusive end of the range the last FETCH asked for
+    answer: AnswerCursor | None = None  # signed: where the last FETCH's answer was cut
 
 
 @dataclass(slots=True)
@@ -120,6 +122,8 @@ class _PendingFetch:
     partition: str
     next: int
     end: int
+    batches: int = 0  # sent so far (signed: an answer ends at ANSWER_BATCHES / ANSWER_BYTES)
+    nbytes: int = 0
 
 
 class _Batch:
@@ -171,8 +175,8 @@ class StoreState:
         max_buffered_bytes: int = 64 * 1024 * 1024,
         max_head_lead: int = 1_000_000,
         profile: Profile = RFC46,
-        fetch_rate: float = 200.0,
-        fetch_burst: float = 400.0,
+        fetch_rate: float = 2000.0,
+        fetch_burst: float = 4000.0,
         heads_rate: float = 20.0,
         heads_burst: float = 40.0,
         heads_answer_rate: float = 5000.0,
