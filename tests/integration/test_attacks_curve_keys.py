@@ -233,4 +233,4 @@ def test_dafka_cluster_set_takes_the_curve_settings(rtower: RaftCurveTower) -> N
     status = dafka("status")
     assert status.wait(1) == 0, status.stderr
     shown = bytes(status.stdout).decode()
-    assert f"curve=True curve_clients=metadata clients={friend.node_id}" in shown, shown
+    assert f"curve=true curve_clients=metadata clients={friend.node_id}" in shown, shown
