@@ -8,7 +8,6 @@ from dafka.cli.common import (
     CONTEXT,
     Command,
     common_options,
-    make_data_dir,
     run_cli,
     wait_for_signal,
 )
@@ -18,6 +17,7 @@ from dafka.errors import ConfigError, RaftError
 from dafka.io.metrics import check_metrics_port
 from dafka.security import identity
 from dafka.security.curve_policy import ClientGate
+from dafka.storage.state_dir import make_data_dir
 
 from .metadata import (
     TowerNode,

@@ -34,7 +34,7 @@ from ..metadata.state import topic_settings
 from ..query.server import QueryService
 from ..security import identity as identity_module
 from ..storage.lmdb_store import LmdbStorage
-from ..storage.state_dir import lock_directory, unlock_directory
+from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from .common import node_config
 
 log = logging.getLogger(__name__)
@@ -122,15 +122,9 @@ class _StoreHandler:
 
 
 def open_data_dir(path: Path) -> Path:
-    """Create ``path`` (mode 0700) if needed and check it is a writable directory."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create data directory {path}: {exc.strerror}") from None
-    if not path.is_dir():
-        raise ConfigError(f"data directory {path} is not a directory")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigError(f"data directory {path} is not writable")
+    """Create ``path`` (mode 0700) if needed and check it is a writable directory; warn if
+    others may read it."""
+    make_data_dir(path)
     if path.stat().st_mode & 0o077:
         log.warning("store.permissions dir=%s hint=chmod 700", path)
     return path

@@ -18,12 +18,10 @@ import functools
 import importlib.metadata
 import json
 import logging
-import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import click
@@ -307,20 +305,6 @@ def unescape(text: str) -> bytes:
                 f"bad escape '{text[i : i + 4]}' in '{text}': use \\n \\r \\t \\0 \\\\ or \\xHH"
             )
     return bytes(out)
-
-
-def make_data_dir(path: str | os.PathLike[str], what: str) -> None:
-    """Create ``path`` (mode 0700) if needed and check it is a writable directory, so that a
-    bad ``--data-dir`` is one line (ConfigError) before a node's thread meets it."""
-    p = Path(path)
-    try:
-        p.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create {what} {p}: {exc.strerror}") from None
-    if not p.is_dir():
-        raise ConfigError(f"{what} {p} is not a directory")
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise ConfigError(f"{what} {p} is not writable")
 
 
 def curve_allowed(curve: bool, allow: str | None) -> frozenset[bytes] | None:

@@ -101,6 +101,21 @@ def _holder_pid(fd: int) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def make_data_dir(path: str | os.PathLike[str], what: str = "data directory") -> Path:
+    """Create ``path`` (mode 0700) if needed and check it is a writable directory, so that a
+    bad data directory is one line (:class:`ConfigError`) before a node's thread meets it."""
+    p = Path(path)
+    try:
+        p.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {what} {p}: {exc.strerror}") from None
+    if not p.is_dir():
+        raise ConfigError(f"{what} {p} is not a directory")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {p} is not writable")
+    return p
+
+
 def lock_directory(path: Path, what: str, holder: str = "another process") -> int:
     """Take the exclusive ``flock`` on ``<path>/lock`` and write our PID into it.
 

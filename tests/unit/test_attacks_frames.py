@@ -39,6 +39,7 @@ from dafka.raft.types import Entry, EntryType
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from tests.signing import PRODUCER
+from tests.unit.raft.solo import free_tcp_url, solo_leader
 
 FLOOD = 10_000
 
@@ -134,11 +135,8 @@ def test_the_raft_router_queues_are_bounded_in_bytes(tmp_path: Path) -> None:
     """The ROUTER read up to 100,000 messages per connection, each way, with frames of up to
     2 MiB + 84 KiB: 206 GiB a connection. Now its RCVHWM is ``queue_bytes`` (256 MiB) over
     its ZMQ_MAXMSGSIZE, and it queues 4,096 replies, not 100,000."""
-    with zmq.Context() as probe:
-        sock = probe.socket(zmq.ROUTER)
-        port = sock.bind_to_random_port("tcp://127.0.0.1")
-        sock.close(0)
-    peer = RaftPeer("t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka")
+    url = free_tcp_url()
+    peer = RaftPeer("t1", url, [], tmp_path / "t1", "dafka")
     peer._setup()
     try:
         router = peer.router
@@ -155,19 +153,9 @@ def test_a_client_holds_at_most_8_entry_streams_open(tmp_path: Path) -> None:
     """Each RequestEntries stream keeps 5 answers of up to 256 KiB and an entry ahead of the
     client's follow-ups: a client that opened 8,000 streams (the spec's high-water mark, for
     all clients) and never read had 40,000 answers queued for it, about 50 GiB."""
-    with zmq.Context() as probe:
-        sock = probe.socket(zmq.ROUTER)
-        port = sock.bind_to_random_port("tcp://127.0.0.1")
-        sock.close(0)
     opts = PeerOptions(request_entries_batch=1, request_entries_pipeline=1)
-    peer = RaftPeer("t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka", options=opts)
-    peer._setup()
+    peer = solo_leader("t1", tmp_path / "t1", "dafka", options=opts)
     try:
-        for _ in range(10 * peer.options.election_tick):
-            peer.core.tick()
-            peer._process_ready()
-            if peer.core.applied_in_term:
-                break
         gen = ReqIdGenerator()
         for k in range(3):  # entries enough that no stream ends at its first answer
             peer._on_router_frames([b"client", gen(), b"=", b"dafka", b"x%d" % k])
@@ -189,11 +177,8 @@ def test_the_raft_router_drops_a_message_of_too_many_frames_and_answers_the_next
     """A peer's ROUTER: an AppendEntries of 5,000 entries (over the 4,096 any leader sends)
     is dropped unread, counted malformed: it moves neither the term nor the log (before, it
     was decoded whole and stepped into the core). The RequestLogInfo behind it is answered."""
-    with zmq.Context() as probe:
-        sock = probe.socket(zmq.ROUTER)
-        port = sock.bind_to_random_port("tcp://127.0.0.1")
-        sock.close(0)
-    peer = RaftPeer("t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka")
+    url = free_tcp_url()
+    peer = RaftPeer("t1", url, [], tmp_path / "t1", "dafka")
     peer._setup()
     ctx = zmq.Context()
     client = ctx.socket(zmq.DEALER)
@@ -204,7 +189,7 @@ def test_the_raft_router_drops_a_message_of_too_many_frames_and_answers_the_next
             Entry(i, term + 1, EntryType.STATE, bytes(12), b"d") for i in range(1, 5001)
         )
         flood = w.AppendEntries(1, b"dafka", "t1", term + 1, 0, 0, 0, entries).encode()
-        client.connect(f"tcp://127.0.0.1:{port}")
+        client.connect(url)
         client.send_multipart(flood)
         client.send_multipart(w.RequestLogInfo(7, b"dafka").encode())
         answer: list[bytes] = []

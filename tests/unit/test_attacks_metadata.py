@@ -10,12 +10,13 @@ ones check the leader's admission (:meth:`MetadataStateMachine.admission`, the t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
-import zmq
 
 from dafka.metadata.signing import seal
 from dafka.metadata.state import (
@@ -29,6 +30,7 @@ from dafka.raft.peer import RaftPeer
 from dafka.raft.reqid import ReqIdGenerator
 from dafka.security.identity import Identity
 from tests.admin import ADMIN, ADMIN_HEX, ATTACKER, admin_sm, signed
+from tests.unit.raft.solo import send_update, solo_leader
 
 ATTACKER_STORE = ATTACKER.node_id
 
@@ -231,35 +233,27 @@ def test_admission_lets_the_bootstrap_through_once() -> None:
     assert "has admins already" in (_admission(fresh, init) or "")
 
 
+@contextmanager
+def admitting_leader(
+    tmp_path: Path,
+) -> Iterator[tuple[MetadataStateMachine, RaftPeer, Callable[[bytes], int]]]:
+    """A solo metadata leader with the admission hook, driven by hand, and ``send(data)``:
+    a client's RequestUpdate as its ROUTER delivers it, returning the log's last index."""
+    sm = admin_sm()
+    peer = solo_leader("t1", tmp_path / "t1", "dafka", sm, admit=sm.admission)
+    gen = ReqIdGenerator()
+    try:
+        yield sm, peer, lambda data: send_update(peer, gen(), data)
+    finally:
+        peer._teardown()
+
+
 def test_a_leader_with_the_admission_hook_appends_no_unsigned_or_non_admin_update(
     tmp_path: Path,
 ) -> None:
     """A Raft peer driven by hand (no thread, no client): raw RequestUpdate frames as the
     ROUTER delivers them. Refused ones never reach the log; an admin's does."""
-    with zmq.Context() as probe:
-        sock = probe.socket(zmq.ROUTER)
-        port = sock.bind_to_random_port("tcp://127.0.0.1")
-        sock.close(0)
-    sm = admin_sm()
-    peer = RaftPeer(
-        "t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka", sm, admit=sm.admission
-    )
-    peer._setup()
-    try:
-        for _ in range(10 * peer.options.election_tick):
-            peer.core.tick()
-            peer._process_ready()
-            if peer.core.applied_in_term:
-                break
-        assert peer.core.applied_in_term
-        gen = ReqIdGenerator()
-
-        def send(data: bytes) -> int:
-            peer._on_router_frames([b"client", gen(), b"=", b"dafka", data])
-            peer._flush_updates()
-            peer._process_ready()
-            return peer.core.last_index
-
+    with admitting_leader(tmp_path) as (sm, peer, send):
         last = peer.core.last_index
         for data in (
             command("store.trust", store=ATTACKER_STORE),
@@ -272,8 +266,6 @@ def test_a_leader_with_the_admission_hook_appends_no_unsigned_or_non_admin_updat
         assert peer.storage.last_index == last
         assert send(signed(sm, "store.trust", store="0" * 32)) == last + 1
         assert sm.stores == {"0" * 32} and sm.admins == [ADMIN_HEX]
-    finally:
-        peer._teardown()
 
 
 # -- admission: an admin's command that is invalid or changes nothing now (issue 10) -------
@@ -360,29 +352,7 @@ def test_rejections_log_one_line_per_period(caplog: pytest.LogCaptureFixture) ->
 def test_a_leader_with_the_admission_hook_appends_no_invalid_admin_command(
     tmp_path: Path,
 ) -> None:
-    with zmq.Context() as probe:
-        sock = probe.socket(zmq.ROUTER)
-        port = sock.bind_to_random_port("tcp://127.0.0.1")
-        sock.close(0)
-    sm = admin_sm()
-    peer = RaftPeer(
-        "t1", f"tcp://127.0.0.1:{port}", [], tmp_path / "t1", "dafka", sm, admit=sm.admission
-    )
-    peer._setup()
-    try:
-        for _ in range(10 * peer.options.election_tick):
-            peer.core.tick()
-            peer._process_ready()
-            if peer.core.applied_in_term:
-                break
-        gen = ReqIdGenerator()
-
-        def send(data: bytes) -> int:
-            peer._on_router_frames([b"client", gen(), b"=", b"dafka", data])
-            peer._flush_updates()
-            peer._process_ready()
-            return peer.core.last_index
-
+    with admitting_leader(tmp_path) as (sm, peer, send):
         last = peer.core.last_index
         for k in range(100):
             assert send(signed(sm, "topic.delete", topic=f"nope{k}")) == last
@@ -390,5 +360,3 @@ def test_a_leader_with_the_admission_hook_appends_no_invalid_admin_command(
         assert send(signed(sm, "topic.create", topic="t", settings={})) == last + 1
         assert send(signed(sm, "topic.create", topic="t", settings={})) == last + 1
         assert sm.rejected == 0 and "t" in sm.topics
-    finally:
-        peer._teardown()

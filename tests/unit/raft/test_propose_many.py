@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import zmq
 
 from dafka.errors import NotLeader
 from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.peer import PeerOptions, RaftPeer
+from dafka.raft.peer import PeerOptions
 from dafka.raft.ready import ProposeStatus
 from dafka.raft.statemachine import KvStateMachine
 
 from .sim import drain, elect, new_core, outbox, put
+from .solo import solo_leader
 
 NOW = 1_700_000_000.0
 
@@ -76,28 +76,11 @@ def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
 ) -> None:
     """Shell level: the updates of one drain are one append with one fdatasync, and each
     request is answered with its own index."""
-    with zmq.Context() as probe:
-        sock = probe.socket(zmq.ROUTER)
-        port = sock.bind_to_random_port("tcp://127.0.0.1")
-        sock.close(0)
     cluster = b"batch"
-    peer = RaftPeer(
-        "solo",
-        f"tcp://127.0.0.1:{port}",
-        [],
-        tmp_path / "solo",
-        cluster,
-        KvStateMachine(),
-        options=PeerOptions(fsync=True),
+    peer = solo_leader(
+        "solo", tmp_path / "solo", cluster, KvStateMachine(), options=PeerOptions(fsync=True)
     )
-    peer._setup()
     try:
-        for _ in range(10 * peer.core.election_tick):
-            peer.core.tick()
-            peer._process_ready()
-            if peer.core.is_leader:
-                break
-        assert peer.core.is_leader
         syncs: list[int] = []
         append = peer.storage.append
 
