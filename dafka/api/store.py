@@ -51,17 +51,6 @@ class _StoreHandler:
         self.retention_interval = retention_interval
         self._next_retention = 0.0
         self._retry_deletions: tuple[dict[str, int], dict] | None = None
-        self.served_bytes = 0
-        """Bytes of the batches sent in answer to FETCHes (as stored, signatures included)."""
-
-    def _served(self, out: list[Publish]) -> list[Publish]:
-        """Count the bytes of the FETCH answers (DIRECT-RECORDs) in ``out``; return it."""
-        direct = m.DirectRecord
-        for effect in out:
-            msg = effect.msg
-            if type(msg) is direct:
-                self.served_bytes += len(msg.content)
-        return out
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -101,10 +90,10 @@ class _StoreHandler:
     def on_messages(
         self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
     ) -> list[Publish]:
-        return self._served(self.core.handle_batch(msgs, now, sources))
+        return self.core.handle_batch(msgs, now, sources)
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        return self._served(self.core.on_subscription(sub, now))
+        return self.core.on_subscription(sub, now)
 
     def on_tick(self, now: float) -> list[Publish]:
         if now >= self._next_retention:
@@ -115,7 +104,7 @@ class _StoreHandler:
                 self.core.apply_retention(time.time_ns() // 1_000_000)
             except DafkaError as exc:
                 log.warning("store.retention.failed error=%s", exc)
-        return self._served(self.core.tick(now))
+        return self.core.tick(now)
 
     def on_stop(self) -> None:
         pass
@@ -186,14 +175,8 @@ class Store:
                 read_view=None if metadata is not False else ReadView(),
             )
             if metrics_port is not None:
-                handler = self._handler
                 self.metrics = store_metrics(
-                    self._loop,
-                    self.core,
-                    self._storage,
-                    self.query,
-                    self.profile,
-                    lambda: handler.served_bytes,
+                    self._loop, self.core, self._storage, self.query, self.profile
                 )
         except BaseException:
             self._close_storage()

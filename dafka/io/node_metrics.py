@@ -56,6 +56,7 @@ STORE_FIELDS: _Fields = (
     ("duplicates", "dafka_store_duplicates", "Records or batches already held, dropped."),
     ("acks_sent", "dafka_store_acks_sent", "ACKs sent (each after its LMDB commit)."),
     ("records_served", "dafka_store_records_served", "Records sent to answer FETCHes."),
+    ("bytes_served", "dafka_store_served_bytes", "Bytes of the batches sent to answer FETCHes."),
     ("fetches_queued", "dafka_store_fetches_received", "FETCHes from peers taken to serve."),
     ("fetches_sent", "dafka_store_fetches_sent", "FETCHes this store sent to fill gaps."),
     ("fetches_refused", "dafka_store_fetches_refused", "FETCHes refused (bounds)."),
@@ -111,9 +112,6 @@ def _core_values(stats: object, fields: _Fields) -> Values:
 STORE_SPECS = (
     *LOOP_SPECS,
     *_specs(STORE_FIELDS),
-    counter(
-        "served_bytes", "dafka_store_served_bytes", "Bytes of the batches sent to answer FETCHes."
-    ),
     gauge("lmdb_used", "dafka_store_lmdb_bytes", "Bytes of the LMDB map in use."),
     gauge("lmdb_map", "dafka_store_lmdb_map_bytes", "Size of the LMDB map (it grows)."),
     gauge("partitions", "dafka_store_partitions", "Partitions held."),
@@ -161,17 +159,12 @@ def store_metrics(
     storage: LmdbStorage,
     query: QueryService,
     profile: str,
-    served_bytes: Callable[[], int],
 ) -> NodeMetrics:
-    """A store's metrics (nothing served until :meth:`NodeMetrics.serve`).
-
-    ``served_bytes`` returns the bytes of the FETCH answers sent (counted by the
-    store's IO-side handler from the DIRECT-RECORDs it sends)."""
+    """A store's metrics (nothing served until :meth:`NodeMetrics.serve`)."""
 
     def read() -> Values:  # IO thread
         values = loop_values(loop)
         values.update(_core_values(core.stats, STORE_FIELDS))
-        values["served_bytes"] = served_bytes()
         values["lmdb_used"], values["lmdb_map"] = storage.usage()
         heads = storage.heads()
         values["partitions"] = len(heads)

@@ -83,7 +83,7 @@ def test_store_metrics_are_the_cores_counts(tmp_path: Path) -> None:
         core.handle_batch([record(0, 4), record(4, 3)], 0.0)
         core.handle_batch([record(0, 4)], 1.0)  # a replay: a duplicate, ACKed again
         query = QueryService(storage, profile="signed")
-        handler = _StoreHandler(core, query)  # what the IO thread runs: it counts bytes out
+        handler = _StoreHandler(core, query)  # what the IO thread runs
         sent = handler.on_messages([m.Fetch(P, CONSUMER, "t", 0, 7)], 2.0)
         sent += handler.on_tick(3.0)
         answers = [e.msg for e in sent if type(e.msg) is m.DirectRecord]
@@ -92,8 +92,7 @@ def test_store_metrics_are_the_cores_counts(tmp_path: Path) -> None:
         loop.stats["received"] = 4
         loop.stats["received_bytes"] = 1234
         loop.malformed.count = 2
-        served = lambda: handler.served_bytes  # noqa: E731
-        metrics = store_metrics(loop, core, storage, query, "signed", served)  # type: ignore[arg-type]
+        metrics = store_metrics(loop, core, storage, query, "signed")  # type: ignore[arg-type]
         got = scrape(metrics.registry)
     finally:
         storage.close()
@@ -283,7 +282,7 @@ def test_a_peer_flooding_topics_does_not_grow_the_registry(tmp_path: Path) -> No
         core = StoreCore(STORE.node_id, storage, profile=SignedProfile(STORE))
         loop = SyncLoop(STORE.node_id)
         query = QueryService(storage, profile="signed")
-        metrics = store_metrics(loop, core, storage, query, "signed", lambda: 0)  # type: ignore[arg-type]
+        metrics = store_metrics(loop, core, storage, query, "signed")  # type: ignore[arg-type]
         before = scrape(metrics.registry)
         core.handle_batch([record(0, 1, topic=f"flood-{i}") for i in range(300)], 0.0)
         after = scrape(metrics.registry)

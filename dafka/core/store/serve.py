@@ -243,4 +243,5 @@ class StoreServing(StorePolicy):
                 finished = False  # stopped early: what was read is not all there is
                 break
         self.stats.records_served += sent
+        self.stats.bytes_served += size
         return sent, size, finished or fetch.next >= fetch.end

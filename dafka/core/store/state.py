@@ -51,6 +51,7 @@ class StoreStats:
     fetches_queued: int = 0
     fetches_refused: int = 0
     records_served: int = 0
+    bytes_served: int = 0  # of the batches sent in FETCH answers, as stored
     heads_sent: int = 0
     acks_sent: int = 0
     append_failures: int = 0
