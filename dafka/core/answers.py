@@ -51,12 +51,6 @@ class AnswerCursor:
         self.batches = 0
         self.nbytes = 0
 
-    def reset(self, start: int) -> None:
-        """A new FETCH from ``start``."""
-        self.cursor = start
-        self.batches = 0
-        self.nbytes = 0
-
     @property
     def full(self) -> bool:
         """The answer reached its bound: nothing at or after :attr:`cursor` follows."""

@@ -94,10 +94,7 @@ class FetchPlanning(ConsumerBase):
                 del recent[offset]
         recent[start] = now
         if self._profile.batched:
-            if p.answer is None:
-                p.answer = AnswerCursor(start)
-            else:
-                p.answer.reset(start)
+            p.answer = AnswerCursor(start)
         p.req_start = start
         p.req_mid = start + (end - start + 1) // 2
         p.req_end = end

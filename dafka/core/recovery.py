@@ -155,7 +155,7 @@ class Recovery:
             return None
         self._next_fetch = now + RESEND
         if self._answer is not None:
-            self._answer.reset(start)
+            self._answer = AnswerCursor(start)
         return start, self.reserved - start
 
     def next_deadline(self) -> float | None:

@@ -140,10 +140,7 @@ class StoreGaps(StoreState):
         gap.sent_start = start
         gap.sent_end = start + count
         if self._signed:
-            if gap.answer is None:
-                gap.answer = AnswerCursor(start)
-            else:
-                gap.answer.reset(start)
+            gap.answer = AnswerCursor(start)
         self._next_gap_check = min(self._next_gap_check, now + gap.retry)
         self.stats.fetches_sent += 1
         log.debug(
