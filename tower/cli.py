@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import click
 
-from dafka.cli.common import (
-    CONTEXT,
-    Command,
-    common_options,
-    run_cli,
-    wait_for_signal,
-)
+from dafka.cli.common import CONTEXT, Command, common_options, run_cli, wait_for_signal
 from dafka.cli.metrics import announce, metrics_options
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import ConfigError, RaftError

@@ -339,6 +339,7 @@ def run_cli(f: F) -> F:
         try:
             return f(*args, **kwargs)
         except NothingToChange as exc:  # an admin change the metadata has already: done
+            end_progress()
             click.echo(f"nothing to change: {exc}", err=True)
             sys.exit(0)
         except (ConfigError, ProfileError) as exc:

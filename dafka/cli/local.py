@@ -20,14 +20,7 @@ from ..errors import ConfigError, DafkaError, RaftError
 from ..io.metrics import NodeMetrics, check_metrics_port
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
 from ..storage.state_dir import make_data_dir
-from .common import (
-    CONTEXT,
-    Command,
-    common_options,
-    profile_option,
-    run_cli,
-    wait_for_signal,
-)
+from .common import CONTEXT, Command, common_options, profile_option, run_cli, wait_for_signal
 from .metrics import metrics_options
 
 

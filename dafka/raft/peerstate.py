@@ -96,9 +96,9 @@ class PeerOptions:
     max_drain: int = 2048
     request_id_ttl: float = 8 * 3600.0
     queue_bytes: int = 256 << 20
-    """Bytes the ROUTER may queue per connection, each way: its high-water marks are this
-    over the largest frame it reads (:meth:`router_hwm`), not a number of messages of any
-    size (``docs/security.md``)."""
+    """Bytes the ROUTER may queue per connection on the way in: its ``RCVHWM`` is this over
+    the largest frame it reads (:meth:`router_hwm`), not a number of messages of any size;
+    replies out are counted (:data:`ROUTER_SNDHWM`, ``docs/security.md``)."""
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
     """Largest RequestUpdate data (one STATE entry) accepted; larger ones are answered
     with the spec's final failure (status false, no 3rd frame). The ROUTER's
@@ -106,8 +106,8 @@ class PeerOptions:
     Give every peer of a cluster the same value."""
 
     def router_hwm(self) -> int:
-        """``SNDHWM`` and ``RCVHWM`` of the ROUTER: :attr:`queue_bytes` over its
-        ``ZMQ_MAXMSGSIZE`` (124 messages by default: frames of up to 2 MiB + 84 KiB)."""
+        """``RCVHWM`` of the ROUTER: :attr:`queue_bytes` over its ``ZMQ_MAXMSGSIZE`` (124
+        messages by default: frames of up to 2 MiB + 84 KiB)."""
         limit = router_frame_limit(self.max_entry_bytes, self.snapshot_chunk_size)
         return max(1, self.queue_bytes // limit)
 
