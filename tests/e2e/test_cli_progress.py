@@ -3,12 +3,10 @@ terminal (a pty here), never in a pipe, never with --no-progress."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pty
 import re
 import select
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.procs import ROOT, Proc, StoreProc, Tower, py
+from tests.spark import spark_missing
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -96,16 +95,8 @@ def test_a_consumer_catching_up_shows_progress_on_a_terminal_only(tmp_path: Path
         tower.stop()
 
 
-def _spark_missing() -> str | None:
-    if importlib.util.find_spec("pyspark") is None:
-        return "the spark extra (pyspark) is not installed"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime: Spark needs one"
-    return None
-
-
 @pytest.mark.timeout(400)
-@pytest.mark.skipif(_spark_missing() is not None, reason=str(_spark_missing()))
+@pytest.mark.skipif(spark_missing() is not None, reason=str(spark_missing()))
 def test_the_spark_read_benchmark_shows_progress_on_a_terminal_unless_told_not_to() -> None:
     args = py("benchmarks.spark_read", "--records", "500", "--tasks", "2")
     written: list[Path] = []

@@ -8,9 +8,7 @@ shown) when PySpark or a Java runtime is missing; ``make test`` installs both.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,20 +17,13 @@ import pytest
 
 from dafka import Producer
 from tests.procs import StoreProc, Tower
+from tests.spark import spark_missing
 
 HERE = Path(__file__).resolve().parent
 
 
-def _missing() -> str | None:
-    if importlib.util.find_spec("pyspark") is None:
-        return "the spark extra (pyspark) is not installed: make install adds it"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no Java runtime: Spark needs one (make install adds it)"
-    return None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reason = _missing()
+    reason = spark_missing()
     if reason is None:
         return
     for item in items:
