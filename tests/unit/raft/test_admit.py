@@ -19,8 +19,11 @@ from dafka.raft.statemachine import KvStateMachine
 CLUSTER = b"admit"
 
 
+_SECONDS = int(time.time())  # once: ids made a second apart must still be the same id
+
+
 def reqid(n: int) -> bytes:
-    return int(time.time()).to_bytes(4, "big") + n.to_bytes(8, "big")
+    return _SECONDS.to_bytes(4, "big") + n.to_bytes(8, "big")
 
 
 class Harness:
