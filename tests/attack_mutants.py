@@ -57,6 +57,7 @@ TESTS = [
     "tests/integration/test_attacks_groups.py",
     "tests/integration/test_attacks_metrics_http.py",
     "tests/unit/test_attacks_frames.py",
+    "tests/unit/test_store_credits.py",
     "tests/integration/test_attacks_frames.py",
     "tests/unit/test_fetch_answers.py",
 ]
@@ -347,14 +348,34 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "data queues bounded in bytes per connection": (
         "dafka.io.node",
         "NodeLoop._run_sockets",
-        "bound_data_sockets(cfg, self.profile.batched,",
-        "bound_data_sockets(cfg, False,",
+        "cfg, self.profile.batched, ceiling, xpub,",
+        "cfg, False, ceiling, xpub,",
+    ),
+    "a signed store paces what it sends one requester": [
+        (
+            "dafka.core.store.serve",
+            "StoreServing._serve",
+            "                    if free == 0:",
+            "                    if False:",
+        ),
+        (
+            "dafka.core.store.serve",
+            "StoreServing._send_held",
+            "n = min(credits.room(requester, now), len(held))",
+            "n = len(held)",
+        ),
+    ],
+    "a signed store's data XPUB keeps a byte-safe count": (
+        "dafka.io.bounds",
+        "bound_data_sockets",
+        "cfg.hwm(cfg.max_message_size) if paced else",
+        "cfg.high_watermark if paced else",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "dafka.io.node",
         "NodeLoop._run_sockets",
-        "sub, (xpub, bpub, bsub))",
-        "sub, (bpub, bsub))",
+        "sub, (xpub, bpub, bsub), paced=paced",
+        "sub, (bpub, bsub), paced=paced",
     ),
     "new partitions rated per source host": (
         "dafka.core.admission",
@@ -1073,6 +1094,14 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "data queues bounded in bytes per connection": (
         "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
+    ),
+    "a signed store paces what it sends one requester": (
+        "tests/unit/test_store_credits.py::test_a_requester_that_never_takes_gets_its_credit_once_per_hold",
+        "tests/unit/test_store_credits.py::test_heads_in_answer_to_a_hello_are_paced_and_none_is_dropped",
+        "tests/integration/test_attacks_queues.py::test_a_fresh_consumer_learns_every_partition_from_a_store",
+    ),
+    "a signed store's data XPUB keeps a byte-safe count": (
+        "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "tests/integration/test_attacks_io.py::test_an_oversized_subscription_drops_the_subscriber_at_the_data_xpub",

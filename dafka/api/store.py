@@ -13,6 +13,7 @@ transaction, committed with fsync before any ACK goes out.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -23,6 +24,7 @@ from ..core import messages as m
 from ..core.effects import Publish
 from ..core.read_guard import ReadView
 from ..core.store import StoreCore
+from ..core.store.credits import credits_for_hwm
 from ..errors import ConfigError, DafkaError
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
@@ -51,6 +53,10 @@ class _StoreHandler:
         self.retention_interval = retention_interval
         self._next_retention = 0.0
         self._retry_deletions: tuple[dict[str, int], dict] | None = None
+        self._clock = time.monotonic
+        # signed: the data XPUB keeps a byte-safe count and the core paces each requester
+        # to it (dafka.core.store.credits, dafka.io.bounds)
+        self.paced_xpub = core.paces_requesters
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -59,10 +65,16 @@ class _StoreHandler:
         return self.core.subscriptions()
 
     def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
+        self._clock = loop.clock
         return []
 
     def has_pending(self) -> bool:
-        return self.core.has_pending()
+        return self.core.has_pending(self._clock())
+
+    def command_deadline(self) -> float | None:
+        """When fetches waiting for a requester's credit can go on (None: nothing waits)."""
+        due = self.core.serve_at
+        return due if due != math.inf and self.core.has_pending() else None
 
     def accepting(self) -> bool:
         return True
@@ -157,7 +169,13 @@ class Store:
             self._storage = LmdbStorage(self.path, map_size=map_size, node_id=self.identity.node_id)
             self.node_id = self._storage.node_id()
             wire = make_profile(self.profile, self.identity)
-            self.core = StoreCore(self.node_id, self._storage, profile=wire)
+            nconf = self._nconf
+            self.core = StoreCore(
+                self.node_id,
+                self._storage,
+                profile=wire,
+                send_credits=credits_for_hwm(nconf.hwm(nconf.max_message_size)),
+            )
             self.query = QueryService(
                 self._storage,
                 port=query_port,

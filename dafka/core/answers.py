@@ -6,9 +6,8 @@ sends batches from the one holding the asked offset on, and stops after the batc
 reaches either bound (one batch always goes out, even a 16 MiB one). A requester that
 wants more FETCHes again from where the answer ended, as soon as its last batch
 arrives. A count of 2^32 - 1 costs a store one answer, and one answer in flight per
-partition and requester is what a byte-safe data XPUB queue needs before it can hold a
-reading consumer's answers (``docs/wire.md`` §11.6; the queue keeps its message count
-for now, see ``dafka.io.bounds``).
+partition and requester is what lets a store's byte-safe data XPUB queue hold a reading
+consumer's answers (``docs/wire.md`` §11.6, :mod:`dafka.core.store.credits`).
 
 The requester sees where an answer was cut without any marker on the wire: it counts
 the batches it receives from the offset it asked for, in offset order, by the same
@@ -21,12 +20,12 @@ from __future__ import annotations
 
 __all__ = ["ANSWER_BATCHES", "ANSWER_BYTES", "AnswerCursor", "answer_full"]
 
-ANSWER_BATCHES = 32
-"""Batches in one signed FETCH answer, at most. Each answer costs a round trip, so small
-batches want many: 100,000 records in batches of 16 caught up in 0.92 s with 8, 0.70 s
-with 32, 0.65 s with 64 (0.55 s when a store sent everything at once; ``docs/security.md``).
-A byte-safe data XPUB queue (16 messages) would want 8, half of it, or pacing per
-connection (``dafka.io.bounds``)."""
+ANSWER_BATCHES = 8
+"""Batches in one signed FETCH answer, at most: a store's credit per requester
+(:mod:`dafka.core.store.credits`, half its data XPUB's 16 messages), so a whole answer
+goes out at once and the next FETCH frees it. Each answer costs a round trip, so small
+batches would want more: 100,000 records in batches of 16 caught up in 0.92 s with 8,
+0.70 s with 32, 0.65 s with 64 (``docs/security.md``)."""
 ANSWER_BYTES = 8 * 1024 * 1024
 """Bytes of batch blobs in one signed FETCH answer: it ends after the batch that reaches
 this (a larger batch goes out alone)."""

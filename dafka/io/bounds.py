@@ -38,22 +38,24 @@ def bound_data_sockets(
     xpub: zmq.Socket[bytes],
     sub: zmq.Socket[bytes],
     small: Iterable[zmq.Socket[bytes]],
+    *,
+    paced: bool = False,
 ) -> None:
     """The SUB's queue in bytes per connection: ``NodeConfig.hwm`` messages of the largest
     frame (``ceiling``); the rfc46 profile (one unsigned record per message, which a
     byte-safe count stalls) keeps ``high_watermark``.
 
-    The XPUB keeps ``high_watermark`` messages. A byte-safe count (16 of 16 MiB) first
-    dropped a catching-up consumer's FETCH answers until it stalled for good (the fault
-    suite: "a fresh consumer read to 1569, stores hold to 2509"); signed answers are now
-    bounded and paced (:mod:`dafka.core.answers`; with answers of 8 batches the fault suite
-    passed with 16 messages), but 16 messages also drop the bursts of small control
-    messages a node sends to one peer in one loop turn: a store answers a CONSUMER-HELLO
-    with one DIRECT-HEAD per partition, and a fresh consumer of 60 partitions whose
-    producers had exited learned 15 of them and stalled for good. A
-    subscriber that never reads can therefore still cost a store memory up to its FETCH
-    serving rate (docs/security.md, "What is still not bounded")."""
-    xpub.setsockopt(zmq.SNDHWM, cfg.high_watermark)
+    A ``paced`` XPUB (a signed store's) keeps ``NodeConfig.hwm`` messages of the largest
+    frame a peer can make it send (``max_message_size``): 16, so 256 MiB per connection
+    for a subscriber that never reads. Its core sends one requester no more than half of
+    that before the requester has taken it (:mod:`dafka.core.store.credits`), so bursts
+    to a reading peer (one DIRECT-HEAD per partition in answer to a CONSUMER-HELLO, FETCH
+    answers for several partitions) wait in the core instead of being dropped: with a
+    16-message XPUB and no pacing, a fresh consumer of 60 partitions learned 15 of them
+    and stalled. Other XPUBs keep ``high_watermark``: a producer's RECORDs go to every
+    subscriber at once and a byte-safe count slowed live publishing
+    (docs/security.md, "What is still not bounded")."""
+    xpub.setsockopt(zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if paced else cfg.high_watermark)
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
     for sock in small:

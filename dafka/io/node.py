@@ -378,7 +378,10 @@ class NodeLoop:
         if self.grants is not None:
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until ReadGrants.decide grants it
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
-        bound_data_sockets(cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub))
+        paced = bool(getattr(self.handler, "paced_xpub", False))  # a signed store
+        bound_data_sockets(
+            cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), paced=paced
+        )
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
         try:
@@ -458,7 +461,8 @@ class NodeLoop:
         try:
             now = self.clock()
             send(self.handler.on_start(self, now))
-            # optional: when on_commands must run though nothing woke the loop (a linger)
+            # optional: when the loop must turn though nothing woke it (a producer's linger,
+            # a store's requester whose credit comes back)
             command_deadline = getattr(self.handler, "command_deadline", None)
             next_tick = now
             reading = True

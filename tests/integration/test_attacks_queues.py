@@ -17,13 +17,13 @@ is what the flood cost. The test asserts a bound with a wide margin and no timin
 The same holds on the send side: a node that subscribes to a store's DIRECT-RECORDs,
 sends FETCHes for a partition of large batches and never reads piled the answers up in
 the store's XPUB queue for it (the store serves 64 MiB/s per requester and 256 MiB/s in
-all, a rate, not a queue bound; measured 2,339 MiB). With the XPUB at ``hwm`` messages
-(16) it stays at 301 MiB, and a reading consumer's FETCH answers can fit those 16 (each
-is bounded, the next asked for once it arrived: ``dafka/core/answers.py``), but a
-store's other bursts to one peer do not: one DIRECT-HEAD per partition in answer to
-a CONSUMER-HELLO. So the XPUB keeps its message count, the never-reading subscriber is a
-known failure, and the last test here checks that a fresh consumer learns every one of
-many partitions from a store.
+all, a rate, not a queue bound; measured 2,339 MiB, then 1,655 MiB once answers were
+bounded). A signed store's XPUB now keeps ``hwm`` messages (16 of up to 16 MiB), and its
+core sends one requester at most half of that before the requester has taken it
+(``dafka/core/store/credits.py``), so a reading consumer's bursts wait in the core
+instead of being dropped at the mark: the last test here checks that a fresh consumer
+learns every one of many partitions from a store, which a 16-message XPUB without that
+pacing failed (15 of 60).
 
     python -m tests.integration.test_attacks_queues [FRAMES]
 
@@ -194,15 +194,9 @@ def test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes(tmp_path: Pat
     assert store_mib < BOUND_MIB and consumer_mib < BOUND_MIB, (store_mib, consumer_mib)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not bounded yet: the data XPUB keeps a message-count queue; FETCH answers are "
-    "paced now, but a byte-safe count (16) drops a store's DIRECT-HEAD bursts (one per "
-    "partition) until a consumer stalls (dafka/io/bounds.py)",
-)
 def test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue(tmp_path: Path) -> None:
     store_mib = never_reads(tmp_path)
-    # before the byte bound: the answers piled up at the served rate (256 MiB/s in all)
+    # before the byte-safe XPUB: the answers piled up at the served rate (1,655 MiB)
     assert store_mib < BOUND_MIB, store_mib
 
 
@@ -211,9 +205,10 @@ PER_PARTITION = 5
 
 
 def test_a_fresh_consumer_learns_every_partition_from_a_store(tmp_path: Path) -> None:
-    """The producers are gone, so only the store's DIRECT-HEADs (one per partition, all
-    at once in answer to the consumer's HELLO) tell the consumer what exists. With a
-    16-message data XPUB it learned 15 of 60 partitions and never read the rest."""
+    """The producers are gone, so only the store's DIRECT-HEADs (one per partition, in
+    answer to the consumer's HELLO) tell the consumer what exists. With a 16-message data
+    XPUB and every head sent at once, it learned 15 of 60 partitions and never read the
+    rest; the store now paces them to the consumer's credit."""
     from dafka import Consumer, Producer
 
     tower = Tower()

@@ -28,7 +28,9 @@ It does what the C reference store does (wire reference §7) with DESIGN's fixes
   the IO loop stays responsive; under ``signed`` one answer ends after at most
   ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever the count, and
   the requester asks again (:mod:`dafka.core.answers`). Heads are matched by exact
-  topic.
+  topic. Under ``signed`` what goes to one requester (answers and DIRECT-HEADs) is
+  paced to what it has taken (:mod:`.credits`), since the shell's data XPUB keeps
+  few messages per connection.
 * **Bad input** never raises out of :meth:`StoreCore.handle_batch`: it is
   counted in :attr:`StoreCore.stats` and dropped.
 * **Records over the size bound** (rfc46: a C producer has no cap) reach the core

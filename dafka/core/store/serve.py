@@ -6,15 +6,22 @@ verbatim, within ``serve_chunk`` records and ``SERVE_BYTES`` bytes per step and 
 rate per requester and in total. Under ``signed`` one answer holds at most
 ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever ``count`` asks for: the
 requester FETCHes again from where it ended (:mod:`dafka.core.answers`). GET-HEADS and
-CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget. A FETCH below the retention tail is
-answered with a DIRECT-HEAD carrying the tail; under rfc46 a FETCH answered in full
-below the head is followed by a DIRECT-HEAD (``docs/wire.md`` §13). Read ACLs are
-checked on the way in. Pure: the time is passed in.
+CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget.
+A FETCH below the retention tail is answered with a DIRECT-HEAD carrying the tail; under
+rfc46 a FETCH answered in full below the head is followed by a DIRECT-HEAD
+(``docs/wire.md`` §13). Read ACLs are checked on the way in.
+
+Under ``signed`` what goes to one requester is paced by :class:`.credits.SendCredits`:
+the data XPUB keeps few messages per connection, so DIRECT-HEADs wait in the core
+(bounded, :data:`MAX_HELD_HEADS`) and FETCHes stay pending until the requester has
+taken what it was sent. Pure: the time is passed in.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+from collections import deque
 from collections.abc import Sequence
 
 from ...errors import StorageError
@@ -31,6 +38,9 @@ SIGNED_READ_BATCHES = 4
 """Signed batches read per serving step of one FETCH (each may be up to 16 MiB)."""
 SERVE_BYTES = 16 * 1024 * 1024
 """Bytes of batches served per step, over every pending FETCH."""
+MAX_HELD_HEADS = 16_384
+"""DIRECT-HEADs waiting for their requesters' credit, over all requesters; past it a
+head answer is left out and counted (``heads_limited``), as past the head budget."""
 
 
 class StoreServing(StorePolicy):
@@ -41,6 +51,8 @@ class StoreServing(StorePolicy):
         if msg.requester == self._node_id or msg.count == 0:
             self.stats.ignored += 1
             return
+        if self._credits is not None:  # what was sent before this offset has arrived
+            self._credits.taken(msg.requester, (msg.topic, msg.partition), msg.offset)
         if self._readers and not self.may_read(msg.requester, msg.topic):
             self.stats.read_refused += 1
             return
@@ -117,14 +129,12 @@ class StoreServing(StorePolicy):
                     continue
                 proof = signed_heads.get(key)
                 tail = self._tails.get(key, 0) if self._signed else 0
-                out.append(
-                    Publish(
-                        m.DirectHead(
-                            requester, topic, partition, head, proof, tail if tail > 0 else None
-                        )
-                    )
+                self._direct(
+                    m.DirectHead(
+                        requester, topic, partition, head, proof, tail if tail > 0 else None
+                    ),
+                    out,
                 )
-                self.stats.heads_sent += 1
 
     def _answer_tail(self, requester: str, topic: str, partition: str, out: list[Publish]) -> None:
         """Tell a consumer that FETCHed below the tail where the partition now starts."""
@@ -134,8 +144,44 @@ class StoreServing(StorePolicy):
         if head is None or tail <= 0:
             return
         proof = self._signed_heads.get(key)
-        out.append(Publish(m.DirectHead(requester, topic, partition, head, proof, tail)))
-        self.stats.heads_sent += 1
+        self._direct(m.DirectHead(requester, topic, partition, head, proof, tail), out)
+
+    def _direct(self, head: m.DirectHead, out: list[Publish]) -> None:
+        """Send ``head`` now, or once its recipient has credit (``signed``)."""
+        if self._credits is None:
+            out.append(Publish(head))
+            self.stats.heads_sent += 1
+            return
+        if self._held_count >= MAX_HELD_HEADS:
+            self.stats.heads_limited += 1
+            return
+        held = self._held_heads.get(head.recipient)
+        if held is None:
+            held = self._held_heads[head.recipient] = deque()
+        held.append(head)
+        self._held_count += 1
+
+    def _send_held(self, out: list[Publish], now: float) -> float:
+        """Send the held DIRECT-HEADs their recipients have credit for; return when the
+        next of the rest may go (``inf``: none left)."""
+        credits = self._credits
+        if credits is None or not self._held_heads:
+            return math.inf
+        due = math.inf
+        for requester in list(self._held_heads):
+            held = self._held_heads[requester]
+            n = min(credits.room(requester, now), len(held))
+            for _ in range(n):
+                out.append(Publish(held.popleft()))
+            if n:
+                credits.spend(requester, n, now)
+                self._held_count -= n
+                self.stats.heads_sent += n
+            if held:
+                due = min(due, credits.free_at(requester))
+            else:
+                del self._held_heads[requester]
+        return due
 
     def _serve(self, out: list[Publish], now: float) -> None:
         """Serve up to ``serve_chunk`` records and ``SERVE_BYTES`` bytes, round-robin.
@@ -143,13 +189,19 @@ class StoreServing(StorePolicy):
         Whole batches are charged, so one step never sends more than the
         budgets plus one batch, however many fetches are pending. A fetch whose
         requester (or all requesters together) spent its bytes per second is
-        dropped and counted (``fetches_limited``); the requester asks again.
+        dropped and counted (``fetches_limited``); the requester asks again. A fetch
+        whose requester has no credit left waits (``signed``); :attr:`serve_at` says
+        when serving can go on.
         """
+        due = self._send_held(out, now)
+        credits = self._credits
         budget = self._serve_chunk
         room = SERVE_BYTES
         queue = self._pending
-        while budget > 0 and room > 0 and queue:
+        waiting = 0  # fetches passed over in the last round for want of credit
+        while budget > 0 and room > 0 and queue and waiting < len(queue):
             share = max(1, budget // len(queue))
+            waiting = 0
             for _ in range(len(queue)):
                 if budget <= 0 or room <= 0:
                     break
@@ -158,7 +210,25 @@ class StoreServing(StorePolicy):
                     self.stats.fetches_limited += 1
                     self._pending_keys.discard(fetch.key)
                     continue
-                sent, size, done = self._serve_one(fetch, min(share, budget), out)
+                free = ANSWER_BATCHES
+                if credits is not None:
+                    free = credits.room(fetch.requester, now)
+                    if free == 0:  # it has not taken what it was sent yet
+                        waiting += 1
+                        due = min(due, credits.free_at(fetch.requester))
+                        queue.append(fetch)
+                        continue
+                before = len(out)
+                sent, size, done = self._serve_one(fetch, min(share, budget), out, free)
+                if credits is not None:
+                    credits.spend(
+                        fetch.requester,
+                        len(out) - before,
+                        now,
+                        size,
+                        (fetch.topic, fetch.partition),
+                        fetch.next,
+                    )
                 self._bytes_limiter.charge(fetch.requester, size)
                 budget -= sent
                 room -= size
@@ -168,6 +238,9 @@ class StoreServing(StorePolicy):
                         self._tell_more(fetch, out)
                 else:
                     queue.append(fetch)
+        if queue and waiting < len(queue):
+            due = now  # the budgets ran out first: go on at once
+        self.serve_at = due
 
     def _tell_more(self, fetch: _PendingFetch, out: list[Publish]) -> None:
         """rfc46: a FETCH whose count ran out below what is held is followed by a
@@ -178,13 +251,13 @@ class StoreServing(StorePolicy):
         head = self._heads.get((fetch.topic, fetch.partition))
         if head is None or head < fetch.end:
             return
-        out.append(Publish(m.DirectHead(fetch.requester, fetch.topic, fetch.partition, head)))
-        self.stats.heads_sent += 1
+        self._direct(m.DirectHead(fetch.requester, fetch.topic, fetch.partition, head), out)
 
     def _serve_one(
-        self, fetch: _PendingFetch, limit: int, out: list[Publish]
+        self, fetch: _PendingFetch, limit: int, out: list[Publish], messages: int
     ) -> tuple[int, int, bool]:
-        """Send about ``limit`` records of ``fetch``; return (records sent, bytes, finished).
+        """Send about ``limit`` records of ``fetch`` in at most ``messages`` signed batches;
+        return (records sent, bytes, finished).
 
         Batches go out whole and verbatim; the first may start before the
         offset asked for (a signed batch holding it).
@@ -196,7 +269,7 @@ class StoreServing(StorePolicy):
         # rfc46 batches hold one record; signed ones up to 64 Ki, so read a few at a time,
         # and no more than the answer's bound leaves (dafka.core.answers)
         max_batches = (
-            min(want, SIGNED_READ_BATCHES, max(1, ANSWER_BATCHES - fetch.batches))
+            min(want, SIGNED_READ_BATCHES, max(1, ANSWER_BATCHES - fetch.batches), messages)
             if signed
             else want
         )

@@ -25,6 +25,7 @@ from .. import messages as m
 from ..admission import PartitionGate
 from ..answers import AnswerCursor
 from ..limits import RequestLimiter, TokenBucket
+from .credits import DEFAULT_SEND_CREDITS, SendCredits
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +188,7 @@ class StoreState:
         max_partitions_per_topic: int = 10_000,
         new_partition_rate: float = 100.0,
         new_partition_burst: float = 1000.0,
+        send_credits: int | None = DEFAULT_SEND_CREDITS,
     ) -> None:
         if not is_node_id(node_id):
             raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
@@ -251,6 +253,15 @@ class StoreState:
         # DIRECT-HEADs sent in answer to GET-HEADS / CONSUMER-HELLO, over all requesters
         # (one request may name 1,024 topics of many partitions each): charged per topic
         self._heads_out = TokenBucket(heads_answer_rate, heads_answer_burst)
+        # signed: what one requester may have on its way (the data XPUB keeps few messages)
+        self._credits = (
+            SendCredits(send_credits) if self._signed and send_credits is not None else None
+        )
+        self._held_heads: dict[str, deque[m.DirectHead]] = {}
+        self._held_count = 0
+        self.serve_at = math.inf
+        """When serving can go on: now while budgets ran out, the end of a requester's
+        hold while every fetch waits for credit, ``inf`` when nothing waits."""
         self._last_equivocation_log = -math.inf
         self.stats = StoreStats()
         self.last_storage_error: StorageError | None = None
@@ -276,9 +287,18 @@ class StoreState:
         """The committed head of a partition, or ``None`` if nothing is stored."""
         return self._heads.get((topic, partition))
 
-    def has_pending(self) -> bool:
-        """True while fetches are being served: the shell should poll without blocking."""
-        return bool(self._pending)
+    @property
+    def paces_requesters(self) -> bool:
+        """Whether what goes to one requester is paced by its credit (``signed``): the
+        shell's data XPUB then keeps a byte-safe count (``dafka.io.bounds``)."""
+        return self._credits is not None
+
+    def has_pending(self, now: float = math.inf) -> bool:
+        """True while fetches or head answers can be served at ``now``: the shell should
+        poll without blocking (:attr:`serve_at` says when the waiting ones can)."""
+        if self._credits is None:
+            return bool(self._pending)
+        return bool(self._pending or self._held_heads) and now >= self.serve_at
 
     def subscriptions(self) -> list[bytes]:
         """The SUB prefixes a store needs (wire reference §4, writer and reader as one node)."""

@@ -1,0 +1,198 @@
+"""A signed store paces what it sends one requester (issue 10, point 6).
+
+Its data XPUB keeps 16 messages per connection, so a subscriber that never reads costs
+it a bounded queue; the core sends one requester at most 8 (``SendCredits``) before the
+requester has taken them: by FETCHing on from where an answer ended, or once a hold has
+passed. An honest reader is served at once; one that never reads gets 8 messages per
+hold; nothing an honest reader was sent goes past the mark.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dafka.core import messages as m
+from dafka.core.answers import ANSWER_BATCHES
+from dafka.core.store import StoreCore, serve
+from dafka.core.store.credits import (
+    DEFAULT_SEND_CREDITS,
+    HOLD,
+    TAKE_RATE,
+    SendCredits,
+    credits_for_hwm,
+)
+from dafka.io.profiles import SignedProfile
+from dafka.security.identity import Identity
+from dafka.storage.memory import MemoryStorage
+from tests.signing import CONSUMER, STORE, P, blob, from_blob, record, sent
+
+S = STORE.node_id
+KEY = ("t", P)
+
+
+def store(**kw: object) -> StoreCore:
+    return StoreCore(S, MemoryStorage(), profile=SignedProfile(STORE), **kw)  # type: ignore[arg-type]
+
+
+def answers(out: list, to: str = CONSUMER) -> list[m.DirectRecord]:
+    return [x for x in sent(out) if isinstance(x, m.DirectRecord) and x.recipient == to]
+
+
+def test_credits_follow_the_xpub_mark_and_libzmq_low_water_mark() -> None:
+    # libzmq hears of reads in steps of its low-water mark, (hwm + 1) // 2
+    assert credits_for_hwm(16) == DEFAULT_SEND_CREDITS == 8 == ANSWER_BATCHES
+    assert credits_for_hwm(4) == 2 and credits_for_hwm(1) == 1
+    assert all(c + (h + 1) // 2 <= h for h in range(2, 2049) for c in [credits_for_hwm(h)])
+
+
+def test_credits_are_spent_freed_by_a_fetch_on_and_by_their_hold() -> None:
+    c = SendCredits(8)
+    assert c.room("R", 0.0) == 8 and c.free_at("R") == -math.inf
+    c.spend("R", 5, 0.0, 1_000_000, KEY, 100)  # an answer: held longer for its bytes
+    c.spend("R", 2, 0.0)  # two DIRECT-HEADs
+    assert c.room("R", 0.0) == 1 and c.room("other", 0.0) == 8
+    assert c.free_at("R") == HOLD
+    c.taken("R", KEY, 99)  # a FETCH from before the answer's end frees nothing
+    assert c.room("R", 0.001) == 1
+    c.taken("R", ("t", "another"), 100)
+    assert c.room("R", 0.001) == 1
+    c.taken("R", KEY, 100)  # FETCHed on from where it ended: it arrived
+    assert c.room("R", 0.001) == 6
+    assert c.room("R", HOLD) == 8 and len(c) == 0  # the heads' hold passed
+    c.spend("R", 5, 1.0, 3 * TAKE_RATE // 100, KEY, 10)
+    c.spend("R", 3, 1.0, 0, KEY, 20)  # the same answer goes on: one entry
+    assert c.room("R", 1.0) == 0 and c.free_at("R") == pytest.approx(1.0 + HOLD + 0.03)
+    assert c.room("R", 1.0 + HOLD + 0.029) == 0 and c.room("R", 1.0 + HOLD + 0.031) == 8
+    c.spend("R", 8, 2.0, 0, KEY, 30)
+    c.taken("R", KEY, 30)
+    assert c.room("R", 2.0) == 8
+    with pytest.raises(ValueError):
+        SendCredits(0)
+
+
+def test_credits_track_a_bounded_number_of_requesters(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dafka.core.store import credits
+
+    monkeypatch.setattr(credits, "MAX_REQUESTERS", 10)
+    c = SendCredits(8)
+    for i in range(25):
+        c.spend(f"R{i}", 1, 0.0, 0, KEY, 1)
+        assert len(c) <= 10
+    assert c.room("R24", 0.0) == 7  # the newest is kept
+    for i in range(25, 30):  # the old ones have expired: forgotten first
+        c.spend(f"R{i}", 1, 1.0, 0, KEY, 1)
+    assert len(c) <= 10 and c.room("R29", 1.0) == 7
+
+
+def _stored(core: StoreCore, batches: int) -> None:
+    big = [b"x" * 1000]
+    core.handle_batch([from_blob(blob(i, 1, values=big)) for i in range(batches)], 0.0)
+    assert core.head("t", P) == batches - 1
+
+
+def test_a_requester_that_never_takes_gets_its_credit_once_per_hold() -> None:
+    """FETCH from 0 with count 2^32 - 1, again and again, and never FETCH on: 8 messages
+    go out per hold, however often it asks (the XPUB's 16 would drop the rest)."""
+    core = store()
+    _stored(core, 200)
+    fetch = m.Fetch(P, CONSUMER, "t", 0, 2**32 - 1)
+    now = 1.0
+    sent_at: list[float] = []
+    for step in range(100):  # 100 ms, a FETCH every millisecond
+        now = 1.0 + step * 0.001
+        out = core.handle_batch([fetch], now) + core.tick(now)
+        sent_at += [now] * len(answers(out))
+    assert sent_at, "nothing was served"
+    for t in sent_at:  # within any hold, at most one credit's worth
+        assert sum(1 for u in sent_at if t <= u < t + HOLD) <= 8
+    assert len(sent_at) <= 8 * (1 + int(0.1 / HOLD))
+
+
+def test_an_honest_reader_that_fetches_on_is_served_at_once() -> None:
+    """Each answer is 8 batches; FETCHing on from where it ended frees them, so a reader
+    catches up without waiting for any hold."""
+    core = store()
+    _stored(core, 100)
+    offset, now, got = 0, 1.0, []
+    for _ in range(20):
+        out = core.handle_batch([m.Fetch(P, CONSUMER, "t", offset, 2**32 - 1)], now)
+        batch = answers(out)
+        assert 0 < len(batch) <= 8
+        got += batch
+        offset = batch[-1].last_offset + 1
+        if offset == 100:
+            break
+    assert [x.offset for x in got] == list(range(100))  # no time passed: nothing waited
+
+
+def test_fetches_for_many_partitions_share_the_requester_credit() -> None:
+    """Answers for several partitions to one requester: never more than 8 messages in
+    flight to it, and each partition's answer arrives in full as credit comes back."""
+    producers = [Identity.from_seed((90_000 + i).to_bytes(32, "big")) for i in range(5)]
+    core = store()
+    core.handle_batch(
+        [record(i, 1, identity=p) for p in producers for i in range(20)],
+        0.0,
+    )
+    fetches = [m.Fetch(p.node_id, CONSUMER, "t", 0, 2**32 - 1) for p in producers]
+    out = core.handle_batch(fetches, 1.0)
+    assert len(answers(out)) == 8
+    now, got = 1.0, answers(out)
+    for _ in range(50):
+        if not core.has_pending():
+            break
+        assert not core.has_pending(now) and core.serve_at > now  # waits for the hold
+        now = core.serve_at
+        out = core.tick(now)
+        assert len(answers(out)) <= 8
+        got += answers(out)
+    per_partition = {
+        p.node_id: sorted(x.offset for x in got if x.partition == p.node_id) for p in producers
+    }
+    assert all(v == list(range(8)) for v in per_partition.values())  # one answer each
+
+
+def test_heads_in_answer_to_a_hello_are_paced_and_none_is_dropped() -> None:
+    """A CONSUMER-HELLO for 60 partitions: 8 DIRECT-HEADs go at once, the rest each hold
+    after (a 16-message XPUB dropped all past the 16th when they went at once)."""
+    producers = [Identity.from_seed((80_000 + i).to_bytes(32, "big")) for i in range(60)]
+    core = store()
+    core.handle_batch([record(0, 1, identity=p) for p in producers], 0.0)
+    out = core.handle_batch([m.ConsumerHello(S, CONSUMER, ("t",))], 1.0)
+    heads = [x for x in sent(out) if isinstance(x, m.DirectHead)]
+    assert len(heads) == 8
+    now = 1.0
+    for _ in range(20):
+        if not core.has_pending():
+            break
+        now = core.serve_at
+        more = [x for x in sent(core.tick(now)) if isinstance(x, m.DirectHead)]
+        assert len(more) <= 8
+        heads += more
+    assert sorted(h.partition for h in heads) == sorted(p.node_id for p in producers)
+    assert now <= 1.0 + 8 * HOLD + 1e-9
+    assert core.stats.heads_sent == 60
+
+
+def test_heads_waiting_for_credit_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve, "MAX_HELD_HEADS", 50)
+    producers = [Identity.from_seed((80_000 + i).to_bytes(32, "big")) for i in range(60)]
+    core = store()
+    core.handle_batch([record(0, 1, identity=p) for p in producers], 0.0)
+    spoofed = [Identity.from_seed((70_000 + i).to_bytes(32, "big")).node_id for i in range(10)]
+    core.handle_batch([m.GetHeads("t", r) for r in spoofed], 1.0)
+    assert core._held_count <= 50  # the rest left out and counted
+    assert core.stats.heads_limited > 0
+
+
+def test_rfc46_stores_are_not_paced() -> None:
+    """rfc46 answers one record per message (interop): its XPUB keeps its message count."""
+    from dafka.core.store.state import StoreState
+
+    core = StoreCore(S, MemoryStorage())
+    assert not core.paces_requesters and isinstance(core, StoreState)
+    paced = store()
+    assert paced.paces_requesters
+    assert not store(send_credits=None).paces_requesters
