@@ -365,17 +365,17 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
             "n = len(held)",
         ),
     ],
-    "a signed store's data XPUB keeps a byte-safe count": (
+    "signed stores' and producers' data XPUBs keep a byte-safe count": (
         "dafka.io.bounds",
         "bound_data_sockets",
-        "cfg.hwm(cfg.max_message_size) if paced else",
-        "cfg.high_watermark if paced else",
+        "cfg.high_watermark if xpub_frame_bytes is None else cfg.hwm(xpub_frame_bytes),",
+        "cfg.high_watermark,",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "dafka.io.node",
         "NodeLoop._run_sockets",
-        "sub, (xpub, bpub, bsub), paced=paced",
-        "sub, (bpub, bsub), paced=paced",
+        "sub, (xpub, bpub, bsub), frame_bytes",
+        "sub, (bpub, bsub), frame_bytes",
     ),
     "new partitions rated per source host": (
         "dafka.core.admission",
@@ -1100,8 +1100,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_store_credits.py::test_heads_in_answer_to_a_hello_are_paced_and_none_is_dropped",
         "tests/integration/test_attacks_queues.py::test_a_fresh_consumer_learns_every_partition_from_a_store",
     ),
-    "a signed store's data XPUB keeps a byte-safe count": (
+    "signed stores' and producers' data XPUBs keep a byte-safe count": (
         "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue",
+        "tests/integration/test_attacks_queues.py::test_a_subscriber_that_never_reads_costs_a_producer_a_bounded_queue",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "tests/integration/test_attacks_io.py::test_an_oversized_subscription_drops_the_subscriber_at_the_data_xpub",

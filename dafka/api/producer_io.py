@@ -56,6 +56,10 @@ class _ProducerHandler:
         self.ack_timer: AckTimer | None = None
         """Times publication to ACK for the metrics (``metrics_port``), or None."""
         config = producer.config
+        # signed: the data XPUB keeps ``queue_bytes`` of this producer's own batches per
+        # connection, so a subscriber that never reads costs it a bounded queue
+        # (dafka.io.bounds); rfc46, a record per frame, keeps its message count
+        self.xpub_frame_bytes = config.max_batch_bytes if config.profile == "signed" else None
         self.linger = Linger(config.linger_ms / 1000, config.max_batch_records)
         """How long queued records may wait for others to share their batch."""
         self.records_sent = 0

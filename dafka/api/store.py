@@ -46,7 +46,11 @@ __all__ = ["Store"]
 
 class _StoreHandler:
     def __init__(
-        self, core: StoreCore, query: QueryService, retention_interval: float = 5.0
+        self,
+        core: StoreCore,
+        query: QueryService,
+        retention_interval: float = 5.0,
+        frame_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.core = core
         self.query = query
@@ -54,9 +58,10 @@ class _StoreHandler:
         self._next_retention = 0.0
         self._retry_deletions: tuple[dict[str, int], dict] | None = None
         self._clock = time.monotonic
-        # signed: the data XPUB keeps a byte-safe count and the core paces each requester
-        # to it (dafka.core.store.credits, dafka.io.bounds)
-        self.paced_xpub = core.paces_requesters
+        # signed: the data XPUB keeps a byte-safe count of the largest frame a peer can
+        # make it send, and the core paces each requester to it (dafka.core.store.credits,
+        # dafka.io.bounds)
+        self.xpub_frame_bytes = frame_bytes if core.paces_requesters else None
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -182,7 +187,9 @@ class Store:
                 profile=self.profile,
                 readers=self.core.readers_of,
             )
-            self._handler = _StoreHandler(self.core, self.query, retention_interval)
+            self._handler = _StoreHandler(
+                self.core, self.query, retention_interval, nconf.max_message_size
+            )
             self._loop = NodeLoop(
                 self.node_id,
                 self._nconf,

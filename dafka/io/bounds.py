@@ -38,24 +38,35 @@ def bound_data_sockets(
     xpub: zmq.Socket[bytes],
     sub: zmq.Socket[bytes],
     small: Iterable[zmq.Socket[bytes]],
-    *,
-    paced: bool = False,
+    xpub_frame_bytes: int | None = None,
 ) -> None:
     """The SUB's queue in bytes per connection: ``NodeConfig.hwm`` messages of the largest
     frame (``ceiling``); the rfc46 profile (one unsigned record per message, which a
     byte-safe count stalls) keeps ``high_watermark``.
 
-    A ``paced`` XPUB (a signed store's) keeps ``NodeConfig.hwm`` messages of the largest
-    frame a peer can make it send (``max_message_size``): 16, so 256 MiB per connection
-    for a subscriber that never reads. Its core sends one requester no more than half of
-    that before the requester has taken it (:mod:`dafka.core.store.credits`), so bursts
-    to a reading peer (one DIRECT-HEAD per partition in answer to a CONSUMER-HELLO, FETCH
-    answers for several partitions) wait in the core instead of being dropped: with a
-    16-message XPUB and no pacing, a fresh consumer of 60 partitions learned 15 of them
-    and stalled. Other XPUBs keep ``high_watermark``: a producer's RECORDs go to every
-    subscriber at once and a byte-safe count slowed live publishing
-    (docs/security.md, "What is still not bounded")."""
-    xpub.setsockopt(zmq.SNDHWM, cfg.hwm(cfg.max_message_size) if paced else cfg.high_watermark)
+    The XPUB's queue too, when the node says what the largest frame it sends is
+    (``xpub_frame_bytes``), so that a subscriber that never reads costs at most
+    ``queue_bytes`` per connection; libzmq drops what would go past the mark, and the
+    subscriber gets it back by FETCH, as any lost message:
+
+    - a signed store: ``max_message_size``, the largest batch a peer can make it hold,
+      so 16 messages. Its core sends one requester no more than half of that before the
+      requester has taken it (:mod:`dafka.core.store.credits`): sent at once, its bursts
+      to one reader were dropped at 16 (a whole FETCH answer, until a catching-up
+      consumer stalled; one DIRECT-HEAD per partition for a CONSUMER-HELLO, so that a
+      fresh consumer of 60 partitions learned 15 of them);
+    - a signed producer: its ``max_batch_bytes`` (1 MiB: 256 messages), since it only
+      sends its own batches. A record larger than that is a batch alone and still one
+      message, so the bound is 256 of the producer's largest batches; it is the
+      producer's own choice of record sizes, never a peer's (docs/security.md). A count
+      of 16 slowed its live publishing.
+
+    Consumers send small messages and keep ``high_watermark``, and so does the rfc46
+    profile (one record per message)."""
+    xpub.setsockopt(
+        zmq.SNDHWM,
+        cfg.high_watermark if xpub_frame_bytes is None else cfg.hwm(xpub_frame_bytes),
+    )
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
     for sock in small:

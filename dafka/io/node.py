@@ -378,9 +378,10 @@ class NodeLoop:
         if self.grants is not None:
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until ReadGrants.decide grants it
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
-        paced = bool(getattr(self.handler, "paced_xpub", False))  # a signed store
+        # a signed store's or producer's: the largest frame it sends a subscriber
+        frame_bytes = getattr(self.handler, "xpub_frame_bytes", None)
         bound_data_sockets(
-            cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), paced=paced
+            cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), frame_bytes
         )
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []

@@ -228,6 +228,50 @@ def test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue(tmp_path: P
         assert ordered and ordered[int(0.9 * (len(ordered) - 1))] < 2.0, what
 
 
+PUBLISHED_MB = 600  # by a producer with a subscriber that never reads
+
+
+def producer_never_read(tmp: Path, megabytes: int = PUBLISHED_MB) -> float:
+    """Peak RSS (MiB) of a producer that publishes ``megabytes`` (each record acknowledged
+    by a store) to a subscriber that never reads, as a stopped consumer would."""
+    tower = Tower()
+    store = producer = None
+    ctx = zmq.Context()
+    reader = ctx.socket(zmq.SUB)
+    try:
+        store = Proc(py("dafka.cli.store", "--data-dir", str(tmp / "s"), "--tower", tower.address))
+        store.wait_line(r"store [0-9A-F]{32} on tcp://")
+        producer = Proc(
+            py("tests.integration.never_read_publisher", tower.address, str(megabytes)),
+            open_stdin=True,
+        )
+        endpoint = producer.wait_line(r"endpoint (tcp://\S+)", timeout=60).group(1)
+        reader.setsockopt(zmq.RCVHWM, 1)
+        reader.setsockopt(zmq.RCVBUF, 4096)
+        reader.setsockopt(zmq.LINGER, 0)
+        reader.setsockopt(zmq.SUBSCRIBE, b"")
+        reader.connect(endpoint)
+        wait_until(lambda: reader.poll(100) != 0, 30, what="the subscriber to be connected")
+        assert producer.p.stdin is not None
+        producer.p.stdin.write(b"go\n")
+        producer.p.stdin.flush()
+        line = producer.wait_line(r"peak_rss_mib (\d+)", timeout=240)
+        return float(line.group(1))
+    finally:
+        reader.close(0)
+        ctx.term()
+        for proc in (producer, store, tower.proc):
+            if proc is not None:
+                proc.kill()
+
+
+def test_a_subscriber_that_never_reads_costs_a_producer_a_bounded_queue(tmp_path: Path) -> None:
+    producer_mib = producer_never_read(tmp_path)
+    # before the byte-safe XPUB: every batch published since the subscriber stopped reading
+    # (774 MiB for 760 MB), up to 1,000,000 batches
+    assert producer_mib < 450, producer_mib
+
+
 PARTITIONS = 60  # producers, each one partition of one topic
 PER_PARTITION = 5
 
@@ -281,6 +325,11 @@ if __name__ == "__main__":
     )
     with tempfile.TemporaryDirectory() as tmp:
         r, acked, delivered = never_reads(Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp:
+        pr = producer_never_read(Path(tmp))
+    print(
+        f"never-reading subscriber of a producer, {PUBLISHED_MB} MB published: peak RSS {pr:.0f} MiB"
+    )
     print(
         f"never-reading subscriber, {SERVE_SECONDS:g} s of FETCHes: peak RSS store={r:.0f} MiB,"
         f" probe acknowledged in at most {max(acked):.3f} s, delivered in at most"
