@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, as_completed, wait
 
 import pytest
 
 from dafka.errors import ClosedError
-from dafka.futures import RecordFuture
+from dafka.futures import RecordFuture, fail_each, resolve_each
 
 
 def test_resolve_before_anyone_looks() -> None:
@@ -79,6 +80,41 @@ def test_works_with_wait_as_completed_and_asyncio() -> None:
 def test_timeout_when_never_resolved() -> None:
     with pytest.raises(TimeoutError):
         RecordFuture().result(timeout=0.01)
+
+
+def test_an_untouched_future_builds_nothing() -> None:
+    """send() makes one: no condition, no lists (what the garbage collector would walk)."""
+    f = RecordFuture()
+    assert vars(f) == {}
+    f.resolve(3)
+    assert set(vars(f)) == {"_result", "_state"}
+    assert f.result(0) == 3
+
+
+def test_resolve_each_and_fail_each_wake_waiters_and_skip_the_resolved() -> None:
+    futures = [RecordFuture() for _ in range(4)]
+    futures[3].resolve(99)
+    started = threading.Event()
+    got: list[int] = []
+
+    def waiter() -> None:
+        started.set()
+        got.append(futures[1].result(timeout=10))
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    started.wait(5)
+    deadline = time.monotonic() + 10
+    while not futures[1]._used and time.monotonic() < deadline:  # the waiter made its condition
+        time.sleep(0.001)
+    assert futures[1]._used
+    resolve_each(futures[:2], 10)
+    t.join(10)
+    assert got == [11] and futures[0].result(0) == 10
+    seen: list[BaseException | None] = []
+    futures[2].add_done_callback(lambda f: seen.append(f.exception()))
+    fail_each(futures[2:], ClosedError("closed"))
+    assert isinstance(seen[0], ClosedError) and futures[3].result(0) == 99
 
 
 def test_the_private_layout_it_relies_on_holds_on_this_python() -> None:

@@ -10,7 +10,7 @@ import pytest
 from dafka.api.producer_io import _ProducerHandler
 from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.config import ProducerConfig
-from dafka.core.effects import Publish
+from dafka.core.effects import Acked, Publish
 from dafka.core.producer import ProducerCore
 from dafka.errors import RecordTooLargeError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
@@ -63,7 +63,7 @@ def test_a_record_that_does_not_seal_fails_alone() -> None:
     published = [e.msg for e in effects if isinstance(e, Publish)]
     assert [(r.offset, r.count) for r in published] == [(0, 1), (1, 2)]
     # the records kept have the offsets the ACKs will name
-    assert [(last, first) for last, _, _, first in handler.inflight["t"]] == [(0, -1), (2, 1)]
+    assert [(run.first, run.count) for run in handler.inflight["t"]] == [(0, 1), (1, 2)]
     assert handler.core.next_offset("t") == 3
 
 
@@ -85,6 +85,35 @@ def test_records_of_a_deleted_topic_count_as_failed_not_acknowledged() -> None:
     assert isinstance(fut.exception(0), TopicDeletedError)
     assert stub.released == []
     assert [(n, size) for n, size, _ in stub.rejected] == [(1, 6)]
+
+
+def test_acks_resolve_each_send_with_its_offset_run_by_run() -> None:
+    """Sends and send_many calls mixed in one turn; ACKs that end inside a run of sends
+    resolve that run's futures up to the ACK only, and free exactly their bytes."""
+    handler, stub = _handler()
+    singles = [RecordFuture() for _ in range(5)]
+    many = BatchFuture()
+    later = RecordFuture()
+    handler.queue.extend([("t", b"a" * (k + 1), None, f) for k, f in enumerate(singles[:3])])
+    handler.queue.append(("t", [b"m1", b"m2"], None, many))  # offsets 3, 4
+    handler.queue.extend([("t", b"b" * 10, None, f) for f in singles[3:]])  # 5, 6
+    handler.queue.append(("u", b"other", None, later))
+    handler.on_commands(0.0)
+    handler._resolve(Acked("t", 1))  # inside the first run
+    assert [f.result(0) for f in singles[:2]] == [0, 1] and not singles[2].done()
+    assert stub.released == [(2, 1 + 2)]
+    handler._resolve(Acked("t", 3))  # the rest of the run; send_many waits for offset 4
+    assert singles[2].result(0) == 2 and not many.done()
+    handler._resolve(Acked("t", 5))
+    assert many.result(0) == range(3, 5) and singles[3].result(0) == 5
+    assert not singles[4].done() and not later.done()
+    assert stub.released == [(2, 3), (1, 3), (3, 4 + 10)]
+    handler._topic_deleted("t", 1)
+    assert isinstance(singles[4].exception(0), TopicDeletedError)
+    assert [(n, size) for n, size, _ in stub.rejected] == [(1, 10)]
+    assert not handler.inflight.get("t")
+    handler._resolve(Acked("u", 0))
+    assert later.result(0) == 0
 
 
 def _lines(tmp_path: Path, data: bytes, max_line: int, read_bytes: int) -> list[bytes | int]:
