@@ -12,6 +12,11 @@ Resolving a future nobody has touched is then two attribute stores under one
 module-wide lock, and :func:`resolve_each` resolves a run of them under one taking of
 that lock.
 
+The producer keeps a future only while someone else holds it too (:data:`UNHELD`): a
+future whose caller dropped it can never be seen to resolve, so its record is
+acknowledged all the same but nothing waits in memory for it. (A weak reference alone
+does not count as holding it.)
+
 Why the private ``_base`` module and no ``super().__init__()``: the states
 (``PENDING``, ``FINISHED``) and the attribute names a ``Future`` keeps are
 not public API, and skipping the constructor is the whole point. So the
@@ -24,6 +29,7 @@ ordinary constructor: slower, never wrong.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -57,6 +63,22 @@ def _lazy_construction_holds() -> bool:
 
 
 LAZY = _lazy_construction_holds()
+
+
+def _unheld_count() -> int:
+    """What ``sys.getrefcount`` says of a future only a local variable holds (0: the
+    interpreter does not count references so; nothing is then taken as unheld)."""
+    if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return 0  # free-threaded: counts are split between threads
+    probe = object()
+    alone = sys.getrefcount(probe)
+    also = [probe]
+    return alone if sys.getrefcount(probe) == alone + 1 and also else 0
+
+
+UNHELD = _unheld_count()
+"""``sys.getrefcount(fut) == UNHELD`` for a future held by one local variable and nothing
+else: its caller dropped it, so nobody can ever see it resolve (see ``producer_io``)."""
 
 
 class LazyFuture(Future[T]):
@@ -114,12 +136,14 @@ class LazyFuture(Future[T]):
         self.set_exception(exc)
 
 
-def resolve_each(futures: Sequence[LazyFuture[int]], first: int) -> None:
+def resolve_each(futures: Sequence[LazyFuture[int] | None], first: int) -> None:
     """Resolve ``futures[i]`` to ``first + i`` (IO thread): one taking of the lock for the
-    lot, then the usual way for those someone waits on."""
+    lot, then the usual way for those someone waits on. ``None``: nobody to tell."""
     used: list[tuple[LazyFuture[int], int]] = []
     with _LAZY:
         for offset, fut in enumerate(futures, first):
+            if fut is None:
+                continue
             if fut._used:
                 used.append((fut, offset))
             elif fut._state == _PENDING:
@@ -130,11 +154,13 @@ def resolve_each(futures: Sequence[LazyFuture[int]], first: int) -> None:
             fut.set_result(offset)
 
 
-def fail_each(futures: Sequence[LazyFuture[Any]], exc: BaseException) -> None:
+def fail_each(futures: Sequence[LazyFuture[Any] | None], exc: BaseException) -> None:
     """Fail every one of ``futures`` not already resolved (IO thread), as :meth:`fail`."""
     used: list[LazyFuture[Any]] = []
     with _LAZY:
         for fut in futures:
+            if fut is None:
+                continue
             if fut._used:
                 used.append(fut)
             elif fut._state == _PENDING:

@@ -30,7 +30,8 @@ class RecordRun:
 
     def __init__(self, at: int) -> None:
         self.at = at
-        self.futures: list[RecordFuture] = []
+        self.futures: list[RecordFuture | None] = []
+        """None for a future its caller dropped (``producer_io``)."""
         self.base = -1
         self.done = 0
         self.ends: list[int] = [0]

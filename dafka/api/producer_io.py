@@ -18,6 +18,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Sequence
+from sys import getrefcount
 from typing import TYPE_CHECKING, Any
 
 from ..core import messages as m
@@ -25,7 +26,7 @@ from ..core.effects import Acked, Outgoing, Publish, PublishRecords
 from ..core.messages import Message, Subscription
 from ..core.producer import ProducerCore
 from ..errors import ClosedError, ConfigError, StorageError, TopicDeletedError
-from ..futures import LazyFuture
+from ..futures import UNHELD, LazyFuture
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
 from ..storage.wal import LoggedBatch
@@ -149,7 +150,13 @@ class _ProducerHandler:
                 run_topic = topic
             add_value(value)  # type: ignore[arg-type]  # bytes: see _Queued
             add_key(key)  # type: ignore[arg-type]  # bytes | None: see _Queued
-            add_future(fut)  # type: ignore[arg-type]  # a RecordFuture: see _Queued
+            # a future its caller dropped, with no callback or waiter, is not kept: nobody
+            # could ever see it resolve, and a million kept until their ACK cost the
+            # garbage collector more than everything else send() does
+            if getrefcount(fut) == UNHELD and not fut._used:
+                add_future(None)
+            else:
+                add_future(fut)  # type: ignore[arg-type]  # a RecordFuture: see _Queued
             if key is not None:
                 turn.keyed = True
         journal = self.p._journal
@@ -226,7 +233,9 @@ class _ProducerHandler:
         kept: list[Run] = []
         kept_values: list[bytes] = []
         for run in turn.runs:
-            sends: list[tuple[int, int, LazyFuture[Any]]]  # (index in values, records, future)
+            sends: list[
+                tuple[int, int, LazyFuture[Any] | None]
+            ]  # (index in values, records, future)
             many = isinstance(run, ManyRun)
             if isinstance(run, ManyRun):
                 sends = [(run.at, run.count, run.future)]
@@ -242,7 +251,8 @@ class _ProducerHandler:
                     log.warning(
                         "producer.record.rejected topic=%s records=%d error=%s", topic, count, exc
                     )
-                    fut.fail(exc)
+                    if fut is not None:
+                        fut.fail(exc)
                     self.p._rejected(count, sum(map(len, part)), exc)
                     continue
                 if first < 0:

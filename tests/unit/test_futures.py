@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, as_completed, wait
@@ -123,6 +124,16 @@ def test_the_private_layout_it_relies_on_holds_on_this_python() -> None:
     from dafka import futures
 
     assert futures.LAZY
+
+
+def test_a_future_only_a_local_holds_is_recognised_on_this_python() -> None:
+    # If this fails, the producer keeps every future until its ACK (slower, never wrong).
+    from dafka import futures
+
+    f = RecordFuture()
+    assert futures.UNHELD > 0 and sys.getrefcount(f) == futures.UNHELD
+    also = [f]
+    assert sys.getrefcount(f) == futures.UNHELD + 1 and also
 
 
 def test_fallback_when_the_private_layout_changed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,6 +116,24 @@ def test_acks_resolve_each_send_with_its_offset_run_by_run() -> None:
     assert later.result(0) == 0
 
 
+def test_a_future_its_caller_dropped_is_not_kept_but_its_record_is_counted() -> None:
+    handler, stub = _handler()
+    held = RecordFuture()
+    handler.queue.append(("t", b"kept", None, held))
+    handler.queue.append(("t", b"dropped", None, RecordFuture()))  # the queue's reference only
+    seen: list[int] = []
+    called = RecordFuture()
+    called.add_done_callback(lambda f: seen.append(f.result()))
+    handler.queue.append(("t", b"called", None, called))
+    del called  # dropped, but its callback must still run
+    handler.on_commands(0.0)
+    (run,) = handler.inflight["t"]
+    assert run.futures[:2] == [held, None]  # type: ignore[union-attr]  # a RecordRun
+    handler._resolve(Acked("t", 2))
+    assert held.result(0) == 0 and seen == [2]
+    assert stub.released == [(3, len(b"kept") + len(b"dropped") + len(b"called"))]
+
+
 def _lines(tmp_path: Path, data: bytes, max_line: int, read_bytes: int) -> list[bytes | int]:
     path = tmp_path / "in"
     path.write_bytes(data)
