@@ -414,12 +414,17 @@ class Producer:
 
         ``key`` needs the signed profile (``None``: no key; ``b""`` is an empty key).
         """
+        # the per-record API's hot path: one snapshot of the policy, checks that call
+        # out only when they fail, one lock (the budget's), one deque append
         if key is not None:
             if not self._keys:
                 raise self._no_keys()
             key = _as_bytes(key, "key")
         policy = self._policy  # one snapshot for the whole call
-        topic = self._topic(topic, policy)
+        if topic is None:
+            topic = self.topic
+        if topic is None or topic not in policy.topics_ok:
+            topic = self._topic(topic, policy)
         if type(value) is not bytes:
             value = _as_bytes(value, "value")
         if key is not None and len(key) > self._max_key:
@@ -429,7 +434,7 @@ class Producer:
         if size > self._max_value or (caps and size > caps.get(topic, size)):
             raise self._too_big(topic, size, policy)
         fut = RecordFuture()
-        self._budget.reserve(1, len(value))
+        self._budget.reserve(1, size)
         self._enqueue((topic, value, key, fut))
         return fut
 

@@ -81,33 +81,47 @@ class UnackedBudget:
 
     def reserve(self, count: int, size: int) -> None:
         """Account for ``count`` records of ``size`` bytes; block or raise while full."""
+        # every send() comes here: the room checked in one test, the rest out of the way
         with self._lock:
+            unacked = self.unacked + count
+            unacked_bytes = self.unacked_bytes + size
+            if (
+                unacked_bytes + unacked * self._overhead > self._limit
+                or unacked > self._max_records
+                or self.closed
+                or self._io_stopped
+            ):
+                self._reserve_when_full(count, size)
+                return
+            self.unacked = unacked
+            self.unacked_bytes = unacked_bytes
+
+    def _reserve_when_full(self, count: int, size: int) -> None:
+        """``reserve`` (the lock held) when the budget is full or closed: refuse, or wait
+        for room. A first record bigger than the whole budget is let through alone."""
+        if self.closed or self._io_stopped:
+            raise self._refusal()
+        if self.unacked:
+            if not self._block:
+                raise BufferFullError(
+                    f"{self.unacked} records ({self.unacked_bytes} bytes) await "
+                    "acknowledgement; is a store running?"
+                )
+            while (
+                (
+                    self.unacked_bytes + size + (self.unacked + count) * self._overhead
+                    > self._limit
+                    or self.unacked + count > self._max_records
+                )
+                and self.unacked
+                and not self.closed
+                and not self._io_stopped
+            ):
+                self._wait(0.5)
             if self.closed or self._io_stopped:
                 raise self._refusal()
-            most = self._max_records
-            # the bound counts each record's overhead too: room for the bytes over it
-            limit = self._limit - (self.unacked + count) * self._overhead
-            if (self.unacked_bytes + size > limit or self.unacked + count > most) and self.unacked:
-                if not self._block:
-                    raise BufferFullError(
-                        f"{self.unacked} records ({self.unacked_bytes} bytes) await "
-                        "acknowledgement; is a store running?"
-                    )
-                while (
-                    (
-                        self.unacked_bytes + size + (self.unacked + count) * self._overhead
-                        > self._limit
-                        or self.unacked + count > most
-                    )
-                    and self.unacked
-                    and not self.closed
-                    and not self._io_stopped
-                ):
-                    self._wait(0.5)
-                if self.closed or self._io_stopped:
-                    raise self._refusal()
-            self.unacked_bytes += size
-            self.unacked += count
+        self.unacked_bytes += size
+        self.unacked += count
 
     def wait(
         self, timeout: float | None, alive: Callable[[], bool]
