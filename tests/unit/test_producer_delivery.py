@@ -223,3 +223,23 @@ def test_feed_stops_reading_but_sends_the_lines_it_took(tmp_path: Path) -> None:
     assert [v for v, _ in stub.sent] == [b"1", b"2", b"3", b"4"]
     assert feed.tally() == Tally(read=4, acknowledged=4, failed=0)
     assert feed.quiesce()
+
+
+def test_send_lets_go_of_the_gil_once_per_yield_every_records_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread sending flat out gives the IO thread the GIL at least every YIELD_EVERY
+    queued records instead of holding it for CPython's whole switch interval."""
+    from types import SimpleNamespace
+
+    from dafka import Producer
+    from dafka.api import producer as producer_module
+
+    yields: list[float] = []
+    monkeypatch.setattr(producer_module, "time", SimpleNamespace(sleep=yields.append))
+    with Producer("t", towers="127.0.0.1:9", metadata=False, trust_any_store=True) as p:
+        p._handler.on_commands = lambda now: []  # type: ignore[method-assign]  # keep them queued
+        for _ in range(2 * producer_module.YIELD_EVERY + 1):
+            p.send(b"x")
+        assert yields == [0, 0]
+        p.close(timeout=0)
