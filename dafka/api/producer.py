@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,6 +81,15 @@ from .producer_setup import open_state, trusted_store_ids, wire_profile
 log = logging.getLogger(__name__)
 
 RFC46_MAX_IN_FLIGHT = 50_000
+
+YIELD_EVERY = 1024
+"""Each time this many more items wait for the IO thread, ``send`` lets go of the GIL
+once (``time.sleep(0)``). A thread that sends flat out holds the GIL until CPython's
+switch interval (5 ms) forces it to let go, and the IO thread, which lets go of the GIL
+several times per batch (to hash, sign and send it) and waits for it again each time,
+sealed no more than a batch every 15 ms: the queue grew, and with it what the garbage
+collector walks. Measured with ``python -m benchmarks.throughput --api one --phases
+acked``: see the commit that added it."""
 
 __all__ = ["CloseResult", "Producer"]
 
@@ -414,12 +424,17 @@ class Producer:
 
         ``key`` needs the signed profile (``None``: no key; ``b""`` is an empty key).
         """
+        # the per-record API's hot path: one snapshot of the policy, checks that call
+        # out only when they fail, one lock (the budget's), one deque append
         if key is not None:
             if not self._keys:
                 raise self._no_keys()
             key = _as_bytes(key, "key")
         policy = self._policy  # one snapshot for the whole call
-        topic = self._topic(topic, policy)
+        if topic is None:
+            topic = self.topic
+        if topic is None or topic not in policy.topics_ok:
+            topic = self._topic(topic, policy)
         if type(value) is not bytes:
             value = _as_bytes(value, "value")
         if key is not None and len(key) > self._max_key:
@@ -429,7 +444,7 @@ class Producer:
         if size > self._max_value or (caps and size > caps.get(topic, size)):
             raise self._too_big(topic, size, policy)
         fut = RecordFuture()
-        self._budget.reserve(1, len(value))
+        self._budget.reserve(1, size)
         self._enqueue((topic, value, key, fut))
         return fut
 
@@ -478,11 +493,14 @@ class Producer:
         it is in the producer's log on disk."""
         if self._wal is None:
             handler = self._handler
-            handler.queue.append(item)
+            queue = handler.queue
+            queue.append(item)
             if handler.stopped:  # on_stop drained the queue before the item was in it
                 handler.fail_queued()
                 return
             self._loop.wake()
+            if not len(queue) % YIELD_EVERY:
+                time.sleep(0)  # let the IO thread have the GIL: see YIELD_EVERY
             return
         self._log_wait.enqueue(self._handler.queue, item, self._loop)
 

@@ -8,6 +8,12 @@ acknowledged (:meth:`UnackedBudget.released`) or fail (:meth:`UnackedBudget.reje
 counted for the next ``flush``). ``flush`` waits on it, and ``close`` turns it into a
 :class:`CloseResult`: nothing leaves without being counted. Thread-safe: one lock, one
 condition.
+
+Every ``send`` takes the lock, so whoever else takes it holds it only for a few
+attribute updates, and the IO thread notifies the condition only when someone waits
+on it (``_waiting``): a holder that lost the GIL inside the lock (to Python code such
+as ``Condition.notify_all``) would stall the next ``send`` until the GIL came back,
+some milliseconds, once per ACK. That was a third of the per-record API's time.
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ what holding it costs besides its bytes (its Python object and list slot while i
 for the IO thread, its share of the batch's framing, futures and bookkeeping until it is
 acknowledged). Measured (``python -m benchmarks.throughput --phases memory``): without it,
 670,000 records of 100 bytes filled a 64 MiB budget and grew the RSS by 119 MiB; with it,
-290,000 do and grow it by 52 MiB."""
+290,000 do and grow it by 52 MiB. With ``send`` per record (no store, ``on_full="raise"``),
+294,337 records fill it and grow the RSS by 46 MiB when their callers drop the futures and
+by 71 MiB when they keep every one; 139-144 MiB when each future still had its two lists
+and an in-flight tuple, and was kept until its ACK (``dafka/futures.py``)."""
 
 
 class UnackedBudget:
@@ -71,36 +80,51 @@ class UnackedBudget:
         self._first_error: BaseException | None = None
         self.closed = False
         self._io_stopped = False  # the IO thread ended: nothing will be acknowledged
+        self._waiting = 0  # threads in self._cond.wait: only then do releases notify
 
     def reserve(self, count: int, size: int) -> None:
         """Account for ``count`` records of ``size`` bytes; block or raise while full."""
+        # every send() comes here: the room checked in one test, the rest out of the way
         with self._lock:
+            unacked = self.unacked + count
+            unacked_bytes = self.unacked_bytes + size
+            if (
+                unacked_bytes + unacked * self._overhead > self._limit
+                or unacked > self._max_records
+                or self.closed
+                or self._io_stopped
+            ):
+                self._reserve_when_full(count, size)
+                return
+            self.unacked = unacked
+            self.unacked_bytes = unacked_bytes
+
+    def _reserve_when_full(self, count: int, size: int) -> None:
+        """``reserve`` (the lock held) when the budget is full or closed: refuse, or wait
+        for room. A first record bigger than the whole budget is let through alone."""
+        if self.closed or self._io_stopped:
+            raise self._refusal()
+        if self.unacked:
+            if not self._block:
+                raise BufferFullError(
+                    f"{self.unacked} records ({self.unacked_bytes} bytes) await "
+                    "acknowledgement; is a store running?"
+                )
+            while (
+                (
+                    self.unacked_bytes + size + (self.unacked + count) * self._overhead
+                    > self._limit
+                    or self.unacked + count > self._max_records
+                )
+                and self.unacked
+                and not self.closed
+                and not self._io_stopped
+            ):
+                self._wait(0.5)
             if self.closed or self._io_stopped:
                 raise self._refusal()
-            most = self._max_records
-            # the bound counts each record's overhead too: room for the bytes over it
-            limit = self._limit - (self.unacked + count) * self._overhead
-            if (self.unacked_bytes + size > limit or self.unacked + count > most) and self.unacked:
-                if not self._block:
-                    raise BufferFullError(
-                        f"{self.unacked} records ({self.unacked_bytes} bytes) await "
-                        "acknowledgement; is a store running?"
-                    )
-                while (
-                    (
-                        self.unacked_bytes + size + (self.unacked + count) * self._overhead
-                        > self._limit
-                        or self.unacked + count > most
-                    )
-                    and self.unacked
-                    and not self.closed
-                    and not self._io_stopped
-                ):
-                    self._cond.wait(0.5)
-                if self.closed or self._io_stopped:
-                    raise self._refusal()
-            self.unacked_bytes += size
-            self.unacked += count
+        self.unacked_bytes += size
+        self.unacked += count
 
     def wait(
         self, timeout: float | None, alive: Callable[[], bool]
@@ -121,10 +145,25 @@ class UnackedBudget:
                     raise DafkaTimeout(
                         f"{self.unacked} records not acknowledged within {timeout} s"
                     )
-                self._cond.wait(0.2 if left is None else min(left, 0.2))
+                self._wait(0.2 if left is None else min(left, 0.2))
             failed, error = self._failed, self._first_error
             self._failed, self._first_error = 0, None
         return failed, error
+
+    def _wait(self, seconds: float) -> None:
+        """Wait on the condition (the lock held), counted so that releases notify."""
+        self._waiting += 1
+        try:
+            self._cond.wait(seconds)
+        finally:
+            self._waiting -= 1
+
+    def _notify(self, waiting: int) -> None:
+        """Wake the threads waiting for room or for acknowledgements, if any were
+        (``waiting``: read under the lock after the counts changed)."""
+        if waiting:
+            with self._cond:
+                self._cond.notify_all()
 
     def _refusal(self) -> ClosedError:
         if self.closed:
@@ -164,7 +203,8 @@ class UnackedBudget:
             self.unacked -= count
             self.unacked_bytes -= size
             self.acked_total += count
-            self._cond.notify_all()
+            waiting = self._waiting
+        self._notify(waiting)
 
     def rejected(self, count: int, size: int, error: BaseException) -> None:
         """``count`` records of ``size`` bytes failed: counted for ``flush`` and ``close``."""
@@ -175,4 +215,5 @@ class UnackedBudget:
             self._failed += count
             if self._first_error is None:
                 self._first_error = error
-            self._cond.notify_all()
+            waiting = self._waiting
+        self._notify(waiting)

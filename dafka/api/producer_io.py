@@ -18,6 +18,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Sequence
+from sys import getrefcount
 from typing import TYPE_CHECKING, Any
 
 from ..core import messages as m
@@ -25,10 +26,11 @@ from ..core.effects import Acked, Outgoing, Publish, PublishRecords
 from ..core.messages import Message, Subscription
 from ..core.producer import ProducerCore
 from ..errors import ClosedError, ConfigError, StorageError, TopicDeletedError
-from ..futures import LazyFuture
+from ..futures import UNHELD, LazyFuture
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
 from ..storage.wal import LoggedBatch
+from .producer_inflight import ManyRun, RecordRun, Run, TopicTurn
 from .producer_linger import Linger
 
 if TYPE_CHECKING:
@@ -41,8 +43,6 @@ log = logging.getLogger(__name__)
 # tuple shape for both, told apart on the hot path by ``type(value) is list``, which
 # mypy does not narrow: hence the explained ignores where they are taken apart.
 _Queued = tuple[str, object, object, LazyFuture[Any]]
-# waiting for durability: (last offset, future, bytes, first offset or -1 for a single record)
-_Inflight = tuple[int, LazyFuture[Any], int, int]
 
 
 class _ProducerHandler:
@@ -52,7 +52,8 @@ class _ProducerHandler:
         self.p = producer
         self.core = core
         self.queue: deque[_Queued] = deque()
-        self.inflight: dict[str, deque[_Inflight]] = {}
+        self.inflight: dict[str, deque[Run]] = {}
+        """Per topic, the runs of sends published and not yet acknowledged, in offset order."""
         self.ack_timer: AckTimer | None = None
         """Times publication to ACK for the metrics (``metrics_port``), or None."""
         config = producer.config
@@ -89,9 +90,9 @@ class _ProducerHandler:
             "was acknowledged"
         )
         freed = freed_bytes = 0
-        for last, fut, size, first in pending:
-            fut.fail(error)
-            freed += 1 if first < 0 else last + 1 - first
+        for run in pending:
+            count, size = run.fail(error)
+            freed += count
             freed_bytes += size
         if freed:  # failed, not acknowledged: flush and close count them so
             self.p._rejected(freed, freed_bytes, error)
@@ -132,64 +133,62 @@ class _ProducerHandler:
             return []
         if self.core.holds_publishing or not self.linger.ready(len(queue), now):
             return []
-        by_topic: dict[str, tuple[list[bytes], list[bytes | None], list[tuple]]] = {}
-        keyed: set[str] = set()
+        by_topic: dict[str, TopicTurn] = {}
         popleft = queue.popleft
         taken = len(queue)
+        # a run of send() calls on one topic appends to three lists, found again only
+        # when the topic changes or a send_many comes
+        run_topic: str | None = None
         for _ in range(taken):
             topic, value, key, fut = popleft()
-            entry = by_topic.get(topic)
-            if entry is None:
-                entry = by_topic[topic] = ([], [], [])
-            values, keys, futures = entry
-            if type(value) is list:
-                n = len(value)
-                values.extend(value)
-                if key is None:
-                    keys.extend([None] * n)
-                else:
-                    keys.extend(key)  # type: ignore[arg-type]  # a list: see _Queued
-                    keyed.add(topic)
-                futures.append((n, fut, sum(map(len, value))))
+            if topic != run_topic or type(value) is list:
+                if topic not in by_topic:
+                    by_topic[topic] = TopicTurn()
+                turn = by_topic[topic]
+                if type(value) is list:
+                    turn.add_many(value, key, fut)  # type: ignore[arg-type]  # see _Queued
+                    run_topic = None
+                    continue
+                add_value, add_key = turn.values.append, turn.keys.append
+                add_future = turn.records().futures.append
+                run_topic = topic
+            add_value(value)  # type: ignore[arg-type]  # bytes: see _Queued
+            add_key(key)  # type: ignore[arg-type]  # bytes | None: see _Queued
+            # a future its caller dropped, with no callback or waiter, is not kept: nobody
+            # could ever see it resolve, and a million kept until their ACK cost the
+            # garbage collector more than everything else send() does
+            if getrefcount(fut) == UNHELD and not fut._used:
+                add_future(None)
             else:
-                values.append(value)  # type: ignore[arg-type]  # bytes: see _Queued
-                keys.append(key)  # type: ignore[arg-type]  # bytes | None: see _Queued
-                if key is not None:
-                    keyed.add(topic)
-                futures.append((0, fut, len(value)))  # type: ignore[arg-type]  # see _Queued
+                add_future(fut)  # type: ignore[arg-type]  # a RecordFuture: see _Queued
+            if key is not None:
+                turn.keyed = True
         journal = self.p._journal
         if journal is not None:
             # durable before anything is published: a restart never reuses an offset
             journal.reserve_many(
-                {t: self.core.next_offset(t) + len(e[0]) for t, e in by_topic.items()}
+                {t: self.core.next_offset(t) + len(turn.values) for t, turn in by_topic.items()}
             )
         stamp = time.time_ns() // 1_000_000
         out: list[Outgoing] = []
-        for topic, (values, keys, futures) in by_topic.items():
+        for topic, turn in by_topic.items():
+            values, runs = turn.values, turn.runs
+            keys = turn.keys if turn.keyed else None
             try:
-                first, pubs = self.core.publish(
-                    topic, values, now, keys if topic in keyed else None, stamp
-                )
+                first, pubs = self.core.publish(topic, values, now, keys, stamp)
             except Exception:  # send() checks sizes, so this is a defence: isolate the bad
-                first, pubs, futures = self._publish_apart(
-                    topic, values, keys if topic in keyed else None, futures, now, stamp
-                )
-                if not futures:
+                first, pubs, runs, values = self._publish_apart(topic, turn, now, stamp)
+                if not runs:
                     continue
             pending = self.inflight.get(topic)
             if pending is None:
                 pending = self.inflight[topic] = deque()
             offset = first
-            append = pending.append
             sent_bytes = 0
-            for n, fut, size in futures:
-                sent_bytes += size
-                if n:
-                    append((offset + n - 1, fut, size, offset))
-                    offset += n
-                else:
-                    append((offset, fut, size, -1))
-                    offset += 1
+            for run in runs:
+                sent_bytes += run.place(offset, values)
+                offset += run.count
+            pending.extend(runs)
             self.records_sent += offset - first
             self.bytes_sent += sent_bytes
             out.extend(pubs)
@@ -224,44 +223,57 @@ class _ProducerHandler:
         self.p._logged(taken, error)
 
     def _publish_apart(
-        self,
-        topic: str,
-        values: list[bytes],
-        keys: list[bytes | None] | None,
-        futures: list[tuple],
-        now: float,
-        stamp: int,
-    ) -> tuple[int, list[Outgoing], list[tuple]]:
+        self, topic: str, turn: TopicTurn, now: float, stamp: int
+    ) -> tuple[int, list[Outgoing], list[Run], list[bytes]]:
         """Publish each send's records on their own; fail only the sends that do not seal.
 
-        Returns the first offset, the effects and the sends kept, whose offsets follow
-        on from the first (a failed send takes no offsets).
+        Returns the first offset, the effects, the runs of the sends kept (whose offsets
+        follow on from the first: a failed send takes none) and their values, which the
+        runs index.
         """
+        values, keys = turn.values, turn.keys if turn.keyed else None
         first = -1
         out: list[Outgoing] = []
-        kept: list[tuple] = []
-        at = 0
-        for entry in futures:
-            n, fut, size = entry
-            count = n or 1
-            part_keys = keys[at : at + count] if keys is not None else None
-            try:
-                start, pubs = self.core.publish(
-                    topic, values[at : at + count], now, part_keys, stamp
-                )
-            except Exception as exc:
-                log.warning(
-                    "producer.record.rejected topic=%s records=%d error=%s", topic, count, exc
-                )
-                fut.fail(exc)
-                self.p._rejected(count, size, exc)
+        kept: list[Run] = []
+        kept_values: list[bytes] = []
+        for run in turn.runs:
+            sends: list[
+                tuple[int, int, LazyFuture[Any] | None]
+            ]  # (index in values, records, future)
+            many = isinstance(run, ManyRun)
+            if isinstance(run, ManyRun):
+                sends = [(run.at, run.count, run.future)]
             else:
+                sends = [(run.at + i, 1, fut) for i, fut in enumerate(run.futures)]
+            for at, count, fut in sends:
+                part = values[at : at + count]
+                try:
+                    start, pubs = self.core.publish(
+                        topic, part, now, keys[at : at + count] if keys is not None else None, stamp
+                    )
+                except Exception as exc:
+                    log.warning(
+                        "producer.record.rejected topic=%s records=%d error=%s", topic, count, exc
+                    )
+                    if fut is not None:
+                        fut.fail(exc)
+                    self.p._rejected(count, sum(map(len, part)), exc)
+                    continue
                 if first < 0:
                     first = start
                 out.extend(pubs)
-                kept.append(entry)
-            at += count
-        return first, out, kept
+                if many:
+                    kept.append(
+                        ManyRun(len(kept_values), count, fut, sum(map(len, part)))  # type: ignore[arg-type]  # a BatchFuture
+                    )
+                else:
+                    last = kept[-1] if kept else None
+                    if not isinstance(last, RecordRun):
+                        last = RecordRun(len(kept_values))
+                        kept.append(last)
+                    last.futures.append(fut)  # type: ignore[arg-type]  # a RecordFuture
+                kept_values.extend(part)
+        return first, out, kept, kept_values
 
     def on_messages(
         self, msgs: list[Message], now: float, sources: Sequence[str] = ()
@@ -306,19 +318,16 @@ class _ProducerHandler:
         pending = self.inflight.get(acked.topic)
         if not pending:
             return
-        freed_bytes = 0
-        freed = 0
+        freed = freed_bytes = 0
         durable = acked.offset
-        popleft = pending.popleft
-        while pending and pending[0][0] <= durable:
-            last, fut, size, first = popleft()
-            if first < 0:
-                fut.resolve(last)
-                freed += 1
-            else:
-                fut.resolve(range(first, last + 1))
-                freed += last + 1 - first
+        while pending and pending[0].first <= durable:
+            run = pending[0]
+            count, size = run.resolve(durable)
+            freed += count
             freed_bytes += size
+            if not run.finished:
+                break  # the rest of the run waits for a later ACK
+            pending.popleft()
         if freed:
             self.p._released(freed, freed_bytes)
 
@@ -329,8 +338,8 @@ class _ProducerHandler:
         self.stopped = True  # before the queue is drained: see Producer._enqueue
         error = ClosedError("producer closed before the record was acknowledged")
         for pending in self.inflight.values():
-            for _, fut, _, _ in pending:
-                fut.fail(error)
+            for run in pending:
+                run.fail(error)
         self.fail_queued()
         self.p._io_stopped()
 

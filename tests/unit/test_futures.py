@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, as_completed, wait
 
 import pytest
 
 from dafka.errors import ClosedError
-from dafka.futures import RecordFuture
+from dafka.futures import RecordFuture, fail_each, resolve_each
 
 
 def test_resolve_before_anyone_looks() -> None:
@@ -81,12 +83,57 @@ def test_timeout_when_never_resolved() -> None:
         RecordFuture().result(timeout=0.01)
 
 
+def test_an_untouched_future_builds_nothing() -> None:
+    """send() makes one: no condition, no lists (what the garbage collector would walk)."""
+    f = RecordFuture()
+    assert vars(f) == {}
+    f.resolve(3)
+    assert set(vars(f)) == {"_result", "_state"}
+    assert f.result(0) == 3
+
+
+def test_resolve_each_and_fail_each_wake_waiters_and_skip_the_resolved() -> None:
+    futures = [RecordFuture() for _ in range(4)]
+    futures[3].resolve(99)
+    started = threading.Event()
+    got: list[int] = []
+
+    def waiter() -> None:
+        started.set()
+        got.append(futures[1].result(timeout=10))
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    started.wait(5)
+    deadline = time.monotonic() + 10
+    while not futures[1]._used and time.monotonic() < deadline:  # the waiter made its condition
+        time.sleep(0.001)
+    assert futures[1]._used
+    resolve_each(futures[:2], 10)
+    t.join(10)
+    assert got == [11] and futures[0].result(0) == 10
+    seen: list[BaseException | None] = []
+    futures[2].add_done_callback(lambda f: seen.append(f.exception()))
+    fail_each(futures[2:], ClosedError("closed"))
+    assert isinstance(seen[0], ClosedError) and futures[3].result(0) == 99
+
+
 def test_the_private_layout_it_relies_on_holds_on_this_python() -> None:
     # If this fails, RecordFuture still works (the fallback below) but is slow:
     # look at what concurrent.futures.Future keeps now and update dafka/futures.py.
     from dafka import futures
 
     assert futures.LAZY
+
+
+def test_a_future_only_a_local_holds_is_recognised_on_this_python() -> None:
+    # If this fails, the producer keeps every future until its ACK (slower, never wrong).
+    from dafka import futures
+
+    f = RecordFuture()
+    assert futures.UNHELD > 0 and sys.getrefcount(f) == futures.UNHELD
+    also = [f]
+    assert sys.getrefcount(f) == futures.UNHELD + 1 and also
 
 
 def test_fallback_when_the_private_layout_changed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ import pytest
 from dafka.api.producer_io import _ProducerHandler
 from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.config import ProducerConfig
-from dafka.core.effects import Publish
+from dafka.core.effects import Acked, Publish
 from dafka.core.producer import ProducerCore
 from dafka.errors import RecordTooLargeError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
@@ -63,7 +63,7 @@ def test_a_record_that_does_not_seal_fails_alone() -> None:
     published = [e.msg for e in effects if isinstance(e, Publish)]
     assert [(r.offset, r.count) for r in published] == [(0, 1), (1, 2)]
     # the records kept have the offsets the ACKs will name
-    assert [(last, first) for last, _, _, first in handler.inflight["t"]] == [(0, -1), (2, 1)]
+    assert [(run.first, run.count) for run in handler.inflight["t"]] == [(0, 1), (1, 2)]
     assert handler.core.next_offset("t") == 3
 
 
@@ -85,6 +85,53 @@ def test_records_of_a_deleted_topic_count_as_failed_not_acknowledged() -> None:
     assert isinstance(fut.exception(0), TopicDeletedError)
     assert stub.released == []
     assert [(n, size) for n, size, _ in stub.rejected] == [(1, 6)]
+
+
+def test_acks_resolve_each_send_with_its_offset_run_by_run() -> None:
+    """Sends and send_many calls mixed in one turn; ACKs that end inside a run of sends
+    resolve that run's futures up to the ACK only, and free exactly their bytes."""
+    handler, stub = _handler()
+    singles = [RecordFuture() for _ in range(5)]
+    many = BatchFuture()
+    later = RecordFuture()
+    handler.queue.extend([("t", b"a" * (k + 1), None, f) for k, f in enumerate(singles[:3])])
+    handler.queue.append(("t", [b"m1", b"m2"], None, many))  # offsets 3, 4
+    handler.queue.extend([("t", b"b" * 10, None, f) for f in singles[3:]])  # 5, 6
+    handler.queue.append(("u", b"other", None, later))
+    handler.on_commands(0.0)
+    handler._resolve(Acked("t", 1))  # inside the first run
+    assert [f.result(0) for f in singles[:2]] == [0, 1] and not singles[2].done()
+    assert stub.released == [(2, 1 + 2)]
+    handler._resolve(Acked("t", 3))  # the rest of the run; send_many waits for offset 4
+    assert singles[2].result(0) == 2 and not many.done()
+    handler._resolve(Acked("t", 5))
+    assert many.result(0) == range(3, 5) and singles[3].result(0) == 5
+    assert not singles[4].done() and not later.done()
+    assert stub.released == [(2, 3), (1, 3), (3, 4 + 10)]
+    handler._topic_deleted("t", 1)
+    assert isinstance(singles[4].exception(0), TopicDeletedError)
+    assert [(n, size) for n, size, _ in stub.rejected] == [(1, 10)]
+    assert not handler.inflight.get("t")
+    handler._resolve(Acked("u", 0))
+    assert later.result(0) == 0
+
+
+def test_a_future_its_caller_dropped_is_not_kept_but_its_record_is_counted() -> None:
+    handler, stub = _handler()
+    held = RecordFuture()
+    handler.queue.append(("t", b"kept", None, held))
+    handler.queue.append(("t", b"dropped", None, RecordFuture()))  # the queue's reference only
+    seen: list[int] = []
+    called = RecordFuture()
+    called.add_done_callback(lambda f: seen.append(f.result()))
+    handler.queue.append(("t", b"called", None, called))
+    del called  # dropped, but its callback must still run
+    handler.on_commands(0.0)
+    (run,) = handler.inflight["t"]
+    assert run.futures[:2] == [held, None]  # type: ignore[union-attr]  # a RecordRun
+    handler._resolve(Acked("t", 2))
+    assert held.result(0) == 0 and seen == [2]
+    assert stub.released == [(3, len(b"kept") + len(b"dropped") + len(b"called"))]
 
 
 def _lines(tmp_path: Path, data: bytes, max_line: int, read_bytes: int) -> list[bytes | int]:
@@ -176,3 +223,23 @@ def test_feed_stops_reading_but_sends_the_lines_it_took(tmp_path: Path) -> None:
     assert [v for v, _ in stub.sent] == [b"1", b"2", b"3", b"4"]
     assert feed.tally() == Tally(read=4, acknowledged=4, failed=0)
     assert feed.quiesce()
+
+
+def test_send_lets_go_of_the_gil_once_per_yield_every_records_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread sending flat out gives the IO thread the GIL at least every YIELD_EVERY
+    queued records instead of holding it for CPython's whole switch interval."""
+    from types import SimpleNamespace
+
+    from dafka import Producer
+    from dafka.api import producer as producer_module
+
+    yields: list[float] = []
+    monkeypatch.setattr(producer_module, "time", SimpleNamespace(sleep=yields.append))
+    with Producer("t", towers="127.0.0.1:9", metadata=False, trust_any_store=True) as p:
+        p._handler.on_commands = lambda now: []  # type: ignore[method-assign]  # keep them queued
+        for _ in range(2 * producer_module.YIELD_EVERY + 1):
+            p.send(b"x")
+        assert yields == [0, 0]
+        p.close(timeout=0)

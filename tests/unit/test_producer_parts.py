@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,31 @@ def test_the_budget_counts_a_per_record_overhead_until_release() -> None:
     budget.released(500, 500)
     budget.reserve(40, 40)
     assert budget.charged == 540 * 64 and budget.unacked_bytes == 540
+
+
+def test_releases_notify_only_when_someone_waits() -> None:
+    """The IO thread holds the lock every send() takes only for a few updates: it
+    notifies the condition only while a thread waits on it, and that thread wakes."""
+    budget = UnackedBudget(limit=1000, most=2, block=True)
+    notified: list[int] = []
+    real_notify = budget._cond.notify_all
+    budget._cond.notify_all = lambda: (notified.append(1), real_notify())[-1]  # type: ignore[method-assign]
+    budget.reserve(2, 10)
+    budget.released(1, 5)
+    assert notified == []  # nobody waits
+    budget.reserve(1, 5)
+    done = threading.Event()
+
+    def blocked() -> None:
+        budget.reserve(1, 5)  # the budget holds 2 records at most: waits for a release
+        done.set()
+
+    t = threading.Thread(target=blocked)
+    t.start()
+    deadline = time.monotonic() + 10
+    while budget._waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert budget._waiting == 1 and not done.is_set()
+    budget.released(1, 5)
+    t.join(10)
+    assert done.is_set() and notified == [1] and budget._waiting == 0

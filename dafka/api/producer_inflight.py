@@ -1,0 +1,152 @@
+"""What the producer's IO thread keeps for each send until a store acknowledges it.
+
+Each turn, the IO thread takes everything queued (``producer_io``) and groups it per
+topic in a :class:`TopicTurn`: the values and keys to seal, and the sends as *runs*.
+Consecutive ``send`` calls make one :class:`RecordRun` (a list of their futures, the
+record at index ``i`` having offset ``base + i``); each ``send_many`` makes one
+:class:`ManyRun` (its one future). Once published, the runs wait for their ACK in offset
+order, and an ACK resolves them run by run: nothing is built per record after ``send``
+(no tuple, no entry per record to pop), and a run's futures are resolved under one
+taking of the futures' lock (:func:`~dafka.futures.resolve_each`). All on the IO thread.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+
+from ..futures import BatchFuture, RecordFuture, fail_each, resolve_each
+
+__all__ = ["ManyRun", "RecordRun", "Run", "TopicTurn"]
+
+
+class RecordRun:
+    """Consecutive ``send`` calls on one topic: one future per record.
+
+    ``at`` is the index of its first value in the turn's values; once published,
+    ``base`` is its first record's offset and ``done`` how many of its futures are
+    resolved (or failed)."""
+
+    __slots__ = ("at", "base", "done", "ends", "futures")
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.futures: list[RecordFuture | None] = []
+        """None for a future its caller dropped (``producer_io``)."""
+        self.base = -1
+        self.done = 0
+        self.ends: list[int] = [0]
+        """``ends[i]``: the value bytes of its first ``i`` records."""
+
+    @property
+    def count(self) -> int:
+        return len(self.futures)
+
+    @property
+    def first(self) -> int:
+        """The first offset not yet resolved."""
+        return self.base + self.done
+
+    @property
+    def finished(self) -> bool:
+        return self.done == len(self.futures)
+
+    def place(self, base: int, values: list[bytes]) -> int:
+        """Its records were published from offset ``base`` (``values``: the turn's
+        values); returns their bytes."""
+        self.base = base
+        mine = values[self.at : self.at + len(self.futures)]
+        self.ends = list(accumulate(map(len, mine), initial=0))
+        return self.ends[-1]
+
+    def resolve(self, durable: int) -> tuple[int, int]:
+        """Resolve its futures up to offset ``durable``; returns (records, bytes) resolved."""
+        start = self.done
+        stop = min(durable + 1 - self.base, len(self.futures))
+        if stop <= start:
+            return 0, 0
+        resolve_each(self.futures[start:stop], self.base + start)
+        self.done = stop
+        return stop - start, self.ends[stop] - self.ends[start]
+
+    def fail(self, error: BaseException) -> tuple[int, int]:
+        """Fail every future not yet resolved; returns (records, bytes) failed."""
+        start, stop = self.done, len(self.futures)
+        fail_each(self.futures[start:], error)
+        self.done = stop
+        return stop - start, self.ends[stop] - self.ends[start]
+
+
+class ManyRun:
+    """One ``send_many``: ``count`` records of ``size`` bytes under one future, resolved
+    once all of them are acknowledged."""
+
+    __slots__ = ("at", "base", "count", "finished", "future", "size")
+
+    def __init__(self, at: int, count: int, future: BatchFuture, size: int) -> None:
+        self.at = at
+        self.count = count
+        self.future = future
+        self.size = size
+        self.base = -1
+        self.finished = False
+
+    @property
+    def first(self) -> int:
+        return self.base
+
+    def place(self, base: int, values: list[bytes]) -> int:
+        self.base = base
+        return self.size
+
+    def resolve(self, durable: int) -> tuple[int, int]:
+        if durable < self.base + self.count - 1:
+            return 0, 0
+        self.future.resolve(range(self.base, self.base + self.count))
+        self.finished = True
+        return self.count, self.size
+
+    def fail(self, error: BaseException) -> tuple[int, int]:
+        if self.finished:
+            return 0, 0
+        self.future.fail(error)
+        self.finished = True
+        return self.count, self.size
+
+
+Run = RecordRun | ManyRun
+
+
+class TopicTurn:
+    """What one turn of the IO thread took for one topic: the values and keys to seal
+    (``keyed``: some key is not None) and the sends, as runs in offset order."""
+
+    __slots__ = ("keyed", "keys", "open", "runs", "values")
+
+    def __init__(self) -> None:
+        self.values: list[bytes] = []
+        self.keys: list[bytes | None] = []
+        self.keyed = False
+        self.runs: list[Run] = []
+        self.open: RecordRun | None = None
+        """The run the next ``send`` joins (None: a ``send_many`` came last)."""
+
+    def records(self) -> RecordRun:
+        """The run a ``send``'s record joins: the open one, or a new one."""
+        run = self.open
+        if run is None:
+            run = self.open = RecordRun(len(self.values))
+            self.runs.append(run)
+        return run
+
+    def add_many(
+        self, values: list[bytes], keys: list[bytes | None] | None, future: BatchFuture
+    ) -> None:
+        n = len(values)
+        self.runs.append(ManyRun(len(self.values), n, future, sum(map(len, values))))
+        self.open = None
+        self.values.extend(values)
+        if keys is None:
+            self.keys.extend([None] * n)
+        else:
+            self.keys.extend(keys)
+            self.keyed = True
