@@ -277,7 +277,7 @@ class QueryService:
                 else:
                     reply = serve(self.storage, request, visible, profile=self.profile)
             try:
-                sock.send_multipart([peer, *qp.encode_reply(reply)], zmq.NOBLOCK)
+                sock.send_multipart([peer, *qp.encode_reply(reply)], zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 self.stats["dropped_replies"] += 1  # the client times out and asks again
             except zmq.ZMQError as exc:
