@@ -19,6 +19,12 @@ records of SIZE bytes to one partition. Then, in one run:
 * parquet     the same rows (the source's columns) written to local parquet with
               pyarrow, then ``spark.read.parquet`` of them, counted and summed alike:
               what a columnar local read costs on this machine
+* floor       a Python data source of the same schema that reads nothing: its tasks
+              yield ready-made Arrow batches of the same rows (as many rows per batch as
+              one 4 MiB READ holds), counted and summed alike, warm: the fastest any
+              PySpark Python data source can be here, whatever it reads (Spark copies
+              every row of every column out of Arrow, as it does not prune columns for
+              Python sources)
 * failover    (``--failover``) a second store holds the same records; the first is
               SIGKILLed and a batch read of the range runs with option ``stores``
               naming both, the dead one first: its seconds
@@ -240,6 +246,73 @@ def parquet(spark, directory: Path, n: int, size: int, partition: str) -> dict[s
     return out
 
 
+def floor(spark, n: int, size: int, tasks: int, partition: str) -> dict[str, float]:
+    """Warm rows/s of a Python data source whose tasks yield ready-made Arrow batches."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from dafka.spark.source import SCHEMA
+
+    per_batch = max(1, min(n, (4 * 1024 * 1024) // (size + 8)))  # records a 4 MiB READ holds
+    shares = [n // tasks + (1 if i < n % tasks else 0) for i in range(tasks)]
+
+    class Reader(DataSourceReader):
+        def __init__(self, schema) -> None:
+            self.schema = schema
+
+        def partitions(self):
+            return [InputPartition(rows) for rows in shares if rows]
+
+        def read(self, part):
+            import pyarrow as pa
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+
+            def rows(count: int):
+                return pa.RecordBatch.from_arrays(
+                    [
+                        pa.nulls(count, pa.binary()),
+                        pa.array([b"x" * size] * count, pa.binary()),
+                        pa.array(["bench.spark"] * count, pa.string()),
+                        pa.array([partition] * count, pa.string()),
+                        pa.arange(0, count),
+                        pa.array([0] * count, pa.timestamp("us", tz="UTC")),
+                        pa.array([0] * count, pa.int32()),
+                    ],
+                    schema=arrow_schema,
+                )
+
+            full = rows(per_batch)
+            left = part.value
+            while left > 0:
+                yield full if left >= per_batch else rows(left)
+                left -= per_batch
+
+    class Floor(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "dafka_bench_floor"
+
+        def schema(self) -> str:
+            return SCHEMA
+
+        def reader(self, schema):
+            return Reader(schema)
+
+    spark.dataSource.register(Floor)
+    out = {}
+    for run in ("cold", "warm"):
+        t0 = time.perf_counter()
+        with PROGRESS.ticking(_elapsed(f"floor {run}")):
+            df = spark.read.format("dafka_bench_floor").load()
+            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
+        seconds = time.perf_counter() - t0
+        assert row["n"] == n, row
+        out[run] = {"records": n, "seconds": seconds, "rate": n / seconds}
+    return out
+
+
 def _load() -> list[str]:
     with open("/proc/loadavg") as f:
         return f.read().split()[:3]
@@ -286,6 +359,8 @@ def main() -> None:
                 br_warm = batch_read(spark, tower.address, topic, n, args.tasks)
                 print("parquet ...", file=sys.stderr)
                 pq = parquet(spark, Path(data), n, args.size, partition)
+                print("floor ...", file=sys.stderr)
+                fl = floor(spark, n, args.size, args.tasks, partition)
                 if second is not None:
                     wait_for_head(second.query_endpoint, topic, partition, n - 1)
                     print("failover: first store killed ...", file=sys.stderr)
@@ -320,10 +395,13 @@ def main() -> None:
         "batch_read": br,
         "batch_read_warm": br_warm,
         "parquet": pq,
+        "floor": fl,
         "ratio_micro_batch_to_baseline": mb["rate"] / base["rate"],
         "ratio_batch_read_to_baseline": br["rate"] / base["rate"],
         "ratio_warm_batch_read_to_parquet": br_warm["rate"] / pq["warm"]["rate"],
         "ratio_warm_micro_batch_to_parquet": mb_warm["rate"] / pq["warm"]["rate"],
+        "ratio_warm_floor_to_parquet": fl["warm"]["rate"] / pq["warm"]["rate"],
+        "ratio_warm_batch_read_to_floor": br_warm["rate"] / fl["warm"]["rate"],
         "failover_batch_read": fo,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -342,6 +420,8 @@ def main() -> None:
     for run in ("cold", "warm"):
         r = pq[run]
         print(f"{'parquet ' + run:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    r = fl["warm"]
+    print(f"{'floor (no-op source) warm':<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
     if fo is not None:
         print(f"{'batch read, 1 of 2 killed':<28}{fo['rate']:>12,.0f}{fo['seconds']:>10.2f}")
     print(f"ratio micro-batch / baseline: {result['ratio_micro_batch_to_baseline']:.2f}")
@@ -349,6 +429,8 @@ def main() -> None:
     print(
         f"ratio warm micro-batch / warm parquet: {result['ratio_warm_micro_batch_to_parquet']:.2f}"
     )
+    print(f"ratio warm floor / warm parquet: {result['ratio_warm_floor_to_parquet']:.2f}")
+    print(f"ratio warm batch read / warm floor: {result['ratio_warm_batch_read_to_floor']:.2f}")
     print(f"load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end")
     print(json.dumps(result))
     print(f"wrote {out}", file=sys.stderr)

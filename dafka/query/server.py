@@ -39,7 +39,8 @@ ReadAcl = Callable[[str], frozenset[str] | None]
 
 SERVICE_NAME = "store"
 REQUESTS_PER_TURN = 16
-READ_CHUNK = 4096  # batches per storage.read call
+READ_CHUNK = 4096  # batches per storage.read call, at most
+FIRST_CHUNK = 16  # batches asked for first, before their size is known
 
 
 def serve(
@@ -157,7 +158,11 @@ def _read(
     offset = start
     done = offset > head
     while not done:
-        chunk = storage.read(topic, partition, offset, min(READ_CHUNK, max_records))
+        # storage.read copies every batch it returns: ask for about as many as the bytes
+        # left hold (judged by the batches read so far), not READ_CHUNK of them, or a READ
+        # of big batches copies the partition's whole remainder to keep 4 MiB of it
+        want = FIRST_CHUNK if not batches else (max_bytes - size) * len(batches) // max(1, size) + 1
+        chunk = storage.read(topic, partition, offset, max(1, min(READ_CHUNK, max_records, want)))
         if not chunk:
             break
         for b in chunk:
@@ -272,7 +277,7 @@ class QueryService:
                 else:
                     reply = serve(self.storage, request, visible, profile=self.profile)
             try:
-                sock.send_multipart([peer, *qp.encode_reply(reply)], zmq.NOBLOCK)
+                sock.send_multipart([peer, *qp.encode_reply(reply)], zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 self.stats["dropped_replies"] += 1  # the client times out and asks again
             except zmq.ZMQError as exc:

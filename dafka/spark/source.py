@@ -20,6 +20,7 @@ See ``docs/spark.md`` for the options.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import time
@@ -360,6 +361,28 @@ def _partitions(
 
 # ------------------------------------------------------- executors: reading
 
+_heap_frozen = False
+
+
+def freeze_worker_heap() -> bool:
+    """Take the objects this process holds now out of the garbage collector's sight, once
+    per process (``gc.freeze``); True the first time.
+
+    A Spark Python worker runs a full collection after every task (``pyspark/daemon.py``),
+    before it takes the next one: each walks some 60,000 objects of pyspark's, pyarrow's and
+    dafka's modules, which live as long as the process (12 ms alone on this 2-core machine,
+    15-170 ms measured in a loaded worker). Frozen at the first task, they are never walked
+    again: reading ``benchmarks.spark_read``'s rows (1,000,000 x 100 B, 4 tasks, ``local[2]``),
+    the Python workers' CPU per read fell from 0.48-0.57 s to 0.37-0.46 s. What is frozen is
+    never collected, so only what exists at the first task is: modules, and that task's few
+    objects (a leak only if those were cyclic garbage, once per process)."""
+    global _heap_frozen
+    if _heap_frozen:
+        return False
+    _heap_frozen = True
+    gc.freeze()
+    return True
+
 
 def read_partition(
     partition: InputPartition, opts: ReadOptions, schema: StructType
@@ -378,6 +401,7 @@ def read_partition(
     """
     if not isinstance(partition, DafkaInputPartition):
         return  # Spark's placeholder when there is nothing to read
+    freeze_worker_heap()
     span = partition.span
     arrow_schema = to_arrow(schema)
     nxt, end = span.start, span.end

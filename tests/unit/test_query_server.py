@@ -120,3 +120,32 @@ def test_signed_batches_are_served_verbatim_and_verified_by_the_reader() -> None
     assert isinstance(reply, qp.ReadReply)
     with pytest.raises(WireError):
         list(records(reply))
+
+
+class CountingStorage(MemoryStorage):
+    """A storage that counts the batches its reads return (each one a copy in LMDB)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.returned = 0
+
+    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
+        out = super().read(topic, partition, offset, max_batches)
+        self.returned += len(out)
+        return out
+
+
+def test_a_read_takes_from_storage_about_the_batches_its_bytes_hold() -> None:
+    # 1,000 batches of 10 kB and a READ of 100 kB: 10 batches fit; storage.read copies
+    # every batch it returns, so asking it for 4,096 at a time copied the whole partition
+    s = CountingStorage()
+    s.append([StoredBatch("events", P, i, i, b"x" * 10_000) for i in range(1000)])
+    reply = read(s, P, 0, n=10**6, size=100_000)
+    assert isinstance(reply, qp.ReadReply) and reply.count == 10
+    assert s.returned <= 20
+    s.returned = 0
+    # small batches: a few reads, each sized by the batches seen so far, none past the bytes
+    s.append([StoredBatch("events", P, i, i, b"y" * 10) for i in range(1000, 6000)])
+    reply = read(s, P, 1000, n=10**6, size=20_000)
+    assert isinstance(reply, qp.ReadReply) and reply.count == 2000
+    assert s.returned <= 2 * 2000
