@@ -73,6 +73,12 @@ log = logging.getLogger(__name__)
 
 _PARTITION_MESSAGES = (m.Record, m.DirectRecord, m.Head, m.DirectHead, m.Oversized)
 
+HEADS_REFRESH = 60.0
+"""Seconds between a consumer's GET-HEADS for each topic whose heads it wants, after the
+ones it sends on subscribing and in each CONSUMER-HELLO. A store's DIRECT-HEAD can be lost
+(a store's data XPUB drops past its mark when a reader falls behind); without this, a
+consumer would never learn of a partition whose producers are gone until it reconnected."""
+
 __all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
 
 
@@ -367,9 +373,18 @@ class ConsumerCore(HeadTracking):
             return []
         return [self._hello(store)]
 
+    _heads_due: float | None = None  # the next GET-HEADS refresh (None: not timed yet)
+
     def tick(self, now: float) -> list[Publish]:
-        """Re-send a FETCH for every partition whose gap made no progress in time."""
+        """Re-send a FETCH for every partition whose gap made no progress in time, and
+        ask for the heads again every :data:`HEADS_REFRESH` seconds."""
         out: list[Publish] = []
+        if self._heads_due is None:
+            self._heads_due = now + HEADS_REFRESH
+        elif now >= self._heads_due:
+            self._heads_due = now + HEADS_REFRESH
+            node = self._node_id
+            out.extend(Publish(m.GetHeads(t, node)) for t in self._topics if self._wants_heads(t))
         timeout = self._timeout
         stale: list[PartitionKey] = []
         for key, p in self._parts.items():

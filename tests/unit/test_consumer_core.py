@@ -508,3 +508,31 @@ def test_any_interleaving_delivers_exactly_once_in_order(
     assert offsets == list(range(start, n))
     assert all(r.value == value(r.offset) and r.partition == P for r in got)
     assert core.positions() == {("t", P): max(start, n)}
+
+
+# ------------------------------------------------------------- heads refresh
+
+
+def test_heads_are_asked_for_again_so_a_lost_direct_head_is_recovered() -> None:
+    """A store's DIRECT-HEAD can be lost (its data XPUB drops past its mark when a reader
+    falls behind); with the partition's producers gone, nothing else tells the consumer
+    the partition exists, so it asks for the heads again every HEADS_REFRESH seconds."""
+    from dafka.core.consumer import HEADS_REFRESH
+
+    core = consumer()
+    assert sent(core.tick(1.0)) == []  # the first tick times the refresh
+    out = sent(core.handle(DirectHead(C, "t", P, 4), 1.0))  # P2's DIRECT-HEAD was lost
+    assert [f.partition for f in out if isinstance(f, Fetch)] == [P]
+    assert GetHeads("t", C) not in sent(core.tick(1.0 + HEADS_REFRESH - 0.01))
+    assert GetHeads("t", C) in sent(core.tick(1.0 + HEADS_REFRESH))
+    out = sent(core.handle(DirectHead(C, "t", P2, 2), 1.0 + HEADS_REFRESH))
+    assert [f.partition for f in out if isinstance(f, Fetch)] == [P2]
+    assert GetHeads("t", C) not in sent(core.tick(2.0 + HEADS_REFRESH))  # once per period
+
+
+def test_a_consumer_at_latest_does_not_ask_for_heads_again() -> None:
+    from dafka.core.consumer import HEADS_REFRESH
+
+    core = consumer(reset="latest")
+    assert sent(core.tick(0.0)) == []
+    assert sent(core.tick(HEADS_REFRESH + 1)) == []
