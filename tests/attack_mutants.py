@@ -368,8 +368,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "signed stores' and producers' data XPUBs keep a byte-safe count": (
         "dafka.io.bounds",
         "bound_data_sockets",
-        "cfg.high_watermark if xpub_frame_bytes is None else cfg.hwm(xpub_frame_bytes),",
-        "cfg.high_watermark,",
+        "xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, xpub_frame_bytes))",
+        "xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, None))",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (
         "dafka.io.node",

@@ -237,11 +237,10 @@ class _ProducerHandler:
         kept: list[Run] = []
         kept_values: list[bytes] = []
         for run in turn.runs:
-            sends: list[
-                tuple[int, int, LazyFuture[Any] | None]
-            ]  # (index in values, records, future)
+            # (index in values, records, future) of each send of the run
+            sends: list[tuple[int, int, LazyFuture[Any] | None]]
             many = isinstance(run, ManyRun)
-            if isinstance(run, ManyRun):
+            if isinstance(run, ManyRun):  # again, for mypy to narrow
                 sends = [(run.at, run.count, run.future)]
             else:
                 sends = [(run.at + i, 1, fut) for i, fut in enumerate(run.futures)]

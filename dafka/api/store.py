@@ -26,6 +26,7 @@ from ..core.read_guard import ReadView
 from ..core.store import StoreCore
 from ..core.store.credits import credits_for_hwm
 from ..errors import ConfigError, DafkaError
+from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
 from ..io.node_metrics import store_metrics
@@ -179,7 +180,7 @@ class Store:
                 self.node_id,
                 self._storage,
                 profile=wire,
-                send_credits=credits_for_hwm(nconf.hwm(nconf.max_message_size)),
+                send_credits=credits_for_hwm(xpub_hwm(nconf, nconf.max_message_size)),
             )
             self.query = QueryService(
                 self._storage,

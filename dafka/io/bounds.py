@@ -23,12 +23,20 @@ __all__ = [
     "SMALL_FRAME_BYTES",
     "SourceKeys",
     "bound_data_sockets",
+    "xpub_hwm",
     "frame_source",
     "recv_message",
 ]
 
 SMALL_FRAME_BYTES = 4096
 """``ZMQ_MAXMSGSIZE`` where peers only send subscriptions, beacons or welcomes."""
+
+
+def xpub_hwm(cfg: NodeConfig, frame_bytes: int | None) -> int:
+    """The data XPUB's ``SNDHWM`` for a node whose largest frame to a subscriber is
+    ``frame_bytes`` (None: not said, ``high_watermark``); a store's credit per requester
+    is derived from it (:func:`dafka.core.store.credits.credits_for_hwm`)."""
+    return cfg.high_watermark if frame_bytes is None else cfg.hwm(frame_bytes)
 
 
 def bound_data_sockets(
@@ -63,10 +71,7 @@ def bound_data_sockets(
 
     Consumers send small messages and keep ``high_watermark``, and so does the rfc46
     profile (one record per message)."""
-    xpub.setsockopt(
-        zmq.SNDHWM,
-        cfg.high_watermark if xpub_frame_bytes is None else cfg.hwm(xpub_frame_bytes),
-    )
+    xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, xpub_frame_bytes))
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
     for sock in small:
