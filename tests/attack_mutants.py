@@ -60,11 +60,38 @@ TESTS = [
     "tests/unit/test_store_credits.py",
     "tests/integration/test_attacks_frames.py",
     "tests/unit/test_fetch_answers.py",
+    "tests/unit/test_service_replay.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "a tower relays no node's end-of-replay beacon": (
+        "tower.relay",
+        "relay_beacon",
+        "        if service.service == wbeacon.REPLAYED:",
+        "        if False:",
+    ),
+    "a tower keeps a bounded number of service beacons, scanned once per interval": (
+        "tower.service_replay",
+        "ServiceReplay.heard",
+        "            if now - self._expired_at >= self.min_interval:",
+        "            if True:",
+        "            if len(self._kept) >= self.max_entries:\n                self.not_kept",
+        "            if False:\n                self.not_kept",
+    ),
+    "a tower replays service beacons at most once per interval": (
+        "tower.service_replay",
+        "ServiceReplay.deadline",
+        "        return self.started if self._last is None else self._last + self.min_interval",
+        "        return self.started",
+    ),
+    "a locator remembers a bounded number of stores": (
+        "dafka.query.locator",
+        "StoreLocator._drain",
+        "                    if len(self._seen) >= MAX_KEYS:",
+        "                    if False:",
+    ),
     "the metrics endpoint answers a bounded number of connections": (
         "dafka.io.metrics_http",
         "MetricsHTTPServer.process_request",
@@ -786,6 +813,19 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a tower relays no node's end-of-replay beacon": (
+        "tests/unit/test_service_replay.py::test_a_node_cannot_send_the_end_beacon_through_a_tower",
+    ),
+    "a tower keeps a bounded number of service beacons, scanned once per interval": (
+        "tests/unit/test_service_replay.py::test_kept_beacons_are_bounded_and_a_full_cache_makes_room_as_beacons_expire",
+        "tests/unit/test_service_replay.py::test_a_full_cache_is_scanned_at_most_once_per_interval",
+    ),
+    "a tower replays service beacons at most once per interval": (
+        "tests/unit/test_service_replay.py::test_replays_are_rate_limited_and_a_subscription_in_between_is_answered_after",
+    ),
+    "a locator remembers a bounded number of stores": (
+        "tests/unit/test_service_replay.py::test_a_locator_remembers_a_bounded_number_of_stores_and_logs_few_lines",
+    ),
     "the metrics endpoint answers a bounded number of connections": (
         "tests/integration/test_attacks_metrics_http.py::test_idle_connections_take_a_bounded_number_of_threads",
     ),

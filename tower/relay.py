@@ -13,7 +13,11 @@ a node beacon's 5th frame (the node's public key) is relayed as a 4th.
 
 It also relays our service beacons (``"Q"``, 4 frames: a store's query endpoint)
 unchanged once they decode; only subscribers of ``"Q"`` (a
-:class:`~dafka.query.locator.StoreLocator`) receive them, never regular nodes.
+:class:`~dafka.query.locator.StoreLocator`) receive them, never regular nodes. The one
+state it keeps is for them: the last service beacon of each node, replayed to a new
+subscriber of ``"Q"`` with an end beacon of the tower's own (``tower/service_replay.py``),
+so a locator need not listen a whole beacon interval. A node's beacon under the end
+beacon's service name is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import errno
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +39,8 @@ from dafka.security.curve_keys import CurveConfig, make_server, start_authentica
 from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 
+from .service_replay import ServiceReplay
+
 log = logging.getLogger(__name__)
 
 
@@ -43,7 +51,10 @@ def relay_beacon(frames: Sequence[bytes], peer_address: str | None) -> list[byte
     endpoint; a service beacon (``Q``) is relayed unchanged once it decodes.
     """
     if frames and bytes(frames[0]) == wbeacon.SERVICE:
-        return wbeacon.decode_service_beacon(frames).encode()
+        service = wbeacon.decode_service_beacon(frames)
+        if service.service == wbeacon.REPLAYED:
+            raise WireError("only a tower sends its end-of-replay beacon")
+        return service.encode()
     node = wbeacon.decode_node_beacon(frames)
     endpoint = wbeacon.endpoint_for(node, peer_address)
     return wbeacon.TowerBeacon(node.node_id, endpoint, node.public_key).encode()
@@ -53,10 +64,19 @@ class Tower:
     """A running beacon relay bound to ``address`` (XSUB) and ``address.port + 1`` (XPUB)."""
 
     def __init__(
-        self, address: TowerAddress, *, context: zmq.Context[zmq.Socket[bytes]] | None = None
+        self,
+        address: TowerAddress,
+        *,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        warm_after: float = wbeacon.SERVICE_WARM_AFTER,
     ) -> None:
         check_host(address.host)
         self.address = address
+        self.tower_id = uuid.uuid4().hex.upper()
+        """Names this relay in its end-of-replay beacons (new at every start)."""
+        self.warm_after = warm_after
+        self.replay: ServiceReplay | None = None
+        """Kept service beacons (the relay thread's; set once its sockets are bound)."""
         self._ctx = context or zmq.Context.instance()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -139,6 +159,7 @@ class Tower:
         for s in (xsub, xpub):  # beacons in, subscriptions in: both small
             s.setsockopt(zmq.MAXMSGSIZE, 4096)
         xpub.setsockopt(zmq.XPUB_WELCOME_MSG, wbeacon.WELCOME)
+        xpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscriber's "Q" asks for a replay
         try:
             if self.address.port == 0:
                 self.address = self._bind_pair(xsub, xpub)
@@ -154,6 +175,9 @@ class Tower:
         # Subscribe to beacons ourselves: every node's beacon PUB then sends them.
         xsub.send(b"\x01" + wbeacon.BEACON)
         xsub.send(b"\x01" + wbeacon.SERVICE)
+        replay = self.replay = ServiceReplay(
+            self.tower_id, self.address.pub, time.monotonic(), warm_after=self.warm_after
+        )
         log.info("tower.start sub=%s pub=%s", self.address.sub, self.address.pub)
         self._ready.set()
         poller = zmq.Poller()
@@ -161,17 +185,25 @@ class Tower:
         poller.register(xpub, zmq.POLLIN)
         try:
             while not self._stop.is_set():
-                events = dict(poller.poll(100))
+                timeout = 100
+                due = replay.deadline()
+                if due is not None:
+                    timeout = max(0, min(timeout, int((due - time.monotonic()) * 1000) + 1))
+                events = dict(poller.poll(timeout))
                 if xsub in events:
-                    self._relay(xsub, xpub)
+                    self._relay(xsub, xpub, replay)
                 if xpub in events:
-                    self._drain_subscriptions(xpub)
+                    self._drain_subscriptions(xpub, replay)
+                for frames in replay.due(time.monotonic()):
+                    xpub.send_multipart(frames)
         finally:
             xsub.close()
             xpub.close()
             log.info("tower.stopped sub=%s", self.address.sub)
 
-    def _relay(self, xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> None:
+    def _relay(
+        self, xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes], replay: ServiceReplay
+    ) -> None:
         for _ in range(10_000):
             try:
                 frames = recv_bounded(xsub, BEACON_FRAMES, copy=False)
@@ -194,12 +226,21 @@ class Tower:
                 continue
             xpub.send_multipart(out)
             self.relayed += 1
+            if out[0] == wbeacon.SERVICE:  # it decoded: kept for replay
+                replay.heard(wbeacon.decode_service_beacon(out), out, time.monotonic())
 
-    def _drain_subscriptions(self, xpub: zmq.Socket[bytes]) -> None:
-        # Subscriptions from nodes only matter to zmq's own filtering; we
-        # subscribe the XSUB to beacons ourselves, so they are just drained.
+    def _drain_subscriptions(self, xpub: zmq.Socket[bytes], replay: ServiceReplay) -> None:
+        # Subscriptions from nodes only matter to zmq's own filtering (we subscribe the
+        # XSUB to beacons ourselves), except a subscription to service beacons (or to
+        # everything): its subscriber is sent the kept ones again.
         for _ in range(10_000):
             try:
-                xpub.recv(zmq.NOBLOCK)
+                msg = xpub.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
+            if msg in _SERVICE_SUBSCRIPTIONS:
+                replay.subscribed()
+
+
+_SERVICE_SUBSCRIPTIONS = (b"\x01" + wbeacon.SERVICE, b"\x01")
+"""An XPUB's subscribe messages that make a subscriber receive service beacons."""

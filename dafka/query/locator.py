@@ -4,10 +4,11 @@ Stores send ``"Q" | node ID | "tcp://host:port" | "store"`` with every beacon
 (each beacon interval, 1 s by default); towers relay it on their XPUB to
 subscribers of ``"Q"``. A :class:`StoreLocator` is such a subscriber: one SUB
 connected to every tower. The first :meth:`StoreLocator.stores` call waits one
-beacon interval plus a margin so that every live store is heard; later calls
-only drain what arrived since, and forget a store not heard for ``expiry``
-seconds. Like every zmq socket, a locator belongs to the thread (and process)
-that created it.
+beacon interval plus a margin so that every live store is heard, unless every tower
+has said sooner that it replayed every store it knows (``tower/service_replay.py``:
+then it returns within milliseconds); later calls only drain what arrived since, and
+forget a store not heard for ``expiry`` seconds. Like every zmq socket, a locator
+belongs to the thread (and process) that created it.
 
 CURVE: towers given as ``HOST:PORT@KEY`` are spoken to over CURVE (as ``key``, or a fresh
 key), and the locator also hears the node beacons (``B``), whose fourth frame is a node's
@@ -41,10 +42,12 @@ log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_WAIT", "HEALTH", "StoreHealth", "StoreLocator", "locate_stores"]
 
-DEFAULT_WAIT = 1.5
+DEFAULT_WAIT = wbeacon.SERVICE_WARM_AFTER
 """One beacon interval (1 s) plus a margin."""
 MAX_KEYS = 4096
-"""Node keys a locator remembers."""
+"""Node keys, and stores, a locator remembers."""
+LOGGED_STORES = 16
+"""Stores a locator names at INFO as it hears them (the rest at DEBUG: a peer could send many)."""
 
 
 class StoreHealth:
@@ -130,6 +133,8 @@ class StoreLocator:
         self._clock = time.monotonic
         self._started: float | None = None
         self._seen: dict[str, tuple[str, float]] = {}
+        self._replayed: set[str] = set()
+        """Towers (by the ID in their end-of-replay beacon) that replayed every store they know."""
         self._sub: zmq.Socket[bytes] | None = None
         self.malformed = 0
         self.health = HEALTH
@@ -174,8 +179,23 @@ class StoreLocator:
                 continue
             if beacon.service == self.service:
                 if beacon.node_id not in self._seen:
-                    log.info("locator.store node=%s endpoint=%s", beacon.node_id, beacon.endpoint)
+                    if len(self._seen) >= MAX_KEYS:
+                        continue  # bounded; stores() forgets the stale, and a store beacons again
+                    log.log(
+                        logging.INFO if len(self._seen) < LOGGED_STORES else logging.DEBUG,
+                        "locator.store node=%s endpoint=%s",
+                        beacon.node_id,
+                        beacon.endpoint,
+                    )
                 self._seen[beacon.node_id] = (beacon.endpoint, now)
+            elif beacon.service == wbeacon.REPLAYED and len(self._replayed) < len(self.towers):
+                self._replayed.add(beacon.node_id)
+
+    def _heard_all(self) -> bool:
+        """Every tower replayed what it knows (and, over CURVE, every store's key is known)."""
+        if len(self._replayed) < len(self.towers):
+            return False
+        return not self.curve or all(node_id in self._keys for node_id in self._seen)
 
     def stores(self, wait: float | None = None) -> dict[str, str]:
         """``node ID -> query endpoint`` of live stores; the first call waits ``wait`` seconds."""
@@ -186,14 +206,16 @@ class StoreLocator:
             now = self._clock()
             self._drain(sub, now)
             left = deadline - now
-            if left <= 0:
+            if left <= 0 or self._heard_all():
                 break
             sub.poll(max(1, int(left * 1000)), zmq.POLLIN)
-        now = self._clock()
+        self._expire(self._clock())
+        return {node_id: endpoint for node_id, (endpoint, _) in sorted(self._seen.items())}
+
+    def _expire(self, now: float) -> None:
         for node_id, (_, seen) in list(self._seen.items()):
             if now - seen > self.expiry:
                 del self._seen[node_id]
-        return {node_id: endpoint for node_id, (endpoint, _) in sorted(self._seen.items())}
 
     def keys(self) -> dict[str, bytes]:
         """``node ID -> Ed25519 public key`` of the nodes heard (CURVE towers only)."""

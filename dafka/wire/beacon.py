@@ -42,6 +42,13 @@ from ..security.identity import node_id_for
 BEACON = b"B"
 WELCOME = b"W"
 SERVICE = b"Q"
+REPLAYED = "tower-replayed"
+"""The service name of a tower's end-of-replay beacon (``Q | tower ID | its relay endpoint |
+"tower-replayed"``): sent by the tower itself after the service beacons it replays to a new
+subscriber (``tower/service_replay.py``); a tower never relays one from a node."""
+SERVICE_WARM_AFTER = 1.5
+"""Seconds to listen to hear every live store's service beacon: one beacon interval (1 s) plus
+a margin. A locator's first wait, unless every tower says it has replayed all it knows."""
 MAX_SERVICE_NAME = 32
 _SERVICE_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 MIN_PORT = 1024

@@ -37,6 +37,42 @@ def test_locator_finds_the_store_through_the_tower(tower: Tower, start_store) ->
         assert locator.stores() == {store.node_id: store.query_endpoint}
 
 
+def _located(towers: str | list[str], wait: float) -> tuple[dict[str, str], float]:
+    started = time.monotonic()
+    with StoreLocator(towers, wait=wait) as locator:
+        return locator.stores(), time.monotonic() - started
+
+
+def test_a_warm_towers_replay_spares_a_locator_its_listening_time(
+    tower: Tower, start_store
+) -> None:
+    store = start_store()
+    # the first listens its full time (the tower may have been up for less than 1.5 s)
+    assert _located(tower.address, 1.6)[0] == {store.node_id: store.query_endpoint}
+    second = Tower()  # a second tower, without stores, that has not yet listened long enough
+    try:
+        stores, took = _located([tower.address, second.address], 3.0)
+        assert stores == {store.node_id: store.query_endpoint}
+        assert took >= 1.0  # the second tower sent no end beacon: its stores might be unknown
+        # both towers warm now: the tower that knows the store replays it at once
+        stores, took = _located([tower.address, second.address], 30.0)
+        assert stores == {store.node_id: store.query_endpoint}
+        assert took < 10.0  # not the 30 s it would have listened without the replay
+    finally:
+        second.stop()
+
+
+def test_a_tower_that_never_says_it_replayed_keeps_the_full_wait(tower: Tower, start_store) -> None:
+    store = start_store()
+    _located(tower.address, 1.6)  # warm
+    with socket.socket() as s:  # a tower address where no tower answers
+        s.bind(("127.0.0.1", 0))
+        silent = f"127.0.0.1:{s.getsockname()[1]}"
+        stores, took = _located([tower.address, silent], 2.0)
+    assert stores == {store.node_id: store.query_endpoint}
+    assert took >= 1.9
+
+
 def test_heads_and_reads_over_the_network(tower: Tower, start_store) -> None:
     store = start_store()
     values = [f"value {i}".encode() for i in range(2500)]
