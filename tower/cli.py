@@ -7,7 +7,7 @@ import click
 from dafka.cli.common import CONTEXT, Command, common_options, run_cli, wait_for_signal
 from dafka.cli.metrics import announce, metrics_options
 from dafka.config import TowerAddress, parse_endpoint
-from dafka.errors import ConfigError, RaftError
+from dafka.errors import ConfigError
 from dafka.io.metrics import check_metrics_port
 from dafka.security import identity
 from dafka.security.curve_policy import ClientGate
@@ -156,7 +156,4 @@ def main(
 
 
 def _crashed(node: TowerNode) -> None:
-    error = node.bootstrap_error or RaftError(
-        f"metadata peer {node.peer_id} stopped: {node.raft.error!r}"
-    )
-    raise error
+    raise node.failure()

@@ -379,7 +379,17 @@ class TowerNode:
 
     @property
     def running(self) -> bool:
-        return self.raft.running and self.bootstrap_error is None
+        return self.raft.running and self.bootstrap_error is None and self.relay.running
+
+    def failure(self) -> DafkaError:
+        """Why :attr:`running` is False, as the one line a command exits with."""
+        if self.relay.crashed is not None:
+            return DafkaError(f"the tower's beacon relay stopped: {self.relay.crashed!r}")
+        if self.bootstrap_error is not None:
+            return self.bootstrap_error
+        if not self.relay.running:
+            return DafkaError("the tower's beacon relay stopped")
+        return RaftError(f"the tower's metadata peer {self.peer_id} stopped: {self.raft.error!r}")
 
     @property
     def error(self) -> BaseException | None:

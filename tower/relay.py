@@ -81,6 +81,8 @@ class Tower:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self.crashed: BaseException | None = None
+        """What stopped the relay's loop, if it stopped on its own (see :attr:`running`)."""
         self._thread = threading.Thread(target=self._run, name="dafka-tower", daemon=True)
         self.relayed = 0
         self.malformed = 0
@@ -108,6 +110,11 @@ class Tower:
         if self._error is not None:
             raise self._error
         return self
+
+    @property
+    def running(self) -> bool:
+        """False once the relay's loop has ended, by :meth:`stop` or by a crash."""
+        return self._thread.is_alive() and self.crashed is None
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
@@ -144,6 +151,9 @@ class Tower:
         auth = start_authenticator(self._ctx, self._curve, self._provider)
         try:
             self._run_sockets()
+        except Exception as exc:  # a dead relay must end its tower: see running
+            log.exception("tower.relay_crashed sub=%s", self.address.sub)
+            self.crashed = exc
         finally:
             if auth is not None:
                 auth.stop()

@@ -16,7 +16,7 @@ from tower.metrics import tower_metrics
 
 from ..api.store import Store
 from ..config import TowerAddress, parse_endpoint
-from ..errors import ConfigError, DafkaError, RaftError
+from ..errors import ConfigError, DafkaError
 from ..io.metrics import NodeMetrics, check_metrics_port
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
 from ..storage.state_dir import make_data_dir
@@ -145,14 +145,13 @@ def main(
 
 
 def check_nodes(store: Store, tower: TowerNode) -> None:
-    """Raise if the store's IO thread or the tower's metadata peer has stopped: a dead node
-    must not leave a live-looking platform (the command then exits 1 with the reason)."""
+    """Raise if the store's IO thread, the tower's beacon relay or its metadata peer has
+    stopped: a dead node must not leave a live-looking platform (the command then exits 1
+    with the reason)."""
     if not store.alive:
         raise DafkaError("the store's IO thread stopped (see the log above)")
     if not tower.running:
-        raise tower.bootstrap_error or RaftError(
-            f"the tower's metadata peer {tower.peer_id} stopped: {tower.raft.error!r}"
-        )
+        raise tower.failure()
 
 
 def metrics_ports(port: int | None) -> tuple[int | None, int | None]:
