@@ -2,7 +2,8 @@
 
 Threads. The Raft values come from :meth:`RaftPeer.info`, the immutable copy of the
 peer's state the Raft thread publishes at the end of every loop turn for other
-threads; the relay's two counters are ints only the relay thread increments, and
+threads; the relay's counters are ints only the relay thread increments (and the
+number of service beacons it keeps, a dict's length), and
 reading one int attribute is atomic, so a scrape sees a value each held at some
 instant (the two are not read at one instant, and need not be). Nothing is read
 from the Raft core or the sockets.
@@ -28,6 +29,21 @@ __all__ = ["TOWER_SPECS", "tower_metrics"]
 TOWER_SPECS: tuple[Spec, ...] = (
     counter("relayed", "dafka_tower_beacons_relayed", "Beacons relayed to every node."),
     counter("malformed", "dafka_frames_malformed", "Beacons dropped: they did not decode."),
+    gauge(
+        "service_kept",
+        "dafka_tower_service_beacons_kept",
+        "Service beacons kept to replay to new locators.",
+    ),
+    counter(
+        "service_not_kept",
+        "dafka_tower_service_beacons_not_kept",
+        "Service beacons of new nodes not kept for replay: the most were kept already.",
+    ),
+    counter(
+        "service_replays",
+        "dafka_tower_service_replays",
+        "Replays of the kept service beacons to new subscribers.",
+    ),
     gauge("term", "dafka_raft_term", "The Raft peer's current term."),
     gauge("commit", "dafka_raft_commit_index", "Highest log index known committed."),
     gauge("applied", "dafka_raft_applied_index", "Highest log index applied to the metadata."),
@@ -46,12 +62,16 @@ def tower_metrics(node: TowerNode) -> NodeMetrics:
     raft, relay = node.raft, node.relay
 
     def read() -> Values | None:  # an HTTP thread: immutable or atomic values only
-        if not raft.running:
+        if not node.running:
             return None
         info = raft.info()
+        replay = relay.replay  # set once by the relay thread; its ints and len are atomic reads
         return {
             "relayed": relay.relayed,
             "malformed": relay.malformed,
+            "service_kept": 0 if replay is None else len(replay),
+            "service_not_kept": 0 if replay is None else replay.not_kept,
+            "service_replays": 0 if replay is None else replay.replays,
             "term": info.term,
             "commit": info.commit,
             "applied": info.applied,

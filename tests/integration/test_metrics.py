@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dafka import Consumer, Producer
+from dafka.query import StoreLocator
 from tests.admin import tower_args
 from tests.procs import Proc, StoreProc, py, wait_until
 
@@ -103,6 +104,12 @@ def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower:
         assert raft["dafka_raft_applied_index"] == raft["dafka_raft_commit_index"]
         assert raft["dafka_raft_leader_changes_total"] == 1
         assert raft["dafka_tower_beacons_relayed_total"] > 0
+        with StoreLocator(address) as locator:  # a new subscriber of the stores' beacons
+            assert list(locator.stores()) == [store.node_id]
+        raft = scrape(tower_url)
+        assert raft["dafka_tower_service_beacons_kept"] == 1  # the store's query endpoint
+        assert raft["dafka_tower_service_replays_total"] >= 1
+        assert raft["dafka_tower_service_beacons_not_kept_total"] == 0
     finally:
         assert store.stop() == 0
 
