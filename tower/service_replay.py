@@ -29,8 +29,10 @@ from dafka.wire import beacon as wbeacon
 
 log = logging.getLogger(__name__)
 
-MAX_ENTRIES = 1024
-"""Service beacons a tower keeps for replay (a cluster of more stores is not expected)."""
+MAX_ENTRIES = 512
+"""Service beacons a tower keeps for replay (a cluster of more stores is not expected). A
+replay and its end beacon then fit in a subscriber's queue on the relay's XPUB (libzmq's
+default mark, 1,000 messages) beside the live beacons: past the mark a PUB drops."""
 EXPIRY = 4.0
 """Seconds a kept beacon is replayed after it was last heard (a locator's expiry too)."""
 MIN_INTERVAL = 0.1
