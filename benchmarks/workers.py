@@ -10,6 +10,8 @@ import time
 
 import zmq
 
+from dafka.io.malloc import keep_freed_memory
+
 _STAMP = struct.Struct(">Q")
 
 
@@ -201,6 +203,7 @@ def main() -> None:
     elif a.kind == "producer-memory":
         result = producer_memory(a.tower, a.budget, a.size, a.seconds)
     else:
+        keep_freed_memory()  # as the dafka-consumer command does (dafka.io.malloc)
         result = dafka_consume(
             a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches, a.curve
         )
