@@ -175,11 +175,14 @@ class TopicTurn:
         future: BatchFuture,
         origin: ManyRun | None = None,
         last: bool = True,
+        size: int | None = None,
     ) -> ManyRun:
         """Add one ``send_many``'s records (or a part of them: see :class:`ManyRun`) as a
-        run of their own; returns the run."""
+        run of their own; returns the run. ``size``: their bytes, if the caller has them."""
         n = len(values)
-        run = ManyRun(len(self.values), n, future, sum(map(len, values)), origin, last)
+        if size is None:
+            size = sum(map(len, values))
+        run = ManyRun(len(self.values), n, future, size, origin, last)
         self.runs.append(run)
         self.open = None
         self.values.extend(values)

@@ -248,6 +248,7 @@ class _ProducerHandler:
         fut = cast("BatchFuture | Continued", item[3])
         future, origin = (fut.future, fut.origin) if isinstance(fut, Continued) else (fut, None)
         n = len(values)
+        size = None
         if self.p._wal is None and n > 1:
             size = sum(map(len, values))
             room = min(records_left, n * bytes_left // size if size > bytes_left else n)
@@ -262,7 +263,7 @@ class _ProducerHandler:
                     (topic, values[room:], keys[room:] if keys is not None else None, rest)
                 )
                 return run
-        return turn.add_many(values, keys, future, origin)
+        return turn.add_many(values, keys, future, origin, size=size)
 
     def _log(self, effects: list[Outgoing], taken: int) -> None:
         """Durable mode: log what is about to be published (one fsync), then let the
