@@ -10,8 +10,6 @@ import time
 
 import zmq
 
-from dafka.io.malloc import keep_freed_memory
-
 _STAMP = struct.Struct(">Q")
 
 
@@ -203,7 +201,9 @@ def main() -> None:
     elif a.kind == "producer-memory":
         result = producer_memory(a.tower, a.budget, a.size, a.seconds)
     else:
-        keep_freed_memory()  # as the dafka-consumer command does (dafka.io.malloc)
+        from dafka.io.malloc import keep_freed_memory
+
+        keep_freed_memory()  # as the dafka-consumer command does
         result = dafka_consume(
             a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches, a.curve
         )
