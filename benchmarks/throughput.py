@@ -42,7 +42,9 @@ future each), ``--api one`` with ``Producer.send`` (one future per record).
 record), ``--consume batches`` with ``Consumer.poll_batches`` (verified columns).
 ``--pyspy DIR`` records a py-spy profile (``-f raw``) of the store, the
 producer (this process) and the consumers; ``python -m benchmarks.profile DIR``
-sums up their leaf frames. ``--curve`` runs the same phases with ZMTP CURVE on
+sums up their leaf frames. The producer (this process) and the consumers keep freed
+memory for reuse (:func:`dafka.io.malloc.keep_freed_memory`), as the ``dafka-producer``,
+``dafka-consumer`` and ``dafka-store`` commands do. ``--curve`` runs the same phases with ZMTP CURVE on
 every socket (tower, store, producer and consumers started with ``--curve``); the
 raw PUB/SUB baselines stay NULL, so the ratios show what CURVE costs.
 
@@ -75,6 +77,7 @@ from benchmarks.workers import rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
 from dafka.cli.progress import Progress, end_progress
+from dafka.io.malloc import keep_freed_memory
 from tests.admin import tower_args
 from tests.procs import Proc, StoreProc, Tower, py
 
@@ -509,6 +512,7 @@ def main() -> None:
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
     )
     args = ap.parse_args()
+    keep_freed_memory()  # the producer runs here: as the dafka-producer command does
     phases = set(args.phases.split(","))
     global CONSUME, CURVE, PROGRESS
     PROGRESS = Progress(False if args.no_progress else None)
@@ -564,7 +568,7 @@ def main() -> None:
                 if "acked" in phases:
                     print(f"acked: producer -> store (fsync), {profile}, {api}", file=sys.stderr)
                     results["acked"] = acked(
-                        tower.address, "bench-acked", n, size, profile, api, None
+                        tower.address, "bench-acked", n, size, profile, api, args.pyspy
                     )
                 for phase, options in (
                     ("state_dir", {"state_dir": Path(tmp) / "state"}),

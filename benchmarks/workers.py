@@ -201,6 +201,9 @@ def main() -> None:
     elif a.kind == "producer-memory":
         result = producer_memory(a.tower, a.budget, a.size, a.seconds)
     else:
+        from dafka.io.malloc import keep_freed_memory
+
+        keep_freed_memory()  # as the dafka-consumer command does
         result = dafka_consume(
             a.tower, a.topic, a.count, a.reset, a.profile, a.latency, a.batches, a.curve
         )

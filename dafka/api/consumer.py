@@ -176,6 +176,7 @@ class Consumer(GroupConsumer):
             self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
         if metrics_port is not None:
             handler = self._handler
+            handler.count_bytes = True
             self.metrics = consumer_metrics(
                 self._loop,
                 self._core,

@@ -475,16 +475,16 @@ class Producer:
                 longest = max(len(k) for k in key_list if k is not None)
                 if longest > self._max_key:
                     raise self._too_big(topic, longest, policy, key=True)
-        if vals:
-            biggest = max(map(len, vals))
-            caps = policy.max_record
-            if biggest > self._max_value or (caps and biggest > caps.get(topic, biggest)):
-                raise self._too_big(topic, biggest, policy)
         fut = BatchFuture()
         if not vals:
             fut.resolve(range(0))
             return fut
-        self._budget.reserve(len(vals), sum(map(len, vals)))
+        lengths = list(map(len, vals))  # one pass for the cap and the budget
+        biggest = max(lengths)
+        caps = policy.max_record
+        if biggest > self._max_value or (caps and biggest > caps.get(topic, biggest)):
+            raise self._too_big(topic, biggest, policy)
+        self._budget.reserve(len(vals), sum(lengths))
         self._enqueue((topic, vals, key_list, fut))
         return fut
 

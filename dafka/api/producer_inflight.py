@@ -13,10 +13,11 @@ taking of the futures' lock (:func:`~dafka.futures.resolve_each`). All on the IO
 from __future__ import annotations
 
 from itertools import accumulate
+from typing import NamedTuple
 
 from ..futures import BatchFuture, RecordFuture, fail_each, resolve_each
 
-__all__ = ["ManyRun", "RecordRun", "Run", "TopicTurn"]
+__all__ = ["Continued", "ManyRun", "RecordRun", "Run", "TopicTurn"]
 
 
 class RecordRun:
@@ -78,15 +79,30 @@ class RecordRun:
 
 class ManyRun:
     """One ``send_many``: ``count`` records of ``size`` bytes under one future, resolved
-    once all of them are acknowledged."""
+    once all of them are acknowledged.
 
-    __slots__ = ("at", "base", "count", "finished", "future", "size")
+    A ``send_many`` larger than a turn is taken in parts, one run each, in consecutive
+    offsets (``producer_io``): ``origin`` is the run of its first part (None: this run is
+    it), and only its ``last`` part resolves the future, to the range of every part's
+    offsets. Any part failing fails the future."""
 
-    def __init__(self, at: int, count: int, future: BatchFuture, size: int) -> None:
+    __slots__ = ("at", "base", "count", "finished", "future", "last", "origin", "size")
+
+    def __init__(
+        self,
+        at: int,
+        count: int,
+        future: BatchFuture,
+        size: int,
+        origin: ManyRun | None = None,
+        last: bool = True,
+    ) -> None:
         self.at = at
         self.count = count
         self.future = future
         self.size = size
+        self.origin = origin
+        self.last = last
         self.base = -1
         self.finished = False
 
@@ -101,7 +117,9 @@ class ManyRun:
     def resolve(self, durable: int) -> tuple[int, int]:
         if durable < self.base + self.count - 1:
             return 0, 0
-        self.future.resolve(range(self.base, self.base + self.count))
+        if self.last:
+            start = self.base if self.origin is None else self.origin.base
+            self.future.resolve(range(start, self.base + self.count))
         self.finished = True
         return self.count, self.size
 
@@ -114,6 +132,18 @@ class ManyRun:
 
 
 Run = RecordRun | ManyRun
+
+
+class Continued(NamedTuple):
+    """In the queue in place of a future: the rest of a ``send_many`` whose first records a
+    turn took (``future``: the send's; ``origin``: the run of its first records)."""
+
+    future: BatchFuture
+    origin: ManyRun
+
+    def fail(self, error: BaseException) -> None:
+        """The producer stopped before the rest was published (``fail_queued``)."""
+        self.future.fail(error)
 
 
 class TopicTurn:
@@ -139,10 +169,21 @@ class TopicTurn:
         return run
 
     def add_many(
-        self, values: list[bytes], keys: list[bytes | None] | None, future: BatchFuture
-    ) -> None:
+        self,
+        values: list[bytes],
+        keys: list[bytes | None] | None,
+        future: BatchFuture,
+        origin: ManyRun | None = None,
+        last: bool = True,
+        size: int | None = None,
+    ) -> ManyRun:
+        """Add one ``send_many``'s records (or a part of them: see :class:`ManyRun`) as a
+        run of their own; returns the run. ``size``: their bytes, if the caller has them."""
         n = len(values)
-        self.runs.append(ManyRun(len(self.values), n, future, sum(map(len, values))))
+        if size is None:
+            size = sum(map(len, values))
+        run = ManyRun(len(self.values), n, future, size, origin, last)
+        self.runs.append(run)
         self.open = None
         self.values.extend(values)
         if keys is None:
@@ -150,3 +191,4 @@ class TopicTurn:
         else:
             self.keys.extend(keys)
             self.keyed = True
+        return run

@@ -19,18 +19,18 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from sys import getrefcount
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core import messages as m
 from ..core.effects import Acked, Outgoing, Publish, PublishRecords
 from ..core.messages import Message, Subscription
 from ..core.producer import ProducerCore
 from ..errors import ClosedError, ConfigError, StorageError, TopicDeletedError
-from ..futures import UNHELD, LazyFuture
+from ..futures import UNHELD, BatchFuture, LazyFuture
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
 from ..storage.wal import LoggedBatch
-from .producer_inflight import ManyRun, RecordRun, Run, TopicTurn
+from .producer_inflight import Continued, ManyRun, RecordRun, Run, TopicTurn
 from .producer_linger import Linger
 
 if TYPE_CHECKING:
@@ -42,7 +42,17 @@ log = logging.getLogger(__name__)
 # queued by send()/send_many(): (topic, value or values, key or keys, future). One
 # tuple shape for both, told apart on the hot path by ``type(value) is list``, which
 # mypy does not narrow: hence the explained ignores where they are taken apart.
-_Queued = tuple[str, object, object, LazyFuture[Any]]
+_Queued = tuple[str, object, object, LazyFuture[Any] | Continued]
+
+TURN_BATCHES = 2
+"""Full batches' worth (``max_batch_records`` records or ``max_batch_bytes`` bytes) one
+turn of the IO thread takes from the queue at most; what is left is taken by the next
+turn, straight after. Sealing everything queued before publishing any of it kept the
+stores idle while a backlog was sealed (108 batches, 270 ms, before the first went
+out) and the producer idle while they caught up: bounded turns let the first batches
+travel, be stored and be acknowledged while the next are sealed. A ``send_many`` is
+never split: one larger than the bound is one turn. Measured with ``python -m
+benchmarks.throughput --phases acked``: see the commit that added it."""
 
 
 class _ProducerHandler:
@@ -63,6 +73,12 @@ class _ProducerHandler:
         self.xpub_frame_bytes = config.max_batch_bytes if config.profile == "signed" else None
         self.linger = Linger(config.linger_ms / 1000, config.max_batch_records)
         """How long queued records may wait for others to share their batch."""
+        self.turn_records = TURN_BATCHES * config.max_batch_records
+        self.turn_bytes = TURN_BATCHES * config.max_batch_bytes
+        """What one turn takes from the queue at most (see :data:`TURN_BATCHES`)."""
+        self.cut_short = False
+        """The last turn left queued items behind for the bound: the next turn takes them
+        at once (no linger), and the loop does not wait in between (:meth:`has_pending`)."""
         self.records_sent = 0
         self.bytes_sent = 0
         """Records published (not counting resends) and their value bytes, for the metrics."""
@@ -113,7 +129,8 @@ class _ProducerHandler:
         return []
 
     def has_pending(self) -> bool:
-        return False
+        """True when the last turn was cut short: the loop turns again without waiting."""
+        return self.cut_short
 
     def command_deadline(self) -> float | None:
         """When :meth:`on_commands` must run again though nothing woke the loop (a linger
@@ -126,43 +143,58 @@ class _ProducerHandler:
         return True
 
     def on_commands(self, now: float) -> list[Outgoing]:
-        """Natural batching: everything queued since the last wake-up, per topic."""
+        """Natural batching: what was queued since the last wake-up, per topic, up to a
+        bounded turn (:data:`TURN_BATCHES`)."""
         queue = self.queue
+        more, self.cut_short = self.cut_short, False
         if not queue:
             self.linger.idle()
             return []
-        if self.core.holds_publishing or not self.linger.ready(len(queue), now):
+        if self.core.holds_publishing or not (more or self.linger.ready(len(queue), now)):
             return []
         by_topic: dict[str, TopicTurn] = {}
         popleft = queue.popleft
-        taken = len(queue)
+        taken = 0
+        # at most a bounded turn (TURN_BATCHES); a record counts as one, its bytes only
+        # in send_many's runs, whose sizes are summed anyway
+        records_left, bytes_left = self.turn_records, self.turn_bytes
         # a run of send() calls on one topic appends to three lists, found again only
         # when the topic changes or a send_many comes
         run_topic: str | None = None
-        for _ in range(taken):
+        for _ in range(len(queue)):
+            if records_left <= 0 or bytes_left <= 0:
+                break
             topic, value, key, fut = popleft()
+            taken += 1
             if topic != run_topic or type(value) is list:
                 if topic not in by_topic:
                     by_topic[topic] = TopicTurn()
                 turn = by_topic[topic]
                 if type(value) is list:
-                    turn.add_many(value, key, fut)  # type: ignore[arg-type]  # see _Queued
+                    many = self._take_many(turn, (topic, value, key, fut), records_left, bytes_left)
+                    if not many.last:
+                        taken -= 1  # its rest is queued again, in front
+                    records_left -= many.count
+                    bytes_left -= many.size
                     run_topic = None
                     continue
                 add_value, add_key = turn.values.append, turn.keys.append
                 add_future = turn.records().futures.append
                 run_topic = topic
+            records_left -= 1
             add_value(value)  # type: ignore[arg-type]  # bytes: see _Queued
             add_key(key)  # type: ignore[arg-type]  # bytes | None: see _Queued
             # a future its caller dropped, with no callback or waiter, is not kept: nobody
             # could ever see it resolve, and a million kept until their ACK cost the
             # garbage collector more than everything else send() does
-            if getrefcount(fut) == UNHELD and not fut._used:
+            if getrefcount(fut) == UNHELD and not fut._used:  # type: ignore[union-attr]  # see _Queued
                 add_future(None)
             else:
                 add_future(fut)  # type: ignore[arg-type]  # a RecordFuture: see _Queued
             if key is not None:
                 turn.keyed = True
+        if queue and (records_left <= 0 or bytes_left <= 0):
+            self.cut_short = True  # the rest of a full turn goes next, without waiting
         journal = self.p._journal
         if journal is not None:
             # durable before anything is published: a restart never reuses an offset
@@ -197,6 +229,41 @@ class _ProducerHandler:
         if self.p._wal is not None:
             self._log(out, taken)
         return out
+
+    def _take_many(
+        self,
+        turn: TopicTurn,
+        item: _Queued,
+        records_left: int,
+        bytes_left: int,
+    ) -> ManyRun:
+        """Add a ``send_many``'s records to ``turn``, or as many of them as the turn has room
+        for (at least one): the rest goes back to the front of the queue for the next turn,
+        so its offsets follow on (:class:`ManyRun`). Room in bytes is reckoned from the
+        records' mean size. A durable producer's are never split: its ``send_many`` returns
+        once all of them are logged (``LogWait`` counts queued items)."""
+        topic = item[0]
+        values = cast(list[bytes], item[1])  # a send_many's item: see _Queued
+        keys = cast("list[bytes | None] | None", item[2])
+        fut = cast("BatchFuture | Continued", item[3])
+        future, origin = (fut.future, fut.origin) if isinstance(fut, Continued) else (fut, None)
+        n = len(values)
+        size = None
+        if self.p._wal is None and n > 1:
+            size = sum(map(len, values))
+            room = min(records_left, n * bytes_left // size if size > bytes_left else n)
+            if room < n:
+                room = max(1, room)
+                run = turn.add_many(
+                    values[:room], keys[:room] if keys is not None else None, future, origin, False
+                )
+                rest = Continued(future, origin or run)
+                self.cut_short = True  # the rest goes next, without waiting
+                self.queue.appendleft(
+                    (topic, values[room:], keys[room:] if keys is not None else None, rest)
+                )
+                return run
+        return turn.add_many(values, keys, future, origin, size=size)
 
     def _log(self, effects: list[Outgoing], taken: int) -> None:
         """Durable mode: log what is about to be published (one fsync), then let the
@@ -239,8 +306,7 @@ class _ProducerHandler:
         for run in turn.runs:
             # (index in values, records, future) of each send of the run
             sends: list[tuple[int, int, LazyFuture[Any] | None]]
-            many = isinstance(run, ManyRun)
-            if isinstance(run, ManyRun):  # again, for mypy to narrow
+            if isinstance(run, ManyRun):
                 sends = [(run.at, run.count, run.future)]
             else:
                 sends = [(run.at + i, 1, fut) for i, fut in enumerate(run.futures)]
@@ -261,10 +327,10 @@ class _ProducerHandler:
                 if first < 0:
                     first = start
                 out.extend(pubs)
-                if many:
-                    kept.append(
-                        ManyRun(len(kept_values), count, fut, sum(map(len, part)))  # type: ignore[arg-type]  # a BatchFuture
-                    )
+                if isinstance(run, ManyRun):
+                    # the same run, moved: a later part of its send may name it as its origin
+                    run.at = len(kept_values)
+                    kept.append(run)
                 else:
                     last = kept[-1] if kept else None
                     if not isinstance(last, RecordRun):

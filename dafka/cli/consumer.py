@@ -18,6 +18,7 @@ from ..api.consumer import Consumer
 from ..config import check_profile
 from ..core.effects import ConsumedRecord
 from ..errors import ConfigError, DafkaTimeout
+from ..io.malloc import keep_freed_memory
 from ..security import identity
 from .common import (
     CONTEXT,
@@ -354,6 +355,7 @@ def main(
     state_dir: str | None,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
+    keep_freed_memory()  # see dafka.io.malloc
     if from_beginning and offset is not None:
         raise ConfigError("give either --from-beginning or -o, not both")
     if group is not None and offset is not None and offset.lower() == "stored":

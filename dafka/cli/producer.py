@@ -27,6 +27,7 @@ from ..api.common import node_config
 from ..api.producer import Producer
 from ..config import MAX_LINGER_MS, check_profile
 from ..errors import ConfigError, ProfileError
+from ..io.malloc import keep_freed_memory
 from .common import (
     CONTEXT,
     Command,
@@ -155,6 +156,7 @@ def main(
     sent, prints how many records were and were not acknowledged, and exits
     130 or 143.
     """
+    keep_freed_memory()  # see dafka.io.malloc
     separator: bytes | None = None
     if key_separator is not None:
         if profile != "signed":

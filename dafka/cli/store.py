@@ -7,6 +7,7 @@ import click
 from ..api.common import node_config
 from ..api.store import Store
 from ..errors import DafkaError
+from ..io.malloc import keep_freed_memory
 from .common import (
     CONTEXT,
     Command,
@@ -60,6 +61,7 @@ def main(
     metrics_host: str,
 ) -> None:
     """Persist the records of every topic, acknowledge them and serve fetches."""
+    keep_freed_memory()  # see dafka.io.malloc
     store = Store(
         data_dir,
         node=node_config(

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import hashlib
 import struct
+import sys
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
@@ -96,6 +98,13 @@ _SECOND = itemgetter(1)
 
 _BATCH_FIXED = struct.Struct(">16sQIQ")  # partition, first offset, count, timestamp
 
+_NO_KEYS = _NO_KEY.to_bytes(4, "big") * MAX_BATCH_RECORDS
+"""The key lengths of a batch without keys (its first ``4 * count`` bytes): compared as
+bytes, so a batch without keys never has its key lengths unpacked one by one."""
+
+_BIG_ENDIAN = sys.byteorder == "big"
+assert array("I").itemsize == 4, "u32 lengths are packed as C unsigned ints"
+
 
 @dataclass(frozen=True, slots=True)
 class BatchHeader:
@@ -139,6 +148,11 @@ class Batch:
     _records: tuple[tuple[bytes | None, bytes], ...] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _value_lengths: tuple[int, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """The value lengths :func:`verify_batch` checked, so reading records does not unpack
+    them again."""
 
     @property
     def last_offset(self) -> int:
@@ -152,7 +166,9 @@ class Batch:
             records = ()
             object.__setattr__(self, "_records", records)
         if records is None:
-            records = _parse_records(self.blob, len(self.topic.encode()), self.count)
+            records = _parse_records(
+                self.blob, len(self.topic.encode()), self.count, self._value_lengths
+            )
             object.__setattr__(self, "_records", records)
         return records
 
@@ -164,7 +180,7 @@ class Batch:
         """
         if self.is_gap:
             return None, []
-        return _record_columns(self.blob, len(self.topic.encode()), self.count)
+        return _record_columns(self.blob, len(self.topic.encode()), self.count, self._value_lengths)
 
 
 def batch_overhead(topic: str) -> int:
@@ -179,8 +195,11 @@ def seal_records(
     keys: Sequence[bytes | None],
     values: Sequence[bytes],
     timestamp_ms: int,
+    value_lengths: Sequence[int] | None = None,
 ) -> bytes:
-    """Encode and sign one batch; ``topic_raw`` is already checked (:func:`encode_topic`)."""
+    """Encode and sign one batch; ``topic_raw`` is already checked (:func:`encode_topic`).
+
+    ``value_lengths``: ``len`` of each value, when the caller has them already."""
     count = len(values)
     if count == 0:
         raise WireError("a batch holds at least one record")
@@ -190,15 +209,17 @@ def seal_records(
         raise WireError(f"offsets {first_offset}..+{count} out of range")
     if not 0 <= timestamp_ms <= U64_MAX:
         raise WireError(f"timestamp {timestamp_ms} out of range")
-    vlens = list(map(len, values))
-    if max(vlens) > MAX_VALUE_BYTES:
+    vlens = list(map(len, values)) if value_lengths is None else value_lengths
+    value_bytes = sum(vlens)
+    if value_bytes > MAX_VALUE_BYTES and max(vlens) > MAX_VALUE_BYTES:  # else none can be
         raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
     absent = keys.count(None)
     if absent == count:
-        klens: Sequence[int] = (_NO_KEY,) * count
+        key_lengths = _NO_KEYS[: 4 * count]
         key_bytes = 0
         key_data = b""
     else:
+        klens: list[int]
         if absent == 0:
             klens = list(map(len, keys))  # type: ignore[arg-type]  # absent == 0: no None
             real: Iterable[int] = klens
@@ -210,19 +231,29 @@ def seal_records(
             raise LimitExceeded(f"a key is {longest} bytes; the limit is {MAX_KEY_BYTES}")
         key_data = b"".join(filter(None, keys))
         key_bytes = len(key_data)
-    size = 2 + len(topic_raw) + _BATCH_FIXED.size + 8 * count + key_bytes + sum(vlens) + _TRAILER
+        key_lengths = _pack_u32(klens)
+    size = 2 + len(topic_raw) + _BATCH_FIXED.size + 8 * count + key_bytes + value_bytes + _TRAILER
     if size > MAX_BLOB_BYTES:
         raise LimitExceeded(f"batch is {size} bytes; the limit is {MAX_BLOB_BYTES}")
     head = (
         bytes((BATCH_FORMAT, len(topic_raw)))
         + topic_raw
         + _BATCH_FIXED.pack(identity.node_id_bytes, first_offset, count, timestamp_ms)
-        + struct.pack(f">{2 * count}I", *klens, *vlens)
+        + key_lengths
+        + _pack_u32(vlens)
         + key_data
     )
     signed = b"".join(chain((head,), values, (identity.public_key,)))
     digest = hashlib.blake2b(signed, digest_size=_DIGEST).digest()
     return signed + identity.sign(BATCH_CONTEXT + digest)
+
+
+def _pack_u32(numbers: Sequence[int]) -> bytes:
+    """``numbers`` as big-endian u32 (each must fit), in C rather than one by one."""
+    packed = array("I", numbers)
+    if not _BIG_ENDIAN:
+        packed.byteswap()
+    return packed.tobytes()
 
 
 def encode_batch(
@@ -326,8 +357,17 @@ def peek_batch(blob: bytes) -> BatchHeader:
     )
 
 
-def _lengths(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
-    return struct.unpack_from(f">{2 * count}I", blob, records_at)
+def _keyless(blob: bytes, records_at: int, count: int) -> bool:
+    """Whether no record of the batch has a key (every key length is ``_NO_KEY``)."""
+    return blob[records_at : records_at + 4 * count] == _NO_KEYS[: 4 * count]
+
+
+def _key_lengths_of(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
+    return struct.unpack_from(f">{count}I", blob, records_at)
+
+
+def _value_lengths_of(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
+    return struct.unpack_from(f">{count}I", blob, records_at + 4 * count)
 
 
 def _key_lengths(klens: tuple[int, ...], count: int) -> tuple[int, int] | None:
@@ -364,26 +404,31 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
     if node_id_bytes_for(public_key) != b_partition:
         raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
     gap = blob[0] == GAP_FORMAT
-    if not gap:
-        _check_lengths(blob, records_at, count, end)
+    vlens = None if gap else _check_lengths(blob, records_at, count, end)
     digest = hashlib.blake2b(memoryview(blob)[:end], digest_size=_DIGEST).digest()
     if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):
         raise BadSignature(f"batch of partition {partition_id} has a bad signature")
-    return Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob, gap)
+    batch = Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob, gap)
+    object.__setattr__(batch, "_value_lengths", vlens)
+    return batch
 
 
-def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> None:
-    """The per-record lengths of a format-1 blob are within the caps and add up."""
-    lengths = _lengths(blob, records_at, count)
-    vlens = lengths[count:]
-    keys = _key_lengths(lengths[:count], count)
-    key_total, key_longest = keys if keys is not None else (0, 0)
-    if key_longest > MAX_KEY_BYTES:
-        raise LimitExceeded(f"a key is {key_longest} bytes; the limit is {MAX_KEY_BYTES}")
-    if max(vlens) > MAX_VALUE_BYTES:
+def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> tuple[int, ...]:
+    """The per-record lengths of a format-1 blob are within the caps and add up; returns
+    the value lengths. (No length is over a cap when their total is not.)"""
+    key_total = 0
+    if not _keyless(blob, records_at, count):
+        keys = _key_lengths(_key_lengths_of(blob, records_at, count), count)
+        key_total, key_longest = keys if keys is not None else (0, 0)
+        if key_longest > MAX_KEY_BYTES:
+            raise LimitExceeded(f"a key is {key_longest} bytes; the limit is {MAX_KEY_BYTES}")
+    vlens = _value_lengths_of(blob, records_at, count)
+    value_total = sum(vlens)
+    if value_total > MAX_VALUE_BYTES and max(vlens) > MAX_VALUE_BYTES:
         raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
-    if records_at + 8 * count + key_total + sum(vlens) != end - PUBLIC_KEY_BYTES:
+    if records_at + 8 * count + key_total + value_total != end - PUBLIC_KEY_BYTES:
         raise WireError("batch record lengths do not add up to its size")
+    return vlens
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,30 +471,27 @@ def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[byte
     _topic, _partition, _first, count, _ts, records_at = _header(blob)
     if blob[0] == GAP_FORMAT:
         return None, []
-    lengths = _lengths(blob, records_at, count)
-    keys = _key_lengths(lengths[:count], count)
-    key_total = keys[0] if keys is not None else 0
-    if records_at + 8 * count + key_total + sum(lengths[count:]) != len(blob) - _TRAILER:
-        raise WireError("batch record lengths do not add up to its size")
-    return _record_columns(blob, blob[1], count)
+    vlens = _check_lengths(blob, records_at, count, len(blob) - SIGNATURE_BYTES)
+    return _record_columns(blob, blob[1], count, vlens)
 
 
 def _record_columns(
-    blob: bytes, topic_len: int, count: int
+    blob: bytes, topic_len: int, count: int, vlens: tuple[int, ...] | None = None
 ) -> tuple[list[bytes | None] | None, list[bytes]]:
-    """Keys (``None`` if no record has one) and values of a checked blob, as lists."""
+    """Keys (``None`` if no record has one) and values of a checked blob, as lists
+    (``vlens``: its value lengths, if they were read already)."""
     records_at = 2 + topic_len + _BATCH_FIXED.size
-    lengths = _lengths(blob, records_at, count)
-    klens, vlens = lengths[:count], lengths[count:]
+    if vlens is None:
+        vlens = _value_lengths_of(blob, records_at, count)
     at = records_at + 8 * count
     getitem = blob.__getitem__
     keys: list[bytes | None] | None
-    if _NO_KEY not in klens:
+    if _keyless(blob, records_at, count):
+        keys = None
+    elif _NO_KEY not in (klens := _key_lengths_of(blob, records_at, count)):
         offs = list(accumulate(klens, initial=at))
         keys = list(map(getitem, map(slice, offs, offs[1:])))
         at = offs[-1]
-    elif klens.count(_NO_KEY) == count:
-        keys = None
     else:
         offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
         keys = [
@@ -462,21 +504,21 @@ def _record_columns(
 
 
 def _parse_records(
-    blob: bytes, topic_len: int, count: int
+    blob: bytes, topic_len: int, count: int, vlens: tuple[int, ...] | None = None
 ) -> tuple[tuple[bytes | None, bytes], ...]:
     """The records of a blob whose lengths :func:`verify_batch` already checked."""
     records_at = 2 + topic_len + _BATCH_FIXED.size
-    lengths = _lengths(blob, records_at, count)
-    klens, vlens = lengths[:count], lengths[count:]
+    if vlens is None:
+        vlens = _value_lengths_of(blob, records_at, count)
     at = records_at + 8 * count
     getitem = blob.__getitem__
     keys: Iterable[bytes | None]
-    if _NO_KEY not in klens:
+    if _keyless(blob, records_at, count):
+        keys = repeat(None, count)
+    elif _NO_KEY not in (klens := _key_lengths_of(blob, records_at, count)):
         offs = list(accumulate(klens, initial=at))
         keys = map(getitem, map(slice, offs, offs[1:]))
         at = offs[-1]
-    elif klens.count(_NO_KEY) == count:
-        keys = repeat(None, count)
     else:
         offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
         keys = [

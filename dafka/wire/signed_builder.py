@@ -186,8 +186,10 @@ def seal_batches(
     room = max_bytes - batch_overhead(topic)
     if room <= 8 or max_bytes > MAX_BLOB_BYTES:
         raise ValueError(f"max_bytes {max_bytes} out of range")
+    value_lengths: list[int] | None = None  # without keys: handed to seal_records
     if keys is None or keys.count(None) == count:
-        sizes: Iterable[int] = map(len, values)
+        value_lengths = list(map(len, values))
+        sizes: Iterable[int] = value_lengths
         keys = None
     else:
         sizes = (len(v) + (0 if k is None else len(k)) for k, v in zip(keys, values, strict=True))
@@ -210,7 +212,13 @@ def seal_batches(
             b = lo
         chunk_keys = keys[a:b] if keys is not None else (None,) * (b - a)
         blob = seal_records(
-            identity, topic_raw, first_offset + a, chunk_keys, values[a:b], timestamp_ms
+            identity,
+            topic_raw,
+            first_offset + a,
+            chunk_keys,
+            values[a:b],
+            timestamp_ms,
+            value_lengths[a:b] if value_lengths is not None else None,
         )
         out.append((first_offset + a, b - a, blob))
         a = b

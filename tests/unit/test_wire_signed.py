@@ -314,6 +314,11 @@ def test_batch_round_trip(batch: tuple[Identity, str, int, list, int]) -> None:
     )
     assert signed.peek_batch(blob).last_offset == got.last_offset
     assert signed.encode_batch(ident, topic, first, records, ts) == blob  # deterministic
+    # the columns from the lengths verify_batch kept, and from the blob read afresh
+    keys = [k for k, _ in records]
+    columns = (None if all(k is None for k in keys) else keys, [v for _, v in records])
+    assert got.columns() == columns
+    assert signed.unchecked_columns(blob) == columns
 
 
 @given(heads_st())
@@ -1016,3 +1021,18 @@ def test_verified_batch_type() -> None:
     assert isinstance(batch, Batch)
     with pytest.raises(AttributeError):
         batch.count = 3  # type: ignore[misc]
+
+
+def test_a_verified_batch_reads_its_value_lengths_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify_batch checks the lengths and keeps them: columns and records use those."""
+    blob = signed.encode_batch(P_ID, "t", 0, [(None, b"a"), (None, b"bc")], 0)
+    batch = signed.verify_batch(blob)
+
+    def again(*args: object) -> None:
+        raise AssertionError("value lengths read again")
+
+    monkeypatch.setattr(signed_batch, "_value_lengths_of", again)
+    assert batch.columns() == (None, [b"a", b"bc"])
+    assert batch.records == ((None, b"a"), (None, b"bc"))
+    with pytest.raises(AssertionError, match="read again"):
+        signed.unchecked_columns(blob)  # a blob not verified here is read afresh

@@ -1,0 +1,144 @@
+"""The producer IO thread's bounded turns: what one turn takes from the queue, and a
+``send_many`` taken in parts under its one future."""
+
+from __future__ import annotations
+
+from dafka.api.producer_inflight import Continued, ManyRun
+from dafka.api.producer_io import TURN_BATCHES, _ProducerHandler
+from dafka.config import ProducerConfig
+from dafka.core.effects import Acked, Publish
+from dafka.core.producer import ProducerCore
+from dafka.errors import ClosedError, TopicDeletedError
+from dafka.futures import BatchFuture, RecordFuture
+from dafka.io.profiles import SignedProfile
+from dafka.security.identity import Identity
+
+RECORDS = 4  # per batch: a turn takes TURN_BATCHES * RECORDS records at most
+TURN = TURN_BATCHES * RECORDS
+
+
+class _StubProducer:
+    """What the handler calls back on the producer: the bookkeeping only."""
+
+    _journal = None
+    _acked_journal = None
+    _wal: object = None
+
+    def __init__(self, linger_ms: float = 0.0) -> None:
+        self.config = ProducerConfig(
+            max_batch_records=RECORDS, max_batch_bytes=1024, linger_ms=linger_ms
+        ).validate()
+        self.released: list[tuple[int, int]] = []
+        self.rejected: list[tuple[int, int, BaseException]] = []
+
+    def _released(self, count: int, size: int) -> None:
+        self.released.append((count, size))
+
+    def _rejected(self, count: int, size: int, error: BaseException) -> None:
+        self.rejected.append((count, size, error))
+
+    def _io_stopped(self) -> None:
+        pass
+
+
+def _handler(linger_ms: float = 0.0) -> tuple[_ProducerHandler, _StubProducer]:
+    stub = _StubProducer(linger_ms)
+    identity = Identity.generate()
+    profile = SignedProfile(identity, max_batch_records=RECORDS, max_batch_bytes=1024)
+    core = ProducerCore(identity.node_id, profile=profile)
+    return _ProducerHandler(stub, core), stub  # type: ignore[arg-type]
+
+
+def _offsets(effects: list) -> list[tuple[int, int]]:
+    return [(e.msg.offset, e.msg.count) for e in effects if isinstance(e, Publish)]
+
+
+def test_a_turn_takes_at_most_its_bound_and_the_next_turn_follows_at_once() -> None:
+    handler, _ = _handler(linger_ms=60_000)  # a linger that would hold a short queue
+    futures = [RecordFuture() for _ in range(2 * TURN + 3)]
+    handler.queue.extend(("t", b"v%d" % i, None, f) for i, f in enumerate(futures))
+    assert not handler.has_pending()
+    first = handler.on_commands(0.0)  # enough queued for a full batch: no linger
+    assert _offsets(first) == [(0, RECORDS), (RECORDS, RECORDS)]
+    assert len(handler.queue) == TURN + 3 and handler.has_pending()
+    # the rest is taken at once, though less than a batch waits at the end
+    assert _offsets(handler.on_commands(0.0)) == [(TURN, RECORDS), (TURN + RECORDS, RECORDS)]
+    assert handler.has_pending()
+    assert _offsets(handler.on_commands(0.0)) == [(2 * TURN, 3)]
+    assert not handler.queue and not handler.has_pending()
+    handler._resolve(Acked("t", 2 * TURN + 2))
+    assert [f.result(0) for f in futures] == list(range(2 * TURN + 3))
+
+
+def test_a_send_many_larger_than_a_turn_is_published_in_parts_under_its_one_future() -> None:
+    handler, stub = _handler()
+    many, after = BatchFuture(), RecordFuture()
+    values = [b"%02d" % i for i in range(2 * TURN + 1)]  # 2 bytes each
+    handler.queue.append(("t", values, None, many))
+    handler.queue.append(("t", b"after", None, after))
+    assert _offsets(handler.on_commands(0.0)) == [(0, RECORDS), (RECORDS, RECORDS)]
+    # the rest waits in front of the queue, before the send that came after it
+    rest = handler.queue[0]
+    assert rest[1] == values[TURN:] and isinstance(rest[3], Continued)
+    assert handler.has_pending()
+    assert _offsets(handler.on_commands(0.0)) == [(TURN, RECORDS), (TURN + RECORDS, RECORDS)]
+    # the last record of the send_many and the send after it share a turn and a batch
+    assert _offsets(handler.on_commands(0.0)) == [(2 * TURN, 2)]
+    handler._resolve(Acked("t", TURN - 1))  # the first part: its bytes are freed
+    assert not many.done() and stub.released == [(TURN, 2 * TURN)]
+    handler._resolve(Acked("t", 2 * TURN - 1))
+    assert not many.done()
+    handler._resolve(Acked("t", 2 * TURN + 1))
+    assert many.result(0) == range(0, 2 * TURN + 1) and after.result(0) == 2 * TURN + 1
+    assert sum(n for n, _ in stub.released) == 2 * TURN + 2
+    assert sum(size for _, size in stub.released) == 2 * len(values) + len(b"after")
+
+
+def test_a_send_many_is_split_by_bytes_too() -> None:
+    handler, _ = _handler()
+    many = BatchFuture()
+    values = [b"x" * 300] * TURN  # the turn's 2 KiB hold 6 of them
+    handler.queue.append(("t", values, None, many))
+    handler.on_commands(0.0)
+    (part,) = handler.inflight["t"]
+    assert isinstance(part, ManyRun) and part.count == 2048 // 300 and not part.last
+    while handler.has_pending():
+        handler.on_commands(0.0)
+    handler._resolve(Acked("t", TURN - 1))
+    assert many.result(0) == range(0, TURN)
+
+
+def test_a_split_send_many_fails_with_any_of_its_parts() -> None:
+    handler, stub = _handler()
+    published, queued = BatchFuture(), BatchFuture()
+    handler.queue.append(("t", [b"a"] * (TURN + 1), None, published))
+    handler.queue.append(("u", [b"b"] * (TURN + 1), None, queued))
+    handler.on_commands(0.0)  # the first part of the first send_many only
+    handler._topic_deleted("t", 3)
+    assert isinstance(published.exception(0), TopicDeletedError)
+    assert [(n, size) for n, size, _ in stub.rejected] == [(TURN, TURN)]
+    handler.on_commands(0.0)  # the rest of the first: published, then never resolves it
+    handler._resolve(Acked("t", TURN))
+    assert isinstance(published.exception(0), TopicDeletedError)
+    handler.on_commands(0.0)  # the first part of the second
+    handler.on_stop()  # its rest is still queued
+    assert isinstance(queued.exception(0), ClosedError)
+
+
+def test_a_durable_producer_never_splits_a_send_many() -> None:
+    """Its send_many returns once the whole of it is logged: LogWait counts queued items."""
+
+    class _Log:
+        def __init__(self) -> None:
+            self.records = 0
+
+        def append(self, batches: list) -> None:
+            self.records += sum(b.count for b in batches)
+
+    handler, stub = _handler()
+    logged: list[int] = []
+    stub._wal = wal = _Log()
+    stub._logged = lambda count, error: logged.append(count)  # type: ignore[attr-defined]
+    handler.queue.append(("t", [b"a"] * (TURN + 1), None, BatchFuture()))
+    handler.on_commands(0.0)
+    assert wal.records == TURN + 1 and logged == [1] and not handler.queue
