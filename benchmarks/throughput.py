@@ -564,7 +564,7 @@ def main() -> None:
                 if "acked" in phases:
                     print(f"acked: producer -> store (fsync), {profile}, {api}", file=sys.stderr)
                     results["acked"] = acked(
-                        tower.address, "bench-acked", n, size, profile, api, None
+                        tower.address, "bench-acked", n, size, profile, api, args.pyspy
                     )
                 for phase, options in (
                     ("state_dir", {"state_dir": Path(tmp) / "state"}),
