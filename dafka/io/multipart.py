@@ -19,6 +19,7 @@ and :func:`dafka.raft.guard.router_max_frames` for the Raft ROUTER.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, overload
 
 import zmq
@@ -32,6 +33,7 @@ __all__ = [
     "QUERY_REQUEST_FRAMES",
     "TOWER_BEACON_FRAMES",
     "drain_rest",
+    "message_sender",
     "recv_bounded",
 ]
 
@@ -47,6 +49,34 @@ QUERY_REQUEST_FRAMES = 3
 body frame is read so that it is refused as a bad request, not dropped unanswered)."""
 QUERY_REPLY_FRAMES = 2
 """A query reply: the header, and a READ's data."""
+
+
+_SNDMORE = int(zmq.SNDMORE)
+
+
+def message_sender(sock: zmq.Socket[Any]) -> Callable[[Sequence[bytes]], None]:
+    """``sock.send_multipart`` for a message of bytes frames, at a third of its cost.
+
+    A node sends one message per record under rfc46, and ``send_multipart`` spent more
+    than the rest of a record's publishing: it checks each frame's type, and ORs
+    ``zmq.SNDMORE`` into the flags (an :class:`enum.IntFlag`, so Python code) before
+    the socket's Python ``send``, which only handles DRAFT options. This sends each
+    frame with int flags through the compiled socket's ``send``, which
+    ``zmq.Socket.send`` ends in; the frames on the wire are the same.
+    """
+    send = super(zmq.Socket, sock).send
+
+    def send_message(frames: Sequence[bytes]) -> None:
+        if len(frames) == 2:
+            send(frames[0], _SNDMORE)
+            send(frames[1])
+            return
+        last = len(frames) - 1
+        for i in range(last):
+            send(frames[i], _SNDMORE)
+        send(frames[last])
+
+    return send_message
 
 
 def drain_rest(sock: zmq.Socket[Any]) -> int:

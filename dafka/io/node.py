@@ -57,7 +57,7 @@ from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
 from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
-from .multipart import TOWER_BEACON_FRAMES, recv_bounded
+from .multipart import TOWER_BEACON_FRAMES, message_sender, recv_bounded
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
 
@@ -441,7 +441,7 @@ class NodeLoop:
 
         profile = self.profile
         encode, encode_publish = profile.encode, profile.encode_publish
-        send_frames = xpub.send_multipart
+        send_frames = message_sender(xpub)
 
         def send(effects: Sequence[Outgoing]) -> None:
             sent = 0

@@ -252,14 +252,9 @@ class Rfc46Profile(Profile):
         return rfc46.encode(self.to_wire(msg))
 
     def encode_publish(self, effect: PublishRecords) -> list[list[bytes]]:
-        encode_record = rfc46.encode_record
-        topic = effect.topic.encode()
-        partition = effect.partition.encode()
-        first = effect.first_offset
-        return [
-            encode_record(topic, partition, first + i, content)
-            for i, content in enumerate(effect.contents)
-        ]
+        return rfc46.encode_records(
+            effect.topic.encode(), effect.partition.encode(), effect.first_offset, effect.contents
+        )
 
     def open_records(self, msg: m.Record | m.DirectRecord) -> Opened:
         return None, (msg.content,), None

@@ -260,6 +260,24 @@ def encode_record(topic: bytes, partition: bytes, offset: int, content: bytes) -
     ]
 
 
+def encode_records(
+    topic: bytes, partition: bytes, first_offset: int, contents: Sequence[bytes]
+) -> list[list[bytes]]:
+    """:func:`encode_record` for consecutive offsets from ``first_offset``: the frame 0
+    up to the offset is built once, as the records differ only there."""
+    head = (
+        b"M"
+        + topic
+        + b"\0\x01"
+        + bytes((len(partition),))
+        + partition
+        + bytes((len(topic),))
+        + topic
+    )
+    pack = _U64.pack
+    return [[head + pack(first_offset + i), content] for i, content in enumerate(contents)]
+
+
 # --------------------------------------------------------------------- decoding
 
 
