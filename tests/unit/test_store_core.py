@@ -18,6 +18,7 @@ from dafka.core.messages import (
     GetHeads,
     Head,
     Message,
+    Oversized,
     Record,
     StoreHello,
 )
@@ -106,6 +107,37 @@ def test_one_append_and_one_ack_per_partition_for_a_mixed_batch() -> None:
     assert sorted(msgs(out), key=repr) == sorted(
         [Ack(P, "t", 3), Ack(P2, "t", 4), Ack(P, "u", 3)], key=repr
     )
+
+
+def test_records_continuing_partitions_in_one_batch_keep_holes_buffers_and_duplicates() -> None:
+    # rfc46 takes the next record of a partition already taken into in this batch as it
+    # is; a refused offset (hole), records held out of order and duplicates still count
+    core, s = make()
+    batch: list[Message] = [
+        *recs(0, 2),
+        Record("t", P2, 0, content(0)),
+        Oversized(None, "t", P, 2, 17 << 20),
+        *recs(3, 4),  # stored over the refused offset 2: first offset 2
+        *recs(5, 6),  # ahead: held
+        Record("t", P2, 1, content(1)),
+        *recs(4, 5),  # fills the gap: 5 is drained after it
+        *recs(6, 7),
+        *recs(1, 2),  # a duplicate
+        *recs(8, 9),  # ahead again: held, fetched
+        Record("t", P2, 2, b"pair", count=2),  # a core batch of two (not from the wire)
+    ]
+    out = core.handle_batch(batch, 0.0)
+    assert s.appends == [9]
+    held = s.read("t", P, 0, 100)
+    assert [(b.first_offset, b.last_offset) for b in held] == [
+        (0, 0), (1, 1), (2, 3), (4, 4), (5, 5), (6, 6)
+    ]  # fmt: skip
+    assert [b.blob for b in held] == [content(i) for i in (0, 1, 3, 4, 5, 6)]
+    assert stored(s, partition=P2) == [(0, content(0)), (1, content(1)), (2, b"pair")]
+    assert s.heads()[("t", P2)][0] == 3
+    assert of_type(out, Ack) == [Ack(P, "t", 6), Ack(P2, "t", 3)]
+    assert of_type(out, Fetch) == [Fetch(P, NODE, "t", 7, 1)]
+    assert core.stats.duplicates == 1 and core.stats.oversized == 1
 
 
 def test_direct_records_for_another_node_are_ignored() -> None:

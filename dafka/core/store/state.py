@@ -135,6 +135,7 @@ class _Batch:
         "accepted",
         "advanced",
         "blobs",
+        "continuing",
         "gap_keys",
         "head_requests",
         "nexts",
@@ -151,6 +152,9 @@ class _Batch:
         self.blobs: dict[tuple[str, str, int], StoredBatch] = {}  # accepted, by first offset
         self.nexts: dict[PartitionKey, int] = {}  # next expected offset, chained in-batch
         self.advanced: set[PartitionKey] = set()
+        # rfc46: partitions a record of this batch was accepted into, whose checks (ACL,
+        # profile pin, admission) the next record at the next offset need not repeat
+        self.continuing: set[PartitionKey] = set()
         self.reack: set[PartitionKey] = set()
         self.gap_keys: set[PartitionKey] = set()
         self.head_requests: list[tuple[str, Sequence[str]]] = []
