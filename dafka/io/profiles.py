@@ -147,13 +147,32 @@ class Profile:
 _U64 = struct.Struct(">Q")
 
 
+_HEADERS_KEPT = 1024
+"""Frame-0 headers :func:`_rfc46_record` remembers decoded (then it forgets them all)."""
+_headers: dict[bytes, tuple[bool, str, str, str]] = {}
+
+
 def _rfc46_record(frames: Sequence[bytes]) -> m.Record | m.DirectRecord | None:
     """RECORD / DIRECT-RECORD straight into a core message: the rfc46 hot path.
 
     Returns ``None`` for anything it is not sure of, and :func:`rfc46.decode`
     then decides (so both accept exactly the same frames).
+
+    A partition's records differ only in their offset, the last 8 bytes of frame 0:
+    the part before it, once decoded and checked here, is remembered with its strings
+    (at most ``_HEADERS_KEPT``, whatever peers send), and the next record that has
+    exactly those bytes skips the parse and the three UTF-8 decodes.
     """
     frame0 = frames[0]
+    plain = type(frame0) is bytes  # (not a writable buffer: the key must not change)
+    if plain:
+        known = _headers.get(frame0[:-8])
+        if known is not None:
+            direct, slot, topic, partition = known
+            (offset,) = _U64.unpack_from(frame0, len(frame0) - 8)
+            if direct:
+                return m.DirectRecord(slot, topic, partition, offset, bytes(frames[1]))
+            return m.Record(topic, partition, offset, bytes(frames[1]))
     cmd = frame0[:1]
     if cmd != b"M" and cmd != b"D":
         return None
@@ -177,11 +196,16 @@ def _rfc46_record(frames: Sequence[bytes]) -> m.Record | m.DirectRecord | None:
     except UnicodeDecodeError:
         return None
     (offset,) = _U64.unpack_from(frame0, t_end)
-    if cmd == b"M":
-        if topic != slot:
-            return None
-        return m.Record(topic, partition, offset, bytes(frames[1]))
-    return m.DirectRecord(slot, topic, partition, offset, bytes(frames[1]))
+    direct = cmd == b"D"
+    if not direct and topic != slot:
+        return None
+    if plain:  # what a frame 0 with these bytes before its last 8 decodes to
+        if len(_headers) >= _HEADERS_KEPT:
+            _headers.clear()
+        _headers[frame0[:t_end]] = (direct, slot, topic, partition)
+    if direct:
+        return m.DirectRecord(slot, topic, partition, offset, bytes(frames[1]))
+    return m.Record(topic, partition, offset, bytes(frames[1]))
 
 
 class Rfc46Profile(Profile):
