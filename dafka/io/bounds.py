@@ -10,7 +10,8 @@ partitions (:class:`dafka.core.admission.PartitionGate`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import overload
 
 import zmq
 
@@ -21,6 +22,7 @@ from .multipart import DATA_FRAMES, drain_rest
 
 __all__ = [
     "SMALL_FRAME_BYTES",
+    "FrameSources",
     "SourceKeys",
     "bound_data_sockets",
     "xpub_hwm",
@@ -87,6 +89,36 @@ def frame_source(keys: SourceKeys, frame: zmq.Frame) -> str:
         return keys.key(str(frame.get("Peer-Address")))
     except zmq.ZMQError:
         return ""
+
+
+class FrameSources(Sequence[str]):
+    """:func:`frame_source` of each of ``frames``, looked up when asked for.
+
+    A node passes its core the source of every message it read, and a store core reads
+    one only to admit a partition it does not hold yet: reading ``Peer-Address`` of
+    every frame cost a store 0.3 us a record under rfc46 (8% of its time). Holds the
+    frames of one loop turn (at most ``MAX_DRAIN``) until the core is done with them.
+    """
+
+    __slots__ = ("_frames", "_keys")
+
+    def __init__(self, keys: SourceKeys, frames: list[zmq.Frame]) -> None:
+        self._keys = keys
+        self._frames = frames
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [frame_source(self._keys, f) for f in self._frames[index]]
+        return frame_source(self._keys, self._frames[index])
 
 
 def recv_message(

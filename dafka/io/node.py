@@ -56,7 +56,7 @@ from ..security.curve_policy import ClientGate
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
-from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
+from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
 from .multipart import TOWER_BEACON_FRAMES, message_sender, recv_bounded
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
@@ -616,7 +616,7 @@ class NodeLoop:
 
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []
-        sources: list[str] = []
+        firsts: list[zmq.Frame] = []  # each message's first frame: its source, if asked
         decode = self.profile.decode
         budget = MAX_DRAIN_BYTES
         limit = self.config.max_message_size
@@ -632,14 +632,14 @@ class NodeLoop:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
                     msgs.append(told)
-                    sources.append(frame_source(self._sources, first))
+                    firsts.append(first)
                 budget -= sum(map(len, frames))
                 if budget <= 0:
                     break
                 continue
             try:
                 msgs.append(decode(frames))
-                sources.append(frame_source(self._sources, first))
+                firsts.append(first)
             except OtherProfile:
                 self.stats["other_profile"] += 1  # a node of the other profile: not for us
             except WireError as exc:
@@ -651,7 +651,7 @@ class NodeLoop:
         if not msgs:
             return []
         self.stats["received"] += len(msgs)
-        return self.handler.on_messages(msgs, now, sources)
+        return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts))
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
         """A frame over ``limit``: count and log it (rate-limited), and if it is a record

@@ -1,7 +1,8 @@
 """The data sockets' frame-by-frame fast paths (issue 13: one message per record under
 rfc46): :func:`dafka.io.multipart.message_sender` puts the same frames on the wire as
 ``send_multipart``, and :func:`dafka.io.bounds.recv_message` reads each message whole,
-however many frames it has up to the maximum, from frames' own ``more``."""
+however many frames it has up to the maximum, from frames' own ``more``;
+:class:`dafka.io.bounds.FrameSources` names their hosts only when asked."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from collections.abc import Iterator
 import pytest
 import zmq
 
+from dafka.core.admission import SourceKeys
 from dafka.errors import TooManyFrames
-from dafka.io.bounds import recv_message
+from dafka.io.bounds import FrameSources, recv_message
 from dafka.io.multipart import message_sender
 
 MESSAGES = [[b"one"], [b"M\x00\x01head", b"x" * 100], [b"a", b"", b"c" * 70_000], [b""]]
@@ -76,3 +78,49 @@ def test_recv_message_drops_a_longer_message_and_reads_the_next(
     assert (caught.value.frames, caught.value.limit) == (4, 2)
     assert recv_message(pull)[1] == [b"e"]
     assert recv_message(pull)[1] == [b"f", b"g"]
+
+
+class CountingKeys(SourceKeys):
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def key(self, address: str) -> str:
+        self.asked += 1
+        return super().key(address)
+
+
+def test_frame_sources_name_each_frames_host_only_when_asked() -> None:
+    ctx = zmq.Context()
+    pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
+    try:
+        port = pull.bind_to_random_port("tcp://127.0.0.1")
+        push.connect(f"tcp://127.0.0.1:{port}")
+        for i in range(3):
+            push.send_multipart([b"%d" % i, b"v"])
+        assert pull.poll(5000)
+        firsts = []
+        for _ in range(3):
+            assert pull.poll(5000)
+            firsts.append(recv_message(pull)[0])
+        keys = CountingKeys()
+        sources = FrameSources(keys, firsts)
+        assert len(sources) == 3 and keys.asked == 0
+        assert sources[1] == "127.0.0.1" and keys.asked == 1
+        assert sources[-1] == "127.0.0.1" and sources[0:2] == ["127.0.0.1"] * 2
+        assert list(sources) == ["127.0.0.1"] * 3
+        with pytest.raises(IndexError):
+            sources[3]
+    finally:
+        push.close(0)
+        pull.close(0)
+        ctx.term()
+
+
+def test_frame_sources_of_a_transport_without_addresses_are_unknown(
+    pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
+) -> None:
+    push, pull = pair  # inproc: no Peer-Address
+    push.send(b"x")
+    assert pull.poll(5000)
+    assert FrameSources(SourceKeys(), [recv_message(pull)[0]])[0] == ""

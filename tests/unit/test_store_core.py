@@ -490,3 +490,33 @@ def test_any_messages_never_raise_and_every_effect_encodes(
         out += core.tick(float(now) + 0.5)
         for effect in out:
             RFC46.encode(effect.msg)  # the shell must be able to send every effect
+
+
+class CountedSources(Sequence[str]):
+    """Sources that remember which were read."""
+
+    def __init__(self, sources: list[str]) -> None:
+        self.sources = sources
+        self.read: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        self.read.append(i)
+        return self.sources[i]
+
+
+def test_the_source_of_a_message_is_read_only_to_take_on_a_new_partition() -> None:
+    core, s = make(new_partition_rate=1.0, new_partition_burst=1.0)
+    batch = [*recs(0, 3), *recs(0, 2, partition=P2), *recs(3, 5)]
+    sources = CountedSources(["10.0.0.1"] * 3 + ["10.0.0.2"] * 2 + ["10.0.0.1"] * 2)
+    core.handle_batch(batch, 0.0, sources)
+    assert sources.read == [0, 3]  # the first record of each partition, once
+    assert stored(s, partition=P) == [(i, content(i)) for i in range(5)]
+    assert stored(s, partition=P2) == [(0, content(0)), (1, content(1))]
+    # each host spent its own budget of one: a third host still gets in, the first not
+    later = CountedSources(["10.0.0.1", "10.0.0.3"])
+    core.handle_batch([Record("t", C, 0, b"a"), Record("t", C2, 0, b"b")], 0.1, later)
+    assert later.read == [0, 1]
+    assert core.head("t", C) is None and core.head("t", C2) == 0
