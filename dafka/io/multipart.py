@@ -34,6 +34,7 @@ __all__ = [
     "TOWER_BEACON_FRAMES",
     "drain_rest",
     "message_sender",
+    "records_sender",
     "recv_bounded",
 ]
 
@@ -77,6 +78,22 @@ def message_sender(sock: zmq.Socket[Any]) -> Callable[[Sequence[bytes]], None]:
         send(frames[last])
 
     return send_message
+
+
+def records_sender(
+    sock: zmq.Socket[Any],
+) -> Callable[[Sequence[bytes], Sequence[bytes]], None]:
+    """:func:`message_sender` for a run of two-frame messages, ``heads[i]`` then
+    ``contents[i]`` (rfc46 RECORDs: a frame 0 each, and the value as it is): no list of
+    frames is built per record."""
+    send = super(zmq.Socket, sock).send
+
+    def send_records(heads: Sequence[bytes], contents: Sequence[bytes]) -> None:
+        for head, content in zip(heads, contents, strict=True):
+            send(head, _SNDMORE)
+            send(content)
+
+    return send_records
 
 
 def drain_rest(sock: zmq.Socket[Any]) -> int:

@@ -57,7 +57,7 @@ from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
 from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
-from .multipart import TOWER_BEACON_FRAMES, message_sender, recv_bounded
+from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv_bounded
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
 
@@ -440,16 +440,16 @@ class NodeLoop:
         self._ready.set()
 
         profile = self.profile
-        encode, encode_publish = profile.encode, profile.encode_publish
+        encode, record_heads = profile.encode, profile.record_heads
         send_frames = message_sender(xpub)
+        send_records = records_sender(xpub)
 
         def send(effects: Sequence[Outgoing]) -> None:
             sent = 0
             for effect in effects:
                 try:
                     if type(effect) is PublishRecords:
-                        for frames in encode_publish(effect):
-                            send_frames(frames)
+                        send_records(record_heads(effect), effect.contents)
                         sent += len(effect.contents)
                     else:
                         send_frames(encode(effect.msg))  # type: ignore[union-attr]  # a Publish

@@ -101,6 +101,11 @@ class Profile:
         """Frames of a producer's :class:`PublishRecords` effect (one message per record)."""
         raise ProfileError(f"the {self.name} profile publishes sealed batches, not records")
 
+    def record_heads(self, effect: PublishRecords) -> list[bytes]:
+        """Frame 0 of each message of :meth:`encode_publish`, whose second frame is the
+        record's value as it is (``effect.contents[i]``)."""
+        raise ProfileError(f"the {self.name} profile publishes sealed batches, not records")
+
     def check_records(self, msg: m.Record | m.DirectRecord) -> None:
         """Raise :class:`WireError` unless ``msg`` may be kept (a store's check)."""
 
@@ -278,6 +283,14 @@ class Rfc46Profile(Profile):
     def encode_publish(self, effect: PublishRecords) -> list[list[bytes]]:
         return rfc46.encode_records(
             effect.topic.encode(), effect.partition.encode(), effect.first_offset, effect.contents
+        )
+
+    def record_heads(self, effect: PublishRecords) -> list[bytes]:
+        return rfc46.record_heads(
+            effect.topic.encode(),
+            effect.partition.encode(),
+            effect.first_offset,
+            len(effect.contents),
         )
 
     def open_records(self, msg: m.Record | m.DirectRecord) -> Opened:

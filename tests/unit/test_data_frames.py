@@ -14,7 +14,7 @@ import zmq
 from dafka.core.admission import SourceKeys
 from dafka.errors import TooManyFrames
 from dafka.io.bounds import FrameSources, recv_message
-from dafka.io.multipart import message_sender
+from dafka.io.multipart import message_sender, records_sender
 
 MESSAGES = [[b"one"], [b"M\x00\x01head", b"x" * 100], [b"a", b"", b"c" * 70_000], [b""]]
 
@@ -49,6 +49,22 @@ def test_message_sender_puts_the_frames_of_send_multipart_on_the_wire(
         assert _recv(pull) == frames  # one message each: the next one starts afresh
     send((b"a", b"b"))  # any sequence of frames
     assert _recv(pull) == [b"a", b"b"]
+
+
+def test_records_sender_sends_each_head_and_content_as_one_message(
+    pair: tuple[zmq.Socket[bytes], zmq.Socket[bytes]],
+) -> None:
+    push, pull = pair
+    send = records_sender(push)
+    heads, contents = [b"M\x00\x01a", b"M\x00\x01b", b""], [b"x" * 100, b"", b"z" * 70_000]
+    send(heads, contents)
+    for head, content in zip(heads, contents, strict=True):
+        assert _recv(pull) == [head, content]
+    send([], [])
+    with pytest.raises(ValueError):  # a head without its content is never sent half
+        send([b"h", b"i"], [b"c"])
+    assert _recv(pull) == [b"h", b"c"]
+    assert not pull.poll(50)
 
 
 def test_recv_message_reads_each_message_whole(

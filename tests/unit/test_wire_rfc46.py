@@ -179,6 +179,7 @@ def test_encode_records_matches_encode_record_per_offset(
     assert fast == [
         rfc46.encode(Record(topic, partition, offset + i, v)) for i, v in enumerate(values)
     ]
+    assert rfc46.record_heads(t, p, offset, len(values)) == [frames[0] for frames in fast]
 
 
 def test_empty_content_and_edge_numbers() -> None:
