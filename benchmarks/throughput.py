@@ -17,7 +17,9 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
              batched Dafka, and what every batched phase is compared with
 * lmdb       raw LMDB: the same batches appended one transaction (fsync) each, in this
              process: the least a store must do before it acknowledges
-* acked      a Producer sends N records; time until every one is durable (store-ACKed)
+* acked      a Producer sends N records; time until every one is durable (store-ACKed);
+             also the CPU time the producer (this process) and the store spent per
+             record, which other work on the cores does not move as it moves the rate
 * state_dir  the same with a state directory: offsets reserved and the acknowledged bound
              recorded with fsync (what restart recovery needs)
 * durable    the same with ``durable=True``: every batch also logged with fsync before
@@ -59,6 +61,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import os
 import platform
 import signal
@@ -73,7 +76,7 @@ from pathlib import Path
 
 import zmq
 
-from benchmarks.workers import rss_bytes
+from benchmarks.workers import cpu_seconds, rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
 from dafka.cli.progress import Progress, end_progress
@@ -373,6 +376,7 @@ def acked(
     profile: str,
     api: str,
     spy: Path | None,
+    store_pid: int | None = None,
     **options: object,
 ) -> dict[str, float]:
     payload = b"x" * size
@@ -384,10 +388,27 @@ def acked(
             PROGRESS.ticking(_acks("acked", producer, n)),
         ):
             t0 = time.perf_counter()
+            c0 = _cpu(store_pid)
             _send(producer, n, payload, api)
             producer.flush(timeout=900)
             t1 = time.perf_counter()
-    return {"records": n, "seconds": t1 - t0, "rate": n / (t1 - t0)}
+            c1 = _cpu(store_pid)
+    return {"records": n, "seconds": t1 - t0, "rate": n / (t1 - t0)} | _cpu_per_record(c0, c1, n)
+
+
+def _cpu(store_pid: int | None) -> tuple[float, float]:
+    """CPU seconds used so far by this process (the producer) and by the store."""
+    return time.process_time(), cpu_seconds(store_pid) if store_pid is not None else math.nan
+
+
+def _cpu_per_record(c0: tuple[float, float], c1: tuple[float, float], n: int) -> dict[str, float]:
+    """CPU microseconds per record of the producer and the store between ``c0`` and ``c1``:
+    what a change costs or saves even when other work shares the cores (wall-clock rates
+    then move with the load)."""
+    return {
+        "producer_cpu_us_per_record": (c1[0] - c0[0]) / n * 1e6,
+        "store_cpu_us_per_record": (c1[1] - c0[1]) / n * 1e6,
+    }
 
 
 CONSUME = "records"
@@ -563,12 +584,13 @@ def main() -> None:
             profile,
             *(["--curve"] if args.curve else []),
         )
+        store_pid = store.proc.p.pid
         try:
-            with pyspy(args.pyspy, "store", store.proc.p.pid):
+            with pyspy(args.pyspy, "store", store_pid):
                 if "acked" in phases:
                     print(f"acked: producer -> store (fsync), {profile}, {api}", file=sys.stderr)
                     results["acked"] = acked(
-                        tower.address, "bench-acked", n, size, profile, api, args.pyspy
+                        tower.address, "bench-acked", n, size, profile, api, args.pyspy, store_pid
                     )
                 for phase, options in (
                     ("state_dir", {"state_dir": Path(tmp) / "state"}),
@@ -577,7 +599,15 @@ def main() -> None:
                     if phase in phases:
                         print(f"{phase}: producer -> store (fsync), {options}", file=sys.stderr)
                         results[phase] = acked(
-                            tower.address, f"bench-{phase}", n, size, profile, api, None, **options
+                            tower.address,
+                            f"bench-{phase}",
+                            n,
+                            size,
+                            profile,
+                            api,
+                            None,
+                            store_pid,
+                            **options,
                         )
                 if "live" in phases:
                     print("live: producer -> store + live consumer ...", file=sys.stderr)
@@ -641,6 +671,7 @@ def main() -> None:
         file=sys.stderr,
     )
     head = f"{'phase':<10} {'records/s':>12} {'vs raw 1/msg':>13} {'vs raw batched':>15}"
+    head += "  CPU us/record: producer, store"
     print(head, file=sys.stderr)
     for name, r in (("baseline", base), ("batched", batched), ("lmdb", results.get("lmdb"))):
         if isinstance(r, dict) and r["records"]:
@@ -654,7 +685,12 @@ def main() -> None:
         assert isinstance(r, dict)
         print(
             f"{phase:<10} {r['rate']:>12,.0f} {r['ratio_to_baseline']:>13.3f} "
-            f"{r['ratio_to_batched']:>15.3f}",
+            f"{r['ratio_to_batched']:>15.3f}"
+            + (
+                f"  {r['producer_cpu_us_per_record']:.2f}, {r['store_cpu_us_per_record']:.2f}"
+                if "store_cpu_us_per_record" in r
+                else ""
+            ),
             file=sys.stderr,
         )
     lat, raw = results.get("latency"), results.get("latency_baseline")

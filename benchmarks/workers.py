@@ -117,6 +117,15 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, every thread) process ``pid`` has used (Linux ``/proc``)."""
+    import os
+
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def producer_memory(tower: str, budget: int, size: int, seconds: float) -> dict[str, object]:
     """Fill a producer's unacknowledged budget where no store acknowledges; report its RSS.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import click
 
 from ..api.common import node_config
@@ -18,6 +20,25 @@ from .common import (
     wait_for_signal,
 )
 from .metrics import announce, metrics_options
+
+GC_YOUNG_THRESHOLD = 10_000
+"""Allocations between collections of the garbage collector's youngest generation in a
+store process (CPython's default: 700)."""
+
+
+def tune_gc() -> None:
+    """Collect the youngest generation every ``GC_YOUNG_THRESHOLD`` allocations.
+
+    A store reads up to 20,000 messages a loop turn, and under rfc46 each is a record
+    whose decoded message, stored batch and LMDB item live until the turn's commit: at
+    CPython's 700 the collector ran about 140 times a turn over these survivors and
+    promoted them towards full collections, about 0.75 us of a store's 5.5 us a record
+    (handle_batch on LMDB, batches of 20,000 decoded records: 2.0-2.3 us -> 1.5 us).
+    Garbage is still freed by reference counting at once; only cycles wait longer, for
+    at most this many allocations. The older generations keep their thresholds.
+    """
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
 @click.command(cls=Command, context_settings=CONTEXT)
@@ -62,6 +83,7 @@ def main(
 ) -> None:
     """Persist the records of every topic, acknowledge them and serve fetches."""
     keep_freed_memory()  # see dafka.io.malloc
+    tune_gc()
     store = Store(
         data_dir,
         node=node_config(

@@ -26,7 +26,8 @@ class PublishRecords:
     """Send consecutive one-record RECORDs of one partition, ``first_offset`` onwards.
 
     The rfc46 producer's hot path: one effect per batch instead of two objects
-    per record, encoded by the shell with ``Profile.encode_publish``. (A signed
+    per record, sent by the shell as ``Profile.record_heads`` (frame 0 of each) and
+    ``contents`` (``Profile.encode_publish`` has both as one list each). (A signed
     producer publishes sealed batches as :class:`Publish` of a ``Record``.)
     """
 

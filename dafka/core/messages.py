@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..frozen import quick_init
 from ..wire.rfc46 import ConsumerHello, Fetch, GetHeads, StoreHello, Subscription
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 
+@quick_init  # one per record under rfc46
 @dataclass(frozen=True, slots=True)
 class Record:
     """A batch published live on ``topic`` by the producer owning ``partition``."""
@@ -62,6 +64,7 @@ class Record:
         return self.offset + self.count - 1
 
 
+@quick_init  # one per record under rfc46
 @dataclass(frozen=True, slots=True)
 class DirectRecord:
     """A batch sent to one node (``recipient``) in answer to a FETCH."""

@@ -19,6 +19,7 @@ and :func:`dafka.raft.guard.router_max_frames` for the Raft ROUTER.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, overload
 
 import zmq
@@ -32,6 +33,8 @@ __all__ = [
     "QUERY_REQUEST_FRAMES",
     "TOWER_BEACON_FRAMES",
     "drain_rest",
+    "message_sender",
+    "records_sender",
     "recv_bounded",
 ]
 
@@ -47,6 +50,54 @@ QUERY_REQUEST_FRAMES = 3
 body frame is read so that it is refused as a bad request, not dropped unanswered)."""
 QUERY_REPLY_FRAMES = 2
 """A query reply: the header, and a READ's data."""
+
+
+_SNDMORE = int(zmq.SNDMORE)
+
+
+def message_sender(
+    sock: zmq.Socket[Any], *, copy: bool = True
+) -> Callable[[Sequence[bytes]], None]:
+    """``sock.send_multipart`` for a message of bytes frames, at a third of its cost.
+
+    A node sends one message per record under rfc46, and ``send_multipart`` spent more
+    than the rest of a record's publishing: it checks each frame's type, and ORs
+    ``zmq.SNDMORE`` into the flags (an :class:`enum.IntFlag`, so Python code) before
+    the socket's Python ``send``, which only handles DRAFT options. This sends each
+    frame with int flags through the compiled socket's ``send``, which
+    ``zmq.Socket.send`` ends in; the frames on the wire are the same. ``copy=False``:
+    frames over the socket's ``copy_threshold`` are sent without a copy (they must not
+    change afterwards: bytes do not).
+    """
+    send: Callable[[bytes, int, bool], object] = super(zmq.Socket, sock).send  # type: ignore[assignment]  # the copy flag is a bool here
+
+    def send_message(frames: Sequence[bytes]) -> None:
+        if len(frames) == 2:
+            send(frames[0], _SNDMORE, copy)
+            send(frames[1], 0, copy)
+            return
+        last = len(frames) - 1
+        for i in range(last):
+            send(frames[i], _SNDMORE, copy)
+        send(frames[last], 0, copy)
+
+    return send_message
+
+
+def records_sender(
+    sock: zmq.Socket[Any], *, copy: bool = True
+) -> Callable[[Sequence[bytes], Sequence[bytes]], None]:
+    """:func:`message_sender` for a run of two-frame messages, ``heads[i]`` then
+    ``contents[i]`` (rfc46 RECORDs: a frame 0 each, and the value as it is; signed: a
+    batch's frame 0 and its blob): no list of frames is built per record."""
+    send: Callable[[bytes, int, bool], object] = super(zmq.Socket, sock).send  # type: ignore[assignment]  # the copy flag is a bool here
+
+    def send_records(heads: Sequence[bytes], contents: Sequence[bytes]) -> None:
+        for head, content in zip(heads, contents, strict=True):
+            send(head, _SNDMORE, copy)
+            send(content, 0, copy)
+
+    return send_records
 
 
 def drain_rest(sock: zmq.Socket[Any]) -> int:

@@ -35,7 +35,6 @@ and the node joins whenever a tower appears.
 from __future__ import annotations
 
 import errno
-import functools
 import logging
 import os
 import threading
@@ -57,8 +56,8 @@ from ..security.curve_policy import ClientGate
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
-from .bounds import SourceKeys, bound_data_sockets, frame_source, recv_message
-from .multipart import TOWER_BEACON_FRAMES, recv_bounded
+from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
+from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv_bounded
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
 
@@ -441,19 +440,21 @@ class NodeLoop:
         self._ready.set()
 
         profile = self.profile
-        encode, encode_publish = profile.encode, profile.encode_publish
-        # frames over pyzmq's copy_threshold (64 kB: a signed batch, immutable bytes) are
-        # sent without being copied into a message of their own: 885 kB batches to a
-        # subscriber cost the sending process 200-220 us of CPU each instead of 315-490
-        send_frames = functools.partial(xpub.send_multipart, copy=False)
+        encode, record_heads = profile.encode, profile.record_heads
+        # a batched profile's frames over pyzmq's copy_threshold (64 kB: a signed batch,
+        # immutable bytes) are sent without being copied into a message of their own: 885 kB
+        # batches to a subscriber cost the sending process 200-220 us of CPU each instead of
+        # 315-490; rfc46 records are small, and copied at once either way
+        copy = not profile.batched
+        send_frames = message_sender(xpub, copy=copy)
+        send_records = records_sender(xpub, copy=copy)
 
         def send(effects: Sequence[Outgoing]) -> None:
             sent = 0
             for effect in effects:
                 try:
                     if type(effect) is PublishRecords:
-                        for frames in encode_publish(effect):
-                            send_frames(frames)
+                        send_records(record_heads(effect), effect.contents)
                         sent += len(effect.contents)
                     else:
                         send_frames(encode(effect.msg))  # type: ignore[union-attr]  # a Publish
@@ -620,7 +621,7 @@ class NodeLoop:
 
     def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
         msgs: list[Message] = []
-        sources: list[str] = []
+        firsts: list[zmq.Frame] = []  # each message's first frame: its source, if asked
         decode = self.profile.decode
         budget = MAX_DRAIN_BYTES
         limit = self.config.max_message_size
@@ -636,14 +637,14 @@ class NodeLoop:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
                     msgs.append(told)
-                    sources.append(frame_source(self._sources, first))
+                    firsts.append(first)
                 budget -= sum(map(len, frames))
                 if budget <= 0:
                     break
                 continue
             try:
                 msgs.append(decode(frames))
-                sources.append(frame_source(self._sources, first))
+                firsts.append(first)
             except OtherProfile:
                 self.stats["other_profile"] += 1  # a node of the other profile: not for us
             except WireError as exc:
@@ -655,7 +656,7 @@ class NodeLoop:
         if not msgs:
             return []
         self.stats["received"] += len(msgs)
-        return self.handler.on_messages(msgs, now, sources)
+        return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts))
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
         """A frame over ``limit``: count and log it (rate-limited), and if it is a record

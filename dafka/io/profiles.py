@@ -101,6 +101,11 @@ class Profile:
         """Frames of a producer's :class:`PublishRecords` effect (one message per record)."""
         raise ProfileError(f"the {self.name} profile publishes sealed batches, not records")
 
+    def record_heads(self, effect: PublishRecords) -> list[bytes]:
+        """Frame 0 of each message of :meth:`encode_publish`, whose second frame is the
+        record's value as it is (``effect.contents[i]``)."""
+        raise ProfileError(f"the {self.name} profile publishes sealed batches, not records")
+
     def check_records(self, msg: m.Record | m.DirectRecord) -> None:
         """Raise :class:`WireError` unless ``msg`` may be kept (a store's check)."""
 
@@ -147,13 +152,32 @@ class Profile:
 _U64 = struct.Struct(">Q")
 
 
+_HEADERS_KEPT = 1024
+"""Frame-0 headers :func:`_rfc46_record` remembers decoded (then it forgets them all)."""
+_headers: dict[bytes, tuple[bool, str, str, str]] = {}
+
+
 def _rfc46_record(frames: Sequence[bytes]) -> m.Record | m.DirectRecord | None:
     """RECORD / DIRECT-RECORD straight into a core message: the rfc46 hot path.
 
     Returns ``None`` for anything it is not sure of, and :func:`rfc46.decode`
     then decides (so both accept exactly the same frames).
+
+    A partition's records differ only in their offset, the last 8 bytes of frame 0:
+    the part before it, once decoded and checked here, is remembered with its strings
+    (at most ``_HEADERS_KEPT``, whatever peers send), and the next record that has
+    exactly those bytes skips the parse and the three UTF-8 decodes.
     """
     frame0 = frames[0]
+    plain = type(frame0) is bytes  # (not a writable buffer: the key must not change)
+    if plain:
+        known = _headers.get(frame0[:-8])
+        if known is not None:
+            direct, slot, topic, partition = known
+            (offset,) = _U64.unpack_from(frame0, len(frame0) - 8)
+            if direct:
+                return m.DirectRecord(slot, topic, partition, offset, bytes(frames[1]))
+            return m.Record(topic, partition, offset, bytes(frames[1]))
     cmd = frame0[:1]
     if cmd != b"M" and cmd != b"D":
         return None
@@ -177,11 +201,16 @@ def _rfc46_record(frames: Sequence[bytes]) -> m.Record | m.DirectRecord | None:
     except UnicodeDecodeError:
         return None
     (offset,) = _U64.unpack_from(frame0, t_end)
-    if cmd == b"M":
-        if topic != slot:
-            return None
-        return m.Record(topic, partition, offset, bytes(frames[1]))
-    return m.DirectRecord(slot, topic, partition, offset, bytes(frames[1]))
+    direct = cmd == b"D"
+    if not direct and topic != slot:
+        return None
+    if plain:  # what a frame 0 with these bytes before its last 8 decodes to
+        if len(_headers) >= _HEADERS_KEPT:
+            _headers.clear()
+        _headers[frame0[:t_end]] = (direct, slot, topic, partition)
+    if direct:
+        return m.DirectRecord(slot, topic, partition, offset, bytes(frames[1]))
+    return m.Record(topic, partition, offset, bytes(frames[1]))
 
 
 class Rfc46Profile(Profile):
@@ -252,14 +281,17 @@ class Rfc46Profile(Profile):
         return rfc46.encode(self.to_wire(msg))
 
     def encode_publish(self, effect: PublishRecords) -> list[list[bytes]]:
-        encode_record = rfc46.encode_record
-        topic = effect.topic.encode()
-        partition = effect.partition.encode()
-        first = effect.first_offset
-        return [
-            encode_record(topic, partition, first + i, content)
-            for i, content in enumerate(effect.contents)
-        ]
+        return rfc46.encode_records(
+            effect.topic.encode(), effect.partition.encode(), effect.first_offset, effect.contents
+        )
+
+    def record_heads(self, effect: PublishRecords) -> list[bytes]:
+        return rfc46.record_heads(
+            effect.topic.encode(),
+            effect.partition.encode(),
+            effect.first_offset,
+            len(effect.contents),
+        )
 
     def open_records(self, msg: m.Record | m.DirectRecord) -> Opened:
         return None, (msg.content,), None

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ..errors import DafkaError, StorageError
+from ..frozen import quick_init
 from .keys import MAX_OFFSET, partition_prefix
 
 __all__ = ["PROFILE_IDS", "PROFILES", "HeadTail", "Storage", "StoredBatch", "plan_append"]
@@ -43,6 +44,7 @@ HeadTail = tuple[int, int]
 """``(head, tail)``: the last and the first offset stored for a partition."""
 
 
+@quick_init  # one per record under rfc46
 @dataclass(frozen=True, slots=True)
 class StoredBatch:
     """One stored batch: offsets ``first_offset..last_offset`` of one partition.

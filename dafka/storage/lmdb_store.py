@@ -600,11 +600,18 @@ def _batch_items(batches: Sequence[StoredBatch]) -> list[tuple[bytes, bytes]]:
     prefixes: dict[tuple[str, str], bytes] = {}
     items: list[tuple[bytes, bytes]] = []
     add = items.append
+    topic: str | None = None
+    partition: str | None = None
+    prefix = b""
     for batch in batches:
-        pkey = (batch.topic, batch.partition)
-        prefix = prefixes.get(pkey)
-        if prefix is None:
-            prefix = prefixes[pkey] = partition_prefix(batch.topic, batch.partition)
+        # runs of one partition (rfc46: a batch per record) reuse the previous prefix
+        if batch.partition != partition or batch.topic != topic:
+            topic, partition = batch.topic, batch.partition
+            pkey = (topic, partition)
+            known = prefixes.get(pkey)
+            if known is None:
+                known = prefixes[pkey] = partition_prefix(topic, partition)
+            prefix = known
         add((prefix + pack(batch.last_offset), pack(batch.first_offset) + batch.blob))
     if len(prefixes) > 1:
         items.sort(key=_first)

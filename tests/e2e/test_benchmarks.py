@@ -53,6 +53,9 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     assert mem["slow_store"]["sent_records"] > 0 and mem["slow_store"]["rss_peak"] > 0
     assert len(report["load_average_at_start"]) == len(report["load_average_at_end"]) == 3
     assert "vs raw batched" in run.stderr
+    acked = report["acked"]  # CPU per record of the producer and of the store
+    assert acked["producer_cpu_us_per_record"] > 0 and acked["store_cpu_us_per_record"] > 0
+    assert "CPU us/record: producer, store" in run.stderr
 
 
 @pytest.mark.integration

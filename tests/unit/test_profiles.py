@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dafka.config import ProducerConfig, parse_trusted_stores
 from dafka.core import messages as m
 from dafka.core.effects import PublishRecords
 from dafka.errors import ConfigError, ProfileError, WireError
+from dafka.io import profiles
 from dafka.io.profiles import (
     RFC46,
     OtherProfile,
@@ -22,6 +25,7 @@ from dafka.storage.base import StoredBatch
 from dafka.storage.state_dir import StateDir
 from dafka.wire import rfc46, signed
 from tests.signing import CONSUMER, FORGER, PRODUCER, STORE, P, blob, value
+from tests.strategies import direct_records, offsets, records
 
 S = STORE.node_id
 
@@ -160,3 +164,56 @@ def test_a_state_directory_is_pinned_to_its_profile(tmp_path: Path) -> None:
         assert state.identity() == identity
         with pytest.raises(ConfigError, match="signed-profile node"):
             state.pin_profile("rfc46")
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(records(wide=True), direct_records(wide=True)),
+    offsets(),
+    st.binary(max_size=9),
+    st.binary(max_size=12),
+)
+def test_rfc46_records_decode_alike_from_remembered_headers(
+    msg: rfc46.Record | rfc46.DirectRecord, other: int, trailing: bytes, garbage: bytes
+) -> None:
+    # the second record of a header is decoded from what the first one left remembered:
+    # it must read what the full decoder reads, whatever follows or replaces the offset
+    frames = rfc46.encode(msg)
+    head = frames[0][:-8]
+    for frame0 in (
+        frames[0],
+        head + other.to_bytes(8, "big"),
+        frames[0] + trailing,
+        head + garbage,
+        frames[0][:-1],
+    ):
+        variant = [frame0, frames[1]]
+        try:
+            want: m.Message | type[WireError] = RFC46.to_core(rfc46.decode(variant))
+        except WireError:
+            want = WireError
+        for _ in range(2):
+            try:
+                got: m.Message | type[WireError] = RFC46.decode(variant)
+            except WireError:
+                got = WireError
+            assert got == want
+            assert type(got) is type(want)
+    assert len(profiles._headers) <= profiles._HEADERS_KEPT
+
+
+def test_rfc46_remembers_a_bounded_number_of_headers() -> None:
+    for i in range(3 * profiles._HEADERS_KEPT):
+        frames = rfc46.encode(rfc46.Record(f"t{i}", P, i, b"v"))
+        assert RFC46.decode(frames) == m.Record(f"t{i}", P, i, b"v")
+        assert len(profiles._headers) <= profiles._HEADERS_KEPT
+    frames = rfc46.encode(rfc46.Record("t", P, 7, b"v"))
+    writable = [bytearray(frames[0]), frames[1]]  # decoded, never remembered
+    assert RFC46.decode(writable) == RFC46.decode(frames) == m.Record("t", P, 7, b"v")
+
+
+def test_rfc46_a_record_whose_subject_is_not_its_topic_is_refused_every_time() -> None:
+    frame0 = b"Ma\x00\x01" + bytes([32]) + P.encode() + b"\x01b" + bytes(8)
+    for _ in range(2):
+        with pytest.raises(WireError):
+            RFC46.decode([frame0, b"v"])

@@ -18,6 +18,7 @@ from dafka.core.messages import (
     GetHeads,
     Head,
     Message,
+    Oversized,
     Record,
     StoreHello,
 )
@@ -106,6 +107,37 @@ def test_one_append_and_one_ack_per_partition_for_a_mixed_batch() -> None:
     assert sorted(msgs(out), key=repr) == sorted(
         [Ack(P, "t", 3), Ack(P2, "t", 4), Ack(P, "u", 3)], key=repr
     )
+
+
+def test_records_continuing_partitions_in_one_batch_keep_holes_buffers_and_duplicates() -> None:
+    # rfc46 takes the next record of a partition already taken into in this batch as it
+    # is; a refused offset (hole), records held out of order and duplicates still count
+    core, s = make()
+    batch: list[Message] = [
+        *recs(0, 2),
+        Record("t", P2, 0, content(0)),
+        Oversized(None, "t", P, 2, 17 << 20),
+        *recs(3, 4),  # stored over the refused offset 2: first offset 2
+        *recs(5, 6),  # ahead: held
+        Record("t", P2, 1, content(1)),
+        *recs(4, 5),  # fills the gap: 5 is drained after it
+        *recs(6, 7),
+        *recs(1, 2),  # a duplicate
+        *recs(8, 9),  # ahead again: held, fetched
+        Record("t", P2, 2, b"pair", count=2),  # a core batch of two (not from the wire)
+    ]
+    out = core.handle_batch(batch, 0.0)
+    assert s.appends == [9]
+    held = s.read("t", P, 0, 100)
+    assert [(b.first_offset, b.last_offset) for b in held] == [
+        (0, 0), (1, 1), (2, 3), (4, 4), (5, 5), (6, 6)
+    ]  # fmt: skip
+    assert [b.blob for b in held] == [content(i) for i in (0, 1, 3, 4, 5, 6)]
+    assert stored(s, partition=P2) == [(0, content(0)), (1, content(1)), (2, b"pair")]
+    assert s.heads()[("t", P2)][0] == 3
+    assert of_type(out, Ack) == [Ack(P, "t", 6), Ack(P2, "t", 3)]
+    assert of_type(out, Fetch) == [Fetch(P, NODE, "t", 7, 1)]
+    assert core.stats.duplicates == 1 and core.stats.oversized == 1
 
 
 def test_direct_records_for_another_node_are_ignored() -> None:
@@ -458,3 +490,33 @@ def test_any_messages_never_raise_and_every_effect_encodes(
         out += core.tick(float(now) + 0.5)
         for effect in out:
             RFC46.encode(effect.msg)  # the shell must be able to send every effect
+
+
+class CountedSources(Sequence[str]):
+    """Sources that remember which were read."""
+
+    def __init__(self, sources: list[str]) -> None:
+        self.sources = sources
+        self.read: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        self.read.append(i)
+        return self.sources[i]
+
+
+def test_the_source_of_a_message_is_read_only_to_take_on_a_new_partition() -> None:
+    core, s = make(new_partition_rate=1.0, new_partition_burst=1.0)
+    batch = [*recs(0, 3), *recs(0, 2, partition=P2), *recs(3, 5)]
+    sources = CountedSources(["10.0.0.1"] * 3 + ["10.0.0.2"] * 2 + ["10.0.0.1"] * 2)
+    core.handle_batch(batch, 0.0, sources)
+    assert sources.read == [0, 3]  # the first record of each partition, once
+    assert stored(s, partition=P) == [(i, content(i)) for i in range(5)]
+    assert stored(s, partition=P2) == [(0, content(0)), (1, content(1))]
+    # each host spent its own budget of one: a third host still gets in, the first not
+    later = CountedSources(["10.0.0.1", "10.0.0.3"])
+    core.handle_batch([Record("t", C, 0, b"a"), Record("t", C2, 0, b"b")], 0.1, later)
+    assert later.read == [0, 1]
+    assert core.head("t", C) is None and core.head("t", C2) == 0

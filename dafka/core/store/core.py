@@ -44,10 +44,11 @@ class StoreCore(StoreIngest, StoreServing):
         """Process one drained batch: store, then publish FETCHes, answers and ACKs (last).
 
         ``sources[i]``: the host ``msgs[i]`` came from, whose budget of new partitions
-        it spends (:class:`~dafka.core.admission.PartitionGate`; "" or none: unknown)."""
-        b = _Batch(now)
+        it spends (:class:`~dafka.core.admission.PartitionGate`; "" or none: unknown);
+        read only for a message that would take on a new partition."""
+        b = _Batch(now, sources)
         for i, msg in enumerate(msgs):
-            b.source = sources[i] if i < len(sources) else ""
+            b.index = i
             try:
                 self._dispatch(msg, b)
             except _BAD_INPUT as exc:

@@ -130,6 +130,21 @@ class StoreIngest(StoreGaps):
     def _on_record(self, msg: m.Record | m.DirectRecord, b: _Batch) -> None:
         topic = msg.topic
         key = (topic, msg.partition)
+        if key in b.continuing:
+            # rfc46, one record per message: the next record of a partition this batch
+            # already took one into (so it passed every check below; none of them changes
+            # within a batch) is appended as it is, unless a refused offset (a hole) or
+            # records held out of order need _accept's care
+            first = msg.offset
+            if (
+                first == b.nexts[key]
+                and msg.count == 1
+                and key not in self._holes
+                and not self._buffers.get(key)
+            ):
+                b.accepted.append(StoredBatch(topic, key[1], first, first, msg.content, self._name))
+                b.nexts[key] = first + 1
+                return
         nxt = self._expected(key, b)
         if nxt is None:
             return
@@ -194,6 +209,8 @@ class StoreIngest(StoreGaps):
             nxt = self._drain(key, buf, nxt, b)
         b.nexts[key] = nxt
         b.advanced.add(key)
+        if not self._signed:
+            b.continuing.add(key)
 
     def _supersede(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
         """A verified gap statement over batches we hold that its producer signed earlier

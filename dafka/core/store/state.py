@@ -135,26 +135,40 @@ class _Batch:
         "accepted",
         "advanced",
         "blobs",
+        "continuing",
         "gap_keys",
         "head_requests",
         "nexts",
         "now",
+        "index",
         "reack",
-        "source",
+        "sources",
         "tail_answers",
     )
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, sources: Sequence[str] = ()) -> None:
         self.now = now
-        self.source = ""  # the host of the message being handled (a rate key)
+        self.sources = sources  # the host of each message (a rate key), looked up if asked
+        self.index = 0  # the message being handled
         self.accepted: list[StoredBatch] = []
         self.blobs: dict[tuple[str, str, int], StoredBatch] = {}  # accepted, by first offset
         self.nexts: dict[PartitionKey, int] = {}  # next expected offset, chained in-batch
         self.advanced: set[PartitionKey] = set()
+        # rfc46: partitions a record of this batch was accepted into, whose checks (ACL,
+        # profile pin, admission) the next record at the next offset need not repeat
+        self.continuing: set[PartitionKey] = set()
         self.reack: set[PartitionKey] = set()
         self.gap_keys: set[PartitionKey] = set()
         self.head_requests: list[tuple[str, Sequence[str]]] = []
         self.tail_answers: list[tuple[str, str, str]] = []  # FETCHes below the tail
+
+    @property
+    def source(self) -> str:
+        """The host the message being handled came from ("" when unknown): read only to
+        admit a partition not held yet, so a lazy ``sources`` (the IO shell's
+        :class:`~dafka.io.bounds.FrameSources`) looks up only those."""
+        sources = self.sources
+        return sources[self.index] if self.index < len(sources) else ""
 
 
 class StoreState:
