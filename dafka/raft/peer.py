@@ -33,6 +33,9 @@ the core's Ready loop (:mod:`dafka.raft.ready`): persist (one ``append`` with on
 ``fdatasync`` for every entry of the turn: group commit), send, apply, answer, advance.
 Client answers, like peer messages, leave only after the Ready that carries what they
 depend on was persisted (the two exceptions that keep this true: :mod:`dafka.raft.pipeline`).
+A leader's plain appends are the first exception: written on the loop, fsynced on a
+thread of their own (:mod:`dafka.raft.logsync`) while the loop sends and goes on; the
+core counts the leader's own log towards a commit once that fsync reports back.
 
 Data directory: ``<data dir>/raft`` is the :class:`~dafka.raft.storage.FileStorage`;
 ``<data dir>/snapshot.incoming`` stages a snapshot being received.
@@ -69,10 +72,11 @@ from .guard import (
     router_frame_limit,
     router_max_frames,
 )
+from .logsync import LogSyncer
 from .membership import all_peers
 from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerOptions
 from .peertransport import PeerTransport
-from .pipeline import appends_first, split_durable
+from .pipeline import appends_first, overlaps, split_durable
 from .ready import Ready, Role
 from .snapshotstage import SnapshotStage
 from .snapshotter import BackgroundSnapshot
@@ -314,6 +318,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
                 raise ConfigError(f"cannot bind {self.broadcast}: {exc}") from exc
         self.poller = zmq.Poller()
         self.poller.register(self.router, zmq.POLLIN)
+        self._logsync: LogSyncer | None = None
+        if opts.fsync:
+            self._logsync = LogSyncer(self.storage.sync_log, name=f"raft-logsync-{self.id}")
+            self.poller.register(self._logsync.fileno, zmq.POLLIN)
         self._init_transport()
         self._init_clients()
         self._leader_term: int | None = None
@@ -344,6 +352,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         if getattr(self, "pub", None) is not None:
             self.pub.close(0)  # type: ignore[union-attr]
         self._close_snapshots()
+        logsync = getattr(self, "_logsync", None)
+        if logsync is not None:
+            self._logsync = None
+            logsync.close()  # finishes the fsyncs handed over (the storage closes next)
         storage = getattr(self, "storage", None)
         if storage is not None:
             getattr(self, "_snapper", BackgroundSnapshot()).join()
@@ -367,6 +379,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             for sock, _ in events:
                 if sock is router:
                     self._drain_router()
+                elif isinstance(sock, int):
+                    self._log_synced()
                 else:
                     self._drain_dealer(sock)
             if self._updates:
@@ -381,6 +395,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._maybe_snapshot()
 
     def _on_tick(self, now: float) -> None:
+        if self._logsync is not None:
+            self._logsync.check()  # a dead fsync thread ends the loop (and the process)
         self._peer_tick(now)
         self._client_tick(now)
         if self.pub is not None and now - self._last_broadcast >= CLIENT_HEARTBEAT_INTERVAL:
@@ -453,6 +469,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         core = self.core
         while core.has_ready():
             rd = core.ready()
+            if self._logsync is not None and overlaps(rd, core.is_leader, self.storage.hard_state):
+                self._overlapped(rd)  # see dafka.raft.pipeline: the fsync runs on a thread
+                continue
+            self._drain_log()  # everything else keeps "persist, then send"
             first = appends_first(rd, core.is_leader, self.storage.hard_state)
             for append in first:  # see dafka.raft.pipeline: the leader writes in parallel
                 self._send_request(append)
@@ -479,9 +499,39 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._check_role()
         self._publish_info()
 
-    def _persist(self, rd: Ready) -> SnapshotMeta | None:
+    def _overlapped(self, rd: Ready) -> None:
+        """A leader's plain append: write it, send and apply at once, fsync on the thread."""
+        assert self._logsync is not None
+        self._persist(rd, fsync=False)
+        for msg in rd.messages:
+            if isinstance(msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow):
+                self._send_request(msg)
+            else:
+                self._send_response(msg)
+        self._apply(rd)
+        self.core.advance(rd, durable=False)
+        if rd.write:
+            self._logsync.request(rd.write)
+        if rd.entries:
+            self._sync_peers()
+        self._check_role()
+
+    def _log_synced(self) -> None:
+        """The fsync thread finished one (or failed: then this raises and the loop dies)."""
+        assert self._logsync is not None
+        done = self._logsync.take()
+        if done:
+            self.core.log_durable(done)
+
+    def _drain_log(self) -> None:
+        """Wait for the fsyncs handed to the thread (before the log is cut or replaced, and
+        before any Ready that must persist before it sends)."""
+        if self._logsync is not None and self._logsync.pending:
+            self.core.log_durable(self._logsync.drain())
+
+    def _persist(self, rd: Ready, fsync: bool = True) -> SnapshotMeta | None:
         storage = self.storage
-        sync = rd.must_sync and self.options.fsync
+        sync = rd.must_sync and self.options.fsync and fsync
         if rd.snapshot is not None:
             self._save_staged(rd.snapshot)
         if rd.truncate_from is not None:

@@ -130,6 +130,11 @@ class PeerState:
     _snapshot_size: int
     """Bytes of the state machine snapshot in storage (RequestLogInfo reports it)."""
 
+    def _drain_log(self) -> None:
+        """Wait until the log writes handed to the fsync thread are durable
+        (:mod:`dafka.raft.logsync`; defined in :mod:`dafka.raft.peer`)."""
+        raise NotImplementedError
+
     def _reply(self, envelope: tuple[bytes, ...], id_frame: bytes, response: Any) -> None:
         """Send a client RPC answer (a wire message of :mod:`dafka.raft.wire`) on the ROUTER."""
         frames = [*envelope, id_frame, *response.encode()[1:]]
