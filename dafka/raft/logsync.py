@@ -57,6 +57,11 @@ class LogSyncer:
         return self._read_fd
 
     @property
+    def wanted(self) -> int:
+        """The last write handed over."""
+        return self._wanted
+
+    @property
     def pending(self) -> bool:
         """A write was handed over and is not durable yet."""
         return self._wanted > self._done

@@ -49,6 +49,7 @@ import os
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,7 +77,7 @@ from .logsync import LogSyncer
 from .membership import all_peers
 from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerOptions
 from .peertransport import PeerTransport
-from .pipeline import appends_first, overlaps, split_durable
+from .pipeline import appends_first, plain, split_durable
 from .ready import Ready, Role
 from .snapshotstage import SnapshotStage
 from .snapshotter import BackgroundSnapshot
@@ -319,6 +320,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self.poller = zmq.Poller()
         self.poller.register(self.router, zmq.POLLIN)
         self._logsync: LogSyncer | None = None
+        self._held: deque[tuple[int, Sequence[m.Message]]] = deque()
+        """A follower's messages waiting for their log write's fsync (write number)."""
         if opts.fsync:
             self._logsync = LogSyncer(self.storage.sync_log, name=f"raft-logsync-{self.id}")
             self.poller.register(self._logsync.fileno, zmq.POLLIN)
@@ -469,7 +472,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         core = self.core
         while core.has_ready():
             rd = core.ready()
-            if self._logsync is not None and overlaps(rd, core.is_leader, self.storage.hard_state):
+            if self._logsync is not None and plain(rd, self.storage.hard_state):
                 self._overlapped(rd)  # see dafka.raft.pipeline: the fsync runs on a thread
                 continue
             self._drain_log()  # everything else keeps "persist, then send"
@@ -500,18 +503,20 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._publish_info()
 
     def _overlapped(self, rd: Ready) -> None:
-        """A leader's plain append: write it, send and apply at once, fsync on the thread."""
-        assert self._logsync is not None
+        """A plain append: written at once, fsynced on the thread. A leader sends and
+        applies at once; a follower holds its messages (acknowledgements) until every write
+        so far is durable, and applies at once (committed entries are durable elsewhere)."""
+        syncer = self._logsync
+        assert syncer is not None
         self._persist(rd, fsync=False)
-        for msg in rd.messages:
-            if isinstance(msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow):
-                self._send_request(msg)
-            else:
-                self._send_response(msg)
+        if rd.write:
+            syncer.request(rd.write)
+        if (self.core.is_leader and not self._held) or not syncer.pending:
+            self._send_all(rd.messages)
+        elif rd.messages:
+            self._held.append((syncer.wanted, rd.messages))
         self._apply(rd)
         self.core.advance(rd, durable=False)
-        if rd.write:
-            self._logsync.request(rd.write)
         if rd.entries:
             self._sync_peers()
         self._check_role()
@@ -522,12 +527,28 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         done = self._logsync.take()
         if done:
             self.core.log_durable(done)
+            self._release_held(done)
 
     def _drain_log(self) -> None:
         """Wait for the fsyncs handed to the thread (before the log is cut or replaced, and
         before any Ready that must persist before it sends)."""
         if self._logsync is not None and self._logsync.pending:
-            self.core.log_durable(self._logsync.drain())
+            done = self._logsync.drain()
+            self.core.log_durable(done)
+            self._release_held(done)
+
+    def _release_held(self, done: int) -> None:
+        """Send, in order, the held messages whose writes are all durable (``done``)."""
+        held = self._held
+        while held and held[0][0] <= done:
+            self._send_all(held.popleft()[1])
+
+    def _send_all(self, messages: Sequence[m.Message]) -> None:
+        for msg in messages:
+            if isinstance(msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow):
+                self._send_request(msg)
+            else:
+                self._send_response(msg)
 
     def _persist(self, rd: Ready, fsync: bool = True) -> SnapshotMeta | None:
         storage = self.storage

@@ -12,6 +12,10 @@ exceptions shorten the commit path without weakening it:
   messages of such a Ready depend on no new term or vote. With ``fsync`` off, or in any
   other Ready, the shell persists first (waiting for the thread), and may still send the
   leader's AppendEntries first (:func:`appends_first`).
+* A follower's :func:`plain` Ready is written at once and fsynced on the same thread too,
+  but its messages (the acknowledgements) are held until the thread reports every write
+  before them durable: a follower still acknowledges only what is durable. Its committed
+  entries (durable on a majority already) are applied at once.
 * Committed entries that were durable here *before* this Ready (index at most the
   stored log's last index) may be applied, and their clients answered, before the new
   entries are written: their fsync does not delay those answers.
@@ -25,19 +29,22 @@ from .messages import AppendEntries
 from .ready import Ready
 from .types import HardState
 
-__all__ = ["appends_first", "overlaps", "split_durable"]
+__all__ = ["appends_first", "overlaps", "plain", "split_durable"]
+
+
+def plain(rd: Ready, stored: HardState) -> bool:
+    """Does ``rd`` only append (and move the commit index)? No term or vote change
+    (``stored`` is the durable hard state), no truncation, no snapshot."""
+    if rd.snapshot is not None or rd.truncate_from is not None or rd.snapshot_chunks:
+        return False
+    hs = rd.hard_state
+    return hs is None or (hs.term, hs.voted_for) == (stored.term, stored.voted_for)
 
 
 def overlaps(rd: Ready, is_leader: bool, stored: HardState) -> bool:
     """May a leader send ``rd``'s messages and apply its committed entries while ``rd``'s
-    log write is not durable yet? Only when ``rd`` changes no term or vote (``stored``
-    is the durable hard state), truncates nothing and carries no snapshot."""
-    if not is_leader or rd.snapshot is not None or rd.truncate_from is not None:
-        return False
-    return not rd.snapshot_chunks and (
-        rd.hard_state is None
-        or (rd.hard_state.term, rd.hard_state.voted_for) == (stored.term, stored.voted_for)
-    )
+    log write is not durable yet? When it is :func:`plain`."""
+    return is_leader and plain(rd, stored)
 
 
 def appends_first(rd: Ready, is_leader: bool, stored: HardState) -> tuple[AppendEntries, ...]:

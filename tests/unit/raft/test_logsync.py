@@ -13,8 +13,10 @@ import zmq
 
 from dafka.errors import StorageError
 from dafka.raft.logsync import LogSyncer
+from dafka.raft.messages import AppendEntries, AppendResponse, Message
 from dafka.raft.peer import RaftPeer
 from dafka.raft.reqid import ReqIdGenerator
+from dafka.raft.types import Entry, EntryType, Peer
 
 from .solo import free_tcp_url, settle, solo_leader
 
@@ -117,3 +119,34 @@ def test_a_peer_whose_fsync_thread_fails_stops_its_loop(tmp_path: Path) -> None:
         client.close(0)
         ctx.term()
         peer.stop()
+
+
+def test_a_follower_acknowledges_entries_only_once_its_fsync_reported_back(
+    tmp_path: Path,
+) -> None:
+    peer = RaftPeer("f", free_tcp_url(), [Peer("l", free_tcp_url())], tmp_path / "f", "dafka")
+    peer._setup()
+    try:
+        assert peer._logsync is not None
+        sent: list[Message] = []
+        peer._send_response = sent.append  # type: ignore[method-assign]
+        release = threading.Event()
+        sync = peer._logsync._sync
+        peer._logsync._sync = lambda: (release.wait(5), sync())  # type: ignore[method-assign]
+        entries = tuple(Entry(k, 1, EntryType.STATE, bytes(12), b"x") for k in (1, 2))
+        peer.core.step(AppendEntries("l", "f", 1, 0, 0, 0, entries, 1))
+        peer._process_ready()  # the term changed: written and fsynced before it answers
+        assert [type(msg) for msg in sent] == [AppendResponse] and not peer._logsync.pending
+        more = (Entry(3, 1, EntryType.STATE, bytes(12), b"y"),)
+        peer.core.step(AppendEntries("l", "f", 1, 2, 1, 2, more, 2))
+        peer.core.step(AppendEntries("l", "f", 1, 3, 1, 2, (), 3))  # a heartbeat after it
+        peer._process_ready()
+        assert peer.storage.last_index == 3 and len(sent) == 1  # written, not acknowledged
+        assert peer._logsync.pending
+        release.set()
+        wait_readable(peer._logsync.fileno)
+        peer._log_synced()
+        assert [(msg.last_index, msg.seq) for msg in sent[1:]] == [(3, 2), (3, 3)]  # type: ignore[attr-defined]
+        assert all(isinstance(msg, AppendResponse) and msg.success for msg in sent)
+    finally:
+        peer._teardown()
