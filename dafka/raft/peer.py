@@ -322,7 +322,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._logsync: LogSyncer | None = None
         self._held: deque[tuple[int, Sequence[m.Message]]] = deque()
         """A follower's messages waiting for their log write's fsync (write number)."""
-        if opts.fsync:
+        if opts.fsync and opts.fsync_thread:
             self._logsync = LogSyncer(self.storage.sync_log, name=f"raft-logsync-{self.id}")
             self.poller.register(self._logsync.fileno, zmq.POLLIN)
         self._init_transport()

@@ -14,11 +14,13 @@ import zmq
 from dafka.errors import StorageError
 from dafka.raft.logsync import LogSyncer
 from dafka.raft.messages import AppendEntries, AppendResponse, Message
-from dafka.raft.peer import RaftPeer
+from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.types import Entry, EntryType, Peer
 
 from .solo import free_tcp_url, settle, solo_leader
+
+THREAD = PeerOptions(fsync_thread=True)
 
 
 def wait_readable(fd: int, timeout: float = 5.0) -> None:
@@ -73,7 +75,7 @@ def test_a_failed_fsync_is_raised_on_the_loop_thread() -> None:
 
 
 def test_a_solo_leader_applies_nothing_before_its_fsync(tmp_path: Path) -> None:
-    peer = solo_leader("solo", tmp_path / "solo", "dafka")
+    peer = solo_leader("solo", tmp_path / "solo", "dafka", options=THREAD)
     try:
         assert peer._logsync is not None
         release = threading.Event()
@@ -94,8 +96,9 @@ def test_a_solo_leader_applies_nothing_before_its_fsync(tmp_path: Path) -> None:
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_peer_whose_fsync_thread_fails_stops_its_loop(tmp_path: Path) -> None:
+    assert not PeerOptions().fsync_thread  # (off by default: docs/raft.md section 7)
     url = free_tcp_url()
-    peer = RaftPeer("p1", url, [], tmp_path / "p1", "dafka").start()
+    peer = RaftPeer("p1", url, [], tmp_path / "p1", "dafka", options=THREAD).start()
     ctx = zmq.Context()
     client = ctx.socket(zmq.DEALER)
     client.setsockopt(zmq.LINGER, 0)
@@ -124,7 +127,8 @@ def test_a_peer_whose_fsync_thread_fails_stops_its_loop(tmp_path: Path) -> None:
 def test_a_follower_acknowledges_entries_only_once_its_fsync_reported_back(
     tmp_path: Path,
 ) -> None:
-    peer = RaftPeer("f", free_tcp_url(), [Peer("l", free_tcp_url())], tmp_path / "f", "dafka")
+    leader = [Peer("l", free_tcp_url())]
+    peer = RaftPeer("f", free_tcp_url(), leader, tmp_path / "f", "dafka", options=THREAD)
     peer._setup()
     try:
         assert peer._logsync is not None

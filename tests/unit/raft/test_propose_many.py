@@ -71,21 +71,21 @@ def test_a_follower_refuses_the_whole_batch():
         follower.propose_many([(b"x", reqid(1))], NOW)
 
 
+@pytest.mark.parametrize("thread", [False, True])
 def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thread: bool
 ) -> None:
-    """Shell level: the updates of one drain are one append with one fdatasync, and each
-    request is answered with its own index."""
+    """Shell level: the updates of one drain are one append with one fdatasync (on the loop,
+    or on the log sync thread), and each request is answered with its own index."""
     cluster = b"batch"
-    peer = solo_leader(
-        "solo", tmp_path / "solo", cluster, KvStateMachine(), options=PeerOptions(fsync=True)
-    )
+    options = PeerOptions(fsync=True, fsync_thread=thread)
+    peer = solo_leader("solo", tmp_path / "solo", cluster, KvStateMachine(), options=options)
     try:
-        writes: list[int] = []
+        writes: list[tuple[int, bool]] = []
         append = peer.storage.append
 
         def counting_append(entries: Any, sync: bool = True) -> None:
-            writes.append(len(entries))
+            writes.append((len(entries), sync))
             append(entries, sync)
 
         answered: list[tuple[bytes, int]] = []
@@ -99,9 +99,10 @@ def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
         assert answered == [] and writes == []  # nothing proposed before the drain ends
         peer._flush_updates()
         peer._process_ready()
-        assert writes == [20]  # one write; its fsync runs on the log sync thread
-        assert answered == []  # a lone voter answers only once its own fsync reported back
-        settle(peer)
+        assert writes == [(20, not thread)]  # one write, fsynced on the loop or the thread
+        if thread:
+            assert answered == []  # a lone voter answers only once its own fsync reported
+            settle(peer)
         first = answered[0][1]
         assert answered == [(rid, first + k) for k, rid in enumerate(rids)]
     finally:
