@@ -57,6 +57,11 @@ class LogSyncer:
         return self._read_fd
 
     @property
+    def done(self) -> int:
+        """The last write durable (as :meth:`take`, without reading the pipe or raising)."""
+        return self._done
+
+    @property
     def wanted(self) -> int:
         """The last write handed over."""
         return self._wanted

@@ -511,7 +511,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._persist(rd, fsync=False)
         if rd.write:
             syncer.request(rd.write)
-        if (self.core.is_leader and not self._held) or not syncer.pending:
+        self._release_held(syncer.done)  # what the thread finished meanwhile goes first
+        if not self._held and (self.core.is_leader or not syncer.pending):
             self._send_all(rd.messages)
         elif rd.messages:
             self._held.append((syncer.wanted, rd.messages))
@@ -531,11 +532,12 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
 
     def _drain_log(self) -> None:
         """Wait for the fsyncs handed to the thread (before the log is cut or replaced, and
-        before any Ready that must persist before it sends)."""
-        if self._logsync is not None and self._logsync.pending:
+        before any Ready that must persist before it sends), then send what they held."""
+        if self._logsync is not None:
             done = self._logsync.drain()
-            self.core.log_durable(done)
-            self._release_held(done)
+            if done:
+                self.core.log_durable(done)
+                self._release_held(done)
 
     def _release_held(self, done: int) -> None:
         """Send, in order, the held messages whose writes are all durable (``done``)."""

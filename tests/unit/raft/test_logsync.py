@@ -148,9 +148,12 @@ def test_a_follower_acknowledges_entries_only_once_its_fsync_reported_back(
         assert peer.storage.last_index == 3 and len(sent) == 1  # written, not acknowledged
         assert peer._logsync.pending
         release.set()
-        wait_readable(peer._logsync.fileno)
-        peer._log_synced()
-        assert [(msg.last_index, msg.seq) for msg in sent[1:]] == [(3, 2), (3, 3)]  # type: ignore[attr-defined]
+        wait_readable(peer._logsync.fileno)  # durable; the loop has not read the pipe yet
+        peer.core.step(AppendEntries("l", "f", 1, 3, 1, 3, (), 4))
+        peer._process_ready()  # its answer goes after the held ones
+        assert [(msg.last_index, msg.seq) for msg in sent[1:]] == [(3, 2), (3, 3), (3, 4)]  # type: ignore[attr-defined]
         assert all(isinstance(msg, AppendResponse) and msg.success for msg in sent)
+        peer._log_synced()
+        assert len(sent) == 4 and peer.core.stable_index == 3
     finally:
         peer._teardown()
