@@ -12,7 +12,7 @@ from dafka.raft.messages import AppendEntries, AppendResponse
 from dafka.raft.ready import Ready, Role
 from dafka.raft.types import Entry, EntryType
 
-from .sim import drain, elect, new_core, put
+from .sim import Network, drain, elect, new_core, put
 
 NOW = 1_700_000_000.0
 
@@ -145,3 +145,33 @@ def test_the_log_ties_reports_to_writes_not_to_terms():
     assert log.stable_to(second) and log.stable_index == 3
     log.restore(10, 2)
     assert log.stable_index == 3 and not log.stable_to(second)
+
+
+def test_a_leader_crashing_before_its_fsync_loses_no_committed_entry() -> None:
+    # simulated cluster (tests/unit/raft/sim.py, lazy_fsync): a writes e, b acknowledges
+    # it, c is cut off; a crashes before its own write is durable, b becomes unreachable,
+    # and a (without e) and c elect a leader. Had a counted its unflushed copy, e would
+    # have been committed on a and b, and lost.
+    net = Network("abc", seed=7, lazy_fsync=True)
+    lead = net.wait_leader()
+    for node in net.nodes.values():
+        node.flush()
+        node.process()
+    net.settle()
+    a = lead.id
+    b, c = sorted(set("abc") - {a})
+    net.isolate(c)
+    index = net.propose(a, put("e", 1)).index
+    assert index is not None
+    net.settle()  # b stores e durably and acknowledges it
+    assert net.nodes[b].core.last_index >= index  # type: ignore[union-attr]
+    assert lead.core.commit < index and not lead.core.stable_index >= index  # type: ignore[union-attr]
+    net.crash(a)  # before its flush: e is gone from a's disk
+    assert net.nodes[a].disk.last_index < index
+    net.heal()
+    net.isolate(b)
+    net.restart(a)
+    net.wait_leader(600)  # a or c, neither has e: fine, since e was never committed
+    net.heal()
+    net.commit_value(a, "after", 2, ticks=600)
+    net.assert_converged()
