@@ -33,9 +33,10 @@ the core's Ready loop (:mod:`dafka.raft.ready`): persist (one ``append`` with on
 ``fdatasync`` for every entry of the turn: group commit), send, apply, answer, advance.
 Client answers, like peer messages, leave only after the Ready that carries what they
 depend on was persisted (the two exceptions that keep this true: :mod:`dafka.raft.pipeline`).
-A leader's plain appends are the first exception: written on the loop, fsynced on a
-thread of their own (:mod:`dafka.raft.logsync`) while the loop sends and goes on; the
-core counts the leader's own log towards a commit once that fsync reports back.
+With :attr:`PeerOptions.fsync_thread` plain appends are written on the loop and fsynced on
+a thread of their own (:mod:`dafka.raft.logsync`): a leader sends at once and the core
+counts its own log towards a commit once that fsync reports back; a follower holds its
+acknowledgements until then.
 
 Data directory: ``<data dir>/raft`` is the :class:`~dafka.raft.storage.FileStorage`;
 ``<data dir>/snapshot.incoming`` stages a snapshot being received.
