@@ -11,7 +11,7 @@ Node shell = the loop documented in :mod:`dafka.raft.ready`, with a KV state mac
 whose snapshot is msgpack of (meta, kv, applied reqids). With ``lazy_fsync`` a leader's
 plain appends (:func:`dafka.raft.pipeline.plain`) are like the peer's ``fsync_thread``
 mode: written, sent and applied at once, durable only at a later random flush (each
-step, each node with writes pending flushes with probability 1/2) that reports them to
+step, each node with writes pending flushes with probability 1/10) that reports them to
 the core (``RaftCore.log_durable``); a crash loses every write not flushed yet. Any
 other Ready, and a compaction, flushes first.
 """
@@ -420,7 +420,7 @@ class Network:
             self.tick(pid)
             self.deliver_due()
             node = self.nodes[pid]
-            if node.unsynced and node.core is not None and self.rng.random() < 0.5:
+            if node.unsynced and node.core is not None and self.rng.random() < 0.1:
                 node.flush()
                 node.process()
                 self._event()
