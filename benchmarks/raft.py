@@ -1,11 +1,11 @@
 """Raft commits per second and update latency on three local peers, against raw baselines.
 
     python -m benchmarks.raft [--updates 20000] [--latency-updates 2000] [--size 100]
-                              [--window 64] [--failovers 5] [--no-fsync] [--dir DIR]
-                              [--no-progress]
+                              [--window 64] [--failovers 5] [--no-fsync] [--fsync-thread]
+                              [--dir DIR] [--no-progress]
 
-Three ``dafka-raft peer`` processes on 127.0.0.1 (fsync on unless ``--no-fsync``,
-default timing and compaction settings), one :class:`~dafka.raft.client.RaftClient`
+Three ``dafka-raft peer`` processes on 127.0.0.1 (fsync on unless ``--no-fsync``, on
+their loop unless ``--fsync-thread``, ``docs/raft.md`` §7; default timing and compaction settings), one :class:`~dafka.raft.client.RaftClient`
 in this process. Phases, each measured in the same run:
 
 * baseline fsync   ``FileStorage.append`` of one entry + ``fdatasync``, back to back,
@@ -54,6 +54,8 @@ from tests.interop.reference import Kind, MixedCluster, ReferenceUnavailable, en
 from tests.procs import Proc, free_port, py, wait_until
 
 RESULTS = Path(__file__).resolve().parent / "results"
+PEER_EXTRA: list[str] = []
+"""Extra ``dafka-raft peer`` options for every peer of ours (``--fsync-thread``)."""
 CLUSTER = "bench"
 
 _ECHO = """
@@ -144,6 +146,7 @@ def peer_args(directory: Path, fsync: bool, urls: dict[str, str], pid: str) -> l
         "--cluster",
         CLUSTER,
         "--fsync" if fsync else "--no-fsync",
+        *PEER_EXTRA,
     ]
 
 
@@ -233,6 +236,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {
             "peers": 3,
             "fsync": args.fsync,
+            "fsync_thread": args.fsync_thread,
             "size": args.size,
             "updates": args.updates,
             "latency_updates": args.latency_updates,
@@ -446,6 +450,11 @@ def main() -> None:
     parser.add_argument("--rtt-round-trips", type=int, default=5000)
     parser.add_argument("--failovers", type=int, default=5, help="leader SIGKILL rounds")
     parser.add_argument("--no-fsync", dest="fsync", action="store_false")
+    parser.add_argument(
+        "--fsync-thread",
+        action="store_true",
+        help="our peers fdatasync appends on a thread of their own (docs/raft.md section 7)",
+    )
     parser.add_argument("--dir", default=None, help="data directory (default: a temp dir)")
     parser.add_argument(
         "--no-reference",
@@ -457,6 +466,8 @@ def main() -> None:
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
     )
     args = parser.parse_args()
+    if args.fsync_thread:
+        PEER_EXTRA.append("--fsync-thread")
     global PROGRESS
     PROGRESS = Progress(False if args.no_progress else None)
     result = run(args)

@@ -179,6 +179,12 @@ def main() -> None:
     "--fsync/--no-fsync", default=True, show_default=True, help="fdatasync the log (group commit)."
 )
 @click.option(
+    "--fsync-thread/--no-fsync-thread",
+    default=False,
+    show_default=True,
+    help="fdatasync appends on a thread of their own, overlapping replication (docs/raft.md §7).",
+)
+@click.option(
     "--max-entry-bytes",
     default=DEFAULT_MAX_ENTRY_BYTES,
     show_default=True,
@@ -224,6 +230,7 @@ def peer(
     snapshot_every: int,
     keep_entries: int,
     fsync: bool,
+    fsync_thread: bool,
     max_entry_bytes: int,
     raft_curve: bool,
     key_file: str | None,
@@ -238,6 +245,7 @@ def peer(
         election_tick=election_ticks,
         heartbeat_tick=heartbeat_ticks,
         fsync=fsync,
+        fsync_thread=fsync_thread,
         snapshot_every=snapshot_every,
         keep_entries=keep_entries,
         max_entry_bytes=max_entry_bytes,

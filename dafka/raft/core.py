@@ -15,10 +15,9 @@ request-id dedup with expiry; with peers in ``plain_peers`` (reference peers, se
 
 Safety notes
 ------------
-* The leader counts its own, not yet persisted, entries towards commit. That is safe
-  because nothing derived from that commit leaves the core before the shell persisted
-  the Ready that carries those entries (messages are sent and committed entries
-  applied only after persisting).
+* The leader counts its own log towards a commit only up to what the shell reported
+  durable (``advance(rd)``, or :meth:`RaftCore.log_durable` when it fsyncs off its
+  loop, Raft thesis §10.2.1): its AppendEntries may leave before its own fsync.
 * Configurations take effect when their entry is appended (committed or not) and are
   rolled back when the entry is truncated; a leader appends the final configuration
   once the joint one commits, and a leader that is not in the final configuration
@@ -469,6 +468,7 @@ class RaftCore(CoreView, Replication):
             must_sync=bool(
                 entries or truncate_from or self._chunks or self._pending_snapshot or vote_changed
             ),
+            write=self._log.last_write if entries else 0,
         )
         self._msgs = []
         self._chunks = []
@@ -477,12 +477,22 @@ class RaftCore(CoreView, Replication):
         self._handed_commit = handed
         return rd
 
-    def advance(self, rd: Ready) -> None:
-        """The shell has done ``rd``: persisted, sent, applied."""
+    def advance(self, rd: Ready, durable: bool = True) -> None:
+        """The shell has done ``rd``: persisted (``durable=False``: written, its fsync
+        still running: report it with :meth:`log_durable`), sent, applied."""
+        if durable and rd.write:
+            self.log_durable(rd.write)
         if rd.snapshot is not None:
             self._applied = max(self._applied, rd.snapshot.index)
         if rd.committed_entries:
             self._applied = max(self._applied, rd.committed_entries[-1].index)
+
+    def log_durable(self, write: int) -> None:
+        """Log write number ``write`` (``Ready.write``) and every earlier one are durable.
+        A leader may now count its own log up to there towards a commit; a report of a
+        write that a truncation cut into counts for nothing."""
+        if self._log.stable_to(write) and self.role is Role.LEADER and self._maybe_commit():
+            self._bcast_append()
 
     # -- elections -----------------------------------------------------------------------
 

@@ -61,6 +61,11 @@ class CoreView:
         return self._log.last_index
 
     @property
+    def stable_index(self) -> int:
+        """The last log index reported durable here (``Ready.write``)."""
+        return self._log.stable_index
+
+    @property
     def last_term(self) -> int:
         return self._log.last_term
 

@@ -7,10 +7,18 @@ and only its term is kept so that AppendEntries right after it can be checked.
 Persistence bookkeeping: entries up to ``_handed`` were given to the shell in a
 :class:`~dafka.raft.ready.Ready`; a conflict that removes handed entries records
 ``truncate_from`` so the next Ready tells the shell to drop them too.
+
+Durability bookkeeping: entries up to :attr:`RaftLog.stable_index` are known durable
+here. Each hand-over of entries is a numbered *write* (:meth:`RaftLog.take_unstable`);
+the shell reports writes durable by number (:meth:`RaftLog.stable_to`), in order, a
+report covering every earlier write. A report counts only for entries still in the log
+as they were written: a truncation forgets the writes it cut into (their report, if it
+comes, moves nothing) and lowers the stable index below the cut.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 
 from ..errors import RaftError
@@ -20,7 +28,16 @@ __all__ = ["RaftLog"]
 
 
 class RaftLog:
-    __slots__ = ("_base_index", "_base_term", "_entries", "_handed", "_truncate_from")
+    __slots__ = (
+        "_base_index",
+        "_base_term",
+        "_entries",
+        "_handed",
+        "_stable",
+        "_truncate_from",
+        "_write",
+        "_writes",
+    )
 
     def __init__(self, base_index: int = 0, base_term: int = 0, entries: Sequence[Entry] = ()):
         self._base_index = base_index
@@ -34,7 +51,10 @@ class RaftLog:
                 )
             self._entries.append(entry)
         self._handed = self.last_index  # what we were given is already on disk
+        self._stable = self.last_index
         self._truncate_from: int | None = None
+        self._write = 0  # number of the last write handed out
+        self._writes: deque[tuple[int, int, int]] = deque()  # (write, last index, its term)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -65,6 +85,11 @@ class RaftLog:
         if self._base_index < index <= self.last_index:
             return self._entries[index - self._base_index - 1].term
         return None
+
+    @property
+    def stable_index(self) -> int:
+        """The last index known durable here (reported by the shell)."""
+        return self._stable
 
     def entry(self, index: int) -> Entry:
         if not self._base_index < index <= self.last_index:
@@ -114,6 +139,9 @@ class RaftLog:
             self._handed = index - 1
             if self._truncate_from is None or index < self._truncate_from:
                 self._truncate_from = index
+        self._stable = min(self._stable, index - 1)
+        while self._writes and self._writes[-1][1] >= index:
+            self._writes.pop()  # a late report of these must not count the new entries
         return removed
 
     def compact(self, upto: int) -> None:
@@ -134,6 +162,8 @@ class RaftLog:
         self._base_index, self._base_term = index, term
         self._handed = index
         self._truncate_from = None
+        self._stable = min(self._stable, index)
+        self._writes.clear()
 
     # -- persistence ---------------------------------------------------------------------
 
@@ -141,9 +171,34 @@ class RaftLog:
         return self._truncate_from is not None or self._handed < self.last_index
 
     def take_unstable(self) -> tuple[int | None, tuple[Entry, ...]]:
-        """What the shell must persist now: (truncate_from, entries to append)."""
+        """What the shell must persist now: (truncate_from, entries to append). When there
+        are entries this is write number :attr:`last_write`."""
         truncate_from = self._truncate_from
         entries = tuple(self.slice(self._handed + 1, self.last_index))
         self._handed = self.last_index
         self._truncate_from = None
+        if entries:
+            self._write += 1
+            self._writes.append((self._write, entries[-1].index, entries[-1].term))
         return truncate_from, entries
+
+    @property
+    def last_write(self) -> int:
+        """The number of the last write :meth:`take_unstable` handed out (0: none yet)."""
+        return self._write
+
+    def stable_to(self, write: int) -> bool:
+        """Write number ``write`` and every earlier one are durable; returns whether
+        :attr:`stable_index` grew. A write a truncation cut into no longer counts."""
+        if write > self._write:
+            raise RaftError(f"write {write} reported durable, only {self._write} handed out")
+        last = None
+        while self._writes and self._writes[0][0] <= write:
+            last = self._writes.popleft()
+        if last is None:
+            return False
+        _, index, term = last
+        if index <= self._stable or self.term(index) != term:
+            return False
+        self._stable = index
+        return True

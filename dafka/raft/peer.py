@@ -33,6 +33,10 @@ the core's Ready loop (:mod:`dafka.raft.ready`): persist (one ``append`` with on
 ``fdatasync`` for every entry of the turn: group commit), send, apply, answer, advance.
 Client answers, like peer messages, leave only after the Ready that carries what they
 depend on was persisted (the two exceptions that keep this true: :mod:`dafka.raft.pipeline`).
+With :attr:`PeerOptions.fsync_thread` plain appends are written on the loop and fsynced on
+a thread of their own (:mod:`dafka.raft.logsync`): a leader sends at once and the core
+counts its own log towards a commit once that fsync reports back; a follower holds its
+acknowledgements until then.
 
 Data directory: ``<data dir>/raft`` is the :class:`~dafka.raft.storage.FileStorage`;
 ``<data dir>/snapshot.incoming`` stages a snapshot being received.
@@ -46,6 +50,7 @@ import os
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,10 +74,11 @@ from .guard import (
     router_frame_limit,
     router_max_frames,
 )
+from .logsync import LogSyncer
 from .membership import all_peers
 from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerOptions
 from .peertransport import PeerTransport
-from .pipeline import appends_first, split_durable
+from .pipeline import appends_first, plain, split_durable
 from .ready import Ready, Role
 from .snapshotstage import SnapshotStage
 from .snapshotter import BackgroundSnapshot
@@ -314,6 +320,12 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
                 raise ConfigError(f"cannot bind {self.broadcast}: {exc}") from exc
         self.poller = zmq.Poller()
         self.poller.register(self.router, zmq.POLLIN)
+        self._logsync: LogSyncer | None = None
+        self._held: deque[tuple[int, Sequence[m.Message]]] = deque()
+        """A follower's messages waiting for their log write's fsync (write number)."""
+        if opts.fsync and opts.fsync_thread:
+            self._logsync = LogSyncer(self.storage.sync_log, name=f"raft-logsync-{self.id}")
+            self.poller.register(self._logsync.fileno, zmq.POLLIN)
         self._init_transport()
         self._init_clients()
         self._leader_term: int | None = None
@@ -344,6 +356,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         if getattr(self, "pub", None) is not None:
             self.pub.close(0)  # type: ignore[union-attr]
         self._close_snapshots()
+        logsync = getattr(self, "_logsync", None)
+        if logsync is not None:
+            self._logsync = None
+            logsync.close()  # finishes the fsyncs handed over (the storage closes next)
         storage = getattr(self, "storage", None)
         if storage is not None:
             getattr(self, "_snapper", BackgroundSnapshot()).join()
@@ -367,6 +383,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             for sock, _ in events:
                 if sock is router:
                     self._drain_router()
+                elif isinstance(sock, int):
+                    self._log_synced()
                 else:
                     self._drain_dealer(sock)
             if self._updates:
@@ -381,6 +399,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._maybe_snapshot()
 
     def _on_tick(self, now: float) -> None:
+        if self._logsync is not None:
+            self._logsync.check()  # a dead fsync thread ends the loop (and the process)
         self._peer_tick(now)
         self._client_tick(now)
         if self.pub is not None and now - self._last_broadcast >= CLIENT_HEARTBEAT_INTERVAL:
@@ -453,6 +473,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         core = self.core
         while core.has_ready():
             rd = core.ready()
+            if self._logsync is not None and plain(rd, self.storage.hard_state):
+                self._overlapped(rd)  # see dafka.raft.pipeline: the fsync runs on a thread
+                continue
+            self._drain_log()  # everything else keeps "persist, then send"
             first = appends_first(rd, core.is_leader, self.storage.hard_state)
             for append in first:  # see dafka.raft.pipeline: the leader writes in parallel
                 self._send_request(append)
@@ -479,9 +503,59 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._check_role()
         self._publish_info()
 
-    def _persist(self, rd: Ready) -> SnapshotMeta | None:
+    def _overlapped(self, rd: Ready) -> None:
+        """A plain append: written at once, fsynced on the thread. A leader sends and
+        applies at once; a follower holds its messages (acknowledgements) until every write
+        so far is durable, and applies at once (committed entries are durable elsewhere)."""
+        syncer = self._logsync
+        assert syncer is not None
+        self._persist(rd, fsync=False)
+        if rd.write:
+            syncer.request(rd.write)
+        self._release_held(syncer.done)  # what the thread finished meanwhile goes first
+        if not self._held and (self.core.is_leader or not syncer.pending):
+            self._send_all(rd.messages)
+        elif rd.messages:
+            self._held.append((syncer.wanted, rd.messages))
+        self._apply(rd)
+        self.core.advance(rd, durable=False)
+        if rd.entries:
+            self._sync_peers()
+        self._check_role()
+
+    def _log_synced(self) -> None:
+        """The fsync thread finished one (or failed: then this raises and the loop dies)."""
+        assert self._logsync is not None
+        done = self._logsync.take()
+        if done:
+            self.core.log_durable(done)
+            self._release_held(done)
+
+    def _drain_log(self) -> None:
+        """Wait for the fsyncs handed to the thread (before the log is cut or replaced, and
+        before any Ready that must persist before it sends), then send what they held."""
+        if self._logsync is not None:
+            done = self._logsync.drain()
+            if done:
+                self.core.log_durable(done)
+                self._release_held(done)
+
+    def _release_held(self, done: int) -> None:
+        """Send, in order, the held messages whose writes are all durable (``done``)."""
+        held = self._held
+        while held and held[0][0] <= done:
+            self._send_all(held.popleft()[1])
+
+    def _send_all(self, messages: Sequence[m.Message]) -> None:
+        for msg in messages:
+            if isinstance(msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow):
+                self._send_request(msg)
+            else:
+                self._send_response(msg)
+
+    def _persist(self, rd: Ready, fsync: bool = True) -> SnapshotMeta | None:
         storage = self.storage
-        sync = rd.must_sync and self.options.fsync
+        sync = rd.must_sync and self.options.fsync and fsync
         if rd.snapshot is not None:
             self._save_staged(rd.snapshot)
         if rd.truncate_from is not None:

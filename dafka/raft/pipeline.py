@@ -3,12 +3,19 @@
 The shell's rule is "persist, then send, then apply" (:mod:`dafka.raft.ready`). Two
 exceptions shorten the commit path without weakening it:
 
-* A leader's AppendEntries may leave *before* its own fsync of the same entries (Raft
-  thesis §10.2.1: the leader writes its log in parallel with replicating it). The leader
-  counts its own log towards a commit, so this is safe only because the loop finishes
-  this fsync before it handles any answer: a commit computed later counts only entries
-  already durable here. It is not done when the Ready changes term or vote (they must
-  be durable before any message of the new term), installs a snapshot or truncates.
+* A leader's Ready that only appends (:func:`overlaps`: no term or vote change, no
+  truncation, no snapshot) may be sent and applied *before* its own fsync: the peer hands
+  that fsync to a thread (:mod:`dafka.raft.logsync`) and reports it durable to the core
+  later (Raft thesis §10.2.1: the leader writes its log in parallel with replicating it).
+  The core counts the leader's own log towards a commit only up to what was reported
+  durable, so every commit still stands on a majority of durable copies, and the
+  messages of such a Ready depend on no new term or vote. With ``fsync`` off, or in any
+  other Ready, the shell persists first (waiting for the thread), and may still send the
+  leader's AppendEntries first (:func:`appends_first`).
+* A follower's :func:`plain` Ready is written at once and fsynced on the same thread too,
+  but its messages (the acknowledgements) are held until the thread reports every write
+  before them durable: a follower still acknowledges only what is durable. Its committed
+  entries (durable on a majority already) are applied at once.
 * Committed entries that were durable here *before* this Ready (index at most the
   stored log's last index) may be applied, and their clients answered, before the new
   entries are written: their fsync does not delay those answers.
@@ -22,17 +29,27 @@ from .messages import AppendEntries
 from .ready import Ready
 from .types import HardState
 
-__all__ = ["appends_first", "split_durable"]
+__all__ = ["appends_first", "overlaps", "plain", "split_durable"]
+
+
+def plain(rd: Ready, stored: HardState) -> bool:
+    """Does ``rd`` only append (and move the commit index)? No term or vote change
+    (``stored`` is the durable hard state), no truncation, no snapshot."""
+    if rd.snapshot is not None or rd.truncate_from is not None or rd.snapshot_chunks:
+        return False
+    hs = rd.hard_state
+    return hs is None or (hs.term, hs.voted_for) == (stored.term, stored.voted_for)
+
+
+def overlaps(rd: Ready, is_leader: bool, stored: HardState) -> bool:
+    """May a leader send ``rd``'s messages and apply its committed entries while ``rd``'s
+    log write is not durable yet? When it is :func:`plain`."""
+    return is_leader and plain(rd, stored)
 
 
 def appends_first(rd: Ready, is_leader: bool, stored: HardState) -> tuple[AppendEntries, ...]:
     """The AppendEntries of ``rd`` a leader may send before persisting ``rd``."""
-    if not is_leader or rd.snapshot is not None or rd.truncate_from is not None:
-        return ()
-    if rd.snapshot_chunks or (
-        rd.hard_state is not None
-        and (rd.hard_state.term, rd.hard_state.voted_for) != (stored.term, stored.voted_for)
-    ):
+    if not overlaps(rd, is_leader, stored):
         return ()
     return tuple(msg for msg in rd.messages if isinstance(msg, AppendEntries))
 

@@ -10,7 +10,7 @@ The shell's loop, after every ``step``/``tick``/``propose``/``read_index`` (etcd
         # 2. send rd.messages (none of them may leave before step 1 is durable)
         # 3. if rd.snapshot: load it into the state machine; then apply
         #    rd.committed_entries in order; then answer rd.read_states
-        # 4. core.advance(rd)
+        # 4. core.advance(rd) (a leader writing its log off the loop: see RaftCore.log_durable)
         # 5. if a chunk with .last was just written: decode the staged snapshot's
         #    meta and call core.restore(meta)
 """
@@ -96,6 +96,10 @@ class Ready:
     * ``committed_entries``: apply, in order.
     * ``read_states``: answer after applying ``committed_entries``.
     * ``must_sync``: term, vote, entries or snapshot data changed: fsync before sending.
+    * ``write``: the number of this Ready's log write when it has ``entries`` (else 0).
+      ``advance(rd)`` reports it durable; a leader's shell that fsyncs off its loop
+      calls ``advance(rd, durable=False)`` and :meth:`RaftCore.log_durable` later. The
+      leader counts its own log towards a commit only up to what was reported durable.
     """
 
     hard_state: HardState | None = None
@@ -108,6 +112,7 @@ class Ready:
     read_states: tuple[ReadState, ...] = ()
     soft_state: SoftState | None = None
     must_sync: bool = False
+    write: int = 0
 
 
 class ProposeStatus(enum.IntEnum):

@@ -437,7 +437,7 @@ class Replication:
 
     def _maybe_commit(self) -> bool:
         match = {peer: pr.match for peer, pr in self._progress.items()}
-        match[self.id] = self._log.last_index
+        match[self.id] = self._log.stable_index  # our own log counts once durable
         index = min(self._voters.committed_index(match), self._log.last_index)
         if index <= self.commit or self._log.term(index) != self.term:
             return False  # §5.4.2: only entries of our term are committed by counting

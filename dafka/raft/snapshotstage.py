@@ -135,6 +135,7 @@ class SnapshotStage(PeerState):
         if job.busy:  # written off the loop (dafka.raft.snapshotter): install when done
             if job.done():
                 meta, data, staged = job.take()
+                self._drain_log()  # installing may rewrite the log file: no fsync on it
                 if self.storage.install_staged(meta, staged):
                     self._snapshot_size = len(data)
                     self._snap_cache = (meta.index, data, None)

@@ -527,6 +527,20 @@ class FileStorage:
             pos += _REC_HEADER_SIZE + ENTRY_HEADER_SIZE + len(entry.data)
         self._end = pos
 
+    def sync_log(self) -> None:
+        """``fdatasync`` the log: every :meth:`append` made before the call is durable on
+        return. The one call another thread may make while the owner appends (the
+        leader's fsync off its loop, :mod:`dafka.raft.logsync`); the owner waits for it
+        before :meth:`truncate_from`, a snapshot install, :meth:`compact` or :meth:`close`
+        (they replace or cut the file)."""
+        fd = self._fd
+        if fd < 0:
+            raise StorageError(f"Raft storage {self.path} is closed")
+        try:
+            _fdatasync(fd)
+        except OSError as exc:
+            raise StorageError(f"cannot fsync {self.path}/log: {exc}") from exc
+
     def truncate_from(self, index: int) -> None:
         """Drop entries ``>= index`` (a follower resolving a conflict). Always durable."""
         self._check_open()

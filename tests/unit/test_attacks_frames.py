@@ -39,7 +39,7 @@ from dafka.raft.types import Entry, EntryType
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from tests.signing import PRODUCER
-from tests.unit.raft.solo import free_tcp_url, solo_leader
+from tests.unit.raft.solo import free_tcp_url, settle, solo_leader
 
 FLOOD = 10_000
 
@@ -160,7 +160,7 @@ def test_a_client_holds_at_most_8_entry_streams_open(tmp_path: Path) -> None:
         for k in range(3):  # entries enough that no stream ends at its first answer
             peer._on_router_frames([b"client", gen(), b"=", b"dafka", b"x%d" % k])
             peer._flush_updates()
-            peer._process_ready()
+            settle(peer)
         assert peer.core.applied >= 3
         for rid in range(1, 101):
             for envelope in (b"greedy", b"other"):

@@ -8,7 +8,12 @@ disk alone. The :class:`Checker` verifies Raft's safety properties after every s
 event (one message delivered, one node ticked, one client request).
 
 Node shell = the loop documented in :mod:`dafka.raft.ready`, with a KV state machine
-whose snapshot is msgpack of (meta, kv, applied reqids).
+whose snapshot is msgpack of (meta, kv, applied reqids). With ``lazy_fsync`` a leader's
+plain appends (:func:`dafka.raft.pipeline.plain`) are like the peer's ``fsync_thread``
+mode: written, sent and applied at once, durable only at a later random flush (each
+step, each node with writes pending flushes with probability 1/10) that reports them to
+the core (``RaftCore.log_durable``); a crash loses every write not flushed yet. Any
+other Ready, and a compaction, flushes first.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from dafka.raft.messages import (
     VoteResponse,
     correlate,
 )
+from dafka.raft.pipeline import plain
 from dafka.raft.ready import ProposeResult, ReadState, Ready, Role
 from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
 
@@ -166,11 +172,23 @@ class Disk:
 
 
 class SimNode:
-    def __init__(self, net: Network, pid: str, config: ClusterConfig, options: dict[str, Any]):
+    def __init__(
+        self,
+        net: Network,
+        pid: str,
+        config: ClusterConfig,
+        options: dict[str, Any],
+        lazy_fsync: bool = False,
+    ):
         self.net = net
         self.id = pid
         self.config = config
         self.options = options
+        self.lazy_fsync = lazy_fsync
+        self.unsynced = 0
+        """The last write of a leader's plain append not flushed yet (0: none)."""
+        self.durable = 0
+        """Entries up to here survive a crash."""
         self.disk = Disk()
         self.core: RaftCore | None = None
         self.sm: KvMachine | None = None
@@ -196,11 +214,22 @@ class SimNode:
             read_snapshot=self.read_snapshot,
             **self.options,
         )
+        self.durable = self.disk.last_index
         self.restarts += 1
 
     def crash(self) -> None:
         self.core = None
         self.sm = None
+        if self.unsynced:  # the writes not flushed yet are lost, all of them
+            self.disk.entries = [e for e in self.disk.entries if e.index <= self.durable]
+            self.unsynced = 0
+
+    def flush(self) -> None:
+        """The pending writes become durable and are reported to the core."""
+        if self.unsynced and self.core is not None:
+            write, self.unsynced = self.unsynced, 0
+            self.durable = self.disk.last_index
+            self.core.log_durable(write)
 
     def read_snapshot(self, index: int, offset: int, limit: int) -> tuple[bytes, int] | None:
         if self.disk.snapshot.index != index:
@@ -214,7 +243,17 @@ class SimNode:
         while core is not None and core.has_ready():
             role, term = core.role, core.term
             rd = core.ready()
+            if self.lazy_fsync and core.is_leader and plain(rd, self.disk.hard_state):
+                self._persist(rd, was_leader=True)  # into the page cache: not durable yet
+                self.unsynced = rd.write or self.unsynced
+                for msg in rd.messages:
+                    self.net.send(msg)
+                self._apply(rd)
+                core.advance(rd, durable=False)
+                continue
+            self.flush()
             completed = self._persist(rd, was_leader=role is Role.LEADER and term == core.term)
+            self.durable = self.disk.last_index
             for msg in rd.messages:
                 self.net.send(msg)
             self._apply(rd)
@@ -271,6 +310,7 @@ class SimNode:
     def compact(self, keep: int = 0) -> bool:
         """Snapshot the state machine at its applied index and drop the log up to there."""
         assert self.core is not None and self.sm is not None
+        self.flush()  # (the peer waits for its fsync thread before it installs a snapshot)
         applied = self.sm.applied
         if applied <= self.disk.snapshot.index:
             return False
@@ -296,6 +336,7 @@ class Network:
         drop: float = 0.0,
         dup: float = 0.0,
         max_delay: int = 0,
+        lazy_fsync: bool = False,
         **options: Any,
     ) -> None:
         self.rng = random.Random(seed)
@@ -317,9 +358,9 @@ class Network:
         config = make_config(voters, learners)
         self.nodes: dict[str, SimNode] = {}
         for pid in [*voters, *learners]:
-            self.nodes[pid] = SimNode(self, pid, config, options)
+            self.nodes[pid] = SimNode(self, pid, config, options, lazy_fsync)
         for pid in extra:  # not in any config yet (joins later)
-            self.nodes[pid] = SimNode(self, pid, ClusterConfig(()), options)
+            self.nodes[pid] = SimNode(self, pid, ClusterConfig(()), options, lazy_fsync)
         for node in self.nodes.values():
             node.start()
 
@@ -378,6 +419,11 @@ class Network:
         for pid in order:
             self.tick(pid)
             self.deliver_due()
+            node = self.nodes[pid]
+            if node.unsynced and node.core is not None and self.rng.random() < 0.1:
+                node.flush()
+                node.process()
+                self._event()
         self.deliver_due()
 
     def run(self, ticks: int, until: Callable[[], bool] | None = None) -> bool:

@@ -32,7 +32,7 @@ def solo_leader(
     try:
         for _ in range(10 * peer.options.election_tick):
             peer.core.tick()
-            peer._process_ready()
+            settle(peer)
             if peer.core.applied_in_term:
                 break
         assert peer.core.applied_in_term, "the solo peer did not take the lead"
@@ -42,10 +42,19 @@ def solo_leader(
     return peer
 
 
+def settle(peer: RaftPeer) -> None:
+    """The loop's Ready processing, then waiting for the leader's log fsync (run on its
+    own thread, :mod:`dafka.raft.logsync`) and processing what it lets commit."""
+    peer._process_ready()
+    while peer._logsync is not None and peer._logsync.pending:
+        peer._drain_log()
+        peer._process_ready()
+
+
 def send_update(peer: RaftPeer, reqid: bytes, data: bytes, cluster: bytes = b"dafka") -> int:
     """A client's RequestUpdate of ``data`` as the ROUTER delivers it, then the loop's
     steps that propose and persist it; returns the log's last index after."""
     peer._on_router_frames([b"client", reqid, b"=", cluster, data])
     peer._flush_updates()
-    peer._process_ready()
+    settle(peer)
     return peer.core.last_index

@@ -16,6 +16,8 @@ from dafka.raft import wire as w
 from dafka.raft.peer import RaftPeer
 from dafka.raft.statemachine import KvStateMachine
 
+from .solo import settle
+
 CLUSTER = b"admit"
 
 
@@ -43,7 +45,7 @@ class Harness:
     def send(self, rid: bytes, data: bytes) -> None:
         self.peer._on_router_frames([b"client", rid, b"=", CLUSTER, data])
         self.peer._flush_updates()
-        self.peer._process_ready()
+        settle(self.peer)
 
 
 @pytest.fixture
@@ -89,7 +91,7 @@ def only_ok(data: bytes) -> str | None:
 def test_refused_updates_are_never_appended_and_get_the_final_failure(harness) -> None:
     h = harness(only_ok)
     _elect(h.peer)
-    h.peer._process_ready()
+    settle(h.peer)
     last = h.peer.core.last_index
     h.send(reqid(1), b"bad")
     assert h.peer.core.last_index == last and h.peer.storage.last_index == last
@@ -107,10 +109,10 @@ def test_a_new_leader_holds_updates_until_it_applied_an_entry_of_its_term(harnes
     h.peer._on_router_frames([b"client", reqid(1), b"=", CLUSTER, b"ok 1"])
     h.peer._flush_updates()  # not checked, not proposed, not answered: held
     assert h.peer._updates and h.replies == [] and h.committed == []
-    h.peer._process_ready()  # the leader's first entry is applied
+    settle(h.peer)  # the leader's first entry is applied
     assert h.peer.core.applied_in_term
     h.peer._flush_updates()
-    h.peer._process_ready()
+    settle(h.peer)
     assert [rid for rid, _ in h.committed] == [reqid(1)] and h.replies == []
 
 
@@ -118,7 +120,7 @@ def test_a_resend_of_an_appended_update_is_answered_from_the_log(harness) -> Non
     verdicts: list[str | None] = [None]
     h = harness(lambda data: verdicts[-1])
     _elect(h.peer)
-    h.peer._process_ready()
+    settle(h.peer)
     h.send(reqid(1), b"x")
     ((_, index),) = h.committed
     verdicts.append("now refused")  # e.g. the admin was removed since
@@ -132,7 +134,7 @@ def test_a_failing_hook_refuses_and_the_loop_goes_on(harness) -> None:
 
     h = harness(broken)
     _elect(h.peer)
-    h.peer._process_ready()
+    settle(h.peer)
     last = h.peer.core.last_index
     h.send(reqid(1), b"x")
     assert h.peer.core.last_index == last

@@ -15,7 +15,7 @@ from dafka.raft.ready import ProposeStatus
 from dafka.raft.statemachine import KvStateMachine
 
 from .sim import drain, elect, new_core, outbox, put
-from .solo import solo_leader
+from .solo import settle, solo_leader
 
 NOW = 1_700_000_000.0
 
@@ -71,22 +71,21 @@ def test_a_follower_refuses_the_whole_batch():
         follower.propose_many([(b"x", reqid(1))], NOW)
 
 
+@pytest.mark.parametrize("thread", [False, True])
 def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thread: bool
 ) -> None:
-    """Shell level: the updates of one drain are one append with one fdatasync, and each
-    request is answered with its own index."""
+    """Shell level: the updates of one drain are one append with one fdatasync (on the loop,
+    or on the log sync thread), and each request is answered with its own index."""
     cluster = b"batch"
-    peer = solo_leader(
-        "solo", tmp_path / "solo", cluster, KvStateMachine(), options=PeerOptions(fsync=True)
-    )
+    options = PeerOptions(fsync=True, fsync_thread=thread)
+    peer = solo_leader("solo", tmp_path / "solo", cluster, KvStateMachine(), options=options)
     try:
-        syncs: list[int] = []
+        writes: list[tuple[int, bool]] = []
         append = peer.storage.append
 
         def counting_append(entries: Any, sync: bool = True) -> None:
-            if sync:
-                syncs.append(len(entries))
+            writes.append((len(entries), sync))
             append(entries, sync)
 
         answered: list[tuple[bytes, int]] = []
@@ -97,10 +96,13 @@ def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
         rids = [reqid(n, time.time()) for n in range(1, 21)]
         for n, rid in enumerate(rids):
             peer._on_router_frames([b"client", rid, b"=", cluster, put(f"k{n}", n)])
-        assert answered == [] and syncs == []  # nothing proposed before the drain ends
+        assert answered == [] and writes == []  # nothing proposed before the drain ends
         peer._flush_updates()
         peer._process_ready()
-        assert syncs == [20]
+        assert writes == [(20, not thread)]  # one write, fsynced on the loop or the thread
+        if thread:
+            assert answered == []  # a lone voter answers only once its own fsync reported
+            settle(peer)
         first = answered[0][1]
         assert answered == [(rid, first + k) for k, rid in enumerate(rids)]
     finally:

@@ -169,6 +169,17 @@ def test_election_safety_log_matching_leader_completeness_under_faults(seed, sch
 
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), schedules())
+def test_safety_when_the_leaders_own_fsync_lags_and_crashes_lose_it(seed, schedule):
+    """Leaders send and apply before their own write is durable (docs/raft.md §7); a crash
+    loses what was not flushed. A leader that counted its unflushed log towards a commit
+    would lose committed entries here (Leader Completeness, State Machine Safety)."""
+    net = Network(IDS, seed=seed, drop=0.05, dup=0.05, max_delay=3, lazy_fsync=True)
+    play(net, schedule, IDS)
+    recover(net)
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), schedules())
 def test_election_safety_without_pre_vote_or_check_quorum(seed, schedule):
     """More contested elections: no pre-vote, no leader lease."""
     net = Network(
