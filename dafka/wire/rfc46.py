@@ -247,7 +247,12 @@ def encode_record(topic: bytes, partition: bytes, offset: int, content: bytes) -
     ``topic`` and ``partition`` must already be validated (no NUL, ≤ 255 bytes);
     the producer's hot loop calls this once per record.
     """
-    return [
+    return [_record_prefix(topic, partition) + _U64.pack(offset), content]
+
+
+def _record_prefix(topic: bytes, partition: bytes) -> bytes:
+    """Frame 0 of a RECORD up to its offset."""
+    return (
         b"M"
         + topic
         + b"\0\x01"
@@ -255,9 +260,7 @@ def encode_record(topic: bytes, partition: bytes, offset: int, content: bytes) -
         + partition
         + bytes((len(topic),))
         + topic
-        + _U64.pack(offset),
-        content,
-    ]
+    )
 
 
 def encode_records(
@@ -272,15 +275,7 @@ def record_heads(topic: bytes, partition: bytes, first_offset: int, count: int) 
     """Frame 0 of ``count`` RECORDs at consecutive offsets from ``first_offset`` (each
     one's content frame is its value): the part before the offset is built once, as the
     records differ only there."""
-    head = (
-        b"M"
-        + topic
-        + b"\0\x01"
-        + bytes((len(partition),))
-        + partition
-        + bytes((len(topic),))
-        + topic
-    )
+    head = _record_prefix(topic, partition)
     pack = _U64.pack
     return [head + pack(offset) for offset in range(first_offset, first_offset + count)]
 

@@ -20,14 +20,15 @@ from dafka.wire.signed import MAX_VALUE_BYTES, LimitExceeded
 
 
 class _StubProducer:
-    """What the handler calls back on the producer: the bookkeeping only."""
+    """What the handler calls back on the producer: the bookkeeping only (also used by
+    ``test_producer_turns``, with a config of its own)."""
 
     _journal = None
     _acked_journal = None
-    _wal = None
-    config = ProducerConfig()
+    _wal: object = None
 
-    def __init__(self) -> None:
+    def __init__(self, config: ProducerConfig | None = None) -> None:
+        self.config = config if config is not None else ProducerConfig()
         self.released: list[tuple[int, int]] = []
         self.rejected: list[tuple[int, int, BaseException]] = []
 
@@ -36,6 +37,9 @@ class _StubProducer:
 
     def _rejected(self, count: int, size: int, error: BaseException) -> None:
         self.rejected.append((count, size, error))
+
+    def _io_stopped(self) -> None:
+        pass
 
 
 def _handler() -> tuple[_ProducerHandler, _StubProducer]:

@@ -12,37 +12,16 @@ from dafka.errors import ClosedError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
 from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
+from tests.unit.test_producer_delivery import _StubProducer
 
 RECORDS = 4  # per batch: a turn takes TURN_BATCHES * RECORDS records at most
 TURN = TURN_BATCHES * RECORDS
 
 
-class _StubProducer:
-    """What the handler calls back on the producer: the bookkeeping only."""
-
-    _journal = None
-    _acked_journal = None
-    _wal: object = None
-
-    def __init__(self, linger_ms: float = 0.0) -> None:
-        self.config = ProducerConfig(
-            max_batch_records=RECORDS, max_batch_bytes=1024, linger_ms=linger_ms
-        ).validate()
-        self.released: list[tuple[int, int]] = []
-        self.rejected: list[tuple[int, int, BaseException]] = []
-
-    def _released(self, count: int, size: int) -> None:
-        self.released.append((count, size))
-
-    def _rejected(self, count: int, size: int, error: BaseException) -> None:
-        self.rejected.append((count, size, error))
-
-    def _io_stopped(self) -> None:
-        pass
-
-
 def _handler(linger_ms: float = 0.0) -> tuple[_ProducerHandler, _StubProducer]:
-    stub = _StubProducer(linger_ms)
+    stub = _StubProducer(
+        ProducerConfig(max_batch_records=RECORDS, max_batch_bytes=1024, linger_ms=linger_ms)
+    )
     identity = Identity.generate()
     profile = SignedProfile(identity, max_batch_records=RECORDS, max_batch_bytes=1024)
     core = ProducerCore(identity.node_id, profile=profile)
