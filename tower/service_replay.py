@@ -33,8 +33,10 @@ MAX_ENTRIES = 512
 """Service beacons a tower keeps for replay (a cluster of more stores is not expected). A
 replay and its end beacon then fit in a subscriber's queue on the relay's XPUB (libzmq's
 default mark, 1,000 messages) beside the live beacons: past the mark a PUB drops."""
-EXPIRY = 4.0
-"""Seconds a kept beacon is replayed after it was last heard (a locator's expiry too)."""
+EXPIRY = 2.5
+"""Seconds a kept beacon is replayed after it was last heard: a live store beacons every
+second, so this is two beacons missed. Shorter than a locator's own expiry (4 s), since
+a fresh locator, which used to hear live stores only, should get few dead ones."""
 MIN_INTERVAL = 0.1
 """Seconds between two replays, whoever subscribes in between."""
 

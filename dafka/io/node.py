@@ -66,6 +66,8 @@ log = logging.getLogger(__name__)
 MAX_DRAIN = 20_000  # messages read from the data SUB per loop turn
 MAX_DRAIN_BYTES = 64 * 1024 * 1024  # ... and bytes (signed RECORDs carry batches)
 TICK_INTERVAL = 0.05
+PROMPT_BEACON_INTERVAL = 0.1
+"""Least seconds between two beacons sent in answer to a tower's subscription."""
 OVERSIZE_CEILING_FACTOR = 4
 """The data SUB's ZMQ_MAXMSGSIZE is this many times ``max_message_size``. A frame between
 the two is read and dropped here, and the core told (:class:`~dafka.core.messages.Oversized`),
@@ -190,6 +192,7 @@ class NodeLoop:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._wake_pending = False
+        self._prompted = -PROMPT_BEACON_INTERVAL  # when a tower's subscription was last answered
         self._wake_lock = threading.Lock()  # the pipe is closed (fds -1) under it, once
         self._calls: deque[Call] = deque()
         self.endpoint = ""
@@ -368,7 +371,12 @@ class NodeLoop:
         curve, me = self.curve, self.identity
         xpub = ctx.socket(zmq.XPUB)
         sub = ctx.socket(zmq.SUB)
-        bpub = ctx.socket(zmq.PUB)
+        # an XPUB, so that a tower's subscription, sent as soon as the connection is up,
+        # is heard and answered with our beacons at once: a tower (and the locators it
+        # replays stores to) then knows a node milliseconds after it starts, not up to a
+        # beacon interval later (the first beacons go out before the connection is up)
+        bpub = ctx.socket(zmq.XPUB)
+        bpub.setsockopt(zmq.XPUB_VERBOSE, 1)  # every tower's subscription, not the first only
         bsub = ctx.socket(zmq.SUB)
         sockets = (xpub, sub, bpub, bsub)
         for s in sockets:
@@ -434,6 +442,7 @@ class NodeLoop:
         if self.grants is not None:
             self.grants.attach(xpub, poller, xpub.getsockopt_string(zmq.LAST_ENDPOINT))
         poller.register(bsub, zmq.POLLIN)
+        poller.register(bpub, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
         for sock in served:
             poller.register(sock, zmq.POLLIN)
@@ -500,6 +509,8 @@ class NodeLoop:
                 send(self.handler.on_commands(now))
                 if bsub in events:
                     self._on_beacons(bsub, bpub, sub, my_beacon, now)
+                if bpub in events:
+                    self._on_tower_subscriptions(bpub, my_beacon, now)
                 if xpub in events:
                     send(self._on_subscriptions(xpub, now))
                 if sub in events:
@@ -566,6 +577,24 @@ class NodeLoop:
             except zmq.ZMQError:
                 pass
         if actions.send_beacon:
+            for frames in my_beacon:
+                bpub.send_multipart(frames)
+
+    def _on_tower_subscriptions(
+        self, bpub: zmq.Socket[bytes], my_beacon: list[list[bytes]], now: float
+    ) -> None:
+        """A tower subscribed to our beacons (its connection is up): send them now, at
+        most once per :data:`PROMPT_BEACON_INTERVAL` (a peer on a tower's address could
+        send subscriptions without end; the regular beacon goes out anyway)."""
+        subscribed = False
+        for _ in range(1000):
+            try:
+                msg = bpub.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            subscribed = subscribed or msg[:1] == b"\x01"
+        if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:
+            self._prompted = now
             for frames in my_beacon:
                 bpub.send_multipart(frames)
 

@@ -73,6 +73,31 @@ def test_a_tower_that_never_says_it_replayed_keeps_the_full_wait(tower: Tower, s
     assert took >= 1.9
 
 
+def test_a_store_is_replayed_as_soon_as_it_starts_on_a_warm_tower(
+    tower: Tower, tmp_path: Path
+) -> None:
+    from dafka.api.store import Store
+    from dafka.config import NodeConfig, parse_towers
+
+    _located(tower.address, 1.6)  # the tower has listened long enough: it sends end beacons
+    # a beacon interval of 30 s: a node beacons at once when a tower subscribes to its
+    # beacons (its connection is up), or the tower would not know it for 30 s (its first
+    # beacon goes out before the connection is)
+    node = NodeConfig(
+        towers=parse_towers(tower.address), beacon_interval=30.0, beacon_timeout=60.0
+    )
+    store = Store(tmp_path / "s", node=node).start()
+    try:
+        deadline = time.monotonic() + 10
+        stores: dict[str, str] = {}
+        while not stores and time.monotonic() < deadline:
+            stores, took = _located(tower.address, 30.0)
+            assert took < 10.0  # the end beacons came
+        assert list(stores) == [store.node_id]
+    finally:
+        store.stop()
+
+
 def test_heads_and_reads_over_the_network(tower: Tower, start_store) -> None:
     store = start_store()
     values = [f"value {i}".encode() for i in range(2500)]

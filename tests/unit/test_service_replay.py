@@ -59,7 +59,7 @@ def test_the_latest_beacon_of_a_node_is_kept_and_stale_ones_are_not_replayed() -
     r.heard(*_store(1, port=42000), now=101.0)  # moved
     r.heard(*_store(2), now=100.0)  # then silent: dead
     r.subscribed()
-    got = _decoded(r.due(104.5))
+    got = _decoded(r.due(103.0))
     stores = [b for b in got if b.service == "store"]
     assert [(b.node_id, b.endpoint) for b in stores] == [(f"{1:032X}", "tcp://127.0.0.1:42001")]
     assert len(r) == 1
