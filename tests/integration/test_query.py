@@ -83,9 +83,7 @@ def test_a_store_is_replayed_as_soon_as_it_starts_on_a_warm_tower(
     # a beacon interval of 30 s: a node beacons at once when a tower subscribes to its
     # beacons (its connection is up), or the tower would not know it for 30 s (its first
     # beacon goes out before the connection is)
-    node = NodeConfig(
-        towers=parse_towers(tower.address), beacon_interval=30.0, beacon_timeout=60.0
-    )
+    node = NodeConfig(towers=parse_towers(tower.address), beacon_interval=30.0, beacon_timeout=60.0)
     store = Store(tmp_path / "s", node=node).start()
     try:
         deadline = time.monotonic() + 10
