@@ -86,6 +86,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        return self.started if self._last is None else self._last + self.min_interval",
         "        return self.started",
     ),
+    "a node answers a tower's subscriptions with its beacon at most once per interval": (
+        "dafka.io.node",
+        "NodeLoop._on_tower_subscriptions",
+        "        if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:",
+        "        if subscribed:",
+    ),
     "a locator remembers a bounded number of stores": (
         "dafka.query.locator",
         "StoreLocator._drain",
@@ -822,6 +828,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a tower replays service beacons at most once per interval": (
         "tests/unit/test_service_replay.py::test_replays_are_rate_limited_and_a_subscription_in_between_is_answered_after",
+    ),
+    "a node answers a tower's subscriptions with its beacon at most once per interval": (
+        "tests/unit/test_attacks_beacons.py::test_a_flood_of_tower_subscriptions_sends_our_beacon_at_most_once_per_interval",
     ),
     "a locator remembers a bounded number of stores": (
         "tests/unit/test_service_replay.py::test_a_locator_remembers_a_bounded_number_of_stores_and_logs_few_lines",

@@ -7,10 +7,13 @@ from __future__ import annotations
 import logging
 
 import pytest
+import zmq
 
 from dafka.core import discovery as discovery_mod
 from dafka.core.discovery import Discovery
 from dafka.errors import WireError
+from dafka.io import node as node_mod
+from dafka.io.node import NodeLoop
 from dafka.wire import beacon
 from dafka.wire.beacon import TowerBeacon
 from tower.relay import relay_beacon
@@ -99,3 +102,34 @@ def test_five_thousand_fake_endpoints_are_bounded_and_live_peers_stay(
     assert d.refused > 0
     refused_lines = [r for r in caplog.records if "discovery.peer.refused" in r.getMessage()]
     assert len(refused_lines) <= 3
+
+
+class _Subscriptions:
+    """A node's beacon XPUB as its loop sees it: ``queued`` subscription messages from a
+    peer on a tower's address, and what the node sends."""
+
+    def __init__(self, queued: int) -> None:
+        self.queued = queued
+        self.sent: list[list[bytes]] = []
+
+    def recv(self, flags: int = 0) -> bytes:
+        if not self.queued:
+            raise zmq.Again()
+        self.queued -= 1
+        return b"\x01" + beacon.BEACON
+
+    def send_multipart(self, frames: list[bytes]) -> None:
+        self.sent.append(frames)
+
+
+def test_a_flood_of_tower_subscriptions_sends_our_beacon_at_most_once_per_interval() -> None:
+    loop = NodeLoop.__new__(NodeLoop)  # the one method under test needs no sockets
+    loop._prompted = -node_mod.PROMPT_BEACON_INTERVAL
+    mine = [[beacon.BEACON, ME.encode(), b"127.0.0.1", b"40000"]]
+    sock = _Subscriptions(queued=100_000)
+    for turn in range(100):  # 100 loop turns in 50 ms, each reading what it may
+        loop._on_tower_subscriptions(sock, mine, 10.0 + turn * 0.0005)  # type: ignore[arg-type]
+    assert sock.sent == mine  # once, then not again within PROMPT_BEACON_INTERVAL
+    assert sock.queued == 0  # read and dropped, 1,000 a turn at most
+    loop._on_tower_subscriptions(_Subscriptions(1), mine, 10.2)  # type: ignore[arg-type]
+    assert loop._prompted == 10.2  # a later subscription is answered again
