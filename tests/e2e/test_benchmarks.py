@@ -54,7 +54,10 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     assert len(report["load_average_at_start"]) == len(report["load_average_at_end"]) == 3
     assert "vs raw batched" in run.stderr
     acked = report["acked"]  # CPU per record of the producer and of the store
-    assert acked["producer_cpu_us_per_record"] > 0 and acked["store_cpu_us_per_record"] > 0
+    assert acked["producer_cpu_us_per_record"] > 0
+    # the store's comes from /proc in clock ticks (10 ms): 20,000 records at about 0.3 us
+    # each may not fill one, so 0 is a true reading here (it was > 0 once that was slower)
+    assert acked["store_cpu_us_per_record"] >= 0
     assert "CPU us/record: producer, store" in run.stderr
 
 
