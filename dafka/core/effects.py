@@ -27,7 +27,7 @@ class PublishRecords:
 
     The rfc46 producer's hot path: one effect per batch instead of two objects
     per record, sent by the shell as ``Profile.record_heads`` (frame 0 of each) and
-    ``contents`` (``Profile.encode_publish`` has both as one list each). (A signed
+    ``contents`` (the second frame of each). (A signed
     producer publishes sealed batches as :class:`Publish` of a ``Record``.)
     """
 

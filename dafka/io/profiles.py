@@ -97,13 +97,10 @@ class Profile:
     def encode(self, msg: m.Message) -> list[bytes]:
         raise NotImplementedError
 
-    def encode_publish(self, effect: PublishRecords) -> list[list[bytes]]:
-        """Frames of a producer's :class:`PublishRecords` effect (one message per record)."""
-        raise ProfileError(f"the {self.name} profile publishes sealed batches, not records")
-
     def record_heads(self, effect: PublishRecords) -> list[bytes]:
-        """Frame 0 of each message of :meth:`encode_publish`, whose second frame is the
-        record's value as it is (``effect.contents[i]``)."""
+        """Frame 0 of each message of a producer's :class:`PublishRecords` effect (one
+        message per record), whose second frame is the record's value as it is
+        (``effect.contents[i]``)."""
         raise ProfileError(f"the {self.name} profile publishes sealed batches, not records")
 
     def check_records(self, msg: m.Record | m.DirectRecord) -> None:
@@ -279,11 +276,6 @@ class Rfc46Profile(Profile):
 
     def encode(self, msg: m.Message) -> list[bytes]:
         return rfc46.encode(self.to_wire(msg))
-
-    def encode_publish(self, effect: PublishRecords) -> list[list[bytes]]:
-        return rfc46.encode_records(
-            effect.topic.encode(), effect.partition.encode(), effect.first_offset, effect.contents
-        )
 
     def record_heads(self, effect: PublishRecords) -> list[bytes]:
         return rfc46.record_heads(

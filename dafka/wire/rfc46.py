@@ -263,14 +263,6 @@ def _record_prefix(topic: bytes, partition: bytes) -> bytes:
     )
 
 
-def encode_records(
-    topic: bytes, partition: bytes, first_offset: int, contents: Sequence[bytes]
-) -> list[list[bytes]]:
-    """:func:`encode_record` for consecutive offsets from ``first_offset``."""
-    heads = record_heads(topic, partition, first_offset, len(contents))
-    return [[head, content] for head, content in zip(heads, contents, strict=True)]
-
-
 def record_heads(topic: bytes, partition: bytes, first_offset: int, count: int) -> list[bytes]:
     """Frame 0 of ``count`` RECORDs at consecutive offsets from ``first_offset`` (each
     one's content frame is its value): the part before the offset is built once, as the

@@ -88,7 +88,7 @@ def test_signing_needs_the_right_identity() -> None:
     with pytest.raises(ProfileError):
         RFC46.encode(m.Record("t", P, 0, b"two", 2))  # rfc46 carries one record
     with pytest.raises(ProfileError):
-        SignedProfile(PRODUCER).encode_publish(PublishRecords("t", P, 0, (b"x",)))
+        SignedProfile(PRODUCER).record_heads(PublishRecords("t", P, 0, (b"x",)))
 
 
 def test_an_ack_names_the_store_that_signed_it() -> None:

@@ -312,7 +312,9 @@ def test_one_node_logic_for_both_profiles(kind: str) -> None:
             if isinstance(e, Publish):
                 frames.append(sender.encode(e.msg))
             elif hasattr(e, "contents"):
-                frames.extend(sender.encode_publish(e))
+                frames.extend(
+                    [h, c] for h, c in zip(sender.record_heads(e), e.contents, strict=True)
+                )
         return [receiver.decode(f) for f in frames]
 
     values = [value(i) for i in range(7)]

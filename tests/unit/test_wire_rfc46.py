@@ -169,12 +169,13 @@ def test_encode_record_fast_path_matches_encode(
 
 
 @given(topics(), node_ids(), offsets(), st.lists(contents(), max_size=5))
-def test_encode_records_matches_encode_record_per_offset(
+def test_record_heads_match_encode_record_per_offset(
     topic: str, partition: str, offset: int, values: list[bytes]
 ) -> None:
     assume(offset + len(values) <= U64_MAX + 1)
     t, p = topic.encode(), partition.encode()
-    fast = rfc46.encode_records(t, p, offset, values)
+    heads = rfc46.record_heads(t, p, offset, len(values))
+    fast = [[head, v] for head, v in zip(heads, values, strict=True)]
     assert fast == [rfc46.encode_record(t, p, offset + i, v) for i, v in enumerate(values)]
     assert fast == [
         rfc46.encode(Record(topic, partition, offset + i, v)) for i, v in enumerate(values)
