@@ -55,6 +55,11 @@ QUERY_REPLY_FRAMES = 2
 _SNDMORE = int(zmq.SNDMORE)
 
 
+def _compiled_send(sock: zmq.Socket[Any]) -> Callable[[bytes, int, bool], object]:
+    """The compiled socket's ``send(data, flags, copy)``, which ``zmq.Socket.send`` ends in."""
+    return super(zmq.Socket, sock).send  # type: ignore[return-value]  # copy is a bool here
+
+
 def message_sender(
     sock: zmq.Socket[Any], *, copy: bool = True
 ) -> Callable[[Sequence[bytes]], None]:
@@ -69,7 +74,7 @@ def message_sender(
     frames over the socket's ``copy_threshold`` are sent without a copy (they must not
     change afterwards: bytes do not).
     """
-    send: Callable[[bytes, int, bool], object] = super(zmq.Socket, sock).send  # type: ignore[assignment]  # the copy flag is a bool here
+    send = _compiled_send(sock)
 
     def send_message(frames: Sequence[bytes]) -> None:
         if len(frames) == 2:
@@ -84,18 +89,17 @@ def message_sender(
     return send_message
 
 
-def records_sender(
-    sock: zmq.Socket[Any], *, copy: bool = True
-) -> Callable[[Sequence[bytes], Sequence[bytes]], None]:
+def records_sender(sock: zmq.Socket[Any]) -> Callable[[Sequence[bytes], Sequence[bytes]], None]:
     """:func:`message_sender` for a run of two-frame messages, ``heads[i]`` then
-    ``contents[i]`` (rfc46 RECORDs: a frame 0 each, and the value as it is; signed: a
-    batch's frame 0 and its blob): no list of frames is built per record."""
-    send: Callable[[bytes, int, bool], object] = super(zmq.Socket, sock).send  # type: ignore[assignment]  # the copy flag is a bool here
+    ``contents[i]`` (rfc46 RECORDs, the one profile that publishes records: a frame 0
+    each, and the value as it is, small and copied): no list of frames is built per
+    record."""
+    send = _compiled_send(sock)
 
     def send_records(heads: Sequence[bytes], contents: Sequence[bytes]) -> None:
         for head, content in zip(heads, contents, strict=True):
-            send(head, _SNDMORE, copy)
-            send(content, 0, copy)
+            send(head, _SNDMORE, True)
+            send(content, 0, True)
 
     return send_records
 

@@ -454,9 +454,8 @@ class NodeLoop:
         # immutable bytes) are sent without being copied into a message of their own: 885 kB
         # batches to a subscriber cost the sending process 200-220 us of CPU each instead of
         # 315-490; rfc46 records are small, and copied at once either way
-        copy = not profile.batched
-        send_frames = message_sender(xpub, copy=copy)
-        send_records = records_sender(xpub, copy=copy)
+        send_frames = message_sender(xpub, copy=not profile.batched)
+        send_records = records_sender(xpub)
 
         def send(effects: Sequence[Outgoing]) -> None:
             sent = 0
