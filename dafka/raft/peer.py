@@ -484,15 +484,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             if durable is not None:  # answers that need not wait for this fsync
                 self._apply(durable)
             completed = self._persist(rd)
-            for msg in rd.messages:
-                if first and isinstance(msg, m.AppendEntries):
-                    continue  # sent already
-                if isinstance(
-                    msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow
-                ):
-                    self._send_request(msg)
-                else:
-                    self._send_response(msg)
+            if first:  # its AppendEntries went already
+                self._send_all([msg for msg in rd.messages if not isinstance(msg, m.AppendEntries)])
+            else:
+                self._send_all(rd.messages)
             self._apply(rest)
             core.advance(rd)
             if completed is not None:

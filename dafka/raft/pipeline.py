@@ -3,7 +3,7 @@
 The shell's rule is "persist, then send, then apply" (:mod:`dafka.raft.ready`). Two
 exceptions shorten the commit path without weakening it:
 
-* A leader's Ready that only appends (:func:`overlaps`: no term or vote change, no
+* A leader's Ready that only appends (:func:`plain`: no term or vote change, no
   truncation, no snapshot) may be sent and applied *before* its own fsync: the peer hands
   that fsync to a thread (:mod:`dafka.raft.logsync`) and reports it durable to the core
   later (Raft thesis §10.2.1: the leader writes its log in parallel with replicating it).
@@ -29,7 +29,7 @@ from .messages import AppendEntries
 from .ready import Ready
 from .types import HardState
 
-__all__ = ["appends_first", "overlaps", "plain", "split_durable"]
+__all__ = ["appends_first", "plain", "split_durable"]
 
 
 def plain(rd: Ready, stored: HardState) -> bool:
@@ -41,15 +41,10 @@ def plain(rd: Ready, stored: HardState) -> bool:
     return hs is None or (hs.term, hs.voted_for) == (stored.term, stored.voted_for)
 
 
-def overlaps(rd: Ready, is_leader: bool, stored: HardState) -> bool:
-    """May a leader send ``rd``'s messages and apply its committed entries while ``rd``'s
-    log write is not durable yet? When it is :func:`plain`."""
-    return is_leader and plain(rd, stored)
-
-
 def appends_first(rd: Ready, is_leader: bool, stored: HardState) -> tuple[AppendEntries, ...]:
-    """The AppendEntries of ``rd`` a leader may send before persisting ``rd``."""
-    if not overlaps(rd, is_leader, stored):
+    """The AppendEntries of ``rd`` a leader may send before persisting ``rd``: those of a
+    :func:`plain` Ready."""
+    if not (is_leader and plain(rd, stored)):
         return ()
     return tuple(msg for msg in rd.messages if isinstance(msg, AppendEntries))
 
