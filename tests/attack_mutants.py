@@ -68,9 +68,9 @@ MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "a tower relays no node's end-of-replay beacon": (
         "tower.relay",
-        "relay_beacon",
-        "        if service.service == wbeacon.REPLAYED:",
-        "        if False:",
+        "relayed_service",
+        "    if service.service == wbeacon.REPLAYED:",
+        "    if False:",
     ),
     "a tower keeps a bounded number of service beacons, scanned once per interval": (
         "tower.service_replay",

@@ -51,13 +51,19 @@ def relay_beacon(frames: Sequence[bytes], peer_address: str | None) -> list[byte
     endpoint; a service beacon (``Q``) is relayed unchanged once it decodes.
     """
     if frames and bytes(frames[0]) == wbeacon.SERVICE:
-        service = wbeacon.decode_service_beacon(frames)
-        if service.service == wbeacon.REPLAYED:
-            raise WireError("only a tower sends its end-of-replay beacon")
-        return service.encode()
+        return relayed_service(frames).encode()
     node = wbeacon.decode_node_beacon(frames)
     endpoint = wbeacon.endpoint_for(node, peer_address)
     return wbeacon.TowerBeacon(node.node_id, endpoint, node.public_key).encode()
+
+
+def relayed_service(frames: Sequence[bytes]) -> wbeacon.ServiceBeacon:
+    """A service beacon from a node, which the tower relays (and keeps to replay); raises
+    WireError for one that does not decode or is named as a tower's own end beacon."""
+    service = wbeacon.decode_service_beacon(frames)
+    if service.service == wbeacon.REPLAYED:
+        raise WireError("only a tower sends its end-of-replay beacon")
+    return service
 
 
 class Tower:
@@ -228,16 +234,22 @@ class Tower:
             except zmq.ZMQError:
                 address = None
             peer = address if isinstance(address, str) else None
+            raw = [f.bytes for f in frames]
+            service = None
             try:
-                out = relay_beacon([f.bytes for f in frames], peer)
+                if raw[0] == wbeacon.SERVICE:  # decoded once: relayed and kept for replay
+                    service = relayed_service(raw)
+                    out = service.encode()
+                else:
+                    out = relay_beacon(raw, peer)
             except WireError as exc:
                 self.malformed += 1
                 log.debug("tower.malformed error=%s", exc)
                 continue
             xpub.send_multipart(out)
             self.relayed += 1
-            if out[0] == wbeacon.SERVICE:  # it decoded: kept for replay
-                replay.heard(wbeacon.decode_service_beacon(out), out, time.monotonic())
+            if service is not None:
+                replay.heard(service, out, time.monotonic())
 
     def _drain_subscriptions(self, xpub: zmq.Socket[bytes], replay: ServiceReplay) -> None:
         # Subscriptions from nodes only matter to zmq's own filtering (we subscribe the
