@@ -50,8 +50,9 @@ turn of the IO thread takes from the queue at most; what is left is taken by the
 turn, straight after. Sealing everything queued before publishing any of it kept the
 stores idle while a backlog was sealed (108 batches, 270 ms, before the first went
 out) and the producer idle while they caught up: bounded turns let the first batches
-travel, be stored and be acknowledged while the next are sealed. A ``send_many`` is
-never split: one larger than the bound is one turn. Measured with ``python -m
+travel, be stored and be acknowledged while the next are sealed. A ``send_many`` larger
+than what is left of a turn is taken in parts (:meth:`_ProducerHandler._take_many`),
+but a durable producer's is never split. Measured with ``python -m
 benchmarks.throughput --phases acked``: see the commit that added it."""
 
 
