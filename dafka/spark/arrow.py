@@ -11,7 +11,7 @@ from ..errors import ConfigError, DafkaError, ProfileError
 from ..query.protocol import ReadReply
 from .options import ReadOptions
 
-__all__ = ["COLUMNS", "CREATE_TIME", "arrow_schema", "reply_batch"]
+__all__ = ["COLUMNS", "CREATE_TIME", "arrow_schema", "check_read_schema", "reply_batch"]
 
 CREATE_TIME = 0
 """``timestampType`` of a record stamped by its producer (Kafka's CreateTime)."""
@@ -69,6 +69,32 @@ def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
 
 
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
+
+_TYPES = dict(zip(COLUMNS, ("binary", "binary", "string", "string", "bigint", "timestamp", "int")))
+
+
+def check_read_schema(schema) -> None:
+    """Refuse a read schema (the user's, given with ``.schema(...)``) that names a column
+    the source does not have, names one twice, or gives one another type: on the driver,
+    before any task runs. A schema naming fewer columns is how a query reads only those:
+    Spark prunes no columns for a Python data source."""
+    seen: set[str] = set()
+    for field in schema.fields:
+        name, kind = field.name, field.dataType.simpleString()
+        if name not in _TYPES:
+            raise ConfigError(
+                f"the dafka source has no column {name!r}: its columns are " + ", ".join(COLUMNS)
+            )
+        if name in seen:
+            raise ConfigError(f"the read schema names column {name!r} twice")
+        seen.add(name)
+        if kind != _TYPES[name]:
+            raise ConfigError(
+                f"column {name!r} of the dafka source is {_TYPES[name]}, not {kind}: "
+                "read it as it is and cast it in the query"
+            )
+    if not seen:
+        raise ConfigError("the read schema names no column of the dafka source")
 
 
 def _batch(columns, arrow_schema):

@@ -56,6 +56,7 @@ from ..query.locator import HEALTH, shared_locator
 from ..query.protocol import ReadRequest
 from ..security.identity import Identity
 from .arrow import arrow_schema as to_arrow
+from .arrow import check_read_schema
 from .arrow import reply_batch
 from .offsets import (
     TP,
@@ -106,9 +107,11 @@ class DafkaDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        check_read_schema(schema)
         return DafkaBatchReader(ReadOptions.parse(self.options, batch=True), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        check_read_schema(schema)
         return DafkaStreamReader(ReadOptions.parse(self.options, batch=False), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DafkaBatchWriter:

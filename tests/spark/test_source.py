@@ -450,3 +450,45 @@ def test_the_query_progress_reports_the_latest_offsets_so_lag_shows(
         {"s.progress": {p: end}} for end in (20, 40, 50)
     ]
     assert all(json.loads(s["latestOffset"]) == {"s.progress": {p: 50}} for s in sources)
+
+
+def test_a_user_schema_reads_only_the_columns_it_names(spark, platform, tmp_path) -> None:
+    values = [f"u{i}".encode() for i in range(50)]
+    platform.produce("s.schema", values)
+    towers = platform.towers
+    df = (
+        spark.read.format("dafka")
+        .schema("offset long, value binary")
+        .option("tower", towers)
+        .option("subscribe", "s.schema")
+        .load()
+    )
+    assert [f.name for f in df.schema] == ["offset", "value"]
+    assert sorted((r.offset, bytes(r.value)) for r in df.collect()) == list(enumerate(values))
+    stream = (
+        spark.readStream.format("dafka")
+        .schema("value binary")
+        .option("tower", towers)
+        .option("subscribe", "s.schema")
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    rows: list[bytes] = []
+    query = (
+        stream.writeStream.foreachBatch(
+            lambda b, _id: rows.extend(bytes(r.value) for r in b.collect())
+        )
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
+    )
+    assert query.awaitTermination(180) and query.exception() is None
+    assert sorted(rows) == sorted(values)
+    for schema, expect in [
+        ("valeu binary", "no column 'valeu'.*its columns are key, value"),
+        ("value string", "column 'value' of the dafka source is binary, not string"),
+        ("value binary, value binary", "names column 'value' twice"),
+    ]:
+        r = spark.read.format("dafka").schema(schema).option("tower", towers)
+        message = failure(lambda r=r: r.option("subscribe", "s.schema").load().collect())
+        assert re.search(expect, message), (schema, message[:2000])
