@@ -212,6 +212,23 @@ def free_port(taken: set[int], host: str = "127.0.0.1") -> int:
     raise RuntimeError("no free port in 20000-32000 after 200 tries")
 
 
+def free_tower_address(host: str = "127.0.0.1") -> str:
+    """``host:port`` where a tower can bind later: ``port`` and ``port + 1`` (its relay)
+    free now, and below the ephemeral range. A port from ``--bind :0`` is in that range,
+    so while nobody listens there a node reconnecting to it can be handed that very port
+    as its own source port and connect to itself, taking the port from the tower."""
+    taken: set[int] = set()
+    for _ in range(50):
+        port = free_port(taken, host)
+        with socket.socket() as s:
+            try:
+                s.bind((host, port + 1))
+            except OSError:
+                continue
+        return f"{host}:{port}"
+    raise RuntimeError("no two free neighbouring ports in 20000-32000 after 50 tries")
+
+
 def py(module: str, *args: str) -> list[str]:
     """Command line running one of our modules with this interpreter."""
     return [sys.executable, "-m", module, *args]

@@ -9,7 +9,7 @@ import pytest
 
 from dafka import BufferFullError, Consumer, Producer
 from dafka.core.effects import ConsumedRecord
-from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
+from tests.procs import Proc, StoreProc, Tower, free_tower_address, py, stored_head, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -154,10 +154,7 @@ def test_live_consumer_gets_records_in_order_and_only_its_topic(tower: Tower, st
 
 
 def test_nodes_start_without_a_tower_and_join_when_it_appears(tmp_path: Path) -> None:
-    probe = Tower()  # find a free port pair, then free it again
-    address = probe.address
-    probe.stop()
-    probe.proc.wait()
+    address = free_tower_address()
     store = StoreProc(tmp_path / "s", address)  # no tower yet: must not block
     with Producer("patience", towers=address) as p:
         fut = p.send(b"waited")
