@@ -576,8 +576,7 @@ class NodeLoop:
             except zmq.ZMQError:
                 pass
         if actions.send_beacon:
-            for frames in my_beacon:
-                bpub.send_multipart(frames)
+            _send_beacons(bpub, my_beacon)
 
     def _on_tower_subscriptions(
         self, bpub: zmq.Socket[bytes], my_beacon: list[list[bytes]], now: float
@@ -594,8 +593,7 @@ class NodeLoop:
             subscribed = subscribed or msg[:1] == b"\x01"
         if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:
             self._prompted = now
-            for frames in my_beacon:
-                bpub.send_multipart(frames)
+            _send_beacons(bpub, my_beacon)
 
     def _on_beacons(
         self,
@@ -706,3 +704,9 @@ class NodeLoop:
             what = "frame"
         self.oversized(what, f"{size} bytes over max_message_size {limit}", now)
         return told
+
+
+def _send_beacons(bpub: zmq.Socket[bytes], my_beacon: list[list[bytes]]) -> None:
+    """The node's beacon, then its service beacon if it has one."""
+    for frames in my_beacon:
+        bpub.send_multipart(frames)
