@@ -4,8 +4,9 @@
 
 For each ``DIR/*.raw`` it prints the share of samples per leaf frame (the
 function that was running; native frames show as py-spy names them) and per
-"area": crypto (PyNaCl, BLAKE2b), zmq, LMDB, the wire codec, the node cores,
-the IO shell, futures and locks, idle (waiting in poll/select or for the GIL).
+"area": crypto (PyNaCl, the batch digest: BLAKE3 or BLAKE2b), zmq, LMDB, the wire
+codec, the node cores, the IO shell, futures and locks, idle (waiting in poll/select
+or for the GIL).
 """
 
 from __future__ import annotations
@@ -16,7 +17,18 @@ import json
 from pathlib import Path
 
 AREAS = [
-    ("crypto", ("nacl", "crypto_sign", "blake2b", "hashlib", "verify (dafka/identity")),
+    (
+        "crypto",
+        (
+            "nacl",
+            "crypto_sign",
+            "blake2b",
+            "blake3",
+            "hashlib",
+            "verify (dafka/identity",
+            "_digest (dafka/wire/signed_batch",
+        ),
+    ),
     ("wire codec", ("dafka/wire/",)),
     ("lmdb", ("lmdb", "putmulti", "lmdb_store")),
     ("zmq send/recv", ("zmq/sugar/socket", "send_multipart", "recv_multipart", "Socket.send")),

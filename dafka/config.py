@@ -23,6 +23,7 @@ from .errors import ConfigError, WireError
 from .security.curve_keys import parse_public_key
 from .security.identity import node_id_for
 from .wire.beacon import MIN_PORT, check_node_host
+from .wire.signed_batch import BATCH_FORMATS, DEFAULT_BATCH_FORMAT
 
 Profile = Literal["signed", "rfc46"]
 PROFILE_NAMES: tuple[str, ...] = ("signed", "rfc46")
@@ -239,9 +240,18 @@ class ProducerConfig:
     """How long a record may wait on the IO thread for others to share its batch (one
     signature and one message for all of them). 0: publish whatever is queued when the
     IO thread wakes (natural batching only)."""
+    batch_format: int = DEFAULT_BATCH_FORMAT
+    """The signed batch format written (``docs/wire.md`` §9.3): 3 (BLAKE3 digests), or 1
+    (BLAKE2b) while some stores or consumers of the topic still run a version that
+    reads format 1 only. Every reader of this version takes both."""
 
     def validate(self) -> ProducerConfig:
         check_profile(self.profile)
+        if self.batch_format not in BATCH_FORMATS:
+            raise ConfigError(
+                f"batch_format must be one of {', '.join(map(str, BATCH_FORMATS))}, "
+                f"not {self.batch_format!r}"
+            )
         if not 0 <= self.linger_ms <= MAX_LINGER_MS:
             raise ConfigError(f"linger_ms must be between 0 and {MAX_LINGER_MS:,}")
         if self.max_unacked_bytes <= 0:

@@ -173,8 +173,20 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "batch signature": (
         "dafka.wire.signed_batch",
         "verify_batch",
-        "    if not verify(public_key, BATCH_CONTEXT + digest, blob[end:]):",
+        "    if not verify(public_key, _CONTEXTS[fmt] + digest, blob[end:]):",
         "    if False:",
+    ),
+    "a batch's format picks its signing context": (
+        "dafka.wire.signed_batch",
+        "verify_batch",
+        "_CONTEXTS[fmt] + digest",
+        "BATCH_CONTEXT + digest",
+    ),
+    "a batch's format picks its digest": (
+        "dafka.wire.signed_batch",
+        "verify_batch",
+        "    digest = _digest(fmt, memoryview(blob)[:end])",
+        "    digest = _digest(BATCH_FORMAT_V1, memoryview(blob)[:end])",
     ),
     "consumer drops what it delivered": (
         "dafka.core.consumer_delivery",
@@ -906,6 +918,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "batch signature": (
         "tests/unit/test_attacks.py::test_tampered_batches_are_rejected_by_stores_and_consumers[-100]",
+    ),
+    "a batch's format picks its signing context": (
+        "tests/unit/test_attacks.py::test_a_batch_relabelled_to_the_other_format_is_rejected_by_stores_and_consumers[3]",
+    ),
+    "a batch's format picks its digest": (
+        "tests/unit/test_attacks.py::test_a_batch_relabelled_to_the_other_format_is_rejected_by_stores_and_consumers[3]",
     ),
     "consumer drops what it delivered": (
         "tests/unit/test_attacks.py::test_replayed_batch_is_neither_stored_nor_delivered_again",

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from blake3 import blake3
+
 from dafka.core import messages as m
 from dafka.core.effects import Publish
 from dafka.io.profiles import SignedProfile
@@ -40,12 +42,13 @@ def blob(
     keys: Sequence[bytes | None] | None = None,
     values: Sequence[bytes] | None = None,
     timestamp_ms: int = 1_700_000_000_000,
+    fmt: int = signed.DEFAULT_BATCH_FORMAT,
 ) -> bytes:
-    """A genuine signed batch of offsets ``first .. first + count - 1``."""
+    """A genuine signed batch of offsets ``first .. first + count - 1`` (batch format ``fmt``)."""
     vals = list(values) if values is not None else [value(i) for i in range(first, first + count)]
     ks = list(keys) if keys is not None else [None] * count
     return signed.encode_batch(
-        identity, topic, first, list(zip(ks, vals, strict=True)), timestamp_ms
+        identity, topic, first, list(zip(ks, vals, strict=True)), timestamp_ms, fmt=fmt
     )
 
 
@@ -105,6 +108,8 @@ def decoded(frames: list[bytes]) -> m.Message:
 def resign(data: bytes, identity: Identity) -> bytes:
     """``data`` with its key and signature replaced by ``identity``'s (the partition untouched)."""
     body = data[:-96] + identity.public_key
+    if body[0] == signed.BATCH_FORMAT_V3:
+        return body + identity.sign(signed.BATCH_CONTEXT_V3 + blake3(body).digest())
     digest = hashlib.blake2b(body, digest_size=32).digest()
     return body + identity.sign(signed.BATCH_CONTEXT + digest)
 

@@ -71,7 +71,7 @@ from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
 from ..storage.state_dir import OffsetJournal, StateDir
 from ..storage.wal import ProducerLog
-from ..wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES
+from ..wire.signed import DEFAULT_BATCH_FORMAT, MAX_KEY_BYTES, MAX_VALUE_BYTES
 from .common import node_config
 from .producer_budget import CloseResult, UnackedBudget
 from .producer_durable import LogWait
@@ -133,6 +133,9 @@ class Producer:
     batch: at a low rate, fewer signatures to make and to verify (a consumer's cost
     per record falls), for up to that much added latency; ``flush`` ends it at once.
 
+    ``batch_format`` (signed) is 3 by default; 1 writes the older BLAKE2b batches
+    that readers of earlier versions take (``docs/wire.md`` §9.3, the upgrade order).
+
     >>> with Producer("events", towers="127.0.0.1:5556") as p:   # doctest: +SKIP
     ...     offset = p.send(b"hello").result(timeout=10)
     """
@@ -155,6 +158,7 @@ class Producer:
         max_batch_records: int = 8192,
         max_batch_bytes: int = 1024 * 1024,
         linger_ms: float = 0.0,
+        batch_format: int = DEFAULT_BATCH_FORMAT,
         node: NodeConfig | None = None,
         metadata: bool | None = None,
         cluster: str = "dafka",
@@ -182,6 +186,7 @@ class Producer:
             max_batch_records=max_batch_records,
             max_batch_bytes=max_batch_bytes,
             linger_ms=linger_ms,
+            batch_format=batch_format,
         ).validate()
         if durable and linger_ms:
             raise ConfigError(

@@ -109,6 +109,7 @@ def wire_profile(config: ProducerConfig, identity: Identity | None) -> Profile:
         identity,
         max_batch_records=config.max_batch_records,
         max_batch_bytes=config.max_batch_bytes,
+        batch_format=config.batch_format,
     )
 
 

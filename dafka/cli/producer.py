@@ -107,6 +107,16 @@ PROGRESS_AFTER = 0.5
     "signatures at low rates, for up to that much latency); not with --durable.",
 )
 @click.option(
+    "--batch-format",
+    default=3,
+    show_default=True,
+    type=int,
+    metavar="1|3",
+    help="Signed batch format to write: 3 (BLAKE3 digests, faster to seal and verify), or 1 "
+    "(BLAKE2b) while stores or consumers of an older version, which read format 1 only, "
+    "still serve or read the topic.",
+)
+@click.option(
     "--durable",
     is_flag=True,
     help="Log every record to the state directory (fsync) before it counts as sent, so "
@@ -140,6 +150,7 @@ def main(
     timeout: float,
     max_unacked_bytes: int,
     linger_ms: float,
+    batch_format: int,
     durable: bool,
     grace: float,
     quiet: bool,
@@ -181,6 +192,7 @@ def main(
         min_acks=min_acks,
         durable=durable,
         linger_ms=linger_ms,
+        batch_format=batch_format,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
     )

@@ -312,8 +312,9 @@ class SignedProfile(Profile):
 
     ``identity`` signs what this node sends: batches and HEADs for a producer,
     ACKs for a store. A consumer needs none. ``max_batch_records`` and
-    ``max_batch_bytes`` cap the batches :meth:`seal` makes. ``clock_ms`` stamps
-    HEADs (wall clock, milliseconds).
+    ``max_batch_bytes`` cap the batches :meth:`seal` makes, and ``batch_format``
+    is their format (3, or 1 for readers not yet upgraded; every reader here takes
+    both). ``clock_ms`` stamps HEADs (wall clock, milliseconds).
     """
 
     name = "signed"
@@ -327,13 +328,17 @@ class SignedProfile(Profile):
         *,
         max_batch_records: int = signed.DEFAULT_BATCH_RECORDS,
         max_batch_bytes: int = signed.DEFAULT_BATCH_BYTES,
+        batch_format: int = signed.DEFAULT_BATCH_FORMAT,
         clock_ms: Callable[[], int] | None = None,
     ) -> None:
         if not 1 <= max_batch_records <= signed.MAX_BATCH_RECORDS:
             raise ConfigError(f"max_batch_records must be 1..{signed.MAX_BATCH_RECORDS}")
         if not 1024 <= max_batch_bytes <= signed.MAX_BLOB_BYTES:
             raise ConfigError(f"max_batch_bytes must be 1024..{signed.MAX_BLOB_BYTES}")
+        if batch_format not in signed.BATCH_FORMATS:
+            raise ConfigError(f"batch_format must be one of {signed.BATCH_FORMATS}")
         self.identity = identity
+        self.batch_format = batch_format
         self.max_batch_records = max_batch_records
         self.max_batch_bytes = max_batch_bytes
         self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
@@ -553,6 +558,7 @@ class SignedProfile(Profile):
             timestamp_ms,
             max_records=self.max_batch_records,
             max_bytes=self.max_batch_bytes,
+            fmt=self.batch_format,
         )
 
 

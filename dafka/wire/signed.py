@@ -61,7 +61,11 @@ from .rfc46 import (
 )
 from .signed_batch import (
     BATCH_CONTEXT,
-    BATCH_FORMAT,
+    BATCH_CONTEXT_V3,
+    BATCH_FORMAT_V1,
+    BATCH_FORMAT_V3,
+    BATCH_FORMATS,
+    DEFAULT_BATCH_FORMAT,
     GAP_FORMAT,
     MAX_BATCH_RECORDS,
     MAX_BLOB_BYTES,
@@ -109,8 +113,12 @@ from .signed_claims import (
 __all__ = [
     "ACK_CONTEXT",
     "BATCH_CONTEXT",
-    "BATCH_FORMAT",
+    "BATCH_CONTEXT_V3",
+    "BATCH_FORMATS",
+    "BATCH_FORMAT_V1",
+    "BATCH_FORMAT_V3",
     "DEFAULT_BATCH_BYTES",
+    "DEFAULT_BATCH_FORMAT",
     "DEFAULT_BATCH_RECORDS",
     "GAP_FORMAT",
     "MAX_GAP_OFFSETS",

@@ -15,6 +15,8 @@ from typing import Final
 from ..errors import WireError
 from ..security.identity import Identity
 from .signed_batch import (
+    BATCH_FORMATS,
+    DEFAULT_BATCH_FORMAT,
     MAX_BATCH_RECORDS,
     MAX_BLOB_BYTES,
     MAX_KEY_BYTES,
@@ -43,7 +45,9 @@ class BatchBuilder:
     order, and clears the queue. An IO loop calls ``flush`` whenever it wakes, so
     batches stay small at low rates and grow under load. A batch holds at most
     ``max_records`` records and ``max_bytes`` bytes, except that a single record
-    bigger than ``max_bytes`` travels alone (up to :data:`MAX_BLOB_BYTES`).
+    bigger than ``max_bytes`` travels alone (up to :data:`MAX_BLOB_BYTES`). ``fmt``
+    is the batch format written (:data:`BATCH_FORMATS`; format 3 unless readers not
+    yet upgraded need format 1).
 
     Offsets are the caller's to make durable: reserve up to :attr:`next_offset`
     (``dafka.storage.state_dir.OffsetJournal``) before publishing what ``flush`` returns.
@@ -57,6 +61,7 @@ class BatchBuilder:
         "_room",
         "_topic_raw",
         "_values",
+        "fmt",
         "identity",
         "max_bytes",
         "max_records",
@@ -73,8 +78,11 @@ class BatchBuilder:
         *,
         max_records: int = DEFAULT_BATCH_RECORDS,
         max_bytes: int = DEFAULT_BATCH_BYTES,
+        fmt: int = DEFAULT_BATCH_FORMAT,
     ) -> None:
         self._topic_raw = encode_topic(topic)
+        if fmt not in BATCH_FORMATS:
+            raise ValueError(f"fmt must be one of {BATCH_FORMATS}")
         if not 1 <= max_records <= MAX_BATCH_RECORDS:
             raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
         overhead = batch_overhead(topic)
@@ -83,6 +91,7 @@ class BatchBuilder:
         if not 0 <= next_offset <= U64_MAX:
             raise ValueError(f"next_offset {next_offset} out of range")
         self.identity = identity
+        self.fmt = fmt
         self.topic = topic
         self.max_records = max_records
         self.max_bytes = max_bytes
@@ -146,7 +155,13 @@ class BatchBuilder:
         bounds = [0, *self._cuts, len(values)]
         blobs = [
             seal_records(
-                self.identity, self._topic_raw, first + a, keys[a:b], values[a:b], timestamp_ms
+                self.identity,
+                self._topic_raw,
+                first + a,
+                keys[a:b],
+                values[a:b],
+                timestamp_ms,
+                fmt=self.fmt,
             )
             for a, b in pairwise(bounds)
         ]
@@ -165,6 +180,7 @@ def seal_batches(
     *,
     max_records: int = DEFAULT_BATCH_RECORDS,
     max_bytes: int = DEFAULT_BATCH_BYTES,
+    fmt: int = DEFAULT_BATCH_FORMAT,
 ) -> list[tuple[int, int, bytes]]:
     """Seal ``values`` (and ``keys``, or ``None`` for no keys) into signed blobs from ``first_offset``.
 
@@ -173,7 +189,8 @@ def seal_batches(
     ``max_bytes`` bytes per blob; a bigger record travels alone), found with a
     running sum and bisection instead of a Python step per record: this is the
     producer's natural batching, run on whatever was queued when its IO loop
-    woke. Values and keys must be ``bytes``.
+    woke. Values and keys must be ``bytes``. ``fmt``: the batch format written
+    (:data:`BATCH_FORMATS`).
     """
     topic_raw = encode_topic(topic)
     count = len(values)
@@ -219,6 +236,7 @@ def seal_batches(
             values[a:b],
             timestamp_ms,
             value_lengths[a:b] if value_lengths is not None else None,
+            fmt=fmt,
         )
         out.append((first_offset + a, b - a, blob))
         a = b

@@ -8,7 +8,10 @@ forgeries: none. The oversized-frame attack on a real socket is in
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
+from blake3 import blake3
 
 from dafka.core import messages as m
 from dafka.core.consumer import ConsumerCore
@@ -93,7 +96,8 @@ def test_a_forgery_cannot_pass_as_the_forgers_own_batch_either() -> None:
 
 
 # ------------------------------------------------------------ 2. tampered content
-# Defence: the Ed25519 signature over the BLAKE2b digest of the whole blob.
+# Defence: the Ed25519 signature over the digest of the whole blob (BLAKE3 for format 3,
+# BLAKE2b for format 1).
 
 
 @pytest.mark.parametrize("at", [-100, 60, 46])  # a value, a length, the first offset
@@ -108,6 +112,42 @@ def test_tampered_batches_are_rejected_by_stores_and_consumers(at: int) -> None:
     assert held(s) == [] and core.stats.rejected == 1
     c = consumer()
     assert delivered(c.handle(msg, 0.0)) == [] and c.stats.rejected == 1
+
+
+def _other_constructions(body: bytes) -> list[bytes]:
+    """What the producer's key may have signed for ``body`` (a blob without its signature)
+    other than what its format says (docs/wire.md §9.3): the other format's digest, or its
+    context, or both."""
+    digests = {1: hashlib.blake2b(body, digest_size=32).digest(), 3: blake3(body).digest()}
+    contexts = {1: b"dafka-batch-v1\0", 3: b"dafka-batch-v3\0"}
+    fmt = body[0]
+    return [contexts[c] + digests[d] for c in (1, 3) for d in (1, 3) if (c, d) != (fmt, fmt)]
+
+
+# Defence: the format byte is signed and picks both the digest (BLAKE3 for format 3,
+# BLAKE2b for format 1) and the signing context, so a signature over one format never
+# verifies as the other.
+
+
+@pytest.mark.parametrize("fmt", [1, 3])
+def test_a_batch_relabelled_to_the_other_format_is_rejected_by_stores_and_consumers(
+    fmt: int,
+) -> None:
+    genuine = blob(0, 3, fmt=fmt)
+    relabelled = bytes((4 - fmt,)) + genuine[1:]  # 1 <-> 3, the signature kept
+    forgeries = [relabelled]
+    for body in (genuine[:-64], relabelled[:-64]):
+        forgeries += [body + PRODUCER.sign(other) for other in _other_constructions(body)]
+    for bad in forgeries:
+        msg = from_blob(bad)
+        core, s = store()
+        core.handle_batch([msg], 0.0)
+        assert held(s) == [] and core.stats.rejected == 1
+        c = consumer()
+        assert delivered(c.handle(msg, 0.0)) == [] and c.stats.rejected == 1
+    core, s = store()  # the genuine one is taken
+    core.handle_batch([from_blob(genuine)], 0.0)
+    assert held(s) == [genuine]
 
 
 def test_a_tampered_record_spoils_its_whole_batch() -> None:

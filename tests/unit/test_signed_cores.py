@@ -85,6 +85,34 @@ def test_producer_seals_what_it_is_given_into_capped_signed_batches() -> None:
     assert core.unacked_bytes == sum(len(r.content) for r in recs)
 
 
+@pytest.mark.parametrize(("kwargs", "fmt"), [({}, 3), ({"batch_format": 1}, 1)])
+def test_producer_writes_format_3_unless_told_format_1(kwargs: dict, fmt: int) -> None:
+    wire = SignedProfile(PRODUCER, max_batch_records=4, **kwargs)
+    core = ProducerCore(P, profile=wire, trusted_stores=[S])
+    _, effects = core.publish("t", [value(i) for i in range(6)], 0.0, None, 0)
+    recs = published_records(effects)
+    assert [r.content[0] for r in recs] == [fmt, fmt]
+    assert [signed.verify_batch(r.content).count for r in recs] == [4, 2]
+
+
+@pytest.mark.parametrize("fmt", [0, 2, 4])
+def test_a_producer_profile_refuses_other_batch_formats(fmt: int) -> None:
+    with pytest.raises(ConfigError, match="batch_format"):
+        SignedProfile(PRODUCER, batch_format=fmt)
+
+
+@pytest.mark.parametrize("fmt", [1, 3])
+def test_the_producer_config_carries_its_batch_format_to_the_profile(fmt: int) -> None:
+    from dafka.api.producer_setup import wire_profile
+    from dafka.config import ProducerConfig
+
+    assert ProducerConfig().batch_format == 3
+    wire = wire_profile(ProducerConfig(batch_format=fmt).validate(), PRODUCER)
+    assert isinstance(wire, SignedProfile) and wire.batch_format == fmt
+    with pytest.raises(ConfigError, match="batch_format must be one of 1, 3, not 2"):
+        ProducerConfig(batch_format=2).validate()
+
+
 def test_producer_keys_travel_in_the_batch() -> None:
     core = producer()
     _, effects = core.publish("t", [b"a", b"b", b"c"], 0.0, [b"k1", None, b""], 0)
@@ -373,6 +401,54 @@ def test_the_consumer_joins_runs_that_continue_each_other() -> None:
     assert [r for run in joined for r in run.records()] == [
         r for run in runs for r in run.records()
     ]
+
+
+# ---------------------------------------------------------------- an upgrade: both batch formats
+
+
+def test_a_store_serves_format_1_and_format_3_batches_to_a_consumer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Batches stored before producers moved to format 3 stay readable and verified: an
+    LMDB store takes and serves both formats on one partition, a consumer delivers
+    them in order, and the stored blobs read back either way (records_of)."""
+    from dafka.storage.lmdb_store import LmdbStorage
+
+    keys = [b"k", None, b""]
+    before = [
+        record(0, 3, fmt=1, keys=keys, timestamp_ms=1_000),
+        record(3, 3, fmt=1, timestamp_ms=2_000),
+    ]
+    after = [record(6, 3, fmt=3, keys=keys, timestamp_ms=3_000), record(9, 2, timestamp_ms=4_000)]
+    assert [r.content[0] for r in before + after] == [1, 1, 3, 3]
+    s = LmdbStorage(tmp_path / "db")
+    try:
+        core = StoreCore(S, s, profile=SignedProfile(STORE))  # type: ignore[arg-type]
+        assert sent(core.handle_batch(before, 0.0)) == [m.Ack(P, "t", 5)]
+        assert sent(core.handle_batch([*after, head(10)], 1.0)) == [m.Ack(P, "t", 10)]
+        assert core.stats.rejected == 0 and core.stats.records_stored == 11
+        served = sent(core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 11)], 2.0))
+        assert [(type(x), x.offset, x.content[0]) for x in served] == [  # type: ignore[union-attr]
+            (m.DirectRecord, 0, 1),
+            (m.DirectRecord, 3, 1),
+            (m.DirectRecord, 6, 3),
+            (m.DirectRecord, 9, 3),
+        ]
+        c = consumer()
+        got = [
+            r for x in served for r in deliveries(c.handle(decoded(core.profile.encode(x)), 3.0))
+        ]
+        assert c.stats.rejected == 0
+        stamps = [1.0] * 3 + [2.0] * 3 + [3.0] * 3 + [4.0] * 2
+        assert [(r.offset, r.value, r.timestamp) for r in got] == [
+            (i, value(i), stamps[i]) for i in range(11)
+        ]
+        assert [r.key for r in got] == [*keys, None, None, None, *keys, None, None]
+        stored = s.read("t", P, 0, 100)
+        assert [b.blob[0] for b in stored] == [1, 1, 3, 3]
+        for b in stored:
+            assert records_of(b, verify=True) == records_of(b)
+        assert [r[0] for b in stored for r in records_of(b, verify=True)] == list(range(11))
+    finally:
+        s.close()
 
 
 # ---------------------------------------------------------------- retention tail

@@ -22,12 +22,18 @@ TOPIC = "t"
 
 keys_st = st.one_of(st.none(), st.binary(max_size=8))
 records_st = st.lists(st.tuples(keys_st, st.binary(max_size=12)), min_size=1, max_size=20)
-# each batch: all keys, no keys, or mixed; or a gap statement (an int: its width)
+# each batch: all keys, no keys, or mixed, in batch format 1 or 3 (a store holds both
+# after an upgrade); or a gap statement (an int: its width)
 batches_st = st.lists(
     st.one_of(
-        records_st,
-        records_st.map(lambda rs: [(None, v) for _, v in rs]),
-        records_st.map(lambda rs: [(k or b"", v) for k, v in rs]),
+        st.tuples(
+            st.one_of(
+                records_st,
+                records_st.map(lambda rs: [(None, v) for _, v in rs]),
+                records_st.map(lambda rs: [(k or b"", v) for k, v in rs]),
+            ),
+            st.sampled_from([1, 3]),
+        ),
         st.integers(1, 5),
     ),
     min_size=1,
@@ -44,8 +50,15 @@ def _reply(batches: list, first: int = 0, stamp: int = 1_700_000_000_000) -> qp.
             packed.append((offset, offset + b - 1, blob))
             offset += b
             continue
+        b, fmt = b if isinstance(b, tuple) else (b, 3)  # (records, batch format)
         blob = seal_records(
-            IDENTITY, encode_topic(TOPIC), offset, [k for k, _ in b], [v for _, v in b], stamp
+            IDENTITY,
+            encode_topic(TOPIC),
+            offset,
+            [k for k, _ in b],
+            [v for _, v in b],
+            stamp,
+            fmt=fmt,
         )
         packed.append((offset, offset + len(b) - 1, blob))
         offset += len(b)
@@ -79,6 +92,17 @@ def test_columns_equal_the_records_of_every_batch(batches, first, data) -> None:
     assert list(zip(keys, values, offsets, strict=True)) == [(k, v, o) for k, v, o, _ in expected]
     assert set(topics) == {TOPIC} and set(partitions) == {IDENTITY.node_id}
     assert [int(s.timestamp() * 1000) for s in stamps] == [s for *_, s in expected]
+
+
+def test_format_1_and_format_3_batches_read_alike() -> None:
+    records = [(b"k", b"value"), (None, b"v2")]
+    reply = _reply([(records, 1), (records, 3)])
+    assert [blob[0] for *_, blob in reply.batches()] == [1, 3]
+    columns = signed_reply_columns(reply, 0, 4)
+    assert columns is not None
+    assert columns[0].to_pylist() == [b"k", None] * 2
+    assert columns[1].to_pylist() == [b"value", b"v2"] * 2
+    assert columns[4].to_pylist() == [0, 1, 2, 3]
 
 
 def test_a_tampered_blob_is_refused() -> None:

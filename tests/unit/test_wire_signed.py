@@ -12,6 +12,7 @@ import struct
 from collections.abc import Sequence
 
 import pytest
+from blake3 import blake3
 from hypothesis import given
 from hypothesis import strategies as st
 from nacl.signing import VerifyKey
@@ -55,15 +56,19 @@ P, S, C = P_ID.node_id, S_ID.node_id, C_ID.node_id
 TS = 1_700_000_000_000
 IDENTITIES = [P_ID, S_ID, C_ID]
 
-BLOB_0 = signed.encode_batch(
-    P_ID, "hello", 0, [(None, b"py record 0"), (b"user-1", b"py record 1")], TS
-)
-BLOB_2 = signed.encode_batch(P_ID, "hello", 2, [(b"", b"py record 2"), (b"user-2", b"")], TS)
+RECORDS_0 = [(None, b"py record 0"), (b"user-1", b"py record 1")]
+RECORDS_2 = [(b"", b"py record 2"), (b"user-2", b"")]
+BLOB_0 = signed.encode_batch(P_ID, "hello", 0, RECORDS_0, TS, fmt=1)
+BLOB_2 = signed.encode_batch(P_ID, "hello", 2, RECORDS_2, TS, fmt=1)
+BLOB3_0 = signed.encode_batch(P_ID, "hello", 0, RECORDS_0, TS)  # format 3, the default
+BLOB3_2 = signed.encode_batch(P_ID, "hello", 2, RECORDS_2, TS)
 HEAD = signed.sign_head(P_ID, "hello", 1, TS)
 
 GOLDEN: dict[str, signed.Message] = {
     "signed_record": Record("hello", P, 0, 2, BLOB_0),
     "signed_direct_record": DirectRecord(C, "hello", P, 2, 2, BLOB_2),
+    "signed_record_v3": Record("hello", P, 0, 2, BLOB3_0),
+    "signed_direct_record_v3": DirectRecord(C, "hello", P, 2, 2, BLOB3_2),
     "signed_head": HEAD,
     "signed_ack": signed.sign_ack(S_ID, P, "hello", 1),
     "signed_direct_head": DirectHead(C, "hello", P, 3, HEAD),
@@ -78,16 +83,24 @@ GOLDEN: dict[str, signed.Message] = {
     "signed_store_hello": StoreHello(C, S),
 }
 TWO_FRAME = (Record, DirectRecord)
+RECORD_VECTORS = {name for name, msg in GOLDEN.items() if isinstance(msg, TWO_FRAME)}
 
 
 def _nul(frame0: bytes) -> int:
     return frame0.index(b"\0", 1)
 
 
+def _by_hand(body: bytes, fmt: int | None = None) -> bytes:
+    """What the producer signs for ``body`` (a blob without its signature), by docs/wire.md
+    §9.3: the context and digest of ``fmt`` (default: its format byte)."""
+    if (body[0] if fmt is None else fmt) == 3:
+        return b"dafka-batch-v3\0" + blake3(body).digest()
+    return b"dafka-batch-v1\0" + hashlib.blake2b(body, digest_size=32).digest()
+
+
 def _resign(body: bytes, ident: Identity) -> bytes:
     """Sign ``body`` (a blob without its signature) as the codec does, by hand."""
-    digest = hashlib.blake2b(body, digest_size=32).digest()
-    return body + ident.sign(b"dafka-batch-v1\0" + digest)
+    return body + ident.sign(_by_hand(body))
 
 
 def _raw_blob(
@@ -136,8 +149,11 @@ def batches(draw: st.DrawFn) -> tuple[Identity, str, int, list[tuple[bytes | Non
     return draw(identities), draw(topics()), first, records, draw(timestamps)
 
 
+formats = st.sampled_from(signed.BATCH_FORMATS)
+
+
 def blobs() -> st.SearchStrategy[bytes]:
-    return batches().map(lambda b: signed.encode_batch(*b))
+    return st.tuples(batches(), formats).map(lambda bf: signed.encode_batch(*bf[0], fmt=bf[1]))
 
 
 def heads_st() -> st.SearchStrategy[Head]:
@@ -207,6 +223,7 @@ def test_golden_batches_verify_with_the_documented_construction() -> None:
         ("signed_direct_record", 2, ((b"", b"py record 2"), (b"user-2", b""))),
     ]:
         blob = golden_frames(name)[1]
+        assert blob[0] == 1
         digest = hashlib.blake2b(blob[:-64], digest_size=32).digest()
         VerifyKey(P_ID.public_key).verify(b"dafka-batch-v1\0" + digest, blob[-64:])
         batch = signed.verify_batch(blob, topic="hello", partition=P)
@@ -216,6 +233,76 @@ def test_golden_batches_verify_with_the_documented_construction() -> None:
         assert batch.public_key == P_ID.public_key
         assert batch.digest == digest
         assert batch.blob == blob
+
+
+def test_golden_v3_batches_verify_with_the_documented_construction() -> None:
+    """Format 3: Ed25519 over b"dafka-batch-v3\\0" + BLAKE3-256(blob minus signature)."""
+    for name, first, records in [
+        ("signed_record_v3", 0, ((None, b"py record 0"), (b"user-1", b"py record 1"))),
+        ("signed_direct_record_v3", 2, ((b"", b"py record 2"), (b"user-2", b""))),
+    ]:
+        blob = golden_frames(name)[1]
+        assert blob[0] == 3
+        digest = blake3(blob[:-64]).digest()
+        VerifyKey(P_ID.public_key).verify(b"dafka-batch-v3\0" + digest, blob[-64:])
+        batch = signed.verify_batch(blob, topic="hello", partition=P)
+        assert (batch.first_offset, batch.count, batch.last_offset) == (first, 2, first + 1)
+        assert batch.records == records
+        assert batch.columns() == signed.unchecked_columns(blob)
+        assert batch.timestamp_ms == TS
+        assert batch.public_key == P_ID.public_key
+        assert batch.digest == digest
+        assert batch.blob == blob
+        # the same records and header as the format-1 vector, byte for byte, but the
+        # format byte, the signature and so the digest
+        old = golden_frames(name.removesuffix("_v3"))[1]
+        assert blob[1:-64] == old[1:-64] and blob[-64:] != old[-64:]
+        assert batch.digest != signed.verify_batch(old).digest
+
+
+def test_producers_write_format_3_unless_told() -> None:
+    assert signed.DEFAULT_BATCH_FORMAT == signed.BATCH_FORMAT_V3 == 3
+    assert signed.BATCH_FORMATS == (1, 3)
+    assert signed.encode_batch(P_ID, "t", 0, [(None, b"v")], 0)[0] == 3
+    assert signed.encode_batch(P_ID, "t", 0, [(None, b"v")], 0, fmt=1)[0] == 1
+    for kwargs, fmt in [({}, 3), ({"fmt": 1}, 1), ({"fmt": 3}, 3)]:
+        builder = BatchBuilder(P_ID, "t", **kwargs)
+        builder.add(None, b"v")
+        assert [b[0] for b in builder.flush(0)] == [fmt]
+    assert [b[0] for _, _, b in signed.seal_batches(P_ID, "t", 0, None, [b"v"], 0)] == [3]
+    assert [b[0] for _, _, b in signed.seal_batches(P_ID, "t", 0, None, [b"v"], 0, fmt=1)] == [1]
+    assert signed.seal_gap(P_ID, "t", 0, 5, 0)[0] == signed.GAP_FORMAT  # gaps stay format 2
+    for fmt in (0, 2, 4, 255):
+        with pytest.raises(ValueError):
+            signed.encode_batch(P_ID, "t", 0, [(None, b"v")], 0, fmt=fmt)
+        with pytest.raises(ValueError):
+            BatchBuilder(P_ID, "t", fmt=fmt)
+        with pytest.raises(ValueError):
+            signed.seal_batches(P_ID, "t", 0, None, [b"v"], 0, fmt=fmt)
+
+
+@pytest.mark.parametrize("name", ["signed_record", "signed_record_v3"])
+def test_a_signature_over_one_format_never_verifies_as_the_other(name: str) -> None:
+    """Relabelling a blob's format byte, or signing one format's bytes with the other's
+    digest or context, fails verification: the format byte is signed and picks both."""
+    blob = golden_frames(name)[1]
+    other = 4 - blob[0]  # 1 <-> 3
+    relabelled = bytes((other,)) + blob[1:]
+    with pytest.raises(BadSignature):
+        signed.verify_batch(relabelled)
+    body = blob[:-64]
+    for fmt_body in (body, relabelled[:-64]):
+        mine = fmt_body[0]
+        wrong = [
+            _by_hand(fmt_body, 4 - mine),  # the other format's digest and context
+            _by_hand(fmt_body, 4 - mine)[:15] + _by_hand(fmt_body)[15:],  # other context
+            _by_hand(fmt_body)[:15] + _by_hand(fmt_body, 4 - mine)[15:],  # other digest
+        ]
+        for signed_bytes in wrong:
+            forged = fmt_body + P_ID.sign(signed_bytes)
+            with pytest.raises(BadSignature):
+                signed.verify_batch(forged)
+        assert signed.verify_batch(fmt_body + P_ID.sign(_by_hand(fmt_body))).blob[0] == mine
 
 
 def test_golden_head_and_ack_verify() -> None:
@@ -245,7 +332,13 @@ def test_command_ids_and_prefixes_are_rfc46s() -> None:
 
 
 def test_signing_contexts_are_distinct_and_prefix_free() -> None:
-    contexts = [signed.BATCH_CONTEXT, signed.HEAD_CONTEXT, signed.ACK_CONTEXT, signed.TAIL_CONTEXT]
+    contexts = [
+        signed.BATCH_CONTEXT,
+        signed.BATCH_CONTEXT_V3,
+        signed.HEAD_CONTEXT,
+        signed.ACK_CONTEXT,
+        signed.TAIL_CONTEXT,
+    ]
     for a in contexts:
         assert a.endswith(b"\0") and a.count(b"\0") == 1
         for b in contexts:
@@ -294,10 +387,11 @@ def test_round_trip_every_type(cls: type, data: st.DataObject) -> None:
     assert signed.decode([memoryview(f) for f in frames]) == msg
 
 
-@given(batches())
-def test_batch_round_trip(batch: tuple[Identity, str, int, list, int]) -> None:
+@given(batches(), formats)
+def test_batch_round_trip(batch: tuple[Identity, str, int, list, int], fmt: int) -> None:
     ident, topic, first, records, ts = batch
-    blob = signed.encode_batch(ident, topic, first, records, ts)
+    blob = signed.encode_batch(ident, topic, first, records, ts, fmt=fmt)
+    assert blob[0] == fmt
     got = signed.verify_batch(blob, topic=topic, partition=ident.node_id)
     assert got.records == tuple(records)
     assert (got.topic, got.partition, got.first_offset, got.count, got.timestamp_ms) == (
@@ -313,7 +407,11 @@ def test_batch_round_trip(batch: tuple[Identity, str, int, list, int]) -> None:
         topic, ident.node_id, first, len(records), ts
     )
     assert signed.peek_batch(blob).last_offset == got.last_offset
-    assert signed.encode_batch(ident, topic, first, records, ts) == blob  # deterministic
+    assert signed.encode_batch(ident, topic, first, records, ts, fmt=fmt) == blob  # deterministic
+    if fmt == 3:
+        assert got.digest == blake3(blob[:-64]).digest()
+    else:
+        assert got.digest == hashlib.blake2b(blob[:-64], digest_size=32).digest()
     # the columns from the lengths verify_batch kept, and from the blob read afresh
     keys = [k for k, _ in records]
     columns = (None if all(k is None for k in keys) else keys, [v for _, v in records])
@@ -347,6 +445,7 @@ def test_batch_digest_and_equality() -> None:
     assert a.records is a.records  # parsed once, then kept
     assert a == b  # parsing records does not change equality
     assert a.digest == hashlib.blake2b(BLOB_0[:-64], digest_size=32).digest()
+    assert signed.verify_batch(BLOB3_0).digest == blake3(BLOB3_0[:-64]).digest()
     other = signed.encode_batch(P_ID, "hello", 0, [(None, b"py record 0"), (None, b"x")], TS)
     assert signed.verify_batch(other).digest != a.digest  # same offsets, other content
     assert "blob" not in repr(a) and "records" not in repr(a)
@@ -369,9 +468,10 @@ def _golden_blob() -> bytes:
     return golden_frames("signed_record")[1]
 
 
-def test_every_single_bit_flip_of_a_golden_blob_is_rejected() -> None:
+@pytest.mark.parametrize("name", ["signed_record", "signed_record_v3"])
+def test_every_single_bit_flip_of_a_golden_blob_is_rejected(name: str) -> None:
     """Header, lengths, keys, values, public key and signature: every bit of each."""
-    blob = _golden_blob()
+    blob = golden_frames(name)[1]
     for pos in range(len(blob)):
         for bit in range(8):
             flipped = bytearray(blob)
@@ -582,6 +682,8 @@ def test_well_formed_raw_blob_helper_verifies() -> None:
         ({"count": 0, "klens": (), "vlens": (), "data": b""}, WireError),
         ({"fmt": 2}, WireError),
         ({"fmt": 0}, WireError),
+        ({"fmt": 4}, WireError),
+        ({"fmt": 255}, WireError),
         ({"topic": b""}, WireError),
         ({"topic": b"a\0b"}, WireError),
         ({"topic": b"\xff\xfe"}, WireError),
@@ -737,7 +839,7 @@ def test_every_truncation_of_frame0_is_rejected(msg: signed.Message) -> None:
             signed.decode(frames)
 
 
-@pytest.mark.parametrize("name", ["signed_record", "signed_direct_record"])
+@pytest.mark.parametrize("name", sorted(RECORD_VECTORS))
 def test_truncated_blob_header_is_rejected_at_decode(name: str) -> None:
     frame0, blob = golden_frames(name)
     header = 2 + 5 + 36 + 8 * 2 + 96  # the least a two-record blob can be
@@ -791,7 +893,7 @@ def test_rfc46_decoder_drops_signed_frames(name: str) -> None:
         rfc46.decode(golden_frames(name))
 
 
-@pytest.mark.parametrize("name", ["signed_record", "signed_direct_record"])
+@pytest.mark.parametrize("name", sorted(RECORD_VECTORS))
 def test_record_needs_exactly_one_blob_frame(name: str) -> None:
     frame0, blob = golden_frames(name)
     for frames in ([frame0], [frame0, blob, b"extra"], [frame0, blob, b""]):
@@ -799,7 +901,7 @@ def test_record_needs_exactly_one_blob_frame(name: str) -> None:
             signed.decode(frames)
 
 
-@pytest.mark.parametrize("name", sorted(set(GOLDEN) - {"signed_record", "signed_direct_record"}))
+@pytest.mark.parametrize("name", sorted(set(GOLDEN) - RECORD_VECTORS))
 def test_single_frame_commands_reject_extra_frames(name: str) -> None:
     with pytest.raises(WireError):
         signed.decode([*golden_frames(name), b"extra"])
