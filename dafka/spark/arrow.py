@@ -70,7 +70,13 @@ def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
 
 COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 
-_TYPES = dict(zip(COLUMNS, ("binary", "binary", "string", "string", "bigint", "timestamp", "int")))
+_TYPES = dict(
+    zip(
+        COLUMNS,
+        ("binary", "binary", "string", "string", "bigint", "timestamp", "int"),
+        strict=True,
+    )
+)
 
 
 def check_read_schema(schema) -> None:

@@ -56,8 +56,7 @@ from ..query.locator import HEALTH, shared_locator
 from ..query.protocol import ReadRequest
 from ..security.identity import Identity
 from .arrow import arrow_schema as to_arrow
-from .arrow import check_read_schema
-from .arrow import reply_batch
+from .arrow import check_read_schema, reply_batch
 from .offsets import (
     TP,
     Heads,
