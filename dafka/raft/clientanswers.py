@@ -14,7 +14,8 @@ from typing import Any
 from ..errors import ConfigError, RaftError
 from . import wire as w
 from .clientservice import DispatchStatus
-from .frames import RaftWireError, decode_json, decode_uint
+from .frames import RaftWireError, decode_bool, decode_json, decode_json_index, decode_uint
+from .types import REQID_SIZE
 
 __all__ = [
     "BUSY_RETRY",
@@ -45,6 +46,10 @@ class Outcome(IntEnum):
 
 
 def decide_update(frames: list[bytes]) -> tuple[Outcome, Any]:
+    if len(frames) == 3 and len(frames[0]) == REQID_SIZE and decode_bool(frames[1]):
+        # the answer to nearly every update (committed, its LOG INDEX), decoded as
+        # RequestUpdateResponse.decode does, without building one
+        return Outcome.DONE, decode_json_index(frames[2])
     resp = w.RequestUpdateResponse.decode(frames)
     status = resp.status
     if status is w.UpdateStatus.COMMITTED:
