@@ -127,18 +127,29 @@ class KvStateMachine:
         self.newest = 0
         self.applied_count = 0
         self.skipped = 0
+        self._front_checked = False
+        """The oldest remembered reqid is known to be within the window (see apply)."""
 
     def apply(self, entry: Entry) -> Any:
         if entry.type is not EntryType.STATE:
             return None
-        if entry.reqid != ZERO_REQID:
-            if entry.reqid in self.seen:
+        reqid = entry.reqid
+        if reqid != ZERO_REQID:
+            seen = self.seen
+            if reqid in seen:
                 self.skipped += 1
                 return None
-            stamp = reqid_time(entry.reqid)
-            self.seen[entry.reqid] = stamp
-            self.newest = max(self.newest, stamp)
-            self._forget_old()
+            stamp = reqid_time(reqid)
+            seen[reqid] = stamp
+            # forget the reqids now out of the window, oldest first: only a newer newest
+            # (once a second) moves the window; the front changes only when a reqid is
+            # forgotten or added to none; a restore may bring expired ones. Otherwise the
+            # front was checked and stays in the window: nothing to forget
+            if stamp > self.newest:
+                self.newest = stamp
+                self._forget_old()
+            elif not self._front_checked:
+                self._forget_old()
         self.applied_count += 1
         try:
             op = _unpack(entry.data)
@@ -160,8 +171,10 @@ class KvStateMachine:
         while seen:
             reqid, stamp = next(iter(seen.items()))
             if stamp > horizon:
+                self._front_checked = True
                 return
             del seen[reqid]
+        self._front_checked = False
 
     def snapshot(self) -> bytes:
         return _pack(
@@ -181,6 +194,7 @@ class KvStateMachine:
         self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
         self.newest = int(obj.get("newest", 0))
         self.applied_count = int(obj.get("applied", 0))
+        self._front_checked = False
 
     def query(self, args: Sequence[bytes]) -> list[bytes]:
         if not args:
