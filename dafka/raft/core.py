@@ -279,6 +279,7 @@ class RaftCore(CoreView, Replication):
             raise ProposalDropped("leadership transfer in progress")
         results: list[ProposeResult] = []
         added: list[Entry] = []
+        index, term, reqids = self._log.last_index, self.term, self._reqids
         for data, reqid in items:
             try:
                 early = self._check_reqid(reqid, now)
@@ -288,12 +289,15 @@ class RaftCore(CoreView, Replication):
             if early is not None:
                 results.append(early)
                 continue
-            entry = Entry(self._log.last_index + 1, self.term, EntryType.STATE, reqid, data)
-            self._log.append((entry,))
-            self._on_appended((entry,))  # a resend within the batch is now a duplicate
-            added.append(entry)
-            results.append(ProposeResult(ProposeStatus.ACCEPTED, entry.index, entry.term))
+            index += 1
+            added.append(Entry(index, term, EntryType.STATE, reqid, data))
+            # what _on_appended does for a STATE entry, here so that a resend within the
+            # batch is a duplicate at once (_check_reqid refused the zero reqid as expired)
+            reqids.setdefault(reqid, (index, term))
+            self._reqid_clock = max(self._reqid_clock, float(reqid_time(reqid)))
+            results.append(ProposeResult(ProposeStatus.ACCEPTED, index, term))
         if added:
+            self._log.append(added)  # one call for the batch
             self._bcast_append()
             self._maybe_commit()
         return results

@@ -3,6 +3,7 @@ and the peer's snapshot transfer format."""
 
 from __future__ import annotations
 
+import msgpack
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -93,6 +94,24 @@ def test_snapshot_restore_keeps_values_and_dedup_memory() -> None:
     assert get(other, "x") == 1
     with pytest.raises(WireError):
         other.restore(b"\x01")
+
+
+def test_snapshot_reqids_travel_as_one_blob_and_the_pair_form_still_restores() -> None:
+    sm = KvStateMachine()
+    sm.apply(entry(1, put_command("x", 1), reqid(100, 1)))
+    sm.apply(entry(2, put_command("y", 2), reqid(101, 2)))
+    blob = msgpack.unpackb(sm.snapshot(), raw=False)["seen_ids"]
+    assert blob == reqid(100, 1) + reqid(101, 2)
+    older = msgpack.packb(  # what snapshots held before the blob
+        {"kv": {"x": 1}, "seen": [[reqid(100, 1), 100], [reqid(101, 2), 101]], "newest": 101},
+        use_bin_type=True,
+    )
+    other = KvStateMachine()
+    other.restore(older)
+    assert other.seen == sm.seen and other.newest == 101
+    torn = msgpack.packb({"kv": {}, "seen_ids": reqid(100, 1)[:-1]}, use_bin_type=True)
+    with pytest.raises(WireError):
+        other.restore(torn)
 
 
 def test_dedup_memory_is_bounded_by_reqid_time_the_same_way_everywhere() -> None:
