@@ -642,15 +642,20 @@ class RaftCore(CoreView, Replication):
 
     def _on_appended(self, entries: Sequence[Entry]) -> None:
         changed = False
-        for entry in entries:
-            if entry.reqid != ZERO_REQID:
-                self._reqids.setdefault(entry.reqid, (entry.index, entry.term))
-                self._reqid_clock = max(self._reqid_clock, float(reqid_time(entry.reqid)))
+        reqids, clock = self._reqids, self._reqid_clock
+        for entry in entries:  # every entry a follower gets: locals, one clock update
+            reqid = entry.reqid
+            if reqid != ZERO_REQID:
+                reqids.setdefault(reqid, (entry.index, entry.term))
+                stamp = reqid_time(reqid)
+                if stamp > clock:
+                    clock = float(stamp)
             if entry.type is EntryType.CONFIG:
                 cfg = _decode_config(entry)
                 if cfg is not None:
                     self._configs.append((entry.index, cfg))
                     changed = True
+        self._reqid_clock = clock
         if changed:
             self._config_changed()
 

@@ -421,4 +421,4 @@ def decode_entry(frame: bytes, index: int) -> Entry:
 def decode_entries(frames: Sequence[bytes], first_index: int) -> tuple[Entry, ...]:
     if frames and first_index + len(frames) - 1 > MAX_INDEX:
         raise RaftWireError(f"log entries would end past index {MAX_INDEX}")
-    return tuple(decode_entry(frame, first_index + i) for i, frame in enumerate(frames))
+    return tuple([decode_entry(frame, first_index + i) for i, frame in enumerate(frames)])
