@@ -46,9 +46,12 @@ class Outcome(IntEnum):
 
 
 def decide_update(frames: list[bytes]) -> tuple[Outcome, Any]:
-    if len(frames) == 3 and len(frames[0]) == REQID_SIZE and decode_bool(frames[1]):
-        # the answer to nearly every update (committed, its LOG INDEX), decoded as
-        # RequestUpdateResponse.decode does, without building one
+    if len(frames) in (2, 3) and len(frames[0]) == REQID_SIZE and decode_bool(frames[1]):
+        # the answers to nearly every update, decoded as RequestUpdateResponse.decode
+        # does, without building one: committed (its LOG INDEX), or accepted and not
+        # committed yet (the reference server sends that first for every update)
+        if len(frames) == 2:
+            return Outcome.PENDING, None
         return Outcome.DONE, decode_json_index(frames[2])
     resp = w.RequestUpdateResponse.decode(frames)
     status = resp.status
