@@ -12,7 +12,11 @@ in this process. Phases, each measured in the same run:
                    in the benchmark's directory: the disk's durable append rate
 * baseline rtt     a raw pyzmq DEALER -> ROUTER echo in another process: round trips
 * 1 in flight      ``update`` one after another: commits/s and latency p50/p99
-* 64 in flight     ``update_many(window=64)``: commits/s
+* 64 in flight     ``update_many(window=64)``: commits/s, and the CPU time (user +
+                   system, every thread) each peer process and this client process
+                   spent per update meanwhile, from ``/proc/<pid>/stat`` (Linux): the
+                   peers and the client share the machine's cores, so this is what
+                   caps the rate (``docs/raft.md`` §8)
 * failover         ``--failovers`` times: SIGKILL the leader, time until a survivor
                    answers RequestConfig as leader, and until an update sent to it then
                    commits (the figure of the goal); the killed peer is restarted
@@ -131,6 +135,31 @@ def baseline_rtt(count: int, size: int) -> dict[str, float]:
         "p50_ms": _pct(times, 0.5) * 1000,
         "p99_ms": _pct(times, 0.99) * 1000,
     }
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (every thread), or None where
+    ``/proc`` does not tell (not Linux, or the process is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_update(
+    before: dict[str, float | None], pids: dict[str, int], updates: int
+) -> dict[str, float]:
+    """Microseconds of CPU per update of each process since ``before``, and their total."""
+    out: dict[str, float] = {}
+    for name, pid in pids.items():
+        start, end = before.get(name), cpu_seconds(pid)
+        if start is not None and end is not None:
+            out[name] = round((end - start) / updates * 1e6, 1)
+    if out:
+        out["total"] = round(sum(out.values()), 1)
+    return out
 
 
 def peer_args(directory: Path, fsync: bool, urls: dict[str, str], pid: str) -> list[str]:
@@ -260,7 +289,8 @@ def _measure(args: argparse.Namespace, directory: Path, result: dict[str, Any]) 
     value = os.urandom(max(0, args.size - 16)).hex()[: max(0, args.size - 16)]
     try:
         with RaftClient(urls, CLUSTER, timeout=60) as client:
-            result.update(measure_load(client, args, value))
+            pids = {f"p{k + 1}": proc.p.pid for k, proc in enumerate(procs)}
+            result.update(measure_load(client, args, value, pids))
             if args.failovers:
                 result["failover"] = measure_failovers(
                     client, procs, urls, directory, args.fsync, args.failovers
@@ -310,8 +340,11 @@ def _ratios(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def measure_load(client: RaftClient, args: argparse.Namespace, value: str) -> dict[str, Any]:
-    """Warm-up, then 1 update in flight (latency), then ``args.window`` in flight."""
+def measure_load(
+    client: RaftClient, args: argparse.Namespace, value: str, pids: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """Warm-up, then 1 update in flight (latency), then ``args.window`` in flight (with
+    the CPU per update of the ``pids`` and of this process, the client)."""
     out: dict[str, Any] = {}
     wait_until(lambda: client.request_config(timeout=10), 20, what="a leader")
     _phase("warm-up")
@@ -336,15 +369,19 @@ def measure_load(client: RaftClient, args: argparse.Namespace, value: str) -> di
     }
     datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
     _phase(f"{args.window} in flight: {args.updates} updates")
+    watched = {**(pids or {}), "client": os.getpid()}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in watched.items()}
     start = time.perf_counter()
     indexes = client.update_many(datas, window=args.window, timeout=600)
     elapsed = time.perf_counter() - start
+    cpu = cpu_per_update(cpu_before, watched, args.updates)
     assert len(set(indexes)) == len(indexes)
     out["window_in_flight"] = {
         "window": args.window,
         "updates": args.updates,
         "commits_per_s": args.updates / elapsed,
         "seconds": elapsed,
+        "cpu_us_per_update": cpu,
     }
     return out
 
@@ -364,7 +401,8 @@ def measure_reference(directory: Path, args: argparse.Namespace, value: str) -> 
     try:
         cluster.start_all()
         with cluster.client(timeout=60) as client:
-            out = measure_load(client, args, value)
+            pids = {pid: proc.p.pid for pid, proc in cluster.procs.items()}
+            out = measure_load(client, args, value, pids)
         cluster.check_deaths()
         if cluster.deaths:
             out["deaths"] = [d.describe() for d in cluster.deaths]
@@ -403,6 +441,7 @@ def print_table(r: dict[str, Any]) -> None:
     width = max(len(row[0]) for row in rows)
     for name, rate, extra in rows:
         print(f"{name.ljust(width)}  {rate.rjust(18)}  {extra}")
+    print(f"CPU per update, {many['window']} in flight: {_cpu_text(many)}")
     if "failover" in r:
         fo = r["failover"]
         print(
@@ -433,11 +472,20 @@ def print_table(r: dict[str, Any]) -> None:
             f"1 in flight {vs['one_in_flight_commits_ratio']:.2f}x, "
             f"p50 {vs['p50_ratio']:.2f}x (goal: >= 5x and <= 0.5x)"
         )
+        print(f"reference CPU per update, {rmany['window']} in flight: {_cpu_text(rmany)}")
         for line in ref.get("deaths", []):
             print(f"reference: {line}")
     elif ref:
         print(f"reference: not measured: {ref['unavailable']}")
     print(f"goals: {r['goals']}  (load avg {r['machine']['load_avg_before']})")
+
+
+def _cpu_text(phase: dict[str, Any]) -> str:
+    cpu = dict(phase.get("cpu_us_per_update", {}))
+    if not cpu:
+        return "not measured (no /proc)"
+    total = cpu.pop("total")
+    return f"{total:.0f} us (" + ", ".join(f"{k} {v:.0f}" for k, v in cpu.items()) + ")"
 
 
 def main() -> None:

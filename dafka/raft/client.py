@@ -53,9 +53,11 @@ from .clientanswers import Outcome, decide_config, decide_dispatch, decide_updat
 from .clientservice import DISPATCH_LOCAL_READ, DISPATCH_READ_INDEX, DispatchStatus
 from .curve import ClientCurve
 from .extensions import DISPATCH_FEATURES, decode_features, read_unsupported
+from .fastsend import send_frames
 from .frames import (
     MAX_UINT32,
     RaftWireError,
+    encode_reqid,
     encode_uint32,
 )
 from .guard import CLIENT_ANSWER_FRAMES, CLIENT_FRAME_BYTES
@@ -75,6 +77,7 @@ log = logging.getLogger(__name__)
 SERVER_RESPONSE_TTL = 0.5
 SERVER_ELECTION_GRACE = 0.3
 _NO_LEADER_RETRY = 0.05
+_REQUEST_UPDATE = w.RequestUpdate.TYPE.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,18 +373,27 @@ class RaftClient:
     # -- calls -------------------------------------------------------------------------------
 
     def _update_call(self, reqid: bytes, data: bytes) -> _Call:
-        return _Call(reqid, w.RequestUpdate(reqid, self.cluster, data).encode(), decide_update)
+        # w.RequestUpdate(reqid, self.cluster, data).encode(), without building one
+        frames = [encode_reqid(reqid), _REQUEST_UPDATE, self.cluster, data]
+        return _Call(reqid, frames, decide_update)
 
     def _dispatch_call(self, kind: bytes, query: Sequence[bytes]) -> _Call:
         key = encode_uint32(self._new_id())
         return _Call(key, [key, kind, self.cluster, *query], decide_dispatch)
 
     def _run(self, calls: Iterator[_Call], window: int, deadline: float) -> list[Any]:
-        """Drive ``calls`` to completion, at most ``window`` in flight; results in order."""
+        """Drive ``calls`` to completion, at most ``window`` in flight; results in order.
+
+        A turn costs what arrived, not the window: the calls are walked to send only when
+        one may need it (``resend``), and for the response clock only once ``check_at``
+        passed, a bound below every sent call's ``sent_at + ttl`` (that minimum never
+        falls: calls leave, and ``sent_at`` only moves forward)."""
         order: list[_Call] = []
         active: dict[bytes, _Call] = {}
         exhausted = False
         ttl = self.response_ttl
+        resend = False
+        check_at = 0.0
         while True:
             while not exhausted and len(active) < window:
                 call = next(calls, None)
@@ -390,6 +402,7 @@ class RaftClient:
                 else:
                     order.append(call)
                     active[call.key] = call
+                    resend = True
             if not active:
                 return [c.result for c in order]
             now = time.monotonic()
@@ -400,20 +413,26 @@ class RaftClient:
             if self._leader is None and not self._socks:
                 self._discover(deadline)
             blocked = False
-            for call in active.values():
-                if call.need_send and now >= call.retry_at:
+            wake = min(deadline, check_at)
+            if resend:
+                resend = False
+                for call in active.values():
+                    if not call.need_send:
+                        continue
+                    if now < call.retry_at:
+                        resend = True
+                        wake = min(wake, call.retry_at)
+                        continue
                     url = self._send_now(call.frames)
                     if url is None:
                         blocked = True  # no connection yet
+                        resend = True
                         break
                     call.need_send = False
                     call.sent_at = now
                     call.sent_to = url
-            wake = deadline
-            for call in active.values():
-                wake = min(wake, call.retry_at if call.need_send else call.sent_at + ttl)
             if blocked:
-                wake = max(wake, now + 0.005)
+                wake = now + 0.005  # the call that could not go is due
                 if self._blocked_since is None:
                     self._blocked_since = now
                 elif now - self._blocked_since > ttl:
@@ -450,20 +469,29 @@ class RaftClient:
                         and value != self._leader_id
                     ):
                         self._redirect_calls(value, active, deadline)
+                        resend = True
                 elif outcome == Outcome.PENDING:
                     call.sent_at = time.monotonic()
                 elif outcome == Outcome.RETRY:
                     call.need_send = True
                     call.retry_at = time.monotonic() + value
+                    resend = True
                 else:
                     self._redirect_calls(value, active, deadline)
+                    resend = True
             now = time.monotonic()
-            if any(not c.need_send and now - c.sent_at > ttl for c in active.values()):
-                log.debug("raft.client.no_answer leader=%s pending=%d", self._leader, len(active))
-                self._break()
-                for call in active.values():
-                    call.need_send = True
-                    call.retry_at = now + self.election_grace
+            if now < check_at:
+                continue
+            oldest = min((c.sent_at for c in active.values() if not c.need_send), default=None)
+            if oldest is None or now - oldest <= ttl:
+                check_at = now + ttl if oldest is None else oldest + ttl
+                continue
+            log.debug("raft.client.no_answer leader=%s pending=%d", self._leader, len(active))
+            self._break()
+            for call in active.values():
+                call.need_send = True
+                call.retry_at = now + self.election_grace
+            resend = True
 
     def _redirect_calls(
         self, leader: str | None, active: dict[bytes, _Call], deadline: float
@@ -596,7 +624,7 @@ class RaftClient:
         for k in range(len(urls)):
             url = urls[(self._rr + k) % len(urls)]
             try:
-                self._socks[url].send_multipart(frames, zmq.NOBLOCK)
+                send_frames(self._socks[url], frames)
                 return url
             except zmq.Again:
                 continue

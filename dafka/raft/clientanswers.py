@@ -14,7 +14,8 @@ from typing import Any
 from ..errors import ConfigError, RaftError
 from . import wire as w
 from .clientservice import DispatchStatus
-from .frames import RaftWireError, decode_json, decode_uint
+from .frames import RaftWireError, decode_bool, decode_json, decode_json_index, decode_uint
+from .types import REQID_SIZE
 
 __all__ = [
     "BUSY_RETRY",
@@ -45,6 +46,13 @@ class Outcome(IntEnum):
 
 
 def decide_update(frames: list[bytes]) -> tuple[Outcome, Any]:
+    if len(frames) in (2, 3) and len(frames[0]) == REQID_SIZE and decode_bool(frames[1]):
+        # the answers to nearly every update, decoded as RequestUpdateResponse.decode
+        # does, without building one: committed (its LOG INDEX), or accepted and not
+        # committed yet (the reference server sends that first for every update)
+        if len(frames) == 2:
+            return Outcome.PENDING, None
+        return Outcome.DONE, decode_json_index(frames[2])
     resp = w.RequestUpdateResponse.decode(frames)
     status = resp.status
     if status is w.UpdateStatus.COMMITTED:

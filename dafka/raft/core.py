@@ -279,6 +279,7 @@ class RaftCore(CoreView, Replication):
             raise ProposalDropped("leadership transfer in progress")
         results: list[ProposeResult] = []
         added: list[Entry] = []
+        index, term, reqids = self._log.last_index, self.term, self._reqids
         for data, reqid in items:
             try:
                 early = self._check_reqid(reqid, now)
@@ -288,12 +289,15 @@ class RaftCore(CoreView, Replication):
             if early is not None:
                 results.append(early)
                 continue
-            entry = Entry(self._log.last_index + 1, self.term, EntryType.STATE, reqid, data)
-            self._log.append((entry,))
-            self._on_appended((entry,))  # a resend within the batch is now a duplicate
-            added.append(entry)
-            results.append(ProposeResult(ProposeStatus.ACCEPTED, entry.index, entry.term))
+            index += 1
+            added.append(Entry(index, term, EntryType.STATE, reqid, data))
+            # what _on_appended does for a STATE entry, here so that a resend within the
+            # batch is a duplicate at once (_check_reqid refused the zero reqid as expired)
+            reqids.setdefault(reqid, (index, term))
+            self._reqid_clock = max(self._reqid_clock, float(reqid_time(reqid)))
+            results.append(ProposeResult(ProposeStatus.ACCEPTED, index, term))
         if added:
+            self._log.append(added)  # one call for the batch
             self._bcast_append()
             self._maybe_commit()
         return results
@@ -638,15 +642,20 @@ class RaftCore(CoreView, Replication):
 
     def _on_appended(self, entries: Sequence[Entry]) -> None:
         changed = False
-        for entry in entries:
-            if entry.reqid != ZERO_REQID:
-                self._reqids.setdefault(entry.reqid, (entry.index, entry.term))
-                self._reqid_clock = max(self._reqid_clock, float(reqid_time(entry.reqid)))
+        reqids, clock = self._reqids, self._reqid_clock
+        for entry in entries:  # every entry a follower gets: locals, one clock update
+            reqid = entry.reqid
+            if reqid != ZERO_REQID:
+                reqids.setdefault(reqid, (entry.index, entry.term))
+                stamp = reqid_time(reqid)
+                if stamp > clock:
+                    clock = float(stamp)
             if entry.type is EntryType.CONFIG:
                 cfg = _decode_config(entry)
                 if cfg is not None:
                     self._configs.append((entry.index, cfg))
                     changed = True
+        self._reqid_clock = clock
         if changed:
             self._config_changed()
 

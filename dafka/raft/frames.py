@@ -401,16 +401,19 @@ def encode_entry(entry: Entry) -> bytes:
     )
 
 
+_ENTRY_TYPES = tuple(sorted(EntryType))
+assert [int(t) for t in _ENTRY_TYPES] == list(range(len(_ENTRY_TYPES)))
+
+
 def decode_entry(frame: bytes, index: int) -> Entry:
     """Decode an ``entry`` frame; ``index`` comes from the frame's position in its message."""
     if len(frame) < ENTRY_HEADER_SIZE:
         raise RaftWireError(f"a log entry has at least {ENTRY_HEADER_SIZE} bytes")
     frame = bytes(frame)
     kind = frame[REQID_SIZE]
-    try:
-        entry_type = EntryType(kind)
-    except ValueError:
-        raise RaftWireError(f"unknown log entry type {kind}") from None
+    if kind >= len(_ENTRY_TYPES):  # a tuple, not EntryType(kind): one per entry received
+        raise RaftWireError(f"unknown log entry type {kind}")
+    entry_type = _ENTRY_TYPES[kind]
     term = int.from_bytes(frame[REQID_SIZE + 1 : ENTRY_HEADER_SIZE], "little")
     return Entry(index, term, entry_type, frame[:REQID_SIZE], frame[ENTRY_HEADER_SIZE:])
 
@@ -418,4 +421,4 @@ def decode_entry(frame: bytes, index: int) -> Entry:
 def decode_entries(frames: Sequence[bytes], first_index: int) -> tuple[Entry, ...]:
     if frames and first_index + len(frames) - 1 > MAX_INDEX:
         raise RaftWireError(f"log entries would end past index {MAX_INDEX}")
-    return tuple(decode_entry(frame, first_index + i) for i, frame in enumerate(frames))
+    return tuple([decode_entry(frame, first_index + i) for i, frame in enumerate(frames)])

@@ -122,10 +122,13 @@ class RaftLog:
     # -- writing -------------------------------------------------------------------------
 
     def append(self, entries: Iterable[Entry]) -> None:
+        held = self._entries
+        follows = self._base_index + len(held) + 1
         for entry in entries:
-            if entry.index != self.last_index + 1:
-                raise RaftError(f"append at {entry.index} does not follow {self.last_index}")
-            self._entries.append(entry)
+            if entry.index != follows:
+                raise RaftError(f"append at {entry.index} does not follow {follows - 1}")
+            held.append(entry)
+            follows += 1
 
     def truncate(self, index: int) -> list[Entry]:
         """Drop entries ``>= index``; returns them."""

@@ -39,7 +39,7 @@ from ..errors import WireError
 from ..wire.packing import pack as _pack
 from ..wire.packing import unpack as _unpack
 from .reqid import REQUEST_ID_TTL, reqid_time
-from .types import ZERO_REQID, Entry, EntryType
+from .types import REQID_SIZE, ZERO_REQID, Entry, EntryType
 
 __all__ = [
     "KvStateMachine",
@@ -127,18 +127,29 @@ class KvStateMachine:
         self.newest = 0
         self.applied_count = 0
         self.skipped = 0
+        self._front_checked = False
+        """The oldest remembered reqid is known to be within the window (see apply)."""
 
     def apply(self, entry: Entry) -> Any:
         if entry.type is not EntryType.STATE:
             return None
-        if entry.reqid != ZERO_REQID:
-            if entry.reqid in self.seen:
+        reqid = entry.reqid
+        if reqid != ZERO_REQID:
+            seen = self.seen
+            if reqid in seen:
                 self.skipped += 1
                 return None
-            stamp = reqid_time(entry.reqid)
-            self.seen[entry.reqid] = stamp
-            self.newest = max(self.newest, stamp)
-            self._forget_old()
+            stamp = reqid_time(reqid)
+            seen[reqid] = stamp
+            # forget the reqids now out of the window, oldest first: only a newer newest
+            # (once a second) moves the window; the front changes only when a reqid is
+            # forgotten or added to none; a restore may bring expired ones. Otherwise the
+            # front was checked and stays in the window: nothing to forget
+            if stamp > self.newest:
+                self.newest = stamp
+                self._forget_old()
+            elif not self._front_checked:
+                self._forget_old()
         self.applied_count += 1
         try:
             op = _unpack(entry.data)
@@ -160,14 +171,19 @@ class KvStateMachine:
         while seen:
             reqid, stamp = next(iter(seen.items()))
             if stamp > horizon:
+                self._front_checked = True
                 return
             del seen[reqid]
+        self._front_checked = False
 
     def snapshot(self) -> bytes:
+        # the remembered reqids as one blob, oldest first: each one's time is its first
+        # 4 bytes (reqid_time), so no [reqid, time] pair is built per reqid (the snapshot
+        # is taken on the peer's loop, and the memory holds every reqid of the window)
         return _pack(
             {
                 "kv": self.kv,
-                "seen": [[reqid, stamp] for reqid, stamp in self.seen.items()],
+                "seen_ids": b"".join(self.seen),
                 "newest": self.newest,
                 "applied": self.applied_count,
             }
@@ -178,9 +194,17 @@ class KvStateMachine:
         if not isinstance(obj, dict) or not isinstance(obj.get("kv"), dict):
             raise WireError("not a KvStateMachine snapshot")
         self.kv = dict(obj["kv"])
-        self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
+        if "seen_ids" in obj:
+            blob = obj["seen_ids"]
+            if not isinstance(blob, bytes) or len(blob) % REQID_SIZE:
+                raise WireError("a KvStateMachine snapshot's reqids are not whole reqids")
+            ids = [blob[k : k + REQID_SIZE] for k in range(0, len(blob), REQID_SIZE)]
+            self.seen = OrderedDict((rid, reqid_time(rid)) for rid in ids)
+        else:  # written before the blob: [[reqid, time], ...]
+            self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
         self.newest = int(obj.get("newest", 0))
         self.applied_count = int(obj.get("applied", 0))
+        self._front_checked = False
 
     def query(self, args: Sequence[bytes]) -> list[bytes]:
         if not args:

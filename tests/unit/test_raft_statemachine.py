@@ -3,8 +3,9 @@ and the peer's snapshot transfer format."""
 
 from __future__ import annotations
 
+import msgpack
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from dafka.errors import StorageError, WireError
@@ -95,6 +96,24 @@ def test_snapshot_restore_keeps_values_and_dedup_memory() -> None:
         other.restore(b"\x01")
 
 
+def test_snapshot_reqids_travel_as_one_blob_and_the_pair_form_still_restores() -> None:
+    sm = KvStateMachine()
+    sm.apply(entry(1, put_command("x", 1), reqid(100, 1)))
+    sm.apply(entry(2, put_command("y", 2), reqid(101, 2)))
+    blob = msgpack.unpackb(sm.snapshot(), raw=False)["seen_ids"]
+    assert blob == reqid(100, 1) + reqid(101, 2)
+    older = msgpack.packb(  # what snapshots held before the blob
+        {"kv": {"x": 1}, "seen": [[reqid(100, 1), 100], [reqid(101, 2), 101]], "newest": 101},
+        use_bin_type=True,
+    )
+    other = KvStateMachine()
+    other.restore(older)
+    assert other.seen == sm.seen and other.newest == 101
+    torn = msgpack.packb({"kv": {}, "seen_ids": reqid(100, 1)[:-1]}, use_bin_type=True)
+    with pytest.raises(WireError):
+        other.restore(torn)
+
+
 def test_dedup_memory_is_bounded_by_reqid_time_the_same_way_everywhere() -> None:
     a, b = KvStateMachine(dedup_ttl=10), KvStateMachine(dedup_ttl=10)
     entries = [entry(k, put_command("x", k), reqid(100 + k, k)) for k in range(1, 30)]
@@ -157,3 +176,49 @@ def test_snapshot_transfer_format_round_trips_and_detects_damage() -> None:
     for damaged in (blob[:-1], blob[:10], b"x" + blob[1:], blob[:20] + b"?" + blob[21:]):
         with pytest.raises(StorageError):
             unpack_snapshot(damaged)
+
+
+def _model_seen(
+    stamps: list[tuple[int, int]], ttls: tuple[int, int], cut: int
+) -> list[list[bytes]]:
+    """The remembered reqids after each entry, as the rule says, checked after every reqid
+    applied: drop from the oldest while it is ``ttl`` or more seconds older than the
+    newest (``ttls[1]`` from entry ``cut`` on)."""
+    after: list[list[bytes]] = []
+    seen: dict[bytes, int] = {}
+    newest = 0
+    for k, (seconds, n) in enumerate(stamps):
+        ttl = ttls[k >= cut]
+        rid = reqid(seconds, n)
+        if rid not in seen:
+            seen[rid] = seconds
+            newest = max(newest, seconds)
+            while seen and next(iter(seen.values())) <= newest - ttl:
+                del seen[next(iter(seen))]
+        after.append(list(seen))
+    return after
+
+
+@given(
+    st.lists(st.tuples(st.integers(100, 130), st.integers(0, 3)), max_size=60),
+    st.tuples(st.integers(1, 12), st.integers(1, 12)),
+    st.integers(0, 60),
+)
+@example([(100, 0), (110, 0), (105, 1)], (20, 5), 2)  # restored front out of the new window
+def test_dedup_window_checks_the_front_as_after_every_reqid(
+    stamps: list[tuple[int, int]], ttls: tuple[int, int], cut: int
+) -> None:
+    """apply forgets out-of-window reqids only when the window or the front can have
+    moved; what it remembers (and so skips) is the same as checking after every reqid,
+    across out-of-order stamps, resends, and a restore midway into a machine with
+    another window (whose front may then be out of it)."""
+    sm = KvStateMachine(dedup_ttl=ttls[0])
+    after = []
+    for k, (seconds, n) in enumerate(stamps):
+        if k == cut:
+            restored = KvStateMachine(dedup_ttl=ttls[1])
+            restored.restore(sm.snapshot())
+            sm = restored
+        sm.apply(entry(k + 1, put_command("x", k), reqid(seconds, n)))
+        after.append(list(sm.seen))
+    assert after == _model_seen(stamps, ttls, cut)
