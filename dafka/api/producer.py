@@ -47,7 +47,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
-from ..config import NodeConfig, ProducerConfig, parse_trusted_stores
+from ..config import DEFAULT_LINGER_MS, NodeConfig, ProducerConfig, parse_trusted_stores
 from ..core.effects import Publish
 from ..core.producer import ProducerCore
 from ..core.read_guard import ReadView
@@ -129,9 +129,12 @@ class Producer:
     record durable; see :class:`~dafka.config.ProducerConfig` for what an empty
     list means.
 
-    ``linger_ms`` (default 0) lets a record wait that long for others to share its
-    batch: at a low rate, fewer signatures to make and to verify (a consumer's cost
-    per record falls), for up to that much added latency; ``flush`` ends it at once.
+    ``linger_ms`` (default 1; 0 under ``rfc46``, and the only choice when ``durable``)
+    lets a record wait up to that long for others to share its batch: the producer
+    publishes at most one batch per ``linger_ms`` (and any full ones), and a record sent
+    after a quiet ``linger_ms`` goes at once. Fewer batches mean fewer signatures to make
+    and to verify and fewer messages to wake every store and consumer; ``flush`` ends a
+    wait at once; 0 publishes whatever is queued each time the IO thread wakes.
 
     >>> with Producer("events", towers="127.0.0.1:5556") as p:   # doctest: +SKIP
     ...     offset = p.send(b"hello").result(timeout=10)
@@ -154,7 +157,7 @@ class Producer:
         trust_any_store: bool | None = None,
         max_batch_records: int = 8192,
         max_batch_bytes: int = 1024 * 1024,
-        linger_ms: float = 0.0,
+        linger_ms: float | None = None,
         node: NodeConfig | None = None,
         metadata: bool | None = None,
         cluster: str = "dafka",
@@ -169,6 +172,13 @@ class Producer:
         """Prometheus metrics (``metrics_port``; ``docs/metrics.md``), or None."""
         if durable and state_dir is None:
             raise ConfigError("a durable producer needs a state directory (state_dir=...)")
+        if durable and linger_ms:
+            raise ConfigError(
+                "linger_ms does not apply to a durable producer: its send returns once the "
+                "record is logged, so a linger would slow every send by that much"
+            )
+        if linger_ms is None:  # rfc46 sends a message per record: a linger only delays
+            linger_ms = 0.0 if durable or profile == "rfc46" else DEFAULT_LINGER_MS
         self._metadata: MetadataView | None = None
         self.config = ProducerConfig(
             state_dir=Path(state_dir) if state_dir is not None else None,
@@ -183,11 +193,6 @@ class Producer:
             max_batch_bytes=max_batch_bytes,
             linger_ms=linger_ms,
         ).validate()
-        if durable and linger_ms:
-            raise ConfigError(
-                "linger_ms does not apply to a durable producer: its send returns once the "
-                "record is logged, so a linger would slow every send by that much"
-            )
         nconf = node_config(towers, host, config=node)
         self._state: StateDir | None = None
         self._journal: OffsetJournal | None = None
