@@ -503,7 +503,12 @@ class Producer:
             if handler.stopped:  # on_stop drained the queue before the item was in it
                 handler.fail_queued()
                 return
-            self._loop.wake()
+            linger = handler.linger
+            values = item[1]
+            if not linger.waiting or linger.wakes(
+                self._loop.clock(), type(values) is list and len(values) >= linger.max_items
+            ):
+                self._loop.wake()  # else the IO thread turns at the linger's end anyway
             if not len(queue) % YIELD_EVERY:
                 time.sleep(0)  # let the IO thread have the GIL: see YIELD_EVERY
             return

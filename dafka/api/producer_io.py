@@ -151,9 +151,10 @@ class _ProducerHandler:
         if not queue:
             self.linger.idle()
             return []
-        if self.core.holds_publishing or not (
-            more or self.linger.ready(len(queue), now, self._full_batch_queued())
-        ):
+        if self.core.holds_publishing:
+            self.linger.idle()  # no deadline: sends wake the loop, which turns anyway
+            return []
+        if not (more or self.linger.ready(len(queue), now, self._full_batch_queued())):
             return []
         by_topic: dict[str, TopicTurn] = {}
         popleft = queue.popleft

@@ -93,6 +93,19 @@ def test_hurry_ends_one_wait_then_the_linger_resumes() -> None:
     assert not linger.ready(1, 0.003)  # hurry was for what was queued then
 
 
+def test_a_send_wakes_the_io_thread_unless_it_waits_for_a_deadline_still_to_come() -> None:
+    linger = Linger(0.001, 100)
+    assert linger.wakes(0.0)  # nothing waits: the record may go at once
+    assert linger.ready(1, 0.0)
+    assert linger.wakes(0.0002)  # not waiting yet: the IO thread decides at its turn
+    assert not linger.ready(1, 0.0002)
+    assert not linger.wakes(0.0005)  # it turns at 0.001 anyway
+    assert linger.wakes(0.0005, full=True)  # a full batch goes at once
+    assert linger.wakes(0.001)  # the deadline has come: do not wait for the poll timeout
+    assert linger.ready(2, 0.001)
+    assert linger.wakes(0.0011)  # published: waiting no more
+
+
 def test_idle_drops_the_deadline() -> None:
     linger = Linger(1.0, 100)
     linger.ready(1, 0.0)
