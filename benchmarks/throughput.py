@@ -46,8 +46,10 @@ record), ``--consume batches`` with ``Consumer.poll_batches`` (verified columns)
 ``--pyspy DIR`` records a py-spy profile (``-f raw``) of the store, the
 producer (this process) and the consumers; ``python -m benchmarks.profile DIR``
 sums up their leaf frames. The producer (this process) and the consumers keep freed
-memory for reuse (:func:`dafka.io.malloc.keep_freed_memory`), as the ``dafka-producer``,
-``dafka-consumer`` and ``dafka-store`` commands do. ``--curve`` runs the same phases with ZMTP CURVE on
+memory for reuse (:func:`dafka.io.malloc.keep_freed_memory`) and freeze the objects
+they hold once their node has started (:func:`dafka.io.collector.freeze_heap`), as the
+``dafka-producer``, ``dafka-consumer`` and ``dafka-store`` commands do. ``--curve`` runs
+the same phases with ZMTP CURVE on
 every socket (tower, store, producer and consumers started with ``--curve``); the
 raw PUB/SUB baselines stay NULL, so the ratios show what CURVE costs.
 
@@ -81,6 +83,7 @@ from benchmarks.workers import cpu_seconds, rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
 from dafka.cli.progress import Progress, end_progress
+from dafka.io.collector import freeze_heap
 from dafka.io.malloc import keep_freed_memory
 from tests.admin import tower_args
 from tests.procs import Proc, StoreProc, Tower, py
@@ -295,7 +298,7 @@ class CurveTower:
 
 def _producer(topic: str, tower: str, profile: str, **options: object) -> Producer:
     node = node_config(tower, curve=True) if CURVE else None
-    return Producer(
+    producer = Producer(
         topic,
         towers=tower,
         node=node,
@@ -303,6 +306,8 @@ def _producer(topic: str, tower: str, profile: str, **options: object) -> Produc
         trust_any_store=True,
         **options,  # type: ignore[arg-type]
     )
+    freeze_heap()  # as the dafka-producer command does
+    return producer
 
 
 def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> dict[str, object]:

@@ -27,6 +27,7 @@ from ..api.common import node_config
 from ..api.producer import Producer
 from ..config import DEFAULT_LINGER_MS, MAX_LINGER_MS, check_profile
 from ..errors import ConfigError, ProfileError
+from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
 from .common import (
     CONTEXT,
@@ -185,6 +186,7 @@ def main(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
     )
+    freeze_heap()  # the node has started: see dafka.io.collector
     announce(producer.metrics)
     max_line = producer.max_value_bytes
     if separator is not None:
