@@ -4,13 +4,14 @@ up to the linger, a full batch, or a flush; the IO handler's deadline wakes the 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from dafka.api.producer import Producer
 from dafka.api.producer_io import _ProducerHandler
 from dafka.api.producer_linger import Linger
-from dafka.config import ProducerConfig
+from dafka.config import DEFAULT_LINGER_MS, ProducerConfig
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore
 from dafka.errors import ConfigError
@@ -194,3 +195,21 @@ def test_a_linger_out_of_range_is_refused(linger_ms: float) -> None:
 def test_a_durable_producer_refuses_a_linger(tmp_path: object) -> None:
     with pytest.raises(ConfigError, match="does not apply to a durable producer"):
         Producer("t", towers="127.0.0.1:1", state_dir=str(tmp_path), durable=True, linger_ms=1)
+
+
+@pytest.mark.parametrize(
+    "options, linger_ms",
+    [
+        ({}, DEFAULT_LINGER_MS),
+        ({"profile": "rfc46"}, 0.0),  # a message per record anyway: a linger only delays
+        ({"durable": True}, 0.0),
+        ({"linger_ms": 0.0}, 0.0),
+    ],
+)
+def test_the_default_linger(tmp_path: Path, options: dict, linger_ms: float) -> None:
+    with Producer(
+        "t", towers="127.0.0.1:1", metadata=False, state_dir=str(tmp_path), **options
+    ) as producer:
+        assert producer.config.linger_ms == linger_ms
+        assert producer._handler.linger.seconds == linger_ms / 1000
+    assert DEFAULT_LINGER_MS == 1.0
