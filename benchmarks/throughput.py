@@ -3,7 +3,7 @@
     python -m benchmarks.throughput [--profile signed|rfc46] [--records N] [--size 100]
                                     [--api many|one] [--consume records|batches]
                                     [--latency-rate 10000]
-                                    [--latency-seconds 10] [--linger-ms 1]
+                                    [--latency-seconds 10] [--linger-ms 0[,MS...]]
                                     [--phases baseline,acked,state_dir,durable,live,
                                               catch_up,latency]
                                     [--pyspy DIR] [--curve] [--no-progress]
@@ -35,8 +35,9 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
 * latency    records at ``--latency-rate`` per second for ``--latency-seconds``,
              each stamped with the send time (``time.monotonic_ns``, one clock for
              every process on the machine), one ``send`` per record; produce-to-consume
-             p50/p99, beside raw PUB/SUB at the same rate; run twice, without a linger
-             and with ``--linger-ms`` (default 1; 0: only without)
+             p50/p99, beside raw PUB/SUB at the same rate; run with the Producer's
+             default linger, then with each of ``--linger-ms`` (default 0: natural
+             batching only; '': none)
 
 ``--api many`` sends with ``Producer.send_many`` (chunks of 10,000 records, one
 future each), ``--api one`` with ``Producer.send`` (one future per record).
@@ -45,8 +46,10 @@ record), ``--consume batches`` with ``Consumer.poll_batches`` (verified columns)
 ``--pyspy DIR`` records a py-spy profile (``-f raw``) of the store, the
 producer (this process) and the consumers; ``python -m benchmarks.profile DIR``
 sums up their leaf frames. The producer (this process) and the consumers keep freed
-memory for reuse (:func:`dafka.io.malloc.keep_freed_memory`), as the ``dafka-producer``,
-``dafka-consumer`` and ``dafka-store`` commands do. ``--curve`` runs the same phases with ZMTP CURVE on
+memory for reuse (:func:`dafka.io.malloc.keep_freed_memory`) and freeze the objects
+they hold once their node has started (:func:`dafka.io.collector.freeze_heap`), as the
+``dafka-producer``, ``dafka-consumer`` and ``dafka-store`` commands do. ``--curve`` runs
+the same phases with ZMTP CURVE on
 every socket (tower, store, producer and consumers started with ``--curve``); the
 raw PUB/SUB baselines stay NULL, so the ratios show what CURVE costs.
 
@@ -80,6 +83,7 @@ from benchmarks.workers import cpu_seconds, rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
 from dafka.cli.progress import Progress, end_progress
+from dafka.io.collector import freeze_heap
 from dafka.io.malloc import keep_freed_memory
 from tests.admin import tower_args
 from tests.procs import Proc, StoreProc, Tower, py
@@ -294,7 +298,7 @@ class CurveTower:
 
 def _producer(topic: str, tower: str, profile: str, **options: object) -> Producer:
     node = node_config(tower, curve=True) if CURVE else None
-    return Producer(
+    producer = Producer(
         topic,
         towers=tower,
         node=node,
@@ -302,6 +306,8 @@ def _producer(topic: str, tower: str, profile: str, **options: object) -> Produc
         trust_any_store=True,
         **options,  # type: ignore[arg-type]
     )
+    freeze_heap()  # as the dafka-producer command does
+    return producer
 
 
 def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> dict[str, object]:
@@ -481,12 +487,15 @@ def latency(
     seconds: float,
     size: int,
     profile: str,
-    linger_ms: float = 0.0,
+    linger_ms: float | None = None,
 ) -> dict[str, float]:
+    """``linger_ms`` None: the Producer's default."""
     n = int(rate * seconds)
     consumer = _consumer(tower, topic, n + 1, profile, "--latency")
     _ready(consumer)
-    with _producer(topic, tower, profile, linger_ms=linger_ms) as producer:
+    options = {} if linger_ms is None else {"linger_ms": linger_ms}
+    with _producer(topic, tower, profile, **options) as producer:
+        linger_ms = producer.config.linger_ms
         producer.send(b"warm-up").result(timeout=30)
         time.sleep(1.5)
         send = producer.send
@@ -506,6 +515,11 @@ def latency(
 # ------------------------------------------------------------------ main
 
 
+def _lingers(text: str) -> list[float]:
+    """``--linger-ms``: comma-separated milliseconds, none for ''."""
+    return [float(part) for part in text.split(",") if part.strip()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", choices=["signed", "rfc46"], default="signed")
@@ -517,9 +531,10 @@ def main() -> None:
     ap.add_argument("--latency-seconds", type=float, default=10)
     ap.add_argument(
         "--linger-ms",
-        type=float,
-        default=1.0,
-        help="the latency phase runs twice: without a linger, then with this one (0: once)",
+        type=_lingers,
+        default=[0.0],
+        help="the latency phase runs with the Producer's default linger, then with each of "
+        "these (comma-separated; default 0, natural batching only; '': none)",
     )
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
@@ -635,16 +650,18 @@ def main() -> None:
                     size,
                     profile,
                 )
-                if args.linger_ms:
-                    results["latency_linger"] = latency(
+                results["latency_other_lingers"] = [
+                    latency(
                         tower.address,
-                        "bench-latency-linger",
+                        f"bench-latency-linger-{i}",
                         args.latency_rate,
                         args.latency_seconds,
                         size,
                         profile,
-                        args.linger_ms,
+                        linger_ms,
                     )
+                    for i, linger_ms in enumerate(args.linger_ms)
+                ]
                 results["latency_baseline"] = baseline_latency(
                     args.latency_rate, args.latency_seconds, size
                 )
@@ -696,15 +713,15 @@ def main() -> None:
     lat, raw = results.get("latency"), results.get("latency_baseline")
     if isinstance(lat, dict) and isinstance(raw, dict):
         print(
-            f"latency at {args.latency_rate:,.0f}/s: p50 {lat.get('p50_us', 0):,.0f} us, "
+            f"latency at {args.latency_rate:,.0f}/s, default linger_ms="
+            f"{lat['linger_ms']:g}: p50 {lat.get('p50_us', 0):,.0f} us, "
             f"p99 {lat.get('p99_us', 0):,.0f} us (raw PUB/SUB p50 {raw.get('p50_us', 0):,.0f} "
             f"us, p99 {raw.get('p99_us', 0):,.0f} us)",
             file=sys.stderr,
         )
-    lingered = results.get("latency_linger")
-    if isinstance(lingered, dict):
+    for lingered in results.get("latency_other_lingers", []):  # type: ignore[attr-defined]
         print(
-            f"latency at {args.latency_rate:,.0f}/s with linger_ms={args.linger_ms:g}: "
+            f"latency at {args.latency_rate:,.0f}/s with linger_ms={lingered['linger_ms']:g}: "
             f"p50 {lingered.get('p50_us', 0):,.0f} us, p99 {lingered.get('p99_us', 0):,.0f} us",
             file=sys.stderr,
         )

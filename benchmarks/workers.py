@@ -63,6 +63,7 @@ def dafka_consume(
     """Read ``count`` records with ``poll_batch`` (ConsumedRecord objects) or ``poll_batches``."""
     from dafka import Consumer
     from dafka.api.common import node_config
+    from dafka.io.collector import freeze_heap
 
     with Consumer(
         topic,
@@ -72,6 +73,7 @@ def dafka_consume(
         profile=profile,  # type: ignore[arg-type]
         max_backlog=1_000_000,
     ) as consumer:
+        freeze_heap()  # as the dafka-consumer command does
         print(json.dumps({"ready": True}), flush=True)
         got = 0
         first = 0.0

@@ -47,7 +47,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
-from ..config import NodeConfig, ProducerConfig, parse_trusted_stores
+from ..config import DEFAULT_LINGER_MS, NodeConfig, ProducerConfig, parse_trusted_stores
 from ..core.effects import Publish
 from ..core.producer import ProducerCore
 from ..core.read_guard import ReadView
@@ -129,9 +129,12 @@ class Producer:
     record durable; see :class:`~dafka.config.ProducerConfig` for what an empty
     list means.
 
-    ``linger_ms`` (default 0) lets a record wait that long for others to share its
-    batch: at a low rate, fewer signatures to make and to verify (a consumer's cost
-    per record falls), for up to that much added latency; ``flush`` ends it at once.
+    ``linger_ms`` (default 1; 0 under ``rfc46``, and the only choice when ``durable``)
+    lets a record wait up to that long for others to share its batch: the producer
+    publishes at most one batch per ``linger_ms`` (and any full ones), and a record sent
+    after a quiet ``linger_ms`` goes at once. Fewer batches mean fewer signatures to make
+    and to verify and fewer messages to wake every store and consumer; ``flush`` ends a
+    wait at once; 0 publishes whatever is queued each time the IO thread wakes.
 
     ``batch_format`` (signed) is 3 by default; 1 writes the older BLAKE2b batches
     that readers of earlier versions take (``docs/wire.md`` §9.3, the upgrade order).
@@ -157,7 +160,7 @@ class Producer:
         trust_any_store: bool | None = None,
         max_batch_records: int = 8192,
         max_batch_bytes: int = 1024 * 1024,
-        linger_ms: float = 0.0,
+        linger_ms: float | None = None,
         batch_format: int = DEFAULT_BATCH_FORMAT,
         node: NodeConfig | None = None,
         metadata: bool | None = None,
@@ -173,6 +176,13 @@ class Producer:
         """Prometheus metrics (``metrics_port``; ``docs/metrics.md``), or None."""
         if durable and state_dir is None:
             raise ConfigError("a durable producer needs a state directory (state_dir=...)")
+        if durable and linger_ms:
+            raise ConfigError(
+                "linger_ms does not apply to a durable producer: its send returns once the "
+                "record is logged, so a linger would slow every send by that much"
+            )
+        if linger_ms is None:  # rfc46 sends a message per record: a linger only delays
+            linger_ms = 0.0 if durable or profile == "rfc46" else DEFAULT_LINGER_MS
         self._metadata: MetadataView | None = None
         self.config = ProducerConfig(
             state_dir=Path(state_dir) if state_dir is not None else None,
@@ -188,11 +198,6 @@ class Producer:
             linger_ms=linger_ms,
             batch_format=batch_format,
         ).validate()
-        if durable and linger_ms:
-            raise ConfigError(
-                "linger_ms does not apply to a durable producer: its send returns once the "
-                "record is logged, so a linger would slow every send by that much"
-            )
         nconf = node_config(towers, host, config=node)
         self._state: StateDir | None = None
         self._journal: OffsetJournal | None = None
@@ -503,7 +508,12 @@ class Producer:
             if handler.stopped:  # on_stop drained the queue before the item was in it
                 handler.fail_queued()
                 return
-            self._loop.wake()
+            linger = handler.linger
+            values = item[1]
+            if not linger.waiting or linger.wakes(
+                self._loop.clock(), type(values) is list and len(values) >= linger.max_items
+            ):
+                self._loop.wake()  # else the IO thread turns at the linger's end anyway
             if not len(queue) % YIELD_EVERY:
                 time.sleep(0)  # let the IO thread have the GIL: see YIELD_EVERY
             return

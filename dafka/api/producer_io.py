@@ -151,7 +151,10 @@ class _ProducerHandler:
         if not queue:
             self.linger.idle()
             return []
-        if self.core.holds_publishing or not (more or self.linger.ready(len(queue), now)):
+        if self.core.holds_publishing:
+            self.linger.idle()  # no deadline: sends wake the loop, which turns anyway
+            return []
+        if not (more or self.linger.ready(len(queue), now, self._full_batch_queued())):
             return []
         by_topic: dict[str, TopicTurn] = {}
         popleft = queue.popleft
@@ -230,6 +233,17 @@ class _ProducerHandler:
         if self.p._wal is not None:
             self._log(out, taken)
         return out
+
+    def _full_batch_queued(self) -> bool:
+        """Whether the oldest or the newest queued item is a ``send_many`` of a full
+        batch's worth of records (one item, which the linger's count of items would not
+        see as full). Any other is found by the turn that takes it."""
+        full = self.linger.max_items
+        for item in (self.queue[0], self.queue[-1]):
+            values = item[1]
+            if type(values) is list and len(values) >= full:
+                return True
+        return False
 
     def _take_many(
         self,

@@ -18,6 +18,7 @@ from ..api.consumer import Consumer
 from ..config import check_profile
 from ..core.effects import ConsumedRecord
 from ..errors import ConfigError, DafkaTimeout
+from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
 from ..security import identity
 from .common import (
@@ -383,6 +384,7 @@ def main(
         start_timestamp=start if isinstance(start, float) else None,
         **group_kw,  # type: ignore[arg-type]
     ) as consumer:
+        freeze_heap()  # the node has started: see dafka.io.collector
         announce(consumer.metrics)
         if group is not None:
             # SIGTERM leaves the group cleanly (commit, leave), as Ctrl-C does

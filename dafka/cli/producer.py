@@ -25,8 +25,9 @@ import click
 
 from ..api.common import node_config
 from ..api.producer import Producer
-from ..config import MAX_LINGER_MS, check_profile
+from ..config import DEFAULT_LINGER_MS, MAX_LINGER_MS, check_profile
 from ..errors import ConfigError, ProfileError
+from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
 from .common import (
     CONTEXT,
@@ -100,11 +101,12 @@ PROGRESS_AFTER = 0.5
 )
 @click.option(
     "--linger-ms",
-    default=0.0,
-    show_default=True,
+    default=None,
     type=click.FloatRange(min=0, max=MAX_LINGER_MS),
-    help="Let a line wait up to this long for others to share its signed batch (fewer "
-    "signatures at low rates, for up to that much latency); not with --durable.",
+    help=f"Let a line wait up to this long for others to share its signed batch: at most "
+    f"one batch per linger, and a line after a quiet linger goes at once [default: "
+    f"{DEFAULT_LINGER_MS:g}; 0 under --profile rfc46, and with --durable, which takes no "
+    "other].",
 )
 @click.option(
     "--batch-format",
@@ -149,7 +151,7 @@ def main(
     state_dir: str | None,
     timeout: float,
     max_unacked_bytes: int,
-    linger_ms: float,
+    linger_ms: float | None,
     batch_format: int,
     durable: bool,
     grace: float,
@@ -196,6 +198,7 @@ def main(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
     )
+    freeze_heap()  # the node has started: see dafka.io.collector
     announce(producer.metrics)
     max_line = producer.max_value_bytes
     if separator is not None:

@@ -9,6 +9,7 @@ import click
 from ..api.common import node_config
 from ..api.store import Store
 from ..errors import DafkaError
+from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
 from .common import (
     CONTEXT,
@@ -95,6 +96,7 @@ def main(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
     ).start()
+    freeze_heap()  # the node has started: see dafka.io.collector
     click.echo(
         f"store {store.node_id} on {store.endpoint} query {store.query_endpoint}, "
         f"data in {store.path}, profile {store.profile}, "

@@ -57,6 +57,7 @@ from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
 from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
+from .deadline_timer import DeadlineTimer
 from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv_bounded
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
@@ -446,6 +447,12 @@ class NodeLoop:
         poller.register(self._wake_r, zmq.POLLIN)
         for sock in served:
             poller.register(sock, zmq.POLLIN)
+        # optional: when the loop must turn though nothing woke it (a producer's linger, a
+        # store's requester whose credit comes back), to the microsecond (DeadlineTimer)
+        command_deadline = getattr(self.handler, "command_deadline", None)
+        timer = DeadlineTimer(command_deadline is not None and self.clock is time.monotonic)
+        if timer.fd >= 0:
+            poller.register(timer.fd, zmq.POLLIN)
         self._ready.set()
 
         profile = self.profile
@@ -475,9 +482,6 @@ class NodeLoop:
         try:
             now = self.clock()
             send(self.handler.on_start(self, now))
-            # optional: when the loop must turn though nothing woke it (a producer's linger,
-            # a store's requester whose credit comes back)
-            command_deadline = getattr(self.handler, "command_deadline", None)
             next_tick = now
             reading = True
             while not self._stopping:
@@ -489,8 +493,9 @@ class NodeLoop:
                     timeout = 0
                 else:
                     due = min(next_tick, self.discovery.next_deadline())
-                    if command_deadline is not None:
-                        due = min(due, command_deadline() or due)
+                    if command_deadline is not None and (deadline := command_deadline()):
+                        due = min(due, deadline)
+                        timer.arm(deadline)
                     wait = due - self.clock()
                     timeout = max(0, min(int(wait * 1000) + 1, 100 if reading else 10))
                 events = dict(poller.poll(timeout))
@@ -501,6 +506,8 @@ class NodeLoop:
                     except BlockingIOError:
                         pass
                     self._wake_pending = False
+                if timer.fd in events:
+                    timer.fired()
                 if self._stopping:
                     break
                 if self._calls:
@@ -531,6 +538,7 @@ class NodeLoop:
                 log.exception("node.stop_failed id=%s", self.node_id)
             for s in sockets:
                 s.close()
+            timer.close()
             self._close_services(opened)
             self._sub = None
             if self.grants is not None:

@@ -4,17 +4,18 @@ up to the linger, a full batch, or a flush; the IO handler's deadline wakes the 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from dafka.api.producer import Producer
 from dafka.api.producer_io import _ProducerHandler
 from dafka.api.producer_linger import Linger
-from dafka.config import ProducerConfig
+from dafka.config import DEFAULT_LINGER_MS, ProducerConfig
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore
 from dafka.errors import ConfigError
-from dafka.futures import RecordFuture
+from dafka.futures import BatchFuture, RecordFuture
 from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
 
@@ -22,39 +23,95 @@ from dafka.security.identity import Identity
 def test_without_a_linger_whatever_is_queued_goes_at_once() -> None:
     linger = Linger(0.0, 100)
     assert linger.ready(1, 10.0)
+    assert linger.ready(1, 10.0001)
     assert linger.deadline() is None
 
 
-def test_a_record_waits_out_the_linger_from_when_it_was_first_seen() -> None:
+def test_a_record_to_an_idle_producer_goes_at_once() -> None:
     linger = Linger(0.005, 100)
-    assert not linger.ready(1, 10.0)
+    assert linger.ready(1, 10.0)  # never published: idle
+    assert linger.deadline() is None
+    assert linger.ready(1, 10.005)  # a quiet linger since the last publication
+    assert linger.ready(1, 20.0)
+
+
+def test_what_comes_within_the_linger_of_a_publication_waits_for_its_end() -> None:
+    linger = Linger(0.005, 100)
+    assert linger.ready(1, 10.0)
+    assert not linger.ready(1, 10.002)
     assert linger.deadline() == pytest.approx(10.005)
-    assert not linger.ready(3, 10.004)  # more arrived: the oldest still sets the clock
+    assert not linger.ready(3, 10.004)  # more arrived: the same end
     assert linger.deadline() == pytest.approx(10.005)
     assert linger.ready(3, 10.005)
-    assert linger.deadline() is None  # the next record starts a linger of its own
-    assert not linger.ready(1, 10.006)
-    assert linger.deadline() == pytest.approx(10.011)
-
-
-def test_a_full_batch_ends_the_linger() -> None:
-    linger = Linger(1.0, 4)
-    assert not linger.ready(3, 0.0)
-    assert linger.ready(4, 0.001)
     assert linger.deadline() is None
+    assert not linger.ready(1, 10.006)  # counted from the publication at 10.005
+    assert linger.deadline() == pytest.approx(10.010)
 
 
-def test_hurry_ends_one_linger_then_lingering_resumes() -> None:
+def test_at_most_one_batch_per_linger_and_no_record_waits_longer() -> None:
+    """A record every 0.1 ms for 100 ms and a linger of 1 ms; the IO thread turns at each
+    record (``send`` wakes it) and at the linger's deadline."""
+    linger = Linger(0.001, 10_000)
+    queued: list[float] = []  # when each waiting record was sent
+    batches: list[int] = []
+    waits: list[float] = []
+
+    def publish(now: float) -> None:
+        batches.append(len(queued))
+        waits.extend(now - sent for sent in queued)
+        queued.clear()
+
+    for k in range(1000):
+        now = k * 0.0001
+        due = linger.deadline()
+        if due is not None and due <= now and linger.ready(len(queued), due):
+            publish(due)  # the loop's poll timed out at the deadline
+        queued.append(now)
+        if linger.ready(len(queued), now):
+            publish(now)
+    assert len(batches) <= 101  # one per linger, not one per record
+    assert sum(batches) + len(queued) == 1000
+    assert max(waits) <= 0.001 + 1e-9
+    assert sum(waits) / len(waits) == pytest.approx(0.0005, abs=0.0001)
+
+
+def test_a_full_batch_ends_the_wait() -> None:
+    linger = Linger(1.0, 4)
+    assert linger.ready(1, 0.0)
+    assert not linger.ready(3, 0.001)
+    assert linger.ready(4, 0.002)  # as many queued items as a batch holds
+    assert linger.deadline() is None
+    assert not linger.ready(1, 0.003)
+    assert linger.ready(1, 0.004, full=True)  # one send_many of a full batch
+
+
+def test_hurry_ends_one_wait_then_the_linger_resumes() -> None:
     linger = Linger(1.0, 100)
-    assert not linger.ready(1, 0.0)
+    assert linger.ready(1, 0.0)
+    assert not linger.ready(1, 0.001)
     linger.hurry()
-    assert linger.ready(1, 0.001)
-    assert not linger.ready(1, 0.002)  # hurry was for what was queued then
+    assert linger.ready(1, 0.002)
+    assert not linger.ready(1, 0.003)  # hurry was for what was queued then
+
+
+def test_a_send_wakes_the_io_thread_unless_it_waits_for_a_deadline_still_to_come() -> None:
+    linger = Linger(0.001, 100)
+    assert linger.wakes(0.0)  # nothing waits: the record may go at once
+    assert linger.ready(1, 0.0)
+    assert linger.wakes(0.0002)  # not waiting yet: the IO thread decides at its turn
+    assert not linger.ready(1, 0.0002)
+    assert not linger.wakes(0.0005)  # it turns at 0.001 anyway
+    assert linger.wakes(0.0005, full=True)  # a full batch goes at once
+    assert linger.wakes(0.001)  # the deadline has come: do not wait for the poll timeout
+    assert linger.ready(2, 0.001)
+    assert linger.wakes(0.0011)  # published: waiting no more
 
 
 def test_idle_drops_the_deadline() -> None:
     linger = Linger(1.0, 100)
     linger.ready(1, 0.0)
+    linger.ready(1, 0.1)
+    assert linger.deadline() == pytest.approx(1.0)
     linger.idle()
     assert linger.deadline() is None
 
@@ -80,18 +137,35 @@ def _batches(effects: object) -> list[tuple[int, int]]:
 
 def test_records_sent_within_the_linger_share_one_signed_batch() -> None:
     handler = _handler(linger_ms=2.0)
-    futures = [RecordFuture() for _ in range(5)]
-    for k, fut in enumerate(futures[:3]):
+    futures = [RecordFuture() for _ in range(6)]
+    handler.queue.append(("t", b"first", None, futures[0]))
+    assert _batches(handler.on_commands(100.0)) == [(0, 1)]  # an idle producer: at once
+    for k, fut in enumerate(futures[1:4]):
         handler.queue.append(("t", b"r%d" % k, None, fut))
-        assert handler.on_commands(100.0 + k * 0.0005) == []
+        assert handler.on_commands(100.0005 + k * 0.0005) == []
     deadline = handler.command_deadline()
-    assert deadline == pytest.approx(100.002)
-    for k, fut in enumerate(futures[3:]):
+    assert deadline == pytest.approx(100.002)  # the linger after the last publication
+    for k, fut in enumerate(futures[4:]):
         handler.queue.append(("t", b"s%d" % k, None, fut))
     assert handler.on_commands(deadline - 0.0001) == []
-    assert _batches(handler.on_commands(deadline)) == [(0, 5)]
+    assert _batches(handler.on_commands(deadline)) == [(1, 5)]
     assert handler.command_deadline() is None
     assert not handler.queue
+
+
+def test_a_send_many_of_a_full_batch_does_not_wait() -> None:
+    handler = _handler(linger_ms=2.0)
+    handler.queue.append(("t", b"first", None, RecordFuture()))
+    assert _batches(handler.on_commands(100.0)) == [(0, 1)]
+    handler.queue.append(("t", b"one", None, RecordFuture()))
+    assert handler.on_commands(100.0001) == []
+    full = handler.p.config.max_batch_records
+    handler.queue.append(("t", [b"x"] * full, None, BatchFuture()))
+    assert _batches(handler.on_commands(100.0002)) == [(1, full), (full + 1, 1)]
+    # after it, the linger counts again from that publication
+    handler.queue.append(("t", [b"y"] * (full - 1), None, BatchFuture()))
+    assert handler.on_commands(100.0003) == []
+    assert handler.command_deadline() == pytest.approx(100.0022)
 
 
 def test_without_a_linger_each_wake_up_publishes_its_own_batch() -> None:
@@ -121,3 +195,21 @@ def test_a_linger_out_of_range_is_refused(linger_ms: float) -> None:
 def test_a_durable_producer_refuses_a_linger(tmp_path: object) -> None:
     with pytest.raises(ConfigError, match="does not apply to a durable producer"):
         Producer("t", towers="127.0.0.1:1", state_dir=str(tmp_path), durable=True, linger_ms=1)
+
+
+@pytest.mark.parametrize(
+    "options, linger_ms",
+    [
+        ({}, DEFAULT_LINGER_MS),
+        ({"profile": "rfc46"}, 0.0),  # a message per record anyway: a linger only delays
+        ({"durable": True}, 0.0),
+        ({"linger_ms": 0.0}, 0.0),
+    ],
+)
+def test_the_default_linger(tmp_path: Path, options: dict, linger_ms: float) -> None:
+    with Producer(
+        "t", towers="127.0.0.1:1", metadata=False, state_dir=str(tmp_path), **options
+    ) as producer:
+        assert producer.config.linger_ms == linger_ms
+        assert producer._handler.linger.seconds == linger_ms / 1000
+    assert DEFAULT_LINGER_MS == 1.0
