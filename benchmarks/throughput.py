@@ -322,6 +322,7 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
     finally:
         lonely.stop()
     samples = [rss_bytes(store_pid)]
+    anon = [rss_bytes(store_pid, "RssAnon")]
     with (
         _producer("bench-growth", tower, args.profile) as p,
         PROGRESS.ticking(_acks("memory", p, args.growth_records, warm=0)),
@@ -333,9 +334,18 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
             p.flush(600)
             sent += step
             samples.append(rss_bytes(store_pid))
-            _note(f"memory: {sent:,} records, store RSS {samples[-1] / 2**20:,.0f} MiB")
+            anon.append(rss_bytes(store_pid, "RssAnon"))
+            _note(
+                f"memory: {sent:,} records, store RSS {samples[-1] / 2**20:,.0f} MiB "
+                f"({anon[-1] / 2**20:,.0f} MiB without the LMDB map)"
+            )
     slow = _slow_store(tower, store_pid, size)
-    return {"producer": producer, "store_rss_per_million": samples, "slow_store": slow}
+    return {
+        "producer": producer,
+        "store_rss_per_million": samples,
+        "store_rss_anon_per_million": anon,
+        "slow_store": slow,
+    }
 
 
 def _slow_store(tower: str, store_pid: int, size: int, seconds: float = 10.0) -> dict[str, float]:
@@ -732,7 +742,9 @@ def main() -> None:
             f"memory: producer RSS grew {prod['growth_bytes'] / 2**20:,.1f} MiB filling a "
             f"{prod['budget_bytes'] / 2**20:,.0f} MiB budget ({prod['queued_records']:,} records); "
             "store RSS per million records (MiB): "
-            + " ".join(f"{b / 2**20:,.0f}" for b in store_rss),
+            + " ".join(f"{b / 2**20:,.0f}" for b in store_rss)
+            + "; without the LMDB map (RssAnon): "
+            + " ".join(f"{b / 2**20:,.0f}" for b in mem.get("store_rss_anon_per_million", [])),
             file=sys.stderr,
         )
         slow = mem.get("slow_store")

@@ -110,13 +110,15 @@ def dafka_consume(
         return out
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident set size of process ``pid`` (Linux ``/proc``)."""
+def rss_bytes(pid: int, field: str = "VmRSS") -> int:
+    """Resident set size of process ``pid`` (Linux ``/proc``); ``field="RssAnon"``: only its
+    anonymous memory (heap and stacks), without the pages of files it maps (a store's LMDB
+    map, resident as it is read or written)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
+    raise RuntimeError(f"no {field} for process {pid}")
 
 
 def cpu_seconds(pid: int) -> float:
