@@ -47,6 +47,7 @@ from typing import Any
 
 import zmq
 
+from benchmarks.workers import cpu_seconds
 from dafka.cli.progress import Progress
 from dafka.errors import DafkaError
 from dafka.raft.client import RaftClient
@@ -137,15 +138,13 @@ def baseline_rtt(count: int, size: int) -> dict[str, float]:
     }
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` so far (every thread), or None where
-    ``/proc`` does not tell (not Linux, or the process is gone)."""
+def _cpu_seconds(pid: int) -> float | None:
+    """:func:`benchmarks.workers.cpu_seconds`, or None where ``/proc`` does not tell (not
+    Linux, or the process is gone)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return cpu_seconds(pid)
     except OSError:
         return None
-    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_per_update(
@@ -154,7 +153,7 @@ def cpu_per_update(
     """Microseconds of CPU per update of each process since ``before``, and their total."""
     out: dict[str, float] = {}
     for name, pid in pids.items():
-        start, end = before.get(name), cpu_seconds(pid)
+        start, end = before.get(name), _cpu_seconds(pid)
         if start is not None and end is not None:
             out[name] = round((end - start) / updates * 1e6, 1)
     if out:
@@ -370,7 +369,7 @@ def measure_load(
     datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
     _phase(f"{args.window} in flight: {args.updates} updates")
     watched = {**(pids or {}), "client": os.getpid()}
-    cpu_before = {name: cpu_seconds(pid) for name, pid in watched.items()}
+    cpu_before = {name: _cpu_seconds(pid) for name, pid in watched.items()}
     start = time.perf_counter()
     indexes = client.update_many(datas, window=args.window, timeout=600)
     elapsed = time.perf_counter() - start
