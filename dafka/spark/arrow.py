@@ -11,7 +11,7 @@ from ..errors import ConfigError, DafkaError, ProfileError
 from ..query.protocol import ReadReply
 from .options import ReadOptions
 
-__all__ = ["COLUMNS", "CREATE_TIME", "arrow_schema", "check_read_schema", "reply_batch"]
+__all__ = ["COLUMNS", "CREATE_TIME", "SCHEMA", "arrow_schema", "check_read_schema", "reply_batch"]
 
 CREATE_TIME = 0
 """``timestampType`` of a record stamped by its producer (Kafka's CreateTime)."""
@@ -68,15 +68,19 @@ def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
     return _batch(columns, arrow_schema)
 
 
-COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
-
-_TYPES = dict(
-    zip(
-        COLUMNS,
-        ("binary", "binary", "string", "string", "bigint", "timestamp", "int"),
-        strict=True,
-    )
-)
+_TYPES = {
+    "key": "binary",
+    "value": "binary",
+    "topic": "string",
+    "partition": "string",
+    "offset": "bigint",
+    "timestamp": "timestamp",
+    "timestampType": "int",
+}
+"""The source's columns and their Spark types (as ``DataType.simpleString`` names them)."""
+COLUMNS = tuple(_TYPES)
+SCHEMA = ", ".join(f"{name} {kind}" for name, kind in _TYPES.items())
+"""The source's schema (DDL), the one :func:`check_read_schema` checks a user's against."""
 
 
 def check_read_schema(schema) -> None:
@@ -110,13 +114,8 @@ def _batch(columns, arrow_schema):
 
     by_name = dict(zip(COLUMNS, columns, strict=True))
     fixed = []
-    for field in arrow_schema:
-        col = by_name.get(field.name)
-        if col is None:
-            raise ConfigError(
-                f"the dafka source has no column {field.name!r}: its columns are "
-                + ", ".join(COLUMNS)
-            )
+    for field in arrow_schema:  # names checked on the driver (check_read_schema)
+        col = by_name[field.name]
         fixed.append(col if col.type == field.type else col.cast(field.type))
     return pa.RecordBatch.from_arrays(fixed, schema=arrow_schema)
 

@@ -55,8 +55,8 @@ from ..query.client import (
 from ..query.locator import HEALTH, shared_locator
 from ..query.protocol import ReadRequest
 from ..security.identity import Identity
+from .arrow import SCHEMA, check_read_schema, reply_batch
 from .arrow import arrow_schema as to_arrow
-from .arrow import check_read_schema, reply_batch
 from .offsets import (
     TP,
     Heads,
@@ -85,11 +85,6 @@ __all__ = [
     "DafkaDataSource",
     "DafkaInputPartition",
 ]
-
-SCHEMA = (
-    "key binary, value binary, topic string, partition string, offset long, "
-    "timestamp timestamp, timestampType int"
-)
 
 
 # --------------------------------------------------------------- the source
