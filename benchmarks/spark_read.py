@@ -55,6 +55,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dafka.cli.progress import Progress
 
@@ -211,27 +212,41 @@ def micro_batch(spark, towers: str, topic: str, n: int, tasks: int) -> dict[str,
     }
 
 
-def batch_read(
-    spark, towers: str, topic: str, n: int, tasks: int, schema: str | None = None, **options: str
-) -> dict[str, float]:
+def _timed(what: str, n: int, load: Callable[[], Any]) -> dict[str, float]:
+    """One timed run of the query every batch phase makes: ``load()`` a DataFrame, then
+    count its ``n`` rows and sum their values' lengths."""
     from pyspark.sql import functions as F
 
     t0 = time.perf_counter()
-    reader = spark.read.format("dafka")
-    if schema is not None:
-        reader = reader.schema(schema)
-    df = (
-        reader.option("tower", towers)
-        .option("subscribe", topic)
-        .option("maxRecordsPerPartition", str(-(-n // tasks)))
-        .options(**options)
-        .load()
-    )
-    with PROGRESS.ticking(_elapsed("spark batch read")):
-        row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
+    with PROGRESS.ticking(_elapsed(what)):
+        row = load().agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
     seconds = time.perf_counter() - t0
     assert row["n"] == n, row
     return {"records": n, "seconds": seconds, "rate": n / seconds}
+
+
+def _cold_then_warm(what: str, n: int, repeat: int, load: Callable[[], Any]) -> dict[str, Any]:
+    """:func:`_timed` once cold, then ``repeat`` times warm (the fastest of those)."""
+    runs = [_timed(f"{what} run {k + 1}", n, load) for k in range(1 + repeat)]
+    return {"cold": runs[0], "warm": _best(runs[1:])}
+
+
+def batch_read(
+    spark, towers: str, topic: str, n: int, tasks: int, schema: str | None = None, **options: str
+) -> dict[str, float]:
+    def load():
+        reader = spark.read.format("dafka")
+        if schema is not None:
+            reader = reader.schema(schema)
+        return (
+            reader.option("tower", towers)
+            .option("subscribe", topic)
+            .option("maxRecordsPerPartition", str(-(-n // tasks)))
+            .options(**options)
+            .load()
+        )
+
+    return _timed("spark batch read", n, load)
 
 
 def parquet(
@@ -240,7 +255,6 @@ def parquet(
     """The source's columns for the same rows in local parquet, read and aggregated alike."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
 
     table = pa.table(
         {
@@ -254,16 +268,7 @@ def parquet(
     )
     path = directory / "rows.parquet"
     pq.write_table(table, path, row_group_size=max(1, n // 8))
-    runs = []
-    for run in range(1 + repeat):
-        t0 = time.perf_counter()
-        with PROGRESS.ticking(_elapsed(f"parquet run {run + 1}")):
-            df = spark.read.parquet(str(path))
-            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
-        seconds = time.perf_counter() - t0
-        assert row["n"] == n, row
-        runs.append({"records": n, "seconds": seconds, "rate": n / seconds})
-    return {"cold": runs[0], "warm": _best(runs[1:])}
+    return _cold_then_warm("parquet", n, repeat, lambda: spark.read.parquet(str(path)))
 
 
 def floor(
@@ -271,7 +276,6 @@ def floor(
 ) -> dict[str, dict[str, float]]:
     """Rows/s of a Python data source whose tasks yield ready-made Arrow batches (of the
     columns ``schema`` names, when given)."""
-    from pyspark.sql import functions as F
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     from dafka.spark.source import SCHEMA
@@ -324,17 +328,12 @@ def floor(
             return Reader(schema)
 
     spark.dataSource.register(Floor)
-    runs = []
-    for run in range(1 + repeat):
-        t0 = time.perf_counter()
-        with PROGRESS.ticking(_elapsed(f"floor run {run + 1}")):
-            reader = spark.read.format("dafka_bench_floor")
-            df = (reader if schema is None else reader.schema(schema)).load()
-            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
-        seconds = time.perf_counter() - t0
-        assert row["n"] == n, row
-        runs.append({"records": n, "seconds": seconds, "rate": n / seconds})
-    return {"cold": runs[0], "warm": _best(runs[1:])}
+
+    def load():
+        reader = spark.read.format("dafka_bench_floor")
+        return (reader if schema is None else reader.schema(schema)).load()
+
+    return _cold_then_warm("floor", n, repeat, load)
 
 
 def _load() -> list[str]:
