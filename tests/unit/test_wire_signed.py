@@ -216,35 +216,26 @@ def test_golden_header_names_source(name: str) -> None:
     assert P in header and S in header and C in header
 
 
-def test_golden_batches_verify_with_the_documented_construction() -> None:
-    """Ed25519 over b"dafka-batch-v1\\0" + BLAKE2b-256(blob minus signature), by PyNaCl."""
+@pytest.mark.parametrize(
+    ("suffix", "fmt", "digest_of", "context"),
+    [
+        ("", 1, lambda b: hashlib.blake2b(b, digest_size=32).digest(), b"dafka-batch-v1\0"),
+        ("_v3", 3, lambda b: blake3(b).digest(), b"dafka-batch-v3\0"),
+    ],
+)
+def test_golden_batches_verify_with_the_documented_construction(
+    suffix: str, fmt: int, digest_of, context: bytes
+) -> None:
+    """Ed25519 over the format's context + its digest (format 1 BLAKE2b-256, format 3
+    BLAKE3-256) of the blob minus its signature, by PyNaCl."""
     for name, first, records in [
-        ("signed_record", 0, ((None, b"py record 0"), (b"user-1", b"py record 1"))),
-        ("signed_direct_record", 2, ((b"", b"py record 2"), (b"user-2", b""))),
+        ("signed_record" + suffix, 0, ((None, b"py record 0"), (b"user-1", b"py record 1"))),
+        ("signed_direct_record" + suffix, 2, ((b"", b"py record 2"), (b"user-2", b""))),
     ]:
         blob = golden_frames(name)[1]
-        assert blob[0] == 1
-        digest = hashlib.blake2b(blob[:-64], digest_size=32).digest()
-        VerifyKey(P_ID.public_key).verify(b"dafka-batch-v1\0" + digest, blob[-64:])
-        batch = signed.verify_batch(blob, topic="hello", partition=P)
-        assert (batch.first_offset, batch.count, batch.last_offset) == (first, 2, first + 1)
-        assert batch.records == records
-        assert batch.timestamp_ms == TS
-        assert batch.public_key == P_ID.public_key
-        assert batch.digest == digest
-        assert batch.blob == blob
-
-
-def test_golden_v3_batches_verify_with_the_documented_construction() -> None:
-    """Format 3: Ed25519 over b"dafka-batch-v3\\0" + BLAKE3-256(blob minus signature)."""
-    for name, first, records in [
-        ("signed_record_v3", 0, ((None, b"py record 0"), (b"user-1", b"py record 1"))),
-        ("signed_direct_record_v3", 2, ((b"", b"py record 2"), (b"user-2", b""))),
-    ]:
-        blob = golden_frames(name)[1]
-        assert blob[0] == 3
-        digest = blake3(blob[:-64]).digest()
-        VerifyKey(P_ID.public_key).verify(b"dafka-batch-v3\0" + digest, blob[-64:])
+        assert blob[0] == fmt
+        digest = digest_of(blob[:-64])
+        VerifyKey(P_ID.public_key).verify(context + digest, blob[-64:])
         batch = signed.verify_batch(blob, topic="hello", partition=P)
         assert (batch.first_offset, batch.count, batch.last_offset) == (first, 2, first + 1)
         assert batch.records == records
@@ -253,11 +244,15 @@ def test_golden_v3_batches_verify_with_the_documented_construction() -> None:
         assert batch.public_key == P_ID.public_key
         assert batch.digest == digest
         assert batch.blob == blob
-        # the same records and header as the format-1 vector, byte for byte, but the
-        # format byte, the signature and so the digest
-        old = golden_frames(name.removesuffix("_v3"))[1]
-        assert blob[1:-64] == old[1:-64] and blob[-64:] != old[-64:]
-        assert batch.digest != signed.verify_batch(old).digest
+
+
+@pytest.mark.parametrize("name", ["signed_record", "signed_direct_record"])
+def test_golden_v3_batches_are_the_v1_ones_but_format_and_signature(name: str) -> None:
+    """The same records and header as the format-1 vector, byte for byte, but the format
+    byte, the signature and so the digest."""
+    blob, old = golden_frames(name + "_v3")[1], golden_frames(name)[1]
+    assert blob[1:-64] == old[1:-64] and blob[-64:] != old[-64:]
+    assert signed.verify_batch(blob).digest != signed.verify_batch(old).digest
 
 
 def test_producers_write_format_3_unless_told() -> None:
