@@ -173,6 +173,9 @@ class GroupConsumer:
                 settings,
                 producer_kw={
                     **node_kw,
+                    # the member commits where this consumer reads: with no trusted stores
+                    # it trusts any store, as the consumer does, and says so at INFO only
+                    "trust_any_store": True if not node_kw.get("trusted_stores") else None,
                     "state_dir": state_dir,
                     "min_acks": min_acks,
                     "max_batch_records": 1024,

@@ -88,6 +88,9 @@ def test_two_members_share_the_partitions_then_one_dies_and_the_other_resumes(
             what="the two members to share the four partitions",
         )
         ha, hb = held(a), held(b)
+        # a member's commit producer trusts any store as its consumer does, and does not
+        # warn about it as if the user had made a producer without trusted stores
+        assert not [line for line in a.stderr_lines if "WARNING" in line], a.stderr_lines
         # everything below 10 read once, at least (a partition may move while read)
         wait_until(
             lambda: (
