@@ -41,7 +41,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import zmq
 
@@ -51,7 +50,12 @@ from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
 from ..core.read_guard import ReadView
 from ..errors import ConfigError, DafkaError, TooManyFrames, WireError
-from ..security.curve_keys import CurveConfig, make_client, make_server, start_authenticator
+from ..security.curve_keys import (
+    CurveConfig,
+    make_client,
+    make_server,
+    start_authenticator,
+)
 from ..security.curve_policy import ClientGate
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
@@ -59,6 +63,7 @@ from ..wire import rfc46
 from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
 from .deadline_timer import DeadlineTimer
 from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv_bounded
+from .node_plugins import NodeHandler, NodeService
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
 
@@ -80,56 +85,6 @@ loop drops an oversized frame as soon as it reads it."""
 
 Call = Callable[[float], "list[Publish]"]
 """A command run on the loop thread with the time; returns what to publish."""
-
-
-class NodeHandler(Protocol):
-    """What a node type plugs into the loop. All calls happen on the loop thread."""
-
-    def subscriptions(self) -> list[bytes]: ...
-
-    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]: ...
-
-    def on_commands(self, now: float) -> Sequence[Outgoing]: ...
-
-    def on_messages(
-        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
-    ) -> Sequence[Outgoing]: ...  # sources[i]: the host msgs[i] came from (a rate key)
-
-    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]: ...
-
-    def on_tick(self, now: float) -> list[Publish]: ...
-
-    def has_pending(self) -> bool: ...
-
-    def accepting(self) -> bool:
-        """False pauses reading the data SUB (backpressure; zmq's HWM then applies)."""
-        ...
-
-    def on_stop(self) -> None: ...
-
-
-class NodeService(Protocol):
-    """An extra socket a handler serves on the loop thread (e.g. the store's query ROUTER).
-
-    A handler offers them with an optional ``services() -> Sequence[NodeService]``
-    method. Every call happens on the loop thread, so the socket never crosses
-    threads: :meth:`open` creates and binds it once the data socket is bound,
-    :meth:`on_readable` serves a bounded amount of work when it is readable (the
-    poll is level-triggered, so what is left is served on the next turn), and
-    :meth:`close` runs when the loop stops.
-    """
-
-    def open(self, context: zmq.Context[zmq.Socket[bytes]], host: str) -> zmq.Socket[bytes]:
-        """Create and bind the socket on ``host``; raise :class:`ConfigError` if it cannot."""
-        ...
-
-    def on_readable(self, now: float) -> None: ...
-
-    def beacon(self, node_id: str) -> list[bytes] | None:
-        """Frames of a service beacon sent with every node beacon, or None for none."""
-        ...
-
-    def close(self) -> None: ...
 
 
 class _RateLimitedLog:

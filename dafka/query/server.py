@@ -2,7 +2,7 @@
 
 :func:`serve` is the whole request logic, a function of a storage and a request
 (testable without sockets). :class:`QueryService` is the socket around it: a
-:class:`~dafka.io.node.NodeService` that the store's IO thread opens, polls and
+:class:`~dafka.io.node_plugins.NodeService` that the store's IO thread opens, polls and
 closes, so the storage is only ever touched from that one thread (no second
 LMDB reader thread, no race with the map growing under a write). Each loop turn
 serves a bounded number of requests, and each READ is bounded in records and
