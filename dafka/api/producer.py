@@ -75,6 +75,7 @@ from ..wire.signed import DEFAULT_BATCH_FORMAT, MAX_KEY_BYTES, MAX_VALUE_BYTES
 from .common import node_config
 from .producer_budget import CloseResult, UnackedBudget
 from .producer_durable import LogWait
+from .producer_inflight import Values
 from .producer_io import _ProducerHandler, _Queued
 from .producer_setup import open_state, trusted_store_ids, wire_profile
 
@@ -473,7 +474,11 @@ class Producer:
         """
         policy = self._policy  # one snapshot for the whole call
         topic = self._topic(topic, policy)
-        vals = [v if type(v) is bytes else _as_bytes(v, "value") for v in values]
+        vals: list[bytes]
+        if list(map(type, values)).count(bytes) == len(values):  # one pass in C
+            vals = list(values)  # type: ignore[arg-type]  # all bytes; ours to keep
+        else:  # some str, bytearray or memoryview
+            vals = [v if type(v) is bytes else _as_bytes(v, "value") for v in values]
         key_list: list[bytes | None] | None = None
         if keys is not None:
             if len(keys) != len(vals):
@@ -489,13 +494,17 @@ class Producer:
         if not vals:
             fut.resolve(range(0))
             return fut
-        lengths = list(map(len, vals))  # one pass for the cap and the budget
-        biggest = max(lengths)
+        # one pass for the caps, the budget and the IO thread's turns and batches
+        lengths = list(map(len, vals))
+        size = sum(lengths)
+        limit = self._max_value
         caps = policy.max_record
-        if biggest > self._max_value or (caps and biggest > caps.get(topic, biggest)):
+        if caps:
+            limit = min(limit, caps.get(topic, limit))
+        if size > limit and (biggest := max(lengths)) > limit:  # else none can be
             raise self._too_big(topic, biggest, policy)
-        self._budget.reserve(len(vals), sum(lengths))
-        self._enqueue((topic, vals, key_list, fut))
+        self._budget.reserve(len(vals), size)
+        self._enqueue((topic, Values(vals, lengths, size), key_list, fut))
         return fut
 
     def _enqueue(self, item: _Queued) -> None:
@@ -511,7 +520,8 @@ class Producer:
             linger = handler.linger
             values = item[1]
             if not linger.waiting or linger.wakes(
-                self._loop.clock(), type(values) is list and len(values) >= linger.max_items
+                self._loop.clock(),
+                type(values) is not bytes and len(values) >= linger.max_items,  # type: ignore[arg-type]  # a list: see _Queued
             ):
                 self._loop.wake()  # else the IO thread turns at the linger's end anyway
             if not len(queue) % YIELD_EVERY:
