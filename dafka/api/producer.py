@@ -474,11 +474,15 @@ class Producer:
         """
         policy = self._policy  # one snapshot for the whole call
         topic = self._topic(topic, policy)
-        vals: list[bytes]
+        # ours to keep, measured once (Values): for the caps, the budget and the IO
+        # thread's turns and batches
+        vals: Values
+        if not isinstance(values, list | tuple):
+            values = list(values)  # any iterable: read once
         if list(map(type, values)).count(bytes) == len(values):  # one pass in C
-            vals = list(values)  # type: ignore[arg-type]  # all bytes; ours to keep
+            vals = Values(values)  # type: ignore[arg-type]  # all bytes
         else:  # some str, bytearray or memoryview
-            vals = [v if type(v) is bytes else _as_bytes(v, "value") for v in values]
+            vals = Values([v if type(v) is bytes else _as_bytes(v, "value") for v in values])
         key_list: list[bytes | None] | None = None
         if keys is not None:
             if len(keys) != len(vals):
@@ -494,17 +498,14 @@ class Producer:
         if not vals:
             fut.resolve(range(0))
             return fut
-        # one pass for the caps, the budget and the IO thread's turns and batches
-        lengths = list(map(len, vals))
-        size = sum(lengths)
         limit = self._max_value
         caps = policy.max_record
         if caps:
             limit = min(limit, caps.get(topic, limit))
-        if size > limit and (biggest := max(lengths)) > limit:  # else none can be
+        if vals.size > limit and (biggest := max(vals.lengths)) > limit:  # else none can be
             raise self._too_big(topic, biggest, policy)
-        self._budget.reserve(len(vals), size)
-        self._enqueue((topic, Values(vals, lengths, size), key_list, fut))
+        self._budget.reserve(len(vals), vals.size)
+        self._enqueue((topic, vals, key_list, fut))
         return fut
 
     def _enqueue(self, item: _Queued) -> None:

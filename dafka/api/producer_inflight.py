@@ -148,18 +148,19 @@ class Continued(NamedTuple):
 
 
 class Values(list[bytes]):
-    """A ``send_many``'s values as queued, with ``lengths`` (``len`` of each) and ``size``
-    (their sum): measured once, on the caller's thread, for the size caps and the budget,
-    and used again by the IO thread to share out its turns and to cut and seal the
-    batches. A list of its own (``send_many`` copies the caller's), never changed once
-    queued."""
+    """A ``send_many``'s values as queued (a copy of the caller's, never changed once
+    queued), with ``lengths`` (``len`` of each) and ``size`` (their sum): measured once, on
+    the caller's thread, for the size caps and the budget, and used again by the IO thread
+    to share out its turns and to cut and seal the batches."""
 
     __slots__ = ("lengths", "size")
 
-    def __init__(self, values: Iterable[bytes], lengths: list[int], size: int) -> None:
+    def __init__(
+        self, values: Iterable[bytes], lengths: list[int] | None = None, size: int | None = None
+    ) -> None:
         super().__init__(values)
-        self.lengths = lengths
-        self.size = size
+        self.lengths = list(map(len, self)) if lengths is None else lengths
+        self.size = sum(self.lengths) if size is None else size
 
 
 class TopicTurn:
