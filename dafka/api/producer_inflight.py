@@ -197,14 +197,17 @@ class TopicTurn:
         origin: ManyRun | None = None,
         last: bool = True,
         lengths: list[int] | None = None,
+        size: int | None = None,
     ) -> ManyRun:
         """Add one ``send_many``'s records (or a part of them: see :class:`ManyRun`) as a
-        run of their own; returns the run. ``lengths``: ``len`` of each value, if the
-        caller has them."""
+        run of their own; returns the run. ``lengths``: ``len`` of each value, and ``size``
+        their sum, if the caller has them."""
         n = len(values)
         if lengths is None:
             lengths = list(map(len, values))
-        run = ManyRun(len(self.values), n, future, sum(lengths), origin, last)
+        if size is None:
+            size = sum(lengths)
+        run = ManyRun(len(self.values), n, future, size, origin, last)
         self.runs.append(run)
         self.open = None
         if self.lengths is not None:

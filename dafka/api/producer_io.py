@@ -289,7 +289,7 @@ class _ProducerHandler:
                     (topic, left, keys[room:] if keys is not None else None, rest)
                 )
                 return run
-        return turn.add_many(values, keys, future, origin, lengths=lengths)
+        return turn.add_many(values, keys, future, origin, lengths=lengths, size=size)
 
     def _log(self, effects: list[Outgoing], taken: int) -> None:
         """Durable mode: log what is about to be published (one fsync), then let the
