@@ -75,6 +75,7 @@ from ..wire.signed import DEFAULT_BATCH_FORMAT, MAX_KEY_BYTES, MAX_VALUE_BYTES
 from .common import node_config
 from .producer_budget import CloseResult, UnackedBudget
 from .producer_durable import LogWait
+from .producer_inflight import Values
 from .producer_io import _ProducerHandler, _Queued
 from .producer_setup import open_state, trusted_store_ids, wire_profile
 
@@ -473,7 +474,15 @@ class Producer:
         """
         policy = self._policy  # one snapshot for the whole call
         topic = self._topic(topic, policy)
-        vals = [v if type(v) is bytes else _as_bytes(v, "value") for v in values]
+        # ours to keep, measured once (Values): for the caps, the budget and the IO
+        # thread's turns and batches
+        vals: Values
+        if not isinstance(values, list | tuple):
+            values = list(values)  # any iterable: read once
+        if list(map(type, values)).count(bytes) == len(values):  # one pass in C
+            vals = Values(values)  # type: ignore[arg-type]  # all bytes
+        else:  # some str, bytearray or memoryview
+            vals = Values([v if type(v) is bytes else _as_bytes(v, "value") for v in values])
         key_list: list[bytes | None] | None = None
         if keys is not None:
             if len(keys) != len(vals):
@@ -489,12 +498,13 @@ class Producer:
         if not vals:
             fut.resolve(range(0))
             return fut
-        lengths = list(map(len, vals))  # one pass for the cap and the budget
-        biggest = max(lengths)
+        limit = self._max_value
         caps = policy.max_record
-        if biggest > self._max_value or (caps and biggest > caps.get(topic, biggest)):
+        if caps:
+            limit = min(limit, caps.get(topic, limit))
+        if vals.size > limit and (biggest := max(vals.lengths)) > limit:  # else none can be
             raise self._too_big(topic, biggest, policy)
-        self._budget.reserve(len(vals), sum(lengths))
+        self._budget.reserve(len(vals), vals.size)
         self._enqueue((topic, vals, key_list, fut))
         return fut
 
@@ -511,7 +521,8 @@ class Producer:
             linger = handler.linger
             values = item[1]
             if not linger.waiting or linger.wakes(
-                self._loop.clock(), type(values) is list and len(values) >= linger.max_items
+                self._loop.clock(),
+                type(values) is not bytes and len(values) >= linger.max_items,  # type: ignore[arg-type]  # a list: see _Queued
             ):
                 self._loop.wake()  # else the IO thread turns at the linger's end anyway
             if not len(queue) % YIELD_EVERY:

@@ -12,12 +12,13 @@ taking of the futures' lock (:func:`~dafka.futures.resolve_each`). All on the IO
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import accumulate
 from typing import NamedTuple
 
 from ..futures import BatchFuture, RecordFuture, fail_each, resolve_each
 
-__all__ = ["Continued", "ManyRun", "RecordRun", "Run", "TopicTurn"]
+__all__ = ["Continued", "ManyRun", "RecordRun", "Run", "TopicTurn", "Values"]
 
 
 class RecordRun:
@@ -146,16 +147,35 @@ class Continued(NamedTuple):
         self.future.fail(error)
 
 
+class Values(list[bytes]):
+    """A ``send_many``'s values as queued (a copy of the caller's, never changed once
+    queued), with ``lengths`` (``len`` of each) and ``size`` (their sum): measured once, on
+    the caller's thread, for the size caps and the budget, and used again by the IO thread
+    to share out its turns and to cut and seal the batches."""
+
+    __slots__ = ("lengths", "size")
+
+    def __init__(
+        self, values: Iterable[bytes], lengths: list[int] | None = None, size: int | None = None
+    ) -> None:
+        super().__init__(values)
+        self.lengths = list(map(len, self)) if lengths is None else lengths
+        self.size = sum(self.lengths) if size is None else size
+
+
 class TopicTurn:
     """What one turn of the IO thread took for one topic: the values and keys to seal
-    (``keyed``: some key is not None) and the sends, as runs in offset order."""
+    (``keyed``: some key is not None), their lengths while they are known (None once a
+    ``send`` record is among them: those are not measured one by one) and the sends, as
+    runs in offset order."""
 
-    __slots__ = ("keyed", "keys", "open", "runs", "values")
+    __slots__ = ("keyed", "keys", "lengths", "open", "runs", "values")
 
     def __init__(self) -> None:
         self.values: list[bytes] = []
         self.keys: list[bytes | None] = []
         self.keyed = False
+        self.lengths: list[int] | None = []
         self.runs: list[Run] = []
         self.open: RecordRun | None = None
         """The run the next ``send`` joins (None: a ``send_many`` came last)."""
@@ -166,6 +186,7 @@ class TopicTurn:
         if run is None:
             run = self.open = RecordRun(len(self.values))
             self.runs.append(run)
+            self.lengths = None
         return run
 
     def add_many(
@@ -175,16 +196,22 @@ class TopicTurn:
         future: BatchFuture,
         origin: ManyRun | None = None,
         last: bool = True,
+        lengths: list[int] | None = None,
         size: int | None = None,
     ) -> ManyRun:
         """Add one ``send_many``'s records (or a part of them: see :class:`ManyRun`) as a
-        run of their own; returns the run. ``size``: their bytes, if the caller has them."""
+        run of their own; returns the run. ``lengths``: ``len`` of each value, and ``size``
+        their sum, if the caller has them."""
         n = len(values)
+        if lengths is None:
+            lengths = list(map(len, values))
         if size is None:
-            size = sum(map(len, values))
+            size = sum(lengths)
         run = ManyRun(len(self.values), n, future, size, origin, last)
         self.runs.append(run)
         self.open = None
+        if self.lengths is not None:
+            self.lengths.extend(lengths)
         self.values.extend(values)
         if keys is None:
             self.keys.extend([None] * n)

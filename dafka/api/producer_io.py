@@ -30,7 +30,7 @@ from ..futures import UNHELD, BatchFuture, LazyFuture
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
 from ..storage.wal import LoggedBatch
-from .producer_inflight import Continued, ManyRun, RecordRun, Run, TopicTurn
+from .producer_inflight import Continued, ManyRun, RecordRun, Run, TopicTurn, Values
 from .producer_linger import Linger
 
 if TYPE_CHECKING:
@@ -40,8 +40,9 @@ log = logging.getLogger(__name__)
 
 
 # queued by send()/send_many(): (topic, value or values, key or keys, future). One
-# tuple shape for both, told apart on the hot path by ``type(value) is list``, which
-# mypy does not narrow: hence the explained ignores where they are taken apart.
+# tuple shape for both, told apart on the hot path by ``type(value) is bytes`` (a send's
+# value; a send_many's values are a list, a :class:`Values` as send_many queues them),
+# which mypy does not narrow: hence the explained ignores where they are taken apart.
 _Queued = tuple[str, object, object, LazyFuture[Any] | Continued]
 
 TURN_BATCHES = 2
@@ -170,11 +171,11 @@ class _ProducerHandler:
                 break
             topic, value, key, fut = popleft()
             taken += 1
-            if topic != run_topic or type(value) is list:
+            if topic != run_topic or type(value) is not bytes:
                 if topic not in by_topic:
                     by_topic[topic] = TopicTurn()
                 turn = by_topic[topic]
-                if type(value) is list:
+                if type(value) is not bytes:  # a send_many's values
                     many = self._take_many(turn, (topic, value, key, fut), records_left, bytes_left)
                     if not many.last:
                         taken -= 1  # its rest is queued again, in front
@@ -186,7 +187,7 @@ class _ProducerHandler:
                 add_future = turn.records().futures.append
                 run_topic = topic
             records_left -= 1
-            add_value(value)  # type: ignore[arg-type]  # bytes: see _Queued
+            add_value(value)  # bytes: see _Queued
             add_key(key)  # type: ignore[arg-type]  # bytes | None: see _Queued
             # a future its caller dropped, with no callback or waiter, is not kept: nobody
             # could ever see it resolve, and a million kept until their ACK cost the
@@ -211,7 +212,7 @@ class _ProducerHandler:
             values, runs = turn.values, turn.runs
             keys = turn.keys if turn.keyed else None
             try:
-                first, pubs = self.core.publish(topic, values, now, keys, stamp)
+                first, pubs = self.core.publish(topic, values, now, keys, stamp, turn.lengths)
             except Exception:  # send() checks sizes, so this is a defence: isolate the bad
                 first, pubs, runs, values = self._publish_apart(topic, turn, now, stamp)
                 if not runs:
@@ -241,7 +242,7 @@ class _ProducerHandler:
         full = self.linger.max_items
         for item in (self.queue[0], self.queue[-1]):
             values = item[1]
-            if type(values) is list and len(values) >= full:
+            if type(values) is not bytes and len(values) >= full:  # type: ignore[arg-type]  # a list: see _Queued
                 return True
         return False
 
@@ -263,22 +264,32 @@ class _ProducerHandler:
         fut = cast("BatchFuture | Continued", item[3])
         future, origin = (fut.future, fut.origin) if isinstance(fut, Continued) else (fut, None)
         n = len(values)
-        size = None
+        if type(values) is Values:  # as send_many queues them: measured already
+            lengths, size = values.lengths, values.size
+        else:
+            lengths = list(map(len, values))
+            size = sum(lengths)
         if self.p._wal is None and n > 1:
-            size = sum(map(len, values))
             room = min(records_left, n * bytes_left // size if size > bytes_left else n)
             if room < n:
                 room = max(1, room)
+                part = lengths[:room]
                 run = turn.add_many(
-                    values[:room], keys[:room] if keys is not None else None, future, origin, False
+                    values[:room],
+                    keys[:room] if keys is not None else None,
+                    future,
+                    origin,
+                    False,
+                    part,
                 )
                 rest = Continued(future, origin or run)
                 self.cut_short = True  # the rest goes next, without waiting
+                left = Values(values[room:], lengths[room:], size - run.size)
                 self.queue.appendleft(
-                    (topic, values[room:], keys[room:] if keys is not None else None, rest)
+                    (topic, left, keys[room:] if keys is not None else None, rest)
                 )
                 return run
-        return turn.add_many(values, keys, future, origin, size=size)
+        return turn.add_many(values, keys, future, origin, lengths=lengths, size=size)
 
     def _log(self, effects: list[Outgoing], taken: int) -> None:
         """Durable mode: log what is about to be published (one fsync), then let the

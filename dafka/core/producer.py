@@ -314,14 +314,16 @@ class ProducerCore:
         now: float,
         keys: Sequence[bytes | None] | None = None,
         timestamp_ms: int = 0,
+        value_lengths: Sequence[int] | None = None,
     ) -> tuple[int, list[Outgoing]]:
         """Number ``contents`` (values) consecutively on ``topic`` and hold them until durable.
 
         Returns the first offset assigned and the effects that publish them:
         one :class:`PublishRecords` (rfc46), or one ``Publish(Record)`` per
         sealed batch stamped ``timestamp_ms`` (signed). ``keys`` (one per value,
-        ``None`` for no key) need the signed profile. This runs for every
-        record, so it builds no per-record objects.
+        ``None`` for no key) need the signed profile; ``value_lengths``, ``len`` of
+        each value, spare measuring them again when the caller has. This runs for
+        every record, so it builds no per-record objects.
         """
         state = self._topics.get(topic)
         if state is None:
@@ -339,12 +341,12 @@ class ProducerCore:
                     "or use the signed profile"
                 )
             state.held.extend(contents)
-            size = sum(map(len, contents))
+            size = sum(map(len, contents) if value_lengths is None else value_lengths)
             state.nbytes += size
             self._unacked_bytes += size
             state.next_offset = first + count
             return first, [PublishRecords(topic, self._node_id, first, tuple(contents))]
-        sealed = self._profile.seal(topic, first, keys, contents, timestamp_ms)
+        sealed = self._profile.seal(topic, first, keys, contents, timestamp_ms, value_lengths)
         ends = state.ends
         assert ends is not None
         out: list[Outgoing] = []

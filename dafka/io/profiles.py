@@ -130,8 +130,10 @@ class Profile:
         keys: Sequence[bytes | None] | None,
         values: Sequence[bytes],
         timestamp_ms: int,
+        value_lengths: Sequence[int] | None = None,
     ) -> list[tuple[int, int, bytes]]:
-        """``(first offset, count, content)`` per RECORD for ``values`` from ``first_offset``."""
+        """``(first offset, count, content)`` per RECORD for ``values`` from ``first_offset``
+        (``value_lengths``: ``len`` of each value, when the caller has them)."""
         raise NotImplementedError
 
     def seal_gap(self, topic: str, first_offset: int, count: int) -> list[tuple[int, int, bytes]]:
@@ -295,6 +297,7 @@ class Rfc46Profile(Profile):
         keys: Sequence[bytes | None] | None,
         values: Sequence[bytes],
         timestamp_ms: int,
+        value_lengths: Sequence[int] | None = None,
     ) -> list[tuple[int, int, bytes]]:
         if keys is not None and any(k is not None for k in keys):
             raise ProfileError(
@@ -548,6 +551,7 @@ class SignedProfile(Profile):
         keys: Sequence[bytes | None] | None,
         values: Sequence[bytes],
         timestamp_ms: int,
+        value_lengths: Sequence[int] | None = None,
     ) -> list[tuple[int, int, bytes]]:
         return signed.seal_batches(
             self._identity("batches"),
@@ -559,6 +563,7 @@ class SignedProfile(Profile):
             max_records=self.max_batch_records,
             max_bytes=self.max_batch_bytes,
             fmt=self.batch_format,
+            value_lengths=value_lengths,
         )
 
 

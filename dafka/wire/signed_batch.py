@@ -222,7 +222,7 @@ def seal_records(
     identity: Identity,
     topic_raw: bytes,
     first_offset: int,
-    keys: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None,
     values: Sequence[bytes],
     timestamp_ms: int,
     value_lengths: Sequence[int] | None = None,
@@ -230,6 +230,7 @@ def seal_records(
 ) -> bytes:
     """Encode and sign one batch; ``topic_raw`` is already checked (:func:`encode_topic`).
 
+    ``keys``: one per value (``None`` for no key), or ``None`` when no record has one.
     ``value_lengths``: ``len`` of each value, when the caller has them already.
     ``fmt``: one of :data:`BATCH_FORMATS`."""
     if fmt != BATCH_FORMAT_V3 and fmt != BATCH_FORMAT_V1:
@@ -247,8 +248,8 @@ def seal_records(
     value_bytes = sum(vlens)
     if value_bytes > MAX_VALUE_BYTES and max(vlens) > MAX_VALUE_BYTES:  # else none can be
         raise LimitExceeded(f"a value is {max(vlens)} bytes; the limit is {MAX_VALUE_BYTES}")
-    absent = keys.count(None)
-    if absent == count:
+    absent = count if keys is None else keys.count(None)
+    if keys is None or absent == count:
         key_lengths = _NO_KEYS[: 4 * count]
         key_bytes = 0
         key_data = b""

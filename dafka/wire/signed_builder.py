@@ -8,8 +8,10 @@ import.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from itertools import accumulate, pairwise
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate, pairwise, repeat
+from operator import add
 from typing import Final
 
 from ..errors import WireError
@@ -181,16 +183,21 @@ def seal_batches(
     max_records: int = DEFAULT_BATCH_RECORDS,
     max_bytes: int = DEFAULT_BATCH_BYTES,
     fmt: int = DEFAULT_BATCH_FORMAT,
+    value_lengths: Sequence[int] | None = None,
 ) -> list[tuple[int, int, bytes]]:
     """Seal ``values`` (and ``keys``, or ``None`` for no keys) into signed blobs from ``first_offset``.
 
     Returns ``(first offset, count, blob)`` per blob, in offset order. The cuts
     follow :class:`BatchBuilder`'s rules (at most ``max_records`` records and
-    ``max_bytes`` bytes per blob; a bigger record travels alone), found with a
-    running sum and bisection instead of a Python step per record: this is the
+    ``max_bytes`` bytes per blob; a bigger record travels alone): this is the
     producer's natural batching, run on whatever was queued when its IO loop
-    woke. Values and keys must be ``bytes``. ``fmt``: the batch format written
+    woke. Values and keys must be ``bytes``; ``value_lengths``, ``len`` of each
+    value, when the caller has them already. ``fmt``: the batch format written
     (:data:`BATCH_FORMATS`).
+
+    Nothing here is a Python step per record: a run of ``max_records`` records is
+    one slice and one sum; only once a run is over ``max_bytes`` are the running
+    sizes summed up, and the cuts found by bisection.
     """
     topic_raw = encode_topic(topic)
     count = len(values)
@@ -198,44 +205,40 @@ def seal_batches(
         return []
     if keys is not None and len(keys) != count:
         raise ValueError("keys and values differ in length")
+    if value_lengths is not None and len(value_lengths) != count:
+        raise ValueError("value lengths and values differ in length")
     if not 1 <= max_records <= MAX_BATCH_RECORDS:
         raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
     room = max_bytes - batch_overhead(topic)
     if room <= 8 or max_bytes > MAX_BLOB_BYTES:
         raise ValueError(f"max_bytes {max_bytes} out of range")
-    value_lengths: list[int] | None = None  # without keys: handed to seal_records
+    vlens = list(map(len, values)) if value_lengths is None else value_lengths
+    sizes: Sequence[int]  # key and value bytes of each record
     if keys is None or keys.count(None) == count:
-        value_lengths = list(map(len, values))
-        sizes: Iterable[int] = value_lengths
         keys = None
+        sizes = vlens
+    elif None not in keys:
+        sizes = list(map(add, vlens, map(len, keys)))  # type: ignore[arg-type]  # no None
     else:
-        sizes = (len(v) + (0 if k is None else len(k)) for k, v in zip(keys, values, strict=True))
-    ends = list(accumulate(sizes, initial=0))  # ends[i]: value/key bytes of records [0, i)
+        sizes = [n if k is None else n + len(k) for k, n in zip(keys, vlens, strict=True)]
     out: list[tuple[int, int, bytes]] = []
+    ends: list[int] | None = None  # ends[i]: bytes of records [0, i), 8 each besides
     a = 0
     while a < count:
-        # the largest b with (bytes of a..b-1) + 8 per record <= room
-        b = a + 1
-        limit = min(count, a + max_records)
-        if b < limit:
-            lo, hi = b, limit  # invariant: records a..lo-1 fit
-            base = ends[a] + 8 * a
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if ends[mid] + 8 * mid - base <= room:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            b = lo
-        chunk_keys = keys[a:b] if keys is not None else (None,) * (b - a)
+        b = min(count, a + max_records)
+        if ends is None and sum(sizes[a:b]) + 8 * (b - a) > room:
+            ends = list(accumulate(map(add, sizes, repeat(8)), initial=0))  # cut by size
+        if ends is not None:
+            # the most records from ``a`` whose bytes fit in ``room``; at least one
+            b = max(a + 1, min(b, bisect_right(ends, ends[a] + room, a) - 1))
         blob = seal_records(
             identity,
             topic_raw,
             first_offset + a,
-            chunk_keys,
+            keys[a:b] if keys is not None else None,
             values[a:b],
             timestamp_ms,
-            value_lengths[a:b] if value_lengths is not None else None,
+            vlens[a:b],
             fmt=fmt,
         )
         out.append((first_offset + a, b - a, blob))

@@ -59,6 +59,27 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     # each may not fill one, so 0 is a true reading here (it was > 0 once that was slower)
     assert acked["store_cpu_us_per_record"] >= 0
     assert "CPU us/record: producer, store" in run.stderr
+    assert acked["producer_minor_faults_per_million"] >= 0
+
+
+@pytest.mark.integration
+def test_the_sealing_benchmark_reports_the_producers_cost_per_record() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.sealing", "--records", "20000", "--runs", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["seal"]["records"] == 8192  # the defaults' full batch of 100-byte records
+    assert report["seal"]["us_per_batch"] > 0 and report["seal"]["ns_per_record"] > 0
+    producer = report["producer"]
+    assert producer["records"] == 20000 and producer["cpu_ns_per_record_best"] > 0
+    assert producer["cpu_ns_per_record_median"] >= producer["cpu_ns_per_record_best"]
+    assert producer["minor_faults_per_batch_best"] >= 0
+    assert len(report["load_average"]) == 3
 
 
 @pytest.mark.integration

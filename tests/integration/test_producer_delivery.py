@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from types import MappingProxyType
 
 import pytest
 
-from dafka.api.producer import CloseResult, Producer
+from dafka.api.producer import CloseResult, Producer, _SendPolicy
 from dafka.errors import ClosedError, DeliveryError, RecordTooLargeError
-from dafka.wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES, LimitExceeded
-from tests.procs import Tower
+from dafka.wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES, LimitExceeded, verify_batch
+from tests.procs import Tower, wait_until
 
 
 @pytest.fixture
@@ -93,3 +94,40 @@ def test_valid_records_beside_a_failed_one_are_acknowledged(tower: Tower, start_
         assert isinstance(bad.exception(0), LimitExceeded)
         result = p.close()
     assert result == CloseResult(acknowledged=3, unacknowledged=0, failed=1)
+
+
+def _published_values(p: Producer) -> list[bytes]:
+    """The values of every batch ``p`` holds (published, never acknowledged here)."""
+    wait_until(lambda: p._handler.records_sent == p.unacked, 10)
+    values: list[bytes] = []
+    for topic in p._core.topics():
+        for blob in p._core._topics[topic].held:
+            values.extend(verify_batch(blob).columns()[1])
+    return values
+
+
+def test_send_many_takes_bytes_like_and_text_and_refuses_the_rest(lonely: Producer) -> None:
+    value = bytearray(b"mutable")
+    lonely.send_many([b"a", "text", value, memoryview(b"view")])  # type: ignore[list-item]
+    value[0] = ord("M")  # queued values are copies
+    with pytest.raises(TypeError, match="not int"):
+        lonely.send_many([b"ok", 5])  # type: ignore[list-item]
+
+    class Bytes(bytes):
+        pass
+
+    with pytest.raises(TypeError, match="not Bytes"):
+        lonely.send_many([b"ok", Bytes(b"sub")])
+    lonely.send_many(v for v in (b"any", b"iterable"))  # type: ignore[arg-type]
+    assert lonely.unacked == 6
+    assert _published_values(lonely) == [b"a", b"text", b"mutable", b"view", b"any", b"iterable"]
+
+
+def test_send_many_checks_each_record_against_a_topic_cap_not_their_sum(lonely: Producer) -> None:
+    lonely._policy = _SendPolicy(MappingProxyType({"lonely": 10}), frozenset({"lonely"}))
+    lonely.send_many([b"x" * 10, b"y" * 10, b"z"])  # 21 bytes, none over 10
+    with pytest.raises(RecordTooLargeError, match="max_record_bytes") as info:
+        lonely.send_many([b"x", b"y" * 11, b"z"])
+    assert (info.value.size, info.value.limit) == (11, 10)
+    assert lonely.unacked == 3
+    assert _published_values(lonely) == [b"x" * 10, b"y" * 10, b"z"]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dafka.api.producer_inflight import Continued, ManyRun
+from dafka.api.producer_inflight import Continued, ManyRun, Values
 from dafka.api.producer_io import TURN_BATCHES, _ProducerHandler
 from dafka.config import ProducerConfig
 from dafka.core.effects import Acked, Publish
@@ -12,6 +12,7 @@ from dafka.errors import ClosedError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
 from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
+from dafka.wire.signed import verify_batch
 from tests.unit.test_producer_delivery import _StubProducer
 
 RECORDS = 4  # per batch: a turn takes TURN_BATCHES * RECORDS records at most
@@ -121,3 +122,28 @@ def test_a_durable_producer_never_splits_a_send_many() -> None:
     handler.queue.append(("t", [b"a"] * (TURN + 1), None, BatchFuture()))
     handler.on_commands(0.0)
     assert wal.records == TURN + 1 and logged == [1] and not handler.queue
+
+
+def test_a_measured_send_many_is_sealed_with_its_lengths_in_every_part() -> None:
+    """send_many queues its values with their lengths (Values): every part a turn takes,
+    and the rest it queues again, carries the lengths of its own values, so the batches
+    say the lengths of the records they hold."""
+    handler, stub = _handler()
+    many = BatchFuture()
+    values = [b"v" * (i % 5) + b"%d" % i for i in range(2 * TURN + 3)]  # lengths differ
+    lengths = list(map(len, values))
+    handler.queue.append(("t", Values(values, lengths, sum(lengths)), None, many))
+    published = handler.on_commands(0.0)
+    (rest,) = handler.queue
+    assert type(rest[1]) is Values and rest[1] == values[TURN:]
+    assert (rest[1].lengths, rest[1].size) == (lengths[TURN:], sum(lengths[TURN:]))
+    while handler.has_pending():
+        published += handler.on_commands(0.0)
+    got = []
+    for effect in published:
+        batch = verify_batch(effect.msg.content, topic="t")  # its lengths add up
+        got.extend(batch.columns()[1])
+    assert got == values
+    handler._resolve(Acked("t", len(values) - 1))
+    assert many.result(0) == range(len(values))
+    assert sum(size for _, size in stub.released) == sum(lengths)
