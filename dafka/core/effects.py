@@ -105,6 +105,15 @@ class RecordBatch:
             return values.nbytes
         return sum(map(len, values))
 
+    def as_lists(self) -> RecordBatch:
+        """This run with its values and keys as lists (each element made now)."""
+        if type(self.values) is list and (self.keys is None or type(self.keys) is list):
+            return self
+        keys = None if self.keys is None else list(self.keys)
+        return RecordBatch(
+            self.topic, self.partition, self.offset, list(self.values), keys, self.timestamp
+        )
+
     def records(self) -> list[ConsumedRecord]:
         """The records as :class:`ConsumedRecord` objects (built on demand, in C loops)."""
         n = len(self.values)
