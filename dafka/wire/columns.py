@@ -163,7 +163,7 @@ class Column(Sequence[T], Generic[T]):
         present = self._present
         if self._offsets is not None:
             start, stop = self._offsets[lo], self._offsets[hi]
-        else:  # from whichever end is nearer: a consumer cuts off a batch's head or tail
+        else:  # start from the front, stop from the back: a consumer cuts a head or a tail
             start = self._start + sum(present(lengths[:lo]))
             stop = self._stop - sum(present(lengths[hi:]))
         return Column(self._data, lengths[lo:hi], start, stop, self._nullable)
