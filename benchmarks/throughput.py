@@ -43,7 +43,11 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
 ``--api many`` sends with ``Producer.send_many`` (chunks of 10,000 records, one
 future each), ``--api one`` with ``Producer.send`` (one future per record).
 ``--consume records`` reads with ``Consumer.poll_batch`` (a ConsumedRecord per
-record), ``--consume batches`` with ``Consumer.poll_batches`` (verified columns).
+record), ``--consume batches`` with ``Consumer.poll_batches`` (verified columns): per
+run it counts the records and adds up the values' lengths from the column's
+``values.lengths`` (one u32 per record, in a C loop), making no object per record;
+the raw baselines only count messages. ``live`` and ``catch-up`` also print the
+consumer's CPU time per record (every thread, first record to last).
 ``--pyspy DIR`` records a py-spy profile (``-f raw``) of the store, the
 producer (this process) and the consumers; ``python -m benchmarks.profile DIR``
 sums up their leaf frames. The producer (this process) and the consumers keep freed
@@ -484,13 +488,20 @@ def live(
         "seconds": seconds,
         "rate": delivered / seconds,
         "acked_rate": n / (t_acked - t0),
+        "consumer_cpu_us_per_record": r["cpu_seconds"] / delivered * 1e6,
     }
 
 
-def catch_up(tower: str, topic: str, n: int, profile: str, spy: Path | None) -> dict[str, float]:
+def catch_up(
+    tower: str, topic: str, n: int, profile: str, spy: Path | None, store_pid: int
+) -> dict[str, float]:
     consumer = _consumer(tower, topic, n, profile, "--reset", "earliest")
     _ready(consumer)
-    with pyspy(spy, "consumer-catch-up", consumer.pid), PROGRESS.ticking(_waited("catch-up")):
+    with (
+        pyspy(spy, "consumer-catch-up", consumer.pid),
+        pyspy(spy, "store-catch-up", store_pid),
+        PROGRESS.ticking(_waited("catch-up")),
+    ):
         r = _result(consumer)
     seconds = r["last"] - r["first"]
     return {
@@ -498,6 +509,7 @@ def catch_up(tower: str, topic: str, n: int, profile: str, spy: Path | None) -> 
         "seconds": seconds,
         "rate": r["count"] / seconds,
         "time_to_first": r["first"] - r["started"],
+        "consumer_cpu_us_per_record": r["cpu_seconds"] / r["count"] * 1e6,
     }
 
 
@@ -653,7 +665,7 @@ def main() -> None:
             if "catch_up" in phases and "acked" in phases:
                 print("catch-up: consumer from the beginning ...", file=sys.stderr)
                 results["catch_up"] = catch_up(
-                    tower.address, "bench-acked", n + 1, profile, args.pyspy
+                    tower.address, "bench-acked", n + 1, profile, args.pyspy, store_pid
                 )
             if "memory" in phases:
                 print("memory: producer RSS at a full budget; store RSS growth", file=sys.stderr)
@@ -727,6 +739,11 @@ def main() -> None:
             + (
                 f"  {r['producer_cpu_us_per_record']:.2f}, {r['store_cpu_us_per_record']:.2f}"
                 if "store_cpu_us_per_record" in r
+                else ""
+            )
+            + (
+                f"  consumer {r['consumer_cpu_us_per_record']:.2f}"
+                if "consumer_cpu_us_per_record" in r
                 else ""
             ),
             file=sys.stderr,

@@ -201,11 +201,16 @@ class AsyncConsumer(_Owned):
         self, max_records: int = 100_000, timeout: float | None = None
     ) -> list[RecordBatch]:
         """Up to ``max_records`` records as runs of one partition; ``[]`` after ``timeout``."""
+        return await self._runs(max_records, timeout, lists=False)
+
+    async def _runs(
+        self, max_records: int, timeout: float | None, lists: bool
+    ) -> list[RecordBatch]:
         self._require()
         deadline = None if timeout is None else time.monotonic() + timeout
         node = self._node
         while True:
-            runs = node.poll_batches(max_records, timeout=0)  # takes on the loop thread
+            runs = node._poll_runs(max_records, 0, lists)  # takes on the loop thread
             if runs:
                 return runs
             left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
@@ -218,7 +223,7 @@ class AsyncConsumer(_Owned):
     ) -> list[ConsumedRecord]:
         """Up to ``max_records`` records; ``[]`` after ``timeout`` seconds without any."""
         out: list[ConsumedRecord] = []
-        for run in await self.poll_batches(max_records, timeout):
+        for run in await self._runs(max_records, timeout, lists=True):
             out.extend(run.records())
         return out
 

@@ -355,7 +355,7 @@ class Consumer(GroupConsumer):
 
         A group member's ``on_assign`` and ``on_revoke`` run here (every poll method),
         on the caller's thread, before the records they come before."""
-        runs = self._poll(1, timeout)
+        runs = self._poll_runs(1, timeout, lists=True)
         return runs[0].records()[0] if runs else None
 
     def poll_batch(
@@ -366,7 +366,7 @@ class Consumer(GroupConsumer):
         The cheap way to consume many records: one lock round trip per call.
         """
         out: list[ConsumedRecord] = []
-        for run in self.poll_batches(max_records, timeout):
+        for run in self._poll_runs(max_records, timeout, lists=True):
             out.extend(run.records())
         return out
 
@@ -379,10 +379,18 @@ class Consumer(GroupConsumer):
         columns (``offset`` of the first, ``values``, ``keys`` or ``None``,
         ``timestamp``), verified like every record; ``records()`` turns one
         into :class:`ConsumedRecord` objects, which is what costs most at high
-        rates. Waits up to ``timeout`` for the first record.
+        rates. Waits up to ``timeout`` for the first record. Under the signed
+        profile ``values`` and ``keys`` are :class:`~dafka.wire.columns.Column`
+        views of the verified batches (``docs/consumer.md``, reading in bulk).
         """
+        return self._poll_runs(max_records, timeout, lists=False)
+
+    def _poll_runs(self, max_records: int, timeout: float | None, lists: bool) -> list[RecordBatch]:
+        """:meth:`_poll`, for a reader of records (``lists``: the IO thread makes the runs'
+        values as it verifies them, see ``_ConsumerHandler.lists``) or of columns."""
         if max_records < 1:
             raise ValueError("max_records must be at least 1")
+        self._handler.lists = lists
         return self._poll(max_records, timeout)
 
     def __iter__(self) -> Iterator[ConsumedRecord]:

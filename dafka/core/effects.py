@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import NamedTuple
 
+from ..wire.columns import Column
 from . import messages as m
 
 
@@ -76,6 +77,13 @@ class RecordBatch:
     run of verified records, in order. ``keys`` is ``None`` when no record of
     the run has a key. ``Consumer.poll_batches`` hands these to applications;
     :meth:`records` makes :class:`ConsumedRecord` objects of them.
+
+    Under the signed profile ``values`` and ``keys`` are :class:`~dafka.wire.columns.Column`
+    objects over the verified batch: read-only sequences that make a ``bytes`` object
+    only for an element read, and give the whole column without one
+    (``values.buffer``, ``values.lengths``). Other runs hold lists or tuples; every one
+    is a ``Sequence`` (``len``, indexes, slices, iteration) and compares equal to a list
+    of the same elements.
     """
 
     topic: str
@@ -88,6 +96,23 @@ class RecordBatch:
     @property
     def count(self) -> int:
         return len(self.values)
+
+    @property
+    def value_bytes(self) -> int:
+        """The values' total length in bytes: read off a :class:`Column` (no pass over it)."""
+        values = self.values
+        if isinstance(values, Column):
+            return values.nbytes
+        return sum(map(len, values))
+
+    def as_lists(self) -> RecordBatch:
+        """This run with its values and keys as lists (each element made now)."""
+        if type(self.values) is list and (self.keys is None or type(self.keys) is list):
+            return self
+        keys = None if self.keys is None else list(self.keys)
+        return RecordBatch(
+            self.topic, self.partition, self.offset, list(self.values), keys, self.timestamp
+        )
 
     def records(self) -> list[ConsumedRecord]:
         """The records as :class:`ConsumedRecord` objects (built on demand, in C loops)."""

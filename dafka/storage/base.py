@@ -83,8 +83,17 @@ class Storage(Protocol):
         """
         ...
 
-    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
-        """Up to ``max_batches`` batches in order, starting with the one holding ``offset``.
+    def read(
+        self,
+        topic: str,
+        partition: str,
+        offset: int,
+        max_batches: int,
+        max_records: int | None = None,
+    ) -> list[StoredBatch]:
+        """Up to ``max_batches`` batches in order, starting with the one holding ``offset``;
+        with ``max_records``, none after the batch that brings the records read (each
+        batch's whole offset range) to it.
 
         Empty if ``offset`` is not stored (below the tail, above the head, or
         an unknown partition): absence is an answer, not an error.

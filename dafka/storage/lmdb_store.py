@@ -327,7 +327,14 @@ class LmdbStorage:
         self._heads.update(new_heads)
         self._profiles.update(new_profiles)
 
-    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
+    def read(
+        self,
+        topic: str,
+        partition: str,
+        offset: int,
+        max_batches: int,
+        max_records: int | None = None,
+    ) -> list[StoredBatch]:
         self._check_usable()
         if max_batches <= 0 or not 0 <= offset <= MAX_OFFSET:
             return []
@@ -337,6 +344,8 @@ class LmdbStorage:
         prefix = partition_prefix(topic, partition)
         plen = len(prefix)
         out: list[StoredBatch] = []
+        records = 0
+        enough = max_records if max_records is not None else MAX_OFFSET + 1
         try:
             with self._env.begin(db=self._batches, buffers=True) as txn:
                 cursor = txn.cursor()
@@ -352,7 +361,8 @@ class LmdbStorage:
                     out.append(
                         StoredBatch(topic, partition, first, last, bytes(value[8:]), profile)
                     )
-                    if len(out) >= max_batches:
+                    records += last - first + 1
+                    if len(out) >= max_batches or records >= enough:
                         break
         except lmdb.Error as exc:
             raise translate_error(exc, f"read from {self._path} failed") from exc

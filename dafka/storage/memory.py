@@ -60,7 +60,14 @@ class MemoryStorage:
         self._heads.update(new_heads)
         self._profiles.update(new_profiles)
 
-    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
+    def read(
+        self,
+        topic: str,
+        partition: str,
+        offset: int,
+        max_batches: int,
+        max_records: int | None = None,
+    ) -> list[StoredBatch]:
         self._check_open()
         part = self._parts.get((topic, partition))
         if part is None or max_batches <= 0:
@@ -68,7 +75,14 @@ class MemoryStorage:
         start = bisect.bisect_left(part.lasts, offset)
         if start == len(part.lasts) or part.batches[start].first_offset > offset:
             return []
-        return part.batches[start : start + max_batches]
+        out = part.batches[start : start + max_batches]
+        if max_records is not None:
+            records = 0
+            for i, batch in enumerate(out):
+                records += batch.last_offset - batch.first_offset + 1
+                if records >= max_records:
+                    return out[: i + 1]
+        return out
 
     def partitions(self, topic: str) -> list[tuple[str, int]]:
         self._check_open()

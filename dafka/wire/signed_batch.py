@@ -45,7 +45,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import ClassVar, Final
 
@@ -53,6 +53,7 @@ from blake3 import blake3
 
 from ..errors import WireError
 from ..security.identity import Identity, node_id_bytes_for, verify
+from .columns import Column
 from .signed_checks import (
     PUBLIC_KEY_BYTES,
     SIGNATURE_BYTES,
@@ -134,6 +135,9 @@ bytes, so a batch without keys never has its key lengths unpacked one by one."""
 _BIG_ENDIAN = sys.byteorder == "big"
 assert array("I").itemsize == 4, "u32 lengths are packed as C unsigned ints"
 
+_EMPTY: Final[Column[bytes]] = Column(b"", array("I"), 0, 0)
+"""The values of a gap statement."""
+
 
 @dataclass(frozen=True, slots=True)
 class BatchHeader:
@@ -178,9 +182,7 @@ class Batch:
     _records: tuple[tuple[bytes | None, bytes], ...] | None = field(
         default=None, init=False, repr=False, compare=False
     )
-    _value_lengths: tuple[int, ...] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
+    _value_lengths: array[int] | None = field(default=None, init=False, repr=False, compare=False)
     """The value lengths :func:`verify_batch` checked, so reading records does not unpack
     them again."""
 
@@ -202,14 +204,16 @@ class Batch:
             object.__setattr__(self, "_records", records)
         return records
 
-    def columns(self) -> tuple[list[bytes | None] | None, list[bytes]]:
-        """``(keys, values)`` as two lists in offset order; ``keys`` is ``None`` if no record has one.
+    def columns(self) -> tuple[Column[bytes | None] | None, Column[bytes]]:
+        """``(keys, values)`` as two :class:`~dafka.wire.columns.Column` in offset order over
+        :attr:`blob` (no copy); ``keys`` is ``None`` if no record has one.
 
-        The consumer's fast path: no tuple per record, and no key list at all
-        for batches without keys. A gap statement gives ``(None, [])``.
+        The consumer's fast path: no object per record until one is read, and no key
+        column at all for batches without keys. A gap statement gives ``(None, [])``
+        (an empty column).
         """
         if self.is_gap:
-            return None, []
+            return None, _EMPTY
         return _record_columns(self.blob, len(self.topic.encode()), self.count, self._value_lengths)
 
 
@@ -406,15 +410,24 @@ def _keyless(blob: bytes, records_at: int, count: int) -> bool:
     return blob[records_at : records_at + 4 * count] == _NO_KEYS[: 4 * count]
 
 
-def _key_lengths_of(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
-    return struct.unpack_from(f">{count}I", blob, records_at)
+def _u32s(blob: bytes, at: int, count: int) -> array[int]:
+    """``count`` big-endian u32 from ``blob[at:]``, unpacked in C (no int object each)."""
+    numbers = array("I")
+    numbers.frombytes(blob[at : at + 4 * count])
+    if not _BIG_ENDIAN:
+        numbers.byteswap()
+    return numbers
 
 
-def _value_lengths_of(blob: bytes, records_at: int, count: int) -> tuple[int, ...]:
-    return struct.unpack_from(f">{count}I", blob, records_at + 4 * count)
+def _key_lengths_of(blob: bytes, records_at: int, count: int) -> array[int]:
+    return _u32s(blob, records_at, count)
 
 
-def _key_lengths(klens: tuple[int, ...], count: int) -> tuple[int, int] | None:
+def _value_lengths_of(blob: bytes, records_at: int, count: int) -> array[int]:
+    return _u32s(blob, records_at + 4 * count, count)
+
+
+def _key_lengths(klens: array[int], count: int) -> tuple[int, int] | None:
     """``(total, longest)`` of the present keys; None when no record has a key."""
     if _NO_KEY not in klens:
         return sum(klens), max(klens)
@@ -460,7 +473,7 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
     return batch
 
 
-def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> tuple[int, ...]:
+def _check_lengths(blob: bytes, records_at: int, count: int, end: int) -> array[int]:
     """The per-record lengths of a record blob (format 1 or 3) are within the caps and add up; returns
     the value lengths. (No length is over a cap when their total is not.)"""
     key_total = 0
@@ -507,7 +520,7 @@ def record_layout(batch: Batch) -> RecordLayout:
     )
 
 
-def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[bytes]]:
+def unchecked_columns(blob: bytes) -> tuple[Column[bytes | None] | None, Column[bytes]]:
     """``(keys, values)`` of a blob checked for shape but **not** for its signature.
 
     For readers of blobs that were verified when they were stored (a store's
@@ -517,61 +530,32 @@ def unchecked_columns(blob: bytes) -> tuple[list[bytes | None] | None, list[byte
     blob = bytes(blob)
     _topic, _partition, _first, count, _ts, records_at = _header(blob)
     if blob[0] == GAP_FORMAT:
-        return None, []
+        return None, _EMPTY
     vlens = _check_lengths(blob, records_at, count, len(blob) - SIGNATURE_BYTES)
     return _record_columns(blob, blob[1], count, vlens)
 
 
 def _record_columns(
-    blob: bytes, topic_len: int, count: int, vlens: tuple[int, ...] | None = None
-) -> tuple[list[bytes | None] | None, list[bytes]]:
-    """Keys (``None`` if no record has one) and values of a checked blob, as lists
-    (``vlens``: its value lengths, if they were read already)."""
+    blob: bytes, topic_len: int, count: int, vlens: array[int] | None = None
+) -> tuple[Column[bytes | None] | None, Column[bytes]]:
+    """Keys (``None`` if no record has one) and values of a checked blob, as columns over
+    it (``vlens``: its value lengths, if they were read already)."""
     records_at = 2 + topic_len + _BATCH_FIXED.size
     if vlens is None:
         vlens = _value_lengths_of(blob, records_at, count)
-    at = records_at + 8 * count
-    getitem = blob.__getitem__
-    keys: list[bytes | None] | None
+    keys_at = records_at + 8 * count
+    values_end = len(blob) - _TRAILER
     if _keyless(blob, records_at, count):
-        keys = None
-    elif _NO_KEY not in (klens := _key_lengths_of(blob, records_at, count)):
-        offs = list(accumulate(klens, initial=at))
-        keys = list(map(getitem, map(slice, offs, offs[1:])))
-        at = offs[-1]
-    else:
-        offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
-        keys = [
-            None if k == _NO_KEY else blob[a:b]
-            for k, a, b in zip(klens, offs, offs[1:], strict=False)
-        ]
-        at = offs[-1]
-    offs = list(accumulate(vlens, initial=at))
-    return keys, list(map(getitem, map(slice, offs, offs[1:])))
+        return None, Column(blob, vlens, keys_at, values_end)
+    klens = _key_lengths_of(blob, records_at, count)
+    values_at = keys_at + sum(klens) - _NO_KEY * klens.count(_NO_KEY)
+    keys: Column[bytes | None] = Column(blob, klens, keys_at, values_at, nullable=True)
+    return keys, Column(blob, vlens, values_at, values_end)
 
 
 def _parse_records(
-    blob: bytes, topic_len: int, count: int, vlens: tuple[int, ...] | None = None
+    blob: bytes, topic_len: int, count: int, vlens: array[int] | None = None
 ) -> tuple[tuple[bytes | None, bytes], ...]:
     """The records of a blob whose lengths :func:`verify_batch` already checked."""
-    records_at = 2 + topic_len + _BATCH_FIXED.size
-    if vlens is None:
-        vlens = _value_lengths_of(blob, records_at, count)
-    at = records_at + 8 * count
-    getitem = blob.__getitem__
-    keys: Iterable[bytes | None]
-    if _keyless(blob, records_at, count):
-        keys = repeat(None, count)
-    elif _NO_KEY not in (klens := _key_lengths_of(blob, records_at, count)):
-        offs = list(accumulate(klens, initial=at))
-        keys = map(getitem, map(slice, offs, offs[1:]))
-        at = offs[-1]
-    else:
-        offs = list(accumulate((0 if k == _NO_KEY else k for k in klens), initial=at))
-        keys = [
-            None if k == _NO_KEY else blob[a:b]
-            for k, a, b in zip(klens, offs, offs[1:], strict=False)
-        ]
-        at = offs[-1]
-    offs = list(accumulate(vlens, initial=at))
-    return tuple(zip(keys, map(getitem, map(slice, offs, offs[1:])), strict=False))
+    keys, values = _record_columns(blob, topic_len, count, vlens)
+    return tuple(zip(repeat(None, count) if keys is None else keys, values, strict=False))

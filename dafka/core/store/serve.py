@@ -273,8 +273,10 @@ class StoreServing(StorePolicy):
             if signed
             else want
         )
-        try:
-            batches = self._storage.read(fetch.topic, fetch.partition, fetch.next, max_batches)
+        try:  # (signed: no batch past what this step sends, since each read is a copy)
+            batches = self._storage.read(
+                fetch.topic, fetch.partition, fetch.next, max_batches, want if signed else None
+            )
         except StorageError as exc:
             log.warning(
                 "store.read_failed topic=%s offset=%d error=%s", fetch.topic, fetch.next, exc
