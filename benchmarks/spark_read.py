@@ -50,6 +50,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -64,14 +65,79 @@ VALUE_ONLY = "value binary"
 """The user schema of the pruned phases: the one column the benchmark's query reads."""
 PROGRESS = Progress(False)
 """The status line on stderr (set in main: a terminal only, not with --no-progress)."""
+STORE_PID: int | None = None
+"""The store's process (set in main), whose CPU seconds each Spark and parquet run reports."""
 
 
-def _best(runs: list[dict[str, float]]) -> dict[str, float]:
-    """The fastest of repeated warm runs, with every run's rate beside it: on a shared
-    machine the other runs measure the neighbours as much as the read."""
+def _cpu_by_kind() -> dict[str, float]:
+    """CPU seconds (user + system, with those of reaped children) used so far by this
+    process's Spark JVM (``jvm``), the Python processes under it (``workers``: Spark's
+    Python worker daemon and the workers it forks) and the store (``store``); Linux
+    ``/proc``, empty elsewhere. Each run reports its own difference, per million rows:
+    less sensitive to the neighbours on a shared machine than its seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    comm: dict[int, str] = {}
+    cpu: dict[int, float] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        pid = int(entry)
+        name, _, rest = stat.partition("(")[2].rpartition(")")
+        fields = rest.split()
+        parent[pid], comm[pid] = int(fields[1]), name
+        cpu[pid] = sum(int(x) for x in fields[11:15]) / tick
+
+    def under(pid: int, root: int) -> bool:
+        for _ in range(64):  # bounded: a process tree is not that deep
+            if pid == root:
+                return True
+            if pid <= 1:
+                return False
+            pid = parent.get(pid, 0)
+        return False
+
+    me = os.getpid()
+    out = {"jvm": 0.0, "workers": 0.0, "store": cpu.get(STORE_PID, 0.0) if STORE_PID else 0.0}
+    jvms = [p for p in cpu if comm[p] == "java" and under(p, me)]
+    for pid in cpu:
+        if comm[pid] == "java" and pid in jvms:
+            out["jvm"] += cpu[pid]
+        elif comm[pid].startswith("python") and any(under(pid, j) for j in jvms):
+            out["workers"] += cpu[pid]
+    return out
+
+
+def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fastest of repeated warm runs, with every run's rate beside it, their median,
+    and the median CPU seconds per million rows of each process kind: on a shared machine
+    the other runs measure the neighbours as much as the read."""
     best = dict(max(runs, key=lambda r: r["rate"]))
-    best["rates"] = [r["rate"] for r in runs]  # type: ignore[assignment]
+    best["rates"] = [r["rate"] for r in runs]
+    best["median_rate"] = statistics.median(best["rates"])
+    cpus = [r["cpu_seconds_per_million_rows"] for r in runs if "cpu_seconds_per_million_rows" in r]
+    if cpus:
+        best["median_cpu_seconds_per_million_rows"] = {
+            kind: statistics.median(c[kind] for c in cpus) for kind in cpus[0]
+        }
     return best
+
+
+def _cpu_line(r: dict[str, Any]) -> str:
+    """The median rate and CPU seconds per million rows of warm runs (:func:`_best`)."""
+    cpu = r.get("median_cpu_seconds_per_million_rows", {})
+    return f"{'    median':<28}{r['median_rate']:>12,.0f}{'':>10}  CPU s per 1M rows: " + (
+        ", ".join(f"{kind} {seconds:.3f}" for kind, seconds in cpu.items()) or "n/a"
+    )
 
 
 def _elapsed(phase: str) -> Callable[[], str]:
@@ -104,7 +170,7 @@ def baseline(
     signed batches, check every signature) record by record; ``arrow``: decode and verify
     into Arrow columns, as an executor does."""
     from dafka.query import QueryClient, verified_batches
-    from dafka.spark.arrow_columns import signed_reply_columns
+    from dafka.spark.arrow_columns import signed_reply_chunks
 
     phase = "query client, " + ("into Arrow" if arrow else "verify" if verify else "raw")
     t0 = time.perf_counter()
@@ -117,8 +183,7 @@ def baseline(
             if first_reply is None:
                 first_reply = time.perf_counter() - t0
             if arrow:
-                columns = signed_reply_columns(reply, 0, n)
-                count += 0 if columns is None else len(columns[1])
+                count += sum(len(c["value"]) for c in signed_reply_chunks(reply, 0, n))
             elif verify:
                 count += sum(len(recs) for _, _, recs in verified_batches(reply))
             else:
@@ -217,12 +282,21 @@ def _timed(what: str, n: int, load: Callable[[], Any]) -> dict[str, float]:
     count its ``n`` rows and sum their values' lengths."""
     from pyspark.sql import functions as F
 
+    cpu0 = _cpu_by_kind()
     t0 = time.perf_counter()
     with PROGRESS.ticking(_elapsed(what)):
         row = load().agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
     seconds = time.perf_counter() - t0
+    cpu1 = _cpu_by_kind()
     assert row["n"] == n, row
-    return {"records": n, "seconds": seconds, "rate": n / seconds}
+    return {
+        "records": n,
+        "seconds": seconds,
+        "rate": n / seconds,
+        "cpu_seconds_per_million_rows": {
+            kind: (cpu1[kind] - cpu0.get(kind, 0.0)) * 1e6 / n for kind in cpu1
+        },
+    }
 
 
 def _cold_then_warm(what: str, n: int, repeat: int, load: Callable[[], Any]) -> dict[str, Any]:
@@ -359,7 +433,7 @@ def main() -> None:
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
     )
     args = ap.parse_args()
-    global PROGRESS
+    global PROGRESS, STORE_PID
     PROGRESS = Progress(False if args.no_progress else None)
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -370,6 +444,7 @@ def main() -> None:
     tower = Tower()
     with tempfile.TemporaryDirectory(prefix="dafka-bench-") as data:
         store = StoreProc(Path(data) / "store", tower.address)
+        STORE_PID = store.proc.p.pid
         second = StoreProc(Path(data) / "store2", tower.address) if args.failover else None
         fo = None
         try:
@@ -442,6 +517,8 @@ def main() -> None:
         "value_only": {"batch_read": one, "batch_read_warm": one_warm, "floor": fl_one},
         "ratio_warm_value_only_read_to_parquet": one_warm["rate"] / pq["warm"]["rate"],
         "ratio_warm_value_only_floor_to_parquet": fl_one["warm"]["rate"] / pq["warm"]["rate"],
+        "ratio_median_value_only_read_to_parquet": one_warm["median_rate"]
+        / pq["warm"]["median_rate"],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"spark_read-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -456,15 +533,20 @@ def main() -> None:
         print(f"{'    time to first batch':<28}{'':>12}{r['time_to_first_batch']:>10.2f}")
     for name, r in (("spark batch read", br), ("  warm", br_warm)):
         print(f"{name:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(br_warm))
     for run in ("cold", "warm"):
         r = pq[run]
         print(f"{'parquet ' + run:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(pq["warm"]))
     r = fl["warm"]
     print(f"{'floor (no-op source) warm':<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(r))
     for name, r in (("value column alone", one), ("  warm", one_warm)):
         print(f"{name:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(one_warm))
     r = fl_one["warm"]
     print(f"{'  floor warm':<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(r))
     if fo is not None:
         print(f"{'batch read, 1 of 2 killed':<28}{fo['rate']:>12,.0f}{fo['seconds']:>10.2f}")
     print(f"ratio micro-batch / baseline: {result['ratio_micro_batch_to_baseline']:.2f}")
@@ -477,7 +559,8 @@ def main() -> None:
     print(
         "value column alone, ratio warm read / warm parquet: "
         f"{result['ratio_warm_value_only_read_to_parquet']:.2f}, "
-        f"floor / parquet: {result['ratio_warm_value_only_floor_to_parquet']:.2f}"
+        f"floor / parquet: {result['ratio_warm_value_only_floor_to_parquet']:.2f}; "
+        f"medians read / parquet: {result['ratio_median_value_only_read_to_parquet']:.2f}"
     )
     print(f"load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end")
     print(json.dumps(result))
