@@ -76,24 +76,22 @@ def _lengths(blob: bytes, at: int, count: int) -> pa.Array:
     return pa.Array.from_buffers(pa.uint32(), count + 1, [None, pa.py_buffer(values)])
 
 
-def _binary(data: pa.Buffer, sizes: pa.Array, valid: pa.Buffer | None) -> pa.Array:
-    """A binary array of ``len(sizes) - 1`` consecutive values of ``data``, their sizes
-    after a leading 0 in ``sizes`` (uint32; a null's is 0); nulls where ``valid`` is unset.
+def _offsets(sizes: pa.Array) -> tuple[pa.Buffer, int]:
+    """The int32 offsets of a binary array whose value sizes follow a leading 0 in ``sizes``
+    (uint32; a null's is 0), and the values' total size.
 
-    Their running sum is the array's offsets: uint32 never wraps here (a blob is at most
-    16 MiB), and below 2**31 its bits are the int32 offsets Arrow's binary type holds."""
+    Their running sum is the offsets: uint32 never wraps here (a blob is at most 16 MiB),
+    and below 2**31 its bits are the int32 offsets Arrow's binary type holds."""
     ends = pc.cumulative_sum(sizes)
-    return pa.Array.from_buffers(pa.binary(), len(sizes) - 1, [valid, ends.buffers()[1], data])
+    return ends.buffers()[1], ends[len(ends) - 1].as_py()
 
 
 def _values(blob: bytes, layout: RecordLayout) -> pa.Array:
     """The values of one verified blob: a binary array over the blob, no copy."""
     n = layout.count
-    sizes = _lengths(blob, layout.lengths_at + 4 * n, n)
-    ends = pc.cumulative_sum(sizes)
-    total = ends[n].as_py()
+    offsets, total = _offsets(_lengths(blob, layout.lengths_at + 4 * n, n))
     data = pa.py_buffer(blob).slice(layout.values_end - total, total)
-    return pa.Array.from_buffers(pa.binary(), n, [None, ends.buffers()[1], data])
+    return pa.Array.from_buffers(pa.binary(), n, [None, offsets, data])
 
 
 def _keys(blob: bytes, layout: RecordLayout) -> pa.Array:
@@ -103,14 +101,16 @@ def _keys(blob: bytes, layout: RecordLayout) -> pa.Array:
     if memoryview(blob)[at : at + 4 * n] == _NO_KEY_BYTES * n:
         return pa.nulls(n, pa.binary())
     sizes = _lengths(blob, at, n)
-    data = pa.py_buffer(blob).slice(layout.keys_at)  # the values follow: never read
     present = pc.not_equal(sizes.slice(1), _NO_KEY)
-    if pc.all(present).as_py():
-        return _binary(data, sizes, None)
-    bitmap = pc.if_else(present, True, False)  # a fresh array: its bitmap starts at bit 0
-    assert bitmap.offset == 0
-    sizes = pc.if_else(pc.not_equal(sizes, _NO_KEY), sizes, _ZERO)
-    return _binary(data, sizes, bitmap.buffers()[1])
+    valid = None
+    if not pc.all(present).as_py():
+        bitmap = pc.if_else(present, True, False)  # a fresh array: its bitmap starts at bit 0
+        assert bitmap.offset == 0
+        valid = bitmap.buffers()[1]
+        sizes = pc.if_else(pc.not_equal(sizes, _NO_KEY), sizes, _ZERO)
+    offsets, total = _offsets(sizes)
+    data = pa.py_buffer(blob).slice(layout.keys_at, total)
+    return pa.Array.from_buffers(pa.binary(), n, [valid, offsets, data])
 
 
 @dataclass(slots=True)
