@@ -1,4 +1,6 @@
-"""Signed READ replies straight into Arrow columns: no Python object per record, no copy.
+"""Signed READ replies straight into Arrow columns: no Python object per record, and no
+copy of the keys or values besides the one verification makes (``verify_batch`` takes
+each blob as ``bytes``).
 
 A signed batch blob keeps its records as two arrays of big-endian u32 lengths followed
 by the keys and the values back to back (``docs/wire.md`` §9.3). Arrow's binary type is
@@ -34,6 +36,7 @@ __all__ = [
     "CHUNK_ROWS",
     "CREATE_TIME",
     "SIGNED_COLUMNS",
+    "TYPES",
     "signed_reply_chunks",
     "signed_reply_columns",
 ]
