@@ -9,7 +9,9 @@ records of SIZE bytes to one partition. Then, in one run:
 * baseline    the query client (the store's pull endpoint, no Spark) reads the
               whole range in READs of at most 4 MiB, then decodes the batches as an
               executor does (checking signatures under the signed profile): records/s;
-              the same without decoding is reported as the raw READ rate
+              the same without decoding is reported as the raw READ rate, and into
+              Arrow batches as an executor makes them (all columns, then the value
+              alone) with the CPU seconds per million rows the decoding took
 * micro-batch a streaming query (``readStream.format("dafka")``, startingOffsets
               earliest, Trigger.AvailableNow) whose first micro-batch holds all N
               records, counted and summed in ``foreachBatch``: time from start()
@@ -33,6 +35,8 @@ records of SIZE bytes to one partition. Then, in one run:
               SIGKILLed and a batch read of the range runs with option ``stores``
               naming both, the dead one first: its seconds
 
+Each Spark and parquet run reports the CPU seconds per million rows its JVM, Python workers
+and store used (``/proc``), less sensitive to other work on the machine than its rate.
 Each Spark and parquet phase runs once cold, then ``--repeat`` times warm (a session whose
 Python workers and JVM code paths are already up); the warm figure is the fastest of
 those runs, and the JSON keeps every run's rate: on a shared machine a single run
@@ -164,11 +168,17 @@ def write_records(towers: str, topic: str, n: int, size: int) -> tuple[str, floa
 
 
 def baseline(
-    endpoint: str, topic: str, partition: str, n: int, verify: bool, arrow: bool = False
-) -> dict[str, float]:
+    endpoint: str,
+    topic: str,
+    partition: str,
+    n: int,
+    verify: bool,
+    arrow: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
     """Read offsets 0..n-1 with the raw query client; ``verify``: also decode (and, for
-    signed batches, check every signature) record by record; ``arrow``: decode and verify
-    into Arrow columns, as an executor does."""
+    signed batches, check every signature) record by record; ``arrow``: verify and decode
+    into Arrow batches of those columns, as an executor does (and report this process's CPU
+    seconds per million rows doing so: ``decode_cpu_seconds_per_million_rows``)."""
     from dafka.query import QueryClient, verified_batches
     from dafka.spark.arrow_columns import signed_reply_chunks
 
@@ -176,6 +186,7 @@ def baseline(
     t0 = time.perf_counter()
     first_reply = None
     count = 0
+    decode_cpu = 0.0
     with QueryClient(endpoint, timeout=60) as client:
         for reply in client.read_range(topic, partition, 0, n):
             if PROGRESS.due():
@@ -183,7 +194,10 @@ def baseline(
             if first_reply is None:
                 first_reply = time.perf_counter() - t0
             if arrow:
-                count += sum(len(c["value"]) for c in signed_reply_chunks(reply, 0, n))
+                cpu0 = time.process_time()
+                chunks = list(signed_reply_chunks(reply, 0, n, arrow))
+                decode_cpu += time.process_time() - cpu0
+                count += sum(len(c[arrow[0]]) for c in chunks)
             elif verify:
                 count += sum(len(recs) for _, _, recs in verified_batches(reply))
             else:
@@ -197,6 +211,7 @@ def baseline(
         "rate": count / seconds,
         "first_reply_seconds": first_reply,
         "profile": reply.profile,
+        "decode_cpu_seconds_per_million_rows": decode_cpu * 1e6 / n if arrow else None,
     }
 
 
@@ -453,7 +468,10 @@ def main() -> None:
             print("raw query client ...", file=sys.stderr)
             raw = baseline(store.query_endpoint, topic, partition, n, verify=False)
             base = baseline(store.query_endpoint, topic, partition, n, verify=True)
-            arrow = baseline(store.query_endpoint, topic, partition, n, True, arrow=True)
+            from dafka.spark.arrow_columns import SIGNED_COLUMNS
+
+            arrow = baseline(store.query_endpoint, topic, partition, n, True, SIGNED_COLUMNS)
+            arrow_one = baseline(store.query_endpoint, topic, partition, n, True, ("value",))
             print("spark ...", file=sys.stderr)
             spark = spark_session()
             try:
@@ -501,6 +519,7 @@ def main() -> None:
         "baseline_query_client_raw": raw,
         "baseline_query_client": base,
         "baseline_query_client_arrow": arrow,
+        "baseline_query_client_arrow_value_only": arrow_one,
         "micro_batch": mb,
         "micro_batch_warm": mb_warm,
         "batch_read": br,
@@ -527,7 +546,11 @@ def main() -> None:
     print(f"{'producer write (acked)':<28}{write_rate:>12,.0f}{'':>10}")
     print(f"{'query client, raw READs':<28}{raw['rate']:>12,.0f}{raw['seconds']:>10.2f}")
     print(f"{'baseline: + decode/verify':<28}{base['rate']:>12,.0f}{base['seconds']:>10.2f}")
-    print(f"{'  into Arrow columns':<28}{arrow['rate']:>12,.0f}{arrow['seconds']:>10.2f}")
+    for name, r in (("  into Arrow columns", arrow), ("  into Arrow, value only", arrow_one)):
+        print(
+            f"{name:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}  decode CPU s per 1M rows: "
+            f"{r['decode_cpu_seconds_per_million_rows']:.3f}"
+        )
     for name, r in (("spark micro-batch", mb), ("  warm", mb_warm)):
         print(f"{name:<28}{r['rate']:>12,.0f}{r['batch_seconds']:>10.2f}")
         print(f"{'    time to first batch':<28}{'':>12}{r['time_to_first_batch']:>10.2f}")
