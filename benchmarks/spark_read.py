@@ -9,7 +9,9 @@ records of SIZE bytes to one partition. Then, in one run:
 * baseline    the query client (the store's pull endpoint, no Spark) reads the
               whole range in READs of at most 4 MiB, then decodes the batches as an
               executor does (checking signatures under the signed profile): records/s;
-              the same without decoding is reported as the raw READ rate
+              the same without decoding is reported as the raw READ rate, and into
+              Arrow batches as an executor makes them (all columns, then the value
+              alone) with the CPU seconds per million rows the decoding took
 * micro-batch a streaming query (``readStream.format("dafka")``, startingOffsets
               earliest, Trigger.AvailableNow) whose first micro-batch holds all N
               records, counted and summed in ``foreachBatch``: time from start()
@@ -33,6 +35,8 @@ records of SIZE bytes to one partition. Then, in one run:
               SIGKILLed and a batch read of the range runs with option ``stores``
               naming both, the dead one first: its seconds
 
+Each Spark and parquet run reports the CPU seconds per million rows its JVM, Python workers
+and store used (``/proc``), less sensitive to other work on the machine than its rate.
 Each Spark and parquet phase runs once cold, then ``--repeat`` times warm (a session whose
 Python workers and JVM code paths are already up); the warm figure is the fastest of
 those runs, and the JSON keeps every run's rate: on a shared machine a single run
@@ -50,6 +54,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -64,14 +69,79 @@ VALUE_ONLY = "value binary"
 """The user schema of the pruned phases: the one column the benchmark's query reads."""
 PROGRESS = Progress(False)
 """The status line on stderr (set in main: a terminal only, not with --no-progress)."""
+STORE_PID: int | None = None
+"""The store's process (set in main), whose CPU seconds each Spark and parquet run reports."""
 
 
-def _best(runs: list[dict[str, float]]) -> dict[str, float]:
-    """The fastest of repeated warm runs, with every run's rate beside it: on a shared
-    machine the other runs measure the neighbours as much as the read."""
+def _cpu_by_kind() -> dict[str, float]:
+    """CPU seconds (user + system, with those of reaped children) used so far by this
+    process's Spark JVM (``jvm``), the Python processes under it (``workers``: Spark's
+    Python worker daemon and the workers it forks) and the store (``store``); Linux
+    ``/proc``, empty elsewhere. Each run reports its own difference, per million rows:
+    less sensitive to the neighbours on a shared machine than its seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    comm: dict[int, str] = {}
+    cpu: dict[int, float] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        pid = int(entry)
+        name, _, rest = stat.partition("(")[2].rpartition(")")
+        fields = rest.split()
+        parent[pid], comm[pid] = int(fields[1]), name
+        cpu[pid] = sum(int(x) for x in fields[11:15]) / tick
+
+    def under(pid: int, root: int) -> bool:
+        for _ in range(64):  # bounded: a process tree is not that deep
+            if pid == root:
+                return True
+            if pid <= 1:
+                return False
+            pid = parent.get(pid, 0)
+        return False
+
+    me = os.getpid()
+    out = {"jvm": 0.0, "workers": 0.0, "store": cpu.get(STORE_PID, 0.0) if STORE_PID else 0.0}
+    jvms = [p for p in cpu if comm[p] == "java" and under(p, me)]
+    for pid in cpu:
+        if comm[pid] == "java" and pid in jvms:
+            out["jvm"] += cpu[pid]
+        elif comm[pid].startswith("python") and any(under(pid, j) for j in jvms):
+            out["workers"] += cpu[pid]
+    return out
+
+
+def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fastest of repeated warm runs, with every run's rate beside it, their median,
+    and the median CPU seconds per million rows of each process kind: on a shared machine
+    the other runs measure the neighbours as much as the read."""
     best = dict(max(runs, key=lambda r: r["rate"]))
-    best["rates"] = [r["rate"] for r in runs]  # type: ignore[assignment]
+    best["rates"] = [r["rate"] for r in runs]
+    best["median_rate"] = statistics.median(best["rates"])
+    cpus = [r["cpu_seconds_per_million_rows"] for r in runs if "cpu_seconds_per_million_rows" in r]
+    if cpus:
+        best["median_cpu_seconds_per_million_rows"] = {
+            kind: statistics.median(c[kind] for c in cpus) for kind in cpus[0]
+        }
     return best
+
+
+def _cpu_line(r: dict[str, Any]) -> str:
+    """The median rate and CPU seconds per million rows of warm runs (:func:`_best`)."""
+    cpu = r.get("median_cpu_seconds_per_million_rows", {})
+    return f"{'    median':<28}{r['median_rate']:>12,.0f}{'':>10}  CPU s per 1M rows: " + (
+        ", ".join(f"{kind} {seconds:.3f}" for kind, seconds in cpu.items()) or "n/a"
+    )
 
 
 def _elapsed(phase: str) -> Callable[[], str]:
@@ -98,18 +168,25 @@ def write_records(towers: str, topic: str, n: int, size: int) -> tuple[str, floa
 
 
 def baseline(
-    endpoint: str, topic: str, partition: str, n: int, verify: bool, arrow: bool = False
-) -> dict[str, float]:
+    endpoint: str,
+    topic: str,
+    partition: str,
+    n: int,
+    verify: bool,
+    arrow: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
     """Read offsets 0..n-1 with the raw query client; ``verify``: also decode (and, for
-    signed batches, check every signature) record by record; ``arrow``: decode and verify
-    into Arrow columns, as an executor does."""
+    signed batches, check every signature) record by record; ``arrow``: verify and decode
+    into Arrow batches of those columns, as an executor does (and report this process's CPU
+    seconds per million rows doing so: ``decode_cpu_seconds_per_million_rows``)."""
     from dafka.query import QueryClient, verified_batches
-    from dafka.spark.arrow_columns import signed_reply_columns
+    from dafka.spark.arrow_columns import signed_reply_chunks
 
     phase = "query client, " + ("into Arrow" if arrow else "verify" if verify else "raw")
     t0 = time.perf_counter()
     first_reply = None
     count = 0
+    decode_cpu = 0.0
     with QueryClient(endpoint, timeout=60) as client:
         for reply in client.read_range(topic, partition, 0, n):
             if PROGRESS.due():
@@ -117,8 +194,10 @@ def baseline(
             if first_reply is None:
                 first_reply = time.perf_counter() - t0
             if arrow:
-                columns = signed_reply_columns(reply, 0, n)
-                count += 0 if columns is None else len(columns[1])
+                cpu0 = time.process_time()
+                chunks = list(signed_reply_chunks(reply, 0, n, arrow))
+                decode_cpu += time.process_time() - cpu0
+                count += sum(len(c[arrow[0]]) for c in chunks)
             elif verify:
                 count += sum(len(recs) for _, _, recs in verified_batches(reply))
             else:
@@ -132,6 +211,7 @@ def baseline(
         "rate": count / seconds,
         "first_reply_seconds": first_reply,
         "profile": reply.profile,
+        "decode_cpu_seconds_per_million_rows": decode_cpu * 1e6 / n if arrow else None,
     }
 
 
@@ -217,12 +297,21 @@ def _timed(what: str, n: int, load: Callable[[], Any]) -> dict[str, float]:
     count its ``n`` rows and sum their values' lengths."""
     from pyspark.sql import functions as F
 
+    cpu0 = _cpu_by_kind()
     t0 = time.perf_counter()
     with PROGRESS.ticking(_elapsed(what)):
         row = load().agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("bytes")).first()
     seconds = time.perf_counter() - t0
+    cpu1 = _cpu_by_kind()
     assert row["n"] == n, row
-    return {"records": n, "seconds": seconds, "rate": n / seconds}
+    return {
+        "records": n,
+        "seconds": seconds,
+        "rate": n / seconds,
+        "cpu_seconds_per_million_rows": {
+            kind: (cpu1[kind] - cpu0.get(kind, 0.0)) * 1e6 / n for kind in cpu1
+        },
+    }
 
 
 def _cold_then_warm(what: str, n: int, repeat: int, load: Callable[[], Any]) -> dict[str, Any]:
@@ -359,7 +448,7 @@ def main() -> None:
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
     )
     args = ap.parse_args()
-    global PROGRESS
+    global PROGRESS, STORE_PID
     PROGRESS = Progress(False if args.no_progress else None)
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -370,6 +459,7 @@ def main() -> None:
     tower = Tower()
     with tempfile.TemporaryDirectory(prefix="dafka-bench-") as data:
         store = StoreProc(Path(data) / "store", tower.address)
+        STORE_PID = store.proc.p.pid
         second = StoreProc(Path(data) / "store2", tower.address) if args.failover else None
         fo = None
         try:
@@ -378,7 +468,10 @@ def main() -> None:
             print("raw query client ...", file=sys.stderr)
             raw = baseline(store.query_endpoint, topic, partition, n, verify=False)
             base = baseline(store.query_endpoint, topic, partition, n, verify=True)
-            arrow = baseline(store.query_endpoint, topic, partition, n, True, arrow=True)
+            from dafka.spark.arrow_columns import SIGNED_COLUMNS
+
+            arrow = baseline(store.query_endpoint, topic, partition, n, True, SIGNED_COLUMNS)
+            arrow_one = baseline(store.query_endpoint, topic, partition, n, True, ("value",))
             print("spark ...", file=sys.stderr)
             spark = spark_session()
             try:
@@ -426,6 +519,7 @@ def main() -> None:
         "baseline_query_client_raw": raw,
         "baseline_query_client": base,
         "baseline_query_client_arrow": arrow,
+        "baseline_query_client_arrow_value_only": arrow_one,
         "micro_batch": mb,
         "micro_batch_warm": mb_warm,
         "batch_read": br,
@@ -442,6 +536,8 @@ def main() -> None:
         "value_only": {"batch_read": one, "batch_read_warm": one_warm, "floor": fl_one},
         "ratio_warm_value_only_read_to_parquet": one_warm["rate"] / pq["warm"]["rate"],
         "ratio_warm_value_only_floor_to_parquet": fl_one["warm"]["rate"] / pq["warm"]["rate"],
+        "ratio_median_value_only_read_to_parquet": one_warm["median_rate"]
+        / pq["warm"]["median_rate"],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"spark_read-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -450,21 +546,30 @@ def main() -> None:
     print(f"{'producer write (acked)':<28}{write_rate:>12,.0f}{'':>10}")
     print(f"{'query client, raw READs':<28}{raw['rate']:>12,.0f}{raw['seconds']:>10.2f}")
     print(f"{'baseline: + decode/verify':<28}{base['rate']:>12,.0f}{base['seconds']:>10.2f}")
-    print(f"{'  into Arrow columns':<28}{arrow['rate']:>12,.0f}{arrow['seconds']:>10.2f}")
+    for name, r in (("  into Arrow columns", arrow), ("  into Arrow, value only", arrow_one)):
+        print(
+            f"{name:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}  decode CPU s per 1M rows: "
+            f"{r['decode_cpu_seconds_per_million_rows']:.3f}"
+        )
     for name, r in (("spark micro-batch", mb), ("  warm", mb_warm)):
         print(f"{name:<28}{r['rate']:>12,.0f}{r['batch_seconds']:>10.2f}")
         print(f"{'    time to first batch':<28}{'':>12}{r['time_to_first_batch']:>10.2f}")
     for name, r in (("spark batch read", br), ("  warm", br_warm)):
         print(f"{name:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(br_warm))
     for run in ("cold", "warm"):
         r = pq[run]
         print(f"{'parquet ' + run:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(pq["warm"]))
     r = fl["warm"]
     print(f"{'floor (no-op source) warm':<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(r))
     for name, r in (("value column alone", one), ("  warm", one_warm)):
         print(f"{name:<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(one_warm))
     r = fl_one["warm"]
     print(f"{'  floor warm':<28}{r['rate']:>12,.0f}{r['seconds']:>10.2f}")
+    print(_cpu_line(r))
     if fo is not None:
         print(f"{'batch read, 1 of 2 killed':<28}{fo['rate']:>12,.0f}{fo['seconds']:>10.2f}")
     print(f"ratio micro-batch / baseline: {result['ratio_micro_batch_to_baseline']:.2f}")
@@ -477,7 +582,8 @@ def main() -> None:
     print(
         "value column alone, ratio warm read / warm parquet: "
         f"{result['ratio_warm_value_only_read_to_parquet']:.2f}, "
-        f"floor / parquet: {result['ratio_warm_value_only_floor_to_parquet']:.2f}"
+        f"floor / parquet: {result['ratio_warm_value_only_floor_to_parquet']:.2f}; "
+        f"medians read / parquet: {result['ratio_median_value_only_read_to_parquet']:.2f}"
     )
     print(f"load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end")
     print(json.dumps(result))

@@ -2,19 +2,22 @@
 
 Under ``rfc46`` a reply maps onto Arrow buffers with no per-record Python (a batch is one
 record: its blob is the value); under ``signed`` each batch is verified first
-(:mod:`~dafka.spark.arrow_columns`) and decoded into keyed, timestamped columns.
+(:mod:`~dafka.spark.arrow_columns`) and decoded into keyed, timestamped columns, which
+point into the verified blobs rather than copy them. Either way only the columns the
+read schema names are built: a query reading ``.schema("value binary")`` never makes keys,
+offsets, timestamps or the topic's name once per row.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..errors import ConfigError, DafkaError, ProfileError
 from ..query.protocol import ReadReply
 from .options import ReadOptions
 
-__all__ = ["COLUMNS", "CREATE_TIME", "SCHEMA", "arrow_schema", "check_read_schema", "reply_batch"]
-
-CREATE_TIME = 0
-"""``timestampType`` of a record stamped by its producer (Kafka's CreateTime)."""
+__all__ = ["COLUMNS", "SCHEMA", "arrow_schema", "check_read_schema", "reply_batches"]
 
 
 def arrow_schema(schema):
@@ -25,15 +28,13 @@ def arrow_schema(schema):
 
 
 def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
-    """Arrow rows for offsets ``lo..hi-1`` of an rfc46 READ reply, without per-record Python."""
+    """Arrow rows for offsets ``lo..hi-1`` of an rfc46 READ reply, without per-record Python
+    (only the columns ``arrow_schema`` names are built)."""
     import pyarrow as pa
 
     n = reply.count
     first = reply.first
     assert first is not None
-    lasts = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(reply.lasts)])
-    positions = pa.py_buffer(b"\0\0\0\0" + bytes(reply.ends))
-    values = pa.Array.from_buffers(pa.binary(), n, [None, positions, pa.py_buffer(reply.data)])
     # one record per batch: batch i holds offset first + i when the reply is contiguous
     if reply.next_offset != first + n:
         raise DafkaError(f"{reply.topic}/{reply.partition}: an rfc46 batch holds several offsets")
@@ -41,31 +42,32 @@ def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
     count = hi_i - lo_i
     if count <= 0:
         return None
-    columns = [
-        pa.nulls(count, pa.binary()),
-        values.slice(lo_i, count),
-        pa.repeat(pa.scalar(reply.topic, pa.string()), count),
-        pa.repeat(pa.scalar(reply.partition, pa.string()), count),
-        lasts.slice(lo_i, count),
-        pa.nulls(count, pa.timestamp("us", tz="UTC")),
-        pa.nulls(count, pa.int32()),
-    ]
-    return _batch(columns, arrow_schema)
+
+    def column(name: str):
+        if name == "value":
+            positions = pa.py_buffer(b"\0\0\0\0" + bytes(reply.ends))
+            values = pa.Array.from_buffers(
+                pa.binary(), n, [None, positions, pa.py_buffer(reply.data)]
+            )
+            return values.slice(lo_i, count)
+        if name == "offset":
+            lasts = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(reply.lasts)])
+            return lasts.slice(lo_i, count)
+        if name in ("topic", "partition"):
+            return pa.repeat(pa.scalar(getattr(reply, name), pa.string()), count)
+        kinds = {"key": pa.binary(), "timestamp": pa.timestamp("us", tz="UTC")}
+        return pa.nulls(count, kinds.get(name, pa.int32()))  # rfc46 records carry neither
+
+    return _batch({field.name: column(field.name) for field in arrow_schema}, arrow_schema)
 
 
-def _signed_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
-    """Arrow rows for offsets ``lo..hi-1`` of a signed READ reply, every batch verified first."""
-    import pyarrow as pa
+def _signed_batches(reply: ReadReply, lo: int, hi: int, arrow_schema) -> Iterator[object]:
+    """Arrow batches of offsets ``lo..hi-1`` of a signed READ reply, every batch of the
+    reply verified (once) before the first is given; only the columns the schema names."""
+    from .arrow_columns import signed_reply_chunks
 
-    from .arrow_columns import signed_reply_columns
-
-    columns = signed_reply_columns(reply, lo, hi)
-    if columns is None:
-        return None
-    n = len(columns[0])
-    # every signed batch carries its producer's time: Kafka's CreateTime
-    columns.append(pa.repeat(pa.scalar(CREATE_TIME, pa.int32()), n))
-    return _batch(columns, arrow_schema)
+    for columns in signed_reply_chunks(reply, lo, hi, arrow_schema.names):
+        yield _batch(columns, arrow_schema)
 
 
 _TYPES = {
@@ -107,26 +109,30 @@ def check_read_schema(schema) -> None:
         raise ConfigError("the read schema names no column of the dafka source")
 
 
-def _batch(columns, arrow_schema):
-    """The columns (in :data:`COLUMNS` order) as a batch of ``arrow_schema``: the fields it
-    names, cast to its types (a schema given with fewer columns takes only those)."""
+def _batch(columns: Mapping[str, Any], arrow_schema):
+    """``columns`` (by name) as a batch of ``arrow_schema``: the fields it names (each
+    built), cast to its types where they differ."""
     import pyarrow as pa
 
-    by_name = dict(zip(COLUMNS, columns, strict=True))
     fixed = []
     for field in arrow_schema:  # names checked on the driver (check_read_schema)
-        col = by_name[field.name]
+        col = columns[field.name]
         fixed.append(col if col.type == field.type else col.cast(field.type))
     return pa.RecordBatch.from_arrays(fixed, schema=arrow_schema)
 
 
-def reply_batch(reply: ReadReply, lo: int, hi: int, arrow_schema, opts: ReadOptions, endpoint):
-    """Arrow rows of a READ reply for offsets ``lo..hi-1``, per the profile the store names."""
+def reply_batches(
+    reply: ReadReply, lo: int, hi: int, arrow_schema, opts: ReadOptions, endpoint
+) -> list[object]:
+    """Arrow batches of a READ reply for offsets ``lo..hi-1``, per the profile the store
+    names (none when it holds none of them). Signed batches are all verified here, before
+    this returns: a reply that does not verify raises, and gives no row."""
     if reply.profile == "signed":
-        return _signed_batch(reply, lo, hi, arrow_schema)
+        return list(_signed_batches(reply, lo, hi, arrow_schema))
     if opts.profile == "signed":
         raise ProfileError(
             f"{endpoint} serves {reply.topic}/{reply.partition} as unsigned rfc46 records, "
             "but the query asked for profile=signed"
         )
-    return _rfc46_batch(reply, lo, hi, arrow_schema)
+    batch = _rfc46_batch(reply, lo, hi, arrow_schema)
+    return [] if batch is None else [batch]

@@ -1,19 +1,29 @@
-"""Signed READ replies straight into Arrow columns: no Python object per record.
+"""Signed READ replies straight into Arrow columns: no Python object per record, and no
+copy of the keys or values besides the one verification makes (``verify_batch`` takes
+each blob as ``bytes``).
 
 A signed batch blob keeps its records as two arrays of big-endian u32 lengths followed
 by the keys and the values back to back (``docs/wire.md`` §9.3). Arrow's binary type is
 an array of little-endian int32 offsets over one data buffer, so a column of a batch is
-its lengths byte-swapped and summed into offsets over a slice of the blob itself; the
-values are never copied one by one. Each blob is verified first
+its lengths byte-swapped and summed into offsets (in C: ``array.byteswap`` and
+``pyarrow.compute.cumulative_sum``) over the blob itself: the values are never copied.
+Each blob is verified first, exactly once
 (:func:`~dafka.wire.signed_batch.verify_batch`: the producer's signature, its key's
-ownership of the partition, topic and partition), once, and the offsets the store
-claims for it are checked against the ones the producer signed.
+ownership of the partition, topic and partition), and the offsets the store claims for
+it are checked against the ones the producer signed.
+
+Only the columns asked for are built. The rows of one reply come out in chunks
+(:func:`signed_reply_chunks`): a batch of at least :data:`CHUNK_ROWS` records is a
+chunk of its own, whose binary columns point into its blob; smaller batches are
+gathered until they hold that many rows and concatenated (a copy of small batches only).
 """
 
 from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,62 +32,161 @@ from ..errors import WireError
 from ..query.protocol import ReadReply
 from ..wire.signed_batch import RecordLayout, record_layout, verify_batch
 
-__all__ = ["signed_reply_columns"]
+__all__ = [
+    "CHUNK_ROWS",
+    "CREATE_TIME",
+    "SIGNED_COLUMNS",
+    "TYPES",
+    "signed_reply_chunks",
+    "signed_reply_columns",
+]
+
+CREATE_TIME = 0
+"""``timestampType`` of a record stamped by its producer (Kafka's CreateTime): every
+signed batch carries its producer's time."""
+
+SIGNED_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
+"""The columns built here, with the Arrow types of :data:`TYPES`."""
+
+TYPES: dict[str, pa.DataType] = {
+    "key": pa.binary(),
+    "value": pa.binary(),
+    "topic": pa.string(),
+    "partition": pa.string(),
+    "offset": pa.int64(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestampType": pa.int32(),
+}
+
+CHUNK_ROWS = 4096
+"""A batch of at least this many records is a chunk of its own (its columns point into its
+blob); smaller ones are gathered up to this many rows and concatenated."""
 
 _SWAP = sys.byteorder == "little"
+_NO_KEY_BYTES = RecordLayout.NO_KEY.to_bytes(4, "big")
+_NO_KEY = pa.scalar(RecordLayout.NO_KEY, pa.uint32())
+_ZERO = pa.scalar(0, pa.uint32())
 
 
-def _u32_be(blob: bytes, at: int, count: int) -> pa.Array:
-    """``count`` big-endian u32 at ``blob[at:]`` as an Arrow uint32 array."""
-    values = array("I")
+def _lengths(blob: bytes, at: int, count: int) -> pa.Array:
+    """``count`` big-endian u32 at ``blob[at:]`` as an Arrow uint32 array of ``count + 1``,
+    a leading 0 first (so its cumulative sum is binary offsets)."""
+    values = array("I", bytes(4))
     assert values.itemsize == 4
-    values.frombytes(blob[at : at + 4 * count])
+    values.frombytes(memoryview(blob)[at : at + 4 * count])
     if _SWAP:
         values.byteswap()
-    return pa.Array.from_buffers(pa.uint32(), count, [None, pa.py_buffer(values)])
+    return pa.Array.from_buffers(pa.uint32(), count + 1, [None, pa.py_buffer(values)])
 
 
-def _binary(data: pa.Buffer, lengths: pa.Array, valid: pa.Array | None) -> pa.Array:
-    """A binary array of ``lengths`` consecutive values in ``data`` (nulls where not valid)."""
-    ends = pc.cumulative_sum(lengths.cast(pa.int64()))
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), ends.cast(pa.int32())])
-    bitmap = None
-    if valid is not None:
-        bitmap = valid.buffers()[1]
-    return pa.Array.from_buffers(pa.binary(), len(lengths), [bitmap, offsets.buffers()[1], data])
+def _offsets(sizes: pa.Array) -> tuple[pa.Buffer, int]:
+    """The int32 offsets of a binary array whose value sizes follow a leading 0 in ``sizes``
+    (uint32; a null's is 0), and the values' total size.
+
+    Their running sum is the offsets: uint32 never wraps here (a blob is at most 16 MiB),
+    and below 2**31 its bits are the int32 offsets Arrow's binary type holds."""
+    ends = pc.cumulative_sum(sizes)
+    return ends.buffers()[1], ends[len(ends) - 1].as_py()
 
 
-def _columns(blob: bytes, layout: RecordLayout) -> tuple[pa.Array, pa.Array]:
-    """``(keys, values)`` of one verified blob."""
+def _values(blob: bytes, layout: RecordLayout) -> pa.Array:
+    """The values of one verified blob: a binary array over the blob, no copy."""
     n = layout.count
-    buf = pa.py_buffer(blob)
-    klens = _u32_be(blob, layout.lengths_at, n)
-    vlens = _u32_be(blob, layout.lengths_at + 4 * n, n)
-    value_bytes = pc.sum(vlens.cast(pa.int64())).as_py() or 0
-    values_at = layout.values_end - value_bytes
-    values = _binary(buf.slice(values_at, value_bytes), vlens, None)
-    present = pc.not_equal(klens, pa.scalar(RecordLayout.NO_KEY, pa.uint32()))
-    has = pc.sum(present.cast(pa.int64())).as_py() or 0
-    if has == 0:
-        keys = pa.nulls(n, pa.binary())
+    offsets, total = _offsets(_lengths(blob, layout.lengths_at + 4 * n, n))
+    data = pa.py_buffer(blob).slice(layout.values_end - total, total)
+    return pa.Array.from_buffers(pa.binary(), n, [None, offsets, data])
+
+
+def _keys(blob: bytes, layout: RecordLayout) -> pa.Array:
+    """The keys of one verified blob (null where a record has none), over the blob."""
+    n = layout.count
+    at = layout.lengths_at
+    if memoryview(blob)[at : at + 4 * n] == _NO_KEY_BYTES * n:
+        return pa.nulls(n, pa.binary())
+    sizes = _lengths(blob, at, n)
+    present = pc.not_equal(sizes.slice(1), _NO_KEY)
+    valid = None
+    if not pc.all(present).as_py():
+        bitmap = pc.if_else(present, True, False)  # a fresh array: its bitmap starts at bit 0
+        assert bitmap.offset == 0
+        valid = bitmap.buffers()[1]
+        sizes = pc.if_else(pc.not_equal(sizes, _NO_KEY), sizes, _ZERO)
+    offsets, total = _offsets(sizes)
+    data = pa.py_buffer(blob).slice(layout.keys_at, total)
+    return pa.Array.from_buffers(pa.binary(), n, [valid, offsets, data])
+
+
+@dataclass(slots=True)
+class _Piece:
+    """Rows ``a..b-1`` of one verified blob (offsets ``first + a ..``)."""
+
+    blob: bytes
+    layout: RecordLayout
+    first: int
+    a: int
+    b: int
+    timestamp_ms: int
+
+    @property
+    def rows(self) -> int:
+        return self.b - self.a
+
+
+def _piece_column(name: str, piece: _Piece) -> pa.Array:
+    """Column ``name`` (binary, offset or timestamp) of one piece."""
+    a, rows = piece.a, piece.rows
+    if name == "value":
+        column = _values(piece.blob, piece.layout)
+    elif name == "key":
+        column = _keys(piece.blob, piece.layout)
+    elif name == "offset":
+        return pa.arange(piece.first + a, piece.first + piece.b)
     else:
-        key_bytes = values_at - layout.keys_at
-        sizes = klens if has == n else pc.if_else(present, klens, pa.scalar(0, pa.uint32()))
-        keys = _binary(buf.slice(layout.keys_at, key_bytes), sizes, None if has == n else present)
-    return keys, values
+        stamp = pa.scalar(piece.timestamp_ms * 1000, TYPES["timestamp"])
+        return pa.repeat(stamp, rows)
+    return column if a == 0 and rows == piece.layout.count else column.slice(a, rows)
 
 
-def signed_reply_columns(reply: ReadReply, lo: int, hi: int) -> list[pa.Array] | None:
-    """Columns ``key, value, topic, partition, offset, timestamp`` (ms) for offsets
-    ``lo..hi-1`` of a signed READ reply; ``None`` when it holds none of them.
+def _chunk(pieces: list[_Piece], names: Collection[str], reply: ReadReply) -> dict[str, pa.Array]:
+    """Columns ``names`` of the rows of ``pieces``: over the blob for one piece,
+    concatenated (copied) for several."""
+    n = sum(p.rows for p in pieces)
+    out: dict[str, pa.Array] = {}
+    for name in names:
+        if name == "topic":
+            out[name] = pa.repeat(pa.scalar(reply.topic, pa.string()), n)
+        elif name == "partition":
+            out[name] = pa.repeat(pa.scalar(reply.partition, pa.string()), n)
+        elif name == "timestampType":
+            out[name] = pa.repeat(pa.scalar(CREATE_TIME, pa.int32()), n)
+        elif len(pieces) == 1:
+            out[name] = _piece_column(name, pieces[0])
+        else:
+            out[name] = pa.concat_arrays([_piece_column(name, p) for p in pieces])
+    return out
 
-    Raises :class:`~dafka.errors.WireError` (or a subclass) for a blob that does not
-    verify or that holds other offsets than the store said.
+
+def signed_reply_chunks(
+    reply: ReadReply,
+    lo: int,
+    hi: int,
+    names: Collection[str] = SIGNED_COLUMNS,
+    *,
+    chunk_rows: int = CHUNK_ROWS,
+) -> Iterator[dict[str, pa.Array]]:
+    """The rows of offsets ``lo..hi-1`` of a signed READ reply, in offset order, as chunks
+    of columns ``names`` (of :data:`SIGNED_COLUMNS`; types :data:`TYPES`); none when the
+    reply holds none of them. A column not named is never built. A batch of at least
+    ``chunk_rows`` rows is a chunk of its own, over its blob; smaller ones are gathered.
+
+    Every batch of the reply is verified, before any row of the reply is given: raises
+    :class:`~dafka.errors.WireError` (or a subclass) for a blob that does not verify or
+    that holds other offsets than the store said.
     """
-    keys: list[pa.Array] = []
-    values: list[pa.Array] = []
-    offsets: list[pa.Array] = []
-    stamps: list[pa.Array] = []
+    unknown = set(names) - set(SIGNED_COLUMNS)
+    if unknown:
+        raise ValueError(f"no such column: {', '.join(sorted(unknown))}")
+    pieces: list[_Piece] = []
     for first, last, blob in reply.batches():
         batch = verify_batch(blob, topic=reply.topic, partition=reply.partition)
         if batch.first_offset != first or batch.last_offset != last:
@@ -88,21 +197,34 @@ def signed_reply_columns(reply: ReadReply, lo: int, hi: int) -> list[pa.Array] |
         if batch.is_gap:
             continue
         a, b = max(0, lo - first), min(batch.count, hi - first)
-        if b <= a:
+        if b > a:
+            pieces.append(_Piece(batch.blob, record_layout(batch), first, a, b, batch.timestamp_ms))
+    pending: list[_Piece] = []
+    rows = 0
+    for piece in pieces:
+        if piece.rows >= chunk_rows:
+            if pending:
+                yield _chunk(pending, names, reply)
+                pending, rows = [], 0
+            yield _chunk([piece], names, reply)
             continue
-        k, v = _columns(batch.blob, record_layout(batch))
-        keys.append(k.slice(a, b - a))
-        values.append(v.slice(a, b - a))
-        offsets.append(pa.arange(first + a, first + b))
-        stamps.append(pa.repeat(pa.scalar(batch.timestamp_ms * 1000, pa.int64()), b - a))
-    if not values:
+        pending.append(piece)
+        rows += piece.rows
+        if rows >= chunk_rows:
+            yield _chunk(pending, names, reply)
+            pending, rows = [], 0
+    if pending:
+        yield _chunk(pending, names, reply)
+
+
+def signed_reply_columns(
+    reply: ReadReply, lo: int, hi: int, names: Collection[str] = SIGNED_COLUMNS
+) -> dict[str, pa.Array] | None:
+    """:func:`signed_reply_chunks` as one set of columns (concatenated: a copy), or
+    ``None`` when the reply holds none of the offsets."""
+    chunks = list(signed_reply_chunks(reply, lo, hi, names))
+    if not chunks:
         return None
-    n = sum(len(v) for v in values)
-    return [
-        pa.concat_arrays(keys),
-        pa.concat_arrays(values),
-        pa.repeat(pa.scalar(reply.topic, pa.string()), n),
-        pa.repeat(pa.scalar(reply.partition, pa.string()), n),
-        pa.concat_arrays(offsets),
-        pa.concat_arrays(stamps).cast(pa.timestamp("us", tz="UTC")),
-    ]
+    if len(chunks) == 1:
+        return chunks[0]
+    return {name: pa.concat_arrays([c[name] for c in chunks]) for name in chunks[0]}

@@ -55,7 +55,7 @@ from ..query.client import (
 from ..query.locator import HEALTH, shared_locator
 from ..query.protocol import ReadRequest
 from ..security.identity import Identity
-from .arrow import SCHEMA, check_read_schema, reply_batch
+from .arrow import SCHEMA, check_read_schema, reply_batches
 from .arrow import arrow_schema as to_arrow
 from .offsets import (
     TP,
@@ -460,7 +460,7 @@ def read_partition(
                     )
                     clients[endpoint].send(ahead_req)
                     prefetch = (endpoint, ahead_req)
-                batch = reply_batch(reply, nxt, end, arrow_schema, opts, endpoint)
+                batches = reply_batches(reply, nxt, end, arrow_schema, opts, endpoint)
             except BelowTailError as exc:
                 tails.append(exc.tail if exc.tail is not None else nxt)
                 left_out.add(endpoint)
@@ -471,8 +471,7 @@ def read_partition(
                 errors.append(f"{endpoint}: {exc}")
                 left_out.add(endpoint)
                 continue
-            if batch is not None:
-                yield batch
+            yield from batches
             nxt = max(nxt, reached)
             tails, short, errors, left_out = [], [], [], set()  # progress: a fresh round
     finally:
