@@ -61,6 +61,7 @@ TESTS = [
     "tests/integration/test_attacks_frames.py",
     "tests/unit/test_fetch_answers.py",
     "tests/unit/test_service_replay.py",
+    "tests/unit/test_query_server.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -91,6 +92,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "NodeLoop._on_tower_subscriptions",
         "        if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:",
         "        if subscribed:",
+    ),
+    "a READ copies no stored batch past its bytes": (
+        "dafka.query.server",
+        "_read",
+        "None, max_bytes - size",
+        "None, None",
     ),
     "a locator remembers a bounded number of stores": (
         "dafka.query.locator",
@@ -831,6 +838,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a READ copies no stored batch past its bytes": (
+        "tests/unit/test_query_server.py::test_small_batches_before_big_ones_do_not_make_a_read_copy_thousands_of_big_ones",
+    ),
     "a tower relays no node's end-of-replay beacon": (
         "tests/unit/test_service_replay.py::test_a_node_cannot_send_the_end_beacon_through_a_tower",
     ),

@@ -40,7 +40,6 @@ ReadAcl = Callable[[str], frozenset[str] | None]
 SERVICE_NAME = "store"
 REQUESTS_PER_TURN = 16
 READ_CHUNK = 4096  # batches per storage.read call, at most
-FIRST_CHUNK = 16  # batches asked for first, before their size is known
 
 
 def serve(
@@ -158,11 +157,12 @@ def _read(
     offset = start
     done = offset > head
     while not done:
-        # storage.read copies every batch it returns: ask for about as many as the bytes
-        # left hold (judged by the batches read so far), not READ_CHUNK of them, or a READ
-        # of big batches copies the partition's whole remainder to keep 4 MiB of it
-        want = FIRST_CHUNK if not batches else (max_bytes - size) * len(batches) // max(1, size) + 1
-        chunk = storage.read(topic, partition, offset, max(1, min(READ_CHUNK, max_records, want)))
+        # storage.read copies every batch it returns: none past the bytes left (a READ of
+        # big batches must not copy the partition's remainder to keep 4 MiB of it, nor a
+        # few small batches make it ask for thousands of big ones)
+        chunk = storage.read(
+            topic, partition, offset, max(1, min(READ_CHUNK, max_records)), None, max_bytes - size
+        )
         if not chunk:
             break
         for b in chunk:

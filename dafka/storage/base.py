@@ -90,10 +90,13 @@ class Storage(Protocol):
         offset: int,
         max_batches: int,
         max_records: int | None = None,
+        max_bytes: int | None = None,
     ) -> list[StoredBatch]:
         """Up to ``max_batches`` batches in order, starting with the one holding ``offset``;
         with ``max_records``, none after the batch that brings the records read (each
-        batch's whole offset range) to it.
+        batch's whole offset range) to it; with ``max_bytes``, none that would bring the
+        blobs' total over it (the first batch is returned whatever its size). Each
+        batch returned is a copy, so callers bound what one read costs with these.
 
         Empty if ``offset`` is not stored (below the tail, above the head, or
         an unknown partition): absence is an answer, not an error.

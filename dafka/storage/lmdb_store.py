@@ -334,6 +334,7 @@ class LmdbStorage:
         offset: int,
         max_batches: int,
         max_records: int | None = None,
+        max_bytes: int | None = None,
     ) -> list[StoredBatch]:
         self._check_usable()
         if max_batches <= 0 or not 0 <= offset <= MAX_OFFSET:
@@ -346,6 +347,8 @@ class LmdbStorage:
         out: list[StoredBatch] = []
         records = 0
         enough = max_records if max_records is not None else MAX_OFFSET + 1
+        budget = max_bytes if max_bytes is not None else MAX_OFFSET
+        size = 0
         try:
             with self._env.begin(db=self._batches, buffers=True) as txn:
                 cursor = txn.cursor()
@@ -357,6 +360,9 @@ class LmdbStorage:
                     (first,) = _U64.unpack_from(value)
                     if not out and first > offset:
                         return []  # below the tail: the partition does not hold offset
+                    size += len(value) - 8  # the blob's size, known before it is copied
+                    if out and size > budget:
+                        break
                     (last,) = _U64.unpack_from(key, plen)
                     out.append(
                         StoredBatch(topic, partition, first, last, bytes(value[8:]), profile)

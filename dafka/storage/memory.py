@@ -67,6 +67,7 @@ class MemoryStorage:
         offset: int,
         max_batches: int,
         max_records: int | None = None,
+        max_bytes: int | None = None,
     ) -> list[StoredBatch]:
         self._check_open()
         part = self._parts.get((topic, partition))
@@ -81,7 +82,14 @@ class MemoryStorage:
             for i, batch in enumerate(out):
                 records += batch.last_offset - batch.first_offset + 1
                 if records >= max_records:
-                    return out[: i + 1]
+                    out = out[: i + 1]
+                    break
+        if max_bytes is not None:
+            size = 0
+            for i, batch in enumerate(out):
+                size += len(batch.blob)
+                if i and size > max_bytes:
+                    return out[:i]
         return out
 
     def partitions(self, topic: str) -> list[tuple[str, int]]:

@@ -128,10 +128,20 @@ class CountingStorage(MemoryStorage):
     def __init__(self) -> None:
         super().__init__()
         self.returned = 0
+        self.returned_bytes = 0
 
-    def read(self, topic: str, partition: str, offset: int, max_batches: int) -> list[StoredBatch]:
-        out = super().read(topic, partition, offset, max_batches)
+    def read(
+        self,
+        topic: str,
+        partition: str,
+        offset: int,
+        max_batches: int,
+        max_records: int | None = None,
+        max_bytes: int | None = None,
+    ) -> list[StoredBatch]:
+        out = super().read(topic, partition, offset, max_batches, max_records, max_bytes)
         self.returned += len(out)
+        self.returned_bytes += sum(len(b.blob) for b in out)
         return out
 
 
@@ -149,3 +159,27 @@ def test_a_read_takes_from_storage_about_the_batches_its_bytes_hold() -> None:
     reply = read(s, P, 1000, n=10**6, size=20_000)
     assert isinstance(reply, qp.ReadReply) and reply.count == 2000
     assert s.returned <= 2 * 2000
+
+
+def test_small_batches_before_big_ones_do_not_make_a_read_copy_thousands_of_big_ones() -> None:
+    # sized by the small batches seen first, a READ asked storage for READ_CHUNK (4,096)
+    # batches, each a copy: behind 10-byte batches, 1 MB ones cost it gigabytes
+    s = CountingStorage()
+    s.append([StoredBatch("events", P, i, i, b"s" * 10) for i in range(20)])
+    s.append([StoredBatch("events", P, i, i, b"B" * 1_000_000) for i in range(20, 120)])
+    reply = read(s, P, 0, n=10**6, size=3_000_000)
+    assert isinstance(reply, qp.ReadReply) and reply.count == 22  # 20 small, 2 big fit
+    assert s.returned_bytes <= 3_000_000 + 1_000_000  # at most one batch past the bytes
+
+
+def test_storage_reads_stop_at_their_byte_budget_but_return_one_batch(tmp_path) -> None:
+    from dafka.storage.lmdb_store import LmdbStorage
+
+    for s in (MemoryStorage(), LmdbStorage(tmp_path)):
+        s.append([StoredBatch("events", P, i, i, b"x" * 100) for i in range(10)])
+        assert len(s.read("events", P, 0, 10, None, 350)) == 3
+        assert len(s.read("events", P, 0, 10, None, 300)) == 3
+        assert len(s.read("events", P, 0, 10, None, 299)) == 2
+        assert len(s.read("events", P, 0, 10, None, 1)) == 1  # the first, whatever its size
+        assert len(s.read("events", P, 0, 10, 4, 10**6)) == 4
+        s.close()

@@ -31,8 +31,9 @@ class CountingStorage(MemoryStorage):
         offset: int,
         max_batches: int,
         max_records: int | None = None,
+        max_bytes: int | None = None,
     ) -> list[StoredBatch]:
-        out = super().read(topic, partition, offset, max_batches, max_records)
+        out = super().read(topic, partition, offset, max_batches, max_records, max_bytes)
         self.read_batches += len(out)
         return out
 
