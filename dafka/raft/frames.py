@@ -81,6 +81,7 @@ __all__ = [
     "encode_config",
     "encode_entry",
     "encode_json",
+    "encode_json_index",
     "encode_nuint",
     "encode_peers",
     "encode_reqid",
@@ -272,6 +273,26 @@ def encode_json(value: Any) -> bytes:
         return packed
     except (TypeError, ValueError, OverflowError) as exc:
         raise RaftWireError(f"value cannot be MessagePack encoded: {exc}") from exc
+
+
+def encode_json_index(value: int) -> bytes:
+    """:func:`encode_json` of a LOG INDEX (an int in ``0..2**64-1``), the same bytes
+    (MessagePack's shortest unsigned form), without a ``msgpack`` Packer: the leader
+    sends one in the answer to every RequestUpdate."""
+    if not 0 <= value <= MAX_UINT:
+        raise RaftWireError(f"log index out of range: {value!r}")
+    if value < 0x80:  # positive fixint
+        return _FIXINT[value]
+    if value <= 0xFF:
+        return b"\xcc" + bytes((value,))
+    if value <= 0xFFFF:
+        return b"\xcd" + value.to_bytes(2, "big")
+    if value <= 0xFFFFFFFF:
+        return b"\xce" + value.to_bytes(4, "big")
+    return b"\xcf" + value.to_bytes(8, "big")
+
+
+_FIXINT = tuple(bytes((k,)) for k in range(0x80))
 
 
 def decode_json(frame: bytes) -> Any:
