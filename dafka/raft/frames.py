@@ -440,6 +440,21 @@ def decode_entry(frame: bytes, index: int) -> Entry:
 
 
 def decode_entries(frames: Sequence[bytes], first_index: int) -> tuple[Entry, ...]:
+    """:func:`decode_entry` of each frame, the first at ``first_index``: the same checks, in
+    one loop (a follower decodes every entry it is sent here)."""
     if frames and first_index + len(frames) - 1 > MAX_INDEX:
         raise RaftWireError(f"log entries would end past index {MAX_INDEX}")
-    return tuple([decode_entry(frame, first_index + i) for i, frame in enumerate(frames)])
+    entries: list[Entry] = []
+    append, types, index = entries.append, _ENTRY_TYPES, first_index
+    for frame in frames:
+        if len(frame) < ENTRY_HEADER_SIZE:
+            raise RaftWireError(f"a log entry has at least {ENTRY_HEADER_SIZE} bytes")
+        if type(frame) is not bytes:
+            frame = bytes(frame)
+        kind = frame[REQID_SIZE]
+        if kind >= len(types):
+            raise RaftWireError(f"unknown log entry type {kind}")
+        term = int.from_bytes(frame[REQID_SIZE + 1 : ENTRY_HEADER_SIZE], "little")
+        append(Entry(index, term, types[kind], frame[:REQID_SIZE], frame[ENTRY_HEADER_SIZE:]))
+        index += 1
+    return tuple(entries)

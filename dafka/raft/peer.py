@@ -107,6 +107,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CLIENT_HEARTBEAT_INTERVAL = 0.5
+_STATE = EntryType.STATE  # a module global: an Enum class attribute costs 10x per entry
 
 
 @dataclass(slots=True)
@@ -576,7 +577,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._apply_staged()
         answers: list[_Waiter] = []
         for entry in rd.committed_entries:
-            if entry.type is EntryType.STATE:
+            if entry.type is _STATE:
                 try:
                     sm.apply(entry)
                 except Exception as exc:  # the same entry fails alike on every peer
