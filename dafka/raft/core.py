@@ -145,6 +145,7 @@ class RaftCore(CoreView, Replication):
         self._reqids: dict[bytes, tuple[int, int]] = {}
         self._reqid_clock = 0.0
         self._prune_at = 1024
+        self._prune_after = 0.0  # see _prune_reqids
         self._on_appended(kept)
         self.commit = min(max(hard_state.commit, snapshot.index), self._log.last_index)
         start = snapshot.index if applied is None else applied
@@ -691,13 +692,19 @@ class RaftCore(CoreView, Replication):
         return None
 
     def _prune_reqids(self) -> None:
-        """Forget committed reqids past their TTL (they would be refused as expired)."""
-        horizon = self._reqid_clock - self.request_id_ttl
-        commit, reqids = self.commit, self._reqids
-        for reqid, (index, _) in list(reqids.items()):
-            if index <= commit and int.from_bytes(reqid[:4], "big") <= horizon:  # reqid_time
-                del reqids[reqid]
-        self._prune_at = max(1024, 2 * len(self._reqids))
+        """Forget committed reqids past their TTL (they would be refused as expired); no
+        scan until the oldest reqid the last scan kept can have expired."""
+        reqids, horizon = self._reqids, self._reqid_clock - self.request_id_ttl
+        if self._reqid_clock >= self._prune_after:
+            commit, oldest = self.commit, None
+            for reqid, (index, _) in list(reqids.items()):
+                stamp = int.from_bytes(reqid[:4], "big")  # reqid_time
+                if index <= commit and stamp <= horizon:
+                    del reqids[reqid]
+                elif oldest is None or stamp < oldest:
+                    oldest = stamp
+            self._prune_after = 0.0 if oldest is None else oldest + self.request_id_ttl
+        self._prune_at = max(1024, 2 * len(reqids))
 
     def _hard_state(self) -> HardState:
         return HardState(self.term, self.voted_for, self.commit)
