@@ -261,18 +261,18 @@ class ClientService(PeerState):
                 reply = w.RequestUpdateResponse(reqid, w.UpdateStatus.NOT_LEADER, leader=leader)
                 self._reply(envelope, reqid, reply)
             return
-        now = time.monotonic()
+        now, applied, waiters = time.monotonic(), core.applied, self._waiters
         for (envelope, reqid, _), result in zip(batch, results, strict=True):
             if result.index is None:  # EXPIRED, or a malformed reqid
                 self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
                 continue
             waiter = _Waiter(envelope, reqid, reqid, result.index, False, now, now)
-            if result.index <= core.applied:
+            if result.index <= applied:
                 # a resend of an update that is applied already: the entry is in our log
                 # (the core remembers reqids of entries it holds), so it is the one
                 self._answer_waiter(waiter)
             else:
-                self._waiters.setdefault(result.index, []).append(waiter)
+                waiters.setdefault(result.index, []).append(waiter)
 
     def _admitted(
         self, batch: list[tuple[tuple[bytes, ...], bytes, bytes]]
