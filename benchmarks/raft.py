@@ -2,7 +2,7 @@
 
     python -m benchmarks.raft [--updates 20000] [--latency-updates 2000] [--size 100]
                               [--window 64] [--failovers 5] [--no-fsync] [--fsync-thread]
-                              [--dir DIR] [--no-progress]
+                              [--dir DIR] [--no-progress] [--per-thread]
 
 Three ``dafka-raft peer`` processes on 127.0.0.1 (fsync on unless ``--no-fsync``, on
 their loop unless ``--fsync-thread``, ``docs/raft.md`` §7; default timing and compaction settings), one :class:`~dafka.raft.client.RaftClient`
@@ -16,7 +16,9 @@ in this process. Phases, each measured in the same run:
                    system, every thread) each peer process and this client process
                    spent per update meanwhile, from ``/proc/<pid>/stat`` (Linux): the
                    peers and the client share the machine's cores, so this is what
-                   caps the rate (``docs/raft.md`` §8)
+                   caps the rate (``docs/raft.md`` §8); and the same per thread (the
+                   loop, libzmq's I/O thread) with its context switches, in the JSON
+                   and, with ``--per-thread``, printed
 * failover         ``--failovers`` times: SIGKILL the leader, time until a survivor
                    answers RequestConfig as leader, and until an update sent to it then
                    commits (the figure of the goal); the killed peer is restarted
@@ -158,6 +160,54 @@ def cpu_per_update(
             out[name] = round((end - start) / updates * 1e6, 1)
     if out:
         out["total"] = round(sum(out.values()), 1)
+    return out
+
+
+def thread_times(pid: int) -> dict[str, list[float]]:
+    """Per thread name (``/proc/<pid>/task/*/comm``: ``python``, ``ZMQbg/IO/0``...; threads
+    of one name summed): user and system CPU seconds, voluntary and involuntary context
+    switches. Empty where ``/proc`` does not tell."""
+    out: dict[str, list[float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        base = f"/proc/{pid}/task/{task}"
+        try:
+            with open(f"{base}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            with open(f"{base}/comm") as f:
+                name = f.read().strip()
+            with open(f"{base}/status") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue  # the thread ended meanwhile
+        row = out.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+        row[0] += int(fields[11]) / tick
+        row[1] += int(fields[12]) / tick
+        row[2] += int(status["voluntary_ctxt_switches"])
+        row[3] += int(status["nonvoluntary_ctxt_switches"])
+    return out
+
+
+def threads_per_update(
+    before: dict[str, dict[str, list[float]]], pids: dict[str, int], updates: int
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per process and thread name since ``before``: microseconds of user and system CPU
+    and context switches (voluntary, and preempted), each per update (``--per-thread``)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for process, pid in pids.items():
+        for name, now in thread_times(pid).items():
+            then = before.get(process, {}).get(name, [0.0, 0.0, 0.0, 0.0])
+            d = [(a - b) / updates for a, b in zip(now, then, strict=True)]
+            out.setdefault(process, {})[name] = {
+                "user_us": round(d[0] * 1e6, 1),
+                "system_us": round(d[1] * 1e6, 1),
+                "switches": round(d[2], 2),
+                "preempted": round(d[3], 2),
+            }
     return out
 
 
@@ -369,11 +419,13 @@ def measure_load(
     datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
     _phase(f"{args.window} in flight: {args.updates} updates")
     watched = {**(pids or {}), "client": os.getpid()}
+    threads_before = {name: thread_times(pid) for name, pid in watched.items()}
     cpu_before = {name: _cpu_seconds(pid) for name, pid in watched.items()}
     start = time.perf_counter()
     indexes = client.update_many(datas, window=args.window, timeout=600)
     elapsed = time.perf_counter() - start
     cpu = cpu_per_update(cpu_before, watched, args.updates)
+    threads = threads_per_update(threads_before, watched, args.updates)
     assert len(set(indexes)) == len(indexes)
     out["window_in_flight"] = {
         "window": args.window,
@@ -381,6 +433,7 @@ def measure_load(
         "commits_per_s": args.updates / elapsed,
         "seconds": elapsed,
         "cpu_us_per_update": cpu,
+        "threads_per_update": threads,
     }
     return out
 
@@ -479,6 +532,21 @@ def print_table(r: dict[str, Any]) -> None:
     print(f"goals: {r['goals']}  (load avg {r['machine']['load_avg_before']})")
 
 
+def print_threads(r: dict[str, Any]) -> None:
+    """``--per-thread``: where each process's CPU went, by thread, in the window phase."""
+    for label, measured in (("ours", r), ("reference", r.get("reference", {}))):
+        phase = measured.get("window_in_flight", {})
+        for process, threads in phase.get("threads_per_update", {}).items():
+            for name, t in threads.items():
+                if t["user_us"] + t["system_us"] < 0.5:
+                    continue  # idle threads (the peer's main thread, pyzmq's reaper...)
+                print(
+                    f"  {label} {process:7s} {name:16s} user {t['user_us']:5.1f} us"
+                    f"  system {t['system_us']:5.1f} us  switches {t['switches']:.2f}"
+                    f"  preempted {t['preempted']:.2f}  per update"
+                )
+
+
 def _cpu_text(phase: dict[str, Any]) -> str:
     cpu = dict(phase.get("cpu_us_per_update", {}))
     if not cpu:
@@ -512,6 +580,12 @@ def main() -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
     )
+    parser.add_argument(
+        "--per-thread",
+        action="store_true",
+        help="print each process's threads' CPU and context switches per update, 64 in flight"
+        " (always in the JSON; docs/raft.md section 8)",
+    )
     args = parser.parse_args()
     if args.fsync_thread:
         PEER_EXTRA.append("--fsync-thread")
@@ -522,6 +596,8 @@ def main() -> None:
     out = RESULTS / f"raft-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(result, indent=2))
     print_table(result)
+    if args.per_thread:
+        print_threads(result)
     print(f"wrote {out}")
 
 

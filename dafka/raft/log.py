@@ -124,11 +124,14 @@ class RaftLog:
     def append(self, entries: Iterable[Entry]) -> None:
         held = self._entries
         follows = self._base_index + len(held) + 1
-        for entry in entries:
-            if entry.index != follows:
-                raise RaftError(f"append at {entry.index} does not follow {follows - 1}")
-            held.append(entry)
-            follows += 1
+        batch = list(entries)
+        # consecutive from ``follows``: one comparison of the batch's indexes, not a loop
+        if [entry.index for entry in batch] != list(range(follows, follows + len(batch))):
+            for entry in batch:  # which one does not follow
+                if entry.index != follows:
+                    raise RaftError(f"append at {entry.index} does not follow {follows - 1}")
+                follows += 1
+        held.extend(batch)
 
     def truncate(self, index: int) -> list[Entry]:
         """Drop entries ``>= index``; returns them."""

@@ -182,7 +182,7 @@ class AppendEntries:
             encode_uint(self.prev_term),
             encode_uint(self.commit),
         ]
-        frames.extend(encode_entry(entry) for entry in self.entries)
+        frames += [encode_entry(entry) for entry in self.entries]
         return frames
 
     @classmethod

@@ -90,6 +90,8 @@ class Replication:
     _transfer_elapsed: int
     _election_elapsed: int
     _heartbeat_elapsed: int
+    _reqids: dict[bytes, tuple[int, int]]
+    _prune_at: int
 
     if TYPE_CHECKING:  # provided by RaftCore
 
@@ -103,6 +105,8 @@ class Replication:
         def _truncate(self, index: int) -> None: ...
 
         def _on_appended(self, entries: Sequence[Entry]) -> None: ...
+
+        def _prune_reqids(self) -> None: ...
 
     # -- follower side -------------------------------------------------------------------
 
@@ -157,6 +161,8 @@ class Replication:
             self._log.append(new)
             self._on_appended(new)
         self.commit = max(self.commit, min(m.commit, m.last_index))
+        if len(self._reqids) >= self._prune_at:  # a follower forgets what a leader would
+            self._prune_reqids()
         answer(True)
 
     def _on_snapshot_chunk(self, m: InstallSnapshot) -> None:

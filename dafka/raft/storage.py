@@ -21,8 +21,9 @@ Log file format (integers little-endian)::
 
 ``base`` is the index the log starts at (it stays meaningful when the log is empty).
 Records are consecutive from ``base``. ``batch`` is the index of the first record
-written by the same :meth:`FileStorage.append` call (rewrites stamp all records with
-the new base): it is how recovery tells a torn last write from real corruption.
+written by the same :meth:`FileStorage.append` call (a rewrite from entries stamps all
+its records with the new base; a compaction copies the kept records as they are, stamps
+included): it is how recovery tells a torn last write from real corruption.
 
 Recovery (at open), the rules
 -----------------------------
@@ -72,7 +73,6 @@ import msgpack
 
 from ..errors import StorageError
 from .frames import (
-    ENTRY_HEADER_SIZE,
     RaftWireError,
     decode_config,
     decode_entry,
@@ -238,18 +238,31 @@ def _parse_record(buf: bytes, pos: int) -> _Record | None:
     return _Record(index, batch, buf[pos + _REC_HEADER_SIZE : end], end)
 
 
-def _encode_records(entries: Sequence[Entry], batch: int) -> bytes:
+def _encode_records(entries: Sequence[Entry], batch: int, pos: int) -> tuple[bytes, list[int]]:
+    """The records of ``entries``, and the file offset of each when written at ``pos``.
+    Raises :class:`StorageError` unless the entries' indexes are consecutive (checked in
+    the same pass: a leader's or a follower's whole batch goes through here)."""
     parts: list[bytes] = []
+    offsets: list[int] = []
+    crc32, tail_of, magic, crc_of = zlib.crc32, _REC_TAIL.pack, _REC_MAGIC, _U32.pack
+    expected = entries[0].index if entries else 0
     for entry in entries:
+        index = entry.index
+        if index != expected:
+            raise StorageError(f"entries are not consecutive at index {index}")
         try:
             body = encode_entry(entry)
         except RaftWireError as exc:
-            raise StorageError(f"entry {entry.index} cannot be stored: {exc}") from exc
-        if len(body) > _MAX_RECORD:  # recovery would take it for a torn write and drop it
-            raise StorageError(f"entry {entry.index} has {len(body)} bytes, over {_MAX_RECORD}")
-        tail = _REC_TAIL.pack(len(body), entry.index, batch)
-        parts += (_REC_MAGIC, _U32.pack(zlib.crc32(body, zlib.crc32(tail))), tail, body)
-    return b"".join(parts)
+            raise StorageError(f"entry {index} cannot be stored: {exc}") from exc
+        length = len(body)
+        if length > _MAX_RECORD:  # recovery would take it for a torn write and drop it
+            raise StorageError(f"entry {index} has {length} bytes, over {_MAX_RECORD}")
+        tail = tail_of(length, index, batch)
+        parts += (magic, crc_of(crc32(body, crc32(tail))), tail, body)
+        offsets.append(pos)
+        pos += _REC_HEADER_SIZE + length
+        expected = index + 1
+    return b"".join(parts), offsets
 
 
 def _snapshot_chunks(meta: SnapshotMeta, data: bytes) -> list[bytes]:
@@ -504,11 +517,12 @@ class FileStorage:
     def append(self, entries: Sequence[Entry], sync: bool = True) -> None:
         """Append consecutive entries continuing the log: one write, one fdatasync."""
         self._check_open()
-        entries = list(entries)
-        check_batch(entries, self.last_index + 1, self._meta.index)
         if not entries:
             return
-        data = _encode_records(entries, entries[0].index)
+        first = entries[0].index
+        if first != self.last_index + 1 or first <= self._meta.index:
+            check_batch(entries, self.last_index + 1, self._meta.index)  # raises, and why
+        data, offsets = _encode_records(entries, first, self._end)  # checks the rest
         try:
             _write_all(self._fd, data, self._end)
             if sync:
@@ -520,12 +534,9 @@ class FileStorage:
             except OSError:
                 pass
             raise StorageError(f"cannot append to {self.path}/log: {exc}") from exc
-        pos = self._end
-        for entry in entries:
-            self._offsets.append(pos)
-            self._terms.append(entry.term)
-            pos += _REC_HEADER_SIZE + ENTRY_HEADER_SIZE + len(entry.data)
-        self._end = pos
+        self._offsets.extend(offsets)
+        self._terms.extend([entry.term for entry in entries])
+        self._end += len(data)
 
     def sync_log(self) -> None:
         """``fdatasync`` the log: every :meth:`append` made before the call is durable on
@@ -598,22 +609,40 @@ class FileStorage:
             raise StorageError("cannot compact past the snapshot index")
         if upto_index < self._base:
             return
-        self._rewrite_log(upto_index + 1, self.read_entries(upto_index + 1, self.last_index + 1))
+        # the kept records are copied as they are on disk (no decoding into entries and
+        # encoding again), each one checked first as read_entries checks it: their batch
+        # stamps stay, so recovery judges damage in them as it would have before
+        keep, first = upto_index + 1, upto_index + 1 - self._base
+        start = self._offsets[first] if keep <= self.last_index else self._end
+        kept = os.pread(self._fd, self._end - start, start)
+        pos = 0
+        for index in range(keep, self.last_index + 1):
+            record = _parse_record(kept, pos)
+            if record is None or record.log_index != index:
+                raise StorageError(f"{self.path}/log: entry {index} is damaged on disk")
+            pos = record.end
+        if pos != len(kept):
+            raise StorageError(f"{self.path}/log: bytes past entry {self.last_index}")
+        _atomic_write(self.path, "log", [_log_header(keep), kept])
+        os.close(self._fd)
+        self._fd = os.open(self.path / "log", os.O_RDWR)
+        shift = _LOG_HEADER_SIZE - start
+        self._offsets = array("Q", [offset + shift for offset in self._offsets[first:]])
+        self._terms = self._terms[first:]
+        self._base, self._end = keep, _LOG_HEADER_SIZE + len(kept)
 
     def _rewrite_log(self, base: int, entries: list[Entry]) -> None:
         header = _log_header(base)
-        _atomic_write(self.path, "log", [header, _encode_records(entries, base)])
+        data, offsets = _encode_records(entries, base, _LOG_HEADER_SIZE)
+        _atomic_write(self.path, "log", [header, data])
         if self._fd >= 0:
             os.close(self._fd)
         self._fd = os.open(self.path / "log", os.O_RDWR)
         self._base = base
         self._offsets, self._terms = _index_array(), _index_array()
-        pos = _LOG_HEADER_SIZE
-        for entry in entries:
-            self._offsets.append(pos)
-            self._terms.append(entry.term)
-            pos += _REC_HEADER_SIZE + ENTRY_HEADER_SIZE + len(entry.data)
-        self._end = pos
+        self._offsets.extend(offsets)
+        self._terms.extend([entry.term for entry in entries])
+        self._end = _LOG_HEADER_SIZE + len(data)
 
     # .. lifecycle ...................................................................
 

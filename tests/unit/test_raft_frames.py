@@ -29,6 +29,7 @@ from dafka.raft.frames import (
     encode_config,
     encode_entry,
     encode_json,
+    encode_json_index,
     encode_nuint,
     encode_peers,
     encode_reqid,
@@ -108,6 +109,28 @@ def test_json_vectors() -> None:
     assert encode_json([42, "foo", False]) == bytes([0x93, 0x2A, 0xA3, 0x66, 0x6F, 0x6F, 0xC2])
     assert decode_json(bytes([0x93, 0x2A, 0xA3, 0x66, 0x6F, 0x6F, 0xC2])) == [42, "foo", False]
     assert decode_json(b"\xc0") is None
+
+
+@pytest.mark.parametrize(
+    "index",
+    [0, 1, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0xFFFFFFFF, 1 << 32, MAX_UINT, 123_456],
+)
+def test_json_index_is_the_same_bytes_as_encode_json(index: int) -> None:
+    """The answer to a RequestUpdate carries its LOG INDEX through encode_json_index (no
+    msgpack Packer): the bytes must be MessagePack's, at every width boundary."""
+    assert encode_json_index(index) == encode_json(index)
+    assert decode_json_index(encode_json_index(index)) == index
+
+
+@given(st.integers(min_value=0, max_value=MAX_UINT))
+def test_json_index_matches_encode_json_everywhere(index: int) -> None:
+    assert encode_json_index(index) == encode_json(index)
+
+
+@pytest.mark.parametrize("index", [-1, MAX_UINT + 1])
+def test_json_index_out_of_range_is_refused(index: int) -> None:
+    with pytest.raises(RaftWireError):
+        encode_json_index(index)
 
 
 STATE_ENTRY_FRAME = bytes(

@@ -230,6 +230,51 @@ def test_empty_log_after_compaction_restarts_at_snapshot(path: Path) -> None:
         storage.append(entries(6, 6))
 
 
+def test_compaction_copies_the_kept_records_as_they_are(path: Path) -> None:
+    """A compaction copies the kept records byte for byte (batch stamps included), not
+    re-encoded, and the offsets it keeps find them."""
+    with FileStorage(path) as storage:
+        storage.append(entries(1, 4, term=2))
+        cut = log_size(path)  # where record 5 starts
+        storage.append(entries(5, 9, term=2))
+        storage.append(entries(10, 12, term=3))
+        records = (path / "log").read_bytes()[cut:]
+        storage.save_snapshot(SnapshotMeta(4, 2, CONFIG), b"s")
+        storage.compact(4)
+        assert (path / "log").read_bytes()[20:] == records  # after the 20-byte header
+        assert storage.read_entries(5, 13) == entries(5, 9, term=2) + entries(10, 12, term=3)
+        assert (storage.term(9), storage.term(10), storage.first_index) == (2, 3, 5)
+        storage.append(entries(13, 13, term=3))
+    with FileStorage(path) as storage:
+        assert storage.load().entries == [*entries(5, 9, 2), *entries(10, 13, 3)]
+
+
+def test_compaction_refuses_a_damaged_kept_record(path: Path) -> None:
+    with FileStorage(path) as storage:
+        storage.append(entries(1, 4))
+        at = log_size(path)  # where record 5 starts
+        storage.append(entries(5, 8))
+        storage.save_snapshot(SnapshotMeta(3, 1, CONFIG), b"s")
+        flip(path, at + 30)  # record 5, kept by the compaction
+        with pytest.raises(StorageError, match="entry 5 is damaged"):
+            storage.compact(3)
+
+
+def test_damage_in_a_compacted_log_before_a_later_batch_is_still_refused(path: Path) -> None:
+    """The kept records keep their batch stamps: damage in one that a later append
+    followed was fsynced, and recovery still refuses to drop it after a compaction."""
+    with FileStorage(path) as storage:
+        storage.append(entries(1, 3))
+        storage.append(entries(4, 6))
+        storage.append(entries(7, 9))
+        storage.save_snapshot(SnapshotMeta(3, 1, CONFIG), b"s")
+        storage.compact(3)
+        at = storage._offsets[5 - 4]
+    flip(path, at + 30)  # record 5: its batch (4) is followed by the batch of 7
+    with pytest.raises(StorageError, match="refusing"):
+        FileStorage(path)
+
+
 def test_snapshot_round_trip_with_joint_config(path: Path) -> None:
     joint = ClusterConfig((Peer("a", "u1"), Peer("c", "u3")), (Peer("a", "u1"),), (Peer("l", "u"),))
     with FileStorage(path) as storage:

@@ -111,3 +111,22 @@ def test_entries_from_a_restart_are_remembered():
     core = new_core("a", "a", hard_state=HardState(term=1, commit=1), entries=log)
     elect(core)
     assert core.propose(b"x", rid, NOW).index == 1
+
+
+def test_a_follower_forgets_committed_ids_once_they_expire_too():
+    """The dedup memory of a follower is pruned like a leader's: without it, every reqid a
+    follower was ever sent stayed (the map grew by one per entry until it led)."""
+    follower = new_core("b", "abc", hard_state=HardState(term=1), request_id_ttl=100.0)
+    index = 0
+    for batch in range(300):  # 3,000 entries, their reqids made over 3,000 s
+        at = NOW + 10 * batch
+        sent = tuple(
+            Entry(index + 1 + k, 1, EntryType.STATE, reqid(index + k, at=at), b"x")
+            for k in range(10)
+        )
+        follower.step(AppendEntries("a", "b", 1, index, 1 if index else 0, index + 10, sent))
+        drain(follower)
+        index += 10
+    assert follower.commit == 3000
+    assert len(follower._reqids) < 2 * 1024  # about 100 s worth, not all 3,000
+    assert reqid(2999, at=NOW + 2990) in follower._reqids  # the recent ones stay

@@ -107,3 +107,53 @@ def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
         assert answered == [(rid, first + k) for k, rid in enumerate(rids)]
     finally:
         peer._teardown()
+
+
+def test_the_batch_path_forgets_committed_ids_once_they_expire():
+    """propose_many checks reqids inline (not through propose's _check_reqid): the dedup
+    memory must still be pruned, and the clock that decides what expired still advanced."""
+    lead = new_core("a", "a", request_id_ttl=100.0)
+    elect(lead)
+    old = lead.propose_many([(b"x", reqid(0))], NOW)[0]
+    assert lead.propose_many([(b"x", reqid(0))], NOW + 50)[0].duplicate
+    later = NOW + 200
+    for n in range(1, 1100, 10):  # enough batches to trigger a prune
+        lead.propose_many([(b"y", reqid(k, at=later)) for k in range(n, n + 10)], later)
+        drain(lead)
+    assert old.accepted
+    assert reqid(0) not in lead._reqids  # the expired, committed id went
+    assert lead.propose_many([(b"x", reqid(0))], later)[0].status is ProposeStatus.EXPIRED
+    assert lead.propose_many([(b"y", reqid(5, at=later))], later)[0].duplicate
+
+
+def test_the_answers_of_a_ready_leave_after_all_its_entries_are_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shell level: the updates applied by one Ready are answered back to back once they
+    are all applied (one burst on the ROUTER, docs/raft.md section 8), each with its own
+    index, not one answer between each two applies."""
+    cluster = b"burst"
+    sm = KvStateMachine()
+    peer = solo_leader("solo", tmp_path / "solo", cluster, sm, options=PeerOptions(fsync=False))
+    try:
+        events: list[tuple[str, int]] = []
+        apply = sm.apply
+
+        def logged_apply(entry: Any) -> Any:
+            events.append(("apply", entry.index))
+            return apply(entry)
+
+        monkeypatch.setattr(sm, "apply", logged_apply)
+        monkeypatch.setattr(
+            peer, "_answer_waiter", lambda w, pending=False: events.append(("answer", w.index))
+        )
+        rids = [reqid(n, time.time()) for n in range(1, 6)]
+        for n, rid in enumerate(rids):
+            peer._on_router_frames([b"client", rid, b"=", cluster, put(f"k{n}", n)])
+        peer._flush_updates()
+        settle(peer)
+        indexes = [index for kind, index in events if kind == "apply"]
+        assert len(indexes) == 5
+        assert events == [("apply", i) for i in indexes] + [("answer", i) for i in indexes]
+    finally:
+        peer._teardown()
