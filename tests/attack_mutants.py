@@ -62,6 +62,7 @@ TESTS = [
     "tests/unit/test_fetch_answers.py",
     "tests/unit/test_service_replay.py",
     "tests/unit/test_query_server.py",
+    "tests/unit/test_consumer_columns.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -92,6 +93,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "NodeLoop._on_tower_subscriptions",
         "        if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:",
         "        if subscribed:",
+    ),
+    "a run waiting to be polled does not keep a batch it barely uses alive": (
+        "dafka.core.effects",
+        "RecordBatch.detached",
+        "        if values.held_bytes <= 2 * used + DETACH_SLACK:",
+        "        if True:",
     ),
     "a READ copies no stored batch past its bytes": (
         "dafka.query.server",
@@ -838,6 +845,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a run waiting to be polled does not keep a batch it barely uses alive": (
+        "tests/unit/test_consumer_columns.py::test_a_run_cut_from_a_big_batch_does_not_keep_the_batch_alive_while_it_waits",
+    ),
     "a READ copies no stored batch past its bytes": (
         "tests/unit/test_query_server.py::test_small_batches_before_big_ones_do_not_make_a_read_copy_thousands_of_big_ones",
     ),

@@ -83,7 +83,8 @@ class _ConsumerHandler:
                 self.last_news = now
             for effect in self.core.handle(msg, now, sources[i] if i < len(sources) else ""):
                 if type(effect) is RecordBatch:
-                    delivered.append(effect.as_lists() if self.lists else effect)
+                    # columns: none waiting to be polled pins a batch it barely uses
+                    delivered.append(effect.as_lists() if self.lists else effect.detached())
                     if self.count_bytes:
                         self.delivered_bytes += effect.value_bytes
                 elif type(effect) is Publish:

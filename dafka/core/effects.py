@@ -69,6 +69,11 @@ class ConsumedRecord(NamedTuple):
 _new_record = tuple.__new__
 
 
+DETACH_SLACK = 64 * 1024
+"""Bytes a delivered run's columns may keep alive beyond twice what they use
+(:meth:`RecordBatch.detached`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RecordBatch:
     """Consecutive records of one partition, as columns: ``values[i]`` is at ``offset + i``.
@@ -104,6 +109,23 @@ class RecordBatch:
         if isinstance(values, Column):
             return values.nbytes
         return sum(map(len, values))
+
+    def detached(self) -> RecordBatch:
+        """This run, with columns that keep far more of their batch alive than they use
+        (a batch cut to the records not delivered yet) copied out: a run waiting to be
+        polled holds about the bytes of its records, whatever batch it came in.
+        ``self`` when there is nothing to copy."""
+        values, keys = self.values, self.keys
+        if not isinstance(values, Column):
+            return self
+        used = values.nbytes + (keys.nbytes if isinstance(keys, Column) else 0)
+        if values.held_bytes <= 2 * used + DETACH_SLACK:
+            return self
+        if isinstance(keys, Column):
+            keys = keys.detached()
+        return RecordBatch(
+            self.topic, self.partition, self.offset, values.detached(), keys, self.timestamp
+        )
 
     def as_lists(self) -> RecordBatch:
         """This run with its values and keys as lists (each element made now)."""

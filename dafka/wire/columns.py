@@ -87,6 +87,18 @@ class Column(Sequence[T], Generic[T]):
         """The elements' total length in bytes (``len(buffer)``)."""
         return self._stop - self._start
 
+    @property
+    def held_bytes(self) -> int:
+        """The bytes this column keeps alive: its whole buffer (a batch blob), of which a
+        slice may use little."""
+        return len(self._data)
+
+    def detached(self) -> Column[T]:
+        """The same elements over a buffer of their own (one copy of :attr:`buffer`), so a
+        slice stops keeping the rest of its batch alive."""
+        data = bytes(self.buffer)
+        return Column(data, self._lengths, 0, len(data), self._nullable)
+
     # ----------------------------------------------------------------- sequence
 
     def __len__(self) -> int:

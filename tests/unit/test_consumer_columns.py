@@ -174,3 +174,33 @@ def test_a_reader_of_records_gets_runs_made_into_lists_on_the_io_thread() -> Non
     c.poll_batches(10, 0)
     c.poll(0)
     assert handler.lists is True
+
+
+def test_a_run_cut_from_a_big_batch_does_not_keep_the_batch_alive_while_it_waits() -> None:
+    """A consumer that delivered all but the last record of a batch, sent a 1 MiB batch
+    again (a store's answer starts at the batch holding the offset; a hostile producer can
+    resend ever longer batches), delivers one record: the run waiting to be polled must
+    hold about that record's bytes, not the whole batch (runs are counted in records)."""
+    from types import SimpleNamespace
+
+    from dafka.api.consumer_io import _ConsumerHandler
+    from dafka.core import messages as m
+
+    big = [b"v" * 4096] * 255 + [b"last"]
+    data = blob(0, 256, keys=[b"k%d" % i for i in range(256)], values=big)
+    batch = signed.verify_batch(data)
+    keys, values = batch.columns()
+    cut = RecordBatch("t", P, 255, values[255:], keys[255:] if keys else None, 1.0)
+    whole = RecordBatch("t", P, 0, values, keys, 1.0)
+    delivered: list[RecordBatch] = []
+    handler = _ConsumerHandler(
+        SimpleNamespace(_deliver=delivered.extend),  # type: ignore[arg-type]
+        _StubCore([cut, whole]),  # type: ignore[arg-type]
+    )
+    handler.on_messages([m.Head("t", P, 1)], 0.0)
+    small, full = delivered
+    assert small.values == [b"last"] and small.keys == [b"k255"]
+    assert isinstance(small.values, Column) and small.values.held_bytes < 1024
+    assert isinstance(small.keys, Column) and small.keys.held_bytes < 1024
+    assert small.records() == cut.records()
+    assert full.values is values  # a run that uses its batch is not copied
