@@ -316,6 +316,7 @@ class LmdbStorage:
         while True:
             try:
                 with self._env.begin(write=True) as txn:
+                    # the values are made anew for each attempt (one at a time, see _batch_items)
                     txn.cursor(db=self._batches).putmulti(_batch_items(keyed), dupdata=False)
                     txn.cursor(db=self._heads_db).putmulti(head_items, dupdata=False)
                 break
