@@ -33,7 +33,7 @@ import errno
 import logging
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import lmdb
@@ -125,13 +125,18 @@ def space_needed(items: Sequence[tuple[bytes, bytes]], partitions: int, page: in
     its branch pages in the ``batches`` and ``heads`` trees. An estimate for
     the "disk full" report, not a promise.
     """
+    return _space_for(((len(k), len(v)) for k, v in items), partitions, page)
+
+
+def _space_for(sizes: Iterable[tuple[int, int]], partitions: int, page: int) -> int:
+    """:func:`space_needed` from ``(key length, value length)`` pairs."""
     overflow = 0
     leaf_bytes = 0
-    for key, value in items:
-        node = 16 + len(key) + len(value)
+    for klen, vlen in sizes:
+        node = 16 + klen + vlen
         if node > page // 2:
-            overflow += -(-(len(value) + 16) // page)
-            leaf_bytes += 16 + len(key) + 8
+            overflow += -(-(vlen + 16) // page)
+            leaf_bytes += 16 + klen + 8
         else:
             leaf_bytes += node
     pages = overflow + 2 * -(-leaf_bytes // page) + 2 * 3 * max(1, partitions)
@@ -295,7 +300,7 @@ class LmdbStorage:
             return
         new_profiles: dict[tuple[str, str], str] = {}
         new_heads = plan_append(self._heads, batches, self._profiles, new_profiles)
-        items = _batch_items(batches)
+        keyed = _keyed_batches(batches)
         pinned = self._profiles
         head_items = [
             (
@@ -311,14 +316,17 @@ class LmdbStorage:
         while True:
             try:
                 with self._env.begin(write=True) as txn:
-                    txn.cursor(db=self._batches).putmulti(items, dupdata=False)
+                    # the values are made anew for each attempt (one at a time, see _batch_items)
+                    txn.cursor(db=self._batches).putmulti(_batch_items(keyed), dupdata=False)
                     txn.cursor(db=self._heads_db).putmulti(head_items, dupdata=False)
                 break
             except lmdb.MapFullError:
                 # The transaction was aborted by the context manager; nothing is stored.
                 self._grow()
             except (lmdb.Error, OSError) as exc:
-                need = space_needed(items + head_items, len(head_items), self._page_size)
+                sizes = [(len(key), 8 + len(batch.blob)) for key, batch in keyed]
+                sizes += [(len(key), len(value)) for key, value in head_items]
+                need = _space_for(sizes, len(head_items), self._page_size)
                 raise translate_error(
                     exc, f"append to {self._path} failed", path=self._path, need_bytes=need
                 ) from exc
@@ -606,16 +614,16 @@ class LmdbStorage:
         log.info("lmdb.map_grown path=%s old=%d new=%d", self._path, old, self._map_size)
 
 
-def _batch_items(batches: Sequence[StoredBatch]) -> list[tuple[bytes, bytes]]:
-    """``(key, value)`` pairs for ``putmulti``, sorted so the B-tree is filled in order.
+def _keyed_batches(batches: Sequence[StoredBatch]) -> list[tuple[bytes, StoredBatch]]:
+    """Each batch with its key in ``batches``, sorted by key so the B-tree is filled in order.
 
     Keys are not globally monotonic (partitions interleave, and other
     partitions' keys may sort after), so ``append=True`` cannot be used.
     """
     pack = _U64.pack
     prefixes: dict[tuple[str, str], bytes] = {}
-    items: list[tuple[bytes, bytes]] = []
-    add = items.append
+    keyed: list[tuple[bytes, StoredBatch]] = []
+    add = keyed.append
     topic: str | None = None
     partition: str | None = None
     prefix = b""
@@ -628,10 +636,25 @@ def _batch_items(batches: Sequence[StoredBatch]) -> list[tuple[bytes, bytes]]:
             if known is None:
                 known = prefixes[pkey] = partition_prefix(topic, partition)
             prefix = known
-        add((prefix + pack(batch.last_offset), pack(batch.first_offset) + batch.blob))
+        add((prefix + pack(batch.last_offset), batch))
     if len(prefixes) > 1:
-        items.sort(key=_first)
-    return items
+        keyed.sort(key=_first)
+    return keyed
+
+
+def _batch_items(keyed: Sequence[tuple[bytes, StoredBatch]]) -> Iterator[tuple[bytes, bytes]]:
+    """The ``(key, first offset u64 | blob)`` pairs of ``keyed`` for ``putmulti``, each value
+    made only when LMDB takes it.
+
+    A value is a copy of its blob (py-lmdb cannot write one from two buffers), and LMDB
+    copies it again into its own page. Made one at a time, each value is freed before the
+    next is made: its memory is the next one's, still in the CPU's cache and mapped,
+    where a list of every value of a drain (up to 64 MiB) was written, then read back
+    from memory by LMDB's copy, and held all at once.
+    """
+    pack = _U64.pack
+    for key, batch in keyed:
+        yield key, pack(batch.first_offset) + batch.blob
 
 
 def _batch_timestamp(value: memoryview | bytes) -> int | None:
@@ -646,5 +669,5 @@ def _batch_timestamp(value: memoryview | bytes) -> int | None:
     return int(_U64.unpack_from(value, at)[0])
 
 
-def _first(item: tuple[bytes, bytes]) -> bytes:
+def _first(item: tuple[bytes, StoredBatch]) -> bytes:
     return item[0]
