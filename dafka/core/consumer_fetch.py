@@ -6,9 +6,10 @@ windows). One window of ``fetch_window`` offsets is asked for at a time. Under
 rfc46 the next is asked for once delivery passes the middle of the outstanding
 one, so a long catch-up streams without round-trip stalls. Under ``signed`` a
 store answers at most a bounded number of batches and bytes
-(:mod:`dafka.core.answers`): the next FETCH goes out as soon as the outstanding
-answer's last batch arrives, from where it ended, so one answer per partition is
-in flight. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
+(:mod:`dafka.core.answers`), so a FETCH asks for at least ``FETCH_COUNT`` offsets
+(the answer's bound cuts it, not ``fetch_window``), and the next FETCH goes out as soon
+as the outstanding answer's last batch arrives, from where it ended: one answer per
+partition is in flight. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
 FETCHes over all partitions are rate-bounded (``FETCH_RATE``).
 """
 
