@@ -6,19 +6,37 @@ the next FETCH goes out at once, so a store sends the next answer while this one
 being verified. Verification decides everything else: it takes that FETCH for the one it
 asks for when the answer ends at the same place (not sent twice), and asks as before
 when a forged header misled the guess. No time passes in these tests and ``tick`` is
-never called: a consumer that waited for its fetch timeout would not catch up.
+never called: a consumer that waited for its fetch timeout would not catch up. The node
+loop sends what ``on_arrival`` returns before its handler works on the drained messages.
 """
 
 from __future__ import annotations
 
+import zmq
+
+from dafka.config import NodeConfig, TowerAddress
 from dafka.core import messages as m
 from dafka.core.answers import ANSWER_BATCHES
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver, Publish
 from dafka.core.store import StoreCore
+from dafka.io.node import NodeLoop
 from dafka.io.profiles import SignedProfile
 from dafka.storage.memory import MemoryStorage
-from tests.signing import CONSUMER, STORE, WIRE, P, direct, forged_for, from_blob, record, sent
+from dafka.wire import signed
+from tests.signing import (
+    CONSUMER,
+    STORE,
+    WIRE,
+    P,
+    blob,
+    direct,
+    forged_for,
+    from_blob,
+    record,
+    sent,
+)
+from tests.unit.test_metadata_delivery import _IdleHandler
 
 
 def fetches(effects: list) -> list[m.Fetch]:
@@ -94,3 +112,46 @@ def test_rfc46_asks_nothing_ahead() -> None:
     core = ConsumerCore(CONSUMER, offset_reset="earliest")
     core.subscribe("t", 0.0)
     assert core.ask_ahead([direct(i) for i in range(ANSWER_BATCHES)], 0.0) == []
+
+
+# ------------------------------------------------------------------- the IO shell
+
+
+class _Arrivals(_IdleHandler):
+    """A handler that notes when the node loop sends what ``on_arrival`` returned."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def on_arrival(self, msgs: list, now: float) -> list:
+        self.calls.append(f"arrival {len(msgs)}")
+        return ["ahead"]
+
+    def on_messages(self, msgs: list, now: float, sources: object = ()) -> list:
+        self.calls.append(f"messages {len(msgs)}")
+        return ["after"]
+
+
+def test_the_node_loop_sends_what_arrives_ahead_before_the_handler_works() -> None:
+    handler = _Arrivals()
+    config = NodeConfig(towers=(TowerAddress("127.0.0.1", 1),))
+    loop = NodeLoop(CONSUMER, config, handler, profile=WIRE)  # type: ignore[arg-type]
+    ctx = zmq.Context.instance()
+    pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
+    try:
+        pull.bind("inproc://arrivals")
+        push.connect("inproc://arrivals")
+        for i in range(3):
+            push.send_multipart(signed.encode(signed.DirectRecord.of(CONSUMER, blob(i, 1))))
+        assert pull.poll(5000)  # inproc: the three are queued once the first is
+
+        def send(effects: object) -> None:
+            handler.calls.append(f"sent {effects}")
+
+        out = loop._on_data(pull, 0.0, send)
+        assert handler.calls == ["arrival 3", "sent ['ahead']", "messages 3"]
+        assert out == ["after"]
+    finally:
+        pull.close(0)
+        push.close(0)
+        loop._close_wake()  # never started: its wake-up pipe is all it opened
