@@ -497,12 +497,14 @@ def catch_up(
 ) -> dict[str, float]:
     consumer = _consumer(tower, topic, n, profile, "--reset", "earliest")
     _ready(consumer)
+    store_cpu = cpu_seconds(store_pid)
     with (
         pyspy(spy, "consumer-catch-up", consumer.pid),
         pyspy(spy, "store-catch-up", store_pid),
         PROGRESS.ticking(_waited("catch-up")),
     ):
         r = _result(consumer)
+    store_cpu = cpu_seconds(store_pid) - store_cpu  # what serving it cost, all its threads
     seconds = r["last"] - r["first"]
     return {
         "records": r["count"],
@@ -510,6 +512,7 @@ def catch_up(
         "rate": r["count"] / seconds,
         "time_to_first": r["first"] - r["started"],
         "consumer_cpu_us_per_record": r["cpu_seconds"] / r["count"] * 1e6,
+        "store_cpu_us_per_record": store_cpu / r["count"] * 1e6,
     }
 
 
@@ -738,12 +741,17 @@ def main() -> None:
             f"{r['ratio_to_batched']:>15.3f}"
             + (
                 f"  {r['producer_cpu_us_per_record']:.2f}, {r['store_cpu_us_per_record']:.2f}"
-                if "store_cpu_us_per_record" in r
+                if "producer_cpu_us_per_record" in r
                 else ""
             )
             + (
                 f"  consumer {r['consumer_cpu_us_per_record']:.2f}"
                 if "consumer_cpu_us_per_record" in r
+                else ""
+            )
+            + (
+                f", store {r['store_cpu_us_per_record']:.2f}"
+                if "store_cpu_us_per_record" in r and "producer_cpu_us_per_record" not in r
                 else ""
             ),
             file=sys.stderr,

@@ -303,6 +303,9 @@ class ConsumerConfig:
     offset_reset: OffsetReset | int = "latest"
     start_offsets: Mapping[tuple[str, str], int] = field(default_factory=dict)
     fetch_window: int = 10_000
+    """Offsets one FETCH asks for (rfc46). Under ``signed`` a FETCH asks for at least
+    100,000 (``dafka.core.answers.FETCH_COUNT``): a store's answer is bounded anyway (8
+    batches, 8 MiB), and a smaller count cut it short, a round trip per two batches."""
     fetch_timeout: float = 1.0
     max_backlog: int = 100_000
     profile: Profile = DEFAULT_PROFILE

@@ -66,6 +66,10 @@ class _ConsumerHandler:
     def on_commands(self, now: float) -> list[Publish]:
         return []  # commands come through NodeLoop.call
 
+    def on_arrival(self, msgs: list[m.Message], now: float) -> list[Publish]:
+        """The FETCHes that go out before ``msgs`` are verified (``ConsumerCore.ask_ahead``)."""
+        return self.core.ask_ahead(msgs, now)
+
     def on_messages(
         self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
     ) -> list[Publish]:

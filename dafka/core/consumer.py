@@ -14,7 +14,8 @@ FETCH (DIRECT-RECORD). Compared with the C reference (``dafka_consumer.c``) it:
   once delivery passes the middle of the outstanding one, so a consumer starting
   from the beginning of a long partition streams without round-trip stalls;
   under ``signed``, where one answer is bounded (:mod:`dafka.core.answers`), it
-  asks on as soon as the outstanding answer's last batch arrives,
+  asks for what a whole answer holds (``FETCH_COUNT`` offsets at least, whatever
+  ``fetch_window``) and asks on as soon as the outstanding answer's last batch arrives,
 * retries a FETCH from :meth:`ConsumerCore.tick` when a gap made no progress
   for ``fetch_timeout``, and never sends the same FETCH offset twice for one
   partition within ``fetch_timeout``.

@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..ids import is_node_id
 from ..io.profiles import RFC46, Profile
 from .admission import PartitionGate
+from .answers import FETCH_COUNT
 from .consumer_state import (
     FETCH_BURST,
     FETCH_RATE,
@@ -122,7 +123,8 @@ class ConsumerBase:
         for key, offset in self._start_offsets.items():
             if offset < 0:
                 raise ConfigError(f"start offset for {key} is negative")
-        self._window = fetch_window
+        # signed: the answer's bound cuts a FETCH, not its count (dafka.core.answers)
+        self._window = max(fetch_window, FETCH_COUNT) if profile.batched else fetch_window
         self._timeout = float(fetch_timeout)
         self._max_buffered = max_buffered
         # the reorder buffer's byte bounds, over all partitions and per partition

@@ -6,13 +6,18 @@ windows). One window of ``fetch_window`` offsets is asked for at a time. Under
 rfc46 the next is asked for once delivery passes the middle of the outstanding
 one, so a long catch-up streams without round-trip stalls. Under ``signed`` a
 store answers at most a bounded number of batches and bytes
-(:mod:`dafka.core.answers`): the next FETCH goes out as soon as the outstanding
-answer's last batch arrives, from where it ended, so one answer per partition is
-in flight. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
+(:mod:`dafka.core.answers`), so a FETCH asks for at least ``FETCH_COUNT`` offsets
+(the answer's bound cuts it, not ``fetch_window``), and the next FETCH goes out as soon
+as the outstanding answer's last batch arrives, from where it ended: one answer per
+partition is in flight. "Arrives" is when the IO thread drains it, before it is verified
+(:meth:`FetchPlanning.ask_ahead`), so the store sends the next answer while this one is
+verified. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
 FETCHes over all partitions are rate-bounded (``FETCH_RATE``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from . import messages as m
 from .answers import AnswerCursor
@@ -65,10 +70,52 @@ class FetchPlanning(ConsumerBase):
             start = nxt
         return self._fetch(p, start, now)
 
-    def _fetch(self, p: _Partition, start: int, now: float) -> Publish | None:
+    def ask_ahead(self, msgs: Sequence[m.Message], now: float) -> list[Publish]:
+        """signed: the FETCHes to send as ``msgs`` arrive, before any is verified.
+
+        Where an answer ends is known from its batches' headers (offsets, size) as they
+        arrive, so the next FETCH goes out then, not once the batches before it are
+        verified: the store sends the next answer while this one is being verified. One
+        such FETCH per partition at most, and nothing is counted or delivered here: if
+        verification ends the answer at the same place, the FETCH it asks for is this
+        one, not sent again; anywhere else (a forged header), it goes out as before. A
+        forged DIRECT-RECORD thus costs this consumer one answer, as a FETCH spoofed
+        with its ID does, and never a stall.
+        """
+        if not self._profile.batched:
+            return []
+        node = self._node_id
+        counts: dict[tuple[str, str], AnswerCursor] = {}
+        out: list[Publish] = []
+        for msg in msgs:
+            if type(msg) is not m.DirectRecord or msg.recipient != node:
+                continue
+            key = (msg.topic, msg.partition)
+            count = counts.get(key)
+            p = self._parts.get(key)
+            if p is None:
+                continue
+            if count is None:
+                answer = p.answer
+                ahead = p.ahead
+                if answer is None or answer.full:
+                    continue
+                if ahead is not None and now - ahead[2] < self._timeout:
+                    continue
+                count = counts[key] = AnswerCursor(answer.cursor)
+                count.batches, count.nbytes = answer.batches, answer.nbytes
+            if not count.take(msg.offset, msg.offset + msg.count - 1, len(msg.content)):
+                continue  # not the batch that ends the answer at its bound
+            fetch = self._fetch(p, count.cursor, now, ahead=True)
+            if fetch is not None:
+                out.append(fetch)
+        return out
+
+    def _fetch(self, p: _Partition, start: int, now: float, ahead: bool = False) -> Publish | None:
         """FETCH ``[start, …)`` up to the known end, one window at most, rate-limited.
 
-        Batches already buffered at either end of the range are left out.
+        Batches already buffered at either end of the range are left out. ``ahead``:
+        sent before the answer that ends at ``start`` is verified (:meth:`ask_ahead`).
         """
         end = min(self._end(p), start + self._window)
         buffer = p.buffer
@@ -80,6 +127,12 @@ class FetchPlanning(ConsumerBase):
                 end = ends[end - 1]
         if start >= end:
             return None
+        sent = p.ahead
+        if sent is not None and not ahead:
+            p.ahead = None
+            if sent[0] == start and now - sent[2] < self._timeout:
+                self._asked(p, start, sent[1])  # it went out as the answer arrived
+                return None
         recent = p.recent
         sent_at = recent.get(start)
         if sent_at is not None and now - sent_at < self._timeout:
@@ -93,10 +146,17 @@ class FetchPlanning(ConsumerBase):
             for offset in [o for o, t in recent.items() if t <= horizon]:
                 del recent[offset]
         recent[start] = now
+        if ahead:
+            p.ahead = (start, end, now)
+        else:
+            self._asked(p, start, end)
+        self._fetches += 1
+        return Publish(m.Fetch(p.partition, self._node_id, p.topic, start, end - start))
+
+    def _asked(self, p: _Partition, start: int, end: int) -> None:
+        """``[start, end)`` is the FETCH window in flight."""
         if self._profile.batched:
             p.answer = AnswerCursor(start)
         p.req_start = start
         p.req_mid = start + (end - start + 1) // 2
         p.req_end = end
-        self._fetches += 1
-        return Publish(m.Fetch(p.partition, self._node_id, p.topic, start, end - start))

@@ -94,14 +94,16 @@ class PartitionState:
     ``seen_end`` one past the highest offset of a verified record, so
     ``[next, known_end)`` is what is missing. ``[req_start, req_end)`` is the
     latest FETCH window asked for, and under ``signed`` ``answer`` counts
-    its answer to see where it ends (:mod:`dafka.core.answers`); ``recent`` maps FETCH offsets to when they
-    were sent, to rate-limit repeats. ``buffer`` maps the first offset of a
+    its answer to see where it ends (:mod:`dafka.core.answers`), and ``ahead`` is
+    the next FETCH if it went out before that answer's last batch was verified;
+    ``recent`` maps FETCH offsets to when they were sent, to rate-limit repeats. ``buffer`` maps the first offset of a
     verified batch that arrived early to its records, ``held_bytes`` what they are
     counted for (see ``HELD_OVERHEAD``). ``not_before``: while set,
     batches stamped before it are passed over (a timestamp start).
     """
 
     __slots__ = (
+        "ahead",
         "answer",
         "buffer",
         "buffer_ends",
@@ -139,6 +141,9 @@ class PartitionState:
         self.req_end = start
         # signed: the count of the latest FETCH's answer, which ends at its bound
         self.answer: AnswerCursor | None = None
+        # signed: the FETCH sent when the answer's last batch arrived, before it was verified
+        # (start, end, when); taken for the one its verification asks for if they agree
+        self.ahead: tuple[int, int, float] | None = None
         self.progress_at = now
         self.recent: dict[int, float] = {}
         # one past the highest offset a signed statement (record, producer HEAD) shows

@@ -475,7 +475,7 @@ class NodeLoop:
                 if xpub in events:
                     send(self._on_subscriptions(xpub, now))
                 if sub in events:
-                    send(self._on_data(sub, now))
+                    send(self._on_data(sub, now, send))
                 for sock, service in served.items():
                     if sock in events:
                         self._serve(service, now)
@@ -608,7 +608,12 @@ class NodeLoop:
                 out.extend(self.handler.on_subscription(parsed, now))
         return out
 
-    def _on_data(self, sub: zmq.Socket[bytes], now: float) -> Sequence[Outgoing]:
+    def _on_data(
+        self,
+        sub: zmq.Socket[bytes],
+        now: float,
+        send: Callable[[Sequence[Outgoing]], None],
+    ) -> Sequence[Outgoing]:
         msgs: list[Message] = []
         firsts: list[zmq.Frame] = []  # each message's first frame: its source, if asked
         decode = self.profile.decode
@@ -645,6 +650,9 @@ class NodeLoop:
         if not msgs:
             return []
         self.stats["received"] += len(msgs)
+        on_arrival = getattr(self.handler, "on_arrival", None)
+        if on_arrival is not None:  # sent before the handler works on them (a FETCH ahead)
+            send(on_arrival(msgs, now))
         return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts))
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:

@@ -14,6 +14,7 @@ import pytest
 from blake3 import blake3
 
 from dafka.core import messages as m
+from dafka.core.answers import FETCH_COUNT
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver
 from dafka.core.producer import ProducerCore
@@ -276,15 +277,17 @@ def test_forged_far_head_for_someone_elses_partition_is_ignored() -> None:
 
 
 def test_a_genuine_far_head_for_the_forgers_own_partition_is_bounded() -> None:
-    lead, window = 50_000, 1_000
-    c = consumer(max_head_lead=lead, fetch_window=window)
+    lead = 50_000
+    c = consumer(max_head_lead=lead, fetch_window=1_000)
     out = c.handle(head(10**15, identity=FORGER), 0.0)
     fetches = [x for x in sent(out) if isinstance(x, m.Fetch)]
-    assert [(f.offset, f.count) for f in fetches] == [(0, window)]
+    # signed: a FETCH asks for what one answer may hold (FETCH_COUNT, whatever the window),
+    # up to the lead; it costs one answer of at most 8 batches and 8 MiB (dafka.core.answers)
+    assert [(f.offset, f.count) for f in fetches] == [(0, min(lead, FETCH_COUNT))]
     assert c.known_end("t", F) == lead  # not 10**15 + 1
-    for t in range(1, 20):  # retries stay one bounded window a timeout
+    for t in range(1, 20):  # retries stay one bounded FETCH a timeout
         for f in sent(c.tick(float(t))):
-            assert isinstance(f, m.Fetch) and f.count <= window
+            assert isinstance(f, m.Fetch) and f.count <= lead
     core, _ = store(max_fetch_count=1_000, max_head_lead=10_000)
     (fetch,) = sent(core.handle_batch([head(10**15, identity=FORGER)], 0.0))
     assert isinstance(fetch, m.Fetch) and (fetch.offset, fetch.count) == (0, 1_000)

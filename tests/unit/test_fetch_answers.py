@@ -169,6 +169,30 @@ def test_a_consumer_catches_up_from_a_store_by_answers_alone() -> None:
     assert rounds == -(-(n - 1) // ANSWER_BATCHES)  # every answer full but the last
 
 
+def test_a_consumer_asks_for_a_whole_answer_whatever_its_fetch_window() -> None:
+    """Batches of 8,192 records (a producer's for 100 B records): a FETCH counted in
+    ``fetch_window`` offsets (10,000) was answered with two of them, a round trip per two."""
+    per = 8192
+    n = 2 * ANSWER_BATCHES
+    store = signed_store([record(i * per, per) for i in range(n)])
+    consumer = ConsumerCore(CONSUMER, offset_reset="earliest", profile=WIRE)
+    consumer.subscribe("t", 0.0)
+    out = consumer.handle(record((n - 1) * per, per), 0.0)  # live: held, shows the end
+    pending = fetches(out)
+    assert [f.offset for f in pending] == [0]
+    assert pending[0].count >= ANSWER_BATCHES * per  # the answer's bound will cut it
+    delivered: list[int] = []
+    rounds = 0
+    while pending and rounds < 100:
+        rounds += 1
+        for d in answer(store, pending.pop(0)):
+            out = consumer.handle(d, 0.0)
+            delivered += [r.offset for e in out if isinstance(e, Deliver) for r in e.records()]
+            pending += fetches(out)
+    assert delivered == list(range(n * per))  # in order, each once
+    assert rounds == 2  # 8 batches, then the 7 before the held one
+
+
 # ------------------------------------------------------------------- a store's gap
 
 
