@@ -7,6 +7,7 @@ from dafka.query.client import records
 from dafka.query.server import serve
 from dafka.storage.base import StoredBatch
 from dafka.storage.memory import MemoryStorage
+from tests.counting_storage import CountingStorage
 
 P = "3F2504E04F8911D39A0C0305E82C3301"
 Q = "0123456789ABCDEF0123456789ABCDEF"
@@ -120,29 +121,6 @@ def test_signed_batches_are_served_verbatim_and_verified_by_the_reader() -> None
     assert isinstance(reply, qp.ReadReply)
     with pytest.raises(WireError):
         list(records(reply))
-
-
-class CountingStorage(MemoryStorage):
-    """A storage that counts the batches its reads return (each one a copy in LMDB)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.returned = 0
-        self.returned_bytes = 0
-
-    def read(
-        self,
-        topic: str,
-        partition: str,
-        offset: int,
-        max_batches: int,
-        max_records: int | None = None,
-        max_bytes: int | None = None,
-    ) -> list[StoredBatch]:
-        out = super().read(topic, partition, offset, max_batches, max_records, max_bytes)
-        self.returned += len(out)
-        self.returned_bytes += sum(len(b.blob) for b in out)
-        return out
 
 
 def test_a_read_takes_from_storage_about_the_batches_its_bytes_hold() -> None:

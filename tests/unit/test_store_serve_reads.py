@@ -16,33 +16,15 @@ from dafka.io.profiles import SignedProfile
 from dafka.storage.base import StoredBatch
 from dafka.storage.lmdb_store import LmdbStorage
 from dafka.storage.memory import MemoryStorage
+from tests.counting_storage import CountingStorage
 from tests.signing import CONSUMER, STORE, P, blob, from_blob, sent
-
-
-class CountingStorage(MemoryStorage):
-    """Counts the batches its reads return."""
-
-    read_batches = 0
-
-    def read(
-        self,
-        topic: str,
-        partition: str,
-        offset: int,
-        max_batches: int,
-        max_records: int | None = None,
-        max_bytes: int | None = None,
-    ) -> list[StoredBatch]:
-        out = super().read(topic, partition, offset, max_batches, max_records, max_bytes)
-        self.read_batches += len(out)
-        return out
 
 
 def test_serving_batches_larger_than_a_step_reads_each_once() -> None:
     storage = CountingStorage()
     core = StoreCore(STORE.node_id, storage, profile=SignedProfile(STORE), serve_chunk=3)
     core.handle_batch([from_blob(blob(i * 5, 5)) for i in range(12)], 0.0)
-    storage.read_batches = 0
+    storage.returned = 0
     offset, now, got = 0, 1.0, []
     for _ in range(100):  # an honest reader: FETCHes on from where each answer ended
         if offset == 60:
@@ -56,7 +38,7 @@ def test_serving_batches_larger_than_a_step_reads_each_once() -> None:
         got += answer
         offset = answer[-1].offset + answer[-1].count
     assert [(x.offset, x.count) for x in got] == [(i * 5, 5) for i in range(12)]
-    assert storage.read_batches == 12
+    assert storage.returned == 12
 
 
 @pytest.mark.parametrize("make", ["memory", "lmdb"])
