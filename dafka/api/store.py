@@ -137,6 +137,11 @@ def open_data_dir(path: Path) -> Path:
     return path
 
 
+DEFAULT_SERVE_RATE = 64 * 1024 * 1024
+"""Bytes per second a store serves one requester by default (``docs/wire.md`` §11.6)."""
+MIN_SERVE_RATE = 1024 * 1024
+
+
 class Store:
     """A running store node. ``start()`` binds and joins; ``stop()`` closes LMDB."""
 
@@ -156,9 +161,18 @@ class Store:
         retention_interval: float = 5.0,
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_HOST,
+        serve_rate: float = DEFAULT_SERVE_RATE,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
-        (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``)."""
+        (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
+        ``serve_rate``: bytes per second one requester is served in answer to its FETCHes
+        (bursts of twice that), four times that over all requesters (``docs/wire.md``
+        §11.6): what a reader that never reads can pile up, and what a catch-up from
+        this store runs at past its first burst."""
+        if not MIN_SERVE_RATE <= serve_rate < math.inf:
+            raise ConfigError(
+                f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
+            )
         self.profile = check_profile(profile)
         self._metrics_at = (metrics_host, check_metrics_port(metrics_port))
         self.metrics: NodeMetrics | None = None
@@ -181,6 +195,8 @@ class Store:
                 self._storage,
                 profile=wire,
                 send_credits=credits_for_hwm(xpub_hwm(nconf, nconf.max_message_size)),
+                serve_rate=serve_rate,
+                serve_total_rate=4 * serve_rate,
             )
             self.query = QueryService(
                 self._storage,

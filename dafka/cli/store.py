@@ -7,7 +7,7 @@ import gc
 import click
 
 from ..api.common import node_config
-from ..api.store import Store
+from ..api.store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
 from ..errors import DafkaError
 from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
@@ -22,6 +22,7 @@ from .common import (
 )
 from .metrics import announce, metrics_options
 
+MIB = 1024 * 1024
 GC_YOUNG_THRESHOLD = 10_000
 """Allocations between collections of the garbage collector's youngest generation in a
 store process (CPython's default: 700)."""
@@ -67,6 +68,16 @@ def tune_gc() -> None:
     type=int,
     help="Initial LMDB map size in bytes; it grows as needed.",
 )
+@click.option(
+    "--serve-rate",
+    "serve_rate_mib",
+    default=DEFAULT_SERVE_RATE // MIB,
+    show_default=True,
+    type=click.FloatRange(MIN_SERVE_RATE / MIB, 1024 * 1024),
+    help="MiB per second served to one reader's FETCHes (bursts of twice that, four "
+    "times that over all readers): a bound against readers that never read, and the "
+    "speed of a long catch-up from this store. Raise it where readers are trusted.",
+)
 @metrics_options
 @run_cli
 def main(
@@ -79,6 +90,7 @@ def main(
     port: int,
     query_port: int,
     map_size: int,
+    serve_rate_mib: float,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -95,6 +107,7 @@ def main(
         profile=profile,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        serve_rate=serve_rate_mib * MIB,
     ).start()
     freeze_heap()  # the node has started: see dafka.io.collector
     click.echo(

@@ -54,6 +54,7 @@ def test_every_command_has_version(command: list[str]) -> None:
         (["dafka.cli.producer", "t", "--bogus"], ["no such option", "--bogus"]),
         (["dafka.cli.admin", "topics", "lst"], ["no such command 'lst'"]),
         (["dafka.cli.store", "--port", "x"], ["'x' is not a valid integer"]),
+        (["dafka.cli.store", "--serve-rate", "0.5"], ["--serve-rate", "0.5"]),
         (["tower", "--nope"], ["no such option"]),
     ],
 )
