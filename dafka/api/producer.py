@@ -537,7 +537,16 @@ class Producer:
     def publish_now(self) -> None:
         """End the linger (``linger_ms``) of what is queued: it is published at once.
         ``flush`` does this before it waits."""
-        self._handler.linger.hurry()
+        handler = self._handler
+        linger = handler.linger
+        linger.hurry()
+        if not handler.queue and not linger.waiting:
+            # nothing lingers (the IO thread took it all, or there was nothing): a hurry
+            # left set would make the next record, sent any time later, skip its linger.
+            # The IO thread clears the flag before it takes the queue, so an empty queue
+            # here means what was queued is being published without it.
+            linger.hurried = False
+            return
         self._loop.wake()
 
     def flush(self, timeout: float | None = None) -> None:

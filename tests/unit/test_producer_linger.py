@@ -213,3 +213,25 @@ def test_the_default_linger(tmp_path: Path, options: dict, linger_ms: float) -> 
         assert producer.config.linger_ms == linger_ms
         assert producer._handler.linger.seconds == linger_ms / 1000
     assert DEFAULT_LINGER_MS == 1.0
+
+
+def test_a_flush_with_nothing_lingering_leaves_no_hurry_for_the_next_record() -> None:
+    """A flush (publish_now) after the IO thread published everything must not leave the
+    hurry set: the next record, sent any time later, would skip its linger (seen as a
+    20-record send published as 1 + 19 after a warm-up's flush)."""
+    from tests.procs import wait_until
+
+    p = Producer("t", towers="127.0.0.1:9", metadata=False, linger_ms=60_000)
+    try:
+        linger = p._handler.linger
+        p.send(b"first")  # to an idle producer: published at once
+        wait_until(lambda: linger.last is not None and not p._handler.queue, 10, what="publish")
+        p.publish_now()
+        assert not linger.hurried
+        p.send(b"second")  # within the linger of the first: waits
+        wait_until(lambda: linger.waiting, 10, what="the linger")
+        p.publish_now()  # ends it
+        wait_until(lambda: not linger.waiting and not p._handler.queue, 10, what="publish")
+        assert not linger.hurried
+    finally:
+        p.close(timeout=0.1)  # no store: nothing is acknowledged
