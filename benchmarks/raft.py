@@ -57,7 +57,12 @@ from dafka.raft.statemachine import put_command
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import Entry, EntryType
 from tests.interop.reference import VERSION as REFERENCE_VERSION
-from tests.interop.reference import Kind, MixedCluster, ReferenceUnavailable, ensure_installed
+from tests.interop.reference import (
+    Kind,
+    MixedCluster,
+    ReferenceUnavailable,
+    ensure_installed,
+)
 from tests.procs import Proc, free_port, py, wait_until
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -26,14 +26,17 @@ import json
 import resource
 import time
 
+from benchmarks.throughput import send_records
 from dafka import Producer
 from dafka.io.collector import freeze_heap
 from dafka.io.malloc import keep_freed_memory
 from dafka.security.identity import Identity
 from dafka.wire.signed_batch import batch_overhead
-from dafka.wire.signed_builder import DEFAULT_BATCH_BYTES, DEFAULT_BATCH_RECORDS, seal_batches
-
-CHUNK = 10_000
+from dafka.wire.signed_builder import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_BATCH_RECORDS,
+    seal_batches,
+)
 
 
 def seal(size: int, runs: int) -> dict[str, float]:
@@ -52,7 +55,6 @@ def seal(size: int, runs: int) -> dict[str, float]:
 
 def producer(records: int, size: int, runs: int, api: str) -> dict[str, float]:
     payload = b"x" * size
-    chunk = [payload] * CHUNK
     cpu: list[float] = []
     faults: list[float] = []
     for _ in range(runs):
@@ -67,13 +69,7 @@ def producer(records: int, size: int, runs: int, api: str) -> dict[str, float]:
             handler = p._handler
             f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             c0 = time.process_time()
-            if api == "many":
-                for start in range(0, records, CHUNK):
-                    p.send_many(chunk if records - start >= CHUNK else chunk[: records - start])
-            else:
-                send = p.send
-                for _ in range(records):
-                    send(payload)
+            send_records(p, records, payload, api)
             p.publish_now()
             deadline = time.monotonic() + 600
             while handler.records_sent < records and time.monotonic() < deadline:

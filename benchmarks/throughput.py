@@ -336,7 +336,7 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
         sent = 0
         while sent < args.growth_records:
             step = min(1_000_000, args.growth_records - sent)
-            _send(p, step, b"x" * size, "many")
+            send_records(p, step, b"x" * size, "many")
             p.flush(600)
             sent += step
             samples.append(rss_bytes(store_pid))
@@ -379,7 +379,9 @@ def _note(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _send(producer: Producer, n: int, payload: bytes, api: str) -> None:
+def send_records(producer: Producer, n: int, payload: bytes, api: str) -> None:
+    """Send ``n`` records of ``payload``: ``send_many`` in chunks of ``CHUNK``, or ``send``
+    per record (``api``: many or one)."""
     if api == "many":
         chunk = [payload] * CHUNK
         for start in range(0, n, CHUNK):
@@ -412,7 +414,7 @@ def acked(
             t0 = time.perf_counter()
             c0 = _cpu(store_pid)
             f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            _send(producer, n, payload, api)
+            send_records(producer, n, payload, api)
             producer.flush(timeout=900)
             t1 = time.perf_counter()
             c1 = _cpu(store_pid)
@@ -476,7 +478,7 @@ def live(
         with pyspy(spy, "producer-live", os.getpid()), pyspy(spy, "consumer-live", consumer.pid):
             t0 = time.perf_counter()
             with PROGRESS.ticking(_acks("live", producer, n)):
-                _send(producer, n, payload, api)
+                send_records(producer, n, payload, api)
                 producer.flush(timeout=900)
             t_acked = time.perf_counter()
             with PROGRESS.ticking(_waited("live")):

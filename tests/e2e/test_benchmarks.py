@@ -16,26 +16,31 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.integration
-def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> None:
+def bench(module: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m benchmarks.MODULE ARGS`` from the project's root; it must exit 0."""
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.throughput",
-            "--records",
-            "20000",
-            "--phases",
-            "baseline,batched,lmdb,acked,catch_up,memory",
-            "--growth-records",
-            "20000",
-        ],
+        [sys.executable, "-m", f"benchmarks.{module}", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
     assert run.returncode == 0, run.stderr[-2000:]
+    return run
+
+
+@pytest.mark.integration
+def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> None:
+    run = bench(
+        "throughput",
+        "--records",
+        "20000",
+        "--phases",
+        "baseline,batched,lmdb,acked,catch_up,memory",
+        "--growth-records",
+        "20000",
+        timeout=300,
+    )
     out = Path(run.stderr.rsplit("JSON: ", 1)[1].strip())
     try:
         report = json.loads(out.read_text())
@@ -64,14 +69,7 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
 
 @pytest.mark.integration
 def test_the_sealing_benchmark_reports_the_producers_cost_per_record() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.sealing", "--records", "20000", "--runs", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = bench("sealing", "--records", "20000", "--runs", "1")
     report = json.loads(run.stdout)
     assert report["seal"]["records"] == 8192  # the defaults' full batch of 100-byte records
     assert report["seal"]["us_per_batch"] > 0 and report["seal"]["ns_per_record"] > 0
@@ -84,14 +82,7 @@ def test_the_sealing_benchmark_reports_the_producers_cost_per_record() -> None:
 
 @pytest.mark.integration
 def test_the_groups_benchmark_reports_commits_against_a_plain_send() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.groups", "--commits", "20", "--partitions", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = bench("groups", "--commits", "20", "--partitions", "2")
     report = json.loads(run.stdout.strip().splitlines()[-1])
     assert report["sync"]["count"] == report["baseline"]["count"] == 20
     assert report["async"]["per_s"] > 0 and report["join_s"] > 0
