@@ -116,8 +116,9 @@ def translate_error(
     return err
 
 
-def space_needed(items: Sequence[tuple[bytes, bytes]], partitions: int, page: int) -> int:
-    """About how many bytes of new pages a write transaction of ``items`` takes.
+def space_needed(sizes: Iterable[tuple[int, int]], partitions: int, page: int) -> int:
+    """About how many bytes of new pages a write transaction takes, from the ``(key
+    length, value length)`` of each item it puts.
 
     LMDB copies every page it touches: values over about half a page go to
     overflow pages of their own; small entries fill leaf pages (counted half
@@ -125,11 +126,6 @@ def space_needed(items: Sequence[tuple[bytes, bytes]], partitions: int, page: in
     its branch pages in the ``batches`` and ``heads`` trees. An estimate for
     the "disk full" report, not a promise.
     """
-    return _space_for(((len(k), len(v)) for k, v in items), partitions, page)
-
-
-def _space_for(sizes: Iterable[tuple[int, int]], partitions: int, page: int) -> int:
-    """:func:`space_needed` from ``(key length, value length)`` pairs."""
     overflow = 0
     leaf_bytes = 0
     for klen, vlen in sizes:
@@ -326,7 +322,7 @@ class LmdbStorage:
             except (lmdb.Error, OSError) as exc:
                 sizes = [(len(key), 8 + len(batch.blob)) for key, batch in keyed]
                 sizes += [(len(key), len(value)) for key, value in head_items]
-                need = _space_for(sizes, len(head_items), self._page_size)
+                need = space_needed(sizes, len(head_items), self._page_size)
                 raise translate_error(
                     exc, f"append to {self._path} failed", path=self._path, need_bytes=need
                 ) from exc

@@ -68,7 +68,7 @@ def test_eio_is_a_full_disk_only_when_the_filesystem_is_nearly_full(tmp_path) ->
 
 
 def test_space_needed_counts_pages() -> None:
-    small = [(b"k" * 30, b"v" * 100)] * 10
+    small = [(30, 100)] * 10  # (key length, value length)
     assert space_needed(small, 1, 4096) == (2 * 1 + 6) * 4096
-    big = [(b"k" * 30, b"v" * 10_000)]  # an overflow value: 3 pages of its own
+    big = [(30, 10_000)]  # an overflow value: 3 pages of its own
     assert space_needed(big, 1, 4096) == (3 + 2 * 1 + 6) * 4096
