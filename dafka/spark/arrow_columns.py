@@ -38,7 +38,6 @@ __all__ = [
     "SIGNED_COLUMNS",
     "TYPES",
     "signed_reply_chunks",
-    "signed_reply_columns",
 ]
 
 CREATE_TIME = 0
@@ -215,16 +214,3 @@ def signed_reply_chunks(
             pending, rows = [], 0
     if pending:
         yield _chunk(pending, names, reply)
-
-
-def signed_reply_columns(
-    reply: ReadReply, lo: int, hi: int, names: Collection[str] = SIGNED_COLUMNS
-) -> dict[str, pa.Array] | None:
-    """:func:`signed_reply_chunks` as one set of columns (concatenated: a copy), or
-    ``None`` when the reply holds none of the offsets."""
-    chunks = list(signed_reply_chunks(reply, lo, hi, names))
-    if not chunks:
-        return None
-    if len(chunks) == 1:
-        return chunks[0]
-    return {name: pa.concat_arrays([c[name] for c in chunks]) for name in chunks[0]}

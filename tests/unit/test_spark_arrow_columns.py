@@ -3,6 +3,7 @@ subset of the columns, with every batch verified exactly once, whatever the colu
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from itertools import combinations
 
 import pytest
@@ -22,7 +23,6 @@ from dafka.spark.arrow_columns import (  # noqa: E402
     SIGNED_COLUMNS,
     TYPES,
     signed_reply_chunks,
-    signed_reply_columns,
 )
 from dafka.spark.options import ReadOptions  # noqa: E402
 from dafka.wire.signed_batch import seal_gap, seal_records  # noqa: E402
@@ -31,6 +31,19 @@ from dafka.wire.signed_checks import encode_topic  # noqa: E402
 IDENTITY = Identity.generate()
 TOPIC = "t"
 STAMP = 1_700_000_000_000
+
+
+def signed_reply_columns(
+    reply: qp.ReadReply, lo: int, hi: int, names: Collection[str] = SIGNED_COLUMNS
+) -> dict[str, pa.Array] | None:
+    """The chunks of a reply as one set of columns (concatenated), ``None`` for none."""
+    chunks = list(signed_reply_chunks(reply, lo, hi, names))
+    if not chunks:
+        return None
+    if len(chunks) == 1:
+        return chunks[0]
+    return {name: pa.concat_arrays([c[name] for c in chunks]) for name in chunks[0]}
+
 
 keys_st = st.one_of(st.none(), st.binary(max_size=8))
 records_st = st.lists(st.tuples(keys_st, st.binary(max_size=12)), min_size=1, max_size=20)
