@@ -619,7 +619,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "store bounds bytes served per requester": (
         "dafka.core.store.serve",
         "StoreServing._serve",
-        "                if not self._bytes_limiter.allow(fetch.requester, now, 0.0):",
+        "                if not limiter.allow(fetch.requester, now, 0.0):",
         "                if False:",
     ),
     "consumer detects equivocation": (

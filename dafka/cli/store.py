@@ -75,8 +75,8 @@ def tune_gc() -> None:
     show_default=True,
     type=click.FloatRange(MIN_SERVE_RATE / MIB, 1024 * 1024),
     help="MiB per second served to one reader's FETCHes (bursts of twice that, four "
-    "times that over all readers): a bound against readers that never read, and the "
-    "speed of a long catch-up from this store. Raise it where readers are trusted.",
+    "times that over all readers): what readers may cost this store, and the speed of "
+    "a catch-up past its burst.",
 )
 @metrics_options
 @run_cli

@@ -78,6 +78,18 @@ class RequestLimiter:
         total.tokens -= cost
         return True
 
+    def ready_at(self, requester: str, now: float) -> float:
+        """When :meth:`allow` will let ``requester`` through at the earliest: ``now`` if it
+        would now, else when both its bucket and the shared one hold a token again (what
+        they owe paid back at their rates). Changes nothing."""
+        at = now
+        bucket = self._buckets.get(requester)
+        if bucket is not None:
+            at = max(at, _refilled(bucket, now, self.rate, self.burst))
+        if self._total.at != float("-inf"):
+            at = max(at, _refilled(self._total, now, self.total_rate, self.total_burst))
+        return at
+
     def charge(self, requester: str, cost: float) -> None:
         """Take ``cost`` more tokens for what ``requester`` was just allowed."""
         bucket = self._buckets.get(requester)
@@ -87,6 +99,13 @@ class RequestLimiter:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+def _refilled(bucket: _Bucket, now: float, rate: float, burst: float) -> float:
+    """When ``bucket`` holds a whole token again (``now`` if it does): a microsecond
+    late rather than early, so that a turn woken then finds it there."""
+    tokens = min(burst, bucket.tokens + max(0.0, now - bucket.at) * rate)
+    return now if tokens >= 1.0 else now + (1.0 - tokens) / rate + 1e-6
 
 
 class TokenBucket:

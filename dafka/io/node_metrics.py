@@ -61,6 +61,11 @@ STORE_FIELDS: _Fields = (
     ("fetches_sent", "dafka_store_fetches_sent", "FETCHes this store sent to fill gaps."),
     ("fetches_refused", "dafka_store_fetches_refused", "FETCHes refused (bounds)."),
     ("fetches_limited", "dafka_store_fetches_limited", "FETCHes and head requests rate-limited."),
+    (
+        "fetches_paced",
+        "dafka_store_fetches_paced",
+        "Serving turns a pending FETCH waited for its requester's byte rate.",
+    ),
     ("heads_sent", "dafka_store_heads_sent", "HEADs and DIRECT-HEADs sent."),
     ("malformed", "dafka_store_messages_malformed", "Messages that decoded but made no sense."),
     ("rejected", "dafka_store_batches_rejected", "Batches that failed signature checks."),

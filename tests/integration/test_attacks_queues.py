@@ -16,8 +16,8 @@ is what the flood cost. The test asserts a bound with a wide margin and no timin
 
 The same holds on the send side: a node that subscribes to a store's DIRECT-RECORDs,
 sends FETCHes for a partition of large batches and never reads piled the answers up in
-the store's XPUB queue for it (the store serves 64 MiB/s per requester and 256 MiB/s in
-all, a rate, not a queue bound; measured 2,339 MiB, then 1,655 MiB once answers were
+the store's XPUB queue for it (the store served 64 MiB/s per requester and 256 MiB/s in
+all then, a rate, not a queue bound; measured 2,339 MiB, then 1,655 MiB once answers were
 bounded). A signed store's XPUB now keeps ``hwm`` messages (16 of up to 16 MiB), and its
 core sends one requester at most half of that before the requester has taken it
 (``dafka/core/store/credits.py``), so a reading consumer's bursts wait in the core

@@ -1,6 +1,7 @@
 """A store's serving rate is the operator's to set (``Store(serve_rate=...)``,
-``dafka-store --serve-rate``): it bounds what a reader that never reads piles up, and it is
-the speed of a long catch-up from the store, so the default must not be the only choice."""
+``dafka-store --serve-rate``): it bounds what readers cost the store each second, and it is
+the speed of a catch-up past its burst, so the default must not be the only choice. A FETCH
+past it waits for its bytes and is then served, not dropped."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ from pathlib import Path
 import pytest
 
 from dafka.api.store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
+from dafka.core import messages as m
+from dafka.core.limits import RequestLimiter
+from dafka.core.store import StoreCore
 from dafka.errors import ConfigError
+from dafka.io.profiles import SignedProfile
+from dafka.storage.memory import MemoryStorage
+from tests.signing import CONSUMER, STORE, P, blob, from_blob, sent
 
 MIB = 1024 * 1024
 
 
-@pytest.mark.parametrize("rate", [DEFAULT_SERVE_RATE, 512 * MIB, MIN_SERVE_RATE])
+@pytest.mark.parametrize("rate", [DEFAULT_SERVE_RATE, 64 * MIB, MIN_SERVE_RATE])
 def test_the_serve_rate_given_is_the_one_the_store_serves_at(tmp_path: Path, rate: int) -> None:
     store = Store(tmp_path / "s", towers="127.0.0.1:9", metadata=False, serve_rate=rate)
     try:
@@ -29,3 +36,63 @@ def test_the_serve_rate_given_is_the_one_the_store_serves_at(tmp_path: Path, rat
 def test_a_serve_rate_below_the_floor_or_not_finite_is_refused(tmp_path: Path, rate) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match="serve_rate"):
         Store(tmp_path / "s", towers="127.0.0.1:9", metadata=False, serve_rate=rate)
+
+
+def _store_of(batches: int, values: int, size: int, rate: float) -> StoreCore:
+    core = StoreCore(
+        STORE.node_id,
+        MemoryStorage(),
+        profile=SignedProfile(STORE),
+        serve_rate=rate,
+        serve_total_rate=4 * rate,
+    )
+    per = [b"x" * size] * values
+    core.handle_batch(
+        [from_blob(blob(i * values, values, values=per)) for i in range(batches)], 0.0
+    )
+    assert core.head("t", P) == batches * values - 1
+    return core
+
+
+def _served(out: list[object]) -> list[int]:
+    return [x.offset for x in sent(out) if isinstance(x, m.DirectRecord)]
+
+
+def test_a_fetch_past_its_requesters_bytes_waits_for_them_and_is_then_served() -> None:
+    """A catch-up past its burst: the FETCH its requester sent once its bytes were spent is
+    served when they are paid back, at :attr:`serve_at`, not dropped (it was asked again only
+    after the requester's timeout, a second of stall per answer)."""
+    rate = 1024 * 1024  # a burst of 2 MiB, 1 MiB a second
+    core = _store_of(batches=8, values=10, size=60_000, rate=rate)  # 600 kB a batch
+    first = _served(core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 40)], 1.0))
+    assert first == [0, 10, 20, 30]  # the burst, with one batch's overshoot
+    out = core.handle_batch([m.Fetch(P, CONSUMER, "t", 40, 40)], 1.001)
+    assert _served(out) == []
+    assert core.stats.fetches_paced >= 1 and core.stats.fetches_limited == 0
+    due = core.serve_at
+    # 2.4 MB taken against a 2 MiB burst: a token back at 1 MiB a second
+    assert 1.001 < due < 1.001 + 0.5
+    assert not core.has_pending(due - 0.001)  # the IO loop sleeps until then
+    assert core.has_pending(due)
+    # a token back: one serving step's worth goes (whole batches, charged after)
+    assert _served(core.tick(due)) == [40, 50, 60, 70]
+    out = core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 10)], due + 0.001)
+    assert _served(out) == []  # owing 2.4 MB, paid back at 1 MiB a second
+    assert core.serve_at - due == pytest.approx(2.4e6 / rate, rel=0.2)
+    assert _served(core.tick(core.serve_at)) == [0]
+
+
+def test_ready_at_is_when_allow_lets_the_requester_through_again() -> None:
+    limiter = RequestLimiter(100.0, 10.0, total_rate=1000.0, total_burst=100.0)
+    assert limiter.ready_at("r", 0.0) == 0.0  # unknown: let through now
+    assert limiter.allow("r", 0.0, 0.0)
+    limiter.charge("r", 29.0)  # owes 19 tokens: one back in (19 + 1) / 100 s
+    at = limiter.ready_at("r", 0.0)
+    assert at == pytest.approx(0.2, abs=1e-5) and at >= 0.2
+    assert not limiter.allow("r", at - 0.001, 0.0)
+    assert limiter.allow("r", at, 0.0)
+    # the shared bucket too: another requester waits for it when it is the one spent
+    limiter.charge("r", 200.0)  # the shared bucket (full at 0.2) owes 100: paid back at 0.3
+    other = limiter.ready_at("s", 0.3)
+    assert other > 0.3 and not limiter.allow("s", 0.3, 0.0)
+    assert limiter.allow("s", other, 0.0)

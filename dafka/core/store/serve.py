@@ -188,13 +188,14 @@ class StoreServing(StorePolicy):
 
         Whole batches are charged, so one step never sends more than the
         budgets plus one batch, however many fetches are pending. A fetch whose
-        requester (or all requesters together) spent its bytes per second is
-        dropped and counted (``fetches_limited``); the requester asks again. A fetch
-        whose requester has no credit left waits (``signed``); :attr:`serve_at` says
-        when serving can go on.
+        requester (or all requesters together) spent its bytes per second waits in the
+        queue until they are paid back (counted, ``fetches_paced``), as does one whose
+        requester has no credit left (``signed``); :attr:`serve_at` says when serving
+        can go on.
         """
         due = self._send_held(out, now)
         credits = self._credits
+        limiter = self._bytes_limiter
         budget = self._serve_chunk
         room = SERVE_BYTES
         queue = self._pending
@@ -206,9 +207,15 @@ class StoreServing(StorePolicy):
                 if budget <= 0 or room <= 0:
                     break
                 fetch = queue.popleft()
-                if not self._bytes_limiter.allow(fetch.requester, now, 0.0):
-                    self.stats.fetches_limited += 1
-                    self._pending_keys.discard(fetch.key)
+                if not limiter.allow(fetch.requester, now, 0.0):
+                    # its bytes a second are spent: it waits in the queue (whose bound
+                    # holds it) for them, not dropped to be asked again after the
+                    # requester's timeout (a catch-up past its burst stalled a second
+                    # at each answer)
+                    self.stats.fetches_paced += 1
+                    waiting += 1
+                    due = min(due, limiter.ready_at(fetch.requester, now))
+                    queue.append(fetch)
                     continue
                 free = ANSWER_BATCHES
                 if credits is not None:

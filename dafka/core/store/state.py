@@ -70,6 +70,9 @@ class StoreStats:
     """Records, HEADs or FETCHes for a partition pinned to the other wire profile."""
     fetches_limited: int = 0
     """FETCHes and head requests refused by the per-requester rate limit."""
+    fetches_paced: int = 0
+    """Serving turns a pending FETCH waited in for its requester's bytes per second (or
+    all requesters' together) to be paid back."""
     partitions_refused: int = 0
     """Batches and HEADs of partitions not held yet, refused by the per-topic partition cap
     or the rate of new partitions (the producer's next batch or HEAD tries again)."""
