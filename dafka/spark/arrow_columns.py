@@ -20,8 +20,6 @@ gathered until they hold that many rows and concatenated (a copy of small batche
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
@@ -30,7 +28,7 @@ import pyarrow.compute as pc
 
 from ..errors import WireError
 from ..query.protocol import ReadReply
-from ..wire.signed_batch import RecordLayout, record_layout, verify_batch
+from ..wire.signed_batch import RecordLayout, record_layout, u32s, verify_batch
 
 __all__ = [
     "CHUNK_ROWS",
@@ -61,7 +59,6 @@ CHUNK_ROWS = 4096
 """A batch of at least this many records is a chunk of its own (its columns point into its
 blob); smaller ones are gathered up to this many rows and concatenated."""
 
-_SWAP = sys.byteorder == "little"
 _NO_KEY_BYTES = RecordLayout.NO_KEY.to_bytes(4, "big")
 _NO_KEY = pa.scalar(RecordLayout.NO_KEY, pa.uint32())
 _ZERO = pa.scalar(0, pa.uint32())
@@ -70,11 +67,7 @@ _ZERO = pa.scalar(0, pa.uint32())
 def _lengths(blob: bytes, at: int, count: int) -> pa.Array:
     """``count`` big-endian u32 at ``blob[at:]`` as an Arrow uint32 array of ``count + 1``,
     a leading 0 first (so its cumulative sum is binary offsets)."""
-    values = array("I", bytes(4))
-    assert values.itemsize == 4
-    values.frombytes(memoryview(blob)[at : at + 4 * count])
-    if _SWAP:
-        values.byteswap()
+    values = u32s(blob, at, count, lead=1)
     return pa.Array.from_buffers(pa.uint32(), count + 1, [None, pa.py_buffer(values)])
 
 

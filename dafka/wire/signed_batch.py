@@ -78,6 +78,7 @@ __all__ = [
     "MAX_GAP_OFFSETS",
     "MAX_KEY_BYTES",
     "MAX_VALUE_BYTES",
+    "u32s",
     "Batch",
     "BatchHeader",
     "batch_overhead",
@@ -410,21 +411,24 @@ def _keyless(blob: bytes, records_at: int, count: int) -> bool:
     return blob[records_at : records_at + 4 * count] == _NO_KEYS[: 4 * count]
 
 
-def _u32s(blob: bytes, at: int, count: int) -> array[int]:
-    """``count`` big-endian u32 from ``blob[at:]``, unpacked in C (no int object each)."""
-    numbers = array("I")
-    numbers.frombytes(blob[at : at + 4 * count])
+def u32s(blob: bytes, at: int, count: int, *, lead: int = 0) -> array[int]:
+    """``count`` big-endian u32 from ``blob[at:]`` in native order, unpacked in C (no int
+    object each, no copy of the slice), after ``lead`` zeros (a leading 0 makes the running
+    sum of lengths the offsets Arrow wants)."""
+    numbers = array("I", bytes(4 * lead))
+    assert numbers.itemsize == 4
+    numbers.frombytes(memoryview(blob)[at : at + 4 * count])
     if not _BIG_ENDIAN:
         numbers.byteswap()
     return numbers
 
 
 def _key_lengths_of(blob: bytes, records_at: int, count: int) -> array[int]:
-    return _u32s(blob, records_at, count)
+    return u32s(blob, records_at, count)
 
 
 def _value_lengths_of(blob: bytes, records_at: int, count: int) -> array[int]:
-    return _u32s(blob, records_at + 4 * count, count)
+    return u32s(blob, records_at + 4 * count, count)
 
 
 def _key_lengths(klens: array[int], count: int) -> tuple[int, int] | None:
