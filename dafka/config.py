@@ -232,7 +232,7 @@ class ProducerConfig:
 
     state_dir: Path | None = None
     head_interval: float = 1.0
-    max_unacked_bytes: int = 256 * 1024 * 1024
+    max_unacked_bytes: int = 128 * 1024 * 1024
     on_full: Literal["block", "raise"] = "block"
     min_acks: int = 1
     profile: Profile = DEFAULT_PROFILE

@@ -427,7 +427,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "signed stores' and producers' data XPUBs keep a byte-safe count": (
         "dafka.io.bounds",
         "bound_data_sockets",
-        "xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, xpub_frame_bytes))",
+        "xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, xpub_frame_bytes, xpub_min_hwm))",
         "xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, None))",
     ),
     "ZMQ_MAXMSGSIZE on the data XPUB (subscriptions)": (

@@ -151,7 +151,7 @@ class Producer:
         towers: str | Iterable[str] | None = None,
         host: str = "127.0.0.1",
         state_dir: str | os.PathLike[str] | None = None,
-        max_unacked_bytes: int = 256 * 1024 * 1024,
+        max_unacked_bytes: int = 128 * 1024 * 1024,
         max_unacked_records: int | None = None,
         on_full: Literal["block", "raise"] = "block",
         head_interval: float = 1.0,

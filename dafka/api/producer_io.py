@@ -73,6 +73,12 @@ class _ProducerHandler:
         # connection, so a subscriber that never reads costs it a bounded queue
         # (dafka.io.bounds); rfc46, a record per frame, keeps its message count
         self.xpub_frame_bytes = config.max_batch_bytes if config.profile == "signed" else None
+        # and at least twice a full budget of full batches: each batch a store is sent
+        # stays unacknowledged until it answers, so a slow store may have the whole budget
+        # queued for it, and libzmq hears of what it read in steps of half the mark
+        # (dafka.core.store.credits); with 256 MiB of budget over a 256-batch mark, 1.8M
+        # of 10M records were dropped on the way to the store and fetched from us again
+        self.xpub_min_hwm = 2 * -(-config.max_unacked_bytes // config.max_batch_bytes) + 1
         self.linger = Linger(config.linger_ms / 1000, config.max_batch_records)
         """How long queued records may wait for others to share their batch."""
         self.turn_records = TURN_BATCHES * config.max_batch_records

@@ -94,7 +94,7 @@ PROGRESS_AFTER = 0.5
 )
 @click.option(
     "--max-unacked-bytes",
-    default=256 * 1024 * 1024,
+    default=128 * 1024 * 1024,
     show_default=True,
     type=int,
     help="Memory for records awaiting acknowledgement; reading pauses when full.",

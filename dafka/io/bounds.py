@@ -36,11 +36,14 @@ SMALL_FRAME_BYTES = 4096
 """``ZMQ_MAXMSGSIZE`` where peers only send subscriptions, beacons or welcomes."""
 
 
-def xpub_hwm(cfg: NodeConfig, frame_bytes: int | None) -> int:
+def xpub_hwm(cfg: NodeConfig, frame_bytes: int | None, min_hwm: int = 1) -> int:
     """The data XPUB's ``SNDHWM`` for a node whose largest frame to a subscriber is
-    ``frame_bytes`` (None: not said, ``high_watermark``); a store's credit per requester
-    is derived from it (:func:`dafka.core.store.credits.credits_for_hwm`)."""
-    return cfg.high_watermark if frame_bytes is None else cfg.hwm(frame_bytes)
+    ``frame_bytes`` (None: not said, ``high_watermark``), at least ``min_hwm`` (a
+    producer's, for its unacknowledged budget); a store's credit per requester is derived
+    from it (:func:`dafka.core.store.credits.credits_for_hwm`)."""
+    if frame_bytes is None:
+        return cfg.high_watermark
+    return max(min_hwm, cfg.hwm(frame_bytes))
 
 
 def bound_data_sockets(
@@ -51,6 +54,7 @@ def bound_data_sockets(
     sub: zmq.Socket[bytes],
     small: Iterable[zmq.Socket[bytes]],
     xpub_frame_bytes: int | None = None,
+    xpub_min_hwm: int = 1,
 ) -> None:
     """The SUB's queue in bytes per connection: ``NodeConfig.hwm`` messages of the largest
     frame (``ceiling``); the rfc46 profile (one unsigned record per message, which a
@@ -68,14 +72,17 @@ def bound_data_sockets(
       consumer stalled; one DIRECT-HEAD per partition for a CONSUMER-HELLO, so that a
       fresh consumer of 60 partitions learned 15 of them);
     - a signed producer: its ``max_batch_bytes`` (1 MiB: 256 messages), since it only
-      sends its own batches. A record larger than that is a batch alone and still one
-      message, so the bound is 256 of the producer's largest batches; it is the
-      producer's own choice of record sizes, never a peer's (docs/security.md). A count
-      of 16 slowed its live publishing.
+      sends its own batches, and at least twice its ``max_unacked_bytes`` in full batches
+      plus one (``xpub_min_hwm``: 257 with the default 128 MiB), since everything sent to a
+      store stays unacknowledged until the store answers and libzmq hears of what a
+      subscriber read in steps of half the mark. A record larger than that is a batch
+      alone and still one message, so the bound is that many of the producer's largest
+      batches; it is the producer's own choice of record sizes and budget, never a
+      peer's (docs/security.md). A count of 16 slowed its live publishing.
 
     Consumers send small messages and keep ``high_watermark``, and so does the rfc46
     profile (one record per message)."""
-    xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, xpub_frame_bytes))
+    xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, xpub_frame_bytes, xpub_min_hwm))
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
     for sock in small:

@@ -344,8 +344,9 @@ class NodeLoop:
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
         # a signed store's or producer's: the largest frame it sends a subscriber
         frame_bytes = getattr(self.handler, "xpub_frame_bytes", None)
+        min_hwm = getattr(self.handler, "xpub_min_hwm", 1)  # a producer's: from its budget
         bound_data_sockets(
-            cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), frame_bytes
+            cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), frame_bytes, min_hwm
         )
         self._sub = sub
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
