@@ -45,6 +45,12 @@ log = logging.getLogger(__name__)
 # which mypy does not narrow: hence the explained ignores where they are taken apart.
 _Queued = tuple[str, object, object, LazyFuture[Any] | Continued]
 
+TURN_TOPICS = 64
+"""Topics one turn publishes at most, a batch each at least: a message each on the data
+XPUB, whose mark counts messages (257 by default, ``dafka.io.bounds``) and which hears of
+what a subscriber read in steps of half of it, between turns. Records sent to 200 topics at
+once went out as 200 one-record batches in one turn, and those past the mark were dropped on
+their way to the store, which fetched them a second later, at the next HEAD."""
 TURN_BATCHES = 2
 """Full batches' worth (``max_batch_records`` records or ``max_batch_bytes`` bytes) one
 turn of the IO thread takes from the queue at most; what is left is taken by the next
@@ -172,6 +178,7 @@ class _ProducerHandler:
         # a run of send() calls on one topic appends to three lists, found again only
         # when the topic changes or a send_many comes
         run_topic: str | None = None
+        full = False  # of topics
         for _ in range(len(queue)):
             if records_left <= 0 or bytes_left <= 0:
                 break
@@ -179,6 +186,11 @@ class _ProducerHandler:
             taken += 1
             if topic != run_topic or type(value) is not bytes:
                 if topic not in by_topic:
+                    if len(by_topic) >= TURN_TOPICS:  # its batch goes next turn
+                        queue.appendleft((topic, value, key, fut))
+                        taken -= 1
+                        full = True
+                        break
                     by_topic[topic] = TopicTurn()
                 turn = by_topic[topic]
                 if type(value) is not bytes:  # a send_many's values
@@ -204,7 +216,7 @@ class _ProducerHandler:
                 add_future(fut)  # type: ignore[arg-type]  # a RecordFuture: see _Queued
             if key is not None:
                 turn.keyed = True
-        if queue and (records_left <= 0 or bytes_left <= 0):
+        if queue and (full or records_left <= 0 or bytes_left <= 0):
             self.cut_short = True  # the rest of a full turn goes next, without waiting
         journal = self.p._journal
         if journal is not None:

@@ -62,7 +62,8 @@ def test_hello_naming_many_topics_is_charged_per_topic() -> None:
         core.handle_batch([record(0, 1, topic=f"t{i}")], 0.0)
     hello = m.ConsumerHello(S, CONSUMER, tuple(f"t{i}" for i in range(40)))
     out = core.handle_batch([hello], 1.0)
-    assert len(sent(out)) <= 10
+    # (the 40 partitions' ACKs, paced by the producer's credit, may go out here too)
+    assert len([x for x in sent(out) if isinstance(x, m.DirectHead)]) <= 10
     assert core.stats.heads_limited >= 30
 
 

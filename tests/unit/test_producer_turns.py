@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dafka.api.producer_inflight import Continued, ManyRun, Values
-from dafka.api.producer_io import TURN_BATCHES, _ProducerHandler
+from dafka.api.producer_io import TURN_BATCHES, TURN_TOPICS, _ProducerHandler
 from dafka.config import ProducerConfig
 from dafka.core.effects import Acked, Publish
 from dafka.core.producer import ProducerCore
@@ -19,12 +19,14 @@ RECORDS = 4  # per batch: a turn takes TURN_BATCHES * RECORDS records at most
 TURN = TURN_BATCHES * RECORDS
 
 
-def _handler(linger_ms: float = 0.0) -> tuple[_ProducerHandler, _StubProducer]:
+def _handler(
+    linger_ms: float = 0.0, records: int = RECORDS
+) -> tuple[_ProducerHandler, _StubProducer]:
     stub = _StubProducer(
-        ProducerConfig(max_batch_records=RECORDS, max_batch_bytes=1024, linger_ms=linger_ms)
+        ProducerConfig(max_batch_records=records, max_batch_bytes=1024, linger_ms=linger_ms)
     )
     identity = Identity.generate()
-    profile = SignedProfile(identity, max_batch_records=RECORDS, max_batch_bytes=1024)
+    profile = SignedProfile(identity, max_batch_records=records, max_batch_bytes=1024)
     core = ProducerCore(identity.node_id, profile=profile)
     return _ProducerHandler(stub, core), stub  # type: ignore[arg-type]
 
@@ -147,3 +149,21 @@ def test_a_measured_send_many_is_sealed_with_its_lengths_in_every_part() -> None
     handler._resolve(Acked("t", len(values) - 1))
     assert many.result(0) == range(len(values))
     assert sum(size for _, size in stub.released) == sum(lengths)
+
+
+def test_a_turn_publishes_at_most_turn_topics_topics_and_the_rest_go_next() -> None:
+    """A record to each of many topics is a batch, so a message, each: the data XPUB's mark
+    counts messages and hears of reads only between turns, so one turn publishes to at
+    most TURN_TOPICS topics (200 at once were dropped past the mark on the way to a store)."""
+    handler, _ = _handler(records=100)  # a turn's records are not the bound here
+    topics = [f"t{i}" for i in range(TURN_TOPICS + 10)]
+    handler.queue.extend((t, b"v", None, RecordFuture()) for t in topics)
+    handler.queue.append(("t0", b"again", None, RecordFuture()))
+    first = [e.msg.topic for e in handler.on_commands(0.0) if isinstance(e, Publish)]
+    assert first == topics[:TURN_TOPICS]
+    assert handler.has_pending()  # the rest follow at once, in their order
+    second = [
+        (e.msg.topic, e.msg.offset) for e in handler.on_commands(0.0) if isinstance(e, Publish)
+    ]
+    assert second == [(t, 0) for t in topics[TURN_TOPICS:]] + [("t0", 1)]
+    assert not handler.queue and not handler.has_pending()

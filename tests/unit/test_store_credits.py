@@ -196,3 +196,50 @@ def test_rfc46_stores_are_not_paced() -> None:
     paced = store()
     assert paced.paces_requesters
     assert not store(send_credits=None).paces_requesters
+
+
+def acks(out: list) -> list[m.Ack]:
+    return [x for x in sent(out) if isinstance(x, m.Ack)]
+
+
+def test_acks_of_many_topics_of_one_producer_are_paced_and_none_is_dropped() -> None:
+    """A producer of 30 topics: one drain advances 30 of its partitions. 8 ACKs go at once,
+    the rest each hold after (sent at once, a 16-message XPUB dropped those past the mark,
+    and the producer's flush waited a second or two for its HEADs to be answered)."""
+    core = store()
+    topics = [f"t{i}" for i in range(30)]
+    out = core.handle_batch([record(0, 1, topic=t) for t in topics], 0.0)
+    got = acks(out)
+    assert len(got) == 8 and all(a.partition == P and a.offset == 0 for a in got)
+    assert core.has_pending(core.serve_at) and not core.has_pending(core.serve_at - 1e-6)
+    now = 0.0
+    for _ in range(20):
+        if not core.has_pending():
+            break
+        now = core.serve_at
+        more = acks(core.tick(now))
+        assert len(more) <= 8
+        got += more
+    assert sorted(a.topic for a in got) == sorted(topics)
+    assert now <= 3 * HOLD + 1e-9
+    assert core.stats.acks_sent == 30
+
+
+def test_a_held_ack_is_replaced_by_its_partitions_later_head() -> None:
+    """What waits for credit is one ACK per partition, at its latest committed head."""
+    core = store()
+    topics = [f"t{i}" for i in range(12)]
+    first = acks(core.handle_batch([record(0, 1, topic=t) for t in topics], 0.0))
+    assert len(first) == 8
+    held = set(topics) - {a.topic for a in first}
+    later = [record(1, 2, topic=t) for t in sorted(held)]
+    assert acks(core.handle_batch(later, 0.001)) == []  # no credit before the hold ends
+    rest = acks(core.tick(core.serve_at))
+    assert sorted((a.topic, a.offset) for a in rest) == [(t, 2) for t in sorted(held)]
+    assert core.stats.acks_sent == 12 and not core.has_pending()
+
+
+def test_rfc46_acks_go_at_once() -> None:
+    core = StoreCore(S, MemoryStorage())
+    out = core.handle_batch([m.Record(f"t{i}", P, 0, b"v") for i in range(30)], 0.0)
+    assert len(acks(out)) == 30

@@ -63,12 +63,7 @@ class StoreCore(StoreIngest, StoreServing):
             self._answer_tail(requester, topic, partition, out)
         self._serve(out, now)
         if committed:
-            heads = self._heads
-            for key in sorted(b.advanced | b.reack):
-                head = heads.get(key)
-                if head is not None:
-                    out.append(Publish(m.Ack(key[1], key[0], head)))
-                    self.stats.acks_sent += 1
+            self._ack(sorted(b.advanced | b.reack), out, now)
         return out
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:

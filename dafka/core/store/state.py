@@ -276,6 +276,9 @@ class StoreState:
         )
         self._held_heads: dict[str, deque[m.DirectHead]] = {}
         self._held_count = 0
+        self._held_acks: dict[str, dict[PartitionKey, int]] = {}
+        """Per producer, the ACKs waiting for its credit: a partition's latest committed
+        head, one per partition held (so bounded by them)."""
         self.serve_at = math.inf
         """When serving can go on: now while budgets ran out, the end of a requester's
         hold while every fetch waits for credit, ``inf`` when nothing waits."""
@@ -315,7 +318,7 @@ class StoreState:
         poll without blocking (:attr:`serve_at` says when the waiting ones can)."""
         if self._credits is None:
             return bool(self._pending)
-        return bool(self._pending or self._held_heads) and now >= self.serve_at
+        return bool(self._pending or self._held_heads or self._held_acks) and now >= self.serve_at
 
     def subscriptions(self) -> list[bytes]:
         """The SUB prefixes a store needs (wire reference §4, writer and reader as one node)."""
