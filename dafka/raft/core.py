@@ -443,8 +443,7 @@ class RaftCore(CoreView, Replication):
             or self._log.has_unstable()
             or self.commit > self._handed_commit
             or any(r.index <= self._handed_commit for r in self._reads_ready)
-            or self._hard_state() != self._prev_hs
-            or self._soft_state() != self._prev_ss
+            or self._state_changed()
         )
 
     def ready(self) -> Ready:

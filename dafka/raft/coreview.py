@@ -19,6 +19,8 @@ class CoreView:
     voted_for: str | None
     commit: int
     leader: str | None
+    _prev_hs: HardState
+    _prev_ss: SoftState
     _applied: int
     _reqids: dict[bytes, tuple[int, int]]
     _log: RaftLog
@@ -109,3 +111,15 @@ class CoreView:
 
     def _soft_state(self) -> SoftState:
         return SoftState(self.leader, self.role)
+
+    def _state_changed(self) -> bool:
+        """``_hard_state() != _prev_hs or _soft_state() != _prev_ss``, field by field:
+        asked twice a loop turn, and building the two values cost more than comparing."""
+        hs, ss = self._prev_hs, self._prev_ss
+        return (
+            self.term != hs.term
+            or self.voted_for != hs.voted_for
+            or self.commit != hs.commit
+            or self.leader != ss.leader
+            or self.role is not ss.role
+        )

@@ -114,6 +114,27 @@ class Ready:
     must_sync: bool = False
     write: int = 0
 
+    def applying(
+        self, committed_entries: tuple[Entry, ...], read_states: tuple[ReadState, ...]
+    ) -> Ready:
+        """``dataclasses.replace(self, committed_entries=..., read_states=...)``, a quarter
+        of the cost: a follower splits most Readies it takes in two
+        (:func:`~dafka.raft.pipeline.split_durable`). Every field is passed (a test holds
+        this to ``replace``, so a new field cannot be left out)."""
+        return Ready(
+            self.hard_state,
+            self.entries,
+            self.truncate_from,
+            self.snapshot,
+            self.snapshot_chunks,
+            self.messages,
+            committed_entries,
+            read_states,
+            self.soft_state,
+            self.must_sync,
+            self.write,
+        )
+
 
 class ProposeStatus(enum.IntEnum):
     """Outcome of a proposal; the values are the spec's ConfigUpdate statuses."""
