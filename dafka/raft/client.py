@@ -617,7 +617,15 @@ class RaftClient:
     def _send_now(self, frames: list[bytes]) -> str | None:
         """Send to the leader, or (no leader known) to the next connected peer in turn;
         the URL it went to, ``None`` if no peer is connected yet."""
-        urls = list(self._socks)
+        socks = self._socks
+        if len(socks) == 1:  # the leader (or the one peer we know): no turn to take
+            for url, sock in socks.items():
+                try:
+                    send_frames(sock, frames)
+                    return url
+                except zmq.Again:
+                    return None
+        urls = list(socks)
         if not urls:
             return None
         self._rr += 1

@@ -67,6 +67,7 @@ __all__ = [
     "STREAMS_PER_CLIENT",
     "ClientService",
     "DispatchStatus",
+    "Waiter",
 ]
 
 DISPATCH_READ_INDEX = b"RI"
@@ -92,7 +93,7 @@ _TRUE = b"\x01"
 
 
 @dataclass(slots=True)
-class _Waiter:
+class Waiter:
     """A client waiting for its RequestUpdate / ConfigUpdate to commit."""
 
     envelope: tuple[bytes, ...]
@@ -132,9 +133,9 @@ class ClientService(PeerState):
         def _snapshot_data(self) -> tuple[int, bytes]: ...  # dafka.raft.snapshotstage
 
     def _init_clients(self) -> None:
-        self._waiters: dict[int, list[_Waiter]] = {}
+        self._waiters: dict[int, list[Waiter]] = {}
         self._updates: list[tuple[tuple[bytes, ...], bytes, bytes]] = []
-        self._config_waiters: list[_Waiter] = []
+        self._config_waiters: list[Waiter] = []
         self._read_batch: list[tuple[w.RouterRequest, tuple[bytes, ...]]] = []
         self._reads: dict[bytes, list[tuple[w.RouterRequest, tuple[bytes, ...]]]] = {}
         self._read_ctx = 0
@@ -177,7 +178,7 @@ class ClientService(PeerState):
 
     # -- what the Ready loop tells us --------------------------------------------------------
 
-    def _entry_applied(self, entry: Entry, answers: list[_Waiter]) -> None:
+    def _entry_applied(self, entry: Entry, answers: list[Waiter]) -> None:
         """The clients waiting on the entry just applied: those whose update it is go into
         ``answers`` (:meth:`_send_answers` answers them once the Ready's entries are all
         applied), the others are told NOT_LEADER (their entry was replaced)."""
@@ -193,7 +194,7 @@ class ClientService(PeerState):
                 if waiter.index == entry.index:
                     waiter.matched = entry.reqid == waiter.reqid
 
-    def _send_answers(self, answers: list[_Waiter]) -> None:
+    def _send_answers(self, answers: list[Waiter]) -> None:
         """Answer the updates of one Ready back to back, after its entries were applied,
         not one between each two applies: libzmq wakes its I/O thread for a message only
         when that thread found the connection's queue empty, so answers sent in a burst
@@ -266,7 +267,7 @@ class ClientService(PeerState):
             if result.index is None:  # EXPIRED, or a malformed reqid
                 self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
                 continue
-            waiter = _Waiter(envelope, reqid, reqid, result.index, False, now, now)
+            waiter = Waiter(envelope, reqid, reqid, result.index, False, now, now)
             if result.index <= applied:
                 # a resend of an update that is applied already: the entry is in our log
                 # (the core remembers reqids of entries it holds), so it is the one
@@ -356,7 +357,7 @@ class ClientService(PeerState):
         else:
             assert result.index is not None
             now = time.monotonic()
-            waiter = _Waiter(
+            waiter = Waiter(
                 request.envelope, request.request_id_frame, msg.reqid, result.index, True, now, now
             )
             if result.index <= core.applied:
@@ -381,7 +382,7 @@ class ClientService(PeerState):
                 keep.append(waiter)
         self._config_waiters = keep
 
-    def _answer_waiter(self, waiter: _Waiter, pending: bool = False) -> None:
+    def _answer_waiter(self, waiter: Waiter, pending: bool = False) -> None:
         if not waiter.config:  # RequestUpdate: true [+ the LOG INDEX], built directly
             tail = [_TRUE] if pending else [_TRUE, encode_json_index(waiter.index)]
             try:
@@ -393,7 +394,7 @@ class ClientService(PeerState):
         reply = w.ConfigUpdateResponse(waiter.reqid, w.ConfigUpdateStatus.ACCEPTED, index=index)
         self._reply(waiter.envelope, waiter.id_frame, reply)
 
-    def _answer_not_leader(self, waiter: _Waiter) -> None:
+    def _answer_not_leader(self, waiter: Waiter) -> None:
         leader = self.core.leader if self.core.leader != self.id else None
         if waiter.config:
             reply: Any = w.ConfigUpdateResponse(

@@ -34,7 +34,7 @@ from ..errors import ConfigError, NotLeader, ProposalDropped, RaftError
 from .bounds import message_problem
 from .coreview import CoreView
 from .extensions import PLAIN
-from .frames import CHECKPOINT_DATA, RaftWireError, decode_config, encode_config
+from .frames import CHECKPOINT_DATA, RaftWireError, config_or_none, encode_config
 from .guard import TermCeiling
 from .log import RaftLog
 from .membership import validate_change
@@ -60,6 +60,7 @@ from .ready import (
     SnapshotChunk,
     SnapshotReader,
     SoftState,
+    accepted_result,
 )
 from .replication import Replication, _Read, _Receiving
 from .reqid import reqid_expired
@@ -72,6 +73,7 @@ from .types import (
     HardState,
     Peer,
     SnapshotMeta,
+    new_entry,
 )
 
 __all__ = ["RaftCore"]
@@ -80,13 +82,6 @@ _PRE, _REAL, _TRANSFER = "pre", "real", "transfer"
 _NO_HARD_STATE = HardState()
 _NO_SNAPSHOT = SnapshotMeta()
 _CONFIG = EntryType.CONFIG  # a module global: an Enum class attribute costs 10x per entry
-
-
-def _decode_config(entry: Entry) -> ClusterConfig | None:
-    try:
-        return decode_config(entry.data)
-    except RaftWireError:
-        return None  # the same bytes are ignored the same way on every peer
 
 
 class RaftCore(CoreView, Replication):
@@ -293,11 +288,11 @@ class RaftCore(CoreView, Replication):
                 results.append(ProposeResult(ProposeStatus.EXPIRED))
             else:
                 index += 1
-                added.append(Entry(index, term, state, reqid, data))
+                added.append(new_entry(index, term, state, reqid, data))
                 reqids[reqid] = (index, term)  # _on_appended's work: a resend in the batch
                 if stamp > clock:  # is a duplicate at once
                     clock = stamp
-                results.append(ProposeResult(ProposeStatus.ACCEPTED, index, term))
+                results.append(accepted_result(index, term))
         if added:
             self._reqid_clock = max(clock, now)
             if len(reqids) >= self._prune_at:
@@ -448,8 +443,7 @@ class RaftCore(CoreView, Replication):
             or self._log.has_unstable()
             or self.commit > self._handed_commit
             or any(r.index <= self._handed_commit for r in self._reads_ready)
-            or self._hard_state() != self._prev_hs
-            or self._soft_state() != self._prev_ss
+            or self._state_changed()
         )
 
     def ready(self) -> Ready:
@@ -638,7 +632,7 @@ class RaftCore(CoreView, Replication):
     # -- the log, configs and request ids -------------------------------------------------
 
     def _append_new(self, kind: EntryType, data: bytes, reqid: bytes) -> Entry:
-        entry = Entry(self._log.last_index + 1, self.term, kind, reqid, data)
+        entry = new_entry(self._log.last_index + 1, self.term, kind, reqid, data)
         self._log.append((entry,))
         self._on_appended((entry,))
         self._bcast_append()
@@ -656,7 +650,7 @@ class RaftCore(CoreView, Replication):
                 if stamp > clock:
                     clock = float(stamp)
             if entry.type is _CONFIG:
-                cfg = _decode_config(entry)
+                cfg = config_or_none(entry.data)
                 if cfg is not None:
                     self._configs.append((entry.index, cfg))
                     changed = True
@@ -705,9 +699,3 @@ class RaftCore(CoreView, Replication):
                     oldest = stamp
             self._prune_after = 0.0 if oldest is None else oldest + self.request_id_ttl
         self._prune_at = max(1024, 2 * len(reqids))
-
-    def _hard_state(self) -> HardState:
-        return HardState(self.term, self.voted_for, self.commit)
-
-    def _soft_state(self) -> SoftState:
-        return SoftState(self.leader, self.role)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..errors import RaftError
 from .log import RaftLog
-from .ready import Role
-from .types import ClusterConfig, Entry, SnapshotMeta
+from .ready import Role, SoftState
+from .types import ClusterConfig, Entry, HardState, SnapshotMeta
 
 __all__ = ["CoreView"]
 
@@ -16,6 +16,11 @@ class CoreView:
 
     role: Role
     term: int
+    voted_for: str | None
+    commit: int
+    leader: str | None
+    _prev_hs: HardState
+    _prev_ss: SoftState
     _applied: int
     _reqids: dict[bytes, tuple[int, int]]
     _log: RaftLog
@@ -100,3 +105,21 @@ class CoreView:
         if term is None or index > self._applied:
             raise RaftError(f"cannot describe a snapshot at {index}: not applied or compacted")
         return SnapshotMeta(index, term, self.config_at(index))
+
+    def _hard_state(self) -> HardState:
+        return HardState(self.term, self.voted_for, self.commit)
+
+    def _soft_state(self) -> SoftState:
+        return SoftState(self.leader, self.role)
+
+    def _state_changed(self) -> bool:
+        """``_hard_state() != _prev_hs or _soft_state() != _prev_ss``, field by field:
+        asked twice a loop turn, and building the two values cost more than comparing."""
+        hs, ss = self._prev_hs, self._prev_ss
+        return (
+            self.term != hs.term
+            or self.voted_for != hs.voted_for
+            or self.commit != hs.commit
+            or self.leader != ss.leader
+            or self.role is not ss.role
+        )

@@ -46,7 +46,7 @@ import msgpack
 
 from ..errors import WireError
 from .bounds import MAX_INDEX, MAX_TERM, peers_problem
-from .types import REQID_SIZE, ClusterConfig, Entry, EntryType, Peer
+from .types import REQID_SIZE, ClusterConfig, Entry, EntryType, Peer, new_entry
 
 __all__ = [
     "CHECKPOINT_DATA",
@@ -59,6 +59,7 @@ __all__ = [
     "as_frames",
     "check_at_least",
     "check_count",
+    "config_or_none",
     "config_from_json",
     "check_peers",
     "config_to_json",
@@ -403,27 +404,39 @@ def decode_config(data: bytes) -> ClusterConfig:
     return config_from_json(decode_json(data))
 
 
+def config_or_none(data: bytes) -> ClusterConfig | None:
+    """The config in a CONFIG entry's ``data``, or None where it is not one: every peer
+    ignores the same bytes the same way."""
+    try:
+        return decode_config(data)
+    except RaftWireError:
+        return None
+
+
 # -- log entries ------------------------------------------------------------------------------
-
-
-def encode_entry(entry: Entry) -> bytes:
-    """The ``entry`` frame: reqid + type + 7-byte term + data (the index is not on the wire)."""
-    if not 0 <= entry.term <= MAX_TERM:
-        raise RaftWireError(f"entry term out of range: {entry.term!r}")
-    if len(entry.reqid) != REQID_SIZE:
-        raise RaftWireError(f"entry reqid must be {REQID_SIZE} bytes")
-    return b"".join(
-        (
-            entry.reqid,
-            int(entry.type).to_bytes(1, "little"),
-            entry.term.to_bytes(TERM_SIZE, "little"),
-            entry.data,
-        )
-    )
 
 
 _ENTRY_TYPES = tuple(sorted(EntryType))
 assert [int(t) for t in _ENTRY_TYPES] == list(range(len(_ENTRY_TYPES)))
+_TYPE_BYTES = tuple(int(t).to_bytes(1, "little") for t in _ENTRY_TYPES)
+
+
+def encode_entry(entry: Entry) -> bytes:
+    """The ``entry`` frame: reqid + type + 7-byte term + data (the index is not on the wire).
+    Per entry, three times on a leader (its log, each follower's AppendEntries): the type's
+    byte comes from a tuple, each field is read once."""
+    term, reqid, kind = entry.term, entry.reqid, entry.type
+    if not 0 <= term <= MAX_TERM:
+        raise RaftWireError(f"entry term out of range: {term!r}")
+    if len(reqid) != REQID_SIZE:
+        raise RaftWireError(f"entry reqid must be {REQID_SIZE} bytes")
+    if kind < 0:
+        raise RaftWireError(f"unknown log entry type {kind!r}")
+    try:
+        kind_byte = _TYPE_BYTES[kind]
+    except IndexError:
+        raise RaftWireError(f"unknown log entry type {kind!r}") from None
+    return b"".join((reqid, kind_byte, term.to_bytes(TERM_SIZE, "little"), entry.data))
 
 
 def decode_entry(frame: bytes, index: int) -> Entry:
@@ -436,7 +449,7 @@ def decode_entry(frame: bytes, index: int) -> Entry:
         raise RaftWireError(f"unknown log entry type {kind}")
     entry_type = _ENTRY_TYPES[kind]
     term = int.from_bytes(frame[REQID_SIZE + 1 : ENTRY_HEADER_SIZE], "little")
-    return Entry(index, term, entry_type, frame[:REQID_SIZE], frame[ENTRY_HEADER_SIZE:])
+    return new_entry(index, term, entry_type, frame[:REQID_SIZE], frame[ENTRY_HEADER_SIZE:])
 
 
 def decode_entries(frames: Sequence[bytes], first_index: int) -> tuple[Entry, ...]:
@@ -455,6 +468,6 @@ def decode_entries(frames: Sequence[bytes], first_index: int) -> tuple[Entry, ..
         if kind >= len(types):
             raise RaftWireError(f"unknown log entry type {kind}")
         term = int.from_bytes(frame[REQID_SIZE + 1 : ENTRY_HEADER_SIZE], "little")
-        append(Entry(index, term, types[kind], frame[:REQID_SIZE], frame[ENTRY_HEADER_SIZE:]))
+        append(new_entry(index, term, types[kind], frame[:REQID_SIZE], frame[ENTRY_HEADER_SIZE:]))
         index += 1
     return tuple(entries)

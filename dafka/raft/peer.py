@@ -68,7 +68,7 @@ from .clientservice import (
     DISPATCH_READ_INDEX,
     ClientService,
     DispatchStatus,
-    _Waiter,
+    Waiter,
 )
 from .core import RaftCore
 from .curve import RaftCurve, RaftZap
@@ -575,14 +575,17 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         sm = self.sm
         if rd.snapshot is not None:
             self._apply_staged()
-        answers: list[_Waiter] = []
+        answers: list[Waiter] = []
+        # no client waits on a follower: no lookup per entry (applying adds no waiter)
+        waited = bool(self._waiters or self._config_waiters)
         for entry in rd.committed_entries:
             if entry.type is _STATE:
                 try:
                     sm.apply(entry)
                 except Exception as exc:  # the same entry fails alike on every peer
                     self._bad("apply-error", f"index={entry.index} {exc!r}", logging.ERROR)
-            self._entry_applied(entry, answers)
+            if waited:
+                self._entry_applied(entry, answers)
         if answers:
             self._send_answers(answers)
         self._applied(rd)

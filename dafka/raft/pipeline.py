@@ -23,8 +23,6 @@ exceptions shorten the commit path without weakening it:
 
 from __future__ import annotations
 
-import dataclasses
-
 from .messages import AppendEntries
 from .ready import Ready
 from .types import HardState
@@ -56,5 +54,4 @@ def split_durable(rd: Ready, stored_last: int) -> tuple[Ready | None, Ready]:
     if rd.snapshot is not None or not entries or not rd.entries or entries[0].index > stored_last:
         return None, rd
     k = next((k for k, e in enumerate(entries) if e.index > stored_last), len(entries))
-    early = dataclasses.replace(rd, committed_entries=entries[:k], read_states=())
-    return early, dataclasses.replace(rd, committed_entries=entries[k:])
+    return rd.applying(entries[:k], ()), rd.applying(entries[k:], rd.read_states)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from .messages import Message
-from .types import Entry, HardState, SnapshotMeta
+from .types import Entry, HardState, SnapshotMeta, slot_setters
 
 __all__ = [
     "ProposeResult",
@@ -114,6 +114,27 @@ class Ready:
     must_sync: bool = False
     write: int = 0
 
+    def applying(
+        self, committed_entries: tuple[Entry, ...], read_states: tuple[ReadState, ...]
+    ) -> Ready:
+        """``dataclasses.replace(self, committed_entries=..., read_states=...)``, a quarter
+        of the cost: a follower splits most Readies it takes in two
+        (:func:`~dafka.raft.pipeline.split_durable`). Every field is passed (a test holds
+        this to ``replace``, so a new field cannot be left out)."""
+        return Ready(
+            self.hard_state,
+            self.entries,
+            self.truncate_from,
+            self.snapshot,
+            self.snapshot_chunks,
+            self.messages,
+            committed_entries,
+            read_states,
+            self.soft_state,
+            self.must_sync,
+            self.write,
+        )
+
 
 class ProposeStatus(enum.IntEnum):
     """Outcome of a proposal; the values are the spec's ConfigUpdate statuses."""
@@ -141,6 +162,25 @@ class ProposeResult:
     @property
     def accepted(self) -> bool:
         return self.status is ProposeStatus.ACCEPTED
+
+
+_SET_RESULT = slot_setters(
+    ProposeResult, ("status", "index", "term", "leader", "error", "duplicate")
+)
+
+
+def accepted_result(index: int, term: int, _new: Any = object.__new__) -> ProposeResult:
+    """``ProposeResult(ProposeStatus.ACCEPTED, index, term)``, built at about half the cost
+    (:func:`~dafka.raft.types.slot_setters`): one per update a leader proposes."""
+    result = _new(ProposeResult)
+    status, index_, term_, leader, error, duplicate = _SET_RESULT
+    status(result, ProposeStatus.ACCEPTED)
+    index_(result, index)
+    term_(result, term)
+    leader(result, None)
+    error(result, None)
+    duplicate(result, False)
+    return result
 
 
 SnapshotReader: TypeAlias = Callable[[int, int, int], "tuple[bytes, int] | None"]

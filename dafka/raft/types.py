@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 REQID_SIZE = 12
 ZERO_REQID = bytes(REQID_SIZE)
@@ -51,6 +52,40 @@ class Entry:
     type: EntryType
     reqid: bytes = ZERO_REQID
     data: bytes = b""
+
+
+def slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The ``__set__`` of each named slot of ``cls``: with them a hot path fills a frozen
+    slotted dataclass made by ``object.__new__`` at about half the cost of its
+    ``__init__`` (see :func:`new_entry`)."""
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+_set_index, _set_term, _set_type, _set_reqid, _set_data = slot_setters(
+    Entry, ("index", "term", "type", "reqid", "data")
+)
+
+
+def new_entry(
+    index: int,
+    term: int,
+    kind: EntryType,
+    reqid: bytes,
+    data: bytes,
+    _new: Any = object.__new__,
+) -> Entry:
+    """``Entry(index, term, kind, reqid, data)``, built in about half the time: the frozen
+    dataclass's ``__init__`` stores each field through ``object.__setattr__`` looked up
+    per field, this through the slots' own setters fetched once. The same object (equal,
+    same hash, as frozen: assigning a field still raises); every field must be given.
+    For the per-entry paths (a follower decoding what it is sent, a leader proposing)."""
+    entry = _new(Entry)
+    _set_index(entry, index)
+    _set_term(entry, term)
+    _set_type(entry, kind)
+    _set_reqid(entry, reqid)
+    _set_data(entry, data)
+    return entry
 
 
 @dataclass(frozen=True, slots=True)

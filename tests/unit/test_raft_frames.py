@@ -347,6 +347,15 @@ def test_entry_errors() -> None:
         encode_entry(Entry(1, MAX_TERM + 1, EntryType.STATE))
     with pytest.raises(RaftWireError):
         encode_entry(Entry(1, 1, EntryType.STATE, reqid=b"short"))
+    for kind in (-1, 3, 256):  # not a type: refused, never encoded as another one
+        with pytest.raises(RaftWireError):
+            encode_entry(Entry(1, 1, kind))  # type: ignore[arg-type]
+
+
+@given(entry_runs(max_size=1).filter(bool))
+def test_the_type_byte_is_the_types_value(run: tuple[Entry, ...]) -> None:
+    (entry,) = run
+    assert encode_entry(entry)[12] == int(entry.type)
 
 
 def test_raft_wire_error_is_a_wire_error() -> None:
