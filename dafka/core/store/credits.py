@@ -33,6 +33,7 @@ import math
 
 __all__ = [
     "DEFAULT_SEND_CREDITS",
+    "ACK_HOLD",
     "HOLD",
     "MAX_REQUESTERS",
     "TAKE_RATE",
@@ -42,6 +43,10 @@ __all__ = [
 
 HOLD = 0.01
 """Seconds after which a message counts as taken, plus its bytes at :data:`TAKE_RATE`."""
+ACK_HOLD = 0.001
+"""The hold of an ACK (some 70 bytes, which libzmq's IO thread moves to the kernel as soon
+as it runs): :data:`HOLD` capped a producer at 800 ACKs a second, so one that waits for
+each record's ACK at 8 per 10 ms; one in every 8,000 a second is the cap now."""
 TAKE_RATE = 64 * 1024 * 1024
 """Bytes per second a reader is assumed to take at least (a consumer verifies signed
 batches of 100-byte records at about 130 MB/s on one core)."""
@@ -70,11 +75,11 @@ class _Sent:
         self.nbytes = 0
         self.until = 0.0
 
-    def add(self, count: int, nbytes: int, end: int, now: float) -> None:
+    def add(self, count: int, nbytes: int, end: int, now: float, hold: float) -> None:
         self.count += count
         self.nbytes += nbytes
         self.end = max(self.end, end)
-        self.until = now + HOLD + self.nbytes / TAKE_RATE
+        self.until = now + hold + self.nbytes / TAKE_RATE
 
 
 class SendCredits:
@@ -111,9 +116,11 @@ class SendCredits:
         nbytes: int = 0,
         key: _Key = ("", ""),
         end: int = 0,
+        hold: float = HOLD,
     ) -> None:
         """``count`` messages of ``nbytes`` bytes went to ``requester``; for a FETCH answer,
-        ``key`` is its partition and ``end`` the offset after its last batch."""
+        ``key`` is its partition and ``end`` the offset after its last batch; ``hold``:
+        how long they count as on their way (:data:`ACK_HOLD` for ACKs)."""
         if count <= 0:
             return
         entries = self._sent.get(requester)
@@ -127,7 +134,7 @@ class SendCredits:
         if entry is None:
             entry = _Sent(key)
             entries.append(entry)
-        entry.add(count, nbytes, end, now)
+        entry.add(count, nbytes, end, now, hold)
 
     def taken(self, requester: str, key: _Key, offset: int) -> None:
         """``requester`` FETCHed ``key`` from ``offset``: an answer that ended at or

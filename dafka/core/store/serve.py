@@ -29,6 +29,7 @@ from ...ids import is_node_id
 from .. import messages as m
 from ..answers import ANSWER_BATCHES, answer_full
 from ..effects import Publish
+from .credits import ACK_HOLD
 from .policy import StorePolicy
 from .state import PartitionKey, _Batch, _PendingFetch
 
@@ -200,7 +201,7 @@ class StoreServing(StorePolicy):
             if n:
                 for key in list(held)[:n]:
                     out.append(Publish(m.Ack(key[1], key[0], held.pop(key))))
-                credits.spend(producer, n, now)
+                credits.spend(producer, n, now, hold=ACK_HOLD)
                 self.stats.acks_sent += n
             if held:
                 due = min(due, credits.free_at(producer))
