@@ -34,6 +34,7 @@ import logging
 import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import lmdb
@@ -44,7 +45,14 @@ from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .retention import BatchInfo
 
-__all__ = ["SCHEMA_VERSION", "LmdbStorage", "free_bytes", "space_needed", "translate_error"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "LmdbStorage",
+    "PlannedAppend",
+    "free_bytes",
+    "space_needed",
+    "translate_error",
+]
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +145,16 @@ def space_needed(sizes: Iterable[tuple[int, int]], partitions: int, page: int) -
             leaf_bytes += node
     pages = overflow + 2 * -(-leaf_bytes // page) + 2 * 3 * max(1, partitions)
     return pages * page
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedAppend:
+    """An append planned on the cached heads (:meth:`LmdbStorage.plan_append`)."""
+
+    keyed: list[tuple[bytes, StoredBatch]]
+    head_items: list[tuple[bytes, bytes]]
+    new_heads: dict[tuple[str, str], HeadTail]
+    new_profiles: dict[tuple[str, str], str]
 
 
 class LmdbStorage:
@@ -291,12 +309,22 @@ class LmdbStorage:
         return dict(self._heads)
 
     def append(self, batches: Sequence[StoredBatch]) -> None:
+        planned = self.plan_append(batches)
+        if planned is None:
+            return
+        while not self.write(planned):
+            self.grow()  # the transaction was aborted: nothing is stored; retried
+        self.applied(planned)
+
+    def plan_append(self, batches: Sequence[StoredBatch]) -> PlannedAppend | None:
+        """What :meth:`append` writes for ``batches`` (None: nothing), planned on the cached
+        heads without touching the environment: :meth:`write` it (on any one thread), then
+        report it with :meth:`applied` (on the thread that reads the heads)."""
         self._check_usable()
         if not batches:
-            return
+            return None
         new_profiles: dict[tuple[str, str], str] = {}
         new_heads = plan_append(self._heads, batches, self._profiles, new_profiles)
-        keyed = _keyed_batches(batches)
         pinned = self._profiles
         head_items = [
             (
@@ -309,27 +337,37 @@ class LmdbStorage:
             )
             for (topic, partition), (head, tail) in new_heads.items()
         ]
-        while True:
-            try:
-                with self._env.begin(write=True) as txn:
-                    # the values are made anew for each attempt (one at a time, see _batch_items)
-                    txn.cursor(db=self._batches).putmulti(_batch_items(keyed), dupdata=False)
-                    txn.cursor(db=self._heads_db).putmulti(head_items, dupdata=False)
-                break
-            except lmdb.MapFullError:
-                # The transaction was aborted by the context manager; nothing is stored.
-                self._grow()
-            except (lmdb.Error, OSError) as exc:
-                sizes = [(len(key), 8 + len(batch.blob)) for key, batch in keyed]
-                sizes += [(len(key), len(value)) for key, value in head_items]
-                need = space_needed(sizes, len(head_items), self._page_size)
-                raise translate_error(
-                    exc, f"append to {self._path} failed", path=self._path, need_bytes=need
-                ) from exc
+        return PlannedAppend(_keyed_batches(batches), head_items, new_heads, new_profiles)
+
+    def write(self, planned: PlannedAppend) -> bool:
+        """Write ``planned`` in one synced transaction; False if the map is full (nothing
+        stored: :meth:`grow` it with no read open, then write again). Touches nothing
+        cached, so it may run on a writer thread while another reads (``dafka.api.
+        store_pipeline``); only one thread writes the environment at a time."""
+        self._check_usable()
+        try:
+            with self._env.begin(write=True) as txn:
+                # the values are made anew for each attempt (one at a time, see _batch_items)
+                txn.cursor(db=self._batches).putmulti(_batch_items(planned.keyed), dupdata=False)
+                txn.cursor(db=self._heads_db).putmulti(planned.head_items, dupdata=False)
+        except lmdb.MapFullError:
+            return False  # aborted by the context manager
+        except (lmdb.Error, OSError) as exc:
+            sizes = [(len(key), 8 + len(batch.blob)) for key, batch in planned.keyed]
+            sizes += [(len(key), len(value)) for key, value in planned.head_items]
+            need = space_needed(sizes, len(planned.head_items), self._page_size)
+            raise translate_error(
+                exc, f"append to {self._path} failed", path=self._path, need_bytes=need
+            ) from exc
+        return True
+
+    def applied(self, planned: PlannedAppend) -> None:
+        """``planned`` was written: move the cached heads and profiles to it."""
+        new_heads = planned.new_heads
         for key in new_heads.keys() - self._heads.keys():
             self._by_topic.setdefault(key[0], set()).add(key[1])
         self._heads.update(new_heads)
-        self._profiles.update(new_profiles)
+        self._profiles.update(planned.new_profiles)
 
     def read(
         self,
@@ -548,7 +586,7 @@ class LmdbStorage:
                         txn.put(key, _U64.pack(fence), db=self._meta)
                 break
             except lmdb.MapFullError:
-                self._grow()
+                self.grow()
             except (lmdb.Error, OSError) as exc:
                 raise translate_error(
                     exc, f"deleting topic {topic!r} in {self._path} failed"
@@ -591,8 +629,11 @@ class LmdbStorage:
                 f"{os.getpid()}: open LmdbStorage in the process that uses it, after fork"
             )
 
-    def _grow(self) -> None:
-        """Double the map (bounded by ``max_map_size``) so the aborted batch can be retried."""
+    def grow(self) -> None:
+        """Double the map (bounded by ``max_map_size``) so the aborted batch can be retried.
+
+        ``Environment.set_mapsize`` invalidates every transaction, cursor and buffer open
+        on the environment: call it with no read open and no write in flight."""
         old = self._map_size
         new = old * 2
         if self._max_map_size is not None:
