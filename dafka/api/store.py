@@ -29,7 +29,7 @@ from ..core.store.credits import credits_for_hwm
 from ..errors import ConfigError, DafkaError
 from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
-from ..io.node import NodeLoop
+from ..io.node import MAX_DRAIN_BYTES, NodeLoop
 from ..io.node_metrics import store_metrics
 from ..io.profiles import make_profile
 from ..metadata.client import tower_curve
@@ -58,8 +58,8 @@ class _StoreHandler:
     ) -> None:
         self.core = core
         self.query = query
-        # commits on a writer thread (dafka.api.store_pipeline), made in on_start (it
-        # reports through the loop's call()); None: each drain committed on the IO thread
+        # given: commits on a writer thread (dafka.api.store_pipeline), made in on_start
+        # (it reports through the loop's call()); None: each drain committed on the IO thread
         self._storage = storage
         self.pipeline: StorePipeline | None = None
         self._writer: WriterThread | None = None
@@ -100,6 +100,9 @@ class _StoreHandler:
 
     def accepting(self) -> bool:
         return self.pipeline is None or self.pipeline.accepting()
+
+    def drain_budget(self) -> int:
+        return self.pipeline.drain_budget() if self.pipeline is not None else MAX_DRAIN_BYTES
 
     def on_commands(self, now: float) -> list[Publish]:
         out, self._out = self._out, []
@@ -191,13 +194,18 @@ class Store:
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_HOST,
         serve_rate: float = DEFAULT_SERVE_RATE,
+        commit_thread: bool = False,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
         ``serve_rate``: bytes per second one requester is served in answer to its FETCHes
         (bursts of twice that), four times that over all requesters (``docs/wire.md``
         §11.6): what a reader that never reads can pile up, and what a catch-up from
-        this store runs at past its first burst."""
+        this store runs at past its first burst.
+        ``commit_thread``: commit each drain on a writer thread while the IO thread receives
+        and verifies the next (``dafka.api.store_pipeline``); off by default, since on the
+        2-core machine it was measured on it gained nothing and cost CPU
+        (``docs/architecture.md``, "The store's writer thread")."""
         if not MIN_SERVE_RATE <= serve_rate < math.inf:
             raise ConfigError(
                 f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
@@ -234,7 +242,11 @@ class Store:
                 readers=self.core.readers_of,
             )
             self._handler = _StoreHandler(
-                self.core, self.query, retention_interval, nconf.max_message_size, self._storage
+                self.core,
+                self.query,
+                retention_interval,
+                nconf.max_message_size,
+                self._storage if commit_thread else None,
             )
             self._loop = NodeLoop(
                 self.node_id,

@@ -9,8 +9,13 @@ is verified while it commits. With it (:class:`StorePipeline`):
   checks on it (:meth:`StoreCore.verify_ahead`: shape, BLAKE3, Ed25519). Drain N+1 is
   ingested (ordering, gaps, equivocation, heads) only once N's commit is reported, so the
   core never sees a head that is not committed.
-* **One drain ahead at most.** While a drain waits, :meth:`StorePipeline.accepting` is
-  False and the IO loop stops reading the data SUB: at most two drains are held.
+* **One drain ahead at most.** What arrives while a commit is in flight is gathered into
+  one waiting drain (each piece verified as it comes), committed as one once the commit
+  before it is reported: group commit, as the synchronous loop's next drain was. When
+  it reaches a drain's bounds (``MAX_DRAIN_BYTES``, ``MAX_DRAIN`` messages)
+  :meth:`StorePipeline.accepting` is False and the IO loop stops reading the data SUB
+  (and :meth:`StorePipeline.drain_budget` caps what one turn reads up to there): at most
+  the drain being committed and one more are held.
 * **ACK after commit.** A commit's end reaches the IO thread as a ``NodeLoop.call``;
   there the storage's cached heads move (:meth:`LmdbStorage.applied`), then the core's
   (:meth:`StoreCore.committed`), then the drain's ACKs go out. A failed commit takes the
@@ -25,16 +30,19 @@ is verified while it commits. With it (:class:`StorePipeline`):
 
 from __future__ import annotations
 
+import bisect
 import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from typing import overload
 
 from ..core import messages as m
 from ..core.effects import Publish
 from ..core.store import StoreCore
 from ..core.store.state import _Batch
 from ..errors import StorageError
+from ..io.node import MAX_DRAIN, MAX_DRAIN_BYTES
 from ..storage.lmdb_store import LmdbStorage, PlannedAppend
 
 log = logging.getLogger(__name__)
@@ -77,6 +85,78 @@ class WriterThread:
                 log.exception("store.writer.crashed")
 
 
+MESSAGE_OVERHEAD = 64
+"""Bytes a waiting message is counted for besides its content (a HEAD, a FETCH)."""
+
+
+class _Sources(Sequence[str]):
+    """The sources of the pieces of a waiting drain, as one sequence (each piece's looked
+    up only when asked for, see ``dafka.io.bounds.FrameSources``)."""
+
+    __slots__ = ("_pieces", "_starts")
+
+    def __init__(self) -> None:
+        self._pieces: list[Sequence[str]] = []
+        self._starts: list[int] = []
+
+    def add(self, start: int, sources: Sequence[str]) -> None:
+        self._pieces.append(sources)
+        self._starts.append(start)
+
+    def __len__(self) -> int:
+        return self._starts[-1] + len(self._pieces[-1]) if self._pieces else 0
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        at = bisect.bisect_right(self._starts, index) - 1
+        piece = self._pieces[at]
+        offset = index - self._starts[at]
+        return piece[offset] if offset < len(piece) else ""
+
+
+class _Waiting:
+    """What arrived while a commit was in flight: one drain, verified piece by piece."""
+
+    __slots__ = ("bytes", "checked", "msgs", "sources")
+
+    def __init__(self) -> None:
+        self.msgs: list[m.Message] = []
+        self.sources = _Sources()
+        self.checked: dict[int, tuple[object, Exception | None]] = {}
+        self.bytes = 0
+
+    def add(
+        self,
+        msgs: Sequence[m.Message],
+        sources: Sequence[str],
+        checked: dict[int, tuple[object, Exception | None]],
+    ) -> None:
+        start = len(self.msgs)
+        self.msgs.extend(msgs)
+        self.sources.add(start, sources)
+        for i, verdict in checked.items():
+            self.checked[start + i] = verdict
+        size = MESSAGE_OVERHEAD * len(msgs)
+        for msg in msgs:
+            content = getattr(msg, "content", None)
+            if content is not None:
+                size += len(content)
+        self.bytes += size
+
+    @property
+    def full(self) -> bool:
+        return self.bytes >= MAX_DRAIN_BYTES or len(self.msgs) >= MAX_DRAIN
+
+
 class _Commit:
     """One drain's commit: planned on the IO thread, written on the writer thread."""
 
@@ -109,11 +189,11 @@ class StorePipeline:
         self._submit = submit
         self._call = call
         self._inflight: _Commit | None = None
-        self._waiting: tuple[Sequence[m.Message], Sequence[str], dict] | None = None
+        self._waiting: _Waiting | None = None
         self.commits = 0
         """Commits handed to the writer thread."""
         self.verified_ahead = 0
-        """Drains verified while the drain before them was being committed."""
+        """Pieces of drains verified while the drain before them was being committed."""
 
     @property
     def in_flight(self) -> bool:
@@ -121,8 +201,14 @@ class StorePipeline:
         return self._inflight is not None
 
     def accepting(self) -> bool:
-        """False while a drain waits for the commit before it: read no more data."""
-        return self._waiting is None
+        """False while the drain waiting for the commit before it is full: read no more."""
+        return self._waiting is None or not self._waiting.full
+
+    def drain_budget(self) -> int:
+        """Bytes the IO loop may read in its next turn: what the waiting drain has room for."""
+        if self._waiting is None:
+            return MAX_DRAIN_BYTES
+        return max(1, MAX_DRAIN_BYTES - self._waiting.bytes)
 
     def on_messages(
         self, msgs: Sequence[m.Message], now: float, sources: Sequence[str] = ()
@@ -130,11 +216,13 @@ class StorePipeline:
         """One drain: ingested and its commit started, or, if a commit is in flight,
         verified and kept until that commit is reported."""
         out: list[Publish] = []
-        if self._waiting is not None:
+        if self._waiting is not None and self._waiting.full:
             out = self.settle(now)  # the loop reads while not accepting(): not expected
         if self._inflight is not None:
             checked = self.core.verify_ahead(msgs, self._inflight.batch)
-            self._waiting = (msgs, sources, checked)
+            if self._waiting is None:
+                self._waiting = _Waiting()
+            self._waiting.add(msgs, sources, checked)
             self.verified_ahead += 1
             return out
         out.extend(self._ingest(msgs, now, sources, None))
@@ -210,6 +298,5 @@ class StorePipeline:
             out = core.finish(b, core.commit_failed(b, result, now), now)
         waiting, self._waiting = self._waiting, None
         if waiting is not None:
-            msgs, sources, checked = waiting
-            out.extend(self._ingest(msgs, now, sources, checked))
+            out.extend(self._ingest(waiting.msgs, now, waiting.sources, waiting.checked))
         return out

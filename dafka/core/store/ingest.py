@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import struct
 from collections.abc import Sequence
 
 from ...errors import DafkaError, StorageError, StoreFullError, WireError
@@ -29,6 +30,7 @@ from .state import Equivocation, PartitionKey, _Batch
 log = logging.getLogger(__name__)
 
 _ERROR_LOG_PERIOD = 5.0
+_MALFORMED = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
 MAX_SUPERSEDED_BATCHES = 4096
 """Batches a gap statement may replace at once; more is left as equivocation."""
 
@@ -187,6 +189,8 @@ class StoreIngest(StoreGaps):
                 checked[i] = (msg, None)
             except WireError as exc:
                 checked[i] = (msg, exc)
+            except _MALFORMED:
+                pass  # checked again when handled, and counted as malformed there
         return checked
 
     def _on_record(self, msg: m.Record | m.DirectRecord, b: _Batch) -> None:
