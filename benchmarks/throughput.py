@@ -6,7 +6,7 @@
                                     [--latency-seconds 10] [--linger-ms 0[,MS...]]
                                     [--phases baseline,acked,state_dir,durable,live,
                                               catch_up,latency]
-                                    [--pyspy DIR] [--curve] [--no-progress]
+                                    [--pyspy DIR] [--curve] [--commit-thread] [--no-progress]
 
 Phases (one tower and one store, fsync on, each phase a fresh topic):
 
@@ -581,6 +581,9 @@ def main() -> None:
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
     ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
+    ap.add_argument(
+        "--commit-thread", action="store_true", help="the store commits on a writer thread"
+    )
     ap.add_argument("--growth-records", type=int, default=5_000_000, help="memory phase")
     ap.add_argument(
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
@@ -606,6 +609,7 @@ def main() -> None:
         "record_size": size,
         "fsync": True,
         "curve": args.curve,
+        "commit_thread": args.commit_thread,
         "stores": 1,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
@@ -636,6 +640,7 @@ def main() -> None:
             "--profile",
             profile,
             *(["--curve"] if args.curve else []),
+            *(["--commit-thread"] if args.commit_thread else []),
         )
         store_pid = store.proc.p.pid
         try:

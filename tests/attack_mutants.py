@@ -63,11 +63,18 @@ TESTS = [
     "tests/unit/test_service_replay.py",
     "tests/unit/test_query_server.py",
     "tests/unit/test_consumer_columns.py",
+    "tests/unit/test_store_pipeline.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "a store holds one bounded drain while a commit is in flight": (
+        "dafka.api.store_pipeline",
+        "StorePipeline.accepting",
+        "        return self._waiting is None or not self._waiting.full",
+        "        return True",
+    ),
     "a tower relays no node's end-of-replay beacon": (
         "tower.relay",
         "relayed_service",
@@ -1228,6 +1235,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "metadata rejections logged once per period": (
         "tests/unit/test_attacks_metadata.py::test_rejections_log_one_line_per_period",
+    ),
+    "a store holds one bounded drain while a commit is in flight": (
+        "tests/unit/test_store_pipeline.py::test_the_waiting_drain_is_bounded",
     ),
     "a signed FETCH answer is bounded whatever its count": (
         "tests/unit/test_fetch_answers.py::test_a_store_answers_a_fetch_of_2_to_the_32_with_one_bounded_answer",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from ..core.store.credits import credits_for_hwm
 from ..errors import ConfigError, DafkaError
 from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
-from ..io.node import NodeLoop
+from ..io.node import MAX_DRAIN_BYTES, NodeLoop
 from ..io.node_metrics import store_metrics
 from ..io.profiles import make_profile
 from ..metadata.client import tower_curve
@@ -39,6 +40,7 @@ from ..security import identity as identity_module
 from ..storage.lmdb_store import LmdbStorage
 from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from .common import node_config
+from .store_pipeline import StorePipeline, WriterThread
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +54,16 @@ class _StoreHandler:
         query: QueryService,
         retention_interval: float = 5.0,
         frame_bytes: int = 16 * 1024 * 1024,
+        storage: LmdbStorage | None = None,
     ) -> None:
         self.core = core
         self.query = query
+        # given: commits on a writer thread (dafka.api.store_pipeline), made in on_start
+        # (it reports through the loop's call()); None: each drain committed on the IO thread
+        self._storage = storage
+        self.pipeline: StorePipeline | None = None
+        self._writer: WriterThread | None = None
+        self._out: list[Publish] = []  # what a settle() in a command produced (ACKs)
         self.retention_interval = retention_interval
         self._next_retention = 0.0
         self._retry_deletions: tuple[dict[str, int], dict] | None = None
@@ -72,7 +81,14 @@ class _StoreHandler:
 
     def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
         self._clock = loop.clock
+        if self._storage is not None:
+            self._writer = WriterThread(f"{threading.current_thread().name}-writer")
+            self.pipeline = StorePipeline(self.core, self._storage, self._writer.submit, loop.call)
         return []
+
+    def _settle(self, now: float) -> list[Publish]:
+        """Before the IO thread writes the environment: no commit in flight."""
+        return self.pipeline.settle(now) if self.pipeline is not None else []
 
     def has_pending(self) -> bool:
         return self.core.has_pending(self._clock())
@@ -83,16 +99,21 @@ class _StoreHandler:
         return due if due != math.inf and self.core.has_pending() else None
 
     def accepting(self) -> bool:
-        return True
+        return self.pipeline is None or self.pipeline.accepting()
+
+    def drain_budget(self) -> int:
+        return self.pipeline.drain_budget() if self.pipeline is not None else MAX_DRAIN_BYTES
 
     def on_commands(self, now: float) -> list[Publish]:
-        return []
+        out, self._out = self._out, []
+        return out
 
     def set_policy(
         self, topics: dict, deleted: dict[str, int], stores: tuple[str, ...] = ()
     ) -> None:
         """On the IO thread (queued with NodeLoop.call): topic settings, deletions and the
         trusted stores from the metadata."""
+        self._out.extend(self._settle(self._clock()))  # sent by on_commands, this turn
         self.core.set_policy(topics, stores)
         self._next_retention = 0.0
         self._apply_deletions(deleted, topics)
@@ -108,13 +129,17 @@ class _StoreHandler:
     def on_messages(
         self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
     ) -> list[Publish]:
+        if self.pipeline is not None:
+            return self.pipeline.on_messages(msgs, now, sources)
         return self.core.handle_batch(msgs, now, sources)
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
         return self.core.on_subscription(sub, now)
 
     def on_tick(self, now: float) -> list[Publish]:
+        out: list[Publish] = []
         if now >= self._next_retention:
+            out = self._settle(now)  # retention and deletions write: no commit in flight
             self._next_retention = now + self.retention_interval
             if self._retry_deletions is not None:
                 self._apply_deletions(*self._retry_deletions)
@@ -122,10 +147,17 @@ class _StoreHandler:
                 self.core.apply_retention(time.time_ns() // 1_000_000)
             except DafkaError as exc:
                 log.warning("store.retention.failed error=%s", exc)
-        return self.core.tick(now)
+        pipeline = self.pipeline
+        out.extend(self.core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
+        return out
 
     def on_stop(self) -> None:
-        pass
+        """Wait for the commit in flight (its ACKs are not sent: the loop is stopping), so
+        that LMDB is closed with no transaction open."""
+        if self.pipeline is not None:
+            self.pipeline.settle(self._clock(), timeout=10.0)
+        if self._writer is not None:
+            self._writer.stop()
 
 
 def open_data_dir(path: Path) -> Path:
@@ -166,13 +198,18 @@ class Store:
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_HOST,
         serve_rate: float = DEFAULT_SERVE_RATE,
+        commit_thread: bool = False,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
         ``serve_rate``: bytes per second one requester is served in answer to its FETCHes
         (bursts of twice that), four times that over all requesters (``docs/wire.md``
         §11.6): what a reader that never reads can pile up, and what a catch-up from
-        this store runs at past its first burst."""
+        this store runs at past its first burst.
+        ``commit_thread``: commit each drain on a writer thread while the IO thread receives
+        and verifies the next (``dafka.api.store_pipeline``); off by default, since on the
+        2-core machine it was measured on it gained nothing and cost CPU
+        (``docs/architecture.md``, "The store's writer thread")."""
         if not MIN_SERVE_RATE <= serve_rate < math.inf:
             raise ConfigError(
                 f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
@@ -209,7 +246,11 @@ class Store:
                 readers=self.core.readers_of,
             )
             self._handler = _StoreHandler(
-                self.core, self.query, retention_interval, nconf.max_message_size
+                self.core,
+                self.query,
+                retention_interval,
+                nconf.max_message_size,
+                self._storage if commit_thread else None,
             )
             self._loop = NodeLoop(
                 self.node_id,

@@ -78,6 +78,12 @@ def tune_gc() -> None:
     "times that over all readers): what readers may cost this store, and the speed of "
     "a catch-up past its burst.",
 )
+@click.option(
+    "--commit-thread",
+    is_flag=True,
+    help="Commit each drain on a writer thread while the next is received and verified "
+    '(docs/architecture.md, "The store\'s writer thread"; off: it did not pay where measured).',
+)
 @metrics_options
 @run_cli
 def main(
@@ -91,6 +97,7 @@ def main(
     query_port: int,
     map_size: int,
     serve_rate_mib: float,
+    commit_thread: bool,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -108,6 +115,7 @@ def main(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
         serve_rate=serve_rate_mib * MIB,
+        commit_thread=commit_thread,
     ).start()
     freeze_heap()  # the node has started: see dafka.io.collector
     click.echo(

@@ -618,7 +618,10 @@ class NodeLoop:
         msgs: list[Message] = []
         firsts: list[zmq.Frame] = []  # each message's first frame: its source, if asked
         decode = self.profile.decode
-        budget = MAX_DRAIN_BYTES
+        # a handler gathering what arrives into a bounded drain (a store's writer thread,
+        # dafka.api.store_pipeline) says how much it has room for
+        drain_budget = getattr(self.handler, "drain_budget", None)
+        budget = start = MAX_DRAIN_BYTES if drain_budget is None else drain_budget()
         limit = self.config.max_message_size
         for _ in range(MAX_DRAIN):
             try:
@@ -647,7 +650,7 @@ class NodeLoop:
             budget -= sum(map(len, frames))
             if budget <= 0:
                 break
-        self.stats["received_bytes"] += MAX_DRAIN_BYTES - budget
+        self.stats["received_bytes"] += start - budget
         if not msgs:
             return []
         self.stats["received"] += len(msgs)

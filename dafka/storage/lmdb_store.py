@@ -25,26 +25,36 @@ Processes: open the environment in the process that uses it, after any
 used from a process other than the one that opened it). One process owns a
 store directory: the heads are cached in memory and only this process's
 commits update them, and LMDB must not be opened twice in one process.
+
+Errors: ``dafka.storage.lmdb_errors`` (a full disk, the space a write needs).
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import lmdb
 
-from ..errors import ClosedError, ConfigError, DafkaError, StorageError, StoreFullError
+from ..errors import ClosedError, ConfigError, DafkaError, StorageError
 from ..ids import is_node_id, new_node_id
 from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
+from .lmdb_errors import free_bytes, space_needed, translate_error
 from .retention import BatchInfo
 
-__all__ = ["SCHEMA_VERSION", "LmdbStorage", "free_bytes", "space_needed", "translate_error"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "LmdbStorage",
+    "PlannedAppend",
+    "free_bytes",
+    "space_needed",
+    "translate_error",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,83 +70,16 @@ _U64 = struct.Struct(">Q")
 _HEAD_TAIL = struct.Struct(">QQ")
 _HEAD_TAIL_PROFILE = struct.Struct(">QQB")
 _PROFILE_NAMES = {number: name for name, number in PROFILE_IDS.items()}
-_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-# An EIO with less than what the write needed plus this free is a full disk.
-_EIO_FULL_MARGIN = 1024 * 1024
 
 
-def free_bytes(path: str | os.PathLike[str]) -> int | None:
-    """Bytes this process may still write on the filesystem holding ``path`` (None if unknown)."""
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return None
-    blocks = st.f_bfree if os.geteuid() == 0 else st.f_bavail  # root may use the reserve
-    return blocks * st.f_frsize
+@dataclass(frozen=True, slots=True)
+class PlannedAppend:
+    """An append planned on the cached heads (:meth:`LmdbStorage.plan_append`)."""
 
-
-def translate_error(
-    exc: BaseException,
-    what: str,
-    *,
-    path: str | os.PathLike[str] | None = None,
-    need_bytes: int = 0,
-) -> StorageError:
-    """Map an LMDB or OS error to our tree: a full disk is :class:`StoreFullError`.
-
-    LMDB reports a full disk as ``ENOSPC`` (``lmdb.DiskError``) when a write
-    fails outright, but as a bare ``EIO`` ("mdb_txn_commit: Input/output
-    error") when the write came up short, which is what a full filesystem
-    usually does first. So with ``path`` given (the store's directory), an
-    ``EIO`` while the filesystem has less than ``need_bytes`` plus a margin
-    free counts as a full disk too; the error then carries ``need_bytes`` and
-    the free bytes. A full disk is retriable (space may be freed); everything
-    else is a plain :class:`StorageError` carrying the original as its cause.
-    """
-    code = getattr(exc, "code", None) if isinstance(exc, lmdb.Error) else None
-    if isinstance(exc, OSError):
-        code = exc.errno
-    full = isinstance(exc, lmdb.DiskError) or code in _DISK_FULL_ERRNOS
-    free = free_bytes(path) if path is not None and (full or code == errno.EIO) else None
-    if not full and code == errno.EIO and free is not None:
-        full = free < need_bytes + _EIO_FULL_MARGIN
-    if full:
-        where = f" at {path}" if path is not None else ""
-        room = f"; {free} bytes free" if free is not None else ""
-        need = f"needs about {need_bytes} bytes more" if need_bytes else "needs more space"
-        err: StorageError = StoreFullError(
-            f"{what}: disk full: the store{where} {need}{room}",
-            path=None if path is None else str(path),
-            need_bytes=need_bytes or None,
-            free_bytes=free,
-        )
-    else:
-        err = StorageError(f"{what}: {exc}")
-    err.__cause__ = exc
-    return err
-
-
-def space_needed(sizes: Iterable[tuple[int, int]], partitions: int, page: int) -> int:
-    """About how many bytes of new pages a write transaction takes, from the ``(key
-    length, value length)`` of each item it puts.
-
-    LMDB copies every page it touches: values over about half a page go to
-    overflow pages of their own; small entries fill leaf pages (counted half
-    full, as after splits); and each partition touched rewrites a leaf and
-    its branch pages in the ``batches`` and ``heads`` trees. An estimate for
-    the "disk full" report, not a promise.
-    """
-    overflow = 0
-    leaf_bytes = 0
-    for klen, vlen in sizes:
-        node = 16 + klen + vlen
-        if node > page // 2:
-            overflow += -(-(vlen + 16) // page)
-            leaf_bytes += 16 + klen + 8
-        else:
-            leaf_bytes += node
-    pages = overflow + 2 * -(-leaf_bytes // page) + 2 * 3 * max(1, partitions)
-    return pages * page
+    keyed: list[tuple[bytes, StoredBatch]]
+    head_items: list[tuple[bytes, bytes]]
+    new_heads: dict[tuple[str, str], HeadTail]
+    new_profiles: dict[tuple[str, str], str]
 
 
 class LmdbStorage:
@@ -291,12 +234,22 @@ class LmdbStorage:
         return dict(self._heads)
 
     def append(self, batches: Sequence[StoredBatch]) -> None:
+        planned = self.plan_append(batches)
+        if planned is None:
+            return
+        while not self.write(planned):
+            self.grow()  # the transaction was aborted: nothing is stored; retried
+        self.applied(planned)
+
+    def plan_append(self, batches: Sequence[StoredBatch]) -> PlannedAppend | None:
+        """What :meth:`append` writes for ``batches`` (None: nothing), planned on the cached
+        heads without touching the environment: :meth:`write` it (on any one thread), then
+        report it with :meth:`applied` (on the thread that reads the heads)."""
         self._check_usable()
         if not batches:
-            return
+            return None
         new_profiles: dict[tuple[str, str], str] = {}
         new_heads = plan_append(self._heads, batches, self._profiles, new_profiles)
-        keyed = _keyed_batches(batches)
         pinned = self._profiles
         head_items = [
             (
@@ -309,27 +262,37 @@ class LmdbStorage:
             )
             for (topic, partition), (head, tail) in new_heads.items()
         ]
-        while True:
-            try:
-                with self._env.begin(write=True) as txn:
-                    # the values are made anew for each attempt (one at a time, see _batch_items)
-                    txn.cursor(db=self._batches).putmulti(_batch_items(keyed), dupdata=False)
-                    txn.cursor(db=self._heads_db).putmulti(head_items, dupdata=False)
-                break
-            except lmdb.MapFullError:
-                # The transaction was aborted by the context manager; nothing is stored.
-                self._grow()
-            except (lmdb.Error, OSError) as exc:
-                sizes = [(len(key), 8 + len(batch.blob)) for key, batch in keyed]
-                sizes += [(len(key), len(value)) for key, value in head_items]
-                need = space_needed(sizes, len(head_items), self._page_size)
-                raise translate_error(
-                    exc, f"append to {self._path} failed", path=self._path, need_bytes=need
-                ) from exc
+        return PlannedAppend(_keyed_batches(batches), head_items, new_heads, new_profiles)
+
+    def write(self, planned: PlannedAppend) -> bool:
+        """Write ``planned`` in one synced transaction; False if the map is full (nothing
+        stored: :meth:`grow` it with no read open, then write again). Touches nothing
+        cached, so it may run on a writer thread while another reads (``dafka.api.
+        store_pipeline``); only one thread writes the environment at a time."""
+        self._check_usable()
+        try:
+            with self._env.begin(write=True) as txn:
+                # the values are made anew for each attempt (one at a time, see _batch_items)
+                txn.cursor(db=self._batches).putmulti(_batch_items(planned.keyed), dupdata=False)
+                txn.cursor(db=self._heads_db).putmulti(planned.head_items, dupdata=False)
+        except lmdb.MapFullError:
+            return False  # aborted by the context manager
+        except (lmdb.Error, OSError) as exc:
+            sizes = [(len(key), 8 + len(batch.blob)) for key, batch in planned.keyed]
+            sizes += [(len(key), len(value)) for key, value in planned.head_items]
+            need = space_needed(sizes, len(planned.head_items), self._page_size)
+            raise translate_error(
+                exc, f"append to {self._path} failed", path=self._path, need_bytes=need
+            ) from exc
+        return True
+
+    def applied(self, planned: PlannedAppend) -> None:
+        """``planned`` was written: move the cached heads and profiles to it."""
+        new_heads = planned.new_heads
         for key in new_heads.keys() - self._heads.keys():
             self._by_topic.setdefault(key[0], set()).add(key[1])
         self._heads.update(new_heads)
-        self._profiles.update(new_profiles)
+        self._profiles.update(planned.new_profiles)
 
     def read(
         self,
@@ -548,7 +511,7 @@ class LmdbStorage:
                         txn.put(key, _U64.pack(fence), db=self._meta)
                 break
             except lmdb.MapFullError:
-                self._grow()
+                self.grow()
             except (lmdb.Error, OSError) as exc:
                 raise translate_error(
                     exc, f"deleting topic {topic!r} in {self._path} failed"
@@ -591,8 +554,11 @@ class LmdbStorage:
                 f"{os.getpid()}: open LmdbStorage in the process that uses it, after fork"
             )
 
-    def _grow(self) -> None:
-        """Double the map (bounded by ``max_map_size``) so the aborted batch can be retried."""
+    def grow(self) -> None:
+        """Double the map (bounded by ``max_map_size``) so the aborted batch can be retried.
+
+        ``Environment.set_mapsize`` invalidates every transaction, cursor and buffer open
+        on the environment: call it with no read open and no write in flight."""
         old = self._map_size
         new = old * 2
         if self._max_map_size is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -62,11 +63,18 @@ def test_data_directory_and_files_are_private(tmp_path: Path) -> None:
         assert stat.S_IMODE((data / name).stat().st_mode) == 0o600, name
 
 
+COMMIT_THREAD = pytest.mark.parametrize(
+    "store_args", [(), ("--commit-thread",)], ids=["io-thread", "commit-thread"]
+)
+"""Each test twice: the store commits on its IO thread, or on a writer thread."""
+
+
+@COMMIT_THREAD
 def test_a_store_on_a_full_disk_says_so_and_acks_again_when_room_returns(
-    small_fs: Path, tower: Tower
+    small_fs: Path, tower: Tower, store_args: tuple[str, ...]
 ) -> None:
     data = small_fs / "db"
-    store = StoreProc(data, tower.address)
+    store = StoreProc(data, tower.address, *store_args)
     producer = Producer("full", towers=tower.address, metadata=False)
     try:
         value = b"v" * 1000
@@ -94,6 +102,32 @@ def test_a_store_on_a_full_disk_says_so_and_acks_again_when_room_returns(
         producer.flush(timeout=60)  # the store fetches what it could not store, and ACKs
         assert stored_head(data, "full", producer.partition) == sent - 1
         store.proc.wait_line(r"store\.disk_full\.cleared", 10)
+    finally:
+        producer.close(timeout=0)
+        store.kill()
+
+
+@COMMIT_THREAD
+def test_a_store_sigkilled_mid_stream_holds_everything_it_acknowledged(
+    tmp_path: Path, tower: Tower, store_args: tuple[str, ...]
+) -> None:
+    data = tmp_path / "db"
+    store = StoreProc(data, tower.address, *store_args)
+    producer = Producer("midstream", towers=tower.address, metadata=False)
+    try:
+        value = b"v" * 1000
+        sent = acked = 0
+        deadline = time.monotonic() + 30
+        # send without waiting until some is acknowledged and more is on its way
+        while acked < 20_000 or producer.unacked == 0:
+            assert time.monotonic() < deadline, f"{acked} of {sent} acknowledged in 30 s"
+            producer.send_many([value] * 1000)
+            sent += 1000
+            acked = sent - producer.unacked
+        acked = sent - producer.unacked  # a lower bound: ACKs may arrive until the kill
+        store.kill()  # SIGKILL, mid-stream: commits in flight are lost, acknowledged ones not
+        head = stored_head(data, "midstream", producer.partition)
+        assert head is not None and head >= acked - 1, (head, acked, sent)
     finally:
         producer.close(timeout=0)
         store.kill()

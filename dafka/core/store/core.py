@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...errors import DafkaError
 from ...ids import is_node_id
@@ -45,8 +45,27 @@ class StoreCore(StoreIngest, StoreServing):
 
         ``sources[i]``: the host ``msgs[i]`` came from, whose budget of new partitions
         it spends (:class:`~dafka.core.admission.PartitionGate`; "" or none: unknown);
-        read only for a message that would take on a new partition."""
-        b = _Batch(now, sources)
+        read only for a message that would take on a new partition.
+
+        The same as :meth:`ingest`, the append of its records (:meth:`committed` or
+        :meth:`commit_failed`) and :meth:`finish`, which an IO shell that commits on a
+        writer thread calls apart (``dafka.api.store_pipeline``)."""
+        b = self.ingest(msgs, now, sources)
+        return self.finish(b, self._commit(b, now), now)
+
+    def ingest(
+        self,
+        msgs: Sequence[m.Message],
+        now: float,
+        sources: Sequence[str] = (),
+        checked: Mapping[int, tuple[object, Exception | None]] | None = None,
+    ) -> _Batch:
+        """Dispatch one drained batch; return what its commit must append (``accepted``).
+
+        Nothing may be appended between this and the report of its commit: the heads
+        stay those of the last commit until then. ``checked``: what :meth:`verify_ahead`
+        found of ``msgs``."""
+        b = _Batch(now, sources, checked)
         for i, msg in enumerate(msgs):
             b.index = i
             try:
@@ -54,7 +73,11 @@ class StoreCore(StoreIngest, StoreServing):
             except _BAD_INPUT as exc:
                 self.stats.malformed += 1
                 log.debug("store.malformed type=%s error=%s", type(msg).__name__, exc)
-        committed = self._commit(b, now)
+        return b
+
+    def finish(self, b: _Batch, committed: bool, now: float) -> list[Publish]:
+        """After ``b``'s commit was reported: gap FETCHes, answers, then the ACKs, only if
+        ``committed``."""
         out: list[Publish] = []
         self._decide_fetches(b.gap_keys | b.advanced, now, out)
         for requester, topics in b.head_requests:
@@ -78,10 +101,13 @@ class StoreCore(StoreIngest, StoreServing):
             return []
         return [Publish(m.StoreHello(consumer, self._node_id))]
 
-    def tick(self, now: float) -> list[Publish]:
-        """Retry FETCHes for gaps still open, then serve the next chunk of pending fetches."""
+    def tick(self, now: float, gaps: bool = True) -> list[Publish]:
+        """Retry FETCHes for gaps still open, then serve the next chunk of pending fetches.
+
+        ``gaps=False`` (a commit is in flight, its heads not reported yet): the gaps wait
+        for a tick after the report, so none is fetched again for what the commit holds."""
         out: list[Publish] = []
-        if now >= self._next_gap_check:
+        if gaps and now >= self._next_gap_check:
             self._next_gap_check = math.inf
             self._decide_fetches(list(self._gaps), now, out)
         self._serve(out, now)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import math
+import struct
+from collections.abc import Sequence
 
 from ...errors import DafkaError, StorageError, StoreFullError, WireError
 from ...storage.base import StoredBatch
@@ -28,6 +30,7 @@ from .state import Equivocation, PartitionKey, _Batch
 log = logging.getLogger(__name__)
 
 _ERROR_LOG_PERIOD = 5.0
+_MALFORMED = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
 MAX_SUPERSEDED_BATCHES = 4096
 """Batches a gap statement may replace at once; more is left as equivocation."""
 
@@ -120,12 +123,75 @@ class StoreIngest(StoreGaps):
         """Whether the profile accepts ``msg`` (always under rfc46); count it if not."""
         if not self._signed:
             return True
-        try:
-            self._profile.check_records(msg)
-        except WireError as exc:
-            self._reject(key, msg.offset, msg.offset + msg.count - 1, exc, b.now)
+        ahead = b.checked.get(b.index) if b.checked is not None else None
+        if ahead is not None and ahead[0] is msg:
+            error = ahead[1]  # verified ahead (verify_ahead), while the previous drain committed
+        else:
+            try:
+                self._profile.check_records(msg)
+                error = None
+            except WireError as exc:
+                error = exc
+        if error is not None:
+            self._reject(key, msg.offset, msg.offset + msg.count - 1, error, b.now)
             return False
         return True
+
+    def verify_ahead(
+        self, msgs: Sequence[m.Message], committing: _Batch
+    ) -> dict[int, tuple[object, Exception | None]]:
+        """The profile's verdict on the records of ``msgs`` that their ingest would verify,
+        worked out while ``committing`` (the drain before) is being committed: the pure
+        checks only (shape, BLAKE3, Ed25519), nothing of the store's state changed. Pass
+        the result to :meth:`ingest` once that commit is reported (``checked``).
+
+        Only records at or past the offset their partition expects once ``committing`` is
+        stored are verified (a replay below it is compared, not verified, as in the ingest
+        itself), and only those of partitions the store could take: the cheap refusals
+        (deleted topic, write ACL, partition cap, the other profile's partition) come first,
+        as they do in the ingest. Whatever is not verified here is verified when handled,
+        so a wrong guess costs time, never a check."""
+        checked: dict[int, tuple[object, Exception | None]] = {}
+        if not self._signed:
+            return checked
+        me = self._node_id
+        nexts = committing.nexts
+        heads = self._heads
+        deleted = self._deleted
+        check = self._profile.check_records
+        for i, msg in enumerate(msgs):
+            if not (
+                isinstance(msg, m.Record)
+                or (isinstance(msg, m.DirectRecord) and msg.recipient == me)
+            ):
+                continue
+            topic = msg.topic
+            key = (topic, msg.partition)
+            if msg.count < 1 or (deleted and topic in deleted):
+                continue
+            nxt = nexts.get(key)
+            if nxt is None:
+                head = heads.get(key)
+                if head is None and (
+                    not _valid_partition_key(topic, msg.partition)
+                    or (key not in self._gate and self._gate.full(topic))
+                ):
+                    continue
+                nxt = 0 if head is None else head + 1
+            if msg.offset < nxt or (self._foreign and self._pinned_elsewhere(key)):
+                continue
+            if self._acl:
+                allowed = self._acl.get(topic)
+                if allowed is not None and msg.partition not in allowed:
+                    continue
+            try:
+                check(msg)
+                checked[i] = (msg, None)
+            except WireError as exc:
+                checked[i] = (msg, exc)
+            except _MALFORMED:
+                pass  # checked again when handled, and counted as malformed there
+        return checked
 
     def _on_record(self, msg: m.Record | m.DirectRecord, b: _Batch) -> None:
         topic = msg.topic
@@ -358,30 +424,41 @@ class StoreIngest(StoreGaps):
         try:
             self._storage.append(b.accepted)
         except StorageError as exc:
-            self.stats.append_failures += 1
-            self.last_storage_error = exc
-            full = isinstance(exc, StoreFullError)
-            if full and self._full_since is None:
-                self._full_since = now
-            if now - self._last_error_log >= _ERROR_LOG_PERIOD:
-                self._last_error_log = now
-                if isinstance(exc, StoreFullError):
-                    log.error(
-                        "store.disk_full dir=%s need_bytes=%s free_bytes=%s records=%d "
-                        "failures=%d acks=paused",
-                        exc.path,
-                        exc.need_bytes,
-                        exc.free_bytes,
-                        len(b.accepted),
-                        self.stats.append_failures,
-                    )
-                else:
-                    log.error("store.append_failed records=%d error=%s", len(b.accepted), exc)
-            # Nothing was stored: remember the records exist so tick() fetches them again.
-            for key in b.advanced:
-                self._note_gap(key, b.nexts[key] - 1, b)
-            b.advanced.clear()
-            return False
+            return self.commit_failed(b, exc, now)
+        return self.committed(b, now)
+
+    def commit_failed(self, b: _Batch, exc: StorageError, now: float) -> bool:
+        """The append of ``b``'s records failed: nothing was stored. Count and log it (a full
+        disk pauses the ACKs until an append succeeds), and note the records as missing so
+        :meth:`tick` fetches them again. Returns False (not committed)."""
+        self.stats.append_failures += 1
+        self.last_storage_error = exc
+        full = isinstance(exc, StoreFullError)
+        if full and self._full_since is None:
+            self._full_since = now
+        if now - self._last_error_log >= _ERROR_LOG_PERIOD:
+            self._last_error_log = now
+            if isinstance(exc, StoreFullError):
+                log.error(
+                    "store.disk_full dir=%s need_bytes=%s free_bytes=%s records=%d "
+                    "failures=%d acks=paused",
+                    exc.path,
+                    exc.need_bytes,
+                    exc.free_bytes,
+                    len(b.accepted),
+                    self.stats.append_failures,
+                )
+            else:
+                log.error("store.append_failed records=%d error=%s", len(b.accepted), exc)
+        # Nothing was stored: remember the records exist so tick() fetches them again.
+        for key in b.advanced:
+            self._note_gap(key, b.nexts[key] - 1, b)
+        b.advanced.clear()
+        return False
+
+    def committed(self, b: _Batch, now: float) -> bool:
+        """The append of ``b``'s records returned (stored, synced): move the heads. Returns
+        True (committed)."""
         if self._full_since is not None:
             log.warning("store.disk_full.cleared after_s=%.1f", now - self._full_since)
             self._full_since = None

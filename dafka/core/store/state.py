@@ -138,6 +138,7 @@ class _Batch:
         "accepted",
         "advanced",
         "blobs",
+        "checked",
         "continuing",
         "gap_keys",
         "head_requests",
@@ -149,10 +150,18 @@ class _Batch:
         "tail_answers",
     )
 
-    def __init__(self, now: float, sources: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        now: float,
+        sources: Sequence[str] = (),
+        checked: Mapping[int, tuple[object, Exception | None]] | None = None,
+    ) -> None:
         self.now = now
         self.sources = sources  # the host of each message (a rate key), looked up if asked
         self.index = 0  # the message being handled
+        # verified ahead (StoreIngest.verify_ahead): message index -> (the message, the
+        # profile's verdict, None if genuine); a message not in it is verified when handled
+        self.checked = checked
         self.accepted: list[StoredBatch] = []
         self.blobs: dict[tuple[str, str, int], StoredBatch] = {}  # accepted, by first offset
         self.nexts: dict[PartitionKey, int] = {}  # next expected offset, chained in-batch
