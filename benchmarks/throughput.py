@@ -6,7 +6,8 @@
                                     [--latency-seconds 10] [--linger-ms 0[,MS...]]
                                     [--phases baseline,acked,state_dir,durable,live,
                                               catch_up,latency]
-                                    [--pyspy DIR] [--curve] [--commit-thread] [--no-progress]
+                                    [--pyspy DIR] [--curve] [--commit-thread] [--budget-mib M]
+                                    [--no-progress]
 
 Phases (one tower and one store, fsync on, each phase a fresh topic):
 
@@ -287,6 +288,7 @@ def baseline_latency(rate: float, seconds: float, size: int) -> dict[str, float]
 
 
 CURVE = False
+BUDGET: int | None = None  # --budget-mib: the producers' max_unacked_bytes (None: default)
 
 
 class CurveTower:
@@ -304,6 +306,8 @@ class CurveTower:
 
 def _producer(topic: str, tower: str, profile: str, **options: object) -> Producer:
     node = node_config(tower, curve=True) if CURVE else None
+    if BUDGET is not None:
+        options.setdefault("max_unacked_bytes", BUDGET)
     producer = Producer(
         topic,
         towers=tower,
@@ -584,6 +588,12 @@ def main() -> None:
     ap.add_argument(
         "--commit-thread", action="store_true", help="the store commits on a writer thread"
     )
+    ap.add_argument(
+        "--budget-mib",
+        type=int,
+        help="the producers' max_unacked_bytes in MiB (default: the Producer's); a run "
+        "that fits in it is never held back by the store's ACKs",
+    )
     ap.add_argument("--growth-records", type=int, default=5_000_000, help="memory phase")
     ap.add_argument(
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"
@@ -591,10 +601,11 @@ def main() -> None:
     args = ap.parse_args()
     keep_freed_memory()  # the producer runs here: as the dafka-producer command does
     phases = set(args.phases.split(","))
-    global CONSUME, CURVE, PROGRESS
+    global BUDGET, CONSUME, CURVE, PROGRESS
     PROGRESS = Progress(False if args.no_progress else None)
     CONSUME = args.consume
     CURVE = args.curve
+    BUDGET = None if args.budget_mib is None else args.budget_mib * 1024 * 1024
     n, size, profile, api = args.records, args.size, args.profile, args.api
     if size < 8:
         ap.error("--size must be at least 8 (the latency phase stamps values)")
@@ -610,6 +621,7 @@ def main() -> None:
         "fsync": True,
         "curve": args.curve,
         "commit_thread": args.commit_thread,
+        "producer_budget_mib": args.budget_mib,
         "stores": 1,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
