@@ -75,6 +75,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        return self._waiting is None or not self._waiting.full",
         "        return True",
     ),
+    "a store's rejection keeps no forged blob alive": (
+        "dafka.core.store.ingest",
+        "StoreIngest._genuine",
+        "                error = exc.with_traceback(None)",
+        "                error = exc",
+    ),
     "a tower relays no node's end-of-replay beacon": (
         "tower.relay",
         "relayed_service",
@@ -1238,6 +1244,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store holds one bounded drain while a commit is in flight": (
         "tests/unit/test_store_pipeline.py::test_the_waiting_drain_is_bounded",
+    ),
+    "a store's rejection keeps no forged blob alive": (
+        "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
     ),
     "a signed FETCH answer is bounded whatever its count": (
         "tests/unit/test_fetch_answers.py::test_a_store_answers_a_fetch_of_2_to_the_32_with_one_bounded_answer",

@@ -267,7 +267,8 @@ class StorePipeline:
         try:
             job.result = self.storage.write(job.planned)
         except StorageError as exc:
-            job.result = exc
+            # no traceback: its frame holds the job (a drain's blobs) in a cycle
+            job.result = exc.with_traceback(None)
         except Exception as exc:  # a bug must not leave the drain unreported
             log.exception("store.writer.failed")
             job.result = StorageError(f"commit failed: {exc!r}")
@@ -286,7 +287,7 @@ class StorePipeline:
             try:
                 self.storage.grow()  # here: no read is open between the loop's turns
             except StorageError as exc:
-                result = exc
+                result = exc.with_traceback(None)  # no cycle through this frame
             else:
                 self._start(job)
                 return []
