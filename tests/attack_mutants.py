@@ -432,8 +432,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         ),
         (
             "dafka.core.store.serve",
-            "StoreServing._send_held",
-            "n = min(credits.room(requester, now), len(held))",
+            "StoreServing._send_paced",
+            "n = min(credits.room(recipient, now), len(held))",
             "n = len(held)",
         ),
     ],
@@ -1198,6 +1198,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a signed store paces what it sends one requester": (
         "tests/unit/test_store_credits.py::test_a_requester_that_never_takes_gets_its_credit_once_per_hold",
         "tests/unit/test_store_credits.py::test_heads_in_answer_to_a_hello_are_paced_and_none_is_dropped",
+        "tests/unit/test_store_credits.py::test_acks_of_many_topics_of_one_producer_are_paced_and_none_is_dropped",
         "tests/integration/test_attacks_queues.py::test_a_fresh_consumer_learns_every_partition_from_a_store",
     ),
     "signed stores' and producers' data XPUBs keep a byte-safe count": (

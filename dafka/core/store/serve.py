@@ -22,18 +22,31 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ...errors import StorageError
 from ...ids import is_node_id
 from .. import messages as m
 from ..answers import ANSWER_BATCHES, answer_full
 from ..effects import Publish
-from .credits import ACK_HOLD
+from .credits import ACK_HOLD, HOLD
 from .policy import StorePolicy
 from .state import PartitionKey, _Batch, _PendingFetch
 
 log = logging.getLogger(__name__)
+
+_Held = Any  # a recipient's held messages: a deque of DIRECT-HEADs, or ACK heads by partition
+
+
+def _take_heads(held: deque[m.DirectHead], n: int) -> list[m.DirectHead]:
+    return [held.popleft() for _ in range(n)]
+
+
+def _take_acks(held: dict[PartitionKey, int], n: int) -> list[m.Ack]:
+    """The first ``n`` partitions' ACKs, each at the latest head held for it."""
+    return [m.Ack(key[1], key[0], held.pop(key)) for key in list(held)[:n]]
+
 
 SIGNED_READ_BATCHES = 4
 """Signed batches read per serving step of one FETCH (each may be up to 16 MiB)."""
@@ -191,47 +204,47 @@ class StoreServing(StorePolicy):
     def _send_held_acks(self, out: list[Publish], now: float) -> float:
         """Send the held ACKs their producers have credit for; return when the next of the
         rest may go (``inf``: none left)."""
-        credits = self._credits
-        if credits is None or not self._held_acks:
-            return math.inf
-        due = math.inf
-        for producer in list(self._held_acks):
-            held = self._held_acks[producer]
-            n = min(credits.room(producer, now), len(held))
-            if n:
-                for key in list(held)[:n]:
-                    out.append(Publish(m.Ack(key[1], key[0], held.pop(key))))
-                credits.spend(producer, n, now, hold=ACK_HOLD)
-                self.stats.acks_sent += n
-            if held:
-                due = min(due, credits.free_at(producer))
-            else:
-                del self._held_acks[producer]
+        sent, due = self._send_paced(self._held_acks, _take_acks, out, now, ACK_HOLD)
+        self.stats.acks_sent += sent
         return due
 
     def _send_held(self, out: list[Publish], now: float) -> float:
         """Send the held DIRECT-HEADs and ACKs their recipients have credit for; return
         when the next of the rest may go (``inf``: none left)."""
-        credits = self._credits
-        if credits is None:
-            return math.inf
         due = self._send_held_acks(out, now)
-        if not self._held_heads:
-            return due
-        for requester in list(self._held_heads):
-            held = self._held_heads[requester]
-            n = min(credits.room(requester, now), len(held))
-            for _ in range(n):
-                out.append(Publish(held.popleft()))
+        sent, heads_due = self._send_paced(self._held_heads, _take_heads, out, now, HOLD)
+        self._held_count -= sent
+        self.stats.heads_sent += sent
+        return min(due, heads_due)
+
+    def _send_paced(
+        self,
+        waiting: dict[str, _Held],
+        take: Callable[[_Held, int], Iterable[m.Message]],
+        out: list[Publish],
+        now: float,
+        hold: float,
+    ) -> tuple[int, float]:
+        """Send what waits for each recipient in ``waiting`` as far as its credit goes
+        (``take`` removes that many of its messages), each holding the credit ``hold``
+        seconds; recipients left with nothing are forgotten. Returns how many went and
+        when the next of the rest may go (``inf``: none left, or not ``signed``)."""
+        credits = self._credits
+        if credits is None or not waiting:
+            return 0, math.inf
+        sent, due = 0, math.inf
+        for recipient in list(waiting):
+            held = waiting[recipient]
+            n = min(credits.room(recipient, now), len(held))
             if n:
-                credits.spend(requester, n, now)
-                self._held_count -= n
-                self.stats.heads_sent += n
+                out.extend(Publish(msg) for msg in take(held, n))
+                credits.spend(recipient, n, now, hold=hold)
+                sent += n
             if held:
-                due = min(due, credits.free_at(requester))
+                due = min(due, credits.free_at(recipient))
             else:
-                del self._held_heads[requester]
-        return due
+                del waiting[recipient]
+        return sent, due
 
     def _serve(self, out: list[Publish], now: float) -> None:
         """Serve up to ``serve_chunk`` records and ``SERVE_BYTES`` bytes, round-robin.
