@@ -992,7 +992,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attacks.py::test_a_fetch_flood_from_one_requester_is_rate_limited",
     ),
     "bounded serving steps": (
-        "tests/unit/test_attacks.py::test_a_fetch_flood_from_one_requester_is_rate_limited",
+        "tests/unit/test_attacks.py::test_one_serving_step_sends_at_most_its_chunk_over_many_requesters",
     ),
     "recovery adopts only batches its own key signed": (
         "tests/unit/test_producer_recovery.py::test_a_store_cannot_make_the_producer_adopt_what_it_never_signed",
@@ -1099,6 +1099,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attacks_hints.py::test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches",
     ),
     "store bounds head answers over all requesters": (
+        "tests/unit/test_attacks_floods.py::test_spoofed_get_heads_cost_a_bounded_number_of_topic_reads",
         "tests/unit/test_attacks_floods.py::test_get_heads_from_spoofed_requesters_is_bounded_in_answers",
         "tests/integration/test_attacks_floods_io.py::test_get_heads_from_spoofed_requesters_do_not_stall_acks",
     ),

@@ -337,6 +337,22 @@ def test_a_fetch_flood_from_one_requester_is_rate_limited() -> None:
     assert core.stats.fetches_queued == 30
 
 
+def test_one_serving_step_sends_at_most_its_chunk_over_many_requesters() -> None:
+    """40 requesters FETCH all 5,000 records at once: each has its own credit (8 batches),
+    so only the serving step's bound (``serve_chunk`` records, whole batches) keeps one
+    step from answering them all at once (40 x 8 batches of 100 records)."""
+    core = stocked_store()
+    many = [
+        m.Fetch(P, Identity.from_seed((90_000 + i).to_bytes(32, "big")).node_id, "t", 0, 5_000)
+        for i in range(40)
+    ]
+    out = core.handle_batch(many, 1.0)
+    assert core.stats.fetches_queued == 40
+    served = sum(x.count for x in sent(out) if isinstance(x, m.DirectRecord))
+    assert 0 < served <= 2_000 + 100  # serve_chunk, and at most one batch past it
+    assert core.has_pending()  # the rest in the steps after
+
+
 def test_a_fetch_flood_under_spoofed_requesters_is_bounded() -> None:
     core = stocked_store(max_pending_fetches=64)
     spoofed = [

@@ -56,6 +56,32 @@ def test_get_heads_from_spoofed_requesters_is_bounded_in_answers() -> None:
     assert len({x.partition for x in got}) == 200 and now < 4.5
 
 
+class _PartitionReads(MemoryStorage):
+    """Counts the topic reads a head answer makes (each walks the topic's partitions)."""
+
+    reads = 0
+
+    def partitions(self, topic: str) -> list[tuple[str, int]]:
+        self.reads += 1
+        return super().partitions(topic)
+
+
+def test_spoofed_get_heads_cost_a_bounded_number_of_topic_reads() -> None:
+    """What the DIRECT-HEAD budget bounds is the work of building answers: the credit and
+    the held-head cap bound what is sent, but without the budget each of the 640 spoofed
+    requests the request buckets let through read the topic and built 200 heads."""
+    storage = _PartitionReads()
+    core = StoreCore(
+        S, storage, profile=SignedProfile(STORE), heads_answer_rate=1000, heads_answer_burst=2000
+    )
+    producers = [Identity.from_seed((50_000 + i).to_bytes(32, "big")) for i in range(200)]
+    core.handle_batch([record(0, 1, identity=p) for p in producers], 0.0)
+    storage.reads = 0
+    core.handle_batch([m.GetHeads("t", r) for r in spoofed(1000)], 1.0)
+    # the burst (2,000) over a topic's cost (one for reading it, one per partition): 10
+    assert 0 < storage.reads <= 2000 // 201 + 1, storage.reads
+
+
 def test_hello_naming_many_topics_is_charged_per_topic() -> None:
     core, _ = store(heads_answer_rate=10, heads_answer_burst=10)
     for i in range(40):
