@@ -204,7 +204,7 @@ class Store:
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
         ``serve_rate``: bytes per second one requester is served in answer to its FETCHes
         (bursts of twice that), four times that over all requesters (``docs/wire.md``
-        §11.6): what a reader that never reads can pile up, and what a catch-up from
+        §11.6): what readers may cost this store each second, and what a catch-up from
         this store runs at past its first burst.
         ``commit_thread``: commit each drain on a writer thread while the IO thread receives
         and verifies the next (``dafka.api.store_pipeline``); off by default, since on the

@@ -89,11 +89,9 @@ class StoreIngest(StoreGaps):
             # Below: held or refused already. Above: fetched (again) when the partition
             # gets there; a C producer keeps it until it is acknowledged.
             return
-        if self._acl:
-            allowed = self._acl.get(key[0])
-            if allowed is not None and key[1] not in allowed:
-                self.stats.unauthorized += 1
-                return
+        if not self.may_write(*key):
+            self.stats.unauthorized += 1
+            return
         if not self._admitted(key, b):
             return
         hole = self._holes.get(key)
@@ -183,10 +181,8 @@ class StoreIngest(StoreGaps):
                 nxt = 0 if head is None else head + 1
             if msg.offset < nxt or (self._foreign and self._pinned_elsewhere(key)):
                 continue
-            if self._acl:
-                allowed = self._acl.get(topic)
-                if allowed is not None and msg.partition not in allowed:
-                    continue
+            if not self.may_write(topic, msg.partition):
+                continue
             try:
                 check(msg)
                 checked[i] = (msg, None)
@@ -219,11 +215,9 @@ class StoreIngest(StoreGaps):
             return
         if self._foreign and self._pinned_elsewhere(key):
             return
-        if self._acl:
-            allowed = self._acl.get(topic)
-            if allowed is not None and msg.partition not in allowed:
-                self.stats.unauthorized += 1
-                return
+        if not self.may_write(topic, msg.partition):
+            self.stats.unauthorized += 1
+            return
         first = msg.offset
         last = first + msg.count - 1
         if msg.count < 1:

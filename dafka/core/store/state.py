@@ -346,6 +346,13 @@ class StoreState:
             if key not in self._heads:
                 self._tails[key] = fence + 1  # below it: deleted (answered like retention)
 
+    def may_write(self, topic: str, partition: str) -> bool:
+        """Whether the topic's write ACL (the metadata) lets ``partition``'s producer write it."""
+        if not self._acl:
+            return True
+        allowed = self._acl.get(topic)
+        return allowed is None or partition in allowed
+
     def _pinned_elsewhere(self, key: PartitionKey) -> bool:
         """True (and counted) if ``key`` is pinned to the other wire profile."""
         if self._foreign and key in self._foreign:
