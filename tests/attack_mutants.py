@@ -64,6 +64,7 @@ TESTS = [
     "tests/unit/test_query_server.py",
     "tests/unit/test_consumer_columns.py",
     "tests/unit/test_store_pipeline.py",
+    "tests/unit/test_metadata_policies.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -73,6 +74,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "dafka.api.store_pipeline",
         "StorePipeline.accepting",
         "        return self._waiting is None or not self._waiting.full",
+        "        return True",
+    ),
+    "a store stores only producers the write ACL names": (
+        "dafka.core.store.state",
+        "StoreState.may_write",
+        "        return allowed is None or partition in allowed",
         "        return True",
     ),
     "a store's rejection keeps no forged blob alive": (
@@ -1246,6 +1253,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store holds one bounded drain while a commit is in flight": (
         "tests/unit/test_store_pipeline.py::test_the_waiting_drain_is_bounded",
+    ),
+    "a store stores only producers the write ACL names": (
+        "tests/unit/test_metadata_policies.py::test_store_drops_batches_of_producers_not_allowed",
     ),
     "a store's rejection keeps no forged blob alive": (
         "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
