@@ -68,14 +68,12 @@ Prints a table and writes JSON to benchmarks/results/throughput-<profile>-<time>
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
 import platform
 import resource
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -84,8 +82,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import zmq
-
+from benchmarks.baselines import (
+    baseline,
+    baseline_batched,
+    baseline_latency,
+    baseline_lmdb,
+    paced,
+    records_per_batch,
+    stamped,
+    start_worker,
+    worker_ready,
+    worker_result,
+)
 from benchmarks.workers import cpu_seconds, rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
@@ -97,7 +105,6 @@ from tests.procs import Proc, StoreProc, Tower, py
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CHUNK = 10_000
-_STAMP = struct.Struct(">Q")
 PROGRESS = Progress(False)
 """The status line on stderr (main() turns it on when stderr is a terminal)."""
 
@@ -110,26 +117,6 @@ def _acks(phase: str, producer: Producer, n: int, warm: int = 1) -> Callable[[],
 def _waited(phase: str) -> Callable[[], str]:
     start = time.monotonic()
     return lambda: f"{phase}: waiting for the consumer, {time.monotonic() - start:.0f} s"
-
-
-def _worker(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.workers", *args],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _ready(p: subprocess.Popen[str]) -> None:
-    assert p.stdout is not None
-    line = p.stdout.readline()
-    if '"ready"' not in line:
-        raise RuntimeError(f"worker did not start: {line!r}")
-
-
-def _result(p: subprocess.Popen[str], timeout: float = 900) -> dict[str, float]:
-    out, _ = p.communicate(timeout=timeout)
-    return json.loads(out.strip().splitlines()[-1])
 
 
 @contextmanager
@@ -166,122 +153,6 @@ def pyspy(directory: Path | None, name: str, pid: int) -> Iterator[None]:
             spy.wait(30)
         except subprocess.TimeoutExpired:
             spy.kill()
-
-
-# ------------------------------------------------------------------ baselines
-
-
-def _raw_pub(n: int, size: int, latency: bool = False) -> tuple[zmq.Socket, subprocess.Popen]:
-    ctx = zmq.Context.instance()
-    pub = ctx.socket(zmq.XPUB)
-    pub.setsockopt(zmq.SNDHWM, 0)
-    port = pub.bind_to_random_port("tcp://127.0.0.1")
-    args = ["raw-sub", "--endpoint", f"tcp://127.0.0.1:{port}", "--count", str(n)]
-    worker = _worker(*args, *(["--latency"] if latency else []))
-    _ready(worker)
-    # an XPUB hears the SUB's subscription: only then is the path open
-    if not pub.poll(30_000, zmq.POLLIN):
-        raise RuntimeError("baseline subscriber never subscribed")
-    pub.recv()
-    return pub, worker
-
-
-RECORD_OVERHEAD = 8
-"""Bytes a batch spends per record besides its value (our estimate: lengths and framing)."""
-
-_HEADER = b"M" + b"bench" + b"\0\x01" + b"\x20" + b"A" * 32 + b"\x05bench" + bytes(8)
-
-
-def baseline(n: int, size: int) -> dict[str, float]:
-    pub, worker = _raw_pub(n, size)
-    payload = b"x" * size
-    t0 = time.perf_counter()
-    for _ in range(n):
-        pub.send_multipart([_HEADER, payload])
-    r = _result(worker)
-    pub.close(0)
-    return {"records": n, "seconds": r["last"] - t0, "rate": n / (r["last"] - t0)}
-
-
-def records_per_batch(size: int) -> int:
-    """How many SIZE-byte records one Dafka batch holds with the Producer's defaults."""
-    params = inspect.signature(Producer).parameters
-    most = int(params["max_batch_records"].default)
-    room = int(params["max_batch_bytes"].default) // (size + RECORD_OVERHEAD)
-    return max(1, min(most, room))
-
-
-def _batches(n: int, per_batch: int) -> Iterator[int]:
-    """The record counts of the batches that carry ``n`` records, ``per_batch`` at most."""
-    full, rest = divmod(n, per_batch)
-    yield from [per_batch] * full
-    if rest:
-        yield rest
-
-
-def baseline_batched(n: int, size: int, per_batch: int) -> dict[str, float]:
-    """Raw PUB/SUB with the records of each batch in one message."""
-    counts = list(_batches(n, per_batch))
-    pub, worker = _raw_pub(len(counts), size)
-    values = [b"x" * size] * n  # what a caller hands to send_many
-    t0 = time.perf_counter()
-    start = 0
-    for c in counts:  # each message built from its records, as a batch is
-        pub.send_multipart([_HEADER, b"".join(values[start : start + c])])
-        start += c
-    r = _result(worker)
-    pub.close(0)
-    seconds = r["last"] - t0
-    return {"records": n, "messages": len(counts), "seconds": seconds, "rate": n / seconds}
-
-
-def baseline_lmdb(n: int, size: int, per_batch: int, directory: Path) -> dict[str, float]:
-    """Each batch appended to LMDB in its own transaction, synced (LMDB's default) on commit."""
-    import lmdb
-
-    counts = list(_batches(n, per_batch))
-    record = b"x" * size
-    env = lmdb.open(str(directory), map_size=4 * n * (size + RECORD_OVERHEAD) + (64 << 20))
-    try:
-        t0 = time.perf_counter()
-        offset = 0
-        for c in counts:
-            with env.begin(write=True) as txn:
-                txn.put(struct.pack(">Q", offset + c - 1), record * c)
-            offset += c
-        seconds = time.perf_counter() - t0
-    finally:
-        env.close()
-    return {"records": n, "transactions": len(counts), "seconds": seconds, "rate": n / seconds}
-
-
-def _paced(rate: float, seconds: float) -> Iterator[int]:
-    """Yield how many records are due now, keeping to ``rate`` per second."""
-    total = int(rate * seconds)
-    sent = 0
-    t0 = time.perf_counter()
-    while sent < total:
-        due = min(total, int((time.perf_counter() - t0) * rate) + 1)
-        if due > sent:
-            yield due - sent
-            sent = due
-        else:
-            time.sleep(0.0002)
-
-
-def _stamped(size: int) -> bytes:
-    return _STAMP.pack(time.monotonic_ns()) + b"x" * (size - 8)
-
-
-def baseline_latency(rate: float, seconds: float, size: int) -> dict[str, float]:
-    n = int(rate * seconds)
-    pub, worker = _raw_pub(n, size, latency=True)
-    for due in _paced(rate, seconds):
-        for _ in range(due):
-            pub.send_multipart([_HEADER, _stamped(size)])
-    r = _result(worker)
-    pub.close(0)
-    return {k: v for k, v in r.items() if k.endswith("_us")} | {"records": n, "rate": rate}
 
 
 # ------------------------------------------------------------------ dafka phases
@@ -324,11 +195,11 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
     """Producer RSS at a full budget (no store: a tower of its own); store RSS per million."""
     lonely = Tower()
     try:
-        worker = _worker(
+        worker = start_worker(
             "producer-memory", "--tower", lonely.address, "--size", str(size), "--count", "1"
         )
-        _ready(worker)
-        producer = _result(worker)
+        worker_ready(worker)
+        producer = worker_result(worker)
     finally:
         lonely.stop()
     samples = [rss_bytes(store_pid)]
@@ -361,12 +232,12 @@ def memory(tower: str, store_pid: int, size: int, args: argparse.Namespace) -> d
 def _slow_store(tower: str, store_pid: int, size: int, seconds: float = 10.0) -> dict[str, float]:
     """Producer RSS while it sends for ``seconds`` to a store stopped (SIGSTOP) for 0.5 s
     out of every second: its budget fills and empties again and again."""
-    worker = _worker(
+    worker = start_worker(
         "producer-memory", "--tower", tower, "--size", str(size), "--count", "1",
         "--seconds", str(seconds),
     )  # fmt: skip
     try:
-        _ready(worker)
+        worker_ready(worker)
         deadline = time.monotonic() + seconds + 150
         while worker.poll() is None and time.monotonic() < deadline:
             os.kill(store_pid, signal.SIGSTOP)
@@ -375,7 +246,7 @@ def _slow_store(tower: str, store_pid: int, size: int, seconds: float = 10.0) ->
             time.sleep(0.5)
     finally:
         os.kill(store_pid, signal.SIGCONT)
-    return _result(worker)
+    return worker_result(worker)
 
 
 def _note(line: str) -> None:
@@ -454,7 +325,7 @@ CONSUME = "records"
 def _consumer(tower: str, topic: str, count: int, profile: str, *extra: str) -> subprocess.Popen:
     if CONSUME == "batches":
         extra = (*extra, "--batches")
-    return _worker(
+    return start_worker(
         "consume",
         "--tower",
         tower,
@@ -474,7 +345,7 @@ def live(
 ) -> dict[str, float]:
     payload = b"x" * size
     consumer = _consumer(tower, topic, n + 1, profile)
-    _ready(consumer)
+    worker_ready(consumer)
     with _producer(topic, tower, profile) as producer:
         # the consumer is subscribed once it receives our warm-up record
         producer.send(b"warm-up").result(timeout=30)
@@ -486,7 +357,7 @@ def live(
                 producer.flush(timeout=900)
             t_acked = time.perf_counter()
             with PROGRESS.ticking(_waited("live")):
-                r = _result(consumer)
+                r = worker_result(consumer)
     delivered = r["count"] - 1
     seconds = r["last"] - t0
     return {
@@ -502,14 +373,14 @@ def catch_up(
     tower: str, topic: str, n: int, profile: str, spy: Path | None, store_pid: int
 ) -> dict[str, float]:
     consumer = _consumer(tower, topic, n, profile, "--reset", "earliest")
-    _ready(consumer)
+    worker_ready(consumer)
     store_cpu = cpu_seconds(store_pid)
     with (
         pyspy(spy, "consumer-catch-up", consumer.pid),
         pyspy(spy, "store-catch-up", store_pid),
         PROGRESS.ticking(_waited("catch-up")),
     ):
-        r = _result(consumer)
+        r = worker_result(consumer)
     store_cpu = cpu_seconds(store_pid) - store_cpu  # what serving it cost, all its threads
     seconds = r["last"] - r["first"]
     return {
@@ -534,19 +405,19 @@ def latency(
     """``linger_ms`` None: the Producer's default."""
     n = int(rate * seconds)
     consumer = _consumer(tower, topic, n + 1, profile, "--latency")
-    _ready(consumer)
+    worker_ready(consumer)
     options = {} if linger_ms is None else {"linger_ms": linger_ms}
     with _producer(topic, tower, profile, **options) as producer:
         linger_ms = producer.config.linger_ms
         producer.send(b"warm-up").result(timeout=30)
         time.sleep(1.5)
         send = producer.send
-        for due in _paced(rate, seconds):
+        for due in paced(rate, seconds):
             for _ in range(due):
-                send(_stamped(size))
+                send(stamped(size))
         producer.flush(timeout=120)
         with PROGRESS.ticking(_waited("latency")):
-            r = _result(consumer)
+            r = worker_result(consumer)
     return {k: v for k, v in r.items() if k.endswith("_us")} | {
         "records": n,
         "rate": rate,
