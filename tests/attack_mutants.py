@@ -65,6 +65,9 @@ TESTS = [
     "tests/unit/test_consumer_columns.py",
     "tests/unit/test_store_pipeline.py",
     "tests/unit/test_metadata_policies.py",
+    "tests/unit/raft/test_answer_budget.py",
+    "tests/unit/test_metadata_state.py",
+    "tests/integration/test_attacks_raft_queries.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -81,6 +84,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "StoreState.may_write",
         "        return allowed is None or partition in allowed",
         "        return True",
+    ),
+    "a Raft peer bounds the bytes of query answers queued for clients": (
+        "dafka.raft.answer_budget",
+        "AnswerBudget._fits",
+        "        return self.pinned + new <= self.limit",
+        "        return True",
+    ),
+    "a metadata answer is packed once per state": (
+        "dafka.metadata.state",
+        "MetadataStateMachine.query",
+        "            if (config := answers.get(None)) is None:",
+        "            if True:",
     ),
     "a store's rejection keeps no forged blob alive": (
         "dafka.core.store.ingest",
@@ -1259,6 +1274,13 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store's rejection keeps no forged blob alive": (
         "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
+    ),
+    "a Raft peer bounds the bytes of query answers queued for clients": (
+        "tests/integration/test_attacks_raft_queries.py::test_config_queries_never_read_cost_a_tower_a_bounded_queue",
+        "tests/unit/raft/test_answer_budget.py::test_one_buffer_sent_to_many_counts_once",
+    ),
+    "a metadata answer is packed once per state": (
+        "tests/unit/test_metadata_state.py::test_an_answer_is_packed_once_per_state_and_follows_every_change",
     ),
     "a signed FETCH answer is bounded whatever its count": (
         "tests/unit/test_fetch_answers.py::test_a_store_answers_a_fetch_of_2_to_the_32_with_one_bounded_answer",

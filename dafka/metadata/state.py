@@ -85,6 +85,9 @@ from .signing import ID_BYTES, check_public_key, open_envelope, seal, signed_byt
 
 log = logging.getLogger(__name__)
 
+_NIL = _pack(None)
+"""The answer to a query of a topic that does not exist."""
+
 __all__ = [
     "CLUSTER_DEFAULTS",
     "COMMAND_VERSION",
@@ -303,6 +306,8 @@ class MetadataStateMachine:
         self._clock = clock
         self._log_after = -math.inf
         self._unlogged = 0
+        self._answers: dict[str | None, bytes] = {}
+        """Packed query answers of the current state (None: the config), until it changes."""
 
     # -- the protocol --------------------------------------------------------------------------
 
@@ -320,6 +325,7 @@ class MetadataStateMachine:
 
     def apply_data(self, data: bytes) -> str | None:
         """Apply one command; returns None or the error that made it a no-op."""
+        self._answers.clear()
         self._cmd_id = None
         try:
             cmd = self._decode(data)
@@ -624,6 +630,7 @@ class MetadataStateMachine:
         return _pack(state)
 
     def restore(self, data: bytes) -> None:
+        self._answers.clear()
         obj = _unpack(data)
         if not isinstance(obj, dict) or not isinstance(obj.get("topics"), dict):
             raise WireError("not a metadata snapshot")
@@ -642,10 +649,23 @@ class MetadataStateMachine:
         self.refused = deque(obj.get("refused", []), maxlen=CHANGES_KEPT)
 
     def query(self, args: Sequence[bytes]) -> list[bytes]:
+        """``config`` (the :meth:`view`) or ``topic NAME`` (its settings, nil if none). An
+        answer is packed once per state and kept until the next apply or restore: the same
+        query of the same state gets the same bytes object, which a Raft peer sends to
+        every client without a copy and counts once (:mod:`dafka.raft.answer_budget`);
+        packing the config of 10,000 topics (2.1 MB) costs 10-30 ms."""
         if not args:
             raise WireError("empty metadata query")
+        answers = self._answers
         if args[0] == b"config" and len(args) == 1:
-            return [_pack(self.view())]
+            if (config := answers.get(None)) is None:
+                config = answers[None] = _pack(self.view())
+            return [config]
         if args[0] == b"topic" and len(args) == 2:
-            return [_pack(self.topics.get(bytes(args[1]).decode(errors="replace")))]
+            name = bytes(args[1]).decode(errors="replace")
+            if name not in self.topics:
+                return [_NIL]
+            if (settings := answers.get(name)) is None:
+                settings = answers[name] = _pack(self.topics[name])
+            return [settings]
         raise WireError(f"unknown metadata query {bytes(args[0])!r}")

@@ -42,6 +42,7 @@ the Ready that carries what they depend on was persisted. Shared state:
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -52,6 +53,7 @@ import zmq
 
 from ..errors import NotLeader, ProposalDropped
 from . import wire as w
+from .answer_budget import LARGE_ANSWER, AnswerBudget
 from .extensions import DISPATCH_FEATURES, FEATURES
 from .fastsend import send_frames
 from .frames import encode_json, encode_json_index
@@ -141,6 +143,7 @@ class ClientService(PeerState):
         self._read_ctx = 0
         self._streams: dict[tuple[tuple[bytes, ...], int], _Stream] = {}
         self._client_streams: Counter[tuple[bytes, ...]] = Counter()
+        self._answers = AnswerBudget(self.options.query_answer_bytes)
 
     def _on_client_request(self, request: w.RouterRequest, user: bytes | None = None) -> None:
         msg = request.message
@@ -175,6 +178,7 @@ class ClientService(PeerState):
             ttl = self.options.request_entries_ttl
             for key in [k for k, s in self._streams.items() if now - s.touched > ttl]:
                 self._end_stream(key)
+        self._answers.tick(now)  # let go of the buffers no queue holds any more
 
     # -- what the Ready loop tells us --------------------------------------------------------
 
@@ -465,13 +469,36 @@ class ClientService(PeerState):
     def _dispatch_reply(
         self, request: w.RouterRequest, status: int, meta: Any, result: Sequence[bytes] = ()
     ) -> None:
-        frames = [
-            *request.envelope,
-            request.request_id_frame,
-            _uint(status),
-            encode_json(meta),
-            *result,
-        ]
+        head = [*request.envelope, request.request_id_frame]
+        budget = self._answers
+        large = budget.large(result) if result else None
+        if not large:
+            frames: list[Any] = [*head, _uint(status), encode_json(meta), *result]
+        elif not budget.admit(large, time.monotonic()):
+            self._bad(
+                "answer-budget",
+                f"answer of {sum(map(len, result))} bytes refused: {budget.pinned} bytes of "
+                f"answers queued (max {budget.limit}), {budget.tracked} frames",
+                logging.INFO,
+            )
+            busy = "busy: too many large answers are queued for clients; ask again"
+            frames = [*head, _uint(DispatchStatus.ERROR), encode_json(busy)]
+        else:
+            # large frames go without a copy and are tracked until libzmq is done with them
+            tracked = [
+                zmq.Frame(f, copy=False, track=True) if len(f) >= LARGE_ANSWER else f
+                for f in result
+            ]
+            frames = [*head, _uint(status), encode_json(meta), *tracked]
+            try:
+                self.router.send_multipart(frames, zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            for data, frame in zip(result, tracked, strict=True):
+                if isinstance(frame, zmq.Frame):
+                    assert frame.tracker is not None
+                    budget.sent(data, frame.tracker)
+            return
         try:
             self.router.send_multipart(frames, zmq.NOBLOCK)
         except zmq.Again:

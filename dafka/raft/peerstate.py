@@ -28,6 +28,7 @@ from typing import Any
 
 import zmq
 
+from .answer_budget import DEFAULT_ANSWER_BYTES
 from .bounds import DEFAULT_MAX_ENTRY_BYTES
 from .core import RaftCore
 from .curve import RaftCurve
@@ -104,6 +105,11 @@ class PeerOptions:
     """Bytes the ROUTER may queue per connection on the way in: its ``RCVHWM`` is this over
     the largest frame it reads (:meth:`router_hwm`), not a number of messages of any size;
     replies out are counted (:data:`ROUTER_SNDHWM`, ``docs/security.md``)."""
+    query_answer_bytes: int = DEFAULT_ANSWER_BYTES
+    """Bytes that answers to ``RI`` / ``RL`` queries may keep queued for clients at once,
+    over all connections (:mod:`dafka.raft.answer_budget`): the ROUTER bounds its send
+    queue in messages, and a client that asks without reading would otherwise pile up
+    4,096 answers per connection. Past it a large answer is refused with a short error."""
     max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES
     """Largest RequestUpdate data (one STATE entry) accepted; larger ones are answered
     with the spec's final failure (status false, no 3rd frame). The ROUTER's

@@ -202,6 +202,33 @@ def test_queries() -> None:
         sm.query([])
 
 
+def test_an_answer_is_packed_once_per_state_and_follows_every_change() -> None:
+    """The same query of the same state gets the same bytes object (a Raft peer sends it to
+    every client without a copy and counts it once); any apply or restore makes a new one."""
+    log = Log()
+    log.run(command("topic.create", topic="a", settings={"min_acks": 1}))
+    config, topic = log.sm.query([b"config"])[0], log.sm.query([b"topic", b"a"])[0]
+    assert log.sm.query([b"config"])[0] is config
+    assert log.sm.query([b"topic", b"a"])[0] is topic
+    assert decode_config([config]) == log.sm.view()
+    assert msgpack.unpackb(topic) == log.sm.topics["a"]
+
+    log.run(command("topic.alter", topic="a", settings={"min_acks": 2}))
+    after = log.sm.query([b"topic", b"a"])[0]
+    assert msgpack.unpackb(after)["min_acks"] == 2
+    assert decode_config(log.sm.query([b"config"]))["topics"]["a"]["min_acks"] == 2
+    assert log.run(b"not a command") is not None  # refused: the refusal is recorded
+    assert decode_config(log.sm.query([b"config"])) == log.sm.view()
+
+    old = log.sm.snapshot()
+    log.run(command("topic.delete", topic="a"))
+    assert msgpack.unpackb(log.sm.query([b"topic", b"a"])[0]) is None
+    assert "a" not in decode_config(log.sm.query([b"config"]))["topics"]
+    log.sm.restore(old)
+    assert msgpack.unpackb(log.sm.query([b"topic", b"a"])[0])["min_acks"] == 2
+    assert decode_config(log.sm.query([b"config"])) == log.sm.view()
+
+
 def test_check_settings() -> None:
     assert check_settings({"retention_ms": None, "min_acks": 3}) == {
         "retention_ms": None,
