@@ -1216,7 +1216,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",
     ),
     "data queues bounded in bytes per connection": (
-        "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
+        "tests/integration/test_attacks_queues.py::test_a_store_that_stops_reading_holds_a_bounded_queue_of_largest_frames",
     ),
     "a signed store paces what it sends one requester": (
         "tests/unit/test_store_credits.py::test_a_requester_that_never_takes_gets_its_credit_once_per_hold",

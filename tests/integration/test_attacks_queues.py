@@ -14,6 +14,11 @@ once the consumer delivers it and the store holds it, every frame before it has 
 read (a connection is first in, first out), and the peak RSS (``VmHWM``) of each victim
 is what the flood cost. The test asserts a bound with a wide margin and no timing.
 
+A store that keeps up never fills its SUB queue, whatever its mark: the next test holds
+the loop thread of a store (``held_store.py``) while libzmq's I/O thread receives a flood
+of the same frames, and checks that the store's RSS grows by about the 4 queued messages
+(64 MiB) and that the publisher's sends are then refused.
+
 The same holds on the send side: a node that subscribes to a store's DIRECT-RECORDs,
 sends FETCHes for a partition of large batches and never reads piled the answers up in
 the store's XPUB queue for it (the store served 64 MiB/s per requester and 256 MiB/s in
@@ -27,8 +32,9 @@ pacing failed (15 of 60).
 
     python -m tests.integration.test_attacks_queues [FRAMES]
 
-prints the figures (peak RSS of the store and the consumer under the flood, then of a
-store serving a reader that never reads, in MiB).
+prints the figures (peak RSS of the store and the consumer under the flood, the RSS
+growth of a held store, then the peak RSS of a store serving a reader that never reads,
+in MiB).
 """
 
 from __future__ import annotations
@@ -217,6 +223,102 @@ def test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes(tmp_path: Pat
     assert store_mib < BOUND_MIB and consumer_mib < BOUND_MIB, (store_mib, consumer_mib)
 
 
+HELD_BOUND_MIB = 256  # queue_bytes: what one connection may make a node hold
+HELD_MAX_FRAMES = 100  # of 15.9 MiB, if the sends are never held back
+BLOCKED_SECONDS = 3.0  # of sends refused in a row: the victim's queue and the kernel's are full
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for process {pid}")
+
+
+def held_flood(
+    tmp: Path, bound_mib: float = HELD_BOUND_MIB, max_frames: int = HELD_MAX_FRAMES
+) -> tuple[float, int, bool]:
+    """Bad 15.9 MiB records published to a store whose loop thread is held, so that only
+    libzmq's I/O thread receives them (``tests/integration/held_store.py``): a store busy
+    verifying or committing, and a peer publishing faster than that. The publisher queues
+    2 messages and never drops one (``XPUB_NODROP``), so its sends are refused once the
+    store's SUB queue and the kernel's buffers are full. It stops when they have been
+    refused for ``BLOCKED_SECONDS`` (the flood is held back), when the store's RSS has
+    grown by more than ``bound_mib`` (a queue in messages takes the whole flood: stopped
+    there, so that it costs this machine that much, not GBs) or after ``max_frames``.
+    Returns the store's RSS growth (MiB), the frames sent and whether the flood was held
+    back."""
+    tower = Tower()
+    store = None
+    ctx = zmq.Context()
+    data = ctx.socket(zmq.XPUB)
+    beacons = ctx.socket(zmq.PUB)
+    try:
+        store = Proc(
+            py("tests.integration.held_store", str(tmp / "s"), tower.address), open_stdin=True
+        )
+        store.wait_line(r"store [0-9A-F]{32} on tcp://")
+        data.setsockopt(zmq.SNDHWM, 2)
+        data.setsockopt(zmq.XPUB_NODROP, 1)  # a full queue refuses a send instead of dropping
+        data.setsockopt(zmq.LINGER, 0)
+        beacons.setsockopt(zmq.LINGER, 0)
+        me = Identity.from_seed(bytes(range(120, 152)))
+        port = data.bind_to_random_port("tcp://127.0.0.1")
+        beacons.connect(TowerAddress(*parse_endpoint(tower.address, "tower")).sub)
+        beacon = wbeacon.NodeBeacon(me.node_id, "127.0.0.1", port).encode()
+
+        def subscribed() -> bool:
+            beacons.send_multipart(beacon)
+            while data.poll(100):
+                if data.recv() == b"\x01M":
+                    return True
+            return False
+
+        wait_until(subscribed, 30, what="the store to subscribe")
+        assert store.p.stdin is not None
+        store.p.stdin.write(b"hold\n")
+        store.p.stdin.flush()
+        store.wait_line(r"^held$")
+        pid = store.p.pid
+        base = _rss_mib(pid)
+        bad = _bad_batches(me, 4)
+        sent, growth, refused_since = 0, 0.0, None
+        while sent < max_frames and growth <= bound_mib:
+            try:  # zero-copy: four buffers, however many are queued
+                data.send_multipart([b"Mt\x00\x02", bad[sent % 4]], zmq.NOBLOCK, copy=False)
+                sent, refused_since = sent + 1, None
+            except zmq.Again:
+                now = time.monotonic()
+                refused_since = now if refused_since is None else refused_since
+                if now - refused_since > BLOCKED_SECONDS:
+                    return _rss_mib(pid) - base, sent, True
+                while data.poll(50):  # a wait that reads what the store may still send
+                    data.recv()
+            growth = _rss_mib(pid) - base
+        return growth, sent, False
+    finally:
+        data.close(0)
+        beacons.close(0)
+        ctx.term()
+        for proc in (store, tower.proc):
+            if proc is not None:
+                proc.kill()
+
+
+def test_a_store_that_stops_reading_holds_a_bounded_queue_of_largest_frames(
+    tmp_path: Path,
+) -> None:
+    """The data SUB's mark in bytes, where the store does not keep up: its loop thread is
+    held, and libzmq's I/O thread receives 15.9 MiB frames until the SUB's queue is full
+    (4 messages), then the kernel's buffers, then the publisher's sends are refused. With
+    a mark of 1,000,000 messages libzmq took the whole flood: the store's RSS grew by 283
+    to 286 MiB in 18 frames, where the flood stopped (with the mark: 64 MiB, and the sends
+    were refused after 7 frames). The store of the test above keeps up with its flood on
+    this machine, so its SUB queue never filled and it passed with either mark."""
+    growth, sent, held_back = held_flood(tmp_path)
+    assert held_back and growth < HELD_BOUND_MIB, (growth, sent, held_back)
+
+
 def test_a_subscriber_that_never_reads_costs_a_store_a_bounded_queue(tmp_path: Path) -> None:
     store_mib, acked, delivered = never_reads(tmp_path)
     # before the byte-safe XPUB: the answers piled up at the served rate (1,655 MiB)
@@ -322,6 +424,12 @@ if __name__ == "__main__":
         s, c = flood(Path(tmp), n)
     print(
         f"frames={n} of {VALUE_BYTES / 2**20:.1f} MiB: peak RSS store={s:.0f} MiB consumer={c:.0f} MiB"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        g, sent, held_back = held_flood(Path(tmp))
+    print(
+        f"held store: RSS grew by {g:.0f} MiB, {sent} frames sent, then"
+        + (" the sends were refused" if held_back else " stopped (no refusal)")
     )
     with tempfile.TemporaryDirectory() as tmp:
         r, acked, delivered = never_reads(Path(tmp))
