@@ -132,6 +132,9 @@ class KvStateMachine:
         self.skipped = 0
         self._front_checked = False
         """The oldest remembered reqid is known to be within the window (see apply)."""
+        self._dump: bytes | None = None
+        """The packed map until it changes: each dump query of one state gets the same
+        bytes, which a peer sends to every client without a copy and counts once."""
 
     def apply(self, entry: Entry) -> Any:
         if entry.type is not _STATE:
@@ -161,10 +164,12 @@ class KvStateMachine:
         if not isinstance(op, list) or len(op) < 2 or not isinstance(op[1], str):
             return None
         if op[0] == "put" and len(op) == 3:
+            self._dump = None
             previous = self.kv.get(op[1])
             self.kv[op[1]] = op[2]
             return previous
         if op[0] == "del" and len(op) == 2:
+            self._dump = None
             return self.kv.pop(op[1], None)
         return None
 
@@ -197,6 +202,7 @@ class KvStateMachine:
         if not isinstance(obj, dict) or not isinstance(obj.get("kv"), dict):
             raise WireError("not a KvStateMachine snapshot")
         self.kv = dict(obj["kv"])
+        self._dump = None
         if "seen_ids" in obj:
             blob = obj["seen_ids"]
             if not isinstance(blob, bytes) or len(blob) % REQID_SIZE:
@@ -215,5 +221,7 @@ class KvStateMachine:
         if args[0] == b"get" and len(args) == 2:
             return [_pack(self.kv.get(args[1].decode(errors="replace")))]
         if args[0] == b"dump" and len(args) == 1:
-            return [_pack(self.kv)]
+            if self._dump is None:
+                self._dump = _pack(self.kv)
+            return [self._dump]
         raise WireError(f"unknown KV query {bytes(args[0])!r}")

@@ -48,6 +48,24 @@ def test_put_get_del_dump() -> None:
     assert decode_value(sm.query(dump_query())) == {"b": {"x": [1, 2]}}
 
 
+def test_a_dump_is_packed_once_per_state_and_follows_every_change() -> None:
+    """The same bytes object for each dump of one state (a peer sends it without a copy
+    and counts it once: dafka.raft.answer_budget); a put, a del or a restore makes anew."""
+    sm = KvStateMachine()
+    sm.apply(entry(1, put_command("a", 1), reqid(100, 1)))
+    first = sm.query(dump_query())[0]
+    assert sm.query(dump_query())[0] is first
+    sm.apply(entry(2, b"\xc1", reqid(100, 2)))  # garbage: no change, the same answer
+    assert sm.query(dump_query())[0] is first
+    snap = sm.snapshot()
+    sm.apply(entry(3, put_command("b", 2), reqid(100, 3)))
+    assert decode_value(sm.query(dump_query())) == {"a": 1, "b": 2}
+    sm.apply(entry(4, del_command("a"), reqid(100, 4)))
+    assert decode_value(sm.query(dump_query())) == {"b": 2}
+    sm.restore(snap)
+    assert decode_value(sm.query(dump_query())) == {"a": 1}
+
+
 def test_a_reqid_applies_once() -> None:
     sm = KvStateMachine()
     sm.apply(entry(1, put_command("x", 1), reqid(100, 1)))
