@@ -646,10 +646,16 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         ),
     ],
     "producer bounds bytes resent per requester": (
-        "dafka.core.producer",
-        "ProducerCore._on_fetch",
-        "        if not self._limiter.allow(msg.requester, now) or not self._bytes_limiter.allow(",
-        "        if not self._limiter.allow(msg.requester, now) or False and not self._bytes_limiter.allow(",
+        "dafka.core.producer_serve",
+        "FetchServing.on_fetch",
+        "        if self._bytes_limiter.allow(msg.requester, now, 0.0):",
+        "        if True:",
+    ),
+    "producer bounds the FETCHes waiting for their bytes": (
+        "dafka.core.producer_serve",
+        "FetchServing._wait",
+        "        if len(self._waiting) >= self._max_waiting:",
+        "        if False:",
     ),
     "store bounds bytes served per requester": (
         "dafka.core.store.serve",
@@ -1148,6 +1154,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "producer bounds bytes resent per requester": (
         "tests/unit/test_attacks_floods.py::test_fetch_floods_at_a_producer_are_bounded_in_bytes",
+    ),
+    "producer bounds the FETCHes waiting for their bytes": (
+        "tests/unit/test_attacks_floods.py::test_fetches_waiting_at_a_producer_for_their_bytes_are_bounded",
     ),
     "store bounds bytes served per requester": (
         "tests/unit/test_attacks_floods.py::test_fetch_with_a_huge_count_is_served_at_a_bounded_byte_rate",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from sys import getrefcount
 from typing import TYPE_CHECKING, Any, cast
 
@@ -90,6 +90,8 @@ class _ProducerHandler:
         self.turn_records = TURN_BATCHES * config.max_batch_records
         self.turn_bytes = TURN_BATCHES * config.max_batch_bytes
         """What one turn takes from the queue at most (see :data:`TURN_BATCHES`)."""
+        self._clock: Callable[[], float] = time.monotonic
+        """The IO loop's clock (set when it starts)."""
         self.cut_short = False
         """The last turn left queued items behind for the bound: the next turn takes them
         at once (no linger), and the loop does not wait in between (:meth:`has_pending`)."""
@@ -140,18 +142,26 @@ class _ProducerHandler:
         return self.core.subscriptions()
 
     def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
+        self._clock = loop.clock
         return []
 
     def has_pending(self) -> bool:
-        """True when the last turn was cut short: the loop turns again without waiting."""
-        return self.cut_short
+        """True when the last turn was cut short, or FETCHes that waited for their
+        requester's bytes can be answered (by the core's tick): the loop turns again
+        without waiting."""
+        if self.cut_short:
+            return True
+        due = self.core.serve_at
+        return due is not None and self._clock() >= due
 
     def command_deadline(self) -> float | None:
-        """When :meth:`on_commands` must run again though nothing woke the loop (a linger
-        ending); None: only on a wake-up."""
-        if self.core.holds_publishing:
-            return None
-        return self.linger.deadline()
+        """When the loop must turn again though nothing woke it (a linger ending, or
+        FETCHes waiting for their requester's bytes due); None: only on a wake-up."""
+        due = None if self.core.holds_publishing else self.linger.deadline()
+        paced = self.core.serve_at
+        if paced is not None and (due is None or paced < due):
+            return paced
+        return due
 
     def accepting(self) -> bool:
         return True

@@ -9,7 +9,8 @@ answers FETCHes for what it still holds. Compared with the C reference
   wrong records at 256 or more past the oldest unacked one),
 * answers a FETCH with exactly the records asked for, capped by
   ``max_fetch_count`` (and under ``signed`` by one answer's bound,
-  :mod:`dafka.core.answers`), and rate-limits FETCHes per requester,
+  :mod:`dafka.core.answers`), and rate-limits FETCHes per requester (a FETCH past
+  its bytes a second waits for them, :mod:`dafka.core.producer_serve`),
 * refuses ACKs for offsets it never published, so a confused or hostile store
   cannot make it drop records no store has.
 
@@ -45,9 +46,8 @@ from ..ids import check_topic
 from ..io.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
-from .answers import answer_full
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
-from .limits import RequestLimiter
+from .producer_serve import FetchServing, HeldTopic
 from .recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery, RecoveryResult
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,10 @@ class ProducerStats:
     forged_acks: int = 0
     """Signed ACKs whose signature does not verify (or that are not signed at all)."""
     fetches_limited: int = 0
-    """FETCHes refused by the per-requester rate limit."""
+    """FETCHes dropped: past their requester's FETCH rate, or with the wait queue full."""
+    fetches_paced: int = 0
+    """FETCHes that waited for their requester's bytes a second to be paid back, then were
+    answered (:mod:`dafka.core.producer_serve`)."""
     recovered: int = 0
     """Offsets of an earlier run found on stores and held again after a restart."""
     recovery_rejected: int = 0
@@ -87,47 +90,6 @@ class ProducerStats:
     gap_offsets: int = 0
     """Offsets of an earlier run that no store held, closed by a signed gap statement
     (signed) or numbered again (rfc46)."""
-
-
-class _Topic:
-    """Per-topic state: offsets, what is held until durable, ACKs per store, HEAD schedule.
-
-    ``held`` holds offsets ``[base, next_offset)``. Under rfc46 it is one
-    content per offset (``ends`` is ``None``): one list extend per call on the
-    hot path, O(1) indexing for FETCH; an ACK only moves ``dead`` (how many
-    leading entries are freed), and the list is compacted once half of it is
-    dead, so freeing stays O(1) per record however many are held. Under signed
-    it is one blob per batch and ``ends[i]`` is one past the last offset of
-    ``held[i]``, so FETCH and ACK find blobs by bisection.
-    """
-
-    __slots__ = (
-        "acked",
-        "acks",
-        "base",
-        "dead",
-        "ends",
-        "head_due",
-        "held",
-        "name",
-        "nbytes",
-        "next_offset",
-    )
-
-    def __init__(self, name: str, next_offset: int, batched: bool) -> None:
-        self.name = name
-        self.next_offset = next_offset
-        self.base = next_offset
-        self.held: list[bytes] = []
-        self.dead = 0
-        self.ends: list[int] | None = [] if batched else None
-        self.nbytes = 0
-        self.acked: int | None = None
-        self.acks: dict[str, int] = {}
-        # None until this process publishes on the topic: an offset restored
-        # from the journal may never have reached the wire, so announcing it
-        # would send stores fetching for a record nobody has.
-        self.head_due: float | None = None
 
 
 class ProducerCore:
@@ -181,13 +143,14 @@ class ProducerCore:
         self._min_acks = min_acks
         self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
         self._topic_min_acks: dict[str, int] = {}
-        self._limiter = RequestLimiter(fetch_rate, fetch_burst)
-        # bytes resent per requester (and 4x that in total) per second: a FETCH answer is
-        # every held blob in its range, and a requester that never reads piles them up
-        self._bytes_limiter = RequestLimiter(
-            serve_rate, 2 * serve_rate, total_rate=4 * serve_rate, total_burst=8 * serve_rate
+        self._serving = FetchServing(
+            node_id,
+            max_fetch_count=max_fetch_count,
+            fetch_rate=fetch_rate,
+            fetch_burst=fetch_burst,
+            serve_rate=serve_rate,
         )
-        self._topics: dict[str, _Topic] = {}
+        self._topics: dict[str, HeldTopic] = {}
         self._unacked_bytes = 0
         self._foreign = 0
         self._unknown_topic = 0
@@ -195,8 +158,6 @@ class ProducerCore:
         self._stale_acks = 0
         self._untrusted_acks = 0
         self._forged_acks = 0
-        self._fetches_served = 0
-        self._records_resent = 0
         self._recovery_wait = float(recovery_wait)
         self._recoveries: dict[str, Recovery] = {}
         self._recovered = 0
@@ -206,7 +167,7 @@ class ProducerCore:
         for topic, offset in (next_offsets or {}).items():
             if offset < 0:
                 raise ValueError(f"next offset for topic {topic!r} is negative")
-            self._topics[check_topic(topic)] = _Topic(topic, offset, self._batched)
+            self._topics[check_topic(topic)] = HeldTopic(topic, offset, self._batched)
             start = min(max(acked_next.get(topic, 0), 0), offset)
             if start < offset:
                 self._recoveries[topic] = Recovery(
@@ -266,11 +227,12 @@ class ProducerCore:
             unknown_topic=self._unknown_topic,
             bogus_acks=self._bogus_acks,
             stale_acks=self._stale_acks,
-            fetches_served=self._fetches_served,
-            records_resent=self._records_resent,
+            fetches_served=self._serving.served,
+            records_resent=self._serving.resent,
             untrusted_acks=self._untrusted_acks,
             forged_acks=self._forged_acks,
-            fetches_limited=self._limiter.refused,
+            fetches_limited=self._serving.limited,
+            fetches_paced=self._serving.paced,
             recovered=self._recovered,
             recovery_rejected=self._forged_fetched,
             gap_offsets=self._gap_offsets,
@@ -300,6 +262,8 @@ class ProducerCore:
     def next_deadline(self) -> float | None:
         """When :meth:`tick` next has something to do (for the IO loop's poll timeout)."""
         dues = [t.head_due for t in self._topics.values() if t.head_due is not None]
+        if self._serving.waiting:
+            dues.append(self._serving.serve_at)
         for rec in self._recoveries.values():
             due = rec.next_deadline()
             dues.append(due if due is not None else 0.0)
@@ -327,7 +291,7 @@ class ProducerCore:
         """
         state = self._topics.get(topic)
         if state is None:
-            state = self._topics[check_topic(topic)] = _Topic(topic, 0, self._batched)
+            state = self._topics[check_topic(topic)] = HeldTopic(topic, 0, self._batched)
         first = state.next_offset
         count = len(contents)
         if not count:
@@ -376,10 +340,17 @@ class ProducerCore:
             return self._on_recovered(msg, now)
         return []
 
+    @property
+    def serve_at(self) -> float | None:
+        """When FETCHes waiting for their requester's bytes can be answered (by
+        :meth:`tick`); None if none waits."""
+        return self._serving.serve_at if self._serving.waiting else None
+
     def tick(self, now: float) -> list[Publish]:
         """HEAD (last published offset) for each topic whose interval has passed; the
-        FETCHes and the end of a restart's recovery."""
-        out: list[Publish] = []
+        FETCHes and the end of a restart's recovery; the answers to FETCHes whose
+        requester's bytes are paid back."""
+        out = self._serving.serve(self._topics, now)
         if self._recoveries:
             out.extend(self._recovery_tick(now))
         for state in self._topics.values():
@@ -450,7 +421,7 @@ class ProducerCore:
         )
         return out
 
-    def _adopt_signed(self, state: _Topic, result: RecoveryResult) -> list[Publish]:
+    def _adopt_signed(self, state: HeldTopic, result: RecoveryResult) -> list[Publish]:
         """Recovered batches plus one signed gap statement per hole, held before
         what this run has published; the gap statements, and the batches read back
         from the producer's own log, are published.
@@ -493,7 +464,7 @@ class ProducerCore:
             if gap or first in local
         ]
 
-    def _adopt_rfc46(self, state: _Topic, result: RecoveryResult) -> list[Publish]:
+    def _adopt_rfc46(self, state: HeldTopic, result: RecoveryResult) -> list[Publish]:
         """rfc46 cannot sign a gap: hold the run recovered from the acknowledged bound
         and number new records from its end (nothing was published meanwhile), but
         never below what a store acknowledged meanwhile."""
@@ -523,7 +494,7 @@ class ProducerCore:
 
     # ------------------------------------------------------------- internals
 
-    def _known_topic(self, partition: str, topic: str) -> _Topic | None:
+    def _known_topic(self, partition: str, topic: str) -> HeldTopic | None:
         if partition != self._node_id:
             self._foreign += 1
             return None
@@ -574,7 +545,7 @@ class ProducerCore:
         acks[store] = offset
         return self._advance(msg.topic, state)
 
-    def _advance(self, topic: str, state: _Topic) -> list[Effect]:
+    def _advance(self, topic: str, state: HeldTopic) -> list[Effect]:
         acks = state.acks
         need = self._topic_min_acks.get(topic, self._min_acks)
         if len(acks) < need:
@@ -626,7 +597,7 @@ class ProducerCore:
         state.head_due = None
         return dropped
 
-    def _free(self, state: _Topic, durable: int) -> None:
+    def _free(self, state: HeldTopic, durable: int) -> None:
         """Drop what is held up to ``durable`` (whole blobs only, under signed)."""
         held = state.held
         ends = state.ends
@@ -657,46 +628,4 @@ class ProducerCore:
         state = self._known_topic(msg.partition, msg.topic)
         if state is None:
             return []
-        count = min(msg.count, self._max_fetch)
-        start = max(msg.offset, state.base)
-        end = min(msg.offset + count, state.next_offset)
-        if start >= end:
-            return []
-        if not self._limiter.allow(msg.requester, now) or not self._bytes_limiter.allow(
-            msg.requester, now, 0.0
-        ):
-            return []
-        self._fetches_served += 1
-        base = state.base
-        node = self._node_id
-        topic = state.name
-        requester = msg.requester
-        ends = state.ends
-        if ends is None:
-            self._records_resent += end - start
-            direct = m.DirectRecord
-            return [
-                Publish(direct(requester, topic, node, offset, content))
-                for offset, content in zip(
-                    range(start, end),
-                    state.held[start - base + state.dead : end - base + state.dead],
-                    strict=True,
-                )
-            ]
-        out: list[Effect] = []
-        i = bisect.bisect_right(ends, start)  # the blob holding ``start``
-        first = ends[i - 1] if i else base
-        held = state.held
-        sent = nbytes = 0
-        while i < len(ends) and first < end and not answer_full(sent, nbytes):
-            last_end = ends[i]
-            out.append(
-                Publish(m.DirectRecord(requester, topic, node, first, held[i], last_end - first))
-            )
-            self._records_resent += last_end - first
-            self._bytes_limiter.charge(requester, len(held[i]))
-            sent += 1
-            nbytes += len(held[i])
-            first = last_end
-            i += 1
-        return out
+        return self._serving.on_fetch(msg, state, now)  # type: ignore[return-value]  # Publishes

@@ -82,6 +82,7 @@ PRODUCER_FIELDS: _Fields = (
     ("fetches_served", "dafka_producer_fetches_served", "FETCHes answered from memory."),
     ("records_resent", "dafka_producer_records_resent", "Records sent again for FETCHes."),
     ("fetches_limited", "dafka_producer_fetches_limited", "FETCHes rate-limited."),
+    ("fetches_paced", "dafka_producer_fetches_paced", "FETCHes that waited for their bytes."),
     ("stale_acks", "dafka_producer_acks_stale", "ACKs at or below what that store acked."),
     ("bogus_acks", "dafka_producer_acks_bogus", "ACKs above the last published offset."),
     ("untrusted_acks", "dafka_producer_acks_untrusted", "Signed ACKs from untrusted stores."),

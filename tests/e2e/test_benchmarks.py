@@ -88,3 +88,21 @@ def test_the_groups_benchmark_reports_commits_against_a_plain_send() -> None:
     assert report["async"]["per_s"] > 0 and report["join_s"] > 0
     assert report["sync_vs_baseline_latency"] > 0
     assert len(report["load_start"]) == len(report["load_end"]) == 3
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("reader", [["--consumers", "2"], ["--store"]])
+def test_the_producer_catchup_benchmark_reports_readers_served_by_the_producer(
+    reader: list[str],
+) -> None:
+    run = bench("producer_catchup", "--unacked-mib", "4", "--total-mib", "2", *reader)
+    lines = [line.split(" ", 1) for line in run.stdout.strip().splitlines()]
+    sent = json.loads(lines[0][1])["sent"]
+    assert sent == 2 * 1024 * 1024 // 65536
+    reports = {role: json.loads(text) for role, text in lines[1:-1]}
+    if "--store" in reader:
+        assert reports["store"]["acked"] == sent
+    else:
+        assert [role for role, _ in lines[1:-1]] == ["consumer", "consumer"]
+        assert reports["consumer"]["records"] == sent
+    assert json.loads(lines[-1][1])["fetches_served"] >= 1

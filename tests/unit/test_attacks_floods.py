@@ -150,3 +150,25 @@ def test_fetch_floods_at_a_producer_are_bounded_in_bytes() -> None:
         resent += sum(len(x.content) for x in sent(out) if isinstance(x, m.DirectRecord))
     # the burst, 1 MiB a second for 2 s, and at most one answer's overshoot (~6 MB)
     assert resent <= 4 * mib + 7 * mib, resent
+
+
+def test_fetches_waiting_at_a_producer_for_their_bytes_are_bounded() -> None:
+    """A FETCH past its requester's bytes a second waits for them at the producer: FETCHes
+    under fresh (spoofed) IDs once all requesters' bytes are spent wait in a bounded queue,
+    and the rest are dropped and counted."""
+    from dafka.core.producer import ProducerCore
+    from dafka.core.producer_serve import MAX_WAITING_FETCHES
+    from tests.signing import PRODUCER
+
+    mib = 1024 * 1024
+    wire = SignedProfile(PRODUCER, max_batch_records=10, max_batch_bytes=mib)
+    core = ProducerCore(P, profile=wire, trusted_stores=[S], serve_rate=mib)
+    for _ in range(8):
+        core.publish("t", [b"x" * 60_000] * 10, 0.0, None, 1)  # 8 held blobs of 600 kB
+    flood = [m.Fetch(P, who, "t", 0, 80) for who in spoofed(4 * MAX_WAITING_FETCHES)]
+    served = sum(len(sent(core.handle(f, 1.0))) for f in flood)
+    assert served <= 8 * 3 + 8  # 8 MiB over all requesters, and one answer's overshoot
+    assert core.stats.fetches_paced == MAX_WAITING_FETCHES
+    assert core.stats.fetches_limited == len(flood) - MAX_WAITING_FETCHES - served // 8
+    # they wait, and are answered as the shared bucket is paid back (4 MiB a second)
+    assert len(sent(core.tick(2.0))) <= 8 * 2 + 8
