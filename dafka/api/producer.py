@@ -561,7 +561,9 @@ class Producer:
         :class:`ClosedError` if the producer's IO thread has stopped.
         """
         self.publish_now()
-        failed, error = self._budget.wait(timeout, lambda: self._loop.alive)
+        failed, error = self._budget.wait(
+            timeout, lambda: self._loop.alive, self._handler.trouble.describe
+        )
         if failed:
             raise DeliveryError(failed, error)
 

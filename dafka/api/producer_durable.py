@@ -29,7 +29,8 @@ class LogWait:
 
     def enqueue(self, queue: deque, item: object, loop: NodeLoop) -> None:
         """Append ``item`` to the IO thread's ``queue``, wake it and wait until the item
-        is logged; raise :class:`StorageError` if logging it failed."""
+        is logged; raise :class:`StorageError` if logging it failed, or if its offset could
+        not be reserved and it was not sent."""
         cond = self._cond
         with cond:
             self._seq += 1
@@ -42,11 +43,8 @@ class LogWait:
                     raise ClosedError("producer IO thread has stopped")
                 cond.wait(0.2)
             error = next((e for lo, hi, e in self._failed if lo < seq <= hi), None)
-        if error is not None:
-            raise StorageError(
-                f"{error}: the record was sent but is not in the producer log, so it would "
-                "not survive a crash"
-            )
+        if error is not None:  # says whether the record was sent (producer_io)
+            raise StorageError(str(error))
 
     def logged(self, count: int, error: StorageError | None) -> None:
         """IO thread: the next ``count`` queued items are in the log (or failed to be)."""

@@ -30,6 +30,7 @@ from ..futures import UNHELD, BatchFuture, LazyFuture
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
 from ..storage.wal import LoggedBatch
+from .producer_disk import StateDirTrouble
 from .producer_inflight import Continued, ManyRun, RecordRun, Run, TopicTurn, Values
 from .producer_linger import Linger
 
@@ -98,6 +99,11 @@ class _ProducerHandler:
         self.records_sent = 0
         self.bytes_sent = 0
         """Records published (not counting resends) and their value bytes, for the metrics."""
+        self.trouble = StateDirTrouble()
+        """Writes to the state directory that fail (a full disk): :mod:`.producer_disk`."""
+        self._unjournaled: dict[str, Acked] = {}
+        """Per topic, the latest ACK whose offset could not be recorded yet (tried again
+        on ticks): its futures wait until it is."""
         self.stopped = False
         """Set by :meth:`on_stop` before it drains the queue; ``Producer._enqueue`` reads
         it after appending: whoever of the two comes last fails what is queued."""
@@ -109,7 +115,7 @@ class _ProducerHandler:
         except ConfigError as exc:
             log.warning("producer.metadata.rejected error=%s", exc)
             return
-        self._durable([e for e in effects if type(e) is Acked])
+        self._durable([e for e in effects if type(e) is Acked], self._clock())
 
     def _topic_deleted(self, topic: str, revision: int) -> None:
         """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
@@ -231,9 +237,14 @@ class _ProducerHandler:
         journal = self.p._journal
         if journal is not None:
             # durable before anything is published: a restart never reuses an offset
-            journal.reserve_many(
-                {t: self.core.next_offset(t) + len(turn.values) for t, turn in by_topic.items()}
-            )
+            try:
+                journal.reserve_many(
+                    {t: self.core.next_offset(t) + len(turn.values) for t, turn in by_topic.items()}
+                )
+            except StorageError as exc:
+                self._refuse_turn(by_topic, taken, exc, now)
+                return []
+            self.trouble.succeeded()
         stamp = time.time_ns() // 1_000_000
         out: list[Outgoing] = []
         for topic, turn in by_topic.items():
@@ -260,7 +271,7 @@ class _ProducerHandler:
             if self.ack_timer is not None:
                 self.ack_timer.published(topic, offset - 1)
         if self.p._wal is not None:
-            self._log(out, taken)
+            self._log(out, taken, now)
         return out
 
     def _full_batch_queued(self) -> bool:
@@ -319,7 +330,29 @@ class _ProducerHandler:
                 return run
         return turn.add_many(values, keys, future, origin, lengths=lengths, size=size)
 
-    def _log(self, effects: list[Outgoing], taken: int) -> None:
+    def _refuse_turn(
+        self, by_topic: dict[str, TopicTurn], taken: int, exc: StorageError, now: float
+    ) -> None:
+        """The turn's offsets could not be reserved (a full disk): publish none of its
+        records and fail them, with why; later sends are tried as they come."""
+        self.trouble.failed("offset journal", exc, now)
+        error = StorageError(
+            f"{exc}: the record was not sent (its offset could not be reserved in the "
+            "producer's state directory)"
+        )
+        failed = failed_bytes = 0
+        for turn in by_topic.values():
+            for run in turn.runs:
+                run.place(0, turn.values)  # never published: placed only to count its bytes
+                count, size = run.fail(error)
+                failed += count
+                failed_bytes += size
+        if failed:
+            self.p._rejected(failed, failed_bytes, error)
+        if self.p._wal is not None:
+            self.p._logged(taken, error)  # durable sends waiting on these return the error
+
+    def _log(self, effects: list[Outgoing], taken: int, now: float) -> None:
         """Durable mode: log what is about to be published (one fsync), then let the
         ``send`` calls of the ``taken`` records return."""
         wal = self.p._wal
@@ -339,8 +372,13 @@ class _ProducerHandler:
         try:
             wal.append(batches)
         except StorageError as exc:
-            error = exc
-            log.error("producer.log_failed error=%s", exc)
+            self.trouble.failed("producer log", exc, now)
+            error = StorageError(
+                f"{exc}: the record was sent but is not in the producer log, so it would "
+                "not survive a crash"
+            )
+        else:
+            self.trouble.succeeded()
         self.p._logged(taken, error)
 
     def _publish_apart(
@@ -406,22 +444,35 @@ class _ProducerHandler:
                 elif isinstance(effect, Publish | PublishRecords):
                     out.append(effect)
         if acked:
-            self._durable(list(acked.values()))
+            self._durable(list(acked.values()), now)
         return out
 
     def on_tick(self, now: float) -> list[Publish]:
+        if self._unjournaled and self.trouble.retry_due(now):
+            self._durable([], now)  # ACKs that could not be recorded: try again
         return self.core.tick(now)
 
-    def _durable(self, acked: list[Acked]) -> None:
+    def _durable(self, acked: list[Acked], now: float) -> None:
         """Record how far each topic is durable, then tell the futures: a restart must
-        never declare an acknowledged offset a gap (``dafka.core.recovery``)."""
+        never declare an acknowledged offset a gap (``dafka.core.recovery``). If it cannot
+        be recorded (a full disk), the futures wait, and :meth:`on_tick` tries again."""
         journal = self.p._acked_journal
         if journal is not None:
+            if self._unjournaled:
+                latest = self._unjournaled
+                for a in acked:
+                    before = latest.get(a.topic)
+                    if before is None or a.offset > before.offset:
+                        latest[a.topic] = a
+                acked = list(latest.values())
             try:
                 journal.reserve_many({a.topic: a.offset + 1 for a in acked})
             except StorageError as exc:
-                log.error("producer.acked_journal_failed error=%s", exc)
-                return  # the futures stay pending; a later ACK tries again
+                self.trouble.failed("acknowledged offsets", exc, now)
+                self._unjournaled = {a.topic: a for a in acked}
+                return
+            self._unjournaled = {}
+            self.trouble.succeeded()
         for effect in acked:
             self._resolve(effect)
         wal = self.p._wal
@@ -429,7 +480,7 @@ class _ProducerHandler:
             try:
                 wal.release({a.topic: a.offset + 1 for a in acked})
             except StorageError as exc:
-                log.warning("producer.log_release_failed error=%s", exc)
+                self.trouble.failed("producer log release", exc, now)
 
     def _resolve(self, acked: Acked) -> None:
         if self.ack_timer is not None:

@@ -382,6 +382,8 @@ class OffsetJournal:
         self._compact_bytes = compact_bytes
         self._offsets: dict[str, int] = {}
         self._fd: int | None = None
+        self._compact_failed = False
+        """The last compaction failed (logged once until one succeeds)."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         except OSError as exc:
@@ -435,7 +437,7 @@ class OffsetJournal:
         try:
             written = os.write(fd, frame)
             if written != len(frame):
-                raise OSError(errno.EIO, "short write")
+                raise OSError(errno.ENOSPC, "short write: is the disk full?")
             os.fdatasync(fd)
         except OSError as exc:
             self._rollback(fd)
@@ -445,7 +447,14 @@ class OffsetJournal:
         self._size += len(frame)
         self._offsets.update(fresh)
         if self._size > self._compact_bytes:
-            self.compact()
+            try:
+                self.compact()
+            except StorageError as exc:  # the reservation stands; the next one tries again
+                if not self._compact_failed:
+                    log.warning("journal.compact_failed error=%s", exc)
+                self._compact_failed = True
+            else:
+                self._compact_failed = False
 
     def compact(self) -> None:
         """Rewrite the journal as one frame holding the current offsets."""

@@ -144,7 +144,7 @@ class ProducerLog:
         try:
             written = os.write(fd, data)
             if written != len(data):
-                raise OSError(errno.EIO, "short write")
+                raise OSError(errno.ENOSPC, "short write: is the disk full?")
             os.fdatasync(fd)
         except OSError as exc:
             try:

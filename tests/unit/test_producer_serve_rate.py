@@ -99,6 +99,7 @@ def test_the_io_loop_wakes_when_a_waiting_fetch_is_due(linger: float | None) -> 
     handler = _ProducerHandler.__new__(_ProducerHandler)
     handler.core = core
     handler.cut_short = False
+    handler._unjournaled = {}
     now = [1.0]
     handler._clock = lambda: now[0]
 

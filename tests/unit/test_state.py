@@ -241,6 +241,30 @@ def test_journal_compacts_when_it_grows(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j"]
 
 
+def test_a_compaction_that_fails_does_not_fail_the_reservation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reservation is written and synced before the journal compacts: a compaction that
+    cannot write (a full disk) leaves it standing, and the next reservation tries again."""
+    import dafka.storage.state_dir as state_dir
+
+    path = tmp_path / "j"
+    journal = OffsetJournal(path, compact_bytes=256)
+
+    def no_room(target: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(state_dir, "write_atomic", no_room)
+    for i in range(1, 40):
+        journal.reserve("a", i)  # past 256 bytes each compaction fails; none raises
+    assert journal.size > 256 and journal.load() == {"a": 39}
+    monkeypatch.undo()
+    journal.reserve("a", 40)
+    assert journal.size < 256
+    journal.close()
+    assert OffsetJournal(path).load() == {"a": 40}
+
+
 def test_journal_file_is_private(tmp_path: Path) -> None:
     journal = OffsetJournal(tmp_path / "j")
     journal.reserve("a", 1)
