@@ -440,7 +440,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         (
             "dafka.core.store.serve",
             "StoreServing._send_paced",
-            "n = min(credits.room(recipient, now), len(held))",
+            "n = min(min(credits.room(a, now) for a in accounts), len(held))",
             "n = len(held)",
         ),
     ],
