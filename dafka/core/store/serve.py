@@ -14,7 +14,9 @@ rfc46 a FETCH answered in full below the head is followed by a DIRECT-HEAD
 Under ``signed`` what goes to one requester is paced by :class:`.credits.SendCredits`:
 the data XPUB keeps few messages per connection, so DIRECT-HEADs wait in the core
 (bounded, :data:`MAX_HELD_HEADS`) and FETCHes stay pending until the requester has
-taken what it was sent. Pure: the time is passed in.
+taken what it was sent. The ACKs and the store's own gap FETCHes (``gaps.py``) that wait
+for credit go out through the same paced sender (:meth:`StoreServing._send_paced`).
+Pure: the time is passed in.
 """
 
 from __future__ import annotations
