@@ -347,3 +347,19 @@ def test_a_held_gap_fetch_is_forgotten_when_its_gap_closes() -> None:
     later = [f.topic for s in steps for f in fetches(s)]
     assert sorted(first | set(later)) == sorted(set(topics) - set(filled))
     assert len(later) == 20 - 8 - 5 and core.stats.fetches_sent == 15
+
+
+def test_one_producer_with_many_gaps_does_not_hold_back_anothers_fetch() -> None:
+    """The credit for every store goes round the producers in turns: a gap of a second
+    producer, opened while 92 FETCHes of the first wait, is FETCHed in the second hold, not
+    after all of them (a producer that kept opening gaps would starve the others)."""
+    many = Identity.from_seed((50_000).to_bytes(32, "big"))
+    other = Identity.from_seed((50_001).to_bytes(32, "big"))
+    core = store()
+    out = core.handle_batch([head(0, topic=f"t{i}", identity=many) for i in range(100)], 0.0)
+    assert len(fetches(out)) == 8
+    assert fetches(core.handle_batch([head(0, identity=other)], 0.001)) == []  # no credit
+    steps, _ = _drain_held(core, 0.001)
+    when = [i for i, s in enumerate(steps) for f in fetches(s) if f.partition == other.node_id]
+    assert when == [1], when  # the hold after the next, not step 12 after the first's 92
+    assert sum(len(fetches(s)) for s in steps) == 93

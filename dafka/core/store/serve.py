@@ -239,10 +239,11 @@ class StoreServing(StorePolicy):
     ) -> tuple[int, float]:
         """Send what waits for each recipient in ``waiting`` as far as its credit goes
         (``take`` removes that many of its messages), each holding the credit ``hold``
-        seconds; recipients left with nothing are forgotten. ``shared``: an account that
-        every one of these messages also goes to and is charged to (its credit bounds
-        them all). Returns how many went and when the next of the rest may go (``inf``:
-        none left, or not ``signed``)."""
+        seconds; recipients left with nothing are forgotten, the others go last next time.
+        ``shared``: an account that every one of these messages also goes to and is
+        charged to (its credit bounds them all, in turns: one recipient with thousands
+        waiting does not hold the others back until it is done). Returns how many went and
+        when the next of the rest may go (``inf``: none left, or not ``signed``)."""
         credits = self._credits
         if credits is None or not waiting:
             return 0, math.inf
@@ -258,9 +259,10 @@ class StoreServing(StorePolicy):
                 for a in accounts:
                     credits.spend(a, n, now, hold=hold)
                 sent += n
-            if held:  # it goes on once each account it waits for has room
+            if held:  # it goes on once each account it waits for has room, after the others
                 full = [credits.free_at(a) for a in accounts if not credits.room(a, now)]
                 due = min(due, max(full, default=now))
+                waiting[recipient] = waiting.pop(recipient)
             else:
                 del waiting[recipient]
         return sent, due
