@@ -455,8 +455,10 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         (
             "dafka.core.store.serve",
             "StoreServing._send_paced",
-            "n = min(credits.room(recipient, now), len(held))",
+            "n = min(min(credits.room(a, now) for a in accounts), len(held))",
             "n = len(held)",
+            "if shared is not None and not credits.room(shared, now):",
+            "if False:",
         ),
     ],
     "signed stores' and producers' data XPUBs keep a byte-safe count": (
@@ -1231,6 +1233,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_store_credits.py::test_a_requester_that_never_takes_gets_its_credit_once_per_hold",
         "tests/unit/test_store_credits.py::test_heads_in_answer_to_a_hello_are_paced_and_none_is_dropped",
         "tests/unit/test_store_credits.py::test_acks_of_many_topics_of_one_producer_are_paced_and_none_is_dropped",
+        "tests/unit/test_store_credits.py::test_gap_fetches_of_many_topics_of_one_producer_are_paced_and_none_waits_the_retry",
+        "tests/unit/test_store_credits.py::test_gap_fetches_of_many_producers_share_one_credit_for_every_store",
         "tests/integration/test_attacks_queues.py::test_a_fresh_consumer_learns_every_partition_from_a_store",
     ),
     "signed stores' and producers' data XPUBs keep a byte-safe count": (

@@ -18,6 +18,7 @@ from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver, Publish
 from dafka.core.producer import ProducerCore
 from dafka.core.store import StoreCore
+from dafka.core.store.credits import ACK_HOLD
 from dafka.io.profiles import RFC46, SignedProfile
 from dafka.storage.memory import MemoryStorage
 from dafka.wire import signed
@@ -202,7 +203,11 @@ def test_a_store_asks_on_as_soon_as_its_gap_fetch_is_answered_to_the_bound() -> 
     assert fetches(core.handle_batch([record(n)], 0.0)) == [m.Fetch(P, S, "t", 0, n)]
     for i in range(ANSWER_BATCHES - 1):
         assert fetches(core.handle_batch([direct(i, to=S)], 0.0)) == []
-    out = core.handle_batch([direct(ANSWER_BATCHES - 1, to=S)], 0.0)  # no retry interval
+    out = core.handle_batch([direct(ANSWER_BATCHES - 1, to=S)], 0.0)
+    # the first FETCH and the ACKs of 7 batches spent the producer's credit (they share
+    # the connection to it, dafka.core.store.credits): an ACK's hold, no retry interval
+    assert fetches(out) == [] and core.serve_at == ACK_HOLD
+    out = core.tick(ACK_HOLD)
     assert fetches(out) == [m.Fetch(P, S, "t", ANSWER_BATCHES, n - ANSWER_BATCHES)]
 
 

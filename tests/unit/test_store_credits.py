@@ -27,7 +27,7 @@ from dafka.core.store.credits import (
 from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
 from dafka.storage.memory import MemoryStorage
-from tests.signing import CONSUMER, STORE, P, blob, from_blob, record, sent
+from tests.signing import CONSUMER, STORE, P, blob, from_blob, head, record, sent
 
 S = STORE.node_id
 KEY = ("t", P)
@@ -258,3 +258,108 @@ def test_a_producer_waiting_for_each_ack_is_not_capped_at_the_hold_of_large_answ
         acked = max([acked, *(a.offset + 1 for a in acks(out))])
         assert acked == i + 1, f"record {i} not acknowledged within 0.5 ms"
         now += 0.0005
+
+
+def fetches(out: list) -> list[m.Fetch]:
+    return [x for x in sent(out) if isinstance(x, m.Fetch)]
+
+
+def _drain_held(core: StoreCore, now: float, steps: int = 50) -> tuple[list[list], float]:
+    """Tick at each :attr:`serve_at` until nothing is held; each step's effects."""
+    taken: list[list] = []
+    for _ in range(steps):
+        if not core.has_pending():
+            break
+        assert not core.has_pending(now) and core.serve_at > now  # waits for a hold
+        now = core.serve_at
+        taken.append(core.tick(now))
+    assert not core.has_pending(), "still held after every step"
+    return taken, now
+
+
+def _paced_fetches(core: StoreCore, msgs: list[m.Message]) -> tuple[list[m.Fetch], float]:
+    """The FETCHes of the drain of ``msgs`` at 0 and of the steps until none is held (8 at
+    the drain and at most 8 a step); when the last went."""
+    got = fetches(core.handle_batch(msgs, 0.0))
+    assert len(got) == 8
+    steps, now = _drain_held(core, 0.0)
+    for step in steps:
+        assert len(fetches(step)) <= 8
+        got += fetches(step)
+    return got, now
+
+
+def test_gap_fetches_of_many_topics_of_one_producer_are_paced_and_none_waits_the_retry() -> None:
+    """A fresh store hears one producer's HEADs for 100 topics in one drain: 100 gaps.
+    8 FETCHes go at once, the rest 8 a hold after, all within 13 holds (sent at once,
+    those past the data XPUB's mark of 16 were dropped and asked again after
+    ``fetch_retry``, 0.5 s, doubling while they were dropped again)."""
+    core = store(fetch_retry=0.5)
+    topics = [f"t{i}" for i in range(100)]
+    got, now = _paced_fetches(core, [head(0, topic=t) for t in topics])
+    assert sorted(f.topic for f in got) == sorted(topics)  # each gap FETCHed once
+    assert all((f.partition, f.requester, f.offset, f.count) == (P, S, 0, 1) for f in got)
+    assert now <= 13 * HOLD + 1e-9  # 100 / 8 holds, not fetch_retry
+    assert core.stats.fetches_sent == 100
+    assert fetches(core.tick(0.3)) == []  # and none is asked again before its retry
+
+
+def test_gap_fetches_of_many_producers_share_one_credit_for_every_store() -> None:
+    """A FETCH goes to its producer and to every store (all subscribe to ``F``): gaps in
+    one partition of each of 30 producers send at most 8 FETCHes a hold, not 30 at once,
+    which another store's connection (the one that can answer once the producers have
+    freed what was ACKed) dropped past 16."""
+    producers = [Identity.from_seed((60_000 + i).to_bytes(32, "big")) for i in range(30)]
+    core = store()
+    got, now = _paced_fetches(core, [head(4, identity=p) for p in producers])
+    assert sorted(f.partition for f in got) == sorted(p.node_id for p in producers)
+    assert now <= 4 * HOLD + 1e-9
+
+
+def test_gap_fetches_and_acks_to_one_producer_share_its_credit() -> None:
+    """ACKs and FETCHes for one producer's partitions go down the same connection to it:
+    together at most 8 a hold, and every one of both goes."""
+    core = store()
+    acked = [f"a{i}" for i in range(20)]
+    gapped = [f"g{i}" for i in range(20)]
+    out = core.handle_batch(
+        [record(0, 1, topic=t) for t in acked] + [head(3, topic=t) for t in gapped], 0.0
+    )
+    assert len(sent(out)) == 8
+    steps, _ = _drain_held(core, 0.0)
+    for step in steps:
+        assert len([x for x in sent(step) if isinstance(x, m.Ack | m.Fetch)]) <= 8
+    every = [out, *steps]
+    assert sorted(a.topic for s in every for a in acks(s)) == sorted(acked)
+    assert sorted(f.topic for s in every for f in fetches(s)) == sorted(gapped)
+
+
+def test_a_held_gap_fetch_is_forgotten_when_its_gap_closes() -> None:
+    """Gaps in 20 topics: 12 FETCHes wait for credit; the live records that fill 5 of
+    those gaps arrive first, and those 5 are never sent."""
+    core = store()
+    topics = [f"t{i}" for i in range(20)]
+    first = {f.topic for f in fetches(core.handle_batch([head(0, topic=t) for t in topics], 0.0))}
+    filled = sorted(set(topics) - first)[:5]
+    core.handle_batch([record(0, 1, topic=t) for t in filled], 0.001)
+    assert all(core.head(t, P) == 0 for t in filled)
+    steps, _ = _drain_held(core, 0.001)
+    later = [f.topic for s in steps for f in fetches(s)]
+    assert sorted(first | set(later)) == sorted(set(topics) - set(filled))
+    assert len(later) == 20 - 8 - 5 and core.stats.fetches_sent == 15
+
+
+def test_one_producer_with_many_gaps_does_not_hold_back_anothers_fetch() -> None:
+    """The credit for every store goes round the producers in turns: a gap of a second
+    producer, opened while 92 FETCHes of the first wait, is FETCHed in the second hold, not
+    after all of them (a producer that kept opening gaps would starve the others)."""
+    many = Identity.from_seed((50_000).to_bytes(32, "big"))
+    other = Identity.from_seed((50_001).to_bytes(32, "big"))
+    core = store()
+    out = core.handle_batch([head(0, topic=f"t{i}", identity=many) for i in range(100)], 0.0)
+    assert len(fetches(out)) == 8
+    assert fetches(core.handle_batch([head(0, identity=other)], 0.001)) == []  # no credit
+    steps, _ = _drain_held(core, 0.001)
+    when = [i for i, s in enumerate(steps) for f in fetches(s) if f.partition == other.node_id]
+    assert when == [1], when  # the hold after the next, not step 12 after the first's 92
+    assert sum(len(fetches(s)) for s in steps) == 93

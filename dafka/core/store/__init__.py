@@ -28,9 +28,10 @@ It does what the C reference store does (wire reference §7) with DESIGN's fixes
   the IO loop stays responsive; under ``signed`` one answer ends after at most
   ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever the count, and
   the requester asks again (:mod:`dafka.core.answers`). Heads are matched by exact
-  topic. Under ``signed`` what goes to one requester (answers and DIRECT-HEADs) is
+  topic. Under ``signed`` what goes to one requester (answers, DIRECT-HEADs, ACKs) is
   paced to what it has taken (:mod:`.credits`), since the shell's data XPUB keeps
-  few messages per connection.
+  few messages per connection; so are the store's own gap FETCHes, which go to every
+  store.
 * **Bad input** never raises out of :meth:`StoreCore.handle_batch`: it is
   counted in :attr:`StoreCore.stats` and dropped.
 * **Records over the size bound** (rfc46: a C producer has no cap) reach the core

@@ -18,6 +18,17 @@ A message is known to be taken when
   bytes, which leave the queue for the kernel's socket buffers in microseconds; an answer
   of 8 MiB takes a verifying consumer tens of milliseconds.
 
+The store's own gap FETCHes are paced too: one goes to its producer (``F`` + its node ID)
+and to every store (which subscribe to all of ``F``), so each is charged to its producer and
+to one account for all FETCH subscribers, :data:`FETCH_SUBSCRIBERS`, and holds
+:data:`HOLD`. Sent at once, the FETCHes of a drain that opened gaps in 100 partitions went
+past the mark, and those dropped were asked again only after ``fetch_retry``. Small as they
+are, :data:`ACK_HOLD` was too short for them on a busy machine (a second store catching up
+100 topics still lost 8 to 20 of its 100 FETCHes in 2 runs of 10: libzmq's IO thread had
+not moved them on within the millisecond), none with :data:`HOLD` (10 runs), and 8 FETCHes
+per 10 ms is the pace at which another store answers one requester anyway (an answer holds
+:data:`HOLD` there).
+
 A requester that lies (FETCHes again without reading) only gets its own messages dropped
 at the mark: the count paces honest readers, the mark bounds the memory. ``limit`` is
 half the mark, since libzmq learns what its peer has read in steps of half the mark
@@ -34,6 +45,7 @@ import math
 __all__ = [
     "DEFAULT_SEND_CREDITS",
     "ACK_HOLD",
+    "FETCH_SUBSCRIBERS",
     "HOLD",
     "MAX_REQUESTERS",
     "TAKE_RATE",
@@ -47,6 +59,9 @@ ACK_HOLD = 0.001
 """The hold of an ACK (some 70 bytes, which libzmq's IO thread moves to the kernel as soon
 as it runs): :data:`HOLD` capped a producer at 800 ACKs a second, so one that waits for
 each record's ACK at 8 per 10 ms; one in every 8,000 a second is the cap now."""
+FETCH_SUBSCRIBERS = "*"
+"""The account of what every FETCH subscriber gets (a FETCH goes to every store): not a node
+ID, so no requester's FETCH frees it (the signed profile's FETCH names node IDs only)."""
 TAKE_RATE = 64 * 1024 * 1024
 """Bytes per second a reader is assumed to take at least (a consumer verifies signed
 batches of 100-byte records at about 130 MB/s on one core)."""

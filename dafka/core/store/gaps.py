@@ -7,7 +7,10 @@ FETCHes are rate-limited per partition: a new one only when the previous one was
 fully answered (or, under ``signed``, its answer ended at its bound and all of it is
 held, :mod:`dafka.core.answers`), or after the retry interval, which doubles while
 nothing arrives (up to ``MAX_RETRY_FACTOR`` times ``fetch_retry``). Under rfc46, offsets refused as
-oversized (holes) are skipped over here too. Pure: the time is passed in.
+oversized (holes) are skipped over here too. Under ``signed`` a gap FETCH waits in the core
+until its producer and the stores have credit (:mod:`.credits`; sent by
+:meth:`~.serve.StoreServing._send_held`), and is forgotten if its gap closes first. Pure:
+the time is passed in.
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ class StoreGaps(StoreState):
                 start = self._past_hole(key, start)
             if gap.target < start:
                 del self._gaps[key]
+                if self._held_fetches:
+                    self._unhold_fetch(key)
                 continue
             answer = gap.answer
             cut = answer is not None and answer.full and start >= answer.cursor
@@ -125,6 +130,12 @@ class StoreGaps(StoreState):
                 gap.retry = self._fetch_retry
             self._send_fetch(key, gap, start, now, out)
 
+    def _unhold_fetch(self, key: PartitionKey) -> None:
+        """Forget the FETCH for ``key`` still waiting for credit: its gap is closed."""
+        held = self._held_fetches.get(key[1])
+        if held is not None and held.pop(key, None) is not None and not held:
+            del self._held_fetches[key[1]]
+
     def _send_fetch(
         self, key: PartitionKey, gap: _Gap, start: int, now: float, out: list[Publish]
     ) -> None:
@@ -135,14 +146,21 @@ class StoreGaps(StoreState):
             limit = min(limit, min(buf))
         count = min(limit - start, self._max_fetch_count)
         topic, partition = key
-        out.append(Publish(m.Fetch(partition, self._node_id, topic, start, count)))
+        fetch = m.Fetch(partition, self._node_id, topic, start, count)
+        if self._credits is None:
+            out.append(Publish(fetch))
+            self.stats.fetches_sent += 1
+        else:  # sent as credit allows: this turn, or a hold or more later (StoreServing)
+            held = self._held_fetches.get(partition)
+            if held is None:
+                held = self._held_fetches[partition] = {}
+            held[key] = fetch
         gap.sent_at = now
         gap.sent_start = start
         gap.sent_end = start + count
         if self._signed:
             gap.answer = AnswerCursor(start)
         self._next_gap_check = min(self._next_gap_check, now + gap.retry)
-        self.stats.fetches_sent += 1
         log.debug(
             "store.fetch_sent topic=%s partition=%s from=%d n=%d", topic, partition, start, count
         )

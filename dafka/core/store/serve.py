@@ -14,7 +14,9 @@ rfc46 a FETCH answered in full below the head is followed by a DIRECT-HEAD
 Under ``signed`` what goes to one requester is paced by :class:`.credits.SendCredits`:
 the data XPUB keeps few messages per connection, so DIRECT-HEADs wait in the core
 (bounded, :data:`MAX_HELD_HEADS`) and FETCHes stay pending until the requester has
-taken what it was sent. Pure: the time is passed in.
+taken what it was sent. The ACKs and the store's own gap FETCHes (``gaps.py``) that wait
+for credit go out through the same paced sender (:meth:`StoreServing._send_paced`).
+Pure: the time is passed in.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ...ids import is_node_id
 from .. import messages as m
 from ..answers import ANSWER_BATCHES, answer_full
 from ..effects import Publish
-from .credits import ACK_HOLD, HOLD
+from .credits import ACK_HOLD, FETCH_SUBSCRIBERS, HOLD
 from .policy import StorePolicy
 from .state import PartitionKey, _Batch, _PendingFetch
 
@@ -46,6 +48,11 @@ def _take_heads(held: deque[m.DirectHead], n: int) -> list[m.DirectHead]:
 def _take_acks(held: dict[PartitionKey, int], n: int) -> list[m.Ack]:
     """The first ``n`` partitions' ACKs, each at the latest head held for it."""
     return [m.Ack(key[1], key[0], held.pop(key)) for key in list(held)[:n]]
+
+
+def _take_fetches(held: dict[PartitionKey, m.Fetch], n: int) -> list[m.Fetch]:
+    """The first ``n`` partitions' gap FETCHes, each the latest held for it."""
+    return [held.pop(key) for key in list(held)[:n]]
 
 
 SIGNED_READ_BATCHES = 4
@@ -209,13 +216,17 @@ class StoreServing(StorePolicy):
         return due
 
     def _send_held(self, out: list[Publish], now: float) -> float:
-        """Send the held DIRECT-HEADs and ACKs their recipients have credit for; return
-        when the next of the rest may go (``inf``: none left)."""
+        """Send the held ACKs, gap FETCHes and DIRECT-HEADs their recipients have credit
+        for; return when the next of the rest may go (``inf``: none left)."""
         due = self._send_held_acks(out, now)
+        sent, fetches_due = self._send_paced(
+            self._held_fetches, _take_fetches, out, now, HOLD, FETCH_SUBSCRIBERS
+        )
+        self.stats.fetches_sent += sent
         sent, heads_due = self._send_paced(self._held_heads, _take_heads, out, now, HOLD)
         self._held_count -= sent
         self.stats.heads_sent += sent
-        return min(due, heads_due)
+        return min(due, fetches_due, heads_due)
 
     def _send_paced(
         self,
@@ -224,24 +235,34 @@ class StoreServing(StorePolicy):
         out: list[Publish],
         now: float,
         hold: float,
+        shared: str | None = None,
     ) -> tuple[int, float]:
         """Send what waits for each recipient in ``waiting`` as far as its credit goes
         (``take`` removes that many of its messages), each holding the credit ``hold``
-        seconds; recipients left with nothing are forgotten. Returns how many went and
+        seconds; recipients left with nothing are forgotten, the others go last next time.
+        ``shared``: an account that every one of these messages also goes to and is
+        charged to (its credit bounds them all, in turns: one recipient with thousands
+        waiting does not hold the others back until it is done). Returns how many went and
         when the next of the rest may go (``inf``: none left, or not ``signed``)."""
         credits = self._credits
         if credits is None or not waiting:
             return 0, math.inf
         sent, due = 0, math.inf
         for recipient in list(waiting):
+            if shared is not None and not credits.room(shared, now):
+                return sent, min(due, credits.free_at(shared))  # the rest wait for it
             held = waiting[recipient]
-            n = min(credits.room(recipient, now), len(held))
+            accounts = (recipient,) if shared is None else (recipient, shared)
+            n = min(min(credits.room(a, now) for a in accounts), len(held))
             if n:
                 out.extend(Publish(msg) for msg in take(held, n))
-                credits.spend(recipient, n, now, hold=hold)
+                for a in accounts:
+                    credits.spend(a, n, now, hold=hold)
                 sent += n
-            if held:
-                due = min(due, credits.free_at(recipient))
+            if held:  # it goes on once each account it waits for has room, after the others
+                full = [credits.free_at(a) for a in accounts if not credits.room(a, now)]
+                due = min(due, max(full, default=now))
+                waiting[recipient] = waiting.pop(recipient)
             else:
                 del waiting[recipient]
         return sent, due

@@ -288,6 +288,10 @@ class StoreState:
         self._held_acks: dict[str, dict[PartitionKey, int]] = {}
         """Per producer, the ACKs waiting for its credit: a partition's latest committed
         head, one per partition held (so bounded by them)."""
+        self._held_fetches: dict[str, dict[PartitionKey, m.Fetch]] = {}
+        """Per producer, the gap FETCHes waiting for credit (its own and every store's,
+        :data:`~.credits.FETCH_SUBSCRIBERS`): one per partition with a gap, the latest
+        replacing one still held (so bounded by the open gaps)."""
         self.serve_at = math.inf
         """When serving can go on: now while budgets ran out, the end of a requester's
         hold while every fetch waits for credit, ``inf`` when nothing waits."""
@@ -327,7 +331,8 @@ class StoreState:
         poll without blocking (:attr:`serve_at` says when the waiting ones can)."""
         if self._credits is None:
             return bool(self._pending)
-        return bool(self._pending or self._held_heads or self._held_acks) and now >= self.serve_at
+        held = self._held_heads or self._held_acks or self._held_fetches
+        return bool(self._pending or held) and now >= self.serve_at
 
     def subscriptions(self) -> list[bytes]:
         """The SUB prefixes a store needs (wire reference §4, writer and reader as one node)."""
