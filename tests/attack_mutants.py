@@ -1128,10 +1128,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "unconfirmed partitions are forgotten": (
         "tests/unit/test_attacks_hints.py::test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches",
     ),
+    # the two older tests of GET-HEADS floods pass without the budget: the credit and the
+    # held-head cap bound what is sent; the budget bounds the work of building answers
     "store bounds head answers over all requesters": (
         "tests/unit/test_attacks_floods.py::test_spoofed_get_heads_cost_a_bounded_number_of_topic_reads",
-        "tests/unit/test_attacks_floods.py::test_get_heads_from_spoofed_requesters_is_bounded_in_answers",
-        "tests/integration/test_attacks_floods_io.py::test_get_heads_from_spoofed_requesters_do_not_stall_acks",
     ),
     "store rate-limits the equivocation log": (
         "tests/unit/test_attacks_floods.py::test_equivocation_is_counted_each_time_but_logged_at_a_bounded_rate",
