@@ -389,7 +389,7 @@ class TowerNode:
             return self.bootstrap_error
         if not self.relay.running:
             return DafkaError("the tower's beacon relay stopped")
-        return RaftError(f"the tower's metadata peer {self.peer_id} stopped: {self.raft.error!r}")
+        return RaftError(f"the tower's metadata peer {self.peer_id} stopped: {self.raft.failure()}")
 
     @property
     def error(self) -> BaseException | None:

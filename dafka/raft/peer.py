@@ -241,6 +241,15 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         """What stopped the loop, if it was not :meth:`stop`."""
         return self._error
 
+    def failure(self, exc: BaseException | None = None) -> str:
+        """``exc`` (default: :attr:`error`) as one line for a log or an exit message: a
+        storage error names the data directory and says what the system said."""
+        exc = exc if exc is not None else self._error
+        if isinstance(exc, OSError):
+            where = exc.filename or self.data_dir / "raft"
+            return f"cannot write or read its Raft data in {where}: {exc.strerror or exc}"
+        return repr(exc)
+
     def info(self) -> _Info:
         """The peer's state as of the end of the last loop turn (any thread)."""
         return self._info
@@ -259,10 +268,14 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._started.set()
         try:
             self._loop()
-        except BaseException as exc:
+        except OSError as exc:  # storage (a full disk): one line, the host exits non-zero
+            log.error("raft.peer.crash id=%s error=%s", self.id, self.failure(exc))
+            self._error = exc
+        except BaseException as exc:  # a bug: its traceback, once
             log.exception("raft.peer.crash id=%s", self.id)
             self._error = exc
-            raise
+            if threading.current_thread() is threading.main_thread():
+                raise
         finally:
             self._teardown()
 
