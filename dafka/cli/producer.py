@@ -218,18 +218,16 @@ def main(
 
     bar = Progress(None if progress else False)
 
+    # A handler runs on the main thread between two of its bytecodes, so it takes no lock
+    # (an Event's, the progress line's): the main thread may hold it. The first signal is
+    # only noted (Signals.first); _settle, at most 0.5 s later, stops the feed and says so.
     def first(signum: int) -> None:
-        feed.stop()
-        wake.set()
-        bar.end()
-        _say(
-            f"stopping on {Signals.name(signum)}: no more input is read; waiting up to "
-            f"{grace:g} s for acknowledgements (signal again to stop at once)"
-        )
+        feed.stop()  # a flag the reader checks
 
     def second(signum: int) -> None:  # abort: no more waiting, but still the counts
-        t = feed.tally()
-        bar.end()
+        t = feed.tally()  # counters only: no lock
+        if bar.enabled:
+            os.write(2, b"\n")  # past the progress line, without its lock
         _say(
             f"aborted by a second {Signals.name(signum)}: {t.acknowledged} records "
             f"acknowledged, {t.unacknowledged} not acknowledged"
@@ -301,6 +299,11 @@ def _settle(
             interrupted = True
             feed.stop()
             deadline = now + grace if deadline is None else min(deadline, now + grace)
+            bar.end()
+            _say(
+                f"stopping on {Signals.name(signals.first)}: no more input is read; waiting "
+                f"up to {grace:g} s for acknowledgements (signal again to stop at once)"
+            )
         if not quiet:
             quiet = feed.done.is_set() or (interrupted and feed.quiesce())
             quiet_since = now

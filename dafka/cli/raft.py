@@ -26,9 +26,7 @@ is fine); ``--join`` starts a peer outside the configuration, to be added with
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,7 +42,7 @@ from ..raft.peer import PeerOptions, RaftPeer
 from ..raft.statemachine import KvStateMachine
 from ..raft.types import Peer
 from ..security import identity as ident
-from .common import CONTEXT, Group, common_options, run_cli
+from .common import CONTEXT, Group, common_options, run_cli, wait_for_signal
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -274,13 +272,13 @@ def peer(
         f"raft peer {peer_id} on {node.url} (bind {bind}), cluster {cluster}, data in {data_dir}",
         err=True,
     )
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+
+    def check() -> None:
+        if not node.running:
+            raise RaftError(f"peer {peer_id} stopped: {node.failure()}")
+
     try:
-        while not stop.wait(0.2):
-            if not node.running:
-                raise RaftError(f"peer {peer_id} stopped: {node.error!r}")
+        wait_for_signal(check)  # its handler takes no lock: dafka.cli.common
     finally:
         node.stop()
 
