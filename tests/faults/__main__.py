@@ -84,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.faults == "all":
         reason = disk_faults_unavailable()
         if reason is None:
-            kinds = (*kinds, Kind.FILL_DISK)
+            kinds = (*kinds, Kind.FILL_DISK, Kind.FILL_PRODUCER_DISK)
         else:
-            skipped.append(f"fill-disk skipped: {reason}")
+            skipped.append(f"fill-disk and fill-producer-disk skipped: {reason}")
         if use_netns:
             kinds = (*kinds, Kind.PARTITION)
     if args.only:
@@ -94,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             kinds = tuple(Kind(k.strip()) for k in args.only.split(","))
         except ValueError as exc:
             parser.error(str(exc))
-        if Kind.FILL_DISK in kinds and disk_faults_unavailable() is not None:
-            parser.error(f"fill-disk cannot run here: {disk_faults_unavailable()}")
+        disk_kinds = {Kind.FILL_DISK, Kind.FILL_PRODUCER_DISK}
+        if disk_kinds & set(kinds) and disk_faults_unavailable() is not None:
+            parser.error(f"the fill-disk faults cannot run here: {disk_faults_unavailable()}")
         if Kind.PARTITION in kinds and not use_netns:
             parser.error("partition needs network namespaces (root, --netns on)")
     if args.inside is None:
@@ -208,7 +209,8 @@ def _report(doc: dict) -> Report:
 
 def _options(min_acks: int, kinds: tuple[Kind, ...]) -> Options:
     tmpfs = 48 * 1024 * 1024 if Kind.FILL_DISK in kinds else None
-    return Options(min_acks=min_acks, tmpfs_bytes=tmpfs)
+    producer_tmpfs = 4 * 1024 * 1024 if Kind.FILL_PRODUCER_DISK in kinds else None
+    return Options(min_acks=min_acks, tmpfs_bytes=tmpfs, producer_tmpfs_bytes=producer_tmpfs)
 
 
 if __name__ == "__main__":

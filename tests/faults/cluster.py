@@ -136,6 +136,7 @@ class Options:
     rate: float = 100.0  # records per second per producer
     drain: float = 10.0  # seconds a producer may flush when asked to stop
     tmpfs_bytes: int | None = None  # stores' data dirs on a tmpfs of this size (root only)
+    producer_tmpfs_bytes: int | None = None  # producers' state dirs on a tmpfs (root only)
 
 
 def node_names(opts: Options) -> list[str]:
@@ -220,21 +221,26 @@ class Cluster:
         base = self.dir / f"s{i + 1}"
         base.mkdir(parents=True, exist_ok=True)
         if self.opts.tmpfs_bytes:
-            subprocess.run(
-                [
-                    "mount",
-                    "-t",
-                    "tmpfs",
-                    "-o",
-                    f"size={self.opts.tmpfs_bytes},mode=0700",
-                    "tmpfs",
-                    str(base),
-                ],
-                check=True,
-                capture_output=True,
-            )
-            self.mounts.append(base)
+            self._mount(base, self.opts.tmpfs_bytes)
         return base / "data"
+
+    def _producer_dir(self, name: str) -> Path:
+        """A producer's state directory: on a tmpfs of its own for the fill-producer-disk
+        fault (it holds a key and two journals of some KB)."""
+        base = self.dir / f"{name}-disk"
+        if not base.exists():
+            base.mkdir(parents=True)
+            if self.opts.producer_tmpfs_bytes:
+                self._mount(base, self.opts.producer_tmpfs_bytes)
+        return base / "state"
+
+    def _mount(self, base: Path, size: int) -> None:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(base)],
+            check=True,
+            capture_output=True,
+        )
+        self.mounts.append(base)
 
     def _tower_starter(self, addr: str, data: Path, spec: str) -> Callable[[Node], Proc]:
         def start(node: Node) -> Proc:
@@ -297,7 +303,7 @@ class Cluster:
                     "--incarnation",
                     str(node.incarnation),
                     "--state-dir",
-                    str(self.dir / name),
+                    str(self._producer_dir(name)),
                     "--rate",
                     str(self.opts.rate),
                     "--min-acks",
@@ -395,18 +401,16 @@ class Cluster:
 
     def fill_disk(self, store: int) -> int:
         """Fill a store's tmpfs with a ballast file; the bytes written."""
-        ballast = self.dir / f"s{store + 1}" / "ballast"
-        written = 0
-        with open(ballast, "wb", buffering=0) as f:
-            for size in (1 << 20, 4096, 64):  # big pieces first, then what is left
-                for _ in range(1 << 16):
-                    try:
-                        written += f.write(b"\0" * size) or 0
-                    except OSError as exc:
-                        if exc.errno != errno.ENOSPC:
-                            raise
-                        break
-        return written
+        return _fill(self.dir / f"s{store + 1}" / "ballast")
+
+    def fill_producer_disk(self, producer: int) -> int:
+        """Fill a producer's tmpfs (its state directory's) with a ballast file."""
+        return _fill(self.dir / f"p{producer + 1}-disk" / "ballast")
+
+    def empty_producer_disk(self, producer: int) -> None:
+        ballast = self.dir / f"p{producer + 1}-disk" / "ballast"
+        if ballast.exists():
+            ballast.unlink()
 
     def empty_disk(self, store: int) -> None:
         ballast = self.dir / f"s{store + 1}" / "ballast"
@@ -424,3 +428,18 @@ class Cluster:
                 node.save_log()
         for mount in self.mounts:
             subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)
+
+
+def _fill(ballast: Path) -> int:
+    """Fill the filesystem of ``ballast`` with it; the bytes written."""
+    written = 0
+    with open(ballast, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 64):  # big pieces first, then what is left
+            for _ in range(1 << 16):
+                try:
+                    written += f.write(b"\0" * size) or 0
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+                    break
+    return written

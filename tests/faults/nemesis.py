@@ -32,6 +32,7 @@ class Kind(enum.Enum):
     KILL_ALL_STORES = "kill-all-stores"
     KILL_PRODUCER_IN_OUTAGE = "kill-producer-in-outage"
     FILL_DISK = "fill-disk"
+    FILL_PRODUCER_DISK = "fill-producer-disk"
     PARTITION = "partition"
 
 
@@ -66,6 +67,7 @@ _DURATIONS = {
     Kind.KILL_ALL_STORES: (0.5, 3.0),
     Kind.KILL_PRODUCER_IN_OUTAGE: (1.0, 3.0),
     Kind.FILL_DISK: (2.0, 5.0),
+    Kind.FILL_PRODUCER_DISK: (2.0, 5.0),
     Kind.PARTITION: (2.0, 10.0),
 }
 
@@ -88,7 +90,12 @@ def schedule(
         duration = round(rng.uniform(lo, hi), 2)
         if t + duration > seconds:
             break
-        per_producer = (Kind.KILL_PRODUCER, Kind.PAUSE_PRODUCER, Kind.KILL_PRODUCER_IN_OUTAGE)
+        per_producer = (
+            Kind.KILL_PRODUCER,
+            Kind.PAUSE_PRODUCER,
+            Kind.KILL_PRODUCER_IN_OUTAGE,
+            Kind.FILL_PRODUCER_DISK,
+        )
         count = producers if kind in per_producer else stores
         if kind is Kind.PARTITION:
             count = 1000  # an index into partition_shapes, taken modulo its length
@@ -100,7 +107,7 @@ def schedule(
 def disk_faults_unavailable() -> str | None:
     """Why the full-disk fault cannot run here (None: it can)."""
     if os.geteuid() != 0:
-        return "not root: stores cannot be put on a small tmpfs"
+        return "not root: stores and producers cannot be put on a small tmpfs"
     if shutil.which("mount") is None:
         return "no mount command"
     return None
@@ -202,6 +209,10 @@ class Nemesis:
             note = f"s{fault.target + 1} {c.fill_disk(fault.target)} bytes"
             c.idle(fault.duration)
             c.empty_disk(fault.target)
+        elif fault.kind is Kind.FILL_PRODUCER_DISK:
+            note = f"p{fault.target + 1} {c.fill_producer_disk(fault.target)} bytes"
+            c.idle(fault.duration)
+            c.empty_producer_disk(fault.target)
         took = time.monotonic() - t0
         self.history.append(f"{fault}: {note} (took {took:.1f}s)")
         log.info("faults.inflicted fault=%s node=%s took=%.1f", fault.kind.value, note, took)
