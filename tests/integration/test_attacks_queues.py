@@ -169,19 +169,7 @@ def never_reads(
         data.setsockopt(zmq.LINGER, 0)
         for s in (beacons, reader):
             s.setsockopt(zmq.LINGER, 0)
-        me = Identity.from_seed(bytes(range(80, 112)))
-        port = data.bind_to_random_port("tcp://127.0.0.1")
-        beacons.connect(TowerAddress(*parse_endpoint(tower.address, "tower")).sub)
-        beacon = wbeacon.NodeBeacon(me.node_id, "127.0.0.1", port).encode()
-
-        def subscribed() -> bool:
-            beacons.send_multipart(beacon)
-            while data.poll(100):
-                if data.recv() == b"\x01F":
-                    return True
-            return False
-
-        wait_until(subscribed, 30, what="the store to subscribe to the fake reader")
+        beacon = _announce(tower, data, beacons, bytes(range(80, 112)), b"F", "fake reader")
         consumer = Consumer("t", towers=tower.address, offset_reset="latest")
         fetches = [signed.encode(Fetch(partition, r, "t", 0, 2**32 - 1)) for r in requesters]
         end = time.monotonic() + seconds  # a flood of a given length: nothing is timed
@@ -223,6 +211,27 @@ def test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes(tmp_path: Pat
     assert store_mib < BOUND_MIB and consumer_mib < BOUND_MIB, (store_mib, consumer_mib)
 
 
+def _announce(
+    tower: Tower, data: zmq.Socket, beacons: zmq.Socket, seed: bytes, prefix: bytes, what: str
+) -> bytes:
+    """Bind ``data``, beacon it through ``tower`` as the node of ``seed``'s key, and wait
+    until the store subscribes to ``prefix`` there; returns the beacon (to send again)."""
+    me = Identity.from_seed(seed)
+    port = data.bind_to_random_port("tcp://127.0.0.1")
+    beacons.connect(TowerAddress(*parse_endpoint(tower.address, "tower")).sub)
+    beacon = wbeacon.NodeBeacon(me.node_id, "127.0.0.1", port).encode()
+
+    def subscribed() -> bool:
+        beacons.send_multipart(beacon)
+        while data.poll(100):
+            if data.recv() == b"\x01" + prefix:
+                return True
+        return False
+
+    wait_until(subscribed, 30, what=f"the store to subscribe to the {what}")
+    return beacon
+
+
 HELD_BOUND_MIB = 256  # queue_bytes: what one connection may make a node hold
 HELD_MAX_FRAMES = 100  # of 15.9 MiB, if the sends are never held back
 BLOCKED_SECONDS = 3.0  # of sends refused in a row: the victim's queue and the kernel's are full
@@ -262,19 +271,9 @@ def held_flood(
         data.setsockopt(zmq.XPUB_NODROP, 1)  # a full queue refuses a send instead of dropping
         data.setsockopt(zmq.LINGER, 0)
         beacons.setsockopt(zmq.LINGER, 0)
-        me = Identity.from_seed(bytes(range(120, 152)))
-        port = data.bind_to_random_port("tcp://127.0.0.1")
-        beacons.connect(TowerAddress(*parse_endpoint(tower.address, "tower")).sub)
-        beacon = wbeacon.NodeBeacon(me.node_id, "127.0.0.1", port).encode()
-
-        def subscribed() -> bool:
-            beacons.send_multipart(beacon)
-            while data.poll(100):
-                if data.recv() == b"\x01M":
-                    return True
-            return False
-
-        wait_until(subscribed, 30, what="the store to subscribe")
+        seed = bytes(range(120, 152))
+        me = Identity.from_seed(seed)
+        _announce(tower, data, beacons, seed, b"M", "hostile publisher")
         assert store.p.stdin is not None
         store.p.stdin.write(b"hold\n")
         store.p.stdin.flush()
