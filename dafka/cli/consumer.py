@@ -405,13 +405,19 @@ def main(
             records = consumer.poll_batch(
                 max_records=10_000 if count is None else count - seen, timeout=0.1
             )
-            for record in records:
-                out.write(render(record))
+            try:
+                for record in records:
+                    out.write(render(record))
+                if records:
+                    out.flush()
+            except BaseException:
+                if group is not None:  # the group commits positions as it leaves: not these
+                    _unread(consumer, records)
+                raise
             seen += len(records)
             if bar.due() and consumer.store_answered:
                 _catching_up(bar, consumer, seen)
             if records:
-                out.flush()
                 continue
             waiting.check(time.monotonic())
             if exit_at_end and consumer.at_end():
@@ -422,6 +428,19 @@ def main(
                 click.echo(f"error: end not reached within {timeout:g} s", err=True)
                 sys.exit(1)
         out.flush()
+
+
+def _unread(consumer: Consumer, records: list[ConsumedRecord]) -> None:
+    """Seek each partition of ``records`` back to its first one: a signal (SIGTERM raises
+    KeyboardInterrupt here, as Ctrl-C does) or a closed pipe stopped their printing, and the
+    group commits the positions as the member leaves. Before, the records polled but not
+    printed were committed as read, and the next member started after them: lost to the
+    group. Now they are read again (some of them perhaps printed twice: at least once)."""
+    first: dict[tuple[str, str], int] = {}
+    for record in records:
+        first.setdefault((record.topic, record.partition), record.offset)
+    for (topic, partition), offset in first.items():
+        consumer.seek(topic, partition, offset)
 
 
 def _renderer(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_cli import assert_one_line_error
-from tests.procs import Proc, StoreProc, Tower, py
+from tests.procs import Proc, StoreProc, Tower, py, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -63,3 +65,45 @@ def test_a_group_consumer_resumes_where_the_last_one_stopped_and_describe_shows_
     finally:
         store.kill()
         tower.stop()
+
+
+def test_records_polled_but_not_printed_when_sigterm_comes_are_read_again_by_the_group(
+    tmp_path: Path,
+) -> None:
+    """``dafka-consumer -G`` into a pipe nobody reads yet: its write blocks in the middle of
+    a batch, and SIGTERM (KeyboardInterrupt there, as Ctrl-C) stops it; leaving, the group
+    commits the member's positions. Before, they included the records polled and not
+    printed, and the next member started after them: thousands lost to the group. Now they
+    are read again: every record is printed by one of the two (some perhaps twice)."""
+    tower = Tower()
+    store = StoreProc(tmp_path / "s", tower.address)
+    n = 30_000
+    try:
+        t = tower.address
+        lines = b"".join(f"{i:06d} {'x' * 90}\n".encode() for i in range(n))
+        ok(run("dafka.cli.producer", "big", "--tower", t, stdin=lines))
+        consumer = ("dafka.cli.consumer", "big", "--tower", t, "-G", "slow")
+        first = subprocess.Popen(
+            [*py(*consumer, "-o", "beginning")], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert first.stdout is not None and first.stderr is not None
+        printed = first.stdout.read(8192)  # the rest waits in the pipe: the writer blocks
+        wait_until(lambda: _blocked_writing(first.pid), 30, what="the consumer to block")
+        first.send_signal(signal.SIGTERM)
+        printed += first.stdout.read()  # to EOF: the consumer exits
+        assert first.wait(30) == 130, first.stderr.read()
+        first.stderr.close()
+        first.stdout.close()
+        seen = {int(line.split()[0]) for line in printed.decode().splitlines() if line}
+        assert len(seen) < n  # stopped in the middle
+        second = ok(run(*consumer, "-o", "stored", "-e"))
+        seen |= {int(line.split()[0]) for line in second.splitlines()}
+        assert len(seen) == n, f"{n - len(seen)} records lost to the group"
+    finally:
+        store.kill()
+        tower.stop()
+
+
+def _blocked_writing(pid: int) -> bool:
+    """The process's main thread sleeps in a write to a full pipe."""
+    return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()  # anon_pipe_write, pipe_write
