@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import threading
 import time
 from collections import Counter
 
@@ -27,16 +26,18 @@ def main() -> None:
     args = ap.parse_args()
     topics = args.topic or ["metrics"]
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # A signal handler runs on the main thread between two of its bytecodes: it only notes
+    # the signal and takes no lock (a threading.Event's may be held by the code it interrupts)
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
 
     per_partition: Counter[tuple[str, str]] = Counter()
     reset = "earliest" if args.from_beginning else "latest"
     total = 0
     next_report = time.monotonic() + args.every
     with Consumer(topics, towers=args.tower, offset_reset=reset) as consumer:
-        while not stop.is_set() and (args.count == 0 or total < args.count):
+        while not stopping and (args.count == 0 or total < args.count):
             record = consumer.poll(timeout=0.5)
             if record is not None:
                 per_partition[(record.topic, record.partition)] += 1

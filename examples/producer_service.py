@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import signal
-import threading
 import time
 from concurrent.futures import Future
 
@@ -34,9 +33,11 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # A signal handler runs on the main thread between two of its bytecodes: it only notes
+    # the signal and takes no lock (a threading.Event's may be held by the code it interrupts)
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _: stopping.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _: stopping.append(signum))
 
     def on_durable(fut: Future[int]) -> None:
         # runs on the producer's IO thread: keep it short
@@ -46,11 +47,11 @@ def main() -> None:
     with Producer(args.topic, towers=args.tower, state_dir=args.state_dir) as producer:
         log.info("publishing to %s as partition %s", args.topic, producer.partition)
         sent = 0
-        while not stop.is_set() and (args.count == 0 or sent < args.count):
+        while not stopping and (args.count == 0 or sent < args.count):
             sample = {"host": os.uname().nodename, "t": time.time(), "load": os.getloadavg()[0]}
             producer.send(json.dumps(sample)).add_done_callback(on_durable)
             sent += 1
-            stop.wait(1.0 / args.rate)
+            time.sleep(1.0 / args.rate)
         try:
             producer.flush(timeout=30)
             log.info("all %d samples are durable", sent)
