@@ -24,6 +24,23 @@ from tests.attack_mutants import mutated
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def rss_mib(pid: int) -> float:
+    """The resident set of process ``pid`` now (``VmRSS``), in MiB."""
+    return _status_kib(pid, "VmRSS") / 1024
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The peak resident set of process ``pid`` (``VmHWM``), in MiB."""
+    return _status_kib(pid, "VmHWM") / 1024
+
+
 def wait_until(
     pred: Callable[[], object],
     timeout: float = 10.0,

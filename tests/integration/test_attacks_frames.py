@@ -35,20 +35,13 @@ import zmq
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.query import protocol as qp
 from dafka.wire import beacon as wbeacon
-from tests.procs import StoreProc, Tower, wait_until
+from tests.procs import StoreProc, Tower, peak_rss_mib, rss_mib, wait_until
 from tests.signing import PRODUCER
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 FRAMES = 1_000_000
 BOUND_MIB = 128  # libzmq's own copy (about 60 MiB) and noise; recv_multipart: over 250
-
-
-def _peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmHWM for process {pid}")
 
 
 def _send_frames(sock: zmq.Socket[bytes], count: int, last: list[bytes] | None = None) -> None:
@@ -82,10 +75,10 @@ def query_flood(tmp: Path, frames: int = FRAMES) -> float:
             return True
 
         wait_until(lambda: answered(1), 30, what="the store's query endpoint")
-        before = _peak_rss_mib(store.proc.p.pid)
+        before = peak_rss_mib(store.proc.p.pid)
         _send_frames(client, frames)
         wait_until(lambda: answered(2), 120, interval=0.1, what="an answer behind the flood")
-        return _peak_rss_mib(store.proc.p.pid) - before
+        return peak_rss_mib(store.proc.p.pid) - before
     finally:
         client.close(0)
         ctx.term()
@@ -117,11 +110,11 @@ def tower_flood(frames: int = FRAMES) -> float:
             return False
 
         wait_until(relayed, 30, what="the tower to relay a beacon")
-        before = _peak_rss_mib(tower.proc.p.pid)
+        before = peak_rss_mib(tower.proc.p.pid)
         pub.send(wbeacon.BEACON, zmq.SNDMORE)  # a beacon's prefix, so the XSUB takes it
         _send_frames(pub, frames - 1)
         wait_until(relayed, 120, interval=0.1, what="a beacon behind the flood")
-        return _peak_rss_mib(tower.proc.p.pid) - before
+        return peak_rss_mib(tower.proc.p.pid) - before
     finally:
         pub.close(0)
         sub.close(0)
@@ -143,13 +136,13 @@ def in_progress_mib(frames: int = 300, size: int = 1_000_000) -> float:
         peer.sendall(b"\xff" + bytes(8) + b"\x7f\x03\x00" + b"NULL".ljust(20, b"\0") + bytes(32))
         ready = b"\x05READY\x0bSocket-Type" + struct.pack(">I", 6) + b"DEALER"
         peer.sendall(bytes([0x04, len(ready)]) + ready)
-        before = _rss_mib(os.getpid())
+        before = rss_mib(os.getpid())
         frame = b"\x03" + struct.pack(">Q", size) + bytes(size)  # long frame, MORE set
         for _ in range(frames):
             peer.sendall(frame)
         grown = 0.0
         for _ in range(100):  # until libzmq has read them all, at most 10 s
-            grown = _rss_mib(os.getpid()) - before
+            grown = rss_mib(os.getpid()) - before
             if grown >= frames * size / 2**20 * 0.95:
                 break
             time.sleep(0.1)
@@ -159,13 +152,6 @@ def in_progress_mib(frames: int = 300, size: int = 1_000_000) -> float:
         peer.close()
         router.close(0)
         ctx.term()
-
-
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
 
 
 def test_a_million_frame_message_costs_the_query_endpoint_no_frame_objects(

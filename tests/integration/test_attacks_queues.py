@@ -51,7 +51,7 @@ from dafka.config import TowerAddress, parse_endpoint
 from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
-from tests.procs import Proc, Tower, py, stored_head, wait_until
+from tests.procs import Proc, Tower, peak_rss_mib, py, rss_mib, stored_head, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -71,13 +71,6 @@ def _bad_batches(key: Identity, count: int) -> list[bytes]:
         out.append(bytes(blob))
         blob[-1] ^= i + 1
     return out
-
-
-def _peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmHWM for process {pid}")
 
 
 def flood(tmp: Path, frames: int = FRAMES) -> tuple[float, float]:
@@ -122,7 +115,7 @@ def flood(tmp: Path, frames: int = FRAMES) -> tuple[float, float]:
             )
 
         wait_until(through, 240, interval=0.5, what="the marker behind the flood")
-        return _peak_rss_mib(store.p.pid), _peak_rss_mib(consumer.p.pid)
+        return peak_rss_mib(store.p.pid), peak_rss_mib(consumer.p.pid)
     finally:
         data.close(0)
         beacons.close(0)
@@ -191,7 +184,7 @@ def never_reads(
                 if any(r.value == value for r in consumer.poll_batch(100, timeout=0.05)):
                     delivered.append(time.monotonic() - sent_at)
                     break
-        return _peak_rss_mib(store.p.pid), acked, delivered
+        return peak_rss_mib(store.p.pid), acked, delivered
     finally:
         if consumer is not None:
             consumer.close()
@@ -237,13 +230,6 @@ HELD_MAX_FRAMES = 100  # of 15.9 MiB, if the sends are never held back
 BLOCKED_SECONDS = 3.0  # of sends refused in a row: the victim's queue and the kernel's are full
 
 
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
-
-
 def held_flood(
     tmp: Path, bound_mib: float = HELD_BOUND_MIB, max_frames: int = HELD_MAX_FRAMES
 ) -> tuple[float, int, bool]:
@@ -279,7 +265,7 @@ def held_flood(
         store.p.stdin.flush()
         store.wait_line(r"^held$")
         pid = store.p.pid
-        base = _rss_mib(pid)
+        base = rss_mib(pid)
         bad = _bad_batches(me, 4)
         sent, growth, refused_since = 0, 0.0, None
         while sent < max_frames and growth <= bound_mib:
@@ -290,10 +276,10 @@ def held_flood(
                 now = time.monotonic()
                 refused_since = now if refused_since is None else refused_since
                 if now - refused_since > BLOCKED_SECONDS:
-                    return _rss_mib(pid) - base, sent, True
+                    return rss_mib(pid) - base, sent, True
                 while data.poll(50):  # a wait that reads what the store may still send
                     data.recv()
-            growth = _rss_mib(pid) - base
+            growth = rss_mib(pid) - base
         return growth, sent, False
     finally:
         data.close(0)

@@ -38,7 +38,7 @@ from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.statemachine import KvStateMachine, decode_value, get_query, put_command
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, HardState, Peer
-from tests.procs import Proc, py
+from tests.procs import Proc, peak_rss_mib, py
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -57,14 +57,6 @@ def _free_url() -> str:
                 continue
         return f"tcp://127.0.0.1:{port}"
     raise RuntimeError("no free port")
-
-
-def _status(pid: int, field: str) -> int:
-    """A ``kB`` figure of /proc/PID/status (VmHWM: peak resident set), in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
 class PeerProc:
@@ -248,7 +240,7 @@ def test_oversize_request_updates_are_refused_without_growing_the_peer(peer, dea
     sock = dealer(p.url)
     _log_info(sock)
     pid = p.proc.p.pid
-    peak, log_size = _status(pid, "VmHWM"), p.log_size
+    peak, log_size = peak_rss_mib(pid), p.log_size
 
     # just over the 1 MiB cap: read, refused with the spec's final failure (false, no 3rd)
     reqid = ReqIdGenerator()()
@@ -261,7 +253,7 @@ def test_oversize_request_updates_are_refused_without_growing_the_peer(peer, dea
 
     with p.client() as client:
         assert client.update(b"small is fine", timeout=10) > 0
-    grown = _status(pid, "VmHWM") - peak
+    grown = (peak_rss_mib(pid) - peak) * MiB
     print(f"peak RSS grew by {grown / MiB:.1f} MiB, log by {p.log_size - log_size} bytes")
     assert grown < 32 * MiB
     assert p.log_size - log_size < 64 * 1024

@@ -16,8 +16,6 @@ Commands go through :func:`tests.attack_mutants.mutated` (``tests.procs.Proc``),
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import zmq
 
@@ -25,7 +23,7 @@ from dafka.errors import RaftError
 from dafka.metadata.state import command, decode_config
 from dafka.raft.client import RaftClient
 from dafka.raft.frames import encode_uint32
-from tests.procs import Tower
+from tests.procs import Tower, rss_mib
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -40,13 +38,6 @@ BOUND = 160 * MiB
 costs (the log, the new topics). Without the budget the rounds pin about 300 buffers
 (some 290 MB); before the shared answers, about 6,000 copies (2.8 GB)."""
 GIVE_UP = 600 * MiB
-
-
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS in /proc/{pid}/status")
 
 
 def _name(i: int) -> str:
@@ -71,7 +62,7 @@ def config_flood() -> tuple[float, int, int, dict[str, object]]:
                 [command("topic.create", topic=_name(i)) for i in range(TOPICS)], timeout=60
             )
             term0 = _term(client)
-            start = _rss(pid)
+            start = rss_mib(pid)
             rounds = 0
             for i in range(ROUNDS):
                 client.update(command("topic.create", topic=_name(TOPICS + i)))
@@ -79,11 +70,11 @@ def config_flood() -> tuple[float, int, int, dict[str, object]]:
                     frames = [encode_uint32(i * QUERIES + q + 1), b"RL", cluster.encode()]
                     flood.send_multipart([*frames, b"config"])
                 rounds += 1
-                if _rss(pid) - start > GIVE_UP:
+                if rss_mib(pid) - start > GIVE_UP / MiB:
                     break  # the flood is not bounded: stop before it eats the machine
             # an honest reader of the same state
             term1 = _term(client)
-            growth = (_rss(pid) - start) / MiB
+            growth = rss_mib(pid) - start
             try:
                 answer: dict[str, object] = {
                     "topics": len(decode_config(client.read([b"config"]))["topics"])
