@@ -395,27 +395,15 @@ class Cluster:
             if not node.up and node not in (self.consumer, self.reader):
                 node.restart()
         for mount in self.mounts:
-            ballast = mount / "ballast"
-            if ballast.exists():
-                ballast.unlink()
+            (mount / "ballast").unlink(missing_ok=True)
 
-    def fill_disk(self, store: int) -> int:
-        """Fill a store's tmpfs with a ballast file; the bytes written."""
-        return _fill(self.dir / f"s{store + 1}" / "ballast")
+    def fill_disk(self, mount: str) -> int:
+        """Fill the tmpfs ``mount`` (``s1``: a store's data, ``p1-disk``: a producer's state
+        directory) with a ballast file; the bytes written."""
+        return _fill(self.dir / mount / "ballast")
 
-    def fill_producer_disk(self, producer: int) -> int:
-        """Fill a producer's tmpfs (its state directory's) with a ballast file."""
-        return _fill(self.dir / f"p{producer + 1}-disk" / "ballast")
-
-    def empty_producer_disk(self, producer: int) -> None:
-        ballast = self.dir / f"p{producer + 1}-disk" / "ballast"
-        if ballast.exists():
-            ballast.unlink()
-
-    def empty_disk(self, store: int) -> None:
-        ballast = self.dir / f"s{store + 1}" / "ballast"
-        if ballast.exists():
-            ballast.unlink()
+    def empty_disk(self, mount: str) -> None:
+        (self.dir / mount / "ballast").unlink(missing_ok=True)
 
     def crashes(self) -> list[str]:
         return [c for node in self.nodes() for c in node.crashes]

@@ -205,14 +205,12 @@ class Nemesis:
             topo.cut(side_a, side_b)
             c.idle(fault.duration)
             topo.heal()
-        elif fault.kind is Kind.FILL_DISK:
-            note = f"s{fault.target + 1} {c.fill_disk(fault.target)} bytes"
+        elif fault.kind in (Kind.FILL_DISK, Kind.FILL_PRODUCER_DISK):
+            n = fault.target + 1
+            mount = f"s{n}" if fault.kind is Kind.FILL_DISK else f"p{n}-disk"
+            note = f"{mount.removesuffix('-disk')} {c.fill_disk(mount)} bytes"
             c.idle(fault.duration)
-            c.empty_disk(fault.target)
-        elif fault.kind is Kind.FILL_PRODUCER_DISK:
-            note = f"p{fault.target + 1} {c.fill_producer_disk(fault.target)} bytes"
-            c.idle(fault.duration)
-            c.empty_producer_disk(fault.target)
+            c.empty_disk(mount)
         took = time.monotonic() - t0
         self.history.append(f"{fault}: {note} (took {took:.1f}s)")
         log.info("faults.inflicted fault=%s node=%s took=%.1f", fault.kind.value, note, took)
