@@ -38,7 +38,7 @@ from .state import PartitionKey, _Batch, _PendingFetch
 
 log = logging.getLogger(__name__)
 
-_Held = Any  # a recipient's held messages: a deque of DIRECT-HEADs, or ACK heads by partition
+_Held = Any  # a recipient's held messages: a deque of DIRECT-HEADs, or ACK heads or gap FETCHes by partition
 
 
 def _take_heads(held: deque[m.DirectHead], n: int) -> list[m.DirectHead]:
