@@ -17,6 +17,7 @@ next beacon finds room.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 from ..wire.beacon import TowerBeacon
@@ -58,6 +59,10 @@ class Discovery:
         self.refused = 0
         self._last_refused_log = -_LOG_PERIOD
         self._expiry: dict[str, float] = {}
+        self._soonest = math.inf
+        """No later than the soonest of ``_expiry`` (exact after :meth:`tick`): a refreshed
+        peer's expiry only moves later, so :meth:`next_deadline`, which the IO loop asks
+        every turn, does not look through every peer."""
         self._next_beacon = 0.0
         self.welcomed = False
 
@@ -96,6 +101,7 @@ class Discovery:
             actions.connect.append(endpoint)
             actions.send_beacon = True
             self._next_beacon = now + self.interval
+            self._soonest = min(self._soonest, now + self.timeout)
         self._expiry[endpoint] = now + self.timeout
         return actions
 
@@ -106,11 +112,12 @@ class Discovery:
                 log.info("discovery.peer.expired endpoint=%s", endpoint)
                 del self._expiry[endpoint]
                 actions.disconnect.append(endpoint)
+        self._soonest = min(self._expiry.values(), default=math.inf)
         if now >= self._next_beacon:
             actions.send_beacon = True
             self._next_beacon = now + self.interval
         return actions
 
     def next_deadline(self) -> float:
-        soonest = min(self._expiry.values(), default=self._next_beacon)
-        return min(soonest, self._next_beacon)
+        """When :meth:`tick` has something to do: a beacon is due or a peer may expire."""
+        return min(self._soonest, self._next_beacon)

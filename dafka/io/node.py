@@ -480,11 +480,16 @@ class NodeLoop:
                 for sock, service in served.items():
                     if sock in events:
                         self._serve(service, now)
-                if now >= next_tick or self.handler.has_pending():
+                ticking = now >= next_tick
+                if ticking or self.handler.has_pending():
                     send(self.handler.on_tick(now))
-                    if now >= next_tick:
-                        self._apply(self.discovery.tick(now), bpub, sub, my_beacon)
-                        next_tick = now + TICK_INTERVAL
+                # discovery's deadline (a beacon, a peer's expiry) set the poll's timeout:
+                # once it is past, the loop must act on it, not poll without waiting until
+                # the next tick (it spun for up to TICK_INTERVAL after each beacon was due)
+                if ticking or now >= self.discovery.next_deadline():
+                    self._apply(self.discovery.tick(now), bpub, sub, my_beacon)
+                if ticking:
+                    next_tick = now + TICK_INTERVAL
         except Exception:
             log.exception("node.crashed id=%s", self.node_id)
         finally:

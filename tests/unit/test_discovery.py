@@ -46,3 +46,17 @@ def test_welcome_beacons_at_once() -> None:
     assert not d.welcomed
     assert d.on_welcome(0.2).send_beacon
     assert d.welcomed
+
+
+def test_next_deadline_is_the_sooner_of_the_next_beacon_and_a_peer_expiry() -> None:
+    d = Discovery(ME, interval=10.0, timeout=4.0)
+    assert d.tick(0.0).send_beacon
+    assert d.next_deadline() == 10.0
+    d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=1.0)  # new: beacon at 11
+    assert d.next_deadline() == 5.0  # the peer expires then
+    d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=3.0)
+    assert d.next_deadline() <= 7.0  # never later than the refreshed expiry
+    assert d.tick(5.0).disconnect == []
+    assert d.next_deadline() == 7.0  # exact after a tick
+    assert d.tick(7.0).disconnect == ["tcp://127.0.0.1:7000"]
+    assert d.next_deadline() == 11.0
