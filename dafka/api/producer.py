@@ -520,7 +520,7 @@ class Producer:
                 return
             linger = handler.linger
             values = item[1]
-            if not linger.waiting or linger.wakes(
+            if linger.wakes(
                 self._loop.clock(),
                 type(values) is not bytes and len(values) >= linger.max_items,  # type: ignore[arg-type]  # a list: see _Queued
             ):

@@ -15,6 +15,7 @@ runs on the IO thread.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -178,10 +179,10 @@ class _ProducerHandler:
         queue = self.queue
         more, self.cut_short = self.cut_short, False
         if not queue:
-            self.linger.idle()
+            self.linger.idle(now)
             return []
         if self.core.holds_publishing:
-            self.linger.idle()  # no deadline: sends wake the loop, which turns anyway
+            self.linger.idle(math.inf)  # no deadline, no open window: sends wake the loop
             return []
         if not (more or self.linger.ready(len(queue), now, self._full_batch_queued())):
             return []

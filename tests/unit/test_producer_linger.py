@@ -30,6 +30,8 @@ def test_without_a_linger_whatever_is_queued_goes_at_once() -> None:
 def test_a_record_to_an_idle_producer_goes_at_once() -> None:
     linger = Linger(0.005, 100)
     assert linger.ready(1, 10.0)  # never published: idle
+    assert linger.deadline() == pytest.approx(10.005)  # the window it opened
+    linger.idle(10.005)  # its end came with nothing queued: closed
     assert linger.deadline() is None
     assert linger.ready(1, 10.005)  # a quiet linger since the last publication
     assert linger.ready(1, 20.0)
@@ -43,7 +45,7 @@ def test_what_comes_within_the_linger_of_a_publication_waits_for_its_end() -> No
     assert not linger.ready(3, 10.004)  # more arrived: the same end
     assert linger.deadline() == pytest.approx(10.005)
     assert linger.ready(3, 10.005)
-    assert linger.deadline() is None
+    assert linger.deadline() == pytest.approx(10.010)  # the window of this publication
     assert not linger.ready(1, 10.006)  # counted from the publication at 10.005
     assert linger.deadline() == pytest.approx(10.010)
 
@@ -80,7 +82,7 @@ def test_a_full_batch_ends_the_wait() -> None:
     assert linger.ready(1, 0.0)
     assert not linger.ready(3, 0.001)
     assert linger.ready(4, 0.002)  # as many queued items as a batch holds
-    assert linger.deadline() is None
+    assert linger.deadline() == pytest.approx(1.002)
     assert not linger.ready(1, 0.003)
     assert linger.ready(1, 0.004, full=True)  # one send_many of a full batch
 
@@ -94,25 +96,40 @@ def test_hurry_ends_one_wait_then_the_linger_resumes() -> None:
     assert not linger.ready(1, 0.003)  # hurry was for what was queued then
 
 
-def test_a_send_wakes_the_io_thread_unless_it_waits_for_a_deadline_still_to_come() -> None:
+def test_a_send_wakes_the_io_thread_unless_it_turns_at_a_deadline_still_to_come() -> None:
     linger = Linger(0.001, 100)
-    assert linger.wakes(0.0)  # nothing waits: the record may go at once
+    assert linger.wakes(0.0)  # nothing published: the record may go at once
     assert linger.ready(1, 0.0)
-    assert linger.wakes(0.0002)  # not waiting yet: the IO thread decides at its turn
-    assert not linger.ready(1, 0.0002)
-    assert not linger.wakes(0.0005)  # it turns at 0.001 anyway
-    assert linger.wakes(0.0005, full=True)  # a full batch goes at once
+    assert not linger.wakes(0.0002)  # the window is open: the IO thread turns at 0.001
+    assert linger.wakes(0.0002, full=True)  # a full batch goes at once
+    linger.idle(0.0003)  # a turn before the end with nothing queued: still open
+    assert not linger.wakes(0.0004)
+    assert linger.deadline() == pytest.approx(0.001)
+    assert not linger.ready(1, 0.0005)
+    assert not linger.wakes(0.0005)
     assert linger.wakes(0.001)  # the deadline has come: do not wait for the poll timeout
     assert linger.ready(2, 0.001)
-    assert linger.wakes(0.0011)  # published: waiting no more
+    assert not linger.wakes(0.0011)  # a new window
+    linger.idle(0.002)  # its end, nothing queued: closed
+    assert linger.deadline() is None
+    assert linger.wakes(0.0021)  # idle: this record wakes the IO thread and goes at once
 
 
-def test_idle_drops_the_deadline() -> None:
+def test_idle_drops_the_deadline_once_the_window_ends() -> None:
     linger = Linger(1.0, 100)
     linger.ready(1, 0.0)
     linger.ready(1, 0.1)
     assert linger.deadline() == pytest.approx(1.0)
-    linger.idle()
+    linger.idle(0.5)  # what waited was failed: the window stays open to its end
+    assert linger.deadline() == pytest.approx(1.0)
+    linger.idle(1.0)
+    assert linger.deadline() is None
+
+
+def test_without_a_linger_no_window_opens() -> None:
+    linger = Linger(0.0, 100)
+    assert linger.ready(1, 1.0)
+    assert linger.wakes(1.0)
     assert linger.deadline() is None
 
 
@@ -149,8 +166,10 @@ def test_records_sent_within_the_linger_share_one_signed_batch() -> None:
         handler.queue.append(("t", b"s%d" % k, None, fut))
     assert handler.on_commands(deadline - 0.0001) == []
     assert _batches(handler.on_commands(deadline)) == [(1, 5)]
-    assert handler.command_deadline() is None
+    assert handler.command_deadline() == pytest.approx(100.004)  # the window it opened
     assert not handler.queue
+    assert handler.on_commands(100.004) == []  # nothing came in it: closed
+    assert handler.command_deadline() is None
 
 
 def test_a_send_many_of_a_full_batch_does_not_wait() -> None:
@@ -177,12 +196,16 @@ def test_without_a_linger_each_wake_up_publishes_its_own_batch() -> None:
     assert out == [(0, 1), (1, 1), (2, 1)]
 
 
-def test_an_empty_queue_has_no_deadline() -> None:
+def test_an_empty_queue_has_no_deadline_past_the_window() -> None:
     handler = _handler(linger_ms=5.0)
     handler.queue.append(("t", b"x", None, RecordFuture()))
     handler.on_commands(1.0)
-    handler.queue.clear()  # failed on stop, say
+    handler.queue.append(("t", b"y", None, RecordFuture()))
     assert handler.on_commands(1.001) == []
+    handler.queue.clear()  # failed on stop, say
+    assert handler.on_commands(1.002) == []
+    assert handler.command_deadline() == pytest.approx(1.005)  # the window's end
+    assert handler.on_commands(1.005) == []
     assert handler.command_deadline() is None
 
 
