@@ -4,6 +4,7 @@ up to the linger, a full batch, or a flush; the IO handler's deadline wakes the 
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pytest
@@ -258,3 +259,32 @@ def test_a_flush_with_nothing_lingering_leaves_no_hurry_for_the_next_record() ->
         assert not linger.hurried
     finally:
         p.close(timeout=0.1)  # no store: nothing is acknowledged
+
+
+def _wait_sent(producer: Producer, count: int, seconds: float = 5.0) -> int:
+    deadline = time.monotonic() + seconds
+    while producer._handler.records_sent < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return producer._handler.records_sent
+
+
+def test_records_sent_in_an_open_window_are_published_at_its_end_without_a_flush() -> None:
+    """No store, no flush: the records go out by the IO thread's own turns alone (one
+    sent inside a publication's window does not wake it, and must not be left queued)."""
+    p = Producer("t", towers="127.0.0.1:1", metadata=False, trust_any_store=True, linger_ms=50.0)
+    try:
+        p.send(b"first")  # an idle producer: published at once
+        assert _wait_sent(p, 1) == 1
+        sent_at = time.monotonic()
+        p.send(b"second")  # inside the first's window: no wake-up
+        p.send(b"third")
+        assert _wait_sent(p, 3) == 3
+        assert time.monotonic() - sent_at >= 0.04  # they waited for the window's end
+        deadline = time.monotonic() + 5
+        while p._handler.linger.open and time.monotonic() < deadline:
+            time.sleep(0.005)  # the turn at the end of the last window closes it
+        assert not p._handler.linger.open
+        p.send(b"fourth")  # idle again: woken, published at once
+        assert _wait_sent(p, 4) == 4
+    finally:
+        p.close(0)
