@@ -259,16 +259,6 @@ class ProducerCore:
             prefixes.append(direct_prefix(Command.DIRECT_RECORD, self._node_id))
         return prefixes
 
-    def next_deadline(self) -> float | None:
-        """When :meth:`tick` next has something to do (for the IO loop's poll timeout)."""
-        dues = [t.head_due for t in self._topics.values() if t.head_due is not None]
-        if self._serving.waiting:
-            dues.append(self._serving.serve_at)
-        for rec in self._recoveries.values():
-            due = rec.next_deadline()
-            dues.append(due if due is not None else 0.0)
-        return min(dues) if dues else None
-
     # ------------------------------------------------------------------- API
 
     def publish(

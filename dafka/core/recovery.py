@@ -158,10 +158,6 @@ class Recovery:
             self._answer = AnswerCursor(start)
         return start, self.reserved - start
 
-    def next_deadline(self) -> float | None:
-        dues = [d for d in (self._next_fetch, self.deadline) if d is not None]
-        return min(dues) if dues else None
-
     def offer(self, first: int, count: int, content: bytes, *, local: bool = False) -> bool:
         """Keep a batch of ours (already verified, or ``local``: read back from our own
         log) if it lies in the range; True if kept."""

@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TextIO
 
@@ -61,7 +62,7 @@ class AckLog:
         """Records whose future failed with a StorageError (not sent: a full state
         directory refused their offsets), which no store will ever acknowledge."""
 
-    def callback(self, value: str) -> object:
+    def callback(self, value: str) -> Callable[[Future[int]], None]:
         def done(fut: Future[int]) -> None:
             if fut.cancelled() or fut.exception() is not None:
                 if isinstance(fut.exception(), StorageError):  # not sent: never acknowledged
