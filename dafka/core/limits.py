@@ -52,7 +52,7 @@ class RequestLimiter:
 
     def _fill(self, bucket: _Bucket, now: float, rate: float, burst: float) -> None:
         if now > bucket.at:
-            bucket.tokens = min(burst, bucket.tokens + (now - bucket.at) * rate)
+            bucket.tokens = _level(bucket, now, rate, burst)
             bucket.at = now
 
     def allow(self, requester: str, now: float, cost: float = 1.0) -> bool:
@@ -101,10 +101,16 @@ class RequestLimiter:
         return len(self._buckets)
 
 
+def _level(bucket: _Bucket, now: float, rate: float, burst: float) -> float:
+    """The tokens ``bucket`` holds at ``now``: what it held at its last fill, plus ``rate``
+    a second since, at most ``burst``."""
+    return min(burst, bucket.tokens + max(0.0, now - bucket.at) * rate)
+
+
 def _refilled(bucket: _Bucket, now: float, rate: float, burst: float) -> float:
     """When ``bucket`` holds a whole token again (``now`` if it does): a microsecond
     late rather than early, so that a turn woken then finds it there."""
-    tokens = min(burst, bucket.tokens + max(0.0, now - bucket.at) * rate)
+    tokens = _level(bucket, now, rate, burst)
     return now if tokens >= 1.0 else now + (1.0 - tokens) / rate + 1e-6
 
 
