@@ -134,7 +134,7 @@ class TokenBucket:
         if b.at == float("-inf"):
             b.at = now
         elif now > b.at:
-            b.tokens = min(self.burst, b.tokens + (now - b.at) * self.rate)
+            b.tokens = _level(b, now, self.rate, self.burst)
             b.at = now
         if b.tokens < 1.0:
             self.refused += 1
