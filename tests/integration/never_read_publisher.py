@@ -9,19 +9,13 @@ a store, and prints its peak RSS (``VmHWM``) in MiB.
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 from dafka.api.producer import Producer
+from tests.procs import peak_rss_mib
 
 VALUE = bytes(100_000)
-
-
-def peak_rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM")
 
 
 def main() -> None:
@@ -33,7 +27,7 @@ def main() -> None:
         for _ in range(megabytes // 10):  # 100 records of 100 kB, then their ACKs
             for future in [producer.send(VALUE) for _ in range(100)]:
                 future.result(60)
-        print(f"peak_rss_mib {peak_rss_mib():.0f}", file=sys.stderr, flush=True)
+        print(f"peak_rss_mib {peak_rss_mib(os.getpid()):.0f}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
