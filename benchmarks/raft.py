@@ -2,7 +2,8 @@
 
     python -m benchmarks.raft [--updates 20000] [--latency-updates 2000] [--size 100]
                               [--window 64] [--failovers 5] [--no-fsync] [--fsync-thread]
-                              [--dir DIR] [--no-progress] [--per-thread]
+                              [--dir DIR] [--no-floor] [--no-reference]
+                              [--no-progress] [--per-thread]
 
 Three ``dafka-raft peer`` processes on 127.0.0.1 (fsync on unless ``--no-fsync``, on
 their loop unless ``--fsync-thread``, ``docs/raft.md`` §7; default timing and compaction settings), one :class:`~dafka.raft.client.RaftClient`
@@ -22,6 +23,10 @@ in this process. Phases, each measured in the same run:
 * failover         ``--failovers`` times: SIGKILL the leader, time until a survivor
                    answers RequestConfig as leader, and until an update sent to it then
                    commits (the figure of the goal); the killed peer is restarted
+* floor            the N-in-flight phase again, same client, on
+                   :mod:`benchmarks.raft_floor`'s three processes, which do the I/O of
+                   replication and nothing else (skip with ``--no-floor``): the most a
+                   Python peer on pyzmq could reach on this machine
 * reference        when node and npm are here (``make reference`` installs it; skip
                    with ``--no-reference``): the warm-up, 1-in-flight and N-in-flight
                    phases again, same client, on three ØMQ RAFT reference peers (npm
@@ -49,6 +54,7 @@ from typing import Any
 
 import zmq
 
+from benchmarks.raft_floor import start_floor
 from benchmarks.workers import cpu_seconds
 from dafka.cli.progress import Progress
 from dafka.errors import DafkaError
@@ -358,6 +364,9 @@ def _measure(args: argparse.Namespace, directory: Path, result: dict[str, Any]) 
     finally:
         for proc in procs:
             proc.kill()
+    if args.floor:
+        _phase("floor")
+        result["floor"] = measure_floor(directory, args, value)
     if args.reference:
         _phase("reference peers")
         result["reference"] = measure_reference(directory, args, value)
@@ -391,6 +400,14 @@ def _ratios(result: dict[str, Any]) -> dict[str, Any]:
         vs = result["vs_reference"]
         result["goals"]["window_5x_reference"] = vs["window_commits_ratio"] >= 5.0
         result["goals"]["p50_half_of_reference"] = vs["p50_ratio"] <= 0.5
+    floor = result.get("floor", {}).get("window_in_flight")
+    if floor:
+        rate = floor["commits_per_s"]
+        result["vs_floor"] = {"ours_over_floor": many["commits_per_s"] / rate}
+        if "one_in_flight" in ref:
+            result["vs_floor"]["floor_over_reference"] = (
+                rate / ref["window_in_flight"]["commits_per_s"]
+            )
     return result
 
 
@@ -423,24 +440,48 @@ def measure_load(
     }
     datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
     _phase(f"{args.window} in flight: {args.updates} updates")
+    out["window_in_flight"] = measure_window(client, datas, args.window, pids)
+    return out
+
+
+def measure_window(
+    client: RaftClient, datas: list[bytes], window: int, pids: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """``datas`` as updates, ``window`` in flight: the rate, and the CPU per update of the
+    ``pids`` and of this process (the client), in total and by thread."""
     watched = {**(pids or {}), "client": os.getpid()}
     threads_before = {name: thread_times(pid) for name, pid in watched.items()}
     cpu_before = {name: _cpu_seconds(pid) for name, pid in watched.items()}
     start = time.perf_counter()
-    indexes = client.update_many(datas, window=args.window, timeout=600)
+    indexes = client.update_many(datas, window=window, timeout=600)
     elapsed = time.perf_counter() - start
-    cpu = cpu_per_update(cpu_before, watched, args.updates)
-    threads = threads_per_update(threads_before, watched, args.updates)
+    cpu = cpu_per_update(cpu_before, watched, len(datas))
+    threads = threads_per_update(threads_before, watched, len(datas))
     assert len(set(indexes)) == len(indexes)
-    out["window_in_flight"] = {
-        "window": args.window,
-        "updates": args.updates,
-        "commits_per_s": args.updates / elapsed,
+    return {
+        "window": window,
+        "updates": len(datas),
+        "commits_per_s": len(datas) / elapsed,
         "seconds": elapsed,
         "cpu_us_per_update": cpu,
         "threads_per_update": threads,
     }
-    return out
+
+
+def measure_floor(directory: Path, args: argparse.Namespace, value: str) -> dict[str, Any]:
+    """The same window, same client, on :mod:`benchmarks.raft_floor`'s three processes:
+    the I/O of replication alone, the most any Python peer on pyzmq could reach here."""
+    procs, url, pids = start_floor(directory / "floor", args.fsync)
+    try:
+        with RaftClient([url], CLUSTER, timeout=60) as client:
+            _phase("floor: warm-up")
+            client.update_many([put_command(f"w{k % 50}", value) for k in range(300)])
+            datas = [put_command(f"k{k % 1000}", value) for k in range(args.updates)]
+            _phase(f"floor: {args.window} in flight: {args.updates} updates")
+            return {"window_in_flight": measure_window(client, datas, args.window, pids)}
+    finally:
+        for proc in procs:
+            proc.kill()
 
 
 def measure_reference(directory: Path, args: argparse.Namespace, value: str) -> dict[str, Any]:
@@ -534,12 +575,27 @@ def print_table(r: dict[str, Any]) -> None:
             print(f"reference: {line}")
     elif ref:
         print(f"reference: not measured: {ref['unavailable']}")
+    floor = r.get("floor", {}).get("window_in_flight")
+    if floor:
+        vf = r["vs_floor"]
+        beside = vf.get("floor_over_reference")
+        print(
+            f"floor (the I/O of replication alone, benchmarks.raft_floor): {floor['window']} in"
+            f" flight {floor['commits_per_s']:,.0f} commits/s, CPU per update {_cpu_text(floor)};"
+            f" ours at {vf['ours_over_floor']:.2f} of it"
+            + ("" if beside is None else f"; the floor is {beside:.2f}x the reference")
+        )
     print(f"goals: {r['goals']}  (load avg {r['machine']['load_avg_before']})")
 
 
 def print_threads(r: dict[str, Any]) -> None:
     """``--per-thread``: where each process's CPU went, by thread, in the window phase."""
-    for label, measured in (("ours", r), ("reference", r.get("reference", {}))):
+    measured_by = (
+        ("ours", r),
+        ("reference", r.get("reference", {})),
+        ("floor", r.get("floor", {})),
+    )
+    for label, measured in measured_by:
         phase = measured.get("window_in_flight", {})
         for process, threads in phase.get("threads_per_update", {}).items():
             for name, t in threads.items():
@@ -581,6 +637,12 @@ def main() -> None:
         dest="reference",
         action="store_false",
         help="do not measure the ØMQ RAFT reference server (npm zmq-raft) beside ours",
+    )
+    parser.add_argument(
+        "--no-floor",
+        dest="floor",
+        action="store_false",
+        help="skip the floor phase (benchmarks.raft_floor: the I/O of replication alone)",
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="no status line on stderr (a terminal only)"

@@ -106,3 +106,36 @@ def test_the_producer_catchup_benchmark_reports_readers_served_by_the_producer(
         assert [role for role, _ in lines[1:-1]] == ["consumer", "consumer"]
         assert reports["consumer"]["records"] == sent
     assert json.loads(lines[-1][1])["fetches_served"] >= 1
+
+
+@pytest.mark.integration
+def test_the_raft_benchmark_reports_ours_beside_the_floor_of_replications_io() -> None:
+    run = bench(
+        "raft",
+        "--updates",
+        "2000",
+        "--latency-updates",
+        "50",
+        "--fsync-appends",
+        "50",
+        "--rtt-round-trips",
+        "50",
+        "--failovers",
+        "0",
+        "--no-reference",
+        "--no-progress",
+        timeout=180,
+    )
+    out = Path(run.stdout.rsplit("wrote ", 1)[1].strip())
+    try:
+        report = json.loads(out.read_text())
+    finally:
+        out.unlink()
+    ours, floor = report["window_in_flight"], report["floor"]["window_in_flight"]
+    assert ours["updates"] == floor["updates"] == 2000
+    assert floor["commits_per_s"] > 0 and floor["cpu_us_per_update"]["total"] > 0
+    assert set(floor["cpu_us_per_update"]) == {"p1", "p2", "p3", "client", "total"}
+    assert report["vs_floor"]["ours_over_floor"] == pytest.approx(
+        ours["commits_per_s"] / floor["commits_per_s"]
+    )
+    assert "floor (the I/O of replication alone" in run.stdout
