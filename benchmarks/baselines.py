@@ -25,6 +25,7 @@ __all__ = [
     "baseline_batched",
     "baseline_latency",
     "baseline_lmdb",
+    "baseline_store",
     "paced",
     "worker_ready",
     "records_per_batch",
@@ -56,12 +57,14 @@ def worker_result(p: subprocess.Popen[str], timeout: float = 900) -> dict[str, f
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _raw_pub(n: int, size: int, latency: bool = False) -> tuple[zmq.Socket, subprocess.Popen]:
+def _raw_pub(
+    n: int, size: int, latency: bool = False, worker_args: tuple[str, ...] = ("raw-sub",)
+) -> tuple[zmq.Socket, subprocess.Popen]:
     ctx: zmq.Context = zmq.Context.instance()
     pub = ctx.socket(zmq.XPUB)
     pub.setsockopt(zmq.SNDHWM, 0)
     port = pub.bind_to_random_port("tcp://127.0.0.1")
-    args = ["raw-sub", "--endpoint", f"tcp://127.0.0.1:{port}", "--count", str(n)]
+    args = [*worker_args, "--endpoint", f"tcp://127.0.0.1:{port}", "--count", str(n)]
     worker = start_worker(*args, *(["--latency"] if latency else []))
     worker_ready(worker)
     # an XPUB hears the SUB's subscription: only then is the path open
@@ -138,6 +141,49 @@ def baseline_lmdb(n: int, size: int, per_batch: int, directory: Path) -> dict[st
     finally:
         env.close()
     return {"records": n, "transactions": len(counts), "seconds": seconds, "rate": n / seconds}
+
+
+def baseline_store(
+    n: int, size: int, per_batch: int, directory: Path, budget: int
+) -> dict[str, float]:
+    """Raw PUB/SUB batches (as ``baseline_batched``) to ``benchmarks.workers``' raw store,
+    which commits them to LMDB, synced, and acknowledges; at most ``budget`` bytes of
+    batches unacknowledged, as a producer's ``max_unacked_bytes``. What a store must do at
+    least, on the wire: the floor under the ``acked`` phase."""
+    counts = list(_batches(n, per_batch))
+    ctx: zmq.Context = zmq.Context.instance()
+    acks = ctx.socket(zmq.PULL)
+    port = acks.bind_to_random_port("tcp://127.0.0.1")
+    worker_args = ("raw-store", "--acks", f"tcp://127.0.0.1:{port}", "--dir", str(directory))
+    pub, worker = _raw_pub(len(counts), size, worker_args=worker_args)
+    values = [b"x" * size] * n
+    t0 = time.perf_counter()
+    sent = acked = start = held = 0
+    sizes: list[int] = []  # bytes of each batch sent
+    while acked < len(counts):
+        while sent < len(counts) and (held == 0 or held < budget):
+            blob = b"".join(values[start : start + counts[sent]])
+            pub.send_multipart([_HEADER, blob])
+            start += counts[sent]
+            sent += 1
+            sizes.append(len(blob))
+            held += len(blob)
+        if not acks.poll(60_000):
+            raise RuntimeError("the raw store stopped acknowledging")
+        stored = int(acks.recv())
+        held -= sum(sizes[acked:stored])
+        acked = stored
+    seconds = time.perf_counter() - t0
+    r = worker_result(worker)
+    pub.close(0)
+    acks.close(0)
+    return {
+        "records": n,
+        "messages": len(counts),
+        "commits": r["commits"],
+        "seconds": seconds,
+        "rate": n / seconds,
+    }
 
 
 def paced(rate: float, seconds: float) -> Iterator[int]:

@@ -4,8 +4,8 @@
                                     [--api many|one] [--consume records|batches]
                                     [--latency-rate 10000]
                                     [--latency-seconds 10] [--linger-ms 0[,MS...]]
-                                    [--phases baseline,acked,state_dir,durable,live,
-                                              catch_up,latency]
+                                    [--phases baseline,batched,lmdb,raw_store,acked,
+                                              state_dir,durable,live,catch_up,memory,latency]
                                     [--pyspy DIR] [--curve] [--commit-thread] [--budget-mib M]
                                     [--no-progress]
 
@@ -18,6 +18,11 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
              batched Dafka, and what every batched phase is compared with
 * lmdb       raw LMDB: the same batches appended one transaction (fsync) each, in this
              process: the least a store must do before it acknowledges
+* raw_store  raw PUB/SUB batches, as ``batched``, to a raw store in another process that
+             commits what it received meanwhile (4 batches at most) in one synced LMDB
+             transaction on a writer thread, then acknowledges; the sender holds at most
+             the Producer's unacknowledged budget: no signatures, checks or heads, the
+             floor under ``acked`` and ``live`` (each printed against it too)
 * acked      a Producer sends N records; time until every one is durable (store-ACKed);
              also the CPU time the producer (this process) and the store spent per
              record, which other work on the cores does not move as it moves the rate,
@@ -68,6 +73,7 @@ Prints a table and writes JSON to benchmarks/results/throughput-<profile>-<time>
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -87,6 +93,7 @@ from benchmarks.baselines import (
     baseline_batched,
     baseline_latency,
     baseline_lmdb,
+    baseline_store,
     paced,
     records_per_batch,
     stamped,
@@ -452,7 +459,8 @@ def main() -> None:
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
         "--phases",
-        default="baseline,batched,lmdb,acked,state_dir,durable,live,catch_up,memory,latency",
+        default="baseline,batched,lmdb,raw_store,acked,state_dir,durable,live,catch_up,memory,"
+        "latency",
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
     ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
@@ -515,6 +523,11 @@ def main() -> None:
         print(f"lmdb: raw LMDB, one synced transaction per {per_batch} records", file=sys.stderr)
         with tempfile.TemporaryDirectory() as tmp:
             results["lmdb"] = baseline_lmdb(n, size, per_batch, Path(tmp))
+    if "raw_store" in phases:
+        print("raw_store: raw PUB/SUB batches -> LMDB commits (synced) -> ACKs", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            budget = BUDGET or inspect.signature(Producer).parameters["max_unacked_bytes"].default
+            results["raw_store"] = baseline_store(n, size, per_batch, Path(tmp), budget)
     tower: Tower | CurveTower = CurveTower() if args.curve else Tower()
     with tempfile.TemporaryDirectory() as tmp:
         store = StoreProc(
@@ -595,11 +608,14 @@ def main() -> None:
             store.kill()
             tower.stop()
     ran = [p for p in ("acked", "state_dir", "durable", "live", "catch_up") if p in results]
+    floor = results.get("raw_store")
     for phase in ran:
         r = results[phase]
         assert isinstance(r, dict)
         r["ratio_to_baseline"] = r["rate"] / base["rate"]
         r["ratio_to_batched"] = r["rate"] / batched["rate"]
+        if isinstance(floor, dict) and phase != "catch_up":
+            r["ratio_to_raw_store"] = r["rate"] / floor["rate"]
     with open("/proc/loadavg") as f:
         end_load = f.read().split()[:3]
     results["load_average_at_end"] = end_load
@@ -616,7 +632,13 @@ def main() -> None:
     head = f"{'phase':<10} {'records/s':>12} {'vs raw 1/msg':>13} {'vs raw batched':>15}"
     head += "  CPU us/record: producer, store"
     print(head, file=sys.stderr)
-    for name, r in (("baseline", base), ("batched", batched), ("lmdb", results.get("lmdb"))):
+    raws = (
+        ("baseline", base),
+        ("batched", batched),
+        ("lmdb", results.get("lmdb")),
+        ("raw_store", floor),
+    )
+    for name, r in raws:
         if isinstance(r, dict) and r["records"]:
             print(
                 f"{name:<10} {r['rate']:>12,.0f} {r['rate'] / base['rate']:>13.3f} "
@@ -643,6 +665,16 @@ def main() -> None:
                 f", store {r['store_cpu_us_per_record']:.2f}"
                 if "store_cpu_us_per_record" in r and "producer_cpu_us_per_record" not in r
                 else ""
+            ),
+            file=sys.stderr,
+        )
+    if isinstance(floor, dict):
+        print(
+            "against raw_store (no signatures or checks; the floor under a store): "
+            + ", ".join(
+                f"{phase} {results[phase]['ratio_to_raw_store']:.2f}"  # type: ignore[index]
+                for phase in ran
+                if phase != "catch_up"
             ),
             file=sys.stderr,
         )

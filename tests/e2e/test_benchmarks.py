@@ -36,7 +36,7 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
         "--records",
         "20000",
         "--phases",
-        "baseline,batched,lmdb,acked,catch_up,memory",
+        "baseline,batched,lmdb,raw_store,acked,catch_up,memory",
         "--growth-records",
         "20000",
         timeout=300,
@@ -49,6 +49,13 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     assert report["records_per_batch"] > 1
     assert report["batched"]["messages"] == -(-20000 // report["records_per_batch"])
     assert report["lmdb"]["transactions"] == report["batched"]["messages"]
+    floor = report["raw_store"]  # every batch stored and acknowledged, in commits of 1-4
+    assert floor["messages"] == report["batched"]["messages"]
+    assert floor["messages"] / 4 <= floor["commits"] <= floor["messages"]
+    assert report["acked"]["ratio_to_raw_store"] == pytest.approx(
+        report["acked"]["rate"] / floor["rate"]
+    )
+    assert "against raw_store" in run.stderr
     for phase in ("acked", "catch_up"):
         r = report[phase]
         assert r["ratio_to_batched"] == pytest.approx(r["rate"] / report["batched"]["rate"])
