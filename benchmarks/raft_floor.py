@@ -24,7 +24,8 @@ and the reference server.
     python -m benchmarks.raft_floor leader --bind URL --follower URL --follower URL --dir D
     python -m benchmarks.raft_floor follower --bind URL --dir D
 
-Each prints ``floor <role> on <URL>`` on stderr once bound, and runs until killed.
+Each prints ``floor <role> on <URL>`` on stderr once bound, and runs until killed or until
+the process that started it is gone (checked at least once a second).
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ _TERM = (1).to_bytes(7, "little")
 _STATE = b"\x00"
 _TRUE = encode_bool(True)
 _MAX_FRAMES = 100_000  # a follower reads a leader's whole batch as one message
+
+
+_PARENT = os.getppid()
+
+
+def _parent_alive() -> bool:
+    """False once the benchmark that started this process is gone (it was reparented):
+    a floor process never outlives its run, even when the benchmark is killed."""
+    return os.getppid() == _PARENT
 
 
 def _records(frames: list[bytes]) -> bytes:
@@ -93,7 +103,7 @@ def run_leader(bind: str, followers: list[str], directory: Path, fsync: bool) ->
     print(f"floor leader on {bind}", file=sys.stderr, flush=True)
     index = batch = done = 0
     waiting: deque[tuple[int, list[tuple[bytes, bytes, int]]]] = deque()
-    while True:
+    while _parent_alive():
         entries: list[bytes] = []
         answers: list[tuple[bytes, bytes, int]] = []
         for sock, _ in poller.poll(1000):
@@ -135,7 +145,7 @@ def run_follower(bind: str, directory: Path, fsync: bool) -> None:
     router.bind(bind)
     fd = _open_log(directory)
     print(f"floor follower on {bind}", file=sys.stderr, flush=True)
-    while True:
+    while _parent_alive():
         router.poll(1000)
         entries: list[bytes] = []
         read: list[tuple[bytes, bytes]] = []

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,15 @@ def bench(module: str, *args: str, timeout: float = 120) -> subprocess.Completed
     return run
 
 
+def take_report(path: str) -> dict[str, Any]:
+    """The JSON report a benchmark wrote at ``path`` (as printed), removed once read."""
+    out = Path(path.strip())
+    try:
+        return json.loads(out.read_text())
+    finally:
+        out.unlink()
+
+
 @pytest.mark.integration
 def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> None:
     run = bench(
@@ -41,11 +51,7 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
         "20000",
         timeout=300,
     )
-    out = Path(run.stderr.rsplit("JSON: ", 1)[1].strip())
-    try:
-        report = json.loads(out.read_text())
-    finally:
-        out.unlink()
+    report = take_report(run.stderr.rsplit("JSON: ", 1)[1])
     assert report["records_per_batch"] > 1
     assert report["batched"]["messages"] == -(-20000 // report["records_per_batch"])
     assert report["lmdb"]["transactions"] == report["batched"]["messages"]
@@ -117,27 +123,9 @@ def test_the_producer_catchup_benchmark_reports_readers_served_by_the_producer(
 
 @pytest.mark.integration
 def test_the_raft_benchmark_reports_ours_beside_the_floor_of_replications_io() -> None:
-    run = bench(
-        "raft",
-        "--updates",
-        "2000",
-        "--latency-updates",
-        "50",
-        "--fsync-appends",
-        "50",
-        "--rtt-round-trips",
-        "50",
-        "--failovers",
-        "0",
-        "--no-reference",
-        "--no-progress",
-        timeout=180,
-    )
-    out = Path(run.stdout.rsplit("wrote ", 1)[1].strip())
-    try:
-        report = json.loads(out.read_text())
-    finally:
-        out.unlink()
+    quick = "--updates 2000 --latency-updates 50 --fsync-appends 50 --rtt-round-trips 50"
+    run = bench("raft", *quick.split(), "--failovers", "0", "--no-reference", timeout=180)
+    report = take_report(run.stdout.rsplit("wrote ", 1)[1])
     ours, floor = report["window_in_flight"], report["floor"]["window_in_flight"]
     assert ours["updates"] == floor["updates"] == 2000
     assert floor["commits_per_s"] > 0 and floor["cpu_us_per_update"]["total"] > 0
