@@ -56,15 +56,16 @@ def raw_sub(endpoint: str, count: int, latency: bool) -> dict[str, object]:
 
 RAW_STORE_QUEUE = 4
 """Messages the raw store's reader hands its writer at most: the data SUB's high-water mark
-in a store. Larger commits measured slower here (16: 2.0-2.6M records/s against 4.5-5.2M)."""
+in a store. Larger commits measured slower here (scratch runs of 1M records, up to 16 a
+commit: 2.0-2.6M records/s, against 4.5-5.2M)."""
 
 
 def raw_store(endpoint: str, acks: str, directory: str, count: int) -> dict[str, object]:
     """The least a store does, on the wire: a SUB reads each batch (one message), a writer
     thread puts the batches the reader queued meanwhile (``RAW_STORE_QUEUE`` at most) into
     one LMDB transaction synced on commit (LMDB's default), then sends the count stored so
-    far on a PUSH. No decoding,
-    no signatures, no checks, no heads: the floor under ``acked`` (``baseline_store``)."""
+    far on a PUSH. No decoding, no signatures, no checks, no heads: the floor under
+    ``acked`` (``baseline_store``)."""
     import queue
     import threading
 
