@@ -29,6 +29,7 @@ TESTS = [
     "tests/unit/test_producer_recovery.py",
     "tests/unit/test_attacks_hints.py",
     "tests/unit/test_attacks_floods.py",
+    "tests/unit/test_producer_serve_rate.py",
     "tests/unit/test_attacks_beacons.py",
     "tests/unit/test_attacks_partitions.py",
     "tests/unit/test_attacks_equivocation.py",
@@ -653,6 +654,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if self._bytes_limiter.allow(msg.requester, now, 0.0):",
         "        if True:",
     ),
+    "producer charges rfc46 answers in bytes": (
+        "dafka.core.producer_serve",
+        "FetchServing._answer",
+        "            self._bytes_limiter.charge(requester, sum(map(len, contents)))",
+        "            pass",
+    ),
     "producer bounds the FETCHes waiting for their bytes": (
         "dafka.core.producer_serve",
         "FetchServing._wait",
@@ -1156,6 +1163,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "producer bounds bytes resent per requester": (
         "tests/unit/test_attacks_floods.py::test_fetch_floods_at_a_producer_are_bounded_in_bytes",
+    ),
+    "producer charges rfc46 answers in bytes": (
+        "tests/unit/test_producer_serve_rate.py::test_rfc46_answers_are_charged_in_bytes_as_signed_ones_are",
     ),
     "producer bounds the FETCHes waiting for their bytes": (
         "tests/unit/test_attacks_floods.py::test_fetches_waiting_at_a_producer_for_their_bytes_are_bounded",

@@ -5,15 +5,15 @@ held record in the range (rfc46), or the held blobs from the one holding the ask
 on, up to one answer's bound (signed, :mod:`dafka.core.answers`). FETCHes are not signed,
 so the work is bounded per requester and over all requesters
 (:class:`~dafka.core.limits.RequestLimiter`): FETCHes a second, dropped past their rate
-(``fetches_limited``), and blob bytes resent a second (64 MiB per requester, bursts of
-128 MiB; 256 MiB over all, bursts of 512 MiB). A FETCH whose requester, or all requesters
+(``fetches_limited``), and bytes resent a second, blobs or rfc46 records (64 MiB per
+requester, bursts of 128 MiB; 256 MiB over all, bursts of 512 MiB). A FETCH whose requester, or all requesters
 together, spent those bytes waits in a bounded queue until they are paid back, then is
 served (``fetches_paced``), as a store's does (:mod:`dafka.core.store.serve`): dropped,
 it was asked again only after the requester's timeout (1 s), so a consumer catching up
 past the burst from a producer no store had acknowledged stalled a second about every
 64 MiB. The queue holds one entry per distinct FETCH (asked again, it is not queued
-twice) and at most :data:`MAX_WAITING_FETCHES`; past that a FETCH is dropped and counted
-in ``fetches_limited``.
+twice, nor charged a FETCH again) and at most :data:`MAX_WAITING_FETCHES`; past that a
+FETCH is dropped and counted in ``fetches_limited``.
 
 Sans IO: ``now`` is passed in, and :attr:`FetchServing.serve_at` says when the waiting
 FETCHes can go on (the shell wakes then and calls :meth:`FetchServing.serve`).
@@ -129,10 +129,10 @@ class FetchServing:
         """A FETCH for ``state``: its answer, or nothing if it waits for its bytes."""
         if self._range(state, msg) is None:
             return []
+        if (msg.requester, msg.topic, msg.offset, msg.count) in self._waiting_keys:
+            return []  # asked again (its timeout passed): answered when due, at no new cost
         if not self._limiter.allow(msg.requester, now):
             return []
-        if (msg.requester, msg.topic, msg.offset, msg.count) in self._waiting_keys:
-            return []  # asked again (its timeout passed): it is answered when it is due
         if self._bytes_limiter.allow(msg.requester, now, 0.0):
             return self._answer(state, msg)
         self._wait(msg, now)
@@ -189,13 +189,13 @@ class FetchServing:
         if ends is None:
             self.resent += end - start
             direct = m.DirectRecord
+            contents = state.held[start - base + state.dead : end - base + state.dead]
+            # charged in bytes as the blobs below are: up to ``max_fetch_count`` records of
+            # any size a FETCH, and a requester's next FETCH waits until they are paid back
+            self._bytes_limiter.charge(requester, sum(map(len, contents)))
             return [
                 Publish(direct(requester, topic, node, offset, content))
-                for offset, content in zip(
-                    range(start, end),
-                    state.held[start - base + state.dead : end - base + state.dead],
-                    strict=True,
-                )
+                for offset, content in zip(range(start, end), contents, strict=True)
             ]
         out: list[Publish] = []
         i = bisect.bisect_right(ends, start)  # the blob holding ``start``

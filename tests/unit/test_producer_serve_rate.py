@@ -118,3 +118,36 @@ def test_the_io_loop_wakes_when_a_waiting_fetch_is_due(linger: float | None) -> 
     assert handler.has_pending()
     assert _served(handler.on_tick(due)) == [40, 50, 60, 70]
     assert not handler.has_pending() and handler.command_deadline() == linger
+
+
+def test_rfc46_answers_are_charged_in_bytes_as_signed_ones_are() -> None:
+    """An rfc46 FETCH is answered with every held record in its range, up to
+    ``max_fetch_count`` of any size: their bytes count against the requester's rate too,
+    so a requester cannot have more resent a second by asking an rfc46 producer."""
+    core = ProducerCore(P, trusted_stores=[STORE.node_id], serve_rate=RATE)  # rfc46
+    core.publish("t", [b"x" * 60_000] * 80, 1.0)
+    assert _served(core.handle(m.Fetch(P, CONSUMER, "t", 0, 40), 1.0)) == list(range(40))
+    # 2.4 MB sent against a 2 MiB burst: the next FETCH waits for its bytes
+    assert _served(core.handle(m.Fetch(P, CONSUMER, "t", 40, 40), 1.001)) == []
+    assert core.stats.fetches_paced == 1
+    due = core.serve_at
+    assert due is not None and 1.001 < due < 1.5
+    assert _served(core.tick(due)) == list(range(40, 80))
+
+
+def test_a_waiting_fetch_asked_again_spends_no_fetch_token() -> None:
+    """A FETCH already waiting for its bytes, asked again as its requester's timeout
+    passes, is neither queued twice nor charged against the requester's FETCH rate."""
+    wire = SignedProfile(PRODUCER, max_batch_records=10, max_batch_bytes=1024 * 1024)
+    core = ProducerCore(
+        P, profile=wire, trusted_stores=[STORE.node_id], serve_rate=RATE, fetch_burst=3
+    )
+    for _ in range(8):
+        core.publish("t", [b"x" * 60_000] * 10, 1.0, None, 1)
+    assert _served(core.handle(m.Fetch(P, CONSUMER, "t", 0, 40), 1.0)) == [0, 10, 20, 30]
+    for _ in range(5):  # one token for the first, none for the four repeats
+        assert _served(core.handle(m.Fetch(P, CONSUMER, "t", 40, 40), 1.0)) == []
+    assert core.stats.fetches_paced == 1 and core.stats.fetches_limited == 0
+    # the burst of 3 holds one token still: a new FETCH is taken (and waits)
+    assert _served(core.handle(m.Fetch(P, CONSUMER, "t", 0, 10), 1.0)) == []
+    assert core.stats.fetches_paced == 2 and core.stats.fetches_limited == 0
