@@ -133,9 +133,12 @@ def pyspy(directory: Path | None, name: str, pid: int) -> Iterator[None]:
         yield
         return
     directory.mkdir(parents=True, exist_ok=True)
+    binary = Path(sys.executable).parent / "py-spy"
+    if not binary.exists():
+        sys.exit(f"--pyspy: no {binary} (make install brings it, with the dev extra)")
     spy = subprocess.Popen(
         [
-            str(Path(sys.executable).parent / "py-spy"),
+            str(binary),
             "record",
             "--pid",
             str(pid),
