@@ -101,6 +101,7 @@ from benchmarks.baselines import (
     worker_ready,
     worker_result,
 )
+from benchmarks.throughput_table import RATED, print_table
 from benchmarks.workers import cpu_seconds, rss_bytes
 from dafka import Producer
 from dafka.api.common import node_config
@@ -438,6 +439,21 @@ def latency(
 # ------------------------------------------------------------------ main
 
 
+PHASES = (
+    "baseline",
+    "batched",
+    "lmdb",
+    "raw_store",
+    "acked",
+    "state_dir",
+    "durable",
+    "live",
+    "catch_up",
+    "memory",
+    "latency",
+)
+
+
 def _lingers(text: str) -> list[float]:
     """``--linger-ms``: comma-separated milliseconds, none for ''."""
     return [float(part) for part in text.split(",") if part.strip()]
@@ -462,8 +478,7 @@ def main() -> None:
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
         "--phases",
-        default="baseline,batched,lmdb,raw_store,acked,state_dir,durable,live,catch_up,memory,"
-        "latency",
+        default=",".join(PHASES),
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
     ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
@@ -483,6 +498,8 @@ def main() -> None:
     args = ap.parse_args()
     keep_freed_memory()  # the producer runs here: as the dafka-producer command does
     phases = set(args.phases.split(","))
+    if unknown := sorted(phases - set(PHASES)):
+        ap.error(f"--phases: no phase {', '.join(unknown)} (the phases: {', '.join(PHASES)})")
     global BUDGET, CONSUME, CURVE, PROGRESS
     PROGRESS = Progress(False if args.no_progress else None)
     CONSUME = args.consume
@@ -610,7 +627,7 @@ def main() -> None:
         finally:
             store.kill()
             tower.stop()
-    ran = [p for p in ("acked", "state_dir", "durable", "live", "catch_up") if p in results]
+    ran = [p for p in RATED if p in results]
     floor = results.get("raw_store")
     for phase in ran:
         r = results[phase]
@@ -627,96 +644,7 @@ def main() -> None:
     out = RESULTS / f"throughput-{profile}{curve}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
-    print(
-        f"\nload average {' '.join(load)} at the start, "
-        f"{' '.join(end_load)} at the end ({os.cpu_count()} CPUs)",
-        file=sys.stderr,
-    )
-    head = f"{'phase':<10} {'records/s':>12} {'vs raw 1/msg':>13} {'vs raw batched':>15}"
-    head += "  CPU us/record: producer, store"
-    print(head, file=sys.stderr)
-    raws = (
-        ("baseline", base),
-        ("batched", batched),
-        ("lmdb", results.get("lmdb")),
-        ("raw_store", floor),
-    )
-    for name, r in raws:
-        if isinstance(r, dict) and r["records"]:
-            print(
-                f"{name:<10} {r['rate']:>12,.0f} {r['rate'] / base['rate']:>13.3f} "
-                f"{r['rate'] / batched['rate']:>15.3f}",
-                file=sys.stderr,
-            )
-    for phase in ran:
-        r = results[phase]
-        assert isinstance(r, dict)
-        print(
-            f"{phase:<10} {r['rate']:>12,.0f} {r['ratio_to_baseline']:>13.3f} "
-            f"{r['ratio_to_batched']:>15.3f}"
-            + (
-                f"  {r['producer_cpu_us_per_record']:.2f}, {r['store_cpu_us_per_record']:.2f}"
-                if "producer_cpu_us_per_record" in r
-                else ""
-            )
-            + (
-                f"  consumer {r['consumer_cpu_us_per_record']:.2f}"
-                if "consumer_cpu_us_per_record" in r
-                else ""
-            )
-            + (
-                f", store {r['store_cpu_us_per_record']:.2f}"
-                if "store_cpu_us_per_record" in r and "producer_cpu_us_per_record" not in r
-                else ""
-            ),
-            file=sys.stderr,
-        )
-    if isinstance(floor, dict):
-        print(
-            "against raw_store (no signatures or checks; the floor under a store): "
-            + ", ".join(
-                f"{phase} {results[phase]['ratio_to_raw_store']:.2f}"  # type: ignore[index]
-                for phase in ran
-                if phase != "catch_up"
-            ),
-            file=sys.stderr,
-        )
-    lat, raw = results.get("latency"), results.get("latency_baseline")
-    if isinstance(lat, dict) and isinstance(raw, dict):
-        print(
-            f"latency at {args.latency_rate:,.0f}/s, default linger_ms="
-            f"{lat['linger_ms']:g}: p50 {lat.get('p50_us', 0):,.0f} us, "
-            f"p99 {lat.get('p99_us', 0):,.0f} us (raw PUB/SUB p50 {raw.get('p50_us', 0):,.0f} "
-            f"us, p99 {raw.get('p99_us', 0):,.0f} us)",
-            file=sys.stderr,
-        )
-    for lingered in results.get("latency_other_lingers", []):  # type: ignore[attr-defined]
-        print(
-            f"latency at {args.latency_rate:,.0f}/s with linger_ms={lingered['linger_ms']:g}: "
-            f"p50 {lingered.get('p50_us', 0):,.0f} us, p99 {lingered.get('p99_us', 0):,.0f} us",
-            file=sys.stderr,
-        )
-    mem = results.get("memory")
-    if isinstance(mem, dict):
-        prod, store_rss = mem["producer"], mem["store_rss_per_million"]
-        print(
-            f"memory: producer RSS grew {prod['growth_bytes'] / 2**20:,.1f} MiB filling a "
-            f"{prod['budget_bytes'] / 2**20:,.0f} MiB budget ({prod['queued_records']:,} records); "
-            "store RSS per million records (MiB): "
-            + " ".join(f"{b / 2**20:,.0f}" for b in store_rss)
-            + "; without the LMDB map (RssAnon): "
-            + " ".join(f"{b / 2**20:,.0f}" for b in mem.get("store_rss_anon_per_million", [])),
-            file=sys.stderr,
-        )
-        slow = mem.get("slow_store")
-        if isinstance(slow, dict):
-            print(
-                f"memory: slow store (stopped 0.5 s a second): producer RSS peak "
-                f"{slow['growth_bytes'] / 2**20:,.1f} MiB over start with a "
-                f"{slow['budget_bytes'] / 2**20:,.0f} MiB budget ({slow['sent_records']:,} "
-                "records sent)",
-                file=sys.stderr,
-            )
+    print_table(results, load, end_load, args.latency_rate)
     print(f"JSON: {out}", file=sys.stderr)
 
 
