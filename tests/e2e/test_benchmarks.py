@@ -134,3 +134,68 @@ def test_the_raft_benchmark_reports_ours_beside_the_floor_of_replications_io() -
         ours["commits_per_s"] / floor["commits_per_s"]
     )
     assert "floor (the I/O of replication alone" in run.stdout
+
+
+def test_repeated_runs_are_summarized_per_phase_with_ratios_taken_within_each_run() -> None:
+    from benchmarks.repeat import summarize
+
+    nan = float("nan")
+    runs = [
+        {
+            "baseline": {"rate": nan},  # not run
+            "batched": {"rate": 100.0},
+            "raw_store": {"rate": 50.0},
+            "acked": {"rate": 40.0},
+            "latency": {"rate": 10.0, "p50_us": 900.0, "p99_us": 1800.0},
+            "load_average_at_start": ["0.1", "0.1", "0.1"],
+        },
+        {
+            "batched": {"rate": 200.0},
+            "acked": {"rate": 50.0},
+            "latency": {"rate": 10.0, "p50_us": 1000.0, "p99_us": 2500.0},
+        },
+        {"batched": {"rate": 150.0}, "raw_store": {"rate": 75.0}, "acked": {"rate": 60.0}},
+    ]
+    summary = summarize(runs, {"acked": 0.35, "live": 0.35})
+    assert set(summary) == {"batched", "raw_store", "acked", "latency"}  # run, or no phase
+    acked = summary["acked"]
+    assert acked["runs"] == 3
+    assert acked["rate"] == {"median": 50.0, "min": 40.0, "max": 60.0}
+    # the median of each run's own ratio (0.4, 0.25, 0.4), not the medians' (50 / 150)
+    assert acked["ratio_to_batched"] == {"median": 0.4, "min": 0.25, "max": 0.4}
+    assert acked["ratio_to_raw_store"] == {"median": 0.8, "min": 0.8, "max": 0.8}
+    assert acked["target"] == 0.35 and acked["runs_at_target"] == 2
+    assert summary["raw_store"]["ratio_to_batched"]["median"] == 0.5
+    assert "ratio_to_raw_store" not in summary["raw_store"]
+    assert set(summary["batched"]) == {"runs", "rate"}
+    latency = summary["latency"]  # its rate is the pace it was sent at: left out
+    assert "rate" not in latency and latency["runs"] == 2
+    assert latency["p99_us"] == {"median": 2150.0, "min": 1800.0, "max": 2500.0}
+
+
+@pytest.mark.integration
+def test_the_repeat_benchmark_runs_the_throughput_benchmark_and_summarizes_its_phases() -> None:
+    run = bench(
+        "repeat",
+        "--runs",
+        "2",
+        "--target",
+        "acked=0.01",
+        "--",
+        "--records",
+        "20000",
+        "--phases",
+        "batched,acked",
+        timeout=300,
+    )
+    report = take_report(run.stderr.rsplit("JSON: ", 1)[1])
+    assert len(report["runs"]) == 2
+    for one in report["runs"]:  # each run's own report, kept whole, then removed here
+        take_report(one["json"])
+        assert one["acked"]["ratio_to_batched"] > 0
+    acked = report["summary"]["acked"]
+    ratios = sorted(one["acked"]["ratio_to_batched"] for one in report["runs"])
+    assert acked["ratio_to_batched"]["min"] == ratios[0]
+    assert acked["ratio_to_batched"]["max"] == ratios[1]
+    assert acked["runs"] == 2 and 0 <= acked["runs_at_target"] <= 2
+    assert "over 2 runs" in run.stderr and "run 2 of 2: load" in run.stderr

@@ -1,0 +1,202 @@
+"""Run the throughput benchmark several times and report each phase's spread.
+
+    python -m benchmarks.repeat [--runs 5] [--target PHASE=RATIO ...] -- THROUGHPUT-ARGS
+
+On a shared virtual machine one run's figures move by a factor of two or more from one run
+to the next, baselines included (``docs/architecture.md``), so one run says little about a
+ratio near its goal. Each run here is a whole ``python -m benchmarks.throughput``, with its
+own baselines measured in it: every ratio is taken within one run, like against like, and
+only then summarized over the runs (median, least and most). The load average before and
+after each run is kept beside its figures.
+
+``--target acked=0.35`` counts the runs whose ``acked`` phase reached 0.35x of the batched
+baseline. Writes JSON to benchmarks/results/repeat-<time>.json: every run's report and the
+summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["summarize"]
+
+BASELINES = {"batched": "ratio_to_batched", "raw_store": "ratio_to_raw_store"}
+"""The baselines each phase is divided by, within its run, and the name of that ratio."""
+LATENCIES = ("p50_us", "p99_us")
+"""A latency phase's percentiles: summarized instead of its rate (the pace it was sent at)."""
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def _rate(result: object) -> float | None:
+    """A phase's records a second, if it ran (a phase not run reports NaN or nothing)."""
+    if not isinstance(result, Mapping):
+        return None
+    rate = result.get("rate")
+    return float(rate) if isinstance(rate, int | float) and math.isfinite(rate) else None
+
+
+def _measures(report: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Per phase of one run's report: what it measured, and its ratios to the baselines
+    of that same run."""
+    bases = {ratio: _rate(report.get(base)) for base, ratio in BASELINES.items()}
+    out: dict[str, dict[str, float]] = {}
+    for name, result in report.items():
+        if not isinstance(result, Mapping):
+            continue
+        if "p99_us" in result:  # a latency phase: its rate is only the pace it was sent at
+            got = {k: float(result[k]) for k in LATENCIES if isinstance(result.get(k), int | float)}
+        else:
+            rate = _rate(result)
+            if rate is None:
+                continue
+            got = {"rate": rate}
+            if name not in ("baseline", "batched"):
+                for base, ratio in BASELINES.items():
+                    under = bases[ratio]
+                    if under and name != base:
+                        got[ratio] = rate / under
+        if got:
+            out[name] = got
+    return out
+
+
+def summarize(
+    reports: Sequence[Mapping[str, Any]], targets: Mapping[str, float] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per phase: the spread over ``reports`` (the throughput benchmark's JSON, one per
+    run) of its rate, of its ratios to the baselines (:data:`BASELINES`) taken within each
+    run, and of a latency phase's percentiles; ``runs``, how many reports have the phase;
+    for a phase in ``targets``, in how many of them its ratio to the batched baseline
+    reached the target."""
+    targets = targets or {}
+    per_phase: dict[str, list[dict[str, float]]] = {}
+    for report in reports:
+        for name, got in _measures(report).items():
+            per_phase.setdefault(name, []).append(got)
+    out: dict[str, dict[str, Any]] = {}
+    for name, runs in per_phase.items():
+        entry: dict[str, Any] = {"runs": len(runs)}
+        for key in ("rate", *BASELINES.values(), *LATENCIES):
+            values = [got[key] for got in runs if key in got]
+            if values:
+                entry[key] = _spread(values)
+        goal = targets.get(name)
+        if goal is not None:
+            entry["target"] = goal
+            entry["runs_at_target"] = sum(
+                1 for got in runs if got.get("ratio_to_batched", 0.0) >= goal
+            )
+        out[name] = entry
+    return out
+
+
+def _target(text: str) -> tuple[str, float]:
+    phase, sep, ratio = text.partition("=")
+    try:
+        if not sep or not phase:
+            raise ValueError(text)
+        return phase, float(ratio)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give PHASE=RATIO, as acked=0.35") from None
+
+
+def _run_once(args: Sequence[str], timeout: float) -> dict[str, Any]:
+    """One throughput run; its JSON report (the path it prints last), or exit with why."""
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.throughput", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if run.returncode != 0 or "JSON: " not in run.stderr:
+        tail = run.stderr.strip().splitlines()[-1:] or ["(nothing on stderr)"]
+        sys.exit(f"repeat: the throughput benchmark failed (exit {run.returncode}): {tail[0]}")
+    path = Path(run.stderr.rsplit("JSON: ", 1)[1].strip())
+    report: dict[str, Any] = json.loads(path.read_text())
+    report["json"] = str(path)
+    return report
+
+
+def _print(summary: Mapping[str, Mapping[str, Any]], runs: int) -> None:
+    print(f"over {runs} runs, median (least - most):", file=sys.stderr)
+    for name, entry in summary.items():
+        line = f"{name:<16}"
+        rate = entry.get("rate")
+        if rate is not None:
+            line += f" {rate['median']:>12,.0f} records/s ({rate['min']:,.0f} - {rate['max']:,.0f})"
+        for key, label in (
+            ("ratio_to_batched", "x raw batched"),
+            ("ratio_to_raw_store", " of raw_store"),
+        ):
+            r = entry.get(key)
+            if r is not None:
+                line += f"   {r['median']:.3f}{label} ({r['min']:.3f} - {r['max']:.3f})"
+        for key in LATENCIES:
+            r = entry.get(key)
+            if r is not None:
+                line += f"   {key[:3]} {r['median']:,.0f} us ({r['min']:,.0f} - {r['max']:,.0f})"
+        if "target" in entry:
+            line += (
+                f"   >= {entry['target']:g}x in {entry['runs_at_target']} of {entry['runs']} runs"
+            )
+        print(line, file=sys.stderr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        usage="python -m benchmarks.repeat [--runs N] [--target PHASE=RATIO] -- ARGS",
+    )
+    ap.add_argument("--runs", type=int, default=5, help="throughput runs (default 5)")
+    ap.add_argument(
+        "--target",
+        type=_target,
+        action="append",
+        default=[],
+        help="PHASE=RATIO: count the runs whose PHASE reached RATIO x raw batched",
+    )
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds a run may take")
+    ap.add_argument("throughput", nargs=argparse.REMAINDER, help="-- then the benchmark's args")
+    args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+    passed = [a for a in args.throughput if a != "--"]
+    if "--no-progress" not in passed:
+        passed.append("--no-progress")
+    reports = []
+    for i in range(args.runs):
+        report = _run_once(passed, args.timeout)
+        reports.append(report)
+        print(
+            f"run {i + 1} of {args.runs}: load {' '.join(report['load_average_at_start'])}"
+            f" -> {' '.join(report['load_average_at_end'])}; {report['json']}",
+            file=sys.stderr,
+        )
+    summary = summarize(reports, dict(args.target))
+    _print(summary, args.runs)
+    out = (
+        Path(__file__).resolve().parent
+        / "results"
+        / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps({"args": passed, "runs": reports, "summary": summary}, indent=2) + "\n"
+    )
+    print(f"JSON: {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
