@@ -31,6 +31,9 @@ __all__ = ["summarize"]
 
 BASELINES = {"batched": "ratio_to_batched", "raw_store": "ratio_to_raw_store"}
 """The baselines each phase is divided by, within its run, and the name of that ratio."""
+STORING = ("acked", "state_dir", "durable", "live")
+"""The phases whose records a store writes as they come: measured against ``raw_store``
+too (the others, against raw batched only)."""
 LATENCIES = ("p50_us", "p99_us")
 """A latency phase's percentiles: summarized instead of its rate (the pace it was sent at)."""
 
@@ -62,11 +65,10 @@ def _measures(report: Mapping[str, Any]) -> dict[str, dict[str, float]]:
             if rate is None:
                 continue
             got = {"rate": rate}
-            if name not in ("baseline", "batched"):
-                for base, ratio in BASELINES.items():
-                    under = bases[ratio]
-                    if under and name != base:
-                        got[ratio] = rate / under
+            for base, ratio in BASELINES.items():
+                under = bases[ratio]
+                if under and name != base and (base == "batched" or name in STORING):
+                    got[ratio] = rate / under
         if got:
             out[name] = got
     return out

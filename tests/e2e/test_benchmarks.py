@@ -143,6 +143,7 @@ def test_repeated_runs_are_summarized_per_phase_with_ratios_taken_within_each_ru
     runs = [
         {
             "baseline": {"rate": nan},  # not run
+            "lmdb": {"rate": 80.0},
             "batched": {"rate": 100.0},
             "raw_store": {"rate": 50.0},
             "acked": {"rate": 40.0},
@@ -154,10 +155,15 @@ def test_repeated_runs_are_summarized_per_phase_with_ratios_taken_within_each_ru
             "acked": {"rate": 50.0},
             "latency": {"rate": 10.0, "p50_us": 1000.0, "p99_us": 2500.0},
         },
-        {"batched": {"rate": 150.0}, "raw_store": {"rate": 75.0}, "acked": {"rate": 60.0}},
+        {
+            "batched": {"rate": 150.0},
+            "raw_store": {"rate": 75.0},
+            "acked": {"rate": 60.0},
+            "catch_up": {"rate": 300.0},
+        },
     ]
     summary = summarize(runs, {"acked": 0.35, "live": 0.35})
-    assert set(summary) == {"batched", "raw_store", "acked", "latency"}  # run, or no phase
+    assert set(summary) == {"batched", "lmdb", "raw_store", "acked", "catch_up", "latency"}
     acked = summary["acked"]
     assert acked["runs"] == 3
     assert acked["rate"] == {"median": 50.0, "min": 40.0, "max": 60.0}
@@ -168,6 +174,8 @@ def test_repeated_runs_are_summarized_per_phase_with_ratios_taken_within_each_ru
     assert summary["raw_store"]["ratio_to_batched"]["median"] == 0.5
     assert "ratio_to_raw_store" not in summary["raw_store"]
     assert set(summary["batched"]) == {"runs", "rate"}
+    for raw_or_read in ("lmdb", "catch_up"):  # against raw batched only
+        assert set(summary[raw_or_read]) == {"runs", "rate", "ratio_to_batched"}
     latency = summary["latency"]  # its rate is the pace it was sent at: left out
     assert "rate" not in latency and latency["runs"] == 2
     assert latency["p99_us"] == {"median": 2150.0, "min": 1800.0, "max": 2500.0}
