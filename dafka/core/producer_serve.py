@@ -6,14 +6,15 @@ on, up to one answer's bound (signed, :mod:`dafka.core.answers`). FETCHes are no
 so the work is bounded per requester and over all requesters
 (:class:`~dafka.core.limits.RequestLimiter`): FETCHes a second, dropped past their rate
 (``fetches_limited``), and bytes resent a second, blobs or rfc46 records (64 MiB per
-requester, bursts of 128 MiB; 256 MiB over all, bursts of 512 MiB). A FETCH whose requester, or all requesters
-together, spent those bytes waits in a bounded queue until they are paid back, then is
-served (``fetches_paced``), as a store's does (:mod:`dafka.core.store.serve`): dropped,
-it was asked again only after the requester's timeout (1 s), so a consumer catching up
-past the burst from a producer no store had acknowledged stalled a second about every
-64 MiB. The queue holds one entry per distinct FETCH (asked again, it is not queued
-twice, nor charged a FETCH again) and at most :data:`MAX_WAITING_FETCHES`; past that a
-FETCH is dropped and counted in ``fetches_limited``.
+requester, bursts of 128 MiB; 256 MiB over all, bursts of 512 MiB). A FETCH whose
+requester, or all requesters together, spent those bytes waits in a bounded queue until
+they are paid back, then is served (``fetches_paced``), as a store's does
+(:mod:`dafka.core.store.serve`): dropped, it was asked again only after the requester's
+timeout (1 s), so a consumer catching up past the burst from a producer no store had
+acknowledged stalled a second about every 64 MiB. The queue holds one entry per distinct
+FETCH (asked again, it is not queued twice, nor charged a FETCH again) and at most
+:data:`MAX_WAITING_FETCHES`; past that a FETCH is dropped and counted in
+``fetches_limited``.
 
 Sans IO: ``now`` is passed in, and :attr:`FetchServing.serve_at` says when the waiting
 FETCHes can go on (the shell wakes then and calls :meth:`FetchServing.serve`).
