@@ -219,3 +219,27 @@ def test_the_repeat_benchmark_runs_the_throughput_benchmark_and_summarizes_its_p
     reached = [one["acked"]["ratio_to_batched"] >= 0.01 for one in report["runs"]]
     assert acked["targets"] == [{"against": "batched", "ratio": 0.01, "runs": sum(reached)}]
     assert "over 2 runs" in run.stderr and "run 2 of 2: load" in run.stderr
+
+
+@pytest.mark.integration
+def test_the_disk_benchmark_reports_each_way_of_writing_or_why_it_could_not() -> None:
+    run = bench(
+        "disk",
+        *("--batches", "8", "--batch-kib", "64", "--per-sync", "2", "--rounds", "2"),
+        "--no-progress",
+        timeout=120,
+    )
+    report = take_report(run.stderr.rsplit("JSON: ", 1)[1])
+    assert len(report["rounds"]) == 2
+    summary = report["summary"]
+    assert set(summary) == {"lmdb", "buffered", "direct"}
+    assert "unsupported" not in summary["buffered"] and "unsupported" not in summary["lmdb"]
+    for way, entry in summary.items():
+        if "unsupported" in entry:  # O_DIRECT on a file system that refuses it
+            assert way == "direct" and "unsupported here" in run.stderr
+            continue
+        assert entry["cpu_us_per_batch"]["min"] > 0 and entry["mb_per_second"]["min"] > 0
+        for one in report["rounds"]:
+            assert one[way]["batches"] == 8
+    assert "cpu_vs_buffered" in summary["lmdb"] and "cpu_vs_buffered" not in summary["buffered"]
+    assert not list(ROOT.glob("dafka-disk-*"))  # its files are gone
