@@ -62,7 +62,7 @@ pipeline: install  ## the Spark example: events -> windowed counts per user -> a
 lint: install
 	$(BIN)/ruff format --check --line-length 100 $(SRC)
 	$(BIN)/ruff check --line-length 100 --select E,F,W,I,B,UP --ignore E501,B008 $(SRC)
-	$(BIN)/mypy dafka tower
+	$(BIN)/mypy dafka tower benchmarks
 
 format: install
 	$(BIN)/ruff format --line-length 100 $(SRC)

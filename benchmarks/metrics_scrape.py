@@ -94,7 +94,7 @@ def main() -> None:
     print(json.dumps(report))
     if not args.json:
         print(f"{'case':<24}{'topics':>8}{'mean ms':>10}{'p95 ms':>10}{'bytes':>8}")
-        for r in report["results"]:  # type: ignore[union-attr]
+        for r in report["results"]:  # type: ignore[attr-defined]
             print(
                 f"{r['case']:<24}{r['topics']:>8}{r['mean_ms']:>10}{r['p95_ms']:>10}{r['bytes']:>8}"
             )

@@ -84,7 +84,7 @@ def _consumer(args: argparse.Namespace) -> None:
                 got += len(run.values)
     gaps.sort(reverse=True)
     first = start if first is None else first
-    report = {"records": got, "first_after": round(first - start, 2)}
+    report: dict[str, object] = {"records": got, "first_after": round(first - start, 2)}
     report["catchup_s"] = round((last or first) - first, 2)
     report["gaps_over_0.5s"] = sum(g > 0.5 for g in gaps)
     report["max_gaps"] = [round(g, 2) for g in gaps[:5]]

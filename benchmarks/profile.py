@@ -90,10 +90,10 @@ def main() -> None:
         return
     for name, r in report.items():
         print(f"== {name}: {r['samples']} samples")
-        for area, share in r["areas"].items():  # type: ignore[union-attr]
+        for area, share in r["areas"].items():  # type: ignore[attr-defined]
             print(f"   {share:5.1f}%  {area}")
         print("   leaf frames:")
-        for frame, share in r["leaf"]:  # type: ignore[union-attr]
+        for frame, share in r["leaf"]:  # type: ignore[attr-defined]
             print(f"   {share:5.1f}%  {frame}")
 
 

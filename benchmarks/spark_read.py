@@ -292,7 +292,7 @@ def micro_batch(spark, towers: str, topic: str, n: int, tasks: int) -> dict[str,
     }
 
 
-def _timed(what: str, n: int, load: Callable[[], Any]) -> dict[str, float]:
+def _timed(what: str, n: int, load: Callable[[], Any]) -> dict[str, object]:
     """One timed run of the query every batch phase makes: ``load()`` a DataFrame, then
     count its ``n`` rows and sum their values' lengths."""
     from pyspark.sql import functions as F
@@ -322,7 +322,7 @@ def _cold_then_warm(what: str, n: int, repeat: int, load: Callable[[], Any]) -> 
 
 def batch_read(
     spark, towers: str, topic: str, n: int, tasks: int, schema: str | None = None, **options: str
-) -> dict[str, float]:
+) -> dict[str, object]:
     def load():
         reader = spark.read.format("dafka")
         if schema is not None:
