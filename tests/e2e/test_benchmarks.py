@@ -30,6 +30,11 @@ def bench(module: str, *args: str, timeout: float = 120) -> subprocess.Completed
     return run
 
 
+def printed_path(run: subprocess.CompletedProcess[str]) -> str:
+    """Where a benchmark wrote its JSON report: the path it printed last on stderr."""
+    return run.stderr.rsplit("JSON: ", 1)[1]
+
+
 def take_report(path: str) -> dict[str, Any]:
     """The JSON report a benchmark wrote at ``path`` (as printed), removed once read."""
     out = Path(path.strip())
@@ -51,7 +56,7 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
         "20000",
         timeout=300,
     )
-    report = take_report(run.stderr.rsplit("JSON: ", 1)[1])
+    report = take_report(printed_path(run))
     assert report["records_per_batch"] > 1
     assert report["batched"]["messages"] == -(-20000 // report["records_per_batch"])
     assert report["lmdb"]["transactions"] == report["batched"]["messages"]
@@ -195,18 +200,11 @@ def test_repeated_runs_are_summarized_per_phase_with_ratios_taken_within_each_ru
 def test_the_repeat_benchmark_runs_the_throughput_benchmark_and_summarizes_its_phases() -> None:
     run = bench(
         "repeat",
-        "--runs",
-        "2",
-        "--target",
-        "acked=0.01",
-        "--",
-        "--records",
-        "20000",
-        "--phases",
-        "batched,acked",
+        *("--runs", "2", "--target", "acked=0.01"),
+        *("--", "--records", "20000", "--phases", "batched,acked"),
         timeout=300,
     )
-    report = take_report(run.stderr.rsplit("JSON: ", 1)[1])
+    report = take_report(printed_path(run))
     assert len(report["runs"]) == 2
     for one in report["runs"]:  # each run's own report, kept whole, then removed here
         take_report(one["json"])
@@ -229,7 +227,7 @@ def test_the_disk_benchmark_reports_each_way_of_writing_or_why_it_could_not() ->
         "--no-progress",
         timeout=120,
     )
-    report = take_report(run.stderr.rsplit("JSON: ", 1)[1])
+    report = take_report(printed_path(run))
     assert len(report["rounds"]) == 2
     summary = report["summary"]
     assert set(summary) == {"lmdb", "buffered", "direct"}
