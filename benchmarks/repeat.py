@@ -11,8 +11,8 @@ after each run is kept beside its figures.
 
 ``--target acked=0.35`` counts the runs whose ``acked`` phase reached 0.35x of raw batched
 (``batched``); ``--target acked/baseline=0.6`` 0.6x of raw PUB/SUB one message per record
-(``baseline``), the rfc46 goal; ``/raw_store``, of the raw store. Writes JSON to benchmarks/results/repeat-<time>.json: every run's report and the
-summary.
+(``baseline``), the rfc46 goal; ``/raw_store``, of the raw store. Writes JSON to
+benchmarks/results/repeat-<time>.json: every run's report and the summary.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Target", "summarize"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BASELINES = {
     "baseline": "ratio_to_baseline",
@@ -142,12 +144,16 @@ def _target(text: str) -> Target:
 
 def _run_once(args: Sequence[str], timeout: float) -> dict[str, Any]:
     """One throughput run; its JSON report (the path it prints last), or exit with why."""
-    run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.throughput", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "benchmarks.throughput", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        sys.exit(f"repeat: a throughput run took more than {timeout:g} s (--timeout)")
     if run.returncode != 0 or "JSON: " not in run.stderr:
         tail = run.stderr.strip().splitlines()[-1:] or ["(nothing on stderr)"]
         sys.exit(f"repeat: the throughput benchmark failed (exit {run.returncode}): {tail[0]}")
@@ -200,7 +206,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
-    passed = [a for a in args.throughput if a != "--"]
+    passed = list(args.throughput)
+    if passed[:1] == ["--"]:
+        del passed[0]
     if "--no-progress" not in passed:
         passed.append("--no-progress")
     reports = []
@@ -214,11 +222,7 @@ def main() -> None:
         )
     summary = summarize(reports, args.target)
     _print(summary, args.runs)
-    out = (
-        Path(__file__).resolve().parent
-        / "results"
-        / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    )
+    out = ROOT / "benchmarks" / "results" / f"repeat-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps({"args": passed, "runs": reports, "summary": summary}, indent=2) + "\n"
