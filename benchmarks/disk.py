@@ -66,28 +66,30 @@ def _file(directory: Path, batch: bytes, batches: int, per_sync: int, direct: bo
         raise Unsupported(f"open: {exc.strerror}") from exc
     size = len(batch) * per_sync
     # O_DIRECT wants the address, the length and the file offset aligned: an anonymous
-    # mapping is page-aligned, and each write is padded up to whole pages
+    # mapping is page-aligned, and each of its writes is padded up to whole pages. Both
+    # ways copy the batches into the same kind of buffer first (the one copy a store would
+    # still make), so that the page cache is all that differs
     padded = -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
-    buf = mmap.mmap(-1, padded) if direct else None
+    buf = mmap.mmap(-1, padded)
+    out = memoryview(buf) if direct else memoryview(buf)[:size]
+    step = padded if direct else size
     try:
         offset = 0
         for _ in range(batches // per_sync):
-            if buf is not None:
-                for i in range(per_sync):  # the one copy a store would still make
-                    buf[i * len(batch) : (i + 1) * len(batch)] = batch
-                try:
-                    os.pwrite(fd, buf, offset)
-                except OSError as exc:
+            for i in range(per_sync):
+                buf[i * len(batch) : (i + 1) * len(batch)] = batch
+            try:
+                os.pwrite(fd, out, offset)
+            except OSError as exc:
+                if direct:
                     raise Unsupported(f"pwrite: {exc.strerror}") from exc
-                offset += padded
-            else:
-                os.pwrite(fd, batch * per_sync, offset)
-                offset += size
+                raise
+            offset += step
             os.fdatasync(fd)
     finally:
         os.close(fd)
-        if buf is not None:
-            buf.close()
+        out.release()
+        buf.close()
 
 
 def measure(
