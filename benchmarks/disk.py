@@ -13,9 +13,10 @@ what one drain brought:
                 copied into it first, in user space): the device reads the buffer itself,
                 with no page-cache copy.
 
-The three alternate, ``--rounds`` times, so that a machine whose speed drifts during the
-run (this VM's page-cache copy moves 3-4x from one process to the next) treats them
-alike. Prints CPU per batch and MB/s of each way (median over the rounds, least and most),
+The three alternate, ``--rounds`` times, each round starting with the next of them, so that
+a machine whose speed drifts during the run treats them alike: on this VM the copy into
+the page cache costs up to ten times more on pages the guest has not used lately
+(``docs/architecture.md``), and the first way of a round gets those. Prints CPU per batch and MB/s of each way (median over the rounds, least and most),
 each way's CPU against ``buffered``'s in the same round, and the load average before and
 after; writes JSON to benchmarks/results/disk-<time>.json. A file system that refuses
 ``O_DIRECT`` (tmpfs before Linux 6.6) reports ``direct`` as unsupported.
@@ -139,10 +140,13 @@ def main() -> None:
     rounds: list[dict[str, dict[str, float | str]]] = []
     for r in range(args.rounds):
         got: dict[str, dict[str, float | str]] = {}
-        for way in WAYS:
+        # each round starts with the next way: the first to write in a round gets the
+        # page-cache pages nobody used lately (on this VM, given back to the host and slow
+        # to touch again); the ways after it reuse the pages their predecessors freed
+        for way in WAYS[r % len(WAYS) :] + WAYS[: r % len(WAYS)]:
             with tempfile.TemporaryDirectory(dir=args.dir, prefix="dafka-disk-") as tmp:
                 got[way] = measure(way, Path(tmp), batch, args.batches, args.per_sync)
-        rounds.append(got)
+        rounds.append(got)  # in the order they ran
         if not args.no_progress:
             print(
                 f"round {r + 1} of {args.rounds}: "
