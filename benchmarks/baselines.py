@@ -144,17 +144,20 @@ def baseline_lmdb(n: int, size: int, per_batch: int, directory: Path) -> dict[st
 
 
 def baseline_store(
-    n: int, size: int, per_batch: int, directory: Path, budget: int
+    n: int, size: int, per_batch: int, directory: Path, budget: int, direct: bool = False
 ) -> dict[str, float]:
     """Raw PUB/SUB batches (as ``baseline_batched``) to ``benchmarks.workers``' raw store,
     which commits them to LMDB, synced, and acknowledges; at most ``budget`` bytes of
     batches unacknowledged, as a producer's ``max_unacked_bytes``. What a store must do at
-    least, on the wire: the floor under the ``acked`` phase."""
+    least, on the wire: the floor under the ``acked`` phase. ``direct``: the raw store
+    writes the batches through ``O_DIRECT`` and commits only their index to LMDB."""
     counts = list(_batches(n, per_batch))
     ctx: zmq.Context = zmq.Context.instance()
     acks = ctx.socket(zmq.PULL)
     port = acks.bind_to_random_port("tcp://127.0.0.1")
-    worker_args = ("raw-store", "--acks", f"tcp://127.0.0.1:{port}", "--dir", str(directory))
+    worker_args: tuple[str, ...] = ("raw-store", "--acks", f"tcp://127.0.0.1:{port}")
+    worker_args += ("--dir", str(directory))
+    worker_args += ("--direct",) if direct else ()
     pub, worker = _raw_pub(len(counts), size, worker_args=worker_args)
     values = [b"x" * size] * n
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@
                                     [--api many|one] [--consume records|batches]
                                     [--latency-rate 10000]
                                     [--latency-seconds 10] [--linger-ms 0[,MS...]]
-                                    [--phases baseline,batched,lmdb,raw_store,acked,
+                                    [--phases baseline,batched,lmdb,raw_store,raw_direct,acked,
                                               state_dir,durable,live,catch_up,memory,latency]
                                     [--pyspy DIR] [--curve] [--commit-thread] [--budget-mib M]
                                     [--no-progress]
@@ -23,6 +23,10 @@ Phases (one tower and one store, fsync on, each phase a fresh topic):
              transaction on a writer thread, then acknowledges; the sender holds at most
              the Producer's unacknowledged budget: no signatures, checks or heads, the
              floor under ``acked`` and ``live`` (each printed against it too)
+* raw_direct the same, but the raw store writes the batches to a segment file through
+             ``O_DIRECT`` and commits only their index to LMDB: the floor under a store
+             built so, which never copies a batch into the page cache (not in the
+             default phases)
 * acked      a Producer sends N records; time until every one is durable (store-ACKed);
              also the CPU time the producer (this process) and the store spent per
              record, which other work on the cores does not move as it moves the rate,
@@ -444,6 +448,7 @@ PHASES = (
     "batched",
     "lmdb",
     "raw_store",
+    "raw_direct",
     "acked",
     "state_dir",
     "durable",
@@ -478,7 +483,7 @@ def main() -> None:
     ap.add_argument("--pyspy", type=Path, default=None, help="record py-spy profiles here")
     ap.add_argument(
         "--phases",
-        default=",".join(PHASES),
+        default=",".join(p for p in PHASES if p != "raw_direct"),
         help="comma-separated subset of the phases to run (catch_up needs acked)",
     )
     ap.add_argument("--curve", action="store_true", help="ZMTP CURVE on every Dafka socket")
@@ -543,11 +548,19 @@ def main() -> None:
         print(f"lmdb: raw LMDB, one synced transaction per {per_batch} records", file=sys.stderr)
         with tempfile.TemporaryDirectory() as tmp:
             results["lmdb"] = baseline_lmdb(n, size, per_batch, Path(tmp))
+    budget = BUDGET or inspect.signature(Producer).parameters["max_unacked_bytes"].default
     if "raw_store" in phases:
         print("raw_store: raw PUB/SUB batches -> LMDB commits (synced) -> ACKs", file=sys.stderr)
         with tempfile.TemporaryDirectory() as tmp:
-            budget = BUDGET or inspect.signature(Producer).parameters["max_unacked_bytes"].default
             results["raw_store"] = baseline_store(n, size, per_batch, Path(tmp), budget)
+    if "raw_direct" in phases:
+        print(
+            "raw_direct: raw PUB/SUB batches -> O_DIRECT segment + LMDB index (synced) -> ACKs",
+            file=sys.stderr,
+        )
+        # under the project, not in /tmp, which may be a tmpfs (no O_DIRECT before Linux 6.6)
+        with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parents[1]) as tmp:
+            results["raw_direct"] = baseline_store(n, size, per_batch, Path(tmp), budget, True)
     tower: Tower | CurveTower = CurveTower() if args.curve else Tower()
     with tempfile.TemporaryDirectory() as tmp:
         store = StoreProc(

@@ -34,6 +34,7 @@ def print_table(
         ("batched", batched),
         ("lmdb", results.get("lmdb")),
         ("raw_store", floor),
+        ("raw_direct", results.get("raw_direct")),
     )
     for name, r in raws:
         if isinstance(r, dict) and r["records"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import struct
 import sys
 import time
@@ -60,12 +61,19 @@ in a store. Larger commits measured slower here (scratch runs of 1M records, up 
 commit: 2.0-2.6M records/s, against 4.5-5.2M)."""
 
 
-def raw_store(endpoint: str, acks: str, directory: str, count: int) -> dict[str, object]:
+def raw_store(
+    endpoint: str, acks: str, directory: str, count: int, direct: bool = False
+) -> dict[str, object]:
     """The least a store does, on the wire: a SUB reads each batch (one message), a writer
     thread puts the batches the reader queued meanwhile (``RAW_STORE_QUEUE`` at most) into
     one LMDB transaction synced on commit (LMDB's default), then sends the count stored so
     far on a PUSH. No decoding, no signatures, no checks, no heads: the floor under
-    ``acked`` (``baseline_store``)."""
+    ``acked`` (``baseline_store``).
+
+    ``direct``: the batches go to a segment file instead, through ``O_DIRECT`` (copied
+    into one page-aligned buffer, written, ``fdatasync``), and only their index (where each
+    one is) into the synced LMDB transaction: the floor under a store built so
+    (``docs/architecture.md``), which never copies a batch into the page cache."""
     import queue
     import threading
 
@@ -77,6 +85,7 @@ def raw_store(endpoint: str, acks: str, directory: str, count: int) -> dict[str,
     sub.setsockopt(zmq.SUBSCRIBE, b"")
     sub.connect(endpoint)
     env = lmdb.open(directory, map_size=1 << 40)
+    segment = _DirectSegment(os.path.join(directory, "segment")) if direct else None
     received: queue.Queue[memoryview] = queue.Queue(maxsize=RAW_STORE_QUEUE)
     commits = [0]
 
@@ -91,10 +100,23 @@ def raw_store(endpoint: str, acks: str, directory: str, count: int) -> dict[str,
                     batch.append(received.get_nowait())
                 except queue.Empty:
                     break
-            with env.begin(write=True) as txn:
+            if segment is None:
+                with env.begin(write=True) as txn:
+                    for blob in batch:
+                        stored += 1
+                        txn.put(_STAMP.pack(stored), blob)
+            else:
+                index = []
                 for blob in batch:
                     stored += 1
-                    txn.put(_STAMP.pack(stored), blob)
+                    index.append(
+                        (_STAMP.pack(stored), _STAMP.pack(segment.at) + _STAMP.pack(len(blob)))
+                    )
+                    segment.append(blob)
+                segment.sync()
+                with env.begin(write=True) as txn:
+                    for key, where in index:
+                        txn.put(key, where)
             commits[0] += 1
             ack.send(b"%d" % stored)
         ack.close(linger=1000)
@@ -106,7 +128,50 @@ def raw_store(endpoint: str, acks: str, directory: str, count: int) -> dict[str,
         received.put(sub.recv_multipart(copy=False)[-1].buffer)  # [header, blob]
     writer.join()
     env.close()
+    if segment is not None:
+        segment.close()
     return {"count": count, "commits": commits[0]}
+
+
+class _DirectSegment:
+    """An append-only file written through ``O_DIRECT``: what is appended is copied into
+    one page-aligned buffer, and :meth:`sync` writes it at the file's end, padded to whole
+    pages (as ``O_DIRECT`` wants), then ``fdatasync``s. ``at``: where the next append lands."""
+
+    def __init__(self, path: str) -> None:
+        import mmap
+
+        self._mmap = mmap
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_DIRECT, 0o600)
+        self._buf = mmap.mmap(-1, 8 << 20)
+        self._used = 0
+        self._written = 0
+        self.at = 0
+
+    def append(self, blob: memoryview) -> None:
+        end = self._used + len(blob)
+        if end > len(self._buf):
+            grown = self._mmap.mmap(-1, -(-end // (8 << 20)) * (8 << 20))
+            grown[: self._used] = self._buf[: self._used]
+            self._buf.close()
+            self._buf = grown
+        self._buf[self._used : end] = blob
+        self._used = end
+        self.at += len(blob)
+
+    def sync(self) -> None:
+        page = self._mmap.PAGESIZE
+        padded = -(-self._used // page) * page
+        with memoryview(self._buf) as out:
+            os.pwrite(self._fd, out[:padded], self._written)
+        os.fdatasync(self._fd)
+        self._written += padded
+        self.at = self._written
+        self._used = 0
+
+    def close(self) -> None:
+        os.close(self._fd)
+        self._buf.close()
 
 
 def dafka_consume(
@@ -279,6 +344,7 @@ def main() -> None:
     ap.add_argument("--endpoint", default="")
     ap.add_argument("--acks", default="", help="raw-store: where to PUSH its ACKs")
     ap.add_argument("--dir", default="", help="raw-store: its LMDB directory")
+    ap.add_argument("--direct", action="store_true", help="raw-store: O_DIRECT segment")
     ap.add_argument("--tower", default="")
     ap.add_argument("--topic", default="bench")
     ap.add_argument("--count", type=int, required=True)
@@ -291,7 +357,7 @@ def main() -> None:
     if a.kind == "raw-sub":
         result = raw_sub(a.endpoint, a.count, a.latency)
     elif a.kind == "raw-store":
-        result = raw_store(a.endpoint, a.acks, a.dir, a.count)
+        result = raw_store(a.endpoint, a.acks, a.dir, a.count, a.direct)
     elif a.kind == "producer-memory":
         result = producer_memory(a.tower, a.budget, a.size, a.seconds)
     else:

@@ -51,7 +51,7 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
         "--records",
         "20000",
         "--phases",
-        "baseline,batched,lmdb,raw_store,acked,catch_up,memory",
+        "baseline,batched,lmdb,raw_store,raw_direct,acked,catch_up,memory",
         "--growth-records",
         "20000",
         timeout=300,
@@ -63,6 +63,9 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     floor = report["raw_store"]  # every batch stored and acknowledged, in commits of 1-4
     assert floor["messages"] == report["batched"]["messages"]
     assert floor["messages"] / 4 <= floor["commits"] <= floor["messages"]
+    direct = report["raw_direct"]  # the same, through O_DIRECT and an LMDB index
+    assert direct["messages"] == floor["messages"]
+    assert direct["messages"] / 4 <= direct["commits"] <= direct["messages"]
     assert report["acked"]["ratio_to_raw_store"] == pytest.approx(
         report["acked"]["rate"] / floor["rate"]
     )
