@@ -38,14 +38,10 @@ BASELINES = {
     "batched": "ratio_to_batched",
     "raw_store": "ratio_to_raw_store",
 }
-"""The baselines a phase is divided by, within its run, and the name of that ratio."""
-DAFKA = ("acked", "state_dir", "durable", "live", "catch_up")
-"""The phases of our nodes: against raw PUB/SUB one message per record too (the raw
-phases, against raw batched only)."""
-STORING = DAFKA[:-1]
-"""The phases whose records a store writes as they come: against ``raw_store`` too."""
-LATENCIES = ("p50_us", "p99_us")
-"""A latency phase's percentiles: summarized instead of its rate (the pace it was sent at)."""
+"""The baselines a target may be measured against, and the ratio a run's report gives for
+it (``benchmarks.throughput`` says which phase is measured against which)."""
+MEASURES = ("rate", *BASELINES.values(), "p50_us", "p99_us")
+"""What is summarized of a phase, where its report has it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,34 +60,20 @@ def _spread(values: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def _rate(result: object) -> float | None:
-    """A phase's records a second, if it ran (a phase not run reports NaN or nothing)."""
-    if not isinstance(result, Mapping):
-        return None
-    rate = result.get("rate")
-    return float(rate) if isinstance(rate, int | float) and math.isfinite(rate) else None
-
-
 def _measures(report: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Per phase of one run's report: what it measured, and its ratios to the baselines
-    of that same run."""
-    bases = {ratio: _rate(report.get(base)) for base, ratio in BASELINES.items()}
+    """Per phase of one run's report: its :data:`MEASURES` that are there and finite (a
+    phase not run reports NaN; a latency phase's rate is only the pace it was sent at)."""
     out: dict[str, dict[str, float]] = {}
     for name, result in report.items():
         if not isinstance(result, Mapping):
             continue
-        if "p99_us" in result:  # a latency phase: its rate is only the pace it was sent at
-            got = {k: float(result[k]) for k in LATENCIES if isinstance(result.get(k), int | float)}
-        else:
-            rate = _rate(result)
-            if rate is None:
-                continue
-            got = {"rate": rate}
-            for base, ratio in BASELINES.items():
-                under = bases[ratio]
-                ours = name in (STORING if base == "raw_store" else DAFKA)
-                if under and name != base and (base == "batched" or ours):
-                    got[ratio] = rate / under
+        got = {
+            key: float(value)
+            for key in MEASURES
+            if isinstance(value := result.get(key), int | float) and math.isfinite(value)
+        }
+        if "p99_us" in got:
+            got.pop("rate", None)
         if got:
             out[name] = got
     return out
@@ -101,8 +83,8 @@ def summarize(
     reports: Sequence[Mapping[str, Any]], targets: Sequence[Target] = ()
 ) -> dict[str, dict[str, Any]]:
     """Per phase: the spread over ``reports`` (the throughput benchmark's JSON, one per
-    run) of its rate, of its ratios to the baselines (:data:`BASELINES`) taken within each
-    run, and of a latency phase's percentiles; ``runs``, how many reports have the phase;
+    run) of its rate, of its ratios to the baselines (as each run's report gives them, taken
+    within that run), and of a latency phase's percentiles; ``runs``, how many reports have the phase;
     for a phase in ``targets``, in how many of them its ratio reached each."""
     per_phase: dict[str, list[dict[str, float]]] = {}
     for report in reports:
@@ -111,7 +93,7 @@ def summarize(
     out: dict[str, dict[str, Any]] = {}
     for name, runs in per_phase.items():
         entry: dict[str, Any] = {"runs": len(runs)}
-        for key in ("rate", *BASELINES.values(), *LATENCIES):
+        for key in MEASURES:
             values = [got[key] for got in runs if key in got]
             if values:
                 entry[key] = _spread(values)
@@ -178,7 +160,7 @@ def _print(summary: Mapping[str, Mapping[str, Any]], runs: int) -> None:
             r = entry.get(key)
             if r is not None:
                 line += f"   {r['median']:.3f}{label} ({r['min']:.3f} - {r['max']:.3f})"
-        for key in LATENCIES:
+        for key in ("p50_us", "p99_us"):
             r = entry.get(key)
             if r is not None:
                 line += f"   {key[:3]} {r['median']:,.0f} us ({r['min']:,.0f} - {r['max']:,.0f})"

@@ -11,6 +11,8 @@ from typing import Any
 
 __all__ = ["print_table"]
 
+RAW = ("baseline", "batched", "lmdb", "raw_store", "raw_direct")
+"""The raw phases (pyzmq, LMDB, the raw stores), in the table's order."""
 RATED = ("acked", "state_dir", "durable", "live", "catch_up")
 """The Dafka phases measured against the baselines, in the table's order."""
 
@@ -29,14 +31,8 @@ def print_table(
     head = f"{'phase':<10} {'records/s':>12} {'vs raw 1/msg':>13} {'vs raw batched':>15}"
     head += "  CPU us/record: producer, store"
     print(head, file=sys.stderr)
-    raws = (
-        ("baseline", base),
-        ("batched", batched),
-        ("lmdb", results.get("lmdb")),
-        ("raw_store", floor),
-        ("raw_direct", results.get("raw_direct")),
-    )
-    for name, r in raws:
+    for name in RAW:
+        r = results.get(name)
         if isinstance(r, dict) and r["records"]:
             print(
                 f"{name:<10} {r['rate']:>12,.0f} {r['rate'] / base['rate']:>13.3f} "

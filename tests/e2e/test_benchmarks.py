@@ -63,6 +63,7 @@ def test_the_throughput_benchmark_reports_phases_against_both_baselines() -> Non
     floor = report["raw_store"]  # every batch stored and acknowledged, in commits of 1-4
     assert floor["messages"] == report["batched"]["messages"]
     assert floor["messages"] / 4 <= floor["commits"] <= floor["messages"]
+    assert floor["ratio_to_batched"] == pytest.approx(floor["rate"] / report["batched"]["rate"])
     direct = report["raw_direct"]  # the same, through O_DIRECT and an LMDB index
     assert direct["messages"] == floor["messages"]
     assert direct["messages"] / 4 <= direct["commits"] <= direct["messages"]
@@ -148,27 +149,33 @@ def test_repeated_runs_are_summarized_per_phase_with_ratios_taken_within_each_ru
     from benchmarks.repeat import Target, summarize
 
     nan = float("nan")
+    # as benchmarks.throughput reports them: each ratio taken within its own run
     runs = [
         {
-            "baseline": {"rate": 80.0},
-            "lmdb": {"rate": 80.0},
+            "baseline": {"rate": 80.0, "ratio_to_batched": 0.8},
+            "lmdb": {"rate": 80.0, "ratio_to_batched": 0.8},
             "batched": {"rate": 100.0},
-            "raw_store": {"rate": 50.0},
-            "acked": {"rate": 40.0},
+            "raw_store": {"rate": 50.0, "ratio_to_batched": 0.5},
+            "acked": {
+                "rate": 40.0,
+                "ratio_to_baseline": 0.5,
+                "ratio_to_batched": 0.4,
+                "ratio_to_raw_store": 0.8,
+            },
             "latency": {"rate": 10.0, "p50_us": 900.0, "p99_us": 1800.0},
             "load_average_at_start": ["0.1", "0.1", "0.1"],
         },
         {
             "baseline": {"rate": nan},  # not run
             "batched": {"rate": 200.0},
-            "acked": {"rate": 50.0},
+            "acked": {"rate": 50.0, "ratio_to_baseline": nan, "ratio_to_batched": 0.25},
             "latency": {"rate": 10.0, "p50_us": 1000.0, "p99_us": 2500.0},
         },
         {
             "batched": {"rate": 150.0},
-            "raw_store": {"rate": 75.0},
-            "acked": {"rate": 60.0},
-            "catch_up": {"rate": 300.0},
+            "raw_store": {"rate": 75.0, "ratio_to_batched": 0.5},
+            "acked": {"rate": 60.0, "ratio_to_batched": 0.4, "ratio_to_raw_store": 0.8},
+            "catch_up": {"rate": 300.0, "ratio_to_batched": 2.0},
         },
     ]
     targets = [Target("acked", "batched", 0.35), Target("acked", "baseline", 0.6)]
