@@ -155,10 +155,10 @@ def baseline_store(
     ctx: zmq.Context = zmq.Context.instance()
     acks = ctx.socket(zmq.PULL)
     port = acks.bind_to_random_port("tcp://127.0.0.1")
-    worker_args: tuple[str, ...] = ("raw-store", "--acks", f"tcp://127.0.0.1:{port}")
-    worker_args += ("--dir", str(directory))
-    worker_args += ("--direct",) if direct else ()
-    pub, worker = _raw_pub(len(counts), size, worker_args=worker_args)
+    worker_args = ("raw-store", "--acks", f"tcp://127.0.0.1:{port}", "--dir", str(directory))
+    pub, worker = _raw_pub(
+        len(counts), size, worker_args=(*worker_args, "--direct") if direct else worker_args
+    )
     values = [b"x" * size] * n
     t0 = time.perf_counter()
     sent = acked = start = held = 0

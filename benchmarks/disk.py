@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import mmap
 import os
 import statistics
 import sys
@@ -34,6 +33,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from benchmarks.segment import Segment
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,37 +61,24 @@ def _lmdb(directory: Path, batch: bytes, batches: int, per_sync: int) -> None:
 
 
 def _file(directory: Path, batch: bytes, batches: int, per_sync: int, direct: bool) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (os.O_DIRECT if direct else 0)
     try:
-        fd = os.open(directory / ("direct" if direct else "buffered"), flags, 0o600)
+        segment = Segment(directory / ("direct" if direct else "buffered"), direct)
     except OSError as exc:
-        raise Unsupported(f"open: {exc.strerror}") from exc
-    size = len(batch) * per_sync
-    # O_DIRECT wants the address, the length and the file offset aligned: an anonymous
-    # mapping is page-aligned, and each of its writes is padded up to whole pages. Both
-    # ways copy the batches into the same kind of buffer first (the one copy a store would
-    # still make), so that the page cache is all that differs
-    padded = -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
-    buf = mmap.mmap(-1, padded)
-    out = memoryview(buf) if direct else memoryview(buf)[:size]
-    step = padded if direct else size
+        if direct:
+            raise Unsupported(f"open: {exc.strerror}") from exc
+        raise
     try:
-        offset = 0
         for _ in range(batches // per_sync):
-            for i in range(per_sync):
-                buf[i * len(batch) : (i + 1) * len(batch)] = batch
+            for _ in range(per_sync):
+                segment.append(batch)
             try:
-                os.pwrite(fd, out, offset)
+                segment.sync()
             except OSError as exc:
                 if direct:
                     raise Unsupported(f"pwrite: {exc.strerror}") from exc
                 raise
-            offset += step
-            os.fdatasync(fd)
     finally:
-        os.close(fd)
-        out.release()
-        buf.close()
+        segment.close()
 
 
 def measure(

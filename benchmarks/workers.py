@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import zmq
 
+from benchmarks.segment import Segment
+
 if TYPE_CHECKING:
     from dafka import RecordBatch
 
@@ -85,7 +87,7 @@ def raw_store(
     sub.setsockopt(zmq.SUBSCRIBE, b"")
     sub.connect(endpoint)
     env = lmdb.open(directory, map_size=1 << 40)
-    segment = _DirectSegment(os.path.join(directory, "segment")) if direct else None
+    segment = Segment(os.path.join(directory, "segment"), direct=True) if direct else None
     received: queue.Queue[memoryview] = queue.Queue(maxsize=RAW_STORE_QUEUE)
     commits = [0]
 
@@ -131,47 +133,6 @@ def raw_store(
     if segment is not None:
         segment.close()
     return {"count": count, "commits": commits[0]}
-
-
-class _DirectSegment:
-    """An append-only file written through ``O_DIRECT``: what is appended is copied into
-    one page-aligned buffer, and :meth:`sync` writes it at the file's end, padded to whole
-    pages (as ``O_DIRECT`` wants), then ``fdatasync``s. ``at``: where the next append lands."""
-
-    def __init__(self, path: str) -> None:
-        import mmap
-
-        self._mmap = mmap
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_DIRECT, 0o600)
-        self._buf = mmap.mmap(-1, 8 << 20)
-        self._used = 0
-        self._written = 0
-        self.at = 0
-
-    def append(self, blob: memoryview) -> None:
-        end = self._used + len(blob)
-        if end > len(self._buf):
-            grown = self._mmap.mmap(-1, -(-end // (8 << 20)) * (8 << 20))
-            grown[: self._used] = self._buf[: self._used]
-            self._buf.close()
-            self._buf = grown
-        self._buf[self._used : end] = blob
-        self._used = end
-        self.at += len(blob)
-
-    def sync(self) -> None:
-        page = self._mmap.PAGESIZE
-        padded = -(-self._used // page) * page
-        with memoryview(self._buf) as out:
-            os.pwrite(self._fd, out[:padded], self._written)
-        os.fdatasync(self._fd)
-        self._written += padded
-        self.at = self._written
-        self._used = 0
-
-    def close(self) -> None:
-        os.close(self._fd)
-        self._buf.close()
 
 
 def dafka_consume(
