@@ -6,7 +6,14 @@ thread between two bytecodes, so a second signal arriving while the first handle
 ``Event.set`` ran a second handler there, which waited for ever on the event's lock, held by
 the first (py-spy: nested handlers in ``Condition.__enter__``). A supervisor's SIGTERM and an
 operator's Ctrl-C close together were enough; found on a tower that ignored ``timeout``'s
-SIGTERM. Now the handler only writes a byte to a pipe the wait selects on.
+SIGTERM.
+
+The handler that replaced it wrote a byte to a pipe, and took no lock, but it was still
+Python: under a storm each handler ran inside the one before, until RecursionError broke out
+of the code after the wait (1 of 20 waiters on CI, with the default limit of 1,000 frames).
+The waiter here lowers the limit to 30 frames, so that nesting is fatal far sooner (8 of 20 waiters
+here with that handler), and does some work after the wait, as a shutdown does, under
+the same storm. Now the handler is a C function: nothing nests.
 """
 
 from __future__ import annotations
@@ -28,11 +35,18 @@ WAITER = (
     "def ready():\n"  # called once the handlers are installed
     "    if not said:\n"
     "        said.append(print('ready', flush=True))\n"
+    "import sys\n"
+    "sys.setrecursionlimit(30)\n"  # nesting handlers would break it at once
     "wait_for_signal(ready)\n"
-    "print('stopped', flush=True)\n"
+    "def step(n):\n"  # a shutdown's worth of Python calls, under the storm
+    "    return n + 1\n"
+    "n = 0\n"
+    "for _ in range(20_000):\n"
+    "    n = step(n)\n"
+    "print('stopped', n, flush=True)\n"
 )
 TRIALS = 20
-STORM_SECONDS = 5.0
+STORM_SECONDS = 15.0
 
 
 def _storm(p: subprocess.Popen[str]) -> bool:
@@ -68,4 +82,4 @@ def test_a_storm_of_sigterm_and_sigint_stops_the_wait_every_time() -> None:
             p.wait()
             if p.stdout is not None:
                 p.stdout.close()
-    assert hung == 0, f"{hung} of {TRIALS} waits never returned under the storm"
+    assert hung == 0, f"{hung} of {TRIALS} waiters did not stop under the storm"
