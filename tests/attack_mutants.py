@@ -89,8 +89,14 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "a Raft peer bounds the bytes of query answers queued for clients": (
         "dafka.raft.answer_budget",
         "AnswerBudget._fits",
-        "        return self.pinned + new <= self.limit",
-        "        return True",
+        "        if self.pinned + new > self.limit:",
+        "        if False:",
+    ),
+    "a Raft peer gives one client only its share of the answer budget": (
+        "dafka.raft.answer_budget",
+        "AnswerBudget._fits",
+        "        return conn is None or (",
+        "        return True or (",
     ),
     "a metadata answer is packed once per state": (
         "dafka.metadata.state",
@@ -1299,8 +1305,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/integration/test_attacks_queues.py::test_bad_signature_flood_of_largest_frames_is_bounded_in_bytes",
     ),
     "a Raft peer bounds the bytes of query answers queued for clients": (
-        "tests/integration/test_attacks_raft_queries.py::test_config_queries_never_read_cost_a_tower_a_bounded_queue",
         "tests/unit/raft/test_answer_budget.py::test_one_buffer_sent_to_many_counts_once",
+        "tests/unit/raft/test_answer_budget.py::test_a_buffer_counts_until_every_frame_holding_it_is_done",
+    ),
+    "a Raft peer gives one client only its share of the answer budget": (
+        "tests/integration/test_attacks_raft_queries.py::test_config_queries_never_read_cost_a_tower_a_bounded_queue",
+        "tests/unit/raft/test_answer_budget.py::test_a_client_that_never_reads_is_refused_on_its_own",
     ),
     "a metadata answer is packed once per state": (
         "tests/unit/test_metadata_state.py::test_an_answer_is_packed_once_per_state_and_follows_every_change",

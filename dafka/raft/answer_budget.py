@@ -18,6 +18,13 @@ bytes alive, or more than :data:`MAX_TRACKED` frames in flight, is refused (the 
 sends a short error instead); done frames are forgotten at most every
 :data:`PRUNE_EVERY` seconds, so that a flood at the bound costs the loop a bounded scan.
 
+One connection may hold at most a :data:`CONNECTION_SHARE` th of either bound (the bytes of
+the distinct buffers its own queued frames keep alive, and those frames), unless it holds
+nothing yet: a client that asks and never reads is refused on its own, and the others go
+on being answered (before, one such client, asking after each change of state, filled the
+whole budget and every honest client got ``busy``). It takes that many such connections to
+fill the budget.
+
 Pure: the time is passed in; a tracker is anything with a ``done`` attribute.
 """
 
@@ -29,6 +36,7 @@ from typing import Protocol
 __all__ = [
     "DEFAULT_ANSWER_BYTES",
     "LARGE_ANSWER",
+    "CONNECTION_SHARE",
     "MAX_TRACKED",
     "PRUNE_EVERY",
     "AnswerBudget",
@@ -44,6 +52,8 @@ MAX_TRACKED = 16_384
 """Large answer frames in flight at once (each holds a tracker and a frame object)."""
 PRUNE_EVERY = 0.05
 """Seconds between two scans for frames libzmq is done with, when over the budget."""
+CONNECTION_SHARE = 4
+"""One connection's share of the budget is this fraction's inverse: a quarter."""
 
 
 class Tracker(Protocol):
@@ -56,7 +66,18 @@ class _Pinned:
 
     def __init__(self, buffer: bytes) -> None:
         self.buffer = buffer  # held here, so that its id stays its own while counted
-        self.trackers: list[Tracker] = []
+        self.trackers: list[tuple[Tracker, bytes]] = []  # and the connection it went to
+
+
+class _Connection:
+    """What one connection's queued large frames hold: frames per buffer, and their bytes."""
+
+    __slots__ = ("bytes", "frames", "held")
+
+    def __init__(self) -> None:
+        self.held: dict[int, int] = {}  # buffer id -> frames of this connection holding it
+        self.bytes = 0
+        self.frames = 0
 
 
 class AnswerBudget:
@@ -72,7 +93,10 @@ class AnswerBudget:
         self.tracked = 0
         """Large frames sent that libzmq was not known to be done with at the last scan."""
         self.refused = 0
+        self.connection_limit = limit // CONNECTION_SHARE
+        self.connection_max_tracked = max(1, max_tracked // CONNECTION_SHARE)
         self._held: dict[int, _Pinned] = {}
+        self._connections: dict[bytes, _Connection] = {}
         self._pruned_at = -float("inf")
 
     @staticmethod
@@ -80,38 +104,64 @@ class AnswerBudget:
         """The frames of an answer that count (and go without copying)."""
         return [f for f in frames if len(f) >= LARGE_ANSWER]
 
-    def admit(self, large: Sequence[bytes], now: float) -> bool:
-        """True if ``large`` (from :meth:`large`) may be sent now; False: refuse the answer."""
+    def admit(self, large: Sequence[bytes], now: float, connection: bytes = b"") -> bool:
+        """True if ``large`` (from :meth:`large`) may be sent now to ``connection`` (the
+        ROUTER's routing id); False: refuse the answer."""
         if not large:
             return True
-        if self._fits(large):
+        if self._fits(large, connection):
             return True
         if now - self._pruned_at >= PRUNE_EVERY:
             self.prune(now)
-            if self._fits(large):
+            if self._fits(large, connection):
                 return True
         self.refused += 1
         return False
 
-    def _fits(self, large: Sequence[bytes]) -> bool:
+    def _fits(self, large: Sequence[bytes], connection: bytes) -> bool:
         if self.tracked + len(large) > self.max_tracked:
             return False
-        new, seen = 0, set()
+        conn = self._connections.get(connection)
+        new = mine = 0
+        seen = set()
         for buffer in large:
             key = id(buffer)
-            if key not in self._held and key not in seen:
-                seen.add(key)
+            if key in seen:
+                continue
+            seen.add(key)
+            if key not in self._held:
                 new += len(buffer)
-        return self.pinned + new <= self.limit
+            if conn is None or key not in conn.held:
+                mine += len(buffer)
+        if self.pinned + new > self.limit:
+            return False
+        return conn is None or (  # a connection that holds nothing has the whole budget
+            conn.frames + len(large) <= self.connection_max_tracked
+            and conn.bytes + mine <= self.connection_limit
+        )
 
-    def sent(self, buffer: bytes, tracker: Tracker) -> None:
-        """``buffer`` went out in a frame that ``tracker`` reports on."""
-        held = self._held.get(id(buffer))
+    def sent(self, buffer: bytes, tracker: Tracker, connection: bytes = b"") -> None:
+        """``buffer`` went out to ``connection`` in a frame that ``tracker`` reports on."""
+        key = id(buffer)
+        held = self._held.get(key)
         if held is None:
-            held = self._held[id(buffer)] = _Pinned(buffer)
+            held = self._held[key] = _Pinned(buffer)
             self.pinned += len(buffer)
-        held.trackers.append(tracker)
+        held.trackers.append((tracker, connection))
         self.tracked += 1
+        conn = self._connections.get(connection)
+        if conn is None:
+            conn = self._connections[connection] = _Connection()
+        frames = conn.held.get(key, 0)
+        if not frames:
+            conn.bytes += len(buffer)
+        conn.held[key] = frames + 1
+        conn.frames += 1
+
+    def held_by(self, connection: bytes) -> tuple[int, int]:
+        """(bytes, frames) that ``connection``'s queued large frames hold."""
+        conn = self._connections.get(connection)
+        return (0, 0) if conn is None else (conn.bytes, conn.frames)
 
     def tick(self, now: float) -> None:
         """Prune now and then while frames are tracked (:data:`PRUNE_EVERY`)."""
@@ -122,10 +172,27 @@ class AnswerBudget:
         """Forget the frames libzmq is done with, and the buffers none holds any more."""
         self._pruned_at = now
         for key, held in list(self._held.items()):
-            left = [t for t in held.trackers if not t.done]
+            left = []
+            for tracker, connection in held.trackers:
+                if tracker.done:
+                    self._let_go(connection, key, len(held.buffer))
+                else:
+                    left.append((tracker, connection))
             self.tracked -= len(held.trackers) - len(left)
             if left:
                 held.trackers = left
             else:
                 del self._held[key]
                 self.pinned -= len(held.buffer)
+
+    def _let_go(self, connection: bytes, key: int, size: int) -> None:
+        conn = self._connections[connection]
+        conn.frames -= 1
+        frames = conn.held[key] - 1
+        if frames:
+            conn.held[key] = frames
+            return
+        del conn.held[key]
+        conn.bytes -= size
+        if not conn.held:
+            del self._connections[connection]

@@ -472,13 +472,16 @@ class ClientService(PeerState):
         head = [*request.envelope, request.request_id_frame]
         budget = self._answers
         large = budget.large(result) if result else None
+        connection = request.envelope[0]  # the ROUTER's routing id: one share of the budget
         if not large:
             frames: list[Any] = [*head, _uint(status), encode_json(meta), *result]
-        elif not budget.admit(large, time.monotonic()):
+        elif not budget.admit(large, time.monotonic(), connection):
+            held, held_frames = budget.held_by(connection)
             self._bad(
                 "answer-budget",
                 f"answer of {sum(map(len, result))} bytes refused: {budget.pinned} bytes of "
-                f"answers queued (max {budget.limit}), {budget.tracked} frames",
+                f"answers queued (max {budget.limit}), {budget.tracked} frames; this client's "
+                f"{held} bytes, {held_frames} frames (max {budget.connection_limit})",
                 logging.INFO,
             )
             busy = "busy: too many large answers are queued for clients; ask again"
@@ -497,7 +500,7 @@ class ClientService(PeerState):
             for data, frame in zip(result, tracked, strict=True):
                 if isinstance(frame, zmq.Frame):
                     assert frame.tracker is not None
-                    budget.sent(data, frame.tracker)
+                    budget.sent(data, frame.tracker, connection)
             return
         try:
             self.router.send_multipart(frames, zmq.NOBLOCK)

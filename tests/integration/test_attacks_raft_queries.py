@@ -7,7 +7,9 @@ topics) and queued its own copy: 4,096 copies per connection. Now an answer is p
 per state and sent without a copy (every client of one state shares one buffer), and the
 buffers queued for clients are bounded in bytes over all connections
 (``PeerOptions.query_answer_bytes``, :mod:`dafka.raft.answer_budget`); past it a large
-answer is refused with a short ``busy`` error. Any host may auto-create topics while
+answer is refused with a short ``busy`` error. One connection may hold a quarter of that
+bound: the flood is refused on its own, and an honest client is still answered (before, the
+flood took the whole budget and the honest read got ``busy``). Any host may auto-create topics while
 ``auto_create`` is on, so the metadata an attacker makes the tower answer can be large.
 
 Commands go through :func:`tests.attack_mutants.mutated` (``tests.procs.Proc``), so
@@ -97,8 +99,8 @@ def test_config_queries_never_read_cost_a_tower_a_bounded_queue():
     growth, rounds, terms, answer = config_flood()
     assert rounds == ROUNDS and growth < BOUND / MiB, (growth, rounds)
     assert terms == 0, "the tower's Raft peer lost its leadership under the flood"
-    # an honest read gets the config, or a clear refusal while the flood's answers are queued
-    assert answer.get("topics") == TOPICS + ROUNDS or "busy" in str(answer.get("error")), answer
+    # an honest client is answered: the flood holds only its own share of the budget
+    assert answer.get("topics") == TOPICS + ROUNDS, answer
 
 
 if __name__ == "__main__":

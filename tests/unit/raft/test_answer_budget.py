@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dafka.raft.answer_budget import LARGE_ANSWER, PRUNE_EVERY, AnswerBudget
+from dafka.raft.answer_budget import CONNECTION_SHARE, LARGE_ANSWER, PRUNE_EVERY, AnswerBudget
 
 
 @dataclass
@@ -14,14 +14,16 @@ class FakeTracker:
     done: bool = False
 
 
-def send(budget: AnswerBudget, buffer: bytes, now: float = 0.0) -> FakeTracker | None:
-    """What ClientService._dispatch_reply does with one answer frame."""
+def send(
+    budget: AnswerBudget, buffer: bytes, now: float = 0.0, to: bytes = b""
+) -> FakeTracker | None:
+    """What ClientService._dispatch_reply does with one answer frame for connection ``to``."""
     large = budget.large([b"small", buffer])
-    if not budget.admit(large, now):
+    if not budget.admit(large, now, to):
         return None
     tracker = FakeTracker()
     for frame in large:
-        budget.sent(frame, tracker)
+        budget.sent(frame, tracker, to)
     return tracker
 
 
@@ -37,7 +39,7 @@ def test_only_large_frames_count() -> None:
 def test_one_buffer_sent_to_many_counts_once() -> None:
     config = b"c" * 100_000
     budget = AnswerBudget(limit=150_000)
-    trackers = [send(budget, config) for _ in range(1000)]
+    trackers = [send(budget, config, to=b"%d" % i) for i in range(1000)]
     assert all(t is not None for t in trackers)
     assert budget.pinned == 100_000 and budget.tracked == 1000
     # another buffer of the same bytes is another 100,000 pinned: over the limit
@@ -48,7 +50,7 @@ def test_one_buffer_sent_to_many_counts_once() -> None:
 def test_a_buffer_counts_until_every_frame_holding_it_is_done() -> None:
     budget = AnswerBudget(limit=150_000)
     old = b"o" * 100_000
-    trackers = [send(budget, old) for _ in range(3)]
+    trackers = [send(budget, old, to=b"%d" % i) for i in range(3)]
     new = b"n" * 100_000
     assert send(budget, new, now=0.0) is None  # the old state's answers are still queued
     for t in trackers[:2]:
@@ -92,8 +94,53 @@ def test_tick_lets_go_of_buffers_no_queue_holds() -> None:
 def test_frames_in_flight_are_bounded_in_number() -> None:
     budget = AnswerBudget(limit=1 << 30, max_tracked=10)
     config = b"c" * 10_000
-    assert all(send(budget, config) is not None for _ in range(10))
-    assert send(budget, config) is None
+    assert all(send(budget, config, to=b"%d" % i) is not None for i in range(10))
+    assert send(budget, config, to=b"another") is None
+
+
+def test_a_client_that_never_reads_is_refused_on_its_own() -> None:
+    """One connection asks after each change of state and reads nothing: it gets its share
+    (a quarter) of the budget, and the other clients are still answered."""
+    budget = AnswerBudget(limit=1_000_000)
+    assert CONNECTION_SHARE == 4 and budget.connection_limit == 250_000
+    states = [bytes([65 + i]) * 100_000 for i in range(5)]
+    assert send(budget, states[0], to=b"flood") is not None
+    assert send(budget, states[1], to=b"flood") is not None
+    assert send(budget, states[1], to=b"flood") is not None  # a buffer it holds costs nothing
+    assert send(budget, states[2], to=b"flood") is None  # 300,000 bytes: over its share
+    assert budget.held_by(b"flood") == (200_000, 3)
+    # another client reads the newest state; the budget as a whole has room
+    assert send(budget, states[2], to=b"honest") is not None
+    assert send(budget, states[3], to=b"honest") is not None
+    # and the flood may hold what the honest client pinned only within its own share
+    assert send(budget, states[3], to=b"flood") is None
+    assert budget.pinned == 400_000 and budget.tracked == 5
+
+
+def test_a_connection_that_holds_nothing_may_take_a_large_answer() -> None:
+    budget = AnswerBudget(limit=1_000_000)
+    big = b"b" * 600_000  # more than one share, within the budget
+    tracker = send(budget, big, to=b"one")
+    assert tracker is not None
+    assert send(budget, b"c" * 10_000, to=b"one") is None  # it holds more than its share
+    tracker.done = True
+    assert send(budget, b"c" * 10_000, now=PRUNE_EVERY, to=b"one") is not None
+    assert budget.held_by(b"one") == (10_000, 1)
+
+
+def test_a_connection_is_forgotten_once_its_frames_are_done() -> None:
+    budget = AnswerBudget(limit=1 << 20, max_tracked=8)
+    assert budget.connection_max_tracked == 2
+    shared = b"s" * 10_000
+    trackers = [send(budget, shared, to=b"c") for _ in range(3)]
+    assert trackers[2] is None  # a quarter of 8 frames
+    assert send(budget, shared, to=b"d") is not None
+    for t in trackers[:2]:
+        assert t is not None
+        t.done = True
+    budget.tick(PRUNE_EVERY)
+    assert budget.held_by(b"c") == (0, 0) and b"c" not in budget._connections
+    assert budget.held_by(b"d") == (10_000, 1) and budget.pinned == 10_000
 
 
 def test_a_bad_budget_is_refused() -> None:
