@@ -95,8 +95,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "a Raft peer gives one client only its share of the answer budget": (
         "dafka.raft.answer_budget",
         "AnswerBudget._fits",
-        "        return conn is None or (",
-        "        return True or (",
+        "        return not self.refused_share",
+        "        return True",
     ),
     "a metadata answer is packed once per state": (
         "dafka.metadata.state",

@@ -93,6 +93,8 @@ class AnswerBudget:
         self.tracked = 0
         """Large frames sent that libzmq was not known to be done with at the last scan."""
         self.refused = 0
+        self.refused_share = False
+        """Whether the last refusal was of a connection over its share (else: the budget)."""
         self.connection_limit = limit // CONNECTION_SHARE
         self.connection_max_tracked = max(1, max_tracked // CONNECTION_SHARE)
         self._held: dict[int, _Pinned] = {}
@@ -119,6 +121,7 @@ class AnswerBudget:
         return False
 
     def _fits(self, large: Sequence[bytes], connection: bytes) -> bool:
+        self.refused_share = False
         if self.tracked + len(large) > self.max_tracked:
             return False
         conn = self._connections.get(connection)
@@ -135,10 +138,13 @@ class AnswerBudget:
                 mine += len(buffer)
         if self.pinned + new > self.limit:
             return False
-        return conn is None or (  # a connection that holds nothing has the whole budget
-            conn.frames + len(large) <= self.connection_max_tracked
-            and conn.bytes + mine <= self.connection_limit
+        if conn is None:  # a connection that holds nothing has the whole budget
+            return True
+        self.refused_share = (
+            conn.frames + len(large) > self.connection_max_tracked
+            or conn.bytes + mine > self.connection_limit
         )
+        return not self.refused_share
 
     def sent(self, buffer: bytes, tracker: Tracker, connection: bytes = b"") -> None:
         """``buffer`` went out to ``connection`` in a frame that ``tracker`` reports on."""

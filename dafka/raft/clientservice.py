@@ -484,7 +484,11 @@ class ClientService(PeerState):
                 f"{held} bytes, {held_frames} frames (max {budget.connection_limit})",
                 logging.INFO,
             )
-            busy = "busy: too many large answers are queued for clients; ask again"
+            busy = (
+                "busy: this client has too many large answers unread; read them, then ask again"
+                if budget.refused_share
+                else "busy: too many large answers are queued for clients; ask again"
+            )
             frames = [*head, _uint(DispatchStatus.ERROR), encode_json(busy)]
         else:
             # large frames go without a copy and are tracked until libzmq is done with them

@@ -44,6 +44,7 @@ def test_one_buffer_sent_to_many_counts_once() -> None:
     assert budget.pinned == 100_000 and budget.tracked == 1000
     # another buffer of the same bytes is another 100,000 pinned: over the limit
     assert send(budget, b"c" * 100_000) is None
+    assert not budget.refused_share
     assert budget.refused == 1
 
 
@@ -108,6 +109,7 @@ def test_a_client_that_never_reads_is_refused_on_its_own() -> None:
     assert send(budget, states[1], to=b"flood") is not None
     assert send(budget, states[1], to=b"flood") is not None  # a buffer it holds costs nothing
     assert send(budget, states[2], to=b"flood") is None  # 300,000 bytes: over its share
+    assert budget.refused_share  # the client is told it is its own unread answers
     assert budget.held_by(b"flood") == (200_000, 3)
     # another client reads the newest state; the budget as a whole has room
     assert send(budget, states[2], to=b"honest") is not None
