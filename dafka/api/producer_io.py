@@ -26,7 +26,7 @@ from ..core import messages as m
 from ..core.effects import Acked, Outgoing, Publish, PublishRecords
 from ..core.messages import Message, Subscription
 from ..core.producer import ProducerCore
-from ..errors import ClosedError, ConfigError, StorageError, TopicDeletedError
+from ..errors import ClosedError, ConfigError, ProducerError, StorageError, TopicDeletedError
 from ..futures import UNHELD, BatchFuture, LazyFuture
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
@@ -202,6 +202,10 @@ class _ProducerHandler:
             topic, value, key, fut = popleft()
             taken += 1
             if topic != run_topic or type(value) is not bytes:
+                if type(fut) is Continued and fut.future.done():
+                    self._drop_rest(value)  # an earlier part failed: send none of the rest
+                    run_topic = None
+                    continue
                 if topic not in by_topic:
                     if len(by_topic) >= TURN_TOPICS:  # its batch goes next turn
                         queue.appendleft((topic, value, key, fut))
@@ -331,21 +335,44 @@ class _ProducerHandler:
                 return run
         return turn.add_many(values, keys, future, origin, lengths=lengths, size=size)
 
+    def _drop_rest(self, value: object) -> None:
+        """The rest of a ``send_many`` whose future an earlier part failed (its offsets
+        could not be reserved, its topic was deleted): counted as failed, never published,
+        so that what the failure says was not sent is not sent later either."""
+        values = cast(list[bytes], value)  # a send_many's item: see _Queued
+        size = values.size if type(values) is Values else sum(map(len, values))
+        error = ProducerError("not sent: an earlier part of its send_many failed")
+        self.p._rejected(len(values), size, error)
+
     def _refuse_turn(
         self, by_topic: dict[str, TopicTurn], taken: int, exc: StorageError, now: float
     ) -> None:
         """The turn's offsets could not be reserved (a full disk): publish none of its
-        records and fail them, with why; later sends are tried as they come."""
+        records and fail them, with why; later sends are tried as they come. A ``send_many``
+        whose first parts went in earlier turns is told which offsets they took: those may
+        be acknowledged, and only the rest needs sending again."""
         self.trouble.failed("offset journal", exc, now)
         error = StorageError(
             f"{exc}: the record was not sent (its offset could not be reserved in the "
             "producer's state directory)"
         )
         failed = failed_bytes = 0
-        for turn in by_topic.values():
+        for topic, turn in by_topic.items():
             for run in turn.runs:
                 run.place(0, turn.values)  # never published: placed only to count its bytes
-                count, size = run.fail(error)
+                if type(run) is ManyRun and run.origin is not None:
+                    sent = range(run.origin.base, self.core.next_offset(topic))
+                    count, size = run.fail(
+                        StorageError(
+                            f"{exc}: the send_many's records from its record {len(sent)} on "
+                            "were not sent (their offsets could not be reserved in the "
+                            f"producer's state directory); its first {len(sent)} were "
+                            f"published earlier, offsets {sent.start}..{sent.stop - 1}, and "
+                            "may be acknowledged"
+                        )
+                    )
+                else:
+                    count, size = run.fail(error)
                 failed += count
                 failed_bytes += size
         if failed:

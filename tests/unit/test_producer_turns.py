@@ -8,7 +8,7 @@ from dafka.api.producer_io import TURN_BATCHES, TURN_TOPICS, _ProducerHandler
 from dafka.config import ProducerConfig
 from dafka.core.effects import Acked, Publish
 from dafka.core.producer import ProducerCore
-from dafka.errors import ClosedError, TopicDeletedError
+from dafka.errors import ClosedError, StorageError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
 from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
@@ -99,12 +99,59 @@ def test_a_split_send_many_fails_with_any_of_its_parts() -> None:
     handler._topic_deleted("t", 3)
     assert isinstance(published.exception(0), TopicDeletedError)
     assert [(n, size) for n, size, _ in stub.rejected] == [(TURN, TURN)]
-    handler.on_commands(0.0)  # the rest of the first: published, then never resolves it
-    handler._resolve(Acked("t", TURN))
+    # the rest of the first is never published (what failed is not sent later either);
+    # the turn takes the first part of the second instead
+    effects = handler.on_commands(0.0)
+    assert {e.msg.topic for e in effects if isinstance(e, Publish)} == {"u"}
+    assert not handler.inflight.get("t")
+    assert [(n, size) for n, size, _ in stub.rejected] == [(TURN, TURN), (1, 1)]
     assert isinstance(published.exception(0), TopicDeletedError)
-    handler.on_commands(0.0)  # the first part of the second
-    handler.on_stop()  # its rest is still queued
+    handler.on_stop()  # the rest of the second is still queued
     assert isinstance(queued.exception(0), ClosedError)
+
+
+class _Journal:
+    """The offset journal of a producer's state directory, on a disk that fills."""
+
+    def __init__(self) -> None:
+        self.full = False
+
+    def reserve_many(self, upto: dict[str, int]) -> None:
+        if self.full:
+            raise StorageError("No space left on device")
+
+
+def test_a_send_many_refused_after_its_first_parts_says_which_offsets_they_took() -> None:
+    handler, stub = _handler()
+    journal = stub._journal = _Journal()  # type: ignore[assignment]
+    many, after = BatchFuture(), RecordFuture()
+    handler.queue.append(("t", [b"m"] * (3 * TURN), None, many))
+    handler.queue.append(("t", b"after", None, after))
+    assert _offsets(handler.on_commands(0.0)) == [(0, RECORDS), (RECORDS, RECORDS)]
+    journal.full = True
+    assert handler.on_commands(0.0) == []  # the second part: refused
+    error = many.exception(0)
+    assert isinstance(error, StorageError)
+    assert f"its first {TURN} were published earlier, offsets 0..{TURN - 1}" in str(error)
+    journal.full = False
+    # the third part is never published, and the send after it takes the next offset
+    assert _offsets(handler.on_commands(0.0)) == [(TURN, 1)]
+    assert [(n, size) for n, size, _ in stub.rejected] == [(TURN, TURN), (TURN, TURN)]
+    handler._resolve(Acked("t", TURN))
+    assert after.result(0) == TURN and many.exception(0) is error
+
+
+def test_a_send_many_refused_in_its_first_part_is_not_sent_at_all() -> None:
+    handler, stub = _handler()
+    journal = stub._journal = _Journal()  # type: ignore[assignment]
+    journal.full = True
+    many = BatchFuture()
+    handler.queue.append(("t", [b"m"] * (TURN + 3), None, many))
+    assert handler.on_commands(0.0) == []
+    assert "the record was not sent" in str(many.exception(0))
+    journal.full = False
+    assert _offsets(handler.on_commands(0.0)) == [] and not handler.queue
+    assert sum(n for n, _, _ in stub.rejected) == TURN + 3
 
 
 def test_a_durable_producer_never_splits_a_send_many() -> None:
