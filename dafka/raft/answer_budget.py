@@ -18,7 +18,7 @@ bytes alive, or more than :data:`MAX_TRACKED` frames in flight, is refused (the 
 sends a short error instead); done frames are forgotten at most every
 :data:`PRUNE_EVERY` seconds, so that a flood at the bound costs the loop a bounded scan.
 
-One connection may hold at most a :data:`CONNECTION_SHARE` th of either bound (the bytes of
+One connection may hold at most 1/:data:`CONNECTION_SHARE` of either bound (the bytes of
 the distinct buffers its own queued frames keep alive, and those frames), unless it holds
 nothing yet: a client that asks and never reads is refused on its own, and the others go
 on being answered (before, one such client, asking after each change of state, filled the
@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 __all__ = [
+    "CONNECTION_SHARE",
     "DEFAULT_ANSWER_BYTES",
     "LARGE_ANSWER",
-    "CONNECTION_SHARE",
     "MAX_TRACKED",
     "PRUNE_EVERY",
     "AnswerBudget",
@@ -53,7 +53,7 @@ MAX_TRACKED = 16_384
 PRUNE_EVERY = 0.05
 """Seconds between two scans for frames libzmq is done with, when over the budget."""
 CONNECTION_SHARE = 4
-"""One connection's share of the budget is this fraction's inverse: a quarter."""
+"""One connection may hold 1/CONNECTION_SHARE of the budget (bytes and frames): a quarter."""
 
 
 class Tracker(Protocol):
