@@ -27,13 +27,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.repeat import spread
 from benchmarks.segment import Segment
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -105,10 +105,6 @@ def measure(
     }
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--batches", type=int, default=600, help="batches each way, each round")
@@ -155,8 +151,8 @@ def main() -> None:
             summary[way] = {"unsupported": rounds[0][way].get("unsupported", "")}
             continue
         entry: dict[str, object] = {
-            "cpu_us_per_batch": _spread([float(m["cpu_us_per_batch"]) for m in ran]),
-            "mb_per_second": _spread([float(m["mb_per_second"]) for m in ran]),
+            "cpu_us_per_batch": spread([float(m["cpu_us_per_batch"]) for m in ran]),
+            "mb_per_second": spread([float(m["mb_per_second"]) for m in ran]),
         }
         against = [  # this way's CPU over buffered's, round by round
             float(g[way]["cpu_us_per_batch"]) / float(g["buffered"]["cpu_us_per_batch"])
@@ -164,7 +160,7 @@ def main() -> None:
             if "cpu_us_per_batch" in g[way] and "cpu_us_per_batch" in g["buffered"]
         ]
         if way != "buffered" and against:
-            entry["cpu_vs_buffered"] = _spread(against)
+            entry["cpu_vs_buffered"] = spread(against)
         summary[way] = entry
     report = {
         "benchmark": "disk",

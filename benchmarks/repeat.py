@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Target", "summarize"]
+__all__ = ["Target", "spread", "summarize"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +56,8 @@ class Target:
         return measured.get(BASELINES[self.base], 0.0) >= self.ratio
 
 
-def _spread(values: Sequence[float]) -> dict[str, float]:
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """The median, the least and the most of ``values``."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
@@ -96,7 +97,7 @@ def summarize(
         for key in MEASURES:
             values = [got[key] for got in runs if key in got]
             if values:
-                entry[key] = _spread(values)
+                entry[key] = spread(values)
         reached = [
             {"against": t.base, "ratio": t.ratio, "runs": sum(1 for got in runs if t.met(got))}
             for t in targets
