@@ -25,6 +25,7 @@ import subprocess
 import sys
 
 TESTS = [
+    "tests/unit/test_private_dirs.py",
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
     "tests/unit/test_attacks_hints.py",
@@ -74,6 +75,14 @@ MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "key and data directories are made 0700, parents included, whatever the umask": (
+        "dafka.security.private_dirs",
+        "make_private_dirs",
+        "            os.mkdir(component, PRIVATE_DIR_MODE)",
+        "            os.mkdir(component)",
+        "        os.chmod(component, PRIVATE_DIR_MODE)",
+        "        pass",
+    ),
     "a store holds one bounded drain while a commit is in flight": (
         "dafka.api.store_pipeline",
         "StorePipeline.accepting",
@@ -901,6 +910,10 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "key and data directories are made 0700, parents included, whatever the umask": (
+        "tests/unit/test_private_dirs.py::test_every_directory_made_is_0700_under_umask_000",
+        "tests/unit/test_private_dirs.py::test_the_admin_key_cli_under_umask_000_makes_dot_dafka_0700",
+    ),
     "a run waiting to be polled does not keep a batch it barely uses alive": (
         "tests/unit/test_consumer_columns.py::test_a_run_cut_from_a_big_batch_does_not_keep_the_batch_alive_while_it_waits",
     ),

@@ -60,6 +60,7 @@ import zmq
 
 from ..errors import ConfigError, RaftError, TooManyFrames
 from ..io.multipart import recv_bounded
+from ..security.private_dirs import make_private_dirs
 from . import messages as m
 from . import wire as w
 from .bounds import peer_url_problem, peers_problem
@@ -283,7 +284,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
 
     def _setup(self) -> None:
         opts = self.options
-        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(self.data_dir)
         self.storage = FileStorage(self.data_dir / "raft")
         loaded = self.storage.load()
         if loaded.snapshot is not None:

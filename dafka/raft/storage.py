@@ -72,6 +72,7 @@ from typing import NamedTuple, Protocol, Self
 import msgpack
 
 from ..errors import StorageError
+from ..security.private_dirs import make_private_dirs
 from .frames import (
     RaftWireError,
     decode_config,
@@ -292,7 +293,7 @@ class FileStorage:
         self._lock_fd = -1
         self._fd = -1
         try:
-            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(self.path)
             self._lock()
             for name in ("state", "log", "snapshot", "snapshot.bg"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)

@@ -47,6 +47,7 @@ import nacl.bindings
 import nacl.exceptions
 
 from ..errors import ConfigError
+from .private_dirs import make_private_dirs
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +280,7 @@ def create_file(path: Path, identity: Identity | None = None, what: str = "node 
     directory = path.parent
     identity = identity if identity is not None else Identity.generate()
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(directory)
         if path.exists() or path.is_symlink():
             raise FileExistsError(path)
         data = identity._key_file_text().encode("ascii")

@@ -35,6 +35,7 @@ from pyspark.sql.types import StructType
 from ..api.common import node_config
 from ..config import NodeConfig, check_profile, parse_towers
 from ..errors import ConfigError, DafkaError, ProfileError
+from ..security.private_dirs import make_private_dirs
 from ..storage.state_dir import OffsetJournal, lock_directory, unlock_directory
 from .options import WriteOptions
 from .sink_state import (
@@ -200,7 +201,7 @@ def write_at_least_once(batches: Iterator[Any], opts: WriteOptions) -> DafkaComm
 def _lock(task_dir: Path, deadline: float) -> int:
     """Task ``p``'s lock: an earlier attempt still alive (a dying worker) holds it until it
     exits; wait for it, bounded."""
-    task_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(task_dir)
     while True:
         try:
             return lock_directory(task_dir, "dafka sink task directory", "another attempt")

@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 
 from ..errors import ConfigError
 from ..security.identity import Identity
+from ..security.private_dirs import make_private_dirs
 from ..storage.state_dir import write_atomic
 from .options import WriteOptions
 
@@ -113,7 +114,7 @@ def load_or_create_secret(root: Path) -> bytes:
     """
     path = root / SECRET_FILE
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(root)
         if not path.exists():
             tmp = root / f".{SECRET_FILE}.{os.getpid()}.tmp"
             write_atomic(tmp, os.urandom(SECRET_BYTES).hex().encode() + b"\n")

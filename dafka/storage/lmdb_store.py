@@ -42,6 +42,7 @@ import lmdb
 
 from ..errors import ClosedError, ConfigError, DafkaError, StorageError
 from ..ids import is_node_id, new_node_id
+from ..security.private_dirs import make_private_dirs
 from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .lmdb_errors import free_bytes, space_needed, translate_error
@@ -112,7 +113,7 @@ class LmdbStorage:
             raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
         self._given_node_id = node_id
         try:
-            self._path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(self._path)
             self._env = lmdb.open(
                 str(self._path),
                 mode=0o600,  # data.mdb and lock.mdb: records are for this store only

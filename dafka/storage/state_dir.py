@@ -40,6 +40,7 @@ from ..errors import ConfigError, StorageError
 from ..ids import is_node_id, new_node_id
 from ..security import identity as identity_module
 from ..security.identity import Identity
+from ..security.private_dirs import make_private_dirs
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def make_data_dir(path: str | os.PathLike[str], what: str = "data directory") ->
     bad data directory is one line (:class:`ConfigError`) before a node's thread meets it."""
     p = Path(path)
     try:
-        p.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(p)
     except OSError as exc:
         raise ConfigError(f"cannot create {what} {p}: {exc.strerror}") from None
     if not p.is_dir():
@@ -167,7 +168,7 @@ class StateDir:
         self._node_id: str | None = None
         self._journals: list[OffsetJournal] = []
         try:
-            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(self.path)
         except OSError as exc:
             raise ConfigError(
                 f"cannot create state directory {self.path}: {exc.strerror or exc}"
