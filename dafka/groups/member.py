@@ -111,6 +111,7 @@ class GroupMember:
             self.producer.close(timeout=1.0)
             raise
         self.caught_up = False
+        self._admitted = True  # as far as it knows (warned once when not)
         self._contests: Contests = {}  # claims of others on what the rule gives this member
         self._metadata = getattr(consumer, "metadata", None)
         if self._metadata is not None:  # who the group admits follows the metadata
@@ -182,6 +183,21 @@ class GroupMember:
         admission = Admission.from_config(config, self.topic)
         with self._lock:
             self.view.set_admission(admission)
+
+    def _check_admitted(self) -> None:
+        """Say once (per change) when the group does not admit this member: it then takes
+        nothing, since its own heartbeats do not count (``docs/groups.md``)."""
+        admitted = self.view.admission.admits(self.member_id, self._topics)
+        if admitted != self._admitted:
+            self._admitted = admitted
+            if not admitted:
+                log.warning(
+                    "group.not_admitted group=%s member=%s: the group's ACLs do not name "
+                    "this member (see dafka topics describe %s), so it reads nothing",
+                    self.group,
+                    self.member_id,
+                    self.topic,
+                )
 
     def _admission_known(self, waited: float) -> bool:
         """Whether to read the group topic yet: once the metadata (if followed) loaded,
@@ -277,6 +293,7 @@ class GroupMember:
                         log.info(
                             "group.caught_up group=%s records=%d", self.group, self.view.records
                         )
+                    self._check_admitted()
                     if now >= next_hb:
                         self._heartbeat()
                         next_hb = now + s.heartbeat_interval
