@@ -992,6 +992,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attacks_groups_rules.py::test_a_heartbeat_claims_only_partitions_of_the_topics_it_names",
     ),
     "a group admits only the writers the metadata lets in": (
+        "tests/integration/test_attacks_groups.py::test_a_fake_member_the_group_does_not_admit_does_not_stall_a_new_one",
         "tests/unit/test_attacks_groups_rules.py::test_a_writer_the_group_does_not_admit_is_no_member_and_commits_nothing",
         "tests/unit/test_attacks_groups_rules.py::test_by_default_a_member_must_be_allowed_to_read_its_topics",
         "tests/unit/test_attacks_groups_rules.py::test_admission_follows_the_metadata_for_what_is_already_held",

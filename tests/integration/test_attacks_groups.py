@@ -25,12 +25,16 @@ import pytest
 from dafka.api.consumer import Consumer
 from dafka.api.producer import Producer
 from dafka.api.store import Store
+from dafka.config import NodeConfig, parse_towers
 from dafka.groups.admin import describe
 from dafka.groups.assign import PartitionKey, assign
 from dafka.groups.records import Commit, Heartbeat, Leave, encode
 from dafka.metadata import MetadataClient
+from dafka.security import identity
 from dafka.storage.state_dir import StateDir
-from tests.procs import Tower, wait_until
+from tests.integration.test_attacks_curve import CurveTower, keys, produce
+from tests.integration.test_attacks_curve import Store as StoreProc
+from tests.procs import Proc, Tower, py, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,11 +56,15 @@ def _read(c: Consumer, into: list, want: int) -> bool:
 
 
 @contextmanager
-def _fake_member(tower: Tower, group: str, claims: set[PartitionKey]) -> Iterator[str]:
+def _fake_member(
+    tower: Tower | CurveTower, group: str, claims: set[PartitionKey], curve: bool = False
+) -> Iterator[str]:
     """A producer of the group topic that heartbeats every 0.3 s that it holds ``claims``."""
-    rogue = Producer("__group." + group, towers=tower.address)
+    node = NodeConfig(towers=parse_towers(tower.address), curve=True) if curve else None
+    rogue = Producer("__group." + group, towers=tower.address, node=node)
     stop = threading.Event()
-    beat = encode(Heartbeat(("t",), frozenset(claims), frozenset(claims), "rogue"))
+    topics = tuple(sorted({t for t, _ in claims}))
+    beat = encode(Heartbeat(topics, frozenset(claims), frozenset(claims), "rogue"))
 
     def run() -> None:
         while not stop.is_set():
@@ -203,3 +211,59 @@ def test_a_member_that_never_lets_go_stalls_a_partition_for_the_session_timeout_
     finally:
         for p in data:
             p.close(timeout=2)
+
+
+def test_a_fake_member_the_group_does_not_admit_does_not_stall_a_new_one(
+    tmp_path: Path,
+) -> None:
+    """Over CURVE, the topic's read ACL names the member (its read key and its group key);
+    a producer of the group topic heartbeats that it holds the topic's partition. It is not
+    admitted (the ACL does not name it), so the member reads all 50 records at once, not
+    after its session timeout (60 s here)."""
+    tower = CurveTower()
+    k = keys(tmp_path, "store", "producer", "reader")
+    member_dir = tmp_path / "member"
+    with StateDir(member_dir) as state:
+        member_id = state.identity().node_id
+    reader_id = identity.load(k["reader"][0]).node_id
+    partition = identity.load(k["producer"][0]).node_id
+    store = StoreProc(k["store"][0], tower.address, "--curve")
+    member = None
+    try:
+        produce(tower.address, "sealed", "--state-dir", str(k["producer"][0]))
+        with MetadataClient(tower.address) as admin:
+            admin.trust_store(identity.load(k["store"][0]).node_id)  # it reads every topic
+            admin.alter_topic("sealed", {"consumers": [reader_id, member_id]})
+        with _fake_member(tower, "g", {("sealed", partition)}, curve=True):
+            member = Proc(
+                py(
+                    "dafka.cli.consumer",
+                    "sealed",
+                    "--tower",
+                    tower.address,
+                    "--curve",
+                    "--key-dir",
+                    str(k["reader"][0]),
+                    "-G",
+                    "g",
+                    "--state-dir",
+                    str(member_dir),
+                    "-o",
+                    "beginning",
+                    "--session-timeout",
+                    "60",
+                    "--heartbeat-interval",
+                    "0.5",
+                )
+            )
+            assert member.wait_line(r"member ([0-9A-F]{32})").group(1) == member_id
+            wait_until(
+                lambda: bytes(member.stdout).count(b"\n") >= 50,  # type: ignore[union-attr]
+                30,
+                what="the member to read the 50 records",
+            )
+    finally:
+        if member is not None:
+            member.kill()
+        store.kill()
+        tower.proc.kill()
