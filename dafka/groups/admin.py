@@ -1,9 +1,9 @@
 """What ``dafka groups list|describe`` shows: read from the stores, not from a member.
 
 ``describe`` replays the group topic with the members' rules (who the group admits,
-``dafka/groups/admission.py``, and what a member may claim or commit; members alive by the wall-clock time of their
-last heartbeat, as signed by the member, against ``session_timeout``; committed
-offsets as members see them) and asks every store it hears of for the heads of the
+``dafka/groups/admission.py``, and what a member may claim or commit; members alive
+by the wall-clock time of their last heartbeat, as signed by the member, against
+``session_timeout``; committed offsets as members see them) and asks every store it hears of for the heads of the
 group's topics (log-end offset = head + 1, the highest over the stores).
 """
 

@@ -179,10 +179,9 @@ class GroupMember:
     # ------------------------------------------------------------- internals
 
     def _admission_changed(self, config: Mapping[str, object]) -> None:
-        """The metadata's thread: who the group admits, from the new configuration."""
-        admission = Admission.from_config(config, self.topic)
-        with self._lock:
-            self.view.set_admission(admission)
+        """The metadata's thread: who the group admits, from the new configuration. Not
+        under the member's lock (it may wait for a commit): the view swaps one reference."""
+        self.view.set_admission(Admission.from_config(config, self.topic))
 
     def _check_admitted(self) -> None:
         """Say once (per change) when the group does not admit this member: it then takes
