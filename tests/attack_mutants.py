@@ -57,6 +57,7 @@ TESTS = [
     "tests/integration/test_attacks_sources.py",
     "tests/unit/test_attacks_reorder.py",
     "tests/integration/test_attacks_groups.py",
+    "tests/unit/test_attacks_groups_rules.py",
     "tests/integration/test_attacks_metrics_http.py",
     "tests/unit/test_attacks_frames.py",
     "tests/unit/test_store_credits.py",
@@ -174,6 +175,50 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "GroupConsumer._start_group",
         "                reader_kw=node_kw,",
         '                reader_kw={**node_kw, "metadata": False},',
+    ),
+    "a group counts a commit only for what its writer's heartbeat held": (
+        "dafka.groups.view",
+        "GroupView._may_commit",
+        "            if state is None or key not in state.held:",
+        "            if False:",
+    ),
+    "a group takes a commit's epoch only within a step of the partition's": (
+        "dafka.groups.view",
+        "GroupView._may_commit",
+        "        return epoch <= self.epoch(key) + MAX_EPOCH_STEP",
+        "        return True",
+    ),
+    "a group keeps a bounded number of commits per partition": (
+        "dafka.groups.view",
+        "GroupView._keep",
+        "        if len(by) > MAX_COMMITTERS:",
+        "        if False:",
+    ),
+    "a heartbeat claims only partitions of the topics it names": (
+        "dafka.groups.view",
+        "GroupView._heartbeat",
+        "        held = frozenset(k for k in record.held if k[0] in topics)",
+        "        held = record.held",
+    ),
+    "a group admits only the writers the metadata lets in": (
+        "dafka.groups.admission",
+        "Admission.admits",
+        "            return member in self.members",
+        "            return True",
+        "            if allowed is not None and member not in allowed:",
+        "            if False:",
+    ),
+    "a claim on what the rule gives another member stalls it for the grace only": (
+        "dafka.groups.plan",
+        "plan",
+        "            if now - since < grace:",
+        "            if True:",
+    ),
+    "a store lets only a group topic's readers write it when no producer ACL names them": (
+        "dafka.core.store.state",
+        "StoreState.may_write",
+        "            allowed = self._readers.get(topic)",
+        "            pass",
     ),
     "beacon key owns the node ID": (
         "dafka.wire.beacon",
@@ -944,6 +989,33 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a group member's reader follows the topic ACLs": (
         "tests/integration/test_attacks_groups.py::test_a_non_member_cannot_commit_or_hold_partitions_for_a_group",
+    ),
+    "a group counts a commit only for what its writer's heartbeat held": (
+        "tests/integration/test_attacks_groups.py::test_forged_commits_do_not_move_the_group",
+        "tests/unit/test_attacks_groups_rules.py::test_a_commit_for_a_partition_the_writer_does_not_hold_is_ignored",
+    ),
+    "a group takes a commit's epoch only within a step of the partition's": (
+        "tests/integration/test_attacks_groups.py::test_forged_commits_do_not_move_the_group",
+        "tests/unit/test_attacks_groups_rules.py::test_a_holder_cannot_put_an_epoch_out_of_reach",
+    ),
+    "a group keeps a bounded number of commits per partition": (
+        "tests/unit/test_attacks_groups_rules.py::test_commits_kept_per_partition_are_bounded_and_the_winner_survives",
+    ),
+    "a heartbeat claims only partitions of the topics it names": (
+        "tests/unit/test_attacks_groups_rules.py::test_a_heartbeat_claims_only_partitions_of_the_topics_it_names",
+    ),
+    "a group admits only the writers the metadata lets in": (
+        "tests/integration/test_attacks_groups.py::test_a_fake_member_the_group_does_not_admit_does_not_stall_a_new_one",
+        "tests/unit/test_attacks_groups_rules.py::test_a_writer_the_group_does_not_admit_is_no_member_and_commits_nothing",
+        "tests/unit/test_attacks_groups_rules.py::test_by_default_a_member_must_be_allowed_to_read_its_topics",
+        "tests/unit/test_attacks_groups_rules.py::test_admission_follows_the_metadata_for_what_is_already_held",
+    ),
+    "a claim on what the rule gives another member stalls it for the grace only": (
+        "tests/integration/test_attacks_groups.py::test_a_member_that_never_lets_go_stalls_a_partition_for_the_session_timeout_only",
+        "tests/unit/test_attacks_groups_rules.py::test_a_member_that_does_not_let_go_stalls_a_partition_for_the_grace_only",
+    ),
+    "a store lets only a group topic's readers write it when no producer ACL names them": (
+        "tests/unit/test_attacks_groups_rules.py::test_a_store_lets_only_its_readers_write_a_group_topic_with_a_read_acl",
     ),
     "tower relay admits the keys the metadata names": (
         "tests/integration/test_attacks_curve_keys.py::test_the_relay_gives_beacons_only_to_keys_the_metadata_names",

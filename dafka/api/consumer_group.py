@@ -19,12 +19,14 @@ the net change since the last callback that ran (one revoke, one assign).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..config import NodeConfig
 from ..core.consumer import ConsumerCore
 from ..core.effects import Publish, RecordBatch
 from ..errors import ConfigError
@@ -165,6 +167,11 @@ class GroupConsumer:
     ) -> None:
         """Start the member (its producer, reader and thread); close if that fails."""
         self._group_callbacks = {ASSIGN: on_assign, REVOKE: on_revoke}
+        node = node_kw.get("node")
+        if isinstance(node, NodeConfig) and node.port:
+            # the consumer binds the port it was given; its member's producer and reader
+            # are two more nodes, each on a port of its own
+            node_kw = {**node_kw, "node": dataclasses.replace(node, port=0)}
         try:
             self._group = GroupMember(
                 self,

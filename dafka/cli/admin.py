@@ -31,6 +31,7 @@ import click
 
 from ..config import parse_trusted_stores
 from ..errors import ConfigError, DafkaTimeout
+from ..groups.records import PREFIX as GROUP_PREFIX
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
@@ -223,11 +224,18 @@ def topics_delete(
 @topics.command("list")
 @_client_options
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of lines.")
+@click.option(
+    "--internal",
+    is_flag=True,
+    help="Also the internal topics (__group.NAME: consumer groups, see 'dafka groups').",
+)
 @run_cli
-def topics_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None:
-    """Every topic with its settings."""
+def topics_list(tower: str, cluster: str, timeout: float, as_json: bool, internal: bool) -> None:
+    """Every user topic with its settings."""
     with _client(tower, cluster, timeout) as client:
         found = client.topics()
+    if not internal:
+        found = {n: t for n, t in found.items() if not n.startswith(GROUP_PREFIX)}
     if as_json:
         click.echo(json.dumps(found, sort_keys=True))
         return

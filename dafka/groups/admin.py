@@ -1,8 +1,9 @@
 """What ``dafka groups list|describe`` shows: read from the stores, not from a member.
 
-``describe`` replays the group topic (members alive by the wall-clock time of their
-last heartbeat, as signed by the member, against ``session_timeout``; committed
-offsets as members see them) and asks every store it hears of for the heads of the
+``describe`` replays the group topic with the members' rules (who the group admits,
+``dafka/groups/admission.py``, and what a member may claim or commit; members alive
+by the wall-clock time of their last heartbeat, as signed by the member, against
+``session_timeout``; committed offsets as members see them) and asks every store it hears of for the heads of the
 group's topics (log-end offset = head + 1, the highest over the stores).
 """
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import DafkaError, DafkaTimeout, WireError
 from ..query.client import QueryClient
 from ..query.locator import locate_stores
+from .admission import Admission
 from .assign import PartitionKey
 from .records import PREFIX, decode, group_topic
 from .view import GroupView, MemberState
@@ -76,6 +78,8 @@ def describe(
     view = GroupView(session_timeout)
     deadline = time.monotonic() + timeout
     with Consumer(topic, towers=towers, offset_reset="earliest") as reader:
+        if reader.metadata is not None:  # who the group admits, as its members see it
+            view.set_admission(Admission.from_config(reader.metadata.config, topic))
         while True:
             runs = reader.poll_batches(10_000, timeout=0.1)
             for run in runs:

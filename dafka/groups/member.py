@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 from ..core.effects import RecordBatch
 from ..errors import ConfigError, DafkaError, DafkaTimeout, WireError
 from ..futures import RecordFuture
+from .admission import Admission
 from .assign import PartitionKey
-from .plan import plan
+from .plan import Contests, plan
 from .records import Commit, Heartbeat, Leave, decode, encode, group_topic
 from .view import GroupView
 
@@ -110,6 +111,11 @@ class GroupMember:
             self.producer.close(timeout=1.0)
             raise
         self.caught_up = False
+        self._admitted = True  # as far as it knows (warned once when not)
+        self._contests: Contests = {}  # claims of others on what the rule gives this member
+        self._metadata = getattr(consumer, "metadata", None)
+        if self._metadata is not None:  # who the group admits follows the metadata
+            self._metadata.subscribe(self._admission_changed)
         self._refreshed = time.monotonic()
         self._beats = 0
         self._settled_at: float | None = None  # since when it holds what the rule gives it
@@ -172,6 +178,33 @@ class GroupMember:
 
     # ------------------------------------------------------------- internals
 
+    def _admission_changed(self, config: Mapping[str, object]) -> None:
+        """The metadata's thread: who the group admits, from the new configuration. Not
+        under the member's lock (it may wait for a commit): the view swaps one reference."""
+        self.view.set_admission(Admission.from_config(config, self.topic))
+
+    def _check_admitted(self) -> None:
+        """Say once (per change) when the group does not admit this member: it then takes
+        nothing, since its own heartbeats do not count (``docs/groups.md``)."""
+        admitted = self.view.admission.admits(self.member_id, self._topics)
+        if admitted != self._admitted:
+            self._admitted = admitted
+            if not admitted:
+                log.warning(
+                    "group.not_admitted group=%s member=%s: the group's ACLs do not name "
+                    "this member (see dafka topics describe %s), so it reads nothing",
+                    self.group,
+                    self.member_id,
+                    self.topic,
+                )
+
+    def _admission_known(self, waited: float) -> bool:
+        """Whether to read the group topic yet: once the metadata (if followed) loaded,
+        so that no record is taken from a writer the group does not admit, or after
+        ``join_timeout`` without it (then: who the last configuration admits, or all)."""
+        view = self._metadata
+        return view is None or view.loaded or waited > self.settings.join_timeout
+
     def _send(self, record: Heartbeat | Commit | Leave) -> RecordFuture:
         return self.producer.send(encode(record))
 
@@ -199,13 +232,16 @@ class GroupMember:
         for key, offset in offsets.items():
             if type(offset) is not int or offset < 0:
                 raise ConfigError(f"commit offset for {key} must be an int >= 0, not {offset!r}")
-        entries = tuple(
-            (t, p, o, self._held.get((t, p), self.view.epoch((t, p))))
-            for (t, p), o in sorted(offsets.items())
-        )
+        foreign = sorted(k for k in offsets if k not in self._held)
+        if foreign:  # the group takes a member's commits only for what it holds
+            raise ConfigError(
+                f"cannot commit partitions this member does not hold: {foreign[:3]}"
+                + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            )
+        entries = tuple((t, p, o, self._held[(t, p)]) for (t, p), o in sorted(offsets.items()))
         record = Commit(entries)
         fut = self._send(record)
-        self.view.apply(self.member_id, record, time.monotonic())
+        self.view.apply(self.member_id, record, time.monotonic(), own=True)
         self._last_committed.update(offsets)
         return offsets, fut
 
@@ -238,6 +274,10 @@ class GroupMember:
     def _run(self) -> None:
         s = self.settings
         start = time.monotonic()
+        while not self._admission_known(time.monotonic() - start):
+            if self._stop.wait(0.05):
+                return
+        start = time.monotonic()
         next_hb = start
         next_commit = start + s.auto_commit_interval
         while not self._stop.is_set():
@@ -252,6 +292,7 @@ class GroupMember:
                         log.info(
                             "group.caught_up group=%s records=%d", self.group, self.view.records
                         )
+                    self._check_admitted()
                     if now >= next_hb:
                         self._heartbeat()
                         next_hb = now + s.heartbeat_interval
@@ -287,7 +328,10 @@ class GroupMember:
             self._consumer._group_known(),
             now,
             self.settings.fence,
+            self._contests,
+            self.settings.session_timeout,
         )
+        self._contests = p.contests
         if not p.revoke and not p.take:
             if p.target == frozenset(self._held):
                 if self._settled_at is None:

@@ -51,6 +51,17 @@ def test_topics_create_list_describe_alter_delete(tower: str) -> None:
     assert "ev " not in ok(tower, "topics", "list")
 
 
+def test_group_topics_are_listed_only_with_internal(tower: str) -> None:
+    ok(tower, "topics", "create", "orders")
+    ok(tower, "topics", "create", "__group.billing")
+    assert "orders " in ok(tower, "topics", "list")
+    assert "__group.billing" not in ok(tower, "topics", "list")
+    assert "__group.billing" not in json.loads(ok(tower, "topics", "list", "--json"))
+    assert "__group.billing " in ok(tower, "topics", "list", "--internal")
+    for t in ("orders", "__group.billing"):
+        ok(tower, "topics", "delete", t)
+
+
 def test_stores_trust_list_revoke(tower: str) -> None:
     ok(tower, "stores", "trust", STORE.lower())
     assert ok(tower, "stores", "list").split()[:2] == [STORE, "trusted,"]

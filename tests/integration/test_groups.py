@@ -372,3 +372,33 @@ def test_async_consumer_runs_rebalance_callbacks_on_the_event_loop(
     assert seen.count("assign") >= 1 and seen.count("record") >= 20
     assert seen.threads == {loop_thread} and all(seen.in_event_loop)
     seen.check_order()
+
+
+def test_a_member_with_a_fixed_port_starts_and_commits(
+    tower: Tower, producers: list[Producer]
+) -> None:
+    """``NodeConfig(port=...)``: the consumer binds that port; its member's producer and
+    reader of the group topic take ports of their own (both took the same port before,
+    and the member failed with 'already in use')."""
+    from dafka import Consumer
+    from dafka.config import NodeConfig, parse_towers
+    from tests.procs import free_port
+
+    send(producers, 0, 5)
+    node = NodeConfig(towers=parse_towers(tower.address), port=free_port(set()))
+    with Consumer(
+        "t",
+        towers=tower.address,
+        node=node,
+        group="fixed",
+        offset_reset="earliest",
+        enable_auto_commit=False,
+        heartbeat_interval=0.5,
+    ) as c:
+        parts = {("t", p.partition) for p in producers}
+        wait_until(lambda: set(c.assignment()) == parts, 30, what="the member to hold all")
+        got: list = []
+        wait_until(
+            lambda: got.extend(c.poll_batch(100, timeout=0.1)) or len(got) >= 20, 30, what="reads"
+        )
+        assert c.commit() == dict.fromkeys(parts, 5)

@@ -40,6 +40,7 @@ def test_a_member_that_leaves_is_gone_at_once() -> None:
 
 def test_replay_gives_the_last_commit_of_each_partition() -> None:
     v = GroupView(10.0)
+    v.apply(A, hb(held={P1, P2}), 0.0)
     v.apply(A, Commit((("t", P1[1], 5, 1), ("t", P2[1], 7, 1))), 0.0)
     v.apply(A, Commit((("t", P1[1], 9, 1),)), 0.0)
     v.apply(A, Commit((("t", P1[1], 3, 1),)), 0.0)  # a commit may go back (a seek)
@@ -58,6 +59,8 @@ def test_after_a_handover_the_new_owner_wins_in_any_replay_order(order) -> None:
     for i in range(5):
         seq[i] = ("a", next(ia)) if i in slots else ("b", next(ib))
     v = GroupView(10.0)
+    v.apply(A, hb(held={P1}), 0.0)  # each member's heartbeat holding P1 precedes its commits
+    v.apply(B, hb(held={P1}), 0.0)
     for who, rec in seq:
         v.apply(A if who == "a" else B, rec, 0.0)
     c = v.committed()[P1]

@@ -29,6 +29,7 @@ from .credits import DEFAULT_SEND_CREDITS, SendCredits
 
 log = logging.getLogger(__name__)
 
+GROUP_TOPIC_PREFIX = "__group."  # dafka.groups.records.PREFIX: a consumer group's topic
 MAX_RETRY_FACTOR = 64
 """A gap's retry interval doubles while unanswered, up to ``fetch_retry * MAX_RETRY_FACTOR``."""
 
@@ -352,10 +353,12 @@ class StoreState:
                 self._tails[key] = fence + 1  # below it: deleted (answered like retention)
 
     def may_write(self, topic: str, partition: str) -> bool:
-        """Whether the topic's write ACL (the metadata) lets ``partition``'s producer write it."""
-        if not self._acl:
-            return True
-        allowed = self._acl.get(topic)
+        """Whether the topic's write ACL (the metadata) lets ``partition``'s producer write it.
+        A consumer group's topic (``__group.NAME``) without one is written by those who may
+        read it: its consumer ACL, if set (``docs/groups.md``, who may join a group)."""
+        allowed = self._acl.get(topic) if self._acl else None
+        if allowed is None and topic.startswith(GROUP_TOPIC_PREFIX):
+            allowed = self._readers.get(topic)
         return allowed is None or partition in allowed
 
     def _pinned_elsewhere(self, key: PartitionKey) -> bool:
