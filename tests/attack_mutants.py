@@ -69,11 +69,49 @@ TESTS = [
     "tests/unit/raft/test_answer_budget.py",
     "tests/unit/test_metadata_state.py",
     "tests/integration/test_attacks_raft_queries.py",
+    "tests/unit/test_attacks_peer_keys.py",
+    "tests/integration/test_attacks_beacon_keys.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "a claimed CURVE key gives way after one failed handshake": (
+        "dafka.core.peer_keys",
+        "PeerKeys.on_handshake",
+        "        return self._failed(endpoint, entry, now)",
+        "        return None",
+    ),
+    "only a failure during the handshake counts against the key in use": (
+        "dafka.core.peer_keys",
+        "PeerKeys.on_handshake",
+        "        if not shaking:\n",
+        "        if False:\n",
+    ),
+    "claims do not move the key of a working connection": (
+        "dafka.core.peer_keys",
+        "PeerKeys.expire",
+        "                if key == entry.current and entry.state is _State.UP:",
+        "                if False:",
+    ),
+    "claimed CURVE keys per endpoint are bounded": (
+        "dafka.core.peer_keys",
+        "PeerKeys.claim",
+        "        if len(entry.claims) >= self.max_keys and not self._evict(entry):",
+        "        if False:",
+    ),
+    "moves between claimed CURVE keys are rate-limited": (
+        "dafka.core.peer_keys",
+        "PeerKeys._switch",
+        "        if best is None or best == entry.current or not self._switches.allow(now):",
+        "        if best is None or best == entry.current:",
+    ),
+    "a full endpoint evicts neither the key in use nor a proven one": (
+        "dafka.core.peer_keys",
+        "PeerKeys._evict",
+        "            if key != entry.current and not claim.proven",
+        "            if True",
+    ),
     "a store holds one bounded drain while a commit is in flight": (
         "dafka.api.store_pipeline",
         "StorePipeline.accepting",
@@ -901,6 +939,25 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a claimed CURVE key gives way after one failed handshake": (
+        "tests/unit/test_attacks_peer_keys.py::test_an_attackers_claim_gives_way_after_one_failed_handshake",
+        "tests/integration/test_attacks_beacon_keys.py::test_a_claim_on_the_stores_endpoint_never_cuts_a_producer_off",
+    ),
+    "only a failure during the handshake counts against the key in use": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_late_event_of_the_old_connection_is_not_counted_against_the_new_key",
+    ),
+    "claims do not move the key of a working connection": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_claim_no_longer_heard_gives_way_unless_its_connection_works",
+    ),
+    "claimed CURVE keys per endpoint are bounded": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_flood_of_claims_costs_bounded_keys_moves_and_log_lines",
+    ),
+    "moves between claimed CURVE keys are rate-limited": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_flood_of_claims_costs_bounded_keys_moves_and_log_lines",
+    ),
+    "a full endpoint evicts neither the key in use nor a proven one": (
+        "tests/unit/test_attacks_peer_keys.py::test_eviction_never_drops_the_key_in_use_nor_a_proven_one",
+    ),
     "a run waiting to be polled does not keep a batch it barely uses alive": (
         "tests/unit/test_consumer_columns.py::test_a_run_cut_from_a_big_batch_does_not_keep_the_batch_alive_while_it_waits",
     ),
