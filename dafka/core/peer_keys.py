@@ -22,12 +22,17 @@ fail and the connection moves to the new one. A connection refused at TCP (the p
 down) says nothing of a key, and nothing changes.
 
 Bounds, whatever the claims: ``max_keys`` keys per endpoint (a new one pushes out the
-claim with the most failures, then the one heard least recently, never the key in use);
-key changes at ``switch_rate`` per second for all endpoints together (a change refused
-waits for the next failure, which libzmq's reconnection brings within its interval); and
-one log line per ``_LOG_PERIOD`` for refused keys and failed handshakes. A claim not
-heard again for ``timeout`` seconds is forgotten, unless it is the key of a working
-connection.
+claim with the most failures, then the one heard least recently, never the key in use nor
+a proven one); key changes at ``switch_rate`` per second for all endpoints together (a
+change refused waits for the next failure, which libzmq's reconnection brings within its
+interval); one log line per ``_LOG_PERIOD`` each for refused keys, failed handshakes and
+key moves. A claim not heard again for ``timeout`` seconds is forgotten, unless it is the
+key of a working connection. Endpoints are the discovery table's (``max_peers``).
+
+What is not bounded: an attacker sending more than ``max_keys`` fresh keys for one
+endpoint per beacon interval pushes the genuine claim out before it is tried, and so
+delays a node's first connection there for as long as it keeps that up (a connection that
+works is never moved).
 """
 
 from __future__ import annotations
@@ -104,6 +109,7 @@ class PeerKeys:
         self.switches = 0
         self._last_refused_log = -_LOG_PERIOD
         self._last_failed_log = -_LOG_PERIOD
+        self._last_switch_log = -_LOG_PERIOD
 
     def key(self, endpoint: str) -> bytes | None:
         """The key the connection to ``endpoint`` uses (None: not connected)."""
@@ -208,7 +214,14 @@ class PeerKeys:
         if best is None or best == entry.current or not self._switches.allow(now):
             return None
         self.switches += 1
-        log.info("discovery.key.switch endpoint=%s key=%s", endpoint, best.hex()[:16])
+        if now - self._last_switch_log >= _LOG_PERIOD:
+            self._last_switch_log = now
+            log.info(
+                "discovery.key.switch endpoint=%s key=%s total=%d",
+                endpoint,
+                best.hex()[:16],
+                self.switches,
+            )
         entry.current = best
         entry.state = _State.WAITING
         return best
