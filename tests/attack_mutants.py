@@ -76,6 +76,12 @@ MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    "a node hears its data SUB's handshake events": (
+        "dafka.io.handshakes",
+        "HandshakeMonitor.read",
+        "            if event is not None:\n",
+        "            if False:\n",
+    ),
     "a claimed CURVE key gives way after one failed handshake": (
         "dafka.core.peer_keys",
         "PeerKeys.on_handshake",
@@ -939,6 +945,10 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a node hears its data SUB's handshake events": (
+        "tests/integration/test_attacks_beacon_keys.py::test_the_monitor_reports_a_failed_and_a_completed_handshake_by_endpoint",
+        "tests/integration/test_attacks_beacon_keys.py::test_a_claim_on_the_stores_endpoint_never_cuts_a_producer_off",
+    ),
     "a claimed CURVE key gives way after one failed handshake": (
         "tests/unit/test_attacks_peer_keys.py::test_an_attackers_claim_gives_way_after_one_failed_handshake",
         "tests/integration/test_attacks_beacon_keys.py::test_a_claim_on_the_stores_endpoint_never_cuts_a_producer_off",

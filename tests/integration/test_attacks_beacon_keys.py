@@ -17,11 +17,13 @@ from pathlib import Path
 import zmq
 
 from dafka.config import parse_towers
+from dafka.core.peer_keys import Handshake
+from dafka.io.handshakes import HandshakeMonitor
 from dafka.security import identity
-from dafka.security.curve_keys import CurveConfig, make_client
+from dafka.security.curve_keys import CurveConfig, make_client, make_server, start_authenticator
 from dafka.wire.beacon import NodeBeacon
 from tests.integration.test_attacks_curve import CurveTower, ctower  # noqa: F401  (fixture)
-from tests.procs import Proc, free_port, py
+from tests.procs import Proc, free_port, py, wait_until
 
 RECORDS = 40
 LINES = b"".join(f"claimed {i}\n".encode() for i in range(1, RECORDS + 1))
@@ -115,3 +117,42 @@ def test_a_claim_on_the_stores_endpoint_never_cuts_a_producer_off(
         attacker.stop()
         if store is not None:
             store.kill()
+
+
+def test_the_monitor_reports_a_failed_and_a_completed_handshake_by_endpoint(
+    tmp_path: Path,
+) -> None:
+    server, client, stranger = (identity.create(tmp_path / n) for n in ("s", "c", "x"))
+    ctx = zmq.Context()
+    xpub = ctx.socket(zmq.XPUB)
+    sub = ctx.socket(zmq.SUB)
+    for s in (xpub, sub):
+        s.setsockopt(zmq.LINGER, 0)
+    make_server(xpub, CurveConfig(True), server)
+    auth = start_authenticator(ctx, CurveConfig(True))
+    endpoint = f"tcp://127.0.0.1:{xpub.bind_to_random_port('tcp://127.0.0.1')}"
+    monitor = HandshakeMonitor(sub)
+    seen: list[tuple[str, Handshake]] = []
+
+    def heard(event: Handshake) -> bool:
+        if monitor.sock.poll(50):
+            seen.extend(monitor.read())
+        return (endpoint, event) in seen
+
+    try:
+        make_client(sub, CurveConfig(True), client, stranger.public_key)  # the wrong key
+        sub.connect(endpoint)
+        wait_until(lambda: heard(Handshake.FAILED), 10, 0, "a failed handshake")
+        assert (endpoint, Handshake.CONNECTED) in seen
+        assert (endpoint, Handshake.SUCCEEDED) not in seen
+        sub.disconnect(endpoint)
+        make_client(sub, CurveConfig(True), client, server.public_key)
+        sub.connect(endpoint)
+        wait_until(lambda: heard(Handshake.SUCCEEDED), 10, 0, "a completed handshake")
+    finally:
+        monitor.close()
+        sub.close(0)
+        xpub.close(0)
+        if auth is not None:
+            auth.stop()
+        ctx.term()
