@@ -71,6 +71,8 @@ TESTS = [
     "tests/unit/raft/test_answer_budget.py",
     "tests/unit/test_metadata_state.py",
     "tests/integration/test_attacks_raft_queries.py",
+    "tests/unit/test_attacks_peer_keys.py",
+    "tests/integration/test_attacks_beacon_keys.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -83,6 +85,48 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            os.mkdir(component)",
         "        os.chmod(component, PRIVATE_DIR_MODE)",
         "        pass",
+    ),
+    "a node hears its data SUB's handshake events": (
+        "dafka.io.handshakes",
+        "HandshakeMonitor.read",
+        "            if event is not None:\n",
+        "            if False:\n",
+    ),
+    "a claimed CURVE key gives way after one failed handshake": (
+        "dafka.core.peer_keys",
+        "PeerKeys.on_handshake",
+        "        return self._failed(endpoint, entry, now)",
+        "        return None",
+    ),
+    "only a failure during the handshake counts against the key in use": (
+        "dafka.core.peer_keys",
+        "PeerKeys.on_handshake",
+        "        if not shaking:\n",
+        "        if False:\n",
+    ),
+    "claims do not move the key of a working connection": (
+        "dafka.core.peer_keys",
+        "PeerKeys.expire",
+        "                if key == entry.current and entry.state is _State.UP:",
+        "                if False:",
+    ),
+    "claimed CURVE keys per endpoint are bounded": (
+        "dafka.core.peer_keys",
+        "PeerKeys.claim",
+        "        if len(entry.claims) >= self.max_keys and not self._evict(entry):",
+        "        if False:",
+    ),
+    "moves between claimed CURVE keys are rate-limited": (
+        "dafka.core.peer_keys",
+        "PeerKeys._switch",
+        "        if best is None or best == entry.current or not self._switches.allow(now):",
+        "        if best is None or best == entry.current:",
+    ),
+    "a full endpoint evicts neither the key in use nor a proven one": (
+        "dafka.core.peer_keys",
+        "PeerKeys._evict",
+        "            if key != entry.current and not claim.proven",
+        "            if True",
     ),
     "a store holds one bounded drain while a commit is in flight": (
         "dafka.api.store_pipeline",
@@ -958,6 +1002,29 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "key and data directories are made 0700, parents included, whatever the umask": (
         "tests/unit/test_private_dirs.py::test_every_directory_made_is_0700_under_umask_000",
         "tests/unit/test_private_dirs.py::test_the_admin_key_cli_under_umask_000_makes_dot_dafka_0700",
+    ),
+    "a node hears its data SUB's handshake events": (
+        "tests/integration/test_attacks_beacon_keys.py::test_the_monitor_reports_a_failed_and_a_completed_handshake_by_endpoint",
+        "tests/integration/test_attacks_beacon_keys.py::test_a_claim_on_the_stores_endpoint_never_cuts_a_producer_off",
+    ),
+    "a claimed CURVE key gives way after one failed handshake": (
+        "tests/unit/test_attacks_peer_keys.py::test_an_attackers_claim_gives_way_after_one_failed_handshake",
+        "tests/integration/test_attacks_beacon_keys.py::test_a_claim_on_the_stores_endpoint_never_cuts_a_producer_off",
+    ),
+    "only a failure during the handshake counts against the key in use": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_late_event_of_the_old_connection_is_not_counted_against_the_new_key",
+    ),
+    "claims do not move the key of a working connection": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_claim_no_longer_heard_gives_way_unless_its_connection_works",
+    ),
+    "claimed CURVE keys per endpoint are bounded": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_flood_of_claims_costs_bounded_keys_moves_and_log_lines",
+    ),
+    "moves between claimed CURVE keys are rate-limited": (
+        "tests/unit/test_attacks_peer_keys.py::test_a_flood_of_claims_costs_bounded_keys_moves_and_log_lines",
+    ),
+    "a full endpoint evicts neither the key in use nor a proven one": (
+        "tests/unit/test_attacks_peer_keys.py::test_eviction_never_drops_the_key_in_use_nor_a_proven_one",
     ),
     "a run waiting to be polled does not keep a batch it barely uses alive": (
         "tests/unit/test_consumer_columns.py::test_a_run_cut_from_a_big_batch_does_not_keep_the_batch_alive_while_it_waits",

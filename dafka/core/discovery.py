@@ -12,6 +12,13 @@ per second (bursts of ``new_peer_burst``). Peers already known are refreshed
 whatever the bounds, so fake endpoints never push a live peer out; a refused
 endpoint is counted (``refused``), logged at most every 5 s, and taken when its
 next beacon finds room.
+
+With CURVE on (``curve=True``) a node connects to an endpoint only under a key some beacon
+claimed for it, and which key is :class:`~dafka.core.peer_keys.PeerKeys`' business: every
+claimed key is kept (bounded), a key whose handshake fails gives way to the next, and the
+connection moves (``disconnect`` then ``connect`` of the same endpoint, with the key in
+``keys``) when it does. A beacon without a key names an endpoint that is not joined until
+one with a key comes.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dataclasses import dataclass, field
 
 from ..wire.beacon import TowerBeacon
 from .limits import TokenBucket
+from .peer_keys import Handshake, PeerKeys
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +37,18 @@ MAX_PEERS = 1024
 NEW_PEER_RATE = 20.0
 NEW_PEER_BURST = 200.0
 _LOG_PERIOD = 5.0
+KEY_EXPIRY_PERIOD = 0.5
+"""Seconds between two looks for claimed keys no longer heard (``PeerKeys.expire``)."""
 
 
 @dataclass(slots=True)
 class DiscoveryActions:
     connect: list[str] = field(default_factory=list)
     disconnect: list[str] = field(default_factory=list)
+    """Applied before ``connect``: an endpoint in both is reconnected under a new key."""
     send_beacon: bool = False
+    keys: dict[str, bytes] = field(default_factory=dict)
+    """CURVE only: the Ed25519 key of the server to connect each endpoint of ``connect`` as."""
 
 
 class Discovery:
@@ -50,8 +63,13 @@ class Discovery:
         max_peers: int = MAX_PEERS,
         new_peer_rate: float = NEW_PEER_RATE,
         new_peer_burst: float = NEW_PEER_BURST,
+        curve: bool = False,
+        keys: PeerKeys | None = None,
     ) -> None:
         self.node_id = node_id
+        self.curve = curve
+        self.keys = keys if keys is not None else PeerKeys(timeout=timeout)
+        """CURVE: the keys claimed for each endpoint, and the one its connection uses."""
         self.interval = interval
         self.timeout = timeout
         self.max_peers = max_peers
@@ -64,6 +82,7 @@ class Discovery:
         peer's expiry only moves later, so :meth:`next_deadline`, which the IO loop asks
         every turn, does not look through every peer."""
         self._next_beacon = 0.0
+        self._next_key_expiry = 0.0
         self.welcomed = False
 
     @property
@@ -98,11 +117,28 @@ class Discovery:
                     )
                 return actions
             log.info("discovery.peer.new node=%s endpoint=%s", beacon.node_id, endpoint)
-            actions.connect.append(endpoint)
+            if not self.curve:
+                actions.connect.append(endpoint)
             actions.send_beacon = True
             self._next_beacon = now + self.interval
             self._soonest = min(self._soonest, now + self.timeout)
         self._expiry[endpoint] = now + self.timeout
+        if self.curve and beacon.public_key is not None:
+            key = self.keys.claim(endpoint, beacon.public_key, now)
+            if key is not None:
+                actions.connect.append(endpoint)
+                actions.keys[endpoint] = key
+        return actions
+
+    def on_handshake(self, endpoint: str, event: Handshake, now: float) -> DiscoveryActions:
+        """CURVE: the node's socket monitor saw ``event`` on the connection to ``endpoint``;
+        a failed handshake moves the connection to another claimed key, if there is one."""
+        actions = DiscoveryActions()
+        if endpoint not in self._expiry:
+            return actions
+        key = self.keys.on_handshake(endpoint, event, now)
+        if key is not None:
+            _reconnect(actions, endpoint, key)
         return actions
 
     def tick(self, now: float) -> DiscoveryActions:
@@ -111,7 +147,13 @@ class Discovery:
             if expiry <= now:
                 log.info("discovery.peer.expired endpoint=%s", endpoint)
                 del self._expiry[endpoint]
+                self.keys.forget(endpoint)
                 actions.disconnect.append(endpoint)
+        if self.curve and now >= self._next_key_expiry:
+            # every claim of every endpoint is looked at: 1 ms for 1,024 × 8, so not every tick
+            self._next_key_expiry = now + KEY_EXPIRY_PERIOD
+            for endpoint, key in self.keys.expire(now):
+                _reconnect(actions, endpoint, key)
         self._soonest = min(self._expiry.values(), default=math.inf)
         if now >= self._next_beacon:
             actions.send_beacon = True
@@ -121,3 +163,9 @@ class Discovery:
     def next_deadline(self) -> float:
         """When :meth:`tick` has something to do: a beacon is due or a peer may expire."""
         return min(self._soonest, self._next_beacon)
+
+
+def _reconnect(actions: DiscoveryActions, endpoint: str, key: bytes) -> None:
+    actions.disconnect.append(endpoint)
+    actions.connect.append(endpoint)
+    actions.keys[endpoint] = key

@@ -21,7 +21,9 @@ With CURVE on (``NodeConfig.curve``, ``docs/security.md``) the loop runs on a
 context of its own with its own ZAP handler: the XPUB and the service sockets are
 CURVE servers under the node's key, the beacon sockets CURVE clients of each
 tower (whose key the config names), and the data SUB a CURVE client of each peer,
-whose key comes from the peer's beacon (a peer that beacons no key is not joined).
+whose key comes from the peer's beacon (a peer that beacons no key is not joined);
+a socket monitor on the SUB tells discovery which key's handshake failed, and the
+connection moves to another key claimed for that endpoint (``dafka.core.peer_keys``).
 The XPUB then also runs in ``ZMQ_XPUB_MANUAL`` mode: each subscription takes effect
 only once :class:`~dafka.io.read_grants.ReadGrants` grants it for the key of the
 connection it came on (the read ACL, ``docs/security.md`` "Read ACLs"); until the node
@@ -62,6 +64,7 @@ from ..wire import beacon as wbeacon
 from ..wire import rfc46
 from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
 from .deadline_timer import DeadlineTimer
+from .handshakes import HandshakeMonitor
 from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv_bounded
 from .node_plugins import NodeHandler, NodeService
 from .profiles import RFC46, OtherProfile, Profile
@@ -138,7 +141,6 @@ class NodeLoop:
         the metadata by the node objects that follow it."""
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
-        self._peer_keys: dict[str, bytes] = {}
         self._sources = SourceKeys()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._ready = threading.Event()
@@ -154,7 +156,10 @@ class NodeLoop:
         self.endpoint = ""
         self.port = 0
         self.discovery = Discovery(
-            node_id, interval=config.beacon_interval, timeout=config.beacon_timeout
+            node_id,
+            interval=config.beacon_interval,
+            timeout=config.beacon_timeout,
+            curve=self.curve.enabled,
         )
         self.malformed = _RateLimitedLog()
         self.oversized = _RateLimitedLog(event="wire.oversized")
@@ -349,6 +354,8 @@ class NodeLoop:
             cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), frame_bytes, min_hwm
         )
         self._sub = sub
+        # CURVE: which key each peer connection's handshake proved wrong (dafka.core.peer_keys)
+        monitor = HandshakeMonitor(sub) if curve.enabled else None
         opened: list[tuple[NodeService, zmq.Socket[bytes]]] = []
         try:
             if me is not None:
@@ -370,6 +377,8 @@ class NodeLoop:
             self.sync_subscriptions()
         except BaseException as exc:  # reported to start()'s caller
             self._start_error = exc if isinstance(exc, DafkaError) else ConfigError(str(exc))
+            if monitor is not None:
+                monitor.close()
             for s in sockets:
                 s.close(0)
             self._close_services(opened)
@@ -400,6 +409,8 @@ class NodeLoop:
             self.grants.attach(xpub, poller, xpub.getsockopt_string(zmq.LAST_ENDPOINT))
         poller.register(bsub, zmq.POLLIN)
         poller.register(bpub, zmq.POLLIN)
+        if monitor is not None:
+            poller.register(monitor.sock, zmq.POLLIN)
         poller.register(self._wake_r, zmq.POLLIN)
         for sock in served:
             poller.register(sock, zmq.POLLIN)
@@ -473,6 +484,10 @@ class NodeLoop:
                     self._on_beacons(bsub, bpub, sub, my_beacon, now)
                 if bpub in events:
                     self._on_tower_subscriptions(bpub, my_beacon, now)
+                if monitor is not None and monitor.sock in events:
+                    for endpoint, event in monitor.read():
+                        actions = self.discovery.on_handshake(endpoint, event, now)
+                        self._apply(actions, bpub, sub, my_beacon)
                 if xpub in events:
                     send(self._on_subscriptions(xpub, now))
                 if sub in events:
@@ -497,6 +512,8 @@ class NodeLoop:
                 self.handler.on_stop()
             except Exception:
                 log.exception("node.stop_failed id=%s", self.node_id)
+            if monitor is not None:
+                monitor.close()
             for s in sockets:
                 s.close()
             timer.close()
@@ -528,22 +545,21 @@ class NodeLoop:
         sub: zmq.Socket[bytes],
         my_beacon: list[list[bytes]],
     ) -> None:
+        for endpoint in actions.disconnect:  # first: an endpoint in both changes its key
+            try:
+                sub.disconnect(endpoint)
+            except zmq.ZMQError:
+                pass
         for endpoint in actions.connect:
             if self.curve.enabled:
-                key = self._peer_keys.get(endpoint)
+                key = actions.keys.get(endpoint)
                 if key is None or self.identity is None:
-                    log.warning("curve.no_peer_key endpoint=%s (not joined)", endpoint)
-                    continue
+                    continue  # discovery connects under CURVE only with a claimed key
                 make_client(sub, self.curve, self.identity, key)
             try:
                 sub.connect(endpoint)
             except zmq.ZMQError as exc:
                 log.warning("discovery.connect_failed endpoint=%s error=%s", endpoint, exc)
-        for endpoint in actions.disconnect:
-            try:
-                sub.disconnect(endpoint)
-            except zmq.ZMQError:
-                pass
         if actions.send_beacon:
             _send_beacons(bpub, my_beacon)
 
@@ -588,8 +604,6 @@ class NodeLoop:
             except WireError as exc:
                 self.malformed("beacon", exc, now)
                 continue
-            if tb.public_key is not None and len(self._peer_keys) < 100_000:
-                self._peer_keys[tb.endpoint] = tb.public_key
             self._apply(self.discovery.on_beacon(tb, now), bpub, sub, my_beacon)
 
     def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
