@@ -227,6 +227,12 @@ def group_problem(
     )
 
 
+_NULL_CONFIG_UPDATE = (
+    "membership changes need authenticated peers: CURVE keys (--raft-curve) with a peer or "
+    "admin key, or --raft-insecure-null"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class PeerGuard:
     """Who may send this peer a peer RPC (anything that can move its term, log or snapshot:
@@ -266,7 +272,4 @@ class PeerGuard:
             return self.curve.config_problem(user, peer_ids)
         if self.insecure_null:
             return None
-        return (
-            "membership changes need authenticated peers: CURVE keys (--raft-curve) with a "
-            "peer or admin key, or --raft-insecure-null"
-        )
+        return _NULL_CONFIG_UPDATE

@@ -18,6 +18,7 @@ compatibility flag ``--raft-insecure-null``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -235,3 +236,63 @@ def test_the_forged_snapshot_is_one_a_tower_would_restore() -> None:
     except DafkaError as exc:  # a restore that re-verifies signatures refuses it: also fine
         pytest.skip(f"the forged snapshot is refused by its content too: {exc}")
     assert meta.config.peers == (Peer(EVIL, "tcp://127.0.0.1:1"),)
+
+
+def test_a_keyed_group_of_towers_serves_the_admin_and_refuses_null_peers(tmp_path: Path) -> None:
+    """docs/metadata.md's group, on 127.0.0.1: keys made ahead with ``dafka-keys create``,
+    given in --raft-peers (CURVE by default then), the admin's key as first admin. The admin
+    creates a topic through the keyed towers; a forged AppendEntries over NULL gets nothing
+    through (the CURVE handshake refuses it) and the group's term does not move."""
+    ports = [free_port_block("127.0.0.1") for _ in range(3)]
+    keys = []
+    for i in range(3):
+        made = Proc(py("dafka.cli.keys", "create", "-s", str(tmp_path / f"t{i + 1}"), "--json"))
+        assert made.wait() == 0, made.stderr
+        keys.append(json.loads(bytes(made.stdout))["public_key"])
+    spec = ",".join(f"t{i + 1}=127.0.0.1:{p}@{keys[i]}" for i, p in enumerate(ports))
+    towers = [
+        Proc(
+            py(
+                "tower",
+                "--bind",
+                f"127.0.0.1:{p}",
+                "--data-dir",
+                str(tmp_path / f"t{i + 1}"),
+                "--raft-peers",
+                spec,
+                *tower_args(),
+            )
+        )
+        for i, p in enumerate(ports)
+    ]
+    try:
+        for tower in towers:
+            tower.wait_line(r"tower on tcp://", timeout=30)
+        keyed = ",".join(f"127.0.0.1:{p}@{keys[i]}" for i, p in enumerate(ports))
+        made = Proc(py("dafka.cli.admin", "topics", "create", "events", "--tower", keyed))
+        assert made.wait(60) == 0, made.stderr
+        with RaftClient(
+            [f"tcp://127.0.0.1:{p + 2}" for p in ports], "dafka", timeout=10
+        ) as null_client:
+            with pytest.raises(DafkaError):  # a NULL client is not let in at all
+                null_client.log_info(f"tcp://127.0.0.1:{ports[0] + 2}", timeout=2)
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(f"tcp://127.0.0.1:{ports[0] + 2}")
+        try:
+            sock.send_multipart(w.AppendEntries(1, CLUSTER, "t2", 1 << 20, 0, 0, 0).encode())
+            assert not sock.poll(1000)  # no answer: the handshake never completed
+        finally:
+            sock.close(0)
+            ctx.term()
+        listed = Proc(py("dafka.cli.admin", "topics", "list", "--tower", keyed))
+        assert listed.wait(60) == 0 and "events" in bytes(listed.stdout).decode(), listed.stderr
+        status = Proc(py("dafka.cli.admin", "cluster", "status", "--tower", keyed, "--json"))
+        assert status.wait(60) == 0, status.stderr
+        peers = json.loads(bytes(status.stdout).decode())["peers"]
+        terms = [peer["term"] for peer in peers]
+        assert len(terms) == 3 and max(terms) < 1 << 20, peers  # the forged term is nowhere
+    finally:
+        for tower in towers:
+            tower.kill()
