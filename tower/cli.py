@@ -37,8 +37,8 @@ from .metrics import tower_metrics
 @click.option(
     "--raft-peers",
     default=None,
-    help="Every tower of the metadata group as ID=HOST:PORT (beacon ports), comma-separated, "
-    "this one included. Default: a one-tower group.",
+    help="Every tower of the metadata group as ID=HOST:PORT@PUBHEX (beacon ports, each "
+    "tower's node key), comma-separated, this one included. Default: a one-tower group.",
 )
 @click.option("--id", "peer_id", default=None, help="This tower's Raft peer ID.")
 @click.option(
@@ -83,7 +83,7 @@ from .metrics import tower_metrics
     "--raft-insecure-null",
     is_flag=True,
     help="Compatibility: let a group of several towers speak NULL on the Raft ports (for "
-    f"ØMQ RAFT reference peers). It gives up peer authentication: {INSECURE_NULL_COST}.",
+    f"ØMQ RAFT reference peers). It gives up peer authentication, so {INSECURE_NULL_COST}.",
 )
 @metrics_options
 @run_cli
@@ -182,8 +182,8 @@ def check_raft_auth(
         raise ConfigError(
             f"--raft-peers names {len(peers)} towers, and a group's towers must authenticate "
             "each other: give each as ID=HOST:PORT@PUBHEX (a tower's key: `dafka-keys create "
-            "-s DATA_DIR`), or pass --raft-insecure-null (reference peers; "
-            f"{INSECURE_NULL_COST})"
+            "-s DATA_DIR`), or pass --raft-insecure-null for reference peers, under which "
+            f"{INSECURE_NULL_COST}"
         )
 
 

@@ -222,7 +222,7 @@ def main() -> None:
     "--raft-insecure-null",
     is_flag=True,
     help="Compatibility (ØMQ RAFT reference peers): other peers over NULL, every claimed "
-    f"peer ID believed: {INSECURE_NULL_COST}.",
+    f"peer ID believed, so {INSECURE_NULL_COST}.",
 )
 @run_cli
 def peer(

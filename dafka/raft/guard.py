@@ -206,7 +206,7 @@ class TermCeiling:
 
 INSECURE_NULL_COST = (
     "anyone who can reach the Raft port can claim to be a peer and rewrite the log and the "
-    "metadata (terms, entries, snapshots, membership)"
+    "metadata: terms, entries, snapshots, membership"
 )
 """What a NULL Raft group gives up; said in the flag's help and the start-up log line."""
 
@@ -222,8 +222,8 @@ def group_problem(
         return None
     return (
         f"peer(s) {', '.join(others)} over NULL: a Raft group of more than one peer needs "
-        "authenticated peers, CURVE keys (--raft-curve) or the compatibility flag "
-        f"--raft-insecure-null ({INSECURE_NULL_COST})"
+        "authenticated peers, CURVE keys (--raft-curve), or the compatibility flag "
+        f"--raft-insecure-null, under which {INSECURE_NULL_COST}"
     )
 
 
