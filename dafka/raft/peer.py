@@ -152,8 +152,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
     directory holds a log or a snapshot, the configuration comes from there and
     ``peers`` only seeds the URLs.
 
-    ``curve``: CURVE on every port (:mod:`dafka.raft.curve`). Without it the peer speaks
-    NULL and may have no other peer unless ``insecure_null`` (see the module docstring).
+    ``curve``: CURVE on every port; without it no other peer unless ``insecure_null``.
 
     ``admit``: the leader's check of every new RequestUpdate before it is proposed
     (:data:`~dafka.raft.peerstate.Admit`); the Raft layer knows nothing of what the data
