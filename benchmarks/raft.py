@@ -235,6 +235,7 @@ def peer_args(directory: Path, fsync: bool, urls: dict[str, str], pid: str) -> l
         "--cluster",
         CLUSTER,
         "--fsync" if fsync else "--no-fsync",
+        "--raft-insecure-null",  # a NULL group, as measured before (and as the reference)
         *PEER_EXTRA,
     ]
 

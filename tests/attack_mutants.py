@@ -45,6 +45,8 @@ TESTS = [
     "tests/integration/test_raft_resend.py",
     "tests/integration/test_attacks_raft.py",
     "tests/integration/test_attacks_raft_curve.py",
+    "tests/integration/test_attacks_raft_peers.py",
+    "tests/unit/raft/test_peer_guard.py",
     "tests/integration/test_attacks_files.py",
     "tests/unit/test_attacks_curve.py",
     "tests/integration/test_attacks_curve.py",
@@ -795,10 +797,10 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            self.path.mkdir(mode=0o755, parents=True, exist_ok=True)",
     ),
     "raft peer RPCs bound to the claimed peer's CURVE key": (
-        "dafka.raft.peer",
-        "RaftPeer._on_request",
-        "            if self.curve is not None and not self.curve.peer_allowed(user, claimed):",
-        "            if False:",
+        "dafka.raft.guard",
+        "PeerGuard.peer_problem",
+        "            if self.curve.peer_allowed(user, claimed):",
+        "            if True:",
     ),
     "raft CURVE key binding compares the key": (
         "dafka.raft.curve",
@@ -817,6 +819,54 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "RaftCurve.config_problem",
         "        if missing:",
         "        if False:",
+    ),
+    "raft peer RPCs pass the peer guard": (
+        "dafka.raft.peer",
+        "RaftPeer._on_request",
+        "            if problem is not None:",
+        "            if False:",
+    ),
+    "a NULL raft peer takes no peer RPC": (
+        "dafka.raft.guard",
+        "PeerGuard.peer_problem",
+        '        return "this peer has no other peers (NULL without --raft-insecure-null)"',
+        "        return None",
+    ),
+    "the raft peer guard refuses our own ID": (
+        "dafka.raft.guard",
+        "PeerGuard.peer_problem",
+        "        if claimed == self.peer_id:",
+        "        if False:",
+    ),
+    "raft ConfigUpdate passes the peer guard": (
+        "dafka.raft.clientservice",
+        "ClientService._on_config_update",
+        "        if problem is not None:  # membership: only authenticated peers and admins change it",
+        "        if False:",
+    ),
+    "a NULL raft peer takes no ConfigUpdate": (
+        "dafka.raft.guard",
+        "PeerGuard.config_problem",
+        "        return _NULL_CONFIG_UPDATE",
+        "        return None",
+    ),
+    "a raft group over NULL needs keys or the flag": (
+        "dafka.raft.guard",
+        "group_problem",
+        "    if not others or curve is not None or insecure_null:",
+        "    if True:",
+    ),
+    "a NULL raft peer does not start on a log naming other peers": (
+        "dafka.raft.peer",
+        "RaftPeer._setup",
+        "        if problem is not None:  # a log written by a group (or an attack) before this start",
+        "        if False:",
+    ),
+    "dafka-tower refuses a group of towers without keys": (
+        "tower.cli",
+        "check_raft_auth",
+        "    if len(peers) > 1 and not raft_curve and not insecure_null:",
+        "    if False:",
     ),
     "store read ACL on FETCH": (
         "dafka.core.store.serve",
@@ -1351,6 +1401,44 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "raft ConfigUpdate peers need CURVE keys": (
         "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_config_update_needs_a_peer_or_admin_key",
+    ),
+    "raft peer RPCs pass the peer guard": (
+        "tests/integration/test_attacks_raft_peers.py::test_an_unconfigured_leader_cannot_take_the_metadata[local]",
+        "tests/integration/test_attacks_raft_peers.py::test_an_unconfigured_leader_cannot_take_the_metadata[tower]",
+        "tests/unit/raft/test_peer_guard.py::test_a_lone_peer_ignores_an_unconfigured_leader",
+        "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_forged_append_entries_injects_nothing[p2]",
+    ),
+    "a NULL raft peer takes no peer RPC": (
+        "tests/integration/test_attacks_raft_peers.py::test_an_unconfigured_leader_cannot_take_the_metadata[local]",
+        "tests/integration/test_attacks_raft_peers.py::test_an_unconfigured_leader_cannot_take_the_metadata[tower]",
+        "tests/unit/raft/test_peer_guard.py::test_a_null_peer_accepts_no_peer_rpc_and_no_config_update",
+        "tests/unit/raft/test_peer_guard.py::test_a_lone_peer_ignores_an_unconfigured_leader",
+    ),
+    "the raft peer guard refuses our own ID": (
+        "tests/unit/raft/test_peer_guard.py::test_the_compatibility_flag_believes_claims_but_never_our_own_id",
+    ),
+    "raft ConfigUpdate passes the peer guard": (
+        "tests/integration/test_attacks_raft_peers.py::test_a_config_update_from_anyone_is_refused_over_null[local]",
+        "tests/integration/test_attacks_raft_peers.py::test_a_config_update_from_anyone_is_refused_over_null[tower]",
+        "tests/unit/raft/test_peer_guard.py::test_a_lone_peer_refuses_a_config_update_over_null",
+        "tests/integration/test_attacks_raft_curve.py::test_with_curve_a_config_update_needs_a_peer_or_admin_key",
+    ),
+    "a NULL raft peer takes no ConfigUpdate": (
+        "tests/integration/test_attacks_raft_peers.py::test_a_config_update_from_anyone_is_refused_over_null[local]",
+        "tests/integration/test_attacks_raft_peers.py::test_a_config_update_from_anyone_is_refused_over_null[tower]",
+        "tests/unit/raft/test_peer_guard.py::test_a_null_peer_accepts_no_peer_rpc_and_no_config_update",
+        "tests/unit/raft/test_peer_guard.py::test_a_lone_peer_refuses_a_config_update_over_null",
+    ),
+    "a raft group over NULL needs keys or the flag": (
+        "tests/unit/raft/test_peer_guard.py::test_a_group_over_null_needs_keys_or_the_flag",
+        "tests/unit/raft/test_peer_guard.py::test_a_peer_with_other_peers_over_null_does_not_start",
+        "tests/unit/raft/test_peer_guard.py::test_a_log_naming_other_peers_does_not_start_a_null_peer",
+    ),
+    "a NULL raft peer does not start on a log naming other peers": (
+        "tests/unit/raft/test_peer_guard.py::test_a_log_naming_other_peers_does_not_start_a_null_peer",
+    ),
+    "dafka-tower refuses a group of towers without keys": (
+        "tests/integration/test_attacks_raft_peers.py::test_a_group_of_towers_without_keys_does_not_start",
     ),
     "store read ACL on FETCH": (
         "tests/unit/test_attacks_read_acl.py::test_a_fetch_from_a_node_the_acl_does_not_name_is_not_answered",

@@ -9,6 +9,7 @@ from dafka.cli.metrics import announce, metrics_options
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import ConfigError
 from dafka.io.metrics import check_metrics_port
+from dafka.raft.guard import INSECURE_NULL_COST
 from dafka.security import identity
 from dafka.security.curve_policy import ClientGate
 from dafka.storage.state_dir import make_data_dir
@@ -36,8 +37,8 @@ from .metrics import tower_metrics
 @click.option(
     "--raft-peers",
     default=None,
-    help="Every tower of the metadata group as ID=HOST:PORT (beacon ports), comma-separated, "
-    "this one included. Default: a one-tower group.",
+    help="Every tower of the metadata group as ID=HOST:PORT@PUBHEX (beacon ports, each "
+    "tower's node key), comma-separated, this one included. Default: a one-tower group.",
 )
 @click.option("--id", "peer_id", default=None, help="This tower's Raft peer ID.")
 @click.option(
@@ -73,8 +74,16 @@ from .metrics import tower_metrics
 @click.option(
     "--raft-curve",
     is_flag=True,
-    help="CURVE on the Raft ports (this tower's node key in DATA_DIR); every tower of "
-    "--raft-peers given as ID=HOST:PORT@PUBHEX.",
+    help="CURVE on the Raft ports (this tower's node key in DATA_DIR, made if missing; "
+    "`dafka-keys create -s DATA_DIR` makes it ahead and prints it); every tower of "
+    "--raft-peers given as ID=HOST:PORT@PUBHEX. On whenever --raft-peers gives keys: "
+    "a group of several towers needs it (or --raft-insecure-null).",
+)
+@click.option(
+    "--raft-insecure-null",
+    is_flag=True,
+    help="Compatibility: let a group of several towers speak NULL on the Raft ports (for "
+    f"ØMQ RAFT reference peers). It gives up peer authentication, so {INSECURE_NULL_COST}.",
 )
 @metrics_options
 @run_cli
@@ -88,6 +97,7 @@ def main(
     admin_key_file: tuple[str, ...],
     curve: bool,
     raft_curve: bool,
+    raft_insecure_null: bool,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -95,10 +105,10 @@ def main(
     host, port = parse_endpoint(bind, "tower bind address", allow_zero=True)
     check_metrics_port(metrics_port)
     peers = parse_raft_peers(raft_peers)
-    raft_curve = raft_curve or curve  # CURVE on every socket: nodes follow the metadata over it
     peer_keys = parse_raft_peer_keys(raft_peers)
-    if peer_keys and not raft_curve:
-        raise ConfigError("--raft-peers gives keys but --raft-curve is not set")
+    # CURVE on every socket (--curve): nodes follow the metadata over it; keys: a keyed group
+    raft_curve = raft_curve or curve or bool(peer_keys)
+    check_raft_auth(peers, raft_curve, raft_insecure_null)
     data_dir = data_dir or default_data_dir(port)
     make_data_dir(data_dir, "tower data directory")  # one line, not the Raft thread's traceback
     keys = admin_public_keys(admin_key, admin_key_file)
@@ -111,6 +121,7 @@ def main(
         admin_keys=keys,
         raft_curve=raft_curve,
         raft_peer_keys=peer_keys,
+        insecure_null=raft_insecure_null,
     )
     gate = None
     if curve:
@@ -122,6 +133,11 @@ def main(
         node.relay.enable_curve(tower_key, provider=gate)
     if raft_curve:
         click.echo(f"tower Raft CURVE key {node.public_key} (give it in --raft-peers)", err=True)
+    elif raft_insecure_null:
+        click.echo(
+            f"warning: --raft-insecure-null: the Raft peers speak NULL: {INSECURE_NULL_COST}",
+            err=True,
+        )
     node.start()
     if gate is not None:
         node.follow_metadata(gate.update)
@@ -153,6 +169,22 @@ def main(
         if metrics is not None:
             metrics.close()
         node.stop()
+
+
+def check_raft_auth(
+    peers: list[tuple[str, TowerAddress]], raft_curve: bool, insecure_null: bool
+) -> None:
+    """A group of several towers needs authenticated Raft peers: CURVE (keys in
+    --raft-peers) or, knowingly, --raft-insecure-null. One tower has no peers to trust."""
+    if insecure_null and raft_curve:
+        raise ConfigError("--raft-insecure-null and CURVE on the Raft ports: choose one")
+    if len(peers) > 1 and not raft_curve and not insecure_null:
+        raise ConfigError(
+            f"--raft-peers names {len(peers)} towers, and a group's towers must authenticate "
+            "each other: give each as ID=HOST:PORT@PUBHEX (a tower's key: `dafka-keys create "
+            "-s DATA_DIR`), or pass --raft-insecure-null for reference peers, under which "
+            f"{INSECURE_NULL_COST}"
+        )
 
 
 def _crashed(node: TowerNode) -> None:

@@ -238,6 +238,7 @@ class TowerNode:
         admin_keys: Sequence[str] = (),
         raft_curve: bool = False,
         raft_peer_keys: Mapping[str, bytes] | None = None,
+        insecure_null: bool = False,
     ) -> None:
         self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
         self.bootstrap_error: DafkaError | None = None
@@ -306,6 +307,7 @@ class TowerNode:
             options=options or PeerOptions(snapshot_every=1000),
             curve=curve,
             admit=self.sm.admission,  # unsigned / non-admin commands never reach the log
+            insecure_null=insecure_null,  # NULL towers in a group: --raft-insecure-null
         )
         self.relay = Tower(address)
 

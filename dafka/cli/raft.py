@@ -11,7 +11,12 @@
 ``peer`` binds its ROUTER at ``--bind`` only (plus ``--broadcast`` if given) and runs
 until SIGINT/SIGTERM.
 
-``--raft-curve`` (off by default: NULL, as the reference server) puts CURVE on every Raft
+Peers authenticate each other: a peer over NULL (the default, as the reference server)
+has no other peers, so it refuses every peer RPC and ConfigUpdate, and will not start
+with ``--peer`` or ``--join`` unless ``--raft-insecure-null`` (a compatibility flag for
+ØMQ RAFT reference peers: anyone who can reach the port can then rewrite the log).
+
+``--raft-curve`` puts CURVE on every Raft
 port (:mod:`dafka.raft.curve`): ``--key-file`` is the peer's Ed25519 key (made if
 missing), and every peer is given with its public key, ``--peer ID=URL@PUBHEX``
 (``--peer-key ID=PUBHEX`` for peers that may join later). Peer RPCs are accepted only
@@ -38,6 +43,7 @@ from ..raft import wire as w
 from ..raft.bounds import DEFAULT_MAX_ENTRY_BYTES
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve, RaftCurve, curve_public_key, parse_public_hex, split_key
+from ..raft.guard import INSECURE_NULL_COST
 from ..raft.peer import PeerOptions, RaftPeer
 from ..raft.statemachine import KvStateMachine
 from ..raft.types import Peer
@@ -212,6 +218,12 @@ def main() -> None:
     allow_from_autoenv=False,
     help="PUBHEX of a key that may send ConfigUpdate (--raft-curve); repeatable.",
 )
+@click.option(
+    "--raft-insecure-null",
+    is_flag=True,
+    help="Compatibility (ØMQ RAFT reference peers): other peers over NULL, every claimed "
+    f"peer ID believed, so {INSECURE_NULL_COST}.",
+)
 @run_cli
 def peer(
     peer_id: str,
@@ -234,6 +246,7 @@ def peer(
     key_file: str | None,
     peer_keys: tuple[str, ...],
     admin_keys: tuple[str, ...],
+    raft_insecure_null: bool,
 ) -> None:
     """Run one Raft peer until interrupted."""
     if tick_ms <= 0:
@@ -250,6 +263,8 @@ def peer(
     )
     keyed = [_keyed_peer_spec(p.strip()) for spec in peers for p in spec.split(",") if p.strip()]
     curve = None
+    if raft_curve and raft_insecure_null:
+        raise ConfigError("--raft-insecure-null and --raft-curve: choose one")
     if raft_curve:
         curve, identity = _server_curve(peer_id, keyed, key_file, peer_keys, admin_keys)
         click.echo(f"raft peer {peer_id} CURVE key {identity.public_key.hex()}", err=True)
@@ -267,7 +282,10 @@ def peer(
         broadcast=broadcast,
         options=options,
         curve=curve,
+        insecure_null=raft_insecure_null,
     ).start()
+    if node.insecure_null:
+        click.echo(f"warning: --raft-insecure-null: {INSECURE_NULL_COST}", err=True)
     click.echo(
         f"raft peer {peer_id} on {node.url} (bind {bind}), cluster {cluster}, data in {data_dir}",
         err=True,

@@ -17,7 +17,9 @@ the Ready that carries what they depend on was persisted. Shared state:
   lost meanwhile, or the entry at that index turns out to be another one.
 * ConfigUpdate: joint consensus; answered with the index of the first config entry once
   the final configuration is committed and applied (status 1 with no index while it
-  runs, 3 while another change runs).
+  runs, 3 while another change runs). Only from whom :class:`~dafka.raft.guard.PeerGuard`
+  allows (a peer or admin CURVE key; nobody over NULL unless ``--raft-insecure-null``):
+  otherwise the argument error ``PermissionError``.
 * RequestEntries: from the leader, applied (committed and persisted) entries only; up to
   ``request_entries_pipeline`` (5) responses ahead of the client's follow-ups, at most
   ``max_streams`` streams, :data:`STREAMS_PER_CLIENT` (8) per client connection (so
@@ -326,20 +328,19 @@ class ClientService(PeerState):
                 )
             )
             return
-        if self.curve is not None:
-            named = [p.id for p in (*msg.peers, *(msg.learners or ()))]
-            problem = self.curve.config_problem(user, named)
-            if problem is not None:
-                self._bad("config-key", f"key={user!r} {problem}")
-                answer(
-                    w.ConfigUpdateResponse(
-                        msg.reqid,
-                        status.ARGUMENT_ERROR,
-                        error_name="PermissionError",
-                        error_message=problem,
-                    )
+        named = [p.id for p in (*msg.peers, *(msg.learners or ()))]
+        problem = self.guard.config_problem(user, named)
+        if problem is not None:  # membership: only authenticated peers and admins change it
+            self._bad("config-key", f"key={user!r} {problem}")
+            answer(
+                w.ConfigUpdateResponse(
+                    msg.reqid,
+                    status.ARGUMENT_ERROR,
+                    error_name="PermissionError",
+                    error_message=problem,
                 )
-                return
+            )
+            return
         core = self.core
         learners = msg.learners or None
         result = core.propose_config(msg.peers, msg.reqid, time.time(), learners=learners)

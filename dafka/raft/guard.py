@@ -1,5 +1,5 @@
 """What keeps a Raft peer's loop alive on bad input: counters with rate-limited log lines,
-and the frame size limits of its sockets.
+the frame size limits of its sockets, and who may speak Raft to it (:class:`PeerGuard`).
 
 No input may stop the loop: a message that fails to decode, that the core or the shell
 cannot handle, or that asks for more than the limits allow is counted and dropped (or
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from .bounds import MAX_ENTRY_BYTES_LIMIT, MAX_TERM
+from .curve import RaftCurve
 from .frames import ENTRY_HEADER_SIZE
 
 __all__ = [
@@ -27,9 +29,12 @@ __all__ = [
     "SUBSCRIPTION_FRAME_BYTES",
     "TERM_RISE_PER_TICK",
     "TERM_WINDOW",
+    "INSECURE_NULL_COST",
     "BadInput",
+    "PeerGuard",
     "TermCeiling",
     "check_entry_limit",
+    "group_problem",
     "router_frame_limit",
     "router_max_frames",
 ]
@@ -197,3 +202,74 @@ class TermCeiling:
                 our_term,
             )
         return False
+
+
+INSECURE_NULL_COST = (
+    "anyone who can reach the Raft port can claim to be a peer and rewrite the log and the "
+    "metadata: terms, entries, snapshots, membership"
+)
+"""What a NULL Raft group gives up; said in the flag's help and the start-up log line."""
+
+
+def group_problem(
+    peer_id: str, peer_ids: Iterable[str], curve: RaftCurve | None, insecure_null: bool
+) -> str | None:
+    """Why a peer may not run with these peers (None: it may). A peer with any other peer
+    needs them authenticated (CURVE) or an explicit ``insecure_null``: over NULL a peer
+    RPC names its sender but nothing proves it."""
+    others = sorted({p for p in peer_ids if p != peer_id})
+    if not others or curve is not None or insecure_null:
+        return None
+    return (
+        f"peer(s) {', '.join(others)} over NULL: a Raft group of more than one peer needs "
+        "authenticated peers, CURVE keys (--raft-curve), or the compatibility flag "
+        f"--raft-insecure-null, under which {INSECURE_NULL_COST}"
+    )
+
+
+_NULL_CONFIG_UPDATE = (
+    "membership changes need authenticated peers: CURVE keys (--raft-curve) with a peer or "
+    "admin key, or --raft-insecure-null"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerGuard:
+    """Who may send this peer a peer RPC (anything that can move its term, log or snapshot:
+    RequestVote and pre-vote, AppendEntries, InstallSnapshot, TimeoutNow) or a
+    ConfigUpdate. Pure: decided on the claimed sender and the ZAP user id (None over NULL).
+
+    * CURVE: a peer RPC only from the key configured for the peer it names; a ConfigUpdate
+      only from a peer or admin key, naming keyed peers (:class:`RaftCurve`).
+    * NULL (the default without keys): this peer has no other peers (:func:`group_problem`
+      refuses to start it with any), so it accepts no peer RPC and no ConfigUpdate at all:
+      a lone tower (``dafka-local``) cannot be given a leader, a snapshot or a member.
+    * ``insecure_null`` (``--raft-insecure-null``, for ØMQ RAFT reference peers): NULL as
+      the reference speaks it, every claim believed; see :data:`INSECURE_NULL_COST`.
+
+    A message naming this peer as its sender is never ours (we do not send to ourselves).
+    """
+
+    peer_id: str
+    curve: RaftCurve | None = None
+    insecure_null: bool = False
+
+    def peer_problem(self, claimed: str, user: bytes | None) -> str | None:
+        """Why a peer RPC naming ``claimed`` as its sender, from ``user``, is refused."""
+        if claimed == self.peer_id:
+            return "it names this peer as its sender"
+        if self.curve is not None:
+            if self.curve.peer_allowed(user, claimed):
+                return None
+            return "not from the CURVE key configured for the peer it names"
+        if self.insecure_null:
+            return None
+        return "this peer has no other peers (NULL without --raft-insecure-null)"
+
+    def config_problem(self, user: bytes | None, peer_ids: Iterable[str]) -> str | None:
+        """Why a ConfigUpdate from ``user`` naming ``peer_ids`` is refused."""
+        if self.curve is not None:
+            return self.curve.config_problem(user, peer_ids)
+        if self.insecure_null:
+            return None
+        return _NULL_CONFIG_UPDATE

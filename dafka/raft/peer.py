@@ -12,6 +12,13 @@ the :class:`~dafka.raft.statemachine.StateMachine` and the sockets:
 
 Nothing else is bound or connected.
 
+Who may speak Raft to it (:class:`~dafka.raft.guard.PeerGuard`): every peer RPC is
+checked before the core sees it. Over NULL (the default) a peer has no other peers: it
+refuses to start with any (:func:`~dafka.raft.guard.group_problem`), and refuses every
+peer RPC and every ConfigUpdate, so nobody can give a lone peer a leader, a term, a
+snapshot or a member. A group needs CURVE (``curve``: a peer RPC only from the key of the
+peer it names) or ``insecure_null`` (the ØMQ RAFT reference's NULL, every claim believed).
+
 :class:`RaftPeer` is written in four parts (one object, one thread; the shared
 attributes are declared in :class:`~dafka.raft.peerstate.PeerState`):
 
@@ -75,9 +82,12 @@ from .core import RaftCore
 from .curve import RaftCurve, RaftZap
 from .frames import RaftWireError
 from .guard import (
+    INSECURE_NULL_COST,
     SUBSCRIPTION_FRAME_BYTES,
     BadInput,
+    PeerGuard,
     check_entry_limit,
+    group_problem,
     router_frame_limit,
     router_max_frames,
 )
@@ -143,6 +153,8 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
     directory holds a log or a snapshot, the configuration comes from there and
     ``peers`` only seeds the URLs.
 
+    ``curve``: CURVE on every port; without it no other peer unless ``insecure_null``.
+
     ``admit``: the leader's check of every new RequestUpdate before it is proposed
     (:data:`~dafka.raft.peerstate.Admit`); the Raft layer knows nothing of what the data
     means, the host does (the tower checks metadata commands' admin signatures).
@@ -166,6 +178,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         context: zmq.Context[Any] | None = None,
         curve: RaftCurve | None = None,
         admit: Admit | None = None,
+        insecure_null: bool = False,
     ) -> None:
         if not peer_id:
             raise ConfigError("a peer needs a non-empty id")
@@ -193,6 +206,11 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._initial = ClusterConfig(voters)
         self.curve = curve
         self.admit = admit
+        self.insecure_null = insecure_null and curve is None
+        problem = group_problem(peer_id, (p.id for p in voters), curve, self.insecure_null)
+        if problem is not None:
+            raise ConfigError(problem)
+        self.guard = PeerGuard(peer_id, curve, self.insecure_null)
         if curve is not None:
             missing = sorted(p.id for p in voters if p.id not in curve.peer_keys)
             if missing:
@@ -309,6 +327,11 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             snapshot_chunk_size=opts.snapshot_chunk_size,
             read_snapshot=self._read_snapshot,
         )
+        problem = group_problem(
+            self.id, (p.id for p in all_peers(self.core.config)), self.curve, self.insecure_null
+        )
+        if problem is not None:  # a log written by a group (or an attack) before this start
+            raise ConfigError(f"the log in {self.data_dir / 'raft'} names {problem}")
         if self._context is None:
             self._context = zmq.Context()
         ctx = self._context
@@ -359,6 +382,13 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._urls.setdefault(peer.id, peer.url)
         self._sync_peers()
         self._publish_info()
+        if self.insecure_null:
+            log.warning(
+                "raft.peer.insecure_null id=%s bind=%s: peers over NULL (--raft-insecure-null): %s",
+                self.id,
+                self.bind,
+                INSECURE_NULL_COST,
+            )
         log.info(
             "raft.peer.start id=%s bind=%s url=%s term=%d first=%d last=%d commit=%d",
             self.id,
@@ -480,9 +510,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         msg = request.message
         if isinstance(msg, _PEER_REQUESTS):
             claimed = msg.candidate if isinstance(msg, w.RequestVote) else msg.leader
-            if self.curve is not None and not self.curve.peer_allowed(user, claimed):
-                # the binding of a PEER ID to its key: checked before the core sees it
-                self._bad("peer-key", f"claimed={claimed!r} key={user!r}")
+            problem = self.guard.peer_problem(claimed, user)
+            if problem is not None:
+                # who may speak Raft to us: checked before the core sees the message
+                self._bad("peer-key", f"claimed={claimed!r} key={user!r}: {problem}")
                 return
             self._on_peer_request(request, msg)
         else:

@@ -32,7 +32,7 @@ from .answer_budget import DEFAULT_ANSWER_BYTES
 from .bounds import DEFAULT_MAX_ENTRY_BYTES
 from .core import RaftCore
 from .curve import RaftCurve
-from .guard import BadInput, router_frame_limit
+from .guard import BadInput, PeerGuard, router_frame_limit
 from .statemachine import StateMachine
 from .storage import FileStorage
 
@@ -132,6 +132,8 @@ class PeerState:
     data_dir: Path
     sm: StateMachine
     curve: RaftCurve | None
+    guard: PeerGuard
+    """Who may send peer RPCs and ConfigUpdate (:mod:`dafka.raft.guard`)."""
     admit: Admit | None
     core: RaftCore
     storage: FileStorage

@@ -131,6 +131,7 @@ def test_tower_refuses_a_bad_raft_peer_list_in_one_line(tmp_path) -> None:
             "127.0.0.1:0",
             "--raft-peers",
             "t1=127.0.0.1:7001,t2=127.0.0.1:7005",
+            "--raft-insecure-null",
             "--data-dir",
             str(tmp_path / "t"),
         )

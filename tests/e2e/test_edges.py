@@ -48,6 +48,7 @@ def test_a_tower_whose_id_names_another_address_is_refused(tmp_path: Path) -> No
             "t2",
             "--raft-peers",
             peers,
+            "--raft-insecure-null",  # so that the ID is what is wrong
             "--data-dir",
             str(tmp_path / "t"),
         )

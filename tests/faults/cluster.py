@@ -254,6 +254,7 @@ class Cluster:
                     str(data),
                     "--raft-peers",
                     spec,
+                    "--raft-insecure-null",  # faults, not authentication, are tested here
                     *tower_args(),
                 )
             )

@@ -33,6 +33,7 @@ from dafka.errors import ConfigError
 from dafka.metadata.state import command
 from dafka.raft.client import RaftClient
 from dafka.raft.frames import encode_config, encode_uint, encode_uint32
+from dafka.raft.guard import PeerGuard
 from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.statemachine import KvStateMachine, decode_value, get_query, put_command
@@ -150,7 +151,18 @@ def _log_info(sock: zmq.Socket, timeout: float = 10.0) -> tuple[int, int]:
 
 
 def test_tower_refuses_a_config_update_with_a_bad_url_and_keeps_serving(tmp_path):
-    tower = Proc(py("tower", "--bind", "127.0.0.1:0", "--data-dir", str(tmp_path / "t")))
+    # --raft-insecure-null: a default tower takes no ConfigUpdate at all over NULL
+    # (test_attacks_raft_peers); this one takes them, so that the URL check is what refuses
+    tower = Proc(
+        py(
+            "tower",
+            "--bind",
+            "127.0.0.1:0",
+            "--data-dir",
+            str(tmp_path / "t"),
+            "--raft-insecure-null",
+        )
+    )
     try:
         m = tower.wait_line(r"metadata peer (\S+) on (tcp://\S+) \(cluster (\S+)\)")
         peer_id, url, cluster = m.group(1), m.group(2), m.group(3)
@@ -189,6 +201,7 @@ def test_a_committed_bad_url_from_an_old_log_does_not_stop_the_peer(tmp_path, pe
             str(data_dir),
             "--cluster",
             CLUSTER,
+            "--raft-insecure-null",  # the old log names a learner: a group of two
         )
     )
     try:
@@ -314,6 +327,9 @@ def test_a_handler_error_does_not_stop_the_loop(solo, dealer, caplog):
     def broken(msg: object) -> None:
         raise RuntimeError("injected handler failure")
 
+    # as under --raft-insecure-null, so that p2's message reaches the core (a default NULL
+    # peer drops every peer RPC before: tests/unit/raft/test_peer_guard.py)
+    solo.guard = PeerGuard("p1", None, insecure_null=True)
     sock = dealer(solo.url)
     _log_info(sock)
     solo.core.step = broken  # what any unexpected failure inside the handling looks like

@@ -2,8 +2,9 @@
 
 Real ``dafka-raft peer`` processes on 127.0.0.1, attacked through their ROUTER:
 
-* with security off (NULL, the default), an AppendEntries at term+1 from a "leader"
-  nobody configured injects a committed entry: the attack as it works today;
+* over NULL with ``--raft-insecure-null`` (the compatibility flag; a default NULL peer has
+  no peers and refuses every peer RPC: ``test_attacks_raft_peers.py``), an AppendEntries at
+  term+1 from a "leader" nobody configured injects a committed entry: what the flag gives up;
 * with ``--raft-curve`` the same AppendEntries, sent over CURVE with a key of the
   attacker's own, claiming a configured peer's ID or an unknown one, is dropped and
   counted before the core sees it: term and log do not move; a NULL connection does not
@@ -162,12 +163,12 @@ def _client(keys: Keys, url: str, who: str | None = None) -> RaftClient:
     return RaftClient([url], CLUSTER, timeout=10, curve=curve)
 
 
-# -- the attack as it works with security off -------------------------------------------------
+# -- the attack as it works under the compatibility flag --------------------------------------
 
 
 def test_without_curve_an_unknown_leader_injects_a_committed_entry(tmp_path, procs, dealer):
     url = _free_url()
-    procs.append(_start("p1", url, tmp_path / "p1"))
+    procs.append(_start("p1", url, tmp_path / "p1", "--raft-insecure-null"))
     with RaftClient([url], CLUSTER, timeout=10) as client:
         client.update(b"before", timeout=10)
     sock = dealer(url)

@@ -183,7 +183,9 @@ def test_three_towers_survive_the_loss_of_the_leader(tmp_path: Path) -> None:
     views.append(MetadataView(addresses, timeout=0.5, refresh=0.5))
     try:
         for i, p in enumerate(ports):  # inside the try: a tower that fails to start stops the rest
-            towers[f"t{i + 1}"] = start_tower(p, tmp_path / f"t{i + 1}", "--raft-peers", spec)
+            towers[f"t{i + 1}"] = start_tower(
+                p, tmp_path / f"t{i + 1}", "--raft-peers", spec, "--raft-insecure-null"
+            )
         with MetadataClient(addresses, timeout=15) as admin:
             admin.create_topic("ev", {"min_acks": 1})
             for view in views:

@@ -79,6 +79,7 @@ class RaftCluster:
                 self.name,
                 "--log-level",
                 "info",
+                "--raft-insecure-null",  # a NULL group (the point here is Raft, not its auth)
                 *self.args,
                 *extra,
             )

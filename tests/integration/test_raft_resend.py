@@ -29,6 +29,7 @@ def test_only_the_newest_append_entries_is_sent_again(tmp_path: Path) -> None:
     fake.setsockopt(zmq.LINGER, 0)
     fake.bind(url_b)
     args = ["--id", "a", "--bind", url_a, "--peer", f"b={url_b}", "--cluster", "rs"]
+    args.append("--raft-insecure-null")  # b is this test's socket, speaking NULL
     proc = Proc(py("dafka.cli.raft", "peer", *args, "--data-dir", str(tmp_path / "a")))
     seen: list[bytes] = []
     try:

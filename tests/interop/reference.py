@@ -170,6 +170,7 @@ class MixedCluster:
                 "0",  # keep every entry: the logs are compared entry by entry
                 "--log-level",
                 "warning",
+                "--raft-insecure-null",  # reference peers speak NULL and cannot authenticate
                 *self.ours_args,
             )
         )

@@ -21,6 +21,7 @@ from dafka.errors import ConfigError, DafkaTimeout, RaftError
 from dafka.raft import wire as w
 from dafka.raft.client import RaftClient
 from dafka.raft.frames import decode_json, decode_uint, encode_json, encode_uint
+from dafka.raft.guard import PeerGuard
 from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.ready import SnapshotChunk
 from dafka.raft.statemachine import (
@@ -414,6 +415,9 @@ def test_request_entries_sends_five_ahead_of_the_follow_ups(solo: RaftPeer, ctx)
 
 
 def test_peer_rpcs_are_debounced_and_other_clusters_ignored(solo: RaftPeer, ctx) -> None:
+    # as under --raft-insecure-null, so that a stranger's vote reaches the debounce (a
+    # default NULL peer drops every peer RPC: tests/unit/raft/test_peer_guard.py)
+    solo.guard = PeerGuard("solo", None, insecure_null=True)
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(solo.url)

@@ -128,7 +128,9 @@ def test_a_follower_acknowledges_entries_only_once_its_fsync_reported_back(
     tmp_path: Path,
 ) -> None:
     leader = [Peer("l", free_tcp_url())]
-    peer = RaftPeer("f", free_tcp_url(), leader, tmp_path / "f", "dafka", options=THREAD)
+    peer = RaftPeer(
+        "f", free_tcp_url(), leader, tmp_path / "f", "dafka", options=THREAD, insecure_null=True
+    )
     peer._setup()
     try:
         assert peer._logsync is not None
