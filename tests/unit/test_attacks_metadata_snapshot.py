@@ -18,6 +18,7 @@ names the revision it was made against and is refused if anything it touches cha
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,12 @@ import msgpack
 import pytest
 
 from dafka.errors import WireError
+from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import MetadataStateMachine, command, signed_command
 from dafka.raft import peerrpc
 from dafka.raft.frames import encode_config
 from dafka.raft.peer import PeerOptions, RaftPeer
+from dafka.raft.ready import SnapshotChunk
 from dafka.raft.snapstream import pack_snapshot
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import (
@@ -131,6 +134,15 @@ def test_every_forged_item_is_refused() -> None:
         "no proofs": lambda s: s.pop("proofs"),
         "old format": lambda s: s.update(format=2),
     }
+    # a store proof of the right form, signed by a key that is no admin
+    rogue = MetadataStateMachine(cluster="dafka", admins=[ATTACKER_HEX])
+    rogue.revision = victim.revision - 1
+    rogue_trust = signed(rogue, "store.trust", by=ATTACKER, store=STORE)
+
+    def swap_store(state: dict[str, Any]) -> None:
+        state["proofs"]["table"][state["proofs"]["stores"][STORE]][0] = rogue_trust
+
+    forgeries["signer"] = swap_store
     for name, change in forgeries.items():
         try:
             error = _refused(replica, _tampered(victim, change))
@@ -252,9 +264,11 @@ def test_a_peer_refuses_to_start_from_a_tampered_snapshot_file(tmp_path: Path) -
         storage.save_hard_state(HardState(3, "p1", 40))
     sm = MetadataStateMachine(cluster="dafka", anchors=[ADMIN_HEX])
     peer = RaftPeer("p1", free_tcp_url(), [], data_dir, "dafka", sm)
-    with pytest.raises(WireError, match="metadata snapshot refused"):
-        peer._setup()
-    peer._teardown()
+    try:
+        with pytest.raises(WireError, match="metadata snapshot refused"):
+            peer._setup()
+    finally:
+        peer._teardown()
     assert sm.admins == [] and sm.stores == set()
 
 
@@ -324,3 +338,36 @@ def test_restoring_thousands_of_signed_topics_is_bounded(capsys: pytest.CaptureF
             f"cold {cold * 1000:.0f} ms, warm {warm * 1000:.0f} ms"
         )
     assert cold < 30.0 and warm < cold  # generous: two shared cores
+
+
+# -- point 1: a client's MetadataView --------------------------------------------------------
+
+
+class _SnapshotClient:
+    """A tower answering RequestEntries with one snapshot (the state machine's bytes)."""
+
+    def __init__(self, data: bytes, index: int) -> None:
+        self.data, self.index = data, index
+
+    def stream_entries(self, prev: int, timeout: float) -> Iterator[SnapshotChunk]:
+        yield SnapshotChunk(self.index, 1, 0, len(self.data), self.data)
+
+
+def test_a_metadata_view_keeps_its_state_when_a_tower_sends_a_forged_snapshot(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = MetadataView("127.0.0.1:1", anchors=[ADMIN_HEX])
+    real = _victim()
+    view._sync(_SnapshotClient(real.snapshot(), 10))  # type: ignore[arg-type]
+    assert view.trusted_stores() == (STORE,) and view.revision == real.revision
+    for _ in range(3):
+        view._sync(_SnapshotClient(_evil(root=[ADMIN_HEX]), 20))  # type: ignore[arg-type]
+    assert view.trusted_stores() == (STORE,) and view._prev == 10
+    assert (view.config or {})["admins"] == [ADMIN_HEX]
+    assert view.snapshots_refused == 3
+    assert caplog.text.count("metadata.snapshot_refused") == 1  # one line per period
+    # a view that knows no bootstrap admin holds to the root of the first one it took
+    fresh = MetadataView("127.0.0.1:1")
+    fresh._sync(_SnapshotClient(real.snapshot(), 10))  # type: ignore[arg-type]
+    fresh._sync(_SnapshotClient(_evil(), 20))  # type: ignore[arg-type]
+    assert fresh.trusted_stores() == (STORE,) and fresh.snapshots_refused == 1
