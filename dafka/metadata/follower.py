@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
 
+MAX_SNAPSHOT_BYTES = 256 << 20
+"""A snapshot a tower streams is held whole before it is verified: at most this many bytes
+(10,000 topics with their proofs take 3.3 MB)."""
 REFUSED_LOG_PERIOD = 30.0
 """Seconds between two ``metadata.snapshot_refused`` lines of one view."""
 CREATE_TIMEOUT = 5.0
@@ -332,6 +335,10 @@ class MetadataView:
                 if isinstance(item, SnapshotChunk):
                     if item.offset == 0:
                         snapshot.clear()
+                    if len(snapshot) + len(item.data) > MAX_SNAPSHOT_BYTES:
+                        raise WireError(
+                            f"a metadata snapshot over {MAX_SNAPSHOT_BYTES} bytes: not taken"
+                        )
                     snapshot += item.data
                     if item.last:  # RequestEntries streams the state machine's own bytes
                         if not self._restore(bytes(snapshot), item.index):

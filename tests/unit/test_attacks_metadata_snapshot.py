@@ -32,6 +32,7 @@ from dafka.raft import peerrpc
 from dafka.raft.frames import encode_config
 from dafka.raft.peer import PeerOptions, RaftPeer
 from dafka.raft.ready import SnapshotChunk
+from dafka.raft.reqid import ReqIdGenerator
 from dafka.raft.snapstream import pack_snapshot
 from dafka.raft.storage import FileStorage
 from dafka.raft.types import (
@@ -45,7 +46,7 @@ from dafka.raft.types import (
 )
 from dafka.security.identity import Identity
 from tests.admin import ADMIN, ADMIN_HEX, ATTACKER, admin_sm, signed
-from tests.unit.raft.solo import free_tcp_url, settle
+from tests.unit.raft.solo import free_tcp_url, send_update, settle, solo_leader
 
 ATTACKER_HEX = ATTACKER.public_key.hex()
 OTHER = Identity.from_seed(bytes(range(100, 132)))
@@ -371,3 +372,33 @@ def test_a_metadata_view_keeps_its_state_when_a_tower_sends_a_forged_snapshot(
     fresh._sync(_SnapshotClient(real.snapshot(), 10))  # type: ignore[arg-type]
     fresh._sync(_SnapshotClient(_evil(), 20))  # type: ignore[arg-type]
     assert fresh.trusted_stores() == (STORE,) and fresh.snapshots_refused == 1
+
+
+def test_a_peer_restarts_from_its_own_snapshot_of_signed_state(tmp_path: Path) -> None:
+    """The honest path: a tower's own snapshot verifies at its next start."""
+    options = PeerOptions(snapshot_every=2, fsync=False)
+    sm = MetadataStateMachine(cluster="dafka", anchors=[ADMIN_HEX])
+    peer = solo_leader("p1", tmp_path / "p1", "dafka", sm, options=options)
+    try:
+        send_update(peer, ReqIdGenerator()(), command("admins.init", admins=[ADMIN_HEX]))
+        for op, fields in [
+            ("topic.create", {"topic": "ev", "settings": {"min_acks": 1}}),
+            ("store.trust", {"store": STORE}),
+            ("cluster.set", {"settings": {"auto_create": False}}),
+        ]:
+            send_update(peer, ReqIdGenerator()(), signed(sm, op, **fields))
+        peer._maybe_snapshot()
+        peer._snapper.join()
+        peer._maybe_snapshot()
+        assert peer.storage.snapshot_meta.index > 0
+        view = sm.view()
+    finally:
+        peer._teardown()
+    again = MetadataStateMachine(cluster="dafka", anchors=[ADMIN_HEX])
+    restarted = RaftPeer("p1", free_tcp_url(), [], tmp_path / "p1", "dafka", again)
+    try:
+        restarted._setup()
+        settle(restarted)
+        assert again.view() == view and again.stores == {STORE}
+    finally:
+        restarted._teardown()
