@@ -64,7 +64,7 @@ class ObservedMetadata(MetadataStateMachine):
         super().__init__(*args, **kwargs)
         self._listener: Callable[[dict[str, Any]], None] | None = None
         self._told = -1
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # restore checks the snapshot under it too
 
     def listen(self, listener: Callable[[dict[str, Any]], None]) -> None:
         with self._lock:
@@ -281,8 +281,13 @@ class TowerNode:
         self.cluster = cluster
         self.data_dir = Path(data_dir)
         # the bootstrap admins this tower was given are the root every snapshot it installs
-        # (from a peer, or its own stored one) must descend from
-        self.sm = ObservedMetadata(cluster=cluster, anchors=self.admin_keys)
+        # (from a peer, or its own stored one) must descend from; a one-tower group started
+        # without them has the key it made in its data directory (local_admin_key)
+        anchors = self.admin_keys
+        own_key = self.data_dir / ADMIN_KEY_FILE
+        if not anchors and not peers and (own_key.exists() or own_key.is_symlink()):
+            anchors = [load_admin_key(own_key).public_key.hex()]
+        self.sm = ObservedMetadata(cluster=cluster, anchors=anchors)
         members = [Peer(pid, _raft(a)) for pid, a in peers] or [Peer(self.peer_id, _raft(address))]
         self.members = [p.url for p in members]
         curve = self.client_curve = None

@@ -402,3 +402,21 @@ def test_a_peer_restarts_from_its_own_snapshot_of_signed_state(tmp_path: Path) -
         assert again.view() == view and again.stores == {STORE}
     finally:
         restarted._teardown()
+
+
+def test_a_tower_anchors_its_snapshots_in_its_admin_keys(tmp_path: Path) -> None:
+    from dafka.config import TowerAddress
+    from tower.metadata import TowerNode, local_admin_key
+
+    given = TowerNode(TowerAddress("127.0.0.1", 0), data_dir=tmp_path / "a", admin_keys=[ADMIN_HEX])
+    assert given.sm.anchors == [ADMIN_HEX]
+    told: list[dict[str, Any]] = []
+    given.sm.listen(told.append)
+    real = _victim()
+    given.sm.restore(real.snapshot())  # checked and installed under the replica's one lock
+    assert given.sm.stores == {STORE} and told[-1]["revision"] == real.revision
+    # a one-tower group started without keys: the one it made in its data directory
+    key, _ = local_admin_key(tmp_path / "b")
+    own = TowerNode(TowerAddress("127.0.0.1", 0), data_dir=tmp_path / "b")
+    assert own.sm.anchors == [key]
+    assert "bootstrap admins" in _refused(own.sm, _evil())
