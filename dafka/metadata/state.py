@@ -18,6 +18,15 @@ is one of :attr:`MetadataStateMachine.admins`. It also carries ``base``, the rev
 its admin read, and ``id``, 16 random bytes: it is applied only while the revision is
 within :data:`REPLAY_WINDOW` changes of ``base``, and only once (the state remembers the
 commands it saw for that window), so a captured command replayed later changes nothing.
+Nor does a command the leader refused, sent again once it would pass: a signed command is
+refused when anything it touches (a topic, a store, a cluster setting, an admin key, its
+signer's admin entry) changed after its ``base`` (:attr:`MetadataStateMachine.modified`,
+etcd's compare on ``mod_revision``), by revisions only, alike on every replica.
+
+Snapshots (format 3) carry, for every item, the signed command that set it
+(:mod:`.proofs`); :meth:`MetadataStateMachine.check_snapshot` verifies them from the root
+admins (``admins.init``) before a snapshot replaces the state, refusing it whole on one bad
+link (:mod:`.snapshot`).
 Two commands need no signature, and can change nothing else:
 
 * ``{"v": 1, "op": "admins.init", "admins": [<64 hex>, ...]}``: the first admins, taken
@@ -399,8 +408,8 @@ class MetadataStateMachine:
         elif op == "cluster.set":
             changed = check_cluster_settings(cmd.get("settings") or {})
             proofs.cluster.update(dict.fromkeys(changed, proof))
-        elif op == "admins.add":
-            proofs.grants[check_public_key(cmd.get("key"))] = proof
+        elif op == "admins.add":  # the first grant: what the key signed since stays proven
+            proofs.grants.setdefault(check_public_key(cmd.get("key")), proof)
 
     def _forget_modified(self) -> None:
         """Forget changes older than the window: a command made before them is stale."""
