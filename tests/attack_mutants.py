@@ -75,6 +75,7 @@ TESTS = [
     "tests/integration/test_attacks_raft_queries.py",
     "tests/unit/test_attacks_peer_keys.py",
     "tests/integration/test_attacks_beacon_keys.py",
+    "tests/unit/test_attacks_metadata_snapshot.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -471,6 +472,55 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "MetadataStateMachine._check_signed",
         "        if not base <= self.revision <= base + REPLAY_WINDOW:",
         "        if False:",
+    ),
+    "metadata command refused once what it touches changed": (
+        "dafka.metadata.state",
+        "MetadataStateMachine._check_signed",
+        "            if changed > base:",
+        "            if False:",
+    ),
+    "metadata snapshot items verified against their proofs": (
+        "dafka.metadata.snapshot",
+        "verified_state",
+        "    modified = verify(",
+        "    modified = {} if True else verify(",
+    ),
+    "metadata snapshot signers are admins at the time": (
+        "dafka.metadata.proofs",
+        "verify",
+        "        if start is None or proof.revision <= start:",
+        "        if False:",
+    ),
+    "metadata snapshot root is the replica's own": (
+        "dafka.metadata.snapshot",
+        "verified_state",
+        "    if held and proofs.root != held:",
+        "    if False:",
+    ),
+    "metadata snapshot root within the configured bootstrap admins": (
+        "dafka.metadata.snapshot",
+        "verified_state",
+        "    if sm.anchors and not set(proofs.root) <= set(sm.anchors):",
+        "    if False:",
+    ),
+    "metadata snapshot never older than the replica": (
+        "dafka.metadata.snapshot",
+        "verified_state",
+        '    if state["revision"] < sm.revision:',
+        "    if False:",
+    ),
+    "Raft peer checks a snapshot before its core installs it": (
+        "dafka.raft.snapshotstage",
+        "SnapshotStage._restore_staged",
+        "        if check is not None:",
+        "        if False:",
+    ),
+    "metadata view restores snapshots onto the replica it holds": (
+        "dafka.metadata.follower",
+        "MetadataView._restore",
+        "            self._replica.restore(data)",
+        "            self._replica = MetadataStateMachine(cluster=self.cluster)\n"
+        "            self._replica.restore(data)",
     ),
     "metadata refuses unsigned changes": [
         (
@@ -1262,6 +1312,34 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "metadata replay window": (
         "tests/unit/test_attacks_metadata.py::test_a_command_older_than_the_window_changes_nothing",
+    ),
+    "metadata command refused once what it touches changed": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_a_refused_command_replayed_after_the_state_changed_is_refused",
+        "tests/unit/test_attacks_metadata_snapshot.py::test_the_replay_refusal_survives_a_snapshot",
+    ),
+    "metadata snapshot items verified against their proofs": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_every_forged_item_is_refused",
+        "tests/unit/test_attacks_metadata_snapshot.py::test_a_peer_refuses_to_start_from_a_tampered_snapshot_file",
+        "tests/unit/test_attacks_metadata_snapshot.py::test_a_metadata_view_keeps_its_state_when_a_tower_sends_a_forged_snapshot",
+    ),
+    "metadata snapshot signers are admins at the time": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_every_forged_item_is_refused",
+    ),
+    "metadata snapshot root is the replica's own": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_the_attackers_snapshot_is_refused_by_a_replica_that_holds_the_root",
+        "tests/unit/test_attacks_metadata_snapshot.py::test_a_metadata_view_keeps_its_state_when_a_tower_sends_a_forged_snapshot",
+    ),
+    "metadata snapshot root within the configured bootstrap admins": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_the_attackers_snapshot_is_refused_by_a_new_replica_given_the_bootstrap_admins",
+    ),
+    "metadata snapshot never older than the replica": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_an_older_snapshot_is_refused",
+    ),
+    "Raft peer checks a snapshot before its core installs it": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_a_peer_refuses_the_attackers_install_snapshot_before_its_core_takes_it",
+    ),
+    "metadata view restores snapshots onto the replica it holds": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_a_metadata_view_keeps_its_state_when_a_tower_sends_a_forged_snapshot",
     ),
     "metadata refuses unsigned changes": (
         "tests/unit/test_attacks_metadata.py::test_unsigned_commands_change_nothing",

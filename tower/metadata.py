@@ -11,6 +11,12 @@ the tower stops with an error (someone else set up the group). A one-tower group
 started without admin keys makes one in its data directory (:func:`local_admin_key`), so
 a fresh group never waits unclaimed.
 
+Snapshots: the tower's admin keys (``--admin-key``, or the one made in its data directory)
+are the root of trust of its metadata replica: a snapshot it is sent, or finds in its data
+directory at start, is installed only if every item in it carries an admin-signed command
+that descends from root admins among those keys
+(:meth:`~dafka.metadata.state.MetadataStateMachine.check_snapshot`).
+
 Admission: the Raft peer's leader checks every new RequestUpdate with the replica's
 :meth:`~dafka.metadata.state.MetadataStateMachine.admission` before it proposes it, so a
 command the metadata would refuse for who sent it (unsigned, not signed by an admin,
@@ -58,7 +64,7 @@ class ObservedMetadata(MetadataStateMachine):
         super().__init__(*args, **kwargs)
         self._listener: Callable[[dict[str, Any]], None] | None = None
         self._told = -1
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # restore checks the snapshot under it too
 
     def listen(self, listener: Callable[[dict[str, Any]], None]) -> None:
         with self._lock:
@@ -80,6 +86,10 @@ class ObservedMetadata(MetadataStateMachine):
     def admission(self, data: bytes) -> str | None:
         with self._lock:
             return super().admission(data)
+
+    def check_snapshot(self, data: bytes) -> None:
+        with self._lock:
+            super().check_snapshot(data)
 
     def _tell(self) -> None:
         listener = self._listener
@@ -271,7 +281,14 @@ class TowerNode:
                 )
         self.cluster = cluster
         self.data_dir = Path(data_dir)
-        self.sm = ObservedMetadata(cluster=cluster)
+        # the bootstrap admins this tower was given are the root every snapshot it installs
+        # (from a peer, or its own stored one) must descend from; a one-tower group started
+        # without them has the key it made in its data directory (local_admin_key)
+        anchors = self.admin_keys
+        own_key = self.data_dir / ADMIN_KEY_FILE
+        if not anchors and not peers and (own_key.exists() or own_key.is_symlink()):
+            anchors = [load_admin_key(own_key).public_key.hex()]
+        self.sm = ObservedMetadata(cluster=cluster, anchors=anchors)
         members = [Peer(pid, _raft(a)) for pid, a in peers] or [Peer(self.peer_id, _raft(address))]
         self.members = [p.url for p in members]
         curve = self.client_curve = None
@@ -332,6 +349,7 @@ class TowerNode:
         Waits up to ``wait`` s for it to be settled (default: 5 s for a one-tower group,
         which needs nobody else; 0 for a larger one, whose quorum may not be up yet)."""
         self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
+        self.sm.anchors = list(self.admin_keys)
         if self._bootstrapper is None:
             self._bootstrapper = threading.Thread(
                 target=self._bootstrap, name="dafka-admin-bootstrap", daemon=True

@@ -168,7 +168,14 @@ class MetadataClient:
         except RaftError:
             # the leader's bare final failure: its admission check, against a newer state
             # than the one read above (another admin's change in between), most likely
-            _refuse(MetadataStateMachine.from_view(self.config(), self.cluster), data)
+            now = self.config()
+            _refuse(MetadataStateMachine.from_view(now, self.cluster), data)
+            if int(now["revision"]) > int(config["revision"]):
+                # what it touches changed since (the view does not say what changed when)
+                raise ConfigError(
+                    f"the metadata changed since this command was made (revision "
+                    f"{config['revision']}, now {now['revision']}); run it again"
+                ) from None
             raise
         after = self.config()
         if any(c.get("id") == cmd_id.hex() for c in after.get("changes", [])):

@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import zmq
@@ -44,6 +44,11 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
 
+MAX_SNAPSHOT_BYTES = 256 << 20
+"""A snapshot a tower streams is held whole before it is verified: at most this many bytes
+(10,000 topics with their proofs take 3.3 MB)."""
+REFUSED_LOG_PERIOD = 30.0
+"""Seconds between two ``metadata.snapshot_refused`` lines of one view."""
 CREATE_TIMEOUT = 5.0
 """Seconds a first use of an unknown topic waits for its creation to be committed."""
 
@@ -95,7 +100,11 @@ class MetadataView:
         timeout: float = 2.0,
         refresh: float = 2.0,
         curve: ClientCurve | None = None,
+        anchors: Sequence[str] = (),
     ) -> None:
+        """``anchors``: the cluster's bootstrap admin keys, if this node knows them: the
+        snapshots it is sent must descend from them (without, the first one it takes names
+        the root it holds to from then on; docs/metadata.md "Snapshots")."""
         addresses = parse_towers(towers)
         # CURVE to towers started with --raft-curve: keys by their Raft and broadcast URLs
         self.curve = curve
@@ -107,7 +116,8 @@ class MetadataView:
         self.timeout = timeout
         self.refresh = refresh
         self._lock = threading.Lock()
-        self._replica = MetadataStateMachine(cluster=cluster)
+        self._replica = MetadataStateMachine(cluster=cluster, anchors=anchors)
+        self._refused_log_after = 0.0
         self._config: dict[str, Any] | None = None
         self._listeners: list[Listener] = []
         self._creates: list[_CreateRequest] = []
@@ -325,11 +335,14 @@ class MetadataView:
                 if isinstance(item, SnapshotChunk):
                     if item.offset == 0:
                         snapshot.clear()
+                    if len(snapshot) + len(item.data) > MAX_SNAPSHOT_BYTES:
+                        raise WireError(
+                            f"a metadata snapshot over {MAX_SNAPSHOT_BYTES} bytes: not taken"
+                        )
                     snapshot += item.data
                     if item.last:  # RequestEntries streams the state machine's own bytes
-                        replica = MetadataStateMachine(cluster=self.cluster)
-                        replica.restore(bytes(snapshot))
-                        self._replica = replica
+                        if not self._restore(bytes(snapshot), item.index):
+                            return  # behind, as it was: asked again at the next sync
                         self._prev = item.index
                 elif isinstance(item, Entry):
                     self._replica.apply(item)
@@ -356,6 +369,29 @@ class MetadataView:
         self.syncs += 1
         if not self._loaded.is_set():
             self._publish()
+
+    def _restore(self, data: bytes, index: int) -> bool:
+        """Replace the replica by a snapshot it verifies (:meth:`MetadataStateMachine.
+        check_snapshot`); a refused one leaves it as it was, one log line per period."""
+        try:
+            self._replica.restore(data)
+        except WireError as exc:
+            now = time.monotonic()
+            if now >= self._refused_log_after:
+                self._refused_log_after = now + REFUSED_LOG_PERIOD
+                log.warning(
+                    "metadata.snapshot_refused index=%d count=%d: %.300s",
+                    index,
+                    self._replica.snapshots_refused,
+                    exc,
+                )
+            return False
+        return True
+
+    @property
+    def snapshots_refused(self) -> int:
+        """Snapshots a tower sent that did not verify (the replica kept its state)."""
+        return self._replica.snapshots_refused
 
     def _publish_changes(self) -> None:
         """Publish the replica if it changed since the last publication."""

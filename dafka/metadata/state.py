@@ -18,6 +18,15 @@ is one of :attr:`MetadataStateMachine.admins`. It also carries ``base``, the rev
 its admin read, and ``id``, 16 random bytes: it is applied only while the revision is
 within :data:`REPLAY_WINDOW` changes of ``base``, and only once (the state remembers the
 commands it saw for that window), so a captured command replayed later changes nothing.
+Nor does a command the leader refused, sent again once it would pass: a signed command is
+refused when anything it touches (a topic, a store, a cluster setting, an admin key, its
+signer's admin entry) changed after its ``base`` (:attr:`MetadataStateMachine.modified`,
+etcd's compare on ``mod_revision``), by revisions only, alike on every replica.
+
+Snapshots (format 3) carry, for every item, the signed command that set it
+(:mod:`.proofs`); :meth:`MetadataStateMachine.check_snapshot` verifies them from the root
+admins (``admins.init``) before a snapshot replaces the state, refusing it whole on one bad
+link (:mod:`.snapshot`).
 Two commands need no signature, and can change nothing else:
 
 * ``{"v": 1, "op": "admins.init", "admins": [<64 hex>, ...]}``: the first admins, taken
@@ -81,7 +90,9 @@ from ..raft.types import ZERO_REQID, Entry, EntryType
 from ..security import identity
 from ..wire.packing import pack as _pack
 from ..wire.packing import unpack as _unpack
+from .proofs import Proof, Proofs, TopicProof, touched
 from .signing import ID_BYTES, check_public_key, open_envelope, seal, signed_bytes
+from .snapshot import signer_of, state_fields, verified_state
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +116,10 @@ __all__ = [
 ]
 
 COMMAND_VERSION = 1
-SNAPSHOT_FORMAT = 2
-"""2: admins, replay memory, changes (a format-1 reader would take unsigned commands)."""
+SNAPSHOT_FORMAT = 3
+"""2: admins, replay memory, changes (a format-1 reader would take unsigned commands);
+3: the proofs of every item (:mod:`.proofs`) and the revisions objects changed at. A
+snapshot of an older format proves nothing and is refused."""
 REPLAY_WINDOW = 1000
 """A signed command applies while the revision is from its ``base`` to ``base`` + this."""
 CHANGES_KEPT = 64
@@ -278,14 +291,28 @@ class MetadataStateMachine:
         *,
         cluster: str = "dafka",
         admins: Sequence[str] = (),
+        anchors: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``cluster`` is the name signatures are bound to. ``admins`` seeds the admin list
-        for tests and tools: a replica of a Raft log starts empty and learns its admins from
-        the log (``admins.init``), as every other replica does."""
+        (and the root admins) for tests and tools: a replica of a Raft log starts empty and
+        learns its admins from the log (``admins.init``), as every other replica does.
+        ``anchors``: the bootstrap admin keys this node was configured with (a tower's
+        ``--admin-key``); a snapshot whose root admins are not all among them is refused
+        (:meth:`check_snapshot`)."""
         self.dedup_ttl = dedup_ttl
         self.cluster_name = cluster
         self.admins: list[str] = sorted({check_public_key(k) for k in admins})
+        self.anchors: list[str] = sorted({check_public_key(k) for k in anchors})
+        self.proofs = Proofs(root=list(self.admins))
+        """What proves every item (:mod:`.proofs`), carried in snapshots."""
+        self.modified: OrderedDict[str, int] = OrderedDict()
+        """Object (``topic/T``, ``store/S``, ``cluster/NAME``, ``admin/K``) -> the revision
+        it last changed at, oldest first, for the last :data:`REPLAY_WINDOW` revisions: a
+        signed command made at an older revision than a change of what it touches is
+        refused (:meth:`_check_signed`)."""
+        self.snapshots_refused = 0
+        self._checked: tuple[bytes, dict[str, Any]] | None = None
         self.replays: OrderedDict[bytes, int] = OrderedDict()
         """Signed commands seen: a digest of (key, command) -> its base revision."""
         self.changes: deque[dict[str, Any]] = deque(maxlen=CHANGES_KEPT)
@@ -326,6 +353,7 @@ class MetadataStateMachine:
     def apply_data(self, data: bytes) -> str | None:
         """Apply one command; returns None or the error that made it a no-op."""
         self._answers.clear()
+        self._checked = None
         self._cmd_id = None
         try:
             cmd = self._decode(data)
@@ -337,13 +365,61 @@ class MetadataStateMachine:
                     return self.last_error
                 self._apply(inner)
                 self._record(inner, signer)
+                self._prove(inner, Proof(data, self.revision + 1), signer)
             else:
                 self._apply_unsigned(cmd)
                 self._record(cmd, None)
+                self._prove(cmd, None, None)
         except (ConfigError, WireError) as exc:
             return self._reject(str(exc))
         self.revision += 1
+        self._forget_modified()
         return None
+
+    def _prove(self, cmd: dict[str, Any], proof: Proof | None, signer: str | None) -> None:
+        """Keep ``proof`` (None: an unsigned command) for what ``cmd`` just changed, and
+        note the revision it changed at."""
+        op, proofs = cmd.get("op"), self.proofs
+        revision = self.revision + 1
+        for obj in touched(cmd, None):
+            self.modified[obj] = revision
+            self.modified.move_to_end(obj)
+        if op == "admins.init":
+            proofs.root = list(self.admins)
+            return
+        if op == "topic.create":
+            topic = str(cmd["topic"])
+            settings = self.topics[topic]
+            proofs.topics[topic] = TopicProof(
+                proof, dict.fromkeys(settings, proof) if proof else {}
+            )
+            return
+        assert proof is not None and signer is not None, "only two commands come unsigned"
+        if op == "topic.alter":
+            changed = check_settings(cmd.get("settings") or {})
+            proofs.topics[str(cmd["topic"])].settings.update(dict.fromkeys(changed, proof))
+        elif op == "topic.delete":
+            proofs.topics.pop(str(cmd["topic"]), None)
+            proofs.deleted[str(cmd["topic"])] = proof
+        elif op == "store.trust":
+            proofs.stores[_node_id(cmd.get("store"), "store")] = proof
+        elif op == "store.revoke":
+            proofs.stores.pop(_node_id(cmd.get("store"), "store"), None)
+        elif op == "cluster.set":
+            changed = check_cluster_settings(cmd.get("settings") or {})
+            proofs.cluster.update(dict.fromkeys(changed, proof))
+        elif op == "admins.add":  # the first grant: what the key signed since stays proven
+            proofs.grants.setdefault(check_public_key(cmd.get("key")), proof)
+
+    def _forget_modified(self) -> None:
+        """Forget changes older than the window: a command made before them is stale."""
+        horizon = self.revision - REPLAY_WINDOW
+        modified = self.modified
+        while modified:
+            obj, revision = next(iter(modified.items()))
+            if revision > horizon:
+                return
+            del modified[obj]
 
     def _decode(self, data: bytes, count: bool = True) -> dict[str, Any] | None:
         """A command of a version we know; None (counted unless not ``count``) for a newer one."""
@@ -401,6 +477,13 @@ class MetadataStateMachine:
             )
         if digest in self.replays:
             raise ConfigError("replayed command: it was applied or refused before")
+        for obj in touched(cmd, signer):
+            changed = self.modified.get(obj, 0)
+            if changed > base:
+                raise ConfigError(
+                    f"the metadata changed since this command was made ({obj} changed at "
+                    f"revision {changed}, the command was made at {base}); run it again"
+                )
         return signer, cmd, digest
 
     def _forget_replays(self) -> None:
@@ -496,7 +579,9 @@ class MetadataStateMachine:
         """A replica holding ``view`` (what :meth:`view` returned, e.g. a client's read), to
         ask :meth:`admission` about a command before sending it."""
         sm = cls(cluster=cluster)
-        sm.restore(_pack(dict(view)))
+        state = state_fields(_unpack(_pack(dict(view))))
+        state["modified"] = OrderedDict(state["modified"])
+        sm._install(state)
         return sm
 
     def _record(self, cmd: dict[str, Any], signer: str | None) -> None:
@@ -627,26 +712,56 @@ class MetadataStateMachine:
         state["seen"] = [[reqid, stamp] for reqid, stamp in self.seen.items()]
         state["newest"] = self.newest
         state["replays"] = [[digest, base] for digest, base in self.replays.items()]
+        state["modified"] = [[obj, revision] for obj, revision in self.modified.items()]
+        state["proofs"] = self.proofs.encode(self.admins, signer_of)
         return _pack(state)
 
+    def check_snapshot(self, data: bytes) -> None:
+        """Verify a snapshot before it may replace this replica's state (the Raft peer asks
+        before its core installs one); WireError says why it is refused, counted in
+        :attr:`snapshots_refused`. Changes nothing else: a later :meth:`restore` of the same
+        bytes object does not verify them again.
+
+        Refused: a snapshot older than this state (a lower revision); one whose root admins
+        differ from the root this replica holds, or are not all among the configured
+        ``anchors``; one whose items do not match their proofs (:func:`.proofs.verify`). A
+        replica that holds no root and was configured with none (a new client, a tower
+        without ``--admin-key`` on an empty data directory) takes the root the first
+        snapshot names: it checks that everything else follows from that root, not that
+        the root is the cluster's."""
+        try:
+            loaded = verified_state(self, data)
+        except (ConfigError, WireError, ValueError, TypeError, KeyError) as exc:
+            self.snapshots_refused += 1
+            raise WireError(f"metadata snapshot refused: {exc}") from None
+        self._checked = (data, loaded)
+
     def restore(self, data: bytes) -> None:
+        """Replace the state by a snapshot that :meth:`check_snapshot` accepts; WireError
+        (and nothing changed) otherwise."""
+        checked = self._checked
+        if checked is None or checked[0] is not data:
+            self.check_snapshot(data)
+            checked = self._checked
+        assert checked is not None
+        self._install(checked[1])
+
+    def _install(self, state: dict[str, Any]) -> None:
         self._answers.clear()
-        obj = _unpack(data)
-        if not isinstance(obj, dict) or not isinstance(obj.get("topics"), dict):
-            raise WireError("not a metadata snapshot")
-        if int(obj.get("format", 0)) > SNAPSHOT_FORMAT:
-            raise WireError(f"metadata snapshot format {obj.get('format')} is too new")
-        self.topics = {str(k): dict(v) for k, v in obj["topics"].items()}
-        self.stores = set(obj.get("stores", []))
-        self.cluster = {**CLUSTER_DEFAULTS, **obj.get("cluster", {})}
-        self.deleted = {str(k): int(v) for k, v in obj.get("deleted", {}).items()}
-        self.revision = int(obj.get("revision", 0))
-        self.seen = OrderedDict((bytes(r), int(t)) for r, t in obj.get("seen", []))
-        self.newest = int(obj.get("newest", 0))
-        self.admins = sorted(check_public_key(k) for k in obj.get("admins", []))
-        self.replays = OrderedDict((bytes(d), int(b)) for d, b in obj.get("replays", []))
-        self.changes = deque(obj.get("changes", []), maxlen=CHANGES_KEPT)
-        self.refused = deque(obj.get("refused", []), maxlen=CHANGES_KEPT)
+        self._checked = None
+        self.topics = state["topics"]
+        self.stores = set(state["stores"])
+        self.cluster = state["cluster"]
+        self.deleted = state["deleted"]
+        self.revision = state["revision"]
+        self.seen = state["seen"]
+        self.newest = state["newest"]
+        self.admins = state["admins"]
+        self.replays = state["replays"]
+        self.changes = deque(state["changes"], maxlen=CHANGES_KEPT)
+        self.refused = deque(state["refused"], maxlen=CHANGES_KEPT)
+        self.modified = state["modified"]
+        self.proofs = state.get("proofs") or Proofs(root=list(self.admins))
 
     def query(self, args: Sequence[bytes]) -> list[bytes]:
         """``config`` (the :meth:`view`) or ``topic NAME`` (its settings, nil if none). An

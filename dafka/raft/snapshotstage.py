@@ -3,7 +3,12 @@
 * Received: a follower writes the chunks of an InstallSnapshot (the core hands them over
   in ``Ready.snapshot_chunks``) to ``<data dir>/snapshot.incoming``, checks the complete
   stream and tells the core to restore it; the Ready loop in :mod:`dafka.raft.peer` then
-  saves it to storage and restores the state machine from it.
+  saves it to storage and restores the state machine from it. A state machine with a
+  ``check_snapshot(data)`` method (the cluster metadata's verifies every item's signed proof)
+  is asked first: a snapshot it refuses (a :class:`~dafka.errors.DafkaError`) is counted in
+  the peer's bad input as ``snapshot-refused`` (one log line per period) and never reaches
+  the core, which keeps its log and state; this follower stays behind until a leader
+  sends a snapshot that passes.
 * Served: the bytes of our snapshot for InstallSnapshot (the core reads them through
   ``read_snapshot``) and for RequestEntries status 3 (:mod:`dafka.raft.clientservice`).
   The stream is ``b"DAFKRSX1" | u32 meta length | meta | state machine data | u32 crc32``,
@@ -23,7 +28,7 @@ import logging
 import os
 from pathlib import Path
 
-from ..errors import StorageError
+from ..errors import DafkaError, StorageError
 from .peerstate import PeerState
 from .ready import Ready
 from .snapshotter import BackgroundSnapshot
@@ -89,6 +94,16 @@ class SnapshotStage(PeerState):
         if (meta.index, meta.term) != (expected.index, expected.term):
             log.error("raft.peer.bad_snapshot id=%s reason=meta-mismatch", self.id)
             return
+        check = getattr(self.sm, "check_snapshot", None)
+        if check is not None:
+            # before the core installs it and moves its log: a refused snapshot leaves the
+            # state, the log and the core as they were (the core answers no leader for it,
+            # so this follower stays behind until a leader sends another one)
+            try:
+                check(data)
+            except DafkaError as exc:
+                self._bad("snapshot-refused", f"index={meta.index} {exc}")
+                return
         self._staged = (meta, data)
         if self.core.restore(meta):
             log.info("raft.peer.install_snapshot id=%s index=%d", self.id, meta.index)

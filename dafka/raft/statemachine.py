@@ -24,6 +24,14 @@ Contract
   snapshots, as :class:`KvStateMachine` does.
 * :meth:`StateMachine.query` answers a read (frames in, frames out) without changing
   the state.
+* Optional: ``check_snapshot(data)``. A snapshot received from another peer is input from
+  that peer. A state machine that can check one (the cluster metadata verifies that every
+  item carries the admin-signed command that set it, :mod:`dafka.metadata.proofs`) defines
+  this method, raising a :class:`~dafka.errors.DafkaError` to refuse ``data``; the peer
+  asks it before its core installs the snapshot (:mod:`dafka.raft.snapshotstage`), and a
+  refused snapshot changes nothing. :meth:`StateMachine.restore` may check again (and
+  raise): at start a peer restores its own stored snapshot, and refuses to start on one
+  that fails.
 
 :class:`KvStateMachine` is a small key/value map used by tests and benchmarks
 (the cluster metadata machine is a separate implementation of the same protocol).
