@@ -225,7 +225,11 @@ def _follower(data_dir: Path, sm: MetadataStateMachine) -> tuple[RaftPeer, int]:
             ]
         )
         storage.save_hard_state(HardState(1, "p2", len(entries)))
-    peer = RaftPeer("p1", free_tcp_url(), [], data_dir, "dafka", sm, options=PeerOptions())
+    # p2 is believed as a configured peer (insecure_null stands for a configured peer's
+    # CURVE key): what is tested is that a configured peer's key is not an admin key
+    peer = RaftPeer(
+        "p1", free_tcp_url(), [], data_dir, "dafka", sm, options=PeerOptions(), insecure_null=True
+    )
     peer._setup()
     settle(peer)
     return peer, len(entries)
