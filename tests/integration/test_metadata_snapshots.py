@@ -13,7 +13,7 @@ from dafka.metadata import MetadataClient, MetadataView
 from dafka.metadata.state import MetadataStateMachine
 from dafka.raft.peer import PeerOptions
 from tests.admin import ADMIN_HEX
-from tests.procs import wait_until
+from tests.procs import free_tower_address, wait_until
 from tower.metadata import TowerNode
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -39,8 +39,10 @@ def test_a_tower_restarts_from_its_own_snapshot_and_a_view_restores_one(
         checked.append(sm.revision)
 
     monkeypatch.setattr(MetadataStateMachine, "check_snapshot", check)
-    tower = _tower(tmp_path / "t")
-    port = tower.address.port
+    # a port below the ephemeral range, so that nothing connecting meanwhile (the view, the
+    # admin client) can be handed it as its source port while the tower restarts
+    port = int(free_tower_address().rsplit(":", 1)[1])
+    tower = _tower(tmp_path / "t", port)
     try:
         with MetadataClient(str(tower.address), timeout=10) as admin:
             for i in range(6):
