@@ -66,6 +66,7 @@ from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv
 from .node_plugins import NodeHandler, NodeService
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
+from .request_senders import PeerSenders
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,8 @@ class NodeLoop:
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
         self._peer_keys: dict[str, bytes] = {}
+        self.peers = PeerSenders(self.curve.enabled)
+        """The node behind each data SUB connection: a request's sender (read ACL, issue 32)."""
         self._sources = SourceKeys()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._ready = threading.Event()
@@ -529,6 +532,7 @@ class NodeLoop:
         my_beacon: list[list[bytes]],
     ) -> None:
         for endpoint in actions.connect:
+            key = None
             if self.curve.enabled:
                 key = self._peer_keys.get(endpoint)
                 if key is None or self.identity is None:
@@ -539,7 +543,10 @@ class NodeLoop:
                 sub.connect(endpoint)
             except zmq.ZMQError as exc:
                 log.warning("discovery.connect_failed endpoint=%s error=%s", endpoint, exc)
+            else:
+                self.peers.connected(endpoint, key)
         for endpoint in actions.disconnect:
+            self.peers.disconnected(endpoint)
             try:
                 sub.disconnect(endpoint)
             except zmq.ZMQError:
@@ -590,6 +597,7 @@ class NodeLoop:
                 continue
             if tb.public_key is not None and len(self._peer_keys) < 100_000:
                 self._peer_keys[tb.endpoint] = tb.public_key
+            self.peers.announced(tb.endpoint, tb.node_id)
             self._apply(self.discovery.on_beacon(tb, now), bpub, sub, my_beacon)
 
     def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
@@ -662,7 +670,7 @@ class NodeLoop:
         on_arrival = getattr(self.handler, "on_arrival", None)
         if on_arrival is not None:  # sent before the handler works on them (a FETCH ahead)
             send(on_arrival(msgs, now))
-        return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts))
+        return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts, self.peers))
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
         """A frame over ``limit``: count and log it (rate-limited), and if it is a record
