@@ -148,17 +148,21 @@ class RequesterCheck(enum.Enum):
     OWN = "own"
     """It is; or the shell knows no connection (in-process, tests): judged by its ID."""
     FORGED = "forged"
-    """CURVE: it names another node than the one the connection's key proves; refused."""
+    """It names another node than the connection's: refused. Under CURVE the connection's
+    key proves its node; without, the beacons named it (no request of ours names another
+    node than its sender)."""
     PROXIED = "proxied"
-    """NULL: it names another node than the connection's (or the connection is unknown);
-    answered only within a small budget per recipient, apart from the recipient's own."""
+    """NULL, and no connected endpoint matches the connection: answered only within a
+    small budget per recipient, apart from the recipient's own."""
 
 
 def check_requester(requester: str, sender: Sender | None) -> RequesterCheck:
     """Judge a request naming ``requester`` that came on ``sender``'s connection."""
     if sender is None or sender.node == requester:
         return RequesterCheck.OWN
-    return RequesterCheck.FORGED if sender.proven else RequesterCheck.PROXIED
+    if sender.proven or sender.node:
+        return RequesterCheck.FORGED
+    return RequesterCheck.PROXIED
 
 
 class RequestLog:

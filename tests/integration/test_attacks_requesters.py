@@ -23,19 +23,22 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+import zmq
 
 from dafka.api.common import node_config
 from dafka.core import messages as m
 from dafka.core.effects import Publish
 from dafka.core.read_guard import ReadView
+from dafka.errors import WireError
 from dafka.io.node import NodeLoop
 from dafka.io.profiles import SignedProfile
 from dafka.metadata import MetadataClient
 from dafka.security import identity
+from dafka.wire import beacon as wbeacon
 from dafka.wire.rfc46 import Command, direct_prefix
 from tests.integration.test_attacks_curve import LINES, CurveTower, keys
 from tests.integration.test_attacks_read_acl import feed, live_producer
-from tests.procs import Proc, wait_until
+from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
 
 
 @pytest.fixture
@@ -143,3 +146,127 @@ def test_a_stranger_reads_nothing_of_a_live_producer_by_fetch_and_may_not_fetch_
             loop.stop()
         if producer is not None:
             producer.kill()
+
+
+# -- without CURVE: requests in a catching-up consumer's name -----------------------------
+
+RECORDS = 20_000
+VALUE = b"v" * 1000
+
+
+class Forger(Fetcher):
+    """Every loop tick (50 ms), in ``victim``'s name (once known): 100 FETCHes of the whole
+    topic from rotating offsets (each a new pending FETCH at the store), a GET-HEADS and a
+    CONSUMER-HELLO to ``store``."""
+
+    def __init__(self, me: str, producer: str, store: str) -> None:
+        super().__init__(me, producer, None)
+        self.store = store
+        self.victim: str | None = None
+        self.sent = 0
+        self._at = 0
+
+    def on_tick(self, now: float) -> list[Publish]:
+        victim = self.victim
+        if victim is None or now < self._next:
+            return []
+        self._next = now + 0.01
+        out = []
+        for _ in range(100):
+            self._at = (self._at + 97) % RECORDS
+            out.append(Publish(m.Fetch(self.producer, victim, "bulk", self._at, 100_000)))
+        out.append(Publish(m.GetHeads("bulk", victim)))
+        out.append(Publish(m.ConsumerHello(self.store, victim, ("bulk",))))
+        self.sent += len(out)
+        return out
+
+
+def catch_up(tower: str) -> tuple[float, Proc]:
+    """Seconds a consumer takes to read every record of ``bulk`` from the beginning."""
+    start = time.monotonic()
+    c = Proc(py("dafka.cli.consumer", "bulk", "--tower", tower, "--from-beginning", "-e"))
+    assert c.wait(120) == 0, c.stderr
+    took = time.monotonic() - start
+    assert bytes(c.stdout).count(b"\n") == RECORDS, c.stderr[-2000:]
+    return took, c
+
+
+def test_without_curve_requests_in_a_catching_up_consumers_name_do_not_slow_it(
+    tmp_path: Path,
+) -> None:
+    """A consumer catches up 20,000 records of 1 kB from a store, once alone and once
+    while a forger sends FETCH, GET-HEADS and CONSUMER-HELLO in its name (1,200 a second):
+    the store answers the forger's requests only from a budget of their own (an eighth of
+    the consumer's), so the consumer's catch-up stays within twice its time alone, plus
+    a second. Before, the forger spent the consumer's budget and queue (issue 32: 2.0 s
+    to 7.8 s, 136 MB reflected)."""
+    tower = Tower()
+    forger_loop: NodeLoop | None = None
+    store: StoreProc | None = None
+    beacons = zmq.Context.instance().socket(zmq.SUB)
+    try:
+        store = StoreProc(tmp_path / "store", tower.address)
+        made = identity.create(tmp_path / "producer")
+        lines = b"".join(b"%d " % i + VALUE + b"\n" for i in range(RECORDS))
+        p = Proc(
+            py(
+                "dafka.cli.producer",
+                "bulk",
+                "--tower",
+                tower.address,
+                "--state-dir",
+                str(tmp_path / "producer"),
+            ),
+            stdin=lines,
+        )
+        assert p.wait(120) == 0, p.stderr
+        wait_until(
+            lambda: stored_head(tmp_path / "store", "bulk", made.node_id) == RECORDS - 1,
+            60,
+            what="the store holding every record",
+        )
+        alone, _ = catch_up(tower.address)
+        me = identity.Identity.generate()
+        forger = Forger(me.node_id, made.node_id, store.node_id)
+        forger_loop = NodeLoop(
+            me.node_id, node_config(tower.address), forger, profile=SignedProfile()
+        ).start()  # type: ignore[arg-type]
+        beacons.setsockopt(zmq.LINGER, 0)
+        host, port = tower.address.rsplit(":", 1)
+        beacons.connect(f"tcp://{host}:{int(port) + 1}")  # the relay's XPUB
+        beacons.setsockopt(zmq.SUBSCRIBE, wbeacon.BEACON)
+        known = {store.node_id, me.node_id}
+
+        def victim_found() -> bool:
+            while beacons.poll(0):
+                try:
+                    tb = wbeacon.decode_tower_beacon(beacons.recv_multipart())
+                except WireError:
+                    continue
+                if tb.node_id not in known:
+                    forger.victim = tb.node_id
+            return forger.victim is not None
+
+        start = time.monotonic()
+        c = Proc(
+            py("dafka.cli.consumer", "bulk", "--tower", tower.address, "--from-beginning", "-e")
+        )
+        wait_until(victim_found, 20, what="the consumer's beacon")
+        assert c.wait(120) == 0, c.stderr
+        attacked = time.monotonic() - start
+        assert bytes(c.stdout).count(b"\n") == RECORDS
+        print(
+            f"catch-up alone {alone:.2f} s, with the forger {attacked:.2f} s, "
+            f"{forger.sent} forged requests"
+        )
+        assert forger.sent > 0
+        verdicts = [x for x in store.proc.stderr.splitlines() if "request.not_own" in x]
+        assert attacked <= 2 * alone + 1.0, (alone, attacked, verdicts[-3:])
+        assert "verdict=forged" in store.proc.stderr
+    finally:
+        beacons.close(0)
+        if forger_loop is not None:
+            forger_loop.stop()
+        if store is not None:
+            store.kill()
+        tower.stop()

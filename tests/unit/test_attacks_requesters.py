@@ -109,7 +109,7 @@ def test_a_request_is_judged_by_the_connection_it_came_on() -> None:
     assert check_requester(CONSUMER, Sender(CONSUMER, True)) is RequesterCheck.OWN
     assert check_requester(CONSUMER, Sender(F, True)) is RequesterCheck.FORGED
     assert check_requester(CONSUMER, Sender("", True)) is RequesterCheck.FORGED
-    assert check_requester(CONSUMER, Sender(F, False)) is RequesterCheck.PROXIED
+    assert check_requester(CONSUMER, Sender(F, False)) is RequesterCheck.FORGED
     assert check_requester(CONSUMER, Sender("", False)) is RequesterCheck.PROXIED
 
 
@@ -122,12 +122,22 @@ def test_under_curve_a_producer_refuses_a_fetch_naming_another_node() -> None:
     assert [o for _, o in served(out)] == [0, 10, 20, 30]
 
 
-def test_without_curve_fetches_in_a_consumers_name_spend_none_of_its_budget() -> None:
-    """The forger asks for everything in the consumer's name, over and over: what reaches
-    the consumer on its behalf is an eighth of the consumer's rate, and the consumer's own
-    FETCH right after is answered in full, not paced behind the forger's bytes."""
+def test_without_curve_a_fetch_naming_another_node_than_its_connections_is_refused() -> None:
+    """Without CURVE the beacons say whose endpoint a connection is: no request of ours
+    names another node than its sender, so one that does is refused as under CURVE."""
+    core = producer()
+    forged = m.Fetch(P, CONSUMER, "t", 0, 40)
+    assert served(core.handle(forged, 1.0, Sender(F, proven=False))) == []
+    assert core.stats.requests_forged == 1 and core.stats.fetches_served == 0
+
+
+def test_without_curve_fetches_from_an_unknown_connection_spend_none_of_its_budget() -> None:
+    """A forger whose connection no beacon names asks for everything in the consumer's
+    name, over and over: what reaches the consumer on its behalf is an eighth of the
+    consumer's rate, and the consumer's own FETCH right after is answered in full, not
+    paced behind the forger's bytes."""
     core = producer(batches=40)
-    forger = Sender(F, proven=False)
+    forger = Sender("", proven=False)
     reflected = 0
     for i in range(200):  # 2 s of FETCHes, 100 a second
         now = 1.0 + i / 100
@@ -145,7 +155,7 @@ def test_without_curve_fetches_in_a_consumers_name_spend_none_of_its_budget() ->
 
 def test_without_curve_proxied_fetches_never_fill_the_producers_wait_queue() -> None:
     core = producer(batches=40)
-    forger = Sender(F, proven=False)
+    forger = Sender("", proven=False)
     for i in range(2000):
         core.handle(m.Fetch(P, CONSUMER, "t", (i * 10) % 400, 10), 1.0 + i / 1000, forger)
     assert core.serve_at is None  # nothing of the forger's waits: dropped past its budget
@@ -175,11 +185,24 @@ def test_under_curve_a_store_refuses_requests_naming_another_node() -> None:
     assert {type(x) for x in own} == {m.DirectRecord, m.DirectHead}
 
 
-def test_without_curve_a_stores_answers_in_a_consumers_name_have_a_budget_of_their_own() -> None:
-    """Forged GET-HEADS past the proxied rate are dropped while the consumer's own are
-    answered; forged FETCHes are served from the proxied budget, not the consumer's."""
+def test_without_curve_a_store_refuses_requests_naming_another_node_than_the_beacons_say() -> None:
     core = store_with_records()
-    forger = From(1, F, proven=False)
+    requests: list[m.Message] = [
+        m.Fetch(P, CONSUMER, "t", 0, 4),
+        m.GetHeads("t", CONSUMER),
+        m.ConsumerHello(STORE.node_id, CONSUMER, ("t",)),
+    ]
+    out = core.handle_batch(requests, 1.0, From(3, F, proven=False))
+    assert sent(out) + sent(core.tick(2.0)) == []
+    assert core.stats.requests_forged == 3
+
+
+def test_without_curve_a_stores_answers_to_unknown_connections_have_a_budget_of_their_own() -> None:
+    """Requests in the consumer's name from a connection no beacon names: GET-HEADS past
+    the proxied rate are dropped while the consumer's own are answered; FETCHes are served
+    from the proxied budget, not the consumer's."""
+    core = store_with_records()
+    forger = From(1, "", proven=False)
     heads = 0
     for i in range(100):
         heads += len(sent(core.handle_batch([m.GetHeads("t", CONSUMER)], 1.0 + i / 1000, forger)))
