@@ -32,8 +32,10 @@ from dafka.core.read_guard import ReadView
 from dafka.errors import WireError
 from dafka.io.node import NodeLoop
 from dafka.io.profiles import SignedProfile
+from dafka.io.request_senders import PeerSenders
 from dafka.metadata import MetadataClient
 from dafka.security import identity
+from dafka.security.identity import node_id_for
 from dafka.wire import beacon as wbeacon
 from dafka.wire.rfc46 import Command, direct_prefix
 from tests.integration.test_attacks_curve import LINES, CurveTower, keys
@@ -270,3 +272,54 @@ def test_without_curve_requests_in_a_catching_up_consumers_name_do_not_slow_it(
         if store is not None:
             store.kill()
         tower.stop()
+
+
+def test_a_request_is_known_by_the_endpoint_its_connection_was_made_to() -> None:
+    """The socket glue: one SUB connected to three XPUBs; each message's sender is the node
+    its endpoint was connected for (CURVE: the key's node; NULL: the beacon's), and ""
+    for an endpoint connected without a known node."""
+    ctx = zmq.Context()
+    pubs = [ctx.socket(zmq.XPUB) for _ in range(3)]
+    sub = ctx.socket(zmq.SUB)
+    try:
+        ends = []
+        for pub in pubs:
+            pub.setsockopt(zmq.LINGER, 0)
+            pub.bind("tcp://127.0.0.1:*")
+            ends.append(pub.getsockopt_string(zmq.LAST_ENDPOINT))
+        key = identity.Identity.generate().public_key
+        plain, curve = PeerSenders(curve=False), PeerSenders(curve=True)
+        plain.announced(ends[0], "A" * 32)
+        plain.announced(ends[1], "B" * 32)
+        plain.connected(ends[0], None)
+        plain.connected(ends[1], None)
+        curve.announced(ends[0], "A" * 32)  # what a beacon says does not count under CURVE
+        curve.connected(ends[0], key)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        for end in ends:
+            sub.connect(end)
+        for pub in pubs:
+            assert pub.poll(5000), "no subscription"
+            pub.recv()
+        seen: dict[bytes, tuple[str, str]] = {}
+        deadline = time.monotonic() + 10
+        while len(seen) < 3 and time.monotonic() < deadline:
+            for i, pub in enumerate(pubs):
+                pub.send(b"%d" % i)
+            while sub.poll(100):
+                frame = sub.recv(copy=False)
+                seen[frame.bytes] = (plain.sender(frame).node, curve.sender(frame).node)
+        assert seen == {
+            b"0": ("A" * 32, node_id_for(key)),
+            b"1": ("B" * 32, ""),
+            b"2": ("", ""),
+        }
+        assert curve.sender(frame).proven and not plain.sender(frame).proven
+        plain.disconnected(ends[0])
+        sub.disconnect(ends[0])
+    finally:
+        sub.close(0)
+        for pub in pubs:
+            pub.close(0)
+        ctx.term()
