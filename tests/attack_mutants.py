@@ -806,6 +806,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "FrameSources(self._sources, firsts, self.peers)",
         "FrameSources(self._sources, firsts)",
     ),
+    "under CURVE a connection stands for its key's node, not a beacon's": (
+        "dafka.io.request_senders",
+        "PeerSenders.connected",
+        "            node = node_id_for(key)",
+        '            node = self._announced.get(endpoint, "")',
+    ),
     "producer answers proxied FETCHes from a budget of their own": (
         "dafka.core.producer",
         "ProducerCore._on_fetch",
@@ -1295,6 +1301,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the shell tells the cores each request's connection": (
         "tests/integration/test_attacks_requesters.py::test_a_stranger_reads_nothing_of_a_live_producer_by_fetch_and_may_not_fetch_for_another",
+    ),
+    "under CURVE a connection stands for its key's node, not a beacon's": (
+        "tests/integration/test_attacks_requesters.py::test_a_request_is_known_by_the_endpoint_its_connection_was_made_to",
     ),
     "producer answers proxied FETCHes from a budget of their own": (
         "tests/unit/test_attacks_requesters.py::test_without_curve_fetches_from_an_unknown_connection_spend_none_of_its_budget",
