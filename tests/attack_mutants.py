@@ -76,6 +76,8 @@ TESTS = [
     "tests/unit/test_attacks_peer_keys.py",
     "tests/integration/test_attacks_beacon_keys.py",
     "tests/unit/test_attacks_metadata_snapshot.py",
+    "tests/unit/test_attacks_requesters.py",
+    "tests/integration/test_attacks_requesters.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -813,7 +815,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "producer charges rfc46 answers in bytes": (
         "dafka.core.producer_serve",
         "FetchServing._answer",
-        "            self._bytes_limiter.charge(requester, sum(map(len, contents)))",
+        "            charge(requester, sum(map(len, contents)))",
         "            pass",
     ),
     "producer bounds the FETCHes waiting for their bytes": (
@@ -843,7 +845,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "state directories are 0700": (
         "dafka.storage.state_dir",
         "StateDir.__init__",
-        "            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)",
+        "            make_private_dirs(self.path)",
         "            self.path.mkdir(mode=0o755, parents=True, exist_ok=True)",
     ),
     "raft peer RPCs bound to the claimed peer's CURVE key": (
@@ -984,6 +986,50 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if guard.set_view(view):",
         "        if guard.set_view(view) and False:",
     ),
+    "producer read ACL on FETCH": (
+        "dafka.core.producer",
+        "ProducerCore._on_fetch",
+        "        if not self._read_view.admits(msg.requester, msg.topic):",
+        "        if False:",
+    ),
+    "a request naming another node than its connection's is refused": (
+        "dafka.core.read_guard",
+        "check_requester",
+        "    if sender.proven or sender.node:",
+        "    if False:",
+    ),
+    "the shell tells the cores each request's connection": (
+        "dafka.io.node",
+        "NodeLoop._on_data",
+        "FrameSources(self._sources, firsts, self.peers)",
+        "FrameSources(self._sources, firsts)",
+    ),
+    "under CURVE a connection stands for its key's node, not a beacon's": (
+        "dafka.io.request_senders",
+        "PeerSenders.connected",
+        "            node = node_id_for(key)",
+        '            node = self._announced.get(endpoint, "")',
+    ),
+    "producer answers proxied FETCHes from a budget of their own": (
+        "dafka.core.producer",
+        "ProducerCore._on_fetch",
+        "        proxied = check is RequesterCheck.PROXIED",
+        "        proxied = False",
+    ),
+    "store answers proxied requests from a budget of their own": [
+        (
+            "dafka.core.store.serve",
+            "StoreServing._on_fetch",
+            "        proxied = check is RequesterCheck.PROXIED",
+            "        proxied = False",
+        ),
+        (
+            "dafka.core.store.serve",
+            "StoreServing._on_head_request",
+            "        limiter = self._proxied_heads if check is RequesterCheck.PROXIED else self._heads_limiter",
+            "        limiter = self._heads_limiter",
+        ),
+    ],
     "subscriptions wait for the first read view": (
         "dafka.io.read_grants",
         "ReadGrants.__init__",
@@ -1556,6 +1602,33 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a narrowed read view cuts the grants it refuses": (
         "tests/integration/test_attacks_read_acl.py::test_a_read_acl_set_later_cuts_off_a_node_that_subscribed_while_the_topic_was_open",
+    ),
+    "producer read ACL on FETCH": (
+        "tests/unit/test_attacks_requesters.py::test_a_producer_does_not_answer_a_fetch_from_a_node_the_read_acl_does_not_name",
+        "tests/unit/test_attacks_requesters.py::test_a_producer_follows_the_read_acl_as_it_changes",
+        "tests/integration/test_attacks_requesters.py::test_a_stranger_reads_nothing_of_a_live_producer_by_fetch_and_may_not_fetch_for_another",
+    ),
+    "a request naming another node than its connection's is refused": (
+        "tests/unit/test_attacks_requesters.py::test_a_request_is_judged_by_the_connection_it_came_on",
+        "tests/unit/test_attacks_requesters.py::test_under_curve_a_producer_refuses_a_fetch_naming_another_node",
+        "tests/unit/test_attacks_requesters.py::test_under_curve_a_store_refuses_requests_naming_another_node",
+        "tests/unit/test_attacks_requesters.py::test_without_curve_a_fetch_naming_another_node_than_its_connections_is_refused",
+        "tests/unit/test_attacks_requesters.py::test_without_curve_a_store_refuses_requests_naming_another_node_than_the_beacons_say",
+        "tests/integration/test_attacks_requesters.py::test_without_curve_requests_in_a_catching_up_consumers_name_do_not_slow_it",
+        "tests/integration/test_attacks_requesters.py::test_a_stranger_reads_nothing_of_a_live_producer_by_fetch_and_may_not_fetch_for_another",
+    ),
+    "the shell tells the cores each request's connection": (
+        "tests/integration/test_attacks_requesters.py::test_a_stranger_reads_nothing_of_a_live_producer_by_fetch_and_may_not_fetch_for_another",
+    ),
+    "under CURVE a connection stands for its key's node, not a beacon's": (
+        "tests/integration/test_attacks_requesters.py::test_a_request_is_known_by_the_endpoint_its_connection_was_made_to",
+    ),
+    "producer answers proxied FETCHes from a budget of their own": (
+        "tests/unit/test_attacks_requesters.py::test_without_curve_fetches_from_an_unknown_connection_spend_none_of_its_budget",
+        "tests/unit/test_attacks_requesters.py::test_without_curve_proxied_fetches_never_fill_the_producers_wait_queue",
+    ),
+    "store answers proxied requests from a budget of their own": (
+        "tests/unit/test_attacks_requesters.py::test_without_curve_a_stores_answers_to_unknown_connections_have_a_budget_of_their_own",
     ),
     "subscriptions wait for the first read view": (
         "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",

@@ -353,6 +353,7 @@ class Producer:
 
             def apply(now: float) -> list[Publish]:
                 self._handler._apply_policy(*policy)
+                self._core.set_read_view(view)  # FETCH answers (issue 32)
                 self._loop.set_read_view(view)
                 return []
 

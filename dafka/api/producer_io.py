@@ -465,8 +465,10 @@ class _ProducerHandler:
     ) -> list[Outgoing]:
         out: list[Outgoing] = []
         acked: dict[str, Acked] = {}
-        for msg in msgs:
-            for effect in self.core.handle(msg, now):
+        sender = getattr(sources, "sender", None)  # the shell's FrameSources
+        for i, msg in enumerate(msgs):
+            who = sender(i) if sender is not None and type(msg) is m.Fetch else None
+            for effect in self.core.handle(msg, now, who):
                 if isinstance(effect, Acked):
                     acked[effect.topic] = effect
                 elif isinstance(effect, Publish | PublishRecords):

@@ -39,6 +39,7 @@ from typing import overload
 
 from ..core import messages as m
 from ..core.effects import Publish
+from ..core.read_guard import Sender
 from ..core.store import StoreCore
 from ..core.store.state import _Batch
 from ..errors import StorageError
@@ -121,6 +122,14 @@ class _Sources(Sequence[str]):
         piece = self._pieces[at]
         offset = index - self._starts[at]
         return piece[offset] if offset < len(piece) else ""
+
+    def sender(self, index: int) -> Sender | None:
+        """The node whose connection message ``index`` came on (``FrameSources.sender``)."""
+        if not 0 <= index < len(self):
+            return None
+        at = bisect.bisect_right(self._starts, index) - 1
+        get = getattr(self._pieces[at], "sender", None)
+        return get(index - self._starts[at]) if get is not None else None
 
 
 class _Waiting:

@@ -48,6 +48,7 @@ from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
 from .producer_serve import FetchServing, HeldTopic
+from .read_guard import ReadView, RequesterCheck, RequestLog, Sender, check_requester
 from .recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery, RecoveryResult
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,13 @@ class ProducerStats:
     gap_offsets: int = 0
     """Offsets of an earlier run that no store held, closed by a signed gap statement
     (signed) or numbered again (rfc46)."""
+    read_refused: int = 0
+    """FETCHes for a topic whose read ACL does not name the requester (nor a trusted store)."""
+    requests_forged: int = 0
+    """FETCHes refused under CURVE: they named another node than their connection's key."""
+    fetches_proxied: int = 0
+    """FETCHes (NULL) that did not come on their requester's connection: answered from a
+    small budget of their own per recipient (:mod:`dafka.core.producer_serve`)."""
 
 
 class ProducerCore:
@@ -150,6 +158,9 @@ class ProducerCore:
             fetch_burst=fetch_burst,
             serve_rate=serve_rate,
         )
+        self._read_view = ReadView()
+        self._read_refused = 0
+        self._requests = RequestLog(node_id)
         self._topics: dict[str, HeldTopic] = {}
         self._unacked_bytes = 0
         self._foreign = 0
@@ -236,7 +247,15 @@ class ProducerCore:
             recovered=self._recovered,
             recovery_rejected=self._forged_fetched,
             gap_offsets=self._gap_offsets,
+            read_refused=self._read_refused,
+            requests_forged=self._requests.forged,
+            fetches_proxied=self._requests.proxied,
         )
+
+    def set_read_view(self, view: ReadView) -> None:
+        """The metadata's read ACLs and trusted stores: FETCHes are answered only to the
+        nodes a topic's read ACL admits (none given: every topic is open)."""
+        self._read_view = view
 
     @property
     def recovering(self) -> bool:
@@ -316,15 +335,16 @@ class ProducerCore:
         state.next_offset = first + count
         return first, out
 
-    def handle(self, msg: m.Message, now: float) -> list[Effect]:
-        """React to an ACK or FETCH; anything else is not for a producer."""
+    def handle(self, msg: m.Message, now: float, sender: Sender | None = None) -> list[Effect]:
+        """React to an ACK or FETCH; anything else is not for a producer. ``sender``: the
+        node whose connection ``msg`` came on (None: not known, e.g. in-process)."""
         kind = type(msg)
         if kind is m.Ack:
             assert isinstance(msg, m.Ack)
             return self._on_ack(msg)
         if kind is m.Fetch:
             assert isinstance(msg, m.Fetch)
-            return self._on_fetch(msg, now)
+            return self._on_fetch(msg, now, sender)
         if kind is m.DirectRecord and self._recoveries:
             assert isinstance(msg, m.DirectRecord)
             return self._on_recovered(msg, now)
@@ -614,8 +634,17 @@ class ProducerCore:
         state.nbytes -= size
         self._unacked_bytes -= size
 
-    def _on_fetch(self, msg: m.Fetch, now: float) -> list[Effect]:
+    def _on_fetch(self, msg: m.Fetch, now: float, sender: Sender | None) -> list[Effect]:
         state = self._known_topic(msg.partition, msg.topic)
         if state is None:
             return []
-        return self._serving.on_fetch(msg, state, now)  # type: ignore[return-value]  # Publishes
+        if not self._read_view.admits(msg.requester, msg.topic):
+            self._read_refused += 1  # the answer goes to the requester: it may not read
+            return []
+        check = check_requester(msg.requester, sender)
+        if check is not RequesterCheck.OWN:
+            self._requests.note(check, "fetch", msg.requester, sender, now)
+            if check is RequesterCheck.FORGED:
+                return []
+        proxied = check is RequesterCheck.PROXIED
+        return self._serving.on_fetch(msg, state, now, proxied)  # type: ignore[return-value]

@@ -16,6 +16,14 @@ FETCH (asked again, it is not queued twice, nor charged a FETCH again) and at mo
 :data:`MAX_WAITING_FETCHES`; past that a FETCH is dropped and counted in
 ``fetches_limited``.
 
+A FETCH that did not come on its requester's own connection (``proxied``: without
+CURVE, nothing proves who sent it, ``dafka.core.read_guard.check_requester``) is answered
+from a budget of its own per recipient, :data:`PROXY_SHARE` times smaller (FETCHes and
+bytes), and never waits: whoever sends FETCHes in another node's name spends neither that
+node's budget nor the wait queue, and adds at most an eighth of its rate to what the node
+receives (issue 32: forged FETCHes took a catching-up consumer's budget and reflected
+136 MB at it).
+
 Sans IO: ``now`` is passed in, and :attr:`FetchServing.serve_at` says when the waiting
 FETCHes can go on (the shell wakes then and calls :meth:`FetchServing.serve`).
 """
@@ -32,10 +40,13 @@ from .answers import answer_full
 from .effects import Publish
 from .limits import RequestLimiter
 
-__all__ = ["MAX_WAITING_FETCHES", "FetchServing", "HeldTopic"]
+__all__ = ["MAX_WAITING_FETCHES", "PROXY_SHARE", "FetchServing", "HeldTopic"]
 
 MAX_WAITING_FETCHES = 1024
 """FETCHes waiting for their requester's bytes, at most (as many as a store keeps pending)."""
+
+PROXY_SHARE = 8
+"""Proxied FETCHes (not from their requester's connection) get this many times less."""
 
 
 class HeldTopic:
@@ -104,6 +115,16 @@ class FetchServing:
         self._bytes_limiter = RequestLimiter(
             serve_rate, 2 * serve_rate, total_rate=4 * serve_rate, total_burst=8 * serve_rate
         )
+        # FETCHes in another node's name (NULL): a budget of their own per recipient
+        self._proxied = RequestLimiter(
+            fetch_rate / PROXY_SHARE, max(1.0, fetch_burst / PROXY_SHARE)
+        )
+        share = serve_rate / PROXY_SHARE
+        self._proxied_bytes = RequestLimiter(
+            share, 2 * share, total_rate=4 * share, total_burst=8 * share
+        )
+        self.proxied_dropped = 0
+        """Proxied FETCHes dropped: past their recipient's proxied FETCHes or bytes."""
         self._waiting: deque[m.Fetch] = deque()
         self._waiting_keys: set[tuple[str, str, int, int]] = set()
         self._max_waiting = max_waiting
@@ -126,9 +147,19 @@ class FetchServing:
         """FETCHes waiting for their requester's bytes."""
         return len(self._waiting)
 
-    def on_fetch(self, msg: m.Fetch, state: HeldTopic, now: float) -> list[Publish]:
-        """A FETCH for ``state``: its answer, or nothing if it waits for its bytes."""
+    def on_fetch(
+        self, msg: m.Fetch, state: HeldTopic, now: float, proxied: bool = False
+    ) -> list[Publish]:
+        """A FETCH for ``state``: its answer, or nothing if it waits for its bytes.
+        ``proxied``: it did not come on its requester's connection (see the module doc)."""
         if self._range(state, msg) is None:
+            return []
+        if proxied:
+            if self._proxied.allow(msg.requester, now) and self._proxied_bytes.allow(
+                msg.requester, now, 0.0
+            ):
+                return self._answer(state, msg, self._proxied_bytes)
+            self.proxied_dropped += 1
             return []
         if (msg.requester, msg.topic, msg.offset, msg.count) in self._waiting_keys:
             return []  # asked again (its timeout passed): answered when due, at no new cost
@@ -176,12 +207,15 @@ class FetchServing:
         end = min(msg.offset + min(msg.count, self._max_fetch), state.next_offset)
         return (start, end) if start < end else None
 
-    def _answer(self, state: HeldTopic, msg: m.Fetch) -> list[Publish]:
+    def _answer(
+        self, state: HeldTopic, msg: m.Fetch, budget: RequestLimiter | None = None
+    ) -> list[Publish]:
         span = self._range(state, msg)
         if span is None:
             return []
         start, end = span
         self.served += 1
+        charge = (budget or self._bytes_limiter).charge
         base = state.base
         node = self._node_id
         topic = state.name
@@ -193,7 +227,7 @@ class FetchServing:
             contents = state.held[start - base + state.dead : end - base + state.dead]
             # charged in bytes as the blobs below are: up to ``max_fetch_count`` records of
             # any size a FETCH, and a requester's next FETCH waits until they are paid back
-            self._bytes_limiter.charge(requester, sum(map(len, contents)))
+            charge(requester, sum(map(len, contents)))
             return [
                 Publish(direct(requester, topic, node, offset, content))
                 for offset, content in zip(range(start, end), contents, strict=True)
@@ -209,7 +243,7 @@ class FetchServing:
                 Publish(m.DirectRecord(requester, topic, node, first, held[i], last_end - first))
             )
             self.resent += last_end - first
-            self._bytes_limiter.charge(requester, len(held[i]))
+            charge(requester, len(held[i]))
             sent += 1
             nbytes += len(held[i])
             first = last_end

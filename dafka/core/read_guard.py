@@ -18,6 +18,11 @@ matches (``docs/security.md`` "Read ACLs"):
   STORE-HELLO, ``W`` CONSUMER-HELLO, ``F`` FETCH to a partition): only the node it is
   addressed to;
 * anything else (an empty prefix, an unknown command, a connection without a key): no.
+
+Requests (FETCH, GET-HEADS, CONSUMER-HELLO) name their requester, and the answer goes to
+that node: :func:`check_requester` says whether the connection a request came on belongs
+to the node it names (:class:`Sender`, found by the IO shell, ``dafka.io.request_senders``),
+and :meth:`ReadView.admits` whether the topic's read ACL lets that node read it.
 """
 
 from __future__ import annotations
@@ -32,7 +37,16 @@ from typing import Any, Final
 from ..security.curve_keys import node_ids_of_curve_key
 from ..wire.rfc46 import Command
 
-__all__ = ["Decision", "ReadView", "SubscriptionGuard", "decide"]
+__all__ = [
+    "Decision",
+    "ReadView",
+    "RequestLog",
+    "RequesterCheck",
+    "Sender",
+    "SubscriptionGuard",
+    "check_requester",
+    "decide",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +87,12 @@ class ReadView:
         }
         return cls(readers, frozenset(stores))
 
+    def admits(self, node_id: str, topic: str) -> bool:
+        """Whether ``topic``'s read ACL lets ``node_id`` read it (open, named, or a trusted
+        store)."""
+        names = self.readers.get(topic)
+        return names is None or node_id in names or node_id in self.stores
+
     def narrows(self, old: ReadView) -> bool:
         """Whether this view could refuse something ``old`` granted."""
         if not old.stores <= self.stores:
@@ -107,6 +127,76 @@ class Decision(enum.Enum):
 _ALLOWED: Final = frozenset(
     {Decision.OPEN, Decision.READER, Decision.STORE, Decision.NO_ACL, Decision.OWN_ADDRESS}
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """The node whose connection a request came on: the peer endpoint the node's data SUB
+    connected to, and the node ID it connected to it for (``""``: not known).
+
+    ``proven``: under CURVE the connection was made with that node's key, so only the
+    holder of the key sent what came on it; under NULL it is what the beacons said.
+    """
+
+    node: str
+    proven: bool
+
+
+class RequesterCheck(enum.Enum):
+    """Whether a request's requester is the node of its connection (the value, as logged)."""
+
+    OWN = "own"
+    """It is; or the shell knows no connection (in-process, tests): judged by its ID."""
+    FORGED = "forged"
+    """It names another node than the connection's: refused. Under CURVE the connection's
+    key proves its node; without, the beacons named it (no request of ours names another
+    node than its sender)."""
+    PROXIED = "proxied"
+    """NULL, and no connected endpoint matches the connection: answered only within a
+    small budget per recipient, apart from the recipient's own."""
+
+
+def check_requester(requester: str, sender: Sender | None) -> RequesterCheck:
+    """Judge a request naming ``requester`` that came on ``sender``'s connection."""
+    if sender is None or sender.node == requester:
+        return RequesterCheck.OWN
+    if sender.proven or sender.node:
+        return RequesterCheck.FORGED
+    return RequesterCheck.PROXIED
+
+
+class RequestLog:
+    """Counts requests refused or proxied (:func:`check_requester`) and logs them at most
+    every 5 s (a peer sends as many as it likes)."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self.forged = 0
+        self.proxied = 0
+        self._logged = -math.inf
+
+    def note(
+        self, check: RequesterCheck, kind: str, requester: str, sender: Sender | None, now: float
+    ) -> None:
+        if check is RequesterCheck.FORGED:
+            self.forged += 1
+        elif check is RequesterCheck.PROXIED:
+            self.proxied += 1
+        else:
+            return
+        if now - self._logged >= _LOG_PERIOD:
+            self._logged = now
+            log.warning(
+                "request.not_own id=%s kind=%s requester=%.32s from=%s verdict=%s forged=%d "
+                "proxied=%d",
+                self.node,
+                kind,
+                requester,
+                (sender.node if sender is not None else "") or "-",
+                check.value,
+                self.forged,
+                self.proxied,
+            )
 
 
 def _topic(node_ids: frozenset[str], topic: bytes, view: ReadView) -> Decision:

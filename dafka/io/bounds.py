@@ -17,8 +17,10 @@ import zmq
 
 from ..config import NodeConfig
 from ..core.admission import SourceKeys
+from ..core.read_guard import Sender
 from ..errors import TooManyFrames
 from .multipart import DATA_FRAMES, drain_rest
+from .request_senders import PeerSenders
 
 __all__ = [
     "SMALL_FRAME_BYTES",
@@ -105,13 +107,26 @@ class FrameSources(Sequence[str]):
     one only to admit a partition it does not hold yet: reading ``Peer-Address`` of
     every frame cost a store 0.3 us a record under rfc46 (8% of its time). Holds the
     frames of one loop turn (at most ``MAX_DRAIN``) until the core is done with them.
+
+    :meth:`sender` is the node whose connection a message came on (``peers``; None
+    without), looked up only for requests (FETCH, GET-HEADS, CONSUMER-HELLO).
     """
 
-    __slots__ = ("_frames", "_keys")
+    __slots__ = ("_frames", "_keys", "_peers")
 
-    def __init__(self, keys: SourceKeys, frames: list[zmq.Frame]) -> None:
+    def __init__(
+        self, keys: SourceKeys, frames: list[zmq.Frame], peers: PeerSenders | None = None
+    ) -> None:
         self._keys = keys
         self._frames = frames
+        self._peers = peers
+
+    def sender(self, index: int) -> Sender | None:
+        """The node whose connection ``frames[index]`` came on (None: not known here)."""
+        peers = self._peers
+        if peers is None or not 0 <= index < len(self._frames):
+            return None
+        return peers.sender(self._frames[index])
 
     def __len__(self) -> int:
         return len(self._frames)

@@ -69,6 +69,7 @@ from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv
 from .node_plugins import NodeHandler, NodeService
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
+from .request_senders import PeerSenders
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,8 @@ class NodeLoop:
         the metadata by the node objects that follow it."""
         self._own_ctx = context is None and self.curve.enabled
         self._ctx = context or (zmq.Context() if self._own_ctx else zmq.Context.instance())
+        self.peers = PeerSenders(self.curve.enabled)
+        """The node behind each data SUB connection: a request's sender (read ACL, issue 32)."""
         self._sources = SourceKeys()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._ready = threading.Event()
@@ -546,11 +549,13 @@ class NodeLoop:
         my_beacon: list[list[bytes]],
     ) -> None:
         for endpoint in actions.disconnect:  # first: an endpoint in both changes its key
+            self.peers.disconnected(endpoint)
             try:
                 sub.disconnect(endpoint)
             except zmq.ZMQError:
                 pass
         for endpoint in actions.connect:
+            key = None
             if self.curve.enabled:
                 key = actions.keys.get(endpoint)
                 if key is None or self.identity is None:
@@ -560,6 +565,8 @@ class NodeLoop:
                 sub.connect(endpoint)
             except zmq.ZMQError as exc:
                 log.warning("discovery.connect_failed endpoint=%s error=%s", endpoint, exc)
+            else:
+                self.peers.connected(endpoint, key)
         if actions.send_beacon:
             _send_beacons(bpub, my_beacon)
 
@@ -604,6 +611,7 @@ class NodeLoop:
             except WireError as exc:
                 self.malformed("beacon", exc, now)
                 continue
+            self.peers.announced(tb.endpoint, tb.node_id)
             self._apply(self.discovery.on_beacon(tb, now), bpub, sub, my_beacon)
 
     def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
@@ -676,7 +684,7 @@ class NodeLoop:
         on_arrival = getattr(self.handler, "on_arrival", None)
         if on_arrival is not None:  # sent before the handler works on them (a FETCH ahead)
             send(on_arrival(msgs, now))
-        return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts))
+        return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts, self.peers))
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
         """A frame over ``limit``: count and log it (rate-limited), and if it is a record

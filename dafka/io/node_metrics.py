@@ -73,6 +73,8 @@ STORE_FIELDS: _Fields = (
     ("equivocations", "dafka_equivocations", "Two signed batches for one offset (first kept)."),
     ("unauthorized", "dafka_store_batches_unauthorized", "Batches the topic's ACL refused."),
     ("read_refused", "dafka_store_reads_refused", "Reads the topic's read ACL refused."),
+    ("requests_forged", "dafka_store_requests_forged", "Requests naming another node."),
+    ("requests_proxied", "dafka_store_requests_proxied", "Requests from unknown connections."),
     ("partitions_refused", "dafka_store_partitions_refused", "New partitions refused (caps)."),
     ("append_failures", "dafka_store_append_failures", "LMDB writes that failed (not ACKed)."),
     ("retention_trims", "dafka_store_retention_trims", "Partition tails moved by retention."),
@@ -89,6 +91,9 @@ PRODUCER_FIELDS: _Fields = (
     ("forged_acks", "dafka_producer_acks_forged", "ACKs whose signature did not verify."),
     ("recovered", "dafka_producer_offsets_recovered", "Offsets of an earlier run recovered."),
     ("gap_offsets", "dafka_producer_gap_offsets", "Offsets of an earlier run closed as gaps."),
+    ("read_refused", "dafka_producer_reads_refused", "FETCHes the topic's read ACL refused."),
+    ("requests_forged", "dafka_producer_requests_forged", "FETCHes naming another node."),
+    ("fetches_proxied", "dafka_producer_fetches_proxied", "FETCHes from unknown connections."),
 )
 CONSUMER_FIELDS: _Fields = (
     ("delivered", "dafka_consumer_records_delivered", "Records delivered in order."),

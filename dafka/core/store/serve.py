@@ -11,6 +11,13 @@ A FETCH below the retention tail is answered with a DIRECT-HEAD carrying the tai
 rfc46 a FETCH answered in full below the head is followed by a DIRECT-HEAD
 (``docs/wire.md`` §13). Read ACLs are checked on the way in.
 
+A request must come on its requester's own connection
+(:func:`~dafka.core.read_guard.check_requester`): under CURVE one naming another node is
+refused; without CURVE it is served from a budget of its own per recipient,
+:data:`~dafka.core.producer_serve.PROXY_SHARE` times smaller (requests, bytes), never
+tells the store what the recipient has taken (its credit), and may hold at most half of
+the pending queue: whoever asks in another node's name spends none of that node's budget.
+
 Under ``signed`` what goes to one requester is paced by :class:`.credits.SendCredits`:
 the data XPUB keeps few messages per connection, so DIRECT-HEADs wait in the core
 (bounded, :data:`MAX_HELD_HEADS`) and FETCHes stay pending until the requester has
@@ -32,6 +39,7 @@ from ...ids import is_node_id
 from .. import messages as m
 from ..answers import ANSWER_BATCHES, answer_full
 from ..effects import Publish
+from ..read_guard import RequesterCheck, check_requester
 from .credits import ACK_HOLD, FETCH_SUBSCRIBERS, HOLD
 from .policy import StorePolicy
 from .state import PartitionKey, _Batch, _PendingFetch
@@ -67,12 +75,28 @@ head answer is left out and counted (``heads_limited``), as past the head budget
 class StoreServing(StorePolicy):
     """FETCH, GET-HEADS and CONSUMER-HELLO in; DIRECT-RECORD and DIRECT-HEAD out."""
 
+    def _check_requester(self, kind: str, requester: str, b: _Batch) -> RequesterCheck:
+        """Whether the request being handled came on ``requester``'s own connection;
+        one that did not is counted (and logged, rate-limited)."""
+        sender = b.sender
+        check = check_requester(requester, sender)
+        if check is not RequesterCheck.OWN:
+            requests = self._requests
+            requests.note(check, kind, requester, sender, b.now)
+            self.stats.requests_forged = requests.forged
+            self.stats.requests_proxied = requests.proxied
+        return check
+
     def _on_fetch(self, msg: m.Fetch, b: _Batch) -> None:
         now = b.now
         if msg.requester == self._node_id or msg.count == 0:
             self.stats.ignored += 1
             return
-        if self._credits is not None:  # what was sent before this offset has arrived
+        check = self._check_requester("fetch", msg.requester, b)
+        if check is RequesterCheck.FORGED:
+            return
+        proxied = check is RequesterCheck.PROXIED
+        if self._credits is not None and not proxied:  # what was sent before has arrived
             self._credits.taken(msg.requester, (msg.topic, msg.partition), msg.offset)
         if self._readers and not self.may_read(msg.requester, msg.topic):
             self.stats.read_refused += 1
@@ -98,16 +122,19 @@ class StoreServing(StorePolicy):
         pkey = (msg.requester, msg.topic, msg.partition, msg.offset)
         if pkey in self._pending_keys:
             return
-        if len(self._pending) >= self._max_pending:
+        if len(self._pending) >= (self._max_pending // 2 if proxied else self._max_pending):
             self.stats.fetches_refused += 1
             log.debug("store.fetch_refused requester=%s", msg.requester)
             return
-        if not self._fetch_limiter.allow(msg.requester, now):
+        limiter = self._proxied_fetches if proxied else self._fetch_limiter
+        if not limiter.allow(msg.requester, now):
             self.stats.fetches_limited += 1
             return
         end = msg.offset + min(msg.count, self._max_fetch_count)
         self._pending.append(
-            _PendingFetch(pkey, msg.requester, msg.topic, msg.partition, msg.offset, end)
+            _PendingFetch(
+                pkey, msg.requester, msg.topic, msg.partition, msg.offset, end, proxied=proxied
+            )
         )
         self._pending_keys.add(pkey)
         self.stats.fetches_queued += 1
@@ -116,6 +143,9 @@ class StoreServing(StorePolicy):
         if not is_node_id(requester):
             self.stats.malformed += 1
             return
+        check = self._check_requester("heads", requester, b)
+        if check is RequesterCheck.FORGED:
+            return
         if self._readers:
             allowed = tuple(t for t in topics if self.may_read(requester, t))
             if len(allowed) < len(topics):
@@ -123,7 +153,8 @@ class StoreServing(StorePolicy):
                 if not allowed:
                     return
             topics = allowed
-        if not self._heads_limiter.allow(requester, b.now):
+        limiter = self._proxied_heads if check is RequesterCheck.PROXIED else self._heads_limiter
+        if not limiter.allow(requester, b.now):
             self.stats.fetches_limited += 1
             return
         b.head_requests.append((requester, topics))
@@ -279,7 +310,7 @@ class StoreServing(StorePolicy):
         """
         due = self._send_held(out, now)
         credits = self._credits
-        limiter = self._bytes_limiter
+        own = self._bytes_limiter
         budget = self._serve_chunk
         room = SERVE_BYTES
         queue = self._pending
@@ -291,6 +322,7 @@ class StoreServing(StorePolicy):
                 if budget <= 0 or room <= 0:
                     break
                 fetch = queue.popleft()
+                limiter = self._proxied_bytes if fetch.proxied else own
                 if not limiter.allow(fetch.requester, now, 0.0):
                     # its bytes a second are spent: it waits in the queue (whose bound
                     # holds it) for them, not dropped to be asked again after the
@@ -320,7 +352,7 @@ class StoreServing(StorePolicy):
                         (fetch.topic, fetch.partition),
                         fetch.next,
                     )
-                self._bytes_limiter.charge(fetch.requester, size)
+                limiter.charge(fetch.requester, size)
                 budget -= sent
                 room -= size
                 if done:

@@ -25,6 +25,8 @@ from .. import messages as m
 from ..admission import PartitionGate
 from ..answers import AnswerCursor
 from ..limits import RequestLimiter, TokenBucket
+from ..producer_serve import PROXY_SHARE
+from ..read_guard import RequestLog, Sender
 from .credits import DEFAULT_SEND_CREDITS, SendCredits
 
 log = logging.getLogger(__name__)
@@ -88,6 +90,12 @@ class StoreStats:
     read_refused: int = 0
     """FETCHes, GET-HEADS and CONSUMER-HELLO topics from requesters the topic's read ACL
     (metadata ``consumers``) does not name: dropped, not answered."""
+    requests_forged: int = 0
+    """FETCHes, GET-HEADS and CONSUMER-HELLOs refused under CURVE: they named another node
+    than the one whose key their connection proved."""
+    requests_proxied: int = 0
+    """Such requests without CURVE: answered only within a small budget of their own per
+    recipient (``dafka.core.store.serve``)."""
     oversized: int = 0
     """Records over ``max_message_size`` (their content dropped by the IO shell): under
     rfc46 the offset is refused and the records after it stored (see ``dafka.core.store``)."""
@@ -130,6 +138,7 @@ class _PendingFetch:
     end: int
     batches: int = 0  # sent so far (signed: an answer ends at ANSWER_BATCHES / ANSWER_BYTES)
     nbytes: int = 0
+    proxied: bool = False  # not asked on the requester's own connection (NULL): own budget
 
 
 class _Batch:
@@ -182,6 +191,13 @@ class _Batch:
         :class:`~dafka.io.bounds.FrameSources`) looks up only those."""
         sources = self.sources
         return sources[self.index] if self.index < len(sources) else ""
+
+    @property
+    def sender(self) -> Sender | None:
+        """The node whose connection the message being handled came on (None: not known,
+        e.g. in-process): looked up only for requests (FETCH, GET-HEADS, CONSUMER-HELLO)."""
+        get = getattr(self.sources, "sender", None)
+        return get(self.index) if get is not None else None
 
 
 class StoreState:
@@ -269,6 +285,21 @@ class StoreState:
         self._last_reject_log = -math.inf
         self._fetch_limiter = RequestLimiter(fetch_rate, fetch_burst)
         self._heads_limiter = RequestLimiter(heads_rate, heads_burst)
+        # requests in another node's name (NULL, ``read_guard.check_requester``): a budget
+        # of their own per recipient, PROXY_SHARE times smaller (requests and bytes)
+        self._requests = RequestLog(node_id)
+        self._proxied_fetches = RequestLimiter(
+            fetch_rate / PROXY_SHARE, max(1.0, fetch_burst / PROXY_SHARE)
+        )
+        self._proxied_heads = RequestLimiter(
+            heads_rate / PROXY_SHARE, max(1.0, heads_burst / PROXY_SHARE)
+        )
+        self._proxied_bytes = RequestLimiter(
+            serve_rate / PROXY_SHARE,
+            2 * serve_rate / PROXY_SHARE,
+            total_rate=serve_total_rate / PROXY_SHARE,
+            total_burst=2 * serve_total_rate / PROXY_SHARE,
+        )
         # bytes served per requester and in total: what a requester that never reads can
         # pile up in the data PUB's queue grows at most this fast (docs/wire.md §11.6)
         self._bytes_limiter = RequestLimiter(
