@@ -35,6 +35,7 @@ from ..io.profiles import make_profile
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
+from ..query.budget import QueryLimits
 from ..query.server import QueryService
 from ..security import identity as identity_module
 from ..storage.lmdb_store import LmdbStorage
@@ -137,6 +138,7 @@ class _StoreHandler:
         return self.core.on_subscription(sub, now)
 
     def on_tick(self, now: float) -> list[Publish]:
+        self.query.on_tick(now)  # queries waiting for their bytes (dafka.query.budget)
         out: list[Publish] = []
         if now >= self._next_retention:
             out = self._settle(now)  # retention and deletions write: no commit in flight
@@ -199,6 +201,7 @@ class Store:
         metrics_host: str = DEFAULT_HOST,
         serve_rate: float = DEFAULT_SERVE_RATE,
         commit_thread: bool = False,
+        query_limits: QueryLimits | None = None,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
@@ -209,7 +212,9 @@ class Store:
         ``commit_thread``: commit each drain on a writer thread while the IO thread receives
         and verifies the next (``dafka.api.store_pipeline``); off by default, since on the
         2-core machine it was measured on it gained nothing and cost CPU
-        (``docs/architecture.md``, "The store's writer thread")."""
+        (``docs/architecture.md``, "The store's writer thread").
+        ``query_limits``: what the query endpoint's replies may cost (bytes queued per
+        connection and in all, bytes per second; ``docs/query.md``, "Bounds")."""
         if not MIN_SERVE_RATE <= serve_rate < math.inf:
             raise ConfigError(
                 f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
@@ -244,6 +249,7 @@ class Store:
                 port=query_port,
                 profile=self.profile,
                 readers=self.core.readers_of,
+                limits=query_limits,
             )
             self._handler = _StoreHandler(
                 self.core,
