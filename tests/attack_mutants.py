@@ -69,6 +69,9 @@ TESTS = [
     "tests/unit/raft/test_answer_budget.py",
     "tests/unit/test_metadata_state.py",
     "tests/integration/test_attacks_raft_queries.py",
+    "tests/unit/test_query_budget.py",
+    "tests/integration/test_attacks_query_bounds.py",
+    "tests/integration/test_attacks_query_floods.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -894,6 +897,48 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                if answer_full(fetch.batches, fetch.nbytes):",
         "                if False:",
     ),
+    "query replies: a connection holds at most its share of unread bytes": (
+        "dafka.query.budget",
+        "ReplyBudget.room",
+        "            return Wait.SHARE",
+        "            mine = lim.total_bytes",
+    ),
+    "query replies: all connections hold at most the total of unread bytes": (
+        "dafka.query.budget",
+        "ReplyBudget.room",
+        "            return Wait.TOTAL",
+        "            left = mine",
+    ),
+    "query replies are rated in bytes": (
+        "dafka.query.budget",
+        "ReplyBudget.room",
+        "        if self.tokens <= 0:",
+        "        if False:",
+    ),
+    "query clamps a READ to the room the reply budget has": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "            allowed = min(qp.MAX_READ_BYTES, room, part)",
+        "            allowed = qp.MAX_READ_BYTES",
+    ),
+    "query serves a fair part of the burst per connection and round": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "        part = max(MIN_PART, self.limits.burst // max(1, len(self._waiting)))",
+        "        part = qp.MAX_READ_BYTES",
+    ),
+    "query drops a connection that does not read its replies": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "            self._drop(peer, where)",
+        "            pass",
+    ),
+    "query answers busy a request that waited its longest": (
+        "dafka.query.server",
+        "QueryService._expire",
+        "            while mine and (dropped or now - mine[0].arrived >= park):",
+        "            while mine and dropped:",
+    ),
 }
 
 
@@ -1318,6 +1363,28 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a signed FETCH answer is bounded whatever its count": (
         "tests/unit/test_fetch_answers.py::test_a_store_answers_a_fetch_of_2_to_the_32_with_one_bounded_answer",
         "tests/unit/test_fetch_answers.py::test_a_store_answer_ends_after_the_batch_that_reaches_its_bytes",
+    ),
+    "query replies: a connection holds at most its share of unread bytes": (
+        "tests/unit/test_query_budget.py::test_a_connection_holds_at_most_its_share_of_unread_replies",
+    ),
+    "query replies: all connections hold at most the total of unread bytes": (
+        "tests/unit/test_query_budget.py::test_all_connections_hold_at_most_the_total",
+    ),
+    "query replies are rated in bytes": (
+        "tests/unit/test_query_budget.py::test_replies_are_rated_in_bytes",
+    ),
+    "query clamps a READ to the room the reply budget has": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_64_mib_read_is_clamped_to_the_connections_share",
+    ),
+    "query serves a fair part of the burst per connection and round": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_request_during_a_flood_waits_one_round_not_the_floods_queue",
+    ),
+    "query drops a connection that does not read its replies": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_client_that_does_not_read_is_dropped_and_what_it_held_is_freed",
+        "tests/integration/test_attacks_query_floods.py::test_read_floods_leave_ingest_first_and_honest_reads_answered",
+    ),
+    "query answers busy a request that waited its longest": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_request_that_cannot_get_room_is_answered_busy",
     ),
 }
 

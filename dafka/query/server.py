@@ -395,9 +395,13 @@ class QueryService:
                 self._waiting[peer] = mine  # at the end: its next turn is after the others'
             if heads is None:
                 heads = self.storage.heads()
-            _, visible = authorize(
+            refused, visible = authorize(  # again: the ACL may have changed while it waited
                 item.request, self.readers, heads, curve=item.curve, client=item.client
             )
+            if refused is not None:
+                self.stats["forbidden"] += 1
+                self._send(peer, refused)
+                continue
             request = item.request
             allowed = min(qp.MAX_READ_BYTES, room, part)
             if isinstance(request, qp.ReadRequest) and allowed < min(
