@@ -939,6 +939,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            while mine and (dropped or now - mine[0].arrived >= park):",
         "            while mine and dropped:",
     ),
+    "query judges a waiting request by the read ACL again when it is served": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "            if refused is not None:",
+        "            if False:",
+    ),
 }
 
 
@@ -1385,6 +1391,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "query answers busy a request that waited its longest": (
         "tests/integration/test_attacks_query_bounds.py::test_a_request_that_cannot_get_room_is_answered_busy",
+    ),
+    "query judges a waiting request by the read ACL again when it is served": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_waiting_request_is_judged_by_the_acl_again_when_served",
     ),
 }
 

@@ -161,3 +161,31 @@ def test_a_request_that_cannot_get_room_is_answered_busy(ctx: zmq.Context) -> No
         assert time.monotonic() < deadline, "no request was answered busy"
     assert service.budget.held >= MIB  # what its unread replies hold: its share
     service.close()
+
+
+def test_a_waiting_request_is_judged_by_the_acl_again_when_served(ctx: zmq.Context) -> None:
+    readers: dict[str, frozenset[str] | None] = {"bulk": None}  # open, then closed
+    limits = QueryLimits(rate=1024, burst=MIB, park=60)
+    storage = MemoryStorage()
+    storage.append([StoredBatch("bulk", P, i, i, b"x" * MIB) for i in range(4)])
+    service = QueryService(storage, profile="rfc46", limits=limits, readers=readers.get)
+    sock = service.open(ctx, "127.0.0.1")
+    client = _client(ctx, service.endpoint)
+    _read(client, 1, MIB)
+    _pump(service, sock, lambda: service.budget.tokens <= 0, 10)  # the burst is spent
+    _read(client, 2, MIB)
+    _pump(service, sock, lambda: service.waiting == 1, 10)  # it waits for the rate
+    readers["bulk"] = frozenset({"0" * 32})  # an ACL now names someone else
+    service.budget.tokens = MIB  # and the rate lets it go
+    replies: list[qp.Reply] = []
+
+    def second() -> bool:
+        reply = _reply(client)
+        if reply is not None and reply.request_id == 2:
+            replies.append(reply)
+        return bool(replies)
+
+    _pump(service, sock, second, 10)
+    assert isinstance(replies[0], qp.ErrorReply)
+    assert replies[0].code is qp.ErrorCode.FORBIDDEN
+    service.close()
