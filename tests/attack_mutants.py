@@ -159,9 +159,27 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     ),
     "the metrics endpoint answers a bounded number of connections": (
         "dafka.io.metrics_http",
-        "MetricsHTTPServer.process_request",
-        "        if not self._slots.acquire(blocking=False):",
-        "        if not self._slots.acquire(blocking=False) and False:",
+        "_BoundedServer.handle_stream",
+        "        if held >= limits.per_peer or len(self._open) >= limits.connections:",
+        "        if held >= limits.per_peer:",
+    ),
+    "the metrics endpoint bounds the connections of one peer": (
+        "dafka.io.metrics_http",
+        "_BoundedServer.handle_stream",
+        "        if held >= limits.per_peer or len(self._open) >= limits.connections:",
+        "        if len(self._open) >= limits.connections:",
+    ),
+    "the metrics endpoint gives a request's head one deadline": (
+        "dafka.io.metrics_http",
+        "_BoundedServer.initialize",
+        "            idle_connection_timeout=limits.request_timeout,",
+        "            idle_connection_timeout=3600,",
+    ),
+    "the metrics endpoint closes a connection after its lifetime": (
+        "dafka.io.metrics_http",
+        "_BoundedServer.handle_stream",
+        "call_later(limits.lifetime, stream.close)",
+        "call_later(3600, stream.close)",
     ),
     "a group member's reader follows the topic ACLs": (
         "dafka.api.consumer_group",
@@ -975,7 +993,17 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_service_replay.py::test_a_locator_remembers_a_bounded_number_of_stores_and_logs_few_lines",
     ),
     "the metrics endpoint answers a bounded number of connections": (
-        "tests/integration/test_attacks_metrics_http.py::test_idle_connections_take_a_bounded_number_of_threads",
+        "tests/integration/test_attacks_metrics_http.py::test_all_peers_hold_at_most_the_connections_in_all",
+    ),
+    "the metrics endpoint bounds the connections of one peer": (
+        "tests/integration/test_attacks_metrics_http.py::test_one_peer_holds_at_most_its_connections_and_others_are_served",
+    ),
+    "the metrics endpoint gives a request's head one deadline": (
+        "tests/integration/test_attacks_metrics_http.py::test_a_slowloris_of_eight_connections_leaves_every_scrape_answered",
+        "tests/integration/test_attacks_metrics_http.py::test_a_client_that_never_sends_its_request_is_cut_off",
+    ),
+    "the metrics endpoint closes a connection after its lifetime": (
+        "tests/integration/test_attacks_metrics_http.py::test_a_connection_is_closed_after_its_lifetime_however_busy",
     ),
     "consumer reorder buffer bounded in bytes": (
         "tests/unit/test_attacks_reorder.py::test_self_signed_batches_skipping_offset_0_pin_at_most_the_byte_bounds",
