@@ -5,8 +5,10 @@
 :class:`~dafka.io.node_plugins.NodeService` that the store's IO thread opens, polls and
 closes, so the storage is only ever touched from that one thread (no second
 LMDB reader thread, no race with the map growing under a write). Each loop turn
-serves a bounded number of requests, and each READ is bounded in records and
-bytes, so queries never stall ingest for long.
+takes a bounded number of requests, and serves those waiting as far as the reply
+budget lets (:mod:`dafka.query.budget`: bytes of unread replies per connection and in
+all, bytes per second), one per connection per round, so queries never stall ingest
+for long and a client that does not read its replies is dropped, not fed.
 
 Read ACLs (metadata ``consumers``, docs/security.md "Read ACLs"): :func:`authorize`
 decides, before :func:`serve`, whether a request may be answered. A topic with an ACL
@@ -314,8 +316,9 @@ class QueryService:
     def on_readable(self, now: float) -> None:
         """Take up to ``requests_per_turn`` requests, then serve what waits (:meth:`on_tick`).
 
-        A request that is refused or malformed is answered at once; one to be served waits
-        in a FIFO for room in the reply budget (:mod:`dafka.query.budget`)."""
+        A request that is refused or malformed is answered at once; one to be served waits,
+        after its connection's others, for room in the reply budget
+        (:mod:`dafka.query.budget`)."""
         sock = self._sock
         if sock is None:
             return
