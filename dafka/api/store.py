@@ -95,9 +95,14 @@ class _StoreHandler:
         return self.core.has_pending(self._clock())
 
     def command_deadline(self) -> float | None:
-        """When fetches waiting for a requester's credit can go on (None: nothing waits)."""
+        """When fetches waiting for a requester's credit can go on, or queries waiting for
+        the query replies' byte rate (None: nothing waits)."""
         due = self.core.serve_at
-        return due if due != math.inf and self.core.has_pending() else None
+        fetches = due if due != math.inf and self.core.has_pending() else None
+        queries = self.query.due()
+        if fetches is None or queries is None:
+            return fetches if queries is None else queries
+        return min(fetches, queries)
 
     def accepting(self) -> bool:
         return self.pipeline is None or self.pipeline.accepting()
@@ -106,6 +111,8 @@ class _StoreHandler:
         return self.pipeline.drain_budget() if self.pipeline is not None else MAX_DRAIN_BYTES
 
     def on_commands(self, now: float) -> list[Publish]:
+        if self.query.waiting:
+            self.query.on_tick(now)  # each turn while queries wait (dafka.query.budget)
         out, self._out = self._out, []
         return out
 

@@ -15,9 +15,10 @@ So every reply the query endpoint sends is counted until libzmq is done with it 
 * **In total**: all connections' unfinished replies hold at most ``total_bytes``; a READ
   is clamped to what is left, and waits when nothing is.
 * **Rate**: the bytes of replies leave a token bucket of ``rate`` bytes per second
-  (``burst`` at most at once); with no tokens left requests wait. This is what one turn of
-  the IO thread spends on queries at most (a reply past the tokens makes a debt), so
-  ingest keeps its share of the thread.
+  (``burst`` at most at once); with no tokens left requests wait (until
+  :meth:`ReplyBudget.refilled_at`). The burst is about what one turn of the IO thread
+  spends on queries at most (a reply past the tokens makes a debt), so ingest keeps its
+  share of the thread; the rate, what queries cost the store's CPU in all.
 * **A connection that does not read is dropped**: one whose oldest unfinished reply is
   ``stall`` seconds old, or ``pressed_stall`` seconds old while the total is full and
   others wait (:meth:`ReplyBudget.stalled`). Dropping it (closing its TCP connection)
@@ -48,10 +49,11 @@ class QueryLimits:
     """Bytes of unfinished replies one connection may hold; a READ is clamped to it."""
     total_bytes: int = 128 * MIB
     """Bytes of unfinished replies all connections may hold."""
-    rate: float = 64 * MIB
+    rate: float = 512 * MIB
     """Bytes of replies per second."""
-    burst: int = 16 * MIB
-    """Bytes of replies at once (the token bucket's size)."""
+    burst: int = 8 * MIB
+    """Bytes of replies at once (the token bucket's size): about what one loop turn spends
+    on queries at most."""
     stall: float = 10.0
     """Seconds a reply may stay unfinished before its connection is dropped."""
     pressed_stall: float = 0.5
@@ -162,6 +164,12 @@ class ReplyBudget:
             if now - conn.replies[0][0] >= limit
         ]
         return [(key, where) for _, key, where in sorted(old, key=lambda o: o[0])]
+
+    def refilled_at(self) -> float | None:
+        """When the tokens are above 0 again (None: they are now)."""
+        if self.tokens > 0:
+            return None
+        return self._filled_at + (1 - self.tokens) / self.limits.rate
 
     def held_by(self, connection: bytes) -> int:
         conn = self._connections.get(connection)

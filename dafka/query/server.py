@@ -418,6 +418,11 @@ class QueryService:
         for peer, where in budget.stalled(now, pressed):
             self._drop(peer, where)
 
+    def due(self) -> float | None:
+        """When the byte rate lets the requests that wait go on (None: none waits, or they
+        wait for replies to be read, which the store's tick looks at)."""
+        return self.budget.refilled_at() if self.waiting else None
+
     def _expire(self, now: float) -> None:
         """Answer ``busy`` the requests that waited ``park`` seconds; forget those of
         dropped connections."""

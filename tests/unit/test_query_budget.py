@@ -96,3 +96,13 @@ def test_where_a_connection_is_comes_back_with_it() -> None:
 def test_limits_are_checked(bad: dict) -> None:
     with pytest.raises(ConfigError):
         QueryLimits(**bad)
+
+
+def test_the_budget_says_when_the_rate_lets_replies_go_again() -> None:
+    budget = ReplyBudget(LIMITS, 0.0)
+    assert budget.refilled_at() is None  # tokens now
+    budget.sent(b"a", 10 * MIB, Tracker(done=True), 1.0)  # 2 MiB owed at 8 MiB/s
+    due = budget.refilled_at()
+    assert due is not None and 1.25 < due < 1.2501
+    assert budget.room(b"a", due - 0.001) is Wait.RATE
+    assert isinstance(budget.room(b"a", due), int)
