@@ -114,6 +114,7 @@ class ReplyBudget:
         """Bytes a reply to ``connection`` may take now (at least 1), or why it must wait
         (as of the last :meth:`prune`)."""
         lim = self.limits
+        self._fill(now)  # first: refilled_at() is then never in the past while tokens are up
         conn = self._connections.get(connection)
         mine = lim.connection_bytes - (conn.bytes if conn is not None else 0)
         if mine <= 0:
@@ -121,7 +122,6 @@ class ReplyBudget:
         left = lim.total_bytes - self.held
         if left <= 0:
             return Wait.TOTAL
-        self._fill(now)
         if self.tokens <= 0:
             return Wait.RATE
         return min(mine, left)

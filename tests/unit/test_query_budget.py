@@ -106,3 +106,13 @@ def test_the_budget_says_when_the_rate_lets_replies_go_again() -> None:
     assert due is not None and 1.25 < due < 1.2501
     assert budget.room(b"a", due - 0.001) is Wait.RATE
     assert isinstance(budget.room(b"a", due), int)
+
+
+def test_asking_for_room_refills_the_tokens_whatever_holds_a_reply_back() -> None:
+    # a request held back by its share must not leave a refill time in the past (the
+    # store's loop would wake for it without end)
+    budget = ReplyBudget(LIMITS, 0.0)
+    budget.sent(b"a", 4 * MIB, Tracker(), 0.0)
+    budget.sent(b"b", 5 * MIB, Tracker(done=True), 0.0)  # 1 MiB owed
+    assert budget.room(b"a", 1.0) is Wait.SHARE
+    assert budget.refilled_at() is None
