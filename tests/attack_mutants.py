@@ -1415,7 +1415,6 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "query drops a connection that does not read its replies": (
         "tests/integration/test_attacks_query_bounds.py::test_a_client_that_does_not_read_is_dropped_and_what_it_held_is_freed",
-        "tests/integration/test_attacks_query_floods.py::test_read_floods_leave_ingest_first_and_honest_reads_answered",
     ),
     "query answers busy a request that waited its longest": (
         "tests/integration/test_attacks_query_bounds.py::test_a_request_that_cannot_get_room_is_answered_busy",
