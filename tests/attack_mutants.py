@@ -78,6 +78,9 @@ TESTS = [
     "tests/unit/test_attacks_metadata_snapshot.py",
     "tests/unit/test_attacks_requesters.py",
     "tests/integration/test_attacks_requesters.py",
+    "tests/unit/test_query_budget.py",
+    "tests/integration/test_attacks_query_bounds.py",
+    "tests/integration/test_attacks_query_floods.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -215,9 +218,27 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     ),
     "the metrics endpoint answers a bounded number of connections": (
         "dafka.io.metrics_http",
-        "MetricsHTTPServer.process_request",
-        "        if not self._slots.acquire(blocking=False):",
-        "        if not self._slots.acquire(blocking=False) and False:",
+        "_BoundedServer.handle_stream",
+        "        if held >= limits.per_peer or len(self._open) >= limits.connections:",
+        "        if held >= limits.per_peer:",
+    ),
+    "the metrics endpoint bounds the connections of one peer": (
+        "dafka.io.metrics_http",
+        "_BoundedServer.handle_stream",
+        "        if held >= limits.per_peer or len(self._open) >= limits.connections:",
+        "        if len(self._open) >= limits.connections:",
+    ),
+    "the metrics endpoint gives a request's head one deadline": (
+        "dafka.io.metrics_http",
+        "_BoundedServer.initialize",
+        "            idle_connection_timeout=limits.request_timeout,",
+        "            idle_connection_timeout=3600,",
+    ),
+    "the metrics endpoint closes a connection after its lifetime": (
+        "dafka.io.metrics_http",
+        "_BoundedServer.handle_stream",
+        "call_later(limits.lifetime, stream.close)",
+        "call_later(3600, stream.close)",
     ),
     "a group member's reader follows the topic ACLs": (
         "dafka.api.consumer_group",
@@ -1138,6 +1159,54 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                if answer_full(fetch.batches, fetch.nbytes):",
         "                if False:",
     ),
+    "query replies: a connection holds at most its share of unread bytes": (
+        "dafka.query.budget",
+        "ReplyBudget.room",
+        "            return Wait.SHARE",
+        "            mine = lim.total_bytes",
+    ),
+    "query replies: all connections hold at most the total of unread bytes": (
+        "dafka.query.budget",
+        "ReplyBudget.room",
+        "            return Wait.TOTAL",
+        "            left = mine",
+    ),
+    "query replies are rated in bytes": (
+        "dafka.query.budget",
+        "ReplyBudget.room",
+        "        if self.tokens <= 0:",
+        "        if False:",
+    ),
+    "query clamps a READ to the room the reply budget has": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "            allowed = min(qp.MAX_READ_BYTES, room, part)",
+        "            allowed = qp.MAX_READ_BYTES",
+    ),
+    "query serves a fair part of the burst per connection and round": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "        part = max(MIN_PART, self.limits.burst // max(1, len(self._waiting)))",
+        "        part = qp.MAX_READ_BYTES",
+    ),
+    "query drops a connection that does not read its replies": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "            self._drop(peer, where)",
+        "            pass",
+    ),
+    "query answers busy a request that waited its longest": (
+        "dafka.query.server",
+        "QueryService._expire",
+        "            while mine and (dropped or now - mine[0].arrived >= park):",
+        "            while mine and dropped:",
+    ),
+    "query judges a waiting request by the read ACL again when it is served": (
+        "dafka.query.server",
+        "QueryService.on_tick",
+        "            if refused is not None:",
+        "            if False:",
+    ),
 }
 
 
@@ -1195,7 +1264,17 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_service_replay.py::test_a_locator_remembers_a_bounded_number_of_stores_and_logs_few_lines",
     ),
     "the metrics endpoint answers a bounded number of connections": (
-        "tests/integration/test_attacks_metrics_http.py::test_idle_connections_take_a_bounded_number_of_threads",
+        "tests/integration/test_attacks_metrics_http.py::test_all_peers_hold_at_most_the_connections_in_all",
+    ),
+    "the metrics endpoint bounds the connections of one peer": (
+        "tests/integration/test_attacks_metrics_http.py::test_one_peer_holds_at_most_its_connections_and_others_are_served",
+    ),
+    "the metrics endpoint gives a request's head one deadline": (
+        "tests/integration/test_attacks_metrics_http.py::test_a_slowloris_of_eight_connections_leaves_every_scrape_answered",
+        "tests/integration/test_attacks_metrics_http.py::test_a_client_that_never_sends_its_request_is_cut_off",
+    ),
+    "the metrics endpoint closes a connection after its lifetime": (
+        "tests/integration/test_attacks_metrics_http.py::test_a_connection_is_closed_after_its_lifetime_however_busy",
     ),
     "consumer reorder buffer bounded in bytes": (
         "tests/unit/test_attacks_reorder.py::test_self_signed_batches_skipping_offset_0_pin_at_most_the_byte_bounds",
@@ -1709,6 +1788,30 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a signed FETCH answer is bounded whatever its count": (
         "tests/unit/test_fetch_answers.py::test_a_store_answers_a_fetch_of_2_to_the_32_with_one_bounded_answer",
         "tests/unit/test_fetch_answers.py::test_a_store_answer_ends_after_the_batch_that_reaches_its_bytes",
+    ),
+    "query replies: a connection holds at most its share of unread bytes": (
+        "tests/unit/test_query_budget.py::test_a_connection_holds_at_most_its_share_of_unread_replies",
+    ),
+    "query replies: all connections hold at most the total of unread bytes": (
+        "tests/unit/test_query_budget.py::test_all_connections_hold_at_most_the_total",
+    ),
+    "query replies are rated in bytes": (
+        "tests/unit/test_query_budget.py::test_replies_are_rated_in_bytes",
+    ),
+    "query clamps a READ to the room the reply budget has": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_64_mib_read_is_clamped_to_the_connections_share",
+    ),
+    "query serves a fair part of the burst per connection and round": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_request_during_a_flood_waits_one_round_not_the_floods_queue",
+    ),
+    "query drops a connection that does not read its replies": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_client_that_does_not_read_is_dropped_and_what_it_held_is_freed",
+    ),
+    "query answers busy a request that waited its longest": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_request_that_cannot_get_room_is_answered_busy",
+    ),
+    "query judges a waiting request by the read ACL again when it is served": (
+        "tests/integration/test_attacks_query_bounds.py::test_a_waiting_request_is_judged_by_the_acl_again_when_served",
     ),
 }
 

@@ -35,6 +35,7 @@ from ..io.profiles import make_profile
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
+from ..query.budget import QueryLimits
 from ..query.server import QueryService
 from ..security import identity as identity_module
 from ..storage.lmdb_store import LmdbStorage
@@ -94,9 +95,14 @@ class _StoreHandler:
         return self.core.has_pending(self._clock())
 
     def command_deadline(self) -> float | None:
-        """When fetches waiting for a requester's credit can go on (None: nothing waits)."""
+        """When fetches waiting for a requester's credit can go on, or queries waiting for
+        the query replies' byte rate (None: nothing waits)."""
         due = self.core.serve_at
-        return due if due != math.inf and self.core.has_pending() else None
+        fetches = due if due != math.inf and self.core.has_pending() else None
+        queries = self.query.due()
+        if fetches is None or queries is None:
+            return fetches if queries is None else queries
+        return min(fetches, queries)
 
     def accepting(self) -> bool:
         return self.pipeline is None or self.pipeline.accepting()
@@ -105,6 +111,8 @@ class _StoreHandler:
         return self.pipeline.drain_budget() if self.pipeline is not None else MAX_DRAIN_BYTES
 
     def on_commands(self, now: float) -> list[Publish]:
+        if self.query.waiting:
+            self.query.on_tick(now)  # each turn while queries wait (dafka.query.budget)
         out, self._out = self._out, []
         return out
 
@@ -137,6 +145,7 @@ class _StoreHandler:
         return self.core.on_subscription(sub, now)
 
     def on_tick(self, now: float) -> list[Publish]:
+        self.query.on_tick(now)  # queries waiting for their bytes (dafka.query.budget)
         out: list[Publish] = []
         if now >= self._next_retention:
             out = self._settle(now)  # retention and deletions write: no commit in flight
@@ -199,6 +208,7 @@ class Store:
         metrics_host: str = DEFAULT_HOST,
         serve_rate: float = DEFAULT_SERVE_RATE,
         commit_thread: bool = False,
+        query_limits: QueryLimits | None = None,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
@@ -209,7 +219,9 @@ class Store:
         ``commit_thread``: commit each drain on a writer thread while the IO thread receives
         and verifies the next (``dafka.api.store_pipeline``); off by default, since on the
         2-core machine it was measured on it gained nothing and cost CPU
-        (``docs/architecture.md``, "The store's writer thread")."""
+        (``docs/architecture.md``, "The store's writer thread").
+        ``query_limits``: what the query endpoint's replies may cost (bytes queued per
+        connection and in all, bytes per second; ``docs/query.md``, "Bounds")."""
         if not MIN_SERVE_RATE <= serve_rate < math.inf:
             raise ConfigError(
                 f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
@@ -244,6 +256,7 @@ class Store:
                 port=query_port,
                 profile=self.profile,
                 readers=self.core.readers_of,
+                limits=query_limits,
             )
             self._handler = _StoreHandler(
                 self.core,

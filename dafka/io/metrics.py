@@ -46,7 +46,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from ..errors import ConfigError
-from .metrics_http import MetricsHTTPServer, serve_metrics
+from .metrics_http import HttpLimits, MetricsHTTPServer, serve_metrics
 
 if TYPE_CHECKING:
     from .node import NodeLoop
@@ -295,17 +295,24 @@ def check_metrics_port(port: int | None) -> int | None:
 
 class MetricsServer:
     """The HTTP server of one registry (:mod:`dafka.io.metrics_http`: prometheus_client's
-    app, at most a few connections at once), bound to ``host:port``.
+    exposition on tornado, each connection bounded in time and in number per peer), bound
+    to ``host:port``; ``limits``: those bounds (:class:`HttpLimits`).
 
     ``port`` 0 binds a free port (see :attr:`url`). :meth:`close` stops it and frees
     the port. The server answers every path with the metrics (``/metrics`` is the
     one to scrape).
     """
 
-    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        host: str,
+        port: int,
+        limits: HttpLimits | None = None,
+    ) -> None:
         check_metrics_port(port)
         try:
-            server, thread = serve_metrics(registry, host, port)
+            server, thread = serve_metrics(registry, host, port, limits)
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise ConfigError(f"cannot serve metrics on {host}:{port}: {reason}") from None

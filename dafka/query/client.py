@@ -75,13 +75,16 @@ class BelowTailError(DataLossError):
         self.head = head
 
 
+_RETRIABLE = frozenset({qp.ErrorCode.UNAVAILABLE, qp.ErrorCode.BUSY})
+
+
 class QueryError(ProtocolError):
     """A store refused a query (bad request) or could not answer it (``retriable``)."""
 
     def __init__(self, message: str, code: qp.ErrorCode) -> None:
         super().__init__(message)
         self.code = code
-        self.retriable = code is qp.ErrorCode.UNAVAILABLE  # type: ignore[misc]  # per answer here, not per class
+        self.retriable = code in _RETRIABLE  # type: ignore[misc]  # per answer here, not per class
 
 
 @dataclass(frozen=True, slots=True)

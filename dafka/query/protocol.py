@@ -108,6 +108,9 @@ class ErrorCode(StrEnum):
     """The request did not decode or broke a bound."""
     UNAVAILABLE = "unavailable"
     """The store could not read its storage; trying again (or another store) may work."""
+    BUSY = "busy"
+    """The store's query replies are at their bounds (bytes queued for this connection or
+    for all, bytes per second) and this request waited its longest: ask again later."""
     FORBIDDEN = "forbidden"
     """The topic's read ACL (metadata ``consumers``) does not let this client read it, or the
     store serves such topics only over CURVE and this connection is not (docs/security.md)."""

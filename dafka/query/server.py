@@ -5,8 +5,10 @@
 :class:`~dafka.io.node_plugins.NodeService` that the store's IO thread opens, polls and
 closes, so the storage is only ever touched from that one thread (no second
 LMDB reader thread, no race with the map growing under a write). Each loop turn
-serves a bounded number of requests, and each READ is bounded in records and
-bytes, so queries never stall ingest for long.
+takes a bounded number of requests, and serves those waiting as far as the reply
+budget lets (:mod:`dafka.query.budget`: bytes of unread replies per connection and in
+all, bytes per second), one per connection per round, so queries never stall ingest
+for long and a client that does not read its replies is dropped, not fed.
 
 Read ACLs (metadata ``consumers``, docs/security.md "Read ACLs"): :func:`authorize`
 decides, before :func:`serve`, whether a request may be answered. A topic with an ACL
@@ -18,7 +20,11 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
+import socket
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import zmq
 
@@ -29,6 +35,7 @@ from ..security.identity import Identity
 from ..storage.base import HeadTail, Storage
 from ..wire import beacon as wbeacon
 from . import protocol as qp
+from .budget import QueryLimits, ReplyBudget, Wait
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +47,10 @@ ReadAcl = Callable[[str], frozenset[str] | None]
 SERVICE_NAME = "store"
 REQUESTS_PER_TURN = 16
 READ_CHUNK = 4096  # batches per storage.read call, at most
+MIN_PART = 256 * 1024
+"""Bytes of a READ served in one round at least, however many connections wait."""
+MAX_DROPPED = 4096
+"""Connections remembered as dropped (their requests queued before the drop are ignored)."""
 
 
 def serve(
@@ -182,6 +193,53 @@ def _read(
     return qp.ReadReply(rid, topic, partition, tail, head, first, lasts, ends, data, profile)
 
 
+@dataclass(slots=True)
+class _Waiting:
+    """A request taken from the socket, waiting for room in the reply budget."""
+
+    arrived: float
+    peer: bytes
+    request: qp.Request
+    curve: bool
+    client: frozenset[str]
+    frame: zmq.Frame  # its last frame: where it came from (its TCP connection)
+
+
+def _where(frame: zmq.Frame) -> tuple[int, object] | None:
+    """The file descriptor of the TCP connection ``frame`` came on and its peer's address
+    (checked again before the connection is closed: a descriptor is reused), or None."""
+    try:
+        fd = int(frame.get(zmq.SRCFD))
+    except (zmq.ZMQError, ValueError, TypeError):
+        return None
+    if fd < 0:
+        return None
+    try:
+        with socket.socket(fileno=os.dup(fd)) as conn:
+            return fd, conn.getpeername()
+    except OSError:
+        return None
+
+
+def _shut(where: object) -> bool:
+    """Shut the TCP connection :func:`_where` found, if it is still that connection."""
+    if not isinstance(where, tuple):
+        return False
+    fd, peer = where
+    try:
+        conn = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return False
+    with conn:
+        try:
+            if conn.getpeername() != peer:
+                return False  # closed, its descriptor now another connection's
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return False
+    return True
+
+
 class QueryService:
     """The query ROUTER of one store, served on the store's IO thread."""
 
@@ -193,6 +251,7 @@ class QueryService:
         profile: str = "rfc46",
         requests_per_turn: int = REQUESTS_PER_TURN,
         readers: ReadAcl = _open,
+        limits: QueryLimits | None = None,
     ) -> None:
         if profile not in qp.PROFILES:
             raise ConfigError(f"unknown wire profile {profile!r}")
@@ -202,7 +261,23 @@ class QueryService:
         self.endpoint = ""
         self.requests_per_turn = requests_per_turn
         self.readers = readers
-        self.stats = {"requests": 0, "malformed": 0, "dropped_replies": 0, "forbidden": 0}
+        self.limits = limits if limits is not None else QueryLimits()
+        self.budget = ReplyBudget(self.limits, 0.0)
+        self.stats = {
+            "requests": 0,
+            "malformed": 0,
+            "dropped_replies": 0,
+            "forbidden": 0,
+            "busy": 0,
+            "clamped": 0,
+            "dropped_connections": 0,
+        }
+        # requests waiting for room, per connection; the dict's order is the connections'
+        # turns (one served moves to the end)
+        self._waiting: dict[bytes, deque[_Waiting]] = {}
+        self.waiting = 0
+        """Requests waiting, over all connections."""
+        self._dropped: dict[bytes, None] = {}
         self._sock: zmq.Socket[bytes] | None = None
         self._curve: tuple[CurveConfig, Identity] | None = None
 
@@ -239,6 +314,11 @@ class QueryService:
         return wbeacon.ServiceBeacon(node_id, self.endpoint, SERVICE_NAME).encode()
 
     def on_readable(self, now: float) -> None:
+        """Take up to ``requests_per_turn`` requests, then serve what waits (:meth:`on_tick`).
+
+        A request that is refused or malformed is answered at once; one to be served waits,
+        after its connection's others, for room in the reply budget
+        (:mod:`dafka.query.budget`)."""
         sock = self._sock
         if sock is None:
             return
@@ -247,7 +327,7 @@ class QueryService:
             try:
                 parts = recv_bounded(sock, QUERY_REQUEST_FRAMES, copy=False)
             except zmq.Again:
-                return
+                break
             except TooManyFrames:
                 self.stats["malformed"] += 1  # nothing to answer to: the id is unread
                 continue
@@ -255,33 +335,156 @@ class QueryService:
                 self.stats["malformed"] += 1
                 continue
             peer, body = parts[0].bytes, [f.bytes for f in parts[1:]]
+            if peer in self._dropped:
+                continue  # asked before it was dropped: no one reads the answer
             self.stats["requests"] += 1
             try:
                 request = qp.decode_request(body)
             except WireError as exc:
                 self.stats["malformed"] += 1
                 rid = qp.request_id_of(body[0]) if len(body) == 1 else None
-                if rid is None:
-                    continue  # nothing to answer to
-                reply: qp.Reply = qp.ErrorReply(rid, qp.ErrorCode.BAD_REQUEST, str(exc))
-            else:
-                if heads is None:
-                    heads = self.storage.heads()
-                curve, client = self._client(parts[-1])
-                refused, visible = authorize(
-                    request, self.readers, heads, curve=curve, client=client
-                )
-                if refused is not None:
-                    self.stats["forbidden"] += 1
-                    reply = refused
-                else:
-                    reply = serve(self.storage, request, visible, profile=self.profile)
-            try:
-                sock.send_multipart([peer, *qp.encode_reply(reply)], zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                self.stats["dropped_replies"] += 1  # the client times out and asks again
-            except zmq.ZMQError as exc:
-                log.debug("query.reply_failed error=%s", exc)
+                if rid is not None:
+                    self._send(peer, qp.ErrorReply(rid, qp.ErrorCode.BAD_REQUEST, str(exc)))
+                continue  # else nothing to answer to
+            if heads is None:
+                heads = self.storage.heads()
+            curve, client = self._client(parts[-1])
+            refused, _ = authorize(request, self.readers, heads, curve=curve, client=client)
+            if refused is not None:
+                self.stats["forbidden"] += 1
+                self._send(peer, refused)
+                continue
+            mine = self._waiting.get(peer)
+            if self.waiting >= self.limits.parked or (
+                mine is not None and len(mine) >= self.limits.parked_per_connection
+            ):
+                self._busy(peer, request)
+                continue
+            if mine is None:
+                mine = self._waiting[peer] = deque()
+            mine.append(_Waiting(now, peer, request, curve, client, parts[-1]))
+            self.waiting += 1
+        self.on_tick(now)
+
+    def on_tick(self, now: float) -> None:
+        """One round of the requests that wait: each connection's first is served in turn,
+        as far as the reply budget lets, its READ clamped to a fair part of the burst (so
+        that a client asking during a flood waits for one round, not for the flood's whole
+        queue); those that waited ``park`` seconds are answered ``busy``, and the
+        connections that do not read their replies are dropped. The store calls it each
+        tick too, so that what waits is served without a new request."""
+        if self._sock is None:
+            return
+        budget = self.budget
+        budget.prune()
+        self._expire(now)
+        pressed = False
+        heads: dict[tuple[str, str], HeadTail] | None = None
+        part = max(MIN_PART, self.limits.burst // max(1, len(self._waiting)))
+        for peer in list(self._waiting):
+            room = budget.room(peer, now)
+            if room is Wait.RATE:
+                break
+            if room is Wait.TOTAL:
+                pressed = True
+                break
+            if room is Wait.SHARE:
+                continue  # its own replies are unread: the others go on
+            assert isinstance(room, int)
+            mine = self._waiting.pop(peer)
+            item = mine.popleft()
+            self.waiting -= 1
+            if mine:
+                self._waiting[peer] = mine  # at the end: its next turn is after the others'
+            if heads is None:
+                heads = self.storage.heads()
+            refused, visible = authorize(  # again: the ACL may have changed while it waited
+                item.request, self.readers, heads, curve=item.curve, client=item.client
+            )
+            if refused is not None:
+                self.stats["forbidden"] += 1
+                self._send(peer, refused)
+                continue
+            request = item.request
+            allowed = min(qp.MAX_READ_BYTES, room, part)
+            if isinstance(request, qp.ReadRequest) and allowed < min(
+                request.max_bytes, qp.MAX_READ_BYTES
+            ):
+                self.stats["clamped"] += 1
+            reply = serve(
+                self.storage, request, visible, profile=self.profile, max_read_bytes=allowed
+            )
+            self._send(peer, reply, track=(budget, now, item.frame))
+        for peer, where in budget.stalled(now, pressed):
+            self._drop(peer, where)
+
+    def due(self) -> float | None:
+        """When the byte rate lets the requests that wait go on (None: none waits, or they
+        wait for replies to be read, which the store's tick looks at)."""
+        return self.budget.refilled_at() if self.waiting else None
+
+    def _expire(self, now: float) -> None:
+        """Answer ``busy`` the requests that waited ``park`` seconds; forget those of
+        dropped connections."""
+        park = self.limits.park
+        for peer in list(self._waiting):
+            mine = self._waiting[peer]
+            dropped = peer in self._dropped
+            while mine and (dropped or now - mine[0].arrived >= park):
+                item = mine.popleft()
+                self.waiting -= 1
+                if not dropped:
+                    self._busy(peer, item.request)
+            if not mine:
+                del self._waiting[peer]
+
+    def _busy(self, peer: bytes, request: qp.Request) -> None:
+        self.stats["busy"] += 1
+        self._send(
+            peer,
+            qp.ErrorReply(
+                request.request_id,
+                qp.ErrorCode.BUSY,
+                "this store's query replies are at their bounds: ask again later",
+            ),
+        )
+
+    def _send(
+        self,
+        peer: bytes,
+        reply: qp.Reply,
+        track: tuple[ReplyBudget, float, zmq.Frame] | None = None,
+    ) -> int:
+        """Send ``reply`` to ``peer``; with ``track``, counted in the budget until libzmq is
+        done with it. The bytes sent."""
+        sock = self._sock
+        assert sock is not None
+        frames = qp.encode_reply(reply)
+        size = sum(map(len, frames))
+        try:
+            if track is None:
+                sock.send_multipart([peer, *frames], zmq.NOBLOCK)
+                return size
+            budget, now, frame = track
+            where = _where(frame) if not budget.held_by(peer) else None
+            tracker = sock.send_multipart([peer, *frames], zmq.NOBLOCK, copy=False, track=True)
+            if tracker is not None:
+                budget.sent(peer, size, tracker, now, where)
+        except zmq.Again:
+            self.stats["dropped_replies"] += 1  # the client times out and asks again
+        except zmq.ZMQError as exc:
+            log.debug("query.reply_failed error=%s", exc)
+        return size
+
+    def _drop(self, peer: bytes, where: object) -> None:
+        """Close the TCP connection of a client that does not read its replies: libzmq then
+        frees what it queued for it. Its requests already queued are ignored."""
+        self._dropped[peer] = None
+        while len(self._dropped) > MAX_DROPPED:
+            del self._dropped[next(iter(self._dropped))]
+        if _shut(where):
+            self.stats["dropped_connections"] += 1
+            log.info("query.dropped_connection reason=unread_replies")
 
     def _client(self, frame: zmq.Frame) -> tuple[bool, frozenset[str]]:
         """Whether this socket speaks CURVE, and the node IDs of the frame's client key."""
