@@ -121,8 +121,7 @@ def verified_state(sm: MetadataStateMachine, data: bytes) -> dict[str, Any]:
     if not isinstance(version, int) or version != SNAPSHOT_FORMAT:
         raise WireError(
             f"metadata snapshot format {version!r}: this replica reads {SNAPSHOT_FORMAT} "
-            "(older ones carry no proofs: restart the tower on an empty data directory "
-            "to fetch the state from the leader)"
+            "(older ones carry no proofs: docs/metadata.md, 'Upgrading', says what to do)"
         )
     state = state_fields(obj)
     proofs = Proofs.decode(obj.get("proofs"))
