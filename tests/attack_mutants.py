@@ -219,14 +219,20 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "the metrics endpoint answers a bounded number of connections": (
         "dafka.io.metrics_http",
         "_BoundedServer.handle_stream",
-        "        if held >= limits.per_peer or len(self._open) >= limits.connections:",
-        "        if held >= limits.per_peer:",
+        "        if len(self._open) >= limits.connections:",
+        "        if False:",
     ),
     "the metrics endpoint bounds the connections of one peer": (
         "dafka.io.metrics_http",
         "_BoundedServer.handle_stream",
-        "        if held >= limits.per_peer or len(self._open) >= limits.connections:",
-        "        if len(self._open) >= limits.connections:",
+        "        if held >= limits.per_peer:",
+        "        if False:",
+    ),
+    "the metrics endpoint makes room for a newcomer from the address holding the most": (
+        "dafka.io.metrics_http",
+        "_BoundedServer.handle_stream",
+        "            victim = self._victim(held + 1)",
+        "            victim = None",
     ),
     "the metrics endpoint gives a request's head one deadline": (
         "dafka.io.metrics_http",
@@ -1268,6 +1274,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the metrics endpoint bounds the connections of one peer": (
         "tests/integration/test_attacks_metrics_http.py::test_one_peer_holds_at_most_its_connections_and_others_are_served",
+    ),
+    "the metrics endpoint makes room for a newcomer from the address holding the most": (
+        "tests/integration/test_attacks_metrics_http.py::test_all_peers_hold_at_most_the_connections_in_all",
+        "tests/integration/test_attacks_metrics_http.py::test_a_slowloris_spread_over_many_addresses_leaves_every_scrape_answered",
     ),
     "the metrics endpoint gives a request's head one deadline": (
         "tests/integration/test_attacks_metrics_http.py::test_a_slowloris_of_eight_connections_leaves_every_scrape_answered",

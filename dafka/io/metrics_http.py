@@ -16,10 +16,14 @@ whole of each connection (:class:`HttpLimits`):
   ``max_body_bytes``;
 * a connection is closed ``lifetime`` seconds after it was accepted, whatever it does
   (a client that never reads its answer);
-* one peer address holds at most ``per_peer`` connections and all peers ``connections``;
-  a connection beyond either is closed at once (counted in
-  :attr:`MetricsHTTPServer.refused`). A slowloris from one host then holds its own
-  connections only, and a scraper elsewhere is answered at once.
+* one peer address holds at most ``per_peer`` connections (one more is closed at once,
+  counted in :attr:`MetricsHTTPServer.refused`), and all peers ``connections``: when they
+  are all taken, a new connection takes the place of the oldest one of the address that
+  holds the most (counted in :attr:`MetricsHTTPServer.evicted`), unless that address holds
+  no more than the newcomer's would, when the newcomer is refused. A slowloris from one
+  host then holds its own connections only, and one spread over many addresses (32
+  addresses of 8 connections filled the 256 before, and 1 of 25 scrapes was answered)
+  loses its oldest connection to each scrape, which is answered at once.
 
 Nothing is logged per request or per connection (``docs/security.md``, "Bounds").
 Tornado is also a web framework, which a web console can be built on later.
@@ -112,18 +116,37 @@ class _BoundedServer(tornado.httpserver.HTTPServer):
         owner.connections += 1
         peer = str(address[0]) if isinstance(address, tuple) and address else "?"
         held = self._peers.get(peer, 0)
-        if held >= limits.per_peer or len(self._open) >= limits.connections:
+        if held >= limits.per_peer:
             owner.refused += 1
             stream.close()
             return
+        if len(self._open) >= limits.connections:
+            victim = self._victim(held + 1)
+            if victim is None:
+                owner.refused += 1
+                stream.close()
+                return
+            owner.evicted += 1
+            self._forget(victim)
+            victim.close()
         self._peers[peer] = held + 1
         timer = asyncio.get_running_loop().call_later(limits.lifetime, stream.close)
         self._open[stream] = (peer, timer)
         tornado.httpserver.HTTPServer.handle_stream(self, stream, address)
 
-    def on_close(self, server_conn: object) -> None:
-        stream = getattr(server_conn, "stream", None)
-        entry = self._open.pop(stream, None) if stream is not None else None
+    def _victim(self, newcomer_holds: int) -> tornado.iostream.IOStream | None:
+        """The oldest connection of the address that holds the most, if it holds more than
+        ``newcomer_holds`` (what the new connection's address would hold with it)."""
+        most = max(self._peers.values(), default=0)
+        if most < newcomer_holds:
+            return None
+        for stream, (peer, _) in self._open.items():  # oldest first
+            if self._peers[peer] == most:
+                return stream
+        return None
+
+    def _forget(self, stream: tornado.iostream.IOStream) -> None:
+        entry = self._open.pop(stream, None)
         if entry is not None:
             peer, timer = entry
             timer.cancel()
@@ -132,6 +155,11 @@ class _BoundedServer(tornado.httpserver.HTTPServer):
                 self._peers[peer] = left
             else:
                 del self._peers[peer]
+
+    def on_close(self, server_conn: object) -> None:
+        stream = getattr(server_conn, "stream", None)
+        if stream is not None:
+            self._forget(stream)
         tornado.httpserver.HTTPServer.on_close(self, server_conn)
 
     @property
@@ -150,7 +178,11 @@ class MetricsHTTPServer:
         self.connections = 0
         """Connections accepted, answered or refused."""
         self.refused = 0
-        """Connections closed at once: their peer, or all peers, held the most allowed."""
+        """Connections closed at once: their peer held the most allowed, or every connection
+        was taken and no address held more than the newcomer's would."""
+        self.evicted = 0
+        """Connections closed to make room for a newcomer when every connection was taken:
+        the oldest of the address that held the most."""
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         self._sockets = tornado.netutil.bind_sockets(port, host, family=family, backlog=128)
         self.server_address: tuple[str, int] = self._sockets[0].getsockname()[:2]

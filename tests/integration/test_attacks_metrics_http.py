@@ -23,7 +23,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from dafka.io.metrics import MetricsServer
-from dafka.io.metrics_http import HttpLimits
+from dafka.io.metrics_http import HttpLimits, MetricsHTTPServer
 from tests.procs import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -50,6 +50,11 @@ def _scrape(server: MetricsServer, source: str = HONEST, timeout: float = 5.0) -
         return False  # refused, reset or timed out
     finally:
         conn.close()
+
+
+def _http(server: MetricsServer) -> MetricsHTTPServer:
+    assert server._server is not None
+    return server._server
 
 
 def _connect(server: MetricsServer, source: str = ATTACKER) -> socket.socket:
@@ -149,6 +154,9 @@ def test_one_peer_holds_at_most_its_connections_and_others_are_served() -> None:
 
 
 def test_all_peers_hold_at_most_the_connections_in_all() -> None:
+    """Eight addresses of one connection each against a total of 5: at most 5 are open at
+    once; when all are taken, a newcomer from an address that holds nothing takes the oldest
+    connection's place, and one from an address whose share is as large is refused."""
     server = _server(HttpLimits(per_peer=100, connections=5, request_timeout=60))
     held = [_connect(server, f"127.0.0.{3 + i}") for i in range(8)]
     try:
@@ -157,11 +165,31 @@ def test_all_peers_hold_at_most_the_connections_in_all() -> None:
             10,
             what="the server to close the connections past 5",
         )
-        assert not _scrape(server, HONEST)
+        assert _http(server).open_connections <= 5
+        assert [_closed_by_server(s) for s in held[:3]] == [True] * 3  # the oldest went
+        assert not any(_closed_by_server(s) for s in held[3:])
+        assert _scrape(server, HONEST)  # takes the place of the oldest, 127.0.0.6
+        assert _closed_by_server(held[3])
     finally:
         for sock in held:
             sock.close()
-    wait_until(lambda: _scrape(server, HONEST), 10, what="a scrape once they let go")
+    server.close()
+
+
+def test_a_slowloris_spread_over_many_addresses_leaves_every_scrape_answered() -> None:
+    """The red team's flood: 32 addresses holding 8 slow connections each filled all 256,
+    and 1 of 25 scrapes from another address was answered. Here 8 addresses of 4 fill a
+    total of 32; each scrape takes the oldest connection of an address holding the most."""
+    server = _server(HttpLimits(per_peer=4, connections=32, request_timeout=60))
+    held = [_connect(server, f"127.0.1.{1 + i // 4}") for i in range(32)]
+    try:
+        wait_until(lambda: _http(server).open_connections == 32, 10, what="32 connections held")
+        answered = sum(_scrape(server, HONEST, timeout=2.0) for _ in range(15))
+        assert answered == 15
+        assert _http(server).evicted >= 1 and _http(server).open_connections <= 32
+    finally:
+        for sock in held:
+            sock.close()
     server.close()
 
 
