@@ -25,6 +25,7 @@ import subprocess
 import sys
 
 TESTS = [
+    "tests/unit/test_attacks_discovery_flood.py",
     "tests/unit/test_private_dirs.py",
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
@@ -802,8 +803,14 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "discovery bounds new peers": (
         "dafka.core.discovery",
         "Discovery.on_beacon",
-        "            if len(self._expiry) >= self.max_peers or not self._new_peers.allow(now):",
+        "            if len(self._expiry) >= self.max_peers or not self._admit(beacon, now):",
         "            if False:",
+    ),
+    "discovery gives endpoints heard again tokens of their own": (
+        "dafka.core.discovery",
+        "Discovery._admit",
+        "        if heard is not None and now - heard <= self.timeout and self._heard_again.allow(now):",
+        "        if False:",
     ),
     "store admits new partitions under a cap and a rate": [
         (
@@ -1220,6 +1227,10 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "discovery gives endpoints heard again tokens of their own": (
+        "tests/unit/test_attacks_discovery_flood.py::test_a_real_peer_is_admitted_at_its_second_beacon_under_a_flood_of_fakes",
+        "tests/unit/test_attacks_discovery_flood.py::test_remembered_endpoints_are_bounded_and_a_stale_one_starts_again",
+    ),
     "key and data directories are made 0700, parents included, whatever the umask": (
         "tests/unit/test_private_dirs.py::test_every_directory_made_is_0700_under_umask_000",
         "tests/unit/test_private_dirs.py::test_the_admin_key_cli_under_umask_000_makes_dot_dafka_0700",

@@ -13,6 +13,18 @@ whatever the bounds, so fake endpoints never push a live peer out; a refused
 endpoint is counted (``refused``), logged at most every 5 s, and taken when its
 next beacon finds room.
 
+A real peer beacons every interval; a flood of fake endpoints (random node IDs and ports,
+each sent once) spends the new-peer tokens as fast as they come, so a real new producer
+won the token only by chance (the red team's 2,000 fakes a second made a store take 12-17 s,
+and once over 20 s, to hear a new producer). So an endpoint refused for want of a token is
+remembered with the node ID it named (``max_heard`` of them, for ``timeout`` seconds), and
+its next beacon naming the same node draws from
+a second bucket, half of the new-peer budget (the first has the other half, so the total
+is as before), which only endpoints heard twice reach: a peer that keeps
+beaconing is admitted at its second beacon whatever a flood of fakes with fresh node IDs
+does, even one whose random ports repeat. Fakes that repeat an endpoint under the same node
+ID compete for that bucket too; they still hold at most ``max_peers``.
+
 With CURVE on (``curve=True``) a node connects to an endpoint only under a key some beacon
 claimed for it, and which key is :class:`~dafka.core.peer_keys.PeerKeys`' business: every
 claimed key is kept (bounded), a key whose handshake fails gives way to the next, and the
@@ -36,6 +48,9 @@ log = logging.getLogger(__name__)
 MAX_PEERS = 1024
 NEW_PEER_RATE = 20.0
 NEW_PEER_BURST = 200.0
+MAX_HEARD = 16_384
+"""Endpoints refused for want of a token remembered, so that their next beacon is admitted
+first (at most about 5 s of a tower's whole relay rate)."""
 _LOG_PERIOD = 5.0
 KEY_EXPIRY_PERIOD = 0.5
 """Seconds between two looks for claimed keys no longer heard (``PeerKeys.expire``)."""
@@ -73,7 +88,14 @@ class Discovery:
         self.interval = interval
         self.timeout = timeout
         self.max_peers = max_peers
-        self._new_peers = TokenBucket(new_peer_rate, new_peer_burst)
+        # half of the new-peer budget for any new endpoint, half for those heard again
+        self._new_peers = TokenBucket(new_peer_rate / 2, max(1.0, new_peer_burst / 2))
+        self._heard_again = TokenBucket(new_peer_rate / 2, max(1.0, new_peer_burst / 2))
+        """New endpoints refused once and heard again within ``timeout``: their own tokens."""
+        self._heard: dict[tuple[str, str], float] = {}
+        """(endpoint, node ID) refused for want of a token -> when, oldest first (at most
+        ``max_heard``): a fake with a fresh node ID each time is never heard again."""
+        self.max_heard = MAX_HEARD
         self.refused = 0
         self._last_refused_log = -_LOG_PERIOD
         self._expiry: dict[str, float] = {}
@@ -104,7 +126,7 @@ class Discovery:
             return actions
         endpoint = beacon.endpoint
         if endpoint not in self._expiry:
-            if len(self._expiry) >= self.max_peers or not self._new_peers.allow(now):
+            if len(self._expiry) >= self.max_peers or not self._admit(beacon, now):
                 self.refused += 1
                 if now - self._last_refused_log >= _LOG_PERIOD:
                     self._last_refused_log = now
@@ -129,6 +151,21 @@ class Discovery:
                 actions.connect.append(endpoint)
                 actions.keys[endpoint] = key
         return actions
+
+    def _admit(self, beacon: TowerBeacon, now: float) -> bool:
+        """A token for a new endpoint: from the shared bucket, else, for one refused before
+        within ``timeout`` under the same node ID, from the bucket of endpoints heard again;
+        a refused one is remembered (the oldest forgotten past ``max_heard``)."""
+        claim = (beacon.endpoint, beacon.node_id)
+        heard = self._heard.pop(claim, None)
+        if self._new_peers.allow(now):
+            return True
+        if heard is not None and now - heard <= self.timeout and self._heard_again.allow(now):
+            return True
+        if len(self._heard) >= self.max_heard:
+            del self._heard[next(iter(self._heard))]
+        self._heard[claim] = now if heard is None or now - heard > self.timeout else heard
+        return False
 
     def on_handshake(self, endpoint: str, event: Handshake, now: float) -> DiscoveryActions:
         """CURVE: the node's socket monitor saw ``event`` on the connection to ``endpoint``;
