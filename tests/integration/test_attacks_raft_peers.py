@@ -185,10 +185,11 @@ def test_a_config_update_from_anyone_is_refused_over_null(target: Target) -> Non
     assert made.p.returncode == 0, made.stderr
 
 
-def test_a_group_of_towers_without_keys_does_not_start(tmp_path: Path) -> None:
+def _keyless_group_tower(tmp_path: Path, *args: str) -> Proc:
+    """t1 of a group of two towers given without keys, with ``args``."""
     ports = [free_port_block("127.0.0.1") for _ in range(2)]
     peers = ",".join(f"t{i + 1}=127.0.0.1:{p}" for i, p in enumerate(ports))
-    proc = Proc(
+    return Proc(
         py(
             "tower",
             "--bind",
@@ -197,28 +198,19 @@ def test_a_group_of_towers_without_keys_does_not_start(tmp_path: Path) -> None:
             peers,
             "--data-dir",
             str(tmp_path / "t1"),
+            *args,
         )
     )
+
+
+def test_a_group_of_towers_without_keys_does_not_start(tmp_path: Path) -> None:
+    proc = _keyless_group_tower(tmp_path)
     assert_one_line_error(proc, 2, "ID=HOST:PORT@PUBHEX")
     assert "--raft-insecure-null" in proc.stderr
 
 
 def test_the_compatibility_flag_says_what_it_gives_up(tmp_path: Path) -> None:
-    ports = [free_port_block("127.0.0.1") for _ in range(2)]
-    peers = ",".join(f"t{i + 1}=127.0.0.1:{p}" for i, p in enumerate(ports))
-    proc = Proc(
-        py(
-            "tower",
-            "--bind",
-            f"127.0.0.1:{ports[0]}",
-            "--raft-peers",
-            peers,
-            "--raft-insecure-null",
-            "--data-dir",
-            str(tmp_path / "t1"),
-            *tower_args(),
-        )
-    )
+    proc = _keyless_group_tower(tmp_path, "--raft-insecure-null", *tower_args())
     try:
         proc.wait_line(r"--raft-insecure-null: .*anyone who can reach the Raft port")
         proc.wait_line(r"tower on tcp://")
