@@ -79,7 +79,9 @@ fi
 
 binding="$dest/node_modules/zeromq/build/Release/zmq.node"
 [ -f "$binding" ] || die "zeromq's native binding was not built (see $log)"
-if command -v ldd >/dev/null 2>&1 && ! ldd "$binding" | grep -q 'libzmq\.so'; then
+# ldd's whole output first: under pipefail, `ldd | grep -q` fails whenever grep exits at
+# its first match before ldd has written the rest (ldd then dies of SIGPIPE)
+if command -v ldd >/dev/null 2>&1 && ! grep -q 'libzmq\.so' <<<"$(ldd "$binding")"; then
   die "$binding is not linked against the system libzmq (see $log)"
 fi
 loads || die "the reference server does not load: $(cd "$dest" && node -e "require('zmq-raft')" 2>&1 | tail -n 1)"
