@@ -23,7 +23,8 @@ a second bucket, half of the new-peer budget (the first has the other half, so t
 is as before), which only endpoints heard twice reach: a peer that keeps
 beaconing is admitted at its second beacon whatever a flood of fakes with fresh node IDs
 does, even one whose random ports repeat. Fakes that repeat an endpoint under the same node
-ID compete for that bucket too; they still hold at most ``max_peers``.
+ID compete for that bucket too, and once admitted their beacons keep them: enough of them
+fill ``max_peers`` and shut new peers out while they go on (docs/security.md, "Bounds").
 
 With CURVE on (``curve=True``) a node connects to an endpoint only under a key some beacon
 claimed for it, and which key is :class:`~dafka.core.peer_keys.PeerKeys`' business: every
