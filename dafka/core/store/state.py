@@ -91,11 +91,13 @@ class StoreStats:
     """FETCHes, GET-HEADS and CONSUMER-HELLO topics from requesters the topic's read ACL
     (metadata ``consumers``) does not name: dropped, not answered."""
     requests_forged: int = 0
-    """FETCHes, GET-HEADS and CONSUMER-HELLOs refused under CURVE: they named another node
-    than the one whose key their connection proved."""
+    """FETCHes, GET-HEADS and CONSUMER-HELLOs refused: they named another node than the one
+    their connection belongs to (the key it proved under CURVE; without CURVE, the node
+    announced for its endpoint), or, under CURVE, came on a connection not known."""
     requests_proxied: int = 0
-    """Such requests without CURVE: answered only within a small budget of their own per
-    recipient (``dafka.core.store.serve``)."""
+    """Such requests without CURVE on a connection that matches no announced endpoint:
+    answered only within a small budget of their own per recipient
+    (``dafka.core.store.serve``)."""
     oversized: int = 0
     """Records over ``max_message_size`` (their content dropped by the IO shell): under
     rfc46 the offset is refused and the records after it stored (see ``dafka.core.store``)."""
