@@ -8,6 +8,8 @@ import uuid
 from .errors import InvalidTopic
 
 MAX_TOPIC_BYTES = 255
+GROUP_TOPIC_PREFIX = "__group."
+"""A consumer group's state lives on the internal topic ``__group.NAME`` (docs/groups.md)."""
 _NODE_ID = re.compile(r"[0-9A-F]{32}\Z")
 
 
@@ -18,6 +20,11 @@ def new_node_id() -> str:
 
 def is_node_id(text: str) -> bool:
     return bool(_NODE_ID.match(text))
+
+
+def is_group_topic(topic: str) -> bool:
+    """Whether ``topic`` is a consumer group's internal topic, not a user topic."""
+    return topic.startswith(GROUP_TOPIC_PREFIX)
 
 
 def check_topic(topic: str) -> str:

@@ -31,7 +31,7 @@ import click
 
 from ..config import parse_trusted_stores
 from ..errors import ConfigError, DafkaTimeout
-from ..groups.records import PREFIX as GROUP_PREFIX
+from ..ids import is_group_topic
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
@@ -235,7 +235,7 @@ def topics_list(tower: str, cluster: str, timeout: float, as_json: bool, interna
     with _client(tower, cluster, timeout) as client:
         found = client.topics()
     if not internal:
-        found = {n: t for n, t in found.items() if not n.startswith(GROUP_PREFIX)}
+        found = {n: t for n, t in found.items() if not is_group_topic(n)}
     if as_json:
         click.echo(json.dumps(found, sort_keys=True))
         return

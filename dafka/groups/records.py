@@ -18,13 +18,13 @@ import json
 from dataclasses import dataclass
 
 from ..errors import ConfigError, WireError
-from ..ids import check_topic, is_node_id
+from ..ids import GROUP_TOPIC_PREFIX, check_topic, is_node_id
 from .assign import PartitionKey
 
 __all__ = ["Commit", "GroupRecord", "Heartbeat", "Leave", "decode", "encode", "group_topic"]
 
 VERSION = 1
-PREFIX = "__group."
+PREFIX = GROUP_TOPIC_PREFIX
 MAX_KEYS = 100_000  # partitions named in one record
 
 

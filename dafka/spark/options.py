@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..config import parse_towers
 from ..errors import ConfigError
-from ..groups.records import PREFIX as GROUP_PREFIX
+from ..ids import is_group_topic
 from ..query.client import load_client_key as load_key
 from ..security.curve_keys import parse_public_key
 from .offsets import EARLIEST, LATEST, TP, from_nested
@@ -383,9 +383,7 @@ class ReadOptions:
                 return topic in self.topics
             return (topic, partition) in self.assign
         if self.pattern is not None:  # a consumer group's topic is not a user topic
-            return (
-                not topic.startswith(GROUP_PREFIX) and re.fullmatch(self.pattern, topic) is not None
-            )
+            return not is_group_topic(topic) and re.fullmatch(self.pattern, topic) is not None
         return topic in self.topics
 
     @property

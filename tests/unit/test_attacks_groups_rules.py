@@ -11,12 +11,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dafka.core.store.state import GROUP_TOPIC_PREFIX
 from dafka.groups.admission import OPEN, Admission
 from dafka.groups.assign import assign
 from dafka.groups.plan import plan
 from dafka.groups.records import PREFIX, Commit, Heartbeat, Leave
 from dafka.groups.view import MAX_COMMITTERS, MAX_EPOCH_STEP, GroupView
+from dafka.ids import is_group_topic
 from dafka.spark.options import ReadOptions
 from tests.signing import CONSUMER, F
 from tests.unit.test_signed_cores import store
@@ -214,8 +214,8 @@ def _state(member: str, held=(), seen_at=0.0):
 
 def test_a_store_lets_only_its_readers_write_a_group_topic_with_a_read_acl() -> None:
     core, _ = store()
-    assert GROUP_TOPIC_PREFIX == PREFIX
     g = PREFIX + "g"
+    assert is_group_topic(g) and not is_group_topic("t")  # the store's rule and the groups' agree
     core.set_policy({g: {"consumers": [CONSUMER]}, "t": {"consumers": [CONSUMER]}})
     assert core.may_write(g, CONSUMER) and not core.may_write(g, F)
     assert core.may_write("t", F)  # a data topic's write ACL is its producers only

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...errors import ConfigError, StorageError
-from ...ids import is_node_id
+from ...ids import is_group_topic, is_node_id
 from ...io.profiles import RFC46, Profile
 from ...storage.base import Storage, StoredBatch
 from ...wire.rfc46 import Command, direct_prefix
@@ -31,7 +31,6 @@ from .credits import DEFAULT_SEND_CREDITS, SendCredits
 
 log = logging.getLogger(__name__)
 
-GROUP_TOPIC_PREFIX = "__group."  # dafka.groups.records.PREFIX: a consumer group's topic
 MAX_RETRY_FACTOR = 64
 """A gap's retry interval doubles while unanswered, up to ``fetch_retry * MAX_RETRY_FACTOR``."""
 
@@ -390,7 +389,7 @@ class StoreState:
         A consumer group's topic (``__group.NAME``) without one is written by those who may
         read it: its consumer ACL, if set (``docs/groups.md``, who may join a group)."""
         allowed = self._acl.get(topic) if self._acl else None
-        if allowed is None and topic.startswith(GROUP_TOPIC_PREFIX):
+        if allowed is None and is_group_topic(topic):
             allowed = self._readers.get(topic)
         return allowed is None or partition in allowed
 
