@@ -35,7 +35,7 @@ from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, Peer, 
 from tests.admin import ATTACKER, tower_args
 from tests.e2e.test_cli import assert_one_line_error
 from tests.procs import Proc, py
-from tower.metadata import free_port_block
+from tower.metadata import PORTS_PER_TOWER, free_port_block
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -185,9 +185,23 @@ def test_a_config_update_from_anyone_is_refused_over_null(target: Target) -> Non
     assert made.p.returncode == 0, made.stderr
 
 
+def _port_blocks(n: int) -> list[int]:
+    """``n`` port blocks for towers, none overlapping another (free_port_block alone may
+    give the same block twice: a CI run got t2 and t3 on one port)."""
+    ports: list[int] = []
+    for _ in range(100):
+        if len(ports) == n:
+            break
+        p = free_port_block("127.0.0.1")
+        if all(abs(p - q) >= PORTS_PER_TOWER for q in ports):
+            ports.append(p)
+    assert len(ports) == n, "no distinct port blocks"
+    return ports
+
+
 def _keyless_group_tower(tmp_path: Path, *args: str) -> Proc:
     """t1 of a group of two towers given without keys, with ``args``."""
-    ports = [free_port_block("127.0.0.1") for _ in range(2)]
+    ports = _port_blocks(2)
     peers = ",".join(f"t{i + 1}=127.0.0.1:{p}" for i, p in enumerate(ports))
     return Proc(
         py(
@@ -235,7 +249,7 @@ def test_a_keyed_group_of_towers_serves_the_admin_and_refuses_null_peers(tmp_pat
     given in --raft-peers (CURVE by default then), the admin's key as first admin. The admin
     creates a topic through the keyed towers; a forged AppendEntries over NULL gets nothing
     through (the CURVE handshake refuses it) and the group's term does not move."""
-    ports = [free_port_block("127.0.0.1") for _ in range(3)]
+    ports = _port_blocks(3)
     keys = []
     for i in range(3):
         made = Proc(py("dafka.cli.keys", "create", "-s", str(tmp_path / f"t{i + 1}"), "--json"))

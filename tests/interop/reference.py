@@ -243,9 +243,12 @@ class MixedCluster:
                 out[pid] = bad
         return out
 
-    def stop_all(self) -> None:
-        """SIGTERM every peer (SIGKILL after 10 s), then reap."""
-        for pid, proc in list(self.procs.items()):
+    def stop_all(self, last: str | None = None) -> None:
+        """SIGTERM every peer (SIGKILL after 10 s), then reap; ``last`` (the leader) after
+        the others: stopped first, it left the others to elect a new leader, whose first
+        entry (term + 1) the stopped peer never got, and the logs compared then differed."""
+        order = sorted(self.procs.items(), key=lambda item: item[0] == last)
+        for pid, proc in order:
             try:
                 proc.terminate(10)
             except AssertionError:

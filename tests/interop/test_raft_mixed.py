@@ -167,7 +167,7 @@ def _ring(cluster: MixedCluster, probe: RaftClient) -> list[str]:
     cluster.check_deaths()
     if problems or cluster.deaths:
         problems.append(f"state at the end: {cluster.describe_state(probe)}")
-    cluster.stop_all()
+    cluster.stop_all(last=cluster.leader(probe))
     problems += [death.describe() for death in cluster.deaths]
     for pid, lines in cluster.fatal_lines().items():
         if not any(d.pid == pid for d in cluster.deaths):
