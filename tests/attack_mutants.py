@@ -27,6 +27,7 @@ import sys
 TESTS = [
     "tests/unit/test_attacks_discovery_flood.py",
     "tests/unit/test_private_dirs.py",
+    "tests/unit/test_dir_fsync.py",
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
     "tests/unit/test_attacks_hints.py",
@@ -87,6 +88,19 @@ MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    # issue 33 (agent C): producer journals and directory fsyncs
+    "a file created in a state or data directory has its directory fsynced": (
+        "dafka.storage.state_dir",
+        "open_durable",
+        "        fsync_dir(path.parent)",
+        "        pass",
+    ),
+    "a store's LMDB files have their directory fsynced": (
+        "dafka.storage.lmdb_store",
+        "LmdbStorage.__init__",
+        "            fsync_dir(self._path)  # data.mdb and lock.mdb, if just made, survive a power cut",
+        "            pass",
+    ),
     "key and data directories are made 0700, parents included, whatever the umask": (
         "dafka.security.private_dirs",
         "make_private_dirs",
@@ -1227,6 +1241,13 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    # issue 33 (agent C)
+    "a file created in a state or data directory has its directory fsynced": (
+        "tests/unit/test_dir_fsync.py::test_a_producer_state_directory_syncs_every_name",
+    ),
+    "a store's LMDB files have their directory fsynced": (
+        "tests/unit/test_dir_fsync.py::test_a_store_data_directory_syncs_every_name",
+    ),
     "discovery gives endpoints heard again tokens of their own": (
         "tests/unit/test_attacks_discovery_flood.py::test_a_real_peer_is_admitted_at_its_second_beacon_under_a_flood_of_fakes",
         "tests/unit/test_attacks_discovery_flood.py::test_remembered_endpoints_are_bounded_and_a_stale_one_starts_again",

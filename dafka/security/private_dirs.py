@@ -5,7 +5,8 @@ component: the parents it makes get the default mode, ``0o777`` less the umask, 
 under ``umask 000`` the ``.dafka/`` that holds ``dafka-local``'s admin key was made
 0777. :func:`make_private_dirs` makes every component it creates 0700 and sets the
 mode explicitly afterwards (the umask may also take bits the owner needs). A
-directory that already exists is left as it is: it is the user's.
+directory that already exists is left as it is: it is the user's. The parent of each
+directory made is fsynced, so the new name survives a power cut.
 """
 
 from __future__ import annotations
@@ -38,4 +39,13 @@ def make_private_dirs(path: str | os.PathLike[str]) -> Path:
                 raise
             continue  # made at the same moment by another process: its own mode stands
         os.chmod(component, PRIVATE_DIR_MODE)
+        _fsync_dir(component.parent)  # the new name survives a power cut
     return target
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -47,6 +47,7 @@ from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .lmdb_errors import free_bytes, space_needed, translate_error
 from .retention import BatchInfo
+from .state_dir import fsync_dir
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -130,6 +131,7 @@ class LmdbStorage:
                 exc, f"cannot open store at {self._path}", path=self._path
             ) from exc
         try:
+            fsync_dir(self._path)  # data.mdb and lock.mdb, if just made, survive a power cut
             self._node_id = self._open_dbs()
             self._heads, self._by_topic, self._profiles = self._load_heads()
         except BaseException:

@@ -46,7 +46,15 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-__all__ = ["OffsetJournal", "StateDir", "lock_directory", "unlock_directory", "write_atomic"]
+__all__ = [
+    "OffsetJournal",
+    "StateDir",
+    "fsync_dir",
+    "lock_directory",
+    "open_durable",
+    "unlock_directory",
+    "write_atomic",
+]
 
 _LOCK = "lock"
 _NODE_ID = "node_id"
@@ -66,12 +74,33 @@ _MAX_PAYLOAD = 16 * 1024 * 1024
 _MAX_OFFSET = 2**64 - 1
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync the directory ``path``: the names created or renamed in it survive a power cut
+    (fsyncing a file makes its data durable, not its directory entry)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_fsync_dir = fsync_dir
+
+
+def open_durable(path: Path, flags: int, mode: int = 0o600) -> int:
+    """``os.open(path, flags | O_CREAT, mode)``, then, if that created the file, fsync its
+    directory so that the new name survives a power cut with what is later synced in it."""
+    try:
+        return os.open(path, flags & ~os.O_CREAT, mode)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, flags | os.O_CREAT, mode)
+    try:
+        fsync_dir(path.parent)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
@@ -126,7 +155,7 @@ def lock_directory(path: Path, what: str, holder: str = "another process") -> in
     process, or another open of the same directory, holds the lock.
     """
     try:
-        fd = os.open(path / _LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_durable(path / _LOCK, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise ConfigError(f"{what} {path} is not writable: {exc.strerror or exc}") from exc
     try:
@@ -386,7 +415,7 @@ class OffsetJournal:
         self._compact_failed = False
         """The last compaction failed (logged once until one succeeds)."""
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = open_durable(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
             raise StorageError(f"cannot open {self.path}: {exc.strerror or exc}") from exc
         try:

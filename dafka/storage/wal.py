@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import StorageError
-from .state_dir import replay_frames, write_atomic
+from .state_dir import open_durable, replay_frames, write_atomic
 
 __all__ = ["LoggedBatch", "ProducerLog"]
 
@@ -98,7 +98,7 @@ class ProducerLog:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = open_durable(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
             raise StorageError(f"cannot open {self.path}: {exc.strerror or exc}") from exc
         self._fd: int | None = fd
