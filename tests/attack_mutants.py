@@ -28,6 +28,8 @@ TESTS = [
     "tests/unit/test_attacks_discovery_flood.py",
     "tests/unit/test_private_dirs.py",
     "tests/unit/test_dir_fsync.py",
+    "tests/unit/test_state.py",
+    "tests/integration/test_attacks_journal_rot.py",
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
     "tests/unit/test_attacks_hints.py",
@@ -101,6 +103,56 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            fsync_dir(self._path)  # data.mdb and lock.mdb, if just made, survive a power cut",
         "            pass",
     ),
+    "a producer never numbers below its acknowledged bound": (
+        "dafka.core.producer",
+        "ProducerCore.__init__",
+        "            if acked > reserved.get(topic, 0):",
+        "            if False:",
+    ),
+    "a journal record with one damaged copy is read from the other": (
+        "dafka.storage.state_dir",
+        "_decode_pair",
+        "            return second[0], second[1], True",
+        "            return None",
+    ),
+    "a journal tail that is not clearly torn is in doubt": (
+        "dafka.storage.state_dir",
+        "OffsetJournal._replay",
+        "                self.in_doubt = True",
+        "                self.in_doubt = False",
+    ),
+    "a producer whose journal bound is in doubt probes the stores before numbering": (
+        "dafka.core.producer",
+        "ProducerCore.__init__",
+        "            if start < offset or journal_in_doubt:",
+        "            if start < offset:",
+        "                    probe=journal_in_doubt,",
+        "                    probe=False,",
+    ),
+    "a restarted producer's journal doubt reaches its core": (
+        "dafka.api.producer_setup",
+        "open_state",
+        "        journal.in_doubt,",
+        "        False,",
+    ),
+    "rot in the last journal record neither loses its reservation nor the acked bound": [
+        (
+            "dafka.core.producer",
+            "ProducerCore.__init__",
+            "            if acked > reserved.get(topic, 0):",
+            "            if False:",
+            "            if start < offset or journal_in_doubt:",
+            "            if start < offset:",
+            "                    probe=journal_in_doubt,",
+            "                    probe=False,",
+        ),
+        (
+            "dafka.storage.state_dir",
+            "_decode_pair",
+            "        return entries, min(end + size, len(data)), True",
+            "        return None",
+        ),
+    ],
     "key and data directories are made 0700, parents included, whatever the umask": (
         "dafka.security.private_dirs",
         "make_private_dirs",
@@ -1247,6 +1299,30 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store's LMDB files have their directory fsynced": (
         "tests/unit/test_dir_fsync.py::test_a_store_data_directory_syncs_every_name",
+    ),
+    "a producer never numbers below its acknowledged bound": (
+        "tests/unit/test_producer_recovery.py::test_never_numbers_below_the_acknowledged_bound",
+        "tests/unit/test_producer_recovery.py::test_an_acked_topic_missing_from_the_offset_journal_is_not_renumbered",
+    ),
+    "a journal record with one damaged copy is read from the other": (
+        "tests/unit/test_state.py::test_one_damaged_copy_of_the_last_record_is_read_from_the_other[0-0]",
+        "tests/unit/test_state.py::test_one_damaged_copy_of_the_last_record_is_read_from_the_other[3-0]",
+        "tests/unit/test_state.py::test_one_damaged_copy_of_the_last_record_is_read_from_the_other[-3-0]",
+    ),
+    "a journal tail that is not clearly torn is in doubt": (
+        "tests/unit/test_state.py::test_both_copies_of_the_last_record_damaged_is_in_doubt",
+        "tests/unit/test_producer_recovery.py::test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer",
+    ),
+    "a producer whose journal bound is in doubt probes the stores before numbering": (
+        "tests/unit/test_producer_recovery.py::test_a_bound_in_doubt_asks_the_stores_before_numbering",
+        "tests/unit/test_producer_recovery.py::test_a_probe_that_finds_nothing_numbers_from_the_journal_bound",
+        "tests/unit/test_producer_recovery.py::test_a_probe_under_rfc46_numbers_past_what_stores_hold",
+    ),
+    "a restarted producer's journal doubt reaches its core": (
+        "tests/unit/test_producer_recovery.py::test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer",
+    ),
+    "rot in the last journal record neither loses its reservation nor the acked bound": (
+        "tests/integration/test_attacks_journal_rot.py::test_a_rotten_last_journal_record_never_reuses_an_acknowledged_offset",
     ),
     "discovery gives endpoints heard again tokens of their own": (
         "tests/unit/test_attacks_discovery_flood.py::test_a_real_peer_is_admitted_at_its_second_beacon_under_a_flood_of_fakes",

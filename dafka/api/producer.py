@@ -228,6 +228,7 @@ class Producer:
                 acked_offsets=opened.acked_offsets,
                 recovery_wait=recovery_wait,
                 logged=opened.logged,
+                journal_in_doubt=opened.journal_in_doubt,
             )
             self._handler = _ProducerHandler(self, self._core)
             self._close_result: CloseResult | None = None

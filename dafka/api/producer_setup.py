@@ -51,6 +51,9 @@ class OpenedState:
     next_offsets: dict[str, int] = field(default_factory=dict)
     acked_offsets: dict[str, int] = field(default_factory=dict)
     logged: list[tuple[str, int, int, bytes]] = field(default_factory=list)
+    journal_in_doubt: bool = False
+    """The offset journal's last record did not read back and was not clearly torn: its
+    offsets may be below what was published (the core asks the stores first)."""
 
 
 def open_state(config: ProducerConfig, durable: bool) -> OpenedState:
@@ -98,6 +101,7 @@ def open_state(config: ProducerConfig, durable: bool) -> OpenedState:
         next_offsets,
         acked_offsets,
         logged,
+        journal.in_doubt,
     )
 
 

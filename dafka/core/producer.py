@@ -128,6 +128,7 @@ class ProducerCore:
         recovery_wait: float = DEFAULT_WAIT,
         logged: Sequence[tuple[str, int, int, bytes]] = (),
         recovery_budget: int = DEFAULT_BUDGET,
+        journal_in_doubt: bool = False,
     ) -> None:
         if head_interval <= 0:
             raise ValueError("head_interval must be positive")
@@ -175,14 +176,33 @@ class ProducerCore:
         self._gap_offsets = 0
         self._forged_fetched = 0
         acked_next = acked_offsets or {}
-        for topic, offset in (next_offsets or {}).items():
+        reserved = dict(next_offsets or {})
+        for topic, acked in acked_next.items():
+            # never number below what stores acknowledged, whatever the offset journal
+            # lost (issue 33: a rotten last record read as a torn write)
+            if acked > reserved.get(topic, 0):
+                log.warning(
+                    "producer.reserved_below_acked topic=%s reserved=%s acked_next=%d",
+                    topic,
+                    reserved.get(topic),
+                    acked,
+                )
+                reserved[topic] = acked
+        for topic, offset in reserved.items():
             if offset < 0:
                 raise ValueError(f"next offset for topic {topic!r} is negative")
             self._topics[check_topic(topic)] = HeldTopic(topic, offset, self._batched)
             start = min(max(acked_next.get(topic, 0), 0), offset)
-            if start < offset:
+            if start < offset or journal_in_doubt:
+                # in doubt, the journal's bound may be below what was published: ask
+                # the stores past it before numbering (a probe, dafka.core.recovery)
                 self._recoveries[topic] = Recovery(
-                    topic, start, offset, recovery_budget, paced=profile.batched
+                    topic,
+                    start,
+                    offset,
+                    recovery_budget,
+                    paced=profile.batched,
+                    probe=journal_in_doubt,
                 )
         for topic, first, count, content in logged:  # durable mode: our own log
             rec = self._recoveries.get(topic)
@@ -265,8 +285,12 @@ class ProducerCore:
     @property
     def holds_publishing(self) -> bool:
         """Whether new records must wait: rfc46 numbers them from the end of what
-        recovery finds, so it cannot number any before recovery is over."""
-        return bool(self._recoveries) and not self._batched
+        recovery finds, so it cannot number any before recovery is over; nor can a
+        probe (the journal's bound was in doubt) before it knows where its topic ends."""
+        recoveries = self._recoveries
+        if not recoveries:
+            return False
+        return not self._batched or any(r.floor is not None for r in recoveries.values())
 
     def subscriptions(self) -> list[bytes]:
         """SUB prefixes: ACKs and FETCHes addressed to this partition."""
@@ -413,6 +437,9 @@ class ProducerCore:
         del self._recoveries[rec.topic]
         result = rec.result()
         state = self._topics[rec.topic]
+        if rec.floor is not None:  # a probe: the topic ends where the stores' batches do
+            assert not state.held  # publishing was held
+            state.next_offset = state.base = result.reserved
         if self._batched:
             out = self._adopt_signed(state, result)
         else:

@@ -26,6 +26,13 @@ stores and consumers wait on for ever.
 
 The acknowledged bound makes this safe: every offset below ``acked`` was
 reported durable and is never declared a gap, and nothing at or above it was.
+
+When the offset journal's last record could not be read back and was not clearly a
+torn write (``OffsetJournal.in_doubt``), ``reserved`` is only a lower bound of what was
+published: the recovery is then a *probe* (``probe=True``). It asks the stores past it
+until the deadline and settles the range up to the end of the last batch of ours any
+store answered with (at least ``reserved``), and the producer numbers nothing of that
+topic before (issue 33).
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ __all__ = ["Recovery", "RecoveryResult"]
 
 DEFAULT_WAIT = 3.0
 """Seconds a restarted producer asks stores for its unacknowledged range."""
+PROBE_SPAN = 2**40
+"""How far past the journal's bound a probe asks the stores (they answer what they hold)."""
 RESEND = 0.5
 """Seconds between FETCHes while recovering (stores may still be connecting)."""
 MAX_HELD = 4096
@@ -105,6 +114,7 @@ class Recovery:
         "_local",
         "_next_fetch",
         "deadline",
+        "floor",
         "reserved",
         "start",
         "topic",
@@ -118,8 +128,14 @@ class Recovery:
         budget: int = DEFAULT_BUDGET,
         *,
         paced: bool = False,
+        probe: bool = False,
     ) -> None:
-        """``paced``: answers end at their bound (the signed profile; rfc46 answers whole)."""
+        """``paced``: answers end at their bound (the signed profile; rfc46 answers whole).
+        ``probe``: ``reserved`` is only a lower bound (see the module docstring)."""
+        self.floor: int | None = reserved if probe else None
+        """A probe's lower bound of what was reserved (None: not a probe)."""
+        if probe:
+            reserved = min(reserved + PROBE_SPAN, 2**64 - 1)
         if not 0 <= start < reserved:
             raise ValueError(f"nothing to recover in [{start}, {reserved})")
         self.topic = topic
@@ -189,7 +205,7 @@ class Recovery:
             self.start += count
 
     def complete(self) -> bool:
-        return self.contiguous_end >= self.reserved
+        return self.floor is None and self.contiguous_end >= self.reserved
 
     def expired(self, now: float) -> bool:
         return self.deadline is not None and now >= self.deadline
@@ -206,4 +222,7 @@ class Recovery:
             out.append((first, count, content))
             end = first + count
         local = frozenset(f for f, _, _ in out if f in self._local)
-        return RecoveryResult(self.topic, self.start, self.reserved, tuple(out), local)
+        reserved = self.reserved
+        if self.floor is not None:  # a probe: what was published ends at the last batch found
+            reserved = max(self.floor, end, self.start)
+        return RecoveryResult(self.topic, self.start, reserved, tuple(out), local)

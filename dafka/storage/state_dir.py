@@ -65,7 +65,14 @@ _JOURNAL = "offsets.journal"
 # before it. The payload is a u32 entry count, then per entry a u8 topic
 # length, the UTF-8 topic and the next offset as u64 big-endian. The CRC at the
 # end makes a frame whose write was torn anywhere invalid.
+#
+# Frames are written twice in a row (magic 0xd5; one write, one fdatasync), so that a
+# frame that rotted after it was synced is read from its other copy instead of being
+# taken for a torn write and dropped, which would hand out again offsets that may have
+# been published (issue 33). Journals of earlier versions hold single frames (0xd4),
+# read as before.
 _MAGIC = b"\xd4"
+_MAGIC2 = b"\xd5"
 _FRAME_HEAD = struct.Struct(">cI")
 _CRC = struct.Struct(">I")
 _COUNT = struct.Struct(">I")
@@ -319,8 +326,9 @@ def _encode_frame(entries: Iterable[tuple[str, int]]) -> bytes:
         parts.append(bytes((len(raw),)) + raw + _OFFSET.pack(offset))
         count += 1
     payload = _COUNT.pack(count) + b"".join(parts)
-    body = _FRAME_HEAD.pack(_MAGIC, len(payload)) + payload
-    return body + _CRC.pack(zlib.crc32(body))
+    body = _FRAME_HEAD.pack(_MAGIC2, len(payload)) + payload
+    frame = body + _CRC.pack(zlib.crc32(body))
+    return frame + frame
 
 
 def _decode_frame(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int] | None:
@@ -329,7 +337,7 @@ def _decode_frame(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int] | 
     if head_end > len(data):
         return None
     magic, size = _FRAME_HEAD.unpack_from(data, pos)
-    if magic != _MAGIC or size < _COUNT.size or size > _MAX_PAYLOAD:
+    if magic not in (_MAGIC, _MAGIC2) or size < _COUNT.size or size > _MAX_PAYLOAD:
         return None
     end = head_end + size + _CRC.size
     if end > len(data):
@@ -356,6 +364,50 @@ def _decode_frame(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int] | 
     if at != limit:
         return None
     return entries, end
+
+
+def _decode_pair(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int, bool] | None:
+    """The entries of the journal record at ``pos`` (a single 0xd4 frame, or a 0xd5 frame
+    and its copy), the position after it, and whether one copy was damaged (so the file
+    needs rewriting); None if neither copy can be read."""
+    parsed = _decode_frame(data, pos)
+    if parsed is not None:
+        entries, end = parsed
+        if data[pos : pos + 1] == _MAGIC:
+            return entries, end, False
+        size = end - pos
+        if data[end : end + size] == data[pos:end]:
+            return entries, end + size, False
+        # the copy rotted, or the write was cut short there: the first copy is whole
+        return entries, min(end + size, len(data)), True
+    # the first copy is damaged: the second one starts where a frame as long as the
+    # distance to it would end (its own length says so)
+    for at in range(pos + _FRAME_HEAD.size + _COUNT.size + _CRC.size, len(data)):
+        if data[at : at + 1] != _MAGIC2 or at + _FRAME_HEAD.size > len(data):
+            continue
+        (size,) = struct.unpack_from(">I", data, at + 1)
+        if _FRAME_HEAD.size + size + _CRC.size != at - pos:
+            continue
+        second = _decode_frame(data, at)
+        if second is not None:
+            return second[0], second[1], True
+    return None
+
+
+def _torn(tail: bytes) -> bool:
+    """Whether a journal's unreadable tail can only be a write that never completed (so
+    never synced, and nothing was published under it): zeros (the data never reached the
+    disk), or a frame shorter than its own header says. Anything else may be a synced
+    frame that rotted: in doubt."""
+    if not any(tail):
+        return True
+    if tail[:1] not in (_MAGIC, _MAGIC2) or len(tail) < _FRAME_HEAD.size:
+        return len(tail) < _FRAME_HEAD.size and tail[:1] in (_MAGIC, _MAGIC2)
+    _, size = _FRAME_HEAD.unpack_from(tail, 0)
+    whole = _FRAME_HEAD.size + size + _CRC.size
+    if tail[:1] == _MAGIC2:
+        whole *= 2
+    return size <= _MAX_PAYLOAD and len(tail) < whole
 
 
 def replay_frames(
@@ -400,11 +452,15 @@ class OffsetJournal:
     :meth:`reserve` appends a small CRC-checked frame and fsyncs it before it
     returns; the producer publishes records only below what is reserved, so
     after a crash :meth:`load` never hands out an offset that may have been
-    sent. A torn last frame (the crash hit mid-write) is ignored and cut off;
-    damage followed by valid frames is corruption and raises
-    :class:`StorageError` rather than risk reusing offsets. The file is
-    rewritten atomically, one entry per topic, when it grows past
-    ``compact_bytes``.
+    sent. Each frame is written twice: one damaged copy (rot after the sync) is
+    read from the other and the file rewritten. A torn last frame (the crash hit
+    mid-write: shorter than it says, or zeros) is cut off; any other unreadable
+    tail may be a synced frame that rotted in both copies: it is cut off too, and
+    :attr:`in_doubt` says the offsets loaded may be below what was published (the
+    producer then asks the stores before numbering). Damage followed by valid
+    frames is corruption and raises :class:`StorageError` rather than risk
+    reusing offsets. The file is rewritten atomically, one entry per topic, when
+    it grows past ``compact_bytes``.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, compact_bytes: int = 256 * 1024) -> None:
@@ -414,29 +470,69 @@ class OffsetJournal:
         self._fd: int | None = None
         self._compact_failed = False
         """The last compaction failed (logged once until one succeeds)."""
+        self.in_doubt = False
+        """An unreadable tail was cut off that may have been a synced reservation (not
+        clearly a torn write): what :meth:`load` gives may be below what was published."""
         try:
             fd = open_durable(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
             raise StorageError(f"cannot open {self.path}: {exc.strerror or exc}") from exc
         try:
-            self._size = self._replay(fd)
+            self._size, repaired = self._replay(fd)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
+        if repaired:  # a copy was damaged: write the file anew from what was read
+            self.compact()
 
-    def _replay(self, fd: int) -> int:
-        frames, end = replay_frames(
-            fd,
-            self.path,
-            _decode_frame,
-            "refusing to guess offsets (a new partition needs a new state directory)",
-        )
-        for entries, _ in frames:
+    def _replay(self, fd: int) -> tuple[int, bool]:
+        """Read every record; returns where they end and whether a damaged copy was
+        read past (the file is then rewritten)."""
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size, 0) if size else b""
+        pos = 0
+        damaged = 0
+        offsets = self._offsets
+        while pos < len(data):
+            parsed = _decode_pair(data, pos)
+            if parsed is None:
+                break
+            entries, pos, bad_copy = parsed
+            damaged += bad_copy
             for topic, offset in entries:
-                if offset > self._offsets.get(topic, -1):
-                    self._offsets[topic] = offset
-        return end
+                if offset > offsets.get(topic, -1):
+                    offsets[topic] = offset
+        if damaged:
+            log.warning(
+                "journal.copy_damaged path=%s records=%d (read from the other copy)",
+                self.path,
+                damaged,
+            )
+        if pos < len(data):
+            if any(_decode_frame(data, at) for at in range(pos + 1, len(data))):
+                raise StorageError(
+                    f"{self.path} is corrupt at byte {pos}; refusing to guess offsets "
+                    "(a new partition needs a new state directory)"
+                )
+            tail = data[pos:]
+            if _torn(tail):
+                log.warning("file.torn_tail path=%s kept=%d dropped=%d", self.path, pos, len(tail))
+            else:
+                self.in_doubt = True
+                log.warning(
+                    "journal.tail_in_doubt path=%s kept=%d dropped=%d: a complete record that "
+                    "does not read back; offsets may have been published past what is loaded",
+                    self.path,
+                    pos,
+                    len(tail),
+                )
+            try:
+                os.ftruncate(fd, pos)
+                os.fsync(fd)
+            except OSError as exc:
+                raise StorageError(f"cannot repair {self.path}: {exc.strerror or exc}") from exc
+        return pos, bool(damaged)
 
     # ------------------------------------------------------------------ API
 

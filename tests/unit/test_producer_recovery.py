@@ -321,3 +321,93 @@ def test_a_restart_with_a_long_history_holds_only_its_budget() -> None:
     assert not core.recovering  # it all came back: nothing to close
     assert core.stats.gap_offsets == 0
     assert core.unacked_bytes < 2 * len(blob(0, 4))
+
+
+# ------------------------------------- issue 33, point 4: a journal bound in doubt
+
+
+def test_never_numbers_below_the_acknowledged_bound() -> None:
+    """The offset journal lost its last record (rot read as a torn write): it says 49,
+    the acked journal says 50 were acknowledged. Numbering goes on from 50."""
+    core = signed_producer(next_offsets={"t": 49}, acked_offsets={"t": 50})
+    assert not core.recovering
+    assert core.next_offset("t") == 50
+    first, _ = core.publish("t", [b"x"], now=0.0)
+    assert first == 50
+
+
+def test_an_acked_topic_missing_from_the_offset_journal_is_not_renumbered() -> None:
+    core = signed_producer(next_offsets={}, acked_offsets={"t": 12})
+    assert core.publish("t", [b"x"], now=0.0)[0] == 12
+
+
+def test_a_bound_in_doubt_asks_the_stores_before_numbering() -> None:
+    """The journal says 20 (acked 10) but its last record was unreadable and not clearly
+    torn: records up to 27 were published and a store holds them. The producer holds new
+    records, FETCHes past 20, and numbers from 28; the hole 10..15 gets a gap statement."""
+    core = signed_producer(
+        next_offsets={"t": 20}, acked_offsets={"t": 10}, recovery_wait=2.0, journal_in_doubt=True
+    )
+    assert core.recovering and core.holds_publishing
+    out = core.tick(0.0)
+    (fetch,) = fetches(out)
+    assert (fetch.offset, fetch.partition) == (10, P)
+    for first in (16, 20, 24):
+        core.handle(to_producer(first, 4), 0.1)
+    assert core.recovering  # a probe waits for its deadline: stores may hold more
+    out = core.tick(2.5)
+    assert not core.recovering and not core.holds_publishing
+    assert core.next_offset("t") == 28
+    gaps = [r for r in records(out) if signed.peek_batch(r.content).is_gap]
+    assert [(g.offset, g.count) for g in gaps] == [(10, 6)]
+    assert core.publish("t", [b"new"], now=3.0)[0] == 28
+
+
+def test_a_probe_that_finds_nothing_numbers_from_the_journal_bound() -> None:
+    core = signed_producer(next_offsets={"t": 20}, acked_offsets={"t": 20}, journal_in_doubt=True)
+    assert core.holds_publishing
+    core.tick(0.0)
+    core.tick(10.0)
+    assert not core.recovering
+    assert core.publish("t", [b"x"], now=10.0)[0] == 20
+
+
+def test_a_probe_under_rfc46_numbers_past_what_stores_hold() -> None:
+    core = ProducerCore(P, next_offsets={"t": 3}, acked_offsets={"t": 3}, journal_in_doubt=True)
+    assert core.holds_publishing
+    core.tick(0.0)
+    for offset in (3, 4):
+        core.handle(m.DirectRecord(P, "t", P, offset, b"v%d" % offset), 0.1)
+    core.tick(10.0)
+    assert not core.recovering
+    assert core.next_offset("t") == 5
+
+
+def test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer(
+    tmp_path: object,
+) -> None:
+    from pathlib import Path
+
+    from dafka.api.producer_setup import open_state
+    from dafka.config import ProducerConfig
+
+    state = Path(str(tmp_path)) / "state"
+    config = ProducerConfig(state_dir=state).validate()
+    opened = open_state(config, durable=False)
+    assert opened.journal is not None and opened.state is not None
+    opened.journal.reserve("t", 5)
+    opened.journal.reserve("t", 9)
+    opened.state.close()
+    path = state / "offsets.journal"
+    data = bytearray(path.read_bytes())
+    half = 23  # one copy of the last record: 5 + 4 + 1 + 1 + 8 + 4 bytes
+    data[-3] ^= 1
+    data[-3 - half] ^= 1  # both copies rotted: not a torn write, and unreadable
+    path.write_bytes(bytes(data))
+    opened = open_state(config, durable=False)
+    try:
+        assert opened.journal_in_doubt
+        assert opened.next_offsets == {"t": 5}
+    finally:
+        assert opened.state is not None
+        opened.state.close()

@@ -202,16 +202,68 @@ def test_zero_filled_tail_is_ignored(tmp_path: Path) -> None:
     assert OffsetJournal(path).load() == {"a": 7}
 
 
-def test_damaged_last_frame_with_full_length_is_ignored(tmp_path: Path) -> None:
+def _pairs(path: Path) -> list[tuple[int, int]]:
+    """``(start, size of one copy)`` of each record of a journal written by this version."""
+    data = path.read_bytes()
+    out, pos = [], 0
+    while pos < len(data):
+        size = 5 + int.from_bytes(data[pos + 1 : pos + 5], "big") + 4
+        out.append((pos, size))
+        pos += 2 * size
+    return out
+
+
+@pytest.mark.parametrize("copy", [0, 1])
+@pytest.mark.parametrize("at", [0, 3, 9, -3])
+def test_one_damaged_copy_of_the_last_record_is_read_from_the_other(
+    tmp_path: Path, copy: int, at: int
+) -> None:
+    """Rot after the sync (issue 33, point 4): the reservation is read back whole, never
+    taken for a torn write (which would hand out offsets that may have been published)."""
     path = tmp_path / "j"
     journal = OffsetJournal(path)
     journal.reserve("a", 7)
     journal.reserve("a", 8)
     journal.close()
+    start, size = _pairs(path)[-1]
     data = bytearray(path.read_bytes())
-    data[-3] ^= 0xFF
+    data[start + copy * size + at % size] ^= 0x10
     path.write_bytes(bytes(data))
-    assert OffsetJournal(path).load() == {"a": 7}
+    journal = OffsetJournal(path)
+    assert journal.load() == {"a": 8}
+    assert not journal.in_doubt
+    journal.reserve("a", 9)  # the file was rewritten: appends stay readable
+    journal.close()
+    assert OffsetJournal(path).load() == {"a": 9}
+
+
+def test_both_copies_of_the_last_record_damaged_is_in_doubt(tmp_path: Path) -> None:
+    path = tmp_path / "j"
+    journal = OffsetJournal(path)
+    journal.reserve("a", 7)
+    journal.reserve("a", 8)
+    journal.close()
+    start, size = _pairs(path)[-1]
+    data = bytearray(path.read_bytes())
+    data[start + 9] ^= 0x01
+    data[start + size + 9] ^= 0x01
+    path.write_bytes(bytes(data))
+    journal = OffsetJournal(path)
+    assert journal.load() == {"a": 7}
+    assert journal.in_doubt  # not a torn write: the producer must ask before numbering
+
+
+def test_a_torn_tail_is_not_in_doubt(tmp_path: Path) -> None:
+    path = tmp_path / "j"
+    journal = OffsetJournal(path)
+    journal.reserve("a", 7)
+    good = journal.size
+    journal.reserve("a", 8)
+    journal.close()
+    path.write_bytes(path.read_bytes()[: good + 11])
+    journal = OffsetJournal(path)
+    assert journal.load() == {"a": 7}
+    assert not journal.in_doubt
 
 
 def test_corruption_before_valid_frames_is_refused(tmp_path: Path) -> None:
@@ -221,11 +273,33 @@ def test_corruption_before_valid_frames_is_refused(tmp_path: Path) -> None:
     journal.reserve("a", 8)
     journal.reserve("a", 9)
     journal.close()
+    start, size = _pairs(path)[0]
     data = bytearray(path.read_bytes())
-    data[3] ^= 0xFF  # inside the first frame
+    data[start + 3] ^= 0xFF  # inside both copies of the first record
+    data[start + size + 3] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(StorageError, match="corrupt"):
         OffsetJournal(path)
+
+
+def test_a_journal_of_single_frames_is_still_read(tmp_path: Path) -> None:
+    """Journals written before records were doubled (magic 0xd4) load as they did."""
+    import struct
+    import zlib
+
+    def frame(topic: str, offset: int) -> bytes:
+        payload = struct.pack(">I", 1) + bytes((len(topic),)) + topic.encode()
+        payload += struct.pack(">Q", offset)
+        body = b"\xd4" + struct.pack(">I", len(payload)) + payload
+        return body + struct.pack(">I", zlib.crc32(body))
+
+    path = tmp_path / "j"
+    path.write_bytes(frame("a", 5) + frame("b", 6))
+    journal = OffsetJournal(path)
+    assert journal.load() == {"a": 5, "b": 6}
+    journal.reserve("a", 7)
+    journal.close()
+    assert OffsetJournal(path).load() == {"a": 7, "b": 6}
 
 
 def test_journal_compacts_when_it_grows(tmp_path: Path) -> None:
