@@ -29,6 +29,7 @@ TESTS = [
     "tests/unit/test_private_dirs.py",
     "tests/unit/test_dir_fsync.py",
     "tests/unit/test_state.py",
+    "tests/unit/test_producer_runs.py",
     "tests/integration/test_attacks_journal_rot.py",
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
@@ -134,6 +135,30 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "open_state",
         "        journal.in_doubt,",
         "        False,",
+    ),
+    "a gap statement with a run replaces what earlier runs published, whatever the clock": (
+        "dafka.core.store.ingest",
+        "_replaces",
+        "    if gap.run is not None:",
+        "    if False:",
+    ),
+    "a gap statement of an earlier run replaces none of a later run": (
+        "dafka.core.store.ingest",
+        "_replaces",
+        "        return not was.is_gap or (was.run or 0) < gap.run",
+        "        return True",
+    ),
+    "a producer's run publishes its gap statements again before each HEAD": (
+        "dafka.core.producer",
+        "ProducerCore.tick",
+        "                if now >= self._gaps_from.get(state.name, math.inf):",
+        "                if False:",
+    ),
+    "each start of a producer's state directory gets a higher run": (
+        "dafka.api.producer_setup",
+        "open_state",
+        "        run = state.next_run()",
+        "        run = 1",
     ),
     "rot in the last journal record neither loses its reservation nor the acked bound": [
         (
@@ -1320,6 +1345,18 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a restarted producer's journal doubt reaches its core": (
         "tests/unit/test_producer_recovery.py::test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer",
+    ),
+    "a gap statement with a run replaces what earlier runs published, whatever the clock": (
+        "tests/unit/test_producer_runs.py::test_a_producer_whose_clock_stepped_back_still_closes_its_earlier_run",
+    ),
+    "a gap statement of an earlier run replaces none of a later run": (
+        "tests/unit/test_producer_runs.py::test_a_gap_statement_of_an_earlier_run_replaces_nothing",
+    ),
+    "a producer's run publishes its gap statements again before each HEAD": (
+        "tests/unit/test_producer_runs.py::test_a_store_that_was_away_meets_the_gap_statement_of_a_recovery",
+    ),
+    "each start of a producer's state directory gets a higher run": (
+        "tests/unit/test_producer_runs.py::test_each_start_of_a_producer_gets_a_higher_run",
     ),
     "rot in the last journal record neither loses its reservation nor the acked bound": (
         "tests/integration/test_attacks_journal_rot.py::test_a_rotten_last_journal_record_never_reuses_an_acknowledged_offset",

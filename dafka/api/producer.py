@@ -229,6 +229,7 @@ class Producer:
                 recovery_wait=recovery_wait,
                 logged=opened.logged,
                 journal_in_doubt=opened.journal_in_doubt,
+                run=opened.run,
             )
             self._handler = _ProducerHandler(self, self._core)
             self._close_result: CloseResult | None = None

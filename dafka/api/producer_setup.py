@@ -52,6 +52,8 @@ class OpenedState:
     acked_offsets: dict[str, int] = field(default_factory=dict)
     logged: list[tuple[str, int, int, bytes]] = field(default_factory=list)
     journal_in_doubt: bool = False
+    run: int | None = None
+    """This start's run (state directory only), signed into its gap statements."""
     """The offset journal's last record did not read back and was not clearly torn: its
     offsets may be below what was published (the core asks the stores first)."""
 
@@ -75,6 +77,7 @@ def open_state(config: ProducerConfig, durable: bool) -> OpenedState:
             node_id = identity_or_none.node_id
         else:
             node_id = state.node_id()
+        run = state.next_run()
         journal = state.offset_journal()
         next_offsets = journal.load()
         acked_journal = state.offset_journal(ACKED_JOURNAL)
@@ -102,6 +105,7 @@ def open_state(config: ProducerConfig, durable: bool) -> OpenedState:
         acked_offsets,
         logged,
         journal.in_doubt,
+        run,
     )
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import logging
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -59,6 +60,9 @@ MAX_STORES_TRACKED = 256
 """Stores whose ACK offsets are remembered per topic (trust-any-store mode can meet many)."""
 
 _ANONYMOUS = ""  # the store of an rfc46 ACK
+
+MAX_GAPS_REPEATED = 64
+"""Gap statements per topic a run publishes again before each HEAD (each about 150 bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +133,7 @@ class ProducerCore:
         logged: Sequence[tuple[str, int, int, bytes]] = (),
         recovery_budget: int = DEFAULT_BUDGET,
         journal_in_doubt: bool = False,
+        run: int | None = None,
     ) -> None:
         if head_interval <= 0:
             raise ValueError("head_interval must be positive")
@@ -145,6 +150,14 @@ class ProducerCore:
                 f"min_acks={min_acks} can never be reached with {len(trusted_stores)} trusted stores"
             )
         self._node_id = node_id
+        self._run = run
+        """This start's run (its state directory's counter), signed into gap statements."""
+        self._gaps: dict[str, list[tuple[int, int, bytes]]] = {}
+        """Gap statements made by this run, per topic, published again before each HEAD so
+        that a store that was away meets them (``docs/wire.md`` §12)."""
+        self._gaps_from: dict[str, float] = {}
+        """When each topic's gap statements are first published again (one HEAD interval
+        after they were published)."""
         self._profile = profile
         self._batched = profile.batched
         self._head_interval = float(head_interval)
@@ -390,6 +403,10 @@ class ProducerCore:
         for state in self._topics.values():
             due = state.head_due
             if due is not None and now >= due:
+                if now >= self._gaps_from.get(state.name, math.inf):
+                    node = self._node_id
+                    for first, count, blob in self._gaps[state.name]:
+                        out.append(Publish(m.Record(state.name, node, first, blob, count)))
                 out.append(Publish(m.Head(state.name, self._node_id, state.next_offset - 1)))
                 state.head_due = now + self._head_interval
         return out
@@ -448,6 +465,8 @@ class ProducerCore:
             self._free(state, state.acked)
         if state.next_offset > 0:
             state.head_due = now  # tell stores and consumers where the partition ends
+        if rec.topic in self._gaps:
+            self._gaps_from[rec.topic] = now + self._head_interval
         log.info(
             "producer.recovered topic=%s range=%d..%d held=%d next=%d",
             rec.topic,
@@ -479,8 +498,11 @@ class ProducerCore:
         if at < result.reserved:
             holes.append((at, result.reserved - at))
         for first, count in holes:
-            for f, n, blob in self._profile.seal_gap(state.name, first, count):
+            for f, n, blob in self._profile.seal_gap(state.name, first, count, self._run):
                 pieces.append((f, n, blob, True))
+                made = self._gaps.setdefault(state.name, [])
+                if len(made) < MAX_GAPS_REPEATED:
+                    made.append((f, n, blob))
         pieces.sort()
         ends = state.ends
         assert ends is not None
@@ -632,6 +654,8 @@ class ProducerCore:
         state.acks.clear()
         state.acked = state.next_offset - 1 if state.next_offset else None
         state.head_due = None
+        self._gaps.pop(topic, None)
+        self._gaps_from.pop(topic, None)
         return dropped
 
     def _free(self, state: HeldTopic, durable: int) -> None:

@@ -136,9 +136,12 @@ class Profile:
         (``value_lengths``: ``len`` of each value, when the caller has them)."""
         raise NotImplementedError
 
-    def seal_gap(self, topic: str, first_offset: int, count: int) -> list[tuple[int, int, bytes]]:
+    def seal_gap(
+        self, topic: str, first_offset: int, count: int, run: int | None = None
+    ) -> list[tuple[int, int, bytes]]:
         """Signed gap statements for offsets ``first_offset .. + count - 1`` (``(first,
-        count, blob)`` each); only a signing profile can make them."""
+        count, blob)`` each); only a signing profile can make them. ``run``: the producer's
+        run, signed in (format 4); None: format 2, without one."""
         raise ProfileError(f"the {self.name} profile cannot state a gap")
 
     def __repr__(self) -> str:
@@ -533,13 +536,16 @@ class SignedProfile(Profile):
 
     # ------------------------------------------------------------- sealing
 
-    def seal_gap(self, topic: str, first_offset: int, count: int) -> list[tuple[int, int, bytes]]:
+    def seal_gap(
+        self, topic: str, first_offset: int, count: int, run: int | None = None
+    ) -> list[tuple[int, int, bytes]]:
         identity = self._identity("gap statements")
         stamp = self._clock_ms()
         out = []
         while count > 0:
             n = min(count, signed.MAX_GAP_OFFSETS)
-            out.append((first_offset, n, signed.seal_gap(identity, topic, first_offset, n, stamp)))
+            blob = signed.seal_gap(identity, topic, first_offset, n, stamp, run)
+            out.append((first_offset, n, blob))
             first_offset += n
             count -= n
         return out

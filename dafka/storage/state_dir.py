@@ -17,6 +17,9 @@ Layout::
       node_id         rfc46 profile: 32 upper-case hex characters, written atomically
       profile         the wire profile the directory was first used with
       offsets.journal append-only OffsetJournal frames (see below)
+      acked.journal   the same format: how far each topic was acknowledged
+      run             the producer's run: raised and fsynced at every start
+                      (:meth:`StateDir.next_run`), signed into its gap statements
 
 A directory is pinned to the wire profile it was first used with
 (:meth:`StateDir.pin_profile`): its offsets number one partition, and a
@@ -60,6 +63,7 @@ _LOCK = "lock"
 _NODE_ID = "node_id"
 _PROFILE = "profile"
 _JOURNAL = "offsets.journal"
+_RUN = "run"
 
 # Journal frame: magic, u32 payload length, payload, u32 CRC-32 of everything
 # before it. The payload is a u32 entry count, then per entry a u8 topic
@@ -280,6 +284,34 @@ class StateDir:
                 f"--profile {found}, or another state directory for a {profile} node "
                 "(a partition never mixes the wire profiles)"
             )
+
+    def next_run(self) -> int:
+        """This start's run: one more than the last one recorded here, durable (file and
+        directory fsynced) before it returns, so no two starts share a run and a later
+        start has a higher one, whatever the clock says (issue 33).
+
+        Raises :class:`ConfigError` if ``run`` cannot be read: a run counted again from 0
+        would order this start before earlier ones (remove the file only knowing that).
+        """
+        self._check_open()
+        path = self.path / _RUN
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            text = "0"
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        if not text.isdigit() or int(text) >= _MAX_OFFSET:
+            raise ConfigError(
+                f"{path} does not hold a run counter; a producer's runs are ordered by it "
+                "(removing it makes this run's gap statements lose to earlier ones)"
+            )
+        run = int(text) + 1
+        try:
+            write_atomic(path, f"{run}\n".encode())
+        except OSError as exc:
+            raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        return run
 
     def offset_journal(self, name: str = _JOURNAL) -> OffsetJournal:
         """Open the journal of next offsets per topic kept in this directory."""

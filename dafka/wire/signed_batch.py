@@ -31,6 +31,14 @@ never will (a range a crashed producer reserved but never got stored)::
 It travels, is stored and is served exactly like a batch, so every node keeps
 the same history; :attr:`Batch.is_gap` tells it apart and it has no records.
 
+Gap statement with its run (format 4, what producers of this version write): the same
+with the producer's *run* after the timestamp, a counter its state directory raises and
+fsyncs at every start (issue 33). Runs order a producer's restarts without its clock: a
+store lets a gap statement replace what an earlier run published there::
+
+    format u8 = 4 | topic len u8 | topic | partition 16 | first u64 | count u32
+    | timestamp_ms u64 | run u64 | public key 32 | signature 64   (as format 2)
+
 :func:`encode_batch` and :func:`seal_gap` make blobs, :func:`peek_batch` reads a
 header unverified, :func:`verify_batch` checks a blob completely. Every function
 here raises only :class:`~dafka.errors.WireError` (and its subclasses in
@@ -73,6 +81,7 @@ __all__ = [
     "BATCH_FORMAT_V3",
     "DEFAULT_BATCH_FORMAT",
     "GAP_FORMAT",
+    "GAP_RUN_FORMAT",
     "MAX_BATCH_RECORDS",
     "MAX_BLOB_BYTES",
     "MAX_GAP_OFFSETS",
@@ -95,6 +104,9 @@ __all__ = [
 BATCH_FORMAT_V1: Final = 1
 """Records, digest BLAKE2b-256: read always, written only when asked (for old readers)."""
 GAP_FORMAT: Final = 2
+GAP_RUN_FORMAT: Final = 4
+"""A gap statement that carries its producer's run (what producers write since issue 33)."""
+GAP_FORMATS: Final = (GAP_FORMAT, GAP_RUN_FORMAT)
 BATCH_FORMAT_V3: Final = 3
 """Records, digest BLAKE3-256: what producers write."""
 BATCH_FORMATS: Final = (BATCH_FORMAT_V1, BATCH_FORMAT_V3)
@@ -121,6 +133,7 @@ _DIGEST = 32
 _CONTEXTS: Final = {
     BATCH_FORMAT_V1: BATCH_CONTEXT,
     GAP_FORMAT: BATCH_CONTEXT,
+    GAP_RUN_FORMAT: BATCH_CONTEXT,
     BATCH_FORMAT_V3: BATCH_CONTEXT_V3,
 }
 
@@ -128,6 +141,7 @@ _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 
 _BATCH_FIXED = struct.Struct(">16sQIQ")  # partition, first offset, count, timestamp
+_RUN = struct.Struct(">Q")
 
 _NO_KEYS = _NO_KEY.to_bytes(4, "big") * MAX_BATCH_RECORDS
 """The key lengths of a batch without keys (its first ``4 * count`` bytes): compared as
@@ -150,7 +164,9 @@ class BatchHeader:
     count: int
     timestamp_ms: int
     is_gap: bool = False
-    """A gap statement (format 2): ``count`` offsets with no records."""
+    """A gap statement (format 2 or 4): ``count`` offsets with no records."""
+    run: int | None = None
+    """The producer's run a gap statement of format 4 was made in (None: any other)."""
 
     @property
     def last_offset(self) -> int:
@@ -180,6 +196,8 @@ class Batch:
     blob: bytes = field(repr=False)
     is_gap: bool = False
     """A gap statement: the producer says its offsets hold no records, ever."""
+    run: int | None = None
+    """The producer's run a gap statement of format 4 was made in (None: any other)."""
     _records: tuple[tuple[bytes | None, bytes], ...] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -331,10 +349,16 @@ def encode_batch(
 
 
 def seal_gap(
-    identity: Identity, topic: str, first_offset: int, count: int, timestamp_ms: int
+    identity: Identity,
+    topic: str,
+    first_offset: int,
+    count: int,
+    timestamp_ms: int,
+    run: int | None = None,
 ) -> bytes:
     """A signed gap statement: offsets ``first_offset .. + count - 1`` of ``identity``'s
-    partition hold no records, ever (see the module docstring)."""
+    partition hold no records, ever (see the module docstring); format 4 with ``run``,
+    format 2 without."""
     topic_raw = encode_topic(topic)
     if not 1 <= count <= MAX_GAP_OFFSETS:
         raise WireError(f"a gap covers 1 to {MAX_GAP_OFFSETS} offsets, not {count}")
@@ -342,13 +366,17 @@ def seal_gap(
         raise WireError(f"offsets {first_offset}..+{count} out of range")
     if not 0 <= timestamp_ms <= U64_MAX:
         raise WireError(f"timestamp {timestamp_ms} out of range")
+    if run is not None and not 0 <= run <= U64_MAX:
+        raise WireError(f"run {run} out of range")
+    fmt = GAP_FORMAT if run is None else GAP_RUN_FORMAT
     signed = (
-        bytes((GAP_FORMAT, len(topic_raw)))
+        bytes((fmt, len(topic_raw)))
         + topic_raw
         + _BATCH_FIXED.pack(identity.node_id_bytes, first_offset, count, timestamp_ms)
+        + (b"" if run is None else _RUN.pack(run))
         + identity.public_key
     )
-    return signed + identity.sign(BATCH_CONTEXT + _digest(GAP_FORMAT, signed))
+    return signed + identity.sign(BATCH_CONTEXT + _digest(fmt, signed))
 
 
 def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
@@ -363,10 +391,18 @@ def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
     if size < 2:
         raise WireError("truncated batch header")
     fmt = blob[0]
-    if fmt != BATCH_FORMAT_V3 and fmt != BATCH_FORMAT_V1 and fmt != GAP_FORMAT:
+    if (
+        fmt != BATCH_FORMAT_V3
+        and fmt != BATCH_FORMAT_V1
+        and fmt != GAP_FORMAT
+        and fmt != GAP_RUN_FORMAT
+    ):
         raise WireError(f"unknown batch format {fmt}")
     topic_end = 2 + blob[1]
     records_at = topic_end + _BATCH_FIXED.size
+    if fmt == GAP_RUN_FORMAT:
+        records_at += _RUN.size  # the run, where a batch's records start
+        fmt = GAP_FORMAT
     if fmt == GAP_FORMAT:
         if size != records_at + _TRAILER:
             raise WireError("a gap statement is not exactly its header and trailer")
@@ -400,10 +436,26 @@ def peek_batch(blob: bytes) -> BatchHeader:
     never act on these values otherwise.
     """
     blob = bytes(blob)
-    topic, partition, first, count, timestamp, _ = _header(blob)
+    topic, partition, first, count, timestamp, records_at = _header(blob)
+    fmt = blob[0]
     return BatchHeader(
-        topic, partition.hex().upper(), first, count, timestamp, blob[0] == GAP_FORMAT
+        topic,
+        partition.hex().upper(),
+        first,
+        count,
+        timestamp,
+        fmt in GAP_FORMATS,
+        _gap_run(blob, records_at),
     )
+
+
+def _gap_run(blob: bytes, records_at: int) -> int | None:
+    """The run of a format-4 gap statement whose shape :func:`_header` checked (it ends
+    where a batch's records would start); None for any other blob."""
+    if blob[0] != GAP_RUN_FORMAT:
+        return None
+    run: int = _RUN.unpack_from(blob, records_at - _RUN.size)[0]
+    return run
 
 
 def _keyless(blob: bytes, records_at: int, count: int) -> bool:
@@ -467,12 +519,23 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
     if node_id_bytes_for(public_key) != b_partition:
         raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
     fmt = blob[0]
-    gap = fmt == GAP_FORMAT
+    gap = fmt in GAP_FORMATS
     vlens = None if gap else _check_lengths(blob, records_at, count, end)
     digest = _digest(fmt, memoryview(blob)[:end])
     if not verify(public_key, _CONTEXTS[fmt] + digest, blob[end:]):
         raise BadSignature(f"batch of partition {partition_id} has a bad signature")
-    batch = Batch(b_topic, partition_id, first, count, timestamp, public_key, digest, blob, gap)
+    batch = Batch(
+        b_topic,
+        partition_id,
+        first,
+        count,
+        timestamp,
+        public_key,
+        digest,
+        blob,
+        gap,
+        _gap_run(blob, records_at),
+    )
     object.__setattr__(batch, "_value_lengths", vlens)
     return batch
 
@@ -533,7 +596,7 @@ def unchecked_columns(blob: bytes) -> tuple[Column[bytes | None] | None, Column[
     """
     blob = bytes(blob)
     _topic, _partition, _first, count, _ts, records_at = _header(blob)
-    if blob[0] == GAP_FORMAT:
+    if blob[0] in GAP_FORMATS:
         return None, _EMPTY
     vlens = _check_lengths(blob, records_at, count, len(blob) - SIGNATURE_BYTES)
     return _record_columns(blob, blob[1], count, vlens)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ...errors import DafkaError, StorageError, StoreFullError, WireError
 from ...storage.base import StoredBatch
 from ...storage.keys import partition_prefix
-from ...wire.signed import peek_batch
+from ...wire.signed import BatchHeader, peek_batch
 from .. import messages as m
 from .gaps import StoreGaps
 from .state import Equivocation, PartitionKey, _Batch
@@ -41,6 +41,21 @@ def _valid_partition_key(topic: str, partition: str) -> bool:
     except (DafkaError, TypeError):
         return False
     return True
+
+
+def _replaces(gap: BatchHeader, was: BatchHeader) -> bool:
+    """Whether gap statement ``gap`` may replace ``was``, held at its offsets.
+
+    With a run (format 4): any batch, and a gap statement of an earlier run. A producer
+    closes with a gap statement only offsets that an earlier run reserved above the
+    acknowledged bound, and a later run never numbers below what an earlier one
+    reserved, so what a store holds there was published by an earlier run and never
+    acknowledged; the producer's clock, which may have stepped back, plays no part
+    (issue 33). Without a run (format 2, earlier versions): a batch older by the
+    producer's signed clock, as before."""
+    if gap.run is not None:
+        return not was.is_gap or (was.run or 0) < gap.run
+    return not was.is_gap and was.timestamp_ms < gap.timestamp_ms
 
 
 class StoreIngest(StoreGaps):
@@ -281,8 +296,8 @@ class StoreIngest(StoreGaps):
         that every store keeps the same history. True if that was done.
 
         Only the exact case qualifies: the gap starts where a held batch starts, covers
-        everything held from there to the head, and is newer (by the producer's signed
-        clock) than every batch it replaces, none of which is a gap itself."""
+        everything held from there to the head, and replaces each of those batches
+        (:func:`_replaces`: by the producer's run, or without one by its signed clock)."""
         if key in b.advanced:
             return False  # batches of it wait in this very write batch: keep it simple
         try:
@@ -298,8 +313,7 @@ class StoreIngest(StoreGaps):
             if not held or held[0].first_offset != first or held[-1].last_offset != head:
                 return False
             for old in held:
-                was = peek_batch(old.blob)
-                if was.is_gap or was.timestamp_ms >= gap.timestamp_ms:
+                if not _replaces(gap, peek_batch(old.blob)):
                     return False
             self._storage.truncate(key[0], key[1], first)
         except (StorageError, WireError) as exc:
