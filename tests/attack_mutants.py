@@ -30,6 +30,7 @@ TESTS = [
     "tests/unit/test_dir_fsync.py",
     "tests/unit/test_state.py",
     "tests/unit/test_producer_runs.py",
+    "tests/integration/test_attacks_producer_runs.py",
     "tests/integration/test_attacks_journal_rot.py",
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
@@ -1354,6 +1355,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a producer's run publishes its gap statements again before each HEAD": (
         "tests/unit/test_producer_runs.py::test_a_store_that_was_away_meets_the_gap_statement_of_a_recovery",
+        "tests/integration/test_attacks_producer_runs.py::test_a_store_away_during_a_recovery_meets_its_gap_statement",
     ),
     "each start of a producer's state directory gets a higher run": (
         "tests/unit/test_producer_runs.py::test_each_start_of_a_producer_gets_a_higher_run",
