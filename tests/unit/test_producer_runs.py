@@ -198,3 +198,22 @@ def test_each_start_of_a_producer_gets_a_higher_run(tmp_path: Path) -> None:
         runs.append(opened.run)
         opened.state.close()
     assert runs == [1, 2, 3]
+
+
+def test_a_consumer_passes_a_gap_statement_with_its_run() -> None:
+    from dafka.core.consumer import ConsumerCore
+    from dafka.core.effects import Deliver
+    from tests.signing import CONSUMER, WIRE, blob, decoded
+
+    core = ConsumerCore(CONSUMER, offset_reset="earliest", profile=WIRE)
+    core.subscribe("t", 0.0)
+    live = decoded(signed.encode(signed.Record.of(blob(0, 2))))
+    gap = decoded(signed.encode(signed.Record.of(signed.seal_gap(PRODUCER, "t", 2, 3, 0, run=7))))
+    after = decoded(signed.encode(signed.Record.of(blob(5, 1))))
+    delivered = []
+    for msg in (gap, after, live):
+        for effect in core.handle(msg, 1.0):
+            if isinstance(effect, Deliver):
+                delivered.extend(r.offset for r in effect.records())
+    assert delivered == [0, 1, 5]
+    assert core.stats.gap_offsets == 3
