@@ -516,7 +516,11 @@ class OffsetJournal:
             raise
         self._fd = fd
         if repaired:  # a copy was damaged: write the file anew from what was read
-            self.compact()
+            try:
+                self.compact()
+            except BaseException:  # appends after a damaged record would not read back
+                self.close()
+                raise
 
     def _replay(self, fd: int) -> tuple[int, bool]:
         """Read every record; returns where they end and whether a damaged copy was

@@ -360,3 +360,22 @@ def test_state_dir_close_closes_its_journals(tmp_path: Path) -> None:
     state.close()
     with pytest.raises(StorageError):
         journal.reserve("a", 1)
+
+
+@pytest.mark.parametrize("cut", [23, 30, 45])
+def test_a_tail_torn_in_its_second_copy_keeps_the_reservation(tmp_path: Path, cut: int) -> None:
+    """The first copy was written whole: taking its value reserves more than may have been
+    published, which is safe (recovery closes what no store holds)."""
+    path = tmp_path / "j"
+    journal = OffsetJournal(path)
+    journal.reserve("a", 100)
+    good = journal.size
+    journal.reserve("a", 200)
+    journal.close()
+    path.write_bytes(path.read_bytes()[: good + cut])
+    journal = OffsetJournal(path)
+    assert journal.load() == {"a": 200}
+    assert not journal.in_doubt
+    journal.reserve("a", 300)
+    journal.close()
+    assert OffsetJournal(path).load() == {"a": 300}
