@@ -1343,6 +1343,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_producer_recovery.py::test_a_bound_in_doubt_asks_the_stores_before_numbering",
         "tests/unit/test_producer_recovery.py::test_a_probe_that_finds_nothing_numbers_from_the_journal_bound",
         "tests/unit/test_producer_recovery.py::test_a_probe_under_rfc46_numbers_past_what_stores_hold",
+        "tests/integration/test_attacks_journal_rot.py::test_a_journal_bound_in_doubt_is_settled_by_asking_the_stores",
     ),
     "a restarted producer's journal doubt reaches its core": (
         "tests/unit/test_producer_recovery.py::test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer",
