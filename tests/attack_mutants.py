@@ -560,9 +560,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     ),
     "a gap supersedes only older batches": (
         "dafka.core.store.ingest",
-        "StoreIngest._supersede",
-        "                if was.is_gap or was.timestamp_ms >= gap.timestamp_ms:",
-        "                if was.is_gap:",
+        "_replaces",
+        "    return not was.is_gap and was.timestamp_ms < gap.timestamp_ms",
+        "    return not was.is_gap",
     ),
     "ZMQ_MAXMSGSIZE on the data SUB": (),
     "oversized data frames dropped before decoding": (
