@@ -161,6 +161,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        run = state.next_run()",
         "        run = 1",
     ),
+    "a producer whose acked bound is in doubt declares nothing reserved a gap": (
+        "dafka.core.producer",
+        "ProducerCore.__init__",
+        "            acked_next = dict(reserved)",
+        "            pass",
+    ),
+    "a restarted producer's acked journal doubt reaches its core": (
+        "dafka.api.producer_setup",
+        "open_state",
+        "        acked_journal.in_doubt,",
+        "        False,",
+    ),
     "rot in the last journal record neither loses its reservation nor the acked bound": [
         (
             "dafka.core.producer",
@@ -1360,6 +1372,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "each start of a producer's state directory gets a higher run": (
         "tests/unit/test_producer_runs.py::test_each_start_of_a_producer_gets_a_higher_run",
+    ),
+    "a producer whose acked bound is in doubt declares nothing reserved a gap": (
+        "tests/unit/test_producer_recovery.py::test_an_acked_bound_in_doubt_declares_nothing_a_gap",
+    ),
+    "a restarted producer's acked journal doubt reaches its core": (
+        "tests/unit/test_producer_recovery.py::test_a_state_directory_whose_acked_journal_is_in_doubt_says_so",
     ),
     "rot in the last journal record neither loses its reservation nor the acked bound": (
         "tests/integration/test_attacks_journal_rot.py::test_a_rotten_last_journal_record_never_reuses_an_acknowledged_offset",

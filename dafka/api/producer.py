@@ -230,6 +230,7 @@ class Producer:
                 logged=opened.logged,
                 journal_in_doubt=opened.journal_in_doubt,
                 run=opened.run,
+                acked_in_doubt=opened.acked_in_doubt,
             )
             self._handler = _ProducerHandler(self, self._core)
             self._close_result: CloseResult | None = None

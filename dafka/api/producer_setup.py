@@ -54,6 +54,9 @@ class OpenedState:
     journal_in_doubt: bool = False
     run: int | None = None
     """This start's run (state directory only), signed into its gap statements."""
+    acked_in_doubt: bool = False
+    """The acked journal's last record did not read back and was not clearly torn: its
+    bounds may be below what was acknowledged."""
     """The offset journal's last record did not read back and was not clearly torn: its
     offsets may be below what was published (the core asks the stores first)."""
 
@@ -106,6 +109,7 @@ def open_state(config: ProducerConfig, durable: bool) -> OpenedState:
         logged,
         journal.in_doubt,
         run,
+        acked_journal.in_doubt,
     )
 
 

@@ -134,6 +134,7 @@ class ProducerCore:
         recovery_budget: int = DEFAULT_BUDGET,
         journal_in_doubt: bool = False,
         run: int | None = None,
+        acked_in_doubt: bool = False,
     ) -> None:
         if head_interval <= 0:
             raise ValueError("head_interval must be positive")
@@ -201,6 +202,11 @@ class ProducerCore:
                     acked,
                 )
                 reserved[topic] = acked
+        if acked_in_doubt:
+            # the acked journal lost a record: anything reserved may have been acknowledged,
+            # so none of it may be declared a gap (a hole is left rather than a loss)
+            log.warning("producer.acked_in_doubt topics=%d", len(reserved))
+            acked_next = dict(reserved)
         for topic, offset in reserved.items():
             if offset < 0:
                 raise ValueError(f"next offset for topic {topic!r} is negative")

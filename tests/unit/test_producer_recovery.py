@@ -411,3 +411,42 @@ def test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer(
     finally:
         assert opened.state is not None
         opened.state.close()
+
+
+def test_an_acked_bound_in_doubt_declares_nothing_a_gap() -> None:
+    """acked.journal lost its last record (both copies rotted): 10..19 may have been
+    acknowledged. A gap statement there could make stores drop acknowledged records, so
+    nothing reserved is closed; numbering goes on from the reservation."""
+    core = signed_producer(
+        next_offsets={"t": 20}, acked_offsets={"t": 10}, recovery_wait=1.0, acked_in_doubt=True
+    )
+    assert not core.recovering
+    out = core.tick(0.0) + core.tick(5.0)
+    assert not [r for r in records(out) if signed.peek_batch(r.content).is_gap]
+    assert core.publish("t", [b"x"], now=5.0)[0] == 20
+
+
+def test_a_state_directory_whose_acked_journal_is_in_doubt_says_so(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from dafka.api.producer_setup import ACKED_JOURNAL, open_state
+    from dafka.config import ProducerConfig
+
+    state = Path(str(tmp_path)) / "state"
+    config = ProducerConfig(state_dir=state).validate()
+    opened = open_state(config, durable=False)
+    assert opened.acked_journal is not None and opened.state is not None
+    opened.acked_journal.reserve("t", 5)
+    opened.acked_journal.reserve("t", 9)
+    opened.state.close()
+    path = state / ACKED_JOURNAL
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 1
+    data[-3 - 23] ^= 1  # both copies of the last record
+    path.write_bytes(bytes(data))
+    opened = open_state(config, durable=False)
+    try:
+        assert opened.acked_in_doubt and not opened.journal_in_doubt
+    finally:
+        assert opened.state is not None
+        opened.state.close()
