@@ -78,6 +78,11 @@ STORE_FIELDS: _Fields = (
     ("partitions_refused", "dafka_store_partitions_refused", "New partitions refused (caps)."),
     ("append_failures", "dafka_store_append_failures", "LMDB writes that failed (not ACKed)."),
     ("retention_trims", "dafka_store_retention_trims", "Partition tails moved by retention."),
+    (
+        "retention_paused",
+        "dafka_store_retention_paused",
+        "Retention checks without age trims: the wall clock ran ahead.",
+    ),
     ("oversized", "dafka_store_records_oversized", "Records over max_message_size."),
 )
 PRODUCER_FIELDS: _Fields = (
