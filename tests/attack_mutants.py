@@ -74,6 +74,7 @@ TESTS = [
     "tests/unit/test_attacks_retention_clock.py",
     "tests/unit/test_attacks_consumer_tails.py",
     "tests/unit/test_cli_below_min_acks.py",
+    "tests/integration/test_attacks_consumer_tails.py",
     "tests/unit/raft/test_answer_budget.py",
     "tests/unit/test_metadata_state.py",
     "tests/integration/test_attacks_raft_queries.py",
@@ -1801,6 +1802,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a consumer fetches from a store's claimed tail to verify it": (
         "tests/unit/test_attacks_consumer_tails.py::test_a_default_consumer_after_retention_reports_the_loss_and_delivers_the_rest",
+        "tests/integration/test_attacks_consumer_tails.py::test_a_default_consumer_reports_the_trimmed_range_and_reads_the_rest",
     ),
     "a consumer says it waits on a tail no trusted store backs": (
         "tests/unit/test_attacks_consumer_tails.py::test_an_untrusted_stores_tail_never_skips_but_the_wait_is_said",
