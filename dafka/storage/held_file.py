@@ -36,6 +36,7 @@ class HeldFile:
     def __init__(self, directory: Path) -> None:
         self.path = directory / HELD_FILE
         self._saved_at: float | None = None
+        self._saved_held: int | None = None  # the held clock last written
 
     def load(self) -> HeldLedger:
         try:
@@ -43,10 +44,13 @@ class HeldFile:
                 raise ValueError(f"over {_MAX_BYTES} bytes")
             ledger = HeldLedger.from_json(json.loads(self.path.read_bytes()))
         except FileNotFoundError:
-            return HeldLedger()
+            ledger = HeldLedger()
+            self._saved_held = ledger.held_ms
+            return ledger
         except (OSError, ValueError, TypeError, KeyError) as exc:
             log.warning("store.held.unreadable path=%s error=%s action=start-empty", self.path, exc)
             return HeldLedger()
+        self._saved_held = ledger.held_ms
         log.info("store.held.loaded held_ms=%d partitions=%d", ledger.held_ms, len(ledger.receipts))
         return ledger
 
@@ -55,6 +59,8 @@ class HeldFile:
         an unsaved ledger only delays retention."""
         if not force and self._saved_at is not None and now - self._saved_at < SAVE_EVERY:
             return
+        if not ledger.dirty and ledger.held_ms == self._saved_held:
+            return  # nothing changed (no retention by age, or a store at rest)
         self._saved_at = now
         try:
             write_atomic(self.path, json.dumps(ledger.to_json(), separators=(",", ":")).encode())
@@ -62,3 +68,4 @@ class HeldFile:
             log.warning("store.held.save_failed path=%s error=%s", self.path, exc)
             return
         ledger.dirty = False
+        self._saved_held = ledger.held_ms

@@ -162,3 +162,20 @@ def test_receipts_per_partition_are_bounded_and_merge_only_younger() -> None:
     infos = [BatchInfo(i, i, 1, T0 + i * SEC) for i in range(1_000)]
     ages = ledger.ages(("t", P), infos, T0 + 1_000 * SEC)
     assert all(a is not None and a <= 1_000 * SEC - i * SEC for i, a in enumerate(ages))
+
+
+def test_the_ledger_file_is_written_only_when_something_changed(tmp_path: Path) -> None:
+    held = HeldFile(tmp_path)
+    ledger = held.load()
+    held.save(ledger, 0.0)
+    assert not (tmp_path / HELD_FILE).exists()  # nothing to keep yet
+    ledger.advance(0, T0)
+    ledger.advance(5 * SEC, T0 + 5 * SEC)
+    held.save(ledger, 100.0)
+    assert HeldFile(tmp_path).load().held_ms == 5 * SEC
+    (tmp_path / HELD_FILE).unlink()
+    held.save(ledger, 200.0)  # unchanged since
+    assert not (tmp_path / HELD_FILE).exists()
+    ledger.observe(("t", P), 3, T0)
+    held.save(ledger, 210.0)  # changed
+    assert HeldFile(tmp_path).load().receipts[("t", P)][0].upto == 3
