@@ -76,6 +76,10 @@ TESTS = [
     "tests/unit/test_consumer_columns.py",
     "tests/unit/test_store_pipeline.py",
     "tests/unit/test_metadata_policies.py",
+    "tests/unit/test_attacks_retention_clock.py",
+    "tests/unit/test_attacks_consumer_tails.py",
+    "tests/unit/test_cli_below_min_acks.py",
+    "tests/integration/test_attacks_consumer_tails.py",
     "tests/unit/raft/test_answer_budget.py",
     "tests/unit/test_metadata_state.py",
     "tests/integration/test_attacks_raft_queries.py",
@@ -730,6 +734,30 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         " or not self.terms.may_campaign(self.term):",
         ":",
     ),
+    "retention age is bounded by the store's own held time": (
+        "dafka.storage.retention",
+        "HeldLedger.ages",
+        "            out.append(max(0, min(self.held_ms - r.held_ms, wall_ms - stamp)))",
+        "            out.append(max(0, wall_ms - stamp))",
+    ),
+    "retention clamps producer stamps to the receipt's window": (
+        "dafka.storage.retention",
+        "HeldLedger.ages",
+        "            stamp = min(max(batch.timestamp_ms, r.wall_ms - STAMP_WINDOW_MS), r.wall_ms)",
+        "            stamp = batch.timestamp_ms",
+    ),
+    "no age retention while the store's clock runs ahead of its monotonic measure": (
+        "dafka.core.store.policy",
+        "StorePolicy.apply_retention",
+        "                if ahead > CLOCK_STEP_MS:\n                    max_age = None",
+        "                if False:\n                    max_age = None",
+    ),
+    "the CLI flags partitions with fewer copies of their head than min_acks": (
+        "dafka.cli.holdings",
+        "below_min_acks",
+        "        if len(c.stores) < need:",
+        "        if False:",
+    ),
     "data queues bounded in bytes per connection": (
         "dafka.io.node",
         "NodeLoop._run_sockets",
@@ -826,11 +854,37 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)",
         "-1",
     ),
-    "consumer acts on signed tails only": (
+    "consumer acts on signed tails only": [
+        (
+            "dafka.core.consumer_heads",
+            "HeadTracking._tail_counts",
+            "        if store is None:\n            return False",
+            "        if False:\n            return False",
+        ),
+        (
+            "dafka.core.consumer_heads",
+            "HeadTracking._on_store_tail",
+            "        if store is None:\n            return effects",
+            "        if False:\n            return effects",
+        ),
+    ],
+    "without a trust list a store's tail waits while other stores are asked": (
         "dafka.core.consumer_heads",
-        "HeadTracking._tail_counts",
-        "        if store is None:\n            return False",
-        "        if False:\n            return False",
+        "HeadTracking._on_store_tail",
+        "        if counts and trusted:",
+        "        if counts:",
+    ),
+    "a consumer fetches from a store's claimed tail to verify it": (
+        "dafka.core.consumer_heads",
+        "HeadTracking._on_store_tail",
+        "        probe = self._probe_tail(p, tail, msg.offset, now)",
+        "        probe = None",
+    ),
+    "a consumer says it waits on a tail no trusted store backs": (
+        "dafka.core.consumer_heads",
+        "HeadTracking._on_store_tail",
+        "            self._tail_waits += 1",
+        "            pass",
     ),
     "consumer trusts listed stores' tails only": (
         "dafka.core.consumer_heads",
@@ -1887,6 +1941,29 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "subscriptions wait for the first read view": (
         "tests/integration/test_attacks_read_acl.py::test_a_node_grants_no_subscription_before_it_knows_the_read_acls",
+    ),
+    "retention age is bounded by the store's own held time": (
+        "tests/unit/test_attacks_retention_clock.py::test_a_whole_host_clock_jump_still_keeps_what_was_held_less_than_retention",
+        "tests/unit/test_attacks_retention_clock.py::test_the_held_time_survives_a_restart_and_a_clock_jump_while_down",
+    ),
+    "retention clamps producer stamps to the receipt's window": (
+        "tests/unit/test_attacks_retention_clock.py::test_a_producer_clock_ahead_cannot_keep_its_records_for_ever",
+    ),
+    "no age retention while the store's clock runs ahead of its monotonic measure": (
+        "tests/unit/test_attacks_retention_clock.py::test_a_store_clock_jumping_an_hour_ahead_trims_nothing_acked_within_retention",
+    ),
+    "without a trust list a store's tail waits while other stores are asked": (
+        "tests/unit/test_attacks_consumer_tails.py::test_a_store_lying_about_its_tail_cannot_skip_what_another_store_serves",
+    ),
+    "a consumer fetches from a store's claimed tail to verify it": (
+        "tests/unit/test_attacks_consumer_tails.py::test_a_default_consumer_after_retention_reports_the_loss_and_delivers_the_rest",
+        "tests/integration/test_attacks_consumer_tails.py::test_a_default_consumer_reports_the_trimmed_range_and_reads_the_rest",
+    ),
+    "a consumer says it waits on a tail no trusted store backs": (
+        "tests/unit/test_attacks_consumer_tails.py::test_an_untrusted_stores_tail_never_skips_but_the_wait_is_said",
+    ),
+    "the CLI flags partitions with fewer copies of their head than min_acks": (
+        "tests/unit/test_cli_below_min_acks.py::test_a_store_behind_the_head_is_no_copy_and_a_silent_one_counts_for_nothing",
     ),
     "data queues bounded in bytes per connection": (
         "tests/integration/test_attacks_queues.py::test_a_store_that_stops_reading_holds_a_bounded_queue_of_largest_frames",

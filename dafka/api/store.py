@@ -38,6 +38,7 @@ from ..metadata.state import topic_settings
 from ..query.budget import QueryLimits
 from ..query.server import QueryService
 from ..security import identity as identity_module
+from ..storage.held_file import HeldFile
 from ..storage.lmdb_store import LmdbStorage
 from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from .common import node_config
@@ -56,8 +57,10 @@ class _StoreHandler:
         retention_interval: float = 5.0,
         frame_bytes: int = 16 * 1024 * 1024,
         storage: LmdbStorage | None = None,
+        held_file: HeldFile | None = None,
     ) -> None:
         self.core = core
+        self.held_file = held_file  # saves core.held (dafka.storage.held_file)
         self.query = query
         # given: commits on a writer thread (dafka.api.store_pipeline), made in on_start
         # (it reports through the loop's call()); None: each drain committed on the IO thread
@@ -153,9 +156,11 @@ class _StoreHandler:
             if self._retry_deletions is not None:
                 self._apply_deletions(*self._retry_deletions)
             try:
-                self.core.apply_retention(time.time_ns() // 1_000_000)
+                self.core.apply_retention(time.time_ns() // 1_000_000, time.monotonic_ns() // 10**6)
             except DafkaError as exc:
                 log.warning("store.retention.failed error=%s", exc)
+            if self.held_file is not None and self.core.held is not None:
+                self.held_file.save(self.core.held, now)
         pipeline = self.pipeline
         out.extend(self.core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
         return out
@@ -167,6 +172,8 @@ class _StoreHandler:
             self.pipeline.settle(self._clock(), timeout=10.0)
         if self._writer is not None:
             self._writer.stop()
+        if self.held_file is not None and self.core.held is not None:
+            self.held_file.save(self.core.held, self._clock(), force=True)
 
 
 def open_data_dir(path: Path) -> Path:
@@ -251,6 +258,8 @@ class Store:
                 serve_rate=serve_rate,
                 serve_total_rate=4 * serve_rate,
             )
+            held_file = HeldFile(self.path)
+            self.core.held = held_file.load()
             self.query = QueryService(
                 self._storage,
                 port=query_port,
@@ -264,6 +273,7 @@ class Store:
                 retention_interval,
                 nconf.max_message_size,
                 self._storage if commit_thread else None,
+                held_file,
             )
             self._loop = NodeLoop(
                 self.node_id,

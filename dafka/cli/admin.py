@@ -37,7 +37,7 @@ from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
 from .common import CONTEXT, Group, common_options, run_cli
 from .groups import groups
-from .holdings import StoreView, human, survey
+from .holdings import StoreView, below_min_acks, copies, human, survey
 from .query import query
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -261,9 +261,24 @@ def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_jso
         for p in s.partitions or ()
         if p.topic == topic
     )
+    held = copies(stores)
+    below = below_min_acks(held, {topic: settings["min_acks"]})
     if as_json:
-        parts = [{"partition": r[0], "tail": r[1], "head": r[2], "store": r[3]} for r in rows]
-        click.echo(json.dumps({**settings, "partitions": parts}, sort_keys=True))
+        parts = [
+            {
+                "partition": r[0],
+                "tail": r[1],
+                "head": r[2],
+                "store": r[3],
+                "copies": len(held[(topic, r[0])].stores),
+                "below_min_acks": (topic, r[0]) in below,
+            }
+            for r in rows
+        ]
+        short = sorted(k[1] for k in below)
+        click.echo(
+            json.dumps({**settings, "partitions": parts, "below_min_acks": short}, sort_keys=True)
+        )
     else:
         click.echo(f"topic {topic}")
         for key in TOPIC_DEFAULTS:
@@ -277,10 +292,18 @@ def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_jso
             count = len({r[0] for r in rows})
             click.echo(f"partitions: {count} (from {len(answered)} store(s); offsets tail..head)")
             for partition, tail, head, node_id in rows:
-                click.echo(f"  {partition} {tail}..{head} on store {node_id}")
+                flag = below.get((topic, partition))
+                mark = f" BELOW min_acks ({flag[0]} of {flag[1]} copies)" if flag else ""
+                click.echo(f"  {partition} {tail}..{head} on store {node_id}{mark}")
+            if below:
+                click.echo(
+                    f"below min_acks: {len(below)} partition(s) have fewer stores holding "
+                    f"their head than min_acks {settings['min_acks']}"
+                )
     for s in stores:
         if s.error is not None:
             click.echo(f"warning: store {s.node_id} at {s.endpoint}: {s.error}", err=True)
+    _warn_below(below)
 
 
 @main.group()
@@ -328,7 +351,10 @@ def stores_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
     """
     with _client(tower, cluster, timeout) as client:
         trusted = client.stores()
+        min_acks = {name: t["min_acks"] for name, t in client.topics().items()}
     heard = {s.node_id: s for s in survey(tower, None, timeout)}
+    held = copies(list(heard.values()))
+    below = below_min_acks(held, min_acks)
     ids = sorted(set(trusted) | set(heard))
     for node_id in ids:
         s = heard.get(node_id)
@@ -339,7 +365,14 @@ def stores_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
                 row.update(query=s.endpoint, public_key=s.public_key, error=s.error)
                 if s.partitions is not None:
                     row["holds"] = [
-                        {"topic": p.topic, "partition": p.partition, "tail": p.tail, "head": p.head}
+                        {
+                            "topic": p.topic,
+                            "partition": p.partition,
+                            "tail": p.tail,
+                            "head": p.head,
+                            "copies": len(held[(p.topic, p.partition)].stores),
+                            "below_min_acks": (p.topic, p.partition) in below,
+                        }
                         for p in s.partitions
                     ]
             click.echo(json.dumps({k: v for k, v in row.items() if v is not None}, sort_keys=True))
@@ -347,10 +380,44 @@ def stores_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
             click.echo(f"{node_id} {trust}, not heard through the towers")
         else:
             key = f" public key {s.public_key}" if s.public_key else ""
-            click.echo(f"{node_id} {trust}, query {s.endpoint}{key}, holds {_holds(s)}")
+            click.echo(
+                f"{node_id} {trust}, query {s.endpoint}{key}, holds {_holds(s)}"
+                f"{_below_of(s, below)}"
+            )
     if not ids:
         click.echo(
             "no stores: the metadata trusts none and none is heard through the towers", err=True
+        )
+    _warn_below(below)
+
+
+MAX_BELOW_SHOWN = 5
+
+
+def _below_of(s: StoreView, below: dict[tuple[str, str], tuple[int, int]]) -> str:
+    """``; BELOW min_acks: N of them (topic/partition c of m, ...)`` for a store holding
+    partitions with fewer copies than promised; "" otherwise."""
+    mine = sorted(
+        (p.topic, p.partition) for p in s.partitions or () if (p.topic, p.partition) in below
+    )
+    if not mine:
+        return ""
+    shown = ", ".join(
+        f"{t}/{p} {below[(t, p)][0]} of {below[(t, p)][1]}" for t, p in mine[:MAX_BELOW_SHOWN]
+    )
+    more = f", {len(mine) - MAX_BELOW_SHOWN} more" if len(mine) > MAX_BELOW_SHOWN else ""
+    return f"; BELOW min_acks: {len(mine)} of them ({shown}{more})"
+
+
+def _warn_below(below: dict[tuple[str, str], tuple[int, int]]) -> None:
+    """One line on stderr when partitions have fewer copies than their min_acks."""
+    if below:
+        topics = sorted({t for t, _ in below})
+        click.echo(
+            f"warning: {len(below)} partition(s) of {len(topics)} topic(s) "
+            f"({', '.join(topics[:MAX_BELOW_SHOWN])}) have fewer stores holding their head "
+            "than the topic's min_acks",
+            err=True,
         )
 
 

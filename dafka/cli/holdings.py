@@ -5,11 +5,17 @@ Stores are found as ``dafka query`` finds them, through the towers' service beac
 on its query endpoint. A store that does not answer is reported, not fatal: the
 metadata part of the answer stands on its own. Settings are printed as an admin
 gives them (``7d``, ``1G``, ``none``, ``any``), never as ``None``.
+
+A partition is **below min_acks** (issue 33, point 2) when fewer stores than its topic's
+``min_acks`` report holding its head (the highest head any store reported): the copies
+a producer was promised are not all there. Only the stores that answered count, so a
+store down or unreachable makes its partitions show as below, which they are for as long
+as it stays so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +24,7 @@ from ..query.client import QueryClient
 from ..query.locator import StoreLocator
 from ..query.protocol import PartitionInfo
 
-__all__ = ["StoreView", "human", "survey"]
+__all__ = ["Copies", "StoreView", "below_min_acks", "copies", "human", "survey"]
 
 ACL_KEYS = ("producers", "consumers", "clients")
 _MS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
@@ -62,6 +68,42 @@ def survey(tower: str, topics: Sequence[str] | None, timeout: float) -> list[Sto
             out.append(StoreView(node_id, endpoint, hexkey, None, str(exc)))
             continue
         out.append(StoreView(node_id, endpoint, hexkey, parts))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Copies:
+    """Who holds a partition's newest record: ``head``, the highest head any store that
+    answered reported, and ``stores``, the node IDs of those that hold it."""
+
+    head: int
+    stores: tuple[str, ...]
+
+
+def copies(stores: Sequence[StoreView]) -> dict[tuple[str, str], Copies]:
+    """Per ``(topic, partition)`` any store that answered holds: its copies of the head."""
+    best: dict[tuple[str, str], tuple[int, list[str]]] = {}
+    for s in stores:
+        for p in s.partitions or ():
+            key = (p.topic, p.partition)
+            held = best.get(key)
+            if held is None or p.head > held[0]:
+                best[key] = (p.head, [s.node_id])
+            elif p.head == held[0] and s.node_id not in held[1]:
+                held[1].append(s.node_id)
+    return {k: Copies(head, tuple(sorted(ids))) for k, (head, ids) in best.items()}
+
+
+def below_min_acks(
+    held: Mapping[tuple[str, str], Copies], min_acks: Mapping[str, int], default: int = 1
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """The partitions with fewer copies of their head than their topic's ``min_acks``
+    (``default`` for a topic the metadata does not name): ``(copies, min_acks)`` each."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for key, c in held.items():
+        need = min_acks.get(key[0], default)
+        if len(c.stores) < need:
+            out[key] = (len(c.stores), need)
     return out
 
 

@@ -152,6 +152,9 @@ class ConsumerBase:
         self._last_reject_log = -_REJECT_LOG_PERIOD
         self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
         self._ignored_tails = 0
+        self._tail_claims = 0
+        self._tail_waits = 0
+        self._last_claim_log = -_REJECT_LOG_PERIOD
         self._unconfirmed = 0
         self._hints = TokenBucket(HINT_RATE, HINT_BURST)
         self._fetch_budget = TokenBucket(FETCH_RATE, FETCH_BURST)
@@ -200,6 +203,8 @@ class ConsumerBase:
             oversized=self._oversized,
             unserved=self._unserved,
             before_start=self._before_start,
+            tail_claims=self._tail_claims,
+            tail_waits=self._tail_waits,
         )
 
     @property

@@ -21,6 +21,8 @@ from .effects import Effect, Publish
 
 log = logging.getLogger(__name__)
 
+_CLAIM_LOG_PERIOD = 5.0  # seconds between warning lines about store tails (all partitions)
+
 
 class HeadTracking(Delivery):
     """HEADs and store answers of :class:`~dafka.core.consumer.ConsumerCore` (a layer of it)."""
@@ -140,20 +142,95 @@ class HeadTracking(Delivery):
                 effects.append(fetch)
         tail = msg.tail
         if tail and tail <= msg.offset and p.next < tail:  # the newest batch always stays
-            if self._tail_counts(msg, p, tail):
-                effects = self._on_tail(topic, partition, tail, now, effects)
-            else:
-                self._ignored_tails += 1
+            effects = self._on_store_tail(msg, p, tail, now, effects)
         return effects
 
-    def _tail_counts(self, msg: m.DirectHead, p: _Partition, tail: int) -> bool:
-        """Whether a store's tail may move delivery: signed by a trusted store (any
-        store when none are configured, and then only up to what the producer's own
-        signed statements show to exist), within ``max_head_lead``."""
+    def _on_store_tail(
+        self, msg: m.DirectHead, p: _Partition, tail: int, now: float, effects: list[Effect]
+    ) -> list[Effect]:
+        """A store says it no longer holds ``[p.next, tail)``. A listed trusted store's
+        word counts at once (``_tail_counts``). Any other store's signed tail is a claim
+        (issue 33, point 10): the consumer says so in a warning line, keeps asking every
+        store for ``[next, …)`` (the FETCHes of ``tick``) and asks for the records from the
+        tail on (:meth:`_probe_tail`), whose producer signatures show what exists. Without
+        trusted stores, once no store has served anything of the range for
+        ``unserved_after`` seconds since the claim, and the tail lies below what the
+        producer signed, the range is skipped as a data loss (reported); a store lying
+        about its tail thus costs that wait, never records another store serves. With
+        trusted stores, an unlisted store's claim never skips anything, but a wait past
+        ``unserved_after`` is said in a warning line (rate-limited) and counted
+        (``ConsumerStats.tail_waits``), never in silence."""
+        trusted = self._trusted
+        store = self._profile.tail_store(msg)
+        counts = self._tail_counts(p, tail, store)
+        if counts and trusted:
+            p.claim_since = None
+            return self._on_tail(p.topic, p.partition, tail, now, effects)
+        if not counts:
+            self._ignored_tails += 1
+        if store is None:
+            return effects  # unsigned or badly signed: nobody's word
+        since = p.claim_since
+        if since is None or since < p.progress_at:
+            since = p.claim_since = now
+            self._tail_claims += 1
+            self._log_claim(p, tail, store, "claimed", 0.0, now)
+        waited = now - max(since, p.progress_at)
+        if waited >= self._unserved_after:
+            if counts:  # no trust list: any store's signed tail within what the producer signed
+                p.claim_since = None
+                return self._on_tail(p.topic, p.partition, tail, now, effects)
+            self._tail_waits += 1
+            self._log_claim(p, tail, store, "waiting", waited, now)
+        probe = self._probe_tail(p, tail, msg.offset, now)
+        if probe is not None:
+            effects.append(probe)
+        return effects
+
+    def _log_claim(
+        self, p: _Partition, tail: int, store: str, what: str, waited: float, now: float
+    ) -> None:
+        if now - self._last_claim_log < _CLAIM_LOG_PERIOD:
+            return
+        self._last_claim_log = now
+        log.warning(
+            "consumer.tail_%s topic=%s partition=%s next=%d tail=%d store=%s waited_s=%.1f "
+            "action=%s",
+            what,
+            p.topic,
+            p.partition,
+            p.next,
+            tail,
+            store,
+            waited,
+            "ask-every-store" if self._trusted is None else "wait-for-a-trusted-store",
+        )
+
+    def _probe_tail(self, p: _Partition, tail: int, head: int, now: float) -> Publish | None:
+        """A FETCH from a claimed tail on, while nothing at or past it was verified: the
+        producer-signed records there show the range below the tail exists (so a default
+        consumer may skip it) and are delivered once it is passed. Repeated at most once a
+        ``fetch_timeout``, within the consumer's FETCH rate."""
+        if p.seen_end > tail or tail > max(p.next, p.seen_end) + self._lead:
+            return None
+        sent_at = p.recent.get(tail)
+        if sent_at is not None and now - sent_at < self._timeout:
+            return None
+        if not self._fetch_budget.allow(now):
+            return None
+        p.recent[tail] = now
+        self._fetches += 1
+        count = max(1, min(self._window, head + 1 - tail))
+        return Publish(m.Fetch(p.partition, self._node_id, p.topic, tail, count))
+
+    def _tail_counts(self, p: _Partition, tail: int, store: str | None) -> bool:
+        """Whether a store's tail may move delivery: signed (``store``, the signer, None if
+        unsigned) by a trusted store (any store when none are configured, and then only up
+        to what the producer's own signed statements show to exist), within
+        ``max_head_lead``."""
         trusted = self._trusted
         if trusted is not None and not trusted:
             return False
-        store = self._profile.tail_store(msg)
         if store is None:
             return False
         if trusted is not None:

@@ -84,6 +84,14 @@ class ConsumerStats:
     before_start: int = 0
     """Records passed, not delivered, because their batch is stamped before the
     consumer's ``start_timestamp`` (or a timestamp seek)."""
+    tail_claims: int = 0
+    """Store tails heard as claims, not acted on at once: from a store not on the trust
+    list, or from any store without one (then acted on after ``unserved_after`` seconds
+    in which no store served the range; ``dafka.core.consumer_heads``)."""
+    tail_waits: int = 0
+    """Times a claimed tail was still waited on past ``unserved_after`` seconds: no store
+    serves the range and no trusted store's tail lets it be skipped (each is also a
+    rate-limited warning line)."""
 
 
 class PartitionState:
@@ -107,6 +115,7 @@ class PartitionState:
         "answer",
         "buffer",
         "buffer_ends",
+        "claim_since",
         "confirmed",
         "from_end",
         "held_bytes",
@@ -159,3 +168,6 @@ class PartitionState:
         # -N known only from a store's unsigned hint: N, until a verified batch or HEAD
         # shows where the end is (then delivery starts N before it)
         self.from_end = 0
+        # when a store's tail claim not (yet) acted on was first heard (since the last
+        # progress); dafka.core.consumer_heads
+        self.claim_since: float | None = None

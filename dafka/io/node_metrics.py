@@ -78,6 +78,11 @@ STORE_FIELDS: _Fields = (
     ("partitions_refused", "dafka_store_partitions_refused", "New partitions refused (caps)."),
     ("append_failures", "dafka_store_append_failures", "LMDB writes that failed (not ACKed)."),
     ("retention_trims", "dafka_store_retention_trims", "Partition tails moved by retention."),
+    (
+        "retention_paused",
+        "dafka_store_retention_paused",
+        "Retention checks without age trims: the wall clock ran ahead.",
+    ),
     ("oversized", "dafka_store_records_oversized", "Records over max_message_size."),
 )
 PRODUCER_FIELDS: _Fields = (
@@ -103,6 +108,8 @@ CONSUMER_FIELDS: _Fields = (
     ("gap_offsets", "dafka_consumer_gap_offsets", "Offsets passed by signed gap statements."),
     ("data_lost", "dafka_consumer_records_lost", "Records skipped: retention deleted them."),
     ("unserved", "dafka_consumer_records_unserved", "rfc46 offsets nobody served in time."),
+    ("tail_claims", "dafka_consumer_tail_claims", "Store tails heard as claims, not at once."),
+    ("tail_waits", "dafka_consumer_tail_waits", "Waits on a tail no store backs or serves."),
     ("rejected", "dafka_consumer_batches_rejected", "Batches that failed signature checks."),
     ("rejected_heads", "dafka_consumer_heads_rejected", "HEADs that failed signature checks."),
     ("unauthorized", "dafka_consumer_batches_unauthorized", "Batches the topic's ACL refused."),

@@ -79,3 +79,36 @@ def test_describe_and_list_show_partitions_heads_and_stores(tmp_path: Path) -> N
     finally:
         store.kill()
         tower.stop()
+
+
+def test_partitions_below_min_acks_are_flagged(tmp_path: Path) -> None:
+    """Issue 33, point 2: with min_acks raised to 2 and one store holding the partition,
+    both commands flag it (text, JSON and one warning line on stderr)."""
+    tower = Tower()
+    store = StoreProc(tmp_path / "store", tower.address)
+    try:
+        p = Proc(py("dafka.cli.producer", "few", "--tower", tower.address, "-q"), stdin=b"a\nb\n")
+        assert p.wait() == 0, p.stderr
+        text = out(admin(tower, "topics", "describe", "few"))
+        assert "BELOW" not in text and "below min_acks" not in text, text
+        admin(tower, "topics", "alter", "few", "--min-acks", "2")
+        described = admin(tower, "topics", "describe", "few")
+        text = out(described)
+        (row,) = [line for line in text.splitlines() if store.node_id in line]
+        assert row.endswith("BELOW min_acks (1 of 2 copies)"), text
+        assert "below min_acks: 1 partition(s)" in text
+        assert "fewer stores holding their head than the topic's min_acks" in described.stderr
+        obj = json.loads(out(admin(tower, "topics", "describe", "few", "--json")))
+        assert [(r["copies"], r["below_min_acks"]) for r in obj["partitions"]] == [(1, True)]
+        assert len(obj["below_min_acks"]) == 1
+        listed = admin(tower, "stores", "list")
+        (row,) = out(listed).splitlines()
+        assert "; BELOW min_acks: 1 of them (few/" in row and row.endswith(" 1 of 2)"), row
+        assert "fewer stores holding their head" in listed.stderr
+        (obj,) = [
+            json.loads(x) for x in out(admin(tower, "stores", "list", "--json")).split("\n") if x
+        ]
+        assert obj["holds"][0]["below_min_acks"] is True and obj["holds"][0]["copies"] == 1
+    finally:
+        store.kill()
+        tower.stop()

@@ -52,6 +52,10 @@ def test_an_unsigned_tail_from_a_non_store_skips_nothing() -> None:
     core.handle(record(7, 2), 0.3)  # 4..6 missing
     core.handle(direct_head(8, tail=7, signer=None), 0.4)
     assert core.positions() == {("t", P): 4} and core.stats.data_lost == 0
+    # nor does it later, when no store served 4..6 for longer than unserved_after
+    core.handle(direct_head(8, tail=7, signer=None), 20.0)
+    core.handle(direct_head(8, tail=7, signer=None), 31.0)
+    assert core.positions() == {("t", P): 4} and core.stats.data_lost == 0
 
 
 def test_a_signed_tail_from_an_untrusted_store_skips_nothing() -> None:
@@ -78,6 +82,11 @@ def test_a_signed_tail_with_no_trust_list_stops_at_what_the_producer_signed() ->
     core.handle(direct_head(1000, tail=900, signer=FORGER), 0.2)
     assert core.positions() == {("t", P): 2}
     assert delivered(core.handle(direct(2, 3), 0.3)) == [2, 3, 4]
+    # nor later, when no store served 5.. for longer than unserved_after
+    core.handle(direct_head(1000, tail=900, signer=FORGER), 20.0)
+    core.handle(direct_head(1000, tail=900, signer=FORGER), 31.0)
+    assert core.positions() == {("t", P): 5} and core.stats.data_lost == 0
+    assert core.stats.tail_waits > 0  # said, not waited on in silence
 
 
 def test_a_trusted_stores_tail_is_bounded_by_the_head_lead() -> None:
@@ -170,5 +179,6 @@ def test_a_genuine_store_tail_still_counts_after_unsigned_hints() -> None:
     even when the store's unsigned hint already told the consumer the same end."""
     core = consumer()
     core.handle(direct_head(49), 0.0)
-    out = core.handle(direct_head(49, tail=20, with_head=49), 0.1)
+    core.handle(direct_head(49, tail=20, with_head=49), 0.1)
+    out = core.handle(direct_head(49, tail=20, with_head=49), 10.1)
     assert [e for e in out if isinstance(e, DataLoss)] == [DataLoss("t", P, 0, 20)]

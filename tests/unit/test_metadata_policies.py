@@ -72,18 +72,20 @@ def test_store_drops_batches_of_producers_not_allowed(tmp_path: Path) -> None:
 def test_store_applies_retention_by_bytes_and_age(tmp_path: Path) -> None:
     core, storage = _store(tmp_path)
     old, new = 1_000 * DAY, 1_010 * DAY
-    msgs = [record(i * 2, 2, timestamp_ms=old if i < 3 else new) for i in range(5)]
-    core.handle_batch(msgs, 0.0)
-    assert storage.heads()[("t", P)] == (9, 0)
     core.set_policy({"t": {"retention_ms": 5 * DAY}})
-    assert core.apply_retention(new) == [("t", P, 6)]  # the three old batches went
+    core.handle_batch([record(i * 2, 2, timestamp_ms=old) for i in range(3)], 0.0)
+    assert core.apply_retention(old, 0) == []  # the store's receipt of the old three
+    core.handle_batch([record(i * 2, 2, timestamp_ms=new) for i in range(3, 5)], 0.0)
+    assert storage.heads()[("t", P)] == (9, 0)
+    # ten days later by the wall clock and by the store's monotonic measure
+    assert core.apply_retention(new, 10 * DAY) == [("t", P, 6)]  # the three old batches went
     assert storage.heads()[("t", P)] == (9, 6)
     assert storage.read("t", P, 2, 10) == []  # below the tail
     assert storage.read("t", P, 6, 10)[0].first_offset == 6
     size = storage.batch_infos("t", P)[-1].size
     core.set_policy({"t": {"retention_bytes": size}})
-    assert core.apply_retention(new) == [("t", P, 8)]  # the newest batch always stays
-    assert core.apply_retention(new) == []
+    assert core.apply_retention(new, 10 * DAY) == [("t", P, 8)]  # the newest batch stays
+    assert core.apply_retention(new, 10 * DAY) == []
     # a replay of a deleted batch is a duplicate, not an equivocation
     core.handle_batch([record(0, 2, timestamp_ms=old)], 0.0)
     assert core.stats.equivocations == 0

@@ -461,7 +461,8 @@ def _trimmed_store(tmp_path):  # type: ignore[no-untyped-def]
     core = StoreCore(S, s, profile=SignedProfile(STORE))  # type: ignore[arg-type]
     core.handle_batch([record(0, 4), record(4, 4), record(8, 2), head(9)], 0.0)
     core.set_policy({"t": {"retention_ms": 1}})  # everything but the last batch is too old
-    assert core.apply_retention(10**15) == [("t", P, 8)]
+    assert core.apply_retention(10**15, 0) == []  # received now by the store's measure
+    assert core.apply_retention(10**15 + 10, 10) == [("t", P, 8)]
     return core, s
 
 
@@ -505,13 +506,17 @@ def test_consumer_told_of_a_tail_raises_once_then_goes_on_from_it() -> None:
 
     core = consumer()
     out = core.handle(direct_head(9, tail=8, with_head=9), 0.0)
+    # no trust list: the store's tail is a claim, other stores are asked for 0..7 first
+    assert not [e for e in out if isinstance(e, DataLoss)]
+    assert core.stats.tail_claims == 1
+    out = core.handle(direct_head(9, tail=8, with_head=9), 10.0)  # nobody served them
     assert [e for e in out if isinstance(e, DataLoss)] == [DataLoss("t", P, 0, 8)]
     assert sent(out) == [m.Fetch(P, CONSUMER, "t", 8, 2)]
     assert core.positions() == {("t", P): 8} and core.stats.data_lost == 8
     # told again: nothing more is lost
-    out = core.handle(direct_head(9, tail=8, with_head=9), 0.1)
+    out = core.handle(direct_head(9, tail=8, with_head=9), 10.1)
     assert not [e for e in out if isinstance(e, DataLoss)]
-    assert [r.offset for r in deliveries(core.handle(direct(8, 2), 0.2))] == [8, 9]
+    assert [r.offset for r in deliveries(core.handle(direct(8, 2), 10.2))] == [8, 9]
 
 
 def test_consumer_on_data_loss_skip_skips_without_an_effect() -> None:
@@ -519,7 +524,8 @@ def test_consumer_on_data_loss_skip_skips_without_an_effect() -> None:
 
     core = consumer(on_data_loss="skip")
     core.handle(record(8, 2), 0.0)  # buffered: waits for 0..7
-    out = core.handle(direct_head(9, tail=8), 0.1)
+    assert not deliveries(core.handle(direct_head(9, tail=8), 0.1))  # a claim: others asked
+    out = core.handle(direct_head(9, tail=8), 10.1)
     assert not [e for e in out if isinstance(e, DataLoss)]
     assert [r.offset for r in deliveries(out)] == [8, 9]
     assert core.positions() == {("t", P): 10} and core.stats.data_lost == 8

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...storage.retention import retention_cut
+from ...storage.retention import CLOCK_STEP_MS, HeldLedger, retention_cut
 from .gaps import BUFFER_ENTRY_OVERHEAD
 from .state import StoreState
 
@@ -103,24 +103,53 @@ class StorePolicy(StoreState):
         self._pending_keys = {k for k in self._pending_keys if k[1] != topic}
         self._foreign = frozenset(k for k in self._foreign if k[0] != topic)
 
-    def apply_retention(self, now_ms: int) -> list[tuple[str, str, int]]:
+    held: HeldLedger | None = None
+    """When this store took in each partition's batches (``dafka.storage.retention``); the
+    IO shell sets the one it loaded from the data directory, else one starts empty."""
+    _clock_ahead_ms = 0
+
+    def apply_retention(self, now_ms: int, mono_ms: int) -> list[tuple[str, str, int]]:
         """Delete whole batches that fell out of their topic's retention; returns the
-        ``(topic, partition, new tail)`` of every partition whose tail moved."""
+        ``(topic, partition, new tail)`` of every partition whose tail moved. ``now_ms``:
+        the wall clock; ``mono_ms``: a monotonic clock (both milliseconds). A batch's age
+        is bounded by how long this store has held it by its monotonic measure and by
+        the window around its receipt its producer stamp is clamped to
+        (:class:`~dafka.storage.retention.HeldLedger`); while the wall clock runs ahead of
+        that measure by more than ``CLOCK_STEP_MS``, nothing is trimmed by age."""
         storage = self._storage
         if not self._retention or not hasattr(storage, "trim"):
             return []
+        held = self.held
+        if held is None:
+            held = self.held = HeldLedger()
+        held.advance(mono_ms, now_ms)
+        ahead = held.clock_ahead_ms(now_ms)
+        self._note_clock(ahead)
         moved: list[tuple[str, str, int]] = []
+        aged: list[tuple[str, str]] = []
         for (topic, partition), _head in list(self._heads.items()):
+            key = (topic, partition)
             limits = self._retention.get(topic)
             if limits is None:
                 continue
+            max_age, max_bytes = limits
             infos = storage.batch_infos(topic, partition)  # type: ignore[attr-defined]  # with trim()
-            cut = retention_cut(infos, max_age_ms=limits[0], max_bytes=limits[1], now_ms=now_ms)
+            if max_age is not None and infos:
+                aged.append(key)
+                newest = infos[-1]
+                held.observe(key, newest.last_offset, now_ms, newest.timestamp_ms, max_age // 64)
+                if ahead > CLOCK_STEP_MS:
+                    max_age = None
+            ages = held.ages(key, infos, now_ms) if max_age is not None else None
+            cut = retention_cut(
+                infos, max_age_ms=max_age, max_bytes=max_bytes, now_ms=now_ms, ages_ms=ages
+            )
             if not cut:
                 continue
             tail = storage.trim(topic, partition, infos[cut].first_offset)
             if tail is not None:
-                self._tails[(topic, partition)] = tail
+                held.trimmed(key, tail)
+                self._tails[key] = tail
                 self.stats.retention_trims += 1
                 moved.append((topic, partition, tail))
                 log.info(
@@ -130,4 +159,21 @@ class StorePolicy(StoreState):
                     tail,
                     cut,
                 )
+        held.keep_only(aged)
         return moved
+
+    def _note_clock(self, ahead_ms: int) -> None:
+        """Log when age retention stops because the wall clock ran ahead, and when it goes
+        on again (one line per change, not per check)."""
+        was = self._clock_ahead_ms > CLOCK_STEP_MS
+        self._clock_ahead_ms = ahead_ms
+        if ahead_ms > CLOCK_STEP_MS:
+            self.stats.retention_paused += 1
+            if not was:
+                log.warning(
+                    "store.retention.clock_ahead ahead_ms=%d action=no-age-retention "
+                    "until=a-batch-stamped-near-the-clock-arrives",
+                    ahead_ms,
+                )
+        elif was:
+            log.info("store.retention.clock_agrees ahead_ms=%d action=age-retention", ahead_ms)

@@ -84,6 +84,9 @@ class StoreStats:
     """Batches from producers the topic's ACL (metadata) does not allow."""
     retention_trims: int = 0
     """Partitions whose tail moved because of retention."""
+    retention_paused: int = 0
+    """Retention checks that trimmed nothing by age: the wall clock ran ahead of the
+    store's monotonic measure (``dafka.storage.retention``)."""
     deleted_topic: int = 0
     """Messages about a topic deleted in the metadata (dropped, not stored nor answered)."""
     read_refused: int = 0
