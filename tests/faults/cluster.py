@@ -9,7 +9,10 @@ recorded as a crash (and the node restarted, so the run goes on).
 from __future__ import annotations
 
 import errno
+import glob
 import logging
+import os
+import shutil
 import signal
 import subprocess
 import time
@@ -21,6 +24,7 @@ from typing import TypeVar
 from dafka.metadata import MetadataClient
 from tests.admin import ADMIN, tower_args
 from tests.faults.netns import Topology
+from tests.faults.powerfs import PowerFS
 from tests.procs import Proc, py
 from tower.metadata import free_port_block
 
@@ -42,6 +46,7 @@ class Node:
         self.paused = False
         self.incarnation = 0
         self.crashes: list[str] = []
+        self.data: Path | None = None  # a store's data or a producer's state directory
 
     def save_log(self) -> None:
         """Keep what the process wrote on stderr (``logs/NAME-INCARNATION.stderr``)."""
@@ -137,6 +142,16 @@ class Options:
     drain: float = 10.0  # seconds a producer may flush when asked to stop
     tmpfs_bytes: int | None = None  # stores' data dirs on a tmpfs of this size (root only)
     producer_tmpfs_bytes: int | None = None  # producers' state dirs on a tmpfs (root only)
+    power: bool = False  # every store, producer and tower on a powerfs of its own (root)
+    dir_sync: str = "strict"  # powerfs: what makes a name durable (strict: its dir's fsync)
+    clocks: bool = False  # stores, producers and towers under libfaketime (clock faults)
+    retention_ms: int | None = None  # the topic's retention by age
+
+
+def faketime_library() -> str | None:
+    """libfaketime's multithreaded library (Debian: faketime/libfaketime), or None."""
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
+    return found[0] if found else None
 
 
 def node_names(opts: Options) -> list[str]:
@@ -170,6 +185,8 @@ class Cluster:
         self.store_ids: list[str] = []
         self.query_endpoints: dict[str, str] = {}
         self.mounts: list[Path] = []
+        self.disks: dict[str, PowerFS] = {}  # node name -> its powerfs (Options.power)
+        self.started = False  # the topic exists and the first stores are trusted
         self.tower_ids = [f"t{i + 1}" for i in range(3)]
         if topology is not None:  # each tower on its own host: the default port will do
             self.tower_hosts = [topology.addresses[t] for t in self.tower_ids]
@@ -198,29 +215,39 @@ class Cluster:
     def start(self) -> None:
         spec = ",".join(f"{t}={a}" for t, a in zip(self.tower_ids, self.tower_addrs, strict=True))
         for tid, addr in zip(self.tower_ids, self.tower_addrs, strict=True):
-            node = Node(tid, self._tower_starter(addr, self.dir / tid, spec), self.dir / "logs")
+            data = self._disk(tid, self.dir / tid) / "data" if self.opts.power else self.dir / tid
+            node = Node(tid, self._tower_starter(addr, data, spec), self.dir / "logs")
+            node.data = data
             self.towers.append(node)
             node.start()
         for i in range(self.opts.stores):
             data = self._store_dir(i)
             node = Node(f"s{i + 1}", self._store_starter(data), self.dir / "logs")
+            node.data = data
             self.stores.append(node)
             node.start()
         with MetadataClient(self.addresses, timeout=20, admin=ADMIN) as admin:
-            admin.create_topic(TOPIC, {"min_acks": self.opts.min_acks})
+            settings: dict[str, int] = {"min_acks": self.opts.min_acks}
+            if self.opts.retention_ms is not None:
+                settings["retention_ms"] = self.opts.retention_ms
+            admin.create_topic(TOPIC, settings)
             for sid in self.store_ids:
                 admin.trust_store(sid)
+        self.started = True
         self.consumer = Node("consumer", self._consumer_starter(), self.dir / "logs")
         self.consumer.start()
         for i in range(self.opts.producers):
             node = Node(f"p{i + 1}", self._producer_starter(f"p{i + 1}"), self.dir / "logs")
+            node.data = self._producer_dir(f"p{i + 1}")
             self.producers.append(node)
             node.start()
 
     def _store_dir(self, i: int) -> Path:
         base = self.dir / f"s{i + 1}"
         base.mkdir(parents=True, exist_ok=True)
-        if self.opts.tmpfs_bytes:
+        if self.opts.power:
+            self._disk(f"s{i + 1}", base)
+        elif self.opts.tmpfs_bytes:
             self._mount(base, self.opts.tmpfs_bytes)
         return base / "data"
 
@@ -228,11 +255,71 @@ class Cluster:
         """A producer's state directory: on a tmpfs of its own for the fill-producer-disk
         fault (it holds a key and two journals of some KB)."""
         base = self.dir / f"{name}-disk"
+        if name in self.disks:
+            return base / "state"
         if not base.exists():
             base.mkdir(parents=True)
-            if self.opts.producer_tmpfs_bytes:
+            if self.opts.power:
+                self._disk(name, base)
+            elif self.opts.producer_tmpfs_bytes:
                 self._mount(base, self.opts.producer_tmpfs_bytes)
         return base / "state"
+
+    def _disk(self, name: str, mountpoint: Path) -> Path:
+        """Put ``mountpoint`` on a powerfs of its own (over ``NAME.power``), for node ``name``."""
+        disk = PowerFS(self.dir / f"{name}.power", mountpoint, self.opts.dir_sync)
+        disk.start()
+        self.disks[name] = disk
+        return mountpoint
+
+    def env(self, node: str) -> dict[str, str]:
+        """The environment of ``node``'s process: libfaketime reading ``clock-NODE`` (an
+        offset such as ``+0``, ``+2400`` or ``-3600``, re-read every second; the monotonic
+        clock stays real, as under a stepped system clock) when clock faults run."""
+        if not self.opts.clocks:
+            return {}
+        lib = faketime_library()
+        if lib is None:
+            raise RuntimeError("libfaketime is missing (Debian package libfaketime)")
+        clock = self.dir / f"clock-{node}"
+        if not clock.exists():
+            clock.write_text("+0\n")
+        return {
+            "LD_PRELOAD": lib,
+            "FAKETIME_TIMESTAMP_FILE": str(clock),
+            "FAKETIME_CACHE_DURATION": "1",
+            "DONT_FAKE_MONOTONIC": "1",
+        }
+
+    def set_clock(self, node: str, spec: str) -> None:
+        """Step or skew ``node``'s clock (a libfaketime spec: ``+2400``, ``-3600``, ``+0 x2``)."""
+        tmp = self.dir / f"clock-{node}.tmp"
+        tmp.write_text(spec + "\n")
+        os.replace(tmp, self.dir / f"clock-{node}")
+
+    def power_loss(self, nodes: list[Node], *, tear: bool, seed: int, down: float) -> list[str]:
+        """Kill ``nodes`` (SIGKILL), drop what their disks never synced (tearing part of
+        it with ``tear``), restart them after ``down`` seconds; what each disk said."""
+        for node in nodes:
+            node.kill()
+        said = [f"{n.name}: {self.disks[n.name].crash(tear=tear, seed=seed)}" for n in nodes]
+        self.idle(down)
+        for node in nodes:
+            node.restart()
+        return said
+
+    def replace_disk(self, node: Node, *, keep_key: bool) -> None:
+        """A new disk under a stopped store: its data directory emptied (but for its key
+        with ``keep_key``), as durably as a new disk is."""
+        data = node.data
+        assert data is not None
+        for child in data.iterdir() if data.exists() else []:
+            if keep_key and child.name == "node.key":
+                continue
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        disk = self.disks.get(node.name)
+        if disk is not None:
+            disk.command("sync")
 
     def _mount(self, base: Path, size: int) -> None:
         subprocess.run(
@@ -256,7 +343,8 @@ class Cluster:
                     spec,
                     "--raft-insecure-null",  # faults, not authentication, are tested here
                     *tower_args(),
-                )
+                ),
+                env=self.env(node.name),
             )
             _wait(proc, lambda: proc.wait_line(r"tower on tcp://", timeout=20))
             return proc
@@ -275,7 +363,8 @@ class Cluster:
                     self.addresses,
                     "--host",
                     self.host_of(node.name),
-                )
+                ),
+                env=self.env(node.name),
             )
             m = _wait(
                 proc,
@@ -285,6 +374,9 @@ class Cluster:
             )
             if m.group(1) not in self.store_ids:
                 self.store_ids.append(m.group(1))
+                if self.started:  # a store with a new key: trusted through the metadata
+                    with MetadataClient(self.addresses, timeout=20, admin=ADMIN) as admin:
+                        admin.trust_store(m.group(1))
             self.query_endpoints[node.name] = m.group(3)
             return proc
 
@@ -319,7 +411,8 @@ class Cluster:
                     TOPIC,
                     "--log",
                     str(self.dir / f"acks-{name}-{node.incarnation}.log"),
-                )
+                ),
+                env=self.env(node.name),
             )
             _wait(proc, lambda: proc.wait_line_stdout(r"partition [0-9A-F]{32}", timeout=20))
             return proc
@@ -417,6 +510,8 @@ class Cluster:
                 node.save_log()
         for mount in self.mounts:
             subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)
+        for disk in self.disks.values():
+            disk.stop()
 
 
 def _fill(ballast: Path) -> int:

@@ -15,8 +15,10 @@ import random
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from tests.faults.cluster import Cluster
+from tests.faults import rot
+from tests.faults.cluster import Cluster, Node
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,19 @@ class Kind(enum.Enum):
     FILL_DISK = "fill-disk"
     FILL_PRODUCER_DISK = "fill-producer-disk"
     PARTITION = "partition"
+    # issue 33: power loss, rot at rest, lost disks, failing fsyncs, clocks
+    POWER_STORE = "power-store"
+    POWER_PRODUCER = "power-producer"
+    POWER_TOWER = "power-tower"
+    POWER_ALL = "power-all"
+    ROT_STORE = "rot-store"
+    ROT_JOURNAL = "rot-journal"
+    ROT_RAFT = "rot-raft"
+    REPLACE_DISK = "replace-disk"
+    EIO_FSYNC = "eio-fsync"
+    CLOCK_STORE = "clock-store"
+    CLOCK_PRODUCER = "clock-producer"
+    CLOCK_TOWER = "clock-tower"
 
 
 PROCESS_FAULTS = (
@@ -46,6 +61,27 @@ PROCESS_FAULTS = (
     Kind.KILL_PRODUCER_IN_OUTAGE,
 )
 
+POWER_FAULTS = (Kind.POWER_STORE, Kind.POWER_PRODUCER, Kind.POWER_TOWER, Kind.POWER_ALL)
+ROT_FAULTS = (Kind.ROT_STORE, Kind.ROT_JOURNAL, Kind.ROT_RAFT)
+CLOCK_FAULTS = (Kind.CLOCK_STORE, Kind.CLOCK_PRODUCER, Kind.CLOCK_TOWER)
+DISK_FAULTS = (*POWER_FAULTS, *ROT_FAULTS, Kind.REPLACE_DISK, Kind.EIO_FSYNC, *CLOCK_FAULTS)
+"""The kinds that draw a ``variant`` (added after the others, so that the schedules of the
+older kinds stay what they were for every seed)."""
+NEEDS_POWER = (*POWER_FAULTS, Kind.EIO_FSYNC)
+PER_PRODUCER = (
+    Kind.KILL_PRODUCER,
+    Kind.PAUSE_PRODUCER,
+    Kind.KILL_PRODUCER_IN_OUTAGE,
+    Kind.FILL_PRODUCER_DISK,
+    Kind.POWER_PRODUCER,
+    Kind.ROT_JOURNAL,
+    Kind.CLOCK_PRODUCER,
+)
+PER_TOWER = (Kind.POWER_TOWER, Kind.ROT_RAFT, Kind.CLOCK_TOWER)
+TOWERS = 3
+CLOCK_SPECS = ("+2400", "-3600", "+0 x10")
+"""Clock faults, by ``variant % 3``: 40 minutes ahead, an hour behind, ten times as fast."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fault:
@@ -53,9 +89,11 @@ class Fault:
     kind: Kind
     target: int  # store or producer index (ignored for the leader)
     duration: float  # down, paused or full for this long
+    variant: int = 0  # the new kinds' seeded choices (torn or not, which key, which clock)
 
     def __str__(self) -> str:
-        return f"{self.at:6.1f}s {self.kind.value} #{self.target} for {self.duration:.1f}s"
+        more = f" v{self.variant}" if self.kind in DISK_FAULTS else ""
+        return f"{self.at:6.1f}s {self.kind.value} #{self.target} for {self.duration:.1f}s{more}"
 
 
 _DURATIONS = {
@@ -69,6 +107,18 @@ _DURATIONS = {
     Kind.FILL_DISK: (2.0, 5.0),
     Kind.FILL_PRODUCER_DISK: (2.0, 5.0),
     Kind.PARTITION: (2.0, 10.0),
+    Kind.POWER_STORE: (0.5, 3.0),
+    Kind.POWER_PRODUCER: (0.5, 3.0),
+    Kind.POWER_TOWER: (0.5, 3.0),
+    Kind.POWER_ALL: (0.5, 3.0),
+    Kind.ROT_STORE: (0.5, 2.0),
+    Kind.ROT_JOURNAL: (0.5, 2.0),
+    Kind.ROT_RAFT: (0.5, 2.0),
+    Kind.REPLACE_DISK: (0.5, 3.0),
+    Kind.EIO_FSYNC: (2.0, 5.0),
+    Kind.CLOCK_STORE: (5.0, 15.0),
+    Kind.CLOCK_PRODUCER: (5.0, 15.0),
+    Kind.CLOCK_TOWER: (5.0, 15.0),
 }
 
 
@@ -90,16 +140,12 @@ def schedule(
         duration = round(rng.uniform(lo, hi), 2)
         if t + duration > seconds:
             break
-        per_producer = (
-            Kind.KILL_PRODUCER,
-            Kind.PAUSE_PRODUCER,
-            Kind.KILL_PRODUCER_IN_OUTAGE,
-            Kind.FILL_PRODUCER_DISK,
-        )
-        count = producers if kind in per_producer else stores
+        count = producers if kind in PER_PRODUCER else TOWERS if kind in PER_TOWER else stores
         if kind is Kind.PARTITION:
             count = 1000  # an index into partition_shapes, taken modulo its length
-        out.append(Fault(round(t, 2), kind, rng.randrange(count), duration))
+        target = rng.randrange(count)
+        variant = rng.randrange(1 << 16) if kind in DISK_FAULTS else 0
+        out.append(Fault(round(t, 2), kind, target, duration, variant))
         t += duration + rng.uniform(1.0, 4.0)
     return out
 
@@ -131,6 +177,7 @@ class Nemesis:
         self.cluster = cluster
         self.faults = faults
         self.history: list[str] = []
+        self.rotted_at: float | None = None  # monotonic time of the last rot at rest
 
     def run(self, started: float, seconds: float) -> None:
         c = self.cluster
@@ -211,6 +258,75 @@ class Nemesis:
             note = f"{mount.removesuffix('-disk')} {c.fill_disk(mount)} bytes"
             c.idle(fault.duration)
             c.empty_disk(mount)
+        elif fault.kind in DISK_FAULTS:
+            note = self._disk_fault(fault)
         took = time.monotonic() - t0
         self.history.append(f"{fault}: {note} (took {took:.1f}s)")
         log.info("faults.inflicted fault=%s node=%s took=%.1f", fault.kind.value, note, took)
+
+    def _node(self, fault: Fault) -> Node:
+        c = self.cluster
+        if fault.kind in PER_PRODUCER:
+            return c.producers[fault.target]
+        if fault.kind in PER_TOWER:
+            return c.towers[fault.target]
+        return c.stores[fault.target]
+
+    def _disk_fault(self, fault: Fault) -> str:
+        """Inflict one of issue 33's faults; what it did."""
+        c = self.cluster
+        kind, rng = fault.kind, random.Random(fault.variant)
+        if kind in POWER_FAULTS:
+            nodes = [*c.towers, *c.stores, *c.producers] if kind is Kind.POWER_ALL else []
+            nodes = nodes or [self._node(fault)]
+            tear = fault.variant % 2 == 1
+            said = c.power_loss(nodes, tear=tear, seed=fault.variant, down=fault.duration)
+            return f"{'torn ' if tear else ''}{'; '.join(said)}"
+        if kind is Kind.EIO_FSYNC:
+            stores = c.stores if fault.variant % 2 == 0 else [c.stores[fault.target]]
+            for node in stores:
+                c.disks[node.name].command("eio on")
+            c.idle(fault.duration)
+            for node in stores:
+                node.kill()
+            said = [f"{n.name}: {c.disks[n.name].crash(seed=fault.variant)}" for n in stores]
+            for node in stores:
+                c.disks[node.name].command("eio off")
+                node.restart()
+            return f"fsync failed for {fault.duration:.1f}s, then power lost: {'; '.join(said)}"
+        if kind in CLOCK_FAULTS:
+            node = self._node(fault)
+            spec = CLOCK_SPECS[fault.variant % len(CLOCK_SPECS)]
+            c.set_clock(node.name, spec)
+            c.idle(fault.duration)
+            c.set_clock(node.name, "+0")
+            return f"{node.name} clock {spec} then back"
+        node = self._node(fault)
+        node.kill()
+        try:
+            note = f"{node.name} {self._damage(kind, node, fault, rng)}"
+        finally:
+            c.idle(fault.duration)
+            node.restart()
+        return note
+
+    def _damage(self, kind: Kind, node: Node, fault: Fault, rng: random.Random) -> str:
+        """Damage a stopped node's disk."""
+        data = node.data
+        assert data is not None
+        if kind is Kind.REPLACE_DISK:
+            keep = fault.variant % 2 == 0
+            self.cluster.replace_disk(node, keep_key=keep)
+            return f"disk replaced ({'same' if keep else 'new'} key)"
+        self.rotted_at = time.monotonic()
+        if kind is Kind.ROT_STORE:
+            flipped = [len(rot.rot_values(p, rng)) for p in rot.find(data, "data.mdb")]
+            return f"{sum(flipped)} values rotten"
+        if kind is Kind.ROT_JOURNAL:
+            return _each(rot.find(data, "offsets.journal"), rot.rot_last_journal_frame, rng)
+        return _each(rot.find(data, "log"), rot.rot_last_raft_record, rng)
+
+
+def _each(paths: list[Path], damage: object, rng: random.Random) -> str:
+    done = [p.name for p in paths if damage(p, rng) is not None]  # type: ignore[operator]
+    return f"last record rotten in {', '.join(done) or 'nothing (no record yet)'}"

@@ -166,7 +166,7 @@ def _make_ops() -> Any:  # noqa: C901 - one class; pyfuse3 is imported only wher
     import pyfuse3
     from pyfuse3 import FUSEError
 
-    class PowerOps(pyfuse3.Operations):  # type: ignore[misc]
+    class PowerOps(pyfuse3.Operations):
         def __init__(self, backing: Path, dir_sync: str) -> None:
             super().__init__()
             self.root = str(backing / "root")

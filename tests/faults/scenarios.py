@@ -1,0 +1,68 @@
+"""Issue 33's fault scenarios: which nemesis kinds run together, on what cluster, and
+whether ``make test``'s bounded run includes them.
+
+A scenario whose ``needs`` names an open issue-33 point fails on code without that fix
+(its failing counts are the evidence in the issue); once the fix is merged, set its
+``bounded`` to True and ``tests/faults/test_faults.py`` runs it (seed and seconds below)
+in ``make test``. ``make faults`` runs every scenario (``--scenario all``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tests.faults.cluster import Options
+from tests.faults.nemesis import CLOCK_FAULTS, NEEDS_POWER, POWER_FAULTS, Kind
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    kinds: tuple[Kind, ...]
+    needs: str  # the issue-33 points whose fixes it needs ("" if none)
+    bounded: bool = False  # in make test's bounded run
+    seed: int = 1  # for the bounded run
+    seconds: float = 20.0
+    min_acks: int = 2
+    power: bool = False
+    clocks: bool = False
+    retention_ms: int | None = None
+
+    def options(self, min_acks: int | None = None, **more: object) -> Options:
+        opts = Options(
+            min_acks=self.min_acks if min_acks is None else min_acks,
+            power=self.power or any(k in NEEDS_POWER for k in self.kinds),
+            clocks=self.clocks,
+            retention_ms=self.retention_ms,
+        )
+        return replace(opts, **more)  # type: ignore[arg-type]
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("power-loss", POWER_FAULTS, needs="", bounded=True, seed=4, seconds=16.0),
+    Scenario("rot-stores", (Kind.ROT_STORE,), needs="3 (scrub, verify before serving, repair)"),
+    Scenario("rot-journals", (Kind.ROT_JOURNAL,), needs="4 (journal rot told from a torn tail)"),
+    Scenario("rot-raft", (Kind.ROT_RAFT,), needs="5 (protocol-aware Raft recovery)"),
+    Scenario("replace-disk", (Kind.REPLACE_DISK,), needs="1 (re-replication after a lost disk)"),
+    Scenario("eio-fsync", (Kind.EIO_FSYNC,), needs="9 (a store whose environment fails)"),
+    Scenario(
+        "clocks",
+        CLOCK_FAULTS,
+        needs="6, 8 (retention bounded against clocks; runs ordered without clocks)",
+        clocks=True,
+        retention_ms=10 * 60 * 1000,
+    ),
+)
+
+
+def by_name(names: str) -> list[Scenario]:
+    """``all`` or comma-separated scenario names."""
+    if names == "all":
+        return list(SCENARIOS)
+    known = {s.name: s for s in SCENARIOS}
+    out = []
+    for name in names.split(","):
+        if name.strip() not in known:
+            raise ValueError(f"unknown scenario {name!r} (known: {', '.join(known)})")
+        out.append(known[name.strip()])
+    return out
