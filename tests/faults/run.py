@@ -100,16 +100,18 @@ def read_store(
 
 
 def read_stores(
-    cluster: Cluster, bad: dict[str, list[str]] | None = None
+    cluster: Cluster, bad: dict[str, list[str]] | None = None, *, final: bool = True
 ) -> dict[str, dict[Key, str]]:
-    """Every store read back (one that cannot be read is recorded as a crash)."""
+    """Every store read back (one that cannot be read is recorded as a crash if ``final``,
+    else left out)."""
     out: dict[str, dict[Key, str]] = {}
     for node in cluster.stores:
         spoiled: list[str] = []
         try:
             out[node.name] = read_store(cluster.query_endpoints[node.name], bad=spoiled)
         except Exception as exc:
-            node.crashes.append(f"{node.name} could not be read back: {exc}")
+            if final:
+                node.crashes.append(f"{node.name} could not be read back: {exc}")
         if bad is not None:
             bad[node.name] = spoiled
     return out
@@ -136,7 +138,7 @@ def _await_copies(cluster: Cluster, workdir: Path, min_acks: int, seconds: float
     while time.monotonic() < deadline:
         cluster.check()
         try:
-            if _short_of_copies(read_stores(cluster), acked, min_acks) == 0:
+            if _short_of_copies(read_stores(cluster, final=False), acked, min_acks) == 0:
                 return
         except Exception as exc:
             log.info("faults.copies.retry error=%s", exc)

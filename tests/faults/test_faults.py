@@ -1,4 +1,5 @@
-"""The bounded variant of the fault suite that ``make test`` runs: one seed, process faults.
+"""The bounded variant of the fault suite that ``make test`` runs: one seed, process faults,
+and a short run of each issue-33 scenario flagged ``bounded`` (tests/faults/scenarios.py).
 
 Seed 489 over 25 s kills a producer, pauses one past the beacon expiry, kills the Raft
 leader tower, kills a producer while every store is down, and kills a store (see
@@ -12,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.__main__ import scenario_unavailable
 from tests.faults.checker import format_table
 from tests.faults.cluster import Options
 from tests.faults.nemesis import PROCESS_FAULTS, Kind, schedule
 from tests.faults.run import run_once
+from tests.faults.scenarios import SCENARIOS, Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
@@ -41,6 +44,41 @@ def test_a_short_seeded_run_loses_nothing_and_gets_stuck_nowhere(tmp_path: Path)
     assert result.report.acked > 500, result.faults
     assert result.report.ok(), (
         format_table([(f"seed{SEED}", result.report)])
+        + "\n"
+        + json.dumps({"examples": result.report.examples, "faults": result.faults}, indent=1)
+    )
+
+
+BOUNDED = [s for s in SCENARIOS if s.bounded]
+
+
+def test_every_scenario_names_its_kinds_and_what_it_waits_for() -> None:
+    for s in SCENARIOS:
+        assert s.kinds and (s.bounded or s.needs), s.name
+        assert schedule(s.seed, s.seconds, s.kinds, 3, 2), s.name
+
+
+@pytest.mark.parametrize("scenario", BOUNDED, ids=[s.name for s in BOUNDED])
+def test_a_short_run_of_each_issue_33_scenario_that_passes(
+    tmp_path: Path, scenario: Scenario
+) -> None:
+    """The scenarios flagged ``bounded`` in tests/faults/scenarios.py (power loss today)."""
+    reason = scenario_unavailable(scenario)
+    if reason is not None:
+        pytest.skip(reason)
+    result = run_once(
+        tmp_path,
+        scenario.seed,
+        scenario.seconds,
+        min_acks=scenario.min_acks,
+        kinds=scenario.kinds,
+        settle=10,
+        options=scenario.options(drain=5),
+        heal_wait=15,
+    )
+    assert result.report.acked > 300, result.faults
+    assert result.report.ok(), (
+        format_table([(scenario.name, result.report)])
         + "\n"
         + json.dumps({"examples": result.report.examples, "faults": result.faults}, indent=1)
     )
