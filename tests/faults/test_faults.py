@@ -16,7 +16,7 @@ import pytest
 from tests.faults.__main__ import scenario_unavailable
 from tests.faults.checker import format_table
 from tests.faults.cluster import Options
-from tests.faults.nemesis import PROCESS_FAULTS, Kind, schedule
+from tests.faults.nemesis import POWER_FAULTS, PROCESS_FAULTS, Kind, schedule
 from tests.faults.run import run_once
 from tests.faults.scenarios import SCENARIOS, Scenario
 
@@ -56,6 +56,13 @@ def test_every_scenario_names_its_kinds_and_what_it_waits_for() -> None:
     for s in SCENARIOS:
         assert s.kinds and (s.bounded or s.needs), s.name
         assert schedule(s.seed, s.seconds, s.kinds, 3, 2), s.name
+
+
+def test_the_bounded_power_loss_run_loses_power_everywhere() -> None:
+    (power,) = [s for s in SCENARIOS if s.name == "power-loss"]
+    faults = schedule(power.seed, power.seconds, power.kinds, 3, 2)
+    assert {f.kind for f in faults} == set(POWER_FAULTS)
+    assert any(f.variant % 2 for f in faults)  # torn writeback at least once
 
 
 @pytest.mark.parametrize("scenario", BOUNDED, ids=[s.name for s in BOUNDED])
