@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tests.faults import netns, powerfs
 from tests.faults.checker import Report, format_table
-from tests.faults.cluster import Options, faketime_library, node_names
+from tests.faults.cluster import Options, node_names
 from tests.faults.nemesis import PROCESS_FAULTS, Kind, disk_faults_unavailable
 from tests.faults.run import run_once
 from tests.faults.scenarios import SCENARIOS, Scenario, by_name
@@ -171,8 +171,6 @@ def scenario_unavailable(scenario: Scenario) -> str | None:
         reason = powerfs.unavailable() or (None if os.geteuid() == 0 else "not root")
         if reason is not None:
             return f"the power-loss layer cannot run: {reason}"
-    if opts.clocks and faketime_library() is None:
-        return "libfaketime is missing (Debian package libfaketime)"
     return None
 
 

@@ -23,6 +23,8 @@ those three views :func:`check` counts what must all be zero:
 ``below_min_acks``     acknowledged records that at the end (every fault healed, and time
                        given to re-replicate) fewer than the topic's ``min_acks`` stores
                        hold, though one does (none: ``acked_lost``)
+``metadata_lost``      acknowledged metadata changes (topics the nemesis created) the towers
+                       no longer have at the end
 ``bad_served``         corrupt batches (failing their signature or digest) a store served
                        after the time it had to scrub: to the harness reading every store
                        back, or to the fresh consumer (whose core counts each batch it
@@ -47,6 +49,7 @@ COUNTS = (
     "crashed",
     "below_min_acks",
     "bad_served",
+    "metadata_lost",
 )
 
 
@@ -108,6 +111,7 @@ class Report:
     crashed: int = 0
     below_min_acks: int = 0
     bad_served: int = 0
+    metadata_lost: int = 0
     acked: int = 0
     delivered: int = 0
     stored: int = 0
@@ -142,19 +146,23 @@ def check(
     stalled: Iterable[str] = (),
     min_acks: int = 1,
     bad_served: Iterable[str] = (),
+    metadata_lost: Iterable[str] = (),
 ) -> Report:
     """Count everything that went wrong (see the module docstring).
 
     ``readback`` is what a fresh consumer delivered from the earliest offset after the
     run (checked like the live consumer's deliveries); ``stalled`` names partitions whose
     producer could not get its last records acknowledged once every fault was healed;
-    ``min_acks`` is the topic's; ``bad_served`` says one corrupt batch served per item.
+    ``min_acks`` is the topic's; ``bad_served`` says one corrupt batch served per item,
+    ``metadata_lost`` one acknowledged metadata change lost per item.
     """
     report = Report()
     for what in crashed:
         report.note("crashed", what)
     for what in bad_served:
         report.note("bad_served", what)
+    for what in metadata_lost:
+        report.note("metadata_lost", what)
 
     acked: dict[Key, str] = {}
     for ack in acks:

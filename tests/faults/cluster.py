@@ -9,7 +9,6 @@ recorded as a crash (and the node restarted, so the run goes on).
 from __future__ import annotations
 
 import errno
-import glob
 import logging
 import os
 import shutil
@@ -47,6 +46,19 @@ class Node:
         self.incarnation = 0
         self.crashes: list[str] = []
         self.data: Path | None = None  # a store's data or a producer's state directory
+        self.identity: str | None = None  # a store's node ID or a producer's partition
+        self.new_identity = False  # its next start may have a new one (a replaced disk)
+        self.retired = False  # stopped for good: not restarted by the heal
+
+    def same_identity(self, identity: str) -> bool:
+        """Record ``identity`` at a start; False (and a crash) if the node came back as a
+        new one nobody asked for (it lost its key: the name of a file it had written)."""
+        old, self.identity = self.identity, identity
+        expected, self.new_identity = self.new_identity, False
+        if old is None or old == identity or expected:
+            return True
+        self.crashes.append(f"{self.name} came back as {identity}, not {old}: its key was lost")
+        return False
 
     def save_log(self) -> None:
         """Keep what the process wrote on stderr (``logs/NAME-INCARNATION.stderr``)."""
@@ -144,14 +156,13 @@ class Options:
     producer_tmpfs_bytes: int | None = None  # producers' state dirs on a tmpfs (root only)
     power: bool = False  # every store, producer and tower on a powerfs of its own (root)
     dir_sync: str = "strict"  # powerfs: what makes a name durable (strict: its dir's fsync)
-    clocks: bool = False  # stores, producers and towers under libfaketime (clock faults)
+    retiring: int = 0  # more producers, stopped for good (flushed) by the first disk fault
+    clocks: bool = False  # stores, producers and towers on a clock the nemesis steps
     retention_ms: int | None = None  # the topic's retention by age
 
 
-def faketime_library() -> str | None:
-    """libfaketime's multithreaded library (Debian: faketime/libfaketime), or None."""
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
-    return found[0] if found else None
+FAKECLOCK = Path(__file__).parent / "fakeclock"
+"""Its ``sitecustomize`` puts ``time.time`` on the clock ``DAFKA_FAULT_CLOCK`` names."""
 
 
 def node_names(opts: Options) -> list[str]:
@@ -161,7 +172,7 @@ def node_names(opts: Options) -> list[str]:
         "t2",
         "t3",
         *(f"s{i + 1}" for i in range(opts.stores)),
-        *(f"p{i + 1}" for i in range(opts.producers)),
+        *(f"p{i + 1}" for i in range(opts.producers + opts.retiring)),
         "consumer",
         "reader",
         "harness",
@@ -236,7 +247,7 @@ class Cluster:
         self.started = True
         self.consumer = Node("consumer", self._consumer_starter(), self.dir / "logs")
         self.consumer.start()
-        for i in range(self.opts.producers):
+        for i in range(self.opts.producers + self.opts.retiring):
             node = Node(f"p{i + 1}", self._producer_starter(f"p{i + 1}"), self.dir / "logs")
             node.data = self._producer_dir(f"p{i + 1}")
             self.producers.append(node)
@@ -273,26 +284,20 @@ class Cluster:
         return mountpoint
 
     def env(self, node: str) -> dict[str, str]:
-        """The environment of ``node``'s process: libfaketime reading ``clock-NODE`` (an
-        offset such as ``+0``, ``+2400`` or ``-3600``, re-read every second; the monotonic
-        clock stays real, as under a stepped system clock) when clock faults run."""
+        """The environment of ``node``'s process: with clock faults, its wall clock reads
+        ``clock-NODE`` (``tests/faults/fakeclock``: an offset such as ``+0``, ``+2400`` or
+        ``-3600``, and a rate such as ``x10``; the monotonic clock stays real, as under a
+        stepped system clock)."""
         if not self.opts.clocks:
             return {}
-        lib = faketime_library()
-        if lib is None:
-            raise RuntimeError("libfaketime is missing (Debian package libfaketime)")
         clock = self.dir / f"clock-{node}"
         if not clock.exists():
             clock.write_text("+0\n")
-        return {
-            "LD_PRELOAD": lib,
-            "FAKETIME_TIMESTAMP_FILE": str(clock),
-            "FAKETIME_CACHE_DURATION": "1",
-            "DONT_FAKE_MONOTONIC": "1",
-        }
+        path = [str(FAKECLOCK), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        return {"DAFKA_FAULT_CLOCK": str(clock), "PYTHONPATH": os.pathsep.join(path)}
 
     def set_clock(self, node: str, spec: str) -> None:
-        """Step or skew ``node``'s clock (a libfaketime spec: ``+2400``, ``-3600``, ``+0 x2``)."""
+        """Step or skew ``node``'s clock (``+2400``, ``-3600``, ``+0 x10``)."""
         tmp = self.dir / f"clock-{node}.tmp"
         tmp.write_text(spec + "\n")
         os.replace(tmp, self.dir / f"clock-{node}")
@@ -308,11 +313,23 @@ class Cluster:
             node.restart()
         return said
 
+    def retire(self) -> str | None:
+        """Stop the next retiring producer for good (SIGTERM: it flushes first); its name."""
+        for node in self.producers[self.opts.producers :]:
+            if not node.retired:
+                node.retired = True
+                rc = node.terminate(self.opts.drain + 10)
+                if rc not in (0, None):
+                    node.crashes.append(f"{node.name} exited {rc} at SIGTERM")
+                return node.name
+        return None
+
     def replace_disk(self, node: Node, *, keep_key: bool) -> None:
         """A new disk under a stopped store: its data directory emptied (but for its key
         with ``keep_key``), as durably as a new disk is."""
         data = node.data
         assert data is not None
+        node.new_identity = not keep_key
         for child in data.iterdir() if data.exists() else []:
             if keep_key and child.name == "node.key":
                 continue
@@ -372,6 +389,7 @@ class Cluster:
                     r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)", timeout=20
                 ),
             )
+            node.same_identity(m.group(1))
             if m.group(1) not in self.store_ids:
                 self.store_ids.append(m.group(1))
                 if self.started:  # a store with a new key: trusted through the metadata
@@ -414,7 +432,8 @@ class Cluster:
                 ),
                 env=self.env(node.name),
             )
-            _wait(proc, lambda: proc.wait_line_stdout(r"partition [0-9A-F]{32}", timeout=20))
+            m = _wait(proc, lambda: proc.wait_line_stdout(r"partition ([0-9A-F]{32})", timeout=20))
+            node.same_identity(m.group(1))
             return proc
 
         return start
@@ -486,7 +505,7 @@ class Cluster:
         for node in self.nodes():
             node.resume()
         for node in self.nodes():
-            if not node.up and node not in (self.consumer, self.reader):
+            if not node.up and not node.retired and node not in (self.consumer, self.reader):
                 node.restart()
         for mount in self.mounts:
             (mount / "ballast").unlink(missing_ok=True)

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from dafka.metadata import MetadataClient
+from tests.admin import ADMIN
 from tests.faults import rot
 from tests.faults.cluster import Cluster, Node
 
@@ -80,7 +82,8 @@ PER_PRODUCER = (
 PER_TOWER = (Kind.POWER_TOWER, Kind.ROT_RAFT, Kind.CLOCK_TOWER)
 TOWERS = 3
 CLOCK_SPECS = ("+2400", "-3600", "+0 x10")
-"""Clock faults, by ``variant % 3``: 40 minutes ahead, an hour behind, ten times as fast."""
+"""Clock faults, by ``variant % 3``: 40 minutes ahead, an hour behind, ten times as fast
+(``tests/faults/fakeclock``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,7 @@ class Nemesis:
         self.faults = faults
         self.history: list[str] = []
         self.rotted_at: float | None = None  # monotonic time of the last rot at rest
+        self.markers: list[str] = []  # topics created (acknowledged) just before a Raft rot
 
     def run(self, started: float, seconds: float) -> None:
         c = self.cluster
@@ -277,7 +281,8 @@ class Nemesis:
         c = self.cluster
         kind, rng = fault.kind, random.Random(fault.variant)
         if kind in POWER_FAULTS:
-            nodes = [*c.towers, *c.stores, *c.producers] if kind is Kind.POWER_ALL else []
+            live = [p for p in c.producers if not p.retired]
+            nodes = [*c.towers, *c.stores, *live] if kind is Kind.POWER_ALL else []
             nodes = nodes or [self._node(fault)]
             tear = fault.variant % 2 == 1
             said = c.power_loss(nodes, tear=tear, seed=fault.variant, down=fault.duration)
@@ -301,10 +306,15 @@ class Nemesis:
             c.idle(fault.duration)
             c.set_clock(node.name, "+0")
             return f"{node.name} clock {spec} then back"
+        if kind is Kind.ROT_RAFT:
+            return self._rot_raft(fault, rng)
         node = self._node(fault)
+        retired = c.retire() if kind is Kind.REPLACE_DISK else None
         node.kill()
         try:
             note = f"{node.name} {self._damage(kind, node, fault, rng)}"
+            if retired is not None:
+                note = f"{retired} stopped for good; {note}"
         finally:
             c.idle(fault.duration)
             node.restart()
@@ -325,6 +335,42 @@ class Nemesis:
         if kind is Kind.ROT_JOURNAL:
             return _each(rot.find(data, "offsets.journal"), rot.rot_last_journal_frame, rng)
         return _each(rot.find(data, "log"), rot.rot_last_raft_record, rng)
+
+    def _rot_raft(self, fault: Fault, rng: random.Random) -> str:
+        """An acknowledged metadata change (a marker topic), then its record rots: with an
+        even variant on two towers of the three while the group is down, with an odd one on
+        a follower restarted while the leader is down."""
+        c = self.cluster
+        marker = f"rot{len(self.markers) + 1}"
+        with MetadataClient(c.addresses, timeout=20, admin=ADMIN) as admin:
+            admin.create_topic(marker, {})
+        self.markers.append(marker)
+        self.rotted_at = time.monotonic()
+        if fault.variant % 2 == 0:
+            rotten = [c.towers[fault.target], c.towers[(fault.target + 1) % TOWERS]]
+            down = list(c.towers)
+        else:
+            leader = c.leader() or c.towers[0]
+            others = [t for t in c.towers if t is not leader]
+            follower = others[fault.target % len(others)]
+            rotten, down = [follower], [leader, follower]
+        for node in down:
+            node.kill()
+        said = []
+        for node in rotten:
+            assert node.data is not None
+            said.append(
+                f"{node.name}: {_each(rot.find(node.data, 'log'), rot.rot_last_raft_record, rng)}"
+            )
+        for node in rotten:
+            node.restart()
+        c.idle(fault.duration)
+        for node in down:
+            if node not in rotten:
+                node.restart()
+        return f"{marker} created, then towers {'+'.join(n.name for n in down)} down; " + "; ".join(
+            said
+        )
 
 
 def _each(paths: list[Path], damage: object, rng: random.Random) -> str:

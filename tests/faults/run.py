@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dafka.metadata import MetadataClient
 from dafka.query.client import QueryClient
 from dafka.wire import signed
 from tests.faults.checker import Ack, Delivery, Key, Report, check
@@ -218,6 +219,7 @@ def run_once(
     nemesis = Nemesis(cluster, faults)
     stores: dict[str, dict[Key, str]] = {}
     bad: dict[str, list[str]] = {}
+    lost: list[str] = []
     stalled: list[str] = []
     harness: list[str] = []
     try:
@@ -238,6 +240,10 @@ def run_once(
         if m is not None and int(m.group(1)):
             bad["fresh consumer"] = [f"rejected {m.group(1)} batches"] * max(1, int(m.group(1)))
         stores = read_stores(cluster, bad)
+        if nemesis.markers:
+            with MetadataClient(cluster.addresses, timeout=20) as admin:
+                topics = admin.config()["topics"]
+            lost = [f"topic {t} (acknowledged) is gone" for t in nemesis.markers if t not in topics]
         cluster.check()
         if cluster.consumer is not None:
             rc = cluster.consumer.terminate(15)
@@ -256,5 +262,6 @@ def run_once(
         stalled=stalled,
         min_acks=opts.min_acks,
         bad_served=[f"{who}: {what}" for who, items in sorted(bad.items()) for what in items],
+        metadata_lost=lost,
     )
     return RunResult(seed, min_acks, seconds, report, nemesis.history)

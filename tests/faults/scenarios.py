@@ -27,6 +27,9 @@ class Scenario:
     power: bool = False
     clocks: bool = False
     retention_ms: int | None = None
+    dir_sync: str = "file"  # powerfs: "strict" also loses names whose directory was not synced
+    stores: int = 3
+    retiring: int = 0  # producers stopped for good at the first disk fault
 
     def options(self, min_acks: int | None = None, **more: object) -> Options:
         opts = Options(
@@ -34,16 +37,31 @@ class Scenario:
             power=self.power or any(k in NEEDS_POWER for k in self.kinds),
             clocks=self.clocks,
             retention_ms=self.retention_ms,
+            dir_sync=self.dir_sync,
+            stores=self.stores,
+            retiring=self.retiring,
         )
         return replace(opts, **more)  # type: ignore[arg-type]
 
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("power-loss", POWER_FAULTS, needs="", bounded=True, seed=157, seconds=14.0),
+    Scenario(
+        "power-loss-strict",
+        POWER_FAULTS,
+        needs="11 (directories fsynced after their files are created)",
+        dir_sync="strict",
+    ),
     Scenario("rot-stores", (Kind.ROT_STORE,), needs="3 (scrub, verify before serving, repair)"),
     Scenario("rot-journals", (Kind.ROT_JOURNAL,), needs="4 (journal rot told from a torn tail)"),
     Scenario("rot-raft", (Kind.ROT_RAFT,), needs="5 (protocol-aware Raft recovery)"),
-    Scenario("replace-disk", (Kind.REPLACE_DISK,), needs="1 (re-replication after a lost disk)"),
+    Scenario(
+        "replace-disk",
+        (Kind.REPLACE_DISK,),
+        needs="1 (re-replication after a lost disk)",
+        stores=2,
+        retiring=1,
+    ),
     Scenario("eio-fsync", (Kind.EIO_FSYNC,), needs="9 (a store whose environment fails)"),
     Scenario(
         "clocks",

@@ -173,3 +173,9 @@ def test_corrupt_batches_served_are_counted() -> None:
     acks, deliveries, stores = history()
     report = check(acks, deliveries, stores, bad_served=["s1: batch 3..4 of P", "reader: 1"])
     assert nonzero(report) == {"bad_served": 2}
+
+
+def test_acknowledged_metadata_changes_lost_are_counted() -> None:
+    acks, deliveries, stores = history()
+    report = check(acks, deliveries, stores, metadata_lost=["topic rot1 (acknowledged) is gone"])
+    assert nonzero(report) == {"metadata_lost": 1}
