@@ -6,9 +6,10 @@ until they are synced, and drops (or tears) what was never synced at a "crash".
 as a list of pending writes and truncations, overlaid on the backing file for reads and
 sizes; ``fsync``/``fdatasync`` (or a write on an ``O_SYNC``/``O_DSYNC`` handle) writes them
 to the backing file and syncs it. Names are passed through at once but remembered in an
-undo log: a create, mkdir, unlink or rename counts once its directory is fsynced (its
-destination directory for a rename) or, with ``--dir-sync file``, also once the file itself
-is fsynced (ext4's behaviour in practice; ``strict`` is POSIX's letter).
+undo log. With ``--dir-sync strict`` (POSIX's letter) a create, mkdir, unlink or rename
+counts once its directory is fsynced (its destination directory for a rename); with
+``--dir-sync file`` (ext4's journal in practice) any fsync counts every name operation made
+before it, and the journal commits them all every ``COMMIT_INTERVAL`` seconds anyway.
 
 A line on the control socket (:func:`control`) is one command:
 
@@ -51,6 +52,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 SECTOR = 512
+COMMIT_INTERVAL = 5.0  # ext4's default journal commit interval (``--dir-sync file``)
 SYNC_FLAGS = os.O_SYNC | os.O_DSYNC
 
 
@@ -151,7 +153,7 @@ class Undo:
     path: str
     other: str = ""
     commit_dir: str = ""
-    inode: int = 0  # for --dir-sync file: an fsync of this inode commits it too
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -241,15 +243,12 @@ def _make_ops() -> Any:  # noqa: C901 - one class; pyfuse3 is imported only wher
                 os.fsync(p.fd)
                 os.close(p.fd)
 
-        def _commit(self, directory: str | None = None, inode: int | None = None) -> None:
-            self.undo = [
-                u
-                for u in self.undo
-                if not (
-                    (directory is not None and u.commit_dir == directory)
-                    or (inode is not None and u.inode == inode and self.dir_sync == "file")
-                )
-            ]
+        def _commit(self, directory: str | None = None) -> None:
+            """An fsync: of ``directory``, or of a file (None)."""
+            if self.dir_sync == "file":  # the journal commits every name operation so far
+                self.undo.clear()
+            elif directory is not None:
+                self.undo = [u for u in self.undo if u.commit_dir != directory]
 
         def _eio(self, path: str) -> bool:
             return self.eio is not None and self.eio in path
@@ -267,6 +266,9 @@ def _make_ops() -> Any:  # noqa: C901 - one class; pyfuse3 is imported only wher
                         os.fsync(p.fd)
                     os.close(p.fd)
                 self.pending.clear()
+                if self.dir_sync == "file":  # what the journal committed since
+                    old = time.monotonic() - COMMIT_INTERVAL
+                    self.undo = [u for u in self.undo if u.at > old]
                 undone = 0
                 for u in reversed(self.undo):
                     undone += 1
@@ -417,7 +419,6 @@ def _make_ops() -> Any:  # noqa: C901 - one class; pyfuse3 is imported only wher
             with self.lock:
                 try:
                     replaced = self._to_trash(new) if os.path.isfile(new) else None
-                    inode = self._ino(old)
                     os.rename(old, new)
                 except OSError as exc:
                     raise FUSEError(exc.errno or errno.EIO) from None
@@ -427,7 +428,7 @@ def _make_ops() -> Any:  # noqa: C901 - one class; pyfuse3 is imported only wher
                 commit = os.path.dirname(new)
                 if replaced is not None:  # undone after the rename is
                     self.undo.append(Undo("restore", new, replaced, commit_dir=commit))
-                self.undo.append(Undo("rename", old, new, commit_dir=commit, inode=inode))
+                self.undo.append(Undo("rename", old, new, commit_dir=commit))
 
         async def open(self, inode: int, flags: int, ctx: Any) -> Any:
             path = self._path(inode)
@@ -458,9 +459,7 @@ def _make_ops() -> Any:  # noqa: C901 - one class; pyfuse3 is imported only wher
                 except OSError as exc:
                     raise FUSEError(exc.errno or errno.EIO) from None
                 inode = self._ino(path)
-                self.undo.append(
-                    Undo("unlink", path, commit_dir=os.path.dirname(path), inode=inode)
-                )
+                self.undo.append(Undo("unlink", path, commit_dir=os.path.dirname(path)))
                 return self._new_handle(fd, inode, flags), self._attrs(path, inode)
 
         async def read(self, fh: int, off: int, size: int) -> bytes:
@@ -490,7 +489,7 @@ def _make_ops() -> Any:  # noqa: C901 - one class; pyfuse3 is imported only wher
                     op.lost = True
                 raise FUSEError(errno.EIO)
             self._flush(inode)
-            self._commit(inode=inode)
+            self._commit()
 
         async def fsync(self, fh: int, datasync: bool) -> None:
             h = self.handles[fh]

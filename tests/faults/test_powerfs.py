@@ -169,3 +169,29 @@ def test_a_failed_fsync_loses_what_it_covered(fs: PowerFS) -> None:
     fs.crash()
     assert (m / "f").read_bytes() == b"synced"
     assert "eio=1" in fs.command("stats")
+
+
+@pytest.fixture
+def ext4(tmp_path: Path) -> Iterator[PowerFS]:
+    pfs = PowerFS(tmp_path / "backing", tmp_path / "mnt", dir_sync="file")
+    pfs.start()
+    try:
+        yield pfs
+    finally:
+        pfs.stop()
+
+
+@pytestmark_fuse
+def test_with_ext4_names_any_fsync_commits_the_names_made_before_it(ext4: PowerFS) -> None:
+    m = ext4.mountpoint
+    os.mkdir(m / "d")
+    (m / "d" / "key.tmp").write_bytes(b"key")
+    _sync(m / "d" / "key.tmp")
+    os.rename(m / "d" / "key.tmp", m / "d" / "key")
+    (m / "other").write_bytes(b"x")
+    _sync(m / "other")  # commits the mkdir and the rename too (one journal)
+    (m / "late").write_bytes(b"y")  # no fsync after it: lost
+    ext4.crash()
+    assert (m / "d" / "key").read_bytes() == b"key"
+    assert (m / "other").read_bytes() == b"x"
+    assert not (m / "late").exists()
