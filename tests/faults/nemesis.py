@@ -288,17 +288,7 @@ class Nemesis:
             said = c.power_loss(nodes, tear=tear, seed=fault.variant, down=fault.duration)
             return f"{'torn ' if tear else ''}{'; '.join(said)}"
         if kind is Kind.EIO_FSYNC:
-            stores = c.stores if fault.variant % 2 == 0 else [c.stores[fault.target]]
-            for node in stores:
-                c.disks[node.name].command("eio on")
-            c.idle(fault.duration)
-            for node in stores:
-                node.kill()
-            said = [f"{n.name}: {c.disks[n.name].crash(seed=fault.variant)}" for n in stores]
-            for node in stores:
-                c.disks[node.name].command("eio off")
-                node.restart()
-            return f"fsync failed for {fault.duration:.1f}s, then power lost: {'; '.join(said)}"
+            return self._eio(fault)
         if kind in CLOCK_FAULTS:
             node = self._node(fault)
             spec = CLOCK_SPECS[fault.variant % len(CLOCK_SPECS)]
@@ -319,6 +309,30 @@ class Nemesis:
             c.idle(fault.duration)
             node.restart()
         return note
+
+    def _eio(self, fault: Fault) -> str:
+        """Every fsync of the stores' disks (all of them, or one, by ``variant``) fails for
+        a while; then, by ``variant``, they lose power (what a failed fsync covered must
+        not have been acknowledged) or their fsyncs work again and they must go on storing
+        and acknowledging (or exit, and be restarted)."""
+        c = self.cluster
+        stores = c.stores if fault.variant % 2 == 0 else [c.stores[fault.target]]
+        power = (fault.variant // 2) % 2 == 0
+        for node in stores:
+            c.disks[node.name].command("eio on")
+        c.idle(fault.duration)
+        said = []
+        if power:
+            for node in stores:
+                node.kill()
+            said = [f"{n.name}: {c.disks[n.name].crash(seed=fault.variant)}" for n in stores]
+        for node in stores:
+            c.disks[node.name].command("eio off")
+            if power:
+                node.restart()
+        names = "+".join(n.name for n in stores)
+        then = f"then power lost: {'; '.join(said)}" if power else "then fsyncs work again"
+        return f"fsync failed on {names} for {fault.duration:.1f}s, {then}"
 
     def _damage(self, kind: Kind, node: Node, fault: Fault, rng: random.Random) -> str:
         """Damage a stopped node's disk."""
