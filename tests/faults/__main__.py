@@ -22,12 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.faults import netns, powerfs
+from tests.faults import netns
 from tests.faults.checker import Report, format_table
 from tests.faults.cluster import Options, node_names
 from tests.faults.nemesis import PROCESS_FAULTS, Kind, disk_faults_unavailable
 from tests.faults.run import run_once
-from tests.faults.scenarios import SCENARIOS, Scenario, by_name
+from tests.faults.scenarios import SCENARIOS, Scenario, by_name, scenario_unavailable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -162,16 +162,6 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print(format_table(rows))
     return 0 if all(r.ok() for r in reports) else 1
-
-
-def scenario_unavailable(scenario: Scenario) -> str | None:
-    """Why ``scenario`` cannot run here (None: it can)."""
-    opts = scenario.options()
-    if opts.power:
-        reason = powerfs.unavailable() or (None if os.geteuid() == 0 else "not root")
-        if reason is not None:
-            return f"the power-loss layer cannot run: {reason}"
-    return None
 
 
 def _run_scenarios(args: argparse.Namespace, chosen: list[Scenario]) -> int:

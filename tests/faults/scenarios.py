@@ -9,8 +9,10 @@ in ``make test``. ``make faults`` runs every scenario (``--scenario all``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
+from tests.faults import powerfs
 from tests.faults.cluster import Options
 from tests.faults.nemesis import CLOCK_FAULTS, NEEDS_POWER, POWER_FAULTS, Kind
 
@@ -84,3 +86,13 @@ def by_name(names: str) -> list[Scenario]:
             raise ValueError(f"unknown scenario {name!r} (known: {', '.join(known)})")
         out.append(known[name.strip()])
     return out
+
+
+def scenario_unavailable(scenario: Scenario) -> str | None:
+    """Why ``scenario`` cannot run here (None: it can)."""
+    opts = scenario.options()
+    if opts.power:
+        reason = powerfs.unavailable() or (None if os.geteuid() == 0 else "not root")
+        if reason is not None:
+            return f"the power-loss layer cannot run: {reason}"
+    return None

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.__main__ import scenario_unavailable
 from tests.faults.checker import format_table
 from tests.faults.cluster import Options
 from tests.faults.nemesis import POWER_FAULTS, PROCESS_FAULTS, Kind, schedule
 from tests.faults.run import run_once
-from tests.faults.scenarios import SCENARIOS, Scenario
+from tests.faults.scenarios import SCENARIOS, Scenario, scenario_unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
