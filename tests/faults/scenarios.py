@@ -67,7 +67,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("eio-fsync", (Kind.EIO_FSYNC,), needs="9 (a store whose environment fails)"),
     Scenario(
         "clocks",
-        CLOCK_FAULTS,
+        (*CLOCK_FAULTS, Kind.KILL_PRODUCER),  # a producer's recovery after its clock stepped back
         needs="6, 8 (retention bounded against clocks; runs ordered without clocks)",
         clocks=True,
         retention_ms=10 * 60 * 1000,
