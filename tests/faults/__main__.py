@@ -27,6 +27,7 @@ from tests.faults.checker import Report, format_table
 from tests.faults.cluster import Options, node_names
 from tests.faults.nemesis import PROCESS_FAULTS, Kind, disk_faults_unavailable
 from tests.faults.run import run_once
+from tests.faults.scenarios import SCENARIOS, Scenario, by_name, scenario_unavailable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         + ", ".join(k.value for k in Kind)
         + ")",
     )
+    parser.add_argument(
+        "--scenario",
+        default=None,
+        help="run issue 33's scenarios instead (all, or comma-separated: "
+        + ", ".join(s.name for s in SCENARIOS)
+        + "); without namespaces",
+    )
     parser.add_argument("--netns", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--workdir", type=Path, default=None, help="keep logs and data here")
     parser.add_argument("--json", type=Path, default=None, help="write the results here too")
@@ -70,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(message)s",
     )
+    if args.scenario is not None:
+        try:
+            chosen = by_name(args.scenario)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return _run_scenarios(args, chosen)
     kinds: tuple[Kind, ...] = PROCESS_FAULTS
     skipped: list[str] = []
     use_netns = False
@@ -148,6 +162,48 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print(format_table(rows))
     return 0 if all(r.ok() for r in reports) else 1
+
+
+def _run_scenarios(args: argparse.Namespace, chosen: list[Scenario]) -> int:
+    """Every chosen scenario, per seed and min_acks; the same output as the other runs."""
+    base = args.workdir or Path(tempfile.mkdtemp(prefix="dafka-faults-"))
+    runs: list[dict] = []
+    rows: list[tuple[str, Report]] = []
+    for scenario in chosen:
+        reason = scenario_unavailable(scenario)
+        if reason is not None:
+            print(f"scenario {scenario.name} skipped: {reason}", file=sys.stderr)
+            continue
+        for min_acks in args.min_acks or [scenario.min_acks]:
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                t0 = time.monotonic()
+                workdir = base / f"{scenario.name}-acks{min_acks}-seed{seed}"
+                if workdir.exists():
+                    shutil.rmtree(workdir)
+                result = run_once(
+                    workdir,
+                    seed,
+                    args.seconds,
+                    min_acks,
+                    scenario.kinds,
+                    options=scenario.options(min_acks),
+                )
+                doc: dict = {"scenario": scenario.name, "needs": scenario.needs, **result.as_dict()}
+                runs.append(doc)
+                rows.append((f"{scenario.name}/acks{min_acks}/seed{seed}", result.report))
+                counts = " ".join(f"{k}={v}" for k, v in doc["counts"].items())
+                print(
+                    f"{scenario.name} min_acks={min_acks} seed={seed} faults={len(doc['faults'])} "
+                    f"acked={doc['acked']} {counts} ({time.monotonic() - t0:.0f}s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    text = json.dumps({"workdir": str(base), "runs": runs}, indent=1)
+    if args.json is not None:
+        args.json.write_text(text)
+    print(text)
+    print(format_table(rows))
+    return 0 if all(r.ok() for _, r in rows) else 1
 
 
 def _run_in_namespaces(

@@ -20,6 +20,15 @@ those three views :func:`check` counts what must all be zero:
                        reads from the earliest offset after the run, or whose producer could
                        not get its records acknowledged once every fault was healed
 ``crashed``            processes that exited when nobody killed them (from the harness)
+``below_min_acks``     acknowledged records that at the end (every fault healed, and time
+                       given to re-replicate) fewer than the topic's ``min_acks`` stores
+                       hold, though one does (none: ``acked_lost``)
+``metadata_lost``      acknowledged metadata changes (topics the nemesis created) the towers
+                       no longer have at the end
+``bad_served``         corrupt batches (failing their signature or digest) a store served
+                       after the time it had to scrub: to the harness reading every store
+                       back, or to the fresh consumer (whose core counts each batch it
+                       rejects, ``ConsumerStats.rejected``)
 """
 
 from __future__ import annotations
@@ -38,6 +47,9 @@ COUNTS = (
     "content_mismatches",
     "stuck_partitions",
     "crashed",
+    "below_min_acks",
+    "bad_served",
+    "metadata_lost",
 )
 
 
@@ -97,6 +109,9 @@ class Report:
     content_mismatches: int = 0
     stuck_partitions: int = 0
     crashed: int = 0
+    below_min_acks: int = 0
+    bad_served: int = 0
+    metadata_lost: int = 0
     acked: int = 0
     delivered: int = 0
     stored: int = 0
@@ -129,16 +144,25 @@ def check(
     crashed: Iterable[str] = (),
     readback: Sequence[Delivery] | None = None,
     stalled: Iterable[str] = (),
+    min_acks: int = 1,
+    bad_served: Iterable[str] = (),
+    metadata_lost: Iterable[str] = (),
 ) -> Report:
     """Count everything that went wrong (see the module docstring).
 
     ``readback`` is what a fresh consumer delivered from the earliest offset after the
     run (checked like the live consumer's deliveries); ``stalled`` names partitions whose
-    producer could not get its last records acknowledged once every fault was healed.
+    producer could not get its last records acknowledged once every fault was healed;
+    ``min_acks`` is the topic's; ``bad_served`` says one corrupt batch served per item,
+    ``metadata_lost`` one acknowledged metadata change lost per item.
     """
     report = Report()
     for what in crashed:
         report.note("crashed", what)
+    for what in bad_served:
+        report.note("bad_served", what)
+    for what in metadata_lost:
+        report.note("metadata_lost", what)
 
     acked: dict[Key, str] = {}
     for ack in acks:
@@ -167,6 +191,7 @@ def check(
     for key in sorted(acked):
         if key not in stored:
             report.note("acked_lost", f"{key} {acked[key]}")
+    _copies(report, acked, stores, min_acks)
 
     seen = _deliveries(report, "live consumer", deliveries, acked, stored)
     report.delivered = len(seen)
@@ -218,6 +243,25 @@ def check(
     for partition, why in sorted(stuck.items()):
         report.note("stuck_partitions", f"{partition}: {why}")
     return report
+
+
+def _copies(
+    report: Report, acked: Mapping[Key, str], stores: Mapping[str, Mapping[Key, str]], min_acks: int
+) -> None:
+    """Count acknowledged records held by fewer than ``min_acks`` stores (but by one),
+    with one example per partition."""
+    short: dict[str, list[int]] = defaultdict(list)
+    for key, value in sorted(acked.items()):
+        copies = sum(1 for held in stores.values() if held.get(key) == value)
+        if 0 < copies < min_acks:
+            short[key[0]].append(key[1])
+    for partition, offsets in sorted(short.items()):
+        report.note(
+            "below_min_acks",
+            f"{partition}: {len(offsets)} records ({offsets[0]}..{offsets[-1]}) "
+            f"on fewer than {min_acks} stores",
+            len(offsets),
+        )
 
 
 def _deliveries(

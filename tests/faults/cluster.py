@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
+import shutil
 import signal
 import subprocess
 import time
@@ -21,6 +23,7 @@ from typing import TypeVar
 from dafka.metadata import MetadataClient
 from tests.admin import ADMIN, tower_args
 from tests.faults.netns import Topology
+from tests.faults.powerfs import PowerFS
 from tests.procs import Proc, py
 from tower.metadata import free_port_block
 
@@ -42,6 +45,20 @@ class Node:
         self.paused = False
         self.incarnation = 0
         self.crashes: list[str] = []
+        self.data: Path | None = None  # a store's data or a producer's state directory
+        self.identity: str | None = None  # a store's node ID or a producer's partition
+        self.new_identity = False  # its next start may have a new one (a replaced disk)
+        self.retired = False  # stopped for good: not restarted by the heal
+
+    def same_identity(self, identity: str) -> bool:
+        """Record ``identity`` at a start; False (and a crash) if the node came back as a
+        new one nobody asked for (it lost its key: the name of a file it had written)."""
+        old, self.identity = self.identity, identity
+        expected, self.new_identity = self.new_identity, False
+        if old is None or old == identity or expected:
+            return True
+        self.crashes.append(f"{self.name} came back as {identity}, not {old}: its key was lost")
+        return False
 
     def save_log(self) -> None:
         """Keep what the process wrote on stderr (``logs/NAME-INCARNATION.stderr``)."""
@@ -137,6 +154,15 @@ class Options:
     drain: float = 10.0  # seconds a producer may flush when asked to stop
     tmpfs_bytes: int | None = None  # stores' data dirs on a tmpfs of this size (root only)
     producer_tmpfs_bytes: int | None = None  # producers' state dirs on a tmpfs (root only)
+    power: bool = False  # every store, producer and tower on a powerfs of its own (root)
+    dir_sync: str = "strict"  # powerfs: what makes a name durable (strict: its dir's fsync)
+    retiring: int = 0  # more producers, stopped for good (flushed) by the first disk fault
+    clocks: bool = False  # stores, producers and towers on a clock the nemesis steps
+    retention_ms: int | None = None  # the topic's retention by age
+
+
+FAKECLOCK = Path(__file__).parent / "fakeclock"
+"""Its ``sitecustomize`` puts ``time.time`` on the clock ``DAFKA_FAULT_CLOCK`` names."""
 
 
 def node_names(opts: Options) -> list[str]:
@@ -146,7 +172,7 @@ def node_names(opts: Options) -> list[str]:
         "t2",
         "t3",
         *(f"s{i + 1}" for i in range(opts.stores)),
-        *(f"p{i + 1}" for i in range(opts.producers)),
+        *(f"p{i + 1}" for i in range(opts.producers + opts.retiring)),
         "consumer",
         "reader",
         "harness",
@@ -170,6 +196,8 @@ class Cluster:
         self.store_ids: list[str] = []
         self.query_endpoints: dict[str, str] = {}
         self.mounts: list[Path] = []
+        self.disks: dict[str, PowerFS] = {}  # node name -> its powerfs (Options.power)
+        self.started = False  # the topic exists and the first stores are trusted
         self.tower_ids = [f"t{i + 1}" for i in range(3)]
         if topology is not None:  # each tower on its own host: the default port will do
             self.tower_hosts = [topology.addresses[t] for t in self.tower_ids]
@@ -198,29 +226,39 @@ class Cluster:
     def start(self) -> None:
         spec = ",".join(f"{t}={a}" for t, a in zip(self.tower_ids, self.tower_addrs, strict=True))
         for tid, addr in zip(self.tower_ids, self.tower_addrs, strict=True):
-            node = Node(tid, self._tower_starter(addr, self.dir / tid, spec), self.dir / "logs")
+            data = self._disk(tid, self.dir / tid) / "data" if self.opts.power else self.dir / tid
+            node = Node(tid, self._tower_starter(addr, data, spec), self.dir / "logs")
+            node.data = data
             self.towers.append(node)
             node.start()
         for i in range(self.opts.stores):
             data = self._store_dir(i)
             node = Node(f"s{i + 1}", self._store_starter(data), self.dir / "logs")
+            node.data = data
             self.stores.append(node)
             node.start()
         with MetadataClient(self.addresses, timeout=20, admin=ADMIN) as admin:
-            admin.create_topic(TOPIC, {"min_acks": self.opts.min_acks})
+            settings: dict[str, int] = {"min_acks": self.opts.min_acks}
+            if self.opts.retention_ms is not None:
+                settings["retention_ms"] = self.opts.retention_ms
+            admin.create_topic(TOPIC, settings)
             for sid in self.store_ids:
                 admin.trust_store(sid)
+        self.started = True
         self.consumer = Node("consumer", self._consumer_starter(), self.dir / "logs")
         self.consumer.start()
-        for i in range(self.opts.producers):
+        for i in range(self.opts.producers + self.opts.retiring):
             node = Node(f"p{i + 1}", self._producer_starter(f"p{i + 1}"), self.dir / "logs")
+            node.data = self._producer_dir(f"p{i + 1}")
             self.producers.append(node)
             node.start()
 
     def _store_dir(self, i: int) -> Path:
         base = self.dir / f"s{i + 1}"
         base.mkdir(parents=True, exist_ok=True)
-        if self.opts.tmpfs_bytes:
+        if self.opts.power:
+            self._disk(f"s{i + 1}", base)
+        elif self.opts.tmpfs_bytes:
             self._mount(base, self.opts.tmpfs_bytes)
         return base / "data"
 
@@ -228,11 +266,77 @@ class Cluster:
         """A producer's state directory: on a tmpfs of its own for the fill-producer-disk
         fault (it holds a key and two journals of some KB)."""
         base = self.dir / f"{name}-disk"
+        if name in self.disks:
+            return base / "state"
         if not base.exists():
             base.mkdir(parents=True)
-            if self.opts.producer_tmpfs_bytes:
+            if self.opts.power:
+                self._disk(name, base)
+            elif self.opts.producer_tmpfs_bytes:
                 self._mount(base, self.opts.producer_tmpfs_bytes)
         return base / "state"
+
+    def _disk(self, name: str, mountpoint: Path) -> Path:
+        """Put ``mountpoint`` on a powerfs of its own (over ``NAME.power``), for node ``name``."""
+        disk = PowerFS(self.dir / f"{name}.power", mountpoint, self.opts.dir_sync)
+        disk.start()
+        self.disks[name] = disk
+        return mountpoint
+
+    def env(self, node: str) -> dict[str, str]:
+        """The environment of ``node``'s process: with clock faults, its wall clock reads
+        ``clock-NODE`` (``tests/faults/fakeclock``: an offset such as ``+0``, ``+2400`` or
+        ``-3600``, and a rate such as ``x10``; the monotonic clock stays real, as under a
+        stepped system clock)."""
+        if not self.opts.clocks:
+            return {}
+        clock = self.dir / f"clock-{node}"
+        if not clock.exists():
+            clock.write_text("+0\n")
+        path = [str(FAKECLOCK), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        return {"DAFKA_FAULT_CLOCK": str(clock), "PYTHONPATH": os.pathsep.join(path)}
+
+    def set_clock(self, node: str, spec: str) -> None:
+        """Step or skew ``node``'s clock (``+2400``, ``-3600``, ``+0 x10``)."""
+        tmp = self.dir / f"clock-{node}.tmp"
+        tmp.write_text(spec + "\n")
+        os.replace(tmp, self.dir / f"clock-{node}")
+
+    def power_loss(self, nodes: list[Node], *, tear: bool, seed: int, down: float) -> list[str]:
+        """Kill ``nodes`` (SIGKILL), drop what their disks never synced (tearing part of
+        it with ``tear``), restart them after ``down`` seconds; what each disk said."""
+        for node in nodes:
+            node.kill()
+        said = [f"{n.name}: {self.disks[n.name].crash(tear=tear, seed=seed)}" for n in nodes]
+        self.idle(down)
+        for node in nodes:
+            node.restart()
+        return said
+
+    def retire(self) -> str | None:
+        """Stop the next retiring producer for good (SIGTERM: it flushes first); its name."""
+        for node in self.producers[self.opts.producers :]:
+            if not node.retired:
+                node.retired = True
+                rc = node.terminate(self.opts.drain + 10)
+                if rc not in (0, None):
+                    node.crashes.append(f"{node.name} exited {rc} at SIGTERM")
+                return node.name
+        return None
+
+    def replace_disk(self, node: Node, *, keep_key: bool) -> None:
+        """A new disk under a stopped store: its data directory emptied (but for its key
+        with ``keep_key``), as durably as a new disk is."""
+        data = node.data
+        assert data is not None
+        node.new_identity = not keep_key
+        for child in data.iterdir() if data.exists() else []:
+            if keep_key and child.name == "node.key":
+                continue
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        disk = self.disks.get(node.name)
+        if disk is not None:
+            disk.command("sync")
 
     def _mount(self, base: Path, size: int) -> None:
         subprocess.run(
@@ -256,7 +360,8 @@ class Cluster:
                     spec,
                     "--raft-insecure-null",  # faults, not authentication, are tested here
                     *tower_args(),
-                )
+                ),
+                env=self.env(node.name),
             )
             _wait(proc, lambda: proc.wait_line(r"tower on tcp://", timeout=20))
             return proc
@@ -275,7 +380,8 @@ class Cluster:
                     self.addresses,
                     "--host",
                     self.host_of(node.name),
-                )
+                ),
+                env=self.env(node.name),
             )
             m = _wait(
                 proc,
@@ -283,8 +389,12 @@ class Cluster:
                     r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)", timeout=20
                 ),
             )
+            node.same_identity(m.group(1))
             if m.group(1) not in self.store_ids:
                 self.store_ids.append(m.group(1))
+                if self.started:  # a store with a new key: trusted through the metadata
+                    with MetadataClient(self.addresses, timeout=20, admin=ADMIN) as admin:
+                        admin.trust_store(m.group(1))
             self.query_endpoints[node.name] = m.group(3)
             return proc
 
@@ -319,9 +429,11 @@ class Cluster:
                     TOPIC,
                     "--log",
                     str(self.dir / f"acks-{name}-{node.incarnation}.log"),
-                )
+                ),
+                env=self.env(node.name),
             )
-            _wait(proc, lambda: proc.wait_line_stdout(r"partition [0-9A-F]{32}", timeout=20))
+            m = _wait(proc, lambda: proc.wait_line_stdout(r"partition ([0-9A-F]{32})", timeout=20))
+            node.same_identity(m.group(1))
             return proc
 
         return start
@@ -393,7 +505,7 @@ class Cluster:
         for node in self.nodes():
             node.resume()
         for node in self.nodes():
-            if not node.up and node not in (self.consumer, self.reader):
+            if not node.up and not node.retired and node not in (self.consumer, self.reader):
                 node.restart()
         for mount in self.mounts:
             (mount / "ballast").unlink(missing_ok=True)
@@ -417,6 +529,8 @@ class Cluster:
                 node.save_log()
         for mount in self.mounts:
             subprocess.run(["umount", "-l", str(mount)], check=False, capture_output=True)
+        for disk in self.disks.values():
+            disk.stop()
 
 
 def _fill(ballast: Path) -> int:

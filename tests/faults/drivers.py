@@ -131,9 +131,19 @@ def run_consumer(args: argparse.Namespace) -> int:
                 if runs:
                     out.flush()
     finally:
+        rejected = _rejected(consumer)
         consumer.close()
-    print(f"consumer delivered {delivered}", flush=True)
+    print(f"consumer delivered {delivered} rejected {rejected}", flush=True)
     return 0
+
+
+def _rejected(consumer: Consumer) -> int:
+    """Batches the consumer's core rejected (``ConsumerStats.rejected``: failed their
+    signature or digest), -1 if it cannot say."""
+    try:
+        return consumer._on_loop(lambda now: ([], consumer._core.stats.rejected))
+    except Exception:
+        return -1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,8 +15,12 @@ import random
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from tests.faults.cluster import Cluster
+from dafka.metadata import MetadataClient
+from tests.admin import ADMIN
+from tests.faults import rot
+from tests.faults.cluster import Cluster, Node
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,19 @@ class Kind(enum.Enum):
     FILL_DISK = "fill-disk"
     FILL_PRODUCER_DISK = "fill-producer-disk"
     PARTITION = "partition"
+    # issue 33: power loss, rot at rest, lost disks, failing fsyncs, clocks
+    POWER_STORE = "power-store"
+    POWER_PRODUCER = "power-producer"
+    POWER_TOWER = "power-tower"
+    POWER_ALL = "power-all"
+    ROT_STORE = "rot-store"
+    ROT_JOURNAL = "rot-journal"
+    ROT_RAFT = "rot-raft"
+    REPLACE_DISK = "replace-disk"
+    EIO_FSYNC = "eio-fsync"
+    CLOCK_STORE = "clock-store"
+    CLOCK_PRODUCER = "clock-producer"
+    CLOCK_TOWER = "clock-tower"
 
 
 PROCESS_FAULTS = (
@@ -46,6 +63,28 @@ PROCESS_FAULTS = (
     Kind.KILL_PRODUCER_IN_OUTAGE,
 )
 
+POWER_FAULTS = (Kind.POWER_STORE, Kind.POWER_PRODUCER, Kind.POWER_TOWER, Kind.POWER_ALL)
+ROT_FAULTS = (Kind.ROT_STORE, Kind.ROT_JOURNAL, Kind.ROT_RAFT)
+CLOCK_FAULTS = (Kind.CLOCK_STORE, Kind.CLOCK_PRODUCER, Kind.CLOCK_TOWER)
+DISK_FAULTS = (*POWER_FAULTS, *ROT_FAULTS, Kind.REPLACE_DISK, Kind.EIO_FSYNC, *CLOCK_FAULTS)
+"""The kinds that draw a ``variant`` (added after the others, so that the schedules of the
+older kinds stay what they were for every seed)."""
+NEEDS_POWER = (*POWER_FAULTS, Kind.EIO_FSYNC)
+PER_PRODUCER = (
+    Kind.KILL_PRODUCER,
+    Kind.PAUSE_PRODUCER,
+    Kind.KILL_PRODUCER_IN_OUTAGE,
+    Kind.FILL_PRODUCER_DISK,
+    Kind.POWER_PRODUCER,
+    Kind.ROT_JOURNAL,
+    Kind.CLOCK_PRODUCER,
+)
+PER_TOWER = (Kind.POWER_TOWER, Kind.ROT_RAFT, Kind.CLOCK_TOWER)
+TOWERS = 3
+CLOCK_SPECS = ("+2400", "-3600", "+0 x10")
+"""Clock faults, by ``variant % 3``: 40 minutes ahead, an hour behind, ten times as fast
+(``tests/faults/fakeclock``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fault:
@@ -53,9 +92,11 @@ class Fault:
     kind: Kind
     target: int  # store or producer index (ignored for the leader)
     duration: float  # down, paused or full for this long
+    variant: int = 0  # the new kinds' seeded choices (torn or not, which key, which clock)
 
     def __str__(self) -> str:
-        return f"{self.at:6.1f}s {self.kind.value} #{self.target} for {self.duration:.1f}s"
+        more = f" v{self.variant}" if self.kind in DISK_FAULTS else ""
+        return f"{self.at:6.1f}s {self.kind.value} #{self.target} for {self.duration:.1f}s{more}"
 
 
 _DURATIONS = {
@@ -69,6 +110,18 @@ _DURATIONS = {
     Kind.FILL_DISK: (2.0, 5.0),
     Kind.FILL_PRODUCER_DISK: (2.0, 5.0),
     Kind.PARTITION: (2.0, 10.0),
+    Kind.POWER_STORE: (0.5, 3.0),
+    Kind.POWER_PRODUCER: (0.5, 3.0),
+    Kind.POWER_TOWER: (0.5, 3.0),
+    Kind.POWER_ALL: (0.5, 3.0),
+    Kind.ROT_STORE: (0.5, 2.0),
+    Kind.ROT_JOURNAL: (0.5, 2.0),
+    Kind.ROT_RAFT: (0.5, 2.0),
+    Kind.REPLACE_DISK: (0.5, 3.0),
+    Kind.EIO_FSYNC: (2.0, 5.0),
+    Kind.CLOCK_STORE: (5.0, 15.0),
+    Kind.CLOCK_PRODUCER: (5.0, 15.0),
+    Kind.CLOCK_TOWER: (5.0, 15.0),
 }
 
 
@@ -90,16 +143,12 @@ def schedule(
         duration = round(rng.uniform(lo, hi), 2)
         if t + duration > seconds:
             break
-        per_producer = (
-            Kind.KILL_PRODUCER,
-            Kind.PAUSE_PRODUCER,
-            Kind.KILL_PRODUCER_IN_OUTAGE,
-            Kind.FILL_PRODUCER_DISK,
-        )
-        count = producers if kind in per_producer else stores
+        count = producers if kind in PER_PRODUCER else TOWERS if kind in PER_TOWER else stores
         if kind is Kind.PARTITION:
             count = 1000  # an index into partition_shapes, taken modulo its length
-        out.append(Fault(round(t, 2), kind, rng.randrange(count), duration))
+        target = rng.randrange(count)
+        variant = rng.randrange(1 << 16) if kind in DISK_FAULTS else 0
+        out.append(Fault(round(t, 2), kind, target, duration, variant))
         t += duration + rng.uniform(1.0, 4.0)
     return out
 
@@ -131,6 +180,8 @@ class Nemesis:
         self.cluster = cluster
         self.faults = faults
         self.history: list[str] = []
+        self.rotted_at: float | None = None  # monotonic time of the last rot at rest
+        self.markers: list[str] = []  # topics created (acknowledged) just before a Raft rot
 
     def run(self, started: float, seconds: float) -> None:
         c = self.cluster
@@ -211,6 +262,131 @@ class Nemesis:
             note = f"{mount.removesuffix('-disk')} {c.fill_disk(mount)} bytes"
             c.idle(fault.duration)
             c.empty_disk(mount)
+        elif fault.kind in DISK_FAULTS:
+            note = self._disk_fault(fault)
         took = time.monotonic() - t0
         self.history.append(f"{fault}: {note} (took {took:.1f}s)")
         log.info("faults.inflicted fault=%s node=%s took=%.1f", fault.kind.value, note, took)
+
+    def _node(self, fault: Fault) -> Node:
+        c = self.cluster
+        if fault.kind in PER_PRODUCER:
+            return c.producers[fault.target]
+        if fault.kind in PER_TOWER:
+            return c.towers[fault.target]
+        return c.stores[fault.target]
+
+    def _disk_fault(self, fault: Fault) -> str:
+        """Inflict one of issue 33's faults; what it did."""
+        c = self.cluster
+        kind, rng = fault.kind, random.Random(fault.variant)
+        if kind in POWER_FAULTS:
+            live = [p for p in c.producers if not p.retired]
+            nodes = [*c.towers, *c.stores, *live] if kind is Kind.POWER_ALL else []
+            nodes = nodes or [self._node(fault)]
+            tear = fault.variant % 2 == 1
+            said = c.power_loss(nodes, tear=tear, seed=fault.variant, down=fault.duration)
+            return f"{'torn ' if tear else ''}{'; '.join(said)}"
+        if kind is Kind.EIO_FSYNC:
+            return self._eio(fault)
+        if kind in CLOCK_FAULTS:
+            node = self._node(fault)
+            spec = CLOCK_SPECS[fault.variant % len(CLOCK_SPECS)]
+            c.set_clock(node.name, spec)
+            c.idle(fault.duration)
+            c.set_clock(node.name, "+0")
+            return f"{node.name} clock {spec} then back"
+        if kind is Kind.ROT_RAFT:
+            return self._rot_raft(fault, rng)
+        node = self._node(fault)
+        retired = c.retire() if kind is Kind.REPLACE_DISK else None
+        node.kill()
+        try:
+            note = f"{node.name} {self._damage(kind, node, fault, rng)}"
+            if retired is not None:
+                note = f"{retired} stopped for good; {note}"
+        finally:
+            c.idle(fault.duration)
+            node.restart()
+        return note
+
+    def _eio(self, fault: Fault) -> str:
+        """Every fsync of the stores' disks (all of them, or one, by ``variant``) fails for
+        a while; then, by ``variant``, they lose power (what a failed fsync covered must
+        not have been acknowledged) or their fsyncs work again and they must go on storing
+        and acknowledging (or exit, and be restarted)."""
+        c = self.cluster
+        stores = c.stores if fault.variant % 2 == 0 else [c.stores[fault.target]]
+        power = (fault.variant // 2) % 2 == 0
+        for node in stores:
+            c.disks[node.name].command("eio on")
+        c.idle(fault.duration)
+        said = []
+        if power:
+            for node in stores:
+                node.kill()
+            said = [f"{n.name}: {c.disks[n.name].crash(seed=fault.variant)}" for n in stores]
+        for node in stores:
+            c.disks[node.name].command("eio off")
+            if power:
+                node.restart()
+        names = "+".join(n.name for n in stores)
+        then = f"then power lost: {'; '.join(said)}" if power else "then fsyncs work again"
+        return f"fsync failed on {names} for {fault.duration:.1f}s, {then}"
+
+    def _damage(self, kind: Kind, node: Node, fault: Fault, rng: random.Random) -> str:
+        """Damage a stopped node's disk."""
+        data = node.data
+        assert data is not None
+        if kind is Kind.REPLACE_DISK:
+            keep = fault.variant % 2 == 0
+            self.cluster.replace_disk(node, keep_key=keep)
+            return f"disk replaced ({'same' if keep else 'new'} key)"
+        self.rotted_at = time.monotonic()
+        if kind is Kind.ROT_STORE:
+            flipped = [len(rot.rot_values(p, rng)) for p in rot.find(data, "data.mdb")]
+            return f"{sum(flipped)} values rotten"
+        if kind is Kind.ROT_JOURNAL:
+            return _each(rot.find(data, "offsets.journal"), rot.rot_last_journal_frame, rng)
+        return _each(rot.find(data, "log"), rot.rot_last_raft_record, rng)
+
+    def _rot_raft(self, fault: Fault, rng: random.Random) -> str:
+        """An acknowledged metadata change (a marker topic), then its record rots: with an
+        even variant on two towers of the three while the group is down, with an odd one on
+        a follower restarted while the leader is down."""
+        c = self.cluster
+        marker = f"rot{len(self.markers) + 1}"
+        with MetadataClient(c.addresses, timeout=20, admin=ADMIN) as admin:
+            admin.create_topic(marker, {})
+        self.markers.append(marker)
+        self.rotted_at = time.monotonic()
+        if fault.variant % 2 == 0:
+            rotten = [c.towers[fault.target], c.towers[(fault.target + 1) % TOWERS]]
+            down = list(c.towers)
+        else:
+            leader = c.leader() or c.towers[0]
+            others = [t for t in c.towers if t is not leader]
+            follower = others[fault.target % len(others)]
+            rotten, down = [follower], [leader, follower]
+        for node in down:
+            node.kill()
+        said = []
+        for node in rotten:
+            assert node.data is not None
+            said.append(
+                f"{node.name}: {_each(rot.find(node.data, 'log'), rot.rot_last_raft_record, rng)}"
+            )
+        for node in rotten:
+            node.restart()
+        c.idle(fault.duration)
+        for node in down:
+            if node not in rotten:
+                node.restart()
+        return f"{marker} created, then towers {'+'.join(n.name for n in down)} down; " + "; ".join(
+            said
+        )
+
+
+def _each(paths: list[Path], damage: object, rng: random.Random) -> str:
+    done = [p.name for p in paths if damage(p, rng) is not None]  # type: ignore[operator]
+    return f"last record rotten in {', '.join(done) or 'nothing (no record yet)'}"

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dafka.query.client import QueryClient, records
+from dafka.metadata import MetadataClient
+from dafka.query.client import QueryClient
+from dafka.wire import signed
 from tests.faults.checker import Ack, Delivery, Key, Report, check
 from tests.faults.cluster import TOPIC, Cluster, Options
 from tests.faults.nemesis import Kind, Nemesis, schedule
@@ -25,6 +27,7 @@ from tests.faults.netns import Topology
 log = logging.getLogger(__name__)
 
 UNACKED = re.compile(r"partition ([0-9A-F]{32}).*?unacked (\d+)", re.S)
+REJECTED = re.compile(r"consumer delivered \d+ rejected (-?\d+)")
 
 
 @dataclass
@@ -72,19 +75,75 @@ def read_deliveries(workdir: Path, pattern: str = "deliveries-*.log") -> list[De
     return out
 
 
-def read_store(endpoint: str, timeout: float = 10.0) -> dict[Key, str]:
-    """Everything one store holds of the topic (verified batches), by (partition, offset)."""
+def read_store(
+    endpoint: str, timeout: float = 10.0, bad: list[str] | None = None
+) -> dict[Key, str]:
+    """Everything one store holds of the topic (verified batches), by (partition, offset).
+
+    A batch that fails verification (a store serving a corrupt copy) is left out and
+    described in ``bad``."""
     held: dict[Key, str] = {}
     with QueryClient(endpoint, timeout=timeout) as client:
         for info in client.heads([TOPIC]):
             if info.head is None or info.tail is None:
                 continue
             for reply in client.read_range(TOPIC, info.partition, info.tail, info.head + 1):
-                for rec in records(reply):
-                    held[(rec.partition, rec.offset)] = rec.value.decode(
-                        "ascii", "backslashreplace"
-                    )
+                for first, last, blob in reply.batches():
+                    try:
+                        batch = signed.verify_batch(blob, topic=TOPIC, partition=info.partition)
+                    except Exception as exc:  # a corrupt copy: anything may fail
+                        if bad is not None:
+                            bad.append(f"{info.partition} {first}..{last}: {exc}")
+                        continue
+                    for offset, (_key, value) in enumerate(batch.records, batch.first_offset):
+                        held[(info.partition, offset)] = value.decode("ascii", "backslashreplace")
     return held
+
+
+def read_stores(
+    cluster: Cluster, bad: dict[str, list[str]] | None = None, *, final: bool = True
+) -> dict[str, dict[Key, str]]:
+    """Every store read back (one that cannot be read is recorded as a crash if ``final``,
+    else left out)."""
+    out: dict[str, dict[Key, str]] = {}
+    for node in cluster.stores:
+        spoiled: list[str] = []
+        try:
+            out[node.name] = read_store(cluster.query_endpoints[node.name], bad=spoiled)
+        except Exception as exc:
+            if final:
+                node.crashes.append(f"{node.name} could not be read back: {exc}")
+        if bad is not None:
+            bad[node.name] = spoiled
+    return out
+
+
+def _short_of_copies(
+    stores: dict[str, dict[Key, str]], acked: dict[Key, str], min_acks: int
+) -> int:
+    return sum(
+        1
+        for key, value in acked.items()
+        if sum(1 for held in stores.values() if held.get(key) == value) < min_acks
+    )
+
+
+def _await_copies(cluster: Cluster, workdir: Path, min_acks: int, seconds: float) -> None:
+    """Give the stores (bounded) time to bring every acknowledged record back to
+    ``min_acks`` copies after the faults (re-replication after a lost disk, repair after
+    a scrub)."""
+    if min_acks < 2:
+        return
+    acked = {(a.partition, a.offset): a.value for a in read_acks(workdir)}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        cluster.check()
+        try:
+            if _short_of_copies(read_stores(cluster, final=False), acked, min_acks) == 0:
+                return
+        except Exception as exc:
+            log.info("faults.copies.retry error=%s", exc)
+        time.sleep(3.0)
 
 
 def _caught_up(cluster: Cluster, workdir: Path, pattern: str = "deliveries-*.log") -> bool:
@@ -150,6 +209,7 @@ def run_once(
     settle: float = 30.0,
     options: Options | None = None,
     topology: Topology | None = None,
+    heal_wait: float = 30.0,
 ) -> RunResult:
     """One seeded run in ``workdir`` (which it fills with logs and data)."""
     opts = options or Options(min_acks=min_acks)
@@ -158,6 +218,8 @@ def run_once(
     faults = schedule(seed, seconds, kinds, opts.stores, opts.producers)
     nemesis = Nemesis(cluster, faults)
     stores: dict[str, dict[Key, str]] = {}
+    bad: dict[str, list[str]] = {}
+    lost: list[str] = []
     stalled: list[str] = []
     harness: list[str] = []
     try:
@@ -167,16 +229,21 @@ def run_once(
         _phase(harness, "heal", cluster.heal)
         stalled = _stop_producers(cluster, opts.drain + 10)
         _settle(cluster, workdir, "deliveries-*.log", settle)
+        _await_copies(cluster, workdir, opts.min_acks, heal_wait)
         reader = cluster.start_reader()
         _settle(cluster, workdir, "readback-*.log", settle)
+        proc = reader.proc
         rc = reader.terminate(15)
         if rc not in (0, None):
             reader.crashes.append(f"read-back consumer exited {rc} at SIGTERM")
-        for node in cluster.stores:
-            try:
-                stores[node.name] = read_store(cluster.query_endpoints[node.name])
-            except Exception as exc:
-                node.crashes.append(f"{node.name} could not be read back: {exc}")
+        m = None if proc is None else REJECTED.search(bytes(proc.stdout).decode())
+        if m is not None and int(m.group(1)):
+            bad["fresh consumer"] = [f"rejected {m.group(1)} batches"] * max(1, int(m.group(1)))
+        stores = read_stores(cluster, bad)
+        if nemesis.markers:
+            with MetadataClient(cluster.addresses, timeout=20) as admin:
+                topics = admin.config()["topics"]
+            lost = [f"topic {t} (acknowledged) is gone" for t in nemesis.markers if t not in topics]
         cluster.check()
         if cluster.consumer is not None:
             rc = cluster.consumer.terminate(15)
@@ -193,5 +260,8 @@ def run_once(
         cluster.crashes() + harness,
         readback=read_deliveries(workdir, "readback-*.log"),
         stalled=stalled,
+        min_acks=opts.min_acks,
+        bad_served=[f"{who}: {what}" for who, items in sorted(bad.items()) for what in items],
+        metadata_lost=lost,
     )
     return RunResult(seed, min_acks, seconds, report, nemesis.history)

@@ -149,3 +149,33 @@ def test_a_partition_whose_producer_stalled_after_healing_is_stuck() -> None:
     acks, deliveries, stores = history()
     report = check(acks, deliveries, stores, stalled=[P])
     assert nonzero(report) == {"stuck_partitions": 1}
+
+
+def test_records_on_fewer_stores_than_min_acks_are_counted() -> None:
+    acks, deliveries, stores = history()
+    assert check(acks, deliveries, stores, min_acks=2).ok()
+    for offset in (1, 2):
+        del stores["s2"][(P, offset)]
+    report = check(acks, deliveries, stores, min_acks=2)
+    assert nonzero(report) == {"below_min_acks": 2}
+    assert report.examples["below_min_acks"] == [f"{P}: 2 records (1..2) on fewer than 2 stores"]
+    assert check(acks, deliveries, stores, min_acks=1).ok()
+    # a copy that differs from what was acknowledged is no copy (and a mismatch)
+    stores["s2"][(P, 1)] = content("p9", 0, 1)
+    report = check(acks, deliveries, stores, min_acks=2)
+    assert report.below_min_acks == 2 and report.content_mismatches >= 1
+    # none left at all is acked_lost, not below_min_acks
+    del stores["s1"][(Q, 0)], stores["s2"][(Q, 0)]
+    assert check(acks, deliveries, stores, min_acks=2).acked_lost == 1
+
+
+def test_corrupt_batches_served_are_counted() -> None:
+    acks, deliveries, stores = history()
+    report = check(acks, deliveries, stores, bad_served=["s1: batch 3..4 of P", "reader: 1"])
+    assert nonzero(report) == {"bad_served": 2}
+
+
+def test_acknowledged_metadata_changes_lost_are_counted() -> None:
+    acks, deliveries, stores = history()
+    report = check(acks, deliveries, stores, metadata_lost=["topic rot1 (acknowledged) is gone"])
+    assert nonzero(report) == {"metadata_lost": 1}
