@@ -304,6 +304,7 @@ class StoreReplication(StoreIngest, StorePolicy):
         if key in b.advanced:
             return  # batches of it wait in this very write batch: next time
         held = self._heads.get(key)
+        was = b.nexts.get(key, -1)
         dropped = 0
         if held is not None:
             first = self._tails.get(key, 0)
@@ -331,7 +332,7 @@ class StoreReplication(StoreIngest, StorePolicy):
             "(trimmed by retention at that store; continuing from its signed tail)",
             key[0],
             key[1],
-            -1 if held is None else held + 1,
+            was,
             tail,
             dropped,
             store,
