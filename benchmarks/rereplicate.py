@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -58,7 +59,7 @@ def main() -> None:
                 assert last is not None
                 last.result(args.timeout)
             write_s = time.monotonic() - start
-            print(f"written {args.records:,} records in {write_s:.1f} s", flush=True)
+            print(f"written {args.records:,} records in {write_s:.1f} s", file=sys.stderr)
             fresh = Path(d) / "b"
             stores.append(StoreProc(fresh, tower.address, *flags))
             up = time.monotonic()
@@ -87,7 +88,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"rereplicate-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    print(f"JSON: {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
