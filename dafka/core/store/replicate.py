@@ -247,15 +247,17 @@ class StoreReplication(StoreIngest, StorePolicy):
         proof = msg.head
         if proof is not None and (proof.topic, proof.partition) == key and proof.offset >= nxt:
             self._on_head(proof, b)  # verified there (signed), bounded by max_head_lead
-        tail_store = self._profile.tail_store(msg) if msg.tail else None
         sender = b.sender
-        peer = tail_store or (sender.node if sender is not None else "")
+        peer = sender.node if sender is not None else ""
+        tail = msg.tail
+        if tail and nxt < tail <= msg.offset:  # it no longer holds what we lack
+            store = self._profile.tail_store(msg)  # verified only then: one check at most
+            if store is not None and self._tail_counts(key, store, tail):
+                self._skip_to(key, tail, store, b)
+                nxt = b.nexts[key]
+            peer = store or peer
         if peer and peer != self._node_id:
             self._note_peer(key, peer, msg.offset, b.now)
-        if msg.tail and tail_store is not None and nxt < msg.tail <= msg.offset:
-            if self._tail_counts(key, tail_store, msg.tail):
-                self._skip_to(key, msg.tail, tail_store, b)
-                nxt = b.nexts[key]
         if msg.offset >= nxt:
             self._claim(key, msg.offset, nxt, b)
 
