@@ -1230,8 +1230,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "claims of other stores followed at once are bounded": (
         "dafka.core.store.replicate",
         "StoreReplication._claim",
-        "            if len(self._claims) >= MAX_CLAIMS or not self._admitted(key, b):",
-        "            if not self._admitted(key, b):",
+        "            if len(self._claims) >= MAX_CLAIMS:",
+        "            if False:",
     ),
     "heads remembered from other stores are bounded": (
         "dafka.core.store.replicate",
@@ -1252,6 +1252,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "StoreReplication._tail_counts",
         "        return signed is not None and tail <= signed.offset",
         "        return True",
+    ),
+    "another store's claims take no partition slots": (
+        "dafka.core.store.replicate",
+        "StoreReplication._claim",
+        "            claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))",
+        "            if not self._admitted(key, b):\n                return\n            claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))",
     ),
 }
 
@@ -1870,7 +1876,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a lying store's unsigned claim is dropped after rounds without progress": (
         "tests/unit/test_store_replicate.py::test_a_lying_stores_claim_is_dropped_after_rounds_without_progress",
     ),
-    "claims of other stores followed at once are bounded": ("tests/unit/test_store_replicate.py::test_claims_are_bounded",),
+    "claims of other stores followed at once are bounded": (
+        "tests/unit/test_store_replicate.py::test_claims_are_bounded",
+    ),
     "heads remembered from other stores are bounded": (
         "tests/unit/test_store_replicate.py::test_peer_heads_remembered_are_bounded",
     ),
@@ -1879,6 +1887,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "with no trusted stores a tail moves a store only up to what the producer signed": (
         "tests/unit/test_store_replicate.py::test_with_no_trusted_stores_a_tail_moves_only_up_to_what_the_producer_signed",
+    ),
+    "another store's claims take no partition slots": (
+        "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",
     ),
 }
 

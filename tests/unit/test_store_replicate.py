@@ -219,3 +219,13 @@ def test_rfc46_stores_replicate_what_other_stores_serve() -> None:
     recs = [m.DirectRecord(S, "t", part, i, b"x%d" % i) for i in range(3)]
     core.handle_batch(recs, 0.1)
     assert core.head("t", part) == 2
+
+
+def test_a_lying_stores_claims_take_no_partition_slots() -> None:
+    """Attack: a store claims partitions that do not exist up to the topic's partition
+    cap. They must not keep a real producer's new partition out: a partition is taken on
+    when a verified batch of it arrives, not on another store's word."""
+    core, _ = store(max_partitions_per_topic=3)
+    fakes = [f"{i:032X}" for i in range(10)]
+    heard(core, [direct_head(5, to=S, partition=p) for p in fakes], 0.0, peer=S3)
+    assert m.Ack(P, "t", 0) in sent(core.handle_batch([record(0, 1)], 0.1))

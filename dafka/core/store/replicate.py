@@ -55,8 +55,9 @@ REPLICATE_INTERVAL = 5.0
 """Seconds between two rounds of GET-HEADS to the other stores (the first at start)."""
 MAX_ROUND_TOPICS = 32
 """Topics asked about per round (round-robin): within a peer's head-request rate."""
-MAX_CLAIMS = 16_384
-"""Partitions whose unsigned claims are being followed at once."""
+MAX_CLAIMS = 4096
+"""Partitions whose unsigned claims are being followed at once: a quarter of the open gaps
+(``gaps.MAX_OPEN_GAPS``), so a lying store leaves the rest to live traffic."""
 MAX_STRIKES = 4
 """Rounds a claim may bring nothing before it is dropped."""
 CLAIM_PENALTY = 60.0
@@ -283,8 +284,8 @@ class StoreReplication(StoreIngest, StorePolicy):
         claim = self._claims.get(key)
         target = min(offset, nxt - 1 + self._lead)
         if claim is None:
-            if len(self._claims) >= MAX_CLAIMS or not self._admitted(key, b):
-                return
+            if len(self._claims) >= MAX_CLAIMS:
+                return  # not admitted either: a partition is taken on when a verified batch is
             claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))
         elif target > claim.target:
             claim.target = target
