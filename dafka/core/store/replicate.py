@@ -120,6 +120,9 @@ class StoreReplication(StoreIngest, StorePolicy):
         self._peer_heads: dict[PartitionKey, dict[str, tuple[int, float]]] = {}
         self._peer_count = 0
         self._last_under_log = -math.inf
+        # the newest offset known per partition at the last round and the one before
+        self._horizons: dict[PartitionKey, int] = {}
+        self._horizons_old: dict[PartitionKey, int] = {}
         self.under_replicated = UnderReplication()
         """What the last round found (``dafka_store_under_replicated_*``)."""
 
@@ -207,10 +210,13 @@ class StoreReplication(StoreIngest, StorePolicy):
 
     def _count_under(self, now: float) -> None:
         """Partitions and records held by fewer stores than min_acks, from our heads and
-        the heads other stores said they hold (fresh ones only)."""
+        the heads other stores said they hold (fresh ones only). Only records known to
+        exist two rounds ago are judged: those after them may still be on their way to
+        the other stores (or their word about them to us), and are judged next time."""
         partitions = records = 0
-        keys = set(self._heads) | set(self._peer_heads)
-        for key in keys:
+        judged = self._horizons_old
+        horizons: dict[PartitionKey, int] = {}
+        for key in set(self._heads) | set(self._peer_heads):
             need = self._min_acks.get(key[0], 1)
             if need <= 1:
                 continue
@@ -219,11 +225,15 @@ class StoreReplication(StoreIngest, StorePolicy):
             if own is not None:
                 heads.append(own)
             heads.sort(reverse=True)
-            top = heads[0]
+            horizons[key] = heads[0]
+            top = judged.get(key)
+            if top is None:
+                continue
             floor = heads[need - 1] if len(heads) >= need else self._tails.get(key, 0) - 1
             if top > floor:
                 partitions += 1
                 records += top - max(floor, -1)
+        self._horizons_old, self._horizons = self._horizons, horizons
         self.under_replicated = UnderReplication(partitions, records)
         if partitions and now - self._last_under_log >= UNDER_LOG_PERIOD:
             self._last_under_log = now
