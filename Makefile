@@ -70,10 +70,11 @@ faults: install  ## fault injection: 10 seeds x 120 s per min_acks (1 and 2), th
 	  --workdir .faults/scenarios --json .faults/scenarios.json || rc=1; \
 	exit $$rc
 
-bench: install reference  ## throughput (signed and rfc46) and Raft benchmarks; JSON in benchmarks/results/
+bench: install reference  ## throughput (signed and rfc46), Raft and re-replication (1M records to a fresh store) benchmarks; JSON in benchmarks/results/
 	$(BIN)/python -m benchmarks.throughput --profile signed --consume batches
 	$(BIN)/python -m benchmarks.throughput --profile rfc46 --api one
 	$(BIN)/python -m benchmarks.raft
+	$(BIN)/python -m benchmarks.rereplicate
 
 bench-spark: install  ## a 1,000,000-record micro-batch read through format("dafka")
 	$(BIN)/python -m benchmarks.spark_read

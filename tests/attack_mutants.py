@@ -25,6 +25,7 @@ import subprocess
 import sys
 
 TESTS = [
+    "tests/unit/test_store_replicate.py",
     "tests/unit/test_attacks_discovery_flood.py",
     "tests/unit/test_private_dirs.py",
     "tests/unit/test_dir_fsync.py",
@@ -1378,6 +1379,44 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            if refused is not None:",
         "            if False:",
     ),
+    "a lying store's unsigned claim is dropped after rounds without progress": (
+        "dafka.core.store.replicate",
+        "StoreReplication._check_claims",
+        "                if claim.strikes >= MAX_STRIKES:\n                    self._drop_claim(key, claim, now)",
+        "                pass",
+    ),
+    "claims of other stores followed at once are bounded": (
+        "dafka.core.store.replicate",
+        "StoreReplication._claim",
+        "            if len(self._claims) >= MAX_CLAIMS:",
+        "            if False:",
+    ),
+    "heads remembered from other stores are bounded": (
+        "dafka.core.store.replicate",
+        "StoreReplication._note_peer",
+        "            if self._peer_count >= MAX_PEER_KEYS:\n                return",
+        "            pass",
+        "            if len(peers) >= MAX_PEERS_PER_PARTITION or self._peer_count >= MAX_PEER_KEYS:",
+        "            if False:",
+    ),
+    "a store continues from another store's tail only if a trusted store signed it": (
+        "dafka.core.store.replicate",
+        "StoreReplication._tail_counts",
+        "            return store in self._trusted_stores",
+        "            return True",
+    ),
+    "with no trusted stores a tail moves a store only up to what the producer signed": (
+        "dafka.core.store.replicate",
+        "StoreReplication._tail_counts",
+        "        return signed is not None and tail <= signed.offset",
+        "        return True",
+    ),
+    "another store's claims take no partition slots": (
+        "dafka.core.store.replicate",
+        "StoreReplication._claim",
+        "            claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))",
+        "            if not self._admitted(key, b):\n                return\n            claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))",
+    ),
 }
 
 
@@ -2065,6 +2104,24 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "query judges a waiting request by the read ACL again when it is served": (
         "tests/integration/test_attacks_query_bounds.py::test_a_waiting_request_is_judged_by_the_acl_again_when_served",
+    ),
+    "a lying store's unsigned claim is dropped after rounds without progress": (
+        "tests/unit/test_store_replicate.py::test_a_lying_stores_claim_is_dropped_after_rounds_without_progress",
+    ),
+    "claims of other stores followed at once are bounded": (
+        "tests/unit/test_store_replicate.py::test_claims_are_bounded",
+    ),
+    "heads remembered from other stores are bounded": (
+        "tests/unit/test_store_replicate.py::test_peer_heads_remembered_are_bounded",
+    ),
+    "a store continues from another store's tail only if a trusted store signed it": (
+        "tests/unit/test_store_replicate.py::test_a_tail_signed_by_a_store_not_trusted_moves_nothing",
+    ),
+    "with no trusted stores a tail moves a store only up to what the producer signed": (
+        "tests/unit/test_store_replicate.py::test_with_no_trusted_stores_a_tail_moves_only_up_to_what_the_producer_signed",
+    ),
+    "another store's claims take no partition slots": (
+        "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",
     ),
 }
 

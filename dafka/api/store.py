@@ -26,6 +26,7 @@ from ..core.effects import Publish
 from ..core.read_guard import ReadView
 from ..core.store import StoreCore
 from ..core.store.credits import credits_for_hwm
+from ..core.store.replicate import REPLICATE_INTERVAL
 from ..errors import ConfigError, DafkaError
 from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
@@ -162,6 +163,7 @@ class _StoreHandler:
             if self.held_file is not None and self.core.held is not None:
                 self.held_file.save(self.core.held, now)
         pipeline = self.pipeline
+        out.extend(self.core.replicate(now))  # asks the other stores what they hold
         out.extend(self.core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
         return out
 
@@ -216,6 +218,7 @@ class Store:
         serve_rate: float = DEFAULT_SERVE_RATE,
         commit_thread: bool = False,
         query_limits: QueryLimits | None = None,
+        replicate_interval: float = REPLICATE_INTERVAL,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
@@ -228,7 +231,9 @@ class Store:
         2-core machine it was measured on it gained nothing and cost CPU
         (``docs/architecture.md``, "The store's writer thread").
         ``query_limits``: what the query endpoint's replies may cost (bytes queued per
-        connection and in all, bytes per second; ``docs/query.md``, "Bounds")."""
+        connection and in all, bytes per second; ``docs/query.md``, "Bounds").
+        ``replicate_interval``: seconds between two rounds of asking the other stores what
+        they hold, to fetch what this store lacks (``dafka.core.store.replicate``)."""
         if not MIN_SERVE_RATE <= serve_rate < math.inf:
             raise ConfigError(
                 f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
@@ -257,6 +262,7 @@ class Store:
                 send_credits=credits_for_hwm(xpub_hwm(nconf, nconf.max_message_size)),
                 serve_rate=serve_rate,
                 serve_total_rate=4 * serve_rate,
+                replicate_interval=replicate_interval,
             )
             held_file = HeldFile(self.path)
             self.core.held = held_file.load()

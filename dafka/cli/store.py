@@ -8,6 +8,7 @@ import click
 
 from ..api.common import node_config
 from ..api.store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
+from ..core.store.replicate import REPLICATE_INTERVAL
 from ..errors import DafkaError
 from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
@@ -84,6 +85,14 @@ def tune_gc() -> None:
     help="Commit each drain on a writer thread while the next is received and verified "
     '(docs/architecture.md, "The store\'s writer thread"; off: it did not pay where measured).',
 )
+@click.option(
+    "--replicate-interval",
+    default=REPLICATE_INTERVAL,
+    show_default=True,
+    type=click.FloatRange(0.05, 3600),
+    help="Seconds between two rounds of asking the other stores what they hold, to fetch "
+    "what this store lacks (re-replication after a lost disk; docs/wire.md).",
+)
 @metrics_options
 @run_cli
 def main(
@@ -98,6 +107,7 @@ def main(
     map_size: int,
     serve_rate_mib: float,
     commit_thread: bool,
+    replicate_interval: float,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -116,6 +126,7 @@ def main(
         metrics_host=metrics_host,
         serve_rate=serve_rate_mib * MIB,
         commit_thread=commit_thread,
+        replicate_interval=replicate_interval,
     ).start()
     freeze_heap()  # the node has started: see dafka.io.collector
     click.echo(

@@ -73,6 +73,16 @@ STORE_FIELDS: _Fields = (
     ("equivocations", "dafka_equivocations", "Two signed batches for one offset (first kept)."),
     ("unauthorized", "dafka_store_batches_unauthorized", "Batches the topic's ACL refused."),
     ("read_refused", "dafka_store_reads_refused", "Reads the topic's read ACL refused."),
+    (
+        "retention_skips",
+        "dafka_store_retention_skips",
+        "Partitions continued from another store's signed tail (the rest trimmed there).",
+    ),
+    (
+        "claims_dropped",
+        "dafka_store_claims_dropped",
+        "Other stores' unsigned heads followed for rounds in vain, then dropped.",
+    ),
     ("requests_forged", "dafka_store_requests_forged", "Requests naming another node."),
     ("requests_proxied", "dafka_store_requests_proxied", "Requests from unknown connections."),
     ("partitions_refused", "dafka_store_partitions_refused", "New partitions refused (caps)."),
@@ -134,6 +144,16 @@ STORE_SPECS = (
     gauge("lmdb_map", "dafka_store_lmdb_map_bytes", "Size of the LMDB map (it grows)."),
     gauge("partitions", "dafka_store_partitions", "Partitions held."),
     gauge("topics", "dafka_store_topics", "Topics held."),
+    gauge(
+        "under_partitions",
+        "dafka_store_under_replicated_partitions",
+        "Partitions held by fewer stores than min_acks, as far as this store heard.",
+    ),
+    gauge(
+        "under_records",
+        "dafka_store_under_replicated_records",
+        "Records held by fewer stores than min_acks, as far as this store heard.",
+    ),
     counter("query.requests", "dafka_store_query_requests", "Pull reads (HEADS, READ) served."),
     counter(
         "query.malformed", "dafka_store_query_malformed", "Query requests that did not decode."
@@ -187,6 +207,8 @@ def store_metrics(
         heads = storage.heads()
         values["partitions"] = len(heads)
         values["topics"] = len({topic for topic, _ in heads})
+        under = core.under_replicated
+        values["under_partitions"], values["under_records"] = under.partitions, under.records
         for key in ("requests", "malformed", "forbidden"):
             values[f"query.{key}"] = query.stats[key]
         return values

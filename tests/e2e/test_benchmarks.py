@@ -113,6 +113,15 @@ def test_the_groups_benchmark_reports_commits_against_a_plain_send() -> None:
 
 
 @pytest.mark.integration
+def test_the_rereplicate_benchmark_reports_the_time_a_fresh_store_takes_to_copy() -> None:
+    run = bench("rereplicate", "--records", "2000", "--batch", "500", "--interval", "0.2")
+    report = take_report(printed_path(run))
+    assert report == json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["copied"] == report["records"] == 2000 and report["complete"]
+    assert report["rereplicate_s"] > 0
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize("reader", [["--consumers", "2"], ["--store"]])
 def test_the_producer_catchup_benchmark_reports_readers_served_by_the_producer(
     reader: list[str],

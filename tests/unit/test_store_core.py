@@ -431,6 +431,7 @@ def test_subscriptions() -> None:
         b"G",
         b"D" + NODE.encode(),
         b"W" + NODE.encode(),
+        b"E" + NODE.encode(),
     ]
 
 
@@ -448,7 +449,8 @@ def test_subscriptions() -> None:
         GetHeads("t", "bad requester"),
         ConsumerHello(NODE, "x", ("t",)),
         Ack(P, "t", 3),
-        DirectHead(NODE, "t", P, 3),
+        DirectHead(NODE, "t", "short", 3),  # to us: another store's heads (replicate.py)
+        DirectHead("AB" * 16, "t", P, 3),  # to another node
         "not a message",
     ],
 )

@@ -89,6 +89,10 @@ option, is :class:`~dafka.core.store.state.StoreState`'s):
   partitions, oversized records, and the group commit;
 * ``serve.py``: :class:`~dafka.core.store.serve.StoreServing`, FETCHes served chunk by
   chunk and head requests answered, within their rate limits and read ACLs;
+* ``replicate.py``: :class:`~dafka.core.store.replicate.StoreReplication`, rounds of
+  GET-HEADS to the other stores and their DIRECT-HEADs in: what they hold and this store
+  lacks is fetched (re-replication), a trusted store's signed tail lets a store down past
+  retention continue, and the partitions held by fewer stores than ``min_acks`` are counted;
 * ``core.py``: :class:`StoreCore`, one drained batch through all of the above, ACKs last.
 """
 

@@ -18,7 +18,7 @@ from ...ids import is_node_id
 from ...wire.rfc46 import Command
 from .. import messages as m
 from ..effects import Publish
-from .ingest import StoreIngest
+from .replicate import StoreReplication
 from .serve import StoreServing
 from .state import _Batch
 
@@ -30,7 +30,7 @@ MAX_HELLO_TOPICS = 1024
 _BAD_INPUT = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
 
 
-class StoreCore(StoreIngest, StoreServing):
+class StoreCore(StoreReplication, StoreServing):
     """The store's state machine: records in, (FETCH | DIRECT-* | STORE-HELLO | ACK) out.
 
     ``profile`` is the store's wire profile (``rfc46`` unless given); it
@@ -102,7 +102,8 @@ class StoreCore(StoreIngest, StoreServing):
         return [Publish(m.StoreHello(consumer, self._node_id))]
 
     def tick(self, now: float, gaps: bool = True) -> list[Publish]:
-        """Retry FETCHes for gaps still open, then serve the next chunk of pending fetches.
+        """Retry FETCHes for gaps still open, then serve the next chunk of pending fetches
+        (the shell also calls :meth:`replicate`, the rounds that ask the other stores).
 
         ``gaps=False`` (a commit is in flight, its heads not reported yet): the gaps wait
         for a tick after the report, so none is fetched again for what the commit holds."""
@@ -130,6 +131,8 @@ class StoreCore(StoreIngest, StoreServing):
         elif isinstance(msg, m.ConsumerHello) and msg.store == self._node_id:
             topics = tuple(dict.fromkeys(msg.topics[:MAX_HELLO_TOPICS]))
             self._on_head_request(msg.consumer, topics, b)
+        elif isinstance(msg, m.DirectHead) and msg.recipient == self._node_id:
+            self._on_direct_head(msg, b)  # another store's heads (replicate.py)
         elif isinstance(msg, m.Oversized) and msg.recipient in (None, self._node_id):
             self._on_oversized(msg, b)
         else:

@@ -104,7 +104,10 @@ class StoreGaps(StoreState):
             gap = self._gaps.get(key)
             if gap is None:
                 continue
-            start = self._heads.get(key, -1) + 1
+            head = self._heads.get(key)
+            if head is None:  # nothing held: from 0, or past a fence (replicate._skip_to)
+                head = self._fences.get(key, -1) if self._fences else -1
+            start = head + 1
             if self._holes:
                 start = self._past_hole(key, start)
             if gap.target < start:

@@ -103,6 +103,12 @@ class StoreStats:
     oversized: int = 0
     """Records over ``max_message_size`` (their content dropped by the IO shell): under
     rfc46 the offset is refused and the records after it stored (see ``dafka.core.store``)."""
+    claims_dropped: int = 0
+    """Other stores' unsigned heads followed for rounds without bringing anything: dropped
+    (``dafka.core.store.replicate``)."""
+    retention_skips: int = 0
+    """Partitions continued from a tail another store signed, what they asked for having
+    been trimmed by retention there (``dafka.core.store.replicate``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +385,7 @@ class StoreState:
             Command.GET_HEADS.value,
             direct_prefix(Command.DIRECT_RECORD, self._node_id),
             direct_prefix(Command.CONSUMER_HELLO, self._node_id),
+            direct_prefix(Command.DIRECT_HEAD, self._node_id),  # other stores' heads
         ]
 
     def _fence(self, fences: Mapping[PartitionKey, int]) -> None:
