@@ -81,9 +81,10 @@ from .frames import (
     encode_entry,
 )
 from .hardstate import StateFile
+from .rot import single_byte_rot
 from .types import Entry, HardState, SnapshotMeta
 
-__all__ = ["FileStorage", "LoadedState", "RaftStorage", "check_batch"]
+__all__ = ["FileStorage", "LoadedState", "LostEntries", "RaftStorage", "check_batch"]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ _REC_HEADER_SIZE = 8 + _REC_TAIL.size  # magic + crc + tail
 _MAX_RECORD = 1 << 30
 
 _SNAP_MAGIC = b"DAFKRSN1"
+_RECOVERING_MAGIC = b"DAFKRRC1"
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
@@ -218,6 +220,18 @@ def _split_crc(blob: bytes, magic: bytes, what: str) -> bytes:
     return body[len(magic) :]
 
 
+class LostEntries(NamedTuple):
+    """Fsynced log records found damaged at open (``FileStorage(recover=True)``)."""
+
+    first: int
+    """The index of the damaged record: the log is cut before it."""
+    last: int
+    """The highest index the log held (of any valid record past the damage, or ``first``):
+    this peer may have acknowledged entries up to here."""
+    offset: int
+    dropped_bytes: int
+
+
 class _Record(NamedTuple):
     log_index: int
     batch: int
@@ -237,6 +251,48 @@ def _parse_record(buf: bytes, pos: int) -> _Record | None:
     if zlib.crc32(memoryview(buf)[pos + 8 : end]) != crc:
         return None
     return _Record(index, batch, buf[pos + _REC_HEADER_SIZE : end], end)
+
+
+def _rotten_record(buf: bytes, pos: int) -> bool:
+    """Whether the bad record at ``pos`` was complete on disk and one of its bytes rotted
+    (:mod:`dafka.raft.rot`): its magic, its CRC, its length or a byte its CRC covers
+    differs by one byte that reads nonzero, and the record is valid once it is fixed."""
+    if len(buf) - pos < _REC_HEADER_SIZE:
+        return False
+    magic_diff = [k for k in range(4) if buf[pos + k] != _REC_MAGIC[k]]
+    (crc,) = _U32.unpack_from(buf, pos + 4)
+    (length,) = _U32.unpack_from(buf, pos + 8)
+    end = pos + _REC_HEADER_SIZE + length
+    view = memoryview(buf)
+    if magic_diff:  # a rotten magic: the rest verifies as it is
+        return (
+            len(magic_diff) == 1
+            and buf[pos + magic_diff[0]] != 0
+            and length <= _MAX_RECORD
+            and end <= len(buf)
+            and zlib.crc32(view[pos + 8 : end]) == crc
+        )
+    if length <= _MAX_RECORD and end <= len(buf):
+        region = view[pos + 8 : end]
+        if single_byte_rot(region, zlib.crc32(region), crc) is not None:
+            return True
+    # a rotten length: the record ends where the file or a next record starts
+    ends = [len(buf)]
+    at = buf.find(_REC_MAGIC, pos + _REC_HEADER_SIZE)
+    while at != -1 and len(ends) < 8:
+        ends.append(at)
+        at = buf.find(_REC_MAGIC, at + 1)
+    for true_end in ends:
+        true_length = true_end - pos - _REC_HEADER_SIZE
+        if not 0 <= true_length <= _MAX_RECORD or true_length == length:
+            continue
+        diff = [k for k in range(4) if ((true_length ^ length) >> (8 * k)) & 0xFF]
+        if len(diff) != 1 or not (length >> (8 * diff[0])) & 0xFF:
+            continue
+        fixed = zlib.crc32(view[pos + 12 : true_end], zlib.crc32(_U32.pack(true_length)))
+        if fixed == crc:
+            return True
+    return False
 
 
 def _encode_records(entries: Sequence[Entry], batch: int, pos: int) -> tuple[bytes, list[int]]:
@@ -287,15 +343,19 @@ class FileStorage:
     the Raft shell that owns it calls it from its own loop.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, repair: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, repair: bool = False, recover: bool = False
+    ) -> None:
         self.path = Path(path)
         self._repair = repair
+        self._recover = recover
+        self._lost: LostEntries | None = None
         self._lock_fd = -1
         self._fd = -1
         try:
             make_private_dirs(self.path)
             self._lock()
-            for name in ("state", "log", "snapshot", "snapshot.bg"):
+            for name in ("state", "log", "snapshot", "snapshot.bg", "recovering"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)
             self._state = StateFile(
                 self.path / "state", lambda name, chunks: _atomic_write(self.path, name, chunks)
@@ -303,8 +363,11 @@ class FileStorage:
             self._hard = self._state.state
             self._pending_commit: int | None = None
             self._meta, self._has_snapshot = self._read_snapshot_meta()
+            self._recovering_to = self._read_recovering()
             self._open_log()
             self._reconcile_with_snapshot()
+            if self._lost is not None and self._lost.last <= self._meta.index:
+                self._lost = None  # the snapshot holds what the damaged records held
         except OSError as exc:
             self.close()
             raise StorageError(f"cannot open Raft storage at {self.path}: {exc}") from exc
@@ -389,36 +452,63 @@ class FileStorage:
             torn_batches = {self._base}
         expected = self._base + len(self._offsets)
         later = []  # valid records of later appends: the damage was fsynced before them
+        after = [expected]  # indexes of every valid record past the damage
         at = buf.find(_REC_MAGIC, bad + 1)
         while at != -1:
             record = _parse_record(buf, at)
-            if (
-                record is not None
-                and record.log_index >= expected
-                and record.batch <= record.log_index
-                and record.batch not in torn_batches
-            ):
-                later.append(record.log_index)
+            if record is not None and record.log_index >= expected:
+                after.append(record.log_index)
+                if record.batch <= record.log_index and record.batch not in torn_batches:
+                    later.append(record.log_index)
             at = buf.find(_REC_MAGIC, at + 1)
-        if later and not self._repair:
-            raise StorageError(
-                f"{log_path}: damaged record at offset {bad} (index"
-                f" {expected}) is followed by valid records of later"
-                f" appends (indexes {later[0]}..{later[-1]}); refusing to drop entries that"
-                " were fsynced. Wipe the directory and rejoin the cluster, or open with"
-                " repair=True to truncate at the damage."
+        rotten = _rotten_record(buf, bad)
+        if not later and not rotten:
+            log.warning(
+                "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=torn-tail",
+                log_path,
+                bad,
+                len(buf) - bad,
             )
-        level = logging.ERROR if later else logging.WARNING
-        log.log(
-            level,
-            "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=%s",
-            log_path,
-            bad,
-            len(buf) - bad,
-            "repair" if later else "torn-tail",
-        )
-        os.ftruncate(self._fd, bad)
+            self._cut(bad)
+            return
+        # complete records that were fsynced are damaged: entries this peer may have
+        # acknowledged are lost (docs/raft.md "Rot and torn writes")
+        lost = LostEntries(expected, max(after), bad, len(buf) - bad)
+        why = "rot in a complete record" if rotten else "followed by records of later appends"
+        if self._repair:
+            log.error(
+                "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=repair"
+                " lost=%d..%d",
+                log_path,
+                bad,
+                lost.dropped_bytes,
+                lost.first,
+                lost.last,
+            )
+            self._cut(bad)
+        elif self._recover:
+            self._lost, self._end = lost, bad  # cut by begin_recovery or accept_loss
+        else:
+            raise StorageError(
+                f"{log_path}: damaged record at offset {bad} (index {expected}, {why});"
+                f" refusing to drop entries {lost.first}..{lost.last} that were fsynced."
+                " Wipe the directory and rejoin the cluster, or open with repair=True to"
+                " truncate at the damage."
+            )
+
+    def _cut(self, offset: int) -> None:
+        os.ftruncate(self._fd, offset)
         _fdatasync(self._fd)
+
+    def _read_recovering(self) -> int | None:
+        try:
+            blob = (self.path / "recovering").read_bytes()
+        except FileNotFoundError:
+            return None
+        body = _split_crc(blob, _RECOVERING_MAGIC, f"{self.path}/recovering")
+        if len(body) != _U64.size:
+            raise StorageError(f"{self.path}/recovering has a wrong size")
+        return int(_U64.unpack(body)[0])
 
     def _reconcile_with_snapshot(self) -> None:
         snap = self._meta.index
@@ -449,6 +539,20 @@ class FileStorage:
     @property
     def snapshot_meta(self) -> SnapshotMeta:
         return self._meta
+
+    @property
+    def lost(self) -> LostEntries | None:
+        """Damaged fsynced records found at open with ``recover=True``, until
+        :meth:`begin_recovery` or :meth:`accept_loss` (nothing is written before)."""
+        return self._lost
+
+    @property
+    def recovering_to(self) -> int | None:
+        """The last index this peer may have acknowledged and no longer holds: it must
+        not vote until its log reaches it from a leader (:meth:`end_recovery`)."""
+        if self._lost is not None:
+            return max(self._lost.last, self._recovering_to or 0)
+        return self._recovering_to
 
     @property
     def first_index(self) -> int:
@@ -517,7 +621,7 @@ class FileStorage:
 
     def append(self, entries: Sequence[Entry], sync: bool = True) -> None:
         """Append consecutive entries continuing the log: one write, one fdatasync."""
-        self._check_open()
+        self._check_writable()
         if not entries:
             return
         first = entries[0].index
@@ -555,7 +659,7 @@ class FileStorage:
 
     def truncate_from(self, index: int) -> None:
         """Drop entries ``>= index`` (a follower resolving a conflict). Always durable."""
-        self._check_open()
+        self._check_writable()
         if index <= self._meta.index:
             raise StorageError(f"cannot truncate at {index}: covered by the snapshot")
         if index > self.last_index:
@@ -570,7 +674,7 @@ class FileStorage:
     def save_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
         """Store a snapshot atomically. If the log holds ``meta.index`` with ``meta.term``
         it is kept (compact it later); otherwise the whole log is discarded (Raft §7)."""
-        self._check_open()
+        self._check_writable()
         if meta.index < self._meta.index:
             raise StorageError("snapshot is older than the one stored")
         _write_synced(self.path / "snapshot.tmp", _snapshot_chunks(meta, data))
@@ -587,7 +691,7 @@ class FileStorage:
     def install_staged(self, meta: SnapshotMeta, staged: Path) -> bool:
         """Make a :meth:`stage_snapshot` file the stored snapshot (one rename, one directory
         fsync); False (and the file dropped) when a newer snapshot was stored meanwhile."""
-        self._check_open()
+        self._check_writable()
         if meta.index <= self._meta.index:
             staged.unlink(missing_ok=True)
             return False
@@ -605,7 +709,7 @@ class FileStorage:
     def compact(self, upto_index: int) -> None:
         """Rewrite the log without entries ``<= upto_index`` (atomically). The snapshot
         must cover them."""
-        self._check_open()
+        self._check_writable()
         if upto_index > self._meta.index:
             raise StorageError("cannot compact past the snapshot index")
         if upto_index < self._base:
@@ -645,11 +749,74 @@ class FileStorage:
         self._terms.extend([entry.term for entry in entries])
         self._end = _LOG_HEADER_SIZE + len(data)
 
+    # .. recovery after rot (docs/raft.md "Rot and torn writes") ...................
+
+    def begin_recovery(self) -> int:
+        """Record durably that entries up to :attr:`recovering_to` were lost (the file
+        ``recovering``), then cut the log at the damage. Returns that index."""
+        lost, to = self._lost, self.recovering_to
+        if lost is None or to is None:
+            raise StorageError("no lost entries to recover")
+        _atomic_write(self.path, "recovering", [_with_crc(_RECOVERING_MAGIC + _U64.pack(to))])
+        self._recovering_to, self._lost = to, None
+        self._cut(self._end)
+        log.error(
+            "raft.storage.recovering path=%s/log offset=%d dropped_bytes=%d lost=%d..%d"
+            " recovering_to=%d",
+            self.path,
+            lost.offset,
+            lost.dropped_bytes,
+            lost.first,
+            lost.last,
+            to,
+        )
+        return to
+
+    def end_recovery(self) -> None:
+        """The log reached :attr:`recovering_to` again from a leader: fsync it, then drop
+        the ``recovering`` file."""
+        if self._recovering_to is None:
+            return
+        self.sync_log()
+        (self.path / "recovering").unlink(missing_ok=True)
+        _fsync_dir(self.path)
+        log.warning(
+            "raft.storage.recovered path=%s recovered_to=%d last=%d",
+            self.path,
+            self._recovering_to,
+            self.last_index,
+        )
+        self._recovering_to = None
+
+    def accept_loss(self) -> None:
+        """The operator accepts losing the damaged entries (``--accept-log-loss``): cut
+        the log at the damage and forget any recovery, with an error line."""
+        lost = self._lost
+        if lost is not None:
+            self._cut(self._end)
+            self._lost = None
+        to = self._recovering_to
+        (self.path / "recovering").unlink(missing_ok=True)
+        _fsync_dir(self.path)
+        self._recovering_to = None
+        log.error(
+            "raft.storage.accept_log_loss path=%s/log lost=%s recovering_to=%s last=%d",
+            self.path,
+            "none" if lost is None else f"{lost.first}..{lost.last}",
+            to,
+            self.last_index,
+        )
+
     # .. lifecycle ...................................................................
 
     def _check_open(self) -> None:
         if self._fd < 0:
             raise StorageError(f"Raft storage {self.path} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self._lost is not None:  # the damaged bytes are still past self._end
+            raise StorageError(f"{self.path}/log: begin_recovery or accept_loss first")
 
     def close(self) -> None:
         """Write any deferred commit index, then release the files and the lock."""

@@ -1,0 +1,110 @@
+"""Rot told from a torn write in the Raft log, and the durable recovery mark (issue 33
+point 5; :mod:`dafka.raft.rot`, ``FileStorage(recover=True)``)."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+
+from dafka.errors import StorageError
+from dafka.raft.rot import single_byte_error
+from dafka.raft.storage import FileStorage
+from dafka.raft.types import Entry, EntryType
+
+
+def entries(first: int, last: int) -> list[Entry]:
+    return [
+        Entry(i, 1, EntryType.STATE, i.to_bytes(12, "big"), b"topic.create t%d" % i)
+        for i in range(first, last + 1)
+    ]
+
+
+def write_log(path: Path) -> tuple[int, int]:
+    """Entries 1..5 in two appends; the (start, end) offsets of record 5 (the last)."""
+    with FileStorage(path) as storage:
+        storage.append(entries(1, 4))
+        start = (path / "log").stat().st_size
+        storage.append(entries(5, 5))
+    return start, (path / "log").stat().st_size
+
+
+def damaged(path: Path, offset: int, value: int) -> None:
+    with open(path / "log", "r+b") as handle:
+        handle.seek(offset)
+        handle.write(bytes([value]))
+
+
+def test_single_byte_errors_are_located_by_the_crc() -> None:
+    data = bytearray(os.urandom(300))
+    crc = zlib.crc32(data)
+    for at in (0, 1, 150, 299):
+        for xor in (0x01, 0x80, 0x55):
+            data[at] ^= xor
+            assert single_byte_error(zlib.crc32(data) ^ crc, len(data)) == (at, xor)
+            data[at] ^= xor
+
+
+def test_one_flipped_bit_anywhere_in_the_last_record_is_rot(tmp_path: Path) -> None:
+    path = tmp_path / "raft"
+    start, end = write_log(path)
+    original = (path / "log").read_bytes()
+    for offset in range(start, end):  # magic, crc, length, index, batch, entry
+        byte = original[offset]
+        bit = 0x80 if byte ^ 0x80 else 0x01  # a flip that leaves a nonzero byte
+        damaged(path, offset, byte ^ bit)
+        with pytest.raises(StorageError, match="rot in a complete record"):
+            FileStorage(path)
+        damaged(path, offset, byte)
+    with FileStorage(path) as storage:
+        assert storage.last_index == 5
+
+
+def test_what_a_torn_write_leaves_is_still_a_torn_tail(tmp_path: Path) -> None:
+    path = tmp_path / "raft"
+    start, end = write_log(path)
+    original = (path / "log").read_bytes()
+    for lo in range(start, end, 3):  # zeros where the write never landed, or a short file
+        for hi in (lo + 1, lo + 9, end):
+            blob = original[:lo] + b"\0" * (min(hi, end) - lo) + original[min(hi, end) :]
+            (path / "log").write_bytes(blob)
+            with FileStorage(path) as storage:  # (5: those bytes were zeros already)
+                assert storage.last_index == (5 if blob == original else 4), (lo, hi)
+            (path / "log").write_bytes(original[:lo])
+            with FileStorage(path) as storage:
+                assert storage.last_index == 4, lo
+
+
+def test_recovery_mark_is_durable_until_the_log_reaches_it(tmp_path: Path) -> None:
+    path = tmp_path / "raft"
+    start, end = write_log(path)
+    damaged(path, end - 3, (path / "log").read_bytes()[end - 3] ^ 0x04)
+    storage = FileStorage(path, recover=True)
+    lost = storage.lost
+    assert lost is not None and (lost.first, lost.last) == (5, 5) and storage.recovering_to == 5
+    assert storage.last_index == 4 and (path / "log").stat().st_size == end  # nothing cut
+    with pytest.raises(StorageError, match="begin_recovery"):
+        storage.append(entries(5, 5))
+    assert storage.begin_recovery() == 5
+    assert (path / "log").stat().st_size == start
+    storage.close()
+    with FileStorage(path, recover=True) as storage:  # a restart remembers
+        assert storage.lost is None and storage.recovering_to == 5 and storage.last_index == 4
+        storage.append(entries(5, 6))  # refilled by a leader
+        storage.end_recovery()
+    with FileStorage(path, recover=True) as storage:
+        assert storage.recovering_to is None and storage.last_index == 6
+
+
+def test_accepting_the_loss_cuts_the_log_and_forgets_the_mark(tmp_path: Path) -> None:
+    path = tmp_path / "raft"
+    start, end = write_log(path)
+    damaged(path, end - 3, (path / "log").read_bytes()[end - 3] ^ 0x04)
+    with FileStorage(path, recover=True) as storage:
+        storage.accept_loss()
+        assert storage.recovering_to is None and storage.last_index == 4
+    assert (path / "log").stat().st_size == start
+    with FileStorage(path) as storage:
+        assert storage.last_index == 4
