@@ -65,7 +65,7 @@ import os
 import struct
 import zlib
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol, Self
 
@@ -73,15 +73,29 @@ import msgpack
 
 from ..errors import StorageError
 from ..security.private_dirs import make_private_dirs
+from .files import (
+    atomic_write,
+    fsync_dir,
+    read_all,
+    split_crc,
+    with_crc,
+    write_all,
+    write_synced,
+)
 from .frames import (
     RaftWireError,
     decode_config,
     decode_entry,
     encode_config,
-    encode_entry,
 )
 from .hardstate import StateFile
-from .rot import single_byte_rot
+from .logrecords import (
+    REC_MAGIC,
+    LostEntries,
+    encode_records,
+    parse_record,
+    rotten_record,
+)
 from .types import Entry, HardState, SnapshotMeta
 
 __all__ = ["FileStorage", "LoadedState", "LostEntries", "RaftStorage", "check_batch"]
@@ -91,10 +105,6 @@ log = logging.getLogger(__name__)
 _LOG_MAGIC = b"DAFKRLG1"
 _LOG_HEADER = struct.Struct("<8sQ")  # magic, base
 _LOG_HEADER_SIZE = _LOG_HEADER.size + 4
-_REC_MAGIC = b"\xd5RL\x01"
-_REC_TAIL = struct.Struct("<IQQ")  # length, index, batch
-_REC_HEADER_SIZE = 8 + _REC_TAIL.size  # magic + crc + tail
-_MAX_RECORD = 1 << 30
 
 _SNAP_MAGIC = b"DAFKRSN1"
 _RECOVERING_MAGIC = b"DAFKRRC1"
@@ -173,155 +183,6 @@ def _unpack_meta(data: bytes) -> SnapshotMeta:
 # -- FileStorage ------------------------------------------------------------------------------
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes | memoryview, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
-
-
-def _atomic_write(directory: Path, name: str, chunks: Iterable[bytes]) -> None:
-    tmp = directory / f"{name}.tmp"
-    _write_synced(tmp, chunks)
-    os.replace(tmp, directory / name)
-    _fsync_dir(directory)
-
-
-def _write_synced(tmp: Path, chunks: Iterable[bytes]) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        offset = 0
-        for chunk in chunks:
-            _write_all(fd, chunk, offset)
-            offset += len(chunk)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _with_crc(body: bytes) -> bytes:
-    return body + _U32.pack(zlib.crc32(body))
-
-
-def _split_crc(blob: bytes, magic: bytes, what: str) -> bytes:
-    if len(blob) < len(magic) + 4 or not blob.startswith(magic):
-        raise StorageError(f"{what} is damaged or not a Dafka Raft file")
-    body, crc = blob[:-4], _U32.unpack(blob[-4:])[0]
-    if zlib.crc32(body) != crc:
-        raise StorageError(f"{what} fails its checksum")
-    return body[len(magic) :]
-
-
-class LostEntries(NamedTuple):
-    """Fsynced log records found damaged at open (``FileStorage(recover=True)``)."""
-
-    first: int
-    """The index of the damaged record: the log is cut before it."""
-    last: int
-    """The highest index the log held (of any valid record past the damage, or ``first``):
-    this peer may have acknowledged entries up to here."""
-    offset: int
-    dropped_bytes: int
-
-
-class _Record(NamedTuple):
-    log_index: int
-    batch: int
-    entry: bytes
-    end: int
-
-
-def _parse_record(buf: bytes, pos: int) -> _Record | None:
-    """The record at ``pos`` if it is complete and its checksum holds, else None."""
-    if len(buf) - pos < _REC_HEADER_SIZE or buf[pos : pos + 4] != _REC_MAGIC:
-        return None
-    (crc,) = _U32.unpack_from(buf, pos + 4)
-    length, index, batch = _REC_TAIL.unpack_from(buf, pos + 8)
-    end = pos + _REC_HEADER_SIZE + length
-    if length > _MAX_RECORD or end > len(buf):
-        return None
-    if zlib.crc32(memoryview(buf)[pos + 8 : end]) != crc:
-        return None
-    return _Record(index, batch, buf[pos + _REC_HEADER_SIZE : end], end)
-
-
-def _rotten_record(buf: bytes, pos: int) -> bool:
-    """Whether the bad record at ``pos`` was complete on disk and one of its bytes rotted
-    (:mod:`dafka.raft.rot`): its magic, its CRC, its length or a byte its CRC covers
-    differs by one byte that reads nonzero, and the record is valid once it is fixed."""
-    if len(buf) - pos < _REC_HEADER_SIZE:
-        return False
-    magic_diff = [k for k in range(4) if buf[pos + k] != _REC_MAGIC[k]]
-    (crc,) = _U32.unpack_from(buf, pos + 4)
-    (length,) = _U32.unpack_from(buf, pos + 8)
-    end = pos + _REC_HEADER_SIZE + length
-    view = memoryview(buf)
-    if magic_diff:  # a rotten magic: the rest verifies as it is
-        return (
-            len(magic_diff) == 1
-            and buf[pos + magic_diff[0]] != 0
-            and length <= _MAX_RECORD
-            and end <= len(buf)
-            and zlib.crc32(view[pos + 8 : end]) == crc
-        )
-    if length <= _MAX_RECORD and end <= len(buf):
-        region = view[pos + 8 : end]
-        if single_byte_rot(region, zlib.crc32(region), crc) is not None:
-            return True
-    # a rotten length: the record ends where the file or a next record starts
-    ends = [len(buf)]
-    at = buf.find(_REC_MAGIC, pos + _REC_HEADER_SIZE)
-    while at != -1 and len(ends) < 8:
-        ends.append(at)
-        at = buf.find(_REC_MAGIC, at + 1)
-    for true_end in ends:
-        true_length = true_end - pos - _REC_HEADER_SIZE
-        if not 0 <= true_length <= _MAX_RECORD or true_length == length:
-            continue
-        diff = [k for k in range(4) if ((true_length ^ length) >> (8 * k)) & 0xFF]
-        if len(diff) != 1 or not (length >> (8 * diff[0])) & 0xFF:
-            continue
-        fixed = zlib.crc32(view[pos + 12 : true_end], zlib.crc32(_U32.pack(true_length)))
-        if fixed == crc:
-            return True
-    return False
-
-
-def _encode_records(entries: Sequence[Entry], batch: int, pos: int) -> tuple[bytes, list[int]]:
-    """The records of ``entries``, and the file offset of each when written at ``pos``.
-    Raises :class:`StorageError` unless the entries' indexes are consecutive (checked in
-    the same pass: a leader's or a follower's whole batch goes through here)."""
-    parts: list[bytes] = []
-    offsets: list[int] = []
-    crc32, tail_of, magic, crc_of = zlib.crc32, _REC_TAIL.pack, _REC_MAGIC, _U32.pack
-    expected = entries[0].index if entries else 0
-    for entry in entries:
-        index = entry.index
-        if index != expected:
-            raise StorageError(f"entries are not consecutive at index {index}")
-        try:
-            body = encode_entry(entry)
-        except RaftWireError as exc:
-            raise StorageError(f"entry {index} cannot be stored: {exc}") from exc
-        length = len(body)
-        if length > _MAX_RECORD:  # recovery would take it for a torn write and drop it
-            raise StorageError(f"entry {index} has {length} bytes, over {_MAX_RECORD}")
-        tail = tail_of(length, index, batch)
-        parts += (magic, crc_of(crc32(body, crc32(tail))), tail, body)
-        offsets.append(pos)
-        pos += _REC_HEADER_SIZE + length
-        expected = index + 1
-    return b"".join(parts), offsets
-
-
 def _snapshot_chunks(meta: SnapshotMeta, data: bytes) -> list[bytes]:
     meta_blob = _pack_meta(meta)
     head = _SNAP_MAGIC + _U32.pack(len(meta_blob)) + meta_blob + _U64.pack(len(data))
@@ -333,7 +194,7 @@ def _index_array() -> array[int]:
 
 
 def _log_header(base: int) -> bytes:
-    return _with_crc(_LOG_HEADER.pack(_LOG_MAGIC, base))
+    return with_crc(_LOG_HEADER.pack(_LOG_MAGIC, base))
 
 
 class FileStorage:
@@ -358,7 +219,7 @@ class FileStorage:
             for name in ("state", "log", "snapshot", "snapshot.bg", "recovering"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)
             self._state = StateFile(
-                self.path / "state", lambda name, chunks: _atomic_write(self.path, name, chunks)
+                self.path / "state", lambda name, chunks: atomic_write(self.path, name, chunks)
             )
             self._hard = self._state.state
             self._pending_commit: int | None = None
@@ -393,7 +254,7 @@ class FileStorage:
             blob = (self.path / "snapshot").read_bytes()
         except FileNotFoundError:
             return None
-        body = _split_crc(blob, _SNAP_MAGIC, f"{self.path}/snapshot")
+        body = split_crc(blob, _SNAP_MAGIC, f"{self.path}/snapshot")
         try:
             (meta_size,) = _U32.unpack_from(body, 0)
             meta = _unpack_meta(body[4 : 4 + meta_size])
@@ -414,17 +275,17 @@ class FileStorage:
         if not log_path.exists():
             if (self.path / "state").exists() or self._has_snapshot:
                 raise StorageError(f"{log_path} is missing while state/snapshot exist")
-            _atomic_write(self.path, "log", [_log_header(self._meta.index + 1)])
+            atomic_write(self.path, "log", [_log_header(self._meta.index + 1)])
         self._fd = os.open(log_path, os.O_RDWR)
-        buf = _read_all(self._fd)
-        header = _split_crc(buf[:_LOG_HEADER_SIZE], _LOG_MAGIC, f"{log_path} header")
+        buf = read_all(self._fd)
+        header = split_crc(buf[:_LOG_HEADER_SIZE], _LOG_MAGIC, f"{log_path} header")
         self._base: int = _U64.unpack(header)[0]
         self._offsets = _index_array()
         self._terms = _index_array()
         pos = _LOG_HEADER_SIZE
         batch_of_last = 0
         while pos < len(buf):
-            record = _parse_record(buf, pos)
+            record = parse_record(buf, pos)
             if record is None:
                 self._recover_tail(buf, pos, batch_of_last)
                 break
@@ -453,15 +314,15 @@ class FileStorage:
         expected = self._base + len(self._offsets)
         later = []  # valid records of later appends: the damage was fsynced before them
         after = [expected]  # indexes of every valid record past the damage
-        at = buf.find(_REC_MAGIC, bad + 1)
+        at = buf.find(REC_MAGIC, bad + 1)
         while at != -1:
-            record = _parse_record(buf, at)
+            record = parse_record(buf, at)
             if record is not None and record.log_index >= expected:
                 after.append(record.log_index)
                 if record.batch <= record.log_index and record.batch not in torn_batches:
                     later.append(record.log_index)
-            at = buf.find(_REC_MAGIC, at + 1)
-        rotten = _rotten_record(buf, bad)
+            at = buf.find(REC_MAGIC, at + 1)
+        rotten = rotten_record(buf, bad)
         if not later and not rotten:
             log.warning(
                 "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=torn-tail",
@@ -505,7 +366,7 @@ class FileStorage:
             blob = (self.path / "recovering").read_bytes()
         except FileNotFoundError:
             return None
-        body = _split_crc(blob, _RECOVERING_MAGIC, f"{self.path}/recovering")
+        body = split_crc(blob, _RECOVERING_MAGIC, f"{self.path}/recovering")
         if len(body) != _U64.size:
             raise StorageError(f"{self.path}/recovering has a wrong size")
         return int(_U64.unpack(body)[0])
@@ -584,7 +445,7 @@ class FileStorage:
         entries = []
         pos = 0
         for index in range(lo, hi):
-            record = _parse_record(buf, pos)
+            record = parse_record(buf, pos)
             if record is None or record.log_index != index:
                 raise StorageError(f"{self.path}/log: entry {index} is damaged on disk")
             entries.append(decode_entry(record.entry, index))
@@ -627,9 +488,9 @@ class FileStorage:
         first = entries[0].index
         if first != self.last_index + 1 or first <= self._meta.index:
             check_batch(entries, self.last_index + 1, self._meta.index)  # raises, and why
-        data, offsets = _encode_records(entries, first, self._end)  # checks the rest
+        data, offsets = encode_records(entries, first, self._end)  # checks the rest
         try:
-            _write_all(self._fd, data, self._end)
+            write_all(self._fd, data, self._end)
             if sync:
                 _fdatasync(self._fd)
         except OSError as exc:
@@ -677,7 +538,7 @@ class FileStorage:
         self._check_writable()
         if meta.index < self._meta.index:
             raise StorageError("snapshot is older than the one stored")
-        _write_synced(self.path / "snapshot.tmp", _snapshot_chunks(meta, data))
+        write_synced(self.path / "snapshot.tmp", _snapshot_chunks(meta, data))
         self._install(meta, self.path / "snapshot.tmp")
 
     def stage_snapshot(self, meta: SnapshotMeta, data: bytes) -> Path:
@@ -685,7 +546,7 @@ class FileStorage:
         :meth:`install_staged`. Touches nothing else: another thread may run it while
         the owner keeps using the storage (the slow part of a snapshot off the loop)."""
         staged = self.path / "snapshot.bg.tmp"
-        _write_synced(staged, _snapshot_chunks(meta, data))
+        write_synced(staged, _snapshot_chunks(meta, data))
         return staged
 
     def install_staged(self, meta: SnapshotMeta, staged: Path) -> bool:
@@ -701,7 +562,7 @@ class FileStorage:
     def _install(self, meta: SnapshotMeta, tmp: Path) -> None:
         keep = meta.index <= self.last_index and self.term(meta.index) == meta.term
         os.replace(tmp, self.path / "snapshot")
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         self._meta, self._has_snapshot = meta, True
         if not keep:
             self._rewrite_log(meta.index + 1, [])
@@ -722,13 +583,13 @@ class FileStorage:
         kept = os.pread(self._fd, self._end - start, start)
         pos = 0
         for index in range(keep, self.last_index + 1):
-            record = _parse_record(kept, pos)
+            record = parse_record(kept, pos)
             if record is None or record.log_index != index:
                 raise StorageError(f"{self.path}/log: entry {index} is damaged on disk")
             pos = record.end
         if pos != len(kept):
             raise StorageError(f"{self.path}/log: bytes past entry {self.last_index}")
-        _atomic_write(self.path, "log", [_log_header(keep), kept])
+        atomic_write(self.path, "log", [_log_header(keep), kept])
         os.close(self._fd)
         self._fd = os.open(self.path / "log", os.O_RDWR)
         shift = _LOG_HEADER_SIZE - start
@@ -738,8 +599,8 @@ class FileStorage:
 
     def _rewrite_log(self, base: int, entries: list[Entry]) -> None:
         header = _log_header(base)
-        data, offsets = _encode_records(entries, base, _LOG_HEADER_SIZE)
-        _atomic_write(self.path, "log", [header, data])
+        data, offsets = encode_records(entries, base, _LOG_HEADER_SIZE)
+        atomic_write(self.path, "log", [header, data])
         if self._fd >= 0:
             os.close(self._fd)
         self._fd = os.open(self.path / "log", os.O_RDWR)
@@ -757,7 +618,7 @@ class FileStorage:
         lost, to = self._lost, self.recovering_to
         if lost is None or to is None:
             raise StorageError("no lost entries to recover")
-        _atomic_write(self.path, "recovering", [_with_crc(_RECOVERING_MAGIC + _U64.pack(to))])
+        atomic_write(self.path, "recovering", [with_crc(_RECOVERING_MAGIC + _U64.pack(to))])
         self._recovering_to, self._lost = to, None
         self._cut(self._end)
         log.error(
@@ -779,7 +640,7 @@ class FileStorage:
             return
         self.sync_log()
         (self.path / "recovering").unlink(missing_ok=True)
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         log.warning(
             "raft.storage.recovered path=%s recovered_to=%d last=%d",
             self.path,
@@ -797,7 +658,7 @@ class FileStorage:
             self._lost = None
         to = self._recovering_to
         (self.path / "recovering").unlink(missing_ok=True)
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         self._recovering_to = None
         log.error(
             "raft.storage.accept_log_loss path=%s/log lost=%s recovering_to=%s last=%d",
@@ -835,16 +696,3 @@ class FileStorage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks = []
-    offset = 0
-    while offset < size:
-        chunk = os.pread(fd, size - offset, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)
