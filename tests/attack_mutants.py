@@ -1275,6 +1275,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "Raft log: a complete record with a rotten byte is not taken for a torn tail": (
         "tests/unit/test_raft_log_rot.py::test_one_flipped_bit_anywhere_in_the_last_record_is_rot",
         "tests/integration/test_raft_log_rot.py::test_a_lone_tower_with_a_rotten_last_record_refuses_to_start",
+        "tests/integration/test_raft_log_rot.py::test_a_peer_whose_log_rots_does_not_vote_until_a_leader_refilled_it",
     ),
     "Raft log: the CRC locates a single rotten byte in a record": (
         "tests/unit/test_raft_log_rot.py::test_single_byte_errors_are_located_by_the_crc",
@@ -1289,6 +1290,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "Raft: a peer recovering lost entries grants no vote": (
         "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",
         "tests/unit/raft/test_recovery.py::test_the_cluster_keeps_a_change_a_rotten_log_lost",
+        "tests/integration/test_raft_log_rot.py::test_a_peer_whose_log_rots_does_not_vote_until_a_leader_refilled_it",
     ),
     "Raft: a peer recovering lost entries does not campaign": (
         "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",

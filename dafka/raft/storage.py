@@ -7,6 +7,8 @@
                (one write + one fdatasync a save; :mod:`dafka.raft.hardstate`)
     log        header + append-only records
     snapshot   snapshot meta + data, replaced atomically
+    recovering "DAFKRRC1" | index u64 | crc32: entries up to index were lost to rot and
+               are being refilled from a leader (absent normally)
 
 Atomic replacement is: write ``NAME.tmp``, fsync it, rename over ``NAME``, fsync the
 directory. :class:`~dafka.raft.memstorage.MemoryStorage` has the same API and keeps
@@ -27,16 +29,31 @@ included): it is how recovery tells a torn last write from real corruption.
 
 Recovery (at open), the rules
 -----------------------------
+A torn write (one whose ``fdatasync`` never returned) leaves each of its bytes as
+written or as zero, or the file short; it never leaves a nonzero byte that differs from
+what was written. Rot does (:mod:`dafka.raft.rot`, docs/raft.md §9).
+
 * A bad record (short, bad magic, bad crc) followed by no valid record up to the end
-  of the file is a torn tail: it is truncated, with a warning.
+  of the file is a torn tail: it is truncated, with a warning, unless it is *rotten*.
 * A bad record followed by valid records *of the same batch* is also a torn write (the
-  disk may persist the sectors of one unsynced write in any order): truncated, warning.
-  Damage inside the last batch is therefore indistinguishable from a torn write.
-* A bad record followed by a valid record of a *later* batch means data that was
-  fsynced before a later append got damaged: :class:`StorageError`, the peer refuses
-  to start (dropping entries it may have acknowledged could break Raft's safety).
-  ``FileStorage(path, repair=True)`` truncates at the bad record anyway (the operator
-  takes responsibility; better: wipe the directory and rejoin as a fresh peer).
+  disk may persist the sectors of one unsynced write in any order): truncated, warning;
+  unless it is rotten.
+* A bad record is rotten when it was complete on disk and correcting one byte that
+  reads nonzero makes it valid (its magic, its crc, its length, or a byte its crc
+  covers, the one the crc's syndrome points at): no torn write made it, it was fsynced.
+* A rotten record, or a bad record followed by a valid record of a *later* batch (data
+  that was fsynced before a later append), lost entries the peer may have acknowledged
+  (dropping them silently could break Raft's safety): :class:`StorageError`, the peer
+  refuses to start. ``FileStorage(path, recover=True)`` (the peer's way) instead reports
+  them in :attr:`FileStorage.lost` and writes nothing: the peer then either refuses to
+  start (:mod:`dafka.raft.recovery`), or calls :meth:`~FileStorage.begin_recovery` (a
+  durable ``recovering`` file holds the last index the log held, then the log is cut;
+  the peer votes again once a leader refilled it, :meth:`~FileStorage.end_recovery`),
+  or :meth:`~FileStorage.accept_loss`. ``FileStorage(path, repair=True)`` truncates at
+  the bad record at once (the operator takes responsibility).
+* Damage that zeroes bytes or spans several bytes of the last batch stays
+  indistinguishable from a torn write (no marker is written after each fsync: that
+  would cost a second fsync an append) and is truncated as one.
 * A valid record that does not continue the index sequence, or whose entry does not
   decode, is corruption too (:class:`StorageError`).
 * A damaged ``snapshot`` or log header is :class:`StorageError`: they are only ever
