@@ -1247,6 +1247,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        atomic_write(self.path, \"recovering\", [with_crc(_RECOVERING_MAGIC + _U64.pack(to))])",
         "        pass",
     ),
+    "Raft hard state: rot in the newest slot is not taken for a torn save": (
+        "dafka.raft.hardstate",
+        "StateFile._read",
+        "                self._rotten(rotten, newest)",
+        "                pass",
+    ),
     "Raft: a peer recovering lost entries grants no vote": (
         "dafka.raft.core",
         "RaftCore._on_vote_request",
@@ -1286,6 +1292,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "Raft log: the recovery mark is written before the log is cut": (
         "tests/unit/test_raft_log_rot.py::test_recovery_mark_is_durable_until_the_log_reaches_it",
+    ),
+    "Raft hard state: rot in the newest slot is not taken for a torn save": (
+        "tests/unit/test_raft_log_rot.py::test_rot_in_the_newest_hard_state_is_not_taken_for_a_torn_save",
     ),
     "Raft: a peer recovering lost entries grants no vote": (
         "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",

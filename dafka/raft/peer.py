@@ -304,7 +304,9 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
     def _setup(self) -> None:
         opts = self.options
         make_private_dirs(self.data_dir)
-        self.storage = FileStorage(self.data_dir / "raft", recover=True)
+        self.storage = FileStorage(
+            self.data_dir / "raft", recover=True, repair=opts.accept_log_loss
+        )
         loaded = self.storage.load()
         if loaded.snapshot is not None:
             self.sm.restore(loaded.snapshot)

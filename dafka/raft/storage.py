@@ -236,7 +236,9 @@ class FileStorage:
             for name in ("state", "log", "snapshot", "snapshot.bg", "recovering"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)
             self._state = StateFile(
-                self.path / "state", lambda name, chunks: atomic_write(self.path, name, chunks)
+                self.path / "state",
+                lambda name, chunks: atomic_write(self.path, name, chunks),
+                repair=repair,
             )
             self._hard = self._state.state
             self._pending_commit: int | None = None
@@ -353,7 +355,9 @@ class FileStorage:
         # acknowledged are lost (docs/raft.md "Rot and torn writes")
         lost = LostEntries(expected, max(after), bad, len(buf) - bad)
         why = "rot in a complete record" if rotten else "followed by records of later appends"
-        if self._repair:
+        if self._recover:
+            self._lost, self._end = lost, bad  # cut by begin_recovery or accept_loss
+        elif self._repair:
             log.error(
                 "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=repair"
                 " lost=%d..%d",
@@ -364,8 +368,6 @@ class FileStorage:
                 lost.last,
             )
             self._cut(bad)
-        elif self._recover:
-            self._lost, self._end = lost, bad  # cut by begin_recovery or accept_loss
         else:
             raise StorageError(
                 f"{log_path}: damaged record at offset {bad} (index {expected}, {why});"

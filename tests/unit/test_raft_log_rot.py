@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from dafka.errors import StorageError
+from dafka.raft.hardstate import SLOT_SIZE, pack_state
 from dafka.raft.rot import single_byte_error
 from dafka.raft.storage import FileStorage
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.types import Entry, EntryType, HardState
 
 
 def entries(first: int, last: int) -> list[Entry]:
@@ -108,3 +109,44 @@ def test_accepting_the_loss_cuts_the_log_and_forgets_the_mark(tmp_path: Path) ->
     assert (path / "log").stat().st_size == start
     with FileStorage(path) as storage:
         assert storage.last_index == 4
+
+
+# -- the hard state ---------------------------------------------------------------------------
+
+
+def test_rot_in_the_newest_hard_state_is_not_taken_for_a_torn_save(tmp_path: Path) -> None:
+    """Before, a flipped bit in the newest slot made the peer fall back to the older
+    save: term 6 and its vote for "b" forgotten, it could vote again in term 6."""
+    path = tmp_path / "raft"
+    with FileStorage(path) as storage:
+        storage.save_hard_state(HardState(5, "a", 0))
+        storage.save_hard_state(HardState(6, "b", 0))  # the newest: save 2, slot 0
+    state = path / "state"
+    original = state.read_bytes()
+    newest = original[:SLOT_SIZE]
+    assert pack_state(HardState(6, "b", 0)) in newest
+    for offset in range(0, newest.index(b"\0" * 8, 20)):  # magic, seq, length, body, crc
+        byte = original[offset]
+        blob = bytearray(original)
+        blob[offset] = byte ^ (0x80 if byte ^ 0x80 else 0x01)
+        state.write_bytes(bytes(blob))
+        with pytest.raises(StorageError, match="newest hard state .* term 6, vote b"):
+            FileStorage(path)
+    with FileStorage(path, repair=True) as storage:  # the operator's choice: fall back
+        assert storage.hard_state == HardState(5, "a", 0)
+    state.write_bytes(original[:20] + b"\0" * 20 + original[40:])
+    with FileStorage(path) as storage:  # zeros: a torn save, as before
+        assert storage.hard_state == HardState(5, "a", 0)
+
+
+def test_rot_in_the_older_hard_state_slot_is_harmless(tmp_path: Path) -> None:
+    path = tmp_path / "raft"
+    with FileStorage(path) as storage:
+        storage.save_hard_state(HardState(5, "a", 0))
+        storage.save_hard_state(HardState(6, "b", 0))
+    state = path / "state"
+    blob = bytearray(state.read_bytes())
+    blob[SLOT_SIZE + 20] ^= 0x80  # save 1, in slot 1
+    state.write_bytes(bytes(blob))
+    with FileStorage(path) as storage:
+        assert storage.hard_state == HardState(6, "b", 0)
