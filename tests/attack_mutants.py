@@ -1238,7 +1238,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "Raft log: a lone voter that lost acknowledged entries refuses to start": (
         "dafka.raft.recovery",
         "check_lost_entries",
-        "    if voters <= {core.id}:",
+        "    if not voters.has_quorum(others):",
         "    if False:",
     ),
     "Raft log: the recovery mark is written before the log is cut": (
@@ -1289,6 +1289,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "Raft log: a lone voter that lost acknowledged entries refuses to start": (
         "tests/integration/test_raft_log_rot.py::test_a_lone_tower_with_a_rotten_last_record_refuses_to_start",
+        "tests/unit/test_raft_log_rot.py::test_a_peer_the_others_cannot_elect_without_refuses_to_start[ab-True]",
     ),
     "Raft log: the recovery mark is written before the log is cut": (
         "tests/unit/test_raft_log_rot.py::test_recovery_mark_is_durable_until_the_log_reaches_it",

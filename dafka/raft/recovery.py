@@ -7,14 +7,15 @@ nothing yet. The peer may have acknowledged them: a leader counted them towards 
 commit, a client was told its change was stored. So (after "Protocol-Aware Recovery
 for Consensus-Based Storage", Alagappan et al., FAST 2018):
 
-* a peer with other voters records that it is recovering up to the last index it held
+* a peer whose other voters make a quorum records that it is recovering up to the last index it held
   (``raft/recovering``, durable before the log is cut) and starts with
   :attr:`RaftCore.recovering_to <dafka.raft.core.RaftCore.recovering_to>` set: it neither
   campaigns nor grants votes (real or pre-vote) until its log matches a leader's up to
   that index, so no election can lean on its shorter log; the others refill it;
-* a peer that is its configuration's only voter has nobody to refill it and would lead
-  on a log without what it acknowledged: it refuses to start (:func:`check_lost_entries`)
-  and writes nothing;
+* a peer without which the other voters are no quorum (its configuration's only voter,
+  or one of two) can never be refilled (no leader can be elected without its vote) and,
+  alone, would lead on a log without what it acknowledged: it refuses to start
+  (:func:`check_lost_entries`) and writes nothing;
 * ``accept_log_loss`` (``dafka-tower --accept-log-loss``) is the operator's explicit
   choice to drop the damaged entries and go on (an error line says what was dropped).
 """
@@ -48,15 +49,22 @@ def check_lost_entries(storage: FileStorage, core: RaftCore, accept_log_loss: bo
         if storage.lost is None:
             storage.end_recovery()
         return
-    voters = Voters.of(core.config).ids
-    if voters <= {core.id}:
+    voters = Voters.of(core.config)
+    others = voters.ids - {core.id}
+    if not voters.has_quorum(others):
         lost = storage.lost
         what = f"entries {lost.first}..{lost.last}" if lost else f"entries up to {to}"
+        who = (
+            "this peer is its group's only voter"
+            if not others
+            else f"the other voters ({', '.join(sorted(others))}) cannot elect a leader"
+            " without this peer's vote"
+        )
         raise StorageError(
             f"{storage.path}/log lost {what} to damage in records that were fsynced (and"
-            " may have been acknowledged), and this peer is its group's only voter: nobody"
-            " can refill them. Restore the data directory from a copy or another tower,"
-            " or start with --accept-log-loss to drop them knowingly."
+            f" may have been acknowledged), and {who}: nobody can refill them. Restore the"
+            " data directory from a copy, or start with --accept-log-loss to drop them"
+            " knowingly."
         )
     if storage.lost is not None:
         storage.begin_recovery()
@@ -66,5 +74,5 @@ def check_lost_entries(storage: FileStorage, core: RaftCore, accept_log_loss: bo
         core.id,
         to,
         core.last_index,
-        len(voters),
+        len(voters.ids),
     )

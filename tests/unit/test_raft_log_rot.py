@@ -4,16 +4,19 @@ point 5; :mod:`dafka.raft.rot`, ``FileStorage(recover=True)``)."""
 from __future__ import annotations
 
 import os
+import random
 import zlib
 from pathlib import Path
 
 import pytest
 
 from dafka.errors import StorageError
+from dafka.raft.core import RaftCore
 from dafka.raft.hardstate import SLOT_SIZE, pack_state
+from dafka.raft.recovery import check_lost_entries
 from dafka.raft.rot import single_byte_error
 from dafka.raft.storage import FileStorage
-from dafka.raft.types import Entry, EntryType, HardState
+from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer
 
 
 def entries(first: int, last: int) -> list[Entry]:
@@ -150,3 +153,41 @@ def test_rot_in_the_older_hard_state_slot_is_harmless(tmp_path: Path) -> None:
     state.write_bytes(bytes(blob))
     with FileStorage(path) as storage:
         assert storage.hard_state == HardState(6, "b", 0)
+
+
+# -- what the peer does with lost entries (dafka.raft.recovery) --------------------------------
+
+
+def _core(pid: str, voters: str, storage: FileStorage) -> RaftCore:
+    config = ClusterConfig(
+        tuple(Peer(v, f"tcp://127.0.0.1:{7000 + k}") for k, v in enumerate(voters))
+    )
+    loaded = storage.load()
+    return RaftCore(
+        pid,
+        config,
+        rng=random.Random(0),
+        entries=loaded.entries,
+        recovering_to=storage.recovering_to,
+    )
+
+
+@pytest.mark.parametrize(("voters", "refused"), [("a", True), ("ab", True), ("abc", False)])
+def test_a_peer_the_others_cannot_elect_without_refuses_to_start(
+    tmp_path: Path, voters: str, refused: bool
+) -> None:
+    """One voter, or one of two: no leader can be elected without this peer's vote, so
+    nobody could ever refill it. Refused, nothing written; with three it recovers."""
+    path = tmp_path / "raft"
+    start, end = write_log(path)
+    damaged(path, end - 3, (path / "log").read_bytes()[end - 3] ^ 0x04)
+    with FileStorage(path, recover=True) as storage:
+        core = _core("a", voters, storage)
+        if refused:
+            with pytest.raises(StorageError, match="nobody can refill them"):
+                check_lost_entries(storage, core, accept_log_loss=False)
+            assert (path / "log").stat().st_size == end and not (path / "recovering").exists()
+        else:
+            check_lost_entries(storage, core, accept_log_loss=False)
+            assert core.recovering_to == 5 and (path / "recovering").exists()
+            assert (path / "log").stat().st_size == start
