@@ -50,7 +50,9 @@ what was written. Rot does (:mod:`dafka.raft.rot`, docs/raft.md §9).
   durable ``recovering`` file holds the last index the log held, then the log is cut;
   the peer votes again once a leader refilled it, :meth:`~FileStorage.end_recovery`),
   or :meth:`~FileStorage.accept_loss`. ``FileStorage(path, repair=True)`` truncates at
-  the bad record at once (the operator takes responsibility).
+  the bad record at once (the operator takes responsibility; with ``recover=True`` too,
+  the log is left to the peer as above and ``repair`` only lets a rotten hard state
+  fall back to its older slot, :mod:`dafka.raft.hardstate`).
 * Damage that zeroes bytes or spans several bytes of the last batch stays
   indistinguishable from a torn write (no marker is written after each fsync: that
   would cost a second fsync an append) and is truncated as one.
