@@ -52,10 +52,9 @@ def test_a_peer_whose_log_already_reaches_the_mark_is_not_recovering():
 
 def test_the_cluster_keeps_a_change_a_rotten_log_lost():
     """The counterexample of protocol-aware recovery: X committed on a and b only; b's log
-    loses X to rot; a is down. Without the defence b votes for c (logs alike) or c for
-    b, and the winner leads
-    without X and commits another entry at X's index. With it nobody leads until a is
-    back; a leads, refills b, and X stays."""
+    loses X to rot; a is down. Without the defence b votes for c (logs alike) or
+    campaigns itself, and the winner leads without X and commits another entry at X's
+    index. With it nobody leads until a is back; a leads, refills b, and X stays."""
     net = Network("abc", seed=1)  # a seed where c's log is a prefix of b's
     net.wait_leader()
     net.commit_value("a", "t3", "created")  # on every log
