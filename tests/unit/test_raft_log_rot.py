@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dafka.errors import StorageError
+from dafka.raft.bounds import DEFAULT_MAX_ENTRY_BYTES
 from dafka.raft.core import RaftCore
 from dafka.raft.hardstate import SLOT_SIZE, pack_state
 from dafka.raft.recovery import check_lost_entries
@@ -49,6 +50,18 @@ def test_single_byte_errors_are_located_by_the_crc() -> None:
             data[at] ^= xor
             assert single_byte_error(zlib.crc32(data) ^ crc, len(data)) == (at, xor)
             data[at] ^= xor
+
+
+def test_a_flipped_bit_in_an_entry_of_the_largest_size_is_rot(tmp_path: Path) -> None:
+    path = tmp_path / "raft"
+    with FileStorage(path) as storage:
+        storage.append(entries(1, 1))
+        big = Entry(2, 1, EntryType.STATE, bytes(12), os.urandom(DEFAULT_MAX_ENTRY_BYTES))
+        storage.append([big])
+    size = (path / "log").stat().st_size
+    damaged(path, size - 1000, (path / "log").read_bytes()[size - 1000] ^ 0x08)
+    with pytest.raises(StorageError, match="index 2, rot in a complete record"):
+        FileStorage(path)
 
 
 def test_one_flipped_bit_anywhere_in_the_last_record_is_rot(tmp_path: Path) -> None:
