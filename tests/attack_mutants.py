@@ -92,6 +92,9 @@ TESTS = [
     "tests/unit/test_query_budget.py",
     "tests/integration/test_attacks_query_bounds.py",
     "tests/integration/test_attacks_query_floods.py",
+    "tests/unit/test_raft_log_rot.py",
+    "tests/unit/raft/test_recovery.py",
+    "tests/integration/test_raft_log_rot.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1417,6 +1420,54 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))",
         "            if not self._admitted(key, b):\n                return\n            claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))",
     ),
+    "Raft log: a complete record with a rotten byte is not taken for a torn tail": (
+        "dafka.raft.storage",
+        "FileStorage._recover_tail",
+        "        rotten = rotten_record(buf, bad)",
+        "        rotten = False",
+    ),
+    "Raft log: the CRC locates a single rotten byte in a record": (
+        "dafka.raft.rot",
+        "single_byte_error",
+        "            return length - 1 - back, byte",
+        "            return None",
+    ),
+    "Raft log: a lone voter that lost acknowledged entries refuses to start": (
+        "dafka.raft.recovery",
+        "check_lost_entries",
+        "    if not voters.has_quorum(others):",
+        "    if False:",
+    ),
+    "Raft log: the recovery mark is written before the log is cut": (
+        "dafka.raft.storage",
+        "FileStorage.begin_recovery",
+        "        atomic_write(self.path, \"recovering\", [with_crc(_RECOVERING_MAGIC + _U64.pack(to))])",
+        "        pass",
+    ),
+    "Raft hard state: rot in the newest slot is not taken for a torn save": (
+        "dafka.raft.hardstate",
+        "StateFile._read",
+        "                self._rotten(rotten, newest)",
+        "                pass",
+    ),
+    "Raft: a peer recovering lost entries grants no vote": (
+        "dafka.raft.core",
+        "RaftCore._on_vote_request",
+        "            can_vote = False  # our log may lack what we acknowledged: no judge of theirs",
+        "            pass",
+    ),
+    "Raft: a peer recovering lost entries does not campaign": (
+        "dafka.raft.core",
+        "RaftCore._campaign",
+        "            return  # it would win without entries it acknowledged",
+        "            pass",
+    ),
+    "Raft: recovery ends only when a leader's log matched ours up to the lost index": (
+        "dafka.raft.replication",
+        "Replication._recovered_through",
+        "        if self.recovering_to is not None and index >= self.recovering_to:",
+        "        if self.recovering_to is not None:",
+    ),
 }
 
 
@@ -1474,6 +1525,37 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "rot in the last journal record neither loses its reservation nor the acked bound": (
         "tests/integration/test_attacks_journal_rot.py::test_a_rotten_last_journal_record_never_reuses_an_acknowledged_offset",
+    ),
+    "Raft log: a complete record with a rotten byte is not taken for a torn tail": (
+        "tests/unit/test_raft_log_rot.py::test_one_flipped_bit_anywhere_in_the_last_record_is_rot",
+        "tests/integration/test_raft_log_rot.py::test_a_lone_tower_with_a_rotten_last_record_refuses_to_start",
+        "tests/integration/test_raft_log_rot.py::test_a_peer_whose_log_rots_does_not_vote_until_a_leader_refilled_it",
+    ),
+    "Raft log: the CRC locates a single rotten byte in a record": (
+        "tests/unit/test_raft_log_rot.py::test_single_byte_errors_are_located_by_the_crc",
+        "tests/unit/test_raft_log_rot.py::test_one_flipped_bit_anywhere_in_the_last_record_is_rot",
+    ),
+    "Raft log: a lone voter that lost acknowledged entries refuses to start": (
+        "tests/integration/test_raft_log_rot.py::test_a_lone_tower_with_a_rotten_last_record_refuses_to_start",
+        "tests/unit/test_raft_log_rot.py::test_a_peer_the_others_cannot_elect_without_refuses_to_start[ab-True]",
+    ),
+    "Raft log: the recovery mark is written before the log is cut": (
+        "tests/unit/test_raft_log_rot.py::test_recovery_mark_is_durable_until_the_log_reaches_it",
+    ),
+    "Raft hard state: rot in the newest slot is not taken for a torn save": (
+        "tests/unit/test_raft_log_rot.py::test_rot_in_the_newest_hard_state_is_not_taken_for_a_torn_save",
+    ),
+    "Raft: a peer recovering lost entries grants no vote": (
+        "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",
+        "tests/unit/raft/test_recovery.py::test_the_cluster_keeps_a_change_a_rotten_log_lost",
+        "tests/integration/test_raft_log_rot.py::test_a_peer_whose_log_rots_does_not_vote_until_a_leader_refilled_it",
+    ),
+    "Raft: a peer recovering lost entries does not campaign": (
+        "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",
+        "tests/unit/raft/test_recovery.py::test_the_cluster_keeps_a_change_a_rotten_log_lost",
+    ),
+    "Raft: recovery ends only when a leader's log matched ours up to the lost index": (
+        "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",
     ),
     "discovery gives endpoints heard again tokens of their own": (
         "tests/unit/test_attacks_discovery_flood.py::test_a_real_peer_is_admitted_at_its_second_beacon_under_a_flood_of_fakes",

@@ -85,6 +85,14 @@ from .metrics import tower_metrics
     help="Compatibility: let a group of several towers speak NULL on the Raft ports (for "
     f"ØMQ RAFT reference peers). It gives up peer authentication, so {INSECURE_NULL_COST}.",
 )
+@click.option(
+    "--accept-log-loss",
+    is_flag=True,
+    help="Start even though records of the Raft log that were fsynced (and may have been "
+    "acknowledged) are damaged: drop them, with an error line. Without it a lone tower "
+    "refuses to start and a tower of a group recovers them from the others before it "
+    "votes (docs/raft.md, 'Rot and torn writes').",
+)
 @metrics_options
 @run_cli
 def main(
@@ -98,6 +106,7 @@ def main(
     curve: bool,
     raft_curve: bool,
     raft_insecure_null: bool,
+    accept_log_loss: bool,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -122,7 +131,10 @@ def main(
         raft_curve=raft_curve,
         raft_peer_keys=peer_keys,
         insecure_null=raft_insecure_null,
+        accept_log_loss=accept_log_loss,
     )
+    if accept_log_loss:
+        click.echo("warning: --accept-log-loss: damaged Raft log records are dropped", err=True)
     gate = None
     if curve:
         tower_key = identity.load_or_create(data_dir)

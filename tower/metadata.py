@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +250,7 @@ class TowerNode:
         raft_curve: bool = False,
         raft_peer_keys: Mapping[str, bytes] | None = None,
         insecure_null: bool = False,
+        accept_log_loss: bool = False,
     ) -> None:
         self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
         self.bootstrap_error: DafkaError | None = None
@@ -321,7 +323,9 @@ class TowerNode:
             cluster,
             self.sm,
             broadcast=_broadcast(address),
-            options=options or PeerOptions(snapshot_every=1000),
+            options=replace(
+                options or PeerOptions(snapshot_every=1000), accept_log_loss=accept_log_loss
+            ),
             curve=curve,
             admit=self.sm.admission,  # unsigned / non-admin commands never reach the log
             insecure_null=insecure_null,  # NULL towers in a group: --raft-insecure-null

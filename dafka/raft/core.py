@@ -108,6 +108,7 @@ class RaftCore(CoreView, Replication):
         max_apply_entries: int = 4096,
         snapshot_chunk_size: int = 1 << 16,
         read_snapshot: SnapshotReader | None = None,
+        recovering_to: int | None = None,
     ) -> None:
         if heartbeat_tick < 1 or election_tick <= heartbeat_tick:
             raise ConfigError("need 1 <= heartbeat_tick < election_tick")
@@ -172,6 +173,11 @@ class RaftCore(CoreView, Replication):
         self.snapshot_refused: set[str] = set()  # plain peers that needed a snapshot
         self.terms = TermCeiling(id, self.term)
         """How far a peer message may raise our term (:class:`~dafka.raft.guard.TermCeiling`)."""
+        self.recovering_to = recovering_to
+        """Protocol-aware recovery: this peer lost entries up to here that it may have
+        acknowledged (rot in its log). Until its log matches a leader's up to there it
+        neither campaigns nor grants votes (:meth:`_recovered_through`)."""
+        self._recovered_through(self._log.last_index)
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -430,6 +436,7 @@ class RaftCore(CoreView, Replication):
         self.commit = self._applied = self._handed_commit = meta.index
         self._snapshot = meta
         self._pending_snapshot = meta
+        self._recovered_through(meta.index)
         return True
 
     # -- outputs -------------------------------------------------------------------------
@@ -539,6 +546,8 @@ class RaftCore(CoreView, Replication):
     def _campaign(self, kind: str) -> None:
         if not self._promotable() or not self.terms.may_campaign(self.term):
             return  # (a term past MAX_TERM could not be written into any entry)
+        if self.recovering_to is not None:
+            return  # it would win without entries it acknowledged
         if kind == _PRE and self.plain_peers & self._voters.ids:
             kind = _REAL  # a reference peer takes a pre-vote as a real vote: do not pretend
         if kind == _PRE:
@@ -579,6 +588,8 @@ class RaftCore(CoreView, Replication):
             can_vote = m.term > self.term and (m.transfer or not self._in_lease())
         else:
             can_vote = self.voted_for == m.frm or (self.voted_for is None and self.leader is None)
+        if self.recovering_to is not None:
+            can_vote = False  # our log may lack what we acknowledged: no judge of theirs
         if can_vote and self._log.is_up_to_date(m.last_index, m.last_term):
             if not m.pre_vote:
                 self.voted_for = m.frm

@@ -13,6 +13,16 @@ higher ``seq``. A crash during a save can only tear the slot being written (its 
 never returned, so nothing was decided on it): the other slot still holds the last
 durable state. Both slots invalid is :class:`StorageError`.
 
+Rot is not a torn save: an invalid slot that becomes valid by correcting one byte that
+reads nonzero (its magic, its CRC, or a byte the CRC covers: :mod:`dafka.raft.rot`)
+and then holds a *newer* save than the valid slot was durable: this peer may have
+voted in that save's term, and falling back to the older slot could make it vote twice.
+That is :class:`StorageError` (refuse to start) unless ``repair`` (the operator's
+``--accept-log-loss``), which falls back with an error line. (A save writes some 40
+bytes inside one 4 KiB-aligned slot: a torn save mixes old and new bytes only if a
+sector itself tears; one that left exactly one wrong nonzero byte would be refused too,
+which is safe.)
+
 The file's first save creates it (then the directory is fsynced once). A ``state``
 file of the older single-record format (``"DAFKRHS1" | body | crc32``, replaced
 atomically) is read, and rewritten in the slot format (atomically, once) at its next
@@ -21,6 +31,7 @@ save.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import zlib
@@ -30,6 +41,7 @@ from pathlib import Path
 import msgpack
 
 from ..errors import StorageError
+from .rot import single_byte_error
 from .types import HardState
 
 __all__ = ["SLOT_SIZE", "StateFile", "pack_state", "unpack_state"]
@@ -42,6 +54,8 @@ _CRC = struct.Struct("<I")
 _MAX_BODY = SLOT_SIZE - _HEAD.size - _CRC.size
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)
+
+log = logging.getLogger(__name__)
 
 
 def pack_state(state: HardState) -> bytes:
@@ -79,11 +93,60 @@ def _parse_slot(blob: bytes) -> tuple[int, HardState] | None:
         return None
 
 
+def _rotten_slot(blob: bytes) -> tuple[int, HardState] | None:
+    """(seq, state) of an invalid slot that one nonzero rotten byte explains, else None."""
+    if len(blob) < _HEAD.size + _CRC.size:
+        return None
+    magic, _, length = _HEAD.unpack_from(blob, 0)
+    found = _one_fix(blob, magic, length)
+    if found is not None or magic != _MAGIC:
+        return found
+    for k in range(4):  # the length may be the rotten byte: the slot then verifies as is
+        if (length >> (8 * k)) & 0xFF:
+            for byte in range(1, 256):
+                fixed = (length ^ (byte << (8 * k))).to_bytes(4, "little")
+                found = _parse_slot(blob[:16] + fixed + blob[20:])
+                if found is not None:
+                    return found
+    return None
+
+
+def _one_fix(blob: bytes, magic: bytes, length: int) -> tuple[int, HardState] | None:
+    end = _HEAD.size + length
+    if length > _MAX_BODY or end + _CRC.size > len(blob):
+        return None
+    (stored,) = _CRC.unpack_from(blob, end)
+    fixed = bytearray(blob[: end + _CRC.size])
+    if magic != _MAGIC:  # the magic may be the one rotten byte; the rest must verify
+        diff = [k for k in range(len(_MAGIC)) if magic[k] != _MAGIC[k]]
+        if len(diff) != 1 or not magic[diff[0]] or zlib.crc32(blob[8:end]) != stored:
+            return None
+        fixed[: len(_MAGIC)] = _MAGIC
+    else:
+        syndrome = zlib.crc32(blob[8:end]) ^ stored
+        one_in_crc = [k for k in range(4) if (syndrome >> (8 * k)) & 0xFF]
+        if len(one_in_crc) == 1 and (stored >> (8 * one_in_crc[0])) & 0xFF:
+            fixed[end:] = _CRC.pack(zlib.crc32(blob[8:end]))
+        else:
+            found = single_byte_error(syndrome, end - 8)
+            if found is None or not blob[8 + found[0]]:
+                return None
+            fixed[8 + found[0]] ^= found[1]
+    return _parse_slot(bytes(fixed))
+
+
 class StateFile:
     """The hard state at ``path``; ``atomic_write(name, chunks)`` migrates old files."""
 
-    def __init__(self, path: Path, atomic_write: Callable[[str, list[bytes]], None]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        atomic_write: Callable[[str, list[bytes]], None],
+        *,
+        repair: bool = False,
+    ) -> None:
         self.path = path
+        self._repair = repair
         self._atomic_write = atomic_write
         self._fd = -1
         self._seq = 0
@@ -105,12 +168,35 @@ class StateFile:
                 raise StorageError(f"{self.path} does not decode: {exc}") from exc
             self._old = True
             return state
-        found = [_parse_slot(blob[k * SLOT_SIZE : (k + 1) * SLOT_SIZE]) for k in (0, 1)]
+        slots = [blob[k * SLOT_SIZE : (k + 1) * SLOT_SIZE] for k in (0, 1)]
+        found = [_parse_slot(slot) for slot in slots]
         valid = [slot for slot in found if slot is not None]
+        newest = max((slot[0] for slot in valid), default=-1)
+        for raw, parsed in zip(slots, found, strict=True):
+            rotten = None if parsed is not None else _rotten_slot(raw)
+            if rotten is not None and rotten[0] > newest:
+                self._rotten(rotten, newest)
         if not valid:
             raise StorageError(f"{self.path} is damaged or not a Dafka Raft state file")
         self._seq, state = max(valid, key=lambda slot: slot[0])
         return state
+
+    def _rotten(self, rotten: tuple[int, HardState], newest: int) -> None:
+        seq, lost = rotten
+        if not self._repair:
+            raise StorageError(
+                f"{self.path}: the newest hard state (save {seq}: term {lost.term}, vote"
+                f" {lost.voted_for}) is damaged by rot, not by a torn save; falling back to"
+                f" an older one could vote twice in a term. Restore the data directory from"
+                f" a copy, or start with --accept-log-loss to fall back knowingly."
+            )
+        log.error(
+            "raft.storage.state_rot path=%s lost_save=%d lost_term=%d fallback_save=%d",
+            self.path,
+            seq,
+            lost.term,
+            newest,
+        )
 
     def save(self, state: HardState) -> None:
         """Durable on return: one write of the other slot, one fdatasync."""

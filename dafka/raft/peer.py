@@ -97,6 +97,7 @@ from .peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, Pee
 from .peertransport import PeerTransport
 from .pipeline import appends_first, plain, split_durable
 from .ready import Ready, Role
+from .recovery import check_lost_entries
 from .snapshotstage import SnapshotStage
 from .snapshotter import BackgroundSnapshot
 from .snapstream import pack_snapshot, unpack_snapshot
@@ -303,7 +304,9 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
     def _setup(self) -> None:
         opts = self.options
         make_private_dirs(self.data_dir)
-        self.storage = FileStorage(self.data_dir / "raft")
+        self.storage = FileStorage(
+            self.data_dir / "raft", recover=True, repair=opts.accept_log_loss
+        )
         loaded = self.storage.load()
         if loaded.snapshot is not None:
             self.sm.restore(loaded.snapshot)
@@ -326,7 +329,9 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             max_inflight=opts.max_inflight,
             snapshot_chunk_size=opts.snapshot_chunk_size,
             read_snapshot=self._read_snapshot,
+            recovering_to=self.storage.recovering_to,
         )
+        check_lost_entries(self.storage, self.core, opts.accept_log_loss)
         problem = group_problem(
             self.id, (p.id for p in all_peers(self.core.config)), self.curve, self.insecure_null
         )
@@ -547,6 +552,9 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             if rd.entries or rd.snapshot is not None or rd.truncate_from is not None:
                 self._sync_peers()
             self._check_role()
+        if self.storage.recovering_to is not None and core.recovering_to is None:
+            self._drain_log()
+            self.storage.end_recovery()  # the log reached what was lost, durably
         self._check_role()
         self._publish_info()
 

@@ -84,6 +84,10 @@ class PeerOptions:
     default: with three peers on one shared disk and two cores it measured slower."""
     pre_vote: bool = True
     check_quorum: bool = True
+    accept_log_loss: bool = False
+    """Drop log entries found damaged at start (rot in records that were fsynced) and go
+    on, instead of refusing to start as the group's only voter or recovering them from
+    the others first (:mod:`dafka.raft.recovery`). An explicit operator choice, logged."""
     snapshot_every: int = 0
     """Snapshot and compact after this many applied entries (0: never)."""
     keep_entries: int = 1000

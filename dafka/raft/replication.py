@@ -72,6 +72,7 @@ class Replication:
     snapshot_chunk_size: int
     plain_peers: frozenset[str]
     snapshot_refused: set[str]
+    recovering_to: int | None
     _log: RaftLog
     _snapshot: SnapshotMeta
     _configs: list[tuple[int, ClusterConfig]]
@@ -110,6 +111,12 @@ class Replication:
 
     # -- follower side -------------------------------------------------------------------
 
+    def _recovered_through(self, index: int) -> None:
+        """Our log matches a leader's (or our own durable log) up to ``index``: a peer
+        recovering lost entries (``recovering_to``) may vote again once that covers them."""
+        if self.recovering_to is not None and index >= self.recovering_to:
+            self.recovering_to = None
+
     def _on_append(self, m: AppendEntries) -> None:
         def answer(success: bool, c_term: int | None = None, c_index: int | None = None) -> None:
             self._send(
@@ -136,6 +143,7 @@ class Replication:
             # everything up to base is committed here: skip what the snapshot covers
             skip = base - prev_index
             if skip >= len(entries):
+                self._recovered_through(m.last_index)
                 answer(True)
                 return
             prev_index, prev_term, entries = base, entries[skip - 1].term, entries[skip:]
@@ -163,6 +171,7 @@ class Replication:
         self.commit = max(self.commit, min(m.commit, m.last_index))
         if len(self._reqids) >= self._prune_at:  # a follower forgets what a leader would
             self._prune_reqids()
+        self._recovered_through(m.last_index)
         answer(True)
 
     def _on_snapshot_chunk(self, m: InstallSnapshot) -> None:

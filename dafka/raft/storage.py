@@ -7,6 +7,8 @@
                (one write + one fdatasync a save; :mod:`dafka.raft.hardstate`)
     log        header + append-only records
     snapshot   snapshot meta + data, replaced atomically
+    recovering "DAFKRRC1" | index u64 | crc32: entries up to index were lost to rot and
+               are being refilled from a leader (absent normally)
 
 Atomic replacement is: write ``NAME.tmp``, fsync it, rename over ``NAME``, fsync the
 directory. :class:`~dafka.raft.memstorage.MemoryStorage` has the same API and keeps
@@ -27,16 +29,33 @@ included): it is how recovery tells a torn last write from real corruption.
 
 Recovery (at open), the rules
 -----------------------------
+A torn write (one whose ``fdatasync`` never returned) leaves each of its bytes as
+written or as zero, or the file short; it never leaves a nonzero byte that differs from
+what was written. Rot does (:mod:`dafka.raft.rot`, docs/raft.md §9).
+
 * A bad record (short, bad magic, bad crc) followed by no valid record up to the end
-  of the file is a torn tail: it is truncated, with a warning.
+  of the file is a torn tail: it is truncated, with a warning, unless it is *rotten*.
 * A bad record followed by valid records *of the same batch* is also a torn write (the
-  disk may persist the sectors of one unsynced write in any order): truncated, warning.
-  Damage inside the last batch is therefore indistinguishable from a torn write.
-* A bad record followed by a valid record of a *later* batch means data that was
-  fsynced before a later append got damaged: :class:`StorageError`, the peer refuses
-  to start (dropping entries it may have acknowledged could break Raft's safety).
-  ``FileStorage(path, repair=True)`` truncates at the bad record anyway (the operator
-  takes responsibility; better: wipe the directory and rejoin as a fresh peer).
+  disk may persist the sectors of one unsynced write in any order): truncated, warning;
+  unless it is rotten.
+* A bad record is rotten when it was complete on disk and correcting one byte that
+  reads nonzero makes it valid (its magic, its crc, its length, or a byte its crc
+  covers, the one the crc's syndrome points at): no torn write made it, it was fsynced.
+* A rotten record, or a bad record followed by a valid record of a *later* batch (data
+  that was fsynced before a later append), lost entries the peer may have acknowledged
+  (dropping them silently could break Raft's safety): :class:`StorageError`, the peer
+  refuses to start. ``FileStorage(path, recover=True)`` (the peer's way) instead reports
+  them in :attr:`FileStorage.lost` and writes nothing: the peer then either refuses to
+  start (:mod:`dafka.raft.recovery`), or calls :meth:`~FileStorage.begin_recovery` (a
+  durable ``recovering`` file holds the last index the log held, then the log is cut;
+  the peer votes again once a leader refilled it, :meth:`~FileStorage.end_recovery`),
+  or :meth:`~FileStorage.accept_loss`. ``FileStorage(path, repair=True)`` truncates at
+  the bad record at once (the operator takes responsibility; with ``recover=True`` too,
+  the log is left to the peer as above and ``repair`` only lets a rotten hard state
+  fall back to its older slot, :mod:`dafka.raft.hardstate`).
+* Damage that zeroes bytes or spans several bytes of the last batch stays
+  indistinguishable from a torn write (no marker is written after each fsync: that
+  would cost a second fsync an append) and is truncated as one.
 * A valid record that does not continue the index sequence, or whose entry does not
   decode, is corruption too (:class:`StorageError`).
 * A damaged ``snapshot`` or log header is :class:`StorageError`: they are only ever
@@ -65,7 +84,7 @@ import os
 import struct
 import zlib
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol, Self
 
@@ -73,29 +92,41 @@ import msgpack
 
 from ..errors import StorageError
 from ..security.private_dirs import make_private_dirs
+from .files import (
+    atomic_write,
+    fsync_dir,
+    read_all,
+    split_crc,
+    with_crc,
+    write_all,
+    write_synced,
+)
 from .frames import (
     RaftWireError,
     decode_config,
     decode_entry,
     encode_config,
-    encode_entry,
 )
 from .hardstate import StateFile
+from .logrecords import (
+    REC_MAGIC,
+    LostEntries,
+    encode_records,
+    parse_record,
+    rotten_record,
+)
 from .types import Entry, HardState, SnapshotMeta
 
-__all__ = ["FileStorage", "LoadedState", "RaftStorage", "check_batch"]
+__all__ = ["FileStorage", "LoadedState", "LostEntries", "RaftStorage", "check_batch"]
 
 log = logging.getLogger(__name__)
 
 _LOG_MAGIC = b"DAFKRLG1"
 _LOG_HEADER = struct.Struct("<8sQ")  # magic, base
 _LOG_HEADER_SIZE = _LOG_HEADER.size + 4
-_REC_MAGIC = b"\xd5RL\x01"
-_REC_TAIL = struct.Struct("<IQQ")  # length, index, batch
-_REC_HEADER_SIZE = 8 + _REC_TAIL.size  # magic + crc + tail
-_MAX_RECORD = 1 << 30
 
 _SNAP_MAGIC = b"DAFKRSN1"
+_RECOVERING_MAGIC = b"DAFKRRC1"
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
@@ -171,101 +202,6 @@ def _unpack_meta(data: bytes) -> SnapshotMeta:
 # -- FileStorage ------------------------------------------------------------------------------
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes | memoryview, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
-
-
-def _atomic_write(directory: Path, name: str, chunks: Iterable[bytes]) -> None:
-    tmp = directory / f"{name}.tmp"
-    _write_synced(tmp, chunks)
-    os.replace(tmp, directory / name)
-    _fsync_dir(directory)
-
-
-def _write_synced(tmp: Path, chunks: Iterable[bytes]) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        offset = 0
-        for chunk in chunks:
-            _write_all(fd, chunk, offset)
-            offset += len(chunk)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _with_crc(body: bytes) -> bytes:
-    return body + _U32.pack(zlib.crc32(body))
-
-
-def _split_crc(blob: bytes, magic: bytes, what: str) -> bytes:
-    if len(blob) < len(magic) + 4 or not blob.startswith(magic):
-        raise StorageError(f"{what} is damaged or not a Dafka Raft file")
-    body, crc = blob[:-4], _U32.unpack(blob[-4:])[0]
-    if zlib.crc32(body) != crc:
-        raise StorageError(f"{what} fails its checksum")
-    return body[len(magic) :]
-
-
-class _Record(NamedTuple):
-    log_index: int
-    batch: int
-    entry: bytes
-    end: int
-
-
-def _parse_record(buf: bytes, pos: int) -> _Record | None:
-    """The record at ``pos`` if it is complete and its checksum holds, else None."""
-    if len(buf) - pos < _REC_HEADER_SIZE or buf[pos : pos + 4] != _REC_MAGIC:
-        return None
-    (crc,) = _U32.unpack_from(buf, pos + 4)
-    length, index, batch = _REC_TAIL.unpack_from(buf, pos + 8)
-    end = pos + _REC_HEADER_SIZE + length
-    if length > _MAX_RECORD or end > len(buf):
-        return None
-    if zlib.crc32(memoryview(buf)[pos + 8 : end]) != crc:
-        return None
-    return _Record(index, batch, buf[pos + _REC_HEADER_SIZE : end], end)
-
-
-def _encode_records(entries: Sequence[Entry], batch: int, pos: int) -> tuple[bytes, list[int]]:
-    """The records of ``entries``, and the file offset of each when written at ``pos``.
-    Raises :class:`StorageError` unless the entries' indexes are consecutive (checked in
-    the same pass: a leader's or a follower's whole batch goes through here)."""
-    parts: list[bytes] = []
-    offsets: list[int] = []
-    crc32, tail_of, magic, crc_of = zlib.crc32, _REC_TAIL.pack, _REC_MAGIC, _U32.pack
-    expected = entries[0].index if entries else 0
-    for entry in entries:
-        index = entry.index
-        if index != expected:
-            raise StorageError(f"entries are not consecutive at index {index}")
-        try:
-            body = encode_entry(entry)
-        except RaftWireError as exc:
-            raise StorageError(f"entry {index} cannot be stored: {exc}") from exc
-        length = len(body)
-        if length > _MAX_RECORD:  # recovery would take it for a torn write and drop it
-            raise StorageError(f"entry {index} has {length} bytes, over {_MAX_RECORD}")
-        tail = tail_of(length, index, batch)
-        parts += (magic, crc_of(crc32(body, crc32(tail))), tail, body)
-        offsets.append(pos)
-        pos += _REC_HEADER_SIZE + length
-        expected = index + 1
-    return b"".join(parts), offsets
-
-
 def _snapshot_chunks(meta: SnapshotMeta, data: bytes) -> list[bytes]:
     meta_blob = _pack_meta(meta)
     head = _SNAP_MAGIC + _U32.pack(len(meta_blob)) + meta_blob + _U64.pack(len(data))
@@ -277,7 +213,7 @@ def _index_array() -> array[int]:
 
 
 def _log_header(base: int) -> bytes:
-    return _with_crc(_LOG_HEADER.pack(_LOG_MAGIC, base))
+    return with_crc(_LOG_HEADER.pack(_LOG_MAGIC, base))
 
 
 class FileStorage:
@@ -287,24 +223,33 @@ class FileStorage:
     the Raft shell that owns it calls it from its own loop.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, repair: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, repair: bool = False, recover: bool = False
+    ) -> None:
         self.path = Path(path)
         self._repair = repair
+        self._recover = recover
+        self._lost: LostEntries | None = None
         self._lock_fd = -1
         self._fd = -1
         try:
             make_private_dirs(self.path)
             self._lock()
-            for name in ("state", "log", "snapshot", "snapshot.bg"):
+            for name in ("state", "log", "snapshot", "snapshot.bg", "recovering"):
                 (self.path / f"{name}.tmp").unlink(missing_ok=True)
             self._state = StateFile(
-                self.path / "state", lambda name, chunks: _atomic_write(self.path, name, chunks)
+                self.path / "state",
+                lambda name, chunks: atomic_write(self.path, name, chunks),
+                repair=repair,
             )
             self._hard = self._state.state
             self._pending_commit: int | None = None
             self._meta, self._has_snapshot = self._read_snapshot_meta()
+            self._recovering_to = self._read_recovering()
             self._open_log()
             self._reconcile_with_snapshot()
+            if self._lost is not None and self._lost.last <= self._meta.index:
+                self._lost = None  # the snapshot holds what the damaged records held
         except OSError as exc:
             self.close()
             raise StorageError(f"cannot open Raft storage at {self.path}: {exc}") from exc
@@ -330,7 +275,7 @@ class FileStorage:
             blob = (self.path / "snapshot").read_bytes()
         except FileNotFoundError:
             return None
-        body = _split_crc(blob, _SNAP_MAGIC, f"{self.path}/snapshot")
+        body = split_crc(blob, _SNAP_MAGIC, f"{self.path}/snapshot")
         try:
             (meta_size,) = _U32.unpack_from(body, 0)
             meta = _unpack_meta(body[4 : 4 + meta_size])
@@ -351,17 +296,17 @@ class FileStorage:
         if not log_path.exists():
             if (self.path / "state").exists() or self._has_snapshot:
                 raise StorageError(f"{log_path} is missing while state/snapshot exist")
-            _atomic_write(self.path, "log", [_log_header(self._meta.index + 1)])
+            atomic_write(self.path, "log", [_log_header(self._meta.index + 1)])
         self._fd = os.open(log_path, os.O_RDWR)
-        buf = _read_all(self._fd)
-        header = _split_crc(buf[:_LOG_HEADER_SIZE], _LOG_MAGIC, f"{log_path} header")
+        buf = read_all(self._fd)
+        header = split_crc(buf[:_LOG_HEADER_SIZE], _LOG_MAGIC, f"{log_path} header")
         self._base: int = _U64.unpack(header)[0]
         self._offsets = _index_array()
         self._terms = _index_array()
         pos = _LOG_HEADER_SIZE
         batch_of_last = 0
         while pos < len(buf):
-            record = _parse_record(buf, pos)
+            record = parse_record(buf, pos)
             if record is None:
                 self._recover_tail(buf, pos, batch_of_last)
                 break
@@ -389,36 +334,63 @@ class FileStorage:
             torn_batches = {self._base}
         expected = self._base + len(self._offsets)
         later = []  # valid records of later appends: the damage was fsynced before them
-        at = buf.find(_REC_MAGIC, bad + 1)
+        after = [expected]  # indexes of every valid record past the damage
+        at = buf.find(REC_MAGIC, bad + 1)
         while at != -1:
-            record = _parse_record(buf, at)
-            if (
-                record is not None
-                and record.log_index >= expected
-                and record.batch <= record.log_index
-                and record.batch not in torn_batches
-            ):
-                later.append(record.log_index)
-            at = buf.find(_REC_MAGIC, at + 1)
-        if later and not self._repair:
-            raise StorageError(
-                f"{log_path}: damaged record at offset {bad} (index"
-                f" {expected}) is followed by valid records of later"
-                f" appends (indexes {later[0]}..{later[-1]}); refusing to drop entries that"
-                " were fsynced. Wipe the directory and rejoin the cluster, or open with"
-                " repair=True to truncate at the damage."
+            record = parse_record(buf, at)
+            if record is not None and record.log_index >= expected:
+                after.append(record.log_index)
+                if record.batch <= record.log_index and record.batch not in torn_batches:
+                    later.append(record.log_index)
+            at = buf.find(REC_MAGIC, at + 1)
+        rotten = rotten_record(buf, bad)
+        if not later and not rotten:
+            log.warning(
+                "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=torn-tail",
+                log_path,
+                bad,
+                len(buf) - bad,
             )
-        level = logging.ERROR if later else logging.WARNING
-        log.log(
-            level,
-            "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=%s",
-            log_path,
-            bad,
-            len(buf) - bad,
-            "repair" if later else "torn-tail",
-        )
-        os.ftruncate(self._fd, bad)
+            self._cut(bad)
+            return
+        # complete records that were fsynced are damaged: entries this peer may have
+        # acknowledged are lost (docs/raft.md "Rot and torn writes")
+        lost = LostEntries(expected, max(after), bad, len(buf) - bad)
+        why = "rot in a complete record" if rotten else "followed by records of later appends"
+        if self._recover:
+            self._lost, self._end = lost, bad  # cut by begin_recovery or accept_loss
+        elif self._repair:
+            log.error(
+                "raft.storage.truncate path=%s offset=%d dropped_bytes=%d reason=repair"
+                " lost=%d..%d",
+                log_path,
+                bad,
+                lost.dropped_bytes,
+                lost.first,
+                lost.last,
+            )
+            self._cut(bad)
+        else:
+            raise StorageError(
+                f"{log_path}: damaged record at offset {bad} (index {expected}, {why});"
+                f" refusing to drop entries {lost.first}..{lost.last} that were fsynced."
+                " Wipe the directory and rejoin the cluster, or open with repair=True to"
+                " truncate at the damage."
+            )
+
+    def _cut(self, offset: int) -> None:
+        os.ftruncate(self._fd, offset)
         _fdatasync(self._fd)
+
+    def _read_recovering(self) -> int | None:
+        try:
+            blob = (self.path / "recovering").read_bytes()
+        except FileNotFoundError:
+            return None
+        body = split_crc(blob, _RECOVERING_MAGIC, f"{self.path}/recovering")
+        if len(body) != _U64.size:
+            raise StorageError(f"{self.path}/recovering has a wrong size")
+        return int(_U64.unpack(body)[0])
 
     def _reconcile_with_snapshot(self) -> None:
         snap = self._meta.index
@@ -451,6 +423,20 @@ class FileStorage:
         return self._meta
 
     @property
+    def lost(self) -> LostEntries | None:
+        """Damaged fsynced records found at open with ``recover=True``, until
+        :meth:`begin_recovery` or :meth:`accept_loss` (nothing is written before)."""
+        return self._lost
+
+    @property
+    def recovering_to(self) -> int | None:
+        """The last index this peer may have acknowledged and no longer holds: it must
+        not vote until its log reaches it from a leader (:meth:`end_recovery`)."""
+        if self._lost is not None:
+            return max(self._lost.last, self._recovering_to or 0)
+        return self._recovering_to
+
+    @property
     def first_index(self) -> int:
         """The first index stored in the log (``last_index + 1`` when it is empty)."""
         return self._base
@@ -480,7 +466,7 @@ class FileStorage:
         entries = []
         pos = 0
         for index in range(lo, hi):
-            record = _parse_record(buf, pos)
+            record = parse_record(buf, pos)
             if record is None or record.log_index != index:
                 raise StorageError(f"{self.path}/log: entry {index} is damaged on disk")
             entries.append(decode_entry(record.entry, index))
@@ -517,15 +503,15 @@ class FileStorage:
 
     def append(self, entries: Sequence[Entry], sync: bool = True) -> None:
         """Append consecutive entries continuing the log: one write, one fdatasync."""
-        self._check_open()
+        self._check_writable()
         if not entries:
             return
         first = entries[0].index
         if first != self.last_index + 1 or first <= self._meta.index:
             check_batch(entries, self.last_index + 1, self._meta.index)  # raises, and why
-        data, offsets = _encode_records(entries, first, self._end)  # checks the rest
+        data, offsets = encode_records(entries, first, self._end)  # checks the rest
         try:
-            _write_all(self._fd, data, self._end)
+            write_all(self._fd, data, self._end)
             if sync:
                 _fdatasync(self._fd)
         except OSError as exc:
@@ -555,7 +541,7 @@ class FileStorage:
 
     def truncate_from(self, index: int) -> None:
         """Drop entries ``>= index`` (a follower resolving a conflict). Always durable."""
-        self._check_open()
+        self._check_writable()
         if index <= self._meta.index:
             raise StorageError(f"cannot truncate at {index}: covered by the snapshot")
         if index > self.last_index:
@@ -570,10 +556,10 @@ class FileStorage:
     def save_snapshot(self, meta: SnapshotMeta, data: bytes) -> None:
         """Store a snapshot atomically. If the log holds ``meta.index`` with ``meta.term``
         it is kept (compact it later); otherwise the whole log is discarded (Raft §7)."""
-        self._check_open()
+        self._check_writable()
         if meta.index < self._meta.index:
             raise StorageError("snapshot is older than the one stored")
-        _write_synced(self.path / "snapshot.tmp", _snapshot_chunks(meta, data))
+        write_synced(self.path / "snapshot.tmp", _snapshot_chunks(meta, data))
         self._install(meta, self.path / "snapshot.tmp")
 
     def stage_snapshot(self, meta: SnapshotMeta, data: bytes) -> Path:
@@ -581,13 +567,13 @@ class FileStorage:
         :meth:`install_staged`. Touches nothing else: another thread may run it while
         the owner keeps using the storage (the slow part of a snapshot off the loop)."""
         staged = self.path / "snapshot.bg.tmp"
-        _write_synced(staged, _snapshot_chunks(meta, data))
+        write_synced(staged, _snapshot_chunks(meta, data))
         return staged
 
     def install_staged(self, meta: SnapshotMeta, staged: Path) -> bool:
         """Make a :meth:`stage_snapshot` file the stored snapshot (one rename, one directory
         fsync); False (and the file dropped) when a newer snapshot was stored meanwhile."""
-        self._check_open()
+        self._check_writable()
         if meta.index <= self._meta.index:
             staged.unlink(missing_ok=True)
             return False
@@ -597,7 +583,7 @@ class FileStorage:
     def _install(self, meta: SnapshotMeta, tmp: Path) -> None:
         keep = meta.index <= self.last_index and self.term(meta.index) == meta.term
         os.replace(tmp, self.path / "snapshot")
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         self._meta, self._has_snapshot = meta, True
         if not keep:
             self._rewrite_log(meta.index + 1, [])
@@ -605,7 +591,7 @@ class FileStorage:
     def compact(self, upto_index: int) -> None:
         """Rewrite the log without entries ``<= upto_index`` (atomically). The snapshot
         must cover them."""
-        self._check_open()
+        self._check_writable()
         if upto_index > self._meta.index:
             raise StorageError("cannot compact past the snapshot index")
         if upto_index < self._base:
@@ -618,13 +604,13 @@ class FileStorage:
         kept = os.pread(self._fd, self._end - start, start)
         pos = 0
         for index in range(keep, self.last_index + 1):
-            record = _parse_record(kept, pos)
+            record = parse_record(kept, pos)
             if record is None or record.log_index != index:
                 raise StorageError(f"{self.path}/log: entry {index} is damaged on disk")
             pos = record.end
         if pos != len(kept):
             raise StorageError(f"{self.path}/log: bytes past entry {self.last_index}")
-        _atomic_write(self.path, "log", [_log_header(keep), kept])
+        atomic_write(self.path, "log", [_log_header(keep), kept])
         os.close(self._fd)
         self._fd = os.open(self.path / "log", os.O_RDWR)
         shift = _LOG_HEADER_SIZE - start
@@ -634,8 +620,8 @@ class FileStorage:
 
     def _rewrite_log(self, base: int, entries: list[Entry]) -> None:
         header = _log_header(base)
-        data, offsets = _encode_records(entries, base, _LOG_HEADER_SIZE)
-        _atomic_write(self.path, "log", [header, data])
+        data, offsets = encode_records(entries, base, _LOG_HEADER_SIZE)
+        atomic_write(self.path, "log", [header, data])
         if self._fd >= 0:
             os.close(self._fd)
         self._fd = os.open(self.path / "log", os.O_RDWR)
@@ -645,11 +631,74 @@ class FileStorage:
         self._terms.extend([entry.term for entry in entries])
         self._end = _LOG_HEADER_SIZE + len(data)
 
+    # .. recovery after rot (docs/raft.md "Rot and torn writes") ...................
+
+    def begin_recovery(self) -> int:
+        """Record durably that entries up to :attr:`recovering_to` were lost (the file
+        ``recovering``), then cut the log at the damage. Returns that index."""
+        lost, to = self._lost, self.recovering_to
+        if lost is None or to is None:
+            raise StorageError("no lost entries to recover")
+        atomic_write(self.path, "recovering", [with_crc(_RECOVERING_MAGIC + _U64.pack(to))])
+        self._recovering_to, self._lost = to, None
+        self._cut(self._end)
+        log.error(
+            "raft.storage.recovering path=%s/log offset=%d dropped_bytes=%d lost=%d..%d"
+            " recovering_to=%d",
+            self.path,
+            lost.offset,
+            lost.dropped_bytes,
+            lost.first,
+            lost.last,
+            to,
+        )
+        return to
+
+    def end_recovery(self) -> None:
+        """The log reached :attr:`recovering_to` again from a leader: fsync it, then drop
+        the ``recovering`` file."""
+        if self._recovering_to is None:
+            return
+        self.sync_log()
+        (self.path / "recovering").unlink(missing_ok=True)
+        fsync_dir(self.path)
+        log.warning(
+            "raft.storage.recovered path=%s recovered_to=%d last=%d",
+            self.path,
+            self._recovering_to,
+            self.last_index,
+        )
+        self._recovering_to = None
+
+    def accept_loss(self) -> None:
+        """The operator accepts losing the damaged entries (``--accept-log-loss``): cut
+        the log at the damage and forget any recovery, with an error line."""
+        lost = self._lost
+        if lost is not None:
+            self._cut(self._end)
+            self._lost = None
+        to = self._recovering_to
+        (self.path / "recovering").unlink(missing_ok=True)
+        fsync_dir(self.path)
+        self._recovering_to = None
+        log.error(
+            "raft.storage.accept_log_loss path=%s/log lost=%s recovering_to=%s last=%d",
+            self.path,
+            "none" if lost is None else f"{lost.first}..{lost.last}",
+            to,
+            self.last_index,
+        )
+
     # .. lifecycle ...................................................................
 
     def _check_open(self) -> None:
         if self._fd < 0:
             raise StorageError(f"Raft storage {self.path} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self._lost is not None:  # the damaged bytes are still past self._end
+            raise StorageError(f"{self.path}/log: begin_recovery or accept_loss first")
 
     def close(self) -> None:
         """Write any deferred commit index, then release the files and the lock."""
@@ -668,16 +717,3 @@ class FileStorage:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks = []
-    offset = 0
-    while offset < size:
-        chunk = os.pread(fd, size - offset, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b"".join(chunks)

@@ -332,13 +332,17 @@ def test_tail_cut_anywhere_in_a_record(path: Path, keep: int) -> None:
     assert log_size(path) == cut
 
 
-def test_flipped_byte_in_the_last_record(path: Path) -> None:
+def test_flipped_byte_in_the_last_record_is_rot_not_a_torn_tail(path: Path) -> None:
+    # issue 33 point 5: the record was complete and fsynced; it was taken for a torn tail
     with FileStorage(path) as storage:
         storage.append(entries(1, 8))
         storage.append(entries(9, 9))
     flip(path, log_size(path) - 2)  # inside the data of entry 9
-    with FileStorage(path) as storage:
-        assert storage.load().entries == entries(1, 8)
+    size = log_size(path)
+    for _ in range(2):  # and the refused open wrote nothing
+        with pytest.raises(StorageError, match="index 9, rot in a complete record"):
+            FileStorage(path)
+    assert log_size(path) == size
 
 
 def test_garbage_after_the_last_record(path: Path) -> None:
@@ -350,14 +354,26 @@ def test_garbage_after_the_last_record(path: Path) -> None:
         assert storage.load().entries == entries(1, 4)
 
 
-def test_damage_inside_the_last_batch_is_a_torn_write(path: Path) -> None:
+def test_zeroed_bytes_inside_the_last_batch_are_a_torn_write(path: Path) -> None:
     with FileStorage(path) as storage:
         storage.append(entries(1, 3))
         start = log_size(path)
         storage.append(entries(4, 10))  # one batch; its sectors may persist out of order
-    flip(path, start + 30)  # damage record 4, records 5..10 of the same batch are intact
+    with open(path / "log", "r+b") as handle:  # record 4 never landed, 5..10 did
+        handle.seek(start + 20)
+        handle.write(b"\0" * 16)
     with FileStorage(path) as storage:
         assert storage.last_index == 3
+
+
+def test_a_flipped_byte_inside_the_last_batch_is_rot(path: Path) -> None:
+    with FileStorage(path) as storage:
+        storage.append(entries(1, 3))
+        start = log_size(path)
+        storage.append(entries(4, 10))
+    flip(path, start + 30)  # a byte no torn write leaves: nonzero and not what was written
+    with pytest.raises(StorageError, match=r"index 4, rot .* entries 4\.\.10"):
+        FileStorage(path)
 
 
 def test_damage_before_a_later_batch_is_refused(path: Path) -> None:
