@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 BEACON_EXPIRY = 4.0
 
 
+COPIES_WAIT = 30.0
+"""Seconds a disk replacement waits, at most, for the copies of the last one."""
+
+
 class Kind(enum.Enum):
     KILL_STORE = "kill-store"
     KILL_PRODUCER = "kill-producer"
@@ -299,16 +303,47 @@ class Nemesis:
         if kind is Kind.ROT_RAFT:
             return self._rot_raft(fault, rng)
         node = self._node(fault)
+        waited = self._await_copies() if kind is Kind.REPLACE_DISK else ""
         retired = c.retire() if kind is Kind.REPLACE_DISK else None
         node.kill()
         try:
             note = f"{node.name} {self._damage(kind, node, fault, rng)}"
             if retired is not None:
                 note = f"{retired} stopped for good; {note}"
+            note = f"{waited}{note}"
         finally:
             c.idle(fault.duration)
             node.restart()
         return note
+
+    def _await_copies(self, seconds: float = COPIES_WAIT) -> str:
+        """What an operator does before replacing a disk: wait (bounded) until every record
+        some store holds now is held by ``min_acks`` stores (the stores' under-replication
+        gauges at 0). Replacing a second disk before the first was refilled is a double
+        fault that loses what only those two held, whatever the system does. Returns what
+        the wait found, for the history."""
+        from tests.faults.run import read_stores  # run imports this module
+
+        c = self.cluster
+        t0 = time.monotonic()
+        try:
+            held = read_stores(c, final=False)
+        except Exception as exc:  # a store that cannot be read is the checker's business
+            return f"copies not read ({exc}); "
+        every = {key for records in held.values() for key in records}
+        need = min(c.opts.min_acks, len(c.stores))
+        while True:
+            short = sum(1 for key in every if sum(key in r for r in held.values()) < need)
+            waited = time.monotonic() - t0
+            if short == 0:
+                return f"copies complete after {waited:.1f}s; " if waited >= 0.05 else ""
+            if waited >= seconds:
+                return f"replaced with {short} records below min_acks; "
+            c.idle(1.0)
+            try:
+                held = read_stores(c, final=False)
+            except Exception as exc:
+                log.info("faults.copies.retry error=%s", exc)
 
     def _eio(self, fault: Fault) -> str:
         """Every fsync of the stores' disks (all of them, or one, by ``variant``) fails for

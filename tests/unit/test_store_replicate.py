@@ -247,3 +247,22 @@ def test_a_lying_stores_claims_take_no_partition_slots() -> None:
     fakes = [f"{i:032X}" for i in range(10)]
     heard(core, [direct_head(5, to=S, partition=p) for p in fakes], 0.0, peer=S3)
     assert m.Ack(P, "t", 0) in sent(core.handle_batch([record(0, 1)], 0.1))
+
+
+def test_a_peer_connecting_brings_the_next_round_forward_once_per_early_round() -> None:
+    """A store replaced after a lost disk asks the others as soon as they connect to it,
+    not a whole interval later (the fault suite replaces a second disk seconds after the
+    first); a flood of connections brings at most one extra round per ``EARLY_ROUND``."""
+    core = StoreCore(S, MemoryStorage(), profile=SignedProfile(STORE), replicate_interval=60.0)
+    core.set_policy({"t": {"min_acks": 2}})
+    assert sent(tick(core, 0.0)) == [m.GetHeads("t", S)]  # the round at start, peers unknown
+    assert sent(tick(core, 5.0)) == []
+    hello = rfc46.Subscription(True, rfc46.Command.DIRECT_HEAD.value, S2.encode())
+    for _ in range(100):
+        assert core.on_subscription(hello, 5.0) == []
+    assert sent(tick(core, 5.0 + r.EARLY_ROUND / 2)) == []
+    assert sent(tick(core, 5.0 + r.EARLY_ROUND)) == [m.GetHeads("t", S)]
+    assert sent(tick(core, 5.0 + 2 * r.EARLY_ROUND)) == []  # not again without a connection
+    core.on_subscription(hello, 5.0 + 2 * r.EARLY_ROUND)
+    assert sent(tick(core, 5.0 + 3 * r.EARLY_ROUND)) == [m.GetHeads("t", S)]
+    assert sent(tick(core, 5.0 + 4 * r.EARLY_ROUND)) == []

@@ -90,7 +90,12 @@ class StoreCore(StoreReplication, StoreServing):
         return out
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        """Greet a consumer that subscribes to its STORE-HELLOs (``L`` + consumer ID)."""
+        """Greet a consumer that subscribes to its STORE-HELLOs (``L`` + consumer ID); a
+        node subscribing to its DIRECT-HEADs (a store or consumer that just connected)
+        brings the next replication round forward (:meth:`replicate_soon`)."""
+        if sub.subscribe and sub.cmd == Command.DIRECT_HEAD.value:
+            self.replicate_soon(now)
+            return []
         if not (sub.subscribe and sub.cmd == Command.STORE_HELLO.value):
             return []
         try:

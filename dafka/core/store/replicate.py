@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 
 REPLICATE_INTERVAL = 5.0
 """Seconds between two rounds of GET-HEADS to the other stores (the first at start)."""
+EARLY_ROUND = 1.0
+"""Seconds from a peer connecting to the round it brings forward, and between two early rounds."""
 MAX_ROUND_TOPICS = 32
 """Topics asked about per round (round-robin): within a peer's head-request rate."""
 MAX_CLAIMS = 4096
@@ -111,6 +113,7 @@ class StoreReplication(StoreIngest, StorePolicy):
     def _init_replication(self, interval: float) -> None:
         self._repl_interval = interval
         self._repl_next = -math.inf  # the first round at the first tick
+        self._repl_early_next = -math.inf  # when replicate_soon may bring a round forward
         self._repl_cursor = 0
         self._kept_topics: tuple[str, ...] = ()
         self._min_acks: dict[str, int] = {}
@@ -138,6 +141,16 @@ class StoreReplication(StoreIngest, StorePolicy):
     def _topics_kept(self) -> list[str]:
         topics = set(self._min_acks) | {topic for topic, _ in self._heads}
         return sorted(t for t in topics if t not in self._deleted)
+
+    def replicate_soon(self, now: float) -> None:
+        """A peer just connected: the next round at most ``EARLY_ROUND`` seconds from now,
+        and never sooner than ``EARLY_ROUND`` after the last early one, so a store replaced
+        after a lost disk asks the others at once instead of a whole interval later, and a
+        flood of connections brings at most one extra round per ``EARLY_ROUND``."""
+        if now < self._repl_early_next:
+            return
+        self._repl_early_next = now + EARLY_ROUND
+        self._repl_next = min(self._repl_next, now + EARLY_ROUND)
 
     def replicate(self, now: float) -> list[Publish]:
         """A round, when due: GET-HEADS for the next topics, claims checked, peers'
