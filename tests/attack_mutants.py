@@ -1441,7 +1441,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "Raft log: the recovery mark is written before the log is cut": (
         "dafka.raft.storage",
         "FileStorage.begin_recovery",
-        "        atomic_write(self.path, \"recovering\", [with_crc(_RECOVERING_MAGIC + _U64.pack(to))])",
+        '        atomic_write(self.path, "recovering", [with_crc(_RECOVERING_MAGIC + _U64.pack(to))])',
         "        pass",
     ),
     "Raft hard state: rot in the newest slot is not taken for a torn save": (
@@ -1453,8 +1453,14 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "Raft: a peer recovering lost entries grants no vote": (
         "dafka.raft.core",
         "RaftCore._on_vote_request",
-        "            can_vote = False  # our log may lack what we acknowledged: no judge of theirs",
+        "            can_vote = False  # their log may lack what we acknowledged",
         "            pass",
+    ),
+    "Raft: a recovering peer votes only for a log that reaches what it lost": (
+        "dafka.raft.core",
+        "RaftCore._holds_what_we_lost",
+        "m.last_term == bound and m.last_index >= self.recovering_to",
+        "m.last_term == bound",
     ),
     "Raft: a peer recovering lost entries does not campaign": (
         "dafka.raft.core",
@@ -1549,6 +1555,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",
         "tests/unit/raft/test_recovery.py::test_the_cluster_keeps_a_change_a_rotten_log_lost",
         "tests/integration/test_raft_log_rot.py::test_a_peer_whose_log_rots_does_not_vote_until_a_leader_refilled_it",
+    ),
+    "Raft: a recovering peer votes only for a log that reaches what it lost": (
+        "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",
+        "tests/unit/raft/test_recovery.py::test_the_cluster_keeps_a_change_a_rotten_log_lost",
     ),
     "Raft: a peer recovering lost entries does not campaign": (
         "tests/unit/raft/test_recovery.py::test_a_recovering_peer_neither_campaigns_nor_grants_votes_until_refilled",

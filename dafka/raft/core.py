@@ -176,7 +176,11 @@ class RaftCore(CoreView, Replication):
         self.recovering_to = recovering_to
         """Protocol-aware recovery: this peer lost entries up to here that it may have
         acknowledged (rot in its log). Until its log matches a leader's up to there it
-        neither campaigns nor grants votes (:meth:`_recovered_through`)."""
+        neither campaigns nor grants a vote to a candidate whose log might lack them
+        (:meth:`_recovered_through`, :meth:`_holds_what_we_lost`)."""
+        self.recovering_term = max(self.term, self._log.last_term)
+        """The term of our hard state at start: no entry we lost can be of a later term
+        (an entry is appended at most at the term already saved), so it bounds theirs."""
         self._recovered_through(self._log.last_index)
 
     # -- inputs --------------------------------------------------------------------------
@@ -588,8 +592,8 @@ class RaftCore(CoreView, Replication):
             can_vote = m.term > self.term and (m.transfer or not self._in_lease())
         else:
             can_vote = self.voted_for == m.frm or (self.voted_for is None and self.leader is None)
-        if self.recovering_to is not None:
-            can_vote = False  # our log may lack what we acknowledged: no judge of theirs
+        if self.recovering_to is not None and not self._holds_what_we_lost(m):
+            can_vote = False  # their log may lack what we acknowledged
         if can_vote and self._log.is_up_to_date(m.last_index, m.last_term):
             if not m.pre_vote:
                 self.voted_for = m.frm
@@ -597,6 +601,17 @@ class RaftCore(CoreView, Replication):
             self._send(VoteResponse(self.id, m.frm, m.term, True, m.pre_vote))
         else:
             self._send(VoteResponse(self.id, m.frm, self.term, False, m.pre_vote))
+
+    def _holds_what_we_lost(self, m: RequestVote) -> bool:
+        """While recovering: is the candidate's log at least as up to date as ours was
+        before the rot, whatever the lost entries' terms? They end at ``recovering_to``
+        with a term of at most ``recovering_term``, so §5.4.1's rule holds for every
+        such log only if theirs ends in a later term, or in that term at or past the lost
+        index. (Without this, two rotten peers of three would never elect the third, which
+        holds every entry; with it, they vote only for a log that keeps theirs.)"""
+        assert self.recovering_to is not None
+        bound = self.recovering_term
+        return m.last_term > bound or (m.last_term == bound and m.last_index >= self.recovering_to)
 
     def _on_vote_response(self, m: VoteResponse) -> None:
         if self.role is Role.PRE_CANDIDATE:

@@ -82,3 +82,32 @@ def test_the_cluster_keeps_a_change_a_rotten_log_lost():
     net.settle()
     assert all(n.sm.kv.get("t4") == "created" for n in net.nodes.values())
     net.assert_converged()
+
+
+def test_two_rotten_peers_of_three_elect_the_one_that_holds_what_they_lost():
+    """X is on every log; a's and b's logs lose it to rot and all three restart. c holds
+    X, so the recovering peers may vote for c (its log keeps what they lost): c leads,
+    refills them, and X stays. Refusing every vote would leave the group without a
+    leader for ever although nothing was lost."""
+    net = Network("abc", seed=1)
+    net.wait_leader()
+    net.commit_value("a", "t3", "created")
+    x = net.commit_value("a", "t4", "created")  # on every log
+    for pid in "abc":
+        net.crash(pid)
+    c = net.nodes["c"]
+    assert c.disk.last_index >= x
+    for pid in "ab":
+        node = net.nodes[pid]
+        held = node.disk.last_index
+        node.disk.entries = [e for e in node.disk.entries if e.index < x]  # X and after rotted
+        node.options = {**node.options, "recovering_to": held}
+    for pid in "abc":
+        net.restart(pid)
+    assert net.run(800, until=lambda: net.leader() is c)
+    net.run(600, until=lambda: all(net.nodes[p].core.recovering_to is None for p in "ab"))
+    assert all(net.nodes[p].core.recovering_to is None for p in "ab")
+    net.commit_value("c", "after", 1)
+    net.settle()
+    assert all(n.sm.kv.get("t4") == "created" for n in net.nodes.values())
+    net.assert_converged()
