@@ -396,6 +396,9 @@ class Nemesis:
         self.markers.append(marker)
         self.rotted_at = time.monotonic()
         if fault.variant % 2 == 0:
+            # the third tower must hold what the two lose (else the change is lost by any
+            # protocol: it was on those two only), so the logs are let converge first
+            _await_same_logs(c.towers)
             rotten = [c.towers[fault.target], c.towers[(fault.target + 1) % TOWERS]]
             down = list(c.towers)
         else:
@@ -420,6 +423,20 @@ class Nemesis:
         return f"{marker} created, then towers {'+'.join(n.name for n in down)} down; " + "; ".join(
             said
         )
+
+
+def _await_same_logs(towers: list[Node], seconds: float = 5.0) -> None:
+    """Wait (bounded) until every tower's Raft log file has the same size: the leader's
+    last entries replicated to all, so rot on two of three leaves the third a full log."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        sizes = set()
+        for node in towers:
+            assert node.data is not None
+            sizes.add(tuple(p.stat().st_size for p in rot.find(node.data, "log")))
+        if len(sizes) == 1:
+            return
+        time.sleep(0.1)
 
 
 def _each(paths: list[Path], damage: object, rng: random.Random) -> str:
