@@ -11,6 +11,7 @@ from ..api.store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
 from ..errors import DafkaError
 from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
+from ..storage.scrub import DEFAULT_SCRUB_RATE
 from .common import (
     CONTEXT,
     Command,
@@ -84,6 +85,15 @@ def tune_gc() -> None:
     help="Commit each drain on a writer thread while the next is received and verified "
     '(docs/architecture.md, "The store\'s writer thread"; off: it did not pay where measured).',
 )
+@click.option(
+    "--scrub-rate",
+    "scrub_rate_mib",
+    default=DEFAULT_SCRUB_RATE / MIB,
+    show_default=True,
+    type=click.FloatRange(0, 1024 * 1024),
+    help="MiB per second the background scrub reads to check every stored batch against "
+    "its digest (0: no scrub; docs/storage.md).",
+)
 @metrics_options
 @run_cli
 def main(
@@ -98,6 +108,7 @@ def main(
     map_size: int,
     serve_rate_mib: float,
     commit_thread: bool,
+    scrub_rate_mib: float,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -116,6 +127,7 @@ def main(
         metrics_host=metrics_host,
         serve_rate=serve_rate_mib * MIB,
         commit_thread=commit_thread,
+        scrub_rate=scrub_rate_mib * MIB,
     ).start()
     freeze_heap()  # the node has started: see dafka.io.collector
     click.echo(
@@ -127,6 +139,8 @@ def main(
     announce(store.metrics)
 
     def check() -> None:
+        if store.damaged is not None:  # exit non-zero: a supervisor restarts it
+            raise DafkaError(f"the store stopped: {store.damaged}")
         if not store.alive:  # a node nobody can reach must not look alive
             raise DafkaError("the store's IO thread stopped (see the log above)")
 
