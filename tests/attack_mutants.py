@@ -82,6 +82,8 @@ TESTS = [
     "tests/unit/test_query_budget.py",
     "tests/integration/test_attacks_query_bounds.py",
     "tests/integration/test_attacks_query_floods.py",
+    "tests/integration/test_attacks_store_integrity.py",
+    "tests/integration/test_attacks_store_eio.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1220,6 +1222,54 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            if refused is not None:",
         "            if False:",
     ),
+    "store checks a batch against its digest before serving it": (
+        "dafka.storage.lmdb_values",
+        "checked_blob",
+        "    if h.digest(DIGEST_SIZE) != view[8:_BLOB_AT]:",
+        "    if False:",
+    ),
+    "store refuses a data.mdb shorter than its meta page says, before mapping it": (
+        "dafka.storage.integrity",
+        "check_file",
+        "    if size < best.file_bytes:",
+        "    if False:",
+    ),
+    "store restores an invalid meta page from the other one": (
+        "dafka.storage.integrity",
+        "check_file",
+        "    if len(metas) == 1:",
+        "    if False:",
+    ),
+    "store takes a corrupt page or an EIO as a damaged environment": (
+        "dafka.storage.lmdb_errors",
+        "translate_error",
+        "    if not full and (isinstance(exc, _DAMAGED) or code in _DAMAGED_ERRNOS):",
+        "    if False:",
+    ),
+    "store refuses every call once its environment said it is damaged": (
+        "dafka.storage.lmdb_store",
+        "LmdbStorage._check_usable",
+        "        if self.damaged is not None:",
+        "        if False:",
+    ),
+    "store scrubs what it holds in the background": (
+        "dafka.storage.scrub",
+        "Scrubber.step",
+        "        if self.rate <= 0:",
+        "        if True:",
+    ),
+    "store takes a verified copy of a corrupt batch from another store": (
+        "dafka.core.store.repair",
+        "StoreRepair.offer",
+        "        if asked is None or asked.last != last or len(self._ready) >= MAX_READY:",
+        "        if True:",
+    ),
+    "store stops, and acknowledges nothing, once its environment is damaged": (
+        "dafka.api.store",
+        "_StoreHandler._unless_damaged",
+        "        if env is None or env.damaged is None:",
+        "        if True:",
+    ),
 }
 
 
@@ -1833,6 +1883,32 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "query judges a waiting request by the read ACL again when it is served": (
         "tests/integration/test_attacks_query_bounds.py::test_a_waiting_request_is_judged_by_the_acl_again_when_served",
+    ),
+    "store checks a batch against its digest before serving it": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_flipped_bit_in_a_stored_value_is_never_served",
+        "tests/integration/test_attacks_store_integrity.py::test_the_scrub_finds_rot_nobody_read_and_a_good_copy_replaces_it",
+    ),
+    "store refuses a data.mdb shorter than its meta page says, before mapping it": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_truncated_data_mdb_is_one_line_and_exit_1_not_sigbus",
+    ),
+    "store restores an invalid meta page from the other one": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_zeroed_newest_meta_page_opens_from_the_other",
+    ),
+    "store takes a corrupt page or an EIO as a damaged environment": (
+        "tests/integration/test_attacks_store_integrity.py::test_after_a_corrupt_page_is_met_nothing_more_is_stored",
+        "tests/integration/test_attacks_store_eio.py::test_eio_on_a_commit_stops_the_store_with_no_ack_and_exit_1",
+    ),
+    "store refuses every call once its environment said it is damaged": (
+        "tests/integration/test_attacks_store_integrity.py::test_after_a_corrupt_page_is_met_nothing_more_is_stored",
+    ),
+    "store scrubs what it holds in the background": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_store_repairs_a_rotten_batch_from_another_store",
+    ),
+    "store takes a verified copy of a corrupt batch from another store": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_store_repairs_a_rotten_batch_from_another_store",
+    ),
+    "store stops, and acknowledges nothing, once its environment is damaged": (
+        "tests/integration/test_attacks_store_eio.py::test_eio_on_a_commit_stops_the_store_with_no_ack_and_exit_1",
     ),
 }
 

@@ -190,12 +190,28 @@ class _StoreHandler:
                 log.warning("store.retention.failed error=%s", exc)
         pipeline = self.pipeline
         out.extend(self.core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
-        if self.scrubber is not None and self._env is not None and self._env.damaged is None:
+        env = self._env
+        if self.scrubber is not None and env is not None and env.damaged is None:
             try:
                 self.scrubber.step(now)
+                out.extend(self._repair(env, now))
             except StorageError as exc:  # damage is acted on below; anything else waits
                 log.warning("store.scrub.failed error=%s", exc)
         return self._unless_damaged(out)
+
+    def _repair(self, env: LmdbStorage, now: float) -> list[Publish]:
+        """Write the verified copies that came over the corrupt batches, and ask the other
+        stores for the rest (``dafka.core.store.repair``)."""
+        repair = self.core.repair
+        out: list[Publish] = []
+        ready = repair.take()
+        if ready:
+            out.extend(self._settle(now))  # replace() writes: no commit in flight
+            for batch in ready:
+                env.replace(batch)
+        if env.bad:
+            out.extend(repair.ask(list(env.bad.values()), now))
+        return out
 
     def on_stop(self) -> None:
         """Wait for the commit in flight (its ACKs are not sent: the loop is stopping), so
