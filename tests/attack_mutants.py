@@ -1225,7 +1225,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "store checks a batch against its digest before serving it": (
         "dafka.storage.lmdb_values",
         "checked_blob",
-        "    if h.digest(DIGEST_SIZE) != view[8:_BLOB_AT]:",
+        "    if crc(blob, crc(view[:8], crc(key))) != _DIGEST.unpack_from(view, 8)[0]:",
         "    if False:",
     ),
     "store refuses a data.mdb shorter than its meta page says, before mapping it": (

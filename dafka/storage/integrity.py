@@ -1,14 +1,19 @@
 """What a store checks of what it holds: a digest per stored batch, and its LMDB file
 before it maps it (``docs/storage.md``).
 
-**Digests.** Every batch written is stored as ``first offset u64 | digest 8 | blob``, the
-digest being the first 8 bytes of BLAKE3 over the batch's key and ``first | blob``: a
-flipped bit anywhere in the value (or a value found under another batch's key) no longer
-matches. 64 bits tell rot from data with a miss chance of 2**-64 a batch, and BLAKE3 runs
-at GB/s, so every read is checked before it is served. The producer's signature (under
-``signed``) covers the records too, but an Ed25519 verification costs ~50 us a batch
-where the digest costs well under one; signatures are checked where a copy is taken from
-another store (:mod:`dafka.core.store.repair`).
+**Digests.** Every batch written is stored as ``first offset u64 | digest 4 | blob``, the
+digest being the CRC-32 (zlib's) of the batch's key and ``first | blob``: a flipped bit
+anywhere in the value (or a value found under another batch's key) no longer matches.
+A CRC-32 catches every error of one burst up to 32 bits (a single flipped bit, a
+byte) and lets random garbage pass with a chance of 2**-32 a batch, as Kafka's record
+batch CRC does. It was chosen over BLAKE3 (a dependency already) for its cost, since every
+read is checked before it is served: for a 100 B batch (rfc46: one record) CRC-32 took
+0.2 us where BLAKE3 took 3.0 us (blake3-py's per-call setup), more than the rest of the
+read; for 64 KiB, 20 us against 37 us (2-core host, loaded). Nobody forges these values
+(only the store writes its file): the digest is against rot, not against an attacker.
+The producer's signature (under ``signed``) covers the records too, but an Ed25519
+verification costs ~50 us a batch and rfc46 has none; signatures are checked where a
+copy is taken from another store (:mod:`dafka.core.store.repair`).
 
 Batches written before digests existed (schema 2) stay as they are: a partition records
 the offset its digests start from (:func:`dafka.storage.lmdb_store` heads), and batches
@@ -30,10 +35,9 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-
-import blake3
 
 from ..errors import StorageDamagedError
 
@@ -41,7 +45,7 @@ __all__ = ["DIGEST_SIZE", "MetaPage", "check_file", "digest_of", "read_meta"]
 
 log = logging.getLogger(__name__)
 
-DIGEST_SIZE = 8
+DIGEST_SIZE = 4
 
 RECOVER_HINT = (
     "stop the store, move its data directory away (keep node.key to keep its identity) "
@@ -66,9 +70,7 @@ _META_END = 152
 def digest_of(key: bytes | memoryview, value: bytes | memoryview) -> bytes:
     """The digest of a stored batch: ``key`` and its value without the digest
     (``first u64 | blob``)."""
-    h = blake3.blake3(key)
-    h.update(value)
-    return h.digest(DIGEST_SIZE)
+    return zlib.crc32(value, zlib.crc32(key)).to_bytes(DIGEST_SIZE, "big")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,16 @@
 """How a batch is kept in LMDB's ``batches`` database and checked when it is read
 (``dafka.storage.lmdb_store``, ``dafka.storage.integrity``): ``first offset u64 |
-digest 8 | blob``, the digest over the key and ``first | blob``."""
+digest 4 | blob``, the digest the CRC-32 of the key and ``first | blob``."""
 
 from __future__ import annotations
 
 import logging
 import struct
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import blake3
 
 from .base import StoredBatch
 from .integrity import DIGEST_SIZE
@@ -22,6 +21,7 @@ log = logging.getLogger(__name__)
 
 _U64 = struct.Struct(">Q")
 _BLOB_AT = 8 + DIGEST_SIZE
+_DIGEST = struct.Struct(">I")
 _LOG_PERIOD = 5.0
 
 
@@ -85,13 +85,11 @@ def batch_items(keyed: Sequence[tuple[bytes, StoredBatch]]) -> Iterator[tuple[by
     from memory by LMDB's copy, and held all at once.
     """
     pack = _U64.pack
-    hasher = blake3.blake3
+    crc = zlib.crc32
     for key, batch in keyed:
         first = pack(batch.first_offset)
-        h = hasher(key)
-        h.update(first)
-        h.update(batch.blob)
-        yield key, first + h.digest(DIGEST_SIZE) + batch.blob
+        blob = batch.blob
+        yield key, first + _DIGEST.pack(crc(blob, crc(first, crc(key)))) + blob
 
 
 def value_of(key: bytes, first: int, blob: bytes, digested: bool = True) -> bytes:
@@ -100,10 +98,8 @@ def value_of(key: bytes, first: int, blob: bytes, digested: bool = True) -> byte
     head = _U64.pack(first)
     if not digested:
         return head + blob
-    h = blake3.blake3(key)
-    h.update(head)
-    h.update(blob)
-    return head + h.digest(DIGEST_SIZE) + blob
+    crc = zlib.crc32
+    return head + _DIGEST.pack(crc(blob, crc(head, crc(key)))) + blob
 
 
 def checked_blob(
@@ -119,10 +115,9 @@ def checked_blob(
         return view[8:]
     if len(view) < _BLOB_AT:
         return None
-    h = blake3.blake3(key)
-    h.update(view[:8])
-    h.update(view[_BLOB_AT:])
+    crc = zlib.crc32
+    blob = view[_BLOB_AT:]
     stats.verified += 1
-    if h.digest(DIGEST_SIZE) != view[8:_BLOB_AT]:
+    if crc(blob, crc(view[:8], crc(key))) != _DIGEST.unpack_from(view, 8)[0]:
         return None
-    return view[_BLOB_AT:]
+    return blob
