@@ -84,6 +84,7 @@ TESTS = [
     "tests/integration/test_attacks_query_floods.py",
     "tests/integration/test_attacks_store_integrity.py",
     "tests/integration/test_attacks_store_eio.py",
+    "tests/unit/test_store_repair.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1261,8 +1262,14 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "store takes a verified copy of a corrupt batch from another store": (
         "dafka.core.store.repair",
         "StoreRepair.offer",
-        "        if asked is None or asked.last != last or len(self._ready) >= MAX_READY:",
+        "        if not wanted or len(self._ready) >= MAX_READY:",
         "        if True:",
+    ),
+    "store takes its producer's replay of a batch held corrupt as a copy": (
+        "dafka.core.store.repair",
+        "StoreRepair.offer",
+        "        bad = self._held_bad.get(key)",
+        "        bad = None",
     ),
     "store stops, and acknowledges nothing, once its environment is damaged": (
         "dafka.api.store",
@@ -1906,6 +1913,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "store takes a verified copy of a corrupt batch from another store": (
         "tests/integration/test_attacks_store_integrity.py::test_a_store_repairs_a_rotten_batch_from_another_store",
+        "tests/unit/test_store_repair.py::test_the_store_asks_for_exactly_the_corrupt_batch_and_takes_a_verified_copy",
+    ),
+    "store takes its producer's replay of a batch held corrupt as a copy": (
+        "tests/unit/test_store_repair.py::test_a_replay_of_a_batch_held_corrupt_is_a_copy_not_an_equivocation",
     ),
     "store stops, and acknowledges nothing, once its environment is damaged": (
         "tests/integration/test_attacks_store_eio.py::test_eio_on_a_commit_stops_the_store_with_no_ack_and_exit_1",

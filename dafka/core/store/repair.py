@@ -6,9 +6,11 @@ onwards, :mod:`.gaps`); a corrupt batch sits in the middle of what is held. So f
 batch its storage found bad (:attr:`dafka.storage.lmdb_store.LmdbStorage.bad`) this asks
 for exactly that batch's offsets (a FETCH from ``first``, ``last - first + 1`` records,
 answered by the producer and every store that holds them), at most ``MAX_ASKED`` at a
-time and again every ``retry`` seconds until a copy comes. An answer is taken only when it
-is exactly the bad batch's offsets and the profile verified it (under ``signed``: its
-producer's signature, checked by the ingest before :meth:`offer` is called); the shell
+time and again every ``retry`` seconds until a copy comes. A copy is taken (an answer, or
+the producer's own replay of the batch, which would otherwise look like a second batch
+for offsets held: an equivocation) only when it is exactly the bad batch's offsets and
+the profile verified it (under ``signed``: its producer's signature, checked by the
+ingest before :meth:`offer` is called); the shell
 then writes it over the bad copy (:meth:`~dafka.storage.lmdb_store.LmdbStorage.replace`).
 Under ``rfc46`` nothing can verify a copy, so nothing is repaired: the bad record is
 still never served (readers take it from another store). Pure: time is passed in.
@@ -16,7 +18,7 @@ still never served (readers take it from another store). Pure: time is passed in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,9 +54,19 @@ class _Asked:
 class StoreRepair:
     """Which corrupt batches are being asked for, and the verified copies that came."""
 
-    def __init__(self, node_id: str, *, signed: bool, retry: float = 5.0) -> None:
+    def __init__(
+        self,
+        node_id: str,
+        *,
+        signed: bool,
+        retry: float = 5.0,
+        held_bad: Mapping[tuple[str, str, int], Bad] | None = None,
+    ) -> None:
+        """``held_bad``: the storage's corrupt batches by ``(topic, partition, first)``, a
+        live view (``LmdbStorage.bad``), so that a copy is taken before it is asked for."""
         self._node_id = node_id
         self._signed = signed
+        self._held_bad = held_bad if held_bad is not None else {}
         self._retry = retry
         self._asked: dict[tuple[str, str, int], _Asked] = {}
         self._ready: dict[tuple[str, str, int], StoredBatch] = {}
@@ -87,12 +99,15 @@ class StoreRepair:
     ) -> bool:
         """A verified batch below the partition's head that is not the copy held: True if
         it is a copy of a batch asked for (kept for :meth:`take`)."""
-        asked = self._asked.get((topic, partition, first))
-        if asked is None or asked.last != last or len(self._ready) >= MAX_READY:
-            return False
-        self._ready[(topic, partition, first)] = StoredBatch(
-            topic, partition, first, last, blob, profile
+        key = (topic, partition, first)
+        asked = self._asked.get(key)
+        bad = self._held_bad.get(key)
+        wanted = (asked is not None and asked.last == last) or (
+            bad is not None and bad.last == last
         )
+        if not wanted or len(self._ready) >= MAX_READY:
+            return False
+        self._ready[key] = StoredBatch(topic, partition, first, last, blob, profile)
         return True
 
     def take(self) -> list[StoredBatch]:

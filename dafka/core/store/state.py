@@ -333,7 +333,9 @@ class StoreState:
         self.stats = StoreStats()
         self.last_storage_error: StorageError | None = None
         self._full_since: float | None = None  # when appends began to fail for a full disk
-        self.repair = StoreRepair(node_id, signed=self._signed)
+        self.repair = StoreRepair(
+            node_id, signed=self._signed, held_bad=getattr(storage, "bad", None)
+        )
         """Corrupt batches asked for from the other stores, and the copies that came."""
         self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
         """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
