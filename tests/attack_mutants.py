@@ -85,6 +85,7 @@ TESTS = [
     "tests/integration/test_attacks_store_integrity.py",
     "tests/integration/test_attacks_store_eio.py",
     "tests/unit/test_store_repair.py",
+    "tests/unit/test_store_scrub.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1259,6 +1260,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if self.rate <= 0:",
         "        if True:",
     ),
+    "store scrub never bursts past a quarter second of its rate": (
+        "dafka.storage.scrub",
+        "Scrubber.step",
+        "        self._credit = min(self._credit + elapsed * self.rate, _MAX_STEP_SECONDS * self.rate)",
+        "        self._credit = self._credit + elapsed * self.rate",
+    ),
+    "store scrub pays for what it read past its budget": (
+        "dafka.storage.scrub",
+        "Scrubber.step",
+        "        self._credit -= read  # a batch larger than the credit is paid off later",
+        "        self._credit = 0",
+    ),
     "store takes a verified copy of a corrupt batch from another store": (
         "dafka.core.store.repair",
         "StoreRepair.offer",
@@ -1910,6 +1923,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "store scrubs what it holds in the background": (
         "tests/integration/test_attacks_store_integrity.py::test_a_store_repairs_a_rotten_batch_from_another_store",
+    ),
+    "store scrub never bursts past a quarter second of its rate": (
+        "tests/unit/test_store_scrub.py::test_a_long_pause_does_not_become_a_burst",
+    ),
+    "store scrub pays for what it read past its budget": (
+        "tests/unit/test_store_scrub.py::test_the_scrub_reads_at_most_its_rate_however_often_it_is_stepped",
     ),
     "store takes a verified copy of a corrupt batch from another store": (
         "tests/integration/test_attacks_store_integrity.py::test_a_store_repairs_a_rotten_batch_from_another_store",

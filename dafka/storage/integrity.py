@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 DIGEST_SIZE = 4
 
 RECOVER_HINT = (
-    "stop the store, move its data directory away (keep node.key to keep its identity) "
-    "and start it again: the other stores refill it"
+    "move data.mdb and lock.mdb out of the data directory (node.key keeps the store's "
+    "identity) and start the store again: the other stores refill it"
 )
 
 # LMDB 0.9 on a 64-bit host (lmdb.h, mdb.c): a page header of 16 bytes (pgno u64, pad u16,

@@ -150,6 +150,20 @@ def test_a_truncated_data_mdb_is_one_line_and_exit_1_not_sigbus(tmp_path: Path) 
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1 and "is truncated" in lines[0] and "other stores refill" in lines[0]
+    # and dafka-store itself: one line, exit 1, before it reaches for a tower
+    cli = subprocess.run(
+        mutated(
+            [sys.executable, "-m", "dafka.cli.store", "-d", str(tmp_path), "--tower", "127.0.0.1:1"]
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert cli.returncode == 1, (cli.returncode, cli.stderr)
+    assert [line for line in cli.stderr.splitlines() if line.startswith("error:")] == [
+        cli.stderr.strip().splitlines()[-1]
+    ]
+    assert "is truncated" in cli.stderr
 
 
 def newest_meta_slot(path: Path) -> tuple[int, int]:
