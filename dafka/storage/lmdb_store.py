@@ -58,7 +58,15 @@ from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .integrity import DIGEST_SIZE, check_file
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .lmdb_errors import free_bytes, space_needed, translate_error
-from .lmdb_values import BadBatch, IntegrityStats, batch_items, checked_blob, value_of
+from .lmdb_values import (
+    BadBatch,
+    IntegrityStats,
+    batch_items,
+    batch_timestamp,
+    checked_blob,
+    keyed_batches,
+    value_of,
+)
 from .retention import BatchInfo
 
 __all__ = [
@@ -302,7 +310,7 @@ class LmdbStorage:
             )
             for (topic, partition), (head, tail) in new_heads.items()
         ]
-        return PlannedAppend(_keyed_batches(batches), head_items, new_heads, new_profiles)
+        return PlannedAppend(keyed_batches(batches), head_items, new_heads, new_profiles)
 
     def write(self, planned: PlannedAppend) -> bool:
         """Write ``planned`` in one synced transaction; False if the map is full (nothing
@@ -481,7 +489,7 @@ class LmdbStorage:
                     (first,) = _U64.unpack_from(value)
                     (last,) = _U64.unpack_from(key, plen)
                     at = _OVERHEAD if first >= since else 8
-                    stamp = _batch_timestamp(value, at) if profile == "signed" else None
+                    stamp = batch_timestamp(value, at) if profile == "signed" else None
                     out.append(BatchInfo(first, last, len(value) - at, stamp))
         except lmdb.Error as exc:
             raise self._failed(exc, f"read from {self._path} failed") from exc
@@ -720,47 +728,3 @@ class LmdbStorage:
             raise translate_error(exc, f"cannot grow the map of {self._path} to {new}") from exc
         self._map_size = self._env.info()["map_size"]
         log.info("lmdb.map_grown path=%s old=%d new=%d", self._path, old, self._map_size)
-
-
-def _keyed_batches(batches: Sequence[StoredBatch]) -> list[tuple[bytes, StoredBatch]]:
-    """Each batch with its key in ``batches``, sorted by key so the B-tree is filled in order.
-
-    Keys are not globally monotonic (partitions interleave, and other
-    partitions' keys may sort after), so ``append=True`` cannot be used.
-    """
-    pack = _U64.pack
-    prefixes: dict[tuple[str, str], bytes] = {}
-    keyed: list[tuple[bytes, StoredBatch]] = []
-    add = keyed.append
-    topic: str | None = None
-    partition: str | None = None
-    prefix = b""
-    for batch in batches:
-        # runs of one partition (rfc46: a batch per record) reuse the previous prefix
-        if batch.partition != partition or batch.topic != topic:
-            topic, partition = batch.topic, batch.partition
-            pkey = (topic, partition)
-            known = prefixes.get(pkey)
-            if known is None:
-                known = prefixes[pkey] = partition_prefix(topic, partition)
-            prefix = known
-        add((prefix + pack(batch.last_offset), batch))
-    if len(prefixes) > 1:
-        keyed.sort(key=_first)
-    return keyed
-
-
-def _batch_timestamp(value: memoryview | bytes, blob_at: int) -> int | None:
-    """The producer timestamp of a stored signed batch (its blob at ``blob_at``), read
-    in place: the blob is ``format u8 | topic length u8 | topic | partition 16 | first u64 |
-    count u32 | timestamp u64 | ...`` (``dafka.wire.signed_batch``)."""
-    if len(value) < blob_at + 2:
-        return None
-    at = blob_at + 2 + value[blob_at + 1] + 16 + 8 + 4
-    if len(value) < at + 8:
-        return None
-    return int(_U64.unpack_from(value, at)[0])
-
-
-def _first(item: tuple[bytes, StoredBatch]) -> bytes:
-    return item[0]

@@ -14,8 +14,17 @@ from pathlib import Path
 
 from .base import StoredBatch
 from .integrity import DIGEST_SIZE
+from .keys import partition_prefix
 
-__all__ = ["BadBatch", "IntegrityStats", "batch_items", "checked_blob", "value_of"]
+__all__ = [
+    "BadBatch",
+    "IntegrityStats",
+    "batch_items",
+    "batch_timestamp",
+    "checked_blob",
+    "keyed_batches",
+    "value_of",
+]
 
 log = logging.getLogger(__name__)
 
@@ -121,3 +130,47 @@ def checked_blob(
     if crc(blob, crc(view[:8], crc(key))) != _DIGEST.unpack_from(view, 8)[0]:
         return None
     return blob
+
+
+def keyed_batches(batches: Sequence[StoredBatch]) -> list[tuple[bytes, StoredBatch]]:
+    """Each batch with its key in ``batches``, sorted by key so the B-tree is filled in order.
+
+    Keys are not globally monotonic (partitions interleave, and other
+    partitions' keys may sort after), so ``append=True`` cannot be used.
+    """
+    pack = _U64.pack
+    prefixes: dict[tuple[str, str], bytes] = {}
+    keyed: list[tuple[bytes, StoredBatch]] = []
+    add = keyed.append
+    topic: str | None = None
+    partition: str | None = None
+    prefix = b""
+    for batch in batches:
+        # runs of one partition (rfc46: a batch per record) reuse the previous prefix
+        if batch.partition != partition or batch.topic != topic:
+            topic, partition = batch.topic, batch.partition
+            pkey = (topic, partition)
+            known = prefixes.get(pkey)
+            if known is None:
+                known = prefixes[pkey] = partition_prefix(topic, partition)
+            prefix = known
+        add((prefix + pack(batch.last_offset), batch))
+    if len(prefixes) > 1:
+        keyed.sort(key=_first)
+    return keyed
+
+
+def batch_timestamp(value: memoryview | bytes, blob_at: int) -> int | None:
+    """The producer timestamp of a stored signed batch (its blob at ``blob_at``), read
+    in place: the blob is ``format u8 | topic length u8 | topic | partition 16 | first u64 |
+    count u32 | timestamp u64 | ...`` (``dafka.wire.signed_batch``)."""
+    if len(value) < blob_at + 2:
+        return None
+    at = blob_at + 2 + value[blob_at + 1] + 16 + 8 + 4
+    if len(value) < at + 8:
+        return None
+    return int(_U64.unpack_from(value, at)[0])
+
+
+def _first(item: tuple[bytes, StoredBatch]) -> bytes:
+    return item[0]
