@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java fault-deps reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
+.PHONY: install java fault-deps fiu reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
-install: $(STAMP) java
+install: $(STAMP) java fiu
 
 # the faults extra (pyfuse3, for the power-loss layer) builds against libfuse3: without it
 # the suite skips the power-loss scenarios and says why
@@ -43,6 +43,17 @@ java:  ## Spark (the spark extra) needs a Java 17+ runtime: install one with apt
 	      apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null; \
 	  else \
 	    echo "warning: no java: Spark tests will be skipped (install a Java 17+ runtime)"; \
+	  fi; \
+	fi
+
+fiu:  ## libfiu's fiu-run/fiu-ctrl (Debian fiu-utils) inject EIO into a store's fsync in its tests
+	@if ! command -v fiu-run >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing libfiu's tools for the EIO tests (fiu-utils)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends fiu-utils >/dev/null; \
+	  else \
+	    echo "warning: no fiu-run: the EIO tests will be skipped (install fiu-utils)"; \
 	  fi; \
 	fi
 

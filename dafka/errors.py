@@ -98,6 +98,12 @@ class StoreFullError(StorageError):
         self.free_bytes = free_bytes
 
 
+class StorageDamagedError(StorageError):
+    """The store's environment is damaged (a truncated or unreadable file, a corrupt
+    B-tree, an I/O error on a write): nothing more may be acknowledged from it. The store
+    stops; recover by wiping its data directory (the other stores refill it)."""
+
+
 class DataLossError(StorageError):
     """Records were asked for below a partition's retention tail."""
 

@@ -95,6 +95,10 @@ TESTS = [
     "tests/unit/test_raft_log_rot.py",
     "tests/unit/raft/test_recovery.py",
     "tests/integration/test_raft_log_rot.py",
+    "tests/integration/test_attacks_store_integrity.py",
+    "tests/integration/test_attacks_store_eio.py",
+    "tests/unit/test_store_repair.py",
+    "tests/unit/test_store_scrub.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1474,6 +1478,72 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if self.recovering_to is not None and index >= self.recovering_to:",
         "        if self.recovering_to is not None:",
     ),
+    "store checks a batch against its digest before serving it": (
+        "dafka.storage.lmdb_values",
+        "checked_blob",
+        "    if crc(blob, crc(view[:8], crc(key))) != _DIGEST.unpack_from(view, 8)[0]:",
+        "    if False:",
+    ),
+    "store refuses a data.mdb shorter than its meta page says, before mapping it": (
+        "dafka.storage.integrity",
+        "check_file",
+        "    if size < best.file_bytes:",
+        "    if False:",
+    ),
+    "store restores an invalid meta page from the other one": (
+        "dafka.storage.integrity",
+        "check_file",
+        "    if len(metas) == 1:",
+        "    if False:",
+    ),
+    "store takes a corrupt page or an EIO as a damaged environment": (
+        "dafka.storage.lmdb_errors",
+        "translate_error",
+        "    if not full and (isinstance(exc, _DAMAGED) or code in _DAMAGED_ERRNOS):",
+        "    if False:",
+    ),
+    "store refuses every call once its environment said it is damaged": (
+        "dafka.storage.lmdb_store",
+        "LmdbStorage._check_usable",
+        "        if self.damaged is not None:",
+        "        if False:",
+    ),
+    "store scrubs what it holds in the background": (
+        "dafka.storage.scrub",
+        "Scrubber.step",
+        "        if self.rate <= 0:",
+        "        if True:",
+    ),
+    "store scrub never bursts past a quarter second of its rate": (
+        "dafka.storage.scrub",
+        "Scrubber.step",
+        "        self._credit = min(self._credit + elapsed * self.rate, _MAX_STEP_SECONDS * self.rate)",
+        "        self._credit = self._credit + elapsed * self.rate",
+    ),
+    "store scrub pays for what it read past its budget": (
+        "dafka.storage.scrub",
+        "Scrubber.step",
+        "        self._credit -= read  # a batch larger than the credit is paid off later",
+        "        self._credit = 0",
+    ),
+    "store takes a verified copy of a corrupt batch from another store": (
+        "dafka.core.store.repair",
+        "StoreRepair.offer",
+        "        if not wanted or len(self._ready) >= MAX_READY:",
+        "        if True:",
+    ),
+    "store takes its producer's replay of a batch held corrupt as a copy": (
+        "dafka.core.store.repair",
+        "StoreRepair.offer",
+        "        bad = self._held_bad.get(key)",
+        "        bad = None",
+    ),
+    "store stops, and acknowledges nothing, once its environment is damaged": (
+        "dafka.api.store",
+        "_StoreHandler._unless_damaged",
+        "        if env is None or env.damaged is None:",
+        "        if True:",
+    ),
 }
 
 
@@ -2214,6 +2284,42 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "another store's claims take no partition slots": (
         "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",
+    ),
+    "store checks a batch against its digest before serving it": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_flipped_bit_in_a_stored_value_is_never_served",
+        "tests/integration/test_attacks_store_integrity.py::test_the_scrub_finds_rot_nobody_read_and_a_good_copy_replaces_it",
+    ),
+    "store refuses a data.mdb shorter than its meta page says, before mapping it": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_truncated_data_mdb_is_one_line_and_exit_1_not_sigbus",
+    ),
+    "store restores an invalid meta page from the other one": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_zeroed_newest_meta_page_opens_from_the_other",
+    ),
+    "store takes a corrupt page or an EIO as a damaged environment": (
+        "tests/integration/test_attacks_store_integrity.py::test_after_a_corrupt_page_is_met_nothing_more_is_stored",
+        "tests/integration/test_attacks_store_eio.py::test_eio_on_a_commit_stops_the_store_with_no_ack_and_exit_1",
+    ),
+    "store refuses every call once its environment said it is damaged": (
+        "tests/integration/test_attacks_store_integrity.py::test_after_a_corrupt_page_is_met_nothing_more_is_stored",
+    ),
+    "store scrubs what it holds in the background": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_store_repairs_a_rotten_batch_from_another_store",
+    ),
+    "store scrub never bursts past a quarter second of its rate": (
+        "tests/unit/test_store_scrub.py::test_a_long_pause_does_not_become_a_burst",
+    ),
+    "store scrub pays for what it read past its budget": (
+        "tests/unit/test_store_scrub.py::test_the_scrub_reads_at_most_its_rate_however_often_it_is_stepped",
+    ),
+    "store takes a verified copy of a corrupt batch from another store": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_store_repairs_a_rotten_batch_from_another_store",
+        "tests/unit/test_store_repair.py::test_the_store_asks_for_exactly_the_corrupt_batch_and_takes_a_verified_copy",
+    ),
+    "store takes its producer's replay of a batch held corrupt as a copy": (
+        "tests/unit/test_store_repair.py::test_a_replay_of_a_batch_held_corrupt_is_a_copy_not_an_equivocation",
+    ),
+    "store stops, and acknowledges nothing, once its environment is damaged": (
+        "tests/integration/test_attacks_store_eio.py::test_eio_on_a_commit_stops_the_store_with_no_ack_and_exit_1",
     ),
 }
 

@@ -27,7 +27,7 @@ from ..core.read_guard import ReadView
 from ..core.store import StoreCore
 from ..core.store.credits import credits_for_hwm
 from ..core.store.replicate import REPLICATE_INTERVAL
-from ..errors import ConfigError, DafkaError
+from ..errors import ConfigError, DafkaError, StorageError
 from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import MAX_DRAIN_BYTES, NodeLoop
@@ -41,6 +41,7 @@ from ..query.server import QueryService
 from ..security import identity as identity_module
 from ..storage.held_file import HeldFile
 from ..storage.lmdb_store import LmdbStorage
+from ..storage.scrub import DEFAULT_SCRUB_RATE, Scrubber
 from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from .common import node_config
 from .store_pipeline import StorePipeline, WriterThread
@@ -59,9 +60,17 @@ class _StoreHandler:
         frame_bytes: int = 16 * 1024 * 1024,
         storage: LmdbStorage | None = None,
         held_file: HeldFile | None = None,
+        env: LmdbStorage | None = None,
+        scrub_rate: float = DEFAULT_SCRUB_RATE,
     ) -> None:
         self.core = core
         self.held_file = held_file  # saves core.held (dafka.storage.held_file)
+        # the environment whose damage stops the store, and its background scrub
+        self._env = env
+        self.scrubber = Scrubber(env, scrub_rate) if env is not None else None
+        self._loop: NodeLoop | None = None
+        self.damaged: StorageError | None = None
+        """Why the store stopped: its environment said it is damaged."""
         self.query = query
         # given: commits on a writer thread (dafka.api.store_pipeline), made in on_start
         # (it reports through the loop's call()); None: each drain committed on the IO thread
@@ -86,6 +95,7 @@ class _StoreHandler:
 
     def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
         self._clock = loop.clock
+        self._loop = loop
         if self._storage is not None:
             self._writer = WriterThread(f"{threading.current_thread().name}-writer")
             self.pipeline = StorePipeline(self.core, self._storage, self._writer.submit, loop.call)
@@ -142,8 +152,30 @@ class _StoreHandler:
         self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
     ) -> list[Publish]:
         if self.pipeline is not None:
-            return self.pipeline.on_messages(msgs, now, sources)
-        return self.core.handle_batch(msgs, now, sources)
+            out = self.pipeline.on_messages(msgs, now, sources)
+        else:
+            out = self.core.handle_batch(msgs, now, sources)
+        return self._unless_damaged(out)
+
+    def _unless_damaged(self, out: list[Publish]) -> list[Publish]:
+        """``out``, or nothing and a stopping loop once the environment said it is damaged:
+        a store must not go on acknowledging (or announcing itself) from it. The process
+        then exits non-zero (``dafka.cli.store``) for a supervisor to restart it, which
+        checks the file again before opening it (``dafka.storage.integrity``)."""
+        env = self._env
+        if env is None or env.damaged is None:
+            return out
+        if self.damaged is None:
+            self.damaged = env.damaged
+            log.critical(
+                "store.stopping reason=damaged-environment error=%s "
+                "hint=restart it; if it fails again, wipe the data directory (keep node.key) "
+                "and the other stores refill it",
+                env.damaged,
+            )
+            if self._loop is not None:
+                self._loop.stop()  # on the loop thread: only flags it
+        return []  # no ACK (nor anything else) from a damaged environment
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
         return self.core.on_subscription(sub, now)
@@ -165,6 +197,27 @@ class _StoreHandler:
         pipeline = self.pipeline
         out.extend(self.core.replicate(now))  # asks the other stores what they hold
         out.extend(self.core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
+        env = self._env
+        if self.scrubber is not None and env is not None and env.damaged is None:
+            try:
+                self.scrubber.step(now)
+                out.extend(self._repair(env, now))
+            except StorageError as exc:  # damage is acted on below; anything else waits
+                log.warning("store.scrub.failed error=%s", exc)
+        return self._unless_damaged(out)
+
+    def _repair(self, env: LmdbStorage, now: float) -> list[Publish]:
+        """Write the verified copies that came over the corrupt batches, and ask the other
+        stores for the rest (``dafka.core.store.repair``)."""
+        repair = self.core.repair
+        out: list[Publish] = []
+        ready = repair.take()
+        if ready:
+            out.extend(self._settle(now))  # replace() writes: no commit in flight
+            for batch in ready:
+                env.replace(batch)
+        if env.bad:
+            out.extend(repair.ask(list(env.bad.values()), now))
         return out
 
     def on_stop(self) -> None:
@@ -219,6 +272,7 @@ class Store:
         commit_thread: bool = False,
         query_limits: QueryLimits | None = None,
         replicate_interval: float = REPLICATE_INTERVAL,
+        scrub_rate: float = DEFAULT_SCRUB_RATE,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
@@ -233,7 +287,9 @@ class Store:
         ``query_limits``: what the query endpoint's replies may cost (bytes queued per
         connection and in all, bytes per second; ``docs/query.md``, "Bounds").
         ``replicate_interval``: seconds between two rounds of asking the other stores what
-        they hold, to fetch what this store lacks (``dafka.core.store.replicate``)."""
+        they hold, to fetch what this store lacks (``dafka.core.store.replicate``).
+        ``scrub_rate``: bytes per second the background scrub reads and checks (0: no
+        scrub; ``docs/storage.md``)."""
         if not MIN_SERVE_RATE <= serve_rate < math.inf:
             raise ConfigError(
                 f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
@@ -280,6 +336,8 @@ class Store:
                 nconf.max_message_size,
                 self._storage if commit_thread else None,
                 held_file,
+                env=self._storage,
+                scrub_rate=scrub_rate,
             )
             self._loop = NodeLoop(
                 self.node_id,
@@ -387,6 +445,11 @@ class Store:
     @property
     def alive(self) -> bool:
         return self._loop.alive
+
+    @property
+    def damaged(self) -> StorageError | None:
+        """Why the store stopped on its own: its environment said it is damaged."""
+        return self._handler.damaged
 
     def __enter__(self) -> Store:
         return self.start()

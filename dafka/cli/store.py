@@ -12,6 +12,7 @@ from ..core.store.replicate import REPLICATE_INTERVAL
 from ..errors import DafkaError
 from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
+from ..storage.scrub import DEFAULT_SCRUB_RATE
 from .common import (
     CONTEXT,
     Command,
@@ -93,6 +94,15 @@ def tune_gc() -> None:
     help="Seconds between two rounds of asking the other stores what they hold, to fetch "
     "what this store lacks (re-replication after a lost disk; docs/wire.md).",
 )
+@click.option(
+    "--scrub-rate",
+    "scrub_rate_mib",
+    default=DEFAULT_SCRUB_RATE / MIB,
+    show_default=True,
+    type=click.FloatRange(0, 1024 * 1024),
+    help="MiB per second the background scrub reads to check every stored batch against "
+    "its digest (0: no scrub; docs/storage.md).",
+)
 @metrics_options
 @run_cli
 def main(
@@ -108,6 +118,7 @@ def main(
     serve_rate_mib: float,
     commit_thread: bool,
     replicate_interval: float,
+    scrub_rate_mib: float,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -127,6 +138,7 @@ def main(
         serve_rate=serve_rate_mib * MIB,
         commit_thread=commit_thread,
         replicate_interval=replicate_interval,
+        scrub_rate=scrub_rate_mib * MIB,
     ).start()
     freeze_heap()  # the node has started: see dafka.io.collector
     click.echo(
@@ -138,6 +150,8 @@ def main(
     announce(store.metrics)
 
     def check() -> None:
+        if store.damaged is not None:  # exit non-zero: a supervisor restarts it
+            raise DafkaError(f"the store stopped: {store.damaged}")
         if not store.alive:  # a node nobody can reach must not look alive
             raise DafkaError("the store's IO thread stopped (see the log above)")
 

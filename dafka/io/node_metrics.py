@@ -154,6 +154,20 @@ STORE_SPECS = (
         "dafka_store_under_replicated_records",
         "Records held by fewer stores than min_acks, as far as this store heard.",
     ),
+    counter(
+        "verified", "dafka_store_batches_verified", "Stored batches checked against their digest."
+    ),
+    counter(
+        "bad_found", "dafka_store_batches_corrupt", "Stored batches found corrupt (not served)."
+    ),
+    gauge("bad_held", "dafka_store_batches_corrupt_held", "Corrupt batches not yet repaired."),
+    counter(
+        "repaired", "dafka_store_batches_repaired", "Corrupt batches replaced from other stores."
+    ),
+    counter(
+        "scrub_bytes", "dafka_store_scrub_bytes", "Bytes the background scrub read and checked."
+    ),
+    counter("scrub_passes", "dafka_store_scrub_passes", "Scrub passes over everything held."),
     counter("query.requests", "dafka_store_query_requests", "Pull reads (HEADS, READ) served."),
     counter(
         "query.malformed", "dafka_store_query_malformed", "Query requests that did not decode."
@@ -204,6 +218,10 @@ def store_metrics(
         values = loop_values(loop)
         values.update(_core_values(core.stats, STORE_FIELDS))
         values["lmdb_used"], values["lmdb_map"] = storage.usage()
+        checks = storage.integrity
+        values["verified"], values["bad_found"] = checks.verified, checks.bad_found
+        values["bad_held"], values["repaired"] = len(storage.bad), checks.repaired
+        values["scrub_bytes"], values["scrub_passes"] = checks.scrub_bytes, checks.scrub_passes
         heads = storage.heads()
         values["partitions"] = len(heads)
         values["topics"] = len({topic for topic, _ in heads})

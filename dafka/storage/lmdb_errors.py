@@ -9,11 +9,19 @@ from collections.abc import Iterable
 
 import lmdb
 
-from ..errors import StorageError, StoreFullError
+from ..errors import StorageDamagedError, StorageError, StoreFullError
 
 __all__ = ["free_bytes", "space_needed", "translate_error"]
 
 _DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# Errors after which the environment cannot be trusted: LMDB found a page that is not
+# what its tree says (MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID on a file that is no
+# longer an environment), or gave up on it after a failed write of a meta page
+# (MDB_PANIC: "Update of meta page failed or environment had fatal error"; every later
+# write transaction fails with it), or the OS failed a read or write (EIO not explained
+# by a full disk: a bad disk, a failed fsync, whose pages may be lost).
+_DAMAGED = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError, lmdb.InvalidError)
+_DAMAGED_ERRNOS = frozenset({errno.EIO, errno.EROFS})
 # An EIO with less than what the write needed plus this free is a full disk.
 _EIO_FULL_MARGIN = 1024 * 1024
 
@@ -43,8 +51,11 @@ def translate_error(
     usually does first. So with ``path`` given (the store's directory), an
     ``EIO`` while the filesystem has less than ``need_bytes`` plus a margin
     free counts as a full disk too; the error then carries ``need_bytes`` and
-    the free bytes. A full disk is retriable (space may be freed); everything
-    else is a plain :class:`StorageError` carrying the original as its cause.
+    the free bytes. A full disk is retriable (space may be freed). A corrupt page,
+    LMDB's panic after a failed meta page write, or any other ``EIO`` is
+    :class:`StorageDamagedError`: the store must stop acknowledging from this
+    environment. Everything else is a plain :class:`StorageError` carrying the
+    original as its cause.
     """
     code = getattr(exc, "code", None) if isinstance(exc, lmdb.Error) else None
     if isinstance(exc, OSError):
@@ -53,11 +64,13 @@ def translate_error(
     free = free_bytes(path) if path is not None and (full or code == errno.EIO) else None
     if not full and code == errno.EIO and free is not None:
         full = free < need_bytes + _EIO_FULL_MARGIN
-    if full:
+    if not full and (isinstance(exc, _DAMAGED) or code in _DAMAGED_ERRNOS):
+        err: StorageError = StorageDamagedError(f"{what}: the environment is damaged: {exc}")
+    elif full:
         where = f" at {path}" if path is not None else ""
         room = f"; {free} bytes free" if free is not None else ""
         need = f"needs about {need_bytes} bytes more" if need_bytes else "needs more space"
-        err: StorageError = StoreFullError(
+        err = StoreFullError(
             f"{what}: disk full: the store{where} {need}{room}",
             path=None if path is None else str(path),
             need_bytes=need_bytes or None,

@@ -2,11 +2,14 @@
 
 Layout (DESIGN §5): named databases in one environment,
 
-* ``batches``: :func:`~dafka.storage.keys.batch_key` -> first offset (u64 BE) + blob.
-  The first offset is stored explicitly so the layer stays profile-agnostic
-  (a signed batch covers many offsets); it costs 8 bytes per batch.
-* ``heads``: :func:`~dafka.storage.keys.partition_prefix` -> head, tail (2 x u64 BE)
-  and the partition's wire profile (1 octet: its version octet, 1 rfc46, 2 signed).
+* ``batches``: :func:`~dafka.storage.keys.batch_key` -> first offset (u64 BE), digest
+  (8 bytes, :func:`~dafka.storage.integrity.digest_of`) and blob. The first offset is
+  stored explicitly so the layer stays profile-agnostic (a signed batch covers many
+  offsets); it costs 8 bytes per batch, the digest 8 more. Batches written by schema 2
+  (below their partition's ``digests from``) have no digest and are served unverified.
+* ``heads``: :func:`~dafka.storage.keys.partition_prefix` -> head, tail (2 x u64 BE),
+  the partition's wire profile (1 octet: its version octet, 1 rfc46, 2 signed) and the
+  offset its digests start from (u64 BE; absent in schema 2: its head + 1).
   Updated in the same transaction as the batches, so they never disagree.
 * ``meta``: ``schema_version`` and the store's persistent ``node_id``; for every topic
   deletion applied, ``deleted 0x00 topic`` -> the metadata revision of the deletion
@@ -14,7 +17,15 @@ Layout (DESIGN §5): named databases in one environment,
   deleted (u64 BE): records at or below it are the deleted topic's, never stored again.
 
 Schema version 2 added the profile octet; a version 1 environment (only rfc46
-existed) is read as rfc46 throughout and marked version 2 on open.
+existed) is read as rfc46 throughout. Version 3 added the digests; older environments
+are marked version 3 on open and keep their old batches as they are.
+
+Integrity (``dafka.storage.integrity``): the file is checked before LMDB maps it, every
+batch read is checked against its digest (a bad one is never returned: it is counted in
+:attr:`LmdbStorage.bad` until :meth:`LmdbStorage.replace` writes a good copy over it), and
+an error saying the environment is damaged (a corrupt page, an I/O error on a write)
+marks the storage :attr:`~LmdbStorage.damaged`: every later call raises it, so nothing
+more is acknowledged from it.
 
 Durability: LMDB defaults ``sync=True, metasync=True, writemap=False``, so a
 commit returns only after the data and the meta page are fsynced; that is what
@@ -34,18 +45,28 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import lmdb
 
-from ..errors import ClosedError, ConfigError, DafkaError, StorageError
+from ..errors import ClosedError, ConfigError, DafkaError, StorageDamagedError, StorageError
 from ..ids import is_node_id, new_node_id
 from ..security.private_dirs import make_private_dirs
 from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
+from .integrity import DIGEST_SIZE, check_file
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .lmdb_errors import free_bytes, space_needed, translate_error
+from .lmdb_values import (
+    BadBatch,
+    IntegrityStats,
+    batch_items,
+    batch_timestamp,
+    checked_blob,
+    keyed_batches,
+    value_of,
+)
 from .retention import BatchInfo
 from .state_dir import fsync_dir
 
@@ -60,8 +81,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
-_OLD_SCHEMAS = (b"1",)
+SCHEMA_VERSION = 3
+_OLD_SCHEMAS = (b"1", b"2")
 DEFAULT_MAP_SIZE = 64 * 1024 * 1024
 
 _META_SCHEMA = b"schema_version"
@@ -70,7 +91,9 @@ _META_DELETED = b"deleted\0"
 _META_FENCE = b"fence\0"
 _U64 = struct.Struct(">Q")
 _HEAD_TAIL = struct.Struct(">QQ")
-_HEAD_TAIL_PROFILE = struct.Struct(">QQB")
+_HEAD_TAIL_PROFILE = struct.Struct(">QQB")  # schema 2
+_HEAD_ENTRY = struct.Struct(">QQBQ")  # head, tail, profile, digests from
+_OVERHEAD = 8 + DIGEST_SIZE  # first offset and digest before a blob
 _PROFILE_NAMES = {number: name for name, number in PROFILE_IDS.items()}
 
 
@@ -113,8 +136,15 @@ class LmdbStorage:
         if node_id is not None and not is_node_id(node_id):
             raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
         self._given_node_id = node_id
+        self.damaged: StorageDamagedError | None = None
+        """Set when an error said the environment is damaged; every later call raises it."""
+        self.integrity = IntegrityStats()
+        self.bad: dict[tuple[str, str, int], BadBatch] = {}
+        """Batches whose digest failed, by ``(topic, partition, first offset)``: never
+        served, until :meth:`replace` writes a good copy."""
         try:
             make_private_dirs(self._path)
+            check_file(self._path)
             self._env = lmdb.open(
                 str(self._path),
                 mode=0o600,  # data.mdb and lock.mdb: records are for this store only
@@ -133,7 +163,7 @@ class LmdbStorage:
         try:
             fsync_dir(self._path)  # data.mdb and lock.mdb, if just made, survive a power cut
             self._node_id = self._open_dbs()
-            self._heads, self._by_topic, self._profiles = self._load_heads()
+            self._heads, self._by_topic, self._profiles, self._digests_from = self._load_heads()
         except BaseException:
             self._env.close()
             self._closed = True
@@ -191,10 +221,16 @@ class LmdbStorage:
 
     def _load_heads(
         self,
-    ) -> tuple[dict[tuple[str, str], HeadTail], dict[str, set[str]], dict[tuple[str, str], str]]:
+    ) -> tuple[
+        dict[tuple[str, str], HeadTail],
+        dict[str, set[str]],
+        dict[tuple[str, str], str],
+        dict[tuple[str, str], int],
+    ]:
         heads: dict[tuple[str, str], HeadTail] = {}
         by_topic: dict[str, set[str]] = {}
         profiles: dict[tuple[str, str], str] = {}
+        digests_from: dict[tuple[str, str], int] = {}  # absent: 0, every batch has one
         try:
             with self._env.begin(db=self._heads_db) as txn:
                 for key, value in txn.cursor():
@@ -202,8 +238,15 @@ class LmdbStorage:
                     if len(value) == _HEAD_TAIL.size:  # schema 1: rfc46 only
                         head, tail = _HEAD_TAIL.unpack(value)
                         profile = "rfc46"
+                        digests_from[(topic, partition)] = head + 1
                     else:
-                        head, tail, number = _HEAD_TAIL_PROFILE.unpack(value)
+                        if len(value) == _HEAD_TAIL_PROFILE.size:  # schema 2: no digests
+                            head, tail, number = _HEAD_TAIL_PROFILE.unpack(value)
+                            digests_from[(topic, partition)] = head + 1
+                        else:
+                            head, tail, number, since = _HEAD_ENTRY.unpack(value)
+                            if since:
+                                digests_from[(topic, partition)] = since
                         found = _PROFILE_NAMES.get(number)
                         if found is None:
                             raise StorageError(
@@ -213,9 +256,11 @@ class LmdbStorage:
                     heads[(topic, partition)] = (head, tail)
                     profiles[(topic, partition)] = profile
                     by_topic.setdefault(topic, set()).add(partition)
-        except (lmdb.Error, DafkaError, struct.error) as exc:
+        except lmdb.Error as exc:
+            raise self._failed(exc, f"cannot read the heads of {self._path}") from exc
+        except (DafkaError, struct.error) as exc:
             raise StorageError(f"store at {self._path} has unreadable heads: {exc}") from exc
-        return heads, by_topic, profiles
+        return heads, by_topic, profiles, digests_from
 
     # ------------------------------------------------------------------ API
 
@@ -254,18 +299,20 @@ class LmdbStorage:
         new_profiles: dict[tuple[str, str], str] = {}
         new_heads = plan_append(self._heads, batches, self._profiles, new_profiles)
         pinned = self._profiles
+        since = self._digests_from
         head_items = [
             (
                 partition_prefix(topic, partition),
-                _HEAD_TAIL_PROFILE.pack(
+                _HEAD_ENTRY.pack(
                     head,
                     tail,
                     PROFILE_IDS[new_profiles.get((topic, partition)) or pinned[(topic, partition)]],
+                    since.get((topic, partition), 0),
                 ),
             )
             for (topic, partition), (head, tail) in new_heads.items()
         ]
-        return PlannedAppend(_keyed_batches(batches), head_items, new_heads, new_profiles)
+        return PlannedAppend(keyed_batches(batches), head_items, new_heads, new_profiles)
 
     def write(self, planned: PlannedAppend) -> bool:
         """Write ``planned`` in one synced transaction; False if the map is full (nothing
@@ -276,17 +323,15 @@ class LmdbStorage:
         try:
             with self._env.begin(write=True) as txn:
                 # the values are made anew for each attempt (one at a time, see _batch_items)
-                txn.cursor(db=self._batches).putmulti(_batch_items(planned.keyed), dupdata=False)
+                txn.cursor(db=self._batches).putmulti(batch_items(planned.keyed), dupdata=False)
                 txn.cursor(db=self._heads_db).putmulti(planned.head_items, dupdata=False)
         except lmdb.MapFullError:
             return False  # aborted by the context manager
         except (lmdb.Error, OSError) as exc:
-            sizes = [(len(key), 8 + len(batch.blob)) for key, batch in planned.keyed]
+            sizes = [(len(key), _OVERHEAD + len(batch.blob)) for key, batch in planned.keyed]
             sizes += [(len(key), len(value)) for key, value in planned.head_items]
             need = space_needed(sizes, len(planned.head_items), self._page_size)
-            raise translate_error(
-                exc, f"append to {self._path} failed", path=self._path, need_bytes=need
-            ) from exc
+            raise self._failed(exc, f"append to {self._path} failed", need) from exc
         return True
 
     def applied(self, planned: PlannedAppend) -> None:
@@ -314,6 +359,7 @@ class LmdbStorage:
             return []
         prefix = partition_prefix(topic, partition)
         plen = len(prefix)
+        since = self._digests_from.get((topic, partition), 0)
         out: list[StoredBatch] = []
         records = 0
         enough = max_records if max_records is not None else MAX_OFFSET + 1
@@ -330,19 +376,99 @@ class LmdbStorage:
                     (first,) = _U64.unpack_from(value)
                     if not out and first > offset:
                         return []  # below the tail: the partition does not hold offset
-                    size += len(value) - 8  # the blob's size, known before it is copied
+                    digested = first >= since
+                    # the blob's size, known before it is copied
+                    size += len(value) - (_OVERHEAD if digested else 8)
                     if out and size > budget:
                         break
                     (last,) = _U64.unpack_from(key, plen)
-                    out.append(
-                        StoredBatch(topic, partition, first, last, bytes(value[8:]), profile)
-                    )
+                    blob = checked_blob(key, value, digested, self.integrity)
+                    if blob is None:  # never served: what came before it is
+                        self._found_bad(topic, partition, first, last, "read")
+                        break
+                    out.append(StoredBatch(topic, partition, first, last, bytes(blob), profile))
                     records += last - first + 1
                     if len(out) >= max_batches or records >= enough:
                         break
         except lmdb.Error as exc:
-            raise translate_error(exc, f"read from {self._path} failed") from exc
+            raise self._failed(exc, f"read from {self._path} failed") from exc
         return out
+
+    def scrub(self, after: bytes, budget: int) -> tuple[bytes | None, int]:
+        """Check the digests of the batches after key ``after`` (b"": from the first) until
+        about ``budget`` bytes were read; returns the last key checked (None: the end was
+        reached) and the bytes read. A bad batch is noted in :attr:`bad` and logged."""
+        self._check_usable()
+        read = 0
+        last_key: bytes | None = None
+        since_of: dict[bytes, tuple[str, str, int]] = {}
+        try:
+            with self._env.begin(db=self._batches, buffers=True) as txn:
+                cursor = txn.cursor()
+                found = cursor.set_range(after)
+                if found and after and bytes(cursor.key()) == after:
+                    found = cursor.next()
+                while found and read < budget:
+                    key, value = cursor.item()
+                    prefix = bytes(key[:-8])
+                    part = since_of.get(prefix)
+                    if part is None:
+                        topic, partition = decode_partition_key(prefix)
+                        since = self._digests_from.get((topic, partition), 0)
+                        part = since_of[prefix] = (topic, partition, since)
+                    (first,) = _U64.unpack_from(value)
+                    read += len(value)
+                    if checked_blob(key, value, first >= part[2], self.integrity) is None:
+                        (last,) = _U64.unpack_from(key, len(key) - 8)
+                        self._found_bad(part[0], part[1], first, last, "scrub")
+                    last_key = bytes(key)
+                    found = cursor.next()
+                end = not found
+        except lmdb.Error as exc:
+            raise self._failed(exc, f"scrub of {self._path} failed") from exc
+        except (DafkaError, struct.error) as exc:  # a key that is no batch key: rot too
+            raise self._failed(
+                StorageDamagedError(f"unreadable key after {after!r}: {exc}"),
+                f"scrub of {self._path} failed",
+            ) from exc
+        self.integrity.scrub_bytes += read
+        if end:
+            self.integrity.scrub_passes += 1
+            return None, read
+        return last_key, read
+
+    def replace(self, batch: StoredBatch) -> bool:
+        """Write ``batch`` over the stored batch of the same offsets found bad (a copy from
+        another store, verified by the caller); False if no such bad batch is held."""
+        self._check_usable()
+        bad = self.bad.get((batch.topic, batch.partition, batch.first_offset))
+        if bad is None or bad.last != batch.last_offset:
+            return False
+        key = partition_prefix(batch.topic, batch.partition) + _U64.pack(batch.last_offset)
+        since = self._digests_from.get((batch.topic, batch.partition), 0)
+        value = value_of(key, batch.first_offset, batch.blob, batch.first_offset >= since)
+        while True:
+            try:
+                with self._env.begin(write=True, db=self._batches) as txn:
+                    old = txn.get(key)
+                    if old is None or _U64.unpack_from(old)[0] != batch.first_offset:
+                        return False
+                    txn.put(key, value)
+                break
+            except lmdb.MapFullError:
+                self.grow()
+            except (lmdb.Error, OSError) as exc:
+                raise self._failed(exc, f"repair of {self._path} failed") from exc
+        del self.bad[(batch.topic, batch.partition, batch.first_offset)]
+        self.integrity.repaired += 1
+        log.warning(
+            "store.batch_repaired topic=%s partition=%s first=%d last=%d",
+            batch.topic,
+            batch.partition,
+            batch.first_offset,
+            batch.last_offset,
+        )
+        return True
 
     def batch_infos(self, topic: str, partition: str) -> list[BatchInfo]:
         """Every stored batch of a partition, oldest first: offsets, size, timestamp."""
@@ -352,6 +478,7 @@ class LmdbStorage:
             return []
         prefix = partition_prefix(topic, partition)
         plen = len(prefix)
+        since = self._digests_from.get((topic, partition), 0)
         out: list[BatchInfo] = []
         try:
             with self._env.begin(db=self._batches, buffers=True) as txn:
@@ -363,10 +490,11 @@ class LmdbStorage:
                         break
                     (first,) = _U64.unpack_from(value)
                     (last,) = _U64.unpack_from(key, plen)
-                    stamp = _batch_timestamp(value) if profile == "signed" else None
-                    out.append(BatchInfo(first, last, len(value) - 8, stamp))
+                    at = _OVERHEAD if first >= since else 8
+                    stamp = batch_timestamp(value, at) if profile == "signed" else None
+                    out.append(BatchInfo(first, last, len(value) - at, stamp))
         except lmdb.Error as exc:
-            raise translate_error(exc, f"read from {self._path} failed") from exc
+            raise self._failed(exc, f"read from {self._path} failed") from exc
         return out
 
     def trim(self, topic: str, partition: str, new_tail: int) -> int | None:
@@ -399,11 +527,13 @@ class LmdbStorage:
                     return None
                 txn.put(
                     prefix,
-                    _HEAD_TAIL_PROFILE.pack(head, tail, PROFILE_IDS[profile]),
+                    _HEAD_ENTRY.pack(
+                        head, tail, PROFILE_IDS[profile], self._digests_from.get(key, 0)
+                    ),
                     db=self._heads_db,
                 )
         except (lmdb.Error, OSError) as exc:
-            raise translate_error(exc, f"trim of {self._path} failed", path=self._path) from exc
+            raise self._failed(exc, f"trim of {self._path} failed") from exc
         self._heads[key] = (head, tail)
         return tail
 
@@ -435,19 +565,23 @@ class LmdbStorage:
                     if not cursor.delete():
                         break
                 if first > tail:
+                    since = min(self._digests_from.get(key, 0), first)
                     txn.put(
                         prefix,
-                        _HEAD_TAIL_PROFILE.pack(first - 1, tail, PROFILE_IDS[profile]),
+                        _HEAD_ENTRY.pack(first - 1, tail, PROFILE_IDS[profile], since),
                         db=self._heads_db,
                     )
                 else:
                     txn.delete(prefix, db=self._heads_db)
         except (lmdb.Error, OSError) as exc:
-            raise translate_error(exc, f"truncate of {self._path} failed", path=self._path) from exc
+            raise self._failed(exc, f"truncate of {self._path} failed") from exc
         if first > tail:
             self._heads[key] = (first - 1, tail)
+            if self._digests_from.get(key, 0) > first:
+                self._digests_from[key] = first  # what is written from first on has one
         else:
             del self._heads[key]
+            self._digests_from.pop(key, None)
             self._profiles.pop(key, None)
             self._by_topic.get(topic, set()).discard(partition)
         log.warning(
@@ -516,12 +650,11 @@ class LmdbStorage:
             except lmdb.MapFullError:
                 self.grow()
             except (lmdb.Error, OSError) as exc:
-                raise translate_error(
-                    exc, f"deleting topic {topic!r} in {self._path} failed"
-                ) from exc
+                raise self._failed(exc, f"deleting topic {topic!r} in {self._path} failed") from exc
         for p in parts:
             del self._heads[(topic, p)]
             self._profiles.pop((topic, p), None)
+            self._digests_from.pop((topic, p), None)
         self._by_topic.pop(topic, None)
         return deleted, fences
 
@@ -548,7 +681,27 @@ class LmdbStorage:
 
     # ------------------------------------------------------------------ helpers
 
+    def _failed(self, exc: BaseException, what: str, need_bytes: int = 0) -> StorageError:
+        """``exc`` in Dafka's tree; one that says the environment is damaged marks it so
+        (every later call raises it, and the store stops: ``dafka.api.store``)."""
+        err = translate_error(exc, what, path=self._path, need_bytes=need_bytes)
+        if isinstance(err, StorageDamagedError) and self.damaged is None:
+            self.damaged = err
+            log.error("lmdb.damaged path=%s error=%s", self._path, err)
+        return err
+
+    def _found_bad(self, topic: str, partition: str, first: int, last: int, how: str) -> None:
+        """A batch failed its digest: keep it out of what is served until it is replaced."""
+        key = (topic, partition, first)
+        if key in self.bad:
+            return
+        self.bad[key] = BadBatch(topic, partition, first, last, how)
+        self.integrity.bad_found += 1
+        self.integrity.log_bad(self._path, self.bad[key])
+
     def _check_usable(self) -> None:
+        if self.damaged is not None:
+            raise self.damaged
         if self._closed:
             raise ClosedError(f"store at {self._path} is closed")
         if os.getpid() != self._pid:
@@ -577,62 +730,3 @@ class LmdbStorage:
             raise translate_error(exc, f"cannot grow the map of {self._path} to {new}") from exc
         self._map_size = self._env.info()["map_size"]
         log.info("lmdb.map_grown path=%s old=%d new=%d", self._path, old, self._map_size)
-
-
-def _keyed_batches(batches: Sequence[StoredBatch]) -> list[tuple[bytes, StoredBatch]]:
-    """Each batch with its key in ``batches``, sorted by key so the B-tree is filled in order.
-
-    Keys are not globally monotonic (partitions interleave, and other
-    partitions' keys may sort after), so ``append=True`` cannot be used.
-    """
-    pack = _U64.pack
-    prefixes: dict[tuple[str, str], bytes] = {}
-    keyed: list[tuple[bytes, StoredBatch]] = []
-    add = keyed.append
-    topic: str | None = None
-    partition: str | None = None
-    prefix = b""
-    for batch in batches:
-        # runs of one partition (rfc46: a batch per record) reuse the previous prefix
-        if batch.partition != partition or batch.topic != topic:
-            topic, partition = batch.topic, batch.partition
-            pkey = (topic, partition)
-            known = prefixes.get(pkey)
-            if known is None:
-                known = prefixes[pkey] = partition_prefix(topic, partition)
-            prefix = known
-        add((prefix + pack(batch.last_offset), batch))
-    if len(prefixes) > 1:
-        keyed.sort(key=_first)
-    return keyed
-
-
-def _batch_items(keyed: Sequence[tuple[bytes, StoredBatch]]) -> Iterator[tuple[bytes, bytes]]:
-    """The ``(key, first offset u64 | blob)`` pairs of ``keyed`` for ``putmulti``, each value
-    made only when LMDB takes it.
-
-    A value is a copy of its blob (py-lmdb cannot write one from two buffers), and LMDB
-    copies it again into its own page. Made one at a time, each value is freed before the
-    next is made: its memory is the next one's, still in the CPU's cache and mapped,
-    where a list of every value of a drain (up to 64 MiB) was written, then read back
-    from memory by LMDB's copy, and held all at once.
-    """
-    pack = _U64.pack
-    for key, batch in keyed:
-        yield key, pack(batch.first_offset) + batch.blob
-
-
-def _batch_timestamp(value: memoryview | bytes) -> int | None:
-    """The producer timestamp of a stored signed batch (``first offset u64 | blob``), read
-    in place: the blob is ``format u8 | topic length u8 | topic | partition 16 | first u64 |
-    count u32 | timestamp u64 | ...`` (``dafka.wire.signed_batch``)."""
-    if len(value) < 10:
-        return None
-    at = 8 + 2 + value[9] + 16 + 8 + 4
-    if len(value) < at + 8:
-        return None
-    return int(_U64.unpack_from(value, at)[0])
-
-
-def _first(item: tuple[bytes, StoredBatch]) -> bytes:
-    return item[0]

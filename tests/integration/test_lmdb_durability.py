@@ -13,7 +13,7 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from dafka.errors import StorageError, StoreFullError
+from dafka.errors import StorageDamagedError, StorageError, StoreFullError
 from dafka.ids import is_node_id
 from dafka.storage.base import StoredBatch
 from dafka.storage.lmdb_store import LmdbStorage, translate_error
@@ -102,8 +102,11 @@ def test_disk_errors_become_store_full() -> None:
     assert isinstance(translate_error(lmdb.DiskError("x"), "append"), StoreFullError)
     assert isinstance(translate_error(OSError(errno.ENOSPC, "full"), "append"), StoreFullError)
     assert isinstance(translate_error(OSError(errno.EDQUOT, "quota"), "append"), StoreFullError)
-    other = translate_error(lmdb.CorruptedError("x"), "append")
-    assert type(other) is StorageError and isinstance(other.__cause__, lmdb.CorruptedError)
+    other = translate_error(lmdb.BadValsizeError("x"), "append")
+    assert type(other) is StorageError and isinstance(other.__cause__, lmdb.BadValsizeError)
+    damaged = translate_error(lmdb.CorruptedError("x"), "append")
+    assert type(damaged) is StorageDamagedError
+    assert isinstance(damaged.__cause__, lmdb.CorruptedError)
 
 
 _WRITER = textwrap.dedent(

@@ -1,4 +1,4 @@
-"""LmdbStorage.append: what it writes (the layout stays ``first offset u64 | blob``) and
+"""LmdbStorage.append: what it writes (the layout ``first offset u64 | digest | blob``) and
 what it holds while writing (one value made at a time, not a copy of the whole drain)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 import lmdb
 
 from dafka.storage.base import StoredBatch
+from dafka.storage.integrity import digest_of
 from dafka.storage.keys import partition_prefix
 from dafka.storage.lmdb_store import LmdbStorage
 
@@ -46,9 +47,10 @@ def test_append_makes_one_value_at_a_time(tmp_path: Path) -> None:
     assert peak - before < 4 * MIB, f"append held {(peak - before) / MIB:.1f} MiB"
 
 
-def test_append_keeps_the_layout_first_offset_then_blob(tmp_path: Path) -> None:
-    """What is on disk is unchanged: key = partition prefix | last offset, value = first
-    offset (u64 BE) | blob, for interleaved partitions in one append."""
+def test_append_keeps_the_layout_first_offset_digest_blob(tmp_path: Path) -> None:
+    """What is on disk: key = partition prefix | last offset, value = first offset (u64
+    BE) | digest of key and first | blob (schema 3), for interleaved partitions in one
+    append."""
     batches = big_batches(3, 64 * 1024, (P2, P1))
     storage = LmdbStorage(tmp_path / "db")
     storage.append(batches)
@@ -60,13 +62,12 @@ def test_append_keeps_the_layout_first_offset_then_blob(tmp_path: Path) -> None:
             stored = {bytes(k): bytes(v) for k, v in txn.cursor()}
     finally:
         env.close()
-    assert stored == {
-        partition_prefix(b.topic, b.partition) + struct.pack(">Q", b.last_offset): struct.pack(
-            ">Q", b.first_offset
-        )
-        + b.blob
-        for b in batches
-    }
+    expected = {}
+    for b in batches:
+        key = partition_prefix(b.topic, b.partition) + struct.pack(">Q", b.last_offset)
+        first = struct.pack(">Q", b.first_offset)
+        expected[key] = first + digest_of(key, first + b.blob) + b.blob
+    assert stored == expected
 
 
 def test_an_append_retried_after_the_map_grew_stores_every_batch(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import lmdb
 import pytest
 
 from dafka.core.messages import Ack
-from dafka.errors import StorageError, StoreFullError
+from dafka.errors import StorageDamagedError, StorageError, StoreFullError
 from dafka.storage.lmdb_store import space_needed, translate_error
 from tests.unit.test_store_core import P, content, make, msgs, of_type, recs, stored
 
@@ -55,9 +55,9 @@ def test_other_storage_errors_keep_their_own_line(caplog: pytest.LogCaptureFixtu
 def test_eio_is_a_full_disk_only_when_the_filesystem_is_nearly_full(tmp_path) -> None:
     eio = lmdb.Error("mdb_txn_commit: Input/output error")
     eio.code = errno.EIO  # type: ignore[attr-defined]
-    # plenty of room here: a real I/O error, not a full disk
+    # plenty of room here: a real I/O error, not a full disk: the environment is damaged
     err = translate_error(eio, "append", path=tmp_path, need_bytes=4096)
-    assert type(err) is StorageError and "Input/output" in str(err)
+    assert type(err) is StorageDamagedError and "Input/output" in str(err)
     # asking for more than the filesystem has: a full disk, with the figures
     err = translate_error(eio, "append", path=tmp_path, need_bytes=1 << 62)
     assert isinstance(err, StoreFullError)

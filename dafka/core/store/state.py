@@ -28,6 +28,7 @@ from ..limits import RequestLimiter, TokenBucket
 from ..producer_serve import PROXY_SHARE
 from ..read_guard import RequestLog, Sender
 from .credits import DEFAULT_SEND_CREDITS, SendCredits
+from .repair import StoreRepair
 
 log = logging.getLogger(__name__)
 
@@ -341,6 +342,10 @@ class StoreState:
         self.stats = StoreStats()
         self.last_storage_error: StorageError | None = None
         self._full_since: float | None = None  # when appends began to fail for a full disk
+        self.repair = StoreRepair(
+            node_id, signed=self._signed, held_bad=getattr(storage, "bad", None)
+        )
+        """Corrupt batches asked for from the other stores, and the copies that came."""
         self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
         """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
         self._deleted: frozenset[str] = frozenset()  # deleted in the metadata, not re-created

@@ -1,0 +1,27 @@
+"""Open a store's LMDB environment in a process of its own and read it (``python -m
+tests.integration.open_store DIR``): prints its heads, exits 1 with one line on a Dafka
+error; a SIGBUS or an abort shows as the process's signal."""
+
+from __future__ import annotations
+
+import sys
+
+from dafka.errors import DafkaError
+from dafka.storage.lmdb_store import LmdbStorage
+
+
+def main(path: str) -> None:
+    try:
+        storage = LmdbStorage(path)
+        heads = storage.heads()
+        print("heads", heads, flush=True)
+        for topic, partition in heads:
+            storage.read(topic, partition, 0, 1_000_000)
+        storage.close()
+    except DafkaError as exc:
+        print(f"error: {exc}", flush=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
