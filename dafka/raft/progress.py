@@ -16,7 +16,9 @@ reference server does, and dies when that is below its commit index). So the lea
 never sends one behind the last it sent (``sent_last``: heartbeats, probes sent again
 and the first one after a probe matched all resume there), except right after a
 rejection (``rewind``), which proves the follower's log ends before it; rejections of
-AppendEntries sent before that re-probe (``seq < reset_seq``) are stale.
+AppendEntries sent before that re-probe (``seq < reset_seq``) are stale, and so are, in
+``PROBE``, those at another ``prev`` than ``next - 1``, but for the re-probe's own
+(``probe_prev``): heartbeats sent while it is unanswered resume at ``sent_last``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class Progress:
     AppendEntries may go back to ``next - 1``."""
     reset_seq: int = 0
     """Rejections of AppendEntries with a lower ``seq`` predate the last re-probe."""
+    probe_prev: int = -1
+    """``prev`` of the last re-probe (the first AppendEntries after a rewind). Its
+    rejection is not stale although heartbeats sent since resumed at ``sent_last``."""
 
     def note_sent(self, last_index: int) -> None:
         self.sent_last, self.rewind = last_index, False

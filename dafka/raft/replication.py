@@ -270,6 +270,8 @@ class Replication:
         pr = self._progress[peer]
         if pr.is_paused(self.max_inflight):
             return False
+        if pr.rewind:
+            pr.probe_prev = pr.next - 1
         prev = self._prev_for(pr)
         pr.next = prev + 1
         prev_term = self._log.term(prev)
@@ -410,7 +412,11 @@ class Replication:
         if pr.state is ProgressState.REPLICATE and m.prev_index <= pr.match:
             return  # stale
         if pr.state is ProgressState.PROBE and m.prev_index != pr.next - 1:
-            return  # stale
+            if m.prev_index != pr.probe_prev:
+                return  # stale
+            # the re-probe's own rejection, answered after heartbeats resumed at sent_last:
+            # it proves the follower holds none of what the re-probe carried, and ignoring
+            # it would have the leader re-probe at the same place for ever
         # the hint is where the follower's log may agree with ours (its log end, from a
         # reference follower); the rejection proves its commit is not beyond that
         if m.conflict_term is not None:
