@@ -354,6 +354,7 @@ class Nemesis:
         stores = c.stores if fault.variant % 2 == 0 else [c.stores[fault.target]]
         power = (fault.variant // 2) % 2 == 0
         for node in stores:
+            c.failing.add(node.name)
             c.disks[node.name].command("eio on")
         c.idle(fault.duration)
         said = []
@@ -361,10 +362,14 @@ class Nemesis:
             for node in stores:
                 node.kill()
             said = [f"{n.name}: {c.disks[n.name].crash(seed=fault.variant)}" for n in stores]
+        exited = [n.name for n in stores if not n.up]
         for node in stores:
             c.disks[node.name].command("eio off")
-            if power:
+            if power or not node.up:  # the supervisor restarts a store that stopped
                 node.restart()
+            c.failing.discard(node.name)
+        if exited and not power:
+            said.append(f"{'+'.join(exited)} stopped and restarted")
         names = "+".join(n.name for n in stores)
         then = f"then power lost: {'; '.join(said)}" if power else "then fsyncs work again"
         return f"fsync failed on {names} for {fault.duration:.1f}s, {then}"

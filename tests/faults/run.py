@@ -264,4 +264,5 @@ def run_once(
         bad_served=[f"{who}: {what}" for who, items in sorted(bad.items()) for what in items],
         metadata_lost=lost,
     )
-    return RunResult(seed, min_acks, seconds, report, nemesis.history)
+    supervised = [f"supervisor restart: {said}" for said in cluster.supervised]
+    return RunResult(seed, min_acks, seconds, report, nemesis.history + supervised)

@@ -75,6 +75,22 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
+AT_REST = (Kind.ROT_STORE, Kind.ROT_JOURNAL, Kind.ROT_RAFT, Kind.REPLACE_DISK, Kind.EIO_FSYNC)
+
+BOUNDED_MIX = Scenario(
+    "at-rest",
+    AT_REST,
+    needs="",
+    bounded=True,
+    seed=2739,  # a replaced disk (new key), rot in stores, a journal and a Raft log, EIO
+    seconds=24.0,
+    retiring=1,
+)
+"""``make test``'s short run of the at-rest faults together, all five kinds in 24 s."""
+
+SCENARIOS = (*SCENARIOS, BOUNDED_MIX)
+
+
 def by_name(names: str) -> list[Scenario]:
     """``all`` or comma-separated scenario names."""
     if names == "all":
