@@ -224,6 +224,14 @@ def main() -> None:
     help="Compatibility (ØMQ RAFT reference peers): other peers over NULL, every claimed "
     f"peer ID believed, so {INSECURE_NULL_COST}.",
 )
+@click.option(
+    "--accept-log-loss",
+    is_flag=True,
+    help="Start even though records of the Raft log that were fsynced (and may have been "
+    "acknowledged) are damaged: drop them, with an error line. Without it a lone peer "
+    "refuses to start and a peer of a group recovers them from the others before it "
+    "votes (docs/raft.md, 'Rot and torn writes').",
+)
 @run_cli
 def peer(
     peer_id: str,
@@ -247,6 +255,7 @@ def peer(
     peer_keys: tuple[str, ...],
     admin_keys: tuple[str, ...],
     raft_insecure_null: bool,
+    accept_log_loss: bool,
 ) -> None:
     """Run one Raft peer until interrupted."""
     if tick_ms <= 0:
@@ -260,7 +269,10 @@ def peer(
         snapshot_every=snapshot_every,
         keep_entries=keep_entries,
         max_entry_bytes=max_entry_bytes,
+        accept_log_loss=accept_log_loss,
     )
+    if accept_log_loss:
+        click.echo("warning: --accept-log-loss: damaged Raft log records are dropped", err=True)
     keyed = [_keyed_peer_spec(p.strip()) for spec in peers for p in spec.split(",") if p.strip()]
     curve = None
     if raft_curve and raft_insecure_null:

@@ -132,3 +132,32 @@ def test_a_peer_whose_log_rots_does_not_vote_until_a_leader_refilled_it(tmp_path
             cluster.procs[f].wait_line(r"raft\.storage\.recovered ", timeout=10)
     finally:
         cluster.stop_all()
+
+
+def test_a_lone_raft_peer_refuses_its_rotten_log_unless_told_to_drop_it(tmp_path: Path) -> None:
+    """``dafka raft peer`` (the generic Raft peer) takes ``--accept-log-loss`` as the
+    tower does: alone, with its last record rotten, it exits 1 with one line; with the
+    flag it starts without that record."""
+    cluster = RaftCluster(tmp_path, 1)
+    (pid,) = cluster.ids
+    try:
+        with cluster.client(timeout=10) as client:
+            client.update(put_command("t3", "created"))
+            x = client.update(put_command("t4", "created"))
+    finally:
+        cluster.stop_all()
+    assert _rot_last_record(tmp_path / pid) == x
+    with pytest.raises(AssertionError):
+        cluster.start(pid)  # exits before it says it runs
+    proc = cluster.procs[pid]
+    assert proc.wait(10) == 1, proc.stderr
+    errors = [line for line in proc.stderr_lines if line.startswith("error:")]
+    assert len(errors) == 1 and "--accept-log-loss" in errors[0], proc.stderr
+    proc = cluster.start(pid, "--accept-log-loss")
+    try:
+        assert "warning: --accept-log-loss" in proc.stderr
+        proc.wait_line(r"raft\.storage\.accept_log_loss ", timeout=10)
+        with cluster.client(timeout=10) as client:
+            client.update(put_command("t5", "created"))  # it leads again, t4 knowingly gone
+    finally:
+        cluster.stop_all()
