@@ -117,6 +117,12 @@ class Storage(Protocol):
         gone. Returns the batches deleted; StorageError if ``first`` does not start one."""
         ...
 
+    def rewrite(self, batch: StoredBatch) -> int:
+        """Replace the stored batches covering exactly ``batch``'s offsets by ``batch`` (one
+        transaction); head and tail stay. Returns the batches replaced; StorageError if
+        they do not line up with its first and last offsets."""
+        ...
+
     def close(self) -> None:
         """Release the backend; idempotent."""
         ...

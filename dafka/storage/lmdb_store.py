@@ -58,6 +58,7 @@ from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .integrity import DIGEST_SIZE, check_file
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .lmdb_errors import free_bytes, space_needed, translate_error
+from .lmdb_rewrite import rewrite_range
 from .lmdb_values import (
     BadBatch,
     IntegrityStats,
@@ -593,6 +594,34 @@ class LmdbStorage:
             deleted,
         )
         return deleted
+
+    def rewrite(self, batch: StoredBatch) -> int:
+        """Replace the stored batches that cover exactly ``batch``'s offsets by ``batch``,
+        in one transaction (a producer's gap statement over batches it never got
+        acknowledged, below batches of its later run: ``dafka.core.store.ingest``). Head
+        and tail stay. Returns the batches replaced; StorageError if they do not line up."""
+        self._check_usable()
+        key = (batch.topic, batch.partition)
+        ht = self._heads.get(key)
+        first, last = batch.first_offset, batch.last_offset
+        if ht is None or not ht[1] <= first <= last <= ht[0]:
+            raise StorageError(f"cannot rewrite {key} at {first}..{last}: not stored")
+        prefix = partition_prefix(batch.topic, batch.partition)
+        since = self._digests_from.get(key, 0)
+        value = value_of(prefix + _U64.pack(last), first, batch.blob, first >= since)
+        while True:
+            try:
+                with self._env.begin(write=True) as txn:
+                    replaced = rewrite_range(
+                        txn, self._batches, prefix, first, last, value, f"{key} in {self._path}"
+                    )
+                for bad in [k for k in self.bad if k[:2] == key and first <= k[2] <= last]:
+                    del self.bad[bad]  # replaced: nothing left to repair there
+                return replaced
+            except lmdb.MapFullError:
+                self.grow()
+            except (lmdb.Error, OSError) as exc:
+                raise self._failed(exc, f"rewrite in {self._path} failed") from exc
 
     def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
         """Topic deletions applied (topic -> metadata revision) and the fences they left

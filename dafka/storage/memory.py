@@ -123,6 +123,23 @@ class MemoryStorage:
             self._by_topic.get(topic, set()).discard(partition)
         return deleted
 
+    def rewrite(self, batch: StoredBatch) -> int:
+        """Like :meth:`LmdbStorage.rewrite`."""
+        self._check_open()
+        key = (batch.topic, batch.partition)
+        ht = self._heads.get(key)
+        part = self._parts.get(key)
+        first, last = batch.first_offset, batch.last_offset
+        if ht is None or part is None or not ht[1] <= first <= last <= ht[0]:
+            raise StorageError(f"cannot rewrite {key} at {first}..{last}: not stored")
+        at = bisect.bisect_left(part.lasts, first)
+        end = bisect.bisect_left(part.lasts, last)
+        if part.batches[at].first_offset != first or part.lasts[end] != last:
+            raise StorageError(f"{first}..{last} of {key} does not line up with its batches")
+        part.batches[at : end + 1] = [batch]
+        part.lasts[at : end + 1] = [last]
+        return end + 1 - at
+
     def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
         self._check_open()
         return dict(self._deleted), dict(self._fences)

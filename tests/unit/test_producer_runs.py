@@ -217,3 +217,64 @@ def test_a_consumer_passes_a_gap_statement_with_its_run() -> None:
                 delivered.extend(r.offset for r in effect.records())
     assert delivered == [0, 1, 5]
     assert core.stats.gap_offsets == 3
+
+
+@pytest.mark.parametrize("lmdb_storage", [False, True], ids=["memory", "lmdb"])
+def test_a_store_that_took_the_new_run_first_still_meets_the_gap_statement(
+    tmp_path: Path, lmdb_storage: bool
+) -> None:
+    """Run 1 published 0..4 and the store holds it, unacknowledged. Run 2 closed 0..4
+    with a gap statement the store missed, and published 5..7, which the store took (they
+    continue what it holds). When the gap statement reaches it, before, it was an
+    equivocation: the store kept run 1's records for ever below run 2's. Now the store
+    replaces exactly 0..4 by the statement in one transaction and keeps 5..7."""
+    from dafka.storage.lmdb_store import LmdbStorage
+
+    storage = LmdbStorage(tmp_path / "s") if lmdb_storage else MemoryStorage()
+    store = StoreCore(S, storage, profile=SignedProfile(STORE))
+    first = producer(1, 5_000)
+    _, pubs = first.publish("t", [b"%d" % i for i in range(5)], 0.0, timestamp_ms=5_000)
+    store.handle_batch(sent(pubs), 0.0)
+    second = producer(2, 6_000, next_offsets={"t": 5}, acked_offsets={}, recovery_wait=1.0)
+    second.tick(0.0)
+    closing = [r for r in sent(second.tick(2.0)) if isinstance(r, m.Record)]
+    assert closing and signed.peek_batch(closing[0].content).is_gap  # the store misses it
+    _, pubs = second.publish("t", [b"n%d" % i for i in range(3)], 3.0)
+    store.handle_batch(sent(pubs), 3.0)
+    assert store.head("t", P) == 7
+    out = sent(store.handle_batch(closing, 4.0))
+    held = storage.read("t", P, 0, 10)
+    assert [(b.first_offset, b.last_offset) for b in held] == [(0, 4), (5, 7)]
+    assert signed.peek_batch(held[0].blob).is_gap
+    assert store.stats.equivocations == 0 and store.stats.superseded == 5
+    assert store.head("t", P) == 7
+    assert any(isinstance(a, m.Ack) and a.offset == 7 for a in out)
+    storage.close()
+
+
+@pytest.mark.parametrize("lmdb_storage", [False, True], ids=["memory", "lmdb"])
+def test_a_rewrite_that_does_not_line_up_with_the_batches_changes_nothing(
+    tmp_path: Path, lmdb_storage: bool
+) -> None:
+    from dafka.errors import StorageError
+    from dafka.storage.base import StoredBatch
+    from dafka.storage.lmdb_store import LmdbStorage
+
+    storage = LmdbStorage(tmp_path / "s") if lmdb_storage else MemoryStorage()
+    storage.append(
+        [StoredBatch("t", P, a, b, b"%d" % a, "signed") for a, b in ((0, 2), (3, 4), (5, 9))]
+    )
+    for first, last in ((1, 4), (0, 3), (3, 6), (0, 12), (10, 11)):
+        with pytest.raises(StorageError):
+            storage.rewrite(StoredBatch("t", P, first, last, b"gap", "signed"))
+    held = storage.read("t", P, 0, 10)
+    assert [(b.first_offset, b.last_offset, b.blob) for b in held] == [
+        (0, 2, b"0"),
+        (3, 4, b"3"),
+        (5, 9, b"5"),
+    ]
+    assert storage.rewrite(StoredBatch("t", P, 0, 4, b"gap", "signed")) == 2
+    held = storage.read("t", P, 0, 10)
+    assert [(b.first_offset, b.last_offset, b.blob) for b in held] == [(0, 4, b"gap"), (5, 9, b"5")]
+    assert storage.partitions("t") == [(P, 9)]
+    storage.close()

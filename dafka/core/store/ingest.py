@@ -254,6 +254,8 @@ class StoreIngest(StoreGaps):
                     pass  # a verified copy of a batch held corrupt (dafka.core.store.repair)
                 elif self._supersede(msg, key, b):
                     self._accept(msg, key, last, b)
+                elif self._supersede_within(msg, key, b):
+                    b.reack.add(key)
                 else:
                     self._equivocation(msg, key, b)
         elif self._note_gap(key, last, b):
@@ -336,6 +338,52 @@ class StoreIngest(StoreGaps):
             head,
             first,
             last,
+            self.stats.superseded,
+        )
+        return True
+
+    def _supersede_within(
+        self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch
+    ) -> bool:
+        """A verified gap statement over batches we hold below batches we hold after it
+        (we stored the producer's new run before we met the gap statement that closes
+        its earlier run's unacknowledged batches): replace exactly those batches by the
+        statement, in one transaction, so this store keeps the history every other store
+        keeps. True if that was done. The same rules as :meth:`_supersede` (the batches
+        line up with its offsets, and :func:`_replaces` each of them); the head stays."""
+        if key in b.advanced:
+            return False
+        try:
+            gap = peek_batch(msg.content)
+        except WireError:
+            return False
+        first, last = msg.offset, msg.offset + msg.count - 1
+        head = self._heads.get(key)
+        if not gap.is_gap or gap.run is None or head is None or head <= last:
+            return False  # (up to the head: _supersede's; without a run: the clock rule only)
+        try:
+            held = self._storage.read(key[0], key[1], first, MAX_SUPERSEDED_BATCHES + 1)
+            within = [old for old in held if old.last_offset <= last]
+            if not within or within[0].first_offset != first or within[-1].last_offset != last:
+                return False
+            for old in within:
+                if not _replaces(gap, peek_batch(old.blob)):
+                    return False
+            replaced = self._storage.rewrite(
+                StoredBatch(key[0], key[1], first, last, msg.content, self._name)
+            )
+        except (StorageError, WireError) as exc:
+            log.warning("store.supersede_failed topic=%s error=%s", key[0], exc)
+            return False
+        self.stats.superseded += last - first + 1
+        log.warning(
+            "store.superseded topic=%s partition=%s offsets=%d..%d batches=%d head=%d total=%d",
+            key[0],
+            key[1],
+            first,
+            last,
+            replaced,
+            head,
             self.stats.superseded,
         )
         return True
