@@ -58,7 +58,7 @@ from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
 from .integrity import DIGEST_SIZE, check_file
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .lmdb_errors import free_bytes, space_needed, translate_error
-from .lmdb_rewrite import rewrite_range
+from .lmdb_rewrite import LmdbRewrites
 from .lmdb_values import (
     BadBatch,
     IntegrityStats,
@@ -66,7 +66,6 @@ from .lmdb_values import (
     batch_timestamp,
     checked_blob,
     keyed_batches,
-    value_of,
 )
 from .retention import BatchInfo
 from .state_dir import fsync_dir
@@ -108,7 +107,7 @@ class PlannedAppend:
     new_profiles: dict[tuple[str, str], str]
 
 
-class LmdbStorage:
+class LmdbStorage(LmdbRewrites):
     """A :class:`~dafka.storage.base.Storage` on an LMDB environment at ``path``.
 
     ``map_size`` is the initial map; it doubles whenever a write does not fit,
@@ -438,39 +437,6 @@ class LmdbStorage:
             return None, read
         return last_key, read
 
-    def replace(self, batch: StoredBatch) -> bool:
-        """Write ``batch`` over the stored batch of the same offsets found bad (a copy from
-        another store, verified by the caller); False if no such bad batch is held."""
-        self._check_usable()
-        bad = self.bad.get((batch.topic, batch.partition, batch.first_offset))
-        if bad is None or bad.last != batch.last_offset:
-            return False
-        key = partition_prefix(batch.topic, batch.partition) + _U64.pack(batch.last_offset)
-        since = self._digests_from.get((batch.topic, batch.partition), 0)
-        value = value_of(key, batch.first_offset, batch.blob, batch.first_offset >= since)
-        while True:
-            try:
-                with self._env.begin(write=True, db=self._batches) as txn:
-                    old = txn.get(key)
-                    if old is None or _U64.unpack_from(old)[0] != batch.first_offset:
-                        return False
-                    txn.put(key, value)
-                break
-            except lmdb.MapFullError:
-                self.grow()
-            except (lmdb.Error, OSError) as exc:
-                raise self._failed(exc, f"repair of {self._path} failed") from exc
-        del self.bad[(batch.topic, batch.partition, batch.first_offset)]
-        self.integrity.repaired += 1
-        log.warning(
-            "store.batch_repaired topic=%s partition=%s first=%d last=%d",
-            batch.topic,
-            batch.partition,
-            batch.first_offset,
-            batch.last_offset,
-        )
-        return True
-
     def batch_infos(self, topic: str, partition: str) -> list[BatchInfo]:
         """Every stored batch of a partition, oldest first: offsets, size, timestamp."""
         self._check_usable()
@@ -594,34 +560,6 @@ class LmdbStorage:
             deleted,
         )
         return deleted
-
-    def rewrite(self, batch: StoredBatch) -> int:
-        """Replace the stored batches that cover exactly ``batch``'s offsets by ``batch``,
-        in one transaction (a producer's gap statement over batches it never got
-        acknowledged, below batches of its later run: ``dafka.core.store.ingest``). Head
-        and tail stay. Returns the batches replaced; StorageError if they do not line up."""
-        self._check_usable()
-        key = (batch.topic, batch.partition)
-        ht = self._heads.get(key)
-        first, last = batch.first_offset, batch.last_offset
-        if ht is None or not ht[1] <= first <= last <= ht[0]:
-            raise StorageError(f"cannot rewrite {key} at {first}..{last}: not stored")
-        prefix = partition_prefix(batch.topic, batch.partition)
-        since = self._digests_from.get(key, 0)
-        value = value_of(prefix + _U64.pack(last), first, batch.blob, first >= since)
-        while True:
-            try:
-                with self._env.begin(write=True) as txn:
-                    replaced = rewrite_range(
-                        txn, self._batches, prefix, first, last, value, f"{key} in {self._path}"
-                    )
-                for bad in [k for k in self.bad if k[:2] == key and first <= k[2] <= last]:
-                    del self.bad[bad]  # replaced: nothing left to repair there
-                return replaced
-            except lmdb.MapFullError:
-                self.grow()
-            except (lmdb.Error, OSError) as exc:
-                raise self._failed(exc, f"rewrite in {self._path} failed") from exc
 
     def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
         """Topic deletions applied (topic -> metadata revision) and the fences they left
