@@ -17,8 +17,10 @@ from pathlib import Path
 # a workload value (tests.faults.checker.content) as it sits in a stored batch
 VALUE = re.compile(rb"p\d+\.\d+\.\d+\.([a-z]{24})\.[0-9a-f]{8}")
 
-# producer journals (dafka.storage.state_dir): magic | size u32 BE | payload | crc32 u32 BE
-JOURNAL_MAGIC = b"\xd4"
+# producer journals (dafka.storage.state_dir): magic | size u32 BE | payload | crc32 u32 BE;
+# 0xd4 a record of earlier versions, 0xd5 one copy of a record written twice in a row
+JOURNAL_MAGICS = (b"\xd4", b"\xd5")
+JOURNAL_TWICE = b"\xd5"
 JOURNAL_HEAD = struct.Struct(">cI")
 # a tower's Raft log (dafka.raft.storage): a 20-byte header, then records of
 # magic | crc u32 | length u32 | index u64 | batch u64 | entry (little-endian)
@@ -57,7 +59,7 @@ def journal_frames(data: bytes) -> list[tuple[int, int]]:
     while pos + JOURNAL_HEAD.size <= len(data):
         magic, size = JOURNAL_HEAD.unpack_from(data, pos)
         end = pos + JOURNAL_HEAD.size + size + 4
-        if magic != JOURNAL_MAGIC or end > len(data):
+        if magic not in JOURNAL_MAGICS or end > len(data):
             break
         (crc,) = struct.unpack_from(">I", data, end - 4)
         if zlib.crc32(data[pos : end - 4]) != crc:
@@ -69,14 +71,25 @@ def journal_frames(data: bytes) -> list[tuple[int, int]]:
 
 def rot_last_journal_frame(path: Path, rng: random.Random) -> int | None:
     """Flip one bit in the payload of the last (long since synced) frame of a producer
-    journal; the position flipped (None: no frame)."""
-    frames = journal_frames(path.read_bytes())
+    journal, and half of the time, when the record is written twice (0xd5), one bit in its
+    other copy too (the record can then be read from neither); the last position flipped
+    (None: no frame)."""
+    data = path.read_bytes()
+    frames = journal_frames(data)
     if not frames:
         return None
     start, end = frames[-1]
-    pos = rng.randrange(start + JOURNAL_HEAD.size, end - 4)
-    _flip(path, [pos], rng)
-    return pos
+    spots = [rng.randrange(start + JOURNAL_HEAD.size, end - 4)]
+    twin = frames[-2] if len(frames) >= 2 else None
+    if (
+        twin is not None
+        and data[start : start + 1] == JOURNAL_TWICE
+        and data[twin[0] : twin[1]] == data[start:end]
+        and rng.random() < 0.5
+    ):
+        spots.insert(0, rng.randrange(twin[0] + JOURNAL_HEAD.size, twin[1] - 4))
+    _flip(path, spots, rng)
+    return spots[-1]
 
 
 def raft_records(data: bytes) -> list[tuple[int, int]]:
