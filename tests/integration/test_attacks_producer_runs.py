@@ -22,6 +22,7 @@ def stored(data_dir: Path, topic: str, partition: str) -> list[tuple[int, int, i
     read by a concurrent read-only LMDB reader."""
     import lmdb
 
+    from dafka.storage.integrity import DIGEST_SIZE
     from dafka.storage.keys import partition_prefix
 
     prefix = partition_prefix(topic, partition)
@@ -36,7 +37,9 @@ def stored(data_dir: Path, topic: str, partition: str) -> list[tuple[int, int, i
                     if not key.startswith(prefix):
                         break
                     last = int.from_bytes(key[len(prefix) :], "big")
-                    out.append((int.from_bytes(value[:8], "big"), last, value[8]))
+                    # first u64 | digest | blob (a fresh store digests every value)
+                    blob = value[8 + DIGEST_SIZE :]
+                    out.append((int.from_bytes(value[:8], "big"), last, blob[0]))
     except lmdb.Error:
         return []
     finally:
