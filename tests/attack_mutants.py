@@ -1409,14 +1409,20 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "a store continues from another store's tail only if a trusted store signed it": (
         "dafka.core.store.replicate",
         "StoreReplication._tail_counts",
-        "            return store in self._trusted_stores",
-        "            return True",
+        "        if store not in self._trusted_stores:\n            return False",
+        "        if False:\n            return False",
     ),
-    "with no trusted stores a tail moves a store only up to what the producer signed": (
+    "a trusted tail drops held records only after a quiet retention period": (
         "dafka.core.store.replicate",
         "StoreReplication._tail_counts",
-        "        return signed is not None and tail <= signed.offset",
+        "        return now - quiet[1] >= age / 1000.0",
         "        return True",
+    ),
+    "a trusted tail drops held records only on a topic with retention by age": (
+        "dafka.core.store.replicate",
+        "StoreReplication._tail_counts",
+        "        if age is None:\n            return False",
+        "        if age is None:\n            return True",
     ),
     "another store's claims take no partition slots": (
         "dafka.core.store.replicate",
@@ -2287,9 +2293,14 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store continues from another store's tail only if a trusted store signed it": (
         "tests/unit/test_store_replicate.py::test_a_tail_signed_by_a_store_not_trusted_moves_nothing",
+        "tests/unit/test_store_replicate.py::test_with_no_trusted_stores_no_tail_moves_a_store",
     ),
-    "with no trusted stores a tail moves a store only up to what the producer signed": (
-        "tests/unit/test_store_replicate.py::test_with_no_trusted_stores_a_tail_moves_only_up_to_what_the_producer_signed",
+    "a trusted tail drops held records only after a quiet retention period": (
+        "tests/unit/test_store_replicate.py::test_a_trusted_stores_signed_tail_lets_a_store_back_after_retention_continue",
+        "tests/unit/test_store_replicate.py::test_a_trusted_tail_over_held_records_needs_retention_by_age_and_a_quiet_period",
+    ),
+    "a trusted tail drops held records only on a topic with retention by age": (
+        "tests/unit/test_store_replicate.py::test_a_trusted_tail_over_held_records_needs_retention_by_age_and_a_quiet_period",
     ),
     "another store's claims take no partition slots": (
         "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",

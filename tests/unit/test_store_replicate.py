@@ -151,11 +151,16 @@ def test_a_trusted_stores_signed_tail_lets_a_store_back_after_retention_continue
     """Issue 33 point 7: down longer than the retention period, a store asks for a range
     the other store trimmed; it continues from that store's signed tail, says so, and
     stores and acknowledges again."""
-    core, s = store(stores=(S, S2))
+    core, s = store({"t": {"min_acks": 2, "retention_ms": 10_000}}, stores=(S, S2))
     core.handle_batch([record(0, 5)], 0.0)  # held 0..4 before it went down
     out = sent(core.handle_batch([record(30, 1)], 100.0))  # back up: the producer is at 30
     assert fetches(out) == [(5, 25)]
     out = heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], 100.1)
+    # what we hold is dropped only once we stored nothing there for a retention period
+    assert core.stats.retention_skips == 0 and s.heads()[("t", P)] == (4, 0)
+    heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], 109.0)
+    assert core.stats.retention_skips == 0
+    out = heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], 110.2)
     assert core.stats.retention_skips == 1
     assert ("t", P) not in s.heads()  # 0..4 dropped: trimmed at the store that signed
     assert fetches(sent(tick(core, 200.0))) == [(20, 10)]  # from the tail, not from 5
@@ -166,21 +171,47 @@ def test_a_trusted_stores_signed_tail_lets_a_store_back_after_retention_continue
 
 def test_a_tail_signed_by_a_store_not_trusted_moves_nothing() -> None:
     """Attack: a store not in the metadata's trusted stores signs a tail far ahead."""
-    core, s = store(stores=(S, S2))
+    core, s = store({"t": {"min_acks": 2, "retention_ms": 1000}}, stores=(S, S2))
     core.handle_batch([record(0, 5), record(30, 1)], 0.0)
-    heard(core, [direct_head(30, tail=20, signer=FORGER, to=S)], 0.1, peer=S3)
+    for now in (0.1, 5.0):
+        heard(core, [direct_head(30, tail=20, signer=FORGER, to=S)], now, peer=S3)
     assert core.stats.retention_skips == 0 and s.heads()[("t", P)] == (4, 0)
 
 
-def test_with_no_trusted_stores_a_tail_moves_only_up_to_what_the_producer_signed() -> None:
-    """Attack: with the default trust (none configured), a store signs a tail beyond
-    anything the producer signed, to make us skip records that exist."""
-    core, s = store()
+def test_with_no_trusted_stores_no_tail_moves_a_store() -> None:
+    """Attack (a red-team pass): with the default trust (none configured), a node with a
+    key of its own signs a tail over records two stores acknowledged, relaying the
+    producer's genuine signed HEAD as proof that far exists. Before, the honest store
+    dropped what it held below the tail; with two such rounds every copy was gone."""
+    core, s = store({"t": {"min_acks": 2, "retention_ms": 1000}})
     core.handle_batch([record(0, 5)], 0.0)
-    heard(core, [direct_head(900, tail=800, signer=STORE2, to=S)], 0.1)
+    for now in (0.1, 5.0, 50.0):
+        heard(core, [direct_head(900, tail=800, signer=STORE2, to=S, with_head=900)], now)
     assert core.stats.retention_skips == 0 and s.heads()[("t", P)] == (4, 0)
-    heard(core, [direct_head(900, tail=800, signer=STORE2, to=S, with_head=900)], 0.2)
-    assert core.stats.retention_skips == 1  # the producer signed that 900 exist
+
+
+def test_a_trusted_tail_over_held_records_needs_retention_by_age_and_a_quiet_period() -> None:
+    """A trusted store's tail drops what we hold only on a topic with retention by age,
+    and only after we stored nothing in the partition for that long (our own retention
+    would trim it then); a write in between starts the period again. Holding nothing, a
+    trusted tail moves us at once (a fresh store after a lost disk)."""
+    core, s = store({"t": {"min_acks": 2}}, stores=(S, S2))
+    core.handle_batch([record(0, 5)], 0.0)
+    for now in (0.1, 1000.0, 5000.0):  # no retention by age: never
+        heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], now)
+    assert core.stats.retention_skips == 0
+    core, s = store({"t": {"min_acks": 2, "retention_ms": 10_000}}, stores=(S, S2))
+    core.handle_batch([record(0, 5)], 0.0)
+    heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], 1.0)
+    core.handle_batch([record(5, 2)], 8.0)  # stored in the partition: quiet again from here
+    heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], 12.0)
+    heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], 15.0)
+    assert core.stats.retention_skips == 0 and s.heads()[("t", P)] == (6, 0)
+    heard(core, [direct_head(30, tail=20, signer=STORE2, to=S)], 22.5)
+    assert core.stats.retention_skips == 1 and ("t", P) not in s.heads()
+    fresh, _ = store({"t": {"min_acks": 2}}, stores=(S, S2))
+    heard(fresh, [direct_head(30, tail=20, signer=STORE2, to=S)], 0.1)
+    assert fresh.stats.retention_skips == 1
 
 
 def test_under_replication_is_counted_from_the_heads_other_stores_said() -> None:

@@ -119,6 +119,9 @@ class StoreReplication(StoreIngest, StorePolicy):
         self._min_acks: dict[str, int] = {}
         self._trusted_stores: frozenset[str] = frozenset()
         self._claims: dict[PartitionKey, _Claim] = {}
+        # (head, since when) of partitions a trusted store's tail is past: how long we
+        # have stored nothing in them (_tail_counts; one entry per partition held)
+        self._quiet: dict[PartitionKey, tuple[int, float]] = {}
         self._refused_claims: dict[PartitionKey, tuple[int, float]] = {}
         self._peer_heads: dict[PartitionKey, dict[str, tuple[int, float]]] = {}
         self._peer_count = 0
@@ -137,6 +140,11 @@ class StoreReplication(StoreIngest, StorePolicy):
         self._min_acks = {t: int(s.get("min_acks") or 1) for t, s in topics.items()}
 
     # ------------------------------------------------------------------ rounds
+
+    def _forget(self, topic: str) -> None:
+        super()._forget(topic)
+        for key in [k for k in self._quiet if k[0] == topic]:
+            del self._quiet[key]
 
     def _topics_kept(self) -> list[str]:
         topics = set(self._min_acks) | {topic for topic, _ in self._heads}
@@ -276,7 +284,7 @@ class StoreReplication(StoreIngest, StorePolicy):
         tail = msg.tail
         if tail and nxt < tail <= msg.offset:  # it no longer holds what we lack
             store = self._profile.tail_store(msg)  # verified only then: one check at most
-            if store is not None and self._tail_counts(key, store, tail):
+            if store is not None and self._tail_counts(key, store, tail, b.now):
                 self._skip_to(key, tail, store, b)
                 nxt = b.nexts[key]
             peer = store or peer
@@ -316,13 +324,28 @@ class StoreReplication(StoreIngest, StorePolicy):
 
     # ------------------------------------------------------------------ tails
 
-    def _tail_counts(self, key: PartitionKey, store: str, tail: int) -> bool:
-        """Whether a store's signed tail may move where we continue: a trusted store's, or
-        with none configured, any store's up to what the producer signed."""
-        if self._trusted_stores:
-            return store in self._trusted_stores
-        signed = self._signed_heads.get(key)
-        return signed is not None and tail <= signed.offset
+    def _tail_counts(self, key: PartitionKey, store: str, tail: int, now: float) -> bool:
+        """Whether a store's signed tail may move where we continue. Only a trusted
+        store's (with none configured, no store's: any node can make a key and sign a
+        tail). Over records we hold, only on a topic with retention by age, and once we
+        have stored nothing in the partition for a whole retention period by our own
+        monotonic clock (from when we first saw it quiet): our own retention would trim
+        those records then, but for the newest batch it always keeps. A store that lied
+        about its tail (a red-team pass made an honest store drop what two stores had
+        acknowledged) moves nothing; a trusted one moves only what is old here too."""
+        if store not in self._trusted_stores:
+            return False
+        held = self._heads.get(key)
+        if held is None:
+            return True  # we drop nothing
+        age = self._retention.get(key[0], (None, None))[0]
+        if age is None:
+            return False
+        quiet = self._quiet.get(key)
+        if quiet is None or quiet[0] != held:
+            self._quiet[key] = (held, now)
+            return False
+        return now - quiet[1] >= age / 1000.0
 
     def _skip_to(self, key: PartitionKey, tail: int, store: str, b: _Batch) -> None:
         """Continue ``key`` from ``tail``: what we hold below it is dropped (the store
@@ -352,6 +375,7 @@ class StoreReplication(StoreIngest, StorePolicy):
                 b.advanced.add(key)
             else:
                 self._drain(key, buf, tail, b)  # drops what lies below the tail
+        self._quiet.pop(key, None)
         self.stats.retention_skips += 1
         log.warning(
             "store.retention_skip topic=%s partition=%s from=%d to=%d dropped=%d store=%s "
