@@ -1424,6 +1424,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if age is None:\n            return False",
         "        if age is None:\n            return True",
     ),
+    "with trusted stores an untrusted store's claim is no copy": (
+        "dafka.core.store.replicate",
+        "StoreReplication._count_under",
+        "                if not trusted or peer in trusted",
+        "                if True",
+    ),
+    "describe counts only trusted stores' copies when some are trusted": (
+        "dafka.cli.holdings",
+        "copies",
+        "        if trusted and s.node_id not in trusted:",
+        "        if False:",
+    ),
     "another store's claims take no partition slots": (
         "dafka.core.store.replicate",
         "StoreReplication._claim",
@@ -2301,6 +2313,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a trusted tail drops held records only on a topic with retention by age": (
         "tests/unit/test_store_replicate.py::test_a_trusted_tail_over_held_records_needs_retention_by_age_and_a_quiet_period",
+    ),
+    "with trusted stores an untrusted store's claim is no copy": (
+        "tests/unit/test_store_replicate.py::test_with_trusted_stores_an_untrusted_stores_claim_is_no_copy",
+    ),
+    "describe counts only trusted stores' copies when some are trusted": (
+        "tests/unit/test_cli_below_min_acks.py::test_with_trusted_stores_an_untrusted_stores_word_is_no_copy",
     ),
     "another store's claims take no partition slots": (
         "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",

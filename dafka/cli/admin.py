@@ -254,6 +254,7 @@ def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_jso
     """The settings of TOPIC, and its partitions: tail, head and the stores that hold them."""
     with _client(tower, cluster, timeout) as client:
         settings = client.describe(topic)
+        trusted = client.stores()
     stores = survey(tower, [topic], timeout)
     rows = sorted(
         (p.partition, p.tail, p.head, s.node_id)
@@ -261,7 +262,7 @@ def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_jso
         for p in s.partitions or ()
         if p.topic == topic
     )
-    held = copies(stores)
+    held = copies(stores, trusted)
     below = below_min_acks(held, {topic: settings["min_acks"]})
     if as_json:
         parts = [
@@ -353,7 +354,7 @@ def stores_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
         trusted = client.stores()
         min_acks = {name: t["min_acks"] for name, t in client.topics().items()}
     heard = {s.node_id: s for s in survey(tower, None, timeout)}
-    held = copies(list(heard.values()))
+    held = copies(list(heard.values()), trusted)
     below = below_min_acks(held, min_acks)
     ids = sorted(set(trusted) | set(heard))
     for node_id in ids:

@@ -15,7 +15,7 @@ as it stays so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,10 +80,16 @@ class Copies:
     stores: tuple[str, ...]
 
 
-def copies(stores: Sequence[StoreView]) -> dict[tuple[str, str], Copies]:
-    """Per ``(topic, partition)`` any store that answered holds: its copies of the head."""
+def copies(
+    stores: Sequence[StoreView], trusted: Collection[str] = ()
+) -> dict[tuple[str, str], Copies]:
+    """Per ``(topic, partition)`` any store that answered holds: its copies of the head.
+    With ``trusted`` (the metadata's trusted stores) only theirs count: another store's
+    word is a claim, and its ACKs do not count towards ``min_acks`` either."""
     best: dict[tuple[str, str], tuple[int, list[str]]] = {}
     for s in stores:
+        if trusted and s.node_id not in trusted:
+            continue
         for p in s.partitions or ():
             key = (p.topic, p.partition)
             held = best.get(key)

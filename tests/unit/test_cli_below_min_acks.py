@@ -25,3 +25,14 @@ def test_a_store_behind_the_head_is_no_copy_and_a_silent_one_counts_for_nothing(
     assert below_min_acks(held, {"t": 2}) == {("t", "p"): (1, 2)}
     assert below_min_acks(held, {"t": 3}) == {("t", "p"): (1, 3), ("t", "q"): (2, 3)}
     assert below_min_acks(held, {}) == {}  # a topic the metadata does not name: 1
+
+
+def test_with_trusted_stores_an_untrusted_stores_word_is_no_copy() -> None:
+    """Attack (a red-team pass): with A and B trusted and B gone, a store that holds
+    nothing answers the query endpoint with A's head; `topics describe` counted it as a
+    second copy and flagged nothing. Only trusted stores' copies count when some are."""
+    stores = [view(A, ("t", "p", 0, 9)), view(C, ("t", "p", 0, 9))]
+    assert below_min_acks(copies(stores), {"t": 2}) == {}  # no trust list: every store
+    held = copies(stores, trusted=[A, B])
+    assert held == {("t", "p"): Copies(9, (A,))}
+    assert below_min_acks(held, {"t": 2}) == {("t", "p"): (1, 2)}

@@ -297,3 +297,19 @@ def test_a_peer_connecting_brings_the_next_round_forward_once_per_early_round() 
     core.on_subscription(hello, 5.0 + 2 * r.EARLY_ROUND)
     assert sent(tick(core, 5.0 + 3 * r.EARLY_ROUND)) == [m.GetHeads("t", S)]
     assert sent(tick(core, 5.0 + 4 * r.EARLY_ROUND)) == []
+
+
+def test_with_trusted_stores_an_untrusted_stores_claim_is_no_copy() -> None:
+    """Attack (a red-team pass): with S and S2 trusted and S2 gone, a liar (S3) tells S
+    it holds everything; S's gauge said 0 under-replicated. Only trusted stores' heads
+    count as copies when some are configured."""
+    core, _ = store({"t": {"min_acks": 2}}, stores=(S, S2))
+    core.handle_batch([record(0, 10)], 0.0)
+    for now in (0.0, 1.0, 2.0):
+        tick(core, now)
+        heard(core, [direct_head(9, to=S)], now + 0.5, peer=S3)
+    tick(core, 3.0)
+    assert core.under_replicated == r.UnderReplication(1, 10)
+    heard(core, [direct_head(9, to=S)], 3.5, peer=S2)
+    tick(core, 4.0)
+    assert core.under_replicated == r.UnderReplication(0, 0)

@@ -241,9 +241,14 @@ class StoreReplication(StoreIngest, StorePolicy):
             need = self._min_acks.get(key[0], 1)
             if need <= 1:
                 continue
-            heads = [h for h, _ in self._peer_heads.get(key, {}).values()]
+            trusted = self._trusted_stores  # configured: another store's word counts not
+            heads = [
+                h
+                for peer, (h, _) in self._peer_heads.get(key, {}).items()
+                if not trusted or peer in trusted
+            ]
             own = self._heads.get(key)
-            if own is not None:
+            if own is not None and (not trusted or self._node_id in trusted):
                 heads.append(own)
             heads.sort(reverse=True)
             horizons[key] = heads[0]
