@@ -1436,6 +1436,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if trusted and s.node_id not in trusted:",
         "        if False:",
     ),
+    "store checks a partition's heads entry against its checksum": (
+        "dafka.storage.lmdb_values",
+        "read_head_entry",
+        "    if _DIGEST.unpack_from(value, _HEAD_FIELDS.size)[0] != zlib.crc32(fields, zlib.crc32(key)):",
+        "    if False:",
+    ),
     "another store's claims take no partition slots": (
         "dafka.core.store.replicate",
         "StoreReplication._claim",
@@ -2319,6 +2325,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "describe counts only trusted stores' copies when some are trusted": (
         "tests/unit/test_cli_below_min_acks.py::test_with_trusted_stores_an_untrusted_stores_word_is_no_copy",
+    ),
+    "store checks a partition's heads entry against its checksum": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_flipped_bit_in_a_heads_entry_is_damage_not_a_new_truth[17-128]",
+        "tests/integration/test_attacks_store_integrity.py::test_a_flipped_bit_in_a_heads_entry_is_damage_not_a_new_truth[7-64]",
     ),
     "another store's claims take no partition slots": (
         "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",

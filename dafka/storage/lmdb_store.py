@@ -65,7 +65,9 @@ from .lmdb_values import (
     batch_items,
     batch_timestamp,
     checked_blob,
+    head_entry,
     keyed_batches,
+    read_head_entry,
 )
 from .retention import BatchInfo
 from .state_dir import fsync_dir
@@ -92,7 +94,6 @@ _META_FENCE = b"fence\0"
 _U64 = struct.Struct(">Q")
 _HEAD_TAIL = struct.Struct(">QQ")
 _HEAD_TAIL_PROFILE = struct.Struct(">QQB")  # schema 2
-_HEAD_ENTRY = struct.Struct(">QQBQ")  # head, tail, profile, digests from
 _OVERHEAD = 8 + DIGEST_SIZE  # first offset and digest before a blob
 _PROFILE_NAMES = {number: name for name, number in PROFILE_IDS.items()}
 
@@ -244,7 +245,13 @@ class LmdbStorage(LmdbRewrites):
                             head, tail, number = _HEAD_TAIL_PROFILE.unpack(value)
                             digests_from[(topic, partition)] = head + 1
                         else:
-                            head, tail, number, since = _HEAD_ENTRY.unpack(value)
+                            entry = read_head_entry(key, value)
+                            if entry is None:
+                                raise StorageDamagedError(
+                                    f"the heads entry of {topic}/{partition} in {self._path} "
+                                    "is damaged (its checksum does not hold)"
+                                )
+                            head, tail, number, since = entry
                             if since:
                                 digests_from[(topic, partition)] = since
                         found = _PROFILE_NAMES.get(number)
@@ -258,6 +265,8 @@ class LmdbStorage(LmdbRewrites):
                     by_topic.setdefault(topic, set()).add(partition)
         except lmdb.Error as exc:
             raise self._failed(exc, f"cannot read the heads of {self._path}") from exc
+        except StorageDamagedError:
+            raise
         except (DafkaError, struct.error) as exc:
             raise StorageError(f"store at {self._path} has unreadable heads: {exc}") from exc
         return heads, by_topic, profiles, digests_from
@@ -302,8 +311,9 @@ class LmdbStorage(LmdbRewrites):
         since = self._digests_from
         head_items = [
             (
-                partition_prefix(topic, partition),
-                _HEAD_ENTRY.pack(
+                prefix := partition_prefix(topic, partition),
+                head_entry(
+                    prefix,
                     head,
                     tail,
                     PROFILE_IDS[new_profiles.get((topic, partition)) or pinned[(topic, partition)]],
@@ -494,8 +504,8 @@ class LmdbStorage(LmdbRewrites):
                     return None
                 txn.put(
                     prefix,
-                    _HEAD_ENTRY.pack(
-                        head, tail, PROFILE_IDS[profile], self._digests_from.get(key, 0)
+                    head_entry(
+                        prefix, head, tail, PROFILE_IDS[profile], self._digests_from.get(key, 0)
                     ),
                     db=self._heads_db,
                 )
@@ -535,7 +545,7 @@ class LmdbStorage(LmdbRewrites):
                     since = min(self._digests_from.get(key, 0), first)
                     txn.put(
                         prefix,
-                        _HEAD_ENTRY.pack(first - 1, tail, PROFILE_IDS[profile], since),
+                        head_entry(prefix, first - 1, tail, PROFILE_IDS[profile], since),
                         db=self._heads_db,
                     )
                 else:

@@ -17,7 +17,10 @@ from .integrity import DIGEST_SIZE
 from .keys import partition_prefix
 
 __all__ = [
+    "HEAD_ENTRY_SIZE",
     "BadBatch",
+    "head_entry",
+    "read_head_entry",
     "IntegrityStats",
     "batch_items",
     "batch_timestamp",
@@ -174,3 +177,29 @@ def batch_timestamp(value: memoryview | bytes, blob_at: int) -> int | None:
 
 def _first(item: tuple[bytes, StoredBatch]) -> bytes:
     return item[0]
+
+
+_HEAD_FIELDS = struct.Struct(">QQBQ")  # head, tail, profile, digests from
+HEAD_ENTRY_SIZE = _HEAD_FIELDS.size + _DIGEST.size
+"""A partition's entry in the ``heads`` database: its fields and their CRC-32 (with the
+key). Without it one flipped bit in "digests from" switched the digest check off for the
+whole partition (the digests were then served as record bytes), and one in the head made
+the store wait for, or equivocate over, offsets it never held (a red-team pass)."""
+
+
+def head_entry(key: bytes, head: int, tail: int, profile: int, since: int) -> bytes:
+    """The ``heads`` value of the partition keyed ``key``."""
+    fields = _HEAD_FIELDS.pack(head, tail, profile, since)
+    return fields + _DIGEST.pack(zlib.crc32(fields, zlib.crc32(key)))
+
+
+def read_head_entry(key: bytes, value: bytes) -> tuple[int, int, int, int] | None:
+    """``(head, tail, profile, since)`` from a :func:`head_entry` value; None if its
+    checksum does not hold (the entry is damaged)."""
+    if len(value) != HEAD_ENTRY_SIZE:
+        return None
+    fields = value[: _HEAD_FIELDS.size]
+    if _DIGEST.unpack_from(value, _HEAD_FIELDS.size)[0] != zlib.crc32(fields, zlib.crc32(key)):
+        return None
+    head, tail, profile, since = _HEAD_FIELDS.unpack(fields)
+    return head, tail, profile, since

@@ -274,3 +274,27 @@ def test_a_store_repairs_a_rotten_batch_from_another_store(tmp_path: Path, tower
         assert f"value-{11:04d}-".encode() in held[11].blob and not storage.bad
     finally:
         storage.close()
+
+
+@pytest.mark.parametrize(("at", "bit"), [(17, 0x80), (7, 0x40), (7, 0x10)])
+def test_a_flipped_bit_in_a_heads_entry_is_damage_not_a_new_truth(
+    tmp_path: Path, at: int, bit: int
+) -> None:
+    """Attack (a red-team pass): one flipped bit in a partition's heads entry. In
+    "digests from" (byte 17) it switched the digest check off for the partition, and the
+    store served every value with its 4 digest bytes in front as record bytes; in the
+    head (bytes 0..7) the store waited for, or equivocated over, offsets it never held.
+    The entry's checksum now says it is damaged: the store refuses to open (one line)."""
+    import lmdb
+
+    fill(tmp_path, 20)
+    env = lmdb.open(str(tmp_path), max_dbs=3, subdir=True)
+    with env.begin(write=True) as txn:
+        heads = env.open_db(b"heads", txn=txn)
+        ((key, value),) = list(txn.cursor(db=heads))
+        damaged = bytearray(value)
+        damaged[at] ^= bit
+        txn.put(key, bytes(damaged), db=heads)
+    env.close()
+    with pytest.raises(StorageDamagedError, match="heads entry .* is damaged"):
+        LmdbStorage(tmp_path)
