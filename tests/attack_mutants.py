@@ -1442,6 +1442,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "    if _DIGEST.unpack_from(value, _HEAD_FIELDS.size)[0] != zlib.crc32(fields, zlib.crc32(key)):",
         "    if False:",
     ),
+    "store walks its B-trees in a child before it maps them": (
+        "dafka.api.store",
+        "Store.__init__",
+        "            probe_environment(self.path)  # damaged pages: one line, not LMDB's abort",
+        "            pass",
+    ),
     "another store's claims take no partition slots": (
         "dafka.core.store.replicate",
         "StoreReplication._claim",
@@ -2329,6 +2335,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "store checks a partition's heads entry against its checksum": (
         "tests/integration/test_attacks_store_integrity.py::test_a_flipped_bit_in_a_heads_entry_is_damage_not_a_new_truth[17-128]",
         "tests/integration/test_attacks_store_integrity.py::test_a_flipped_bit_in_a_heads_entry_is_damage_not_a_new_truth[7-64]",
+    ),
+    "store walks its B-trees in a child before it maps them": (
+        "tests/integration/test_attacks_store_integrity.py::test_a_damaged_leaf_page_is_one_line_and_exit_1_not_an_lmdb_abort[zeroed]",
+        "tests/integration/test_attacks_store_integrity.py::test_a_damaged_leaf_page_is_one_line_and_exit_1_not_an_lmdb_abort[pointer]",
     ),
     "another store's claims take no partition slots": (
         "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",

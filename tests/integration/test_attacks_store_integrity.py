@@ -298,3 +298,34 @@ def test_a_flipped_bit_in_a_heads_entry_is_damage_not_a_new_truth(
     env.close()
     with pytest.raises(StorageDamagedError, match="heads entry .* is damaged"):
         LmdbStorage(tmp_path)
+
+
+@pytest.mark.parametrize("how", ["zeroed", "pointer"])
+def test_a_damaged_leaf_page_is_one_line_and_exit_1_not_an_lmdb_abort(
+    tmp_path: Path, how: str
+) -> None:
+    """Attack (a red-team pass): a zeroed leaf page made LMDB abort on an assertion
+    (rc -6), a node pointer past the page a SIGBUS (rc -7), at every start, with no line
+    of ours. The store walks its B-trees in a child first: one 'error:' line, exit 1."""
+    fill(tmp_path, 400)
+    fd = os.open(tmp_path / "data.mdb", os.O_WRONLY)
+    try:
+        for page in pages_holding(tmp_path, blob(200)[:12]):
+            if how == "zeroed":
+                os.pwrite(fd, bytes(PAGE), page * PAGE)
+            else:  # the first node pointer of the page (after its 16-byte header)
+                os.pwrite(fd, struct.pack("<H", 0xFFF0), page * PAGE + 16)
+    finally:
+        os.close(fd)
+    cli = subprocess.run(
+        mutated(
+            [sys.executable, "-m", "dafka.cli.store", "-d", str(tmp_path), "--tower", "127.0.0.1:1"]
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cli.returncode == 1, (cli.returncode, cli.stderr)
+    errors = [line for line in cli.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "is damaged" in errors[0], cli.stderr
+    assert "move data.mdb" in errors[0]
