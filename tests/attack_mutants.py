@@ -1448,6 +1448,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            probe_environment(self.path)  # damaged pages: one line, not LMDB's abort",
         "            pass",
     ),
+    "a producer's run counter is checked, not taken lower": (
+        "dafka.storage.state_dir",
+        "_parse_run",
+        " or _run_text(int(number)) != text:",
+        ":",
+    ),
     "another store's claims take no partition slots": (
         "dafka.core.store.replicate",
         "StoreReplication._claim",
@@ -2339,6 +2345,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "store walks its B-trees in a child before it maps them": (
         "tests/integration/test_attacks_store_integrity.py::test_a_damaged_leaf_page_is_one_line_and_exit_1_not_an_lmdb_abort[zeroed]",
         "tests/integration/test_attacks_store_integrity.py::test_a_damaged_leaf_page_is_one_line_and_exit_1_not_an_lmdb_abort[pointer]",
+    ),
+    "a producer's run counter is checked, not taken lower": (
+        "tests/unit/test_producer_runs.py::test_a_rotten_or_lost_run_counter_is_refused_not_counted_lower",
     ),
     "another store's claims take no partition slots": (
         "tests/unit/test_store_replicate.py::test_a_lying_stores_claims_take_no_partition_slots",

@@ -64,6 +64,22 @@ _NODE_ID = "node_id"
 _PROFILE = "profile"
 _JOURNAL = "offsets.journal"
 _RUN = "run"
+_RUN_WITNESSES = (_JOURNAL, "acked.journal")  # files a producer that had a run left here
+
+
+def _run_text(run: int) -> str:
+    """The ``run`` file's text: the counter and its CRC-32 (a flipped digit would give a
+    lower run, silently: a red-team pass)."""
+    return f"{run} {zlib.crc32(str(run).encode()):08x}"
+
+
+def _parse_run(text: str) -> int | None:
+    """The counter of a ``run`` file's text; None if it is not one with its checksum."""
+    number, _, crc = text.partition(" ")
+    if not number.isdigit() or int(number) >= _MAX_OFFSET or _run_text(int(number)) != text:
+        return None
+    return int(number)
+
 
 # Journal frame: magic, u32 payload length, payload, u32 CRC-32 of everything
 # before it. The payload is a u32 entry count, then per entry a u8 topic
@@ -295,20 +311,26 @@ class StateDir:
         """
         self._check_open()
         path = self.path / _RUN
+        damaged = (
+            f"{path} does not hold a run counter; a producer's runs are ordered by it, and a "
+            "lower one makes this run's gap statements lose to earlier ones: write one above "
+            "any run used so far (e.g. the Unix time) with its checksum, or start afresh in a "
+            "new state directory (a new producer ID)"
+        )
         try:
             text = path.read_text(encoding="ascii").strip()
         except FileNotFoundError:
-            text = "0"
+            if any((self.path / name).exists() for name in _RUN_WITNESSES):
+                raise ConfigError(f"{damaged} (it is missing, the journals are not)") from None
+            text = _run_text(0)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from exc
-        if not text.isdigit() or int(text) >= _MAX_OFFSET:
-            raise ConfigError(
-                f"{path} does not hold a run counter; a producer's runs are ordered by it "
-                "(removing it makes this run's gap statements lose to earlier ones)"
-            )
-        run = int(text) + 1
+        last = _parse_run(text)
+        if last is None:
+            raise ConfigError(damaged)
+        run = last + 1
         try:
-            write_atomic(path, f"{run}\n".encode())
+            write_atomic(path, f"{_run_text(run)}\n".encode())
         except OSError as exc:
             raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
         return run

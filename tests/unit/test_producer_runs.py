@@ -278,3 +278,29 @@ def test_a_rewrite_that_does_not_line_up_with_the_batches_changes_nothing(
     assert [(b.first_offset, b.last_offset, b.blob) for b in held] == [(0, 4, b"gap"), (5, 9, b"5")]
     assert storage.partitions("t") == [(P, 9)]
     storage.close()
+
+
+def test_a_rotten_or_lost_run_counter_is_refused_not_counted_lower(tmp_path: Path) -> None:
+    """Attack (a red-team pass): the run file held 4; a flipped digit ('1') was taken
+    silently and the next start ran as 2, below runs already used, and a deleted file
+    restarted at 1. The counter carries its checksum, and a missing file beside journals
+    is damage too."""
+    with StateDir(tmp_path / "s") as state:
+        for _ in range(4):
+            state.next_run()
+        state.offset_journal().reserve("t", 10)
+    run = tmp_path / "s" / "run"
+    good = run.read_text()
+    assert good.startswith("4 ")
+    run.write_text("1" + good[1:])  # one digit flipped
+    with StateDir(tmp_path / "s") as state, pytest.raises(ConfigError, match="run counter"):
+        state.next_run()
+    run.write_text("1\n")  # a bare lower number
+    with StateDir(tmp_path / "s") as state, pytest.raises(ConfigError, match="run counter"):
+        state.next_run()
+    run.unlink()
+    with StateDir(tmp_path / "s") as state, pytest.raises(ConfigError, match="missing"):
+        state.next_run()
+    run.write_text(good)
+    with StateDir(tmp_path / "s") as state:
+        assert state.next_run() == 5
