@@ -9,6 +9,11 @@ it (``dafka.core.store.replicate``: GET-HEADS rounds, then gap FETCHes) and copi
 figure is the time from the second store being up to its LMDB holding the last record
 (``rereplicate_s``), read by a read-only LMDB reader every 0.1 s. Issue 33, point 1.
 
+The baseline, measured in the same run on the same machine: the write phase, the same
+records sent by a producer to the first store and acknowledged after its fsync
+(``write_s``). ``ratio`` is the copy rate over that rate (above 1: a fresh store refills
+faster than the producer could write it). The load average before and after is recorded.
+
 Writes JSON to benchmarks/results/rereplicate-<time>.json. Run from the root of the
 tree: the child processes run its code.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -41,6 +47,7 @@ def main() -> None:
     from tests.procs import StoreProc, Tower, stored_head
 
     install_admin_key()  # the tower's first admin (tests.admin), to create the topic
+    load_before = os.getloadavg()
     tower = Tower()
     stores: list[StoreProc] = []
     try:
@@ -82,8 +89,17 @@ def main() -> None:
         "copied": held + 1,
         "rereplicate_s": round(took, 2),
         "records_per_s": round((held + 1) / took) if took > 0 else None,
+        "write_records_per_s": round(args.records / write_s) if write_s > 0 else None,
+        "ratio": round(write_s / took, 2) if took > 0 and held >= want else None,
         "complete": held >= want,
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
     }
+    print(
+        f"copied at {result['records_per_s']} records/s, written at "
+        f"{result['write_records_per_s']} records/s: ratio {result['ratio']}",
+        file=sys.stderr,
+    )
     print(json.dumps(result), flush=True)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"rereplicate-{time.strftime('%Y%m%d-%H%M%S')}.json"
