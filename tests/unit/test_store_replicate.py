@@ -313,3 +313,13 @@ def test_with_trusted_stores_an_untrusted_stores_claim_is_no_copy() -> None:
     heard(core, [direct_head(9, to=S)], 3.5, peer=S2)
     tick(core, 4.0)
     assert core.under_replicated == r.UnderReplication(0, 0)
+
+
+def test_a_store_the_metadata_does_not_trust_counts_without_failing() -> None:
+    """Found by the suite: a revoked store left no trusted head to count for its
+    partitions, and its count raised IndexError on its loop thread. It counts nothing."""
+    core, _ = store({"t": {"min_acks": 2}}, stores=(S2,))  # we (S) are not trusted
+    core.handle_batch([record(0, 10)], 0.0)
+    for now in (0.0, 1.0, 2.0, 3.0):
+        tick(core, now)
+    assert core.under_replicated == r.UnderReplication(0, 0)

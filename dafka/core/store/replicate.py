@@ -250,6 +250,8 @@ class StoreReplication(StoreIngest, StorePolicy):
             own = self._heads.get(key)
             if own is not None and (not trusted or self._node_id in trusted):
                 heads.append(own)
+            if not heads:
+                continue  # no trusted store (us included) said it holds any of it
             heads.sort(reverse=True)
             horizons[key] = heads[0]
             top = judged.get(key)
