@@ -73,6 +73,20 @@ def _run_text(run: int) -> str:
     return f"{run} {zlib.crc32(str(run).encode()):08x}"
 
 
+def _made_with_runs(path: Path) -> bool:
+    """Whether the journal at ``path`` was begun by a producer that keeps a ``run`` file:
+    its first record is of the doubled format (0xd5). An empty or absent journal proves
+    no earlier run (the Spark sink opens one before its producer), and one of an earlier
+    version (0xd4) was made before runs existed: such a directory starts at run 1."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(1) == _MAGIC2
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # unreadable: do not guess that it is new
+
+
 def _parse_run(text: str) -> int | None:
     """The counter of a ``run`` file's text; None if it is not one with its checksum."""
     number, _, crc = text.partition(" ")
@@ -320,7 +334,7 @@ class StateDir:
         try:
             text = path.read_text(encoding="ascii").strip()
         except FileNotFoundError:
-            if any((self.path / name).exists() for name in _RUN_WITNESSES):
+            if any(_made_with_runs(self.path / name) for name in _RUN_WITNESSES):
                 raise ConfigError(f"{damaged} (it is missing, the journals are not)") from None
             text = _run_text(0)
         except (OSError, UnicodeDecodeError) as exc:

@@ -304,3 +304,19 @@ def test_a_rotten_or_lost_run_counter_is_refused_not_counted_lower(tmp_path: Pat
     run.write_text(good)
     with StateDir(tmp_path / "s") as state:
         assert state.next_run() == 5
+
+
+def test_a_directory_of_an_earlier_version_or_with_an_empty_journal_starts_at_run_1(
+    tmp_path: Path,
+) -> None:
+    """Only a journal begun by a producer that keeps a run file witnesses a lost one: an
+    empty journal (the Spark sink opens one before its producer) or one of an earlier
+    version (records of format 0xd4, no run file yet) starts at run 1."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "offsets.journal").write_bytes(b"")
+    with StateDir(tmp_path / "a") as state:
+        assert state.next_run() == 1
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "offsets.journal").write_bytes(b"\xd4\x00\x00\x00\x0e" + b"\x00" * 18)
+    with StateDir(tmp_path / "b") as state:
+        assert state.next_run() == 1
