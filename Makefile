@@ -23,9 +23,9 @@ $(STAMP): setup.cfg pyproject.toml | fault-deps
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-FAULT_DEBS := fuse3 libfuse3-dev pkg-config gcc
-fault-deps:  ## the fault suite's power-loss layer (FUSE, for pyfuse3), from apt
-	@if ! { pkg-config --exists fuse3 && command -v fusermount3; } >/dev/null 2>&1; then \
+FAULT_DEBS := fuse3 libfuse3-dev pkg-config gcc libfaketime
+fault-deps:  ## the fault suite's power-loss layer (FUSE, for pyfuse3) and libfaketime (a store's clock jumps in its retention test), from apt
+	@if ! { pkg-config --exists fuse3 && command -v fusermount3 && ls /usr/lib/*/faketime/libfaketimeMT.so.1; } >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing the fault suite's system packages ($(FAULT_DEBS))"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
