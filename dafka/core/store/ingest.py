@@ -294,6 +294,35 @@ class StoreIngest(StoreGaps):
         if not self._signed:
             b.continuing.add(key)
 
+    def _gap_over_held(
+        self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch
+    ) -> tuple[BatchHeader, int, int, int] | None:
+        """``(gap, first, last, head)`` when ``msg`` is a gap statement for a partition we
+        hold, none of whose batches waits in this very write batch (keep it simple)."""
+        if key in b.advanced:
+            return None
+        try:
+            gap = peek_batch(msg.content)
+        except WireError:
+            return None
+        head = self._heads.get(key)
+        if not gap.is_gap or head is None:
+            return None
+        return gap, msg.offset, msg.offset + msg.count - 1, head
+
+    def _all_replaced(self, gap: BatchHeader, key: PartitionKey, first: int, end: int) -> bool:
+        """Whether the batches we hold from ``first`` through ``end`` line up with them (one
+        starts at ``first``, one ends at ``end``, at most ``MAX_SUPERSEDED_BATCHES``) and
+        ``gap`` replaces each (:func:`_replaces`). Raises StorageError, WireError."""
+        held = self._storage.read(key[0], key[1], first, MAX_SUPERSEDED_BATCHES + 1)
+        within = [old for old in held if old.last_offset <= end]
+        return (
+            0 < len(within) <= MAX_SUPERSEDED_BATCHES
+            and within[0].first_offset == first
+            and within[-1].last_offset == end
+            and all(_replaces(gap, peek_batch(old.blob)) for old in within)
+        )
+
     def _supersede(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
         """A verified gap statement over batches we hold that its producer signed earlier
         and never got acknowledged (``docs/wire.md`` §12): drop them and let the gap in, so
@@ -302,23 +331,15 @@ class StoreIngest(StoreGaps):
         Only the exact case qualifies: the gap starts where a held batch starts, covers
         everything held from there to the head, and replaces each of those batches
         (:func:`_replaces`: by the producer's run, or without one by its signed clock)."""
-        if key in b.advanced:
-            return False  # batches of it wait in this very write batch: keep it simple
-        try:
-            gap = peek_batch(msg.content)
-        except WireError:
+        found = self._gap_over_held(msg, key, b)
+        if found is None:
             return False
-        first, last = msg.offset, msg.offset + msg.count - 1
-        head = self._heads.get(key)
-        if not gap.is_gap or head is None or head > last:
+        gap, first, last, head = found
+        if head > last:
             return False
         try:
-            held = self._storage.read(key[0], key[1], first, MAX_SUPERSEDED_BATCHES)
-            if not held or held[0].first_offset != first or held[-1].last_offset != head:
+            if not self._all_replaced(gap, key, first, head):
                 return False
-            for old in held:
-                if not _replaces(gap, peek_batch(old.blob)):
-                    return False
             self._storage.truncate(key[0], key[1], first)
         except (StorageError, WireError) as exc:
             log.warning("store.supersede_failed topic=%s error=%s", key[0], exc)
@@ -351,24 +372,15 @@ class StoreIngest(StoreGaps):
         statement, in one transaction, so this store keeps the history every other store
         keeps. True if that was done. The same rules as :meth:`_supersede` (the batches
         line up with its offsets, and :func:`_replaces` each of them); the head stays."""
-        if key in b.advanced:
+        found = self._gap_over_held(msg, key, b)
+        if found is None:
             return False
-        try:
-            gap = peek_batch(msg.content)
-        except WireError:
-            return False
-        first, last = msg.offset, msg.offset + msg.count - 1
-        head = self._heads.get(key)
-        if not gap.is_gap or gap.run is None or head is None or head <= last:
+        gap, first, last, head = found
+        if gap.run is None or head <= last:
             return False  # (up to the head: _supersede's; without a run: the clock rule only)
         try:
-            held = self._storage.read(key[0], key[1], first, MAX_SUPERSEDED_BATCHES + 1)
-            within = [old for old in held if old.last_offset <= last]
-            if not within or within[0].first_offset != first or within[-1].last_offset != last:
+            if not self._all_replaced(gap, key, first, last):
                 return False
-            for old in within:
-                if not _replaces(gap, peek_batch(old.blob)):
-                    return False
             replaced = self._storage.rewrite(
                 StoredBatch(key[0], key[1], first, last, msg.content, self._name)
             )
