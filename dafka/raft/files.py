@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import StorageError
+from ..security.private_dirs import fsync_dir
 
 __all__ = [
     "atomic_write",
@@ -19,14 +20,6 @@ __all__ = [
     "write_all",
     "write_synced",
 ]
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_all(fd: int, data: bytes | memoryview, offset: int) -> None:

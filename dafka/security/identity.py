@@ -47,7 +47,7 @@ import nacl.bindings
 import nacl.exceptions
 
 from ..errors import ConfigError
-from .private_dirs import make_private_dirs
+from .private_dirs import fsync_dir, make_private_dirs
 
 log = logging.getLogger(__name__)
 
@@ -242,14 +242,6 @@ def load_file(path: Path, what: str = "node key") -> Identity:
     return _parse_key_file(path, text, what)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_new(path: Path, data: bytes) -> None:
     """Create ``path`` (it must not exist) with mode 0600, write ``data``, fsync."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -298,7 +290,7 @@ def create_file(path: Path, identity: Identity | None = None, what: str = "node 
             _write_new(path, data)
         finally:
             tmp.unlink(missing_ok=True)
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except FileExistsError:
         why = " (it is the node's partition identity)" if what == "node key" else ""
         raise ConfigError(f"{path} already exists; refusing to replace a {what}{why}") from None

@@ -39,11 +39,14 @@ def make_private_dirs(path: str | os.PathLike[str]) -> Path:
                 raise
             continue  # made at the same moment by another process: its own mode stands
         os.chmod(component, PRIVATE_DIR_MODE)
-        _fsync_dir(component.parent)  # the new name survives a power cut
+        fsync_dir(component.parent)  # the new name survives a power cut
     return target
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync the directory ``path``: the names created or renamed in it survive a power cut
+    (fsyncing a file makes its data durable, not its directory entry). The one helper for
+    it (state directories, data directories, key files, the Raft files)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

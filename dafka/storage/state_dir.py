@@ -43,7 +43,7 @@ from ..errors import ConfigError, StorageError
 from ..ids import is_node_id, new_node_id
 from ..security import identity as identity_module
 from ..security.identity import Identity
-from ..security.private_dirs import make_private_dirs
+from ..security.private_dirs import fsync_dir, make_private_dirs
 
 log = logging.getLogger(__name__)
 
@@ -115,19 +115,6 @@ _MAX_PAYLOAD = 16 * 1024 * 1024
 _MAX_OFFSET = 2**64 - 1
 
 
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """fsync the directory ``path``: the names created or renamed in it survive a power cut
-    (fsyncing a file makes its data durable, not its directory entry)."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-_fsync_dir = fsync_dir
-
-
 def open_durable(path: Path, flags: int, mode: int = 0o600) -> int:
     """``os.open(path, flags | O_CREAT, mode)``, then, if that created the file, fsync its
     directory so that the new name survives a power cut with what is later synced in it."""
@@ -160,7 +147,7 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _holder_pid(fd: int) -> int | None:
