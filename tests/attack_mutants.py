@@ -1443,10 +1443,10 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "    if False:",
     ),
     "store walks its B-trees in a child before it maps them": (
-        "dafka.api.store",
-        "Store.__init__",
-        "            probe_environment(self.path)  # damaged pages: one line, not LMDB's abort",
-        "            pass",
+        "dafka.storage.lmdb_store",
+        "LmdbStorage.__init__",
+        "            if probe:\n                probe_environment(self._path)",
+        "            if probe:\n                pass",
     ),
     "a producer's run counter is checked, not taken lower": (
         "dafka.storage.state_dir",

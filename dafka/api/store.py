@@ -40,9 +40,7 @@ from ..query.budget import QueryLimits
 from ..query.server import QueryService
 from ..security import identity as identity_module
 from ..storage.held_file import HeldFile
-from ..storage.integrity import check_file
 from ..storage.lmdb_store import LmdbStorage
-from ..storage.probe import probe_environment
 from ..storage.scrub import DEFAULT_SCRUB_RATE, Scrubber
 from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from .common import node_config
@@ -309,9 +307,9 @@ class Store:
         self._storage: LmdbStorage | None = None
         try:
             self.identity = identity_module.load_or_create(self.path)
-            check_file(self.path)  # a bad newest meta page is restored before the walk
-            probe_environment(self.path)  # damaged pages: one line, not LMDB's abort
-            self._storage = LmdbStorage(self.path, map_size=map_size, node_id=self.identity.node_id)
+            self._storage = LmdbStorage(
+                self.path, map_size=map_size, node_id=self.identity.node_id, probe=True
+            )
             self.node_id = self._storage.node_id()
             wire = make_profile(self.profile, self.identity)
             nconf = self._nconf

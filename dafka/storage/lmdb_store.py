@@ -69,6 +69,7 @@ from .lmdb_values import (
     keyed_batches,
     read_head_entry,
 )
+from .probe import probe_environment
 from .retention import BatchInfo
 from .state_dir import fsync_dir
 
@@ -125,7 +126,11 @@ class LmdbStorage(LmdbRewrites):
         max_map_size: int | None = None,
         *,
         node_id: str | None = None,
+        probe: bool = False,
     ) -> None:
+        """``probe``: walk the B-trees in a child process before mapping the file
+        (``dafka.storage.probe``: damaged pages give one line, not LMDB's abort); the
+        store does, at its start."""
         if map_size <= 0:
             raise ConfigError(f"map_size must be positive, not {map_size}")
         if max_map_size is not None and max_map_size < map_size:
@@ -145,7 +150,9 @@ class LmdbStorage(LmdbRewrites):
         served, until :meth:`replace` writes a good copy."""
         try:
             make_private_dirs(self._path)
-            check_file(self._path)
+            check_file(self._path)  # a bad newest meta page is restored before the walk
+            if probe:
+                probe_environment(self._path)
             self._env = lmdb.open(
                 str(self._path),
                 mode=0o600,  # data.mdb and lock.mdb: records are for this store only
