@@ -548,7 +548,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "msg.offset",
     ),
     "blob size cap": [
-        ("dafka.wire.signed_batch", "_header", "    if size > MAX_BLOB_BYTES:", "    if False:"),
+        (
+            "dafka.wire.signed_batch",
+            "_header",
+            "    if size > MAX_BLOB_BYTES:",
+            "    if False:",
+        ),
         (
             "dafka.wire.signed",
             "decode",
@@ -727,8 +732,18 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            if False:",
     ),
     "Raft codec bounds terms and indexes": [
-        ("dafka.raft.frames", "decode_term", "    if value > MAX_TERM:", "    if False:"),
-        ("dafka.raft.frames", "decode_index", "    if value > MAX_INDEX:", "    if False:"),
+        (
+            "dafka.raft.frames",
+            "decode_term",
+            "    if value > MAX_TERM:",
+            "    if False:",
+        ),
+        (
+            "dafka.raft.frames",
+            "decode_index",
+            "    if value > MAX_INDEX:",
+            "    if False:",
+        ),
     ],
     "Raft core drops out-of-range terms": (
         "dafka.raft.core",
@@ -759,6 +774,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "StorePolicy.apply_retention",
         "                if ahead > CLOCK_STEP_MS:\n                    max_age = None",
         "                if False:\n                    max_age = None",
+    ),
+    "the held clock starts at the store's first check, before any retention policy": (
+        "dafka.core.store.policy",
+        "StorePolicy.apply_retention",
+        '        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention or not hasattr(storage, "trim"):\n            return []',
+        '        if not self._retention or not hasattr(storage, "trim"):\n            return []\n        held.advance(mono_ms, now_ms)',
     ),
     "the CLI flags partitions with fewer copies of their head than min_acks": (
         "dafka.cli.holdings",
@@ -2198,6 +2219,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "no age retention while the store's clock runs ahead of its monotonic measure": (
         "tests/unit/test_attacks_retention_clock.py::test_a_store_clock_jumping_an_hour_ahead_trims_nothing_acked_within_retention",
     ),
+    "the held clock starts at the store's first check, before any retention policy": (
+        "tests/unit/test_attacks_retention_clock.py::test_a_clock_jump_before_the_topic_policy_arrives_is_still_seen",
+    ),
     "without a trust list a store's tail waits while other stores are asked": (
         "tests/unit/test_attacks_consumer_tails.py::test_a_store_lying_about_its_tail_cannot_skip_what_another_store_serves",
     ),
@@ -2431,7 +2455,10 @@ def apply(name: str) -> None:
         indent = len(source) - len(source.lstrip(" "))
         for old, new in zip(edits[::2], edits[1::2], strict=True):
             if old not in source:
-                print(f"mutant {name!r}: {qualname} no longer contains {old!r}", file=sys.stderr)
+                print(
+                    f"mutant {name!r}: {qualname} no longer contains {old!r}",
+                    file=sys.stderr,
+                )
                 sys.exit(NOT_APPLIED)
             source = source.replace(old, new)
         dedented = "\n".join(line[indent:] for line in source.split("\n"))

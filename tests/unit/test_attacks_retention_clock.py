@@ -99,7 +99,9 @@ def test_a_whole_host_clock_jump_still_keeps_what_was_held_less_than_retention(
     assert run.core.stats.retention_paused > 0
 
 
-def test_a_producer_an_hour_behind_keeps_its_records_past_their_ack(tmp_path: Path) -> None:
+def test_a_producer_an_hour_behind_keeps_its_records_past_their_ack(
+    tmp_path: Path,
+) -> None:
     run = _Run(tmp_path)
     for _ in range(20):
         run.produce(stamp_skew=-HOUR)
@@ -110,7 +112,9 @@ def test_a_producer_an_hour_behind_keeps_its_records_past_their_ack(tmp_path: Pa
     assert len(run.held()) == 1  # after the retention period they go (the newest stays)
 
 
-def test_a_producer_clock_ahead_cannot_keep_its_records_for_ever(tmp_path: Path) -> None:
+def test_a_producer_clock_ahead_cannot_keep_its_records_for_ever(
+    tmp_path: Path,
+) -> None:
     run = _Run(tmp_path)
     for _ in range(5):
         run.produce(stamp_skew=365 * 24 * HOUR)
@@ -118,7 +122,9 @@ def test_a_producer_clock_ahead_cannot_keep_its_records_for_ever(tmp_path: Path)
     assert len(run.held()) == 1
 
 
-def test_the_held_time_survives_a_restart_and_a_clock_jump_while_down(tmp_path: Path) -> None:
+def test_the_held_time_survives_a_restart_and_a_clock_jump_while_down(
+    tmp_path: Path,
+) -> None:
     run = _Run(tmp_path)
     run.run(8 * MIN, every=MIN)
     assert run.core.held is not None
@@ -179,3 +185,19 @@ def test_the_ledger_file_is_written_only_when_something_changed(tmp_path: Path) 
     ledger.observe(("t", P), 3, T0)
     held.save(ledger, 210.0)  # changed
     assert HeldFile(tmp_path).load().receipts[("t", P)][0].upto == 3
+
+
+def test_a_clock_jump_before_the_topic_policy_arrives_is_still_seen(
+    tmp_path: Path,
+) -> None:
+    """The held clock starts at the store's first check, not at the first check after a
+    topic with retention is known: a jump in between is a jump (CI saw it missed)."""
+    storage = LmdbStorage(tmp_path / "lmdb", map_size=1 << 24, node_id=S)
+    core = StoreCore(S, storage, profile=SignedProfile(STORE))
+    core.apply_retention(T0, 0)  # the store's first check: no policy yet
+    core.handle_batch([record(0, 2, timestamp_ms=T0)], 0.0)
+    core.set_policy({"t": {"retention_ms": RETENTION}})
+    core.apply_retention(T0 + HOUR + 5 * SEC, 5 * SEC)  # the wall clock jumped an hour
+    assert core.held is not None and core.held.clock_ahead_ms(T0 + HOUR + 5 * SEC) == HOUR
+    assert core.stats.retention_paused == 1
+    assert storage.batch_infos("t", P)[0].first_offset == 0

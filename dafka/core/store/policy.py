@@ -86,13 +86,24 @@ class StorePolicy(StoreState):
             self._gate.forget_topic(topic)
             self._fence(fences)
             done.append((topic, count))
-            log.info("store.topic_deleted topic=%s revision=%d batches=%d", topic, revision, count)
+            log.info(
+                "store.topic_deleted topic=%s revision=%d batches=%d",
+                topic,
+                revision,
+                count,
+            )
         self._deleted = frozenset(deleted) - frozenset(live)
         return done
 
     def _forget(self, topic: str) -> None:
         """Drop everything held in memory about ``topic`` (its storage is already gone)."""
-        tables = (self._heads, self._tails, self._profiles, self._signed_heads, self._gaps)
+        tables = (
+            self._heads,
+            self._tails,
+            self._profiles,
+            self._signed_heads,
+            self._gaps,
+        )
         for table in (*tables, self._holes):
             for key in [k for k in table if k[0] == topic]:
                 del table[key]
@@ -117,12 +128,12 @@ class StorePolicy(StoreState):
         (:class:`~dafka.storage.retention.HeldLedger`); while the wall clock runs ahead of
         that measure by more than ``CLOCK_STEP_MS``, nothing is trimmed by age."""
         storage = self._storage
-        if not self._retention or not hasattr(storage, "trim"):
-            return []
         held = self.held
         if held is None:
             held = self.held = HeldLedger()
-        held.advance(mono_ms, now_ms)
+        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not
+        if not self._retention or not hasattr(storage, "trim"):
+            return []
         ahead = held.clock_ahead_ms(now_ms)
         self._note_clock(ahead)
         moved: list[tuple[str, str, int]] = []
@@ -142,7 +153,11 @@ class StorePolicy(StoreState):
                     max_age = None
             ages = held.ages(key, infos, now_ms) if max_age is not None else None
             cut = retention_cut(
-                infos, max_age_ms=max_age, max_bytes=max_bytes, now_ms=now_ms, ages_ms=ages
+                infos,
+                max_age_ms=max_age,
+                max_bytes=max_bytes,
+                now_ms=now_ms,
+                ages_ms=ages,
             )
             if not cut:
                 continue
@@ -176,4 +191,7 @@ class StorePolicy(StoreState):
                     ahead_ms,
                 )
         elif was:
-            log.info("store.retention.clock_agrees ahead_ms=%d action=age-retention", ahead_ms)
+            log.info(
+                "store.retention.clock_agrees ahead_ms=%d action=age-retention",
+                ahead_ms,
+            )
