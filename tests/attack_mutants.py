@@ -99,6 +99,7 @@ TESTS = [
     "tests/integration/test_attacks_store_eio.py",
     "tests/unit/test_store_repair.py",
     "tests/unit/test_store_scrub.py",
+    "tests/unit/test_attacks_consumer_end.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1607,6 +1608,31 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if env is None or env.damaged is None:",
         "        if True:",
     ),
+    # issue 34 (end): the consumer's end of stream
+    "at_end counts unpolled records in the same IO-thread step as the core's end": (
+        "dafka.api.consumer_io",
+        "_ConsumerHandler.at_end",
+        "            if self.c._ready_count:\n                return False\n",
+        "            pass\n",
+    ),
+    "a store counts as asked only once it hears us and we hear it": (
+        "dafka.core.consumer_end",
+        "StoreAnswers._ask",
+        "        if s.heard and s.hears:",
+        "        if True:",
+    ),
+    "the stores a consumer tracks for its end are bounded": (
+        "dafka.core.consumer_end",
+        "StoreAnswers._store",
+        "        if s is None and len(self._stores) < MAX_STORES:",
+        "        if s is None:",
+    ),
+    "a GET-HEADS for a new topic is waited for before the end": (
+        "dafka.core.consumer",
+        "ConsumerCore.subscribe",
+        "            self._answers.heads_asked(now)\n",
+        "",
+    ),
 }
 
 
@@ -2411,6 +2437,22 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "store stops, and acknowledges nothing, once its environment is damaged": (
         "tests/integration/test_attacks_store_eio.py::test_eio_on_a_commit_stops_the_store_with_no_ack_and_exit_1",
+    ),
+    # issue 34 (end)
+    "at_end counts unpolled records in the same IO-thread step as the core's end": (
+        "tests/unit/test_attacks_consumer_end.py::test_at_end_is_false_while_a_window_delivered_after_the_caller_looked_is_unpolled",
+    ),
+    "a store counts as asked only once it hears us and we hear it": (
+        "tests/unit/test_attacks_consumer_end.py::test_a_store_that_greeted_us_before_it_could_hear_us_is_not_taken_as_empty[rfc46]",
+        "tests/unit/test_attacks_consumer_end.py::test_a_store_that_greeted_us_before_it_could_hear_us_is_not_taken_as_empty[signed]",
+        "tests/unit/test_attacks_consumer_end.py::test_a_store_that_hears_us_but_whose_greeting_has_not_reached_us_holds_the_end",
+        "tests/unit/test_attacks_consumer_end.py::test_the_end_waits_for_every_store_that_greeted_us",
+    ),
+    "the stores a consumer tracks for its end are bounded": (
+        "tests/unit/test_attacks_consumer_end.py::test_stores_tracked_are_bounded",
+    ),
+    "a GET-HEADS for a new topic is waited for before the end": (
+        "tests/unit/test_attacks_consumer_end.py::test_a_get_heads_for_a_new_topic_is_waited_for",
     ),
 }
 

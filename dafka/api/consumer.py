@@ -400,14 +400,18 @@ class Consumer(GroupConsumer):
                 yield record
 
     def at_end(self) -> bool:
-        """True when a store has answered and every partition it knows was delivered.
+        """True when every record the stores said they hold was polled: every store that
+        greeted this consumer was asked for its heads once it could hear it (and we it),
+        none has said anything for a moment since, every partition they hold was
+        delivered up to its head, and no delivered record waits to be polled.
 
-        This is what ``dafka-consumer -e`` waits for (kcat's end of partition). Asked on
-        the IO thread, which owns the core's state.
+        This is what ``dafka-consumer -e`` waits for (kcat's end of partition). Decided in
+        one step on the IO thread, which owns the core's state and delivers the records
+        (``docs/consumer.md``, the end of stream).
         """
         with self._cond:
             if self._ready_count:
-                return False
+                return False  # a shortcut: the IO thread looks again, in the same step
         if self._group is not None and not self._group.settled(time.monotonic(), 2 * END_QUIET):
             return False  # a group member: at the end of what the group assigns it
         return self._on_loop(lambda now: ([], self._handler.at_end(now)))
@@ -423,8 +427,17 @@ class Consumer(GroupConsumer):
 
     @property
     def store_answered(self) -> bool:
-        """True once any store has said hello (what :meth:`at_end` needs first)."""
-        return self._handler.stores_seen > 0
+        """True once a store could be asked for its heads (what :meth:`at_end` needs
+        first): it greeted this consumer and subscribed to its greetings, so that a
+        CONSUMER-HELLO reached it. A greeting alone is not enough: a store connects to
+        this consumer when its beacon reaches it, which can be seconds later."""
+        return self._core.stores_asked > 0
+
+    def stores_waiting(self) -> dict[str, float]:
+        """The stores that greeted this consumer (or subscribed to its greetings) but
+        cannot be asked for their heads yet, one direction of the connection not being up:
+        ``{store ID: seconds since first seen}``. :meth:`at_end` waits for them."""
+        return self._on_loop(lambda now: ([], self._core.stores_waiting(now)))
 
     # ------------------------------------------------- positions and seeking
 
@@ -508,10 +521,11 @@ class Consumer(GroupConsumer):
         h = self._handler
         before = h.heads_seen
         wanted = self._on_loop(ask)
-        # A GET-HEADS reaches only the stores connected already: ask again once one has
-        # said hello; a store with nothing of these topics says nothing, so give up on
-        # answers a moment after that.
-        asked_connected = h.stores_seen > 0
+        # A GET-HEADS reaches only the stores connected already: ask again once one can
+        # be asked (it greeted us and subscribed to us); a store with nothing of these
+        # topics says nothing, so give up on answers a moment after that.
+        core = self._core
+        asked_connected = core.stores_asked > 0
         asked_at = time.monotonic()
         deadline = asked_at + timeout
         while (now := time.monotonic()) < deadline:
@@ -521,12 +535,12 @@ class Consumer(GroupConsumer):
             elif asked_connected:
                 if now - asked_at >= 2 * END_QUIET:
                     break
-            elif h.stores_seen:
+            elif core.stores_asked:
                 self._on_loop(ask)
                 asked_connected, asked_at = True, now
             with self._cond:
                 self._cond.wait(0.05)
-        if h.heads_seen == before and not h.stores_seen:
+        if h.heads_seen == before and not core.stores_asked:
             raise DafkaTimeout(f"no store answered within {timeout:g} s; is dafka-store running?")
         marks = self._on_loop(lambda now: ([], self._core.watermarks()))
         return {k: v for k, v in marks.items() if k[0] in wanted}

@@ -4,8 +4,8 @@ The node's IO thread hands every decoded message to :class:`_ConsumerHandler`, w
 runs it through the :class:`~dafka.core.consumer.ConsumerCore` and passes what the core
 delivers (verified runs of records, joined by :func:`_coalesce` when they continue each
 other) and the data losses it reports to the :class:`~dafka.api.consumer.Consumer`,
-whose ``poll`` takes them on the caller's thread. It also counts what ``at_end`` and
-``watermarks`` wait for (store hellos, DIRECT-HEADs to this consumer). Commands from the
+whose ``poll`` takes them on the caller's thread. It also counts what ``watermarks``
+waits for (stores asked, DIRECT-HEADs to this consumer) and answers ``at_end``. Commands from the
 caller's thread (subscribe, seek, metadata changes) come through ``NodeLoop.call``.
 Everything here runs on the IO thread.
 """
@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 from ..core import messages as m
 from ..core.consumer import ConsumerCore
+from ..core.consumer_end import END_QUIET
 from ..core.effects import DataLoss, Publish, RecordBatch
 from ..io.node import NodeLoop
 
 if TYPE_CHECKING:
     from .consumer import Consumer
 
-END_QUIET = 0.5  # seconds without news from stores before "at end" can be true
+__all__ = ["END_QUIET", "_ConsumerHandler"]
 
 
 class _ConsumerHandler:
@@ -31,7 +32,6 @@ class _ConsumerHandler:
         self.c = consumer
         self.core = core
         self.loop: NodeLoop | None = None
-        self.stores_seen = 0
         self.heads_seen = 0  # DIRECT-HEADs addressed to this consumer (watermarks waits)
         self.last_news = 0.0
         self.delivered_bytes = 0  # value bytes of the records the core delivered (metrics)
@@ -83,7 +83,6 @@ class _ConsumerHandler:
                     self.heads_seen += 1
                     self.last_news = now  # what it holds is noted by the core (caught_up)
             elif t is m.StoreHello:
-                self.stores_seen += 1
                 self.last_news = now
             for effect in self.core.handle(msg, now, sources[i] if i < len(sources) else ""):
                 if type(effect) is RecordBatch:
@@ -109,9 +108,17 @@ class _ConsumerHandler:
         self.c._wake_readers()
 
     def at_end(self, now: float) -> bool:
-        if not self.stores_seen or now - self.last_news < END_QUIET:
-            return False
-        return self.core.caught_up()
+        """Whether the consumer is at the end of stream, in one step on the IO thread: no
+        record the core delivered waits to be polled (``_deliver`` runs on this thread,
+        so every record delivered so far is counted, and the caller's poll only takes
+        from the count), and the core is at what the stores said they hold
+        (``ConsumerCore.at_end``). Checked on the caller's thread before asking the core,
+        the count could be read just before the last window landed: ``-e`` then exited 0
+        with that window unprinted (issue 34, point 1)."""
+        with self.c._cond:
+            if self.c._ready_count:
+                return False
+        return self.core.at_end(now)
 
 
 SHORT_RUN = 64

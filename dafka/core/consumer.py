@@ -128,6 +128,7 @@ class ConsumerCore(HeadTracking):
             return []
         self._topics[topic] = None
         if self._wants_heads(topic):
+            self._answers.heads_asked(now)
             return [Publish(m.GetHeads(topic, self._node_id))]
         return []
 
@@ -342,6 +343,8 @@ class ConsumerCore(HeadTracking):
             return self._on_head(msg.topic, msg.partition, msg.offset, now, msg)
         if kind is m.DirectHead:
             assert isinstance(msg, m.DirectHead)
+            if msg.recipient == self._node_id:
+                self._answers.answered(now)  # a store still answering: not at the end yet
             if msg.recipient != self._node_id or msg.topic not in self._topics:
                 self._ignored += 1  # e.g. `hello2` heads from a prefix-matching C store
                 return []
@@ -356,15 +359,17 @@ class ConsumerCore(HeadTracking):
             return self._on_oversized(msg, now)
         if kind is m.StoreHello:
             assert isinstance(msg, m.StoreHello)
-            if msg.consumer != self._node_id:
+            if msg.consumer != self._node_id or not is_node_id(msg.store):
                 self._ignored += 1
                 return []
+            self._answers.greeted(msg.store, now)  # we hear it: asked now if it hears us
             return [self._hello(msg.store)]
         return []
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        """A store reader subscribing to ``W<its ID>`` on our XPUB: greet it."""
-        if not sub.subscribe or sub.cmd != Command.CONSUMER_HELLO.value:
+        """A store reader subscribing to ``W<its ID>`` on our XPUB: it hears us now, greet
+        it (its unsubscribing: it went away)."""
+        if sub.cmd != Command.CONSUMER_HELLO.value:
             return []
         try:
             store = sub.rest.decode("ascii")
@@ -372,6 +377,10 @@ class ConsumerCore(HeadTracking):
             return []
         if not is_node_id(store) or store == self._node_id:
             return []
+        if not sub.subscribe:
+            self._answers.unsubscribed(store)
+            return []
+        self._answers.subscribed(store, now)  # it hears us: asked now if we hear it
         return [self._hello(store)]
 
     _heads_due: float | None = None  # the next GET-HEADS refresh (None: not timed yet)
@@ -386,6 +395,8 @@ class ConsumerCore(HeadTracking):
             self._heads_due = now + HEADS_REFRESH
             node = self._node_id
             out.extend(Publish(m.GetHeads(t, node)) for t in self._topics if self._wants_heads(t))
+            if out:
+                self._answers.heads_asked(now)
         timeout = self._timeout
         stale: list[PartitionKey] = []
         for key, p in self._parts.items():

@@ -25,6 +25,7 @@ from ..ids import is_node_id
 from ..io.profiles import RFC46, Profile
 from .admission import PartitionGate
 from .answers import FETCH_COUNT
+from .consumer_end import StoreAnswers
 from .consumer_state import (
     FETCH_BURST,
     FETCH_RATE,
@@ -170,6 +171,7 @@ class ConsumerBase:
         # ``caught_up`` waits for (kcat -e); bounded like the partitions
         self._store_heads: dict[PartitionKey, int] = {}
         self._store_tails: dict[PartitionKey, int] = {}  # the lowest tail a store said
+        self._answers = StoreAnswers()  # which stores were asked so they could answer (-e)
         self._source = ""  # the host of the message being handled (a rate key)
 
     # ------------------------------------------------------------ properties

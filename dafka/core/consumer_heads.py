@@ -27,6 +27,24 @@ _CLAIM_LOG_PERIOD = 5.0  # seconds between warning lines about store tails (all 
 class HeadTracking(Delivery):
     """HEADs and store answers of :class:`~dafka.core.consumer.ConsumerCore` (a layer of it)."""
 
+    def at_end(self, now: float) -> bool:
+        """True when every store that greeted this consumer was asked for its heads once
+        it could hear us and we it, none has said anything for a moment since, and every
+        partition they said they hold was delivered (:meth:`caught_up`): the end
+        ``dafka-consumer -e`` waits for (:mod:`~dafka.core.consumer_end`)."""
+        return self._answers.settled(now) and self.caught_up()
+
+    @property
+    def stores_asked(self) -> int:
+        """How many stores were asked for their heads in a way they could answer."""
+        return self._answers.asked
+
+    def stores_waiting(self, now: float) -> dict[str, float]:
+        """The stores that greeted this consumer (or subscribed to its greetings) and
+        could not be asked yet (one direction of the connection is not up yet), with the
+        seconds since each was first known."""
+        return self._answers.waiting(now)
+
     def caught_up(self) -> bool:
         """True when every partition a store said it holds of a subscribed topic was
         delivered up to what that store holds (what ``dafka-consumer -e`` waits for).

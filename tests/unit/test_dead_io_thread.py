@@ -146,9 +146,10 @@ def test_at_end_reads_the_consumer_core_on_the_io_thread() -> None:
             return True
 
         c._core.caught_up = caught_up  # type: ignore[method-assign]
-        handler = c._handler
-        c._loop.call(lambda now: setattr(handler, "stores_seen", 1) or [])
-        c._loop.call(lambda now: setattr(handler, "last_news", now - 10.0) or [])
+        store = "F" * 32  # a store that greeted us and heard us long ago
+        answers = c._core._answers
+        c._loop.call(lambda now: answers.greeted(store, now - 10.0) or [])
+        c._loop.call(lambda now: answers.subscribed(store, now - 10.0) or [])
         assert c.at_end()
         assert threads == [c._loop._thread.name]
     finally:
