@@ -1627,6 +1627,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if s is None and len(self._stores) < MAX_STORES:",
         "        if s is None:",
     ),
+    "the end waits for every store that greeted the consumer": (
+        "dafka.core.consumer_end",
+        "StoreAnswers.settled",
+        "        if not self._stores or self._asked < len(self._stores):",
+        "        if not self._asked:",
+    ),
     "a GET-HEADS for a new topic is waited for before the end": (
         "dafka.core.consumer",
         "ConsumerCore.subscribe",
@@ -2450,6 +2456,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the stores a consumer tracks for its end are bounded": (
         "tests/unit/test_attacks_consumer_end.py::test_stores_tracked_are_bounded",
+    ),
+    "the end waits for every store that greeted the consumer": (
+        "tests/unit/test_attacks_consumer_end.py::test_the_end_waits_for_every_store_that_greeted_us",
     ),
     "a GET-HEADS for a new topic is waited for before the end": (
         "tests/unit/test_attacks_consumer_end.py::test_a_get_heads_for_a_new_topic_is_waited_for",

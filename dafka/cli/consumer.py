@@ -187,6 +187,7 @@ class _Waiting:
 
     def check(self, now: float) -> None:
         c = self.consumer
+        elapsed = now - self.started
         if not c.tower_answered:
             missing = "tower"
             what = f"no tower answered at {', '.join(c.towers)}"
@@ -200,9 +201,18 @@ class _Waiting:
             missing = "store"
             what = "no store answered"
             hint = "-e needs a store to know where the end is: is dafka-store running?"
+            if c.stores_waiting():
+                hint = (
+                    "a store greeted this consumer but did not connect back: can it reach --host?"
+                )
+        elif self.at_end and (waiting := c.stores_waiting()):
+            # -e waits for every store that greeted it: one may hold what others do not
+            store, elapsed = max(waiting.items(), key=lambda item: item[1])  # since it greeted
+            missing = "store connection"
+            what = f"store {store} greeted this consumer and did not connect back"
+            hint = "can it reach this consumer's --host?"
         else:
             return
-        elapsed = now - self.started
         if self.at_end and elapsed >= self.wait:
             raise DafkaTimeout(f"{what} within {self.wait:g} s; {hint}")
         if elapsed >= NOTICE_AFTER and missing not in self.noted:

@@ -9,7 +9,8 @@ They frame messages themselves (a few ``struct`` calls, after
 reference behaviours the interop tests need:
 
 * ``store``: a store reader holding ``COUNT`` records of each ``--hold`` topic (one
-  partition each). It answers GET-HEADS and CONSUMER-HELLO **by topic prefix**, as
+  partition each); ``--hear-late S``: it connects to a peer S seconds after its first
+  beacon (greeting it before it can hear it). It answers GET-HEADS and CONSUMER-HELLO **by topic prefix**, as
   the C store does (a request for ``hello`` also gets the heads of ``hello2``),
   greets consumers with STORE-HELLO, and answers a FETCH only if the record at its
   offset exists, with up to ``count + 1`` records (the reference's off-by-one).
@@ -66,7 +67,9 @@ def split0(frame: bytes) -> tuple[bytes, str, bytes]:
 
 
 class Node:
-    def __init__(self, tower: str) -> None:
+    def __init__(self, tower: str, hear_late: float = 0.0) -> None:
+        """``hear_late``: connect to a peer that many seconds after its first beacon (a
+        node whose SUB connects late, issue 34 point 2)."""
         host, port = tower.rsplit(":", 1)
         self.id = node_id()
         self.ctx = zmq.Context()
@@ -82,6 +85,8 @@ class Node:
         self.bsub.setsockopt(zmq.SUBSCRIBE, b"W")
         self.peers: set[str] = set()
         self.next_beacon = 0.0
+        self.hear_late = hear_late
+        self.later: list[tuple[float, str]] = []  # (when, endpoint) to connect to
 
     def beacon(self, now: float) -> None:
         if now >= self.next_beacon:
@@ -93,7 +98,10 @@ class Node:
                 endpoint = frames[2].decode()
                 if endpoint not in self.peers:
                     self.peers.add(endpoint)
-                    self.sub.connect(endpoint)
+                    self.later.append((now + self.hear_late, endpoint))
+        for when, endpoint in [e for e in self.later if e[0] <= now]:
+            self.later.remove((when, endpoint))
+            self.sub.connect(endpoint)
 
     def receive(self, timeout_ms: int = 50) -> tuple[bytes, str, bytes] | None:
         """The next data message's ``(cmd, slot, fields)``; None on timeout or when its
@@ -113,8 +121,8 @@ class Node:
 # --------------------------------------------------------------------------- store
 
 
-def run_store(tower: str, holds: list[str]) -> None:
-    node = Node(tower)
+def run_store(tower: str, holds: list[str], hear_late: float = 0.0) -> None:
+    node = Node(tower, hear_late)
     held: dict[tuple[str, str], list[bytes]] = {}
     for item in holds:
         topic, count = item.rsplit(":", 1)
@@ -290,6 +298,12 @@ def main() -> None:
     parser.add_argument("--topic", default="hello")
     parser.add_argument("--sizes", default="")
     parser.add_argument(
+        "--hear-late",
+        type=float,
+        default=0.0,
+        help="connect to each peer this many seconds after its first beacon",
+    )
+    parser.add_argument(
         "--wait-for",
         action="append",
         default=[],
@@ -298,7 +312,7 @@ def main() -> None:
     args = parser.parse_args()
     try:
         if args.role == "store":
-            run_store(args.tower, args.hold)
+            run_store(args.tower, args.hold, args.hear_late)
         elif args.role == "consumer":
             run_consumer(args.tower, args.topic, args.window)
         else:
