@@ -1612,7 +1612,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "at_end counts unpolled records in the same IO-thread step as the core's end": (
         "dafka.api.consumer_io",
         "_ConsumerHandler.at_end",
-        "            if self.c._ready_count:\n                return False\n",
+        "            if self.c._ready_count or self.c._errors:  # an error a poll has still to raise\n                return False\n",
         "            pass\n",
     ),
     "a store counts as asked only once it hears us and we hear it": (
@@ -2447,6 +2447,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     # issue 34 (end)
     "at_end counts unpolled records in the same IO-thread step as the core's end": (
         "tests/unit/test_attacks_consumer_end.py::test_at_end_is_false_while_a_window_delivered_after_the_caller_looked_is_unpolled",
+        "tests/unit/test_attacks_consumer_end.py::test_at_end_is_false_while_an_error_waits_to_be_raised_by_a_poll",
     ),
     "a store counts as asked only once it hears us and we hear it": (
         "tests/unit/test_attacks_consumer_end.py::test_a_store_that_greeted_us_before_it_could_hear_us_is_not_taken_as_empty[rfc46]",

@@ -112,11 +112,12 @@ class _ConsumerHandler:
         record the core delivered waits to be polled (``_deliver`` runs on this thread,
         so every record delivered so far is counted, and the caller's poll only takes
         from the count), and the core is at what the stores said they hold
-        (``ConsumerCore.at_end``). Checked on the caller's thread before asking the core,
+        (``ConsumerCore.at_end``); nor does an error a poll has still to raise (a data
+        loss reported with the last window). Checked on the caller's thread first,
         the count could be read just before the last window landed: ``-e`` then exited 0
         with that window unprinted (issue 34, point 1)."""
         with self.c._cond:
-            if self.c._ready_count:
+            if self.c._ready_count or self.c._errors:  # an error a poll has still to raise
                 return False
         return self.core.at_end(now)
 

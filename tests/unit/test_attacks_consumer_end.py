@@ -36,6 +36,7 @@ from dafka.core.messages import (
     StoreHello,
     Subscription,
 )
+from dafka.errors import DataLossError
 from dafka.io.profiles import RFC46
 from tests.signing import WIRE
 
@@ -60,6 +61,7 @@ class _Facade:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._ready_count = 0
+        self._errors: list[Exception] = []
         self.config = None
 
     def _deliver(self, runs: list[RecordBatch]) -> None:
@@ -223,3 +225,15 @@ def test_at_end_is_false_while_a_window_delivered_after_the_caller_looked_is_unp
         assert c.at_end()
     finally:
         c.close()
+
+
+def test_at_end_is_false_while_an_error_waits_to_be_raised_by_a_poll() -> None:
+    """A data loss reported with the last window is raised by the next poll: until then the
+    stream has not ended (``-e`` would exit 0 without saying records were lost)."""
+    h, facade = handler()
+    h.on_subscription(hears_us(STORE), 1.0)
+    h.on_messages([StoreHello(C, STORE)], 1.0)
+    facade._errors.append(DataLossError("offsets 0..9 were deleted"))
+    assert not h.at_end(10.0)
+    facade._errors.clear()
+    assert h.at_end(10.0)
