@@ -8,7 +8,8 @@ it, each layer using only those below:
 * :mod:`dafka.core.consumer_fetch`: where fetching aims and the FETCH windows,
 * :mod:`dafka.core.consumer_delivery`: records in: verification, the reorder
   buffer, in-order delivery, skipping what cannot be delivered,
-* :mod:`dafka.core.consumer_heads`: HEADs, store heads and tails, ``caught_up``,
+* :mod:`dafka.core.consumer_heads`: HEADs, store heads and tails, ``caught_up`` and
+  ``at_end`` (with :mod:`dafka.core.consumer_end`, the stores asked),
 * :mod:`dafka.core.consumer`: :class:`~dafka.core.consumer.ConsumerCore`, the
   public face (subscriptions, dispatch, ``tick``, positions and seeking).
 """
