@@ -5,7 +5,7 @@ runs it through the :class:`~dafka.core.consumer.ConsumerCore` and passes what t
 delivers (verified runs of records, joined by :func:`_coalesce` when they continue each
 other) and the data losses it reports to the :class:`~dafka.api.consumer.Consumer`,
 whose ``poll`` takes them on the caller's thread. It also counts what ``watermarks``
-waits for (stores asked, DIRECT-HEADs to this consumer) and answers ``at_end``. Commands from the
+waits for (DIRECT-HEADs to this consumer) and answers ``at_end``. Commands from the
 caller's thread (subscribe, seek, metadata changes) come through ``NodeLoop.call``.
 Everything here runs on the IO thread.
 """

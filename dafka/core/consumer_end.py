@@ -28,10 +28,7 @@ with an error, instead of exiting 0 with records missing.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
-
-log = logging.getLogger(__name__)
 
 END_QUIET = 0.5
 """Seconds without an answer from stores, after the last question, before the end can be
