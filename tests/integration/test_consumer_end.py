@@ -145,3 +145,38 @@ def test_the_end_waits_for_a_store_that_greeted_the_consumer_and_says_when_it_gi
     finally:
         answering.kill()
         silent.kill()
+
+
+def test_a_lone_store_that_never_connects_back_is_said_and_not_taken_as_empty(
+    tower: Tower,
+) -> None:
+    """It greets the consumer and never subscribes to it (it cannot reach the consumer's
+    host): ``-e`` printed nothing and exited 0; now it says so and exits 1."""
+    silent, _ = fake_store(tower, "--hold", "late:50", "--hear-late", "1000")
+    try:
+        consumer = Proc(
+            py(
+                "dafka.cli.consumer",
+                "late",
+                "--from-beginning",
+                "-e",
+                "--profile",
+                "rfc46",
+                "--wait",
+                "4",
+                "--tower",
+                tower.address,
+            )
+        )
+        try:
+            assert consumer.wait(60) == 1, consumer.stderr
+            assert bytes(consumer.stdout) == b""
+            errors = [line for line in consumer.stderr_lines if line.startswith("error:")]
+            assert errors == [
+                "error: no store answered within 4 s; a store greeted this consumer but did "
+                "not connect back: can it reach --host?"
+            ], consumer.stderr
+        finally:
+            consumer.kill()
+    finally:
+        silent.kill()
