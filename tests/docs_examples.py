@@ -322,7 +322,10 @@ class Session:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and _group_alive(self.proc.pid):
+        while time.monotonic() < deadline:
+            self.proc.poll()  # reap the shell: a zombie would keep its group alive
+            if not _group_alive(self.proc.pid):
+                break
             time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
