@@ -318,15 +318,18 @@ class Session:
             time.sleep(0.02)
 
     def close(self) -> None:
-        """SIGTERM to the whole session (background jobs included), SIGKILL after 10 s."""
+        """Stop the session's processes newest first, as a user would (a consumer before
+        the store its last commit goes to): SIGTERM, up to 5 s each to exit; then SIGKILL
+        to whatever of the session is left."""
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            self.proc.poll()  # reap the shell: a zombie would keep its group alive
-            if not _group_alive(self.proc.pid):
-                break
-            time.sleep(0.05)
+            os.kill(self.proc.pid, signal.SIGTERM)  # the shell itself: no more commands
+        for pid in reversed(_group_members(self.proc.pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and _running(pid):
+                self.proc.poll()
+                time.sleep(0.05)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(5)
@@ -337,12 +340,30 @@ class Session:
                     pipe.close()
 
 
-def _group_alive(pgid: int) -> bool:
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (state first), or None."""
     try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _running(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``, oldest first."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat(int(entry.name))
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            found.append((int(fields[19]), int(entry.name)))  # starttime, pid
+    return [pid for _, pid in sorted(found)]
 
 
 def _ready(port: int, metrics: bool) -> bool:
