@@ -99,6 +99,7 @@ TESTS = [
     "tests/integration/test_attacks_store_eio.py",
     "tests/unit/test_store_repair.py",
     "tests/unit/test_store_scrub.py",
+    "tests/unit/test_docs_examples.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1607,6 +1608,25 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if env is None or env.damaged is None:",
         "        if True:",
     ),
+    # issue 34 (docs): the docs-examples checker judges what it runs
+    "the docs-examples runner fails a command that exits non-zero": (
+        "tests.docs_examples",
+        "_run_command",
+        "    if status != 0:",
+        "    if False:",
+    ),
+    "the docs-examples runner fails a command that does not print what it says": (
+        "tests.docs_examples",
+        "_run_command",
+        "        if _normal(map_ports(expected, offset)) not in _normal(out):",
+        "        if False:",
+    ),
+    "an example with commands and no run or skip marker is reported": (
+        "tests.docs_examples",
+        "unmarked",
+        "            bad.append(b)",
+        "            pass",
+    ),
 }
 
 
@@ -2411,6 +2431,16 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "store stops, and acknowledges nothing, once its environment is damaged": (
         "tests/integration/test_attacks_store_eio.py::test_eio_on_a_commit_stops_the_store_with_no_ack_and_exit_1",
+    ),
+    # issue 34 (docs)
+    "the docs-examples runner fails a command that exits non-zero": (
+        "tests/unit/test_docs_examples.py::test_the_runner_fails_a_command_that_exits_non_zero",
+    ),
+    "the docs-examples runner fails a command that does not print what it says": (
+        "tests/unit/test_docs_examples.py::test_the_runner_fails_a_command_that_does_not_print_what_it_says",
+    ),
+    "an example with commands and no run or skip marker is reported": (
+        "tests/unit/test_docs_examples.py::test_a_block_with_commands_and_no_marker_is_reported",
     ),
 }
 

@@ -287,7 +287,8 @@ class Session:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for chunk in iter(lambda: self.proc.stdout.read1(65536), b""):  # type: ignore[union-attr]
+        fd = self.proc.stdout.fileno()
+        for chunk in iter(lambda: os.read(fd, 65536), b""):
             with self._lock:
                 self._out += chunk
 
