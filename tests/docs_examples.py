@@ -464,3 +464,120 @@ def summary(blocks: Iterable[Block]) -> dict[str, int]:
 
 def skipped(blocks: Iterable[Block]) -> Iterator[Block]:
     return (b for b in blocks if b.marker == "skip")
+
+
+# Flags: every --flag the docs give a Dafka command, in prose or a block, is one it has
+
+_SPAN = re.compile(r"`([^`\n]+)`")
+_CLI_START = re.compile(r"(?:^|(?<=[\s(|;&$]))(?:\.venv/bin/)?(dafka(?:-[a-z]+)?)(?=\s|$)")
+_LONG_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+
+
+@dataclass(frozen=True)
+class FlagUse:
+    path: str
+    line: int
+    command: str  # e.g. "dafka topics create"
+    flag: str
+
+
+def entry_points(root: Path = ROOT) -> dict[str, str]:
+    """The console scripts of setup.cfg: name -> ``module:function``."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(root / "setup.cfg")
+    scripts = config["options.entry_points"]["console_scripts"]
+    return dict(
+        (name.strip(), target.strip())
+        for name, target in (line.split("=") for line in scripts.strip().splitlines())
+    )
+
+
+def flag_uses(path: str, text: str, scripts: Iterable[str]) -> list[FlagUse]:
+    """The long flags each mention of a command in ``text`` gives it: in an inline code
+    span, or on a line of a fenced block (``\\`` continuations joined). ``A | B``
+    alternatives of a group (``dafka topics list | describe T``) name sibling
+    subcommands; words that are not subcommands end the command's path."""
+    names = set(scripts)
+    out: list[FlagUse] = []
+    lines = text.split("\n")
+    in_block = False
+    pending = ""
+    for n, line in enumerate(lines, 1):
+        if _FENCE.match(line):
+            in_block = not in_block
+            continue
+        if in_block:
+            if line.rstrip().endswith("\\"):
+                pending += line.rstrip()[:-1] + " "
+                continue
+            pieces = [pending + line]
+            pending = ""
+        else:
+            pieces = _SPAN.findall(line)
+        for piece in pieces:
+            out += _uses_in(path, n, _strip_comment(piece), names)
+    return out
+
+
+def _uses_in(path: str, line: int, piece: str, names: set[str]) -> list[FlagUse]:
+    out = []
+    for m in _CLI_START.finditer(piece):
+        if m.group(1) not in names:
+            continue
+        rest = piece[m.end() :]
+        # this mention runs to the next mention of a command, a pipe to another program
+        # or a ';'/'&&'
+        stop = re.search(r"(;|&&|\$\(|`|(?:\.venv/bin/)?dafka(?:-[a-z]+)?\s)", rest)
+        rest = rest[: stop.start()] if stop else rest
+        segments = rest.split("|")
+        words = segments[0].split()
+        sub = [w for w in words if re.fullmatch(r"[a-z][a-z-]*|\.\.\.", w)]
+        for flag in _LONG_FLAG.findall(segments[0]):
+            out.append(FlagUse(path, line, " ".join([m.group(1), *sub]), flag))
+        for seg in segments[1:]:  # siblings: "| describe events | alter events --producers"
+            sibling = seg.split()
+            if sibling and re.fullmatch(r"[a-z][a-z-]*", sibling[0]) and len(sub) >= 1:
+                parent = [m.group(1), *sub[:-1]] if len(sub) > 1 else [m.group(1)]
+                for flag in _LONG_FLAG.findall(seg):
+                    out.append(FlagUse(path, line, " ".join([*parent, sibling[0]]), flag))
+    return out
+
+
+def command_flags(command: str, scripts: dict[str, str]) -> set[str]:
+    """Every long flag of ``command`` ("dafka topics create" walks to the subcommand;
+    words after the last subcommand are arguments; ``...`` stands for any subcommand below,
+    so it has the flags of all of them)."""
+    import importlib
+
+    import click
+
+    words = command.split()
+    module, _, func = scripts[words[0]].partition(":")
+    cmd: click.Command = getattr(importlib.import_module(module), func)
+    for word in words[1:]:
+        if not isinstance(cmd, click.Group) or word not in cmd.commands:
+            break
+        cmd = cmd.commands[word]
+    any_below = "..." in words
+    flags = {"--help"}
+    todo = [cmd]
+    while todo:
+        c = todo.pop()
+        for param in c.params:
+            flags.update(o for o in (*param.opts, *param.secondary_opts) if o.startswith("--"))
+        if any_below and isinstance(c, click.Group):
+            todo += c.commands.values()
+    return flags
+
+
+def unknown_flags(docs: Iterable[str] = DOCS) -> list[str]:
+    """``path:line: command --flag`` for every flag a doc gives a command that lacks it."""
+    scripts = entry_points()
+    bad = []
+    for path in docs:
+        for use in flag_uses(path, (ROOT / path).read_text(), scripts):
+            if use.flag not in command_flags(use.command, scripts):
+                bad.append(f"{use.path}:{use.line}: {use.command} {use.flag}")
+    return bad

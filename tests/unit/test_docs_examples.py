@@ -222,3 +222,42 @@ def test_a_group_of_towers_in_the_docs_has_an_admin_and_its_clients_name_its_clu
         for client in (c for c in cmds if re.match(r"^\S*dafka (topics|stores|cluster)", c)):
             named = re.search(r"--cluster (\S+)", client)
             assert named and {named.group(1)} == clusters, f"{scenario}: {client}"
+
+
+# Flags: what the docs give a command, in prose or in a block, is an option it has
+
+SCRIPTS = dx.entry_points()
+
+
+def test_flag_uses_read_spans_blocks_and_alternatives() -> None:
+    text = (
+        "Run `dafka-store --data-dir D --no-such` or `.venv/bin/dafka topics alter t --min-acks 2`.\n"
+        "```text\n"
+        "dafka topics list | describe events | delete events --bogus\n"
+        "dafka-tower --bind H:P \\\n"
+        "    --raft-peers X   # --not-a-flag in a comment\n"
+        "curl -s URL | grep --count x\n"
+        "```\n"
+        "`dafka-raft members ... --key-file K`, `--durable` alone names no command\n"
+    )
+    uses = [(u.line, u.command, u.flag) for u in dx.flag_uses("d.md", text, SCRIPTS)]
+    assert uses == [
+        (1, "dafka-store", "--data-dir"),
+        (1, "dafka-store", "--no-such"),
+        (1, "dafka topics alter t", "--min-acks"),
+        (3, "dafka topics delete", "--bogus"),
+        (5, "dafka-tower", "--bind"),
+        (5, "dafka-tower", "--raft-peers"),
+        (8, "dafka-raft members ...", "--key-file"),
+    ]
+
+
+def test_a_flag_a_command_lacks_is_told_apart() -> None:
+    assert "--min-acks" in dx.command_flags("dafka topics alter t", SCRIPTS)
+    assert "--bogus" not in dx.command_flags("dafka topics delete", SCRIPTS)
+    assert "--data-dir" not in dx.command_flags("dafka-raft members", SCRIPTS)
+    assert "--data-dir" in dx.command_flags("dafka-raft ...", SCRIPTS)
+
+
+def test_the_docs_give_no_command_a_flag_it_lacks() -> None:
+    assert dx.unknown_flags() == []
