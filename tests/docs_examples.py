@@ -9,6 +9,8 @@ line right above its fence, an HTML comment saying what the test does with it:
   (a doc that builds up state: a tower, then a topic, then records). The comment may hold
   more lines before ``-->``: hidden shell commands run just before the block (what the
   reader has done by then, e.g. ``dafka-local &`` in place of ``make run``).
+* ``<!-- run: SCENARIO forever -->``: a block that runs until stopped (a consumer loop):
+  it runs in the background, and what it says it prints must appear while it runs.
 * ``<!-- skip: REASON -->``: not run (it needs Spark, installs, runs for ever...): REASON
   says why, and the count of skipped blocks is reported.
 
@@ -19,7 +21,8 @@ Commands. A shell block is split into commands at line ends (a ``\\`` at the end
 continues it). Each command runs in the scenario's one ``bash`` (``set -o pipefail``,
 stdin ``/dev/null``), so variables and ``cd`` carry over; it must exit 0 within its
 deadline. A comment ``# prints "TEXT"`` (anywhere in it) asserts TEXT appears in what it
-wrote (stdout and stderr, whitespace runs compared as one space). A command ending in
+wrote (stdout and stderr, whitespace runs compared as one space; in a Python block, a
+``# prints "TEXT"`` comment anywhere is checked for the whole block). A command ending in
 ``&`` runs in the background: the runner waits until the ports it is told to bind
 (``--bind``, ``--tower-bind``; a tower's default) accept a connection and its metrics
 (``--metrics-port``) say ``dafka_node_running 1``, and kills every process of the session
@@ -80,6 +83,15 @@ class Block:
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"
+
+    @property
+    def scenario(self) -> str:
+        return self.arg.split()[0] if self.arg else ""
+
+    @property
+    def forever(self) -> bool:
+        """``run: SCENARIO forever``: the block runs until stopped (a consumer loop)."""
+        return self.arg.split()[1:] == ["forever"]
 
 
 @dataclass(frozen=True)
@@ -224,8 +236,8 @@ def scenarios(blocks: Iterable[Block]) -> list[Scenario]:
     found: dict[tuple[str, str], Scenario] = {}
     for b in blocks:
         if b.marker == "run":
-            key = (b.path, b.arg)
-            found.setdefault(key, Scenario(b.path, b.arg)).blocks.append(b)
+            key = (b.path, b.scenario)
+            found.setdefault(key, Scenario(b.path, b.scenario)).blocks.append(b)
     return list(found.values())
 
 
@@ -291,6 +303,16 @@ class Session:
         for chunk in iter(lambda: os.read(fd, 65536), b""):
             with self._lock:
                 self._out += chunk
+
+    def mark(self) -> int:
+        """Where the output stands now, for :meth:`since`."""
+        with self._lock:
+            return len(self._out)
+
+    def since(self, mark: int) -> str:
+        """What the session wrote after ``mark`` (commands' status lines taken out)."""
+        with self._lock:
+            return bytes(self._out[mark:]).decode(errors="replace")
 
     def run(self, code: str, timeout: float) -> tuple[int, str]:
         """Run ``code``; its exit status and output (with what background jobs wrote
@@ -422,7 +444,9 @@ def run_scenario(
             if block.lang == "python":
                 script = workdir / f"block_{block.line}.py"
                 script.write_text(map_ports(block.text, offset))
-                steps.append(Command(f"python3 {script.name}", line=block.line))
+                prints = tuple(_PRINTS.findall(block.text))
+                run = f"python3 {script.name}" + (" &" if block.forever else "")
+                steps.append(Command(run, prints, block.forever, block.line))
             else:
                 steps += commands(block.text, block.line + 1)
             for cmd in steps:
@@ -437,12 +461,18 @@ def _run_command(
     code = map_ports(_strip_comment(cmd.text), offset)
     where = f"{block.path}:{cmd.line or block.line}"
     started = time.monotonic()
+    mark = session.mark()
     status, out = session.run(code, timeout)
     log.append(f"{where} ({time.monotonic() - started:.1f} s) $ {code}\n{out}")
     if status != 0:
         raise CommandFailed(f"{where}: exit status {status}: {code}\n{out}")
     for expected in cmd.prints:
-        if _normal(map_ports(expected, offset)) not in _normal(out):
+        want = _normal(map_ports(expected, offset))
+        if cmd.background:  # it prints while it runs: what the session shows since it began
+            deadline = time.monotonic() + timeout
+            while want not in _normal(out := session.since(mark)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        if want not in _normal(out):
             raise CommandFailed(f"{where}: {code}\ndid not print {expected!r}; it printed:\n{out}")
     if cmd.background:
         ports = Command(code).bind_ports()

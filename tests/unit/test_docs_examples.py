@@ -186,7 +186,7 @@ BLOCKS = dx.load()
 def test_every_example_of_the_docs_is_marked_run_or_skip() -> None:
     assert [b.where for b in dx.unmarked(BLOCKS)] == []
     counts = dx.summary(BLOCKS)
-    assert counts["run"] >= 13, counts  # what runs today: a floor, so none is dropped quietly
+    assert counts["run"] >= 14, counts  # what runs today: a floor, so none is dropped quietly
     for b in dx.skipped(BLOCKS):
         assert b.arg, f"{b.where}: a skipped block says why"
 
@@ -261,3 +261,23 @@ def test_a_flag_a_command_lacks_is_told_apart() -> None:
 
 def test_the_docs_give_no_command_a_flag_it_lacks() -> None:
     assert dx.unknown_flags() == []
+
+
+def _forever(tmp_path: Path, prints: str) -> None:
+    doc = (
+        "<!-- run: s forever -->\n```python\nimport time\n"
+        f'print("{prints}")   # prints "ready"\ntime.sleep(300)\n```\n'
+    )
+    (scenario,) = dx.scenarios(dx.parse("doc.md", doc))
+    dx.run_scenario(scenario, tmp_path / "w", command_timeout=3)
+
+
+def test_a_block_that_runs_for_ever_passes_once_it_printed_what_it_says(tmp_path: Path) -> None:
+    started = time.monotonic()
+    _forever(tmp_path, "ready")
+    assert time.monotonic() - started < 15  # not its 300 s: stopped once it printed
+
+
+def test_a_block_that_runs_for_ever_fails_if_it_never_prints_it(tmp_path: Path) -> None:
+    with pytest.raises(dx.CommandFailed, match="did not print 'ready'"):
+        _forever(tmp_path, "not yet")
