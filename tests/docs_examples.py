@@ -52,6 +52,7 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ("README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
@@ -508,7 +509,7 @@ class FlagUse:
     path: str
     line: int
     command: str  # e.g. "dafka topics create"
-    flag: str
+    flag: str  # "": the mention itself (its subcommands are checked)
 
 
 def entry_points(root: Path = ROOT) -> dict[str, str]:
@@ -525,20 +526,24 @@ def entry_points(root: Path = ROOT) -> dict[str, str]:
 
 
 def flag_uses(path: str, text: str, scripts: Iterable[str]) -> list[FlagUse]:
-    """The long flags each mention of a command in ``text`` gives it: in an inline code
-    span, or on a line of a fenced block (``\\`` continuations joined). ``A | B``
-    alternatives of a group (``dafka topics list | describe T``) name sibling
-    subcommands; words that are not subcommands end the command's path."""
+    """Each mention of a command in ``text`` (flag ""), and each long flag it gives it: in
+    an inline code span, or on a line of a fenced block that is not Python (``\\``
+    continuations joined). Outside shell blocks, ``A | B`` alternatives of a group
+    (``dafka topics list | describe T``) name sibling subcommands; in a shell block ``|``
+    is a pipe. Lowercase words after a command are its subcommands, then arguments."""
     names = set(scripts)
     out: list[FlagUse] = []
     lines = text.split("\n")
-    in_block = False
+    lang: str | None = None  # inside a block: its info string
     pending = ""
     for n, line in enumerate(lines, 1):
-        if _FENCE.match(line):
-            in_block = not in_block
+        fence = _FENCE.match(line)
+        if fence:
+            lang = fence.group(3) if lang is None else None
             continue
-        if in_block:
+        if lang == "python":
+            continue
+        if lang is not None:
             if line.rstrip().endswith("\\"):
                 pending += line.rstrip()[:-1] + " "
                 continue
@@ -547,14 +552,16 @@ def flag_uses(path: str, text: str, scripts: Iterable[str]) -> list[FlagUse]:
         else:
             pieces = _SPAN.findall(line)
         for piece in pieces:
-            out += _uses_in(path, n, _strip_comment(piece), names)
+            out += _uses_in(path, n, _strip_comment(piece), names, alternatives=lang != "sh")
     return out
 
 
-def _uses_in(path: str, line: int, piece: str, names: set[str]) -> list[FlagUse]:
+def _uses_in(
+    path: str, line: int, piece: str, names: set[str], alternatives: bool
+) -> list[FlagUse]:
     out = []
     for m in _CLI_START.finditer(piece):
-        if m.group(1) not in names:
+        if m.group(1) not in names or re.search(r"\b(from|import)\s+$", piece[: m.start()]):
             continue
         rest = piece[m.end() :]
         # this mention runs to the next mention of a command, a pipe to another program
@@ -564,33 +571,48 @@ def _uses_in(path: str, line: int, piece: str, names: set[str]) -> list[FlagUse]
         segments = rest.split("|")
         words = segments[0].split()
         sub = [w for w in words if re.fullmatch(r"[a-z][a-z-]*|\.\.\.", w)]
+        out.append(FlagUse(path, line, " ".join([m.group(1), *sub]), ""))
         for flag in _LONG_FLAG.findall(segments[0]):
             out.append(FlagUse(path, line, " ".join([m.group(1), *sub]), flag))
-        for seg in segments[1:]:  # siblings: "| describe events | alter events --producers"
+        for seg in (
+            segments[1:] if alternatives else []
+        ):  # siblings: "| describe events | alter events --producers"
             sibling = seg.split()
             if sibling and re.fullmatch(r"[a-z][a-z-]*", sibling[0]) and len(sub) >= 1:
                 parent = [m.group(1), *sub[:-1]] if len(sub) > 1 else [m.group(1)]
+                out.append(FlagUse(path, line, " ".join([*parent, sibling[0]]), ""))
                 for flag in _LONG_FLAG.findall(seg):
                     out.append(FlagUse(path, line, " ".join([*parent, sibling[0]]), flag))
     return out
 
 
-def command_flags(command: str, scripts: dict[str, str]) -> set[str]:
-    """Every long flag of ``command`` ("dafka topics create" walks to the subcommand;
-    words after the last subcommand are arguments; ``...`` stands for any subcommand below,
-    so it has the flags of all of them)."""
+def _walk(command: str, scripts: dict[str, str]) -> tuple[Any, str]:
+    """The click command ``command`` names, and the word that is not a subcommand of the
+    group it reached ("" if none: the rest are arguments, or ``...``)."""
     import importlib
 
     import click
 
     words = command.split()
     module, _, func = scripts[words[0]].partition(":")
-    cmd: click.Command = getattr(importlib.import_module(module), func)
+    cmd = getattr(importlib.import_module(module), func)
     for word in words[1:]:
-        if not isinstance(cmd, click.Group) or word not in cmd.commands:
+        if not isinstance(cmd, click.Group):
             break
+        if word not in cmd.commands:
+            return cmd, "" if word == "..." else word
         cmd = cmd.commands[word]
-    any_below = "..." in words
+    return cmd, ""
+
+
+def command_flags(command: str, scripts: dict[str, str]) -> set[str]:
+    """Every long flag of ``command`` ("dafka topics create" walks to the subcommand;
+    words after the last subcommand are arguments; ``...`` stands for any subcommand below,
+    so it has the flags of all of them)."""
+    import click
+
+    cmd, _ = _walk(command, scripts)
+    any_below = "..." in command.split()
     flags = {"--help"}
     todo = [cmd]
     while todo:
@@ -603,11 +625,16 @@ def command_flags(command: str, scripts: dict[str, str]) -> set[str]:
 
 
 def unknown_flags(docs: Iterable[str] = DOCS) -> list[str]:
-    """``path:line: command --flag`` for every flag a doc gives a command that lacks it."""
+    """``path:line: command --flag`` for every flag a doc gives a command that lacks it,
+    and ``path:line: command: no subcommand WORD`` for a group given one it lacks."""
     scripts = entry_points()
     bad = []
     for path in docs:
         for use in flag_uses(path, (ROOT / path).read_text(), scripts):
-            if use.flag not in command_flags(use.command, scripts):
+            if not use.flag:
+                _, stray = _walk(use.command, scripts)
+                if stray:
+                    bad.append(f"{use.path}:{use.line}: {use.command}: no subcommand {stray}")
+            elif use.flag not in command_flags(use.command, scripts):
                 bad.append(f"{use.path}:{use.line}: {use.command} {use.flag}")
     return bad

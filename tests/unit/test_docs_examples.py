@@ -239,9 +239,15 @@ def test_flag_uses_read_spans_blocks_and_alternatives() -> None:
         "curl -s URL | grep --count x\n"
         "```\n"
         "`dafka-raft members ... --key-file K`, `--durable` alone names no command\n"
+        "```sh\n"
+        "K=$(dafka-keys create -s d | awk '{print $2}')\n"
+        "```\n"
+        "```python\n"
+        "from dafka import Producer  # dafka-store --python-is-not-read\n"
+        "```\n"
     )
     uses = [(u.line, u.command, u.flag) for u in dx.flag_uses("d.md", text, SCRIPTS)]
-    assert uses == [
+    assert [u for u in uses if u[2]] == [
         (1, "dafka-store", "--data-dir"),
         (1, "dafka-store", "--no-such"),
         (1, "dafka topics alter t", "--min-acks"),
@@ -250,6 +256,23 @@ def test_flag_uses_read_spans_blocks_and_alternatives() -> None:
         (5, "dafka-tower", "--raft-peers"),
         (8, "dafka-raft members ...", "--key-file"),
     ]
+    assert [u[1] for u in uses if not u[2]] == [
+        "dafka-store",
+        "dafka topics alter t",
+        "dafka topics list",
+        "dafka topics describe",
+        "dafka topics delete",
+        "dafka-tower",
+        "dafka-raft members ...",
+        "dafka-keys create d",  # in a shell block "| awk" is a pipe, not a subcommand
+    ]
+
+
+def test_a_subcommand_a_group_lacks_is_told_apart() -> None:
+    assert dx._walk("dafka topics lsit", SCRIPTS)[1] == "lsit"
+    assert dx._walk("dafka topics list", SCRIPTS)[1] == ""
+    assert dx._walk("dafka groups describe billing", SCRIPTS)[1] == ""  # an argument
+    assert dx._walk("dafka-raft ...", SCRIPTS)[1] == ""
 
 
 def test_a_flag_a_command_lacks_is_told_apart() -> None:
