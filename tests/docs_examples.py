@@ -25,13 +25,14 @@ wrote (stdout and stderr, whitespace runs compared as one space; in a Python blo
 ``# prints "TEXT"`` comment anywhere is checked for the whole block). A command ending in
 ``&`` runs in the background: the runner waits until the ports it is told to bind
 (``--bind``, ``--tower-bind``; a tower's default) accept a connection and its metrics
-(``--metrics-port``) say ``dafka_node_running 1``, and kills every process of the session
-at the end.
+(``--metrics-port``) say ``dafka_node_running 1``. At the end every process of the session
+is stopped, newest first (SIGTERM, then SIGKILL).
 
 Ports. The docs name fixed ports (5556, 9101, 7001, ...). The runner moves every port by
-one offset, mechanically: a number from 5500 to 9999 that follows ``:`` or ``port `` is a
-port, and becomes ``PORT + OFFSET``, with OFFSET chosen so that every such port of the
-scenario (and a tower's three neighbours) is free. The defaults the commands fall back to
+one offset, mechanically: a number from 5500 to 9999 that follows ``:``, ``port `` or
+``tower-`` (a tower's default data directory is ``.dafka/tower-PORT``) is a port, and
+becomes ``PORT + OFFSET``, with OFFSET chosen so that every such port of the scenario (and
+a tower's three neighbours) is free. The defaults the commands fall back to
 move with them: ``DAFKA_TOWER``, ``DAFKA_BIND`` and ``DAFKA_TOWER_BIND`` are set to
 ``127.0.0.1:(5556 + OFFSET)``.
 """
@@ -60,7 +61,7 @@ DOCS = ("README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.m
 _FENCE = re.compile(r"^(\s*)(```+)\s*([\w-]*)")
 _MARKER = re.compile(r"^\s*<!--\s*(run|skip):\s*(.*?)\s*(-->)?\s*$")
 _PRINTS = re.compile(r"#.*?\bprints \"([^\"]+)\"")
-_PORT = re.compile(r"(?:(?<=:)|(?<=port ))([5-9]\d{3})(?!\d)")
+_PORT = re.compile(r"(?:(?<=:)|(?<=port )|(?<=tower-))([5-9]\d{3})(?!\d)")
 _PORT_RANGE = range(5500, 10_000)
 _BIND_FLAGS = re.compile(r"--(bind|tower-bind|metrics-port)[ =](?:\S*:)?(\d+)")
 _COMMAND = re.compile(r"^\s*(?:\.venv/bin/|\$ )?(dafka[\w-]*|make|python3?|curl|seq)\b")

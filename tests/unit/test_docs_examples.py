@@ -108,6 +108,7 @@ def test_ports_move_by_one_offset_and_nothing_else_does() -> None:
         "dafka-raft peer --bind tcp://127.0.0.1:7001 --peer b=tcp://127.0.0.1:7002@ab12\n"
         "curl -s http://127.0.0.1:9101/metrics; seq 5000 | dafka-consumer t -o -3 -c 5600\n"
         "dafka topics create t --retention-ms 7d; ssh host:22; dafka-store --metrics-port 0\n"
+        "dafka topics list --admin-key .dafka/tower-5556/admin.key\n"
     )
     assert dx.doc_ports(text) == {5556, 9100, 7001, 7002, 9101}
     moved = dx.map_ports(text, 10_000)
@@ -115,6 +116,7 @@ def test_ports_move_by_one_offset_and_nothing_else_does() -> None:
     assert "tcp://127.0.0.1:17001 --peer b=tcp://127.0.0.1:17002@ab12" in moved
     assert "127.0.0.1:19101/metrics; seq 5000 | dafka-consumer t -o -3 -c 5600" in moved
     assert "host:22; dafka-store --metrics-port 0" in moved
+    assert ".dafka/tower-15556/admin.key" in moved
 
 
 def test_a_background_command_waits_for_the_ports_it_binds() -> None:
