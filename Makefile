@@ -6,13 +6,13 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java fault-deps fiu reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
+.PHONY: install java fault-deps doc-deps fiu reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
 install: $(STAMP) java fiu
 
 # the faults extra (pyfuse3, for the power-loss layer) builds against libfuse3: without it
 # the suite skips the power-loss scenarios and says why
-$(STAMP): setup.cfg pyproject.toml | fault-deps
+$(STAMP): setup.cfg pyproject.toml | fault-deps doc-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
 	if pkg-config --exists fuse3 2>/dev/null; then \
@@ -22,6 +22,17 @@ $(STAMP): setup.cfg pyproject.toml | fault-deps
 	fi
 	rm -f $(VENV)/.installed-*
 	touch $@
+
+doc-deps:  ## curl, which the docs' examples use (tests/integration/test_docs_examples.py runs them), from apt
+	@if ! command -v curl >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing curl (the docs' metrics examples scrape with it)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends curl >/dev/null; \
+	  else \
+	    echo "warning: no curl: the docs' metrics examples will fail"; \
+	  fi; \
+	fi
 
 FAULT_DEBS := fuse3 libfuse3-dev pkg-config gcc libfaketime
 fault-deps:  ## the fault suite's power-loss layer (FUSE, for pyfuse3) and libfaketime (a store's clock jumps in its retention test), from apt

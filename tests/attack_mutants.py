@@ -100,6 +100,7 @@ TESTS = [
     "tests/unit/test_store_repair.py",
     "tests/unit/test_store_scrub.py",
     "tests/unit/test_attacks_consumer_end.py",
+    "tests/unit/test_docs_examples.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1639,6 +1640,25 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            self._answers.heads_asked(now)\n",
         "",
     ),
+    # issue 34 (docs): the docs-examples checker judges what it runs
+    "the docs-examples runner fails a command that exits non-zero": (
+        "tests.docs_examples",
+        "_run_command",
+        "    if status != 0:",
+        "    if False:",
+    ),
+    "the docs-examples runner fails a command that does not print what it says": (
+        "tests.docs_examples",
+        "_run_command",
+        "        if want not in _normal(out):",
+        "        if False:",
+    ),
+    "an example with commands and no run or skip marker is reported": (
+        "tests.docs_examples",
+        "unmarked",
+        "            bad.append(b)",
+        "            pass",
+    ),
 }
 
 
@@ -2463,6 +2483,16 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a GET-HEADS for a new topic is waited for before the end": (
         "tests/unit/test_attacks_consumer_end.py::test_a_get_heads_for_a_new_topic_is_waited_for",
+    ),
+    # issue 34 (docs)
+    "the docs-examples runner fails a command that exits non-zero": (
+        "tests/unit/test_docs_examples.py::test_the_runner_fails_a_command_that_exits_non_zero",
+    ),
+    "the docs-examples runner fails a command that does not print what it says": (
+        "tests/unit/test_docs_examples.py::test_the_runner_fails_a_command_that_does_not_print_what_it_says",
+    ),
+    "an example with commands and no run or skip marker is reported": (
+        "tests/unit/test_docs_examples.py::test_a_block_with_commands_and_no_marker_is_reported",
     ),
 }
 

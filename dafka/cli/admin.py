@@ -130,11 +130,14 @@ def _topic_options(f: F) -> F:
 
 def _client_options(f: F) -> F:
     f = click.option("--timeout", default=5.0, show_default=True, help="Seconds per request.")(f)
-    f = click.option("--cluster", default=DEFAULT_CLUSTER, show_default=True)(f)
+    f = click.option(
+        "--cluster", default=DEFAULT_CLUSTER, envvar="DAFKA_CLUSTER", show_default=True
+    )(f)
     f = click.option(
         "--tower",
         "-t",
         default="127.0.0.1:5556",
+        envvar="DAFKA_TOWER",  # as every command: a subcommand's automatic name would differ
         show_default=True,
         help="Tower address(es), HOST:PORT of the beacon port, comma-separated.",
     )(f)

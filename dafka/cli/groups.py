@@ -14,6 +14,7 @@ _TOWER = click.option(
     "--tower",
     "-t",
     default="127.0.0.1:5556",
+    envvar="DAFKA_TOWER",  # as every command: a subcommand's automatic name would differ
     show_default=True,
     help="Tower address(es), HOST:PORT of the beacon port, comma-separated.",
 )

@@ -81,6 +81,7 @@ _OPTIONS = [
         "--tower",
         "-t",
         default="127.0.0.1:5556",
+        envvar="DAFKA_TOWER",  # as every command: a subcommand's automatic name would differ
         show_default=True,
         help="Tower address(es), HOST:PORT (HOST:PORT@KEY under CURVE), comma-separated.",
     ),
