@@ -24,6 +24,8 @@ The reference is installed by ``make reference``; without node or npm these test
 
 from __future__ import annotations
 
+import shutil
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -209,4 +211,144 @@ def test_leader_kills_under_pipelined_updates_lose_nothing_and_logs_agree(
 ) -> None:
     with mixed.client(timeout=5) as probe:
         problems = _ring(mixed, probe)
+    assert not problems, "\n".join(problems)
+
+
+# -- a reference follower far behind a compacting leader (issue 34, point 8) -----------------
+
+LAG_ENTRIES = 3_500  # written while the reference follower is stopped: 3 snapshots of ours
+LAG_COMPACTION = ("--snapshot-every", "1000", "--keep-entries", "1000")  # the towers' default
+
+
+def _write(client: RaftClient, n: int, tag: str, timeout: float = 30.0) -> list[Acked]:
+    reqids = ReqIdGenerator()
+    datas = [put_command(f"{tag}{k % 100}", k) for k in range(n)]
+    ids = [reqids() for _ in datas]
+    indexes = client.update_many(datas, window=64, reqids=ids, timeout=timeout)
+    return [Acked(i, r, d) for i, r, d in zip(indexes, ids, datas, strict=True)]
+
+
+def _terms(client: RaftClient, cluster: MixedCluster) -> dict[str, int]:
+    return {pid: client.log_info(cluster.urls[pid], timeout=1.0).term for pid in cluster.alive()}
+
+
+def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
+    reference: Path, tmp_path: Path
+) -> None:
+    """Two of ours (compacting as a tower does: a snapshot every 1,000 entries, 1,000 kept)
+    lead a reference follower; it is stopped (SIGSTOP) while 3,500 entries are written, so
+    our logs no longer hold what it lacks. Resumed, it is caught up (from our snapshot: it
+    takes the bytes as they are), its term settles (no campaign after its first timeout),
+    and with one of ours killed after that the two left still commit."""
+    cluster = MixedCluster(
+        tmp_path,
+        [Kind.OURS, Kind.OURS, Kind.REF],
+        name="lag",
+        ours_args=LAG_COMPACTION,
+        reference=reference,
+    )
+    urls = cluster.urls
+    acked: list[Acked] = []
+    stopped = False
+    try:
+        cluster.start("ours1")
+        cluster.start("ours2")
+        with cluster.client(timeout=10) as client:
+            leader = cluster.wait_leader(client, among=["ours1", "ours2"])
+            ref = cluster.start("ref3")  # joins as a follower of ours
+            acked += _write(client, 200, "a")
+            wait_until(
+                lambda: client.log_info(urls["ref3"], timeout=1.0).commit_index >= acked[-1].index,
+                15,
+                what="the reference follower to commit the first entries",
+            )
+            term = client.log_info(urls[leader], timeout=1.0).term
+            ref.p.send_signal(signal.SIGSTOP)
+            stopped = True
+            acked += _write(client, LAG_ENTRIES, "b")
+            head = client.log_info(urls[leader], timeout=2.0)
+            assert head.first_index > acked[199].index + 1, (
+                f"the leader did not compact past the stopped follower: {head}"
+            )
+            ref.p.send_signal(signal.SIGCONT)
+            stopped = False
+            reason: list[str | None] = [None]
+
+            def caught_up() -> bool:
+                reason[0] = cluster.converged(client, acked[-1].index)
+                return reason[0] is None
+
+            try:
+                wait_until(caught_up, 15, interval=0.05, what="the reference follower")
+            except AssertionError:
+                said = [
+                    line
+                    for pid in ("ours1", "ours2")
+                    for line in cluster.procs[pid].stderr_lines
+                    if "raft.ext." in line or "send_snapshot" in line
+                ]
+                raise AssertionError(
+                    f"not caught up within 15 s: {reason[0]}; {cluster.describe_state(client)};"
+                    f" our peers said: {said[:4]}"
+                ) from None
+            # Resumed, the reference's overdue election timer may fire before it reads what
+            # our leader sent (node runs timers first): one campaign, and the term moves once
+            # (Raft without pre-vote, which it does not speak). Then it follows: the term
+            # stays put while entries keep committing, where a stranded follower's rose for
+            # ever (term 6 -> 64 in 15 s before this was fixed).
+            terms = _terms(client, cluster)
+            settled = max(terms.values())
+            assert set(terms.values()) == {settled} and settled <= term + 10, (
+                f"term {term} before the stop, now {terms}"
+            )
+            steady = time.monotonic() + 2.0
+            acked += _write(client, 300, "s")
+            while time.monotonic() < steady:
+                time.sleep(0.1)
+            after = _terms(client, cluster)
+            assert after == dict.fromkeys(cluster.ids, settled), (
+                f"someone campaigned after the reference follower caught up: {terms} -> {after}"
+            )
+            leader = cluster.wait_leader(client)
+            # one more failure: one of ours (the leader); the other and the reference go on
+            victim = leader if leader != "ref3" else "ours1"
+            cluster.kill(victim)
+            survivors = [pid for pid in cluster.ids if pid != victim]
+            cluster.wait_leader(client, among=survivors, timeout=15)
+            acked += _write(client, 200, "c", timeout=15.0)
+            wait_until(
+                lambda: (
+                    cluster.procs["ref3"].p.poll() is None
+                    and client.log_info(urls["ref3"], timeout=1.0).commit_index >= acked[-1].index
+                ),
+                15,
+                what="the reference follower to commit after the failure",
+            )
+            # The reference serves our snapshot back as it took it: with the other of ours
+            # down too, the victim restarts empty (its data directory moved away), behind
+            # the reference's first index; the reference leads and sends it the snapshot.
+            other = next(pid for pid in survivors if pid != "ref3")
+            cluster.kill(other)
+            shutil.move(cluster.data_dir(victim), tmp_path / f"{victim}.before")
+            cluster.restart(victim)
+            assert cluster.wait_leader(client, among=["ref3", victim], timeout=15) == "ref3"
+            acked += _write(client, 100, "d", timeout=15.0)
+            wait_until(
+                lambda: client.log_info(urls[victim], timeout=1.0).commit_index >= acked[-1].index,
+                15,
+                what=f"{victim}, empty, to be caught up by the reference leader",
+            )
+            assert client.log_info(urls[victim], timeout=1.0).first_index > acked[199].index + 1
+            cluster.restart(other)  # so that every log can be compared to the end
+            wait_until(caught_up, 15, interval=0.05, what="every peer to converge")
+    finally:
+        if stopped:
+            cluster.procs["ref3"].p.send_signal(signal.SIGCONT)
+        cluster.stop_all()
+    problems = [death.describe() for death in cluster.deaths]
+    problems += [
+        f"{pid} printed errors: {lines[:4]}" for pid, lines in cluster.fatal_lines().items()
+    ]
+    logs = {pid: cluster.read_log(pid) for pid in cluster.ids}
+    problems += compare_logs(logs, acked)
     assert not problems, "\n".join(problems)
