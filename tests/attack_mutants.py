@@ -1306,6 +1306,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                    if self.check_quorum and not msg.transfer and self._in_lease():",
         "                    if False:",
     ),
+    "raft a served snapshot stream of another index is refused": (
+        "dafka.raft.snapstream",
+        "served_state",
+        "    if meta.index != index:",
+        "    if False:",
+    ),
     "raft AppendEntries rejection hint in the reference form": (
         "dafka.raft.peerrpc",
         "AppendEntriesResponse.decode",
@@ -1845,6 +1851,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "raft a leader in its lease keeps its term against a lagging follower's votes": (
         "tests/unit/raft/test_extensions.py::test_a_lagging_follower_campaigning_does_not_move_the_leaders_term",
+    ),
+    "raft a served snapshot stream of another index is refused": (
+        "tests/unit/raft/test_extensions.py::test_a_served_snapshot_is_taken_raw_or_as_the_stream_a_reference_peer_stores",
     ),
     "raft AppendEntries rejection hint in the reference form": (
         "tests/unit/test_raft_reference_vectors.py::test_the_gap_answer_carries_the_followers_log_end_plus_one",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, WireError
 from dafka.raft.extensions import (
     DISPATCH_FEATURES,
     FEATURES,
@@ -23,7 +23,9 @@ from dafka.raft.messages import (
     VoteResponse,
 )
 from dafka.raft.ready import ProposeStatus, Role
-from dafka.raft.types import HardState, SnapshotMeta
+from dafka.raft.snapstream import pack_snapshot, served_state
+from dafka.raft.statemachine import KvStateMachine, put_command
+from dafka.raft.types import Entry, EntryType, HardState, SnapshotMeta
 
 from .sim import drain, elect, make_config, new_core, outbox, peer
 
@@ -141,6 +143,22 @@ def test_a_lagging_follower_campaigning_does_not_move_the_leaders_term():
         leader.step(RequestVote("c", "a", term + k, 0, 0))
         assert outbox(leader) == [VoteResponse("a", "c", term, False)]
         assert leader.is_leader and leader.term == term
+
+
+def test_a_served_snapshot_is_taken_raw_or_as_the_stream_a_reference_peer_stores():
+    # a reference peer that got our InstallSnapshot stream serves those bytes to
+    # RequestEntries readers (a tower's metadata view), where ours serve the state
+    # machine's own bytes; a stream of another index than the answer named is refused
+    sm = KvStateMachine()
+    sm.apply(Entry(1, 1, EntryType.STATE, bytes(12), put_command("k", 1)))
+    raw = sm.snapshot()
+    blob = pack_snapshot(SnapshotMeta(42, 7, make_config("a")), raw)
+    assert served_state(raw, 42) == raw
+    assert served_state(blob, 42) == raw
+    with pytest.raises(WireError, match="does not unpack"):
+        served_state(blob[:20] + b"?" + blob[21:], 42)
+    with pytest.raises(WireError, match="index 42, announced 41"):
+        served_state(blob, 41)
 
 
 def test_probes_until_answered_and_reports_the_silent_once():
