@@ -222,8 +222,11 @@ LAG_ENTRIES = 3_500  # written while the reference follower is stopped: 3 snapsh
 LAG_COMPACTION = ("--snapshot-every", "1000", "--keep-entries", "1000")  # the towers' default
 
 
+_REQIDS = ReqIdGenerator()  # one for the test's writes: unique across them
+
+
 def _write(client: RaftClient, n: int, tag: str, timeout: float = 30.0) -> list[Acked]:
-    reqids = ReqIdGenerator()
+    reqids = _REQIDS
     datas = [put_command(f"{tag}{k % 100}", k) for k in range(n)]
     ids = [reqids() for _ in datas]
     indexes = client.update_many(datas, window=64, reqids=ids, timeout=timeout)
@@ -246,20 +249,26 @@ def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
     """Two of ours (compacting as a tower does: a snapshot every 1,000 entries, 1,000 kept)
     lead a reference follower; it is stopped (SIGSTOP) while 3,500 entries are written, so
     our logs no longer hold what it lacks. Resumed, it is caught up (from our snapshot: it
-    takes the bytes as they are), its term settles (no campaign after its first timeout),
-    and with one of ours killed after that the two left still commit."""
+    takes the bytes as they are) and never campaigns once caught up; with one of ours
+    killed after that the two left still commit, and with the other of ours down too the
+    reference, leading, serves our snapshot back to the first, restarted empty."""
     cluster = MixedCluster(
         tmp_path,
         [Kind.OURS, Kind.OURS, Kind.REF],
         name="lag",
         ours_args=LAG_COMPACTION,
         reference=reference,
+        # as in test_raft_reference: a longer election timeout than its default 200-300 ms,
+        # so that a loaded machine (two cores, several test runs) does not make it time out
+        # while it follows; stranded, it campaigned every timeout all the same
+        ref_options={"electionTimeoutMin": 1000, "electionTimeoutMax": 1500},
         ref_debug="zmq-raft:leader",  # says "election timeout term: N" when it campaigns
     )
     urls = cluster.urls
     acked: list[Acked] = []
     stopped = False
     try:
+        began = time.monotonic()
         cluster.start("ours1")
         cluster.start("ours2")
         with cluster.client(timeout=10) as client:
@@ -286,6 +295,7 @@ def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
                 what="our peers to compact past the stopped follower's log end",
             )
             ref.p.send_signal(signal.SIGCONT)
+            phases = {"stopped, written, compacted": time.monotonic() - began}
             stopped = False
             reason: list[str | None] = [None]
 
@@ -309,10 +319,12 @@ def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
             # Resumed, the reference's overdue election timer may fire before it reads what
             # our leader sent (node runs timers first), and the term moves (Raft without
             # pre-vote, which it does not speak): 0 to 8 campaigns seen, until one of ours
-            # leads at a term past its own. Then it follows and never campaigns again, where a stranded one campaigned every 200-300 ms for ever
-            # (term 6 -> 64 in 15 s before this was fixed). Its own debug lines say when it
-            # campaigns; the terms of ours may also move on this loaded machine.
+            # leads at a term past its own. Then it follows and never campaigns again, where
+            # a stranded one campaigned at every timeout for ever (term 6 -> 64 in 15 s
+            # before this was fixed). Its own debug lines say when it campaigns; the terms
+            # of ours may also move on this loaded machine.
             resumed = _campaigns(cluster, since=campaigns_before)
+            phases["caught up"] = time.monotonic() - began
             print(f"the reference campaigned {len(resumed)} times before it caught up")
             terms = _terms(client, cluster)
             steady = time.monotonic() + 2.0
@@ -326,6 +338,7 @@ def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
             leader = cluster.wait_leader(client)
             # one more failure: one of ours (the leader); the other and the reference go on
             victim = leader if leader != "ref3" else "ours1"
+            phases["steady"] = time.monotonic() - began
             cluster.kill(victim)
             survivors = [pid for pid in cluster.ids if pid != victim]
             cluster.wait_leader(client, among=survivors, timeout=15)
@@ -342,6 +355,7 @@ def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
             # down too, the victim restarts empty (its data directory moved away), behind
             # the reference's first index; the reference leads and sends it the snapshot.
             other = next(pid for pid in survivors if pid != "ref3")
+            phases["committed after a kill"] = time.monotonic() - began
             cluster.kill(other)
             shutil.move(cluster.data_dir(victim), tmp_path / f"{victim}.before")
             cluster.restart(victim)
@@ -369,8 +383,11 @@ def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
             # it holds nothing before the reference's snapshot but that snapshot (and may
             # have compacted since, into snapshots of its own)
             assert client.log_info(urls[victim], timeout=1.0).first_index > served.index
+            phases["the empty peer brought back"] = time.monotonic() - began
             cluster.restart(other)  # so that every log can be compared to the end
             wait_until(caught_up, 15, interval=0.05, what="every peer to converge")
+            phases["converged"] = time.monotonic() - began
+            print("seconds from the start: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
     finally:
         if stopped:
             cluster.procs["ref3"].p.send_signal(signal.SIGCONT)
