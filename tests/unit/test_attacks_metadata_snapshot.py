@@ -409,6 +409,7 @@ def test_a_metadata_view_takes_the_stream_a_reference_peer_serves_and_still_chec
     view._sync(_SnapshotClient(forged, 20))  # type: ignore[arg-type]
     assert view._prev == 10 and view.snapshots_refused == 1
 
+
 def test_a_peer_restarts_from_its_own_snapshot_of_signed_state(tmp_path: Path) -> None:
     """The honest path: a tower's own snapshot verifies at its next start."""
     options = PeerOptions(snapshot_every=2, fsync=False)
