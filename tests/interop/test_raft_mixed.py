@@ -358,7 +358,14 @@ def test_a_reference_follower_far_behind_a_compacting_leader_is_brought_back(
             phases["committed after a kill"] = time.monotonic() - began
             cluster.kill(other)
             shutil.move(cluster.data_dir(victim), tmp_path / f"{victim}.before")
+            # Its election timeout longer than the reference's: an empty peer of ours cannot
+            # win, yet its real-vote campaigns at rising terms make the reference refresh
+            # its own timer (raft_router.js does on any RequestVote of a higher term), and
+            # with the reference's 1-1.5 s against our 150-300 ms nobody was ever elected
+            # (docs/raft.md §4: left as it is)
+            cluster.ours_args = (*LAG_COMPACTION, "--election-ticks", "400")
             cluster.restart(victim)
+            cluster.ours_args = LAG_COMPACTION
             assert cluster.wait_leader(client, among=["ref3", victim], timeout=15) == "ref3"
             blob = bytearray()  # a RequestEntries reader gets our format from it too
             for item in client.stream_entries(0, count=1, timeout=10.0):
