@@ -1295,6 +1295,25 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if kind == _PRE and self.plain_peers & self._voters.ids:",
         "        if False:",
     ),
+    "raft snapshots streamed to reference peers too": (
+        "dafka.raft.replication",
+        "Replication._start_snapshot",
+        "        self._progress[peer].become_snapshot(meta.index, meta.term)",
+        "        if peer in self.plain_peers:\n            return False\n"
+        "        self._progress[peer].become_snapshot(meta.index, meta.term)",
+    ),
+    "raft a leader in its lease keeps its term against a lagging follower's votes": (
+        "dafka.raft.core",
+        "RaftCore.step",
+        "                    if self.check_quorum and not msg.transfer and self._in_lease():",
+        "                    if False:",
+    ),
+    "raft a served snapshot stream of another index is refused": (
+        "dafka.raft.snapstream",
+        "served_state",
+        "    if meta.index != index:",
+        "    if False:",
+    ),
     "raft AppendEntries rejection hint in the reference form": (
         "dafka.raft.peerrpc",
         "AppendEntriesResponse.decode",
@@ -1878,6 +1897,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "raft no pre-vote with peers that do not speak it": (
         "tests/unit/raft/test_extensions.py::test_pre_vote_only_when_every_other_voter_speaks_it",
+    ),
+    "raft snapshots streamed to reference peers too": (
+        "tests/unit/raft/test_extensions.py::test_a_plain_peer_behind_the_compaction_is_streamed_the_snapshot_and_caught_up",
+    ),
+    "raft a leader in its lease keeps its term against a lagging follower's votes": (
+        "tests/unit/raft/test_extensions.py::test_a_lagging_follower_campaigning_does_not_move_the_leaders_term",
+    ),
+    "raft a served snapshot stream of another index is refused": (
+        "tests/unit/raft/test_extensions.py::test_a_served_snapshot_is_taken_raw_or_as_the_stream_a_reference_peer_stores",
     ),
     "raft AppendEntries rejection hint in the reference form": (
         "tests/unit/test_raft_reference_vectors.py::test_the_gap_answer_carries_the_followers_log_end_plus_one",

@@ -33,6 +33,7 @@ from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
 from ..raft.guard import BROADCAST_FRAMES, CLIENT_FRAME_BYTES
 from ..raft.ready import SnapshotChunk
+from ..raft.snapstream import served_state
 from ..raft.types import Entry
 from .client import BROADCAST_PORT_OFFSET, DEFAULT_CLUSTER, RAFT_PORT_OFFSET, tower_curve
 from .state import MetadataStateMachine, command, topic_settings
@@ -374,7 +375,8 @@ class MetadataView:
         """Replace the replica by a snapshot it verifies (:meth:`MetadataStateMachine.
         check_snapshot`); a refused one leaves it as it was, one log line per period."""
         try:
-            self._replica.restore(data)
+            # a ØMQ RAFT reference peer serves the InstallSnapshot stream our leader sent it
+            self._replica.restore(served_state(data, index))
         except WireError as exc:
             now = time.monotonic()
             if now >= self._refused_log_after:

@@ -350,6 +350,8 @@ class RaftClient:
                         snap_next += len(resp.chunk)
                         if resp.is_last_chunk:
                             prev, snap_next = resp.last_index, 0
+                            if end is not None and prev >= end:
+                                return  # the snapshot covers the count (finally: "stop")
                     offset = snap_next if snap_next else None
                     follow = w.RequestEntries(rid, self.cluster, prev, remaining(), offset)
                     self._send_now(follow.encode())

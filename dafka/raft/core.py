@@ -170,7 +170,6 @@ class RaftCore(CoreView, Replication):
         self.refused = 0
         """Peer messages dropped because a term or index was out of range."""
         self.plain_peers: frozenset[str] = frozenset()  # kept current by the shell
-        self.snapshot_refused: set[str] = set()  # plain peers that needed a snapshot
         self.terms = TermCeiling(id, self.term)
         """How far a peer message may raise our term (:class:`~dafka.raft.guard.TermCeiling`)."""
         self.recovering_to = recovering_to

@@ -1,7 +1,7 @@
 """Which peers speak Dafka's Raft extensions, learned by asking them (no IO here).
 
 The extensions (pre-vote, leader transfer with TimeoutNow, the ``RI``/``RL`` reads,
-learners, our snapshot stream) are not in the ØMQ RAFT protocol. A reference peer
+learners) are not in the ØMQ RAFT protocol. A reference peer
 (the npm ``zmq-raft`` server) ignores what it does not know: it takes our pre-vote's
 RequestVote as a real vote (and our term), and never answers TimeoutNow or the reads.
 So a peer uses an extension only with peers that said they speak it.
@@ -19,8 +19,10 @@ all); a peer that has not answered is *plain*; with plain peers the core falls b
 * leader transfer to a plain peer: refused (``ConfigError``);
 * learners: a configuration change with learners is refused (ARGUMENT_ERROR) while
   any member is plain (a reference peer cannot read our learner config format);
-* snapshots: never streamed to a plain peer (it could not read them); the leader logs
-  ``raft.ext.snapshot_refused`` and the peer stays behind until an operator acts.
+* snapshots: not an extension; streamed to a plain peer as to any follower behind the
+  compaction (InstallSnapshot is in the protocol; a reference peer stores the bytes as
+  they are and serves them back as they are: ``docs/raft.md`` §4). ``"snapshot"`` stays
+  in :data:`FEATURES` for peers of earlier versions, which refused plain peers one.
 
 The client uses the same ``XF`` request to tell "this leader does not speak the read
 extension" from "no leader" (:meth:`dafka.raft.client.RaftClient.read`).

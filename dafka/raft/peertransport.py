@@ -57,9 +57,8 @@ ROUTE_TTL = 2.0
 """Seconds a sent request, or the route back for a received one, is remembered."""
 _FALLBACK = (
     "no answer to XF (a ØMQ RAFT reference peer?): pre-vote off, no leader transfer to it, "
-    "learners and snapshots refused"
+    "learners refused"
 )
-_SNAP = "it needs a snapshot but does not speak our snapshot stream: it stays behind"
 _KIND = {
     m.RequestVote: w.MsgType.REQUEST_VOTE,
     m.AppendEntries: w.MsgType.APPEND_ENTRIES,
@@ -104,7 +103,7 @@ class PeerTransport(PeerState):
         self._msg_ids = w.MessageIdCounter()
         self._out: dict[str, OrderedDict[int, _Out]] = {}
         self._ext = Extensions(self.cluster)
-        self._refused_snap: set[str] = set()
+        self._snap_told: dict[str, int] = {}  # the last snapshot index logged as sent, per peer
         self._newest: dict[str, int] = {}  # the last AppendEntries/InstallSnapshot id per peer
         self._seen: OrderedDict[bytes, OrderedDict[int, list[bytes] | None]] = OrderedDict()
         self._ae_routes: OrderedDict[tuple[str, int], _Route] = OrderedDict()
@@ -222,10 +221,6 @@ class PeerTransport(PeerState):
             log.warning("raft.ext.%s id=%s peer=%s reason=%s", event, self.id, peer_id, why)
         ext.events.clear()
         core.plain_peers = ext.plain(p.id for p in all_peers(core.config) if p.id != self.id)
-        for peer_id in core.snapshot_refused - self._refused_snap:
-            log.error("raft.ext.snapshot_refused id=%s peer=%s reason=%s", self.id, peer_id, _SNAP)
-        self._refused_snap |= core.snapshot_refused
-        core.snapshot_refused.clear()
 
     def _send_probe(self, peer_id: str, frames: list[bytes]) -> bool:
         try:
@@ -248,6 +243,16 @@ class PeerTransport(PeerState):
         if sock is None:
             log.debug("raft.peer.unknown_peer id=%s", msg.to)
             return
+        if isinstance(msg, m.InstallSnapshot) and self._snap_told.get(msg.to) != msg.index:
+            self._snap_told[msg.to] = msg.index
+            log.info(
+                "raft.peer.send_snapshot id=%s peer=%s index=%d bytes=%d plain=%s",
+                self.id,
+                msg.to,
+                msg.index,
+                msg.total_size,
+                msg.to in self.core.plain_peers,
+            )
         msg_id = self._msg_ids.next()
         frames = wire_request(msg, msg_id, self.cluster).encode()
         try:

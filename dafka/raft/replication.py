@@ -71,7 +71,6 @@ class Replication:
     max_inflight: int
     snapshot_chunk_size: int
     plain_peers: frozenset[str]
-    snapshot_refused: set[str]
     recovering_to: int | None
     _log: RaftLog
     _snapshot: SnapshotMeta
@@ -361,9 +360,9 @@ class Replication:
         meta = self._snapshot
         if self._read_snapshot is None or meta.index < self._log.base_index:
             return False
-        if peer in self.plain_peers:
-            self.snapshot_refused.add(peer)  # it could not read our snapshot stream
-            return False
+        # to every follower, a reference peer too: it stores the bytes as they are (its
+        # state machine is not ours and reads none of our entries either) and serves them
+        # back as they are, to our followers and to RequestEntries readers
         self._progress[peer].become_snapshot(meta.index, meta.term)
         return self._send_snapshot_chunk(peer)
 

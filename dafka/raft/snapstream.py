@@ -3,6 +3,11 @@
     b"DAFKRSX1" | u32 meta length | meta | state machine data | u32 crc32
 
 meta being msgpack ``[index, term, config frame]``.
+
+RequestEntries (status 3) streams a reader the state machine's own bytes from our peers,
+but this stream from a ØMQ RAFT reference peer that got the snapshot from one of our
+leaders (it stores and serves the bytes as it was sent them): :func:`served_state` takes
+either.
 """
 
 from __future__ import annotations
@@ -13,10 +18,10 @@ import zlib
 import msgpack
 
 from ..errors import StorageError
-from .frames import decode_config, encode_config
+from .frames import RaftWireError, decode_config, encode_config
 from .types import SnapshotMeta
 
-__all__ = ["pack_snapshot", "unpack_snapshot"]
+__all__ = ["pack_snapshot", "served_state", "unpack_snapshot"]
 
 _SNAP_MAGIC = b"DAFKRSX1"
 _U32 = struct.Struct("<I")
@@ -44,3 +49,19 @@ def unpack_snapshot(blob: bytes) -> tuple[SnapshotMeta, bytes]:
     except Exception as exc:
         raise StorageError(f"snapshot stream meta does not decode: {exc}") from exc
     return meta, body[start + size :]
+
+
+def served_state(blob: bytes, index: int) -> bytes:
+    """The state machine bytes of a snapshot at ``index`` streamed by RequestEntries: the
+    bytes as they are (our peers), or unpacked from this module's stream (a reference peer
+    serving the one our leader sent it), checked (CRC, and the index the answer named).
+    No state machine of ours writes bytes starting with the stream's magic (MessagePack)."""
+    if not blob.startswith(_SNAP_MAGIC):
+        return blob
+    try:
+        meta, data = unpack_snapshot(blob)
+    except StorageError as exc:
+        raise RaftWireError(f"a served snapshot stream that does not unpack: {exc}") from None
+    if meta.index != index:
+        raise RaftWireError(f"a served snapshot stream of index {meta.index}, announced {index}")
+    return data

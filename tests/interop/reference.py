@@ -101,7 +101,8 @@ class MixedCluster:
     """One cluster of ``kinds[k]`` peers (``ours1``, ``ref2``, ...), data under ``root``.
 
     ``ours_args`` are extra ``dafka.cli.raft peer`` options; ``ref_options`` extra
-    reference config (``raft`` namespace) settings.
+    reference config (``raft`` namespace) settings; ``ref_debug`` the reference's ``DEBUG``
+    namespaces (its debug lines on stderr; ``DAFKA_ZMQ_RAFT_DEBUG=1`` gives all of them).
     """
 
     def __init__(
@@ -113,6 +114,7 @@ class MixedCluster:
         ours_args: tuple[str, ...] = (),
         ref_options: dict[str, object] | None = None,
         reference: Path | None = None,
+        ref_debug: str | None = None,
     ) -> None:
         self.root = root
         self.name = name
@@ -120,6 +122,7 @@ class MixedCluster:
         self.ids = list(self.kinds)
         self.ours_args = ours_args
         self.ref_options = dict(ref_options or {})
+        self.ref_debug = ref_debug
         self.reference = reference
         if Kind.REF in kinds and reference is None:
             raise ValueError("reference peers need the reference's directory")
@@ -197,7 +200,8 @@ class MixedCluster:
         directory.mkdir(parents=True, exist_ok=True)
         config = self.root / f"{pid}.json"
         config.write_text(json.dumps(self.ref_config(pid), indent=2))
-        env = {"DEBUG": "zmq-raft:*"} if os.environ.get("DAFKA_ZMQ_RAFT_DEBUG") == "1" else {}
+        debug = "zmq-raft:*" if os.environ.get("DAFKA_ZMQ_RAFT_DEBUG") == "1" else self.ref_debug
+        env = {"DEBUG": debug} if debug else {}
         env["DEBUG_COLORS"] = "0"
         script = self.reference / "node_modules" / "zmq-raft" / "bin" / "zmq-raft.js"
         proc = Proc(["node", str(script), "-c", str(config)], env=env)

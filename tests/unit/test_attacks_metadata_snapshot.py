@@ -395,6 +395,21 @@ def test_a_metadata_view_keeps_its_state_when_a_tower_sends_a_forged_snapshot(
     assert fresh.trusted_stores() == (STORE,) and fresh.snapshots_refused == 1
 
 
+def test_a_metadata_view_takes_the_stream_a_reference_peer_serves_and_still_checks_it() -> None:
+    # issue 34 point 8: a ØMQ RAFT reference peer leading the towers serves RequestEntries
+    # the InstallSnapshot stream one of our leaders sent it, not the state machine's bytes
+    view = MetadataView("127.0.0.1:1", anchors=[ADMIN_HEX])
+    real = _victim()
+    config = ClusterConfig((Peer("t1", "tcp://127.0.0.1:1"),))
+    packed = pack_snapshot(SnapshotMeta(10, 1, config), real.snapshot())
+    view._sync(_SnapshotClient(packed, 10))  # type: ignore[arg-type]
+    assert view.trusted_stores() == (STORE,) and view.revision == real.revision
+    assert view._prev == 10 and view.snapshots_refused == 0
+    forged = pack_snapshot(SnapshotMeta(20, 1, config), _evil(root=[ADMIN_HEX]))
+    view._sync(_SnapshotClient(forged, 20))  # type: ignore[arg-type]
+    assert view._prev == 10 and view.snapshots_refused == 1
+
+
 def test_a_peer_restarts_from_its_own_snapshot_of_signed_state(tmp_path: Path) -> None:
     """The honest path: a tower's own snapshot verifies at its next start."""
     options = PeerOptions(snapshot_every=2, fsync=False)

@@ -384,6 +384,16 @@ def test_stream_entries_pipeline_stop_and_snapshot(solo: RaftPeer, ctx) -> None:
     assert wait_for(lambda: not solo._streams)
 
 
+def test_a_count_the_snapshot_covers_ends_the_stream_after_it(solo: RaftPeer, ctx) -> None:
+    # the follow-up after the snapshot asked for a negative count: RaftWireError
+    with client_for(ctx, solo.url, response_ttl=0.5) as client:
+        client.update_many([put_command(f"k{i}", i) for i in range(40)])
+        assert wait_for(lambda: solo.info().snapshot_index >= 30)
+        items = list(client.stream_entries(0, count=5))
+        assert items and all(isinstance(i, SnapshotChunk) for i in items) and items[-1].last
+    assert wait_for(lambda: not solo._streams)
+
+
 def wait_for(pred: Callable[[], object], timeout: float = 3) -> object:
     deadline = time.monotonic() + timeout
     while not (value := pred()) and time.monotonic() < deadline:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, WireError
 from dafka.raft.extensions import (
     DISPATCH_FEATURES,
     FEATURES,
@@ -14,9 +14,18 @@ from dafka.raft.extensions import (
     decode_features,
 )
 from dafka.raft.frames import RaftWireError, encode_json, encode_uint
-from dafka.raft.messages import AppendResponse, RequestVote
+from dafka.raft.messages import (
+    AppendEntries,
+    AppendResponse,
+    InstallSnapshot,
+    RequestVote,
+    SnapshotResponse,
+    VoteResponse,
+)
 from dafka.raft.ready import ProposeStatus, Role
-from dafka.raft.types import HardState, SnapshotMeta
+from dafka.raft.snapstream import pack_snapshot, served_state
+from dafka.raft.statemachine import KvStateMachine, put_command
+from dafka.raft.types import Entry, EntryType, HardState, SnapshotMeta
 
 from .sim import drain, elect, make_config, new_core, outbox, peer
 
@@ -74,27 +83,82 @@ def test_learners_are_refused_while_a_member_is_plain():
     assert leader.add_learner(peer("d"), reqid(2), NOW).status is ProposeStatus.ACCEPTED
 
 
-def test_no_snapshot_stream_to_a_plain_peer():
+def _lagging_plain_follower(blob: bytes):
+    """Leader ``a`` whose log was compacted into a snapshot at 5; ``b`` is plain (a
+    reference peer) and its log ends at 0, so it needs the snapshot."""
     snap = SnapshotMeta(5, 1, make_config("ab"))
     leader = new_core(
         "a",
         "ab",
         hard_state=HardState(term=1, commit=5),
         snapshot=snap,
-        read_snapshot=lambda index, offset, limit: (b"x", 1),
+        snapshot_chunk_size=4,
+        read_snapshot=lambda index, offset, limit: (blob[offset : offset + limit], len(blob)),
     )
     leader.plain_peers = frozenset({"b"})
     elect(leader)
-    sent = outbox(leader)
-    # b's log is behind the snapshot: the probe at 5 is answered "my log ends at 0"
-    probe = next(m for m in sent if m.to == "b")
+    probe = next(m for m in outbox(leader) if m.to == "b")
+    # the reference's rejection: "my log ends at 0" (frame 4 = its last index + 1)
     leader.step(
         AppendResponse(
             "b", "a", leader.term, False, None, 0, probe.prev_index, probe.last_index, probe.seq
         )
     )
-    assert not [m for m in outbox(leader) if type(m).__name__ == "InstallSnapshot"]
-    assert leader.snapshot_refused == {"b"}
+    return leader
+
+
+def test_a_plain_peer_behind_the_compaction_is_streamed_the_snapshot_and_caught_up():
+    # issue 34 point 8: the leader refused to stream snapshots to reference peers, so a
+    # reference follower behind the compaction was never caught up (and campaigned for ever)
+    blob = b"DAFKRSX1-opaque-to-the-reference"
+    leader = _lagging_plain_follower(blob)
+    got = b""
+    for _ in range(len(blob)):
+        chunks = [m for m in outbox(leader) if isinstance(m, InstallSnapshot) and m.to == "b"]
+        assert chunks, f"no InstallSnapshot to the plain follower after {len(got)} bytes"
+        chunk = chunks[-1]
+        assert (chunk.index, chunk.term_of_index, chunk.offset) == (5, 1, len(got))
+        got += chunk.chunk
+        # the reference answers with its term only; the shell echoes index, end and size
+        leader.step(SnapshotResponse("b", "a", leader.term, None, 5, len(got), chunk.total_size))
+        if len(got) == len(blob):
+            break
+    assert got == blob  # the bytes as they are: the reference serves them back as they are
+    appends = [m for m in outbox(leader) if isinstance(m, AppendEntries) and m.to == "b"]
+    assert appends and appends[0].prev_index == 5 and appends[0].prev_term == 1
+    leader.step(AppendResponse("b", "a", leader.term, True, None, None, 5, 6, appends[0].seq))
+    assert leader._progress["b"].match == 6 == leader.last_index
+
+
+def test_a_lagging_follower_campaigning_does_not_move_the_leaders_term():
+    # a follower the leader cannot reach in time times out and asks for votes at a higher
+    # term; check-quorum's lease (thesis 4.2.3) keeps a leader that hears a quorum from
+    # taking that term or stepping down on the request alone
+    leader = new_core("a", "abc", hard_state=HardState(term=3))
+    leader.plain_peers = frozenset({"c"})
+    elect(leader)
+    term = leader.term
+    outbox(leader)
+    for k in range(1, 6):
+        leader.step(RequestVote("c", "a", term + k, 0, 0))
+        assert outbox(leader) == [VoteResponse("a", "c", term, False)]
+        assert leader.is_leader and leader.term == term
+
+
+def test_a_served_snapshot_is_taken_raw_or_as_the_stream_a_reference_peer_stores():
+    # a reference peer that got our InstallSnapshot stream serves those bytes to
+    # RequestEntries readers (a tower's metadata view), where ours serve the state
+    # machine's own bytes; a stream of another index than the answer named is refused
+    sm = KvStateMachine()
+    sm.apply(Entry(1, 1, EntryType.STATE, bytes(12), put_command("k", 1)))
+    raw = sm.snapshot()
+    blob = pack_snapshot(SnapshotMeta(42, 7, make_config("a")), raw)
+    assert served_state(raw, 42) == raw
+    assert served_state(blob, 42) == raw
+    with pytest.raises(WireError, match="does not unpack"):
+        served_state(blob[:20] + b"?" + blob[21:], 42)
+    with pytest.raises(WireError, match="index 42, announced 41"):
+        served_state(blob, 41)
 
 
 def test_probes_until_answered_and_reports_the_silent_once():
