@@ -671,9 +671,9 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "metadata view restores snapshots onto the replica it holds": (
         "dafka.metadata.follower",
         "MetadataView._restore",
-        "            self._replica.restore(data)",
+        "            self._replica.restore(served_state(data, index))",
         "            self._replica = MetadataStateMachine(cluster=self.cluster)\n"
-        "            self._replica.restore(data)",
+        "            self._replica.restore(served_state(data, index))",
     ),
     "metadata refuses unsigned changes": [
         (
