@@ -1,0 +1,152 @@
+"""Kafka's client calls against real processes (issue 34 point 10): ``offsets_for_times``,
+``list_topics`` and ``dafka.AdminClient``, ``pause``/``resume``, ``assign``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from dafka import AdminClient, Consumer, Producer
+from dafka.query import QueryClient, records
+from tests.procs import StoreProc, Tower, wait_until
+
+pytestmark = pytest.mark.integration
+
+BATCHES = 6
+PER_BATCH = 5
+
+
+def produce_batches(towers: str, topic: str) -> str:
+    """BATCHES signed batches of PER_BATCH records each, stamped at distinct milliseconds."""
+    with Producer(topic, towers=towers, linger_ms=0) as p:
+        for b in range(BATCHES):
+            p.send_many([f"{b}-{i}".encode() for i in range(PER_BATCH)])
+            p.flush(30)
+            time.sleep(0.003)  # the next batch is stamped at a later millisecond
+        return p.partition
+
+
+def stamps(store: StoreProc, topic: str, partition: str) -> list[tuple[int, int]]:
+    """``(offset, timestamp_ms)`` of every stored record, read from the store itself."""
+
+    def read() -> list[tuple[int, int]] | None:
+        with QueryClient(store.query_endpoint) as c:
+            out = [
+                (r.offset, r.timestamp_ms or 0)
+                for reply in c.read_range(topic, partition, 0, BATCHES * PER_BATCH)
+                for r in records(reply)
+            ]
+        return out if len(out) == BATCHES * PER_BATCH else None
+
+    got = wait_until(read, 20, what="the store holding every record")
+    assert isinstance(got, list)
+    return got
+
+
+def expected(stored: list[tuple[int, int]], ts: int) -> int | None:
+    return next((o for o, t in stored if t >= ts), None)
+
+
+def test_offsets_for_times_and_list_topics(tower: Tower, start_store) -> None:
+    store = start_store()
+    part = produce_batches(tower.address, "times")
+    stored = stamps(store, "times", part)
+    times = sorted({t for _, t in stored})
+    assert len(times) >= 3, times  # several batches, several stamps
+    asks = [0, *times, *(t + 1 for t in times), times[-1] + 10_000]
+    with Consumer("times", towers=tower.address, metadata=False) as c:
+        for ts in asks:
+            assert c.offsets_for_times({("times", part): ts}) == {
+                ("times", part): expected(stored, ts)
+            }, ts
+        listed = c.list_topics()
+    assert listed["times"].partitions[part].low == 0
+    assert listed["times"].partitions[part].high == BATCHES * PER_BATCH  # exclusive
+    assert listed["times"].partitions[part].stores == (store.node_id,)
+    with AdminClient(tower.address) as admin:
+        assert admin.offsets_for_times({("times", part): times[1]}) == {
+            ("times", part): expected(stored, times[1])
+        }
+        topics = admin.list_topics(["times"])
+    assert list(topics) == ["times"]
+    assert topics["times"].partitions[part].high == BATCHES * PER_BATCH
+
+
+def test_pause_resume_and_assign(tower: Tower, start_store) -> None:
+    start_store()
+    a = produce_batches(tower.address, "ctl")
+    b = produce_batches(tower.address, "ctl")
+    total = BATCHES * PER_BATCH
+    with Consumer("ctl", towers=tower.address, offset_reset="earliest", metadata=False) as c:
+        c.pause([("ctl", a)])
+        assert c.paused() == [("ctl", a)]
+        got: dict[str, list[int]] = {a: [], b: []}
+
+        def read_b() -> bool:
+            for r in c.poll_batch(1000, timeout=0.2):
+                got[r.partition].append(r.offset)
+            return len(got[b]) >= total
+
+        wait_until(read_b, 30, what="every record of the partition not paused")
+        assert got[a] == [], "a paused partition's records were returned"
+        c.resume([("ctl", a)])
+        assert c.paused() == []
+
+        def read_a() -> bool:
+            for r in c.poll_batch(1000, timeout=0.2):
+                got[r.partition].append(r.offset)
+            return len(got[a]) >= total
+
+        wait_until(read_a, 30, what="the resumed partition's records")
+        assert got[a] == list(range(total))  # from where it was paused: none lost, none twice
+        assert got[b] == list(range(total))
+
+    with Consumer(towers=tower.address, metadata=False) as c:
+        c.assign([("ctl", b, 7)])
+        assert c.assignment() == [("ctl", b)]
+        seen: list[tuple[str, int]] = []
+
+        def read() -> bool:
+            seen.extend((r.partition, r.offset) for r in c.poll_batch(1000, timeout=0.2))
+            return len(seen) >= total - 7
+
+        wait_until(read, 30, what="the assigned partition from offset 7")
+        assert seen == [(b, o) for o in range(7, total)]
+        assert not c.poll_batch(1000, timeout=0.5)  # nothing of the partition not assigned
+
+
+def test_a_consumer_the_read_acl_does_not_name_learns_no_offset(tmp_path: Path) -> None:
+    """Attack: a topic with a read ACL, a store without CURVE (so it serves the topic to
+    nobody): ``offsets_for_times`` raises the store's ``forbidden``, never an offset."""
+    from dafka.metadata import MetadataClient
+    from dafka.query import QueryError
+
+    tower = Tower()
+    try:
+        store = StoreProc(tmp_path / "store", tower.address)
+        try:
+            part = produce_batches(tower.address, "sealed")
+            stamps(store, "sealed", part)
+            with MetadataClient(tower.address) as admin:
+                admin.alter_topic("sealed", {"consumers": ["0" * 32]})
+            with Consumer("other", towers=tower.address) as c:
+
+                def refused() -> QueryError | None:
+                    try:
+                        c.offsets_for_times({("sealed", part): 0}, timeout=5)
+                    except QueryError as exc:
+                        return exc
+                    return None
+
+                exc = wait_until(refused, 20, what="the store refusing the ACL topic")
+                assert "forbidden" in str(getattr(exc, "code", "")) or "ACL" in str(exc)
+                with pytest.raises(QueryError):
+                    c.list_topics(["sealed"], timeout=5)
+                # every topic: the metadata names it, but no store shows its partitions
+                assert c.list_topics(timeout=5)["sealed"].partitions == {}
+        finally:
+            store.kill()
+    finally:
+        tower.stop()
