@@ -12,7 +12,7 @@ import pytest
 from dafka.api.cluster import _batch_at, check_times
 from dafka.api.consumer_control import ConsumerControl, parse_assignment
 from dafka.core.effects import RecordBatch
-from dafka.errors import ConfigError, ProtocolError
+from dafka.errors import ConfigError, ProfileError, ProtocolError
 from dafka.query import protocol as qp
 from dafka.query.protocol import pack_batches
 from dafka.spark.offsets import first_at_or_after
@@ -117,3 +117,44 @@ def test_runs_of_partitions_not_assigned_are_dropped() -> None:
     c = Ctl()
     c._manual = {("t", Q)}
     assert [r.partition for r in c._group_filter([run(P, 0), run(Q, 0)])] == [Q]
+
+
+def test_key_rule_is_kcats_k_and_z() -> None:
+    from dafka.cli.producer_keys import KeyRule, key_rule
+
+    rule = KeyRule(b"=", b"fixed", True)
+    assert rule.split(b"own=a") == (b"a", b"own")  # a line's own key wins over -k
+    assert rule.split(b"b") == (b"b", b"fixed")
+    assert rule.split(b"=c") == (b"c", None)  # -Z: an empty key is no key
+    assert rule.split(b"") == (b"", b"fixed")  # a value is never null: empty stays empty
+    assert KeyRule(None, b"", True).split(b"x") == (b"x", None)
+    assert KeyRule(None, b"", False).split(b"x") == (b"x", b"")
+    assert key_rule(None, None, False, "signed") is None  # the feed's fast path
+    with pytest.raises(ProfileError):
+        key_rule(None, "k", False, "rfc46")
+
+
+def test_kcat_json_names_and_query_specs() -> None:
+    import json
+
+    from dafka.cli.kcat import kcat_json, parse_topic_time
+    from dafka.core.effects import ConsumedRecord
+
+    row = json.loads(kcat_json(ConsumedRecord("t", P, 3, b"v", b"\xff", 1.5)))
+    assert row == {
+        "topic": "t",
+        "partition": P,
+        "offset": 3,
+        "tstype": "create",
+        "ts": 1500,
+        "broker": -1,
+        "key": None,
+        "key_base64": "/w==",
+        "payload": "v",
+    }
+    row = json.loads(kcat_json(ConsumedRecord("t", P, 0, b"v")))
+    assert (row["tstype"], row["ts"], row["key"]) == ("unknown", -1, None)
+    assert parse_topic_time(f"a:b:{P.lower()}:17") == ("a:b", P, 17)
+    for bad in ("t:17", f"t:{P}:", f"t:{P}:-1", f":{P}:1"):
+        with pytest.raises(ConfigError):
+            parse_topic_time(bad)
