@@ -171,13 +171,12 @@ class StoreQueries:
     def list_topics(
         self, topics: Iterable[str] | None = None, settings: Mapping[str, dict] | None = None
     ) -> dict[str, TopicMetadata]:
-        """Topics (``topics``, or every one the stores hold and this client may read, plus
-        the metadata's ``settings`` names) with their partitions, sorted by name."""
-        held = self.holders(topics)
-        names = set(t for t, _ in held) | set(settings or ())
-        if topics is not None:
-            names &= set(topics)
-            names |= set(topics) & set(settings or ())
+        """Topics (each of ``topics``, held or not; else every one the stores hold and this
+        client may read, and every one the metadata's ``settings`` names) with their
+        partitions, sorted by name."""
+        named = None if topics is None else {check_topic(t) for t in topics}
+        held = self.holders(named)
+        names = set(t for t, _ in held) | set(settings or ()) if named is None else named
         out: dict[str, TopicMetadata] = {}
         for name in sorted(names):
             parts = {

@@ -150,3 +150,40 @@ def test_a_consumer_the_read_acl_does_not_name_learns_no_offset(tmp_path: Path) 
             store.kill()
     finally:
         tower.stop()
+
+
+def test_async_consumer_seeks_pauses_and_commits(tower: Tower, start_store) -> None:
+    import asyncio
+
+    from dafka import AsyncConsumer
+
+    start_store()
+    part = produce_batches(tower.address, "aio")
+    total = BATCHES * PER_BATCH
+    key = ("aio", part)
+
+    async def take(c: AsyncConsumer, n: int) -> list[int]:
+        got: list[int] = []
+        deadline = time.monotonic() + 30
+        while len(got) < n and time.monotonic() < deadline:
+            got.extend(r.offset for r in await c.poll_batch(1000, timeout=0.2))
+        return got
+
+    async def main() -> None:
+        kw = dict(towers=tower.address, offset_reset="earliest", metadata=False)
+        async with AsyncConsumer("aio", group="ag", enable_auto_commit=False, **kw) as c:
+            assert await take(c, total) == list(range(total))
+            assert await c.positions() == {key: total}
+            await c.seek("aio", part, 4)
+            assert await take(c, total - 4) == list(range(4, total))
+            await c.seek("aio", part, 10)
+            assert await c.commit() == {key: 10}
+            assert await c.committed() == {key: 10}
+            await c.pause([key])
+            assert not await c.poll_batch(1000, timeout=0.5)
+            await c.resume([key])
+            assert await take(c, total - 10) == list(range(10, total))
+            when = await c.offsets_for_times({key: 0})
+            assert when == {key: 0}
+
+    asyncio.run(main())
