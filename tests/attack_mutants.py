@@ -2159,6 +2159,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "query read ACL needs a named client key": (
         "tests/unit/test_attacks_read_acl.py::test_a_query_for_an_acl_topic_needs_a_named_curve_key",
+        "tests/integration/test_kafka_calls.py::test_over_curve_only_the_key_the_read_acl_names_learns_offsets",
     ),
     "query read ACL fails closed without CURVE": (
         "tests/unit/test_attacks_read_acl.py::test_heads_of_every_topic_leave_out_those_the_client_may_not_read",

@@ -187,3 +187,50 @@ def test_async_consumer_seeks_pauses_and_commits(tower: Tower, start_store) -> N
             assert when == {key: 0}
 
     asyncio.run(main())
+
+
+def test_over_curve_only_the_key_the_read_acl_names_learns_offsets(tmp_path: Path) -> None:
+    """Attack: over CURVE, a consumer under a key the topic's read ACL does not name asks
+    for a time's offset: ``forbidden``. The named reader's consumer, asking under its own
+    key (the consumer's identity, not a fresh one), gets the offset."""
+    from dafka.api.common import node_config
+    from dafka.metadata import MetadataClient
+    from dafka.query import QueryError
+    from dafka.security import identity
+    from tests.integration.test_attacks_curve import CurveTower, Store, keys
+    from tests.integration.test_attacks_curve import produce as produce_curve
+
+    ctower = CurveTower()
+    try:
+        k = keys(tmp_path, "store", "reader")
+        reader = identity.load(k["reader"][0])
+        store = Store(k["store"][0], ctower.address, "--curve")
+        try:
+            produce_curve(ctower.address, "sealed")
+            with MetadataClient(ctower.address) as admin:
+                admin.alter_topic("sealed", {"consumers": [reader.node_id]})
+
+            def consumer(me: identity.Identity) -> Consumer:
+                return Consumer("sealed", node=node_config(ctower.address, curve=True), identity=me)
+
+            with consumer(identity.Identity.generate()) as stranger:
+
+                def refused() -> QueryError | None:
+                    try:
+                        stranger.list_topics(["sealed"], timeout=5)
+                    except QueryError as exc:
+                        return exc
+                    return None  # served: the store has not applied the ACL yet
+
+                wait_until(refused, 20, what="the store refusing a key the ACL does not name")
+                with pytest.raises(QueryError):
+                    stranger.offsets_for_times({("sealed", "0" * 32): 0}, timeout=5)
+            with consumer(reader) as mine:
+                (part,) = mine.list_topics(["sealed"], timeout=10)["sealed"].partitions
+                assert mine.offsets_for_times({("sealed", part): 0}, timeout=10) == {
+                    ("sealed", part): 0
+                }
+        finally:
+            store.kill()
+    finally:
+        ctower.proc.kill()
