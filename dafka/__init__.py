@@ -1,5 +1,6 @@
 """Dafka: a decentralized streaming platform after ZeroMQ RFC 46/DAFKA."""
 
+from .api.admin import AdminClient, PartitionMetadata, TopicMetadata
 from .api.aio import AsyncConsumer, AsyncProducer
 from .api.consumer import Consumer
 from .api.producer import CloseResult, Producer
@@ -30,6 +31,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdminClient",
     "AsyncConsumer",
     "AsyncProducer",
     "BufferFullError",
@@ -45,6 +47,7 @@ __all__ = [
     "InvalidTopic",
     "NodeConfig",
     "NotLeader",
+    "PartitionMetadata",
     "Producer",
     "ProducerError",
     "ProfileError",
@@ -56,6 +59,7 @@ __all__ = [
     "Store",
     "StorageError",
     "StoreFullError",
+    "TopicMetadata",
     "TowerAddress",
     "WireError",
     "__version__",

@@ -25,6 +25,8 @@ import subprocess
 import sys
 
 TESTS = [
+    "tests/unit/test_kafka_calls.py",
+    "tests/integration/test_kafka_calls.py",
     "tests/unit/test_store_replicate.py",
     "tests/unit/test_attacks_discovery_flood.py",
     "tests/unit/test_private_dirs.py",
@@ -1167,6 +1169,12 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "        if client & allowed:",
         "        if True:",
     ),
+    "offsets_for_times refuses a READ answered with another batch than the one asked": (
+        "dafka.api.cluster",
+        "_batch_at",
+        "            if not first <= offset <= last:  # a store steering the search elsewhere",
+        "            if False:",
+    ),
     "query read ACL fails closed without CURVE": (
         "dafka.query.server",
         "authorize",
@@ -2231,9 +2239,14 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "query read ACL needs a named client key": (
         "tests/unit/test_attacks_read_acl.py::test_a_query_for_an_acl_topic_needs_a_named_curve_key",
+        "tests/integration/test_kafka_calls.py::test_over_curve_only_the_key_the_read_acl_names_learns_offsets",
     ),
     "query read ACL fails closed without CURVE": (
         "tests/unit/test_attacks_read_acl.py::test_heads_of_every_topic_leave_out_those_the_client_may_not_read",
+        "tests/integration/test_kafka_calls.py::test_a_consumer_the_read_acl_does_not_name_learns_no_offset",
+    ),
+    "offsets_for_times refuses a READ answered with another batch than the one asked": (
+        "tests/unit/test_kafka_calls.py::test_a_store_answering_another_batch_than_the_one_asked_is_refused",
     ),
     "CURVE key maps back to the node IDs of its Ed25519 keys": (
         "tests/unit/test_attacks_read_acl.py::test_a_curve_client_key_maps_back_to_its_node_id",

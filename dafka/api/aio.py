@@ -26,7 +26,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -238,6 +238,64 @@ class AsyncConsumer(_Owned):
             record = await self.poll(WAIT_SLICE)
             if record is not None:
                 yield record
+
+    # Seeking, committing and the other calls that wait for the IO thread, a group or the
+    # stores run in a thread of the event loop's default executor (asyncio.to_thread), not
+    # the worker that waits for records: they never queue behind a wait slice.
+
+    async def seek(self, topic: str, partition: str, offset: int) -> None:
+        """Read ``partition`` of ``topic`` from ``offset`` (:meth:`Consumer.seek`)."""
+        await self._call(self._node.seek, topic, partition, offset)
+
+    async def seek_to_beginning(self, topic: str, partition: str | None = None) -> None:
+        """:meth:`Consumer.seek_to_beginning`."""
+        await self._call(self._node.seek_to_beginning, topic, partition)
+
+    async def seek_to_end(self, topic: str, partition: str | None = None) -> None:
+        """:meth:`Consumer.seek_to_end`."""
+        await self._call(self._node.seek_to_end, topic, partition)
+
+    async def seek_to_timestamp(self, topic: str, partition: str | None, timestamp: float) -> None:
+        """:meth:`Consumer.seek_to_timestamp` (seconds since the epoch)."""
+        await self._call(self._node.seek_to_timestamp, topic, partition, timestamp)
+
+    async def positions(self) -> dict[tuple[str, str], int]:
+        """The next offset a poll returns per partition (:meth:`Consumer.positions`)."""
+        return await self._call(self._node.positions)
+
+    async def commit(
+        self, offsets: Mapping[tuple[str, str], int] | None = None
+    ) -> dict[tuple[str, str], int]:
+        """Commit for the group (default: the positions of every partition this member
+        reads) and return what was committed once ``min_acks`` stores hold it
+        (:meth:`Consumer.commit`)."""
+        return await self._call(self._node.commit, offsets)
+
+    async def committed(self) -> dict[tuple[str, str], int]:
+        """The group's committed offsets (:meth:`Consumer.committed`)."""
+        return await self._call(self._node.committed)
+
+    async def pause(self, partitions: Iterable[tuple[str, str]]) -> None:
+        """:meth:`Consumer.pause`."""
+        await self._call(self._node.pause, list(partitions))
+
+    async def resume(self, partitions: Iterable[tuple[str, str]]) -> None:
+        """:meth:`Consumer.resume`."""
+        await self._call(self._node.resume, list(partitions))
+
+    async def assign(self, partitions: Iterable[tuple[Any, ...]]) -> None:
+        """:meth:`Consumer.assign`."""
+        await self._call(self._node.assign, list(partitions))
+
+    async def offsets_for_times(
+        self, times: Mapping[tuple[str, str], int], timeout: float = 10.0
+    ) -> dict[tuple[str, str], int | None]:
+        """:meth:`Consumer.offsets_for_times` (timestamps in ms since the epoch)."""
+        return await self._call(self._node.offsets_for_times, dict(times), timeout)
+
+    async def _call(self, fn: Callable[..., T], *args: object) -> T:
+        self._require()
+        return await asyncio.to_thread(fn, *args)
 
     async def stop(self) -> None:
         if self._stopped:

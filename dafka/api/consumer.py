@@ -34,7 +34,7 @@ from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..security.identity import Identity
 from .common import node_config
-from .consumer_group import GroupConsumer
+from .consumer_control import ConsumerControl
 from .consumer_io import END_QUIET, _ConsumerHandler
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ __all__ = ["ConsumedRecord", "Consumer", "RecordBatch"]
 _T = TypeVar("_T")
 
 
-class Consumer(GroupConsumer):
+class Consumer(ConsumerControl):
     """Receives records of one or more topics, each partition in order."""
 
     def __init__(
@@ -551,6 +551,7 @@ class Consumer(GroupConsumer):
         def call(now: float) -> tuple[list[Publish], None]:
             out = fn(now)  # raises before anything moved when the seek is bad
             self._drop_ready(topic, partition)
+            self._seek_paused(topic, partition)
             return out, None
 
         self._on_loop(call)

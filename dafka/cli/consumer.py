@@ -30,6 +30,7 @@ from .common import (
     run_cli,
     unescape,
 )
+from .kcat import kcat_json, kcat_options, run_mode
 from .metrics import announce, metrics_options
 from .progress import Progress, end_progress, progress_option
 
@@ -222,7 +223,7 @@ class _Waiting:
 
 
 @click.command(cls=Command, context_settings=CONTEXT)
-@click.argument("topics", nargs=-1, required=True)
+@click.argument("topics", nargs=-1)
 @common_options("consumer")
 @profile_option
 @click.option(
@@ -333,6 +334,7 @@ class _Waiting:
     type=click.Path(file_okay=False),
     help="With -G: keep the member's key here, so a restart is the same member.",
 )
+@kcat_options
 @metrics_options
 @progress_option
 @run_cli
@@ -364,8 +366,22 @@ def main(
     session_timeout: float,
     heartbeat_interval: float,
     state_dir: str | None,
+    json_envelope: bool,
+    list_metadata: bool,
+    query_times: bool,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
+    kcat_key = None if key_dir is None or not curve else identity.load(key_dir)
+    if run_mode(  # -L and -Q: ask the stores and exit
+        topics=topics,
+        tower=tower,
+        key=kcat_key,
+        list_metadata=list_metadata,
+        query_times=query_times,
+        json_envelope=json_envelope,
+        timeout=wait,
+    ):
+        return
     keep_freed_memory()  # see dafka.io.malloc
     if from_beginning and offset is not None:
         raise ConfigError("give either --from-beginning or -o, not both")
@@ -379,6 +395,10 @@ def main(
         group_kw["state_dir"] = state_dir
     reset = "earliest" if isinstance(start, float) else start
     render = _renderer(as_json_lines, format, delimiter, key_delimiter)
+    if json_envelope:  # kcat's -J (its field names)
+        if as_json_lines or format is not None or delimiter is not None or key_delimiter:
+            raise ConfigError("-J writes JSON lines: it takes no --json, -f, -D or -K")
+        render = kcat_json
     out = sys.stdout.buffer
     seen = 0
     started = time.monotonic()

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..api.producer import Producer
 from ..errors import ClosedError, RecordTooLargeError
+from .producer_keys import KeyRule
 
 __all__ = ["Feed", "Signals", "Tally", "read_files", "read_lines"]
 
@@ -143,8 +144,11 @@ class Feed:
         delimiter: bytes = b"\n",
         strip_cr: bool = True,
         files: Sequence[str] = (),
+        keys: KeyRule | None = None,
     ) -> None:
         self.producer = producer
+        self.keys = keys
+        """``-k``/``-Z``: how a line becomes a value and a key (None: by ``separator``)."""
         self.fd = fd
         self.delimiter = delimiter
         self.strip_cr = strip_cr
@@ -222,7 +226,10 @@ class Feed:
                 if strip_cr and line.endswith(b"\r"):
                     line = line[:-1]
                 try:
-                    if separator is None:
+                    if self.keys is not None:
+                        value, key = self.keys.split(line)
+                        send(value, key)
+                    elif separator is None:
                         send(line)
                     else:
                         key, found, value = line.partition(separator)

@@ -40,6 +40,7 @@ from .common import (
 )
 from .feed import Feed, Signals
 from .metrics import announce, metrics_options
+from .producer_keys import key_options, key_rule
 from .progress import Progress, progress_option
 
 PROGRESS_AFTER = 0.5
@@ -133,6 +134,7 @@ PROGRESS_AFTER = 0.5
     "(a second signal stops at once).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
+@key_options
 @metrics_options
 @progress_option
 @run_cli
@@ -156,6 +158,8 @@ def main(
     durable: bool,
     grace: float,
     quiet: bool,
+    fixed_key: str | None,
+    null_empty: bool,
     metrics_port: int | None,
     metrics_host: str,
     progress: bool,
@@ -182,6 +186,7 @@ def main(
         raise ConfigError("the delimiter (-D) must not be empty")
     if files and (delimiter is not None or separator is not None):
         raise ConfigError("each FILE is one record, whole: -D and -K split standard input only")
+    keys = key_rule(separator, fixed_key, null_empty, profile)  # -k, -Z
     trust_any = profile == "signed" and not trusted_stores
     producer = Producer(
         topic,
@@ -203,6 +208,8 @@ def main(
     max_line = producer.max_value_bytes
     if separator is not None:
         max_line += len(separator) + producer.max_key_bytes
+    if keys is not None and keys.fixed is not None and len(keys.fixed) > producer.max_key_bytes:
+        raise ConfigError(f"the key (-k) is over {producer.max_key_bytes} bytes")
     wake = threading.Event()
     feed = Feed(
         producer,
@@ -214,6 +221,7 @@ def main(
         delimiter=delim,
         strip_cr=delimiter is None,
         files=files,
+        keys=keys,
     )
 
     bar = Progress(None if progress else False)

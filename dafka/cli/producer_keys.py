@@ -1,0 +1,81 @@
+"""kcat's ``-k KEY`` and ``-Z`` on ``dafka-producer``: which key each line is sent with.
+
+* ``-k KEY``: every record without a key of its own gets ``KEY`` (kcat: with ``-K``, a
+  line's own key takes precedence). Escapes as ``-D``.
+* ``-Z``: an empty key is sent as no key (kcat's NULL). Dafka records always have a value
+  (no NULL value exists on the wire), so an empty line is an empty value, with or without
+  ``-Z``.
+
+Keys need the signed profile (rfc46 records have none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import ProfileError
+from .common import unescape
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["KeyRule", "key_options", "key_rule"]
+
+
+def key_options(f: F) -> F:
+    """``-k KEY`` and ``-Z`` on ``dafka-producer``."""
+    f = click.option(
+        "-Z",
+        "--null-empty",
+        "null_empty",
+        is_flag=True,
+        help="Send an empty key (from -K, or -k '') as no key, as kcat's -Z sends NULL. "
+        "Records always have a value: an empty line is an empty value.",
+    )(f)
+    return click.option(
+        "-k",
+        "--key",
+        "fixed_key",
+        default=None,
+        help="Send every record without a key of its own (-K) with this key (kcat's -k; "
+        "signed profile; escapes as -D).",
+    )(f)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRule:
+    """How a line becomes ``(value, key)``: split at ``separator`` (a line without it has
+    no key of its own), then ``fixed`` for a line without one, then ``None`` for an empty
+    key when ``null_empty``."""
+
+    separator: bytes | None
+    fixed: bytes | None
+    null_empty: bool
+
+    def split(self, line: bytes) -> tuple[bytes, bytes | None]:
+        key: bytes | None = None
+        value = line
+        if self.separator is not None:
+            k, found, v = line.partition(self.separator)
+            if found:
+                key, value = k, v
+        if key is None:
+            key = self.fixed
+        if self.null_empty and key == b"":
+            key = None
+        return value, key
+
+
+def key_rule(
+    separator: bytes | None, fixed_key: str | None, null_empty: bool, profile: str
+) -> KeyRule | None:
+    """The rule for ``-k``/``-Z`` (None without them: the feed's own fast path)."""
+    if fixed_key is None and not null_empty:
+        return None
+    if fixed_key is not None and profile != "signed":
+        raise ProfileError("keys need the signed wire profile; the rfc46 profile has no keys")
+    fixed = None if fixed_key is None else unescape(fixed_key)
+    return KeyRule(separator, fixed, null_empty)
