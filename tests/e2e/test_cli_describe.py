@@ -53,7 +53,7 @@ def test_describe_and_list_show_partitions_heads_and_stores(tmp_path: Path) -> N
         assert "max_record_bytes: none" in text and "producers: any" in text
         assert "partitions: 1 (from 1 store(s)" in text
         lines = [line.split() for line in text.splitlines() if line.startswith("  ")]
-        (part,) = [w for w in lines if len(w) == 7]
+        (part,) = [w for w in lines if len(w) == 8]
         # Kafka's watermarks, as --watermarks and dafka query heads print them (issue 34)
         assert part[1:] == ["low", "0", "high", "3", "on", "store", store.node_id], text
         assert "None" not in text
