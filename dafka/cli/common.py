@@ -203,9 +203,14 @@ def _load_config(section: str) -> Callable[[click.Context, click.Parameter, Any]
         unknown = sorted(k for k in own if k not in names)
         if unknown:
             raise ConfigError(f"unknown setting(s) in [{section}] of {value}: {', '.join(unknown)}")
+        multiple = {p.name for p in ctx.command.params if getattr(p, "multiple", False)}
         merged: dict[str, Any] = {}
         for key, item in [*shared.items(), *own.items()]:
-            if key in names:  # shared keys meant for other commands are skipped
+            if key not in names:  # shared keys meant for other commands are skipped
+                continue
+            if names[key] in multiple:  # an option given more than once: a list, or one value
+                merged[names[key]] = [str(i) for i in item] if isinstance(item, list) else [item]
+            else:
                 merged[names[key]] = ",".join(map(str, item)) if isinstance(item, list) else item
         ctx.default_map = {**(ctx.default_map or {}), **merged}
         return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -473,13 +474,12 @@ _NOT_WITH_WATERMARKS = {
 def _only_watermarks() -> None:
     """--watermarks prints the watermarks and reads no record: an option that shapes or
     bounds the records read, given on the command line (or the environment), is refused
-    rather than ignored (a config file's defaults are left alone)."""
+    rather than ignored (the environment's and a config file's defaults are left alone)."""
     ctx = click.get_current_context()
     given = [
         flag
         for name, flag in _NOT_WITH_WATERMARKS.items()
-        if ctx.get_parameter_source(name)
-        in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
     ]
     if given:
         raise click.UsageError(f"--watermarks reads no records: it takes no {', '.join(given)}")
@@ -490,7 +490,9 @@ class _Regex:
     to as they appear (kcat, Kafka); with ``-e`` those that match at start only, and
     none is an error."""
 
-    def __init__(self, consumer: Consumer, patterns: list, wait: float, exit_at_end: bool):
+    def __init__(
+        self, consumer: Consumer, patterns: list[re.Pattern[str]], wait: float, exit_at_end: bool
+    ) -> None:
         self.consumer = consumer
         self.patterns = patterns
         self.topics: list[str] = []
@@ -508,6 +510,10 @@ class _Regex:
             if exit_at_end:
                 raise DafkaError(f"no topic matches {shown} ({len(registered)} topic(s) known)")
             click.echo(f"% no topic matches {shown} yet: waiting for one", err=True)
+        elif exit_at_end:
+            # subscribed after the consumer started: wait for the stores' heads of these
+            # topics, so that at_end() knows their partitions before it can say "done"
+            consumer.watermarks(self.topics, timeout=wait)
 
     def _take(self, registered: object) -> None:
         view = self.consumer.metadata

@@ -131,6 +131,13 @@ def registered_topics(consumer: Consumer, wait: float) -> Mapping[str, Any] | No
     return None if config is None else config["topics"]
 
 
+def deleted_topics(consumer: Consumer) -> Mapping[str, int]:
+    """The metadata's tombstones: topic -> the revision that deleted it."""
+    view = consumer.metadata
+    config = None if view is None else view.config
+    return {} if config is None else dict(config.get("deleted", {}))
+
+
 # ------------------------------------------------------------------------------ e@
 
 
@@ -173,7 +180,7 @@ def check_end(
     wait: float,
 ) -> list[str]:
     """At ``-e``'s end: raise :class:`DafkaError` (exit 1) when a topic read does not exist
-    (no partition of it known to the stores, and not registered in the cluster metadata:
+    (not registered in the cluster metadata, and no store answers with a partition of it:
     an empty registered topic is fine) or ``-o N`` started past the end of a partition
     (it would print nothing there, ever, and exit 0). Returns notes for stderr."""
     notes: list[str] = []
@@ -182,18 +189,28 @@ def check_end(
     missing = [t for t in topics if t not in known]
     if missing:
         registered = registered_topics(consumer, wait)
-        absent = [t for t in missing if registered is None or t not in registered]
-        if absent:
-            where = (
-                "no store holds it and the towers hold no cluster metadata"
-                if registered is None
-                else "not in the cluster metadata, and no store holds it"
-            )
-            names = ", ".join(repr(t) for t in absent)
-            noun = "topic" if len(absent) == 1 else "topics"
-            verb = "does" if len(absent) == 1 else "do"
-            raise DafkaError(f"{noun} {names} {verb} not exist ({where})")
-        notes += [f"% topic {t!r} has no records yet" for t in missing]
+        unregistered = [t for t in missing if registered is None or t not in registered]
+        if unregistered:
+            # from the end (-o end), the stores were not asked: ask them now
+            held = {t for t, _ in consumer.watermarks(unregistered, timeout=wait)}
+            absent = [t for t in unregistered if t not in held]
+            if absent:
+                where = (
+                    "no store holds it and the towers hold no cluster metadata"
+                    if registered is None
+                    else "not in the cluster metadata, and no store holds it"
+                )
+                deleted = deleted_topics(consumer)
+                if len(absent) == 1 and absent[0] in deleted:
+                    where = (
+                        f"deleted at metadata revision {deleted[absent[0]]}, and no store holds it"
+                    )
+                names = ", ".join(repr(t) for t in absent)
+                noun = "topic" if len(absent) == 1 else "topics"
+                verb = "does" if len(absent) == 1 else "do"
+                raise DafkaError(f"{noun} {names} {verb} not exist ({where})")
+        if start != "latest":
+            notes += [f"% topic {t!r} has no records yet" for t in missing if t not in unregistered]
     if isinstance(start, int) and not isinstance(start, bool) and start > 0:
         marks = consumer.watermarks([t for t in topics if t in known], timeout=wait)
         past = sorted((key, high) for key, (_low, high) in marks.items() if start > high)
