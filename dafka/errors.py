@@ -4,7 +4,7 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
 
     DafkaError
     ├── ConfigError (ValueError)          bad settings, endpoints, topics, paths
-    │   ├── InvalidTopic                  a topic with NUL, empty, or over 255 bytes
+    │   ├── InvalidTopic                  a topic with NUL or a control char, empty, > 255 bytes
     │   └── NothingToChange               an admin change the metadata has already
     ├── ProtocolError                     a peer or we broke the wire protocol
     │   └── WireError (ValueError)        bytes that do not decode

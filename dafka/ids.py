@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 
 from .errors import InvalidTopic
@@ -42,4 +43,24 @@ def check_topic(topic: str) -> str:
         topic.encode()
     except UnicodeEncodeError as exc:
         raise InvalidTopic(f"topic {topic!r} is not valid UTF-8") from exc
+    return topic
+
+
+_LINE_BREAKS = frozenset("\u2028\u2029\x85")  # also Unicode's line/paragraph separators
+
+
+def check_topic_name(topic: str) -> str:
+    """:func:`check_topic`, and no control character, newline or line separator: what a
+    topic *name* may hold where one enters (the command line, the API, a topic.create in
+    the metadata, whoever proposed it). A name with ``\n`` in it broke every line-based
+    output that shows it (``topic partition low high``, logs) and could forge lines there.
+    Names the wire carries already (in a store, a snapshot) are read with the looser
+    :func:`check_topic`."""
+    check_topic(topic)
+    for char in topic:
+        if char in _LINE_BREAKS or unicodedata.category(char) == "Cc":
+            raise InvalidTopic(
+                f"topic {topic!r} contains a control character ({ascii(char)}): a topic "
+                "name is printable text"
+            )
     return topic

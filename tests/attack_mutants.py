@@ -103,6 +103,9 @@ TESTS = [
     "tests/unit/test_store_scrub.py",
     "tests/unit/test_attacks_consumer_end.py",
     "tests/unit/test_docs_examples.py",
+    "tests/unit/test_attacks_topic_names.py",
+    "tests/unit/test_cli_consumer_ends.py",
+    "tests/e2e/test_cli_honest_exits.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1686,6 +1689,69 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "            bad.append(b)",
         "            pass",
     ),
+    # issue 34 (cli): honest exits of the command-line tools, topic names
+    "a topic name with a control character is refused": (
+        "dafka.ids",
+        "check_topic_name",
+        '        if char in _LINE_BREAKS or unicodedata.category(char) == "Cc":',
+        "        if False:",
+    ),
+    "the metadata refuses a topic.create whose name has a control character": [
+        (
+            "dafka.metadata.state",
+            "MetadataStateMachine._plan",
+            "                check_topic_name(topic)  # from any peer or admin: where a name enters",
+            "                pass",
+        ),
+        (
+            "dafka.metadata.state",
+            "MetadataStateMachine._check_unsigned",
+            "            check_topic_name(topic)",
+            "            check_topic(topic)",
+        ),
+    ],
+    "dafka-producer checks every FILE can be read before it sends any": (
+        "dafka.cli.producer",
+        "check_readable",
+        "    for path in files:",
+        "    for path in ():",
+    ),
+    "dafka-consumer -e says a topic that nothing holds does not exist": (
+        "dafka.cli.consumer_ends",
+        "check_end",
+        "        if absent:",
+        "        if False:",
+    ),
+    "dafka-consumer -e says an -o past the end of a partition": (
+        "dafka.cli.consumer_ends",
+        "check_end",
+        "        if past:",
+        "        if False:",
+    ),
+    "the consumer core's high watermark is not where a partition started": (
+        "dafka.core.consumer_heads",
+        "HeadTracking.watermarks",
+        "            ends = [end for end in (p.seen_end, p.signed_end) if end > p.start]",
+        "            ends = [p.seen_end, p.signed_end]",
+    ),
+    "an offset or timestamp at or past 2^64 is refused": (
+        "dafka.cli.consumer_ends",
+        "_below_u64",
+        "    if value >= U64_LIMIT:",
+        "    if False:",
+    ),
+    "dafka-consumer --watermarks refuses the options it would ignore": (
+        "dafka.cli.consumer",
+        "_only_watermarks",
+        "    if given:",
+        "    if False:",
+    ),
+    "Ctrl-C before a command's main runs is exit 130, no traceback": (
+        "dafka.cli",
+        "_excepthook",
+        "    if issubclass(kind, KeyboardInterrupt):",
+        "    if False:",
+    ),
 }
 
 
@@ -2534,6 +2600,38 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "an example with commands and no run or skip marker is reported": (
         "tests/unit/test_docs_examples.py::test_a_block_with_commands_and_no_marker_is_reported",
+    ),
+    # issue 34 (cli)
+    "a topic name with a control character is refused": (
+        "tests/unit/test_attacks_topic_names.py::test_a_peers_unsigned_topic_create_with_a_newline_is_refused",
+        "tests/unit/test_attacks_topic_names.py::test_an_admins_signed_topic_create_with_a_control_character_is_refused",
+        "tests/unit/test_attacks_topic_names.py::test_the_api_refuses_them_before_starting_anything",
+    ),
+    "the metadata refuses a topic.create whose name has a control character": (
+        "tests/unit/test_attacks_topic_names.py::test_a_peers_unsigned_topic_create_with_a_newline_is_refused",
+        "tests/unit/test_attacks_topic_names.py::test_an_admins_signed_topic_create_with_a_control_character_is_refused",
+    ),
+    "dafka-producer checks every FILE can be read before it sends any": (
+        "tests/e2e/test_cli_honest_exits.py::test_an_unreadable_file_is_refused_before_any_file_is_sent",
+    ),
+    "dafka-consumer -e says a topic that nothing holds does not exist": (
+        "tests/e2e/test_cli_honest_exits.py::test_a_topic_nothing_holds_is_an_error_with_e",
+    ),
+    "dafka-consumer -e says an -o past the end of a partition": (
+        "tests/e2e/test_cli_honest_exits.py::test_an_offset_past_the_end_is_an_error_with_e",
+    ),
+    "the consumer core's high watermark is not where a partition started": (
+        "tests/unit/test_cli_consumer_ends.py::test_a_start_past_the_end_is_not_its_high_watermark",
+        "tests/e2e/test_cli_honest_exits.py::test_an_offset_past_the_end_is_an_error_with_e",
+    ),
+    "an offset or timestamp at or past 2^64 is refused": (
+        "tests/e2e/test_cli_honest_exits.py::test_consumer_usage_mistakes_are_one_line_and_exit_2[args1-below 2^64]",
+    ),
+    "dafka-consumer --watermarks refuses the options it would ignore": (
+        "tests/e2e/test_cli_honest_exits.py::test_consumer_usage_mistakes_are_one_line_and_exit_2[args5---watermarks reads no records: it takes no -c]",
+    ),
+    "Ctrl-C before a command's main runs is exit 130, no traceback": (
+        "tests/e2e/test_cli_honest_exits.py::test_ctrl_c_while_a_command_starts_is_exit_130_without_a_traceback[click-dafka.cli.consumer]",
     ),
 }
 

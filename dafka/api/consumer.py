@@ -25,7 +25,7 @@ from ..core.consumer import ConsumerCore
 from ..core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
 from ..errors import ClosedError, ConfigError, DafkaTimeout, DataLossError, TopicDeletedError
 from ..groups.member import GroupSettings
-from ..ids import check_topic, new_node_id
+from ..ids import check_topic_name, new_node_id
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
 from ..io.node_metrics import consumer_metrics
@@ -117,7 +117,7 @@ class Consumer(ConsumerControl):
         self.metadata: MetadataView | None = None
         """The cluster metadata this consumer follows (topic ACLs)."""
         topic_list = [topics] if isinstance(topics, str) else list(topics)
-        self._initial_topics = [check_topic(t) for t in dict.fromkeys(topic_list)]
+        self._initial_topics = [check_topic_name(t) for t in dict.fromkeys(topic_list)]
         self.config = ConsumerConfig(
             offset_reset=offset_reset,
             start_offsets=dict(start_offsets or {}),
@@ -241,7 +241,7 @@ class Consumer(ConsumerControl):
     def subscribe(self, topic: str) -> None:
         """Read ``topic`` too (on the IO thread, soon). Raises :class:`ClosedError` once
         the consumer is closed or its IO thread has stopped."""
-        check_topic(topic)
+        check_topic_name(topic)
         self._check_open()
         if self._group_held is not None:
             raise ConfigError("a group member's topics are fixed when it is made")
@@ -505,7 +505,7 @@ class Consumer(ConsumerControl):
         signed head). Asks the stores and waits for their answers (until they have been
         quiet for a moment, at most ``timeout`` seconds). Raises
         :class:`~dafka.errors.DafkaTimeout` when no store answered at all."""
-        named = None if topics is None else {check_topic(t) for t in topics}
+        named = None if topics is None else {check_topic_name(t) for t in topics}
         node = self.node_id
 
         def ask(now: float) -> tuple[list[Publish], set[str]]:

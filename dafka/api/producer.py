@@ -62,7 +62,7 @@ from ..errors import (
     StorageError,
 )
 from ..futures import BatchFuture, RecordFuture
-from ..ids import check_topic
+from ..ids import check_topic_name
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import NodeLoop
 from ..io.node_metrics import producer_metrics
@@ -171,7 +171,7 @@ class Producer:
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_HOST,
     ) -> None:
-        self.topic = check_topic(topic) if topic is not None else None
+        self.topic = check_topic_name(topic) if topic is not None else None
         check_metrics_port(metrics_port)
         self.metrics: NodeMetrics | None = None
         """Prometheus metrics (``metrics_port``; ``docs/metrics.md``), or None."""
@@ -388,7 +388,7 @@ class Producer:
         if topic is None:
             raise ValueError("no topic: pass topic= or create the Producer with a topic")
         if topic not in policy.topics_ok:
-            check_topic(topic)
+            check_topic_name(topic)
             view = self._metadata
             if view is not None and view.loaded and view.topic(topic) is None:
                 if not view.auto_create():

@@ -4,8 +4,9 @@
 
     dafka topics create events --min-acks 2 --retention-ms 7d
     dafka topics list | describe events | alter events --retention-bytes 1G | delete events
-    (describe: the settings as given, 7d / 1G / none / any, then each partition's tail..head
-    and the store that holds it, asked on the stores' query endpoints)
+    (describe: the settings as given, 7d / 1G / none / any, then each partition's low and
+    high watermarks, Kafka's: the first offset held, the next offset to be written, and
+    the store that holds it, asked on the stores' query endpoints)
     dafka stores trust <node ID or public key> | list | revoke <key>
     (list: every trusted or heard store with its trust, query address and holdings)
     dafka cluster status | set --no-auto-create | set --curve --curve-clients metadata
@@ -254,7 +255,8 @@ def topics_list(tower: str, cluster: str, timeout: float, as_json: bool, interna
 @click.argument("topic")
 @run_cli
 def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_json: bool) -> None:
-    """The settings of TOPIC, and its partitions: tail, head and the stores that hold them."""
+    """The settings of TOPIC, and its partitions: low and high watermarks (the first offset
+    held, the next to be written) and the stores that hold them."""
     with _client(tower, cluster, timeout) as client:
         settings = client.describe(topic)
         trusted = client.stores()
@@ -271,8 +273,8 @@ def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_jso
         parts = [
             {
                 "partition": r[0],
-                "tail": r[1],
-                "head": r[2],
+                "low": r[1],
+                "high": r[2] + 1,
                 "store": r[3],
                 "copies": len(held[(topic, r[0])].stores),
                 "below_min_acks": (topic, r[0]) in below,
@@ -294,11 +296,14 @@ def topics_describe(topic: str, tower: str, cluster: str, timeout: float, as_jso
             click.echo(f"partitions: none held by the {len(answered)} store(s) that answered")
         else:
             count = len({r[0] for r in rows})
-            click.echo(f"partitions: {count} (from {len(answered)} store(s); offsets tail..head)")
+            click.echo(
+                f"partitions: {count} (from {len(answered)} store(s); low = first offset "
+                "held, high = next offset to be written)"
+            )
             for partition, tail, head, node_id in rows:
                 flag = below.get((topic, partition))
                 mark = f" BELOW min_acks ({flag[0]} of {flag[1]} copies)" if flag else ""
-                click.echo(f"  {partition} {tail}..{head} on store {node_id}{mark}")
+                click.echo(f"  {partition} low {tail} high {head + 1} on store {node_id}{mark}")
             if below:
                 click.echo(
                     f"below min_acks: {len(below)} partition(s) have fewer stores holding "
@@ -372,8 +377,8 @@ def stores_list(tower: str, cluster: str, timeout: float, as_json: bool) -> None
                         {
                             "topic": p.topic,
                             "partition": p.partition,
-                            "tail": p.tail,
-                            "head": p.head,
+                            "low": p.tail,
+                            "high": p.head + 1,
                             "copies": len(held[(p.topic, p.partition)].stores),
                             "below_min_acks": (p.topic, p.partition) in below,
                         }

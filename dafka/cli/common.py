@@ -15,7 +15,6 @@ Precedence of settings: command line, then ``DAFKA_*`` environment variables
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import logging
 import operator
@@ -28,7 +27,6 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from ..config import load_toml
 from ..errors import ConfigError, DafkaError, NothingToChange, ProfileError
 from .progress import end_progress
 
@@ -58,6 +56,8 @@ key belongs in a command's table."""
 
 def version() -> str:
     """The installed ``dafka`` distribution's version."""
+    import importlib.metadata  # here: 20 ms of every command's start-up otherwise
+
     try:
         return importlib.metadata.version("dafka")
     except importlib.metadata.PackageNotFoundError:  # running from a bare checkout
@@ -170,6 +170,8 @@ def _load_config(section: str) -> Callable[[click.Context, click.Parameter, Any]
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if not value:
             return value
+        from ..config import load_toml  # here: dafka.config loads zmq and the crypto
+
         try:
             data = load_toml(value)
         except (ConfigError, ProfileError) as exc:
@@ -201,9 +203,14 @@ def _load_config(section: str) -> Callable[[click.Context, click.Parameter, Any]
         unknown = sorted(k for k in own if k not in names)
         if unknown:
             raise ConfigError(f"unknown setting(s) in [{section}] of {value}: {', '.join(unknown)}")
+        multiple = {p.name for p in ctx.command.params if getattr(p, "multiple", False)}
         merged: dict[str, Any] = {}
         for key, item in [*shared.items(), *own.items()]:
-            if key in names:  # shared keys meant for other commands are skipped
+            if key not in names:  # shared keys meant for other commands are skipped
+                continue
+            if names[key] in multiple:  # an option given more than once: a list, or one value
+                merged[names[key]] = [str(i) for i in item] if isinstance(item, list) else [item]
+            else:
                 merged[names[key]] = ",".join(map(str, item)) if isinstance(item, list) else item
         ctx.default_map = {**(ctx.default_map or {}), **merged}
         return value

@@ -5,22 +5,16 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING
 
 import click
 
-from ..api.common import node_config
-from ..api.consumer import Consumer
-from ..config import check_profile
-from ..core.effects import ConsumedRecord
-from ..errors import ConfigError, DafkaTimeout
-from ..io.collector import freeze_heap
-from ..io.malloc import keep_freed_memory
-from ..security import identity
+from ..errors import ConfigError, DafkaError, DafkaTimeout
 from .common import (
     CONTEXT,
     Command,
@@ -31,30 +25,23 @@ from .common import (
     unescape,
 )
 from .kcat import kcat_json, kcat_options, run_mode
+from .consumer_ends import (
+    StopAt,
+    check_end,
+    matching,
+    parse_offset,
+    parse_offsets,
+    registered_topics,
+    split_topics,
+)
 from .metrics import announce, metrics_options
 from .progress import Progress, end_progress, progress_option
 
+if TYPE_CHECKING:  # imported when the command runs: see dafka.cli.consumer_ends
+    from ..api.consumer import Consumer
+    from ..core.effects import ConsumedRecord
 
-def parse_offset(text: str) -> Literal["earliest", "latest"] | int | float:
-    """kcat's -o: ``beginning``, ``end``, an offset ``N``, ``-N`` (``N`` before the end:
-    a negative int) or ``s@MS`` (the first batch stamped at or after ``MS`` milliseconds
-    since the epoch: a float, in seconds)."""
-    low = text.lower()
-    if low in ("beginning", "earliest"):
-        return "earliest"
-    if low in ("end", "latest"):
-        return "latest"
-    if text.isdigit():
-        return int(text)
-    if text[:1] == "-" and text[1:].isdigit() and int(text[1:]) > 0:
-        return int(text)
-    if low[:2] == "s@" and text[2:].isdigit():
-        return int(text[2:]) / 1000.0
-    if low == "stored":
-        raise ConfigError("-o stored needs a group (-G GROUP), whose committed offsets it reads")
-    raise ConfigError(
-        f"bad offset {text!r}: use beginning, end, N, -N (N before the end) or s@TIMESTAMP_MS"
-    )
+__all__ = ["Formatter", "main", "parse_offset"]
 
 
 class Formatter:
@@ -232,15 +219,19 @@ class _Waiting:
 @click.option(
     "-o",
     "--offset",
-    default=None,
+    multiple=True,
     help="Start at: beginning, end, an offset N, -N (N before the end) or s@TIMESTAMP_MS "
-    "(the first batch stamped at or after it; signed profile), in every partition.",
+    "(the first batch stamped at or after it; signed profile), in every partition. "
+    "A second -o e@TIMESTAMP_MS stops each partition at its first record stamped at or "
+    "after it, and exits once every partition has stopped (or, with -e, reached its end).",
 )
 @click.option(
     "--watermarks",
     is_flag=True,
-    help="Print 'topic partition low high' for each partition of TOPICS (what the stores "
-    "hold, high = one past the newest offset) and exit. Per store: dafka query heads.",
+    help="Print 'topic partition low high' for each partition of TOPICS and exit: low is "
+    "the first offset the stores hold, high the next offset to be written (Kafka's high "
+    "watermark: one past the newest). Takes no -o, -c, -e, -f, -D, -K, --json, -G. Per "
+    "store: dafka query heads.",
 )
 @click.option(
     "-e", "--exit-at-end", is_flag=True, help="Exit once every known partition is read to its end."
@@ -281,7 +272,7 @@ class _Waiting:
 @click.option(
     "--timeout",
     default=None,
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     help="With -e: give up (exit 1) if the end is not reached within this many seconds.",
 )
 @click.option(
@@ -347,7 +338,7 @@ def main(
     key_dir: str | None,
     profile: str,
     from_beginning: bool,
-    offset: str | None,
+    offset: tuple[str, ...],
     exit_at_end: bool,
     count: int | None,
     format: str | None,
@@ -371,6 +362,15 @@ def main(
     query_times: bool,
 ) -> None:
     """Print the records of TOPICS as they arrive, each partition in order."""
+    # the node types, imported now (not with this module): --help and usage mistakes
+    # answer at once, and Ctrl-C while they load is exit 130 (run_cli), not a traceback
+    from ..api.common import node_config
+    from ..api.consumer import Consumer
+    from ..config import check_profile
+    from ..io.collector import freeze_heap
+    from ..io.malloc import keep_freed_memory
+    from ..security import identity
+
     kcat_key = None if key_dir is None or not curve else identity.load(key_dir)
     if run_mode(  # -L and -Q: ask the stores and exit
         topics=topics,
@@ -382,14 +382,28 @@ def main(
         timeout=wait,
     ):
         return
+
     keep_freed_memory()  # see dafka.io.malloc
-    if from_beginning and offset is not None:
+    if isinstance(offset, str):  # one value from a config file or DAFKA_OFFSET
+        offset = (offset,)
+    if from_beginning and offset:
         raise ConfigError("give either --from-beginning or -o, not both")
-    if group is not None and offset is not None and offset.lower() == "stored":
-        offset = None  # the committed offsets, else the end
+    if group is not None and [o for o in offset if o.lower() == "stored"] == list(offset):
+        offset = ()  # the committed offsets, else the end
     if group is None and state_dir is not None:
         raise ConfigError("--state-dir needs a group (-G GROUP)")
-    start = "earliest" if from_beginning else parse_offset(offset or "end")
+    if watermarks:
+        _only_watermarks()
+    offsets = parse_offsets(offset)
+    start = "earliest" if from_beginning else offsets.start
+    stop = None if offsets.end_ms is None else StopAt(offsets.end_ms)
+    named, patterns = split_topics(topics)
+    if stop is not None and profile != "signed":
+        raise ConfigError("-o e@TIMESTAMP_MS needs the signed profile: rfc46 records carry no time")
+    if group is not None and (patterns or stop is not None):
+        raise ConfigError("-G takes named topics and no -o e@: a group member's topics are fixed")
+    if watermarks and patterns:
+        raise ConfigError("--watermarks takes named topics, not a regex")
     group_kw = _group_options(group, commit_interval, session_timeout, heartbeat_interval)
     if group is not None:
         group_kw["state_dir"] = state_dir
@@ -403,7 +417,7 @@ def main(
     seen = 0
     started = time.monotonic()
     with Consumer(
-        topics,
+        named,
         node=node_config(tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)),
         identity=None if key_dir is None else identity.load(key_dir),
         offset_reset=reset,
@@ -427,6 +441,7 @@ def main(
             if not marks:  # an empty answer says so (on stderr: stdout stays data)
                 click.echo(f"no partitions of {', '.join(topics)} on the stores", err=True)
             return
+        regex = _Regex(consumer, patterns, wait, exit_at_end) if patterns else None
         waiting = _Waiting(consumer, started, wait, exit_at_end, curve)
         # catching up with -e: a status line on stderr when it is a terminal and the records
         # go elsewhere (a file, a pipe), never between records on the same terminal
@@ -435,6 +450,9 @@ def main(
             records = consumer.poll_batch(
                 max_records=10_000 if count is None else count - seen, timeout=0.1
             )
+            stopped_one = False
+            if stop is not None and records:
+                records, stopped_one = stop.keep(records)
             try:
                 for record in records:
                     out.write(render(record))
@@ -445,19 +463,105 @@ def main(
                     _unread(consumer, records)
                 raise
             seen += len(records)
+            if stopped_one and stop is not None and stop.done(consumer.positions()):
+                bar.end(f"reached e@{stop.end_ms}: {seen} record(s) written")
+                break
             if bar.due() and consumer.store_answered:
                 _catching_up(bar, consumer, seen)
             if records:
                 continue
             waiting.check(time.monotonic())
+            if regex is not None:
+                regex.refresh()
             if exit_at_end and consumer.at_end():
+                subscribed = named + ([] if regex is None else regex.topics)
+                notes = check_end(
+                    consumer, subscribed, start if group is None else 0, min(wait, 2.0)
+                )
                 bar.end(f"caught up: {seen} record(s) written")
+                for note in notes:
+                    click.echo(note, err=True)
                 break
             if exit_at_end and timeout is not None and time.monotonic() - started > timeout:
                 end_progress()
                 click.echo(f"error: end not reached within {timeout:g} s", err=True)
                 sys.exit(1)
         out.flush()
+
+
+_NOT_WITH_WATERMARKS = {
+    "offset": "-o",
+    "from_beginning": "--from-beginning",
+    "exit_at_end": "-e",
+    "count": "-c",
+    "format": "-f",
+    "delimiter": "-D",
+    "key_delimiter": "-K",
+    "as_json_lines": "--json",
+    "group": "-G",
+}
+
+
+def _only_watermarks() -> None:
+    """--watermarks prints the watermarks and reads no record: an option that shapes or
+    bounds the records read, given on the command line (or the environment), is refused
+    rather than ignored (the environment's and a config file's defaults are left alone)."""
+    ctx = click.get_current_context()
+    given = [
+        flag
+        for name, flag in _NOT_WITH_WATERMARKS.items()
+        if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise click.UsageError(f"--watermarks reads no records: it takes no {', '.join(given)}")
+
+
+class _Regex:
+    """The topics that regex TOPICS (``^...``) match in the cluster metadata, subscribed
+    to as they appear (kcat, Kafka); with ``-e`` those that match at start only, and
+    none is an error."""
+
+    def __init__(
+        self, consumer: Consumer, patterns: list[re.Pattern[str]], wait: float, exit_at_end: bool
+    ) -> None:
+        self.consumer = consumer
+        self.patterns = patterns
+        self.topics: list[str] = []
+        self.follow = not exit_at_end
+        registered = registered_topics(consumer, wait)
+        shown = ", ".join(p.pattern for p in patterns)
+        if registered is None:
+            raise DafkaTimeout(
+                f"regex topic(s) {shown}: no cluster metadata answered within {wait:g} s to "
+                "match them against (--wait)"
+            )
+        self._revision = -1
+        self._take(registered)
+        if not self.topics:
+            if exit_at_end:
+                raise DafkaError(f"no topic matches {shown} ({len(registered)} topic(s) known)")
+            click.echo(f"% no topic matches {shown} yet: waiting for one", err=True)
+        elif exit_at_end:
+            # subscribed after the consumer started: wait for the stores' heads of these
+            # topics, so that at_end() knows their partitions before it can say "done"
+            consumer.watermarks(self.topics, timeout=wait)
+
+    def _take(self, registered: object) -> None:
+        view = self.consumer.metadata
+        self._revision = -1 if view is None else view.revision
+        for topic in matching(self.patterns, registered):  # type: ignore[arg-type]
+            if topic not in self.topics:
+                self.consumer.subscribe(topic)
+                self.topics.append(topic)
+                click.echo(f"% subscribed to {topic}", err=True)
+
+    def refresh(self) -> None:
+        view = self.consumer.metadata
+        if not self.follow or view is None or view.revision == self._revision:
+            return
+        config = view.config
+        if config is not None:
+            self._take(config["topics"])
 
 
 def _unread(consumer: Consumer, records: list[ConsumedRecord]) -> None:

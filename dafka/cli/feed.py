@@ -17,10 +17,13 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..api.producer import Producer
-from ..errors import ClosedError, RecordTooLargeError
+from ..errors import ClosedError, DafkaError, RecordTooLargeError
 from .producer_keys import KeyRule
+
+if TYPE_CHECKING:  # not at import: the producer CLI starts faster (dafka.cli.producer)
+    from ..api.producer import Producer
 
 __all__ = ["Feed", "Signals", "Tally", "read_files", "read_lines"]
 
@@ -103,9 +106,13 @@ def read_files(
     for path in paths:
         if stopped():
             return
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            yield [size] if size > max_size else [f.read(max_size + 1)]
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                data = None if size > max_size else f.read(max_size + 1)
+        except OSError as exc:  # checked before anything was sent; gone or changed since
+            raise DafkaError(f"cannot read {path}: {exc.strerror or exc}") from None
+        yield [size] if data is None else [data]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,15 @@ the TOML file (``metrics-port = 9100`` at the top level or in the command's tabl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..io.metrics import DEFAULT_HOST, NodeMetrics
+if TYPE_CHECKING:  # not at import: it loads prometheus_client (docs/consumer.md, start-up)
+    from ..io.metrics import NodeMetrics
+
+DEFAULT_HOST = "127.0.0.1"
+"""dafka.io.metrics.DEFAULT_HOST, which tests/unit/test_cli_entry_points.py keeps equal."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -20,15 +20,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import click
 
-from ..api.common import node_config
-from ..api.producer import Producer
 from ..config import DEFAULT_LINGER_MS, MAX_LINGER_MS, check_profile
 from ..errors import ConfigError, ProfileError
-from ..io.collector import freeze_heap
-from ..io.malloc import keep_freed_memory
 from .common import (
     CONTEXT,
     Command,
@@ -43,13 +40,16 @@ from .metrics import announce, metrics_options
 from .producer_keys import key_options, key_rule
 from .progress import Progress, progress_option
 
+if TYPE_CHECKING:  # imported when the command runs (start-up time; Ctrl-C meanwhile: 130)
+    from ..api.producer import Producer
+
 PROGRESS_AFTER = 0.5
 """Seconds of waiting for acknowledgements before the progress line shows (on a terminal)."""
 
 
 @click.command(cls=Command, context_settings=CONTEXT)
 @click.argument("topic")
-@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @common_options("producer")
 @profile_option
 @click.option(
@@ -90,7 +90,7 @@ PROGRESS_AFTER = 0.5
     "--timeout",
     default=30.0,
     show_default=True,
-    type=float,
+    type=click.FloatRange(min=0),
     help="Seconds to wait at end of input for every record to be acknowledged.",
 )
 @click.option(
@@ -173,6 +173,13 @@ def main(
     sent, prints how many records were and were not acknowledged, and exits
     130 or 143.
     """
+    # the node types, imported now (not with this module): --help and usage mistakes
+    # answer at once, and Ctrl-C while they load is exit 130 (run_cli), not a traceback
+    from ..api.common import node_config
+    from ..api.producer import Producer
+    from ..io.collector import freeze_heap
+    from ..io.malloc import keep_freed_memory
+
     keep_freed_memory()  # see dafka.io.malloc
     separator: bytes | None = None
     if key_separator is not None:
@@ -186,6 +193,7 @@ def main(
         raise ConfigError("the delimiter (-D) must not be empty")
     if files and (delimiter is not None or separator is not None):
         raise ConfigError("each FILE is one record, whole: -D and -K split standard input only")
+    check_readable(files)  # all of them, before any is sent
     keys = key_rule(separator, fixed_key, null_empty, profile)  # -k, -Z
     trust_any = profile == "signed" and not trusted_stores
     producer = Producer(
@@ -284,6 +292,20 @@ def main(
         )
     if failed:
         sys.exit(1)
+
+
+def check_readable(files: tuple[str, ...]) -> None:
+    """ConfigError (exit 2, one line) naming the first FILE that cannot be opened for
+    reading, before any is sent: checked by opening each, not by permission bits (which
+    do not bind root, nor say what an ACL or a read-only mount refuses)."""
+    for path in files:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO: no wait for a writer
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read FILE {path}: {exc.strerror or exc}; nothing was sent"
+            ) from None
+        os.close(fd)
 
 
 def _settle(

@@ -2,7 +2,7 @@
 
 ::
 
-    dafka query heads [TOPIC ...] --tower HOST:PORT[@KEY]
+    dafka query heads [TOPIC ...] --tower HOST:PORT[@KEY]   (endpoint topic partition low high)
     dafka query read TOPIC --tower HOST:PORT[@KEY] [--key-file FILE]
 
 Stores are found through the towers' service beacons; ``--store ENDPOINT`` names one
@@ -120,12 +120,15 @@ def heads(
     key_file: str | None,
     timeout: float,
 ) -> None:
-    """Tail and head of each partition every store holds (of TOPICS, or of all)."""
+    """What each store holds of each partition (of TOPICS, or of all), one line each:
+    ``endpoint topic partition low high``, Kafka's watermarks: ``low`` the first offset the
+    store holds, ``high`` the next offset to be written (one past its newest)."""
     found = 0
     for client in _clients(tower, store, store_key, key_file, timeout):
         with client:
             for p in client.heads(list(topics) or None):
-                click.echo(f"{client.endpoint} {p.topic} {p.partition} {p.tail} {p.head}")
+                high = p.head + 1  # the wire's head is the newest offset held (inclusive)
+                click.echo(f"{client.endpoint} {p.topic} {p.partition} {p.tail} {high}")
                 found += 1
     if not found:
         what = f"of {', '.join(topics)}" if topics else "at all"

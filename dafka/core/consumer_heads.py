@@ -130,7 +130,11 @@ class HeadTracking(Delivery):
             if key[0] not in topics:
                 continue
             low, high = out.get(key, (0, 0))
-            out[key] = (low, max(high, p.seen_end, p.signed_end))
+            # seen_end and signed_end begin where the partition started (-o 100): only
+            # beyond that do they show records to exist, or a start past the end would
+            # report itself as the high watermark
+            ends = [end for end in (p.seen_end, p.signed_end) if end > p.start]
+            out[key] = (low, max([high, *ends]))
         return out
 
     def _on_direct_head(self, msg: m.DirectHead, now: float) -> list[Effect]:

@@ -132,6 +132,7 @@ class PartitionState:
         "req_start",
         "seen_end",
         "signed_end",
+        "start",
         "topic",
         "tries",
     )
@@ -140,6 +141,7 @@ class PartitionState:
         self.topic = topic
         self.partition = partition
         self.next = start
+        self.start = start  # where it began: not evidence of records (see watermarks)
         self.known_end = start
         self.seen_end = start
         self.buffer: dict[int, Held] = {}

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 
 from ..errors import ConfigError, WireError
-from ..ids import GROUP_TOPIC_PREFIX, check_topic, is_node_id
+from ..ids import GROUP_TOPIC_PREFIX, check_topic, check_topic_name, is_node_id
 from .assign import PartitionKey
 
 __all__ = ["Commit", "GroupRecord", "Heartbeat", "Leave", "decode", "encode", "group_topic"]
@@ -32,7 +32,7 @@ def group_topic(group: str) -> str:
     """The topic that holds ``group``'s membership and offsets."""
     if not isinstance(group, str) or not group:
         raise ConfigError("a group name must be a non-empty string")
-    return check_topic(PREFIX + group)
+    return check_topic_name(PREFIX + group)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..config import TowerAddress, parse_towers, parse_trusted_stores
 from ..errors import ConfigError, DafkaError, DafkaTimeout, NothingToChange, RaftError
-from ..ids import check_topic
+from ..ids import check_topic_name
 from ..raft.client import RaftClient
 from ..raft.curve import ClientCurve
 from ..security.curve_keys import curve_public_z85
@@ -199,7 +199,7 @@ class MetadataClient:
         return config
 
     def create_topic(self, topic: str, settings: Mapping[str, Any] | None = None) -> int:
-        check_topic(topic)
+        check_topic_name(topic)
         clean = check_settings(settings or {})
         config = self.config()
         if topic in config["topics"]:

@@ -84,7 +84,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import ConfigError, WireError
-from ..ids import check_topic
+from ..ids import check_topic, check_topic_name
 from ..raft.reqid import REQUEST_ID_TTL, reqid_time
 from ..raft.types import ZERO_REQID, Entry, EntryType
 from ..security import identity
@@ -515,7 +515,7 @@ class MetadataStateMachine:
             topic = cmd.get("topic")
             if not isinstance(topic, str):
                 raise ConfigError("no topic named")
-            check_topic(topic)
+            check_topic_name(topic)
             if topic in self.topics:  # the leader refuses it too, so a flood costs no log
                 raise ConfigError(f"topic {topic!r} already exists")
         else:
@@ -628,8 +628,9 @@ class MetadataStateMachine:
             topic = cmd.get("topic")
             if not isinstance(topic, str):
                 raise ConfigError("no topic named")
-            check_topic(topic)
+            check_topic(topic)  # alter, delete: a topic named before names were checked
             if op == "topic.create":
+                check_topic_name(topic)  # from any peer or admin: where a name enters
                 if topic in self.topics:
                     raise ConfigError(f"topic {topic!r} already exists")
                 settings = check_settings(cmd.get("settings") or {})

@@ -67,7 +67,8 @@ def test_deleting_a_topic_drops_its_records_and_tells_consumers(tmp_path: Path) 
         assert_one_line_error(watcher, 1, "topic 'gone' was deleted")
         # ... and nobody reads them any more
         c = consumer(tower.address, "gone", "--from-beginning", "-e", "--timeout", "20")
-        assert c.wait() == 0, c.stderr
+        # issue 34: -e on a topic that does not exist is exit 1, not a silent 0
+        assert_one_line_error(c, 1, "topic 'gone' does not exist (deleted at metadata revision")
         assert bytes(c.stdout) == b""
         # producing to it again creates a new topic: only its own records are there
         p = producer(tower.address, "gone", b"new\n")

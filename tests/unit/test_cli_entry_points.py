@@ -35,3 +35,25 @@ def test_every_console_script_is_a_dafka_command(name: str, target: str) -> None
             walk(sub)
 
     walk(command)
+
+
+def test_the_metrics_host_default_is_the_nodes() -> None:
+    """dafka.cli.metrics spells it out so that a command does not load prometheus_client
+    at import (issue 34: start-up time)."""
+    from dafka.cli.metrics import DEFAULT_HOST as CLI_DEFAULT
+    from dafka.io.metrics import DEFAULT_HOST
+
+    assert CLI_DEFAULT == DEFAULT_HOST
+
+
+def test_the_package_imports_the_node_types_when_first_used() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dafka, dafka.cli.consumer, dafka.cli.producer; "
+        "print(sorted(m for m in ('dafka.api.consumer', 'dafka.api.producer', "
+        "'prometheus_client') if m in sys.modules)); print(dafka.Consumer.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "Consumer"]
