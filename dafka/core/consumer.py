@@ -164,8 +164,11 @@ class ConsumerCore(HeadTracking):
     def seek_to_end(self, topic: str, partition: str | None, now: float) -> list[Publish]:
         """Seek to the end: one past the highest offset a verified record or the
         producer's signed HEAD shows to exist (unsigned store hints never choose it).
-        A partition named but not seen yet is an error: its end is not known."""
-        return self._seek_each(topic, partition, now, lambda p: max(p.seen_end, p.signed_end))
+        A partition named but not seen yet is an error: its end is not known. One with
+        nothing verified yet (``-N`` looking for its end) stays where it is."""
+        return self._seek_each(
+            topic, partition, now, lambda p: max(p.seen_end, p.signed_end) or p.next
+        )
 
     def seek_to_timestamp(
         self, topic: str, partition: str | None, timestamp: float, now: float

@@ -150,3 +150,10 @@ def test_rfc46_a_producer_head_older_than_the_stores_head() -> None:
     out = c.handle(m.DirectRecord(CONSUMER, "t", P, 99_998, b"v"), 0.2)
     assert delivered(out) == [99_998, 99_999]
     assert c.handle(m.DirectHead(CONSUMER, "t", P, 99_999), 0.3) == []
+
+
+def test_seek_to_end_while_the_end_is_unproven_skips_nothing_back() -> None:
+    c = core(3)
+    c.handle(direct_head(999, signer=None), 0.0)  # nothing verified yet
+    c.seek_to_end("t", None, 0.1)
+    assert c.positions() == {("t", P): 999}  # not 0: the partition is not read from its start
