@@ -38,6 +38,7 @@ TESTS = [
     "tests/unit/test_attacks.py",
     "tests/unit/test_producer_recovery.py",
     "tests/unit/test_attacks_hints.py",
+    "tests/unit/test_consumer_tail_n.py",
     "tests/unit/test_attacks_floods.py",
     "tests/unit/test_producer_serve_rate.py",
     "tests/unit/test_attacks_beacons.py",
@@ -947,10 +948,29 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "                pass  #",
     ),
     "unsigned hints never choose where -N starts": (
-        "dafka.core.consumer_base",
-        "ConsumerBase._partition",
-        "            elif reset < 0 and not confirmed:  # the hint aims the first FETCH only",
-        "            elif False:",
+        "dafka.core.consumer_fetch",
+        "FetchPlanning._aim_from_end",
+        "        proven = max(p.seen_end, p.signed_end)",
+        "        proven = claim",
+    ),
+    # issue 34 point 3 (tailn): -N is exactly the last N records
+    "-N starts N before a proven end, not a stale signed HEAD": (
+        "dafka.core.consumer_fetch",
+        "FetchPlanning._aim_from_end",
+        "        if claim > proven:",
+        "        if False:",
+    ),
+    "-N drops a claimed end nobody serves": (
+        "dafka.core.consumer",
+        "ConsumerCore.tick",
+        "            if p.from_end and not p.settled and now - p.progress_at >= self._unserved_after:",
+        "            if False:",
+    ),
+    "-N's start is fixed once delivery starts": (
+        "dafka.core.consumer_delivery",
+        "Delivery._on_records",
+        "        p.from_end = 0  # delivery started: -N's start is where it did",
+        "        pass",
     ),
     "partitions from unsigned hints are bounded": (
         "dafka.core.consumer_base",
@@ -2190,6 +2210,18 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "unsigned hints never choose where -N starts": (
         "tests/unit/test_attacks_hints.py::test_a_lying_store_hint_never_chooses_where_minus_n_starts",
+    ),
+    "-N starts N before a proven end, not a stale signed HEAD": (
+        "tests/unit/test_consumer_tail_n.py::test_a_stale_signed_head_does_not_choose_where_minus_n_starts",
+        "tests/unit/test_consumer_tail_n.py::test_minus_n_cuts_inside_a_batch_across_many_batches",
+        "tests/unit/test_consumer_tail_n.py::test_a_late_store_with_a_newer_head_moves_the_start_before_anything_is_delivered",
+    ),
+    "-N drops a claimed end nobody serves": (
+        "tests/unit/test_consumer_tail_n.py::test_a_claimed_end_nobody_serves_is_dropped_after_unserved_after",
+        "tests/unit/test_attacks_hints.py::test_a_lying_store_hint_never_chooses_where_minus_n_starts",
+    ),
+    "-N's start is fixed once delivery starts": (
+        "tests/unit/test_consumer_tail_n.py::test_records_written_after_the_start_are_delivered_as_new_records",
     ),
     "partitions from unsigned hints are bounded": (
         "tests/unit/test_attacks_hints.py::test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches",

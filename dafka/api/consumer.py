@@ -78,7 +78,7 @@ class Consumer(ConsumerControl):
     ) -> None:
         """``offset_reset``: where a partition seen for the first time starts:
         ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
-        before its end (the producer's signed head, or the newest batch seen first);
+        before its end, the last ``N`` records (the highest end claimed, once proven);
         ``start_offsets`` ``{(topic, partition): offset}`` override it per partition.
 
         ``start_timestamp`` (seconds since the epoch, like ``ConsumedRecord.timestamp``;

@@ -89,8 +89,9 @@ class ConsumerCore(HeadTracking):
     ``offset_reset`` decides where a partition seen for the first time starts:
     ``"earliest"`` at 0, an int ``>= 0`` at that offset, ``"latest"`` at the first
     record or head seen (the head record itself is delivered, as in the reference),
-    ``-N`` ``N`` offsets before the end a signed HEAD or a verified batch shows (a
-    store's unsigned hint only aims the FETCH that finds it). ``start_timestamp``
+    ``-N`` ``N`` offsets before the end a signed HEAD or a verified batch shows, once every
+    end claimed before the first delivery is proven (a store's unsigned hint aims the FETCH
+    that proves it; see ``_aim_from_end``). ``start_timestamp``
     (seconds; signed profile) replaces it: delivery starts at the first batch stamped
     at or after it, read from 0. ``start_offsets`` overrides both per partition, e.g.
     to resume. :meth:`seek` and ``seek_to_*`` move a partition later. ``profile``
@@ -164,8 +165,11 @@ class ConsumerCore(HeadTracking):
     def seek_to_end(self, topic: str, partition: str | None, now: float) -> list[Publish]:
         """Seek to the end: one past the highest offset a verified record or the
         producer's signed HEAD shows to exist (unsigned store hints never choose it).
-        A partition named but not seen yet is an error: its end is not known."""
-        return self._seek_each(topic, partition, now, lambda p: max(p.seen_end, p.signed_end))
+        A partition named but not seen yet is an error: its end is not known. One with
+        nothing verified yet (``-N`` looking for its end) stays where it is."""
+        return self._seek_each(
+            topic, partition, now, lambda p: max(p.seen_end, p.signed_end) or p.next
+        )
 
     def seek_to_timestamp(
         self, topic: str, partition: str | None, timestamp: float, now: float
@@ -226,6 +230,7 @@ class ConsumerCore(HeadTracking):
             return [Publish(m.GetHeads(topic, self._node_id))]
         p.next = offset
         p.not_before = not_before
+        p.from_end = 0  # a seek overrides -N
         self._drop_buffer(p)
         if p.known_end < offset:
             p.known_end = offset
@@ -402,6 +407,13 @@ class ConsumerCore(HeadTracking):
         for key, p in self._parts.items():
             if p.buffer:
                 self._prune(p)
+            if p.from_end and not p.settled and now - p.progress_at >= self._unserved_after:
+                # -N: a claimed end nobody served (a store lying about its head); the
+                # end is what is proven, if anything is (unconfirmed: forgotten below)
+                proven = max(p.seen_end, p.signed_end)
+                if proven:
+                    p.known_end = proven
+                    self._aim_from_end(p)
             if self._end(p) > p.next and now - p.progress_at >= timeout:
                 if not p.confirmed and p.tries >= UNCONFIRMED_TRIES:
                     stale.append(key)  # an unsigned hint that nothing verified backs

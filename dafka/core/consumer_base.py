@@ -286,6 +286,8 @@ class ConsumerBase:
         start = self._start_offsets.get(key)
         not_before = None
         from_end = 0
+        if end is None:
+            end = offset + 1
         if start is None:
             reset = self._reset
             if self._start_time is not None:
@@ -295,16 +297,18 @@ class ConsumerBase:
                 start = 0
             elif reset == "latest":
                 start = offset
-            elif reset < 0 and not confirmed:  # the hint aims the first FETCH only
-                start = offset
+            elif reset < 0:  # N before the end: first find the end (_aim_from_end)
+                start = end - 1
                 from_end = -int(reset)
-            elif reset < 0:  # N before the end
-                start = max(0, (offset + 1 if end is None else end) + int(reset))
             else:
                 start = int(reset)
         p = self._parts[key] = _Partition(topic, partition, start, now)
         p.not_before = not_before
-        p.from_end = from_end
+        if from_end:
+            # nothing is proven yet: the caller raises these with what it verified
+            p.from_end = from_end
+            p.known_end = end
+            p.seen_end = p.signed_end = 0
         if not confirmed:
             p.confirmed = False
             self._unconfirmed += 1
@@ -314,17 +318,6 @@ class ConsumerBase:
     def _starts_at_latest(self) -> bool:
         """Whether new partitions start at the first record or HEAD seen."""
         return self._reset == "latest" and self._start_time is None
-
-    def _settle_from_end(self, p: _Partition, end: int) -> None:
-        """``-N`` from an unsigned hint: a verified batch or HEAD shows offsets up to
-        ``end - 1`` exist, so delivery starts ``N`` before that."""
-        start = max(0, end - p.from_end)
-        p.from_end = 0
-        if start != p.next:
-            p.next = p.req_start = p.req_mid = p.req_end = start
-            p.recent.clear()
-            for first in [f for f in p.buffer if f < start]:
-                self._unbuffer(p, first)
 
     def _confirm(self, p: _Partition) -> None:
         p.confirmed = True

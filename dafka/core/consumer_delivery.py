@@ -106,24 +106,25 @@ class Delivery(FetchPlanning):
             p = self._partition(topic, partition, first, now, end=last + 1)
             if p is None:
                 return []
-            if last < p.next:
-                self._duplicates += 1
-                return []
         if not p.confirmed:
             self._confirm(p)
-        if p.from_end:
-            self._settle_from_end(p, last + 1)
         if self._profile.batched:
             if p.memory is None:
                 p.memory = BatchMemory()
             p.memory.remember(first, last, msg.content[-_SIGNATURE:])
             if p.answer is not None:  # where the outstanding FETCH's answer ends
                 p.answer.take(first, last, len(msg.content))
-        nxt = p.next
         if last >= p.seen_end:
             p.seen_end = last + 1
             if last >= p.known_end:
                 p.known_end = last + 1
+        if p.from_end:
+            self._aim_from_end(p)
+        nxt = p.next
+        if last < nxt:
+            self._duplicates += 1  # below where delivery starts (-N)
+            fetch = self._pump(p, now)
+            return [fetch] if fetch is not None else []
         if first > nxt:
             buffer = p.buffer
             if first in buffer:
@@ -170,6 +171,7 @@ class Delivery(FetchPlanning):
         self._delivered += nxt - p.next
         p.next = nxt
         p.progress_at = now
+        p.from_end = 0  # delivery started: -N's start is where it did
         if p.refused is not None and nxt in p.refused:
             return self._past_refused(p, now, out)
         if p.known_end > nxt:
@@ -340,6 +342,7 @@ class Delivery(FetchPlanning):
             reason,
         )
         p.next = tail
+        p.from_end = 0
         if p.known_end < tail:
             p.known_end = tail
         if p.seen_end < tail:

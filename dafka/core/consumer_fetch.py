@@ -12,7 +12,9 @@ as the outstanding answer's last batch arrives, from where it ended: one answer 
 partition is in flight. "Arrives" is when the IO thread drains it, before it is verified
 (:meth:`FetchPlanning.ask_ahead`), so the store sends the next answer while this one is
 verified. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
-FETCHes over all partitions are rate-bounded (``FETCH_RATE``).
+FETCHes over all partitions are rate-bounded (``FETCH_RATE``). Under ``-N``, until the
+end is proven, fetching aims at the batch holding the highest end claimed
+(:meth:`FetchPlanning._aim_from_end`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,36 @@ class FetchPlanning(ConsumerBase):
         cap = max(p.next, p.seen_end) + self._lead
         known = p.known_end
         return known if known <= cap else cap
+
+    def _aim_from_end(self, p: _Partition) -> None:
+        """``-N``, nothing delivered yet: where the partition's start is, from what is known.
+
+        The end is the highest offset anyone claims exists (a store's unsigned head, a
+        producer HEAD, a batch), within ``max_head_lead``. While a claim lies beyond what
+        a verified batch or signed HEAD proves (a store's head is newer than the last
+        HEAD the producer signed, which can be a second and 100,000 records old), the
+        consumer fetches the batch holding the claimed end (``next`` is that offset) and
+        delivers nothing. Once the end is proven, delivery starts ``N`` before it, and
+        stays there as the end grows with new records. A higher claim heard before the
+        first record is delivered (a late store) aims again; a claim nobody backs for
+        ``unserved_after`` seconds is dropped (``tick``)."""
+        claim = self._end(p)
+        proven = max(p.seen_end, p.signed_end)
+        if claim > proven:
+            p.settled = False
+            target = claim - 1
+        elif p.settled:
+            return
+        else:
+            p.settled = True
+            target = max(0, proven - p.from_end)
+        if target != p.next:
+            p.next = p.req_start = p.req_mid = p.req_end = target
+            p.answer = None
+            p.ahead = None
+            p.recent.clear()
+            for first in [f for f in p.buffer if f < target]:
+                self._unbuffer(p, first)
 
     def _pump(self, p: _Partition, now: float) -> Publish | None:
         """Ask for what is missing unless the outstanding window already covers it.

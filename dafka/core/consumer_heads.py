@@ -69,8 +69,16 @@ class HeadTracking(Delivery):
         return True
 
     def _on_head(
-        self, topic: str, partition: str, head: int, now: float, msg: m.Head | None
+        self,
+        topic: str,
+        partition: str,
+        head: int,
+        now: float,
+        msg: m.Head | None,
+        hint: int = -1,
     ) -> list[Effect]:
+        """A producer's HEAD (``msg``), or one a store passed on with its own unsigned
+        ``hint`` of what it holds (heard first when ``-N`` has yet to find the end)."""
         if self._acl and not self._allowed(topic, partition):
             return []
         p = self._parts.get((topic, partition))
@@ -87,12 +95,14 @@ class HeadTracking(Delivery):
                 return []
         elif not p.confirmed:
             self._confirm(p)
-        if p.from_end:
-            self._settle_from_end(p, head + 1)
         if head >= p.known_end:
             p.known_end = head + 1
         if head >= p.signed_end:
             p.signed_end = head + 1
+        if p.from_end:
+            if hint >= p.known_end:
+                p.known_end = hint + 1
+            self._aim_from_end(p)
         fetch = self._pump(p, now)
         return [fetch] if fetch is not None else []
 
@@ -146,7 +156,7 @@ class HeadTracking(Delivery):
         effects: list[Effect] = []
         head = msg.head
         if head is not None and (head.topic, head.partition) == (topic, partition):
-            effects = self._on_head(topic, partition, head.offset, now, head)
+            effects = self._on_head(topic, partition, head.offset, now, head, msg.offset)
         p = self._parts.get((topic, partition))
         if p is None:
             if self._starts_at_latest() and (topic, partition) not in self._start_offsets:
@@ -158,6 +168,8 @@ class HeadTracking(Delivery):
         # verified batch by batch, and the hint is bounded by max_head_lead.
         if msg.offset >= p.known_end:
             p.known_end = msg.offset + 1
+        if p.from_end:
+            self._aim_from_end(p)
         if not any(isinstance(e, Publish) for e in effects):
             fetch = self._pump(p, now)
             if fetch is not None:

@@ -131,6 +131,7 @@ class PartitionState:
         "req_mid",
         "req_start",
         "seen_end",
+        "settled",
         "signed_end",
         "start",
         "topic",
@@ -167,9 +168,10 @@ class PartitionState:
         self.refused: set[int] | None = None
         # a timestamp start (seconds): batches stamped before it are passed, not delivered
         self.not_before: float | None = None
-        # -N known only from a store's unsigned hint: N, until a verified batch or HEAD
-        # shows where the end is (then delivery starts N before it)
+        # -N: N, until the first record is delivered; ``settled`` once the end is proven
+        # and delivery starts N before it (dafka.core.consumer_base._aim_from_end)
         self.from_end = 0
+        self.settled = False
         # when a store's tail claim not (yet) acted on was first heard (since the last
         # progress); dafka.core.consumer_heads
         self.claim_since: float | None = None

@@ -106,12 +106,16 @@ def test_an_unsigned_hint_never_chooses_where_latest_starts() -> None:
 
 def test_a_lying_store_hint_never_chooses_where_minus_n_starts() -> None:
     """Defence: with ``offset_reset=-N`` and no producer HEAD to pass on, a store's
-    unsigned head only aims one FETCH; the verified batch it brings decides where delivery
-    starts. A store claiming a far head must not make the consumer skip the last N records."""
-    core = consumer(-3)
+    unsigned head only aims FETCHes; verified batches decide where delivery starts. A store
+    claiming a far head must not make the consumer skip the last N records: the claim nobody
+    serves costs ``unserved_after`` seconds, then delivery starts N before the verified end."""
+    core = consumer(-3, unserved_after=5.0)
     out = core.handle(direct_head(1000, signer=None), 0.0)
     assert [(f.offset, f.count) for f in sent(out) if isinstance(f, m.Fetch)] == [(1000, 1)]
-    assert delivered(core.handle(direct(5, 5), 0.1)) == [7, 8, 9]
+    assert delivered(core.handle(direct(5, 5), 0.1)) == []  # below what the store claims
+    out = core.tick(5.1)
+    assert [(f.offset, f.count) for f in sent(out) if isinstance(f, m.Fetch)] == [(7, 3)]
+    assert delivered(core.handle(direct(5, 5), 5.2)) == [7, 8, 9]
 
 
 def test_hints_for_unknown_partitions_are_bounded_in_state_and_fetches() -> None:

@@ -126,7 +126,9 @@ def test_minus_n_is_never_chosen_by_an_unsigned_hint() -> None:
     assert delivered(c.handle(direct(5, 5), 0.1)) == [7, 8, 9]  # verified: ends at 9
     lied = core(-3)
     assert fetches(lied.handle(direct_head(1000, signer=None), 0.0)) == [(1000, 1)]
-    assert delivered(lied.handle(direct(5, 5), 0.1)) == [7, 8, 9]  # the records decide
+    assert delivered(lied.handle(direct(5, 5), 0.1)) == []  # below the claimed end
+    assert fetches(lied.tick(10.1)) == [(7, 3)]  # nobody served the claim: the records decide
+    assert delivered(lied.handle(direct(5, 5), 10.2)) == [7, 8, 9]
     low = core(-3)  # a lagging store: the batch it serves ends further on
     assert fetches(low.handle(direct_head(6, signer=None), 0.0)) == [(6, 1)]
     assert delivered(low.handle(direct(5, 5), 0.1)) == [7, 8, 9]
