@@ -1,5 +1,7 @@
 """Dafka: a decentralized streaming platform after ZeroMQ RFC 46/DAFKA."""
 
+import logging
+
 from .api.aio import AsyncConsumer, AsyncProducer
 from .api.consumer import Consumer
 from .api.producer import CloseResult, Producer
@@ -26,6 +28,10 @@ from .errors import (
     StoreFullError,
     WireError,
 )
+
+# A library logs, the application decides where to: without a handler of ours, an
+# application that configured no logging had our warnings on stderr (logging's last resort).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

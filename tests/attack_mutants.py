@@ -99,11 +99,25 @@ TESTS = [
     "tests/integration/test_attacks_store_eio.py",
     "tests/unit/test_store_repair.py",
     "tests/unit/test_store_scrub.py",
+    "tests/integration/test_quiet_library.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    # issue 34 (errors): a quiet library, a producer that says why nothing was acknowledged
+    "a process warns once that its producers trust any store": (
+        "dafka.api.producer_setup",
+        "trusted_store_ids",
+        "        if config.trust_any_store is None and not _trust_any_warned:",
+        "        if config.trust_any_store is None:",
+    ),
+    "a process warns once that a tower list's metadata is unreachable": (
+        "dafka.metadata.follower",
+        "_first_unreachable",
+        "    if key in _UNREACHABLE_SAID or len(_UNREACHABLE_SAID) >= _MAX_UNREACHABLE_SAID:",
+        "    if False:",
+    ),
     # issue 33 (agent C): producer journals and directory fsyncs
     "a file created in a state or data directory has its directory fsynced": (
         "dafka.storage.state_dir",
@@ -1614,6 +1628,13 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    # issue 34 (errors)
+    "a process warns once that its producers trust any store": (
+        "tests/integration/test_quiet_library.py::test_an_app_that_configured_logging_hears_each_warning_once_per_process",
+    ),
+    "a process warns once that a tower list's metadata is unreachable": (
+        "tests/integration/test_quiet_library.py::test_an_app_that_configured_logging_hears_each_warning_once_per_process",
+    ),
     # issue 33 (agent C)
     "a file created in a state or data directory has its directory fsynced": (
         "tests/unit/test_dir_fsync.py::test_a_producer_state_directory_syncs_every_name",
