@@ -61,7 +61,6 @@ from ..errors import (
     ProfileError,
     RecordTooLargeError,
     StorageError,
-    UnackedCause,
 )
 from ..futures import BatchFuture, RecordFuture
 from ..ids import check_topic
@@ -80,7 +79,7 @@ from .producer_durable import LogWait
 from .producer_inflight import Values
 from .producer_io import _ProducerHandler, _Queued
 from .producer_setup import open_state, trusted_store_ids, wire_profile
-from .producer_why import AckEvidence, Diagnosis, check_towers_resolve, explain, probe_profiles
+from .producer_why import Diagnosis, check_towers_resolve, diagnose, read_evidence
 
 log = logging.getLogger(__name__)
 
@@ -588,32 +587,8 @@ class Producer:
         ``probe`` also asks the stores the towers relay for their wire profile (up to
         about ``wait`` s each way), which alone tells stores of the other profile from
         stores that are silent for another reason (``dafka-producer`` does it)."""
-        evidence = self._evidence(wait)
-        profiles: dict[str, str] | None = None
-        if probe and evidence.welcomed and evidence.topics:
-            diagnosis = explain(evidence)
-            if diagnosis.cause in (UnackedCause.NO_ACK, UnackedCause.NO_STORE):
-                profiles = probe_profiles(
-                    self._towers, evidence.topics[0].topic, self.node_id, wait
-                )
-        return explain(evidence, profiles)
-
-    def _evidence(self, wait: float) -> AckEvidence:
-        """The IO thread's evidence, read on it (or here, once it has stopped)."""
-        handler = self._handler
-        if self._loop.alive:
-            box: list[AckEvidence] = []
-            done = threading.Event()
-
-            def read(now: float) -> list[Publish]:
-                box.append(handler.evidence())
-                done.set()
-                return []
-
-            self._loop.call(read)
-            if done.wait(wait) and box:
-                return box[0]
-        return handler.evidence()
+        evidence = read_evidence(self._loop, self._handler.evidence, wait)
+        return diagnose(evidence, self._towers, self.node_id, probe, wait)
 
     @property
     def max_value_bytes(self) -> int:

@@ -24,19 +24,27 @@ resolves.
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import TowerAddress
 from ..errors import ConfigError, DafkaError, UnackedCause
+
+if TYPE_CHECKING:
+    from ..core.effects import Publish
+    from ..io.node import NodeLoop
 
 __all__ = [
     "AckEvidence",
     "Diagnosis",
     "TopicAcks",
     "check_towers_resolve",
+    "diagnose",
     "explain",
     "probe_profiles",
+    "read_evidence",
 ]
 
 MAX_PROBED = 8
@@ -163,6 +171,40 @@ def explain(e: AckEvidence, profiles: Mapping[str, str] | None = None) -> Diagno
         f"{'is' if len(connected) == 1 else 'are'} connected but acknowledged nothing "
         "(a store of the other wire profile, a full disk, or the topic's producers list?)",
     )
+
+
+def read_evidence(loop: NodeLoop, read: Callable[[], AckEvidence], wait: float) -> AckEvidence:
+    """``read()`` run on the node's IO thread (at most ``wait`` s for it), or here once that
+    thread has stopped (or does not answer)."""
+    if loop.alive:
+        box: list[AckEvidence] = []
+        done = threading.Event()
+
+        def call(now: float) -> list[Publish]:
+            box.append(read())
+            done.set()
+            return []
+
+        loop.call(call)
+        if done.wait(wait) and box:
+            return box[0]
+    return read()
+
+
+def diagnose(
+    evidence: AckEvidence,
+    towers: Sequence[TowerAddress],
+    partition: str,
+    probe: bool,
+    wait: float,
+) -> Diagnosis:
+    """:func:`explain`, with a probe of the stores' profiles (``probe``) when what the
+    producer heard leaves stores of the other profile possible."""
+    profiles: dict[str, str] | None = None
+    if probe and evidence.welcomed and evidence.topics:
+        if explain(evidence).cause in (UnackedCause.NO_ACK, UnackedCause.NO_STORE):
+            profiles = probe_profiles(towers, evidence.topics[0].topic, partition, wait)
+    return explain(evidence, profiles)
 
 
 def probe_profiles(
