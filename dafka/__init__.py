@@ -10,6 +10,7 @@ imported at once.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -71,6 +72,10 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
+
+# A library logs, the application decides where to: without a handler of ours, an
+# application that configured no logging had our warnings on stderr (logging's last resort).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

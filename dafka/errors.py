@@ -16,7 +16,8 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
     ├── ProducerError
     │   ├── BufferFullError               the unacknowledged buffer is full
     │   ├── RecordTooLargeError (ValueError)  a value or key over a size limit
-    │   └── DeliveryError                 records failed since the last flush
+    │   ├── DeliveryError                 records failed since the last flush
+    │   └── NotAcknowledged (DafkaTimeout)  records not acknowledged in time; ``cause`` says why
     ├── ProfileError (ValueError)         a feature the chosen wire profile cannot carry
     ├── RaftError
     │   ├── NotLeader                     carries the leader hint, if any
@@ -29,6 +30,7 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import ClassVar
 
 
@@ -149,6 +151,28 @@ class DeliveryError(ProducerError):
         self.first = first
 
 
+class UnackedCause(StrEnum):
+    """Why a producer's records were not acknowledged, as far as it can tell
+    (:class:`NotAcknowledged`, ``Producer.diagnose``)."""
+
+    TOWER_UNREACHABLE = "tower_unreachable"
+    """No tower answered: nothing was discovered through it."""
+    NO_STORE = "no_store"
+    """No store is connected to the producer (nor, probed, announced through the towers)."""
+    OTHER_PROFILE = "other_profile"
+    """The stores found speak the other wire profile (signed or rfc46)."""
+    UNTRUSTED_STORES = "untrusted_stores"
+    """Stores acknowledged, but none whose ACKs count (``trusted_stores``)."""
+    TOO_FEW_STORES = "too_few_stores"
+    """Fewer distinct stores acknowledged than the producer's ``min_acks`` asks."""
+    TOPIC_MIN_ACKS = "topic_min_acks"
+    """A topic's ``min_acks`` (cluster metadata) is above the stores that can acknowledge it."""
+    STATE_DIR = "state_dir"
+    """The producer cannot write its state directory (a full disk)."""
+    NO_ACK = "no_ack"
+    """Stores are connected but acknowledged nothing, for none of the reasons above."""
+
+
 class ProfileError(DafkaError, ValueError):
     """The chosen wire profile cannot carry what was asked (e.g. keys under rfc46)."""
 
@@ -186,3 +210,22 @@ class DafkaTimeout(DafkaError, TimeoutError):
     """A deadline passed."""
 
     retriable = True
+
+
+class NotAcknowledged(DafkaTimeout, ProducerError):
+    """Records were not acknowledged within a deadline (``Producer.flush``).
+
+    ``unacknowledged`` is how many; ``cause`` (an :class:`UnackedCause`) and the message
+    say why, as far as the producer can tell from what it heard.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        unacknowledged: int = 0,
+        cause: UnackedCause = UnackedCause.NO_ACK,
+    ) -> None:
+        super().__init__(message)
+        self.unacknowledged = unacknowledged
+        self.cause = cause

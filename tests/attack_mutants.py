@@ -107,11 +107,81 @@ TESTS = [
     "tests/unit/test_attacks_topic_names.py",
     "tests/unit/test_cli_consumer_ends.py",
     "tests/e2e/test_cli_honest_exits.py",
+    "tests/integration/test_quiet_library.py",
+    "tests/unit/test_producer_why.py",
+    "tests/e2e/test_producer_causes.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
 # name: (module, function, old text, new text, [old text, new text, ...])
 MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+    # issue 34 (errors): a quiet library, a producer that says why nothing was acknowledged
+    "a process warns once that its producers trust any store": (
+        "dafka.api.producer_setup",
+        "trusted_store_ids",
+        "        if config.trust_any_store is None and not _trust_any_warned:",
+        "        if config.trust_any_store is None:",
+    ),
+    "a process warns once that a tower list's metadata is unreachable": (
+        "dafka.metadata.follower",
+        "_first_unreachable",
+        "    if key in _UNREACHABLE_SAID or len(_UNREACHABLE_SAID) >= _MAX_UNREACHABLE_SAID:",
+        "    if False:",
+    ),
+    "a producer says a topic's min_acks is above its trusted stores": (
+        "dafka.api.producer_why",
+        "explain",
+        "        if e.trusted is not None and t.need > len(e.trusted):",
+        "        if False:",
+    ),
+    "a producer says its ACKs came from untrusted stores": (
+        "dafka.api.producer_why",
+        "explain",
+        "        if not t.acked_by and e.untrusted:",
+        "        if False:",
+    ),
+    "a producer says fewer stores acknowledged than min_acks asks": (
+        "dafka.api.producer_why",
+        "explain",
+        "        if t.acked_by and len(t.acked_by) < t.need:",
+        "        if False:",
+    ),
+    "a producer says the stores speak the other wire profile": (
+        "dafka.api.producer_why",
+        "explain",
+        "        if not mine and others:",
+        "        if False:",
+    ),
+    "a producer says no store is there": (
+        "dafka.api.producer_why",
+        "explain",
+        "    if not e.stores and not profiles:",
+        "    if False:",
+    ),
+    "a producer says no tower answered": (
+        "dafka.api.producer_why",
+        "explain",
+        "    if not e.welcomed:",
+        "    if False:",
+    ),
+    "a producer refuses towers none of whose names resolves": (
+        "dafka.api.producer_why",
+        "check_towers_resolve",
+        "    if failures:",
+        "    if False:",
+    ),
+    "a producer names boundedly the untrusted stores that ACK it": (
+        "dafka.core.producer",
+        "ProducerCore._on_ack",
+        "                if store is not None and len(self.untrusted_from) < MAX_UNTRUSTED_NAMED:",
+        "                if store is not None:",
+    ),
+    "a producer remembers boundedly the stores subscribed to it": (
+        "dafka.api.producer_io",
+        "_ProducerHandler.on_subscription",
+        "            elif is_node_id(store) and len(self.stores) < MAX_STORES_NAMED:",
+        "            elif True:",
+    ),
     # issue 33 (agent C): producer journals and directory fsyncs
     "a file created in a state or data directory has its directory fsynced": (
         "dafka.storage.state_dir",
@@ -1779,6 +1849,48 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    # issue 34 (errors)
+    "a process warns once that its producers trust any store": (
+        "tests/integration/test_quiet_library.py::test_an_app_that_configured_logging_hears_each_warning_once_per_process",
+    ),
+    "a process warns once that a tower list's metadata is unreachable": (
+        "tests/integration/test_quiet_library.py::test_an_app_that_configured_logging_hears_each_warning_once_per_process",
+    ),
+    "a producer says a topic's min_acks is above its trusted stores": (
+        "tests/unit/test_producer_why.py::test_a_topic_min_acks_above_the_trusted_stores",
+        "tests/e2e/test_producer_causes.py::test_a_topic_min_acks_above_the_trusted_stores",
+    ),
+    "a producer says its ACKs came from untrusted stores": (
+        "tests/unit/test_producer_why.py::test_acks_only_from_untrusted_stores",
+        "tests/e2e/test_producer_causes.py::test_an_untrusted_trusted_store",
+        "tests/e2e/test_producer_causes.py::test_flush_raises_not_acknowledged_carrying_the_cause",
+    ),
+    "a producer says fewer stores acknowledged than min_acks asks": (
+        "tests/unit/test_producer_why.py::test_fewer_stores_acknowledged_than_min_acks",
+        "tests/e2e/test_producer_causes.py::test_min_acks_above_the_stores_there_are",
+    ),
+    "a producer says the stores speak the other wire profile": (
+        "tests/unit/test_producer_why.py::test_stores_of_the_other_profile_are_told_by_a_probe",
+        "tests/e2e/test_producer_causes.py::test_stores_of_the_other_profile",
+    ),
+    "a producer says no store is there": (
+        "tests/unit/test_producer_why.py::test_no_store",
+        "tests/e2e/test_producer_causes.py::test_no_store",
+    ),
+    "a producer says no tower answered": (
+        "tests/unit/test_producer_why.py::test_no_tower_answered",
+        "tests/e2e/test_producer_causes.py::test_no_tower",
+    ),
+    "a producer refuses towers none of whose names resolves": (
+        "tests/unit/test_producer_why.py::test_a_tower_name_that_does_not_resolve_is_refused",
+        "tests/e2e/test_producer_causes.py::test_a_tower_name_that_does_not_resolve",
+    ),
+    "a producer names boundedly the untrusted stores that ACK it": (
+        "tests/unit/test_producer_why.py::test_acks_naming_many_untrusted_stores_are_remembered_boundedly",
+    ),
+    "a producer remembers boundedly the stores subscribed to it": (
+        "tests/unit/test_producer_why.py::test_subscriptions_naming_many_stores_are_remembered_boundedly",
+    ),
     # issue 33 (agent C)
     "a file created in a state or data directory has its directory fsynced": (
         "tests/unit/test_dir_fsync.py::test_a_producer_state_directory_syncs_every_name",

@@ -57,6 +57,7 @@ from ..errors import (
     ConfigError,
     DafkaTimeout,
     DeliveryError,
+    NotAcknowledged,
     ProfileError,
     RecordTooLargeError,
     StorageError,
@@ -78,6 +79,7 @@ from .producer_durable import LogWait
 from .producer_inflight import Values
 from .producer_io import _ProducerHandler, _Queued
 from .producer_setup import open_state, trusted_store_ids, wire_profile
+from .producer_why import Diagnosis, check_towers_resolve, diagnose, read_evidence
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +202,8 @@ class Producer:
             batch_format=batch_format,
         ).validate()
         nconf = node_config(towers, host, config=node)
+        check_towers_resolve(nconf.towers)  # a misspelt name would be waited on for ever
+        self._towers = nconf.towers
         self._state: StateDir | None = None
         self._journal: OffsetJournal | None = None
         self._acked_journal: OffsetJournal | None = None
@@ -565,11 +569,26 @@ class Producer:
         :class:`ClosedError` if the producer's IO thread has stopped.
         """
         self.publish_now()
-        failed, error = self._budget.wait(
-            timeout, lambda: self._loop.alive, self._handler.trouble.describe
-        )
+        try:
+            failed, error = self._budget.wait(timeout, lambda: self._loop.alive)
+        except NotAcknowledged as exc:
+            why = self.diagnose(probe=False)
+            raise NotAcknowledged(
+                f"{exc}: {why.text}", unacknowledged=exc.unacknowledged, cause=why.cause
+            ) from None
         if failed:
             raise DeliveryError(failed, error)
+
+    def diagnose(self, probe: bool = True, wait: float = 1.0) -> Diagnosis:
+        """Why records are not acknowledged, as far as this producer can tell: an
+        :class:`~dafka.errors.UnackedCause` and one line saying it (``flush``'s
+        :class:`~dafka.errors.NotAcknowledged` carries the same).
+
+        ``probe`` also asks the stores the towers relay for their wire profile (up to
+        about ``wait`` s each way), which alone tells stores of the other profile from
+        stores that are silent for another reason (``dafka-producer`` does it)."""
+        evidence = read_evidence(self._loop, self._handler.evidence, wait)
+        return diagnose(evidence, self._towers, self.node_id, probe, wait)
 
     @property
     def max_value_bytes(self) -> int:

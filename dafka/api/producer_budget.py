@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import BufferFullError, ClosedError, DafkaTimeout
+from ..errors import BufferFullError, ClosedError, NotAcknowledged
 
 __all__ = ["CloseResult", "UnackedBudget"]
 
@@ -130,13 +130,12 @@ class UnackedBudget:
         self,
         timeout: float | None,
         alive: Callable[[], bool],
-        why: Callable[[], str | None] = lambda: None,
     ) -> tuple[int, BaseException | None]:
         """Wait until nothing is unacknowledged; return (records failed since the last
         wait, the first of their errors) and start counting again from zero.
 
-        Raises :class:`DafkaTimeout` after ``timeout`` seconds (the failures stay
-        counted; ``why()``, if not None, says what holds the records back) and
+        Raises :class:`NotAcknowledged` (a :class:`DafkaTimeout`) after ``timeout``
+        seconds (the failures stay counted; the producer adds why) and
         :class:`ClosedError` once ``alive()`` is False (the IO thread stopped)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
@@ -145,10 +144,9 @@ class UnackedBudget:
                     raise ClosedError("producer IO thread has stopped")
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
-                    cause = why()
-                    raise DafkaTimeout(
-                        f"{self.unacked} records not acknowledged within {timeout} s"
-                        + (f": {cause}" if cause else "")
+                    raise NotAcknowledged(
+                        f"{self.unacked} records not acknowledged within {timeout:g} s",
+                        unacknowledged=self.unacked,
                     )
                 self._wait(0.2 if left is None else min(left, 0.2))
             failed, error = self._failed, self._first_error

@@ -28,12 +28,15 @@ from ..core.messages import Message, Subscription
 from ..core.producer import ProducerCore
 from ..errors import ClosedError, ConfigError, ProducerError, StorageError, TopicDeletedError
 from ..futures import UNHELD, BatchFuture, LazyFuture
+from ..ids import is_node_id
 from ..io.metrics import AckTimer
 from ..io.node import NodeLoop
 from ..storage.wal import LoggedBatch
+from ..wire.rfc46 import Command
 from .producer_disk import StateDirTrouble
 from .producer_inflight import Continued, ManyRun, RecordRun, Run, TopicTurn, Values
 from .producer_linger import Linger
+from .producer_why import AckEvidence, TopicAcks
 
 if TYPE_CHECKING:
     from .producer import Producer
@@ -47,6 +50,8 @@ log = logging.getLogger(__name__)
 # which mypy does not narrow: hence the explained ignores where they are taken apart.
 _Queued = tuple[str, object, object, LazyFuture[Any] | Continued]
 
+MAX_STORES_NAMED = 64
+"""Connected stores a producer remembers by name (peers choose their subscriptions)."""
 TURN_TOPICS = 64
 """Topics one turn publishes at most, a batch each at least: a message each on the data
 XPUB, whose mark counts messages (257 by default, ``dafka.io.bounds``) and which hears of
@@ -108,6 +113,9 @@ class _ProducerHandler:
         self.stopped = False
         """Set by :meth:`on_stop` before it drains the queue; ``Producer._enqueue`` reads
         it after appending: whoever of the two comes last fails what is queued."""
+        self.stores: set[str] = set()
+        """Stores connected to this producer (subscribed to its data socket), at most
+        :data:`MAX_STORES_NAMED`: to say why nothing is acknowledged."""
 
     def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
         """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
@@ -532,7 +540,35 @@ class _ProducerHandler:
             self.p._released(freed, freed_bytes)
 
     def on_subscription(self, sub: Subscription, now: float) -> list[Publish]:
+        # a store subscribes to CONSUMER-HELLOs addressed to it, by its node ID: so we
+        # know which stores are connected to us (to say why nothing is acknowledged)
+        if sub.cmd == Command.CONSUMER_HELLO.value:
+            store = sub.rest.decode("ascii", "replace")
+            if not sub.subscribe:
+                self.stores.discard(store)
+            elif is_node_id(store) and len(self.stores) < MAX_STORES_NAMED:
+                self.stores.add(store)
         return []
+
+    def evidence(self) -> AckEvidence:
+        """What bears on why records wait (:mod:`.producer_why`); on the IO thread, or
+        once it has stopped."""
+        core = self.core
+        waiting = [t for t, runs in self.inflight.items() if runs] or core.topics()
+        topics = []
+        for topic in waiting:
+            need, topic_set = core.needs(topic)
+            topics.append(TopicAcks(topic, need, topic_set, tuple(core.store_acks(topic))))
+        return AckEvidence(
+            profile=self.p.config.profile,
+            towers=tuple(str(t) for t in self.p._towers),
+            welcomed=self.p._loop.welcomed,
+            stores=tuple(sorted(self.stores)),
+            trusted=core.trusted,
+            untrusted=tuple(sorted(core.untrusted_from)),
+            topics=tuple(topics),
+            state_dir=self.trouble.describe(),
+        )
 
     def on_stop(self) -> None:
         self.stopped = True  # before the queue is drained: see Producer._enqueue

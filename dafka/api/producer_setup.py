@@ -37,6 +37,9 @@ ACKED_JOURNAL = "acked.journal"
 WAL_FILE = "producer.wal"
 """The durable producer's log of what it published and is not yet acknowledged."""
 
+_trust_any_warned = False
+"""Whether this process has warned of a producer trusting any store (then: info)."""
+
 
 @dataclass(frozen=True, slots=True)
 class OpenedState:
@@ -127,14 +130,18 @@ def wire_profile(config: ProducerConfig, identity: Identity | None) -> Profile:
 
 def trusted_store_ids(config: ProducerConfig, node_id: str) -> tuple[str, ...] | None:
     """The stores whose ACKs count (None: any store whose signature verifies)."""
+    global _trust_any_warned
     trusted: tuple[str, ...] | None = config.trusted_stores or None
     if config.trusts_any_store:
         trusted = None
-        if config.trust_any_store is None:
+        if config.trust_any_store is None and not _trust_any_warned:
+            # once per process: a Spark executor starts a producer per task
+            _trust_any_warned = True
             log.warning(
                 "producer.trust_any_store id=%s: no trusted stores configured, so an "
                 "ACK from any store whose signature verifies counts (fine for a local "
-                "platform; pin stores with trusted_stores=[node IDs or public keys])",
+                "platform; pin stores with trusted_stores=[node IDs or public keys]); "
+                "said once per process",
                 node_id,
             )
         else:

@@ -252,9 +252,13 @@ def main(
         os._exit(Signals.exit_code(signum))
 
     signals = Signals(first, second)
+    why = None
     try:
         feed.start()
         _settle(producer, feed, signals, wake, timeout, grace, bar)
+        if producer.unacked and signals.first is None and feed.error is None:
+            bar.end()
+            why = producer.diagnose()  # which of the causes it is, before the node stops
     finally:
         bar.end()
         # the lines below say what close() would log; close() also wakes a send
@@ -280,7 +284,7 @@ def main(
     if result.unacknowledged:
         _say(
             f"error: {result.unacknowledged} of {feed.sent} records were not acknowledged within "
-            f"{timeout:g} s (is a store running and reachable through the tower?); "
+            f"{timeout:g} s: {why.text if why else 'no store acknowledged them'}; "
             f"{acked} acknowledged, {failed} failed"
         )
         sys.exit(1)

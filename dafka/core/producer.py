@@ -62,6 +62,8 @@ MAX_STORES_TRACKED = 256
 _ANONYMOUS = ""  # the store of an rfc46 ACK
 
 MAX_GAPS_REPEATED = 64
+MAX_UNTRUSTED_NAMED = 16
+"""Untrusted stores whose ACK names a producer remembers, to say why it waits."""
 """Gap statements per topic a run publishes again before each HEAD (each about 150 bytes)."""
 
 
@@ -183,6 +185,9 @@ class ProducerCore:
         self._bogus_acks = 0
         self._stale_acks = 0
         self._untrusted_acks = 0
+        self.untrusted_from: set[str] = set()
+        """Stores named by ACKs that were not counted for want of trust (at most
+        :data:`MAX_UNTRUSTED_NAMED`; not verified): to say why nothing is acknowledged."""
         self._forged_acks = 0
         self._recovery_wait = float(recovery_wait)
         self._recoveries: dict[str, Recovery] = {}
@@ -577,6 +582,8 @@ class ProducerCore:
             if store is None or (self._trusted is not None and store not in self._trusted):
                 # cheap check first: an untrusted ACK costs no signature check
                 self._untrusted_acks += 1
+                if store is not None and len(self.untrusted_from) < MAX_UNTRUSTED_NAMED:
+                    self.untrusted_from.add(store)  # unverified: named only to explain
                 return []
         else:
             store = _ANONYMOUS
@@ -609,6 +616,17 @@ class ProducerCore:
             del acks[min(acks, key=acks.__getitem__)]
         acks[store] = offset
         return self._advance(msg.topic, state)
+
+    def needs(self, topic: str) -> tuple[int, bool]:
+        """The distinct stores' ACKs a record of ``topic`` needs, and whether that is the
+        topic's ``min_acks`` from the metadata (above the producer's own)."""
+        need = self._topic_min_acks.get(topic, self._min_acks)
+        return need, need > self._min_acks
+
+    @property
+    def trusted(self) -> frozenset[str] | None:
+        """The stores whose ACKs count (None: any whose signature verifies)."""
+        return self._trusted
 
     def _advance(self, topic: str, state: HeldTopic) -> list[Effect]:
         acks = state.acks

@@ -42,6 +42,20 @@ __all__ = ["BROADCAST_PORT_OFFSET", "MetadataView", "require_transport", "tower_
 
 log = logging.getLogger(__name__)
 
+_UNREACHABLE_SAID: set[tuple[str, ...]] = set()
+"""Tower lists whose metadata this process has already warned it could not reach."""
+_MAX_UNREACHABLE_SAID = 64
+
+
+def _first_unreachable(raft_urls: Sequence[str]) -> bool:
+    """Whether this process has not yet warned that ``raft_urls`` were unreachable (and
+    remember that it has: a bounded set; past its bound, every list counts as said)."""
+    key = tuple(raft_urls)
+    if key in _UNREACHABLE_SAID or len(_UNREACHABLE_SAID) >= _MAX_UNREACHABLE_SAID:
+        return False
+    _UNREACHABLE_SAID.add(key)
+    return True
+
 
 Listener = Callable[[dict[str, Any]], None]
 
@@ -356,7 +370,17 @@ class MetadataView:
                     if rev >= 0
                     else ("running with local settings")
                 )
-                log.warning("metadata.unreachable towers=%s: %s; %s", self.raft_urls, exc, kept)
+                # a first sync that fails is said once per process and tower list (a
+                # Spark executor follows the metadata anew in every task); losing a
+                # metadata group this view had reached, each time
+                first = self.online or _first_unreachable(self.raft_urls)
+                log.log(
+                    logging.WARNING if first else logging.INFO,
+                    "metadata.unreachable towers=%s: %s; %s",
+                    self.raft_urls,
+                    exc,
+                    kept,
+                )
             self.online = False
             self.syncs += 1
             return

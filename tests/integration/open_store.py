@@ -4,6 +4,7 @@ error; a SIGBUS or an abort shows as the process's signal."""
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from dafka.errors import DafkaError
@@ -11,6 +12,9 @@ from dafka.storage.lmdb_store import LmdbStorage
 
 
 def main(path: str) -> None:
+    # the library's warnings (lmdb.meta_restored) on stderr, as logging's last resort put
+    # them before dafka's logger had a NullHandler
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         storage = LmdbStorage(path)
         heads = storage.heads()

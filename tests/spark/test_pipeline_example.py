@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ def test_the_spark_pipeline_counts_every_click() -> None:
     assert re.search(r"all \d+ clicks counted \(\d+ in printed windows\)", proc.stderr)
     out = bytes(proc.stdout).decode()
     assert "window " in out and " clicks  amount " in out
+    # a clean run is quiet (issue 34, point 7): the query stops between two batches, not
+    # mid-batch (Spark logged its cancelled tasks as ERRORs with stack traces), and no
+    # library line repeats per task (7 metadata.unreachable and trust_any_store lines)
+    assert not [line for line in proc.stderr_lines if "ERROR" in line], proc.stderr
+    assert not [line for line in proc.stderr_lines if line.lstrip().startswith("at ")]
+    repeated = [line for line, n in Counter(proc.stderr_lines).items() if n > 1]
+    assert not repeated, proc.stderr
+    assert "metadata.unreachable" not in proc.stderr and "trust_any_store" not in proc.stderr
 
 
 def test_a_second_run_on_the_same_cluster_checks_only_its_own_clicks(tmp_path: Path) -> None:
