@@ -24,7 +24,6 @@ from .common import (
     run_cli,
     unescape,
 )
-from .kcat import kcat_json, kcat_options, run_mode
 from .consumer_ends import (
     StopAt,
     check_end,
@@ -34,6 +33,7 @@ from .consumer_ends import (
     registered_topics,
     split_topics,
 )
+from .kcat import kcat_json, kcat_options, run_mode
 from .metrics import announce, metrics_options
 from .progress import Progress, end_progress, progress_option
 
