@@ -62,9 +62,9 @@ MAX_STORES_TRACKED = 256
 _ANONYMOUS = ""  # the store of an rfc46 ACK
 
 MAX_GAPS_REPEATED = 64
+"""Gap statements per topic a run publishes again before each HEAD (each about 150 bytes)."""
 MAX_UNTRUSTED_NAMED = 16
 """Untrusted stores whose ACK names a producer remembers, to say why it waits."""
-"""Gap statements per topic a run publishes again before each HEAD (each about 150 bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
