@@ -1842,6 +1842,25 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         "    if issubclass(kind, KeyboardInterrupt):",
         "    if False:",
     ),
+    # issue 34 (red team): a read ACL's refusal is not "empty"
+    "-e and --watermarks report a read ACL's refusal, not an empty topic": (
+        "dafka.cli.consumer_ends",
+        "check_not_refused",
+        "                if exc.code is qp.ErrorCode.FORBIDDEN:",
+        "                if False:",
+    ),
+    "a closed pipe is not exit 0: not every record was written": (
+        "dafka.cli.common",
+        "run_cli",
+        "            sys.exit(EXIT_CLOSED_PIPE)",
+        "            sys.exit(0)",
+    ),
+    "output that cannot be written is one error line, not a traceback": (
+        "dafka.cli.common",
+        "run_cli",
+        "        except OSError as exc:",
+        "        except ArithmeticError as exc:",
+    ),
 }
 
 
@@ -2776,6 +2795,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "Ctrl-C before a command's main runs is exit 130, no traceback": (
         "tests/e2e/test_cli_honest_exits.py::test_ctrl_c_while_a_command_starts_is_exit_130_without_a_traceback[click-dafka.cli.consumer]",
+    ),
+    "-e and --watermarks report a read ACL's refusal, not an empty topic": (
+        "tests/e2e/test_cli_honest_exits.py::test_a_topic_whose_read_acl_refuses_the_consumer_is_an_error_not_empty",
+    ),
+    "a closed pipe is not exit 0: not every record was written": (
+        "tests/e2e/test_cli_honest_exits.py::test_output_that_cannot_be_written_is_one_line_and_a_closed_pipe_is_not_success",
+    ),
+    "output that cannot be written is one error line, not a traceback": (
+        "tests/e2e/test_cli_honest_exits.py::test_output_that_cannot_be_written_is_one_line_and_a_closed_pipe_is_not_success",
     ),
 }
 

@@ -338,6 +338,23 @@ def profile_option(f: F) -> F:
     )(f)
 
 
+EXIT_CLOSED_PIPE = 141
+"""The exit status when the reader of the output went away (``| head -1``): 128 + SIGPIPE,
+what a program the signal killed returns, as kcat does; not 0, which would say that every
+record was written."""
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's flush at exit does not fail
+    again on what could not be written (a second error, a traceback)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def run_cli(f: F) -> F:
     """Turn user mistakes and Dafka errors into one line on stderr and an exit code."""
 
@@ -361,8 +378,14 @@ def run_cli(f: F) -> F:
             sys.exit(1)
         except KeyboardInterrupt:
             sys.exit(130)
-        except BrokenPipeError:
-            sys.exit(0)
+        except BrokenPipeError:  # the reader closed the pipe: not all was written (SIGPIPE's)
+            _quiet_stdout()
+            sys.exit(EXIT_CLOSED_PIPE)
+        except OSError as exc:  # writing the output failed (a full disk, /dev/full): one line
+            _quiet_stdout()
+            end_progress()
+            click.echo(f"error: {exc.strerror or exc}: the output could not be written", err=True)
+            sys.exit(1)
         finally:
             end_progress()
 

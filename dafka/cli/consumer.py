@@ -27,6 +27,7 @@ from .common import (
 from .consumer_ends import (
     StopAt,
     check_end,
+    check_not_refused,
     matching,
     parse_offset,
     parse_offsets,
@@ -439,6 +440,7 @@ def main(
             for (topic, partition), (low, high) in sorted(marks.items()):
                 click.echo(f"{topic} {partition} {low} {high}")
             if not marks:  # an empty answer says so (on stderr: stdout stays data)
+                check_not_refused(consumer, named, min(wait, 2.0))  # a read ACL: exit 1
                 click.echo(f"no partitions of {', '.join(topics)} on the stores", err=True)
             return
         regex = _Regex(consumer, patterns, wait, exit_at_end) if patterns else None

@@ -138,6 +138,40 @@ def deleted_topics(consumer: Consumer) -> Mapping[str, int]:
     return {} if config is None else dict(config.get("deleted", {}))
 
 
+def check_not_refused(consumer: Consumer, topics: Iterable[str], wait: float) -> None:
+    """Raise :class:`DafkaError` (exit 1) when a topic of ``topics`` (none of whose
+    partitions reached this consumer) has a read ACL and the stores refuse this consumer:
+    a store serves such a topic only to the CURVE keys the ACL names, and says nothing to
+    others, so "no partition" would read as "empty" (the red team's F1: ``-e`` exited 0
+    with a store holding 1,000 records). Only topics whose metadata has a read ACL are
+    asked about (a query to every store)."""
+    from ..api.cluster import StoreQueries
+    from ..metadata.state import topic_settings
+    from ..query import protocol as qp
+    from ..query.client import QueryError
+
+    view = consumer.metadata
+    config = None if view is None else view.config
+    registered = {} if config is None else config.get("topics", {})
+    guarded = sorted(
+        t for t in set(topics) if t in registered and topic_settings(registered[t])["consumers"]
+    )
+    if not guarded:
+        return
+    specs = consumer._tower_specs()  # the consumer's own towers and key
+    with StoreQueries(specs, key=consumer._query_key(), timeout=max(wait, 1.0)) as q:
+        for topic in guarded:
+            try:
+                q.holders([topic])
+            except QueryError as exc:
+                if exc.code is qp.ErrorCode.FORBIDDEN:
+                    raise DafkaError(
+                        f"topic {topic!r} has a read ACL and the stores refuse this consumer: {exc}"
+                    ) from None
+            except DafkaError:
+                continue  # no store answered the query: nothing proven either way
+
+
 # ------------------------------------------------------------------------------ e@
 
 
@@ -209,6 +243,7 @@ def check_end(
                 noun = "topic" if len(absent) == 1 else "topics"
                 verb = "does" if len(absent) == 1 else "do"
                 raise DafkaError(f"{noun} {names} {verb} not exist ({where})")
+        check_not_refused(consumer, [t for t in missing if t not in unregistered], wait)
         if start != "latest":
             notes += [f"% topic {t!r} has no records yet" for t in missing if t not in unregistered]
     if isinstance(start, int) and not isinstance(start, bool) and start > 0:

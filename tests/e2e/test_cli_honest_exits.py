@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.attack_mutants import mutated
 from tests.procs import Proc, StoreProc, Tower, py
 
 pytestmark = pytest.mark.e2e
@@ -235,3 +236,62 @@ def test_a_real_ctrl_c_at_any_moment_of_start_up_leaves_no_traceback() -> None:
             delay,
             p.stderr[-3000:],
         )
+
+
+def test_a_topic_whose_read_acl_refuses_the_consumer_is_an_error_not_empty(towers: str) -> None:
+    """Red team F1/F2: a store says nothing of a topic its read ACL keeps from this
+    consumer, and ``-e`` exited 0 with "has no records yet" over 3 stored records;
+    ``--watermarks`` exited 0 with "no partitions"."""
+    produce(towers, "acl34", b"1\n2\n3\n")
+    closed = Proc(
+        py(
+            "dafka.cli.admin",
+            "topics",
+            "alter",
+            "acl34",
+            "--consumers",
+            "AB" * 16,
+            "--tower",
+            towers,
+        )
+    )
+    assert closed.wait(60) == 0, closed.stderr
+    deadline = time.monotonic() + 30
+    while True:  # until the store has applied the ACL (it follows the metadata)
+        c = consume(towers, "acl34", "-e", "-o", "beginning", "--wait", "5")
+        code = c.wait(60)
+        if code != 0 or time.monotonic() > deadline:
+            break
+        assert bytes(c.stdout) in (b"", b"1\n2\n3\n"), c.stdout  # before the ACL: all of it
+        time.sleep(0.5)
+    one_line_error(c, 1, "topic 'acl34' has a read ACL and the stores refuse this consumer")
+    assert bytes(c.stdout) == b""
+    marks = consume(towers, "acl34", "--watermarks", "--wait", "5")
+    one_line_error(marks, 1, "has a read ACL")
+
+
+def test_output_that_cannot_be_written_is_one_line_and_a_closed_pipe_is_not_success(
+    towers: str,
+) -> None:
+    """Red team F3/F4: ``> /dev/full`` ended in an OSError traceback; ``| head -1`` exited
+    0 with one record of thousands written."""
+    import subprocess
+
+    produce(towers, "out34", b"".join(b"%d\n" % i for i in range(3000)))
+    cmd = mutated(py("dafka.cli.consumer", "out34", "-e", "-o", "beginning", "--tower", towers))
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, timeout=60, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and len(lines) == 1, err
+    assert lines[0].startswith("error: ") and "could not be written" in lines[0], err
+    reader = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdout is not None and reader.stderr is not None
+    first = reader.stdout.readline()
+    reader.stdout.close()  # as `| head -1` does
+    code = reader.wait(60)
+    err = reader.stderr.read().decode()
+    reader.stderr.close()
+    assert first == b"0\n" and code == 141, (code, err)
+    assert "Traceback" not in err, err
