@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -34,7 +33,7 @@ from .consumer_ends import (
     registered_topics,
     split_topics,
 )
-from .kcat import kcat_json, kcat_options, run_mode
+from .kcat import kcat_json, kcat_options, run_mode, text_or_b64
 from .metrics import announce, metrics_options
 from .progress import Progress, end_progress, progress_option
 
@@ -109,20 +108,11 @@ def delimited_format(delimiter: str | None, key_delimiter: str | None) -> str:
     return fmt if key_delimiter is None else "%k" + key_delimiter + fmt
 
 
-def _text_or_b64(name: str, value: bytes | None) -> dict[str, object]:
-    if value is None:
-        return {name: None}
-    try:
-        return {name: value.decode()}
-    except UnicodeDecodeError:
-        return {name: None, f"{name}_base64": base64.b64encode(value).decode()}
-
-
 def as_json(r: ConsumedRecord) -> bytes:
     obj: dict[str, object] = {"topic": r.topic, "partition": r.partition, "offset": r.offset}
     obj["timestamp"] = None if r.timestamp is None else timestamp_ms(r)
-    obj.update(_text_or_b64("key", r.key))
-    obj.update(_text_or_b64("value", r.value))
+    obj.update(text_or_b64("key", r.key))
+    obj.update(text_or_b64("value", r.value))
     return json.dumps(obj).encode() + b"\n"
 
 

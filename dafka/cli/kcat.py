@@ -66,7 +66,9 @@ def kcat_options(f: F) -> F:
     return f
 
 
-def _text_or_b64(name: str, value: bytes | None) -> dict[str, object]:
+def text_or_b64(name: str, value: bytes | None) -> dict[str, object]:
+    """``{name: text}`` for UTF-8 bytes, else ``{name: None, name_base64: ...}`` (also
+    ``--json``'s rule, dafka.cli.consumer)."""
     if value is None:
         return {name: None}
     try:
@@ -85,8 +87,8 @@ def kcat_json(r: ConsumedRecord) -> bytes:
     else:
         obj.update(tstype="create", ts=round(r.timestamp * 1000))
     obj["broker"] = -1
-    obj.update(_text_or_b64("key", r.key))
-    obj.update(_text_or_b64("payload", r.value))
+    obj.update(text_or_b64("key", r.key))
+    obj.update(text_or_b64("payload", r.value))
     return json.dumps(obj).encode() + b"\n"
 
 
