@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests import attack_mutants
+from tests.mutant_guards import Guard
 
 
 @pytest.mark.parametrize("name", sorted(attack_mutants.MUTANTS))
@@ -21,12 +22,18 @@ def test_the_mutant_applies_and_names_the_tests_that_catch_it(name: str) -> None
 
 
 def test_a_mutant_whose_text_is_gone_is_reported() -> None:
-    name = sorted(attack_mutants.MUTANTS)[0]
-    spec = attack_mutants.MUTANTS[name]
-    first = spec[0] if isinstance(spec, list) else spec
-    broken = (first[0], first[1], "text that is in no function\\x00", "x")
+    broken = ("tests.mutant_guards", "dedent", "text that is in no function\\x00", "x")
     attack_mutants.MUTANTS["__broken__"] = broken
     try:
         assert attack_mutants.missing("__broken__") != []
+    finally:
+        del attack_mutants.MUTANTS["__broken__"]
+
+
+def test_a_mutant_whose_marker_is_gone_is_reported_by_its_slug() -> None:
+    attack_mutants.MUTANTS["__broken__"] = Guard("no-such-guard-anywhere", "pass")
+    try:
+        (problem,) = attack_mutants.missing("__broken__")
+        assert "no-such-guard-anywhere" in problem
     finally:
         del attack_mutants.MUTANTS["__broken__"]
