@@ -122,7 +122,12 @@ def _unit(parsed: Parsed, func: ast.stmt, first: int, last: int) -> tuple[int, i
 
 def _slug(name: str, taken: set[str]) -> str:
     words = [w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _STOP]
-    base = "-".join(words[:5])[:40].strip("-") or "guard"
+    kept: list[str] = []
+    for word in words[:5]:
+        if kept and len("-".join([*kept, word])) > 40:
+            break
+        kept.append(word)
+    base = "-".join(kept) or "guard"
     slug, n = base, 2
     while slug in taken:
         slug, n = f"{base}-{n}", n + 1
@@ -151,6 +156,8 @@ def _plan(name: str, units: dict[tuple[Path, int], Unit]) -> tuple[list[Edit], s
         if not isinstance(part, tuple):
             raise Unconvertible("mixes guards and old-form entries")
         module_name, qualname, *pairs = part
+        if module_name.split(".")[0] not in mutant_guards.PACKAGES:
+            raise Unconvertible(f"{module_name} is not in {', '.join(mutant_guards.PACKAGES)}")
         module = importlib.import_module(module_name)
         path = Path(module.__file__ or "")
         parsed = mutant_guards._parsed(path)

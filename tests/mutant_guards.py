@@ -103,10 +103,11 @@ class Site:
 # ---------------------------------------------------------------------- scanning
 
 
-def package_files(packages: tuple[str, ...] = PACKAGES) -> list[tuple[str, Path]]:
+@functools.cache
+def package_files(packages: tuple[str, ...] | None = None) -> tuple[tuple[str, Path], ...]:
     """``(module name, path)`` of every source file of the (imported) packages."""
     out = []
-    for package in packages:
+    for package in packages or PACKAGES:
         for root in importlib.import_module(package).__path__:
             base = Path(root)
             for path in sorted(base.rglob("*.py")):
@@ -116,7 +117,7 @@ def package_files(packages: tuple[str, ...] = PACKAGES) -> list[tuple[str, Path]
                 if parts[-1] == "__init__":
                     parts.pop()
                 out.append((".".join(parts), path))
-    return out
+    return tuple(out)
 
 
 @functools.cache
@@ -126,6 +127,7 @@ def _text(path: Path) -> str:
 
 def clear_caches() -> None:
     """Forget the files read (after they were rewritten)."""
+    package_files.cache_clear()
     _text.cache_clear()
     _parsed.cache_clear()
     _sites.cache_clear()
@@ -247,18 +249,18 @@ def _sites(slug: str | None, packages: tuple[str, ...]) -> tuple[Site, ...]:
     return tuple(out)
 
 
-def all_sites(packages: tuple[str, ...] = PACKAGES) -> dict[str, list[Site]]:
+def all_sites(packages: tuple[str, ...] | None = None) -> dict[str, list[Site]]:
     """Every marker of the packages, by slug (a list: a slug may be, wrongly, repeated)."""
     out: dict[str, list[Site]] = {}
-    for site in _sites(None, packages):
+    for site in _sites(None, packages or PACKAGES):
         out.setdefault(site.slug, []).append(site)
     return out
 
 
-def locate(slug: str, packages: tuple[str, ...] = PACKAGES) -> Site:
+def locate(slug: str, packages: tuple[str, ...] | None = None) -> Site:
     """The one usable statement marked ``slug``; :class:`GuardError` naming it if not one."""
-    found = _sites(slug, packages)
-    where = ", ".join(p + "/" for p in packages)
+    found = _sites(slug, packages or PACKAGES)
+    where = ", ".join(p + "/" for p in packages or PACKAGES)
     if not found:
         raise GuardError(f"guard {slug!r}: no '# guard: {slug}' marker in {where}")
     if len(found) > 1:
@@ -283,7 +285,7 @@ def replace_lines(lines: list[str], start: int, end: int, replacement: str) -> l
 
 
 def sources(
-    guards: list[Guard], packages: tuple[str, ...] = PACKAGES
+    guards: list[Guard], packages: tuple[str, ...] | None = None
 ) -> list[tuple[str, str, str]]:
     """``(module, qualname, mutated source)`` of each function the guards touch.
 
@@ -317,7 +319,7 @@ def dedent(source: str) -> str:
     return "\n".join(line[indent:] for line in source.split("\n"))
 
 
-def problems(guards: list[Guard], packages: tuple[str, ...] = PACKAGES) -> list[str]:
+def problems(guards: list[Guard], packages: tuple[str, ...] | None = None) -> list[str]:
     """What keeps these guards from applying (nothing: they apply)."""
     try:
         mutated = sources(guards, packages)
