@@ -41,7 +41,7 @@ from pathlib import Path
 PACKAGES = ("dafka", "tower", "tests")
 """The packages scanned for markers (tests: a few mutants take out a check of a test helper)."""
 
-MARKER = re.compile(r"#\s*guard:\s*([A-Za-z0-9][A-Za-z0-9_.-]*)\s*$")
+MARKER = re.compile(r"#\s*guard: ([A-Za-z0-9][A-Za-z0-9_.-]*)\s*$")
 """A marker comment, alone or at the end of another comment on the same line."""
 
 _COMPOUND = (
@@ -130,6 +130,7 @@ def clear_caches() -> None:
     package_files.cache_clear()
     _text.cache_clear()
     _parsed.cache_clear()
+    _markers.cache_clear()
     _sites.cache_clear()
 
 
@@ -187,14 +188,22 @@ def markers(text: str) -> list[tuple[str, int, int, bool]]:
     return out
 
 
+@functools.cache
+def _markers(path: Path) -> tuple[tuple[str, int, int, bool], ...]:
+    return tuple(markers(_text(path)))
+
+
 def _site(module: str, path: Path, slug: str, line: int, col: int, alone: bool) -> Site:
     parsed = _parsed(path)
 
     def bad(problem: str) -> Site:
         return Site(slug, path, line, module, None, problem, 0, 0, 0, 0, 0)
 
-    spans = [(s, p, s.lineno, parsed.header_end(s)) for s, p in parsed.statements]
-    inside = [(s, p) for s, p, a, b in spans if a <= line <= b]
+    inside = [
+        (s, p)
+        for s, p in parsed.statements
+        if s.lineno <= line <= (s.end_lineno or s.lineno) and line <= parsed.header_end(s)
+    ]
     if alone:
         if inside:
             return bad("the marker is inside a statement, not just above one")
@@ -241,9 +250,9 @@ def _sites(slug: str | None, packages: tuple[str, ...]) -> tuple[Site, ...]:
     out = []
     for module, path in package_files(packages):
         text = _text(path)
-        if "guard:" not in text or (slug is not None and slug not in text):
+        if "guard:" not in text or (slug is not None and f"guard: {slug}" not in text):
             continue
-        for found, line, col, alone in markers(text):
+        for found, line, col, alone in _markers(path):
             if slug is None or found == slug:
                 out.append(_site(module, path, found, line, col, alone))
     return tuple(out)
