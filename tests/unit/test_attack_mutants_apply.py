@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import attack_mutants
+from tests import attack_mutants, mutant_guards
 from tests.mutant_guards import Guard
 
 
@@ -37,3 +37,17 @@ def test_a_mutant_whose_marker_is_gone_is_reported_by_its_slug() -> None:
         assert "no-such-guard-anywhere" in problem
     finally:
         del attack_mutants.MUTANTS["__broken__"]
+
+
+def test_every_marker_marks_one_statement_and_a_mutant_names_it() -> None:
+    named = {
+        part.slug
+        for name in attack_mutants.MUTANTS
+        for part in attack_mutants._parts(name)
+        if isinstance(part, Guard)
+    }
+    for slug, sites in mutant_guards.all_sites().items():
+        where = ", ".join(site.where() for site in sites)
+        assert len(sites) == 1, f"marker {slug!r} is on {len(sites)} statements: {where}"
+        assert sites[0].qualname is not None, f"marker {slug!r} at {where}: {sites[0].problem}"
+        assert slug in named, f"marker {slug!r} at {where} is named by no mutant"
