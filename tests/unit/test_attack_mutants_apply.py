@@ -51,3 +51,14 @@ def test_every_marker_marks_one_statement_and_a_mutant_names_it() -> None:
         assert len(sites) == 1, f"marker {slug!r} is on {len(sites)} statements: {where}"
         assert sites[0].qualname is not None, f"marker {slug!r} at {where}: {sites[0].problem}"
         assert slug in named, f"marker {slug!r} at {where} is named by no mutant"
+
+
+def test_a_mutant_whose_marker_is_gone_is_not_applied(capsys: pytest.CaptureFixture[str]) -> None:
+    attack_mutants.MUTANTS["__broken__"] = [Guard("no-such-guard-anywhere", "pass")]
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            attack_mutants.apply("__broken__")
+        assert exit_.value.code == attack_mutants.NOT_APPLIED
+        assert "no-such-guard-anywhere" in capsys.readouterr().err
+    finally:
+        del attack_mutants.MUTANTS["__broken__"]
