@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError, ProfileError
 from ..ids import check_topic
-from ..io.profiles import RFC46, Profile
+from ..wire.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
