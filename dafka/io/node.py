@@ -70,6 +70,7 @@ from .node_beacons import TowerLink
 from .node_plugins import MAX_DRAIN, MAX_DRAIN_BYTES, NodeHandler, NodeService
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
+from .ready_shell import run_ready
 from .request_senders import PeerSenders
 
 log = logging.getLogger(__name__)
@@ -454,6 +455,14 @@ class NodeLoop:
                     self.stats["unsendable"] += 1
                     self.malformed("send", exc, self.clock())
             self.stats["sent"] += sent
+
+        core = self.handler.ready_core
+        if core is not None:  # the loop executes the core's Readies (NodeHandler.ready_core)
+            persister, deliver, send_out = self.handler.ready_persister, self.handler.deliver, send
+
+            def send(effects: Sequence[Outgoing]) -> None:
+                send_out(effects)
+                run_ready(core, persister, send_out, deliver)
 
         try:
             now = self.clock()

@@ -9,12 +9,13 @@ each hook directly (it probes for none).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import zmq
 
 from ..core.effects import Outgoing, Publish
 from ..core.messages import Message
+from ..core.ready import Persister, ReadyCore
 from ..wire import rfc46
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ class NodeHandler:
     A handler drives its node core: it hands the core what arrived (``step``), the time
     (``tick``) and its facade's commands, executes the core's Readies with
     :func:`dafka.io.ready_shell.run_ready` (``send=out.extend``) and returns ``out``,
-    which the loop sends on the data XPUB with the node's profile.
+    which the loop sends on the data XPUB with the node's profile. Or it sets
+    :attr:`ready_core` and the loop executes them itself, after each hook.
     """
 
     # ------------------------------------------------------------------ required
@@ -91,6 +93,20 @@ class NodeHandler:
 
     xpub_min_hwm: int = 1
     """The least high-water mark of the data XPUB (a producer's: from its budget)."""
+
+    ready_core: ReadyCore | None = None
+    """Set (once, before the loop starts), the loop is the core's one executor: after
+    every hook it calls (and every :meth:`NodeLoop.call`) it sends what the hook returned,
+    then runs :func:`~dafka.io.ready_shell.run_ready` on this core with
+    :attr:`ready_persister`, its own send and :meth:`deliver`, so the hook need only step
+    the core. What a hook returns itself is sent before that core's Readies, outside their
+    durability order. None: the handler runs them inside its hooks."""
+
+    ready_persister: Persister | None = None
+    """Makes the :attr:`ready_core`'s writes durable (None: a core that persists nothing)."""
+
+    def deliver(self, items: Sequence[Any]) -> None:
+        """Hand a Ready's ``deliver`` to the application (with :attr:`ready_core` only)."""
 
     def services(self) -> Sequence[NodeService]:
         """Extra sockets served on the loop thread (a store's query ROUTER); asked once,

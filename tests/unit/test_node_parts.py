@@ -4,18 +4,26 @@ with its declared defaults (the loop probes for no hook) and the towers' link.""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from concurrent.futures import Future
 
 import pytest
 import zmq
 
+from dafka.config import NodeConfig, TowerAddress
 from dafka.core.discovery import Discovery, DiscoveryActions
+from dafka.core.effects import Publish
+from dafka.core.messages import GetHeads
+from dafka.core.ready import Ready, Resolve
 from dafka.io.multipart import TOWER_BEACON_FRAMES
-from dafka.io.node import NodeHandler
+from dafka.io.node import NodeHandler, NodeLoop
 from dafka.io.node_beacons import TowerLink
 from dafka.io.node_plugins import MAX_DRAIN_BYTES
 from dafka.io.request_senders import PeerSenders
 from dafka.security.curve_keys import CurveConfig
 from dafka.wire import beacon
+from tests.unit.test_metadata_delivery import _IdleHandler
+from tests.unit.test_ready_shell import Core
 
 ME = "A" * 32
 MINE = [[beacon.BEACON, ME.encode(), b"127.0.0.1", b"40000"]]
@@ -135,3 +143,54 @@ def test_the_link_counts_what_the_towers_send_that_does_not_decode_and_hears_a_w
     finally:
         tower.close(0)
         bsub.close(0)
+
+
+class _ReadyHandler(_IdleHandler):
+    """A handler that lets the loop execute its core's Readies (NodeHandler.ready_core),
+    noting with each step how many messages the loop had sent."""
+
+    def __init__(self, core: Core, events: list[str]) -> None:
+        self.ready_core = core
+        self.events = events
+        self.ready_persister = self
+        self.sent: dict[str, int] = {}
+
+    def on_start(self, loop: NodeLoop, now: float) -> list:
+        self.sent = loop.stats
+        return []
+
+    def persist(self, writes: Sequence[object], sync: bool) -> None:
+        self.events.append(f"persist {list(writes)} sync={sync} sent={self.sent['sent']}")
+
+    def deliver(self, items: Sequence[object]) -> None:
+        self.events.append(f"deliver {list(items)} sent={self.sent['sent']}")
+
+
+def test_the_loop_executes_the_readies_of_a_handler_that_lets_it_in_the_durability_order() -> None:
+    events: list[str] = []
+    fut: Future[int] = Future()
+    fut.add_done_callback(lambda f: events.append(f"resolve {f.result()}"))
+    rd = Ready(
+        persist=("w",),
+        must_sync=True,
+        publish=(Publish(GetHeads("t", "p")),),
+        deliver=("r",),
+        resolve=(Resolve(fut, 7),),
+    )
+    core = Core([])
+    config = NodeConfig(towers=(TowerAddress("127.0.0.1", 1),))
+    loop = NodeLoop("A" * 32, config, _ReadyHandler(core, events))
+
+    def command(now: float) -> list[Publish]:  # a facade's command, run on the loop thread
+        core.readies.append(rd)  # the core stepped: one Ready to execute
+        return []
+
+    loop.call(command)
+    loop.start()
+    try:
+        fut.result(timeout=10)
+    finally:
+        loop.stop()
+    # persisted before anything was sent, published before the delivery, resolved last
+    assert events == ["persist ['w'] sync=True sent=0", "deliver ['r'] sent=1", "resolve 7"]
+    assert core.advanced == [(rd, None)]
