@@ -15,6 +15,7 @@ import zmq
 
 from ..core.effects import Outgoing, Publish
 from ..core.messages import Message
+from ..core.read_guard import Sender
 from ..core.ready import Persister, ReadyCore
 from ..wire import rfc46
 
@@ -23,10 +24,23 @@ if TYPE_CHECKING:
     from ..security.identity import Identity
     from .node import NodeLoop
 
-__all__ = ["MAX_DRAIN", "MAX_DRAIN_BYTES", "NodeHandler", "NodeService"]
+__all__ = ["MAX_DRAIN", "MAX_DRAIN_BYTES", "MessageSources", "NodeHandler", "NodeService"]
 
 MAX_DRAIN = 20_000  # messages read from the data SUB per loop turn
 MAX_DRAIN_BYTES = 64 * 1024 * 1024  # ... and bytes (signed RECORDs carry batches)
+
+
+class MessageSources(Sequence[str]):
+    """Where the messages of one turn came from, as :meth:`NodeHandler.on_messages` gets
+    it: ``sources[i]`` is the host ``msgs[i]`` came from (a rate key), :meth:`sender` the
+    node whose connection it came on (the loop's is :class:`~dafka.io.bounds.FrameSources`,
+    which looks either up only when asked)."""
+
+    __slots__ = ()
+
+    def sender(self, index: int) -> Sender | None:
+        """The node whose connection message ``index`` came on (None: not known here)."""
+        return None
 
 
 class NodeHandler:
@@ -58,10 +72,9 @@ class NodeHandler:
         raise NotImplementedError
 
     def on_messages(
-        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
+        self, msgs: list[Message], now: float, sources: MessageSources
     ) -> Sequence[Outgoing]:
-        """What the data SUB received this turn, decoded (``sources[i]``: the host
-        ``msgs[i]`` came from, a rate key; :class:`~dafka.io.bounds.FrameSources`)."""
+        """What the data SUB received this turn, decoded, and where each came from."""
         raise NotImplementedError
 
     def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:

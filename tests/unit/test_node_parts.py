@@ -15,10 +15,11 @@ from dafka.core.discovery import Discovery, DiscoveryActions
 from dafka.core.effects import Publish
 from dafka.core.messages import GetHeads
 from dafka.core.ready import Ready, Resolve
+from dafka.io.bounds import FrameSources
 from dafka.io.multipart import TOWER_BEACON_FRAMES
 from dafka.io.node import NodeHandler, NodeLoop
 from dafka.io.node_beacons import TowerLink
-from dafka.io.node_plugins import MAX_DRAIN_BYTES
+from dafka.io.node_plugins import MAX_DRAIN_BYTES, MessageSources
 from dafka.io.request_senders import PeerSenders
 from dafka.security.curve_keys import CurveConfig
 from dafka.wire import beacon
@@ -39,13 +40,25 @@ def test_a_handler_gets_the_optional_hooks_defaults_that_leave_the_loop_as_witho
     assert list(handler.on_arrival([], 0.0)) == []
 
 
+def test_a_handler_asks_the_sources_of_the_messages_for_their_sender_without_probing() -> None:
+    class Hosts(MessageSources):
+        def __len__(self) -> int:
+            return 1
+
+        def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
+            return ["10.0.0.1"][index]
+
+    assert list(Hosts()) == ["10.0.0.1"] and Hosts().sender(0) is None  # not known here
+    assert issubclass(FrameSources, MessageSources)  # the loop's: looked up when asked
+
+
 @pytest.mark.parametrize(
     "call",
     [
         lambda h: h.subscriptions(),
         lambda h: h.on_start(None, 0.0),
         lambda h: h.on_commands(0.0),
-        lambda h: h.on_messages([], 0.0),
+        lambda h: h.on_messages([], 0.0, ()),
         lambda h: h.on_subscription(None, 0.0),
         lambda h: h.on_tick(0.0),
         lambda h: h.has_pending(),
