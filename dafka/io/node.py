@@ -346,11 +346,13 @@ class NodeLoop:
         xpub.setsockopt(zmq.LINGER, 200)
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         if self.grants is not None:
+            # guard: xpub-manual-under-curve
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until ReadGrants.decide grants it
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
         # a signed store's or producer's: the largest frame it sends a subscriber
         frame_bytes = self.handler.xpub_frame_bytes
         min_hwm = self.handler.xpub_min_hwm  # a producer's: from its budget
+        # guard: data-queues-bounded-bytes-per
         bound_data_sockets(
             cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), frame_bytes, min_hwm
         )
@@ -603,6 +605,7 @@ class NodeLoop:
             except TooManyFrames as exc:
                 self.malformed("data", exc, now)
                 continue
+            # guard: oversized-data-frames-dropped-before
             if len(frames[-1]) > limit or len(frames[0]) > limit:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
@@ -627,6 +630,7 @@ class NodeLoop:
             return []
         self.stats["received"] += len(msgs)
         send(self.handler.on_arrival(msgs, now))  # before the handler works on them
+        # guard: shell-tells-cores-each-request
         return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts, self.peers))
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:

@@ -102,6 +102,7 @@ class TowerLink:
             except zmq.Again:
                 break
             subscribed = subscribed or msg[:1] == b"\x01"
+        # guard: node-answers-tower-subscriptions-beacon
         if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:
             self._prompted = now
             self.send_beacons()

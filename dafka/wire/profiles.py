@@ -145,19 +145,12 @@ class Profile:
         raise NotImplementedError
 
     def seal_gap(
-        self,
-        topic: str,
-        first_offset: int,
-        count: int,
-        run: int | None = None,
-        *,
-        stamp_ms: int | None = None,
+        self, topic: str, first_offset: int, count: int, stamp_ms: int, run: int | None = None
     ) -> list[tuple[int, int, bytes]]:
         """Signed gap statements for offsets ``first_offset .. + count - 1`` (``(first,
-        count, blob)`` each); only a signing profile can make them. ``run``: the producer's
-        run, signed in (format 4); None: format 2, without one. ``stamp_ms``: the wall
-        time (milliseconds) they are stamped with, which the caller passes in; None: the
-        profile's ``clock_ms``, for a caller that has no wall time at hand."""
+        count, blob)`` each), stamped ``stamp_ms`` (the wall clock, ms: the caller's);
+        only a signing profile can make them. ``run``: the producer's run, signed in
+        (format 4); None: format 2, without one."""
         raise ProfileError(f"the {self.name} profile cannot state a gap")
 
     def __repr__(self) -> str:
@@ -338,7 +331,8 @@ class SignedProfile(Profile):
     is their format (3, or 1 for readers not yet upgraded; every reader here takes
     both). ``clock_ms`` stamps the HEADs :meth:`encode` signs (the shell's wall clock in
     milliseconds, read as it sends them; :func:`wall_ms` unless given); gap statements
-    are stamped with the time their caller passes (:meth:`seal_gap`).
+    are stamped with the time their caller passes (:meth:`seal_gap`): the profile reads no
+    clock for a core.
     """
 
     name = "signed"
@@ -555,16 +549,10 @@ class SignedProfile(Profile):
     # ------------------------------------------------------------- sealing
 
     def seal_gap(
-        self,
-        topic: str,
-        first_offset: int,
-        count: int,
-        run: int | None = None,
-        *,
-        stamp_ms: int | None = None,
+        self, topic: str, first_offset: int, count: int, stamp_ms: int, run: int | None = None
     ) -> list[tuple[int, int, bytes]]:
         identity = self._identity("gap statements")
-        stamp = self._clock_ms() if stamp_ms is None else stamp_ms
+        stamp = stamp_ms
         out = []
         while count > 0:
             n = min(count, signed.MAX_GAP_OFFSETS)
