@@ -12,10 +12,16 @@ so no update can be overwritten or lost between threads. A node has:
   that every subscription reaches the handler (the HELLO handshakes need them);
 * a data SUB connected to every peer endpoint the towers announce;
 * a beacon PUB connected to every tower's XSUB and a beacon SUB connected to
-  every tower's XPUB, subscribed to ``W`` (welcome) and ``B`` (beacons);
+  every tower's XPUB, subscribed to ``W`` (welcome) and ``B`` (beacons), served by
+  a :class:`~dafka.io.node_beacons.TowerLink`;
 * any extra sockets the handler serves (:class:`NodeService`, e.g. a store's
   query ROUTER), opened, polled and closed on the same thread, each with an
   optional service beacon (``Q``) sent along with the node's own beacon.
+
+The node type plugs in a :class:`NodeHandler` (``dafka.io.node_plugins``), on which every
+hook the loop calls is declared, the optional ones with their defaults. The handler
+drives its core and runs the core's Readies with :func:`dafka.io.ready_shell.run_ready`,
+or sets ``ready_core`` and the loop runs them after each hook.
 
 With CURVE on (``NodeConfig.curve``, ``docs/security.md``) the loop runs on a
 context of its own with its own ZAP handler: the XPUB and the service sockets are
