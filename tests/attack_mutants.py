@@ -402,8 +402,8 @@ MUTANTS: dict[str, Spec] = {
         "        return self.started",
     ),
     "a node answers a tower's subscriptions with its beacon at most once per interval": (
-        "dafka.io.node",
-        "NodeLoop._on_tower_subscriptions",
+        "dafka.io.node_beacons",
+        "TowerLink.on_tower_subscriptions",
         "        if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:",
         "        if subscribed:",
     ),

@@ -19,7 +19,7 @@ from ..core import messages as m
 from ..core.consumer import ConsumerCore
 from ..core.consumer_end import END_QUIET
 from ..core.effects import DataLoss, Publish, RecordBatch
-from ..io.node import NodeLoop
+from ..io.node import NodeHandler, NodeLoop
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["END_QUIET", "_ConsumerHandler"]
 
 
-class _ConsumerHandler:
+class _ConsumerHandler(NodeHandler):
     def __init__(self, consumer: Consumer, core: ConsumerCore) -> None:
         self.c = consumer
         self.core = core

@@ -30,7 +30,7 @@ from ..errors import ClosedError, ConfigError, ProducerError, StorageError, Topi
 from ..futures import UNHELD, BatchFuture, LazyFuture
 from ..ids import is_node_id
 from ..io.metrics import AckTimer
-from ..io.node import NodeLoop
+from ..io.node import NodeHandler, NodeLoop
 from ..storage.wal import LoggedBatch
 from ..wire.rfc46 import Command
 from .producer_disk import StateDirTrouble
@@ -70,7 +70,7 @@ but a durable producer's is never split. Measured with ``python -m
 benchmarks.throughput --phases acked``: see the commit that added it."""
 
 
-class _ProducerHandler:
+class _ProducerHandler(NodeHandler):
     """Runs on the IO thread: seals and publishes queued records, resolves futures on ACK."""
 
     def __init__(self, producer: Producer, core: ProducerCore) -> None:

@@ -30,7 +30,7 @@ from ..core.store.replicate import REPLICATE_INTERVAL
 from ..errors import ConfigError, DafkaError, StorageError
 from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
-from ..io.node import MAX_DRAIN_BYTES, NodeLoop
+from ..io.node import MAX_DRAIN_BYTES, NodeHandler, NodeLoop
 from ..io.node_metrics import store_metrics
 from ..io.profiles import make_profile
 from ..metadata.client import tower_curve
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Store"]
 
 
-class _StoreHandler:
+class _StoreHandler(NodeHandler):
     def __init__(
         self,
         core: StoreCore,

@@ -23,7 +23,7 @@ from typing import Literal
 
 from ..errors import ConfigError
 from ..ids import is_node_id
-from ..io.profiles import RFC46, Profile
+from ..wire.profiles import RFC46, Profile
 from .admission import PartitionGate
 from .answers import FETCH_COUNT
 from .consumer_end import StoreAnswers

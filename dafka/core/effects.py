@@ -1,7 +1,7 @@
 """What node cores return: messages to publish and events for the application.
 
 Cores never touch sockets; the IO shell (``dafka.io``) turns effects into sends
-with the node's wire profile (``dafka.io.profiles``).
+with the node's wire profile (``dafka.wire.profiles``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The messages node cores take and return, whatever the wire profile.
 
-Cores never see frames. A :class:`~dafka.io.profiles.Profile` in the IO shell
+Cores never see frames. A :class:`~dafka.wire.profiles.Profile` in the IO shell
 decodes frames into these messages and encodes the cores' messages into frames
 (and signs what the ``signed`` profile signs), so there is one node logic for
 both profiles (DESIGN §3).
@@ -12,7 +12,7 @@ partition, carried as one opaque ``content``:
   record's value;
 * under ``signed`` the producer's signed batch blob (``docs/wire.md`` §9.3),
   which no core trusts before the profile has verified it
-  (:meth:`~dafka.io.profiles.Profile.open_records`).
+  (:meth:`~dafka.wire.profiles.Profile.open_records`).
 
 Field names and order follow the rfc46 dataclasses, so an rfc46 message and its
 core message read alike. FETCH, GET-HEADS and the two HELLOs are the same in

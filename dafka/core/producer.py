@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError, ProfileError
 from ..ids import check_topic
-from ..io.profiles import RFC46, Profile
+from ..wire.profiles import RFC46, Profile, wall_ms
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
@@ -509,7 +509,9 @@ class ProducerCore:
         if at < result.reserved:
             holes.append((at, result.reserved - at))
         for first, count in holes:
-            for f, n, blob in self._profile.seal_gap(state.name, first, count, self._run):
+            for f, n, blob in self._profile.seal_gap(
+                state.name, first, count, wall_ms(), self._run
+            ):
                 pieces.append((f, n, blob, True))
                 made = self._gaps.setdefault(state.name, [])
                 if len(made) < MAX_GAPS_REPEATED:

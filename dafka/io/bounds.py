@@ -10,7 +10,7 @@ partitions (:class:`dafka.core.admission.PartitionGate`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import overload
 
 import zmq
@@ -20,6 +20,7 @@ from ..core.admission import SourceKeys
 from ..core.read_guard import Sender
 from ..errors import TooManyFrames
 from .multipart import DATA_FRAMES, drain_rest
+from .node_plugins import MessageSources
 from .request_senders import PeerSenders
 
 __all__ = [
@@ -100,7 +101,7 @@ def frame_source(keys: SourceKeys, frame: zmq.Frame) -> str:
         return ""
 
 
-class FrameSources(Sequence[str]):
+class FrameSources(MessageSources):
     """:func:`frame_source` of each of ``frames``, looked up when asked for.
 
     A node passes its core the source of every message it read, and a store core reads

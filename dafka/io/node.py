@@ -12,10 +12,16 @@ so no update can be overwritten or lost between threads. A node has:
   that every subscription reaches the handler (the HELLO handshakes need them);
 * a data SUB connected to every peer endpoint the towers announce;
 * a beacon PUB connected to every tower's XSUB and a beacon SUB connected to
-  every tower's XPUB, subscribed to ``W`` (welcome) and ``B`` (beacons);
+  every tower's XPUB, subscribed to ``W`` (welcome) and ``B`` (beacons), served by
+  a :class:`~dafka.io.node_beacons.TowerLink`;
 * any extra sockets the handler serves (:class:`NodeService`, e.g. a store's
   query ROUTER), opened, polled and closed on the same thread, each with an
   optional service beacon (``Q``) sent along with the node's own beacon.
+
+The node type plugs in a :class:`NodeHandler` (``dafka.io.node_plugins``), on which every
+hook the loop calls is declared, the optional ones with their defaults. The handler
+drives its core and runs the core's Readies with :func:`dafka.io.ready_shell.run_ready`,
+or sets ``ready_core`` and the loop runs them after each hook.
 
 With CURVE on (``NodeConfig.curve``, ``docs/security.md``) the loop runs on a
 context of its own with its own ZAP handler: the XPUB and the service sockets are
@@ -47,7 +53,7 @@ from collections.abc import Callable, Sequence
 import zmq
 
 from ..config import NodeConfig
-from ..core.discovery import Discovery, DiscoveryActions
+from ..core.discovery import Discovery
 from ..core.effects import Outgoing, Publish, PublishRecords
 from ..core.messages import DirectRecord, Message, Oversized, Record
 from ..core.read_guard import ReadView
@@ -65,19 +71,19 @@ from ..wire import rfc46
 from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
 from .deadline_timer import DeadlineTimer
 from .handshakes import HandshakeMonitor
-from .multipart import TOWER_BEACON_FRAMES, message_sender, records_sender, recv_bounded
-from .node_plugins import NodeHandler, NodeService
+from .multipart import message_sender, records_sender
+from .node_beacons import TowerLink
+from .node_plugins import MAX_DRAIN, MAX_DRAIN_BYTES, NodeHandler, NodeService
 from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
+from .ready_shell import run_ready
 from .request_senders import PeerSenders
 
 log = logging.getLogger(__name__)
 
-MAX_DRAIN = 20_000  # messages read from the data SUB per loop turn
-MAX_DRAIN_BYTES = 64 * 1024 * 1024  # ... and bytes (signed RECORDs carry batches)
+__all__ = ["MAX_DRAIN", "MAX_DRAIN_BYTES", "NodeHandler", "NodeLoop", "NodeService"]
+
 TICK_INTERVAL = 0.05
-PROMPT_BEACON_INTERVAL = 0.1
-"""Least seconds between two beacons sent in answer to a tower's subscription."""
 OVERSIZE_CEILING_FACTOR = 4
 """The data SUB's ZMQ_MAXMSGSIZE is this many times ``max_message_size``. A frame between
 the two is read and dropped here, and the core told (:class:`~dafka.core.messages.Oversized`),
@@ -153,7 +159,6 @@ class NodeLoop:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._wake_pending = False
-        self._prompted = -PROMPT_BEACON_INTERVAL  # when a tower's subscription was last answered
         self._wake_lock = threading.Lock()  # the pipe is closed (fds -1) under it, once
         self._calls: deque[Call] = deque()
         self.endpoint = ""
@@ -169,8 +174,7 @@ class NodeLoop:
         """Data frames over ``max_message_size`` read and dropped (``stats['oversized']``)."""
         self._sub: zmq.Socket[bytes] | None = None
         self._subscribed: set[bytes] = set()
-        services = getattr(handler, "services", None)
-        self._services: list[NodeService] = list(services()) if services is not None else []
+        self._services: list[NodeService] = list(handler.services())
         self.grants = ReadGrants(node_id, read_view) if self.curve.enabled else None
         """Who may subscribe to what on the XPUB (CURVE only; None: every subscription)."""
         self.stats = {
@@ -348,11 +352,13 @@ class NodeLoop:
         xpub.setsockopt(zmq.LINGER, 200)
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         if self.grants is not None:
+            # guard: xpub-manual-under-curve
             xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # nothing flows until ReadGrants.decide grants it
         ceiling = cfg.max_message_size * OVERSIZE_CEILING_FACTOR
         # a signed store's or producer's: the largest frame it sends a subscriber
-        frame_bytes = getattr(self.handler, "xpub_frame_bytes", None)
-        min_hwm = getattr(self.handler, "xpub_min_hwm", 1)  # a producer's: from its budget
+        frame_bytes = self.handler.xpub_frame_bytes
+        min_hwm = self.handler.xpub_min_hwm  # a producer's: from its budget
+        # guard: data-queues-bounded-bytes-per
         bound_data_sockets(
             cfg, self.profile.batched, ceiling, xpub, sub, (xpub, bpub, bsub), frame_bytes, min_hwm
         )
@@ -365,9 +371,8 @@ class NodeLoop:
                 make_server(xpub, curve, me)
             self._bind(xpub)
             for service in self._services:
-                secure = getattr(service, "secure", None)
-                if secure is not None and me is not None:
-                    secure(curve, me)
+                if me is not None:
+                    service.secure(curve, me)
                 opened.append((service, service.open(ctx, cfg.host)))
             for tower in cfg.towers:
                 if me is not None and tower.key is not None:
@@ -396,6 +401,17 @@ class NodeLoop:
             if frames:
                 my_beacon.append(frames)
         served = {sock: service for service, sock in opened}
+        link = TowerLink(
+            self.discovery,
+            self.peers,
+            bpub=bpub,
+            bsub=bsub,
+            sub=sub,
+            my_beacon=my_beacon,
+            curve=curve,
+            identity=me,
+            malformed=self.malformed,
+        )
         log.info(
             "node.start id=%s endpoint=%s towers=%s",
             self.node_id,
@@ -417,12 +433,11 @@ class NodeLoop:
         poller.register(self._wake_r, zmq.POLLIN)
         for sock in served:
             poller.register(sock, zmq.POLLIN)
-        # optional: when the loop must turn though nothing woke it (a producer's linger, a
-        # store's requester whose credit comes back), to the microsecond (DeadlineTimer)
-        command_deadline = getattr(self.handler, "command_deadline", None)
-        timer = DeadlineTimer(command_deadline is not None and self.clock is time.monotonic)
-        if timer.fd >= 0:
-            poller.register(timer.fd, zmq.POLLIN)
+        # when the loop must turn though nothing woke it (a producer's linger, a store's
+        # requester whose credit comes back), to the microsecond: a DeadlineTimer, opened
+        # at the handler's first deadline (a handler that has none costs no descriptor)
+        command_deadline = self.handler.command_deadline
+        timer, timed = DeadlineTimer(enabled=False), self.clock is time.monotonic
         self._ready.set()
 
         profile = self.profile
@@ -449,6 +464,14 @@ class NodeLoop:
                     self.malformed("send", exc, self.clock())
             self.stats["sent"] += sent
 
+        core = self.handler.ready_core
+        if core is not None:  # the loop executes the core's Readies (NodeHandler.ready_core)
+            persister, deliver, send_out = self.handler.ready_persister, self.handler.deliver, send
+
+            def send(effects: Sequence[Outgoing]) -> None:
+                send_out(effects)
+                run_ready(core, persister, send_out, deliver)
+
         try:
             now = self.clock()
             send(self.handler.on_start(self, now))
@@ -463,8 +486,12 @@ class NodeLoop:
                     timeout = 0
                 else:
                     due = min(next_tick, self.discovery.next_deadline())
-                    if command_deadline is not None and (deadline := command_deadline()):
+                    if deadline := command_deadline():
                         due = min(due, deadline)
+                        if timed:
+                            timer, timed = DeadlineTimer(), False
+                            if timer.fd >= 0:
+                                poller.register(timer.fd, zmq.POLLIN)
                         timer.arm(deadline)
                     wait = due - self.clock()
                     timeout = max(0, min(int(wait * 1000) + 1, 100 if reading else 10))
@@ -484,13 +511,13 @@ class NodeLoop:
                     send(self._run_calls(now))
                 send(self.handler.on_commands(now))
                 if bsub in events:
-                    self._on_beacons(bsub, bpub, sub, my_beacon, now)
+                    link.on_beacons(now)
                 if bpub in events:
-                    self._on_tower_subscriptions(bpub, my_beacon, now)
+                    link.on_tower_subscriptions(now)
                 if monitor is not None and monitor.sock in events:
                     for endpoint, event in monitor.read():
                         actions = self.discovery.on_handshake(endpoint, event, now)
-                        self._apply(actions, bpub, sub, my_beacon)
+                        link.apply(actions)
                 if xpub in events:
                     send(self._on_subscriptions(xpub, now))
                 if sub in events:
@@ -505,7 +532,7 @@ class NodeLoop:
                 # once it is past, the loop must act on it, not poll without waiting until
                 # the next tick (it spun for up to TICK_INTERVAL after each beacon was due)
                 if ticking or now >= self.discovery.next_deadline():
-                    self._apply(self.discovery.tick(now), bpub, sub, my_beacon)
+                    link.apply(self.discovery.tick(now))
                 if ticking:
                     next_tick = now + TICK_INTERVAL
         except Exception:
@@ -541,79 +568,6 @@ class NodeLoop:
             except Exception:
                 log.exception("node.service_close_failed id=%s", self.node_id)
 
-    def _apply(
-        self,
-        actions: DiscoveryActions,
-        bpub: zmq.Socket[bytes],
-        sub: zmq.Socket[bytes],
-        my_beacon: list[list[bytes]],
-    ) -> None:
-        for endpoint in actions.disconnect:  # first: an endpoint in both changes its key
-            self.peers.disconnected(endpoint)
-            try:
-                sub.disconnect(endpoint)
-            except zmq.ZMQError:
-                pass
-        for endpoint in actions.connect:
-            key = None
-            if self.curve.enabled:
-                key = actions.keys.get(endpoint)
-                if key is None or self.identity is None:
-                    continue  # discovery connects under CURVE only with a claimed key
-                make_client(sub, self.curve, self.identity, key)
-            try:
-                sub.connect(endpoint)
-            except zmq.ZMQError as exc:
-                log.warning("discovery.connect_failed endpoint=%s error=%s", endpoint, exc)
-            else:
-                self.peers.connected(endpoint, key)
-        if actions.send_beacon:
-            _send_beacons(bpub, my_beacon)
-
-    def _on_tower_subscriptions(
-        self, bpub: zmq.Socket[bytes], my_beacon: list[list[bytes]], now: float
-    ) -> None:
-        """A tower subscribed to our beacons (its connection is up): send them now, at
-        most once per :data:`PROMPT_BEACON_INTERVAL` (a peer on a tower's address could
-        send subscriptions without end; the regular beacon goes out anyway)."""
-        subscribed = False
-        for _ in range(1000):
-            try:
-                msg = bpub.recv(zmq.NOBLOCK)
-            except zmq.Again:
-                break
-            subscribed = subscribed or msg[:1] == b"\x01"
-        if subscribed and now - self._prompted >= PROMPT_BEACON_INTERVAL:
-            self._prompted = now
-            _send_beacons(bpub, my_beacon)
-
-    def _on_beacons(
-        self,
-        bsub: zmq.Socket[bytes],
-        bpub: zmq.Socket[bytes],
-        sub: zmq.Socket[bytes],
-        my_beacon: list[list[bytes]],
-        now: float,
-    ) -> None:
-        for _ in range(1000):
-            try:
-                frames = recv_bounded(bsub, TOWER_BEACON_FRAMES)
-            except zmq.Again:
-                return
-            except TooManyFrames as exc:
-                self.malformed("beacon", exc, now)
-                continue
-            if frames == [wbeacon.WELCOME]:
-                self._apply(self.discovery.on_welcome(now), bpub, sub, my_beacon)
-                continue
-            try:
-                tb = wbeacon.decode_tower_beacon(frames)
-            except WireError as exc:
-                self.malformed("beacon", exc, now)
-                continue
-            self.peers.announced(tb.endpoint, tb.node_id)
-            self._apply(self.discovery.on_beacon(tb, now), bpub, sub, my_beacon)
-
     def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
         out: list[Publish] = []
         grants = self.grants
@@ -647,8 +601,7 @@ class NodeLoop:
         decode = self.profile.decode
         # a handler gathering what arrives into a bounded drain (a store's writer thread,
         # dafka.api.store_pipeline) says how much it has room for
-        drain_budget = getattr(self.handler, "drain_budget", None)
-        budget = start = MAX_DRAIN_BYTES if drain_budget is None else drain_budget()
+        budget = start = self.handler.drain_budget()
         limit = self.config.max_message_size
         for _ in range(MAX_DRAIN):
             try:
@@ -658,6 +611,7 @@ class NodeLoop:
             except TooManyFrames as exc:
                 self.malformed("data", exc, now)
                 continue
+            # guard: oversized-data-frames-dropped-before
             if len(frames[-1]) > limit or len(frames[0]) > limit:
                 told = self._on_oversized(frames, limit, now)
                 if told is not None:
@@ -681,9 +635,8 @@ class NodeLoop:
         if not msgs:
             return []
         self.stats["received"] += len(msgs)
-        on_arrival = getattr(self.handler, "on_arrival", None)
-        if on_arrival is not None:  # sent before the handler works on them (a FETCH ahead)
-            send(on_arrival(msgs, now))
+        send(self.handler.on_arrival(msgs, now))  # before the handler works on them
+        # guard: shell-tells-cores-each-request
         return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts, self.peers))
 
     def _on_oversized(self, frames: list[bytes], limit: int, now: float) -> Oversized | None:
@@ -706,9 +659,3 @@ class NodeLoop:
             what = "frame"
         self.oversized(what, f"{size} bytes over max_message_size {limit}", now)
         return told
-
-
-def _send_beacons(bpub: zmq.Socket[bytes], my_beacon: list[list[bytes]]) -> None:
-    """The node's beacon, then its service beacon if it has one."""
-    for frames in my_beacon:
-        bpub.send_multipart(frames)

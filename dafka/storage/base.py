@@ -51,7 +51,7 @@ class StoredBatch:
 
     ``profile`` says how to read ``blob``: ``"rfc46"``, one record whose value
     is the blob; ``"signed"``, the producer's signed batch blob, verbatim
-    (``dafka.io.profiles.records_of`` reads either).
+    (``dafka.wire.profiles.records_of`` reads either).
     """
 
     topic: str

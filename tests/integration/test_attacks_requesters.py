@@ -30,7 +30,7 @@ from dafka.core import messages as m
 from dafka.core.effects import Publish
 from dafka.core.read_guard import ReadView
 from dafka.errors import WireError
-from dafka.io.node import NodeLoop
+from dafka.io.node import NodeHandler, NodeLoop
 from dafka.io.profiles import SignedProfile
 from dafka.io.request_senders import PeerSenders
 from dafka.metadata import MetadataClient
@@ -50,7 +50,7 @@ def curve_tower() -> Iterator[CurveTower]:
     tower.proc.kill()
 
 
-class Fetcher:
+class Fetcher(NodeHandler):
     """A node handler: FETCHes every record of ``sealed`` from ``producer`` in
     ``requester``'s name every 0.2 s while ``fetching``, and keeps the offsets of the
     DIRECT-RECORDs addressed to itself."""

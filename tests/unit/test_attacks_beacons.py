@@ -12,8 +12,9 @@ import zmq
 from dafka.core import discovery as discovery_mod
 from dafka.core.discovery import Discovery
 from dafka.errors import WireError
-from dafka.io import node as node_mod
-from dafka.io.node import NodeLoop
+from dafka.io.node_beacons import TowerLink
+from dafka.io.request_senders import PeerSenders
+from dafka.security.curve_keys import CurveConfig
 from dafka.wire import beacon
 from dafka.wire.beacon import TowerBeacon
 from tower.relay import relay_beacon
@@ -122,14 +123,31 @@ class _Subscriptions:
         self.sent.append(frames)
 
 
+def _link(bpub: _Subscriptions, mine: list[list[bytes]]) -> TowerLink:
+    """A node's TowerLink whose beacon XPUB is ``bpub`` (the method under test needs no
+    other socket)."""
+    return TowerLink(
+        Discovery(ME),
+        PeerSenders(False),
+        bpub=bpub,  # type: ignore[arg-type]
+        bsub=None,  # type: ignore[arg-type]
+        sub=None,  # type: ignore[arg-type]
+        my_beacon=mine,
+        curve=CurveConfig(False),
+        identity=None,
+        malformed=lambda what, exc, now: None,
+    )
+
+
 def test_a_flood_of_tower_subscriptions_sends_our_beacon_at_most_once_per_interval() -> None:
-    loop = NodeLoop.__new__(NodeLoop)  # the one method under test needs no sockets
-    loop._prompted = -node_mod.PROMPT_BEACON_INTERVAL
     mine = [[beacon.BEACON, ME.encode(), b"127.0.0.1", b"40000"]]
     sock = _Subscriptions(queued=100_000)
+    link = _link(sock, mine)
     for turn in range(100):  # 100 loop turns in 50 ms, each reading what it may
-        loop._on_tower_subscriptions(sock, mine, 10.0 + turn * 0.0005)  # type: ignore[arg-type]
+        link.on_tower_subscriptions(10.0 + turn * 0.0005)
     assert sock.sent == mine  # once, then not again within PROMPT_BEACON_INTERVAL
     assert sock.queued == 0  # read and dropped, 1,000 a turn at most
-    loop._on_tower_subscriptions(_Subscriptions(1), mine, 10.2)  # type: ignore[arg-type]
-    assert loop._prompted == 10.2  # a later subscription is answered again
+    later = _Subscriptions(1)
+    link.bpub = later  # type: ignore[assignment]
+    link.on_tower_subscriptions(10.2)
+    assert later.sent == mine  # a later subscription is answered again

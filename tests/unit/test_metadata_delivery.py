@@ -20,7 +20,7 @@ import dafka.api.producer as producer_module
 from dafka.api.producer import Producer
 from dafka.config import NodeConfig, TowerAddress
 from dafka.errors import ConfigError, DafkaTimeout, RecordTooLargeError
-from dafka.io.node import NodeLoop
+from dafka.io.node import NodeHandler, NodeLoop
 from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import command, signed_command
 from dafka.raft.types import ZERO_REQID, Entry, EntryType
@@ -71,7 +71,7 @@ def test_a_follower_whose_sync_fails_after_applying_still_publishes() -> None:
 # -- the node's command channel ------------------------------------------------------------
 
 
-class _IdleHandler:
+class _IdleHandler(NodeHandler):
     def subscriptions(self) -> list[bytes]:
         return []
 

@@ -28,7 +28,7 @@ from dafka.io.metrics import (
     NodeMetrics,
     check_metrics_port,
 )
-from dafka.io.node import NodeLoop
+from dafka.io.node import NodeHandler, NodeLoop
 from dafka.io.node_metrics import (
     ACK_LATENCY,
     CONSUMER_SPECS,
@@ -53,7 +53,7 @@ class SyncLoop:
     what the IO thread does for a scrape, without the thread."""
 
     def __init__(self, node_id: str) -> None:
-        self.real = NodeLoop(node_id, NodeConfig(), object())  # type: ignore[arg-type]
+        self.real = NodeLoop(node_id, NodeConfig(), NodeHandler())
         self.alive = True
         self.calls = 0
 

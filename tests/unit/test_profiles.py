@@ -12,18 +12,17 @@ from dafka.config import ProducerConfig, parse_trusted_stores
 from dafka.core import messages as m
 from dafka.core.effects import PublishRecords
 from dafka.errors import ConfigError, ProfileError, WireError
-from dafka.io import profiles
-from dafka.io.profiles import (
+from dafka.security.identity import node_id_for
+from dafka.storage.base import StoredBatch
+from dafka.storage.state_dir import StateDir
+from dafka.wire import profiles, rfc46, signed
+from dafka.wire.profiles import (
     RFC46,
     OtherProfile,
     SignedProfile,
     make_profile,
     records_of,
 )
-from dafka.security.identity import node_id_for
-from dafka.storage.base import StoredBatch
-from dafka.storage.state_dir import StateDir
-from dafka.wire import rfc46, signed
 from tests.signing import CONSUMER, FORGER, PRODUCER, STORE, P, blob, value
 from tests.strategies import direct_records, offsets, records
 
@@ -217,3 +216,23 @@ def test_rfc46_a_record_whose_subject_is_not_its_topic_is_refused_every_time() -
     for _ in range(2):
         with pytest.raises(WireError):
             RFC46.decode([frame0, b"v"])
+
+
+def test_a_gap_statement_is_stamped_with_the_time_its_caller_passes() -> None:
+    def no_clock() -> int:
+        raise AssertionError("the profile read its clock")
+
+    wire = SignedProfile(PRODUCER, clock_ms=no_clock)
+    made = wire.seal_gap("t", 4, 3, 1_700_000_000_123, 2)
+    assert made == [(4, 3, signed.seal_gap(PRODUCER, "t", 4, 3, 1_700_000_000_123, 2))]
+    assert signed.peek_batch(made[0][2]).timestamp_ms == 1_700_000_000_123
+    assert wire.seal_gap("t", 4, 3, 77) == [(4, 3, signed.seal_gap(PRODUCER, "t", 4, 3, 77))]
+    with pytest.raises(ProfileError):
+        RFC46.seal_gap("t", 4, 3, 1)
+
+
+def test_the_shell_finds_the_codec_where_it_always_did() -> None:
+    from dafka.io import profiles as shell_profiles
+
+    for name in shell_profiles.__all__:
+        assert getattr(shell_profiles, name) is getattr(profiles, name)

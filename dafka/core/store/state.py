@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError, StorageError
 from ...ids import is_group_topic, is_node_id
-from ...io.profiles import RFC46, Profile
 from ...storage.base import Storage, StoredBatch
+from ...wire.profiles import RFC46, Profile
 from ...wire.rfc46 import Command, direct_prefix
 from .. import messages as m
 from ..admission import PartitionGate
