@@ -906,7 +906,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
         '        if not self._limiter.allow("", now):',
     ),
     "Raft term ceiling on what a peer message may raise the term to": (
-        "dafka.raft.guard",
+        "dafka.raft.terms",
         "TermCeiling.admits",
         "        if term <= self.ceiling:",
         "        if True:",

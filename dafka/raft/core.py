@@ -35,7 +35,6 @@ from .bounds import message_problem
 from .coreview import CoreView
 from .extensions import PLAIN
 from .frames import CHECKPOINT_DATA, RaftWireError, config_or_none, encode_config
-from .guard import TermCeiling
 from .log import RaftLog
 from .membership import validate_change
 from .messages import (
@@ -64,6 +63,7 @@ from .ready import (
 )
 from .replication import Replication, _Read, _Receiving
 from .reqid import reqid_expired
+from .terms import TermCeiling
 from .types import (
     REQID_SIZE,
     ZERO_REQID,
@@ -171,7 +171,7 @@ class RaftCore(CoreView, Replication):
         """Peer messages dropped because a term or index was out of range."""
         self.plain_peers: frozenset[str] = frozenset()  # kept current by the shell
         self.terms = TermCeiling(id, self.term)
-        """How far a peer message may raise our term (:class:`~dafka.raft.guard.TermCeiling`)."""
+        """How far a peer message may raise our term (:class:`~dafka.raft.terms.TermCeiling`)."""
         self.recovering_to = recovering_to
         """Protocol-aware recovery: this peer lost entries up to here that it may have
         acknowledged (rot in its log). Until its log matches a leader's up to there it
