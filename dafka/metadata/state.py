@@ -85,8 +85,7 @@ from typing import Any, NamedTuple
 
 from ..errors import ConfigError, WireError
 from ..ids import check_topic, check_topic_name
-from ..raft.reqid import REQUEST_ID_TTL, reqid_time
-from ..raft.types import ZERO_REQID, Entry, EntryType
+from ..raft import REQUEST_ID_TTL, ZERO_REQID, Entry, EntryType, reqid_time
 from ..security import identity
 from ..wire.packing import pack as _pack
 from ..wire.packing import unpack as _unpack
@@ -768,7 +767,7 @@ class MetadataStateMachine:
         """``config`` (the :meth:`view`) or ``topic NAME`` (its settings, nil if none). An
         answer is packed once per state and kept until the next apply or restore: the same
         query of the same state gets the same bytes object, which a Raft peer sends to
-        every client without a copy and counts once (:mod:`dafka.raft.answer_budget`);
+        every client without a copy and counts once (:mod:`dafka.raft.peer._answer_budget`);
         packing the config of 10,000 topics (2.1 MB) costs 10-30 ms."""
         if not args:
             raise WireError("empty metadata query")

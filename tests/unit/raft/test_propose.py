@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import NotLeader, WireError
-from dafka.raft.messages import AppendEntries
-from dafka.raft.ready import ProposeStatus
-from dafka.raft.types import Entry, EntryType, HardState
+from dafka.raft.codec import Entry, EntryType, HardState
+from dafka.raft.core import AppendEntries, ProposeStatus
 
 from .sim import Network, drain, elect, new_core, put
 

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 
 from dafka.errors import NotLeader
-from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.peer import PeerOptions
-from dafka.raft.ready import ProposeStatus
-from dafka.raft.statemachine import KvStateMachine
+from dafka.raft.core import AppendEntries, AppendResponse, ProposeStatus
+from dafka.raft.peer import KvStateMachine, PeerOptions
 
 from .sim import drain, elect, new_core, outbox, put
 from .solo import settle, solo_leader
