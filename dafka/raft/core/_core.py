@@ -33,20 +33,17 @@ from collections.abc import Sequence
 from ...errors import ConfigError, NotLeader, ProposalDropped, RaftError
 from ..codec import (
     CHECKPOINT_DATA,
-    REQID_SIZE,
     ZERO_REQID,
     ClusterConfig,
     Entry,
     EntryType,
     HardState,
     Peer,
-    RaftWireError,
     SnapshotMeta,
     config_or_none,
     encode_config,
     message_problem,
     new_entry,
-    reqid_expired,
 )
 from ._coreview import CoreView
 from ._extensions import PLAIN
@@ -74,9 +71,9 @@ from ._ready import (
     SnapshotChunk,
     SnapshotReader,
     SoftState,
-    accepted_result,
 )
 from ._replication import Replication, _Read, _Receiving
+from ._requests import RequestIds
 from ._terms import TermCeiling
 
 __all__ = ["RaftCore"]
@@ -141,10 +138,8 @@ class RaftCore(CoreView, Replication):
         base = snapshot.config if snapshot.index > 0 else config
         self._configs: list[tuple[int, ClusterConfig]] = [(snapshot.index, base)]
         self._voters = Voters.of(base)
-        self._reqids: dict[bytes, tuple[int, int]] = {}
-        self._reqid_clock = 0.0
-        self._prune_at = 1024
-        self._prune_after = 0.0  # see _prune_reqids
+        self.requests = RequestIds(request_id_ttl)
+        """The request ids in the log, for dedup and expiry (:class:`RequestIds`)."""
         self._on_appended(kept)
         self.commit = min(max(hard_state.commit, snapshot.index), self._log.last_index)
         start = snapshot.index if applied is None else applied
@@ -270,7 +265,7 @@ class RaftCore(CoreView, Replication):
             raise NotLeader(leader=self.leader)
         if self._transferee is not None:
             raise ProposalDropped("leadership transfer in progress")
-        early = self._check_reqid(reqid, now)
+        early = self.requests.check(reqid, now, self.commit)
         if early is not None:
             return early
         entry = self._append_new(EntryType.STATE, data, reqid)
@@ -286,29 +281,10 @@ class RaftCore(CoreView, Replication):
             raise NotLeader(leader=self.leader)
         if self._transferee is not None:
             raise ProposalDropped("leadership transfer in progress")
-        results: list[ProposeResult] = []
-        added: list[Entry] = []
-        index, term, reqids = self._log.last_index, self.term, self._reqids
-        clock, ttl, state = self._reqid_clock, self.request_id_ttl, EntryType.STATE
-        for data, reqid in items:  # _check_reqid, inline: one length check, one reqid_time
-            if len(reqid) != REQID_SIZE:
-                error = f"a reqid is {REQID_SIZE} bytes, got {len(reqid)}"
-                results.append(ProposeResult(ProposeStatus.ARGUMENT_ERROR, error=error))
-            elif (seen := reqids.get(reqid)) is not None:
-                results.append(ProposeResult(ProposeStatus.ACCEPTED, *seen, duplicate=True))
-            elif now - (stamp := int.from_bytes(reqid[:4], "big")) >= ttl:
-                results.append(ProposeResult(ProposeStatus.EXPIRED))
-            else:
-                index += 1
-                added.append(new_entry(index, term, state, reqid, data))
-                reqids[reqid] = (index, term)  # _on_appended's work: a resend in the batch
-                if stamp > clock:  # is a duplicate at once
-                    clock = stamp
-                results.append(accepted_result(index, term))
+        results, added = self.requests.admit_many(
+            items, now, self._log.last_index, self.term, self.commit
+        )
         if added:
-            self._reqid_clock = max(clock, now)
-            if len(reqids) >= self._prune_at:
-                self._prune_reqids()
             self._log.append(added)  # one call for the batch
             self._bcast_append()
             self._maybe_commit()
@@ -334,7 +310,7 @@ class RaftCore(CoreView, Replication):
             return ProposeResult(ProposeStatus.NOT_LEADER, leader=self.leader)
         if self._transferee is not None:
             return ProposeResult(ProposeStatus.BUSY)
-        early = self._check_reqid(reqid, now)
+        early = self.requests.check(reqid, now, self.commit)
         if early is not None:
             return early
         current = self.config
@@ -438,7 +414,7 @@ class RaftCore(CoreView, Replication):
         self._log.restore(meta.index, meta.term)
         self._configs = [(meta.index, meta.config)]
         self._voters = Voters.of(meta.config)
-        self._reqids = {r: v for r, v in self._reqids.items() if v[0] <= meta.index}
+        self.requests.keep_through(meta.index)
         self.commit = self._applied = self._handed_commit = meta.index
         self._snapshot = meta
         self._pending_snapshot = meta
@@ -657,7 +633,7 @@ class RaftCore(CoreView, Replication):
         elif isinstance(m, TimeoutNow):
             self._send(TimeoutNowResponse(self.id, m.frm, self.term))
 
-    # -- the log, configs and request ids -------------------------------------------------
+    # -- the log and configs -------------------------------------------------------------
 
     def _append_new(self, kind: EntryType, data: bytes, reqid: bytes) -> Entry:
         entry = new_entry(self._log.last_index + 1, self.term, kind, reqid, data)
@@ -668,29 +644,19 @@ class RaftCore(CoreView, Replication):
         return entry
 
     def _on_appended(self, entries: Sequence[Entry]) -> None:
+        self.requests.note(entries)
         changed = False
-        reqids, clock = self._reqids, self._reqid_clock
-        for entry in entries:  # every entry a follower gets: locals, one clock update
-            reqid = entry.reqid
-            if reqid != ZERO_REQID:
-                reqids.setdefault(reqid, (entry.index, entry.term))
-                stamp = int.from_bytes(reqid[:4], "big")  # reqid_time, inline: per entry
-                if stamp > clock:
-                    clock = float(stamp)
+        for entry in entries:
             if entry.type is _CONFIG:
                 cfg = config_or_none(entry.data)
                 if cfg is not None:
                     self._configs.append((entry.index, cfg))
                     changed = True
-        self._reqid_clock = clock
         if changed:
             self._config_changed()
 
     def _truncate(self, index: int) -> None:
-        removed = self._log.truncate(index)
-        for entry in removed:
-            if self._reqids.get(entry.reqid, (0, 0))[0] == entry.index:
-                del self._reqids[entry.reqid]
+        self.requests.forget(self._log.truncate(index))
         if self._configs[-1][0] >= index:
             self._configs = [(at, cfg) for at, cfg in self._configs if at < index]
             self._config_changed()
@@ -699,31 +665,3 @@ class RaftCore(CoreView, Replication):
         self._voters = Voters.of(self.config)
         if self.role is Role.LEADER:
             self._sync_progress()
-
-    def _check_reqid(self, reqid: bytes, now: float) -> ProposeResult | None:
-        if len(reqid) != REQID_SIZE:
-            raise RaftWireError(f"a reqid is {REQID_SIZE} bytes, got {len(reqid)}")
-        seen = self._reqids.get(reqid)
-        if seen is not None:
-            return ProposeResult(ProposeStatus.ACCEPTED, seen[0], seen[1], duplicate=True)
-        if reqid_expired(reqid, now, self.request_id_ttl):
-            return ProposeResult(ProposeStatus.EXPIRED)
-        self._reqid_clock = max(self._reqid_clock, now)
-        if len(self._reqids) >= self._prune_at:
-            self._prune_reqids()
-        return None
-
-    def _prune_reqids(self) -> None:
-        """Forget committed reqids past their TTL (they would be refused as expired); no
-        scan until the oldest reqid the last scan kept can have expired."""
-        reqids, horizon = self._reqids, self._reqid_clock - self.request_id_ttl
-        if self._reqid_clock >= self._prune_after:
-            commit, oldest = self.commit, None
-            for reqid, (index, _) in list(reqids.items()):
-                stamp = int.from_bytes(reqid[:4], "big")  # reqid_time
-                if index <= commit and stamp <= horizon:
-                    del reqids[reqid]
-                elif oldest is None or stamp < oldest:
-                    oldest = stamp
-            self._prune_after = 0.0 if oldest is None else oldest + self.request_id_ttl
-        self._prune_at = max(1024, 2 * len(reqids))

@@ -7,6 +7,7 @@ from ...errors import RaftError
 from ..codec import ClusterConfig, Entry, HardState, SnapshotMeta
 from ._log import RaftLog
 from ._ready import Role, SoftState
+from ._requests import RequestIds
 
 __all__ = ["CoreView"]
 
@@ -22,7 +23,7 @@ class CoreView:
     _prev_hs: HardState
     _prev_ss: SoftState
     _applied: int
-    _reqids: dict[bytes, tuple[int, int]]
+    requests: RequestIds
     _log: RaftLog
     _snapshot: SnapshotMeta
     _configs: list[tuple[int, ClusterConfig]]
@@ -55,7 +56,7 @@ class CoreView:
 
     def holds(self, reqid: bytes) -> bool:
         """An entry proposed with ``reqid`` is in the log (a resend is answered from it)."""
-        return reqid in self._reqids
+        return reqid in self.requests
 
     @property
     def first_index(self) -> int:

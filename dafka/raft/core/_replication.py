@@ -31,6 +31,7 @@ from ._messages import (
 from ._progress import Progress, ProgressState
 from ._quorum import Voters
 from ._ready import ReadState, Role, SnapshotChunk, SnapshotReader
+from ._requests import RequestIds
 
 __all__ = ["Replication"]
 
@@ -89,8 +90,7 @@ class Replication:
     _transfer_elapsed: int
     _election_elapsed: int
     _heartbeat_elapsed: int
-    _reqids: dict[bytes, tuple[int, int]]
-    _prune_at: int
+    requests: RequestIds
 
     if TYPE_CHECKING:  # provided by RaftCore
 
@@ -104,8 +104,6 @@ class Replication:
         def _truncate(self, index: int) -> None: ...
 
         def _on_appended(self, entries: Sequence[Entry]) -> None: ...
-
-        def _prune_reqids(self) -> None: ...
 
     # -- follower side -------------------------------------------------------------------
 
@@ -167,8 +165,7 @@ class Replication:
             self._log.append(new)
             self._on_appended(new)
         self.commit = max(self.commit, min(m.commit, m.last_index))
-        if len(self._reqids) >= self._prune_at:  # a follower forgets what a leader would
-            self._prune_reqids()
+        self.requests.prune_if_due(self.commit)  # a follower forgets what a leader would
         self._recovered_through(m.last_index)
         answer(True)
 

@@ -127,5 +127,5 @@ def test_a_follower_forgets_committed_ids_once_they_expire_too():
         drain(follower)
         index += 10
     assert follower.commit == 3000
-    assert len(follower._reqids) < 2 * 1024  # about 100 s worth, not all 3,000
-    assert reqid(2999, at=NOW + 2990) in follower._reqids  # the recent ones stay
+    assert len(follower.requests) < 2 * 1024  # about 100 s worth, not all 3,000
+    assert reqid(2999, at=NOW + 2990) in follower.requests  # the recent ones stay
