@@ -45,8 +45,7 @@ from typing import Any
 
 import zmq
 
-from ...errors import ConfigError, DafkaTimeout, RaftError, TooManyFrames
-from ...io.multipart import recv_bounded
+from ...errors import ConfigError, DafkaTimeout, RaftError
 from .. import codec as w
 from ..codec import (
     MAX_UINT32,
@@ -60,15 +59,13 @@ from ..codec import (
 )
 from ..core import DISPATCH_FEATURES, SnapshotChunk, decode_features, read_unsupported
 from ..peer import (
-    CLIENT_ANSWER_FRAMES,
-    CLIENT_FRAME_BYTES,
     DISPATCH_LOCAL_READ,
     DISPATCH_READ_INDEX,
     ClientCurve,
     DispatchStatus,
-    send_frames,
 )
 from ._clientanswers import Outcome, decide_config, decide_dispatch, decide_update, dispatch_answer
+from ._links import ClientLinks
 
 __all__ = [
     "SERVER_ELECTION_GRACE",
@@ -140,7 +137,6 @@ class RaftClient:
         reqids: Callable[[], bytes] | None = None,
         curve: ClientCurve | None = None,
     ) -> None:
-        self._curve = curve
         self._seed_urls, self._peers = _seeds(peers)
         if not self._seed_urls:
             raise ConfigError("a Raft client needs at least one peer URL")
@@ -148,18 +144,12 @@ class RaftClient:
         self.timeout = timeout
         self.response_ttl = response_ttl
         self.election_grace = election_grace
-        self._own_context = context is None
-        self._ctx = context or zmq.Context()
         self._reqids = reqids or ReqIdGenerator()
         self._next_id = random.randrange(MAX_UINT32)
-        self._poller = zmq.Poller()
-        self._socks: dict[str, zmq.Socket[Any]] = {}
-        self._url_of: dict[zmq.Socket[Any], str] = {}
-        self._rr = 0
+        self._links = ClientLinks(context, curve)
+        """The DEALERs to the peers and what arrived on them (:class:`ClientLinks`)."""
         self._blocked_since: float | None = None
         self._leader: tuple[str, str] | None = None
-        self._stash: list[tuple[str, list[bytes]]] = []
-        self._direct: dict[str, zmq.Socket[Any]] = {}
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -168,11 +158,7 @@ class RaftClient:
         if self._closed:
             return
         self._closed = True
-        self._connect_only(set())
-        for sock in self._direct.values():
-            sock.close(0)
-        if self._own_context:
-            self._ctx.term()
+        self._links.close()
 
     def __enter__(self) -> RaftClient:
         return self
@@ -324,12 +310,12 @@ class RaftClient:
                     rid = self._new_id()
                     snap_next = 0
                     msg = w.RequestEntries(rid, self.cluster, prev, remaining())
-                    if not self._send_when_ready(msg.encode(), now + self.response_ttl):
+                    if not self._links.send_when_ready(msg.encode(), now + self.response_ttl):
                         rid = None
                         self._break(wait=True)  # the leader we knew is unreachable
                         continue
                 key = encode_uint32(rid)
-                got = self._recv_for(key, now + self.response_ttl)
+                got = self._links.recv_for(key, now + self.response_ttl)
                 if got is None:
                     self._stop_stream(rid, prev)
                     rid = None
@@ -359,7 +345,7 @@ class RaftClient:
                                 return  # the snapshot covers the count (finally: "stop")
                     offset = snap_next if snap_next else None
                     follow = w.RequestEntries(rid, self.cluster, prev, remaining(), offset)
-                    self._send_now(follow.encode())
+                    self._links.send_now(follow.encode())
                     continue
                 if resp.prev_index == prev:
                     yield from resp.entries
@@ -372,12 +358,28 @@ class RaftClient:
                 if resp.status is w.EntriesStatus.LAST:
                     finished = True
                     return
-                self._send_now(w.RequestEntries(rid, self.cluster, prev, remaining()).encode())
+                self._links.send_now(
+                    w.RequestEntries(rid, self.cluster, prev, remaining()).encode()
+                )
         finally:
             if rid is not None and not finished and not self._closed:
                 self._stop_stream(rid, prev)
 
     # -- calls -------------------------------------------------------------------------------
+
+    def _new_id(self) -> int:
+        self._next_id = (self._next_id + 1) & MAX_UINT32
+        return self._next_id
+
+    def _deadline(self, timeout: float | None) -> float:
+        return time.monotonic() + (self.timeout if timeout is None else timeout)
+
+    def _stop_stream(self, rid: int, prev: int) -> None:
+        self._links.send_now(w.RequestEntries(rid, self.cluster, prev, 0).encode())
+
+    def _direct_call(self, url: str, frames: list[bytes], timeout: float | None) -> list[bytes]:
+        """One request to one given peer on a socket of its own; the answer's frames."""
+        return self._links.direct_call(url, frames, self._deadline(timeout))
 
     def _update_call(self, reqid: bytes, data: bytes) -> _Call:
         # w.RequestUpdate(reqid, self.cluster, data).encode(), without building one
@@ -417,7 +419,7 @@ class RaftClient:
                 raise DafkaTimeout(
                     f"no answer from the Raft cluster within the timeout ({len(active)} pending)"
                 )
-            if self._leader is None and not self._socks:
+            if self._leader is None and not self._links.connected:
                 self._discover(deadline)
             blocked = False
             wake = min(deadline, check_at)
@@ -430,7 +432,7 @@ class RaftClient:
                         resend = True
                         wake = min(wake, call.retry_at)
                         continue
-                    url = self._send_now(call.frames)
+                    url = self._links.send_now(call.frames)
                     if url is None:
                         blocked = True  # no connection yet
                         resend = True
@@ -452,7 +454,7 @@ class RaftClient:
                         call.retry_at = now + self.election_grace
             else:
                 self._blocked_since = None
-            for url, frames in self._receive(max(0.0, wake - time.monotonic())):
+            for url, frames in self._links.receive(max(0.0, wake - time.monotonic())):
                 call = active.get(frames[0]) if frames else None
                 if call is None:
                     continue
@@ -535,7 +537,7 @@ class RaftClient:
     def _use_leader(self, leader: str, url: str) -> None:
         log.debug("raft.client.leader id=%s url=%s", leader, url)
         self._leader = (leader, url)
-        self._connect_only({url})
+        self._links.connect_only({url})
 
     @property
     def _leader_id(self) -> str | None:
@@ -550,22 +552,24 @@ class RaftClient:
     def _break(self, wait: bool = False) -> None:
         """Scenario 2: connect to every known peer (and, if ``wait``, sit out the grace)."""
         self._leader = None
-        self._connect_only(set(self._seed_urls) | set(self._peers.values()))
+        self._links.connect_only(set(self._seed_urls) | set(self._peers.values()))
         if wait:
             end = time.monotonic() + self.election_grace
             while (left := end - time.monotonic()) > 0:
-                self._stash.extend(self._receive(left, stash=False))
+                self._links.wait(left)
 
     def _discover(self, deadline: float) -> None:
         """RequestConfig to the known peers in turn until one names a leader we can reach."""
         if self._leader is not None:
             return
-        self._connect_only(set(self._seed_urls) | set(self._peers.values()))
+        self._links.connect_only(set(self._seed_urls) | set(self._peers.values()))
         while True:
             rid = self._new_id()
-            if not self._send_when_ready(w.RequestConfig(rid, self.cluster).encode(), deadline):
+            if not self._links.send_when_ready(
+                w.RequestConfig(rid, self.cluster).encode(), deadline
+            ):
                 raise DafkaTimeout("no Raft peer reachable")
-            got = self._recv_for(encode_uint32(rid), min(deadline, time.monotonic() + 0.25))
+            got = self._links.recv_for(encode_uint32(rid), min(deadline, time.monotonic() + 0.25))
             if got is not None:
                 try:
                     answer = w.RequestConfigResponse.decode(got[1])
@@ -580,145 +584,7 @@ class RaftClient:
                     if answer.leader is not None and answer.leader in self._peers:
                         self._use_leader(answer.leader, self._peers[answer.leader])
                         return
-                    self._connect_only(set(self._seed_urls) | set(self._peers.values()))
+                    self._links.connect_only(set(self._seed_urls) | set(self._peers.values()))
             if time.monotonic() > deadline:
                 raise DafkaTimeout("no Raft leader found within the timeout")
-            self._stash.extend(self._receive(_NO_LEADER_RETRY, stash=False))
-
-    # -- socket plumbing ---------------------------------------------------------------------
-
-    def _open(self, url: str) -> zmq.Socket[Any]:
-        sock = self._ctx.socket(zmq.DEALER)
-        if self._curve is not None:
-            self._curve.apply(sock, url)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.MAXMSGSIZE, CLIENT_FRAME_BYTES)
-        sock.setsockopt(zmq.IMMEDIATE, 1)  # no queueing for a peer we are not connected to
-        sock.setsockopt(zmq.RECONNECT_IVL, 50)
-        sock.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
-        sock.connect(url)
-        self._poller.register(sock, zmq.POLLIN)
-        self._url_of[sock] = url
-        return sock
-
-    def _connect_only(self, urls: set[str]) -> None:
-        """Talk to exactly these peers. One DEALER per peer: closing it is a disconnect
-        that takes effect at once (a shared DEALER's ``disconnect`` with
-        ``ZMQ_IMMEDIATE`` lets the next message slip into the dying pipe, lost)."""
-        for url in [u for u in self._socks if u not in urls]:
-            sock = self._socks.pop(url)
-            self._poller.unregister(sock)
-            del self._url_of[sock]
-            sock.close(0)
-        for url in sorted(urls):
-            if url not in self._socks:
-                self._socks[url] = self._open(url)
-
-    def _new_id(self) -> int:
-        self._next_id = (self._next_id + 1) & MAX_UINT32
-        return self._next_id
-
-    def _deadline(self, timeout: float | None) -> float:
-        return time.monotonic() + (self.timeout if timeout is None else timeout)
-
-    def _send_now(self, frames: list[bytes]) -> str | None:
-        """Send to the leader, or (no leader known) to the next connected peer in turn;
-        the URL it went to, ``None`` if no peer is connected yet."""
-        socks = self._socks
-        if len(socks) == 1:  # the leader (or the one peer we know): no turn to take
-            for url, sock in socks.items():
-                try:
-                    send_frames(sock, frames)
-                    return url
-                except zmq.Again:
-                    return None
-        urls = list(socks)
-        if not urls:
-            return None
-        self._rr += 1
-        for k in range(len(urls)):
-            url = urls[(self._rr + k) % len(urls)]
-            try:
-                send_frames(self._socks[url], frames)
-                return url
-            except zmq.Again:
-                continue
-        return None
-
-    def _send_when_ready(self, frames: list[bytes], deadline: float) -> str | None:
-        while (url := self._send_now(frames)) is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            self._stash.extend(self._receive(min(left, 0.005), stash=False))
-        return url
-
-    def _receive(self, wait: float, stash: bool = True) -> list[tuple[str, list[bytes]]]:
-        """Everything that arrived (after waiting up to ``wait`` seconds for the first),
-        starting with what was put aside before (unless ``stash`` is false)."""
-        if stash and self._stash:
-            got, self._stash = self._stash, []
-            wait = 0
-        else:
-            got = []
-        if not self._socks:
-            if wait > 0:
-                time.sleep(wait)
-            return got
-        for sock, _ in self._poller.poll(int(wait * 1000) + (1 if wait > 0 else 0)):
-            url = self._url_of[sock]
-            while True:
-                try:
-                    got.append((url, recv_bounded(sock, CLIENT_ANSWER_FRAMES)))
-                except zmq.Again:
-                    break
-                except TooManyFrames as exc:
-                    log.debug("raft.client.malformed url=%s error=%s", url, exc)
-        return got
-
-    def _recv_for(self, key: bytes, deadline: float) -> tuple[str, list[bytes]] | None:
-        """The next message whose first frame is ``key`` (others are stashed)."""
-        for k, (_, frames) in enumerate(self._stash):
-            if frames and frames[0] == key:
-                return self._stash.pop(k)
-        while (left := deadline - time.monotonic()) > 0:
-            found = None
-            for url, frames in self._receive(left, stash=False):
-                if found is None and frames and frames[0] == key:
-                    found = (url, frames)
-                else:
-                    self._stash.append((url, frames))
-            if len(self._stash) > 10_000:
-                del self._stash[:5_000]
-            if found is not None:
-                return found
-        return None
-
-    def _stop_stream(self, rid: int, prev: int) -> None:
-        self._send_now(w.RequestEntries(rid, self.cluster, prev, 0).encode())
-
-    def _direct_call(self, url: str, frames: list[bytes], timeout: float | None) -> list[bytes]:
-        """One request to one given peer on a socket of its own; the answer's frames."""
-        sock = self._direct.get(url)
-        if sock is None:
-            sock = self._direct[url] = self._ctx.socket(zmq.DEALER)
-            if self._curve is not None:
-                self._curve.apply(sock, url)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.MAXMSGSIZE, CLIENT_FRAME_BYTES)
-            sock.connect(url)
-        deadline = self._deadline(timeout)
-        sock.send_multipart(frames)
-        while (left := deadline - time.monotonic()) > 0:
-            if sock.poll(int(left * 1000) + 1, zmq.POLLIN):
-                try:
-                    answer = recv_bounded(sock, CLIENT_ANSWER_FRAMES, 0)
-                except TooManyFrames as exc:
-                    log.debug("raft.client.malformed url=%s error=%s", url, exc)
-                    continue
-                if answer and answer[0] == frames[0]:
-                    return answer
-        # drop what we queued for a peer that does not answer, or it arrives later
-        sock.close(0)
-        del self._direct[url]
-        raise DafkaTimeout(f"no answer from {url}")
+            self._links.wait(_NO_LEADER_RETRY)
