@@ -16,7 +16,7 @@ from dafka.errors import StorageError
 from dafka.raft.codec import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
 from dafka.raft.peer import FileStorage, MemoryStorage
 from dafka.raft.peer import _storage as storage_module
-from dafka.raft.peer._storage import LoadedState
+from dafka.raft.peer._storageapi import LoadedState
 
 CONFIG = ClusterConfig((Peer("a", "tcp://127.0.0.1:1"), Peer("b", "tcp://127.0.0.1:2")))
 

@@ -1,8 +1,8 @@
 """In-memory Raft storage: :class:`MemoryStorage`, for tests and simulation.
 
 It has :class:`~dafka.raft.peer.FileStorage`'s API (the
-:class:`~dafka.raft.peer._storage.RaftStorage` protocol) and its rules (the same append
-check, :func:`~dafka.raft.peer._storage.check_batch`; snapshots replace or keep the log the
+:class:`~dafka.raft.peer._storageapi.RaftStorage` protocol) and its rules (the same append
+check, :func:`~dafka.raft.peer._storageapi.check_batch`; snapshots replace or keep the log the
 same way), and keeps everything in memory: nothing survives the object.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ...errors import StorageError
 from ..codec import Entry, HardState, SnapshotMeta
-from ._storage import LoadedState, check_batch
+from ._storageapi import LoadedState, check_batch
 
 __all__ = ["MemoryStorage"]
 

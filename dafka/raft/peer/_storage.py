@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import itertools
 import logging
 import os
 import struct
@@ -86,7 +85,7 @@ import zlib
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol, Self
+from typing import Self
 
 import msgpack
 
@@ -108,6 +107,7 @@ from ..codec import (
 )
 from ._files import atomic_write, fsync_dir, read_all, split_crc, with_crc, write_all, write_synced
 from ._hardstate import StateFile
+from ._storageapi import LoadedState, RaftStorage, check_batch
 
 __all__ = ["FileStorage", "LoadedState", "LostEntries", "RaftStorage", "check_batch"]
 
@@ -123,59 +123,6 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)
-
-
-class LoadedState(NamedTuple):
-    """What :meth:`FileStorage.load` returns (unpacks as a 4-tuple)."""
-
-    hard_state: HardState
-    snapshot_meta: SnapshotMeta
-    entries: list[Entry]
-    """The log after ``snapshot_meta.index``: consecutive, starting at ``index + 1``."""
-    snapshot: bytes | None
-
-
-class RaftStorage(Protocol):
-    """The storage API the Raft peer uses; :class:`FileStorage` and
-    :class:`~dafka.raft.peer.MemoryStorage`."""
-
-    @property
-    def hard_state(self) -> HardState: ...
-    @property
-    def snapshot_meta(self) -> SnapshotMeta: ...
-    @property
-    def first_index(self) -> int: ...
-    @property
-    def last_index(self) -> int: ...
-    def load(self) -> LoadedState: ...
-    def save_hard_state(self, state: HardState, sync: bool = True) -> None: ...
-    def append(self, entries: Sequence[Entry], sync: bool = True) -> None: ...
-    def truncate_from(self, index: int) -> None: ...
-    def term(self, index: int) -> int | None: ...
-    def read_entries(self, lo: int, hi: int) -> list[Entry]: ...
-    def save_snapshot(self, meta: SnapshotMeta, data: bytes) -> None: ...
-    def snapshot_data(self) -> bytes | None: ...
-    def compact(self, upto_index: int) -> None: ...
-    def close(self) -> None: ...
-
-
-# -- shared rules -----------------------------------------------------------------------------
-
-
-def check_batch(entries: Sequence[Entry], next_index: int, snapshot_index: int) -> None:
-    """Raise :class:`StorageError` unless ``entries`` may be appended at ``next_index``."""
-    if not entries:
-        return
-    if entries[0].index != next_index:
-        raise StorageError(
-            f"append must continue the log at index {next_index}, got {entries[0].index}"
-            " (truncate_from first to replace entries)"
-        )
-    for before, after in itertools.pairwise(entries):
-        if after.index != before.index + 1:
-            raise StorageError(f"entries are not consecutive at index {after.index}")
-    if entries[0].index <= snapshot_index:
-        raise StorageError("cannot append entries covered by the snapshot")
 
 
 def _pack_meta(meta: SnapshotMeta) -> bytes:
