@@ -59,7 +59,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +102,7 @@ from ._guard import (
     router_max_frames,
 )
 from ._logsync import LogSyncer
-from ._peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerOptions
+from ._peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerInfo, PeerOptions
 from ._peertransport import PeerTransport
 from ._pipeline import appends_first, plain, split_durable
 from ._recovery import check_lost_entries
@@ -127,26 +126,6 @@ log = logging.getLogger(__name__)
 
 CLIENT_HEARTBEAT_INTERVAL = 0.5
 _STATE = EntryType.STATE  # a module global: an Enum class attribute costs 10x per entry
-
-
-@dataclass(slots=True)
-class _Info:
-    """A consistent copy of the peer's state for other threads (:meth:`RaftPeer.info`)."""
-
-    id: str
-    role: str = "follower"
-    leader: str | None = None
-    term: int = 0
-    commit: int = 0
-    applied: int = 0
-    first_index: int = 1
-    last_index: int = 0
-    snapshot_index: int = 0
-    config: list[list[str]] = field(default_factory=list)
-    leader_changes: int = 0
-    """Times this peer saw a new leader (a known leader other than the last one seen)."""
-    refused: tuple[tuple[str, int], ...] = ()
-    """Input refused so far, by kind (:class:`~dafka.raft.peer._guard.BadInput`; a fixed set)."""
 
 
 _PEER_REQUESTS = (w.RequestVote, w.AppendEntries, w.InstallSnapshot, w.TimeoutNow)
@@ -231,7 +210,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._stop = threading.Event()
         self._started = threading.Event()
         self._error: BaseException | None = None
-        self._info = _Info(peer_id)
+        self._info = PeerInfo(peer_id)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -277,7 +256,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             return f"cannot write or read its Raft data in {where}: {exc.strerror or exc}"
         return repr(exc)
 
-    def info(self) -> _Info:
+    def info(self) -> PeerInfo:
         """The peer's state as of the end of the last loop turn (any thread)."""
         return self._info
 
@@ -682,7 +661,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         core = self.core
         if self._listed[0] is not core.config:
             self._listed = (core.config, [[p.id, p.url] for p in all_peers(core.config)])
-        self._info = _Info(
+        self._info = PeerInfo(
             self.id,
             core.role.value,
             core.leader,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "REQUEST_ENTRIES_HIGH_WATERMARK",
     "ROUTER_SNDHWM",
     "Admit",
+    "PeerInfo",
     "PeerOptions",
     "PeerState",
 ]
@@ -125,6 +126,26 @@ class PeerOptions:
         messages by default: frames of up to 2 MiB + 84 KiB)."""
         limit = router_frame_limit(self.max_entry_bytes, self.snapshot_chunk_size)
         return max(1, self.queue_bytes // limit)
+
+
+@dataclass(slots=True)
+class PeerInfo:
+    """A consistent copy of the peer's state for other threads (:meth:`~dafka.raft.peer.RaftPeer.info`)."""
+
+    id: str
+    role: str = "follower"
+    leader: str | None = None
+    term: int = 0
+    commit: int = 0
+    applied: int = 0
+    first_index: int = 1
+    last_index: int = 0
+    snapshot_index: int = 0
+    config: list[list[str]] = field(default_factory=list)
+    leader_changes: int = 0
+    """Times this peer saw a new leader (a known leader other than the last one seen)."""
+    refused: tuple[tuple[str, int], ...] = ()
+    """Input refused so far, by kind (:class:`~dafka.raft.peer._guard.BadInput`; a fixed set)."""
 
 
 class PeerState:
