@@ -59,9 +59,8 @@ from benchmarks.workers import cpu_seconds
 from dafka.cli.progress import Progress
 from dafka.errors import DafkaError
 from dafka.raft.client import RaftClient
-from dafka.raft.statemachine import put_command
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
+from dafka.raft.peer import FileStorage, put_command
 from tests.interop.reference import VERSION as REFERENCE_VERSION
 from tests.interop.reference import (
     Kind,

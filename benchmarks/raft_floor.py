@@ -43,10 +43,14 @@ from typing import Any
 import zmq
 
 from dafka.io.multipart import recv_bounded
-from dafka.raft.clientrpc import RequestConfigResponse
-from dafka.raft.fastsend import send_frames
-from dafka.raft.frames import decode_uint32, encode_bool, encode_json_index
-from dafka.raft.types import Peer
+from dafka.raft.codec import (
+    Peer,
+    RequestConfigResponse,
+    decode_uint32,
+    encode_bool,
+    encode_json_index,
+)
+from dafka.raft.peer import send_frames
 from tests.procs import Proc, free_port, py
 
 _HEAD = struct.Struct("<II")  # crc32, length: the least a log record can carry

@@ -9,7 +9,7 @@ from dafka.cli.metrics import announce, metrics_options
 from dafka.config import TowerAddress, parse_endpoint
 from dafka.errors import ConfigError
 from dafka.io.metrics import check_metrics_port
-from dafka.raft.guard import INSECURE_NULL_COST
+from dafka.raft import INSECURE_NULL_COST
 from dafka.security import identity
 from dafka.security.curve_policy import ClientGate
 from dafka.storage.state_dir import make_data_dir

@@ -46,10 +46,17 @@ from dafka.metadata.client import DEFAULT_CLUSTER, RAFT_PORT_OFFSET
 from dafka.metadata.follower import BROADCAST_PORT_OFFSET
 from dafka.metadata.signing import check_public_key, create_admin_key, load_admin_key
 from dafka.metadata.state import MetadataStateMachine, command, decode_config
-from dafka.raft.client import RaftClient
-from dafka.raft.curve import ClientCurve, RaftCurve, curve_public_key, split_key
-from dafka.raft.peer import PeerOptions, RaftPeer
-from dafka.raft.types import Entry, Peer
+from dafka.raft import (
+    ClientCurve,
+    Entry,
+    Peer,
+    PeerOptions,
+    RaftClient,
+    RaftCurve,
+    RaftPeer,
+    curve_public_key,
+    split_key,
+)
 from dafka.security import identity as ident
 
 from .relay import Tower
@@ -161,7 +168,7 @@ def tower_server_keys(
     peers: Sequence[tuple[str, TowerAddress]], keys: Mapping[str, bytes]
 ) -> dict[str, bytes]:
     """The CURVE keys of the towers' Raft and broadcast URLs, for a
-    :class:`~dafka.raft.curve.ClientCurve` (``MetadataView`` / ``MetadataClient``)."""
+    :class:`~dafka.raft.peer.ClientCurve` (``MetadataView`` / ``MetadataClient``)."""
     out: dict[str, bytes] = {}
     for peer_id, address in peers:
         if peer_id in keys:

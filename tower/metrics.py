@@ -9,8 +9,8 @@ instant (the two are not read at one instant, and need not be). Nothing is read
 from the Raft core or the sockets.
 
 The refusal counts carry a ``kind`` label whose values are the fixed set of kinds
-:class:`~dafka.raft.guard.BadInput` is called with in the parts of the peer
-(:mod:`dafka.raft.peer`, :mod:`~dafka.raft.peertransport`, :mod:`~dafka.raft.clientservice`:
+:class:`~dafka.raft.peer._guard.BadInput` is called with in the parts of the peer
+(:mod:`dafka.raft.peer._peer`, :mod:`~dafka.raft.peer._peertransport`, :mod:`~dafka.raft.peer._clientservice`:
 ``update-refused`` counts RequestUpdates the metadata admission refused); no label takes a
 value a peer sends (``docs/security.md``, "Bounds").
 """

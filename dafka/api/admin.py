@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
-from ..raft.curve import ClientCurve
+from ..raft import ClientCurve
 from ..security.identity import Identity
 from .cluster import PartitionMetadata, StoreQueries, TopicMetadata
 

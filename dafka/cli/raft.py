@@ -17,7 +17,7 @@ with ``--peer`` or ``--join`` unless ``--raft-insecure-null`` (a compatibility f
 ØMQ RAFT reference peers: anyone who can reach the port can then rewrite the log).
 
 ``--raft-curve`` puts CURVE on every Raft
-port (:mod:`dafka.raft.curve`): ``--key-file`` is the peer's Ed25519 key (made if
+port (:mod:`dafka.raft.peer._curve`): ``--key-file`` is the peer's Ed25519 key (made if
 missing), and every peer is given with its public key, ``--peer ID=URL@PUBHEX``
 (``--peer-key ID=PUBHEX`` for peers that may join later). Peer RPCs are accepted only
 from the key of the peer they name; ConfigUpdate only from a peer or ``--admin-key``.
@@ -25,7 +25,7 @@ The client commands take ``--raft-curve`` too, the peers as ``URL@PUBHEX``, and
 ``--key-file`` (an admin key for ``members`` changes; an ephemeral key otherwise). ``--peer ID=URL`` names the other voters (giving our own id too
 is fine); ``--join`` starts a peer outside the configuration, to be added with
 ``members add``. The state machine is the key/value test machine
-(:class:`dafka.raft.statemachine.KvStateMachine`).
+(:class:`dafka.raft.peer.KvStateMachine`).
 """
 
 from __future__ import annotations
@@ -39,14 +39,21 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import ConfigError, DafkaError, RaftError
-from ..raft import wire as w
-from ..raft.bounds import DEFAULT_MAX_ENTRY_BYTES
-from ..raft.client import RaftClient
-from ..raft.curve import ClientCurve, RaftCurve, curve_public_key, parse_public_hex, split_key
-from ..raft.guard import INSECURE_NULL_COST
-from ..raft.peer import PeerOptions, RaftPeer
-from ..raft.statemachine import KvStateMachine
-from ..raft.types import Peer
+from ..raft import (
+    DEFAULT_MAX_ENTRY_BYTES,
+    INSECURE_NULL_COST,
+    ClientCurve,
+    KvStateMachine,
+    Peer,
+    PeerOptions,
+    RaftClient,
+    RaftCurve,
+    RaftPeer,
+    curve_public_key,
+    parse_public_hex,
+    split_key,
+)
+from ..raft import codec as w
 from ..security import identity as ident
 from .common import CONTEXT, Group, common_options, run_cli, wait_for_signal
 

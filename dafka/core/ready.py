@@ -1,7 +1,7 @@
 """The one contract between a node core and its shell (etcd raft's ``Ready``).
 
 Every node core (producer, consumer, store; the Raft peer has its own
-:class:`dafka.raft.ready.Ready` of the same shape) is driven the same way::
+:class:`dafka.raft.core.Ready` of the same shape) is driven the same way::
 
     core.step(message, now)     # a message from a peer
     core.tick(now)              # time passed

@@ -14,7 +14,7 @@ before the first frame can be read, and a message still arriving is held whateve
 length (``docs/security.md``, "What is still not bounded").
 
 Each protocol's maximum comes from its wire spec (``docs/wire.md``): the constants below,
-and :func:`dafka.raft.guard.router_max_frames` for the Raft ROUTER.
+and :func:`dafka.raft.peer._guard.router_max_frames` for the Raft ROUTER.
 """
 
 from __future__ import annotations

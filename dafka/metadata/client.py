@@ -26,8 +26,7 @@ from typing import Any
 from ..config import TowerAddress, parse_towers, parse_trusted_stores
 from ..errors import ConfigError, DafkaError, DafkaTimeout, NothingToChange, RaftError
 from ..ids import check_topic_name
-from ..raft.client import RaftClient
-from ..raft.curve import ClientCurve
+from ..raft import ClientCurve, RaftClient
 from ..security.curve_keys import curve_public_z85
 from ..security.identity import Identity
 from .signing import check_public_key, load_admin_key

@@ -28,13 +28,16 @@ import zmq
 from ..config import parse_towers
 from ..errors import ClosedError, ConfigError, DafkaError, DafkaTimeout, WireError
 from ..io.multipart import recv_bounded
-from ..raft import wire as w
-from ..raft.client import RaftClient
-from ..raft.curve import ClientCurve
-from ..raft.guard import BROADCAST_FRAMES, CLIENT_FRAME_BYTES
-from ..raft.ready import SnapshotChunk
-from ..raft.snapstream import served_state
-from ..raft.types import Entry
+from ..raft import (
+    BROADCAST_FRAMES,
+    CLIENT_FRAME_BYTES,
+    ClientCurve,
+    Entry,
+    RaftClient,
+    SnapshotChunk,
+    served_state,
+)
+from ..raft import codec as w
 from .client import BROADCAST_PORT_OFFSET, DEFAULT_CLUSTER, RAFT_PORT_OFFSET, tower_curve
 from .state import MetadataStateMachine, command, topic_settings
 

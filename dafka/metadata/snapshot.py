@@ -19,6 +19,7 @@ from ..errors import ConfigError, WireError
 from ..ids import check_topic
 from ..wire.packing import unpack as _unpack
 from .proofs import Proofs, verify
+from .settings import CLUSTER_DEFAULTS, MAX_ADMINS, check_cluster_settings, check_settings, node_id
 from .signing import check_public_key
 
 if TYPE_CHECKING:
@@ -39,14 +40,7 @@ def state_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """The fields of a snapshot (or a view), types checked; ConfigError / WireError (or
     ValueError, TypeError) on the first that is not what :meth:`snapshot` writes."""
     # the rules are the state machine's own (imported here: it imports this module)
-    from .state import (
-        CHANGES_KEPT,
-        CLUSTER_DEFAULTS,
-        MAX_ADMINS,
-        _node_id,
-        check_cluster_settings,
-        check_settings,
-    )
+    from .state import CHANGES_KEPT
 
     if not isinstance(obj.get("topics"), dict):
         raise WireError("not a metadata snapshot")
@@ -87,7 +81,7 @@ def state_fields(obj: dict[str, Any]) -> dict[str, Any]:
         raise WireError("metadata snapshot: a change after its revision")
     return {
         "topics": topics,
-        "stores": sorted({_node_id(v, "store") for v in obj.get("stores", [])}),
+        "stores": sorted({node_id(v, "store") for v in obj.get("stores", [])}),
         "cluster": {**CLUSTER_DEFAULTS, **check_cluster_settings(obj.get("cluster", {}))},
         "deleted": {str(k): revisions(v) for k, v in obj.get("deleted", {}).items()},
         "revision": revision,
@@ -106,13 +100,7 @@ def verified_state(sm: MetadataStateMachine, data: bytes) -> dict[str, Any]:
     :meth:`~.state.MetadataStateMachine.check_snapshot`), with ``proofs`` and ``modified``
     as the state machine holds them; ConfigError / WireError (or ValueError, TypeError,
     KeyError from a malformed field) on the first thing refused."""
-    from .state import (
-        CLUSTER_DEFAULTS,
-        REPLAY_WINDOW,
-        SNAPSHOT_FORMAT,
-        check_cluster_settings,
-        check_settings,
-    )
+    from .state import REPLAY_WINDOW, SNAPSHOT_FORMAT
 
     obj = _unpack(data)
     if not isinstance(obj, dict) or not isinstance(obj.get("topics"), dict):

@@ -77,7 +77,6 @@ import hashlib
 import logging
 import math
 import os
-import re
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -85,12 +84,21 @@ from typing import Any, NamedTuple
 
 from ..errors import ConfigError, WireError
 from ..ids import check_topic, check_topic_name
-from ..raft.reqid import REQUEST_ID_TTL, reqid_time
-from ..raft.types import ZERO_REQID, Entry, EntryType
+from ..raft import REQUEST_ID_TTL, ZERO_REQID, Entry, EntryType, reqid_time
 from ..security import identity
 from ..wire.packing import pack as _pack
 from ..wire.packing import unpack as _unpack
 from .proofs import Proof, Proofs, TopicProof, touched
+from .settings import (
+    CLUSTER_DEFAULTS,
+    MAX_ADMINS,
+    TOPIC_DEFAULTS,
+    admin_list,
+    check_cluster_settings,
+    check_settings,
+    node_id,
+    topic_settings,
+)
 from .signing import ID_BYTES, check_public_key, open_envelope, seal, signed_bytes
 from .snapshot import signer_of, state_fields, verified_state
 
@@ -123,129 +131,10 @@ snapshot of an older format proves nothing and is refused."""
 REPLAY_WINDOW = 1000
 """A signed command applies while the revision is from its ``base`` to ``base`` + this."""
 CHANGES_KEPT = 64
-MAX_ADMINS = 16
 MAX_AUTO_TOPICS = 10_000
 """Unsigned creations stop at this many topics (admins may create more)."""
 REJECT_LOG_PERIOD = 5.0
 """Seconds between two ``metadata.rejected`` lines of one replica (the others are counted)."""
-
-TOPIC_DEFAULTS: dict[str, Any] = {
-    "retention_ms": None,
-    "retention_bytes": None,
-    "min_acks": 1,
-    "profile": "signed",
-    "max_record_bytes": None,
-    "producers": None,
-    "consumers": None,
-}
-CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
-CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients")
-"""Besides ``auto_create``, unset until an admin sets them (readers use the defaults):
-``curve`` (false): nodes refuse to run without CURVE; ``curve_clients`` (``open``): any CURVE
-key may connect to a node, or ``metadata``: only keys the metadata names
-(``dafka.security.curve_policy``); ``clients`` (none): node IDs admitted besides those (e.g. the
-readers and writers of topics without ACLs)."""
-CURVE_CLIENTS = ("open", "metadata")
-MAX_CLIENTS = 10_000
-
-MAX_MIN_ACKS = 16
-_NODE_ID = re.compile(r"^[0-9A-F]{32}$")
-
-
-def _node_id(value: object, what: str) -> str:
-    text = str(value).strip().upper() if isinstance(value, str) else ""
-    if not _NODE_ID.match(text):
-        raise ConfigError(f"bad {what} {value!r}: expected a node ID (32 hex characters)")
-    return text
-
-
-def _admin_list(value: object) -> list[str]:
-    if not isinstance(value, list | tuple) or not 1 <= len(value) <= MAX_ADMINS:
-        raise ConfigError(f"admins: a list of 1 to {MAX_ADMINS} public keys")
-    return sorted({check_public_key(k) for k in value})
-
-
-def _optional_positive(name: str, value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"bad {name} {value!r}: a positive integer, or none to keep forever")
-    return value
-
-
-def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Validated topic settings (a subset of :data:`TOPIC_DEFAULTS`); ConfigError names the
-    first bad one."""
-    if not isinstance(settings, Mapping):
-        raise ConfigError("topic settings must be a map")
-    out: dict[str, Any] = {}
-    for name, value in settings.items():
-        if name not in TOPIC_DEFAULTS:
-            known = ", ".join(TOPIC_DEFAULTS)
-            raise ConfigError(f"unknown topic setting {name!r} (known: {known})")
-        if name in ("retention_ms", "retention_bytes"):
-            out[name] = _optional_positive(name, value)
-        elif name == "min_acks":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"bad min_acks {value!r}: an integer from 1 to {MAX_MIN_ACKS}")
-            if not 1 <= value <= MAX_MIN_ACKS:
-                raise ConfigError(f"bad min_acks {value}: must be from 1 to {MAX_MIN_ACKS}")
-            out[name] = value
-        elif name == "profile":
-            if value not in ("signed", "rfc46"):
-                raise ConfigError(f"bad profile {value!r}: signed or rfc46")
-            out[name] = value
-        elif name == "max_record_bytes":
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 30
-            ):
-                raise ConfigError(
-                    f"bad max_record_bytes {value!r}: an integer from 1 to 2**30, or none "
-                    "(the wire profile's limit)"
-                )
-            out[name] = value
-        elif name in ("producers", "consumers"):
-            if value is None:
-                out[name] = None
-            elif isinstance(value, list | tuple):
-                out[name] = sorted({_node_id(v, name[:-1]) for v in value})
-            else:
-                raise ConfigError(f"bad {name} {value!r}: a list of node IDs, or none (open)")
-    merged = {**TOPIC_DEFAULTS, **out}
-    if merged["profile"] == "rfc46" and merged["min_acks"] > 1:
-        raise ConfigError("min_acks > 1 needs the signed profile (rfc46 ACKs are anonymous)")
-    return out
-
-
-def check_cluster_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(settings, Mapping):
-        raise ConfigError("cluster settings must be a map")
-    out: dict[str, Any] = {}
-    for name, value in settings.items():
-        if name in ("auto_create", "curve"):
-            if not isinstance(value, bool):
-                raise ConfigError(f"bad {name} {value!r}: true or false")
-            out[name] = value
-        elif name == "curve_clients":
-            if value not in CURVE_CLIENTS:
-                raise ConfigError(f"bad curve_clients {value!r}: {' or '.join(CURVE_CLIENTS)}")
-            out[name] = value
-        elif name == "clients":
-            if value is None:
-                out[name] = None
-            elif isinstance(value, list | tuple) and len(value) <= MAX_CLIENTS:
-                out[name] = sorted({_node_id(v, "client") for v in value})
-            else:
-                raise ConfigError(f"bad clients {value!r}: up to {MAX_CLIENTS} node IDs, or none")
-        else:
-            known = ", ".join(CLUSTER_SETTINGS)
-            raise ConfigError(f"unknown cluster setting {name!r} (known: {known})")
-    return out
-
-
-def topic_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Every setting of a topic: its own over the defaults."""
-    return {**TOPIC_DEFAULTS, **(settings or {})}
 
 
 def command(op: str, **fields: Any) -> bytes:
@@ -402,9 +291,9 @@ class MetadataStateMachine:
             proofs.topics.pop(str(cmd["topic"]), None)
             proofs.deleted[str(cmd["topic"])] = proof
         elif op == "store.trust":
-            proofs.stores[_node_id(cmd.get("store"), "store")] = proof
+            proofs.stores[node_id(cmd.get("store"), "store")] = proof
         elif op == "store.revoke":
-            proofs.stores.pop(_node_id(cmd.get("store"), "store"), None)
+            proofs.stores.pop(node_id(cmd.get("store"), "store"), None)
         elif op == "cluster.set":
             changed = check_cluster_settings(cmd.get("settings") or {})
             proofs.cluster.update(dict.fromkeys(changed, proof))
@@ -497,7 +386,7 @@ class MetadataStateMachine:
     def _apply_unsigned(self, cmd: dict[str, Any]) -> None:
         self._check_unsigned(cmd)
         if cmd.get("op") == "admins.init":
-            self.admins = _admin_list(cmd.get("admins"))
+            self.admins = admin_list(cmd.get("admins"))
         else:
             self._apply({"op": "topic.create", "topic": cmd.get("topic"), "settings": {}})
 
@@ -652,13 +541,13 @@ class MetadataStateMachine:
 
             return delete, None
         if op == "store.trust":
-            store = _node_id(cmd.get("store"), "store")
+            store = node_id(cmd.get("store"), "store")
             trusted = store in self.stores
             return lambda: self.stores.add(store), (
                 f"store {store} is trusted already" if trusted else None
             )
         if op == "store.revoke":
-            store = _node_id(cmd.get("store"), "store")
+            store = node_id(cmd.get("store"), "store")
             if store not in self.stores:
                 raise ConfigError(f"store {store} is not trusted")
             return lambda: self.stores.discard(store), None
@@ -768,7 +657,7 @@ class MetadataStateMachine:
         """``config`` (the :meth:`view`) or ``topic NAME`` (its settings, nil if none). An
         answer is packed once per state and kept until the next apply or restore: the same
         query of the same state gets the same bytes object, which a Raft peer sends to
-        every client without a copy and counts once (:mod:`dafka.raft.answer_budget`);
+        every client without a copy and counts once (:mod:`dafka.raft.peer._answer_budget`);
         packing the config of 10,000 topics (2.1 MB) costs 10-30 ms."""
         if not args:
             raise WireError("empty metadata query")

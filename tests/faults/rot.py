@@ -22,7 +22,7 @@ VALUE = re.compile(rb"p\d+\.\d+\.\d+\.([a-z]{24})\.[0-9a-f]{8}")
 JOURNAL_MAGICS = (b"\xd4", b"\xd5")
 JOURNAL_TWICE = b"\xd5"
 JOURNAL_HEAD = struct.Struct(">cI")
-# a tower's Raft log (dafka.raft.storage): a 20-byte header, then records of
+# a tower's Raft log (dafka.raft.peer._storage): a 20-byte header, then records of
 # magic | crc u32 | length u32 | index u64 | batch u64 | entry (little-endian)
 RAFT_HEADER = 20
 RAFT_MAGIC = b"\xd5RL\x01"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
+from dafka.raft.peer import FileStorage
 from dafka.storage.state_dir import OffsetJournal
 from tests.faults.checker import content
 from tests.faults.rot import (

@@ -32,13 +32,21 @@ import zmq
 from dafka.errors import ConfigError
 from dafka.metadata.state import command
 from dafka.raft.client import RaftClient
-from dafka.raft.frames import encode_config, encode_uint, encode_uint32
-from dafka.raft.guard import PeerGuard
-from dafka.raft.peer import PeerOptions, RaftPeer
-from dafka.raft.reqid import ReqIdGenerator
-from dafka.raft.statemachine import KvStateMachine, decode_value, get_query, put_command
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, HardState, Peer
+from dafka.raft.codec import (
+    ZERO_REQID,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    HardState,
+    Peer,
+    ReqIdGenerator,
+    encode_config,
+    encode_uint,
+    encode_uint32,
+)
+from dafka.raft.peer import FileStorage, KvStateMachine, PeerOptions, RaftPeer, put_command
+from dafka.raft.peer._guard import PeerGuard
+from dafka.raft.peer._statemachine import decode_value, get_query
 from tests.procs import Proc, peak_rss_mib, py
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

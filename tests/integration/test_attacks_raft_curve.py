@@ -29,10 +29,9 @@ from dafka.errors import ConfigError, DafkaTimeout
 from dafka.metadata.client import RAFT_PORT_OFFSET, MetadataClient
 from dafka.metadata.follower import MetadataView
 from dafka.raft.client import RaftClient
-from dafka.raft.curve import ClientCurve, curve_public_key
-from dafka.raft.frames import encode_entry, encode_uint, encode_uint32
-from dafka.raft.reqid import ReqIdGenerator
-from dafka.raft.types import Entry, EntryType, Peer
+from dafka.raft.codec import Entry, EntryType, Peer, ReqIdGenerator, encode_uint, encode_uint32
+from dafka.raft.codec._frames import encode_entry
+from dafka.raft.peer import ClientCurve, curve_public_key
 from dafka.security import identity as ident
 from tests.integration.test_attacks_raft import _free_url, _log_info
 from tests.procs import Proc, py, wait_until

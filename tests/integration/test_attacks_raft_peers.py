@@ -10,7 +10,7 @@ AppendEntries at term+1 moved the term and rewrote the log the same way, and a
 ConfigUpdate could add the attacker as a voter.
 
 Now a peer over NULL has no other peers: it refuses every peer RPC and every ConfigUpdate
-(:class:`dafka.raft.guard.PeerGuard`). The tower's term and log do not move, and the admin's
+(:class:`dafka.raft.peer._guard.PeerGuard`). The tower's term and log do not move, and the admin's
 commands work, before and after a restart. A group of several towers does not start
 without keys (CURVE, now its default when ``--raft-peers`` gives keys) or the explicit
 compatibility flag ``--raft-insecure-null``.
@@ -27,11 +27,19 @@ import zmq
 
 from dafka.errors import ConfigError, DafkaError
 from dafka.metadata.state import MetadataStateMachine, command
-from dafka.raft import wire as w
 from dafka.raft.client import RaftClient
-from dafka.raft.frames import encode_uint32
-from dafka.raft.snapstream import pack_snapshot, unpack_snapshot
-from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, Peer, SnapshotMeta
+from dafka.raft.codec import (
+    ZERO_REQID,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    Peer,
+    SnapshotMeta,
+    encode_uint32,
+    pack_snapshot,
+    unpack_snapshot,
+)
+from dafka.raft.codec import _wire as w
 from tests.admin import ATTACKER, tower_args
 from tests.e2e.test_cli import assert_one_line_error
 from tests.procs import Proc, py

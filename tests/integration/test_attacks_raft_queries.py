@@ -6,7 +6,7 @@ config`` query packed the whole metadata afresh (10-30 ms of the loop thread for
 topics) and queued its own copy: 4,096 copies per connection. Now an answer is packed once
 per state and sent without a copy (every client of one state shares one buffer), and the
 buffers queued for clients are bounded in bytes over all connections
-(``PeerOptions.query_answer_bytes``, :mod:`dafka.raft.answer_budget`); past it a large
+(``PeerOptions.query_answer_bytes``, :mod:`dafka.raft.peer._answer_budget`); past it a large
 answer is refused with a short ``busy`` error. One connection may hold a quarter of that
 bound: the flood is refused on its own, and an honest client is still answered (before, the
 flood took the whole budget and the honest read got ``busy``). Any host may auto-create topics while
@@ -24,7 +24,7 @@ import zmq
 from dafka.errors import RaftError
 from dafka.metadata.state import command, decode_config
 from dafka.raft.client import RaftClient
-from dafka.raft.frames import encode_uint32
+from dafka.raft.codec import encode_uint32
 from tests.procs import Tower, rss_mib
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -311,7 +311,7 @@ def test_state_broadcasts_carry_the_committed_entries_at_their_indexes() -> None
     import zmq
 
     from dafka.metadata.state import MetadataStateMachine
-    from dafka.raft import wire as w
+    from dafka.raft.codec import _wire as w
 
     tower = Tower()
     host, port = tower.address.split(":")

@@ -25,10 +25,10 @@ import pytest
 
 from dafka.errors import DafkaError
 from dafka.raft.client import RaftClient
-from dafka.raft.ready import SnapshotChunk
-from dafka.raft.reqid import ReqIdGenerator
-from dafka.raft.statemachine import decode_value, dump_query, get_query, put_command
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType, ReqIdGenerator
+from dafka.raft.core import SnapshotChunk
+from dafka.raft.peer import put_command
+from dafka.raft.peer._statemachine import decode_value, dump_query, get_query
 from tests.procs import ROOT, Proc, free_port, py, wait_until
 from tests.unit.raft.linearizability import Operation, check_kv
 

@@ -15,8 +15,7 @@ import pytest
 
 from dafka.metadata.state import command, decode_config
 from dafka.raft.client import RaftClient
-from dafka.raft.statemachine import put_command
-from dafka.raft.storage import FileStorage
+from dafka.raft.peer import FileStorage, put_command
 from tests.admin import tower_args
 from tests.integration.test_raft_cluster import RaftCluster
 from tests.procs import Proc, py, wait_until

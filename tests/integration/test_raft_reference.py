@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from dafka.errors import DafkaTimeout
-from dafka.raft.extensions import FEATURES
-from dafka.raft.frames import encode_entry
-from dafka.raft.statemachine import get_query, put_command
+from dafka.raft.codec._frames import encode_entry
+from dafka.raft.core import FEATURES
+from dafka.raft.peer import put_command
+from dafka.raft.peer._statemachine import get_query
 from tests.interop.reference import Kind, MixedCluster, reference_dir
 from tests.procs import wait_until
 

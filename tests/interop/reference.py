@@ -10,7 +10,7 @@ reason to fail).
 :class:`MixedCluster` starts one Raft cluster whose peers are ours (``python -m
 dafka.cli.raft peer``) or the reference's (``node bin/zmq-raft.js -c CONFIG``), kills
 and restarts them, and reads every peer's log from disk once it is stopped: ours with
-:class:`~dafka.raft.storage.FileStorage`, the reference's with its own ``FileLog``
+:class:`~dafka.raft.peer.FileStorage`, the reference's with its own ``FileLog``
 (``reference/dump-log.js``). Used by ``tests/interop/test_raft_mixed.py``,
 ``tests/integration/test_raft_reference.py`` and
 ``benchmarks/raft.py``. Set ``DAFKA_ZMQ_RAFT_DEBUG=1`` to run reference peers with
@@ -31,9 +31,8 @@ from pathlib import Path
 
 from dafka.errors import DafkaError
 from dafka.raft.client import RaftClient
-from dafka.raft.frames import decode_entry
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import Entry
+from dafka.raft.codec import Entry, decode_entry
+from dafka.raft.peer import FileStorage
 from tests.procs import ROOT, Proc, free_port, py, wait_until
 
 HERE = Path(__file__).resolve().parent / "reference"

@@ -35,10 +35,9 @@ import pytest
 
 from dafka.errors import DafkaError
 from dafka.raft.client import RaftClient
-from dafka.raft.ready import SnapshotChunk
-from dafka.raft.reqid import ReqIdGenerator
-from dafka.raft.snapstream import served_state, unpack_snapshot
-from dafka.raft.statemachine import KvStateMachine, put_command
+from dafka.raft.codec import ReqIdGenerator, served_state, unpack_snapshot
+from dafka.raft.core import SnapshotChunk
+from dafka.raft.peer import KvStateMachine, put_command
 from tests.interop.reference import (
     Acked,
     Kind,

@@ -22,20 +22,15 @@ from dafka.io.multipart import (
     recv_bounded,
 )
 from dafka.query import protocol as qp
-from dafka.raft import wire as w
-from dafka.raft.bounds import DEFAULT_MAX_ENTRY_BYTES
-from dafka.raft.guard import (
-    BROADCAST_FRAMES,
-    CLIENT_ANSWER_FRAMES,
+from dafka.raft.codec import DEFAULT_MAX_ENTRY_BYTES, Entry, EntryType, ReqIdGenerator
+from dafka.raft.codec import _wire as w
+from dafka.raft.peer import BROADCAST_FRAMES, CLIENT_ANSWER_FRAMES, PeerOptions, RaftPeer
+from dafka.raft.peer._guard import (
     MAX_ENTRIES_PER_MESSAGE,
     PEER_RESPONSE_FRAMES,
     router_frame_limit,
     router_max_frames,
 )
-from dafka.raft.peer import RaftPeer
-from dafka.raft.peerstate import PeerOptions
-from dafka.raft.reqid import ReqIdGenerator
-from dafka.raft.types import Entry, EntryType
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
 from tests.signing import PRODUCER

@@ -26,8 +26,8 @@ from dafka.metadata.state import (
     command,
     signed_command,
 )
+from dafka.raft.codec import ReqIdGenerator
 from dafka.raft.peer import RaftPeer
-from dafka.raft.reqid import ReqIdGenerator
 from dafka.security.identity import Identity
 from tests.admin import ADMIN, ADMIN_HEX, ATTACKER, admin_sm, signed
 from tests.unit.raft.solo import send_update, solo_leader

@@ -29,22 +29,21 @@ from dafka.errors import WireError
 from dafka.metadata import proofs as proofs_module
 from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import MetadataStateMachine, command, signed_command
-from dafka.raft import peerrpc
-from dafka.raft.frames import encode_config
-from dafka.raft.peer import PeerOptions, RaftPeer
-from dafka.raft.ready import SnapshotChunk
-from dafka.raft.reqid import ReqIdGenerator
-from dafka.raft.snapstream import pack_snapshot
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import (
+from dafka.raft.codec import (
     ZERO_REQID,
     ClusterConfig,
     Entry,
     EntryType,
     HardState,
     Peer,
+    ReqIdGenerator,
     SnapshotMeta,
+    encode_config,
+    pack_snapshot,
 )
+from dafka.raft.codec import _peerrpc as peerrpc
+from dafka.raft.core import SnapshotChunk
+from dafka.raft.peer import FileStorage, PeerOptions, RaftPeer
 from dafka.security.identity import Identity
 from tests.admin import ADMIN, ADMIN_HEX, ATTACKER, admin_sm, signed
 from tests.unit.raft.solo import free_tcp_url, send_update, settle, solo_leader

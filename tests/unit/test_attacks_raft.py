@@ -19,15 +19,24 @@ import random
 
 import pytest
 
-from dafka.raft import messages as m
-from dafka.raft import wire as w
-from dafka.raft.bounds import MAX_INDEX, MAX_TERM, peer_url_problem
-from dafka.raft.core import RaftCore
-from dafka.raft.frames import RaftWireError, encode_json, encode_uint
-from dafka.raft.guard import TERM_RISE_PER_TICK, TERM_WINDOW
-from dafka.raft.memstorage import MemoryStorage
-from dafka.raft.ready import ProposeStatus, Role
-from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer
+from dafka.raft.codec import (
+    MAX_TERM,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    HardState,
+    Peer,
+    RaftWireError,
+    encode_json,
+    encode_uint,
+    peer_url_problem,
+)
+from dafka.raft.codec import _wire as w
+from dafka.raft.codec._bounds import MAX_INDEX
+from dafka.raft.core import ProposeStatus, RaftCore, Role
+from dafka.raft.core import _messages as m
+from dafka.raft.core._terms import TERM_RISE_PER_TICK, TERM_WINDOW
+from dafka.raft.peer import MemoryStorage
 
 REQID = bytes.fromhex("5956dc8826f27e10dcccab20")
 NOW = float(int.from_bytes(REQID[:4], "big"))
@@ -208,7 +217,7 @@ def test_core_at_the_last_term_does_not_campaign_past_it(caplog):
     core = _follower(pre_vote=False, hard_state=HardState(MAX_TERM - 1))
     core.step(m.AppendEntries("p2", "p1", MAX_TERM, 0, 0, 0, ()))
     assert core.term == MAX_TERM
-    with caplog.at_level(logging.ERROR, "dafka.raft.guard"):
+    with caplog.at_level(logging.ERROR, "dafka.raft.core._terms"):
         for _ in range(200):
             core.tick()
     assert core.term == MAX_TERM

@@ -3,7 +3,7 @@ what it must find, on hand-made logs (no processes)."""
 
 from __future__ import annotations
 
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
 from tests.interop.reference import Acked, compare_logs
 
 

@@ -23,7 +23,7 @@ from dafka.errors import ConfigError, DafkaTimeout, RecordTooLargeError
 from dafka.io.node import NodeHandler, NodeLoop
 from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import command, signed_command
-from dafka.raft.types import ZERO_REQID, Entry, EntryType
+from dafka.raft.codec import ZERO_REQID, Entry, EntryType
 from tests.admin import ADMIN, ADMIN_HEX
 from tests.procs import wait_until
 

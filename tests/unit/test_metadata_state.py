@@ -15,8 +15,8 @@ from dafka.metadata.state import (
     decode_config,
     topic_settings,
 )
-from dafka.raft.statemachine import StateMachine
-from dafka.raft.types import ZERO_REQID, Entry, EntryType
+from dafka.raft.codec import ZERO_REQID, Entry, EntryType
+from dafka.raft.peer import StateMachine
 from tests.admin import ADMIN_HEX, signed
 
 STORE = "0123456789ABCDEF0123456789ABCDEF"

@@ -40,7 +40,7 @@ from dafka.io.node_metrics import (
 )
 from dafka.io.profiles import SignedProfile
 from dafka.query.server import QueryService
-from dafka.raft.guard import BadInput
+from dafka.raft.peer._guard import BadInput
 from dafka.storage.lmdb_store import LmdbStorage
 from tests.signing import CONSUMER, PRODUCER, STORE, WIRE, P, ack, record
 from tower.metrics import TOWER_SPECS

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dafka.raft.storage import FileStorage
+from dafka.raft.peer import FileStorage
 from dafka.security import identity
 from dafka.security.private_dirs import make_private_dirs
 from dafka.storage.lmdb_store import LmdbStorage

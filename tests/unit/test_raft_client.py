@@ -18,21 +18,13 @@ import pytest
 import zmq
 
 from dafka.errors import ConfigError, DafkaTimeout, RaftError
-from dafka.raft import wire as w
 from dafka.raft.client import RaftClient
-from dafka.raft.frames import decode_json, decode_uint, encode_json, encode_uint
-from dafka.raft.guard import PeerGuard
-from dafka.raft.peer import PeerOptions, RaftPeer
-from dafka.raft.ready import SnapshotChunk
-from dafka.raft.statemachine import (
-    KvStateMachine,
-    decode_value,
-    dump_query,
-    get_query,
-    put_command,
-)
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import Entry, Peer
+from dafka.raft.codec import Entry, Peer, decode_json, decode_uint, encode_json, encode_uint
+from dafka.raft.codec import _wire as w
+from dafka.raft.core import SnapshotChunk
+from dafka.raft.peer import FileStorage, KvStateMachine, PeerOptions, RaftPeer, put_command
+from dafka.raft.peer._guard import PeerGuard
+from dafka.raft.peer._statemachine import decode_value, dump_query, get_query
 
 CLUSTER = b"unit"
 Handler = Callable[[list[bytes]], list[list[bytes]]]

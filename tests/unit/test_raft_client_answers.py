@@ -9,9 +9,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from dafka.errors import RaftError
-from dafka.raft import wire as w
-from dafka.raft.clientanswers import Outcome, decide_update
-from dafka.raft.frames import RaftWireError
+from dafka.raft.client._clientanswers import Outcome, decide_update
+from dafka.raft.codec import RaftWireError
+from dafka.raft.codec import _wire as w
 
 REQID = bytes(range(12))
 

@@ -1,4 +1,4 @@
-"""The CURVE policy of the Raft ports (:mod:`dafka.raft.curve`), without sockets."""
+"""The CURVE policy of the Raft ports (:mod:`dafka.raft.peer._curve`), without sockets."""
 
 from __future__ import annotations
 
@@ -7,13 +7,8 @@ import pytest
 from zmq.utils import z85
 
 from dafka.errors import ConfigError
-from dafka.raft.curve import (
-    RaftCurve,
-    curve_public_key,
-    curve_secret_key,
-    parse_public_hex,
-    split_key,
-)
+from dafka.raft.peer import RaftCurve, curve_public_key, parse_public_hex, split_key
+from dafka.raft.peer._curve import curve_secret_key
 from dafka.security.identity import Identity
 
 P1 = Identity.from_seed(b"\x01" * 32)

@@ -7,37 +7,42 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dafka.errors import WireError
-from dafka.raft.frames import (
+from dafka.raft.codec import (
     CHECKPOINT_DATA,
     MAX_TERM,
-    MAX_UINT,
     MAX_UINT32,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    Peer,
     RaftWireError,
     decode_bool,
     decode_config,
     decode_entry,
     decode_json,
     decode_json_index,
+    decode_uint,
+    decode_uint32,
+    encode_bool,
+    encode_config,
+    encode_json,
+    encode_json_index,
+    encode_reqid,
+    encode_uint,
+    encode_uint32,
+)
+from dafka.raft.codec._frames import (
+    MAX_UINT,
     decode_json_leader,
     decode_nuint,
     decode_peers,
     decode_reqid,
     decode_string,
-    decode_uint,
-    decode_uint32,
-    encode_bool,
-    encode_config,
     encode_entry,
-    encode_json,
-    encode_json_index,
     encode_nuint,
     encode_peers,
-    encode_reqid,
     encode_string,
-    encode_uint,
-    encode_uint32,
 )
-from dafka.raft.types import ClusterConfig, Entry, EntryType, Peer
 
 # -- strategies shared with test_raft_wire / test_raft_storage -------------------------------
 

@@ -11,10 +11,10 @@ import msgpack
 import pytest
 
 from dafka.errors import StorageError
-from dafka.raft import hardstate
-from dafka.raft.hardstate import SLOT_SIZE
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import HardState
+from dafka.raft.codec import HardState
+from dafka.raft.peer import FileStorage
+from dafka.raft.peer import _hardstate as hardstate
+from dafka.raft.peer._hardstate import SLOT_SIZE
 
 A = HardState(3, "a", 0)
 B = HardState(4, "b", 0)

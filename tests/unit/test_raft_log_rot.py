@@ -1,5 +1,5 @@
 """Rot told from a torn write in the Raft log, and the durable recovery mark (issue 33
-point 5; :mod:`dafka.raft.rot`, ``FileStorage(recover=True)``)."""
+point 5; :mod:`dafka.raft.codec._rot`, ``FileStorage(recover=True)``)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,19 @@ from pathlib import Path
 import pytest
 
 from dafka.errors import StorageError
-from dafka.raft.bounds import DEFAULT_MAX_ENTRY_BYTES
+from dafka.raft.codec import (
+    DEFAULT_MAX_ENTRY_BYTES,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    HardState,
+    Peer,
+    single_byte_error,
+)
 from dafka.raft.core import RaftCore
-from dafka.raft.hardstate import SLOT_SIZE, pack_state
-from dafka.raft.recovery import check_lost_entries
-from dafka.raft.rot import single_byte_error
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer
+from dafka.raft.peer import FileStorage
+from dafka.raft.peer._hardstate import SLOT_SIZE, pack_state
+from dafka.raft.peer._recovery import check_lost_entries
 
 
 def entries(first: int, last: int) -> list[Entry]:
@@ -168,7 +174,7 @@ def test_rot_in_the_older_hard_state_slot_is_harmless(tmp_path: Path) -> None:
         assert storage.hard_state == HardState(6, "b", 0)
 
 
-# -- what the peer does with lost entries (dafka.raft.recovery) --------------------------------
+# -- what the peer does with lost entries (dafka.raft.peer._recovery) --------------------------------
 
 
 def _core(pid: str, voters: str, storage: FileStorage) -> RaftCore:

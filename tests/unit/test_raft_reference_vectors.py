@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.raft import wire as w
-from dafka.raft.messages import AppendEntries as CoreAppend
-from dafka.raft.messages import AppendResponse
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
+from dafka.raft.codec import _wire as w
+from dafka.raft.core import AppendEntries as CoreAppend
+from dafka.raft.core import AppendResponse
 
 from .raft.sim import drain, new_core
 from .raft.test_reference_follower import RefFollower

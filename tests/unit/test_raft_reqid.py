@@ -7,17 +7,14 @@ import threading
 
 import pytest
 
-from dafka.raft.frames import RaftWireError
-from dafka.raft.reqid import (
+from dafka.raft.codec import (
     REQUEST_ID_TTL,
+    RaftWireError,
     ReqIdGenerator,
-    default_machine_id,
-    parse_reqid,
-    reqid_acceptable,
     reqid_expired,
-    reqid_hex,
     reqid_time,
 )
+from dafka.raft.codec._reqid import default_machine_id, parse_reqid, reqid_acceptable, reqid_hex
 
 
 def make(now: float = 0x5956DC88, start: int = 0xDCCCAB) -> ReqIdGenerator:

@@ -9,17 +9,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from dafka.errors import StorageError, WireError
-from dafka.raft.peer import pack_snapshot, unpack_snapshot
-from dafka.raft.statemachine import (
-    KvStateMachine,
-    StateMachine,
-    decode_value,
-    del_command,
-    dump_query,
-    get_query,
-    put_command,
-)
-from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, Peer, SnapshotMeta
+from dafka.raft.codec import ZERO_REQID, ClusterConfig, Entry, EntryType, Peer, SnapshotMeta
+from dafka.raft.peer import KvStateMachine, StateMachine, put_command
+from dafka.raft.peer._peer import pack_snapshot, unpack_snapshot
+from dafka.raft.peer._statemachine import decode_value, del_command, dump_query, get_query
 
 
 def reqid(seconds: int, n: int) -> bytes:
@@ -50,7 +43,7 @@ def test_put_get_del_dump() -> None:
 
 def test_a_dump_is_packed_once_per_state_and_follows_every_change() -> None:
     """The same bytes object for each dump of one state (a peer sends it without a copy
-    and counts it once: dafka.raft.answer_budget); a put, a del or a restore makes anew."""
+    and counts it once: dafka.raft.peer._answer_budget); a put, a del or a restore makes anew."""
     sm = KvStateMachine()
     sm.apply(entry(1, put_command("a", 1), reqid(100, 1)))
     first = sm.query(dump_query())[0]

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dafka.errors import StorageError
-from dafka.raft import storage as storage_module
-from dafka.raft.memstorage import MemoryStorage
-from dafka.raft.storage import FileStorage, LoadedState
-from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
+from dafka.raft.codec import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
+from dafka.raft.peer import FileStorage, MemoryStorage
+from dafka.raft.peer import _storage as storage_module
+from dafka.raft.peer._storageapi import LoadedState
 
 CONFIG = ClusterConfig((Peer("a", "tcp://127.0.0.1:1"), Peer("b", "tcp://127.0.0.1:2")))
 
@@ -308,7 +308,7 @@ def test_torn_tail_is_truncated(path: Path, caplog: pytest.LogCaptureFixture) ->
         storage.append(entries(11, 12))
     with open(path / "log", "r+b") as handle:
         handle.truncate(log_size(path) - 7)  # cut into record 12
-    with caplog.at_level(logging.WARNING, logger="dafka.raft.storage"):
+    with caplog.at_level(logging.WARNING, logger="dafka.raft.peer._storage"):
         storage = FileStorage(path)
     assert "torn-tail" in caplog.text
     assert storage.load().entries == entries(1, 11)

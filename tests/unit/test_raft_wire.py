@@ -6,24 +6,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dafka.raft import clientrpc, frames, peerrpc, wire
-from dafka.raft.bounds import MAX_INDEX
-from dafka.raft.frames import MAX_UINT32, RaftWireError, encode_entry, encode_json
-from dafka.raft.types import Entry, EntryType, Peer
-from dafka.raft.wire import (
+from dafka.raft.codec import (
+    MAX_UINT32,
     AppendEntries,
     AppendEntriesResponse,
     ClientDispatch,
-    ClientDispatchResponse,
     ConfigUpdate,
     ConfigUpdateResponse,
     ConfigUpdateStatus,
     EntriesStatus,
+    Entry,
+    EntryType,
     InstallSnapshot,
     InstallSnapshotResponse,
     InvalidConfigUpdate,
     MessageIdCounter,
     MsgType,
+    Peer,
+    RaftWireError,
     RequestBroadcastStateUrl,
     RequestBroadcastStateUrlResponse,
     RequestConfig,
@@ -40,9 +40,19 @@ from dafka.raft.wire import (
     TimeoutNow,
     TimeoutNowResponse,
     UpdateStatus,
-    decode_request,
     decode_response,
     decode_router_request,
+    encode_json,
+)
+from dafka.raft.codec import _clientrpc as clientrpc
+from dafka.raft.codec import _frames as frames
+from dafka.raft.codec import _peerrpc as peerrpc
+from dafka.raft.codec import _wire as wire
+from dafka.raft.codec._bounds import MAX_INDEX
+from dafka.raft.codec._frames import encode_entry
+from dafka.raft.codec._wire import (
+    ClientDispatchResponse,
+    decode_request,
     decode_state_broadcast,
     split_envelope,
 )
@@ -64,7 +74,7 @@ uint32s = st.integers(0, MAX_UINT32)
 leaders = st.none() | texts
 small = st.integers(0, 2**40)
 indexes = st.integers(0, MAX_INDEX)
-# peers a ConfigUpdate may name: printable ids, tcp://HOST:PORT urls (dafka.raft.bounds)
+# peers a ConfigUpdate may name: printable ids, tcp://HOST:PORT urls (dafka.raft.codec._bounds)
 valid_peers = st.builds(
     Peer,
     # drawn printable, not filtered (a filter on any text starved Hypothesis' health check)
@@ -257,7 +267,7 @@ any_response = st.one_of([st.tuples(st.just(kind), strategy) for kind, strategy 
 # -- the module split -------------------------------------------------------------------------
 
 
-# Every name of dafka.raft.wire that dafka/, tower/, tests/, benchmarks/ and examples/ used
+# Every name of dafka.raft.codec._wire that dafka/, tower/, tests/, benchmarks/ and examples/ used
 # before the codec was split into frames, peerrpc and clientrpc.
 WIRE_NAMES = """
     AppendEntries AppendEntriesResponse ClientDispatch ClientDispatchResponse ConfigUpdate
@@ -275,7 +285,7 @@ WIRE_NAMES = """
 def test_wire_reexports_its_parts() -> None:
     """``wire`` holds the dispatch, envelopes and StateBroadcast; the frame primitives, peer
     RPCs and client RPCs live beside it, and ``from dafka.raft import wire`` (or ``from
-    dafka.raft.wire import X``) still reaches each name it had, as the same object."""
+    dafka.raft.codec._wire import X``) still reaches each name it had, as the same object."""
     homes = {name: part for part in (frames, peerrpc, clientrpc) for name in part.__all__}
     assert set(WIRE_NAMES) <= set(wire.__all__)
     for name in wire.__all__:
@@ -283,9 +293,9 @@ def test_wire_reexports_its_parts() -> None:
         if name in homes:
             assert getattr(wire, name) is getattr(homes[name], name), name
     assert set(peerrpc.__all__) | set(clientrpc.__all__) <= set(wire.__all__)
-    assert wire.AppendEntriesResponse.__module__ == "dafka.raft.peerrpc"
-    assert wire.RequestEntries.__module__ == "dafka.raft.clientrpc"
-    assert wire.MsgType.__module__ == "dafka.raft.frames"
+    assert wire.AppendEntriesResponse.__module__ == "dafka.raft.codec._peerrpc"
+    assert wire.RequestEntries.__module__ == "dafka.raft.codec._clientrpc"
+    assert wire.MsgType.__module__ == "dafka.raft.codec._frames"
 
 
 # -- round trips ------------------------------------------------------------------------------

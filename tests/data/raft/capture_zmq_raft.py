@@ -23,8 +23,8 @@ from pathlib import Path
 
 import zmq
 
-from dafka.raft import wire as w
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
+from dafka.raft.codec import _wire as w
 
 CLUSTER = b"golden"
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dafka.errors import NotLeader, ProposalDropped
-from dafka.raft.ready import ProposeStatus, ReadState
-from dafka.raft.types import Entry
+from dafka.raft.codec import Entry
+from dafka.raft.core import ProposeStatus
+from dafka.raft.core._ready import ReadState
 
 from .linearizability import Operation
 from .sim import Network, SimNode, put

@@ -7,9 +7,9 @@ a crash throws away the core and the state machine, a restart rebuilds them from
 disk alone. The :class:`Checker` verifies Raft's safety properties after every single
 event (one message delivered, one node ticked, one client request).
 
-Node shell = the loop documented in :mod:`dafka.raft.ready`, with a KV state machine
+Node shell = the loop documented in :mod:`dafka.raft.core._ready`, with a KV state machine
 whose snapshot is msgpack of (meta, kv, applied reqids). With ``lazy_fsync`` a leader's
-plain appends (:func:`dafka.raft.pipeline.plain`) are like the peer's ``fsync_thread``
+plain appends (:func:`dafka.raft.peer._pipeline.plain`) are like the peer's ``fsync_thread``
 mode: written, sent and applied at once, durable only at a later random flush (each
 step, each node with writes pending flushes with probability 1/10) that reports them to
 the core (``RaftCore.log_durable``); a crash loses every write not flushed yet. Any
@@ -27,23 +27,34 @@ from typing import Any
 import msgpack
 
 from dafka.errors import NotLeader, ProposalDropped
-from dafka.raft.core import RaftCore
-from dafka.raft.frames import decode_config, encode_config
-from dafka.raft.messages import (
+from dafka.raft.codec import (
+    ClusterConfig,
+    Entry,
+    EntryType,
+    HardState,
+    Peer,
+    SnapshotMeta,
+    decode_config,
+    encode_config,
+)
+from dafka.raft.core import (
     AppendEntries,
     AppendResponse,
     InstallSnapshot,
     Message,
+    ProposeResult,
+    RaftCore,
+    Ready,
     RequestVote,
+    Role,
     SnapshotResponse,
     TimeoutNow,
     TimeoutNowResponse,
     VoteResponse,
     correlate,
 )
-from dafka.raft.pipeline import plain
-from dafka.raft.ready import ProposeResult, ReadState, Ready, Role
-from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
+from dafka.raft.core._ready import ReadState
+from dafka.raft.peer._pipeline import plain
 
 EPOCH = 1_700_000_000.0
 TICK_SECONDS = 0.05

@@ -44,7 +44,7 @@ def solo_leader(
 
 def settle(peer: RaftPeer) -> None:
     """The loop's Ready processing, then waiting for the leader's log fsync (run on its
-    own thread, :mod:`dafka.raft.logsync`) and processing what it lets commit."""
+    own thread, :mod:`dafka.raft.peer._logsync`) and processing what it lets commit."""
     peer._process_ready()
     while peer._logsync is not None and peer._logsync.pending:
         peer._drain_log()

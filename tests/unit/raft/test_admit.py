@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 import zmq
 
-from dafka.raft import wire as w
-from dafka.raft.peer import RaftPeer
-from dafka.raft.statemachine import KvStateMachine
+from dafka.raft.codec import _wire as w
+from dafka.raft.peer import KvStateMachine, RaftPeer
 
 from .solo import settle
 

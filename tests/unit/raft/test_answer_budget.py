@@ -1,4 +1,4 @@
-"""The bytes large query answers keep queued on a Raft peer's ROUTER (dafka.raft.answer_budget)."""
+"""The bytes large query answers keep queued on a Raft peer's ROUTER (dafka.raft.peer._answer_budget)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dafka.raft.answer_budget import CONNECTION_SHARE, LARGE_ANSWER, PRUNE_EVERY, AnswerBudget
+from dafka.raft.peer._answer_budget import CONNECTION_SHARE, LARGE_ANSWER, PRUNE_EVERY, AnswerBudget
 
 
 @dataclass

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import RaftError
-from dafka.raft.log import RaftLog
-from dafka.raft.membership import validate_change
-from dafka.raft.messages import (
+from dafka.raft.codec import ClusterConfig, Entry, EntryType, Peer
+from dafka.raft.core import (
     AppendEntries,
     AppendResponse,
     InstallSnapshot,
@@ -16,11 +15,13 @@ from dafka.raft.messages import (
     TimeoutNow,
     TimeoutNowResponse,
     VoteResponse,
+    Voters,
     correlate,
 )
-from dafka.raft.progress import Progress, ProgressState
-from dafka.raft.quorum import VoteResult, Voters, committed_index, vote_result
-from dafka.raft.types import ClusterConfig, Entry, EntryType, Peer
+from dafka.raft.core._log import RaftLog
+from dafka.raft.core._membership import validate_change
+from dafka.raft.core._progress import Progress, ProgressState
+from dafka.raft.core._quorum import VoteResult, committed_index, vote_result
 
 from .sim import make_config, peer
 

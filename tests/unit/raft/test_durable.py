@@ -6,11 +6,9 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import RaftError
-from dafka.raft.core import RaftCore
-from dafka.raft.log import RaftLog
-from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.ready import Ready, Role
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
+from dafka.raft.core import AppendEntries, AppendResponse, RaftCore, Ready, Role
+from dafka.raft.core._log import RaftLog
 
 from .sim import Network, drain, elect, new_core, put
 

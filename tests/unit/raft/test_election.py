@@ -8,9 +8,8 @@ import random
 import pytest
 
 from dafka.errors import NotLeader, ProposalDropped
-from dafka.raft.messages import AppendEntries, AppendResponse, RequestVote, VoteResponse
-from dafka.raft.ready import Role
-from dafka.raft.types import Entry, EntryType, HardState
+from dafka.raft.codec import Entry, EntryType, HardState
+from dafka.raft.core import AppendEntries, AppendResponse, RequestVote, Role, VoteResponse
 
 from .sim import Network, drain, elect, new_core, outbox, put
 

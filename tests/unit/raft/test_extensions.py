@@ -5,27 +5,33 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import ConfigError, WireError
-from dafka.raft.extensions import (
+from dafka.raft.codec import (
+    Entry,
+    EntryType,
+    HardState,
+    RaftWireError,
+    SnapshotMeta,
+    encode_json,
+    encode_uint,
+    pack_snapshot,
+    served_state,
+)
+from dafka.raft.core import (
     DISPATCH_FEATURES,
     FEATURES,
-    PROBE_PREFIX,
-    SILENT_AFTER,
-    Extensions,
-    decode_features,
-)
-from dafka.raft.frames import RaftWireError, encode_json, encode_uint
-from dafka.raft.messages import (
     AppendEntries,
     AppendResponse,
+    Extensions,
     InstallSnapshot,
+    ProposeStatus,
     RequestVote,
+    Role,
     SnapshotResponse,
     VoteResponse,
+    decode_features,
 )
-from dafka.raft.ready import ProposeStatus, Role
-from dafka.raft.snapstream import pack_snapshot, served_state
-from dafka.raft.statemachine import KvStateMachine, put_command
-from dafka.raft.types import Entry, EntryType, HardState, SnapshotMeta
+from dafka.raft.core._extensions import PROBE_PREFIX, SILENT_AFTER
+from dafka.raft.peer import KvStateMachine, put_command
 
 from .sim import drain, elect, make_config, new_core, outbox, peer
 

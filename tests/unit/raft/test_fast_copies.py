@@ -9,10 +9,17 @@ import dataclasses
 
 import pytest
 
-from dafka.raft.core import RaftCore
-from dafka.raft.messages import AppendEntries, AppendResponse, correlate
-from dafka.raft.ready import ReadState, Ready, Role, SnapshotChunk, SoftState
-from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
+from dafka.raft.codec import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
+from dafka.raft.core import (
+    AppendEntries,
+    AppendResponse,
+    RaftCore,
+    Ready,
+    Role,
+    SnapshotChunk,
+    correlate,
+)
+from dafka.raft.core._ready import ReadState, SoftState
 
 from .sim import Network, new_core
 

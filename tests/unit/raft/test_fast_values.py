@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dafka.raft.ready import ProposeResult, ProposeStatus, accepted_result
-from dafka.raft.types import Entry, EntryType, new_entry
+from dafka.raft.codec import Entry, EntryType, new_entry
+from dafka.raft.core import ProposeResult, ProposeStatus
+from dafka.raft.core._ready import accepted_result
 
 reqids = st.binary(min_size=12, max_size=12)
 

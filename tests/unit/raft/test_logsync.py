@@ -1,4 +1,4 @@
-"""The leader's log fsync on its own thread (dafka.raft.logsync) and what a peer does
+"""The leader's log fsync on its own thread (dafka.raft.peer._logsync) and what a peer does
 when it fails."""
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ import pytest
 import zmq
 
 from dafka.errors import StorageError
-from dafka.raft.logsync import LogSyncer
-from dafka.raft.messages import AppendEntries, AppendResponse, Message
+from dafka.raft.codec import Entry, EntryType, Peer, ReqIdGenerator
+from dafka.raft.core import AppendEntries, AppendResponse, Message
 from dafka.raft.peer import PeerOptions, RaftPeer
-from dafka.raft.reqid import ReqIdGenerator
-from dafka.raft.types import Entry, EntryType, Peer
+from dafka.raft.peer._logsync import LogSyncer
 
 from .solo import free_tcp_url, settle, solo_leader
 

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.raft.frames import decode_config, encode_config
-from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.ready import ProposeStatus, Role
-from dafka.raft.types import ClusterConfig, Entry, EntryType, HardState, Peer
+from dafka.raft.codec import (
+    ClusterConfig,
+    Entry,
+    EntryType,
+    HardState,
+    Peer,
+    decode_config,
+    encode_config,
+)
+from dafka.raft.core import AppendEntries, AppendResponse, ProposeStatus, Role
 
 from .sim import Network, drain, elect, make_config, new_core, peer
 

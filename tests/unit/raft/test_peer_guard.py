@@ -1,4 +1,4 @@
-"""Who may speak Raft to a peer (issue 32, point 1): :class:`~dafka.raft.guard.PeerGuard`
+"""Who may speak Raft to a peer (issue 32, point 1): :class:`~dafka.raft.peer._guard.PeerGuard`
 as a pure decision, then a one-voter peer driven by hand (no thread): peer RPCs from an
 unconfigured "leader" at term+1 (InstallSnapshot, AppendEntries, RequestVote and
 pre-vote, TimeoutNow) and a ConfigUpdate go in as its ROUTER delivers them, and its term,
@@ -15,15 +15,19 @@ from typing import Any
 import pytest
 
 from dafka.errors import ConfigError
-from dafka.raft import wire as w
-from dafka.raft.curve import RaftCurve
-from dafka.raft.frames import encode_config
-from dafka.raft.guard import PeerGuard, group_problem
-from dafka.raft.peer import RaftPeer
-from dafka.raft.snapstream import pack_snapshot
-from dafka.raft.statemachine import KvStateMachine, put_command
-from dafka.raft.storage import FileStorage
-from dafka.raft.types import ZERO_REQID, ClusterConfig, Entry, EntryType, Peer, SnapshotMeta
+from dafka.raft.codec import (
+    ZERO_REQID,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    Peer,
+    SnapshotMeta,
+    encode_config,
+    pack_snapshot,
+)
+from dafka.raft.codec import _wire as w
+from dafka.raft.peer import FileStorage, KvStateMachine, RaftCurve, RaftPeer, put_command
+from dafka.raft.peer._guard import PeerGuard, group_problem
 
 from .solo import free_tcp_url, settle, solo_leader
 

@@ -1,11 +1,10 @@
-"""What the shell may do before a Ready's fsync (dafka.raft.pipeline)."""
+"""What the shell may do before a Ready's fsync (dafka.raft.peer._pipeline)."""
 
 from __future__ import annotations
 
-from dafka.raft.messages import AppendEntries, RequestVote
-from dafka.raft.pipeline import appends_first, split_durable
-from dafka.raft.ready import Ready, SnapshotChunk
-from dafka.raft.types import Entry, EntryType, HardState, SnapshotMeta
+from dafka.raft.codec import Entry, EntryType, HardState, SnapshotMeta
+from dafka.raft.core import AppendEntries, Ready, RequestVote, SnapshotChunk
+from dafka.raft.peer._pipeline import appends_first, split_durable
 
 STORED = HardState(2, "a", 3)
 

@@ -11,8 +11,8 @@ ticks for one commit)."""
 
 from __future__ import annotations
 
-from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
+from dafka.raft.core import AppendEntries, AppendResponse
 
 from .sim import drain, elect, new_core, outbox
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import NotLeader, WireError
-from dafka.raft.messages import AppendEntries
-from dafka.raft.ready import ProposeStatus
-from dafka.raft.types import Entry, EntryType, HardState
+from dafka.raft.codec import Entry, EntryType, HardState
+from dafka.raft.core import AppendEntries, ProposeStatus
 
 from .sim import Network, drain, elect, new_core, put
 
@@ -128,5 +127,5 @@ def test_a_follower_forgets_committed_ids_once_they_expire_too():
         drain(follower)
         index += 10
     assert follower.commit == 3000
-    assert len(follower._reqids) < 2 * 1024  # about 100 s worth, not all 3,000
-    assert reqid(2999, at=NOW + 2990) in follower._reqids  # the recent ones stay
+    assert len(follower.requests) < 2 * 1024  # about 100 s worth, not all 3,000
+    assert reqid(2999, at=NOW + 2990) in follower.requests  # the recent ones stay

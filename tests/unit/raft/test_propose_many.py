@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 
 from dafka.errors import NotLeader
-from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.peer import PeerOptions
-from dafka.raft.ready import ProposeStatus
-from dafka.raft.statemachine import KvStateMachine
+from dafka.raft.core import AppendEntries, AppendResponse, ProposeStatus
+from dafka.raft.peer import KvStateMachine, PeerOptions
 
 from .sim import drain, elect, new_core, outbox, put
 from .solo import settle, solo_leader
@@ -110,7 +108,7 @@ def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
 
 
 def test_the_batch_path_forgets_committed_ids_once_they_expire():
-    """propose_many checks reqids inline (not through propose's _check_reqid): the dedup
+    """propose_many checks reqids inline (RequestIds.admit_many, not propose's RequestIds.check): the dedup
     memory must still be pruned, and the clock that decides what expired still advanced."""
     lead = new_core("a", "a", request_id_ttl=100.0)
     elect(lead)
@@ -121,7 +119,7 @@ def test_the_batch_path_forgets_committed_ids_once_they_expire():
         lead.propose_many([(b"y", reqid(k, at=later)) for k in range(n, n + 10)], later)
         drain(lead)
     assert old.accepted
-    assert reqid(0) not in lead._reqids  # the expired, committed id went
+    assert reqid(0) not in lead.requests  # the expired, committed id went
     assert lead.propose_many([(b"x", reqid(0))], later)[0].status is ProposeStatus.EXPIRED
     assert lead.propose_many([(b"y", reqid(5, at=later))], later)[0].duplicate
 

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dafka.errors import NotLeader
-from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.ready import ReadState
+from dafka.raft.core import AppendEntries, AppendResponse
+from dafka.raft.core._ready import ReadState
 
 from .clients import KvClients
 from .linearizability import check_kv

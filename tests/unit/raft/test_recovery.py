@@ -4,9 +4,8 @@ its log up to the last index it held (``RaftCore(recovering_to=...)``)."""
 
 from __future__ import annotations
 
-from dafka.raft.messages import AppendEntries, RequestVote, VoteResponse
-from dafka.raft.ready import Role
-from dafka.raft.types import Entry, EntryType
+from dafka.raft.codec import Entry, EntryType
+from dafka.raft.core import AppendEntries, RequestVote, Role, VoteResponse
 
 from .sim import Network, new_core, outbox
 

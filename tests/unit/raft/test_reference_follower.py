@@ -27,9 +27,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dafka.raft.core import RaftCore
-from dafka.raft.messages import AppendEntries, AppendResponse, Message
-from dafka.raft.types import Entry
+from dafka.raft.codec import Entry
+from dafka.raft.core import AppendEntries, AppendResponse, Message, RaftCore
 
 from .sim import elect, new_core, outbox
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from dafka.raft.messages import AppendEntries, AppendResponse
-from dafka.raft.types import Entry, EntryType, HardState
+from dafka.raft.codec import Entry, EntryType, HardState
+from dafka.raft.core import AppendEntries, AppendResponse
 
 from .sim import Network, drain, elect, new_core, outbox, put
 

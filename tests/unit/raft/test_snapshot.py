@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dafka.errors import RaftError
-from dafka.raft.messages import InstallSnapshot, SnapshotResponse
-from dafka.raft.types import Entry, EntryType, HardState, SnapshotMeta
+from dafka.raft.codec import Entry, EntryType, HardState, SnapshotMeta
+from dafka.raft.core import InstallSnapshot, SnapshotResponse
 
 from .sim import Network, drain, elect, make_config, new_core, outbox
 
@@ -140,7 +140,7 @@ def test_leader_streams_chunks_and_follows_next_offset():
     elect(leader)
     first = [m for m in outbox(leader) if isinstance(m, InstallSnapshot)]
     assert len(first) == 0  # a probe first: the follower may not need the snapshot
-    from dafka.raft.messages import AppendResponse
+    from dafka.raft.core import AppendResponse
 
     leader.step(AppendResponse("b", "a", leader.term, False, 0, 0, 10, 11, 1))
     (chunk,) = [m for m in outbox(leader) if isinstance(m, InstallSnapshot)]
