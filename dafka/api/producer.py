@@ -60,7 +60,6 @@ from ..errors import (
     NotAcknowledged,
     ProfileError,
     RecordTooLargeError,
-    StorageError,
 )
 from ..futures import BatchFuture, RecordFuture
 from ..ids import check_topic_name
@@ -79,6 +78,7 @@ from .producer_durable import LogWait
 from .producer_inflight import Values
 from .producer_io import _ProducerHandler, _Queued
 from .producer_setup import open_state, trusted_store_ids, wire_profile
+from .producer_state import ProducerState
 from .producer_why import Diagnosis, check_towers_resolve, diagnose, read_evidence
 
 log = logging.getLogger(__name__)
@@ -236,7 +236,6 @@ class Producer:
                 run=opened.run,
                 acked_in_doubt=opened.acked_in_doubt,
             )
-            self._handler = _ProducerHandler(self, self._core)
             self._close_result: CloseResult | None = None
             # what a record may weigh: the signed batch format's caps, or (rfc46, one
             # frame per record) the largest message a peer's socket accepts
@@ -257,6 +256,17 @@ class Producer:
                 max_unacked_records,
                 block=self.config.on_full != "raise",
             )
+            self._shared = ProducerState(
+                self.config,
+                self._budget,
+                towers=self._towers,
+                journal=self._journal,
+                acked_journal=self._acked_journal,
+                wal=self._wal,
+                log_wait=self._log_wait,
+            )
+            """What the IO thread's half shares with this facade."""
+            self._handler = _ProducerHandler(self._shared, self._core)
             self._policy_lock = threading.Lock()
             self._policy = _SendPolicy()
             """Replaced whole under ``_policy_lock``, read once per ``send``."""
@@ -272,6 +282,7 @@ class Producer:
                 if metadata is not False
                 else ReadView(stores=frozenset(trusted or ())),
             )
+            self._shared.loop = self._loop
             if metadata is not False:
                 self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
             if metrics_port is not None:
@@ -342,7 +353,7 @@ class Producer:
             for topic, revision in gone:
 
                 def forget(now: float, topic: str = topic, revision: int = revision) -> list:
-                    self._handler._topic_deleted(topic, revision)
+                    self._handler.topic_deleted(topic, revision)
                     return []
 
                 self._loop.call(forget)
@@ -359,7 +370,7 @@ class Producer:
             )
 
             def apply(now: float) -> list[Publish]:
-                self._handler._apply_policy(*policy)
+                self._handler.apply_policy(*policy)
                 self._core.set_read_view(view)  # FETCH answers (issue 32)
                 self._loop.set_read_view(view)
                 return []
@@ -538,10 +549,6 @@ class Producer:
             return
         self._log_wait.enqueue(self._handler.queue, item, self._loop)
 
-    def _logged(self, count: int, error: StorageError | None) -> None:
-        """IO thread: the next ``count`` queued items are in the log (or failed to be)."""
-        self._log_wait.logged(count, error)
-
     def publish_now(self) -> None:
         """End the linger (``linger_ms``) of what is queued: it is published at once.
         ``flush`` does this before it waits."""
@@ -667,17 +674,3 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ------------------------------------------------------- IO-thread callback
-
-    def _released(self, count: int, size: int) -> None:
-        """``count`` records of ``size`` bytes were acknowledged."""
-        self._budget.released(count, size)
-
-    def _io_stopped(self) -> None:
-        """The IO thread ended: ``send`` raises :class:`ClosedError` instead of waiting."""
-        self._budget.io_stopped()
-
-    def _rejected(self, count: int, size: int, error: BaseException) -> None:
-        """``count`` records of ``size`` bytes failed: counted for ``flush`` and ``close``."""
-        self._budget.rejected(count, size, error)

@@ -137,11 +137,12 @@ class Profile:
         raise NotImplementedError
 
     def seal_gap(
-        self, topic: str, first_offset: int, count: int, run: int | None = None
+        self, topic: str, first_offset: int, count: int, stamp_ms: int, run: int | None = None
     ) -> list[tuple[int, int, bytes]]:
         """Signed gap statements for offsets ``first_offset .. + count - 1`` (``(first,
-        count, blob)`` each); only a signing profile can make them. ``run``: the producer's
-        run, signed in (format 4); None: format 2, without one."""
+        count, blob)`` each), stamped ``stamp_ms`` (the wall clock, ms: the caller's);
+        only a signing profile can make them. ``run``: the producer's run, signed in
+        (format 4); None: format 2, without one."""
         raise ProfileError(f"the {self.name} profile cannot state a gap")
 
     def __repr__(self) -> str:
@@ -537,10 +538,10 @@ class SignedProfile(Profile):
     # ------------------------------------------------------------- sealing
 
     def seal_gap(
-        self, topic: str, first_offset: int, count: int, run: int | None = None
+        self, topic: str, first_offset: int, count: int, stamp_ms: int, run: int | None = None
     ) -> list[tuple[int, int, bytes]]:
         identity = self._identity("gap statements")
-        stamp = self._clock_ms()
+        stamp = stamp_ms
         out = []
         while count > 0:
             n = min(count, signed.MAX_GAP_OFFSETS)
