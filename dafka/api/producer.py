@@ -31,8 +31,11 @@ wire profile and trusted stores, opened before the producer starts),
 ``producer_io.py`` (the IO thread's half: batching, the offset journal hand-off,
 publishing, futures resolved on ACK), ``producer_budget.py`` (the bound on
 unacknowledged records that ``send`` waits on, ``flush`` and ``close``'s accounting,
-:class:`CloseResult`) and ``producer_durable.py`` (durable mode: ``send`` returns once
-its records are in the log).
+:class:`CloseResult`), ``producer_durable.py`` (durable mode: ``send`` returns once
+its records are in the log), ``producer_state.py`` (what this facade and the IO thread's
+half share, instead of private attributes) and ``producer_ready.py`` (the durability
+orders, offsets before publishing, the acked bound before futures resolve, as
+:class:`~dafka.core.ready.Ready` steps).
 """
 
 from __future__ import annotations
@@ -69,12 +72,11 @@ from ..io.node_metrics import producer_metrics
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
-from ..storage.state_dir import OffsetJournal, StateDir
+from ..storage.state_dir import StateDir
 from ..storage.wal import ProducerLog
 from ..wire.signed import DEFAULT_BATCH_FORMAT, MAX_KEY_BYTES, MAX_VALUE_BYTES
 from .common import node_config
 from .producer_budget import CloseResult, UnackedBudget
-from .producer_durable import LogWait
 from .producer_inflight import Values
 from .producer_io import _ProducerHandler, _Queued
 from .producer_setup import open_state, trusted_store_ids, wire_profile
@@ -205,16 +207,11 @@ class Producer:
         check_towers_resolve(nconf.towers)  # a misspelt name would be waited on for ever
         self._towers = nconf.towers
         self._state: StateDir | None = None
-        self._journal: OffsetJournal | None = None
-        self._acked_journal: OffsetJournal | None = None
         self._wal: ProducerLog | None = None
-        self._log_wait = LogWait()
         signed = self.config.profile == "signed"
         try:
             opened = open_state(self.config, durable)
             self._state = opened.state
-            self._journal = opened.journal
-            self._acked_journal = opened.acked_journal
             self._wal = opened.wal
             identity = opened.identity
             node_id = opened.node_id
@@ -260,10 +257,9 @@ class Producer:
                 self.config,
                 self._budget,
                 towers=self._towers,
-                journal=self._journal,
-                acked_journal=self._acked_journal,
+                journal=opened.journal,
+                acked_journal=opened.acked_journal,
                 wal=self._wal,
-                log_wait=self._log_wait,
             )
             """What the IO thread's half shares with this facade."""
             self._handler = _ProducerHandler(self._shared, self._core)
@@ -547,7 +543,7 @@ class Producer:
             if not len(queue) % YIELD_EVERY:
                 time.sleep(0)  # let the IO thread have the GIL: see YIELD_EVERY
             return
-        self._log_wait.enqueue(self._handler.queue, item, self._loop)
+        self._shared.log_wait.enqueue(self._handler.queue, item, self._loop)
 
     def publish_now(self) -> None:
         """End the linger (``linger_ms``) of what is queued: it is published at once.
