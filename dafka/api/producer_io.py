@@ -528,18 +528,18 @@ class _ProducerHandler:
         self, msgs: list[Message], now: float, sources: Sequence[str] = ()
     ) -> list[Outgoing]:
         out: list[Outgoing] = []
-        acked: dict[str, Acked] = {}
         sender = getattr(sources, "sender", None)  # the shell's FrameSources
         wall_ms = time.time_ns() // 1_000_000  # stamps gap statements (a restart's recovery)
+        core = self.core
         for i, msg in enumerate(msgs):
-            who = sender(i) if sender is not None and type(msg) is m.Fetch else None
-            for effect in self.core.handle(msg, now, who, wall_ms):
-                if isinstance(effect, Acked):
-                    acked[effect.topic] = effect
-                elif isinstance(effect, Publish | PublishRecords):
-                    out.append(effect)
-        if acked:
-            self._durable(list(acked.values()), now)
+            core.step(
+                msg,
+                now,
+                sender(i) if sender is not None and type(msg) is m.Fetch else None,
+                wall_ms,
+            )
+        run_ready(core, None, out.extend, lambda acked: self._durable(acked, now))
+        if self.readies:
             self._run(out)
         return out
 
@@ -549,11 +549,13 @@ class _ProducerHandler:
             self._run([])
         return self.core.tick(now, time.time_ns() // 1_000_000)
 
-    def _durable(self, acked: list[Acked], now: float) -> None:
+    def _durable(self, acked: Sequence[Acked], now: float) -> None:
         """Queue: record how far each topic is durable, then tell the futures (a restart
         must never declare an acknowledged offset a gap, ``dafka.core.recovery``), then let
         the log forget it. If it cannot be recorded (a full disk), the futures wait, and
-        :meth:`on_tick` tries again."""
+        :meth:`on_tick` tries again. Of several ACKs of a topic, the last (highest) counts."""
+        if len(acked) > 1:
+            acked = list({a.topic: a for a in acked}.values())
         if self.state.acked_journal is None:
             self.readies.push(Ready(deliver=tuple(acked)), lambda rd, _: self._release(acked, now))
             return

@@ -29,8 +29,14 @@ only if that store is in ``trusted_stores`` (node IDs; ``None`` trusts any
 store whose signature verifies) and the signature verifies: a forged ACK never
 frees a record. rfc46 ACKs are anonymous, so ``min_acks`` must be 1 there.
 
-The core reads no clock and owns no socket: the IO shell passes ``now`` and
-sends the effects it returns; HEADs are signed by the profile when encoded.
+The core reads no clock and owns no socket: the IO shell passes ``now`` (and the wall
+clock, ``wall_ms``, that gap statements are stamped with) and sends the effects it
+returns; HEADs are signed by the profile when encoded. Messages go in by the one
+contract (:mod:`dafka.core.ready`): :meth:`ProducerCore.step`, then ``ready()`` (FETCH
+answers to publish, :class:`Acked` to deliver) and ``advance()``. ``publish`` is the
+application's command: its shell reserves the offsets before it and logs what it
+returns before sending it (:mod:`dafka.api.producer_ready`). A restart's recovery of
+an earlier run is a part of its own (:mod:`dafka.core.producer_runs`).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
 from .producer_runs import EarlierRuns
 from .producer_serve import FetchServing, HeldTopic
 from .read_guard import ReadView, RequesterCheck, RequestLog, Sender, check_requester
+from .ready import Ready
 from .recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery
 
 log = logging.getLogger(__name__)
@@ -226,6 +233,10 @@ class ProducerCore:
                 )
         self._runs.offer_logged(logged)  # durable mode: our own log
         self._listen_direct = bool(self._runs.recoveries)
+        self._outbox: list[Outgoing] = []
+        """What :meth:`step` made to publish, until :meth:`ready` takes it."""
+        self._acked: list[Acked] = []
+        """What :meth:`step` found durable, until :meth:`ready` takes it."""
 
     # ------------------------------------------------------------ properties
 
@@ -394,6 +405,33 @@ class ProducerCore:
                 out.extend(self._finish(self._runs.recoveries[msg.topic], now, wall_ms))
             return out
         return []
+
+    # ------------------------------------------------------ the one contract
+
+    def step(
+        self, msg: m.Message, now: float, sender: Sender | None = None, wall_ms: int = 0
+    ) -> None:
+        """:meth:`handle` ``msg``, keeping what it makes for :meth:`ready`: the messages to
+        publish (FETCH answers, a recovery's), and the :class:`Acked` to deliver."""
+        for effect in self.handle(msg, now, sender, wall_ms):
+            kind = type(effect)
+            if kind is Acked:
+                self._acked.append(effect)  # type: ignore[arg-type]
+            elif kind is Publish or kind is PublishRecords:
+                self._outbox.append(effect)  # type: ignore[arg-type]
+
+    def has_ready(self) -> bool:
+        return bool(self._outbox or self._acked)
+
+    def ready(self) -> Ready:
+        """What :meth:`step` made: ``publish`` and ``deliver`` (:class:`Acked`, in order);
+        nothing to persist (the producer's journals are its shell's, ``dafka.api``)."""
+        rd = Ready(publish=tuple(self._outbox), deliver=tuple(self._acked))
+        self._outbox, self._acked = [], []
+        return rd
+
+    def advance(self, rd: Ready, failed: BaseException | None = None) -> None:
+        """Nothing to do: :meth:`ready` handed over what it returned."""
 
     @property
     def serve_at(self) -> float | None:

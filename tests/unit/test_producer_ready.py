@@ -19,6 +19,7 @@ from dafka.api.producer_ready import (
 )
 from dafka.api.producer_state import ProducerState
 from dafka.config import ProducerConfig
+from dafka.core import messages as m
 from dafka.core.effects import Acked, Publish
 from dafka.core.producer import ProducerCore
 from dafka.core.ready import Ready
@@ -204,3 +205,27 @@ def test_acks_that_cannot_be_recorded_wait_and_resolve_once_they_are() -> None:
     handler.state.acked_journal.full = False  # type: ignore[union-attr]
     handler.on_tick(10.0)  # tried again
     assert fut.result(0) == 0 and handler.trouble.error is None
+
+
+# ------------------------------------------------------------- the core's contract
+
+
+def test_the_core_steps_messages_into_one_ready_of_answers_then_acks() -> None:
+    """ProducerCore.step keeps what handle makes; ready() hands it over once, in order:
+    FETCH answers to publish, Acked to deliver; a core with nothing made has no Ready."""
+    node = "A" * 32
+    core = ProducerCore(node)  # rfc46: anonymous ACKs, min_acks 1
+    core.publish("t", [b"a", b"b", b"c"], 0.0)
+    assert not core.has_ready()
+    core.step(m.Fetch(node, "C" * 32, "t", 0, 2), 0.0)
+    core.step(m.Ack(node, "t", 0), 0.0)
+    core.step(m.Ack(node, "t", 1), 0.0)
+    core.step(m.Ack(node, "t", 9), 0.0)  # never published: refused, nothing made
+    assert core.has_ready()
+    rd = core.ready()
+    assert rd.persist == () and not rd.must_sync
+    answers = [e.msg for e in rd.publish if isinstance(e, Publish)]
+    assert [(a.offset, a.content) for a in answers] == [(0, b"a"), (1, b"b")]  # type: ignore[union-attr]
+    assert rd.deliver == (Acked("t", 0), Acked("t", 1))
+    core.advance(rd)
+    assert not core.has_ready() and core.unacked_count("t") == 1
