@@ -16,7 +16,7 @@ what one drain brought:
 The three alternate, ``--rounds`` times, each round starting with the next of them, so that
 a machine whose speed drifts during the run treats them alike: on this VM the copy into
 the page cache costs up to ten times more on pages the guest has not used lately
-(``docs/architecture.md``), and the first way of a round gets those. Prints CPU per batch and MB/s of each way (median over the rounds, least and most),
+(``docs/performance.md``), and the first way of a round gets those. Prints CPU per batch and MB/s of each way (median over the rounds, least and most),
 each way's CPU against ``buffered``'s in the same round, and the load average before and
 after; writes JSON to benchmarks/results/disk-<time>.json. A file system that refuses
 ``O_DIRECT`` (tmpfs before Linux 6.6) reports ``direct`` as unsupported.

@@ -3,7 +3,7 @@
     python -m benchmarks.repeat [--runs 5] [--target PHASE[/BASE]=RATIO ...] -- THROUGHPUT-ARGS
 
 On a shared virtual machine one run's figures move by a factor of two or more from one run
-to the next, baselines included (``docs/architecture.md``), so one run says little about a
+to the next, baselines included (``docs/performance.md``), so one run says little about a
 ratio near its goal. Each run here is a whole ``python -m benchmarks.throughput``, with its
 own baselines measured in it: every ratio is taken within one run, like against like, and
 only then summarized over the runs (median, least and most). The load average before and

@@ -75,7 +75,7 @@ def raw_store(
     ``direct``: the batches go to a segment file instead, through ``O_DIRECT`` (copied
     into one page-aligned buffer, written, ``fdatasync``), and only their index (where each
     one is) into the synced LMDB transaction: the floor under a store built so
-    (``docs/architecture.md``), which never copies a batch into the page cache."""
+    (``docs/performance.md``), which never copies a batch into the page cache."""
     import queue
     import threading
 

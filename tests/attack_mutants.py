@@ -13,6 +13,12 @@ processes wrap their command lines with :func:`mutated`, so those processes run 
 the mutant as well. The attack tests first run once without any mutant. A mutant
 that passes its tests means a defence without a test; one whose text no longer
 matches the source, or that names no test, is a failure too. Exit status 1 then.
+
+A mutant finds its defence by a marker comment, ``# guard: <slug>``, on the defended
+statement in the source (``Guard(slug, replacement)``, see :mod:`tests.mutant_guards`): the
+marker moves with the statement, whatever module or class its function goes to. The older
+form, ``(module, qualname, old text, new text)``, matches exact text and breaks at any edit of
+the line; ``python -m tests.mutant_convert`` rewrites such entries into markers.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ import os
 import runpy
 import subprocess
 import sys
+
+from tests import mutant_guards
+from tests.mutant_guards import Guard
 
 TESTS = [
     "tests/unit/test_kafka_calls.py",
@@ -113,8 +122,13 @@ TESTS = [
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
-# name: (module, function, old text, new text, [old text, new text, ...])
-MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
+Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
+"""A mutant: its :class:`Guard` markers, or old-form ``(module, qualname, old, new, ...)``."""
+
+# name: Guard(slug, replacement) | [Guard, ...]  (the statement marked "# guard: slug" in
+# dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
+# (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
+MUTANTS: dict[str, Spec] = {
     # issue 34 (errors): a quiet library, a producer that says why nothing was acknowledged
     "a process warns once that its producers trust any store": (
         "dafka.api.producer_setup",
@@ -2814,13 +2828,22 @@ NOT_APPLIED = 3
 """Exit status of ``--run`` when a mutant's text is not in the source any more."""
 
 
-def missing(name: str) -> list[str]:
-    """The texts of mutant ``name`` that its functions no longer contain (none: it applies)."""
+def _parts(name: str) -> list[tuple[str, ...] | Guard]:
+    """Mutant ``name``'s entries: old-form tuples and :class:`Guard` markers."""
     spec = MUTANTS[name]
-    problems = []
-    for module_name, qualname, *edits in (
-        (spec if isinstance(spec, list) else [spec]) if spec else []
-    ):
+    if not spec:
+        return []
+    if isinstance(spec, Guard):
+        return [spec]
+    return list(spec) if isinstance(spec, list) else [spec]
+
+
+def missing(name: str) -> list[str]:
+    """What of mutant ``name`` its functions no longer contain (nothing: it applies)."""
+    parts = _parts(name)
+    guards = [p for p in parts if isinstance(p, Guard)]
+    problems = mutant_guards.problems(guards) if guards else []
+    for module_name, qualname, *edits in (p for p in parts if not isinstance(p, Guard)):
         owner: object = importlib.import_module(module_name)
         for part in qualname.split("."):
             owner = getattr(owner, part)
@@ -2834,18 +2857,24 @@ def missing(name: str) -> list[str]:
 
 def apply(name: str) -> None:
     """Install mutant ``name`` in this interpreter."""
-    spec = MUTANTS[name]
-    if not spec:
+    if not MUTANTS[name]:
         _no_maxmsgsize()
         return
-    for module_name, qualname, *edits in spec if isinstance(spec, list) else [spec]:
-        module = importlib.import_module(module_name)
-        owner: object = module
-        *path, attr = qualname.split(".")
-        for part in path:
+    parts = _parts(name)
+    guards = [p for p in parts if isinstance(p, Guard)]
+    if guards:
+        try:
+            mutated_functions = mutant_guards.sources(guards)
+        except mutant_guards.GuardError as e:
+            print(f"mutant {name!r}: {e}", file=sys.stderr)
+            sys.exit(NOT_APPLIED)
+        for module_name, qualname, source in mutated_functions:
+            _install(name, module_name, qualname, source)
+    for module_name, qualname, *edits in (p for p in parts if not isinstance(p, Guard)):
+        owner: object = importlib.import_module(module_name)
+        for part in qualname.split("."):
             owner = getattr(owner, part)
-        source = inspect.getsource(getattr(owner, attr))
-        indent = len(source) - len(source.lstrip(" "))
+        source = inspect.getsource(owner)  # type: ignore[arg-type]
         for old, new in zip(edits[::2], edits[1::2], strict=True):
             if old not in source:
                 print(
@@ -2854,12 +2883,22 @@ def apply(name: str) -> None:
                 )
                 sys.exit(NOT_APPLIED)
             source = source.replace(old, new)
-        dedented = "\n".join(line[indent:] for line in source.split("\n"))
-        namespace = dict(vars(module))
-        exec(compile(dedented, f"<mutant {name}: {qualname}>", "exec"), namespace)
-        original = inspect.getattr_static(owner, attr)
-        _swap_code(original, namespace[attr])
-        setattr(owner, attr, namespace[attr])
+        _install(name, module_name, qualname, source)
+
+
+def _install(name: str, module_name: str, qualname: str, source: str) -> None:
+    """Compile ``source`` (function ``qualname`` of ``module_name``) in place of the original."""
+    module = importlib.import_module(module_name)
+    owner: object = module
+    *path, attr = qualname.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    namespace = dict(vars(module))
+    code = compile(mutant_guards.dedent(source), f"<mutant {name}: {qualname}>", "exec")
+    exec(code, namespace)
+    original = inspect.getattr_static(owner, attr)
+    _swap_code(original, namespace[attr])
+    setattr(owner, attr, namespace[attr])
 
 
 def _swap_code(original: object, mutant: object) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests import attack_mutants
+from tests import attack_mutants, mutant_guards
+from tests.mutant_guards import Guard
 
 
 @pytest.mark.parametrize("name", sorted(attack_mutants.MUTANTS))
@@ -21,12 +22,43 @@ def test_the_mutant_applies_and_names_the_tests_that_catch_it(name: str) -> None
 
 
 def test_a_mutant_whose_text_is_gone_is_reported() -> None:
-    name = sorted(attack_mutants.MUTANTS)[0]
-    spec = attack_mutants.MUTANTS[name]
-    first = spec[0] if isinstance(spec, list) else spec
-    broken = (first[0], first[1], "text that is in no function\\x00", "x")
+    broken = ("tests.mutant_guards", "dedent", "text that is in no function\\x00", "x")
     attack_mutants.MUTANTS["__broken__"] = broken
     try:
         assert attack_mutants.missing("__broken__") != []
+    finally:
+        del attack_mutants.MUTANTS["__broken__"]
+
+
+def test_a_mutant_whose_marker_is_gone_is_reported_by_its_slug() -> None:
+    attack_mutants.MUTANTS["__broken__"] = Guard("no-such-guard-anywhere", "pass")
+    try:
+        (problem,) = attack_mutants.missing("__broken__")
+        assert "no-such-guard-anywhere" in problem
+    finally:
+        del attack_mutants.MUTANTS["__broken__"]
+
+
+def test_every_marker_marks_one_statement_and_a_mutant_names_it() -> None:
+    named = {
+        part.slug
+        for name in attack_mutants.MUTANTS
+        for part in attack_mutants._parts(name)
+        if isinstance(part, Guard)
+    }
+    for slug, sites in mutant_guards.all_sites().items():
+        where = ", ".join(site.where() for site in sites)
+        assert len(sites) == 1, f"marker {slug!r} is on {len(sites)} statements: {where}"
+        assert sites[0].qualname is not None, f"marker {slug!r} at {where}: {sites[0].problem}"
+        assert slug in named, f"marker {slug!r} at {where} is named by no mutant"
+
+
+def test_a_mutant_whose_marker_is_gone_is_not_applied(capsys: pytest.CaptureFixture[str]) -> None:
+    attack_mutants.MUTANTS["__broken__"] = [Guard("no-such-guard-anywhere", "pass")]
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            attack_mutants.apply("__broken__")
+        assert exit_.value.code == attack_mutants.NOT_APPLIED
+        assert "no-such-guard-anywhere" in capsys.readouterr().err
     finally:
         del attack_mutants.MUTANTS["__broken__"]
