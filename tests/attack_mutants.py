@@ -254,10 +254,10 @@ MUTANTS: dict[str, Spec] = {
         "        return True",
     ),
     "a producer's run publishes its gap statements again before each HEAD": (
-        "dafka.core.producer",
-        "ProducerCore.tick",
-        "                if now >= self._gaps_from.get(state.name, math.inf):",
-        "                if False:",
+        "dafka.core.producer_runs",
+        "EarlierRuns.repeated",
+        "        if now >= self.gaps_from.get(topic, math.inf):",
+        "        if False:",
     ),
     "each start of a producer's state directory gets a higher run": (
         "dafka.api.producer_setup",
@@ -668,14 +668,14 @@ MUTANTS: dict[str, Spec] = {
         "                pass",
     ),
     "recovery adopts only batches its own key signed": (
-        "dafka.core.producer",
-        "ProducerCore._on_recovered",
+        "dafka.core.producer_runs",
+        "EarlierRuns.on_recovered",
         "                self._profile.check_records(msg)",
         "                pass",
     ),
     "recovery never closes an acknowledged offset": (
-        "dafka.core.producer",
-        "ProducerCore._adopt_signed",
+        "dafka.core.producer_runs",
+        "EarlierRuns._adopt_signed",
         "        if state.acked is not None and state.acked + 1 > base:",
         "        if False:",
     ),

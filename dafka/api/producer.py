@@ -31,8 +31,11 @@ wire profile and trusted stores, opened before the producer starts),
 ``producer_io.py`` (the IO thread's half: batching, the offset journal hand-off,
 publishing, futures resolved on ACK), ``producer_budget.py`` (the bound on
 unacknowledged records that ``send`` waits on, ``flush`` and ``close``'s accounting,
-:class:`CloseResult`) and ``producer_durable.py`` (durable mode: ``send`` returns once
-its records are in the log).
+:class:`CloseResult`), ``producer_durable.py`` (durable mode: ``send`` returns once
+its records are in the log), ``producer_state.py`` (what this facade and the IO thread's
+half share, instead of private attributes) and ``producer_ready.py`` (the durability
+orders, offsets before publishing, the acked bound before futures resolve, as
+:class:`~dafka.core.ready.Ready` steps).
 """
 
 from __future__ import annotations
@@ -60,7 +63,6 @@ from ..errors import (
     NotAcknowledged,
     ProfileError,
     RecordTooLargeError,
-    StorageError,
 )
 from ..futures import BatchFuture, RecordFuture
 from ..ids import check_topic_name
@@ -70,15 +72,15 @@ from ..io.node_metrics import producer_metrics
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
-from ..storage.state_dir import OffsetJournal, StateDir
+from ..storage.state_dir import StateDir
 from ..storage.wal import ProducerLog
 from ..wire.signed import DEFAULT_BATCH_FORMAT, MAX_KEY_BYTES, MAX_VALUE_BYTES
 from .common import node_config
 from .producer_budget import CloseResult, UnackedBudget
-from .producer_durable import LogWait
 from .producer_inflight import Values
 from .producer_io import _ProducerHandler, _Queued
 from .producer_setup import open_state, trusted_store_ids, wire_profile
+from .producer_state import ProducerState
 from .producer_why import Diagnosis, check_towers_resolve, diagnose, read_evidence
 
 log = logging.getLogger(__name__)
@@ -205,16 +207,11 @@ class Producer:
         check_towers_resolve(nconf.towers)  # a misspelt name would be waited on for ever
         self._towers = nconf.towers
         self._state: StateDir | None = None
-        self._journal: OffsetJournal | None = None
-        self._acked_journal: OffsetJournal | None = None
         self._wal: ProducerLog | None = None
-        self._log_wait = LogWait()
         signed = self.config.profile == "signed"
         try:
             opened = open_state(self.config, durable)
             self._state = opened.state
-            self._journal = opened.journal
-            self._acked_journal = opened.acked_journal
             self._wal = opened.wal
             identity = opened.identity
             node_id = opened.node_id
@@ -236,7 +233,6 @@ class Producer:
                 run=opened.run,
                 acked_in_doubt=opened.acked_in_doubt,
             )
-            self._handler = _ProducerHandler(self, self._core)
             self._close_result: CloseResult | None = None
             # what a record may weigh: the signed batch format's caps, or (rfc46, one
             # frame per record) the largest message a peer's socket accepts
@@ -257,6 +253,16 @@ class Producer:
                 max_unacked_records,
                 block=self.config.on_full != "raise",
             )
+            self._shared = ProducerState(
+                self.config,
+                self._budget,
+                towers=self._towers,
+                journal=opened.journal,
+                acked_journal=opened.acked_journal,
+                wal=self._wal,
+            )
+            """What the IO thread's half shares with this facade."""
+            self._handler = _ProducerHandler(self._shared, self._core)
             self._policy_lock = threading.Lock()
             self._policy = _SendPolicy()
             """Replaced whole under ``_policy_lock``, read once per ``send``."""
@@ -272,6 +278,7 @@ class Producer:
                 if metadata is not False
                 else ReadView(stores=frozenset(trusted or ())),
             )
+            self._shared.loop = self._loop
             if metadata is not False:
                 self._loop.gate.hold()  # CURVE: static keys only until the metadata loads
             if metrics_port is not None:
@@ -342,7 +349,7 @@ class Producer:
             for topic, revision in gone:
 
                 def forget(now: float, topic: str = topic, revision: int = revision) -> list:
-                    self._handler._topic_deleted(topic, revision)
+                    self._handler.topic_deleted(topic, revision)
                     return []
 
                 self._loop.call(forget)
@@ -359,7 +366,7 @@ class Producer:
             )
 
             def apply(now: float) -> list[Publish]:
-                self._handler._apply_policy(*policy)
+                self._handler.apply_policy(*policy)
                 self._core.set_read_view(view)  # FETCH answers (issue 32)
                 self._loop.set_read_view(view)
                 return []
@@ -536,11 +543,7 @@ class Producer:
             if not len(queue) % YIELD_EVERY:
                 time.sleep(0)  # let the IO thread have the GIL: see YIELD_EVERY
             return
-        self._log_wait.enqueue(self._handler.queue, item, self._loop)
-
-    def _logged(self, count: int, error: StorageError | None) -> None:
-        """IO thread: the next ``count`` queued items are in the log (or failed to be)."""
-        self._log_wait.logged(count, error)
+        self._shared.log_wait.enqueue(self._handler.queue, item, self._loop)
 
     def publish_now(self) -> None:
         """End the linger (``linger_ms``) of what is queued: it is published at once.
@@ -667,17 +670,3 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ------------------------------------------------------- IO-thread callback
-
-    def _released(self, count: int, size: int) -> None:
-        """``count`` records of ``size`` bytes were acknowledged."""
-        self._budget.released(count, size)
-
-    def _io_stopped(self) -> None:
-        """The IO thread ended: ``send`` raises :class:`ClosedError` instead of waiting."""
-        self._budget.io_stopped()
-
-    def _rejected(self, count: int, size: int, error: BaseException) -> None:
-        """``count`` records of ``size`` bytes failed: counted for ``flush`` and ``close``."""
-        self._budget.rejected(count, size, error)

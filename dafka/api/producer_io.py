@@ -7,9 +7,11 @@ is published (a restart never reuses an offset), seals the records per topic
 (:class:`~dafka.core.producer.ProducerCore`) and, in durable mode, logs them in the
 producer's WAL before the ``send`` calls return. A record that does not seal fails
 alone. On ACKs the handler writes how far each topic is durable to the acked journal,
-then resolves the futures and tells the producer what was freed
-(``Producer._released``); a deleted topic fails what it had in flight. Everything here
-runs on the IO thread.
+then resolves the futures and tells the producer's budget what was freed; a deleted
+topic fails what it had in flight. These orders are :class:`~dafka.core.ready.Ready`
+steps run by :func:`~dafka.io.ready_shell.run_ready` (:mod:`.producer_ready`); what the
+handler shares with the facade is a :class:`~dafka.api.producer_state.ProducerState`.
+Everything here runs on the IO thread.
 """
 
 from __future__ import annotations
@@ -20,26 +22,27 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from sys import getrefcount
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, NamedTuple, cast
 
 from ..core import messages as m
 from ..core.effects import Acked, Outgoing, Publish, PublishRecords
 from ..core.messages import Message, Subscription
 from ..core.producer import ProducerCore
+from ..core.ready import Ready
 from ..errors import ClosedError, ConfigError, ProducerError, StorageError, TopicDeletedError
 from ..futures import UNHELD, BatchFuture, LazyFuture
 from ..ids import is_node_id
 from ..io.metrics import AckTimer
 from ..io.node import NodeHandler, NodeLoop
+from ..io.ready_shell import run_ready
 from ..storage.wal import LoggedBatch
 from ..wire.rfc46 import Command
 from .producer_disk import StateDirTrouble
 from .producer_inflight import Continued, ManyRun, RecordRun, Run, TopicTurn, Values
 from .producer_linger import Linger
+from .producer_ready import AckedUpTo, Log, ReadyQueue, Release, Reserve, StatePersister
+from .producer_state import ProducerState
 from .producer_why import AckEvidence, TopicAcks
-
-if TYPE_CHECKING:
-    from .producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -70,18 +73,34 @@ but a durable producer's is never split. Measured with ``python -m
 benchmarks.throughput --phases acked``: see the commit that added it."""
 
 
-class _ProducerHandler(NodeHandler):
-    """Runs on the IO thread: seals and publishes queued records, resolves futures on ACK."""
+class Logged(NamedTuple):
+    """Delivered once a turn is logged (durable mode): the next ``items`` queued items are
+    in the producer's log, or are not (``error``); their ``send`` calls return."""
 
-    def __init__(self, producer: Producer, core: ProducerCore) -> None:
-        self.p = producer
+    items: int
+    error: StorageError | None
+
+
+class _ProducerHandler(NodeHandler):
+    """Runs on the IO thread: seals and publishes queued records, resolves futures on ACK.
+
+    What must be durable before something leaves (offsets before publishing, the log
+    before ``send`` returns, the acked bound before futures resolve) is queued as
+    :class:`~dafka.core.ready.Ready` steps (:mod:`.producer_ready`), run by
+    :func:`~dafka.io.ready_shell.run_ready`."""
+
+    def __init__(self, state: ProducerState, core: ProducerCore) -> None:
+        self.state = state
         self.core = core
+        self.readies = ReadyQueue()
+        """The steps of this turn's durability orders, in order (:meth:`_run`)."""
+        self.persister = StatePersister(state)
         self.queue: deque[_Queued] = deque()
         self.inflight: dict[str, deque[Run]] = {}
         """Per topic, the runs of sends published and not yet acknowledged, in offset order."""
         self.ack_timer: AckTimer | None = None
         """Times publication to ACK for the metrics (``metrics_port``), or None."""
-        config = producer.config
+        config = state.config
         # signed: the data XPUB keeps ``queue_bytes`` of this producer's own batches per
         # connection, so a subscriber that never reads costs it a bounded queue
         # (dafka.io.bounds); rfc46, a record per frame, keeps its message count
@@ -117,7 +136,7 @@ class _ProducerHandler(NodeHandler):
         """Stores connected to this producer (subscribed to its data socket), at most
         :data:`MAX_STORES_NAMED`: to say why nothing is acknowledged."""
 
-    def _apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
+    def apply_policy(self, stores: tuple[str, ...] | None, min_acks: dict[str, int]) -> None:
         """On the IO thread (queued with NodeLoop.call): trusted stores and per-topic min_acks."""
         try:
             effects = self.core.set_policy(stores, min_acks)
@@ -125,8 +144,9 @@ class _ProducerHandler(NodeHandler):
             log.warning("producer.metadata.rejected error=%s", exc)
             return
         self._durable([e for e in effects if type(e) is Acked], self._clock())
+        self._run([])
 
-    def _topic_deleted(self, topic: str, revision: int) -> None:
+    def topic_deleted(self, topic: str, revision: int) -> None:
         """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
         dropped = self.core.forget_unacked(topic)
         if self.ack_timer is not None:
@@ -142,13 +162,16 @@ class _ProducerHandler(NodeHandler):
             freed += count
             freed_bytes += size
         if freed:  # failed, not acknowledged: flush and close count them so
-            self.p._rejected(freed, freed_bytes, error)
-        wal = self.p._wal
-        if wal is not None:  # never re-published after a restart either
-            try:
-                wal.release({topic: self.core.next_offset(topic)})
-            except StorageError as exc:
-                log.warning("producer.log_release_failed error=%s", exc)
+            self.state.budget.rejected(freed, freed_bytes, error)
+        if self.state.wal is not None:  # never re-published after a restart either
+
+            def then(rd: Ready, failed: BaseException | None) -> None:
+                if failed is not None:
+                    log.warning("producer.log_release_failed error=%s", failed)
+
+            release = Release({topic: self.core.next_offset(topic)})
+            self.readies.push(Ready(persist=(release,)), then)
+            self._run([])
         log.warning(
             "producer.topic_deleted topic=%s revision=%d unacked=%d", topic, revision, dropped
         )
@@ -247,17 +270,43 @@ class _ProducerHandler(NodeHandler):
                 turn.keyed = True
         if queue and (full or records_left <= 0 or bytes_left <= 0):
             self.cut_short = True  # the rest of a full turn goes next, without waiting
-        journal = self.p._journal
-        if journal is not None:
+        out: list[Outgoing] = []
+        if self.state.journal is not None:
             # durable before anything is published: a restart never reuses an offset
-            try:
-                journal.reserve_many(
-                    {t: self.core.next_offset(t) + len(turn.values) for t, turn in by_topic.items()}
-                )
-            except StorageError as exc:
-                self._refuse_turn(by_topic, taken, exc, now)
-                return []
-            self.trouble.succeeded()
+            core = self.core
+            reserve = Reserve(
+                {t: core.next_offset(t) + len(turn.values) for t, turn in by_topic.items()}
+            )
+
+            def then(rd: Ready, failed: BaseException | None) -> None:
+                if failed is not None:
+                    self._refuse_turn(by_topic, taken, cast(StorageError, failed), now)
+                    return
+                self.trouble.succeeded()
+                self._seal(by_topic, taken, now)
+
+            self.readies.push(Ready(persist=(reserve,), must_sync=True), then)
+        else:
+            self._seal(by_topic, taken, now)
+        self._run(out)
+        return out
+
+    def _run(self, out: list[Outgoing]) -> None:
+        """Run the queued steps: persist, then publish (into ``out``), then deliver."""
+        run_ready(self.readies, self.persister, out.extend, self._deliver)
+
+    def _deliver(self, items: Sequence[object]) -> None:
+        """What a step delivers: ACKs that resolve futures, turns logged (durable mode)."""
+        for item in items:
+            if type(item) is Acked:
+                self._resolve(item)
+            else:
+                count, error = cast(Logged, item)
+                self.state.log_wait.logged(count, error)
+
+    def _seal(self, by_topic: dict[str, TopicTurn], taken: int, now: float) -> None:
+        """Seal the turn's records (their offsets reserved), and queue their publication:
+        in durable mode, once they are logged."""
         stamp = time.time_ns() // 1_000_000
         out: list[Outgoing] = []
         for topic, turn in by_topic.items():
@@ -283,9 +332,10 @@ class _ProducerHandler(NodeHandler):
             out.extend(pubs)
             if self.ack_timer is not None:
                 self.ack_timer.published(topic, offset - 1)
-        if self.p._wal is not None:
+        if self.state.wal is not None:
             self._log(out, taken, now)
-        return out
+        elif out:
+            self.readies.push(Ready(publish=tuple(out)))
 
     def _full_batch_queued(self) -> bool:
         """Whether the oldest or the newest queued item is a ``send_many`` of a full
@@ -321,7 +371,7 @@ class _ProducerHandler(NodeHandler):
         else:
             lengths = list(map(len, values))
             size = sum(lengths)
-        if self.p._wal is None and n > 1:
+        if self.state.wal is None and n > 1:
             room = min(records_left, n * bytes_left // size if size > bytes_left else n)
             if room < n:
                 room = max(1, room)
@@ -350,7 +400,7 @@ class _ProducerHandler(NodeHandler):
         values = cast(list[bytes], value)  # a send_many's item: see _Queued
         size = values.size if type(values) is Values else sum(map(len, values))
         error = ProducerError("not sent: an earlier part of its send_many failed")
-        self.p._rejected(len(values), size, error)
+        self.state.budget.rejected(len(values), size, error)
 
     def _refuse_turn(
         self, by_topic: dict[str, TopicTurn], taken: int, exc: StorageError, now: float
@@ -384,15 +434,14 @@ class _ProducerHandler(NodeHandler):
                 failed += count
                 failed_bytes += size
         if failed:
-            self.p._rejected(failed, failed_bytes, error)
-        if self.p._wal is not None:
-            self.p._logged(taken, error)  # durable sends waiting on these return the error
+            self.state.budget.rejected(failed, failed_bytes, error)
+        if self.state.wal is not None:  # durable sends waiting on these return the error
+            self.state.log_wait.logged(taken, error)
 
     def _log(self, effects: list[Outgoing], taken: int, now: float) -> None:
-        """Durable mode: log what is about to be published (one fsync), then let the
-        ``send`` calls of the ``taken`` records return."""
-        wal = self.p._wal
-        assert wal is not None
+        """Durable mode: log what is about to be published (one fsync), then publish it and
+        let the ``send`` calls of the ``taken`` records return. If it cannot be logged, it
+        is published all the same (it is sealed), and the ``send`` calls say so."""
         batches: list[LoggedBatch] = []
         for effect in effects:
             if isinstance(effect, PublishRecords):
@@ -404,18 +453,25 @@ class _ProducerHandler(NodeHandler):
             elif isinstance(effect.msg, m.Record):
                 rec = effect.msg
                 batches.append(LoggedBatch(rec.topic, rec.offset, rec.count, rec.content))
-        error: StorageError | None = None
-        try:
-            wal.append(batches)
-        except StorageError as exc:
-            self.trouble.failed("producer log", exc, now)
+
+        def then(rd: Ready, failed: BaseException | None) -> None:
+            if failed is None:
+                self.trouble.succeeded()
+                return
+            self.trouble.failed("producer log", cast(StorageError, failed), now)
             error = StorageError(
-                f"{exc}: the record was sent but is not in the producer log, so it would "
+                f"{failed}: the record was sent but is not in the producer log, so it would "
                 "not survive a crash"
             )
-        else:
-            self.trouble.succeeded()
-        self.p._logged(taken, error)
+            self.readies.push(Ready(publish=rd.publish, deliver=(Logged(taken, error),)))
+
+        step = Ready(
+            persist=(Log(batches),),
+            must_sync=True,
+            publish=tuple(effects),
+            deliver=(Logged(taken, None),),
+        )
+        self.readies.push(step, then)
 
     def _publish_apart(
         self, topic: str, turn: TopicTurn, now: float, stamp: int
@@ -450,7 +506,7 @@ class _ProducerHandler(NodeHandler):
                     )
                     if fut is not None:
                         fut.fail(exc)
-                    self.p._rejected(count, sum(map(len, part)), exc)
+                    self.state.budget.rejected(count, sum(map(len, part)), exc)
                     continue
                 if first < 0:
                     first = start
@@ -472,53 +528,70 @@ class _ProducerHandler(NodeHandler):
         self, msgs: list[Message], now: float, sources: Sequence[str] = ()
     ) -> list[Outgoing]:
         out: list[Outgoing] = []
-        acked: dict[str, Acked] = {}
         sender = getattr(sources, "sender", None)  # the shell's FrameSources
+        wall_ms = time.time_ns() // 1_000_000  # stamps gap statements (a restart's recovery)
+        core = self.core
         for i, msg in enumerate(msgs):
-            who = sender(i) if sender is not None and type(msg) is m.Fetch else None
-            for effect in self.core.handle(msg, now, who):
-                if isinstance(effect, Acked):
-                    acked[effect.topic] = effect
-                elif isinstance(effect, Publish | PublishRecords):
-                    out.append(effect)
-        if acked:
-            self._durable(list(acked.values()), now)
+            core.step(
+                msg,
+                now,
+                sender(i) if sender is not None and type(msg) is m.Fetch else None,
+                wall_ms,
+            )
+        run_ready(core, None, out.extend, lambda acked: self._durable(acked, now))
+        if self.readies:
+            self._run(out)
         return out
 
     def on_tick(self, now: float) -> list[Publish]:
         if self._unjournaled and self.trouble.retry_due(now):
             self._durable([], now)  # ACKs that could not be recorded: try again
-        return self.core.tick(now)
+            self._run([])
+        return self.core.tick(now, time.time_ns() // 1_000_000)
 
-    def _durable(self, acked: list[Acked], now: float) -> None:
-        """Record how far each topic is durable, then tell the futures: a restart must
-        never declare an acknowledged offset a gap (``dafka.core.recovery``). If it cannot
-        be recorded (a full disk), the futures wait, and :meth:`on_tick` tries again."""
-        journal = self.p._acked_journal
-        if journal is not None:
-            if self._unjournaled:
-                latest = self._unjournaled
-                for a in acked:
-                    before = latest.get(a.topic)
-                    if before is None or a.offset > before.offset:
-                        latest[a.topic] = a
-                acked = list(latest.values())
-            try:
-                journal.reserve_many({a.topic: a.offset + 1 for a in acked})
-            except StorageError as exc:
-                self.trouble.failed("acknowledged offsets", exc, now)
+    def _durable(self, acked: Sequence[Acked], now: float) -> None:
+        """Queue: record how far each topic is durable, then tell the futures (a restart
+        must never declare an acknowledged offset a gap, ``dafka.core.recovery``), then let
+        the log forget it. If it cannot be recorded (a full disk), the futures wait, and
+        :meth:`on_tick` tries again. Of several ACKs of a topic, the last (highest) counts."""
+        if len(acked) > 1:
+            acked = list({a.topic: a for a in acked}.values())
+        if self.state.acked_journal is None:
+            self.readies.push(Ready(deliver=tuple(acked)), lambda rd, _: self._release(acked, now))
+            return
+        if self._unjournaled:
+            latest = self._unjournaled
+            for a in acked:
+                before = latest.get(a.topic)
+                if before is None or a.offset > before.offset:
+                    latest[a.topic] = a
+            acked = list(latest.values())
+        trouble = self.trouble
+
+        def then(rd: Ready, failed: BaseException | None) -> None:
+            if failed is not None:
+                trouble.failed("acknowledged offsets", cast(StorageError, failed), now)
                 self._unjournaled = {a.topic: a for a in acked}
                 return
             self._unjournaled = {}
-            self.trouble.succeeded()
-        for effect in acked:
-            self._resolve(effect)
-        wal = self.p._wal
-        if wal is not None:
-            try:
-                wal.release({a.topic: a.offset + 1 for a in acked})
-            except StorageError as exc:
-                self.trouble.failed("producer log release", exc, now)
+            trouble.succeeded()
+            self._release(acked, now)
+
+        upto = AckedUpTo({a.topic: a.offset + 1 for a in acked})
+        self.readies.push(Ready(persist=(upto,), must_sync=True, deliver=tuple(acked)), then)
+
+    def _release(self, acked: Sequence[Acked], now: float) -> None:
+        """Once ``acked`` resolved their futures: the log forgets them (durable mode)."""
+        if self.state.wal is None:
+            return
+        trouble = self.trouble
+
+        def then(_: Ready, failed: BaseException | None) -> None:
+            if failed is not None:
+                trouble.failed("producer log release", cast(StorageError, failed), now)
+
+        release = Release({a.topic: a.offset + 1 for a in acked})
+        self.readies.push(Ready(persist=(release,)), then)
 
     def _resolve(self, acked: Acked) -> None:
         if self.ack_timer is not None:
@@ -537,7 +610,7 @@ class _ProducerHandler(NodeHandler):
                 break  # the rest of the run waits for a later ACK
             pending.popleft()
         if freed:
-            self.p._released(freed, freed_bytes)
+            self.state.budget.released(freed, freed_bytes)
 
     def on_subscription(self, sub: Subscription, now: float) -> list[Publish]:
         # a store subscribes to CONSUMER-HELLOs addressed to it, by its node ID: so we
@@ -560,9 +633,9 @@ class _ProducerHandler(NodeHandler):
             need, topic_set = core.needs(topic)
             topics.append(TopicAcks(topic, need, topic_set, tuple(core.store_acks(topic))))
         return AckEvidence(
-            profile=self.p.config.profile,
-            towers=tuple(str(t) for t in self.p._towers),
-            welcomed=self.p._loop.welcomed,
+            profile=self.state.config.profile,
+            towers=tuple(str(t) for t in self.state.towers),
+            welcomed=loop.welcomed if (loop := self.state.loop) is not None else False,
             stores=tuple(sorted(self.stores)),
             trusted=core.trusted,
             untrusted=tuple(sorted(core.untrusted_from)),
@@ -577,7 +650,7 @@ class _ProducerHandler(NodeHandler):
             for run in pending:
                 run.fail(error)
         self.fail_queued()
-        self.p._io_stopped()
+        self.state.budget.io_stopped()
 
     def fail_queued(self) -> None:
         """Fail every queued record's future with :class:`ClosedError` (the IO thread has

@@ -29,8 +29,14 @@ only if that store is in ``trusted_stores`` (node IDs; ``None`` trusts any
 store whose signature verifies) and the signature verifies: a forged ACK never
 frees a record. rfc46 ACKs are anonymous, so ``min_acks`` must be 1 there.
 
-The core reads no clock and owns no socket: the IO shell passes ``now`` and
-sends the effects it returns; HEADs are signed by the profile when encoded.
+The core reads no clock and owns no socket: the IO shell passes ``now`` (and the wall
+clock, ``wall_ms``, that gap statements are stamped with) and sends the effects it
+returns; HEADs are signed by the profile when encoded. Messages go in by the one
+contract (:mod:`dafka.core.ready`): :meth:`ProducerCore.step`, then ``ready()`` (FETCH
+answers to publish, :class:`Acked` to deliver) and ``advance()``. ``publish`` is the
+application's command: its shell reserves the offsets before it and logs what it
+returns before sending it (:mod:`dafka.api.producer_ready`). A restart's recovery of
+an earlier run is a part of its own (:mod:`dafka.core.producer_runs`).
 """
 
 from __future__ import annotations
@@ -38,19 +44,20 @@ from __future__ import annotations
 import bisect
 import heapq
 import logging
-import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError, ProfileError
 from ..ids import check_topic
-from ..wire.profiles import RFC46, Profile, wall_ms
+from ..wire.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix
 from . import messages as m
 from .effects import Acked, Effect, Outgoing, Publish, PublishRecords
+from .producer_runs import EarlierRuns
 from .producer_serve import FetchServing, HeldTopic
 from .read_guard import ReadView, RequesterCheck, RequestLog, Sender, check_requester
-from .recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery, RecoveryResult
+from .ready import Ready
+from .recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +68,6 @@ MAX_STORES_TRACKED = 256
 
 _ANONYMOUS = ""  # the store of an rfc46 ACK
 
-MAX_GAPS_REPEATED = 64
-"""Gap statements per topic a run publishes again before each HEAD (each about 150 bytes)."""
 MAX_UNTRUSTED_NAMED = 16
 """Untrusted stores whose ACK names a producer remembers, to say why it waits."""
 
@@ -153,14 +158,6 @@ class ProducerCore:
                 f"min_acks={min_acks} can never be reached with {len(trusted_stores)} trusted stores"
             )
         self._node_id = node_id
-        self._run = run
-        """This start's run (its state directory's counter), signed into gap statements."""
-        self._gaps: dict[str, list[tuple[int, int, bytes]]] = {}
-        """Gap statements made by this run, per topic, published again before each HEAD so
-        that a store that was away meets them (``docs/wire.md`` §12)."""
-        self._gaps_from: dict[str, float] = {}
-        """When each topic's gap statements are first published again (one HEAD interval
-        after they were published)."""
         self._profile = profile
         self._batched = profile.batched
         self._head_interval = float(head_interval)
@@ -189,11 +186,15 @@ class ProducerCore:
         """Stores named by ACKs that were not counted for want of trust (at most
         :data:`MAX_UNTRUSTED_NAMED`; not verified): to say why nothing is acknowledged."""
         self._forged_acks = 0
-        self._recovery_wait = float(recovery_wait)
-        self._recoveries: dict[str, Recovery] = {}
-        self._recovered = 0
-        self._gap_offsets = 0
-        self._forged_fetched = 0
+        self._runs = EarlierRuns(
+            node_id,
+            profile,
+            run=run,
+            recovery_wait=recovery_wait,
+            head_interval=self._head_interval,
+            max_fetch=max_fetch_count,
+        )
+        """What this start recovers of the earlier runs' ranges, and the gaps it closes."""
         acked_next = acked_offsets or {}
         reserved = dict(next_offsets or {})
         for topic, acked in acked_next.items():
@@ -220,19 +221,22 @@ class ProducerCore:
             if start < offset or journal_in_doubt:
                 # in doubt, the journal's bound may be below what was published: ask
                 # the stores past it before numbering (a probe, dafka.core.recovery)
-                self._recoveries[topic] = Recovery(
-                    topic,
-                    start,
-                    offset,
-                    recovery_budget,
-                    paced=profile.batched,
-                    probe=journal_in_doubt,
+                self._runs.add(
+                    Recovery(
+                        topic,
+                        start,
+                        offset,
+                        recovery_budget,
+                        paced=profile.batched,
+                        probe=journal_in_doubt,
+                    )
                 )
-        for topic, first, count, content in logged:  # durable mode: our own log
-            rec = self._recoveries.get(topic)
-            if rec is not None:
-                rec.offer(first, count, content, local=True)
-        self._listen_direct = bool(self._recoveries)
+        self._runs.offer_logged(logged)  # durable mode: our own log
+        self._listen_direct = bool(self._runs.recoveries)
+        self._outbox: list[Outgoing] = []
+        """What :meth:`step` made to publish, until :meth:`ready` takes it."""
+        self._acked: list[Acked] = []
+        """What :meth:`step` found durable, until :meth:`ready` takes it."""
 
     # ------------------------------------------------------------ properties
 
@@ -288,9 +292,9 @@ class ProducerCore:
             forged_acks=self._forged_acks,
             fetches_limited=self._serving.limited,
             fetches_paced=self._serving.paced,
-            recovered=self._recovered,
-            recovery_rejected=self._forged_fetched,
-            gap_offsets=self._gap_offsets,
+            recovered=self._runs.recovered,
+            recovery_rejected=self._runs.rejected,
+            gap_offsets=self._runs.gap_offsets,
             read_refused=self._read_refused,
             requests_forged=self._requests.forged,
             fetches_proxied=self._requests.proxied,
@@ -304,17 +308,14 @@ class ProducerCore:
     @property
     def recovering(self) -> bool:
         """Whether a range reserved by an earlier run is still being recovered."""
-        return bool(self._recoveries)
+        return bool(self._runs.recoveries)
 
     @property
     def holds_publishing(self) -> bool:
         """Whether new records must wait: rfc46 numbers them from the end of what
         recovery finds, so it cannot number any before recovery is over; nor can a
         probe (the journal's bound was in doubt) before it knows where its topic ends."""
-        recoveries = self._recoveries
-        if not recoveries:
-            return False
-        return not self._batched or any(r.floor is not None for r in recoveries.values())
+        return self._runs.holds_publishing
 
     def subscriptions(self) -> list[bytes]:
         """SUB prefixes: ACKs and FETCHes addressed to this partition."""
@@ -383,9 +384,13 @@ class ProducerCore:
         state.next_offset = first + count
         return first, out
 
-    def handle(self, msg: m.Message, now: float, sender: Sender | None = None) -> list[Effect]:
+    def handle(
+        self, msg: m.Message, now: float, sender: Sender | None = None, wall_ms: int = 0
+    ) -> list[Effect]:
         """React to an ACK or FETCH; anything else is not for a producer. ``sender``: the
-        node whose connection ``msg`` came on (None: not known, e.g. in-process)."""
+        node whose connection ``msg`` came on (None: not known, e.g. in-process);
+        ``wall_ms``: the wall clock (ms), stamping the gap statements an answer to a
+        restart's recovery may make (the core reads no clock)."""
         kind = type(msg)
         if kind is m.Ack:
             assert isinstance(msg, m.Ack)
@@ -393,10 +398,40 @@ class ProducerCore:
         if kind is m.Fetch:
             assert isinstance(msg, m.Fetch)
             return self._on_fetch(msg, now, sender)
-        if kind is m.DirectRecord and self._recoveries:
+        if kind is m.DirectRecord and self._runs.recoveries:
             assert isinstance(msg, m.DirectRecord)
-            return self._on_recovered(msg, now)
+            out, complete = self._runs.on_recovered(msg, now)
+            if complete:
+                out.extend(self._finish(self._runs.recoveries[msg.topic], now, wall_ms))
+            return out
         return []
+
+    # ------------------------------------------------------ the one contract
+
+    def step(
+        self, msg: m.Message, now: float, sender: Sender | None = None, wall_ms: int = 0
+    ) -> None:
+        """:meth:`handle` ``msg``, keeping what it makes for :meth:`ready`: the messages to
+        publish (FETCH answers, a recovery's), and the :class:`Acked` to deliver."""
+        for effect in self.handle(msg, now, sender, wall_ms):
+            kind = type(effect)
+            if kind is Acked:
+                self._acked.append(effect)  # type: ignore[arg-type]
+            elif kind is Publish or kind is PublishRecords:
+                self._outbox.append(effect)  # type: ignore[arg-type]
+
+    def has_ready(self) -> bool:
+        return bool(self._outbox or self._acked)
+
+    def ready(self) -> Ready:
+        """What :meth:`step` made: ``publish`` and ``deliver`` (:class:`Acked`, in order);
+        nothing to persist (the producer's journals are its shell's, ``dafka.api``)."""
+        rd = Ready(publish=tuple(self._outbox), deliver=tuple(self._acked))
+        self._outbox, self._acked = [], []
+        return rd
+
+    def advance(self, rd: Ready, failed: BaseException | None = None) -> None:
+        """Nothing to do: :meth:`ready` handed over what it returned."""
 
     @property
     def serve_at(self) -> float | None:
@@ -404,165 +439,49 @@ class ProducerCore:
         :meth:`tick`); None if none waits."""
         return self._serving.serve_at if self._serving.waiting else None
 
-    def tick(self, now: float) -> list[Publish]:
-        """HEAD (last published offset) for each topic whose interval has passed; the
-        FETCHes and the end of a restart's recovery; the answers to FETCHes whose
-        requester's bytes are paid back."""
+    def tick(self, now: float, wall_ms: int = 0) -> list[Publish]:
+        """HEAD (last published offset) for each topic whose interval has passed, after
+        the gap statements this run repeats; the FETCHes and the end of a restart's
+        recovery (``wall_ms``, the wall clock in ms, stamps the gap statements it makes);
+        the answers to FETCHes whose requester's bytes are paid back."""
         out = self._serving.serve(self._topics, now)
-        if self._recoveries:
-            out.extend(self._recovery_tick(now))
+        runs = self._runs
+        if runs.recoveries:
+            out.extend(self._recovery_tick(now, wall_ms))
         for state in self._topics.values():
             due = state.head_due
             if due is not None and now >= due:
-                if now >= self._gaps_from.get(state.name, math.inf):
-                    node = self._node_id
-                    for first, count, blob in self._gaps[state.name]:
-                        out.append(Publish(m.Record(state.name, node, first, blob, count)))
+                if runs.gaps_from:
+                    out.extend(runs.repeated(state.name, now))
                 out.append(Publish(m.Head(state.name, self._node_id, state.next_offset - 1)))
                 state.head_due = now + self._head_interval
         return out
 
     # -------------------------------------------------------------- recovery
 
-    def _recovery_tick(self, now: float) -> list[Publish]:
+    def _recovery_tick(self, now: float, wall_ms: int) -> list[Publish]:
         out: list[Publish] = []
-        node = self._node_id
-        for topic, rec in list(self._recoveries.items()):
-            if rec.deadline is None:
-                rec.begin(now, self._recovery_wait)
-            if rec.complete() or rec.expired(now):
-                out.extend(self._finish(rec, now))
+        runs = self._runs
+        for rec in list(runs.recoveries.values()):
+            if runs.over(rec, now):
+                out.extend(self._finish(rec, now, wall_ms))
                 continue
-            due = rec.fetch_due(now)
-            if due is not None:
-                offset, count = due
-                out.append(Publish(m.Fetch(node, node, topic, offset, min(count, self._max_fetch))))
+            fetch = runs.fetch(rec, now)
+            if fetch is not None:
+                out.append(fetch)
         return out
 
-    def _on_recovered(self, msg: m.DirectRecord, now: float) -> list[Effect]:
-        """A store's answer to a recovery FETCH: keep it if it is genuinely ours."""
-        rec = self._recoveries.get(msg.topic)
-        if rec is None or msg.partition != self._node_id or msg.recipient != self._node_id:
-            return []
-        if self._batched:
-            try:
-                self._profile.check_records(msg)
-            except Exception:  # a store cannot make us adopt what we never signed
-                self._forged_fetched += 1
-                return []
-        if not rec.offer(msg.offset, msg.count, msg.content):
-            return []
-        if rec.complete():
-            return list(self._finish(rec, now))
-        due = rec.fetch_due(now)  # an answer that ended at its bound: ask for the rest now
-        if due is None:
-            return []
-        node, count = self._node_id, min(due[1], self._max_fetch)
-        return [Publish(m.Fetch(node, node, msg.topic, due[0], count))]
-
-    def _finish(self, rec: Recovery, now: float) -> list[Publish]:
-        """Hold what was recovered again and close the rest of the range."""
-        del self._recoveries[rec.topic]
-        result = rec.result()
+    def _finish(self, rec: Recovery, now: float, wall_ms: int) -> list[Publish]:
+        """Hold what was recovered again, close the rest of the range, and free what
+        stores acknowledged meanwhile."""
         state = self._topics[rec.topic]
-        if rec.floor is not None:  # a probe: the topic ends where the stores' batches do
-            assert not state.held  # publishing was held
-            state.next_offset = state.base = result.reserved
-        if self._batched:
-            out = self._adopt_signed(state, result)
-        else:
-            out = self._adopt_rfc46(state, result)
+        out, size = self._runs.finish(rec, state, now, wall_ms)
+        self._unacked_bytes += size
         if state.acked is not None:
             self._free(state, state.acked)
         if state.next_offset > 0:
             state.head_due = now  # tell stores and consumers where the partition ends
-        if rec.topic in self._gaps:
-            self._gaps_from[rec.topic] = now + self._head_interval
-        log.info(
-            "producer.recovered topic=%s range=%d..%d held=%d next=%d",
-            rec.topic,
-            result.start,
-            result.reserved - 1,
-            len(result.batches),
-            state.next_offset,
-        )
         return out
-
-    def _adopt_signed(self, state: HeldTopic, result: RecoveryResult) -> list[Publish]:
-        """Recovered batches plus one signed gap statement per hole, held before
-        what this run has published; the gap statements, and the batches read back
-        from the producer's own log, are published.
-
-        Offsets stores acknowledged meanwhile are never declared a gap, even if
-        their batches did not come back in time: holding starts above them.
-        """
-        base = result.start
-        if state.acked is not None and state.acked + 1 > base:
-            base = min(state.acked + 1, result.reserved)
-        pieces = [(f, n, blob, False) for f, n, blob in result.batches if f >= base]
-        at = base
-        holes: list[tuple[int, int]] = []
-        for first, count, _, _ in pieces:
-            if first > at:
-                holes.append((at, first - at))
-            at = first + count
-        if at < result.reserved:
-            holes.append((at, result.reserved - at))
-        for first, count in holes:
-            for f, n, blob in self._profile.seal_gap(
-                state.name, first, count, wall_ms(), self._run
-            ):
-                pieces.append((f, n, blob, True))
-                made = self._gaps.setdefault(state.name, [])
-                if len(made) < MAX_GAPS_REPEATED:
-                    made.append((f, n, blob))
-        pieces.sort()
-        ends = state.ends
-        assert ends is not None
-        state.held[:0] = [blob for _, _, blob, _ in pieces]
-        ends[:0] = [first + count for first, count, _, _ in pieces]
-        size = sum(len(blob) for _, _, blob, _ in pieces)
-        state.nbytes += size
-        self._unacked_bytes += size
-        state.base = base
-        closed = sum(count for _, count in holes)
-        self._recovered += result.reserved - base - closed
-        self._gap_offsets += closed
-        node = self._node_id
-        local = result.local
-        return [
-            Publish(m.Record(state.name, node, first, blob, count))
-            for first, count, blob, gap in pieces
-            if gap or first in local
-        ]
-
-    def _adopt_rfc46(self, state: HeldTopic, result: RecoveryResult) -> list[Publish]:
-        """rfc46 cannot sign a gap: hold the run recovered from the acknowledged bound
-        and number new records from its end (nothing was published meanwhile), but
-        never below what a store acknowledged meanwhile."""
-        end = result.contiguous_end
-        assert not state.held and state.next_offset == result.reserved
-        acked_end = state.acked + 1 if state.acked is not None else 0
-        if acked_end > end:
-            state.base = state.next_offset = acked_end
-            contents: list[bytes] = []
-        else:
-            contents = [blob for first, _, blob in result.batches if first < end]
-            state.base = result.start
-            state.next_offset = end
-        state.held = contents
-        state.dead = 0
-        size = sum(map(len, contents))
-        state.nbytes += size
-        self._unacked_bytes += size
-        self._recovered += len(contents)
-        self._gap_offsets += result.reserved - state.next_offset
-        node = self._node_id
-        return [
-            Publish(m.Record(state.name, node, first, blob))
-            for first, _, blob in result.batches
-            if first in result.local and first < state.next_offset
-        ]
 
     # ------------------------------------------------------------- internals
 
@@ -680,8 +599,7 @@ class ProducerCore:
         state.acks.clear()
         state.acked = state.next_offset - 1 if state.next_offset else None
         state.head_due = None
-        self._gaps.pop(topic, None)
-        self._gaps_from.pop(topic, None)
+        self._runs.forget(topic)
         return dropped
 
     def _free(self, state: HeldTopic, durable: int) -> None:

@@ -89,7 +89,7 @@ def test_acks_that_cannot_be_recorded_wait_say_why_and_resolve_once_recorded(
     )
     try:
         producer.send(b"first").result(timeout=30)
-        journal = producer._acked_journal
+        journal = producer._shared.acked_journal
         assert journal is not None
 
         def no_room(next_offsets: object) -> None:

@@ -197,7 +197,7 @@ def test_a_change_arriving_during_the_hand_off_is_not_lost(
         @property
         def policy(self) -> Any:
             value = self.__dict__.get("policy")
-            if value is not None and sys._getframe(1).f_code.co_name == "_apply_policy":
+            if value is not None and sys._getframe(1).f_code.co_name == "apply_policy":
                 inject()  # between `policy, self.policy = self.policy, None`'s read and clear
             return value
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dafka.api.producer_io import _ProducerHandler
+from dafka.api.producer_state import ProducerState
 from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.config import ProducerConfig
 from dafka.core.effects import Acked, Publish
@@ -21,24 +22,27 @@ from dafka.wire.signed import MAX_VALUE_BYTES, LimitExceeded
 
 class _StubProducer:
     """What the handler calls back on the producer: the bookkeeping only (also used by
-    ``test_producer_turns``, with a config of its own)."""
-
-    _journal = None
-    _acked_journal = None
-    _wal: object = None
+    ``test_producer_turns``, with a config of its own). ``state`` is what the handler is
+    given, its budget recording here."""
 
     def __init__(self, config: ProducerConfig | None = None) -> None:
         self.config = config if config is not None else ProducerConfig()
         self.released: list[tuple[int, int]] = []
         self.rejected: list[tuple[int, int, BaseException]] = []
+        self.state = ProducerState(self.config, _Accounts(self))
 
-    def _released(self, count: int, size: int) -> None:
-        self.released.append((count, size))
 
-    def _rejected(self, count: int, size: int, error: BaseException) -> None:
-        self.rejected.append((count, size, error))
+class _Accounts:
+    def __init__(self, stub: _StubProducer) -> None:
+        self.stub = stub
 
-    def _io_stopped(self) -> None:
+    def released(self, count: int, size: int) -> None:
+        self.stub.released.append((count, size))
+
+    def rejected(self, count: int, size: int, error: BaseException) -> None:
+        self.stub.rejected.append((count, size, error))
+
+    def io_stopped(self) -> None:
         pass
 
 
@@ -46,7 +50,7 @@ def _handler() -> tuple[_ProducerHandler, _StubProducer]:
     stub = _StubProducer()
     identity = Identity.generate()
     core = ProducerCore(identity.node_id, profile=SignedProfile(identity))
-    return _ProducerHandler(stub, core), stub  # type: ignore[arg-type]
+    return _ProducerHandler(stub.state, core), stub
 
 
 def test_a_record_that_does_not_seal_fails_alone() -> None:
@@ -85,7 +89,7 @@ def test_records_of_a_deleted_topic_count_as_failed_not_acknowledged() -> None:
     fut = RecordFuture()
     handler.queue.append(("t", b"doomed", None, fut))
     handler.on_commands(0.0)
-    handler._topic_deleted("t", 7)
+    handler.topic_deleted("t", 7)
     assert isinstance(fut.exception(0), TopicDeletedError)
     assert stub.released == []
     assert [(n, size) for n, size, _ in stub.rejected] == [(1, 6)]
@@ -112,7 +116,7 @@ def test_acks_resolve_each_send_with_its_offset_run_by_run() -> None:
     assert many.result(0) == range(3, 5) and singles[3].result(0) == 5
     assert not singles[4].done() and not later.done()
     assert stub.released == [(2, 3), (1, 3), (3, 4 + 10)]
-    handler._topic_deleted("t", 1)
+    handler.topic_deleted("t", 1)
     assert isinstance(singles[4].exception(0), TopicDeletedError)
     assert [(n, size) for n, size, _ in stub.rejected] == [(1, 10)]
     assert not handler.inflight.get("t")

@@ -12,6 +12,7 @@ import pytest
 from dafka.api.producer import Producer
 from dafka.api.producer_io import _ProducerHandler
 from dafka.api.producer_linger import Linger
+from dafka.api.producer_state import ProducerState
 from dafka.config import DEFAULT_LINGER_MS, ProducerConfig
 from dafka.core.effects import Publish
 from dafka.core.producer import ProducerCore
@@ -134,19 +135,11 @@ def test_without_a_linger_no_window_opens() -> None:
     assert linger.deadline() is None
 
 
-class _Stub:
-    _journal = None
-    _acked_journal = None
-    _wal = None
-
-    def __init__(self, linger_ms: float) -> None:
-        self.config = ProducerConfig(linger_ms=linger_ms)
-
-
 def _handler(linger_ms: float) -> _ProducerHandler:
     identity = Identity.generate()
     core = ProducerCore(identity.node_id, profile=SignedProfile(identity))
-    return _ProducerHandler(_Stub(linger_ms), core)  # type: ignore[arg-type]
+    state = ProducerState(ProducerConfig(linger_ms=linger_ms), None)  # type: ignore[arg-type]  # no budget: never called
+    return _ProducerHandler(state, core)
 
 
 def _batches(effects: object) -> list[tuple[int, int]]:
@@ -179,7 +172,7 @@ def test_a_send_many_of_a_full_batch_does_not_wait() -> None:
     assert _batches(handler.on_commands(100.0)) == [(0, 1)]
     handler.queue.append(("t", b"one", None, RecordFuture()))
     assert handler.on_commands(100.0001) == []
-    full = handler.p.config.max_batch_records
+    full = handler.state.config.max_batch_records
     handler.queue.append(("t", [b"x"] * full, None, BatchFuture()))
     assert _batches(handler.on_commands(100.0002)) == [(1, full), (full + 1, 1)]
     # after it, the linger counts again from that publication

@@ -88,6 +88,8 @@ def test_each_start_of_a_state_directory_has_a_higher_run(tmp_path: Path) -> Non
 
 
 def producer(run: int, clock: int, **kw: object) -> ProducerCore:
+    """``clock``: the wall clock (ms) its HEADs are stamped with; its gap statements are
+    stamped with what `tick` is given (``wall_ms``), the same in these tests."""
     wire = SignedProfile(PRODUCER, max_batch_records=8, clock_ms=lambda: clock)
     return ProducerCore(P, profile=wire, trusted_stores=[S], run=run, **kw)  # type: ignore[arg-type]
 
@@ -128,7 +130,7 @@ def test_a_producer_whose_clock_stepped_back_still_closes_its_earlier_run() -> N
     assert store.head("t", P) == 1
     second = producer(2, 4_000, next_offsets={"t": 4}, acked_offsets={}, recovery_wait=1.0)
     second.tick(0.0)  # its recovery FETCH finds no store (the store is away)
-    closing = sent(second.tick(2.0))
+    closing = sent(second.tick(2.0, wall_ms=4_000))
     assert [(r.offset, r.count) for r in closing if isinstance(r, m.Record)] == [(0, 4)]
     _, new = second.publish("t", [b"new"], 2.0, timestamp_ms=4_000)
     acks = pump(second, store, closing + sent(new), 3.0)
@@ -166,7 +168,7 @@ def test_a_store_that_was_away_meets_the_gap_statement_of_a_recovery() -> None:
     assert store.head("t", P) == 4
     second = producer(2, 6_000, next_offsets={"t": 5}, acked_offsets={}, recovery_wait=1.0)
     second.tick(0.0)
-    second.tick(2.0)  # the gap statement 0..4 goes out; the store is away
+    second.tick(2.0, wall_ms=6_000)  # the gap statement 0..4 goes out; the store is away
     acks = pump(second, store, sent(second.tick(10.0)), 10.0)  # back: a HEAD is due
     held = storage.read("t", P, 0, 10)
     assert [(b.first_offset, b.last_offset) for b in held] == [(0, 4)]
@@ -237,7 +239,7 @@ def test_a_store_that_took_the_new_run_first_still_meets_the_gap_statement(
     store.handle_batch(sent(pubs), 0.0)
     second = producer(2, 6_000, next_offsets={"t": 5}, acked_offsets={}, recovery_wait=1.0)
     second.tick(0.0)
-    closing = [r for r in sent(second.tick(2.0)) if isinstance(r, m.Record)]
+    closing = [r for r in sent(second.tick(2.0, wall_ms=6_000)) if isinstance(r, m.Record)]
     assert closing and signed.peek_batch(closing[0].content).is_gap  # the store misses it
     _, pubs = second.publish("t", [b"n%d" % i for i in range(3)], 3.0)
     store.handle_batch(sent(pubs), 3.0)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from dafka.api.producer_inflight import Continued, ManyRun, Values
 from dafka.api.producer_io import TURN_BATCHES, TURN_TOPICS, _ProducerHandler
 from dafka.config import ProducerConfig
@@ -28,7 +30,7 @@ def _handler(
     identity = Identity.generate()
     profile = SignedProfile(identity, max_batch_records=records, max_batch_bytes=1024)
     core = ProducerCore(identity.node_id, profile=profile)
-    return _ProducerHandler(stub, core), stub  # type: ignore[arg-type]
+    return _ProducerHandler(stub.state, core), stub
 
 
 def _offsets(effects: list) -> list[tuple[int, int]]:
@@ -96,7 +98,7 @@ def test_a_split_send_many_fails_with_any_of_its_parts() -> None:
     handler.queue.append(("t", [b"a"] * (TURN + 1), None, published))
     handler.queue.append(("u", [b"b"] * (TURN + 1), None, queued))
     handler.on_commands(0.0)  # the first part of the first send_many only
-    handler._topic_deleted("t", 3)
+    handler.topic_deleted("t", 3)
     assert isinstance(published.exception(0), TopicDeletedError)
     assert [(n, size) for n, size, _ in stub.rejected] == [(TURN, TURN)]
     # the rest of the first is never published (what failed is not sent later either);
@@ -123,7 +125,7 @@ class _Journal:
 
 def test_a_send_many_refused_after_its_first_parts_says_which_offsets_they_took() -> None:
     handler, stub = _handler()
-    journal = stub._journal = _Journal()  # type: ignore[assignment]
+    journal = stub.state.journal = _Journal()  # type: ignore[assignment]
     many, after = BatchFuture(), RecordFuture()
     handler.queue.append(("t", [b"m"] * (3 * TURN), None, many))
     handler.queue.append(("t", b"after", None, after))
@@ -143,7 +145,7 @@ def test_a_send_many_refused_after_its_first_parts_says_which_offsets_they_took(
 
 def test_a_send_many_refused_in_its_first_part_is_not_sent_at_all() -> None:
     handler, stub = _handler()
-    journal = stub._journal = _Journal()  # type: ignore[assignment]
+    journal = stub.state.journal = _Journal()  # type: ignore[assignment]
     journal.full = True
     many = BatchFuture()
     handler.queue.append(("t", [b"m"] * (TURN + 3), None, many))
@@ -166,8 +168,8 @@ def test_a_durable_producer_never_splits_a_send_many() -> None:
 
     handler, stub = _handler()
     logged: list[int] = []
-    stub._wal = wal = _Log()
-    stub._logged = lambda count, error: logged.append(count)  # type: ignore[attr-defined]
+    stub.state.wal = wal = _Log()  # type: ignore[assignment]
+    stub.state.log_wait = SimpleNamespace(logged=lambda count, error: logged.append(count))  # type: ignore[assignment]
     handler.queue.append(("t", [b"a"] * (TURN + 1), None, BatchFuture()))
     handler.on_commands(0.0)
     assert wal.records == TURN + 1 and logged == [1] and not handler.queue

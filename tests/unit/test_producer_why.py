@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
 from dafka.api.producer_io import MAX_STORES_NAMED, _ProducerHandler
+from dafka.api.producer_state import ProducerState
 from dafka.api.producer_why import AckEvidence, TopicAcks, check_towers_resolve, explain
 from dafka.config import ProducerConfig, TowerAddress
 from dafka.core import messages as m
@@ -137,7 +137,7 @@ def test_subscriptions_naming_many_stores_are_remembered_boundedly() -> None:
     me = Identity.generate()
     core = ProducerCore(me.node_id, profile=SignedProfile(me))
     handler = _ProducerHandler(
-        SimpleNamespace(config=ProducerConfig().validate()),  # type: ignore[arg-type]
+        ProducerState(ProducerConfig().validate(), None),  # type: ignore[arg-type]  # no budget
         core,
     )
     hello = Command.CONSUMER_HELLO.value
