@@ -41,7 +41,7 @@ from ..core import messages as m
 from ..core.effects import Publish
 from ..core.read_guard import Sender
 from ..core.store import StoreCore
-from ..core.store.state import _Batch
+from ..core.store.state import SenderSources, _Batch
 from ..errors import StorageError
 from ..io.node import MAX_DRAIN, MAX_DRAIN_BYTES
 from ..storage.lmdb_store import LmdbStorage, PlannedAppend
@@ -86,6 +86,8 @@ class WriterThread:
                 log.exception("store.writer.crashed")
 
 
+_CARRIERS = (m.Record, m.DirectRecord)
+"""The messages with content (the others are counted for ``MESSAGE_OVERHEAD`` only)."""
 MESSAGE_OVERHEAD = 64
 """Bytes a waiting message is counted for besides its content (a HEAD, a FETCH)."""
 
@@ -128,8 +130,10 @@ class _Sources(Sequence[str]):
         if not 0 <= index < len(self):
             return None
         at = bisect.bisect_right(self._starts, index) - 1
-        get = getattr(self._pieces[at], "sender", None)
-        return get(index - self._starts[at]) if get is not None else None
+        piece = self._pieces[at]
+        if not isinstance(piece, SenderSources):
+            return None
+        return piece.sender(index - self._starts[at])
 
 
 class _Waiting:
@@ -156,9 +160,8 @@ class _Waiting:
             self.checked[start + i] = verdict
         size = MESSAGE_OVERHEAD * len(msgs)
         for msg in msgs:
-            content = getattr(msg, "content", None)
-            if content is not None:
-                size += len(content)
+            if isinstance(msg, _CARRIERS):
+                size += len(msg.content)
         self.bytes += size
 
     @property

@@ -40,6 +40,8 @@ MAX_HELLO_TOPICS = 1024
 """Topics answered per CONSUMER-HELLO; the rest are ignored (a peer controls the list)."""
 
 _BAD_INPUT = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
+_TOPICAL = (m.Record, m.DirectRecord, m.Fetch, m.Ack, m.Head, m.DirectHead, m.GetHeads, m.Oversized)
+"""The messages about one topic (all but CONSUMER-HELLO and STORE-HELLO)."""
 
 
 class StoreCore:
@@ -365,7 +367,7 @@ class StoreCore:
 
     def _dispatch(self, msg: m.Message, b: _Batch) -> None:
         deleted = self.policy.deleted
-        if deleted and getattr(msg, "topic", None) in deleted:
+        if deleted and isinstance(msg, _TOPICAL) and msg.topic in deleted:
             self.stats.deleted_topic += 1
             return
         if isinstance(msg, m.Record) or (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from ...errors import ConfigError
 from ...ids import is_node_id
@@ -140,6 +141,18 @@ class _PendingFetch:
     proxied: bool = False  # not asked on the requester's own connection (NULL): own budget
 
 
+@runtime_checkable
+class SenderSources(Protocol):
+    """Sources that also know the node whose connection each message came on (the IO
+    shell's :class:`~dafka.io.bounds.FrameSources`; a plain sequence of hosts does not)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> str: ...
+
+    def sender(self, index: int) -> Sender | None: ...
+
+
 class _Batch:
     """Scratch state of one ``handle_batch`` call; nothing here is committed."""
 
@@ -195,8 +208,8 @@ class _Batch:
     def sender(self) -> Sender | None:
         """The node whose connection the message being handled came on (None: not known,
         e.g. in-process): looked up only for requests (FETCH, GET-HEADS, CONSUMER-HELLO)."""
-        get = getattr(self.sources, "sender", None)
-        return get(self.index) if get is not None else None
+        sources = self.sources
+        return sources.sender(self.index) if isinstance(sources, SenderSources) else None
 
 
 @dataclass(frozen=True, slots=True)
