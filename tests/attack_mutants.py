@@ -334,7 +334,7 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "a store holds one bounded drain while a commit is in flight": (
         "dafka.api.store_pipeline",
         "StorePipeline.accepting",
-        "        return self._waiting is None or not self._waiting.full",
+        "        return not (nbytes >= MAX_DRAIN_BYTES or msgs >= MAX_DRAIN)",
         "        return True",
     ),
     "a store stores only producers the write ACL names": (
@@ -856,8 +856,8 @@ MUTANTS: dict[str, tuple[str, ...] | list[tuple[str, ...]]] = {
     "the held clock starts at the store's first check, before any retention policy": (
         "dafka.core.store.policy",
         "StorePolicy.apply_retention",
-        '        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention:\n            return []',
-        '        if not self._retention:\n            return []\n        held.advance(mono_ms, now_ms)',
+        "        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention:\n            return []",
+        "        if not self._retention:\n            return []\n        held.advance(mono_ms, now_ms)",
     ),
     "the CLI flags partitions with fewer copies of their head than min_acks": (
         "dafka.cli.holdings",

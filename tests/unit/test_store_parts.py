@@ -17,7 +17,7 @@ from dafka.core.store.repair import StoreRepair
 from dafka.core.store.replicate import StoreReplication
 from dafka.core.store.serve import StoreServing
 from dafka.core.store.state import StoreConfig, StoreStats, _Batch
-from dafka.errors import ConfigError
+from dafka.errors import ConfigError, StorageError
 from dafka.storage.base import Storage, StoredBatch
 from dafka.storage.memory import MemoryStorage
 
@@ -313,3 +313,58 @@ def test_replication_checks_its_interval() -> None:
         )
     with pytest.raises(ConfigError):
         StoreConfig("nope").check()
+
+
+# ---------------------------------------------------------------- the Ready side
+
+
+def test_a_drain_comes_out_as_a_commit_then_its_acks() -> None:
+    """StoreCore.step: the records as one Ready to persist (must_sync, nothing published
+    with it), the ACKs in the Ready after it, made only once the commit is reported."""
+    s = MemoryStorage()
+    core = StoreCore(NODE, s)
+    core.step([m.Record("t", P, i, b"r") for i in range(3)], 0.0)
+    rd = core.ready()
+    assert rd.must_sync and len(rd.persist) == 3 and rd.publish == ()
+    assert core.committing and not core.has_ready()
+    core.step([m.Record("t", P, 3, b"r")], 0.1)  # meanwhile: kept, not ingested
+    assert core.waiting[0] == 1 and core.head("t", P) is None
+    s.append(rd.persist)
+    core.advance(rd)
+    acks = core.ready()
+    assert [p.msg for p in acks.publish] == [m.Ack(P, "t", 2)] and acks.persist == ()
+    core.advance(acks)
+    nxt = core.ready()  # the drain that waited, ingested once the commit was reported
+    assert [b.first_offset for b in nxt.persist] == [3] and core.waiting == (0, 0)
+    core.advance(nxt, failed=StorageError("disk full"))
+    assert core.stats.append_failures == 1 and core.head("t", P) == 2
+    assert [type(p.msg) for p in core.ready().publish] == [m.Fetch]  # fetched again, no ACK
+
+
+def test_step_and_run_ready_do_what_handle_batch_does() -> None:
+    from dafka.io.ready_shell import run_ready
+
+    batches = [
+        [m.Record("t", P, i, b"r") for i in range(5)],
+        [m.Record("t", P, 8, b"late"), m.Head("t", P, 9)],
+        [m.Record("t", P, i, b"r") for i in range(5, 8)],
+        [m.Fetch(P, C, "t", 0, 4), m.GetHeads("t", C)],
+        [m.Record("t", P, 2, b"r")],  # a duplicate: re-ACKed
+    ]
+
+    class Appends:
+        def __init__(self, storage: MemoryStorage) -> None:
+            self.storage = storage
+
+        def persist(self, writes: object, sync: bool) -> None:
+            self.storage.append(writes)  # type: ignore[arg-type]
+
+    a, b = StoreCore(NODE, MemoryStorage()), StoreCore(NODE, MemoryStorage())
+    appends = Appends(b.storage)  # type: ignore[arg-type]
+    for i, msgs in enumerate(batches):
+        want = a.handle_batch(msgs, float(i))
+        got: list[Publish] = []
+        b.step(msgs, float(i))
+        run_ready(b, appends, got.extend)  # type: ignore[arg-type]
+        assert got == want
+    assert a.stats == b.stats and a.storage.heads() == b.storage.heads()

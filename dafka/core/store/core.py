@@ -24,6 +24,7 @@ from ...storage.retention import HeldLedger
 from ...wire.rfc46 import Command, direct_prefix
 from .. import messages as m
 from ..effects import Publish
+from ..ready import Ready
 from .credits import DEFAULT_SEND_CREDITS
 from .gaps import StoreGaps
 from .ingest import StoreIngest
@@ -33,6 +34,7 @@ from .repair import StoreRepair
 from .replicate import REPLICATE_INTERVAL, StoreReplication, UnderReplication
 from .serve import StoreServing
 from .state import Equivocation, StoreConfig, StoreStats, _Batch
+from .waiting import WaitingDrain
 
 log = logging.getLogger(__name__)
 
@@ -151,12 +153,28 @@ class StoreCore:
             self.intake,
             replicate_interval=replicate_interval,
         )
+        # the Ready side (dafka.core.ready): a drain ingested and waiting for its commit's
+        # Ready, the commit handed out and not advanced yet, what arrived meanwhile, and
+        # what to publish in the next Ready
+        self._now = -math.inf
+        self._ingested: _Batch | None = None
+        self._committing: tuple[Ready, _Batch] | None = None
+        self._waiting: WaitingDrain | None = None
+        self._outbox: list[Publish] = []
+        self.verified_ahead = 0
+        """Pieces of drains verified while the drain before them was being committed."""
 
     # ------------------------------------------------------------------ queries
 
     @property
     def node_id(self) -> str:
         return self._node_id
+
+    @property
+    def storage(self) -> Storage:
+        """What the store holds (read by the parts; written through the shell's persist
+        of a Ready, and by retention, deletions and a superseding gap statement)."""
+        return self._storage
 
     @property
     def profile(self) -> Profile:
@@ -264,6 +282,86 @@ class StoreCore:
     def replicate_soon(self, now: float) -> None:
         self.replication.replicate_soon(now)
 
+    # ------------------------------------------------------------------ the Ready side
+
+    def step(self, msgs: Sequence[m.Message], now: float, sources: Sequence[str] = ()) -> None:
+        """One drained batch, for the shell to execute as Readies (:mod:`dafka.core.ready`):
+        its records come out as a Ready whose ``persist`` is their one group commit
+        (``must_sync``), and the FETCHes, answers and ACKs that follow as the Ready after
+        it, made once the commit is reported (:meth:`advance`), so no ACK leaves before
+        its records are durable. While a commit is handed out and not reported, a drain is
+        only verified ahead (:meth:`verify_ahead`) and kept: it is ingested, as one with
+        anything else that came meanwhile, once the commit is reported. ``sources``: as
+        :meth:`handle_batch`'s."""
+        self._now = now
+        committing = self._committing
+        if committing is not None:
+            checked = self.intake.verify_ahead(msgs, committing[1])
+            if self._waiting is None:
+                self._waiting = WaitingDrain()
+            self._waiting.add(msgs, sources, checked)
+            self.verified_ahead += 1
+            return
+        self._take(self.ingest(msgs, now, sources))
+
+    def _take(self, b: _Batch) -> None:
+        """``b`` was ingested: its commit is the next Ready, or (nothing to store) its
+        answers at once."""
+        if b.accepted:
+            self._ingested = b
+        else:
+            self._outbox.extend(self.finish(b, True, self._now))
+
+    def at(self, now: float) -> None:
+        """The shell's time, before it reports a commit made on a writer thread."""
+        self._now = now
+
+    @property
+    def committing(self) -> bool:
+        """Whether a commit was handed out and not reported yet (the heads are those of
+        the commit before it)."""
+        return self._committing is not None
+
+    @property
+    def waiting(self) -> tuple[int, int]:
+        """Messages and bytes of the drain waiting for the commit in flight."""
+        w = self._waiting
+        return (0, 0) if w is None else (len(w.msgs), w.bytes)
+
+    def has_ready(self) -> bool:
+        return bool(self._outbox) or (self._ingested is not None and self._committing is None)
+
+    def ready(self) -> Ready:
+        """What is to publish first, then the next commit (its records, to sync)."""
+        if self._outbox:
+            out, self._outbox = self._outbox, []
+            return Ready(publish=tuple(out))
+        b = self._ingested
+        assert b is not None and self._committing is None
+        self._ingested = None
+        rd = Ready(persist=tuple(b.accepted), must_sync=True)
+        self._committing = (rd, b)
+        return rd
+
+    def advance(self, rd: Ready, failed: BaseException | None = None) -> None:
+        """``rd`` was executed; a commit's report moves the heads (or, ``failed``, notes
+        its records as missing) and makes the Ready of its answers and ACKs, then the
+        drain that waited for it is ingested."""
+        committing = self._committing
+        if committing is None or committing[0] is not rd:
+            return  # a Ready that only published
+        self._committing = None
+        b, now = committing[1], self._now
+        if failed is None:
+            done = self.intake.committed(b, now)
+        else:
+            assert isinstance(failed, StorageError)
+            done = self.intake.commit_failed(b, failed, now)
+        self._outbox.extend(self.finish(b, done, now))
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None:
+            self._take(self.ingest(waiting.msgs, now, waiting.sources, waiting.checked))
+
     # ------------------------------------------------------------------ batches
 
     def handle_batch(
@@ -355,11 +453,12 @@ class StoreCore:
         """Retry FETCHes for gaps still open, then serve the next chunk of pending fetches
         (the shell also calls :meth:`replicate`, the rounds that ask the other stores).
 
-        ``gaps=False`` (a commit is in flight, its heads not reported yet): the gaps wait
-        for a tick after the report, so none is fetched again for what the commit holds."""
+        ``gaps=False``, or a commit handed out (:meth:`ready`) and not reported yet: the
+        gaps wait for a tick after the report, so none is fetched again for what the
+        commit holds."""
         out: list[Publish] = []
         part = self.gaps
-        if gaps and now >= part.next_check:
+        if gaps and self._committing is None and now >= part.next_check:
             part.next_check = math.inf
             part.decide_fetches(list(part.open), now, out)
         self.serving.serve(out, now)
