@@ -373,9 +373,11 @@ class StoreCore:
         it spends (:class:`~dafka.core.admission.PartitionGate`; "" or none: unknown);
         read only for a message that would take on a new partition.
 
-        The same as :meth:`ingest`, the append of its records (:meth:`committed` or
-        :meth:`commit_failed`) and :meth:`finish`, which an IO shell that commits on a
-        writer thread calls apart (``dafka.api.store_pipeline``)."""
+        What :meth:`step` and the shell's ``run_ready`` do together, with the append made
+        here (``Storage.append``): for callers without a shell (tests, tools); the IO
+        shell runs :meth:`step`'s Readies (``dafka.api.store``, on a writer thread
+        ``dafka.api.store_pipeline``), which ``tests/unit/test_store_parts.py`` checks
+        come to the same."""
         b = self.ingest(msgs, now, sources)
         return self.finish(b, self.intake.commit(b, now), now)
 

@@ -48,6 +48,10 @@ class StorePolicy:
         self._retention = self.retention
         self.deleted: set[str] = set()
         """Topics deleted in the metadata and not re-created: messages about them are dropped."""
+        self.held: HeldLedger | None = None
+        """When this store took in each partition's batches (``dafka.storage.retention``);
+        the IO shell sets the one it loaded from the data directory, else one starts empty."""
+        self._clock_ahead_ms = 0
         self._applied_deletions, fences = storage.deletions()
         table.fence(fences)
 
@@ -128,11 +132,6 @@ class StorePolicy:
         self.deleted.clear()
         self.deleted.update(frozenset(deleted) - frozenset(live))
         return done
-
-    held: HeldLedger | None = None
-    """When this store took in each partition's batches (``dafka.storage.retention``); the
-    IO shell sets the one it loaded from the data directory, else one starts empty."""
-    _clock_ahead_ms = 0
 
     def apply_retention(self, now_ms: int, mono_ms: int) -> list[tuple[str, str, int]]:
         """Delete whole batches that fell out of their topic's retention; returns the

@@ -25,7 +25,6 @@ MAX_RETRY_FACTOR = 64
 """A gap's retry interval doubles while unanswered, up to ``fetch_retry * MAX_RETRY_FACTOR``."""
 
 _MAX_U32 = (1 << 32) - 1
-MAX_EQUIVOCATION_REPORTS = 100
 
 PartitionKey = tuple[str, str]  # (topic, partition)
 
