@@ -95,6 +95,12 @@ class StoreGaps:
         if self._gaps.pop(key, None) is not None and self._held_fetches:
             self.unhold_fetch(key)
 
+    def answered(self, key: PartitionKey, first: int, last: int, size: int) -> None:
+        """``signed``: a batch of ``key``'s gap was taken: where our FETCH's answer ends."""
+        gap = self._gaps.get(key)
+        if gap is not None and gap.answer is not None:
+            gap.answer.take(first, last, size)
+
     def lower_target(self, key: PartitionKey, target: int) -> None:
         """``key``'s gap reaches at most ``target`` (a claim behind it was dropped)."""
         gap = self._gaps.get(key)

@@ -19,6 +19,7 @@ import math
 import struct
 from collections import deque
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from ...errors import DafkaError, StorageError, StoreFullError, WireError
 from ...storage.base import Storage, StoredBatch
@@ -29,7 +30,7 @@ from .gaps import StoreGaps
 from .partitions import PartitionTable
 from .policy import StorePolicy
 from .repair import StoreRepair
-from .state import Equivocation, PartitionKey, StoreConfig, StoreStats, _Batch
+from .state import Equivocation, PartitionKey, StoreConfig, StoreStats, _Batch, _Gap
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +95,13 @@ class StoreIngest:
         self._heads: Mapping[PartitionKey, int] = table.heads
         self._tails: Mapping[PartitionKey, int] = table.tails
         self._fences: Mapping[PartitionKey, int] = table.fences
-        self._foreign = table.foreign
+        self._foreign: AbstractSet[PartitionKey] = table.foreign
         self._signed_heads: Mapping[PartitionKey, m.Head] = table.signed_heads
         self._gate = table.gate
-        self._gaps = gaps.open
+        self._gaps: Mapping[PartitionKey, _Gap] = gaps.open
         self._holes: Mapping[PartitionKey, tuple[int, int]] = gaps.holes
-        self._buffers = gaps.buffers
-        self._deleted = policy.deleted
+        self._buffers: Mapping[PartitionKey, dict[int, tuple[int, bytes]]] = gaps.buffers
+        self._deleted: AbstractSet[str] = policy.deleted
         # the other parts' methods it uses (bound once: some are on the hot path)
         self._pinned_elsewhere = table.pinned_elsewhere
         self.may_write = policy.may_write
@@ -337,9 +338,8 @@ class StoreIngest:
         b.accepted.append(batch)
         if self._signed:
             b.blobs[(key[0], key[1], first)] = batch
-            gap = self._gaps.get(key)
-            if gap is not None and gap.answer is not None:
-                gap.answer.take(first, last, len(msg.content))  # where our FETCH's answer ends
+            if key in self._gaps:
+                self._gaps_part.answered(key, first, last, len(msg.content))
         nxt = last + 1
         buf = self._buffers.get(key)
         if buf:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,7 @@ from .gaps import StoreGaps
 from .ingest import StoreIngest
 from .partitions import PartitionTable
 from .policy import StorePolicy
-from .state import PartitionKey, StoreConfig, StoreStats, _Batch
+from .state import PartitionKey, StoreConfig, StoreStats, _Batch, _Gap
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +128,10 @@ class StoreReplication:
         self._heads: Mapping[PartitionKey, int] = table.heads
         self._tails: Mapping[PartitionKey, int] = table.tails
         self._signed_heads: Mapping[PartitionKey, m.Head] = table.signed_heads
-        self._gaps = gaps.open
-        self._buffers = gaps.buffers
+        self._gaps: Mapping[PartitionKey, _Gap] = gaps.open
+        self._buffers: Mapping[PartitionKey, dict[int, tuple[int, bytes]]] = gaps.buffers
         self._retention: Mapping[str, tuple[int | None, int | None]] = policy.retention
-        self._deleted = policy.deleted
+        self._deleted: AbstractSet[str] = policy.deleted
         # the other parts' methods it uses
         self._pinned_elsewhere = table.pinned_elsewhere
         self.may_write = policy.may_write
