@@ -348,12 +348,12 @@ MUTANTS: dict[str, Spec] = {
     "a store holds one bounded drain while a commit is in flight": (
         "dafka.api.store_pipeline",
         "StorePipeline.accepting",
-        "        return self._waiting is None or not self._waiting.full",
+        "        return not (nbytes >= MAX_DRAIN_BYTES or msgs >= MAX_DRAIN)",
         "        return True",
     ),
     "a store stores only producers the write ACL names": (
-        "dafka.core.store.state",
-        "StoreState.may_write",
+        "dafka.core.store.policy",
+        "StorePolicy.may_write",
         "        return allowed is None or partition in allowed",
         "        return True",
     ),
@@ -500,8 +500,8 @@ MUTANTS: dict[str, Spec] = {
         "            if True:",
     ),
     "a store lets only a group topic's readers write it when no producer ACL names them": (
-        "dafka.core.store.state",
-        "StoreState.may_write",
+        "dafka.core.store.policy",
+        "StorePolicy.may_write",
         "            allowed = self._readers.get(topic)",
         "            pass",
     ),
@@ -593,7 +593,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store compares replays with what it holds": (
         "dafka.core.store.ingest",
-        "StoreIngest._on_record",
+        "StoreIngest.on_record",
         "            elif not self._signed or self._replay(msg, key, b):",
         "            elif not self._signed:",
     ),
@@ -611,7 +611,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store detects equivocation": (
         "dafka.core.store.ingest",
-        "StoreIngest._on_record",
+        "StoreIngest.on_record",
         "            elif not self._signed or self._replay(msg, key, b):",
         "            elif True:",
     ),
@@ -623,7 +623,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store verifies HEADs": (
         "dafka.core.store.ingest",
-        "StoreIngest._on_head",
+        "StoreIngest.on_head",
         "                if not self._profile.check_head(msg):",
         "                if False:",
     ),
@@ -635,7 +635,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store bounds a HEAD's lead": (
         "dafka.core.store.ingest",
-        "StoreIngest._on_head",
+        "StoreIngest.on_head",
         "min(msg.offset, nxt - 1 + self._lead)",
         "msg.offset",
     ),
@@ -661,7 +661,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "bounded serving steps": (
         "dafka.core.store.serve",
-        "StoreServing._serve",
+        "StoreServing.serve",
         "                budget -= sent",
         "                pass",
         "                room -= size",
@@ -870,8 +870,8 @@ MUTANTS: dict[str, Spec] = {
     "the held clock starts at the store's first check, before any retention policy": (
         "dafka.core.store.policy",
         "StorePolicy.apply_retention",
-        '        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention or not hasattr(storage, "trim"):\n            return []',
-        '        if not self._retention or not hasattr(storage, "trim"):\n            return []\n        held.advance(mono_ms, now_ms)',
+        "        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention:\n            return []",
+        "        if not self._retention:\n            return []\n        held.advance(mono_ms, now_ms)",
     ),
     "the CLI flags partitions with fewer copies of their head than min_acks": (
         "dafka.cli.holdings",
@@ -888,7 +888,7 @@ MUTANTS: dict[str, Spec] = {
     "a signed store paces what it sends one requester": [
         (
             "dafka.core.store.serve",
-            "StoreServing._serve",
+            "StoreServing.serve",
             "                    if free == 0:",
             "                    if False:",
         ),
@@ -1070,7 +1070,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store bounds head answers over all requesters": (
         "dafka.core.store.serve",
-        "StoreServing._answer_heads",
+        "StoreServing.answer_heads",
         "            if not budget.allow(now):",
         "            if False:",
     ),
@@ -1119,7 +1119,7 @@ MUTANTS: dict[str, Spec] = {
         ),
         (
             "dafka.core.store.ingest",
-            "StoreIngest._expected",
+            "StoreIngest.expected",
             "                if key not in self._gate and self._gate.full(key[0]):",
             "                if False:",
         ),
@@ -1158,7 +1158,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store bounds bytes served per requester": (
         "dafka.core.store.serve",
-        "StoreServing._serve",
+        "StoreServing.serve",
         "                if not limiter.allow(fetch.requester, now, 0.0):",
         "                if False:",
     ),
@@ -1254,20 +1254,20 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store read ACL on FETCH": (
         "dafka.core.store.serve",
-        "StoreServing._on_fetch",
+        "StoreServing.on_fetch",
         "        if self._readers and not self.may_read(msg.requester, msg.topic):",
         "        if False:",
     ),
     "store read ACL on head requests": (
         "dafka.core.store.serve",
-        "StoreServing._on_head_request",
+        "StoreServing.on_head_request",
         "        if self._readers:",
         "        if False:",
     ),
     "store drops queued FETCHes when a read ACL closes": (
-        "dafka.core.store.policy",
-        "StorePolicy.set_policy",
-        "        if readers and self._pending:",
+        "dafka.core.store.serve",
+        "StoreServing.drop_unreadable",
+        "        if self._readers and self._pending:",
         "        if False:",
     ),
     "query read ACL needs a named client key": (
@@ -1357,13 +1357,13 @@ MUTANTS: dict[str, Spec] = {
     "store answers proxied requests from a budget of their own": [
         (
             "dafka.core.store.serve",
-            "StoreServing._on_fetch",
+            "StoreServing.on_fetch",
             "        proxied = check is RequesterCheck.PROXIED",
             "        proxied = False",
         ),
         (
             "dafka.core.store.serve",
-            "StoreServing._on_head_request",
+            "StoreServing.on_head_request",
             "        limiter = self._proxied_heads if check is RequesterCheck.PROXIED else self._heads_limiter",
             "        limiter = self._heads_limiter",
         ),
@@ -1655,7 +1655,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a store meets a gap statement below batches of the producer's later run": (
         "dafka.core.store.ingest",
-        "StoreIngest._on_record",
+        "StoreIngest.on_record",
         "                elif self._supersede_within(msg, key, b):",
         "                elif False:",
     ),

@@ -33,22 +33,36 @@ from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import MAX_DRAIN_BYTES, NodeHandler, NodeLoop
 from ..io.node_metrics import store_metrics
 from ..io.profiles import make_profile
+from ..io.ready_shell import run_ready
+from ..io.ready_writer import WriterThread
 from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
 from ..query.budget import QueryLimits
 from ..query.server import QueryService
 from ..security import identity as identity_module
+from ..storage.base import Storage, StoredBatch
 from ..storage.held_file import HeldFile
 from ..storage.lmdb_store import LmdbStorage
 from ..storage.scrub import DEFAULT_SCRUB_RATE, Scrubber
 from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from .common import node_config
-from .store_pipeline import StorePipeline, WriterThread
+from .store_pipeline import StorePipeline
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Store"]
+
+
+class _Appends:
+    """The store's :class:`~dafka.core.ready.Persister` on the IO thread: a commit's
+    records appended in one synced transaction (``Storage.append``)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def persist(self, writes: Sequence[StoredBatch], sync: bool) -> None:
+        self._storage.append(writes)  # durable (fsynced) when it returns, always
 
 
 class _StoreHandler(NodeHandler):
@@ -64,6 +78,7 @@ class _StoreHandler(NodeHandler):
         scrub_rate: float = DEFAULT_SCRUB_RATE,
     ) -> None:
         self.core = core
+        self._appends = _Appends(core.storage)
         self.held_file = held_file  # saves core.held (dafka.storage.held_file)
         # the environment whose damage stops the store, and its background scrub
         self._env = env
@@ -153,8 +168,10 @@ class _StoreHandler(NodeHandler):
     ) -> list[Publish]:
         if self.pipeline is not None:
             out = self.pipeline.on_messages(msgs, now, sources)
-        else:
-            out = self.core.handle_batch(msgs, now, sources)
+        else:  # persist, then publish (the ACKs after their commit), on this thread
+            self.core.step(msgs, now, sources)
+            out = []
+            run_ready(self.core, self._appends, out.extend)  # type: ignore[arg-type]  # Publish only
         return self._unless_damaged(out)
 
     def _unless_damaged(self, out: list[Publish]) -> list[Publish]:

@@ -14,7 +14,7 @@ answers FETCHes for what it still holds. Compared with the C reference
 * refuses ACKs for offsets it never published, so a confused or hostile store
   cannot make it drop records no store has.
 
-What a RECORD holds depends on the profile (``dafka.io.profiles``):
+What a RECORD holds depends on the profile (``dafka.wire.profiles``):
 
 * ``rfc46``: one unsigned record. The core keeps one content per offset and
   publishes with one :class:`~dafka.core.effects.PublishRecords` per call.

@@ -17,7 +17,7 @@ Every node core (producer, consumer, store; the Raft peer has its own
 
 The order *persist, then publish, then deliver/resolve* is written once, in
 :func:`dafka.io.ready_shell.run_ready`; a shell may run step 1 on a writer thread
-(:class:`dafka.io.ready_shell.ReadyWriter`), steps 2-4 then run on the loop thread
+(:class:`dafka.io.ready_writer.ReadyWriter`), steps 2-4 then run on the loop thread
 once the write is reported. Cores never read the clock: ``now`` comes in.
 """
 

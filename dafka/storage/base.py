@@ -27,11 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import DafkaError, StorageError
 from ..frozen import quick_init
 from .keys import MAX_OFFSET, partition_prefix
+
+if TYPE_CHECKING:
+    from .lmdb_values import BadBatch
+    from .retention import BatchInfo
 
 __all__ = ["PROFILE_IDS", "PROFILES", "HeadTail", "Storage", "StoredBatch", "plan_append"]
 
@@ -64,7 +68,19 @@ class StoredBatch:
 
 @runtime_checkable
 class Storage(Protocol):
-    """A store's persistent state: batches by (topic, partition, offset), plus heads."""
+    """A store's persistent state: batches by (topic, partition, offset), plus heads.
+
+    Everything a store core uses of its storage is declared here, and every backend
+    (:class:`~dafka.storage.lmdb_store.LmdbStorage`,
+    :class:`~dafka.storage.memory.MemoryStorage`) implements all of it: retention
+    (:meth:`batch_infos`, :meth:`trim`), topic deletions (:meth:`deletions`,
+    :meth:`delete_topic`) and the corrupt batches found (:attr:`bad`)."""
+
+    @property
+    def bad(self) -> Mapping[tuple[str, str, int], BadBatch]:
+        """The batches found corrupt, by ``(topic, partition, first offset)``: a live view,
+        never served until replaced (a backend that cannot rot keeps it empty)."""
+        ...
 
     def heads(self) -> dict[tuple[str, str], HeadTail]:
         """Every stored partition: ``(topic, partition) -> (head, tail)``.
@@ -121,6 +137,28 @@ class Storage(Protocol):
         """Replace the stored batches covering exactly ``batch``'s offsets by ``batch`` (one
         transaction); head and tail stay. Returns the batches replaced; StorageError if
         they do not line up with its first and last offsets."""
+        ...
+
+    def batch_infos(self, topic: str, partition: str) -> list[BatchInfo]:
+        """Every stored batch of a partition, oldest first: offsets, size, the producer's
+        timestamp (``signed``; None under rfc46). Empty for an unknown partition."""
+        ...
+
+    def trim(self, topic: str, partition: str, new_tail: int) -> int | None:
+        """Delete the whole batches of a partition below ``new_tail`` (a batch's first
+        offset) and move its tail there, in one transaction; the newest batch always
+        stays. Returns the new tail, or None if nothing changed (retention)."""
+        ...
+
+    def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+        """The topic deletions applied (topic -> revision) and the fences they left
+        (partition -> the last offset deleted), as :meth:`delete_topic` made them."""
+        ...
+
+    def delete_topic(self, topic: str, revision: int) -> tuple[int, dict[tuple[str, str], int]]:
+        """Delete every batch and head of ``topic`` in one transaction, recording the
+        deletion's ``revision`` and a fence per partition at its deleted head (at least the
+        fence before). Returns ``(batches deleted, fences)``."""
         ...
 
     def close(self) -> None:

@@ -1,7 +1,9 @@
 """An in-memory :class:`~dafka.storage.base.Storage` for core tests and throwaway stores.
 
 It keeps the same contract as the LMDB backend (the shared contract test runs
-against both), minus durability: nothing survives the process.
+against both), minus durability: nothing survives the process. It implements all of
+:class:`~dafka.storage.base.Storage`, retention (:meth:`MemoryStorage.trim`) and topic
+deletions included; nothing in memory rots, so :attr:`MemoryStorage.bad` stays empty.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Sequence
 
 from ..errors import ClosedError, StorageError
 from .base import HeadTail, StoredBatch, plan_append
+from .lmdb_values import BadBatch, batch_timestamp
+from .retention import BatchInfo
 
 __all__ = ["MemoryStorage"]
 
@@ -36,6 +40,8 @@ class MemoryStorage:
         self._deleted: dict[str, int] = {}
         self._fences: dict[tuple[str, str], int] = {}
         self._closed = False
+        self.bad: dict[tuple[str, str, int], BadBatch] = {}
+        """Always empty: nothing held in memory rots (``LmdbStorage.bad``)."""
 
     def _check_open(self) -> None:
         if self._closed:
@@ -139,6 +145,44 @@ class MemoryStorage:
         part.batches[at : end + 1] = [batch]
         part.lasts[at : end + 1] = [last]
         return end + 1 - at
+
+    def batch_infos(self, topic: str, partition: str) -> list[BatchInfo]:
+        """Like :meth:`LmdbStorage.batch_infos`."""
+        self._check_open()
+        key = (topic, partition)
+        part = self._parts.get(key)
+        if part is None:
+            return []
+        signed = self._profiles.get(key) == "signed"
+        return [
+            BatchInfo(
+                b.first_offset,
+                b.last_offset,
+                len(b.blob),
+                batch_timestamp(b.blob, 0) if signed else None,
+            )
+            for b in part.batches
+        ]
+
+    def trim(self, topic: str, partition: str, new_tail: int) -> int | None:
+        """Like :meth:`LmdbStorage.trim`."""
+        self._check_open()
+        key = (topic, partition)
+        ht = self._heads.get(key)
+        part = self._parts.get(key)
+        if ht is None or part is None or new_tail <= ht[1]:
+            return None
+        head = ht[0]
+        cut = 0
+        for batch in part.batches:
+            if batch.first_offset >= new_tail or batch.last_offset >= head:
+                break
+            cut += 1
+        del part.batches[:cut]
+        del part.lasts[:cut]
+        tail = part.batches[0].first_offset
+        self._heads[key] = (head, tail)
+        return tail
 
     def deletions(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
         self._check_open()

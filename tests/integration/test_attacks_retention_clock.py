@@ -93,7 +93,7 @@ def test_a_producer_an_hour_behind_keeps_its_records_after_their_acks(tmp_path: 
     try:
         with MetadataClient(tower.address) as admin:
             admin.create_topic("ret", {"retention_ms": TEN_MINUTES})
-        wait_until(lambda: "ret" in store.core._retention, 15, what="the store's policy")
+        wait_until(lambda: "ret" in store.core.policy.retention, 15, what="the store's policy")
         producer = Proc(
             [sys.executable, "-c", BEHIND, "ret", "--tower", tower.address, "-q"],
             open_stdin=True,

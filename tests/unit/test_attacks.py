@@ -291,7 +291,7 @@ def test_a_genuine_far_head_for_the_forgers_own_partition_is_bounded() -> None:
     core, _ = store(max_fetch_count=1_000, max_head_lead=10_000)
     (fetch,) = sent(core.handle_batch([head(10**15, identity=FORGER)], 0.0))
     assert isinstance(fetch, m.Fetch) and (fetch.offset, fetch.count) == (0, 1_000)
-    assert core._gaps[("t", F)].target == 9_999  # the gap it chases is bounded too
+    assert core.gaps.open[("t", F)].target == 9_999  # the gap it chases is bounded too
 
 
 # ------------------------------------------------------------ 7. oversized frames

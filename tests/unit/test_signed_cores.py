@@ -485,7 +485,7 @@ def test_store_answers_a_fetch_below_the_tail_with_the_tail(tmp_path) -> None:  
 def test_store_below_tail_answers_are_rate_limited(tmp_path) -> None:  # type: ignore[no-untyped-def]
     core, s = _trimmed_store(tmp_path)
     try:
-        core._fetch_limiter = type(core._fetch_limiter)(1.0, 2.0)
+        core.serving._fetch_limiter = type(core.serving._fetch_limiter)(1.0, 2.0)
         fetches = [m.Fetch(P, CONSUMER, "t", i, 10) for i in range(8)]
         assert len(sent(core.handle_batch(fetches, 1.0))) == 1  # one answer per batch
         assert len(sent(core.handle_batch(fetches, 1.1))) == 0  # the burst is spent

@@ -184,16 +184,16 @@ def test_heads_waiting_for_credit_are_bounded(monkeypatch: pytest.MonkeyPatch) -
     core.handle_batch([record(0, 1, identity=p) for p in producers], 0.0)
     spoofed = [Identity.from_seed((70_000 + i).to_bytes(32, "big")).node_id for i in range(10)]
     core.handle_batch([m.GetHeads("t", r) for r in spoofed], 1.0)
-    assert core._held_count <= 50  # the rest left out and counted
+    assert core.serving._held_count <= 50  # the rest left out and counted
     assert core.stats.heads_limited > 0
 
 
 def test_rfc46_stores_are_not_paced() -> None:
     """rfc46 answers one record per message (interop): its XPUB keeps its message count."""
-    from dafka.core.store.state import StoreState
+    from dafka.core.store.state import StoreConfig
 
     core = StoreCore(S, MemoryStorage())
-    assert not core.paces_requesters and isinstance(core, StoreState)
+    assert not core.paces_requesters and isinstance(core.config, StoreConfig)
     paced = store()
     assert paced.paces_requesters
     assert not store(send_credits=None).paces_requesters

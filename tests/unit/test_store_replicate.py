@@ -88,7 +88,7 @@ def test_the_producers_signed_head_passed_on_is_verified_and_kept() -> None:
     core, _ = store()
     out = heard(core, [direct_head(4, to=S, with_head=20)], 0.0)
     assert fetches(out) == [(0, 21)]  # the producer's own HEAD says 20 exist
-    assert core._signed_heads[("t", P)].offset == 20
+    assert core.table.signed_heads[("t", P)].offset == 20
 
 
 def test_what_a_lying_store_serves_is_verified_before_it_is_kept() -> None:
@@ -110,7 +110,7 @@ def test_a_lying_stores_claim_is_dropped_after_rounds_without_progress() -> None
         now += 0.25
         sent_fetches += len(fetches(sent(tick(core, now))))
     assert core.stats.claims_dropped == 1
-    assert ("t", P) not in core._gaps
+    assert ("t", P) not in core.gaps.open
     later = sent_fetches
     for _ in range(20):  # the liar repeats itself every round
         now += INTERVAL
@@ -138,13 +138,13 @@ def test_claims_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     core, _ = store()
     parts = [f"{i:032X}" for i in range(10)]
     heard(core, [direct_head(5, to=S, partition=p) for p in parts], 0.0)
-    assert len(core._claims) == 3
+    assert len(core.replication._claims) == 3
 
 
 def test_heads_of_topics_not_kept_are_ignored() -> None:
     core, _ = store()
     heard(core, [direct_head(5, to=S, topic="other")], 0.0)
-    assert core._claims == {} and core._gaps == {}
+    assert core.replication._claims == {} and core.gaps.open == {}
 
 
 def test_a_trusted_stores_signed_tail_lets_a_store_back_after_retention_continue() -> None:
@@ -253,7 +253,7 @@ def test_peer_heads_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     core, _ = store()
     parts = [f"{i:032X}" for i in range(10)]
     heard(core, [direct_head(5, to=S, partition=p) for p in parts], 0.0)
-    assert sum(len(p) for p in core._peer_heads.values()) == 4
+    assert sum(len(p) for p in core.replication._peer_heads.values()) == 4
 
 
 def test_rfc46_stores_replicate_what_other_stores_serve() -> None:

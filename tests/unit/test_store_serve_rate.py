@@ -25,7 +25,7 @@ MIB = 1024 * 1024
 def test_the_serve_rate_given_is_the_one_the_store_serves_at(tmp_path: Path, rate: int) -> None:
     store = Store(tmp_path / "s", towers="127.0.0.1:9", metadata=False, serve_rate=rate)
     try:
-        limiter = store.core._bytes_limiter
+        limiter = store.core.serving._bytes_limiter
         assert (limiter.rate, limiter.burst) == (rate, 2 * rate)
         assert (limiter.total_rate, limiter.total_burst) == (4 * rate, 8 * rate)
     finally:

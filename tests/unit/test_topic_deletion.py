@@ -83,10 +83,10 @@ def test_a_deletion_seen_first_after_a_restart_is_applied_then(tmp_path: Path) -
 def test_a_store_forgets_what_it_held_in_memory_of_a_deleted_topic(tmp_path: Path) -> None:
     core, storage = _open(tmp_path / "lmdb")
     core.handle_batch([record(0, 1), record(5, 2)], 0.0)  # 5..6 buffered, gap 1..4 open
-    assert core.head("t", P) == 0 and core._gaps and core._buffers
+    assert core.head("t", P) == 0 and core.gaps.open and core.gaps.buffers
     core.apply_deletions({"t": 2}, [])
     assert core.head("t", P) is None
-    assert not core._gaps and not core._buffers and core._buffered_bytes == 0
+    assert not core.gaps.open and not core.gaps.buffers and core.gaps.buffered_bytes == 0
     storage.close()
 
 

@@ -74,12 +74,15 @@ A FETCH's identity for de-duplication is ``(requester, topic, partition,
 offset)``: under rfc46 one producer ID names one partition in each topic it
 writes, so the partition ID alone does not say which records are asked for.
 
-The parts, each a class :class:`StoreCore` is built from (the constructor, with every
-option, is :class:`~dafka.core.store.state.StoreState`'s):
+The parts, each an object :class:`StoreCore` owns, with its own state (what one part
+only reads of another's it keeps as a read-only reference, named in its constructor):
 
-* ``state.py``: :class:`~dafka.core.store.state.StoreState`, the configuration, the
-  in-memory tables (heads, tails, profiles, gaps, buffer, pending FETCHes, limiters),
-  :class:`StoreStats` and :class:`Equivocation`;
+* ``state.py``: :class:`~dafka.core.store.state.StoreConfig` (the options every part is
+  configured with), :class:`StoreStats`, :class:`Equivocation` and the scratch state of
+  one drained batch (``_Batch``);
+* ``partitions.py``: :class:`~dafka.core.store.partitions.PartitionTable`, heads, tails,
+  pinned profiles, deletion fences, verified HEADs and the gate of new partitions: the
+  only writer of them;
 * ``policy.py``: :class:`~dafka.core.store.policy.StorePolicy`, the metadata's write
   and read ACLs, retention and topic deletions;
 * ``gaps.py``: :class:`~dafka.core.store.gaps.StoreGaps`, open gaps, the out-of-order
@@ -88,12 +91,15 @@ option, is :class:`~dafka.core.store.state.StoreState`'s):
   verification, duplicates, replays, equivocation, superseding gap statements, new
   partitions, oversized records, and the group commit;
 * ``serve.py``: :class:`~dafka.core.store.serve.StoreServing`, FETCHes served chunk by
-  chunk and head requests answered, within their rate limits and read ACLs;
+  chunk and head requests answered, within their rate limits and read ACLs, and what
+  waits for a requester's credit (``credits.py``);
 * ``replicate.py``: :class:`~dafka.core.store.replicate.StoreReplication`, rounds of
   GET-HEADS to the other stores and their DIRECT-HEADs in: what they hold and this store
   lacks is fetched (re-replication), a trusted store's signed tail lets a store down past
   retention continue, and the partitions held by fewer stores than ``min_acks`` are counted;
-* ``core.py``: :class:`StoreCore`, one drained batch through all of the above, ACKs last.
+* ``repair.py``: :class:`~dafka.core.store.repair.StoreRepair`, corrupt batches asked for;
+* ``core.py``: :class:`StoreCore`, which builds the parts and runs one drained batch
+  through them, ACKs last.
 """
 
 from .core import MAX_HELLO_TOPICS, StoreCore

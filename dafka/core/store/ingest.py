@@ -8,7 +8,7 @@ first kept). Under ``signed`` a batch is verified before it is kept and a HEAD b
 it opens a gap. New partitions pass the per-topic cap and the rate of new partitions
 (:class:`~dafka.core.admission.PartitionGate`); write ACLs and profile pinning are
 checked here. Under rfc46 an oversized record's offset is refused so the records after
-it are stored. :meth:`StoreIngest._commit` appends the accepted batches in one
+it are stored. :meth:`StoreIngest.commit` appends the accepted batches in one
 transaction and only then moves the heads. Pure: no clock, no socket.
 """
 
@@ -17,15 +17,20 @@ from __future__ import annotations
 import logging
 import math
 import struct
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from ...errors import DafkaError, StorageError, StoreFullError, WireError
-from ...storage.base import StoredBatch
+from ...storage.base import Storage, StoredBatch
 from ...storage.keys import partition_prefix
 from ...wire.signed import BatchHeader, peek_batch
 from .. import messages as m
 from .gaps import StoreGaps
-from .state import Equivocation, PartitionKey, _Batch
+from .partitions import PartitionTable
+from .policy import StorePolicy
+from .repair import StoreRepair
+from .state import Equivocation, PartitionKey, StoreConfig, StoreStats, _Batch, _Gap
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +38,7 @@ _ERROR_LOG_PERIOD = 5.0
 _MALFORMED = (DafkaError, ValueError, TypeError, OverflowError, struct.error)
 MAX_SUPERSEDED_BATCHES = 4096
 """Batches a gap statement may replace at once; more is left as equivocation."""
+MAX_EQUIVOCATION_REPORTS = 100
 
 
 def _valid_partition_key(topic: str, partition: str) -> bool:
@@ -58,10 +64,62 @@ def _replaces(gap: BatchHeader, was: BatchHeader) -> bool:
     return not was.is_gap and was.timestamp_ms < gap.timestamp_ms
 
 
-class StoreIngest(StoreGaps):
-    """What a store keeps: verification, ordering, equivocation and the commit."""
+class StoreIngest:
+    """What a store keeps: verification, ordering, equivocation and the commit.
 
-    def _expected(self, key: PartitionKey, b: _Batch) -> int | None:
+    It owns the report of equivocations and of the storage's failures; what it takes
+    moves the partition table (:class:`~.partitions.PartitionTable`) and the gaps
+    (:class:`~.gaps.StoreGaps`) through their methods, and it reads the policy's ACLs."""
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        stats: StoreStats,
+        storage: Storage,
+        table: PartitionTable,
+        policy: StorePolicy,
+        gaps: StoreGaps,
+        repair: StoreRepair,
+    ) -> None:
+        self.stats = stats
+        self._storage = storage
+        self._node_id = config.node_id
+        self._profile = config.profile
+        self._signed = config.signed
+        self._name = config.name
+        self._lead = config.max_head_lead
+        self._table = table
+        self._gaps_part = gaps
+        self.repair = repair
+        # read only: the partition table's, the gaps' and the policy's tables
+        self._heads: Mapping[PartitionKey, int] = table.heads
+        self._tails: Mapping[PartitionKey, int] = table.tails
+        self._fences: Mapping[PartitionKey, int] = table.fences
+        self._foreign: AbstractSet[PartitionKey] = table.foreign
+        self._signed_heads: Mapping[PartitionKey, m.Head] = table.signed_heads
+        self._gate = table.gate
+        self._gaps: Mapping[PartitionKey, _Gap] = gaps.open
+        self._holes: Mapping[PartitionKey, tuple[int, int]] = gaps.holes
+        self._buffers: Mapping[PartitionKey, dict[int, tuple[int, bytes]]] = gaps.buffers
+        self._deleted: AbstractSet[str] = policy.deleted
+        # the other parts' methods it uses (bound once: some are on the hot path)
+        self._pinned_elsewhere = table.pinned_elsewhere
+        self.may_write = policy.may_write
+        self._note_gap = gaps.note_gap
+        self._drain = gaps.drain
+        self._hold = gaps.hold
+        self._past_hole = gaps.past_hole
+        self._hole_start = gaps.hole_start
+        self._last_oversized_log = -math.inf
+        self._last_error_log = -math.inf
+        self._last_reject_log = -math.inf
+        self._last_equivocation_log = -math.inf
+        self._full_since: float | None = None  # when appends began to fail for a full disk
+        self.last_storage_error: StorageError | None = None
+        self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
+        """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
+
+    def expected(self, key: PartitionKey, b: _Batch) -> int | None:
         """Next offset ``key`` can accept in this batch; ``None`` if the key is invalid."""
         nxt = b.nexts.get(key)
         if nxt is None:
@@ -81,7 +139,7 @@ class StoreIngest(StoreGaps):
             b.nexts[key] = nxt
         return nxt
 
-    def _on_oversized(self, msg: m.Oversized, b: _Batch) -> None:
+    def on_oversized(self, msg: m.Oversized, b: _Batch) -> None:
         """A record too big to take (its content was dropped): count and log it, and under
         rfc46 refuse its offset so the records after it are stored (see ``dafka.core.store``)."""
         self.stats.oversized += 1
@@ -99,7 +157,7 @@ class StoreIngest(StoreGaps):
         if self._signed:
             return  # a signed producer caps its batches: nothing to make room for
         key = (msg.topic, msg.partition)
-        nxt = self._expected(key, b)
+        nxt = self.expected(key, b)
         if nxt is None or msg.offset != nxt or self._pinned_elsewhere(key):
             # Below: held or refused already. Above: fetched (again) when the partition
             # gets there; a C producer keeps it until it is acknowledged.
@@ -109,9 +167,7 @@ class StoreIngest(StoreGaps):
             return
         if not self._admitted(key, b):
             return
-        hole = self._holes.get(key)
-        start = hole[0] if hole is not None and hole[1] == nxt else nxt
-        self._holes[key] = (start, nxt + 1)
+        self._gaps_part.refuse(key, nxt)
         b.nexts[key] = nxt + 1
         buf = self._buffers.get(key)
         if buf and nxt + 1 in buf:
@@ -207,7 +263,7 @@ class StoreIngest(StoreGaps):
                 pass  # checked again when handled, and counted as malformed there
         return checked
 
-    def _on_record(self, msg: m.Record | m.DirectRecord, b: _Batch) -> None:
+    def on_record(self, msg: m.Record | m.DirectRecord, b: _Batch) -> None:
         topic = msg.topic
         key = (topic, msg.partition)
         if key in b.continuing:
@@ -225,7 +281,7 @@ class StoreIngest(StoreGaps):
                 b.accepted.append(StoredBatch(topic, key[1], first, first, msg.content, self._name))
                 b.nexts[key] = first + 1
                 return
-        nxt = self._expected(key, b)
+        nxt = self.expected(key, b)
         if nxt is None:
             return
         if self._foreign and self._pinned_elsewhere(key):
@@ -282,9 +338,8 @@ class StoreIngest(StoreGaps):
         b.accepted.append(batch)
         if self._signed:
             b.blobs[(key[0], key[1], first)] = batch
-            gap = self._gaps.get(key)
-            if gap is not None and gap.answer is not None:
-                gap.answer.take(first, last, len(msg.content))  # where our FETCH's answer ends
+            if key in self._gaps:
+                self._gaps_part.answered(key, first, last, len(msg.content))
         nxt = last + 1
         buf = self._buffers.get(key)
         if buf:
@@ -344,11 +399,7 @@ class StoreIngest(StoreGaps):
         except (StorageError, WireError) as exc:
             log.warning("store.supersede_failed topic=%s error=%s", key[0], exc)
             return False
-        if first > self._tails.get(key, 0):
-            self._heads[key] = first - 1
-        else:
-            self._heads.pop(key, None)
-            self._profiles.pop(key, None)
+        self._table.cut(key, first)
         b.nexts[key] = first
         self.stats.superseded += head - first + 1
         log.warning(
@@ -461,9 +512,9 @@ class StoreIngest(StoreGaps):
             self.stats.equivocations,
         )
 
-    def _on_head(self, msg: m.Head, b: _Batch) -> None:
+    def on_head(self, msg: m.Head, b: _Batch) -> None:
         key = (msg.topic, msg.partition)
-        nxt = self._expected(key, b)
+        nxt = self.expected(key, b)
         if nxt is None:
             return
         if self._pinned_elsewhere(key):
@@ -483,14 +534,14 @@ class StoreIngest(StoreGaps):
                 return
             opened = self._note_gap(key, min(msg.offset, nxt - 1 + self._lead), b)
             if verified and opened:
-                self._signed_heads[key] = msg
+                self._table.proven(key, msg)
         else:
             if key in self._heads:
                 b.reack.add(key)
             if verified and (key in self._heads or key in b.advanced):
-                self._signed_heads[key] = msg
+                self._table.proven(key, msg)
 
-    def _commit(self, b: _Batch, now: float) -> bool:
+    def commit(self, b: _Batch, now: float) -> bool:
         """Append the batch's records; advance heads only if the append returned."""
         if not b.accepted:
             return True
@@ -536,16 +587,11 @@ class StoreIngest(StoreGaps):
             log.warning("store.disk_full.cleared after_s=%.1f", now - self._full_since)
             self._full_since = None
             self._last_error_log = -math.inf
-        profiles = self._profiles
-        for key in b.advanced:
-            self._heads[key] = b.nexts[key] - 1
-            if key not in profiles:
-                profiles[key] = self._name
+        nexts = b.nexts
+        heads = {key: nexts[key] - 1 for key in b.advanced}
+        self._table.committed(heads)
         if self._holes:
-            for key in b.advanced:
-                hole = self._holes.get(key)
-                if hole is not None and self._heads[key] >= hole[0]:
-                    del self._holes[key]  # stored, spanned by the batch after it
+            self._gaps_part.stored(heads)
         if self._signed:
             self.stats.records_stored += sum(
                 batch.last_offset - batch.first_offset + 1 for batch in b.accepted

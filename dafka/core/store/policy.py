@@ -4,26 +4,56 @@ Per-topic write ACLs (``producers``), read ACLs (``consumers``, with the trusted
 stores), retention (``retention_ms`` / ``retention_bytes``, applied by
 :meth:`StorePolicy.apply_retention`) and topic deletions
 (:meth:`StorePolicy.apply_deletions`: the topic's batches go in one transaction, its
-in-memory state is forgotten and each partition keeps a fence). Pure: the IO shell
-passes the metadata and the time in.
+in-memory state is forgotten and each partition keeps a fence). :class:`StorePolicy`
+owns the ACLs and these settings; the partition table's tails move through
+:class:`~.partitions.PartitionTable`. Pure: the IO shell passes the metadata and the
+time in.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ...ids import is_group_topic
+from ...storage.base import Storage
 from ...storage.retention import CLOCK_STEP_MS, HeldLedger, retention_cut
-from .gaps import BUFFER_ENTRY_OVERHEAD
-from .state import StoreState
+from .partitions import PartitionTable
+from .state import PartitionKey, StoreStats
 
 log = logging.getLogger(__name__)
 
 
-class StorePolicy(StoreState):
-    """The metadata's ACLs, retention and deletions, applied to the store's tables."""
+class StorePolicy:
+    """The metadata's ACLs, retention and deletions, applied to the store's tables.
+
+    It owns the ACLs (:meth:`may_write`, :meth:`may_read`), the retention settings and
+    the deletions; the other parts read :attr:`acl`, :attr:`readers`, :attr:`retention`
+    and :attr:`deleted` (updated in place, so a part may keep a reference)."""
+
+    def __init__(self, storage: Storage, stats: StoreStats, table: PartitionTable) -> None:
+        self._storage = storage
+        self.stats = stats
+        self._table = table
+        self._heads: Mapping[PartitionKey, int] = table.heads  # read only
+        self.acl: dict[str, frozenset[str]] = {}
+        """Per topic, the producers that may write it (none: any)."""
+        self._acl = self.acl
+        self.readers: dict[str, frozenset[str]] = {}
+        """Per topic, the nodes that may read it, with the trusted stores (none: any)."""
+        self._readers = self.readers
+        self.retention: dict[str, tuple[int | None, int | None]] = {}
+        """Per topic, ``(retention_ms, retention_bytes)``."""
+        self._retention = self.retention
+        self.deleted: set[str] = set()
+        """Topics deleted in the metadata and not re-created: messages about them are dropped."""
+        self.held: HeldLedger | None = None
+        """When this store took in each partition's batches (``dafka.storage.retention``);
+        the IO shell sets the one it loaded from the data directory, else one starts empty."""
+        self._clock_ahead_ms = 0
+        self._applied_deletions, fences = storage.deletions()
+        table.fence(fences)
 
     def set_policy(
         self, topics: Mapping[str, Mapping[str, Any]], stores: Iterable[str] = ()
@@ -46,14 +76,13 @@ class StorePolicy(StoreState):
             age, size = settings.get("retention_ms"), settings.get("retention_bytes")
             if age is not None or size is not None:
                 retention[topic] = (age, size)
-        self._acl = acl
-        self._readers = readers
-        self._retention = retention
-        if readers and self._pending:  # FETCHes queued before the ACL closed are not served
-            kept = [f for f in self._pending if self.may_read(f.requester, f.topic)]
-            self.stats.read_refused += len(self._pending) - len(kept)
-            self._pending = deque(kept)
-            self._pending_keys = {f.key for f in kept}
+        # in place: the other parts keep references to these tables
+        self._acl.clear()
+        self._acl.update(acl)
+        self._readers.clear()
+        self._readers.update(readers)
+        self._retention.clear()
+        self._retention.update(retention)
 
     def readers_of(self, topic: str) -> frozenset[str] | None:
         """The node IDs the topic's read ACL names (with the trusted stores); None: open."""
@@ -64,27 +93,35 @@ class StorePolicy(StoreState):
         allowed = self._readers.get(topic)
         return allowed is None or requester in allowed
 
+    def may_write(self, topic: str, partition: str) -> bool:
+        """Whether the topic's write ACL (the metadata) lets ``partition``'s producer write it.
+        A consumer group's topic (``__group.NAME``) without one is written by those who may
+        read it: its consumer ACL, if set (``docs/groups.md``, who may join a group)."""
+        allowed = self._acl.get(topic) if self._acl else None
+        if allowed is None and is_group_topic(topic):
+            allowed = self._readers.get(topic)
+        return allowed is None or partition in allowed
+
     def apply_deletions(
-        self, deleted: Mapping[str, int], live: Iterable[str]
+        self, deleted: Mapping[str, int], live: Iterable[str], forget: Callable[[str], None]
     ) -> list[tuple[str, int]]:
         """Apply the metadata's topic deletions (topic -> revision of the deletion; ``live``:
         the topics that exist, some of them re-created). A deletion newer than the last this
         store applied for its topic drops every batch and head of the topic in one
-        transaction (:meth:`LmdbStorage.delete_topic`) and everything held of it in memory.
-        Each partition keeps a fence at its deleted head: records at or below it are the
-        deleted topic's and are never stored again, and a re-created topic's partition
-        starts above it. While a topic stays deleted, messages about it are dropped.
-        Returns ``(topic, batches deleted)`` for the deletions applied now."""
+        transaction (:meth:`Storage.delete_topic`) and, through ``forget``, everything the
+        core's parts hold of it in memory. Each partition keeps a fence at its deleted head:
+        records at or below it are the deleted topic's and are never stored again, and a
+        re-created topic's partition starts above it. While a topic stays deleted, messages
+        about it are dropped. Returns ``(topic, batches deleted)`` for the deletions
+        applied now."""
         done: list[tuple[str, int]] = []
-        delete = getattr(self._storage, "delete_topic", None)
         for topic, revision in deleted.items():
-            if delete is None or revision <= self._applied_deletions.get(topic, -1):
+            if revision <= self._applied_deletions.get(topic, -1):
                 continue
-            count, fences = delete(topic, revision)  # StorageError: retried on the next call
+            count, fences = self._storage.delete_topic(topic, revision)  # StorageError: retried
             self._applied_deletions[topic] = revision
-            self._forget(topic)
-            self._gate.forget_topic(topic)
-            self._fence(fences)
+            forget(topic)
+            self._table.fence(fences)
             done.append((topic, count))
             log.info(
                 "store.topic_deleted topic=%s revision=%d batches=%d",
@@ -92,32 +129,9 @@ class StorePolicy(StoreState):
                 revision,
                 count,
             )
-        self._deleted = frozenset(deleted) - frozenset(live)
+        self.deleted.clear()
+        self.deleted.update(frozenset(deleted) - frozenset(live))
         return done
-
-    def _forget(self, topic: str) -> None:
-        """Drop everything held in memory about ``topic`` (its storage is already gone)."""
-        tables = (
-            self._heads,
-            self._tails,
-            self._profiles,
-            self._signed_heads,
-            self._gaps,
-        )
-        for table in (*tables, self._holes):
-            for key in [k for k in table if k[0] == topic]:
-                del table[key]
-        for key in [k for k in self._buffers if k[0] == topic]:
-            for _, content in self._buffers.pop(key).values():
-                self._buffered_bytes -= len(content) + BUFFER_ENTRY_OVERHEAD
-        self._pending = deque(f for f in self._pending if f.topic != topic)
-        self._pending_keys = {k for k in self._pending_keys if k[1] != topic}
-        self._foreign = frozenset(k for k in self._foreign if k[0] != topic)
-
-    held: HeldLedger | None = None
-    """When this store took in each partition's batches (``dafka.storage.retention``); the
-    IO shell sets the one it loaded from the data directory, else one starts empty."""
-    _clock_ahead_ms = 0
 
     def apply_retention(self, now_ms: int, mono_ms: int) -> list[tuple[str, str, int]]:
         """Delete whole batches that fell out of their topic's retention; returns the
@@ -132,7 +146,7 @@ class StorePolicy(StoreState):
         if held is None:
             held = self.held = HeldLedger()
         held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not
-        if not self._retention or not hasattr(storage, "trim"):
+        if not self._retention:
             return []
         ahead = held.clock_ahead_ms(now_ms)
         self._note_clock(ahead)
@@ -144,7 +158,7 @@ class StorePolicy(StoreState):
             if limits is None:
                 continue
             max_age, max_bytes = limits
-            infos = storage.batch_infos(topic, partition)  # type: ignore[attr-defined]  # with trim()
+            infos = storage.batch_infos(topic, partition)
             if max_age is not None and infos:
                 aged.append(key)
                 newest = infos[-1]
@@ -164,7 +178,7 @@ class StorePolicy(StoreState):
             tail = storage.trim(topic, partition, infos[cut].first_offset)
             if tail is not None:
                 held.trimmed(key, tail)
-                self._tails[key] = tail
+                self._table.trimmed(key, tail)
                 self.stats.retention_trims += 1
                 moved.append((topic, partition, tail))
                 log.info(

@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +46,11 @@ from ...errors import ConfigError, StorageError
 from ...storage.base import Storage
 from .. import messages as m
 from ..effects import Publish
+from .gaps import StoreGaps
 from .ingest import StoreIngest
+from .partitions import PartitionTable
 from .policy import StorePolicy
-from .state import PartitionKey, _Batch
+from .state import PartitionKey, StoreConfig, StoreStats, _Batch, _Gap
 
 log = logging.getLogger(__name__)
 
@@ -91,26 +94,52 @@ class UnderReplication:
     records: int = 0
 
 
-class StoreReplication(StoreIngest, StorePolicy):
+class StoreReplication:
     """GET-HEADS rounds to the other stores; their DIRECT-HEADs in (claims, tails).
 
     ``replicate_interval``: seconds between rounds (positive; ``inf``: one round, at
-    start); the other options are :class:`~dafka.core.store.state.StoreState`'s."""
+    start). It owns the rounds, the claims and what the other stores said they hold;
+    a tail it follows moves the partition table (:meth:`PartitionTable.skip_to`), and
+    what it lacks is fetched through the gaps (:class:`~.gaps.StoreGaps`)."""
 
     def __init__(
         self,
-        node_id: str,
+        config: StoreConfig,
+        stats: StoreStats,
         storage: Storage,
+        table: PartitionTable,
+        policy: StorePolicy,
+        gaps: StoreGaps,
+        ingest: StoreIngest,
         *,
         replicate_interval: float = REPLICATE_INTERVAL,
-        **options: Any,
     ) -> None:
-        super().__init__(node_id, storage, **options)
         if not replicate_interval > 0:
             raise ConfigError(f"replicate_interval must be positive, not {replicate_interval}")
-        self._init_replication(replicate_interval)
-
-    def _init_replication(self, interval: float) -> None:
+        self.stats = stats
+        self._storage = storage
+        self._node_id = config.node_id
+        self._profile = config.profile
+        self._lead = config.max_head_lead
+        self._table = table
+        self._gaps_part = gaps
+        self._ingest = ingest
+        # read only: the partition table's, the gaps' and the policy's tables
+        self._heads: Mapping[PartitionKey, int] = table.heads
+        self._tails: Mapping[PartitionKey, int] = table.tails
+        self._signed_heads: Mapping[PartitionKey, m.Head] = table.signed_heads
+        self._gaps: Mapping[PartitionKey, _Gap] = gaps.open
+        self._buffers: Mapping[PartitionKey, dict[int, tuple[int, bytes]]] = gaps.buffers
+        self._retention: Mapping[str, tuple[int | None, int | None]] = policy.retention
+        self._deleted: AbstractSet[str] = policy.deleted
+        # the other parts' methods it uses
+        self._pinned_elsewhere = table.pinned_elsewhere
+        self.may_write = policy.may_write
+        self._note_gap = gaps.note_gap
+        self._drain = gaps.drain
+        self._expected = ingest.expected
+        self._on_head = ingest.on_head
+        interval = replicate_interval
         self._repl_interval = interval
         self._repl_next = -math.inf  # the first round at the first tick
         self._repl_early_next = -math.inf  # when replicate_soon may bring a round forward
@@ -135,14 +164,14 @@ class StoreReplication(StoreIngest, StorePolicy):
     def set_policy(
         self, topics: Mapping[str, Mapping[str, Any]], stores: Iterable[str] = ()
     ) -> None:
-        super().set_policy(topics, stores)
+        """The trusted stores and each topic's ``min_acks`` (the cluster metadata)."""
         self._trusted_stores = frozenset(stores)
         self._min_acks = {t: int(s.get("min_acks") or 1) for t, s in topics.items()}
 
     # ------------------------------------------------------------------ rounds
 
-    def _forget(self, topic: str) -> None:
-        super()._forget(topic)
+    def forget_topic(self, topic: str) -> None:
+        """Drop what is held about ``topic`` (deleted)."""
         for key in [k for k in self._quiet if k[0] == topic]:
             del self._quiet[key]
 
@@ -206,11 +235,9 @@ class StoreReplication(StoreIngest, StorePolicy):
         if gap is not None and gap.target <= claim.target:
             backed = signed.offset if signed is not None else -1
             if backed > self._heads.get(key, -1):
-                gap.target = min(gap.target, backed)
+                self._gaps_part.lower_target(key, backed)
             else:
-                del self._gaps[key]
-                if self._held_fetches:
-                    self._unhold_fetch(key)
+                self._gaps_part.close(key)
         log.info(
             "store.claim_dropped topic=%s partition=%s target=%d head=%d total=%d",
             key[0],
@@ -274,7 +301,7 @@ class StoreReplication(StoreIngest, StorePolicy):
 
     # ------------------------------------------------------------------ answers
 
-    def _on_direct_head(self, msg: m.DirectHead, b: _Batch) -> None:
+    def on_direct_head(self, msg: m.DirectHead, b: _Batch) -> None:
         """Another store's answer to our GET-HEADS (or to a FETCH below its tail)."""
         key = (msg.topic, msg.partition)
         if key[0] not in self._min_acks and key not in self._heads:
@@ -370,10 +397,7 @@ class StoreReplication(StoreIngest, StorePolicy):
                 log.warning("store.retention_skip_failed topic=%s error=%s", key[0], exc)
                 return
             dropped = held - first + 1
-            del self._heads[key]
-            self._profiles.pop(key, None)
-        self._tails[key] = tail
-        self._fences[key] = tail - 1
+        self._table.skip_to(key, tail)
         b.nexts[key] = tail
         buf = self._buffers.get(key)
         if buf:

@@ -31,18 +31,23 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...errors import StorageError
 from ...ids import is_node_id
+from ...storage.base import Storage
 from .. import messages as m
 from ..answers import ANSWER_BATCHES, answer_full
 from ..effects import Publish
-from ..read_guard import RequesterCheck, check_requester
-from .credits import ACK_HOLD, FETCH_SUBSCRIBERS, HOLD
+from ..limits import RequestLimiter, TokenBucket
+from ..producer_serve import PROXY_SHARE
+from ..read_guard import RequesterCheck, RequestLog, check_requester
+from .credits import ACK_HOLD, DEFAULT_SEND_CREDITS, FETCH_SUBSCRIBERS, HOLD, SendCredits
+from .gaps import StoreGaps
+from .partitions import PartitionTable
 from .policy import StorePolicy
-from .state import PartitionKey, _Batch, _PendingFetch
+from .state import PartitionKey, StoreConfig, StoreStats, _Batch, _PendingFetch
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +77,120 @@ MAX_HELD_HEADS = 16_384
 head answer is left out and counted (``heads_limited``), as past the head budget."""
 
 
-class StoreServing(StorePolicy):
-    """FETCH, GET-HEADS and CONSUMER-HELLO in; DIRECT-RECORD and DIRECT-HEAD out."""
+class StoreServing:
+    """FETCH, GET-HEADS and CONSUMER-HELLO in; DIRECT-RECORD and DIRECT-HEAD out.
+
+    It owns the pending FETCHes, the rate limits and budgets of what is served, and
+    (``signed``) the credit of each requester with what waits for it: DIRECT-HEADs,
+    ACKs and (from :attr:`.gaps.StoreGaps.held_fetches`) the store's own gap FETCHes.
+    It reads the partition table and the policy's read ACLs."""
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        stats: StoreStats,
+        storage: Storage,
+        table: PartitionTable,
+        policy: StorePolicy,
+        gaps: StoreGaps,
+        *,
+        fetch_rate: float = 2000.0,
+        fetch_burst: float = 4000.0,
+        heads_rate: float = 20.0,
+        heads_burst: float = 40.0,
+        heads_answer_rate: float = 5000.0,
+        heads_answer_burst: float = 10000.0,
+        serve_rate: float = 64 * 1024 * 1024,
+        serve_total_rate: float = 256 * 1024 * 1024,
+        send_credits: int | None = DEFAULT_SEND_CREDITS,
+    ) -> None:
+        node_id = config.node_id
+        self.stats = stats
+        self._storage = storage
+        self._node_id = node_id
+        self._signed = config.signed
+        self._name = config.name
+        self._max_fetch_count = config.max_fetch_count
+        self._serve_chunk = config.serve_chunk
+        self._max_pending = config.max_pending_fetches
+        self._table = table
+        # read only: the partition table's and the policy's
+        self._heads: Mapping[PartitionKey, int] = table.heads
+        self._tails: Mapping[PartitionKey, int] = table.tails
+        self._profiles: Mapping[PartitionKey, str] = table.profiles
+        self._signed_heads: Mapping[PartitionKey, m.Head] = table.signed_heads
+        self._readers: Mapping[str, frozenset[str]] = policy.readers
+        self.may_read = policy.may_read
+        self._held_fetches = gaps.held_fetches  # the gap FETCHes waiting for credit
+        self._pending: deque[_PendingFetch] = deque()
+        self._pending_keys: set[tuple[str, str, str, int]] = set()
+        self._fetch_limiter = RequestLimiter(fetch_rate, fetch_burst)
+        self._heads_limiter = RequestLimiter(heads_rate, heads_burst)
+        # requests in another node's name (NULL, ``read_guard.check_requester``): a budget
+        # of their own per recipient, PROXY_SHARE times smaller (requests and bytes)
+        self._requests = RequestLog(node_id)
+        self._proxied_fetches = RequestLimiter(
+            fetch_rate / PROXY_SHARE, max(1.0, fetch_burst / PROXY_SHARE)
+        )
+        self._proxied_heads = RequestLimiter(
+            heads_rate / PROXY_SHARE, max(1.0, heads_burst / PROXY_SHARE)
+        )
+        self._proxied_bytes = RequestLimiter(
+            serve_rate / PROXY_SHARE,
+            2 * serve_rate / PROXY_SHARE,
+            total_rate=serve_total_rate / PROXY_SHARE,
+            total_burst=2 * serve_total_rate / PROXY_SHARE,
+        )
+        # bytes served per requester and in total: what a requester that never reads can
+        # pile up in the data PUB's queue grows at most this fast (docs/wire.md §11.6)
+        self._bytes_limiter = RequestLimiter(
+            serve_rate,
+            2 * serve_rate,
+            total_rate=serve_total_rate,
+            total_burst=2 * serve_total_rate,
+        )
+        # DIRECT-HEADs sent in answer to GET-HEADS / CONSUMER-HELLO, over all requesters
+        # (one request may name 1,024 topics of many partitions each): charged per topic
+        self._heads_out = TokenBucket(heads_answer_rate, heads_answer_burst)
+        # signed: what one requester may have on its way (the data XPUB keeps few messages)
+        self._credits = (
+            SendCredits(send_credits) if self._signed and send_credits is not None else None
+        )
+        self._held_heads: dict[str, deque[m.DirectHead]] = {}
+        self._held_count = 0
+        self._held_acks: dict[str, dict[PartitionKey, int]] = {}
+        """Per producer, the ACKs waiting for its credit: a partition's latest committed
+        head, one per partition held (so bounded by them)."""
+        self.serve_at = math.inf
+        """When serving can go on: now while budgets ran out, the end of a requester's
+        hold while every fetch waits for credit, ``inf`` when nothing waits."""
+
+    @property
+    def paces_requesters(self) -> bool:
+        """Whether what goes to one requester is paced by its credit (``signed``): the
+        shell's data XPUB then keeps a byte-safe count (``dafka.io.bounds``)."""
+        return self._credits is not None
+
+    def has_pending(self, now: float = math.inf) -> bool:
+        """True while fetches or head answers can be served at ``now``: the shell should
+        poll without blocking (:attr:`serve_at` says when the waiting ones can)."""
+        if self._credits is None:
+            return bool(self._pending)
+        held = self._held_heads or self._held_acks or self._held_fetches
+        return bool(self._pending or held) and now >= self.serve_at
+
+    def drop_unreadable(self) -> None:
+        """The read ACLs changed: FETCHes queued before an ACL closed are not served."""
+        if self._readers and self._pending:
+            kept = [f for f in self._pending if self.may_read(f.requester, f.topic)]
+            self.stats.read_refused += len(self._pending) - len(kept)
+            self._pending = deque(kept)
+            self._pending_keys = {f.key for f in kept}
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop the FETCHes of ``topic`` (deleted)."""
+        self._pending = deque(f for f in self._pending if f.topic != topic)
+        self._pending_keys = {k for k in self._pending_keys if k[1] != topic}
 
     def _check_requester(self, kind: str, requester: str, b: _Batch) -> RequesterCheck:
         """Whether the request being handled came on ``requester``'s own connection;
@@ -87,7 +204,7 @@ class StoreServing(StorePolicy):
             self.stats.requests_proxied = requests.proxied
         return check
 
-    def _on_fetch(self, msg: m.Fetch, b: _Batch) -> None:
+    def on_fetch(self, msg: m.Fetch, b: _Batch) -> None:
         now = b.now
         if msg.requester == self._node_id or msg.count == 0:
             self.stats.ignored += 1
@@ -108,7 +225,7 @@ class StoreServing(StorePolicy):
         if not is_node_id(msg.requester):
             self.stats.malformed += 1
             return
-        if self._pinned_elsewhere(key):
+        if self._table.pinned_elsewhere(key):
             return
         if self._signed and msg.offset < self._tails.get(key, 0):
             # Below the retention tail: say so (DIRECT-HEAD with the tail), rate-limited.
@@ -139,7 +256,7 @@ class StoreServing(StorePolicy):
         self._pending_keys.add(pkey)
         self.stats.fetches_queued += 1
 
-    def _on_head_request(self, requester: str, topics: Sequence[str], b: _Batch) -> None:
+    def on_head_request(self, requester: str, topics: Sequence[str], b: _Batch) -> None:
         if not is_node_id(requester):
             self.stats.malformed += 1
             return
@@ -159,7 +276,7 @@ class StoreServing(StorePolicy):
             return
         b.head_requests.append((requester, topics))
 
-    def _answer_heads(
+    def answer_heads(
         self, requester: str, topics: Sequence[str], out: list[Publish], now: float
     ) -> None:
         budget = self._heads_out
@@ -188,7 +305,7 @@ class StoreServing(StorePolicy):
                     out,
                 )
 
-    def _answer_tail(self, requester: str, topic: str, partition: str, out: list[Publish]) -> None:
+    def answer_tail(self, requester: str, topic: str, partition: str, out: list[Publish]) -> None:
         """Tell a consumer that FETCHed below the tail where the partition now starts."""
         key = (topic, partition)
         head = self._heads.get(key)
@@ -213,7 +330,7 @@ class StoreServing(StorePolicy):
         held.append(head)
         self._held_count += 1
 
-    def _ack(self, keys: Sequence[PartitionKey], out: list[Publish], now: float) -> None:
+    def ack(self, keys: Sequence[PartitionKey], out: list[Publish], now: float) -> None:
         """ACK each of ``keys`` at its committed head: at once, or (``signed``) as its
         producer has credit, the latest head of a partition replacing one still held.
 
@@ -298,7 +415,7 @@ class StoreServing(StorePolicy):
                 del waiting[recipient]
         return sent, due
 
-    def _serve(self, out: list[Publish], now: float) -> None:
+    def serve(self, out: list[Publish], now: float) -> None:
         """Serve up to ``serve_chunk`` records and ``SERVE_BYTES`` bytes, round-robin.
 
         Whole batches are charged, so one step never sends more than the

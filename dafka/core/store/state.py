@@ -1,34 +1,23 @@
-"""The store core's configuration, in-memory tables and queries (:class:`StoreState`).
-
-Every other part of :class:`~dafka.core.store.StoreCore` works on the tables set up
-here: committed heads and retention tails per partition, the profile each partition is
-pinned to, open gaps and the out-of-order buffer, pending FETCHes, the ACLs from the
-metadata, deletion fences, the rate limiters and :class:`StoreStats`. Also here: the
-per-call scratch state of ``handle_batch`` (``_Batch``) and the records it reports
-(:class:`Equivocation`). Pure: no clock, no socket.
+"""What the parts of a store core share: :class:`StoreConfig`, :class:`StoreStats`, the
+per-call scratch state of ``handle_batch`` (``_Batch``), the records it reports
+(:class:`Equivocation`) and the small records the parts keep (``_Gap``,
+``_PendingFetch``). Each table lives in the one part that writes it (see
+:mod:`dafka.core.store`). Pure: no clock, no socket.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-from ...errors import ConfigError, StorageError
-from ...ids import is_group_topic, is_node_id
-from ...storage.base import Storage, StoredBatch
+from ...errors import ConfigError
+from ...ids import is_node_id
 from ...wire.profiles import RFC46, Profile
-from ...wire.rfc46 import Command, direct_prefix
-from .. import messages as m
-from ..admission import PartitionGate
+from ...storage.base import StoredBatch
 from ..answers import AnswerCursor
-from ..limits import RequestLimiter, TokenBucket
-from ..producer_serve import PROXY_SHARE
-from ..read_guard import RequestLog, Sender
-from .credits import DEFAULT_SEND_CREDITS, SendCredits
-from .repair import StoreRepair
+from ..read_guard import Sender
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +25,6 @@ MAX_RETRY_FACTOR = 64
 """A gap's retry interval doubles while unanswered, up to ``fetch_retry * MAX_RETRY_FACTOR``."""
 
 _MAX_U32 = (1 << 32) - 1
-MAX_EQUIVOCATION_REPORTS = 100
 
 PartitionKey = tuple[str, str]  # (topic, partition)
 
@@ -152,6 +140,18 @@ class _PendingFetch:
     proxied: bool = False  # not asked on the requester's own connection (NULL): own budget
 
 
+@runtime_checkable
+class SenderSources(Protocol):
+    """Sources that also know the node whose connection each message came on (the IO
+    shell's :class:`~dafka.io.bounds.FrameSources`; a plain sequence of hosts does not)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> str: ...
+
+    def sender(self, index: int) -> Sender | None: ...
+
+
 class _Batch:
     """Scratch state of one ``handle_batch`` call; nothing here is committed."""
 
@@ -207,210 +207,48 @@ class _Batch:
     def sender(self) -> Sender | None:
         """The node whose connection the message being handled came on (None: not known,
         e.g. in-process): looked up only for requests (FETCH, GET-HEADS, CONSUMER-HELLO)."""
-        get = getattr(self.sources, "sender", None)
-        return get(self.index) if get is not None else None
+        sources = self.sources
+        return sources.sender(self.index) if isinstance(sources, SenderSources) else None
 
 
-class StoreState:
-    """The store's configuration and tables, and the queries over them.
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """What every part of a store core is configured with (checked by :meth:`check`)."""
 
-    :class:`~dafka.core.store.StoreCore` is built on it, and this is its constructor:
-    it checks the options and loads the heads, tails, profiles and deletion fences
-    the storage holds.
-    """
+    node_id: str
+    profile: Profile = RFC46
+    max_fetch_count: int = 100_000
+    serve_chunk: int = 2000
+    fetch_retry: float = 0.5
+    max_pending_fetches: int = 1024
+    max_buffered_bytes: int = 64 * 1024 * 1024
+    max_head_lead: int = 1_000_000
 
-    def __init__(
-        self,
-        node_id: str,
-        storage: Storage,
-        *,
-        max_fetch_count: int = 100_000,
-        serve_chunk: int = 2000,
-        fetch_retry: float = 0.5,
-        max_pending_fetches: int = 1024,
-        max_buffered_bytes: int = 64 * 1024 * 1024,
-        max_head_lead: int = 1_000_000,
-        profile: Profile = RFC46,
-        fetch_rate: float = 2000.0,
-        fetch_burst: float = 4000.0,
-        heads_rate: float = 20.0,
-        heads_burst: float = 40.0,
-        heads_answer_rate: float = 5000.0,
-        heads_answer_burst: float = 10000.0,
-        serve_rate: float = 64 * 1024 * 1024,
-        serve_total_rate: float = 256 * 1024 * 1024,
-        max_partitions_per_topic: int = 10_000,
-        new_partition_rate: float = 100.0,
-        new_partition_burst: float = 1000.0,
-        send_credits: int | None = DEFAULT_SEND_CREDITS,
-    ) -> None:
-        if not is_node_id(node_id):
-            raise ConfigError(f"store node ID {node_id!r} is not 32 upper-case hex characters")
-        if not 1 <= max_fetch_count <= _MAX_U32:
-            raise ConfigError(f"max_fetch_count must be in 1..{_MAX_U32}, not {max_fetch_count}")
-        if serve_chunk < 1 or max_pending_fetches < 1:
+    @property
+    def signed(self) -> bool:
+        """Whether the profile batches and signs (``signed``)."""
+        return self.profile.batched
+
+    @property
+    def name(self) -> str:
+        """The profile's name, which every partition this store creates is pinned to."""
+        return self.profile.name
+
+    @property
+    def max_retry(self) -> float:
+        return self.fetch_retry * MAX_RETRY_FACTOR
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for an option out of its range."""
+        if not is_node_id(self.node_id):
+            raise ConfigError(f"store node ID {self.node_id!r} is not 32 upper-case hex characters")
+        if not 1 <= self.max_fetch_count <= _MAX_U32:
+            raise ConfigError(
+                f"max_fetch_count must be in 1..{_MAX_U32}, not {self.max_fetch_count}"
+            )
+        if self.serve_chunk < 1 or self.max_pending_fetches < 1:
             raise ConfigError("serve_chunk and max_pending_fetches must be at least 1")
-        if not fetch_retry > 0 or max_buffered_bytes < 0:
+        if not self.fetch_retry > 0 or self.max_buffered_bytes < 0:
             raise ConfigError("fetch_retry must be positive and max_buffered_bytes not negative")
-        if max_head_lead < max_fetch_count:
+        if self.max_head_lead < self.max_fetch_count:
             raise ConfigError("max_head_lead must be at least max_fetch_count")
-        self._node_id = node_id
-        self._storage = storage
-        self._max_fetch_count = max_fetch_count
-        self._serve_chunk = serve_chunk
-        self._fetch_retry = fetch_retry
-        self._max_retry = fetch_retry * MAX_RETRY_FACTOR
-        self._max_pending = max_pending_fetches
-        self._max_buffered_bytes = max_buffered_bytes
-        self._lead = max_head_lead
-        self._profile = profile
-        self._signed = profile.batched
-        self._name = profile.name
-        self._heads: dict[PartitionKey, int] = {k: ht[0] for k, ht in storage.heads().items()}
-        # new partitions: a cap per topic and a rate (docs/wire.md §11.6)
-        self._gate = PartitionGate(
-            max_partitions_per_topic, new_partition_rate, new_partition_burst, self._heads
-        )
-        self._tails: dict[PartitionKey, int] = {k: ht[1] for k, ht in storage.heads().items()}
-        self._acl: dict[str, frozenset[str]] = {}
-        self._readers: dict[str, frozenset[str]] = {}
-        self._retention: dict[str, tuple[int | None, int | None]] = {}
-        self._profiles: dict[PartitionKey, str] = storage.profiles()
-        # partitions of the other profile (a data directory reused under this one): static,
-        # since this store only ever creates partitions of its own profile
-        self._foreign: frozenset[PartitionKey] = frozenset(
-            key for key, name in self._profiles.items() if name != profile.name
-        )
-        self._signed_heads: dict[PartitionKey, m.Head] = {}
-        self._gaps: dict[PartitionKey, _Gap] = {}
-        # rfc46: offsets refused as oversized, [start, end), not yet covered by a stored batch
-        self._holes: dict[PartitionKey, tuple[int, int]] = {}
-        self._last_oversized_log = -math.inf
-        self._next_gap_check = math.inf
-        # out-of-order batches: first offset -> (last offset, content), verified
-        self._buffers: dict[PartitionKey, dict[int, tuple[int, bytes]]] = {}
-        self._buffered_bytes = 0
-        self._pending: deque[_PendingFetch] = deque()
-        self._pending_keys: set[tuple[str, str, str, int]] = set()
-        self._last_error_log = -math.inf
-        self._last_reject_log = -math.inf
-        self._fetch_limiter = RequestLimiter(fetch_rate, fetch_burst)
-        self._heads_limiter = RequestLimiter(heads_rate, heads_burst)
-        # requests in another node's name (NULL, ``read_guard.check_requester``): a budget
-        # of their own per recipient, PROXY_SHARE times smaller (requests and bytes)
-        self._requests = RequestLog(node_id)
-        self._proxied_fetches = RequestLimiter(
-            fetch_rate / PROXY_SHARE, max(1.0, fetch_burst / PROXY_SHARE)
-        )
-        self._proxied_heads = RequestLimiter(
-            heads_rate / PROXY_SHARE, max(1.0, heads_burst / PROXY_SHARE)
-        )
-        self._proxied_bytes = RequestLimiter(
-            serve_rate / PROXY_SHARE,
-            2 * serve_rate / PROXY_SHARE,
-            total_rate=serve_total_rate / PROXY_SHARE,
-            total_burst=2 * serve_total_rate / PROXY_SHARE,
-        )
-        # bytes served per requester and in total: what a requester that never reads can
-        # pile up in the data PUB's queue grows at most this fast (docs/wire.md §11.6)
-        self._bytes_limiter = RequestLimiter(
-            serve_rate,
-            2 * serve_rate,
-            total_rate=serve_total_rate,
-            total_burst=2 * serve_total_rate,
-        )
-        # DIRECT-HEADs sent in answer to GET-HEADS / CONSUMER-HELLO, over all requesters
-        # (one request may name 1,024 topics of many partitions each): charged per topic
-        self._heads_out = TokenBucket(heads_answer_rate, heads_answer_burst)
-        # signed: what one requester may have on its way (the data XPUB keeps few messages)
-        self._credits = (
-            SendCredits(send_credits) if self._signed and send_credits is not None else None
-        )
-        self._held_heads: dict[str, deque[m.DirectHead]] = {}
-        self._held_count = 0
-        self._held_acks: dict[str, dict[PartitionKey, int]] = {}
-        """Per producer, the ACKs waiting for its credit: a partition's latest committed
-        head, one per partition held (so bounded by them)."""
-        self._held_fetches: dict[str, dict[PartitionKey, m.Fetch]] = {}
-        """Per producer, the gap FETCHes waiting for credit (its own and every store's,
-        :data:`~.credits.FETCH_SUBSCRIBERS`): one per partition with a gap, the latest
-        replacing one still held (so bounded by the open gaps)."""
-        self.serve_at = math.inf
-        """When serving can go on: now while budgets ran out, the end of a requester's
-        hold while every fetch waits for credit, ``inf`` when nothing waits."""
-        self._last_equivocation_log = -math.inf
-        self.stats = StoreStats()
-        self.last_storage_error: StorageError | None = None
-        self._full_since: float | None = None  # when appends began to fail for a full disk
-        self.repair = StoreRepair(
-            node_id, signed=self._signed, held_bad=getattr(storage, "bad", None)
-        )
-        """Corrupt batches asked for from the other stores, and the copies that came."""
-        self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
-        """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
-        self._deleted: frozenset[str] = frozenset()  # deleted in the metadata, not re-created
-        self._applied_deletions: dict[str, int] = {}
-        self._fences: dict[PartitionKey, int] = {}  # last offset of a deleted topic's partition
-        if hasattr(storage, "deletions"):
-            self._applied_deletions, fences = storage.deletions()
-            self._fence(fences)
-
-    @property
-    def node_id(self) -> str:
-        return self._node_id
-
-    @property
-    def profile(self) -> Profile:
-        return self._profile
-
-    def head(self, topic: str, partition: str) -> int | None:
-        """The committed head of a partition, or ``None`` if nothing is stored."""
-        return self._heads.get((topic, partition))
-
-    @property
-    def paces_requesters(self) -> bool:
-        """Whether what goes to one requester is paced by its credit (``signed``): the
-        shell's data XPUB then keeps a byte-safe count (``dafka.io.bounds``)."""
-        return self._credits is not None
-
-    def has_pending(self, now: float = math.inf) -> bool:
-        """True while fetches or head answers can be served at ``now``: the shell should
-        poll without blocking (:attr:`serve_at` says when the waiting ones can)."""
-        if self._credits is None:
-            return bool(self._pending)
-        held = self._held_heads or self._held_acks or self._held_fetches
-        return bool(self._pending or held) and now >= self.serve_at
-
-    def subscriptions(self) -> list[bytes]:
-        """The SUB prefixes a store needs (wire reference §4, writer and reader as one node)."""
-        return [
-            Command.RECORD.value,
-            Command.HEAD.value,
-            Command.FETCH.value,
-            Command.GET_HEADS.value,
-            direct_prefix(Command.DIRECT_RECORD, self._node_id),
-            direct_prefix(Command.CONSUMER_HELLO, self._node_id),
-            direct_prefix(Command.DIRECT_HEAD, self._node_id),  # other stores' heads
-        ]
-
-    def _fence(self, fences: Mapping[PartitionKey, int]) -> None:
-        self._fences.update(fences)
-        for key, fence in fences.items():
-            if key not in self._heads:
-                self._tails[key] = fence + 1  # below it: deleted (answered like retention)
-
-    def may_write(self, topic: str, partition: str) -> bool:
-        """Whether the topic's write ACL (the metadata) lets ``partition``'s producer write it.
-        A consumer group's topic (``__group.NAME``) without one is written by those who may
-        read it: its consumer ACL, if set (``docs/groups.md``, who may join a group)."""
-        allowed = self._acl.get(topic) if self._acl else None
-        if allowed is None and is_group_topic(topic):
-            allowed = self._readers.get(topic)
-        return allowed is None or partition in allowed
-
-    def _pinned_elsewhere(self, key: PartitionKey) -> bool:
-        """True (and counted) if ``key`` is pinned to the other wire profile."""
-        if self._foreign and key in self._foreign:
-            self.stats.wrong_profile += 1
-            return True
-        return False
