@@ -18,9 +18,9 @@ from typing import Any
 
 from ...errors import DafkaError, StorageError
 from ...ids import is_node_id
-from ...wire.profiles import RFC46, Profile
 from ...storage.base import Storage
 from ...storage.retention import HeldLedger
+from ...wire.profiles import RFC46, Profile
 from ...wire.rfc46 import Command, direct_prefix
 from .. import messages as m
 from ..effects import Publish

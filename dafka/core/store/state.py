@@ -14,8 +14,8 @@ from typing import Protocol, runtime_checkable
 
 from ...errors import ConfigError
 from ...ids import is_node_id
-from ...wire.profiles import RFC46, Profile
 from ...storage.base import StoredBatch
+from ...wire.profiles import RFC46, Profile
 from ..answers import AnswerCursor
 from ..read_guard import Sender
 
