@@ -169,7 +169,7 @@ class PartitionState:
         # a timestamp start (seconds): batches stamped before it are passed, not delivered
         self.not_before: float | None = None
         # -N: N, until the first record is delivered; ``settled`` once the end is proven
-        # and delivery starts N before it (dafka.core.consumer_base._aim_from_end)
+        # and delivery starts N before it (dafka.core.consumer_fetch.FetchPlanning.aim_from_end)
         self.from_end = 0
         self.settled = False
         # when a store's tail claim not (yet) acted on was first heard (since the last
