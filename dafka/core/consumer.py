@@ -118,7 +118,7 @@ class ConsumerCore:
     record or head seen (the head record itself is delivered, as in the reference),
     ``-N`` ``N`` offsets before the end a signed HEAD or a verified batch shows, once every
     end claimed before the first delivery is proven (a store's unsigned hint aims the FETCH
-    that proves it; see ``_aim_from_end``). ``start_timestamp``
+    that proves it; see ``FetchPlanning.aim_from_end``). ``start_timestamp``
     (seconds; signed profile) replaces it: delivery starts at the first batch stamped
     at or after it, read from 0. ``start_offsets`` overrides both per partition, e.g.
     to resume. :meth:`seek` and ``seek_to_*`` move a partition later. ``profile``
@@ -309,12 +309,14 @@ class ConsumerCore:
     def step(self, msg: m.Message, now: float, source: str = "") -> None:
         """Handle one message (:meth:`handle`); what it causes goes out in the next
         :meth:`ready`."""
-        publish, deliver = self._publish, self._deliver
-        for effect in self.handle(msg, now, source):
-            if type(effect) is Publish:
-                publish.append(effect)
-            else:
-                deliver.append(effect)
+        effects = self.handle(msg, now, source)
+        if effects:
+            publish, deliver = self._publish, self._deliver
+            for effect in effects:
+                if type(effect) is Publish:
+                    publish.append(effect)
+                else:
+                    deliver.append(effect)
 
     def push(self, publish: Sequence[Publish]) -> None:
         """Messages a command or ``tick`` made, to go out in the next :meth:`ready`."""

@@ -216,8 +216,8 @@ class HeadTracking:
         word counts at once (``_tail_counts``). Any other store's signed tail is a claim
         (issue 33, point 10): the consumer says so in a warning line, keeps asking every
         store for ``[next, …)`` (the FETCHes of ``tick``) and asks for the records from the
-        tail on (:meth:`_probe_tail`), whose producer signatures show what exists. Without
-        trusted stores, once no store has served anything of the range for
+        tail on (``FetchPlanning.probe_tail``), whose producer signatures show what exists.
+        Without trusted stores, once no store has served anything of the range for
         ``unserved_after`` seconds since the claim, and the tail lies below what the
         producer signed, the range is skipped as a data loss (reported); a store lying
         about its tail thus costs that wait, never records another store serves. With
