@@ -365,8 +365,8 @@ class ConsumerCore:
         for p in self._parts.values():
             if p.topic == topic:
                 self.buffers.drop(p)
-                p.known_end = p.seen_end = p.req_start = p.req_mid = p.req_end = p.next
-                p.recent.clear()
+                p.known_end = p.seen_end = p.next
+                self.fetch.restart(p, p.next)
 
     # ------------------------------------------------------------- seeking
 
@@ -457,8 +457,7 @@ class ConsumerCore:
         self.buffers.drop(p)
         if p.known_end < offset:
             p.known_end = offset
-        p.req_start = p.req_mid = p.req_end = offset
-        p.recent.clear()
+        self.fetch.restart(p, offset)
         p.progress_at = now
         if p.refused is not None:
             p.refused = {o for o in p.refused if o >= offset} or None

@@ -169,10 +169,7 @@ class Delivery:
                 self._buffers.hold(p, first, last, (count, keys, values, timestamp, size))
             else:
                 self.beyond += 1
-                if first < p.req_end:  # not in flight any more: ask again when it is due
-                    p.req_end = first
-                    if p.req_mid > first:
-                        p.req_mid = first
+                self._fetch.cut_back(p, first)  # not in flight any more: ask when due
             fetch = self._fetch.pump(p, now)
             return [fetch] if fetch is not None else []
         skip = nxt - first  # a batch may overlap what was delivered
@@ -357,8 +354,7 @@ class Delivery:
             p.known_end = tail
         if p.seen_end < tail:
             p.seen_end = tail
-        p.req_start = p.req_mid = p.req_end = tail
-        p.recent.clear()
+        self._fetch.restart(p, tail)
         p.progress_at = now
         self._buffers.prune(p)
         out: list[Effect] = [e for e in effects if not isinstance(e, Publish)]

@@ -212,6 +212,20 @@ class FetchPlanning:
         self.fetches += 1
         return Publish(m.Fetch(p.partition, self._node_id, p.topic, start, end - start))
 
+    def restart(self, p: _Partition, at: int) -> None:
+        """Delivery of ``p`` moved to ``at`` (a seek, a skip): no window is in flight, and a
+        FETCH from anywhere may go out at once."""
+        p.req_start = p.req_mid = p.req_end = at
+        p.recent.clear()
+
+    def cut_back(self, p: _Partition, first: int) -> None:
+        """A batch at ``first`` came and was not kept (over the buffer's bounds): the
+        window in flight ends before it, so it is asked for again when delivery gets there."""
+        if first < p.req_end:
+            p.req_end = first
+            if p.req_mid > first:
+                p.req_mid = first
+
     def _asked(self, p: _Partition, start: int, end: int) -> None:
         """``[start, end)`` is the FETCH window in flight."""
         if self._profile.batched:

@@ -159,6 +159,20 @@ def test_fetching_aims_at_the_known_end_bounded_by_the_lead() -> None:
     assert fetch.fetch(p, 0, 1.5) is not None
 
 
+def test_a_window_is_cut_back_or_restarted_only_by_the_planner() -> None:
+    _, table, _, fetch, *_ = parts(fetch_window=10)
+    p = table.create("t", P, 0, 0.0)
+    assert p is not None
+    p.known_end = 100
+    assert fetch.pump(p, 0.0) is not None and (p.req_mid, p.req_end) == (5, 10)
+    fetch.cut_back(p, 3)  # a batch at 3 not kept: asked again when delivery gets there
+    assert (p.req_mid, p.req_end) == (3, 3)
+    fetch.cut_back(p, 7)  # beyond the window: nothing to cut
+    assert p.req_end == 3
+    fetch.restart(p, 40)
+    assert (p.req_start, p.req_mid, p.req_end) == (40, 40, 40) and not p.recent
+
+
 def test_fetches_over_all_partitions_are_rate_bounded() -> None:
     _, table, _, fetch, *_ = parts(fetch_window=1)
     p = table.create("t", P, 0, 0.0)
