@@ -353,7 +353,7 @@ class ConsumerCore:
         check_topic(topic)
         if topic in self._topics:
             return []
-        self._topics[topic] = None
+        self.table.subscribe(topic)
         if self._wants_heads(topic):
             self.answers.heads_asked(now)
             return [Publish(m.GetHeads(topic, self._node_id))]
@@ -361,7 +361,7 @@ class ConsumerCore:
 
     def unsubscribe(self, topic: str) -> None:
         """Stop following ``topic``; positions are kept, buffered records dropped."""
-        self._topics.pop(topic, None)
+        self.table.unsubscribe(topic)
         for p in self._parts.values():
             if p.topic == topic:
                 self.buffers.drop(p)
@@ -449,7 +449,7 @@ class ConsumerCore:
         key = (topic, partition)
         p = self._parts.get(key)
         if p is None:
-            self.table.start_offsets[key] = offset
+            self.table.start_at(key, offset)
             return [Publish(m.GetHeads(topic, self._node_id))]
         p.next = offset
         p.not_before = not_before
@@ -493,10 +493,7 @@ class ConsumerCore:
             assigned.add(key)
             self._unassigned.pop(key, None)
             self._forget(key)
-            if start is None:
-                self.table.start_offsets.pop(key, None)
-            else:
-                self.table.start_offsets[key] = start
+            self.table.start_at(key, start)
             topics.add(key[0])
         return [Publish(m.GetHeads(t, self._node_id)) for t in sorted(topics) if t in self._topics]
 

@@ -188,6 +188,19 @@ class PartitionTable:
         """Partitions known only from unsigned store hints."""
         return self._unconfirmed
 
+    def subscribe(self, topic: str) -> None:
+        self.topics[topic] = None
+
+    def unsubscribe(self, topic: str) -> None:
+        self.topics.pop(topic, None)
+
+    def start_at(self, key: PartitionKey, offset: int | None) -> None:
+        """Where ``key`` starts when it is seen (None: by the reset)."""
+        if offset is None:
+            self.start_offsets.pop(key, None)
+        else:
+            self.start_offsets[key] = offset
+
     def set_source(self, source: str) -> None:
         """The host the message being handled came from (whose budget it spends)."""
         self._source = source

@@ -33,7 +33,7 @@ def parts(
     """The parts wired as the core wires them, topic ``t`` subscribed."""
     settings = ConsumerSettings(C, offset_reset=reset, **kw)  # type: ignore[arg-type]
     table = PartitionTable(settings)
-    table.topics["t"] = None
+    table.subscribe("t")
     buffers = ReorderBuffers(settings.max_held, settings.max_held_part)
     fetch = FetchPlanning(settings, table, buffers)
     delivery = Delivery(settings, table, buffers, fetch)
