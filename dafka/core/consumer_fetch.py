@@ -44,7 +44,6 @@ class FetchPlanning:
     def __init__(
         self, settings: ConsumerSettings, table: PartitionTable, buffers: ReorderBuffers
     ) -> None:
-        self._table = table
         self._buffers = buffers
         self._parts = table.parts
         self._node_id = settings.node_id

@@ -50,7 +50,6 @@ class HeadTracking:
         self._fetch = fetch
         self._delivery = delivery
         self._profile = settings.profile
-        self._node_id = settings.node_id
         self._lead = settings.lead
         self._max_partitions = settings.max_partitions
         self._unserved_after = settings.unserved_after
