@@ -22,8 +22,8 @@ from typing import Any, Literal, TypeVar
 from ..config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
 from ..core import messages as m
 from ..core.consumer import ConsumerCore
-from ..core.effects import ConsumedRecord, DataLoss, Publish, RecordBatch
-from ..errors import ClosedError, ConfigError, DafkaTimeout, DataLossError, TopicDeletedError
+from ..core.effects import ConsumedRecord, Publish, RecordBatch
+from ..errors import ClosedError, ConfigError, DafkaTimeout
 from ..groups.member import GroupSettings
 from ..ids import check_topic_name, new_node_id
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
@@ -36,6 +36,7 @@ from ..security.identity import Identity
 from .common import node_config
 from .consumer_control import ConsumerControl
 from .consumer_io import END_QUIET, _ConsumerHandler
+from .consumer_state import ConsumerShared
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class Consumer(ConsumerControl):
         self.metadata: MetadataView | None = None
         """The cluster metadata this consumer follows (topic ACLs)."""
         topic_list = [topics] if isinstance(topics, str) else list(topics)
-        self._initial_topics = [check_topic_name(t) for t in dict.fromkeys(topic_list)]
+        initial = [check_topic_name(t) for t in dict.fromkeys(topic_list)]
         self.config = ConsumerConfig(
             offset_reset=offset_reset,
             start_offsets=dict(start_offsets or {}),
@@ -147,15 +148,9 @@ class Consumer(ConsumerControl):
             start_timestamp=start_timestamp,
         )
         self._core_trusted = parse_trusted_stores(trusted_stores)
-        self._handler = _ConsumerHandler(self, self._core)
-        # verified runs of records, oldest first; ConsumedRecords are made when polled
-        self._ready: deque[RecordBatch] = deque()
-        self._ready_count = 0
-        self._head_used = 0  # records of _ready[0] already handed out
-        self._errors: deque[DataLossError | TopicDeletedError] = (
-            deque()
-        )  # raised by the next poll, once each
-        self._cond = threading.Condition()
+        # what this thread and the IO thread share: records to poll, errors, what is read
+        self._shared = ConsumerShared(initial, self.config.max_backlog)
+        self._handler = _ConsumerHandler(self._shared, self._core)
         self._group_events = deque()  # rebalance callbacks for the next poll (groups only)
         self._group_callbacks = {}
         self._closed = False
@@ -180,7 +175,7 @@ class Consumer(ConsumerControl):
             self.metrics = consumer_metrics(
                 self._loop,
                 self._core,
-                lambda: self._ready_count,
+                lambda: self._shared.count,
                 self.config.profile,
                 lambda: handler.delivered_bytes,
             ).serve(metrics_host, metrics_port)
@@ -200,7 +195,7 @@ class Consumer(ConsumerControl):
             nodes: dict[str, object] = {"towers": towers, "host": host, "node": node}
             nodes.update(cluster=cluster, metadata=metadata, trusted_stores=trusted_stores)
             self._start_group(group, settings, nodes, state_dir, min_acks, on_assign, on_revoke)
-        log.info("consumer.start id=%s topics=%s", self.node_id, ",".join(self._initial_topics))
+        log.info("consumer.start id=%s topics=%s", self.node_id, ",".join(initial))
 
     def _follow_metadata(self, nconf: NodeConfig, cluster: str, required: bool) -> None:
         curve = tower_curve(nconf.towers, self._loop.identity)  # towers given with @KEY
@@ -229,7 +224,13 @@ class Consumer(ConsumerControl):
                 self._core.set_trusted_stores(stores or None)
                 for topic, revision in news:
                     if topic in self._core.topics():
-                        self._topic_deleted(topic, revision)
+                        dropped = self._shared.topic_deleted(topic, revision)
+                        log.info(
+                            "consumer.topic_deleted topic=%s revision=%d dropped=%d",
+                            topic,
+                            revision,
+                            dropped,
+                        )
                 return []
 
             self._loop.call(call)
@@ -243,7 +244,7 @@ class Consumer(ConsumerControl):
         the consumer is closed or its IO thread has stopped."""
         check_topic_name(topic)
         self._check_open()
-        if self._group_held is not None:
+        if self._shared.held is not None:
             raise ConfigError("a group member's topics are fixed when it is made")
 
         def call(now: float) -> list[Publish]:
@@ -271,9 +272,9 @@ class Consumer(ConsumerControl):
         the deadline.
 
         Raises a pending :class:`DataLossError` (each once)."""
-        while not (self._ready_count or self._group_events) or self._errors:
-            if self._errors:
-                raise self._errors.popleft()
+        while not (self._shared.count or self._group_events) or self._shared.errors:
+            if self._shared.errors:
+                raise self._shared.errors.popleft()
             if self._closed:
                 raise ClosedError("consumer is closed")
             if not self._loop.alive:  # nothing more can arrive: say so, do not wait for ever
@@ -281,7 +282,7 @@ class Consumer(ConsumerControl):
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return False
-            self._cond.wait(0.2 if left is None else min(left, 0.2))
+            self._shared.cond.wait(0.2 if left is None else min(left, 0.2))
         return True
 
     def wait(self, timeout: float) -> bool:
@@ -292,49 +293,15 @@ class Consumer(ConsumerControl):
         that take records on another thread than the one that waits (``dafka.api.aio``).
         """
         deadline = time.monotonic() + timeout
-        with self._cond:
-            while not (self._ready_count or self._errors or self._group_events):
+        with self._shared.cond:
+            while not (self._shared.count or self._shared.errors or self._group_events):
                 if self._closed or not self._loop.alive:
                     return True  # a poll raises ClosedError at once
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._cond.wait(min(left, 0.2))
+                self._shared.cond.wait(min(left, 0.2))
             return True
-
-    def _take(self, max_records: int) -> list[RecordBatch]:
-        """Up to ``max_records`` ready records as runs (holding ``_cond``)."""
-        ready = self._ready
-        out: list[RecordBatch] = []
-        want = max_records
-        while ready and want > 0:
-            run = ready[0]
-            used = self._head_used
-            left = len(run.values) - used
-            if used == 0 and left <= want:
-                out.append(ready.popleft())
-                taken = left
-            else:
-                taken = min(left, want)
-                keys = run.keys
-                out.append(
-                    RecordBatch(
-                        run.topic,
-                        run.partition,
-                        run.offset + used,
-                        run.values[used : used + taken],
-                        keys[used : used + taken] if keys is not None else None,
-                        run.timestamp,
-                    )
-                )
-                if taken == left:
-                    ready.popleft()
-                    self._head_used = 0
-                else:
-                    self._head_used = used + taken
-            want -= taken
-        self._ready_count -= max_records - want
-        return out
 
     def _poll(self, max_records: int, timeout: float | None) -> list[RecordBatch]:
         """Run the group callbacks queued (on this thread, not holding ``_cond``), then
@@ -344,11 +311,11 @@ class Consumer(ConsumerControl):
         while True:
             if self._group_events:
                 self._run_group_callbacks()
-            with self._cond:
+            with self._shared.cond:
                 if not self._wait_ready(deadline):
                     return []
                 if not self._group_events:
-                    return self._take(max_records)
+                    return self._shared.take(max_records)
 
     def poll(self, timeout: float | None = None) -> ConsumedRecord | None:
         """The next record, or ``None`` if none arrived within ``timeout`` seconds.
@@ -409,8 +376,8 @@ class Consumer(ConsumerControl):
         one step on the IO thread, which owns the core's state and delivers the records
         (``docs/consumer.md``, the end of stream).
         """
-        with self._cond:
-            if self._ready_count:
+        with self._shared.cond:
+            if self._shared.count:
                 return False  # a shortcut: the IO thread looks again, in the same step
         if self._group is not None and not self._group.settled(time.monotonic(), 2 * END_QUIET):
             return False  # a group member: at the end of what the group assigns it
@@ -448,15 +415,8 @@ class Consumer(ConsumerControl):
         A snapshot: records keep arriving."""
 
         def positions(now: float) -> dict[tuple[str, str], int]:
-            out = self._core.positions()
-            with self._cond:
-                seen: set[tuple[str, str]] = set()
-                for i, run in enumerate(self._ready):
-                    key = (run.topic, run.partition)
-                    if key not in seen:
-                        seen.add(key)
-                        out[key] = run.offset + (self._head_used if i == 0 else 0)
-            return out
+            with self._shared.cond:
+                return self._shared.polled_positions(self._core.positions())
 
         return self._on_loop(lambda now: ([], positions(now)))
 
@@ -538,8 +498,8 @@ class Consumer(ConsumerControl):
             elif core.stores_asked:
                 self._on_loop(ask)
                 asked_connected, asked_at = True, now
-            with self._cond:
-                self._cond.wait(0.05)
+            with self._shared.cond:
+                self._shared.cond.wait(0.05)
         if h.heads_seen == before and not core.stores_asked:
             raise DafkaTimeout(f"no store answered within {timeout:g} s; is dafka-store running?")
         marks = self._on_loop(lambda now: ([], self._core.watermarks()))
@@ -550,8 +510,8 @@ class Consumer(ConsumerControl):
     ) -> None:
         def call(now: float) -> tuple[list[Publish], None]:
             out = fn(now)  # raises before anything moved when the seek is bad
-            self._drop_ready(topic, partition)
-            self._seek_paused(topic, partition)
+            self._shared.drop(topic, partition)
+            self._shared.reseek_paused(topic, partition)
             return out, None
 
         self._on_loop(call)
@@ -591,25 +551,6 @@ class Consumer(ConsumerControl):
         if not self._loop.alive:
             raise ClosedError("consumer IO thread has stopped")
 
-    def _drop_ready(self, topic: str, partition: str | None) -> int:
-        """Drop the records of a partition (every one of ``topic`` when ``None``) that
-        were delivered and not polled (a seek moved it, or the topic was deleted);
-        returns how many."""
-        with self._cond:
-            kept: deque[RecordBatch] = deque()
-            dropped = 0
-            for i, run in enumerate(self._ready):
-                if run.topic != topic or (partition is not None and run.partition != partition):
-                    kept.append(run)
-                    continue
-                used = self._head_used if i == 0 else 0
-                dropped += len(run.values) - used
-                if i == 0:
-                    self._head_used = 0
-            self._ready = kept
-            self._ready_count -= dropped
-        return dropped
-
     def remaining(self) -> int | None:
         """Records known to exist and not yet polled: from each partition's next offset to the
         end its heads announce, plus :attr:`backlog` (a snapshot, racy by nature; None when the
@@ -622,12 +563,12 @@ class Consumer(ConsumerControl):
             )
         except RuntimeError:  # a partition was added meanwhile: ask again later
             return None
-        return ahead + self._ready_count
+        return ahead + self._shared.count
 
     @property
     def backlog(self) -> int:
         """Records delivered by the IO thread and not yet polled."""
-        return self._ready_count
+        return self._shared.count
 
     def close(self) -> None:
         if self._closed:
@@ -640,53 +581,10 @@ class Consumer(ConsumerControl):
         if self.metadata is not None:
             self.metadata.stop()
         self._loop.stop()
-        self._wake_readers()
+        self._shared.wake()
 
     def __enter__(self) -> Consumer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ------------------------------------------------------- IO-thread callbacks
-
-    def _deliver(self, runs: list[RecordBatch]) -> None:
-        with self._cond:
-            runs = self._group_filter(runs)
-            count = sum(len(run.values) for run in runs)
-            self._ready.extend(runs)
-            self._ready_count += count
-            self._cond.notify_all()
-
-    def _data_loss(self, loss: DataLoss) -> None:
-        why = {
-            "oversized": "hold a record over max_message_size, which this node refuses",
-            "unserved": "were never served by any producer or store (the rest of the "
-            "partition was; e.g. a record over a store's max_message_size)",
-        }.get(loss.reason, "were deleted by retention on a store before they were delivered")
-        err = DataLossError(
-            f"topic {loss.topic} partition {loss.partition}: offsets {loss.start}.."
-            f"{loss.tail - 1} {why}; delivery goes on from offset {loss.tail}"
-        )
-        with self._cond:
-            self._errors.append(err)
-            self._cond.notify_all()
-
-    def _topic_deleted(self, topic: str, revision: int) -> None:
-        """A subscribed topic was deleted: drop what of it was not polled yet, and make the
-        next poll raise :class:`TopicDeletedError` once. The subscription stays: if the
-        topic is created again, its new records are delivered."""
-        with self._cond:  # reentrant: _drop_ready takes it too
-            dropped = self._drop_ready(topic, None)
-            self._errors.append(
-                TopicDeletedError(
-                    f"topic {topic!r} was deleted (metadata revision {revision}): the stores "
-                    f"dropped its records; {dropped} records not yet polled were dropped too"
-                )
-            )
-            self._cond.notify_all()
-        log.info("consumer.topic_deleted topic=%s revision=%d dropped=%d", topic, revision, dropped)
-
-    def _wake_readers(self) -> None:
-        with self._cond:
-            self._cond.notify_all()

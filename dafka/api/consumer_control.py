@@ -19,20 +19,18 @@ mode, the one a consumer group member uses): each from the offset given, else by
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.consumer import ConsumerCore
-from ..core.effects import Publish, RecordBatch
+from ..core.effects import Publish
 from ..errors import ConfigError
 from ..ids import check_topic, is_node_id
 from .consumer_group import GroupConsumer
 
 if TYPE_CHECKING:
     from ..security.identity import Identity
-    from .cluster import TopicMetadata
+    from .cluster import StoreQueries, TopicMetadata
 
 PartitionKey = tuple[str, str]
 
@@ -62,20 +60,13 @@ def parse_assignment(
 
 
 class ConsumerControl(GroupConsumer):
-    """The controls; the state they share with the IO thread is guarded by ``_cond``."""
+    """The controls; the state they share with the IO thread (which partitions are
+    paused or assigned) is in :class:`~dafka.api.consumer_state.ConsumerShared`."""
 
-    _paused: dict[PartitionKey, int | None] | None = None
-    """Paused partitions -> where to resume (None: not known yet, set by the first record
-    dropped). None until the first pause."""
-    _manual: set[PartitionKey] | None = None
-    """The partitions :meth:`assign` gave (None: never called)."""
-    _ready_count: int
     towers: tuple[str, ...]
 
     if TYPE_CHECKING:
         _core: ConsumerCore
-        _cond: threading.Condition
-        _ready: deque[RecordBatch]
         _loop: Any
         _handler: Any
 
@@ -90,22 +81,16 @@ class ConsumerControl(GroupConsumer):
         keys = list(parse_assignment(partitions))
 
         def call(now: float) -> tuple[list[Publish], None]:
-            with self._cond:
-                paused = self._paused if self._paused is not None else {}
+            with self._shared.cond:
+                paused = self._shared.paused if self._shared.paused is not None else {}
                 pos: dict[PartitionKey, int] = {}
                 if any(k not in paused for k in keys):
-                    pos = self._core.positions()
-                    seen: set[PartitionKey] = set()
-                    for i, run in enumerate(self._ready):
-                        key = (run.topic, run.partition)
-                        if key not in seen:
-                            seen.add(key)
-                            pos[key] = run.offset + (self._head_used if i == 0 else 0)
+                    pos = self._shared.polled_positions(self._core.positions())
                 for key in keys:
                     if key not in paused:
                         paused[key] = pos.get(key)
-                        self._drop_ready(*key)
-                self._paused = paused
+                        self._shared.drop(*key)
+                self._shared.paused = paused
             return [], None
 
         self._on_loop(call)
@@ -117,23 +102,23 @@ class ConsumerControl(GroupConsumer):
 
         def call(now: float) -> tuple[list[Publish], None]:
             out: list[Publish] = []
-            with self._cond:
-                paused = self._paused or {}
+            with self._shared.cond:
+                paused = self._shared.paused or {}
                 for key in keys:
                     if key not in paused:
                         continue
                     at = paused.pop(key)
                     if at is not None and key[0] in self._core.topics():
                         out.extend(self._core.seek(key[0], key[1], at, now))
-                        self._drop_ready(*key)
+                        self._shared.drop(*key)
             return out, None
 
         self._on_loop(call)
 
     def paused(self) -> list[PartitionKey]:
         """The partitions paused now, sorted."""
-        with self._cond:
-            return sorted(self._paused or ())
+        with self._shared.cond:
+            return sorted(self._shared.paused or ())
 
     # --------------------------------------------------------------- assign
 
@@ -143,20 +128,20 @@ class ConsumerControl(GroupConsumer):
         their topics are subscribed as needed. Replaces the previous assignment (those left
         out stop at once, their records not polled dropped); ``assign([])`` reads nothing.
         Not for a group member (its group assigns)."""
-        if self._group_held is not None:
+        if self._shared.held is not None:
             raise ConfigError("a group member's partitions are assigned by its group")
         wanted = parse_assignment(partitions)
 
         def call(now: float) -> tuple[list[Publish], None]:
             out: list[Publish] = []
-            with self._cond:
-                before = self._manual if self._manual is not None else set()
+            with self._shared.cond:
+                before = self._shared.manual if self._shared.manual is not None else set()
                 gone = [k for k in before if k not in wanted]
                 for key in gone:
-                    self._drop_ready(*key)
-                    if self._paused is not None:
-                        self._paused.pop(key, None)
-                self._manual = set(wanted)
+                    self._shared.drop(*key)
+                    if self._shared.paused is not None:
+                        self._shared.paused.pop(key, None)
+                self._shared.manual = set(wanted)
             subscribed = set(self._core.topics())
             for topic in sorted({t for t, _ in wanted} - subscribed):
                 out.extend(self._core.subscribe(topic, now))
@@ -170,40 +155,10 @@ class ConsumerControl(GroupConsumer):
     def assignment(self) -> list[PartitionKey]:
         """The partitions this consumer reads: those :meth:`assign` gave, or a group
         member's (raises :class:`ConfigError` for a consumer with neither)."""
-        if self._manual is not None:
-            with self._cond:
-                return sorted(self._manual)
+        if self._shared.manual is not None:
+            with self._shared.cond:
+                return sorted(self._shared.manual)
         return super().assignment()
-
-    def _group_filter(self, runs: list[RecordBatch]) -> list[RecordBatch]:
-        """On the IO thread, holding ``_cond``: drop runs of partitions revoked, left out
-        of :meth:`assign`, or paused (noting where a paused one must resume)."""
-        runs = super()._group_filter(runs)
-        manual, paused = self._manual, self._paused
-        if manual is None and not paused:
-            return runs
-        kept: list[RecordBatch] = []
-        for run in runs:
-            key = (run.topic, run.partition)
-            if manual is not None and key not in manual:
-                continue
-            if paused and key in paused:
-                if paused[key] is None:
-                    paused[key] = run.offset  # the first record it missed
-                continue
-            kept.append(run)
-        return kept
-
-    def _seek_paused(self, topic: str, partition: str | None) -> None:
-        """On the IO thread: a seek moved ``partition`` (every one of ``topic`` when None):
-        a paused one resumes where the seek put it, its first record delivered after."""
-        paused = self._paused
-        if not paused:
-            return
-        with self._cond:
-            for key in paused:
-                if key[0] == topic and (partition is None or key[1] == partition):
-                    paused[key] = None
 
     # ---------------------------------------------------- asking the stores
 
@@ -213,11 +168,9 @@ class ConsumerControl(GroupConsumer):
         """Topics with their partitions as the stores hold them (``topics``, or every one
         this consumer may read), with their metadata settings when the consumer follows a
         metadata group: :meth:`dafka.AdminClient.list_topics`."""
-        from .cluster import StoreQueries
-
         self._check_open()
         settings = self._metadata_topics()
-        with StoreQueries(self._tower_specs(), key=self._query_key(), timeout=timeout) as q:
+        with self.store_queries(timeout) as q:
             return q.list_topics(topics, settings)
 
     def offsets_for_times(
@@ -233,12 +186,20 @@ class ConsumerControl(GroupConsumer):
         Signed profile only (rfc46 records carry no time: :class:`ConfigError`). A store
         whose read ACL does not let this consumer read the topic answers ``forbidden``:
         :class:`~dafka.query.QueryError`, never an offset."""
-        from .cluster import StoreQueries, check_times
+        from .cluster import check_times
 
         wanted = check_times(times)
         self._check_open()
-        with StoreQueries(self._tower_specs(), key=self._query_key(), timeout=timeout) as q:
+        with self.store_queries(timeout) as q:
             return q.offsets_for_times(wanted)
+
+    def store_queries(self, timeout: float = 10.0) -> StoreQueries:
+        """Questions to the stores' query endpoints, found through this consumer's towers
+        and asked under its key (what the stores' read ACLs judge): a
+        :class:`~dafka.api.cluster.StoreQueries`, to use in a ``with`` block."""
+        from .cluster import StoreQueries
+
+        return StoreQueries(self._tower_specs(), key=self._query_key(), timeout=timeout)
 
     def _query_key(self) -> Identity | None:
         """The key the consumer speaks CURVE under (what the stores' read ACLs judge)."""

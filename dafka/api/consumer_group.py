@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..config import NodeConfig
 from ..core.consumer import ConsumerCore
-from ..core.effects import Publish, RecordBatch
+from ..core.effects import Publish
 from ..errors import ConfigError
 from ..groups.member import ASSIGN, REVOKE, Callback, GroupMember, GroupSettings
 from ..groups.records import group_topic
+from .consumer_state import ConsumerShared
+
+if TYPE_CHECKING:
+    from ..metadata.follower import MetadataView
 
 PartitionKey = tuple[str, str]
 
@@ -45,13 +48,9 @@ MAX_GROUP_EVENTS = 64
 
 class GroupConsumer:
     _core: ConsumerCore
-    _cond: threading.Condition
-    _ready: deque[RecordBatch]
-    _head_used: int
+    _shared: ConsumerShared  # shared.held: what the member reads (None: no group)
     _group: GroupMember | None = None
-    _group_held: set[PartitionKey] | None = None  # what the member reads (None: no group)
     _known: frozenset[PartitionKey] = frozenset()
-    _initial_topics: list[str]
     _group_events: deque[tuple[str, frozenset[PartitionKey]]]
     """Callbacks to run in the next poll: (ASSIGN or REVOKE, partitions), under ``_cond``."""
     _group_told: frozenset[PartitionKey] = frozenset()
@@ -63,8 +62,6 @@ class GroupConsumer:
         def _on_loop(
             self, fn: Callable[[float], tuple[list[Publish], Any]], timeout: float = 10.0
         ) -> Any: ...
-
-        def _drop_ready(self, topic: str, partition: str | None) -> int: ...
 
         def positions(self) -> dict[PartitionKey, int]: ...
 
@@ -104,12 +101,12 @@ class GroupConsumer:
         was given for it)."""
         if not keys or self._group_callbacks.get(kind) is None:
             return
-        with self._cond:
+        with self._shared.cond:
             events = self._group_events
             events.append((kind, keys))
             if len(events) > MAX_GROUP_EVENTS:
                 self._fold_group_events()
-            self._cond.notify_all()
+            self._shared.cond.notify_all()
 
     def _fold_group_events(self) -> None:
         """Holding ``_cond``: replace the queue with the net change since the last
@@ -133,7 +130,7 @@ class GroupConsumer:
         """The application's thread, inside a poll, not holding ``_cond``: run the
         queued callbacks in order."""
         while True:
-            with self._cond:
+            with self._shared.cond:
                 if not self._group_events:
                     return
                 kind, keys = self._group_events.popleft()
@@ -153,7 +150,7 @@ class GroupConsumer:
         """Before the IO thread starts: read nothing until the group assigns."""
         group_topic(group)  # a clear error for a bad name, before anything starts
         self._core.group_mode()
-        self._group_held = set()
+        self._shared.held = set()
 
     def _start_group(
         self,
@@ -174,9 +171,9 @@ class GroupConsumer:
             node_kw = {**node_kw, "node": dataclasses.replace(node, port=0)}
         try:
             self._group = GroupMember(
-                self,
+                _MemberLink(self),
                 group,
-                self._initial_topics,
+                self._shared.initial_topics,
                 settings,
                 producer_kw={
                     **node_kw,
@@ -201,17 +198,7 @@ class GroupConsumer:
             raise ConfigError("this consumer is in no group (Consumer(..., group=NAME))")
         return self._group
 
-    def _group_filter(self, runs: list[RecordBatch]) -> list[RecordBatch]:
-        """On the IO thread, holding ``_cond``: drop runs of partitions revoked since."""
-        held = self._group_held
-        if held is None:
-            return runs
-        return [r for r in runs if (r.topic, r.partition) in held]
-
     # ------------------------------------------------- the member's requests
-
-    def _group_positions(self) -> dict[PartitionKey, int]:
-        return self.positions()
 
     def _group_known(self) -> frozenset[PartitionKey]:
         """The partitions the core has seen (refreshed on the IO thread for next time)."""
@@ -230,34 +217,61 @@ class GroupConsumer:
         """Stop reading ``keys`` at once; their positions (records not polled are dropped,
         so the next owner reads them). One step on the IO thread, holding ``_cond``, so
         a poll sees either all of it or none."""
-        held = self._group_held
+        held = self._shared.held
         assert held is not None
 
         def call(now: float) -> tuple[list[Publish], dict[PartitionKey, int]]:
-            with self._cond:
+            with self._shared.cond:
                 held.difference_update(keys)
-                pos = self._core.positions()
-                seen: set[PartitionKey] = set()
-                for i, run in enumerate(self._ready):
-                    key = (run.topic, run.partition)
-                    if key in keys and key not in seen:
-                        seen.add(key)
-                        pos[key] = run.offset + (self._head_used if i == 0 else 0)
+                pos = self._shared.polled_positions(self._core.positions())
                 for topic, partition in keys:
-                    self._drop_ready(topic, partition)
+                    self._shared.drop(topic, partition)
             out = self._core.assign({}, keys, now)
             return out, {k: pos[k] for k in keys if k in pos}
 
         return dict(self._on_loop(call))
 
     def _group_assign(self, starts: Mapping[PartitionKey, int | None]) -> None:
-        held = self._group_held
+        held = self._shared.held
         assert held is not None
         starts = dict(starts)
-        with self._cond:
+        with self._shared.cond:
             held.update(starts)
 
         def call(now: float) -> list[Publish]:
             return self._core.assign(starts, (), now)
 
         self._core_call(call)
+
+
+class _MemberLink:
+    """What the group member's thread asks of its consumer
+    (:class:`~dafka.groups.member.GroupLink`): the consumer's side of the member."""
+
+    def __init__(self, consumer: GroupConsumer) -> None:
+        self._consumer = consumer
+
+    @property
+    def metadata(self) -> MetadataView | None:
+        """The cluster metadata the consumer follows (who the group admits)."""
+        return getattr(self._consumer, "metadata", None)
+
+    def positions(self) -> dict[PartitionKey, int]:
+        """The next offset a poll returns, per partition seen."""
+        return self._consumer.positions()
+
+    def known(self) -> frozenset[PartitionKey]:
+        """The partitions of the group's topics the consumer has seen."""
+        return self._consumer._group_known()
+
+    def revoke(self, keys: frozenset[PartitionKey]) -> dict[PartitionKey, int]:
+        """Stop reading ``keys`` at once; their positions."""
+        return self._consumer._group_revoke(keys)
+
+    def assign(self, starts: Mapping[PartitionKey, int | None]) -> None:
+        """Start reading ``starts`` (each from its offset; None: by ``offset_reset``)."""
+        self._consumer._group_assign(starts)
+
+    def event(self, kind: str, keys: frozenset[PartitionKey]) -> None:
+        """Queue a rebalance callback for the application's next poll."""
+        self._consumer._group_event(kind, keys)

@@ -1,10 +1,13 @@
 """The consumer's IO-thread half (:class:`_ConsumerHandler`): messages in, records out.
 
 The node's IO thread hands every decoded message to :class:`_ConsumerHandler`, which
-runs it through the :class:`~dafka.core.consumer.ConsumerCore` and passes what the core
-delivers (verified runs of records, joined by :func:`_coalesce` when they continue each
-other) and the data losses it reports to the :class:`~dafka.api.consumer.Consumer`,
-whose ``poll`` takes them on the caller's thread. It also counts what ``watermarks``
+steps the :class:`~dafka.core.consumer.ConsumerCore` with it and executes the core's
+:class:`~dafka.core.ready.Ready` through :func:`dafka.io.ready_shell.run_ready`, as
+every node does: its FETCHes go out, and what it delivers (verified runs of records,
+joined by :func:`_coalesce` when they continue each other, and the data losses it
+reports) goes to the :class:`~dafka.api.consumer_state.ConsumerShared` it shares with
+the :class:`~dafka.api.consumer.Consumer`, whose ``poll`` takes them on the caller's
+thread. It also counts what ``watermarks``
 waits for (DIRECT-HEADs to this consumer) and answers ``at_end``. Commands from the
 caller's thread (subscribe, seek, metadata changes) come through ``NodeLoop.call``.
 Everything here runs on the IO thread.
@@ -13,23 +16,22 @@ Everything here runs on the IO thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..core import messages as m
 from ..core.consumer import ConsumerCore
 from ..core.consumer_end import END_QUIET
-from ..core.effects import DataLoss, Publish, RecordBatch
+from ..core.effects import DataLoss, Outgoing, Publish, RecordBatch
 from ..io.node import NodeHandler, NodeLoop
-
-if TYPE_CHECKING:
-    from .consumer import Consumer
+from ..io.ready_shell import run_ready
+from .consumer_state import ConsumerShared
 
 __all__ = ["END_QUIET", "_ConsumerHandler"]
 
 
 class _ConsumerHandler(NodeHandler):
-    def __init__(self, consumer: Consumer, core: ConsumerCore) -> None:
-        self.c = consumer
+    def __init__(self, shared: ConsumerShared, core: ConsumerCore) -> None:
+        self.shared = shared
         self.core = core
         self.loop: NodeLoop | None = None
         self.heads_seen = 0  # DIRECT-HEADs addressed to this consumer (watermarks waits)
@@ -52,7 +54,7 @@ class _ConsumerHandler(NodeHandler):
         self.loop = loop
         self.last_news = now
         out: list[Publish] = []
-        for topic in self.c._initial_topics:
+        for topic in self.shared.initial_topics:
             out.extend(self.core.subscribe(topic, now))
         loop.sync_subscriptions()
         return out
@@ -61,21 +63,45 @@ class _ConsumerHandler(NodeHandler):
         return False
 
     def accepting(self) -> bool:
-        return self.c._ready_count < self.c.config.max_backlog
+        return self.shared.accepting()
 
     def on_commands(self, now: float) -> list[Publish]:
         return []  # commands come through NodeLoop.call
 
-    def on_arrival(self, msgs: list[m.Message], now: float) -> list[Publish]:
+    def _run(self) -> list[Outgoing]:
+        """Execute the core's Readies: publish, then deliver (nothing to persist)."""
+        out: list[Outgoing] = []
+        run_ready(self.core, None, send=out.extend, deliver=self._deliver)
+        return out
+
+    def _deliver(self, items: Sequence[Any]) -> None:
+        """What one Ready delivers: runs of records (to be polled) and data losses (to be
+        raised by a poll), in order."""
+        delivered: list[RecordBatch] = []
+        for item in items:
+            if type(item) is RecordBatch:
+                # columns: none waiting to be polled pins a batch it barely uses
+                delivered.append(item.as_lists() if self.lists else item.detached())
+                if self.count_bytes:
+                    self.delivered_bytes += item.value_bytes
+            elif type(item) is DataLoss:
+                self.shared.data_loss(item)
+        if delivered:
+            self.shared.deliver(_coalesce(delivered) if len(delivered) > 1 else delivered)
+
+    def on_arrival(self, msgs: list[m.Message], now: float) -> Sequence[Outgoing]:
         """The FETCHes that go out before ``msgs`` are verified (``ConsumerCore.ask_ahead``)."""
-        return self.core.ask_ahead(msgs, now)
+        ahead = self.core.ask_ahead(msgs, now)
+        if not ahead:
+            return ()
+        self.core.push(ahead)
+        return self._run()
 
     def on_messages(
         self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()
-    ) -> list[Publish]:
-        out: list[Publish] = []
-        delivered: list[RecordBatch] = []
-        node = self.core.node_id
+    ) -> Sequence[Outgoing]:
+        core = self.core
+        node = core.node_id
         for i, msg in enumerate(msgs):
             t = type(msg)
             if t is m.DirectHead:
@@ -84,41 +110,31 @@ class _ConsumerHandler(NodeHandler):
                     self.last_news = now  # what it holds is noted by the core (caught_up)
             elif t is m.StoreHello:
                 self.last_news = now
-            for effect in self.core.handle(msg, now, sources[i] if i < len(sources) else ""):
-                if type(effect) is RecordBatch:
-                    # columns: none waiting to be polled pins a batch it barely uses
-                    delivered.append(effect.as_lists() if self.lists else effect.detached())
-                    if self.count_bytes:
-                        self.delivered_bytes += effect.value_bytes
-                elif type(effect) is Publish:
-                    out.append(effect)
-                elif type(effect) is DataLoss:
-                    self.c._data_loss(effect)
-        if delivered:
-            self.c._deliver(_coalesce(delivered) if len(delivered) > 1 else delivered)
-        return out
+            core.step(msg, now, sources[i] if i < len(sources) else "")
+        return self._run()
 
-    def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        return self.core.on_subscription(sub, now)
+    def on_subscription(self, sub: m.Subscription, now: float) -> Sequence[Outgoing]:
+        self.core.push(self.core.on_subscription(sub, now))
+        return self._run()
 
-    def on_tick(self, now: float) -> list[Publish]:
-        return self.core.tick(now)
+    def on_tick(self, now: float) -> Sequence[Outgoing]:
+        self.core.push(self.core.tick(now))
+        return self._run()
 
     def on_stop(self) -> None:
-        self.c._wake_readers()
+        self.shared.wake()
 
     def at_end(self, now: float) -> bool:
         """Whether the consumer is at the end of stream, in one step on the IO thread: no
-        record the core delivered waits to be polled (``_deliver`` runs on this thread,
-        so every record delivered so far is counted, and the caller's poll only takes
-        from the count), and the core is at what the stores said they hold
+        record the core delivered waits to be polled (the shared state is written on this
+        thread, so every record delivered so far is counted, and the caller's poll only
+        takes from the count), and the core is at what the stores said they hold
         (``ConsumerCore.at_end``); nor does an error a poll has still to raise (a data
         loss reported with the last window). Checked on the caller's thread first,
         the count could be read just before the last window landed: ``-e`` then exited 0
         with that window unprinted (issue 34, point 1)."""
-        with self.c._cond:
-            if self.c._ready_count or self.c._errors:  # an error a poll has still to raise
-                return False
+        if self.shared.unpolled():  # a record, or an error a poll has still to raise
+            return False
         return self.core.at_end(now)
 
 

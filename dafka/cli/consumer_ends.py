@@ -145,7 +145,6 @@ def check_not_refused(consumer: Consumer, topics: Iterable[str], wait: float) ->
     others, so "no partition" would read as "empty" (the red team's F1: ``-e`` exited 0
     with a store holding 1,000 records). Only topics whose metadata has a read ACL are
     asked about (a query to every store)."""
-    from ..api.cluster import StoreQueries
     from ..metadata.state import topic_settings
     from ..query import protocol as qp
     from ..query.client import QueryError
@@ -158,8 +157,7 @@ def check_not_refused(consumer: Consumer, topics: Iterable[str], wait: float) ->
     )
     if not guarded:
         return
-    specs = consumer._tower_specs()  # the consumer's own towers and key
-    with StoreQueries(specs, key=consumer._query_key(), timeout=max(wait, 1.0)) as q:
+    with consumer.store_queries(timeout=max(wait, 1.0)) as q:  # its towers and key
         for topic in guarded:
             try:
                 q.holders([topic])

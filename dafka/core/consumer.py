@@ -35,13 +35,30 @@ seen, so a far-future head costs nothing but bounded FETCH windows.
 
 The core reads no clock and owns no socket; ``now`` is passed in.
 
-:class:`ConsumerCore` is built in layers, one module each, every layer using only
-those below it: :mod:`~dafka.core.consumer_base` (configuration, the partitions,
-counters, admission of new partitions, ACLs), :mod:`~dafka.core.consumer_fetch`
-(FETCH windows), :mod:`~dafka.core.consumer_delivery` (verification, the reorder
-buffer, delivery, data loss), :mod:`~dafka.core.consumer_heads` (HEADs, store heads
-and tails) and this module (subscriptions, dispatch, ``tick``, positions). The
-per-partition state and the bounds are in :mod:`~dafka.core.consumer_state`.
+:class:`ConsumerCore` is composed of parts, each owning its own state and writing
+only it (and its share of the per-partition state), each unit-tested alone:
+
+* ``settings`` (:class:`~dafka.core.consumer_base.ConsumerSettings`): the checked
+  configuration, never written after;
+* ``table`` (:class:`~dafka.core.consumer_base.PartitionTable`): the partitions, the
+  topics subscribed, where new partitions start, their admission, the ACLs;
+* ``buffers`` (:class:`~dafka.core.consumer_buffer.ReorderBuffers`): the reorder
+  buffers and their byte bounds;
+* ``fetch`` (:class:`~dafka.core.consumer_fetch.FetchPlanning`): where fetching aims
+  and the FETCH windows;
+* ``delivery`` (:class:`~dafka.core.consumer_delivery.Delivery`): verification, the
+  reorder buffer, in-order delivery, data loss;
+* ``heads`` (:class:`~dafka.core.consumer_heads.HeadTracking`): HEADs, store heads
+  and tails;
+* ``answers`` (:class:`~dafka.core.consumer_end.StoreAnswers`): the stores asked for
+  their heads (the end of stream).
+
+This module holds the core itself: subscriptions, dispatch, ``tick``, positions,
+seeking, group mode, and the node contract (:mod:`dafka.core.ready`): ``step``
+queues what a message causes, ``ready()`` hands it over as one
+:class:`~dafka.core.ready.Ready` (``publish``: FETCHes and GET-HEADS; ``deliver``: runs
+of records and data losses, in order). The per-partition state and the bounds are in
+:mod:`~dafka.core.consumer_state`.
 
 A partition's state is kept as offsets (next to deliver, known end, the
 window asked for) rather than an enum-and-table machine: "live", "fetching"
@@ -54,21 +71,31 @@ matters (exactly once, in order) over arbitrary interleavings instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections import deque
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Literal
 
 from ..errors import ConfigError
 from ..ids import check_topic, is_node_id
+from ..wire.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from . import messages as m
-from .consumer_base import OffsetReset, PartitionKey
+from .consumer_base import ConsumerSettings, OffsetReset, PartitionKey, PartitionTable
+from .consumer_buffer import ReorderBuffers
+from .consumer_delivery import Delivery
+from .consumer_end import StoreAnswers
+from .consumer_fetch import FetchPlanning
 from .consumer_heads import HeadTracking
 from .consumer_state import (
+    MAX_BUFFERED_BYTES,
+    MAX_BUFFERED_BYTES_PER_PARTITION,
     UNCONFIRMED_TRIES,
     ConsumerStats,
 )
 from .consumer_state import PartitionState as _Partition
 from .effects import Effect, Publish
 from .equivocation import ConsumerEquivocation
+from .ready import Ready
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +110,7 @@ consumer would never learn of a partition whose producers are gone until it reco
 __all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
 
 
-class ConsumerCore(HeadTracking):
+class ConsumerCore:
     """Per-partition in-order delivery, gap fetching and the store handshake.
 
     ``offset_reset`` decides where a partition seen for the first time starts:
@@ -91,7 +118,7 @@ class ConsumerCore(HeadTracking):
     record or head seen (the head record itself is delivered, as in the reference),
     ``-N`` ``N`` offsets before the end a signed HEAD or a verified batch shows, once every
     end claimed before the first delivery is proven (a store's unsigned hint aims the FETCH
-    that proves it; see ``_aim_from_end``). ``start_timestamp``
+    that proves it; see ``FetchPlanning.aim_from_end``). ``start_timestamp``
     (seconds; signed profile) replaces it: delivery starts at the first batch stamped
     at or after it, read from 0. ``start_offsets`` overrides both per partition, e.g.
     to resume. :meth:`seek` and ``seek_to_*`` move a partition later. ``profile``
@@ -107,6 +134,205 @@ class ConsumerCore(HeadTracking):
     ``UNCONFIRMED_TRIES`` fruitless FETCHes; FETCHes over all partitions are
     bounded by ``FETCH_RATE``.
     """
+
+    def __init__(
+        self,
+        node_id: str,
+        *,
+        offset_reset: OffsetReset = "latest",
+        start_offsets: Mapping[PartitionKey, int] | None = None,
+        fetch_window: int = 10_000,
+        fetch_timeout: float = 1.0,
+        max_buffered: int = 100_000,
+        max_buffered_bytes: int = MAX_BUFFERED_BYTES,
+        max_buffered_bytes_per_partition: int = MAX_BUFFERED_BYTES_PER_PARTITION,
+        max_partitions: int = 100_000,
+        max_head_lead: int = 1_000_000,
+        profile: Profile = RFC46,
+        on_data_loss: Literal["raise", "skip"] = "raise",
+        trusted_stores: Collection[str] | None = None,
+        max_partitions_per_topic: int = 10_000,
+        new_partition_rate: float = 100.0,
+        new_partition_burst: float = 1000.0,
+        unserved_after: float = 10.0,
+        start_timestamp: float | None = None,
+    ) -> None:
+        settings = self.settings = ConsumerSettings(
+            node_id,
+            offset_reset=offset_reset,
+            start_offsets=start_offsets,
+            fetch_window=fetch_window,
+            fetch_timeout=fetch_timeout,
+            max_buffered=max_buffered,
+            max_buffered_bytes=max_buffered_bytes,
+            max_buffered_bytes_per_partition=max_buffered_bytes_per_partition,
+            max_partitions=max_partitions,
+            max_head_lead=max_head_lead,
+            profile=profile,
+            on_data_loss=on_data_loss,
+            max_partitions_per_topic=max_partitions_per_topic,
+            new_partition_rate=new_partition_rate,
+            new_partition_burst=new_partition_burst,
+            unserved_after=unserved_after,
+            start_timestamp=start_timestamp,
+        )
+        self._node_id = node_id
+        self._profile = profile
+        self._timeout = settings.timeout
+        self._unserved_after = settings.unserved_after
+        self.table = PartitionTable(settings)
+        self.buffers = ReorderBuffers(settings.max_held, settings.max_held_part)
+        self.fetch = FetchPlanning(settings, self.table, self.buffers)
+        self.delivery = Delivery(settings, self.table, self.buffers, self.fetch)
+        self.heads = HeadTracking(settings, self.table, self.fetch, self.delivery, trusted_stores)
+        self.answers = StoreAnswers()  # which stores were asked so they could answer (-e)
+        self._parts = self.table.parts
+        self._topics = self.table.topics
+        self._ignored = 0  # messages not for this consumer (ConsumerStats.ignored)
+        # group mode (dafka.groups): only assigned partitions are read; the others are
+        # noted (bounded), for the group to assign
+        self._assigned: set[PartitionKey] | None = None
+        self._unassigned: dict[PartitionKey, None] = {}
+        self._heads_due: float | None = None  # the next GET-HEADS refresh (None: not timed yet)
+        # the node contract: what ``step`` caused, for the next Ready
+        self._publish: list[Publish] = []
+        self._deliver: list[Effect] = []
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def node_id(self) -> str:
+        return self._node_id
+
+    @property
+    def profile(self) -> Profile:
+        return self._profile
+
+    @property
+    def stats(self) -> ConsumerStats:
+        d, heads, table, fetch = self.delivery, self.heads, self.table, self.fetch
+        return ConsumerStats(
+            delivered=d.delivered - d.gap_offsets - d.before_start,
+            duplicates=d.duplicates,
+            beyond_buffer=d.beyond,
+            ignored=self._ignored,
+            refused_partitions=table.refused,
+            fetches_sent=fetch.fetches,
+            rejected=d.rejected,
+            rejected_heads=heads.rejected_heads,
+            unauthorized=table.unauthorized,
+            data_lost=d.data_lost,
+            gap_offsets=d.gap_offsets,
+            ignored_tails=heads.ignored_tails,
+            limited_hints=table.limited_hints,
+            limited_fetches=fetch.limited,
+            equivocations=d.equivocations,
+            oversized=d.oversized,
+            unserved=d.unserved,
+            before_start=d.before_start,
+            tail_claims=heads.tail_claims,
+            tail_waits=heads.tail_waits,
+        )
+
+    @property
+    def equivocations(self) -> deque[ConsumerEquivocation]:
+        """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
+        return self.delivery.reports
+
+    @property
+    def buffered_bytes(self) -> int:
+        """What the reorder buffers hold, over all partitions, as the byte bounds count it."""
+        return self.buffers.held_bytes
+
+    def set_trusted_stores(self, stores: Collection[str] | None) -> None:
+        """The stores whose signed tails count (``None``: any store's, bounded; see class)."""
+        self.heads.set_trusted_stores(stores)
+
+    def set_acl(self, acl: Mapping[str, Collection[str] | None]) -> None:
+        """Which producers may write each topic (metadata); a topic missing or mapped to
+        None is open. Batches and HEADs of other producers are dropped."""
+        self.table.set_acl(acl)
+
+    def topics(self) -> list[str]:
+        return list(self._topics)
+
+    def positions(self) -> dict[PartitionKey, int]:
+        """The next offset to deliver for every partition seen."""
+        return self.table.positions()
+
+    def known_end(self, topic: str, partition: str) -> int | None:
+        """One past the last offset this consumer will fetch towards now (``None``: unknown).
+
+        The claimed end (from HEADs, store hints and records), bounded to
+        ``max_head_lead`` past what has actually been seen.
+        """
+        return self.fetch.known_end(topic, partition)
+
+    def ask_ahead(self, msgs: Sequence[m.Message], now: float) -> list[Publish]:
+        """signed: the FETCHes to send as ``msgs`` arrive, before any is verified
+        (:meth:`FetchPlanning.ask_ahead <dafka.core.consumer_fetch.FetchPlanning.ask_ahead>`)."""
+        return self.fetch.ask_ahead(msgs, now)
+
+    # ------------------------------------------------------------ the end
+
+    def at_end(self, now: float) -> bool:
+        """True when every store that greeted this consumer was asked for its heads once
+        it could hear us and we it, none has said anything for a moment since, and every
+        partition they said they hold was delivered (:meth:`caught_up`): the end
+        ``dafka-consumer -e`` waits for (:mod:`~dafka.core.consumer_end`)."""
+        return self.answers.settled(now) and self.caught_up()
+
+    def caught_up(self) -> bool:
+        """True when every partition a store said it holds of a subscribed topic was
+        delivered up to what that store holds (:meth:`HeadTracking.caught_up
+        <dafka.core.consumer_heads.HeadTracking.caught_up>`)."""
+        return self.heads.caught_up()
+
+    def watermarks(self) -> dict[PartitionKey, tuple[int, int]]:
+        """``(low, high)`` per partition of a subscribed topic (Kafka's watermarks; see
+        :meth:`HeadTracking.watermarks <dafka.core.consumer_heads.HeadTracking.watermarks>`)."""
+        return self.heads.watermarks()
+
+    @property
+    def stores_asked(self) -> int:
+        """How many stores were asked for their heads in a way they could answer."""
+        return self.answers.asked
+
+    def stores_waiting(self, now: float) -> dict[str, float]:
+        """The stores that greeted this consumer (or subscribed to its greetings) and
+        could not be asked yet (one direction of the connection is not up yet), with the
+        seconds since each was first known."""
+        return self.answers.waiting(now)
+
+    # ------------------------------------------------- the node contract
+
+    def step(self, msg: m.Message, now: float, source: str = "") -> None:
+        """Handle one message (:meth:`handle`); what it causes goes out in the next
+        :meth:`ready`."""
+        effects = self.handle(msg, now, source)
+        if effects:
+            publish, deliver = self._publish, self._deliver
+            for effect in effects:
+                if type(effect) is Publish:
+                    publish.append(effect)
+                else:
+                    deliver.append(effect)
+
+    def push(self, publish: Sequence[Publish]) -> None:
+        """Messages a command or ``tick`` made, to go out in the next :meth:`ready`."""
+        self._publish.extend(publish)
+
+    def has_ready(self) -> bool:
+        return bool(self._publish or self._deliver)
+
+    def ready(self) -> Ready:
+        """What to publish (FETCHes, GET-HEADS) and to deliver (runs of records and data
+        losses, in order) since the last :meth:`advance`; nothing to persist."""
+        return Ready(publish=tuple(self._publish), deliver=tuple(self._deliver))
+
+    def advance(self, rd: Ready, failed: BaseException | None = None) -> None:
+        del self._publish[: len(rd.publish)]
+        del self._deliver[: len(rd.deliver)]
 
     def subscriptions(self) -> list[bytes]:
         """SUB prefixes: RECORD/HEAD per topic (exact, thanks to the NUL), then direct ones."""
@@ -127,20 +353,20 @@ class ConsumerCore(HeadTracking):
         check_topic(topic)
         if topic in self._topics:
             return []
-        self._topics[topic] = None
+        self.table.subscribe(topic)
         if self._wants_heads(topic):
-            self._answers.heads_asked(now)
+            self.answers.heads_asked(now)
             return [Publish(m.GetHeads(topic, self._node_id))]
         return []
 
     def unsubscribe(self, topic: str) -> None:
         """Stop following ``topic``; positions are kept, buffered records dropped."""
-        self._topics.pop(topic, None)
+        self.table.unsubscribe(topic)
         for p in self._parts.values():
             if p.topic == topic:
-                self._drop_buffer(p)
-                p.known_end = p.seen_end = p.req_start = p.req_mid = p.req_end = p.next
-                p.recent.clear()
+                self.buffers.drop(p)
+                p.known_end = p.seen_end = p.next
+                self.fetch.restart(p, p.next)
 
     # ------------------------------------------------------------- seeking
 
@@ -183,9 +409,6 @@ class ConsumerCore(HeadTracking):
         stamp = float(timestamp)
         return self._seek_each(topic, partition, now, lambda p: 0, None, stamp)
 
-    def _seen(self, topic: str) -> list[PartitionKey]:
-        return [key for key in self._parts if key[0] == topic]
-
     def _check_seek(self, topic: str, partition: str | None) -> None:
         check_topic(topic)
         if topic not in self._topics:
@@ -206,7 +429,7 @@ class ConsumerCore(HeadTracking):
         a partition named and not seen yet starts at ``unseen`` (an error when ``None``)."""
         self._check_seek(topic, partition)
         if partition is None:
-            keys = self._seen(topic)
+            keys = self.table.seen(topic)
         elif (topic, partition) in self._parts:
             keys = [(topic, partition)]
         elif unseen is None:
@@ -226,35 +449,29 @@ class ConsumerCore(HeadTracking):
         key = (topic, partition)
         p = self._parts.get(key)
         if p is None:
-            self._start_offsets[key] = offset
+            self.table.start_at(key, offset)
             return [Publish(m.GetHeads(topic, self._node_id))]
         p.next = offset
         p.not_before = not_before
         p.from_end = 0  # a seek overrides -N
-        self._drop_buffer(p)
+        self.buffers.drop(p)
         if p.known_end < offset:
             p.known_end = offset
-        p.req_start = p.req_mid = p.req_end = offset
-        p.recent.clear()
+        self.fetch.restart(p, offset)
         p.progress_at = now
         if p.refused is not None:
             p.refused = {o for o in p.refused if o >= offset} or None
         log.info("consumer.seek topic=%s partition=%s offset=%d", topic, partition, offset)
-        fetch = self._pump(p, now)
+        fetch = self.fetch.pump(p, now)
         return [fetch] if fetch is not None else []
 
     # ------------------------------------------------------------- groups
-
-    # group mode (dafka.groups): only assigned partitions are read; the others are
-    # noted (bounded), for the group to assign
-    _assigned: set[PartitionKey] | None = None
-    _unassigned: dict[PartitionKey, None]
 
     def group_mode(self) -> None:
         """Read no partition until :meth:`assign` gives it (a consumer group member)."""
         if self._assigned is None:
             self._assigned = set()
-            self._unassigned = {}
+            self._unassigned.clear()
 
     def assign(
         self,
@@ -276,10 +493,7 @@ class ConsumerCore(HeadTracking):
             assigned.add(key)
             self._unassigned.pop(key, None)
             self._forget(key)
-            if start is None:
-                self._start_offsets.pop(key, None)
-            else:
-                self._start_offsets[key] = start
+            self.table.start_at(key, start)
             topics.add(key[0])
         return [Publish(m.GetHeads(t, self._node_id)) for t in sorted(topics) if t in self._topics]
 
@@ -291,19 +505,16 @@ class ConsumerCore(HeadTracking):
         return [k for k in keys if k[0] in self._topics]
 
     def _forget(self, key: PartitionKey) -> None:
-        p = self._parts.pop(key, None)
+        p = self.table.forget(key)
         if p is not None:
-            self._drop_buffer(p)  # what it held out of order leaves the byte count too
-            if not p.confirmed:
-                self._unconfirmed -= 1
-        self._store_heads.pop(key, None)
-        self._store_tails.pop(key, None)
+            self.buffers.drop(p)  # what it held out of order leaves the byte count too
+        self.heads.forget(key)
 
     def _note_unassigned(self, key: PartitionKey, now: float) -> None:
         """Bounded like partitions that are read: the per-topic cap and the rate of new
         partitions per source (a flood of made-up partitions costs the group nothing more)."""
-        if key not in self._unassigned and len(self._unassigned) < self._max_partitions:
-            if is_node_id(key[1]) and self._gate.admit(key, now, self._source):
+        if key not in self._unassigned and len(self._unassigned) < self.settings.max_partitions:
+            if self.table.note(key, now):
                 self._unassigned[key] = None
 
     # ------------------------------------------------------------- messages
@@ -313,7 +524,7 @@ class ConsumerCore(HeadTracking):
 
         ``source``: the host it came from, whose budget of new partitions it spends
         (:class:`~dafka.core.admission.PartitionGate`; "": unknown)."""
-        self._source = source
+        self.table.set_source(source)
         kind = type(msg)
         if (
             self._assigned is not None
@@ -329,45 +540,45 @@ class ConsumerCore(HeadTracking):
             if msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            return self._on_records(msg, now)
+            return self.delivery.on_records(msg, now)
         if kind is m.DirectRecord:
             assert isinstance(msg, m.DirectRecord)
             if msg.recipient != self._node_id or msg.topic not in self._topics:
                 self._ignored += 1
                 return []
             if not self._profile.batched:
-                skipped = self._unserved_gap(msg, now)
+                skipped = self.delivery.unserved_gap(msg, now)
                 if skipped:
-                    return skipped + self._on_records(msg, now)
-            return self._on_records(msg, now)
+                    return skipped + self.delivery.on_records(msg, now)
+            return self.delivery.on_records(msg, now)
         if kind is m.Head:
             assert isinstance(msg, m.Head)
             if msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            return self._on_head(msg.topic, msg.partition, msg.offset, now, msg)
+            return self.heads.on_head(msg.topic, msg.partition, msg.offset, now, msg)
         if kind is m.DirectHead:
             assert isinstance(msg, m.DirectHead)
             if msg.recipient == self._node_id:
-                self._answers.answered(now)  # a store still answering: not at the end yet
+                self.answers.answered(now)  # a store still answering: not at the end yet
             if msg.recipient != self._node_id or msg.topic not in self._topics:
                 self._ignored += 1  # e.g. `hello2` heads from a prefix-matching C store
                 return []
-            effects = self._on_direct_head(msg, now)
-            self._note_store_head(msg)
+            effects = self.heads.on_direct_head(msg, now)
+            self.heads.note_store_head(msg)
             return effects
         if kind is m.Oversized:
             assert isinstance(msg, m.Oversized)
             if msg.recipient not in (None, self._node_id) or msg.topic not in self._topics:
                 self._ignored += 1
                 return []
-            return self._on_oversized(msg, now)
+            return self.delivery.on_oversized(msg, now)
         if kind is m.StoreHello:
             assert isinstance(msg, m.StoreHello)
             if msg.consumer != self._node_id or not is_node_id(msg.store):
                 self._ignored += 1
                 return []
-            self._answers.greeted(msg.store, now)  # we hear it: asked now if it hears us
+            self.answers.greeted(msg.store, now)  # we hear it: asked now if it hears us
             return [self._hello(msg.store)]
         return []
 
@@ -383,12 +594,10 @@ class ConsumerCore(HeadTracking):
         if not is_node_id(store) or store == self._node_id:
             return []
         if not sub.subscribe:
-            self._answers.unsubscribed(store)
+            self.answers.unsubscribed(store)
             return []
-        self._answers.subscribed(store, now)  # it hears us: asked now if we hear it
+        self.answers.subscribed(store, now)  # it hears us: asked now if we hear it
         return [self._hello(store)]
-
-    _heads_due: float | None = None  # the next GET-HEADS refresh (None: not timed yet)
 
     def tick(self, now: float) -> list[Publish]:
         """Re-send a FETCH for every partition whose gap made no progress in time, and
@@ -401,31 +610,31 @@ class ConsumerCore(HeadTracking):
             node = self._node_id
             out.extend(Publish(m.GetHeads(t, node)) for t in self._topics if self._wants_heads(t))
             if out:
-                self._answers.heads_asked(now)
+                self.answers.heads_asked(now)
         timeout = self._timeout
         stale: list[PartitionKey] = []
         for key, p in self._parts.items():
             if p.buffer:
-                self._prune(p)
+                self.buffers.prune(p)
             if p.from_end and not p.settled and now - p.progress_at >= self._unserved_after:
                 # -N: a claimed end nobody served (a store lying about its head); the
                 # end is what is proven, if anything is (unconfirmed: forgotten below)
                 proven = max(p.seen_end, p.signed_end)
                 if proven:
                     p.known_end = proven
-                    self._aim_from_end(p)
-            if self._end(p) > p.next and now - p.progress_at >= timeout:
+                    self.fetch.aim_from_end(p)
+            if self.fetch.end(p) > p.next and now - p.progress_at >= timeout:
                 if not p.confirmed and p.tries >= UNCONFIRMED_TRIES:
                     stale.append(key)  # an unsigned hint that nothing verified backs
                     continue
-                fetch = self._fetch(p, p.next, now)
+                fetch = self.fetch.fetch(p, p.next, now)
                 if fetch is not None:
                     out.append(fetch)
         for key in stale:
-            self._drop_buffer(self._parts.pop(key))
-            self._store_heads.pop(key, None)
-            self._store_tails.pop(key, None)
-            self._unconfirmed -= 1
+            forgotten = self.table.forget(key)
+            assert forgotten is not None
+            self.buffers.drop(forgotten)
+            self.heads.forget(key)
             log.debug("partition.forgotten topic=%s partition=%s", *key)
         return out
 
@@ -433,9 +642,12 @@ class ConsumerCore(HeadTracking):
 
     def _wants_heads(self, topic: str) -> bool:
         """Whether stores should tell us the heads of ``topic`` (not needed at latest)."""
-        if self._reset != "latest" or self._start_time is not None or self._assigned is not None:
+        settings = self.settings
+        if settings.reset != "latest" or settings.start_time is not None:
             return True
-        return any(key[0] == topic for key in self._start_offsets)
+        if self._assigned is not None:
+            return True
+        return any(key[0] == topic for key in self.table.start_offsets)
 
     def _hello(self, store: str) -> Publish:
         topics = tuple(t for t in self._topics if self._wants_heads(t))

@@ -1,23 +1,19 @@
-"""The consumer core's state and what every layer of it shares.
+"""The consumer core's configuration and its partition table.
 
-:class:`ConsumerBase` validates the configuration, holds the partitions and the
-counters, creates a partition seen for the first time (where it starts, and the
-bounds on new partitions) and applies the topic ACLs. The behaviour is layered on
-it, each layer using only those below:
-
-* :mod:`dafka.core.consumer_fetch`: where fetching aims and the FETCH windows,
-* :mod:`dafka.core.consumer_delivery`: records in: verification, the reorder
-  buffer, in-order delivery, skipping what cannot be delivered,
-* :mod:`dafka.core.consumer_heads`: HEADs, store heads and tails, ``caught_up`` and
-  ``at_end`` (with :mod:`dafka.core.consumer_end`, the stores asked),
-* :mod:`dafka.core.consumer`: :class:`~dafka.core.consumer.ConsumerCore`, the
-  public face (subscriptions, dispatch, ``tick``, positions and seeking).
+:class:`ConsumerSettings` validates the configuration once (immutable after);
+:class:`PartitionTable` holds the partitions seen and the topics subscribed, admits
+a partition seen for the first time (where it starts, the bounds on new partitions)
+and applies the topic ACLs. They are two of the parts :class:`~dafka.core.consumer.
+ConsumerCore` is composed of; the others are in :mod:`~dafka.core.consumer_buffer`
+(the reorder buffers' bytes), :mod:`~dafka.core.consumer_fetch` (FETCH planning),
+:mod:`~dafka.core.consumer_delivery` (records in, in-order delivery, data loss),
+:mod:`~dafka.core.consumer_heads` (HEADs, store heads and tails) and
+:mod:`~dafka.core.consumer_end` (the stores asked, for the end of stream).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Collection, Mapping
 from typing import Literal
 
@@ -26,25 +22,19 @@ from ..ids import is_node_id
 from ..wire.profiles import RFC46, Profile
 from .admission import PartitionGate
 from .answers import FETCH_COUNT
-from .consumer_end import StoreAnswers
 from .consumer_state import (
-    FETCH_BURST,
-    FETCH_RATE,
     HINT_BURST,
     HINT_RATE,
     MAX_BUFFERED_BYTES,
     MAX_BUFFERED_BYTES_PER_PARTITION,
-    MAX_EQUIVOCATION_REPORTS,
     MAX_UNCONFIRMED,
-    ConsumerStats,
-    Held,
 )
-from .consumer_state import REJECT_LOG_PERIOD as _REJECT_LOG_PERIOD
 from .consumer_state import PartitionState as _Partition
-from .equivocation import ConsumerEquivocation
 from .limits import TokenBucket
 
 log = logging.getLogger(__name__)
+
+__all__ = ["ConsumerSettings", "OffsetReset", "PartitionKey", "PartitionTable"]
 
 OffsetReset = Literal["earliest", "latest"] | int
 """Where a partition seen for the first time starts: ``"earliest"``, ``"latest"``, an
@@ -61,8 +51,28 @@ def check_offset_reset(reset: object) -> None:
         )
 
 
-class ConsumerBase:
-    """State, configuration and partition admission of :class:`ConsumerCore`."""
+class ConsumerSettings:
+    """The consumer core's configuration, checked once; nothing writes it afterwards."""
+
+    __slots__ = (
+        "lead",
+        "max_buffered",
+        "max_held",
+        "max_held_part",
+        "max_partitions",
+        "max_partitions_per_topic",
+        "new_partition_burst",
+        "new_partition_rate",
+        "node_id",
+        "on_data_loss",
+        "profile",
+        "reset",
+        "start_offsets",
+        "start_time",
+        "timeout",
+        "unserved_after",
+        "window",
+    )
 
     def __init__(
         self,
@@ -79,7 +89,6 @@ class ConsumerBase:
         max_head_lead: int = 1_000_000,
         profile: Profile = RFC46,
         on_data_loss: Literal["raise", "skip"] = "raise",
-        trusted_stores: Collection[str] | None = None,
         max_partitions_per_topic: int = 10_000,
         new_partition_rate: float = 100.0,
         new_partition_burst: float = 1000.0,
@@ -113,148 +122,132 @@ class ConsumerBase:
             raise ConfigError("max_head_lead must be at least fetch_window")
         if not unserved_after > 0:
             raise ConfigError("unserved_after must be positive")
-        self._unserved_after = float(unserved_after)
-        self._oversized = 0
-        self._unserved = 0
-        self._last_oversized_log = -_REJECT_LOG_PERIOD
-        self._node_id = node_id
-        self._reset = offset_reset
-        self._start_time = None if start_timestamp is None else float(start_timestamp)
-        self._before_start = 0
-        self._start_offsets = dict(start_offsets or {})
-        for key, offset in self._start_offsets.items():
+        starts = dict(start_offsets or {})
+        for key, offset in starts.items():
             if offset < 0:
                 raise ConfigError(f"start offset for {key} is negative")
+        self.node_id = node_id
+        self.reset: OffsetReset = offset_reset
+        self.start_time = None if start_timestamp is None else float(start_timestamp)
+        self.start_offsets = starts
+        """As given; the partition table keeps (and seeks change) its own copy."""
         # signed: the answer's bound cuts a FETCH, not its count (dafka.core.answers)
-        self._window = max(fetch_window, FETCH_COUNT) if profile.batched else fetch_window
-        self._timeout = float(fetch_timeout)
-        self._max_buffered = max_buffered
+        self.window = max(fetch_window, FETCH_COUNT) if profile.batched else fetch_window
+        self.timeout = float(fetch_timeout)
+        self.max_buffered = max_buffered
         # the reorder buffer's byte bounds, over all partitions and per partition
-        self._max_held = max_buffered_bytes
-        self._max_held_part = max_buffered_bytes_per_partition
-        self._held_bytes = 0
-        self._max_partitions = max_partitions
-        self._lead = max_head_lead
-        self._profile = profile
-        self._on_data_loss = on_data_loss
-        self._data_lost = 0
-        self._topics: dict[str, None] = {}  # an ordered set
-        self._parts: dict[PartitionKey, _Partition] = {}
-        self._delivered = 0
-        self._duplicates = 0
-        self._beyond = 0
-        self._ignored = 0
-        self._refused = 0
-        self._fetches = 0
-        self._rejected = 0
-        self._rejected_heads = 0
-        self._unauthorized = 0
-        self._gap_offsets = 0
-        self._acl: dict[str, frozenset[str]] = {}
-        self._last_reject_log = -_REJECT_LOG_PERIOD
-        self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
-        self._ignored_tails = 0
-        self._tail_claims = 0
-        self._tail_waits = 0
-        self._last_claim_log = -_REJECT_LOG_PERIOD
+        self.max_held = max_buffered_bytes
+        self.max_held_part = max_buffered_bytes_per_partition
+        self.max_partitions = max_partitions
+        self.lead = max_head_lead
+        self.profile = profile
+        self.on_data_loss = on_data_loss
+        self.unserved_after = float(unserved_after)
+        self.max_partitions_per_topic = max_partitions_per_topic
+        self.new_partition_rate = new_partition_rate
+        self.new_partition_burst = new_partition_burst
+
+    def starts_at_latest(self) -> bool:
+        """Whether new partitions start at the first record or HEAD seen."""
+        return self.reset == "latest" and self.start_time is None
+
+
+class PartitionTable:
+    """The partitions seen, the topics subscribed, where new partitions start and which
+    are admitted (bounds on partitions from fresh keys and unsigned hints), and the ACLs.
+
+    The only writer of ``parts``, ``topics``, ``start_offsets`` and the counts below."""
+
+    def __init__(self, settings: ConsumerSettings) -> None:
+        self._settings = settings
+        self._max_partitions = settings.max_partitions
+        self.parts: dict[PartitionKey, _Partition] = {}
+        self.topics: dict[str, None] = {}  # an ordered set
+        self.start_offsets: dict[PartitionKey, int] = dict(settings.start_offsets)
+        """Where partitions not seen yet start (given, or by a seek or an assignment)."""
+        self.acl: dict[str, frozenset[str]] = {}
+        self.refused = 0  # new partitions refused (ConsumerStats.refused_partitions)
+        self.unauthorized = 0
         self._unconfirmed = 0
         self._hints = TokenBucket(HINT_RATE, HINT_BURST)
-        self._fetch_budget = TokenBucket(FETCH_RATE, FETCH_BURST)
         # partitions from fresh keys: a cap per topic and a rate (docs/wire.md §11.6)
-        self._equivocations = 0
-        self._last_equivocation_log = -_REJECT_LOG_PERIOD
-        self.equivocations: deque[ConsumerEquivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
-        """The latest equivocations seen (a bounded report; ``stats`` counts them all)."""
         self._gate = PartitionGate(
-            max_partitions_per_topic, new_partition_rate, new_partition_burst
+            settings.max_partitions_per_topic,
+            settings.new_partition_rate,
+            settings.new_partition_burst,
         )
-        # what stores said they hold (DIRECT-HEAD offsets) of subscribed topics: the end
-        # ``caught_up`` waits for (kcat -e); bounded like the partitions
-        self._store_heads: dict[PartitionKey, int] = {}
-        self._store_tails: dict[PartitionKey, int] = {}  # the lowest tail a store said
-        self._answers = StoreAnswers()  # which stores were asked so they could answer (-e)
         self._source = ""  # the host of the message being handled (a rate key)
 
-    # ------------------------------------------------------------ properties
+    @property
+    def limited_hints(self) -> int:
+        """Unsigned hints for unknown partitions refused (rate or count bound)."""
+        return self._hints.refused
 
     @property
-    def node_id(self) -> str:
-        return self._node_id
+    def unconfirmed(self) -> int:
+        """Partitions known only from unsigned store hints."""
+        return self._unconfirmed
 
-    @property
-    def profile(self) -> Profile:
-        return self._profile
+    def subscribe(self, topic: str) -> None:
+        self.topics[topic] = None
 
-    @property
-    def stats(self) -> ConsumerStats:
-        return ConsumerStats(
-            delivered=self._delivered - self._gap_offsets - self._before_start,
-            duplicates=self._duplicates,
-            beyond_buffer=self._beyond,
-            ignored=self._ignored,
-            refused_partitions=self._refused,
-            fetches_sent=self._fetches,
-            rejected=self._rejected,
-            rejected_heads=self._rejected_heads,
-            unauthorized=self._unauthorized,
-            data_lost=self._data_lost,
-            gap_offsets=self._gap_offsets,
-            ignored_tails=self._ignored_tails,
-            limited_hints=self._hints.refused,
-            limited_fetches=self._fetch_budget.refused,
-            equivocations=self._equivocations,
-            oversized=self._oversized,
-            unserved=self._unserved,
-            before_start=self._before_start,
-            tail_claims=self._tail_claims,
-            tail_waits=self._tail_waits,
-        )
+    def unsubscribe(self, topic: str) -> None:
+        self.topics.pop(topic, None)
 
-    @property
-    def buffered_bytes(self) -> int:
-        """What the reorder buffers hold, over all partitions, as the byte bounds count it."""
-        return self._held_bytes
+    def start_at(self, key: PartitionKey, offset: int | None) -> None:
+        """Where ``key`` starts when it is seen (None: by the reset)."""
+        if offset is None:
+            self.start_offsets.pop(key, None)
+        else:
+            self.start_offsets[key] = offset
 
-    def _unbuffer(self, p: _Partition, first: int) -> Held | None:
-        """Take the batch buffered at ``first`` out of ``p``'s reorder buffer (if any)."""
-        held = p.buffer.pop(first, None)
-        if held is not None:
-            p.buffer_ends.pop(first + held[0] - 1, None)
-            p.held_bytes -= held[4]
-            self._held_bytes -= held[4]
-        return held
-
-    def _drop_buffer(self, p: _Partition) -> None:
-        """Forget everything ``p`` holds out of order (call before forgetting ``p``)."""
-        p.buffer.clear()
-        p.buffer_ends.clear()
-        self._held_bytes -= p.held_bytes
-        p.held_bytes = 0
-
-    def set_trusted_stores(self, stores: Collection[str] | None) -> None:
-        """The stores whose signed tails count (``None``: any store's, bounded; see class)."""
-        self._trusted = frozenset(stores) if stores is not None else None
+    def set_source(self, source: str) -> None:
+        """The host the message being handled came from (whose budget it spends)."""
+        self._source = source
 
     def set_acl(self, acl: Mapping[str, Collection[str] | None]) -> None:
         """Which producers may write each topic (metadata); a topic missing or mapped to
-        None is open. Batches and HEADs of other producers are dropped."""
-        self._acl = {t: frozenset(ps) for t, ps in acl.items() if ps is not None}
+        None is open."""
+        self.acl = {t: frozenset(ps) for t, ps in acl.items() if ps is not None}
 
-    def _allowed(self, topic: str, partition: str) -> bool:
-        allowed = self._acl.get(topic)
+    def allowed(self, topic: str, partition: str) -> bool:
+        """Whether the topic's ACL lets ``partition``'s producer write it (counted if not)."""
+        allowed = self.acl.get(topic)
         if allowed is None or partition in allowed:
             return True
-        self._unauthorized += 1
+        self.unauthorized += 1
         return False
 
-    def topics(self) -> list[str]:
-        return list(self._topics)
+    def never_read(self, topic: str, partition: str) -> bool:
+        """Whether the ACL keeps ``partition`` from being read here (not counted)."""
+        allowed = self.acl.get(topic)
+        return allowed is not None and partition not in allowed
+
+    def refuses(self, topic: str, partition: str) -> bool:
+        """Whether a partition not seen yet would be refused whatever it brings (checked
+        before paying for verification; counted)."""
+        if (
+            len(self.parts) >= self._max_partitions
+            or not is_node_id(partition)
+            or self._gate.full(topic)
+        ):
+            self.refused += 1
+            return True
+        return False
+
+    def note(self, key: PartitionKey, now: float) -> bool:
+        """Group mode: whether an unassigned partition may be noted (a node ID, the
+        per-topic cap and the rate of new partitions per source)."""
+        return is_node_id(key[1]) and self._gate.admit(key, now, self._source)
 
     def positions(self) -> dict[PartitionKey, int]:
         """The next offset to deliver for every partition seen."""
-        return {key: p.next for key, p in self._parts.items()}
+        return {key: p.next for key, p in self.parts.items()}
 
-    def _partition(
+    def seen(self, topic: str) -> list[PartitionKey]:
+        return [key for key in self.parts if key[0] == topic]
+
+    def create(
         self,
         topic: str,
         partition: str,
@@ -268,41 +261,42 @@ class ConsumerBase:
         ``end``: one past the last offset known to exist, ``offset + 1`` if not given).
 
         ``confirmed=False``: known from an unsigned store hint only, so bounded."""
-        if len(self._parts) >= self._max_partitions or not is_node_id(partition):
-            self._refused += 1
+        if len(self.parts) >= self._max_partitions or not is_node_id(partition):
+            self.refused += 1
             return None
         key = (topic, partition)
         if not confirmed:
             if self._gate.full(topic):
-                self._refused += 1
+                self.refused += 1
                 return None
             if self._unconfirmed >= MAX_UNCONFIRMED or not self._hints.allow(now):
                 if self._unconfirmed >= MAX_UNCONFIRMED:
                     self._hints.refused += 1
                 return None
         elif not self._gate.admit(key, now, self._source):
-            self._refused += 1
+            self.refused += 1
             return None
-        start = self._start_offsets.get(key)
+        start = self.start_offsets.get(key)
         not_before = None
         from_end = 0
         if end is None:
             end = offset + 1
         if start is None:
-            reset = self._reset
-            if self._start_time is not None:
+            settings = self._settings
+            reset = settings.reset
+            if settings.start_time is not None:
                 start = 0  # pass over the batches stamped before it (no time index)
-                not_before = self._start_time
+                not_before = settings.start_time
             elif reset == "earliest":
                 start = 0
             elif reset == "latest":
                 start = offset
-            elif reset < 0:  # N before the end: first find the end (_aim_from_end)
+            elif reset < 0:  # N before the end: first find the end (FetchPlanning.aim_from_end)
                 start = end - 1
                 from_end = -int(reset)
             else:
                 start = int(reset)
-        p = self._parts[key] = _Partition(topic, partition, start, now)
+        p = self.parts[key] = _Partition(topic, partition, start, now)
         p.not_before = not_before
         if from_end:
             # nothing is proven yet: the caller raises these with what it verified
@@ -315,11 +309,15 @@ class ConsumerBase:
         log.debug("partition.new topic=%s partition=%s start=%d", topic, partition, start)
         return p
 
-    def _starts_at_latest(self) -> bool:
-        """Whether new partitions start at the first record or HEAD seen."""
-        return self._reset == "latest" and self._start_time is None
-
-    def _confirm(self, p: _Partition) -> None:
+    def confirm(self, p: _Partition) -> None:
+        """A verified batch or signed HEAD backs a partition known from a hint only."""
         p.confirmed = True
         self._unconfirmed -= 1
         self._gate.add((p.topic, p.partition))
+
+    def forget(self, key: PartitionKey) -> _Partition | None:
+        """Forget a partition's state (its reorder buffer is the caller's to drop)."""
+        p = self.parts.pop(key, None)
+        if p is not None and not p.confirmed:
+            self._unconfirmed -= 1
+        return p

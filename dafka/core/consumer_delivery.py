@@ -14,20 +14,24 @@ reaches it (the FETCH window in flight is cut back to it).
 Offsets nobody can deliver are skipped as a data loss (``DataLoss``): below a
 store's retention tail, a record over ``max_message_size`` (rfc46), or a gap
 nobody serves while later records are held (rfc46).
+
+:class:`Delivery` is a part of :class:`~dafka.core.consumer.ConsumerCore`: it owns the
+delivery counters and the equivocation report, and moves the partitions' delivery
+point (``next``) as records arrive or are skipped.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 
 from ..errors import WireError
-from ..ids import is_node_id
 from . import messages as m
+from .consumer_base import ConsumerSettings, PartitionTable
+from .consumer_buffer import ReorderBuffers
 from .consumer_fetch import FetchPlanning
 from .consumer_state import HELD_OVERHEAD as _OVERHEAD
-from .consumer_state import (
-    MAX_REFUSED,
-)
+from .consumer_state import MAX_EQUIVOCATION_REPORTS, MAX_REFUSED
 from .consumer_state import REJECT_LOG_PERIOD as _REJECT_LOG_PERIOD
 from .consumer_state import SIGNATURE_BYTES as _SIGNATURE
 from .consumer_state import PartitionState as _Partition
@@ -36,12 +40,46 @@ from .equivocation import BatchMemory, ConsumerEquivocation
 
 log = logging.getLogger(__name__)
 
+__all__ = ["Delivery"]
 
-class Delivery(FetchPlanning):
-    """Records in and out of :class:`~dafka.core.consumer.ConsumerCore` (a layer of it)."""
+
+class Delivery:
+    """Records in and out: a part of :class:`~dafka.core.consumer.ConsumerCore`."""
+
+    def __init__(
+        self,
+        settings: ConsumerSettings,
+        table: PartitionTable,
+        buffers: ReorderBuffers,
+        fetch: FetchPlanning,
+    ) -> None:
+        self._table = table
+        self._parts = table.parts
+        self._buffers = buffers
+        self._fetch = fetch
+        self._profile = settings.profile
+        self._max_buffered = settings.max_buffered
+        self._on_data_loss = settings.on_data_loss
+        self._unserved_after = settings.unserved_after
+        # counters (ConsumerStats)
+        self.delivered = 0  # offsets passed, records or not
+        self.duplicates = 0
+        self.beyond = 0
+        self.rejected = 0
+        self.data_lost = 0
+        self.gap_offsets = 0
+        self.before_start = 0
+        self.oversized = 0
+        self.unserved = 0
+        self.equivocations = 0
+        self._last_reject_log = -_REJECT_LOG_PERIOD
+        self._last_oversized_log = -_REJECT_LOG_PERIOD
+        self._last_equivocation_log = -_REJECT_LOG_PERIOD
+        self.reports: deque[ConsumerEquivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
+        """The latest equivocations seen (a bounded report; ``equivocations`` counts all)."""
 
     def _reject(self, msg: m.Record | m.DirectRecord, exc: Exception, now: float) -> None:
-        self._rejected += 1
+        self.rejected += 1
         if now - self._last_reject_log >= _REJECT_LOG_PERIOD:
             self._last_reject_log = now
             log.warning(
@@ -51,16 +89,17 @@ class Delivery(FetchPlanning):
                 msg.offset,
                 msg.offset + msg.count - 1,
                 exc,
-                self._rejected,
+                self.rejected,
             )
 
-    def _on_records(self, msg: m.Record | m.DirectRecord, now: float) -> list[Effect]:
+    def on_records(self, msg: m.Record | m.DirectRecord, now: float) -> list[Effect]:
         topic = msg.topic
         partition = msg.partition
         first = msg.offset
         count = msg.count
         last = first + count - 1
-        if self._acl and not self._allowed(topic, partition):
+        table = self._table
+        if table.acl and not table.allowed(topic, partition):
             return []
         p = self._parts.get((topic, partition))
         if (
@@ -75,21 +114,16 @@ class Delivery(FetchPlanning):
             and not p.from_end  # -N from a hint: where delivery starts is not known yet
             and (last < p.next or (first > p.next and first in p.buffer))
         ):
-            self._duplicates += 1  # dropped before paying for verification
+            self.duplicates += 1  # dropped before paying for verification
             if last < p.next or p.answer is None:
                 return []
             # held already, but part of the answer (signed): count it as the store did,
             # by the verified copy's offsets and size, and ask on if the answer ended there
             n, _, held_values, _, size = p.buffer[first]
             p.answer.take(first, first + n - 1, size - _OVERHEAD * len(held_values))
-            fetch = self._pump(p, now)
+            fetch = self._fetch.pump(p, now)
             return [fetch] if fetch is not None else []
-        if p is None and (
-            len(self._parts) >= self._max_partitions
-            or not is_node_id(partition)
-            or self._gate.full(topic)
-        ):
-            self._refused += 1  # before paying for verification
+        if p is None and table.refuses(topic, partition):  # before paying for verification
             return []
         try:
             keys, values, stamp = self._profile.open_records(msg)
@@ -103,11 +137,11 @@ class Delivery(FetchPlanning):
             # A gap statement, signed by the producer: these offsets hold no records.
         timestamp = stamp / 1000.0 if stamp is not None else None
         if p is None:
-            p = self._partition(topic, partition, first, now, end=last + 1)
+            p = table.create(topic, partition, first, now, end=last + 1)
             if p is None:
                 return []
         if not p.confirmed:
-            self._confirm(p)
+            table.confirm(p)
         if self._profile.batched:
             if p.memory is None:
                 p.memory = BatchMemory()
@@ -119,30 +153,24 @@ class Delivery(FetchPlanning):
             if last >= p.known_end:
                 p.known_end = last + 1
         if p.from_end:
-            self._aim_from_end(p)
+            self._fetch.aim_from_end(p)
         nxt = p.next
         if last < nxt:
-            self._duplicates += 1  # below where delivery starts (-N)
-            fetch = self._pump(p, now)
+            self.duplicates += 1  # below where delivery starts (-N)
+            fetch = self._fetch.pump(p, now)
             return [fetch] if fetch is not None else []
         if first > nxt:
             buffer = p.buffer
             if first in buffer:
-                self._duplicates += 1
-            elif last - nxt <= self._max_buffered and self._room(
+                self.duplicates += 1
+            elif last - nxt <= self._max_buffered and self._buffers.room(
                 p, size := len(msg.content) + _OVERHEAD * len(values)
             ):
-                buffer[first] = (count, keys, values, timestamp, size)
-                p.buffer_ends[last] = first
-                p.held_bytes += size
-                self._held_bytes += size
+                self._buffers.hold(p, first, last, (count, keys, values, timestamp, size))
             else:
-                self._beyond += 1
-                if first < p.req_end:  # not in flight any more: ask again when it is due
-                    p.req_end = first
-                    if p.req_mid > first:
-                        p.req_mid = first
-            fetch = self._pump(p, now)
+                self.beyond += 1
+                self._fetch.cut_back(p, first)  # not in flight any more: ask when due
+            fetch = self._fetch.pump(p, now)
             return [fetch] if fetch is not None else []
         skip = nxt - first  # a batch may overlap what was delivered
         if skip:
@@ -153,12 +181,12 @@ class Delivery(FetchPlanning):
             if p.not_before is None or self._reached_start(p, timestamp, len(values)):
                 out.append(Deliver(topic, partition, nxt, values, keys, timestamp))
         else:
-            self._gap_offsets += last + 1 - nxt
+            self.gap_offsets += last + 1 - nxt
         nxt = last + 1
         buffer = p.buffer
         if buffer:
             answer = p.answer
-            while (held := self._unbuffer(p, nxt)) is not None:
+            while (held := self._buffers.unbuffer(p, nxt)) is not None:
                 n, h_keys, h_values, h_stamp, h_size = held
                 if answer is not None:  # its copy in the answer will come as a duplicate
                     answer.take(nxt, nxt + n - 1, h_size - _OVERHEAD * len(h_values))
@@ -166,28 +194,19 @@ class Delivery(FetchPlanning):
                     if p.not_before is None or self._reached_start(p, h_stamp, n):
                         out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
                 else:
-                    self._gap_offsets += n
+                    self.gap_offsets += n
                 nxt += n
-        self._delivered += nxt - p.next
+        self.delivered += nxt - p.next
         p.next = nxt
         p.progress_at = now
         p.from_end = 0  # delivery started: -N's start is where it did
         if p.refused is not None and nxt in p.refused:
             return self._past_refused(p, now, out)
         if p.known_end > nxt:
-            fetch = self._pump(p, now)
+            fetch = self._fetch.pump(p, now)
             if fetch is not None:
                 out.append(fetch)
         return out
-
-    def _room(self, p: _Partition, size: int) -> bool:
-        """Whether a batch of ``size`` bytes (see ``HELD_OVERHEAD``) may wait out of order
-        within the byte bounds: ``max_buffered_bytes_per_partition`` for ``p`` and
-        ``max_buffered_bytes`` over all partitions. One not kept is fetched again when
-        delivery reaches it (a self-signed flood skipping offset 0 pins no more)."""
-        return (
-            p.held_bytes + size <= self._max_held_part and self._held_bytes + size <= self._max_held
-        )
 
     def _reached_start(self, p: _Partition, stamp: float | None, count: int) -> bool:
         """A timestamp start: whether this batch (stamped ``stamp``) is the first to
@@ -198,16 +217,16 @@ class Delivery(FetchPlanning):
         if not_before is None or (stamp is not None and stamp >= not_before):
             p.not_before = None
             return True
-        self._before_start += count
+        self.before_start += count
         return False
 
     # ---------------------------------------- records nobody can deliver (rfc46)
 
-    def _on_oversized(self, msg: m.Oversized, now: float) -> list[Effect]:
+    def on_oversized(self, msg: m.Oversized, now: float) -> list[Effect]:
         """A record over ``max_message_size`` (a C producer has no cap; the IO shell
         dropped its content): nobody here can take it, so delivery skips its offset
         once it gets there, as a data loss (``DataLoss`` reason ``oversized``)."""
-        self._oversized += 1
+        self.oversized += 1
         if now - self._last_oversized_log >= _REJECT_LOG_PERIOD:
             self._last_oversized_log = now
             log.warning(
@@ -216,7 +235,7 @@ class Delivery(FetchPlanning):
                 msg.partition,
                 msg.offset,
                 msg.size,
-                self._oversized,
+                self.oversized,
             )
         p = self._parts.get((msg.topic, msg.partition))
         if self._profile.batched or p is None or msg.offset < p.next:
@@ -234,7 +253,7 @@ class Delivery(FetchPlanning):
         refused = p.refused
         while refused is not None and p.next in refused:
             at = p.next
-            effects = self._on_tail(p.topic, p.partition, at + 1, now, effects, "oversized")
+            effects = self.on_tail(p.topic, p.partition, at + 1, now, effects, "oversized")
             if p.next == at:
                 break  # a record below it is buffered: cannot happen, but never loop
             for offset in [o for o in refused if o < p.next]:
@@ -243,7 +262,7 @@ class Delivery(FetchPlanning):
             p.refused = None
         return effects
 
-    def _unserved_gap(self, msg: m.DirectRecord, now: float) -> list[Effect]:
+    def unserved_gap(self, msg: m.DirectRecord, now: float) -> list[Effect]:
         """rfc46: a FETCH answer beyond what delivery waits for, while it has made no
         progress for ``unserved_after`` seconds and later records are held: the sources
         answering (a store that refused an oversized record, a producer whose records
@@ -262,8 +281,8 @@ class Delivery(FetchPlanning):
         tail = min(p.buffer)
         if tail <= p.next:
             return []
-        self._unserved += tail - p.next
-        out = self._on_tail(p.topic, p.partition, tail, now, [], "unserved")
+        self.unserved += tail - p.next
+        out = self.on_tail(p.topic, p.partition, tail, now, [], "unserved")
         if p.refused is not None and p.next in p.refused:
             out = self._past_refused(p, now, out)
         return out
@@ -281,10 +300,10 @@ class Delivery(FetchPlanning):
         except WireError as exc:
             self._reject(msg, exc, now)
             return True
-        self._equivocations += 1
+        self.equivocations += 1
         first, last = msg.offset, msg.offset + msg.count - 1
         delivered = kept[0] < p.next
-        self.equivocations.append(
+        self.reports.append(
             ConsumerEquivocation(p.topic, p.partition, first, last, *kept, delivered, now)
         )
         if now - self._last_equivocation_log >= _REJECT_LOG_PERIOD:
@@ -299,23 +318,11 @@ class Delivery(FetchPlanning):
                 kept[0],
                 kept[1],
                 delivered,
-                self._equivocations,
+                self.equivocations,
             )
         return kept[1] >= p.next or msg.offset + msg.count <= p.next
 
-    def _prune(self, p: _Partition) -> None:
-        """Forget buffered batches that start below the delivery point (they overlap it).
-
-        Batches of one partition have the same boundaries whoever serves them,
-        so this only happens with equivocating producers; what they held is
-        fetched again from ``next``.
-        """
-        nxt = p.next
-        stale = [first for first in p.buffer if first < nxt]
-        for first in stale:
-            self._unbuffer(p, first)
-
-    def _on_tail(
+    def on_tail(
         self,
         topic: str,
         partition: str,
@@ -332,7 +339,7 @@ class Delivery(FetchPlanning):
         if p is None or p.next >= tail or any(first < tail for first in p.buffer):
             return effects
         start = p.next
-        self._data_lost += tail - start
+        self.data_lost += tail - start
         log.warning(
             "consumer.data_loss topic=%s partition=%s offsets=%d..%d reason=%s",
             topic,
@@ -347,25 +354,24 @@ class Delivery(FetchPlanning):
             p.known_end = tail
         if p.seen_end < tail:
             p.seen_end = tail
-        p.req_start = p.req_mid = p.req_end = tail
-        p.recent.clear()
+        self._fetch.restart(p, tail)
         p.progress_at = now
-        self._prune(p)
+        self._buffers.prune(p)
         out: list[Effect] = [e for e in effects if not isinstance(e, Publish)]
         if self._on_data_loss == "raise":
             out.append(DataLoss(topic, partition, start, tail, reason))
         nxt = tail
-        while (held := self._unbuffer(p, nxt)) is not None:  # what waited for the tail
+        while (held := self._buffers.unbuffer(p, nxt)) is not None:  # what waited for the tail
             n, h_keys, h_values, h_stamp, _ = held
             if h_values:
                 if p.not_before is None or self._reached_start(p, h_stamp, n):
                     out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
             else:
-                self._gap_offsets += n
+                self.gap_offsets += n
             nxt += n
-        self._delivered += nxt - tail
+        self.delivered += nxt - tail
         p.next = nxt
-        fetch = self._pump(p, now)
+        fetch = self._fetch.pump(p, now)
         if fetch is not None:
             out.append(fetch)
         return out

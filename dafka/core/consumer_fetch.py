@@ -14,7 +14,11 @@ partition is in flight. "Arrives" is when the IO thread drains it, before it is 
 verified. A FETCH at the same offset is not repeated within ``fetch_timeout``, and
 FETCHes over all partitions are rate-bounded (``FETCH_RATE``). Under ``-N``, until the
 end is proven, fetching aims at the batch holding the highest end claimed
-(:meth:`FetchPlanning._aim_from_end`).
+(:meth:`FetchPlanning.aim_from_end`).
+
+:class:`FetchPlanning` is a part of :class:`~dafka.core.consumer.ConsumerCore`: it
+owns the FETCH budget and count, and writes the partitions' FETCH windows (``req_*``,
+``answer``, ``ahead``, ``recent``).
 """
 
 from __future__ import annotations
@@ -23,14 +27,37 @@ from collections.abc import Sequence
 
 from . import messages as m
 from .answers import AnswerCursor
-from .consumer_base import ConsumerBase
+from .consumer_base import ConsumerSettings, PartitionTable
+from .consumer_buffer import ReorderBuffers
+from .consumer_state import FETCH_BURST, FETCH_RATE
 from .consumer_state import RECENT_PRUNE_AT as _RECENT_PRUNE_AT
 from .consumer_state import PartitionState as _Partition
 from .effects import Publish
+from .limits import TokenBucket
+
+__all__ = ["FetchPlanning"]
 
 
-class FetchPlanning(ConsumerBase):
-    """FETCH windows of :class:`~dafka.core.consumer.ConsumerCore` (a layer of it)."""
+class FetchPlanning:
+    """FETCH windows: a part of :class:`~dafka.core.consumer.ConsumerCore`."""
+
+    def __init__(
+        self, settings: ConsumerSettings, table: PartitionTable, buffers: ReorderBuffers
+    ) -> None:
+        self._buffers = buffers
+        self._parts = table.parts
+        self._node_id = settings.node_id
+        self._profile = settings.profile
+        self._window = settings.window
+        self._timeout = settings.timeout
+        self._lead = settings.lead
+        self._fetch_budget = TokenBucket(FETCH_RATE, FETCH_BURST)
+        self.fetches = 0  # FETCHes sent (ConsumerStats.fetches_sent)
+
+    @property
+    def limited(self) -> int:
+        """FETCHes held back by the bound over all partitions."""
+        return self._fetch_budget.refused
 
     def known_end(self, topic: str, partition: str) -> int | None:
         """One past the last offset this consumer will fetch towards now (``None``: unknown).
@@ -39,15 +66,15 @@ class FetchPlanning(ConsumerBase):
         ``max_head_lead`` past what has actually been seen.
         """
         p = self._parts.get((topic, partition))
-        return None if p is None else self._end(p)
+        return None if p is None else self.end(p)
 
-    def _end(self, p: _Partition) -> int:
+    def end(self, p: _Partition) -> int:
         """Where fetching aims: the known end, at most ``max_head_lead`` past what was seen."""
         cap = max(p.next, p.seen_end) + self._lead
         known = p.known_end
         return known if known <= cap else cap
 
-    def _aim_from_end(self, p: _Partition) -> None:
+    def aim_from_end(self, p: _Partition) -> None:
         """``-N``, nothing delivered yet: where the partition's start is, from what is known.
 
         The end is the highest offset anyone claims exists (a store's unsigned head, a
@@ -59,7 +86,7 @@ class FetchPlanning(ConsumerBase):
         stays there as the end grows with new records. A higher claim heard before the
         first record is delivered (a late store) aims again; a claim nobody backs for
         ``unserved_after`` seconds is dropped (``tick``)."""
-        claim = self._end(p)
+        claim = self.end(p)
         proven = max(p.seen_end, p.signed_end)
         if claim > proven:
             p.settled = False
@@ -74,17 +101,16 @@ class FetchPlanning(ConsumerBase):
             p.answer = None
             p.ahead = None
             p.recent.clear()
-            for first in [f for f in p.buffer if f < target]:
-                self._unbuffer(p, first)
+            self._buffers.below(p, target)
 
-    def _pump(self, p: _Partition, now: float) -> Publish | None:
+    def pump(self, p: _Partition, now: float) -> Publish | None:
         """Ask for what is missing unless the outstanding window already covers it.
 
         With a window in flight, the next one is requested once delivery has
         passed its middle, so one window is always on its way while the other
         is being delivered.
         """
-        known_end = self._end(p)
+        known_end = self.end(p)
         nxt = p.next
         if known_end <= nxt:
             return None
@@ -100,7 +126,7 @@ class FetchPlanning(ConsumerBase):
                 start = p.req_end
         else:
             start = nxt
-        return self._fetch(p, start, now)
+        return self.fetch(p, start, now)
 
     def ask_ahead(self, msgs: Sequence[m.Message], now: float) -> list[Publish]:
         """signed: the FETCHes to send as ``msgs`` arrive, before any is verified.
@@ -138,18 +164,18 @@ class FetchPlanning(ConsumerBase):
                 count.batches, count.nbytes = answer.batches, answer.nbytes
             if not count.take(msg.offset, msg.offset + msg.count - 1, len(msg.content)):
                 continue  # not the batch that ends the answer at its bound
-            fetch = self._fetch(p, count.cursor, now, ahead=True)
+            fetch = self.fetch(p, count.cursor, now, ahead=True)
             if fetch is not None:
                 out.append(fetch)
         return out
 
-    def _fetch(self, p: _Partition, start: int, now: float, ahead: bool = False) -> Publish | None:
+    def fetch(self, p: _Partition, start: int, now: float, ahead: bool = False) -> Publish | None:
         """FETCH ``[start, …)`` up to the known end, one window at most, rate-limited.
 
         Batches already buffered at either end of the range are left out. ``ahead``:
         sent before the answer that ends at ``start`` is verified (:meth:`ask_ahead`).
         """
-        end = min(self._end(p), start + self._window)
+        end = min(self.end(p), start + self._window)
         buffer = p.buffer
         if buffer:
             while start < end and start in buffer:
@@ -182,8 +208,22 @@ class FetchPlanning(ConsumerBase):
             p.ahead = (start, end, now)
         else:
             self._asked(p, start, end)
-        self._fetches += 1
+        self.fetches += 1
         return Publish(m.Fetch(p.partition, self._node_id, p.topic, start, end - start))
+
+    def restart(self, p: _Partition, at: int) -> None:
+        """Delivery of ``p`` moved to ``at`` (a seek, a skip): no window is in flight, and a
+        FETCH from anywhere may go out at once."""
+        p.req_start = p.req_mid = p.req_end = at
+        p.recent.clear()
+
+    def cut_back(self, p: _Partition, first: int) -> None:
+        """A batch at ``first`` came and was not kept (over the buffer's bounds): the
+        window in flight ends before it, so it is asked for again when delivery gets there."""
+        if first < p.req_end:
+            p.req_end = first
+            if p.req_mid > first:
+                p.req_mid = first
 
     def _asked(self, p: _Partition, start: int, end: int) -> None:
         """``[start, end)`` is the FETCH window in flight."""
@@ -192,3 +232,20 @@ class FetchPlanning(ConsumerBase):
         p.req_start = start
         p.req_mid = start + (end - start + 1) // 2
         p.req_end = end
+
+    def probe_tail(self, p: _Partition, tail: int, head: int, now: float) -> Publish | None:
+        """A FETCH from a claimed tail on, while nothing at or past it was verified: the
+        producer-signed records there show the range below the tail exists (so a default
+        consumer may skip it) and are delivered once it is passed. Repeated at most once a
+        ``fetch_timeout``, within the consumer's FETCH rate."""
+        if p.seen_end > tail or tail > max(p.next, p.seen_end) + self._lead:
+            return None
+        sent_at = p.recent.get(tail)
+        if sent_at is not None and now - sent_at < self._timeout:
+            return None
+        if not self._fetch_budget.allow(now):
+            return None
+        p.recent[tail] = now
+        self.fetches += 1
+        count = max(1, min(self._window, head + 1 - tail))
+        return Publish(m.Fetch(p.partition, self._node_id, p.topic, tail, count))

@@ -6,44 +6,72 @@ producer's signed head (acted on as a HEAD), the store's unsigned ``sequence``
 (which only aims FETCHes, bounded) and its retention tail (acted on only when
 signed by a store whose tails count). What stores said they hold is remembered for
 :meth:`HeadTracking.caught_up` (``dafka-consumer -e``).
+
+:class:`HeadTracking` is a part of :class:`~dafka.core.consumer.ConsumerCore`: it owns
+what stores said they hold (heads, tails), the trust list and the claims' counters.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 from ..ids import is_node_id
 from . import messages as m
-from .consumer_base import PartitionKey
+from .consumer_base import ConsumerSettings, PartitionKey, PartitionTable
 from .consumer_delivery import Delivery
+from .consumer_fetch import FetchPlanning
+from .consumer_state import REJECT_LOG_PERIOD as _REJECT_LOG_PERIOD
 from .consumer_state import PartitionState as _Partition
 from .effects import Effect, Publish
 
 log = logging.getLogger(__name__)
 
+__all__ = ["HeadTracking"]
+
 _CLAIM_LOG_PERIOD = 5.0  # seconds between warning lines about store tails (all partitions)
 
 
-class HeadTracking(Delivery):
-    """HEADs and store answers of :class:`~dafka.core.consumer.ConsumerCore` (a layer of it)."""
+class HeadTracking:
+    """HEADs and store answers: a part of :class:`~dafka.core.consumer.ConsumerCore`."""
 
-    def at_end(self, now: float) -> bool:
-        """True when every store that greeted this consumer was asked for its heads once
-        it could hear us and we it, none has said anything for a moment since, and every
-        partition they said they hold was delivered (:meth:`caught_up`): the end
-        ``dafka-consumer -e`` waits for (:mod:`~dafka.core.consumer_end`)."""
-        return self._answers.settled(now) and self.caught_up()
+    def __init__(
+        self,
+        settings: ConsumerSettings,
+        table: PartitionTable,
+        fetch: FetchPlanning,
+        delivery: Delivery,
+        trusted_stores: Collection[str] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._table = table
+        self._parts = table.parts
+        self._topics = table.topics
+        self._fetch = fetch
+        self._delivery = delivery
+        self._profile = settings.profile
+        self._lead = settings.lead
+        self._max_partitions = settings.max_partitions
+        self._unserved_after = settings.unserved_after
+        self._trusted = frozenset(trusted_stores) if trusted_stores is not None else None
+        # what stores said they hold (DIRECT-HEAD offsets) of subscribed topics: the end
+        # ``caught_up`` waits for (kcat -e); bounded like the partitions
+        self._store_heads: dict[PartitionKey, int] = {}
+        self._store_tails: dict[PartitionKey, int] = {}  # the lowest tail a store said
+        self.rejected_heads = 0
+        self.ignored_tails = 0
+        self.tail_claims = 0
+        self.tail_waits = 0
+        self._last_claim_log = -_REJECT_LOG_PERIOD
 
-    @property
-    def stores_asked(self) -> int:
-        """How many stores were asked for their heads in a way they could answer."""
-        return self._answers.asked
+    def set_trusted_stores(self, stores: Collection[str] | None) -> None:
+        """The stores whose signed tails count (``None``: any store's, bounded)."""
+        self._trusted = frozenset(stores) if stores is not None else None
 
-    def stores_waiting(self, now: float) -> dict[str, float]:
-        """The stores that greeted this consumer (or subscribed to its greetings) and
-        could not be asked yet (one direction of the connection is not up yet), with the
-        seconds since each was first known."""
-        return self._answers.waiting(now)
+    def forget(self, key: PartitionKey) -> None:
+        """Forget what stores said of a partition no longer read."""
+        self._store_heads.pop(key, None)
+        self._store_tails.pop(key, None)
 
     def caught_up(self) -> bool:
         """True when every partition a store said it holds of a subscribed topic was
@@ -61,14 +89,14 @@ class HeadTracking(Delivery):
                 continue
             p = parts.get(key)
             if p is None:
-                if self._starts_at_latest() and key not in self._start_offsets:
+                if self._settings.starts_at_latest() and key not in self._table.start_offsets:
                     continue  # read from the first record seen: nothing stored is owed
                 return False
             if p.next <= head:
                 return False
         return True
 
-    def _on_head(
+    def on_head(
         self,
         topic: str,
         partition: str,
@@ -79,22 +107,23 @@ class HeadTracking(Delivery):
     ) -> list[Effect]:
         """A producer's HEAD (``msg``), or one a store passed on with its own unsigned
         ``hint`` of what it holds (heard first when ``-N`` has yet to find the end)."""
-        if self._acl and not self._allowed(topic, partition):
+        table = self._table
+        if table.acl and not table.allowed(topic, partition):
             return []
         p = self._parts.get((topic, partition))
         if p is not None and head < p.known_end and (msg is None or head < p.signed_end):
-            fetch = self._pump(p, now)  # nothing new: no need to verify it
+            fetch = self._fetch.pump(p, now)  # nothing new: no need to verify it
             return [fetch] if fetch is not None else []
         if msg is not None and not self._profile.check_head(msg):
-            self._rejected_heads += 1
+            self.rejected_heads += 1
             log.debug("consumer.head_rejected topic=%s partition=%s", topic, partition)
             return []
         if p is None:
-            p = self._partition(topic, partition, head, now, end=head + 1)
+            p = table.create(topic, partition, head, now, end=head + 1)
             if p is None:
                 return []
         elif not p.confirmed:
-            self._confirm(p)
+            table.confirm(p)
         if head >= p.known_end:
             p.known_end = head + 1
         if head >= p.signed_end:
@@ -102,11 +131,11 @@ class HeadTracking(Delivery):
         if p.from_end:
             if hint >= p.known_end:
                 p.known_end = hint + 1
-            self._aim_from_end(p)
-        fetch = self._pump(p, now)
+            self._fetch.aim_from_end(p)
+        fetch = self._fetch.pump(p, now)
         return [fetch] if fetch is not None else []
 
-    def _note_store_head(self, msg: m.DirectHead) -> None:
+    def note_store_head(self, msg: m.DirectHead) -> None:
         """Remember what a store holds of a partition this consumer reads (for
         :meth:`caught_up`). Bounded by ``max_partitions``; a partition refused here (a
         bound reached) still holds the end back, since it was not read, and one
@@ -115,8 +144,7 @@ class HeadTracking(Delivery):
         heads = self._store_heads
         if key not in heads and (len(heads) >= self._max_partitions or not is_node_id(key[1])):
             return
-        allowed = self._acl.get(key[0])
-        if allowed is not None and key[1] not in allowed:
+        if self._table.never_read(*key):
             return  # never read here: it must not hold the end back
         if msg.offset > heads.get(key, -1):
             heads[key] = msg.offset
@@ -147,21 +175,22 @@ class HeadTracking(Delivery):
             out[key] = (low, max([high, *ends]))
         return out
 
-    def _on_direct_head(self, msg: m.DirectHead, now: float) -> list[Effect]:
+    def on_direct_head(self, msg: m.DirectHead, now: float) -> list[Effect]:
         """A store's answer: the producer's signed head (acted on as a HEAD), the store's
         unsigned ``sequence`` (aims FETCHes, bounded) and its tail (only if signed)."""
         topic, partition = msg.topic, msg.partition
-        if self._acl and not self._allowed(topic, partition):
+        table = self._table
+        if table.acl and not table.allowed(topic, partition):
             return []
         effects: list[Effect] = []
         head = msg.head
         if head is not None and (head.topic, head.partition) == (topic, partition):
-            effects = self._on_head(topic, partition, head.offset, now, head, msg.offset)
+            effects = self.on_head(topic, partition, head.offset, now, head, msg.offset)
         p = self._parts.get((topic, partition))
         if p is None:
-            if self._starts_at_latest() and (topic, partition) not in self._start_offsets:
+            if self._settings.starts_at_latest() and (topic, partition) not in table.start_offsets:
                 return effects  # an unsigned hint never chooses where "latest" starts
-            p = self._partition(topic, partition, msg.offset, now, confirmed=False)
+            p = table.create(topic, partition, msg.offset, now, confirmed=False)
             if p is None:
                 return effects
         # The store's own (unsigned) hint of what it holds: whatever is fetched is
@@ -169,9 +198,9 @@ class HeadTracking(Delivery):
         if msg.offset >= p.known_end:
             p.known_end = msg.offset + 1
         if p.from_end:
-            self._aim_from_end(p)
+            self._fetch.aim_from_end(p)
         if not any(isinstance(e, Publish) for e in effects):
-            fetch = self._pump(p, now)
+            fetch = self._fetch.pump(p, now)
             if fetch is not None:
                 effects.append(fetch)
         tail = msg.tail
@@ -186,8 +215,8 @@ class HeadTracking(Delivery):
         word counts at once (``_tail_counts``). Any other store's signed tail is a claim
         (issue 33, point 10): the consumer says so in a warning line, keeps asking every
         store for ``[next, …)`` (the FETCHes of ``tick``) and asks for the records from the
-        tail on (:meth:`_probe_tail`), whose producer signatures show what exists. Without
-        trusted stores, once no store has served anything of the range for
+        tail on (``FetchPlanning.probe_tail``), whose producer signatures show what exists.
+        Without trusted stores, once no store has served anything of the range for
         ``unserved_after`` seconds since the claim, and the tail lies below what the
         producer signed, the range is skipped as a data loss (reported); a store lying
         about its tail thus costs that wait, never records another store serves. With
@@ -199,24 +228,24 @@ class HeadTracking(Delivery):
         counts = self._tail_counts(p, tail, store)
         if counts and trusted:
             p.claim_since = None
-            return self._on_tail(p.topic, p.partition, tail, now, effects)
+            return self._delivery.on_tail(p.topic, p.partition, tail, now, effects)
         if not counts:
-            self._ignored_tails += 1
+            self.ignored_tails += 1
         if store is None:
             return effects  # unsigned or badly signed: nobody's word
         since = p.claim_since
         if since is None or since < p.progress_at:
             since = p.claim_since = now
-            self._tail_claims += 1
+            self.tail_claims += 1
             self._log_claim(p, tail, store, "claimed", 0.0, now)
         waited = now - max(since, p.progress_at)
         if waited >= self._unserved_after:
             if counts:  # no trust list: any store's signed tail within what the producer signed
                 p.claim_since = None
-                return self._on_tail(p.topic, p.partition, tail, now, effects)
-            self._tail_waits += 1
+                return self._delivery.on_tail(p.topic, p.partition, tail, now, effects)
+            self.tail_waits += 1
             self._log_claim(p, tail, store, "waiting", waited, now)
-        probe = self._probe_tail(p, tail, msg.offset, now)
+        probe = self._fetch.probe_tail(p, tail, msg.offset, now)
         if probe is not None:
             effects.append(probe)
         return effects
@@ -239,23 +268,6 @@ class HeadTracking(Delivery):
             waited,
             "ask-every-store" if self._trusted is None else "wait-for-a-trusted-store",
         )
-
-    def _probe_tail(self, p: _Partition, tail: int, head: int, now: float) -> Publish | None:
-        """A FETCH from a claimed tail on, while nothing at or past it was verified: the
-        producer-signed records there show the range below the tail exists (so a default
-        consumer may skip it) and are delivered once it is passed. Repeated at most once a
-        ``fetch_timeout``, within the consumer's FETCH rate."""
-        if p.seen_end > tail or tail > max(p.next, p.seen_end) + self._lead:
-            return None
-        sent_at = p.recent.get(tail)
-        if sent_at is not None and now - sent_at < self._timeout:
-            return None
-        if not self._fetch_budget.allow(now):
-            return None
-        p.recent[tail] = now
-        self._fetches += 1
-        count = max(1, min(self._window, head + 1 - tail))
-        return Publish(m.Fetch(p.partition, self._node_id, p.topic, tail, count))
 
     def _tail_counts(self, p: _Partition, tail: int, store: str | None) -> bool:
         """Whether a store's tail may move delivery: signed (``store``, the signer, None if

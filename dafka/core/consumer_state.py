@@ -108,6 +108,20 @@ class PartitionState:
     verified batch that arrived early to its records, ``held_bytes`` what they are
     counted for (see ``HELD_OVERHEAD``). ``not_before``: while set,
     batches stamped before it are passed over (a timestamp start).
+
+    Who writes what (the parts of :class:`~dafka.core.consumer.ConsumerCore`):
+
+    * ``PartitionTable.create`` (consumer_base) makes it; ``confirmed`` is the table's;
+    * the FETCH window (``req_*``, ``recent``, ``ahead``, ``tries``, ``settled``) is
+      written in consumer_fetch only (``FetchPlanning``), ``answer`` made there and
+      counted as batches arrive (consumer_delivery);
+    * ``buffer``, ``buffer_ends`` and ``held_bytes`` only by ``ReorderBuffers``
+      (consumer_buffer);
+    * the delivery point ``next`` (and ``progress_at``, ``memory``, ``refused``,
+      ``not_before``) by ``Delivery`` (consumer_delivery), ``FetchPlanning.aim_from_end``
+      (``-N``) and the core's seeks (consumer);
+    * the ends: ``seen_end`` by ``Delivery``, ``signed_end`` and ``claim_since`` by
+      ``HeadTracking`` (consumer_heads), ``known_end`` by both (and the core's seeks).
     """
 
     __slots__ = (
@@ -169,7 +183,7 @@ class PartitionState:
         # a timestamp start (seconds): batches stamped before it are passed, not delivered
         self.not_before: float | None = None
         # -N: N, until the first record is delivered; ``settled`` once the end is proven
-        # and delivery starts N before it (dafka.core.consumer_base._aim_from_end)
+        # and delivery starts N before it (dafka.core.consumer_fetch.FetchPlanning.aim_from_end)
         self.from_end = 0
         self.settled = False
         # when a store's tail claim not (yet) acted on was first heard (since the last

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.effects import RecordBatch
 from ..errors import ConfigError, DafkaError, DafkaTimeout, WireError
@@ -28,17 +28,47 @@ from .view import GroupView
 
 if TYPE_CHECKING:
     from ..api.consumer import Consumer
-    from ..api.consumer_group import GroupConsumer
     from ..api.producer import Producer
+    from ..metadata.follower import MetadataView
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ASSIGN", "REVOKE", "GroupMember", "GroupSettings"]
+__all__ = ["ASSIGN", "REVOKE", "GroupLink", "GroupMember", "GroupSettings"]
 
 Callback = Callable[[list[PartitionKey]], object]
 ASSIGN, REVOKE = "assign", "revoke"
 """The two rebalance events a member hands its consumer (``_group_event``)."""
 PARTS_EVERY = 30  # heartbeats carry the known partitions when they change, and this often
+
+
+class GroupLink(Protocol):
+    """What a member asks of the consumer it reads for (built by
+    :mod:`dafka.api.consumer_group`); the member's thread calls these."""
+
+    @property
+    def metadata(self) -> MetadataView | None:
+        """The cluster metadata the consumer follows (None: none)."""
+        ...
+
+    def positions(self) -> dict[PartitionKey, int]:
+        """The next offset a poll returns, per partition seen."""
+        ...
+
+    def known(self) -> frozenset[PartitionKey]:
+        """The partitions of the group's topics the consumer has seen."""
+        ...
+
+    def revoke(self, keys: frozenset[PartitionKey]) -> dict[PartitionKey, int]:
+        """Stop reading ``keys`` at once (records not polled dropped); their positions."""
+        ...
+
+    def assign(self, starts: Mapping[PartitionKey, int | None]) -> None:
+        """Start reading ``starts`` (each from its offset; None: by ``offset_reset``)."""
+        ...
+
+    def event(self, kind: str, keys: frozenset[PartitionKey]) -> None:
+        """Queue a rebalance callback (ASSIGN or REVOKE) for the application's next poll."""
+        ...
 
 
 class GroupSettings:
@@ -76,7 +106,7 @@ class GroupSettings:
 class GroupMember:
     def __init__(
         self,
-        consumer: GroupConsumer,
+        consumer: GroupLink,
         group: str,
         topics: Iterable[str],
         settings: GroupSettings,
@@ -90,7 +120,7 @@ class GroupMember:
         self.group = group
         self.topic = group_topic(group)
         self.settings = settings
-        self._consumer = consumer
+        self._link = consumer
         self._topics = tuple(topics)
         self._lock = threading.RLock()
         self._held: dict[PartitionKey, int] = {}  # partition -> epoch of our ownership
@@ -113,7 +143,7 @@ class GroupMember:
         self.caught_up = False
         self._admitted = True  # as far as it knows (warned once when not)
         self._contests: Contests = {}  # claims of others on what the rule gives this member
-        self._metadata = getattr(consumer, "metadata", None)
+        self._metadata = consumer.metadata
         if self._metadata is not None:  # who the group admits follows the metadata
             self._metadata.subscribe(self._admission_changed)
         self._refreshed = time.monotonic()
@@ -149,7 +179,7 @@ class GroupMember:
         ``asynchronous``."""
         with self._lock:
             if offsets is None:
-                polled = self._consumer._group_positions()
+                polled = self._link.positions()
                 offsets = {k: polled[k] for k in self._held if k in polled}
             offsets, fut = self._send_commit(dict(offsets))
         if fut is not None and not asynchronous:
@@ -246,7 +276,7 @@ class GroupMember:
         return offsets, fut
 
     def _heartbeat(self) -> None:
-        known = self._consumer._group_known()
+        known = self._link.known()
         self._beats += 1
         if known == self._told and self._beats % PARTS_EVERY:
             parts = None  # unchanged: the readers keep what this member said last
@@ -307,7 +337,7 @@ class GroupMember:
                 self._stop.wait(0.5)
 
     def _auto_commit(self, now: float) -> None:
-        polled = self._consumer._group_positions()
+        polled = self._link.positions()
         refresh = now - self._refreshed >= self.settings.refresh_interval
         if refresh:  # commit even what did not move, so retention keeps a live group's offsets
             self._refreshed = now
@@ -325,7 +355,7 @@ class GroupMember:
             self._topics,
             frozenset(self._held),
             self.view.alive(now),
-            self._consumer._group_known(),
+            self._link.known(),
             now,
             self.settings.fence,
             self._contests,
@@ -341,7 +371,7 @@ class GroupMember:
             return False
         self._settled_at = None
         if p.revoke:
-            polled = self._consumer._group_revoke(p.revoke)
+            polled = self._link.revoke(p.revoke)
             offsets = {k: polled[k] for k in p.revoke if k in polled}
             try:
                 self._commit(offsets, asynchronous=False)
@@ -351,7 +381,7 @@ class GroupMember:
                 self._held.pop(k, None)
             log.info("group.revoke group=%s partitions=%d", self.group, len(p.revoke))
             # on_revoke runs in the application's next poll, which returns nothing of them
-            self._consumer._group_event(REVOKE, p.revoke)
+            self._link.event(REVOKE, p.revoke)
         if p.take:
             committed = self.view.committed()
             starts: dict[PartitionKey, int | None] = {}
@@ -360,7 +390,7 @@ class GroupMember:
                 starts[k] = c.offset if c is not None else None
                 self._held[k] = self.view.epoch(k) + 1
             # queued before they are read: a poll runs on_assign before any of their records
-            self._consumer._group_event(ASSIGN, p.take)
-            self._consumer._group_assign(starts)
+            self._link.event(ASSIGN, p.take)
+            self._link.assign(starts)
             log.info("group.assign group=%s partitions=%d", self.group, len(p.take))
         return True

@@ -33,7 +33,7 @@ def _no_new_threads(before: set[threading.Thread]) -> list[str]:
 async def _until_a_thread_waits_in(c: AsyncConsumer) -> None:
     """Until a worker thread waits on the consumer's condition (what a poll waits on)."""
     deadline = time.monotonic() + DEADLINE
-    while not c.consumer._cond._waiters:  # type: ignore[attr-defined]
+    while not c.consumer._shared.cond._waiters:  # type: ignore[attr-defined]
         assert time.monotonic() < deadline, "no thread ever waited for records"
         await asyncio.sleep(0.001)
 

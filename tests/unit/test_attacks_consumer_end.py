@@ -24,9 +24,10 @@ import pytest
 
 from dafka.api.consumer import Consumer
 from dafka.api.consumer_io import _ConsumerHandler
+from dafka.api.consumer_state import ConsumerShared
 from dafka.core.consumer import ConsumerCore
 from dafka.core.consumer_end import END_QUIET, MAX_STORES, StoreAnswers
-from dafka.core.effects import DataLoss, Publish, RecordBatch
+from dafka.core.effects import DataLoss, Publish
 from dafka.core.messages import (
     ConsumerHello,
     DirectHead,
@@ -55,32 +56,22 @@ def left(store: str) -> Subscription:
     return Subscription(False, b"W", store.encode())
 
 
-class _Facade:
-    """The Consumer's side of the handler: its ready records and their lock."""
+class _Facade(ConsumerShared):
+    """What the handler shares with the Consumer: its ready records and their lock."""
 
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._ready_count = 0
-        self._errors: list[Exception] = []
-        self.config = None
-
-    def _deliver(self, runs: list[RecordBatch]) -> None:
-        with self._cond:
-            self._ready_count += sum(len(run.values) for run in runs)
-
-    def _data_loss(self, loss: DataLoss) -> None:
+    def data_loss(self, loss: DataLoss) -> None:
         raise AssertionError(loss)
 
     def poll_all(self) -> None:
-        with self._cond:
-            self._ready_count = 0
+        with self.cond:
+            self.take(self.count)
 
 
 def handler(profile: Any = RFC46, reset: str = "earliest") -> tuple[_ConsumerHandler, _Facade]:
     core = ConsumerCore(C, offset_reset=reset, profile=profile)  # type: ignore[arg-type]
     core.subscribe("t", 0.0)
     facade = _Facade()
-    return _ConsumerHandler(facade, core), facade  # type: ignore[arg-type]
+    return _ConsumerHandler(facade, core), facade
 
 
 def sent(out: list[Publish]) -> list[object]:
@@ -112,7 +103,7 @@ def test_a_store_that_greeted_us_before_it_could_hear_us_is_not_taken_as_empty(
         assert out == [Fetch(P, C, "t", 0, out[0].count)]  # type: ignore[attr-defined]
         assert not h.at_end(70.0)
         h.on_messages([DirectRecord(C, "t", P, i, b"v%d" % i) for i in range(3)], 70.0)
-        assert facade._ready_count == 3
+        assert facade.count == 3
         assert not h.at_end(71.0)  # delivered, not polled
         facade.poll_all()
         assert h.at_end(71.0)
@@ -233,7 +224,7 @@ def test_at_end_is_false_while_an_error_waits_to_be_raised_by_a_poll() -> None:
     h, facade = handler()
     h.on_subscription(hears_us(STORE), 1.0)
     h.on_messages([StoreHello(C, STORE)], 1.0)
-    facade._errors.append(DataLossError("offsets 0..9 were deleted"))
+    facade.errors.append(DataLossError("offsets 0..9 were deleted"))
     assert not h.at_end(10.0)
-    facade._errors.clear()
+    facade.errors.clear()
     assert h.at_end(10.0)

@@ -5,7 +5,6 @@ buffer, a batch cut where delivery already is, the IO thread's joining of runs a
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 
 from hypothesis import given, settings
@@ -13,8 +12,10 @@ from hypothesis import strategies as st
 
 from dafka.api.consumer import Consumer
 from dafka.api.consumer_io import SHORT_RUN, _coalesce
+from dafka.api.consumer_state import ConsumerShared
 from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver, RecordBatch
+from dafka.core.ready import Ready
 from dafka.wire import signed
 from dafka.wire.columns import Column
 from tests.signing import CONSUMER, WIRE, P, blob, decoded
@@ -98,12 +99,11 @@ def test_the_io_thread_does_not_copy_batches_of_columns_into_one_list() -> None:
 
 
 def _taker(runs: list[RecordBatch]) -> Consumer:
-    """A Consumer with ``runs`` ready, and no node behind it: enough for ``_take``."""
+    """A Consumer with ``runs`` ready, and no node behind it: enough for ``take``."""
     c = Consumer.__new__(Consumer)
-    c._ready = deque(runs)
-    c._ready_count = sum(len(r.values) for r in runs)
-    c._head_used = 0
-    c._cond = threading.Condition(threading.RLock())
+    c._shared = ConsumerShared()
+    c._shared.ready = deque(runs)
+    c._shared.count = sum(len(r.values) for r in runs)
     return c
 
 
@@ -114,9 +114,9 @@ def test_poll_batches_cuts_runs_of_columns_to_max_records() -> None:
     want = [r for run in runs for r in run.records()]
     c = _taker(runs)
     got: list[RecordBatch] = []
-    with c._cond:
+    with c._shared.cond:
         for n in (3, 4, 5, 1, 100):
-            got.extend(c._take(n))
+            got.extend(c._shared.take(n))
     assert [(r.offset, len(r.values)) for r in got] == [
         (0, 3),
         (3, 4),
@@ -132,13 +132,25 @@ def test_poll_batches_cuts_runs_of_columns_to_max_records() -> None:
 
 
 class _StubCore:
+    """Delivers ``runs`` for every message, through the Ready contract."""
+
     node_id = "C" * 32
 
     def __init__(self, runs: list[RecordBatch]) -> None:
         self.runs = runs
+        self.pending: list[RecordBatch] = []
 
-    def handle(self, msg: object, now: float, source: str = "") -> list[RecordBatch]:
-        return self.runs
+    def step(self, msg: object, now: float, source: str = "") -> None:
+        self.pending.extend(self.runs)
+
+    def has_ready(self) -> bool:
+        return bool(self.pending)
+
+    def ready(self) -> Ready:
+        return Ready(deliver=tuple(self.pending))
+
+    def advance(self, rd: Ready, failed: BaseException | None = None) -> None:
+        self.pending.clear()
 
 
 def test_a_reader_of_records_gets_runs_made_into_lists_on_the_io_thread() -> None:
@@ -151,8 +163,8 @@ def test_a_reader_of_records_gets_runs_made_into_lists_on_the_io_thread() -> Non
 
     runs = [_run(0, 10, keyed=2), _run(10, 5)]
     delivered: list[RecordBatch] = []
-    consumer = SimpleNamespace(_deliver=delivered.extend)
-    handler = _ConsumerHandler(consumer, _StubCore(runs))  # type: ignore[arg-type]
+    shared = SimpleNamespace(deliver=delivered.extend)
+    handler = _ConsumerHandler(shared, _StubCore(runs))  # type: ignore[arg-type]
     handler.on_messages([m.Head("t", P, 1)], 0.0)
     assert all(isinstance(r.values, Column) for r in delivered)
     columns = list(delivered)
@@ -194,7 +206,7 @@ def test_a_run_cut_from_a_big_batch_does_not_keep_the_batch_alive_while_it_waits
     whole = RecordBatch("t", P, 0, values, keys, 1.0)
     delivered: list[RecordBatch] = []
     handler = _ConsumerHandler(
-        SimpleNamespace(_deliver=delivered.extend),  # type: ignore[arg-type]
+        SimpleNamespace(deliver=delivered.extend),  # type: ignore[arg-type]
         _StubCore([cut, whole]),  # type: ignore[arg-type]
     )
     handler.on_messages([m.Head("t", P, 1)], 0.0)

@@ -147,7 +147,7 @@ def test_at_end_reads_the_consumer_core_on_the_io_thread() -> None:
 
         c._core.caught_up = caught_up  # type: ignore[method-assign]
         store = "F" * 32  # a store that greeted us and heard us long ago
-        answers = c._core._answers
+        answers = c._core.answers
         c._loop.call(lambda now: answers.greeted(store, now - 10.0) or [])
         c._loop.call(lambda now: answers.subscribed(store, now - 10.0) or [])
         assert c.at_end()

@@ -2,7 +2,8 @@
 
 A consumer that never contacts anything (tower at port 1, no metadata) stands in for a
 group member: the test plays the member's thread by queueing events
-(``_group_event``) and delivering runs (``_deliver``) as the member and the IO thread do.
+(``_group_event``) and delivering runs (``_shared.deliver``) as the member and the IO
+thread do.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def member() -> Iterator[tuple[Consumer, list[tuple]]]:
     """A consumer in group mode with both callbacks, and what they saw."""
     c = Consumer("t", towers="127.0.0.1:1", metadata=False)
     seen: list[tuple] = []
-    c._group_held = set()
+    c._shared.held = set()
     c._group_callbacks = {
         ASSIGN: lambda keys: seen.append((ASSIGN, keys, threading.get_ident())),
         REVOKE: lambda keys: seen.append((REVOKE, keys, threading.get_ident())),
@@ -41,13 +42,13 @@ def member() -> Iterator[tuple[Consumer, list[tuple]]]:
 def assign(c: Consumer, key: tuple[str, str]) -> None:
     """What the member does: the event first, then the partition is read."""
     c._group_event(ASSIGN, frozenset({key}))
-    assert c._group_held is not None
-    with c._cond:
-        c._group_held.add(key)
+    assert c._shared.held is not None
+    with c._shared.cond:
+        c._shared.held.add(key)
 
 
 def deliver(c: Consumer, key: tuple[str, str], offset: int) -> None:
-    c._deliver([RecordBatch(key[0], key[1], offset, [b"v%d" % offset])])
+    c._shared.deliver([RecordBatch(key[0], key[1], offset, [b"v%d" % offset])])
 
 
 def test_callbacks_run_on_the_polling_thread_before_the_records(member) -> None:
@@ -98,10 +99,10 @@ def test_revoke_then_records_of_the_new_assignment_in_order(member) -> None:
     deliver(c, A, 0)
     assert [r.offset for r in c.poll_batch(10, timeout=1)] == [0]
     # a rebalance: A revoked (its records dropped, as _group_revoke does), B assigned
-    assert c._group_held is not None
-    with c._cond:
-        c._group_held.discard(A)
-        c._drop_ready(*A)
+    assert c._shared.held is not None
+    with c._shared.cond:
+        c._shared.held.discard(A)
+        c._shared.drop(*A)
     c._group_event(REVOKE, frozenset({A}))
     assign(c, B)
     deliver(c, A, 1)  # late: filtered, A is no longer read

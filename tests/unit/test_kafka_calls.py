@@ -4,13 +4,11 @@ pause / assign filter of delivered runs. No sockets: a fake query client and pla
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-
 import pytest
 
 from dafka.api.cluster import _batch_at, check_times
 from dafka.api.consumer_control import ConsumerControl, parse_assignment
+from dafka.api.consumer_state import ConsumerShared
 from dafka.core.effects import RecordBatch
 from dafka.errors import ConfigError, ProfileError, ProtocolError
 from dafka.query import protocol as qp
@@ -94,9 +92,7 @@ class Ctl(ConsumerControl):
     """The filter alone: the consumer's lock, no IO thread."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.RLock())
-        self._ready = deque()
-        self._head_used = 0
+        self._shared = ConsumerShared()
 
 
 def run(partition: str, offset: int, n: int = 3) -> RecordBatch:
@@ -105,18 +101,18 @@ def run(partition: str, offset: int, n: int = 3) -> RecordBatch:
 
 def test_a_paused_partition_is_held_back_and_its_first_missed_offset_noted() -> None:
     c = Ctl()
-    c._paused = {("t", P): None}
-    kept = c._group_filter([run(P, 10), run(Q, 0), run(P, 13)])
+    c._shared.paused = {("t", P): None}
+    kept = c._shared.keep([run(P, 10), run(Q, 0), run(P, 13)])
     assert [(r.partition, r.offset) for r in kept] == [(Q, 0)]
-    assert c._paused == {("t", P): 10}  # resume seeks back to the first record it missed
-    c._seek_paused("t", P)
-    assert c._paused == {("t", P): None}  # a seek while paused: resume where it put it
+    assert c._shared.paused == {("t", P): 10}  # resume seeks back to the first record it missed
+    c._shared.reseek_paused("t", P)
+    assert c._shared.paused == {("t", P): None}  # a seek while paused: resume where it put it
 
 
 def test_runs_of_partitions_not_assigned_are_dropped() -> None:
     c = Ctl()
-    c._manual = {("t", Q)}
-    assert [r.partition for r in c._group_filter([run(P, 0), run(Q, 0)])] == [Q]
+    c._shared.manual = {("t", Q)}
+    assert [r.partition for r in c._shared.keep([run(P, 0), run(Q, 0)])] == [Q]
 
 
 def test_key_rule_is_kcats_k_and_z() -> None:
