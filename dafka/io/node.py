@@ -568,8 +568,8 @@ class NodeLoop:
             except Exception:
                 log.exception("node.service_close_failed id=%s", self.node_id)
 
-    def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Publish]:
-        out: list[Publish] = []
+    def _on_subscriptions(self, xpub: zmq.Socket[bytes], now: float) -> list[Outgoing]:
+        out: list[Outgoing] = []
         grants = self.grants
         for _ in range(10_000):
             if grants is not None and grants.held:

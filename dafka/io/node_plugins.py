@@ -77,11 +77,11 @@ class NodeHandler:
         """What the data SUB received this turn, decoded, and where each came from."""
         raise NotImplementedError
 
-    def on_subscription(self, sub: rfc46.Subscription, now: float) -> list[Publish]:
+    def on_subscription(self, sub: rfc46.Subscription, now: float) -> Sequence[Outgoing]:
         """A peer (un)subscribed on the data XPUB (granted, under CURVE)."""
         raise NotImplementedError
 
-    def on_tick(self, now: float) -> list[Publish]:
+    def on_tick(self, now: float) -> Sequence[Outgoing]:
         """Time passed (every ``TICK_INTERVAL``, and every turn while :meth:`has_pending`)."""
         raise NotImplementedError
 
