@@ -58,6 +58,7 @@ def check_topic_name(topic: str) -> str:
     :func:`check_topic`."""
     check_topic(topic)
     for char in topic:
+        # guard: topic-name-control-character-refused
         if char in _LINE_BREAKS or unicodedata.category(char) == "Cc":
             raise InvalidTopic(
                 f"topic {topic!r} contains a control character ({ascii(char)}): a topic "

@@ -225,6 +225,7 @@ def unmarked(blocks: Iterable[Block]) -> list[Block]:
         if b.marker:
             continue
         if b.lang in RUN_LANGS or (not b.lang and _COMMAND.match(b.text)):
+            # guard: example-commands-run-skip-marker
             bad.append(b)
     return bad
 
@@ -466,6 +467,7 @@ def _run_command(
     mark = session.mark()
     status, out = session.run(code, timeout)
     log.append(f"{where} ({time.monotonic() - started:.1f} s) $ {code}\n{out}")
+    # guard: docs-examples-runner-fails-command
     if status != 0:
         raise CommandFailed(f"{where}: exit status {status}: {code}\n{out}")
     for expected in cmd.prints:
@@ -474,6 +476,7 @@ def _run_command(
             deadline = time.monotonic() + timeout
             while want not in _normal(out := session.since(mark)) and time.monotonic() < deadline:
                 time.sleep(0.1)
+        # guard: docs-examples-runner-fails-command-2
         if want not in _normal(out):
             raise CommandFailed(f"{where}: {code}\ndid not print {expected!r}; it printed:\n{out}")
     if cmd.background:

@@ -190,6 +190,7 @@ def check_raft_auth(
     --raft-peers) or, knowingly, --raft-insecure-null. One tower has no peers to trust."""
     if insecure_null and raft_curve:
         raise ConfigError("--raft-insecure-null and CURVE on the Raft ports: choose one")
+    # guard: dafka-tower-refuses-group-towers
     if len(peers) > 1 and not raft_curve and not insecure_null:
         raise ConfigError(
             f"--raft-peers names {len(peers)} towers, and a group's towers must authenticate "

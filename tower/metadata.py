@@ -322,6 +322,7 @@ class TowerNode:
             curve = RaftCurve.for_identity(identity, keys, admins)
             towers: list[tuple[str, TowerAddress]] = list(peers) or [(self.peer_id, address)]
             self.client_curve = ClientCurve.for_identity(identity, tower_server_keys(towers, keys))
+        # guard: tower-wires-metadata-admission-raft
         self.raft = RaftPeer(
             self.peer_id,
             _raft(address),
@@ -389,6 +390,7 @@ class TowerNode:
                     log.debug("tower.admin_bootstrap.retry error=%s", exc)
                     self._stop.wait(0.5)
                     continue
+                # guard: tower-detects-lost-admin-bootstrap
                 if proposed and not set(admins) & set(self.admin_keys):
                     self.bootstrap_error = RaftError(
                         f"the metadata's admins were set to {', '.join(admins)} before this "

@@ -61,6 +61,7 @@ def relayed_service(frames: Sequence[bytes]) -> wbeacon.ServiceBeacon:
     """A service beacon from a node, which the tower relays (and keeps to replay); raises
     WireError for one that does not decode or is named as a tower's own end beacon."""
     service = wbeacon.decode_service_beacon(frames)
+    # guard: tower-relays-node-end-replay
     if service.service == wbeacon.REPLAYED:
         raise WireError("only a tower sends its end-of-replay beacon")
     return service
@@ -154,6 +155,7 @@ class Tower:
         raise ConfigError(f"no two free neighbouring ports found on {host}")
 
     def _run(self) -> None:
+        # guard: tower-relay-admits-keys-metadata
         auth = start_authenticator(self._ctx, self._curve, self._provider)
         try:
             self._run_sockets()

@@ -89,8 +89,10 @@ class ServiceReplay:
             kept.frames, kept.heard = frames, now
             return
         if len(self._kept) >= self.max_entries:
+            # guard: tower-keeps-bounded-number-service
             if now - self._expired_at >= self.min_interval:  # a scan per interval at most
                 self._expire(now)
+            # guard: tower-keeps-bounded-number-service-2
             if len(self._kept) >= self.max_entries:
                 self.not_kept += 1
                 return
@@ -104,6 +106,7 @@ class ServiceReplay:
         """When :meth:`due` has a replay to give, if one is wanted."""
         if not self._wanted:
             return None
+        # guard: tower-replays-service-beacons-most
         return self.started if self._last is None else self._last + self.min_interval
 
     def due(self, now: float) -> list[list[bytes]]:

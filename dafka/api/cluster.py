@@ -240,6 +240,7 @@ def _batch_at(client: QueryClient, tp: TP) -> Callable[[int], tuple[int, int, in
         for (first, last, _), (_, stamp, _) in zip(
             reply.batches(), verified_batches(reply), strict=False
         ):
+            # guard: offsets-times-refuses-read-answered
             if not first <= offset <= last:  # a store steering the search elsewhere
                 raise ProtocolError(
                     f"{client.endpoint} answered a READ of {tp[0]}/{tp[1]} {offset} with "

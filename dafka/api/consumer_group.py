@@ -170,6 +170,7 @@ class GroupConsumer:
             # are two more nodes, each on a port of its own
             node_kw = {**node_kw, "node": dataclasses.replace(node, port=0)}
         try:
+            # guard: group-member-reader-follows-topic
             self._group = GroupMember(
                 _MemberLink(self),
                 group,

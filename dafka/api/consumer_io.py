@@ -133,6 +133,7 @@ class _ConsumerHandler(NodeHandler):
         loss reported with the last window). Checked on the caller's thread first,
         the count could be read just before the last window landed: ``-e`` then exited 0
         with that window unprinted (issue 34, point 1)."""
+        # guard: end-counts-unpolled-records-same
         if self.shared.unpolled():  # a record, or an error a poll has still to raise
             return False
         return self.core.at_end(now)

@@ -619,6 +619,7 @@ class _ProducerHandler(NodeHandler):
             store = sub.rest.decode("ascii", "replace")
             if not sub.subscribe:
                 self.stores.discard(store)
+            # guard: producer-remembers-boundedly-stores
             elif is_node_id(store) and len(self.stores) < MAX_STORES_NAMED:
                 self.stores.add(store)
         return []

@@ -83,6 +83,7 @@ def open_state(config: ProducerConfig, durable: bool) -> OpenedState:
             node_id = identity_or_none.node_id
         else:
             node_id = state.node_id()
+        # guard: each-start-producer-state-directory
         run = state.next_run()
         journal = state.offset_journal()
         next_offsets = journal.load()
@@ -100,6 +101,7 @@ def open_state(config: ProducerConfig, durable: bool) -> OpenedState:
             wal.close()
         state.close()
         raise
+    # guard: restarted-producer-journal-doubt-reaches
     return OpenedState(
         node_id,
         identity_or_none,
@@ -134,6 +136,7 @@ def trusted_store_ids(config: ProducerConfig, node_id: str) -> tuple[str, ...] |
     trusted: tuple[str, ...] | None = config.trusted_stores or None
     if config.trusts_any_store:
         trusted = None
+        # guard: process-warns-producers-trust-store
         if config.trust_any_store is None and not _trust_any_warned:
             # once per process: a Spark executor starts a producer per task
             _trust_any_warned = True

@@ -107,6 +107,7 @@ def explain(e: AckEvidence, profiles: Mapping[str, str] | None = None) -> Diagno
     a probe of the stores found, if one ran."""
     if e.state_dir is not None:
         return Diagnosis(UnackedCause.STATE_DIR, e.state_dir)
+    # guard: producer-says-tower-answered
     if not e.welcomed:
         return Diagnosis(
             UnackedCause.TOWER_UNREACHABLE,
@@ -114,6 +115,7 @@ def explain(e: AckEvidence, profiles: Mapping[str, str] | None = None) -> Diagno
             "and is it the beacon port (HOST:PORT, --tower)?",
         )
     for t in e.topics:
+        # guard: producer-says-topic-min-acks
         if e.trusted is not None and t.need > len(e.trusted):
             who = (
                 f"topic {t.topic!r} needs ACKs from {t.need} stores (its min_acks in the "
@@ -127,6 +129,7 @@ def explain(e: AckEvidence, profiles: Mapping[str, str] | None = None) -> Diagno
                 f"{'is' if len(e.trusted) == 1 else 'are'} trusted ({_names(e.trusted)})",
             )
     for t in e.topics:
+        # guard: producer-says-acks-came-untrusted
         if not t.acked_by and e.untrusted:
             return Diagnosis(
                 UnackedCause.UNTRUSTED_STORES,
@@ -136,6 +139,7 @@ def explain(e: AckEvidence, profiles: Mapping[str, str] | None = None) -> Diagno
                 "trusted_stores, or the cluster's trusted stores)",
             )
     for t in e.topics:
+        # guard: producer-says-fewer-stores-acknowledged
         if t.acked_by and len(t.acked_by) < t.need:
             why = (
                 f"which needs {t.need} distinct stores (its min_acks in the cluster metadata)"
@@ -151,6 +155,7 @@ def explain(e: AckEvidence, profiles: Mapping[str, str] | None = None) -> Diagno
     if profiles:
         mine = [s for s, p in profiles.items() if p == e.profile]
         others = sorted({p for p in profiles.values() if p != e.profile})
+        # guard: producer-says-stores-speak-other
         if not mine and others:
             return Diagnosis(
                 UnackedCause.OTHER_PROFILE,
@@ -158,6 +163,7 @@ def explain(e: AckEvidence, profiles: Mapping[str, str] | None = None) -> Diagno
                 f"speak{'s' if len(profiles) == 1 else ''} the {' and '.join(others)} wire "
                 f"profile; this producer speaks {e.profile} (--profile)",
             )
+    # guard: producer-says-store-there
     if not e.stores and not profiles:
         return Diagnosis(
             UnackedCause.NO_STORE,
@@ -245,6 +251,7 @@ def check_towers_resolve(towers: Sequence[TowerAddress]) -> None:
             return
         except (OSError, UnicodeError) as exc:
             failures.append(f"{tower.host!r} does not resolve ({_reason(exc)})")
+    # guard: producer-refuses-towers-none-whose
     if failures:
         raise ConfigError(f"tower host {'; '.join(failures)}: check --tower (towers=)")
 

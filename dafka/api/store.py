@@ -180,6 +180,7 @@ class _StoreHandler(NodeHandler):
         then exits non-zero (``dafka.cli.store``) for a supervisor to restart it, which
         checks the file again before opening it (``dafka.storage.integrity``)."""
         env = self._env
+        # guard: store-stops-acknowledges-nothing
         if env is None or env.damaged is None:
             return out
         if self.damaged is None:

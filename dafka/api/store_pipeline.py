@@ -111,6 +111,7 @@ class StorePipeline:
     def accepting(self) -> bool:
         """False while the drain waiting for the commit before it is full: read no more."""
         msgs, nbytes = self.core.waiting
+        # guard: store-holds-bounded-drain-while
         return not (nbytes >= MAX_DRAIN_BYTES or msgs >= MAX_DRAIN)
 
     def drain_budget(self) -> int:

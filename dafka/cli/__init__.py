@@ -31,6 +31,7 @@ _previous_unraisable = sys.unraisablehook
 
 
 def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    # guard: ctrl-c-before-command-main
     if issubclass(kind, KeyboardInterrupt):
         _exit_interrupted()
     _previous_hook(kind, value, tb)

@@ -380,7 +380,9 @@ def run_cli(f: F) -> F:
             sys.exit(130)
         except BrokenPipeError:  # the reader closed the pipe: not all was written (SIGPIPE's)
             _quiet_stdout()
+            # guard: closed-pipe-exit-0-record
             sys.exit(EXIT_CLOSED_PIPE)
+        # guard: output-cannot-written-error-line
         except OSError as exc:  # writing the output failed (a full disk, /dev/full): one line
             _quiet_stdout()
             end_progress()

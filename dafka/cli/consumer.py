@@ -504,6 +504,7 @@ def _only_watermarks() -> None:
         for name, flag in _NOT_WITH_WATERMARKS.items()
         if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
     ]
+    # guard: dafka-consumer-watermarks-refuses
     if given:
         raise click.UsageError(f"--watermarks reads no records: it takes no {', '.join(given)}")
 

@@ -82,6 +82,7 @@ def _timestamp_ms(text: str) -> int:
 
 
 def _below_u64(value: int, text: str) -> int:
+    # guard: offset-timestamp-past-2-64
     if value >= U64_LIMIT:
         raise ConfigError(f"bad offset {text!r}: offsets and timestamps are below 2^64")
     return value
@@ -162,6 +163,7 @@ def check_not_refused(consumer: Consumer, topics: Iterable[str], wait: float) ->
             try:
                 q.holders([topic])
             except QueryError as exc:
+                # guard: e-watermarks-report-read-acl
                 if exc.code is qp.ErrorCode.FORBIDDEN:
                     raise DafkaError(
                         f"topic {topic!r} has a read ACL and the stores refuse this consumer: {exc}"
@@ -226,6 +228,7 @@ def check_end(
             # from the end (-o end), the stores were not asked: ask them now
             held = {t for t, _ in consumer.watermarks(unregistered, timeout=wait)}
             absent = [t for t in unregistered if t not in held]
+            # guard: dafka-consumer-e-says-topic
             if absent:
                 where = (
                     "no store holds it and the towers hold no cluster metadata"
@@ -247,6 +250,7 @@ def check_end(
     if isinstance(start, int) and not isinstance(start, bool) and start > 0:
         marks = consumer.watermarks([t for t in topics if t in known], timeout=wait)
         past = sorted((key, high) for key, (_low, high) in marks.items() if start > high)
+        # guard: dafka-consumer-e-says-o
         if past:
             (topic, partition), high = past[0]
             more = f" and {len(past) - 1} more partition(s)" if len(past) > 1 else ""

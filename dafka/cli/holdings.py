@@ -88,6 +88,7 @@ def copies(
     word is a claim, and its ACKs do not count towards ``min_acks`` either."""
     best: dict[tuple[str, str], tuple[int, list[str]]] = {}
     for s in stores:
+        # guard: describe-counts-trusted-stores-copies
         if trusted and s.node_id not in trusted:
             continue
         for p in s.partitions or ():
@@ -108,6 +109,7 @@ def below_min_acks(
     out: dict[tuple[str, str], tuple[int, int]] = {}
     for key, c in held.items():
         need = min_acks.get(key[0], default)
+        # guard: cli-flags-partitions-fewer-copies
         if len(c.stores) < need:
             out[key] = (len(c.stores), need)
     return out

@@ -302,6 +302,7 @@ def check_readable(files: tuple[str, ...]) -> None:
     """ConfigError (exit 2, one line) naming the first FILE that cannot be opened for
     reading, before any is sent: checked by opening each, not by permission bits (which
     do not bind root, nor say what an ACL or a read-only mount refuses)."""
+    # guard: dafka-producer-checks-file-can
     for path in files:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO: no wait for a writer

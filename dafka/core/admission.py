@@ -117,6 +117,7 @@ class PartitionGate:
         if self.full(key[0]):
             self.refused_cap += 1
             return False
+        # guard: new-partitions-rated-per-source
         if not self._limiter.allow(source, now):
             return False
         self.add(key)

@@ -355,6 +355,7 @@ class ConsumerCore:
             return []
         self.table.subscribe(topic)
         if self._wants_heads(topic):
+            # guard: get-heads-new-topic-waited
             self.answers.heads_asked(now)
             return [Publish(m.GetHeads(topic, self._node_id))]
         return []
@@ -616,6 +617,7 @@ class ConsumerCore:
         for key, p in self._parts.items():
             if p.buffer:
                 self.buffers.prune(p)
+            # guard: n-drops-claimed-end-nobody
             if p.from_end and not p.settled and now - p.progress_at >= self._unserved_after:
                 # -N: a claimed end nobody served (a store lying about its head); the
                 # end is what is proven, if anything is (unconfirmed: forgotten below)
@@ -624,6 +626,7 @@ class ConsumerCore:
                     p.known_end = proven
                     self.fetch.aim_from_end(p)
             if self.fetch.end(p) > p.next and now - p.progress_at >= timeout:
+                # guard: unconfirmed-partitions-forgotten
                 if not p.confirmed and p.tries >= UNCONFIRMED_TRIES:
                     stale.append(key)  # an unsigned hint that nothing verified backs
                     continue

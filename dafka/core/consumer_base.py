@@ -226,6 +226,7 @@ class PartitionTable:
     def refuses(self, topic: str, partition: str) -> bool:
         """Whether a partition not seen yet would be refused whatever it brings (checked
         before paying for verification; counted)."""
+        # guard: consumer-admits-new-partitions-under-2
         if (
             len(self.parts) >= self._max_partitions
             or not is_node_id(partition)
@@ -269,10 +270,12 @@ class PartitionTable:
             if self._gate.full(topic):
                 self.refused += 1
                 return None
+            # guard: partitions-unsigned-hints-bounded
             if self._unconfirmed >= MAX_UNCONFIRMED or not self._hints.allow(now):
                 if self._unconfirmed >= MAX_UNCONFIRMED:
                     self._hints.refused += 1
                 return None
+        # guard: consumer-admits-new-partitions-under
         elif not self._gate.admit(key, now, self._source):
             self.refused += 1
             return None

@@ -33,6 +33,7 @@ class ReorderBuffers:
         within the byte bounds: ``max_buffered_bytes_per_partition`` for ``p`` and
         ``max_buffered_bytes`` over all partitions. One not kept is fetched again when
         delivery reaches it (a self-signed flood skipping offset 0 pins no more)."""
+        # guard: consumer-reorder-buffer-bounded-bytes
         return (
             p.held_bytes + size <= self._max_held_part and self._held_bytes + size <= self._max_held
         )

@@ -102,6 +102,7 @@ class Delivery:
         if table.acl and not table.allowed(topic, partition):
             return []
         p = self._parts.get((topic, partition))
+        # guard: consumer-detects-equivocation
         if (
             p is not None
             and p.memory is not None
@@ -109,6 +110,7 @@ class Delivery:
         ):
             if self._on_conflict(msg, p, conflict, now):
                 return []
+        # guard: consumer-drops-what-delivered
         if (
             p is not None
             and not p.from_end  # -N from a hint: where delivery starts is not known yet
@@ -172,6 +174,7 @@ class Delivery:
                 self._fetch.cut_back(p, first)  # not in flight any more: ask when due
             fetch = self._fetch.pump(p, now)
             return [fetch] if fetch is not None else []
+        # guard: consumer-drops-what-delivered-2
         skip = nxt - first  # a batch may overlap what was delivered
         if skip:
             values = values[skip:]
@@ -199,6 +202,7 @@ class Delivery:
         self.delivered += nxt - p.next
         p.next = nxt
         p.progress_at = now
+        # guard: n-start-fixed-delivery-starts
         p.from_end = 0  # delivery started: -N's start is where it did
         if p.refused is not None and nxt in p.refused:
             return self._past_refused(p, now, out)
@@ -306,6 +310,7 @@ class Delivery:
         self.reports.append(
             ConsumerEquivocation(p.topic, p.partition, first, last, *kept, delivered, now)
         )
+        # guard: consumer-rate-limits-equivocation-log
         if now - self._last_equivocation_log >= _REJECT_LOG_PERIOD:
             self._last_equivocation_log = now
             log.warning(

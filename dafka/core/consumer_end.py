@@ -75,11 +75,13 @@ class StoreAnswers:
 
     def _store(self, store: str, now: float) -> _Store | None:
         s = self._stores.get(store)
+        # guard: stores-consumer-tracks-end-bounded
         if s is None and len(self._stores) < MAX_STORES:
             s = self._stores[store] = _Store(since=now)
         return s
 
     def _ask(self, s: _Store, now: float) -> None:
+        # guard: store-counts-asked-hears-us
         if s.heard and s.hears:
             if s.asked_at is None:
                 self._asked += 1
@@ -122,6 +124,7 @@ class StoreAnswers:
     def settled(self, now: float) -> bool:
         """Whether every store known was asked so it could answer and none has said
         anything for ``quiet`` seconds since the last question (at least one store known)."""
+        # guard: end-waits-store-greeted-consumer
         if not self._stores or self._asked < len(self._stores):
             return False
         return now - self._last >= self._quiet

@@ -72,6 +72,7 @@ class FetchPlanning:
         """Where fetching aims: the known end, at most ``max_head_lead`` past what was seen."""
         cap = max(p.next, p.seen_end) + self._lead
         known = p.known_end
+        # guard: consumer-bounds-head-lead
         return known if known <= cap else cap
 
     def aim_from_end(self, p: _Partition) -> None:
@@ -87,7 +88,9 @@ class FetchPlanning:
         first record is delivered (a late store) aims again; a claim nobody backs for
         ``unserved_after`` seconds is dropped (``tick``)."""
         claim = self.end(p)
+        # guard: unsigned-hints-never-choose-where
         proven = max(p.seen_end, p.signed_end)
+        # guard: n-starts-n-before-proven
         if claim > proven:
             p.settled = False
             target = claim - 1
@@ -195,6 +198,7 @@ class FetchPlanning:
         sent_at = recent.get(start)
         if sent_at is not None and now - sent_at < self._timeout:
             return None
+        # guard: consumer-bounds-fetches-over-all
         if not self._fetch_budget.allow(now):
             return None
         if not p.confirmed:

@@ -114,6 +114,7 @@ class HeadTracking:
         if p is not None and head < p.known_end and (msg is None or head < p.signed_end):
             fetch = self._fetch.pump(p, now)  # nothing new: no need to verify it
             return [fetch] if fetch is not None else []
+        # guard: consumer-verifies-heads
         if msg is not None and not self._profile.check_head(msg):
             self.rejected_heads += 1
             log.debug("consumer.head_rejected topic=%s partition=%s", topic, partition)
@@ -171,6 +172,7 @@ class HeadTracking:
             # seen_end and signed_end begin where the partition started (-o 100): only
             # beyond that do they show records to exist, or a start past the end would
             # report itself as the high watermark
+            # guard: consumer-core-high-watermark-where
             ends = [end for end in (p.seen_end, p.signed_end) if end > p.start]
             out[key] = (low, max([high, *ends]))
         return out
@@ -189,6 +191,7 @@ class HeadTracking:
         p = self._parts.get((topic, partition))
         if p is None:
             if self._settings.starts_at_latest() and (topic, partition) not in table.start_offsets:
+                # guard: unsigned-hints-never-start-latest
                 return effects  # an unsigned hint never chooses where "latest" starts
             p = table.create(topic, partition, msg.offset, now, confirmed=False)
             if p is None:
@@ -226,11 +229,13 @@ class HeadTracking:
         trusted = self._trusted
         store = self._profile.tail_store(msg)
         counts = self._tail_counts(p, tail, store)
+        # guard: without-trust-list-store-tail
         if counts and trusted:
             p.claim_since = None
             return self._delivery.on_tail(p.topic, p.partition, tail, now, effects)
         if not counts:
             self.ignored_tails += 1
+        # guard: consumer-acts-signed-tails-2
         if store is None:
             return effects  # unsigned or badly signed: nobody's word
         since = p.claim_since
@@ -243,8 +248,10 @@ class HeadTracking:
             if counts:  # no trust list: any store's signed tail within what the producer signed
                 p.claim_since = None
                 return self._delivery.on_tail(p.topic, p.partition, tail, now, effects)
+            # guard: consumer-says-waits-tail-trusted
             self.tail_waits += 1
             self._log_claim(p, tail, store, "waiting", waited, now)
+        # guard: consumer-fetches-store-claimed-tail
         probe = self._fetch.probe_tail(p, tail, msg.offset, now)
         if probe is not None:
             effects.append(probe)
@@ -277,10 +284,14 @@ class HeadTracking:
         trusted = self._trusted
         if trusted is not None and not trusted:
             return False
+        # guard: consumer-acts-signed-tails
         if store is None:
             return False
         if trusted is not None:
+            # guard: consumer-trusts-listed-stores-tails
             if store not in trusted:
                 return False
+            # guard: consumer-bounds-trusted-tail-lead
             return tail <= max(p.next, p.seen_end, p.signed_end) + self._lead
+        # guard: consumer-bounds-tails-what-producer
         return tail < max(p.seen_end, p.signed_end)

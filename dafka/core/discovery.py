@@ -127,6 +127,7 @@ class Discovery:
             return actions
         endpoint = beacon.endpoint
         if endpoint not in self._expiry:
+            # guard: discovery-bounds-new-peers
             if len(self._expiry) >= self.max_peers or not self._admit(beacon, now):
                 self.refused += 1
                 if now - self._last_refused_log >= _LOG_PERIOD:
@@ -161,6 +162,7 @@ class Discovery:
         heard = self._heard.pop(claim, None)
         if self._new_peers.allow(now):
             return True
+        # guard: discovery-gives-endpoints-heard-again
         if heard is not None and now - heard <= self.timeout and self._heard_again.allow(now):
             return True
         if len(self._heard) >= self.max_heard:

@@ -119,6 +119,7 @@ class RecordBatch:
         if not isinstance(values, Column):
             return self
         used = values.nbytes + (keys.nbytes if isinstance(keys, Column) else 0)
+        # guard: run-waiting-polled-does-keep
         if values.held_bytes <= 2 * used + DETACH_SLACK:
             return self
         if isinstance(keys, Column):

@@ -71,6 +71,7 @@ class RequestLimiter:
         if total.at == float("-inf"):
             total.at = now
         self._fill(total, now, self.total_rate, self.total_burst)
+        # guard: rate-limits
         if bucket.tokens < 1.0 or total.tokens < 1.0:
             self.refused += 1
             return False

@@ -137,6 +137,7 @@ class PeerKeys:
         if known is not None:
             known.heard = now
             return None
+        # guard: claimed-curve-keys-per-endpoint
         if len(entry.claims) >= self.max_keys and not self._evict(entry):
             self._refuse(endpoint, now)
             return None
@@ -147,6 +148,7 @@ class PeerKeys:
     def _evict(self, entry: _Endpoint) -> bool:
         """Make room: drop the claim with the most failures, then the one heard least
         recently; never the key in use nor a proven one."""
+        # guard: full-endpoint-evicts-neither-key
         victims = [
             (claim.failures, -claim.heard, key)
             for key, claim in entry.claims.items()
@@ -187,8 +189,10 @@ class PeerKeys:
         # FAILED or DISCONNECTED: the key's fault only if the handshake was under way
         shaking = entry.state is _State.SHAKING
         entry.state = _State.WAITING
+        # guard: failure-during-handshake-counts-against
         if not shaking:
             return None  # the peer went away (or a second event of the same failure)
+        # guard: claimed-curve-key-gives-way
         return self._failed(endpoint, entry, now)
 
     def _failed(self, endpoint: str, entry: _Endpoint, now: float) -> bytes | None:
@@ -211,6 +215,7 @@ class PeerKeys:
         """Move the connection to the best other claim, if there is one and the rate
         allows (else the next failure tries again)."""
         best = self._best(entry)
+        # guard: moves-between-claimed-curve-keys
         if best is None or best == entry.current or not self._switches.allow(now):
             return None
         self.switches += 1
@@ -252,6 +257,7 @@ class PeerKeys:
             for key, claim in list(entry.claims.items()):
                 if claim.heard > cutoff:
                     continue
+                # guard: claims-do-move-key-working
                 if key == entry.current and entry.state is _State.UP:
                     continue
                 del entry.claims[key]

@@ -200,6 +200,7 @@ class ProducerCore:
         for topic, acked in acked_next.items():
             # never number below what stores acknowledged, whatever the offset journal
             # lost (issue 33: a rotten last record read as a torn write)
+            # guard: producer-never-numbers-below
             if acked > reserved.get(topic, 0):
                 log.warning(
                     "producer.reserved_below_acked topic=%s reserved=%s acked_next=%d",
@@ -212,15 +213,18 @@ class ProducerCore:
             # the acked journal lost a record: anything reserved may have been acknowledged,
             # so none of it may be declared a gap (a hole is left rather than a loss)
             log.warning("producer.acked_in_doubt topics=%d", len(reserved))
+            # guard: producer-whose-acked-bound-doubt
             acked_next = dict(reserved)
         for topic, offset in reserved.items():
             if offset < 0:
                 raise ValueError(f"next offset for topic {topic!r} is negative")
             self._topics[check_topic(topic)] = HeldTopic(topic, offset, self._batched)
             start = min(max(acked_next.get(topic, 0), 0), offset)
+            # guard: producer-whose-journal-bound-doubt
             if start < offset or journal_in_doubt:
                 # in doubt, the journal's bound may be below what was published: ask
                 # the stores past it before numbering (a probe, dafka.core.recovery)
+                # guard: producer-whose-journal-bound-doubt-2
                 self._runs.add(
                     Recovery(
                         topic,
@@ -500,9 +504,11 @@ class ProducerCore:
             return []
         if self._batched:
             store = msg.store
+            # guard: producer-trusts-listed-stores
             if store is None or (self._trusted is not None and store not in self._trusted):
                 # cheap check first: an untrusted ACK costs no signature check
                 self._untrusted_acks += 1
+                # guard: producer-names-boundedly-untrusted
                 if store is not None and len(self.untrusted_from) < MAX_UNTRUSTED_NAMED:
                     self.untrusted_from.add(store)  # unverified: named only to explain
                 return []
@@ -523,6 +529,7 @@ class ProducerCore:
         if previous is not None and offset <= previous:
             self._stale_acks += 1
             return []
+        # guard: producer-checks-ack-signatures
         if self._batched and not self._profile.check_ack(msg):
             self._forged_acks += 1
             log.warning(
@@ -633,6 +640,7 @@ class ProducerCore:
         state = self._known_topic(msg.partition, msg.topic)
         if state is None:
             return []
+        # guard: producer-read-acl-fetch
         if not self._read_view.admits(msg.requester, msg.topic):
             self._read_refused += 1  # the answer goes to the requester: it may not read
             return []
@@ -641,5 +649,6 @@ class ProducerCore:
             self._requests.note(check, "fetch", msg.requester, sender, now)
             if check is RequesterCheck.FORGED:
                 return []
+        # guard: producer-answers-proxied-fetches-budget
         proxied = check is RequesterCheck.PROXIED
         return self._serving.on_fetch(msg, state, now, proxied)  # type: ignore[return-value]

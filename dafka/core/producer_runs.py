@@ -118,6 +118,7 @@ class EarlierRuns:
             return [], False
         if self._batched:
             try:
+                # guard: recovery-adopts-batches-own-key
                 self._profile.check_records(msg)
             except Exception:  # a store cannot make us adopt what we never signed
                 self.rejected += 1
@@ -161,6 +162,7 @@ class EarlierRuns:
     def repeated(self, topic: str, now: float) -> list[Publish]:
         """The gap statements to publish again before ``topic``'s HEAD (none before one HEAD
         interval has passed since they were first published)."""
+        # guard: producer-run-publishes-gap-statements
         if now >= self.gaps_from.get(topic, math.inf):
             node = self._node_id
             return [Publish(m.Record(topic, node, f, blob, n)) for f, n, blob in self.gaps[topic]]
@@ -182,6 +184,7 @@ class EarlierRuns:
         their batches did not come back in time: holding starts above them.
         """
         base = result.start
+        # guard: recovery-never-closes-acknowledged
         if state.acked is not None and state.acked + 1 > base:
             base = min(state.acked + 1, result.reserved)
         pieces = [(f, n, blob, False) for f, n, blob in result.batches if f >= base]

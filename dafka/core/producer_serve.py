@@ -165,6 +165,7 @@ class FetchServing:
             return []  # asked again (its timeout passed): answered when due, at no new cost
         if not self._limiter.allow(msg.requester, now):
             return []
+        # guard: producer-bounds-bytes-resent-per
         if self._bytes_limiter.allow(msg.requester, now, 0.0):
             return self._answer(state, msg)
         self._wait(msg, now)
@@ -193,6 +194,7 @@ class FetchServing:
         return out
 
     def _wait(self, msg: m.Fetch, now: float) -> None:
+        # guard: producer-bounds-fetches-waiting-their
         if len(self._waiting) >= self._max_waiting:
             self.overflowed += 1
             return
@@ -227,6 +229,7 @@ class FetchServing:
             contents = state.held[start - base + state.dead : end - base + state.dead]
             # charged in bytes as the blobs below are: up to ``max_fetch_count`` records of
             # any size a FETCH, and a requester's next FETCH waits until they are paid back
+            # guard: producer-charges-rfc46-answers-bytes
             charge(requester, sum(map(len, contents)))
             return [
                 Publish(direct(requester, topic, node, offset, content))

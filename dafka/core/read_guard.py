@@ -160,6 +160,7 @@ def check_requester(requester: str, sender: Sender | None) -> RequesterCheck:
     """Judge a request naming ``requester`` that came on ``sender``'s connection."""
     if sender is None or sender.node == requester:
         return RequesterCheck.OWN
+    # guard: request-naming-another-node-connection
     if sender.proven or sender.node:
         return RequesterCheck.FORGED
     return RequesterCheck.PROXIED
@@ -206,6 +207,7 @@ def _topic(node_ids: frozenset[str], topic: bytes, view: ReadView) -> Decision:
         names = None  # no topic has this name, so the prefix matches nothing
     if names is None:
         return Decision.OPEN
+    # guard: topic-subscription-needs-reader-trusted
     if node_ids & names:
         return Decision.READER
     if node_ids & view.stores:
@@ -241,6 +243,7 @@ def decide(node_ids: frozenset[str], prefix: bytes, view: ReadView) -> Decision:
         end = rest.find(b"\0")
         return _all_topics(node_ids, view) if end < 0 else _topic(node_ids, rest[:end], view)
     if cmd in _ADDRESSED_CMDS:
+        # guard: addressed-subscription-needs-addressee
         return Decision.OWN_ADDRESS if _addressed_to(node_ids, rest) else Decision.NOT_OWN_ADDRESS
     if cmd == Command.FETCH.value:  # to a partition: its producer; stores serve any
         return (

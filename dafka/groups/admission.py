@@ -34,10 +34,12 @@ class Admission:
     def admits(self, member: str, topics: Iterable[str]) -> bool:
         """Whether ``member`` may take part in the group for ``topics``."""
         if self.members is not None:
+            # guard: group-admits-writers-metadata-lets
             return member in self.members
         readers = self.readers
         for topic in topics:
             allowed = readers.get(topic)
+            # guard: group-admits-writers-metadata-lets-2
             if allowed is not None and member not in allowed:
                 return False
         return True

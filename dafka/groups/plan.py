@@ -74,6 +74,7 @@ def plan(
             continue
         for k in s.held & target:
             since = now_contested[(m, k)] = before.get((m, k), now)
+            # guard: claim-what-rule-gives-another
             if now - since < grace:
                 others.add(k)
     revoke = held - target

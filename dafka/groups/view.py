@@ -100,6 +100,7 @@ class GroupView:
         if parts is None:  # unchanged
             parts = last.parts if last is not None else frozenset()
         topics = set(record.topics)
+        # guard: heartbeat-claims-partitions-topics-names
         held = frozenset(k for k in record.held if k[0] in topics)
         self._members[member] = MemberState(member, record.topics, held, parts, record.client, now)
 
@@ -108,13 +109,16 @@ class GroupView:
             return False
         if not own:
             state = self._members.get(member)
+            # guard: group-counts-commit-what-writer
             if state is None or key not in state.held:
                 return False  # not a member, or not its partition
+        # guard: group-takes-commit-epoch-within
         return epoch <= self.epoch(key) + MAX_EPOCH_STEP
 
     def _keep(self, key: PartitionKey, commit: Committed) -> None:
         by = self._commits.setdefault(key, {})
         by[commit.member] = commit
+        # guard: group-keeps-bounded-number-commits
         if len(by) > MAX_COMMITTERS:
             del by[min(by.values(), key=_rank).member]
 

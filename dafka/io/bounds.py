@@ -85,6 +85,7 @@ def bound_data_sockets(
 
     Consumers send small messages and keep ``high_watermark``, and so does the rfc46
     profile (one record per message)."""
+    # guard: signed-stores-producers-data-xpubs
     xpub.setsockopt(zmq.SNDHWM, xpub_hwm(cfg, xpub_frame_bytes, xpub_min_hwm))
     sub.setsockopt(zmq.RCVHWM, cfg.hwm(ceiling) if batched else cfg.high_watermark)
     sub.setsockopt(zmq.MAXMSGSIZE, ceiling)
@@ -159,6 +160,7 @@ def recv_message(
     frames = [first.bytes]
     more = first.more
     while more:
+        # guard: data-message-frames-bounded-data
         if len(frames) == max_frames:
             raise TooManyFrames(len(frames) + drain_rest(sock), max_frames)
         frame = recv(0, copy=False)

@@ -57,6 +57,7 @@ class HandshakeMonitor:
                 endpoint = frames[1].decode("ascii")
             except UnicodeDecodeError:
                 continue
+            # guard: node-hears-data-sub-handshake
             if event is not None:
                 out.append((endpoint, event))
         return out

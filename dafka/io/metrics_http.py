@@ -97,6 +97,7 @@ class _BoundedServer(tornado.httpserver.HTTPServer):
         self, app: tornado.web.Application, limits: HttpLimits, owner: MetricsHTTPServer
     ) -> None:
         # the base named, not super(): tests.attack_mutants recompiles these methods alone
+        # guard: metrics-endpoint-gives-request-head
         tornado.httpserver.HTTPServer.initialize(
             self,
             app,
@@ -116,11 +117,14 @@ class _BoundedServer(tornado.httpserver.HTTPServer):
         owner.connections += 1
         peer = str(address[0]) if isinstance(address, tuple) and address else "?"
         held = self._peers.get(peer, 0)
+        # guard: metrics-endpoint-bounds-connections-peer
         if held >= limits.per_peer:
             owner.refused += 1
             stream.close()
             return
+        # guard: metrics-endpoint-answers-bounded-number
         if len(self._open) >= limits.connections:
+            # guard: metrics-endpoint-makes-room-newcomer
             victim = self._victim(held + 1)
             if victim is None:
                 owner.refused += 1
@@ -130,6 +134,7 @@ class _BoundedServer(tornado.httpserver.HTTPServer):
             self._forget(victim)
             victim.close()
         self._peers[peer] = held + 1
+        # guard: metrics-endpoint-closes-connection-after
         timer = asyncio.get_running_loop().call_later(limits.lifetime, stream.close)
         self._open[stream] = (peer, timer)
         tornado.httpserver.HTTPServer.handle_stream(self, stream, address)

@@ -158,6 +158,7 @@ def recv_bounded(
     frame = recv(flags, False)  # positional: a keyword costs more than the read
     frames: list[Any] = [frame.bytes if copy else frame]
     while frame.more:
+        # guard: message-frames-bounded-peer-reachable
         if len(frames) == max_frames:
             count = len(frames) + drain_rest(sock)
             raise TooManyFrames(count, max_frames)

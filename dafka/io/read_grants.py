@@ -30,6 +30,7 @@ class ReadGrants:
 
     def __init__(self, node_id: str, read_view: ReadView | None) -> None:
         self.node_id = node_id
+        # guard: subscriptions-wait-first-read-view
         self.guard = SubscriptionGuard(read_view)
         """Who may subscribe to what (``dafka.core.read_guard``)."""
         self.broken = False
@@ -56,6 +57,7 @@ class ReadGrants:
         subscriptions; a view that takes back a grant cuts every connection."""
         guard = self.guard
         held = guard.view is None
+        # guard: narrowed-read-view-cuts-grants
         if guard.set_view(view):
             self._cut_grants()
         if held and self._poller is not None and self._xpub is not None:
@@ -112,6 +114,7 @@ class ReadGrants:
         if data[0] == 0:
             xpub.setsockopt(zmq.UNSUBSCRIBE, prefix)  # taking a grant back is always safe
             return data if guard.release(user_id, prefix).allowed else None
+        # guard: xpub-grants-subscriptions-read-acl
         if guard.check(user_id, prefix, now, self.node_id).allowed:
             xpub.setsockopt(zmq.SUBSCRIBE, prefix)
             return data

@@ -84,6 +84,7 @@ class PeerSenders:
         if self.curve:
             if key is None:
                 return
+            # guard: under-curve-connection-stands-key
             node = node_id_for(key)
         else:
             node = self._announced.get(endpoint, "")

@@ -60,6 +60,7 @@ def tower_curve(
     (``HOST:PORT@KEY``: a tower's node key is its relay, Raft and broadcast key); None when
     a tower has no key. ``identity``: the node's key (a fresh one when None)."""
     addresses = list(towers)
+    # guard: metadata-views-speak-curve-keyed
     if not addresses or any(t.key is None for t in addresses):
         return None
     keys: dict[str, bytes] = {}

@@ -54,6 +54,7 @@ def _first_unreachable(raft_urls: Sequence[str]) -> bool:
     """Whether this process has not yet warned that ``raft_urls`` were unreachable (and
     remember that it has: a bounded set; past its bound, every list counts as said)."""
     key = tuple(raft_urls)
+    # guard: process-warns-tower-list-metadata
     if key in _UNREACHABLE_SAID or len(_UNREACHABLE_SAID) >= _MAX_UNREACHABLE_SAID:
         return False
     _UNREACHABLE_SAID.add(key)
@@ -92,6 +93,7 @@ def require_transport(view: MetadataView, curve: bool) -> None:
 
     view.subscribe(check)  # called at once when the view is loaded
     started.set()
+    # guard: null-nodes-refuse-cluster-requires
     if required:
         raise ConfigError(message)
 
@@ -403,6 +405,7 @@ class MetadataView:
         check_snapshot`); a refused one leaves it as it was, one log line per period."""
         try:
             # a ØMQ RAFT reference peer serves the InstallSnapshot stream our leader sent it
+            # guard: metadata-view-restores-snapshots-onto
             self._replica.restore(served_state(data, index))
         except WireError as exc:
             now = time.monotonic()

@@ -334,6 +334,7 @@ def verify(
 
     def authorised(proof: Proof, signed: SignedCommand) -> None:
         start = since.get(signed.signer)
+        # guard: metadata-snapshot-signers-admins-time
         if start is None or proof.revision <= start:
             raise ConfigError(f"a proof signed by {signed.signer}, not an admin at the time")
 

@@ -113,15 +113,19 @@ def verified_state(sm: MetadataStateMachine, data: bytes) -> dict[str, Any]:
         )
     state = state_fields(obj)
     proofs = Proofs.decode(obj.get("proofs"))
+    # guard: metadata-snapshot-never-older-replica
     if state["revision"] < sm.revision:
         raise ConfigError(f"revision {state['revision']} is older than ours {sm.revision}")
     held = sm.proofs.root
+    # guard: metadata-snapshot-root-replica-own
     if held and proofs.root != held:
         raise ConfigError(f"root admins {proofs.root} are not this replica's {held}")
+    # guard: metadata-snapshot-root-within-configured
     if sm.anchors and not set(proofs.root) <= set(sm.anchors):
         raise ConfigError(
             f"root admins {proofs.root} are not among the configured bootstrap admins {sm.anchors}"
         )
+    # guard: metadata-snapshot-items-verified-against
     modified = verify(
         state,
         proofs,

@@ -341,6 +341,7 @@ class MetadataStateMachine:
         signature, key, base and id pass; ConfigError names the first that does not.
         Changes nothing but the id noted for :meth:`_reject` (and the newer-version count)."""
         sealed = open_envelope(envelope)
+        # guard: metadata-command-signature
         if not identity.verify(
             sealed.signer, signed_bytes(self.cluster_name, sealed.command), sealed.signature
         ):
@@ -354,20 +355,24 @@ class MetadataStateMachine:
         if not isinstance(cmd_id, bytes) or len(cmd_id) != ID_BYTES:
             raise ConfigError(f"a signed command needs an id of {ID_BYTES} bytes")
         self._cmd_id = cmd_id
+        # guard: metadata-admin-list
         if signer not in self.admins:
             none = "" if self.admins else " (it has no admin yet: see dafka-tower --admin-key)"
             raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}{none}")
         if isinstance(base, bool) or not isinstance(base, int):
             raise ConfigError("a signed command needs its base revision")
+        # guard: metadata-replay-window
         if not base <= self.revision <= base + REPLAY_WINDOW:
             raise ConfigError(
                 f"stale command: written at revision {base}, the metadata is at "
                 f"{self.revision} (a command applies within {REPLAY_WINDOW} changes)"
             )
+        # guard: metadata-replay-memory
         if digest in self.replays:
             raise ConfigError("replayed command: it was applied or refused before")
         for obj in touched(cmd, signer):
             changed = self.modified.get(obj, 0)
+            # guard: metadata-command-refused-what-touches
             if changed > base:
                 raise ConfigError(
                     f"the metadata changed since this command was made ({obj} changed at "
@@ -388,14 +393,17 @@ class MetadataStateMachine:
         if cmd.get("op") == "admins.init":
             self.admins = admin_list(cmd.get("admins"))
         else:
+            # guard: metadata-refuses-unsigned-changes-2
             self._apply({"op": "topic.create", "topic": cmd.get("topic"), "settings": {}})
 
     def _check_unsigned(self, cmd: dict[str, Any]) -> None:
         """ConfigError unless ``cmd`` is one of the two unsigned commands, taken now."""
         op = cmd.get("op")
         if op == "admins.init":
+            # guard: metadata-admins-init-without-admins
             if self.admins:
                 raise ConfigError("the metadata has admins already: admins.init is refused")
+        # guard: metadata-unsigned-creation-takes
         elif op == "topic.create" and not cmd.get("settings"):
             if not self.cluster.get("auto_create", True):
                 raise ConfigError("unsigned topic.create refused: auto_create is off")
@@ -404,10 +412,12 @@ class MetadataStateMachine:
             topic = cmd.get("topic")
             if not isinstance(topic, str):
                 raise ConfigError("no topic named")
+            # guard: metadata-refuses-topic-create-whose-2
             check_topic_name(topic)
             if topic in self.topics:  # the leader refuses it too, so a flood costs no log
                 raise ConfigError(f"topic {topic!r} already exists")
         else:
+            # guard: metadata-refuses-unsigned-changes
             raise ConfigError(f"unsigned command {op!r} refused: sign it with an admin key")
 
     # -- admission: who may append to the metadata log ---------------------------------------
@@ -450,9 +460,11 @@ class MetadataStateMachine:
             if inner is None and signer not in self.admins:
                 raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}")
         except (ConfigError, WireError) as exc:
+            # guard: metadata-admission-refuses-what-apply
             return Refusal(str(exc), effect=False)
         finally:
             self._cmd_id = None
+        # guard: metadata-leader-refuses-admin-invalid
         if inner is None:
             return None
         try:
@@ -491,6 +503,7 @@ class MetadataStateMachine:
         if self._cmd_id is not None:
             self.refused.append({"id": self._cmd_id.hex(), "error": error})
         now = self._clock()  # when to log only: what is applied never depends on it
+        # guard: metadata-rejections-logged-per-period
         if now >= self._log_after:
             log.warning(
                 "metadata.rejected count=%d unlogged=%d error=%.200s",
@@ -519,6 +532,7 @@ class MetadataStateMachine:
                 raise ConfigError("no topic named")
             check_topic(topic)  # alter, delete: a topic named before names were checked
             if op == "topic.create":
+                # guard: metadata-refuses-topic-create-whose
                 check_topic_name(topic)  # from any peer or admin: where a name enters
                 if topic in self.topics:
                     raise ConfigError(f"topic {topic!r} already exists")
@@ -663,6 +677,7 @@ class MetadataStateMachine:
             raise WireError("empty metadata query")
         answers = self._answers
         if args[0] == b"config" and len(args) == 1:
+            # guard: metadata-answer-packed-per-state
             if (config := answers.get(None)) is None:
                 config = answers[None] = _pack(self.view())
             return [config]

@@ -118,10 +118,13 @@ class ReplyBudget:
         conn = self._connections.get(connection)
         mine = lim.connection_bytes - (conn.bytes if conn is not None else 0)
         if mine <= 0:
+            # guard: query-replies-connection-holds-most
             return Wait.SHARE
         left = lim.total_bytes - self.held
         if left <= 0:
+            # guard: query-replies-all-connections-hold
             return Wait.TOTAL
+        # guard: query-replies-rated-bytes
         if self.tokens <= 0:
             return Wait.RATE
         return min(mine, left)

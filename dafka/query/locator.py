@@ -179,6 +179,7 @@ class StoreLocator:
                 continue
             if beacon.service == self.service:
                 if beacon.node_id not in self._seen:
+                    # guard: locator-remembers-bounded-number-stores
                     if len(self._seen) >= MAX_KEYS:
                         continue  # bounded; stores() forgets the stale, and a store beacons again
                     log.log(

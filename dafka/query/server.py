@@ -96,11 +96,13 @@ def authorize(
         allowed = readers(topic)
         if allowed is None:
             return None
+        # guard: query-read-acl-fails-closed
         if not curve:
             return (
                 f"topic {topic!r} has a read ACL: this store serves it only to CURVE "
                 "clients (start the store with --curve)"
             )
+        # guard: query-read-acl-needs-named
         if client & allowed:
             return None
         return f"this client's key may not read topic {topic!r} (its read ACL)"
@@ -171,6 +173,7 @@ def _read(
         # storage.read copies every batch it returns: none past the bytes left (a READ of
         # big batches must not copy the partition's remainder to keep 4 MiB of it, nor a
         # few small batches make it ask for thousands of big ones)
+        # guard: read-copies-stored-batch-past
         chunk = storage.read(
             topic, partition, offset, max(1, min(READ_CHUNK, max_records)), None, max_bytes - size
         )
@@ -380,6 +383,7 @@ class QueryService:
         self._expire(now)
         pressed = False
         heads: dict[tuple[str, str], HeadTail] | None = None
+        # guard: query-serves-fair-part-burst
         part = max(MIN_PART, self.limits.burst // max(1, len(self._waiting)))
         for peer in list(self._waiting):
             room = budget.room(peer, now)
@@ -401,11 +405,13 @@ class QueryService:
             refused, visible = authorize(  # again: the ACL may have changed while it waited
                 item.request, self.readers, heads, curve=item.curve, client=item.client
             )
+            # guard: query-judges-waiting-request-read
             if refused is not None:
                 self.stats["forbidden"] += 1
                 self._send(peer, refused)
                 continue
             request = item.request
+            # guard: query-clamps-read-room-reply
             allowed = min(qp.MAX_READ_BYTES, room, part)
             if isinstance(request, qp.ReadRequest) and allowed < min(
                 request.max_bytes, qp.MAX_READ_BYTES
@@ -416,6 +422,7 @@ class QueryService:
             )
             self._send(peer, reply, track=(budget, now, item.frame))
         for peer, where in budget.stalled(now, pressed):
+            # guard: query-drops-connection-does-read
             self._drop(peer, where)
 
     def due(self) -> float | None:
@@ -430,6 +437,7 @@ class QueryService:
         for peer in list(self._waiting):
             mine = self._waiting[peer]
             dropped = peer in self._dropped
+            # guard: query-answers-busy-request-waited
             while mine and (dropped or now - mine[0].arrived >= park):
                 item = mine.popleft()
                 self.waiting -= 1

@@ -104,6 +104,7 @@ def node_ids_of_curve_key(curve_public: bytes | str) -> frozenset[str]:
     if u >= _P25519 or (u + 1) % _P25519 == 0:
         return frozenset()
     y = (u - 1) * pow(u + 1, -1, _P25519) % _P25519
+    # guard: curve-key-maps-back-node
     return frozenset(node_id_for((y | sign << 255).to_bytes(32, "little")) for sign in (0, 1))
 
 
@@ -146,6 +147,7 @@ class CurveConfig:
 
 def make_server(sock: zmq.Socket, config: CurveConfig, identity: Identity) -> None:
     """Make ``sock`` (before it binds) a CURVE server under ``identity``'s key, if on."""
+    # guard: curve-servers
     if not config.enabled:
         return
     public, secret = curve_keys(identity)

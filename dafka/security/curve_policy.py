@@ -85,6 +85,7 @@ def metadata_node_ids(config: Mapping[str, Any]) -> frozenset[str]:
     admins (by their keys' node IDs) and the cluster's ``clients``."""
     ids: set[str] = set(config.get("stores") or ())
     for settings in (config.get("topics") or {}).values():
+        # guard: metadata-names-acl-keys
         for acl in ("producers", "consumers"):
             ids.update((settings or {}).get(acl) or ())
     for key in config.get("admins") or ():
@@ -104,6 +105,7 @@ def policy_for(
     if config is None:
         return ClientPolicy(True, static, "pending")
     mode = (config.get("cluster") or {}).get("curve_clients", "open")
+    # guard: curve-clients-metadata-restricts-curve
     if mode != "metadata" and not allow_given:
         return ClientPolicy(False, frozenset(), "metadata")
     return ClientPolicy(True, static | metadata_node_ids(config), "metadata")
@@ -147,6 +149,7 @@ class ClientGate:
         """Admit the static keys only until :meth:`follow` has a loaded view; other
         handshakes wait for it up to :attr:`hold_wait` seconds from now, in all."""
         self._hold_until = time.monotonic() + self.hold_wait
+        # guard: node-holds-curve-clients-until
         self.set(policy_for(None, self.static, allow_given=self.allow_given))
 
     def update(self, config: Mapping[str, Any]) -> None:
@@ -185,12 +188,14 @@ class ClientGate:
 
     def admits(self, key: bytes) -> bool:
         policy = self.policy
+        # guard: zap-accepts-allowed-curve-keys
         return not policy.restricted or policy.admits_ids(self._node_ids(key))
 
     def callback(self, domain: str, client_key: bytes) -> bool:
         if self.policy.reason == "pending" and not self.admits(client_key):
             # ZeroMQ does not retry a connection refused at the handshake: rather than refuse
             # a peer for good because our metadata is not loaded yet, hold its handshake
+            # guard: handshake-waits-first-metadata-load
             self._settled.wait(max(0.0, self._hold_until - time.monotonic()))
         if self.admits(client_key):
             return True

@@ -33,11 +33,13 @@ def make_private_dirs(path: str | os.PathLike[str]) -> Path:
         p = p.parent
     for component in reversed(missing):
         try:
+            # guard: key-data-directories-made-0700
             os.mkdir(component, PRIVATE_DIR_MODE)
         except FileExistsError:
             if not component.is_dir():
                 raise
             continue  # made at the same moment by another process: its own mode stands
+        # guard: key-data-directories-made-0700-2
         os.chmod(component, PRIVATE_DIR_MODE)
         fsync_dir(component.parent)  # the new name survives a power cut
     return target

@@ -140,11 +140,13 @@ def check_file(directory: Path) -> None:
             f"(file of {size} bytes); {RECOVER_HINT}"
         )
     best = max(metas, key=lambda m: m.txnid)
+    # guard: store-refuses-data-mdb-shorter
     if size < best.file_bytes:
         raise StorageDamagedError(
             f"{path} is truncated: {size} bytes, but its meta page (commit {best.txnid}) "
             f"needs {best.file_bytes}; {RECOVER_HINT}"
         )
+    # guard: store-restores-invalid-meta-page
     if len(metas) == 1:
         _restore_meta(path, first, best, 1 - best.slot)
 

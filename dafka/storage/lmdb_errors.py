@@ -64,6 +64,7 @@ def translate_error(
     free = free_bytes(path) if path is not None and (full or code == errno.EIO) else None
     if not full and code == errno.EIO and free is not None:
         full = free < need_bytes + _EIO_FULL_MARGIN
+    # guard: store-takes-corrupt-page-eio
     if not full and (isinstance(exc, _DAMAGED) or code in _DAMAGED_ERRNOS):
         err: StorageError = StorageDamagedError(f"{what}: the environment is damaged: {exc}")
     elif full:

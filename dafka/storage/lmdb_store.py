@@ -151,6 +151,7 @@ class LmdbStorage(LmdbRewrites):
         try:
             make_private_dirs(self._path)
             check_file(self._path)  # a bad newest meta page is restored before the walk
+            # guard: store-walks-b-trees-child
             if probe:
                 probe_environment(self._path)
             self._env = lmdb.open(
@@ -169,6 +170,7 @@ class LmdbStorage(LmdbRewrites):
                 exc, f"cannot open store at {self._path}", path=self._path
             ) from exc
         try:
+            # guard: store-lmdb-files-have-their
             fsync_dir(self._path)  # data.mdb and lock.mdb, if just made, survive a power cut
             self._node_id = self._open_dbs()
             self._heads, self._by_topic, self._profiles, self._digests_from = self._load_heads()
@@ -684,6 +686,7 @@ class LmdbStorage(LmdbRewrites):
         self.integrity.log_bad(self._path, self.bad[key])
 
     def _check_usable(self) -> None:
+        # guard: store-refuses-call-environment-said
         if self.damaged is not None:
             raise self.damaged
         if self._closed:

@@ -130,6 +130,7 @@ def checked_blob(
     crc = zlib.crc32
     blob = view[_BLOB_AT:]
     stats.verified += 1
+    # guard: store-checks-batch-against-digest
     if crc(blob, crc(view[:8], crc(key))) != _DIGEST.unpack_from(view, 8)[0]:
         return None
     return blob
@@ -199,6 +200,7 @@ def read_head_entry(key: bytes, value: bytes) -> tuple[int, int, int, int] | Non
     if len(value) != HEAD_ENTRY_SIZE:
         return None
     fields = value[: _HEAD_FIELDS.size]
+    # guard: store-checks-partition-heads-entry
     if _DIGEST.unpack_from(value, _HEAD_FIELDS.size)[0] != zlib.crc32(fields, zlib.crc32(key)):
         return None
     head, tail, profile, since = _HEAD_FIELDS.unpack(fields)

@@ -187,7 +187,9 @@ class HeldLedger:
                 out.append(0)
                 continue
             r = receipts[i]
+            # guard: retention-clamps-producer-stamps-receipt
             stamp = min(max(batch.timestamp_ms, r.wall_ms - STAMP_WINDOW_MS), r.wall_ms)
+            # guard: retention-age-bounded-store-own
             out.append(max(0, min(self.held_ms - r.held_ms, wall_ms - stamp)))
         return out
 

@@ -58,6 +58,7 @@ class Scrubber:
     def step(self, now: float) -> int:
         """Read and check what the rate allows since the last step; returns the bytes
         read. Raises the storage's errors (a damaged environment stops the store)."""
+        # guard: store-scrubs-what-holds-background
         if self.rate <= 0:
             return 0
         if self._last is None or (not self._after and now < self.next_pass):
@@ -65,12 +66,14 @@ class Scrubber:
             return 0
         elapsed = max(0.0, now - self._last)
         self._last = now
+        # guard: store-scrub-never-bursts-past
         self._credit = min(self._credit + elapsed * self.rate, _MAX_STEP_SECONDS * self.rate)
         if self._credit <= 0:
             return 0
         if not self._after:
             self._pass_started, self._pass_bytes = now, 0
         after, read = self._storage.scrub(self._after, int(self._credit) or 1)
+        # guard: store-scrub-pays-what-read
         self._credit -= read  # a batch larger than the credit is paid off later
         self._pass_bytes += read
         if after is None:

@@ -90,6 +90,7 @@ def _made_with_runs(path: Path) -> bool:
 def _parse_run(text: str) -> int | None:
     """The counter of a ``run`` file's text; None if it is not one with its checksum."""
     number, _, crc = text.partition(" ")
+    # guard: producer-run-counter-checked-taken
     if not number.isdigit() or int(number) >= _MAX_OFFSET or _run_text(int(number)) != text:
         return None
     return int(number)
@@ -124,6 +125,7 @@ def open_durable(path: Path, flags: int, mode: int = 0o600) -> int:
         pass
     fd = os.open(path, flags | os.O_CREAT, mode)
     try:
+        # guard: file-created-state-data-directory
         fsync_dir(path.parent)
     except OSError:
         os.close(fd)
@@ -225,6 +227,7 @@ class StateDir:
         self._node_id: str | None = None
         self._journals: list[OffsetJournal] = []
         try:
+            # guard: state-directories-0700
             make_private_dirs(self.path)
         except OSError as exc:
             raise ConfigError(
@@ -434,6 +437,7 @@ def _decode_pair(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int, boo
         if data[end : end + size] == data[pos:end]:
             return entries, end + size, False
         # the copy rotted, or the write was cut short there: the first copy is whole
+        # guard: rot-last-journal-record-neither
         return entries, min(end + size, len(data)), True
     # the first copy is damaged: the second one starts where a frame as long as the
     # distance to it would end (its own length says so)
@@ -445,6 +449,7 @@ def _decode_pair(data: bytes, pos: int) -> tuple[list[tuple[str, int]], int, boo
             continue
         second = _decode_frame(data, at)
         if second is not None:
+            # guard: journal-record-damaged-copy-read
             return second[0], second[1], True
     return None
 
@@ -578,6 +583,7 @@ class OffsetJournal:
             if _torn(tail):
                 log.warning("file.torn_tail path=%s kept=%d dropped=%d", self.path, pos, len(tail))
             else:
+                # guard: journal-tail-clearly-torn-doubt
                 self.in_doubt = True
                 log.warning(
                     "journal.tail_in_doubt path=%s kept=%d dropped=%d: a complete record that "

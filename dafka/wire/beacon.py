@@ -147,12 +147,14 @@ def _check_node_id(node_id: str) -> str:
 
 def _check_key(node_id: str, key: bytes) -> bytes:
     key = bytes(key)
+    # guard: beacon-key-owns-node-id
     if len(key) != 32 or node_id_for(key) != node_id:
         raise WireError("beacon public key does not own the beacon's node ID")
     return key
 
 
 def _check_port(port: int) -> None:
+    # guard: beacon-ports-below-1024-refused
     if isinstance(port, bool) or not isinstance(port, int) or not MIN_PORT <= port < 65536:
         raise WireError(f"beacon port {port!r} is not in {MIN_PORT}..65535")
 
@@ -208,6 +210,7 @@ def _check_endpoint(endpoint: str) -> None:
     if not sep or not host:
         raise WireError("tower beacon endpoint is not tcp://host:port")
     _parse_port(port)
+    # guard: beacon-endpoints-checked-nodes
     _check_host(host, bracketed=True)
 
 
@@ -220,6 +223,7 @@ def decode_node_beacon(frames: Sequence[bytes]) -> NodeBeacon:
         raise WireError("a node beacon has 4 (or 5) frames starting with 'B'")
     port = _parse_port(_text(frames[3], "port"))
     host = _text(frames[2], "host")
+    # guard: beacon-hosts-ip-literals-dns
     check_node_host(host)
     node_id = _node_id(frames[1])
     key = _check_key(node_id, frames[4]) if len(frames) == 5 else None

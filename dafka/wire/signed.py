@@ -483,6 +483,7 @@ def decode(frames: Sequence[bytes]) -> Message:
         if len(frames) != 2:
             raise WireError("RECORD needs exactly one blob frame")
         _exact(frame0, pos, 0, "RECORD frame 0")
+        # guard: blob-size-cap-2
         if len(frames[1]) > MAX_BLOB_BYTES:
             raise LimitExceeded(f"batch is {len(frames[1])} bytes; the limit is {MAX_BLOB_BYTES}")
         blob = bytes(frames[1])

@@ -386,6 +386,7 @@ def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
     exactly ``records_at`` plus the trailer.
     """
     size = len(blob)
+    # guard: blob-size-cap
     if size > MAX_BLOB_BYTES:
         raise LimitExceeded(f"batch is {size} bytes; the limit is {MAX_BLOB_BYTES}")
     if size < 2:
@@ -516,12 +517,15 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
         raise WrongPartition(f"batch of partition {partition_id} where {partition} was expected")
     end = len(blob) - SIGNATURE_BYTES
     public_key = blob[end - PUBLIC_KEY_BYTES : end]
+    # guard: key-partition-binding
     if node_id_bytes_for(public_key) != b_partition:
         raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
     fmt = blob[0]
     gap = fmt in GAP_FORMATS
     vlens = None if gap else _check_lengths(blob, records_at, count, end)
+    # guard: batch-format-picks-digest
     digest = _digest(fmt, memoryview(blob)[:end])
+    # guard: batch-signature
     if not verify(public_key, _CONTEXTS[fmt] + digest, blob[end:]):
         raise BadSignature(f"batch of partition {partition_id} has a bad signature")
     batch = Batch(

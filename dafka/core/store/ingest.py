@@ -59,8 +59,11 @@ def _replaces(gap: BatchHeader, was: BatchHeader) -> bool:
     acknowledged; the producer's clock, which may have stepped back, plays no part
     (issue 33). Without a run (format 2, earlier versions): a batch older by the
     producer's signed clock, as before."""
+    # guard: gap-statement-run-replaces-what
     if gap.run is not None:
+        # guard: gap-statement-earlier-run-replaces
         return not was.is_gap or (was.run or 0) < gap.run
+    # guard: gap-supersedes-older-batches
     return not was.is_gap and was.timestamp_ms < gap.timestamp_ms
 
 
@@ -128,6 +131,7 @@ class StoreIngest:
                 if not _valid_partition_key(*key):
                     self.stats.malformed += 1
                     return None
+                # guard: store-admits-new-partitions-under-2
                 if key not in self._gate and self._gate.full(key[0]):
                     self.stats.partitions_refused += 1  # cheap, before verifying anything
                     return None
@@ -203,6 +207,7 @@ class StoreIngest:
                 # without its traceback: kept past the except block, it would hold this
                 # frame (msg, its blob: up to 16 MiB) in a cycle only the collector frees;
                 # a flood of bad 15.9 MiB batches took a store to 3.2 GB (bounded: 200 MiB)
+                # guard: store-rejection-keeps-forged-blob
                 error = exc.with_traceback(None)
         if error is not None:
             self._reject(key, msg.offset, msg.offset + msg.count - 1, error, b.now)
@@ -302,6 +307,7 @@ class StoreIngest:
         elif first < nxt:
             if first < self._tails.get(key, 0):
                 self.stats.duplicates += 1  # below our tail: retention deleted it
+            # guard: store-compares-replays-what-holds
             elif not self._signed or self._replay(msg, key, b):
                 self.stats.duplicates += 1
                 b.reack.add(key)
@@ -310,6 +316,7 @@ class StoreIngest:
                     pass  # a verified copy of a batch held corrupt (dafka.core.store.repair)
                 elif self._supersede(msg, key, b):
                     self._accept(msg, key, last, b)
+                # guard: store-meets-gap-statement-below
                 elif self._supersede_within(msg, key, b):
                     b.reack.add(key)
                 else:
@@ -454,6 +461,7 @@ class StoreIngest:
     def _admitted(self, key: PartitionKey, b: _Batch) -> bool:
         """Whether this store takes on ``key`` (verified already): held partitions always,
         new ones under the per-topic cap and the rate of new partitions of their source."""
+        # guard: store-admits-new-partitions-under
         if key in self._gate or self._gate.admit(key, b.now, b.source):
             return True
         self.stats.partitions_refused += 1
@@ -498,6 +506,7 @@ class StoreIngest:
                 kept = (held.first_offset, held.last_offset)
         self.stats.equivocations += 1
         self.equivocations.append(Equivocation(key[0], key[1], first, last, *kept, b.now))
+        # guard: store-rate-limits-equivocation-log
         if b.now - self._last_equivocation_log < _ERROR_LOG_PERIOD:
             return  # counted and reported; one log line per period
         self._last_equivocation_log = b.now
@@ -525,6 +534,7 @@ class StoreIngest:
             if newest is None or msg.offset > newest.offset:
                 # A head beyond the newest verified one must be the producer's own;
                 # an older one is implied by a head already verified.
+                # guard: store-verifies-heads
                 if not self._profile.check_head(msg):
                     self.stats.rejected_heads += 1
                     return
@@ -532,6 +542,7 @@ class StoreIngest:
         if msg.offset >= nxt:
             if not self._admitted(key, b):
                 return
+            # guard: store-bounds-head-lead
             opened = self._note_gap(key, min(msg.offset, nxt - 1 + self._lead), b)
             if verified and opened:
                 self._table.proven(key, msg)

@@ -99,7 +99,9 @@ class StorePolicy:
         read it: its consumer ACL, if set (``docs/groups.md``, who may join a group)."""
         allowed = self._acl.get(topic) if self._acl else None
         if allowed is None and is_group_topic(topic):
+            # guard: store-lets-group-topic-readers
             allowed = self._readers.get(topic)
+        # guard: store-stores-producers-write-acl
         return allowed is None or partition in allowed
 
     def apply_deletions(
@@ -163,6 +165,7 @@ class StorePolicy:
                 aged.append(key)
                 newest = infos[-1]
                 held.observe(key, newest.last_offset, now_ms, newest.timestamp_ms, max_age // 64)
+                # guard: age-retention-while-store-clock
                 if ahead > CLOCK_STEP_MS:
                     max_age = None
             ages = held.ages(key, infos, now_ms) if max_age is not None else None

@@ -101,10 +101,12 @@ class StoreRepair:
         it is a copy of a batch asked for (kept for :meth:`take`)."""
         key = (topic, partition, first)
         asked = self._asked.get(key)
+        # guard: store-takes-producer-replay-batch
         bad = self._held_bad.get(key)
         wanted = (asked is not None and asked.last == last) or (
             bad is not None and bad.last == last
         )
+        # guard: store-takes-verified-copy-corrupt
         if not wanted or len(self._ready) >= MAX_READY:
             return False
         self._ready[key] = StoredBatch(topic, partition, first, last, blob, profile)

@@ -219,6 +219,7 @@ class StoreReplication:
                 claim.head, claim.strikes = head, 0
             else:
                 claim.strikes += 1
+                # guard: lying-store-unsigned-claim-dropped
                 if claim.strikes >= MAX_STRIKES:
                     self._drop_claim(key, claim, now)
         for key, (_, until) in list(self._refused_claims.items()):
@@ -269,6 +270,7 @@ class StoreReplication:
             if need <= 1:
                 continue
             trusted = self._trusted_stores  # configured: another store's word counts not
+            # guard: trusted-stores-untrusted-store-claim
             heads = [
                 h
                 for peer, (h, _) in self._peer_heads.get(key, {}).items()
@@ -330,10 +332,12 @@ class StoreReplication:
     def _note_peer(self, key: PartitionKey, peer: str, head: int, now: float) -> None:
         peers = self._peer_heads.get(key)
         if peers is None:
+            # guard: heads-remembered-other-stores-bounded
             if self._peer_count >= MAX_PEER_KEYS:
                 return
             peers = self._peer_heads[key] = {}
         if peer not in peers:
+            # guard: heads-remembered-other-stores-bounded-2
             if len(peers) >= MAX_PEERS_PER_PARTITION or self._peer_count >= MAX_PEER_KEYS:
                 return
             self._peer_count += 1
@@ -349,8 +353,10 @@ class StoreReplication:
         claim = self._claims.get(key)
         target = min(offset, nxt - 1 + self._lead)
         if claim is None:
+            # guard: claims-other-stores-followed-bounded
             if len(self._claims) >= MAX_CLAIMS:
                 return  # not admitted either: a partition is taken on when a verified batch is
+            # guard: another-store-claims-take-partition
             claim = self._claims[key] = _Claim(target, self._heads.get(key, -1))
         elif target > claim.target:
             claim.target = target
@@ -367,18 +373,21 @@ class StoreReplication:
         those records then, but for the newest batch it always keeps. A store that lied
         about its tail (a red-team pass made an honest store drop what two stores had
         acknowledged) moves nothing; a trusted one moves only what is old here too."""
+        # guard: store-continues-another-store-tail
         if store not in self._trusted_stores:
             return False
         held = self._heads.get(key)
         if held is None:
             return True  # we drop nothing
         age = self._retention.get(key[0], (None, None))[0]
+        # guard: trusted-tail-drops-held-records-2
         if age is None:
             return False
         quiet = self._quiet.get(key)
         if quiet is None or quiet[0] != held:
             self._quiet[key] = (held, now)
             return False
+        # guard: trusted-tail-drops-held-records
         return now - quiet[1] >= age / 1000.0
 
     def _skip_to(self, key: PartitionKey, tail: int, store: str, b: _Batch) -> None:

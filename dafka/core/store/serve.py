@@ -181,6 +181,7 @@ class StoreServing:
 
     def drop_unreadable(self) -> None:
         """The read ACLs changed: FETCHes queued before an ACL closed are not served."""
+        # guard: store-drops-queued-fetches-when
         if self._readers and self._pending:
             kept = [f for f in self._pending if self.may_read(f.requester, f.topic)]
             self.stats.read_refused += len(self._pending) - len(kept)
@@ -212,9 +213,11 @@ class StoreServing:
         check = self._check_requester("fetch", msg.requester, b)
         if check is RequesterCheck.FORGED:
             return
+        # guard: store-answers-proxied-requests-budget
         proxied = check is RequesterCheck.PROXIED
         if self._credits is not None and not proxied:  # what was sent before has arrived
             self._credits.taken(msg.requester, (msg.topic, msg.partition), msg.offset)
+        # guard: store-read-acl-fetch
         if self._readers and not self.may_read(msg.requester, msg.topic):
             self.stats.read_refused += 1
             return
@@ -263,6 +266,7 @@ class StoreServing:
         check = self._check_requester("heads", requester, b)
         if check is RequesterCheck.FORGED:
             return
+        # guard: store-read-acl-head-requests
         if self._readers:
             allowed = tuple(t for t in topics if self.may_read(requester, t))
             if len(allowed) < len(topics):
@@ -270,6 +274,7 @@ class StoreServing:
                 if not allowed:
                     return
             topics = allowed
+        # guard: store-answers-proxied-requests-budget-2
         limiter = self._proxied_heads if check is RequesterCheck.PROXIED else self._heads_limiter
         if not limiter.allow(requester, b.now):
             self.stats.fetches_limited += 1
@@ -281,6 +286,7 @@ class StoreServing:
     ) -> None:
         budget = self._heads_out
         for topic in topics:
+            # guard: store-bounds-head-answers-over
             if not budget.allow(now):  # a topic read costs one, each answer one more
                 self.stats.heads_limited += 1
                 continue
@@ -397,10 +403,12 @@ class StoreServing:
             return 0, math.inf
         sent, due = 0, math.inf
         for recipient in list(waiting):
+            # guard: signed-store-paces-what-sends-3
             if shared is not None and not credits.room(shared, now):
                 return sent, min(due, credits.free_at(shared))  # the rest wait for it
             held = waiting[recipient]
             accounts = (recipient,) if shared is None else (recipient, shared)
+            # guard: signed-store-paces-what-sends-2
             n = min(min(credits.room(a, now) for a in accounts), len(held))
             if n:
                 out.extend(Publish(msg) for msg in take(held, n))
@@ -440,6 +448,7 @@ class StoreServing:
                     break
                 fetch = queue.popleft()
                 limiter = self._proxied_bytes if fetch.proxied else own
+                # guard: store-bounds-bytes-served-per
                 if not limiter.allow(fetch.requester, now, 0.0):
                     # its bytes a second are spent: it waits in the queue (whose bound
                     # holds it) for them, not dropped to be asked again after the
@@ -453,6 +462,7 @@ class StoreServing:
                 free = ANSWER_BATCHES
                 if credits is not None:
                     free = credits.room(fetch.requester, now)
+                    # guard: signed-store-paces-what-sends
                     if free == 0:  # it has not taken what it was sent yet
                         waiting += 1
                         due = min(due, credits.free_at(fetch.requester))
@@ -470,7 +480,9 @@ class StoreServing:
                         fetch.next,
                     )
                 limiter.charge(fetch.requester, size)
+                # guard: bounded-serving-steps
                 budget -= sent
+                # guard: bounded-serving-steps-2
                 room -= size
                 if done:
                     self._pending_keys.discard(fetch.key)
@@ -551,6 +563,7 @@ class StoreServing:
             if signed:
                 fetch.batches += 1
                 fetch.nbytes += len(batch.blob)
+                # guard: signed-fetch-answer-bounded-whatever
                 if answer_full(fetch.batches, fetch.nbytes):
                     finished = True  # the answer's bound: the requester asks again from here
                     break

@@ -577,6 +577,7 @@ class RaftClient:
                     answer = None
                 if answer is not None:
                     if answer.peers:  # a URL libzmq would refuse is never connected to
+                        # guard: raft-client-skips-unconnectable-urls
                         good = (p for p in answer.peers if peer_url_problem(p.url) is None)
                         self._peers.update({p.id: p.url for p in good})
                     if answer.is_leader and answer.leader is not None:

@@ -196,6 +196,7 @@ def decode_term(frame: bytes, what: str = "term") -> int:
     """A ``uint`` that is a term: above :data:`~dafka.raft.codec.MAX_TERM` no log entry
     could hold it, so it is a protocol error."""
     value = _decode_unsigned(frame, 8, what)
+    # guard: raft-codec-bounds-terms-indexes
     if value > MAX_TERM:
         raise RaftWireError(f"{what} {value} is over {MAX_TERM}")
     return value
@@ -205,6 +206,7 @@ def decode_index(frame: bytes, what: str = "log index") -> int:
     """A ``uint`` that is a log index (or a snapshot byte offset / size), at most
     :data:`~dafka.raft.codec._bounds.MAX_INDEX`."""
     value = _decode_unsigned(frame, 8, what)
+    # guard: raft-codec-bounds-terms-indexes-2
     if value > MAX_INDEX:
         raise RaftWireError(f"{what} {value} is over {MAX_INDEX}")
     return value
@@ -357,6 +359,7 @@ def check_peers(peers: Sequence[Peer], what: str = "peers") -> tuple[Peer, ...]:
     """``peers`` if every id and URL may enter a configuration (:mod:`dafka.raft.codec._bounds`),
     else :class:`RaftWireError`."""
     problem = peers_problem(peers)
+    # guard: raft-configupdate-checks-peer-ids
     if problem is not None:
         raise RaftWireError(f"{what}: {problem}")
     return tuple(peers)

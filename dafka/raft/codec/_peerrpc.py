@@ -232,6 +232,7 @@ class AppendEntriesResponse:
             index = decode_index(frames[4], "conflict index")
             return cls(*head, index + 1, decode_term(frames[3], "conflict term"))
         nxt = decode_index(frames[3], "next index") if len(frames) == 4 else None
+        # guard: raft-appendentries-rejection-hint
         return cls(*head, nxt or None)
 
     @property

@@ -60,6 +60,7 @@ def single_byte_error(syndrome: int, length: int) -> tuple[int, int] | None:
     for back in range(min(length, MAX_SEARCH)):
         byte = _BY_VALUE.get(value)
         if byte is not None:
+            # guard: raft-log-crc-locates-single
             return length - 1 - back, byte
         value = _back_one_byte(value)
     return None

@@ -62,6 +62,7 @@ def served_state(blob: bytes, index: int) -> bytes:
         meta, data = unpack_snapshot(blob)
     except StorageError as exc:
         raise RaftWireError(f"a served snapshot stream that does not unpack: {exc}") from None
+    # guard: raft-served-snapshot-stream-another
     if meta.index != index:
         raise RaftWireError(f"a served snapshot stream of index {meta.index}, announced {index}")
     return data

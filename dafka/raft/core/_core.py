@@ -199,6 +199,7 @@ class RaftCore(CoreView, Replication):
         dropped and counted in :attr:`refused`."""
         if msg.to != self.id or msg.frm == self.id:
             return
+        # guard: raft-core-drops-out-range
         if message_problem(msg) is not None or (
             msg.term > self.term and not self.terms.admits(msg.term, self.term, msg.frm)
         ):
@@ -207,6 +208,7 @@ class RaftCore(CoreView, Replication):
         if msg.term > self.term:
             if isinstance(msg, RequestVote):
                 if not msg.pre_vote:
+                    # guard: raft-leader-lease-keeps-term
                     if self.check_quorum and not msg.transfer and self._in_lease():
                         # §4.2.3: a leader we heard from recently is alive; don't be disrupted
                         self._send(VoteResponse(self.id, msg.frm, self.term, False))
@@ -526,10 +528,13 @@ class RaftCore(CoreView, Replication):
         self._reset()
 
     def _campaign(self, kind: str) -> None:
+        # guard: raft-core-never-campaigns-past
         if not self._promotable() or not self.terms.may_campaign(self.term):
             return  # (a term past MAX_TERM could not be written into any entry)
         if self.recovering_to is not None:
+            # guard: raft-peer-recovering-lost-entries-2
             return  # it would win without entries it acknowledged
+        # guard: raft-pre-vote-peers-do
         if kind == _PRE and self.plain_peers & self._voters.ids:
             kind = _REAL  # a reference peer takes a pre-vote as a real vote: do not pretend
         if kind == _PRE:
@@ -571,6 +576,7 @@ class RaftCore(CoreView, Replication):
         else:
             can_vote = self.voted_for == m.frm or (self.voted_for is None and self.leader is None)
         if self.recovering_to is not None and not self._holds_what_we_lost(m):
+            # guard: raft-peer-recovering-lost-entries
             can_vote = False  # their log may lack what we acknowledged
         if can_vote and self._log.is_up_to_date(m.last_index, m.last_term):
             if not m.pre_vote:
@@ -589,6 +595,7 @@ class RaftCore(CoreView, Replication):
         holds every entry; with it, they vote only for a log that keeps theirs.)"""
         assert self.recovering_to is not None
         bound = self.recovering_term
+        # guard: raft-recovering-peer-votes-log
         return m.last_term > bound or (m.last_term == bound and m.last_index >= self.recovering_to)
 
     def _on_vote_response(self, m: VoteResponse) -> None:

@@ -60,6 +60,7 @@ def validate_change(
     plain_members = plain & {p.id for p in (*current.peers, *peers, *learners)}
     if learners and plain_members:
         return f"learners are a Dafka extension: {', '.join(sorted(plain_members))}: {PLAIN}"
+    # guard: raft-membership-checks-peer-ids
     problem = _check_unique((*peers, *learners)) or peers_problem((*peers, *learners))
     if problem:
         return problem

@@ -110,6 +110,7 @@ class Replication:
     def _recovered_through(self, index: int) -> None:
         """Our log matches a leader's (or our own durable log) up to ``index``: a peer
         recovering lost entries (``recovering_to``) may vote again once that covers them."""
+        # guard: raft-recovery-ends-when-leader
         if self.recovering_to is not None and index >= self.recovering_to:
             self.recovering_to = None
 
@@ -283,6 +284,7 @@ class Replication:
         """``prev`` of the next AppendEntries: never behind the last one sent, whose entries
         the follower may hold and have acknowledged (a reference follower truncates at
         ``prev + 1``), except right after a rejection proved where its log ends."""
+        # guard: raft-appendentries-never-behind-last
         prev = pr.next - 1 if pr.rewind else max(pr.next - 1, pr.sent_last)
         return min(prev, self._log.last_index)
 
@@ -310,6 +312,7 @@ class Replication:
         pr = self._progress[peer]
         if pr.state is ProgressState.SNAPSHOT:
             return False
+        # guard: raft-heartbeat-never-behind-what
         prev = self._prev_for(pr)
         prev_term = self._log.term(prev)
         if prev_term is None:
@@ -359,6 +362,7 @@ class Replication:
         # to every follower, a reference peer too: it stores the bytes as they are (its
         # state machine is not ours and reads none of our entries either) and serves them
         # back as they are, to our followers and to RequestEntries readers
+        # guard: raft-snapshots-streamed-reference-peers
         self._progress[peer].become_snapshot(meta.index, meta.term)
         return self._send_snapshot_chunk(peer)
 
@@ -402,6 +406,7 @@ class Replication:
             if m.frm in self._progress:
                 self._want_send[m.frm] = None
             return
+        # guard: raft-rejections-older-last-re
         if pr.state is ProgressState.SNAPSHOT or m.seq < pr.reset_seq:
             return  # stale: sent before the last re-probe
         if pr.state is ProgressState.REPLICATE and m.prev_index <= pr.match:
@@ -423,6 +428,7 @@ class Replication:
             nxt = m.prev_index
         pr.become_probe(min(nxt, m.prev_index))
         pr.reset_seq = self._seq + 1
+        # guard: raft-rejection-walks-back-follower
         pr.rewind = True  # its log ends before what we sent: resume there
         self._send_append(m.frm, empty_ok=True)
 

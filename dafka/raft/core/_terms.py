@@ -53,6 +53,7 @@ class TermCeiling:
     def admits(self, term: int, our_term: int, sender: str) -> bool:
         """Whether a message at ``term`` may raise our term (``our_term``) to it."""
         self.ceiling = max(self.ceiling, our_term)
+        # guard: raft-term-ceiling-what-peer
         if term <= self.ceiling:
             return True
         self.refused += 1

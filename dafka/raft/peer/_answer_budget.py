@@ -136,6 +136,7 @@ class AnswerBudget:
                 new += len(buffer)
             if conn is None or key not in conn.held:
                 mine += len(buffer)
+        # guard: raft-peer-bounds-bytes-query
         if self.pinned + new > self.limit:
             return False
         if conn is None:  # a connection that holds nothing has the whole budget
@@ -144,6 +145,7 @@ class AnswerBudget:
             conn.frames + len(large) > self.connection_max_tracked
             or conn.bytes + mine > self.connection_limit
         )
+        # guard: raft-peer-gives-client-share
         return not self.refused_share
 
     def sent(self, buffer: bytes, tracker: Tracker, connection: bytes = b"") -> None:

@@ -239,6 +239,7 @@ class ClientService(PeerState):
     # -- RequestUpdate, ConfigUpdate, RequestLogInfo -----------------------------------------
 
     def _on_update(self, envelope: tuple[bytes, ...], reqid: bytes, data: bytes) -> None:
+        # guard: raft-requestupdate-size-cap
         if len(data) > self.options.max_entry_bytes:
             # the spec's final failure (false, no 3rd frame): the client gives up
             self._bad("oversize-update", f"bytes={len(data)} max={self.options.max_entry_bytes}")
@@ -298,6 +299,7 @@ class ClientService(PeerState):
                 reason = admit(data)
             except Exception as exc:  # a failing check refuses (fail closed), never stops us
                 reason = f"the admission check failed: {exc!r}"
+            # guard: leader-admits-admin-signed-metadata
             if reason is None:
                 kept.append((envelope, reqid, data))
                 continue
@@ -327,6 +329,7 @@ class ClientService(PeerState):
             return
         named = [p.id for p in (*msg.peers, *(msg.learners or ()))]
         problem = self.guard.config_problem(user, named)
+        # guard: raft-configupdate-passes-peer-guard
         if problem is not None:  # membership: only authenticated peers and admins change it
             self._bad("config-key", f"key={user!r} {problem}")
             answer(
@@ -532,6 +535,7 @@ class ClientService(PeerState):
                     self._end_stream(key)  # every follow-up is in
                 return
         else:
+            # guard: requestentries-streams-bounded-per
             if (
                 msg.is_stop
                 or len(self._streams) >= self.options.max_streams

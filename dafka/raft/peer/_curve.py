@@ -128,13 +128,16 @@ class RaftCurve:
 
     def peer_allowed(self, user_id: bytes | None, peer_id: str) -> bool:
         """Whether a peer RPC naming ``peer_id`` may come from the key ``user_id``."""
+        # guard: raft-curve-key-binding-compares
         return user_id is not None and self.peer_keys.get(peer_id) == user_id
 
     def config_problem(self, user_id: bytes | None, peer_ids: Iterable[str]) -> str | None:
         """Why a ConfigUpdate from ``user_id`` naming ``peer_ids`` is refused (None: not)."""
+        # guard: raft-configupdate-needs-peer-admin
         if user_id is None or (user_id not in self._by_key and user_id not in self.admin_keys):
             return "ConfigUpdate needs a peer or admin CURVE key"
         missing = sorted(p for p in peer_ids if p not in self.peer_keys)
+        # guard: raft-configupdate-peers-need-curve
         if missing:
             return f"no CURVE key configured for peer(s) {', '.join(missing)}"
         return None

@@ -143,6 +143,7 @@ def group_problem(
     needs them authenticated (CURVE) or an explicit ``insecure_null``: over NULL a peer
     RPC names its sender but nothing proves it."""
     others = sorted({p for p in peer_ids if p != peer_id})
+    # guard: raft-group-over-null-needs
     if not others or curve is not None or insecure_null:
         return None
     return (
@@ -181,14 +182,17 @@ class PeerGuard:
 
     def peer_problem(self, claimed: str, user: bytes | None) -> str | None:
         """Why a peer RPC naming ``claimed`` as its sender, from ``user``, is refused."""
+        # guard: raft-peer-guard-refuses-our
         if claimed == self.peer_id:
             return "it names this peer as its sender"
         if self.curve is not None:
+            # guard: raft-peer-rpcs-bound-claimed
             if self.curve.peer_allowed(user, claimed):
                 return None
             return "not from the CURVE key configured for the peer it names"
         if self.insecure_null:
             return None
+        # guard: null-raft-peer-takes-peer
         return "this peer has no other peers (NULL without --raft-insecure-null)"
 
     def config_problem(self, user: bytes | None, peer_ids: Iterable[str]) -> str | None:
@@ -197,4 +201,5 @@ class PeerGuard:
             return self.curve.config_problem(user, peer_ids)
         if self.insecure_null:
             return None
+        # guard: null-raft-peer-takes-configupdate
         return _NULL_CONFIG_UPDATE

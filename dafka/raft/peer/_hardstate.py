@@ -174,6 +174,7 @@ class StateFile:
         for raw, parsed in zip(slots, found, strict=True):
             rotten = None if parsed is not None else _rotten_slot(raw)
             if rotten is not None and rotten[0] > newest:
+                # guard: raft-hard-state-rot-newest
                 self._rotten(rotten, newest)
         if not valid:
             raise StorageError(f"{self.path} is damaged or not a Dafka Raft state file")

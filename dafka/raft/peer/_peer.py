@@ -321,6 +321,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         problem = group_problem(
             self.id, (p.id for p in all_peers(self.core.config)), self.curve, self.insecure_null
         )
+        # guard: null-raft-peer-does-start
         if problem is not None:  # a log written by a group (or an attack) before this start
             raise ConfigError(f"the log in {self.data_dir / 'raft'} names {problem}")
         if self._context is None:
@@ -331,7 +332,9 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self.router = ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 0)
         self.router.setsockopt(zmq.SNDHWM, ROUTER_SNDHWM)
+        # guard: raft-router-queue-bounded-bytes
         self.router.setsockopt(zmq.RCVHWM, opts.router_hwm())
+        # guard: zmq-maxmsgsize-raft-router
         self.router.setsockopt(
             zmq.MAXMSGSIZE, router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)
         )
@@ -471,6 +474,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
                 continue
             try:
                 self._on_router_frames(frames, user)
+            # guard: raft-loop-survives-failing-message
             except Exception as exc:  # no input may stop the loop
                 self._bad("request-error", repr(exc), logging.ERROR)
 
@@ -502,6 +506,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         if isinstance(msg, _PEER_REQUESTS):
             claimed = msg.candidate if isinstance(msg, w.RequestVote) else msg.leader
             problem = self.guard.peer_problem(claimed, user)
+            # guard: raft-peer-rpcs-pass-peer
             if problem is not None:
                 # who may speak Raft to us: checked before the core sees the message
                 self._bad("peer-key", f"claimed={claimed!r} key={user!r}: {problem}")
@@ -621,6 +626,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             if entry.type is _STATE:
                 try:
                     sm.apply(entry)
+                # guard: raft-loop-survives-failing-state
                 except Exception as exc:  # the same entry fails alike on every peer
                     self._bad("apply-error", f"index={entry.index} {exc!r}", logging.ERROR)
             if waited:

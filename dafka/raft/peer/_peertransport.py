@@ -121,6 +121,7 @@ class PeerTransport(PeerState):
                 continue
             # a config entry from an old log (or an old leader) may name a URL libzmq
             # refuses: that peer stays unreachable, this one keeps running
+            # guard: raft-peer-skips-unconnectable-urls
             problem = peer_url_problem(url)
             if problem is not None:
                 self._bad("peer-url", f"peer={peer_id!r} {problem}", logging.ERROR)
@@ -141,6 +142,7 @@ class PeerTransport(PeerState):
             sock.setsockopt(zmq.MAXMSGSIZE, PEER_FRAME_BYTES)
             try:
                 sock.connect(url)
+            # guard: raft-peer-skips-unconnectable-urls-2
             except zmq.ZMQError as exc:
                 sock.close(0)
                 self._bad("peer-url", f"peer={peer_id!r} url={url!r} error={exc}", logging.ERROR)
@@ -192,6 +194,7 @@ class PeerTransport(PeerState):
             for msg_id, rec in list(out.items()):
                 if now >= rec.expires:
                     del out[msg_id]
+                # guard: raft-shell-resends-newest-appendentries
                 elif (
                     now >= rec.resend_at
                     and rec.resends < self.options.rpc_resends

@@ -50,6 +50,7 @@ def check_lost_entries(storage: FileStorage, core: RaftCore, accept_log_loss: bo
         return
     voters = Voters.of(core.config)
     others = voters.ids - {core.id}
+    # guard: raft-log-lone-voter-lost
     if not voters.has_quorum(others):
         lost = storage.lost
         what = f"entries {lost.first}..{lost.last}" if lost else f"entries up to {to}"

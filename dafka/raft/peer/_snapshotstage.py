@@ -94,6 +94,7 @@ class SnapshotStage(PeerState):
             log.error("raft.peer.bad_snapshot id=%s reason=meta-mismatch", self.id)
             return
         check = getattr(self.sm, "check_snapshot", None)
+        # guard: raft-peer-checks-snapshot-before
         if check is not None:
             # before the core installs it and moves its log: a refused snapshot leaves the
             # state, the log and the core as they were (the core answers no leader for it,

@@ -282,6 +282,7 @@ class FileStorage:
                 if record.batch <= record.log_index and record.batch not in torn_batches:
                     later.append(record.log_index)
             at = buf.find(REC_MAGIC, at + 1)
+        # guard: raft-log-complete-record-rotten
         rotten = rotten_record(buf, bad)
         if not later and not rotten:
             log.warning(
@@ -578,6 +579,7 @@ class FileStorage:
         lost, to = self._lost, self.recovering_to
         if lost is None or to is None:
             raise StorageError("no lost entries to recover")
+        # guard: raft-log-recovery-mark-written
         atomic_write(self.path, "recovering", [with_crc(_RECOVERING_MAGIC + _U64.pack(to))])
         self._recovering_to, self._lost = to, None
         self._cut(self._end)
