@@ -13,7 +13,7 @@ store starts and the producer prints when everything is acknowledged (``acked_af
 from the store being up) and each wait over 0.5 s between two acknowledgements. The
 producer prints its FETCH counters at the end (``paced``: FETCHes that waited for the
 requester's bytes). Past the burst a producer serves 64 MiB/s per reader
-(``dafka.core.producer_serve``); a FETCH dropped there was asked again a second later.
+(``dafka.producer._serve``); a FETCH dropped there was asked again a second later.
 Run from the root of the tree to measure: the child processes run its code.
 """
 

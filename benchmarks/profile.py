@@ -16,6 +16,9 @@ import collections
 import json
 from pathlib import Path
 
+STORE_CORE = "core credits gaps ingest partitions policy repair replicate serve state waiting".split()
+"""The store core's modules (``dafka/store/_*.py`` but for the facade and the writer pipeline)."""
+
 AREAS = [
     (
         "crypto",
@@ -33,13 +36,34 @@ AREAS = [
     ("lmdb", ("lmdb", "putmulti", "lmdb_store")),
     ("zmq send/recv", ("zmq/sugar/socket", "send_multipart", "recv_multipart", "Socket.send")),
     ("idle (poll, waits)", ("poll (zmq", "Poller.poll", "wait (threading", "select", "sleep")),
-    ("producer core", ("dafka/core/producer",)),
-    ("consumer core", ("dafka/core/consumer",)),
-    ("store core", ("dafka/core/store", "dafka/storage/")),
-    ("profiles (adapter)", ("dafka/profiles",)),
+    ("producer core", ("dafka/producer/_core", "dafka/producer/_serve", "dafka/producer/_runs")),
+    (
+        "consumer core",
+        (
+            "dafka/consumer/_core",
+            "dafka/consumer/_table",
+            "dafka/consumer/_buffer",
+            "dafka/consumer/_delivery",
+            "dafka/consumer/_fetch",
+            "dafka/consumer/_heads",
+            "dafka/consumer/_end",
+            "dafka/consumer/_partition",
+        ),
+    ),
+    ("store core", (*(f"dafka/store/_{m}" for m in STORE_CORE), "dafka/storage/")),
+    ("profiles (adapter)", ("dafka/wire/profiles",)),
     ("IO shell", ("dafka/io/",)),
     ("effects/records", ("dafka/core/effects",)),
-    ("facades", ("dafka/api/producer", "dafka/api/consumer.py", "dafka/api/store.py")),
+    (
+        "facades",
+        (
+            "dafka/producer/_facade",
+            "dafka/producer/_io",
+            "dafka/consumer/_facade",
+            "dafka/consumer/_io",
+            "dafka/store/_facade",
+        ),
+    ),
     ("futures/locks", ("dafka/futures", "threading.py")),
     ("benchmark harness", ("benchmarks/",)),
 ]

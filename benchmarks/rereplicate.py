@@ -5,7 +5,7 @@
 One tower and one store (child processes); a producer (in this process) writes
 ``--records`` values of ``--size`` bytes to a topic with ``min_acks`` 1 and stops. Then a
 second store starts on an empty data directory: it learns what the first holds by asking
-it (``dafka.core.store.replicate``: GET-HEADS rounds, then gap FETCHes) and copies it. The
+it (``dafka.store._replicate``: GET-HEADS rounds, then gap FETCHes) and copies it. The
 figure is the time from the second store being up to its LMDB holding the last record
 (``rereplicate_s``), read by a read-only LMDB reader every 0.1 s. Issue 33, point 1.
 

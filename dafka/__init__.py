@@ -37,11 +37,11 @@ from .errors import (
 if TYPE_CHECKING:
     from .api.admin import AdminClient, PartitionMetadata, TopicMetadata
     from .api.aio import AsyncConsumer, AsyncProducer
-    from .api.consumer import Consumer
-    from .api.producer import CloseResult, Producer
-    from .api.store import Store
     from .config import NodeConfig, TowerAddress
+    from .consumer import Consumer
     from .core.effects import ConsumedRecord, RecordBatch
+    from .producer import CloseResult, Producer
+    from .store import Store
 
 _LAZY = {
     "AdminClient": ".api.admin",
@@ -49,10 +49,10 @@ _LAZY = {
     "TopicMetadata": ".api.admin",
     "AsyncConsumer": ".api.aio",
     "AsyncProducer": ".api.aio",
-    "Consumer": ".api.consumer",
-    "CloseResult": ".api.producer",
-    "Producer": ".api.producer",
-    "Store": ".api.store",
+    "Consumer": ".consumer._facade",
+    "CloseResult": ".producer._facade",
+    "Producer": ".producer._facade",
+    "Store": ".store._facade",
     "NodeConfig": ".config",
     "TowerAddress": ".config",
     "ConsumedRecord": ".core.effects",

@@ -215,7 +215,7 @@ MAX_LINGER_MS = 60_000
 DEFAULT_LINGER_MS = 1.0
 """A producer's ``linger_ms`` unless it says otherwise (0 in durable mode, where every
 ``send`` waits for the log anyway): at 10,000 records/s a batch of ten instead of one
-every few records, and nothing waits at a low rate (``dafka/api/producer_linger.py``)."""
+every few records, and nothing waits at a low rate (``dafka/producer/_linger.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +244,7 @@ class ProducerConfig:
     """How long a record may wait on the IO thread for others to share its batch (one
     signature and one message for all of them): the producer publishes at most one batch
     per ``linger_ms`` (and any full ones), and a record that comes after a quiet
-    ``linger_ms`` goes at once (``dafka/api/producer_linger.py``). 0: publish whatever
+    ``linger_ms`` goes at once (``dafka/producer/_linger.py``). 0: publish whatever
     is queued when the IO thread wakes (natural batching only)."""
     batch_format: int = DEFAULT_BATCH_FORMAT
     """The signed batch format written (``docs/wire.md`` §9.3): 3 (BLAKE3 digests), or 1

@@ -475,7 +475,7 @@ MUTANTS: dict[str, Spec] = {
         "age-retention-while-store-clock", "if False:\n    max_age = None", whole=True
     ),
     "the held clock starts at the store's first check, before any retention policy": (
-        "dafka.core.store.policy",
+        "dafka.store._policy",
         "StorePolicy.apply_retention",
         "        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention:\n            return []",
         "        if not self._retention:\n            return []\n        held.advance(mono_ms, now_ms)",

@@ -13,9 +13,9 @@ from blake3 import blake3
 
 from dafka.core import messages as m
 from dafka.core.effects import Publish
-from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
 from dafka.wire import signed
+from dafka.wire.profiles import SignedProfile
 
 PRODUCER = Identity.from_seed(bytes(range(32)))
 STORE = Identity.from_seed(bytes(range(32, 64)))

@@ -1,7 +1,7 @@
 """asyncio front ends: :class:`AsyncProducer` and :class:`AsyncConsumer`.
 
-They drive the same :class:`~dafka.api.producer.Producer` and
-:class:`~dafka.api.consumer.Consumer` (so the same cores, IO thread and guarantees);
+They drive the same :class:`~dafka.producer._facade.Producer` and
+:class:`~dafka.consumer._facade.Consumer` (so the same cores, IO thread and guarantees);
 what changes is only how a coroutine waits:
 
 * a record's :class:`~dafka.futures.RecordFuture` resolves on the node's IO thread;
@@ -30,10 +30,10 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from ..consumer import Consumer
 from ..core.effects import ConsumedRecord, RecordBatch
 from ..errors import BufferFullError, ClosedError
-from .consumer import Consumer
-from .producer import CloseResult, Producer
+from ..producer import CloseResult, Producer
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class _Owned:
 
 
 class AsyncProducer(_Owned):
-    """A :class:`~dafka.api.producer.Producer` for coroutines.
+    """A :class:`~dafka.producer._facade.Producer` for coroutines.
 
     ``AsyncProducer(topic, **options)`` takes the Producer's arguments. ``on_full``
     keeps its meaning: ``"block"`` (the default) makes ``send`` wait, without blocking
@@ -173,7 +173,7 @@ class AsyncProducer(_Owned):
 
 
 class AsyncConsumer(_Owned):
-    """A :class:`~dafka.api.consumer.Consumer` for coroutines: ``async for record in c``.
+    """A :class:`~dafka.consumer._facade.Consumer` for coroutines: ``async for record in c``.
 
     ``AsyncConsumer(topics, **options)`` takes the Consumer's arguments.
     """

@@ -1,6 +1,6 @@
 """What the stores hold, asked on their query endpoints: ``list_topics`` and
 ``offsets_for_times`` for :class:`~dafka.api.admin.AdminClient` and the
-:class:`~dafka.api.consumer.Consumer` (``docs/consumer.md``, "Kafka's client calls").
+:class:`~dafka.consumer._facade.Consumer` (``docs/consumer.md``, "Kafka's client calls").
 
 The stores are found through the towers' service beacons (:class:`StoreLocator`, as
 ``dafka query`` finds them) and each is asked HEADS of the topics wanted. Every answer is
@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError, DafkaError, ProtocolError
 from ..ids import check_topic, is_node_id
 from ..query import protocol as qp
-from ..query.client import QueryClient, QueryError, ask_all, heads_request, verified_batches
+from ..query.client import (
+    QueryClient,
+    QueryError,
+    ask_all,
+    heads_request,
+    verified_batches,
+)
 from ..query.locator import HEALTH, StoreLocator
 from ..security.identity import Identity
 from ..spark.offsets import first_at_or_after

@@ -38,7 +38,7 @@ from .metrics import announce, metrics_options
 from .progress import Progress, end_progress, progress_option
 
 if TYPE_CHECKING:  # imported when the command runs: see dafka.cli.consumer_ends
-    from ..api.consumer import Consumer
+    from ..consumer import Consumer
     from ..core.effects import ConsumedRecord
 
 __all__ = ["Formatter", "main", "parse_offset"]
@@ -356,8 +356,8 @@ def main(
     # the node types, imported now (not with this module): --help and usage mistakes
     # answer at once, and Ctrl-C while they load is exit 130 (run_cli), not a traceback
     from ..api.common import node_config
-    from ..api.consumer import Consumer
     from ..config import check_profile
+    from ..consumer import Consumer
     from ..io.collector import freeze_heap
     from ..io.malloc import keep_freed_memory
     from ..security import identity

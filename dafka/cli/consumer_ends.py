@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import ConfigError, DafkaError
 
 if TYPE_CHECKING:
-    from ..api.consumer import Consumer
+    from ..consumer import Consumer
     from ..core.effects import ConsumedRecord
 
 U64_LIMIT = 1 << 64

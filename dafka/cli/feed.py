@@ -23,7 +23,7 @@ from ..errors import ClosedError, DafkaError, RecordTooLargeError
 from .producer_keys import KeyRule
 
 if TYPE_CHECKING:  # not at import: the producer CLI starts faster (dafka.cli.producer)
-    from ..api.producer import Producer
+    from ..producer import Producer
 
 __all__ = ["Feed", "Signals", "Tally", "read_files", "read_lines"]
 

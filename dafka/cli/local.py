@@ -14,13 +14,25 @@ import click
 from tower.metadata import TowerNode, default_data_dir
 from tower.metrics import tower_metrics
 
-from ..api.store import Store
 from ..config import TowerAddress, parse_endpoint
 from ..errors import ConfigError, DafkaError
 from ..io.metrics import NodeMetrics, check_metrics_port
-from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY, create_admin_key, load_admin_key
+from ..metadata.signing import (
+    ADMIN_KEY_ENV,
+    DEFAULT_ADMIN_KEY,
+    create_admin_key,
+    load_admin_key,
+)
 from ..storage.state_dir import make_data_dir
-from .common import CONTEXT, Command, common_options, profile_option, run_cli, wait_for_signal
+from ..store import Store
+from .common import (
+    CONTEXT,
+    Command,
+    common_options,
+    profile_option,
+    run_cli,
+    wait_for_signal,
+)
 from .metrics import metrics_options
 
 

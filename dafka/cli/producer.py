@@ -41,7 +41,7 @@ from .producer_keys import key_options, key_rule
 from .progress import Progress, progress_option
 
 if TYPE_CHECKING:  # imported when the command runs (start-up time; Ctrl-C meanwhile: 130)
-    from ..api.producer import Producer
+    from ..producer import Producer
 
 PROGRESS_AFTER = 0.5
 """Seconds of waiting for acknowledgements before the progress line shows (on a terminal)."""
@@ -176,9 +176,9 @@ def main(
     # the node types, imported now (not with this module): --help and usage mistakes
     # answer at once, and Ctrl-C while they load is exit 130 (run_cli), not a traceback
     from ..api.common import node_config
-    from ..api.producer import Producer
     from ..io.collector import freeze_heap
     from ..io.malloc import keep_freed_memory
+    from ..producer import Producer
 
     keep_freed_memory()  # see dafka.io.malloc
     separator: bytes | None = None
@@ -263,7 +263,7 @@ def main(
         bar.end()
         # the lines below say what close() would log; close() also wakes a send
         # blocked on a full buffer
-        with _quiet_logger("dafka.api.producer"):
+        with _quiet_logger("dafka.producer._facade"):
             result = producer.close(timeout=0)
         feed.quiesce(timeout=5.0)
         if signals.first is None:

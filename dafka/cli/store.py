@@ -7,12 +7,11 @@ import gc
 import click
 
 from ..api.common import node_config
-from ..api.store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
-from ..core.store.replicate import REPLICATE_INTERVAL
 from ..errors import DafkaError
 from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
 from ..storage.scrub import DEFAULT_SCRUB_RATE
+from ..store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, REPLICATE_INTERVAL, Store
 from .common import (
     CONTEXT,
     Command,

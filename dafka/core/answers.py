@@ -7,7 +7,7 @@ reaches either bound (one batch always goes out, even a 16 MiB one). A requester
 wants more FETCHes again from where the answer ended, as soon as its last batch
 arrives. A count of 2^32 - 1 costs a store one answer, and one answer in flight per
 partition and requester is what lets a store's byte-safe data XPUB queue hold a reading
-consumer's answers (``docs/wire.md`` §11.6, :mod:`dafka.core.store.credits`).
+consumer's answers (``docs/wire.md`` §11.6, :mod:`dafka.store._credits`).
 
 The requester sees where an answer was cut without any marker on the wire: it counts
 the batches it receives from the offset it asked for, in offset order, by the same
@@ -22,7 +22,7 @@ __all__ = ["ANSWER_BATCHES", "ANSWER_BYTES", "FETCH_COUNT", "AnswerCursor", "ans
 
 ANSWER_BATCHES = 8
 """Batches in one signed FETCH answer, at most: a store's credit per requester
-(:mod:`dafka.core.store.credits`, half its data XPUB's 16 messages), so a whole answer
+(:mod:`dafka.store._credits`, half its data XPUB's 16 messages), so a whole answer
 goes out at once and the next FETCH frees it. Each answer costs a round trip, so small
 batches would want more: 100,000 records in batches of 16 caught up in 0.92 s with 8,
 0.70 s with 32, 0.65 s with 64 (``docs/security.md``)."""

@@ -38,6 +38,7 @@ from ..security.curve_keys import node_ids_of_curve_key
 from ..wire.rfc46 import Command
 
 __all__ = [
+    "PROXY_SHARE",
     "Decision",
     "ReadView",
     "RequestLog",
@@ -49,6 +50,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+PROXY_SHARE: Final = 8
+"""A FETCH or head request that did not come on its requester's own connection (proxied:
+:func:`check_requester`) is served from a budget this many times smaller, at producers and
+stores alike."""
 
 NODE_ID_CHARS: Final = 32
 _TOPIC_CMDS: Final = frozenset({Command.RECORD.value, Command.HEAD.value, Command.GET_HEADS.value})

@@ -72,7 +72,7 @@ def describe(
     session_timeout: float = 10.0,
     timeout: float = 10.0,
 ) -> GroupInfo:
-    from ..api.consumer import Consumer
+    from ..consumer import Consumer
 
     topic = group_topic(group)
     view = GroupView(session_timeout)

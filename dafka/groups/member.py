@@ -1,5 +1,5 @@
 """A consumer group member, the IO side: one thread that reads the group topic,
-heartbeats, rebalances and commits for a :class:`~dafka.api.consumer.Consumer`.
+heartbeats, rebalances and commits for a :class:`~dafka.consumer._facade.Consumer`.
 
 The member's records go out through its own signed :class:`Producer` on the
 group topic (its partition is its member ID) and come back through a reader
@@ -27,9 +27,9 @@ from .records import Commit, Heartbeat, Leave, decode, encode, group_topic
 from .view import GroupView
 
 if TYPE_CHECKING:
-    from ..api.consumer import Consumer
-    from ..api.producer import Producer
+    from ..consumer import Consumer
     from ..metadata.follower import MetadataView
+    from ..producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ PARTS_EVERY = 30  # heartbeats carry the known partitions when they change, and 
 
 class GroupLink(Protocol):
     """What a member asks of the consumer it reads for (built by
-    :mod:`dafka.api.consumer_group`); the member's thread calls these."""
+    :mod:`dafka.consumer._group`); the member's thread calls these."""
 
     @property
     def metadata(self) -> MetadataView | None:
@@ -114,8 +114,8 @@ class GroupMember:
         producer_kw: Mapping[str, object],
         reader_kw: Mapping[str, object],
     ) -> None:
-        from ..api.consumer import Consumer
-        from ..api.producer import Producer
+        from ..consumer import Consumer
+        from ..producer import Producer
 
         self.group = group
         self.topic = group_topic(group)

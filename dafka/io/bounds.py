@@ -43,7 +43,7 @@ def xpub_hwm(cfg: NodeConfig, frame_bytes: int | None, min_hwm: int = 1) -> int:
     """The data XPUB's ``SNDHWM`` for a node whose largest frame to a subscriber is
     ``frame_bytes`` (None: not said, ``high_watermark``), at least ``min_hwm`` (a
     producer's, for its unacknowledged budget); a store's credit per requester is derived
-    from it (:func:`dafka.core.store.credits.credits_for_hwm`)."""
+    from it (:func:`dafka.store._credits.credits_for_hwm`)."""
     if frame_bytes is None:
         return cfg.high_watermark
     return max(min_hwm, cfg.hwm(frame_bytes))
@@ -70,7 +70,7 @@ def bound_data_sockets(
 
     - a signed store: ``max_message_size``, the largest batch a peer can make it hold,
       so 16 messages. Its core sends one requester no more than half of that before the
-      requester has taken it (:mod:`dafka.core.store.credits`): sent at once, its bursts
+      requester has taken it (:mod:`dafka.store._credits`): sent at once, its bursts
       to one reader were dropped at 16 (a whole FETCH answer, until a catching-up
       consumer stalled; one DIRECT-HEAD per partition for a CONSUMER-HELLO, so that a
       fresh consumer of 60 partitions learned 15 of them);

@@ -68,13 +68,13 @@ from ..security.curve_policy import ClientGate
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
 from ..wire import rfc46
+from ..wire.profiles import RFC46, OtherProfile, Profile
 from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
 from .deadline_timer import DeadlineTimer
 from .handshakes import HandshakeMonitor
 from .multipart import message_sender, records_sender
 from .node_beacons import TowerLink
 from .node_plugins import MAX_DRAIN, MAX_DRAIN_BYTES, NodeHandler, NodeService
-from .profiles import RFC46, OtherProfile, Profile
 from .read_grants import ReadGrants
 from .ready_shell import run_ready
 from .request_senders import PeerSenders
@@ -131,7 +131,7 @@ class NodeLoop:
     ) -> None:
         self.node_id = node_id
         self.profile: Profile = profile if profile is not None else RFC46
-        """Decodes what the SUB receives and encodes what the handler sends (``dafka.io.profiles``)."""
+        """Decodes what the SUB receives and encodes what the handler sends (``dafka.wire.profiles``)."""
         self.config = config.validate()
         self.handler = handler
         self.clock = clock
@@ -600,7 +600,7 @@ class NodeLoop:
         firsts: list[zmq.Frame] = []  # each message's first frame: its source, if asked
         decode = self.profile.decode
         # a handler gathering what arrives into a bounded drain (a store's writer thread,
-        # dafka.api.store_pipeline) says how much it has room for
+        # dafka.store._pipeline) says how much it has room for
         budget = start = self.handler.drain_budget()
         limit = self.config.max_message_size
         for _ in range(MAX_DRAIN):

@@ -29,11 +29,11 @@ from .metrics import (
 )
 
 if TYPE_CHECKING:
-    from ..core.consumer import ConsumerCore
-    from ..core.producer import ProducerCore
-    from ..core.store import StoreCore
+    from ..consumer import ConsumerCore
+    from ..producer import ProducerCore
     from ..query.server import QueryService
     from ..storage.lmdb_store import LmdbStorage
+    from ..store import StoreCore
     from .node import NodeLoop
 
 __all__ = [

@@ -12,7 +12,7 @@ same order, *persist, then publish, then deliver/resolve, then advance*, for any
   other Ready is taken from the core until then, so the core never sees its writes
   acted on before they are durable. Meanwhile the loop goes on receiving: a core that
   wants to keep what arrives meanwhile does so itself (the store verifies it ahead and
-  gathers it into one drain, ``dafka.core.store``).
+  gathers it into one drain, ``dafka.store``).
 * **Publish after the write.** The Ready's publish, deliver and resolve run on the loop
   thread only once its write was reported done: ``applied`` first (the persister's
   cached state moves), then the effects, then ``advance``. A write that fails is

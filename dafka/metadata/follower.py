@@ -38,7 +38,12 @@ from ..raft import (
     served_state,
 )
 from ..raft import codec as w
-from .client import BROADCAST_PORT_OFFSET, DEFAULT_CLUSTER, RAFT_PORT_OFFSET, tower_curve
+from .client import (
+    BROADCAST_PORT_OFFSET,
+    DEFAULT_CLUSTER,
+    RAFT_PORT_OFFSET,
+    tower_curve,
+)
 from .state import MetadataStateMachine, command, topic_settings
 
 __all__ = ["BROADCAST_PORT_OFFSET", "MetadataView", "require_transport", "tower_curve"]

@@ -19,7 +19,13 @@ from ..errors import ConfigError, WireError
 from ..ids import check_topic
 from ..wire.packing import unpack as _unpack
 from .proofs import Proofs, verify
-from .settings import CLUSTER_DEFAULTS, MAX_ADMINS, check_cluster_settings, check_settings, node_id
+from .settings import (
+    CLUSTER_DEFAULTS,
+    MAX_ADMINS,
+    check_cluster_settings,
+    check_settings,
+    node_id,
+)
 from .signing import check_public_key
 
 if TYPE_CHECKING:

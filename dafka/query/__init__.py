@@ -3,7 +3,14 @@
 See ``docs/query.md``. Spark's ``format("dafka")`` reads through this package.
 """
 
-from .client import BelowTailError, QueryClient, QueryError, QueryRecord, records, verified_batches
+from .client import (
+    BelowTailError,
+    QueryClient,
+    QueryError,
+    QueryRecord,
+    records,
+    verified_batches,
+)
 from .locator import StoreLocator, locate_stores
 from .protocol import PartitionInfo, ReadReply
 

@@ -52,7 +52,7 @@ from .sink_state import (
 )
 
 if TYPE_CHECKING:
-    from ..api.producer import Producer
+    from ..producer import Producer
     from ..query.client import QueryClient
     from ..security.identity import Identity
 
@@ -123,7 +123,9 @@ def _node(opts: WriteOptions) -> NodeConfig:
 def _producer(opts: WriteOptions) -> Producer:
     """The Python worker's Producer for these towers, made on first use in this process."""
     global _producers_pid
-    from ..api.producer import Producer  # here: workers that only read never import it
+    from ..producer import (
+        Producer,  # here: workers that only read never import it
+    )
 
     if _producers_pid != os.getpid():  # a forked child: the parent's producers are not ours
         _producers.clear()
@@ -295,7 +297,7 @@ def write_exactly_once(
     """Write one sink task's rows of one micro-batch so that every row is stored once."""
     from pyspark import TaskContext
 
-    from ..api.producer import Producer
+    from ..producer import Producer
     from ..security import identity as identity_module
 
     ctx = TaskContext.get()

@@ -13,7 +13,7 @@ read; for 64 KiB, 20 us against 37 us (2-core host, loaded). Nobody forges these
 (only the store writes its file): the digest is against rot, not against an attacker.
 The producer's signature (under ``signed``) covers the records too, but an Ed25519
 verification costs ~50 us a batch and rfc46 has none; signatures are checked where a
-copy is taken from another store (:mod:`dafka.core.store.repair`).
+copy is taken from another store (:mod:`dafka.store._repair`).
 
 Batches written before digests existed (schema 2) stay as they are: a partition records
 the offset its digests start from (:func:`dafka.storage.lmdb_store` heads), and batches

@@ -1,7 +1,7 @@
 """Writes over batches already stored, each in one LMDB transaction: a corrupt batch
-replaced by a verified copy (:meth:`LmdbRewrites.replace`, ``dafka.core.store.repair``),
+replaced by a verified copy (:meth:`LmdbRewrites.replace`, ``dafka.store._repair``),
 and a run of batches replaced by one batch over exactly their offsets
-(:meth:`LmdbRewrites.rewrite`, a producer's gap statement, ``dafka.core.store.ingest``).
+(:meth:`LmdbRewrites.rewrite`, a producer's gap statement, ``dafka.store._ingest``).
 
 Batches are keyed by partition prefix and last offset, and each value starts with the
 batch's first offset (``dafka.storage.lmdb_values``). The batches replaced must start at
@@ -111,7 +111,7 @@ class LmdbRewrites:
     def rewrite(self, batch: StoredBatch) -> int:
         """Replace the stored batches that cover exactly ``batch``'s offsets by ``batch``,
         in one transaction (a producer's gap statement over batches it never got
-        acknowledged, below batches of its later run: ``dafka.core.store.ingest``). Head
+        acknowledged, below batches of its later run: ``dafka.store._ingest``). Head
         and tail stay. Returns the batches replaced; StorageError if they do not line up."""
         self._check_usable()
         key = (batch.topic, batch.partition)

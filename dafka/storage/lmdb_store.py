@@ -51,7 +51,13 @@ from pathlib import Path
 
 import lmdb
 
-from ..errors import ClosedError, ConfigError, DafkaError, StorageDamagedError, StorageError
+from ..errors import (
+    ClosedError,
+    ConfigError,
+    DafkaError,
+    StorageDamagedError,
+    StorageError,
+)
 from ..ids import is_node_id, new_node_id
 from ..security.private_dirs import make_private_dirs
 from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
@@ -669,7 +675,7 @@ class LmdbStorage(LmdbRewrites):
 
     def _failed(self, exc: BaseException, what: str, need_bytes: int = 0) -> StorageError:
         """``exc`` in Dafka's tree; one that says the environment is damaged marks it so
-        (every later call raises it, and the store stops: ``dafka.api.store``)."""
+        (every later call raises it, and the store stops: ``dafka.store._facade``)."""
         err = translate_error(exc, what, path=self._path, need_bytes=need_bytes)
         if isinstance(err, StorageDamagedError) and self.damaged is None:
             self.damaged = err

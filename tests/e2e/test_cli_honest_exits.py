@@ -206,8 +206,8 @@ def test_producer_timeout_must_not_be_negative() -> None:
 @pytest.mark.parametrize(
     ("target", "module"),
     [
-        ("dafka.api.consumer", "dafka.cli.consumer"),  # while the node types load
-        ("dafka.api.producer", "dafka.cli.producer"),
+        ("dafka.consumer._facade", "dafka.cli.consumer"),  # while the node types load
+        ("dafka.producer._facade", "dafka.cli.producer"),
         ("click", "dafka.cli.consumer"),  # before main runs: the command's own imports
         ("dafka.metadata.client", "dafka.cli.admin"),
     ],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer_budget import RECORD_OVERHEAD
+from dafka.producer._budget import RECORD_OVERHEAD
 from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
 
 pytestmark = pytest.mark.e2e

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.consumer import Consumer
-from dafka.api.producer import Producer
+from dafka.consumer._facade import Consumer
 from dafka.errors import TopicDeletedError
 from dafka.metadata import MetadataClient
+from dafka.producer._facade import Producer
 from dafka.query.client import QueryClient
 from tests.e2e.test_admin_cli import admin
 from tests.e2e.test_cli import assert_one_line_error, consumer, producer

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TextIO
 
-from dafka.api.consumer import Consumer
-from dafka.api.producer import Producer
+from dafka.consumer._facade import Consumer
 from dafka.errors import BufferFullError, StorageError
+from dafka.producer._facade import Producer
 from tests.faults.checker import content
 
 

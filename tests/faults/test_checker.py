@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from tests.faults.checker import COUNTS, Ack, Delivery, check, content, format_table, parse
+from tests.faults.checker import (
+    COUNTS,
+    Ack,
+    Delivery,
+    check,
+    content,
+    format_table,
+    parse,
+)
 
 P, Q = "A" * 32, "B" * 32
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from dafka.api.producer import Producer
+from dafka.producer._facade import Producer
 from tests.procs import peak_rss_mib
 
 VALUE = bytes(100_000)

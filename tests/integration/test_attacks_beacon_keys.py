@@ -20,7 +20,12 @@ from dafka.config import parse_towers
 from dafka.core.peer_keys import Handshake
 from dafka.io.handshakes import HandshakeMonitor
 from dafka.security import identity
-from dafka.security.curve_keys import CurveConfig, make_client, make_server, start_authenticator
+from dafka.security.curve_keys import (
+    CurveConfig,
+    make_client,
+    make_server,
+    start_authenticator,
+)
 from dafka.wire.beacon import NodeBeacon
 from tests.integration.test_attacks_curve import CurveTower, ctower  # noqa: F401  (fixture)
 from tests.procs import Proc, free_port, py, wait_until

@@ -23,7 +23,14 @@ from dafka.metadata import MetadataClient
 from dafka.security import identity
 from dafka.security.curve_keys import CurveConfig, make_client
 from tests.admin import tower_args
-from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
+from tests.integration.test_attacks_curve import (
+    LINES,
+    CurveTower,
+    Store,
+    consume,
+    keys,
+    produce,
+)
 from tests.procs import Proc, Tower, py, wait_until
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer import Producer
-from dafka.api.store import Store
+from dafka.producer._facade import Producer
+from dafka.store._facade import Store
 
 pytestmark = pytest.mark.integration
 

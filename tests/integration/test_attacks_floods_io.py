@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import zmq
 
-from dafka.api.producer import Producer
 from dafka.config import TowerAddress, parse_endpoint
+from dafka.producer._facade import Producer
 from dafka.query.client import QueryClient
 from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon

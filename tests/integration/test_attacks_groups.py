@@ -22,16 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.consumer import Consumer
-from dafka.api.producer import Producer
-from dafka.api.store import Store
 from dafka.config import NodeConfig, parse_towers
+from dafka.consumer._facade import Consumer
 from dafka.groups.admin import describe
 from dafka.groups.assign import PartitionKey, assign
 from dafka.groups.records import Commit, Heartbeat, Leave, encode
 from dafka.metadata import MetadataClient
+from dafka.producer._facade import Producer
 from dafka.security import identity
 from dafka.storage.state_dir import StateDir
+from dafka.store._facade import Store
 from tests.integration.test_attacks_curve import CurveTower, keys, produce
 from tests.integration.test_attacks_curve import Store as StoreProc
 from tests.procs import Proc, Tower, py, wait_until

@@ -21,9 +21,9 @@ import pytest
 import zmq
 
 from dafka import Consumer
-from dafka.api.producer import Producer
 from dafka.config import NodeConfig, TowerAddress
 from dafka.io.node import OVERSIZE_CEILING_FACTOR
+from dafka.producer._facade import Producer
 from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed

@@ -41,7 +41,7 @@ GROWTH_MIB = 400  # the store's RSS over its start: 128 MiB of replies, and thei
 
 PROBE = r"""
 import sys, time
-from dafka.api.producer import Producer
+from dafka.producer._facade import Producer
 
 p = Producer("probe", towers=sys.argv[1], metadata=False, trust_any_store=True, linger_ms=0)
 try:

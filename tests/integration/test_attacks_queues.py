@@ -25,7 +25,7 @@ the store's XPUB queue for it (the store served 64 MiB/s per requester and 256 M
 all then, a rate, not a queue bound; measured 2,339 MiB, then 1,655 MiB once answers were
 bounded). A signed store's XPUB now keeps ``hwm`` messages (16 of up to 16 MiB), and its
 core sends one requester at most half of that before the requester has taken it
-(``dafka/core/store/credits.py``), so a reading consumer's bursts wait in the core
+(``dafka/store/_credits.py``), so a reading consumer's bursts wait in the core
 instead of being dropped at the mark: the last test here checks that a fresh consumer
 learns every one of many partitions from a store, which a 16-message XPUB without that
 pacing failed (15 of 60).
@@ -132,7 +132,7 @@ def never_reads(
     seconds a probe record took, during the flood, to be acknowledged by that store and to
     be delivered to a probe consumer."""
     from dafka import Consumer
-    from dafka.api.producer import Producer
+    from dafka.producer._facade import Producer
     from dafka.wire.rfc46 import Command, Fetch, direct_prefix
 
     tower = Tower()

@@ -44,7 +44,13 @@ from dafka.raft.codec import (
     encode_uint,
     encode_uint32,
 )
-from dafka.raft.peer import FileStorage, KvStateMachine, PeerOptions, RaftPeer, put_command
+from dafka.raft.peer import (
+    FileStorage,
+    KvStateMachine,
+    PeerOptions,
+    RaftPeer,
+    put_command,
+)
 from dafka.raft.peer._guard import PeerGuard
 from dafka.raft.peer._statemachine import decode_value, get_query
 from tests.procs import Proc, peak_rss_mib, py

@@ -29,7 +29,14 @@ from dafka.errors import ConfigError, DafkaTimeout
 from dafka.metadata.client import RAFT_PORT_OFFSET, MetadataClient
 from dafka.metadata.follower import MetadataView
 from dafka.raft.client import RaftClient
-from dafka.raft.codec import Entry, EntryType, Peer, ReqIdGenerator, encode_uint, encode_uint32
+from dafka.raft.codec import (
+    Entry,
+    EntryType,
+    Peer,
+    ReqIdGenerator,
+    encode_uint,
+    encode_uint32,
+)
 from dafka.raft.codec._frames import encode_entry
 from dafka.raft.peer import ClientCurve, curve_public_key
 from dafka.security import identity as ident

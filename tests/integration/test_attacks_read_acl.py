@@ -23,7 +23,14 @@ from dafka.query import protocol as qp
 from dafka.security import identity
 from dafka.security.curve_keys import CurveConfig, make_client
 from dafka.wire import beacon as wbeacon
-from tests.integration.test_attacks_curve import LINES, CurveTower, Store, consume, keys, produce
+from tests.integration.test_attacks_curve import (
+    LINES,
+    CurveTower,
+    Store,
+    consume,
+    keys,
+    produce,
+)
 from tests.procs import Proc, Tower, py, stored_head, wait_until
 from tests.unit.test_metadata_delivery import _IdleHandler
 

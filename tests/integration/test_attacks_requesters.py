@@ -31,12 +31,12 @@ from dafka.core.effects import Publish
 from dafka.core.read_guard import ReadView
 from dafka.errors import WireError
 from dafka.io.node import NodeHandler, NodeLoop
-from dafka.io.profiles import SignedProfile
 from dafka.io.request_senders import PeerSenders
 from dafka.metadata import MetadataClient
 from dafka.security import identity
 from dafka.security.identity import node_id_for
 from dafka.wire import beacon as wbeacon
+from dafka.wire.profiles import SignedProfile
 from dafka.wire.rfc46 import Command, direct_prefix
 from tests.integration.test_attacks_curve import LINES, CurveTower, keys
 from tests.integration.test_attacks_read_acl import feed, live_producer

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer import Producer
-from dafka.api.store import Store
 from dafka.metadata import MetadataClient
+from dafka.producer._facade import Producer
 from dafka.query.client import QueryClient
+from dafka.store._facade import Store
 from tests.procs import Proc, Tower, py, wait_until
 
 pytestmark = [pytest.mark.timeout(180)]

@@ -106,7 +106,7 @@ c.close()
 
 PROBE = r"""
 import sys, time
-from dafka.api.producer import Producer
+from dafka.producer._facade import Producer
 
 host, tower = sys.argv[1], sys.argv[2]
 p = Producer("t", towers=tower, host=host, metadata=False, trust_any_store=True)

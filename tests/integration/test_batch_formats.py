@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 import time
 
-from dafka.api.consumer import Consumer
-from dafka.api.producer import Producer
+from dafka.consumer._facade import Consumer
+from dafka.producer._facade import Producer
 from dafka.storage.lmdb_store import LmdbStorage
 from tests.procs import ROOT, Tower, py
 

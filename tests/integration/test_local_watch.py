@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.store import Store
 from dafka.cli.local import check_nodes
 from dafka.config import TowerAddress
 from dafka.errors import DafkaError, RaftError
+from dafka.store._facade import Store
 from tests.admin import tower_args
 from tower.metadata import TowerNode
 from tower.service_replay import ServiceReplay

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.consumer import Consumer
-from dafka.api.producer import Producer
-from dafka.api.store import Store
+from dafka.consumer._facade import Consumer
 from dafka.errors import ConfigError, DafkaError, DataLossError, RecordTooLargeError
 from dafka.metadata import MetadataClient, MetadataView
+from dafka.producer._facade import Producer
 from dafka.query.client import BelowTailError, QueryClient
+from dafka.store._facade import Store
 from tests.admin import ADMIN_HEX, tower_args
 from tests.procs import Proc, StoreProc, Tower, py, wait_until
 from tower.metadata import free_port_block

@@ -9,7 +9,15 @@ import pytest
 
 from dafka import BufferFullError, Consumer, Producer
 from dafka.core.effects import ConsumedRecord
-from tests.procs import Proc, StoreProc, Tower, free_tower_address, py, stored_head, wait_until
+from tests.procs import (
+    Proc,
+    StoreProc,
+    Tower,
+    free_tower_address,
+    py,
+    stored_head,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 

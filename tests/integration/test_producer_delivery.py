@@ -8,9 +8,14 @@ from types import MappingProxyType
 
 import pytest
 
-from dafka.api.producer import CloseResult, Producer, _SendPolicy
 from dafka.errors import ClosedError, DeliveryError, RecordTooLargeError
-from dafka.wire.signed import MAX_KEY_BYTES, MAX_VALUE_BYTES, LimitExceeded, verify_batch
+from dafka.producer._facade import CloseResult, Producer, _SendPolicy
+from dafka.wire.signed import (
+    MAX_KEY_BYTES,
+    MAX_VALUE_BYTES,
+    LimitExceeded,
+    verify_batch,
+)
 from tests.procs import Tower, wait_until
 
 
@@ -69,7 +74,7 @@ def test_close_accounts_for_records_never_acknowledged(
     lonely: Producer, caplog: pytest.LogCaptureFixture
 ) -> None:
     futures = [lonely.send(b"x"), lonely.send_many([b"y", b"z"])]
-    with caplog.at_level(logging.WARNING, logger="dafka.api.producer"):
+    with caplog.at_level(logging.WARNING, logger="dafka.producer._facade"):
         result = lonely.close(timeout=0.3)
     assert "producer.close.incomplete" in caplog.text and "unacknowledged=3" in caplog.text
     assert result == CloseResult(acknowledged=0, unacknowledged=3, failed=0)

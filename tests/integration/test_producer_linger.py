@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import time
 
-from dafka.api.producer import Producer
 from dafka.core import messages as m
 from dafka.core.effects import Outgoing, Publish
+from dafka.producer._facade import Producer
 from tests.procs import ROOT, Tower, py
 
 DEADLINE = 30.0

@@ -76,8 +76,8 @@ def test_a_tower_that_never_says_it_replayed_keeps_the_full_wait(tower: Tower, s
 def test_a_store_is_replayed_as_soon_as_it_starts_on_a_warm_tower(
     tower: Tower, tmp_path: Path
 ) -> None:
-    from dafka.api.store import Store
     from dafka.config import NodeConfig, parse_towers
+    from dafka.store._facade import Store
 
     _located(tower.address, 1.6)  # the tower has listened long enough: it sends end beacons
     # a beacon interval of 30 s: a node beacons at once when a tower subscribes to its

@@ -109,7 +109,9 @@ def test_two_of_ours_lead_a_reference_peer(tmp_path: Path) -> None:
 
 
 def test_a_read_from_a_reference_leader_says_unsupported(tmp_path: Path) -> None:
-    from dafka.errors import ExtensionUnsupported  # here: the ring test runs on older code too
+    from dafka.errors import (
+        ExtensionUnsupported,  # here: the ring test runs on older code too
+    )
 
     cluster = MixedCluster(tmp_path, [Kind.REF], name="alone", reference=REF_DIR)
     cluster.start_all()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer import Producer
-from dafka.api.store import Store
 from dafka.config import TowerAddress
 from dafka.errors import ConfigError, DafkaTimeout
+from dafka.producer._facade import Producer
+from dafka.store._facade import Store
 from tests.procs import StoreProc, Tower, stored_head
 from tower.metadata import TowerNode
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer import Producer
-from dafka.api.store import Store
 from dafka.metadata import MetadataClient
+from dafka.producer._facade import Producer
 from dafka.query.client import QueryClient
+from dafka.store._facade import Store
 from tests.procs import Tower, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -73,8 +73,46 @@ def _imports(path: Path, *, typing_too: bool = False) -> set[str]:
     return out
 
 
+ROLE_CORES = {
+    "producer": ("core", "serve", "runs", "recovery"),
+    "consumer": ("core", "table", "buffer", "delivery", "end", "fetch", "heads", "partition"),
+    "store": (
+        *("core", "credits", "gaps", "ingest", "partitions", "policy", "repair"),
+        *("replicate", "serve", "state", "waiting"),
+    ),
+}
+"""Each role package's sans-IO modules (the rest of it is its facade and IO half)."""
+
+
 def _core_modules() -> list[Path]:
-    return sorted((PACKAGE / "core").rglob("*.py"))
+    roles = [PACKAGE / role / f"_{name}.py" for role, names in ROLE_CORES.items() for name in names]
+    return sorted([*(PACKAGE / "core").rglob("*.py"), *roles])
+
+
+def test_every_role_core_module_exists() -> None:
+    # a module renamed away from ROLE_CORES would silently leave the checks below
+    missing = [str(p) for p in _core_modules() if not p.is_file()]
+    assert missing == []
+    for role in ROLE_CORES:  # and a new module of a role is named here or in its IO half
+        assert (PACKAGE / role / "__init__.py").is_file()
+
+
+def test_nothing_outside_a_role_package_imports_its_private_modules() -> None:
+    reached: dict[str, list[str]] = {}
+    for top in ("dafka", "tower"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            module = _module_of(path)
+            for role in ROLE_CORES:
+                if module.startswith(f"dafka.{role}"):
+                    continue
+                private = sorted(
+                    name
+                    for name in _imports(path, typing_too=True)
+                    if name.startswith(f"dafka.{role}._")
+                )
+                if private:
+                    reached.setdefault(module, []).extend(private)
+    assert reached == {}
 
 
 def test_no_core_module_imports_the_io_shell_directly() -> None:
@@ -128,4 +166,5 @@ def test_the_walk_sees_relative_absolute_and_module_imports() -> None:
     shell = _imports(PACKAGE / "io" / "node.py")
     assert {"dafka.io.node_plugins", "dafka.core.discovery", "dafka.wire.beacon"} <= shell
     assert {"dafka.wire.rfc46", "dafka.wire.signed"} <= _imports(PACKAGE / "wire" / "profiles.py")
-    assert "dafka.wire.profiles" in _imports(PACKAGE / "io" / "profiles.py")
+    assert "dafka.wire.profiles" in _imports(PACKAGE / "producer" / "_core.py")
+    assert "dafka.store._core" in _imports(PACKAGE / "store" / "__init__.py", typing_too=True)

@@ -13,17 +13,17 @@ import hashlib
 import pytest
 from blake3 import blake3
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
 from dafka.core.answers import FETCH_COUNT
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver
-from dafka.core.producer import ProducerCore
-from dafka.core.store import StoreCore
 from dafka.errors import WireError
-from dafka.io.profiles import SignedProfile
+from dafka.producer._core import ProducerCore
 from dafka.security.identity import Identity
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
 from dafka.wire import signed
+from dafka.wire.profiles import SignedProfile
 from tests.signing import (
     CONSUMER,
     FORGER,

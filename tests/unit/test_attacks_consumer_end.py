@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from dafka.api.consumer import Consumer
-from dafka.api.consumer_io import _ConsumerHandler
-from dafka.api.consumer_state import ConsumerShared
-from dafka.core.consumer import ConsumerCore
-from dafka.core.consumer_end import END_QUIET, MAX_STORES, StoreAnswers
+from dafka.consumer._core import ConsumerCore
+from dafka.consumer._end import END_QUIET, MAX_STORES, StoreAnswers
+from dafka.consumer._facade import Consumer
+from dafka.consumer._io import _ConsumerHandler
+from dafka.consumer._shared import ConsumerShared
 from dafka.core.effects import DataLoss, Publish
 from dafka.core.messages import (
     ConsumerHello,
@@ -38,7 +38,7 @@ from dafka.core.messages import (
     Subscription,
 )
 from dafka.errors import DataLossError
-from dafka.io.profiles import RFC46
+from dafka.wire.profiles import RFC46
 from tests.signing import WIRE
 
 C = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import DataLoss, Deliver, Publish
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage
-from tests.signing import CONSUMER, FORGER, STORE, STORE2, WIRE, P, decoded, head, record
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
+from tests.signing import (
+    CONSUMER,
+    FORGER,
+    STORE,
+    STORE2,
+    WIRE,
+    P,
+    decoded,
+    head,
+    record,
+)
 
 S = STORE.node_id
 

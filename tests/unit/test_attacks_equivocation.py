@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from dafka.core.consumer import ConsumerCore
+from dafka.consumer._core import ConsumerCore
 from dafka.core.effects import Deliver
 from tests.signing import CONSUMER, WIRE, P, blob, from_blob, record
 
@@ -74,7 +74,7 @@ def test_forged_content_at_taken_offsets_is_a_forgery_not_equivocation() -> None
 def test_consumer_equivocation_log_is_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
     core = consumer()
     core.handle(record(0, 1), 0.0)
-    caplog.set_level(logging.WARNING, logger="dafka.core.consumer")
+    caplog.set_level(logging.WARNING, logger="dafka.consumer._core")
     for i in range(200):
         core.handle(from_blob(blob(0, 1, values=[b"v%d" % i])), 0.001 * i)
     assert core.stats.equivocations == 200

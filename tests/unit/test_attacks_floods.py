@@ -11,10 +11,10 @@ import logging
 import pytest
 
 from dafka.core import messages as m
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, STORE, P, blob, from_blob, record, sent
 
 S = STORE.node_id
@@ -98,7 +98,7 @@ def test_equivocation_is_counted_each_time_but_logged_at_a_bounded_rate(
 ) -> None:
     core, _ = store()
     core.handle_batch([record(0, 1)], 0.0)
-    caplog.set_level(logging.WARNING, logger="dafka.core.store")
+    caplog.set_level(logging.WARNING, logger="dafka.store")
     for i in range(500):
         core.handle_batch([from_blob(blob(0, 1, values=[b"other %d" % i]))], i * 0.001)
     assert core.stats.equivocations == 500
@@ -137,7 +137,7 @@ def test_fetch_with_a_huge_count_is_served_at_a_bounded_byte_rate() -> None:
 def test_fetch_floods_at_a_producer_are_bounded_in_bytes() -> None:
     """A producer answers a FETCH with every held blob in its range: the bytes it resends to
     one requester are bounded per second, whatever the FETCH count and rate."""
-    from dafka.core.producer import ProducerCore
+    from dafka.producer._core import ProducerCore
     from tests.signing import PRODUCER
 
     mib = 1024 * 1024
@@ -156,8 +156,8 @@ def test_fetches_waiting_at_a_producer_for_their_bytes_are_bounded() -> None:
     """A FETCH past its requester's bytes a second waits for them at the producer: FETCHes
     under fresh (spoofed) IDs once all requesters' bytes are spent wait in a bounded queue,
     and the rest are dropped and counted."""
-    from dafka.core.producer import ProducerCore
-    from dafka.core.producer_serve import MAX_WAITING_FETCHES
+    from dafka.producer._core import ProducerCore
+    from dafka.producer._serve import MAX_WAITING_FETCHES
     from tests.signing import PRODUCER
 
     mib = 1024 * 1024

@@ -24,7 +24,12 @@ from dafka.io.multipart import (
 from dafka.query import protocol as qp
 from dafka.raft.codec import DEFAULT_MAX_ENTRY_BYTES, Entry, EntryType, ReqIdGenerator
 from dafka.raft.codec import _wire as w
-from dafka.raft.peer import BROADCAST_FRAMES, CLIENT_ANSWER_FRAMES, PeerOptions, RaftPeer
+from dafka.raft.peer import (
+    BROADCAST_FRAMES,
+    CLIENT_ANSWER_FRAMES,
+    PeerOptions,
+    RaftPeer,
+)
 from dafka.raft.peer._guard import (
     MAX_ENTRIES_PER_MESSAGE,
     PEER_RESPONSE_FRAMES,

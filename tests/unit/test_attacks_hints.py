@@ -9,9 +9,9 @@ are bounded in number and rate and cost a bounded number of FETCHes.
 
 from __future__ import annotations
 
-from dafka.core import consumer_state as consumer_mod
+from dafka.consumer import _partition as consumer_mod
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import DataLoss, Deliver
 from dafka.security.identity import Identity
 from tests.signing import (
@@ -166,7 +166,7 @@ def test_fetches_over_all_partitions_are_bounded() -> None:
 
 
 def test_a_signed_tail_message_round_trips_through_the_store_profile() -> None:
-    from dafka.io.profiles import SignedProfile
+    from dafka.wire.profiles import SignedProfile
 
     sp = SignedProfile(STORE)
     frames = sp.encode(m.DirectHead(CONSUMER, "t", P, 9, tail=8))

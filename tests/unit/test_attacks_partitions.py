@@ -3,13 +3,13 @@ partitions at stores and consumers, and partitions with state are never refused.
 
 from __future__ import annotations
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core.admission import source_key
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.security.identity import Identity
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, STORE, WIRE, P, forged_for, from_blob, head, record
 
 S = STORE.node_id

@@ -10,11 +10,11 @@ requester ID is only bound to its sender with ``--curve`` (docs/security.md "Rea
 from __future__ import annotations
 
 from dafka.core import messages as m
-from dafka.core.store import StoreCore
 from dafka.query import protocol as qp
 from dafka.query.server import authorize
 from dafka.security.curve_keys import curve_keys, node_ids_of_curve_key
 from dafka.security.identity import Identity
+from dafka.store import StoreCore
 from tests.signing import CONSUMER, FORGER, STORE, STORE2, F, P, record, sent
 from tests.unit.test_signed_cores import store
 

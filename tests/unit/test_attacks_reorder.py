@@ -17,8 +17,8 @@ from collections import deque
 import pytest
 
 from dafka.config import ConsumerConfig
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver, Effect, Publish
 from dafka.errors import ConfigError
 from dafka.security.identity import Identity

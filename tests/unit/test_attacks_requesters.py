@@ -21,11 +21,10 @@ from collections.abc import Sequence
 from typing import overload
 
 from dafka.core import messages as m
-from dafka.core.producer import ProducerCore
-from dafka.core.producer_serve import PROXY_SHARE
-from dafka.core.read_guard import ReadView, RequesterCheck, Sender, check_requester
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
+from dafka.core.read_guard import PROXY_SHARE, ReadView, RequesterCheck, Sender, check_requester
+from dafka.producer._core import ProducerCore
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, PRODUCER, STORE, STORE2, F, P, record, sent
 from tests.unit.test_signed_cores import store
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.storage.held_file import HELD_FILE, HeldFile
 from dafka.storage.lmdb_store import LmdbStorage
 from dafka.storage.retention import BatchInfo, HeldLedger
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.signing import STORE, P, record
 
 S = STORE.node_id

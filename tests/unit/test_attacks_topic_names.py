@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.api.consumer import Consumer
+from dafka.consumer._facade import Consumer
 from dafka.errors import InvalidTopic
 from dafka.groups.records import group_topic
 from dafka.ids import check_topic, check_topic_name

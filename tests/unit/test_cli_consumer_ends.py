@@ -15,7 +15,7 @@ from dafka.cli.consumer_ends import (
     parse_offsets,
     split_topics,
 )
-from dafka.core.consumer import ConsumerCore
+from dafka.consumer._core import ConsumerCore
 from dafka.core.effects import ConsumedRecord
 from dafka.errors import ConfigError
 from tests.signing import CONSUMER, WIRE, P, direct_head

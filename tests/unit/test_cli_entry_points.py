@@ -52,7 +52,7 @@ def test_the_package_imports_the_node_types_when_first_used() -> None:
 
     code = (
         "import sys, dafka, dafka.cli.consumer, dafka.cli.producer; "
-        "print(sorted(m for m in ('dafka.api.consumer', 'dafka.api.producer', "
+        "print(sorted(m for m in ('dafka.consumer._facade', 'dafka.producer._facade', "
         "'prometheus_client') if m in sys.modules)); print(dafka.Consumer.__name__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

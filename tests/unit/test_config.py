@@ -1,6 +1,12 @@
 import pytest
 
-from dafka.config import NodeConfig, ProducerConfig, TowerAddress, parse_endpoint, parse_towers
+from dafka.config import (
+    NodeConfig,
+    ProducerConfig,
+    TowerAddress,
+    parse_endpoint,
+    parse_towers,
+)
 from dafka.errors import ConfigError
 
 

@@ -10,10 +10,10 @@ from collections import deque
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dafka.api.consumer import Consumer
-from dafka.api.consumer_io import SHORT_RUN, _coalesce
-from dafka.api.consumer_state import ConsumerShared
-from dafka.core.consumer import ConsumerCore
+from dafka.consumer._core import ConsumerCore
+from dafka.consumer._facade import Consumer
+from dafka.consumer._io import SHORT_RUN, _coalesce
+from dafka.consumer._shared import ConsumerShared
 from dafka.core.effects import Deliver, RecordBatch
 from dafka.core.ready import Ready
 from dafka.wire import signed
@@ -158,7 +158,7 @@ def test_a_reader_of_records_gets_runs_made_into_lists_on_the_io_thread() -> Non
     verification (cache-hot, a tenth less CPU); poll_batches gets the columns."""
     from types import SimpleNamespace
 
-    from dafka.api.consumer_io import _ConsumerHandler
+    from dafka.consumer._io import _ConsumerHandler
     from dafka.core import messages as m
 
     runs = [_run(0, 10, keyed=2), _run(10, 5)]
@@ -195,7 +195,7 @@ def test_a_run_cut_from_a_big_batch_does_not_keep_the_batch_alive_while_it_waits
     hold about that record's bytes, not the whole batch (runs are counted in records)."""
     from types import SimpleNamespace
 
-    from dafka.api.consumer_io import _ConsumerHandler
+    from dafka.consumer._io import _ConsumerHandler
     from dafka.core import messages as m
 
     big = [b"v" * 4096] * 255 + [b"last"]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dafka.core.consumer import ConsumerCore
+from dafka.consumer._core import ConsumerCore
 from dafka.core.effects import ConsumedRecord, Deliver, Publish
 from dafka.core.messages import (
     ConsumerHello,
@@ -517,7 +517,7 @@ def test_heads_are_asked_for_again_so_a_lost_direct_head_is_recovered() -> None:
     """A store's DIRECT-HEAD can be lost (its data XPUB drops past its mark when a reader
     falls behind); with the partition's producers gone, nothing else tells the consumer
     the partition exists, so it asks for the heads again every HEADS_REFRESH seconds."""
-    from dafka.core.consumer import HEADS_REFRESH
+    from dafka.consumer._core import HEADS_REFRESH
 
     core = consumer()
     assert sent(core.tick(1.0)) == []  # the first tick times the refresh
@@ -531,7 +531,7 @@ def test_heads_are_asked_for_again_so_a_lost_direct_head_is_recovered() -> None:
 
 
 def test_a_consumer_at_latest_does_not_ask_for_heads_again() -> None:
-    from dafka.core.consumer import HEADS_REFRESH
+    from dafka.consumer._core import HEADS_REFRESH
 
     core = consumer(reset="latest")
     assert sent(core.tick(0.0)) == []

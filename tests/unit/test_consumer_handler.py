@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dafka.api.consumer_io import _ConsumerHandler
-from dafka.api.consumer_state import ConsumerShared
+from dafka.consumer._io import _ConsumerHandler
+from dafka.consumer._shared import ConsumerShared
 from dafka.core import messages as m
 from dafka.core.effects import RecordBatch
 from dafka.core.ready import Ready

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.api.consumer_io import _ConsumerHandler
-from dafka.api.consumer_state import ConsumerShared
-from dafka.core.consumer import ConsumerCore
-from dafka.core.consumer_base import ConsumerSettings, PartitionTable
-from dafka.core.consumer_buffer import ReorderBuffers
-from dafka.core.consumer_delivery import Delivery
-from dafka.core.consumer_fetch import FetchPlanning
-from dafka.core.consumer_heads import HeadTracking
-from dafka.core.consumer_state import FETCH_BURST, MAX_UNCONFIRMED, PartitionState
+from dafka.consumer._buffer import ReorderBuffers
+from dafka.consumer._core import ConsumerCore
+from dafka.consumer._delivery import Delivery
+from dafka.consumer._fetch import FetchPlanning
+from dafka.consumer._heads import HeadTracking
+from dafka.consumer._io import _ConsumerHandler
+from dafka.consumer._partition import FETCH_BURST, MAX_UNCONFIRMED, PartitionState
+from dafka.consumer._shared import ConsumerShared
+from dafka.consumer._table import ConsumerSettings, PartitionTable
 from dafka.core.effects import DataLoss, Deliver, Publish, RecordBatch
 from dafka.core.messages import DirectHead, Fetch, GetHeads, Head, Record
 from dafka.errors import ConfigError, DataLossError, TopicDeletedError

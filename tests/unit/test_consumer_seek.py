@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver
 from dafka.errors import ConfigError
-from dafka.io.profiles import RFC46
+from dafka.wire.profiles import RFC46
 from tests.signing import CONSUMER, WIRE, P, direct, direct_head, head, record, sent
 
 OTHER = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"

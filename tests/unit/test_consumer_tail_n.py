@@ -9,10 +9,10 @@ of the end, and ``-o -3`` printed all of them. Signed frames with real keys, fak
 
 from __future__ import annotations
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver
-from dafka.io.profiles import RFC46
+from dafka.wire.profiles import RFC46
 from tests.signing import CONSUMER, WIRE, P, direct, direct_head, head, record, sent
 
 END = 1_000_000  # one past the last offset of the partition

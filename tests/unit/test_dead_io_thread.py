@@ -20,12 +20,12 @@ from collections.abc import Callable
 
 import pytest
 
-from dafka.api.consumer import Consumer
-from dafka.api.producer import Producer
 from dafka.config import NodeConfig, TowerAddress
+from dafka.consumer._facade import Consumer
 from dafka.errors import ClosedError
 from dafka.futures import BatchFuture, RecordFuture
 from dafka.io.node import NodeLoop
+from dafka.producer._facade import Producer
 from tests.unit.test_metadata_delivery import _IdleHandler
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer_setup import open_state
 from dafka.config import ProducerConfig
+from dafka.producer._setup import open_state
 from dafka.security import identity as identity_module
 from dafka.storage.lmdb_store import LmdbStorage
 from dafka.storage.state_dir import lock_directory, unlock_directory

@@ -15,15 +15,15 @@ from __future__ import annotations
 import zmq
 
 from dafka.config import NodeConfig, TowerAddress
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
 from dafka.core.answers import ANSWER_BATCHES
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver, Publish
-from dafka.core.store import StoreCore
 from dafka.io.node import NodeLoop
-from dafka.io.profiles import SignedProfile
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
 from dafka.wire import signed
+from dafka.wire.profiles import SignedProfile
 from tests.signing import (
     CONSUMER,
     STORE,

@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import pytest
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
 from dafka.core.answers import ANSWER_BATCHES, ANSWER_BYTES, AnswerCursor, answer_full
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Deliver, Publish
-from dafka.core.producer import ProducerCore
-from dafka.core.store import StoreCore
-from dafka.core.store.credits import ACK_HOLD
-from dafka.io.profiles import RFC46, SignedProfile
+from dafka.producer._core import ProducerCore
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.store._credits import ACK_HOLD
 from dafka.wire import signed
-from tests.signing import CONSUMER, PRODUCER, STORE, WIRE, P, blob, decoded, direct, record, sent
+from dafka.wire.profiles import RFC46, SignedProfile
+from tests.signing import (
+    CONSUMER,
+    PRODUCER,
+    STORE,
+    WIRE,
+    P,
+    blob,
+    decoded,
+    direct,
+    record,
+    sent,
+)
 
 S = STORE.node_id
 HUGE = 2**32 - 1
@@ -205,7 +216,7 @@ def test_a_store_asks_on_as_soon_as_its_gap_fetch_is_answered_to_the_bound() -> 
         assert fetches(core.handle_batch([direct(i, to=S)], 0.0)) == []
     out = core.handle_batch([direct(ANSWER_BATCHES - 1, to=S)], 0.0)
     # the first FETCH and the ACKs of 7 batches spent the producer's credit (they share
-    # the connection to it, dafka.core.store.credits): an ACK's hold, no retry interval
+    # the connection to it, dafka.store._credits): an ACK's hold, no retry interval
     assert fetches(out) == [] and core.serve_at == ACK_HOLD
     out = core.tick(ACK_HOLD)
     assert fetches(out) == [m.Fetch(P, S, "t", ANSWER_BATCHES, n - ANSWER_BATCHES)]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from dafka import Consumer
-from dafka.api.consumer_group import MAX_GROUP_EVENTS
+from dafka.consumer._group import MAX_GROUP_EVENTS
 from dafka.core.effects import RecordBatch
 from dafka.groups.member import ASSIGN, REVOKE
 

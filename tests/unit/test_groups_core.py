@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dafka.core.consumer import ConsumerCore
+from dafka.consumer._core import ConsumerCore
 from dafka.core.effects import Deliver, Publish
 from dafka.core.messages import DirectHead, Fetch, GetHeads, Record
 

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from dafka.core.consumer import ConsumerCore
+from dafka.consumer._core import ConsumerCore
 from dafka.core.effects import DataLoss, Deliver, Publish
 from dafka.core.messages import (
     Ack,
@@ -22,8 +22,8 @@ from dafka.core.messages import (
     Oversized,
     Record,
 )
-from dafka.core.store import StoreCore
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
 
 C = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
 P = "0123456789ABCDEF0123456789ABCDEF"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from dafka.api.cluster import _batch_at, check_times
-from dafka.api.consumer_control import ConsumerControl, parse_assignment
-from dafka.api.consumer_state import ConsumerShared
+from dafka.consumer._control import ConsumerControl, parse_assignment
+from dafka.consumer._shared import ConsumerShared
 from dafka.core.effects import RecordBatch
 from dafka.errors import ConfigError, ProfileError, ProtocolError
 from dafka.query import protocol as qp

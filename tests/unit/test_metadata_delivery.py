@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-import dafka.api.producer as producer_module
-from dafka.api.producer import Producer
+import dafka.producer._facade as producer_module
 from dafka.config import NodeConfig, TowerAddress
 from dafka.errors import ConfigError, DafkaTimeout, RecordTooLargeError
 from dafka.io.node import NodeHandler, NodeLoop
 from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import command, signed_command
+from dafka.producer._facade import Producer
 from dafka.raft.codec import ZERO_REQID, Entry, EntryType
 from tests.admin import ADMIN, ADMIN_HEX
 from tests.procs import wait_until

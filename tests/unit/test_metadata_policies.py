@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dafka.core.effects import Acked
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage
 from dafka.storage.retention import BatchInfo, retention_cut
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.signing import FORGER, STORE, STORE2, P, ack, record, sent, value
 from tests.unit.test_signed_cores import consumer, deliveries, producer
 

@@ -13,12 +13,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dafka.api.store import _StoreHandler
 from dafka.config import NodeConfig
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
-from dafka.core.producer import ProducerCore
-from dafka.core.store import StoreCore
 from dafka.errors import ConfigError
 from dafka.io.metrics import (
     AckTimer,
@@ -38,10 +35,13 @@ from dafka.io.node_metrics import (
     producer_metrics,
     store_metrics,
 )
-from dafka.io.profiles import SignedProfile
+from dafka.producer._core import ProducerCore
 from dafka.query.server import QueryService
 from dafka.raft.peer._guard import BadInput
 from dafka.storage.lmdb_store import LmdbStorage
+from dafka.store import StoreCore
+from dafka.store._facade import _StoreHandler
+from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, PRODUCER, STORE, WIRE, P, ack, record
 from tower.metrics import TOWER_SPECS
 

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from dafka.core.effects import Acked, Publish, PublishRecords
 from dafka.core.messages import Ack, DirectRecord, Fetch, Head, Record
-from dafka.core.producer import ProducerCore
 from dafka.errors import InvalidTopic
-from dafka.io.profiles import RFC46
+from dafka.producer._core import ProducerCore
 from dafka.wire import rfc46
+from dafka.wire.profiles import RFC46
 
 P = "0123456789ABCDEF0123456789ABCDEF"
 STORE = "FEDCBA9876543210FEDCBA9876543210"

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer_io import _ProducerHandler
-from dafka.api.producer_state import ProducerState
 from dafka.cli.feed import Feed, Tally, read_lines
 from dafka.config import ProducerConfig
 from dafka.core.effects import Acked, Publish
-from dafka.core.producer import ProducerCore
 from dafka.errors import RecordTooLargeError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
-from dafka.io.profiles import SignedProfile
+from dafka.producer._core import ProducerCore
+from dafka.producer._io import _ProducerHandler
+from dafka.producer._state import ProducerState
 from dafka.security.identity import Identity
+from dafka.wire.profiles import SignedProfile
 from dafka.wire.signed import MAX_VALUE_BYTES, LimitExceeded
 
 
@@ -241,7 +241,7 @@ def test_send_lets_go_of_the_gil_once_per_yield_every_records_waiting(
     from types import SimpleNamespace
 
     from dafka import Producer
-    from dafka.api import producer as producer_module
+    from dafka.producer import _facade as producer_module
 
     yields: list[float] = []
     monkeypatch.setattr(producer_module, "time", SimpleNamespace(sleep=yields.append))

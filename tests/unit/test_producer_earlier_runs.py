@@ -1,4 +1,4 @@
-"""EarlierRuns (dafka.core.producer_runs) alone: a restart's recovery of an earlier run's
+"""EarlierRuns (dafka.producer._runs) alone: a restart's recovery of an earlier run's
 reserved range, the gap statements it makes (stamped with the time it is given, never
 its own clock), and their repetition before HEADs."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dafka.core import messages as m
 from dafka.core.effects import Publish
-from dafka.core.producer_runs import MAX_GAPS_REPEATED, EarlierRuns
-from dafka.core.producer_serve import HeldTopic
-from dafka.core.recovery import Recovery
-from dafka.io.profiles import SignedProfile
+from dafka.producer._recovery import Recovery
+from dafka.producer._runs import MAX_GAPS_REPEATED, EarlierRuns
+from dafka.producer._serve import HeldTopic
 from dafka.wire import signed
+from dafka.wire.profiles import SignedProfile
 from tests.signing import FORGER, PRODUCER, P, blob, direct
 
 STAMP = 1_234_567

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer import Producer
-from dafka.api.producer_io import _ProducerHandler
-from dafka.api.producer_linger import Linger
-from dafka.api.producer_state import ProducerState
 from dafka.config import DEFAULT_LINGER_MS, ProducerConfig
 from dafka.core.effects import Publish
-from dafka.core.producer import ProducerCore
 from dafka.errors import ConfigError
 from dafka.futures import BatchFuture, RecordFuture
-from dafka.io.profiles import SignedProfile
+from dafka.producer._core import ProducerCore
+from dafka.producer._facade import Producer
+from dafka.producer._io import _ProducerHandler
+from dafka.producer._linger import Linger
+from dafka.producer._state import ProducerState
 from dafka.security.identity import Identity
+from dafka.wire.profiles import SignedProfile
 
 
 def test_without_a_linger_whatever_is_queued_goes_at_once() -> None:

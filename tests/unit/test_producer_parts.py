@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.producer_budget import CloseResult, UnackedBudget
-from dafka.api.producer_setup import open_state
 from dafka.config import ProducerConfig
 from dafka.errors import BufferFullError, ClosedError, ConfigError, DafkaTimeout
+from dafka.producer._budget import CloseResult, UnackedBudget
+from dafka.producer._setup import open_state
 
 
 def test_a_full_budget_raises_and_failures_are_counted_once_per_wait() -> None:

@@ -1,4 +1,4 @@
-"""The producer's durability orders as Ready steps (dafka.api.producer_ready), alone and
+"""The producer's durability orders as Ready steps (dafka.producer._ready), alone and
 as the IO handler runs them: offsets reserved before publishing, the log written before
 ``send`` returns, the acked bound written before futures resolve, the log released after."""
 
@@ -8,8 +8,16 @@ from typing import Any
 
 import pytest
 
-from dafka.api.producer_io import _ProducerHandler
-from dafka.api.producer_ready import (
+from dafka.config import ProducerConfig
+from dafka.core import messages as m
+from dafka.core.effects import Acked, Publish
+from dafka.core.ready import Ready
+from dafka.errors import StorageError
+from dafka.futures import RecordFuture
+from dafka.io.ready_shell import run_ready
+from dafka.producer._core import ProducerCore
+from dafka.producer._io import _ProducerHandler
+from dafka.producer._ready import (
     AckedUpTo,
     Log,
     ReadyQueue,
@@ -17,18 +25,10 @@ from dafka.api.producer_ready import (
     Reserve,
     StatePersister,
 )
-from dafka.api.producer_state import ProducerState
-from dafka.config import ProducerConfig
-from dafka.core import messages as m
-from dafka.core.effects import Acked, Publish
-from dafka.core.producer import ProducerCore
-from dafka.core.ready import Ready
-from dafka.errors import StorageError
-from dafka.futures import RecordFuture
-from dafka.io.profiles import SignedProfile
-from dafka.io.ready_shell import run_ready
+from dafka.producer._state import ProducerState
+from dafka.producer._wal import LoggedBatch
 from dafka.security.identity import Identity
-from dafka.storage.wal import LoggedBatch
+from dafka.wire.profiles import SignedProfile
 
 
 class _File:

@@ -12,15 +12,15 @@ import struct
 import pytest
 from nacl.signing import SigningKey
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Acked, Deliver, Publish
-from dafka.core.producer import ProducerCore
-from dafka.core.recovery import Recovery
-from dafka.core.store import StoreCore
-from dafka.io.profiles import RFC46, SignedProfile, records_of
+from dafka.producer._core import ProducerCore
+from dafka.producer._recovery import Recovery
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
 from dafka.wire import signed
+from dafka.wire.profiles import RFC46, SignedProfile, records_of
 from dafka.wire.signed import BadSignature, WireError, WrongPartition
 from tests.signing import CONSUMER, FORGER, PRODUCER, STORE, WIRE, P, ack, blob, decoded
 
@@ -388,8 +388,8 @@ def test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer(
 ) -> None:
     from pathlib import Path
 
-    from dafka.api.producer_setup import open_state
     from dafka.config import ProducerConfig
+    from dafka.producer._setup import open_state
 
     state = Path(str(tmp_path)) / "state"
     config = ProducerConfig(state_dir=state).validate()
@@ -429,8 +429,8 @@ def test_an_acked_bound_in_doubt_declares_nothing_a_gap() -> None:
 def test_a_state_directory_whose_acked_journal_is_in_doubt_says_so(tmp_path: object) -> None:
     from pathlib import Path
 
-    from dafka.api.producer_setup import ACKED_JOURNAL, open_state
     from dafka.config import ProducerConfig
+    from dafka.producer._setup import ACKED_JOURNAL, open_state
 
     state = Path(str(tmp_path)) / "state"
     config = ProducerConfig(state_dir=state).validate()

@@ -16,13 +16,13 @@ from nacl.signing import SigningKey
 
 from dafka.core import messages as m
 from dafka.core.effects import Publish
-from dafka.core.producer import ProducerCore
-from dafka.core.store import StoreCore
 from dafka.errors import ConfigError
-from dafka.io.profiles import SignedProfile
+from dafka.producer._core import ProducerCore
 from dafka.storage.memory import MemoryStorage
 from dafka.storage.state_dir import StateDir
+from dafka.store import StoreCore
 from dafka.wire import signed
+from dafka.wire.profiles import SignedProfile
 from dafka.wire.signed import WireError
 from tests.signing import PRODUCER, STORE, P
 
@@ -189,8 +189,8 @@ def test_only_a_run_that_closed_a_range_publishes_its_gap_statements_again() -> 
 
 
 def test_each_start_of_a_producer_gets_a_higher_run(tmp_path: Path) -> None:
-    from dafka.api.producer_setup import open_state
     from dafka.config import ProducerConfig
+    from dafka.producer._setup import open_state
 
     config = ProducerConfig(state_dir=tmp_path / "p").validate()
     runs = []
@@ -203,7 +203,7 @@ def test_each_start_of_a_producer_gets_a_higher_run(tmp_path: Path) -> None:
 
 
 def test_a_consumer_passes_a_gap_statement_with_its_run() -> None:
-    from dafka.core.consumer import ConsumerCore
+    from dafka.consumer._core import ConsumerCore
     from dafka.core.effects import Deliver
     from tests.signing import CONSUMER, WIRE, blob, decoded
 

@@ -1,5 +1,5 @@
 """A producer's FETCH answers past its requester's bytes a second wait for them and are then
-served, not dropped (:mod:`dafka.core.producer_serve`): dropped, a consumer catching up past
+served, not dropped (:mod:`dafka.producer._serve`): dropped, a consumer catching up past
 the burst from a producer no store had acknowledged asked again only after its 1 s timeout,
 a second of stall about every 64 MiB (``docs/consumer.md``)."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from dafka.api.producer_io import _ProducerHandler
 from dafka.core import messages as m
-from dafka.core.producer import ProducerCore
-from dafka.core.producer_serve import MAX_WAITING_FETCHES
-from dafka.io.profiles import SignedProfile
+from dafka.producer._core import ProducerCore
+from dafka.producer._io import _ProducerHandler
+from dafka.producer._serve import MAX_WAITING_FETCHES
+from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, PRODUCER, STORE, P, ack, sent
 
 RATE = 1024 * 1024  # a burst of 2 MiB a requester, 1 MiB a second

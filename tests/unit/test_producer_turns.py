@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from dafka.api.producer_inflight import Continued, ManyRun, Values
-from dafka.api.producer_io import TURN_BATCHES, TURN_TOPICS, _ProducerHandler
 from dafka.config import ProducerConfig
 from dafka.core.effects import Acked, Publish
-from dafka.core.producer import ProducerCore
 from dafka.errors import ClosedError, StorageError, TopicDeletedError
 from dafka.futures import BatchFuture, RecordFuture
-from dafka.io.profiles import SignedProfile
+from dafka.producer._core import ProducerCore
+from dafka.producer._inflight import Continued, ManyRun, Values
+from dafka.producer._io import TURN_BATCHES, TURN_TOPICS, _ProducerHandler
 from dafka.security.identity import Identity
+from dafka.wire.profiles import SignedProfile
 from dafka.wire.signed import verify_batch
 from tests.unit.test_producer_delivery import _StubProducer
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from dafka.errors import StorageError
-from dafka.storage import wal as walmod
-from dafka.storage.wal import LoggedBatch, ProducerLog
+from dafka.producer import _wal as walmod
+from dafka.producer._wal import LoggedBatch, ProducerLog
 
 
 def batch(topic: str, first: int, count: int = 1) -> LoggedBatch:

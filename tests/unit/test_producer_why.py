@@ -1,4 +1,4 @@
-"""Why records wait: :func:`dafka.api.producer_why.explain` tells each cause apart, and what
+"""Why records wait: :func:`dafka.producer._why.explain` tells each cause apart, and what
 peers put into the evidence is bounded (issue 34, point 5)."""
 
 from __future__ import annotations
@@ -8,16 +8,22 @@ from dataclasses import replace
 
 import pytest
 
-from dafka.api.producer_io import MAX_STORES_NAMED, _ProducerHandler
-from dafka.api.producer_state import ProducerState
-from dafka.api.producer_why import AckEvidence, TopicAcks, check_towers_resolve, explain
 from dafka.config import ProducerConfig, TowerAddress
 from dafka.core import messages as m
 from dafka.core.messages import Subscription
-from dafka.core.producer import MAX_UNTRUSTED_NAMED, ProducerCore
-from dafka.errors import ConfigError, DafkaTimeout, NotAcknowledged, ProducerError, UnackedCause
-from dafka.io.profiles import SignedProfile
+from dafka.errors import (
+    ConfigError,
+    DafkaTimeout,
+    NotAcknowledged,
+    ProducerError,
+    UnackedCause,
+)
+from dafka.producer._core import MAX_UNTRUSTED_NAMED, ProducerCore
+from dafka.producer._io import MAX_STORES_NAMED, _ProducerHandler
+from dafka.producer._state import ProducerState
+from dafka.producer._why import AckEvidence, TopicAcks, check_towers_resolve, explain
 from dafka.security.identity import Identity
+from dafka.wire.profiles import SignedProfile
 from dafka.wire.rfc46 import Command
 
 A, B, C = "A" * 32, "B" * 32, "C" * 32

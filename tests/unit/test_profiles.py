@@ -232,7 +232,7 @@ def test_a_gap_statement_is_stamped_with_the_time_its_caller_passes() -> None:
 
 
 def test_the_shell_finds_the_codec_where_it_always_did() -> None:
-    from dafka.io import profiles as shell_profiles
+    from dafka.wire import profiles as shell_profiles
 
     for name in shell_profiles.__all__:
         assert getattr(shell_profiles, name) is getattr(profiles, name)

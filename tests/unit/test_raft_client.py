@@ -19,10 +19,23 @@ import zmq
 
 from dafka.errors import ConfigError, DafkaTimeout, RaftError
 from dafka.raft.client import RaftClient
-from dafka.raft.codec import Entry, Peer, decode_json, decode_uint, encode_json, encode_uint
+from dafka.raft.codec import (
+    Entry,
+    Peer,
+    decode_json,
+    decode_uint,
+    encode_json,
+    encode_uint,
+)
 from dafka.raft.codec import _wire as w
 from dafka.raft.core import SnapshotChunk
-from dafka.raft.peer import FileStorage, KvStateMachine, PeerOptions, RaftPeer, put_command
+from dafka.raft.peer import (
+    FileStorage,
+    KvStateMachine,
+    PeerOptions,
+    RaftPeer,
+    put_command,
+)
 from dafka.raft.peer._guard import PeerGuard
 from dafka.raft.peer._statemachine import decode_value, dump_query, get_query
 

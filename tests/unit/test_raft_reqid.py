@@ -14,7 +14,12 @@ from dafka.raft.codec import (
     reqid_expired,
     reqid_time,
 )
-from dafka.raft.codec._reqid import default_machine_id, parse_reqid, reqid_acceptable, reqid_hex
+from dafka.raft.codec._reqid import (
+    default_machine_id,
+    parse_reqid,
+    reqid_acceptable,
+    reqid_hex,
+)
 
 
 def make(now: float = 0x5956DC88, start: int = 0xDCCCAB) -> ReqIdGenerator:

@@ -9,10 +9,22 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from dafka.errors import StorageError, WireError
-from dafka.raft.codec import ZERO_REQID, ClusterConfig, Entry, EntryType, Peer, SnapshotMeta
+from dafka.raft.codec import (
+    ZERO_REQID,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    Peer,
+    SnapshotMeta,
+)
 from dafka.raft.peer import KvStateMachine, StateMachine, put_command
 from dafka.raft.peer._peer import pack_snapshot, unpack_snapshot
-from dafka.raft.peer._statemachine import decode_value, del_command, dump_query, get_query
+from dafka.raft.peer._statemachine import (
+    decode_value,
+    del_command,
+    dump_query,
+    get_query,
+)
 
 
 def reqid(seconds: int, n: int) -> bytes:

@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dafka.errors import StorageError
-from dafka.raft.codec import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
+from dafka.raft.codec import (
+    ClusterConfig,
+    Entry,
+    EntryType,
+    HardState,
+    Peer,
+    SnapshotMeta,
+)
 from dafka.raft.peer import FileStorage, MemoryStorage
 from dafka.raft.peer import _storage as storage_module
 from dafka.raft.peer._storageapi import LoadedState

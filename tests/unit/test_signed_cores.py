@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import pytest
 
+from dafka.consumer._core import ConsumerCore
 from dafka.core import messages as m
-from dafka.core.consumer import ConsumerCore
 from dafka.core.effects import Acked, ConsumedRecord, Deliver, Publish
-from dafka.core.producer import ProducerCore
-from dafka.core.store import StoreCore
 from dafka.errors import ConfigError, ProfileError
-from dafka.io.profiles import RFC46, Profile, SignedProfile, records_of
+from dafka.producer._core import ProducerCore
 from dafka.storage.base import StoredBatch
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
 from dafka.wire import signed
+from dafka.wire.profiles import RFC46, Profile, SignedProfile, records_of
 from tests.signing import (
     CONSUMER,
     PRODUCER,
@@ -103,8 +103,8 @@ def test_a_producer_profile_refuses_other_batch_formats(fmt: int) -> None:
 
 @pytest.mark.parametrize("fmt", [1, 3])
 def test_the_producer_config_carries_its_batch_format_to_the_profile(fmt: int) -> None:
-    from dafka.api.producer_setup import wire_profile
     from dafka.config import ProducerConfig
+    from dafka.producer._setup import wire_profile
 
     assert ProducerConfig().batch_format == 3
     wire = wire_profile(ProducerConfig(batch_format=fmt).validate(), PRODUCER)
@@ -379,7 +379,7 @@ def test_from_blob_helper_round_trips() -> None:
 
 
 def test_the_consumer_joins_runs_that_continue_each_other() -> None:
-    from dafka.api.consumer_io import _coalesce
+    from dafka.consumer._io import _coalesce
     from dafka.core.effects import RecordBatch
 
     runs = [

@@ -22,12 +22,12 @@ from dafka.core.messages import (
     Record,
     StoreHello,
 )
-from dafka.core.store import MAX_HELLO_TOPICS, StoreCore
 from dafka.errors import StorageError, StoreFullError
-from dafka.io.profiles import RFC46
 from dafka.storage.base import StoredBatch
 from dafka.storage.memory import MemoryStorage
+from dafka.store import MAX_HELLO_TOPICS, StoreCore
 from dafka.wire import rfc46
+from dafka.wire.profiles import RFC46
 from tests.strategies import rfc46_messages
 
 NODE = "5707E0000000000000000000000000AA"

@@ -15,8 +15,11 @@ import pytest
 
 from dafka.core import messages as m
 from dafka.core.answers import ANSWER_BATCHES
-from dafka.core.store import StoreCore, serve
-from dafka.core.store.credits import (
+from dafka.security.identity import Identity
+from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.store import _serve as serve
+from dafka.store._credits import (
     ACK_HOLD,
     DEFAULT_SEND_CREDITS,
     HOLD,
@@ -24,9 +27,7 @@ from dafka.core.store.credits import (
     SendCredits,
     credits_for_hwm,
 )
-from dafka.io.profiles import SignedProfile
-from dafka.security.identity import Identity
-from dafka.storage.memory import MemoryStorage
+from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, STORE, P, blob, from_blob, head, record, sent
 
 S = STORE.node_id
@@ -74,7 +75,7 @@ def test_credits_are_spent_freed_by_a_fetch_on_and_by_their_hold() -> None:
 
 
 def test_credits_track_a_bounded_number_of_requesters(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dafka.core.store import credits
+    from dafka.store import _credits as credits
 
     monkeypatch.setattr(credits, "MAX_REQUESTERS", 10)
     c = SendCredits(8)
@@ -190,7 +191,7 @@ def test_heads_waiting_for_credit_are_bounded(monkeypatch: pytest.MonkeyPatch) -
 
 def test_rfc46_stores_are_not_paced() -> None:
     """rfc46 answers one record per message (interop): its XPUB keeps its message count."""
-    from dafka.core.store.state import StoreConfig
+    from dafka.store._state import StoreConfig
 
     core = StoreCore(S, MemoryStorage())
     assert not core.paces_requesters and isinstance(core.config, StoreConfig)

@@ -22,7 +22,7 @@ def test_a_full_disk_is_logged_as_such_once_per_period(caplog: pytest.LogCapture
     core, s = make()
     core.handle_batch(recs(0, 2), 0.0)
     s.fail = FULL
-    with caplog.at_level(logging.WARNING, logger="dafka.core.store"):
+    with caplog.at_level(logging.WARNING, logger="dafka.store"):
         for now in (1.0, 2.0, 3.0):  # within one period: one line
             assert of_type(core.handle_batch(recs(2, 3), now), Ack) == []
         lines = [r.getMessage() for r in caplog.records]
@@ -43,7 +43,7 @@ def test_a_full_disk_is_logged_as_such_once_per_period(caplog: pytest.LogCapture
 def test_other_storage_errors_keep_their_own_line(caplog: pytest.LogCaptureFixture) -> None:
     core, s = make()
     s.fail = StorageError("append to /data failed: MDB_CORRUPTED")
-    with caplog.at_level(logging.WARNING, logger="dafka.core.store"):
+    with caplog.at_level(logging.WARNING, logger="dafka.store"):
         core.handle_batch(recs(0, 1), 0.0)
         s.fail = None
         core.handle_batch(recs(0, 1), 1.0)

@@ -1,4 +1,4 @@
-"""The store core's parts, each driven alone (``dafka.core.store``): the partition table,
+"""The store core's parts, each driven alone (``dafka.store``): the partition table,
 the gaps, the policy (retention in memory included), the ingest, the serving and the
 re-replication, built by hand on a MemoryStorage as :class:`StoreCore` builds them."""
 
@@ -8,18 +8,18 @@ import pytest
 
 from dafka.core import messages as m
 from dafka.core.effects import Publish
-from dafka.core.store import StoreCore
-from dafka.core.store.gaps import StoreGaps
-from dafka.core.store.ingest import StoreIngest
-from dafka.core.store.partitions import PartitionTable
-from dafka.core.store.policy import StorePolicy
-from dafka.core.store.repair import StoreRepair
-from dafka.core.store.replicate import StoreReplication
-from dafka.core.store.serve import StoreServing
-from dafka.core.store.state import StoreConfig, StoreStats, _Batch
 from dafka.errors import ConfigError, StorageError
 from dafka.storage.base import Storage, StoredBatch
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.store._gaps import StoreGaps
+from dafka.store._ingest import StoreIngest
+from dafka.store._partitions import PartitionTable
+from dafka.store._policy import StorePolicy
+from dafka.store._repair import StoreRepair
+from dafka.store._replicate import StoreReplication
+from dafka.store._serve import StoreServing
+from dafka.store._state import StoreConfig, StoreStats, _Batch
 
 NODE = "5707E0000000000000000000000000AA"
 P = "0123456789ABCDEF0123456789ABCDEF"

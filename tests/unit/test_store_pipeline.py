@@ -1,4 +1,4 @@
-"""The store's writer thread (dafka.api.store_pipeline): a drain's commit overlapped with
+"""The store's writer thread (dafka.store._pipeline): a drain's commit overlapped with
 the receipt and verification of the next, ACKs only after the commit that holds them.
 
 Most tests drive the pipeline by hand: what it hands the writer is run when the test says
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api import store_pipeline
-from dafka.api.store_pipeline import StorePipeline, WriterThread
 from dafka.core import messages as m
 from dafka.core.effects import Publish
-from dafka.core.store import StoreCore
 from dafka.errors import StorageError, StoreFullError
-from dafka.io.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage, PlannedAppend
+from dafka.store import StoreCore
+from dafka.store import _pipeline as store_pipeline
+from dafka.store._pipeline import StorePipeline, WriterThread
+from dafka.wire.profiles import SignedProfile
 from tests.procs import wait_until
 from tests.signing import STORE, P, blob, from_blob, record, tampered
 

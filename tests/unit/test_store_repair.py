@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from dafka.core import messages as m
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.storage.lmdb_store import LmdbStorage
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.signing import STORE, P, from_blob, head, record, sent, tampered
 
 S = STORE.node_id

@@ -1,4 +1,4 @@
-"""Re-replication between stores (``dafka.core.store.replicate``): pure core, fake time.
+"""Re-replication between stores (``dafka.store._replicate``): pure core, fake time.
 
 A store asks the other stores for heads (GET-HEADS) at start and every round, fetches
 what they hold and it lacks, continues from a trusted store's signed tail when what it
@@ -12,11 +12,11 @@ import pytest
 
 from dafka.core import messages as m
 from dafka.core.read_guard import Sender
-from dafka.core.store import StoreCore
-from dafka.core.store import replicate as r
-from dafka.io.profiles import RFC46, SignedProfile
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.store import _replicate as r
 from dafka.wire import rfc46
+from dafka.wire.profiles import RFC46, SignedProfile
 from tests.signing import FORGER, STORE, STORE2, P, direct, direct_head, record, sent
 
 S = STORE.node_id

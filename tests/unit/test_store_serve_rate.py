@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from dafka.api.store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
 from dafka.core import messages as m
 from dafka.core.limits import RequestLimiter
-from dafka.core.store import StoreCore
 from dafka.errors import ConfigError
-from dafka.io.profiles import SignedProfile
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.store._facade import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
+from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, STORE, P, blob, from_blob, sent
 
 MIB = 1024 * 1024

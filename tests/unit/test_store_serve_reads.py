@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from dafka.core import messages as m
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.storage.base import StoredBatch
 from dafka.storage.lmdb_store import LmdbStorage
 from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.counting_storage import CountingStorage
 from tests.signing import CONSUMER, STORE, P, blob, from_blob, sent
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dafka.core import messages as m
-from dafka.core.store import StoreCore
-from dafka.io.profiles import SignedProfile
 from dafka.metadata.state import MetadataStateMachine, command
 from dafka.storage.lmdb_store import LmdbStorage
+from dafka.store import StoreCore
+from dafka.wire.profiles import SignedProfile
 from tests.admin import ADMIN_HEX, signed
 from tests.signing import CONSUMER, STORE, P, ack, head, record, sent, value
 from tests.unit.test_signed_cores import producer

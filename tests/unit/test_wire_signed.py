@@ -19,7 +19,14 @@ from nacl.signing import VerifyKey
 
 from dafka.errors import WireError
 from dafka.security.identity import Identity
-from dafka.wire import rfc46, signed, signed_batch, signed_builder, signed_checks, signed_claims
+from dafka.wire import (
+    rfc46,
+    signed,
+    signed_batch,
+    signed_builder,
+    signed_checks,
+    signed_claims,
+)
 from dafka.wire.signed import (
     Ack,
     BadSignature,

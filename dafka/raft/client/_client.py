@@ -64,7 +64,13 @@ from ..peer import (
     ClientCurve,
     DispatchStatus,
 )
-from ._clientanswers import Outcome, decide_config, decide_dispatch, decide_update, dispatch_answer
+from ._clientanswers import (
+    Outcome,
+    decide_config,
+    decide_dispatch,
+    decide_update,
+    dispatch_answer,
+)
 from ._links import ClientLinks
 
 __all__ = [

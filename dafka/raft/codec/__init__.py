@@ -55,7 +55,13 @@ from ._frames import (
     encode_uint,
     encode_uint32,
 )
-from ._logrecords import REC_MAGIC, LostEntries, encode_records, parse_record, rotten_record
+from ._logrecords import (
+    REC_MAGIC,
+    LostEntries,
+    encode_records,
+    parse_record,
+    rotten_record,
+)
 from ._peerrpc import (
     AppendEntries,
     AppendEntriesResponse,

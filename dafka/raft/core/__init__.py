@@ -6,7 +6,13 @@ messages (:mod:`._messages`), ticks and proposals and hands its shell a :class:`
 from __future__ import annotations
 
 from ._core import RaftCore
-from ._extensions import DISPATCH_FEATURES, FEATURES, Extensions, decode_features, read_unsupported
+from ._extensions import (
+    DISPATCH_FEATURES,
+    FEATURES,
+    Extensions,
+    decode_features,
+    read_unsupported,
+)
 from ._membership import all_peers
 from ._messages import (
     AppendEntries,

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...errors import RaftError
-from ..codec import ZERO_REQID, ClusterConfig, Entry, EntryType, SnapshotMeta, encode_config
+from ..codec import (
+    ZERO_REQID,
+    ClusterConfig,
+    Entry,
+    EntryType,
+    SnapshotMeta,
+    encode_config,
+)
 from ._log import RaftLog
 from ._membership import all_peers
 from ._messages import (

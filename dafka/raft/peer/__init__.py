@@ -7,9 +7,20 @@ and the server side of the client RPCs. Built on :mod:`dafka.raft.core` and
 from __future__ import annotations
 
 from ._clientservice import DISPATCH_LOCAL_READ, DISPATCH_READ_INDEX, DispatchStatus
-from ._curve import ClientCurve, RaftCurve, curve_public_key, parse_public_hex, split_key
+from ._curve import (
+    ClientCurve,
+    RaftCurve,
+    curve_public_key,
+    parse_public_hex,
+    split_key,
+)
 from ._fastsend import send_frames
-from ._guard import BROADCAST_FRAMES, CLIENT_ANSWER_FRAMES, CLIENT_FRAME_BYTES, INSECURE_NULL_COST
+from ._guard import (
+    BROADCAST_FRAMES,
+    CLIENT_ANSWER_FRAMES,
+    CLIENT_FRAME_BYTES,
+    INSECURE_NULL_COST,
+)
 from ._memstorage import MemoryStorage
 from ._peer import RaftPeer
 from ._peerstate import PeerOptions

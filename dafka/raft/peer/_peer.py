@@ -102,7 +102,13 @@ from ._guard import (
     router_max_frames,
 )
 from ._logsync import LogSyncer
-from ._peerstate import REQUEST_ENTRIES_HIGH_WATERMARK, ROUTER_SNDHWM, Admit, PeerInfo, PeerOptions
+from ._peerstate import (
+    REQUEST_ENTRIES_HIGH_WATERMARK,
+    ROUTER_SNDHWM,
+    Admit,
+    PeerInfo,
+    PeerOptions,
+)
 from ._peertransport import PeerTransport
 from ._pipeline import appends_first, plain, split_durable
 from ._recovery import check_lost_entries

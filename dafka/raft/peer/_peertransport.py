@@ -38,7 +38,13 @@ from ...errors import TooManyFrames
 from ...io.multipart import recv_bounded
 from .. import codec as w
 from .. import core as m
-from ..codec import PEER_FRAME_BYTES, ClusterConfig, RaftWireError, decode_uint, peer_url_problem
+from ..codec import (
+    PEER_FRAME_BYTES,
+    ClusterConfig,
+    RaftWireError,
+    decode_uint,
+    peer_url_problem,
+)
 from ..codec import encode_uint as _uint
 from ..core import Extensions, all_peers
 from ._fastsend import send_frames

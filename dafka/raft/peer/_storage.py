@@ -105,7 +105,15 @@ from ..codec import (
     parse_record,
     rotten_record,
 )
-from ._files import atomic_write, fsync_dir, read_all, split_crc, with_crc, write_all, write_synced
+from ._files import (
+    atomic_write,
+    fsync_dir,
+    read_all,
+    split_crc,
+    with_crc,
+    write_all,
+    write_synced,
+)
 from ._hardstate import StateFile
 from ._storageapi import LoadedState, RaftStorage, check_batch
 

@@ -6,7 +6,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from dafka.raft.peer._answer_budget import CONNECTION_SHARE, LARGE_ANSWER, PRUNE_EVERY, AnswerBudget
+from dafka.raft.peer._answer_budget import (
+    CONNECTION_SHARE,
+    LARGE_ANSWER,
+    PRUNE_EVERY,
+    AnswerBudget,
+)
 
 
 @dataclass

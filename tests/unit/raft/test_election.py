@@ -9,7 +9,13 @@ import pytest
 
 from dafka.errors import NotLeader, ProposalDropped
 from dafka.raft.codec import Entry, EntryType, HardState
-from dafka.raft.core import AppendEntries, AppendResponse, RequestVote, Role, VoteResponse
+from dafka.raft.core import (
+    AppendEntries,
+    AppendResponse,
+    RequestVote,
+    Role,
+    VoteResponse,
+)
 
 from .sim import Network, drain, elect, new_core, outbox, put
 

@@ -9,7 +9,14 @@ import dataclasses
 
 import pytest
 
-from dafka.raft.codec import ClusterConfig, Entry, EntryType, HardState, Peer, SnapshotMeta
+from dafka.raft.codec import (
+    ClusterConfig,
+    Entry,
+    EntryType,
+    HardState,
+    Peer,
+    SnapshotMeta,
+)
 from dafka.raft.core import (
     AppendEntries,
     AppendResponse,

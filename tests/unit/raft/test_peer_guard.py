@@ -26,7 +26,13 @@ from dafka.raft.codec import (
     pack_snapshot,
 )
 from dafka.raft.codec import _wire as w
-from dafka.raft.peer import FileStorage, KvStateMachine, RaftCurve, RaftPeer, put_command
+from dafka.raft.peer import (
+    FileStorage,
+    KvStateMachine,
+    RaftCurve,
+    RaftPeer,
+    put_command,
+)
 from dafka.raft.peer._guard import PeerGuard, group_problem
 
 from .solo import free_tcp_url, settle, solo_leader

@@ -1,0 +1,47 @@
+"""The consumer: one package holding its core, its facade and its IO-thread half.
+
+* the facade, :class:`Consumer` (``_facade.py``), on the application's threads:
+  subscriptions, ``poll`` and ``poll_batches``, positions, seeking, watermarks, ``at_end``;
+  Kafka's controls (``_control.py``) and the consumer-group half (``_group.py``);
+* the state both halves share, :class:`~dafka.consumer._shared.ConsumerShared`
+  (``_shared.py``): the runs ready to poll, the errors, the paused and assigned sets;
+* the IO-thread half, ``_ConsumerHandler`` (``_io.py``): messages stepped through the core,
+  whose :class:`~dafka.core.ready.Ready` (FETCHes out, verified runs delivered) it runs
+  with :func:`~dafka.io.ready_shell.run_ready`;
+* the core, :class:`ConsumerCore` (``_core.py``), sans IO, composed of parts that each
+  own their state: settings and the partition table (``_table.py``), the reorder buffers
+  (``_buffer.py``), FETCH planning (``_fetch.py``), in-order delivery and data loss
+  (``_delivery.py``), HEADs and stores' heads and tails (``_heads.py``), the stores asked
+  for the end of stream (``_end.py``); the per-partition state is ``_partition.py``.
+
+The names below are imported when first used (PEP 562), as ``dafka``'s are.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._core import ConsumerCore
+    from ._facade import Consumer
+
+__all__ = ["Consumer", "ConsumerCore"]
+
+_LAZY = {
+    "Consumer": "._facade",
+    "ConsumerCore": "._core",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
