@@ -16,7 +16,9 @@ import collections
 import json
 from pathlib import Path
 
-STORE_CORE = "core credits gaps ingest partitions policy repair replicate serve state waiting".split()
+STORE_CORE = (
+    "core credits gaps ingest partitions policy repair replicate serve state waiting".split()
+)
 """The store core's modules (``dafka/store/_*.py`` but for the facade and the writer pipeline)."""
 
 AREAS = [
