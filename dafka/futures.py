@@ -32,7 +32,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import _base as futures_base
 from typing import Any, TypeVar
 
@@ -119,8 +119,7 @@ class LazyFuture(Future[T]):
                     self._result = value
                     self._state = _FINISHED
                 return
-        if not self.done():
-            self.set_result(value)
+        settle(self, value)
 
     def fail(self, exc: BaseException) -> None:
         """Set an exception unless already resolved; cheap when nobody waits yet."""
@@ -130,10 +129,22 @@ class LazyFuture(Future[T]):
                     self._exception = exc
                     self._state = _FINISHED
                 return
-        with self._condition:
-            if self._state != _PENDING:
-                return
-        self.set_exception(exc)
+        settle(self, error=exc)
+
+
+def settle(fut: Future[Any], value: Any = None, error: BaseException | None = None) -> None:
+    """Set ``fut``'s result (or ``error``) unless it is done, in one step: the caller may
+    cancel it on its own thread at any moment, between a ``done()`` check and the
+    ``set_result`` after it, and a resolution that then raised ``InvalidStateError`` on
+    the IO thread killed the node (the red team's cancel race, issue 35)."""
+    try:
+        if error is not None:
+            fut.set_exception(error)
+        else:
+            fut.set_result(value)
+    # guard: settle-a-future-cancelled-meanwhile
+    except InvalidStateError:
+        pass  # cancelled (or resolved) meanwhile: nobody waits for this answer
 
 
 def resolve_each(futures: Sequence[LazyFuture[int] | None], first: int) -> None:
@@ -150,8 +161,7 @@ def resolve_each(futures: Sequence[LazyFuture[int] | None], first: int) -> None:
                 fut._result = offset
                 fut._state = _FINISHED
     for fut, offset in used:
-        if not fut.done():
-            fut.set_result(offset)
+        settle(fut, offset)
 
 
 def fail_each(futures: Sequence[LazyFuture[Any] | None], exc: BaseException) -> None:

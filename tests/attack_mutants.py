@@ -34,6 +34,8 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_futures_cancel_race.py",
+    "tests/unit/test_ready_shell.py",
     "tests/unit/test_kafka_calls.py",
     "tests/integration/test_kafka_calls.py",
     "tests/unit/test_store_replicate.py",
@@ -129,6 +131,14 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    # issue 35 (red team): a cancel between the IO thread's look and its answer; a persist
+    # that fails with something other than StorageError
+    "a future cancelled meanwhile does not stop the IO thread": Guard(
+        "settle-a-future-cancelled-meanwhile", "except ZeroDivisionError:"
+    ),
+    "run_ready reports any persist failure to the core": Guard(
+        "run-ready-reports-any-persist-failure", "except StorageError as exc:"
+    ),
     # issue 34 (errors): a quiet library, a producer that says why nothing was acknowledged
     "a process warns once that its producers trust any store": Guard(
         "process-warns-producers-trust-store", "if config.trust_any_store is None:"
@@ -966,6 +976,14 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a future cancelled meanwhile does not stop the IO thread": (
+        "tests/unit/test_futures_cancel_race.py::test_resolve_each_goes_on_past_a_future_cancelled_meanwhile",
+        "tests/unit/test_futures_cancel_race.py::test_resolve_and_fail_on_a_future_cancelled_meanwhile",
+        "tests/unit/test_ready_shell.py::test_a_future_cancelled_between_the_check_and_the_answer_does_not_stop_the_shell",
+    ),
+    "run_ready reports any persist failure to the core": (
+        "tests/unit/test_ready_shell.py::test_any_error_from_persist_is_reported_and_the_ready_is_not_lost",
+    ),
     # issue 34 (errors)
     "a process warns once that its producers trust any store": (
         "tests/integration/test_quiet_library.py::test_an_app_that_configured_logging_hears_each_warning_once_per_process",

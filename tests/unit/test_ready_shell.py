@@ -80,9 +80,53 @@ def test_an_error_resolution_and_a_cancelled_future() -> None:
         failed.result()
 
 
-def test_persist_without_storage_is_an_error_not_a_silent_skip() -> None:
-    with pytest.raises(StorageError):
-        run_ready(Core([Ready(persist=("w",))]), None, send=lambda out: None)
+def test_persist_without_storage_is_a_failure_reported_to_the_core_not_a_silent_skip() -> None:
+    fut: Future[int] = Future()
+    rd = Ready(persist=("w",), publish=(Publish(GetHeads("t", "p")),), resolve=(Resolve(fut, 1),))
+    core = Core([rd])
+    sent: list[object] = []
+    run_ready(core, None, send=sent.extend)
+    assert sent == [] and not fut.done()
+    assert core.advanced[0][0] is rd and isinstance(core.advanced[0][1], StorageError)
+
+
+def test_any_error_from_persist_is_reported_and_the_ready_is_not_lost() -> None:
+    # an OSError from below (or a bug) is no StorageError: the Ready it was taken from was
+    # lost, never advanced, and the step after it in the producer's queue never ran
+    class Broken:
+        def persist(self, writes, sync: bool) -> None:
+            raise OSError(5, "Input/output error")
+
+    later = Ready(deliver=("after",))
+    rd = Ready(persist=("w",), publish=(Publish(GetHeads("t", "p")),))
+    core = Core([rd, later])
+    sent: list[object] = []
+    delivered: list[object] = []
+    run_ready(core, Broken(), send=sent.extend, deliver=delivered.extend)
+    assert sent == []
+    assert core.advanced[0][0] is rd and isinstance(core.advanced[0][1], OSError)
+    assert core.advanced[1] == (later, None) and delivered == ["after"]
+
+
+class CancelledBetween(Future[int]):
+    """A future its caller cancels between the shell's look at it and its answer: done()
+    still says False (the look), but the cancel has landed (the event in between)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancel()
+
+    def done(self) -> bool:
+        return False
+
+
+def test_a_future_cancelled_between_the_check_and_the_answer_does_not_stop_the_shell() -> None:
+    cancelled, fine = CancelledBetween(), Future()
+    rd = Ready(resolve=(Resolve(cancelled, 1), Resolve(fine, 2)))
+    core = Core([rd])
+    run_ready(core, None, send=lambda out: None)  # raised InvalidStateError
+    assert fine.result(timeout=0) == 2
+    assert core.advanced == [(rd, None)]
 
 
 def test_a_core_that_never_runs_dry_cannot_hold_the_loop() -> None:
