@@ -7,6 +7,7 @@ from ...errors import RaftError
 from ..codec import ClusterConfig, Entry, HardState, SnapshotMeta
 from ._log import RaftLog
 from ._ready import Role, SoftState
+from ._replication import Replication
 from ._requests import RequestIds
 
 __all__ = ["CoreView"]
@@ -26,19 +27,19 @@ class CoreView:
     requests: RequestIds
     _log: RaftLog
     _snapshot: SnapshotMeta
-    _configs: list[tuple[int, ClusterConfig]]
-    _transferee: str | None
+    configs: list[tuple[int, ClusterConfig]]
+    replication: Replication
 
     @property
     def config(self) -> ClusterConfig:
         """The latest configuration in the log (committed or not)."""
-        return self._configs[-1][1]
+        return self.configs[-1][1]
 
     @property
     def config_index(self) -> int:
         """Log index of the entry holding :attr:`config` (a snapshot index for the base
         config); the change is committed once ``commit >= config_index``."""
-        return self._configs[-1][0]
+        return self.configs[-1][0]
 
     @property
     def is_leader(self) -> bool:
@@ -82,7 +83,7 @@ class CoreView:
 
     @property
     def transferee(self) -> str | None:
-        return self._transferee
+        return self.replication.transferee
 
     def term_at(self, index: int) -> int | None:
         return self._log.term(index)
@@ -93,8 +94,8 @@ class CoreView:
 
     def config_at(self, index: int) -> ClusterConfig:
         """The configuration in force at ``index`` (not below the compaction point)."""
-        current = self._configs[0][1]
-        for at, cfg in self._configs:
+        current = self.configs[0][1]
+        for at, cfg in self.configs:
             if at > index:
                 break
             current = cfg
