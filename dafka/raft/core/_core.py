@@ -39,11 +39,11 @@ from ..codec import (
     HardState,
     Peer,
     SnapshotMeta,
-    config_or_none,
     encode_config,
     message_problem,
     new_entry,
 )
+from ._configs import Configs
 from ._coreview import CoreView
 from ._log import RaftLog
 from ._membership import validate_change
@@ -58,7 +58,7 @@ from ._messages import (
     TimeoutNowResponse,
     VoteResponse,
 )
-from ._quorum import VoteResult, Voters
+from ._quorum import VoteResult
 from ._ready import (
     ProposeResult,
     ProposeStatus,
@@ -76,7 +76,6 @@ __all__ = ["RaftCore"]
 _PRE, _REAL, _TRANSFER = "pre", "real", "transfer"
 _NO_HARD_STATE = HardState()
 _NO_SNAPSHOT = SnapshotMeta()
-_CONFIG = EntryType.CONFIG  # a module global: an Enum class attribute costs 10x per entry
 
 
 class RaftCore(CoreView):
@@ -126,9 +125,8 @@ class RaftCore(CoreView):
         self._log = RaftLog(snapshot.index, snapshot.term, kept)
         self._snapshot = snapshot
         base = snapshot.config if snapshot.index > 0 else config
-        self.configs: list[tuple[int, ClusterConfig]] = [(snapshot.index, base)]
-        self.voters = Voters.of(base)
-        """The voters of :attr:`config` (for the parts; written here only)."""
+        self.configs = Configs(snapshot.index, base)
+        """The configurations in the log and the latest's voters (:class:`Configs`)."""
         self.requests = RequestIds(request_id_ttl)
         """The request ids in the log, for dedup and expiry (:class:`RequestIds`)."""
         self._msgs: list[Message] = []  # the outbox: one list, the parts append to it
@@ -322,7 +320,7 @@ class RaftCore(CoreView):
         problem = validate_change(current, peers, learners_kept, self.plain_peers)
         if problem is not None:
             return ProposeResult(ProposeStatus.ARGUMENT_ERROR, error=problem)
-        if current.is_joint or self.configs[-1][0] > self.commit:
+        if current.is_joint or self.configs.latest_index > self.commit:
             return ProposeResult(ProposeStatus.BUSY)
         if set(peers) == set(current.peers):
             new = ClusterConfig(peers, None, learners_kept)
@@ -374,11 +372,7 @@ class RaftCore(CoreView):
             self._snapshot = snapshot
         if index > self._log.base_index:
             self._log.compact(index)
-            keep = 0
-            for k, (at, _) in enumerate(self.configs):
-                if at <= index:
-                    keep = k
-            del self.configs[:keep]
+            self.configs.compact(index)
 
     def restore(self, meta: SnapshotMeta) -> bool:
         """The snapshot whose last chunk came in the previous Ready is durable; ``meta``
@@ -399,8 +393,7 @@ class RaftCore(CoreView):
             self.commit = meta.index
             return False
         self._log.restore(meta.index, meta.term)
-        self.configs = [(meta.index, meta.config)]
-        self.voters = Voters.of(meta.config)
+        self.configs.restore(meta.index, meta.config)
         self.requests.keep_through(meta.index)
         self.commit = self._applied = self._handed_commit = meta.index
         self._snapshot = meta
@@ -478,12 +471,7 @@ class RaftCore(CoreView):
         that the latest may not have replaced yet: until the change commits we may be
         needed to elect anyone (thesis §4.2.2). Only the latest config counts votes,
         so our own vote counts only if we are in it."""
-        for at, cfg in reversed(self.configs):
-            if self.id in (self.voters if cfg is self.config else Voters.of(cfg)):
-                return True
-            if at <= self.commit:
-                return False
-        return False
+        return self.configs.promotable(self.id, self.commit)
 
     def _in_lease(self) -> bool:
         return self.leader is not None and self._election_elapsed < self.election_tick
@@ -513,7 +501,7 @@ class RaftCore(CoreView):
             # guard: raft-peer-recovering-lost-entries-2
             return  # it would win without entries it acknowledged
         # guard: raft-pre-vote-peers-do
-        if kind == _PRE and self.plain_peers & self.voters.ids:
+        if kind == _PRE and self.plain_peers & self.configs.voters.ids:
             kind = _REAL  # a reference peer takes a pre-vote as a real vote: do not pretend
         if kind == _PRE:
             self.role = Role.PRE_CANDIDATE
@@ -528,13 +516,13 @@ class RaftCore(CoreView):
             self._reset()
             term = self.term
         self._votes = {self.id: True}
-        if self.voters.vote_result(self._votes) is VoteResult.WON:
+        if self.configs.voters.vote_result(self._votes) is VoteResult.WON:
             if kind == _PRE:
                 self._campaign(_REAL)
             else:
                 self._become_leader()
             return
-        for peer in sorted(self.voters.ids - {self.id}):
+        for peer in sorted(self.configs.voters.ids - {self.id}):
             self._send(
                 RequestVote(
                     self.id,
@@ -583,7 +571,7 @@ class RaftCore(CoreView):
         elif m.pre_vote:
             return
         self._votes.setdefault(m.frm, m.granted)
-        result = self.voters.vote_result(self._votes)
+        result = self.configs.voters.vote_result(self._votes)
         if result is VoteResult.WON:
             if self.role is Role.PRE_CANDIDATE:
                 self._campaign(_REAL)
@@ -629,26 +617,15 @@ class RaftCore(CoreView):
         return entry
 
     def appended(self, entries: Sequence[Entry]) -> None:
+        """``entries`` were appended to the log (here, or by :class:`Replication`)."""
         self.requests.note(entries)
-        changed = False
-        for entry in entries:
-            if entry.type is _CONFIG:
-                cfg = config_or_none(entry.data)
-                if cfg is not None:
-                    self.configs.append((entry.index, cfg))
-                    changed = True
-        if changed:
-            self._config_changed()
+        if self.configs.appended(entries) and self.role is Role.LEADER:
+            self.replication.sync_progress()
 
     def truncate_from(self, index: int) -> None:
+        """Cut the log from ``index`` on (a follower's conflict)."""
         self.requests.forget(self._log.truncate(index))
-        if self.configs[-1][0] >= index:
-            self.configs = [(at, cfg) for at, cfg in self.configs if at < index]
-            self._config_changed()
-
-    def _config_changed(self) -> None:
-        self.voters = Voters.of(self.config)
-        if self.role is Role.LEADER:
+        if self.configs.truncate(index) and self.role is Role.LEADER:
             self.replication.sync_progress()
 
     # -- what the parts call -------------------------------------------------------------
@@ -673,13 +650,13 @@ class RaftCore(CoreView):
         return True
 
     def _maybe_finalize_config(self) -> None:
-        at, cfg = self.configs[-1]
+        at, cfg = self.configs.latest_index, self.configs.latest
         if self.role is not Role.LEADER or at > self.commit:
             return
         if cfg.is_joint:
             final = ClusterConfig(cfg.peers, None, cfg.learners)
             self._append_new(EntryType.CONFIG, encode_config(final), ZERO_REQID)
-        elif self.id not in self.voters:
+        elif self.id not in self.configs.voters:
             self._become_follower(self.term, None)  # removed; the new config carries on
 
     def recovered_through(self, index: int) -> None:

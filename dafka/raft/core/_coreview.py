@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...errors import RaftError
 from ..codec import ClusterConfig, Entry, HardState, SnapshotMeta
+from ._configs import Configs
 from ._log import RaftLog
 from ._ready import Role, SoftState
 from ._replication import Replication
@@ -27,19 +28,19 @@ class CoreView:
     requests: RequestIds
     _log: RaftLog
     _snapshot: SnapshotMeta
-    configs: list[tuple[int, ClusterConfig]]
+    configs: Configs
     replication: Replication
 
     @property
     def config(self) -> ClusterConfig:
         """The latest configuration in the log (committed or not)."""
-        return self.configs[-1][1]
+        return self.configs.latest
 
     @property
     def config_index(self) -> int:
         """Log index of the entry holding :attr:`config` (a snapshot index for the base
         config); the change is committed once ``commit >= config_index``."""
-        return self.configs[-1][0]
+        return self.configs.latest_index
 
     @property
     def is_leader(self) -> bool:
@@ -94,12 +95,7 @@ class CoreView:
 
     def config_at(self, index: int) -> ClusterConfig:
         """The configuration in force at ``index`` (not below the compaction point)."""
-        current = self.configs[0][1]
-        for at, cfg in self.configs:
-            if at > index:
-                break
-            current = cfg
-        return current
+        return self.configs.at(index)
 
     def snapshot_meta(self, index: int) -> SnapshotMeta:
         """The :class:`SnapshotMeta` for a state machine snapshot taken at ``index``."""

@@ -19,10 +19,10 @@ from typing import Protocol
 
 from ...errors import ConfigError, RaftError
 from ..codec import (
-    ClusterConfig,
     Entry,
     SnapshotMeta,
 )
+from ._configs import Configs
 from ._extensions import PLAIN
 from ._log import RaftLog
 from ._membership import all_peers
@@ -35,7 +35,6 @@ from ._messages import (
     TimeoutNow,
 )
 from ._progress import Progress, ProgressState
-from ._quorum import Voters
 from ._ready import ReadState, Role, SnapshotChunk, SnapshotReader
 from ._requests import RequestIds
 
@@ -70,8 +69,7 @@ class Host(Protocol):
     role: Role
     heartbeat_tick: int
     plain_peers: frozenset[str]
-    configs: list[tuple[int, ClusterConfig]]
-    voters: Voters
+    configs: Configs
     requests: RequestIds
 
     @property
@@ -287,7 +285,7 @@ class Replication:
         if check_quorum:
             active = {self.id}
             active.update(p for p, pr in self.progress.items() if pr.recent_active)
-            if not self.core.voters.has_quorum(active):
+            if not self.core.configs.voters.has_quorum(active):
                 return False
             for pr in self.progress.values():
                 pr.recent_active = False
@@ -302,12 +300,8 @@ class Replication:
         A peer removed by an uncommitted config still gets the log until that config
         commits, so it normally learns it was removed (and stops campaigning).
         """
-        committed = 0
-        for k, (at, _) in enumerate(self.core.configs):
-            if at <= self.core.commit:
-                committed = k
         wanted: set[str] = set()
-        for _, c in self.core.configs[committed:]:
+        for c in self.core.configs.since_committed(self.core.commit):
             wanted.update(p.id for p in all_peers(c))
         wanted.discard(self.id)
         for peer in list(self.progress):
@@ -320,8 +314,8 @@ class Replication:
             pr = self.progress.get(peer)
             if pr is None:
                 pr = self.progress[peer] = Progress(next=self._log.last_index + 1)
-            pr.learner = peer not in self.core.voters
-        if self.transferee is not None and self.transferee not in self.core.voters:
+            pr.learner = peer not in self.core.configs.voters
+        if self.transferee is not None and self.transferee not in self.core.configs.voters:
             self.transferee = None
 
     def _next_seq(self) -> int:
@@ -538,7 +532,7 @@ class Replication:
         """The highest index a quorum of voters holds (our own log once durable)."""
         match = {peer: pr.match for peer, pr in self.progress.items()}
         match[self.id] = self._log.stable_index  # our own log counts once durable
-        return min(self.core.voters.committed_index(match), self._log.last_index)
+        return min(self.core.configs.voters.committed_index(match), self._log.last_index)
 
     def start_pending_reads(self) -> None:
         """Reads asked before our term's first commit: confirm them now."""
@@ -551,7 +545,7 @@ class Replication:
         """Hand leadership to voter ``to`` (see :meth:`RaftCore.transfer_leader`)."""
         if to == self.id or to == self.transferee:
             return
-        if to not in self.core.voters or to not in self.progress:
+        if to not in self.core.configs.voters or to not in self.progress:
             raise ConfigError(f"cannot transfer leadership to {to!r}: not a voter")
         if to in plain_peers:
             raise ConfigError(f"cannot transfer leadership to {to!r}: {PLAIN} (TimeoutNow)")
@@ -574,7 +568,7 @@ class Replication:
             read = self.reads_confirming[0]
             acks = {self.id}
             acks.update(p for p, pr in self.progress.items() if pr.acked_seq >= read.seq)
-            if not self.core.voters.has_quorum(acks):
+            if not self.core.configs.voters.has_quorum(acks):
                 return
             self.reads_confirming.popleft()
             self.reads_ready.append(ReadState(read.ctx, read.index))
