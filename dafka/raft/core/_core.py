@@ -13,6 +13,16 @@ learners, joint consensus (thesis §4.3), chunked resumable InstallSnapshot (§7
 request-id dedup with expiry; with peers in ``plain_peers`` (reference peers, see
 :mod:`dafka.raft.core._extensions`) pre-vote, transfer, learners and snapshots fall back.
 
+Parts
+-----
+The core owns its parts and writes only its own fields (term, vote, role, leader, commit,
+applied, the election clock): :class:`~dafka.raft.core._replication.Replication` (progress,
+sends, heartbeats, snapshots, reads, leader transfer; it reads the core through its
+``Host`` protocol), :class:`~dafka.raft.core._configs.Configs` (the configurations in the
+log and the voters), :class:`~dafka.raft.core._log.RaftLog` and
+:class:`~dafka.raft.core._requests.RequestIds`. :class:`~dafka.raft.core._coreview.CoreView`
+is the read-only query surface: it holds and writes no state.
+
 Safety notes
 ------------
 * The leader counts its own log towards a commit only up to what the shell reported
@@ -351,7 +361,7 @@ class RaftCore(CoreView):
         """Hand leadership to voter ``to`` (aborted after an election timeout)."""
         if self.role is not Role.LEADER:
             raise NotLeader(leader=self.leader)
-        self.replication.transfer_leader(to, self.plain_peers)
+        self.replication.transfer_leader(to)
 
     def compact(self, index: int, snapshot: SnapshotMeta) -> None:
         """The state machine saved ``snapshot``; forget log entries ``<= index``.

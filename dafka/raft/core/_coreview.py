@@ -1,5 +1,6 @@
 """What the shell may read of a :class:`~dafka.raft.core.RaftCore`: its configuration,
-role, log bounds and snapshot (a mixin; the state is created by ``RaftCore.__init__``)."""
+role, log bounds and snapshot. Read-only: it declares no state of its own and writes
+nothing; every field it reads is written in ``_core.py`` or by the part it names."""
 
 from __future__ import annotations
 

@@ -541,13 +541,13 @@ class Replication:
             for ctx in pending:
                 self.start_read(ctx)
 
-    def transfer_leader(self, to: str, plain_peers: frozenset[str]) -> None:
+    def transfer_leader(self, to: str) -> None:
         """Hand leadership to voter ``to`` (see :meth:`RaftCore.transfer_leader`)."""
         if to == self.id or to == self.transferee:
             return
         if to not in self.core.configs.voters or to not in self.progress:
             raise ConfigError(f"cannot transfer leadership to {to!r}: not a voter")
-        if to in plain_peers:
+        if to in self.core.plain_peers:
             raise ConfigError(f"cannot transfer leadership to {to!r}: {PLAIN} (TimeoutNow)")
         self.transferee = to
         self.transfer_elapsed = 0
