@@ -735,7 +735,7 @@ MUTANTS: dict[str, Spec] = {
     ),
     "raft snapshots streamed to reference peers too": Guard(
         "raft-snapshots-streamed-reference-peers",
-        "if peer in self.plain_peers:\n    return False\nself._progress[peer].become_snapshot(meta.index, meta.term)",
+        "if peer in self.core.plain_peers:\n    return False\nself.progress[peer].become_snapshot(meta.index, meta.term)",
     ),
     "raft a leader in its lease keeps its term against a lagging follower's votes": Guard(
         "raft-leader-lease-keeps-term", "if False:"

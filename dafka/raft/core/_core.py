@@ -13,6 +13,16 @@ learners, joint consensus (thesis §4.3), chunked resumable InstallSnapshot (§7
 request-id dedup with expiry; with peers in ``plain_peers`` (reference peers, see
 :mod:`dafka.raft.core._extensions`) pre-vote, transfer, learners and snapshots fall back.
 
+Parts
+-----
+The core owns its parts and writes only its own fields (term, vote, role, leader, commit,
+applied, the election clock): :class:`~dafka.raft.core._replication.Replication` (progress,
+sends, heartbeats, snapshots, reads, leader transfer; it reads the core through its
+``Host`` protocol), :class:`~dafka.raft.core._configs.Configs` (the configurations in the
+log and the voters), :class:`~dafka.raft.core._log.RaftLog` and
+:class:`~dafka.raft.core._requests.RequestIds`. :class:`~dafka.raft.core._coreview.CoreView`
+is the read-only query surface: it holds and writes no state.
+
 Safety notes
 ------------
 * The leader counts its own log towards a commit only up to what the shell reported
@@ -27,7 +37,6 @@ Safety notes
 from __future__ import annotations
 
 import random
-from collections import deque
 from collections.abc import Sequence
 
 from ...errors import ConfigError, NotLeader, ProposalDropped, RaftError
@@ -40,13 +49,12 @@ from ..codec import (
     HardState,
     Peer,
     SnapshotMeta,
-    config_or_none,
     encode_config,
     message_problem,
     new_entry,
 )
+from ._configs import Configs
 from ._coreview import CoreView
-from ._extensions import PLAIN
 from ._log import RaftLog
 from ._membership import validate_change
 from ._messages import (
@@ -60,19 +68,16 @@ from ._messages import (
     TimeoutNowResponse,
     VoteResponse,
 )
-from ._progress import Progress
-from ._quorum import VoteResult, Voters
+from ._quorum import VoteResult
 from ._ready import (
     ProposeResult,
     ProposeStatus,
-    ReadState,
     Ready,
     Role,
-    SnapshotChunk,
     SnapshotReader,
     SoftState,
 )
-from ._replication import Replication, _Read, _Receiving
+from ._replication import Replication
 from ._requests import RequestIds
 from ._terms import TermCeiling
 
@@ -81,10 +86,9 @@ __all__ = ["RaftCore"]
 _PRE, _REAL, _TRANSFER = "pre", "real", "transfer"
 _NO_HARD_STATE = HardState()
 _NO_SNAPSHOT = SnapshotMeta()
-_CONFIG = EntryType.CONFIG  # a module global: an Enum class attribute costs 10x per entry
 
 
-class RaftCore(CoreView, Replication):
+class RaftCore(CoreView):
     """One Raft peer's consensus state machine. See the module docstring."""
 
     def __init__(
@@ -120,13 +124,8 @@ class RaftCore(CoreView, Replication):
         self.pre_vote = pre_vote
         self.check_quorum = check_quorum
         self.request_id_ttl = request_id_ttl
-        self.max_batch_entries = max_batch_entries
-        self.max_batch_bytes = max_batch_bytes
-        self.max_inflight = max_inflight
         self.max_apply_entries = max_apply_entries
-        self.snapshot_chunk_size = snapshot_chunk_size
         self._rng = rng
-        self._read_snapshot = read_snapshot
 
         self.term = hard_state.term
         self.voted_for = hard_state.voted_for
@@ -136,33 +135,34 @@ class RaftCore(CoreView, Replication):
         self._log = RaftLog(snapshot.index, snapshot.term, kept)
         self._snapshot = snapshot
         base = snapshot.config if snapshot.index > 0 else config
-        self._configs: list[tuple[int, ClusterConfig]] = [(snapshot.index, base)]
-        self._voters = Voters.of(base)
+        self.configs = Configs(snapshot.index, base)
+        """The configurations in the log and the latest's voters (:class:`Configs`)."""
         self.requests = RequestIds(request_id_ttl)
         """The request ids in the log, for dedup and expiry (:class:`RequestIds`)."""
-        self._on_appended(kept)
+        self._msgs: list[Message] = []  # the outbox: one list, the parts append to it
+        self.replication = Replication(
+            self,
+            id,
+            self._log,
+            self._msgs.append,
+            max_batch_entries=max_batch_entries,
+            max_batch_bytes=max_batch_bytes,
+            max_inflight=max_inflight,
+            snapshot_chunk_size=snapshot_chunk_size,
+            read_snapshot=read_snapshot,
+        )
+        """Log replication, the part that moves entries (:class:`Replication`)."""
+        self.appended(kept)
         self.commit = min(max(hard_state.commit, snapshot.index), self._log.last_index)
         start = snapshot.index if applied is None else applied
         self._applied = min(max(start, snapshot.index), self.commit)
         self._handed_commit = self._applied
 
-        self._msgs: list[Message] = []
-        self._chunks: list[SnapshotChunk] = []
         self._pending_snapshot: SnapshotMeta | None = None
         self._prev_hs = HardState(self.term, self.voted_for, self.commit)
         self._prev_ss = SoftState(None, Role.FOLLOWER)
         self._votes: dict[str, bool] = {}
-        self._progress: dict[str, Progress] = {}
-        self._want_send: dict[str, None] = {}  # followers owed an AppendEntries
-        self._seq = 0
-        self._reads_pending: list[bytes] = []
-        self._reads_confirming: deque[_Read] = deque()
-        self._reads_ready: list[ReadState] = []
-        self._receiving: _Receiving | None = None
-        self._transferee: str | None = None
-        self._transfer_elapsed = 0
         self._election_elapsed = 0
-        self._heartbeat_elapsed = 0
         self._randomized_timeout = election_tick
         self._randomize_timeout()
         self.refused = 0
@@ -174,11 +174,11 @@ class RaftCore(CoreView, Replication):
         """Protocol-aware recovery: this peer lost entries up to here that it may have
         acknowledged (rot in its log). Until its log matches a leader's up to there it
         neither campaigns nor grants a vote to a candidate whose log might lack them
-        (:meth:`_recovered_through`, :meth:`_holds_what_we_lost`)."""
+        (:meth:`recovered_through`, :meth:`_holds_what_we_lost`)."""
         self.recovering_term = max(self.term, self._log.last_term)
         """The term of our hard state at start: no entry we lost can be of a later term
         (an entry is appended at most at the term already saved), so it bounds theirs."""
-        self._recovered_through(self._log.last_index)
+        self.recovered_through(self._log.last_index)
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -186,7 +186,12 @@ class RaftCore(CoreView, Replication):
         """Advance logical time by one tick."""
         self.terms.tick()
         if self.role is Role.LEADER:
-            self._tick_leader()
+            self._election_elapsed += 1
+            due = self._election_elapsed >= self.election_tick
+            if due:
+                self._election_elapsed = 0
+            if not self.replication.tick(self.election_tick, due and self.check_quorum):
+                self._become_follower(self.term, None)
             return
         self._election_elapsed += 1
         if self._promotable() and self._election_elapsed >= self._randomized_timeout:
@@ -240,15 +245,15 @@ class RaftCore(CoreView, Replication):
             self.leader = msg.frm
             self._election_elapsed = 0
             if isinstance(msg, AppendEntries):
-                self._on_append(msg)
+                self.replication.on_append(msg)
             else:
-                self._on_snapshot_chunk(msg)
+                self.replication.on_snapshot_chunk(msg)
         elif isinstance(msg, AppendResponse):
             if self.role is Role.LEADER:
-                self._on_append_response(msg)
+                self.replication.on_append_response(msg)
         elif isinstance(msg, SnapshotResponse):
             if self.role is Role.LEADER:
-                self._on_snapshot_response(msg)
+                self.replication.on_snapshot_response(msg)
         elif isinstance(msg, TimeoutNow):
             self._send(TimeoutNowResponse(self.id, msg.frm, self.term))
             if self.role is not Role.LEADER:
@@ -265,7 +270,7 @@ class RaftCore(CoreView, Replication):
         """
         if self.role is not Role.LEADER:
             raise NotLeader(leader=self.leader)
-        if self._transferee is not None:
+        if self.replication.transferee is not None:
             raise ProposalDropped("leadership transfer in progress")
         early = self.requests.check(reqid, now, self.commit)
         if early is not None:
@@ -281,15 +286,15 @@ class RaftCore(CoreView, Replication):
         for the whole batch."""
         if self.role is not Role.LEADER:
             raise NotLeader(leader=self.leader)
-        if self._transferee is not None:
+        if self.replication.transferee is not None:
             raise ProposalDropped("leadership transfer in progress")
         results, added = self.requests.admit_many(
             items, now, self._log.last_index, self.term, self.commit
         )
         if added:
             self._log.append(added)  # one call for the batch
-            self._bcast_append()
-            self._maybe_commit()
+            self.replication.bcast_append()
+            self.maybe_commit()
         return results
 
     def propose_config(
@@ -310,7 +315,7 @@ class RaftCore(CoreView, Replication):
         """
         if self.role is not Role.LEADER:
             return ProposeResult(ProposeStatus.NOT_LEADER, leader=self.leader)
-        if self._transferee is not None:
+        if self.replication.transferee is not None:
             return ProposeResult(ProposeStatus.BUSY)
         early = self.requests.check(reqid, now, self.commit)
         if early is not None:
@@ -325,7 +330,7 @@ class RaftCore(CoreView, Replication):
         problem = validate_change(current, peers, learners_kept, self.plain_peers)
         if problem is not None:
             return ProposeResult(ProposeStatus.ARGUMENT_ERROR, error=problem)
-        if current.is_joint or self._configs[-1][0] > self.commit:
+        if current.is_joint or self.configs.latest_index > self.commit:
             return ProposeResult(ProposeStatus.BUSY)
         if set(peers) == set(current.peers):
             new = ClusterConfig(peers, None, learners_kept)
@@ -348,26 +353,15 @@ class RaftCore(CoreView, Replication):
         if self.role is not Role.LEADER:
             raise NotLeader(leader=self.leader)
         if self._log.term(self.commit) != self.term:
-            self._reads_pending.append(ctx)  # nothing committed in our term yet
+            self.replication.reads_pending.append(ctx)  # nothing committed in our term yet
             return
-        self._start_read(ctx)
+        self.replication.start_read(ctx)
 
     def transfer_leader(self, to: str) -> None:
         """Hand leadership to voter ``to`` (aborted after an election timeout)."""
         if self.role is not Role.LEADER:
             raise NotLeader(leader=self.leader)
-        if to == self.id or to == self._transferee:
-            return
-        if to not in self._voters or to not in self._progress:
-            raise ConfigError(f"cannot transfer leadership to {to!r}: not a voter")
-        if to in self.plain_peers:
-            raise ConfigError(f"cannot transfer leadership to {to!r}: {PLAIN} (TimeoutNow)")
-        self._transferee = to
-        self._transfer_elapsed = 0
-        if self._progress[to].match == self._log.last_index:
-            self._send(TimeoutNow(self.id, to, self.term))
-        else:
-            self._send_append(to)
+        self.replication.transfer_leader(to)
 
     def compact(self, index: int, snapshot: SnapshotMeta) -> None:
         """The state machine saved ``snapshot``; forget log entries ``<= index``.
@@ -388,21 +382,16 @@ class RaftCore(CoreView, Replication):
             self._snapshot = snapshot
         if index > self._log.base_index:
             self._log.compact(index)
-            keep = 0
-            for k, (at, _) in enumerate(self._configs):
-                if at <= index:
-                    keep = k
-            del self._configs[:keep]
+            self.configs.compact(index)
 
     def restore(self, meta: SnapshotMeta) -> bool:
         """The snapshot whose last chunk came in the previous Ready is durable; ``meta``
         is what the shell read from it. Installs it (the next Ready carries it as
         ``snapshot``) unless the log already covers it; answers the leader either way.
         Returns whether it was installed."""
-        recv = self._receiving
-        if recv is None or not recv.complete or (recv.index, recv.term) != (meta.index, meta.term):
+        recv = self.replication.take_received(meta)
+        if recv is None:
             return False
-        self._receiving = None
         self._send(
             SnapshotResponse(
                 self.id, recv.leader, self.term, None, recv.index, recv.total, recv.total
@@ -414,13 +403,12 @@ class RaftCore(CoreView, Replication):
             self.commit = meta.index
             return False
         self._log.restore(meta.index, meta.term)
-        self._configs = [(meta.index, meta.config)]
-        self._voters = Voters.of(meta.config)
+        self.configs.restore(meta.index, meta.config)
         self.requests.keep_through(meta.index)
         self.commit = self._applied = self._handed_commit = meta.index
         self._snapshot = meta
         self._pending_snapshot = meta
-        self._recovered_through(meta.index)
+        self.recovered_through(meta.index)
         return True
 
     # -- outputs -------------------------------------------------------------------------
@@ -428,44 +416,42 @@ class RaftCore(CoreView, Replication):
     def has_ready(self) -> bool:
         return bool(
             self._msgs
-            or self._want_send
-            or self._chunks
             or self._pending_snapshot is not None
             or self._log.has_unstable()
             or self.commit > self._handed_commit
-            or any(r.index <= self._handed_commit for r in self._reads_ready)
+            or self.replication.has_ready(self._handed_commit)
             or self._state_changed()
         )
 
     def ready(self) -> Ready:
         """Take everything the shell has to do now (see :mod:`dafka.raft.core._ready`)."""
-        self._flush_sends()
+        repl = self.replication
+        repl.flush_sends()
         hs = self._hard_state()
         ss = self._soft_state()
         truncate_from, entries = self._log.take_unstable()
         lo = self._handed_commit + 1
         committed = tuple(self._log.slice(lo, min(self.commit, lo + self.max_apply_entries - 1)))
         handed = committed[-1].index if committed else self._handed_commit
-        reads = tuple(r for r in self._reads_ready if r.index <= handed)
-        self._reads_ready = [r for r in self._reads_ready if r.index > handed]
+        reads = repl.take_reads(handed)
+        chunks = repl.take_chunks()
         vote_changed = (hs.term, hs.voted_for) != (self._prev_hs.term, self._prev_hs.voted_for)
         rd = Ready(
             hard_state=hs if hs != self._prev_hs else None,
             entries=entries,
             truncate_from=truncate_from,
             snapshot=self._pending_snapshot,
-            snapshot_chunks=tuple(self._chunks),
+            snapshot_chunks=chunks,
             messages=tuple(self._msgs),
             committed_entries=committed,
             read_states=reads,
             soft_state=ss if ss != self._prev_ss else None,
             must_sync=bool(
-                entries or truncate_from or self._chunks or self._pending_snapshot or vote_changed
+                entries or truncate_from or chunks or self._pending_snapshot or vote_changed
             ),
             write=self._log.last_write if entries else 0,
         )
-        self._msgs = []
-        self._chunks = []
+        self._msgs.clear()
         self._pending_snapshot = None
         self._prev_hs, self._prev_ss = hs, ss
         self._handed_commit = handed
@@ -485,8 +471,8 @@ class RaftCore(CoreView, Replication):
         """Log write number ``write`` (``Ready.write``) and every earlier one are durable.
         A leader may now count its own log up to there towards a commit; a report of a
         write that a truncation cut into counts for nothing."""
-        if self._log.stable_to(write) and self.role is Role.LEADER and self._maybe_commit():
-            self._bcast_append()
+        if self._log.stable_to(write) and self.role is Role.LEADER and self.maybe_commit():
+            self.replication.bcast_append()
 
     # -- elections -----------------------------------------------------------------------
 
@@ -495,12 +481,7 @@ class RaftCore(CoreView, Replication):
         that the latest may not have replaced yet: until the change commits we may be
         needed to elect anyone (thesis §4.2.2). Only the latest config counts votes,
         so our own vote counts only if we are in it."""
-        for at, cfg in reversed(self._configs):
-            if self.id in (self._voters if cfg is self.config else Voters.of(cfg)):
-                return True
-            if at <= self.commit:
-                return False
-        return False
+        return self.configs.promotable(self.id, self.commit)
 
     def _in_lease(self) -> bool:
         return self.leader is not None and self._election_elapsed < self.election_tick
@@ -510,14 +491,9 @@ class RaftCore(CoreView, Replication):
 
     def _reset(self) -> None:
         self._election_elapsed = 0
-        self._heartbeat_elapsed = 0
         self._randomize_timeout()
         self._votes = {}
-        self._progress = {}
-        self._want_send = {}
-        self._transferee = None
-        self._reads_pending.clear()
-        self._reads_confirming.clear()
+        self.replication.reset()
 
     def _become_follower(self, term: int, leader: str | None) -> None:
         if term > self.term:
@@ -535,7 +511,7 @@ class RaftCore(CoreView, Replication):
             # guard: raft-peer-recovering-lost-entries-2
             return  # it would win without entries it acknowledged
         # guard: raft-pre-vote-peers-do
-        if kind == _PRE and self.plain_peers & self._voters.ids:
+        if kind == _PRE and self.plain_peers & self.configs.voters.ids:
             kind = _REAL  # a reference peer takes a pre-vote as a real vote: do not pretend
         if kind == _PRE:
             self.role = Role.PRE_CANDIDATE
@@ -550,13 +526,13 @@ class RaftCore(CoreView, Replication):
             self._reset()
             term = self.term
         self._votes = {self.id: True}
-        if self._voters.vote_result(self._votes) is VoteResult.WON:
+        if self.configs.voters.vote_result(self._votes) is VoteResult.WON:
             if kind == _PRE:
                 self._campaign(_REAL)
             else:
                 self._become_leader()
             return
-        for peer in sorted(self._voters.ids - {self.id}):
+        for peer in sorted(self.configs.voters.ids - {self.id}):
             self._send(
                 RequestVote(
                     self.id,
@@ -605,7 +581,7 @@ class RaftCore(CoreView, Replication):
         elif m.pre_vote:
             return
         self._votes.setdefault(m.frm, m.granted)
-        result = self._voters.vote_result(self._votes)
+        result = self.configs.voters.vote_result(self._votes)
         if result is VoteResult.WON:
             if self.role is Role.PRE_CANDIDATE:
                 self._campaign(_REAL)
@@ -618,7 +594,7 @@ class RaftCore(CoreView, Replication):
         self.role = Role.LEADER
         self.leader = self.id
         self._reset()
-        self._sync_progress()
+        self.replication.sync_progress()
         # §5.4.2 / §8: an entry of our own term lets earlier entries commit
         self._append_new(EntryType.CHECKPOINT, CHECKPOINT_DATA, ZERO_REQID)
         self._maybe_finalize_config()
@@ -645,30 +621,57 @@ class RaftCore(CoreView, Replication):
     def _append_new(self, kind: EntryType, data: bytes, reqid: bytes) -> Entry:
         entry = new_entry(self._log.last_index + 1, self.term, kind, reqid, data)
         self._log.append((entry,))
-        self._on_appended((entry,))
-        self._bcast_append()
-        self._maybe_commit()
+        self.appended((entry,))
+        self.replication.bcast_append()
+        self.maybe_commit()
         return entry
 
-    def _on_appended(self, entries: Sequence[Entry]) -> None:
+    def appended(self, entries: Sequence[Entry]) -> None:
+        """``entries`` were appended to the log (here, or by :class:`Replication`)."""
         self.requests.note(entries)
-        changed = False
-        for entry in entries:
-            if entry.type is _CONFIG:
-                cfg = config_or_none(entry.data)
-                if cfg is not None:
-                    self._configs.append((entry.index, cfg))
-                    changed = True
-        if changed:
-            self._config_changed()
+        if self.configs.appended(entries) and self.role is Role.LEADER:
+            self.replication.sync_progress()
 
-    def _truncate(self, index: int) -> None:
+    def truncate_from(self, index: int) -> None:
+        """Cut the log from ``index`` on (a follower's conflict)."""
         self.requests.forget(self._log.truncate(index))
-        if self._configs[-1][0] >= index:
-            self._configs = [(at, cfg) for at, cfg in self._configs if at < index]
-            self._config_changed()
+        if self.configs.truncate(index) and self.role is Role.LEADER:
+            self.replication.sync_progress()
 
-    def _config_changed(self) -> None:
-        self._voters = Voters.of(self.config)
+    # -- what the parts call -------------------------------------------------------------
+
+    def _send(self, msg: Message) -> None:
+        self._msgs.append(msg)
+
+    def follow_commit(self, index: int) -> None:
+        """A leader says ``index`` is committed (AppendEntries, a snapshot): never back."""
+        self.commit = max(self.commit, index)
+
+    def maybe_commit(self) -> bool:
+        """Commit what a quorum holds, if of our term (leader); whether the commit moved."""
+        index = self.replication.quorum_index()
+        if index <= self.commit or self._log.term(index) != self.term:
+            return False  # §5.4.2: only entries of our term are committed by counting
+        self.commit = index
+        self.replication.sync_progress()
+        self._maybe_finalize_config()
         if self.role is Role.LEADER:
-            self._sync_progress()
+            self.replication.start_pending_reads()
+        return True
+
+    def _maybe_finalize_config(self) -> None:
+        at, cfg = self.configs.latest_index, self.configs.latest
+        if self.role is not Role.LEADER or at > self.commit:
+            return
+        if cfg.is_joint:
+            final = ClusterConfig(cfg.peers, None, cfg.learners)
+            self._append_new(EntryType.CONFIG, encode_config(final), ZERO_REQID)
+        elif self.id not in self.configs.voters:
+            self._become_follower(self.term, None)  # removed; the new config carries on
+
+    def recovered_through(self, index: int) -> None:
+        """Our log matches a leader's (or our own durable log) up to ``index``: a peer
+        recovering lost entries (``recovering_to``) may vote again once that covers them."""
+        # guard: raft-recovery-ends-when-leader
+        if self.recovering_to is not None and index >= self.recovering_to:
+            self.recovering_to = None

@@ -1,12 +1,15 @@
 """What the shell may read of a :class:`~dafka.raft.core.RaftCore`: its configuration,
-role, log bounds and snapshot (a mixin; the state is created by ``RaftCore.__init__``)."""
+role, log bounds and snapshot. Read-only: it declares no state of its own and writes
+nothing; every field it reads is written in ``_core.py`` or by the part it names."""
 
 from __future__ import annotations
 
 from ...errors import RaftError
 from ..codec import ClusterConfig, Entry, HardState, SnapshotMeta
+from ._configs import Configs
 from ._log import RaftLog
 from ._ready import Role, SoftState
+from ._replication import Replication
 from ._requests import RequestIds
 
 __all__ = ["CoreView"]
@@ -26,19 +29,19 @@ class CoreView:
     requests: RequestIds
     _log: RaftLog
     _snapshot: SnapshotMeta
-    _configs: list[tuple[int, ClusterConfig]]
-    _transferee: str | None
+    configs: Configs
+    replication: Replication
 
     @property
     def config(self) -> ClusterConfig:
         """The latest configuration in the log (committed or not)."""
-        return self._configs[-1][1]
+        return self.configs.latest
 
     @property
     def config_index(self) -> int:
         """Log index of the entry holding :attr:`config` (a snapshot index for the base
         config); the change is committed once ``commit >= config_index``."""
-        return self._configs[-1][0]
+        return self.configs.latest_index
 
     @property
     def is_leader(self) -> bool:
@@ -82,7 +85,7 @@ class CoreView:
 
     @property
     def transferee(self) -> str | None:
-        return self._transferee
+        return self.replication.transferee
 
     def term_at(self, index: int) -> int | None:
         return self._log.term(index)
@@ -93,12 +96,7 @@ class CoreView:
 
     def config_at(self, index: int) -> ClusterConfig:
         """The configuration in force at ``index`` (not below the compaction point)."""
-        current = self._configs[0][1]
-        for at, cfg in self._configs:
-            if at > index:
-                break
-            current = cfg
-        return current
+        return self.configs.at(index)
 
     def snapshot_meta(self, index: int) -> SnapshotMeta:
         """The :class:`SnapshotMeta` for a state machine snapshot taken at ``index``."""

@@ -6,25 +6,24 @@ pipelined replicate, snapshot streaming), heartbeats, check-quorum, commitment b
 joint majority (§5.4.2: only entries of the current term are committed by counting),
 finishing a joint configuration, and ReadIndex confirmation.
 
-This is a mixin: the state it uses is created by ``RaftCore.__init__``.
+A part the core owns (:class:`Replication`), with its own state; what it reads of the
+core is declared by :class:`Host`.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ...errors import RaftError
+from ...errors import ConfigError, RaftError
 from ..codec import (
-    ZERO_REQID,
-    ClusterConfig,
     Entry,
-    EntryType,
     SnapshotMeta,
-    encode_config,
 )
+from ._configs import Configs
+from ._extensions import PLAIN
 from ._log import RaftLog
 from ._membership import all_peers
 from ._messages import (
@@ -36,11 +35,10 @@ from ._messages import (
     TimeoutNow,
 )
 from ._progress import Progress, ProgressState
-from ._quorum import Voters
 from ._ready import ReadState, Role, SnapshotChunk, SnapshotReader
 from ._requests import RequestIds
 
-__all__ = ["Replication"]
+__all__ = ["Host", "Replication"]
 
 
 @dataclass(slots=True)
@@ -62,72 +60,137 @@ class _Receiving:
     complete: bool = False
 
 
-class Replication:
-    """Replication state machine halves; see the module docstring."""
+class Host(Protocol):
+    """What :class:`Replication` reads of the core that owns it, and the core's methods it
+    calls (the core's fields are written in ``_core.py`` only)."""
 
-    id: str
     term: int
     commit: int
     role: Role
-    leader: str | None
-    check_quorum: bool
-    election_tick: int
     heartbeat_tick: int
-    max_batch_entries: int
-    max_batch_bytes: int
-    max_inflight: int
-    snapshot_chunk_size: int
     plain_peers: frozenset[str]
-    recovering_to: int | None
-    _log: RaftLog
-    _snapshot: SnapshotMeta
-    _configs: list[tuple[int, ClusterConfig]]
-    _voters: Voters
-    _progress: dict[str, Progress]
-    _want_send: dict[str, None]
-    _msgs: list[Message]
-    _chunks: list[SnapshotChunk]
-    _seq: int
-    _reads_pending: list[bytes]
-    _reads_confirming: deque[_Read]
-    _reads_ready: list[ReadState]
-    _receiving: _Receiving | None
-    _read_snapshot: SnapshotReader | None
-    _transferee: str | None
-    _transfer_elapsed: int
-    _election_elapsed: int
-    _heartbeat_elapsed: int
+    configs: Configs
     requests: RequestIds
 
-    if TYPE_CHECKING:  # provided by RaftCore
+    @property
+    def snapshot(self) -> SnapshotMeta: ...
 
-        @property
-        def config(self) -> ClusterConfig: ...
+    def truncate_from(self, index: int) -> None: ...
 
-        def _become_follower(self, term: int, leader: str | None) -> None: ...
+    def appended(self, entries: Sequence[Entry]) -> None: ...
 
-        def _append_new(self, kind: EntryType, data: bytes, reqid: bytes) -> Entry: ...
+    def follow_commit(self, index: int) -> None: ...
 
-        def _truncate(self, index: int) -> None: ...
+    def recovered_through(self, index: int) -> None: ...
 
-        def _on_appended(self, entries: Sequence[Entry]) -> None: ...
+    def maybe_commit(self) -> bool: ...
+
+
+class Replication:
+    """Replication: the entries moving between the core and the other peers. Owns every
+    field it writes (per-follower progress, sends owed, the AppendEntries sequence, reads
+    being confirmed, a snapshot being received, a leadership transfer under way); reads
+    the term, commit, role and configuration of its :class:`Host`."""
+
+    __slots__ = (
+        "_log",
+        "_send",
+        "chunks",
+        "core",
+        "heartbeat_elapsed",
+        "id",
+        "max_batch_bytes",
+        "max_batch_entries",
+        "max_inflight",
+        "progress",
+        "read_snapshot",
+        "reads_confirming",
+        "reads_pending",
+        "reads_ready",
+        "receiving",
+        "seq",
+        "snapshot_chunk_size",
+        "transfer_elapsed",
+        "transferee",
+        "want_send",
+    )
+
+    def __init__(
+        self,
+        core: Host,
+        id: str,
+        log: RaftLog,
+        send: Callable[[Message], None],
+        *,
+        max_batch_entries: int,
+        max_batch_bytes: int,
+        max_inflight: int,
+        snapshot_chunk_size: int,
+        read_snapshot: SnapshotReader | None,
+    ) -> None:
+        self.core = core
+        self.id = id
+        self._log = log  # the core's log (one object, shared)
+        self._send = send  # appends to the core's outbox
+        self.max_batch_entries = max_batch_entries
+        self.max_batch_bytes = max_batch_bytes
+        self.max_inflight = max_inflight
+        self.snapshot_chunk_size = snapshot_chunk_size
+        self.read_snapshot = read_snapshot
+        self.progress: dict[str, Progress] = {}
+        self.want_send: dict[str, None] = {}  # followers owed an AppendEntries
+        self.seq = 0
+        self.chunks: list[SnapshotChunk] = []  # received, for the next Ready
+        self.receiving: _Receiving | None = None
+        self.reads_pending: list[bytes] = []
+        self.reads_confirming: deque[_Read] = deque()
+        self.reads_ready: list[ReadState] = []
+        self.heartbeat_elapsed = 0
+        self.transferee: str | None = None
+        self.transfer_elapsed = 0
+
+    def reset(self) -> None:
+        """A new term or role: no followers tracked, nothing owed, no read or transfer."""
+        self.heartbeat_elapsed = 0
+        self.progress = {}
+        self.want_send = {}
+        self.transferee = None
+        self.reads_pending.clear()
+        self.reads_confirming.clear()
+
+    def has_ready(self, handed_commit: int) -> bool:
+        return bool(
+            self.want_send or self.chunks or any(r.index <= handed_commit for r in self.reads_ready)
+        )
+
+    def take_chunks(self) -> tuple[SnapshotChunk, ...]:
+        chunks = tuple(self.chunks)
+        self.chunks = []
+        return chunks
+
+    def take_reads(self, handed: int) -> tuple[ReadState, ...]:
+        """The confirmed reads whose index the state machine will have applied."""
+        reads = tuple(r for r in self.reads_ready if r.index <= handed)
+        self.reads_ready = [r for r in self.reads_ready if r.index > handed]
+        return reads
+
+    def take_received(self, meta: SnapshotMeta) -> _Receiving | None:
+        """The completely received snapshot ``meta`` describes, forgotten here (or None)."""
+        recv = self.receiving
+        if recv is None or not recv.complete or (recv.index, recv.term) != (meta.index, meta.term):
+            return None
+        self.receiving = None
+        return recv
 
     # -- follower side -------------------------------------------------------------------
 
-    def _recovered_through(self, index: int) -> None:
-        """Our log matches a leader's (or our own durable log) up to ``index``: a peer
-        recovering lost entries (``recovering_to``) may vote again once that covers them."""
-        # guard: raft-recovery-ends-when-leader
-        if self.recovering_to is not None and index >= self.recovering_to:
-            self.recovering_to = None
-
-    def _on_append(self, m: AppendEntries) -> None:
+    def on_append(self, m: AppendEntries) -> None:
         def answer(success: bool, c_term: int | None = None, c_index: int | None = None) -> None:
             self._send(
                 AppendResponse(
                     self.id,
                     m.frm,
-                    self.term,
+                    self.core.term,
                     success,
                     c_term,
                     c_index,
@@ -147,7 +210,7 @@ class Replication:
             # everything up to base is committed here: skip what the snapshot covers
             skip = base - prev_index
             if skip >= len(entries):
-                self._recovered_through(m.last_index)
+                self.core.recovered_through(m.last_index)
                 answer(True)
                 return
             prev_index, prev_term, entries = base, entries[skip - 1].term, entries[skip:]
@@ -164,46 +227,44 @@ class Replication:
                 new = entries[k:]
                 break
             if have != entry.term:
-                if entry.index <= self.commit:
+                if entry.index <= self.core.commit:
                     raise RaftError(f"leader {m.frm} conflicts with committed entry {entry.index}")
-                self._truncate(entry.index)
+                self.core.truncate_from(entry.index)
                 new = entries[k:]
                 break
         if new:
             self._log.append(new)
-            self._on_appended(new)
-        self.commit = max(self.commit, min(m.commit, m.last_index))
-        self.requests.prune_if_due(self.commit)  # a follower forgets what a leader would
-        self._recovered_through(m.last_index)
+            self.core.appended(new)
+        self.core.follow_commit(min(m.commit, m.last_index))
+        self.core.requests.prune_if_due(self.core.commit)  # a follower forgets what a leader would
+        self.core.recovered_through(m.last_index)
         answer(True)
 
-    def _on_snapshot_chunk(self, m: InstallSnapshot) -> None:
+    def on_snapshot_chunk(self, m: InstallSnapshot) -> None:
         def answer(next_offset: int | None) -> None:
             self._send(
                 SnapshotResponse(
-                    self.id, m.frm, self.term, next_offset, m.index, m.end, m.total_size
+                    self.id, m.frm, self.core.term, next_offset, m.index, m.end, m.total_size
                 )
             )
 
-        if m.index <= self.commit or self._log.term(m.index) == m.term_of_index:
-            self.commit = max(self.commit, m.index)  # snapshots hold committed entries only
+        if m.index <= self.core.commit or self._log.term(m.index) == m.term_of_index:
+            self.core.follow_commit(m.index)  # snapshots hold committed entries only
             answer(None if m.end >= m.total_size else m.total_size)
             return
-        recv = self._receiving
+        recv = self.receiving
         if recv is None or (recv.index, recv.term, recv.total) != (
             m.index,
             m.term_of_index,
             m.total_size,
         ):
-            recv = self._receiving = _Receiving(m.index, m.term_of_index, m.total_size, m.frm)
+            recv = self.receiving = _Receiving(m.index, m.term_of_index, m.total_size, m.frm)
         if recv.complete:
             return  # restore() answers
         if m.offset != recv.next:
             answer(recv.next)
             return
-        self._chunks.append(
-            SnapshotChunk(m.index, m.term_of_index, m.offset, m.total_size, m.chunk)
-        )
+        self.chunks.append(SnapshotChunk(m.index, m.term_of_index, m.offset, m.total_size, m.chunk))
         recv.next = m.end
         recv.leader = m.frm
         if recv.next >= recv.total:
@@ -213,64 +274,56 @@ class Replication:
 
     # -- leader side ---------------------------------------------------------------------
 
-    def _tick_leader(self) -> None:
-        self._heartbeat_elapsed += 1
-        self._election_elapsed += 1
-        if self._transferee is not None:
-            self._transfer_elapsed += 1
-            if self._transfer_elapsed >= self.election_tick:
-                self._transferee = None
-        if self._election_elapsed >= self.election_tick:
-            self._election_elapsed = 0
-            if self.check_quorum:
-                active = {self.id}
-                active.update(p for p, pr in self._progress.items() if pr.recent_active)
-                if not self._voters.has_quorum(active):
-                    self._become_follower(self.term, None)
-                    return
-                for pr in self._progress.values():
-                    pr.recent_active = False
-        if self._heartbeat_elapsed >= self.heartbeat_tick:
-            self._heartbeat_elapsed = 0
+    def tick(self, election_tick: int, check_quorum: bool) -> bool:
+        """A leader's tick (``check_quorum``: an election timeout passed and the core checks
+        quorum). False when a quorum of voters was not heard from: the core steps down."""
+        self.heartbeat_elapsed += 1
+        if self.transferee is not None:
+            self.transfer_elapsed += 1
+            if self.transfer_elapsed >= election_tick:
+                self.transferee = None
+        if check_quorum:
+            active = {self.id}
+            active.update(p for p, pr in self.progress.items() if pr.recent_active)
+            if not self.core.configs.voters.has_quorum(active):
+                return False
+            for pr in self.progress.values():
+                pr.recent_active = False
+        if self.heartbeat_elapsed >= self.core.heartbeat_tick:
+            self.heartbeat_elapsed = 0
             self._bcast_heartbeat()
+        return True
 
-    def _sync_progress(self) -> None:
+    def sync_progress(self) -> None:
         """Track the peers of the committed config and of every later one (leader).
 
         A peer removed by an uncommitted config still gets the log until that config
         commits, so it normally learns it was removed (and stops campaigning).
         """
-        committed = 0
-        for k, (at, _) in enumerate(self._configs):
-            if at <= self.commit:
-                committed = k
         wanted: set[str] = set()
-        for _, c in self._configs[committed:]:
+        for c in self.core.configs.since_committed(self.core.commit):
             wanted.update(p.id for p in all_peers(c))
         wanted.discard(self.id)
-        for peer in list(self._progress):
+        for peer in list(self.progress):
             if peer not in wanted:
                 # farewell: the log and commit index that tell it its removal committed
-                self._progress[peer].become_probe()
-                self._send_append(peer, empty_ok=True)
-                del self._progress[peer]
+                self.progress[peer].become_probe()
+                self.send_append(peer, empty_ok=True)
+                del self.progress[peer]
         for peer in sorted(wanted):
-            pr = self._progress.get(peer)
+            pr = self.progress.get(peer)
             if pr is None:
-                pr = self._progress[peer] = Progress(next=self._log.last_index + 1)
-            pr.learner = peer not in self._voters
-        if self._transferee is not None and self._transferee not in self._voters:
-            self._transferee = None
+                pr = self.progress[peer] = Progress(next=self._log.last_index + 1)
+            pr.learner = peer not in self.core.configs.voters
+        if self.transferee is not None and self.transferee not in self.core.configs.voters:
+            self.transferee = None
 
     def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
+        self.seq += 1
+        return self.seq
 
-    def _send(self, msg: Message) -> None:
-        self._msgs.append(msg)
-
-    def _send_append(self, peer: str, empty_ok: bool = False) -> bool:
-        pr = self._progress[peer]
+    def send_append(self, peer: str, empty_ok: bool = False) -> bool:
+        pr = self.progress[peer]
         if pr.is_paused(self.max_inflight):
             return False
         if pr.rewind:
@@ -300,7 +353,9 @@ class Replication:
     ) -> None:
         seq = self._next_seq()
         self._send(
-            AppendEntries(self.id, peer, self.term, prev, prev_term, self.commit, entries, seq)
+            AppendEntries(
+                self.id, peer, self.core.term, prev, prev_term, self.core.commit, entries, seq
+            )
         )
         pr.note_sent(prev + len(entries))
 
@@ -316,7 +371,7 @@ class Replication:
     def _send_heartbeat(self, peer: str) -> bool:
         """An empty AppendEntries, never behind what is in flight (at ``match`` it would
         truncate what a reference follower acknowledged meanwhile)."""
-        pr = self._progress[peer]
+        pr = self.progress[peer]
         if pr.state is ProgressState.SNAPSHOT:
             return False
         # guard: raft-heartbeat-never-behind-what
@@ -327,78 +382,87 @@ class Replication:
         self._send_ae(pr, peer, prev, prev_term, ())
         return True
 
-    def _bcast_append(self) -> None:
-        self._want_send.update(dict.fromkeys(self._progress))
+    def bcast_append(self) -> None:
+        self.want_send.update(dict.fromkeys(self.progress))
 
-    def _flush_sends(self) -> None:
+    def flush_sends(self) -> None:
         """Send to each follower marked since the last flush (by new entries, a commit, an
         answer or a heartbeat) what it lacks: however many answers a loop turn brings, one
         AppendEntries per follower, more only when the entries exceed a batch (called by
         ``ready()``)."""
-        if not self._want_send:
+        if not self.want_send:
             return
-        want, self._want_send = self._want_send, {}
-        if self.role is not Role.LEADER:
+        want, self.want_send = self.want_send, {}
+        if self.core.role is not Role.LEADER:
             return
         for peer in want:
             for _ in range(self.max_inflight):
-                if peer not in self._progress or not self._send_append(peer):
+                if peer not in self.progress or not self.send_append(peer):
                     break
 
     def _bcast_heartbeat(self) -> None:
-        for peer, pr in self._progress.items():
+        for peer, pr in self.progress.items():
             if pr.state is ProgressState.PROBE:
                 pr.paused = False
-                self._send_append(peer, empty_ok=True)
+                self.send_append(peer, empty_ok=True)
             elif pr.state is ProgressState.REPLICATE:
                 pr.stalled = pr.stalled + 1 if pr.inflight and not pr.progressed else 0
                 if pr.stalled >= 2 or not self._send_heartbeat(peer):
                     pr.stalled = 0
                     pr.become_probe()  # the pipeline stalled (lost messages): probe again
-                    self._send_append(peer, empty_ok=True)
+                    self.send_append(peer, empty_ok=True)
                 else:
-                    self._want_send[peer] = None
+                    self.want_send[peer] = None
             else:
                 self._send_snapshot_chunk(peer)
             pr.progressed = False
 
     def _start_snapshot(self, peer: str) -> bool:
-        meta = self._snapshot
-        if self._read_snapshot is None or meta.index < self._log.base_index:
+        meta = self.core.snapshot
+        if self.read_snapshot is None or meta.index < self._log.base_index:
             return False
         # to every follower, a reference peer too: it stores the bytes as they are (its
         # state machine is not ours and reads none of our entries either) and serves them
         # back as they are, to our followers and to RequestEntries readers
         # guard: raft-snapshots-streamed-reference-peers
-        self._progress[peer].become_snapshot(meta.index, meta.term)
+        self.progress[peer].become_snapshot(meta.index, meta.term)
         return self._send_snapshot_chunk(peer)
 
     def _send_snapshot_chunk(self, peer: str) -> bool:
-        pr = self._progress[peer]
-        if self._read_snapshot is None:
+        pr = self.progress[peer]
+        if self.read_snapshot is None:
             return False
-        got = self._read_snapshot(pr.snap_index, pr.snap_offset, self.snapshot_chunk_size)
-        if got is None and self._snapshot.index > pr.snap_index:
-            pr.become_snapshot(self._snapshot.index, self._snapshot.term)  # a newer one replaced it
-            got = self._read_snapshot(pr.snap_index, pr.snap_offset, self.snapshot_chunk_size)
+        got = self.read_snapshot(pr.snap_index, pr.snap_offset, self.snapshot_chunk_size)
+        if got is None and self.core.snapshot.index > pr.snap_index:
+            pr.become_snapshot(
+                self.core.snapshot.index, self.core.snapshot.term
+            )  # a newer one replaced it
+            got = self.read_snapshot(pr.snap_index, pr.snap_offset, self.snapshot_chunk_size)
         if got is None:
             return False
         chunk, total = got
         self._send(
             InstallSnapshot(
-                self.id, peer, self.term, pr.snap_index, pr.snap_term, pr.snap_offset, total, chunk
+                self.id,
+                peer,
+                self.core.term,
+                pr.snap_index,
+                pr.snap_term,
+                pr.snap_offset,
+                total,
+                chunk,
             )
         )
         return True
 
-    def _on_append_response(self, m: AppendResponse) -> None:
-        pr = self._progress.get(m.frm)
+    def on_append_response(self, m: AppendResponse) -> None:
+        pr = self.progress.get(m.frm)
         if pr is None:
             return
         pr.recent_active = True
         if m.seq > pr.acked_seq:
             pr.acked_seq = m.seq
-            self._check_reads()
+            self.check_reads()
         if m.success:
             pr.acked(m.last_index)
             advanced = pr.maybe_update(m.last_index)
@@ -406,12 +470,12 @@ class Replication:
             if pr.state is not ProgressState.REPLICATE and pr.match >= agreed:
                 pr.become_replicate()  # the probe matched, or the snapshot is not needed
             if advanced:
-                if self._maybe_commit():
-                    self._bcast_append()
-                if m.frm == self._transferee and pr.match == self._log.last_index:
-                    self._send(TimeoutNow(self.id, m.frm, self.term))
-            if m.frm in self._progress:
-                self._want_send[m.frm] = None
+                if self.core.maybe_commit():
+                    self.bcast_append()
+                if m.frm == self.transferee and pr.match == self._log.last_index:
+                    self._send(TimeoutNow(self.id, m.frm, self.core.term))
+            if m.frm in self.progress:
+                self.want_send[m.frm] = None
             return
         # guard: raft-rejections-older-last-re
         if pr.state is ProgressState.SNAPSHOT or m.seq < pr.reset_seq:
@@ -434,13 +498,13 @@ class Replication:
         else:
             nxt = m.prev_index
         pr.become_probe(min(nxt, m.prev_index))
-        pr.reset_seq = self._seq + 1
+        pr.reset_seq = self.seq + 1
         # guard: raft-rejection-walks-back-follower
         pr.rewind = True  # its log ends before what we sent: resume there
-        self._send_append(m.frm, empty_ok=True)
+        self.send_append(m.frm, empty_ok=True)
 
-    def _on_snapshot_response(self, m: SnapshotResponse) -> None:
-        pr = self._progress.get(m.frm)
+    def on_snapshot_response(self, m: SnapshotResponse) -> None:
+        pr = self.progress.get(m.frm)
         if pr is None:
             return
         pr.recent_active = True
@@ -459,49 +523,52 @@ class Replication:
         pr.maybe_update(pr.snap_index)
         pr.become_probe()
         pr.rewind = True  # its log is the snapshot now
-        if self._maybe_commit():
-            self._bcast_append()
+        if self.core.maybe_commit():
+            self.bcast_append()
         else:
-            self._send_append(m.frm, empty_ok=True)
+            self.send_append(m.frm, empty_ok=True)
 
-    def _maybe_commit(self) -> bool:
-        match = {peer: pr.match for peer, pr in self._progress.items()}
+    def quorum_index(self) -> int:
+        """The highest index a quorum of voters holds (our own log once durable)."""
+        match = {peer: pr.match for peer, pr in self.progress.items()}
         match[self.id] = self._log.stable_index  # our own log counts once durable
-        index = min(self._voters.committed_index(match), self._log.last_index)
-        if index <= self.commit or self._log.term(index) != self.term:
-            return False  # §5.4.2: only entries of our term are committed by counting
-        self.commit = index
-        self._sync_progress()
-        self._maybe_finalize_config()
-        if self.role is Role.LEADER and self._reads_pending:
-            pending, self._reads_pending = self._reads_pending, []
+        return min(self.core.configs.voters.committed_index(match), self._log.last_index)
+
+    def start_pending_reads(self) -> None:
+        """Reads asked before our term's first commit: confirm them now."""
+        if self.reads_pending:
+            pending, self.reads_pending = self.reads_pending, []
             for ctx in pending:
-                self._start_read(ctx)
-        return True
+                self.start_read(ctx)
 
-    def _maybe_finalize_config(self) -> None:
-        at, cfg = self._configs[-1]
-        if self.role is not Role.LEADER or at > self.commit:
+    def transfer_leader(self, to: str) -> None:
+        """Hand leadership to voter ``to`` (see :meth:`RaftCore.transfer_leader`)."""
+        if to == self.id or to == self.transferee:
             return
-        if cfg.is_joint:
-            final = ClusterConfig(cfg.peers, None, cfg.learners)
-            self._append_new(EntryType.CONFIG, encode_config(final), ZERO_REQID)
-        elif self.id not in self._voters:
-            self._become_follower(self.term, None)  # removed; the new config carries on
+        if to not in self.core.configs.voters or to not in self.progress:
+            raise ConfigError(f"cannot transfer leadership to {to!r}: not a voter")
+        if to in self.core.plain_peers:
+            raise ConfigError(f"cannot transfer leadership to {to!r}: {PLAIN} (TimeoutNow)")
+        self.transferee = to
+        self.transfer_elapsed = 0
+        if self.progress[to].match == self._log.last_index:
+            self._send(TimeoutNow(self.id, to, self.core.term))
+        else:
+            self.send_append(to)
 
-    def _start_read(self, ctx: bytes) -> None:
-        self._reads_confirming.append(_Read(ctx, self.commit, self._seq + 1))
-        for peer, pr in self._progress.items():
+    def start_read(self, ctx: bytes) -> None:
+        self.reads_confirming.append(_Read(ctx, self.core.commit, self.seq + 1))
+        for peer, pr in self.progress.items():
             if not pr.learner:
                 self._send_heartbeat(peer)
-        self._check_reads()
+        self.check_reads()
 
-    def _check_reads(self) -> None:
-        while self._reads_confirming:
-            read = self._reads_confirming[0]
+    def check_reads(self) -> None:
+        while self.reads_confirming:
+            read = self.reads_confirming[0]
             acks = {self.id}
-            acks.update(p for p, pr in self._progress.items() if pr.acked_seq >= read.seq)
-            if not self._voters.has_quorum(acks):
+            acks.update(p for p, pr in self.progress.items() if pr.acked_seq >= read.seq)
+            if not self.core.configs.voters.has_quorum(acks):
                 return
-            self._reads_confirming.popleft()
-            self._reads_ready.append(ReadState(read.ctx, read.index))
+            self.reads_confirming.popleft()
+            self.reads_ready.append(ReadState(read.ctx, read.index))

@@ -133,7 +133,7 @@ def test_a_plain_peer_behind_the_compaction_is_streamed_the_snapshot_and_caught_
     appends = [m for m in outbox(leader) if isinstance(m, AppendEntries) and m.to == "b"]
     assert appends and appends[0].prev_index == 5 and appends[0].prev_term == 1
     leader.step(AppendResponse("b", "a", leader.term, True, None, None, 5, 6, appends[0].seq))
-    assert leader._progress["b"].match == 6 == leader.last_index
+    assert leader.replication.progress["b"].match == 6 == leader.last_index
 
 
 def test_a_lagging_follower_campaigning_does_not_move_the_leaders_term():

@@ -189,7 +189,7 @@ class Cluster:
             f = self.follower(pid)
             if isinstance(f, RefFollower):
                 assert agreed[pid] >= f.acked, f"{pid} lost acknowledged entries"
-            match = self.leader._progress[pid].match
+            match = self.leader.replication.progress[pid].match
             assert match <= agreed[pid], f"leader counts {pid} at {match}, it holds {agreed[pid]}"
         # 3 voters: what the leader committed is on it and at least one follower
         assert self.leader.commit <= max(agreed.values()), "committed on a minority"
@@ -274,10 +274,10 @@ def test_a_stale_rejection_does_not_move_next_back():
     leader.step(answers[0])  # acted on: re-probe at b's log end
     reprobe = [m for m in outbox(leader) if isinstance(m, AppendEntries)]
     assert reprobe and reprobe[0].prev_index == len(follower.log)
-    nxt = leader._progress["b"].next
+    nxt = leader.replication.progress["b"].next
     for a in answers[1:]:
         leader.step(a)  # rejections of what was sent before the re-probe: stale
-    assert leader._progress["b"].next == nxt
+    assert leader.replication.progress["b"].next == nxt
     assert not [m for m in outbox(leader) if isinstance(m, AppendEntries)]
     del first
 
@@ -315,13 +315,13 @@ def test_a_duplicated_old_rejection_is_ignored():
     pending = outbox(leader)
     answers += [b.on_append(m) for m in sent("b")]  # b now holds and commits 7
     assert b.commit == 7
-    nxt = leader._progress["b"].next
+    nxt = leader.replication.progress["b"].next
     leader.step(rejections[-1])  # a duplicate of an old rejection
-    assert leader._progress["b"].next == nxt
+    assert leader.replication.progress["b"].next == nxt
     pending = outbox(leader)
     for m in sent("b"):
         b.on_append(m)  # would be "refusing to truncate log ... before commit index"
     for a in answers:
         leader.step(a)
-    assert leader._progress["b"].match == 7
+    assert leader.replication.progress["b"].match == 7
     del first
