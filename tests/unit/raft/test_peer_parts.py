@@ -80,7 +80,7 @@ def test_the_snapshot_stage_refuses_what_the_state_machine_refuses(tmp_path, ctx
     assert stage.snapshot_data() == (0, b"")
     blob = pack_snapshot(SnapshotMeta(5, 1, shared.core.config), b"state")
     chunk = SnapshotChunk(index=5, term=1, offset=0, total_size=len(blob), data=blob)
-    rd = Ready(snapshot_chunks=[chunk])
+    rd = Ready(snapshot_chunks=(chunk,))
     completed = stage.stage_chunks(rd, sync=False)
     assert completed is not None and completed.index == 5
     stage.restore_staged(completed)
@@ -97,7 +97,7 @@ def test_the_client_service_refuses_an_oversize_update_alone(tmp_path, ctx) -> N
     stage = SnapshotStage(shared, tmp_path, 0, lambda: None)
     clients = ClientService(shared, stage, PeerGuard("a", None, True), None, None)
     replies: list[Any] = []
-    clients._reply = lambda env, rid, resp: replies.append(resp)  # type: ignore[method-assign]
+    clients._reply = lambda env, rid, resp: replies.append(resp)  # type: ignore[method-assign,assignment]
     clients.on_update((b"c",), b"r" * 12, b"x" * 1001)
     assert [r.status for r in replies] == [w.UpdateStatus.EXPIRED]
     assert dict(shared.bad.snapshot()) == {"oversize-update": 1}
