@@ -165,8 +165,9 @@ def test_a_client_holds_at_most_8_entry_streams_open(tmp_path: Path) -> None:
         for rid in range(1, 101):
             for envelope in (b"greedy", b"other"):
                 peer._on_router_frames([envelope, *w.RequestEntries(rid, b"dafka", 0).encode()])
-        assert peer._client_streams == {(b"greedy",): 8, (b"other",): 8}
-        assert len(peer._streams) == 16
+        assert peer.clients.streams_of((b"greedy",)) == 8
+        assert peer.clients.streams_of((b"other",)) == 8
+        assert peer.clients.streams == 16
     finally:
         peer._teardown()
 

@@ -422,9 +422,9 @@ def test_a_peer_restarts_from_its_own_snapshot_of_signed_state(tmp_path: Path) -
             ("cluster.set", {"settings": {"auto_create": False}}),
         ]:
             send_update(peer, ReqIdGenerator()(), signed(sm, op, **fields))
-        peer._maybe_snapshot()
-        peer._snapper.join()
-        peer._maybe_snapshot()
+        peer.snapshots.maybe_snapshot()
+        peer.snapshots.snapper.join()
+        peer.snapshots.maybe_snapshot()
         assert peer.storage.snapshot_meta.index > 0
         view = sm.view()
     finally:

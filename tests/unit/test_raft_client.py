@@ -386,7 +386,7 @@ def test_stream_entries_pipeline_stop_and_snapshot(solo: RaftPeer, ctx) -> None:
             assert e.index > chunks[-1].index
             sm.apply(e)
         assert sm.kv == {f"k{i}": i for i in range(40)}
-    assert wait_for(lambda: not solo._streams)
+    assert wait_for(lambda: solo.clients.streams == 0)
 
 
 def test_a_count_the_snapshot_covers_ends_the_stream_after_it(solo: RaftPeer, ctx) -> None:
@@ -396,7 +396,7 @@ def test_a_count_the_snapshot_covers_ends_the_stream_after_it(solo: RaftPeer, ct
         assert wait_for(lambda: solo.info().snapshot_index >= 30)
         items = list(client.stream_entries(0, count=5))
         assert items and all(isinstance(i, SnapshotChunk) for i in items) and items[-1].last
-    assert wait_for(lambda: not solo._streams)
+    assert wait_for(lambda: solo.clients.streams == 0)
 
 
 def wait_for(pred: Callable[[], object], timeout: float = 3) -> object:
@@ -424,7 +424,7 @@ def test_request_entries_sends_five_ahead_of_the_follow_ups(solo: RaftPeer, ctx)
         assert w.RequestEntriesResponse.decode(sock.recv_multipart()).last_index > 25
         assert not sock.poll(200)
         sock.send_multipart(w.RequestEntries(77, CLUSTER, 10, 0).encode())  # stop
-        assert wait_for(lambda: not solo._streams)
+        assert wait_for(lambda: solo.clients.streams == 0)
     finally:
         sock.close(0)
 

@@ -1,11 +1,14 @@
-"""The client half of :class:`~dafka.raft.peer.RaftPeer`: answering ØMQ RAFT client RPCs.
+"""The client service of :class:`~dafka.raft.peer.RaftPeer`: answering ØMQ RAFT client RPCs.
 
-:mod:`dafka.raft.peer._peer` reads the ROUTER and hands every client request to
-:meth:`ClientService._on_client_request`; the Ready loop there tells this part what was
-applied (:meth:`ClientService._entry_applied`, :meth:`ClientService._applied`) and when
-leadership was lost (:meth:`ClientService._leadership_lost`). Answers leave only after
-the Ready that carries what they depend on was persisted. Shared state:
-:class:`~dafka.raft.peer._peerstate.PeerState`; the wire forms: :mod:`dafka.raft.codec._clientrpc`.
+The peer owns one (``RaftPeer.clients``). :mod:`dafka.raft.peer._peer` reads the ROUTER and
+hands every client request to :meth:`ClientService.on_request` (a RequestUpdate's hot path
+straight to :meth:`ClientService.on_update`); the Ready loop there tells this part what was
+applied (:meth:`ClientService.entry_applied`, :meth:`ClientService.applied`) and when
+leadership was lost (:meth:`ClientService.leadership_lost`). Answers leave only after
+the Ready that carries what they depend on was persisted. Its state is its own; what it
+reads of the peer's is :class:`~dafka.raft.peer._peerstate.PeerShared`, and the snapshot it
+streams comes from the :class:`~dafka.raft.peer._snapshotstage.SnapshotStage` it is given.
+The wire forms: :mod:`dafka.raft.codec._clientrpc`.
 
 * RequestConfig, RequestLogInfo: answered by any peer at once.
 * RequestUpdate: the leader checks it with the host's ``admit`` hook, if any (refused:
@@ -49,7 +52,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import zmq
 
@@ -60,7 +63,9 @@ from ..codec import encode_uint as _uint
 from ..core import DISPATCH_FEATURES, FEATURES, ProposeStatus, Ready, all_peers
 from ._answer_budget import LARGE_ANSWER, AnswerBudget
 from ._fastsend import send_frames
-from ._peerstate import PeerState
+from ._guard import PeerGuard
+from ._peerstate import Admit, PeerShared
+from ._snapshotstage import SnapshotStage
 
 __all__ = [
     "DISPATCH_LOCAL_READ",
@@ -84,6 +89,8 @@ class DispatchStatus:
     OK = 1
     ERROR = 2
 
+
+log = logging.getLogger(__name__)
 
 _KEEPALIVE_AFTER = 0.25
 STREAMS_PER_CLIENT = 8
@@ -123,19 +130,32 @@ class _Stream:
     snap_offset: int = 0
 
 
-class ClientService(PeerState):
-    """Client RPCs in, their answers out. A mixin of :class:`~dafka.raft.peer.RaftPeer`
-    (see the module docstring)."""
+class ClientService:
+    """Client RPCs in, their answers out; owned by :class:`~dafka.raft.peer.RaftPeer` (see the
+    module docstring). ``broadcast``: the URL of the peer's PUB, if it has one bound."""
 
-    broadcast: str | None
-
-    if TYPE_CHECKING:
-
-        def _snapshot_data(self) -> tuple[int, bytes]: ...  # dafka.raft.peer._snapshotstage
-
-    def _init_clients(self) -> None:
+    def __init__(
+        self,
+        shared: PeerShared,
+        snapshots: SnapshotStage,
+        guard: PeerGuard,
+        admit: Admit | None,
+        broadcast: str | None,
+    ) -> None:
+        self.id = shared.id
+        self.options = shared.options
+        self.sm = shared.sm
+        self.storage = shared.storage
+        self.core = shared.core
+        self.router = shared.router
+        self._bad = shared.bad
+        self.snapshots = snapshots
+        self.guard = guard
+        self.admit = admit
+        self.broadcast = broadcast
         self._waiters: dict[int, list[Waiter]] = {}
-        self._updates: list[tuple[tuple[bytes, ...], bytes, bytes]] = []
+        self.updates: list[tuple[tuple[bytes, ...], bytes, bytes]] = []
+        """The RequestUpdates of this loop turn, proposed together by :meth:`flush_updates`."""
         self._config_waiters: list[Waiter] = []
         self._read_batch: list[tuple[w.RouterRequest, tuple[bytes, ...]]] = []
         self._reads: dict[bytes, list[tuple[w.RouterRequest, tuple[bytes, ...]]]] = {}
@@ -144,10 +164,31 @@ class ClientService(PeerState):
         self._client_streams: Counter[tuple[bytes, ...]] = Counter()
         self._answers = AnswerBudget(self.options.query_answer_bytes)
 
-    def _on_client_request(self, request: w.RouterRequest, user: bytes | None = None) -> None:
+    @property
+    def streams(self) -> int:
+        """RequestEntries streams being served."""
+        return len(self._streams)
+
+    def streams_of(self, envelope: tuple[bytes, ...]) -> int:
+        """RequestEntries streams the client connection ``envelope`` holds open."""
+        return self._client_streams[envelope]
+
+    def waiting(self) -> bool:
+        """Some client waits for an update or a config change to be applied."""
+        return bool(self._waiters or self._config_waiters)
+
+    def _reply(self, envelope: tuple[bytes, ...], id_frame: bytes, response: Any) -> None:
+        """Send a client RPC answer (a wire message of :mod:`dafka.raft.codec._wire`) on the ROUTER."""
+        frames = [*envelope, id_frame, *response.encode()[1:]]
+        try:
+            self.router.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            log.debug("raft.peer.reply_dropped")
+
+    def on_request(self, request: w.RouterRequest, user: bytes | None = None) -> None:
         msg = request.message
         if isinstance(msg, w.RequestUpdate):
-            self._on_update(request.envelope, msg.reqid, msg.data)
+            self.on_update(request.envelope, msg.reqid, msg.data)
         elif isinstance(msg, w.ClientDispatch):
             self._on_dispatch(request, msg)
         elif isinstance(msg, w.RequestEntries):
@@ -162,11 +203,11 @@ class ClientService(PeerState):
         elif isinstance(msg, w.ConfigUpdate | w.InvalidConfigUpdate):
             self._on_config_update(request, msg, user)
         elif isinstance(msg, w.RequestBroadcastStateUrl):
-            url = self.broadcast if self.core.is_leader and self.pub is not None else None
+            url = self.broadcast if self.core.is_leader else None
             reply = w.RequestBroadcastStateUrlResponse(0, url)
             self._reply(request.envelope, request.request_id_frame, reply)
 
-    def _client_tick(self, now: float) -> None:
+    def tick(self, now: float) -> None:
         """Keep-alives for clients waiting on a commit; drop idle entry streams."""
         for waiters in (*self._waiters.values(), self._config_waiters):
             for waiter in waiters:
@@ -181,9 +222,9 @@ class ClientService(PeerState):
 
     # -- what the Ready loop tells us --------------------------------------------------------
 
-    def _entry_applied(self, entry: Entry, answers: list[Waiter]) -> None:
+    def entry_applied(self, entry: Entry, answers: list[Waiter]) -> None:
         """The clients waiting on the entry just applied: those whose update it is go into
-        ``answers`` (:meth:`_send_answers` answers them once the Ready's entries are all
+        ``answers`` (:meth:`send_answers` answers them once the Ready's entries are all
         applied), the others are told NOT_LEADER (their entry was replaced)."""
         waiters = self._waiters.pop(entry.index, None)
         if waiters:
@@ -197,7 +238,7 @@ class ClientService(PeerState):
                 if waiter.index == entry.index:
                     waiter.matched = entry.reqid == waiter.reqid
 
-    def _send_answers(self, answers: list[Waiter]) -> None:
+    def send_answers(self, answers: list[Waiter]) -> None:
         """Answer the updates of one Ready back to back, after its entries were applied,
         not one between each two applies: libzmq wakes its I/O thread for a message only
         when that thread found the connection's queue empty, so answers sent in a burst
@@ -207,7 +248,7 @@ class ClientService(PeerState):
         for waiter in answers:
             answer(waiter)
 
-    def _applied(self, rd: Ready) -> None:
+    def applied(self, rd: Ready) -> None:
         """A Ready's committed entries are applied: finish config changes and reads."""
         if self._config_waiters:
             last = rd.committed_entries[-1].index if rd.committed_entries else self.core.applied
@@ -216,7 +257,7 @@ class ClientService(PeerState):
             for request, args in self._reads.pop(rs.ctx, ()):
                 self._answer_query(request, args)
 
-    def _leadership_lost(self) -> None:
+    def leadership_lost(self) -> None:
         """The core dropped pending proposals and reads silently: answer NOT_LEADER."""
         core = self.core
         for waiters in self._waiters.values():
@@ -238,22 +279,22 @@ class ClientService(PeerState):
 
     # -- RequestUpdate, ConfigUpdate, RequestLogInfo -----------------------------------------
 
-    def _on_update(self, envelope: tuple[bytes, ...], reqid: bytes, data: bytes) -> None:
+    def on_update(self, envelope: tuple[bytes, ...], reqid: bytes, data: bytes) -> None:
         # guard: raft-requestupdate-size-cap
         if len(data) > self.options.max_entry_bytes:
             # the spec's final failure (false, no 3rd frame): the client gives up
             self._bad("oversize-update", f"bytes={len(data)} max={self.options.max_entry_bytes}")
             self._reply(envelope, reqid, w.RequestUpdateResponse(reqid, w.UpdateStatus.EXPIRED))
             return
-        self._updates.append((envelope, reqid, data))  # proposed together at the drain's end
+        self.updates.append((envelope, reqid, data))  # proposed together at the drain's end
 
-    def _flush_updates(self) -> None:
+    def flush_updates(self) -> None:
         """Propose every RequestUpdate of the drain as one batch (one log write, one fsync)."""
-        core, batch = self.core, self._updates
-        self._updates = []
+        core, batch = self.core, self.updates
+        self.updates = []
         if self.admit is not None and core.is_leader:
             if not core.applied_in_term and len(batch) <= _HELD_UPDATES:
-                self._updates = batch  # a new leader: admit once its state machine caught up
+                self.updates = batch  # a new leader: admit once its state machine caught up
                 return
             batch = self._admitted(batch)
             if not batch:
@@ -420,7 +461,7 @@ class ClientService(PeerState):
             core.applied,
             core.commit,
             core.last_index,
-            self._snapshot_size,
+            self.snapshots.snapshot_size,
             core.snapshot.index,
         )
         self._reply(request.envelope, request.request_id_frame, reply)
@@ -440,7 +481,7 @@ class ClientService(PeerState):
         else:
             self._dispatch_reply(request, DispatchStatus.ERROR, f"unknown type {msg.type!r}")
 
-    def _flush_reads(self) -> None:
+    def flush_reads(self) -> None:
         """One ReadIndex round for every ``RI`` request of this loop turn."""
         if not self._read_batch:
             return
@@ -577,7 +618,7 @@ class ClientService(PeerState):
             meta = self.storage.snapshot_meta
             if stream.snap_index != meta.index:
                 stream.snap_index, stream.snap_offset = meta.index, 0  # (re)start
-            data = self._snapshot_data()[1]
+            data = self.snapshots.snapshot_data()[1]
             offset = stream.snap_offset
             chunk = data[offset : offset + opts.snapshot_chunk_size]
             stream.snap_offset += len(chunk)

@@ -19,17 +19,22 @@ peer RPC and every ConfigUpdate, so nobody can give a lone peer a leader, a term
 snapshot or a member. A group needs CURVE (``curve``: a peer RPC only from the key of the
 peer it names) or ``insecure_null`` (the ØMQ RAFT reference's NULL, every claim believed).
 
-:class:`RaftPeer` is written in four parts (one object, one thread; the shared
-attributes are declared in :class:`~dafka.raft.peer._peerstate.PeerState`):
+:class:`RaftPeer` is composed of four parts (one thread), each a class with its own state
+that only its own module writes; what they all read is one
+:class:`~dafka.raft.peer._peerstate.PeerShared` (the id, the cluster, the options, the state
+machine, the storage, the core, the ROUTER, the bad-input counter), set once:
 
 * this module: the lifecycle, the sockets, the loop, the Ready loop, and the routing of
   what the ROUTER receives to the two parts below;
-* :mod:`dafka.raft.peer._peertransport`: the peer RPCs (DEALERs, message ids, resends,
-  debouncing, answers routed back to their requests, the extension probe);
-* :mod:`dafka.raft.peer._clientservice`: the client RPCs (RequestUpdate, ConfigUpdate,
-  RequestLogInfo, ClientDispatch ``RI``/``RL`` reads, RequestEntries streams);
-* :mod:`dafka.raft.peer._snapshotstage`: snapshots (staging a received InstallSnapshot,
-  serving ours, snapshotting and compacting every ``snapshot_every`` entries).
+* :attr:`RaftPeer.transport` (:mod:`dafka.raft.peer._peertransport`): the peer RPCs
+  (DEALERs, message ids, resends, debouncing, answers routed back to their requests, the
+  extension probe);
+* :attr:`RaftPeer.clients` (:mod:`dafka.raft.peer._clientservice`): the client RPCs
+  (RequestUpdate, ConfigUpdate, RequestLogInfo, ClientDispatch ``RI``/``RL`` reads,
+  RequestEntries streams);
+* :attr:`RaftPeer.snapshots` (:mod:`dafka.raft.peer._snapshotstage`): snapshots (staging a
+  received InstallSnapshot, serving ours, snapshotting and compacting every
+  ``snapshot_every`` entries).
 
 The loop
 --------
@@ -108,12 +113,12 @@ from ._peerstate import (
     Admit,
     PeerInfo,
     PeerOptions,
+    PeerShared,
 )
 from ._peertransport import PeerTransport
 from ._pipeline import appends_first, plain, split_durable
 from ._recovery import check_lost_entries
 from ._snapshotstage import SnapshotStage
-from ._snapshotter import BackgroundSnapshot
 from ._statemachine import KvStateMachine, StateMachine
 from ._storage import FileStorage
 
@@ -137,7 +142,7 @@ _STATE = EntryType.STATE  # a module global: an Enum class attribute costs 10x p
 _PEER_REQUESTS = (w.RequestVote, w.AppendEntries, w.InstallSnapshot, w.TimeoutNow)
 
 
-class RaftPeer(PeerTransport, ClientService, SnapshotStage):
+class RaftPeer:
     """One ØMQ RAFT peer. See the module docstring.
 
     ``peers`` are the cluster's voters (ours included or not: ``peer_id`` at ``url`` is
@@ -302,7 +307,6 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         loaded = self.storage.load()
         if loaded.snapshot is not None:
             self.sm.restore(loaded.snapshot)
-        self._init_snapshots(len(loaded.snapshot or b""))
         self.core = RaftCore(
             self.id,
             self._initial,
@@ -320,7 +324,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             max_batch_bytes=opts.max_batch_bytes,
             max_inflight=opts.max_inflight,
             snapshot_chunk_size=opts.snapshot_chunk_size,
-            read_snapshot=self._read_snapshot,
+            read_snapshot=self._read_snapshot,  # the snapshot stage's, made below
             recovering_to=self.storage.recovering_to,
         )
         check_lost_entries(self.storage, self.core, opts.accept_log_loss)
@@ -345,6 +349,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             zmq.MAXMSGSIZE, router_frame_limit(opts.max_entry_bytes, opts.snapshot_chunk_size)
         )
         self._bad = BadInput(self.id)
+        """Input refused, by kind (the one counter every part counts into)."""
         if self.curve is not None:
             self.curve.server(self.router)
         try:
@@ -370,17 +375,30 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         if opts.fsync and opts.fsync_thread:
             self._logsync = LogSyncer(self.storage.sync_log, name=f"raft-logsync-{self.id}")
             self.poller.register(self._logsync.fileno, zmq.POLLIN)
-        self._init_transport()
-        self._init_clients()
+        shared = PeerShared(
+            self.id, self.cluster, opts, self.sm, self.storage, self.core, self.router, self._bad
+        )
+        self.snapshots = SnapshotStage(
+            shared, self.data_dir, len(loaded.snapshot or b""), self._drain_log
+        )
+        self.transport = PeerTransport(shared, ctx, self.poller, self.curve, self._initial.peers)
+        self.clients = ClientService(
+            shared,
+            self.snapshots,
+            self.guard,
+            self.admit,
+            self.broadcast if self.pub is not None else None,
+        )
+        # the hot paths call the parts' bound methods without one more attribute lookup
+        self._on_update = self.clients.on_update
+        self._send_request = self.transport.send_request
         self._leader_term: int | None = None
         self._last_broadcast = 0.0
         self._role = (self.core.role, self.core.leader, self.core.term)
         self._seen_leader = self.core.leader
         self._leader_changes = 0
         self._listed: tuple[ClusterConfig | None, list[list[str]]] = (None, [])
-        for peer in self._initial.peers:
-            self._urls.setdefault(peer.id, peer.url)
-        self._sync_peers()
+        self.transport.sync_peers()
         self._publish_info()
         if self.insecure_null:
             log.warning(
@@ -401,19 +419,24 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         )
 
     def _teardown(self) -> None:
-        for sock in [*getattr(self, "_dealers", {}).values(), getattr(self, "router", None)]:
-            if sock is not None:
-                sock.close(0)
+        transport: PeerTransport | None = getattr(self, "transport", None)
+        if transport is not None:
+            transport.close()
+        if getattr(self, "router", None) is not None:
+            self.router.close(0)
         if getattr(self, "pub", None) is not None:
             self.pub.close(0)  # type: ignore[union-attr]
-        self._close_snapshots()
+        snapshots: SnapshotStage | None = getattr(self, "snapshots", None)
+        if snapshots is not None:
+            snapshots.close()
         logsync = getattr(self, "_logsync", None)
         if logsync is not None:
             self._logsync = None
             logsync.close()  # finishes the fsyncs handed over (the storage closes next)
         storage = getattr(self, "storage", None)
         if storage is not None:
-            getattr(self, "_snapper", BackgroundSnapshot()).join()
+            if snapshots is not None:
+                snapshots.snapper.join()
             storage.close()
         if self._zap is not None:
             self._zap.stop()
@@ -428,6 +451,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         tick = self.options.tick
         next_tick = time.monotonic() + tick
         router = self.router
+        transport, clients, snapshots = self.transport, self.clients, self.snapshots
         while not self._stop.is_set():
             wait = next_tick - time.monotonic()
             events = self.poller.poll(max(0, int(wait * 1000) + (1 if wait > 0 else 0)))
@@ -437,23 +461,23 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
                 elif isinstance(sock, int):
                     self._log_synced()
                 else:
-                    self._drain_dealer(sock)
-            if self._updates:
-                self._flush_updates()
-            self._flush_reads()
+                    transport.drain_dealer(sock)
+            if clients.updates:
+                clients.flush_updates()
+            clients.flush_reads()
             now = time.monotonic()
             if now >= next_tick:
                 self.core.tick()
                 next_tick = now + tick
                 self._on_tick(now)
             self._process_ready()
-            self._maybe_snapshot()
+            snapshots.maybe_snapshot()
 
     def _on_tick(self, now: float) -> None:
         if self._logsync is not None:
             self._logsync.check()  # a dead fsync thread ends the loop (and the process)
-        self._peer_tick(now)
-        self._client_tick(now)
+        self.transport.tick(now)
+        self.clients.tick(now)
         if self.pub is not None and now - self._last_broadcast >= CLIENT_HEARTBEAT_INTERVAL:
             self._broadcast(())
 
@@ -517,9 +541,9 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
                 # who may speak Raft to us: checked before the core sees the message
                 self._bad("peer-key", f"claimed={claimed!r} key={user!r}: {problem}")
                 return
-            self._on_peer_request(request, msg)
+            self.transport.on_request(request, msg)
         else:
-            self._on_client_request(request, user)
+            self.clients.on_request(request, user)
 
     # -- the Ready loop ----------------------------------------------------------------------
 
@@ -545,15 +569,23 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._apply(rest)
             core.advance(rd)
             if completed is not None:
-                self._restore_staged(completed)
+                self.snapshots.restore_staged(completed)
             if rd.entries or rd.snapshot is not None or rd.truncate_from is not None:
-                self._sync_peers()
+                self.transport.sync_peers()
             self._check_role()
         if self.storage.recovering_to is not None and core.recovering_to is None:
             self._drain_log()
             self.storage.end_recovery()  # the log reached what was lost, durably
         self._check_role()
         self._publish_info()
+
+    def _flush_updates(self) -> None:
+        """Propose the RequestUpdates read so far (:meth:`ClientService.flush_updates`)."""
+        self.clients.flush_updates()
+
+    def _read_snapshot(self, index: int, offset: int, limit: int) -> tuple[bytes, int] | None:
+        """The core's ``read_snapshot`` (:meth:`SnapshotStage.read_snapshot`)."""
+        return self.snapshots.read_snapshot(index, offset, limit)
 
     def _overlapped(self, rd: Ready) -> None:
         """A plain append: written at once, fsynced on the thread. A leader sends and
@@ -572,7 +604,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
         self._apply(rd)
         self.core.advance(rd, durable=False)
         if rd.entries:
-            self._sync_peers()
+            self.transport.sync_peers()
         self._check_role()
 
     def _log_synced(self) -> None:
@@ -599,35 +631,36 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             self._send_all(held.popleft()[1])
 
     def _send_all(self, messages: Sequence[m.Message]) -> None:
+        transport = self.transport
         for msg in messages:
             if isinstance(msg, m.RequestVote | m.AppendEntries | m.InstallSnapshot | m.TimeoutNow):
-                self._send_request(msg)
+                transport.send_request(msg)
             else:
-                self._send_response(msg)
+                transport.send_response(msg)
 
     def _persist(self, rd: Ready, fsync: bool = True) -> SnapshotMeta | None:
         storage = self.storage
         sync = rd.must_sync and self.options.fsync and fsync
         if rd.snapshot is not None:
-            self._save_staged(rd.snapshot)
+            self.snapshots.save_staged(rd.snapshot)
         if rd.truncate_from is not None:
             storage.truncate_from(rd.truncate_from)
         if rd.entries:
             storage.append(rd.entries, sync=sync)
         completed = None
         if rd.snapshot_chunks:
-            completed = self._stage_chunks(rd, sync)
+            completed = self.snapshots.stage_chunks(rd, sync)
         if rd.hard_state is not None:
             storage.save_hard_state(rd.hard_state, sync=False)
         return completed
 
     def _apply(self, rd: Ready) -> None:
-        sm = self.sm
+        sm, clients = self.sm, self.clients
         if rd.snapshot is not None:
-            self._apply_staged()
+            self.snapshots.apply_staged()
         answers: list[Waiter] = []
         # no client waits on a follower: no lookup per entry (applying adds no waiter)
-        waited = bool(self._waiters or self._config_waiters)
+        waited = clients.waiting()
         for entry in rd.committed_entries:
             if entry.type is _STATE:
                 try:
@@ -636,10 +669,10 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
                 except Exception as exc:  # the same entry fails alike on every peer
                     self._bad("apply-error", f"index={entry.index} {exc!r}", logging.ERROR)
             if waited:
-                self._entry_applied(entry, answers)
+                clients.entry_applied(entry, answers)
         if answers:
-            self._send_answers(answers)
-        self._applied(rd)
+            clients.send_answers(answers)
+        clients.applied(rd)
         if self.pub is not None and rd.committed_entries:
             self._broadcast(rd.committed_entries)
 
@@ -667,7 +700,7 @@ class RaftPeer(PeerTransport, ClientService, SnapshotStage):
             return
         # leadership lost: the core dropped pending proposals and reads silently
         self._leader_term = core.term if core.role is Role.LEADER else None
-        self._leadership_lost()
+        self.clients.leadership_lost()
 
     def _publish_info(self) -> None:
         core = self.core

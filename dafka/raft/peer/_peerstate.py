@@ -1,4 +1,4 @@
-"""What every part of the Raft peer shell shares: :class:`PeerOptions` and :class:`PeerState`.
+"""What every part of the Raft peer shell shares: :class:`PeerOptions` and :class:`PeerShared`.
 
 :class:`~dafka.raft.peer.RaftPeer` is one object on one thread, written in four parts
 that each own a share of its state and methods:
@@ -13,17 +13,19 @@ that each own a share of its state and methods:
 * :mod:`dafka.raft.peer._snapshotstage`: snapshots (staging a received InstallSnapshot,
   serving ours, taking one every ``snapshot_every`` entries and compacting).
 
-Each part is a mixin class over :class:`PeerState`, which declares (for readers and for
-mypy) the attributes they all use; :meth:`RaftPeer._setup` sets them, and each part
-sets its own in its ``_init_*`` method. Nothing here does IO.
+The peer owns the other three (``RaftPeer.transport``, ``RaftPeer.clients``,
+``RaftPeer.snapshots``); each is a class of its own whose state only its own module
+writes. What they all read (the id, the cluster, the options, the state machine, the
+storage, the core, the ROUTER and the bad-input counter) is one :class:`PeerShared`,
+built once in ``RaftPeer._setup``; what one part needs of another it is handed in its
+constructor (the client service gets the snapshot stage, the snapshot stage the peer's
+``drain_log``). Nothing here does IO.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import zmq
@@ -31,8 +33,7 @@ import zmq
 from ..codec import DEFAULT_MAX_ENTRY_BYTES
 from ..core import RaftCore
 from ._answer_budget import DEFAULT_ANSWER_BYTES
-from ._curve import RaftCurve
-from ._guard import BadInput, PeerGuard, router_frame_limit
+from ._guard import BadInput, router_frame_limit
 from ._statemachine import StateMachine
 from ._storage import FileStorage
 
@@ -42,10 +43,8 @@ __all__ = [
     "Admit",
     "PeerInfo",
     "PeerOptions",
-    "PeerState",
+    "PeerShared",
 ]
-
-log = logging.getLogger(__name__)
 
 REQUEST_ENTRIES_HIGH_WATERMARK = 8000
 ROUTER_SNDHWM = 4096
@@ -148,35 +147,34 @@ class PeerInfo:
     """Input refused so far, by kind (:class:`~dafka.raft.peer._guard.BadInput`; a fixed set)."""
 
 
-class PeerState:
-    """The attributes the parts of :class:`~dafka.raft.peer.RaftPeer` share."""
+class PeerShared:
+    """What the parts of :class:`~dafka.raft.peer.RaftPeer` share: eight references, set once
+    by ``RaftPeer._setup`` when the storage, the core and the ROUTER exist, and never
+    reassigned (``__slots__``, no setter: nothing else writes them). Each part keeps its own
+    state in its own class; what one part needs of another it is given explicitly."""
 
-    id: str
-    cluster: bytes
-    options: PeerOptions
-    data_dir: Path
-    sm: StateMachine
-    curve: RaftCurve | None
-    guard: PeerGuard
-    """Who may send peer RPCs and ConfigUpdate (:mod:`dafka.raft.peer._guard`)."""
-    admit: Admit | None
-    core: RaftCore
-    storage: FileStorage
-    router: zmq.Socket[Any]
-    pub: zmq.Socket[Any] | None
-    _bad: BadInput
-    _snapshot_size: int
-    """Bytes of the state machine snapshot in storage (RequestLogInfo reports it)."""
+    __slots__ = ("bad", "cluster", "core", "id", "options", "router", "sm", "storage")
 
-    def _drain_log(self) -> None:
-        """Wait until the log writes handed to the fsync thread are durable
-        (:mod:`dafka.raft.peer._logsync`; defined in :mod:`dafka.raft.peer._peer`)."""
-        raise NotImplementedError
-
-    def _reply(self, envelope: tuple[bytes, ...], id_frame: bytes, response: Any) -> None:
-        """Send a client RPC answer (a wire message of :mod:`dafka.raft.codec._wire`) on the ROUTER."""
-        frames = [*envelope, id_frame, *response.encode()[1:]]
-        try:
-            self.router.send_multipart(frames, zmq.NOBLOCK)
-        except zmq.Again:
-            log.debug("raft.peer.reply_dropped")
+    def __init__(
+        self,
+        peer_id: str,
+        cluster: bytes,
+        options: PeerOptions,
+        sm: StateMachine,
+        storage: FileStorage,
+        core: RaftCore,
+        router: zmq.Socket[Any],
+        bad: BadInput,
+    ) -> None:
+        self.id = peer_id
+        self.cluster = cluster
+        self.options = options
+        self.sm = sm
+        """The state machine (applied to by the Ready loop, restored by the snapshot stage,
+        queried by the client service)."""
+        self.storage = storage
+        self.core = core
+        self.router = router
+        """The ROUTER: peer requests and every client RPC in, their answers out."""
+        self.bad = bad
+        """Input refused, by kind (:class:`~dafka.raft.peer._guard.BadInput`)."""

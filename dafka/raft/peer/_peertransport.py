@@ -1,12 +1,13 @@
-"""The peer-to-peer half of :class:`~dafka.raft.peer.RaftPeer`: Raft RPCs between peers.
+"""The peer transport of :class:`~dafka.raft.peer.RaftPeer`: Raft RPCs between peers.
 
 Owns one DEALER per other peer (every peer of every configuration seen), connected to
 its ROUTER: our RequestVote / AppendEntries / InstallSnapshot / TimeoutNow go out there
 and their responses come back on it. The requests other peers send us arrive on our
-ROUTER, which :mod:`dafka.raft.peer._peer` reads and hands to :meth:`PeerTransport._on_peer_request`.
+ROUTER, which :mod:`dafka.raft.peer._peer` reads and hands to :meth:`PeerTransport.on_request`.
 The translation between the core's messages and the wire's is :mod:`dafka.raft.peer._peerwire`;
-the extension probe (``XF``) is :mod:`dafka.raft.core._extensions`. Shared state:
-:class:`~dafka.raft.peer._peerstate.PeerState`.
+the extension probe (``XF``) is :mod:`dafka.raft.core._extensions`. The peer owns one
+(``RaftPeer.transport``); its state is its own, what it reads of the peer's is
+:class:`~dafka.raft.peer._peerstate.PeerShared`.
 
 Message ids come from a :class:`~dafka.raft.codec.MessageIdCounter`. A request that is
 not answered within ``rpc_timeout`` (50 ms; AppendEntries and InstallSnapshot: up to
@@ -41,15 +42,17 @@ from .. import core as m
 from ..codec import (
     PEER_FRAME_BYTES,
     ClusterConfig,
+    Peer,
     RaftWireError,
     decode_uint,
     peer_url_problem,
 )
 from ..codec import encode_uint as _uint
 from ..core import Extensions, all_peers
+from ._curve import RaftCurve
 from ._fastsend import send_frames
 from ._guard import PEER_RESPONSE_FRAMES
-from ._peerstate import PeerState
+from ._peerstate import PeerShared
 from ._peerwire import core_request, core_response, truncating, wire_request
 
 __all__ = ["PeerTransport"]
@@ -91,15 +94,29 @@ class _Route:
     at: float
 
 
-class PeerTransport(PeerState):
-    """DEALERs to the other peers, our requests out, their requests in. A mixin of
-    :class:`~dafka.raft.peer.RaftPeer` (see the module docstring)."""
+class PeerTransport:
+    """DEALERs to the other peers, our requests out, their requests in; owned by
+    :class:`~dafka.raft.peer.RaftPeer` (see the module docstring). Its DEALERs are made in
+    ``context`` and registered with the peer's ``poller``; ``peers`` seed the URLs."""
 
-    _context: zmq.Context[Any] | None
-    poller: zmq.Poller
-
-    def _init_transport(self) -> None:
-        self._urls: dict[str, str] = {}
+    def __init__(
+        self,
+        shared: PeerShared,
+        context: zmq.Context[Any],
+        poller: zmq.Poller,
+        curve: RaftCurve | None,
+        peers: tuple[Peer, ...],
+    ) -> None:
+        self.id = shared.id
+        self.cluster = shared.cluster
+        self.options = shared.options
+        self.core = shared.core
+        self.router = shared.router
+        self._bad = shared.bad
+        self._context = context
+        self.poller = poller
+        self.curve = curve
+        self._urls: dict[str, str] = {peer.id: peer.url for peer in peers}
         self._dealers: dict[str, zmq.Socket[Any]] = {}
         self._dealer_peer: dict[zmq.Socket[Any], str] = {}
         self._known_config: ClusterConfig | None = None
@@ -112,7 +129,12 @@ class PeerTransport(PeerState):
         self._ae_routes: OrderedDict[tuple[str, int], _Route] = OrderedDict()
         self._fifo_routes: dict[tuple[str, str], deque[_Route]] = {}
 
-    def _sync_peers(self) -> None:
+    def close(self) -> None:
+        """Close the DEALERs."""
+        for sock in self._dealers.values():
+            sock.close(0)
+
+    def sync_peers(self) -> None:
         """A DEALER for every peer of every configuration we know of (never ours)."""
         config = self.core.config
         if config is self._known_config:
@@ -121,7 +143,6 @@ class PeerTransport(PeerState):
         for peer in all_peers(config):
             self._urls[peer.id] = peer.url
         ctx = self._context
-        assert ctx is not None
         for peer_id, url in self._urls.items():
             if peer_id == self.id or peer_id in self._dealers:
                 continue
@@ -158,7 +179,7 @@ class PeerTransport(PeerState):
             self._out[peer_id] = OrderedDict()
             self.poller.register(sock, zmq.POLLIN)
 
-    def _drain_dealer(self, sock: zmq.Socket[Any]) -> None:
+    def drain_dealer(self, sock: zmq.Socket[Any]) -> None:
         peer_id = self._dealer_peer[sock]
         out = self._out[peer_id]
         for _ in range(self.options.max_drain):
@@ -189,7 +210,7 @@ class PeerTransport(PeerState):
             except Exception as exc:  # no input may stop the loop
                 self._bad("response-error", f"peer={peer_id!r} {exc!r}", logging.ERROR)
 
-    def _peer_tick(self, now: float) -> None:
+    def tick(self, now: float) -> None:
         """Probe for extensions, repeat unanswered requests, forget stale routes."""
         self._negotiate(now)
         # RPC_TIMEOUT: repeat unanswered peer requests (same message id)
@@ -244,7 +265,7 @@ class PeerTransport(PeerState):
 
     # -- peer messages out -------------------------------------------------------------------
 
-    def _send_request(self, msg: m.Request) -> None:
+    def send_request(self, msg: m.Request) -> None:
         sock = self._dealers.get(msg.to)
         if sock is None:
             log.debug("raft.peer.unknown_peer id=%s", msg.to)
@@ -273,7 +294,7 @@ class PeerTransport(PeerState):
         if len(out) > 1024:
             out.popitem(last=False)
 
-    def _send_response(self, msg: m.Message) -> None:
+    def send_response(self, msg: m.Message) -> None:
         route: _Route | None
         if isinstance(msg, m.AppendResponse):
             route = self._ae_routes.pop((msg.to, msg.seq), None)
@@ -312,7 +333,7 @@ class PeerTransport(PeerState):
 
     # -- peer messages in --------------------------------------------------------------------
 
-    def _on_peer_request(self, request: w.RouterRequest, msg: Any) -> None:
+    def on_request(self, request: w.RouterRequest, msg: Any) -> None:
         identity = request.envelope[0]
         seen = self._seen.get(identity)
         if seen is None:

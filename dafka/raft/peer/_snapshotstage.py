@@ -1,4 +1,4 @@
-"""The snapshot half of :class:`~dafka.raft.peer.RaftPeer`: staging, serving, taking snapshots.
+"""The snapshot stage of :class:`~dafka.raft.peer.RaftPeer`: staging, serving, taking snapshots.
 
 * Received: a follower writes the chunks of an InstallSnapshot (the core hands them over
   in ``Ready.snapshot_chunks``) to ``<data dir>/snapshot.incoming``, checks the complete
@@ -18,7 +18,8 @@
   another: :mod:`dafka.raft.peer._snapshotter`), saved, and the log is compacted up to
   ``keep_entries`` entries behind it.
 
-Shared state: :class:`~dafka.raft.peer._peerstate.PeerState`.
+The peer owns one (``RaftPeer.snapshots``); its state is its own, what it reads of the
+peer's is :class:`~dafka.raft.peer._peerstate.PeerShared`.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from ...errors import DafkaError, StorageError
 from ..codec import SnapshotMeta, pack_snapshot, unpack_snapshot
 from ..core import Ready
-from ._peerstate import PeerState
+from ._peerstate import PeerShared
 from ._snapshotter import BackgroundSnapshot
 
 __all__ = ["SnapshotStage"]
@@ -39,35 +41,51 @@ __all__ = ["SnapshotStage"]
 log = logging.getLogger(__name__)
 
 
-class SnapshotStage(PeerState):
-    """Snapshots in and out. A mixin of :class:`~dafka.raft.peer.RaftPeer` (see the module
-    docstring)."""
+class SnapshotStage:
+    """Snapshots in and out, owned by :class:`~dafka.raft.peer.RaftPeer` (see the module
+    docstring). ``drain_log`` waits for the log fsyncs handed to the peer's thread
+    (installing a snapshot may rewrite the log file)."""
 
-    def _init_snapshots(self, snapshot_size: int) -> None:
-        self._snapshot_size = snapshot_size
+    def __init__(
+        self,
+        shared: PeerShared,
+        data_dir: Path,
+        snapshot_size: int,
+        drain_log: Callable[[], None],
+    ) -> None:
+        self.id = shared.id
+        self.options = shared.options
+        self.sm = shared.sm
+        self.storage = shared.storage
+        self.core = shared.core
+        self._bad = shared.bad
+        self._drain_log = drain_log
+        self.snapshot_size = snapshot_size
+        """Bytes of the state machine snapshot in storage (RequestLogInfo reports it)."""
         self._snap_cache: tuple[int, bytes, bytes | None] | None = None
-        self._snapper = BackgroundSnapshot()
-        self._staging: Path = self.data_dir / "snapshot.incoming"
+        self.snapper = BackgroundSnapshot()
+        """Writes a snapshot we take off the loop (joined at teardown)."""
+        self._staging: Path = data_dir / "snapshot.incoming"
         self._staging_fd = -1
         self._staged: tuple[SnapshotMeta, bytes] | None = None
 
-    def _close_snapshots(self) -> None:
-        if getattr(self, "_staging_fd", -1) >= 0:
+    def close(self) -> None:
+        if self._staging_fd >= 0:
             os.close(self._staging_fd)
             self._staging_fd = -1
 
     # -- received: InstallSnapshot -----------------------------------------------------------
 
-    def _save_staged(self, snapshot: SnapshotMeta) -> None:
+    def save_staged(self, snapshot: SnapshotMeta) -> None:
         """Write the staged snapshot the core installs to storage (the Ready's persist)."""
         staged = self._staged
         if staged is None or staged[0].index != snapshot.index:
             raise StorageError(f"snapshot {snapshot.index} to install was not staged")
         self.storage.save_snapshot(snapshot, staged[1])
-        self._snapshot_size = len(staged[1])
+        self.snapshot_size = len(staged[1])
         self._snap_cache = None
 
-    def _stage_chunks(self, rd: Ready, sync: bool) -> SnapshotMeta | None:
+    def stage_chunks(self, rd: Ready, sync: bool) -> SnapshotMeta | None:
         completed = None
         for chunk in rd.snapshot_chunks:
             if chunk.offset == 0 or self._staging_fd < 0:
@@ -83,7 +101,7 @@ class SnapshotStage(PeerState):
             os.fsync(self._staging_fd)
         return completed
 
-    def _restore_staged(self, expected: SnapshotMeta) -> None:
+    def restore_staged(self, expected: SnapshotMeta) -> None:
         blob = self._staging.read_bytes()
         try:
             meta, data = unpack_snapshot(blob)
@@ -110,7 +128,7 @@ class SnapshotStage(PeerState):
         else:
             self._staged = None
 
-    def _apply_staged(self) -> None:
+    def apply_staged(self) -> None:
         """Restore the state machine from the staged snapshot, then drop the staging file."""
         assert self._staged is not None
         self.sm.restore(self._staged[1])
@@ -123,7 +141,7 @@ class SnapshotStage(PeerState):
 
     # -- served: InstallSnapshot and RequestEntries ------------------------------------------
 
-    def _snapshot_data(self) -> tuple[int, bytes]:
+    def snapshot_data(self) -> tuple[int, bytes]:
         meta = self.storage.snapshot_meta
         cache = self._snap_cache
         if cache is None or cache[0] != meta.index:
@@ -131,11 +149,11 @@ class SnapshotStage(PeerState):
             cache = self._snap_cache = (meta.index, data, None)
         return cache[0], cache[1]
 
-    def _read_snapshot(self, index: int, offset: int, limit: int) -> tuple[bytes, int] | None:
+    def read_snapshot(self, index: int, offset: int, limit: int) -> tuple[bytes, int] | None:
         meta = self.storage.snapshot_meta
         if meta.index != index or index == 0:
             return None
-        self._snapshot_data()
+        self.snapshot_data()
         assert self._snap_cache is not None
         cached_index, data, blob = self._snap_cache
         if blob is None:
@@ -145,14 +163,14 @@ class SnapshotStage(PeerState):
 
     # -- taken: every snapshot_every entries -------------------------------------------------
 
-    def _maybe_snapshot(self) -> None:
-        core, job = self.core, self._snapper
+    def maybe_snapshot(self) -> None:
+        core, job = self.core, self.snapper
         if job.busy:  # written off the loop (dafka.raft.peer._snapshotter): install when done
             if job.done():
                 meta, data, staged = job.take()
                 self._drain_log()  # installing may rewrite the log file: no fsync on it
                 if self.storage.install_staged(meta, staged):
-                    self._snapshot_size = len(data)
+                    self.snapshot_size = len(data)
                     self._snap_cache = (meta.index, data, None)
                     upto = max(meta.index - self.options.keep_entries, core.first_index - 1)
                     if upto >= self.storage.first_index:

@@ -32,9 +32,11 @@ class Harness:
         self.peer = peer
         self.replies: list[tuple[bytes, Any]] = []
         self.committed: list[tuple[bytes, int]] = []
-        monkeypatch.setattr(peer, "_reply", lambda env, rid, resp: self.replies.append((rid, resp)))
         monkeypatch.setattr(
-            peer,
+            peer.clients, "_reply", lambda env, rid, resp: self.replies.append((rid, resp))
+        )
+        monkeypatch.setattr(
+            peer.clients,
             "_answer_waiter",
             lambda wt, pending=False: (
                 None if pending else self.committed.append((wt.reqid, wt.index))
@@ -107,7 +109,7 @@ def test_a_new_leader_holds_updates_until_it_applied_an_entry_of_its_term(harnes
     assert h.peer.core.is_leader and not h.peer.core.applied_in_term
     h.peer._on_router_frames([b"client", reqid(1), b"=", CLUSTER, b"ok 1"])
     h.peer._flush_updates()  # not checked, not proposed, not answered: held
-    assert h.peer._updates and h.replies == [] and h.committed == []
+    assert h.peer.clients.updates and h.replies == [] and h.committed == []
     settle(h.peer)  # the leader's first entry is applied
     assert h.peer.core.applied_in_term
     h.peer._flush_updates()

@@ -134,7 +134,7 @@ def test_a_follower_acknowledges_entries_only_once_its_fsync_reported_back(
     try:
         assert peer._logsync is not None
         sent: list[Message] = []
-        peer._send_response = sent.append  # type: ignore[method-assign]
+        peer.transport.send_response = sent.append  # type: ignore[method-assign]
         release = threading.Event()
         sync = peer._logsync._sync
         peer._logsync._sync = lambda: (release.wait(5), sync())  # type: ignore[method-assign]

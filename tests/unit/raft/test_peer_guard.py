@@ -169,7 +169,7 @@ def test_a_lone_peer_refuses_a_config_update_over_null(
 ) -> None:
     peer = lone()
     replies: list[Any] = []
-    monkeypatch.setattr(peer, "_reply", lambda env, rid, resp: replies.append(resp))
+    monkeypatch.setattr(peer.clients, "_reply", lambda env, rid, resp: replies.append(resp))
     config = peer.core.config
     reqid = bytes(range(1, 13))
     update = w.ConfigUpdate(reqid, CLUSTER, (*config.peers, Peer(EVIL, free_tcp_url())))

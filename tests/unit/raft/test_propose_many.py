@@ -89,7 +89,9 @@ def test_the_peer_proposes_a_drain_of_updates_with_one_fsync(
         answered: list[tuple[bytes, int]] = []
         monkeypatch.setattr(peer.storage, "append", counting_append)
         monkeypatch.setattr(
-            peer, "_answer_waiter", lambda w, pending=False: answered.append((w.reqid, w.index))
+            peer.clients,
+            "_answer_waiter",
+            lambda w, pending=False: answered.append((w.reqid, w.index)),
         )
         rids = [reqid(n, time.time()) for n in range(1, 21)]
         for n, rid in enumerate(rids):
@@ -143,7 +145,9 @@ def test_the_answers_of_a_ready_leave_after_all_its_entries_are_applied(
 
         monkeypatch.setattr(sm, "apply", logged_apply)
         monkeypatch.setattr(
-            peer, "_answer_waiter", lambda w, pending=False: events.append(("answer", w.index))
+            peer.clients,
+            "_answer_waiter",
+            lambda w, pending=False: events.append(("answer", w.index)),
         )
         rids = [reqid(n, time.time()) for n in range(1, 6)]
         for n, rid in enumerate(rids):
