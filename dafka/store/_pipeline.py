@@ -46,7 +46,8 @@ from ..core import messages as m
 from ..core.effects import Publish
 from ..io.node import MAX_DRAIN, MAX_DRAIN_BYTES
 from ..io.ready_writer import SETTLE_TIMEOUT, Call, ReadyWriter, WriterThread
-from ..storage.lmdb_store import LmdbStorage, PlannedAppend
+from ..storage.lmdb_heads import PlannedAppend
+from ..storage.lmdb_store import LmdbStorage
 from . import StoreCore
 
 log = logging.getLogger(__name__)
