@@ -39,6 +39,7 @@ from ..futures import UNHELD, BatchFuture, LazyFuture
 from ..ids import is_node_id
 from ..io.metrics import AckTimer
 from ..io.node import NodeHandler, NodeLoop
+from ..io.node_plugins import MessageSources
 from ..io.ready_shell import run_ready
 from ..wire.rfc46 import Command
 from ._core import ProducerCore
@@ -531,17 +532,17 @@ class _ProducerHandler(NodeHandler):
         return first, out, kept, kept_values
 
     def on_messages(
-        self, msgs: list[Message], now: float, sources: Sequence[str] = ()
+        self, msgs: list[Message], now: float, sources: MessageSources
     ) -> list[Outgoing]:
         out: list[Outgoing] = []
-        sender = getattr(sources, "sender", None)  # the shell's FrameSources
+        sender = sources.sender  # who asked: a FETCH is answered on its connection
         wall_ms = time.time_ns() // 1_000_000  # stamps gap statements (a restart's recovery)
         core = self.core
         for i, msg in enumerate(msgs):
             core.step(
                 msg,
                 now,
-                sender(i) if sender is not None and type(msg) is m.Fetch else None,
+                sender(i) if type(msg) is m.Fetch else None,
                 wall_ms,
             )
         run_ready(core, None, out.extend, lambda acked: self._durable(acked, now))

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import lmdb
 
 from ..errors import StorageError
-from .base import HeadTail, StoredBatch
+from .base import StoredBatch
 from .keys import partition_prefix
+from .lmdb_heads import CachedHeads
 from .lmdb_values import BadBatch, IntegrityStats, value_of
 
 log = logging.getLogger(__name__)
@@ -64,8 +65,7 @@ class LmdbRewrites:
         _env: lmdb.Environment
         _batches: Any
         _path: Path
-        _heads: dict[tuple[str, str], HeadTail]
-        _digests_from: dict[tuple[str, str], int]
+        _cache: CachedHeads
         bad: dict[tuple[str, str, int], BadBatch]
         integrity: IntegrityStats
 
@@ -83,7 +83,7 @@ class LmdbRewrites:
         if bad is None or bad.last != batch.last_offset:
             return False
         key = partition_prefix(batch.topic, batch.partition) + _U64.pack(batch.last_offset)
-        since = self._digests_from.get((batch.topic, batch.partition), 0)
+        since = self._cache.digests_from.get((batch.topic, batch.partition), 0)
         value = value_of(key, batch.first_offset, batch.blob, batch.first_offset >= since)
         while True:
             try:
@@ -115,12 +115,12 @@ class LmdbRewrites:
         and tail stay. Returns the batches replaced; StorageError if they do not line up."""
         self._check_usable()
         key = (batch.topic, batch.partition)
-        ht = self._heads.get(key)
+        ht = self._cache.heads.get(key)
         first, last = batch.first_offset, batch.last_offset
         if ht is None or not ht[1] <= first <= last <= ht[0]:
             raise StorageError(f"cannot rewrite {key} at {first}..{last}: not stored")
         prefix = partition_prefix(batch.topic, batch.partition)
-        since = self._digests_from.get(key, 0)
+        since = self._cache.digests_from.get(key, 0)
         value = value_of(prefix + _U64.pack(last), first, batch.blob, first >= since)
         while True:
             try:

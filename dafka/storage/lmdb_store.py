@@ -46,7 +46,6 @@ import logging
 import os
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import lmdb
@@ -60,10 +59,11 @@ from ..errors import (
 )
 from ..ids import is_node_id, new_node_id
 from ..security.private_dirs import make_private_dirs
-from .base import PROFILE_IDS, HeadTail, StoredBatch, plan_append
+from .base import PROFILE_IDS, HeadTail, StoredBatch
 from .integrity import DIGEST_SIZE, check_file
 from .keys import MAX_OFFSET, decode_partition_key, partition_prefix, topic_prefix
 from .lmdb_errors import free_bytes, space_needed, translate_error
+from .lmdb_heads import CachedHeads, PlannedAppend
 from .lmdb_rewrite import LmdbRewrites
 from .lmdb_values import (
     BadBatch,
@@ -72,8 +72,6 @@ from .lmdb_values import (
     batch_timestamp,
     checked_blob,
     head_entry,
-    keyed_batches,
-    read_head_entry,
 )
 from .probe import probe_environment
 from .retention import BatchInfo
@@ -81,6 +79,7 @@ from .state_dir import fsync_dir
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CachedHeads",
     "LmdbStorage",
     "PlannedAppend",
     "free_bytes",
@@ -99,20 +98,7 @@ _META_NODE_ID = b"node_id"
 _META_DELETED = b"deleted\0"
 _META_FENCE = b"fence\0"
 _U64 = struct.Struct(">Q")
-_HEAD_TAIL = struct.Struct(">QQ")
-_HEAD_TAIL_PROFILE = struct.Struct(">QQB")  # schema 2
 _OVERHEAD = 8 + DIGEST_SIZE  # first offset and digest before a blob
-_PROFILE_NAMES = {number: name for name, number in PROFILE_IDS.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedAppend:
-    """An append planned on the cached heads (:meth:`LmdbStorage.plan_append`)."""
-
-    keyed: list[tuple[bytes, StoredBatch]]
-    head_items: list[tuple[bytes, bytes]]
-    new_heads: dict[tuple[str, str], HeadTail]
-    new_profiles: dict[tuple[str, str], str]
 
 
 class LmdbStorage(LmdbRewrites):
@@ -179,7 +165,7 @@ class LmdbStorage(LmdbRewrites):
             # guard: store-lmdb-files-have-their
             fsync_dir(self._path)  # data.mdb and lock.mdb, if just made, survive a power cut
             self._node_id = self._open_dbs()
-            self._heads, self._by_topic, self._profiles, self._digests_from = self._load_heads()
+            self._cache = self._load_heads()
         except BaseException:
             self._env.close()
             self._closed = True
@@ -190,7 +176,7 @@ class LmdbStorage(LmdbRewrites):
             "lmdb.opened path=%s map_size=%d partitions=%d",
             self._path,
             self._map_size,
-            len(self._heads),
+            len(self._cache.heads),
         )
 
     # ------------------------------------------------------------------ setup
@@ -235,56 +221,16 @@ class LmdbStorage(LmdbRewrites):
             ) from exc
         return node_id
 
-    def _load_heads(
-        self,
-    ) -> tuple[
-        dict[tuple[str, str], HeadTail],
-        dict[str, set[str]],
-        dict[tuple[str, str], str],
-        dict[tuple[str, str], int],
-    ]:
-        heads: dict[tuple[str, str], HeadTail] = {}
-        by_topic: dict[str, set[str]] = {}
-        profiles: dict[tuple[str, str], str] = {}
-        digests_from: dict[tuple[str, str], int] = {}  # absent: 0, every batch has one
+    def _load_heads(self) -> CachedHeads:
         try:
             with self._env.begin(db=self._heads_db) as txn:
-                for key, value in txn.cursor():
-                    topic, partition = decode_partition_key(key)
-                    if len(value) == _HEAD_TAIL.size:  # schema 1: rfc46 only
-                        head, tail = _HEAD_TAIL.unpack(value)
-                        profile = "rfc46"
-                        digests_from[(topic, partition)] = head + 1
-                    else:
-                        if len(value) == _HEAD_TAIL_PROFILE.size:  # schema 2: no digests
-                            head, tail, number = _HEAD_TAIL_PROFILE.unpack(value)
-                            digests_from[(topic, partition)] = head + 1
-                        else:
-                            entry = read_head_entry(key, value)
-                            if entry is None:
-                                raise StorageDamagedError(
-                                    f"the heads entry of {topic}/{partition} in {self._path} "
-                                    "is damaged (its checksum does not hold)"
-                                )
-                            head, tail, number, since = entry
-                            if since:
-                                digests_from[(topic, partition)] = since
-                        found = _PROFILE_NAMES.get(number)
-                        if found is None:
-                            raise StorageError(
-                                f"partition {topic}/{partition} has profile {number}"
-                            )
-                        profile = found
-                    heads[(topic, partition)] = (head, tail)
-                    profiles[(topic, partition)] = profile
-                    by_topic.setdefault(topic, set()).add(partition)
+                return CachedHeads.read(txn.cursor(), self._path)
         except lmdb.Error as exc:
             raise self._failed(exc, f"cannot read the heads of {self._path}") from exc
         except StorageDamagedError:
             raise
         except (DafkaError, struct.error) as exc:
             raise StorageError(f"store at {self._path} has unreadable heads: {exc}") from exc
-        return heads, by_topic, profiles, digests_from
 
     # ------------------------------------------------------------------ API
 
@@ -303,7 +249,7 @@ class LmdbStorage(LmdbRewrites):
 
     def heads(self) -> dict[tuple[str, str], HeadTail]:
         self._check_usable()
-        return dict(self._heads)
+        return dict(self._cache.heads)
 
     def append(self, batches: Sequence[StoredBatch]) -> None:
         planned = self.plan_append(batches)
@@ -320,24 +266,7 @@ class LmdbStorage(LmdbRewrites):
         self._check_usable()
         if not batches:
             return None
-        new_profiles: dict[tuple[str, str], str] = {}
-        new_heads = plan_append(self._heads, batches, self._profiles, new_profiles)
-        pinned = self._profiles
-        since = self._digests_from
-        head_items = [
-            (
-                prefix := partition_prefix(topic, partition),
-                head_entry(
-                    prefix,
-                    head,
-                    tail,
-                    PROFILE_IDS[new_profiles.get((topic, partition)) or pinned[(topic, partition)]],
-                    since.get((topic, partition), 0),
-                ),
-            )
-            for (topic, partition), (head, tail) in new_heads.items()
-        ]
-        return PlannedAppend(keyed_batches(batches), head_items, new_heads, new_profiles)
+        return self._cache.plan(batches)
 
     def write(self, planned: PlannedAppend) -> bool:
         """Write ``planned`` in one synced transaction; False if the map is full (nothing
@@ -361,11 +290,7 @@ class LmdbStorage(LmdbRewrites):
 
     def applied(self, planned: PlannedAppend) -> None:
         """``planned`` was written: move the cached heads and profiles to it."""
-        new_heads = planned.new_heads
-        for key in new_heads.keys() - self._heads.keys():
-            self._by_topic.setdefault(key[0], set()).add(key[1])
-        self._heads.update(new_heads)
-        self._profiles.update(planned.new_profiles)
+        self._cache.applied(planned)
 
     def read(
         self,
@@ -379,12 +304,12 @@ class LmdbStorage(LmdbRewrites):
         self._check_usable()
         if max_batches <= 0 or not 0 <= offset <= MAX_OFFSET:
             return []
-        profile = self._profiles.get((topic, partition))
+        profile = self._cache.profiles.get((topic, partition))
         if profile is None:
             return []
         prefix = partition_prefix(topic, partition)
         plen = len(prefix)
-        since = self._digests_from.get((topic, partition), 0)
+        since = self._cache.digests_from.get((topic, partition), 0)
         out: list[StoredBatch] = []
         records = 0
         enough = max_records if max_records is not None else MAX_OFFSET + 1
@@ -439,7 +364,7 @@ class LmdbStorage(LmdbRewrites):
                     part = since_of.get(prefix)
                     if part is None:
                         topic, partition = decode_partition_key(prefix)
-                        since = self._digests_from.get((topic, partition), 0)
+                        since = self._cache.digests_from.get((topic, partition), 0)
                         part = since_of[prefix] = (topic, partition, since)
                     (first,) = _U64.unpack_from(value)
                     read += len(value)
@@ -465,12 +390,12 @@ class LmdbStorage(LmdbRewrites):
     def batch_infos(self, topic: str, partition: str) -> list[BatchInfo]:
         """Every stored batch of a partition, oldest first: offsets, size, timestamp."""
         self._check_usable()
-        profile = self._profiles.get((topic, partition))
+        profile = self._cache.profiles.get((topic, partition))
         if profile is None:
             return []
         prefix = partition_prefix(topic, partition)
         plen = len(prefix)
-        since = self._digests_from.get((topic, partition), 0)
+        since = self._cache.digests_from.get((topic, partition), 0)
         out: list[BatchInfo] = []
         try:
             with self._env.begin(db=self._batches, buffers=True) as txn:
@@ -495,13 +420,13 @@ class LmdbStorage(LmdbRewrites):
         tail, or None if nothing changed."""
         self._check_usable()
         key = (topic, partition)
-        ht = self._heads.get(key)
+        ht = self._cache.heads.get(key)
         if ht is None or new_tail <= ht[1]:
             return None
         head, _ = ht
         prefix = partition_prefix(topic, partition)
         plen = len(prefix)
-        profile = self._profiles[key]
+        profile = self._cache.profiles[key]
         try:
             with self._env.begin(write=True) as txn:
                 cursor = txn.cursor(db=self._batches)
@@ -520,13 +445,17 @@ class LmdbStorage(LmdbRewrites):
                 txn.put(
                     prefix,
                     head_entry(
-                        prefix, head, tail, PROFILE_IDS[profile], self._digests_from.get(key, 0)
+                        prefix,
+                        head,
+                        tail,
+                        PROFILE_IDS[profile],
+                        self._cache.digests_from.get(key, 0),
                     ),
                     db=self._heads_db,
                 )
         except (lmdb.Error, OSError) as exc:
             raise self._failed(exc, f"trim of {self._path} failed") from exc
-        self._heads[key] = (head, tail)
+        self._cache.heads[key] = (head, tail)
         return tail
 
     def truncate(self, topic: str, partition: str, first: int) -> int:
@@ -537,12 +466,12 @@ class LmdbStorage(LmdbRewrites):
         ``first`` is not a stored batch's first offset at or above the tail."""
         self._check_usable()
         key = (topic, partition)
-        ht = self._heads.get(key)
+        ht = self._cache.heads.get(key)
         if ht is None or not ht[1] <= first <= ht[0]:
             raise StorageError(f"cannot truncate {key} at {first}: not within what is stored")
         head, tail = ht
         prefix = partition_prefix(topic, partition)
-        profile = self._profiles[key]
+        profile = self._cache.profiles[key]
         deleted = 0
         try:
             with self._env.begin(write=True) as txn:
@@ -557,7 +486,7 @@ class LmdbStorage(LmdbRewrites):
                     if not cursor.delete():
                         break
                 if first > tail:
-                    since = min(self._digests_from.get(key, 0), first)
+                    since = min(self._cache.digests_from.get(key, 0), first)
                     txn.put(
                         prefix,
                         head_entry(prefix, first - 1, tail, PROFILE_IDS[profile], since),
@@ -568,14 +497,11 @@ class LmdbStorage(LmdbRewrites):
         except (lmdb.Error, OSError) as exc:
             raise self._failed(exc, f"truncate of {self._path} failed") from exc
         if first > tail:
-            self._heads[key] = (first - 1, tail)
-            if self._digests_from.get(key, 0) > first:
-                self._digests_from[key] = first  # what is written from first on has one
+            self._cache.heads[key] = (first - 1, tail)
+            if self._cache.digests_from.get(key, 0) > first:
+                self._cache.digests_from[key] = first  # what is written from first on has one
         else:
-            del self._heads[key]
-            self._digests_from.pop(key, None)
-            self._profiles.pop(key, None)
-            self._by_topic.get(topic, set()).discard(partition)
+            self._cache.forget(key)
         log.warning(
             "lmdb.truncated topic=%s partition=%s from=%d old_head=%d batches=%d",
             topic,
@@ -617,10 +543,10 @@ class LmdbStorage(LmdbRewrites):
         offset deleted``."""
         self._check_usable()
         prefix = topic_prefix(topic)
-        parts = sorted(self._by_topic.get(topic, ()))
+        parts = sorted(self._cache.by_topic.get(topic, ()))
         old_fences = self.deletions()[1]
         fences = {
-            (topic, p): max(self._heads[(topic, p)][0], old_fences.get((topic, p), -1))
+            (topic, p): max(self._cache.heads[(topic, p)][0], old_fences.get((topic, p), -1))
             for p in parts
         }
         while True:
@@ -644,16 +570,14 @@ class LmdbStorage(LmdbRewrites):
             except (lmdb.Error, OSError) as exc:
                 raise self._failed(exc, f"deleting topic {topic!r} in {self._path} failed") from exc
         for p in parts:
-            del self._heads[(topic, p)]
-            self._profiles.pop((topic, p), None)
-            self._digests_from.pop((topic, p), None)
-        self._by_topic.pop(topic, None)
+            self._cache.forget((topic, p))
+        self._cache.by_topic.pop(topic, None)
         return deleted, fences
 
     def partitions(self, topic: str) -> list[tuple[str, int]]:
         self._check_usable()
-        names = self._by_topic.get(topic, ())
-        return [(name, self._heads[(topic, name)][0]) for name in sorted(names)]
+        names = self._cache.by_topic.get(topic, ())
+        return [(name, self._cache.heads[(topic, name)][0]) for name in sorted(names)]
 
     def usage(self) -> tuple[int, int]:
         """(bytes of the map in use, map size in bytes), for metrics."""
@@ -663,7 +587,7 @@ class LmdbStorage(LmdbRewrites):
 
     def profiles(self) -> dict[tuple[str, str], str]:
         self._check_usable()
-        return dict(self._profiles)
+        return dict(self._cache.profiles)
 
     def close(self) -> None:
         if not self._closed:

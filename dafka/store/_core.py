@@ -328,6 +328,14 @@ class StoreCore:
         w = self._waiting
         return (0, 0) if w is None else (len(w.msgs), w.bytes)
 
+    def push(self, publish: Sequence[Publish]) -> None:
+        """Messages a :meth:`tick`, a subscription, a replication round or a repair made,
+        to go out in the next :meth:`ready`. None of them waits for a commit in flight:
+        they answer from (and ask about) what is committed, and the ACKs of a commit are
+        made only when it is reported (:meth:`advance`), so while one is in flight every
+        Ready is publish-only and the shell may run it at once."""
+        self._outbox.extend(publish)
+
     def has_ready(self) -> bool:
         return bool(self._outbox) or (self._ingested is not None and self._committing is None)
 

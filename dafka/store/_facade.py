@@ -195,8 +195,19 @@ class _StoreHandler(NodeHandler):
                 self._loop.stop()  # on the loop thread: only flags it
         return []  # no ACK (nor anything else) from a damaged environment
 
+    def _run(self, publish: Sequence[Publish] = ()) -> list[Publish]:
+        """``publish`` (what the core made outside a drain) through the core's Readies:
+        at once, even with a commit in flight (:meth:`StorePipeline.run`)."""
+        core = self.core
+        core.push(publish)
+        if self.pipeline is not None:
+            return self.pipeline.run()
+        out: list[Publish] = []
+        run_ready(core, self._appends, out.extend)  # type: ignore[arg-type]  # Publish only
+        return out
+
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        return self.core.on_subscription(sub, now)
+        return self._run(self.core.on_subscription(sub, now))
 
     def on_tick(self, now: float) -> list[Publish]:
         self.query.on_tick(now)  # queries waiting for their bytes (dafka.query.budget)
@@ -212,9 +223,10 @@ class _StoreHandler(NodeHandler):
                 log.warning("store.retention.failed error=%s", exc)
             if self.held_file is not None and self.core.held is not None:
                 self.held_file.save(self.core.held, now)
-        pipeline = self.pipeline
-        out.extend(self.core.replicate(now))  # asks the other stores what they hold
-        out.extend(self.core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
+        pipeline, core = self.pipeline, self.core
+        core.push(core.replicate(now))  # asks the other stores what they hold
+        core.push(core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
+        out.extend(self._run())
         env = self._env
         if self.scrubber is not None and env is not None and env.damaged is None:
             try:
@@ -235,7 +247,7 @@ class _StoreHandler(NodeHandler):
             for batch in ready:
                 env.replace(batch)
         if env.bad:
-            out.extend(repair.ask(list(env.bad.values()), now))
+            out.extend(self._run(repair.ask(list(env.bad.values()), now)))
         return out
 
     def on_stop(self) -> None:

@@ -29,6 +29,10 @@ is verified while it commits. With it (:class:`StorePipeline`):
   (:meth:`StoreCore.committed`), then the drain's ACKs go out. A failed commit takes the
   synchronous path's way (:meth:`StoreCore.commit_failed`: nothing stored, gaps noted,
   ACKs paused on a full disk and the records fetched again).
+* **Serving does not wait.** What a tick, a subscription, a replication round or a
+  repair makes goes through the core's Readies too (:meth:`StoreCore.push`); with a
+  commit in flight those Readies publish only, and :meth:`StorePipeline.run` runs them
+  at once: nothing in them depends on that commit (its ACKs are made when it is reported).
 * **One writer of the environment.** Only the writer thread writes while a commit is in
   flight; everything else that writes (retention, topic deletion, a superseding gap
   statement's truncation, which happens in an ingest) runs on the IO thread with no
@@ -45,8 +49,10 @@ from typing import Any
 from ..core import messages as m
 from ..core.effects import Publish
 from ..io.node import MAX_DRAIN, MAX_DRAIN_BYTES
+from ..io.ready_shell import run_ready
 from ..io.ready_writer import SETTLE_TIMEOUT, Call, ReadyWriter, WriterThread
-from ..storage.lmdb_store import LmdbStorage, PlannedAppend
+from ..storage.lmdb_heads import PlannedAppend
+from ..storage.lmdb_store import LmdbStorage
 from . import StoreCore
 
 log = logging.getLogger(__name__)
@@ -128,6 +134,20 @@ class StorePipeline:
             out = self.settle(now)  # the loop reads while not accepting(): not expected
         self.core.step(msgs, now, sources)
         out.extend(self.writer.run())  # type: ignore[arg-type]  # the store publishes only
+        return out
+
+    def run(self) -> list[Publish]:
+        """Execute the core's Readies now; returns what to publish. With no commit in flight
+        the writer runs them (a commit among them is handed to the writer thread); with
+        one, the core's Readies publish only (serving, gap FETCHes, greetings, replication
+        rounds: :meth:`StoreCore.push`) and run here at once, so serving never waits for
+        a commit. The ACKs of the commit in flight are not among them: the core makes
+        them when the commit is reported, and the writer sends them then."""
+        if not self.writer.in_flight:
+            return self.writer.run()  # type: ignore[return-value]  # the store publishes only
+        out: list[Publish] = []
+        # no persister: a core asking to persist while its commit is in flight is a bug
+        run_ready(self.core, None, out.extend)  # type: ignore[arg-type]
         return out
 
     def settle(self, now: float, timeout: float = SETTLE_TIMEOUT) -> list[Publish]:

@@ -216,3 +216,32 @@ def test_a_turn_publishes_at_most_turn_topics_topics_and_the_rest_go_next() -> N
     ]
     assert second == [(t, 0) for t in topics[TURN_TOPICS:]] + [("t0", 1)]
     assert not handler.queue and not handler.has_pending()
+
+
+def test_a_fetch_is_stepped_with_the_sender_its_sources_name() -> None:
+    """on_messages asks the turn's MessageSources for the sender of a FETCH (the node
+    whose connection it came on), and of nothing else: no probing of what it was given."""
+    from dafka.core import messages as m
+    from dafka.io.node_plugins import MessageSources
+
+    class Sources(MessageSources):
+        def __len__(self) -> int:
+            return 2
+
+        def __getitem__(self, index):  # type: ignore[no-untyped-def, override]
+            return "10.0.0.1"
+
+        def sender(self, index: int):  # type: ignore[no-untyped-def, override]
+            asked.append(index)
+            return f"sender-{index}"
+
+    asked: list[int] = []
+    handler, _ = _handler()
+    stepped: list[tuple[str, object]] = []
+    handler.core.step = lambda msg, now, sender=None, wall_ms=0: stepped.append(  # type: ignore[method-assign]
+        (type(msg).__name__, sender)
+    )
+    fetch = m.Fetch(handler.core.node_id, "C" * 32, "t", 0, 1)
+    handler.on_messages([m.Ack("P" * 32, "t", 0), fetch], 1.0, Sources())
+    assert stepped == [("Ack", None), ("Fetch", "sender-1")]
+    assert asked == [1]  # looked up for the request only (a cost per frame otherwise)

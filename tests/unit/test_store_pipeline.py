@@ -18,13 +18,16 @@ import pytest
 from dafka.core import messages as m
 from dafka.core.effects import Publish
 from dafka.errors import StorageError, StoreFullError
+from dafka.query.server import QueryService
 from dafka.storage.lmdb_store import LmdbStorage, PlannedAppend
 from dafka.store import StoreCore
 from dafka.store import _pipeline as store_pipeline
+from dafka.store._facade import _StoreHandler
 from dafka.store._pipeline import StorePipeline, WriterThread
 from dafka.wire.profiles import SignedProfile
+from dafka.wire.rfc46 import Subscription
 from tests.procs import wait_until
-from tests.signing import STORE, P, blob, from_blob, record, tampered
+from tests.signing import CONSUMER, STORE, P, blob, from_blob, record, tampered
 
 FULL = StoreFullError("append failed: disk full", path="/data", need_bytes=4096, free_bytes=0)
 
@@ -270,6 +273,88 @@ def test_a_slow_commit_holds_its_ack_back_on_the_real_writer_thread(tmp_path: Pa
         wait_until(lambda: len(calls) == 1, 5.0)
         assert acks(calls.pop()(1.1)) == [3]
         assert {k: v[0] for k, v in storage.heads().items()} == {("t", P): 3}
+    finally:
+        if storage.gate is not None:
+            storage.gate.set()
+        writer.stop()
+        storage.close()
+
+
+def hello(consumer: str = CONSUMER) -> Subscription:
+    """A consumer subscribing to this store's STORE-HELLOs."""
+    return Subscription(True, b"L", consumer.encode())
+
+
+def served(out: list) -> list[int]:
+    return [e.msg.offset for e in out if type(e.msg) is m.DirectRecord]
+
+
+def test_serving_and_greetings_go_on_while_a_commit_is_in_flight_and_its_ack_waits(
+    tmp_path: Path,
+) -> None:
+    """What the handler's tick and subscriptions make runs through the core's Readies
+    (StoreCore.push) and goes out at once with a commit in flight; that commit's ACK goes
+    only when it is reported."""
+    storage = TestStorage(tmp_path / "lmdb")
+    core = StoreCore(STORE.node_id, storage, serve_chunk=10)  # rfc46: one record a batch
+    jobs: list[Callable[[], None]] = []
+    calls: list[Callable[[float], list[Publish]]] = []
+    handler = _StoreHandler(core, QueryService(storage))
+    handler.pipeline = StorePipeline(core, storage, jobs.append, calls.append)
+
+    def commit(now: float) -> list[Publish]:
+        for job in jobs:
+            job()
+        jobs.clear()
+        out = [e for call in calls for e in call(now)]
+        calls.clear()
+        return out
+
+    try:
+        handler.on_messages([m.Record("t", P, i, b"v%d" % i) for i in range(30)], 0.0)
+        assert acks(commit(0.1)) == [29]
+        assert served(handler.on_messages([m.Fetch(P, CONSUMER, "t", 0, 30)], 1.0)) == list(
+            range(10)
+        )
+        assert served(handler.on_tick(1.0)) == list(range(10, 20))  # retention ran: not due again
+        assert handler.on_messages([m.Record("t", P, 30, b"v30")], 2.0) == []
+        assert handler.pipeline.in_flight and jobs
+        out = handler.on_tick(2.1)  # the next chunk, not held behind the commit
+        assert served(out) == list(range(20, 30)) and acks(out) == []
+        greeted = handler.on_subscription(hello(), 2.2)
+        assert [e.msg for e in greeted] == [m.StoreHello(CONSUMER, STORE.node_id)]
+        assert handler.pipeline.in_flight and jobs and acks(handler.on_tick(2.3)) == []
+        assert core.head("t", P) == 29  # the commit in flight is not acted on
+        assert acks(commit(2.4)) == [30] and not handler.pipeline.in_flight
+    finally:
+        storage.close()
+
+
+def test_a_greeting_goes_out_while_the_real_writer_thread_is_stuck_in_a_commit(
+    tmp_path: Path,
+) -> None:
+    storage = TestStorage(tmp_path / "lmdb")
+    core = StoreCore(STORE.node_id, storage, profile=SignedProfile(STORE))
+    writer = WriterThread("test-writer")
+    calls: list[Callable[[float], list[Publish]]] = []
+    lock = threading.Lock()
+
+    def call(fn: Callable[[float], list[Publish]]) -> None:
+        with lock:
+            calls.append(fn)
+
+    handler = _StoreHandler(core, QueryService(storage, profile="signed"))
+    handler.pipeline = StorePipeline(core, storage, writer.submit, call)
+    try:
+        storage.gate = threading.Event()  # fdatasync takes as long as the test says
+        assert acks(handler.on_messages([record(0, 3)], 0.0)) == []
+        wait_until(lambda: storage.writes == 1, 5.0)
+        greeted = handler.on_subscription(hello(), 0.1)  # the writer is inside the commit
+        assert [e.msg for e in greeted] == [m.StoreHello(CONSUMER, STORE.node_id)]
+        assert calls == [] and core.head("t", P) is None
+        storage.gate.set()
+        wait_until(lambda: len(calls) == 1, 5.0)
+        assert acks(calls.pop()(1.0)) == [2]
     finally:
         if storage.gate is not None:
             storage.gate.set()
