@@ -9,9 +9,8 @@ imported at once.
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     BufferFullError,
@@ -33,6 +32,7 @@ from .errors import (
     StoreFullError,
     WireError,
 )
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .api.admin import AdminClient, PartitionMetadata, TopicMetadata
@@ -60,17 +60,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # once: later lookups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 # A library logs, the application decides where to: without a handler of ours, an
