@@ -16,9 +16,9 @@ $(STAMP): setup.cfg pyproject.toml | fault-deps doc-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
 	if pkg-config --exists fuse3 2>/dev/null; then \
-	  $(BIN)/python -m pip install --quiet -e '.[test,dev,spark,faults]'; \
+	  $(BIN)/python -m pip install --quiet -e '.[test,dev,spark,faults,otel]'; \
 	else \
-	  $(BIN)/python -m pip install --quiet -e '.[test,dev,spark]'; \
+	  $(BIN)/python -m pip install --quiet -e '.[test,dev,spark,otel]'; \
 	fi
 	rm -f $(VENV)/.installed-*
 	touch $@

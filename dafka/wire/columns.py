@@ -48,7 +48,7 @@ class Column(Sequence[T], Generic[T]):
     they checked that the lengths add up; the constructor trusts its arguments.
     """
 
-    __slots__ = ("_data", "_lengths", "_start", "_stop", "_nullable", "_offsets")
+    __slots__ = ("_data", "_lengths", "_nullable", "_offsets", "_start", "_stop")
 
     _data: bytes
     _lengths: array[int]

@@ -50,8 +50,8 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "PROFILE_NAMES",
-    "OtherProfile",
     "Opened",
+    "OtherProfile",
     "Profile",
     "Rfc46Profile",
     "SignedProfile",

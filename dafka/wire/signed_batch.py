@@ -72,6 +72,14 @@ from .signed_checks import (
     WrongTopic,
     encode_topic,
 )
+from .signed_rich import (
+    BATCH_CONTEXT_V5,
+    BATCH_FORMAT_V5,
+    MAX_RAW_BYTES,
+    RichRecords,
+    open_rich,
+    verify_digest,
+)
 
 __all__ = [
     "BATCH_CONTEXT",
@@ -87,16 +95,17 @@ __all__ = [
     "MAX_GAP_OFFSETS",
     "MAX_KEY_BYTES",
     "MAX_VALUE_BYTES",
-    "u32s",
     "Batch",
     "BatchHeader",
+    "RecordLayout",
     "batch_overhead",
     "encode_batch",
-    "RecordLayout",
+    "open_batch",
     "peek_batch",
     "record_layout",
     "seal_gap",
     "seal_records",
+    "u32s",
     "unchecked_columns",
     "verify_batch",
 ]
@@ -135,6 +144,7 @@ _CONTEXTS: Final = {
     GAP_FORMAT: BATCH_CONTEXT,
     GAP_RUN_FORMAT: BATCH_CONTEXT,
     BATCH_FORMAT_V3: BATCH_CONTEXT_V3,
+    BATCH_FORMAT_V5: BATCH_CONTEXT_V5,
 }
 
 _FIRST = itemgetter(0)
@@ -210,8 +220,21 @@ class Batch:
         return self.first_offset + self.count - 1
 
     @property
+    def format(self) -> int:
+        """The batch format byte (1, 3 or 5; 2 or 4 for gap statements)."""
+        return self.blob[0]
+
+    @property
+    def is_rich(self) -> bool:
+        """A format-5 batch: read its records with :func:`open_batch`, not ``records`` or
+        ``columns`` (which raise for it, so that no reader drops its headers unseen)."""
+        return self.blob[0] == BATCH_FORMAT_V5
+
+    @property
     def records(self) -> tuple[tuple[bytes | None, bytes], ...]:
         """``(key, value)`` per offset from :attr:`first_offset`; key ``None`` if absent."""
+        if self.is_rich:
+            raise WireError("a format-5 batch: read it with open_batch")
         records = self._records
         if records is None and self.is_gap:
             records = ()
@@ -233,7 +256,32 @@ class Batch:
         """
         if self.is_gap:
             return None, _EMPTY
+        if self.is_rich:
+            raise WireError("a format-5 batch: read it with open_batch")
         return _record_columns(self.blob, len(self.topic.encode()), self.count, self._value_lengths)
+
+
+def open_batch(batch: Batch, *, max_raw: int = MAX_RAW_BYTES) -> RichRecords:
+    """The records of a verified batch of any record format, with their headers and
+    times: format 5 decompressed (within ``max_raw``, checked before decompressing:
+    :class:`~dafka.wire.signed_rich.DecompressionBomb`) and its hash list checked
+    against the signed root (:class:`~dafka.wire.signed_rich.RootMismatch`); formats 1
+    and 3 as records without headers, each at the batch's seal time. A gap statement
+    has none."""
+    if batch.is_gap:
+        return RichRecords([], [], [], [], [])
+    first, count = batch.first_offset, batch.count
+    if batch.is_rich:
+        records_at = 2 + batch.blob[1] + _BATCH_FIXED.size
+        return open_rich(batch.blob, records_at, first, count, max_raw=max_raw)
+    keys, values = batch.columns()
+    return RichRecords(
+        list(range(first, first + count)),
+        [None] * count if keys is None else list(keys),
+        list(values),
+        [batch.timestamp_ms] * count,
+        [()] * count,
+    )
 
 
 def batch_overhead(topic: str) -> int:
@@ -397,6 +445,7 @@ def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
         and fmt != BATCH_FORMAT_V1
         and fmt != GAP_FORMAT
         and fmt != GAP_RUN_FORMAT
+        and fmt != BATCH_FORMAT_V5
     ):
         raise WireError(f"unknown batch format {fmt}")
     topic_end = 2 + blob[1]
@@ -425,7 +474,7 @@ def _header(blob: bytes) -> tuple[str, bytes, int, int, int, int]:
         return topic, partition, first, count, timestamp, records_at
     if count > MAX_BATCH_RECORDS:
         raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
-    if size < records_at + 8 * count + _TRAILER:
+    if fmt != BATCH_FORMAT_V5 and size < records_at + 8 * count + _TRAILER:
         raise WireError("truncated batch")
     return topic, partition, first, count, timestamp, records_at
 
@@ -522,9 +571,13 @@ def verify_batch(blob: bytes, *, topic: str | None = None, partition: str | None
         raise WrongPartition(f"batch signed by a key that does not own partition {partition_id}")
     fmt = blob[0]
     gap = fmt in GAP_FORMATS
-    vlens = None if gap else _check_lengths(blob, records_at, count, end)
-    # guard: batch-format-picks-digest
-    digest = _digest(fmt, memoryview(blob)[:end])
+    if fmt == BATCH_FORMAT_V5:
+        vlens = None
+        digest = verify_digest(blob, records_at, end - PUBLIC_KEY_BYTES, first, count)
+    else:
+        vlens = None if gap else _check_lengths(blob, records_at, count, end)
+        # guard: batch-format-picks-digest
+        digest = _digest(fmt, memoryview(blob)[:end])
     # guard: batch-signature
     if not verify(public_key, _CONTEXTS[fmt] + digest, blob[end:]):
         raise BadSignature(f"batch of partition {partition_id} has a bad signature")
@@ -602,6 +655,8 @@ def unchecked_columns(blob: bytes) -> tuple[Column[bytes | None] | None, Column[
     _topic, _partition, _first, count, _ts, records_at = _header(blob)
     if blob[0] in GAP_FORMATS:
         return None, _EMPTY
+    if blob[0] == BATCH_FORMAT_V5:
+        raise WireError("a format-5 batch: read it with open_batch")
     vlens = _check_lengths(blob, records_at, count, len(blob) - SIGNATURE_BYTES)
     return _record_columns(blob, blob[1], count, vlens)
 
