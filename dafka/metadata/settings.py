@@ -16,8 +16,10 @@ from ..errors import ConfigError
 from .signing import check_public_key
 
 __all__ = [
+    "CLEANUP_POLICIES",
     "CLUSTER_DEFAULTS",
     "CLUSTER_SETTINGS",
+    "COMPRESSIONS",
     "CURVE_CLIENTS",
     "MAX_ADMINS",
     "MAX_CLIENTS",
@@ -39,7 +41,20 @@ TOPIC_DEFAULTS: dict[str, Any] = {
     "max_record_bytes": None,
     "producers": None,
     "consumers": None,
+    "compression": None,
+    "cleanup_policy": "delete",
+    "delete_retention_ms": 86_400_000,
+    "max_future_ms": 3_600_000,
 }
+COMPRESSIONS = ("none", "zstd", "lz4")
+"""``compression``: what producers of the topic compress batches with, unless told
+otherwise (``None``: none)."""
+CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+"""``cleanup_policy``: ``delete`` (retention by age and size), ``compact`` (keep at least
+the newest record of every key; tombstones for ``delete_retention_ms``) or both."""
+MAX_FUTURE_MS_BOUND = 7 * 86_400_000
+"""``max_future_ms``: how far past a batch's arrival at a store its records' own times may
+count for retention (at most a week)."""
 CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
 CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients")
 """Besides ``auto_create``, unset until an admin sets them (readers use the defaults):
@@ -106,6 +121,33 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
                     "(the wire profile's limit)"
                 )
             out[name] = value
+        elif name == "compression":
+            if value is not None and value not in COMPRESSIONS:
+                raise ConfigError(f"bad compression {value!r}: one of {', '.join(COMPRESSIONS)}")
+            out[name] = value
+        elif name == "cleanup_policy":
+            policy = value.replace(" ", "") if isinstance(value, str) else value
+            if policy == "delete,compact":
+                policy = "compact,delete"
+            if policy not in CLEANUP_POLICIES:
+                raise ConfigError(
+                    f"bad cleanup_policy {value!r}: one of {', '.join(CLEANUP_POLICIES)}"
+                )
+            out[name] = policy
+        elif name == "delete_retention_ms":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"bad delete_retention_ms {value!r}: an integer >= 0")
+            out[name] = value
+        elif name == "max_future_ms":
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 0 <= value <= MAX_FUTURE_MS_BOUND
+            ):
+                raise ConfigError(
+                    f"bad max_future_ms {value!r}: an integer from 0 to {MAX_FUTURE_MS_BOUND}"
+                )
+            out[name] = value
         elif name in ("producers", "consumers"):
             if value is None:
                 out[name] = None
@@ -116,6 +158,10 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     merged = {**TOPIC_DEFAULTS, **out}
     if merged["profile"] == "rfc46" and merged["min_acks"] > 1:
         raise ConfigError("min_acks > 1 needs the signed profile (rfc46 ACKs are anonymous)")
+    if merged["profile"] == "rfc46" and merged["cleanup_policy"] != "delete":
+        raise ConfigError("a compacted topic needs the signed profile (rfc46 has no keys)")
+    if merged["profile"] == "rfc46" and merged["compression"] not in (None, "none"):
+        raise ConfigError("compression needs the signed profile (rfc46 batches are the C wire)")
     return out
 
 
