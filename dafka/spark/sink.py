@@ -222,6 +222,11 @@ def _rows(batches: Iterator[Any], opts: WriteOptions, keys_allowed: bool) -> Ite
             if topic is None:
                 raise ConfigError("the dafka sink got a row with a null topic and no topic option")
             key = keys[i] if keys is not None else None
+            if value is None and key is None:
+                raise ConfigError(
+                    "the dafka sink got a row with a null value and no key: a null value is a "
+                    "tombstone, which deletes its key (filter such rows out, or give the key)"
+                )
             yield (
                 topic,
                 key.encode() if type(key) is str else key,

@@ -120,8 +120,9 @@ def test_a_partition_or_headers_column_is_refused_not_dropped(
 
 
 def test_a_null_value_is_refused_clearly(spark, platform) -> None:
+    # issue 36: a null value is a tombstone, which needs the key it deletes
     df = spark.createDataFrame([("v",), (None,)], "value string")
-    with pytest.raises(Exception, match="null value: Dafka has no tombstones"):
+    with pytest.raises(Exception, match="null value and no key: a null value is a tombstone"):
         df.write.format("dafka").mode("append").option("tower", platform.towers).option(
             "topic", "k.null"
         ).save()
