@@ -25,7 +25,7 @@ SCHEMA = (
 
 
 def test_headers_timestamps_tombstones_and_compression(spark, platform) -> None:
-    t0 = dt.datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2024, 5, 1, 12, 0, 0, 250000, tzinfo=dt.UTC)
     rows = [
         ("a", b"1", [("traceparent", b"00-ab-cd-01"), ("x", None)], t0),
         ("b", b"2", [], None),  # the seal time

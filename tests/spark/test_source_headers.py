@@ -66,7 +66,7 @@ def _read(spark, store: FakeStore, topic: str, **options: str):
 
 
 def _ms(stamp: dt.datetime) -> int:
-    return round(stamp.replace(tzinfo=stamp.tzinfo or dt.timezone.utc).timestamp() * 1000)
+    return round(stamp.replace(tzinfo=stamp.tzinfo or dt.UTC).timestamp() * 1000)
 
 
 def test_headers_times_tombstones_and_compacted_holes(spark, store) -> None:
