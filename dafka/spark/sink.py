@@ -168,8 +168,11 @@ def _millis(column: Any) -> list[int | None]:
 
 
 def _headers(cell: list[dict[str, Any]] | None) -> tuple[tuple[str, bytes | None], ...]:
+    """One row's ``headers`` cell as pairs (the producer checks their bounds)."""
     if not cell:
         return ()
+    if any(h is None or h["key"] is None for h in cell):
+        raise ConfigError("the dafka sink got a header that is null or has a null key")
     return tuple(
         (h["key"], h["value"].encode() if type(h["value"]) is str else h["value"]) for h in cell
     )
