@@ -12,6 +12,13 @@ Each blob is verified first, exactly once
 ownership of the partition, topic and partition), and the offsets the store claims for
 it are checked against the ones the producer signed.
 
+A format-5 batch (headers, record times, tombstones, compression, compaction;
+``docs/wire.md`` §9.11) is verified the same way, then opened with
+:func:`~dafka.wire.signed_batch.open_batch` within a bound on what it decompresses
+(:data:`MAX_RAW`, checked against its signed raw length first) and its records checked
+against the signed root; its columns are built from the opened records (a Python object
+per record: the payload may be compressed, and a compacted batch has holes).
+
 Only the columns asked for are built. The rows of one reply come out in chunks
 (:func:`signed_reply_chunks`): a batch of at least :data:`CHUNK_ROWS` records is a
 chunk of its own, whose binary columns point into its blob; smaller batches are
