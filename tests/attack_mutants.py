@@ -981,6 +981,12 @@ MUTANTS: dict[str, Spec] = {
     "spark and query readers refuse records that are not the signed hash list": Guard(
         "rich-root-check", "if False:"
     ),
+    "spark refuses a batch stated over its bound before decompressing": Guard(
+        "rich-bomb-bound", "if False:"
+    ),
+    "spark refuses a compacted batch whose entries a store changed": Guard(
+        "rich-compacted-root", "if False:"
+    ),
 }
 
 
@@ -1944,6 +1950,14 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attacks_rich_readers.py::test_spark_refuses_a_signed_lie_and_gives_no_row[root-mismatch]",
         "tests/unit/test_attacks_rich_readers.py::test_spark_refuses_a_signed_lie_and_gives_no_row[root-mismatch-uncompressed]",
         "tests/unit/test_attacks_rich_readers.py::test_query_records_refuse_a_signed_lie[root-mismatch]",
+    ),
+    "spark refuses a batch stated over its bound before decompressing": (
+        "tests/unit/test_attacks_rich_readers.py::test_spark_decompresses_only_within_its_bound[zstd]",
+        "tests/unit/test_attacks_rich_readers.py::test_spark_decompresses_only_within_its_bound[lz4]",
+        "tests/unit/test_attacks_rich_readers.py::test_query_client_decompresses_only_within_its_bound",
+    ),
+    "spark refuses a compacted batch whose entries a store changed": (
+        "tests/unit/test_attacks_rich_readers.py::test_spark_refuses_a_compacted_batch_a_store_changed",
     ),
 }
 

@@ -24,6 +24,7 @@ from dafka.wire.signed_rich import (  # noqa: E402
     DecompressionBomb,
     RichRecord,
     RootMismatch,
+    compact_rich,
 )
 from tests.rich_blobs import rich_blob, signed_lie, zstd_bomb  # noqa: E402
 from tests.signing import PRODUCER  # noqa: E402
@@ -134,3 +135,20 @@ def test_a_wire_error_not_a_crash_for_every_lie() -> None:
     for lie in LIES:
         with pytest.raises(WireError):
             list(records(_reply(_lie_at(lie, 0))))
+
+
+def _store_altered_compacted() -> bytes:
+    """A compacted batch (the producer's signature, offset 0 dropped) in which a store
+    changed a kept record's value: the digest does not cover the entries, the root does."""
+    full = rich_blob(PRODUCER, TOPIC, 0, [*HONEST, RichRecord(b"j", b"value", 9)])
+    compacted = compact_rich(full, 2 + len(TOPIC) + 36, 0, 3, [0])
+    at = compacted.rindex(b"value")
+    return compacted[:at] + b"VALUE" + compacted[at + 5 :]
+
+
+def test_spark_refuses_a_compacted_batch_a_store_changed() -> None:
+    reply = _reply(_store_altered_compacted())
+    with pytest.raises(RootMismatch):
+        _spark(reply)
+    with pytest.raises(RootMismatch):
+        list(records(reply))
