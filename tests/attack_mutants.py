@@ -93,6 +93,7 @@ TESTS = [
     "tests/unit/test_metadata_policies.py",
     "tests/unit/test_attacks_retention_clock.py",
     "tests/unit/test_attacks_retention_record_times.py",
+    "tests/unit/test_record_time_lookup.py",
     "tests/unit/test_attacks_consumer_tails.py",
     "tests/unit/test_cli_below_min_acks.py",
     "tests/integration/test_attacks_consumer_tails.py",
@@ -686,6 +687,12 @@ MUTANTS: dict[str, Spec] = {
     "query read ACL needs a named client key": Guard("query-read-acl-needs-named", "if True:"),
     "offsets_for_times refuses a READ answered with another batch than the one asked": Guard(
         "offsets-times-refuses-read-answered", "if False:"
+    ),
+    "offsets_for_times checks the verified batch's offsets against the store's claim": Guard(
+        "offsets-times-checks-verified-offsets", "if False:"
+    ),
+    "offsets_for_times decompresses a batch only within its bound": Guard(
+        "offsets-times-decompresses-within-bound", "opened = signed.open_batch(batch)"
     ),
     "query read ACL fails closed without CURVE": Guard(
         "query-read-acl-fails-closed", "if not curve:\n    return None"
@@ -1671,6 +1678,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "retention clamps producer stamps to the receipt's window": (
         "tests/unit/test_attacks_retention_clock.py::test_a_producer_clock_ahead_cannot_keep_its_records_for_ever",
+    ),
+    "offsets_for_times checks the verified batch's offsets against the store's claim": (
+        "tests/unit/test_record_time_lookup.py::test_a_store_lying_about_a_batchs_offsets_is_refused",
+    ),
+    "offsets_for_times decompresses a batch only within its bound": (
+        "tests/unit/test_record_time_lookup.py::test_a_time_lookup_decompresses_a_batch_only_within_its_bound",
     ),
     "retention clamps record times to the window around the batch's arrival": (
         "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_future_cannot_stay_past_retention_plus_max_future",
