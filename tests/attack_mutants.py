@@ -498,7 +498,7 @@ MUTANTS: dict[str, Spec] = {
         "retention-record-age-bounded-held", "out.append(max(0, wall_ms - t))"
     ),
     "retention takes the topic's max_future_ms": Guard(
-        "retention-takes-topics-max-future", "future = DEFAULT_MAX_FUTURE_MS"
+        "retention-takes-topics-max-future", "future = None"
     ),
     "no age retention while the store's clock runs ahead of its monotonic measure": Guard(
         "age-retention-while-store-clock", "if False:\n    max_age = None", whole=True

@@ -223,15 +223,15 @@ class HeldLedger:
         wall_ms: int,
         *,
         max_age_ms: int | None = None,
-        max_future_ms: int = DEFAULT_MAX_FUTURE_MS,
+        max_future_ms: int | None = None,
     ) -> list[int | None]:
         """Each batch's age for retention (None: no stamp): the smaller of its held time
         and the wall clock minus its producer stamp clamped to the receipt's window; for
         records with their own times (``record_ms``), the module's rule, their time
         clamped from :func:`backdate_ms` of ``max_age_ms`` before the receipt to
-        ``max_future_ms`` after it."""
+        ``max_future_ms`` after it (None: :data:`DEFAULT_MAX_FUTURE_MS`)."""
         back = backdate_ms(max_age_ms)
-        future = max(0, max_future_ms)
+        future = DEFAULT_MAX_FUTURE_MS if max_future_ms is None else max(0, max_future_ms)
         receipts = self.receipts.get(key, [])
         uptos = [r.upto for r in receipts]
         out: list[int | None] = []

@@ -18,12 +18,7 @@ from typing import Any
 
 from ..ids import is_group_topic
 from ..storage.base import Storage
-from ..storage.retention import (
-    CLOCK_STEP_MS,
-    DEFAULT_MAX_FUTURE_MS,
-    HeldLedger,
-    retention_cut,
-)
+from ..storage.retention import CLOCK_STEP_MS, HeldLedger, retention_cut
 from ._partitions import PartitionTable
 from ._state import PartitionKey, StoreStats
 
@@ -51,15 +46,15 @@ class StorePolicy:
         self.retention: dict[str, tuple[int | None, int | None]] = {}
         """Per topic, ``(retention_ms, retention_bytes)``."""
         self._retention = self.retention
-        self.max_future: dict[str, int] = {}
-        """Per topic with retention, ``max_future_ms`` (how far past a batch's arrival its
-        records' own times count for its age; none: the default)."""
         self.deleted: set[str] = set()
         """Topics deleted in the metadata and not re-created: messages about them are dropped."""
         self.held: HeldLedger | None = None
         """When this store took in each partition's batches (``dafka.storage.retention``);
         the IO shell sets the one it loaded from the data directory, else one starts empty."""
         self._clock_ahead_ms = 0
+        self.max_future: dict[str, int] = {}
+        """Per topic, ``max_future_ms``: how far past a batch's arrival its records' own
+        times count for its age (``dafka.storage.retention``; none: the default)."""
         self._applied_deletions, fences = storage.deletions()
         table.fence(fences)
 
@@ -75,7 +70,11 @@ class StorePolicy:
         trusted = frozenset(stores)
         retention: dict[str, tuple[int | None, int | None]] = {}
         max_future: dict[str, int] = {}
+        self.max_future = max_future
         for topic, settings in topics.items():
+            future = settings.get("max_future_ms")
+            if isinstance(future, int) and not isinstance(future, bool) and future >= 0:
+                max_future[topic] = future
             producers = settings.get("producers")
             if producers is not None:
                 acl[topic] = frozenset(producers)
@@ -85,9 +84,6 @@ class StorePolicy:
             age, size = settings.get("retention_ms"), settings.get("retention_bytes")
             if age is not None or size is not None:
                 retention[topic] = (age, size)
-                future = settings.get("max_future_ms")
-                if isinstance(future, int) and future >= 0:
-                    max_future[topic] = future
         # in place: the other parts keep references to these tables
         self._acl.clear()
         self._acl.update(acl)
@@ -95,7 +91,6 @@ class StorePolicy:
         self._readers.update(readers)
         self._retention.clear()
         self._retention.update(retention)
-        self.max_future = max_future
 
     def readers_of(self, topic: str) -> frozenset[str] | None:
         """The node IDs the topic's read ACL names (with the trusted stores); None: open."""
@@ -184,7 +179,7 @@ class StorePolicy:
             ages = None
             if max_age is not None:
                 # guard: retention-takes-topics-max-future
-                future = self.max_future.get(topic, DEFAULT_MAX_FUTURE_MS)
+                future = self.max_future.get(topic)
                 ages = held.ages(key, infos, now_ms, max_age_ms=max_age, max_future_ms=future)
             cut = retention_cut(
                 infos,
