@@ -126,7 +126,7 @@ SPEC = [  # batch first offset -> record times (out of order inside batches)
 
 
 def rich_blob(first: int, times: list[int], codec: Codec = Codec.ZSTD) -> bytes:
-    recs = [RichRecord(None, b"x" * 200, t) for t in times]
+    recs = [RichRecord(b"k%d" % (first + i), b"x" * 200, t) for i, t in enumerate(times)]
     return seal_rich(PRODUCER, b"t", first, recs, T0 + 100, codec)
 
 
