@@ -92,6 +92,8 @@ TESTS = [
     "tests/unit/test_store_pipeline.py",
     "tests/unit/test_metadata_policies.py",
     "tests/unit/test_attacks_retention_clock.py",
+    "tests/unit/test_attacks_retention_record_times.py",
+    "tests/unit/test_record_time_lookup.py",
     "tests/unit/test_attacks_consumer_tails.py",
     "tests/unit/test_cli_below_min_acks.py",
     "tests/integration/test_attacks_consumer_tails.py",
@@ -481,6 +483,23 @@ MUTANTS: dict[str, Spec] = {
     "retention clamps producer stamps to the receipt's window": Guard(
         "retention-clamps-producer-stamps-receipt", "stamp = batch.timestamp_ms"
     ),
+    # issue 36 (record times): a record's own time counts for retention only within a
+    # window around the batch's arrival, and never past the store's held time
+    "retention clamps record times to the window around the batch's arrival": Guard(
+        "retention-clamps-record-times", "t = batch.record_ms"
+    ),
+    "record times count at most max_future_ms past the batch's arrival": Guard(
+        "retention-clamps-record-times", "t = max(batch.record_ms, r.wall_ms - back)"
+    ),
+    "record times count at most half the retention before the batch's arrival": Guard(
+        "retention-clamps-record-times", "t = min(batch.record_ms, r.wall_ms + future)"
+    ),
+    "a record-timed batch's age is bounded by the store's held time": Guard(
+        "retention-record-age-bounded-held", "out.append(max(0, wall_ms - t))"
+    ),
+    "retention takes the topic's max_future_ms": Guard(
+        "retention-takes-topics-max-future", "future = None"
+    ),
     "no age retention while the store's clock runs ahead of its monotonic measure": Guard(
         "age-retention-while-store-clock", "if False:\n    max_age = None", whole=True
     ),
@@ -668,6 +687,12 @@ MUTANTS: dict[str, Spec] = {
     "query read ACL needs a named client key": Guard("query-read-acl-needs-named", "if True:"),
     "offsets_for_times refuses a READ answered with another batch than the one asked": Guard(
         "offsets-times-refuses-read-answered", "if False:"
+    ),
+    "offsets_for_times checks the verified batch's offsets against the store's claim": Guard(
+        "offsets-times-checks-verified-offsets", "if False:"
+    ),
+    "offsets_for_times decompresses a batch only within its bound": Guard(
+        "offsets-times-decompresses-within-bound", "opened = signed.open_batch(batch)"
     ),
     "query read ACL fails closed without CURVE": Guard(
         "query-read-acl-fails-closed", "if not curve:\n    return None"
@@ -1653,6 +1678,34 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "retention clamps producer stamps to the receipt's window": (
         "tests/unit/test_attacks_retention_clock.py::test_a_producer_clock_ahead_cannot_keep_its_records_for_ever",
+    ),
+    "offsets_for_times checks the verified batch's offsets against the store's claim": (
+        "tests/unit/test_record_time_lookup.py::test_a_store_lying_about_a_batchs_offsets_is_refused",
+    ),
+    "offsets_for_times decompresses a batch only within its bound": (
+        "tests/unit/test_record_time_lookup.py::test_a_time_lookup_decompresses_a_batch_only_within_its_bound",
+    ),
+    "retention clamps record times to the window around the batch's arrival": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_future_cannot_stay_past_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_past_cannot_delete_a_batch_held_less_than_half_retention",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_deletes_future_stamped_records_after_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_keeps_past_stamped_records_at_least_half_the_retention",
+    ),
+    "record times count at most max_future_ms past the batch's arrival": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_future_cannot_stay_past_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_deletes_future_stamped_records_after_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_the_topics_max_future_setting_reaches_retention",
+    ),
+    "record times count at most half the retention before the batch's arrival": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_past_cannot_delete_a_batch_held_less_than_half_retention",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_keeps_past_stamped_records_at_least_half_the_retention",
+    ),
+    "a record-timed batch's age is bounded by the store's held time": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_past_cannot_delete_a_batch_held_less_than_half_retention",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_clock_far_ahead_cannot_age_record_times_past_the_held_time",
+    ),
+    "retention takes the topic's max_future_ms": (
+        "tests/unit/test_attacks_retention_record_times.py::test_the_topics_max_future_setting_reaches_retention",
     ),
     "no age retention while the store's clock runs ahead of its monotonic measure": (
         "tests/unit/test_attacks_retention_clock.py::test_a_store_clock_jumping_an_hour_ahead_trims_nothing_acked_within_retention",

@@ -212,7 +212,7 @@ class _Waiting:
     "--offset",
     multiple=True,
     help="Start at: beginning, end, an offset N, -N (N before the end) or s@TIMESTAMP_MS "
-    "(the first batch stamped at or after it; signed profile), in every partition. "
+    "(the first record whose time is at or after it; signed profile), in every partition. "
     "A second -o e@TIMESTAMP_MS stops each partition at its first record stamped at or "
     "after it, and exits once every partition has stopped (or, with -e, reached its end).",
 )

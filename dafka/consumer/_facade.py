@@ -84,9 +84,10 @@ class Consumer(ConsumerControl):
 
         ``start_timestamp`` (seconds since the epoch, like ``ConsumedRecord.timestamp``;
         signed profile only, rfc46 records carry no timestamp): every partition is
-        delivered from its first batch stamped at or after it, then in offset order
-        whatever later batches are stamped. It replaces ``offset_reset``. There is no
-        time index: the batches before it are fetched and passed over.
+        delivered from its first record whose time (its own, else its batch's seal time)
+        is at or after it, then in offset order whatever later records' times. It
+        replaces ``offset_reset``. There is no time index: the records before it are
+        fetched and passed over.
 
         ``trusted_stores`` (node IDs or public keys; the cluster metadata's list
         replaces it when it has one): the stores whose signed retention tails may
@@ -447,9 +448,11 @@ class Consumer(ConsumerControl):
         self._seek(topic, partition, lambda now: self._core.seek_to_end(topic, partition, now))
 
     def seek_to_timestamp(self, topic: str, partition: str | None, timestamp: float) -> None:
-        """Read from the first batch stamped at or after ``timestamp`` (seconds since the
-        epoch; signed profile only) of ``partition`` (every one seen when ``None``):
-        the partition is read again from 0, older batches passed over."""
+        """Read from the first record whose time (its own, else its batch's seal time) is
+        at or after ``timestamp`` (seconds since the epoch; signed profile only) of
+        ``partition`` (every one seen when ``None``): the partition is read again from 0,
+        the records before it passed over, so the earliest one is found whatever order
+        record times come in."""
         self._seek(
             topic,
             partition,

@@ -52,6 +52,9 @@ class StorePolicy:
         """When this store took in each partition's batches (``dafka.storage.retention``);
         the IO shell sets the one it loaded from the data directory, else one starts empty."""
         self._clock_ahead_ms = 0
+        self.max_future: dict[str, int] = {}
+        """Per topic, ``max_future_ms``: how far past a batch's arrival its records' own
+        times count for its age (``dafka.storage.retention``; none: the default)."""
         self._applied_deletions, fences = storage.deletions()
         table.fence(fences)
 
@@ -66,7 +69,12 @@ class StorePolicy:
         readers: dict[str, frozenset[str]] = {}
         trusted = frozenset(stores)
         retention: dict[str, tuple[int | None, int | None]] = {}
+        max_future: dict[str, int] = {}
+        self.max_future = max_future
         for topic, settings in topics.items():
+            future = settings.get("max_future_ms")
+            if isinstance(future, int) and not isinstance(future, bool) and future >= 0:
+                max_future[topic] = future
             producers = settings.get("producers")
             if producers is not None:
                 acl[topic] = frozenset(producers)
@@ -168,7 +176,11 @@ class StorePolicy:
                 # guard: age-retention-while-store-clock
                 if ahead > CLOCK_STEP_MS:
                     max_age = None
-            ages = held.ages(key, infos, now_ms) if max_age is not None else None
+            ages = None
+            if max_age is not None:
+                # guard: retention-takes-topics-max-future
+                future = self.max_future.get(topic)
+                ages = held.ages(key, infos, now_ms, max_age_ms=max_age, max_future_ms=future)
             cut = retention_cut(
                 infos,
                 max_age_ms=max_age,
