@@ -161,6 +161,9 @@ MUTANTS: dict[str, Spec] = {
     "a store logs compact refusals once a period": Guard(
         "store-rate-limits-compact-refusal-log", "if True:"
     ),
+    "a compaction step yields to ingest after its time budget": Guard(
+        "compaction-step-yields-to-ingest", "while self._credit > 0:"
+    ),
     "a compact-only topic is not trimmed by retention": Guard(
         "compact-only-topic-no-retention", "if False:"
     ),
@@ -1040,6 +1043,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store logs compact refusals once a period": (
         "tests/unit/test_attacks_compaction.py::test_refusals_are_counted_each_and_logged_once_a_period",
+    ),
+    "a compaction step yields to ingest after its time budget": (
+        "tests/unit/test_attacks_compaction.py::test_one_step_yields_after_its_time_budget_whatever_the_rate",
     ),
     "a compact-only topic is not trimmed by retention": (
         "tests/unit/test_attacks_compaction.py::test_a_compact_only_topic_is_not_trimmed_by_retention_but_compact_delete_is",

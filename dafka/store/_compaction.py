@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -64,6 +65,9 @@ compacted (counted and logged: ``compaction_skipped``)."""
 MIN_PASS_SECONDS = 30.0
 """A pass starts at most this long after the previous one started."""
 _MAX_STEP_SECONDS = 0.25
+MAX_STEP_BUSY = 0.02
+"""Seconds of work one step may take before it yields (it ends after the batch it is
+on): the IO thread receives and acknowledges between steps."""
 _READ_BATCHES = 64
 _LOG_PERIOD = 5.0
 _TRAILER = 96  # public key and signature
@@ -248,6 +252,7 @@ class Compactor:
         rate: float = DEFAULT_COMPACTION_RATE,
         min_pass: float = MIN_PASS_SECONDS,
         max_keys: int = MAX_INDEX_KEYS,
+        busy_clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         if not 0 <= rate < math.inf:
             raise ConfigError(f"compaction rate must be at least 0 bytes per second, not {rate}")
@@ -259,6 +264,7 @@ class Compactor:
         self.rate = rate
         self._min_pass = min_pass
         self._max_keys = max_keys
+        self._busy_clock = busy_clock
         self._credit = 0.0
         self._last: float | None = None
         self._queue: list[PartitionKey] = []
@@ -270,7 +276,8 @@ class Compactor:
         self.next_pass = 0.0
 
     def step(self, now: float, wall_ms: int) -> int:
-        """Do what the rate allows since the last step; returns the bytes read and
+        """Do what the rate allows since the last step, for at most about
+        :data:`MAX_STEP_BUSY` seconds (``busy_clock``); returns the bytes read and
         written. Raises the storage's errors."""
         if self.rate <= 0 or not self._settings:
             self._last = now
@@ -282,10 +289,12 @@ class Compactor:
         self._last = now
         self._credit = min(self._credit + elapsed * self.rate, _MAX_STEP_SECONDS * self.rate)
         spent = 0
-        while self._credit > 0:
+        started = self._busy_clock()
+        # guard: compaction-step-yields-to-ingest
+        while self._credit > 0 and self._busy_clock() - started < MAX_STEP_BUSY:
             if self._job is None and not self._next_job(now):
                 break
-            used = self._work(wall_ms)
+            used = self._work(wall_ms, started + MAX_STEP_BUSY)
             # guard: compaction-pays-what-it-did
             self._credit -= used
             spent += used
@@ -316,7 +325,7 @@ class Compactor:
         log.info("store.compaction.pass_done seconds=%.2f", seconds)
         return False
 
-    def _work(self, wall_ms: int) -> int:
+    def _work(self, wall_ms: int, deadline: float) -> int:
         job = self._job
         assert job is not None
         topic, partition = job.key
@@ -344,7 +353,7 @@ class Compactor:
                 if self._job is None:
                     return used or 1
             job.next = stored.last_offset + 1
-            if used >= budget:
+            if used >= budget or self._busy_clock() >= deadline:
                 break
         if job.next > job.end:
             if not job.rewriting:

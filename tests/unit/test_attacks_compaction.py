@@ -411,3 +411,19 @@ def test_a_compacted_form_from_another_store_is_verified_and_kept() -> None:
     other = _core()
     other.handle_batch([from_blob(forged, to=S)], 0.0)
     assert other.storage.heads() == {} and other.stats.rejected == 1
+
+
+def test_one_step_yields_after_its_time_budget_whatever_the_rate() -> None:
+    """The IO thread receives and acknowledges between steps: a step ends after the batch
+    it is on once it has worked MAX_STEP_BUSY seconds, however much the rate allows."""
+    storage = MemoryStorage()
+    for i in range(50):
+        _stored(storage, i, rich(i, [(b"k%d" % (i % 3), b"v" * 500)]))
+    ticks = iter(range(10**6))
+    clock = lambda: next(ticks) * 0.01  # noqa: E731  # each look: 10 ms later
+    job = Compactor(
+        storage, {"t": CompactSettings(KEEP)}, StoreStats(), rate=1e12, busy_clock=clock
+    )
+    job.step(0.0, T0)
+    one = job.step(1.0, T0)
+    assert 0 < one <= 2 * 1100  # a batch or two, not the 50 the rate allows
