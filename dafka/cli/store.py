@@ -11,8 +11,14 @@ from ..errors import DafkaError
 from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
 from ..storage.scrub import DEFAULT_SCRUB_RATE
-from ..store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, REPLICATE_INTERVAL, Store
-from ..store._compaction import DEFAULT_COMPACTION_RATE, MIN_PASS_SECONDS
+from ..store import (
+    COMPACTION_PASS_SECONDS,
+    DEFAULT_COMPACTION_RATE,
+    DEFAULT_SERVE_RATE,
+    MIN_SERVE_RATE,
+    REPLICATE_INTERVAL,
+    Store,
+)
 from .common import (
     CONTEXT,
     Command,
@@ -114,7 +120,7 @@ def tune_gc() -> None:
 )
 @click.option(
     "--compaction-pass",
-    default=MIN_PASS_SECONDS,
+    default=COMPACTION_PASS_SECONDS,
     show_default=True,
     type=click.FloatRange(0.1, 86400),
     help="Seconds from the start of one compaction pass to the start of the next.",

@@ -62,7 +62,7 @@ that does 200 MB/s); ``--compaction-rate``, 0: no compaction."""
 MAX_INDEX_KEYS = 1_000_000
 """Distinct keys one partition's index may hold in a pass; a partition with more is not
 compacted (counted and logged: ``compaction_skipped``)."""
-MIN_PASS_SECONDS = 30.0
+COMPACTION_PASS_SECONDS = 30.0
 """A pass starts at most this long after the previous one started."""
 _MAX_STEP_SECONDS = 0.25
 MAX_STEP_BUSY = 0.02
@@ -125,7 +125,9 @@ def index_records(newest: dict[bytes, RecordMeta], metas: Iterable[RecordMeta]) 
     newest record of each key (a dropped one counts: its key is in the clear)."""
     for r in metas:
         if r.key is not None:
-            newest[r.key] = r
+            was = newest.get(r.key)
+            if was is None or was.offset < r.offset:
+                newest[r.key] = r
 
 
 def plan_drops(
@@ -250,7 +252,7 @@ class Compactor:
         held: Callable[[], HeldLedger | None] = lambda: None,
         generation: Callable[[], object] = lambda: 0,
         rate: float = DEFAULT_COMPACTION_RATE,
-        min_pass: float = MIN_PASS_SECONDS,
+        min_pass: float = COMPACTION_PASS_SECONDS,
         max_keys: int = MAX_INDEX_KEYS,
         busy_clock: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -273,6 +275,7 @@ class Compactor:
         self._pass_started = 0.0
         self._done: dict[PartitionKey, int] = {}  # head at the last full pass, no tombstone left
         self._last_log = -math.inf
+        self._batches_at_start = stats.compaction_batches
         self.next_pass = 0.0
 
     def step(self, now: float, wall_ms: int) -> int:
@@ -320,9 +323,17 @@ class Compactor:
         seconds = now - self._pass_started
         self._in_pass = False
         self.next_pass = self._pass_started + self._min_pass
-        self.stats.compaction_passes += 1
-        self.stats.compaction_pass_ms = int(seconds * 1000)
-        log.info("store.compaction.pass_done seconds=%.2f", seconds)
+        stats = self.stats
+        stats.compaction_passes += 1
+        stats.compaction_pass_ms = int(seconds * 1000)
+        done = stats.compaction_batches - self._batches_at_start
+        self._batches_at_start = stats.compaction_batches
+        log.log(
+            logging.INFO if done else logging.DEBUG,
+            "store.compaction.pass_done seconds=%.2f batches=%d",
+            seconds,
+            done,
+        )
         return False
 
     def _work(self, wall_ms: int, deadline: float) -> int:
@@ -335,6 +346,8 @@ class Compactor:
                 topic, partition, job.next, _READ_BATCHES, max_bytes=budget
             )
         except StorageError:
+            if getattr(self._storage, "damaged", None) is not None:
+                raise  # the environment is damaged: the store stops (dafka.store._facade)
             batches = []
         if not batches:
             self._job = None  # not readable (corrupt), trimmed or deleted meanwhile: next pass

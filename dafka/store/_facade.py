@@ -45,7 +45,7 @@ from ..storage.scrub import DEFAULT_SCRUB_RATE, Scrubber
 from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from ..wire.profiles import make_profile
 from . import StoreCore
-from ._compaction import DEFAULT_COMPACTION_RATE, MIN_PASS_SECONDS, Compactor
+from ._compaction import COMPACTION_PASS_SECONDS, DEFAULT_COMPACTION_RATE, Compactor
 from ._credits import credits_for_hwm
 from ._pipeline import StorePipeline
 from ._replicate import REPLICATE_INTERVAL
@@ -78,7 +78,7 @@ class _StoreHandler(NodeHandler):
         env: LmdbStorage | None = None,
         scrub_rate: float = DEFAULT_SCRUB_RATE,
         compaction_rate: float = DEFAULT_COMPACTION_RATE,
-        compaction_pass: float = MIN_PASS_SECONDS,
+        compaction_pass: float = COMPACTION_PASS_SECONDS,
     ) -> None:
         self.core = core
         self._appends = _Appends(core.storage)
@@ -324,7 +324,7 @@ class Store:
         replicate_interval: float = REPLICATE_INTERVAL,
         scrub_rate: float = DEFAULT_SCRUB_RATE,
         compaction_rate: float = DEFAULT_COMPACTION_RATE,
-        compaction_pass: float = MIN_PASS_SECONDS,
+        compaction_pass: float = COMPACTION_PASS_SECONDS,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
