@@ -36,7 +36,7 @@ def _phase(codec_name: str, records: int, keys: int, size: int, per_batch: int) 
     from dafka.security.identity import Identity
     from dafka.storage.base import StoredBatch
     from dafka.storage.lmdb_store import LmdbStorage
-    from dafka.store._compaction import CompactSettings, Compactor
+    from dafka.store._compaction import Compactor, CompactSettings
     from dafka.store._state import StoreStats
     from dafka.wire.signed_rich import RichRecord, codec_named, seal_rich
 
