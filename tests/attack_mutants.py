@@ -123,6 +123,7 @@ TESTS = [
     "tests/integration/test_quiet_library.py",
     "tests/unit/test_producer_why.py",
     "tests/e2e/test_producer_causes.py",
+    "tests/unit/test_attacks_compaction.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -133,6 +134,41 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    # issue 36 (compact): compacted topics on the stores
+    "compaction never drops the newest record of a key": Guard(
+        "compaction-keeps-newest-of-key", "if n.offset >= r.offset:"
+    ),
+    "compaction keeps a tombstone until it expired": Guard(
+        "compaction-keeps-fresh-tombstone", "elif n.offset == r.offset and r.tombstone:"
+    ),
+    "a tombstone's age is the store's own measure, not its producer's stamp": Guard(
+        "compaction-tombstone-age-store-measure", "age = wall_ms - r.time_ms"
+    ),
+    "a compressed batch is compacted only once all of it is dropped": Guard(
+        "compaction-keeps-compressed-batches-whole", "if False:"
+    ),
+    "compaction pays for what it read and wrote": Guard("compaction-pays-what-it-did", "pass"),
+    "compaction does not rewrite from an index made before batches were replaced": Guard(
+        "compaction-stale-index-rewrites-nothing", "if False:"
+    ),
+    "a compacted topic refuses format 1 and 3 batches": Guard(
+        "compacted-topic-refuses-old-formats", "if False:"
+    ),
+    "a compacted topic refuses records without a key": Guard(
+        "compacted-topic-refuses-keyless", "if False:"
+    ),
+    "a store checks a producer's batches on a compacted topic": Guard(
+        "compacted-topic-checks-published-records", "if True:"
+    ),
+    "a store logs compact refusals once a period": Guard(
+        "store-rate-limits-compact-refusal-log", "if True:"
+    ),
+    "a compaction step yields to ingest after its time budget": Guard(
+        "compaction-step-yields-to-ingest", "while self._credit > 0:"
+    ),
+    "a compact-only topic is not trimmed by retention": Guard(
+        "compact-only-topic-no-retention", "if False:"
+    ),
     # issue 35 (red team): a cancel between the IO thread's look and its answer; a persist
     # that fails with something other than StorageError
     "a future cancelled meanwhile does not stop the IO thread": Guard(
@@ -506,8 +542,8 @@ MUTANTS: dict[str, Spec] = {
     "the held clock starts at the store's first check, before any retention policy": (
         "dafka.store._policy",
         "StorePolicy.apply_retention",
-        "        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention:\n            return []",
-        "        if not self._retention:\n            return []\n        held.advance(mono_ms, now_ms)",
+        "        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention and not self.compacted:\n            return []",
+        "        if not self._retention and not self.compacted:\n            return []\n        held.advance(mono_ms, now_ms)",
     ),
     "the CLI flags partitions with fewer copies of their head than min_acks": Guard(
         "cli-flags-partitions-fewer-copies", "if False:"
@@ -1001,6 +1037,44 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "compaction never drops the newest record of a key": (
+        "tests/unit/test_attacks_compaction.py::test_the_newest_record_of_a_key_is_never_dropped_whatever_the_batches",
+        "tests/unit/test_attacks_compaction.py::test_the_job_rewrites_each_batch_in_its_compacted_form_and_returns_space",
+    ),
+    "compaction keeps a tombstone until it expired": (
+        "tests/unit/test_attacks_compaction.py::test_the_planner_drops_every_record_with_a_later_one_of_its_key_and_keeps_the_newest",
+        "tests/unit/test_attacks_compaction.py::test_a_fresh_tombstone_stays_and_an_old_one_goes_with_its_key",
+    ),
+    "a tombstone's age is the store's own measure, not its producer's stamp": (
+        "tests/unit/test_attacks_compaction.py::test_a_tombstone_stamped_far_off_neither_vanishes_early_nor_stays_for_ever",
+    ),
+    "a compressed batch is compacted only once all of it is dropped": (
+        "tests/unit/test_attacks_compaction.py::test_a_compressed_batch_is_compacted_only_once_all_of_it_is_dropped",
+    ),
+    "compaction pays for what it read and wrote": (
+        "tests/unit/test_attacks_compaction.py::test_the_job_stays_within_its_rate",
+    ),
+    "compaction does not rewrite from an index made before batches were replaced": (
+        "tests/unit/test_attacks_compaction.py::test_a_gap_statement_meanwhile_stops_the_rewrite_from_a_stale_index",
+    ),
+    "a compacted topic refuses format 1 and 3 batches": (
+        "tests/unit/test_attacks_compaction.py::test_a_keyless_or_format_3_batch_on_a_compacted_topic_is_refused",
+    ),
+    "a compacted topic refuses records without a key": (
+        "tests/unit/test_attacks_compaction.py::test_a_keyless_or_format_3_batch_on_a_compacted_topic_is_refused",
+    ),
+    "a store checks a producer's batches on a compacted topic": (
+        "tests/unit/test_attacks_compaction.py::test_a_keyless_or_format_3_batch_on_a_compacted_topic_is_refused",
+    ),
+    "a store logs compact refusals once a period": (
+        "tests/unit/test_attacks_compaction.py::test_refusals_are_counted_each_and_logged_once_a_period",
+    ),
+    "a compaction step yields to ingest after its time budget": (
+        "tests/unit/test_attacks_compaction.py::test_one_step_yields_after_its_time_budget_whatever_the_rate",
+    ),
+    "a compact-only topic is not trimmed by retention": (
+        "tests/unit/test_attacks_compaction.py::test_a_compact_only_topic_is_not_trimmed_by_retention_but_compact_delete_is",
+    ),
     "a future cancelled meanwhile does not stop the IO thread": (
         "tests/unit/test_futures_cancel_race.py::test_resolve_each_goes_on_past_a_future_cancelled_meanwhile",
         "tests/unit/test_futures_cancel_race.py::test_resolve_and_fail_on_a_future_cancelled_meanwhile",
