@@ -258,8 +258,7 @@ def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
             raise TypeError(f"a header value is bytes or None, not {type(value).__name__}")
         if size > MAX_HEADER_BYTES:
             raise LimitExceeded(
-                f"a record's headers are over {MAX_HEADER_BYTES} bytes; "
-                f"the limit is {MAX_HEADER_BYTES}"
+                f"a record's headers are {size}+ bytes; the limit is {MAX_HEADER_BYTES}"
             )
     return b"".join(parts)
 
@@ -312,10 +311,12 @@ def _decompress(codec: int, payload: bytes | memoryview, raw_len: int, max_raw: 
             if stated != -1 and stated != raw_len:
                 raise WireError(f"a zstd frame states {stated} bytes, not the {raw_len} signed")
             window = max(_MIN_WINDOW, 1 << raw_len.bit_length())
+            # guard: rich-zstd-output-bound
             raw = zstandard.ZstdDecompressor(max_window_size=window).decompress(
                 payload, max_output_size=raw_len, allow_extra_data=False
             )
         elif codec == Codec.LZ4:
+            # guard: rich-lz4-output-bound
             raw = lz4.block.decompress(payload, uncompressed_size=raw_len)
         else:
             raise WireError(f"unknown compression codec {codec}")
