@@ -229,10 +229,35 @@ def check_headers(headers: object) -> tuple[Header, ...]:
 def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
     """``headers`` encoded (count first), after checking their types and bounds: what
     :func:`seal_rich` writes, so a header that passed here always parses back."""
-    if len(headers) > MAX_HEADERS:
-        raise LimitExceeded(f"{len(headers)} headers on one record; the limit is {MAX_HEADERS}")
-    parts = [_U16.pack(len(headers))]
-    size = 0
+    count = len(headers)
+    if count > MAX_HEADERS:
+        raise LimitExceeded(f"{count} headers on one record; the limit is {MAX_HEADERS}")
+    pack_u16, pack_u32 = _U16.pack, _U32.pack
+    out = [pack_u16(count)]
+    size = 6 * count
+    try:
+        for key, value in headers:  # the common case: no error, a few headers
+            raw = key.encode()
+            if len(raw) > MAX_HEADER_KEY_BYTES or type(key) is not str:
+                raise TypeError
+            if value is None:
+                out.append(pack_u16(len(raw)) + raw + b"\xff\xff\xff\xff")
+                size += len(raw)
+            elif type(value) is bytes:
+                out.append(pack_u16(len(raw)) + raw + pack_u32(len(value)) + value)
+                size += len(raw) + len(value)
+            else:
+                raise TypeError
+    except (TypeError, ValueError, AttributeError, UnicodeEncodeError):
+        _header_error(headers)
+        raise  # not reached: _header_error raises
+    if size > MAX_HEADER_BYTES:
+        raise LimitExceeded(f"a record's headers are {size} bytes; the limit is {MAX_HEADER_BYTES}")
+    return b"".join(out)
+
+
+def _header_error(headers: tuple[Header, ...]) -> None:
+    """Raise what is wrong with ``headers`` (``TypeError`` or :class:`LimitExceeded`)."""
     for pair in headers:
         try:
             key, value = pair
@@ -248,19 +273,9 @@ def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
             raise LimitExceeded(
                 f"a header key is {len(raw)} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
             )
-        if value is None:
-            parts.append(_U16.pack(len(raw)) + raw + b"\xff\xff\xff\xff")
-            size += 6 + len(raw)
-        elif isinstance(value, bytes):
-            parts.append(_U16.pack(len(raw)) + raw + _U32.pack(len(value)) + value)
-            size += 6 + len(raw) + len(value)
-        else:
+        if value is not None and not isinstance(value, bytes):
             raise TypeError(f"a header value is bytes or None, not {type(value).__name__}")
-        if size > MAX_HEADER_BYTES:
-            raise LimitExceeded(
-                f"a record's headers are {size}+ bytes; the limit is {MAX_HEADER_BYTES}"
-            )
-    return b"".join(parts)
+    raise TypeError("headers must be (str, bytes | None) pairs")
 
 
 def _body(value: bytes | None, headers: tuple[Header, ...]) -> bytes:
@@ -503,36 +518,33 @@ def _read_headers(buf: bytes, at: int, end: int, count: int) -> tuple[int, tuple
     if count > MAX_HEADERS:
         raise LimitExceeded(f"{count} headers on one record; the limit is {MAX_HEADERS}")
     headers: list[Header] = []
+    add = headers.append
     start = at
-    unpack_u16, unpack_u32 = _U16.unpack_from, _U32.unpack_from
-    for _ in range(count):
-        if at + 6 > end:
-            raise WireError("truncated header")
-        (klen,) = unpack_u16(buf, at)
-        at += 2
-        if klen > MAX_HEADER_KEY_BYTES:
-            raise LimitExceeded(
-                f"a header key is {klen} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
-            )
-        if at + klen + 4 > end:
-            raise WireError("truncated header key")
-        try:
+    unpack_u32 = _U32.unpack_from
+    try:
+        for _ in range(count):
+            klen = buf[at] << 8 | buf[at + 1]
+            at += 2
+            if klen > MAX_HEADER_KEY_BYTES:
+                raise LimitExceeded(
+                    f"a header key is {klen} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
+                )
             key = buf[at : at + klen].decode()
-        except UnicodeDecodeError:
-            raise WireError("a header key is not UTF-8") from None
-        at += klen
-        (vlen,) = unpack_u32(buf, at)
-        at += 4
-        value: bytes | None = None
-        if vlen != _NONE32:
-            if vlen > MAX_HEADER_BYTES or at + vlen > end:
-                raise LimitExceeded(f"a header value of {vlen} bytes")
-            value = buf[at : at + vlen]
-            at += vlen
-        headers.append((key, value))
-        # guard: rich-parse-headers-total
-        if at - start > MAX_HEADER_BYTES:  # 6 bytes each and the keys and values
-            raise LimitExceeded(f"a record's headers are over {MAX_HEADER_BYTES} bytes")
+            at += klen
+            (vlen,) = unpack_u32(buf, at)
+            at += 4
+            if vlen == _NONE32:
+                add((key, None))
+            else:
+                add((key, buf[at : at + vlen]))
+                at += vlen
+            # guard: rich-parse-headers-total
+            if at - start > MAX_HEADER_BYTES:  # 6 bytes each and the keys and values
+                raise LimitExceeded(f"a record's headers are over {MAX_HEADER_BYTES} bytes")
+    except UnicodeDecodeError:
+        raise WireError("a header key is not UTF-8") from None
+    if at > end:  # (what was read past the end is never used)
+        raise WireError("truncated headers")
     return at, tuple(headers)
 
 
@@ -564,11 +576,12 @@ def _read(
     add_time, add_headers, add = timestamps.append, headers_of.append, entries.append
     unpack_rec, unpack_u32, unpack_u16 = _REC.unpack_from, _U32.unpack_from, _U16.unpack_from
     new_hash = _BODY_HASH.copy
+    none32, max_key, max_value = _NONE32, MAX_KEY_BYTES, MAX_VALUE_BYTES
     view = memoryview(buf)
     offset = first
     try:
         for offset in range(first, first + count):
-            kind = _KEPT
+            kind = 0
             if compacted:
                 kind = buf[at]
                 at += 1
@@ -577,16 +590,16 @@ def _read(
             start = at
             flags, ts, klen = unpack_rec(buf, at)
             at += 13
-            if flags > _HAS_VALUE:
+            if flags > 1:
                 raise WireError(f"unknown record flags {flags:#x}")
             key: bytes | None = None
-            if klen != _NONE32:
+            if klen != none32:
                 # guard: rich-parse-key-bound
-                if klen > MAX_KEY_BYTES:
+                if klen > max_key:
                     raise LimitExceeded(f"a key is {klen} bytes; the limit is {MAX_KEY_BYTES}")
                 key = buf[at : at + klen]
                 at += klen
-            if kind == _DROP:
+            if kind:  # dropped
                 # guard: rich-dropped-needs-key
                 if key is None:
                     raise WireError("a compacted batch dropped a record without a key")
@@ -603,8 +616,8 @@ def _read(
             (vlen,) = unpack_u32(buf, at)
             at += 4
             value: bytes | None = None
-            if vlen != _NONE32:
-                if vlen > MAX_VALUE_BYTES:
+            if vlen != none32:
+                if vlen > max_value:
                     raise LimitExceeded(f"a value is {vlen} bytes; the limit is {MAX_VALUE_BYTES}")
                 value = buf[at : at + vlen]
                 at += vlen
