@@ -233,6 +233,17 @@ def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
     if count > MAX_HEADERS:
         raise LimitExceeded(f"{count} headers on one record; the limit is {MAX_HEADERS}")
     pack_u16, pack_u32 = _U16.pack, _U32.pack
+    if count == 1:  # the common case (a trace context): no list, no loop
+        try:
+            ((key, value),) = headers
+            raw = key.encode()
+            if len(raw) <= MAX_HEADER_KEY_BYTES and type(key) is str:
+                if value is None:
+                    return b"\x00\x01" + pack_u16(len(raw)) + raw + b"\xff\xff\xff\xff"
+                if type(value) is bytes and len(raw) + len(value) <= MAX_HEADER_BYTES - 6:
+                    return b"\x00\x01" + pack_u16(len(raw)) + raw + pack_u32(len(value)) + value
+        except (TypeError, ValueError, AttributeError, UnicodeEncodeError):
+            pass  # the general case below says what is wrong
     out = [pack_u16(count)]
     size = 6 * count
     try:
@@ -389,7 +400,9 @@ def seal_rich(
     try:
         for key, value, ts, headers in records:
             if headers:
-                body = _body(value, headers)
+                body = (
+                    b"\xff\xff\xff\xff" if value is None else pack_u32(len(value)) + value
+                ) + _headers_bytes(headers)
             elif value is None:
                 body = _TOMB_BODY
             else:
