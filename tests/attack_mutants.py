@@ -124,6 +124,7 @@ TESTS = [
     "tests/unit/test_producer_why.py",
     "tests/e2e/test_producer_causes.py",
     "tests/unit/test_attacks_compaction.py",
+    "tests/unit/test_signed_rich_attacks.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1029,6 +1030,48 @@ MUTANTS: dict[str, Spec] = {
     "output that cannot be written is one error line, not a traceback": Guard(
         "output-cannot-written-error-line",
         "except ArithmeticError as exc:  # writing the output failed (a full disk, /dev/full): one line",
+    ),
+    # issue 36 (codec): batch format 5, its bounds, decompression and compaction
+    "a format-5 batch over the consumer's raw bound is refused before decompressing": Guard(
+        "rich-bomb-bound", "if False:"
+    ),
+    "a zstd frame stating more than the signed raw length is refused before zstandard allocates it": Guard(
+        "rich-zstd-content-size", "if False:"
+    ),
+    "zstd decompression never outputs more than the signed raw length": Guard(
+        "rich-zstd-output-bound", "raw = zstandard.ZstdDecompressor().stream_reader(payload).read()"
+    ),
+    "lz4 decompression never outputs more than the signed raw length": Guard(
+        "rich-lz4-output-bound", "raw = lz4.block.decompress(payload, uncompressed_size=max_raw)"
+    ),
+    "a format-5 payload decompresses to exactly its signed raw length": Guard(
+        "rich-raw-length", "if False:"
+    ),
+    "a format-5 signature covers the batch header": Guard(
+        "rich-digest-binds-header",
+        "return blake3(fixed[:1] + fixed[2:] + payload_hash + public_key).digest()",
+    ),
+    "consumers check a format-5 batch's records against its signed root": Guard(
+        "rich-root-check", "if False:"
+    ),
+    "stores check a compacted batch's entries against its signed root": Guard(
+        "rich-compacted-root", "if False:"
+    ),
+    "a compacted batch never drops a record without a key": Guard(
+        "rich-dropped-needs-key", "if False:"
+    ),
+    "a format-5 batch's records are in its signed time range": Guard(
+        "rich-times-signed", "if False:"
+    ),
+    "parsing a format-5 record bounds its header count": Guard(
+        "rich-parse-header-bounds", "if False:"
+    ),
+    "parsing a format-5 record bounds its headers' bytes": Guard(
+        "rich-parse-headers-total", "if False:"
+    ),
+    "parsing a format-5 record bounds its key": Guard("rich-parse-key-bound", "if False:"),
+    "stores refuse a format-5 batch whose raw length no reader accepts": Guard(
+        "rich-raw-length-bound", "if False:"
     ),
 }
 
@@ -2047,6 +2090,57 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "output that cannot be written is one error line, not a traceback": (
         "tests/e2e/test_cli_honest_exits.py::test_output_that_cannot_be_written_is_one_line_and_a_closed_pipe_is_not_success",
+    ),
+    # issue 36 (codec)
+    "a format-5 batch over the consumer's raw bound is refused before decompressing": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_stated_raw_length_over_the_bound_is_refused_before_decompressing",
+    ),
+    "a zstd frame stating more than the signed raw length is refused before zstandard allocates it": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_zstd_frame_stating_more_than_the_signed_raw_length_allocates_nothing",
+    ),
+    "zstd decompression never outputs more than the signed raw length": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_zstd_frame_claiming_a_small_size_but_inflating_more_is_refused",
+    ),
+    "lz4 decompression never outputs more than the signed raw length": (
+        "tests/unit/test_signed_rich_attacks.py::test_an_lz4_block_inflating_past_the_signed_raw_length_is_refused",
+    ),
+    "a format-5 payload decompresses to exactly its signed raw length": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_payload_shorter_than_its_signed_raw_length_is_refused[1]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_payload_shorter_than_its_signed_raw_length_is_refused[2]",
+    ),
+    "a format-5 signature covers the batch header": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_flipped_byte_anywhere_is_refused[sealed_none]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_flipped_byte_anywhere_is_refused[sealed_zstd]",
+    ),
+    "consumers check a format-5 batch's records against its signed root": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_producer_whose_records_are_not_its_root_is_refused_by_consumers",
+    ),
+    "stores check a compacted batch's entries against its signed root": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[key]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[time]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[tombstone]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[body hash]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_kept_record_altered_in_a_compacted_blob_fails",
+    ),
+    "a compacted batch never drops a record without a key": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_record_dropped_without_a_key_is_refused",
+    ),
+    "a format-5 batch's records are in its signed time range": (
+        "tests/unit/test_signed_rich_attacks.py::test_times_outside_the_signed_range_are_refused",
+    ),
+    "parsing a format-5 record bounds its header count": (
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[0]",
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[1]",
+    ),
+    "parsing a format-5 record bounds its headers' bytes": (
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[0]",
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[1]",
+    ),
+    "parsing a format-5 record bounds its key": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_key_over_the_bound_signed_by_a_producer_is_refused",
+    ),
+    "stores refuse a format-5 batch whose raw length no reader accepts": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_raw_length_over_the_format_bound_is_refused_by_stores",
     ),
 }
 
