@@ -232,6 +232,7 @@ class Delivery:
             return []
         try:
             keys, values, stamp, rich = self._profile.open_records(msg)
+        # guard: consumer-counts-unopened-by-reason
         except PayloadRefused as exc:
             self._refuse(msg, exc, now)
             return []

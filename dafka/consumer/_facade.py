@@ -358,7 +358,9 @@ class Consumer(ConsumerControl):
         into :class:`ConsumedRecord` objects, which is what costs most at high
         rates. Waits up to ``timeout`` for the first record. Under the signed
         profile ``values`` and ``keys`` are :class:`~dafka.wire.columns.Column`
-        views of the verified batches (``docs/consumer.md``, reading in bulk).
+        views of the verified batches (``docs/consumer.md``, reading in bulk). Runs of
+        format-5 batches also carry ``timestamps`` and ``headers`` per record, and a
+        tombstone's value is ``None`` (``docs/records.md``, "Consuming").
         """
         return self._poll_runs(max_records, timeout, lists=False)
 

@@ -554,6 +554,7 @@ class SignedProfile(Profile):
         """A verified format-5 batch opened: decompressed within ``max_decompressed_bytes``
         and its records checked against the signed root; :class:`PayloadRefused` if not."""
         try:
+            # guard: consumer-decompress-bound
             recs = signed.open_batch(batch, max_raw=self.max_decompressed_bytes)
         except DecompressionBomb as exc:
             raise PayloadRefused("bomb", str(exc)) from None
