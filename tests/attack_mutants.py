@@ -125,6 +125,7 @@ TESTS = [
     "tests/e2e/test_producer_causes.py",
     "tests/unit/test_attacks_compaction.py",
     "tests/unit/test_signed_rich_attacks.py",
+    "tests/unit/test_consumer_rich.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1072,6 +1073,19 @@ MUTANTS: dict[str, Spec] = {
     "parsing a format-5 record bounds its key": Guard("rich-parse-key-bound", "if False:"),
     "stores refuse a format-5 batch whose raw length no reader accepts": Guard(
         "rich-raw-length-bound", "if False:"
+    ),
+    # issue 36 (consumer): format-5 batches a consumer refuses after verifying them
+    "a consumer decompresses within its own bound": Guard(
+        "consumer-decompress-bound", "recs = signed.open_batch(batch)"
+    ),
+    "a consumer counts refused format-5 batches by reason": Guard(
+        "consumer-counts-unopened-by-reason", "except ZeroDivisionError as exc:"
+    ),
+    "a consumer logs refused format-5 batches once a period": Guard(
+        "consumer-rate-limits-unopened-log", "if True:"
+    ),
+    "a consumer delivers a rich batch only from its delivery point": Guard(
+        "consumer-rich-skips-delivered", "start = 0"
     ),
 }
 
@@ -2141,6 +2155,20 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "stores refuse a format-5 batch whose raw length no reader accepts": (
         "tests/unit/test_signed_rich_attacks.py::test_a_raw_length_over_the_format_bound_is_refused_by_stores",
+    ),
+    # issue 36 (consumer)
+    "a consumer decompresses within its own bound": (
+        "tests/unit/test_consumer_rich.py::test_a_batch_stating_more_than_the_bound_is_refused_before_decompressing",
+    ),
+    "a consumer counts refused format-5 batches by reason": (
+        "tests/unit/test_consumer_rich.py::test_a_producer_signing_a_root_that_is_not_its_records_is_never_delivered",
+        "tests/unit/test_consumer_rich.py::test_a_frame_that_inflates_past_its_signed_length_is_refused_without_the_memory",
+    ),
+    "a consumer logs refused format-5 batches once a period": (
+        "tests/unit/test_consumer_rich.py::test_refusals_are_counted_each_and_logged_once_per_period",
+    ),
+    "a consumer delivers a rich batch only from its delivery point": (
+        "tests/unit/test_consumer_rich.py::test_a_batch_that_overlaps_delivery_gives_only_what_is_new",
     ),
 }
 
