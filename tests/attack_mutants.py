@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_attacks_kv_table.py",
     "tests/unit/test_futures_cancel_race.py",
     "tests/unit/test_ready_shell.py",
     "tests/unit/test_kafka_calls.py",
@@ -131,6 +132,15 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    # issue 36 (table): a store that drops the newest record of a key, or a young tombstone;
+    # a producer writing ever new keys
+    "the table view catches a store that dropped the newest record of a key": Guard(
+        "table-dropped-newest-detected", "if True:"
+    ),
+    "the table view catches a store that dropped a young tombstone": Guard(
+        "table-tombstone-age-checked", "if True:"
+    ),
+    "the table view holds at most max_keys entries": Guard("table-keys-bounded", "if False:"),
     # issue 35 (red team): a cancel between the IO thread's look and its answer; a persist
     # that fails with something other than StorageError
     "a future cancelled meanwhile does not stop the IO thread": Guard(
@@ -976,6 +986,17 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    # issue 36 (table)
+    "the table view catches a store that dropped the newest record of a key": (
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_the_newest_record_of_a_key_is_caught_though_it_verifies",
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_a_key_entirely_is_caught",
+    ),
+    "the table view catches a store that dropped a young tombstone": (
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_a_young_tombstone_is_caught",
+    ),
+    "the table view holds at most max_keys entries": (
+        "tests/unit/test_attacks_kv_table.py::test_a_producer_writing_ever_new_keys_cannot_grow_the_table_past_its_bound",
+    ),
     "a future cancelled meanwhile does not stop the IO thread": (
         "tests/unit/test_futures_cancel_race.py::test_resolve_each_goes_on_past_a_future_cancelled_meanwhile",
         "tests/unit/test_futures_cancel_race.py::test_resolve_and_fail_on_a_future_cancelled_meanwhile",
