@@ -43,7 +43,7 @@ from typing import Generic, TypeVar
 
 from ..errors import DafkaError, DataLossError
 from ..wire.signed_batch import open_batch, peek_batch, verify_batch
-from ..wire.signed_rich import BATCH_FORMAT_V5, COMPACTED, Dropped
+from ..wire.signed_rich import BATCH_FORMAT_V5, COMPACTED, Dropped, open_rich
 
 __all__ = [
     "CLOCK_SLACK_MS",
@@ -151,19 +151,25 @@ class _Entry(Generic[T]):
 _HEADER_FIXED = 16 + 8 + 4 + 8  # partition, first offset, count, seal time
 
 
-def dropped_in(blob: bytes, topic: str | None = None) -> tuple[str, int, tuple[Dropped, ...]]:
+def dropped_in(
+    blob: bytes, topic: str | None = None, *, verified: bool = False
+) -> tuple[str, int, tuple[Dropped, ...]]:
     """``(partition, seal time ms, dropped)`` of a compacted format-5 batch; ``dropped`` is
     empty for any other blob (a full batch, formats 1 and 3, a gap statement). A
     compacted batch is verified here (the producer's signature over the root its dropped
-    entries are leaves of), whoever verified it before: what it says was dropped is then
-    the producer's own record of it. Raises :class:`~dafka.errors.WireError` for a
-    compacted batch that does not verify (or is not of ``topic``)."""
+    entries are leaves of) unless the caller ``verified`` it already: what it says was
+    dropped is then the producer's own record of it. Raises
+    :class:`~dafka.errors.WireError` for a compacted batch that does not verify (or is
+    not of ``topic``)."""
     if len(blob) < 2 or blob[0] != BATCH_FORMAT_V5:
         return "", 0, ()
     head = peek_batch(blob)
-    form_at = 2 + blob[1] + _HEADER_FIXED + 1
-    if len(blob) <= form_at or blob[form_at] != COMPACTED:
+    records_at = 2 + blob[1] + _HEADER_FIXED
+    if len(blob) <= records_at + 1 or blob[records_at + 1] != COMPACTED:
         return head.partition, head.timestamp_ms, ()
+    if verified:
+        recs = open_rich(blob, records_at, head.first_offset, head.count)
+        return head.partition, head.timestamp_ms, recs.dropped
     batch = verify_batch(blob, topic=topic)
     return batch.partition, batch.timestamp_ms, open_batch(batch).dropped
 
