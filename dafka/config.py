@@ -24,6 +24,7 @@ from .security.curve_keys import parse_public_key
 from .security.identity import node_id_for
 from .wire.beacon import MIN_PORT, check_node_host
 from .wire.signed_batch import BATCH_FORMATS, DEFAULT_BATCH_FORMAT
+from .wire.signed_rich import MAX_RAW_BYTES
 
 Profile = Literal["signed", "rfc46"]
 PROFILE_NAMES: tuple[str, ...] = ("signed", "rfc46")
@@ -314,9 +315,19 @@ class ConsumerConfig:
     batch's wire size plus 64 a record); a batch over it is fetched again in its turn."""
     max_buffered_bytes_per_partition: int = 16 * 1024 * 1024
     """The same, per partition (at most ``max_buffered_bytes``)."""
+    max_decompressed_bytes: int = MAX_RAW_BYTES
+    """What the consumer decompresses of one format-5 batch at most (its records, as
+    signed), checked before decompressing: a batch over it is refused and counted
+    (``docs/records.md``). 1024 up to 64 MiB (``dafka.wire.signed_rich.MAX_RAW_BYTES``)."""
 
     def validate(self) -> ConsumerConfig:
         check_profile(self.profile)
+        size = self.max_decompressed_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or not 1024 <= size <= MAX_RAW_BYTES:
+            raise ConfigError(
+                f"max_decompressed_bytes must be 1024..{MAX_RAW_BYTES} (the most a producer "
+                f"may seal), not {size!r}"
+            )
         if not 0 <= self.max_buffered_bytes_per_partition <= self.max_buffered_bytes:
             raise ConfigError(
                 "max_buffered_bytes_per_partition must be 0..max_buffered_bytes, not "

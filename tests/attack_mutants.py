@@ -122,6 +122,7 @@ TESTS = [
     "tests/integration/test_quiet_library.py",
     "tests/unit/test_producer_why.py",
     "tests/e2e/test_producer_causes.py",
+    "tests/unit/test_consumer_rich.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -978,6 +979,25 @@ MUTANTS: dict[str, Spec] = {
     "output that cannot be written is one error line, not a traceback": Guard(
         "output-cannot-written-error-line",
         "except ArithmeticError as exc:  # writing the output failed (a full disk, /dev/full): one line",
+    ),
+    # issue 36 (consumer): format-5 batches a consumer refuses after verifying them
+    "a consumer decompresses within its own bound": Guard(
+        "consumer-decompress-bound", "recs = signed.open_batch(batch)"
+    ),
+    "a consumer refuses a batch stating more than its bound before decompressing": Guard(
+        "rich-bomb-bound", "if False:"
+    ),
+    "a consumer checks opened records against the signed root": Guard(
+        "rich-root-check", "if False:"
+    ),
+    "a consumer counts refused format-5 batches by reason": Guard(
+        "consumer-counts-unopened-by-reason", "except ZeroDivisionError as exc:"
+    ),
+    "a consumer logs refused format-5 batches once a period": Guard(
+        "consumer-rate-limits-unopened-log", "if True:"
+    ),
+    "a consumer delivers a rich batch only from its delivery point": Guard(
+        "consumer-rich-skips-delivered", "start = 0"
     ),
 }
 
@@ -1941,6 +1961,27 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "output that cannot be written is one error line, not a traceback": (
         "tests/e2e/test_cli_honest_exits.py::test_output_that_cannot_be_written_is_one_line_and_a_closed_pipe_is_not_success",
+    ),
+    # issue 36 (consumer)
+    "a consumer decompresses within its own bound": (
+        "tests/unit/test_consumer_rich.py::test_a_batch_stating_more_than_the_bound_is_refused_before_decompressing",
+    ),
+    "a consumer refuses a batch stating more than its bound before decompressing": (
+        "tests/unit/test_consumer_rich.py::test_a_batch_stating_more_than_the_bound_is_refused_before_decompressing",
+    ),
+    "a consumer checks opened records against the signed root": (
+        "tests/unit/test_consumer_rich.py::test_a_producer_signing_a_root_that_is_not_its_records_is_never_delivered",
+        "tests/unit/test_consumer_rich.py::test_forged_header_bytes_are_never_delivered",
+    ),
+    "a consumer counts refused format-5 batches by reason": (
+        "tests/unit/test_consumer_rich.py::test_a_producer_signing_a_root_that_is_not_its_records_is_never_delivered",
+        "tests/unit/test_consumer_rich.py::test_a_frame_that_inflates_past_its_signed_length_is_refused_without_the_memory",
+    ),
+    "a consumer logs refused format-5 batches once a period": (
+        "tests/unit/test_consumer_rich.py::test_refusals_are_counted_each_and_logged_once_per_period",
+    ),
+    "a consumer delivers a rich batch only from its delivery point": (
+        "tests/unit/test_consumer_rich.py::test_a_batch_that_overlaps_delivery_gives_only_what_is_new",
     ),
 }
 

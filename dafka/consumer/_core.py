@@ -212,7 +212,7 @@ class ConsumerCore:
     def stats(self) -> ConsumerStats:
         d, heads, table, fetch = self.delivery, self.heads, self.table, self.fetch
         return ConsumerStats(
-            delivered=d.delivered - d.gap_offsets - d.before_start,
+            delivered=d.delivered - d.gap_offsets - d.before_start - d.compacted,
             duplicates=d.duplicates,
             beyond_buffer=d.beyond,
             ignored=self._ignored,
@@ -232,6 +232,8 @@ class ConsumerCore:
             before_start=d.before_start,
             tail_claims=heads.tail_claims,
             tail_waits=heads.tail_waits,
+            compacted=d.compacted,
+            unopened=dict(d.unopened),
         )
 
     @property

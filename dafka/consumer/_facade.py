@@ -33,6 +33,7 @@ from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..security.identity import Identity
 from ..wire.profiles import make_profile
+from ..wire.signed_rich import MAX_RAW_BYTES
 from ._control import ConsumerControl
 from ._core import ConsumerCore
 from ._io import END_QUIET, _ConsumerHandler
@@ -76,6 +77,7 @@ class Consumer(ConsumerControl):
         heartbeat_interval: float = 2.0,
         state_dir: str | os.PathLike[str] | None = None,
         min_acks: int = 1,
+        max_decompressed_bytes: int = MAX_RAW_BYTES,
     ) -> None:
         """``offset_reset``: where a partition seen for the first time starts:
         ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
@@ -110,7 +112,12 @@ class Consumer(ConsumerControl):
         one's position is committed first), on the caller's thread inside a poll, before
         the records they precede (``docs/groups.md``); ``session_timeout``: a member silent that
         long is dead; ``state_dir`` keeps the member's key; ``min_acks``: stores that
-        hold a commit before :meth:`commit` returns."""
+        hold a commit before :meth:`commit` returns.
+
+        ``max_decompressed_bytes``: the most this consumer decompresses of one batch (a
+        compressed format-5 batch's records, checked before decompressing; 64 MiB by
+        default, the most a producer may seal): a batch over it is refused as a forged one
+        is, counted in ``dafka_consumer_batches_unopened_total`` (``docs/records.md``)."""
         check_metrics_port(metrics_port)
         self.metrics: NodeMetrics | None = None
         if on_data_loss not in ("raise", "skip"):
@@ -124,6 +131,7 @@ class Consumer(ConsumerControl):
             start_offsets=dict(start_offsets or {}),
             max_backlog=max_backlog,
             profile=profile,
+            max_decompressed_bytes=max_decompressed_bytes,
         ).validate()
         nconf = node_config(towers, host, config=node)
         self.towers: tuple[str, ...] = tuple(str(t) for t in nconf.towers)
@@ -133,7 +141,9 @@ class Consumer(ConsumerControl):
             # CURVE: the consumer's key names it (``identity``: a known key, for read ACLs)
             identity = identity if identity is not None else Identity.generate()
             self.node_id = identity.node_id
-        wire = make_profile(self.config.profile)
+        wire = make_profile(
+            self.config.profile, max_decompressed_bytes=self.config.max_decompressed_bytes
+        )
         self._core = ConsumerCore(
             self.node_id,
             offset_reset=self.config.offset_reset,
@@ -358,7 +368,9 @@ class Consumer(ConsumerControl):
         into :class:`ConsumedRecord` objects, which is what costs most at high
         rates. Waits up to ``timeout`` for the first record. Under the signed
         profile ``values`` and ``keys`` are :class:`~dafka.wire.columns.Column`
-        views of the verified batches (``docs/consumer.md``, reading in bulk).
+        views of the verified batches (``docs/consumer.md``, reading in bulk). Runs of
+        format-5 batches also carry ``timestamps`` and ``headers`` per record, and a
+        tombstone's value is ``None`` (``docs/records.md``, "Consuming").
         """
         return self._poll_runs(max_records, timeout, lists=False)
 

@@ -126,6 +126,11 @@ CONSUMER_FIELDS: _Fields = (
     ("equivocations", "dafka_equivocations", "Two signed batches for one offset (first kept)."),
     ("refused_partitions", "dafka_consumer_partitions_refused", "New partitions refused."),
     ("oversized", "dafka_consumer_records_oversized", "Records over max_message_size."),
+    (
+        "compacted",
+        "dafka_consumer_compacted_offsets",
+        "Offsets passed because a store's compaction dropped their records.",
+    ),
 )
 
 
@@ -195,6 +200,12 @@ CONSUMER_SPECS = (
         "Value bytes of the records delivered in order.",
     ),
     gauge("backlog", "dafka_consumer_backlog_records", "Records delivered, not yet polled."),
+    counter(
+        "unopened",
+        "dafka_consumer_batches_unopened",
+        "Signed batches whose records were refused: bomb, root or payload.",
+        label="reason",
+    ),
 )
 
 
@@ -275,9 +286,11 @@ def consumer_metrics(
 
     def read() -> Values:  # IO thread
         values = loop_values(loop)
-        values.update(_core_values(core.stats, CONSUMER_FIELDS))
+        stats = core.stats
+        values.update(_core_values(stats, CONSUMER_FIELDS))
         values["delivered_bytes"] = delivered_bytes()
         values["backlog"] = backlog()
+        values["unopened"] = dict(stats.unopened)
         return values
 
     return _metrics("consumer", loop.node_id, profile, loop, read, CONSUMER_SPECS)
