@@ -35,6 +35,7 @@ from tests.mutant_guards import Guard
 
 TESTS = [
     "tests/unit/test_attacks_kv_table.py",
+    "tests/unit/test_kv_table_core.py",
     "tests/unit/test_futures_cancel_race.py",
     "tests/unit/test_ready_shell.py",
     "tests/unit/test_kafka_calls.py",
@@ -142,6 +143,9 @@ MUTANTS: dict[str, Spec] = {
         "table-tombstone-age-checked", "if True:"
     ),
     "the table view holds at most max_keys entries": Guard("table-keys-bounded", "if False:"),
+    "the table view sees each compacted batch the consumer verified": Guard(
+        "table-sees-compacted-batches", "if False:"
+    ),
     # issue 35 (red team): a cancel between the IO thread's look and its answer; a persist
     # that fails with something other than StorageError
     "a future cancelled meanwhile does not stop the IO thread": Guard(
@@ -1016,6 +1020,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the table view holds at most max_keys entries": (
         "tests/unit/test_attacks_kv_table.py::test_a_producer_writing_ever_new_keys_cannot_grow_the_table_past_its_bound",
+    ),
+    "the table view sees each compacted batch the consumer verified": (
+        "tests/unit/test_kv_table_core.py::test_a_compacted_batch_that_dropped_the_newest_record_is_caught_through_the_core",
     ),
     "a future cancelled meanwhile does not stop the IO thread": (
         "tests/unit/test_futures_cancel_race.py::test_resolve_each_goes_on_past_a_future_cancelled_meanwhile",

@@ -252,6 +252,7 @@ class Delivery:
             p = table.create(topic, partition, first, now, end=last + 1)
             if p is None:
                 return []
+        # guard: table-sees-compacted-batches
         if self.on_batch is not None:  # verified, admitted: Consumer.table() reads the dropped
             self.on_batch(msg)
         if not p.confirmed:

@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..core import messages as m
 from ..errors import ConfigError, DafkaTimeout
 from ..ids import check_topic_name
 from ..metadata.settings import topic_settings
+from ..wire.signed_rich import Dropped
 from ._kv_table import MAX_TABLE_KEYS, KeyTable, TableStats, dropped_in
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Progress", "read_table"]
+__all__ = ["Progress", "TableFeed", "read_table", "table_for"]
 
 Progress = Callable[[int, int, "int | None"], object]
 """``(records read, keys held, records known and not read yet or None)``."""
@@ -40,23 +41,62 @@ PROGRESS_EVERY = 0.2
 """Seconds between two calls of a read's ``on_progress``."""
 
 
-def _settings_of(consumer: Consumer, topic: str) -> dict[str, object]:
+def _settings_of(consumer: Consumer, topic: str) -> Mapping[str, object]:
     view = consumer.metadata
     found = view.topic(topic) if view is not None else None
     return found if found is not None else topic_settings(None)
 
 
-def table_for(settings: dict[str, object], max_keys: int) -> KeyTable[ConsumedRecord]:
+def table_for(settings: Mapping[str, object], max_keys: int) -> KeyTable[ConsumedRecord]:
     """A :class:`KeyTable` judging compaction by a topic's ``settings``."""
+    table: KeyTable[ConsumedRecord] = KeyTable(max_keys=max_keys)
+    _judge_by(table, settings)
+    return table
+
+
+def _judge_by(table: KeyTable[ConsumedRecord], settings: Mapping[str, object]) -> None:
+    """Set what ``table`` judges compaction by from a topic's ``settings``: its
+    ``delete_retention_ms``, ``max_future_ms``, and ``retention_ms`` under ``compact,delete``."""
     policy = str(settings.get("cleanup_policy") or "delete").split(",")
     retention = settings.get("retention_ms") if "delete" in policy else None
     delete_retention = settings.get("delete_retention_ms")
-    return KeyTable(
-        delete_retention_ms=None if delete_retention is None else int(delete_retention),  # type: ignore[call-overload]
-        max_future_ms=int(settings.get("max_future_ms") or 0),  # type: ignore[call-overload]
-        retention_ms=None if retention is None else int(retention),  # type: ignore[call-overload]
-        max_keys=max_keys,
-    )
+    table.delete_retention_ms = None if delete_retention is None else int(str(delete_retention))
+    table.max_future_ms = int(str(settings.get("max_future_ms") or 0))
+    table.retention_ms = None if retention is None else int(str(retention))
+
+
+class TableFeed:
+    """What a table read hands its :class:`KeyTable`: the records the consumer delivers
+    (:meth:`take`, on the caller's thread) and what the compacted batches among the
+    batches its delivery verified and admitted dropped (:meth:`on_batch`, the core's
+    ``Delivery.on_batch`` hook, on the IO thread: only queued there)."""
+
+    def __init__(self, topic: str, table: KeyTable[ConsumedRecord]) -> None:
+        self.topic = topic
+        self.table = table
+        self._compacted: deque[tuple[str, int, tuple[Dropped, ...]]] = deque()
+
+    def on_batch(self, msg: m.Record | m.DirectRecord) -> None:
+        if msg.topic != self.topic:
+            return
+        try:
+            partition, seal_ms, dropped = dropped_in(msg.content, verified=True)
+        except Exception as exc:  # verified already: cannot happen; never stop the IO thread
+            log.warning("consumer.table_batch_unreadable topic=%s error=%s", self.topic, exc)
+            return
+        if dropped:
+            self._compacted.append((partition, seal_ms, dropped))
+
+    def take(self, records: Iterable[ConsumedRecord]) -> None:
+        """Records delivered (and the dropped entries of the batches they came in)."""
+        table = self.table
+        for r in records:
+            stamp = 0 if r.timestamp is None else round(r.timestamp * 1000)
+            table.add(r.partition, r.offset, r.key, r.value is None, stamp, r)
+        compacted = self._compacted
+        while compacted:
+            partition, seal_ms, dropped = compacted.popleft()
+            table.add_dropped(partition, dropped, seal_ms)
 
 
 def read_table(
@@ -86,35 +126,19 @@ def read_table(
     try:
         if consumer.config.profile != "signed":
             raise ConfigError("a table needs the signed profile: rfc46 records have no keys")
-        compacted: deque[tuple[str, int, tuple]] = deque()
-
-        def on_batch(msg: m.Record | m.DirectRecord) -> None:
-            if msg.topic != topic:
-                return
-            try:
-                partition, seal_ms, dropped = dropped_in(msg.content, verified=True)
-            except Exception as exc:  # verified already: cannot happen, never stop the IO thread
-                log.warning("consumer.table_batch_unreadable topic=%s error=%s", topic, exc)
-                return
-            if dropped:
-                compacted.append((partition, seal_ms, dropped))
-
-        consumer._core.delivery.on_batch = on_batch  # before the topic: nothing read yet
+        feed = TableFeed(topic, table_for(topic_settings(None), max_keys))
+        consumer._core.delivery.on_batch = feed.on_batch  # before the topic: nothing read yet
         consumer.subscribe(topic)
         left = max(0.1, deadline - time.monotonic())
         consumer.watermarks([topic], timeout=left if wait is None else min(wait, left))
-        table = table_for(_settings_of(consumer, topic), max_keys)
+        table = feed.table
+        _judge_by(table, _settings_of(consumer, topic))
         read = 0
         shown = time.monotonic()
         while True:
             records = consumer.poll_batch(max_records=10_000, timeout=0.1)
-            for r in records:
-                stamp = 0 if r.timestamp is None else round(r.timestamp * 1000)
-                table.add(r.partition, r.offset, r.key, r.value is None, stamp, r)
+            feed.take(records)
             read += len(records)
-            while compacted:
-                partition, seal_ms, dropped = compacted.popleft()
-                table.add_dropped(partition, dropped, seal_ms)
             now = time.monotonic()
             if on_progress is not None and now - shown >= PROGRESS_EVERY:
                 shown = now
@@ -126,14 +150,8 @@ def read_table(
                     f"table of {topic}: the end was not reached within {timeout:g} s "
                     f"({read} record(s) read)"
                 )
-        while compacted:  # delivered with the last records
-            partition, seal_ms, dropped = compacted.popleft()
-            table.add_dropped(partition, dropped, seal_ms)
-        # the settings may have loaded meanwhile
-        checked = table_for(_settings_of(consumer, topic), max_keys)
-        table.delete_retention_ms = checked.delete_retention_ms
-        table.retention_ms = checked.retention_ms
-        table.max_future_ms = checked.max_future_ms
+        feed.take(())  # the dropped entries of the last batches
+        _judge_by(table, _settings_of(consumer, topic))  # they may have loaded meanwhile
         result = table.table(clock_ms())
         log.info(
             "consumer.table topic=%s keys=%d records=%d dropped=%d partitions=%d",
