@@ -20,18 +20,20 @@ the newest entry only (highest offset; memory: one entry per partition and key, 
 * **the proof**: a store compacting a partition keeps at least the newest record of every
   key. So, reading the whole partition, every dropped record that is not a tombstone must
   be followed by a later record (kept or dropped) of its key in that partition; a
-  dropped tombstone needs none, but its time (counted at most ``max_future_ms`` past the
-  seal time of its batch, as stores count it) must be at least ``delete_retention_ms``
+  dropped tombstone needs none, but its time (at most its batch's seal time: a store
+  counts a record's age from its time clamped to the batch's arrival, which comes after
+  the seal) must be at least ``delete_retention_ms``
   old, give or take :data:`CLOCK_SLACK_MS`. Under ``compact,delete`` with a
   ``retention_ms``, a record that old may go too. Anything else is a store that dropped a
   newest record: :meth:`KeyTable.table` raises :class:`CompactionError` naming the
   partition, the key and the offset (and the store, when the caller knows it).
 
-Not errors, counted in :class:`TableStats`: a record a store kept though a later one of
+A dropped record without a key is an error too (nothing can supersede it: stores never
+compact one away). Not errors, counted in :class:`TableStats`: a record a store kept though a later one of
 its key exists (compaction is background work, and stores converge at their own pace:
 the fold takes the newest anyway), older records kept under a dropped tombstone (two
 stores at different stages of compaction served the partition: the tombstone still
-wins) and records without a key (not in the table; a compacted topic refuses them, a
+wins) and kept records without a key (not in the table; a compacted topic refuses them, a
 topic that was ``delete`` before may hold some).
 """
 
@@ -59,6 +61,9 @@ __all__ = [
 CLOCK_SLACK_MS = 300_000
 """How far the stores' clocks may be ahead of the reader's (ms) when judging whether a
 dropped tombstone (or, under ``compact,delete``, a record) was old enough to go."""
+
+MAX_KEYLESS_SHOWN = 16
+"""Dropped records without a key listed in a :class:`CompactionError` (all are counted)."""
 
 MAX_TABLE_KEYS = 1_000_000
 """Entries (partition and key pairs) one table holds at most: a producer writing ever new
@@ -90,7 +95,7 @@ class Violation:
     """One record a store dropped though compaction had to keep it."""
 
     partition: str
-    key: bytes
+    key: bytes | None
     offset: int
     tombstone: bool
     timestamp_ms: int
@@ -100,8 +105,9 @@ class Violation:
     def describe(self) -> str:
         what = "tombstone" if self.tombstone else "record"
         by = f" by store {self.store}" if self.store else " (store not known)"
+        key = "(none)" if self.key is None else _show_key(self.key)
         return (
-            f"partition {self.partition} key {_show_key(self.key)}: the {what} at offset "
+            f"partition {self.partition} key {key}: the {what} at offset "
             f"{self.offset} was dropped{by}: {self.reason}"
         )
 
@@ -209,6 +215,8 @@ class KeyTable(Generic[T]):
         self.stats = TableStats()
         self._parts: dict[str, dict[bytes, _Entry[T]]] = {}
         self._size = 0
+        self._keyless_dropped: list[Violation] = []  # the first few (all are counted)
+        self._keyless_violations = 0
 
     def __len__(self) -> int:
         """Entries held (partition and key pairs)."""
@@ -297,8 +305,21 @@ class KeyTable(Generic[T]):
         ``store``: who served it, if known)."""
         for d in dropped:
             self.stats.dropped += 1
-            if d.key is None:
+            if d.key is None:  # nothing supersedes it: compaction keeps records without a key
                 self.stats.keyless += 1
+                if len(self._keyless_dropped) < MAX_KEYLESS_SHOWN:
+                    self._keyless_dropped.append(
+                        Violation(
+                            partition,
+                            None,
+                            d.offset,
+                            d.tombstone,
+                            d.timestamp_ms,
+                            "a record without a key is never compacted away",
+                            store,
+                        )
+                    )
+                self._keyless_violations += 1
                 continue
             kind = _DROPPED_TOMB if d.tombstone else _DROPPED
             self._take(partition, d.offset, d.key, kind, d.timestamp_ms, seal_ms, None, store)
@@ -306,12 +327,13 @@ class KeyTable(Generic[T]):
     # ------------------------------------------------------------------ output
 
     def _age_time(self, entry: _Entry[T]) -> int:
-        """The time a store counts a dropped record's age from: its own time, at most
-        ``max_future_ms`` past its batch's seal (stores count from its arrival, which is
-        after the seal)."""
+        """The latest time a store may have counted a dropped record's age from: its own
+        time, at most its batch's seal (a store clamps a record's time to the batch's
+        arrival, which comes after the seal; the producer's and the store's clocks
+        differ by up to the slack)."""
         if entry.seal_ms is None:
             return entry.ts
-        return min(entry.ts, entry.seal_ms + self.max_future_ms)
+        return min(entry.ts, entry.seal_ms)
 
     def _old_enough(self, entry: _Entry[T], keep_ms: int, now_ms: int) -> bool:
         return self._age_time(entry) + keep_ms <= now_ms + self.slack_ms
@@ -319,7 +341,7 @@ class KeyTable(Generic[T]):
     def violations(self, now_ms: int) -> list[Violation]:
         """Every newest record a store dropped though compaction had to keep it, in
         partition, key order."""
-        out: list[Violation] = []
+        out: list[Violation] = list(self._keyless_dropped)
         retention = self.retention_ms
         for partition in sorted(self._parts):
             part = self._parts[partition]
@@ -361,7 +383,8 @@ class KeyTable(Generic[T]):
         """Raise :class:`CompactionError` if a store dropped a record it had to keep."""
         found = self.violations(now_ms)
         if found:
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            total = len(found) + self._keyless_violations - len(self._keyless_dropped)
+            more = f" (and {total - 1} more)" if total > 1 else ""
             raise CompactionError(
                 f"a store dropped a record compaction must keep: {found[0].describe()}{more}",
                 found,

@@ -152,3 +152,9 @@ def test_a_producer_writing_ever_new_keys_cannot_grow_the_table_past_its_bound()
     with pytest.raises(TableTooLarge):
         read(t, flood)
     assert len(t) == 100
+
+
+def test_dropped_in_reads_the_same_with_or_without_verifying_again():
+    for blob in honest_compaction():
+        assert dropped_in(blob, TOPIC, verified=True) == dropped_in(blob, TOPIC)
+    assert dropped_in(b"\x03") == ("", 0, ())  # not format 5: nothing dropped, no parse

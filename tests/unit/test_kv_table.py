@@ -82,8 +82,16 @@ def test_the_fold_does_not_depend_on_the_order_records_and_duplicates_arrive_in(
 def test_records_without_a_key_are_counted_not_tabled():
     t: KeyTable[object] = KeyTable()
     rec(t, A, 0, None, b"v")
-    t.add_dropped(A, [drop(1, None)])
-    assert values(t) == {} and t.stats.keyless == 2
+    rec(t, A, 1, b"k", b"w")
+    assert values(t) == {b"k": b"w"} and t.stats.keyless == 1
+
+
+def test_a_dropped_record_without_a_key_is_a_violation_counted_in_full():
+    t: KeyTable[object] = KeyTable()
+    t.add_dropped(A, [drop(i, None) for i in range(40)], store="S")
+    with pytest.raises(CompactionError, match=r"key \(none\).*and 39 more") as err:
+        t.table(NOW)
+    assert len(err.value.violations) == 16  # the first few listed, all counted
 
 
 # ------------------------------------------------------- across partitions
@@ -205,11 +213,16 @@ def test_a_superseded_tombstone_may_be_dropped_at_any_age():
     assert values(t) == {b"a": b"back"}
 
 
-def test_a_future_tombstone_counts_from_its_seal_plus_max_future_ms_as_stores_count_it():
-    t: KeyTable[object] = KeyTable(delete_retention_ms=DAY, max_future_ms=1000)
-    sealed = NOW - 2 * DAY
+def test_a_future_tombstone_counts_from_its_seal_as_stores_clamp_it_to_its_arrival():
+    t: KeyTable[object] = KeyTable(delete_retention_ms=DAY)
+    sealed = NOW - DAY
     t.add_dropped(A, [drop(0, b"a", ts=NOW + 30 * DAY, tombstone=True)], seal_ms=sealed)
     assert values(t) == {}
+    young: KeyTable[object] = KeyTable(delete_retention_ms=DAY)
+    sealed = NOW - DAY + CLOCK_SLACK_MS + 1
+    young.add_dropped(A, [drop(0, b"a", ts=NOW + 30 * DAY, tombstone=True)], seal_ms=sealed)
+    with pytest.raises(CompactionError):
+        young.table(NOW)
     unsealed: KeyTable[object] = KeyTable(delete_retention_ms=DAY)  # seal not known
     unsealed.add_dropped(A, [drop(0, b"a", ts=NOW + 30 * DAY, tombstone=True)])
     with pytest.raises(CompactionError):
