@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -386,8 +386,10 @@ def main(
     from ..io.malloc import keep_freed_memory
     from ..security import identity
 
-    if table is not None:
-        _print_table(table, topics, as_json_lines, format, delimiter, key_delimiter, locals())
+    if table is not None:  # dafka.cli.consumer_table
+        from .consumer_table import run_table
+
+        run_table(table, topics, locals(), _renderer)
         return
     kcat_key = None if key_dir is None or not curve else identity.load(key_dir)
     if run_mode(  # -L and -Q: ask the stores and exit
@@ -506,51 +508,6 @@ def main(
                 click.echo(f"error: end not reached within {timeout:g} s", err=True)
                 sys.exit(1)
         out.flush()
-
-
-def _print_table(
-    topic: str,
-    topics: tuple[str, ...],
-    as_json_lines: bool,
-    format: str | None,
-    delimiter: str | None,
-    key_delimiter: str | None,
-    given: dict[str, Any],
-) -> None:
-    """--table TOPIC (dafka.cli.consumer_table): by default 'KEY<tab>VALUE' lines."""
-    from ..api.common import node_config
-    from ..config import check_profile
-    from ..consumer import Consumer
-    from ..security import identity
-    from .consumer_table import DEFAULT_TABLE_TIMEOUT, print_table, refuse_with_table
-
-    refuse_with_table(topics)
-    if not (as_json_lines or format is not None or delimiter is not None or key_delimiter):
-        key_delimiter = "\\t"
-    render = _renderer(as_json_lines, format, delimiter, key_delimiter)
-    curve, key_dir = given["curve"], given["key_dir"]
-    options = {
-        "node": node_config(
-            given["tower"],
-            given["host"],
-            curve=curve,
-            curve_allowed=curve_allowed(curve, given["curve_allow"]),
-        ),
-        "identity": None if key_dir is None else identity.load(key_dir),
-        "profile": check_profile(given["profile"]),
-        "trusted_stores": given["trusted_stores"],
-        "offset_reset": "earliest",
-        "on_data_loss": "skip",
-    }
-    timeout = given["timeout"]
-    print_table(
-        topic,
-        lambda: Consumer((), **options),
-        render,
-        timeout=DEFAULT_TABLE_TIMEOUT if timeout is None else timeout,
-        wait=given["wait"],
-        progress=given["progress"],
-    )
 
 
 _NOT_WITH_WATERMARKS = {

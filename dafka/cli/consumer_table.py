@@ -17,12 +17,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import ConfigError
+from .common import curve_allowed
 from .progress import Progress
 
 if TYPE_CHECKING:
     from ..core.effects import ConsumedRecord
 
-__all__ = ["DEFAULT_TABLE_TIMEOUT", "NOT_WITH_TABLE", "print_table", "refuse_with_table"]
+__all__ = [
+    "DEFAULT_TABLE_TIMEOUT",
+    "NOT_WITH_TABLE",
+    "print_table",
+    "refuse_with_table",
+    "run_table",
+]
 
 DEFAULT_TABLE_TIMEOUT = 300.0
 """Seconds ``--table`` reads for at most, unless ``--timeout`` says otherwise."""
@@ -87,3 +94,47 @@ def print_table(
         out.write(render(record))
     out.flush()
     return len(table)
+
+
+def run_table(
+    topic: str,
+    topics: tuple[str, ...],
+    given: dict[str, Any],
+    renderer: Callable[[bool, str | None, str | None, str | None], Callable[..., bytes]],
+) -> None:
+    """``dafka-consumer --table TOPIC`` with the command's arguments (``given``) and its
+    ``renderer`` (-f, -K, -D, --json): by default 'KEY<tab>VALUE' lines."""
+    from ..api.common import node_config
+    from ..config import check_profile
+    from ..consumer import Consumer
+    from ..security import identity
+
+    refuse_with_table(topics)
+    as_json, fmt = given["as_json_lines"], given["format"]
+    delimiter, key_delimiter = given["delimiter"], given["key_delimiter"]
+    if not (as_json or fmt is not None or delimiter is not None or key_delimiter):
+        key_delimiter = "\\t"
+    render = renderer(as_json, fmt, delimiter, key_delimiter)
+    curve, key_dir = given["curve"], given["key_dir"]
+    options = {
+        "node": node_config(
+            given["tower"],
+            given["host"],
+            curve=curve,
+            curve_allowed=curve_allowed(curve, given["curve_allow"]),
+        ),
+        "identity": None if key_dir is None else identity.load(key_dir),
+        "profile": check_profile(given["profile"]),
+        "trusted_stores": given["trusted_stores"],
+        "offset_reset": "earliest",
+        "on_data_loss": "skip",
+    }
+    timeout = given["timeout"]
+    print_table(
+        topic,
+        lambda: Consumer((), **options),
+        render,
+        timeout=DEFAULT_TABLE_TIMEOUT if timeout is None else timeout,
+        wait=given["wait"],
+        progress=given["progress"],
+    )
