@@ -72,7 +72,7 @@ keys would otherwise grow the reader's memory without bound."""
 T = TypeVar("T")
 
 _KEPT = 0
-_KEPT_TOMB = 1
+_KEPT_TOMB = 1  # kinds up to here are kept records
 _DROPPED = 2
 _DROPPED_TOMB = 3
 
@@ -240,7 +240,6 @@ class KeyTable(Generic[T]):
             part = self._parts[partition] = {}
             self.stats.partitions.add(partition)
         entry = part.get(key)
-        kept = kind == _KEPT or kind == _KEPT_TOMB
         if entry is None:
             # guard: table-keys-bounded
             if self._size >= self.max_keys:
@@ -251,19 +250,21 @@ class KeyTable(Generic[T]):
             self._size += 1
             part[key] = _Entry(offset, kind, ts, seal_ms, item, store)
             return
-        if offset > entry.offset:
-            below = entry.kept_below
-            if entry.kind == _KEPT or entry.kind == _KEPT_TOMB:
-                below = entry.offset
+        if offset > entry.offset:  # the usual case: a newer record, the entry updated in place
+            if entry.kind <= _KEPT_TOMB:
+                entry.kept_below = entry.offset
                 self.stats.superseded_kept += 1
-            new = part[key] = _Entry(offset, kind, ts, seal_ms, item, store)
-            new.kept_below = below
+            entry.offset = offset
+            entry.kind = kind
+            entry.ts = ts
+            entry.seal_ms = seal_ms
+            entry.item = item
+            entry.store = store
         elif offset < entry.offset:
-            if kept:
+            if kind <= _KEPT_TOMB:
                 self.stats.superseded_kept += 1
-                if offset > entry.kept_below:
-                    entry.kept_below = offset
-        elif kept and not (entry.kind == _KEPT or entry.kind == _KEPT_TOMB):
+                entry.kept_below = max(entry.kept_below, offset)
+        elif kind <= _KEPT_TOMB and entry.kind > _KEPT_TOMB:
             # the same record, kept by another store: the copy with its value wins
             entry.kind, entry.item, entry.store = kind, item, store
 
