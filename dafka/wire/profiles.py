@@ -45,6 +45,7 @@ from ..errors import ConfigError, ProfileError, WireError
 from ..security.identity import Identity
 from ..storage.base import StoredBatch
 from . import rfc46, signed
+from .signed_batch import _BATCH_FIXED
 from .signed_rich import (
     BATCH_FORMAT_V5,
     MAX_RAW_BYTES,
@@ -52,6 +53,7 @@ from .signed_rich import (
     Header,
     RichRecords,
     RootMismatch,
+    rich_layout,
 )
 
 log = logging.getLogger(__name__)
@@ -566,12 +568,13 @@ class SignedProfile(Profile):
             raise PayloadRefused("payload", "a batch's records do not fill its offsets")
         offsets = recs.offsets
         consecutive = not recs.dropped
-        keys = recs.keys if any(k is not None for k in recs.keys) else None
+        keys = recs.keys if recs.keys.count(None) != len(recs.keys) else None
         headers = recs.headers if any(recs.headers) else None
-        raw = sum(len(v) for v in recs.values if v is not None)
-        raw += sum(len(k) for k in recs.keys if k is not None)
-        if headers is not None:
-            raw += sum(len(key) + len(v or b"") + 6 for hs in headers for key, v in hs)
+        # what the records take opened: the signed raw length of a full batch (a compacted
+        # one is kept uncompressed, its wire size counts it already)
+        blob = batch.blob
+        at = 2 + blob[1] + _BATCH_FIXED.size
+        raw = rich_layout(blob, at, len(blob) - 96).raw_len if not recs.dropped else 0
         stamps = [ts / 1000.0 for ts in recs.timestamps]
         rich = RichOpened(None if consecutive else offsets, stamps, headers, raw)
         return keys, recs.values, batch.timestamp_ms, rich
