@@ -167,6 +167,7 @@ class Consumer(ConsumerControl):
             "cluster": cluster,
             "trusted_stores": trusted_stores,
             "identity": identity,
+            "max_decompressed_bytes": max_decompressed_bytes,
         }
         # what this thread and the IO thread share: records to poll, errors, what is read
         self._shared = ConsumerShared(initial, self.config.max_backlog)
