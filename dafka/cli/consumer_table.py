@@ -89,6 +89,8 @@ def print_table(
         f"table {topic}: {len(table)} key(s) from {stats.records} record(s) in "
         f"{len(stats.partitions)} partition(s)"
     )
+    if not stats.partitions:  # said on stderr: stdout stays data
+        click.echo(f"% table {topic}: no records of it on the stores", err=True)
     out = sys.stdout.buffer
     for record in table.values():
         out.write(render(record))
