@@ -994,6 +994,9 @@ MUTANTS: dict[str, Spec] = {
     "a consumer checks opened records against the signed root": Guard(
         "rich-root-check", "if False:"
     ),
+    "a compacted batch's kept records are checked against the signed root": Guard(
+        "rich-compacted-root", "if False:"
+    ),
     "a consumer counts refused format-5 batches by reason": Guard(
         "consumer-counts-unopened-by-reason", "except ZeroDivisionError as exc:"
     ),
@@ -1979,6 +1982,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a consumer checks opened records against the signed root": (
         "tests/unit/test_consumer_rich.py::test_a_producer_signing_a_root_that_is_not_its_records_is_never_delivered",
         "tests/unit/test_consumer_rich.py::test_forged_header_bytes_are_never_delivered",
+    ),
+    "a compacted batch's kept records are checked against the signed root": (
+        "tests/unit/test_consumer_rich.py::test_a_store_that_forges_a_record_kept_in_a_compacted_batch_is_rejected",
     ),
     "a consumer counts refused format-5 batches by reason": (
         "tests/unit/test_consumer_rich.py::test_a_producer_signing_a_root_that_is_not_its_records_is_never_delivered",

@@ -281,6 +281,22 @@ def test_a_relay_flipping_a_compressed_byte_is_rejected_and_a_genuine_copy_deliv
     assert delivered(core.handle(from_blob(blob), 0.0)) == expected(records, 0)
 
 
+def test_a_store_that_forges_a_record_kept_in_a_compacted_batch_is_rejected() -> None:
+    """A compacted batch keeps its records in the clear (the producer's payload hash and
+    signature unchanged): a store that changes one is caught by the root recomputed from
+    the entries, and the genuine batch is delivered afterwards."""
+    records = sample(0, 4)
+    blob = rich(0, records, Codec.ZSTD)
+    compacted = compact_rich(blob, records_at(blob), 0, 4, [1])
+    at = compacted.index(b"value 0")
+    forged = compacted[:at] + b"forged!" + compacted[at + 7 :]
+    core = consumer()
+    assert delivered(core.handle(from_blob(forged), 0.0)) == []
+    assert core.stats.rejected == 1 and core.positions() == {}
+    got = delivered(core.handle(from_blob(compacted), 0.0))
+    assert [r.value for r in got] == [records[i].value for i in (0, 2, 3)]
+
+
 def test_refusals_are_counted_each_and_logged_once_per_period(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
