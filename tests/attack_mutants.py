@@ -34,6 +34,8 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_attacks_kv_table.py",
+    "tests/unit/test_kv_table_core.py",
     "tests/unit/test_futures_cancel_race.py",
     "tests/unit/test_ready_shell.py",
     "tests/unit/test_kafka_calls.py",
@@ -170,6 +172,18 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a compact-only topic is not trimmed by retention": Guard(
         "compact-only-topic-no-retention", "if False:"
+    ),
+    # issue 36 (table): a store that drops the newest record of a key, or a young tombstone;
+    # a producer writing ever new keys
+    "the table view catches a store that dropped the newest record of a key": Guard(
+        "table-dropped-newest-detected", "if True:"
+    ),
+    "the table view catches a store that dropped a young tombstone": Guard(
+        "table-tombstone-age-checked", "if True:"
+    ),
+    "the table view holds at most max_keys entries": Guard("table-keys-bounded", "if False:"),
+    "the table view sees each compacted batch the consumer verified": Guard(
+        "table-sees-compacted-batches", "if False:"
     ),
     # issue 35 (red team): a cancel between the IO thread's look and its answer; a persist
     # that fails with something other than StorageError
@@ -1131,6 +1145,20 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a compact-only topic is not trimmed by retention": (
         "tests/unit/test_attacks_compaction.py::test_a_compact_only_topic_is_not_trimmed_by_retention_but_compact_delete_is",
+    ),
+    # issue 36 (table)
+    "the table view catches a store that dropped the newest record of a key": (
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_the_newest_record_of_a_key_is_caught_though_it_verifies",
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_a_key_entirely_is_caught",
+    ),
+    "the table view catches a store that dropped a young tombstone": (
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_a_young_tombstone_is_caught",
+    ),
+    "the table view holds at most max_keys entries": (
+        "tests/unit/test_attacks_kv_table.py::test_a_producer_writing_ever_new_keys_cannot_grow_the_table_past_its_bound",
+    ),
+    "the table view sees each compacted batch the consumer verified": (
+        "tests/unit/test_kv_table_core.py::test_a_compacted_batch_that_dropped_the_newest_record_is_caught_through_the_core",
     ),
     "a future cancelled meanwhile does not stop the IO thread": (
         "tests/unit/test_futures_cancel_race.py::test_resolve_each_goes_on_past_a_future_cancelled_meanwhile",

@@ -237,6 +237,16 @@ class _Waiting:
     "store: dafka query heads.",
 )
 @click.option(
+    "--table",
+    "table",
+    default=None,
+    metavar="TOPIC",
+    help="Print the newest value of every key of TOPIC ('KEY<tab>VALUE' lines in key order, "
+    "or as -f, -K, -D, --json say) and exit: every partition read from its beginning to "
+    "its end; a tombstone removes its key. Exit 1 if a store dropped a record compaction "
+    "must keep. Takes no TOPICS, -o, -e, -c, -G.",
+)
+@click.option(
     "-e", "--exit-at-end", is_flag=True, help="Exit once every known partition is read to its end."
 )
 @click.option(
@@ -355,6 +365,7 @@ def main(
     metrics_port: int | None,
     metrics_host: str,
     watermarks: bool,
+    table: str | None,
     progress: bool,
     group: str | None,
     commit_interval: float,
@@ -375,6 +386,11 @@ def main(
     from ..io.malloc import keep_freed_memory
     from ..security import identity
 
+    if table is not None:  # dafka.cli.consumer_table
+        from .consumer_table import run_table
+
+        run_table(table, topics, locals(), _renderer)
+        return
     kcat_key = None if key_dir is None or not curve else identity.load(key_dir)
     if run_mode(  # -L and -Q: ask the stores and exit
         topics=topics,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..core import messages as m
 from ..core.effects import DataLoss, Deliver, Effect, Publish
@@ -83,6 +83,9 @@ class Delivery:
         self._last_equivocation_log = -_REJECT_LOG_PERIOD
         self.reports: deque[ConsumerEquivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
         """The latest equivocations seen (a bounded report; ``equivocations`` counts all)."""
+        self.on_batch: Callable[[m.Record | m.DirectRecord], object] | None = None
+        """Called with each batch verified and admitted, before its records are delivered or
+        held (on the IO thread): how ``Consumer.table()`` sees what compacted batches dropped."""
 
     def _reject(self, msg: m.Record | m.DirectRecord, exc: Exception, now: float) -> None:
         self.rejected += 1
@@ -249,6 +252,9 @@ class Delivery:
             p = table.create(topic, partition, first, now, end=last + 1)
             if p is None:
                 return []
+        # guard: table-sees-compacted-batches
+        if self.on_batch is not None:  # verified, admitted: Consumer.table() reads the dropped
+            self.on_batch(msg)
         if not p.confirmed:
             table.confirm(p)
         if self._profile.batched:

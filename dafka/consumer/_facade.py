@@ -159,6 +159,17 @@ class Consumer(ConsumerControl):
             start_timestamp=start_timestamp,
         )
         self._core_trusted = parse_trusted_stores(trusted_stores)
+        self._table_args: dict[str, Any] = {  # table(): a consumer of its own, alike
+            "towers": towers,
+            "host": host,
+            "node": node,
+            "profile": profile,
+            "metadata": metadata,
+            "cluster": cluster,
+            "trusted_stores": trusted_stores,
+            "identity": identity,
+            "max_decompressed_bytes": max_decompressed_bytes,
+        }
         # what this thread and the IO thread share: records to poll, errors, what is read
         self._shared = ConsumerShared(initial, self.config.max_backlog)
         self._handler = _ConsumerHandler(self._shared, self._core)
@@ -519,6 +530,31 @@ class Consumer(ConsumerControl):
             raise DafkaTimeout(f"no store answered within {timeout:g} s; is dafka-store running?")
         marks = self._on_loop(lambda now: ([], self._core.watermarks()))
         return {k: v for k, v in marks.items() if k[0] in wanted}
+
+    def table(
+        self, topic: str, timeout: float = 30.0, *, max_keys: int = 1_000_000
+    ) -> dict[bytes, ConsumedRecord]:
+        """The newest record of every key of ``topic`` (signed profile), in key order:
+        every partition read from its beginning to the end the stores report, by a
+        consumer of its own (this one's positions and subscriptions do not move). A
+        tombstone (value ``None``) removes its key; across partitions the latest record
+        time wins, ties to the greater partition ID (``docs/consumer.md``, the table view).
+
+        Raises :class:`~dafka.consumer._kv_table.CompactionError` (a
+        :class:`~dafka.errors.DataLossError`) when a store dropped a record compaction
+        must keep (the newest of a key, a tombstone younger than ``delete_retention_ms``),
+        ``TableTooLarge`` over ``max_keys`` keys, :class:`~dafka.errors.DafkaTimeout` when
+        no store answered or the end was not reached within ``timeout`` seconds."""
+        from ._kv_read import read_table
+
+        self._check_open()
+        args = self._table_args
+        return read_table(
+            lambda: Consumer(offset_reset="earliest", on_data_loss="skip", **args),
+            topic,
+            timeout=timeout,
+            max_keys=max_keys,
+        )[0]
 
     def _seek(
         self, topic: str, partition: str | None, fn: Callable[[float], list[Publish]]
