@@ -188,6 +188,7 @@ def check_headers(headers: object) -> tuple[Header, ...]:
             key, value = pair  # type: ignore[misc]
         except (TypeError, ValueError):
             raise TypeError("each header is a (key, value) pair") from None
+        # guard: headers-keys-are-str
         if not isinstance(key, str):
             raise TypeError(f"a header key is a str, not {type(key).__name__}")
         if isinstance(value, str):
@@ -197,14 +198,17 @@ def check_headers(headers: object) -> tuple[Header, ...]:
         elif value is not None and not isinstance(value, bytes):
             raise TypeError(f"a header value is bytes, str or None, not {type(value).__name__}")
         raw_key = key.encode()
+        # guard: headers-key-length-bound
         if len(raw_key) > MAX_HEADER_KEY_BYTES:
             raise LimitExceeded(
                 f"a header key is {len(raw_key)} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
             )
         size += 6 + len(raw_key) + (0 if value is None else len(value))
         out.append((key, value))
+        # guard: headers-count-bound
         if len(out) > MAX_HEADERS:
             raise LimitExceeded(f"more than {MAX_HEADERS} headers on one record")
+    # guard: headers-bytes-bound
     if size > MAX_HEADER_BYTES:
         raise LimitExceeded(f"a record's headers are {size} bytes; the limit is {MAX_HEADER_BYTES}")
     return tuple(out)
