@@ -6,6 +6,8 @@ No store: what the producer sealed is read from what it holds (and its log)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,3 +151,18 @@ def test_a_durable_producer_carries_format_5_records_across_a_restart(
         assert list(topic["wal"].held) == blobs
         assert again.send(b"next", headers={"n": b"1"}) is not None
         again.close(timeout=0)
+
+
+def test_dafka_producer_sends_headers_compressed_and_a_store_acknowledges_them(
+    tower: Tower, start_store
+) -> None:
+    start_store()
+    result = subprocess.run(
+        [sys.executable, "-m", "dafka.cli.producer", "hdr", "--tower", tower.address]
+        + ["-H", "a=1", "-H", "nul", "-z", "zstd", "--timeout", "30"],
+        input=b"one\ntwo\n",
+        capture_output=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"2 records acknowledged, 0 failed" in result.stderr
