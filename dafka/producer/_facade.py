@@ -121,6 +121,16 @@ class _SendPolicy:
     """Topics whose ``cleanup_policy`` includes ``compact``: every record needs a key."""
 
 
+def _topic_codec(topic: str, name: object) -> Codec:
+    """A topic's ``compression`` setting as a codec; one the metadata should have refused
+    is logged and taken as none (never a stop of the metadata's updates)."""
+    try:
+        return codec_named(name)  # type: ignore[arg-type]  # checked here
+    except ValueError:
+        log.warning("producer.metadata.bad_compression topic=%s compression=%r", topic, name)
+        return Codec.NONE
+
+
 def _check_timestamp(timestamp: object) -> int:
     """A record's own time: a whole number of ms since the epoch, 0 .. 2**63 - 1 (Kafka's
     CreateTime is a signed 64-bit count)."""
@@ -367,7 +377,7 @@ class Producer:
             codecs: dict[str, Codec] = {
                 name: codec
                 for name, t in settings.items()
-                if (codec := codec_named(t["compression"])) is not Codec.NONE
+                if (codec := _topic_codec(name, t["compression"])) is not Codec.NONE
             }
             with self._policy_lock:
                 known = self._policy.topics_ok
@@ -432,6 +442,8 @@ class Producer:
         topic = topic if topic is not None else self.topic
         if topic is None:
             raise ValueError("no topic: pass topic= or create the Producer with a topic")
+        if topic in policy.compacted:
+            return topic  # in the metadata: it exists (never in topics_ok, see _SendPolicy)
         if topic not in policy.topics_ok:
             check_topic_name(topic)
             view = self._metadata

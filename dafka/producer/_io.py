@@ -400,7 +400,7 @@ class _ProducerHandler(NodeHandler):
         fut = cast("BatchFuture | Continued", item[3])
         future, origin = (fut.future, fut.origin) if isinstance(fut, Continued) else (fut, None)
         n = len(values)
-        if type(values) is Values:  # as send_many queues them: measured already
+        if type(values) is Values or type(values) is RichValues:  # measured already (send_many)
             lengths, size = values.lengths, values.size
         else:
             lengths = list(map(len, values))
@@ -413,7 +413,13 @@ class _ProducerHandler(NodeHandler):
                 if type(values) is RichValues:  # its extras go with their records
                     head, rich_left = values.part(0, room), values.part(room, n)
                     run = turn.add_many(
-                        head, keys[:room] if keys is not None else None, future, origin, False
+                        head,
+                        keys[:room] if keys is not None else None,
+                        future,
+                        origin,
+                        False,
+                        head.lengths,  # with their headers' bytes, as the budget counts them
+                        head.size,
                     )
                     self.cut_short = True
                     self.queue.appendleft(
@@ -447,7 +453,7 @@ class _ProducerHandler(NodeHandler):
         could not be reserved, its topic was deleted): counted as failed, never published,
         so that what the failure says was not sent is not sent later either."""
         values = cast(list[bytes], value)  # a send_many's item: see _Queued
-        size = values.size if type(values) is Values else sum(map(len, values))
+        size = values.size if isinstance(values, Values) else sum(map(len, values))
         error = ProducerError("not sent: an earlier part of its send_many failed")
         self.state.budget.rejected(len(values), size, error)
 
@@ -565,7 +571,9 @@ class _ProducerHandler(NodeHandler):
                     )
                     if fut is not None:
                         fut.fail(exc)
-                    self.state.budget.rejected(count, sum(map(len, part)), exc)
+                    # a send_many's size counts its headers' bytes, as the budget did
+                    size = run.size if isinstance(run, ManyRun) else sum(map(len, part))
+                    self.state.budget.rejected(count, size, exc)
                     continue
                 if first < 0:
                     first = start

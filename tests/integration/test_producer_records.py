@@ -166,3 +166,21 @@ def test_dafka_producer_sends_headers_compressed_and_a_store_acknowledges_them(
     )
     assert result.returncode == 0, result.stderr
     assert b"2 records acknowledged, 0 failed" in result.stderr
+
+
+def test_headers_bytes_are_held_in_the_budget_and_given_back_on_ack(
+    tower: Tower, start_store
+) -> None:
+    start_store()
+    # small batches: a send_many of 100 is taken in parts over several turns
+    with Producer("budget", towers=tower.address, metadata=False, max_batch_records=16) as p:
+        one = p.send(b"v", key=b"k", headers=[("h", b"x" * 1000)])
+        assert p._budget.counts()[3] == 1 + 6 + 1 + 1000
+        many = p.send_many(
+            [b"v%d" % i for i in range(100)],
+            headers=[[("h", b"y" * 100)] if i % 3 else None for i in range(100)],
+        )
+        p.send(None, key=b"k")
+        p.flush(30)
+        assert one.result(0) == 0 and many.result(0) == range(1, 101)
+        assert p._budget.counts()[2:] == (0, 0)  # every byte reserved was given back
