@@ -131,7 +131,9 @@ class AsyncProducer(_Owned):
         topic: str | None = None,
     ) -> int:
         """Send one record and return its offset once it is durable."""
-        return await (await self.send(value, key, headers=headers, timestamp=timestamp, topic=topic))
+        return await (
+            await self.send(value, key, headers=headers, timestamp=timestamp, topic=topic)
+        )
 
     async def send_many(
         self,
