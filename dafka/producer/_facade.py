@@ -172,6 +172,10 @@ class Producer:
 
     ``batch_format`` (signed) is 3 by default; 1 writes the older BLAKE2b batches
     that readers of earlier versions take (``docs/wire.md`` §9.3, the upgrade order).
+    A batch whose records carry headers, their own timestamps or tombstones, or that is
+    compressed (``compression``: ``"none"``, ``"zstd"``, ``"lz4"``; default: the topic's
+    ``compression`` setting from the metadata, else none) or for a compacted topic, is
+    sealed in format 5 whatever ``batch_format`` says (``docs/records.md``).
 
     >>> with Producer("events", towers="127.0.0.1:5556") as p:   # doctest: +SKIP
     ...     offset = p.send(b"hello").result(timeout=10)
@@ -549,7 +553,7 @@ class Producer:
         (``docs/records.md``). Headers over their bounds raise :class:`LimitExceeded`
         (a ``ValueError`` naming the bound).
         """
-        if headers is not None or timestamp is not None or value is None:
+        if headers is not None or timestamp is not None:  # the fast path's one added check
             return self._send_rich(value, key, headers, timestamp, topic)
         # the per-record API's hot path: one snapshot of the policy, checks that call
         # out only when they fail, one lock (the budget's), one deque append
@@ -566,6 +570,8 @@ class Producer:
             if key is None and topic in policy.compacted:
                 raise self._keyless(topic)
         if type(value) is not bytes:
+            if value is None:  # a tombstone
+                return self._send_rich(value, key, None, None, topic)
             value = _as_bytes(value, "value")
         if key is not None and len(key) > self._max_key:
             raise self._too_big(topic, len(key), policy, key=True)
