@@ -184,3 +184,24 @@ def test_headers_bytes_are_held_in_the_budget_and_given_back_on_ack(
         p.flush(30)
         assert one.result(0) == 0 and many.result(0) == range(1, 101)
         assert p._budget.counts()[2:] == (0, 0)  # every byte reserved was given back
+
+
+def test_a_producer_following_the_metadata_knows_compacted_and_compressed_topics(
+    tower: Tower,
+) -> None:
+    from dafka.metadata.client import MetadataClient
+
+    with MetadataClient(tower.address) as admin:
+        admin.create_topic("table", {"cleanup_policy": "compact", "compression": "lz4"})
+        with Producer("table", towers=tower.address, metadata=True) as p:
+            wait_until(lambda: p._handler.sealing("table") == (Codec.LZ4, True), 10)
+            with pytest.raises(ConfigError, match="compacted"):
+                p.send(b"no key")
+            p.send(b"v", key=b"k")
+            (batch,) = held(p, "table", 1)
+            assert batch.format == 5 and batch.blob[batch.blob[1] + 2 + 36] == Codec.LZ4
+            admin.alter_topic("table", {"cleanup_policy": "delete", "compression": "none"})
+            wait_until(lambda: p._handler.sealing("table") == (Codec.NONE, False), 10)
+            wait_until(lambda: "table" not in p._policy.compacted, 10)
+            p.send(b"no key now")  # the topic is no longer compacted
+            p.close(timeout=0)
