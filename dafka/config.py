@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError, WireError
+from .errors import ConfigError, ProfileError, WireError
 from .security.curve_keys import parse_public_key
 from .security.identity import node_id_for
 from .wire.beacon import MIN_PORT, check_node_host
 from .wire.signed_batch import BATCH_FORMATS, DEFAULT_BATCH_FORMAT
-from .wire.signed_rich import MAX_RAW_BYTES
+from .wire.signed_rich import MAX_RAW_BYTES, codec_named
 
 Profile = Literal["signed", "rfc46"]
 PROFILE_NAMES: tuple[str, ...] = ("signed", "rfc46")
@@ -251,9 +251,23 @@ class ProducerConfig:
     """The signed batch format written (``docs/wire.md`` §9.3): 3 (BLAKE3 digests), or 1
     (BLAKE2b) while some stores or consumers of the topic still run a version that
     reads format 1 only. Every reader of this version takes both."""
+    compression: str | None = None
+    """``none``, ``zstd`` or ``lz4``: what the producer compresses its batches with
+    (format 5, ``docs/records.md``); None: each topic's ``compression`` setting from the
+    cluster metadata (none when the producer does not follow it)."""
 
     def validate(self) -> ProducerConfig:
         check_profile(self.profile)
+        if self.compression is not None:
+            try:
+                codec = codec_named(self.compression)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            if codec and self.profile == "rfc46":
+                raise ProfileError(
+                    f"compression {self.compression!r} needs the signed profile "
+                    "(rfc46 records are sent as they are)"
+                )
         if self.batch_format not in BATCH_FORMATS:
             raise ConfigError(
                 f"batch_format must be one of {', '.join(map(str, BATCH_FORMATS))}, "

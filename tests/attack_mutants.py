@@ -128,6 +128,8 @@ TESTS = [
     "tests/unit/test_attacks_compaction.py",
     "tests/unit/test_signed_rich_attacks.py",
     "tests/unit/test_consumer_rich.py",
+    "tests/integration/test_attacks_producer_records.py",
+    "tests/unit/test_producer_sealing_rich.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1100,6 +1102,27 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a consumer delivers a rich batch only from its delivery point": Guard(
         "consumer-rich-skips-delivered", "start = 0"
+    ),
+    # issue 36 (producer): headers, timestamps, tombstones and compression at send
+    "send refuses more headers than MAX_HEADERS": [
+        Guard("headers-count-bound", "if False:"),
+        Guard("headers-count-bound-encoded", "if False:"),
+    ],
+    "send refuses a header key over MAX_HEADER_KEY_BYTES": Guard(
+        "headers-key-length-bound", "if False:"
+    ),
+    "send refuses headers over MAX_HEADER_BYTES": Guard("headers-bytes-bound", "if False:"),
+    "an rfc46 producer refuses headers, timestamps and tombstones at send": Guard(
+        "producer-rfc46-refuses-headers", "if False:"
+    ),
+    "the rfc46 producer core refuses what its wire cannot carry": Guard(
+        "producer-rfc46-refuses-rich", "if False:"
+    ),
+    "a compacted topic refuses records without a key at send": Guard(
+        "producer-compacted-needs-key", "if False:"
+    ),
+    "a batch with headers, times, tombstones, a codec or a compacted topic is format 5": Guard(
+        "producer-seals-rich-when-needed", "return False"
     ),
 }
 
@@ -2197,6 +2220,28 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a consumer delivers a rich batch only from its delivery point": (
         "tests/unit/test_consumer_rich.py::test_a_batch_that_overlaps_delivery_gives_only_what_is_new",
+    ),
+    "send refuses more headers than MAX_HEADERS": (
+        "tests/integration/test_attacks_producer_records.py::test_too_many_headers_are_refused_at_send",
+    ),
+    "send refuses a header key over MAX_HEADER_KEY_BYTES": (
+        "tests/integration/test_attacks_producer_records.py::test_a_header_key_over_its_bound_is_refused_at_send",
+    ),
+    "send refuses headers over MAX_HEADER_BYTES": (
+        "tests/integration/test_attacks_producer_records.py::test_headers_over_their_bytes_are_refused_at_send",
+    ),
+    "an rfc46 producer refuses headers, timestamps and tombstones at send": (
+        "tests/integration/test_attacks_producer_records.py::test_rfc46_refuses_headers_timestamps_and_tombstones",
+    ),
+    "the rfc46 producer core refuses what its wire cannot carry": (
+        "tests/unit/test_producer_sealing_rich.py::test_the_rfc46_core_refuses_what_its_wire_cannot_carry",
+    ),
+    "a compacted topic refuses records without a key at send": (
+        "tests/integration/test_attacks_producer_records.py::test_a_compacted_topic_refuses_records_without_a_key",
+    ),
+    "a batch with headers, times, tombstones, a codec or a compacted topic is format 5": (
+        "tests/unit/test_producer_sealing_rich.py::test_the_decision_format_5_only_when_a_batch_needs_it",
+        "tests/unit/test_producer_sealing_rich.py::test_the_core_seals_format_5_for_extras_a_codec_or_a_compacted_topic",
     ),
 }
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar, Final, NamedTuple
 
 from ..core import messages as m
@@ -46,9 +46,11 @@ from ..security.identity import Identity
 from ..storage.base import StoredBatch
 from . import rfc46, signed
 from .signed_batch import _BATCH_FIXED
+from .signed_builder import RecordExtra, needs_rich, seal_rich_batches
 from .signed_rich import (
     BATCH_FORMAT_V5,
     MAX_RAW_BYTES,
+    Codec,
     DecompressionBomb,
     Header,
     RichRecords,
@@ -180,9 +182,14 @@ class Profile:
         values: Sequence[bytes],
         timestamp_ms: int,
         value_lengths: Sequence[int] | None = None,
+        extras: Mapping[int, RecordExtra] | None = None,
+        codec: Codec = Codec.NONE,
+        compacted: bool = False,
     ) -> list[tuple[int, int, bytes]]:
         """``(first offset, count, content)`` per RECORD for ``values`` from ``first_offset``
-        (``value_lengths``: ``len`` of each value, when the caller has them)."""
+        (``value_lengths``: ``len`` of each value, when the caller has them). ``extras``
+        (record ``i``'s headers, own time, tombstone), a ``codec`` other than none or a
+        ``compacted`` topic make batches of format 5 (signed profile only)."""
         raise NotImplementedError
 
     def seal_gap(
@@ -351,11 +358,19 @@ class Rfc46Profile(Profile):
         values: Sequence[bytes],
         timestamp_ms: int,
         value_lengths: Sequence[int] | None = None,
+        extras: Mapping[int, RecordExtra] | None = None,
+        codec: Codec = Codec.NONE,
+        compacted: bool = False,
     ) -> list[tuple[int, int, bytes]]:
         if keys is not None and any(k is not None for k in keys):
             raise ProfileError(
                 "the rfc46 wire profile has no record keys: send without a key "
                 "or use the signed profile"
+            )
+        if needs_rich(extras, codec, compacted):
+            raise ProfileError(
+                "the rfc46 wire profile has no headers, record timestamps, tombstones, "
+                "compression or compacted topics: use the signed profile"
             )
         return [(first_offset + i, 1, value) for i, value in enumerate(values)]
 
@@ -644,7 +659,23 @@ class SignedProfile(Profile):
         values: Sequence[bytes],
         timestamp_ms: int,
         value_lengths: Sequence[int] | None = None,
+        extras: Mapping[int, RecordExtra] | None = None,
+        codec: Codec = Codec.NONE,
+        compacted: bool = False,
     ) -> list[tuple[int, int, bytes]]:
+        if needs_rich(extras, codec, compacted):
+            return seal_rich_batches(
+                self._identity("batches"),
+                topic,
+                first_offset,
+                keys,
+                values,
+                timestamp_ms,
+                extras,
+                codec,
+                max_records=self.max_batch_records,
+                max_bytes=self.max_batch_bytes,
+            )
         return signed.seal_batches(
             self._identity("batches"),
             topic,

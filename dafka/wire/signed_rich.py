@@ -219,6 +219,7 @@ def check_headers(headers: object) -> tuple[Header, ...]:
         elif isinstance(value, bytearray | memoryview):
             value = bytes(value)
         out.append((key, value))  # type: ignore[arg-type]  # checked below
+        # guard: headers-count-bound
         if len(out) > MAX_HEADERS:
             raise LimitExceeded(f"more than {MAX_HEADERS} headers on one record")
     result = tuple(out)
@@ -230,6 +231,7 @@ def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
     """``headers`` encoded (count first), after checking their types and bounds: what
     :func:`seal_rich` writes, so a header that passed here always parses back."""
     count = len(headers)
+    # guard: headers-count-bound-encoded
     if count > MAX_HEADERS:
         raise LimitExceeded(f"{count} headers on one record; the limit is {MAX_HEADERS}")
     pack_u16, pack_u32 = _U16.pack, _U32.pack
@@ -249,6 +251,7 @@ def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
     try:
         for key, value in headers:  # the common case: no error, a few headers
             raw = key.encode()
+            # guard: headers-key-length-bound
             if len(raw) > MAX_HEADER_KEY_BYTES or type(key) is not str:
                 raise TypeError
             if value is None:
@@ -262,6 +265,7 @@ def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
     except (TypeError, ValueError, AttributeError, UnicodeEncodeError):
         _header_error(headers)
         raise  # not reached: _header_error raises
+    # guard: headers-bytes-bound
     if size > MAX_HEADER_BYTES:
         raise LimitExceeded(f"a record's headers are {size} bytes; the limit is {MAX_HEADER_BYTES}")
     return b"".join(out)
