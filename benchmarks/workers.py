@@ -189,7 +189,7 @@ def dafka_consume(
                 n = len(batch)
             if latency:
                 now = time.monotonic_ns()
-                lat.extend(now - unpack(v)[0] for v in values if len(v) >= 8)
+                lat.extend(now - unpack(v)[0] for v in values if v is not None and len(v) >= 8)
             if got == 0:
                 first = time.perf_counter()
                 cpu_first = time.process_time()
@@ -210,7 +210,7 @@ def dafka_consume(
 def _length_total(run: RecordBatch) -> int:
     """The sum of a run's value lengths: from its column's lengths, else one ``len`` each."""
     lengths = getattr(run.values, "lengths", None)
-    return sum(lengths) if lengths is not None else sum(map(len, run.values))
+    return sum(lengths) if lengths is not None else run.value_bytes
 
 
 def rss_bytes(pid: int, field: str = "VmRSS") -> int:

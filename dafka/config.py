@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError, WireError
+from .errors import ConfigError, ProfileError, WireError
 from .security.curve_keys import parse_public_key
 from .security.identity import node_id_for
 from .wire.beacon import MIN_PORT, check_node_host
 from .wire.signed_batch import BATCH_FORMATS, DEFAULT_BATCH_FORMAT
+from .wire.signed_rich import MAX_RAW_BYTES, codec_named
 
 Profile = Literal["signed", "rfc46"]
 PROFILE_NAMES: tuple[str, ...] = ("signed", "rfc46")
@@ -250,9 +251,23 @@ class ProducerConfig:
     """The signed batch format written (``docs/wire.md`` §9.3): 3 (BLAKE3 digests), or 1
     (BLAKE2b) while some stores or consumers of the topic still run a version that
     reads format 1 only. Every reader of this version takes both."""
+    compression: str | None = None
+    """``none``, ``zstd`` or ``lz4``: what the producer compresses its batches with
+    (format 5, ``docs/records.md``); None: each topic's ``compression`` setting from the
+    cluster metadata (none when the producer does not follow it)."""
 
     def validate(self) -> ProducerConfig:
         check_profile(self.profile)
+        if self.compression is not None:
+            try:
+                codec = codec_named(self.compression)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            if codec and self.profile == "rfc46":
+                raise ProfileError(
+                    f"compression {self.compression!r} needs the signed profile "
+                    "(rfc46 records are sent as they are)"
+                )
         if self.batch_format not in BATCH_FORMATS:
             raise ConfigError(
                 f"batch_format must be one of {', '.join(map(str, BATCH_FORMATS))}, "
@@ -314,9 +329,19 @@ class ConsumerConfig:
     batch's wire size plus 64 a record); a batch over it is fetched again in its turn."""
     max_buffered_bytes_per_partition: int = 16 * 1024 * 1024
     """The same, per partition (at most ``max_buffered_bytes``)."""
+    max_decompressed_bytes: int = MAX_RAW_BYTES
+    """What the consumer decompresses of one format-5 batch at most (its records, as
+    signed), checked before decompressing: a batch over it is refused and counted
+    (``docs/records.md``). 1024 up to 64 MiB (``dafka.wire.signed_rich.MAX_RAW_BYTES``)."""
 
     def validate(self) -> ConsumerConfig:
         check_profile(self.profile)
+        size = self.max_decompressed_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or not 1024 <= size <= MAX_RAW_BYTES:
+            raise ConfigError(
+                f"max_decompressed_bytes must be 1024..{MAX_RAW_BYTES} (the most a producer "
+                f"may seal), not {size!r}"
+            )
         if not 0 <= self.max_buffered_bytes_per_partition <= self.max_buffered_bytes:
             raise ConfigError(
                 "max_buffered_bytes_per_partition must be 0..max_buffered_bytes, not "

@@ -34,6 +34,8 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_attacks_kv_table.py",
+    "tests/unit/test_kv_table_core.py",
     "tests/unit/test_futures_cancel_race.py",
     "tests/unit/test_ready_shell.py",
     "tests/unit/test_kafka_calls.py",
@@ -92,6 +94,8 @@ TESTS = [
     "tests/unit/test_store_pipeline.py",
     "tests/unit/test_metadata_policies.py",
     "tests/unit/test_attacks_retention_clock.py",
+    "tests/unit/test_attacks_retention_record_times.py",
+    "tests/unit/test_record_time_lookup.py",
     "tests/unit/test_attacks_consumer_tails.py",
     "tests/unit/test_cli_below_min_acks.py",
     "tests/integration/test_attacks_consumer_tails.py",
@@ -122,6 +126,11 @@ TESTS = [
     "tests/unit/test_producer_why.py",
     "tests/e2e/test_producer_causes.py",
     "tests/unit/test_attacks_rich_readers.py",
+    "tests/unit/test_attacks_compaction.py",
+    "tests/unit/test_signed_rich_attacks.py",
+    "tests/unit/test_consumer_rich.py",
+    "tests/integration/test_attacks_producer_records.py",
+    "tests/unit/test_producer_sealing_rich.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -132,6 +141,53 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    # issue 36 (compact): compacted topics on the stores
+    "compaction never drops the newest record of a key": Guard(
+        "compaction-keeps-newest-of-key", "if n.offset >= r.offset:"
+    ),
+    "compaction keeps a tombstone until it expired": Guard(
+        "compaction-keeps-fresh-tombstone", "elif n.offset == r.offset and r.tombstone:"
+    ),
+    "a tombstone's age is the store's own measure, not its producer's stamp": Guard(
+        "compaction-tombstone-age-store-measure", "age = wall_ms - r.time_ms"
+    ),
+    "a compressed batch is compacted only once all of it is dropped": Guard(
+        "compaction-keeps-compressed-batches-whole", "if False:"
+    ),
+    "compaction pays for what it read and wrote": Guard("compaction-pays-what-it-did", "pass"),
+    "compaction does not rewrite from an index made before batches were replaced": Guard(
+        "compaction-stale-index-rewrites-nothing", "if False:"
+    ),
+    "a compacted topic refuses format 1 and 3 batches": Guard(
+        "compacted-topic-refuses-old-formats", "if False:"
+    ),
+    "a compacted topic refuses records without a key": Guard(
+        "compacted-topic-refuses-keyless", "if False:"
+    ),
+    "a store checks a producer's batches on a compacted topic": Guard(
+        "compacted-topic-checks-published-records", "if True:"
+    ),
+    "a store logs compact refusals once a period": Guard(
+        "store-rate-limits-compact-refusal-log", "if True:"
+    ),
+    "a compaction step yields to ingest after its time budget": Guard(
+        "compaction-step-yields-to-ingest", "while self._credit > 0:"
+    ),
+    "a compact-only topic is not trimmed by retention": Guard(
+        "compact-only-topic-no-retention", "if False:"
+    ),
+    # issue 36 (table): a store that drops the newest record of a key, or a young tombstone;
+    # a producer writing ever new keys
+    "the table view catches a store that dropped the newest record of a key": Guard(
+        "table-dropped-newest-detected", "if True:"
+    ),
+    "the table view catches a store that dropped a young tombstone": Guard(
+        "table-tombstone-age-checked", "if True:"
+    ),
+    "the table view holds at most max_keys entries": Guard("table-keys-bounded", "if False:"),
+    "the table view sees each compacted batch the consumer verified": Guard(
+        "table-sees-compacted-batches", "if False:"
+    ),
     # issue 35 (red team): a cancel between the IO thread's look and its answer; a persist
     # that fails with something other than StorageError
     "a future cancelled meanwhile does not stop the IO thread": Guard(
@@ -482,14 +538,31 @@ MUTANTS: dict[str, Spec] = {
     "retention clamps producer stamps to the receipt's window": Guard(
         "retention-clamps-producer-stamps-receipt", "stamp = batch.timestamp_ms"
     ),
+    # issue 36 (record times): a record's own time counts for retention only within a
+    # window around the batch's arrival, and never past the store's held time
+    "retention clamps record times to the window around the batch's arrival": Guard(
+        "retention-clamps-record-times", "t = batch.record_ms"
+    ),
+    "record times count at most max_future_ms past the batch's arrival": Guard(
+        "retention-clamps-record-times", "t = max(batch.record_ms, r.wall_ms - back)"
+    ),
+    "record times count at most half the retention before the batch's arrival": Guard(
+        "retention-clamps-record-times", "t = min(batch.record_ms, r.wall_ms + future)"
+    ),
+    "a record-timed batch's age is bounded by the store's held time": Guard(
+        "retention-record-age-bounded-held", "out.append(max(0, wall_ms - t))"
+    ),
+    "retention takes the topic's max_future_ms": Guard(
+        "retention-takes-topics-max-future", "future = None"
+    ),
     "no age retention while the store's clock runs ahead of its monotonic measure": Guard(
         "age-retention-while-store-clock", "if False:\n    max_age = None", whole=True
     ),
     "the held clock starts at the store's first check, before any retention policy": (
         "dafka.store._policy",
         "StorePolicy.apply_retention",
-        "        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention:\n            return []",
-        "        if not self._retention:\n            return []\n        held.advance(mono_ms, now_ms)",
+        "        held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not\n        if not self._retention and not self.compacted:\n            return []",
+        "        if not self._retention and not self.compacted:\n            return []\n        held.advance(mono_ms, now_ms)",
     ),
     "the CLI flags partitions with fewer copies of their head than min_acks": Guard(
         "cli-flags-partitions-fewer-copies", "if False:"
@@ -669,6 +742,12 @@ MUTANTS: dict[str, Spec] = {
     "query read ACL needs a named client key": Guard("query-read-acl-needs-named", "if True:"),
     "offsets_for_times refuses a READ answered with another batch than the one asked": Guard(
         "offsets-times-refuses-read-answered", "if False:"
+    ),
+    "offsets_for_times checks the verified batch's offsets against the store's claim": Guard(
+        "offsets-times-checks-verified-offsets", "if False:"
+    ),
+    "offsets_for_times decompresses a batch only within its bound": Guard(
+        "offsets-times-decompresses-within-bound", "opened = signed.open_batch(batch)"
     ),
     "query read ACL fails closed without CURVE": Guard(
         "query-read-acl-fails-closed", "if not curve:\n    return None"
@@ -987,6 +1066,82 @@ MUTANTS: dict[str, Spec] = {
     "spark refuses a compacted batch whose entries a store changed": Guard(
         "rich-compacted-root", "if False:"
     ),
+    # issue 36 (codec): batch format 5, its bounds, decompression and compaction
+    "a format-5 batch over the consumer's raw bound is refused before decompressing": Guard(
+        "rich-bomb-bound", "if False:"
+    ),
+    "a zstd frame stating more than the signed raw length is refused before zstandard allocates it": Guard(
+        "rich-zstd-content-size", "if False:"
+    ),
+    "zstd decompression never outputs more than the signed raw length": Guard(
+        "rich-zstd-output-bound", "raw = zstandard.ZstdDecompressor().stream_reader(payload).read()"
+    ),
+    "lz4 decompression never outputs more than the signed raw length": Guard(
+        "rich-lz4-output-bound", "raw = lz4.block.decompress(payload, uncompressed_size=max_raw)"
+    ),
+    "a format-5 payload decompresses to exactly its signed raw length": Guard(
+        "rich-raw-length", "if False:"
+    ),
+    "a format-5 signature covers the batch header": Guard(
+        "rich-digest-binds-header",
+        "return blake3(fixed[:1] + fixed[2:] + payload_hash + public_key).digest()",
+    ),
+    "consumers check a format-5 batch's records against its signed root": Guard(
+        "rich-root-check", "if False:"
+    ),
+    "stores check a compacted batch's entries against its signed root": Guard(
+        "rich-compacted-root", "if False:"
+    ),
+    "a compacted batch never drops a record without a key": Guard(
+        "rich-dropped-needs-key", "if False:"
+    ),
+    "a format-5 batch's records are in its signed time range": Guard(
+        "rich-times-signed", "if False:"
+    ),
+    "parsing a format-5 record bounds its header count": Guard(
+        "rich-parse-header-bounds", "if False:"
+    ),
+    "parsing a format-5 record bounds its headers' bytes": Guard(
+        "rich-parse-headers-total", "if False:"
+    ),
+    "parsing a format-5 record bounds its key": Guard("rich-parse-key-bound", "if False:"),
+    "stores refuse a format-5 batch whose raw length no reader accepts": Guard(
+        "rich-raw-length-bound", "if False:"
+    ),
+    # issue 36 (consumer): format-5 batches a consumer refuses after verifying them
+    "a consumer decompresses within its own bound": Guard(
+        "consumer-decompress-bound", "recs = signed.open_batch(batch)"
+    ),
+    "a consumer counts refused format-5 batches by reason": Guard(
+        "consumer-counts-unopened-by-reason", "except ZeroDivisionError as exc:"
+    ),
+    "a consumer logs refused format-5 batches once a period": Guard(
+        "consumer-rate-limits-unopened-log", "if True:"
+    ),
+    "a consumer delivers a rich batch only from its delivery point": Guard(
+        "consumer-rich-skips-delivered", "start = 0"
+    ),
+    # issue 36 (producer): headers, timestamps, tombstones and compression at send
+    "send refuses more headers than MAX_HEADERS": [
+        Guard("headers-count-bound", "if False:"),
+        Guard("headers-count-bound-encoded", "if False:"),
+    ],
+    "send refuses a header key over MAX_HEADER_KEY_BYTES": Guard(
+        "headers-key-length-bound", "if False:"
+    ),
+    "send refuses headers over MAX_HEADER_BYTES": Guard("headers-bytes-bound", "if False:"),
+    "an rfc46 producer refuses headers, timestamps and tombstones at send": Guard(
+        "producer-rfc46-refuses-headers", "if False:"
+    ),
+    "the rfc46 producer core refuses what its wire cannot carry": Guard(
+        "producer-rfc46-refuses-rich", "if False:"
+    ),
+    "a compacted topic refuses records without a key at send": Guard(
+        "producer-compacted-needs-key", "if False:"
+    ),
+    "a batch with headers, times, tombstones, a codec or a compacted topic is format 5": Guard(
+        "producer-seals-rich-when-needed", "return False"
+    ),
 }
 
 
@@ -994,6 +1149,58 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "compaction never drops the newest record of a key": (
+        "tests/unit/test_attacks_compaction.py::test_the_newest_record_of_a_key_is_never_dropped_whatever_the_batches",
+        "tests/unit/test_attacks_compaction.py::test_the_job_rewrites_each_batch_in_its_compacted_form_and_returns_space",
+    ),
+    "compaction keeps a tombstone until it expired": (
+        "tests/unit/test_attacks_compaction.py::test_the_planner_drops_every_record_with_a_later_one_of_its_key_and_keeps_the_newest",
+        "tests/unit/test_attacks_compaction.py::test_a_fresh_tombstone_stays_and_an_old_one_goes_with_its_key",
+    ),
+    "a tombstone's age is the store's own measure, not its producer's stamp": (
+        "tests/unit/test_attacks_compaction.py::test_a_tombstone_stamped_far_off_neither_vanishes_early_nor_stays_for_ever",
+    ),
+    "a compressed batch is compacted only once all of it is dropped": (
+        "tests/unit/test_attacks_compaction.py::test_a_compressed_batch_is_compacted_only_once_all_of_it_is_dropped",
+    ),
+    "compaction pays for what it read and wrote": (
+        "tests/unit/test_attacks_compaction.py::test_the_job_stays_within_its_rate",
+    ),
+    "compaction does not rewrite from an index made before batches were replaced": (
+        "tests/unit/test_attacks_compaction.py::test_a_gap_statement_meanwhile_stops_the_rewrite_from_a_stale_index",
+    ),
+    "a compacted topic refuses format 1 and 3 batches": (
+        "tests/unit/test_attacks_compaction.py::test_a_keyless_or_format_3_batch_on_a_compacted_topic_is_refused",
+    ),
+    "a compacted topic refuses records without a key": (
+        "tests/unit/test_attacks_compaction.py::test_a_keyless_or_format_3_batch_on_a_compacted_topic_is_refused",
+    ),
+    "a store checks a producer's batches on a compacted topic": (
+        "tests/unit/test_attacks_compaction.py::test_a_keyless_or_format_3_batch_on_a_compacted_topic_is_refused",
+    ),
+    "a store logs compact refusals once a period": (
+        "tests/unit/test_attacks_compaction.py::test_refusals_are_counted_each_and_logged_once_a_period",
+    ),
+    "a compaction step yields to ingest after its time budget": (
+        "tests/unit/test_attacks_compaction.py::test_one_step_yields_after_its_time_budget_whatever_the_rate",
+    ),
+    "a compact-only topic is not trimmed by retention": (
+        "tests/unit/test_attacks_compaction.py::test_a_compact_only_topic_is_not_trimmed_by_retention_but_compact_delete_is",
+    ),
+    # issue 36 (table)
+    "the table view catches a store that dropped the newest record of a key": (
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_the_newest_record_of_a_key_is_caught_though_it_verifies",
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_a_key_entirely_is_caught",
+    ),
+    "the table view catches a store that dropped a young tombstone": (
+        "tests/unit/test_attacks_kv_table.py::test_a_store_that_drops_a_young_tombstone_is_caught",
+    ),
+    "the table view holds at most max_keys entries": (
+        "tests/unit/test_attacks_kv_table.py::test_a_producer_writing_ever_new_keys_cannot_grow_the_table_past_its_bound",
+    ),
+    "the table view sees each compacted batch the consumer verified": (
+        "tests/unit/test_kv_table_core.py::test_a_compacted_batch_that_dropped_the_newest_record_is_caught_through_the_core",
+    ),
     "a future cancelled meanwhile does not stop the IO thread": (
         "tests/unit/test_futures_cancel_race.py::test_resolve_each_goes_on_past_a_future_cancelled_meanwhile",
         "tests/unit/test_futures_cancel_race.py::test_resolve_and_fail_on_a_future_cancelled_meanwhile",
@@ -1672,6 +1879,34 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "retention clamps producer stamps to the receipt's window": (
         "tests/unit/test_attacks_retention_clock.py::test_a_producer_clock_ahead_cannot_keep_its_records_for_ever",
     ),
+    "offsets_for_times checks the verified batch's offsets against the store's claim": (
+        "tests/unit/test_record_time_lookup.py::test_a_store_lying_about_a_batchs_offsets_is_refused",
+    ),
+    "offsets_for_times decompresses a batch only within its bound": (
+        "tests/unit/test_record_time_lookup.py::test_a_time_lookup_decompresses_a_batch_only_within_its_bound",
+    ),
+    "retention clamps record times to the window around the batch's arrival": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_future_cannot_stay_past_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_past_cannot_delete_a_batch_held_less_than_half_retention",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_deletes_future_stamped_records_after_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_keeps_past_stamped_records_at_least_half_the_retention",
+    ),
+    "record times count at most max_future_ms past the batch's arrival": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_future_cannot_stay_past_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_deletes_future_stamped_records_after_retention_plus_max_future",
+        "tests/unit/test_attacks_retention_record_times.py::test_the_topics_max_future_setting_reaches_retention",
+    ),
+    "record times count at most half the retention before the batch's arrival": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_past_cannot_delete_a_batch_held_less_than_half_retention",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_keeps_past_stamped_records_at_least_half_the_retention",
+    ),
+    "a record-timed batch's age is bounded by the store's held time": (
+        "tests/unit/test_attacks_retention_record_times.py::test_records_stamped_far_in_the_past_cannot_delete_a_batch_held_less_than_half_retention",
+        "tests/unit/test_attacks_retention_record_times.py::test_a_store_clock_far_ahead_cannot_age_record_times_past_the_held_time",
+    ),
+    "retention takes the topic's max_future_ms": (
+        "tests/unit/test_attacks_retention_record_times.py::test_the_topics_max_future_setting_reaches_retention",
+    ),
     "no age retention while the store's clock runs ahead of its monotonic measure": (
         "tests/unit/test_attacks_retention_clock.py::test_a_store_clock_jumping_an_hour_ahead_trims_nothing_acked_within_retention",
     ),
@@ -1958,6 +2193,93 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "spark refuses a compacted batch whose entries a store changed": (
         "tests/unit/test_attacks_rich_readers.py::test_spark_refuses_a_compacted_batch_a_store_changed",
+    ),
+    # issue 36 (codec)
+    "a format-5 batch over the consumer's raw bound is refused before decompressing": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_stated_raw_length_over_the_bound_is_refused_before_decompressing",
+    ),
+    "a zstd frame stating more than the signed raw length is refused before zstandard allocates it": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_zstd_frame_stating_more_than_the_signed_raw_length_allocates_nothing",
+    ),
+    "zstd decompression never outputs more than the signed raw length": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_zstd_frame_claiming_a_small_size_but_inflating_more_is_refused",
+    ),
+    "lz4 decompression never outputs more than the signed raw length": (
+        "tests/unit/test_signed_rich_attacks.py::test_an_lz4_block_inflating_past_the_signed_raw_length_is_refused",
+    ),
+    "a format-5 payload decompresses to exactly its signed raw length": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_payload_shorter_than_its_signed_raw_length_is_refused[1]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_payload_shorter_than_its_signed_raw_length_is_refused[2]",
+    ),
+    "a format-5 signature covers the batch header": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_flipped_byte_anywhere_is_refused[sealed_none]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_flipped_byte_anywhere_is_refused[sealed_zstd]",
+    ),
+    "consumers check a format-5 batch's records against its signed root": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_producer_whose_records_are_not_its_root_is_refused_by_consumers",
+    ),
+    "stores check a compacted batch's entries against its signed root": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[key]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[time]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[tombstone]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_changed_dropped_entry_fails[body hash]",
+        "tests/unit/test_signed_rich_attacks.py::test_a_kept_record_altered_in_a_compacted_blob_fails",
+    ),
+    "a compacted batch never drops a record without a key": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_record_dropped_without_a_key_is_refused",
+    ),
+    "a format-5 batch's records are in its signed time range": (
+        "tests/unit/test_signed_rich_attacks.py::test_times_outside_the_signed_range_are_refused",
+    ),
+    "parsing a format-5 record bounds its header count": (
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[0]",
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[1]",
+    ),
+    "parsing a format-5 record bounds its headers' bytes": (
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[0]",
+        "tests/unit/test_signed_rich_attacks.py::test_headers_over_the_bounds_signed_by_a_producer_are_refused[1]",
+    ),
+    "parsing a format-5 record bounds its key": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_key_over_the_bound_signed_by_a_producer_is_refused",
+    ),
+    "stores refuse a format-5 batch whose raw length no reader accepts": (
+        "tests/unit/test_signed_rich_attacks.py::test_a_raw_length_over_the_format_bound_is_refused_by_stores",
+    ),
+    # issue 36 (consumer)
+    "a consumer decompresses within its own bound": (
+        "tests/unit/test_consumer_rich.py::test_a_batch_stating_more_than_the_bound_is_refused_before_decompressing",
+    ),
+    "a consumer counts refused format-5 batches by reason": (
+        "tests/unit/test_consumer_rich.py::test_a_producer_signing_a_root_that_is_not_its_records_is_never_delivered",
+        "tests/unit/test_consumer_rich.py::test_a_frame_that_inflates_past_its_signed_length_is_refused_without_the_memory",
+    ),
+    "a consumer logs refused format-5 batches once a period": (
+        "tests/unit/test_consumer_rich.py::test_refusals_are_counted_each_and_logged_once_per_period",
+    ),
+    "a consumer delivers a rich batch only from its delivery point": (
+        "tests/unit/test_consumer_rich.py::test_a_batch_that_overlaps_delivery_gives_only_what_is_new",
+    ),
+    "send refuses more headers than MAX_HEADERS": (
+        "tests/integration/test_attacks_producer_records.py::test_too_many_headers_are_refused_at_send",
+    ),
+    "send refuses a header key over MAX_HEADER_KEY_BYTES": (
+        "tests/integration/test_attacks_producer_records.py::test_a_header_key_over_its_bound_is_refused_at_send",
+    ),
+    "send refuses headers over MAX_HEADER_BYTES": (
+        "tests/integration/test_attacks_producer_records.py::test_headers_over_their_bytes_are_refused_at_send",
+    ),
+    "an rfc46 producer refuses headers, timestamps and tombstones at send": (
+        "tests/integration/test_attacks_producer_records.py::test_rfc46_refuses_headers_timestamps_and_tombstones",
+    ),
+    "the rfc46 producer core refuses what its wire cannot carry": (
+        "tests/unit/test_producer_sealing_rich.py::test_the_rfc46_core_refuses_what_its_wire_cannot_carry",
+    ),
+    "a compacted topic refuses records without a key at send": (
+        "tests/integration/test_attacks_producer_records.py::test_a_compacted_topic_refuses_records_without_a_key",
+    ),
+    "a batch with headers, times, tombstones, a codec or a compacted topic is format 5": (
+        "tests/unit/test_producer_sealing_rich.py::test_the_decision_format_5_only_when_a_batch_needs_it",
+        "tests/unit/test_producer_sealing_rich.py::test_the_core_seals_format_5_for_extras_a_codec_or_a_compacted_topic",
     ),
 }
 

@@ -104,29 +104,54 @@ class AsyncProducer(_Owned):
         return self._node
 
     async def send(
-        self, value: bytes | str, key: bytes | str | None = None, *, topic: str | None = None
+        self,
+        value: bytes | str | None,
+        key: bytes | str | None = None,
+        *,
+        headers: Any = None,
+        timestamp: int | None = None,
+        topic: str | None = None,
     ) -> asyncio.Future[int]:
-        """Queue one record; the returned future resolves to its offset once durable."""
+        """Queue one record; the returned future resolves to its offset once durable.
+        ``headers``, ``timestamp`` and ``value=None`` (a tombstone) as
+        :meth:`dafka.Producer.send` takes them (``docs/records.md``)."""
         self._require()
-        fut = await self._queue(lambda: self._node.send(value, key, topic=topic))
+        fut = await self._queue(
+            lambda: self._node.send(value, key, headers=headers, timestamp=timestamp, topic=topic)
+        )
         return asyncio.wrap_future(fut)
 
     async def send_and_wait(
-        self, value: bytes | str, key: bytes | str | None = None, *, topic: str | None = None
+        self,
+        value: bytes | str | None,
+        key: bytes | str | None = None,
+        *,
+        headers: Any = None,
+        timestamp: int | None = None,
+        topic: str | None = None,
     ) -> int:
         """Send one record and return its offset once it is durable."""
-        return await (await self.send(value, key, topic=topic))
+        return await (
+            await self.send(value, key, headers=headers, timestamp=timestamp, topic=topic)
+        )
 
     async def send_many(
         self,
-        values: Sequence[bytes | str],
+        values: Sequence[bytes | str | None],
         keys: Sequence[bytes | str | None] | None = None,
         *,
+        headers: Sequence[Any] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         topic: str | None = None,
     ) -> asyncio.Future[range]:
-        """Queue consecutive records; the future resolves to their offsets once all are durable."""
+        """Queue consecutive records; the future resolves to their offsets once all are durable.
+        ``headers`` and ``timestamps``: one per value, as :meth:`dafka.Producer.send_many`."""
         self._require()
-        fut = await self._queue(lambda: self._node.send_many(values, keys, topic=topic))
+        fut = await self._queue(
+            lambda: self._node.send_many(
+                values, keys, headers=headers, timestamps=timestamps, topic=topic
+            )
+        )
         return asyncio.wrap_future(fut)
 
     async def _queue(self, send: Callable[[], Future[T]]) -> Future[T]:

@@ -8,11 +8,15 @@ judged by the store's read ACL first (``docs/query.md``, "Who may read"): a read
 does not name gets ``forbidden``, which is raised here, never read as "no record".
 
 A time's offset is found with no request of its own: a binary search of single-batch READs
-on one holder of the partition (:func:`dafka.spark.offsets.first_at_or_after`), each batch
-verified under the signed profile before its timestamp is believed, so a store can neither
+on one holder of the partition (:func:`dafka.api.times.first_at_or_after`), each batch
+verified under the signed profile before its time is believed, so a store can neither
 forge a time nor serve a batch other than the one that holds the offset asked (refused as a
-protocol error; the next holder is asked). A partition of N batches costs about log2(N)
-READs of one batch each.
+protocol error; the next holder is asked). The search goes by each batch's newest record
+time (a format-5 batch's signed maximum, read without decompressing; the seal stamp for
+formats 1 and 3), then the batch found is opened (decompressed within
+``max_decompressed_bytes``, its records checked against the signed root) and the answer is
+its first record whose own time is at or after the time asked. A partition of N batches
+costs about log2(N) READs of one batch each, and one decompression.
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from ..query.client import (
     QueryError,
     ask_all,
     heads_request,
-    verified_batches,
 )
 from ..query.locator import HEALTH, StoreLocator
 from ..security.identity import Identity
-from ..spark.offsets import first_at_or_after
+from ..wire.signed_rich import MAX_RAW_BYTES
+from .times import BatchTimes, first_at_or_after
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +114,13 @@ class StoreQueries:
         *,
         key: Identity | None = None,
         timeout: float = 10.0,
+        max_decompressed_bytes: int = MAX_RAW_BYTES,
     ) -> None:
         self.locator = StoreLocator(towers, key=key)
         self.timeout = timeout
+        self.max_decompressed_bytes = max_decompressed_bytes
+        """The most one batch's records are decompressed to when a time lookup opens it
+        (checked before decompressing: a bomb fails that store's answer)."""
         self._clients: dict[str, QueryClient] = {}
 
     def _client(self, node_id: str, endpoint: str) -> QueryClient | None:
@@ -195,9 +203,11 @@ class StoreQueries:
         return out
 
     def offsets_for_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
-        """Per ``(topic, partition)``: the earliest offset whose record is stamped at or
-        after the time asked (ms since the epoch), None when no stored record is (or no
-        store holds the partition). Kafka's ``offsets_for_times``; signed profile only."""
+        """Per ``(topic, partition)``: the earliest offset whose record's time (its own,
+        format 5; else its batch's seal stamp) is at or after the time asked (ms since the
+        epoch), None when no stored record is (or no store holds the partition). Kafka's
+        ``offsets_for_times``; signed profile only. Exact when record times do not go back
+        along the partition (``dafka.api.times`` for when they do)."""
         wanted = check_times(times)
         if not wanted:
             return {}
@@ -214,7 +224,8 @@ class StoreQueries:
             if client is None:
                 continue
             try:
-                return first_at_or_after(_batch_at(client, tp), h.tail, h.head, ts)
+                batch_at = _batch_at(client, tp, self.max_decompressed_bytes)
+                return first_at_or_after(batch_at, h.tail, h.head, ts)
             except ConfigError:
                 raise
             except DafkaError as exc:
@@ -237,27 +248,46 @@ class StoreQueries:
         self.close()
 
 
-def _batch_at(client: QueryClient, tp: TP) -> Callable[[int], tuple[int, int, int]]:
-    """``offset -> (first, last, timestamp_ms)`` of the verified batch of ``client``'s store
-    that holds ``offset``: a READ of one batch."""
+def _batch_at(client: QueryClient, tp: TP, max_raw: int) -> Callable[[int], BatchTimes]:
+    """``offset -> BatchTimes`` of the verified batch of ``client``'s store that holds
+    ``offset``: a READ of one batch, its signature checked before its times are believed;
+    its records are opened (within ``max_raw``) only when the search asks for them."""
+    from ..wire import signed
+    from ..wire.signed_rich import rich_layout
 
-    def batch_at(offset: int) -> tuple[int, int, int]:
+    def batch_at(offset: int) -> BatchTimes:
         reply = client.read(tp[0], tp[1], offset, 1, 1)
-        for (first, last, _), (_, stamp, _) in zip(
-            reply.batches(), verified_batches(reply), strict=False
-        ):
+        if reply.profile != "signed":
+            raise ConfigError(
+                f"{tp[0]}/{tp[1]} is served under the rfc46 profile by {client.endpoint}: "
+                "its records carry no timestamp, so no offset answers a time"
+            )
+        for first, last, blob in reply.batches():
             # guard: offsets-times-refuses-read-answered
             if not first <= offset <= last:  # a store steering the search elsewhere
                 raise ProtocolError(
                     f"{client.endpoint} answered a READ of {tp[0]}/{tp[1]} {offset} with "
                     f"batch {first}..{last}"
                 )
-            if stamp is None:
-                raise ConfigError(
-                    f"{tp[0]}/{tp[1]} is served under the rfc46 profile by {client.endpoint}: "
-                    "its records carry no timestamp, so no offset answers a time"
+            batch = signed.verify_batch(blob, topic=tp[0], partition=tp[1])
+            # guard: offsets-times-checks-verified-offsets
+            if batch.first_offset != first or batch.last_offset != last:
+                raise ProtocolError(
+                    f"{client.endpoint}: stored batch {first}..{last} of {tp[0]}/{tp[1]} "
+                    f"holds offsets {batch.first_offset}..{batch.last_offset}"
                 )
-            return first, last, stamp
+            newest = batch.timestamp_ms
+            if batch.is_rich:  # the signed maximum of its records' times, not decompressed
+                trailer = signed.PUBLIC_KEY_BYTES + signed.SIGNATURE_BYTES
+                records_at = signed.batch_overhead(batch.topic) - trailer
+                newest = rich_layout(blob, records_at, len(blob) - trailer).max_ts
+
+            def records(batch: signed.Batch = batch) -> list[tuple[int, int]]:
+                # guard: offsets-times-decompresses-within-bound
+                opened = signed.open_batch(batch, max_raw=max_raw)
+                return list(zip(opened.offsets, opened.timestamps, strict=True))
+
+            return BatchTimes(first, last, newest, records)
         raise DafkaError(f"{client.endpoint} holds no batch of {tp[0]}/{tp[1]} at {offset}")
 
     return batch_at

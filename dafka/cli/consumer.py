@@ -45,9 +45,11 @@ __all__ = ["Formatter", "main", "parse_offset"]
 
 
 class Formatter:
-    """kcat-like format tokens: %t topic, %p partition, %o offset, %s value, %k key,
-    %S value size, %K key size (-1: no key), %T timestamp (ms since the epoch, -1: none),
-    %% a percent sign; the escapes of :func:`unescape` (``\\n``, ``\\x00``, ...)."""
+    """kcat-like format tokens: %t topic, %p partition, %o offset, %s value (nothing for a
+    tombstone), %k key, %S value size (-1: a tombstone), %K key size (-1: no key), %T the
+    record's timestamp (ms since the epoch, -1: none), %h headers (kcat's ``k=v,k2=v2``,
+    ``k=NULL`` for a null value), %% a percent sign; the escapes of :func:`unescape`
+    (``\\n``, ``\\x00``, ...)."""
 
     def __init__(self, fmt: str) -> None:
         self.parts: list[str | bytes] = []  # a token, or literal bytes
@@ -56,11 +58,9 @@ class Formatter:
         while i < len(fmt):
             if fmt[i] == "%" and i + 1 < len(fmt):
                 token = fmt[i : i + 2]
-                if token == "%h":
-                    raise ConfigError("%h: records have no headers in this version of Dafka")
-                if token[1] not in "tposkSKT%":
+                if token[1] not in "tposkSKTh%":
                     raise ConfigError(
-                        f"unknown format token {token!r} (tokens: %t %p %o %s %k %S %K %T %%)"
+                        f"unknown format token {token!r} (tokens: %t %p %o %s %k %S %K %T %h %%)"
                     )
                 if literal:
                     self.parts.append(unescape("".join(literal)))
@@ -79,7 +79,7 @@ class Formatter:
             if type(part) is bytes:
                 out.append(part)
             elif part == "%s":
-                out.append(r.value)
+                out.append(r.value or b"")
             elif part == "%k":
                 out.append(r.key or b"")
             elif part == "%t":
@@ -89,12 +89,23 @@ class Formatter:
             elif part == "%o":
                 out.append(str(r.offset).encode())
             elif part == "%S":
-                out.append(str(len(r.value)).encode())
+                out.append(str(-1 if r.value is None else len(r.value)).encode())
             elif part == "%K":
                 out.append(str(-1 if r.key is None else len(r.key)).encode())
             elif part == "%T":
                 out.append(str(timestamp_ms(r)).encode())
+            elif part == "%h":
+                out.append(kcat_headers(r.headers))
         return b"".join(out)
+
+
+def kcat_headers(headers: tuple[tuple[str, bytes | None], ...]) -> bytes:
+    """kcat's ``%h``: ``k=v,k2=v2`` in the record's order, ``k=NULL`` for a null value,
+    the values' bytes as they are; nothing for a record without headers."""
+    parts = []
+    for key, value in headers:
+        parts.append(key.encode() + b"=" + (b"NULL" if value is None else value))
+    return b",".join(parts)
 
 
 def timestamp_ms(r: ConsumedRecord) -> int:
@@ -113,6 +124,7 @@ def as_json(r: ConsumedRecord) -> bytes:
     obj["timestamp"] = None if r.timestamp is None else timestamp_ms(r)
     obj.update(text_or_b64("key", r.key))
     obj.update(text_or_b64("value", r.value))
+    obj["headers"] = [{"key": key, **text_or_b64("value", value)} for key, value in r.headers]
     return json.dumps(obj).encode() + b"\n"
 
 
@@ -212,7 +224,7 @@ class _Waiting:
     "--offset",
     multiple=True,
     help="Start at: beginning, end, an offset N, -N (N before the end) or s@TIMESTAMP_MS "
-    "(the first batch stamped at or after it; signed profile), in every partition. "
+    "(the first record whose time is at or after it; signed profile), in every partition. "
     "A second -o e@TIMESTAMP_MS stops each partition at its first record stamped at or "
     "after it, and exits once every partition has stopped (or, with -e, reached its end).",
 )
@@ -223,6 +235,16 @@ class _Waiting:
     "the first offset the stores hold, high the next offset to be written (Kafka's high "
     "watermark: one past the newest). Takes no -o, -c, -e, -f, -D, -K, --json, -G. Per "
     "store: dafka query heads.",
+)
+@click.option(
+    "--table",
+    "table",
+    default=None,
+    metavar="TOPIC",
+    help="Print the newest value of every key of TOPIC ('KEY<tab>VALUE' lines in key order, "
+    "or as -f, -K, -D, --json say) and exit: every partition read from its beginning to "
+    "its end; a tombstone removes its key. Exit 1 if a store dropped a record compaction "
+    "must keep. Takes no TOPICS, -o, -e, -c, -G.",
 )
 @click.option(
     "-e", "--exit-at-end", is_flag=True, help="Exit once every known partition is read to its end."
@@ -236,7 +258,8 @@ class _Waiting:
     "format",
     default=None,
     help="Output format (default %s\\n): %t topic, %p partition, %o offset, %s value, "
-    "%k key, %S value size, %K key size, %T timestamp (ms), %% a percent sign; escapes "
+    "%k key, %S value size (-1: tombstone), %K key size, %T the record's timestamp (ms), "
+    "%h headers (k=v,k2=v2), %% a percent sign; escapes "
     "\\n \\r \\t \\0 \\xHH \\\\.",
 )
 @click.option(
@@ -342,6 +365,7 @@ def main(
     metrics_port: int | None,
     metrics_host: str,
     watermarks: bool,
+    table: str | None,
     progress: bool,
     group: str | None,
     commit_interval: float,
@@ -362,6 +386,11 @@ def main(
     from ..io.malloc import keep_freed_memory
     from ..security import identity
 
+    if table is not None:  # dafka.cli.consumer_table
+        from .consumer_table import run_table
+
+        run_table(table, topics, locals(), _renderer)
+        return
     kcat_key = None if key_dir is None or not curve else identity.load(key_dir)
     if run_mode(  # -L and -Q: ask the stores and exit
         topics=topics,

@@ -37,8 +37,8 @@ class Offsets:
 
 def parse_offset(text: str) -> Start:
     """kcat's -o: ``beginning``, ``end``, an offset ``N``, ``-N`` (``N`` before the end:
-    a negative int) or ``s@MS`` (the first batch stamped at or after ``MS`` milliseconds
-    since the epoch: a float, in seconds). ``e@MS`` is a stop, parsed by :func:`parse_offsets`."""
+    a negative int) or ``s@MS`` (the first record whose time, its own or its batch's seal
+    time, is at or after ``MS`` milliseconds since the epoch: a float, in seconds). ``e@MS`` is a stop, parsed by :func:`parse_offsets`."""
     low = text.lower()
     if low in ("beginning", "earliest"):
         return "earliest"

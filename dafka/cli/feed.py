@@ -11,6 +11,7 @@ and the counts stand still.
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import signal
@@ -152,8 +153,11 @@ class Feed:
         strip_cr: bool = True,
         files: Sequence[str] = (),
         keys: KeyRule | None = None,
+        headers: tuple[tuple[str, bytes | None], ...] = (),
     ) -> None:
         self.producer = producer
+        self.headers = headers
+        """``-H``: the headers every record is sent with (none: the plain ``send``)."""
         self.keys = keys
         """``-k``/``-Z``: how a line becomes a value and a key (None: by ``separator``)."""
         self.fd = fd
@@ -218,6 +222,8 @@ class Feed:
     def _send(self, lines: list[bytes | int]) -> None:
         """Send ``lines``, all of them: they are taken from the input already."""
         send = self.producer.send
+        if self.headers:
+            send = functools.partial(send, headers=self.headers)
         separator = self.separator
         strip_cr = self.strip_cr
         number = self.lines

@@ -2,7 +2,8 @@
 "kcat's -J, -L and -Q"):
 
 * ``-J``: one JSON object per record with kcat's field names (``topic``, ``partition``,
-  ``offset``, ``tstype``, ``ts``, ``broker``, ``key``, ``payload``), so jq scripts written
+  ``offset``, ``tstype``, ``ts``, ``broker``, ``headers`` when it has some, ``key``,
+  ``payload``), so jq scripts written
   for kcat read Dafka; ``--json`` keeps its own names.
 * ``-L``: one-shot metadata listing (the towers, the stores they relay, each topic the
   stores hold with its partitions, their offsets and holders), then exit.
@@ -79,7 +80,7 @@ def text_or_b64(name: str, value: bytes | None) -> dict[str, object]:
 
 def kcat_json(r: ConsumedRecord) -> bytes:
     """kcat's ``-J`` envelope of one record, on one line. ``tstype`` is ``create`` (the
-    producer stamps its batches) or ``unknown`` with ``ts`` -1 (rfc46 records carry no
+    record's own time, or its batch's seal time) or ``unknown`` with ``ts`` -1 (rfc46 records carry no
     time); ``broker`` is -1 (records come from producers and stores, not a broker)."""
     obj: dict[str, object] = {"topic": r.topic, "partition": r.partition, "offset": r.offset}
     if r.timestamp is None:
@@ -87,9 +88,26 @@ def kcat_json(r: ConsumedRecord) -> bytes:
     else:
         obj.update(tstype="create", ts=round(r.timestamp * 1000))
     obj["broker"] = -1
+    if r.headers:  # kcat: a flat array of names and values, only when there are headers
+        flat: list[object] = []
+        for key, value in r.headers:
+            flat.append(key)
+            flat.append(_header_value(value))
+        obj["headers"] = flat
     obj.update(text_or_b64("key", r.key))
     obj.update(text_or_b64("payload", r.value))
     return json.dumps(obj).encode() + b"\n"
+
+
+def _header_value(value: bytes | None) -> object:
+    """A header value in ``-J``'s flat array: its text, ``null``, or ``{"base64": ...}``
+    when it is not UTF-8 (kcat would write the bytes, not JSON)."""
+    if value is None:
+        return None
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode()}
 
 
 def parse_topic_time(text: str) -> tuple[str, str, int]:

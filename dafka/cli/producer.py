@@ -37,7 +37,7 @@ from .common import (
 )
 from .feed import Feed, Signals
 from .metrics import announce, metrics_options
-from .producer_keys import key_options, key_rule
+from .producer_keys import header_option, key_options, key_rule, parse_headers
 from .progress import Progress, progress_option
 
 if TYPE_CHECKING:  # imported when the command runs (start-up time; Ctrl-C meanwhile: 130)
@@ -135,6 +135,7 @@ PROGRESS_AFTER = 0.5
 )
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the summary line.")
 @key_options
+@header_option
 @metrics_options
 @progress_option
 @run_cli
@@ -160,6 +161,8 @@ def main(
     quiet: bool,
     fixed_key: str | None,
     null_empty: bool,
+    headers: tuple[str, ...],
+    compression: str | None,
     metrics_port: int | None,
     metrics_host: str,
     progress: bool,
@@ -195,6 +198,9 @@ def main(
         raise ConfigError("each FILE is one record, whole: -D and -K split standard input only")
     check_readable(files)  # all of them, before any is sent
     keys = key_rule(separator, fixed_key, null_empty, profile)  # -k, -Z
+    header_list = parse_headers(headers, profile)  # -H
+    if compression not in (None, "none") and profile != "signed":
+        raise ProfileError("compression (-z) needs the signed wire profile")
     trust_any = profile == "signed" and not trusted_stores
     producer = Producer(
         topic,
@@ -210,6 +216,7 @@ def main(
         batch_format=batch_format,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        compression=compression,
     )
     freeze_heap()  # the node has started: see dafka.io.collector
     announce(producer.metrics)
@@ -230,6 +237,7 @@ def main(
         strip_cr=delimiter is None,
         files=files,
         keys=keys,
+        headers=header_list,
     )
 
     bar = Progress(None if progress else False)

@@ -7,6 +7,10 @@
   ``-Z``.
 
 Keys need the signed profile (rfc46 records have none).
+
+And kcat's ``-H`` (headers: ``-H name=value``, repeatable, in order; ``-H name``, without
+``=``, is a header with a null value and ``-H name=`` one with an empty value, as kcat's)
+and ``-z``/``--compression`` (``none``, ``zstd`` or ``lz4``): both need the signed profile.
 """
 
 from __future__ import annotations
@@ -17,12 +21,55 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import ProfileError
+from ..errors import ConfigError, ProfileError
+from ..metadata.settings import COMPRESSIONS
+from ..wire.signed_checks import LimitExceeded
+from ..wire.signed_rich import Header, check_headers
 from .common import unescape
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["KeyRule", "key_options", "key_rule"]
+__all__ = ["KeyRule", "header_option", "key_options", "key_rule", "parse_headers"]
+
+
+def header_option(f: F) -> F:
+    """``-H name=value`` (repeatable) and ``-z``/``--compression`` on ``dafka-producer``."""
+    f = click.option(
+        "-z",
+        "--compression",
+        default=None,
+        type=click.Choice(COMPRESSIONS),
+        help="Compress batches with this codec (kcat's -z; signed profile) [default: the "
+        "topic's compression setting, none without one].",
+    )(f)
+    return click.option(
+        "-H",
+        "--header",
+        "headers",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Send every record with this header (kcat's -H; repeat for more, in order; "
+        "NAME without = is a null value; signed profile).",
+    )(f)
+
+
+def parse_headers(given: tuple[str, ...], profile: str) -> tuple[Header, ...]:
+    """``-H`` arguments as checked headers (``name=value``; ``name`` alone: a null value).
+    One-line :class:`ConfigError` for an empty name or a bound exceeded."""
+    if not given:
+        return ()
+    if profile != "signed":
+        raise ProfileError("headers (-H) need the signed wire profile; rfc46 records have none")
+    pairs: list[tuple[str, bytes | None]] = []
+    for arg in given:
+        name, eq, value = arg.partition("=")
+        if not name:
+            raise ConfigError(f"-H {arg!r}: a header needs a name (-H name=value)")
+        pairs.append((name, value.encode() if eq else None))
+    try:
+        return check_headers(pairs)
+    except LimitExceeded as exc:
+        raise ConfigError(f"-H: {exc}") from None
 
 
 def key_options(f: F) -> F:

@@ -11,7 +11,14 @@ from ..errors import DafkaError
 from ..io.collector import freeze_heap
 from ..io.malloc import keep_freed_memory
 from ..storage.scrub import DEFAULT_SCRUB_RATE
-from ..store import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, REPLICATE_INTERVAL, Store
+from ..store import (
+    COMPACTION_PASS_SECONDS,
+    DEFAULT_COMPACTION_RATE,
+    DEFAULT_SERVE_RATE,
+    MIN_SERVE_RATE,
+    REPLICATE_INTERVAL,
+    Store,
+)
 from .common import (
     CONTEXT,
     Command,
@@ -102,6 +109,22 @@ def tune_gc() -> None:
     help="MiB per second the background scrub reads to check every stored batch against "
     "its digest (0: no scrub; docs/storage.md).",
 )
+@click.option(
+    "--compaction-rate",
+    "compaction_rate_mib",
+    default=DEFAULT_COMPACTION_RATE / MIB,
+    show_default=True,
+    type=click.FloatRange(0, 1024 * 1024),
+    help="MiB per second the compaction of compacted topics (cleanup_policy compact) reads "
+    'and writes (0: none; docs/storage.md, "Compacted topics").',
+)
+@click.option(
+    "--compaction-pass",
+    default=COMPACTION_PASS_SECONDS,
+    show_default=True,
+    type=click.FloatRange(0.1, 86400),
+    help="Seconds from the start of one compaction pass to the start of the next.",
+)
 @metrics_options
 @run_cli
 def main(
@@ -118,6 +141,8 @@ def main(
     commit_thread: bool,
     replicate_interval: float,
     scrub_rate_mib: float,
+    compaction_rate_mib: float,
+    compaction_pass: float,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -138,6 +163,8 @@ def main(
         commit_thread=commit_thread,
         replicate_interval=replicate_interval,
         scrub_rate=scrub_rate_mib * MIB,
+        compaction_rate=compaction_rate_mib * MIB,
+        compaction_pass=compaction_pass,
     ).start()
     freeze_heap()  # the node has started: see dafka.io.collector
     click.echo(

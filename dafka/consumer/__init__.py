@@ -12,7 +12,9 @@
   own their state: settings and the partition table (``_table.py``), the reorder buffers
   (``_buffer.py``), FETCH planning (``_fetch.py``), in-order delivery and data loss
   (``_delivery.py``), HEADs and stores' heads and tails (``_heads.py``), the stores asked
-  for the end of stream (``_end.py``); the per-partition state is ``_partition.py``.
+  for the end of stream (``_end.py``); the per-partition state is ``_partition.py``;
+* the table view (``Consumer.table()``): the fold and the compaction proof, pure
+  (``_kv_table.py``), and the read that feeds it (``_kv_read.py``).
 
 The names below are imported when first used (PEP 562), as ``dafka``'s are.
 """
@@ -26,12 +28,17 @@ from ..lazy import lazy_exports
 if TYPE_CHECKING:
     from ._core import ConsumerCore
     from ._facade import Consumer
+    from ._kv_read import read_table
+    from ._kv_table import CompactionError, TableTooLarge
 
-__all__ = ["Consumer", "ConsumerCore"]
+__all__ = ["CompactionError", "Consumer", "ConsumerCore", "TableTooLarge", "read_table"]
 
 _LAZY = {
+    "CompactionError": "._kv_table",
     "Consumer": "._facade",
     "ConsumerCore": "._core",
+    "TableTooLarge": "._kv_table",
+    "read_table": "._kv_read",
 }
 
 

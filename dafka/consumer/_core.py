@@ -119,8 +119,8 @@ class ConsumerCore:
     ``-N`` ``N`` offsets before the end a signed HEAD or a verified batch shows, once every
     end claimed before the first delivery is proven (a store's unsigned hint aims the FETCH
     that proves it; see ``FetchPlanning.aim_from_end``). ``start_timestamp``
-    (seconds; signed profile) replaces it: delivery starts at the first batch stamped
-    at or after it, read from 0. ``start_offsets`` overrides both per partition, e.g.
+    (seconds; signed profile) replaces it: delivery starts at the first record whose
+    time is at or after it, read from 0. ``start_offsets`` overrides both per partition, e.g.
     to resume. :meth:`seek` and ``seek_to_*`` move a partition later. ``profile``
     verifies what arrives (``rfc46`` unless given).
 
@@ -212,7 +212,7 @@ class ConsumerCore:
     def stats(self) -> ConsumerStats:
         d, heads, table, fetch = self.delivery, self.heads, self.table, self.fetch
         return ConsumerStats(
-            delivered=d.delivered - d.gap_offsets - d.before_start,
+            delivered=d.delivered - d.gap_offsets - d.before_start - d.compacted,
             duplicates=d.duplicates,
             beyond_buffer=d.beyond,
             ignored=self._ignored,
@@ -232,6 +232,8 @@ class ConsumerCore:
             before_start=d.before_start,
             tail_claims=heads.tail_claims,
             tail_waits=heads.tail_waits,
+            compacted=d.compacted,
+            unopened=dict(d.unopened),
         )
 
     @property
@@ -401,8 +403,9 @@ class ConsumerCore:
     def seek_to_timestamp(
         self, topic: str, partition: str | None, timestamp: float, now: float
     ) -> list[Publish]:
-        """Deliver from the first batch stamped at or after ``timestamp`` (seconds since
-        the epoch; signed profile only): reads from 0 and passes over older batches."""
+        """Deliver from the first record whose time (its own, format 5; else its batch's
+        seal time) is at or after ``timestamp`` (seconds since the epoch; signed profile
+        only): reads from 0 and passes over the records before it."""
         if not self._profile.batched:
             raise ConfigError("a timestamp seek needs the signed profile: rfc46 records carry none")
         if isinstance(timestamp, bool) or not isinstance(timestamp, int | float) or timestamp < 0:

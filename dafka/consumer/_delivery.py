@@ -23,16 +23,19 @@ point (``next``) as records arrive or are skipped.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable, Sequence
 
 from ..core import messages as m
 from ..core.effects import DataLoss, Deliver, Effect, Publish
 from ..core.equivocation import BatchMemory, ConsumerEquivocation
 from ..errors import WireError
+from ..wire.profiles import PayloadRefused
 from ._buffer import ReorderBuffers
 from ._fetch import FetchPlanning
 from ._partition import HELD_OVERHEAD as _OVERHEAD
-from ._partition import MAX_EQUIVOCATION_REPORTS, MAX_REFUSED
+from ._partition import MAX_EQUIVOCATION_REPORTS, MAX_REFUSED, Held
 from ._partition import REJECT_LOG_PERIOD as _REJECT_LOG_PERIOD
 from ._partition import SIGNATURE_BYTES as _SIGNATURE
 from ._partition import PartitionState as _Partition
@@ -72,11 +75,17 @@ class Delivery:
         self.oversized = 0
         self.unserved = 0
         self.equivocations = 0
+        self.compacted = 0  # offsets a store's compaction dropped (not data loss)
+        self.unopened = dict.fromkeys(PayloadRefused.REASONS, 0)
+        self._last_unopened_log = -_REJECT_LOG_PERIOD
         self._last_reject_log = -_REJECT_LOG_PERIOD
         self._last_oversized_log = -_REJECT_LOG_PERIOD
         self._last_equivocation_log = -_REJECT_LOG_PERIOD
         self.reports: deque[ConsumerEquivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
         """The latest equivocations seen (a bounded report; ``equivocations`` counts all)."""
+        self.on_batch: Callable[[m.Record | m.DirectRecord], object] | None = None
+        """Called with each batch verified and admitted, before its records are delivered or
+        held (on the IO thread): how ``Consumer.table()`` sees what compacted batches dropped."""
 
     def _reject(self, msg: m.Record | m.DirectRecord, exc: Exception, now: float) -> None:
         self.rejected += 1
@@ -91,6 +100,103 @@ class Delivery:
                 exc,
                 self.rejected,
             )
+
+    def _refuse(self, msg: m.Record | m.DirectRecord, exc: PayloadRefused, now: float) -> None:
+        """A batch whose signature verified but whose records cannot be opened (a
+        decompression bomb, records not the ones signed, a payload that does not parse):
+        dropped as a forged one is (its offsets are fetched again, from any store),
+        counted by reason, and one log line per ``REJECT_LOG_PERIOD``."""
+        self.unopened[exc.reason] += 1
+        # guard: consumer-rate-limits-unopened-log
+        if now - self._last_unopened_log >= _REJECT_LOG_PERIOD:
+            self._last_unopened_log = now
+            log.warning(
+                "consumer.unopened topic=%s partition=%s offsets=%d..%d reason=%s error=%.200s "
+                "total=%d",
+                msg.topic,
+                msg.partition,
+                msg.offset,
+                msg.offset + msg.count - 1,
+                exc.reason,
+                exc,
+                sum(self.unopened.values()),
+            )
+
+    def _runs(
+        self,
+        p: _Partition,
+        first: int,
+        nxt: int,
+        held: Held,
+        out: list[Effect],
+    ) -> None:
+        """The Deliver effects of a batch (``held``: as the buffer keeps it) from ``nxt``
+        on, into ``out``. Formats 1 and 3: one run. Format 5: its records' own times and
+        headers; a compacted batch's kept records in consecutive runs (the offsets its
+        compaction dropped are passed, counted in ``compacted``); with a timestamp start
+        pending, its records before it are passed (``before_start``)."""
+        _, keys, values, stamp, _, rich = held
+        topic, partition = p.topic, p.partition
+        if rich is None:
+            skip = nxt - first
+            if skip:
+                values = values[skip:]
+                keys = keys[skip:] if keys is not None else None
+            if values:
+                if p.not_before is None or self._reached_start(p, stamp, len(values)):
+                    out.append(Deliver(topic, partition, nxt, values, keys, stamp))
+            else:
+                self.gap_offsets += first + held[0] - nxt
+            return
+        offsets, stamps, headers = rich.offsets, rich.timestamps, rich.headers
+        n = len(values)
+        # guard: consumer-rich-skips-delivered
+        start = nxt - first if offsets is None else bisect_left(offsets, nxt)
+        kept_from = start
+        if p.not_before is not None:
+            start = self._rich_start(p, stamps, start)
+        bounds: list[tuple[int, int]] = []
+        if offsets is None:
+            if start < n:
+                bounds.append((start, n))
+        else:
+            self.compacted += first + held[0] - nxt - (n - kept_from)
+            i = start
+            while i < n:
+                j = i + 1
+                while j < n and offsets[j] == offsets[j - 1] + 1:
+                    j += 1
+                bounds.append((i, j))
+                i = j
+        for a, b in bounds:
+            whole = a == 0 and b == n
+            out.append(
+                Deliver(
+                    topic,
+                    partition,
+                    first + a if offsets is None else offsets[a],
+                    values if whole else values[a:b],
+                    None if keys is None else keys if whole else keys[a:b],
+                    stamp,
+                    stamps if whole else stamps[a:b],
+                    None if headers is None else headers if whole else headers[a:b],
+                )
+            )
+
+    def _rich_start(self, p: _Partition, stamps: Sequence[float], start: int) -> int:
+        """A timestamp start over a format-5 batch: the index of its first record from
+        ``start`` whose own time is at or after ``p.not_before`` (delivery then goes on in
+        offset order); the records before it are passed (``before_start``)."""
+        not_before = p.not_before
+        assert not_before is not None
+        i = start
+        n = len(stamps)
+        while i < n and stamps[i] < not_before:
+            i += 1
+        self.before_start += i - start
+        if i < n:
+            p.not_before = None
+        return i
 
     def on_records(self, msg: m.Record | m.DirectRecord, now: float) -> list[Effect]:
         topic = msg.topic
@@ -121,18 +227,22 @@ class Delivery:
                 return []
             # held already, but part of the answer (signed): count it as the store did,
             # by the verified copy's offsets and size, and ask on if the answer ended there
-            n, _, held_values, _, size = p.buffer[first]
-            p.answer.take(first, first + n - 1, size - _OVERHEAD * len(held_values))
+            kept = p.buffer[first]
+            p.answer.take(first, first + kept[0] - 1, _wire_size(kept))
             fetch = self._fetch.pump(p, now)
             return [fetch] if fetch is not None else []
         if p is None and table.refuses(topic, partition):  # before paying for verification
             return []
         try:
-            keys, values, stamp = self._profile.open_records(msg)
+            keys, values, stamp, rich = self._profile.open_records(msg)
+        # guard: consumer-counts-unopened-by-reason
+        except PayloadRefused as exc:
+            self._refuse(msg, exc, now)
+            return []
         except WireError as exc:
             self._reject(msg, exc, now)
             return []
-        if len(values) != count:
+        if rich is None and len(values) != count:
             if values:
                 self._reject(msg, WireError("record count disagrees with the RECORD"), now)
                 return []
@@ -142,6 +252,9 @@ class Delivery:
             p = table.create(topic, partition, first, now, end=last + 1)
             if p is None:
                 return []
+        # guard: table-sees-compacted-batches
+        if self.on_batch is not None:  # verified, admitted: Consumer.table() reads the dropped
+            self.on_batch(msg)
         if not p.confirmed:
             table.confirm(p)
         if self._profile.batched:
@@ -166,38 +279,40 @@ class Delivery:
             if first in buffer:
                 self.duplicates += 1
             elif last - nxt <= self._max_buffered and self._buffers.room(
-                p, size := len(msg.content) + _OVERHEAD * len(values)
+                p,
+                size := len(msg.content)
+                + _OVERHEAD * len(values)
+                + (rich.raw_bytes if rich is not None else 0),
             ):
-                self._buffers.hold(p, first, last, (count, keys, values, timestamp, size))
+                self._buffers.hold(p, first, last, (count, keys, values, timestamp, size, rich))
             else:
                 self.beyond += 1
                 self._fetch.cut_back(p, first)  # not in flight any more: ask when due
             fetch = self._fetch.pump(p, now)
             return [fetch] if fetch is not None else []
-        # guard: consumer-drops-what-delivered-2
-        skip = nxt - first  # a batch may overlap what was delivered
-        if skip:
-            values = values[skip:]
-            keys = keys[skip:] if keys is not None else None
         out: list[Effect] = []
-        if values:
-            if p.not_before is None or self._reached_start(p, timestamp, len(values)):
-                out.append(Deliver(topic, partition, nxt, values, keys, timestamp))
+        if rich is None:  # formats 1 and 3: the fast path, inline
+            # guard: consumer-drops-what-delivered-2
+            skip = nxt - first  # a batch may overlap what was delivered
+            if skip:
+                values = values[skip:]
+                keys = keys[skip:] if keys is not None else None
+            if values:
+                if p.not_before is None or self._reached_start(p, timestamp, len(values)):
+                    out.append(Deliver(topic, partition, nxt, values, keys, timestamp))
+            else:
+                self.gap_offsets += last + 1 - nxt
         else:
-            self.gap_offsets += last + 1 - nxt
+            self._runs(p, first, nxt, (count, keys, values, timestamp, 0, rich), out)
         nxt = last + 1
         buffer = p.buffer
         if buffer:
             answer = p.answer
             while (held := self._buffers.unbuffer(p, nxt)) is not None:
-                n, h_keys, h_values, h_stamp, h_size = held
+                n = held[0]
                 if answer is not None:  # its copy in the answer will come as a duplicate
-                    answer.take(nxt, nxt + n - 1, h_size - _OVERHEAD * len(h_values))
-                if h_values:
-                    if p.not_before is None or self._reached_start(p, h_stamp, n):
-                        out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
-                else:
-                    self.gap_offsets += n
+                    answer.take(nxt, nxt + n - 1, _wire_size(held))
+                self._runs(p, nxt, nxt, held, out)
                 nxt += n
         self.delivered += nxt - p.next
         p.next = nxt
@@ -367,16 +482,17 @@ class Delivery:
             out.append(DataLoss(topic, partition, start, tail, reason))
         nxt = tail
         while (held := self._buffers.unbuffer(p, nxt)) is not None:  # what waited for the tail
-            n, h_keys, h_values, h_stamp, _ = held
-            if h_values:
-                if p.not_before is None or self._reached_start(p, h_stamp, n):
-                    out.append(Deliver(topic, partition, nxt, h_values, h_keys, h_stamp))
-            else:
-                self.gap_offsets += n
-            nxt += n
+            self._runs(p, nxt, nxt, held, out)
+            nxt += held[0]
         self.delivered += nxt - tail
         p.next = nxt
         fetch = self._fetch.pump(p, now)
         if fetch is not None:
             out.append(fetch)
         return out
+
+
+def _wire_size(held: Held) -> int:
+    """The wire size of a buffered batch (what a store's answer counted it for)."""
+    rich = held[5]
+    return held[4] - _OVERHEAD * len(held[2]) - (rich.raw_bytes if rich is not None else 0)

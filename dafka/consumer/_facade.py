@@ -33,6 +33,7 @@ from ..metadata.client import tower_curve
 from ..metadata.follower import MetadataView, require_transport
 from ..security.identity import Identity
 from ..wire.profiles import make_profile
+from ..wire.signed_rich import MAX_RAW_BYTES
 from ._control import ConsumerControl
 from ._core import ConsumerCore
 from ._io import END_QUIET, _ConsumerHandler
@@ -76,6 +77,7 @@ class Consumer(ConsumerControl):
         heartbeat_interval: float = 2.0,
         state_dir: str | os.PathLike[str] | None = None,
         min_acks: int = 1,
+        max_decompressed_bytes: int = MAX_RAW_BYTES,
     ) -> None:
         """``offset_reset``: where a partition seen for the first time starts:
         ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
@@ -84,9 +86,10 @@ class Consumer(ConsumerControl):
 
         ``start_timestamp`` (seconds since the epoch, like ``ConsumedRecord.timestamp``;
         signed profile only, rfc46 records carry no timestamp): every partition is
-        delivered from its first batch stamped at or after it, then in offset order
-        whatever later batches are stamped. It replaces ``offset_reset``. There is no
-        time index: the batches before it are fetched and passed over.
+        delivered from its first record whose time (its own, else its batch's seal time)
+        is at or after it, then in offset order whatever later records' times. It
+        replaces ``offset_reset``. There is no time index: the records before it are
+        fetched and passed over.
 
         ``trusted_stores`` (node IDs or public keys; the cluster metadata's list
         replaces it when it has one): the stores whose signed retention tails may
@@ -110,7 +113,12 @@ class Consumer(ConsumerControl):
         one's position is committed first), on the caller's thread inside a poll, before
         the records they precede (``docs/groups.md``); ``session_timeout``: a member silent that
         long is dead; ``state_dir`` keeps the member's key; ``min_acks``: stores that
-        hold a commit before :meth:`commit` returns."""
+        hold a commit before :meth:`commit` returns.
+
+        ``max_decompressed_bytes``: the most this consumer decompresses of one batch (a
+        compressed format-5 batch's records, checked before decompressing; 64 MiB by
+        default, the most a producer may seal): a batch over it is refused as a forged one
+        is, counted in ``dafka_consumer_batches_unopened_total`` (``docs/records.md``)."""
         check_metrics_port(metrics_port)
         self.metrics: NodeMetrics | None = None
         if on_data_loss not in ("raise", "skip"):
@@ -124,6 +132,7 @@ class Consumer(ConsumerControl):
             start_offsets=dict(start_offsets or {}),
             max_backlog=max_backlog,
             profile=profile,
+            max_decompressed_bytes=max_decompressed_bytes,
         ).validate()
         nconf = node_config(towers, host, config=node)
         self.towers: tuple[str, ...] = tuple(str(t) for t in nconf.towers)
@@ -133,7 +142,9 @@ class Consumer(ConsumerControl):
             # CURVE: the consumer's key names it (``identity``: a known key, for read ACLs)
             identity = identity if identity is not None else Identity.generate()
             self.node_id = identity.node_id
-        wire = make_profile(self.config.profile)
+        wire = make_profile(
+            self.config.profile, max_decompressed_bytes=self.config.max_decompressed_bytes
+        )
         self._core = ConsumerCore(
             self.node_id,
             offset_reset=self.config.offset_reset,
@@ -148,6 +159,17 @@ class Consumer(ConsumerControl):
             start_timestamp=start_timestamp,
         )
         self._core_trusted = parse_trusted_stores(trusted_stores)
+        self._table_args: dict[str, Any] = {  # table(): a consumer of its own, alike
+            "towers": towers,
+            "host": host,
+            "node": node,
+            "profile": profile,
+            "metadata": metadata,
+            "cluster": cluster,
+            "trusted_stores": trusted_stores,
+            "identity": identity,
+            "max_decompressed_bytes": max_decompressed_bytes,
+        }
         # what this thread and the IO thread share: records to poll, errors, what is read
         self._shared = ConsumerShared(initial, self.config.max_backlog)
         self._handler = _ConsumerHandler(self._shared, self._core)
@@ -348,7 +370,9 @@ class Consumer(ConsumerControl):
         into :class:`ConsumedRecord` objects, which is what costs most at high
         rates. Waits up to ``timeout`` for the first record. Under the signed
         profile ``values`` and ``keys`` are :class:`~dafka.wire.columns.Column`
-        views of the verified batches (``docs/consumer.md``, reading in bulk).
+        views of the verified batches (``docs/consumer.md``, reading in bulk). Runs of
+        format-5 batches also carry ``timestamps`` and ``headers`` per record, and a
+        tombstone's value is ``None`` (``docs/records.md``, "Consuming").
         """
         return self._poll_runs(max_records, timeout, lists=False)
 
@@ -447,9 +471,11 @@ class Consumer(ConsumerControl):
         self._seek(topic, partition, lambda now: self._core.seek_to_end(topic, partition, now))
 
     def seek_to_timestamp(self, topic: str, partition: str | None, timestamp: float) -> None:
-        """Read from the first batch stamped at or after ``timestamp`` (seconds since the
-        epoch; signed profile only) of ``partition`` (every one seen when ``None``):
-        the partition is read again from 0, older batches passed over."""
+        """Read from the first record whose time (its own, else its batch's seal time) is
+        at or after ``timestamp`` (seconds since the epoch; signed profile only) of
+        ``partition`` (every one seen when ``None``): the partition is read again from 0,
+        the records before it passed over, so the earliest one is found whatever order
+        record times come in."""
         self._seek(
             topic,
             partition,
@@ -504,6 +530,31 @@ class Consumer(ConsumerControl):
             raise DafkaTimeout(f"no store answered within {timeout:g} s; is dafka-store running?")
         marks = self._on_loop(lambda now: ([], self._core.watermarks()))
         return {k: v for k, v in marks.items() if k[0] in wanted}
+
+    def table(
+        self, topic: str, timeout: float = 30.0, *, max_keys: int = 1_000_000
+    ) -> dict[bytes, ConsumedRecord]:
+        """The newest record of every key of ``topic`` (signed profile), in key order:
+        every partition read from its beginning to the end the stores report, by a
+        consumer of its own (this one's positions and subscriptions do not move). A
+        tombstone (value ``None``) removes its key; across partitions the latest record
+        time wins, ties to the greater partition ID (``docs/consumer.md``, the table view).
+
+        Raises :class:`~dafka.consumer._kv_table.CompactionError` (a
+        :class:`~dafka.errors.DataLossError`) when a store dropped a record compaction
+        must keep (the newest of a key, a tombstone younger than ``delete_retention_ms``),
+        ``TableTooLarge`` over ``max_keys`` keys, :class:`~dafka.errors.DafkaTimeout` when
+        no store answered or the end was not reached within ``timeout`` seconds."""
+        from ._kv_read import read_table
+
+        self._check_open()
+        args = self._table_args
+        return read_table(
+            lambda: Consumer(offset_reset="earliest", on_data_loss="skip", **args),
+            topic,
+            timeout=timeout,
+            max_keys=max_keys,
+        )[0]
 
     def _seek(
         self, topic: str, partition: str | None, fn: Callable[[float], list[Publish]]

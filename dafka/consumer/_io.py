@@ -153,7 +153,7 @@ def _coalesce(runs: list[RecordBatch]) -> list[RecordBatch]:
     which is what the columns spare.
     """
     out: list[RecordBatch] = []
-    values: list[bytes] | None = None  # the values of out[-1], once it is being extended
+    values: list[bytes | None] | None = None  # the values of out[-1], once it is being extended
     for run in runs:
         if out:
             last = out[-1]
@@ -162,6 +162,8 @@ def _coalesce(runs: list[RecordBatch]) -> list[RecordBatch]:
                 and (values is not None or len(last.values) <= SHORT_RUN)
                 and run.keys is None
                 and last.keys is None
+                and run.timestamps is None  # format 5: own times and headers, kept apart
+                and last.timestamps is None
                 and run.partition == last.partition
                 and run.topic == last.topic
                 and run.timestamp == last.timestamp

@@ -5,11 +5,12 @@ Split out of :mod:`dafka.consumer._core` to keep that module about behaviour.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ..core.answers import AnswerCursor
 from ..core.equivocation import BatchMemory
+from ..wire.profiles import RichOpened
 
 __all__ = ["ConsumerStats", "PartitionState"]
 
@@ -36,8 +37,10 @@ MAX_BUFFERED_BYTES_PER_PARTITION = 16 * 1024 * 1024
 HELD_OVERHEAD = 64
 
 # A buffered batch: (count, keys or None, values, timestamp in seconds or None, the bytes
-# it is counted for in the reorder buffer's byte bounds)
-Held = tuple[int, Sequence[bytes | None] | None, Sequence[bytes], float | None, int]
+# it is counted for in the reorder buffer's byte bounds, what format 5 adds or None)
+Held = tuple[
+    int, Sequence[bytes | None] | None, Sequence[bytes | None], float | None, int, RichOpened | None
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,13 @@ class ConsumerStats:
     """Times a claimed tail was still waited on past ``unserved_after`` seconds: no store
     serves the range and no trusted store's tail lets it be skipped (each is also a
     rate-limited warning line)."""
+    compacted: int = 0
+    """Offsets passed without records because a store's compaction dropped them from a
+    signed batch (a later record of the same key exists: not a data loss)."""
+    unopened: Mapping[str, int] = field(default_factory=dict)
+    """Format-5 batches whose signature verified but whose records were refused, by
+    reason: ``bomb`` (decompressed size over ``max_decompressed_bytes``), ``root`` (the
+    records are not the ones signed), ``payload`` (they do not parse)."""
 
 
 class PartitionState:

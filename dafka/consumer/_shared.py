@@ -139,17 +139,7 @@ class ConsumerShared:
                 taken = left
             else:
                 taken = min(left, want)
-                keys = run.keys
-                out.append(
-                    RecordBatch(
-                        run.topic,
-                        run.partition,
-                        run.offset + used,
-                        run.values[used : used + taken],
-                        keys[used : used + taken] if keys is not None else None,
-                        run.timestamp,
-                    )
-                )
+                out.append(run.sliced(used, used + taken))
                 if taken == left:
                     ready.popleft()
                     self.head_used = 0

@@ -50,8 +50,12 @@ class ConsumedRecord(NamedTuple):
     """A record as the application sees it (immutable; fields by name).
 
     ``key`` is ``None`` when the record has none (always under rfc46);
-    ``timestamp`` is the producer's clock when it sealed the record's batch,
-    in seconds since the epoch (signed profile; ``None`` under rfc46).
+    ``value`` is ``None`` for a tombstone (a record sent with a null value, format 5);
+    ``timestamp`` is the record's own time in seconds since the epoch: the one its
+    producer gave it (``send(..., timestamp=ms)``, format 5), else the producer's clock
+    when it sealed the record's batch (signed profile; ``None`` under rfc46).
+    ``headers`` are the record's ``(key, value)`` pairs in the order sent (repeated
+    keys kept; a value may be ``None``); ``()`` when it has none.
 
     A named tuple rather than a dataclass because consumers make one per
     record: building a tuple costs a quarter of a frozen dataclass's
@@ -61,10 +65,14 @@ class ConsumedRecord(NamedTuple):
     topic: str
     partition: str
     offset: int
-    value: bytes
+    value: bytes | None
     key: bytes | None = None
     timestamp: float | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
+
+Headers = tuple[tuple[str, bytes | None], ...]
+"""A record's headers: ordered ``(key, value)`` pairs."""
 
 _new_record = tuple.__new__
 
@@ -89,14 +97,22 @@ class RecordBatch:
     (``values.buffer``, ``values.lengths``). Other runs hold lists or tuples; every one
     is a ``Sequence`` (``len``, indexes, slices, iteration) and compares equal to a list
     of the same elements.
+
+    Runs of format-5 batches (``docs/records.md``) also carry ``timestamps`` (each
+    record's own time, seconds) and ``headers`` (each record's, ``()`` for none); both
+    are ``None`` for runs of earlier formats (every record at ``timestamp``, the seal
+    time, without headers). A value is ``None`` for a tombstone. A compacted batch
+    (records dropped by a store's compaction) comes as several runs, each consecutive.
     """
 
     topic: str
     partition: str
     offset: int
-    values: Sequence[bytes] = field(repr=False)
+    values: Sequence[bytes | None] = field(repr=False)
     keys: Sequence[bytes | None] | None = field(default=None, repr=False)
     timestamp: float | None = None
+    timestamps: Sequence[float] | None = field(default=None, repr=False)
+    headers: Sequence[Headers] | None = field(default=None, repr=False)
 
     @property
     def count(self) -> int:
@@ -108,7 +124,23 @@ class RecordBatch:
         values = self.values
         if isinstance(values, Column):
             return values.nbytes
-        return sum(map(len, values))
+        if self.timestamps is not None:  # format 5: tombstones are None
+            return sum(len(v) for v in values if v is not None)
+        return sum(map(len, values))  # type: ignore[arg-type]  # no tombstone before format 5
+
+    def sliced(self, start: int, stop: int) -> RecordBatch:
+        """Records ``start`` to ``stop - 1`` of this run (indexes, not offsets), as a run."""
+        keys, stamps, headers = self.keys, self.timestamps, self.headers
+        return RecordBatch(
+            self.topic,
+            self.partition,
+            self.offset + start,
+            self.values[start:stop],
+            keys[start:stop] if keys is not None else None,
+            self.timestamp,
+            stamps[start:stop] if stamps is not None else None,
+            headers[start:stop] if headers is not None else None,
+        )
 
     def detached(self) -> RecordBatch:
         """This run, with columns that keep far more of their batch alive than they use
@@ -125,7 +157,14 @@ class RecordBatch:
         if isinstance(keys, Column):
             keys = keys.detached()
         return RecordBatch(
-            self.topic, self.partition, self.offset, values.detached(), keys, self.timestamp
+            self.topic,
+            self.partition,
+            self.offset,
+            values.detached(),
+            keys,
+            self.timestamp,
+            self.timestamps,
+            self.headers,
         )
 
     def as_lists(self) -> RecordBatch:
@@ -134,20 +173,30 @@ class RecordBatch:
             return self
         keys = None if self.keys is None else list(self.keys)
         return RecordBatch(
-            self.topic, self.partition, self.offset, list(self.values), keys, self.timestamp
+            self.topic,
+            self.partition,
+            self.offset,
+            list(self.values),
+            keys,
+            self.timestamp,
+            self.timestamps,
+            self.headers,
         )
 
     def records(self) -> list[ConsumedRecord]:
         """The records as :class:`ConsumedRecord` objects (built on demand, in C loops)."""
         n = len(self.values)
         keys = self.keys if self.keys is not None else repeat(None, n)
+        stamps = self.timestamps
+        headers = self.headers
         rows = zip(
             repeat(self.topic, n),
             repeat(self.partition, n),
             range(self.offset, self.offset + n),
             self.values,
             keys,
-            repeat(self.timestamp, n),
+            repeat(self.timestamp, n) if stamps is None else stamps,
+            repeat((), n) if headers is None else headers,
             strict=False,
         )
         return list(map(_new_record, repeat(ConsumedRecord, n), rows))

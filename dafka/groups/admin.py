@@ -84,6 +84,8 @@ def describe(
             runs = reader.poll_batches(10_000, timeout=0.1)
             for run in runs:
                 for value in run.values:
+                    if value is None:  # a tombstone: no group record
+                        continue
                     try:
                         record = decode(value)
                     except WireError:

@@ -293,6 +293,9 @@ class GroupMember:
     def _apply(self, runs: list[RecordBatch], now: float) -> None:
         for run in runs:
             for value in run.values:
+                if value is None:  # a tombstone: no group record
+                    self.bad_records += 1
+                    continue
                 try:
                     record = decode(value)
                 except WireError as exc:

@@ -94,6 +94,28 @@ STORE_FIELDS: _Fields = (
         "Retention checks without age trims: the wall clock ran ahead.",
     ),
     ("oversized", "dafka_store_records_oversized", "Records over max_message_size."),
+    (
+        "compact_refused",
+        "dafka_store_compact_refused",
+        "Producers' batches refused on a compacted topic (format, no key).",
+    ),
+    ("compaction_batches", "dafka_store_compaction_batches", "Batches rewritten compacted."),
+    (
+        "compaction_reclaimed_bytes",
+        "dafka_store_compaction_reclaimed_bytes",
+        "Bytes compaction returned (old size minus new).",
+    ),
+    ("compaction_passes", "dafka_store_compaction_passes", "Compaction passes completed."),
+    (
+        "compaction_skipped",
+        "dafka_store_compaction_skipped",
+        "Partitions a compaction pass left alone (unreadable batch, too many keys).",
+    ),
+    (
+        "compaction_unjustified",
+        "dafka_store_compaction_unjustified",
+        "Compacted batches held that dropped the newest record of a key.",
+    ),
 )
 PRODUCER_FIELDS: _Fields = (
     ("fetches_served", "dafka_producer_fetches_served", "FETCHes answered from memory."),
@@ -126,6 +148,11 @@ CONSUMER_FIELDS: _Fields = (
     ("equivocations", "dafka_equivocations", "Two signed batches for one offset (first kept)."),
     ("refused_partitions", "dafka_consumer_partitions_refused", "New partitions refused."),
     ("oversized", "dafka_consumer_records_oversized", "Records over max_message_size."),
+    (
+        "compacted",
+        "dafka_consumer_compacted_offsets",
+        "Offsets passed because a store's compaction dropped their records.",
+    ),
 )
 
 
@@ -168,6 +195,11 @@ STORE_SPECS = (
         "scrub_bytes", "dafka_store_scrub_bytes", "Bytes the background scrub read and checked."
     ),
     counter("scrub_passes", "dafka_store_scrub_passes", "Scrub passes over everything held."),
+    gauge(
+        "compaction_pass_seconds",
+        "dafka_store_compaction_pass_seconds",
+        "How long the last compaction pass took (paced by its byte rate).",
+    ),
     counter("query.requests", "dafka_store_query_requests", "Pull reads (HEADS, READ) served."),
     counter(
         "query.malformed", "dafka_store_query_malformed", "Query requests that did not decode."
@@ -195,6 +227,12 @@ CONSUMER_SPECS = (
         "Value bytes of the records delivered in order.",
     ),
     gauge("backlog", "dafka_consumer_backlog_records", "Records delivered, not yet polled."),
+    counter(
+        "unopened",
+        "dafka_consumer_batches_unopened",
+        "Signed batches whose records were refused: bomb, root or payload.",
+        label="reason",
+    ),
 )
 
 
@@ -222,6 +260,7 @@ def store_metrics(
         values["verified"], values["bad_found"] = checks.verified, checks.bad_found
         values["bad_held"], values["repaired"] = len(storage.bad), checks.repaired
         values["scrub_bytes"], values["scrub_passes"] = checks.scrub_bytes, checks.scrub_passes
+        values["compaction_pass_seconds"] = core.stats.compaction_pass_ms / 1000
         heads = storage.heads()
         values["partitions"] = len(heads)
         values["topics"] = len({topic for topic, _ in heads})
@@ -275,9 +314,11 @@ def consumer_metrics(
 
     def read() -> Values:  # IO thread
         values = loop_values(loop)
-        values.update(_core_values(core.stats, CONSUMER_FIELDS))
+        stats = core.stats
+        values.update(_core_values(stats, CONSUMER_FIELDS))
         values["delivered_bytes"] = delivered_bytes()
         values["backlog"] = backlog()
+        values["unopened"] = dict(stats.unopened)
         return values
 
     return _metrics("consumer", loop.node_id, profile, loop, read, CONSUMER_SPECS)

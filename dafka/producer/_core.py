@@ -61,6 +61,8 @@ from ..errors import ConfigError, ProfileError
 from ..ids import check_topic
 from ..wire.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix
+from ..wire.signed_builder import RecordExtra, needs_rich
+from ..wire.signed_rich import Codec
 from ._recovery import DEFAULT_BUDGET, DEFAULT_WAIT, Recovery
 from ._runs import EarlierRuns
 from ._serve import FetchServing, HeldTopic
@@ -347,6 +349,9 @@ class ProducerCore:
         keys: Sequence[bytes | None] | None = None,
         timestamp_ms: int = 0,
         value_lengths: Sequence[int] | None = None,
+        extras: Mapping[int, RecordExtra] | None = None,
+        codec: Codec = Codec.NONE,
+        compacted: bool = False,
     ) -> tuple[int, list[Outgoing]]:
         """Number ``contents`` (values) consecutively on ``topic`` and hold them until durable.
 
@@ -355,7 +360,9 @@ class ProducerCore:
         sealed batch stamped ``timestamp_ms`` (signed). ``keys`` (one per value,
         ``None`` for no key) need the signed profile; ``value_lengths``, ``len`` of
         each value, spare measuring them again when the caller has. This runs for
-        every record, so it builds no per-record objects.
+        every record, so it builds no per-record objects. ``extras`` (by index in
+        ``contents``: a record's headers, own time, tombstone), a ``codec`` other than
+        none and a ``compacted`` topic make the batches format 5 (signed profile only).
         """
         state = self._topics.get(topic)
         if state is None:
@@ -372,13 +379,24 @@ class ProducerCore:
                     "the rfc46 wire profile has no record keys: send without a key "
                     "or use the signed profile"
                 )
+            # guard: producer-rfc46-refuses-rich
+            if needs_rich(extras, codec, compacted):
+                raise ProfileError(
+                    "the rfc46 wire profile has no headers, record timestamps, tombstones, "
+                    "compression or compacted topics: use the signed profile"
+                )
             state.held.extend(contents)
             size = sum(map(len, contents) if value_lengths is None else value_lengths)
             state.nbytes += size
             self._unacked_bytes += size
             state.next_offset = first + count
             return first, [PublishRecords(topic, self._node_id, first, tuple(contents))]
-        sealed = self._profile.seal(topic, first, keys, contents, timestamp_ms, value_lengths)
+        if extras or codec or compacted:  # Codec.NONE is 0
+            sealed = self._profile.seal(
+                topic, first, keys, contents, timestamp_ms, None, extras, codec, compacted
+            )
+        else:
+            sealed = self._profile.seal(topic, first, keys, contents, timestamp_ms, value_lengths)
         ends = state.ends
         assert ends is not None
         out: list[Outgoing] = []

@@ -73,9 +73,11 @@ from ..metadata.follower import MetadataView, require_transport
 from ..metadata.state import topic_settings
 from ..storage.state_dir import StateDir
 from ..wire.signed import DEFAULT_BATCH_FORMAT, MAX_KEY_BYTES, MAX_VALUE_BYTES
+from ..wire.signed_builder import RecordExtra, header_bytes
+from ..wire.signed_rich import Codec, check_headers, codec_named
 from ._budget import CloseResult, UnackedBudget
 from ._core import ProducerCore
-from ._inflight import Values
+from ._inflight import RichValues, Values
 from ._io import _ProducerHandler, _Queued
 from ._recovery import DEFAULT_WAIT as RECOVERY_WAIT
 from ._setup import open_state, trusted_store_ids, wire_profile
@@ -86,6 +88,8 @@ from ._why import Diagnosis, check_towers_resolve, diagnose, read_evidence
 log = logging.getLogger(__name__)
 
 RFC46_MAX_IN_FLIGHT = 50_000
+MAX_TIMESTAMP_MS = 2**63 - 1
+"""The latest record time ``send`` takes (Kafka's timestamps are signed 64-bit ms)."""
 
 YIELD_EVERY = 1024
 """Each time this many more items wait for the IO thread, ``send`` lets go of the GIL
@@ -111,7 +115,32 @@ class _SendPolicy:
     max_record: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     """Per-topic record size caps from the metadata (topic -> bytes)."""
     topics_ok: frozenset[str] = frozenset()
-    """Topics known to exist (or created on first use): ``send`` skips their check."""
+    """Topics known to exist (or created on first use): ``send`` skips their check.
+    Never a compacted topic: a send to one is checked for its key each time."""
+    compacted: frozenset[str] = frozenset()
+    """Topics whose ``cleanup_policy`` includes ``compact``: every record needs a key."""
+
+
+def _topic_codec(topic: str, name: object) -> Codec:
+    """A topic's ``compression`` setting as a codec; one the metadata should have refused
+    is logged and taken as none (never a stop of the metadata's updates)."""
+    try:
+        return codec_named(name)  # type: ignore[arg-type]  # checked here
+    except ValueError:
+        log.warning("producer.metadata.bad_compression topic=%s compression=%r", topic, name)
+        return Codec.NONE
+
+
+def _check_timestamp(timestamp: object) -> int:
+    """A record's own time: a whole number of ms since the epoch, 0 .. 2**63 - 1 (Kafka's
+    CreateTime is a signed 64-bit count)."""
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        raise TypeError(
+            f"a record timestamp is an int (ms since the epoch), not {type(timestamp).__name__}"
+        )
+    if not 0 <= timestamp <= MAX_TIMESTAMP_MS:
+        raise ValueError(f"record timestamp {timestamp} is not within 0..{MAX_TIMESTAMP_MS} ms")
+    return timestamp
 
 
 def _as_bytes(data: bytes | str | bytearray | memoryview, what: str) -> bytes:
@@ -143,6 +172,10 @@ class Producer:
 
     ``batch_format`` (signed) is 3 by default; 1 writes the older BLAKE2b batches
     that readers of earlier versions take (``docs/wire.md`` §9.3, the upgrade order).
+    A batch whose records carry headers, their own timestamps or tombstones, or that is
+    compressed (``compression``: ``"none"``, ``"zstd"``, ``"lz4"``; default: the topic's
+    ``compression`` setting from the metadata, else none) or for a compacted topic, is
+    sealed in format 5 whatever ``batch_format`` says (``docs/records.md``).
 
     >>> with Producer("events", towers="127.0.0.1:5556") as p:   # doctest: +SKIP
     ...     offset = p.send(b"hello").result(timeout=10)
@@ -174,6 +207,7 @@ class Producer:
         durable: bool = False,
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_HOST,
+        compression: str | None = None,
     ) -> None:
         self.topic = check_topic_name(topic) if topic is not None else None
         check_metrics_port(metrics_port)
@@ -202,6 +236,7 @@ class Producer:
             max_batch_bytes=max_batch_bytes,
             linger_ms=linger_ms,
             batch_format=batch_format,
+            compression=compression,
         ).validate()
         nconf = node_config(towers, host, config=node)
         check_towers_resolve(nconf.towers)  # a misspelt name would be waited on for ever
@@ -339,12 +374,24 @@ class Producer:
                 for name, t in config["topics"].items()
                 if (limit := topic_settings(t)["max_record_bytes"]) is not None
             }
+            settings = {name: topic_settings(t) for name, t in config["topics"].items()}
+            compacted = frozenset(
+                name for name, t in settings.items() if "compact" in t["cleanup_policy"]
+            )
+            codecs: dict[str, Codec] = {
+                name: codec
+                for name, t in settings.items()
+                if (codec := _topic_codec(name, t["compression"])) is not Codec.NONE
+            }
             with self._policy_lock:
                 known = self._policy.topics_ok
                 gone = [(t, r) for t, r in news if t in known]
-                # a deleted topic is checked again by the next send: created again or refused
+                # a deleted topic is checked again by the next send: created again or refused;
+                # a compacted one by every send (for its key)
                 self._policy = _SendPolicy(
-                    MappingProxyType(max_record), known.difference(t for t, _ in gone)
+                    MappingProxyType(max_record),
+                    known.difference(t for t, _ in gone).difference(compacted),
+                    compacted,
                 )
             for topic, revision in gone:
 
@@ -366,6 +413,7 @@ class Producer:
             )
 
             def apply(now: float) -> list[Publish]:
+                self._handler.set_topic_sealing(codecs, compacted)
                 self._handler.apply_policy(*policy)
                 self._core.set_read_view(view)  # FETCH answers (issue 32)
                 self._loop.set_read_view(view)
@@ -398,6 +446,8 @@ class Producer:
         topic = topic if topic is not None else self.topic
         if topic is None:
             raise ValueError("no topic: pass topic= or create the Producer with a topic")
+        if topic in policy.compacted:
+            return topic  # in the metadata: it exists (never in topics_ok, see _SendPolicy)
         if topic not in policy.topics_ok:
             check_topic_name(topic)
             view = self._metadata
@@ -411,8 +461,9 @@ class Producer:
                 view.create_topic(topic)
             with self._policy_lock:
                 # unless the metadata changed since this send read it (a deletion may have
-                # come in between): then the next send checks again
-                if self._policy is policy:
+                # come in between): then the next send checks again. A compacted topic is
+                # never skipped: its sends are checked for a key (_keyless)
+                if self._policy is policy and topic not in policy.compacted:
                     self._policy = replace(policy, topics_ok=policy.topics_ok | {topic})
         return topic
 
@@ -433,6 +484,48 @@ class Producer:
             )
         return RecordTooLargeError(f"{what} ({limit} bytes)", size, limit)
 
+    def _keyless(self, topic: str) -> ConfigError:
+        return ConfigError(
+            f"topic {topic!r} is compacted (cleanup_policy includes compact): every record "
+            "needs a key, the newest record of each key is what the topic keeps"
+        )
+
+    def _no_rich(self) -> ProfileError:
+        return ProfileError(
+            "the rfc46 wire profile has no headers, record timestamps or tombstones: "
+            "send without them or use the signed profile"
+        )
+
+    def _extra(
+        self,
+        value: bytes | str | None,
+        key: bytes | None,
+        headers: object,
+        timestamp: int | None,
+    ) -> tuple[bytes, RecordExtra | None]:
+        """A record's value (``b""`` for a tombstone) and what it carries besides (None:
+        nothing), checked: headers within their bounds, the time a whole number of ms."""
+        # guard: producer-rfc46-refuses-headers
+        if not self._keys:
+            raise self._no_rich()
+        tombstone = value is None
+        if tombstone:
+            if key is None:
+                raise ValueError(
+                    "a record without a value (a tombstone) needs a key: it deletes that "
+                    "key from a compacted topic"
+                )
+            value = b""
+        elif type(value) is not bytes:
+            value = _as_bytes(value, "value")  # type: ignore[arg-type]  # not None: see above
+        if timestamp is not None:
+            timestamp = _check_timestamp(timestamp)
+        hdrs = check_headers(headers)  # TypeError, or LimitExceeded naming the bound
+        if not hdrs and timestamp is None and not tombstone:
+            return value, None
+        weight = header_bytes(hdrs)
+        return value, RecordExtra(timestamp, hdrs, tombstone, weight)
+
     def _no_keys(self) -> ProfileError:
         return ProfileError(
             "the rfc46 wire profile has no record keys: send without a key "
@@ -441,15 +534,27 @@ class Producer:
 
     def send(
         self,
-        value: bytes | str,
+        value: bytes | str | None,
         key: bytes | str | None = None,
         *,
+        headers: Iterable[tuple[str, bytes | str | None]]
+        | Mapping[str, bytes | str | None]
+        | None = None,
+        timestamp: int | None = None,
         topic: str | None = None,
     ) -> RecordFuture:
         """Queue one record; the future resolves to its offset once durable.
 
         ``key`` needs the signed profile (``None``: no key; ``b""`` is an empty key).
+        ``headers`` (ordered ``(str, bytes | str | None)`` pairs, repeated keys allowed,
+        or a mapping), ``timestamp`` (the record's own time, ms since the epoch, Kafka's
+        CreateTime; without it, the time its batch is sealed) and ``value=None`` with a
+        key (a tombstone) need the signed profile: such a record's batch is format 5
+        (``docs/records.md``). Headers over their bounds raise :class:`LimitExceeded`
+        (a ``ValueError`` naming the bound).
         """
+        if headers is not None or timestamp is not None:  # the fast path's one added check
+            return self._send_rich(value, key, headers, timestamp, topic)
         # the per-record API's hot path: one snapshot of the policy, checks that call
         # out only when they fail, one lock (the budget's), one deque append
         if key is not None:
@@ -461,7 +566,12 @@ class Producer:
             topic = self.topic
         if topic is None or topic not in policy.topics_ok:
             topic = self._topic(topic, policy)
+            # guard: producer-compacted-needs-key
+            if key is None and topic in policy.compacted:
+                raise self._keyless(topic)
         if type(value) is not bytes:
+            if value is None:  # a tombstone
+                return self._send_rich(value, key, None, None, topic)
             value = _as_bytes(value, "value")
         if key is not None and len(key) > self._max_key:
             raise self._too_big(topic, len(key), policy, key=True)
@@ -474,21 +584,60 @@ class Producer:
         self._enqueue((topic, value, key, fut))
         return fut
 
+    def _send_rich(
+        self,
+        value: bytes | str | None,
+        key: bytes | str | None,
+        headers: object,
+        timestamp: int | None,
+        topic: str | None,
+    ) -> RecordFuture:
+        """``send`` of a record with headers, its own time, or a tombstone: queued as a
+        one-record run of its own (:class:`RichValues`)."""
+        if key is not None:
+            if not self._keys:
+                raise self._no_keys()
+            key = _as_bytes(key, "key")
+        value, extra = self._extra(value, key, headers, timestamp)
+        if extra is None:  # nothing besides after all (empty headers)
+            return self.send(value, key, topic=topic)
+        policy = self._policy
+        topic = self._topic(topic, policy)
+        if key is None and topic in policy.compacted:
+            raise self._keyless(topic)
+        if key is not None and len(key) > self._max_key:
+            raise self._too_big(topic, len(key), policy, key=True)
+        size = len(value) + extra.header_bytes  # headers count towards the value's caps
+        caps = policy.max_record
+        if size > self._max_value or (caps and size > caps.get(topic, size)):
+            raise self._too_big(topic, size, policy)
+        fut = RecordFuture()
+        self._budget.reserve(1, size)
+        vals = RichValues([value], {0: extra}, [size], size)
+        self._enqueue((topic, vals, None if key is None else [key], fut))
+        return fut
+
     def send_many(
         self,
-        values: Sequence[bytes | str],
+        values: Sequence[bytes | str | None],
         keys: Sequence[bytes | str | None] | None = None,
         *,
+        headers: Sequence[object] | None = None,
+        timestamps: Sequence[int | None] | None = None,
         topic: str | None = None,
     ) -> BatchFuture:
         """Queue ``values`` (with ``keys``, one per value, signed profile) as consecutive records.
 
         Returns one future that resolves to the ``range`` of their offsets once
         all of them are durable: one future instead of one per record, for
-        throughput. They are published together, in order.
+        throughput. They are published together, in order. ``headers`` and
+        ``timestamps`` give one entry per value (``None``: none, the seal time), and a
+        ``None`` value with a key is a tombstone, as :meth:`send` takes them.
         """
         policy = self._policy  # one snapshot for the whole call
         topic = self._topic(topic, policy)
+        if headers is not None or timestamps is not None:
+            return self._send_many_rich(values, keys, headers, timestamps, topic, policy)
         # ours to keep, measured once (Values): for the caps, the budget and the IO
         # thread's turns and batches
         vals: Values
@@ -496,8 +645,10 @@ class Producer:
             values = list(values)  # any iterable: read once
         if list(map(type, values)).count(bytes) == len(values):  # one pass in C
             vals = Values(values)  # type: ignore[arg-type]  # all bytes
+        elif None in values:  # tombstones
+            return self._send_many_rich(values, keys, None, None, topic, policy)
         else:  # some str, bytearray or memoryview
-            vals = Values([v if type(v) is bytes else _as_bytes(v, "value") for v in values])
+            vals = Values([v if type(v) is bytes else _as_bytes(v, "value") for v in values])  # type: ignore[arg-type]  # no None
         key_list: list[bytes | None] | None = None
         if keys is not None:
             if len(keys) != len(vals):
@@ -509,6 +660,9 @@ class Producer:
                 longest = max(len(k) for k in key_list if k is not None)
                 if longest > self._max_key:
                     raise self._too_big(topic, longest, policy, key=True)
+        if policy.compacted and topic in policy.compacted and vals:
+            if key_list is None or None in key_list:
+                raise self._keyless(topic)
         fut = BatchFuture()
         if not vals:
             fut.resolve(range(0))
@@ -521,6 +675,65 @@ class Producer:
             raise self._too_big(topic, biggest, policy)
         self._budget.reserve(len(vals), vals.size)
         self._enqueue((topic, vals, key_list, fut))
+        return fut
+
+    def _send_many_rich(
+        self,
+        values: Sequence[bytes | str | None],
+        keys: Sequence[bytes | str | None] | None,
+        headers: Sequence[object] | None,
+        timestamps: Sequence[int | None] | None,
+        topic: str,
+        policy: _SendPolicy,
+    ) -> BatchFuture:
+        """``send_many`` of records some of which carry headers, their own time or are
+        tombstones: each record checked as :meth:`send` checks it."""
+        values = list(values)
+        n = len(values)
+        for what, given in (("keys", keys), ("headers", headers), ("timestamps", timestamps)):
+            if given is not None and len(given) != n:
+                raise ValueError(f"{len(given)} {what} for {n} values")
+        key_list: list[bytes | None] | None = None
+        if keys is not None and any(k is not None for k in keys):
+            if not self._keys:
+                raise self._no_keys()
+            key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
+            longest = max(len(k) for k in key_list if k is not None)
+            if longest > self._max_key:
+                raise self._too_big(topic, longest, policy, key=True)
+        if topic in policy.compacted and n and (key_list is None or None in key_list):
+            raise self._keyless(topic)
+        vals: list[bytes] = []
+        lengths: list[int] = []
+        extras: dict[int, RecordExtra] = {}
+        for i, value in enumerate(values):
+            key = key_list[i] if key_list is not None else None
+            hdrs = headers[i] if headers is not None else None
+            ts = timestamps[i] if timestamps is not None else None
+            raw, extra = self._extra(value, key, hdrs, ts)
+            vals.append(raw)
+            size = len(raw)
+            if extra is not None:
+                extras[i] = extra
+                size += extra.header_bytes
+            lengths.append(size)
+        fut = BatchFuture()
+        if not vals:
+            fut.resolve(range(0))
+            return fut
+        limit = self._max_value
+        caps = policy.max_record
+        if caps:
+            limit = min(limit, caps.get(topic, limit))
+        biggest = max(lengths)
+        if biggest > limit:
+            raise self._too_big(topic, biggest, policy)
+        total = sum(lengths)
+        self._budget.reserve(n, total)
+        queued = (
+            RichValues(vals, extras, lengths, total) if extras else Values(vals, lengths, total)
+        )
+        self._enqueue((topic, queued, key_list, fut))
         return fut
 
     def _enqueue(self, item: _Queued) -> None:

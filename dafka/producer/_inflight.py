@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import accumulate
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from ..futures import BatchFuture, RecordFuture, fail_each, resolve_each
+from ..wire.signed_builder import RecordExtra
 
-__all__ = ["Continued", "ManyRun", "RecordRun", "Run", "TopicTurn", "Values"]
+__all__ = ["Continued", "ManyRun", "RecordRun", "RichValues", "Run", "TopicTurn", "Values"]
 
 
 class RecordRun:
@@ -93,7 +94,7 @@ class ManyRun:
         self,
         at: int,
         count: int,
-        future: BatchFuture,
+        future: BatchFuture | RecordFuture,
         size: int,
         origin: ManyRun | None = None,
         last: bool = True,
@@ -120,7 +121,11 @@ class ManyRun:
             return 0, 0
         if self.last:
             start = self.base if self.origin is None else self.origin.base
-            self.future.resolve(range(start, self.base + self.count))
+            future = self.future
+            if type(future) is RecordFuture:  # a send with headers, a time, ...
+                future.resolve(start)  # its offset
+            else:
+                cast(BatchFuture, future).resolve(range(start, self.base + self.count))
         self.finished = True
         return self.count, self.size
 
@@ -139,7 +144,7 @@ class Continued(NamedTuple):
     """In the queue in place of a future: the rest of a ``send_many`` whose first records a
     turn took (``future``: the send's; ``origin``: the run of its first records)."""
 
-    future: BatchFuture
+    future: BatchFuture | RecordFuture
     origin: ManyRun
 
     def fail(self, error: BaseException) -> None:
@@ -163,15 +168,46 @@ class Values(list[bytes]):
         self.size = sum(self.lengths) if size is None else size
 
 
+class RichValues(Values):
+    """Values queued by a ``send`` or ``send_many`` some of whose records carry headers,
+    their own time or are tombstones (queued as ``b""``): ``extras[i]`` is what record
+    ``i`` carries (none: nothing besides). ``lengths`` count each record's header bytes
+    with its value's, so the budget holds what headers cost too. Queued as a
+    ``send_many``'s values are (a ``send``'s future is then a :class:`RecordFuture`,
+    which its :class:`ManyRun` resolves to the offset): the plain ``send`` path never
+    sees them."""
+
+    __slots__ = ("extras",)
+
+    def __init__(
+        self,
+        values: Iterable[bytes],
+        extras: dict[int, RecordExtra],
+        lengths: list[int] | None = None,
+        size: int | None = None,
+    ) -> None:
+        super().__init__(values, lengths, size)
+        self.extras = extras
+
+    def part(self, start: int, stop: int) -> RichValues:
+        """Records ``start .. stop - 1`` (their extras numbered from 0)."""
+        extras = {i - start: e for i, e in self.extras.items() if start <= i < stop}
+        lengths = self.lengths[start:stop]
+        return RichValues(self[start:stop], extras, lengths, sum(lengths))
+
+
 class TopicTurn:
     """What one turn of the IO thread took for one topic: the values and keys to seal
     (``keyed``: some key is not None), their lengths while they are known (None once a
     ``send`` record is among them: those are not measured one by one) and the sends, as
     runs in offset order."""
 
-    __slots__ = ("keyed", "keys", "lengths", "open", "runs", "values")
+    __slots__ = ("extras", "keyed", "keys", "lengths", "open", "runs", "values")
 
     def __init__(self) -> None:
+        self.extras: dict[int, RecordExtra] | None = None
+        """What records carry besides key and value (:class:`RichValues`), by index in
+        :attr:`values`; None while no record does (the fast path)."""
         self.values: list[bytes] = []
         self.keys: list[bytes | None] = []
         self.keyed = False
@@ -193,7 +229,7 @@ class TopicTurn:
         self,
         values: list[bytes],
         keys: list[bytes | None] | None,
-        future: BatchFuture,
+        future: BatchFuture | RecordFuture,
         origin: ManyRun | None = None,
         last: bool = True,
         lengths: list[int] | None = None,
@@ -208,6 +244,11 @@ class TopicTurn:
         if size is None:
             size = sum(lengths)
         run = ManyRun(len(self.values), n, future, size, origin, last)
+        if type(values) is RichValues and values.extras:
+            at = len(self.values)
+            if self.extras is None:
+                self.extras = {}
+            self.extras.update((at + i, e) for i, e in values.extras.items())
         self.runs.append(run)
         self.open = None
         if self.lengths is not None:

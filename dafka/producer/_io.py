@@ -42,9 +42,10 @@ from ..io.node import NodeHandler, NodeLoop
 from ..io.node_plugins import MessageSources
 from ..io.ready_shell import run_ready
 from ..wire.rfc46 import Command
+from ..wire.signed_rich import Codec, codec_named
 from ._core import ProducerCore
 from ._disk import StateDirTrouble
-from ._inflight import Continued, ManyRun, RecordRun, Run, TopicTurn, Values
+from ._inflight import Continued, ManyRun, RecordRun, RichValues, Run, TopicTurn, Values
 from ._linger import Linger
 from ._ready import AckedUpTo, Log, ReadyQueue, Release, Reserve, StatePersister
 from ._state import ProducerState
@@ -139,6 +140,14 @@ class _ProducerHandler(NodeHandler):
         self.stopped = False
         """Set by :meth:`on_stop` before it drains the queue; ``Producer._enqueue`` reads
         it after appending: whoever of the two comes last fails what is queued."""
+        self.codec: Codec | None = (
+            None if config.compression is None else codec_named(config.compression)
+        )
+        """The producer's ``compression`` (None: each topic's, from the metadata)."""
+        self.topic_codecs: dict[str, Codec] = {}
+        self.compacted: frozenset[str] = frozenset()
+        """Per topic, from the metadata: its ``compression``, and whether it is compacted
+        (:meth:`sealing`)."""
         self.stores: set[str] = set()
         """Stores connected to this producer (subscribed to its data socket), at most
         :data:`MAX_STORES_NAMED`: to say why nothing is acknowledged."""
@@ -152,6 +161,21 @@ class _ProducerHandler(NodeHandler):
             return
         self._durable([e for e in effects if type(e) is Acked], self._clock())
         self._run([])
+
+    def sealing(self, topic: str) -> tuple[Codec, bool]:
+        """How ``topic``'s batches are sealed: the codec (the producer's own, else the
+        topic's ``compression`` from the metadata, else none) and whether the topic is
+        compacted (its batches are format 5 whatever they hold)."""
+        codec = self.codec
+        if codec is None:
+            codec = self.topic_codecs.get(topic, Codec.NONE)
+        return codec, topic in self.compacted
+
+    def set_topic_sealing(self, codecs: dict[str, Codec], compacted: frozenset[str]) -> None:
+        """On the IO thread (queued with NodeLoop.call): the topics' ``compression`` and
+        which are compacted, from the metadata."""
+        self.topic_codecs = codecs
+        self.compacted = compacted
 
     def topic_deleted(self, topic: str, revision: int) -> None:
         """On the IO thread: the topic was deleted; what was not acknowledged never will be."""
@@ -319,8 +343,11 @@ class _ProducerHandler(NodeHandler):
         for topic, turn in by_topic.items():
             values, runs = turn.values, turn.runs
             keys = turn.keys if turn.keyed else None
+            codec, compacted = self.sealing(topic)
             try:
-                first, pubs = self.core.publish(topic, values, now, keys, stamp, turn.lengths)
+                first, pubs = self.core.publish(
+                    topic, values, now, keys, stamp, turn.lengths, turn.extras, codec, compacted
+                )
             except Exception:  # send() checks sizes, so this is a defence: isolate the bad
                 first, pubs, runs, values = self._publish_apart(topic, turn, now, stamp)
                 if not runs:
@@ -373,7 +400,7 @@ class _ProducerHandler(NodeHandler):
         fut = cast("BatchFuture | Continued", item[3])
         future, origin = (fut.future, fut.origin) if isinstance(fut, Continued) else (fut, None)
         n = len(values)
-        if type(values) is Values:  # as send_many queues them: measured already
+        if type(values) is Values or type(values) is RichValues:  # measured already (send_many)
             lengths, size = values.lengths, values.size
         else:
             lengths = list(map(len, values))
@@ -383,6 +410,27 @@ class _ProducerHandler(NodeHandler):
             if room < n:
                 room = max(1, room)
                 part = lengths[:room]
+                if type(values) is RichValues:  # its extras go with their records
+                    head, rich_left = values.part(0, room), values.part(room, n)
+                    run = turn.add_many(
+                        head,
+                        keys[:room] if keys is not None else None,
+                        future,
+                        origin,
+                        False,
+                        head.lengths,  # with their headers' bytes, as the budget counts them
+                        head.size,
+                    )
+                    self.cut_short = True
+                    self.queue.appendleft(
+                        (
+                            topic,
+                            rich_left,
+                            keys[room:] if keys is not None else None,
+                            Continued(future, origin or run),
+                        )
+                    )
+                    return run
                 run = turn.add_many(
                     values[:room],
                     keys[:room] if keys is not None else None,
@@ -405,7 +453,7 @@ class _ProducerHandler(NodeHandler):
         could not be reserved, its topic was deleted): counted as failed, never published,
         so that what the failure says was not sent is not sent later either."""
         values = cast(list[bytes], value)  # a send_many's item: see _Queued
-        size = values.size if type(values) is Values else sum(map(len, values))
+        size = values.size if isinstance(values, Values) else sum(map(len, values))
         error = ProducerError("not sent: an earlier part of its send_many failed")
         self.state.budget.rejected(len(values), size, error)
 
@@ -490,6 +538,8 @@ class _ProducerHandler(NodeHandler):
         runs index.
         """
         values, keys = turn.values, turn.keys if turn.keyed else None
+        extras = turn.extras or {}
+        codec, compacted = self.sealing(topic)
         first = -1
         out: list[Outgoing] = []
         kept: list[Run] = []
@@ -505,7 +555,15 @@ class _ProducerHandler(NodeHandler):
                 part = values[at : at + count]
                 try:
                     start, pubs = self.core.publish(
-                        topic, part, now, keys[at : at + count] if keys is not None else None, stamp
+                        topic,
+                        part,
+                        now,
+                        keys[at : at + count] if keys is not None else None,
+                        stamp,
+                        None,
+                        {i - at: e for i, e in extras.items() if at <= i < at + count},
+                        codec,
+                        compacted,
                     )
                 except Exception as exc:
                     log.warning(
@@ -513,7 +571,9 @@ class _ProducerHandler(NodeHandler):
                     )
                     if fut is not None:
                         fut.fail(exc)
-                    self.state.budget.rejected(count, sum(map(len, part)), exc)
+                    # a send_many's size counts its headers' bytes, as the budget did
+                    size = run.size if isinstance(run, ManyRun) else sum(map(len, part))
+                    self.state.budget.rejected(count, size, exc)
                     continue
                 if first < 0:
                     first = start

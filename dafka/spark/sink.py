@@ -249,9 +249,9 @@ def _send(producer: Producer, row: Row) -> None:
     if stamp is not None:
         extra["timestamp"] = stamp
     if key is not None:
-        producer.send(value, key, topic=topic, **extra)  # type: ignore[arg-type]
+        producer.send(value, key, topic=topic, **extra)
     else:
-        producer.send(value, topic=topic, **extra)  # type: ignore[arg-type]
+        producer.send(value, topic=topic, **extra)
 
 
 def write_at_least_once(batches: Iterator[Any], opts: WriteOptions) -> DafkaCommitMessage:

@@ -69,6 +69,7 @@ from .lmdb_values import (
     BadBatch,
     IntegrityStats,
     batch_items,
+    batch_record_time,
     batch_timestamp,
     checked_blob,
     head_entry,
@@ -408,8 +409,12 @@ class LmdbStorage(LmdbRewrites):
                     (first,) = _U64.unpack_from(value)
                     (last,) = _U64.unpack_from(key, plen)
                     at = _OVERHEAD if first >= since else 8
-                    stamp = batch_timestamp(value, at) if profile == "signed" else None
-                    out.append(BatchInfo(first, last, len(value) - at, stamp))
+                    if profile == "signed":
+                        stamp = batch_timestamp(value, at)
+                        when = batch_record_time(value, at)
+                    else:
+                        stamp = when = None
+                    out.append(BatchInfo(first, last, len(value) - at, stamp, when))
         except lmdb.Error as exc:
             raise self._failed(exc, f"read from {self._path} failed") from exc
         return out

@@ -23,6 +23,7 @@ __all__ = [
     "read_head_entry",
     "IntegrityStats",
     "batch_items",
+    "batch_record_time",
     "batch_timestamp",
     "checked_blob",
     "keyed_batches",
@@ -174,6 +175,26 @@ def batch_timestamp(value: memoryview | bytes, blob_at: int) -> int | None:
     if len(value) < at + 8:
         return None
     return int(_U64.unpack_from(value, at)[0])
+
+
+_RICH_FORMAT = 5
+_RICH_TIMES = struct.Struct(">BBQQ")  # codec, form, min time, max time
+
+
+def batch_record_time(value: memoryview | bytes, blob_at: int) -> int | None:
+    """The newest of a stored format-5 batch's records' own times, read in place from its
+    signed header (``dafka.wire.signed_rich``: after the fields :func:`batch_timestamp`
+    reads come ``codec u8 | form u8 | min time u64 | max time u64``), when it differs
+    from the seal stamp; None for other formats, or when every record is at the seal
+    time. Retention ages the batch by it (``dafka.storage.retention``)."""
+    if len(value) < blob_at + 2 or value[blob_at] != _RICH_FORMAT:
+        return None
+    at = blob_at + 2 + value[blob_at + 1] + 16 + 8 + 4
+    if len(value) < at + 8 + _RICH_TIMES.size:
+        return None
+    (seal,) = _U64.unpack_from(value, at)
+    _codec, _form, _lo, hi = _RICH_TIMES.unpack_from(value, at + 8)
+    return None if hi == seal else int(hi)
 
 
 def _first(item: tuple[bytes, StoredBatch]) -> bytes:

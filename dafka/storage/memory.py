@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..errors import ClosedError, StorageError
 from .base import HeadTail, StoredBatch, plan_append
-from .lmdb_values import BadBatch, batch_timestamp
+from .lmdb_values import BadBatch, batch_record_time, batch_timestamp
 from .retention import BatchInfo
 
 __all__ = ["MemoryStorage"]
@@ -160,6 +160,7 @@ class MemoryStorage:
                 b.last_offset,
                 len(b.blob),
                 batch_timestamp(b.blob, 0) if signed else None,
+                batch_record_time(b.blob, 0) if signed else None,
             )
             for b in part.batches
         ]

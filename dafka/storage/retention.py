@@ -1,9 +1,9 @@
 """Retention: which whole old batches of a partition fall out of its topic's limits.
 
 Pure planning, no IO: given a partition's batches oldest first as
-:class:`BatchInfo` (offsets, stored size, producer timestamp), :func:`retention_cut`
-says from which batch on to keep. Only whole batches go, oldest first, and the
-newest batch always stays (so a partition keeps a head and a tail).
+:class:`BatchInfo` (offsets, stored size, producer timestamp, records' time),
+:func:`retention_cut` says from which batch on to keep. Only whole batches go, oldest
+first, and the newest batch always stays (so a partition keeps a head and a tail).
 
 Age is not taken from one clock (issue 33, point 6). A batch's age is the smaller of
 
@@ -17,9 +17,37 @@ Age is not taken from one clock (issue 33, point 6). A batch's age is the smalle
   bounded, so a producer clock behind cannot age its batches and one ahead cannot keep
   them for ever).
 
+**Record times** (issue 36, point 3). A format-5 batch carries its records' own times
+(Kafka's CreateTime) and, in its signed header, their maximum ``T``. As Kafka ages a
+segment by its largest timestamp, such a batch is aged by ``T`` (``BatchInfo.record_ms``;
+when ``T`` is the seal stamp, every record at the seal time, the rule above applies
+unchanged). ``T`` is the producer's word, so it only counts within a window around the
+batch's arrival ``W_r`` (the store's wall clock at receipt), from
+:func:`backdate_ms` (half the retention) before it to ``max_future_ms`` (the topic's
+setting, an hour by default) after it::
+
+    t   = clamp(T, W_r - retention_ms // 2, W_r + max_future_ms)
+    age = max(0, min(held + (W_r - t), wall - t))
+
+where ``held`` is the time this store has held the batch by its held clock and ``wall``
+its wall clock now. So, whatever the records' times:
+
+* a batch is **never kept past** ``retention_ms + max_future_ms`` of held time (a record
+  stamped far in the future counts as ``max_future_ms`` past arrival; the held term then
+  passes the retention after that long), and it never blocks the batches after it longer;
+* a batch is **never deleted before** it has been held ``retention_ms - retention_ms // 2``
+  (half the retention: a record stamped far in the past, a replay of last year's events,
+  counts as half a retention old at arrival, not as older than the retention, which in
+  Kafka deletes it at the next check, before anyone read it);
+* between the two, a past record time **ages the batch faster**, as Kafka users expect:
+  records stamped a quarter of the retention before they arrived go after three quarters
+  of it. The wall term keeps the issue 33 property: a store clock stepped back only makes
+  batches look younger; one stepped ahead is caught by the held term and the pause below.
+
 And no batch is trimmed by age while the store's wall clock has stepped ahead of its
 monotonic measure by more than :data:`CLOCK_STEP_MS` since the newest batch whose
-producer stamp agreed with it (:meth:`HeldLedger.clock_ahead_ms`).
+producer stamp agreed with it (:meth:`HeldLedger.clock_ahead_ms`; the seal stamp, never a
+record's own time, which need not be near the clock).
 """
 
 from __future__ import annotations
@@ -30,11 +58,13 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "CLOCK_STEP_MS",
+    "DEFAULT_MAX_FUTURE_MS",
     "MAX_RECEIPTS",
     "STAMP_WINDOW_MS",
     "BatchInfo",
     "HeldLedger",
     "Receipt",
+    "backdate_ms",
     "retention_cut",
 ]
 
@@ -45,6 +75,10 @@ age computed from it is clamped (Kafka bounds record timestamps against the brok
 CLOCK_STEP_MS = 60_000
 """How far the store's wall clock may run ahead of its monotonic measure (since the start
 of the run or the newest batch whose stamp agreed with it) before age retention stops."""
+
+DEFAULT_MAX_FUTURE_MS = 3_600_000
+"""The topic setting ``max_future_ms`` by default (``dafka.metadata.settings``): how far
+past a batch's arrival its records' own times count."""
 
 MAX_RECEIPTS = 64
 """Receipts kept per partition; beyond it the two closest in held time merge (the later
@@ -58,6 +92,15 @@ class BatchInfo:
     size: int
     timestamp_ms: int | None
     """The producer's timestamp (None under rfc46: age retention does not apply)."""
+    record_ms: int | None = None
+    """The newest of its records' own times (format 5, from the signed header), when it
+    differs from ``timestamp_ms``; None: every record is at the seal stamp."""
+
+
+def backdate_ms(max_age_ms: int | None) -> int:
+    """How far before a batch's arrival its records' time may count for retention: half
+    the retention, so a batch is held at least the other half whatever its records say."""
+    return 0 if max_age_ms is None else max(0, max_age_ms) // 2
 
 
 def retention_cut(
@@ -80,7 +123,8 @@ def retention_cut(
             if ages_ms is not None:
                 age = ages_ms[i]
             else:
-                age = None if batch.timestamp_ms is None else now_ms - batch.timestamp_ms
+                stamp = batch.timestamp_ms if batch.record_ms is None else batch.record_ms
+                age = None if stamp is None else now_ms - stamp
             if age is None or age <= max_age_ms:
                 break
             drop += 1
@@ -172,9 +216,22 @@ class HeldLedger:
         if newest_stamp_ms is not None and abs(wall_ms - newest_stamp_ms) <= CLOCK_STEP_MS:
             self._base_ms = wall_ms - self.held_ms
 
-    def ages(self, key: Key, batches: Sequence[BatchInfo], wall_ms: int) -> list[int | None]:
-        """Each batch's age for retention: the smaller of its held time and the wall clock
-        minus its producer stamp clamped to the receipt's window (None: no stamp)."""
+    def ages(
+        self,
+        key: Key,
+        batches: Sequence[BatchInfo],
+        wall_ms: int,
+        *,
+        max_age_ms: int | None = None,
+        max_future_ms: int | None = None,
+    ) -> list[int | None]:
+        """Each batch's age for retention (None: no stamp): the smaller of its held time
+        and the wall clock minus its producer stamp clamped to the receipt's window; for
+        records with their own times (``record_ms``), the module's rule, their time
+        clamped from :func:`backdate_ms` of ``max_age_ms`` before the receipt to
+        ``max_future_ms`` after it (None: :data:`DEFAULT_MAX_FUTURE_MS`)."""
+        back = backdate_ms(max_age_ms)
+        future = DEFAULT_MAX_FUTURE_MS if max_future_ms is None else max(0, max_future_ms)
         receipts = self.receipts.get(key, [])
         uptos = [r.upto for r in receipts]
         out: list[int | None] = []
@@ -187,10 +244,17 @@ class HeldLedger:
                 out.append(0)
                 continue
             r = receipts[i]
+            held = self.held_ms - r.held_ms
+            if batch.record_ms is not None:
+                # guard: retention-clamps-record-times
+                t = min(max(batch.record_ms, r.wall_ms - back), r.wall_ms + future)
+                # guard: retention-record-age-bounded-held
+                out.append(max(0, min(held + (r.wall_ms - t), wall_ms - t)))
+                continue
             # guard: retention-clamps-producer-stamps-receipt
             stamp = min(max(batch.timestamp_ms, r.wall_ms - STAMP_WINDOW_MS), r.wall_ms)
             # guard: retention-age-bounded-store-own
-            out.append(max(0, min(self.held_ms - r.held_ms, wall_ms - stamp)))
+            out.append(max(0, min(held, wall_ms - stamp)))
         return out
 
     def trimmed(self, key: Key, tail: int) -> None:

@@ -105,6 +105,10 @@ only reads of another's it keeps as a read-only reference, named in its construc
   lacks is fetched (re-replication), a trusted store's signed tail lets a store down past
   retention continue, and the partitions held by fewer stores than ``min_acks`` are counted;
 * ``_repair.py``: :class:`~dafka.store._repair.StoreRepair`, corrupt batches asked for;
+* ``_compaction.py``: compacted topics: the pure planner (which records a compacted
+  partition drops), the ingest rule (a producer's batch on such a topic: format 5, a
+  key on every record) and :class:`~dafka.store._compaction.Compactor`, the background
+  job the IO shell steps within ``--compaction-rate`` (``docs/storage.md``);
 * ``_waiting.py``: the drain gathered while a commit is in flight (writer thread);
 * ``_core.py``: :class:`StoreCore`, which builds the parts and runs one drained batch
   through them, ACKs last.
@@ -119,6 +123,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ._compaction import COMPACTION_PASS_SECONDS, DEFAULT_COMPACTION_RATE
     from ._core import MAX_HELLO_TOPICS, StoreCore
     from ._facade import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
     from ._gaps import MAX_OPEN_GAPS
@@ -126,6 +131,8 @@ if TYPE_CHECKING:
     from ._state import Equivocation, StoreStats
 
 __all__ = [
+    "COMPACTION_PASS_SECONDS",
+    "DEFAULT_COMPACTION_RATE",
     "DEFAULT_SERVE_RATE",
     "MAX_HELLO_TOPICS",
     "MAX_OPEN_GAPS",
@@ -138,6 +145,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "COMPACTION_PASS_SECONDS": "._compaction",
+    "DEFAULT_COMPACTION_RATE": "._compaction",
     "DEFAULT_SERVE_RATE": "._facade",
     "MAX_HELLO_TOPICS": "._core",
     "MAX_OPEN_GAPS": "._gaps",

@@ -45,6 +45,7 @@ from ..storage.scrub import DEFAULT_SCRUB_RATE, Scrubber
 from ..storage.state_dir import lock_directory, make_data_dir, unlock_directory
 from ..wire.profiles import make_profile
 from . import StoreCore
+from ._compaction import COMPACTION_PASS_SECONDS, DEFAULT_COMPACTION_RATE, Compactor
 from ._credits import credits_for_hwm
 from ._pipeline import StorePipeline
 from ._replicate import REPLICATE_INTERVAL
@@ -76,6 +77,8 @@ class _StoreHandler(NodeHandler):
         held_file: HeldFile | None = None,
         env: LmdbStorage | None = None,
         scrub_rate: float = DEFAULT_SCRUB_RATE,
+        compaction_rate: float = DEFAULT_COMPACTION_RATE,
+        compaction_pass: float = COMPACTION_PASS_SECONDS,
     ) -> None:
         self.core = core
         self._appends = _Appends(core.storage)
@@ -83,6 +86,17 @@ class _StoreHandler(NodeHandler):
         # the environment whose damage stops the store, and its background scrub
         self._env = env
         self.scrubber = Scrubber(env, scrub_rate) if env is not None else None
+        stats = core.stats
+        # the background compaction of compacted topics (dafka.store._compaction)
+        self.compactor = Compactor(
+            core.storage,
+            core.policy.compacted,
+            stats,
+            held=lambda: core.held,
+            generation=lambda: (stats.superseded, stats.retention_skips),
+            rate=compaction_rate,
+            min_pass=compaction_pass,
+        )
         self._loop: NodeLoop | None = None
         self.damaged: StorageError | None = None
         """Why the store stopped: its environment said it is damaged."""
@@ -228,6 +242,12 @@ class _StoreHandler(NodeHandler):
         core.push(core.tick(now, gaps=pipeline is None or not pipeline.in_flight))
         out.extend(self._run())
         env = self._env
+        # writes: only while no commit is in flight (never waits for one)
+        if (env is None or env.damaged is None) and (pipeline is None or not pipeline.in_flight):
+            try:
+                self.compactor.step(now, time.time_ns() // 1_000_000)
+            except StorageError as exc:  # damage is acted on below; anything else waits
+                log.warning("store.compaction.failed error=%s", exc)
         if self.scrubber is not None and env is not None and env.damaged is None:
             try:
                 self.scrubber.step(now)
@@ -303,6 +323,8 @@ class Store:
         query_limits: QueryLimits | None = None,
         replicate_interval: float = REPLICATE_INTERVAL,
         scrub_rate: float = DEFAULT_SCRUB_RATE,
+        compaction_rate: float = DEFAULT_COMPACTION_RATE,
+        compaction_pass: float = COMPACTION_PASS_SECONDS,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
         (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
@@ -319,7 +341,10 @@ class Store:
         ``replicate_interval``: seconds between two rounds of asking the other stores what
         they hold, to fetch what this store lacks (``dafka.store._replicate``).
         ``scrub_rate``: bytes per second the background scrub reads and checks (0: no
-        scrub; ``docs/storage.md``)."""
+        scrub; ``docs/storage.md``).
+        ``compaction_rate``: bytes per second the compaction of compacted topics reads
+        and writes (0: none); ``compaction_pass``: seconds from the start of one pass to
+        the next (``docs/storage.md``, "Compacted topics")."""
         if not MIN_SERVE_RATE <= serve_rate < math.inf:
             raise ConfigError(
                 f"serve_rate must be at least {MIN_SERVE_RATE} bytes per second, not {serve_rate}"
@@ -370,6 +395,8 @@ class Store:
                 held_file,
                 env=self._storage,
                 scrub_rate=scrub_rate,
+                compaction_rate=compaction_rate,
+                compaction_pass=compaction_pass,
             )
             self._loop = NodeLoop(
                 self.node_id,

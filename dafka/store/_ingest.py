@@ -26,6 +26,7 @@ from ..errors import DafkaError, StorageError, StoreFullError, WireError
 from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
 from ..wire.signed import BatchHeader, peek_batch
+from ._compaction import CompactSettings, refusal
 from ._gaps import StoreGaps
 from ._partitions import PartitionTable
 from ._policy import StorePolicy
@@ -105,6 +106,7 @@ class StoreIngest:
         self._holes: Mapping[PartitionKey, tuple[int, int]] = gaps.holes
         self._buffers: Mapping[PartitionKey, dict[int, tuple[int, bytes]]] = gaps.buffers
         self._deleted: AbstractSet[str] = policy.deleted
+        self._compacted: Mapping[str, CompactSettings] = policy.compacted
         # the other parts' methods it uses (bound once: some are on the hot path)
         self._pinned_elsewhere = table.pinned_elsewhere
         self.may_write = policy.may_write
@@ -117,6 +119,7 @@ class StoreIngest:
         self._last_error_log = -math.inf
         self._last_reject_log = -math.inf
         self._last_equivocation_log = -math.inf
+        self._last_compact_log = -math.inf
         self._full_since: float | None = None  # when appends began to fail for a full disk
         self.last_storage_error: StorageError | None = None
         self.equivocations: deque[Equivocation] = deque(maxlen=MAX_EQUIVOCATION_REPORTS)
@@ -214,6 +217,34 @@ class StoreIngest:
             return False
         return True
 
+    def _compactable(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
+        """Whether a verified batch may be stored on its topic if the topic is compacted: a
+        producer's RECORD must be format 5 with a key on every record (opened within the
+        decompression bound: only on compacted topics). A DIRECT-RECORD answers a FETCH
+        with what a producer or store held, possibly from before the topic was compacted:
+        taken (verified) and kept whole if it is format 1 or 3."""
+        # guard: compacted-topic-checks-published-records
+        if key[0] not in self._compacted or not isinstance(msg, m.Record):
+            return True
+        reason = refusal(msg.content)
+        if reason is None:
+            return True
+        self.stats.compact_refused += 1
+        # guard: store-rate-limits-compact-refusal-log
+        if b.now - self._last_compact_log >= _ERROR_LOG_PERIOD:
+            self._last_compact_log = b.now
+            log.warning(
+                "store.compact_refused topic=%s partition=%s offsets=%d..%d reason=%s total=%d "
+                "(a compacted topic takes format-5 batches with a key on every record)",
+                key[0],
+                key[1],
+                msg.offset,
+                msg.offset + msg.count - 1,
+                reason,
+                self.stats.compact_refused,
+            )
+        return False
+
     def verify_ahead(
         self, msgs: Sequence[m.Message], committing: _Batch
     ) -> dict[int, tuple[object, Exception | None]]:
@@ -301,6 +332,8 @@ class StoreIngest:
         elif first == nxt:
             if self._signed and not self._genuine(msg, key, b):
                 return
+            if self._compacted and not self._compactable(msg, key, b):
+                return
             if not self._admitted(key, b):
                 return
             self._accept(msg, key, last, b)
@@ -329,7 +362,11 @@ class StoreIngest:
                     self.stats.duplicates += 1
                 elif self._genuine(msg, key, b):
                     self._equivocation(msg, key, b, (first, held_last))
-            elif self._genuine(msg, key, b) and self._admitted(key, b):
+            elif (
+                self._genuine(msg, key, b)
+                and (not self._compacted or self._compactable(msg, key, b))
+                and self._admitted(key, b)
+            ):
                 self._hold(key, first, last, msg.content, nxt)
         else:
             self.stats.dropped_out_of_order += 1
@@ -477,11 +514,18 @@ class StoreIngest:
             except StorageError:
                 return False
             held = found[0] if found else None
+        if held is None or held.first_offset != first or held.last_offset != first + msg.count - 1:
+            return False
+        if held.blob == msg.content:
+            return True
+        # the same format-5 batch in another form (one compacted, or compacted further):
+        # the same key and signature sign the same digest (dafka.wire.signed_rich)
+        content = msg.content
         return (
-            held is not None
-            and held.first_offset == first
-            and held.last_offset == first + msg.count - 1
-            and held.blob == msg.content
+            len(held.blob) > 96
+            and len(content) > 96
+            and held.blob[0] == content[0] == 5
+            and held.blob[-96:] == content[-96:]
         )
 
     def _equivocation(

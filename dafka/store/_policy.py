@@ -19,6 +19,7 @@ from typing import Any
 from ..ids import is_group_topic
 from ..storage.base import Storage
 from ..storage.retention import CLOCK_STEP_MS, HeldLedger, retention_cut
+from ._compaction import CompactSettings, compact_settings
 from ._partitions import PartitionTable
 from ._state import PartitionKey, StoreStats
 
@@ -46,12 +47,18 @@ class StorePolicy:
         self.retention: dict[str, tuple[int | None, int | None]] = {}
         """Per topic, ``(retention_ms, retention_bytes)``."""
         self._retention = self.retention
+        self.compacted: dict[str, CompactSettings] = {}
+        """Per compacted topic (``cleanup_policy`` with ``compact``), its settings
+        (``dafka.store._compaction``)."""
         self.deleted: set[str] = set()
         """Topics deleted in the metadata and not re-created: messages about them are dropped."""
         self.held: HeldLedger | None = None
         """When this store took in each partition's batches (``dafka.storage.retention``);
         the IO shell sets the one it loaded from the data directory, else one starts empty."""
         self._clock_ahead_ms = 0
+        self.max_future: dict[str, int] = {}
+        """Per topic, ``max_future_ms``: how far past a batch's arrival its records' own
+        times count for its age (``dafka.storage.retention``; none: the default)."""
         self._applied_deletions, fences = storage.deletions()
         table.fence(fences)
 
@@ -61,19 +68,33 @@ class StorePolicy:
         """Take per-topic settings from the cluster metadata: ``producers`` (None: any
         producer may write), ``consumers`` (None: anyone may read; else those node IDs and
         the trusted ``stores``, which fill their gaps from each other) and
-        ``retention_ms`` / ``retention_bytes``."""
+        ``retention_ms`` / ``retention_bytes`` (not under ``cleanup_policy`` ``compact``
+        alone: ``compact,delete`` has both), ``cleanup_policy`` and
+        ``delete_retention_ms``."""
         acl: dict[str, frozenset[str]] = {}
+        compacted: dict[str, CompactSettings] = {}
         readers: dict[str, frozenset[str]] = {}
         trusted = frozenset(stores)
         retention: dict[str, tuple[int | None, int | None]] = {}
+        max_future: dict[str, int] = {}
+        self.max_future = max_future
         for topic, settings in topics.items():
+            future = settings.get("max_future_ms")
+            if isinstance(future, int) and not isinstance(future, bool) and future >= 0:
+                max_future[topic] = future
             producers = settings.get("producers")
             if producers is not None:
                 acl[topic] = frozenset(producers)
             consumers = settings.get("consumers")
             if consumers is not None:
                 readers[topic] = frozenset(consumers) | trusted
+            compact = compact_settings(settings)
+            if compact is not None:
+                compacted[topic] = compact
             age, size = settings.get("retention_ms"), settings.get("retention_bytes")
+            # guard: compact-only-topic-no-retention
+            if compact is not None and not compact.delete:
+                age = size = None  # compact alone: the newest of every key is kept for ever
             if age is not None or size is not None:
                 retention[topic] = (age, size)
         # in place: the other parts keep references to these tables
@@ -83,6 +104,8 @@ class StorePolicy:
         self._readers.update(readers)
         self._retention.clear()
         self._retention.update(retention)
+        self.compacted.clear()
+        self.compacted.update(compacted)
 
     def readers_of(self, topic: str) -> frozenset[str] | None:
         """The node IDs the topic's read ACL names (with the trusted stores); None: open."""
@@ -148,7 +171,7 @@ class StorePolicy:
         if held is None:
             held = self.held = HeldLedger()
         held.advance(mono_ms, now_ms)  # from the first check of the run, retention or not
-        if not self._retention:
+        if not self._retention and not self.compacted:
             return []
         ahead = held.clock_ahead_ms(now_ms)
         self._note_clock(ahead)
@@ -157,6 +180,15 @@ class StorePolicy:
         for (topic, partition), _head in list(self._heads.items()):
             key = (topic, partition)
             limits = self._retention.get(topic)
+            compact = self.compacted.get(topic)
+            if compact is not None and (limits is None or limits[0] is None):
+                # tombstones age as batches do (dafka.store._compaction): receipts needed
+                infos = storage.batch_infos(topic, partition)
+                if infos:
+                    aged.append(key)
+                    newest = infos[-1]
+                    granule = compact.delete_retention_ms // 64
+                    held.observe(key, newest.last_offset, now_ms, newest.timestamp_ms, granule)
             if limits is None:
                 continue
             max_age, max_bytes = limits
@@ -168,7 +200,11 @@ class StorePolicy:
                 # guard: age-retention-while-store-clock
                 if ahead > CLOCK_STEP_MS:
                     max_age = None
-            ages = held.ages(key, infos, now_ms) if max_age is not None else None
+            ages = None
+            if max_age is not None:
+                # guard: retention-takes-topics-max-future
+                future = self.max_future.get(topic)
+                ages = held.ages(key, infos, now_ms, max_age_ms=max_age, max_future_ms=future)
             cut = retention_cut(
                 infos,
                 max_age_ms=max_age,

@@ -98,6 +98,22 @@ class StoreStats:
     retention_skips: int = 0
     """Partitions continued from a tail another store signed, what they asked for having
     been trimmed by retention there (``dafka.store._replicate``)."""
+    compact_refused: int = 0
+    """Producers' batches refused on a compacted topic: not format 5, a record without a
+    key, or records not readable within the bound (``dafka.store._compaction``)."""
+    compaction_batches: int = 0
+    """Batches rewritten in their compacted form."""
+    compaction_reclaimed_bytes: int = 0
+    """Bytes those rewrites returned (old size minus new)."""
+    compaction_passes: int = 0
+    """Compaction passes completed over the compacted partitions."""
+    compaction_pass_ms: int = 0
+    """How long the last compaction pass took (milliseconds, paced by its byte rate)."""
+    compaction_skipped: int = 0
+    """Partitions a pass left alone: a batch not readable, or too many keys to index."""
+    compaction_unjustified: int = 0
+    """Compacted batches held (fetched from another store) that dropped a record no
+    compaction would drop: the newest of its key."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,8 +36,8 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Callable, Sequence
-from typing import ClassVar, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar, Final, NamedTuple
 
 from ..core import messages as m
 from ..core.effects import PublishRecords
@@ -45,6 +45,18 @@ from ..errors import ConfigError, ProfileError, WireError
 from ..security.identity import Identity
 from ..storage.base import StoredBatch
 from . import rfc46, signed
+from .signed_batch import _BATCH_FIXED
+from .signed_builder import RecordExtra, needs_rich, seal_rich_batches
+from .signed_rich import (
+    BATCH_FORMAT_V5,
+    MAX_RAW_BYTES,
+    Codec,
+    DecompressionBomb,
+    Header,
+    RichRecords,
+    RootMismatch,
+    rich_layout,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +64,13 @@ __all__ = [
     "PROFILE_NAMES",
     "Opened",
     "OtherProfile",
+    "PayloadRefused",
+    "RichOpened",
     "Profile",
     "Rfc46Profile",
     "SignedProfile",
     "make_profile",
+    "open_stored",
     "records_of",
     "wall_ms",
 ]
@@ -65,8 +80,36 @@ PROFILE_NAMES: Final = ("signed", "rfc46")
 
 DEFAULT_PROFILE: Final = "signed"
 
-Opened = tuple[Sequence[bytes | None] | None, Sequence[bytes], int | None]
-"""A verified batch's ``(keys or None when no record has one, values, timestamp_ms or None)``."""
+
+class RichOpened(NamedTuple):
+    """What a verified format-5 batch adds to its keys and values (:data:`Opened`)."""
+
+    offsets: list[int] | None
+    """Each record's offset; ``None`` when consecutive from the batch's first (a
+    compacted batch's are not: the records a store dropped leave holes)."""
+    timestamps: list[float]
+    """Each record's own time, seconds since the epoch."""
+    headers: list[tuple[Header, ...]] | None
+    """Each record's headers; ``None`` when no record has any."""
+    raw_bytes: int
+    """What the records take opened (decompressed): a held batch is counted by it."""
+
+
+Opened = tuple[Sequence[bytes | None] | None, Sequence[bytes | None], int | None, RichOpened | None]
+"""A verified batch's ``(keys or None when no record has one, values, timestamp_ms or None,
+rich)``: ``rich`` is ``None`` for every format but 5 (values then are never ``None``)."""
+
+
+class PayloadRefused(WireError):
+    """A batch whose signature verified but whose records cannot be opened: ``reason``
+    ``"bomb"`` (its decompressed size is over the bound), ``"root"`` (its records are not
+    the ones the producer signed) or ``"payload"`` (they do not parse or decompress)."""
+
+    REASONS: ClassVar[tuple[str, ...]] = ("bomb", "root", "payload")
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def wall_ms() -> int:
@@ -139,9 +182,14 @@ class Profile:
         values: Sequence[bytes],
         timestamp_ms: int,
         value_lengths: Sequence[int] | None = None,
+        extras: Mapping[int, RecordExtra] | None = None,
+        codec: Codec = Codec.NONE,
+        compacted: bool = False,
     ) -> list[tuple[int, int, bytes]]:
         """``(first offset, count, content)`` per RECORD for ``values`` from ``first_offset``
-        (``value_lengths``: ``len`` of each value, when the caller has them)."""
+        (``value_lengths``: ``len`` of each value, when the caller has them). ``extras``
+        (record ``i``'s headers, own time, tombstone), a ``codec`` other than none or a
+        ``compacted`` topic make batches of format 5 (signed profile only)."""
         raise NotImplementedError
 
     def seal_gap(
@@ -300,7 +348,7 @@ class Rfc46Profile(Profile):
         )
 
     def open_records(self, msg: m.Record | m.DirectRecord) -> Opened:
-        return None, (msg.content,), None
+        return None, (msg.content,), None, None
 
     def seal(
         self,
@@ -310,11 +358,19 @@ class Rfc46Profile(Profile):
         values: Sequence[bytes],
         timestamp_ms: int,
         value_lengths: Sequence[int] | None = None,
+        extras: Mapping[int, RecordExtra] | None = None,
+        codec: Codec = Codec.NONE,
+        compacted: bool = False,
     ) -> list[tuple[int, int, bytes]]:
         if keys is not None and any(k is not None for k in keys):
             raise ProfileError(
                 "the rfc46 wire profile has no record keys: send without a key "
                 "or use the signed profile"
+            )
+        if needs_rich(extras, codec, compacted):
+            raise ProfileError(
+                "the rfc46 wire profile has no headers, record timestamps, tombstones, "
+                "compression or compacted topics: use the signed profile"
             )
         return [(first_offset + i, 1, value) for i, value in enumerate(values)]
 
@@ -329,7 +385,8 @@ class SignedProfile(Profile):
     ACKs for a store. A consumer needs none. ``max_batch_records`` and
     ``max_batch_bytes`` cap the batches :meth:`seal` makes, and ``batch_format``
     is their format (3, or 1 for readers not yet upgraded; every reader here takes
-    both). ``clock_ms`` stamps the HEADs :meth:`encode` signs (the shell's wall clock in
+    both). ``max_decompressed_bytes`` bounds what :meth:`open_records` decompresses of
+    one format-5 batch (checked before decompressing). ``clock_ms`` stamps the HEADs :meth:`encode` signs (the shell's wall clock in
     milliseconds, read as it sends them; :func:`wall_ms` unless given); gap statements
     are stamped with the time their caller passes (:meth:`seal_gap`): the profile reads no
     clock for a core.
@@ -348,7 +405,9 @@ class SignedProfile(Profile):
         max_batch_bytes: int = signed.DEFAULT_BATCH_BYTES,
         batch_format: int = signed.DEFAULT_BATCH_FORMAT,
         clock_ms: Callable[[], int] | None = None,
+        max_decompressed_bytes: int = MAX_RAW_BYTES,
     ) -> None:
+        check_max_decompressed(max_decompressed_bytes)
         if not 1 <= max_batch_records <= signed.MAX_BATCH_RECORDS:
             raise ConfigError(f"max_batch_records must be 1..{signed.MAX_BATCH_RECORDS}")
         if not 1024 <= max_batch_bytes <= signed.MAX_BLOB_BYTES:
@@ -360,6 +419,7 @@ class SignedProfile(Profile):
         self.max_batch_records = max_batch_records
         self.max_batch_bytes = max_batch_bytes
         self._clock_ms = clock_ms or wall_ms
+        self.max_decompressed_bytes = max_decompressed_bytes
 
     def __repr__(self) -> str:
         who = self.identity.node_id if self.identity is not None else None
@@ -502,8 +562,37 @@ class SignedProfile(Profile):
 
     def open_records(self, msg: m.Record | m.DirectRecord) -> Opened:
         batch = self._verify(msg)
+        if batch.blob[0] == BATCH_FORMAT_V5:
+            return self._open_rich(batch)
         keys, values = batch.columns()
-        return keys, values, batch.timestamp_ms
+        return keys, values, batch.timestamp_ms, None
+
+    def _open_rich(self, batch: signed.Batch) -> Opened:
+        """A verified format-5 batch opened: decompressed within ``max_decompressed_bytes``
+        and its records checked against the signed root; :class:`PayloadRefused` if not."""
+        try:
+            # guard: consumer-decompress-bound
+            recs = signed.open_batch(batch, max_raw=self.max_decompressed_bytes)
+        except DecompressionBomb as exc:
+            raise PayloadRefused("bomb", str(exc)) from None
+        except RootMismatch as exc:
+            raise PayloadRefused("root", str(exc)) from None
+        except WireError as exc:
+            raise PayloadRefused("payload", str(exc)) from None
+        if len(recs.offsets) + len(recs.dropped) != batch.count:
+            raise PayloadRefused("payload", "a batch's records do not fill its offsets")
+        offsets = recs.offsets
+        consecutive = not recs.dropped
+        keys = recs.keys if recs.keys.count(None) != len(recs.keys) else None
+        headers = recs.headers if any(recs.headers) else None
+        # what the records take opened: the signed raw length of a full batch (a compacted
+        # one is kept uncompressed, its wire size counts it already)
+        blob = batch.blob
+        at = 2 + blob[1] + _BATCH_FIXED.size
+        raw = rich_layout(blob, at, len(blob) - 96).raw_len if not recs.dropped else 0
+        stamps = [ts / 1000.0 for ts in recs.timestamps]
+        rich = RichOpened(None if consecutive else offsets, stamps, headers, raw)
+        return keys, recs.values, batch.timestamp_ms, rich
 
     def check_head(self, head: m.Head) -> bool:
         proof = head.proof
@@ -570,7 +659,23 @@ class SignedProfile(Profile):
         values: Sequence[bytes],
         timestamp_ms: int,
         value_lengths: Sequence[int] | None = None,
+        extras: Mapping[int, RecordExtra] | None = None,
+        codec: Codec = Codec.NONE,
+        compacted: bool = False,
     ) -> list[tuple[int, int, bytes]]:
+        if needs_rich(extras, codec, compacted):
+            return seal_rich_batches(
+                self._identity("batches"),
+                topic,
+                first_offset,
+                keys,
+                values,
+                timestamp_ms,
+                extras,
+                codec,
+                max_records=self.max_batch_records,
+                max_bytes=self.max_batch_bytes,
+            )
         return signed.seal_batches(
             self._identity("batches"),
             topic,
@@ -596,12 +701,26 @@ def check_profile_name(name: str) -> str:
     return name
 
 
-def make_profile(name: str, identity: Identity | None = None) -> Profile:
-    """The profile called ``name``; ``identity`` signs for a signed-profile node."""
+def check_max_decompressed(size: object) -> int:
+    """``size`` if it is a valid ``max_decompressed_bytes``; a one-line :class:`ConfigError`
+    otherwise."""
+    if isinstance(size, bool) or not isinstance(size, int) or not 1024 <= size <= MAX_RAW_BYTES:
+        raise ConfigError(
+            f"max_decompressed_bytes must be 1024..{MAX_RAW_BYTES} (the most a producer "
+            f"may seal), not {size!r}"
+        )
+    return size
+
+
+def make_profile(
+    name: str, identity: Identity | None = None, *, max_decompressed_bytes: int = MAX_RAW_BYTES
+) -> Profile:
+    """The profile called ``name``; ``identity`` signs for a signed-profile node;
+    ``max_decompressed_bytes`` bounds what a reader decompresses of one batch."""
     check_profile_name(name)
     if name == "rfc46":
         return RFC46
-    return SignedProfile(identity)
+    return SignedProfile(identity, max_decompressed_bytes=max_decompressed_bytes)
 
 
 # ------------------------------------------------------------------ reading stored batches
@@ -609,7 +728,7 @@ def make_profile(name: str, identity: Identity | None = None) -> Profile:
 
 def records_of(
     batch: StoredBatch, profile: str | None = None, *, verify: bool = False
-) -> list[tuple[int, bytes | None, bytes, int | None]]:
+) -> list[tuple[int, bytes | None, bytes | None, int | None]]:
     """The records of a stored batch: ``(offset, key, value, timestamp_ms)`` in offset order.
 
     ``profile`` defaults to ``batch.profile`` (what the storage pinned the
@@ -618,12 +737,22 @@ def records_of(
     which the store verified before storing it; ``verify=True`` checks the
     signature again (and the topic and partition against ``batch``). Raises
     :class:`WireError` for a blob that does not parse (or verify).
+
+    A format-5 batch (always verified: that costs a hash, not a decompression) gives
+    each record's own time, ``None`` for a tombstone's value, and only the records a
+    compaction kept; it raises :class:`WireError` when a record has headers, which
+    this shape has no room for: read those with :func:`open_stored`.
     """
     name = profile if profile is not None else batch.profile
     if name == "rfc46":
         return [(batch.first_offset, None, batch.blob, None)]
     if name != "signed":
         raise ConfigError(f"unknown wire profile {name!r}")
+    if batch.blob[:1] == bytes((BATCH_FORMAT_V5,)):
+        recs = open_stored(batch)
+        if any(recs.headers):
+            raise WireError("records with headers: read them with open_stored")
+        return list(zip(recs.offsets, recs.keys, recs.values, recs.timestamps, strict=True))
     if verify:
         verified = signed.verify_batch(batch.blob, topic=batch.topic, partition=batch.partition)
         keys, values = verified.columns()
@@ -646,3 +775,14 @@ def records_of(
         (first + i, key, value, timestamp)
         for i, (key, value) in enumerate(zip(keys, values, strict=True))
     ]
+
+
+def open_stored(batch: StoredBatch, *, max_raw: int = MAX_RAW_BYTES) -> RichRecords:
+    """The records of a stored signed batch of any format, with their headers and times
+    (:func:`~dafka.wire.signed.open_batch`), after verifying it against ``batch``'s topic,
+    partition and offsets. Raises :class:`WireError` (a bomb over ``max_raw``, records
+    not the ones signed, offsets that disagree)."""
+    verified = signed.verify_batch(batch.blob, topic=batch.topic, partition=batch.partition)
+    if verified.first_offset != batch.first_offset or verified.last_offset != batch.last_offset:
+        raise WireError("stored batch offsets disagree with its blob")
+    return signed.open_batch(verified, max_raw=max_raw)

@@ -12,7 +12,12 @@ and DIRECT-RECORD, and is stored and re-served verbatim::
     format 1: digest = BLAKE2b-256(blob without its last 64 bytes)
               signature = Ed25519(b"dafka-batch-v1\\0" + digest)
 
-The two record formats differ only in the digest (and so in the signing context,
+Format 5 (``format u8 = 5``, the same first seven fields) carries records with headers,
+their own times, tombstones, a codec, and a signature a store keeps valid when it compacts
+the batch: :mod:`.signed_rich`, ``docs/wire.md`` §9.11. :func:`verify_batch` takes it
+without decompressing; :func:`open_batch` reads the records of any format.
+
+The two record formats 1 and 3 differ only in the digest (and so in the signing context,
 which keeps a signature over one from ever verifying as the other). Producers
 write format 3 (:data:`DEFAULT_BATCH_FORMAT`; BLAKE3 hashes a full batch about
 eight times faster than hashlib's BLAKE2b here); every reader accepts both, so

@@ -8,11 +8,12 @@ import.
 
 from __future__ import annotations
 
+import struct
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate, pairwise, repeat
 from operator import add
-from typing import Final
+from typing import Final, NamedTuple
 
 from ..errors import WireError
 from ..security.identity import Identity
@@ -27,12 +28,17 @@ from .signed_batch import (
     seal_records,
 )
 from .signed_checks import U64_MAX, LimitExceeded, encode_topic
+from .signed_rich import Codec, Header, RichRecord, seal_rich
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
     "DEFAULT_BATCH_RECORDS",
     "BatchBuilder",
+    "RecordExtra",
+    "header_bytes",
+    "needs_rich",
     "seal_batches",
+    "seal_rich_batches",
 ]
 
 DEFAULT_BATCH_RECORDS: Final = 8192
@@ -241,6 +247,104 @@ def seal_batches(
             vlens[a:b],
             fmt=fmt,
         )
+        out.append((first_offset + a, b - a, blob))
+        a = b
+    return out
+
+
+RICH_OVERHEAD: Final = struct.calcsize(">BBQQI32s") + 4
+"""What a format-5 batch costs besides format 3's fixed part: codec, form, times, raw
+length and root, and the payload's length (``dafka.wire.signed_rich``)."""
+RICH_RECORD_OVERHEAD: Final = 19
+"""A format-5 record's bytes besides its key, value and headers: flags, time, key
+length, value length and header count."""
+
+
+class RecordExtra(NamedTuple):
+    """What a record carries besides its key and value, for format 5: its own time
+    (``None``: the seal time), its headers (checked, ``check_headers``) and whether it
+    is a tombstone (its value, queued as ``b""``, is then none)."""
+
+    timestamp_ms: int | None = None
+    headers: tuple[Header, ...] = ()
+    tombstone: bool = False
+    header_bytes: int = 0
+    """The headers' encoded size (6 bytes, key and value each): :func:`header_bytes`."""
+
+
+def header_bytes(headers: Sequence[Header]) -> int:
+    """The encoded size of checked ``headers`` (as ``check_headers`` bounds it)."""
+    return sum(6 + len(k.encode()) + (0 if v is None else len(v)) for k, v in headers)
+
+
+def needs_rich(extras: Mapping[int, RecordExtra] | None, codec: Codec, compacted: bool) -> bool:
+    """Whether a batch must be sealed in format 5: a record of it has headers, its own
+    time or is a tombstone (``extras``), the producer compresses (``codec``), or its
+    topic is compacted (a store may have to drop records from it). Otherwise format 3
+    (or the producer's ``batch_format``): readers not yet upgraded keep reading it."""
+    # guard: producer-seals-rich-when-needed
+    return bool(extras) or codec is not Codec.NONE or compacted
+
+
+def seal_rich_batches(
+    identity: Identity,
+    topic: str,
+    first_offset: int,
+    keys: Sequence[bytes | None] | None,
+    values: Sequence[bytes],
+    timestamp_ms: int,
+    extras: Mapping[int, RecordExtra] | None,
+    codec: Codec = Codec.NONE,
+    *,
+    max_records: int = DEFAULT_BATCH_RECORDS,
+    max_bytes: int = DEFAULT_BATCH_BYTES,
+) -> list[tuple[int, int, bytes]]:
+    """Seal ``values`` (``keys``: one per value, or ``None``) as format-5 blobs from
+    ``first_offset``: ``(first offset, count, blob)`` per blob, cut as
+    :func:`seal_batches` cuts (records and bytes; the bytes counted before compression,
+    so a compressed batch is never bigger than the cap allows). ``extras[i]`` is what
+    record ``i`` carries besides (none: it is stamped ``timestamp_ms``, has no headers).
+    A batch that ``codec`` would make bigger than a blob may be (incompressible data at
+    the cap) is sealed uncompressed instead. The producer's slow path: a step per record."""
+    topic_raw = encode_topic(topic)
+    count = len(values)
+    if not count:
+        return []
+    if keys is not None and len(keys) != count:
+        raise ValueError("keys and values differ in length")
+    if not 1 <= max_records <= MAX_BATCH_RECORDS:
+        raise ValueError(f"max_records must be 1..{MAX_BATCH_RECORDS}")
+    room = max_bytes - batch_overhead(topic) - RICH_OVERHEAD
+    if room <= RICH_RECORD_OVERHEAD or max_bytes > MAX_BLOB_BYTES:
+        raise ValueError(f"max_bytes {max_bytes} out of range")
+    records: list[RichRecord] = []
+    sizes: list[int] = []
+    extra_of = (extras or {}).get
+    for i, value in enumerate(values):
+        key = keys[i] if keys is not None else None
+        extra = extra_of(i)
+        size = RICH_RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
+        if extra is None:
+            records.append(RichRecord(key, value, timestamp_ms, ()))
+        else:
+            ts = timestamp_ms if extra.timestamp_ms is None else extra.timestamp_ms
+            records.append(RichRecord(key, None if extra.tombstone else value, ts, extra.headers))
+            size += extra.header_bytes
+        sizes.append(size)
+    ends = list(accumulate(sizes, initial=0))
+    out: list[tuple[int, int, bytes]] = []
+    a = 0
+    while a < count:
+        b = min(count, a + max_records)
+        # the most records from ``a`` whose bytes fit in ``room``; at least one
+        b = max(a + 1, min(b, bisect_right(ends, ends[a] + room, a) - 1))
+        part = records[a:b]
+        try:
+            blob = seal_rich(identity, topic_raw, first_offset + a, part, timestamp_ms, codec)
+        except LimitExceeded:
+            if codec is Codec.NONE:
+                raise
+            blob = seal_rich(identity, topic_raw, first_offset + a, part, timestamp_ms)
         out.append((first_offset + a, b - a, blob))
         a = b
     return out

@@ -1,41 +1,52 @@
 """Format 5 of the ``signed`` profile: records with headers, their own timestamps,
-compression, and a signature over a hash list, so that a store can compact a batch.
+compression, and a signature over a list of record hashes, so that a store can compact a
+batch that still verifies.
 
-One blob (all integers unsigned big-endian; ``docs/wire.md`` §9.11 has the table and
-golden vectors)::
+One blob (all integers unsigned big-endian; ``docs/wire.md`` §9.11 has the table, the
+bounds and the golden vectors)::
 
     format u8 = 5 | topic len u8 | topic | partition 16 | first u64 | count u32
     | seal timestamp u64                       (as formats 1 and 3)
     | codec u8 | form u8 | min time u64 | max time u64 | raw length u32 | root 32
     | form 0 (full):      payload length u32 | payload (the records, compressed by codec)
-    | form 1 (compacted): payload hash 32 | one entry per offset (kept or dropped)
+    | form 1 (compacted): payload hash 32 | one entry per offset, kept or dropped:
+                            0x00 | record            (kept: as in the payload)
+                            0x01 | entry_i           (dropped: its key, flags, time, body hash)
     | public key 32 | signature 64
 
-    leaf_i  = BLAKE3(LEAF_CONTEXT | offset u64 | tombstone u8 | time u64 | key length u32
-                     | key | BLAKE3(body_i))       body_i: the record's value and headers
-    root    = BLAKE3(ROOT_CONTEXT | count u32 | leaf_0 | ... | leaf_n-1)
-    digest  = BLAKE3(every header byte above except form | payload hash | public key)
+    record_i = flags u8 | time u64 | key length u32 | key | body_i
+               flags: 1 = has a value, 0 = tombstone; key length 0xFFFFFFFF = no key
+    body_i   = value length u32 (0xFFFFFFFF = none) | value | header count u16
+               | (key length u16 | key UTF-8 | value length u32 (0xFFFFFFFF = none) | value)*
+    entry_i  = flags u8 | time u64 | key length u32 | key | H(body_i)
+    H        = BLAKE2b-256 personalised with BODY_PERSON (b"dafka-body-v5")
+    root     = BLAKE3(ROOT_CONTEXT | first u64 | count u32 | entry_0 | ... | entry_n-1)
+    digest   = BLAKE3(every header byte above except form | payload hash | public key)
     signature = Ed25519-sign(key, BATCH_CONTEXT_V5 | digest)
 
-The signature covers the hash of the payload as the producer sealed it (compressed),
-and the root of the records' hash list. So:
+Entry *i* is the record at offset ``first + i`` (the root binds ``first`` and ``count``, so
+an entry cannot move). The signature covers the hash of the payload as the producer sealed
+it (compressed) and the root. So:
 
 - a store verifies a full batch by hashing the payload it keeps, never decompressing it;
 - a consumer decompresses only after that, within a bound it checks first (the raw
   length is signed; a payload that inflates past it is refused), then recomputes the
-  root from the records and refuses the batch when it differs;
-- a store that compacts the batch keeps, for every record it drops, what its leaf is
-  made of except the body (offset, tombstone flag, time, key) and the body's hash,
-  plus the original payload's hash: anyone recomputes the root and the digest from
-  what remains and checks the producer's signature. The form byte is not signed (a
-  compacted batch has the same digest as the full one), and the key of each dropped
-  record is in the clear, so a reader can check that a later record of that key exists.
+  root from the records and refuses the batch when it differs, and checks that the
+  signed min and max times are the records' own;
+- a store that compacts the batch replaces each record it drops by its entry (flags,
+  time, key and the body's hash) and the payload by its hash: anyone recomputes the root
+  and the digest from what remains and checks the producer's signature. The form byte is
+  not signed (a compacted batch has the same digest as the full one), and the key of each
+  dropped record is in the clear, so a reader can check that a later record of that key
+  exists. A record without a key is never dropped.
 
-Pure, no zmq import; raises only :class:`~dafka.errors.WireError` subclasses.
+Pure, no zmq import; raises only :class:`~dafka.errors.WireError` subclasses (and
+``TypeError`` for arguments of the wrong type).
 """
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +71,7 @@ __all__ = [
     "DecompressionBomb",
     "Dropped",
     "Header",
+    "RichLayout",
     "RichRecord",
     "RichRecords",
     "RootMismatch",
@@ -68,12 +80,12 @@ __all__ = [
     "compact_rich",
     "open_rich",
     "rich_digest",
+    "rich_layout",
     "seal_rich",
 ]
 
 BATCH_FORMAT_V5: Final = 5
 BATCH_CONTEXT_V5: Final = b"dafka-batch-v5\0"
-LEAF_CONTEXT: Final = b"dafka-leaf-v5\0"
 ROOT_CONTEXT: Final = b"dafka-root-v5\0"
 
 MAX_HEADERS: Final = 256
@@ -83,22 +95,36 @@ MAX_HEADER_KEY_BYTES: Final = 1024
 MAX_HEADER_BYTES: Final = 64 * 1024
 """A record's headers, encoded (keys, values and 6 bytes each)."""
 MAX_RAW_BYTES: Final = 64 * 1024 * 1024
-"""The records section of one batch, decompressed: checked before decompressing."""
+"""The records section of one batch, decompressed: checked before decompressing, and
+when a store verifies the batch."""
+MIN_RECORD_BYTES: Final = 19
+"""The smallest record: flags, time, key length, value length, header count."""
 
 Header = tuple[str, bytes | None]
 
 _NONE32: Final = 0xFFFFFFFF
 _FIXED = struct.Struct(">BBQQI32s")  # codec, form, min time, max time, raw length, root
 _U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
 _REC = struct.Struct(">BQI")  # flags, time, key length (0xFFFFFFFF: no key)
-_HDR_KEY = struct.Struct(">H")
-_LEAF = struct.Struct(">QBQI")  # offset, tombstone, time, key length
-_DROPPED = struct.Struct(">BQI")  # tombstone, time, key length
+_ROOT_HEAD = struct.Struct(">QI")  # first offset, count
+_COUNT_AT: Final = 12
+"""The count's distance before ``records_at`` (then the seal time, 8 bytes)."""
 _HAS_VALUE: Final = 1
 _KEPT: Final = 0
 _DROP: Final = 1
+_HASH: Final = 32
 FULL: Final = 0
 COMPACTED: Final = 1
+_TOMB_BODY: Final = b"\xff\xff\xff\xff\x00\x00"
+"""The body of a tombstone without headers."""
+_NO_HEADERS: Final = b"\x00\x00"
+_ZSTD_LEVEL: Final = 3
+_MIN_WINDOW: Final = 1 << 20
+BODY_PERSON: Final = b"dafka-body-v5"
+_BODY_HASH = hashlib.blake2b(digest_size=_HASH, person=BODY_PERSON)
+"""A body's hash: BLAKE2b-256 personalised (hashlib's, copied: about a quarter of what a
+``blake3`` object costs per 100-byte record; the big hashes stay BLAKE3)."""
 
 
 class Codec(IntEnum):
@@ -139,10 +165,11 @@ class RichRecord(NamedTuple):
 
 
 class Dropped(NamedTuple):
-    """What a compacted batch keeps of a record it dropped (enough for its leaf)."""
+    """What a compacted batch keeps of a record it dropped (its entry in the root)."""
 
     offset: int
     key: bytes | None
+    """Never None in a batch that verified: a record without a key is never dropped."""
     tombstone: bool
     timestamp_ms: int
     body_hash: bytes
@@ -180,7 +207,6 @@ def check_headers(headers: object) -> tuple[Header, ...]:
     else:
         pairs = headers  # type: ignore[assignment]
     out: list[Header] = []
-    size = 0
     key: object
     value: object
     for pair in pairs:
@@ -188,83 +214,151 @@ def check_headers(headers: object) -> tuple[Header, ...]:
             key, value = pair  # type: ignore[misc]
         except (TypeError, ValueError):
             raise TypeError("each header is a (key, value) pair") from None
-        if not isinstance(key, str):
-            raise TypeError(f"a header key is a str, not {type(key).__name__}")
         if isinstance(value, str):
             value = value.encode()
         elif isinstance(value, bytearray | memoryview):
             value = bytes(value)
-        elif value is not None and not isinstance(value, bytes):
-            raise TypeError(f"a header value is bytes, str or None, not {type(value).__name__}")
-        raw_key = key.encode()
-        if len(raw_key) > MAX_HEADER_KEY_BYTES:
-            raise LimitExceeded(
-                f"a header key is {len(raw_key)} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
-            )
-        size += 6 + len(raw_key) + (0 if value is None else len(value))
-        out.append((key, value))
+        out.append((key, value))  # type: ignore[arg-type]  # checked below
+        # guard: headers-count-bound
         if len(out) > MAX_HEADERS:
             raise LimitExceeded(f"more than {MAX_HEADERS} headers on one record")
+    result = tuple(out)
+    _headers_bytes(result)
+    return result
+
+
+def _headers_bytes(headers: tuple[Header, ...]) -> bytes:
+    """``headers`` encoded (count first), after checking their types and bounds: what
+    :func:`seal_rich` writes, so a header that passed here always parses back."""
+    count = len(headers)
+    # guard: headers-count-bound-encoded
+    if count > MAX_HEADERS:
+        raise LimitExceeded(f"{count} headers on one record; the limit is {MAX_HEADERS}")
+    pack_u16, pack_u32 = _U16.pack, _U32.pack
+    if count == 1:  # the common case (a trace context): no list, no loop
+        try:
+            ((key, value),) = headers
+            raw = key.encode()
+            if len(raw) <= MAX_HEADER_KEY_BYTES and type(key) is str:
+                if value is None:
+                    return b"\x00\x01" + pack_u16(len(raw)) + raw + b"\xff\xff\xff\xff"
+                if type(value) is bytes and len(raw) + len(value) <= MAX_HEADER_BYTES - 6:
+                    return b"\x00\x01" + pack_u16(len(raw)) + raw + pack_u32(len(value)) + value
+        except (TypeError, ValueError, AttributeError, UnicodeEncodeError):
+            pass  # the general case below says what is wrong
+    out = [pack_u16(count)]
+    size = 6 * count
+    try:
+        for key, value in headers:  # the common case: no error, a few headers
+            raw = key.encode()
+            # guard: headers-key-length-bound
+            if len(raw) > MAX_HEADER_KEY_BYTES or type(key) is not str:
+                raise TypeError
+            if value is None:
+                out.append(pack_u16(len(raw)) + raw + b"\xff\xff\xff\xff")
+                size += len(raw)
+            elif type(value) is bytes:
+                out.append(pack_u16(len(raw)) + raw + pack_u32(len(value)) + value)
+                size += len(raw) + len(value)
+            else:
+                raise TypeError
+    except (TypeError, ValueError, AttributeError, UnicodeEncodeError):
+        _header_error(headers)
+        raise  # not reached: _header_error raises
+    # guard: headers-bytes-bound
     if size > MAX_HEADER_BYTES:
         raise LimitExceeded(f"a record's headers are {size} bytes; the limit is {MAX_HEADER_BYTES}")
-    return tuple(out)
+    return b"".join(out)
+
+
+def _header_error(headers: tuple[Header, ...]) -> None:
+    """Raise what is wrong with ``headers`` (``TypeError`` or :class:`LimitExceeded`)."""
+    for pair in headers:
+        try:
+            key, value = pair
+        except (TypeError, ValueError):
+            raise TypeError("each header is a (key, value) pair") from None
+        if not isinstance(key, str):
+            raise TypeError(f"a header key is a str, not {type(key).__name__}")
+        try:
+            raw = key.encode()
+        except UnicodeEncodeError:
+            raise TypeError("a header key must encode as UTF-8") from None
+        if len(raw) > MAX_HEADER_KEY_BYTES:
+            raise LimitExceeded(
+                f"a header key is {len(raw)} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
+            )
+        if value is not None and not isinstance(value, bytes):
+            raise TypeError(f"a header value is bytes or None, not {type(value).__name__}")
+    raise TypeError("headers must be (str, bytes | None) pairs")
 
 
 def _body(value: bytes | None, headers: tuple[Header, ...]) -> bytes:
-    parts = [_U32.pack(_NONE32 if value is None else len(value)), value or b""]
-    parts.append(_HDR_KEY.pack(len(headers)))
-    for key, hvalue in headers:
-        raw = key.encode()
-        parts.append(_HDR_KEY.pack(len(raw)) + raw)
-        parts.append(_U32.pack(_NONE32 if hvalue is None else len(hvalue)))
-        if hvalue:
-            parts.append(hvalue)
-    return b"".join(parts)
+    """A record's body: its value and its headers (checked), as signed and stored."""
+    return (
+        (b"\xff\xff\xff\xff" if value is None else _U32.pack(len(value)) + value)
+        + _headers_bytes(headers)
+        if headers
+        else (_TOMB_BODY if value is None else _U32.pack(len(value)) + value + _NO_HEADERS)
+    )
 
 
-def _leaf(offset: int, key: bytes | None, tombstone: bool, ts: int, body_hash: bytes) -> bytes:
-    klen = _NONE32 if key is None else len(key)
-    return blake3(
-        LEAF_CONTEXT + _LEAF.pack(offset, tombstone, ts, klen) + (key or b"") + body_hash
-    ).digest()
-
-
-def _root(leaves: Sequence[bytes]) -> bytes:
-    return blake3(ROOT_CONTEXT + _U32.pack(len(leaves)) + b"".join(leaves)).digest()
+def _root(first: int, count: int, entries: Iterable[bytes | memoryview]) -> bytes:
+    """The root over the records' entries (``entries``: their parts, in offset order)."""
+    return blake3(ROOT_CONTEXT + _ROOT_HEAD.pack(first, count) + b"".join(entries)).digest()
 
 
 def _compress(codec: Codec, raw: bytes) -> bytes:
     if codec is Codec.ZSTD:
-        return zstandard.ZstdCompressor(level=3).compress(raw)
+        return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(raw)  # content size in
     if codec is Codec.LZ4:
         return bytes(lz4.block.compress(raw, store_size=False))
     return raw
 
 
-def _decompress(codec: int, payload: bytes, raw_len: int, max_raw: int) -> bytes:
+def _decompress(codec: int, payload: bytes | memoryview, raw_len: int, max_raw: int) -> bytes:
+    """``payload`` decompressed to exactly ``raw_len`` bytes, never allocating more than
+    about ``raw_len`` (zstd: a frame whose content size is not ``raw_len``, a window over
+    twice it, or data after the frame is refused; lz4: the block decodes into ``raw_len``
+    bytes at most)."""
     # guard: rich-bomb-bound
     if raw_len > max_raw:
         raise DecompressionBomb(
             f"a batch states {raw_len} decompressed bytes; the bound is {max_raw}"
         )
+    if raw_len <= 0:  # max_output_size=0 would mean "no bound" to zstandard
+        raise WireError("a format-5 batch states no records")
     try:
         if codec == Codec.NONE:
-            raw = payload
+            raw = bytes(payload)
         elif codec == Codec.ZSTD:
-            reader = zstandard.ZstdDecompressor().stream_reader(payload)
-            raw = reader.read(raw_len + 1)  # never more than the stated size and one byte
+            stated = zstandard.frame_content_size(payload)
+            # guard: rich-zstd-content-size
+            if stated > raw_len:  # zstandard would allocate what the frame states
+                raise DecompressionBomb(
+                    f"a zstd frame states {stated} bytes, not the {raw_len} signed"
+                )
+            if stated != -1 and stated != raw_len:
+                raise WireError(f"a zstd frame states {stated} bytes, not the {raw_len} signed")
+            window = max(_MIN_WINDOW, 1 << raw_len.bit_length())
+            # guard: rich-zstd-output-bound
+            raw = zstandard.ZstdDecompressor(max_window_size=window).decompress(
+                payload, max_output_size=raw_len, allow_extra_data=False
+            )
         elif codec == Codec.LZ4:
+            # guard: rich-lz4-output-bound
             raw = lz4.block.decompress(payload, uncompressed_size=raw_len)
         else:
             raise WireError(f"unknown compression codec {codec}")
     except (zstandard.ZstdError, lz4.block.LZ4BlockError) as exc:
-        raise WireError(f"payload does not decompress: {exc}") from None
+        raise WireError(f"payload does not decompress to its signed length: {exc}") from None
+    # guard: rich-raw-length
     if len(raw) != raw_len:
         raise DecompressionBomb(
             f"payload decompresses to {len(raw)}{'+' if len(raw) > raw_len else ''} bytes, "
             f"not the {raw_len} signed"
         )
-    return bytes(raw)
+    return raw
 
 
 def seal_rich(
@@ -279,7 +373,8 @@ def seal_rich(
     """Encode, compress and sign one format-5 batch of ``records`` from ``first_offset``.
 
     ``identity`` is a :class:`~dafka.security.identity.Identity` (its node ID is the
-    partition); headers must have passed :func:`check_headers`. Raises
+    partition); headers are checked again here (:func:`check_headers` gives them in the
+    form this takes: ``str`` keys, ``bytes`` or ``None`` values). Raises
     :class:`WireError` / :class:`LimitExceeded` as :func:`seal_records` does."""
     from .signed_batch import (
         _BATCH_FIXED,
@@ -298,25 +393,47 @@ def seal_rich(
         raise WireError(f"offsets {first_offset}..+{count} out of range")
     if not 0 <= seal_ms <= U64_MAX:
         raise WireError(f"timestamp {seal_ms} out of range")
-    parts: list[bytes] = []
-    leaves: list[bytes] = []
-    lo, hi = U64_MAX, 0
-    for i, (key, value, ts, headers) in enumerate(records):
-        if not 0 <= ts <= U64_MAX:
-            raise WireError(f"record timestamp {ts} out of range")
-        if key is not None and len(key) > MAX_KEY_BYTES:
-            raise LimitExceeded(f"a key is {len(key)} bytes; the limit is {MAX_KEY_BYTES}")
-        if value is not None and len(value) > MAX_VALUE_BYTES:
-            raise LimitExceeded(f"a value is {len(value)} bytes; the limit is {MAX_VALUE_BYTES}")
-        lo, hi = min(lo, ts), max(hi, ts)
-        body = _body(value, headers)
-        klen = _NONE32 if key is None else len(key)
-        parts.append(_REC.pack(0 if value is None else _HAS_VALUE, ts, klen))
-        if key:
-            parts.append(key)
-        parts.append(body)
-        leaves.append(_leaf(first_offset + i, key, value is None, ts, blake3(body).digest()))
+    codec = Codec(codec)
+    parts: list[bytes] = []  # the raw records
+    entries: list[bytes] = []  # the root's input after its head
+    times: list[int] = []
+    push, add, tick = parts.append, entries.append, times.append
+    new_hash = _BODY_HASH.copy
+    pack_rec, pack_u32 = _REC.pack, _U32.pack
+    longest_key = 0
+    try:
+        for key, value, ts, headers in records:
+            if headers:
+                body = (
+                    b"\xff\xff\xff\xff" if value is None else pack_u32(len(value)) + value
+                ) + _headers_bytes(headers)
+            elif value is None:
+                body = _TOMB_BODY
+            else:
+                body = pack_u32(len(value)) + value + _NO_HEADERS
+            if key is None:
+                head = pack_rec(value is not None, ts, _NONE32)
+            else:
+                klen = len(key)
+                if klen > longest_key:
+                    longest_key = klen
+                head = pack_rec(value is not None, ts, klen) + key
+            push(head)
+            push(body)
+            hasher = new_hash()
+            hasher.update(body)
+            add(head)
+            add(hasher.digest())
+            tick(ts)
+    except struct.error:
+        raise WireError("a record's time or length is out of range") from None
+    if longest_key > MAX_KEY_BYTES:
+        raise LimitExceeded(f"a key is {longest_key} bytes; the limit is {MAX_KEY_BYTES}")
     raw = b"".join(parts)
+    if len(raw) > MAX_VALUE_BYTES:  # else no value can be over its cap
+        longest = max(len(r[1] or b"") for r in records)
+        if longest > MAX_VALUE_BYTES:
+            raise LimitExceeded(f"a value is {longest} bytes; the limit is {MAX_VALUE_BYTES}")
     if len(raw) > MAX_RAW_BYTES:
         raise LimitExceeded(f"records are {len(raw)} bytes; the limit is {MAX_RAW_BYTES}")
     payload = _compress(codec, raw)
@@ -326,19 +443,21 @@ def seal_rich(
         + topic_raw
         + _BATCH_FIXED.pack(part, first_offset, count, seal_ms)
     )
-    fixed = _FIXED.pack(int(codec), FULL, lo, hi, len(raw), _root(leaves))
+    root = _root(first_offset, count, entries)
+    fixed = _FIXED.pack(int(codec), FULL, min(times), max(times), len(raw), root)
     public_key: bytes = identity.public_key  # type: ignore[attr-defined]
     blob_size = len(head) + len(fixed) + 4 + len(payload) + 32 + 64
     if blob_size > MAX_BLOB_BYTES:
         raise LimitExceeded(f"batch is {blob_size} bytes; the limit is {MAX_BLOB_BYTES}")
-    digest = rich_digest(head, fixed, blake3(payload).digest(), public_key)
-    signature: bytes = identity.sign(BATCH_CONTEXT_V5 + digest)  # type: ignore[attr-defined]
+    signed_digest = rich_digest(head, fixed, blake3(payload).digest(), public_key)
+    signature: bytes = identity.sign(BATCH_CONTEXT_V5 + signed_digest)  # type: ignore[attr-defined]
     return head + fixed + _U32.pack(len(payload)) + payload + public_key + signature
 
 
 def rich_digest(head: bytes, fixed: bytes, payload_hash: bytes, public_key: bytes) -> bytes:
     """What a format-5 signature signs (after :data:`BATCH_CONTEXT_V5`): every header
     byte but the form (byte 1 of ``fixed``), the payload's hash and the key."""
+    # guard: rich-digest-binds-header
     return blake3(head + fixed[:1] + fixed[2:] + payload_hash + public_key).digest()
 
 
@@ -362,7 +481,9 @@ class RichLayout:
 
 def rich_layout(blob: bytes, records_at: int, end: int) -> RichLayout:
     """The layout of a format-5 blob whose header :func:`_header` read (``end``: where
-    its public key starts). Raises :class:`WireError` for a bad shape."""
+    its public key starts). Raises :class:`WireError` for a bad shape and
+    :class:`LimitExceeded` for a raw length over :data:`MAX_RAW_BYTES` or under what the
+    count needs."""
     if end - records_at < _FIXED.size + 4:
         raise WireError("truncated format-5 batch")
     codec, form, lo, hi, raw_len, root = _FIXED.unpack_from(blob, records_at)
@@ -370,6 +491,12 @@ def rich_layout(blob: bytes, records_at: int, end: int) -> RichLayout:
         raise WireError(f"unknown compression codec {codec}")
     if lo > hi:
         raise WireError("format-5 batch times: minimum after maximum")
+    (count,) = _U32.unpack_from(blob, records_at - _COUNT_AT)
+    # guard: rich-raw-length-bound
+    if raw_len > MAX_RAW_BYTES:
+        raise LimitExceeded(f"a batch states {raw_len} raw bytes; the limit is {MAX_RAW_BYTES}")
+    if raw_len < count * MIN_RECORD_BYTES:
+        raise WireError(f"a raw length of {raw_len} bytes cannot hold {count} records")
     at = records_at + _FIXED.size
     if form == FULL:
         (size,) = _U32.unpack_from(blob, at)
@@ -379,150 +506,182 @@ def rich_layout(blob: bytes, records_at: int, end: int) -> RichLayout:
             raise WireError("uncompressed payload length differs from its raw length")
         return RichLayout(codec, form, lo, hi, raw_len, root, records_at, at + 4, end, None)
     if form == COMPACTED:
-        if end - at < 32:
+        if end - at < _HASH:
             raise WireError("truncated compacted batch")
         return RichLayout(
-            codec, form, lo, hi, raw_len, root, records_at, at + 32, end, blob[at : at + 32]
+            codec, form, lo, hi, raw_len, root, records_at, at + _HASH, end, blob[at : at + _HASH]
         )
     raise WireError(f"unknown format-5 form {form}")
 
 
 def verify_digest(blob: bytes, records_at: int, end: int, first: int, count: int) -> bytes:
     """The digest a format-5 blob's signature must sign, from its bytes: the payload is
-    hashed (full form), or the root recomputed from its entries (compacted form)."""
+    hashed (full form), or the root recomputed from its entries and the times checked
+    (compacted form). Linear in the blob's size."""
     lay = rich_layout(blob, records_at, end)
     head = blob[:records_at]
     fixed = blob[records_at : records_at + _FIXED.size]
     if lay.payload_hash is None:
         payload_hash = blake3(memoryview(blob)[lay.body_at : lay.body_end]).digest()
         return rich_digest(head, fixed, payload_hash, blob[end : end + 32])
-    opened = _entries(blob, lay.body_at, lay.body_end, first, count)
-    # guard: rich-compacted-root
-    if _root(opened[1]) != lay.root:
-        raise RootMismatch("a compacted batch's records are not the ones signed")
-    _check_times(opened[0], lay)
+    _read(blob, lay.body_at, lay.body_end, first, count, lay, True, "a compacted batch's")
     return rich_digest(head, fixed, lay.payload_hash, blob[end : end + 32])
 
 
-def _parse_record(
-    raw: bytes | memoryview, at: int, end: int
-) -> tuple[int, bytes | None, bytes | None, int, tuple[Header, ...], bytes]:
-    """One record from ``raw[at:]``: (next position, key, value, time, headers, body)."""
-    if at + _REC.size > end:
-        raise WireError("truncated format-5 record")
-    flags, ts, klen = _REC.unpack_from(raw, at)
-    if flags & ~_HAS_VALUE:
-        raise WireError(f"unknown record flags {flags:#x}")
-    at += _REC.size
-    key: bytes | None = None
-    if klen != _NONE32:
-        if at + klen > end:
-            raise WireError("truncated format-5 key")
-        key = bytes(raw[at : at + klen])
-        at += klen
-    body_at = at
-    if at + 4 > end:
-        raise WireError("truncated format-5 value")
-    (vlen,) = _U32.unpack_from(raw, at)
-    at += 4
-    value: bytes | None = None
-    if vlen != _NONE32:
-        if at + vlen > end:
-            raise WireError("truncated format-5 value")
-        value = bytes(raw[at : at + vlen])
-        at += vlen
-    if (value is not None) != bool(flags & _HAS_VALUE):
-        raise WireError("a record's tombstone flag disagrees with its value")
-    if at + 2 > end:
-        raise WireError("truncated format-5 headers")
-    (nh,) = _HDR_KEY.unpack_from(raw, at)
-    at += 2
-    if nh > MAX_HEADERS:
-        raise LimitExceeded(f"{nh} headers on one record; the limit is {MAX_HEADERS}")
+def _read_headers(buf: bytes, at: int, end: int, count: int) -> tuple[int, tuple[Header, ...]]:
+    """``count`` headers from ``buf[at:]``: (where they end, the headers). Checked against
+    the bounds :func:`check_headers` applies when sealing."""
+    # guard: rich-parse-header-bounds
+    if count > MAX_HEADERS:
+        raise LimitExceeded(f"{count} headers on one record; the limit is {MAX_HEADERS}")
     headers: list[Header] = []
-    hstart = at
-    for _ in range(nh):
-        if at + 2 > end:
-            raise WireError("truncated header")
-        (hk,) = _HDR_KEY.unpack_from(raw, at)
-        at += 2
-        if hk > MAX_HEADER_KEY_BYTES or at + hk + 4 > end:
-            raise WireError("bad header key length")
-        try:
-            hkey = bytes(raw[at : at + hk]).decode()
-        except UnicodeDecodeError:
-            raise WireError("a header key is not UTF-8") from None
-        at += hk
-        (hv,) = _U32.unpack_from(raw, at)
-        at += 4
-        hval: bytes | None = None
-        if hv != _NONE32:
-            if at + hv > end:
-                raise WireError("truncated header value")
-            hval = bytes(raw[at : at + hv])
-            at += hv
-        headers.append((hkey, hval))
-    if at - hstart + 4 * nh > MAX_HEADER_BYTES:  # 6 bytes each, as check_headers counts
-        raise LimitExceeded(f"a record's headers are over {MAX_HEADER_BYTES} bytes")
-    return at, key, value, ts, tuple(headers), bytes(raw[body_at:at])
+    add = headers.append
+    start = at
+    unpack_u32 = _U32.unpack_from
+    try:
+        for _ in range(count):
+            klen = buf[at] << 8 | buf[at + 1]
+            at += 2
+            if klen > MAX_HEADER_KEY_BYTES:
+                raise LimitExceeded(
+                    f"a header key is {klen} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
+                )
+            key = buf[at : at + klen].decode()
+            at += klen
+            (vlen,) = unpack_u32(buf, at)
+            at += 4
+            if vlen == _NONE32:
+                add((key, None))
+            else:
+                add((key, buf[at : at + vlen]))
+                at += vlen
+            # guard: rich-parse-headers-total
+            if at - start > MAX_HEADER_BYTES:  # 6 bytes each and the keys and values
+                raise LimitExceeded(f"a record's headers are over {MAX_HEADER_BYTES} bytes")
+    except UnicodeDecodeError:
+        raise WireError("a header key is not UTF-8") from None
+    if at > end:  # (what was read past the end is never used)
+        raise WireError("truncated headers")
+    return at, tuple(headers)
 
 
-def _entries(
-    blob: bytes, at: int, end: int, first: int, count: int
-) -> tuple[list[int], list[bytes], RichRecords]:
-    """A compacted body: (times, leaves, records kept with the dropped ones)."""
-    recs = RichRecords([], [], [], [], [])
+def _read(
+    buf: bytes,
+    at: int,
+    end: int,
+    first: int,
+    count: int,
+    lay: RichLayout,
+    compacted: bool,
+    what: str,
+    spans: list[tuple[int, int, int, bytes]] | None = None,
+) -> RichRecords:
+    """The records of ``buf[at:end]`` (a raw payload, or a compacted batch's entries),
+    checked: bounds, shape, the root against ``lay.root`` (:class:`RootMismatch`) and the
+    times against the signed min and max. ``spans`` gets, per entry, (its start after any
+    kind byte, its body's start (= its end for a dropped entry), its end, its entry hash)."""
+    from .signed_batch import MAX_KEY_BYTES, MAX_VALUE_BYTES
+
+    offsets: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    timestamps: list[int] = []
+    headers_of: list[tuple[Header, ...]] = []
     dropped: list[Dropped] = []
-    leaves: list[bytes] = []
-    times: list[int] = []
-    for i in range(count):
-        if at >= end:
-            raise WireError("a compacted batch has fewer entries than its count")
-        kind = blob[at]
-        at += 1
-        offset = first + i
-        if kind == _KEPT:
-            at, key, value, ts, headers, body = _parse_record(blob, at, end)
-            recs.offsets.append(offset)
-            recs.keys.append(key)
-            recs.values.append(value)
-            recs.timestamps.append(ts)
-            recs.headers.append(headers)
-            leaves.append(_leaf(offset, key, value is None, ts, blake3(body).digest()))
-        elif kind == _DROP:
-            if at + _DROPPED.size > end:
-                raise WireError("truncated dropped entry")
-            tomb, ts, klen = _DROPPED.unpack_from(blob, at)
-            at += _DROPPED.size
-            if tomb > 1:
-                raise WireError("bad tombstone flag")
-            key = None
-            if klen != _NONE32:
-                key = blob[at : at + klen]
+    entries: list[bytes | memoryview] = []
+    add_offset, add_key, add_value = offsets.append, keys.append, values.append
+    add_time, add_headers, add = timestamps.append, headers_of.append, entries.append
+    unpack_rec, unpack_u32, unpack_u16 = _REC.unpack_from, _U32.unpack_from, _U16.unpack_from
+    new_hash = _BODY_HASH.copy
+    none32, max_key, max_value = _NONE32, MAX_KEY_BYTES, MAX_VALUE_BYTES
+    view = memoryview(buf)
+    offset = first
+    try:
+        for offset in range(first, first + count):
+            kind = 0
+            if compacted:
+                kind = buf[at]
+                at += 1
+                if kind > _DROP:
+                    raise WireError(f"unknown compacted entry kind {kind}")
+            start = at
+            flags, ts, klen = unpack_rec(buf, at)
+            at += 13
+            if flags > 1:
+                raise WireError(f"unknown record flags {flags:#x}")
+            key: bytes | None = None
+            if klen != none32:
+                # guard: rich-parse-key-bound
+                if klen > max_key:
+                    raise LimitExceeded(f"a key is {klen} bytes; the limit is {MAX_KEY_BYTES}")
+                key = buf[at : at + klen]
                 at += klen
-            if at + 32 > end:
-                raise WireError("truncated dropped entry")
-            body_hash = blob[at : at + 32]
-            at += 32
-            dropped.append(Dropped(offset, key, bool(tomb), ts, body_hash))
-            leaves.append(_leaf(offset, key, bool(tomb), ts, body_hash))
-        else:
-            raise WireError(f"unknown compacted entry kind {kind}")
-        times.append(ts)
+            if kind:  # dropped
+                # guard: rich-dropped-needs-key
+                if key is None:
+                    raise WireError("a compacted batch dropped a record without a key")
+                body_hash = buf[at : at + _HASH]
+                at += _HASH
+                if at > end:
+                    raise WireError("truncated dropped entry")
+                add(buf[start:at])
+                dropped.append(Dropped(offset, key, not flags, ts, body_hash))
+                if spans is not None:
+                    spans.append((start, at, at, body_hash))
+                continue
+            body_at = at
+            (vlen,) = unpack_u32(buf, at)
+            at += 4
+            value: bytes | None = None
+            if vlen != none32:
+                if vlen > max_value:
+                    raise LimitExceeded(f"a value is {vlen} bytes; the limit is {MAX_VALUE_BYTES}")
+                value = buf[at : at + vlen]
+                at += vlen
+            if flags != (value is not None):
+                raise WireError("a record's tombstone flag disagrees with its value")
+            (nh,) = unpack_u16(buf, at)
+            at += 2
+            headers: tuple[Header, ...] = ()
+            if nh:
+                at, headers = _read_headers(buf, at, end, nh)
+            if at > end:
+                raise WireError("truncated format-5 record")
+            hasher = new_hash()
+            hasher.update(view[body_at:at])
+            body_hash = hasher.digest()
+            add(view[start:body_at])
+            add(body_hash)
+            add_offset(offset)
+            add_key(key)
+            add_value(value)
+            add_time(ts)
+            add_headers(headers)
+            if spans is not None:
+                spans.append((start, body_at, at, body_hash))
+    except (struct.error, IndexError):
+        raise WireError(f"truncated format-5 records at offset {offset}") from None
     if at != end:
-        raise WireError("a compacted batch has bytes after its entries")
-    return (
-        times,
-        leaves,
-        RichRecords(
-            recs.offsets, recs.keys, recs.values, recs.timestamps, recs.headers, tuple(dropped)
-        ),
-    )
-
-
-def _check_times(times: Sequence[int], lay: RichLayout) -> None:
-    if times and (min(times) < lay.min_ts or max(times) > lay.max_ts):
-        raise WireError("a record's time is outside the batch's signed time range")
+        raise WireError("a format-5 batch has bytes after its records")
+    if compacted:
+        # guard: rich-compacted-root
+        if _root(first, count, entries) != lay.root:
+            raise RootMismatch(f"{what} records are not the ones signed")
+    else:
+        # guard: rich-root-check
+        if _root(first, count, entries) != lay.root:
+            raise RootMismatch(f"{what} records are not the ones its producer signed")
+    lo = min(timestamps, default=lay.min_ts)
+    hi = max(timestamps, default=lay.max_ts)
+    if dropped:
+        lo = min(lo, min(d.timestamp_ms for d in dropped))
+        hi = max(hi, max(d.timestamp_ms for d in dropped))
+    # guard: rich-times-signed
+    if (lo, hi) != (lay.min_ts, lay.max_ts):
+        raise WireError(
+            f"the records' times run {lo}..{hi}, not the {lay.min_ts}..{lay.max_ts} signed"
+        )
+    return RichRecords(offsets, keys, values, timestamps, headers_of, tuple(dropped))
 
 
 def open_rich(
@@ -530,31 +689,29 @@ def open_rich(
 ) -> RichRecords:
     """The records of a **verified** format-5 blob: the payload decompressed (only if its
     signed raw length is within ``max_raw``: :class:`DecompressionBomb` otherwise), the
-    records parsed and their hash list checked against the signed root
-    (:class:`RootMismatch`). A compacted batch's entries were checked when verified."""
+    records parsed and their entries checked against the signed root
+    (:class:`RootMismatch`), and their times against the signed min and max (both are
+    checked again for a compacted batch)."""
+    return _open(blob, records_at, first, count, max_raw, None)[0]
+
+
+def _open(
+    blob: bytes,
+    records_at: int,
+    first: int,
+    count: int,
+    max_raw: int,
+    spans: list[tuple[int, int, int, bytes]] | None,
+) -> tuple[RichRecords, bytes]:
+    """The records, and the buffer ``spans`` point into (the raw records, or ``blob``)."""
     end = len(blob) - 96
     lay = rich_layout(blob, records_at, end)
     if lay.form == COMPACTED:
-        return _entries(blob, lay.body_at, lay.body_end, first, count)[2]
-    raw = _decompress(lay.codec, blob[lay.body_at : lay.body_end], lay.raw_len, max_raw)
-    recs = RichRecords([], [], [], [], [])
-    leaves: list[bytes] = []
-    at, size = 0, len(raw)
-    for i in range(count):
-        at, key, value, ts, headers, body = _parse_record(raw, at, size)
-        recs.offsets.append(first + i)
-        recs.keys.append(key)
-        recs.values.append(value)
-        recs.timestamps.append(ts)
-        recs.headers.append(headers)
-        leaves.append(_leaf(first + i, key, value is None, ts, blake3(body).digest()))
-    if at != size:
-        raise WireError("a format-5 payload has bytes after its records")
-    # guard: rich-root-check
-    if _root(leaves) != lay.root:
-        raise RootMismatch("a batch's records are not the ones its producer signed")
-    _check_times(recs.timestamps, lay)
-    return recs
+        what = "a compacted batch's"
+        return _read(blob, lay.body_at, end, first, count, lay, True, what, spans), blob
+    payload = memoryview(blob)[lay.body_at : lay.body_end]
+    raw = _decompress(lay.codec, payload, lay.raw_len, max_raw)
+    return _read(raw, 0, len(raw), first, count, lay, False, "a batch's", spans), raw
 
 
 def compact_rich(
@@ -562,46 +719,43 @@ def compact_rich(
 ) -> bytes:
     """The compacted form of a **verified** format-5 blob without the records at the
     offsets in ``drop`` (others ignored): same signature, same digest. Dropping from an
-    already compacted blob drops more. Decompresses within :data:`MAX_RAW_BYTES`."""
+    already compacted blob drops more; the result depends only on the records and the
+    offsets dropped in all, so stores that drop the same records hold the same bytes.
+    Decompresses within :data:`MAX_RAW_BYTES`. Raises :class:`WireError` to drop a record
+    without a key (no later record could show it superseded) and
+    :class:`LimitExceeded` when the result would be over ``MAX_BLOB_BYTES`` (the records
+    of a compressed batch are kept uncompressed: keep such a batch whole)."""
     from .signed_batch import MAX_BLOB_BYTES
 
     end = len(blob) - 96
     lay = rich_layout(blob, records_at, end)
     drop_set = set(drop)
-    recs = open_rich(blob, records_at, first, count)
-    entries: dict[int, bytes] = {}
-    for d in recs.dropped:
-        entries[d.offset] = (
-            bytes((_DROP,))
-            + _DROPPED.pack(d.tombstone, d.timestamp_ms, _NONE32 if d.key is None else len(d.key))
-            + (d.key or b"")
-            + d.body_hash
-        )
-    for i, offset in enumerate(recs.offsets):
-        key, value, ts, headers = recs.keys[i], recs.values[i], recs.timestamps[i], recs.headers[i]
-        body = _body(value, headers)
-        klen = _NONE32 if key is None else len(key)
-        if offset in drop_set:
-            entries[offset] = (
-                bytes((_DROP,))
-                + _DROPPED.pack(value is None, ts, klen)
-                + (key or b"")
-                + blake3(body).digest()
-            )
-        else:
-            flags = 0 if value is None else _HAS_VALUE
-            entries[offset] = bytes((_KEPT,)) + _REC.pack(flags, ts, klen) + (key or b"") + body
+    spans: list[tuple[int, int, int, bytes]] = []
+    recs, src = _open(blob, records_at, first, count, MAX_RAW_BYTES, spans)
     if lay.payload_hash is None:
-        payload_hash = blake3(memoryview(blob)[lay.body_at : lay.body_end]).digest()
+        payload_hash = blake3(memoryview(blob)[lay.body_at : end]).digest()
     else:
         payload_hash = lay.payload_hash
-    fixed = bytearray(blob[records_at : records_at + _FIXED.size])
-    fixed[1] = COMPACTED
-    body = b"".join(entries[first + i] for i in range(count))
-    out = blob[:records_at] + bytes(fixed) + payload_hash + body + blob[end:]
-    if len(out) > MAX_BLOB_BYTES:  # an uncompressed remainder of a compressed batch
-        raise LimitExceeded(f"the compacted batch would be {len(out)} bytes; kept whole")
-    return out
+    keyless = {o for o, k in zip(recs.offsets, recs.keys, strict=True) if k is None}
+    if keyless & drop_set:
+        raise WireError(f"offsets {sorted(keyless & drop_set)[:5]} have no key: never dropped")
+    out = [blob[:records_at], blob[records_at : records_at + 1], bytes((COMPACTED,))]
+    out.append(blob[records_at + 2 : records_at + _FIXED.size])
+    out.append(payload_hash)
+    for offset, (start, body_at, stop, body_hash) in zip(
+        range(first, first + count), spans, strict=True
+    ):
+        if body_at == stop:  # dropped before
+            out.append(b"\x01" + src[start:stop])
+        elif offset in drop_set:
+            out.append(b"\x01" + src[start:body_at] + body_hash)
+        else:
+            out.append(b"\x00" + src[start:stop])
+    out.append(blob[end:])
+    size = sum(map(len, out))
+    if size > MAX_BLOB_BYTES:
+        raise LimitExceeded(f"the compacted batch would be {size} bytes; kept whole")
+    return b"".join(out)
 
 
 def rich_form(blob: bytes, records_at: int) -> int:

@@ -167,8 +167,8 @@ def test_a_delimiter_keeps_carriage_returns_and_nul_round_trips(platform: Tower)
     assert got == b"k1=v\n1|k2=v2|"
 
 
-def test_headers_are_refused_in_one_line() -> None:
-    one_line_error(Proc(py("dafka.cli.consumer", "t", "-f", "%h %s")), 2, "no headers")
+def test_an_unknown_format_token_is_refused_in_one_line() -> None:
+    one_line_error(Proc(py("dafka.cli.consumer", "t", "-f", "%Z %s")), 2, "unknown format token")
 
 
 def test_files_with_a_delimiter_are_refused_in_one_line(tmp_path: Path) -> None:

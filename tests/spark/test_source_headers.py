@@ -103,9 +103,7 @@ def test_without_include_headers_there_is_no_headers_column(spark, store) -> Non
         ).option("stores", store.endpoint).option("subscribe", "h.read").load().collect()
 
 
-@pytest.mark.parametrize(
-    ("topic", "why"), [("h.bomb", "decompresses to"), ("h.root", "not the ones")]
-)
+@pytest.mark.parametrize(("topic", "why"), [("h.bomb", "decompress"), ("h.root", "not the ones")])
 def test_a_signed_lie_fails_the_read(spark, store, topic: str, why: str) -> None:
     with pytest.raises(Exception, match=why):
         _read(spark, store, topic, includeHeaders="true").collect()

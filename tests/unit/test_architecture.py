@@ -75,7 +75,10 @@ def _imports(path: Path, *, typing_too: bool = False) -> set[str]:
 
 ROLE_CORES = {
     "producer": ("core", "serve", "runs", "recovery"),
-    "consumer": ("core", "table", "buffer", "delivery", "end", "fetch", "heads", "partition"),
+    "consumer": (
+        *("core", "table", "buffer", "delivery", "end", "fetch", "heads", "partition"),
+        "kv_table",
+    ),
     "store": (
         *("core", "credits", "gaps", "ingest", "partitions", "policy", "repair"),
         *("replicate", "serve", "state", "waiting"),

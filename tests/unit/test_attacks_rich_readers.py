@@ -19,6 +19,7 @@ from dafka.spark.arrow_columns import SIGNED_COLUMNS, signed_reply_chunks  # noq
 from dafka.storage.base import StoredBatch  # noqa: E402
 from dafka.storage.memory import MemoryStorage  # noqa: E402
 from dafka.wire import signed_rich  # noqa: E402
+from dafka.wire.signed_checks import LimitExceeded  # noqa: E402
 from dafka.wire.signed_rich import (  # noqa: E402
     Codec,
     DecompressionBomb,
@@ -55,11 +56,11 @@ def _spark(reply: qp.ReadReply, **kw: object) -> list[dict]:
     return list(signed_reply_chunks(reply, 0, 10**6, SIGNED_COLUMNS, **kw))  # type: ignore[arg-type]
 
 
-WHY = {
-    "bomb": DecompressionBomb,
-    "stated-over-any-bound": DecompressionBomb,
-    "root-mismatch": RootMismatch,
-    "root-mismatch-uncompressed": RootMismatch,
+WHY = {  # what each lie fails with (every one a WireError) and what its message says
+    "bomb": (WireError, "decompress"),
+    "stated-over-any-bound": (LimitExceeded, "4294967295"),  # refused when verified
+    "root-mismatch": (RootMismatch, "not the ones"),
+    "root-mismatch-uncompressed": (RootMismatch, "not the ones"),
 }
 
 
@@ -71,7 +72,7 @@ def test_spark_refuses_a_signed_lie_and_gives_no_row(lie: str) -> None:
     # the honest batch first: the lie after it fails the whole read, no row is given
     reply = _reply(_honest(), _lie_at(lie, 2))
     chunks = signed_reply_chunks(reply, 0, 4, SIGNED_COLUMNS, chunk_rows=1)
-    with pytest.raises(WHY[lie]):
+    with pytest.raises(WHY[lie][0], match=WHY[lie][1]):
         next(chunks)
 
 
@@ -91,7 +92,7 @@ def _lie_at(lie: str, first: int) -> bytes:
 @pytest.mark.parametrize("lie", LIES)
 def test_query_records_refuse_a_signed_lie(lie: str) -> None:
     reply = _reply(_lie_at(lie, 0))
-    with pytest.raises(WHY[lie]):
+    with pytest.raises(WHY[lie][0], match=WHY[lie][1]):
         list(records(reply))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -89,9 +90,35 @@ def test_format_tokens_timestamp_and_sizes() -> None:
     assert Formatter("%K %T").__call__(bare) == b"-1 -1"
 
 
-def test_headers_are_refused_clearly() -> None:
-    with pytest.raises(ConfigError, match="no headers"):
-        Formatter("%s %h")
+def test_headers_render_as_kcat_does() -> None:
+    """kcat's %h: k=v pairs in the record's order, comma-separated, NULL for a null value,
+    repeated keys kept; nothing for a record without headers."""
+    record = ConsumedRecord(
+        "t", "P", 0, b"v", None, 1.0, (("a", b"1"), ("n", None), ("a", b""), ("b", b"\xff"))
+    )
+    assert Formatter("%h|%s").__call__(record) == b"a=1,n=NULL,a=,b=\xff|v"
+    assert Formatter("[%h]").__call__(ConsumedRecord("t", "P", 0, b"v")) == b"[]"
+
+
+def test_unknown_tokens_are_refused_clearly() -> None:
+    with pytest.raises(ConfigError, match="unknown format token '%Z'"):
+        Formatter("%s %Z")
+
+
+def test_a_tombstone_prints_no_value_and_size_minus_one() -> None:
+    record = ConsumedRecord("t", "P", 0, None, b"k", 2.5)
+    assert Formatter("%k:%s:%S:%T").__call__(record) == b"k::-1:2500"
+    row = json.loads(as_json(record))
+    assert row["value"] is None and row["headers"] == [] and row["timestamp"] == 2500
+
+
+def test_json_carries_the_headers() -> None:
+    record = ConsumedRecord("t", "P", 0, b"v", None, 1.0, (("tp", b"00-ab"), ("x", b"\xff")))
+    row = json.loads(as_json(record))
+    assert row["headers"] == [
+        {"key": "tp", "value": "00-ab"},
+        {"key": "x", "value": None, "value_base64": "/w=="},
+    ]
 
 
 def test_json_carries_the_timestamp() -> None:
@@ -127,3 +154,16 @@ def test_settings_are_shown_as_given_and_parse_back(key: str, value: object, sho
     if key.startswith(("retention", "max_record")):  # what dafka topics alter takes back
         units = _UNITS_MS if key.endswith("_ms") else _UNITS_BYTES
         assert _amount(shown, key, units) == value
+
+
+def test_kcat_json_carries_headers_as_kcat_does() -> None:
+    """kcat's -J: a flat array of names and values, only for a record with headers."""
+    from dafka.cli.kcat import kcat_json
+
+    record = ConsumedRecord(
+        "t", "P", 0, b"v", None, 1.0, (("a", b"1"), ("n", None), ("x", b"\xff"))
+    )
+    row = json.loads(kcat_json(record))
+    assert row["headers"] == ["a", "1", "n", None, "x", {"base64": "/w=="}]
+    assert list(row)[:7] == ["topic", "partition", "offset", "tstype", "ts", "broker", "headers"]
+    assert "headers" not in json.loads(kcat_json(ConsumedRecord("t", "P", 0, b"v")))

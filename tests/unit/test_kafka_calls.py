@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 
 from dafka.api.cluster import _batch_at, check_times
+from dafka.api.times import first_at_or_after
 from dafka.consumer._control import ConsumerControl, parse_assignment
 from dafka.consumer._shared import ConsumerShared
 from dafka.core.effects import RecordBatch
 from dafka.errors import ConfigError, ProfileError, ProtocolError
 from dafka.query import protocol as qp
 from dafka.query.protocol import pack_batches
-from dafka.spark.offsets import first_at_or_after
+from dafka.wire.signed_rich import MAX_RAW_BYTES
 from tests.signing import P, blob
 
 T0 = 1_700_000_000_000
@@ -41,7 +42,8 @@ class FakeClient:
 
 
 def search(client: FakeClient, ts: int) -> int | None:
-    return first_at_or_after(_batch_at(client, ("t", P)), 0, len(STAMPS) * SIZE - 1, ts)  # type: ignore[arg-type]
+    batch_at = _batch_at(client, ("t", P), MAX_RAW_BYTES)  # type: ignore[arg-type]
+    return first_at_or_after(batch_at, 0, len(STAMPS) * SIZE - 1, ts)
 
 
 def test_the_time_search_finds_the_first_batch_stamped_at_or_after() -> None:
