@@ -101,7 +101,8 @@ def _reply(batches: list, first: int = 0, stamp: int = STAMP) -> qp.ReadReply:
         if isinstance(b, tuple) and b[0] == "rich":
             _, recs, codec, drop = b
             blob = seal_rich(IDENTITY, encode_topic(TOPIC), offset, recs, stamp, codec)
-            dropped = [offset + i for i in drop if i < len(recs)]
+            # a store drops only records with a key (compaction keeps every keyless one)
+            dropped = [offset + i for i in drop if i < len(recs) and recs[i].key is not None]
             if dropped:
                 records_at = 2 + blob[1] + 36
                 blob = compact_rich(blob, records_at, offset, len(recs), dropped)
