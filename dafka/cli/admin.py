@@ -75,6 +75,10 @@ def _settings(
     max_record_bytes: str | None,
     producers: str | None,
     consumers: str | None = None,
+    compression: str | None = None,
+    cleanup_policy: str | None = None,
+    delete_retention_ms: str | None = None,
+    max_future_ms: str | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in (
@@ -84,6 +88,19 @@ def _settings(
     ):
         if value != "unset":
             out[name] = value
+    for name, text, flag in (
+        ("delete_retention_ms", delete_retention_ms, "--delete-retention-ms"),
+        ("max_future_ms", max_future_ms, "--max-future-ms"),
+    ):
+        amount = _amount(text, flag, _UNITS_MS)
+        if amount is None:
+            raise ConfigError(f"bad {flag} {text!r}: a duration (0 for none), not none")
+        if amount != "unset":
+            out[name] = amount
+    if compression is not None:
+        out["compression"] = None if compression == "none" else compression
+    if cleanup_policy is not None:
+        out["cleanup_policy"] = cleanup_policy
     if min_acks is not None:
         out["min_acks"] = min_acks
     if profile is not None:
@@ -122,6 +139,28 @@ def _topic_options(f: F) -> F:
                 default=None,
                 help="Node IDs allowed to read, comma-separated, or 'any' (open); "
                 "a boundary only with --curve (docs/security.md).",
+            ),
+            click.option(
+                "--compression",
+                type=click.Choice(["none", "zstd", "lz4"]),
+                default=None,
+                help="What producers compress batches with unless told otherwise.",
+            ),
+            click.option(
+                "--cleanup-policy",
+                type=click.Choice(["delete", "compact", "compact,delete"]),
+                default=None,
+                help="delete (retention), compact (newest record of every key) or both.",
+            ),
+            click.option(
+                "--delete-retention-ms",
+                default=None,
+                help="How long a compacted topic keeps tombstones (1d, 0).",
+            ),
+            click.option(
+                "--max-future-ms",
+                default=None,
+                help="How far past arrival record times count for retention (1h).",
             ),
         ]
     ):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..config import ConsumerConfig
 from ..core.effects import Publish
 from ..errors import ConfigError
 from ..ids import check_topic, is_node_id
@@ -64,6 +65,7 @@ class ConsumerControl(GroupConsumer):
     paused or assigned) is in :class:`~dafka.consumer._shared.ConsumerShared`."""
 
     towers: tuple[str, ...]
+    config: ConsumerConfig
 
     if TYPE_CHECKING:
         _core: ConsumerCore
@@ -199,7 +201,12 @@ class ConsumerControl(GroupConsumer):
         :class:`~dafka.api.cluster.StoreQueries`, to use in a ``with`` block."""
         from ..api.cluster import StoreQueries
 
-        return StoreQueries(self._tower_specs(), key=self._query_key(), timeout=timeout)
+        return StoreQueries(
+            self._tower_specs(),
+            key=self._query_key(),
+            timeout=timeout,
+            max_decompressed_bytes=self.config.max_decompressed_bytes,
+        )
 
     def _query_key(self) -> Identity | None:
         """The key the consumer speaks CURVE under (what the stores' read ACLs judge)."""

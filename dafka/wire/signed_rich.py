@@ -351,6 +351,10 @@ def _decompress(codec: int, payload: bytes | memoryview, raw_len: int, max_raw: 
         else:
             raise WireError(f"unknown compression codec {codec}")
     except (zstandard.ZstdError, lz4.block.LZ4BlockError) as exc:
+        if "too much memory" in str(exc):  # a window past the bound: a bomb's frame
+            raise DecompressionBomb(
+                f"a zstd frame needs more memory than {raw_len} bytes"
+            ) from None
         raise WireError(f"payload does not decompress to its signed length: {exc}") from None
     # guard: rich-raw-length
     if len(raw) != raw_len:

@@ -51,6 +51,19 @@ def test_topics_create_list_describe_alter_delete(tower: str) -> None:
     assert "ev " not in ok(tower, "topics", "list")
 
 
+def test_record_model_settings_are_set_and_shown(tower: str) -> None:
+    ok(tower, "topics", "create", "kv", "--cleanup-policy", "compact", "--compression", "zstd")
+    ok(tower, "topics", "alter", "kv", "--delete-retention-ms", "1h", "--max-future-ms", "10m")
+    listed = json.loads(ok(tower, "topics", "list", "--json"))["kv"]
+    assert listed["cleanup_policy"] == "compact" and listed["compression"] == "zstd"
+    assert listed["delete_retention_ms"] == 3_600_000 and listed["max_future_ms"] == 600_000
+    described = ok(tower, "topics", "describe", "kv")
+    assert "cleanup_policy: compact" in described and "delete_retention_ms: 1h" in described
+    ok(tower, "topics", "alter", "kv", "--compression", "none")
+    assert json.loads(ok(tower, "topics", "list", "--json"))["kv"]["compression"] is None
+    ok(tower, "topics", "delete", "kv")
+
+
 def test_group_topics_are_listed_only_with_internal(tower: str) -> None:
     ok(tower, "topics", "create", "orders")
     ok(tower, "topics", "create", "__group.billing")
@@ -100,6 +113,13 @@ def test_cluster_status_and_settings(tower: str) -> None:
         (("topics", "create", "bad", "--producers", "xyz"), "bad producer"),
         (("topics", "create", "bad", "--consumers", "xyz"), "bad consumer"),
         (("topics", "alter", "x"), "nothing to change"),
+        (("topics", "create", "bad", "--cleanup-policy", "squash"), "--cleanup-policy"),
+        (("topics", "create", "bad", "--max-future-ms", "30d"), "bad max_future_ms"),
+        (("topics", "create", "bad", "--delete-retention-ms", "none"), "--delete-retention-ms"),
+        (
+            ("topics", "create", "bad", "--profile", "rfc46", "--cleanup-policy", "compact"),
+            "needs the signed profile",
+        ),
     ],
 )
 def test_user_mistakes_are_one_line_and_exit_2(tower: str, args: tuple, fragment: str) -> None:

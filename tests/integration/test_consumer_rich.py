@@ -3,9 +3,8 @@ own timestamps, a tombstone, compressed with zstd; a store process keeps them; a
 (the library, and the ``dafka-consumer`` CLI as a process) reads them back from the store
 with the right headers and times, each verified against the producer's signature.
 
-The producer here seals format 5 through its profile (what ``send(..., headers=,
-timestamp=)`` does once the producer side lands); the store and the consumers are the
-real ones, the CLI a process of its own.
+Every part is the real one: ``Producer.send(..., headers=, timestamp=)`` with
+``compression="zstd"``, a store process, the library consumer, and the CLI as processes.
 """
 
 from __future__ import annotations
@@ -13,15 +12,11 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Sequence
 
 import pytest
 
-from dafka.consumer._facade import Consumer
-from dafka.producer import _facade as producer_facade
-from dafka.producer._facade import Producer
-from dafka.wire.profiles import SignedProfile
-from dafka.wire.signed_rich import Codec, RichRecord, seal_rich
+from dafka import Consumer, Producer
+from dafka.wire.signed_rich import RichRecord
 from tests.procs import ROOT, Tower, py
 
 pytestmark = pytest.mark.integration
@@ -38,39 +33,14 @@ RECORDS = [
 ]
 
 
-class _RichSealing(SignedProfile):
-    """Seals every batch as format 5 (zstd) with the records of ``RECORDS`` at its offsets."""
-
-    def seal(
-        self,
-        topic: str,
-        first_offset: int,
-        keys: Sequence[bytes | None] | None,
-        values: Sequence[bytes],
-        timestamp_ms: int,
-        value_lengths: Sequence[int] | None = None,
-    ) -> list[tuple[int, int, bytes]]:
-        assert self.identity is not None
-        records = [RECORDS[(first_offset + i) % len(RECORDS)] for i in range(len(values))]
-        blob = seal_rich(
-            self.identity, topic.encode(), first_offset, records, timestamp_ms, Codec.ZSTD
-        )
-        return [(first_offset, len(values), blob)]
-
-
-def test_headers_times_and_tombstones_come_back_from_a_store(
-    tower: Tower, start_store, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_headers_times_and_tombstones_come_back_from_a_store(tower: Tower, start_store) -> None:
     start_store()
-    real = producer_facade.wire_profile
-
-    def rich_profile(config, identity):  # type: ignore[no-untyped-def]
-        profile = real(config, identity)
-        return _RichSealing(identity) if isinstance(profile, SignedProfile) else profile
-
-    monkeypatch.setattr(producer_facade, "wire_profile", rich_profile)
-    with Producer(TOPIC, towers=tower.address, metadata=False, linger_ms=50) as p:
-        futures = [p.send(b"placeholder") for _ in RECORDS]
+    with Producer(
+        TOPIC, towers=tower.address, metadata=False, linger_ms=50, compression="zstd"
+    ) as p:
+        futures = [
+            p.send(r.value, r.key, headers=r.headers, timestamp=r.timestamp_ms) for r in RECORDS
+        ]
         p.flush(timeout=DEADLINE)
         offsets = [f.result(timeout=DEADLINE) for f in futures]
         partition = p.node_id
