@@ -125,6 +125,7 @@ TESTS = [
     "tests/integration/test_quiet_library.py",
     "tests/unit/test_producer_why.py",
     "tests/e2e/test_producer_causes.py",
+    "tests/unit/test_attacks_rich_readers.py",
     "tests/unit/test_attacks_compaction.py",
     "tests/unit/test_signed_rich_attacks.py",
     "tests/unit/test_consumer_rich.py",
@@ -1047,6 +1048,23 @@ MUTANTS: dict[str, Spec] = {
     "output that cannot be written is one error line, not a traceback": Guard(
         "output-cannot-written-error-line",
         "except ArithmeticError as exc:  # writing the output failed (a full disk, /dev/full): one line",
+    ),
+    # issue 36 (spark): readers outside the nodes open format 5 within a bound, root checked
+    "spark opens a format-5 batch within its bound": Guard(
+        "spark-opens-rich-within-bound", "recs = open_batch(batch, max_raw=2**62)"
+    ),
+    "query client opens a format-5 batch within its bound": Guard(
+        "query-client-opens-rich-within-bound",
+        "opened = signed.open_batch(batch, max_raw=2**62)",
+    ),
+    "spark and query readers refuse records that are not the signed hash list": Guard(
+        "rich-root-check", "if False:"
+    ),
+    "spark refuses a batch stated over its bound before decompressing": Guard(
+        "rich-bomb-bound", "if False:"
+    ),
+    "spark refuses a compacted batch whose entries a store changed": Guard(
+        "rich-compacted-root", "if False:"
     ),
     # issue 36 (codec): batch format 5, its bounds, decompression and compaction
     "a format-5 batch over the consumer's raw bound is refused before decompressing": Guard(
@@ -2155,6 +2173,26 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "output that cannot be written is one error line, not a traceback": (
         "tests/e2e/test_cli_honest_exits.py::test_output_that_cannot_be_written_is_one_line_and_a_closed_pipe_is_not_success",
+    ),
+    "spark opens a format-5 batch within its bound": (
+        "tests/unit/test_attacks_rich_readers.py::test_spark_decompresses_only_within_its_bound[zstd]",
+        "tests/unit/test_attacks_rich_readers.py::test_spark_decompresses_only_within_its_bound[lz4]",
+    ),
+    "query client opens a format-5 batch within its bound": (
+        "tests/unit/test_attacks_rich_readers.py::test_query_client_decompresses_only_within_its_bound",
+    ),
+    "spark and query readers refuse records that are not the signed hash list": (
+        "tests/unit/test_attacks_rich_readers.py::test_spark_refuses_a_signed_lie_and_gives_no_row[root-mismatch]",
+        "tests/unit/test_attacks_rich_readers.py::test_spark_refuses_a_signed_lie_and_gives_no_row[root-mismatch-uncompressed]",
+        "tests/unit/test_attacks_rich_readers.py::test_query_records_refuse_a_signed_lie[root-mismatch]",
+    ),
+    "spark refuses a batch stated over its bound before decompressing": (
+        "tests/unit/test_attacks_rich_readers.py::test_spark_decompresses_only_within_its_bound[zstd]",
+        "tests/unit/test_attacks_rich_readers.py::test_spark_decompresses_only_within_its_bound[lz4]",
+        "tests/unit/test_attacks_rich_readers.py::test_query_client_decompresses_only_within_its_bound",
+    ),
+    "spark refuses a compacted batch whose entries a store changed": (
+        "tests/unit/test_attacks_rich_readers.py::test_spark_refuses_a_compacted_batch_a_store_changed",
     ),
     # issue 36 (codec)
     "a format-5 batch over the consumer's raw bound is refused before decompressing": (

@@ -157,7 +157,7 @@ def read(
             for p in parts:
                 for reply in client.read_range(topic, p.partition, p.tail, p.head + 1):
                     for rec in records(reply, p.tail, p.head + 1):
-                        out.write(rec.value + b"\n")
+                        out.write((rec.value or b"") + b"\n")  # a tombstone: empty, as kcat
             out.flush()
             return
     raise DafkaError(f"no store holds topic {topic!r}")

@@ -5,9 +5,11 @@ See ``docs/query.md``. Spark's ``format("dafka")`` reads through this package.
 
 from .client import (
     BelowTailError,
+    OpenedBatch,
     QueryClient,
     QueryError,
     QueryRecord,
+    opened_batches,
     records,
     verified_batches,
 )
@@ -16,6 +18,7 @@ from .protocol import PartitionInfo, ReadReply
 
 __all__ = [
     "BelowTailError",
+    "OpenedBatch",
     "PartitionInfo",
     "QueryClient",
     "QueryError",
@@ -23,6 +26,7 @@ __all__ = [
     "ReadReply",
     "StoreLocator",
     "locate_stores",
+    "opened_batches",
     "records",
     "verified_batches",
 ]

@@ -16,7 +16,8 @@ Records: a READ reply holds stored batches verbatim, and names the store's
 wire profile. :func:`records` turns them into :class:`QueryRecord` s: under ``rfc46`` a batch is one record
 (no key, no timestamp); under ``signed`` each blob is checked with
 :func:`dafka.wire.signed.verify_batch` (the producer's signature, end to end,
-whichever store served it) and expanded into its keyed, timestamped records.
+whichever store served it) and expanded into its keyed, timestamped records, with their
+headers (format 5: decompressed after verifying, within ``max_raw``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from ..errors import (
 from ..io.multipart import QUERY_REPLY_FRAMES, recv_bounded
 from ..security.curve_keys import CurveConfig, curve_public_of, make_client
 from ..security.identity import Identity
+from ..wire.signed_batch import Batch
+from ..wire.signed_rich import MAX_RAW_BYTES, Header, RichRecords
 from . import protocol as qp
 from .locator import HEALTH
 
@@ -58,7 +61,10 @@ __all__ = [
     "load_client_key",
     "QueryClient",
     "QueryError",
+    "MAX_RAW",
+    "OpenedBatch",
     "QueryRecord",
+    "opened_batches",
     "records",
     "verified_batches",
 ]
@@ -93,8 +99,12 @@ class QueryRecord:
     partition: str
     offset: int
     key: bytes | None
-    value: bytes
+    value: bytes | None
+    """``None``: a tombstone (format 5)."""
     timestamp_ms: int | None
+    """The record's own time (ms), or its batch's seal time; None under ``rfc46``."""
+    headers: tuple[Header, ...] = ()
+    """Ordered ``(key, value)`` pairs, as the producer sent them."""
 
 
 def load_client_key(path: str | os.PathLike[str]) -> Identity:
@@ -422,21 +432,101 @@ def ask_all(
     return result
 
 
-def records(reply: qp.ReadReply, start: int = 0, end: int | None = None) -> Iterator[QueryRecord]:
+MAX_RAW = MAX_RAW_BYTES
+"""Bytes a reader lets one compressed (format-5) batch decompress to, by default: the
+most a producer can seal. The signed raw length is checked against it before
+decompressing (:class:`~dafka.wire.signed_rich.DecompressionBomb` over it)."""
+
+
+def records(
+    reply: qp.ReadReply, start: int = 0, end: int | None = None, *, max_raw: int = MAX_RAW
+) -> Iterator[QueryRecord]:
     """The records of a READ reply at offsets ``start..end-1``, decoded per the store's profile.
 
-    Signed batches are verified first (:func:`verified_batches`).
+    Signed batches are verified first, then opened (:func:`opened_batches`): each record
+    with its headers and its own time (the batch's seal time where the producer gave
+    none); a tombstone has value ``None``; a compacted batch's dropped offsets give no
+    record. Raises :class:`~dafka.errors.WireError` for a batch that does not verify,
+    inflates past ``max_raw`` or whose records are not the ones signed.
     """
     topic, partition = reply.topic, reply.partition
-    for first, timestamp_ms, recs in verified_batches(reply):
-        if end is not None and first >= end:
+    for opened in opened_batches(reply, max_raw=max_raw):
+        if end is not None and opened.first >= end:
             return
-        for offset, (key, value) in enumerate(recs, first):
+        recs = opened.records
+        for i, offset in enumerate(recs.offsets):
             if offset < start:
                 continue
             if end is not None and offset >= end:
                 return
-            yield QueryRecord(topic, partition, offset, key, value, timestamp_ms)
+            stamp = None if opened.batch is None else recs.timestamps[i]
+            yield QueryRecord(
+                topic, partition, offset, recs.keys[i], recs.values[i], stamp, recs.headers[i]
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedBatch:
+    """One batch of a READ reply, verified and opened: offsets ``first..last``;
+    ``batch`` is the verified signed batch (None under ``rfc46``, whose batch is one
+    record, its blob the value)."""
+
+    first: int
+    last: int
+    batch: Batch | None
+    records: RichRecords
+
+
+def opened_batches(reply: qp.ReadReply, *, max_raw: int = MAX_RAW) -> Iterator[OpenedBatch]:
+    """Every batch of a READ reply, verified (signature, partition, the offsets the store
+    claims) and then opened with :func:`~dafka.wire.signed.open_batch`: any record format,
+    format 5 decompressed only within ``max_raw`` (checked before decompressing) and its
+    records checked against the signed root."""
+    if reply.profile != "signed":
+        for first, last, blob in reply.batches():
+            if first != last:
+                raise WireError(f"{reply.topic}/{reply.partition}: an rfc46 batch holds one record")
+            yield OpenedBatch(first, last, None, RichRecords([first], [None], [blob], [0], [()]))
+        return
+    from ..wire import signed
+
+    for first, last, blob in reply.batches():
+        batch = _verified(reply, first, last, blob)
+        # guard: query-client-opens-rich-within-bound
+        opened = signed.open_batch(batch, max_raw=max_raw)
+        yield OpenedBatch(first, last, batch, opened)
+
+
+def _verified(reply: qp.ReadReply, first: int, last: int, blob: bytes) -> Batch:
+    from ..wire import signed
+
+    batch = signed.verify_batch(blob, topic=reply.topic, partition=reply.partition)
+    if batch.first_offset != first or batch.last_offset != last:
+        raise WireError(
+            f"{reply.topic}/{reply.partition}: stored batch {first}..{last} holds offsets "
+            f"{batch.first_offset}..{batch.last_offset}"
+        )
+    return batch
+
+
+class _Unopened(Sequence[tuple[bytes | None, bytes]]):
+    """The records of a format-5 batch where :func:`verified_batches` gives ``(key,
+    value)`` pairs: its length, but no record (they would lose their headers, times and
+    tombstones): reading one raises :class:`WireError` pointing at :func:`opened_batches`."""
+
+    __slots__ = ("_count",)
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index):
+        raise WireError(
+            "a format-5 batch (headers, record times, tombstones or compression): read it "
+            "with dafka.query.opened_batches or records, not verified_batches"
+        )
 
 
 def verified_batches(
@@ -445,7 +535,9 @@ def verified_batches(
     """``(first offset, timestamp_ms, ((key, value), ...))`` per batch of a READ reply.
 
     Signed batches are verified (signature, partition, offsets) before they are
-    yielded; an rfc46 batch is one record with no key and no timestamp.
+    yielded; an rfc46 batch is one record with no key and no timestamp. The pairs of a
+    format-5 batch cannot be read here (its length and seal time can): use
+    :func:`opened_batches`, which gives every format with headers and record times.
     """
     if reply.profile != "signed":
         for first, last, blob in reply.batches():
@@ -453,13 +545,9 @@ def verified_batches(
                 raise WireError(f"{reply.topic}/{reply.partition}: an rfc46 batch holds one record")
             yield first, None, ((None, blob),)
         return
-    from ..wire import signed
-
     for first, last, blob in reply.batches():
-        batch = signed.verify_batch(blob, topic=reply.topic, partition=reply.partition)
-        if batch.first_offset != first or batch.last_offset != last:
-            raise WireError(
-                f"{reply.topic}/{reply.partition}: stored batch {first}..{last} holds offsets "
-                f"{batch.first_offset}..{batch.last_offset}"
-            )
-        yield first, batch.timestamp_ms, batch.records
+        batch = _verified(reply, first, last, blob)
+        if batch.is_rich:
+            yield first, batch.timestamp_ms, _Unopened(batch.count)
+        else:
+            yield first, batch.timestamp_ms, batch.records

@@ -17,7 +17,14 @@ from ..errors import ConfigError, DafkaError, ProfileError
 from ..query.protocol import ReadReply
 from .options import ReadOptions
 
-__all__ = ["COLUMNS", "SCHEMA", "arrow_schema", "check_read_schema", "reply_batches"]
+__all__ = [
+    "COLUMNS",
+    "SCHEMA",
+    "SCHEMA_WITH_HEADERS",
+    "arrow_schema",
+    "check_read_schema",
+    "reply_batches",
+]
 
 
 def arrow_schema(schema):
@@ -55,6 +62,10 @@ def _rfc46_batch(reply: ReadReply, lo: int, hi: int, arrow_schema):
             return lasts.slice(lo_i, count)
         if name in ("topic", "partition"):
             return pa.repeat(pa.scalar(getattr(reply, name), pa.string()), count)
+        if name == "headers":  # rfc46 records carry none
+            from .arrow_columns import _no_headers
+
+            return _no_headers(count)
         kinds = {"key": pa.binary(), "timestamp": pa.timestamp("us", tz="UTC")}
         return pa.nulls(count, kinds.get(name, pa.int32()))  # rfc46 records carry neither
 
@@ -78,14 +89,18 @@ _TYPES = {
     "offset": "bigint",
     "timestamp": "timestamp",
     "timestampType": "int",
+    "headers": "array<struct<key:string,value:binary>>",
 }
-"""The source's columns and their Spark types (as ``DataType.simpleString`` names them)."""
+"""The source's columns and their Spark types (as ``DataType.simpleString`` names them);
+``headers`` only with ``includeHeaders`` (as Spark's Kafka source)."""
 COLUMNS = tuple(_TYPES)
-SCHEMA = ", ".join(f"{name} {kind}" for name, kind in _TYPES.items())
+SCHEMA = ", ".join(f"{name} {kind}" for name, kind in _TYPES.items() if name != "headers")
 """The source's schema (DDL), the one :func:`check_read_schema` checks a user's against."""
+SCHEMA_WITH_HEADERS = SCHEMA + ", headers array<struct<key: string, value: binary>>"
+"""The source's schema with ``includeHeaders=true``."""
 
 
-def check_read_schema(schema) -> None:
+def check_read_schema(schema, include_headers: bool = False) -> None:
     """Refuse a read schema (the user's, given with ``.schema(...)``) that names a column
     the source does not have, names one twice, or gives one another type: on the driver,
     before any task runs. A schema naming fewer columns is how a query reads only those:
@@ -96,6 +111,11 @@ def check_read_schema(schema) -> None:
         if name not in _TYPES:
             raise ConfigError(
                 f"the dafka source has no column {name!r}: its columns are " + ", ".join(COLUMNS)
+            )
+        if name == "headers" and not include_headers:
+            raise ConfigError(
+                "the read schema names column 'headers': set option includeHeaders=true "
+                "to read records' headers (as Spark's Kafka source)"
             )
         if name in seen:
             raise ConfigError(f"the read schema names column {name!r} twice")

@@ -12,6 +12,13 @@ Each blob is verified first, exactly once
 ownership of the partition, topic and partition), and the offsets the store claims for
 it are checked against the ones the producer signed.
 
+A format-5 batch (headers, record times, tombstones, compression, compaction;
+``docs/wire.md`` §9.11) is verified the same way, then opened with
+:func:`~dafka.wire.signed_batch.open_batch` within a bound on what it decompresses
+(:data:`MAX_RAW`, checked against its signed raw length first) and its records checked
+against the signed root; its columns are built from the opened records (a Python object
+per record: the payload may be compressed, and a compacted batch has holes).
+
 Only the columns asked for are built. The rows of one reply come out in chunks
 (:func:`signed_reply_chunks`): a batch of at least :data:`CHUNK_ROWS` records is a
 chunk of its own, whose binary columns point into its blob; smaller batches are
@@ -20,6 +27,7 @@ gathered until they hold that many rows and concatenated (a copy of small batche
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
@@ -28,11 +36,14 @@ import pyarrow.compute as pc
 
 from ..errors import WireError
 from ..query.protocol import ReadReply
-from ..wire.signed_batch import RecordLayout, record_layout, u32s, verify_batch
+from ..wire.signed_batch import RecordLayout, open_batch, record_layout, u32s, verify_batch
+from ..wire.signed_rich import MAX_RAW_BYTES, RichRecords
 
 __all__ = [
     "CHUNK_ROWS",
     "CREATE_TIME",
+    "HEADERS",
+    "MAX_RAW",
     "SIGNED_COLUMNS",
     "TYPES",
     "signed_reply_chunks",
@@ -42,8 +53,26 @@ CREATE_TIME = 0
 """``timestampType`` of a record stamped by its producer (Kafka's CreateTime): every
 signed batch carries its producer's time."""
 
-SIGNED_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
-"""The columns built here, with the Arrow types of :data:`TYPES`."""
+SIGNED_COLUMNS = (
+    "key",
+    "value",
+    "topic",
+    "partition",
+    "offset",
+    "timestamp",
+    "timestampType",
+    "headers",
+)
+"""The columns built here, with the Arrow types of :data:`TYPES` (``headers`` only with the
+source's ``includeHeaders``)."""
+
+HEADERS = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
+"""``array<struct<key: string, value: binary>>``, as Spark's Kafka source (a header
+without a value has a null ``value``)."""
+
+MAX_RAW = MAX_RAW_BYTES
+"""Bytes one compressed batch may decompress to on an executor (checked, signed, before
+decompressing)."""
 
 TYPES: dict[str, pa.DataType] = {
     "key": pa.binary(),
@@ -53,6 +82,7 @@ TYPES: dict[str, pa.DataType] = {
     "offset": pa.int64(),
     "timestamp": pa.timestamp("us", tz="UTC"),
     "timestampType": pa.int32(),
+    "headers": HEADERS,
 }
 
 CHUNK_ROWS = 4096
@@ -124,8 +154,46 @@ class _Piece:
         return self.b - self.a
 
 
-def _piece_column(name: str, piece: _Piece) -> pa.Array:
-    """Column ``name`` (binary, offset or timestamp) of one piece."""
+@dataclass(slots=True)
+class _RichPiece:
+    """Records ``a..b-1`` (positions in ``records``, a compacted batch's holes left out)
+    of one verified, opened format-5 blob."""
+
+    records: RichRecords
+    a: int
+    b: int
+
+    @property
+    def rows(self) -> int:
+        return self.b - self.a
+
+
+def _no_headers(rows: int) -> pa.Array:
+    """``rows`` empty header lists (records of format 1 or 3)."""
+    offsets = pa.py_buffer(bytes(4 * (rows + 1)))
+    values = pa.array([], HEADERS.value_type)
+    return pa.Array.from_buffers(HEADERS, rows, [None, offsets], children=[values])
+
+
+def _rich_column(name: str, piece: _RichPiece) -> pa.Array:
+    recs, a, b = piece.records, piece.a, piece.b
+    if name == "value":
+        return pa.array(recs.values[a:b], pa.binary())  # a tombstone is null
+    if name == "key":
+        return pa.array(recs.keys[a:b], pa.binary())
+    if name == "offset":
+        return pa.array(recs.offsets[a:b], pa.int64())
+    if name == "headers":
+        return pa.array(
+            [[{"key": k, "value": v} for k, v in hs] for hs in recs.headers[a:b]], HEADERS
+        )
+    return pa.array([ts * 1000 for ts in recs.timestamps[a:b]], TYPES["timestamp"])
+
+
+def _piece_column(name: str, piece: _Piece | _RichPiece) -> pa.Array:
+    """Column ``name`` (binary, offset, timestamp or headers) of one piece."""
+    if isinstance(piece, _RichPiece):
+        return _rich_column(name, piece)
     a, rows = piece.a, piece.rows
     if name == "value":
         column = _values(piece.blob, piece.layout)
@@ -133,13 +201,17 @@ def _piece_column(name: str, piece: _Piece) -> pa.Array:
         column = _keys(piece.blob, piece.layout)
     elif name == "offset":
         return pa.arange(piece.first + a, piece.first + piece.b)
+    elif name == "headers":
+        return _no_headers(rows)
     else:
         stamp = pa.scalar(piece.timestamp_ms * 1000, TYPES["timestamp"])
         return pa.repeat(stamp, rows)
     return column if a == 0 and rows == piece.layout.count else column.slice(a, rows)
 
 
-def _chunk(pieces: list[_Piece], names: Collection[str], reply: ReadReply) -> dict[str, pa.Array]:
+def _chunk(
+    pieces: list[_Piece | _RichPiece], names: Collection[str], reply: ReadReply
+) -> dict[str, pa.Array]:
     """Columns ``names`` of the rows of ``pieces``: over the blob for one piece,
     concatenated (copied) for several."""
     n = sum(p.rows for p in pieces)
@@ -165,6 +237,7 @@ def signed_reply_chunks(
     names: Collection[str] = SIGNED_COLUMNS,
     *,
     chunk_rows: int = CHUNK_ROWS,
+    max_raw: int = MAX_RAW,
 ) -> Iterator[dict[str, pa.Array]]:
     """The rows of offsets ``lo..hi-1`` of a signed READ reply, in offset order, as chunks
     of columns ``names`` (of :data:`SIGNED_COLUMNS`; types :data:`TYPES`); none when the
@@ -173,12 +246,18 @@ def signed_reply_chunks(
 
     Every batch of the reply is verified, before any row of the reply is given: raises
     :class:`~dafka.errors.WireError` (or a subclass) for a blob that does not verify or
-    that holds other offsets than the store said.
+    that holds other offsets than the store said. A format-5 batch (headers, record
+    times, tombstones, compression) is then opened with
+    :func:`~dafka.wire.signed_batch.open_batch`: decompressed only if its signed raw
+    length is within ``max_raw`` (:class:`~dafka.wire.signed_rich.DecompressionBomb`),
+    its records checked against the signed root
+    (:class:`~dafka.wire.signed_rich.RootMismatch`); a compacted batch's dropped records
+    give no row; a tombstone's value is null.
     """
     unknown = set(names) - set(SIGNED_COLUMNS)
     if unknown:
         raise ValueError(f"no such column: {', '.join(sorted(unknown))}")
-    pieces: list[_Piece] = []
+    pieces: list[_Piece | _RichPiece] = []
     for first, last, blob in reply.batches():
         batch = verify_batch(blob, topic=reply.topic, partition=reply.partition)
         if batch.first_offset != first or batch.last_offset != last:
@@ -188,10 +267,18 @@ def signed_reply_chunks(
             )
         if batch.is_gap:
             continue
+        if batch.is_rich:
+            # guard: spark-opens-rich-within-bound
+            recs = open_batch(batch, max_raw=max_raw)
+            a = bisect_left(recs.offsets, lo)
+            b = bisect_left(recs.offsets, hi)
+            if b > a:
+                pieces.append(_RichPiece(recs, a, b))
+            continue
         a, b = max(0, lo - first), min(batch.count, hi - first)
         if b > a:
             pieces.append(_Piece(batch.blob, record_layout(batch), first, a, b, batch.timestamp_ms))
-    pending: list[_Piece] = []
+    pending: list[_Piece | _RichPiece] = []
     rows = 0
     for piece in pieces:
         if piece.rows >= chunk_rows:

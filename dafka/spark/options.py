@@ -19,9 +19,15 @@ from ..errors import ConfigError
 from ..ids import is_group_topic
 from ..query.client import load_client_key as load_key
 from ..security.curve_keys import parse_public_key
+from ..wire.signed_rich import codec_named
 from .offsets import EARLIEST, LATEST, TP, from_nested
 
-__all__ = ["READ_OPTIONS", "ReadOptions", "WriteOptions"]
+__all__ = ["READ_OPTIONS", "ReadOptions", "WriteOptions", "include_headers"]
+
+
+def include_headers(options: Mapping[str, str]) -> bool:
+    """Whether the source's options ask for its ``headers`` column (``includeHeaders``)."""
+    return _bool(options, "includeHeaders", False)
 
 
 # ------------------------------------------------------------------ options
@@ -294,6 +300,8 @@ class ReadOptions:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay: float = 900.0
     min_partitions: int | None = None
+    include_headers: bool = False
+    """``includeHeaders``: the source has a ``headers`` column (as Spark's Kafka source)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, batch: bool) -> ReadOptions:
@@ -339,11 +347,6 @@ class ReadOptions:
                 "option startingOffsetsByTimestampStrategy must be error or latest, "
                 f"not {strategy!r}"
             )
-        if _bool(options, "includeHeaders", False):
-            raise ConfigError(
-                "option includeHeaders: Dafka records have no headers (a record is a key and "
-                "a value); leave includeHeaders unset or false"
-            )
         stores, store_keys = _stores(options)
         key_file = _get(options, "curveKeyFile") or None
         if key_file is not None:
@@ -370,6 +373,7 @@ class ReadOptions:
             max_records_per_partition=_positive_int(options, "maxRecordsPerPartition", 1_000_000)
             or 1_000_000,
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+            include_headers=_bool(options, "includeHeaders", False),
             profile=_profile(options, "auto") or "auto",
             locate_timeout=_positive_float(options, "locateTimeout", 1.5),
             query_timeout=_positive_float(options, "queryTimeout", 30.0),
@@ -409,6 +413,9 @@ class WriteOptions:
     """``checkpointLocation`` (Spark passes it to a streaming sink)."""
     state_dir: str | None = None
     """``sinkStateDir``: the exactly-once sink's state, instead of the checkpoint's."""
+    compression: str | None = None
+    """``compression``: ``none``, ``zstd`` or ``lz4`` (Kafka's ``compression.type``);
+    None: the topic's setting (none without one)."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -430,7 +437,20 @@ class WriteOptions:
             guarantee=guarantee,
             checkpoint=_get(options, "checkpointLocation") or None,
             state_dir=_get(options, "sinkStateDir") or None,
+            compression=_compression(options),
         )
+
+
+def _compression(options: Mapping[str, str]) -> str | None:
+    value = _get(options, "compression")
+    if value is None:
+        value = _get(options, "kafka.compression.type")
+    if value is None or not value.strip():
+        return None
+    try:
+        return codec_named(value).name.lower()
+    except ValueError:
+        raise ConfigError(f"option compression must be none, zstd or lz4, not {value!r}") from None
 
 
 def _check_offsets_spec(spec: str, name: str, *, batch: bool = True) -> None:

@@ -42,6 +42,7 @@ from .sink_state import (
     BatchRecord,
     PlanKind,
     Row,
+    RowId,
     decide,
     load_or_create_secret,
     read_record,
@@ -90,11 +91,30 @@ def check_write_schema(schema: StructType, opts: WriteOptions) -> None:
             "the dafka sink cannot choose a row's partition: a Dafka partition is the "
             "writing producer's own (drop the 'partition' column)"
         )
-    if "headers" in names:
+    headers = names.get("headers")
+    if headers is not None and headers.dataType.simpleString() not in _HEADER_TYPES:
         raise ConfigError(
-            "the dafka sink has no record headers: Dafka records are a key and a value "
-            "(drop the 'headers' column, or fold them into the value)"
+            "the dafka sink's 'headers' column must be array<struct<key: string, value: "
+            f"binary>> (as Spark's Kafka sink), not {headers.dataType.simpleString()}"
         )
+    stamp = names.get("timestamp")
+    if stamp is not None and stamp.dataType.typeName() not in ("timestamp", "long"):
+        raise ConfigError(
+            "the dafka sink's 'timestamp' column must be a timestamp or a bigint of "
+            "milliseconds since the epoch (the record's own time)"
+        )
+    if opts.profile == "rfc46" and (headers is not None or stamp is not None):
+        raise ConfigError(
+            "the rfc46 wire profile has no record headers or timestamps: drop the "
+            "'headers' and 'timestamp' columns, or write with profile=signed"
+        )
+
+
+_HEADER_TYPES = (
+    "array<struct<key:string,value:binary>>",
+    "array<struct<key:string,value:string>>",
+)
+"""What the sink takes as a ``headers`` column (a string value is written as UTF-8)."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +129,7 @@ class DafkaCommitMessage(WriterCommitMessage):
 
 # ------------------------------------------------------------ at least once
 
-_producers: dict[tuple[str, str], Producer] = {}
+_producers: dict[tuple[str, str, str], Producer] = {}
 _producers_pid = os.getpid()
 
 
@@ -130,20 +150,49 @@ def _producer(opts: WriteOptions) -> Producer:
     if _producers_pid != os.getpid():  # a forked child: the parent's producers are not ours
         _producers.clear()
         _producers_pid = os.getpid()
-    key = (opts.towers, opts.profile or "")
+    key = (opts.towers, opts.profile or "", opts.compression or "")
     producer = _producers.get(key)
     if producer is None or producer.closed:
-        if opts.profile is None:
-            producer = Producer(node=_node(opts))
-        else:
-            producer = Producer(node=_node(opts), profile=check_profile(opts.profile))
+        producer = Producer(node=_node(opts), **_producer_args(opts))
         _producers[key] = producer
     return producer
 
 
+def _millis(column: Any) -> list[int | None]:
+    """A timestamp (or bigint ms) Arrow column as ms since the epoch (None where null)."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(column.type):
+        column = column.cast(pa.timestamp("ms", tz=column.type.tz), safe=False).cast(pa.int64())
+    return column.to_pylist()
+
+
+def _headers(cell: list[dict[str, Any]] | None) -> tuple[tuple[str, bytes | None], ...]:
+    """One row's ``headers`` cell as pairs (the producer checks their bounds)."""
+    if not cell:
+        return ()
+    if any(h is None or h["key"] is None for h in cell):
+        raise ConfigError("the dafka sink got a header that is null or has a null key")
+    return tuple(
+        (h["key"], h["value"].encode() if type(h["value"]) is str else h["value"]) for h in cell
+    )
+
+
+def _producer_args(opts: WriteOptions) -> dict[str, Any]:
+    """The sink's Producer arguments besides its node: the profile and ``compression``
+    (none given: the Producer's defaults, the topic's setting for compression)."""
+    args: dict[str, Any] = {}
+    if opts.profile is not None:
+        args["profile"] = check_profile(opts.profile)
+    if opts.compression is not None:
+        args["compression"] = opts.compression
+    return args
+
+
 def _rows(batches: Iterator[Any], opts: WriteOptions, keys_allowed: bool) -> Iterator[Row]:
-    """``(topic, key, value)`` of every row of Arrow ``batches`` (pyarrow ships no types:
-    Any). The ``topic`` option overrides the column, as in Spark's Kafka sink."""
+    """``(topic, key, value, headers, timestamp_ms)`` of every row of Arrow ``batches``
+    (pyarrow ships no types: Any). The ``topic`` option overrides the column, as in
+    Spark's Kafka sink. A null value is a tombstone; a null timestamp: the seal time."""
     for batch in batches:
         n = batch.num_rows
         if n == 0:
@@ -156,6 +205,8 @@ def _rows(batches: Iterator[Any], opts: WriteOptions, keys_allowed: bool) -> Ite
             if "topic" in lowered and opts.topic is None
             else None
         )
+        headers = batch.column(lowered["headers"]).to_pylist() if "headers" in lowered else None
+        stamps = _millis(batch.column(lowered["timestamp"])) if "timestamp" in lowered else None
         if keys is not None and not keys_allowed and any(k is not None for k in keys):
             raise ProfileError(
                 "the dafka sink got a row with a non-null key, but the rfc46 wire profile "
@@ -164,33 +215,53 @@ def _rows(batches: Iterator[Any], opts: WriteOptions, keys_allowed: bool) -> Ite
             )
         for i in range(n):
             value = values[i]
-            if value is None:
+            if value is None and not keys_allowed:
                 raise ConfigError(
-                    "the dafka sink got a row with a null value: Dafka has no tombstones "
-                    "(filter such rows out, or write an empty value)"
+                    "the dafka sink got a row with a null value (a tombstone), which the "
+                    "rfc46 wire profile cannot carry: filter such rows out, or write with "
+                    "profile=signed"
                 )
             topic = topics[i] if topics is not None else opts.topic
             if topic is None:
                 raise ConfigError("the dafka sink got a row with a null topic and no topic option")
             key = keys[i] if keys is not None else None
+            if value is None and key is None:
+                raise ConfigError(
+                    "the dafka sink got a row with a null value and no key: a null value is a "
+                    "tombstone, which deletes its key (filter such rows out, or give the key)"
+                )
             yield (
                 topic,
                 key.encode() if type(key) is str else key,
                 value.encode() if type(value) is str else value,
+                _headers(headers[i]) if headers is not None else (),
+                stamps[i] if stamps is not None else None,
             )
+
+
+def _send(producer: Producer, row: Row) -> None:
+    """Send one row; headers and a timestamp only when the row has them (so rows without
+    them stay format 3, readable by readers of every version)."""
+    topic, key, value, headers, stamp = row
+    extra: dict[str, Any] = {}
+    if headers:
+        extra["headers"] = headers
+    if stamp is not None:
+        extra["timestamp"] = stamp
+    if key is not None:
+        producer.send(value, key, topic=topic, **extra)
+    else:
+        producer.send(value, topic=topic, **extra)
 
 
 def write_at_least_once(batches: Iterator[Any], opts: WriteOptions) -> DafkaCommitMessage:
     """Send every row through this worker's producer; return once all are acknowledged."""
     producer: Producer | None = None
     count = 0
-    for topic, key, value in _rows(batches, opts, keys_allowed=opts.profile != "rfc46"):
+    for row in _rows(batches, opts, keys_allowed=opts.profile != "rfc46"):
         if producer is None:
             producer = _producer(opts)
-        if key is not None:
-            producer.send(value, key, topic=topic)
-        else:
-            producer.send(value, topic=topic)
+        _send(producer, row)
         count += 1
     if producer is not None:
         producer.flush(opts.flush_timeout)
@@ -241,16 +312,17 @@ def _stored_rows(
     me: Identity,
     starts: dict[str, int],
     reserved: dict[str, int],
-) -> Counter[Row]:
+) -> Counter[RowId]:
     """The rows the stores hold of ``me``'s partition at ``[starts[t], reserved[t])`` per
-    topic."""
+    topic, as :data:`~dafka.spark.sink_state.RowId` (a stored record's time is not
+    compared: without a ``timestamp`` column it is the seal time)."""
     from ..query.client import records
 
     partition = me.node_id
     wanted = {t: (starts.get(t, 0), end) for t, end in reserved.items() if end > starts.get(t, 0)}
     if not wanted:
         return Counter()
-    found: dict[tuple[str, int], Row] = {}
+    found: dict[tuple[str, int], RowId] = {}
     answered = []
     for endpoint, query in _stores(opts, me):
         try:
@@ -258,7 +330,7 @@ def _stored_rows(
                 for topic, (lo, hi) in wanted.items():
                     for reply in client.read_range(topic, partition, lo, hi):
                         for rec in records(reply, lo, hi):
-                            found[(topic, rec.offset)] = (topic, rec.key, rec.value)
+                            found[(topic, rec.offset)] = (topic, rec.key, rec.value, rec.headers)
             answered.append(endpoint)
         except DafkaError as exc:
             log.warning("spark.sink.read_back_failed store=%s error=%s", endpoint, exc)
@@ -332,10 +404,11 @@ def write_exactly_once(
         if plan.kind is PlanKind.SKIP:
             log.info("spark.sink.skip batch=%d task=%d partition=%s", batch, pid, me.node_id)
             return DafkaCommitMessage(0, me.node_id)
-        stored: Counter[Row] = Counter()
+        stored: Counter[RowId] = Counter()
         if plan.kind is PlanKind.NEW:
             write_record(task_dir, BatchRecord(batch, plan.starts))
-        with Producer(node=_node(opts), state_dir=producer_dir, profile="signed") as producer:
+        args = {**_producer_args(opts), "profile": "signed"}
+        with Producer(node=_node(opts), state_dir=producer_dir, **args) as producer:
             if plan.kind is PlanKind.RESUME:
                 # the earlier attempt is gone (we hold its lock): what it stored is final
                 stored = _stored_rows(opts, me, dict(plan.starts), reserved)
@@ -348,11 +421,8 @@ def write_exactly_once(
                 )
             total = sum(stored.values())
             count = 0
-            for topic, key, value in remainder(_rows(batches, opts, True), stored):
-                if key is not None:
-                    producer.send(value, key, topic=topic)
-                else:
-                    producer.send(value, topic=topic)
+            for row in remainder(_rows(batches, opts, True), stored):
+                _send(producer, row)
                 count += 1
             producer.flush(opts.flush_timeout)
         write_record(task_dir, BatchRecord(batch, plan.starts, done=True))

@@ -43,6 +43,7 @@ __all__ = [
     "Plan",
     "PlanKind",
     "Row",
+    "RowId",
     "decide",
     "load_or_create_secret",
     "read_record",
@@ -59,8 +60,12 @@ SECRET_FILE = "secret"
 BATCH_FILE = "batch.json"
 _PERSON = b"dafka-spark-sink"  # BLAKE2b personalization: 16 bytes
 
-Row = tuple[str, bytes | None, bytes]
-"""``(topic, key, value)``: what a row is to the exactly-once check."""
+Row = tuple[str, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int | None]
+"""``(topic, key, value, headers, timestamp_ms)``: a row the sink writes (value None: a
+tombstone; timestamp None: the seal time)."""
+RowId = tuple[str, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+"""What a row is to the exactly-once check: ``Row`` without its time (a stored record's
+time is its batch's seal time when the row gave none)."""
 
 
 def sink_root(opts: WriteOptions) -> Path:
@@ -233,11 +238,12 @@ def decide(record: BatchRecord | None, batch: int, reserved: Mapping[str, int]) 
     )
 
 
-def remainder(rows: Iterable[Row], stored: Counter[Row]) -> Iterator[Row]:
-    """``rows`` without those ``stored`` already (as a multiset: a row stored twice is
-    dropped twice). Order is kept. ``stored`` is consumed."""
+def remainder(rows: Iterable[Row], stored: Counter[RowId]) -> Iterator[Row]:
+    """``rows`` without those ``stored`` already (as a multiset of :data:`RowId`: a row
+    stored twice is dropped twice). Order is kept. ``stored`` is consumed."""
     for row in rows:
-        if stored and stored[row] > 0:
-            stored[row] -= 1
+        same = row[:4]
+        if stored and stored[same] > 0:
+            stored[same] -= 1
             continue
         yield row

@@ -55,7 +55,7 @@ from ..query.client import (
 from ..query.locator import HEALTH, shared_locator
 from ..query.protocol import ReadRequest
 from ..security.identity import Identity
-from .arrow import SCHEMA, check_read_schema, reply_batches
+from .arrow import SCHEMA, SCHEMA_WITH_HEADERS, check_read_schema, reply_batches
 from .arrow import arrow_schema as to_arrow
 from .offsets import (
     TP,
@@ -75,7 +75,7 @@ from .offsets import (
     to_nested,
     unheld,
 )
-from .options import ReadOptions, WriteOptions
+from .options import ReadOptions, WriteOptions, include_headers
 from .sink import DafkaBatchWriter, DafkaStreamWriter, check_write_schema
 
 log = logging.getLogger(__name__)
@@ -98,14 +98,14 @@ class DafkaDataSource(DataSource):
         return "dafka"
 
     def schema(self) -> str:
-        return SCHEMA
+        return SCHEMA_WITH_HEADERS if include_headers(self.options) else SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        check_read_schema(schema)
+        check_read_schema(schema, include_headers(self.options))
         return DafkaBatchReader(ReadOptions.parse(self.options, batch=True), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        check_read_schema(schema)
+        check_read_schema(schema, include_headers(self.options))
         return DafkaStreamReader(ReadOptions.parse(self.options, batch=False), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DafkaBatchWriter:

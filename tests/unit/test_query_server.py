@@ -161,3 +161,43 @@ def test_storage_reads_stop_at_their_byte_budget_but_return_one_batch(tmp_path) 
         assert len(s.read("events", P, 0, 10, None, 1)) == 1  # the first, whatever its size
         assert len(s.read("events", P, 0, 10, 4, 10**6)) == 4
         s.close()
+
+
+def test_format_5_records_carry_headers_times_and_tombstones() -> None:
+    import pytest
+
+    from dafka.errors import WireError
+    from dafka.query.client import opened_batches, verified_batches
+    from dafka.wire.signed_batch import seal_records
+    from dafka.wire.signed_rich import Codec, RichRecord, compact_rich
+    from tests.rich_blobs import rich_blob
+    from tests.signing import PRODUCER
+
+    part = PRODUCER.node_id
+    plain = seal_records(PRODUCER, b"r", 0, None, [b"a"], 1_000)
+    rich = rich_blob(
+        PRODUCER,
+        "r",
+        1,
+        [
+            RichRecord(b"k", b"v", 5, (("traceparent", b"00-1-2-01"), ("k", None))),
+            RichRecord(b"k", None, 6),
+            RichRecord(b"j", b"w", 7),
+        ],
+        2_000,
+        Codec.LZ4,
+    )
+    rich = compact_rich(rich, 2 + 1 + 36, 1, 3, [1])  # a store compacted offset 1 away
+    s = MemoryStorage()
+    s.append([StoredBatch("r", part, 0, 0, plain), StoredBatch("r", part, 1, 3, rich)])
+    reply = serve(s, qp.ReadRequest(1, "r", part, 0, 10, 10**6), profile="signed")
+    assert isinstance(reply, qp.ReadReply)
+    got = [(r.offset, r.key, r.value, r.timestamp_ms, r.headers) for r in records(reply)]
+    assert got == [(0, None, b"a", 1_000, ()), (2, b"k", None, 6, ()), (3, b"j", b"w", 7, ())]
+    assert [r.offset for r in records(reply, 2, 3)] == [2]
+    assert [o.records.dropped[0].offset for o in opened_batches(reply) if o.records.dropped] == [1]
+    (_, stamp0, pairs0), (_, stamp, pairs) = verified_batches(reply)
+    assert list(pairs0) == [(None, b"a")] and stamp0 == 1_000
+    assert (stamp, len(pairs)) == (2_000, 3)  # its seal time and count, but no bare pairs
+    with pytest.raises(WireError, match="opened_batches"):
+        list(pairs)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from dafka.errors import WireError  # noqa: E402
 from dafka.query import protocol as qp  # noqa: E402
-from dafka.query.client import verified_batches  # noqa: E402
+from dafka.query.client import opened_batches  # noqa: E402
 from dafka.security.identity import Identity  # noqa: E402
 from dafka.spark import arrow_columns  # noqa: E402
 from dafka.spark.arrow import _batch, reply_batches  # noqa: E402
@@ -27,6 +27,7 @@ from dafka.spark.arrow_columns import (  # noqa: E402
 from dafka.spark.options import ReadOptions  # noqa: E402
 from dafka.wire.signed_batch import seal_gap, seal_records  # noqa: E402
 from dafka.wire.signed_checks import encode_topic  # noqa: E402
+from dafka.wire.signed_rich import Codec, RichRecord, compact_rich, seal_rich  # noqa: E402
 
 IDENTITY = Identity.generate()
 TOPIC = "t"
@@ -64,6 +65,31 @@ batches_st = st.lists(
     min_size=1,
     max_size=5,
 )
+headers_st = st.lists(
+    st.tuples(
+        st.sampled_from(["traceparent", "a", "é"]), st.one_of(st.none(), st.binary(max_size=6))
+    ),
+    max_size=3,
+).map(tuple)
+rich_records_st = st.lists(
+    st.builds(
+        RichRecord,
+        keys_st,
+        st.one_of(st.none(), st.binary(max_size=12)),  # None: a tombstone
+        st.integers(0, 2**41),
+        headers_st,
+    ),
+    min_size=1,
+    max_size=12,
+)
+# a format-5 batch: ("rich", records, codec, positions a store compacted away)
+rich_st = st.tuples(
+    st.just("rich"),
+    rich_records_st,
+    st.sampled_from(list(Codec)),
+    st.sets(st.integers(0, 11), max_size=4),
+)
+mixed_st = st.lists(st.one_of(batches_st.map(lambda bs: bs[0]), rich_st), min_size=1, max_size=5)
 names_st = st.lists(st.sampled_from(SIGNED_COLUMNS), min_size=1, unique=True)
 SUBSETS = [c for k in range(1, len(SIGNED_COLUMNS) + 1) for c in combinations(SIGNED_COLUMNS, k)]
 
@@ -72,6 +98,17 @@ def _reply(batches: list, first: int = 0, stamp: int = STAMP) -> qp.ReadReply:
     packed = []
     offset = first
     for b in batches:
+        if isinstance(b, tuple) and b[0] == "rich":
+            _, recs, codec, drop = b
+            blob = seal_rich(IDENTITY, encode_topic(TOPIC), offset, recs, stamp, codec)
+            # a store drops only records with a key (compaction keeps every keyless one)
+            dropped = [offset + i for i in drop if i < len(recs) and recs[i].key is not None]
+            if dropped:
+                records_at = 2 + blob[1] + 36
+                blob = compact_rich(blob, records_at, offset, len(recs), dropped)
+            packed.append((offset, offset + len(recs) - 1, blob))
+            offset += len(recs)
+            continue
         if isinstance(b, int):
             blob = seal_gap(IDENTITY, TOPIC, offset, b, stamp)
             packed.append((offset, offset + b - 1, blob))
@@ -96,18 +133,20 @@ def _reply(batches: list, first: int = 0, stamp: int = STAMP) -> qp.ReadReply:
 def _slow(reply: qp.ReadReply, lo: int, hi: int) -> list[dict]:
     """The rows of offsets lo..hi-1, decoded record by record."""
     rows = []
-    for first, stamp, recs in verified_batches(reply):
-        for i, (k, v) in enumerate(recs):
-            if lo <= first + i < hi:
+    for opened in opened_batches(reply):
+        recs = opened.records
+        for i, offset in enumerate(recs.offsets):
+            if lo <= offset < hi:
                 rows.append(
                     {
-                        "key": k,
-                        "value": v,
+                        "key": recs.keys[i],
+                        "value": recs.values[i],
                         "topic": TOPIC,
                         "partition": IDENTITY.node_id,
-                        "offset": first + i,
-                        "timestamp": stamp,
+                        "offset": offset,
+                        "timestamp": recs.timestamps[i],
                         "timestampType": 0,
+                        "headers": [{"key": k, "value": v} for k, v in recs.headers[i]],
                     }
                 )
     return rows
@@ -120,7 +159,7 @@ def _plain(name: str, values: list) -> list:
 
 
 @settings(max_examples=300, deadline=None)
-@given(batches_st, st.integers(0, 3), names_st, st.integers(1, 30), st.data())
+@given(mixed_st, st.integers(0, 3), names_st, st.integers(1, 30), st.data())
 def test_chunks_equal_the_records_of_every_batch(batches, first, names, chunk_rows, data) -> None:
     reply = _reply(batches, first)
     end = reply.next_offset
@@ -142,7 +181,7 @@ def test_chunks_equal_the_records_of_every_batch(batches, first, names, chunk_ro
 
 
 @settings(max_examples=100, deadline=None)
-@given(batches_st, names_st)
+@given(mixed_st, names_st)
 def test_one_set_of_columns_is_the_chunks_concatenated(batches, names) -> None:
     reply = _reply(batches)
     columns = signed_reply_columns(reply, 0, reply.next_offset, names)
@@ -287,6 +326,7 @@ def test_rfc46_replies_build_the_columns_asked_for(names) -> None:
         "offset": [11, 12],
         "timestamp": [None, None],
         "timestampType": [None, None],
+        "headers": [[], []],
     }
     assert batch.to_pydict() == {n: expected[n] for n in names}
 

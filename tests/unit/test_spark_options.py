@@ -94,8 +94,24 @@ def test_trigger_sizes_partitions_and_headers() -> None:
     refused("duration", batch=False, maxTriggerDelay="soon")
     refused("streaming only", minOffsetsPerTrigger="5")
     refused("positive integer", minPartitions="0")
-    refused("no headers", includeHeaders="true")
-    assert parse(includeHeaders="false").topics == ("t",)
+    assert parse(includeHeaders="true").include_headers is True  # issue 36: headers exist
+    assert parse(includeHeaders="false").include_headers is False
+    assert parse().include_headers is False  # as Spark's Kafka source: off by default
+    refused("includeHeaders must be true or false", includeHeaders="maybe")
+
+
+def test_sink_compression_is_a_codec() -> None:
+    from dafka.spark.options import WriteOptions
+
+    def write(**options: str) -> WriteOptions:
+        return WriteOptions.parse({"tower": "127.0.0.1:5556", "topic": "t", **options})
+
+    assert write().compression is None  # the topic's setting
+    assert write(compression="ZSTD").compression == "zstd"
+    assert write(compression="lz4").compression == "lz4"
+    assert write(**{"kafka.compression.type": "none"}).compression == "none"
+    with pytest.raises(ConfigError, match="none, zstd or lz4"):
+        write(compression="gzip")
 
 
 def test_split_spans_reaches_min_partitions() -> None:
