@@ -323,7 +323,7 @@ def seal_rich_batches(
     else:
         sizes = [
             RICH_RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
-            for key, value in zip(keys, values)
+            for key, value in zip(keys, values, strict=True)
         ]
     column: Sequence[bytes | None] = values
     times: list[int] | None = None
@@ -339,7 +339,7 @@ def seal_rich_batches(
                 if extra.timestamp_ms is not None:
                     times[i] = extra.timestamp_ms
                 if extra.tombstone:
-                    column[i] = None  # type: ignore[index]
+                    column[i] = None
                 headers[i] = extra.headers
                 sizes[i] += extra.header_bytes
     ends = list(accumulate(sizes, initial=0))

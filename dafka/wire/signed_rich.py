@@ -421,6 +421,7 @@ def seal_rich_columns(
         values,
         repeat(seal_ms) if times is None else times,
         repeat(()) if headers is None else headers,
+        strict=False,  # lengths checked above; a default column is endless
     )
     return _seal_rows(identity, topic_raw, first_offset, count, rows, values, seal_ms, codec, None)
 
