@@ -28,7 +28,7 @@ from .signed_batch import (
     seal_records,
 )
 from .signed_checks import U64_MAX, LimitExceeded, encode_topic
-from .signed_rich import Codec, Header, RichRecord, seal_rich
+from .signed_rich import Codec, Header, seal_rich_columns
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -317,20 +317,31 @@ def seal_rich_batches(
     room = max_bytes - batch_overhead(topic) - RICH_OVERHEAD
     if room <= RICH_RECORD_OVERHEAD or max_bytes > MAX_BLOB_BYTES:
         raise ValueError(f"max_bytes {max_bytes} out of range")
-    records: list[RichRecord] = []
-    sizes: list[int] = []
-    extra_of = (extras or {}).get
-    for i, value in enumerate(values):
-        key = keys[i] if keys is not None else None
-        extra = extra_of(i)
-        size = RICH_RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
-        if extra is None:
-            records.append(RichRecord(key, value, timestamp_ms, ()))
-        else:
-            ts = timestamp_ms if extra.timestamp_ms is None else extra.timestamp_ms
-            records.append(RichRecord(key, None if extra.tombstone else value, ts, extra.headers))
-            size += extra.header_bytes
-        sizes.append(size)
+    # columns, not a RichRecord per record (see seal_rich_columns)
+    if keys is None:
+        sizes = [RICH_RECORD_OVERHEAD + len(value) for value in values]
+    else:
+        sizes = [
+            RICH_RECORD_OVERHEAD + len(value) + (0 if key is None else len(key))
+            for key, value in zip(keys, values, strict=True)
+        ]
+    column: Sequence[bytes | None] = values
+    times: list[int] | None = None
+    headers: list[tuple[Header, ...]] | None = None
+    if extras:
+        extra_of = extras.get
+        column = list(values)
+        times = [timestamp_ms] * count
+        headers = [()] * count
+        for i in range(count):
+            extra = extra_of(i)
+            if extra is not None:
+                if extra.timestamp_ms is not None:
+                    times[i] = extra.timestamp_ms
+                if extra.tombstone:
+                    column[i] = None
+                headers[i] = extra.headers
+                sizes[i] += extra.header_bytes
     ends = list(accumulate(sizes, initial=0))
     out: list[tuple[int, int, bytes]] = []
     a = 0
@@ -338,13 +349,20 @@ def seal_rich_batches(
         b = min(count, a + max_records)
         # the most records from ``a`` whose bytes fit in ``room``; at least one
         b = max(a + 1, min(b, bisect_right(ends, ends[a] + room, a) - 1))
-        part = records[a:b]
+        part = (
+            None if keys is None else keys[a:b],
+            column[a:b],
+            None if times is None else times[a:b],
+            None if headers is None else headers[a:b],
+        )
         try:
-            blob = seal_rich(identity, topic_raw, first_offset + a, part, timestamp_ms, codec)
+            blob = seal_rich_columns(
+                identity, topic_raw, first_offset + a, *part, timestamp_ms, codec
+            )
         except LimitExceeded:
             if codec is Codec.NONE:
                 raise
-            blob = seal_rich(identity, topic_raw, first_offset + a, part, timestamp_ms)
+            blob = seal_rich_columns(identity, topic_raw, first_offset + a, *part, timestamp_ms)
         out.append((first_offset + a, b - a, blob))
         a = b
     return out
