@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_rich_batch_headers_bound.py",
     "tests/unit/test_attacks_kv_table.py",
     "tests/unit/test_kv_table_core.py",
     "tests/unit/test_futures_cancel_race.py",
@@ -141,6 +142,9 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    "a reader refuses a batch with more headers than a batch holds": Guard(
+        "rich-batch-headers-bound", "if False:"
+    ),
     # issue 36 (compact): compacted topics on the stores
     "compaction never drops the newest record of a key": Guard(
         "compaction-keeps-newest-of-key", "if n.offset >= r.offset:"
@@ -1149,6 +1153,9 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a reader refuses a batch with more headers than a batch holds": (
+        "tests/unit/test_rich_batch_headers_bound.py::test_a_batch_with_too_many_headers_is_refused_before_they_are_parsed",
+    ),
     "compaction never drops the newest record of a key": (
         "tests/unit/test_attacks_compaction.py::test_the_newest_record_of_a_key_is_never_dropped_whatever_the_batches",
         "tests/unit/test_attacks_compaction.py::test_the_job_rewrites_each_batch_in_its_compacted_form_and_returns_space",
