@@ -142,6 +142,9 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    "the compaction index holds digests of keys, not the keys": Guard(
+        "compaction-index-holds-digests", "ik = r.key"
+    ),
     "a reader refuses a batch with more headers than a batch holds": Guard(
         "rich-batch-headers-bound", "if False:"
     ),
@@ -1153,6 +1156,9 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "the compaction index holds digests of keys, not the keys": (
+        "tests/unit/test_attacks_compaction.py::test_the_index_costs_the_same_whatever_the_keys_length",
+    ),
     "a reader refuses a batch with more headers than a batch holds": (
         "tests/unit/test_rich_batch_headers_bound.py::test_a_batch_with_too_many_headers_is_refused_before_they_are_parsed",
     ),
