@@ -142,6 +142,9 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    "the table proof counts a dropped record's age from no earlier than its arrival": Guard(
+        "table-age-floored-at-arrival", "start = start"
+    ),
     "the compaction index holds digests of keys, not the keys": Guard(
         "compaction-index-holds-digests", "ik = r.key"
     ),
@@ -1156,6 +1159,9 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "the table proof counts a dropped record's age from no earlier than its arrival": (
+        "tests/unit/test_kv_table_core.py::test_a_backfilled_tombstone_is_not_believed_expired_at_once",
+    ),
     "the compaction index holds digests of keys, not the keys": (
         "tests/unit/test_attacks_compaction.py::test_the_index_costs_the_same_whatever_the_keys_length",
     ),
