@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_rich_batch_headers_bound.py",
     "tests/unit/test_attacks_kv_table.py",
     "tests/unit/test_kv_table_core.py",
     "tests/unit/test_futures_cancel_race.py",
@@ -141,6 +142,15 @@ Spec = tuple[str, ...] | Guard | list[tuple[str, ...] | Guard]
 # dafka/ or tower/ replaced, see tests/mutant_guards.py), or the old exact-text form:
 # (module, function, old text, new text, [old text, new text, ...]) | [(...), ...]
 MUTANTS: dict[str, Spec] = {
+    "the table proof counts a dropped record's age from no earlier than its arrival": Guard(
+        "table-age-floored-at-arrival", "start = start"
+    ),
+    "the compaction index holds digests of keys, not the keys": Guard(
+        "compaction-index-holds-digests", "ik = r.key"
+    ),
+    "a reader refuses a batch with more headers than a batch holds": Guard(
+        "rich-batch-headers-bound", "if False:"
+    ),
     # issue 36 (compact): compacted topics on the stores
     "compaction never drops the newest record of a key": Guard(
         "compaction-keeps-newest-of-key", "if n.offset >= r.offset:"
@@ -1149,6 +1159,15 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "the table proof counts a dropped record's age from no earlier than its arrival": (
+        "tests/unit/test_kv_table_core.py::test_a_backfilled_tombstone_is_not_believed_expired_at_once",
+    ),
+    "the compaction index holds digests of keys, not the keys": (
+        "tests/unit/test_attacks_compaction.py::test_the_index_costs_the_same_whatever_the_keys_length",
+    ),
+    "a reader refuses a batch with more headers than a batch holds": (
+        "tests/unit/test_rich_batch_headers_bound.py::test_a_batch_with_too_many_headers_is_refused_before_they_are_parsed",
+    ),
     "compaction never drops the newest record of a key": (
         "tests/unit/test_attacks_compaction.py::test_the_newest_record_of_a_key_is_never_dropped_whatever_the_batches",
         "tests/unit/test_attacks_compaction.py::test_the_job_rewrites_each_batch_in_its_compacted_form_and_returns_space",

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from ..errors import DafkaError, DataLossError
+from ..storage.retention import STAMP_WINDOW_MS
 from ..wire.signed_batch import open_batch, peek_batch, verify_batch
 from ..wire.signed_rich import BATCH_FORMAT_V5, COMPACTED, Dropped, open_rich
 
@@ -336,8 +337,20 @@ class KeyTable(Generic[T]):
             return entry.ts
         return min(entry.ts, entry.seal_ms)
 
-    def _old_enough(self, entry: _Entry[T], keep_ms: int, now_ms: int) -> bool:
-        return self._age_time(entry) + keep_ms <= now_ms + self.slack_ms
+    def _old_enough(
+        self, entry: _Entry[T], keep_ms: int, now_ms: int, floor_ms: int = STAMP_WINDOW_MS
+    ) -> bool:
+        """Whether an honest store may have aged ``entry`` past ``keep_ms`` by now. Stores
+        never count a record's age from earlier than ``floor_ms`` before its batch's
+        arrival (after its seal): a tombstone's from the receipt window
+        (``STAMP_WINDOW_MS``), retention's from half the retention
+        (``dafka.storage.retention``). So a record stamped long ago, a backfill, is not
+        believed dropped by age the moment it was written."""
+        start = self._age_time(entry)
+        if entry.seal_ms is not None:
+            # guard: table-age-floored-at-arrival
+            start = max(start, entry.seal_ms - floor_ms)
+        return start + keep_ms <= now_ms + self.slack_ms
 
     def violations(self, now_ms: int) -> list[Violation]:
         """Every newest record a store dropped though compaction had to keep it, in
@@ -350,7 +363,9 @@ class KeyTable(Generic[T]):
                 e = part[key]
                 if e.kind == _DROPPED:
                     # guard: table-dropped-newest-detected
-                    if retention is not None and self._old_enough(e, retention, now_ms):
+                    if retention is not None and self._old_enough(
+                        e, retention, now_ms, retention // 2
+                    ):
                         continue
                     reason = "no later record of its key follows in the partition"
                 elif e.kind == _DROPPED_TOMB:
@@ -358,7 +373,9 @@ class KeyTable(Generic[T]):
                     # guard: table-tombstone-age-checked
                     if keep is None or self._old_enough(e, keep, now_ms):
                         continue
-                    if retention is not None and self._old_enough(e, retention, now_ms):
+                    if retention is not None and self._old_enough(
+                        e, retention, now_ms, retention // 2
+                    ):
                         continue
                     age = now_ms - self._age_time(e)
                     reason = (

@@ -25,6 +25,7 @@ producer's batch on a compacted topic must be format 5 with a key on every recor
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -48,6 +49,7 @@ __all__ = [
     "RecordMeta",
     "compact_settings",
     "compacted_blob",
+    "index_key",
     "plan_drops",
     "record_metas",
     "refusal",
@@ -120,14 +122,27 @@ def record_metas(batch: Batch, max_raw: int = MAX_RAW_BYTES) -> list[RecordMeta]
     return out
 
 
+def index_key(key: bytes) -> bytes:
+    """What the index holds of a key: a 16-byte BLAKE2b digest, whatever the key's length
+    (up to 64 KiB). The red team filled a store's index with a thousand 64 KiB keys per
+    10 KB batch: 817 MiB after twelve batches, where the bound counted keys only. Only a
+    partition's own producer writes it, so only it could look for colliding keys, and a
+    collision would cost only its own records."""
+    return hashlib.blake2b(key, digest_size=16, person=b"dafka-compact").digest()
+
+
 def index_records(newest: dict[bytes, RecordMeta], metas: Iterable[RecordMeta]) -> None:
     """Note ``metas`` (offset order, after everything noted before) in ``newest``: the
-    newest record of each key (a dropped one counts: its key is in the clear)."""
+    newest record of each key (a dropped one counts: its key is in the clear), under
+    :func:`index_key` and without the key itself, so an index costs about 150 bytes a
+    key whatever the keys' lengths."""
     for r in metas:
         if r.key is not None:
-            was = newest.get(r.key)
+            # guard: compaction-index-holds-digests
+            ik = index_key(r.key)
+            was = newest.get(ik)
             if was is None or was.offset < r.offset:
-                newest[r.key] = r
+                newest[ik] = r._replace(key=None)
 
 
 def plan_drops(
@@ -147,7 +162,7 @@ def plan_drops(
             continue
         if r.key is None:
             continue
-        n = newest.get(r.key)
+        n = newest.get(index_key(r.key))
         if n is None:
             continue
         # guard: compaction-keeps-newest-of-key
@@ -167,7 +182,7 @@ def unjustified(metas: Sequence[RecordMeta], newest: Mapping[bytes, RecordMeta])
     for r in metas:
         if not r.dropped or r.tombstone:
             continue
-        n = newest.get(r.key) if r.key is not None else None
+        n = newest.get(index_key(r.key)) if r.key is not None else None
         if n is None or n.offset <= r.offset:
             bad.append(r.offset)
     return bad

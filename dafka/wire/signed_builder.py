@@ -28,7 +28,7 @@ from .signed_batch import (
     seal_records,
 )
 from .signed_checks import U64_MAX, LimitExceeded, encode_topic
-from .signed_rich import Codec, Header, seal_rich_columns
+from .signed_rich import MAX_BATCH_HEADERS, Codec, Header, seal_rich_columns
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -343,12 +343,16 @@ def seal_rich_batches(
                 headers[i] = extra.headers
                 sizes[i] += extra.header_bytes
     ends = list(accumulate(sizes, initial=0))
+    # the headers before each record: a batch holds at most MAX_BATCH_HEADERS of them
+    hends = None if headers is None else list(accumulate(map(len, headers), initial=0))
     out: list[tuple[int, int, bytes]] = []
     a = 0
     while a < count:
         b = min(count, a + max_records)
         # the most records from ``a`` whose bytes fit in ``room``; at least one
         b = max(a + 1, min(b, bisect_right(ends, ends[a] + room, a) - 1))
+        if hends is not None:  # and whose headers fit in a batch's (one record's always do)
+            b = max(a + 1, min(b, bisect_right(hends, hends[a] + MAX_BATCH_HEADERS, a) - 1))
         part = (
             None if keys is None else keys[a:b],
             column[a:b],

@@ -64,6 +64,7 @@ from .signed_checks import U64_MAX, LimitExceeded
 __all__ = [
     "BATCH_CONTEXT_V5",
     "BATCH_FORMAT_V5",
+    "MAX_BATCH_HEADERS",
     "MAX_HEADERS",
     "MAX_HEADER_BYTES",
     "MAX_HEADER_KEY_BYTES",
@@ -91,6 +92,10 @@ BATCH_CONTEXT_V5: Final = b"dafka-batch-v5\0"
 ROOT_CONTEXT: Final = b"dafka-root-v5\0"
 
 MAX_HEADERS: Final = 256
+MAX_BATCH_HEADERS: Final = 65_536
+"""Headers one batch may carry in all: what bounds a reader's work parsing one (each
+header is a Python object; without it, 64 MiB of empty headers cost a reader seconds and
+ten times their bytes in memory)."""
 """Headers one record may carry."""
 MAX_HEADER_KEY_BYTES: Final = 1024
 """A header key's UTF-8 length."""
@@ -291,7 +296,7 @@ def _header_error(headers: tuple[Header, ...]) -> None:
                 f"a header key is {len(raw)} bytes; the limit is {MAX_HEADER_KEY_BYTES}"
             )
         if value is not None and not isinstance(value, bytes):
-            raise TypeError(f"a header value is bytes or None, not {type(value).__name__}")
+            raise TypeError(f"a header value is bytes, str or None, not {type(value).__name__}")
     raise TypeError("headers must be (str, bytes | None) pairs")
 
 
@@ -463,9 +468,11 @@ def _seal_rows(
     new_hash = _BODY_HASH.copy
     pack_rec, pack_u32 = _REC.pack, _U32.pack
     longest_key = 0
+    all_headers = 0
     try:
         for key, value, ts, headers in rows:
             if headers:
+                all_headers += len(headers)
                 body = (
                     b"\xff\xff\xff\xff" if value is None else pack_u32(len(value)) + value
                 ) + _headers_bytes(headers)
@@ -491,6 +498,8 @@ def _seal_rows(
         raise WireError("a record's time or length is out of range") from None
     if longest_key > MAX_KEY_BYTES:
         raise LimitExceeded(f"a key is {longest_key} bytes; the limit is {MAX_KEY_BYTES}")
+    if all_headers > MAX_BATCH_HEADERS:
+        raise LimitExceeded(f"{all_headers} headers in one batch; the limit is {MAX_BATCH_HEADERS}")
     raw = b"".join(parts)
     if len(raw) > MAX_VALUE_BYTES:  # else no value can be over its cap
         longest = max(len(v or b"") for v in values)
@@ -658,6 +667,7 @@ def _read(
     none32, max_key, max_value = _NONE32, MAX_KEY_BYTES, MAX_VALUE_BYTES
     view = memoryview(buf)
     offset = first
+    all_headers = 0
     try:
         for offset in range(first, first + count):
             kind = 0
@@ -706,6 +716,12 @@ def _read(
             at += 2
             headers: tuple[Header, ...] = ()
             if nh:
+                all_headers += nh
+                # guard: rich-batch-headers-bound
+                if all_headers > MAX_BATCH_HEADERS:
+                    raise LimitExceeded(
+                        f"over {MAX_BATCH_HEADERS} headers in one batch at offset {offset}"
+                    )
                 at, headers = _read_headers(buf, at, end, nh)
             if at > end:
                 raise WireError("truncated format-5 record")

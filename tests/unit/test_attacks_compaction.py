@@ -427,3 +427,35 @@ def test_one_step_yields_after_its_time_budget_whatever_the_rate() -> None:
     job.step(0.0, T0)
     one = job.step(1.0, T0)
     assert 0 < one <= 2 * 1100  # a batch or two, not the 50 the rate allows
+
+
+def test_the_index_costs_the_same_whatever_the_keys_length() -> None:
+    """The red team's index flood: long keys (64 KiB each, a thousand a batch). What the
+    index keeps of a key is a digest, so 500 such keys cost it well under a megabyte
+    once the records are gone (with the keys themselves it would be 32 MiB)."""
+    import gc
+    import tracemalloc
+
+    from dafka.store._compaction import RecordMeta
+
+    tracemalloc.start()
+    try:
+        newest: dict[bytes, RecordMeta] = {}
+        metas = [RecordMeta(i, i.to_bytes(4, "big") * (16 * 1024), False, 0) for i in range(500)]
+        index_records(newest, metas)
+        del metas
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(newest) == 500
+    assert held < 1024 * 1024
+    again = [RecordMeta(1000 + i, i.to_bytes(4, "big") * (16 * 1024), False, 0) for i in range(2)]
+    assert (
+        plan_drops([RecordMeta(0, (0).to_bytes(4, "big") * (16 * 1024), False, 0)], newest, never)
+        == frozenset()
+    )
+    index_records(newest, again)
+    assert plan_drops(
+        [RecordMeta(0, (0).to_bytes(4, "big") * (16 * 1024), False, 0)], newest, never
+    ) == {0}

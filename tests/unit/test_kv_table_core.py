@@ -51,7 +51,8 @@ def read(blobs: list[bytes]) -> tuple[TableFeed, list[int]]:
 OLD = NOW - 2 * DAY
 FULL = [
     batch(0, [(b"a", b"1", OLD), (b"b", b"x", OLD), (b"a", b"2", OLD)]),
-    batch(3, [(b"b", None, OLD + 1), (b"c", b"z", NOW - 5)]),  # b's tombstone, two days old
+    batch(3, [(b"b", None, OLD + 1)]),  # b's tombstone, sealed two days ago
+    batch(4, [(b"c", b"z", NOW - 5)]),
 ]
 
 
@@ -60,7 +61,7 @@ def test_tombstones_and_compacted_batches_through_the_core_make_the_table():
     table = feed.table.table(NOW)
     assert {k: r.value for k, r in table.items()} == {b"a": b"2", b"c": b"z"}
     assert table[b"a"].partition == P and table[b"a"].offset == 2
-    honest = [compact(FULL[0], 0, 3, [0, 1]), compact(FULL[1], 3, 2, [3])]
+    honest = [compact(FULL[0], 0, 3, [0, 1]), compact(FULL[1], 3, 1, [3]), FULL[2]]
     feed, _ = read(honest)
     assert {k: r.value for k, r in feed.table.table(NOW).items()} == {b"a": b"2", b"c": b"z"}
     assert feed.table.stats.dropped == 3
@@ -68,8 +69,18 @@ def test_tombstones_and_compacted_batches_through_the_core_make_the_table():
 
 def test_a_compacted_batch_that_dropped_the_newest_record_is_caught_through_the_core():
     evil = compact(FULL[0], 0, 3, [0, 2])  # a=2 is the newest of "a"
-    feed, _ = read([evil, FULL[1]])
+    feed, _ = read([evil, *FULL[1:]])
     with pytest.raises(CompactionError, match=f"partition {P} key 'a'"):
+        feed.table.table(NOW)
+
+
+def test_a_backfilled_tombstone_is_not_believed_expired_at_once():
+    """A tombstone stamped two days back in a batch sealed now (a backfill): stores count
+    its age from its arrival, so a store that dropped it already is caught (the red
+    team's silent wrong table, issue 36)."""
+    fresh = batch(3, [(b"b", None, OLD + 1), (b"c", b"z", NOW - 5)])
+    feed, _ = read([FULL[0], compact(fresh, 3, 2, [3])])
+    with pytest.raises(CompactionError, match="key 'b'"):
         feed.table.table(NOW)
 
 
