@@ -128,6 +128,7 @@ TESTS = [
     "tests/e2e/test_producer_causes.py",
     "tests/unit/test_attacks_rich_readers.py",
     "tests/unit/test_attacks_compaction.py",
+    "tests/unit/test_attacks_plain_compacted.py",
     "tests/unit/test_signed_rich_attacks.py",
     "tests/unit/test_consumer_rich.py",
     "tests/integration/test_attacks_producer_records.py",
@@ -179,6 +180,12 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a store logs compact refusals once a period": Guard(
         "store-rate-limits-compact-refusal-log", "if True:"
+    ),
+    "a consumer refuses compacted forms of a topic not known compacted": Guard(
+        "consumer-refuses-compacted-form", "if False:"
+    ),
+    "a store refuses compacted forms of a topic not compacted": Guard(
+        "store-refuses-compacted-form", "if False:"
     ),
     "a compaction step yields to ingest after its time budget": Guard(
         "compaction-step-yields-to-ingest", "while self._credit > 0:"
@@ -1199,6 +1206,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store logs compact refusals once a period": (
         "tests/unit/test_attacks_compaction.py::test_refusals_are_counted_each_and_logged_once_a_period",
+    ),
+    "a consumer refuses compacted forms of a topic not known compacted": (
+        "tests/unit/test_attacks_plain_compacted.py::test_a_consumer_refuses_a_compacted_form_of_a_topic_not_known_compacted",
+    ),
+    "a store refuses compacted forms of a topic not compacted": (
+        "tests/unit/test_attacks_plain_compacted.py::test_a_store_refuses_a_compacted_form_of_a_topic_not_compacted",
     ),
     "a compaction step yields to ingest after its time budget": (
         "tests/unit/test_attacks_compaction.py::test_one_step_yields_after_its_time_budget_whatever_the_rate",

@@ -32,6 +32,7 @@ from ..core.effects import DataLoss, Deliver, Effect, Publish
 from ..core.equivocation import BatchMemory, ConsumerEquivocation
 from ..errors import WireError
 from ..wire.profiles import PayloadRefused
+from ..wire.signed_rich import is_compacted_form
 from ._buffer import ReorderBuffers
 from ._fetch import FetchPlanning
 from ._partition import HELD_OVERHEAD as _OVERHEAD
@@ -86,6 +87,11 @@ class Delivery:
         self.on_batch: Callable[[m.Record | m.DirectRecord], object] | None = None
         """Called with each batch verified and admitted, before its records are delivered or
         held (on the IO thread): how ``Consumer.table()`` sees what compacted batches dropped."""
+        self.compacted_ok: Callable[[str], bool] = lambda topic: False
+        """True for a topic known to be compacted: only its batches may come in the compacted
+        form (any store can rewrite a format-5 batch so and it still verifies; on another
+        topic that drops records silently). Unknown: refused (the consumer's metadata or
+        its ``compacted_topics`` say it)."""
 
     def _reject(self, msg: m.Record | m.DirectRecord, exc: Exception, now: float) -> None:
         self.rejected += 1
@@ -241,6 +247,12 @@ class Delivery:
             return []
         except WireError as exc:
             self._reject(msg, exc, now)
+            return []
+        # guard: consumer-refuses-compacted-form
+        if rich is not None and is_compacted_form(msg.content) and not self.compacted_ok(topic):
+            self._refuse(
+                msg, PayloadRefused("compacted", "a compacted form: topic not compacted"), now
+            )
             return []
         if rich is None and len(values) != count:
             if values:

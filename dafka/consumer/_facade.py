@@ -78,6 +78,7 @@ class Consumer(ConsumerControl):
         state_dir: str | os.PathLike[str] | None = None,
         min_acks: int = 1,
         max_decompressed_bytes: int = MAX_RAW_BYTES,
+        compacted_topics: Iterable[str] = (),
     ) -> None:
         """``offset_reset``: where a partition seen for the first time starts:
         ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
@@ -118,7 +119,12 @@ class Consumer(ConsumerControl):
         ``max_decompressed_bytes``: the most this consumer decompresses of one batch (a
         compressed format-5 batch's records, checked before decompressing; 64 MiB by
         default, the most a producer may seal): a batch over it is refused as a forged one
-        is, counted in ``dafka_consumer_batches_unopened_total`` (``docs/records.md``)."""
+        is, counted in ``dafka_consumer_batches_unopened_total`` (``docs/records.md``).
+
+        ``compacted_topics``: topics known to be compacted besides those the followed
+        metadata says are (``cleanup_policy`` with ``compact``): only their batches may come
+        in the compacted form; any other topic's is refused (``reason="compacted"``) and
+        fetched again, since a store may rewrite any format-5 batch so, dropping records."""
         check_metrics_port(metrics_port)
         self.metrics: NodeMetrics | None = None
         if on_data_loss not in ("raise", "skip"):
@@ -169,7 +175,13 @@ class Consumer(ConsumerControl):
             "trusted_stores": trusted_stores,
             "identity": identity,
             "max_decompressed_bytes": max_decompressed_bytes,
+            "compacted_topics": tuple(
+                [compacted_topics] if isinstance(compacted_topics, str) else compacted_topics
+            ),
         }
+        told_list = [compacted_topics] if isinstance(compacted_topics, str) else compacted_topics
+        told = frozenset(check_topic_name(t) for t in told_list)
+        self._core.delivery.compacted_ok = lambda t: t in told or self._compacted_in_metadata(t)
         # what this thread and the IO thread share: records to poll, errors, what is read
         self._shared = ConsumerShared(initial, self.config.max_backlog)
         self._handler = _ConsumerHandler(self._shared, self._core)
@@ -218,6 +230,12 @@ class Consumer(ConsumerControl):
             nodes.update(cluster=cluster, metadata=metadata, trusted_stores=trusted_stores)
             self._start_group(group, settings, nodes, state_dir, min_acks, on_assign, on_revoke)
         log.info("consumer.start id=%s topics=%s", self.node_id, ",".join(initial))
+
+    def _compacted_in_metadata(self, topic: str) -> bool:
+        """True if the followed metadata says ``topic``'s cleanup_policy contains compact."""
+        view = self.metadata
+        found = view.topic(topic) if view is not None else None
+        return found is not None and "compact" in str(found.get("cleanup_policy") or "")
 
     def _follow_metadata(self, nconf: NodeConfig, cluster: str, required: bool) -> None:
         curve = tower_curve(nconf.towers, self._loop.identity)  # towers given with @KEY

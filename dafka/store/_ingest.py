@@ -26,6 +26,7 @@ from ..errors import DafkaError, StorageError, StoreFullError, WireError
 from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
 from ..wire.signed import BatchHeader, peek_batch
+from ..wire.signed_rich import is_compacted_form
 from ._compaction import CompactSettings, refusal
 from ._gaps import StoreGaps
 from ._partitions import PartitionTable
@@ -215,6 +216,13 @@ class StoreIngest:
         if error is not None:
             self._reject(key, msg.offset, msg.offset + msg.count - 1, error, b.now)
             return False
+        # a compacted form verifies under the producer's signature, yet it dropped records:
+        # on a topic not compacted (any store may rewrite a format-5 batch so) it is refused
+        # wherever it comes from (RECORD, FETCH answers, replication, repair)
+        # guard: store-refuses-compacted-form
+        if key[0] not in self._compacted and is_compacted_form(msg.content):
+            self._refuse_compacted(key, msg, "compacted form on a topic not compacted", b)
+            return False
         return True
 
     def _compactable(self, msg: m.Record | m.DirectRecord, key: PartitionKey, b: _Batch) -> bool:
@@ -229,13 +237,21 @@ class StoreIngest:
         reason = refusal(msg.content)
         if reason is None:
             return True
+        self._refuse_compacted(key, msg, reason, b)
+        return False
+
+    def _refuse_compacted(
+        self, key: PartitionKey, msg: m.Record | m.DirectRecord, reason: str, b: _Batch
+    ) -> None:
+        """Count a batch refused for compaction's sake; one log line per period."""
         self.stats.compact_refused += 1
         # guard: store-rate-limits-compact-refusal-log
         if b.now - self._last_compact_log >= _ERROR_LOG_PERIOD:
             self._last_compact_log = b.now
             log.warning(
                 "store.compact_refused topic=%s partition=%s offsets=%d..%d reason=%s total=%d "
-                "(a compacted topic takes format-5 batches with a key on every record)",
+                "(a compacted topic takes format-5 batches with a key on every record; "
+                "only a compacted topic takes compacted forms)",
                 key[0],
                 key[1],
                 msg.offset,
@@ -243,7 +259,6 @@ class StoreIngest:
                 reason,
                 self.stats.compact_refused,
             )
-        return False
 
     def verify_ahead(
         self, msgs: Sequence[m.Message], committing: _Batch

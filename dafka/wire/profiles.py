@@ -103,9 +103,10 @@ rich)``: ``rich`` is ``None`` for every format but 5 (values then are never ``No
 class PayloadRefused(WireError):
     """A batch whose signature verified but whose records cannot be opened: ``reason``
     ``"bomb"`` (its decompressed size is over the bound), ``"root"`` (its records are not
-    the ones the producer signed) or ``"payload"`` (they do not parse or decompress)."""
+    the ones the producer signed), ``"payload"`` (they do not parse or decompress) or
+    ``"compacted"`` (a compacted form of a topic not known to be compacted)."""
 
-    REASONS: ClassVar[tuple[str, ...]] = ("bomb", "root", "payload")
+    REASONS: ClassVar[tuple[str, ...]] = ("bomb", "root", "payload", "compacted")
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)

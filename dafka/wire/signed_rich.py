@@ -839,3 +839,15 @@ def compact_rich(
 def rich_form(blob: bytes, records_at: int) -> int:
     """:data:`FULL` or :data:`COMPACTED` (the unsigned form byte of a format-5 blob)."""
     return blob[records_at + 1]
+
+
+def is_compacted_form(blob: bytes | memoryview) -> bool:
+    """True for a format-5 blob in the compacted form (its unsigned form byte): acceptable
+    only for a topic whose ``cleanup_policy`` contains ``compact`` (a store may rewrite any
+    format-5 batch so, and it still verifies: ``docs/records.md``)."""
+    from .signed_batch import _BATCH_FIXED
+
+    if len(blob) < 2 or blob[0] != BATCH_FORMAT_V5:
+        return False
+    at = 2 + blob[1] + _BATCH_FIXED.size + 1
+    return len(blob) > at and blob[at] == COMPACTED

@@ -54,9 +54,12 @@ def sample(first: int, n: int) -> list[RichRecord]:
     return out
 
 
-def consumer(reset: object = "earliest", **kw: object) -> ConsumerCore:
+def consumer(reset: object = "earliest", compacted: bool = False, **kw: object) -> ConsumerCore:
+    """A core reading topic "t"; ``compacted``: "t" is known to be a compacted topic."""
     wire = SignedProfile(**kw)  # type: ignore[arg-type]
     core = ConsumerCore(CONSUMER, offset_reset=reset, profile=wire)  # type: ignore[arg-type]
+    if compacted:
+        core.delivery.compacted_ok = lambda topic: topic == "t"
     core.subscribe("t", 0.0)
     return core
 
@@ -140,10 +143,10 @@ def test_a_batch_ahead_waits_and_delivers_with_its_headers() -> None:
 
 
 def test_a_compacted_batch_delivers_what_it_kept_and_moves_past_the_rest() -> None:
-    core = consumer()
     records = sample(0, 8)
     blob = rich(0, records, Codec.ZSTD)
     compacted = compact_rich(blob, records_at(blob), 0, 8, [1, 2, 5, 7])
+    core = consumer(compacted=True)
     effects = core.handle(from_blob(compacted), 0.0)
     got = delivered(effects)
     assert [r.offset for r in got] == [0, 3, 4, 6]
@@ -166,7 +169,7 @@ def test_a_batch_that_overlaps_delivery_gives_only_what_is_new() -> None:
     blob = rich(0, records)
     core = consumer(reset=2)
     assert [r.offset for r in delivered(core.handle(from_blob(blob), 0.0))] == [2, 3, 4, 5]
-    core = consumer(reset=2)
+    core = consumer(reset=2, compacted=True)
     compacted = compact_rich(blob, records_at(blob), 0, 6, [3])
     assert [r.offset for r in delivered(core.handle(from_blob(compacted), 0.0))] == [2, 4, 5]
     assert core.stats.compacted == 1
@@ -290,7 +293,7 @@ def test_a_store_that_forges_a_record_kept_in_a_compacted_batch_is_rejected() ->
     compacted = compact_rich(blob, records_at(blob), 0, 4, [1])
     at = compacted.index(b"value 0")
     forged = compacted[:at] + b"forged!" + compacted[at + 7 :]
-    core = consumer()
+    core = consumer(compacted=True)
     assert delivered(core.handle(from_blob(forged), 0.0)) == []
     assert core.stats.rejected == 1 and core.positions() == {}
     got = delivered(core.handle(from_blob(compacted), 0.0))
