@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dafka import Producer
 from tests.procs import StoreProc, Tower
 
 
@@ -15,6 +16,23 @@ def tower() -> Iterator[Tower]:
     t = Tower()
     yield t
     t.stop()
+
+
+@pytest.fixture
+def nowhere() -> str:
+    """A tower address with nobody behind it: records are never acknowledged."""
+    probe = Tower()
+    address = probe.address
+    probe.stop()
+    return address
+
+
+@pytest.fixture
+def lonely(nowhere: str) -> Iterator[Producer]:
+    """A producer that never finds a store: what it sends stays unacknowledged."""
+    p = Producer("lonely", towers=nowhere, metadata=False)
+    yield p
+    p.close(timeout=0)
 
 
 @pytest.fixture

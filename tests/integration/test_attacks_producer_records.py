@@ -9,7 +9,6 @@ no room for any of it, refuses it rather than drop it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import MappingProxyType
 
 import pytest
@@ -18,22 +17,6 @@ from dafka.errors import ConfigError, ProfileError
 from dafka.producer._facade import Producer, _SendPolicy
 from dafka.wire.signed_checks import LimitExceeded
 from dafka.wire.signed_rich import MAX_HEADER_BYTES, MAX_HEADER_KEY_BYTES, MAX_HEADERS
-from tests.procs import Tower
-
-
-@pytest.fixture
-def nowhere() -> str:
-    probe = Tower()
-    address = probe.address
-    probe.stop()
-    return address
-
-
-@pytest.fixture
-def lonely(nowhere: str) -> Iterator[Producer]:
-    p = Producer("lonely", towers=nowhere, metadata=False)
-    yield p
-    p.close(timeout=0)
 
 
 def test_too_many_headers_are_refused_at_send(lonely: Producer) -> None:

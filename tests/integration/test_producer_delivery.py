@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from types import MappingProxyType
 
 import pytest
@@ -17,22 +16,6 @@ from dafka.wire.signed import (
     verify_batch,
 )
 from tests.procs import Tower, wait_until
-
-
-@pytest.fixture
-def nowhere() -> str:
-    """A tower address with nobody behind it: records are never acknowledged."""
-    probe = Tower()
-    address = probe.address
-    probe.stop()
-    return address
-
-
-@pytest.fixture
-def lonely(nowhere: str) -> Iterator[Producer]:
-    p = Producer("lonely", towers=nowhere, metadata=False)
-    yield p
-    p.close(timeout=0)
 
 
 def test_send_refuses_a_record_over_the_profile_limits_before_queueing(lonely: Producer) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,22 +18,6 @@ from dafka.producer._wal import ProducerLog
 from dafka.wire.signed import open_batch, verify_batch
 from dafka.wire.signed_rich import Codec
 from tests.procs import Tower, wait_until
-
-
-@pytest.fixture
-def nowhere() -> str:
-    """A tower address with nobody behind it: records are never acknowledged."""
-    probe = Tower()
-    address = probe.address
-    probe.stop()
-    return address
-
-
-@pytest.fixture
-def lonely(nowhere: str) -> Iterator[Producer]:
-    p = Producer("lonely", towers=nowhere, metadata=False)
-    yield p
-    p.close(timeout=0)
 
 
 def held(p: Producer, topic: str = "lonely", count: int | None = None) -> list:
