@@ -649,33 +649,51 @@ class Producer:
             return self._send_many_rich(values, keys, None, None, topic, policy)
         else:  # some str, bytearray or memoryview
             vals = Values([v if type(v) is bytes else _as_bytes(v, "value") for v in values])  # type: ignore[arg-type]  # no None
-        key_list: list[bytes | None] | None = None
-        if keys is not None:
-            if len(keys) != len(vals):
-                raise ValueError(f"{len(keys)} keys for {len(vals)} values")
-            if any(k is not None for k in keys):
-                if not self._keys:
-                    raise self._no_keys()
-                key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
-                longest = max(len(k) for k in key_list if k is not None)
-                if longest > self._max_key:
-                    raise self._too_big(topic, longest, policy, key=True)
-        if policy.compacted and topic in policy.compacted and vals:
-            if key_list is None or None in key_list:
-                raise self._keyless(topic)
+        if keys is not None and len(keys) != len(vals):
+            raise ValueError(f"{len(keys)} keys for {len(vals)} values")
+        key_list = self._many_keys(keys, len(vals), topic, policy)
         fut = BatchFuture()
         if not vals:
             fut.resolve(range(0))
             return fut
-        limit = self._max_value
-        caps = policy.max_record
-        if caps:
-            limit = min(limit, caps.get(topic, limit))
+        limit = self._record_limit(topic, policy)
         if vals.size > limit and (biggest := max(vals.lengths)) > limit:  # else none can be
             raise self._too_big(topic, biggest, policy)
         self._budget.reserve(len(vals), vals.size)
         self._enqueue((topic, vals, key_list, fut))
         return fut
+
+    def _many_keys(
+        self,
+        keys: Sequence[bytes | str | None] | None,
+        n: int,
+        topic: str,
+        policy: _SendPolicy,
+    ) -> list[bytes | None] | None:
+        """The keys of ``n`` records of a ``send_many`` (their count checked already) as
+        bytes, within the key cap; ``None`` when no record has one. On a compacted topic
+        every record needs one (:meth:`_keyless`)."""
+        key_list: list[bytes | None] | None = None
+        if keys is not None and any(k is not None for k in keys):
+            if not self._keys:
+                raise self._no_keys()
+            key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
+            longest = max(len(k) for k in key_list if k is not None)
+            if longest > self._max_key:
+                raise self._too_big(topic, longest, policy, key=True)
+        if policy.compacted and topic in policy.compacted and n:
+            if key_list is None or None in key_list:
+                raise self._keyless(topic)
+        return key_list
+
+    def _record_limit(self, topic: str, policy: _SendPolicy) -> int:
+        """The largest value ``topic`` takes: the profile's cap, or the topic's
+        ``max_record_bytes`` if lower."""
+        limit = self._max_value
+        caps = policy.max_record
+        if caps:
+            limit = min(limit, caps.get(topic, limit))
+        return limit
 
     def _send_many_rich(
         self,
@@ -693,16 +711,7 @@ class Producer:
         for what, given in (("keys", keys), ("headers", headers), ("timestamps", timestamps)):
             if given is not None and len(given) != n:
                 raise ValueError(f"{len(given)} {what} for {n} values")
-        key_list: list[bytes | None] | None = None
-        if keys is not None and any(k is not None for k in keys):
-            if not self._keys:
-                raise self._no_keys()
-            key_list = [None if k is None else _as_bytes(k, "key") for k in keys]
-            longest = max(len(k) for k in key_list if k is not None)
-            if longest > self._max_key:
-                raise self._too_big(topic, longest, policy, key=True)
-        if topic in policy.compacted and n and (key_list is None or None in key_list):
-            raise self._keyless(topic)
+        key_list = self._many_keys(keys, n, topic, policy)
         vals: list[bytes] = []
         lengths: list[int] = []
         extras: dict[int, RecordExtra] = {}
@@ -721,10 +730,7 @@ class Producer:
         if not vals:
             fut.resolve(range(0))
             return fut
-        limit = self._max_value
-        caps = policy.max_record
-        if caps:
-            limit = min(limit, caps.get(topic, limit))
+        limit = self._record_limit(topic, policy)
         biggest = max(lengths)
         if biggest > limit:
             raise self._too_big(topic, biggest, policy)
