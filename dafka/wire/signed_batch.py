@@ -312,14 +312,7 @@ def seal_records(
     if fmt != BATCH_FORMAT_V3 and fmt != BATCH_FORMAT_V1:
         raise ValueError(f"batch format {fmt!r} is not one of {BATCH_FORMATS}")
     count = len(values)
-    if count == 0:
-        raise WireError("a batch holds at least one record")
-    if count > MAX_BATCH_RECORDS:
-        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
-    if first_offset < 0 or first_offset + count - 1 > U64_MAX:
-        raise WireError(f"offsets {first_offset}..+{count} out of range")
-    if not 0 <= timestamp_ms <= U64_MAX:
-        raise WireError(f"timestamp {timestamp_ms} out of range")
+    check_batch_range(count, first_offset, timestamp_ms)
     vlens = list(map(len, values)) if value_lengths is None else value_lengths
     value_bytes = sum(vlens)
     if value_bytes > MAX_VALUE_BYTES and max(vlens) > MAX_VALUE_BYTES:  # else none can be
@@ -356,6 +349,19 @@ def seal_records(
     )
     signed = b"".join(chain((head,), values, (identity.public_key,)))
     return signed + identity.sign(_CONTEXTS[fmt] + _digest(fmt, signed))
+
+
+def check_batch_range(count: int, first_offset: int, timestamp_ms: int) -> None:
+    """What every record batch format checks before sealing: 1 to MAX_BATCH_RECORDS
+    records, offsets and seal time within u64."""
+    if count == 0:
+        raise WireError("a batch holds at least one record")
+    if count > MAX_BATCH_RECORDS:
+        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
+    if first_offset < 0 or first_offset + count - 1 > U64_MAX:
+        raise WireError(f"offsets {first_offset}..+{count} out of range")
+    if not 0 <= timestamp_ms <= U64_MAX:
+        raise WireError(f"timestamp {timestamp_ms} out of range")
 
 
 def _digest(fmt: int, signed: bytes | memoryview) -> bytes:

@@ -59,7 +59,7 @@ import zstandard
 from blake3 import blake3
 
 from ..errors import WireError
-from .signed_checks import U64_MAX, LimitExceeded
+from .signed_checks import LimitExceeded
 
 __all__ = [
     "BATCH_CONTEXT_V5",
@@ -446,20 +446,13 @@ def _seal_rows(
     ``values`` gives their values again (read only to name a value over its cap)."""
     from .signed_batch import (
         _BATCH_FIXED,
-        MAX_BATCH_RECORDS,
         MAX_BLOB_BYTES,
         MAX_KEY_BYTES,
         MAX_VALUE_BYTES,
+        check_batch_range,
     )
 
-    if count == 0:
-        raise WireError("a batch holds at least one record")
-    if count > MAX_BATCH_RECORDS:
-        raise LimitExceeded(f"{count} records in one batch; the limit is {MAX_BATCH_RECORDS}")
-    if first_offset < 0 or first_offset + count - 1 > U64_MAX:
-        raise WireError(f"offsets {first_offset}..+{count} out of range")
-    if not 0 <= seal_ms <= U64_MAX:
-        raise WireError(f"timestamp {seal_ms} out of range")
+    check_batch_range(count, first_offset, seal_ms)
     codec = Codec(codec)
     parts: list[bytes] = []  # the raw records
     entries: list[bytes] = []  # the root's input after its head
