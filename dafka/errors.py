@@ -9,6 +9,7 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
     ├── ProtocolError                     a peer or we broke the wire protocol
     │   └── WireError (ValueError)        bytes that do not decode
     │       └── TooManyFrames             a message of more frames than its protocol has
+    │   └── KafkaRequestError             a Kafka request answered with a Kafka error code
     ├── StorageError                      the store could not read or write
     │   ├── StoreFullError                the disk (not the LMDB map) is full
     │   └── DataLossError                 data asked for is below the retention tail
@@ -70,6 +71,15 @@ class TooManyFrames(WireError):
         super().__init__(f"a message of {frames} frames, at most {limit} allowed")
         self.frames = frames
         self.limit = limit
+
+
+class KafkaRequestError(ProtocolError):
+    """A Kafka-protocol request (``dafka-kafka``) answered with Kafka error ``code``
+    (:class:`dafka.kafka.model.Code`) instead of its result."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message or f"kafka error code {code}")
+        self.code = int(code)
 
 
 class StorageError(DafkaError):
