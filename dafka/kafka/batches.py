@@ -32,8 +32,10 @@ from __future__ import annotations
 import logging
 import struct
 import zlib
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Final
 
 import cramjam
@@ -74,6 +76,7 @@ _ATTR_TRANSACTIONAL: Final = 0x10
 _ATTR_CONTROL: Final = 0x20
 
 _INT32_MAX: Final = (1 << 31) - 1
+_INT64_MAX: Final = (1 << 63) - 1
 _XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
 _XERIAL_HEADER: Final = 16  # magic 8, version i32, compatible version i32
 _XERIAL_BLOCK: Final = 32 * 1024
@@ -83,6 +86,8 @@ _MIN_WINDOW: Final = 1 << 20
 _MAX_WINDOW: Final = 1 << 27  # zstd's own default limit
 _GZIP_LEVEL: Final = 6
 _ZSTD_LEVEL: Final = 3
+
+_offset_of: Final = attrgetter("offset")
 
 DEFAULT_BATCH_RECORDS: Final = 1000
 """Records per batch :func:`encode_batches` writes at most (Fetch responses)."""
@@ -299,9 +304,13 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
                 n, at = varint(raw, at, stop, 5)
             headers = _headers(raw, at, stop, n)
         at = stop
+        time = base_time + delta
+        # guard: kafka-timestamp-range
+        if not 0 <= time <= _INT64_MAX:
+            raise KafkaRequestError(Code.INVALID_TIMESTAMP, f"a record's timestamp is {time}")
         record = _new(KafkaRecord)
         _set_offset(record, offset)
-        _set_timestamp(record, base_time + delta)
+        _set_timestamp(record, time)
         _set_key(record, key)
         _set_value(record, value)
         _set_headers(record, headers)
@@ -697,8 +706,8 @@ def encode_batches(
     while start < n:
         stop = min(n, start + max_batch_records)
         base = records[start].offset
-        while records[stop - 1].offset - base > _INT32_MAX:
-            stop = start + max(1, (stop - start) // 2)
+        if records[stop - 1].offset - base > _INT32_MAX:
+            stop = bisect_right(records, base + _INT32_MAX, start + 1, stop, key=_offset_of)
         out.append(encode_batch(records[start:stop], compression=compression))
         start = stop
     return b"".join(out)
