@@ -357,7 +357,7 @@ def _unzstd(data: bytes, cap: int) -> bytes:
         stated = zstandard.frame_content_size(data)
     except zstandard.ZstdError as exc:
         raise _corrupt(f"zstd records do not decompress: {exc}") from None
-    # guard: kafka-zstd-stated-size
+    # a fast refusal; the bound is the read below
     if stated > cap:
         raise _too_large(cap)
     window = min(_MAX_WINDOW, max(_MIN_WINDOW, 1 << cap.bit_length()))
