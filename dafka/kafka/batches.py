@@ -210,6 +210,11 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
     append = out.append
     at = 0
     varint = _varint
+    int64_max = _INT64_MAX
+    new = _new
+    set_offset, set_timestamp, set_key = _set_offset, _set_timestamp, _set_key
+    set_value, set_headers = _set_value, _set_headers
+    no_headers: tuple[tuple[str, bytes | None], ...] = ()
     for expected in range(count):
         if at >= end:
             raise _invalid(f"a batch claims {count} records but holds {expected}")
@@ -295,7 +300,7 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
             raise _corrupt("a record ends before its header count")
         b = raw[at]
         if b == 0 and at + 1 == stop:
-            headers: tuple[tuple[str, bytes | None], ...] = ()
+            headers = no_headers
         else:
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
@@ -306,14 +311,14 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
         at = stop
         time = base_time + delta
         # guard: kafka-timestamp-range
-        if not 0 <= time <= _INT64_MAX:
+        if not 0 <= time <= int64_max:
             raise KafkaRequestError(Code.INVALID_TIMESTAMP, f"a record's timestamp is {time}")
-        record = _new(KafkaRecord)
-        _set_offset(record, offset)
-        _set_timestamp(record, time)
-        _set_key(record, key)
-        _set_value(record, value)
-        _set_headers(record, headers)
+        record = new(KafkaRecord)
+        set_offset(record, offset)
+        set_timestamp(record, time)
+        set_key(record, key)
+        set_value(record, value)
+        set_headers(record, headers)
         append(record)
     if at != end:
         raise _invalid(f"a batch holds {end - at} bytes after its {count} records")
@@ -327,6 +332,7 @@ def _too_large(cap: int) -> KafkaRequestError:
 
 
 def _gunzip(data: bytes, cap: int) -> bytes:
+    """One or more gzip members inflated, at most ``cap`` bytes."""
     out = []
     total = 0
     while True:
@@ -353,6 +359,9 @@ def _gunzip(data: bytes, cap: int) -> bytes:
 
 
 def _unzstd(data: bytes, cap: int) -> bytes:
+    """One or more zstd frames inflated, at most ``cap`` bytes (a frame stating more is
+    refused at once). A frame cut short yields what precedes the cut (zstandard's reader
+    does not tell): the records must then still be exactly the batch's count."""
     try:
         stated = zstandard.frame_content_size(data)
     except zstandard.ZstdError as exc:
@@ -384,6 +393,7 @@ def _unzstd(data: bytes, cap: int) -> bytes:
 
 
 def _unlz4(data: bytes, cap: int) -> bytes:
+    """One LZ4 frame inflated, at most ``cap`` bytes."""
     stream = lz4.frame.LZ4FrameDecompressor()
     out = []
     total = 0
@@ -431,6 +441,8 @@ def _uvarint_head(buf: bytes | memoryview) -> tuple[int, int]:
 
 
 def _unsnappy(data: bytes, cap: int) -> bytes:
+    """Raw snappy, or the xerial framing (a header, then blocks each with its length),
+    inflated to at most ``cap`` bytes: each block states its size before it inflates."""
     if not data.startswith(_XERIAL_MAGIC):
         return _snappy_block(data, cap, cap)
     if len(data) < _XERIAL_HEADER:
