@@ -31,19 +31,16 @@ from __future__ import annotations
 
 import logging
 import struct
-import zlib
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Final
 
-import cramjam
-import lz4.frame
-import zstandard
 from crc32c import crc32c
 
 from dafka.errors import KafkaRequestError
+from dafka.kafka.compression import compress, inflate, too_large
 from dafka.kafka.model import Code, KafkaRecord
 
 __all__ = [
@@ -77,15 +74,6 @@ _ATTR_CONTROL: Final = 0x20
 
 _INT32_MAX: Final = (1 << 31) - 1
 _INT64_MAX: Final = (1 << 63) - 1
-_XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
-_XERIAL_HEADER: Final = 16  # magic 8, version i32, compatible version i32
-_XERIAL_BLOCK: Final = 32 * 1024
-_STEP: Final = 256 * 1024
-"""Bytes inflated per step while decompressing (the cap is checked after each)."""
-_MIN_WINDOW: Final = 1 << 20
-_MAX_WINDOW: Final = 1 << 27  # zstd's own default limit
-_GZIP_LEVEL: Final = 6
-_ZSTD_LEVEL: Final = 3
 
 _offset_of: Final = attrgetter("offset")
 
@@ -325,149 +313,6 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
     return tuple(out)
 
 
-def _too_large(cap: int) -> KafkaRequestError:
-    return KafkaRequestError(
-        Code.MESSAGE_TOO_LARGE, f"the records inflate past {cap} bytes uncompressed"
-    )
-
-
-def _gunzip(data: bytes, cap: int) -> bytes:
-    """One or more gzip members inflated, at most ``cap`` bytes."""
-    out = []
-    total = 0
-    while True:
-        stream = zlib.decompressobj(wbits=31)
-        rest = data
-        while True:
-            try:
-                # guard: kafka-gzip-bound
-                chunk = stream.decompress(rest, min(_STEP, cap - total + 1))
-            except zlib.error as exc:
-                raise _corrupt(f"gzip records do not decompress: {exc}") from None
-            total += len(chunk)
-            if total > cap:
-                raise _too_large(cap)
-            out.append(chunk)
-            if stream.eof:
-                break
-            if not stream.unconsumed_tail and not chunk:
-                raise _corrupt("gzip records end before their stream does")
-            rest = stream.unconsumed_tail
-        data = stream.unused_data
-        if not data:  # else another gzip member follows, as a concatenating writer makes
-            return b"".join(out)
-
-
-def _unzstd(data: bytes, cap: int) -> bytes:
-    """One or more zstd frames inflated, at most ``cap`` bytes (a frame stating more is
-    refused at once). A frame cut short yields what precedes the cut (zstandard's reader
-    does not tell): the records must then still be exactly the batch's count."""
-    try:
-        stated = zstandard.frame_content_size(data)
-    except zstandard.ZstdError as exc:
-        raise _corrupt(f"zstd records do not decompress: {exc}") from None
-    # a fast refusal; the bound is the read below
-    if stated > cap:
-        raise _too_large(cap)
-    window = min(_MAX_WINDOW, max(_MIN_WINDOW, 1 << cap.bit_length()))
-    out = []
-    total = 0
-    try:
-        reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
-            data, read_across_frames=True
-        )
-        while True:
-            # guard: kafka-zstd-bound
-            chunk = reader.read(min(_STEP, cap - total + 1))
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > cap:
-                raise _too_large(cap)
-            out.append(chunk)
-    except zstandard.ZstdError as exc:
-        if "too much memory" in str(exc) or "window" in str(exc).lower():
-            raise _too_large(cap) from None
-        raise _corrupt(f"zstd records do not decompress: {exc}") from None
-    return b"".join(out)
-
-
-def _unlz4(data: bytes, cap: int) -> bytes:
-    """One LZ4 frame inflated, at most ``cap`` bytes."""
-    stream = lz4.frame.LZ4FrameDecompressor()
-    out = []
-    total = 0
-    rest = data
-    try:
-        while not stream.eof:
-            # guard: kafka-lz4-bound
-            chunk = stream.decompress(rest, max_length=min(_STEP, cap - total + 1))
-            rest = b""
-            total += len(chunk)
-            if total > cap:
-                raise _too_large(cap)
-            out.append(chunk)
-            if stream.needs_input and not stream.eof:
-                raise _corrupt("lz4 records end before their frame does")
-    except RuntimeError as exc:  # lz4.frame raises RuntimeError for bad frames
-        raise _corrupt(f"lz4 records do not decompress: {exc}") from None
-    if stream.unused_data:
-        raise _corrupt(f"{len(stream.unused_data)} bytes follow the lz4 frame")
-    return b"".join(out)
-
-
-def _snappy_block(block: bytes | memoryview, room: int, cap: int) -> bytes:
-    """A raw snappy block, refused when the length it states is over ``room`` (what is
-    left of ``cap``)."""
-    stated, _ = _uvarint_head(block)
-    # guard: kafka-snappy-stated-size
-    if stated > room:
-        raise _too_large(cap)
-    try:
-        return bytes(cramjam.snappy.decompress_raw(block))
-    except cramjam.DecompressionError as exc:
-        raise _corrupt(f"snappy records do not decompress: {exc}") from None
-
-
-def _uvarint_head(buf: bytes | memoryview) -> tuple[int, int]:
-    """The unsigned varint a raw snappy block starts with (its uncompressed length)."""
-    n = 0
-    for i in range(min(len(buf), 5)):
-        b = buf[i]
-        n |= (b & 0x7F) << (7 * i)
-        if b < 0x80:
-            return n, i + 1
-    raise _corrupt("a snappy block does not state its length")
-
-
-def _unsnappy(data: bytes, cap: int) -> bytes:
-    """Raw snappy, or the xerial framing (a header, then blocks each with its length),
-    inflated to at most ``cap`` bytes: each block states its size before it inflates."""
-    if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_block(data, cap, cap)
-    if len(data) < _XERIAL_HEADER:
-        raise _corrupt("xerial snappy records end inside their header")
-    view = memoryview(data)
-    out = []
-    total = 0
-    at = _XERIAL_HEADER
-    while at < len(data):
-        if at + 4 > len(data):
-            raise _corrupt("xerial snappy records end inside a block length")
-        (size,) = struct.unpack_from(">i", data, at)
-        at += 4
-        if size < 0 or at + size > len(data):
-            raise _corrupt(f"a xerial snappy block states {size} bytes; {len(data) - at} remain")
-        chunk = _snappy_block(view[at : at + size], cap - total, cap)
-        at += size
-        total += len(chunk)
-        out.append(chunk)
-    return b"".join(out)
-
-
-_INFLATE = {1: _gunzip, 2: _unsnappy, 3: _unlz4, 4: _unzstd}
-
-
 def decode_produce(
     data: bytes | memoryview, *, max_records: int, max_uncompressed: int
 ) -> list[ProducedBatch]:
@@ -543,11 +388,11 @@ def decode_produce(
             raise _invalid(f"a batch of {count} records states last offset delta {last_delta}")
         body = buf[at + _HEAD_LEN : end]
         if codec:
-            raw = _INFLATE[codec](body, bytes_left)
+            raw = inflate(codec, body, bytes_left)
         else:
             raw = body
         if len(raw) > bytes_left:
-            raise _too_large(max_uncompressed)
+            raise too_large(max_uncompressed)
         records = _records(raw, count, base_time)
         records_left -= count
         bytes_left -= len(raw)
@@ -641,23 +486,6 @@ def _encode_records(records: Sequence[KafkaRecord], base_offset: int, base_time:
     return b"".join(parts)
 
 
-def _compress(codec: int, raw: bytes) -> bytes:
-    if codec == 1:
-        stream = zlib.compressobj(_GZIP_LEVEL, wbits=31)
-        return stream.compress(raw) + stream.flush()
-    if codec == 2:  # the xerial framing the Java client writes and every client reads
-        view = memoryview(raw)
-        parts = [_XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
-        for at in range(0, len(raw), _XERIAL_BLOCK):
-            block = bytes(cramjam.snappy.compress_raw(view[at : at + _XERIAL_BLOCK]))
-            parts.append(struct.pack(">i", len(block)))
-            parts.append(block)
-        return b"".join(parts)
-    if codec == 3:  # independent blocks, no content size: what the Java client reads
-        return bytes(lz4.frame.compress(raw, block_linked=False, store_size=False))
-    return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(raw)
-
-
 def encode_batch(records: Sequence[KafkaRecord], *, compression: str | None = None) -> bytes:
     """One batch of ``records`` (offsets ascending; the first is the base offset) for a
     Fetch response: producer id -1, create-time timestamps, CRC-32C set."""
@@ -682,7 +510,7 @@ def encode_batch(records: Sequence[KafkaRecord], *, compression: str | None = No
         raise ValueError(f"offsets {base_offset} to {previous} span more than one batch can")
     raw = _encode_records(records, base_offset, base_time)
     if codec:
-        raw = _compress(codec, raw)
+        raw = compress(codec, raw)
     tail = _HEAD.pack(
         base_offset,
         _HEAD_LEN - _LENGTH_FROM + len(raw),
