@@ -388,7 +388,12 @@ def decode_produce(
             raise _invalid(f"a batch of {count} records states last offset delta {last_delta}")
         body = buf[at + _HEAD_LEN : end]
         if codec:
-            raw = inflate(codec, body, bytes_left)
+            try:
+                raw = inflate(codec, body, bytes_left)
+            except KafkaRequestError as exc:  # past what the earlier batches left: say the cap
+                if exc.code != Code.MESSAGE_TOO_LARGE:
+                    raise
+                raise too_large(max_uncompressed) from None
         else:
             raw = body
         if len(raw) > bytes_left:

@@ -355,6 +355,15 @@ def test_varints_that_overflow_are_invalid() -> None:
     assert error.code == Code.INVALID_RECORD and "overflows 32 bits" in str(error)
 
 
+@pytest.mark.parametrize("codec", CODECS)
+def test_max_uncompressed_counts_the_records_of_every_batch(codec: str | None) -> None:
+    one = build([(0, NOW, None, bytes(1000), [])], codec)
+    size = len(build([(0, NOW, None, bytes(1000), [])])) - 61  # its records, uncompressed
+    assert len(decode_produce(one + one, max_records=9, max_uncompressed=2 * size)) == 2
+    error = refused(one + one, max_uncompressed=2 * size - 1)
+    assert error.code == Code.MESSAGE_TOO_LARGE and str(2 * size - 1) in str(error)
+
+
 def test_an_empty_request_is_corrupt() -> None:
     assert refused(b"").code == Code.CORRUPT_MESSAGE
 
