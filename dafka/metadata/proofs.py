@@ -552,7 +552,9 @@ def _verify_leases(
             or set(given) != {i for i, _ in numbered}
             or len(given) != len(numbered)
             or given_numbers != sorted(set(given_numbers))
-            or any(n >= (settings.get("partitions") or 0) + len(given_numbers) for n in given_numbers)
+            or any(
+                n >= (settings.get("partitions") or 0) + len(given_numbers) for n in given_numbers
+            )
         ):
             raise ConfigError(f"the numbering of topic {topic!r} is not what its proofs set")
         for partition, given_proof in given.items():
