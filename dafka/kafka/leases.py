@@ -153,6 +153,9 @@ class LeaseKeeper:
             epoch = lease["epoch"]
             take = self._takes.get(resource)
             if lease["holder"] == self.key and lease["holder"] is not None:
+                if self._mine.get(resource, epoch) != epoch:  # a new epoch: nothing confirmed
+                    self._confirmed.pop(resource, None)
+                    self._renews.pop(resource, None)
                 if take is not None and take[0] == epoch:
                     self._confirmed[resource] = take[1]
                     del self._takes[resource]
