@@ -135,6 +135,7 @@ TESTS = [
     "tests/unit/test_producer_sealing_rich.py",
     "tests/unit/test_attacks_leases.py",
     "tests/unit/test_kafka_lease_keeper.py",
+    "tests/integration/test_leases.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -2348,9 +2349,11 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     # issue 37 (leases)
     "metadata lease commands need a listed listener key": (
         "tests/unit/test_attacks_leases.py::test_a_lease_command_signed_by_a_key_that_is_no_listener_is_refused",
+        "tests/integration/test_leases.py::test_a_listener_keeps_its_leases_and_others_are_refused_before_the_log",
     ),
     "a listener key signs lease commands only": (
         "tests/unit/test_attacks_leases.py::test_a_listener_key_cannot_sign_anything_but_lease_commands",
+        "tests/integration/test_leases.py::test_a_listener_keeps_its_leases_and_others_are_refused_before_the_log",
     ),
     "a renew names only leases its signer holds": (
         "tests/unit/test_attacks_leases.py::test_a_renew_of_a_lease_another_key_holds_is_refused_whole",
