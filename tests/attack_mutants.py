@@ -1186,6 +1186,9 @@ MUTANTS: dict[str, Spec] = {
     "a p/ lease names a Kafka-written partition": Guard(
         "metadata-lease-partition-exists", "if False:"
     ),
+    "a lease resource is matched whole": Guard(
+        "metadata-lease-resource-whole", "m = _RESOURCE.match(text.rstrip('\\n'))"
+    ),
     "the lease keeper fences itself lease_s - margin after its last committed renew": Guard(
         "lease-keeper-fences-itself", "if sent is None:"
     ),
@@ -2376,6 +2379,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a p/ lease names a Kafka-written partition": (
         "tests/unit/test_attacks_leases.py::test_numbering_is_stable_across_growth_and_leases_only_kafka_written_partitions",
+    ),
+    "a lease resource is matched whole": (
+        "tests/unit/test_attacks_leases.py::test_one_partition_has_one_resource_name",
     ),
     "the lease keeper fences itself lease_s - margin after its last committed renew": (
         "tests/unit/test_kafka_lease_keeper.py::test_a_lease_is_taken_only_once_stale_and_the_old_holder_fenced_itself_first",

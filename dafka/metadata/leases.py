@@ -90,7 +90,8 @@ MAX_LEASES = 100_000
 """Lease records the metadata holds (released ones included: their epochs stay)."""
 MAX_GROUP_BYTES = 255
 MAX_HOST = 253
-_RESOURCE = re.compile(r"^(p)/(.+)/(0|[1-9][0-9]{0,8})$|^(g)/(.+)$|^(b)/([1-9][0-9]{0,9})$", re.S)
+_RESOURCE = re.compile(r"(p)/(.+)/(0|[1-9][0-9]{0,8})|(g)/(.+)|(b)/([1-9][0-9]{0,9})", re.S)
+"""Matched whole (``fullmatch``: no trailing newline makes a second name of one resource)."""
 _HOST = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])$")
 _INT32 = 2**31 - 1
 
@@ -128,8 +129,9 @@ def check_resource(value: object) -> tuple[str, str, int | None]:
     """``(kind, name, index)`` of a lease resource: ``("p", topic, index)``, ``("g", group,
     None)``, ``("b", "", broker)``; ConfigError otherwise."""
     text = value if isinstance(value, str) else ""
-    m = _RESOURCE.match(text)
-    if not m or len(text.encode(errors="replace")) > 8 + MAX_GROUP_BYTES:
+    # guard: metadata-lease-resource-whole
+    m = _RESOURCE.fullmatch(text)
+    if not m or len(text.encode(errors="replace")) > 16 + MAX_GROUP_BYTES:
         raise ConfigError(f"bad lease resource {str(value)[:80]!r}: p/TOPIC/INDEX, g/GROUP or b/ID")
     if m.group(1):
         return "p", check_topic(m.group(2)), int(m.group(3))

@@ -271,3 +271,13 @@ def test_an_admin_cannot_take_a_lease_but_may_release_one() -> None:
 
         check_endpoint("h:99999")
     assert ADMIN.public_key.hex() == ADMIN_HEX
+
+
+def test_one_partition_has_one_resource_name() -> None:
+    """A second spelling of a resource would let two listeners hold one partition."""
+    sm = _cluster()
+    assert _take(sm, L1, "p/t/0", 1) is None
+    for alias in ("p/t/0\n", "p/t/00", "p/t/+0", "p/t/0 ", "b/1\n", "g/\n"):
+        take = signed(sm, "lease.take", by=L2, resource=alias, epoch=1, broker=1, endpoint="h:1")
+        assert "bad lease resource" in _refused_both(sm, take) or "bad group" in sm.last_error
+    assert list(sm.leases) == ["p/t/0"]
