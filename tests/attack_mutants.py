@@ -134,6 +134,9 @@ TESTS = [
     "tests/integration/test_attacks_producer_records.py",
     "tests/unit/test_producer_sealing_rich.py",
     "tests/unit/kafka/test_batches_attacks.py",
+    "tests/unit/test_attacks_leases.py",
+    "tests/unit/test_kafka_lease_keeper.py",
+    "tests/integration/test_leases.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1201,6 +1204,39 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a snappy block stating more than what is left of the cap is refused before inflating": Guard(
         "kafka-snappy-stated-size", "if False:"
+    ),
+    # issue 37 (leases): listener keys, leases and numbering in the metadata; the keeper
+    "metadata lease commands need a listed listener key": Guard(
+        "metadata-listener-key-listed", "if False:"
+    ),
+    "a listener key signs lease commands only": Guard(
+        "metadata-listener-signs-lease-ops-only", "if False:"
+    ),
+    "a renew names only leases its signer holds": Guard(
+        "metadata-renew-only-own-leases", "if False:"
+    ),
+    "a take names the lease's next epoch": Guard("metadata-take-epoch-next", "if False:"),
+    "a snapshot's leases are proven by a listener's take": Guard(
+        "metadata-snapshot-lease-signed-by-listener", "if False:"
+    ),
+    "a topic's partitions only grow": Guard("metadata-partitions-only-grow", "if False:"),
+    "a renew names at most MAX_RENEW leases": Guard(
+        "metadata-renew-bounded", "if not isinstance(resources, list):"
+    ),
+    "numbering takes node IDs only": Guard(
+        "metadata-numbering-node-ids", "clean = [str(i) for i in ids]"
+    ),
+    "a p/ lease names a Kafka-written partition": Guard(
+        "metadata-lease-partition-exists", "if False:"
+    ),
+    "a lease resource is matched whole": Guard(
+        "metadata-lease-resource-whole", "m = _RESOURCE.match(text.rstrip('\\n'))"
+    ),
+    "the lease keeper fences itself lease_s - margin after its last committed renew": Guard(
+        "lease-keeper-fences-itself", "if sent is None:"
+    ),
+    "the lease keeper takes a held lease only once stale": Guard(
+        "lease-keeper-waits-stale", "if False:"
     ),
 }
 
@@ -2404,6 +2440,47 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a snappy block stating more than what is left of the cap is refused before inflating": (
         "tests/unit/kafka/test_batches_attacks.py::test_a_raw_snappy_bomb_is_refused_before_inflating",
         "tests/unit/kafka/test_batches_attacks.py::test_a_xerial_snappy_bomb_is_refused_within_the_cap",
+    ),
+    # issue 37 (leases)
+    "metadata lease commands need a listed listener key": (
+        "tests/unit/test_attacks_leases.py::test_a_lease_command_signed_by_a_key_that_is_no_listener_is_refused",
+        "tests/integration/test_leases.py::test_a_listener_keeps_its_leases_and_others_are_refused_before_the_log",
+    ),
+    "a listener key signs lease commands only": (
+        "tests/unit/test_attacks_leases.py::test_a_listener_key_cannot_sign_anything_but_lease_commands",
+        "tests/integration/test_leases.py::test_a_listener_keeps_its_leases_and_others_are_refused_before_the_log",
+    ),
+    "a renew names only leases its signer holds": (
+        "tests/unit/test_attacks_leases.py::test_a_renew_of_a_lease_another_key_holds_is_refused_whole",
+    ),
+    "a take names the lease's next epoch": (
+        "tests/unit/test_attacks_leases.py::test_a_take_must_name_the_next_epoch_an_old_take_signed_again_is_refused",
+        "tests/unit/test_kafka_lease_keeper.py::test_two_keepers_race_for_one_resource_the_raft_order_decides",
+    ),
+    "a snapshot's leases are proven by a listener's take": (
+        "tests/unit/test_attacks_leases.py::test_a_forged_lease_in_a_snapshot_is_refused",
+    ),
+    "a topic's partitions only grow": (
+        "tests/unit/test_attacks_leases.py::test_a_partition_count_never_shrinks",
+    ),
+    "a renew names at most MAX_RENEW leases": (
+        "tests/unit/test_attacks_leases.py::test_a_renew_of_more_than_max_renew_leases_is_refused",
+    ),
+    "numbering takes node IDs only": (
+        "tests/unit/test_attacks_leases.py::test_numbering_takes_node_ids_only",
+    ),
+    "a p/ lease names a Kafka-written partition": (
+        "tests/unit/test_attacks_leases.py::test_numbering_is_stable_across_growth_and_leases_only_kafka_written_partitions",
+    ),
+    "a lease resource is matched whole": (
+        "tests/unit/test_attacks_leases.py::test_one_partition_has_one_resource_name",
+    ),
+    "the lease keeper fences itself lease_s - margin after its last committed renew": (
+        "tests/unit/test_kafka_lease_keeper.py::test_a_lease_is_taken_only_once_stale_and_the_old_holder_fenced_itself_first",
+        "tests/unit/test_kafka_lease_keeper.py::test_a_renew_lost_in_flight_does_not_extend_the_hold",
+    ),
+    "the lease keeper takes a held lease only once stale": (
+        "tests/unit/test_kafka_lease_keeper.py::test_a_holder_that_renews_is_never_taken_over",
     ),
 }
 

@@ -11,6 +11,8 @@
     (list: every trusted or heard store with its trust, query address and holdings)
     dafka cluster status | set --no-auto-create | set --curve --curve-clients metadata
     dafka admins list | add <public key> | remove <public key>
+    dafka topics create T --partitions 6   (a Kafka topic: numbered partitions, only grows)
+    dafka listeners list | add <public key> | remove <public key>   (dafka-kafka keys)
     dafka query heads [TOPIC ...] | read TOPIC [--key-file FILE]   (dafka.cli.query)
     dafka groups list | describe GROUP   (dafka.cli.groups)
 
@@ -79,8 +81,11 @@ def _settings(
     cleanup_policy: str | None = None,
     delete_retention_ms: str | None = None,
     max_future_ms: str | None = None,
+    partitions: int | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    if partitions is not None:
+        out["partitions"] = partitions
     for name, value in (
         ("retention_ms", _amount(retention_ms, "--retention-ms", _UNITS_MS)),
         ("retention_bytes", _amount(retention_bytes, "--retention-bytes", _UNITS_BYTES)),
@@ -161,6 +166,12 @@ def _topic_options(f: F) -> F:
                 "--max-future-ms",
                 default=None,
                 help="How far past arrival record times count for retention (1h).",
+            ),
+            click.option(
+                "--partitions",
+                type=int,
+                default=None,
+                help="Kafka-written partitions (1..1024): a topic for dafka-kafka; only grows.",
             ),
         ]
     ):
@@ -539,6 +550,11 @@ def cluster_status(tower: str, cluster: str, timeout: float, as_json: bool) -> N
     help="Node IDs or public keys (comma-separated) a node admits besides those the "
     "metadata names; none to clear.",
 )
+@click.option(
+    "--listeners",
+    default=None,
+    help="Public keys (64 hex, comma-separated) of the dafka-kafka listeners; none to clear.",
+)
 @_admin_option
 @run_cli
 def cluster_set(
@@ -550,9 +566,14 @@ def cluster_set(
     curve: bool | None,
     curve_clients: str | None,
     clients: str | None,
+    listeners: str | None,
 ) -> None:
     """Change cluster-wide settings."""
     settings: dict[str, Any] = {}
+    if listeners is not None:
+        keys = [k.strip() for k in listeners.split(",") if k.strip()]
+        none = listeners.strip().lower() in ("none", "")
+        settings["listeners"] = None if none else keys
     if auto_create is not None:
         settings["auto_create"] = auto_create
     if curve is not None:
@@ -619,6 +640,54 @@ def admins_remove(
     with _client(tower, cluster, timeout, admin_key) as client:
         client.remove_admin(key)
     click.echo(f"removed admin {key}")
+
+
+@main.group("listeners")
+def listeners_group() -> None:
+    """The dafka-kafka listener keys, which may sign lease commands only."""
+
+
+@listeners_group.command("list")
+@_client_options
+@run_cli
+def listeners_list(tower: str, cluster: str, timeout: float) -> None:
+    """The listener public keys, one a line, with the leases each holds."""
+    with _client(tower, cluster, timeout) as client:
+        keys = client.listeners()
+        leases = client.leases()
+    for key in keys:
+        held = sorted(r for r, lease in leases.items() if lease.get("holder") == key)
+        click.echo(f"{key} holds {len(held)} lease(s){': ' if held else ''}{' '.join(held[:20])}")
+    if not keys:
+        click.echo("no listeners: no dafka-kafka may hold a lease", err=True)
+
+
+@listeners_group.command("add")
+@_client_options
+@_admin_option
+@click.argument("key")
+@run_cli
+def listeners_add(
+    key: str, tower: str, cluster: str, timeout: float, admin_key: str | None
+) -> None:
+    """List public KEY (64 hex, the listener's node key) among the listeners."""
+    with _client(tower, cluster, timeout, admin_key) as client:
+        client.add_listener(key)
+    click.echo(f"added listener {key}")
+
+
+@listeners_group.command("remove")
+@_client_options
+@_admin_option
+@click.argument("key")
+@run_cli
+def listeners_remove(
+    key: str, tower: str, cluster: str, timeout: float, admin_key: str | None
+) -> None:
+    """Stop listing KEY: it renews nothing more, its leases are taken over once stale."""
+    with _client(tower, cluster, timeout, admin_key) as client:
+        client.remove_listener(key)
+    click.echo(f"removed listener {key}")
 
 
 main.add_command(query)

@@ -14,13 +14,18 @@ the metadata applied it. Before sending, the client asks the check the towers' R
 leader applies (:meth:`~dafka.metadata.state.MetadataStateMachine.admission`) against
 the metadata it just read, so a key that is not an admin gets one clear error and sends
 nothing (the leader would refuse it with the ØMQ RAFT protocol's bare final failure).
+
+A ``dafka-kafka`` listener signs its lease commands (:mod:`.leases`) with its own key
+(``listener``, which an admin lists in the cluster setting ``listeners``), not an admin key:
+:meth:`MetadataClient.take_lease`, :meth:`~MetadataClient.renew_leases`,
+:meth:`~MetadataClient.release_lease`, :meth:`~MetadataClient.number_partitions`.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..config import TowerAddress, parse_towers, parse_trusted_stores
@@ -29,6 +34,8 @@ from ..ids import check_topic_name
 from ..raft import ClientCurve, RaftClient
 from ..security.curve_keys import curve_public_z85
 from ..security.identity import Identity
+from .leases import check_broker, check_endpoint, check_resource
+from .settings import check_growth, node_id
 from .signing import check_public_key, load_admin_key
 from .state import (
     MetadataStateMachine,
@@ -91,7 +98,10 @@ class MetadataClient:
         raft_urls: Iterable[str] | None = None,
         admin: Identity | str | os.PathLike[str] | None = None,
         curve: ClientCurve | None = None,
+        listener: Identity | None = None,
     ) -> None:
+        """``admin``: the key admin changes are signed with; ``listener``: the key of a
+        ``dafka-kafka`` listener, which signs the lease commands (``take_lease`` ...)."""
         urls = list(raft_urls) if raft_urls is not None else []
         if not urls:
             addresses = parse_towers(towers)
@@ -102,6 +112,7 @@ class MetadataClient:
         self.timeout = timeout
         self.cluster = cluster
         self._admin = admin
+        self._listener = listener
         self.raft = RaftClient(urls, cluster, timeout=timeout, curve=curve)
 
     def close(self) -> None:
@@ -141,6 +152,20 @@ class MetadataClient:
         """The admin public keys (hex) that may change the metadata."""
         return list(self.config().get("admins", []))
 
+    def listeners(self) -> list[str]:
+        """The listener public keys (hex) that may sign lease commands."""
+        return list(self.config()["cluster"].get("listeners") or [])
+
+    def leases(self) -> dict[str, dict[str, Any]]:
+        """Every lease: resource (``p/TOPIC/INDEX``, ``g/GROUP``, ``b/BROKER``) -> ``{holder,
+        epoch, broker, endpoint, beat}`` (holder None: released)."""
+        return dict(self.config().get("leases", {}))
+
+    def numbering(self, topic: str) -> dict[str, int]:
+        """The native partitions of ``topic`` numbered so far: node ID -> Kafka partition
+        number (:func:`.leases.layout` gives every number's partition)."""
+        return {i: int(n) for i, n in self.config().get("numbering", {}).get(topic, [])}
+
     # -- writes ------------------------------------------------------------------------------
 
     def admin_key(self) -> Identity:
@@ -149,15 +174,24 @@ class MetadataClient:
             self._admin = load_admin_key(self._admin)
         return self._admin
 
-    def _write(self, config: Mapping[str, Any], op: str, **fields: Any) -> int:
-        """Sign ``op`` against ``config``'s revision, commit it, and check it was applied."""
+    def _write(
+        self,
+        config: Mapping[str, Any],
+        op: str,
+        sign_with: Identity | None = None,
+        base: int | None = None,
+        **fields: Any,
+    ) -> int:
+        """Sign ``op`` with ``sign_with`` (default: the admin key) against revision ``base``
+        (default: ``config``'s), commit it, and check it was applied."""
         if not config.get("admins"):
             config = self._after_bootstrap(config)
-        data, cmd_id = signed_command(
-            self.admin_key(), self.cluster, int(config["revision"]), op, **fields
-        )
+        signer = sign_with or self.admin_key()
+        revision = int(config["revision"]) if base is None else base
+        data, cmd_id = signed_command(signer, self.cluster, revision, op, **fields)
         # the leader's admission check, here first (same code): one clear error, nothing sent
-        _refuse(MetadataStateMachine.from_view(config, self.cluster), data)
+        who = "admin key" if sign_with is None else "key"
+        _refuse(MetadataStateMachine.from_view(config, self.cluster), data, who)
         try:
             index = self.raft.update(data)
         except DafkaTimeout:
@@ -169,7 +203,7 @@ class MetadataClient:
             # the leader's bare final failure: its admission check, against a newer state
             # than the one read above (another admin's change in between), most likely
             now = self.config()
-            _refuse(MetadataStateMachine.from_view(now, self.cluster), data)
+            _refuse(MetadataStateMachine.from_view(now, self.cluster), data, who)
             if int(now["revision"]) > int(config["revision"]):
                 # what it touches changed since (the view does not say what changed when)
                 raise ConfigError(
@@ -183,6 +217,8 @@ class MetadataClient:
         why = [r.get("error") for r in after.get("refused", []) if r.get("id") == cmd_id.hex()]
         if why:
             raise ConfigError(f"the metadata refused the change: {why[-1]}")
+        if op == "lease.renew":  # not listed among changes (a heartbeat), not refused
+            return index
         raise DafkaError(
             f"the change was committed at log index {index} but is not among the metadata's "
             "recent changes; check with dafka topics|stores|admins list"
@@ -212,6 +248,7 @@ class MetadataClient:
         if topic not in config["topics"]:
             raise ConfigError(f"unknown topic {topic!r}")
         check_settings({**topic_settings(config["topics"][topic]), **clean})
+        check_growth(topic, config["topics"][topic], {**config["topics"][topic], **clean})
         return self._write(config, "topic.alter", topic=topic, settings=clean)
 
     def delete_topic(self, topic: str) -> int:
@@ -254,6 +291,81 @@ class MetadataClient:
             raise ConfigError("refusing to remove the last admin: add another one first")
         return self._write(config, "admins.remove", key=key)
 
+    def add_listener(self, key: str) -> int:
+        """List public key ``key`` (64 hex) among the listeners (cluster setting)."""
+        key = check_public_key(key)
+        config = self.config()
+        listed = list(config["cluster"].get("listeners") or [])
+        if key in listed:
+            raise NothingToChange(f"key {key} is a listener already")
+        return self._write(config, "cluster.set", settings={"listeners": [*listed, key]})
+
+    def remove_listener(self, key: str) -> int:
+        """Stop listing ``key`` among the listeners: it can renew nothing any more, and its
+        leases are taken over once stale (docs/metadata.md, "Listener leases")."""
+        key = check_public_key(key)
+        config = self.config()
+        listed = list(config["cluster"].get("listeners") or [])
+        if key not in listed:
+            raise ConfigError(f"key {key} is not a listener")
+        rest = [k for k in listed if k != key]
+        return self._write(config, "cluster.set", settings={"listeners": rest or None})
+
+    # -- a listener's writes, signed with its own key ------------------------------------
+
+    def listener_key(self) -> Identity:
+        """The listener identity lease commands are signed with (ConfigError if none)."""
+        if self._listener is None:
+            raise ConfigError("no listener key: give MetadataClient(listener=Identity)")
+        return self._listener
+
+    def take_lease(
+        self, resource: str, epoch: int, broker: int, endpoint: str, *, base: int | None = None
+    ) -> int:
+        """Take ``resource`` at ``epoch`` (its epoch + 1; 1 if never leased) for Kafka broker
+        ``broker`` at ``endpoint`` (``host:port``); ``base``: the revision the decision was
+        made at (default: a fresh read), so that a renewal since refuses the take."""
+        check_resource(resource)
+        fields = {"broker": check_broker(broker), "endpoint": check_endpoint(endpoint)}
+        return self._write(
+            self.config(),
+            "lease.take",
+            self.listener_key(),
+            base,
+            resource=resource,
+            epoch=epoch,
+            **fields,
+        )
+
+    def renew_leases(self, leases: Sequence[tuple[str, int]], *, base: int | None = None) -> int:
+        """Renew every ``(resource, epoch)`` held by this listener (all or none)."""
+        resources = [r for r, _ in leases]
+        epochs = [int(e) for _, e in leases]
+        return self._write(
+            self.config(),
+            "lease.renew",
+            self.listener_key(),
+            base,
+            resources=resources,
+            epochs=epochs,
+        )
+
+    def release_lease(self, resource: str, epoch: int, *, base: int | None = None) -> int:
+        """Release ``resource`` held at ``epoch`` (by this listener, or with the admin key
+        when this client has no listener key)."""
+        check_resource(resource)
+        return self._write(
+            self.config(), "lease.release", self._listener, base, resource=resource, epoch=epoch
+        )
+
+    def number_partitions(self, topic: str, ids: Iterable[str]) -> int:
+        """Give the native Dafka partitions ``ids`` (producer node IDs) of ``topic`` the
+        next Kafka partition numbers (those numbered already keep theirs)."""
+        clean = [node_id(i, "partition") for i in ids]
+        return self._write(
+            self.config(), "partition.number", self._listener, topic=topic, partitions=clean
+        )
+
     def status(self) -> list[dict[str, Any]]:
         """What each tower's Raft peer says about itself (unreachable ones included)."""
         rows: list[dict[str, Any]] = []
@@ -279,7 +391,7 @@ class MetadataClient:
         return rows
 
 
-def _refuse(sm: MetadataStateMachine, data: bytes) -> None:
+def _refuse(sm: MetadataStateMachine, data: bytes, who: str = "admin key") -> None:
     """ConfigError if the leader's admission check refuses ``data`` against ``sm``."""
     refusal = sm.refusal(data)
     if refusal is None:
@@ -288,4 +400,4 @@ def _refuse(sm: MetadataStateMachine, data: bytes) -> None:
         raise NothingToChange(refusal.reason)
     if refusal.effect:
         raise ConfigError(f"the metadata refuses the change: {refusal.reason}")
-    raise ConfigError(f"this admin key cannot change the metadata: {refusal.reason}")
+    raise ConfigError(f"this {who} cannot change the metadata: {refusal.reason}")

@@ -439,10 +439,19 @@ class MetadataView:
         config = self._replica.view()
         self._published = config["revision"]
         with self._lock:
-            self._config = config
+            before, self._config = self._config, config
             listeners = list(self._listeners)
         self._loaded.set()
-        log.info("metadata.change revision=%d topics=%d", config["revision"], len(config["topics"]))
+        # a listener's lease renewal (every few seconds) is no news worth a line at info
+        leases_only = before is not None and all(
+            before.get(k) == config.get(k) for k in ("topics", "stores", "cluster", "admins")
+        )
+        log.log(
+            logging.DEBUG if leases_only else logging.INFO,
+            "metadata.change revision=%d topics=%d",
+            config["revision"],
+            len(config["topics"]),
+        )
         for listener in listeners:
             try:
                 listener(config)

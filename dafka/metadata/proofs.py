@@ -13,7 +13,11 @@ every item an admin controls, the signed envelope (the RequestUpdate data as it 
 * ``deleted[T]``: the ``topic.delete`` of each tombstone;
 * ``grants[K]``: the ``admins.add`` of each admin key that is not a root admin, and of
   every key that signed one of the above (kept after the key is removed: what it signed
-  while an admin stays valid).
+  while an admin stays valid);
+* ``listeners[K]``: the first ``cluster.set`` that made K a listener (the listeners' grant);
+* ``leases[R]``: the ``lease.take`` that set lease R, signed by a key a listener grant names
+  from an earlier revision, and its ``lease.release`` once released; ``numbering[T][I]``: the
+  ``partition.number`` that gave native partition I of topic T its number (:mod:`.leases`).
 
 The root of trust is ``root``: the first admins (the unsigned ``admins.init`` the first
 tower proposes from its ``--admin-key`` configuration) and the cluster name every signature
@@ -44,6 +48,11 @@ from typing import Any, NamedTuple
 from ..errors import ConfigError, WireError
 from ..security import identity
 from ..wire.packing import unpack as _unpack
+from .leases import LISTENER_OPS, LeaseProof, layout, lease_touched
+from .leases import prove as prove_lease
+from .settings import check_cluster_settings as _cluster_settings
+from .settings import check_settings as _topic_settings
+from .settings import node_id
 from .signing import ID_BYTES, check_public_key, open_envelope, signed_bytes
 
 __all__ = [
@@ -96,6 +105,9 @@ class Proofs:
     cluster: dict[str, Proof] = field(default_factory=dict)
     topics: dict[str, TopicProof] = field(default_factory=dict)
     deleted: dict[str, Proof] = field(default_factory=dict)
+    listeners: dict[str, Proof] = field(default_factory=dict)
+    leases: dict[str, LeaseProof] = field(default_factory=dict)
+    numbering: dict[str, dict[str, Proof]] = field(default_factory=dict)
 
     def envelopes(self) -> Iterable[Proof]:
         yield from self.grants.values()
@@ -106,6 +118,46 @@ class Proofs:
                 yield topic.create
             yield from topic.settings.values()
         yield from self.deleted.values()
+        yield from self.listeners.values()
+        for lease in self.leases.values():
+            yield lease.take
+            if lease.end is not None:
+                yield lease.end
+        for numbered in self.numbering.values():
+            yield from numbered.values()
+
+    def note(self, cmd: Mapping[str, Any], proof: Proof | None, sm: Any) -> None:
+        """Keep ``proof`` (None: an unsigned command) for what ``cmd`` just changed in
+        ``sm`` (the :class:`~.state.MetadataStateMachine` that applied it)."""
+        op = cmd.get("op")
+        if op == "admins.init":
+            self.root = list(sm.admins)
+            return
+        if op == "topic.create":
+            topic = str(cmd["topic"])
+            settings = sm.topics[topic]
+            self.topics[topic] = TopicProof(proof, dict.fromkeys(settings, proof) if proof else {})
+            return
+        assert proof is not None, "only two commands come unsigned"
+        if op in LISTENER_OPS:
+            prove_lease(sm, cmd, proof)
+        elif op == "topic.alter":
+            changed = _topic_settings(cmd.get("settings") or {})
+            self.topics[str(cmd["topic"])].settings.update(dict.fromkeys(changed, proof))
+        elif op == "topic.delete":
+            self.topics.pop(str(cmd["topic"]), None)
+            self.deleted[str(cmd["topic"])] = proof
+        elif op == "store.trust":
+            self.stores[node_id(cmd.get("store"), "store")] = proof
+        elif op == "store.revoke":
+            self.stores.pop(node_id(cmd.get("store"), "store"), None)
+        elif op == "cluster.set":
+            changed = _cluster_settings(cmd.get("settings") or {})
+            self.cluster.update(dict.fromkeys(changed, proof))
+            for key in changed.get("listeners") or ():  # the first grant, as for admins
+                self.listeners.setdefault(key, proof)
+        elif op == "admins.add":  # the first grant: what the key signed since stays proven
+            self.grants.setdefault(check_public_key(cmd.get("key")), proof)
 
     # -- the snapshot form: a table of distinct envelopes, items referring to it by index ---
 
@@ -133,7 +185,14 @@ class Proofs:
                 for name, t in self.topics.items()
             },
             "deleted": {k: ref(p) for k, p in self.deleted.items()},
+            "leases": {
+                r: [ref(p.take), -1 if p.end is None else ref(p.end)]
+                for r, p in self.leases.items()
+            },
+            "numbering": {t: {i: ref(p) for i, p in n.items()} for t, n in self.numbering.items()},
         }
+        signers = {signer(envelope) for envelope, _ in table}
+        items["listeners"] = {k: ref(p) for k, p in self.listeners.items() if k in signers}
         needed = set(admins) | {signer(envelope) for envelope, _ in table}
         grants: dict[str, int] = {}
         pending = sorted(needed)
@@ -174,10 +233,13 @@ class Proofs:
                 raise WireError(f"metadata proofs: bad reference {ref!r}")
             return proofs[ref]
 
-        def refs(value: object, what: str) -> dict[str, Proof]:
+        def refs_raw(value: object, what: str) -> dict[str, object]:
             if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
                 raise WireError(f"metadata proofs: bad {what}")
-            return {k: at(v) for k, v in value.items()}
+            return value
+
+        def refs(value: object, what: str) -> dict[str, Proof]:
+            return {k: at(v) for k, v in refs_raw(value, what).items()}
 
         root = obj.get("root")
         if not isinstance(root, list) or len(root) > 64:
@@ -191,6 +253,14 @@ class Proofs:
                 raise WireError("metadata proofs: bad topic")
             create = None if item[0] == -1 else at(item[0])
             topics[name] = TopicProof(create, refs(item[1], "topic settings"))
+        leases: dict[str, LeaseProof] = {}
+        for resource, item in refs_raw(obj.get("leases", {}), "leases").items():
+            if not isinstance(item, list) or len(item) != 2:
+                raise WireError("metadata proofs: bad lease")
+            leases[resource] = LeaseProof(at(item[0]), None if item[1] == -1 else at(item[1]))
+        numbering = {
+            t: refs(n, "numbering") for t, n in refs_raw(obj.get("numbering", {}), "n").items()
+        }
         try:
             root_keys = sorted({check_public_key(k) for k in root})
         except ConfigError as exc:
@@ -202,6 +272,9 @@ class Proofs:
             cluster=refs(obj.get("cluster"), "cluster"),
             topics=topics,
             deleted=refs(obj.get("deleted"), "deleted"),
+            listeners=refs(obj.get("listeners", {}), "listeners"),
+            leases=leases,
+            numbering=numbering,
         )
 
 
@@ -225,6 +298,8 @@ def touched(cmd: Mapping[str, Any], signer: str | None) -> list[str]:
         key = cmd.get("key")
         if isinstance(key, str | bytes):
             out.append(f"admin/{key.hex() if isinstance(key, bytes) else key.strip().lower()}")
+    else:
+        out.extend(lease_touched(cmd))
     return out  # admins.init changes no admin: commands its admins made before still apply
 
 
@@ -396,4 +471,101 @@ def verify(
         if state["deleted"][name] != proof.revision:
             raise ConfigError(f"the tombstone of {name!r} is not at its proof's revision")
         modified[f"topic/{name}"] = max(modified.get(f"topic/{name}", 0), proof.revision)
+    modified.update(
+        _verify_leases(state, proofs, check, settled, authorised, check_cluster_settings)
+    )
+    return modified
+
+
+Check = Callable[..., SignedCommand]
+
+
+def _verify_leases(
+    state: Mapping[str, Any],
+    proofs: Proofs,
+    check: Check,
+    settled: Check,
+    authorised: Callable[[Proof, SignedCommand], None],
+    check_cluster_settings: Callable[[Mapping[str, Any]], dict[str, Any]],
+) -> dict[str, int]:
+    """:func:`verify` of the listeners' grants, the leases and the numbering
+    (:mod:`.leases`)."""
+    revision, modified = state["revision"], dict[str, int]()
+    since: dict[str, int] = {}  # who was a listener, from when: its grant
+    for key, grant in proofs.listeners.items():
+        signed = settled(grant, "cluster.set")
+        named = check_cluster_settings(signed.cmd.get("settings") or {}).get("listeners")
+        if key not in (named or ()):
+            raise ConfigError(f"the grant of listener {key} names other keys")
+        since[key] = grant.revision
+
+    def by_listener(proof: Proof, signed: SignedCommand) -> None:
+        start = since.get(signed.signer)
+        # guard: metadata-snapshot-lease-signed-by-listener
+        if start is None or proof.revision <= start:
+            raise ConfigError(f"a proof signed by {signed.signer}, not a listener at the time")
+
+    leases = state.get("leases", {})
+    if set(proofs.leases) != set(leases):
+        raise ConfigError("the leases and their proofs differ")
+    for resource, lease in leases.items():
+        proof = proofs.leases[resource]
+        take = check(proof.take, "lease.take", resource=resource)
+        by_listener(proof.take, take)
+        held = (take.signer, take.cmd.get("broker"), take.cmd.get("endpoint"))
+        if (
+            take.cmd.get("epoch") != lease["epoch"]
+            or lease["beat"] > revision - proof.take.revision
+        ):
+            raise ConfigError(f"lease {resource!r} is not what its take set")
+        changed = proof.take.revision
+        if proof.end is None:
+            if (lease["holder"], lease["broker"], lease["endpoint"]) != held:
+                raise ConfigError(f"lease {resource!r} is not what its take set")
+        else:
+            end = check(proof.end, "lease.release", resource=resource)
+            if end.signer != take.signer:
+                authorised(proof.end, end)  # an admin's release
+            if (
+                end.cmd.get("epoch") != lease["epoch"]
+                or proof.end.revision <= changed
+                or lease["holder"] is not None
+            ):
+                raise ConfigError(f"lease {resource!r} is not what its release set")
+            changed = proof.end.revision
+        if resource.startswith("p/"):
+            topic, _, index = resource[2:].rpartition("/")
+            settings = state["topics"].get(topic) or {}
+            numbers = layout(settings.get("partitions"), state.get("numbering", {}).get(topic, ()))
+            if int(index) >= len(numbers) or numbers[int(index)] is not None:
+                raise ConfigError(f"lease {resource!r} of no Kafka-written partition")
+        modified[f"lease/{resource}"] = changed
+    numbering = state.get("numbering", {})
+    if set(proofs.numbering) != set(numbering):
+        raise ConfigError("the numbering and its proofs differ")
+    for topic, numbered in numbering.items():
+        settings = state["topics"].get(topic)
+        given = proofs.numbering[topic]
+        given_numbers = [int(n) for _, n in numbered]
+        if (
+            settings is None
+            or set(given) != {i for i, _ in numbered}
+            or len(given) != len(numbered)
+            or given_numbers != sorted(set(given_numbers))
+            or any(
+                n >= (settings.get("partitions") or 0) + len(given_numbers) for n in given_numbers
+            )
+        ):
+            raise ConfigError(f"the numbering of topic {topic!r} is not what its proofs set")
+        for partition, given_proof in given.items():
+            signed = check(given_proof, "partition.number", topic=topic)
+            if signed.signer in since:
+                by_listener(given_proof, signed)
+            else:
+                authorised(given_proof, signed)
+            ids = signed.cmd.get("partitions")
+            if not isinstance(ids, list) or partition not in (str(i).upper() for i in ids):
+                raise ConfigError(f"topic {topic!r}: {partition} is not what its proof numbered")
+            key = f"numbering/{topic}"
+            modified[key] = max(modified.get(key, 0), given_proof.revision)
     return modified

@@ -23,10 +23,13 @@ __all__ = [
     "CURVE_CLIENTS",
     "MAX_ADMINS",
     "MAX_CLIENTS",
+    "MAX_LISTENERS",
     "MAX_MIN_ACKS",
+    "MAX_PARTITIONS",
     "TOPIC_DEFAULTS",
     "admin_list",
     "check_cluster_settings",
+    "check_growth",
     "check_settings",
     "node_id",
     "topic_settings",
@@ -45,7 +48,11 @@ TOPIC_DEFAULTS: dict[str, Any] = {
     "cleanup_policy": "delete",
     "delete_retention_ms": 86_400_000,
     "max_future_ms": 3_600_000,
+    "partitions": None,
 }
+MAX_PARTITIONS = 1024
+"""``partitions``: the Kafka-written partitions of the topic (``None``: not numbered, no
+Kafka producer may write it). It only grows (:func:`check_growth`), as in Kafka."""
 COMPRESSIONS = ("none", "zstd", "lz4")
 """``compression``: what producers of the topic compress batches with, unless told
 otherwise (``None``: none)."""
@@ -56,14 +63,17 @@ MAX_FUTURE_MS_BOUND = 7 * 86_400_000
 """``max_future_ms``: how far past a batch's arrival at a store its records' own times may
 count for retention (at most a week)."""
 CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
-CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients")
+CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients", "listeners")
 """Besides ``auto_create``, unset until an admin sets them (readers use the defaults):
 ``curve`` (false): nodes refuse to run without CURVE; ``curve_clients`` (``open``): any CURVE
 key may connect to a node, or ``metadata``: only keys the metadata names
 (``dafka.security.curve_policy``); ``clients`` (none): node IDs admitted besides those (e.g. the
-readers and writers of topics without ACLs)."""
+readers and writers of topics without ACLs); ``listeners`` (none): the Ed25519 public keys (hex)
+of the ``dafka-kafka`` listeners, which may sign the lease commands and nothing else
+(:mod:`.leases`)."""
 CURVE_CLIENTS = ("open", "metadata")
 MAX_CLIENTS = 10_000
+MAX_LISTENERS = 64
 
 MAX_MIN_ACKS = 16
 _NODE_ID = re.compile(r"^[0-9A-F]{32}$")
@@ -148,6 +158,17 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
                     f"bad max_future_ms {value!r}: an integer from 0 to {MAX_FUTURE_MS_BOUND}"
                 )
             out[name] = value
+        elif name == "partitions":
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= MAX_PARTITIONS
+            ):
+                raise ConfigError(
+                    f"bad partitions {value!r}: an integer from 1 to {MAX_PARTITIONS}, or none "
+                    "(not numbered)"
+                )
+            out[name] = value
         elif name in ("producers", "consumers"):
             if value is None:
                 out[name] = None
@@ -185,10 +206,32 @@ def check_cluster_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
                 out[name] = sorted({node_id(v, "client") for v in value})
             else:
                 raise ConfigError(f"bad clients {value!r}: up to {MAX_CLIENTS} node IDs, or none")
+        elif name == "listeners":
+            if value is None:
+                out[name] = None
+            elif isinstance(value, list | tuple) and len(value) <= MAX_LISTENERS:
+                out[name] = sorted({check_public_key(k) for k in value})
+            else:
+                raise ConfigError(
+                    f"bad listeners {value!r}: up to {MAX_LISTENERS} public keys, or none"
+                )
         else:
             known = ", ".join(CLUSTER_SETTINGS)
             raise ConfigError(f"unknown cluster setting {name!r} (known: {known})")
     return out
+
+
+def check_growth(topic: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    """ConfigError if ``new`` settings of ``topic`` have fewer ``partitions`` than ``old``
+    (or none where it had some): Kafka refuses to shrink a topic, since a key's partition
+    would change under its readers and the dropped partitions' records would vanish."""
+    before, after = old.get("partitions"), new.get("partitions")
+    # guard: metadata-partitions-only-grow
+    if before is not None and (after is None or after < before):
+        raise ConfigError(
+            f"topic {topic!r} has {before} partitions: partitions can only grow "
+            f"(as in Kafka, which refuses to shrink a topic), not to {after}"
+        )
 
 
 def topic_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 :meth:`.state.MetadataStateMachine.snapshot` writes a MessagePack map: the
 :meth:`~.state.MetadataStateMachine.view` (``format``, ``revision``, ``topics``, ``stores``,
-``cluster``, ``deleted``, ``admins``, ``changes``, ``refused``) plus ``seen`` (recent reqids),
+``cluster``, ``deleted``, ``admins``, ``leases``, ``numbering``, ``changes``, ``refused``) plus ``seen`` (recent reqids),
 ``newest``, ``replays`` (recent signed-command digests), ``modified`` (what changed at which
 revision, for the last :data:`~.state.REPLAY_WINDOW` revisions) and ``proofs``
 (:mod:`.proofs`). :func:`state_fields` checks the types and bounds of every field and
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, WireError
 from ..ids import check_topic
 from ..wire.packing import unpack as _unpack
+from .leases import MAX_LEASES, MAX_NUMBERED, check_broker, check_endpoint, check_resource
 from .proofs import Proofs, verify
 from .settings import (
     CLUSTER_DEFAULTS,
@@ -87,6 +88,8 @@ def state_fields(obj: dict[str, Any]) -> dict[str, Any]:
         raise WireError("metadata snapshot: a change after its revision")
     return {
         "topics": topics,
+        "leases": _leases(obj.get("leases", {})),
+        "numbering": _numbering(obj.get("numbering", {}), topics),
         "stores": sorted({node_id(v, "store") for v in obj.get("stores", [])}),
         "cluster": {**CLUSTER_DEFAULTS, **check_cluster_settings(obj.get("cluster", {}))},
         "deleted": {str(k): revisions(v) for k, v in obj.get("deleted", {}).items()},
@@ -101,6 +104,53 @@ def state_fields(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _leases(value: object) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, dict) or len(value) > MAX_LEASES:
+        raise WireError("metadata snapshot: bad leases")
+    out: dict[str, dict[str, Any]] = {}
+    for resource, lease in value.items():
+        check_resource(resource)
+        if not isinstance(lease, dict):
+            raise WireError("metadata snapshot: bad lease")
+        holder, epoch, beat = lease.get("holder"), lease.get("epoch"), lease.get("beat")
+        for number in (epoch, beat):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+                raise WireError(f"metadata snapshot: bad lease {resource!r}")
+        if holder is None:
+            broker = endpoint = None
+        else:
+            holder = check_public_key(holder)
+            broker = check_broker(lease.get("broker"))
+            endpoint = check_endpoint(lease.get("endpoint"))
+        out[resource] = {
+            "holder": holder,
+            "epoch": epoch,
+            "broker": broker,
+            "endpoint": endpoint,
+            "beat": beat,
+        }
+    return out
+
+
+def _numbering(value: object, topics: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    if not isinstance(value, dict):
+        raise WireError("metadata snapshot: bad numbering")
+    out: dict[str, list[list[Any]]] = {}
+    for topic, numbered in value.items():
+        if topic not in topics or not isinstance(numbered, list) or len(numbered) > MAX_NUMBERED:
+            raise WireError(f"metadata snapshot: bad numbering of {str(topic)[:80]!r}")
+        rows = []
+        for row in numbered:
+            if not isinstance(row, list) or len(row) != 2:
+                raise WireError("metadata snapshot: bad numbering")
+            number = row[1]
+            if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+                raise WireError("metadata snapshot: bad numbering")
+            rows.append([node_id(row[0], "partition"), number])
+        out[topic] = rows
+    return out
+
+
 def verified_state(sm: MetadataStateMachine, data: bytes) -> dict[str, Any]:
     """The fields of snapshot ``data`` once verified for replica ``sm`` (see
     :meth:`~.state.MetadataStateMachine.check_snapshot`), with ``proofs`` and ``modified``
@@ -108,13 +158,14 @@ def verified_state(sm: MetadataStateMachine, data: bytes) -> dict[str, Any]:
     KeyError from a malformed field) on the first thing refused."""
     from .state import REPLAY_WINDOW, SNAPSHOT_FORMAT
 
+    readable = (3, SNAPSHOT_FORMAT)  # 3: before leases, which it has none of
     obj = _unpack(data)
     if not isinstance(obj, dict) or not isinstance(obj.get("topics"), dict):
         raise WireError("not a metadata snapshot")
     version = obj.get("format", 0)
-    if not isinstance(version, int) or version != SNAPSHOT_FORMAT:
+    if not isinstance(version, int) or version not in readable:
         raise WireError(
-            f"metadata snapshot format {version!r}: this replica reads {SNAPSHOT_FORMAT} "
+            f"metadata snapshot format {version!r}: this replica reads {readable} "
             "(older ones carry no proofs: docs/metadata.md, 'Upgrading', says what to do)"
         )
     state = state_fields(obj)

@@ -12,6 +12,10 @@ Commands are MessagePack maps with a version field, sent signed by an admin key
     {"v": 1, "op": "admins.add",   "key": "<64 hex>"}
     {"v": 1, "op": "admins.remove", "key": "<64 hex>"}
 
+and, signed by a listener key (the cluster setting ``listeners``) or an admin, the lease and
+numbering commands of :mod:`.leases` (``lease.take``, ``lease.renew``, ``lease.release``,
+``partition.number``), the only ones a listener key may sign.
+
 Who may change it (DESIGN §11): a signed command is applied only when its signature
 verifies over :func:`.signing.signed_bytes` (the cluster name is in it) and its key
 is one of :attr:`MetadataStateMachine.admins`. It also carries ``base``, the revision
@@ -23,7 +27,7 @@ refused when anything it touches (a topic, a store, a cluster setting, an admin 
 signer's admin entry) changed after its ``base`` (:attr:`MetadataStateMachine.modified`,
 etcd's compare on ``mod_revision``), by revisions only, alike on every replica.
 
-Snapshots (format 3) carry, for every item, the signed command that set it
+Snapshots (format 4; 3 is read, without leases) carry, for every item, the signed command that set it
 (:mod:`.proofs`); :meth:`MetadataStateMachine.check_snapshot` verifies them from the root
 admins (``admins.init``) before a snapshot replaces the state, refusing it whole on one bad
 link (:mod:`.snapshot`).
@@ -88,13 +92,15 @@ from ..raft import REQUEST_ID_TTL, ZERO_REQID, Entry, EntryType, reqid_time
 from ..security import identity
 from ..wire.packing import pack as _pack
 from ..wire.packing import unpack as _unpack
-from .proofs import Proof, Proofs, TopicProof, touched
+from . import leases as _leases
+from .proofs import Proof, Proofs, touched
 from .settings import (
     CLUSTER_DEFAULTS,
     MAX_ADMINS,
     TOPIC_DEFAULTS,
     admin_list,
     check_cluster_settings,
+    check_growth,
     check_settings,
     node_id,
     topic_settings,
@@ -124,10 +130,11 @@ __all__ = [
 ]
 
 COMMAND_VERSION = 1
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 """2: admins, replay memory, changes (a format-1 reader would take unsigned commands);
-3: the proofs of every item (:mod:`.proofs`) and the revisions objects changed at. A
-snapshot of an older format proves nothing and is refused."""
+3: the proofs of every item (:mod:`.proofs`) and the revisions objects changed at (read
+still); 4: leases and numbering (:mod:`.leases`) with theirs. Format 2 proves nothing and is
+refused."""
 REPLAY_WINDOW = 1000
 """A signed command applies while the revision is from its ``base`` to ``base`` + this."""
 CHANGES_KEPT = 64
@@ -212,6 +219,10 @@ class MetadataStateMachine:
         self.cluster: dict[str, Any] = dict(CLUSTER_DEFAULTS)
         self.deleted: dict[str, int] = {}
         """Tombstones: topic -> the revision that deleted it."""
+        self.leases: dict[str, dict[str, Any]] = {}
+        """Resource -> its lease (:mod:`.leases`)."""
+        self.numbering: dict[str, list[list[Any]]] = {}
+        """Topic -> its native partitions' numbers, ``[[node ID, number], ...]``."""
         self.revision = 0
         """Changes applied so far (every peer counts the same)."""
         self.seen: OrderedDict[bytes, int] = OrderedDict()
@@ -252,8 +263,9 @@ class MetadataStateMachine:
                 signer, inner = self._open_signed(cmd)
                 if inner is None:
                     return self.last_error
-                self._apply(inner)
-                self._record(inner, signer)
+                self._apply(inner, signer)
+                if inner.get("op") != "lease.renew":  # a heartbeat: its beat shows it
+                    self._record(inner, signer)
                 self._prove(inner, Proof(data, self.revision + 1), signer)
             else:
                 self._apply_unsigned(cmd)
@@ -268,37 +280,11 @@ class MetadataStateMachine:
     def _prove(self, cmd: dict[str, Any], proof: Proof | None, signer: str | None) -> None:
         """Keep ``proof`` (None: an unsigned command) for what ``cmd`` just changed, and
         note the revision it changed at."""
-        op, proofs = cmd.get("op"), self.proofs
-        revision = self.revision + 1
+        proofs, revision = self.proofs, self.revision + 1
         for obj in touched(cmd, None):
             self.modified[obj] = revision
             self.modified.move_to_end(obj)
-        if op == "admins.init":
-            proofs.root = list(self.admins)
-            return
-        if op == "topic.create":
-            topic = str(cmd["topic"])
-            settings = self.topics[topic]
-            proofs.topics[topic] = TopicProof(
-                proof, dict.fromkeys(settings, proof) if proof else {}
-            )
-            return
-        assert proof is not None and signer is not None, "only two commands come unsigned"
-        if op == "topic.alter":
-            changed = check_settings(cmd.get("settings") or {})
-            proofs.topics[str(cmd["topic"])].settings.update(dict.fromkeys(changed, proof))
-        elif op == "topic.delete":
-            proofs.topics.pop(str(cmd["topic"]), None)
-            proofs.deleted[str(cmd["topic"])] = proof
-        elif op == "store.trust":
-            proofs.stores[node_id(cmd.get("store"), "store")] = proof
-        elif op == "store.revoke":
-            proofs.stores.pop(node_id(cmd.get("store"), "store"), None)
-        elif op == "cluster.set":
-            changed = check_cluster_settings(cmd.get("settings") or {})
-            proofs.cluster.update(dict.fromkeys(changed, proof))
-        elif op == "admins.add":  # the first grant: what the key signed since stays proven
-            proofs.grants.setdefault(check_public_key(cmd.get("key")), proof)
+        proofs.note(cmd, proof, self)
 
     def _forget_modified(self) -> None:
         """Forget changes older than the window: a command made before them is stale."""
@@ -358,7 +344,17 @@ class MetadataStateMachine:
         # guard: metadata-admin-list
         if signer not in self.admins:
             none = "" if self.admins else " (it has no admin yet: see dafka-tower --admin-key)"
-            raise ConfigError(f"key {signer} is not an admin of cluster {self.cluster_name}{none}")
+            # guard: metadata-listener-key-listed
+            if signer not in (self.cluster.get("listeners") or ()):
+                raise ConfigError(
+                    f"key {signer} is not an admin of cluster {self.cluster_name}{none}"
+                )
+            # guard: metadata-listener-signs-lease-ops-only
+            if cmd.get("op") not in _leases.LISTENER_OPS:
+                raise ConfigError(
+                    f"key {signer} is a listener of cluster {self.cluster_name}: it may sign "
+                    f"lease commands only, not {cmd.get('op')!r}"
+                )
         if isinstance(base, bool) or not isinstance(base, int):
             raise ConfigError("a signed command needs its base revision")
         # guard: metadata-replay-window
@@ -370,7 +366,7 @@ class MetadataStateMachine:
         # guard: metadata-replay-memory
         if digest in self.replays:
             raise ConfigError("replayed command: it was applied or refused before")
-        for obj in touched(cmd, signer):
+        for obj in touched(cmd, signer if signer in self.admins else None):
             changed = self.modified.get(obj, 0)
             # guard: metadata-command-refused-what-touches
             if changed > base:
@@ -468,7 +464,7 @@ class MetadataStateMachine:
         if inner is None:
             return None
         try:
-            nothing = self._plan(inner)[1]
+            nothing = self._plan(inner, signer)[1]
         except (ConfigError, WireError) as exc:
             return Refusal(str(exc), effect=True)
         if nothing is not None:
@@ -492,7 +488,7 @@ class MetadataStateMachine:
             "by": signer,
             "id": self._cmd_id.hex() if self._cmd_id else None,
         }
-        for field in ("topic", "store", "key"):
+        for field in ("topic", "store", "key", "resource"):
             if isinstance(cmd.get(field), str):
                 change[field] = cmd[field]
         self.changes.append(change)
@@ -517,15 +513,19 @@ class MetadataStateMachine:
             self._unlogged += 1
         return error
 
-    def _apply(self, cmd: dict[str, Any]) -> None:
-        self._plan(cmd)[0]()
+    def _apply(self, cmd: dict[str, Any], signer: str | None = None) -> None:
+        self._plan(cmd, signer)[0]()
 
-    def _plan(self, cmd: dict[str, Any]) -> tuple[Callable[[], None], str | None]:
+    def _plan(
+        self, cmd: dict[str, Any], signer: str | None = None
+    ) -> tuple[Callable[[], None], str | None]:
         """What applying ``cmd`` would do, checked against the state now (ConfigError
         names what makes it invalid), without doing it: the change, and why it would
         change nothing (None if it changes something). :meth:`_apply` runs the change;
         :meth:`admission` only asks."""
         op = cmd.get("op")
+        if op in _leases.LISTENER_OPS:
+            return _leases.plan(self, cmd, signer)
         if op in ("topic.create", "topic.alter", "topic.delete"):
             topic = cmd.get("topic")
             if not isinstance(topic, str):
@@ -544,6 +544,7 @@ class MetadataStateMachine:
                 changes = check_settings(cmd.get("settings") or {})
                 merged = {**self.topics[topic], **changes}
                 check_settings(merged)
+                check_growth(topic, self.topics[topic], merged)
                 unchanged = merged == self.topics[topic]
                 return lambda: self.topics.__setitem__(topic, merged), (
                     f"topic {topic!r} has these settings already" if unchanged else None
@@ -551,6 +552,7 @@ class MetadataStateMachine:
 
             def delete() -> None:
                 del self.topics[topic]
+                _leases.drop_topic(self, topic)
                 self.deleted[topic] = self.revision + 1  # this command's revision
 
             return delete, None
@@ -607,6 +609,8 @@ class MetadataStateMachine:
             "cluster": dict(self.cluster),
             "deleted": dict(self.deleted),
             "admins": list(self.admins),
+            "leases": {r: dict(lease) for r, lease in self.leases.items()},
+            "numbering": {t: [list(n) for n in ns] for t, ns in self.numbering.items()},
             "changes": [dict(c) for c in self.changes],
             "refused": [dict(r) for r in self.refused],
         }
@@ -657,6 +661,8 @@ class MetadataStateMachine:
         self.stores = set(state["stores"])
         self.cluster = state["cluster"]
         self.deleted = state["deleted"]
+        self.leases = state["leases"]
+        self.numbering = state["numbering"]
         self.revision = state["revision"]
         self.seen = state["seen"]
         self.newest = state["newest"]
