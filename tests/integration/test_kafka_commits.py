@@ -1,0 +1,78 @@
+"""Kafka groups' committed offsets in the native group topic (GroupCommits), against a real
+tower and store: `dafka groups describe` shows them; a restarted GroupCommits reads them back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dafka import Producer
+from dafka.errors import ConfigError
+from dafka.kafka.commits import GroupCommits
+from tests.procs import Tower, py
+
+pytestmark = pytest.mark.integration
+
+
+def test_commit_describe_and_read_back_after_restart(
+    tower: Tower, start_store, tmp_path: Path
+) -> None:
+    start_store()
+    with Producer("t", towers=tower.address) as p:
+        for i in range(10):
+            p.send(f"v{i}")
+        p.flush(timeout=10)
+        part = p.partition
+    gc = GroupCommits(towers=tower.address, state_dir=tmp_path / "listener")
+    writer = gc.writer
+    try:
+        assert gc.committed("kg") == {}
+        gc.commit("kg", {("t", part): (7, "app-meta")}, timeout=10)
+        gc.commit("kg", {("t", part): (9, None)}, timeout=10)
+        assert gc.committed("kg") == {("t", part): (9, None)}
+        gc.commit("kg", {("t", part): (10, "m" * 4096)}, timeout=10)
+        with pytest.raises(ConfigError):
+            gc.commit("kg", {("t", part): (10, "m" * 4097)}, timeout=10)
+    finally:
+        gc.close()
+    out = subprocess.run(
+        py("dafka.cli.admin", "groups", "describe", "kg", "--tower", tower.address, "--json"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["partitions"]
+    assert [(r["topic"], r["partition"], r["current_offset"]) for r in rows] == [("t", part, 10)]
+    # the same listener identity, restarted, reads its commits back (metadata included)
+    again = GroupCommits(towers=tower.address, state_dir=tmp_path / "listener")
+    try:
+        assert again.writer == writer
+        assert again.committed("kg") == {("t", part): (10, "m" * 4096)}
+    finally:
+        again.close()
+    # another listener taking the group over commits above the first one's epoch: it wins
+    other = GroupCommits(towers=tower.address, state_dir=tmp_path / "other")
+    try:
+        other.commit("kg", {("t", part): (4, None)}, timeout=10)
+        assert other.committed("kg") == {("t", part): (4, None)}
+    finally:
+        other.close()
+    third = GroupCommits(towers=tower.address)
+    try:
+        assert third.committed("kg") == {("t", part): (4, None)}
+    finally:
+        third.close()
+
+
+def test_attack_commit_of_too_many_partitions_is_refused_cheaply(tower: Tower) -> None:
+    gc = GroupCommits(towers=tower.address)
+    try:
+        offsets = {("t", f"{i:032X}"): (1, None) for i in range(100_001)}
+        with pytest.raises(ConfigError, match="at most"):
+            gc.commit("kg", offsets, timeout=1)
+    finally:
+        gc.close()
