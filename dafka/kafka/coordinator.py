@@ -194,6 +194,7 @@ class Coordinator:
             or not self._candidates(g, {n for n, _ in protocols}, member_id)
         ):
             return JoinResult(Code.INCONSISTENT_GROUP_PROTOCOL, member_id)
+        fresh = member_id == "" or member_id in g.pending  # an id we just handed out
         if member_id == "":
             # guard: kafka-join-caps-members-per-group
             if len(g.members) + len(g.pending) >= lim.max_members:
@@ -209,8 +210,8 @@ class Coordinator:
             self._members_total += 1
         elif member_id in g.pending:
             del g.pending[member_id]
-        elif member_id not in g.members:
-            # guard: kafka-join-refuses-unknown-member
+        # guard: kafka-join-refuses-unknown-member
+        if not fresh and member_id not in g.members:
             return JoinResult(Code.UNKNOWN_MEMBER_ID, member_id)
         m = g.members.get(member_id)
         if m is not None and m.join_token is not None:  # a join sent twice: the newer one waits

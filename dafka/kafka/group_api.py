@@ -21,10 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from kio.index import load_response_schema
-from kio.schema.errors import ErrorCode
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
-
 from ..errors import DafkaTimeout, KafkaRequestError
 from .coordinator import Coordinator, JoinResult, Limits, SyncResult
 from .model import Backend, Code, Deferred
@@ -52,8 +48,27 @@ MAX_COMMIT_PARTITIONS = 10_000  # per OffsetCommit / OffsetFetch request
 MAX_KEYS = 100  # FindCoordinator v4+ keys, DescribeGroups groups, OffsetFetch v8+ groups
 QUEUE = 256  # backend calls waiting for the worker
 
-_PRIMS = (i8, i16, i32, i64)
-_ZERO = i32Timedelta.parse(datetime.timedelta(0))
+
+@functools.cache
+def _kio() -> Any:
+    """kio, imported on first use (it imports hypothesis when installed, which must come
+    after pytest's assertion rewriting in the attack-mutant runs)."""
+    import types
+
+    from kio.index import load_response_schema
+    from kio.schema.errors import ErrorCode
+    from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+
+    return types.SimpleNamespace(
+        response=load_response_schema,
+        ErrorCode=ErrorCode,
+        prims=(i8, i16, i32, i64),
+        zero=i32Timedelta.parse(datetime.timedelta(0)),
+    )
+
+
+def load_response_schema(api_key: int, version: int) -> type:
+    return _kio().response(api_key, version)
 
 
 @functools.cache
@@ -69,13 +84,18 @@ def _names(cls: type) -> frozenset[str]:
 
 
 def _item(cls: type, name: str) -> type:
-    """The element class of ``cls``'s tuple field ``name``."""
-    return typing.get_args(_hints(cls)[name])[0]
+    """The element class of ``cls``'s tuple field ``name`` (nullable or not)."""
+    hint = _hints(cls)[name]
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is not tuple:  # tuple[X, ...] | None
+        args = typing.get_args(args[0])
+    return args[0]
 
 
 def _mk(cls: type, **kw: Any) -> Any:
     """An instance of kio class ``cls`` from the ``kw`` it has fields for (the others are
     not in this version), converting ints to the field's primitive type."""
+    k = _kio()
     hints = _hints(cls)
     names = _names(cls)
     args: dict[str, Any] = {}
@@ -83,13 +103,13 @@ def _mk(cls: type, **kw: Any) -> Any:
         if name not in names:
             continue
         hint = hints[name]
-        if hint is ErrorCode:
-            value = ErrorCode(int(value))
-        elif hint in _PRIMS and value is not None:
+        if hint is k.ErrorCode:
+            value = k.ErrorCode(int(value))
+        elif hint in k.prims and value is not None:
             value = hint(value)
         args[name] = value
     if "throttle_time" in names:
-        args["throttle_time"] = _ZERO
+        args["throttle_time"] = k.zero
     return cls(**args)
 
 
@@ -459,10 +479,10 @@ class KafkaGroups:
         def one(group: str, topics: Any) -> tuple[tuple, int]:
             wanted = None
             if topics is not None:
-                wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
                 # guard: kafka-fetch-caps-partitions
-                if len(wanted) > MAX_COMMIT_PARTITIONS:
+                if sum(len(t.partition_indexes) for t in topics) > MAX_COMMIT_PARTITIONS:
                     return (), Code.INVALID_REQUEST
+                wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
             try:
                 got = self.backend.committed_offsets(group, wanted)
                 code: int = Code.NONE

@@ -69,7 +69,7 @@ def test_commit_describe_and_read_back_after_restart(
 
 
 def test_attack_commit_of_too_many_partitions_is_refused_cheaply(tower: Tower) -> None:
-    gc = GroupCommits(towers=tower.address)
+    gc = GroupCommits(towers=tower.address, read_timeout=1.0)
     try:
         offsets = {("t", f"{i:032X}"): (1, None) for i in range(100_001)}
         with pytest.raises(ConfigError, match="at most"):
