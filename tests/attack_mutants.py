@@ -1198,6 +1198,9 @@ MUTANTS: dict[str, Spec] = {
     "a group commit record's metadata is bounded": Guard(
         "group-commit-metadata-bounded", "if False:"
     ),
+    "the Kafka group API bounds the groups it knows another listener coordinates": Guard(
+        "kafka-groups-caps-elsewhere", "while False:"
+    ),
 }
 
 
@@ -2388,6 +2391,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a group commit record's metadata is bounded": (
         "tests/unit/test_kafka_commit_records.py::test_attack_commit_metadata_over_its_bounds_is_refused",
+    ),
+    "the Kafka group API bounds the groups it knows another listener coordinates": (
+        "tests/unit/test_kafka_group_api.py::test_attack_groups_known_elsewhere_are_bounded",
     ),
 }
 

@@ -335,6 +335,20 @@ class Coordinator:
             return Code.REBALANCE_IN_PROGRESS
         return Code.NONE
 
+    def drop(self, group: str) -> None:
+        """Forget ``group`` (this listener no longer coordinates it): its waiting joins and
+        syncs are answered NOT_COORDINATOR, so their clients look for the new one."""
+        g = self._groups.pop(group, None)
+        if g is None:
+            return
+        self._members_total -= len(g.members) + len(g.pending)
+        for m in g.members.values():
+            if m.join_token is not None:
+                self._ready.append((m.join_token, JoinResult(Code.NOT_COORDINATOR, m.member_id)))
+            if m.sync_token is not None:
+                self._ready.append((m.sync_token, SyncResult(Code.NOT_COORDINATOR)))
+        log.info("kafka.group.dropped group=%s members=%d", group, len(g.members))
+
     # ------------------------------------------------------------- time
 
     def poll(self, now: float) -> list[Answer]:

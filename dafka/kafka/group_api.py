@@ -47,6 +47,7 @@ MAX_COMMIT_METADATA = 4096  # characters of an OffsetCommit's metadata string
 MAX_COMMIT_PARTITIONS = 10_000  # per OffsetCommit / OffsetFetch request
 MAX_KEYS = 100  # FindCoordinator v4+ keys, DescribeGroups groups, OffsetFetch v8+ groups
 QUEUE = 256  # backend calls waiting for the worker
+MAX_ELSEWHERE = 10_000  # groups remembered as coordinated by another listener
 
 
 @functools.cache
@@ -125,9 +126,17 @@ class KafkaGroups:
     api_keys = frozenset(VERSIONS)
 
     def __init__(
-        self, backend: Backend, limits: Limits = Limits(), commit_timeout: float = 10.0
+        self,
+        backend: Backend,
+        limits: Limits = Limits(),
+        commit_timeout: float = 10.0,
+        node_id: int | None = None,
     ) -> None:
         self.backend = backend
+        self.node_id = node_id  # this listener's broker id (FindCoordinator answers teach
+        # it which groups another listener coordinates)
+        self._elsewhere: dict[str, None] = {}  # groups another listener coordinates
+        self._drops: list[str] = []  # groups to forget, on the loop thread
         self.core = Coordinator(limits)
         self.commit_timeout = commit_timeout
         self._wake: Callable[[], None] = lambda: None
@@ -144,6 +153,35 @@ class KafkaGroups:
     def set_waker(self, wake: Callable[[], None]) -> None:
         self._wake = wake
 
+    def lost(self, group: str) -> None:
+        """This listener no longer coordinates ``group`` (its lease went elsewhere): its
+        members are told NOT_COORDINATOR from now on. Thread-safe."""
+        with self._lock:
+            self._mark_elsewhere(group)
+        self._wake()
+
+    def won(self, group: str) -> None:
+        """This listener coordinates ``group`` again. Thread-safe."""
+        with self._lock:
+            self._elsewhere.pop(group, None)
+
+    def _mark_elsewhere(self, group: str) -> None:
+        """Holding the lock."""
+        self._elsewhere.pop(group, None)
+        self._elsewhere[group] = None
+        # guard: kafka-groups-caps-elsewhere
+        while len(self._elsewhere) > MAX_ELSEWHERE:
+            del self._elsewhere[next(iter(self._elsewhere))]
+        self._drops.append(group)
+
+    def _is_elsewhere(self, group: str) -> bool:
+        with self._lock:
+            drops, self._drops = self._drops, []
+            elsewhere = group in self._elsewhere
+        for g in drops:
+            self.core.drop(g)
+        return elsewhere
+
     def handle(
         self,
         token: int,
@@ -155,6 +193,8 @@ class KafkaGroups:
     ) -> object:
         cls = load_response_schema(api_key, api_version)
         r: Any = request
+        if api_key in (JOIN, SYNC, HEARTBEAT, LEAVE) and self._is_elsewhere(r.group_id):
+            return self._not_coordinator(cls, api_key, api_version, r)
         if api_key == JOIN:
             answer = self._join(token, api_version, r, now)
             return self._respond_join(cls, answer, r) if answer is not None else Deferred(token)
@@ -193,6 +233,7 @@ class KafkaGroups:
         raise KafkaRequestError(Code.UNSUPPORTED_VERSION, f"api {api_key} is not a group API")
 
     def poll(self, now: float) -> list[tuple[int, object]]:
+        self._is_elsewhere("")  # groups lost meanwhile are forgotten first
         out: list[tuple[int, object]] = []
         for token, result in self.core.poll(now):
             cls, r = self._waiting.pop(token)
@@ -218,6 +259,16 @@ class KafkaGroups:
         self._thread.join(timeout=self.commit_timeout + 1)
 
     # ------------------------------------------------------------- members
+
+    def _not_coordinator(self, cls: type, api_key: int, version: int, r: Any) -> Any:
+        code = Code.NOT_COORDINATOR
+        if api_key == JOIN:
+            return self._respond_join(cls, JoinResult(code, r.member_id), r)
+        if api_key == SYNC:
+            return self._respond_sync(cls, SyncResult(code))
+        if api_key == LEAVE and version >= 3:
+            return _mk(cls, error_code=code, members=())
+        return _mk(cls, error_code=code)
 
     def _remember(self, token: int, api_key: int, version: int, request: Any) -> None:
         self._waiting[token] = (load_response_schema(api_key, version), request)
@@ -370,6 +421,12 @@ class KafkaGroups:
                 return {"error_code": Code.COORDINATOR_NOT_AVAILABLE}
             if b is None:
                 return {"error_code": Code.COORDINATOR_NOT_AVAILABLE}
+            if self.node_id is not None:
+                if b.node_id == self.node_id:
+                    self.won(key)
+                else:
+                    with self._lock:
+                        self._mark_elsewhere(key)
             return {"error_code": Code.NONE, "node_id": b.node_id, "host": b.host, "port": b.port}
 
         def job() -> Any:
@@ -413,9 +470,12 @@ class KafkaGroups:
             log.warning("kafka.commit_refused group=%s partitions=%d", r.group_id[:64], total)
             return _mk(cls, topics=())  # cheap: no per-partition answer for such a request
         keys = [(t.name, int(p.partition_index)) for t in r.topics for p in t.partitions]
-        code = self.core.check_commit(
-            r.group_id, int(r.generation_id_or_member_epoch), r.member_id, now
-        )
+        if self._is_elsewhere(r.group_id):
+            code: int = Code.NOT_COORDINATOR
+        else:
+            code = self.core.check_commit(
+                r.group_id, int(r.generation_id_or_member_epoch), r.member_id, now
+            )
         if code != Code.NONE:
             return answer(dict.fromkeys(keys, code))
         codes: dict[tuple[str, int], int] = {}

@@ -315,3 +315,38 @@ def test_attack_offset_fetch_of_a_million_partitions_is_refused(api) -> None:
     got = wait(api, 1)
     assert got.error_code == Code.INVALID_REQUEST and got.topics == ()
     assert time.monotonic() - t0 < 0.5
+
+
+def test_a_lost_group_answers_not_coordinator_and_its_waiting_joins_too(api) -> None:
+    a = call(api, 1, JOIN, 3, join_req(3))
+    call(api, 2, SYNC, 3, sync_req(3, a.member_id, 1, [(a.member_id, b"")]))
+    assert call(api, 3, JOIN, 3, join_req(3)) == Deferred(3)  # waits for a to rejoin
+    api.lost("g")
+    assert wait(api, 3).error_code == Code.NOT_COORDINATOR
+    h = req(HEARTBEAT, 3, group_id="g", generation_id=1, member_id=a.member_id)
+    assert call(api, 4, HEARTBEAT, 3, h).error_code == Code.NOT_COORDINATOR
+    got = call(api, 5, COMMIT, 8, commit_req(8, "g", 1, a.member_id, [(("t", 0), 1)]))
+    assert got.topics[0].partitions[0].error_code == Code.NOT_COORDINATOR
+    api.won("g")
+    assert call(api, 6, JOIN, 3, join_req(3)).error_code == Code.NONE
+
+
+def test_find_coordinator_naming_another_listener_sends_members_there() -> None:
+    a = KafkaGroups(FakeBackend(), node_id=1)  # the fake backend names broker 7
+    try:
+        call(a, 1, FIND, 3, req(FIND, 3, key="g", key_type=0))
+        assert wait(a, 1).node_id == 7
+        assert call(a, 2, JOIN, 3, join_req(3)).error_code == Code.NOT_COORDINATOR
+        assert call(a, 3, JOIN, 3, join_req(3, group="h")).error_code == Code.NONE
+    finally:
+        a.close()
+
+
+def test_attack_groups_known_elsewhere_are_bounded(api) -> None:
+    from dafka.kafka.group_api import MAX_ELSEWHERE
+
+    for i in range(MAX_ELSEWHERE + 50):
+        api.lost(f"g{i}")
+    assert len(api._elsewhere) == MAX_ELSEWHERE
+    api.poll(0.0)
+    assert api._drops == []
