@@ -495,8 +495,10 @@ class Coordinator:
                 self._remove(g, mid)
                 gone = True
         for mid, m in list(g.members.items()):
-            # a member waiting in a join is alive; the rebalance timeout bounds it
-            if m.join_token is None and m.seen + m.session <= now:
+            # a member waiting in a join or a sync is alive (the rebalance timeout bounds
+            # a join; the leader's session or sync ends a sync's wait)
+            waiting = m.join_token is not None or m.sync_token is not None
+            if not waiting and m.seen + m.session <= now:
                 log.info("kafka.group.session_expired group=%s member=%s", g.name, mid)
                 self._remove(g, mid)
                 gone = True

@@ -236,7 +236,10 @@ class KafkaGroups:
         self._is_elsewhere("")  # groups lost meanwhile are forgotten first
         out: list[tuple[int, object]] = []
         for token, result in self.core.poll(now):
-            cls, r = self._waiting.pop(token)
+            waiting = self._waiting.pop(token, None)
+            if waiting is None:  # not ours to answer (cannot happen: every wait is noted)
+                continue
+            cls, r = waiting
             if isinstance(result, JoinResult):
                 out.append((token, self._respond_join(cls, result, r)))
             else:

@@ -216,3 +216,17 @@ def test_attack_too_many_groups():
     assert len(c.groups()) == 3 and all(
         s == GroupState.AWAITING_SYNC.value for _, _, s in c.groups()
     )
+
+
+def test_a_follower_waiting_for_a_dead_leaders_sync_is_told_to_rejoin():
+    c = core()
+    a = join(c, 1)
+    c.sync(2, "g", 1, a.member_id, [], 0.0)
+    join(c, 3, now=1.0)
+    join(c, 4, member=a.member_id, now=1.0)
+    b = ready(c, 1.0)[3].member_id
+    assert c.sync(5, "g", 2, b, [], 1.0) is None  # the leader a never syncs, and dies
+    got = ready(c, 11.5)  # a's session ends; b, waiting, is not expired
+    assert got[5].error == Code.REBALANCE_IN_PROGRESS
+    assert c.heartbeat("g", 2, b, 11.6) == Code.REBALANCE_IN_PROGRESS
+    assert join(c, 6, member=b, now=12.0).leader == b
