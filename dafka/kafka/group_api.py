@@ -191,6 +191,11 @@ class KafkaGroups:
         principal: str | None,
         now: float,
     ) -> object:
+        lo, hi = VERSIONS.get(api_key, (0, -1))
+        if not lo <= api_version <= hi:
+            raise KafkaRequestError(
+                Code.UNSUPPORTED_VERSION, f"api {api_key} v{api_version} is not served"
+            )
         cls = load_response_schema(api_key, api_version)
         r: Any = request
         if api_key in (JOIN, SYNC, HEARTBEAT, LEAVE) and self._is_elsewhere(r.group_id):
@@ -230,7 +235,7 @@ class KafkaGroups:
             return self._commit(token, cls, r, now)
         if api_key == OFFSET_FETCH:
             return self._fetch(token, cls, api_version, r)
-        raise KafkaRequestError(Code.UNSUPPORTED_VERSION, f"api {api_key} is not a group API")
+        raise AssertionError(api_key)  # every key of VERSIONS is answered above
 
     def poll(self, now: float) -> list[tuple[int, object]]:
         self._is_elsewhere("")  # groups lost meanwhile are forgotten first

@@ -76,3 +76,40 @@ def test_attack_commit_of_too_many_partitions_is_refused_cheaply(tower: Tower) -
             gc.commit("kg", offsets, timeout=1)
     finally:
         gc.close()
+
+
+def test_group_topic_acl_names_the_listener_others_cannot_commit(tmp_path: Path) -> None:
+    """With the group topic's producer ACL naming the listener, its commits count; another
+    writer's are refused by the store (never acknowledged) and by every reader."""
+    from dafka.errors import DafkaTimeout
+    from dafka.metadata import MetadataClient
+    from dafka.storage.state_dir import StateDir
+    from dafka.store._facade import Store
+
+    tower = Tower()
+    store = Store(tmp_path / "s", towers=tower.address, metadata=True).start()
+    with StateDir(tmp_path / "listener") as state:
+        listener_id = state.identity().node_id
+    gc = rogue = None
+    try:
+        with MetadataClient(tower.address) as admin:
+            admin.create_topic("__group.acl", {"producers": [listener_id]})
+        part = "B" * 32
+        gc = GroupCommits(towers=tower.address, state_dir=tmp_path / "listener", metadata=True)
+        assert gc.writer == listener_id
+        gc.commit("acl", {("t", part): (5, None)}, timeout=10)
+        rogue = GroupCommits(towers=tower.address, metadata=True)
+        with pytest.raises(DafkaTimeout):
+            rogue.commit("acl", {("t", part): (999, None)}, timeout=2)
+        fresh = GroupCommits(towers=tower.address, metadata=True)
+        try:
+            assert fresh.committed("acl") == {("t", part): (5, None)}
+        finally:
+            fresh.close(timeout=0.5)
+    finally:
+        if gc is not None:
+            gc.close()
+        if rogue is not None:
+            rogue.close(timeout=0.5)  # its records are never acknowledged
+        store.stop()
+        tower.stop()

@@ -350,3 +350,14 @@ def test_attack_groups_known_elsewhere_are_bounded(api) -> None:
     assert len(api._elsewhere) == MAX_ELSEWHERE
     api.poll(0.0)
     assert api._drops == []
+
+
+def test_versions_not_served_raise_unsupported_version(api) -> None:
+    from dafka.errors import KafkaRequestError
+
+    r = commit_req(9, "solo", -1, "", [(("t", 0), 1)])
+    with pytest.raises(KafkaRequestError) as e:
+        api.handle(1, COMMIT, 10, r, None, 0.0)
+    assert e.value.code == Code.UNSUPPORTED_VERSION
+    with pytest.raises(KafkaRequestError):
+        api.handle(2, 0, 9, r, None, 0.0)  # Produce is not a group API
