@@ -1201,6 +1201,9 @@ MUTANTS: dict[str, Spec] = {
     "the Kafka group API bounds the groups it knows another listener coordinates": Guard(
         "kafka-groups-caps-elsewhere", "while False:"
     ),
+    "a JoinGroup's group id must name a group topic": Guard(
+        "kafka-join-needs-group-topic-name", "if False:"
+    ),
 }
 
 
@@ -2390,10 +2393,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_kafka_commit_records.py::test_attack_groups_cached_are_bounded",
     ),
     "a group commit record's metadata is bounded": (
-        "tests/unit/test_kafka_commit_records.py::test_attack_commit_metadata_over_its_bounds_is_refused",
+        "tests/unit/test_kafka_commit_records.py::test_attack_commit_metadata_over_its_bounds_is_refused[long]",
+        "tests/unit/test_kafka_commit_records.py::test_attack_commit_metadata_over_its_bounds_is_refused[count]",
     ),
     "the Kafka group API bounds the groups it knows another listener coordinates": (
         "tests/unit/test_kafka_group_api.py::test_attack_groups_known_elsewhere_are_bounded",
+    ),
+    "a JoinGroup's group id must name a group topic": (
+        "tests/unit/test_kafka_group_api.py::test_a_group_id_that_cannot_name_a_group_topic_is_invalid[long]",
+        "tests/unit/test_kafka_group_api.py::test_a_group_id_that_cannot_name_a_group_topic_is_invalid[newline]",
     ),
 }
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from ..errors import DafkaTimeout, KafkaRequestError
+from ..errors import DafkaError, DafkaTimeout, KafkaRequestError
 from .coordinator import Coordinator, JoinResult, Limits, SyncResult
 from .model import Backend, Code, Deferred
 
@@ -120,6 +120,18 @@ def _ms(value: datetime.timedelta | int) -> float:
     return int(value) / 1000.0
 
 
+def _valid_group(group: str) -> bool:
+    """Whether ``group`` can name a group topic (``__group.NAME``: at most 255 bytes of
+    printable text), where its commits are kept."""
+    from ..groups.records import group_topic
+
+    try:
+        group_topic(group)
+    except (DafkaError, ValueError):
+        return False
+    return True
+
+
 class KafkaGroups:
     """:class:`~dafka.kafka.model.GroupApi` for one listener."""
 
@@ -201,6 +213,9 @@ class KafkaGroups:
         if api_key in (JOIN, SYNC, HEARTBEAT, LEAVE) and self._is_elsewhere(r.group_id):
             return self._not_coordinator(cls, api_key, api_version, r)
         if api_key == JOIN:
+            # guard: kafka-join-needs-group-topic-name
+            if not _valid_group(r.group_id):
+                return self._respond_join(cls, JoinResult(Code.INVALID_GROUP_ID, r.member_id), r)
             answer = self._join(token, api_version, r, now)
             return self._respond_join(cls, answer, r) if answer is not None else Deferred(token)
         if api_key == SYNC:
@@ -418,7 +433,7 @@ class KafkaGroups:
         def one(key: str) -> dict[str, Any]:
             if key_type != 0:
                 return {"error_code": Code.COORDINATOR_NOT_AVAILABLE, "error_message": "no txn"}
-            if not key or len(key) > self.core.limits.max_group_id:
+            if not key or len(key) > self.core.limits.max_group_id or not _valid_group(key):
                 return {"error_code": Code.INVALID_GROUP_ID}
             try:
                 b = self.backend.group_coordinator(key)
@@ -478,8 +493,10 @@ class KafkaGroups:
             log.warning("kafka.commit_refused group=%s partitions=%d", r.group_id[:64], total)
             return _mk(cls, topics=())  # cheap: no per-partition answer for such a request
         keys = [(t.name, int(p.partition_index)) for t in r.topics for p in t.partitions]
-        if self._is_elsewhere(r.group_id):
-            code: int = Code.NOT_COORDINATOR
+        if not _valid_group(r.group_id):
+            code: int = Code.INVALID_GROUP_ID
+        elif self._is_elsewhere(r.group_id):
+            code = Code.NOT_COORDINATOR
         else:
             code = self.core.check_commit(
                 r.group_id, int(r.generation_id_or_member_epoch), r.member_id, now
@@ -545,6 +562,8 @@ class KafkaGroups:
             return tuple(_mk(topic_cls, name=t, partitions=tuple(ps)) for t, ps in by.items())
 
         def one(group: str, topics: Any) -> tuple[tuple, int]:
+            if not _valid_group(group):
+                return (), Code.INVALID_GROUP_ID
             wanted = None
             if topics is not None:
                 # guard: kafka-fetch-caps-partitions

@@ -361,3 +361,20 @@ def test_versions_not_served_raise_unsupported_version(api) -> None:
     assert e.value.code == Code.UNSUPPORTED_VERSION
     with pytest.raises(KafkaRequestError):
         api.handle(2, 0, 9, r, None, 0.0)  # Produce is not a group API
+
+
+@pytest.mark.parametrize(
+    "group", ["x" * 248, "bad\nname", "é" * 124], ids=["long", "newline", "utf8"]
+)
+def test_a_group_id_that_cannot_name_a_group_topic_is_invalid(api, group) -> None:
+    got = call(api, 1, JOIN, 5, join_req(5, group=group))
+    assert got.error_code == Code.INVALID_GROUP_ID
+    got = call(api, 2, COMMIT, 8, commit_req(8, group, -1, "", [(("t", 0), 1)]))
+    assert got.topics[0].partitions[0].error_code == Code.INVALID_GROUP_ID
+    call(api, 3, FIND, 3, req(FIND, 3, key=group, key_type=0))
+    assert wait(api, 3).error_code == Code.INVALID_GROUP_ID
+    call(api, 4, FETCH, 7, fetch_req(7, group, [0]))
+    assert wait(api, 4).error_code == Code.INVALID_GROUP_ID
+    assert api.backend.calls == 0
+    ok = call(api, 5, JOIN, 5, join_req(5, group="x" * 247))
+    assert ok.error_code == Code.MEMBER_ID_REQUIRED
