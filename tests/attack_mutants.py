@@ -137,6 +137,10 @@ TESTS = [
     "tests/unit/test_attacks_leases.py",
     "tests/unit/test_kafka_lease_keeper.py",
     "tests/integration/test_leases.py",
+    "tests/unit/test_kafka_coordinator.py",
+    "tests/unit/test_kafka_group_api.py",
+    "tests/unit/test_kafka_commit_records.py",
+    "tests/integration/test_kafka_commits.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1237,6 +1241,47 @@ MUTANTS: dict[str, Spec] = {
     ),
     "the lease keeper takes a held lease only once stale": Guard(
         "lease-keeper-waits-stale", "if False:"
+    ),
+    # issue 37 (Kafka groups): the coordinator, the group API, commits in the group topic
+    "the Kafka coordinator caps a member's protocol metadata": Guard(
+        "kafka-join-caps-member-metadata", "if False:"
+    ),
+    "the Kafka coordinator caps the members of a group": Guard(
+        "kafka-join-caps-members-per-group", "if False:"
+    ),
+    "a JoinGroup naming a member id the coordinator never gave is refused": Guard(
+        "kafka-join-refuses-unknown-member", "if False:"
+    ),
+    "a Heartbeat naming a member id of no member is refused": Guard(
+        "kafka-heartbeat-refuses-unknown-member", "if g is None:"
+    ),
+    "an OffsetCommit of a stale generation is refused": Guard(
+        "kafka-commit-checks-generation", "if False:"
+    ),
+    "the Kafka coordinator caps group ids": Guard("kafka-join-caps-group-id", "if False:"),
+    "the Kafka coordinator caps the leader's assignments": Guard(
+        "kafka-sync-caps-assignment-bytes", "if False:"
+    ),
+    "an OffsetCommit of too many partitions is refused before any work": Guard(
+        "kafka-commit-caps-partitions", "if False:"
+    ),
+    "an OffsetFetch of too many partitions is refused": Guard(
+        "kafka-fetch-caps-partitions", "if False:"
+    ),
+    "GroupCommits caps the partitions of one commit": Guard(
+        "kafka-commits-caps-entries", "if False:"
+    ),
+    "GroupCommits caps the groups it keeps": Guard(
+        "kafka-commits-caps-cached-groups", "while False:"
+    ),
+    "a group commit record's metadata is bounded": Guard(
+        "group-commit-metadata-bounded", "if False:"
+    ),
+    "the Kafka group API bounds the groups it knows another listener coordinates": Guard(
+        "kafka-groups-caps-elsewhere", "while False:"
+    ),
+    "a JoinGroup's group id must name a group topic": Guard(
+        "kafka-join-needs-group-topic-name", "if False:"
     ),
 }
 
@@ -2481,6 +2526,51 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the lease keeper takes a held lease only once stale": (
         "tests/unit/test_kafka_lease_keeper.py::test_a_holder_that_renews_is_never_taken_over",
+    ),
+    "the Kafka coordinator caps a member's protocol metadata": (
+        "tests/unit/test_kafka_coordinator.py::test_attack_member_metadata_over_the_cap_is_refused",
+    ),
+    "the Kafka coordinator caps the members of a group": (
+        "tests/unit/test_kafka_coordinator.py::test_attack_too_many_members_is_refused",
+    ),
+    "a JoinGroup naming a member id the coordinator never gave is refused": (
+        "tests/unit/test_kafka_coordinator.py::test_attack_join_with_a_made_up_member_id_is_refused",
+    ),
+    "a Heartbeat naming a member id of no member is refused": (
+        "tests/unit/test_kafka_coordinator.py::test_attack_heartbeat_with_a_guessed_or_other_groups_member_id",
+    ),
+    "an OffsetCommit of a stale generation is refused": (
+        "tests/unit/test_kafka_coordinator.py::test_attack_commit_with_a_stale_generation_is_refused",
+        "tests/unit/test_kafka_group_api.py::test_attack_commit_with_a_stale_generation_is_refused",
+    ),
+    "the Kafka coordinator caps group ids": (
+        "tests/unit/test_kafka_coordinator.py::test_attack_group_id_too_long",
+    ),
+    "the Kafka coordinator caps the leader's assignments": (
+        "tests/unit/test_kafka_coordinator.py::test_attack_assignment_over_the_cap",
+    ),
+    "an OffsetCommit of too many partitions is refused before any work": (
+        "tests/unit/test_kafka_group_api.py::test_attack_commit_of_a_million_partitions_is_refused_cheaply",
+    ),
+    "an OffsetFetch of too many partitions is refused": (
+        "tests/unit/test_kafka_group_api.py::test_attack_offset_fetch_of_a_million_partitions_is_refused",
+    ),
+    "GroupCommits caps the partitions of one commit": (
+        "tests/integration/test_kafka_commits.py::test_attack_commit_of_too_many_partitions_is_refused_cheaply",
+    ),
+    "GroupCommits caps the groups it keeps": (
+        "tests/unit/test_kafka_commit_records.py::test_attack_groups_cached_are_bounded",
+    ),
+    "a group commit record's metadata is bounded": (
+        "tests/unit/test_kafka_commit_records.py::test_attack_commit_metadata_over_its_bounds_is_refused[long]",
+        "tests/unit/test_kafka_commit_records.py::test_attack_commit_metadata_over_its_bounds_is_refused[count]",
+    ),
+    "the Kafka group API bounds the groups it knows another listener coordinates": (
+        "tests/unit/test_kafka_group_api.py::test_attack_groups_known_elsewhere_are_bounded",
+    ),
+    "a JoinGroup's group id must name a group topic": (
+        "tests/unit/test_kafka_group_api.py::test_a_group_id_that_cannot_name_a_group_topic_is_invalid[long]",
+        "tests/unit/test_kafka_group_api.py::test_a_group_id_that_cannot_name_a_group_topic_is_invalid[newline]",
     ),
 }
 

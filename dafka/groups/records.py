@@ -26,6 +26,7 @@ __all__ = ["Commit", "GroupRecord", "Heartbeat", "Leave", "decode", "encode", "g
 VERSION = 1
 PREFIX = GROUP_TOPIC_PREFIX
 MAX_KEYS = 100_000  # partitions named in one record
+MAX_METADATA = 4096  # characters of one commit entry's metadata
 
 
 def group_topic(group: str) -> str:
@@ -46,6 +47,9 @@ class Heartbeat:
 @dataclass(frozen=True)
 class Commit:
     offsets: tuple[tuple[str, str, int, int], ...]  # topic, partition, next offset, epoch
+    metadata: tuple[str | None, ...] | None = None
+    """Per entry of ``offsets``, a Kafka client's commit metadata string (``"meta"``, only
+    when some entry has one; readers that predate it ignore the key)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ def encode(record: GroupRecord) -> bytes:
         }
     elif isinstance(record, Commit):
         body = {"t": "commit", "offsets": [list(o) for o in record.offsets]}
+        if record.metadata is not None and any(m is not None for m in record.metadata):
+            body["meta"] = list(record.metadata)
     else:
         body = {"t": "leave"}
     body["v"] = VERSION
@@ -139,7 +145,18 @@ def _decode(value: bytes) -> GroupRecord:
         offsets = body.get("offsets")
         if not isinstance(offsets, list) or len(offsets) > MAX_KEYS:
             raise WireError("bad offsets")
-        return Commit(tuple(_offset(o) for o in offsets))
+        entries = tuple(_offset(o) for o in offsets)
+        meta = body.get("meta")
+        if meta is None:
+            return Commit(entries)
+        # guard: group-commit-metadata-bounded
+        if (
+            not isinstance(meta, list)
+            or len(meta) != len(entries)
+            or not all(m is None or (isinstance(m, str) and len(m) <= MAX_METADATA) for m in meta)
+        ):
+            raise WireError("bad commit metadata")
+        return Commit(entries, tuple(meta))
     if kind == "leave":
         return Leave()
     raise WireError(f"unknown group record type {kind!r}")

@@ -46,6 +46,7 @@ class Committed:
     offset: int  # the next offset to read
     epoch: int
     member: str
+    metadata: str | None = None  # a Kafka client's commit metadata
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,11 @@ class GroupView:
         elif isinstance(record, Leave):
             self._members.pop(member, None)
         elif isinstance(record, Commit):
-            for topic, partition, offset, epoch in record.offsets:
+            meta = record.metadata or ()
+            for i, (topic, partition, offset, epoch) in enumerate(record.offsets):
                 if self._may_commit(member, (topic, partition), epoch, own):
-                    self._keep((topic, partition), Committed(offset, epoch, member))
+                    m = meta[i] if i < len(meta) else None
+                    self._keep((topic, partition), Committed(offset, epoch, member, m))
                 else:
                     self.refused += 1
 
