@@ -12,13 +12,14 @@ offsets through a :class:`GroupCommits` (the groups' durable commits).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ..config import parse_towers
 from ..errors import ConfigError, DafkaError, DafkaTimeout, InvalidTopic, KafkaRequestError
@@ -50,6 +51,32 @@ POLL_INTERVAL = 0.1
 listener's own produce is acknowledged)."""
 
 TP = tuple[str, str]
+P = ParamSpec("P")
+R = TypeVar("R")
+CLOSE_WAIT = 15.0
+"""Seconds :meth:`DafkaBackend.close` waits for calls in flight (long polls end at once)."""
+
+
+def _counted(
+    method: Callable[Concatenate[DafkaBackend, P], R],
+) -> Callable[Concatenate[DafkaBackend, P], R]:
+    """A call :meth:`DafkaBackend.close` waits for before it closes the sockets it uses
+    (a zmq socket closed under a thread using it fails that thread, or libzmq)."""
+
+    @functools.wraps(method)
+    def run(self: DafkaBackend, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._calls:
+            if self._closing:
+                raise KafkaRequestError(Code.NOT_LEADER_OR_FOLLOWER, "the listener is closing")
+            self._active += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            with self._calls:
+                self._active -= 1
+                self._calls.notify_all()
+
+    return run
 
 
 class GroupCommits(Protocol):
@@ -139,6 +166,9 @@ class DafkaBackend:
         self._admin_client: MetadataClient | None = None
         self._admin_lock = threading.Lock()
         self._progress = threading.Condition()
+        self._calls = threading.Condition()
+        self._active = 0
+        self._closing = False
         self._heads = HeadsCache()
         self._readers = Readers(lambda: StoreReader(self._towers, timeout=read_timeout))
         self._view: MetadataView | None = None
@@ -206,6 +236,7 @@ class DafkaBackend:
     def controller(self) -> int:
         return self.me.node_id
 
+    @_counted
     def topics(self, names: Sequence[str] | None) -> Sequence[TopicInfo]:
         if names is None:
             held = self._heads.get(self._readers.get(), None)
@@ -238,6 +269,7 @@ class DafkaBackend:
 
     # -- produce -------------------------------------------------------------------------
 
+    @_counted
     def produce(
         self, topic: str, partition: int, records: Sequence[KafkaRecord], timeout: float
     ) -> int:
@@ -260,6 +292,7 @@ class DafkaBackend:
         return max((h.head + 1 for h in held.get((topic, pid), ())), default=0)
 
     def _acked(self, topic: str, index: int) -> None:
+        self._heads.forget(topic)  # a fetch after the produce answered sees its records
         with self._progress:
             self._progress.notify_all()
 
@@ -281,6 +314,7 @@ class DafkaBackend:
         high, start = watermarks(holdings, min_acks)
         return high, start, holdings
 
+    @_counted
     def fetch(
         self, topic: str, partition: int, offset: int, max_bytes: int, max_wait: float
     ) -> FetchResult:
@@ -307,11 +341,12 @@ class DafkaBackend:
                 records = reader.read(topic, pid, offset, high, max_bytes, holdings)
                 return FetchResult(high, start, records)
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or self._closing:
                 return FetchResult(high, start, ())
             with self._progress:
                 fresh = self._progress.wait(min(left, self.poll_interval))
 
+    @_counted
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
         layout, pid = self._partition(topic, partition)
         high, start, holdings = self._marks(layout, topic, pid, fresh=True)
@@ -350,6 +385,7 @@ class DafkaBackend:
         while (self._view.topic(topic) is not None) != present and time.monotonic() < deadline:
             time.sleep(0.02)  # bounded by timeout: the view follows the towers' broadcast
 
+    @_counted
     def create_topic(
         self, name: str, partitions: int, configs: Mapping[str, str | None], validate_only: bool
     ) -> None:
@@ -380,6 +416,7 @@ class DafkaBackend:
         self._wait_view(name, True)
         log.info("kafka.topic_created topic=%s partitions=%d", name, count)
 
+    @_counted
     def delete_topic(self, name: str) -> None:
         if not _valid_topic(name):
             raise KafkaRequestError(Code.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name[:300]!r}")
@@ -398,6 +435,7 @@ class DafkaBackend:
         self._wait_view(name, False)
         log.info("kafka.topic_deleted topic=%s", name)
 
+    @_counted
     def describe_configs(self, topic: str) -> Mapping[str, str | None]:
         if not _valid_topic(topic):
             raise KafkaRequestError(Code.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic[:300]!r}")
@@ -420,6 +458,7 @@ class DafkaBackend:
             )
         return self.commits
 
+    @_counted
     def commit_offsets(
         self, group: str, offsets: Mapping[tuple[str, int], tuple[int, str | None]]
     ) -> None:
@@ -437,6 +476,7 @@ class DafkaBackend:
         except DafkaError as exc:
             raise KafkaRequestError(Code.COORDINATOR_NOT_AVAILABLE, str(exc)) from None
 
+    @_counted
     def committed_offsets(
         self, group: str, partitions: Sequence[tuple[str, int]] | None
     ) -> Mapping[tuple[str, int], tuple[int, str | None]]:
@@ -465,6 +505,18 @@ class DafkaBackend:
         return out
 
     def close(self) -> None:
+        """Refuse new calls, end long polls, wait (up to :data:`CLOSE_WAIT`) for the calls
+        in flight, then close the partitions' producers, the readers and the metadata."""
+        with self._calls:
+            self._closing = True
+        with self._progress:
+            self._progress.notify_all()
+        deadline = time.monotonic() + CLOSE_WAIT
+        with self._calls:
+            while self._active and (left := deadline - time.monotonic()) > 0:
+                self._calls.wait(left)
+            if self._active:
+                log.warning("kafka.close_with_calls_in_flight calls=%d", self._active)
         self.writers.close()
         self._readers.close()
         if self._view is not None:

@@ -315,6 +315,12 @@ class HeadsCache:
         self._lock = threading.Lock()
         self._held: dict[str | None, tuple[float, dict[TP, list[Holding]]]] = {}
 
+    def forget(self, topic: str) -> None:
+        """Ask the stores again at the next :meth:`get` of ``topic`` (it was written)."""
+        with self._lock:
+            self._held.pop(topic, None)
+            self._held.pop(None, None)
+
     def get(
         self, reader: StoreReader, topic: str | None, fresh: bool = False
     ) -> dict[TP, list[Holding]]:

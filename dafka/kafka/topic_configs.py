@@ -46,6 +46,7 @@ def _bad(message: str) -> KafkaRequestError:
 
 def to_settings(configs: Mapping[str, str | None]) -> dict[str, Any]:
     """Dafka topic settings for Kafka ``configs`` (a None value: not set)."""
+    # guard: kafka-topic-configs-bound
     if len(configs) > MAX_CONFIGS:
         raise _bad(f"{len(configs)} configs; at most {MAX_CONFIGS}")
     out: dict[str, Any] = {}

@@ -61,6 +61,7 @@ def check_records(records: Sequence[KafkaRecord]) -> None:
             Code.RECORD_LIST_TOO_LARGE, f"{len(records)} records; at most {MAX_RECORDS}"
         )
     for r in records:
+        # guard: kafka-null-value-needs-key
         if r.value is None and r.key is None:
             raise KafkaRequestError(
                 Code.INVALID_RECORD,
@@ -125,6 +126,7 @@ class Writers:
         try:
             install_key(directory, identity)
             next_offset = self._known_next(topic, identity.node_id)
+            # guard: kafka-takeover-numbers-after-stored
             if next_offset > 0:
                 self._seed(directory, topic, next_offset)
             producer = Producer(topic, towers=self._towers, state_dir=directory, **self._options)
@@ -196,6 +198,7 @@ class Writers:
                     raise KafkaRequestError(Code.MESSAGE_TOO_LARGE, str(exc)) from None
                 except ClosedError as exc:
                     raise KafkaRequestError(Code.NOT_LEADER_OR_FOLLOWER, str(exc)) from None
+                # guard: kafka-produce-refusals-in-kafka-terms
                 except (ValueError, TypeError) as exc:  # headers, keys, times Dafka refuses
                     raise KafkaRequestError(Code.INVALID_RECORD, str(exc)[:512]) from None
         try:

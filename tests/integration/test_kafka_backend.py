@@ -5,6 +5,7 @@ partition's offsets, and topic management through the metadata."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from dafka import Consumer, Producer
 from dafka.errors import KafkaRequestError
 from dafka.kafka.dafka_backend import DafkaBackend
-from dafka.kafka.model import Broker, Code, KafkaRecord
+from dafka.kafka.model import Broker, Code, FetchResult, KafkaRecord
 from tests.admin import ADMIN
 from tests.procs import Tower
 
@@ -126,6 +127,17 @@ def test_a_long_poll_ends_when_a_record_arrives(listener: DafkaBackend) -> None:
     empty = listener.fetch("kt", 0, 1, 1 << 20, 0.3)
     assert empty.records == () and empty.high_watermark == 1
     assert 0.25 <= time.monotonic() - start < 5
+    answers: list[FetchResult] = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(listener.fetch("kt", 0, 1, 1 << 20, 8.0))
+    )
+    waiting.start()
+    time.sleep(0.2)  # the fetch is waiting at the end of the partition
+    start = time.monotonic()
+    listener.produce("kt", 0, RECORDS[1:2], DEADLINE)
+    waiting.join(DEADLINE)
+    assert time.monotonic() - start < 4  # not the 8 s asked
+    assert [(r.offset, r.value) for r in answers[0].records] == [(1, b"second")]
 
 
 def test_a_restarted_listener_continues_the_partition(
@@ -164,6 +176,12 @@ def test_another_listener_with_the_secret_takes_over(
         assert [r.offset for r in got] == list(range(len(RECORDS) + 2))
     finally:
         b.close()
+    # the first one back, its own state a lease behind: it numbers after what b wrote
+    a = backend(tower, tmp_path / "a", secret_file=secret)
+    try:
+        assert a.produce("kt", 1, RECORDS[:1], DEADLINE) == len(RECORDS) + 2
+    finally:
+        a.close()
     # a listener with another secret writes another partition
     c = backend(tower, tmp_path / "c")
     try:
@@ -174,7 +192,10 @@ def test_another_listener_with_the_secret_takes_over(
 
 def test_create_describe_and_delete_a_topic(listener: DafkaBackend) -> None:
     listener.create_topic(
-        "made", 3, {"retention.ms": "60000", "cleanup.policy": "delete", "min.insync.replicas": "1"}, False
+        "made",
+        3,
+        {"retention.ms": "60000", "cleanup.policy": "delete", "min.insync.replicas": "1"},
+        False,
     )
     (info,) = listener.topics(["made"])
     assert [p.index for p in info.partitions] == [0, 1, 2]
@@ -209,3 +230,65 @@ def test_topic_changes_need_an_admin_key(tower: Tower, start_store, tmp_path: Pa
         assert "admin key" in str(refused.value)
     finally:
         b.close()
+
+
+class Commits:
+    """An in-memory GroupCommits: what the backend hands it, by Dafka partition."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, dict] = {}
+
+    def commit(self, group: str, offsets, timeout: float) -> None:
+        self.kept.setdefault(group, {}).update(offsets)
+
+    def committed(self, group: str):
+        return dict(self.kept.get(group, {}))
+
+
+def test_commits_are_kept_by_dafka_partition(tower: Tower, start_store, tmp_path: Path) -> None:
+    start_store()
+    commits = Commits()
+    b = backend(tower, tmp_path / "l", commits=commits)
+    try:
+        pids = [p.dafka_partition for p in b.topics(["kt"])[0].partitions]
+        b.commit_offsets("g", {("kt", 0): (5, "meta"), ("kt", 1): (7, None)})
+        assert commits.kept["g"] == {("kt", pids[0]): (5, "meta"), ("kt", pids[1]): (7, None)}
+        assert b.committed_offsets("g", None) == {("kt", 0): (5, "meta"), ("kt", 1): (7, None)}
+        assert b.committed_offsets("g", [("kt", 1)]) == {("kt", 1): (7, None)}
+        assert b.committed_offsets("other", None) == {}
+        with pytest.raises(KafkaRequestError) as unknown:
+            b.commit_offsets("g", {("kt", 9): (1, None)})
+        assert unknown.value.code == Code.UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        b.close()
+
+
+def test_closing_ends_long_polls_before_closing_their_sockets(
+    tower: Tower, start_store, tmp_path: Path
+) -> None:
+    start_store()
+    b = backend(tower, tmp_path / "l")
+    outcomes: list[object] = []
+
+    def poll() -> None:
+        try:
+            outcomes.append(b.fetch("kt", 0, 0, 1 << 20, 8.0))
+        except Exception as exc:  # what the server's worker would get
+            outcomes.append(exc)
+
+    waiting = [threading.Thread(target=poll) for _ in range(3)]
+    for t in waiting:
+        t.start()
+    time.sleep(0.3)  # the fetches wait at the end of the empty partition
+    start = time.monotonic()
+    b.close()
+    for t in waiting:
+        t.join(DEADLINE)
+    assert time.monotonic() - start < 4
+    assert len(outcomes) == 3
+    for got in outcomes:  # an empty answer, or the listener's refusal: never a socket error
+        assert isinstance(got, FetchResult) or (
+            isinstance(got, KafkaRequestError) and got.code == Code.NOT_LEADER_OR_FOLLOWER
+        ), got
+    with pytest.raises(KafkaRequestError):
+        b.fetch("kt", 0, 0, 1024, 0.0)
