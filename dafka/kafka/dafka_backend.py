@@ -220,6 +220,11 @@ class DafkaBackend:
             raise KafkaRequestError(
                 Code.UNKNOWN_TOPIC_OR_PARTITION, f"{topic[:300]!r} is not a Dafka topic name"
             )
+        settings = self._settings(topic)
+        numbered = self._numbered(topic, settings)
+        if type(index) is int and 0 <= index < numbered:  # no need to ask the stores
+            pid = partition_identity(self._secret, topic, index).node_id
+            return _Layout(numbered, (), settings, True), pid
         layout = self._layout(topic)
         # guard: kafka-partition-index-bounds
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(layout):
@@ -238,14 +243,16 @@ class DafkaBackend:
 
     @_counted
     def topics(self, names: Sequence[str] | None) -> Sequence[TopicInfo]:
+        held: Mapping[TP, list[Holding]] | None
         if names is None:
             held = self._heads.get(self._readers.get(), None)
             wanted = {t for t, _ in held} | set(self._override)
             if self._view is not None and self._view.config is not None:
                 wanted |= set(self._view.config["topics"])
         else:
-            held = None
             wanted = {n for n in names if _valid_topic(n)}
+            # several topics: one HEADS of every topic (cached) rather than one per topic
+            held = self._heads.get(self._readers.get(), None) if len(wanted) > 1 else None
         out: list[TopicInfo] = []
         for name in sorted(wanted):
             layout = self._layout(name, held)
