@@ -141,6 +141,9 @@ TESTS = [
     "tests/unit/test_kafka_group_api.py",
     "tests/unit/test_kafka_commit_records.py",
     "tests/integration/test_kafka_commits.py",
+    "tests/unit/test_kafka_backend_parts.py",
+    "tests/integration/test_attacks_kafka_backend.py",
+    "tests/integration/test_kafka_backend.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1282,6 +1285,46 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a JoinGroup's group id must name a group topic": Guard(
         "kafka-join-needs-group-topic-name", "if False:"
+    ),
+    # issue 37 (backend): what a Kafka client sends to the Dafka backend
+    "a Kafka topic name Dafka refuses is an unknown topic, never asked of the stores": Guard(
+        "kafka-topic-name-checked", "if False:"
+    ),
+    "a Kafka partition index outside the topic is an unknown partition": Guard(
+        "kafka-partition-index-bounds", "if False:"
+    ),
+    "a Kafka fetch's max_bytes is cut to the listener's bound": Guard(
+        "kafka-fetch-bytes-clamped", "max_bytes = max(1, int(max_bytes))"
+    ),
+    "a Kafka fetch's max_wait is cut to the listener's longest wait": Guard(
+        "kafka-fetch-wait-clamped", "wait = max(0.0, float(max_wait))"
+    ),
+    "a Kafka fetch outside the log start and high watermark is out of range": Guard(
+        "kafka-fetch-offset-range", "if False:"
+    ),
+    "a Kafka CreateTopics of a name Dafka refuses is an invalid topic": Guard(
+        "kafka-create-topic-name-checked", "if False:"
+    ),
+    "a Kafka topic name never names a directory outside the listener's state": Guard(
+        "partition-dir-safe-topic-name", "safe = topic"
+    ),
+    "a partition secret others may read is refused": Guard(
+        "partition-secret-private-file", "if False:"
+    ),
+    "a CreateTopics entry carries a bounded number of configs": Guard(
+        "kafka-topic-configs-bound", "if False:"
+    ),
+    "a Kafka produce carries a bounded number of records": Guard(
+        "kafka-produce-records-bound", "if False:"
+    ),
+    "a Kafka record with a null value and no key is an invalid record": Guard(
+        "kafka-null-value-needs-key", "if False:"
+    ),
+    "headers Dafka cannot carry are a Kafka invalid record, not a failed request": Guard(
+        "kafka-produce-refusals-in-kafka-terms", "except ZeroDivisionError as exc:"
+    ),
+    "a listener taking over a partition numbers after what the stores hold": Guard(
+        "kafka-takeover-numbers-after-stored", "if False:"
     ),
 }
 
@@ -2571,6 +2614,50 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a JoinGroup's group id must name a group topic": (
         "tests/unit/test_kafka_group_api.py::test_a_group_id_that_cannot_name_a_group_topic_is_invalid[long]",
         "tests/unit/test_kafka_group_api.py::test_a_group_id_that_cannot_name_a_group_topic_is_invalid[newline]",
+    ),
+    "a Kafka topic name Dafka refuses is an unknown topic, never asked of the stores": (
+        "tests/integration/test_attacks_kafka_backend.py::test_topic_names_dafka_refuses_are_unknown_topics[nul]",
+    ),
+    "a Kafka partition index outside the topic is an unknown partition": (
+        "tests/integration/test_attacks_kafka_backend.py::test_partitions_a_topic_does_not_have_are_unknown[minus-one]",
+        "tests/integration/test_attacks_kafka_backend.py::test_partitions_a_topic_does_not_have_are_unknown[int32-max]",
+    ),
+    "a Kafka fetch's max_bytes is cut to the listener's bound": (
+        "tests/integration/test_attacks_kafka_backend.py::test_a_fetch_of_two_gib_answers_within_the_listeners_bound",
+    ),
+    "a Kafka fetch's max_wait is cut to the listener's longest wait": (
+        "tests/integration/test_attacks_kafka_backend.py::test_a_fetch_waiting_for_ever_is_cut_to_the_listeners_longest_wait",
+    ),
+    "a Kafka fetch outside the log start and high watermark is out of range": (
+        "tests/integration/test_attacks_kafka_backend.py::test_offsets_outside_the_log_are_out_of_range[minus-one]",
+        "tests/integration/test_attacks_kafka_backend.py::test_offsets_outside_the_log_are_out_of_range[past-end]",
+    ),
+    "a Kafka CreateTopics of a name Dafka refuses is an invalid topic": (
+        "tests/integration/test_attacks_kafka_backend.py::test_topics_dafka_refuses_are_not_created[newline]",
+        "tests/integration/test_attacks_kafka_backend.py::test_topics_dafka_refuses_are_not_created[group]",
+    ),
+    "a Kafka topic name never names a directory outside the listener's state": (
+        "tests/unit/test_kafka_backend_parts.py::test_a_hostile_topic_name_never_names_a_directory_outside_the_state[up-up]",
+    ),
+    "a partition secret others may read is refused": (
+        "tests/unit/test_kafka_backend_parts.py::test_a_secret_others_may_read_is_refused",
+    ),
+    "a CreateTopics entry carries a bounded number of configs": (
+        "tests/unit/test_kafka_backend_parts.py::test_too_many_configs_are_refused_before_any_is_read",
+    ),
+    "a Kafka produce carries a bounded number of records": (
+        "tests/unit/test_kafka_backend_parts.py::test_a_produce_over_the_records_bound_is_refused",
+    ),
+    "a Kafka record with a null value and no key is an invalid record": (
+        "tests/unit/test_kafka_backend_parts.py::test_a_null_value_without_a_key_is_refused_in_kafka_terms",
+    ),
+    "headers Dafka cannot carry are a Kafka invalid record, not a failed request": (
+        "tests/integration/test_attacks_kafka_backend.py::test_headers_dafka_cannot_carry_are_invalid_records[long-key]",
+        "tests/integration/test_attacks_kafka_backend.py::test_headers_dafka_cannot_carry_are_invalid_records[surrogate]",
+        "tests/integration/test_attacks_kafka_backend.py::test_headers_dafka_cannot_carry_are_invalid_records[too-many]",
+    ),
+    "a listener taking over a partition numbers after what the stores hold": (
+        "tests/integration/test_kafka_backend.py::test_another_listener_with_the_secret_takes_over",
     ),
 }
 
