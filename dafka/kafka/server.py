@@ -146,7 +146,11 @@ class KafkaServer:
         self._budget = _ByteBudget(self.limits.max_buffered_bytes)
         if self.groups is not None:
             loop = self._loop
-            self.groups.set_waker(lambda: loop.call_soon_threadsafe(self._poll_groups))
+
+            def wake() -> None:
+                loop.call_soon_threadsafe(self._poll_groups)
+
+            self.groups.set_waker(wake)
         self._server = await asyncio.start_server(
             self._serve, self.host, self.port, limit=64 * 1024, reuse_address=True
         )
@@ -220,7 +224,9 @@ class KafkaServer:
                 log.warning(
                     "refused a connection from %s: %d open, the most served (%d more refused "
                     "since the last line)",
-                    peer, self.connections, self._too_many.take_skipped(),
+                    peer,
+                    self.connections,
+                    self._too_many.take_skipped(),
                 )
             writer.close()
             return
@@ -255,8 +261,10 @@ class KafkaServer:
         while True:
             try:
                 head = await asyncio.wait_for(reader.readexactly(4), self.limits.idle_timeout)
-            except asyncio.TimeoutError:
-                log.info("closing the connection of %s: idle %.0f s", peer, self.limits.idle_timeout)
+            except TimeoutError:
+                log.info(
+                    "closing the connection of %s: idle %.0f s", peer, self.limits.idle_timeout
+                )
                 return
             except asyncio.IncompleteReadError:
                 return
@@ -299,10 +307,12 @@ class KafkaServer:
                 if must_wait_for_reader(writer.transport.get_write_buffer_size(), self.limits):
                     try:
                         await asyncio.wait_for(writer.drain(), self.limits.slow_timeout)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         log.warning(
                             "closing the connection of %s: %d bytes of responses unread for %.0f s",
-                            peer, writer.transport.get_write_buffer_size(), self.limits.slow_timeout,
+                            peer,
+                            writer.transport.get_write_buffer_size(),
+                            self.limits.slow_timeout,
                         )
                         writer.transport.abort()
                     except ConnectionError:
@@ -317,8 +327,10 @@ class KafkaServer:
                 more = f" ({skipped} more since the last line)" if skipped else ""
                 log.warning(
                     "refused from %s: %s, answered %s%s",
-                    peer, parsed.reason,
-                    parsed.code.name if parsed.answer is not None else "nothing (closed)", more,
+                    peer,
+                    parsed.reason,
+                    parsed.code.name if parsed.answer is not None else "nothing (closed)",
+                    more,
                 )
             return parsed.answer
         req = parsed
@@ -335,9 +347,10 @@ class KafkaServer:
         """In the pool: answer and encode one request (a failure answered, logged)."""
         try:
             body = self.handlers.handle(req)
+            if body is None:
+                return None
+            return encode_response(req.api_key, req.api_version, req.correlation_id, body)
         except Exception:
             log.exception("api %d v%d failed", req.api_key, req.api_version)
             body = error_response(req.api_key, req.api_version, Code.UNKNOWN_SERVER_ERROR)
-        if body is None:
-            return None
-        return encode_response(req.api_key, req.api_version, req.correlation_id, body)
+            return encode_response(req.api_key, req.api_version, req.correlation_id, body)
