@@ -123,9 +123,10 @@ class Refusal:
 def check_size(size: int, cap: int) -> str | None:
     """Why a frame of ``size`` bytes is refused (the connection closed: its bytes cannot be
     skipped safely), or None."""
+    # guard: listener-frame-size-minimum
     if size < MIN_FRAME_BYTES:
         return f"a request of {size} bytes, less than the {MIN_FRAME_BYTES} of its header"
-    # guard: kafka-frame-size-capped
+    # guard: listener-frame-size-capped
     if size > cap:
         return f"a request of {size} bytes, over the listener's cap of {cap}"
     return None
@@ -157,8 +158,8 @@ def parse_request(
     api_key, api_version, correlation_id = peek_header(view)
     if not served(api_key, api_version, groups):
         return _unsupported(api_key, api_version, correlation_id, groups, supported)
+    # guard: listener-small-request-cap
     if api_key not in DATA_APIS and len(view) > SMALL_REQUEST_BYTES:
-        # guard: kafka-small-request-cap
         return _refuse(
             api_key,
             api_version,
@@ -192,12 +193,12 @@ def version_table(groups: frozenset[int]) -> dict[int, tuple[int, int]]:
     return dict(sorted(table.items()))
 
 
-def api_versions_response(
-    version: int, code: Code, table: dict[int, tuple[int, int]]
-) -> Any:
+def api_versions_response(version: int, code: Code, table: dict[int, tuple[int, int]]) -> Any:
     cls = load_response_schema(API_VERSIONS, version)
     entry = _element(cls, "api_keys")
-    keys = tuple(make(entry, api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in table.items())
+    keys = tuple(
+        make(entry, api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in table.items()
+    )
     return make(cls, error_code=code, api_keys=keys)
 
 
@@ -211,9 +212,13 @@ def _unsupported(
     reason = f"api {api_key} v{api_version}, not served"
     if api_key == API_VERSIONS:
         # as brokers do: the v0 answer (which every client reads) with our version list
-        body = api_versions_response(0, Code.UNSUPPORTED_VERSION, supported or version_table(groups))
+        body = api_versions_response(
+            0, Code.UNSUPPORTED_VERSION, supported or version_table(groups)
+        )
         answer = encode_response(API_VERSIONS, 0, correlation_id, body)
-        return Refusal(api_key, api_version, correlation_id, Code.UNSUPPORTED_VERSION, reason, answer)
+        return Refusal(
+            api_key, api_version, correlation_id, Code.UNSUPPORTED_VERSION, reason, answer
+        )
     return _refuse(api_key, api_version, correlation_id, Code.UNSUPPORTED_VERSION, reason)
 
 
@@ -240,7 +245,9 @@ def error_response(api_key: int, api_version: int, code: Code) -> Any:
     cls = load_response_schema(api_key, api_version)
     if api_key == API_VERSIONS:
         return api_versions_response(api_version, code, {})
-    return make(cls, **{f.name: code for f in dataclasses.fields(cls) if _kafka_type(f) == "error_code"})
+    return make(
+        cls, **{f.name: code for f in dataclasses.fields(cls) if _kafka_type(f) == "error_code"}
+    )
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
@@ -272,7 +279,9 @@ def _kafka_type(f: dataclasses.Field[Any]) -> str | None:
 
 
 def _optional(tp: Any) -> bool:
-    return typing.get_origin(tp) in (types.UnionType, typing.Union) and type(None) in typing.get_args(tp)
+    return typing.get_origin(tp) in (types.UnionType, typing.Union) and type(
+        None
+    ) in typing.get_args(tp)
 
 
 def _strip_optional(tp: Any) -> Any:
@@ -284,7 +293,7 @@ def _strip_optional(tp: Any) -> Any:
 def _element(cls: type, name: str) -> type:
     """The entity type of list field ``name`` of ``cls``."""
     tp = _strip_optional(_fields(cls)[name].type)
-    return typing.get_args(tp)[0]  # type: ignore[no-any-return]
+    return typing.get_args(tp)[0]
 
 
 @cache

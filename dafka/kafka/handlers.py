@@ -120,7 +120,7 @@ class Sequences:
                 held = self._map[key] = deque(maxlen=KEEP_SEQUENCES)
             self._map.move_to_end(key)
             held.append((epoch, seq, count, offset))
-            # guard: kafka-sequences-bounded
+            # guard: listener-sequences-bounded
             while len(self._map) > self._max:
                 self._map.popitem(last=False)
 
@@ -157,7 +157,7 @@ class Handlers:
     def handle(self, req: Request) -> Any:
         """The response to ``req`` (None: none is sent, a Produce with acks 0)."""
         items = count_items(req.api_key, req.body)
-        # guard: kafka-request-items-bounded
+        # guard: listener-request-items-bounded
         if items > self.limits.max_partitions:
             log.info(
                 "api %d request naming %d topics and partitions refused (at most %d)",
@@ -303,10 +303,7 @@ class Handlers:
             return Code.CORRUPT_MESSAGE, -1
         first = -1
         for pid, epoch, seq, records in decoded:
-            budget[0] -= len(records)
-            # guard: kafka-produce-records-bounded
-            if budget[0] < 0:
-                return Code.RECORD_LIST_TOO_LARGE, -1
+            budget[0] -= len(records)  # the next partitions decode at most what is left
             if not records:
                 continue
             known = (

@@ -62,13 +62,13 @@ class ServerLimits:
 
 def admit(open_connections: int, limits: ServerLimits) -> bool:
     """Whether one more connection is served."""
-    # guard: kafka-connections-capped
+    # guard: listener-connections-capped
     return open_connections < limits.max_connections
 
 
 def must_wait_for_reader(unsent: int, limits: ServerLimits) -> bool:
     """Whether a connection's worker waits for its client to read before answering more."""
-    # guard: kafka-unsent-bytes-capped
+    # guard: listener-unsent-bytes-capped
     return unsent > limits.max_unsent_bytes
 
 
@@ -137,6 +137,7 @@ class KafkaServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._budget: _ByteBudget | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
         self._too_many = RateLog()
         self._refusals = RateLog(1.0)
 
@@ -158,8 +159,13 @@ class KafkaServer:
         return self.port
 
     async def close(self) -> None:
+        """Stop listening and close every connection."""
         if self._server is not None:
             self._server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
         if self._timer is not None:
             self._timer.cancel()
         if self.groups is not None:
@@ -231,6 +237,7 @@ class KafkaServer:
             writer.close()
             return
         self.connections += 1
+        self._writers.add(writer)
         writer.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes)
         queue: asyncio.Queue[tuple[Request | Refusal, int] | None] = asyncio.Queue(
             self.limits.max_in_flight
@@ -249,6 +256,7 @@ class KafkaServer:
             except Exception:
                 log.exception("connection from %s failed", peer)
             self.connections -= 1
+            self._writers.discard(writer)
             writer.close()
 
     async def _read(

@@ -22,21 +22,30 @@ KCAT = "/usr/bin/kcat"
 BASE_TS = 1_700_000_000_000
 
 
-def kcat(*args: str, stdin: bytes | None = None, timeout: float = 15) -> subprocess.CompletedProcess[bytes]:
+def kcat(
+    *args: str, stdin: bytes | None = None, timeout: float = 15
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([KCAT, *args], input=stdin, capture_output=True, timeout=timeout)
 
 
 def expected(i: int) -> tuple[bytes, bytes, list[tuple[str, bytes]], int]:
-    return f"k{i % 17}".encode(), f"value-{i}".encode() * 3, [("h", str(i).encode()), ("h", b"x")], BASE_TS + i
+    return (
+        f"k{i % 17}".encode(),
+        f"value-{i}".encode() * 3,
+        [("h", str(i).encode()), ("h", b"x")],
+        BASE_TS + i,
+    )
 
 
 def test_kcat_lists_produces_and_consumes(listener: Listener) -> None:
     b = listener.bootstrap
     lines = b"".join(f"k{i}:v{i}\n".encode() for i in range(200))
-    r = kcat("-b", b, "-P", "-t", "kc", "-K:", "-H", "a=1", "-H", "b=2", "-z", "snappy", stdin=lines)
+    r = kcat(
+        "-b", b, "-P", "-t", "kc", "-K:", "-H", "a=1", "-H", "b=2", "-z", "snappy", stdin=lines
+    )
     assert r.returncode == 0, r.stderr.decode()
     meta = kcat("-b", b, "-L", "-t", "kc")
-    assert b"topic \"kc\" with 1 partitions" in meta.stdout, meta.stdout
+    assert b'topic "kc" with 1 partitions' in meta.stdout, meta.stdout
     assert f"broker 0 at {b}".encode() in meta.stdout
     out = kcat("-b", b, "-C", "-t", "kc", "-o", "beginning", "-e", "-f", "%k=%s|%o|%h\n")
     assert out.returncode == 0, out.stderr.decode()
@@ -63,10 +72,19 @@ def test_confluent_kafka_idempotent_round_trip(listener: Listener, codec: str) -
     errors: list[object] = []
     for i in range(N):
         key, value, headers, ts = expected(i)
-        p.produce(topic, value, key, timestamp=ts, headers=headers, on_delivery=lambda e, m: e and errors.append(e))
+        p.produce(
+            topic,
+            value,
+            key,
+            timestamp=ts,
+            headers=headers,
+            on_delivery=lambda e, m: e and errors.append(e),
+        )
     assert p.flush(20) == 0
     assert not errors
-    c = Consumer({"bootstrap.servers": listener.bootstrap, "group.id": "g", "enable.auto.commit": False})
+    c = Consumer(
+        {"bootstrap.servers": listener.bootstrap, "group.id": "g", "enable.auto.commit": False}
+    )
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     got = []
     deadline = time.monotonic() + 20
@@ -79,7 +97,11 @@ def test_confluent_kafka_idempotent_round_trip(listener: Listener, codec: str) -
     for i, m in enumerate(got):
         key, value, headers, ts = expected(i)
         assert (m.offset(), m.key(), m.value(), m.headers(), m.timestamp()[1]) == (
-            i, key, value, headers, ts
+            i,
+            key,
+            value,
+            headers,
+            ts,
         )
 
 
@@ -109,7 +131,11 @@ def test_kafka_python_round_trip_and_admin(listener: Listener) -> None:
     values = sorted(int(m.value[6 : m.value.index(b"v", 1)]) for m in got)
     assert values == list(range(N))
     one = next(m for m in got if m.value.startswith(b"value-7v"))
-    assert (one.key, list(one.headers), one.timestamp) == (b"k7", [("h", b"7"), ("h", b"x")], BASE_TS + 7)
+    assert (one.key, list(one.headers), one.timestamp) == (
+        b"k7",
+        [("h", b"7"), ("h", b"x")],
+        BASE_TS + 7,
+    )
     admin.delete_topics(["kp"])
     deadline = time.monotonic() + 10
     while "kp" in admin.list_topics() and time.monotonic() < deadline:
@@ -123,7 +149,9 @@ def test_aiokafka_round_trip(listener: Listener) -> None:
     from aiokafka.structs import TopicPartition
 
     async def run() -> list[object]:
-        p = AIOKafkaProducer(bootstrap_servers=listener.bootstrap, compression_type="lz4", enable_idempotence=True)
+        p = AIOKafkaProducer(
+            bootstrap_servers=listener.bootstrap, compression_type="lz4", enable_idempotence=True
+        )
         await p.start()
         try:
             for i in range(N):
@@ -132,7 +160,11 @@ def test_aiokafka_round_trip(listener: Listener) -> None:
             await p.flush()
         finally:
             await p.stop()
-        c = AIOKafkaConsumer(bootstrap_servers=listener.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+        c = AIOKafkaConsumer(
+            bootstrap_servers=listener.bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         await c.start()
         got: list[object] = []
         try:
@@ -150,7 +182,13 @@ def test_aiokafka_round_trip(listener: Listener) -> None:
     assert len(got) == N
     for i, m in enumerate(got):
         key, value, headers, ts = expected(i)
-        assert (m.offset, m.key, m.value, list(m.headers), m.timestamp) == (i, key, value, headers, ts)  # type: ignore[attr-defined]
+        assert (m.offset, m.key, m.value, list(m.headers), m.timestamp) == (
+            i,
+            key,
+            value,
+            headers,
+            ts,
+        )  # type: ignore[attr-defined]
 
 
 def test_confluent_admin_creates_describes_and_deletes(listener: Listener) -> None:
