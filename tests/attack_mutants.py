@@ -2493,7 +2493,10 @@ def _failed(stdout: str) -> set[str]:
 def _pytest(args: list[str]) -> None:
     import pytest
 
-    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-rfE", *args]))
+    # a mutant of a module importing kio (which imports hypothesis) is applied before
+    # pytest starts: its plugin's module is then imported already and cannot be rewritten
+    quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-rfE", *quiet, *args]))
 
 
 def _unnamed(names: list[str]) -> list[str]:

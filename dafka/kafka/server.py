@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -141,8 +142,9 @@ class KafkaServer:
         self._too_many = RateLog()
         self._refusals = RateLog(1.0)
 
-    async def start(self) -> int:
-        """Listen; return the bound port."""
+    async def start(self, sock: socket.socket | None = None) -> int:
+        """Listen (on ``sock`` if given: bound already, so that its port could be
+        advertised before); return the bound port."""
         self._loop = asyncio.get_running_loop()
         self._budget = _ByteBudget(self.limits.max_buffered_bytes)
         if self.groups is not None:
@@ -152,9 +154,12 @@ class KafkaServer:
                 loop.call_soon_threadsafe(self._poll_groups)
 
             self.groups.set_waker(wake)
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, limit=64 * 1024, reuse_address=True
-        )
+        if sock is not None:
+            self._server = await asyncio.start_server(self._serve, sock=sock, limit=64 * 1024)
+        else:
+            self._server = await asyncio.start_server(
+                self._serve, self.host, self.port, limit=64 * 1024, reuse_address=True
+            )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
