@@ -2496,6 +2496,7 @@ def _pytest(args: list[str]) -> None:
     # a mutant of a module importing kio (which imports hypothesis) is applied before
     # pytest starts: its plugin's module is then imported already and cannot be rewritten
     quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    quiet += ["-W", "ignore::hypothesis.errors.HypothesisSideeffectWarning"]
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-rfE", *quiet, *args]))
 
 

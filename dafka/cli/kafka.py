@@ -8,15 +8,18 @@ in the process's memory instead of a Dafka cluster: for trying Kafka clients.
 from __future__ import annotations
 
 import asyncio
-import os
+import logging
 import signal
 import socket
+from pathlib import Path
 from typing import Any
 
 import click
 
 from ..errors import ConfigError
 from .common import CONTEXT, Command, common_options, run_cli
+
+log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
 
@@ -148,11 +151,11 @@ async def _run(limits: Any, o: dict[str, Any]) -> None:
     node_id = o["node_id"] if o["node_id"] is not None else 0
     broker = Broker(node_id, o["advertised_host"], o["advertised_port"] or bound)
     try:
-        backend, groups = _backend(o, broker)
+        backend, groups, group_versions = _backend(o, broker)
     except BaseException:
         sock.close()
         raise
-    server = KafkaServer(Handlers(backend), groups, o["host"], bound, limits)
+    server = KafkaServer(Handlers(backend), groups, o["host"], bound, limits, group_versions)
     port = await server.start(sock)
     click.echo(f"% kafka listening on {o['host']}:{port}", err=True)
     try:
@@ -184,34 +187,38 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any]:
-    """The backend and the group API: in memory, or over the Dafka cluster."""
-    groups = None
+def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any]:
+    """The backend, the group API and its versions: in memory, or over the Dafka cluster.
+    The Dafka backend and the group API are other modules of the front door, imported
+    here only (a build without them refuses with one line, or serves no groups)."""
     if o["memory"]:
         from ..kafka.memory_backend import MemoryBackend
 
         backend: Any = MemoryBackend(broker, auto_create_partitions=o["default_partitions"])
     else:
         try:
-            from ..kafka.dafka_backend import DafkaBackend  # type: ignore[import-not-found]
+            from ..kafka.commits import GroupCommits  # type: ignore[import-not-found,unused-ignore]
+            from ..kafka.dafka_backend import DafkaBackend  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
             raise ConfigError(
-                "this build has no Dafka backend for the Kafka listener yet: use --memory"
+                "this build has no Dafka backend for the Kafka listener: use --memory"
             ) from None
-        os.makedirs(o["state_dir"], exist_ok=True)
+        state = Path(o["state_dir"])
+        state.mkdir(parents=True, exist_ok=True)
+        commits = GroupCommits(towers=o["tower"], state_dir=str(state / "groups"))
         backend = DafkaBackend(
             towers=o["tower"],
-            host=o["host"],
-            broker=broker,
-            state_dir=o["state_dir"],
-            admin_key_file=o["admin_key_file"],
-            auto_create_partitions=o["default_partitions"],
+            me=broker,
+            state_dir=state,
+            admin_key=o["admin_key_file"],
+            commits=commits,
         )
     try:
-        from ..kafka.groups import make_group_api  # type: ignore[import-not-found]
+        from ..kafka.group_api import VERSIONS, KafkaGroups  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        return backend, groups
-    return backend, make_group_api(backend, broker)
+        log.warning("this build has no consumer-group API: groups are not served")
+        return backend, None, None
+    return backend, KafkaGroups(backend), VERSIONS
 
 
 if __name__ == "__main__":

@@ -17,12 +17,14 @@ import itertools
 import logging
 import socket
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from .frames import (
     API_VERSIONS,
+    GROUP_VERSIONS,
     Refusal,
     Request,
     api_versions_response,
@@ -122,14 +124,17 @@ class KafkaServer:
         host: str = "127.0.0.1",
         port: int = 9092,
         limits: ServerLimits = ServerLimits(),
+        group_versions: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
+        """``group_versions``: the versions the group API serves (default: the frames
+        module's GROUP_VERSIONS)."""
         self.handlers = handlers
         self.groups = groups
         self.host = host
         self.port = port
         self.limits = limits
         self.group_keys = groups.api_keys if groups is not None else frozenset()
-        self.table = version_table(self.group_keys)
+        self.table = version_table(self.group_keys, group_versions or GROUP_VERSIONS)
         self.pool = ThreadPoolExecutor(limits.pool_threads, thread_name_prefix="kafka-backend")
         self.connections = 0
         self._tokens = itertools.count(1)
@@ -289,7 +294,7 @@ class KafkaServer:
             await self._budget.take(size)
             try:
                 frame = await reader.readexactly(size)
-                parsed = parse_request(frame, self.group_keys, self.table)
+                parsed = parse_request(frame, self.table)
             except BaseException:
                 await self._budget.give(size)
                 raise
