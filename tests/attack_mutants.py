@@ -1185,6 +1185,9 @@ MUTANTS: dict[str, Spec] = {
     "the Kafka listener stops reading a client that leaves its responses unread": Guard(
         "listener-unsent-bytes-capped", "return False"
     ),
+    "the Kafka listener's long polls wait in their own pool": Guard(
+        "listener-fetch-own-pool", "pool = self.pool"
+    ),
 }
 
 
@@ -2365,6 +2368,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "the Kafka listener stops reading a client that leaves its responses unread": (
         "tests/unit/kafka/test_listener_handlers.py::test_server_decisions",
         "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_a_client_that_never_reads_is_paused_then_closed_while_another_is_served",
+    ),
+    "the Kafka listener's long polls wait in their own pool": (
+        "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_consumers_waiting_for_records_never_hold_up_a_producer",
     ),
 }
 

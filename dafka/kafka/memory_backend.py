@@ -11,7 +11,6 @@ import hashlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from ..errors import KafkaRequestError
 from .model import Broker, Code, FetchResult, KafkaRecord, PartitionInfo, TopicInfo
@@ -87,10 +86,12 @@ class MemoryBackend:
             log = self._log(topic, partition)
             base = len(log)
             now = int(self._clock() * 1000)  # type: ignore[operator]
-            for i, r in enumerate(records):
-                log.append(
-                    replace(r, offset=base + i, timestamp=r.timestamp if r.timestamp >= 0 else now)
+            log.extend(
+                KafkaRecord(
+                    base + i, r.timestamp if r.timestamp >= 0 else now, r.key, r.value, r.headers
                 )
+                for i, r in enumerate(records)
+            )
             self._lock.notify_all()
             return base
 

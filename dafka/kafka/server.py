@@ -42,6 +42,7 @@ __all__ = ["KafkaServer", "RateLog", "ServerLimits", "admit", "must_wait_for_rea
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+FETCH = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,10 @@ class ServerLimits:
     idle_timeout: float = 600.0
     """Seconds a connection may send nothing (Kafka's ``connections.max.idle.ms``)."""
     pool_threads: int = 32
+    """Threads answering requests that call the backend, but Fetch."""
+    fetch_threads: int = 64
+    """Threads answering Fetch requests, which wait for records (long polls): apart, so
+    that idle consumers never hold up a producer's answers."""
 
 
 def admit(open_connections: int, limits: ServerLimits) -> bool:
@@ -136,6 +141,7 @@ class KafkaServer:
         self.group_keys = groups.api_keys if groups is not None else frozenset()
         self.table = version_table(self.group_keys, group_versions or GROUP_VERSIONS)
         self.pool = ThreadPoolExecutor(limits.pool_threads, thread_name_prefix="kafka-backend")
+        self.fetch_pool = ThreadPoolExecutor(limits.fetch_threads, thread_name_prefix="kafka-fetch")
         self.connections = 0
         self._tokens = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
@@ -144,6 +150,7 @@ class KafkaServer:
         self._budget: _ByteBudget | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._too_many = RateLog()
         self._refusals = RateLog(1.0)
 
@@ -174,6 +181,10 @@ class KafkaServer:
             self._server.close()
         for writer in list(self._writers):
             writer.transport.abort()
+        tasks = [t for t in self._tasks if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
         if self._timer is not None:
@@ -181,6 +192,7 @@ class KafkaServer:
         if self.groups is not None:
             self.groups.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.fetch_pool.shutdown(wait=False, cancel_futures=True)
 
     # --- the group API -----------------------------------------------------------------
 
@@ -248,11 +260,15 @@ class KafkaServer:
             return
         self.connections += 1
         self._writers.add(writer)
+        this = asyncio.current_task()
+        if this is not None:
+            self._tasks.add(this)
         writer.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes)
         queue: asyncio.Queue[tuple[Request | Refusal, int] | None] = asyncio.Queue(
             self.limits.max_in_flight
         )
         worker = asyncio.create_task(self._answer(queue, writer, peer))
+        self._tasks.add(worker)
         try:
             await self._read(reader, queue, peer)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -260,14 +276,21 @@ class KafkaServer:
         except Exception:
             log.exception("connection from %s failed", peer)
         finally:
-            await queue.put(None)
             try:
+                await queue.put(None)  # the worker answers what was read, then ends
                 await worker
+            except asyncio.CancelledError:  # the listener closes
+                worker.cancel()
+                raise
             except Exception:
                 log.exception("connection from %s failed", peer)
-            self.connections -= 1
-            self._writers.discard(writer)
-            writer.close()
+            finally:
+                self.connections -= 1
+                self._writers.discard(writer)
+                self._tasks.discard(worker)
+                if this is not None:
+                    self._tasks.discard(this)
+                writer.close()
 
     async def _read(
         self,
@@ -359,7 +382,9 @@ class KafkaServer:
             body = await self._group_answer(req)
             return encode_response(req.api_key, req.api_version, req.correlation_id, body)
         assert self._loop is not None
-        return await self._loop.run_in_executor(self.pool, self._handle, req)
+        # guard: listener-fetch-own-pool
+        pool = self.fetch_pool if req.api_key == FETCH else self.pool
+        return await self._loop.run_in_executor(pool, self._handle, req)
 
     def _handle(self, req: Request) -> bytes | None:
         """In the pool: answer and encode one request (a failure answered, logged)."""

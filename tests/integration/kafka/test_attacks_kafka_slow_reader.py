@@ -121,3 +121,50 @@ def test_a_client_that_never_reads_is_paused_then_closed_while_another_is_served
         assert running.fetches < REQUESTS
     finally:
         bad.close()
+
+
+def test_consumers_waiting_for_records_never_hold_up_a_producer() -> None:
+    """Ten long polls on an empty partition, more than the pool has threads: a Produce is
+    still answered at once (Fetch waits in its own pool)."""
+    from kio.schema.fetch.v4.request import FetchPartition, FetchTopic
+    from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
+
+    from dafka.kafka.batches import encode_batch
+
+    r = Running(ServerLimits(pool_threads=4, fetch_threads=16))
+    waiting: list[RawClient] = []
+    try:
+        r.backend.create_topic("quiet", 1, {}, False)
+        r.backend.create_topic("busy", 1, {}, False)
+        part = FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=MIB)
+        poll = build(
+            1,
+            4,
+            replica_id=-1,
+            max_wait=ms(3000),
+            min_bytes=1,
+            max_bytes=MIB,
+            isolation_level=0,
+            topics=(FetchTopic(topic="quiet", partitions=(part,)),),
+        )
+        for i in range(10):
+            c = RawClient("127.0.0.1", r.port)
+            c.send(request_bytes(1, 4, poll, i))
+            waiting.append(c)
+        time.sleep(0.3)  # the polls are waiting
+        producer = RawClient("127.0.0.1", r.port)
+        waiting.append(producer)
+        data = encode_batch([KafkaRecord(0, 1, b"k", b"v")])
+        topics = (
+            TopicProduceData(
+                name="busy", partition_data=(PartitionProduceData(index=0, records=data),)
+            ),
+        )
+        started = time.monotonic()
+        answer = producer.call(0, 9, build(0, 9, acks=1, timeout=ms(1000), topic_data=topics))
+        assert answer.responses[0].partition_responses[0].base_offset == 0
+        assert time.monotonic() - started < 1.0
+    finally:
+        for c in waiting:
+            c.close()
+        r.stop()
