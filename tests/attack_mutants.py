@@ -137,6 +137,7 @@ TESTS = [
     "tests/unit/kafka/test_listener_handlers.py",
     "tests/integration/kafka/test_attacks_kafka_listener.py",
     "tests/integration/kafka/test_attacks_kafka_slow_reader.py",
+    "tests/unit/kafka/test_batches_attacks.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1187,6 +1188,48 @@ MUTANTS: dict[str, Spec] = {
     ),
     "the Kafka listener's long polls wait in their own pool": Guard(
         "listener-fetch-own-pool", "pool = self.pool"
+    ),
+    "a Kafka batch with a bad CRC-32C is refused": Guard("kafka-batch-crc", "if False:"),
+    "a Kafka batch whose length runs past the request is refused": Guard(
+        "kafka-batch-length", "if length < _MIN_BATCH_LENGTH:"
+    ),
+    "a Kafka produce request over max_records is refused": Guard("kafka-max-records", "if False:"),
+    "a Kafka batch claiming more records than its bytes hold is refused before reading": Guard(
+        "kafka-count-fits-bytes", "if False:"
+    ),
+    "a Kafka record claiming more headers than its bytes hold is refused before reading": Guard(
+        "kafka-header-count", "if count < 0:"
+    ),
+    "a Kafka varint longer than 5 (varlong: 10) bytes is refused": Guard(
+        "kafka-varint-length", "if False:"
+    ),
+    "a Kafka record key length below -1 is refused": Guard(
+        "kafka-negative-key-length", "if False:"
+    ),
+    "a Kafka record value length below -1 is refused": Guard(
+        "kafka-negative-value-length", "if False:"
+    ),
+    "a Kafka header key or value length below -1 is refused": Guard(
+        "kafka-negative-header-length", "if False:"
+    ),
+    "a Kafka record timestamp outside 0..2**63-1 is refused": Guard(
+        "kafka-timestamp-range", "if False:"
+    ),
+    "transactional Kafka batches are refused": Guard("kafka-no-transactions", "if False:"),
+    "Kafka control batches from a producer are refused": Guard(
+        "kafka-no-control-batches", "if False:"
+    ),
+    "gzip Kafka records inflate in steps, never past the cap": Guard(
+        "kafka-gzip-bound", "chunk = stream.decompress(rest)"
+    ),
+    "zstd Kafka records inflate in steps, never past the cap": Guard(
+        "kafka-zstd-bound", "chunk = reader.read()"
+    ),
+    "lz4 Kafka records inflate in steps, never past the cap": Guard(
+        "kafka-lz4-bound", "chunk = stream.decompress(rest)"
+    ),
+    "a snappy block stating more than what is left of the cap is refused before inflating": Guard(
+        "kafka-snappy-stated-size", "if False:"
     ),
 }
 
@@ -2371,6 +2414,55 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the Kafka listener's long polls wait in their own pool": (
         "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_consumers_waiting_for_records_never_hold_up_a_producer",
+    ),
+    "a Kafka batch with a bad CRC-32C is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_bad_crc_is_refused",
+    ),
+    "a Kafka batch whose length runs past the request is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_batch_length_past_the_buffer_is_refused",
+    ),
+    "a Kafka produce request over max_records is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_records_over_max_records_are_refused",
+    ),
+    "a Kafka batch claiming more records than its bytes hold is refused before reading": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_count_the_bytes_cannot_hold_is_refused_before_reading_a_record",
+    ),
+    "a Kafka record claiming more headers than its bytes hold is refused before reading": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_huge_header_count_is_refused_before_reading_a_header",
+    ),
+    "a Kafka varint longer than 5 (varlong: 10) bytes is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_varint_longer_than_ten_bytes_is_refused",
+    ),
+    "a Kafka record key length below -1 is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_negative_key_length_is_refused",
+    ),
+    "a Kafka record value length below -1 is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_negative_value_length_is_refused",
+    ),
+    "a Kafka header key or value length below -1 is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_negative_header_lengths_are_refused",
+    ),
+    "a Kafka record timestamp outside 0..2**63-1 is refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_timestamps_outside_an_int64_are_refused",
+    ),
+    "transactional Kafka batches are refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_transactional_batches_are_refused",
+    ),
+    "Kafka control batches from a producer are refused": (
+        "tests/unit/kafka/test_batches_attacks.py::test_control_batches_are_refused",
+    ),
+    "gzip Kafka records inflate in steps, never past the cap": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_gzip_bomb_is_refused_within_the_cap",
+    ),
+    "zstd Kafka records inflate in steps, never past the cap": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_zstd_bomb_is_refused_within_the_cap",
+    ),
+    "lz4 Kafka records inflate in steps, never past the cap": (
+        "tests/unit/kafka/test_batches_attacks.py::test_an_lz4_bomb_is_refused_within_the_cap",
+    ),
+    "a snappy block stating more than what is left of the cap is refused before inflating": (
+        "tests/unit/kafka/test_batches_attacks.py::test_a_raw_snappy_bomb_is_refused_before_inflating",
+        "tests/unit/kafka/test_batches_attacks.py::test_a_xerial_snappy_bomb_is_refused_within_the_cap",
     ),
 }
 

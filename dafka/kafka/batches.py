@@ -31,17 +31,16 @@ from __future__ import annotations
 
 import logging
 import struct
-import zlib
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Final
 
-import cramjam
-import lz4.frame
-import zstandard
 from crc32c import crc32c
 
 from dafka.errors import KafkaRequestError
+from dafka.kafka.compression import compress, inflate, too_large
 from dafka.kafka.model import Code, KafkaRecord
 
 __all__ = [
@@ -74,15 +73,9 @@ _ATTR_TRANSACTIONAL: Final = 0x10
 _ATTR_CONTROL: Final = 0x20
 
 _INT32_MAX: Final = (1 << 31) - 1
-_XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
-_XERIAL_HEADER: Final = 16  # magic 8, version i32, compatible version i32
-_XERIAL_BLOCK: Final = 32 * 1024
-_STEP: Final = 256 * 1024
-"""Bytes inflated per step while decompressing (the cap is checked after each)."""
-_MIN_WINDOW: Final = 1 << 20
-_MAX_WINDOW: Final = 1 << 27  # zstd's own default limit
-_GZIP_LEVEL: Final = 6
-_ZSTD_LEVEL: Final = 3
+_INT64_MAX: Final = (1 << 63) - 1
+
+_offset_of: Final = attrgetter("offset")
 
 DEFAULT_BATCH_RECORDS: Final = 1000
 """Records per batch :func:`encode_batches` writes at most (Fetch responses)."""
@@ -205,6 +198,11 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
     append = out.append
     at = 0
     varint = _varint
+    int64_max = _INT64_MAX
+    new = _new
+    set_offset, set_timestamp, set_key = _set_offset, _set_timestamp, _set_key
+    set_value, set_headers = _set_value, _set_headers
+    no_headers: tuple[tuple[str, bytes | None], ...] = ()
     for expected in range(count):
         if at >= end:
             raise _invalid(f"a batch claims {count} records but holds {expected}")
@@ -290,7 +288,7 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
             raise _corrupt("a record ends before its header count")
         b = raw[at]
         if b == 0 and at + 1 == stop:
-            headers: tuple[tuple[str, bytes | None], ...] = ()
+            headers = no_headers
         else:
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
@@ -299,152 +297,20 @@ def _read_records(raw: bytes, count: int, base_time: int) -> tuple[KafkaRecord, 
                 n, at = varint(raw, at, stop, 5)
             headers = _headers(raw, at, stop, n)
         at = stop
-        record = _new(KafkaRecord)
-        _set_offset(record, offset)
-        _set_timestamp(record, base_time + delta)
-        _set_key(record, key)
-        _set_value(record, value)
-        _set_headers(record, headers)
+        time = base_time + delta
+        # guard: kafka-timestamp-range
+        if not 0 <= time <= int64_max:
+            raise KafkaRequestError(Code.INVALID_TIMESTAMP, f"a record's timestamp is {time}")
+        record = new(KafkaRecord)
+        set_offset(record, offset)
+        set_timestamp(record, time)
+        set_key(record, key)
+        set_value(record, value)
+        set_headers(record, headers)
         append(record)
     if at != end:
         raise _invalid(f"a batch holds {end - at} bytes after its {count} records")
     return tuple(out)
-
-
-def _too_large(cap: int) -> KafkaRequestError:
-    return KafkaRequestError(
-        Code.MESSAGE_TOO_LARGE, f"the records inflate past {cap} bytes uncompressed"
-    )
-
-
-def _gunzip(data: bytes, cap: int) -> bytes:
-    out = []
-    total = 0
-    while True:
-        stream = zlib.decompressobj(wbits=31)
-        rest = data
-        while True:
-            try:
-                # guard: kafka-gzip-bound
-                chunk = stream.decompress(rest, min(_STEP, cap - total + 1))
-            except zlib.error as exc:
-                raise _corrupt(f"gzip records do not decompress: {exc}") from None
-            total += len(chunk)
-            if total > cap:
-                raise _too_large(cap)
-            out.append(chunk)
-            if stream.eof:
-                break
-            if not stream.unconsumed_tail and not chunk:
-                raise _corrupt("gzip records end before their stream does")
-            rest = stream.unconsumed_tail
-        data = stream.unused_data
-        if not data:  # else another gzip member follows, as a concatenating writer makes
-            return b"".join(out)
-
-
-def _unzstd(data: bytes, cap: int) -> bytes:
-    try:
-        stated = zstandard.frame_content_size(data)
-    except zstandard.ZstdError as exc:
-        raise _corrupt(f"zstd records do not decompress: {exc}") from None
-    # guard: kafka-zstd-stated-size
-    if stated > cap:
-        raise _too_large(cap)
-    window = min(_MAX_WINDOW, max(_MIN_WINDOW, 1 << cap.bit_length()))
-    out = []
-    total = 0
-    try:
-        reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
-            data, read_across_frames=True
-        )
-        while True:
-            # guard: kafka-zstd-bound
-            chunk = reader.read(min(_STEP, cap - total + 1))
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > cap:
-                raise _too_large(cap)
-            out.append(chunk)
-    except zstandard.ZstdError as exc:
-        if "too much memory" in str(exc) or "window" in str(exc).lower():
-            raise _too_large(cap) from None
-        raise _corrupt(f"zstd records do not decompress: {exc}") from None
-    return b"".join(out)
-
-
-def _unlz4(data: bytes, cap: int) -> bytes:
-    stream = lz4.frame.LZ4FrameDecompressor()
-    out = []
-    total = 0
-    rest = data
-    try:
-        while not stream.eof:
-            # guard: kafka-lz4-bound
-            chunk = stream.decompress(rest, max_length=min(_STEP, cap - total + 1))
-            rest = b""
-            total += len(chunk)
-            if total > cap:
-                raise _too_large(cap)
-            out.append(chunk)
-            if stream.needs_input and not stream.eof:
-                raise _corrupt("lz4 records end before their frame does")
-    except RuntimeError as exc:  # lz4.frame raises RuntimeError for bad frames
-        raise _corrupt(f"lz4 records do not decompress: {exc}") from None
-    if stream.unused_data:
-        raise _corrupt(f"{len(stream.unused_data)} bytes follow the lz4 frame")
-    return b"".join(out)
-
-
-def _snappy_block(block: bytes | memoryview, room: int, cap: int) -> bytes:
-    """A raw snappy block, refused when the length it states is over ``room`` (what is
-    left of ``cap``)."""
-    stated, _ = _uvarint_head(block)
-    # guard: kafka-snappy-stated-size
-    if stated > room:
-        raise _too_large(cap)
-    try:
-        return bytes(cramjam.snappy.decompress_raw(block))
-    except cramjam.DecompressionError as exc:
-        raise _corrupt(f"snappy records do not decompress: {exc}") from None
-
-
-def _uvarint_head(buf: bytes | memoryview) -> tuple[int, int]:
-    """The unsigned varint a raw snappy block starts with (its uncompressed length)."""
-    n = 0
-    for i in range(min(len(buf), 5)):
-        b = buf[i]
-        n |= (b & 0x7F) << (7 * i)
-        if b < 0x80:
-            return n, i + 1
-    raise _corrupt("a snappy block does not state its length")
-
-
-def _unsnappy(data: bytes, cap: int) -> bytes:
-    if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_block(data, cap, cap)
-    if len(data) < _XERIAL_HEADER:
-        raise _corrupt("xerial snappy records end inside their header")
-    view = memoryview(data)
-    out = []
-    total = 0
-    at = _XERIAL_HEADER
-    while at < len(data):
-        if at + 4 > len(data):
-            raise _corrupt("xerial snappy records end inside a block length")
-        (size,) = struct.unpack_from(">i", data, at)
-        at += 4
-        if size < 0 or at + size > len(data):
-            raise _corrupt(f"a xerial snappy block states {size} bytes; {len(data) - at} remain")
-        chunk = _snappy_block(view[at : at + size], cap - total, cap)
-        at += size
-        total += len(chunk)
-        out.append(chunk)
-    return b"".join(out)
-
-
-_INFLATE = {1: _gunzip, 2: _unsnappy, 3: _unlz4, 4: _unzstd}
 
 
 def decode_produce(
@@ -522,11 +388,16 @@ def decode_produce(
             raise _invalid(f"a batch of {count} records states last offset delta {last_delta}")
         body = buf[at + _HEAD_LEN : end]
         if codec:
-            raw = _INFLATE[codec](body, bytes_left)
+            try:
+                raw = inflate(codec, body, bytes_left)
+            except KafkaRequestError as exc:  # past what the earlier batches left: say the cap
+                if exc.code != Code.MESSAGE_TOO_LARGE:
+                    raise
+                raise too_large(max_uncompressed) from None
         else:
             raw = body
         if len(raw) > bytes_left:
-            raise _too_large(max_uncompressed)
+            raise too_large(max_uncompressed)
         records = _records(raw, count, base_time)
         records_left -= count
         bytes_left -= len(raw)
@@ -620,23 +491,6 @@ def _encode_records(records: Sequence[KafkaRecord], base_offset: int, base_time:
     return b"".join(parts)
 
 
-def _compress(codec: int, raw: bytes) -> bytes:
-    if codec == 1:
-        stream = zlib.compressobj(_GZIP_LEVEL, wbits=31)
-        return stream.compress(raw) + stream.flush()
-    if codec == 2:  # the xerial framing the Java client writes and every client reads
-        view = memoryview(raw)
-        parts = [_XERIAL_MAGIC, struct.pack(">ii", 1, 1)]
-        for at in range(0, len(raw), _XERIAL_BLOCK):
-            block = bytes(cramjam.snappy.compress_raw(view[at : at + _XERIAL_BLOCK]))
-            parts.append(struct.pack(">i", len(block)))
-            parts.append(block)
-        return b"".join(parts)
-    if codec == 3:  # independent blocks, no content size: what the Java client reads
-        return bytes(lz4.frame.compress(raw, block_linked=False, store_size=False))
-    return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(raw)
-
-
 def encode_batch(records: Sequence[KafkaRecord], *, compression: str | None = None) -> bytes:
     """One batch of ``records`` (offsets ascending; the first is the base offset) for a
     Fetch response: producer id -1, create-time timestamps, CRC-32C set."""
@@ -661,7 +515,7 @@ def encode_batch(records: Sequence[KafkaRecord], *, compression: str | None = No
         raise ValueError(f"offsets {base_offset} to {previous} span more than one batch can")
     raw = _encode_records(records, base_offset, base_time)
     if codec:
-        raw = _compress(codec, raw)
+        raw = compress(codec, raw)
     tail = _HEAD.pack(
         base_offset,
         _HEAD_LEN - _LENGTH_FROM + len(raw),
@@ -697,8 +551,8 @@ def encode_batches(
     while start < n:
         stop = min(n, start + max_batch_records)
         base = records[start].offset
-        while records[stop - 1].offset - base > _INT32_MAX:
-            stop = start + max(1, (stop - start) // 2)
+        if records[stop - 1].offset - base > _INT32_MAX:
+            stop = bisect_right(records, base + _INT32_MAX, start + 1, stop, key=_offset_of)
         out.append(encode_batch(records[start:stop], compression=compression))
         start = stop
     return b"".join(out)
