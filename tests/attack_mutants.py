@@ -1189,6 +1189,12 @@ MUTANTS: dict[str, Spec] = {
     "the Kafka listener's long polls wait in their own pool": Guard(
         "listener-fetch-own-pool", "pool = self.pool"
     ),
+    "the Kafka listener reads small requests whatever large ones hold of its budget": Guard(
+        "listener-small-requests-never-wait", "await self._budget.take(size)"
+    ),
+    "the Kafka listener closes a connection whose request is late": Guard(
+        "listener-request-body-deadline", "frame = await reader.readexactly(size)"
+    ),
     "a Kafka batch with a bad CRC-32C is refused": Guard("kafka-batch-crc", "if False:"),
     "a Kafka batch whose length runs past the request is refused": Guard(
         "kafka-batch-length", "if length < _MIN_BATCH_LENGTH:"
@@ -2414,6 +2420,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the Kafka listener's long polls wait in their own pool": (
         "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_consumers_waiting_for_records_never_hold_up_a_producer",
+    ),
+    "the Kafka listener reads small requests whatever large ones hold of its budget": (
+        "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_a_large_request_never_finished_holds_up_no_small_one_and_is_closed",
+    ),
+    "the Kafka listener closes a connection whose request is late": (
+        "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_a_large_request_never_finished_holds_up_no_small_one_and_is_closed",
     ),
     "a Kafka batch with a bad CRC-32C is refused": (
         "tests/unit/kafka/test_batches_attacks.py::test_a_bad_crc_is_refused",

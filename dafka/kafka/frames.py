@@ -30,7 +30,6 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import SerialError
 
 from .model import Code
 
@@ -169,7 +168,7 @@ def parse_request(
     try:
         header, used = entity_reader(cls.__header_schema__)(view, 0)
         body, _ = entity_reader(cls)(view, used)
-    except (SerialError, ValueError, TypeError, OverflowError) as exc:
+    except Exception as exc:  # kio's DecodeError and whatever else a hostile body raises
         return _refuse(
             api_key,
             api_version,

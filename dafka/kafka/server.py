@@ -37,7 +37,14 @@ from .frames import (
 from .handlers import Handlers
 from .model import Code, Deferred, GroupApi
 
-__all__ = ["KafkaServer", "RateLog", "ServerLimits", "admit", "must_wait_for_reader"]
+__all__ = [
+    "KafkaServer",
+    "RateLog",
+    "ServerLimits",
+    "admit",
+    "must_wait_for_budget",
+    "must_wait_for_reader",
+]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,10 @@ class ServerLimits:
     max_buffered_bytes: int = 512 * MIB
     """Request bytes held by the listener at once (read, not yet answered), over all
     connections; a reader waits for room before reading a request's body."""
+    small_request_bytes: int = MIB
+    """Requests up to this size are read at once, whatever the budget holds."""
+    request_timeout: float = 60.0
+    """Seconds a request's bytes may take to arrive once its size was read."""
     max_in_flight: int = 5
     """Requests of one connection read ahead of the one being answered."""
     max_unsent_bytes: int = 8 * MIB
@@ -72,6 +83,12 @@ def admit(open_connections: int, limits: ServerLimits) -> bool:
     """Whether one more connection is served."""
     # guard: listener-connections-capped
     return open_connections < limits.max_connections
+
+
+def must_wait_for_budget(size: int, limits: ServerLimits) -> bool:
+    """Whether a request of ``size`` bytes waits for room in the listener's budget of
+    request bytes before it is read (small ones never do)."""
+    return size > limits.small_request_bytes
 
 
 def must_wait_for_reader(unsent: int, limits: ServerLimits) -> bool:
@@ -101,16 +118,19 @@ class RateLog:
 
 
 class _ByteBudget:
-    """Request bytes held, over all connections, waited for in FIFO order."""
+    """Request bytes held, over all connections. A large request waits for room; a small
+    one is counted but never waits, so that clients holding the budget with large requests
+    they send slowly (or never finish) cannot hold up anybody's small requests."""
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.used = 0
         self._cond = asyncio.Condition()
 
-    async def take(self, n: int) -> None:
+    async def take(self, n: int, wait: bool = True) -> None:
         async with self._cond:
-            await self._cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
+            if wait:
+                await self._cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
             self.used += n
 
     async def give(self, n: int) -> None:
@@ -314,9 +334,24 @@ class KafkaServer:
             if why is not None:
                 log.warning("closing the connection of %s: %s", peer, why)
                 return
-            await self._budget.take(size)
+            # guard: listener-small-requests-never-wait
+            await self._budget.take(size, wait=must_wait_for_budget(size, self.limits))
             try:
-                frame = await reader.readexactly(size)
+                try:
+                    # guard: listener-request-body-deadline
+                    frame = await asyncio.wait_for(
+                        reader.readexactly(size), self.limits.request_timeout
+                    )
+                except TimeoutError:
+                    log.warning(
+                        "closing the connection of %s: a request of %d bytes not received "
+                        "in %.0f s",
+                        peer,
+                        size,
+                        self.limits.request_timeout,
+                    )
+                    await self._budget.give(size)
+                    return
                 parsed = parse_request(frame, self.table)
             except BaseException:
                 await self._budget.give(size)

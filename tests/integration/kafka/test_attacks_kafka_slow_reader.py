@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -167,4 +168,32 @@ def test_consumers_waiting_for_records_never_hold_up_a_producer() -> None:
     finally:
         for c in waiting:
             c.close()
+        r.stop()
+
+
+def test_a_large_request_never_finished_holds_up_no_small_one_and_is_closed() -> None:
+    """A client announcing a request as large as the listener's whole budget of request
+    bytes, then sending nothing: small requests of others are still read and answered at
+    once, and the client is closed once its request is late."""
+    r = Running(
+        ServerLimits(max_buffered_bytes=MIB, small_request_bytes=64 * 1024, request_timeout=1.0)
+    )
+    stalled = socket.create_connection(("127.0.0.1", r.port))
+    good = RawClient("127.0.0.1", r.port, timeout=5)
+    try:
+        stalled.sendall(struct.pack(">i", MIB) + b"\0" * 100)  # all of the budget, never sent
+        time.sleep(0.2)
+        started = time.monotonic()
+        answer = good.call(
+            18, 3, build(18, 3, client_software_name="t", client_software_version="1")
+        )
+        assert answer.api_keys and time.monotonic() - started < 0.5
+        stalled.settimeout(5)
+        try:
+            assert stalled.recv(10) == b""
+        except ConnectionResetError:
+            pass
+    finally:
+        stalled.close()
+        good.close()
         r.stop()
