@@ -7,6 +7,10 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import click
@@ -34,6 +38,10 @@ from .common import (
     wait_for_signal,
 )
 from .metrics import metrics_options
+
+KAFKA_STATE_DIR = ".dafka/kafka"
+KAFKA_START_TIMEOUT = 30.0
+"""Seconds the Kafka listener child may take to listen."""
 
 
 @click.command(cls=Command, context_settings=CONTEXT)
@@ -69,6 +77,13 @@ from .metrics import metrics_options
     help="The local admin key file (made if missing); the metadata's first admin, and what "
     f"the dafka command signs with by default. [env: {ADMIN_KEY_ENV}]",
 )
+@click.option(
+    "--kafka-port",
+    default=None,
+    type=click.IntRange(0, 65535),
+    help="Also run the Kafka-protocol listener (dafka-kafka) on 127.0.0.1:PORT (0: a free "
+    "port), as a child process; its state goes in .dafka/kafka (docs/kafka.md).",
+)
 @metrics_options
 @run_cli
 def main(
@@ -77,6 +92,7 @@ def main(
     tower_data_dir: str | None,
     profile: str,
     admin_key_file: str,
+    kafka_port: int | None,
     metrics_port: int | None,
     metrics_host: str,
 ) -> None:
@@ -114,6 +130,16 @@ def main(
             tower_metrics_server.close()
         tower.stop()
         raise
+    kafka: KafkaChild | None = None
+    if kafka_port is not None:
+        try:
+            kafka = KafkaChild(str(address), host, kafka_port, str(path))
+        except BaseException:
+            store.stop()
+            if tower_metrics_server is not None:
+                tower_metrics_server.close()
+            tower.stop()
+            raise
     t = "" if str(address) == "127.0.0.1:5556" else f" -t {address}"
     if profile != "signed":
         t += f" --profile {profile}"
@@ -130,6 +156,8 @@ def main(
             f"{', '.join(tower.sm.admins) or 'none yet'}); dafka changes signed with it are refused",
             err=True,
         )
+    if kafka is not None:
+        click.echo(f"Kafka listener on {kafka.endpoint} (kcat -b {kafka.endpoint} -L)", err=True)
     for role, metrics in (("store", store.metrics), ("tower", tower_metrics_server)):
         if metrics is not None and metrics.url is not None:
             click.echo(f"metrics on {metrics.url} ({role})", err=True)
@@ -147,13 +175,80 @@ def main(
         "Ctrl-C stops it.",
         err=True,
     )
+
+    def check() -> None:
+        check_nodes(store, tower)
+        if kafka is not None:
+            kafka.check()
+
     try:
-        wait_for_signal(lambda: check_nodes(store, tower))
+        wait_for_signal(check)
     finally:
+        if kafka is not None:
+            kafka.stop()
         store.stop()
         if tower_metrics_server is not None:
             tower_metrics_server.close()
         tower.stop()
+
+
+class KafkaChild:
+    """``dafka-kafka`` as a child process of ``dafka-local`` (its stderr is ours)."""
+
+    def __init__(self, towers: str, host: str, port: int, admin_key: str) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dafka.cli.kafka",
+                "--tower",
+                towers,
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--admin-key",
+                admin_key,
+                "--state-dir",
+                KAFKA_STATE_DIR,
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.endpoint = ""
+        self._listening = threading.Event()
+        threading.Thread(target=self._relay, daemon=True).start()
+        self._listening.wait(KAFKA_START_TIMEOUT)
+        if not self.endpoint:
+            self.stop()
+            raise DafkaError(f"the Kafka listener did not start (exit {self.proc.returncode})")
+
+    def _relay(self) -> None:
+        """Copy the child's stderr to ours, noting the port it listens on."""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            sys.stderr.write(line)
+            if not self.endpoint:
+                m = re.search(r"% kafka listening on (\S+)", line)
+                if m:
+                    self.endpoint = m.group(1)
+                    self._listening.set()
+        self._listening.set()
+
+    def check(self) -> None:
+        if self.proc.poll() is not None:
+            raise DafkaError(
+                f"the Kafka listener exited {self.proc.returncode} (see the log above)"
+            )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
 
 
 def check_nodes(store: Store, tower: TowerNode) -> None:
