@@ -9,7 +9,6 @@ tests that need Dafka itself, native records or a second listener, skip and say 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.procs import Proc, StoreProc, Tower, py, wait_until
+from tests.integration.kafka.listener import Listener, start_listener
+from tests.procs import StoreProc, Tower, wait_until
 
 BACKEND = os.environ.get("DAFKA_KAFKA_TESTS", "cluster")
-LISTENING = re.compile(r"% kafka listening on (\S+):(\d+)")
 
 
 def require_tool(tool: str, package: str) -> str:
@@ -34,39 +33,6 @@ def require_tool(tool: str, package: str) -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}, and CI=true: failing instead of skipping", pytrace=False)
     pytest.skip(reason)
-
-
-@dataclass
-class Listener:
-    proc: Proc
-    host: str
-    port: int
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-def start_listener(*args: str) -> Listener:
-    """``dafka-kafka ARGS --port 0``, once it says where it listens (stderr or stdout)."""
-    proc = Proc(py("dafka.cli.kafka", *args, "--port", "0"))
-
-    def listening() -> re.Match[str] | None:
-        for line in (*proc.stderr_lines, *bytes(proc.stdout).decode(errors="replace").splitlines()):
-            m = LISTENING.search(line)
-            if m is not None:
-                return m
-        if proc.p.poll() is not None:
-            raise AssertionError(f"dafka-kafka exited {proc.p.returncode}:\n{proc.stderr}")
-        return None
-
-    try:
-        m = wait_until(listening, 20, what="% kafka listening on HOST:PORT")
-    except AssertionError:
-        proc.kill()
-        raise
-    assert isinstance(m, re.Match)
-    return Listener(proc, m.group(1), int(m.group(2)))
 
 
 @dataclass
