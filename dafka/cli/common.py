@@ -34,7 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 CONTEXT = {"auto_envvar_prefix": "DAFKA", "help_option_names": ["-h", "--help"]}
 
-SECTIONS = ("producer", "consumer", "store", "tower", "local", "admin", "raft")
+SECTIONS = ("producer", "consumer", "store", "tower", "local", "admin", "raft", "kafka")
 """The tables a ``--config`` file may have, one per command."""
 SHARED_KEYS = frozenset(
     {

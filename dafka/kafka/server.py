@@ -1,0 +1,343 @@
+"""The Kafka listener's TCP shell: asyncio streams, bounded per connection and in total.
+
+Per connection, a reader reads frames (each size checked before its bytes are read, and
+counted against a listener-wide budget of request bytes held), decodes them and queues at
+most ``max_in_flight``; one worker answers them one at a time in request order (Kafka
+handles a connection's requests in order, and a producer's pipelined batches must be
+written in order). Backend calls run in a bounded thread pool; group API calls on the loop
+thread. A client that does not read its responses: once its unsent bytes pass
+``max_unsent_bytes`` its worker waits for them to drain (so its reader stops at the queue
+bound), and after ``slow_timeout`` it is closed; the others are never held up by it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from .frames import (
+    API_VERSIONS,
+    Refusal,
+    Request,
+    api_versions_response,
+    check_size,
+    encode_response,
+    error_response,
+    parse_request,
+    version_table,
+)
+from .handlers import Handlers
+from .model import Code, Deferred, GroupApi
+
+__all__ = ["KafkaServer", "RateLog", "ServerLimits", "admit", "must_wait_for_reader"]
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    max_connections: int = 1000
+    max_request_bytes: int = 100 * MIB
+    """Kafka's ``socket.request.max.bytes``: a larger frame closes its connection."""
+    max_buffered_bytes: int = 512 * MIB
+    """Request bytes held by the listener at once (read, not yet answered), over all
+    connections; a reader waits for room before reading a request's body."""
+    max_in_flight: int = 5
+    """Requests of one connection read ahead of the one being answered."""
+    max_unsent_bytes: int = 8 * MIB
+    """Response bytes a client may leave unread before its requests stop being read."""
+    slow_timeout: float = 30.0
+    """Seconds a client may leave its responses unread (over ``max_unsent_bytes``)."""
+    idle_timeout: float = 600.0
+    """Seconds a connection may send nothing (Kafka's ``connections.max.idle.ms``)."""
+    pool_threads: int = 32
+
+
+def admit(open_connections: int, limits: ServerLimits) -> bool:
+    """Whether one more connection is served."""
+    # guard: kafka-connections-capped
+    return open_connections < limits.max_connections
+
+
+def must_wait_for_reader(unsent: int, limits: ServerLimits) -> bool:
+    """Whether a connection's worker waits for its client to read before answering more."""
+    # guard: kafka-unsent-bytes-capped
+    return unsent > limits.max_unsent_bytes
+
+
+class RateLog:
+    """At most one line per ``period`` seconds for one kind of event; counts the rest."""
+
+    def __init__(self, period: float = 10.0) -> None:
+        self.period = period
+        self._last = -1e18
+        self.skipped = 0
+
+    def allow(self, now: float) -> bool:
+        if now - self._last >= self.period:
+            self._last = now
+            return True
+        self.skipped += 1
+        return False
+
+    def take_skipped(self) -> int:
+        n, self.skipped = self.skipped, 0
+        return n
+
+
+class _ByteBudget:
+    """Request bytes held, over all connections, waited for in FIFO order."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._cond = asyncio.Condition()
+
+    async def take(self, n: int) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
+            self.used += n
+
+    async def give(self, n: int) -> None:
+        async with self._cond:
+            self.used -= n
+            self._cond.notify_all()
+
+
+class KafkaServer:
+    """Serve ``handlers`` (and ``groups`` for the consumer-group APIs) on ``host:port``."""
+
+    def __init__(
+        self,
+        handlers: Handlers,
+        groups: GroupApi | None = None,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+        limits: ServerLimits = ServerLimits(),
+    ) -> None:
+        self.handlers = handlers
+        self.groups = groups
+        self.host = host
+        self.port = port
+        self.limits = limits
+        self.group_keys = groups.api_keys if groups is not None else frozenset()
+        self.table = version_table(self.group_keys)
+        self.pool = ThreadPoolExecutor(limits.pool_threads, thread_name_prefix="kafka-backend")
+        self.connections = 0
+        self._tokens = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._server: asyncio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._budget: _ByteBudget | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._too_many = RateLog()
+        self._refusals = RateLog(1.0)
+
+    async def start(self) -> int:
+        """Listen; return the bound port."""
+        self._loop = asyncio.get_running_loop()
+        self._budget = _ByteBudget(self.limits.max_buffered_bytes)
+        if self.groups is not None:
+            loop = self._loop
+            self.groups.set_waker(lambda: loop.call_soon_threadsafe(self._poll_groups))
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, limit=64 * 1024, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.groups is not None:
+            self.groups.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- the group API -----------------------------------------------------------------
+
+    def _poll_groups(self) -> None:
+        if self.groups is None:
+            return
+        try:
+            answers = self.groups.poll(time.time())
+        except Exception:
+            log.exception("the group API's poll failed")
+            answers = []
+        for token, response in answers:
+            future = self._pending.pop(token, None)
+            if future is not None and not future.done():
+                future.set_result(response)
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        if self.groups is None or self._loop is None:
+            return
+        when = self.groups.next_wakeup()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if when is not None:
+            delay = max(0.0, when - time.time())
+            self._timer = self._loop.call_later(delay, self._poll_groups)
+
+    async def _group_answer(self, req: Request) -> Any:
+        assert self.groups is not None and self._loop is not None
+        token = next(self._tokens)
+        try:
+            answer = self.groups.handle(
+                token, req.api_key, req.api_version, req.body, None, time.time()
+            )
+        except Exception:
+            log.exception("the group API failed on api %d v%d", req.api_key, req.api_version)
+            return error_response(req.api_key, req.api_version, Code.UNKNOWN_SERVER_ERROR)
+        finally:
+            self._arm_timer()
+        if not isinstance(answer, Deferred):
+            return answer
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._pending[answer.token] = future
+        try:
+            return await future
+        finally:
+            self._pending.pop(answer.token, None)
+
+    # --- connections -------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        if not admit(self.connections, self.limits):
+            now = time.monotonic()
+            if self._too_many.allow(now):
+                log.warning(
+                    "refused a connection from %s: %d open, the most served (%d more refused "
+                    "since the last line)",
+                    peer, self.connections, self._too_many.take_skipped(),
+                )
+            writer.close()
+            return
+        self.connections += 1
+        writer.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes)
+        queue: asyncio.Queue[tuple[Request | Refusal, int] | None] = asyncio.Queue(
+            self.limits.max_in_flight
+        )
+        worker = asyncio.create_task(self._answer(queue, writer, peer))
+        try:
+            await self._read(reader, queue, peer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            log.exception("connection from %s failed", peer)
+        finally:
+            await queue.put(None)
+            try:
+                await worker
+            except Exception:
+                log.exception("connection from %s failed", peer)
+            self.connections -= 1
+            writer.close()
+
+    async def _read(
+        self,
+        reader: asyncio.StreamReader,
+        queue: asyncio.Queue[tuple[Request | Refusal, int] | None],
+        peer: object,
+    ) -> None:
+        assert self._budget is not None
+        while True:
+            try:
+                head = await asyncio.wait_for(reader.readexactly(4), self.limits.idle_timeout)
+            except asyncio.TimeoutError:
+                log.info("closing the connection of %s: idle %.0f s", peer, self.limits.idle_timeout)
+                return
+            except asyncio.IncompleteReadError:
+                return
+            size = int.from_bytes(head, "big", signed=True)
+            why = check_size(size, self.limits.max_request_bytes)
+            if why is not None:
+                log.warning("closing the connection of %s: %s", peer, why)
+                return
+            await self._budget.take(size)
+            try:
+                frame = await reader.readexactly(size)
+                parsed = parse_request(frame, self.group_keys, self.table)
+            except BaseException:
+                await self._budget.give(size)
+                raise
+            del frame
+            await queue.put((parsed, size))
+            if isinstance(parsed, Refusal) and parsed.answer is None:
+                return
+
+    async def _answer(
+        self,
+        queue: asyncio.Queue[tuple[Request | Refusal, int] | None],
+        writer: asyncio.StreamWriter,
+        peer: object,
+    ) -> None:
+        assert self._budget is not None
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            parsed, size = item
+            try:
+                if writer.is_closing():
+                    continue
+                data = await self._respond(parsed, peer)
+                if data is None:
+                    continue
+                writer.write(data)
+                if must_wait_for_reader(writer.transport.get_write_buffer_size(), self.limits):
+                    try:
+                        await asyncio.wait_for(writer.drain(), self.limits.slow_timeout)
+                    except asyncio.TimeoutError:
+                        log.warning(
+                            "closing the connection of %s: %d bytes of responses unread for %.0f s",
+                            peer, writer.transport.get_write_buffer_size(), self.limits.slow_timeout,
+                        )
+                        writer.transport.abort()
+                    except ConnectionError:
+                        writer.transport.abort()
+            finally:
+                await self._budget.give(size)
+
+    async def _respond(self, parsed: Request | Refusal, peer: object) -> bytes | None:
+        if isinstance(parsed, Refusal):
+            if self._refusals.allow(time.monotonic()):
+                skipped = self._refusals.take_skipped()
+                more = f" ({skipped} more since the last line)" if skipped else ""
+                log.warning(
+                    "refused from %s: %s, answered %s%s",
+                    peer, parsed.reason,
+                    parsed.code.name if parsed.answer is not None else "nothing (closed)", more,
+                )
+            return parsed.answer
+        req = parsed
+        if req.api_key == API_VERSIONS:
+            body = api_versions_response(req.api_version, Code.NONE, self.table)
+            return encode_response(req.api_key, req.api_version, req.correlation_id, body)
+        if req.api_key in self.group_keys:
+            body = await self._group_answer(req)
+            return encode_response(req.api_key, req.api_version, req.correlation_id, body)
+        assert self._loop is not None
+        return await self._loop.run_in_executor(self.pool, self._handle, req)
+
+    def _handle(self, req: Request) -> bytes | None:
+        """In the pool: answer and encode one request (a failure answered, logged)."""
+        try:
+            body = self.handlers.handle(req)
+        except Exception:
+            log.exception("api %d v%d failed", req.api_key, req.api_version)
+            body = error_response(req.api_key, req.api_version, Code.UNKNOWN_SERVER_ERROR)
+        if body is None:
+            return None
+        return encode_response(req.api_key, req.api_version, req.correlation_id, body)
