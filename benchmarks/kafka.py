@@ -194,7 +194,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="bench-kafka-") as tmp:
             store = StoreProc(Path(tmp) / "store", tower.address)
             try:
-                listener = start_listener("--tower", tower.address)
+                listener = start_listener(Path(tmp) / "kafka", "--tower", tower.address)
                 phases = report["phases"]
                 phases["native_produce"] = native_produce(tower.address, "bench-native", n, size)
                 phases["native_consume"] = native_consume(tower.address, "bench-native", n)

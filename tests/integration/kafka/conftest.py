@@ -41,6 +41,7 @@ class KafkaFront:
     None for the in-memory backend)."""
 
     towers: str | None
+    state: Path
     listeners: list[Listener] = field(default_factory=list)
 
     @property
@@ -50,7 +51,7 @@ class KafkaFront:
     def add_listener(self) -> Listener:
         if self.towers is None:
             pytest.skip("a second listener needs a real cluster (DAFKA_KAFKA_TESTS=memory)")
-        x = start_listener("--tower", self.towers)
+        x = start_listener(self.state / f"kafka-{len(self.listeners)}", "--tower", self.towers)
         self.listeners.append(x)
         return x
 
@@ -69,11 +70,11 @@ def kafka(tmp_path: Path) -> Iterator[KafkaFront]:
     front: KafkaFront | None = None
     try:
         if BACKEND == "memory":
-            front = KafkaFront(None, [start_listener("--memory")])
+            front = KafkaFront(None, tmp_path, [start_listener(tmp_path / "kafka-0", "--memory")])
         else:
             tower = Tower()
             store = StoreProc(tmp_path / "store", tower.address)
-            front = KafkaFront(tower.address)
+            front = KafkaFront(tower.address, tmp_path)
             front.add_listener()
         yield front
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from tests.procs import Proc, py, wait_until
 
@@ -21,9 +22,10 @@ class Listener:
         return f"{self.host}:{self.port}"
 
 
-def start_listener(*args: str) -> Listener:
-    """``dafka-kafka ARGS --port 0``, once it says where it listens (stderr or stdout)."""
-    proc = Proc(py("dafka.cli.kafka", *args, "--port", "0"))
+def start_listener(state_dir: Path, *args: str) -> Listener:
+    """``dafka-kafka ARGS --port 0 --state-dir STATE_DIR``, once it says where it listens
+    (stderr or stdout)."""
+    proc = Proc(py("dafka.cli.kafka", *args, "--port", "0", "--state-dir", str(state_dir)))
 
     def listening() -> re.Match[str] | None:
         for line in (*proc.stderr_lines, *bytes(proc.stdout).decode(errors="replace").splitlines()):
