@@ -133,6 +133,10 @@ TESTS = [
     "tests/unit/test_consumer_rich.py",
     "tests/integration/test_attacks_producer_records.py",
     "tests/unit/test_producer_sealing_rich.py",
+    "tests/unit/kafka/test_listener_frames.py",
+    "tests/unit/kafka/test_listener_handlers.py",
+    "tests/integration/kafka/test_attacks_kafka_listener.py",
+    "tests/integration/kafka/test_attacks_kafka_slow_reader.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1158,6 +1162,28 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a batch with headers, times, tombstones, a codec or a compacted topic is format 5": Guard(
         "producer-seals-rich-when-needed", "return False"
+    ),
+    # issue 37 (listener): Kafka frames, request bounds, connections, slow readers
+    "the Kafka listener closes a connection whose frame is over its request cap": Guard(
+        "listener-frame-size-capped", "if False:"
+    ),
+    "the Kafka listener closes a connection whose frame is shorter than a header": Guard(
+        "listener-frame-size-minimum", "if False:"
+    ),
+    "the Kafka listener refuses a large request of an API without records undecoded": Guard(
+        "listener-small-request-cap", "if False:"
+    ),
+    "the Kafka listener refuses a request naming too many partitions before the backend": Guard(
+        "listener-request-items-bounded", "if False:"
+    ),
+    "the Kafka listener's memory of idempotent producers' batches is bounded": Guard(
+        "listener-sequences-bounded", "if False:"
+    ),
+    "the Kafka listener closes connections over its cap": Guard(
+        "listener-connections-capped", "return True"
+    ),
+    "the Kafka listener stops reading a client that leaves its responses unread": Guard(
+        "listener-unsent-bytes-capped", "return False"
     ),
 }
 
@@ -2313,6 +2339,33 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_producer_sealing_rich.py::test_the_decision_format_5_only_when_a_batch_needs_it",
         "tests/unit/test_producer_sealing_rich.py::test_the_core_seals_format_5_for_extras_a_codec_or_a_compacted_topic",
     ),
+    "the Kafka listener closes a connection whose frame is over its request cap": (
+        "tests/unit/kafka/test_listener_frames.py::test_sizes_are_checked_before_reading",
+        "tests/integration/kafka/test_attacks_kafka_listener.py::test_an_oversize_frame_closes_the_connection_with_a_reason",
+    ),
+    "the Kafka listener closes a connection whose frame is shorter than a header": (
+        "tests/unit/kafka/test_listener_frames.py::test_sizes_are_checked_before_reading",
+        "tests/integration/kafka/test_attacks_kafka_listener.py::test_a_frame_below_the_header_size_closes_with_a_reason",
+    ),
+    "the Kafka listener refuses a large request of an API without records undecoded": (
+        "tests/unit/kafka/test_listener_frames.py::test_a_large_request_of_an_api_without_records_is_refused_undecoded",
+        "tests/integration/kafka/test_attacks_kafka_listener.py::test_a_request_naming_a_million_partitions_is_refused_cheaply",
+    ),
+    "the Kafka listener refuses a request naming too many partitions before the backend": (
+        "tests/unit/kafka/test_listener_handlers.py::test_a_request_naming_too_many_partitions_is_refused_before_the_backend",
+        "tests/integration/kafka/test_attacks_kafka_listener.py::test_a_request_naming_a_million_partitions_is_refused_cheaply",
+    ),
+    "the Kafka listener's memory of idempotent producers' batches is bounded": (
+        "tests/unit/kafka/test_listener_handlers.py::test_the_sequence_memory_is_bounded",
+    ),
+    "the Kafka listener closes connections over its cap": (
+        "tests/unit/kafka/test_listener_handlers.py::test_server_decisions",
+        "tests/integration/kafka/test_attacks_kafka_listener.py::test_connections_over_the_cap_are_closed_and_the_others_served",
+    ),
+    "the Kafka listener stops reading a client that leaves its responses unread": (
+        "tests/unit/kafka/test_listener_handlers.py::test_server_decisions",
+        "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_a_client_that_never_reads_is_paused_then_closed_while_another_is_served",
+    ),
 }
 
 
@@ -2440,7 +2493,11 @@ def _failed(stdout: str) -> set[str]:
 def _pytest(args: list[str]) -> None:
     import pytest
 
-    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-rfE", *args]))
+    # a mutant of a module importing kio (which imports hypothesis) is applied before
+    # pytest starts: its plugin's module is then imported already and cannot be rewritten
+    quiet = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    quiet += ["-W", "ignore::hypothesis.errors.HypothesisSideeffectWarning"]
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-rfE", *quiet, *args]))
 
 
 def _unnamed(names: list[str]) -> list[str]:

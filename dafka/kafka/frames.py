@@ -22,6 +22,7 @@ import io
 import struct
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -123,9 +124,10 @@ class Refusal:
 def check_size(size: int, cap: int) -> str | None:
     """Why a frame of ``size`` bytes is refused (the connection closed: its bytes cannot be
     skipped safely), or None."""
+    # guard: listener-frame-size-minimum
     if size < MIN_FRAME_BYTES:
         return f"a request of {size} bytes, less than the {MIN_FRAME_BYTES} of its header"
-    # guard: kafka-frame-size-capped
+    # guard: listener-frame-size-capped
     if size > cap:
         return f"a request of {size} bytes, over the listener's cap of {cap}"
     return None
@@ -137,28 +139,24 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def served(
-    api_key: int, api_version: int, groups: frozenset[int] = frozenset(GROUP_VERSIONS)
-) -> bool:
-    span = SUPPORTED.get(api_key) or (GROUP_VERSIONS.get(api_key) if api_key in groups else None)
+def served(api_key: int, api_version: int, table: Mapping[int, tuple[int, int]]) -> bool:
+    span = table.get(api_key)
     return span is not None and span[0] <= api_version <= span[1]
 
 
 def parse_request(
-    frame: bytes | memoryview,
-    groups: frozenset[int] = frozenset(GROUP_VERSIONS),
-    supported: dict[int, tuple[int, int]] | None = None,
+    frame: bytes | memoryview, table: Mapping[int, tuple[int, int]] = SUPPORTED
 ) -> Request | Refusal:
     """Decode one request frame (the bytes after the size), or say how to refuse it.
 
-    ``groups``: the group API keys served (by the group API). ``supported``: the version
-    table for ApiVersions answers (default: :func:`version_table` of ``groups``)."""
+    ``table``: the APIs and versions served (:func:`version_table`), listed in the answer
+    to an ApiVersions request at a version not served."""
     view = memoryview(frame)
     api_key, api_version, correlation_id = peek_header(view)
-    if not served(api_key, api_version, groups):
-        return _unsupported(api_key, api_version, correlation_id, groups, supported)
+    if not served(api_key, api_version, table):
+        return _unsupported(api_key, api_version, correlation_id, table)
+    # guard: listener-small-request-cap
     if api_key not in DATA_APIS and len(view) > SMALL_REQUEST_BYTES:
-        # guard: kafka-small-request-cap
         return _refuse(
             api_key,
             api_version,
@@ -183,37 +181,47 @@ def parse_request(
     return Request(api_key, api_version, correlation_id, header.client_id, body, len(view))
 
 
-def version_table(groups: frozenset[int]) -> dict[int, tuple[int, int]]:
-    """What ApiVersions lists: the data APIs and the group APIs served."""
+def version_table(
+    group_keys: frozenset[int] = frozenset(),
+    group_versions: Mapping[int, tuple[int, int]] = GROUP_VERSIONS,
+) -> dict[int, tuple[int, int]]:
+    """What ApiVersions lists: the data APIs, and the group APIs ``group_keys`` at the
+    versions ``group_versions`` (the group API's own table where it has one)."""
     table = dict(SUPPORTED)
-    for key in sorted(groups):
-        if key in GROUP_VERSIONS:
-            table[key] = GROUP_VERSIONS[key]
+    for key in sorted(group_keys):
+        span = group_versions.get(key) or GROUP_VERSIONS.get(key)
+        if span is not None and key not in table:
+            # a version kio cannot decode is never listed
+            table[key] = (span[0], min(span[1], _kio_max(key)))
     return dict(sorted(table.items()))
 
 
-def api_versions_response(
-    version: int, code: Code, table: dict[int, tuple[int, int]]
-) -> Any:
+def _kio_max(api_key: int) -> int:
+    from kio.schema.index import api_key_map, schema_name_map
+
+    return max(schema_name_map[api_key_map[api_key]])
+
+
+def api_versions_response(version: int, code: Code, table: Mapping[int, tuple[int, int]]) -> Any:
     cls = load_response_schema(API_VERSIONS, version)
     entry = _element(cls, "api_keys")
-    keys = tuple(make(entry, api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in table.items())
+    keys = tuple(
+        make(entry, api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in table.items()
+    )
     return make(cls, error_code=code, api_keys=keys)
 
 
 def _unsupported(
-    api_key: int,
-    api_version: int,
-    correlation_id: int,
-    groups: frozenset[int],
-    supported: dict[int, tuple[int, int]] | None,
+    api_key: int, api_version: int, correlation_id: int, table: Mapping[int, tuple[int, int]]
 ) -> Refusal:
     reason = f"api {api_key} v{api_version}, not served"
     if api_key == API_VERSIONS:
         # as brokers do: the v0 answer (which every client reads) with our version list
-        body = api_versions_response(0, Code.UNSUPPORTED_VERSION, supported or version_table(groups))
+        body = api_versions_response(0, Code.UNSUPPORTED_VERSION, table)
         answer = encode_response(API_VERSIONS, 0, correlation_id, body)
-        return Refusal(api_key, api_version, correlation_id, Code.UNSUPPORTED_VERSION, reason, answer)
+        return Refusal(
+            api_key, api_version, correlation_id, Code.UNSUPPORTED_VERSION, reason, answer
+        )
     return _refuse(api_key, api_version, correlation_id, Code.UNSUPPORTED_VERSION, reason)
 
 
@@ -240,7 +248,9 @@ def error_response(api_key: int, api_version: int, code: Code) -> Any:
     cls = load_response_schema(api_key, api_version)
     if api_key == API_VERSIONS:
         return api_versions_response(api_version, code, {})
-    return make(cls, **{f.name: code for f in dataclasses.fields(cls) if _kafka_type(f) == "error_code"})
+    return make(
+        cls, **{f.name: code for f in dataclasses.fields(cls) if _kafka_type(f) == "error_code"}
+    )
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
@@ -272,7 +282,9 @@ def _kafka_type(f: dataclasses.Field[Any]) -> str | None:
 
 
 def _optional(tp: Any) -> bool:
-    return typing.get_origin(tp) in (types.UnionType, typing.Union) and type(None) in typing.get_args(tp)
+    return typing.get_origin(tp) in (types.UnionType, typing.Union) and type(
+        None
+    ) in typing.get_args(tp)
 
 
 def _strip_optional(tp: Any) -> Any:
@@ -284,7 +296,7 @@ def _strip_optional(tp: Any) -> Any:
 def _element(cls: type, name: str) -> type:
     """The entity type of list field ``name`` of ``cls``."""
     tp = _strip_optional(_fields(cls)[name].type)
-    return typing.get_args(tp)[0]  # type: ignore[no-any-return]
+    return typing.get_args(tp)[0]
 
 
 @cache

@@ -14,13 +14,14 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kio.index import load_response_schema
 
 from ..errors import KafkaRequestError
+from .batches import decode_produce, encode_batches
 from .frames import API_VERSIONS, Request, element, error_response, make
 from .model import Backend, Code, KafkaRecord, TopicInfo
 
@@ -49,6 +50,8 @@ class Limits:
     """The most a Fetch response carries, whatever the client asks."""
     max_producer_keys: int = 100_000
     """(producer id, topic, partition) whose last batches are remembered."""
+    max_uncompressed: int = 256 * 1024 * 1024
+    """Bytes the batches of one Produce partition may inflate to."""
 
 
 def count_items(api_key: int, body: Any) -> int:
@@ -107,7 +110,9 @@ class Sequences:
                     return offset
             return None
 
-    def add(self, pid: int, topic: str, part: int, epoch: int, seq: int, count: int, offset: int) -> None:
+    def add(
+        self, pid: int, topic: str, part: int, epoch: int, seq: int, count: int, offset: int
+    ) -> None:
         key = (pid, topic, part)
         with self._lock:
             held = self._map.get(key)
@@ -115,7 +120,7 @@ class Sequences:
                 held = self._map[key] = deque(maxlen=KEEP_SEQUENCES)
             self._map.move_to_end(key)
             held.append((epoch, seq, count, offset))
-            # guard: kafka-sequences-bounded
+            # guard: listener-sequences-bounded
             while len(self._map) > self._max:
                 self._map.popitem(last=False)
 
@@ -123,26 +128,26 @@ class Sequences:
         return len(self._map)
 
 
-def _decode_produce(data: bytes, max_records: int) -> list[tuple[int, int, int, list[KafkaRecord]]]:
-    """(producer id, epoch, base sequence, records) of each batch of a Produce partition."""
-    from . import batches
-
+def _decode_produce(
+    data: bytes, max_records: int, max_uncompressed: int, now_ms: int
+) -> list[tuple[int, int, int, list[KafkaRecord]]]:
+    """(producer id, epoch, base sequence, records) of each batch of a Produce partition
+    (a batch asking for log-append time gets ``now_ms``)."""
     out = []
-    for b in batches.decode_produce(data, max_records=max_records):
-        out.append((b.producer_id, b.producer_epoch, b.base_sequence, list(b.records)))
+    for b in decode_produce(data, max_records=max_records, max_uncompressed=max_uncompressed):
+        records = list(b.records)
+        if b.log_append_time:
+            records = [replace(r, timestamp=now_ms) for r in records]
+        out.append((b.producer_id, b.producer_epoch, b.base_sequence, records))
     return out
-
-
-def _encode_records(records: Sequence[KafkaRecord]) -> bytes:
-    from . import batches
-
-    return batches.encode_batches(records)
 
 
 class Handlers:
     """The data and admin APIs over ``backend``."""
 
-    def __init__(self, backend: Backend, limits: Limits = Limits(), clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, backend: Backend, limits: Limits = Limits(), clock: Callable[[], float] = time.time
+    ) -> None:
         self.backend = backend
         self.limits = limits
         self.clock = clock
@@ -152,11 +157,13 @@ class Handlers:
     def handle(self, req: Request) -> Any:
         """The response to ``req`` (None: none is sent, a Produce with acks 0)."""
         items = count_items(req.api_key, req.body)
-        # guard: kafka-request-items-bounded
+        # guard: listener-request-items-bounded
         if items > self.limits.max_partitions:
             log.info(
                 "api %d request naming %d topics and partitions refused (at most %d)",
-                req.api_key, items, self.limits.max_partitions,
+                req.api_key,
+                items,
+                self.limits.max_partitions,
             )
             if req.api_key == PRODUCE and req.body.acks == 0:
                 return None
@@ -193,9 +200,18 @@ class Handlers:
         for name in wanted if wanted is not None else list(infos):
             info = infos.get(name) if name is not None else None
             if info is None:
-                topics.append(make(topic_cls, error_code=Code.UNKNOWN_TOPIC_OR_PARTITION, name=name))
+                topics.append(
+                    make(topic_cls, error_code=Code.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+                )
                 continue
-            topics.append(make(topic_cls, name=name, is_internal=info.internal, partitions=self._parts(info, part_cls)))
+            topics.append(
+                make(
+                    topic_cls,
+                    name=name,
+                    is_internal=info.internal,
+                    partitions=self._parts(info, part_cls),
+                )
+            )
         return make(
             cls,
             brokers=brokers,
@@ -248,8 +264,19 @@ class Handlers:
                 if acks not in (0, 1, -1):
                     code, base = Code.INVALID_REQUIRED_ACKS, -1
                 else:
-                    code, base = self._produce_partition(t.name, p.index, p.records, timeout, budget)
-                parts.append(make(part_cls, index=p.index, error_code=code, base_offset=base, log_append_time=-1, log_start_offset=-1))
+                    code, base = self._produce_partition(
+                        t.name, p.index, p.records, timeout, budget
+                    )
+                parts.append(
+                    make(
+                        part_cls,
+                        index=p.index,
+                        error_code=code,
+                        base_offset=base,
+                        log_append_time=None,
+                        log_start_offset=-1,
+                    )
+                )
             topics.append(make(topic_cls, name=t.name, partition_responses=tuple(parts)))
         if acks == 0:
             return None
@@ -261,21 +288,29 @@ class Handlers:
         if not data:
             return Code.CORRUPT_MESSAGE, -1
         try:
-            decoded = _decode_produce(bytes(data), budget[0])
+            decoded = _decode_produce(
+                bytes(data),
+                max(0, budget[0]),
+                self.limits.max_uncompressed,
+                int(self.clock() * 1000),
+            )
         except KafkaRequestError as exc:
-            return Code(exc.code) if exc.code in Code._value2member_map_ else Code.CORRUPT_MESSAGE, -1
+            return Code(
+                exc.code
+            ) if exc.code in Code._value2member_map_ else Code.CORRUPT_MESSAGE, -1
         except (ValueError, IndexError) as exc:
             log.debug("produce to %r/%d: %s", topic[:60], partition, exc)
             return Code.CORRUPT_MESSAGE, -1
         first = -1
         for pid, epoch, seq, records in decoded:
-            budget[0] -= len(records)
-            # guard: kafka-produce-records-bounded
-            if budget[0] < 0:
-                return Code.RECORD_LIST_TOO_LARGE, -1
+            budget[0] -= len(records)  # the next partitions decode at most what is left
             if not records:
                 continue
-            known = self.sequences.find(pid, topic, partition, epoch, seq, len(records)) if pid >= 0 else None
+            known = (
+                self.sequences.find(pid, topic, partition, epoch, seq, len(records))
+                if pid >= 0
+                else None
+            )
             if known is not None:  # sent again: answered with where it went the first time
                 base = known
             else:
@@ -299,7 +334,9 @@ class Handlers:
         max_wait = max(0.0, min(body.max_wait.total_seconds(), 30.0))
         min_bytes = max(0, int(body.min_bytes))
         limit = int(getattr(body, "max_bytes", self.limits.max_fetch_bytes))
-        left = max(1, min(limit if limit > 0 else self.limits.max_fetch_bytes, self.limits.max_fetch_bytes))
+        left = max(
+            1, min(limit if limit > 0 else self.limits.max_fetch_bytes, self.limits.max_fetch_bytes)
+        )
         wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
         deadline = time.monotonic() + max_wait
         answers: dict[tuple[str, int], tuple[Code, Any, bytes | None]] = {}
@@ -317,7 +354,7 @@ class Handlers:
                 except KafkaRequestError as exc:
                     answers[key] = (_code(exc), None, None)
                     continue
-                data = _encode_records(result.records) if result.records else None
+                data = encode_batches(result.records) if result.records else None
                 answers[key] = (Code.NONE, result, data)
                 if data:
                     total += len(data)
@@ -330,7 +367,9 @@ class Handlers:
         for t in body.topics:
             parts = []
             for p in t.partitions:
-                code, result, data = answers.get((t.topic, int(p.partition)), (Code.UNKNOWN_SERVER_ERROR, None, None))
+                code, result, data = answers.get(
+                    (t.topic, int(p.partition)), (Code.UNKNOWN_SERVER_ERROR, None, None)
+                )
                 hw = result.high_watermark if result is not None else -1
                 parts.append(
                     make(
@@ -342,7 +381,7 @@ class Handlers:
                         log_start_offset=result.log_start if result is not None else -1,
                         aborted_transactions=None,
                         preferred_read_replica=-1,
-                        records=data,
+                        records=data or b"",
                     )
                 )
             topics.append(make(topic_cls, topic=t.topic, partitions=tuple(parts)))
@@ -367,7 +406,16 @@ class Handlers:
                         offset, found = self.backend.list_offset(t.name, p.partition_index, ts)
                     except KafkaRequestError as exc:
                         code = _code(exc)
-                parts.append(make(part_cls, partition_index=p.partition_index, error_code=code, timestamp=found, offset=offset, leader_epoch=0))
+                parts.append(
+                    make(
+                        part_cls,
+                        partition_index=p.partition_index,
+                        error_code=code,
+                        timestamp=found,
+                        offset=offset,
+                        leader_epoch=0,
+                    )
+                )
             topics.append(make(topic_cls, name=t.name, partitions=tuple(parts)))
         return make(cls, topics=tuple(topics))
 
@@ -394,7 +442,16 @@ class Handlers:
                     self.backend.create_topic(t.name, partitions, configs, bool(body.validate_only))
                 except KafkaRequestError as exc:
                     code, message = _code(exc), str(exc)
-            out.append(make(topic_cls, name=t.name, error_code=code, error_message=message, num_partitions=partitions if code == Code.NONE else -1, replication_factor=-1))
+            out.append(
+                make(
+                    topic_cls,
+                    name=t.name,
+                    error_code=code,
+                    error_message=message,
+                    num_partitions=partitions if code == Code.NONE else -1,
+                    replication_factor=-1,
+                )
+            )
         return make(cls, topics=tuple(out))
 
     def delete_topics(self, req: Request) -> Any:
@@ -425,11 +482,27 @@ class Handlers:
                 else:
                     keys = r.configuration_keys
                     configs = tuple(
-                        make(config_cls, name=k, value=v, read_only=False, config_source=5, is_sensitive=False)
+                        make(
+                            config_cls,
+                            name=k,
+                            value=v,
+                            read_only=False,
+                            config_source=5,
+                            is_sensitive=False,
+                        )
                         for k, v in sorted(held.items())
                         if keys is None or k in keys
                     )
-            out.append(make(result_cls, error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name, configs=configs))
+            out.append(
+                make(
+                    result_cls,
+                    error_code=code,
+                    error_message=message,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                    configs=configs,
+                )
+            )
         return make(cls, results=tuple(out))
 
     # --- InitProducerId ----------------------------------------------------------------

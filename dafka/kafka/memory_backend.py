@@ -88,7 +88,9 @@ class MemoryBackend:
             base = len(log)
             now = int(self._clock() * 1000)  # type: ignore[operator]
             for i, r in enumerate(records):
-                log.append(replace(r, offset=base + i, timestamp=r.timestamp if r.timestamp >= 0 else now))
+                log.append(
+                    replace(r, offset=base + i, timestamp=r.timestamp if r.timestamp >= 0 else now)
+                )
             self._lock.notify_all()
             return base
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import socket
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from .frames import (
     API_VERSIONS,
+    GROUP_VERSIONS,
     Refusal,
     Request,
     api_versions_response,
@@ -62,13 +65,13 @@ class ServerLimits:
 
 def admit(open_connections: int, limits: ServerLimits) -> bool:
     """Whether one more connection is served."""
-    # guard: kafka-connections-capped
+    # guard: listener-connections-capped
     return open_connections < limits.max_connections
 
 
 def must_wait_for_reader(unsent: int, limits: ServerLimits) -> bool:
     """Whether a connection's worker waits for its client to read before answering more."""
-    # guard: kafka-unsent-bytes-capped
+    # guard: listener-unsent-bytes-capped
     return unsent > limits.max_unsent_bytes
 
 
@@ -121,14 +124,17 @@ class KafkaServer:
         host: str = "127.0.0.1",
         port: int = 9092,
         limits: ServerLimits = ServerLimits(),
+        group_versions: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
+        """``group_versions``: the versions the group API serves (default: the frames
+        module's GROUP_VERSIONS)."""
         self.handlers = handlers
         self.groups = groups
         self.host = host
         self.port = port
         self.limits = limits
         self.group_keys = groups.api_keys if groups is not None else frozenset()
-        self.table = version_table(self.group_keys)
+        self.table = version_table(self.group_keys, group_versions or GROUP_VERSIONS)
         self.pool = ThreadPoolExecutor(limits.pool_threads, thread_name_prefix="kafka-backend")
         self.connections = 0
         self._tokens = itertools.count(1)
@@ -137,25 +143,39 @@ class KafkaServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._budget: _ByteBudget | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
         self._too_many = RateLog()
         self._refusals = RateLog(1.0)
 
-    async def start(self) -> int:
-        """Listen; return the bound port."""
+    async def start(self, sock: socket.socket | None = None) -> int:
+        """Listen (on ``sock`` if given: bound already, so that its port could be
+        advertised before); return the bound port."""
         self._loop = asyncio.get_running_loop()
         self._budget = _ByteBudget(self.limits.max_buffered_bytes)
         if self.groups is not None:
             loop = self._loop
-            self.groups.set_waker(lambda: loop.call_soon_threadsafe(self._poll_groups))
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, limit=64 * 1024, reuse_address=True
-        )
+
+            def wake() -> None:
+                loop.call_soon_threadsafe(self._poll_groups)
+
+            self.groups.set_waker(wake)
+        if sock is not None:
+            self._server = await asyncio.start_server(self._serve, sock=sock, limit=64 * 1024)
+        else:
+            self._server = await asyncio.start_server(
+                self._serve, self.host, self.port, limit=64 * 1024, reuse_address=True
+            )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
     async def close(self) -> None:
+        """Stop listening and close every connection."""
         if self._server is not None:
             self._server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
         if self._timer is not None:
             self._timer.cancel()
         if self.groups is not None:
@@ -220,11 +240,14 @@ class KafkaServer:
                 log.warning(
                     "refused a connection from %s: %d open, the most served (%d more refused "
                     "since the last line)",
-                    peer, self.connections, self._too_many.take_skipped(),
+                    peer,
+                    self.connections,
+                    self._too_many.take_skipped(),
                 )
             writer.close()
             return
         self.connections += 1
+        self._writers.add(writer)
         writer.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes)
         queue: asyncio.Queue[tuple[Request | Refusal, int] | None] = asyncio.Queue(
             self.limits.max_in_flight
@@ -243,6 +266,7 @@ class KafkaServer:
             except Exception:
                 log.exception("connection from %s failed", peer)
             self.connections -= 1
+            self._writers.discard(writer)
             writer.close()
 
     async def _read(
@@ -255,8 +279,10 @@ class KafkaServer:
         while True:
             try:
                 head = await asyncio.wait_for(reader.readexactly(4), self.limits.idle_timeout)
-            except asyncio.TimeoutError:
-                log.info("closing the connection of %s: idle %.0f s", peer, self.limits.idle_timeout)
+            except TimeoutError:
+                log.info(
+                    "closing the connection of %s: idle %.0f s", peer, self.limits.idle_timeout
+                )
                 return
             except asyncio.IncompleteReadError:
                 return
@@ -268,7 +294,7 @@ class KafkaServer:
             await self._budget.take(size)
             try:
                 frame = await reader.readexactly(size)
-                parsed = parse_request(frame, self.group_keys, self.table)
+                parsed = parse_request(frame, self.table)
             except BaseException:
                 await self._budget.give(size)
                 raise
@@ -299,10 +325,12 @@ class KafkaServer:
                 if must_wait_for_reader(writer.transport.get_write_buffer_size(), self.limits):
                     try:
                         await asyncio.wait_for(writer.drain(), self.limits.slow_timeout)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         log.warning(
                             "closing the connection of %s: %d bytes of responses unread for %.0f s",
-                            peer, writer.transport.get_write_buffer_size(), self.limits.slow_timeout,
+                            peer,
+                            writer.transport.get_write_buffer_size(),
+                            self.limits.slow_timeout,
                         )
                         writer.transport.abort()
                     except ConnectionError:
@@ -317,8 +345,10 @@ class KafkaServer:
                 more = f" ({skipped} more since the last line)" if skipped else ""
                 log.warning(
                     "refused from %s: %s, answered %s%s",
-                    peer, parsed.reason,
-                    parsed.code.name if parsed.answer is not None else "nothing (closed)", more,
+                    peer,
+                    parsed.reason,
+                    parsed.code.name if parsed.answer is not None else "nothing (closed)",
+                    more,
                 )
             return parsed.answer
         req = parsed
@@ -335,9 +365,10 @@ class KafkaServer:
         """In the pool: answer and encode one request (a failure answered, logged)."""
         try:
             body = self.handlers.handle(req)
+            if body is None:
+                return None
+            return encode_response(req.api_key, req.api_version, req.correlation_id, body)
         except Exception:
             log.exception("api %d v%d failed", req.api_key, req.api_version)
             body = error_response(req.api_key, req.api_version, Code.UNKNOWN_SERVER_ERROR)
-        if body is None:
-            return None
-        return encode_response(req.api_key, req.api_version, req.correlation_id, body)
+            return encode_response(req.api_key, req.api_version, req.correlation_id, body)

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.listener import Listener, start_listener
-from tests.procs import StoreProc, Tower, wait_until
+from tests.integration.kafka.listener import Listener as Started
+from tests.integration.kafka.listener import start_listener
+from tests.procs import Proc, StoreProc, Tower, py, wait_until
 
 BACKEND = os.environ.get("DAFKA_KAFKA_TESTS", "cluster")
 
@@ -42,13 +43,13 @@ class KafkaFront:
 
     towers: str | None
     state: Path
-    listeners: list[Listener] = field(default_factory=list)
+    listeners: list[Started] = field(default_factory=list)
 
     @property
     def bootstrap(self) -> str:
         return ",".join(x.address for x in self.listeners if x.proc.p.poll() is None)
 
-    def add_listener(self) -> Listener:
+    def add_listener(self) -> Started:
         if self.towers is None:
             pytest.skip("a second listener needs a real cluster (DAFKA_KAFKA_TESTS=memory)")
         x = start_listener(self.state / f"kafka-{len(self.listeners)}", "--tower", self.towers)
@@ -101,3 +102,26 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         return t is not None and t.error is None and len(t.partitions) >= partitions
 
     wait_until(shown, 20, interval=0.1, what=f"topic {name} with {partitions} partitions")
+
+
+class Listener:
+    """A ``dafka-kafka --memory`` listener on an ephemeral port (the listener's own tests)."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = Proc(py("dafka.cli.kafka", "--memory", "--port", "0", *args))
+        m = self.proc.wait_line(r"% kafka listening on ([0-9.]+):(\d+)")
+        self.host = m.group(1)
+        self.port = int(m.group(2))
+        self.bootstrap = f"{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener("--log-level", "info")
+    try:
+        yield server
+    finally:
+        server.stop()
