@@ -9,7 +9,11 @@ import pytest
 from tests.integration.kafka.conftest import KafkaFront
 from tests.procs import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(60),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # kafka-python, aiokafka
+]
 
 
 def partitions(bootstrap: str, topic: str) -> int | None:

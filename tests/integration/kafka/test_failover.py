@@ -13,7 +13,11 @@ from tests.integration.kafka import clients as kc
 from tests.integration.kafka.conftest import KafkaFront, create_topic
 from tests.procs import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(90),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # kafka-python, aiokafka
+]
 
 PARTITIONS = 4
 

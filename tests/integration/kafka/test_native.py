@@ -9,7 +9,11 @@ from dafka import Consumer, Producer
 from tests.integration.kafka.conftest import KafkaFront, create_topic
 from tests.procs import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(60),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # kafka-python, aiokafka
+]
 
 T0 = 1_700_000_000_123  # ms: a time no batch is sealed at, so it is the record's own
 

@@ -15,7 +15,11 @@ from tests.integration.kafka import clients as kc
 from tests.integration.kafka.conftest import KafkaFront, create_topic
 from tests.procs import Proc, py, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # kafka-python, aiokafka
+]
 
 N = 100_000
 PARTITIONS = 4
