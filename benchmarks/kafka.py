@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from dafka import Consumer, Producer
+from tests.admin import install_admin_key
 from tests.integration.kafka.listener import Listener, start_listener
 from tests.procs import StoreProc, Tower, wait_until
 
@@ -188,13 +189,16 @@ def main() -> None:
         },
         "phases": {},
     }
+    admin = install_admin_key()  # the towers' first admin; the listener creates the topic
     tower = Tower()
     listener: Listener | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="bench-kafka-") as tmp:
             store = StoreProc(Path(tmp) / "store", tower.address)
             try:
-                listener = start_listener(Path(tmp) / "kafka", "--tower", tower.address)
+                listener = start_listener(
+                    Path(tmp) / "kafka", "--tower", tower.address, "--admin-key", str(admin)
+                )
                 phases = report["phases"]
                 phases["native_produce"] = native_produce(tower.address, "bench-native", n, size)
                 phases["native_consume"] = native_consume(tower.address, "bench-native", n)

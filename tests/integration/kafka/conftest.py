@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dafka.metadata.signing import ADMIN_KEY_ENV
 from tests.integration.kafka.listener import Listener as Started
 from tests.integration.kafka.listener import start_listener
 from tests.procs import Proc, StoreProc, Tower, py, wait_until
@@ -52,7 +53,13 @@ class KafkaFront:
     def add_listener(self) -> Started:
         if self.towers is None:
             pytest.skip("a second listener needs a real cluster (DAFKA_KAFKA_TESTS=memory)")
-        x = start_listener(self.state / f"kafka-{len(self.listeners)}", "--tower", self.towers)
+        x = start_listener(
+            self.state / f"kafka-{len(self.listeners)}",
+            "--tower",
+            self.towers,
+            "--admin-key",
+            os.environ[ADMIN_KEY_ENV],  # the tests' admin key (tests/admin.py), for CreateTopics
+        )
         self.listeners.append(x)
         return x
 
