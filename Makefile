@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java fault-deps doc-deps fiu reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
+.PHONY: install java fault-deps doc-deps fiu kcat reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
-install: $(STAMP) java fiu
+install: $(STAMP) java fiu kcat
 
 # the faults extra (pyfuse3, for the power-loss layer) builds against libfuse3: without it
 # the suite skips the power-loss scenarios and says why
@@ -65,6 +65,17 @@ fiu:  ## libfiu's fiu-run/fiu-ctrl (Debian fiu-utils) inject EIO into a store's 
 	      apt-get install -y -qq --no-install-recommends fiu-utils >/dev/null; \
 	  else \
 	    echo "warning: no fiu-run: the EIO tests will be skipped (install fiu-utils)"; \
+	  fi; \
+	fi
+
+kcat:  ## kcat (Debian's kcat, on librdkafka) is one of the real Kafka clients tests/integration/kafka runs
+	@if ! command -v kcat >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing kcat for the Kafka front door's client tests (kcat)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends kcat >/dev/null; \
+	  else \
+	    echo "warning: no kcat: its Kafka client tests will be skipped (install kcat)"; \
 	  fi; \
 	fi
 
