@@ -141,6 +141,7 @@ TESTS = [
     "tests/unit/test_attacks_leases.py",
     "tests/unit/test_kafka_lease_keeper.py",
     "tests/integration/test_leases.py",
+    "tests/unit/test_kafka_lease_leadership.py",
     "tests/unit/test_kafka_coordinator.py",
     "tests/unit/test_kafka_group_api.py",
     "tests/unit/test_kafka_commit_records.py",
@@ -1360,6 +1361,17 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a listener taking over a partition numbers after what the stores hold": Guard(
         "kafka-takeover-numbers-after-stored", "if False:"
+    ),
+    # issue 37: the lease shell over the keeper
+    "a listener writes a partition only while it holds the lease": Guard(
+        "kafka-leads-only-while-held", "return True"
+    ),
+    "a lease of ours not yet seen committed names no leader": Guard(
+        "kafka-leader-unconfirmed-is-nobody",
+        'if lease is None or lease["holder"] is None:',
+    ),
+    "the backend closes the partitions whose lease moved": Guard(
+        "kafka-leases-moved-close-partitions", "if False:"
     ),
 }
 
@@ -2729,6 +2741,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a listener taking over a partition numbers after what the stores hold": (
         "tests/integration/test_kafka_backend.py::test_another_listener_with_the_secret_takes_over",
+    ),
+    "a listener writes a partition only while it holds the lease": (
+        "tests/unit/test_kafka_lease_leadership.py::test_it_leads_only_once_its_take_is_seen_committed_and_stops_when_it_cannot_renew",
+    ),
+    "a lease of ours not yet seen committed names no leader": (
+        "tests/unit/test_kafka_lease_leadership.py::test_it_leads_only_once_its_take_is_seen_committed_and_stops_when_it_cannot_renew",
+    ),
+    "the backend closes the partitions whose lease moved": (
+        "tests/unit/test_kafka_lease_leadership.py::test_a_dead_listeners_partitions_and_groups_move_and_the_backend_hears_of_it",
     ),
 }
 

@@ -65,6 +65,22 @@ MIB = 1024 * 1024
     help="Admin key to sign topic changes made through the admin APIs.",
 )
 @click.option(
+    "--partition-secret",
+    "secret_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="The partition secret every listener of the cluster shares (default: "
+    "STATE_DIR/kafka-partitions.secret, made on first start; copy it to the others).",
+)
+@click.option(
+    "--lease-seconds",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(1.0, 600.0),
+    help="How long a listener's partition and group leases last unrenewed: a listener that "
+    "dies is replaced after about this long (its margin is a tenth of it).",
+)
+@click.option(
     "--memory",
     is_flag=True,
     help="Serve topics kept in memory, not a Dafka cluster (for trying clients).",
@@ -106,6 +122,8 @@ def main(
     node_id: int | None,
     state_dir: str,
     admin_key_file: str | None,
+    secret_file: str | None,
+    lease_seconds: float,
     memory: bool,
     default_partitions: int,
     max_connections: int,
@@ -131,6 +149,8 @@ def main(
         node_id=node_id,
         state_dir=state_dir,
         admin_key_file=admin_key_file,
+        secret_file=secret_file,
+        lease_seconds=lease_seconds,
         memory=memory,
         default_partitions=default_partitions,
     )
@@ -148,10 +168,12 @@ async def _run(limits: Any, o: dict[str, Any]) -> None:
         loop.add_signal_handler(sig, stop.set)
     sock = _bind(o["host"], o["port"])
     bound = int(sock.getsockname()[1])
-    node_id = o["node_id"] if o["node_id"] is not None else 0
+    node_id = o["node_id"]
+    if node_id is None:
+        node_id = 0 if o["memory"] else _broker_id(Path(o["state_dir"]))
     broker = Broker(node_id, o["advertised_host"], o["advertised_port"] or bound)
     try:
-        backend, groups, group_versions = _backend(o, broker)
+        backend, groups, group_versions, leadership = _backend(o, broker)
     except BaseException:
         sock.close()
         raise
@@ -161,10 +183,21 @@ async def _run(limits: Any, o: dict[str, Any]) -> None:
     try:
         await stop.wait()
     finally:
+        if leadership is not None:
+            leadership.stop()  # no more renews: the partitions' writes end within the margin
         await server.close()
         close = getattr(backend, "close", None)
         if close is not None:
             close()
+        if leadership is not None:
+            await asyncio.to_thread(leadership.release)  # others take over at once
+
+
+def _broker_id(state: Path) -> int:
+    from ..kafka.lease_leadership import broker_id
+
+    state.mkdir(parents=True, exist_ok=True)
+    return broker_id(state)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -187,38 +220,79 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any]:
-    """The backend, the group API and its versions: in memory, or over the Dafka cluster.
-    The Dafka backend and the group API are other modules of the front door, imported
-    here only (a build without them refuses with one line, or serves no groups)."""
+def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any, Any]:
+    """The backend, the group API, its versions and the leases: in memory, or over the Dafka
+    cluster, where the listener holds leases in the metadata (several listeners share the
+    partitions; its key is listed in the cluster setting ``listeners``, by this listener
+    itself when it has the admin key)."""
+    from ..kafka.group_api import VERSIONS, KafkaGroups
+
     if o["memory"]:
         from ..kafka.memory_backend import MemoryBackend
 
-        backend: Any = MemoryBackend(broker, auto_create_partitions=o["default_partitions"])
-    else:
-        try:
-            from ..kafka.commits import GroupCommits  # type: ignore[import-not-found,unused-ignore]
-            from ..kafka.dafka_backend import DafkaBackend  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            raise ConfigError(
-                "this build has no Dafka backend for the Kafka listener: use --memory"
-            ) from None
-        state = Path(o["state_dir"])
-        state.mkdir(parents=True, exist_ok=True)
-        commits = GroupCommits(towers=o["tower"], state_dir=str(state / "groups"))
+        memory = MemoryBackend(broker, auto_create_partitions=o["default_partitions"])
+        return memory, KafkaGroups(memory, node_id=broker.node_id), VERSIONS, None
+    from ..kafka.commits import GroupCommits
+    from ..kafka.dafka_backend import DafkaBackend
+    from ..kafka.lease_leadership import LeaseLeadership, listener_key
+
+    state = Path(o["state_dir"])
+    state.mkdir(parents=True, exist_ok=True)
+    key = listener_key(state)
+    _list_listener(o, key.public_key.hex())
+    commits = GroupCommits(towers=o["tower"], state_dir=str(state / "groups"))
+    try:
         backend = DafkaBackend(
             towers=o["tower"],
             me=broker,
             state_dir=state,
+            secret_file=o["secret_file"],
             admin_key=o["admin_key_file"],
             commits=commits,
         )
+    except BaseException:
+        commits.close()
+        raise
+    assert backend.view is not None
+    lease_s = o["lease_seconds"]
+    leadership = LeaseLeadership(
+        towers=o["tower"],
+        me=broker,
+        key=key,
+        view=backend.view,
+        lease_s=lease_s,
+        margin=lease_s / 10,
+    )
+    groups = KafkaGroups(backend, node_id=broker.node_id)
+    leadership.on_change = backend.release
+    leadership.on_group = lambda group, held: groups.won(group) if held else groups.lost(group)
+    backend.leadership = leadership
+    leadership.start()
+    return backend, groups, VERSIONS, leadership
+
+
+def _list_listener(o: dict[str, Any], key: str) -> None:
+    """Check the listener's key is listed in ``listeners``; list it with the admin key if
+    this listener has one, else say how."""
+    from ..errors import NothingToChange
+    from ..metadata.client import MetadataClient
+
+    client = MetadataClient(o["tower"], admin=o["admin_key_file"])
     try:
-        from ..kafka.group_api import VERSIONS, KafkaGroups  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        log.warning("this build has no consumer-group API: groups are not served")
-        return backend, None, None
-    return backend, KafkaGroups(backend), VERSIONS
+        if key in client.listeners():
+            return
+        if o["admin_key_file"] is None:
+            raise ConfigError(
+                f"this listener's key {key} is not among the cluster's listeners: list it "
+                f"with `dafka listeners add {key}` (or give --admin-key)"
+            )
+        try:
+            client.add_listener(key)
+        except NothingToChange:
+            pass
+        log.info("kafka.listener_listed key=%s", key)
+    finally:
+        client.close()
 
 
 if __name__ == "__main__":

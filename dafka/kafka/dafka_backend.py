@@ -26,6 +26,7 @@ from ..errors import ConfigError, DafkaError, DafkaTimeout, InvalidTopic, KafkaR
 from ..ids import check_topic, check_topic_name, is_group_topic
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.follower import MetadataView, tower_curve
+from ..metadata.leases import layout as metadata_layout
 from ..metadata.settings import TOPIC_DEFAULTS
 from ..metadata.signing import load_admin_key
 from ..security.identity import Identity
@@ -99,15 +100,20 @@ def sorted_numbering(topic: str, native: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class _Layout:
-    """A topic's Kafka partitions: ``numbered`` of them, then the ``native`` ones."""
+    """A topic's Kafka partitions by number: None for a Kafka-written one (its Dafka
+    partition derived from the secret), a producer node ID for a native one."""
 
-    numbered: int
-    native: tuple[str, ...]
+    parts: tuple[str | None, ...]
     settings: Mapping[str, Any] | None
     exists: bool
 
     def __len__(self) -> int:
-        return self.numbered + len(self.native)
+        return len(self.parts)
+
+    @property
+    def written(self) -> list[int]:
+        """The Kafka-written partitions' numbers."""
+        return [i for i, p in enumerate(self.parts) if p is None]
 
 
 class DafkaBackend:
@@ -203,15 +209,28 @@ class DafkaBackend:
             log.warning("kafka.bad_partitions topic=%s value=%r", topic, settings.get("partitions"))
             return 0
 
+    def _numbered_layout(self, topic: str, settings: Mapping[str, Any] | None) -> list[str | None]:
+        """The partitions the metadata numbers: Kafka-written ones and natives numbered."""
+        config = None if self._view is None else self._view.config
+        numbering = [] if config is None else config.get("numbering", {}).get(topic, [])
+        return metadata_layout(self._numbered(topic, settings), numbering)
+
+    def _pid(self, topic: str, index: int, part: str | None) -> str:
+        return partition_identity(self._secret, topic, index).node_id if part is None else part
+
     def _layout(self, topic: str, held: Mapping[TP, list[Holding]] | None = None) -> _Layout:
         settings = self._settings(topic)
-        numbered = self._numbered(topic, settings)
+        parts = self._numbered_layout(topic, settings)
         if held is None:
             held = self._heads.get(self._readers.get(), topic)
-        ids = {partition_identity(self._secret, topic, i).node_id for i in range(numbered)}
-        native = [p for (t, p) in held if t == topic and p not in ids]
+        known = {self._pid(topic, i, p) for i, p in enumerate(parts)}
+        native = [p for (t, p) in held if t == topic and p not in known]
+        if native and settings is not None:
+            number = getattr(self.leadership, "number", None)
+            if number is not None:
+                number(topic, native)  # numbered for good soon; until then after the others
         exists = settings is not None or topic in self._override or bool(native)
-        return _Layout(numbered, tuple(self._numbering(topic, native)), settings, exists)
+        return _Layout((*parts, *self._numbering(topic, native)), settings, exists)
 
     def _partition(self, topic: str, index: int) -> tuple[_Layout, str]:
         """The topic's layout and the Dafka partition of Kafka partition ``index``."""
@@ -221,19 +240,21 @@ class DafkaBackend:
                 Code.UNKNOWN_TOPIC_OR_PARTITION, f"{topic[:300]!r} is not a Dafka topic name"
             )
         settings = self._settings(topic)
-        numbered = self._numbered(topic, settings)
-        if type(index) is int and 0 <= index < numbered:  # no need to ask the stores
-            pid = partition_identity(self._secret, topic, index).node_id
-            return _Layout(numbered, (), settings, True), pid
-        layout = self._layout(topic)
+        parts = self._numbered_layout(topic, settings)
+        if type(index) is int and 0 <= index < len(parts):  # no need to ask the stores
+            return _Layout(tuple(parts), settings, True), self._pid(topic, index, parts[index])
+        found = self._layout(topic)
         # guard: kafka-partition-index-bounds
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(layout):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(found):
             raise KafkaRequestError(
                 Code.UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has no partition {index}"
             )
-        if index < layout.numbered:
-            return layout, partition_identity(self._secret, topic, index).node_id
-        return layout, layout.native[index - layout.numbered]
+        return found, self._pid(topic, index, found.parts[index])
+
+    @property
+    def view(self) -> MetadataView | None:
+        """The metadata view this backend reads (None: built with ``metadata=False``)."""
+        return self._view
 
     def brokers(self) -> Sequence[Broker]:
         return self.leadership.brokers()
@@ -261,15 +282,13 @@ class DafkaBackend:
             parts = [
                 PartitionInfo(
                     i,
-                    partition_identity(self._secret, name, i).node_id,
+                    self._pid(name, i, part),
                     None if (b := self.leadership.leader(name, i)) is None else b.node_id,
                     True,
                 )
-                for i in range(layout.numbered)
-            ]
-            parts += [
-                PartitionInfo(layout.numbered + j, pid, self.me.node_id, False)
-                for j, pid in enumerate(layout.native)
+                if part is None
+                else PartitionInfo(i, part, self.me.node_id, False)
+                for i, part in enumerate(layout.parts)
             ]
             out.append(TopicInfo(name, tuple(parts), internal=is_group_topic(name)))
         return out
@@ -281,11 +300,12 @@ class DafkaBackend:
         self, topic: str, partition: int, records: Sequence[KafkaRecord], timeout: float
     ) -> int:
         layout, pid = self._partition(topic, partition)
-        if partition >= layout.numbered:
+        if layout.parts[partition] is not None:
+            written = ", ".join(map(str, layout.written[:20])) or "none"
             raise KafkaRequestError(
                 Code.INVALID_REQUEST,
                 f"partition {partition} of {topic} is Dafka producer {pid}'s own: Kafka "
-                f"clients read it; they write partitions 0..{layout.numbered - 1}",
+                f"clients read it; they write partitions {written}",
             )
         if not self.leadership.leads(topic, partition, time.monotonic()):
             self.writers.close_partition(topic, partition)
@@ -497,12 +517,10 @@ class DafkaBackend:
         out: dict[tuple[str, int], tuple[int, str | None]] = {}
         for (topic, pid), value in got.items():
             if topic not in indexes:
-                layout = self._layout(topic)
-                ids = [
-                    partition_identity(self._secret, topic, i).node_id
-                    for i in range(layout.numbered)
-                ]
-                indexes[topic] = {p: i for i, p in enumerate([*ids, *layout.native])}
+                found = self._layout(topic)
+                indexes[topic] = {
+                    self._pid(topic, i, part): i for i, part in enumerate(found.parts)
+                }
             index = indexes[topic].get(pid)
             if index is not None:
                 out[(topic, index)] = value
@@ -525,6 +543,9 @@ class DafkaBackend:
             if self._active:
                 log.warning("kafka.close_with_calls_in_flight calls=%d", self._active)
         self.writers.close()
+        close_commits = getattr(self.commits, "close", None)
+        if close_commits is not None:
+            close_commits()
         self._readers.close()
         if self._view is not None:
             self._view.stop()

@@ -280,6 +280,14 @@ class LeaseKeeper:
             taking += resource.startswith("p/")
         return out
 
+    def live_lease(self, resource: str, now: float) -> Mapping[str, Any] | None:
+        """``resource``'s lease if it is held and changed within ``lease_s + margin``."""
+        lease = self._leases.get(resource)
+        seen = self._seen.get(resource)
+        if lease is None or lease["holder"] is None or seen is None:
+            return None
+        return lease if now - seen.since < self.stale_s else None
+
     def brokers(self, now: float) -> list[tuple[int, str]]:
         """(broker id, endpoint) of every live ``b/`` lease (this listener's included)."""
         out = []

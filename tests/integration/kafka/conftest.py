@@ -59,6 +59,10 @@ class KafkaFront:
             self.towers,
             "--admin-key",
             os.environ[ADMIN_KEY_ENV],  # the tests' admin key (tests/admin.py), for CreateTopics
+            "--partition-secret",
+            str(self.state / "kafka-partitions.secret"),  # shared, as the listeners' docs say
+            "--lease-seconds",
+            "4",  # a killed listener's partitions move within ~5 s, not ~12
         )
         self.listeners.append(x)
         return x
@@ -96,7 +100,8 @@ def kafka(tmp_path: Path) -> Iterator[KafkaFront]:
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     """``name`` with ``partitions`` numbered partitions, through Kafka's CreateTopics
-    (confluent-kafka's AdminClient), waiting until Metadata shows all of them."""
+    (confluent-kafka's AdminClient), waiting until Metadata shows all of them with a leader
+    (a listener took each one's lease)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -106,7 +111,12 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     def shown() -> bool:
         md = admin.list_topics(name, timeout=5)
         t = md.topics.get(name)
-        return t is not None and t.error is None and len(t.partitions) >= partitions
+        return (
+            t is not None
+            and t.error is None
+            and len(t.partitions) >= partitions
+            and all(p.leader >= 0 for p in t.partitions.values())  # leases taken
+        )
 
     wait_until(shown, 20, interval=0.1, what=f"topic {name} with {partitions} partitions")
 
