@@ -82,8 +82,8 @@ kcat:  ## kcat (Debian's kcat, on librdkafka) is one of the real Kafka clients t
 reference:  ## the ØMQ RAFT reference server (npm zmq-raft 0.5.0) for the interop tests and benchmark
 	@tests/interop/reference/install.sh .reference/zmq-raft
 
-run: install  ## a tower and a store on 127.0.0.1, data under .dafka/
-	$(BIN)/dafka-local
+run: install  ## a tower, a store and a Kafka listener (9092) on 127.0.0.1, data under .dafka/
+	$(BIN)/dafka-local --kafka-port 9092
 
 test: install reference  ## the whole suite: unit, integration (real processes), end-to-end CLI
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
