@@ -33,8 +33,7 @@ from ..errors import (
     RecordTooLargeError,
     TopicDeletedError,
 )
-from ..producer import Producer
-from ..producer._setup import ACKED_JOURNAL
+from ..producer import ACKED_JOURNAL, Producer
 from ..storage.state_dir import StateDir
 from .model import Code, KafkaRecord
 from .partition_keys import install_key, partition_dir, partition_identity

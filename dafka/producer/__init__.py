@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from ._core import ProducerCore
     from ._facade import CloseResult, Producer
 
-__all__ = ["CloseResult", "Producer", "ProducerCore"]
+__all__ = ["ACKED_JOURNAL", "CloseResult", "Producer", "ProducerCore"]
+
+ACKED_JOURNAL = "acked.journal"
+"""The producer state's journal of the highest acknowledged offset (``<state>/acked.journal``)."""
 
 _LAZY = {
     "CloseResult": "._facade",

@@ -19,6 +19,7 @@ from ..ids import new_node_id
 from ..security.identity import Identity
 from ..storage.state_dir import OffsetJournal, StateDir
 from ..wire.profiles import RFC46, Profile, SignedProfile
+from . import ACKED_JOURNAL  # how far each topic is durable (the Kafka listener reads it)
 from ._wal import ProducerLog
 
 __all__ = [
@@ -32,8 +33,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ACKED_JOURNAL = "acked.journal"
-"""How far each topic is durable, written before the application is told."""
 WAL_FILE = "producer.wal"
 """The durable producer's log of what it published and is not yet acknowledged."""
 
