@@ -1192,7 +1192,7 @@ MUTANTS: dict[str, Spec] = {
         "listener-sequences-bounded", "if False:"
     ),
     "the Kafka listener closes connections over its cap": Guard(
-        "listener-connections-capped", "return True"
+        "listener-connections-capped", "if False:"
     ),
     "the Kafka listener stops reading a client that leaves its responses unread": Guard(
         "listener-unsent-bytes-capped", "return False"
@@ -1372,6 +1372,15 @@ MUTANTS: dict[str, Spec] = {
     ),
     "the backend closes the partitions whose lease moved": Guard(
         "kafka-leases-moved-close-partitions", "if False:"
+    ),
+    "a group's commit topic is not deleted through Kafka": Guard(
+        "kafka-delete-no-group-topic", "if False:"
+    ),
+    "one client host holds at most its share of the listener's connections": Guard(
+        "listener-connections-per-host-capped", "return True"
+    ),
+    "a connection that sends no first request is closed at its deadline": Guard(
+        "listener-first-request-deadline", "idle = self.limits.idle_timeout"
     ),
 }
 
@@ -2750,6 +2759,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the backend closes the partitions whose lease moved": (
         "tests/unit/test_kafka_lease_leadership.py::test_a_dead_listeners_partitions_and_groups_move_and_the_backend_hears_of_it",
+    ),
+    "a group's commit topic is not deleted through Kafka": (
+        "tests/integration/test_attacks_kafka_backend.py::test_a_groups_commit_topic_is_not_deleted_through_kafka",
+    ),
+    "one client host holds at most its share of the listener's connections": (
+        "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_silent_connections_are_closed_and_one_host_cannot_take_every_connection",
+    ),
+    "a connection that sends no first request is closed at its deadline": (
+        "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_silent_connections_are_closed_and_one_host_cannot_take_every_connection",
     ),
 }
 

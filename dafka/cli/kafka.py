@@ -97,6 +97,13 @@ MIB = 1024 * 1024
     "--max-connections", default=1000, show_default=True, type=click.IntRange(1, 1_000_000)
 )
 @click.option(
+    "--max-connections-per-host",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Connections one client address may hold at once.",
+)
+@click.option(
     "--max-request-mib",
     default=100,
     show_default=True,
@@ -127,6 +134,7 @@ def main(
     memory: bool,
     default_partitions: int,
     max_connections: int,
+    max_connections_per_host: int,
     max_request_mib: int,
     threads: int,
 ) -> None:
@@ -135,6 +143,7 @@ def main(
 
     limits = ServerLimits(
         max_connections=max_connections,
+        max_connections_per_host=max_connections_per_host,
         max_request_bytes=max_request_mib * MIB,
         pool_threads=threads,
     )

@@ -447,6 +447,13 @@ class DafkaBackend:
     def delete_topic(self, name: str) -> None:
         if not _valid_topic(name):
             raise KafkaRequestError(Code.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name[:300]!r}")
+        # guard: kafka-delete-no-group-topic
+        if is_group_topic(name):
+            raise KafkaRequestError(
+                Code.TOPIC_AUTHORIZATION_FAILED,
+                f"{name[:300]} keeps a group's commits: Kafka clients cannot delete it "
+                "(dafka topics delete, by an admin, can)",
+            )
         with self._admin_lock:
             client = self._metadata_client()
             try:

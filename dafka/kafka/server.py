@@ -55,6 +55,11 @@ FETCH = 1
 @dataclass(frozen=True, slots=True)
 class ServerLimits:
     max_connections: int = 1000
+    max_connections_per_host: int = 100
+    """Connections one client address holds at once (Kafka's ``max.connections.per.ip``), so
+    that one host cannot take all ``max_connections``."""
+    first_request_timeout: float = 30.0
+    """Seconds a new connection may take to send its first request (then ``idle_timeout``)."""
     max_request_bytes: int = 100 * MIB
     """Kafka's ``socket.request.max.bytes``: a larger frame closes its connection."""
     max_buffered_bytes: int = 512 * MIB
@@ -79,10 +84,13 @@ class ServerLimits:
     that idle consumers never hold up a producer's answers."""
 
 
-def admit(open_connections: int, limits: ServerLimits) -> bool:
-    """Whether one more connection is served."""
+def admit(open_connections: int, limits: ServerLimits, from_host: int = 0) -> bool:
+    """Whether one more connection is served, ``from_host`` being open from its address."""
     # guard: listener-connections-capped
-    return open_connections < limits.max_connections
+    if open_connections >= limits.max_connections:
+        return False
+    # guard: listener-connections-per-host-capped
+    return from_host < limits.max_connections_per_host
 
 
 def must_wait_for_budget(size: int, limits: ServerLimits) -> bool:
@@ -163,6 +171,8 @@ class KafkaServer:
         self.pool = ThreadPoolExecutor(limits.pool_threads, thread_name_prefix="kafka-backend")
         self.fetch_pool = ThreadPoolExecutor(limits.fetch_threads, thread_name_prefix="kafka-fetch")
         self.connections = 0
+        self._per_host: dict[str, int] = {}
+        """Open connections by client address."""
         self._tokens = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._server: asyncio.Server | None = None
@@ -266,19 +276,23 @@ class KafkaServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        if not admit(self.connections, self.limits):
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+        from_host = self._per_host.get(host, 0)
+        if not admit(self.connections, self.limits, from_host):
             now = time.monotonic()
             if self._too_many.allow(now):
                 log.warning(
-                    "refused a connection from %s: %d open, the most served (%d more refused "
-                    "since the last line)",
+                    "refused a connection from %s: %d open, %d from its host, the most served "
+                    "(%d more refused since the last line)",
                     peer,
                     self.connections,
+                    from_host,
                     self._too_many.take_skipped(),
                 )
             writer.close()
             return
         self.connections += 1
+        self._per_host[host] = from_host + 1
         self._writers.add(writer)
         this = asyncio.current_task()
         if this is not None:
@@ -306,6 +320,9 @@ class KafkaServer:
                 log.exception("connection from %s failed", peer)
             finally:
                 self.connections -= 1
+                left = self._per_host.pop(host, 1) - 1
+                if left > 0:
+                    self._per_host[host] = left
                 self._writers.discard(writer)
                 self._tasks.discard(worker)
                 if this is not None:
@@ -319,16 +336,17 @@ class KafkaServer:
         peer: object,
     ) -> None:
         assert self._budget is not None
+        # guard: listener-first-request-deadline
+        idle = self.limits.first_request_timeout
         while True:
             try:
-                head = await asyncio.wait_for(reader.readexactly(4), self.limits.idle_timeout)
+                head = await asyncio.wait_for(reader.readexactly(4), idle)
             except TimeoutError:
-                log.info(
-                    "closing the connection of %s: idle %.0f s", peer, self.limits.idle_timeout
-                )
+                log.info("closing the connection of %s: idle %.0f s", peer, idle)
                 return
             except asyncio.IncompleteReadError:
                 return
+            idle = self.limits.idle_timeout
             size = int.from_bytes(head, "big", signed=True)
             why = check_size(size, self.limits.max_request_bytes)
             if why is not None:

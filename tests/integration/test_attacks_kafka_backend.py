@@ -140,3 +140,19 @@ def test_topics_dafka_refuses_are_not_created(listener: DafkaBackend, topic: str
 @pytest.mark.parametrize("count", [0, -7, 10**9])
 def test_partition_counts_out_of_bounds_are_refused(listener: DafkaBackend, count: int) -> None:
     assert code_of(listener.create_topic, "counted", count, {}, False) == Code.INVALID_PARTITIONS
+
+
+def test_a_groups_commit_topic_is_not_deleted_through_kafka(listener: DafkaBackend) -> None:
+    """DeleteTopics from an anonymous Kafka client, on a listener that holds the admin key,
+    never erases a group's committed offsets (``__group.NAME``), as CreateTopics never
+    makes one."""
+    from dafka.metadata.client import MetadataClient
+
+    client = MetadataClient(listener._towers, admin=ADMIN)
+    try:
+        if "__group.victim" not in client.config()["topics"]:
+            client.create_topic("__group.victim", {})
+        assert code_of(listener.delete_topic, "__group.victim") == Code.TOPIC_AUTHORIZATION_FAILED
+        assert "__group.victim" in client.config()["topics"]
+    finally:
+        client.close()

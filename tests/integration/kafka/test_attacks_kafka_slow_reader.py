@@ -197,3 +197,45 @@ def test_a_large_request_never_finished_holds_up_no_small_one_and_is_closed() ->
         stalled.close()
         good.close()
         r.stop()
+
+
+def test_silent_connections_are_closed_and_one_host_cannot_take_every_connection() -> None:
+    """A host opening connections that never send a request: past its share it is refused
+    while another host is still served, and its silent connections are closed once the first
+    request is late (not after the idle timeout of a connection that spoke)."""
+    r = Running(
+        ServerLimits(max_connections=10, max_connections_per_host=3, first_request_timeout=1.0)
+    )
+    silent = [socket.create_connection(("127.0.0.1", r.port)) for _ in range(3)]
+    # 127.0.0.2 is loopback too (the whole 127/8 is), another host to the listener
+    other = socket.create_connection(("127.0.0.1", r.port), source_address=("127.0.0.2", 0))
+    refused = RawClient("127.0.0.1", r.port, timeout=5)  # a fourth from the first host
+    versions = build(18, 3, client_software_name="t", client_software_version="1")
+    try:
+        try:
+            refused.send(request_bytes(18, 3, versions))
+        except OSError:
+            pass
+        assert refused.read_frame() is None, "a host held more connections than its share"
+        other.sendall(request_bytes(18, 3, versions))
+        other.settimeout(5)
+        assert len(other.recv(4)) == 4, "another host was not served"
+        started = time.monotonic()
+        for s in silent:
+            s.settimeout(5)
+            try:
+                assert s.recv(10) == b""
+            except ConnectionResetError:
+                pass
+        assert time.monotonic() - started < 3.0, "silent connections outlived their deadline"
+        again = RawClient("127.0.0.1", r.port, timeout=5)
+        try:
+            # the host is served again once its silent ones closed
+            assert again.call(18, 3, versions).api_keys
+        finally:
+            again.close()
+    finally:
+        for s in (*silent, other):
+            s.close()
+        refused.close()
+        r.stop()

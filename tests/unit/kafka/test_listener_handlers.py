@@ -275,6 +275,8 @@ def test_the_sequence_memory_is_bounded() -> None:
 def test_server_decisions() -> None:
     limits = ServerLimits(max_connections=2, max_unsent_bytes=100)
     assert admit(1, limits) and not admit(2, limits)
+    per_host = ServerLimits(max_connections=10, max_connections_per_host=2)
+    assert admit(5, per_host, 1) and not admit(5, per_host, 2)
     assert not must_wait_for_reader(100, limits) and must_wait_for_reader(101, limits)
     rl = RateLog(10.0)
     assert rl.allow(0.0) and not rl.allow(5.0) and not rl.allow(9.0) and rl.allow(10.0)
