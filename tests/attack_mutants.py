@@ -1382,6 +1382,12 @@ MUTANTS: dict[str, Spec] = {
     "a connection that sends no first request is closed at its deadline": Guard(
         "listener-first-request-deadline", "idle = self.limits.idle_timeout"
     ),
+    "a listener whose partition secret is not the cluster's takes no partition": Guard(
+        "kafka-secret-must-match-the-cluster", "if False:"
+    ),
+    "a listener with another partition secret refuses to start": Guard(
+        "kafka-cli-refuses-another-secret", "if False:"
+    ),
 }
 
 
@@ -2768,6 +2774,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a connection that sends no first request is closed at its deadline": (
         "tests/integration/kafka/test_attacks_kafka_slow_reader.py::test_silent_connections_are_closed_and_one_host_cannot_take_every_connection",
+    ),
+    "a listener whose partition secret is not the cluster's takes no partition": (
+        "tests/unit/test_kafka_lease_leadership.py::test_a_listener_whose_partition_secret_is_not_the_clusters_holds_nothing",
+    ),
+    "a listener with another partition secret refuses to start": (
+        "tests/integration/kafka/test_failover.py::test_a_listener_with_another_partition_secret_refuses_to_start",
     ),
 }
 

@@ -243,19 +243,22 @@ def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any, Any]:
         return memory, KafkaGroups(memory, node_id=broker.node_id), VERSIONS, None
     from ..kafka.commits import GroupCommits
     from ..kafka.dafka_backend import DafkaBackend
-    from ..kafka.lease_leadership import LeaseLeadership, listener_key
+    from ..kafka.lease_leadership import LeaseLeadership, listener_key, register_listener
+    from ..kafka.partition_keys import SECRET_FILE, load_or_create_secret, secret_fingerprint
 
     state = Path(o["state_dir"])
     state.mkdir(parents=True, exist_ok=True)
     key = listener_key(state)
-    _list_listener(o, key.public_key.hex())
+    secret_file = Path(o["secret_file"]) if o["secret_file"] else state / SECRET_FILE
+    secret_id = secret_fingerprint(load_or_create_secret(secret_file))
+    register_listener(o["tower"], o["admin_key_file"], key.public_key.hex(), secret_id)
     commits = GroupCommits(towers=o["tower"], state_dir=str(state / "groups"))
     try:
         backend = DafkaBackend(
             towers=o["tower"],
             me=broker,
             state_dir=state,
-            secret_file=o["secret_file"],
+            secret_file=secret_file,
             admin_key=o["admin_key_file"],
             commits=commits,
         )
@@ -271,6 +274,7 @@ def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any, Any]:
         view=backend.view,
         lease_s=lease_s,
         margin=lease_s / 10,
+        secret_id=secret_id,
     )
     groups = KafkaGroups(backend, node_id=broker.node_id)
     leadership.on_change = backend.release
@@ -278,30 +282,6 @@ def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any, Any]:
     backend.leadership = leadership
     leadership.start()
     return backend, groups, VERSIONS, leadership
-
-
-def _list_listener(o: dict[str, Any], key: str) -> None:
-    """Check the listener's key is listed in ``listeners``; list it with the admin key if
-    this listener has one, else say how."""
-    from ..errors import NothingToChange
-    from ..metadata.client import MetadataClient
-
-    client = MetadataClient(o["tower"], admin=o["admin_key_file"])
-    try:
-        if key in client.listeners():
-            return
-        if o["admin_key_file"] is None:
-            raise ConfigError(
-                f"this listener's key {key} is not among the cluster's listeners: list it "
-                f"with `dafka listeners add {key}` (or give --admin-key)"
-            )
-        try:
-            client.add_listener(key)
-        except NothingToChange:
-            pass
-        log.info("kafka.listener_listed key=%s", key)
-    finally:
-        client.close()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, DafkaError
+from ..errors import ConfigError, DafkaError, NothingToChange
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.follower import MetadataView
 from ..metadata.leases import layout
@@ -35,7 +35,7 @@ from .model import Broker
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LISTENER_KEY_FILE", "LeaseLeadership", "broker_id", "listener_key"]
+__all__ = ["LISTENER_KEY_FILE", "LeaseLeadership", "broker_id", "listener_key", "register_listener"]
 
 TICK = 0.25
 """Seconds between two looks at the leases (renews go every ``lease_s / 3``)."""
@@ -76,6 +76,38 @@ def broker_id(state_dir: Path) -> int:
     return int(text)
 
 
+def register_listener(towers: Any, admin_key_file: str | None, key: str, secret_id: str) -> None:
+    """Check the listener's key is listed in ``listeners`` and its partition secret is the
+    cluster's (``kafka_secret``); list it, and pin the secret when none is, with the admin
+    key if this listener has one, else say how."""
+    client = MetadataClient(towers, admin=admin_key_file)
+    try:
+        pinned = client.config()["cluster"].get("kafka_secret")
+        if pinned is None and admin_key_file is not None:
+            client.set_cluster({"kafka_secret": secret_id})
+            pinned = client.config()["cluster"].get("kafka_secret")
+        # guard: kafka-cli-refuses-another-secret
+        if pinned is not None and pinned != secret_id:
+            raise ConfigError(
+                f"this listener's partition secret (fingerprint {secret_id}) is not the "
+                f"cluster's ({pinned}): give every listener the same --partition-secret file"
+            )
+        if key in client.listeners():
+            return
+        if admin_key_file is None:
+            raise ConfigError(
+                f"this listener's key {key} is not among the cluster's listeners: list it "
+                f"with `dafka listeners add {key}` (or give --admin-key)"
+            )
+        try:
+            client.add_listener(key)
+        except NothingToChange:
+            pass
+        log.info("kafka.listener_listed key=%s", key)
+    finally:
+        client.close()
+
+
 class LeaseLeadership:
     """:class:`~.leadership.Leadership` from leases; see the module docstring.
 
@@ -96,10 +128,16 @@ class LeaseLeadership:
         margin: float = 1.0,
         client: MetadataClient | None = None,
         clock: Callable[[], float] = time.monotonic,
+        secret_id: str | None = None,
     ) -> None:
         self.me = me
         self.view = view
         self.clock = clock
+        self.secret_id = secret_id
+        """This listener's partition secret fingerprint (``kafka_secret``)."""
+        self.mismatch: str | None = None
+        """The cluster's ``kafka_secret`` when it is not this listener's (then it holds
+        nothing)."""
         self.keeper = LeaseKeeper(key.public_key.hex(), lease_s=lease_s, margin=margin)
         self._client = client or MetadataClient(towers, cluster=cluster, listener=key)
         self._lock = threading.Lock()
@@ -197,6 +235,19 @@ class LeaseLeadership:
                 log.exception("kafka.lease_step_failed")
 
     def _wants(self, config: dict[str, Any]) -> set[str]:
+        pinned = (config.get("cluster") or {}).get("kafka_secret")
+        # guard: kafka-secret-must-match-the-cluster
+        if pinned is not None and self.secret_id is not None and pinned != self.secret_id:
+            if self.mismatch != pinned:
+                log.error(
+                    "kafka.partition_secret_mismatch cluster=%s ours=%s: this listener takes "
+                    "no partition; give it the cluster's --partition-secret file",
+                    pinned,
+                    self.secret_id,
+                )
+            self.mismatch = pinned
+            return set()  # its partition keys are not the cluster's: write nothing
+        self.mismatch = None
         wants = {f"b/{self.me.node_id}"}
         numbering = config.get("numbering", {})
         for topic, settings in config.get("topics", {}).items():

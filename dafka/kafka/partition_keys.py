@@ -46,6 +46,7 @@ __all__ = [
     "partition_dir",
     "partition_identity",
     "partition_seed",
+    "secret_fingerprint",
 ]
 
 DOMAIN: Final = b"dafka-kafka partition v1\0"
@@ -55,6 +56,15 @@ SECRET_FILE: Final = "kafka-partitions.secret"
 MAX_PARTITION: Final = 2**32 - 1
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SAFE_PREFIX = 48
+
+
+def secret_fingerprint(secret: bytes) -> str:
+    """A public name of ``secret`` (32 hex digits, a node ID's form), for the cluster setting
+    ``kafka_secret``: listeners compare it, and it reveals nothing of the secret."""
+    if len(secret) != SECRET_BYTES:
+        raise ValueError(f"the partition secret is {SECRET_BYTES} bytes, not {len(secret)}")
+    # no NUL after the domain, where every seed's input has one: never a partition's seed
+    return blake3(DOMAIN + b"secret fingerprint", key=secret).digest()[:16].hex().upper()
 
 
 def partition_seed(secret: bytes, topic: str, index: int) -> bytes:

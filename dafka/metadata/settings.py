@@ -63,14 +63,16 @@ MAX_FUTURE_MS_BOUND = 7 * 86_400_000
 """``max_future_ms``: how far past a batch's arrival at a store its records' own times may
 count for retention (at most a week)."""
 CLUSTER_DEFAULTS: dict[str, Any] = {"auto_create": True}
-CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients", "listeners")
+CLUSTER_SETTINGS = ("auto_create", "curve", "curve_clients", "clients", "listeners", "kafka_secret")
 """Besides ``auto_create``, unset until an admin sets them (readers use the defaults):
 ``curve`` (false): nodes refuse to run without CURVE; ``curve_clients`` (``open``): any CURVE
 key may connect to a node, or ``metadata``: only keys the metadata names
 (``dafka.security.curve_policy``); ``clients`` (none): node IDs admitted besides those (e.g. the
 readers and writers of topics without ACLs); ``listeners`` (none): the Ed25519 public keys (hex)
 of the ``dafka-kafka`` listeners, which may sign the lease commands and nothing else
-(:mod:`.leases`)."""
+(:mod:`.leases`); ``kafka_secret`` (none): the fingerprint (a node ID) of the partition secret
+the listeners share, so that a listener with another secret takes no partition
+(:func:`dafka.kafka.partition_keys.secret_fingerprint`)."""
 CURVE_CLIENTS = ("open", "metadata")
 MAX_CLIENTS = 10_000
 MAX_LISTENERS = 64
@@ -206,6 +208,8 @@ def check_cluster_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
                 out[name] = sorted({node_id(v, "client") for v in value})
             else:
                 raise ConfigError(f"bad clients {value!r}: up to {MAX_CLIENTS} node IDs, or none")
+        elif name == "kafka_secret":
+            out[name] = None if value is None else node_id(value, "kafka_secret fingerprint")
         elif name == "listeners":
             if value is None:
                 out[name] = None

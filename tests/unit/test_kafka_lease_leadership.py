@@ -236,3 +236,28 @@ def test_the_listener_key_and_broker_id_are_kept_in_its_state(tmp_path: Any) -> 
         assert "not a broker id" in str(exc)
     else:
         raise AssertionError("a damaged broker id was used")
+
+
+def test_a_listener_whose_partition_secret_is_not_the_clusters_holds_nothing() -> None:
+    """Its partition keys are not the others': writing its numbered partitions would start
+    other Dafka partitions under the same Kafka numbers. Once the cluster's ``kafka_secret``
+    names another secret, it takes nothing and gives back what it held."""
+    from dafka.kafka.partition_keys import secret_fingerprint
+
+    ours, theirs = secret_fingerprint(b"\1" * 32), secret_fingerprint(b"\2" * 32)
+    assert ours != theirs and len(ours) == 32 and ours == secret_fingerprint(b"\1" * 32)
+    meta = Meta(partitions=2)
+    clock = Clock()
+    client = Client(meta, A)
+    a = LeaseLeadership(
+        towers=None, me=Broker(1, "127.0.0.1", 9001), key=A, view=meta,  # type: ignore[arg-type]
+        client=client, clock=clock, lease_s=3.0, margin=0.3, secret_id=ours,  # type: ignore[arg-type]
+    )  # fmt: skip
+    meta.admin("cluster.set", settings={"kafka_secret": ours})
+    steps(clock, a)
+    assert a.leads("t", 0, clock.now) and a.mismatch is None
+    meta.admin("cluster.set", settings={"kafka_secret": theirs})
+    steps(clock, a)
+    assert a.mismatch == theirs
+    assert not a.leads("t", 0, clock.now) and not a.leads("t", 1, clock.now)
+    assert not any(lease["holder"] for lease in meta.sm.leases.values()), "still holding"

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.integration.kafka import clients as kc
 from tests.integration.kafka.conftest import KafkaFront, create_topic
-from tests.procs import wait_until
+from tests.procs import Proc, py, wait_until
 
 pytestmark = [
     pytest.mark.integration,
@@ -99,3 +100,23 @@ def test_listener_killed_under_load_clients_follow_nothing_acked_lost(kafka: Kaf
         assert not lost, f"{len(lost)} acknowledged records lost, first {lost[:5]}"
     finally:
         c.close()
+
+
+def test_a_listener_with_another_partition_secret_refuses_to_start(
+    kafka: KafkaFront, tmp_path: Path
+) -> None:
+    """Its partition keys would not be the cluster's: one line, a non-zero exit, no lease."""
+    import os
+
+    from dafka.metadata.signing import ADMIN_KEY_ENV
+
+    towers = kafka.need_cluster()
+    other = Proc(
+        py(
+            "dafka.cli.kafka", "--tower", towers, "--admin-key", os.environ[ADMIN_KEY_ENV],
+            "--port", "0", "--state-dir", str(tmp_path / "stray"),
+            "--partition-secret", str(tmp_path / "another.secret"),
+        )
+    )  # fmt: skip
+    assert other.wait(30) != 0
+    assert "is not the cluster's" in other.stderr and "--partition-secret" in other.stderr
