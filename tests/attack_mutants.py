@@ -1388,6 +1388,9 @@ MUTANTS: dict[str, Spec] = {
     "a listener with another partition secret refuses to start": Guard(
         "kafka-cli-refuses-another-secret", "if False:"
     ),
+    "a released group lease leaves the metadata's lease table": Guard(
+        "metadata-released-group-lease-forgotten", "if False:"
+    ),
 }
 
 
@@ -2780,6 +2783,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a listener with another partition secret refuses to start": (
         "tests/integration/kafka/test_failover.py::test_a_listener_with_another_partition_secret_refuses_to_start",
+    ),
+    "a released group lease leaves the metadata's lease table": (
+        "tests/unit/test_attacks_leases.py::test_released_group_leases_are_forgotten_so_new_group_names_never_fill_the_table",
     ),
 }
 

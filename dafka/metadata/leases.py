@@ -27,7 +27,9 @@ using one broker id). A lease is ``{holder, epoch, broker, endpoint, beat}``:
   epochs named, else the whole command is refused (at most :data:`MAX_RENEW`).
 * ``lease.release`` by the holder, or by an admin (to take a listener's leases from it at
   once), clears the holder; the epoch stays, so epochs only grow (Kafka clients ignore a
-  leader epoch lower than one they saw).
+  leader epoch lower than one they saw). A released ``g/`` lease is forgotten instead: a
+  group coordinator's epoch fences no write, and anonymous Kafka clients naming new groups
+  must not fill the table (:data:`MAX_LEASES`).
 * A key removed from ``listeners`` can renew nothing any more: its leases go stale and the
   keepers take them ``lease_s + margin`` later, as if it had died, not at once, since the
   removed listener may still be running and writing until it fences itself. An admin who
@@ -235,6 +237,13 @@ def plan(sm: Any, cmd: Mapping[str, Any], signer: str | None) -> tuple[Callable[
             raise ConfigError(f"lease {resource!r} is not held at epoch {epoch}")
         if signer != lease["holder"] and signer not in sm.admins:
             raise ConfigError(f"lease {resource!r} is held by another key")
+        # guard: metadata-released-group-lease-forgotten
+        if kind == "g":
+            # A group coordinator's epoch fences no write (commits carry their own), so a
+            # released one is forgotten: Kafka clients naming ever new groups (each one a
+            # FindCoordinator, a take and, once no client asks, a release) never fill the
+            # table up to MAX_LEASES, after which nothing new could be leased.
+            return lambda: leases.__delitem__(resource), None
         released = {**lease, "holder": None, "broker": None, "endpoint": None}
         return lambda: leases.__setitem__(resource, released), None
     if op != "lease.take":
@@ -276,7 +285,11 @@ def prove(sm: Any, cmd: Mapping[str, Any], proof: Proof) -> None:
     if op == "lease.take":
         proofs.leases[str(cmd["resource"])] = LeaseProof(proof)
     elif op == "lease.release":
-        proofs.leases[str(cmd["resource"])].end = proof
+        resource = str(cmd["resource"])
+        if resource in sm.leases:
+            proofs.leases[resource].end = proof
+        else:  # a group's lease, forgotten
+            proofs.leases.pop(resource, None)
     elif op == "partition.number":
         topic = str(cmd["topic"])
         held = proofs.numbering.setdefault(topic, {})

@@ -161,11 +161,14 @@ def test_numbering_is_stable_across_growth_and_leases_only_kafka_written_partiti
 def _busy() -> MetadataStateMachine:
     """Leases taken, renewed and released, numbering: what a snapshot must prove."""
     sm = _cluster()
+    assert sm.apply_data(signed(sm, "topic.create", topic="u", settings={"partitions": 1})) is None
+    assert _take(sm, L1, "p/u/0", 1) is None
+    assert sm.apply_data(signed(sm, "lease.release", resource="p/u/0", epoch=1)) is None  # admin
     assert _take(sm, L1, "p/t/0", 1) is None
     assert _take(sm, L2, "b/1", 1) is None
     assert sm.apply_data(signed(sm, "lease.renew", by=L1, resources=["p/t/0"], epochs=[1])) is None
     assert _take(sm, L1, "g/orders", 1) is None
-    assert sm.apply_data(signed(sm, "lease.release", resource="g/orders", epoch=1)) is None  # admin
+    assert sm.apply_data(signed(sm, "lease.release", by=L1, resource="g/orders", epoch=1)) is None
     numbered = signed(sm, "partition.number", by=L2, topic="t", partitions=[NATIVE])
     assert sm.apply_data(numbered) is None
     return sm
@@ -190,7 +193,8 @@ def test_leases_and_numbering_survive_a_snapshot() -> None:
     replica = MetadataStateMachine(cluster="dafka", anchors=[ADMIN_HEX])
     replica.restore(sm.snapshot())
     assert replica.view() == sm.view()
-    assert replica.leases["g/orders"]["holder"] is None
+    assert replica.leases["p/u/0"]["holder"] is None  # released: its epoch stays
+    assert "g/orders" not in replica.leases  # a released group lease is forgotten
     # and the replay rules hold after it: the renewed lease changed after an older base
     late = signed_command(
         L2,
@@ -281,3 +285,21 @@ def test_one_partition_has_one_resource_name() -> None:
         take = signed(sm, "lease.take", by=L2, resource=alias, epoch=1, broker=1, endpoint="h:1")
         assert "bad lease resource" in _refused_both(sm, take) or "bad group" in sm.last_error
     assert list(sm.leases) == ["p/t/0"]
+
+
+def test_released_group_leases_are_forgotten_so_new_group_names_never_fill_the_table() -> None:
+    """Anonymous Kafka clients can make a listener take a ``g/`` lease for any group name
+    (FindCoordinator); released, it must leave the table, or names cycled through would fill
+    it to MAX_LEASES and nothing new could be leased. A later take starts at epoch 1."""
+    sm = _cluster()
+    for i in range(50):
+        assert _take(sm, L1, f"g/fresh-{i}", 1) is None
+        release = signed(sm, "lease.release", by=L1, resource=f"g/fresh-{i}", epoch=1)
+        assert sm.apply_data(release) is None
+    assert not [r for r in sm.leases if r.startswith("g/")]
+    assert not [r for r in sm.proofs.leases if r.startswith("g/")]
+    assert _take(sm, L2, "g/fresh-0", 1) is None  # taken again from epoch 1
+    assert sm.leases["g/fresh-0"]["holder"] == L2.public_key.hex()
+    replica = MetadataStateMachine(cluster="dafka", anchors=[ADMIN_HEX])
+    replica.restore(sm.snapshot())
+    assert replica.view() == sm.view()
