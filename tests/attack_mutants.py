@@ -142,6 +142,7 @@ TESTS = [
     "tests/unit/test_kafka_lease_keeper.py",
     "tests/integration/test_leases.py",
     "tests/unit/test_kafka_lease_leadership.py",
+    "tests/integration/kafka/test_failover.py",
     "tests/unit/test_kafka_coordinator.py",
     "tests/unit/test_kafka_group_api.py",
     "tests/unit/test_kafka_commit_records.py",
