@@ -34,6 +34,7 @@ import zmq
 
 from dafka.config import TowerAddress, check_host
 from dafka.errors import ConfigError, TooManyFrames, WireError
+from dafka.io.bind import bind_patiently
 from dafka.io.multipart import BEACON_FRAMES, recv_bounded
 from dafka.security.curve_keys import CurveConfig, make_server, start_authenticator
 from dafka.security.identity import Identity
@@ -135,7 +136,7 @@ class Tower:
 
     def _bind(self, sock: zmq.Socket[bytes], endpoint: str) -> None:
         try:
-            sock.bind(endpoint)
+            bind_patiently(sock, endpoint)
         except zmq.ZMQError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise ConfigError(f"tower address {endpoint} is already in use") from None

@@ -70,6 +70,7 @@ from typing import Any
 import zmq
 
 from ...errors import ConfigError, RaftError, TooManyFrames
+from ...io.bind import bind_patiently
 from ...io.multipart import recv_bounded
 from ...security.private_dirs import make_private_dirs
 from .. import codec as w
@@ -353,7 +354,7 @@ class RaftPeer:
         if self.curve is not None:
             self.curve.server(self.router)
         try:
-            self.router.bind(self.bind)
+            bind_patiently(self.router, self.bind)
         except zmq.ZMQError as exc:
             raise ConfigError(f"cannot bind {self.bind}: {exc}") from exc
         self.pub = None
@@ -364,7 +365,7 @@ class RaftPeer:
             if self.curve is not None:
                 self.curve.server(self.pub)
             try:
-                self.pub.bind(self.broadcast)
+                bind_patiently(self.pub, self.broadcast)
             except zmq.ZMQError as exc:
                 raise ConfigError(f"cannot bind {self.broadcast}: {exc}") from exc
         self.poller = zmq.Poller()
