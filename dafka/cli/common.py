@@ -28,6 +28,7 @@ from typing import Any, TypeVar, cast
 import click
 
 from ..errors import ConfigError, DafkaError, NothingToChange, ProfileError
+from ..io.fd_limit import raise_fd_limit
 from .progress import end_progress
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,6 +96,7 @@ def _one_line(exc: click.ClickException) -> str:
 
 def _main(run: Callable[..., Any], args: Any, prog_name: Any, extra: dict[str, Any]) -> None:
     """Run a click command and turn every way it can fail into one line and an exit code."""
+    raise_fd_limit()  # a node meshing with hundreds of peers needs more than 1,024
     try:
         rv = run(args=args, prog_name=prog_name, standalone_mode=False, **extra)
     except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, on stderr
