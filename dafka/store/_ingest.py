@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..core import messages as m
+from ..core.topic_counts import BYTES_IN, RECORDS_IN
 from ..errors import DafkaError, StorageError, StoreFullError, WireError
 from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
@@ -662,10 +663,16 @@ class StoreIngest:
         self._table.committed(heads)
         if self._holes:
             self._gaps_part.stored(heads)
-        if self._signed:
-            self.stats.records_stored += sum(
-                batch.last_offset - batch.first_offset + 1 for batch in b.accepted
-            )
-        else:
-            self.stats.records_stored += len(b.accepted)
+        # per batch (rfc46: a batch is a record): the total and each topic's records and
+        # bytes in, the topics past the metrics' cap folded (dafka.core.topic_counts)
+        slot = self.stats.topics.slot
+        stored = 0
+        signed = self._signed
+        for batch in b.accepted:
+            n = batch.last_offset - batch.first_offset + 1 if signed else 1
+            counts = slot(batch.topic)
+            counts[RECORDS_IN] += n
+            counts[BYTES_IN] += len(batch.blob)
+            stored += n
+        self.stats.records_stored += stored
         return True
