@@ -663,16 +663,24 @@ class StoreIngest:
         self._table.committed(heads)
         if self._holes:
             self._gaps_part.stored(heads)
-        # per batch (rfc46: a batch is a record): the total and each topic's records and
-        # bytes in, the topics past the metrics' cap folded (dafka.core.topic_counts)
-        slot = self.stats.topics.slot
-        stored = 0
+        # the total and each topic's records and bytes in (the topics past the metrics'
+        # cap folded, dafka.core.topic_counts): one look-up per run of batches of a topic
         signed = self._signed
+        topic: str | None = None
+        n = nbytes = 0
         for batch in b.accepted:
-            n = batch.last_offset - batch.first_offset + 1 if signed else 1
-            counts = slot(batch.topic)
-            counts[RECORDS_IN] += n
-            counts[BYTES_IN] += len(batch.blob)
-            stored += n
-        self.stats.records_stored += stored
+            if batch.topic != topic:
+                if topic is not None:
+                    self._count_in(topic, n, nbytes)
+                topic, n, nbytes = batch.topic, 0, 0
+            n += batch.last_offset - batch.first_offset + 1 if signed else 1
+            nbytes += len(batch.blob)
+        if topic is not None:
+            self._count_in(topic, n, nbytes)
         return True
+
+    def _count_in(self, topic: str, records: int, nbytes: int) -> None:
+        self.stats.records_stored += records
+        counts = self.stats.topics.slot(topic)
+        counts[RECORDS_IN] += records
+        counts[BYTES_IN] += nbytes

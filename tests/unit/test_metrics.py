@@ -123,7 +123,7 @@ def test_producer_and_consumer_metrics_are_the_cores_counts() -> None:
     pcore.handle(ack(2), 0.5)
     pcore.handle(ack(9), 0.6)  # above what was published: bogus
     loop = SyncLoop(P)
-    sent = lambda: (4, 40)
+    sent = lambda: (4, 40)  # noqa: E731
     pm, timer = producer_metrics(loop, pcore, lambda: (3, 1, 2, 10), "signed", sent)  # type: ignore[arg-type]
     timer.published("t", 2)
     timer.acked("t", 2)

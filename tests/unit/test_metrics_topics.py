@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dafka.cli import metrics as cli_metrics
@@ -22,6 +22,7 @@ from dafka.storage.lmdb_store import LmdbStorage
 from dafka.store import StoreCore
 from dafka.store._facade import _StoreHandler
 from dafka.wire.profiles import SignedProfile
+from tests.procs import wait_until
 from tests.signing import CONSUMER, STORE, P, record
 from tests.unit.test_metrics import SyncLoop
 from tower.metrics import tower_metrics
@@ -208,3 +209,34 @@ def test_topic_cap_is_checked_and_the_cli_default_matches() -> None:
     assert cli_metrics.DEFAULT_TOPIC_CAP == DEFAULT_TOPIC_CAP
     with pytest.raises(ConfigError, match="topic cap"):
         StoreCore(STORE.node_id, None, topic_cap=-1)  # type: ignore[arg-type]
+
+
+def test_with_the_writer_thread_each_drain_is_timed_from_its_receipt(tmp_path: Path) -> None:
+    """``commit_thread``: a drain arriving while the commit before it is written waits; its
+    ACK latency runs from its own receipt (0.1), not from the report that started its
+    commit, and each of the two commits is timed once."""
+    storage, core, _, metrics = store(tmp_path, DEFAULT_TOPIC_CAP)
+    handler = _StoreHandler(core, QueryService(storage, profile="signed"), storage=storage)
+    clock = [0.0]
+    calls: list = []
+    loop = SimpleNamespace(clock=lambda: clock[0], call=calls.append)
+    commit = Histogram("c_seconds", "c", registry=(registry := CollectorRegistry()))
+    ack = Histogram("a_seconds", "a", registry=registry)
+    handler.time_commits(commit.observe, ack.observe)
+    handler.on_start(loop, 0.0)  # type: ignore[arg-type]
+    try:
+        assert handler.on_messages([record(0, 2)], 0.0) == []  # its commit is on the writer
+        assert handler.on_messages([record(2, 2)], 0.1) == []  # waits for that commit
+        wait_until(lambda: len(calls) == 1, 5.0)
+        clock[0] = 1.0
+        assert any(isinstance(e.msg, m.Ack) for e in calls.pop()(1.0))
+        wait_until(lambda: len(calls) == 1, 5.0)  # the waiting drain's commit
+        clock[0] = 2.0
+        assert any(isinstance(e.msg, m.Ack) for e in calls.pop()(2.0))
+    finally:
+        handler.on_stop()
+        storage.close()
+    got = {s.name: s.value for f in families(registry).values() for s in f}
+    assert got["c_seconds_count"] == 2 and got["c_seconds_sum"] > 0
+    assert got["a_seconds_count"] == 2
+    assert got["a_seconds_sum"] == pytest.approx(1.0 + 1.9)
