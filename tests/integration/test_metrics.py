@@ -115,6 +115,13 @@ def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower:
             assert len(values) == N
             read = scrape(c.metrics.url)
             assert read[lag] == 0  # drained: caught up
+        with Consumer("metered", towers=address, offset_reset="earliest", metrics_port=0) as c:
+            url = c.metrics.url  # type: ignore[union-attr]
+            wait_until(lambda: scrape(url)[lag] == N, 20, what=f"a lag of {N} before reading")
+            polled = len(c.poll_batch(100, timeout=5.0))
+            (key,) = c.positions()
+            c.pause([key])  # paused: the lag runs from where it resumes, whatever arrives
+            assert 0 < polled and scrape(url)[lag] == N - polled
         assert read["dafka_consumer_records_delivered_total"] == N
         assert read["dafka_consumer_delivered_bytes_total"] == VALUE_BYTES == sum(map(len, values))
         served = scrape(store_url)
