@@ -150,6 +150,7 @@ TESTS = [
     "tests/unit/test_kafka_backend_parts.py",
     "tests/integration/test_attacks_kafka_backend.py",
     "tests/integration/test_kafka_backend.py",
+    "tests/unit/test_metrics_topics.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1391,6 +1392,12 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a released group lease leaves the metadata's lease table": Guard(
         "metadata-released-group-lease-forgotten", "if False:"
+    ),
+    "a store's per-topic metric series are capped (the rest under _other)": Guard(
+        "metrics-topic-label-capped", "if topic == OTHER:"
+    ),
+    "a consumer's lag per topic is capped (the rest under _other)": Guard(
+        "metrics-topic-fold-capped", "if topic == OTHER:"
     ),
 }
 
@@ -2787,6 +2794,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a released group lease leaves the metadata's lease table": (
         "tests/unit/test_attacks_leases.py::test_released_group_leases_are_forgotten_so_new_group_names_never_fill_the_table",
+    ),
+    "a store's per-topic metric series are capped (the rest under _other)": (
+        "tests/unit/test_metrics_topics.py::test_a_producer_writing_to_fresh_topics_gets_at_most_cap_plus_one_series",
+    ),
+    "a consumer's lag per topic is capped (the rest under _other)": (
+        "tests/unit/test_metrics_topics.py::test_consumer_lag_is_summed_per_topic_and_capped",
     ),
 }
 

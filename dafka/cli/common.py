@@ -49,6 +49,7 @@ SHARED_KEYS = frozenset(
         "cluster",
         "metrics_port",
         "metrics_host",
+        "metrics_topic_cap",
     }
 )
 """The top-level keys of a ``--config`` file: settings several commands share. Any other

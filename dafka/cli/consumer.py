@@ -34,7 +34,7 @@ from .consumer_ends import (
     split_topics,
 )
 from .kcat import kcat_json, kcat_options, run_mode, text_or_b64
-from .metrics import announce, metrics_options
+from .metrics import announce, metrics_options, metrics_topic_cap_option
 from .progress import Progress, end_progress, progress_option
 
 if TYPE_CHECKING:  # imported when the command runs: see dafka.cli.consumer_ends
@@ -341,6 +341,7 @@ class _Waiting:
 )
 @kcat_options
 @metrics_options
+@metrics_topic_cap_option
 @progress_option
 @run_cli
 def main(
@@ -364,6 +365,7 @@ def main(
     wait: float,
     metrics_port: int | None,
     metrics_host: str,
+    metrics_topic_cap: int,
     watermarks: bool,
     table: str | None,
     progress: bool,
@@ -445,6 +447,7 @@ def main(
         trusted_stores=trusted_stores,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        metrics_topic_cap=metrics_topic_cap,
         start_timestamp=start if isinstance(start, float) else None,
         **group_kw,  # type: ignore[arg-type]
     ) as consumer:

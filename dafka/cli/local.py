@@ -37,7 +37,7 @@ from .common import (
     run_cli,
     wait_for_signal,
 )
-from .metrics import metrics_options
+from .metrics import metrics_options, metrics_topic_cap_option
 
 KAFKA_STATE_DIR = ".dafka/kafka"
 KAFKA_START_TIMEOUT = 30.0
@@ -85,6 +85,7 @@ KAFKA_START_TIMEOUT = 30.0
     "port), as a child process; its state goes in .dafka/kafka (docs/kafka.md).",
 )
 @metrics_options
+@metrics_topic_cap_option
 @run_cli
 def main(
     data_dir: str,
@@ -95,6 +96,7 @@ def main(
     kafka_port: int | None,
     metrics_port: int | None,
     metrics_host: str,
+    metrics_topic_cap: int,
 ) -> None:
     """Run a local platform: one tower (beacons + metadata) and one store, until Ctrl-C.
 
@@ -124,6 +126,7 @@ def main(
             profile=profile,
             metrics_port=store_port,
             metrics_host=metrics_host,
+            metrics_topic_cap=metrics_topic_cap,
         ).start()
     except BaseException:
         if tower_metrics_server is not None:

@@ -28,7 +28,7 @@ from .common import (
     run_cli,
     wait_for_signal,
 )
-from .metrics import announce, metrics_options
+from .metrics import announce, metrics_options, metrics_topic_cap_option
 
 MIB = 1024 * 1024
 GC_YOUNG_THRESHOLD = 10_000
@@ -126,6 +126,7 @@ def tune_gc() -> None:
     help="Seconds from the start of one compaction pass to the start of the next.",
 )
 @metrics_options
+@metrics_topic_cap_option
 @run_cli
 def main(
     tower: str,
@@ -145,6 +146,7 @@ def main(
     compaction_pass: float,
     metrics_port: int | None,
     metrics_host: str,
+    metrics_topic_cap: int,
 ) -> None:
     """Persist the records of every topic, acknowledge them and serve fetches."""
     keep_freed_memory()  # see dafka.io.malloc
@@ -159,6 +161,7 @@ def main(
         profile=profile,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        metrics_topic_cap=metrics_topic_cap,
         serve_rate=serve_rate_mib * MIB,
         commit_thread=commit_thread,
         replicate_interval=replicate_interval,

@@ -23,6 +23,7 @@ from ..api.common import node_config
 from ..config import ConsumerConfig, NodeConfig, OffsetReset, parse_trusted_stores
 from ..core import messages as m
 from ..core.effects import ConsumedRecord, Publish, RecordBatch
+from ..core.topic_counts import DEFAULT_TOPIC_CAP, check_topic_cap
 from ..errors import ClosedError, ConfigError, DafkaTimeout
 from ..groups.member import GroupSettings
 from ..ids import check_topic_name, new_node_id
@@ -79,6 +80,7 @@ class Consumer(ConsumerControl):
         min_acks: int = 1,
         max_decompressed_bytes: int = MAX_RAW_BYTES,
         compacted_topics: Iterable[str] = (),
+        metrics_topic_cap: int = DEFAULT_TOPIC_CAP,
     ) -> None:
         """``offset_reset``: where a partition seen for the first time starts:
         ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
@@ -105,7 +107,8 @@ class Consumer(ConsumerControl):
         in the core's ``ConsumerStats.data_lost``).
 
         ``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
-        (0: a free port, see :attr:`metrics`; ``docs/metrics.md``).
+        (0: a free port, see :attr:`metrics`; ``docs/metrics.md``); ``metrics_topic_cap``:
+        topics with a lag series of their own, the rest summed under ``topic="_other"``.
 
         ``group``: join that consumer group (``docs/groups.md``): read the partitions it
         assigns, from its committed offsets (``offset_reset`` where none is); commit with
@@ -126,6 +129,7 @@ class Consumer(ConsumerControl):
         in the compacted form; any other topic's is refused (``reason="compacted"``) and
         fetched again, since a store may rewrite any format-5 batch so, dropping records."""
         check_metrics_port(metrics_port)
+        check_topic_cap(metrics_topic_cap)
         self.metrics: NodeMetrics | None = None
         if on_data_loss not in ("raise", "skip"):
             raise ConfigError(f"on_data_loss must be 'raise' or 'skip', not {on_data_loss!r}")
@@ -212,6 +216,8 @@ class Consumer(ConsumerControl):
                 lambda: self._shared.count,
                 self.config.profile,
                 lambda: handler.delivered_bytes,
+                lambda: self._shared.lag(self._core.positions(), self._core.watermarks()),
+                metrics_topic_cap,
             ).serve(metrics_host, metrics_port)
         try:
             self._loop.start()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ..core.effects import DataLoss, RecordBatch
 from ..errors import DataLossError, TopicDeletedError
@@ -178,6 +178,32 @@ class ConsumerShared:
                 seen.add(key)
                 positions[key] = run.offset + (self.head_used if i == 0 else 0)
         return positions
+
+    def lag(
+        self, positions: dict[PartitionKey, int], ends: Mapping[PartitionKey, tuple[int, int]]
+    ) -> dict[PartitionKey, int]:
+        """Each partition read here: offsets known to exist not yet polled (the IO thread,
+        for ``dafka_consumer_lag_records``). ``positions``: the core's next offsets;
+        ``ends``: its watermarks, ``(low, high)`` with ``high`` one past the highest
+        offset stores and producers said exists. The lag is ``high`` minus the offset a
+        poll returns next (a paused partition's: where it resumes), at least 0; a
+        partition left out (a group's other members', one ``assign`` left out, one known
+        only from a store and never started) has none."""
+        with self.cond:
+            at = self.polled_positions(positions)
+            held, manual, paused = self.held, self.manual, self.paused
+            out: dict[PartitionKey, int] = {}
+            for key, (_, high) in ends.items():
+                if (held is not None and key not in held) or (
+                    manual is not None and key not in manual
+                ):
+                    continue
+                position = paused.get(key) if paused else None
+                if position is None:
+                    position = at.get(key)
+                if position is not None:
+                    out[key] = max(0, high - position)
+            return out
 
     def reseek_paused(self, topic: str, partition: str | None) -> None:
         """A seek moved ``partition`` (every one of ``topic`` when None): a paused one

@@ -20,9 +20,13 @@ scrape still answers, with ``dafka_node_running 0`` and no node values.
 
 Names follow the Prometheus conventions (``docs/metrics.md`` lists them all):
 ``dafka_`` prefix, counters end in ``_total``, times in ``_seconds``, sizes in
-``_bytes``. No label takes a value a peer controls (no topic, partition or peer
-ID): the registry's size is fixed by this code, whatever the network sends
-(``docs/security.md``, "Bounds").
+``_bytes``. One label takes a value a peer controls, ``topic`` (a store's records and
+bytes in and out per topic, a consumer's lag), and it is bounded: the first
+``--metrics-topic-cap`` topics get series of their own, every other one is counted under
+``topic="_other"`` (:mod:`dafka.core.topic_counts`). No partition or peer ID is a
+label: the registry's size is bounded by this code, whatever the network sends
+(``docs/security.md``, "Bounds"). Every registry also holds prometheus_client's
+process, platform and GC collectors (``process_*``, ``python_*``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -344,6 +354,11 @@ class NodeMetrics:
         self.registry = CollectorRegistry()
         self.collector = collector
         self.registry.register(collector)
+        # the standard process_* and python_* families, on this node's own registry
+        # (read at scrape time on the HTTP thread: /proc, gc.get_stats)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self.server: MetricsServer | None = None
 
     def serve(self, host: str, port: int) -> NodeMetrics:

@@ -9,15 +9,26 @@ from the objects its facade holds: the values are read on the IO thread
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Histogram
 
+from ..core.topic_counts import (
+    BYTES_IN,
+    BYTES_SERVED,
+    DEFAULT_TOPIC_CAP,
+    RECORDS_IN,
+    RECORDS_SERVED,
+    fold,
+)
 from .metrics import (
     ACK_LATENCY_BUCKETS,
     LOOP_SPECS,
     AckTimer,
+    Kind,
     LoopReader,
     NodeCollector,
     NodeMetrics,
@@ -47,6 +58,28 @@ __all__ = [
 ]
 
 ACK_LATENCY = "dafka_producer_ack_latency_seconds"
+STORE_COMMIT = "dafka_store_commit_seconds"
+STORE_ACK_LATENCY = "dafka_store_ack_latency_seconds"
+HISTOGRAMS = (ACK_LATENCY, STORE_COMMIT, STORE_ACK_LATENCY)
+"""Every histogram a node registers besides its collector's families."""
+COMMIT_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    10,
+)
+"""A commit: 100 us (no fsync to speak of, tmpfs) to 10 s (a stuck disk)."""
 
 # (stats field, metric name, help): counters read from a core's stats dataclass
 _Fields = tuple[tuple[str, str, str], ...]
@@ -207,6 +240,41 @@ STORE_SPECS = (
     counter(
         "query.forbidden", "dafka_store_query_forbidden", "Query requests the read ACL refused."
     ),
+    counter(
+        "topic.records_in",
+        "dafka_store_topic_records_in",
+        "Records written to LMDB per topic (past the topic cap: _other).",
+        label="topic",
+    ),
+    counter(
+        "topic.bytes_in",
+        "dafka_store_topic_bytes_in",
+        "Bytes of the batches written to LMDB per topic, as stored (past the cap: _other).",
+        label="topic",
+    ),
+    counter(
+        "topic.records_served",
+        "dafka_store_topic_records_served",
+        "Records sent to answer FETCHes per topic (past the topic cap: _other).",
+        label="topic",
+    ),
+    counter(
+        "topic.served_bytes",
+        "dafka_store_topic_served_bytes",
+        "Bytes of the batches sent to answer FETCHes per topic (past the cap: _other).",
+        label="topic",
+    ),
+    gauge(
+        "disk_free",
+        "dafka_store_disk_free_bytes",
+        "Bytes free for the store on the filesystem of its data directory.",
+    ),
+    gauge(
+        "disk_total",
+        "dafka_store_disk_total_bytes",
+        "Size in bytes of the filesystem of the data directory.",
+    ),
+    gauge("db_bytes", "dafka_store_db_bytes", "Size in bytes of the LMDB file (data.mdb)."),
 )
 PRODUCER_SPECS = (
     *LOOP_SPECS,
@@ -227,6 +295,13 @@ CONSUMER_SPECS = (
         "Value bytes of the records delivered in order.",
     ),
     gauge("backlog", "dafka_consumer_backlog_records", "Records delivered, not yet polled."),
+    Spec(
+        "lag",
+        "dafka_consumer_lag_records",
+        Kind.GAUGE,
+        "Offsets known to exist (heads heard) not yet polled, per topic (past the cap: _other).",
+        "topic",
+    ),
     counter(
         "unopened",
         "dafka_consumer_batches_unopened",
@@ -243,14 +318,28 @@ def _metrics(
     return NodeMetrics(NodeCollector(role, {"node_id": node_id, "profile": profile}, reader, specs))
 
 
+def disk_values(path: str | os.PathLike[str], values: Values) -> None:
+    """The filesystem's free and total bytes under ``path`` and the size of its LMDB file
+    (three system calls: scrape time only). A call that fails leaves its values out."""
+    try:
+        fs = os.statvfs(path)
+        values["disk_free"] = fs.f_bavail * fs.f_frsize  # what an unprivileged writer gets
+        values["disk_total"] = fs.f_blocks * fs.f_frsize
+        values["db_bytes"] = os.stat(os.path.join(path, "data.mdb")).st_size
+    except OSError:
+        pass
+
+
 def store_metrics(
     loop: NodeLoop,
     core: StoreCore,
     storage: LmdbStorage,
     query: QueryService,
     profile: str,
+    time_commits: Callable[[Callable[[float], None], Callable[[float], None]], None] | None = None,
 ) -> NodeMetrics:
-    """A store's metrics (nothing served until :meth:`NodeMetrics.serve`)."""
+    """A store's metrics (nothing served until :meth:`NodeMetrics.serve`); ``time_commits``
+    is handed the observers of its two histograms (commit, ACK latency)."""
 
     def read() -> Values:  # IO thread
         values = loop_values(loop)
@@ -268,9 +357,30 @@ def store_metrics(
         values["under_partitions"], values["under_records"] = under.partitions, under.records
         for key in ("requests", "malformed", "forbidden"):
             values[f"query.{key}"] = query.stats[key]
+        topics = core.stats.topics  # at most cap + 1 topics (dafka.core.topic_counts)
+        values["topic.records_in"] = topics.column(RECORDS_IN)
+        values["topic.bytes_in"] = topics.column(BYTES_IN)
+        values["topic.records_served"] = topics.column(RECORDS_SERVED)
+        values["topic.served_bytes"] = topics.column(BYTES_SERVED)
+        disk_values(storage.path, values)
         return values
 
-    return _metrics("store", loop.node_id, profile, loop, read, STORE_SPECS)
+    metrics = _metrics("store", loop.node_id, profile, loop, read, STORE_SPECS)
+    commit = Histogram(
+        STORE_COMMIT,
+        "Seconds one LMDB write transaction of a drain's records took, fsync included.",
+        buckets=COMMIT_BUCKETS,
+        registry=metrics.registry,
+    )
+    ack = Histogram(
+        STORE_ACK_LATENCY,
+        "Seconds from receiving a drain of records to sending its ACKs (one per drain).",
+        buckets=ACK_LATENCY_BUCKETS,
+        registry=metrics.registry,
+    )
+    if time_commits is not None:
+        time_commits(commit.observe, ack.observe)
+    return metrics
 
 
 def producer_metrics(
@@ -308,9 +418,12 @@ def consumer_metrics(
     backlog: Callable[[], int],
     profile: str,
     delivered_bytes: Callable[[], int],
+    lag: Callable[[], Mapping[tuple[str, str], int]] | None = None,
+    topic_cap: int = DEFAULT_TOPIC_CAP,
 ) -> NodeMetrics:
     """A consumer's metrics; ``delivered_bytes`` returns the value bytes of the records
-    its core delivered (counted by its IO-side handler)."""
+    its core delivered (counted by its IO-side handler), ``lag`` each partition's lag
+    (summed per topic here, the topics past ``topic_cap`` folded into ``_other``)."""
 
     def read() -> Values:  # IO thread
         values = loop_values(loop)
@@ -319,6 +432,21 @@ def consumer_metrics(
         values["delivered_bytes"] = delivered_bytes()
         values["backlog"] = backlog()
         values["unopened"] = dict(stats.unopened)
+        if lag is not None:
+            values["lag"] = lag_per_topic(core.topics(), lag(), topic_cap)
         return values
 
     return _metrics("consumer", loop.node_id, profile, loop, read, CONSUMER_SPECS)
+
+
+def lag_per_topic(
+    topics: Iterable[str], lag: Mapping[tuple[str, str], int], cap: int
+) -> Mapping[str, int]:
+    """Each partition's lag summed per topic (0 for a topic read and caught up, or of
+    which nothing is known yet), the topics past the first ``cap`` by name folded."""
+    per_topic: defaultdict[str, int] = defaultdict(int)
+    for topic in topics:
+        per_topic[topic] += 0
+    for (topic, _), behind in lag.items():
+        per_topic[topic] += behind
+    return fold(sorted(per_topic.items()), cap)

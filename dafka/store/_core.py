@@ -19,6 +19,7 @@ from typing import Any
 from ..core import messages as m
 from ..core.effects import Publish
 from ..core.ready import Ready
+from ..core.topic_counts import DEFAULT_TOPIC_CAP, TopicCounts, check_topic_cap
 from ..errors import DafkaError, StorageError
 from ..ids import is_node_id
 from ..storage.base import Storage
@@ -37,6 +38,9 @@ from ._state import Equivocation, StoreConfig, StoreStats, _Batch
 from ._waiting import WaitingDrain
 
 log = logging.getLogger(__name__)
+
+MAX_ACK_RECEIPTS = 64
+"""Drains' receipt times kept for the shell's ACK latency between two of its reads."""
 
 MAX_HELLO_TOPICS = 1024
 """Topics answered per CONSUMER-HELLO; the rest are ignored (a peer controls the list)."""
@@ -91,6 +95,7 @@ class StoreCore:
         new_partition_burst: float = 1000.0,
         send_credits: int | None = DEFAULT_SEND_CREDITS,
         replicate_interval: float = REPLICATE_INTERVAL,
+        topic_cap: int = DEFAULT_TOPIC_CAP,
     ) -> None:
         config = StoreConfig(
             node_id,
@@ -106,7 +111,7 @@ class StoreCore:
         self.config = config
         self._node_id = node_id
         self._storage = storage
-        self.stats = StoreStats()
+        self.stats = StoreStats(topics=TopicCounts(check_topic_cap(topic_cap)))
         heads = storage.heads()
         self.table = PartitionTable(
             self.stats,
@@ -163,6 +168,9 @@ class StoreCore:
         self._outbox: list[Publish] = []
         self.verified_ahead = 0
         """Pieces of drains verified while the drain before them was being committed."""
+        self.ack_receipts: list[float] = []
+        """Receipt times of the drains whose ACKs were made, for the shell to time
+        (:meth:`take_ack_receipts`; at most ``MAX_ACK_RECEIPTS``, the rest not timed)."""
 
     # ------------------------------------------------------------------ queries
 
@@ -268,6 +276,7 @@ class StoreCore:
         self.gaps.forget_topic(topic)
         self.serving.forget_topic(topic)
         self.replication.forget_topic(topic)
+        self.stats.topics.forget(topic)
 
     def apply_retention(self, now_ms: int, mono_ms: int) -> list[tuple[str, str, int]]:
         """Trim what fell out of retention (:meth:`StorePolicy.apply_retention`)."""
@@ -298,7 +307,7 @@ class StoreCore:
         if committing is not None:
             checked = self.intake.verify_ahead(msgs, committing[1])
             if self._waiting is None:
-                self._waiting = WaitingDrain()
+                self._waiting = WaitingDrain(now)
             self._waiting.add(msgs, sources, checked)
             self.verified_ahead += 1
             return
@@ -368,7 +377,9 @@ class StoreCore:
         self._outbox.extend(self.finish(b, done, now))
         waiting, self._waiting = self._waiting, None
         if waiting is not None:
-            self._take(self.ingest(waiting.msgs, now, waiting.sources, waiting.checked))
+            b = self.ingest(waiting.msgs, now, waiting.sources, waiting.checked)
+            b.received = waiting.since
+            self._take(b)
 
     # ------------------------------------------------------------------ batches
 
@@ -424,8 +435,19 @@ class StoreCore:
             serving.answer_tail(requester, topic, partition, out)
         serving.serve(out, now)
         if committed:
-            serving.ack(sorted(b.advanced | b.reack), out, now)
+            keys = b.advanced | b.reack
+            serving.ack(sorted(keys), out, now)
+            receipts = self.ack_receipts
+            if keys and len(receipts) < MAX_ACK_RECEIPTS:
+                receipts.append(b.received)
         return out
+
+    def take_ack_receipts(self) -> list[float]:
+        """When the drains whose ACKs were made since the last call were received (the
+        ``now`` given with their first message): the shell observes the ACK latency as
+        it sends them (``dafka_store_ack_latency_seconds``)."""
+        receipts, self.ack_receipts = self.ack_receipts, []
+        return receipts
 
     def verify_ahead(
         self, msgs: Sequence[m.Message], committing: _Batch

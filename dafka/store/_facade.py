@@ -17,14 +17,16 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..api.common import node_config
 from ..config import NodeConfig, check_profile
 from ..core import messages as m
 from ..core.effects import Publish
 from ..core.read_guard import ReadView
+from ..core.topic_counts import DEFAULT_TOPIC_CAP, check_topic_cap
 from ..errors import ConfigError, DafkaError, StorageError
 from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
@@ -61,9 +63,17 @@ class _Appends:
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
+        self.observe: Callable[[float], None] | None = None
+        """Given the seconds each commit took (``dafka_store_commit_seconds``), if set."""
 
     def persist(self, writes: Sequence[StoredBatch], sync: bool) -> None:
-        self._storage.append(writes)  # durable (fsynced) when it returns, always
+        observe = self.observe
+        if observe is None:
+            self._storage.append(writes)  # durable (fsynced) when it returns, always
+            return
+        start = time.perf_counter()
+        self._storage.append(writes)
+        observe(time.perf_counter() - start)
 
 
 class _StoreHandler(NodeHandler):
@@ -115,6 +125,28 @@ class _StoreHandler(NodeHandler):
         # make it send, and the core paces each requester to it (dafka.store._credits,
         # dafka.io.bounds)
         self.xpub_frame_bytes = frame_bytes if core.paces_requesters else None
+        self.observe_ack: Callable[[float], None] | None = None
+        """Given, as a drain's ACKs leave, the seconds since it was received
+        (``dafka_store_ack_latency_seconds``; set with :meth:`time_commits`)."""
+
+    def time_commits(self, commit: Callable[[float], None], ack: Callable[[float], None]) -> None:
+        """Time each commit (its LMDB write transaction and fsync) and each drain from
+        its receipt to its ACKs (metrics on; before the loop starts)."""
+        self._appends.observe = commit
+        self.observe_ack = ack
+
+    def _acks_timed(self, out: list[Publish]) -> list[Publish]:
+        """``out``, about to be sent; the ACK latency of the drains whose ACKs it holds is
+        observed now (one observation per drain, not per record)."""
+        self._observe_acks()
+        return out
+
+    def _observe_acks(self) -> None:
+        observe = self.observe_ack
+        if observe is not None and self.core.ack_receipts:
+            now = self._clock()
+            for received in self.core.take_ack_receipts():
+                observe(max(0.0, now - received))
 
     def services(self) -> list[QueryService]:
         return [self.query]
@@ -127,7 +159,20 @@ class _StoreHandler(NodeHandler):
         self._loop = loop
         if self._storage is not None:
             self._writer = WriterThread(f"{threading.current_thread().name}-writer")
-            self.pipeline = StorePipeline(self.core, self._storage, self._writer.submit, loop.call)
+            call = loop.call
+            if self.observe_ack is not None:  # a commit's report sends its ACKs: timed
+
+                def call(fn: Callable[[float], list[Any]]) -> None:
+                    def timed(now: float) -> list[Any]:
+                        out = fn(now)
+                        self._observe_acks()
+                        return out
+
+                    loop.call(timed)
+
+            self.pipeline = StorePipeline(
+                self.core, self._storage, self._writer.submit, call, self._appends.observe
+            )
         return []
 
     def _settle(self, now: float) -> list[Publish]:
@@ -157,7 +202,7 @@ class _StoreHandler(NodeHandler):
         if self.query.waiting:
             self.query.on_tick(now)  # each turn while queries wait (dafka.query.budget)
         out, self._out = self._out, []
-        return out
+        return self._acks_timed(out)
 
     def set_policy(
         self, topics: dict, deleted: dict[str, int], stores: tuple[str, ...] = ()
@@ -196,7 +241,7 @@ class _StoreHandler(NodeHandler):
         env = self._env
         # guard: store-stops-acknowledges-nothing
         if env is None or env.damaged is None:
-            return out
+            return self._acks_timed(out)
         if self.damaged is None:
             self.damaged = env.damaged
             log.critical(
@@ -221,7 +266,7 @@ class _StoreHandler(NodeHandler):
         return out
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
-        return self._run(self.core.on_subscription(sub, now))
+        return self._acks_timed(self._run(self.core.on_subscription(sub, now)))
 
     def on_tick(self, now: float) -> list[Publish]:
         self.query.on_tick(now)  # queries waiting for their bytes (dafka.query.budget)
@@ -325,9 +370,12 @@ class Store:
         scrub_rate: float = DEFAULT_SCRUB_RATE,
         compaction_rate: float = DEFAULT_COMPACTION_RATE,
         compaction_pass: float = COMPACTION_PASS_SECONDS,
+        metrics_topic_cap: int = DEFAULT_TOPIC_CAP,
     ) -> None:
         """``metrics_port``: serve Prometheus metrics on ``metrics_host:metrics_port``
-        (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``).
+        (0: a free port, see :attr:`metrics`; None: none; ``docs/metrics.md``);
+        ``metrics_topic_cap``: topics with per-topic series of their own, the rest counted
+        under ``topic="_other"``.
         ``serve_rate``: bytes per second one requester is served in answer to its FETCHes
         (bursts of twice that), four times that over all requesters (``docs/wire.md``
         §11.6): what readers may cost this store each second, and what a catch-up from
@@ -376,6 +424,7 @@ class Store:
                 serve_rate=serve_rate,
                 serve_total_rate=4 * serve_rate,
                 replicate_interval=replicate_interval,
+                topic_cap=check_topic_cap(metrics_topic_cap),
             )
             held_file = HeldFile(self.path)
             self.core.held = held_file.load()
@@ -409,7 +458,12 @@ class Store:
             )
             if metrics_port is not None:
                 self.metrics = store_metrics(
-                    self._loop, self.core, self._storage, self.query, self.profile
+                    self._loop,
+                    self.core,
+                    self._storage,
+                    self.query,
+                    self.profile,
+                    self._handler.time_commits,
                 )
         except BaseException:
             self._close_storage()

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..core import messages as m
+from ..core.topic_counts import BYTES_IN, RECORDS_IN
 from ..errors import DafkaError, StorageError, StoreFullError, WireError
 from ..storage.base import Storage, StoredBatch
 from ..storage.keys import partition_prefix
@@ -662,10 +663,24 @@ class StoreIngest:
         self._table.committed(heads)
         if self._holes:
             self._gaps_part.stored(heads)
-        if self._signed:
-            self.stats.records_stored += sum(
-                batch.last_offset - batch.first_offset + 1 for batch in b.accepted
-            )
-        else:
-            self.stats.records_stored += len(b.accepted)
+        # the total and each topic's records and bytes in (the topics past the metrics'
+        # cap folded, dafka.core.topic_counts): one look-up per run of batches of a topic
+        signed = self._signed
+        topic: str | None = None
+        n = nbytes = 0
+        for batch in b.accepted:
+            if batch.topic != topic:
+                if topic is not None:
+                    self._count_in(topic, n, nbytes)
+                topic, n, nbytes = batch.topic, 0, 0
+            n += batch.last_offset - batch.first_offset + 1 if signed else 1
+            nbytes += len(batch.blob)
+        if topic is not None:
+            self._count_in(topic, n, nbytes)
         return True
+
+    def _count_in(self, topic: str, records: int, nbytes: int) -> None:
+        self.stats.records_stored += records
+        counts = self.stats.topics.slot(topic)
+        counts[RECORDS_IN] += records
+        counts[BYTES_IN] += nbytes

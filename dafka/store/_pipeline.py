@@ -43,6 +43,7 @@ is verified while it commits. With it (:class:`StorePipeline`):
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -65,14 +66,25 @@ class LmdbWrites:
     PlannedPersister`): planned on the cached heads, written in one synced transaction,
     the map grown on the IO thread when full, the cached heads moved once written."""
 
-    def __init__(self, storage: LmdbStorage) -> None:
+    def __init__(
+        self, storage: LmdbStorage, observe: Callable[[float], None] | None = None
+    ) -> None:
         self.storage = storage
+        self.observe = observe
+        """Given the seconds each write transaction that committed took (metrics)."""
 
     def plan(self, writes: Sequence[Any], sync: bool) -> PlannedAppend | None:
         return self.storage.plan_append(writes)  # always synced
 
     def write(self, plan: PlannedAppend) -> bool:
-        return self.storage.write(plan)
+        observe = self.observe
+        if observe is None:
+            return self.storage.write(plan)
+        start = time.perf_counter()
+        done = self.storage.write(plan)
+        if done:  # not a transaction aborted for want of room (written again)
+            observe(time.perf_counter() - start)
+        return done
 
     def recover(self) -> None:
         self.storage.grow()
@@ -94,10 +106,12 @@ class StorePipeline:
         storage: LmdbStorage,
         submit: Callable[[Callable[[], None]], None],
         call: Call,
+        observe_commit: Callable[[float], None] | None = None,
     ) -> None:
         self.core = core
         self.storage = storage
-        self.writer = ReadyWriter(core, LmdbWrites(storage), submit, call, at=core.at)
+        writes = LmdbWrites(storage, observe_commit)
+        self.writer = ReadyWriter(core, writes, submit, call, at=core.at)
 
     @property
     def in_flight(self) -> bool:

@@ -39,6 +39,7 @@ from ..core.answers import ANSWER_BATCHES, answer_full
 from ..core.effects import Publish
 from ..core.limits import RequestLimiter, TokenBucket
 from ..core.read_guard import PROXY_SHARE, RequesterCheck, RequestLog, check_requester
+from ..core.topic_counts import BYTES_SERVED, RECORDS_SERVED
 from ..errors import StorageError
 from ..ids import is_node_id
 from ..storage.base import Storage
@@ -577,4 +578,8 @@ class StoreServing:
                 break
         self.stats.records_served += sent
         self.stats.bytes_served += size
+        if sent:
+            counts = self.stats.topics.slot(fetch.topic)
+            counts[RECORDS_SERVED] += sent
+            counts[BYTES_SERVED] += size
         return sent, size, finished or fetch.next >= fetch.end

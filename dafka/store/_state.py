@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ..core.answers import AnswerCursor
 from ..core.read_guard import Sender
+from ..core.topic_counts import TopicCounts
 from ..errors import ConfigError
 from ..ids import is_node_id
 from ..storage.base import StoredBatch
@@ -114,6 +115,10 @@ class StoreStats:
     compaction_unjustified: int = 0
     """Compacted batches held (fetched from another store) that dropped a record no
     compaction would drop: the newest of its key."""
+    topics: TopicCounts = field(default_factory=TopicCounts)
+    """Records and bytes in (committed) and served (FETCH answers) per topic, the topics
+    past the cap folded into ``_other`` (:mod:`dafka.core.topic_counts`); added to per
+    batch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +184,11 @@ class _Batch:
         "continuing",
         "gap_keys",
         "head_requests",
+        "index",
         "nexts",
         "now",
-        "index",
         "reack",
+        "received",
         "sources",
         "tail_answers",
     )
@@ -194,6 +200,7 @@ class _Batch:
         checked: Mapping[int, tuple[object, Exception | None]] | None = None,
     ) -> None:
         self.now = now
+        self.received = now  # when its first message arrived (a waiting drain's: earlier)
         self.sources = sources  # the host of each message (a rate key), looked up if asked
         self.index = 0  # the message being handled
         # verified ahead (StoreIngest.verify_ahead): message index -> (the message, the

@@ -72,9 +72,11 @@ class DrainSources(Sequence[str]):
 class WaitingDrain:
     """What arrived while a commit was in flight: one drain, verified piece by piece."""
 
-    __slots__ = ("bytes", "checked", "msgs", "sources")
+    __slots__ = ("bytes", "checked", "msgs", "since", "sources")
 
-    def __init__(self) -> None:
+    def __init__(self, since: float = 0.0) -> None:
+        self.since = since
+        """The time its first piece was received (the ACK latency measured from it)."""
         self.msgs: list[m.Message] = []
         self.sources = DrainSources()
         self.checked: dict[int, tuple[object, Exception | None]] = {}

@@ -49,7 +49,10 @@ def tower() -> object:
 
 def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower: object) -> None:
     address, tower_url = tower  # type: ignore[misc]
-    store = StoreProc(tmp_path / "store", address, "--metrics-port", "0")
+    # cap 1: "metered" has series of its own, the next topic written is counted as _other
+    store = StoreProc(
+        tmp_path / "store", address, "--metrics-port", "0", "--metrics-topic-cap", "1"
+    )
     try:
         store_url = metrics_url(store.proc)
         with Producer("metered", towers=address, metrics_port=0) as producer:
@@ -79,17 +82,46 @@ def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower:
         assert got["dafka_frames_malformed_total"] == 0
         assert got["dafka_tower_welcomed"] == 1
         assert got["dafka_store_records_served_total"] == 0  # nobody has FETCHed yet
+        assert got["dafka_store_topic_records_in_total{topic=metered}"] == N
+        assert got["dafka_store_topic_bytes_in_total{topic=metered}"] > VALUE_BYTES
+        assert got["dafka_store_commit_seconds_count"] >= 1
+        assert got["dafka_store_ack_latency_seconds_count"] >= 1
+        assert 0 < got["dafka_store_disk_free_bytes"] <= got["dafka_store_disk_total_bytes"]
+        assert got["dafka_store_db_bytes"] > 0
+        assert got["process_resident_memory_bytes"] > 0 and got["process_cpu_seconds_total"] > 0
+
+        with Producer("second", towers=address) as second:  # past the cap of 1: _other
+            second.send("x")
+            second.flush(timeout=30)
+        wait_until(
+            lambda: scrape(store_url).get("dafka_store_topic_records_in_total{topic=_other}") == 1,
+            20,
+            what="the second topic counted under _other",
+        )
 
         # the producer is gone: a consumer from the beginning is served by the store's FETCH
         # answers; what went out of the store and into the consumer is counted
         with Consumer("metered", towers=address, offset_reset="earliest", metrics_port=0) as c:
             assert c.metrics is not None and c.metrics.url is not None
+            # before it polls: every record the store said it holds is lag (delivered to
+            # the poll queue counts as not read)
+            lag = "dafka_consumer_lag_records{topic=metered}"
+            url = c.metrics.url
+            wait_until(lambda: scrape(url)[lag] == N, 20, what=f"a lag of {N} before reading")
             values = [r.value for r in c.poll_batch(N, timeout=1.0)]
             deadline = time.monotonic() + 30
             while len(values) < N and time.monotonic() < deadline:
                 values += [r.value for r in c.poll_batch(N, timeout=1.0)]
             assert len(values) == N
             read = scrape(c.metrics.url)
+            assert read[lag] == 0  # drained: caught up
+        with Consumer("metered", towers=address, offset_reset="earliest", metrics_port=0) as c:
+            url = c.metrics.url  # type: ignore[union-attr]
+            wait_until(lambda: scrape(url)[lag] == N, 20, what=f"a lag of {N} before reading")
+            polled = len(c.poll_batch(100, timeout=5.0))
+            (key,) = c.positions()
+            c.pause([key])  # paused: the lag runs from where it resumes, whatever arrives
+            assert 0 < polled and scrape(url)[lag] == N - polled
         assert read["dafka_consumer_records_delivered_total"] == N
         assert read["dafka_consumer_delivered_bytes_total"] == VALUE_BYTES == sum(map(len, values))
         served = scrape(store_url)
@@ -102,6 +134,8 @@ def test_store_tower_and_producer_count_what_went_through(tmp_path: Path, tower:
         assert raft["dafka_raft_is_leader"] == 1 and raft["dafka_raft_has_leader"] == 1
         assert raft["dafka_raft_commit_index"] >= 1  # the admins, the topic
         assert raft["dafka_raft_applied_index"] == raft["dafka_raft_commit_index"]
+        assert raft["dafka_raft_apply_lag_entries"] == 0
+        assert raft["process_open_fds"] > 0  # the tower's registry has them too
         assert raft["dafka_raft_leader_changes_total"] == 1
         assert raft["dafka_tower_beacons_relayed_total"] > 0
         with StoreLocator(address) as locator:  # a new subscriber of the stores' beacons
