@@ -56,7 +56,7 @@ from .common import common_options, run_cli, wait_for_signal
     show_default=True,
     type=click.IntRange(1, 100_000),
     help="Series of dafka_group_lag_records and dafka_partition_stores on /metrics; the "
-    "rest are folded into partition=\"_other\".",
+    'rest are folded into partition="_other".',
 )
 @run_cli
 def console(
@@ -72,9 +72,7 @@ def console(
     host, port = parse_bind(bind)
     if admin_key is not None:
         load_admin_key(admin_key)  # a missing or unreadable key: one line now, not at a change
-    server = Server(
-        ConsoleConfig(towers, host, port, cluster, timeout, admin_key, series_cap)
-    )
+    server = Server(ConsoleConfig(towers, host, port, cluster, timeout, admin_key, series_cap))
     server.start()
     mode = "read-only" if admin_key is None else "changes signed with the admin key"
     click.echo(f"console on {server.url} ({mode})", err=True)

@@ -18,9 +18,7 @@ from ..errors import ConfigError
 
 __all__ = ["ADMIN_REFUSAL", "NO_RESET", "topic_form"]
 
-ADMIN_REFUSAL = (
-    "read-only console: it was started without --admin-key, so it signs no change"
-)
+ADMIN_REFUSAL = "read-only console: it was started without --admin-key, so it signs no change"
 NO_RESET = (
     "resetting a group's offsets is not offered: a group's commits are signed by its "
     "members, and Dafka has no admin command that writes them"

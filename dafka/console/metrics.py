@@ -30,7 +30,13 @@ from prometheus_client.registry import Collector
 from ..groups.admin import GroupInfo
 from .model import Snapshot
 
-__all__ = ["DEFAULT_SERIES_CAP", "OTHER", "ConsoleCollector", "cluster_families", "refresh_histogram"]
+__all__ = [
+    "DEFAULT_SERIES_CAP",
+    "OTHER",
+    "ConsoleCollector",
+    "cluster_families",
+    "refresh_histogram",
+]
 
 DEFAULT_SERIES_CAP = 1000
 OTHER = "_other"

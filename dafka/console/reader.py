@@ -67,9 +67,7 @@ class RecordPage:
 class ClusterReader:
     """Reads of one cluster, from one thread (see the module)."""
 
-    def __init__(
-        self, towers: str, *, cluster: str, timeout: float, max_age: float = 2.0
-    ) -> None:
+    def __init__(self, towers: str, *, cluster: str, timeout: float, max_age: float = 2.0) -> None:
         self.towers = towers
         self.cluster = cluster
         self.timeout = timeout
@@ -172,9 +170,7 @@ class ClusterReader:
 
     def offset_at(self, topic: str, partition: str, timestamp_ms: int) -> int | None:
         with StoreQueries(self.towers, timeout=self.timeout) as queries:
-            return queries.offsets_for_times({(topic, partition): timestamp_ms})[
-                (topic, partition)
-            ]
+            return queries.offsets_for_times({(topic, partition): timestamp_ms})[(topic, partition)]
 
     def records(self, topic: str, partition: str, start: int, limit: int) -> RecordPage:
         snap = self.snapshot()

@@ -51,7 +51,8 @@ class Format(Enum):
         try:
             return cls(text or "text")
         except ValueError:
-            raise ConfigError(f"bad format {text[:MAX_INPUT_CHARS]!r}: text, json or hex") from None
+            shown = (text or "")[:MAX_INPUT_CHARS]
+            raise ConfigError(f"bad format {shown!r}: text, json or hex") from None
 
 
 @dataclass(frozen=True, slots=True)

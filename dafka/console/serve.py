@@ -9,6 +9,7 @@ asyncio loop in a thread until :meth:`Server.stop`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
 import socket
@@ -59,7 +60,7 @@ class Server:
                 f"cannot bind the console to {config.host}:{config.port}: {exc.strerror or exc}"
             ) from None
         self.port = int(self.sockets[0].getsockname()[1])
-        self.config = ConsoleConfig(**{**_fields(config), "port": self.port})
+        self.config = dataclasses.replace(config, port=self.port)
         self.console = Console(self.config)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -100,6 +101,3 @@ class Server:
         self._thread.join(10)
         self.console.close()
 
-
-def _fields(config: ConsoleConfig) -> dict[str, object]:
-    return {name: getattr(config, name) for name in ConsoleConfig.__slots__}

@@ -282,9 +282,7 @@ class RecordsPage(Page):
                             "time": show_time(r.timestamp_ms),
                             "key": show_bytes(r.key, fmt).text,
                             "value": show_bytes(r.value, fmt).text,
-                            "notes": "; ".join(
-                                n for n in (show_bytes(r.value, fmt).note,) if n
-                            ),
+                            "notes": "; ".join(n for n in (show_bytes(r.value, fmt).note,) if n),
                             "signature": r.signature,
                         }
                         for r in page.records
@@ -363,9 +361,7 @@ class TrustStore(Change):
 
 def _form(arguments: Mapping[str, list[bytes]]) -> dict[str, Any]:
     try:
-        return topic_form(
-            {k: v[-1].decode("utf-8", "strict") for k, v in arguments.items() if v}
-        )
+        return topic_form({k: v[-1].decode("utf-8", "strict") for k, v in arguments.items() if v})
     except UnicodeDecodeError:
         raise tornado.web.HTTPError(400, log_message="a form field is not UTF-8") from None
     except ConfigError as exc:
