@@ -100,4 +100,3 @@ class Server:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
         self.console.close()
-
