@@ -48,6 +48,13 @@ from .common import common_options, run_cli, wait_for_signal
     help="Admin key file the console signs changes with (create/alter/delete a topic, "
     "trust a store). Without it the console is read-only.",
 )
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    help="Another name the Host header may give (repeatable): the DNS name a console bound "
+    "elsewhere is reached by. Besides the bound host, localhost and 127.0.0.1.",
+)
 @click.option("--cluster", default=DEFAULT_CLUSTER, envvar="DAFKA_CLUSTER", show_default=True)
 @click.option("--timeout", default=5.0, show_default=True, help="Seconds per cluster request.")
 @click.option(
@@ -66,13 +73,18 @@ def console(
     cluster: str,
     timeout: float,
     series_cap: int,
+    allow_hosts: tuple[str, ...],
 ) -> None:
     """Serve a web console of the cluster: towers and Raft, topics and partitions, stores,
     consumer groups and lag, a record browser and live tail, and /metrics."""
     host, port = parse_bind(bind)
     if admin_key is not None:
         load_admin_key(admin_key)  # a missing or unreadable key: one line now, not at a change
-    server = Server(ConsoleConfig(towers, host, port, cluster, timeout, admin_key, series_cap))
+    server = Server(
+        ConsoleConfig(
+            towers, host, port, cluster, timeout, admin_key, series_cap, tuple(allow_hosts)
+        )
+    )
     server.start()
     mode = "read-only" if admin_key is None else "changes signed with the admin key"
     click.echo(f"console on {server.url} ({mode})", err=True)

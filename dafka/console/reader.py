@@ -77,6 +77,7 @@ class ClusterReader:
         self._snapshot: Snapshot | None = None
         self._taken = 0.0
         self.last_refresh_seconds: float | None = None
+        self.readings = 0
 
     def _metadata(self) -> MetadataClient:
         if self._meta is None:
@@ -102,6 +103,7 @@ class ClusterReader:
             self._snapshot = self._read()
             self._taken = time.monotonic()
             self.last_refresh_seconds = self._taken - now
+            self.readings += 1
         return self._snapshot
 
     def _read(self) -> Snapshot:

@@ -66,17 +66,21 @@ class ConsoleConfig:
     timeout: float = 5.0
     admin_key: str | None = None
     series_cap: int = 1000
+    allowed_hosts: tuple[str, ...] = ()
+    """More names the ``Host`` header may give (``--allow-host``: a console bound to another
+    address and reached by a DNS name or through a proxy)."""
 
 
-def host_allowed(header: str, bound: str) -> bool:
+def host_allowed(header: str, bound: str, also: tuple[str, ...] = ()) -> bool:
     """Whether a request's ``Host`` header names the console: the host it is bound to,
-    ``localhost`` or a loopback address (any port)."""
+    ``localhost``, a loopback address or one of ``also`` (any port)."""
     name = header.strip().lower()
     if name.startswith("["):
         name = name[: name.find("]") + 1]
     elif name.count(":") == 1:
         name = name.split(":", 1)[0]
-    return bool(name) and (name in LOOPBACK or name == bound.lower().strip("[]"))
+    names = {bound.lower().strip("[]"), *(a.lower().strip("[]") for a in also)}
+    return bool(name) and (name in LOOPBACK or name.strip("[]") in names)
 
 
 class Console:
@@ -103,10 +107,10 @@ class Console:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
     async def read(self, fresh: bool = False) -> Snapshot:
-        before = self.reader.last_refresh_seconds
+        readings = self.reader.readings
         snap = await self.run(self.reader.snapshot, fresh)
-        if self.reader.last_refresh_seconds is not before and snap is not self.snapshot:
-            self.refresh.observe(self.reader.last_refresh_seconds or 0.0)
+        if self.reader.readings != readings and self.reader.last_refresh_seconds is not None:
+            self.refresh.observe(self.reader.last_refresh_seconds)
         self.snapshot = snap
         return snap
 
@@ -154,7 +158,8 @@ class Page(tornado.web.RequestHandler):
 
     def prepare(self) -> None:
         # guard: console-checks-host-header
-        if not host_allowed(self.request.host, self.console.config.host):
+        config = self.console.config
+        if not host_allowed(self.request.host, config.host, config.allowed_hosts):
             raise tornado.web.HTTPError(
                 421, reason="Misdirected Request", log_message="unknown Host header"
             )

@@ -119,7 +119,16 @@ def test_every_page_shows_the_cluster(cluster: ConsoleCluster, page: Any) -> Non
     shot(page, "group")
 
     page.goto(url + "metrics")
-    assert 'dafka_partition_stores{partition="' in text(page, "body")
+    metrics = text(page, "body")
+    for line in (
+        f'dafka_group_lag_records{{group="app",partition="{cluster.partition}",topic="web"}} 109.0',
+        f'dafka_partition_stores{{partition="{cluster.partition}",topic="web"}} 1.0',
+        'dafka_partitions_under_min_acks{topic="web"} 0.0',
+        "dafka_console_stores_answering 1.0",
+        "dafka_console_stores_known 1.0",
+    ):
+        assert line in metrics, line
+    assert "dafka_console_refresh_seconds_count " in metrics
     shot(page, "metrics")
 
 

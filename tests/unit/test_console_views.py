@@ -137,6 +137,8 @@ def test_only_the_consoles_own_names_pass_the_host_check() -> None:
         assert host_allowed(ok, "10.0.0.5"), ok
     for bad in ("evil.example:8480", "127.0.0.1.evil.example", "", "10.0.0.6"):
         assert not host_allowed(bad, "10.0.0.5"), bad
+    assert host_allowed("console.example:443", "0.0.0.0", ("console.example",))
+    assert not host_allowed("evil.example:443", "0.0.0.0", ("console.example",))
 
 
 def _group(n: int) -> GroupInfo:
