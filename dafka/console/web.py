@@ -157,8 +157,8 @@ class Page(tornado.web.RequestHandler):
         self.set_header("Cache-Control", "no-store")
 
     def prepare(self) -> None:
-        # guard: console-checks-host-header
         config = self.console.config
+        # guard: console-checks-host-header
         if not host_allowed(self.request.host, config.host, config.allowed_hosts):
             raise tornado.web.HTTPError(
                 421, reason="Misdirected Request", log_message="unknown Host header"
