@@ -184,6 +184,16 @@ def test_a_signed_change_through_the_form_and_a_read_only_refusal(
     assert "made-in-browser" in text(page, "#topics")
     shot(page, "created")
 
+    page.goto(cluster.admin_url + "stores")  # trust the store: a second signed change
+    page.click('#stores button:text-is("Trust")')
+    assert text(page, "#done") == f"trusted store {cluster.store.node_id}"
+    page.goto(cluster.admin_url + "stores")
+    assert "untrusted" not in text(page, "#stores") and "Revoke" in text(page, "#stores")
+    page.goto(cluster.admin_url + "topic?name=made-in-browser")  # and delete the topic
+    page.fill("#delete input[name=confirm]", "made-in-browser")
+    page.click("#delete button")
+    assert text(page, "#done").startswith("deleted topic made-in-browser")
+
     page.goto(cluster.read_only_url + "topics")
     assert "read-only" in text(page, "nav")
     page.fill("#create input[name=name]", "refused-in-browser")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 
@@ -24,6 +24,8 @@ from tests.console_cluster import (
     start,
     xsrf,
 )
+from tests.e2e.test_cli import assert_one_line_error
+from tests.procs import Proc, py
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -122,3 +124,17 @@ def test_bad_input_is_a_one_line_error_page(
     assert got.status == status, (path, got.status, got.body[-400:])
     assert line in got.body and "Traceback" not in got.body
     assert got.body.count('class="error"') == 1
+
+
+def test_console_mistakes_are_one_line_and_exit_2(cluster: ConsoleCluster, tmp_path: Path) -> None:
+    taken = urlsplit(cluster.admin_url).port
+    t = cluster.tower.address
+    cases = [
+        (("--bind", "nonsense"), "bad --bind 'nonsense'"),
+        (("--bind", "evil.example:80"), "bad --bind host"),
+        (("--admin-key", str(tmp_path / "none.key")), "no admin key at"),
+        (("--bind", f"127.0.0.1:{taken}"), "cannot bind the console to 127.0.0.1"),
+    ]
+    procs = [(Proc(py("dafka.cli.admin", "console", "--tower", t, *a)), f) for a, f in cases]
+    for proc, fragment in procs:
+        assert_one_line_error(proc, 2, fragment)
