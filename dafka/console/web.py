@@ -35,6 +35,7 @@ import tornado.web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from ..cli.holdings import human
 from ..errors import ConfigError, DafkaError, DafkaTimeout
 from ..groups.admin import GroupInfo
 from .changes import ADMIN_REFUSAL, NO_RESET, topic_form
@@ -170,6 +171,7 @@ class Page(tornado.web.RequestHandler):
             read_only=self.console.read_only,
             show_bytes=show_bytes,
             show_time=show_time,
+            human=human,
             towers=self.console.config.towers,
         )
         return ns
