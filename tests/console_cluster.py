@@ -41,10 +41,12 @@ class ConsoleCluster:
     partition: str
 
     def stop(self) -> None:
-        for p in (self.admin, self.read_only):
-            p.terminate()
-        self.store.kill()
-        self.tower.stop()
+        try:
+            codes = [p.terminate() for p in (self.admin, self.read_only)]
+        finally:
+            self.store.kill()
+            self.tower.stop()
+        assert codes == [0, 0], (codes, self.admin.stderr[-2000:])  # a clean stop on SIGTERM
 
 
 def start_console(tower: str, *args: str) -> tuple[Proc, str]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import click
 
-from ..console.serve import DEFAULT_BIND, Server, parse_bind
-from ..console.web import ConsoleConfig
 from ..metadata.client import DEFAULT_CLUSTER
-from ..metadata.signing import load_admin_key
 from .common import common_options, run_cli, wait_for_signal
+
+DEFAULT_BIND = "127.0.0.1:8480"
+"""As :data:`dafka.console.serve.DEFAULT_BIND` (not imported here: every ``dafka`` command
+imports this module, and only ``dafka console`` needs tornado and the console)."""
 
 
 @click.command("console")
@@ -77,6 +78,10 @@ def console(
 ) -> None:
     """Serve a web console of the cluster: towers and Raft, topics and partitions, stores,
     consumer groups and lag, a record browser and live tail, and /metrics."""
+    from ..console.serve import Server, parse_bind
+    from ..console.web import ConsoleConfig
+    from ..metadata.signing import load_admin_key
+
     host, port = parse_bind(bind)
     if admin_key is not None:
         load_admin_key(admin_key)  # a missing or unreadable key: one line now, not at a change

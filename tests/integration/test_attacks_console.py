@@ -131,7 +131,6 @@ def test_console_mistakes_are_one_line_and_exit_2(cluster: ConsoleCluster, tmp_p
     t = cluster.tower.address
     cases = [
         (("--bind", "nonsense"), "bad --bind 'nonsense'"),
-        (("--bind", "evil.example:80"), "bad --bind host"),
         (("--admin-key", str(tmp_path / "none.key")), "no admin key at"),
         (("--bind", f"127.0.0.1:{taken}"), "cannot bind the console to 127.0.0.1"),
     ]

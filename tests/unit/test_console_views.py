@@ -124,6 +124,10 @@ def test_times_are_ms_or_iso() -> None:
 
 
 def test_the_console_binds_loopback_unless_told() -> None:
+    from dafka.cli.console import DEFAULT_BIND
+    from dafka.console import serve
+
+    assert DEFAULT_BIND == serve.DEFAULT_BIND and parse_bind(DEFAULT_BIND)[0] == "127.0.0.1"
     assert parse_bind(":0") == ("127.0.0.1", 0)
     assert parse_bind("127.0.0.1:8480") == ("127.0.0.1", 8480)
     assert parse_bind("[::1]:9") == ("::1", 9)
