@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java fault-deps doc-deps fiu kcat reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
+.PHONY: install java fault-deps doc-deps fiu kcat chromium reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
-install: $(STAMP) java fiu kcat
+install: $(STAMP) java fiu kcat chromium
 
 # the faults extra (pyfuse3, for the power-loss layer) builds against libfuse3: without it
 # the suite skips the power-loss scenarios and says why
@@ -76,6 +76,17 @@ kcat:  ## kcat (Debian's kcat, on librdkafka) is one of the real Kafka clients t
 	      apt-get install -y -qq --no-install-recommends kcat >/dev/null; \
 	  else \
 	    echo "warning: no kcat: its Kafka client tests will be skipped (install kcat)"; \
+	  fi; \
+	fi
+
+chromium:  ## Debian's chromium: the browser tests/e2e/test_console_browser.py drives (Playwright, never its download)
+	@if ! [ -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the console's browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	  else \
+	    echo "warning: no /usr/bin/chromium: the console's browser test will be skipped (install chromium)"; \
 	  fi; \
 	fi
 

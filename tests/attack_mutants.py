@@ -151,6 +151,8 @@ TESTS = [
     "tests/integration/test_attacks_kafka_backend.py",
     "tests/integration/test_kafka_backend.py",
     "tests/unit/test_metrics_topics.py",
+    "tests/unit/test_console_views.py",
+    "tests/integration/test_attacks_console.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1398,6 +1400,29 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a consumer's lag per topic is capped (the rest under _other)": Guard(
         "metrics-topic-fold-capped", "if topic == OTHER:"
+    ),
+    # issue 38 (console): dafka console's web defences
+    "the console cuts a shown key, header or value at MAX_SHOWN_BYTES": Guard(
+        "console-cuts-shown-values", "data = data"
+    ),
+    "a console record page shows at most MAX_PAGE records": Guard(
+        "console-caps-page-size", "n = max(n, 1)"
+    ),
+    "the console's group lag series are capped, the rest folded into _other": Guard(
+        "console-caps-group-lag-series", "if True:"
+    ),
+    "the console refuses a request whose Host header is not its own (DNS rebinding)": Guard(
+        "console-checks-host-header", "if False:"
+    ),
+    "a console without --admin-key refuses every change": Guard(
+        "console-read-only-refuses-changes", "if False:"
+    ),
+    "the console's templates escape what peers wrote": Guard(
+        "console-autoescapes-templates", "autoescape = None"
+    ),
+    "the console's forms need an XSRF token": Guard("console-xsrf-cookies-on", "xsrf = False"),
+    "the console binds 127.0.0.1 when no host is given": Guard(
+        "console-binds-loopback-by-default", 'host = host or "0.0.0.0"'
     ),
 }
 
@@ -2800,6 +2825,33 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a consumer's lag per topic is capped (the rest under _other)": (
         "tests/unit/test_metrics_topics.py::test_consumer_lag_is_summed_per_topic_and_capped",
+    ),
+    # issue 38 (console)
+    "the console cuts a shown key, header or value at MAX_SHOWN_BYTES": (
+        "tests/unit/test_console_views.py::test_shown_bytes_are_cut_with_a_note",
+        "tests/integration/test_attacks_console.py::test_a_record_page_is_bounded_however_many_are_asked",
+    ),
+    "a console record page shows at most MAX_PAGE records": (
+        "tests/unit/test_console_views.py::test_a_page_shows_at_most_max_page_records",
+        "tests/integration/test_attacks_console.py::test_a_record_page_is_bounded_however_many_are_asked",
+    ),
+    "the console's group lag series are capped, the rest folded into _other": (
+        "tests/unit/test_console_views.py::test_group_lag_series_are_capped_and_the_rest_summed",
+    ),
+    "the console refuses a request whose Host header is not its own (DNS rebinding)": (
+        "tests/integration/test_attacks_console.py::test_a_foreign_host_header_is_refused",
+    ),
+    "a console without --admin-key refuses every change": (
+        "tests/integration/test_attacks_console.py::test_a_read_only_console_signs_nothing",
+    ),
+    "the console's templates escape what peers wrote": (
+        "tests/integration/test_attacks_console.py::test_peer_bytes_render_as_text",
+    ),
+    "the console's forms need an XSRF token": (
+        "tests/integration/test_attacks_console.py::test_a_cross_site_form_post_is_refused",
+    ),
+    "the console binds 127.0.0.1 when no host is given": (
+        "tests/unit/test_console_views.py::test_the_console_binds_loopback_unless_told",
     ),
 }
 

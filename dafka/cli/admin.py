@@ -15,6 +15,7 @@
     dafka listeners list | add <public key> | remove <public key>   (dafka-kafka keys)
     dafka query heads [TOPIC ...] | read TOPIC [--key-file FILE]   (dafka.cli.query)
     dafka groups list | describe GROUP   (dafka.cli.groups)
+    dafka console [--bind HOST:PORT] [--admin-key FILE]   (dafka.cli.console, a web console)
 
 Writes go through the Raft leader, signed with the admin key file ``--admin-key``
 (default ``$DAFKA_ADMIN_KEY``, else ``.dafka/admin.key``, which ``dafka-local`` makes);
@@ -39,6 +40,7 @@ from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
 from .common import CONTEXT, Group, common_options, run_cli
+from .console import console
 from .groups import groups
 from .holdings import StoreView, below_min_acks, copies, human, survey
 from .query import query
@@ -692,6 +694,7 @@ def listeners_remove(
 
 main.add_command(query)
 main.add_command(groups)
+main.add_command(console)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,64 @@
+"""The changes the console makes, as the ``dafka`` command makes them: what a form says.
+
+A change is made by :class:`~dafka.metadata.client.MetadataClient` (create, alter and
+delete a topic; trust and revoke a store), signed with the admin key the console was
+started with (``--admin-key``). Resetting a group's offsets has no mechanism yet: a
+group's commits are records its members sign in the group topic, and no admin
+command writes them (``dafka groups`` only reads), so the console shows lag but offers no
+reset.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["ADMIN_REFUSAL", "NO_RESET", "topic_form"]
+
+ADMIN_REFUSAL = "read-only console: it was started without --admin-key, so it signs no change"
+NO_RESET = (
+    "resetting a group's offsets is not offered: a group's commits are signed by its "
+    "members, and Dafka has no admin command that writes them"
+)
+
+_MS = {"": 1, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_BYTES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_AMOUNT = re.compile(r"^\s*(\d{1,15})\s*([a-zA-Z]{0,2})\s*$")
+_AMOUNTS = {"retention_ms": _MS, "retention_bytes": _BYTES, "max_record_bytes": _BYTES}
+
+
+def _amount(name: str, text: str, units: Mapping[str, int]) -> int | None:
+    if text.strip().lower() in ("none", "forever", "off"):
+        return None
+    m = _AMOUNT.match(text)
+    if not m or m.group(2).lower() not in units:
+        raise ConfigError(
+            f"bad {name} {text[:40]!r}: a number with an optional unit "
+            f"({', '.join(u for u in units if u)}) or none"
+        )
+    return int(m.group(1)) * units[m.group(2).lower()]
+
+
+def topic_form(form: Mapping[str, str]) -> dict[str, Any]:
+    """A topic's settings from a form (the fields left empty are left out): ``min_acks``,
+    ``retention_ms`` (``7d``), ``retention_bytes`` / ``max_record_bytes`` (``1G``), ``none``
+    for unlimited; ``cleanup_policy``. The metadata client checks them further."""
+    out: dict[str, Any] = {}
+    acks = form.get("min_acks", "").strip()
+    if acks:
+        if not acks.isdigit() or len(acks) > 3:
+            raise ConfigError(f"bad min_acks {acks[:40]!r}: a whole number")
+        out["min_acks"] = int(acks)
+    for name, units in _AMOUNTS.items():
+        text = form.get(name, "").strip()
+        if text:
+            out[name] = _amount(name, text, units)
+    policy = form.get("cleanup_policy", "").strip()
+    if policy:
+        if policy not in ("delete", "compact", "compact,delete"):
+            raise ConfigError(f"bad cleanup_policy {policy[:40]!r}: delete, compact or both")
+        out["cleanup_policy"] = policy
+    return out

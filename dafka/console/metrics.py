@@ -1,0 +1,147 @@
+"""The cluster-side metrics ``dafka console`` serves on ``/metrics`` (docs/metrics.md).
+
+Built from one :class:`~dafka.console.model.Snapshot` and the groups described, by pure
+functions (:func:`cluster_families`), and collected by :class:`ConsoleCollector` at each
+scrape from whatever the console read last:
+
+* ``dafka_group_lag_records{group,topic,partition}``: records a group has not committed
+  (log-end offset over the stores - committed offset). ``partition`` is the partition's
+  Kafka number when the metadata gave it one (``partition.number``), else its id. At most
+  ``cap`` series (default 1000, in group, topic, partition order); the lag of every other
+  partition of a group's topic is summed into ``partition="_other"``.
+* ``dafka_partition_stores{topic,partition}``: trusted stores holding the partition's head
+  (capped the same way; ``_other`` holds the fewest copies among the partitions folded).
+* ``dafka_partitions_under_min_acks{topic}``: partitions with fewer such stores than the
+  topic's ``min_acks``.
+* ``dafka_console_stores_answering`` / ``dafka_console_stores_known``: stores that answered
+  the last reading / stores the metadata trusts or the towers relay.
+* ``dafka_console_refresh_seconds``: a histogram of how long a reading took.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..groups.admin import GroupInfo
+from .model import Snapshot
+
+__all__ = [
+    "DEFAULT_SERIES_CAP",
+    "OTHER",
+    "ConsoleCollector",
+    "cluster_families",
+    "refresh_histogram",
+]
+
+DEFAULT_SERIES_CAP = 1000
+OTHER = "_other"
+
+
+def _label(snapshot: Snapshot, topic: str, partition: str) -> str:
+    row = snapshot.topics.get(topic)
+    part = next((p for p in row.partitions if p.partition == partition), None) if row else None
+    return partition if part is None or part.number is None else str(part.number)
+
+
+def group_lag(
+    snapshot: Snapshot, groups: Mapping[str, GroupInfo], cap: int
+) -> dict[tuple[str, str, str], int]:
+    """``(group, topic, partition label) -> lag``, at most ``cap`` own series (see module)."""
+    rows = sorted(
+        (g, r.topic, r.partition, r.lag)
+        for g, info in groups.items()
+        for r in info.rows
+        if r.lag is not None
+    )
+    out: dict[tuple[str, str, str], int] = {}
+    for i, (group, topic, partition, lag) in enumerate(rows):
+        # guard: console-caps-group-lag-series
+        if i < cap:
+            out[(group, topic, _label(snapshot, topic, partition))] = lag
+        else:
+            key = (group, topic, OTHER)
+            out[key] = out.get(key, 0) + lag
+    return out
+
+
+def partition_stores(snapshot: Snapshot, cap: int) -> dict[tuple[str, str], int]:
+    """``(topic, partition label) -> trusted stores holding its head``, capped (module)."""
+    out: dict[tuple[str, str], int] = {}
+    i = 0
+    for name in sorted(snapshot.topics):
+        for p in snapshot.topics[name].partitions:
+            if i < cap:
+                out[(name, p.label)] = p.copies
+            else:
+                key = (name, OTHER)
+                out[key] = min(out.get(key, p.copies), p.copies)
+            i += 1
+    return out
+
+
+def cluster_families(
+    snapshot: Snapshot | None, groups: Mapping[str, GroupInfo], cap: int = DEFAULT_SERIES_CAP
+) -> list[GaugeMetricFamily]:
+    """The gauges of the module from one reading (none before the first)."""
+    lag = GaugeMetricFamily(
+        "dafka_group_lag_records",
+        "Records a consumer group has not committed, per partition (log-end - committed).",
+        labels=["group", "topic", "partition"],
+    )
+    stores = GaugeMetricFamily(
+        "dafka_partition_stores",
+        "Trusted stores holding the partition's head.",
+        labels=["topic", "partition"],
+    )
+    under = GaugeMetricFamily(
+        "dafka_partitions_under_min_acks",
+        "Partitions of the topic held by fewer trusted stores than its min_acks.",
+        labels=["topic"],
+    )
+    answering = GaugeMetricFamily(
+        "dafka_console_stores_answering", "Stores that answered the console's last reading."
+    )
+    known = GaugeMetricFamily(
+        "dafka_console_stores_known", "Stores the metadata trusts or the towers relay."
+    )
+    if snapshot is not None:
+        for (g, t, p), value in sorted(group_lag(snapshot, groups, cap).items()):
+            lag.add_metric([g, t, p], value)
+        for (t, p), value in sorted(partition_stores(snapshot, cap).items()):
+            stores.add_metric([t, p], value)
+        for name, row in sorted(snapshot.topics.items()):
+            if row.partitions:
+                under.add_metric([name], len(row.below))
+        answering.add_metric([], snapshot.stores_answering)
+        known.add_metric([], len(snapshot.stores))
+    return [lag, stores, under, answering, known]
+
+
+class ConsoleCollector(Collector):
+    """Yields :func:`cluster_families` of what ``latest()`` returns at each scrape."""
+
+    def __init__(
+        self,
+        latest: Callable[[], tuple[Snapshot | None, Mapping[str, GroupInfo]]],
+        cap: int = DEFAULT_SERIES_CAP,
+    ) -> None:
+        self.latest = latest
+        self.cap = cap
+
+    def collect(self) -> Iterator[Any]:
+        snapshot, groups = self.latest()
+        yield from cluster_families(snapshot, groups, self.cap)
+
+
+def refresh_histogram(registry: CollectorRegistry) -> Histogram:
+    return Histogram(
+        "dafka_console_refresh_seconds",
+        "Seconds one reading of the cluster took (metadata and every store's heads).",
+        registry=registry,
+        buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    )

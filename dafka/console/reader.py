@@ -1,0 +1,211 @@
+"""The console's reads of the cluster: the only module of :mod:`dafka.console` with sockets.
+
+One :class:`ClusterReader` lives in one thread (the console's single IO worker,
+:mod:`dafka.console.web`): its :class:`~dafka.metadata.client.MetadataClient` and
+:class:`~dafka.query.locator.StoreLocator` keep their sockets between requests, so a page
+costs the requests it makes and not a new beacon wait. A :class:`Snapshot` is cached for
+``max_age`` seconds: pages and ``/metrics`` within that share one reading.
+
+Records are read as ``dafka query read`` reads them: a READ on the query endpoint of a
+store that holds the partition, every batch verified (the producer's signature, its
+partition, its offsets) by :func:`dafka.query.client.opened_batches` before a record of it
+is shown. A time is turned into an offset by
+:meth:`dafka.api.cluster.StoreQueries.offsets_for_times` (verified batches too).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..api.cluster import StoreQueries
+from ..cli.holdings import StoreView
+from ..errors import ConfigError, DafkaError, WireError
+from ..groups.admin import GroupInfo, describe, list_groups
+from ..metadata.client import MetadataClient
+from ..query.client import QueryClient, opened_batches
+from ..query.locator import StoreLocator
+from ..wire.signed_rich import Header
+from .model import Snapshot, build_snapshot
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ClusterReader", "RecordPage", "ShownRecord"]
+
+MAX_READ_BYTES = 4 << 20
+"""Bytes of batches one record-browser page asks a store for."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShownRecord:
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None
+    headers: tuple[Header, ...]
+    signature: str
+    """``verified (producer key ...)`` for a signed batch, ``unsigned (rfc46)`` otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPage:
+    topic: str
+    partition: str
+    start: int
+    records: tuple[ShownRecord, ...]
+    store: str | None
+    tail: int | None
+    head: int | None
+    next_offset: int | None
+    error: str | None = None
+    """Why the page stops short (a batch that does not verify, a store that failed)."""
+
+
+class ClusterReader:
+    """Reads of one cluster, from one thread (see the module)."""
+
+    def __init__(self, towers: str, *, cluster: str, timeout: float, max_age: float = 2.0) -> None:
+        self.towers = towers
+        self.cluster = cluster
+        self.timeout = timeout
+        self.max_age = max_age
+        self._meta: MetadataClient | None = None
+        self._locator: StoreLocator | None = None
+        self._snapshot: Snapshot | None = None
+        self._taken = 0.0
+        self.last_refresh_seconds: float | None = None
+        self.readings = 0
+
+    def _metadata(self) -> MetadataClient:
+        if self._meta is None:
+            self._meta = MetadataClient(self.towers, cluster=self.cluster, timeout=self.timeout)
+        return self._meta
+
+    def _stores(self) -> StoreLocator:
+        if self._locator is None:
+            self._locator = StoreLocator(self.towers)
+        return self._locator
+
+    def close(self) -> None:
+        if self._meta is not None:
+            self._meta.close()
+        if self._locator is not None:
+            self._locator.close()
+
+    # -- the cluster ------------------------------------------------------------------------
+
+    def snapshot(self, fresh: bool = False) -> Snapshot:
+        now = time.monotonic()
+        if self._snapshot is None or fresh or now - self._taken > self.max_age:
+            self._snapshot = self._read()
+            self._taken = time.monotonic()
+            self.last_refresh_seconds = self._taken - now
+            self.readings += 1
+        return self._snapshot
+
+    def _read(self) -> Snapshot:
+        errors: list[str] = []
+        meta = self._metadata()
+        status = meta.status()
+        config: Mapping[str, Any] | None = None
+        if any(r.get("state") == "up" for r in status):
+            try:
+                config = meta.config()
+            except DafkaError as exc:
+                errors.append(f"metadata: {exc}")
+        else:
+            errors.append("no tower's metadata peer answered")
+        return build_snapshot(status, config, self._survey(errors), errors)
+
+    def _survey(self, errors: list[str]) -> list[StoreView]:
+        locator = self._stores()
+        try:
+            stores = locator.stores()
+        except DafkaError as exc:
+            errors.append(f"stores: {exc}")
+            return []
+        keys = locator.keys()
+        out: list[StoreView] = []
+        for node_id, endpoint in sorted(stores.items()):
+            key = keys.get(node_id)
+            hexkey = None if key is None else key.hex()
+            if locator.curve and key is None:
+                out.append(StoreView(node_id, endpoint, None, None, "its key was not heard yet"))
+                continue
+            try:
+                with QueryClient(
+                    endpoint,
+                    timeout=min(self.timeout, 2.0),
+                    key=locator.key,
+                    server_key=key if locator.curve else None,
+                ) as client:
+                    parts = tuple(client.heads(None))
+            except DafkaError as exc:
+                out.append(StoreView(node_id, endpoint, hexkey, None, str(exc)))
+                continue
+            out.append(StoreView(node_id, endpoint, hexkey, parts))
+        return out
+
+    # -- changes (signed with the admin key by the caller's client) ----------------------------
+
+    def change(self, admin_key: str, op: str, *args: Any) -> int:
+        """``op`` of :class:`MetadataClient` (``create_topic`` ...), signed with ``admin_key``."""
+        with MetadataClient(
+            self.towers, cluster=self.cluster, timeout=self.timeout, admin=admin_key
+        ) as client:
+            index = int(getattr(client, op)(*args))
+        self._snapshot = None  # the next page reads the change
+        return index
+
+    # -- groups -------------------------------------------------------------------------------
+
+    def groups(self) -> list[str]:
+        return list_groups(self.towers, min(self.timeout, 5.0))
+
+    def group(self, name: str) -> GroupInfo:
+        return describe(self.towers, name, timeout=self.timeout)
+
+    # -- records ------------------------------------------------------------------------------
+
+    def offset_at(self, topic: str, partition: str, timestamp_ms: int) -> int | None:
+        with StoreQueries(self.towers, timeout=self.timeout) as queries:
+            return queries.offsets_for_times({(topic, partition): timestamp_ms})[(topic, partition)]
+
+    def records(self, topic: str, partition: str, start: int, limit: int) -> RecordPage:
+        snap = self.snapshot()
+        row = snap.topics.get(topic)
+        part = next((p for p in row.partitions if p.partition == partition), None) if row else None
+        if part is None or not part.holdings:
+            raise ConfigError(f"no store holds partition {partition} of topic {topic!r}")
+        holding = max(part.holdings, key=lambda h: (h.trusted, h.head))
+        store = next(s for s in snap.stores if s.node_id == holding.store)
+        assert store.endpoint is not None
+        shown: list[ShownRecord] = []
+        error: str | None = None
+        with QueryClient(store.endpoint, timeout=self.timeout) as client:
+            reply = client.read(topic, partition, start, limit, MAX_READ_BYTES)
+        try:
+            for opened in opened_batches(reply):
+                if opened.batch is None:
+                    signature = "unsigned (rfc46 profile)"
+                else:
+                    signature = f"verified: producer key {opened.batch.public_key.hex()[:16]}…"
+                recs = opened.records
+                for i, offset in enumerate(recs.offsets):
+                    if offset < start or len(shown) >= limit:
+                        continue
+                    stamp = None if opened.batch is None else recs.timestamps[i]
+                    shown.append(
+                        ShownRecord(
+                            offset, recs.keys[i], recs.values[i], stamp, recs.headers[i], signature
+                        )
+                    )
+        except WireError as exc:
+            error = f"a batch did not verify, records from it on are not shown: {exc}"
+        nxt = shown[-1].offset + 1 if shown else reply.next_offset
+        return RecordPage(
+            topic, partition, start, tuple(shown), holding.store, reply.tail, reply.head, nxt, error
+        )

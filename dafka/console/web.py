@@ -1,0 +1,425 @@
+"""The console's web shell: tornado handlers over :class:`~dafka.console.reader.ClusterReader`.
+
+Security (docs/console.md):
+
+* it binds where it is told, 127.0.0.1 unless told otherwise (:mod:`dafka.cli.console`);
+* every GET and POST names the console in its ``Host`` header: the bound host, ``localhost``
+  or a loopback address, else 421 (a DNS-rebinding page reaches the console under its own
+  name, which is refused);
+* every POST carries tornado's XSRF token (``xsrf_cookies``): a form posted from another
+  site has no token and is refused with 403;
+* every change is signed with the admin key the console was started with; without one the
+  console is read-only and a change is refused with 403 before anything is signed;
+* templates escape everything (tornado's autoescape): topic, group and store names, keys,
+  headers and values are a peer's text and render as text;
+* an error is one line on an error page (no traceback: ``debug`` and ``serve_traceback``
+  off, :meth:`Page.write_error`); bodies are capped at :data:`MAX_BODY_BYTES`;
+* work per request is bounded: a record page shows at most ``MAX_PAGE`` records of at most
+  ``MAX_SHOWN_BYTES`` each (:mod:`dafka.console.render`), cluster IO runs on one worker
+  thread, one request at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import tornado.template
+import tornado.web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from ..cli.holdings import human
+from ..errors import ConfigError, DafkaError, DafkaTimeout
+from ..groups.admin import GroupInfo
+from .changes import ADMIN_REFUSAL, NO_RESET, topic_form
+from .metrics import ConsoleCollector, refresh_histogram
+from .model import Snapshot
+from .reader import ClusterReader
+from .render import Format, page_size, parse_offset, parse_time, show_bytes, show_time
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Console", "ConsoleConfig", "host_allowed", "make_app"]
+
+HERE = Path(__file__).parent
+MAX_BODY_BYTES = 64 << 10
+MAX_NAME_CHARS = 300
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+GROUP_CACHE_SECONDS = 10.0
+MAX_GROUPS_SCRAPED = 50
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleConfig:
+    towers: str
+    host: str
+    port: int
+    cluster: str = "dafka"
+    timeout: float = 5.0
+    admin_key: str | None = None
+    series_cap: int = 1000
+    allowed_hosts: tuple[str, ...] = ()
+    """More names the ``Host`` header may give (``--allow-host``: a console bound to another
+    address and reached by a DNS name or through a proxy)."""
+
+
+def host_allowed(header: str, bound: str, also: tuple[str, ...] = ()) -> bool:
+    """Whether a request's ``Host`` header names the console: the host it is bound to,
+    ``localhost``, a loopback address or one of ``also`` (any port)."""
+    name = header.strip().lower()
+    if name.startswith("["):
+        name = name[: name.find("]") + 1]
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    names = {bound.lower().strip("[]"), *(a.lower().strip("[]") for a in also)}
+    return bool(name) and (name in LOOPBACK or name.strip("[]") in names)
+
+
+class Console:
+    """What the handlers share: the config, one IO worker thread and its reader, metrics."""
+
+    def __init__(self, config: ConsoleConfig) -> None:
+        self.config = config
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="console-io")
+        self.reader = ClusterReader(config.towers, cluster=config.cluster, timeout=config.timeout)
+        self.registry = CollectorRegistry()
+        self.refresh = refresh_histogram(self.registry)
+        self.snapshot: Snapshot | None = None
+        self.groups: dict[str, GroupInfo] = {}
+        self._groups_at = 0.0
+        self.registry.register(
+            ConsoleCollector(lambda: (self.snapshot, self.groups), config.series_cap)
+        )
+
+    @property
+    def read_only(self) -> bool:
+        return self.config.admin_key is None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    async def read(self, fresh: bool = False) -> Snapshot:
+        readings = self.reader.readings
+        snap = await self.run(self.reader.snapshot, fresh)
+        if self.reader.readings != readings and self.reader.last_refresh_seconds is not None:
+            self.refresh.observe(self.reader.last_refresh_seconds)
+        self.snapshot = snap
+        return snap
+
+    def _describe_groups(self) -> dict[str, GroupInfo]:
+        out: dict[str, GroupInfo] = {}
+        for name in self.reader.groups()[:MAX_GROUPS_SCRAPED]:
+            try:
+                out[name] = self.reader.group(name)
+            except DafkaError as exc:
+                log.info("console.group_unread group=%s error=%s", name, exc)
+        return out
+
+    async def scrape(self) -> None:
+        await self.read()
+        if time.monotonic() - self._groups_at > GROUP_CACHE_SECONDS:
+            try:
+                self.groups = await self.run(self._describe_groups)
+            except DafkaError as exc:
+                log.info("console.groups_unread error=%s", exc)
+            self._groups_at = time.monotonic()
+
+    def close(self) -> None:
+        self.pool.submit(self.reader.close).result(timeout=10)
+        self.pool.shutdown()
+
+
+class Page(tornado.web.RequestHandler):
+    """Every handler: the Host check, safe headers, one-line error pages."""
+
+    console: Console
+
+    def initialize(self, console: Console) -> None:
+        self.console = console
+
+    def set_default_headers(self) -> None:
+        self.set_header(
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+            "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+        )
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("X-Frame-Options", "DENY")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.set_header("Cache-Control", "no-store")
+
+    def prepare(self) -> None:
+        config = self.console.config
+        # guard: console-checks-host-header
+        if not host_allowed(self.request.host, config.host, config.allowed_hosts):
+            raise tornado.web.HTTPError(
+                421, reason="Misdirected Request", log_message="unknown Host header"
+            )
+
+    def get_template_namespace(self) -> dict[str, Any]:
+        ns = super().get_template_namespace()
+        ns.update(
+            read_only=self.console.read_only,
+            show_bytes=show_bytes,
+            show_time=show_time,
+            human=human,
+            towers=self.console.config.towers,
+        )
+        return ns
+
+    def arg(self, name: str, default: str | None = None) -> str | None:
+        value = self.get_argument(name, default, strip=False)
+        if value is not None and len(value) > MAX_NAME_CHARS:
+            raise tornado.web.HTTPError(400, log_message=f"{name} is too long")
+        return value
+
+    def need(self, name: str) -> str:
+        value = self.arg(name)
+        if not value:
+            raise tornado.web.HTTPError(400, log_message=f"missing {name}")
+        return value
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn`` on the IO worker; a :class:`DafkaError` becomes a one-line error page."""
+        try:
+            return await self.console.run(fn, *args)
+        except ConfigError as exc:
+            raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
+        except DafkaTimeout as exc:
+            raise tornado.web.HTTPError(504, log_message=_line(exc)) from None
+        except DafkaError as exc:
+            raise tornado.web.HTTPError(502, log_message=_line(exc)) from None
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, tornado.web.HTTPError) and exc.log_message:
+            line = _line(exc.log_message % exc.args if exc.args else exc.log_message)
+        elif status_code >= 500:
+            line = "the console failed to answer this request (its log says why)"
+        else:
+            line = self._reason
+        self.set_header("Content-Type", "text/html; charset=UTF-8")
+        self.render("error.html", status=status_code, reason=self._reason, line=line)
+
+
+def _line(what: object) -> str:
+    text = str(what).strip().splitlines()
+    return (text[0] if text else "error")[:500]
+
+
+class ClusterPage(Page):
+    async def get(self) -> None:
+        snap = await self.console.read()
+        self.render("cluster.html", snap=snap)
+
+
+class TopicsPage(Page):
+    async def get(self) -> None:
+        snap = await self.console.read()
+        self.render("topics.html", snap=snap, internal=self.arg("internal") == "1")
+
+
+class TopicPage(Page):
+    async def get(self) -> None:
+        name = self.need("name")
+        snap = await self.console.read()
+        row = snap.topics.get(name)
+        if row is None:
+            raise tornado.web.HTTPError(404, log_message=f"unknown topic {name!r}")
+        self.render("topic.html", row=row, snap=snap)
+
+
+class StoresPage(Page):
+    async def get(self) -> None:
+        snap = await self.console.read()
+        self.render("stores.html", snap=snap)
+
+
+class GroupsPage(Page):
+    async def get(self) -> None:
+        names = await self.call(self.console.reader.groups)
+        self.render("groups.html", names=names)
+
+
+class GroupPage(Page):
+    async def get(self) -> None:
+        name = self.need("name")
+        info = await self.call(self.console.reader.group, name)
+        snap = await self.console.read()
+        self.render("group.html", info=info, snap=snap, no_reset=NO_RESET)
+
+
+class RecordsPage(Page):
+    """The record browser: ``?topic=&partition=&offset=|time=&limit=&format=``; ``.json``
+    for the live tail's script."""
+
+    async def get(self, as_json: str | None = None) -> None:
+        topic, partition = self.need("topic"), self.need("partition")
+        try:
+            fmt = Format.parse(self.arg("format"))
+            limit = page_size(self.arg("limit"))
+            when = self.arg("time")
+            start = parse_offset(self.arg("offset"))
+            if when:
+                ts = parse_time(when)
+                found = await self.call(self.console.reader.offset_at, topic, partition, ts)
+                if found is None:
+                    raise ConfigError(f"no record of {topic}/{partition} at or after {when}")
+                start = found
+        except ConfigError as exc:
+            raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
+        page = await self.call(self.console.reader.records, topic, partition, start, limit)
+        if as_json:
+            self.write(
+                {
+                    "next_offset": page.next_offset,
+                    "error": page.error,
+                    "records": [
+                        {
+                            "offset": r.offset,
+                            "time": show_time(r.timestamp_ms),
+                            "key": show_bytes(r.key, fmt).text,
+                            "value": show_bytes(r.value, fmt).text,
+                            "notes": "; ".join(n for n in (show_bytes(r.value, fmt).note,) if n),
+                            "signature": r.signature,
+                        }
+                        for r in page.records
+                    ],
+                }
+            )
+            return
+        self.render("records.html", page=page, fmt=fmt, limit=limit)
+
+
+class TailPage(Page):
+    async def get(self) -> None:
+        topic, partition = self.need("topic"), self.need("partition")
+        snap = await self.console.read()
+        row = snap.topics.get(topic)
+        part = next((p for p in row.partitions if p.partition == partition), None) if row else None
+        if part is None:
+            raise tornado.web.HTTPError(404, log_message=f"no partition {partition} of {topic!r}")
+        start = max(part.tail or 0, (part.head or 0) - 9)
+        self.render("tail.html", topic=topic, partition=partition, start=start)
+
+
+class Change(Page):
+    """A POST that changes the metadata: refused on a read-only console."""
+
+    def prepare(self) -> None:
+        super().prepare()
+        # guard: console-read-only-refuses-changes
+        if self.console.read_only:
+            raise tornado.web.HTTPError(403, log_message=ADMIN_REFUSAL)
+
+    async def sign(self, op: str, *args: Any) -> int:
+        key = self.console.config.admin_key
+        assert key is not None
+        return await self.call(self.console.reader.change, key, op, *args)
+
+    def done(self, line: str, back: str) -> None:
+        self.render("done.html", line=line, back=back)
+
+
+class CreateTopic(Change):
+    async def post(self) -> None:
+        name = self.need("name")
+        settings = _form(self.request.arguments)
+        index = await self.sign("create_topic", name, settings)
+        self.done(f"created topic {name} (log index {index})", "/topics")
+
+
+class AlterTopic(Change):
+    async def post(self) -> None:
+        name = self.need("name")
+        settings = _form(self.request.arguments)
+        if not settings:
+            raise tornado.web.HTTPError(400, log_message="nothing to change: give a setting")
+        index = await self.sign("alter_topic", name, settings)
+        self.done(f"altered topic {name} (log index {index})", "/topics")
+
+
+class DeleteTopic(Change):
+    async def post(self) -> None:
+        name = self.need("name")
+        if self.arg("confirm") != name:
+            raise tornado.web.HTTPError(400, log_message="type the topic's name to delete it")
+        index = await self.sign("delete_topic", name)
+        self.done(f"deleted topic {name} (log index {index})", "/topics")
+
+
+class TrustStore(Change):
+    async def post(self) -> None:
+        store = self.need("store")
+        op = "revoke_store" if self.arg("revoke") == "1" else "trust_store"
+        await self.sign(op, store)
+        word = "revoked" if op == "revoke_store" else "trusted"
+        self.done(f"{word} store {store}", "/stores")
+
+
+def _form(arguments: Mapping[str, list[bytes]]) -> dict[str, Any]:
+    try:
+        return topic_form({k: v[-1].decode("utf-8", "strict") for k, v in arguments.items() if v})
+    except UnicodeDecodeError:
+        raise tornado.web.HTTPError(400, log_message="a form field is not UTF-8") from None
+    except ConfigError as exc:
+        raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
+
+
+class Metrics(Page):
+    async def get(self) -> None:
+        try:
+            await self.console.scrape()
+        except DafkaError as exc:
+            log.info("console.scrape_failed error=%s", exc)
+        encoder, content_type = choose_encoder(self.request.headers.get("Accept", ""))
+        self.set_header("Content-Type", content_type)
+        self.finish(encoder(self.console.registry))
+
+
+class NotFound(Page):
+    def prepare(self) -> None:
+        super().prepare()
+        raise tornado.web.HTTPError(404, log_message=f"no page at {self.request.path[:100]}")
+
+
+def make_app(console: Console) -> tornado.web.Application:
+    args = {"console": console}
+    # guard: console-autoescapes-templates
+    autoescape = "xhtml_escape"
+    # guard: console-xsrf-cookies-on
+    xsrf = True
+    return tornado.web.Application(
+        [
+            (r"/", ClusterPage, args),
+            (r"/topics", TopicsPage, args),
+            (r"/topic", TopicPage, args),
+            (r"/stores", StoresPage, args),
+            (r"/groups", GroupsPage, args),
+            (r"/group", GroupPage, args),
+            (r"/records(\.json)?", RecordsPage, args),
+            (r"/tail", TailPage, args),
+            (r"/topics/create", CreateTopic, args),
+            (r"/topics/alter", AlterTopic, args),
+            (r"/topics/delete", DeleteTopic, args),
+            (r"/stores/trust", TrustStore, args),
+            (r"/metrics", Metrics, args),
+        ],
+        template_loader=tornado.template.Loader(str(HERE / "templates"), autoescape=autoescape),
+        static_path=str(HERE / "static"),
+        xsrf_cookies=xsrf,
+        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
+        debug=False,
+        serve_traceback=False,
+        default_handler_class=NotFound,
+        default_handler_args=args,
+    )
