@@ -13,6 +13,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -57,20 +58,24 @@ class Deployment:
         for step in self.guide.steps:
             if not self.copied and any(f"${v}" in step.block.text for v in dg.COPIED):
                 self.copy_keys()
-            for name in step.hosts:
-                started = time.monotonic()
-                try:
-                    out = self.hosts[name].run(step.block.text, BLOCK_TIMEOUT)
-                except dx.CommandFailed as exc:
-                    raise dx.CommandFailed(f"{step.block.where} on {exc}") from None
-                self.log.append(
-                    f"{step.block.where} on {name} ({time.monotonic() - started:.1f} s)\n{out}"
-                )
+            # the hosts of a step at once, as an operator with a terminal on each would
+            with ThreadPoolExecutor(len(step.hosts)) as pool:
+                outs = list(pool.map(self._run_step, [step] * len(step.hosts), step.hosts))
+            for name, out in zip(step.hosts, outs, strict=True):
                 self.printed.setdefault(name, {}).update(dg.printed(out))
                 for expected in dx._PRINTS.findall(step.block.text):
                     assert dx._normal(expected) in dx._normal(out), (
                         f"{step.block.where} on {name}: did not print {expected!r}:\n{out}"
                     )
+
+    def _run_step(self, step: dg.Step, name: str) -> str:
+        started = time.monotonic()
+        try:
+            out = self.hosts[name].run(step.block.text, BLOCK_TIMEOUT)
+        except dx.CommandFailed as exc:
+            raise dx.CommandFailed(f"{step.block.where} on {exc}") from None
+        self.log.append(f"{step.block.where} on {name} ({time.monotonic() - started:.1f} s)\n{out}")
+        return out
 
     def copy_keys(self) -> None:
         """What the guide says to copy to every host, from what each host printed."""
