@@ -162,6 +162,6 @@ def test_the_daemons_run_as_dafka_and_a_null_client_reads_nothing(deployed: Depl
     out = deployed.run(
         "app",
         'status=0; dafka-consumer events --tower "$TOWER1:5556" --host "$ME" -o beginning -e '
-        "--wait 3 2>&1 | tail -3 || status=$?; echo status=$status",
+        "--wait 1 2>&1 | tail -3 || status=$?; echo status=$status",
     )
     assert "status=1" in out and "\n1\n" not in f"\n{out}", out
