@@ -16,7 +16,12 @@ from tests import deploy_units as du
 from tests import docs_examples as dx
 
 UNITS = sorted(du.UNITS.glob("*.service"))
-CONFIGS = {"tower.toml": "dafka-tower", "store.toml": "dafka-store", "client.toml": None}
+CONFIGS = {
+    "tower.toml": "dafka-tower",
+    "store.toml": "dafka-store",
+    "kafka.toml": "dafka-kafka",
+    "client.toml": None,
+}
 REQUIRED = {
     "Unit": ("Description", "After", "Wants"),
     "Service": (
