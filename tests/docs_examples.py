@@ -234,11 +234,17 @@ def load(docs: Iterable[str] = DOCS) -> list[Block]:
     return [b for path in docs for b in parse(path, (ROOT / path).read_text())]
 
 
-def scenarios(blocks: Iterable[Block]) -> list[Scenario]:
-    """The ``run`` blocks grouped by (file, scenario), in the order of first appearance."""
+HOSTED = "deploy-"
+"""Scenarios named ``deploy-HOST`` run on the hosts of docs/deploy.md, each a network
+namespace (tests/integration/test_deploy_guide.py), not in one local shell."""
+
+
+def scenarios(blocks: Iterable[Block], hosted: bool = False) -> list[Scenario]:
+    """The ``run`` blocks grouped by (file, scenario), in the order of first appearance;
+    those of the hosted scenarios (:data:`HOSTED`) only if ``hosted``."""
     found: dict[tuple[str, str], Scenario] = {}
     for b in blocks:
-        if b.marker == "run":
+        if b.marker == "run" and (hosted or not b.scenario.startswith(HOSTED)):
             key = (b.path, b.scenario)
             found.setdefault(key, Scenario(b.path, b.scenario)).blocks.append(b)
     return list(found.values())
@@ -279,15 +285,25 @@ class Session:
 
     MARK = "__docs_example_status__"
 
-    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        env: dict[str, str],
+        prefix: Iterable[str] = (),
+        errexit: bool = False,
+    ) -> None:
+        """``prefix``: the command that runs the shell (``ip netns exec NS ...``: a host of
+        docs/deploy.md); ``errexit``: ``set -e``, so a whole block of commands can be sent as
+        one (a failing command ends the shell, and :meth:`run` says so)."""
         loop = (
-            "set -o pipefail; exec 3<&0 </dev/null; "
+            ("trap 'echo \"exit status $? from: $BASH_COMMAND\"' ERR; set -e; " if errexit else "")
+            + "set -o pipefail; exec 3<&0 </dev/null; "
             "while IFS= read -r -u 3 line; do "
             'eval "$(printf %s "$line" | base64 -d)"; '
             f'echo "{self.MARK} $?"; done'
         )
         self.proc = subprocess.Popen(
-            ["bash", "--noprofile", "--norc", "-c", loop],
+            [*prefix, "bash", "--noprofile", "--norc", "-c", loop],
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE,

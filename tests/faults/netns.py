@@ -15,7 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +40,28 @@ def _ip(*args: str, stdin: str | None = None) -> None:
 class Topology:
     """Namespaces ``<prefix>-<node>`` on a bridge in ``<prefix>-hub``."""
 
-    def __init__(self, nodes: Sequence[str], prefix: str | None = None) -> None:
-        if len(nodes) + 2 > SUBNET.num_addresses - 2:
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        prefix: str | None = None,
+        addresses: Mapping[str, str] | None = None,
+        subnet: ipaddress.IPv4Network = SUBNET,
+    ) -> None:
+        """``addresses``: each node's address in ``subnet`` (default: the first ones, in
+        order), e.g. the addresses a deployment guide names."""
+        if len(nodes) + 2 > subnet.num_addresses - 2:
             raise ValueError("too many nodes for the subnet")
         self.prefix = prefix or f"dfk{os.getpid()}"
         self.hub = f"{self.prefix}-hub"
-        hosts = list(SUBNET.hosts())
+        self.subnet = subnet
+        hosts = list(subnet.hosts())
         self.addresses = {name: str(hosts[i + 1]) for i, name in enumerate(nodes)}
+        if addresses is not None:
+            if set(addresses) != set(nodes):
+                raise ValueError("addresses must name every node, and only them")
+            if any(ipaddress.ip_address(a) not in subnet for a in addresses.values()):
+                raise ValueError(f"an address outside {subnet}")
+            self.addresses = dict(addresses)
         self.cuts: set[tuple[str, str]] = set()
         self.created: list[str] = []
 
@@ -70,7 +85,7 @@ class Topology:
                 )
                 _ip("-n", self.hub, "link", "set", port, "master", "br0", "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
-                _ip("-n", ns, "addr", "add", f"{addr}/{SUBNET.prefixlen}", "dev", "eth0")
+                _ip("-n", ns, "addr", "add", f"{addr}/{self.subnet.prefixlen}", "dev", "eth0")
                 _ip("-n", ns, "link", "set", "eth0", "up")
         except BaseException:
             self.destroy()
