@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java fault-deps doc-deps fiu kcat reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
+.PHONY: install java fault-deps doc-deps fiu kcat promtool reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
-install: $(STAMP) java fiu kcat
+install: $(STAMP) java fiu kcat promtool
 
 # the faults extra (pyfuse3, for the power-loss layer) builds against libfuse3: without it
 # the suite skips the power-loss scenarios and says why
@@ -76,6 +76,18 @@ kcat:  ## kcat (Debian's kcat, on librdkafka) is one of the real Kafka clients t
 	      apt-get install -y -qq --no-install-recommends kcat >/dev/null; \
 	  else \
 	    echo "warning: no kcat: its Kafka client tests will be skipped (install kcat)"; \
+	  fi; \
+	fi
+
+promtool:  ## promtool (Debian's prometheus) checks and unit-tests deploy/prometheus in tests/integration/test_deploy_dashboards.py
+	@if ! command -v promtool >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing promtool for the alert rules' tests (prometheus)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	    systemctl disable --now prometheus.service >/dev/null 2>&1 || true; \
+	  else \
+	    echo "warning: no promtool: the alert rules' tests will be skipped (install prometheus)"; \
 	  fi; \
 	fi
 

@@ -1,0 +1,466 @@
+"""deploy/: the Grafana dashboards and the Prometheus rules name only metrics that exist.
+
+Every PromQL expression of the dashboards (panels and template variables) and of
+``deploy/prometheus/alerts.yml`` is read for the metric names it uses, and each name must be
+in a real scrape of a tower, a store, a producer and a consumer started here (and of
+``dafka console`` once it exists), or be a series Prometheus makes itself (``up``). The
+rules and the example configuration load in ``promtool`` (Debian's ``prometheus``), and
+``promtool test rules`` runs ``deploy/prometheus/alerts_test.yml``, where each alert has to
+fire on its synthetic series and on nothing else.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dafka import Consumer, Producer
+from tests.admin import tower_args
+from tests.procs import Proc, StoreProc, py, wait_until
+
+pytestmark = pytest.mark.integration
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+DASHBOARDS = sorted((DEPLOY / "grafana").glob("*.json"))
+ALERTS = DEPLOY / "prometheus" / "alerts.yml"
+DATASOURCE = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+
+# Series Prometheus adds to every target itself: never in a node's own scrape.
+PROMETHEUS_SERIES = frozenset({"up"})
+
+# Names of the issue-38 metric contract (docs/metrics.md once merged) that the METRICS and
+# CONSOLE branches add and this branch does not have yet. AT MERGE: empty this set (a name
+# listed here that the scrape now has fails test_pending_names_are_still_missing, which says
+# which to remove); what is still missing then is a real mismatch between the dashboards and
+# the code.
+PENDING_UNTIL_MERGE = frozenset(
+    {
+        # metrics branch: process and Python collectors on every node's registry
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_max_fds",
+        "python_gc_collections_total",
+        # metrics branch: per-topic store counters, store histograms, disk, apply lag, lag
+        "dafka_store_topic_records_in_total",
+        "dafka_store_topic_bytes_in_total",
+        "dafka_store_topic_records_served_total",
+        "dafka_store_topic_served_bytes_total",
+        "dafka_store_commit_seconds",
+        "dafka_store_ack_latency_seconds",
+        "dafka_store_disk_free_bytes",
+        "dafka_store_disk_total_bytes",
+        "dafka_store_db_bytes",
+        "dafka_raft_apply_lag_entries",
+        "dafka_consumer_lag_records",
+        # console branch: `dafka console` /metrics
+        "dafka_group_lag_records",
+        "dafka_partition_stores",
+        "dafka_partitions_under_min_acks",
+        "dafka_console_stores_answering",
+        "dafka_console_stores_known",
+        "dafka_console_refresh_seconds",
+    }
+)
+
+# PromQL words that look like names: keywords, binary operators, modifiers.
+_KEYWORDS = frozenset(
+    "by without on ignoring group_left group_right bool and or unless offset inf nan".split()
+)
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`""")
+_IDENT = re.compile(r"(?<![\w.$:])([A-Za-z_:][A-Za-z0-9_:]*)(\s*\()?")
+_HISTOGRAM_SUFFIX = re.compile(r"_(?:bucket|sum|count)$")
+_LABEL_VALUES = re.compile(r"^\s*label_values\(\s*([^,)]*)")
+_GRAFANA_VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w*)")
+GRAFANA_BUILTINS = frozenset({"__rate_interval", "__interval", "__range", "__all"})
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: identifiers that are not functions
+    (followed by ``(``), keywords, label names (in ``{}`` matchers and grouping lists) or
+    Grafana variables; a histogram's ``_bucket``/``_sum``/``_count`` is its name."""
+    text = _STRING.sub('""', expr)
+    text = re.sub(r"\{[^{}]*\}", " ", text)  # label matchers (strings are gone)
+    text = re.sub(r"\[[^\[\]]*\]", " ", text)  # ranges and subqueries, $__rate_interval
+    text = _GROUPING.sub(" ", text)
+    text = re.sub(r"\$\{?\w+\}?", " ", text)  # Grafana variables outside matchers
+    names = set()
+    for m in _IDENT.finditer(text):
+        name, call = m.group(1), m.group(2)
+        if call or name in _KEYWORDS:
+            continue
+        names.add(_HISTOGRAM_SUFFIX.sub("", name))
+    return names
+
+
+def _panels(board: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for panel in board.get("panels", []):
+        yield panel
+        yield from panel.get("panels", [])  # a collapsed row holds its panels
+
+
+def dashboard_exprs(board: dict[str, Any]) -> list[str]:
+    """Every PromQL expression of a dashboard: panel targets and query variables (the
+    metric of ``label_values(metric, label)``)."""
+    exprs = [t["expr"] for p in _panels(board) for t in p.get("targets", []) if "expr" in t]
+    for var in board.get("templating", {}).get("list", []):
+        if var.get("type") != "query":
+            continue
+        query = var["query"]["query"] if isinstance(var["query"], dict) else var["query"]
+        m = _LABEL_VALUES.match(query)
+        exprs.append(m.group(1) if m else query)
+    return exprs
+
+
+def rule_exprs(text: str) -> list[str]:
+    """The ``expr:`` of every rule in a rules file as deploy/prometheus/alerts.yml writes
+    them: on one line, or folded (``>-``) on the more indented lines after it. (No YAML
+    library in the project; promtool's rule count, checked below, catches a misread.)"""
+    exprs: list[str] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)expr:\s*(.*)$", line)
+        if not m:
+            continue
+        indent, value = len(m.group(1)), m.group(2).strip()
+        if value not in (">-", ">", "|", "|-"):
+            exprs.append(value)
+            continue
+        body = []
+        for more in lines[i + 1 :]:
+            if more.strip() and len(more) - len(more.lstrip()) <= indent:
+                break
+            body.append(more.strip())
+        exprs.append(" ".join(b for b in body if b))
+    return exprs
+
+
+def structure_problems(board: dict[str, Any]) -> list[str]:
+    """What would make Grafana refuse or mis-draw a dashboard, or leave a panel without
+    data: unique ids, a gridPos inside 24 columns and not overlapping another, the
+    datasource variable on every panel and target, an expression on every target, and
+    every ``$variable`` defined."""
+    problems: list[str] = []
+    title = board.get("title", "?")
+    for key in ("title", "uid", "schemaVersion", "panels", "templating"):
+        if key not in board:
+            problems.append(f"{title}: no {key}")
+    if board.get("schemaVersion", 0) < 36:
+        problems.append(f"{title}: schemaVersion {board.get('schemaVersion')} < 36")
+    variables = {v["name"]: v for v in board.get("templating", {}).get("list", [])}
+    ds = variables.get("DS_PROMETHEUS", {})
+    if ds.get("type") != "datasource" or ds.get("query") != "prometheus":
+        problems.append(f"{title}: no datasource variable DS_PROMETHEUS of Prometheus")
+    ids: set[int] = set()
+    cells: dict[tuple[int, int], object] = {}
+    for panel in _panels(board):
+        name = f"{title} / {panel.get('title', '?')}"
+        pid = panel.get("id")
+        if not isinstance(pid, int) or pid in ids:
+            problems.append(f"{name}: id {pid!r} missing or not unique")
+        ids.add(pid if isinstance(pid, int) else -1)
+        pos = panel.get("gridPos", {})
+        if not all(isinstance(pos.get(k), int) for k in "hwxy") or pos["x"] + pos["w"] > 24:
+            problems.append(f"{name}: gridPos {pos!r}")
+            continue
+        mine = {
+            (x, y)
+            for x in range(pos["x"], pos["x"] + pos["w"])
+            for y in range(pos["y"], pos["y"] + pos["h"])
+        }
+        if mine & cells.keys():
+            problems.append(f"{name}: overlaps panel {cells[min(mine & cells.keys())]}")
+        cells.update(dict.fromkeys(mine, pid))
+        if panel.get("type") == "row":
+            continue
+        if panel.get("datasource") != DATASOURCE:
+            problems.append(f"{name}: datasource {panel.get('datasource')!r}")
+        targets = panel.get("targets") or []
+        if not targets:
+            problems.append(f"{name}: no targets")
+        if len({t.get("refId") for t in targets}) != len(targets):
+            problems.append(f"{name}: refIds not unique")
+        for t in targets:
+            if not str(t.get("expr", "")).strip():
+                problems.append(f"{name}: a target without expr")
+            if t.get("datasource", DATASOURCE) != DATASOURCE:
+                problems.append(f"{name}: target datasource {t.get('datasource')!r}")
+    used = set(_GRAFANA_VARIABLE.findall(json.dumps([board.get("panels"), board["templating"]])))
+    for var in sorted(used - variables.keys() - GRAFANA_BUILTINS):
+        problems.append(f"{title}: ${var} is not a variable of the dashboard")
+    return problems
+
+
+def unknown_names(exprs: list[str], scraped: set[str]) -> dict[str, set[str]]:
+    """Names each expression uses that are neither scraped, pending nor Prometheus's."""
+    known = scraped | PENDING_UNTIL_MERGE | PROMETHEUS_SERIES
+    out = {e: metric_names(e) - known for e in exprs}
+    return {e: names for e, names in out.items() if names}
+
+
+# ------------------------------------------------------------------ promtool
+
+
+def promtool() -> str:
+    """promtool's path; skip without it, but fail under ``CI=true`` (``make install``
+    brings Debian's prometheus: a missing tool there is a broken install)."""
+    path = shutil.which("promtool")
+    if path is not None:
+        return path
+    reason = "promtool missing (Debian package prometheus; `make install` as root brings it)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}, and CI=true: failing instead of skipping", pytrace=False)
+    pytest.skip(reason)
+
+
+def run_promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [promtool(), *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_promtool_loads_the_rules_and_the_example_config() -> None:
+    rules = run_promtool("check", "rules", "alerts.yml", cwd=ALERTS.parent)
+    assert rules.returncode == 0, rules.stdout + rules.stderr
+    found = re.search(r"SUCCESS: (\d+) rules found", rules.stdout + rules.stderr)
+    assert found, rules.stdout
+    # the expressions this module reads are all of them, so the names check covers every rule
+    assert int(found.group(1)) == len(rule_exprs(ALERTS.read_text())) >= 5
+    config = run_promtool("check", "config", "prometheus.yml", cwd=ALERTS.parent)
+    assert config.returncode == 0, config.stdout + config.stderr
+    assert "1 rule files found" in config.stdout + config.stderr  # it loads alerts.yml
+
+
+def test_each_alert_fires_on_its_synthetic_series_and_a_broken_rule_fails(
+    tmp_path: Path,
+) -> None:
+    """alerts_test.yml passes, and fails against rules that alert on the healthy series
+    (the three promtool runs at once: each takes about a second)."""
+    text = ALERTS.read_text()
+    runs = {"as written": ALERTS.parent}
+    for good, bad in (
+        ('up{job="dafka-store"} == 0', 'up{job="dafka-store"} == 1'),
+        (
+            "max by (topic) (dafka_partitions_under_min_acks) > 0",
+            "max by (topic) (dafka_partitions_under_min_acks) >= 0",
+        ),
+    ):
+        assert text.count(good) == 1
+        (tmp_path / bad).mkdir()
+        (tmp_path / bad / "alerts.yml").write_text(text.replace(good, bad))
+        shutil.copy(ALERTS.parent / "alerts_test.yml", tmp_path / bad)
+        runs[bad] = tmp_path / bad
+    procs = {
+        what: subprocess.Popen(
+            [promtool(), "test", "rules", "alerts_test.yml"],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for what, cwd in runs.items()
+    }
+    outs = {what: (p.communicate(timeout=60)[0], p.returncode) for what, p in procs.items()}
+    out, code = outs.pop("as written")
+    assert code == 0, out
+    for bad, (out, code) in outs.items():
+        assert code != 0 and "FAILED" in out, bad
+
+
+# ------------------------------------------------------------------ dashboards, offline
+
+
+@pytest.mark.parametrize(
+    ("expr", "names"),
+    [
+        ('up{job="dafka-store"} == 0', {"up"}),
+        (
+            "histogram_quantile(0.99, sum by (instance, le) "
+            '(rate(dafka_store_commit_seconds_bucket{instance=~"$instance"}[$__rate_interval])))',
+            {"dafka_store_commit_seconds"},
+        ),
+        (
+            'max by (job) (dafka_raft_commit_index{job="dafka-tower"}) - on (job) group_right '
+            "dafka_raft_last_index",
+            {"dafka_raft_commit_index", "dafka_raft_last_index"},
+        ),
+        (
+            "rate(x_sum[5m]) / rate(x_count[5m]) > bool 1e3 and y offset 5m unless "
+            "sum(z) without (kind)",
+            {"x", "y", "z"},
+        ),
+        ('(sum(a{k="by (b)"}) or vector(0)) == 0', {"a"}),
+        ("predict_linear(free[6h], 24 * 3600) < 0 and free / total < 0.4", {"free", "total"}),
+        ('count(label_replace(m, "dst", "$1", "src", "(.*)")) by (dst)', {"m"}),
+    ],
+)
+def test_the_extractor_finds_the_metric_names_of_an_expression(expr: str, names: set) -> None:
+    assert metric_names(expr) == names
+
+
+def test_the_rules_reader_reads_one_line_and_folded_expressions() -> None:
+    text = (
+        "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n"
+        "        for: 1m\n      - alert: B\n        expr: >-\n          a > 1\n"
+        "          and\n          b > 0\n        for: 1m\n"
+    )
+    assert rule_exprs(text) == ["up == 0", "a > 1 and b > 0"]
+
+
+def load(path: Path) -> dict[str, Any]:
+    board = json.loads(path.read_text())
+    assert isinstance(board, dict)
+    return board
+
+
+def test_every_dashboard_is_well_formed_and_the_check_catches_a_broken_one() -> None:
+    boards = [load(p) for p in DASHBOARDS]
+    assert [p.stem for p in DASHBOARDS] == [
+        "dafka-cluster",
+        "dafka-groups",
+        "dafka-stores",
+        "dafka-topics",
+    ]
+    assert len({b["uid"] for b in boards}) == len(boards)
+    for board in boards:
+        assert structure_problems(board) == []
+        assert len(dashboard_exprs(board)) >= 10
+    broken = copy.deepcopy(boards[0])
+    panels = [p for p in broken["panels"] if p["type"] != "row"]
+    panels[1]["id"] = panels[0]["id"]
+    del panels[2]["datasource"]
+    panels[3]["targets"][0]["expr"] = ""
+    panels[4]["gridPos"] = dict(panels[5]["gridPos"])
+    panels[6]["targets"][0]["expr"] += ' + on() x{t="$nope"}'
+    found = "\n".join(structure_problems(broken))
+    for wanted in ("not unique", "datasource None", "without expr", "overlaps", "$nope"):
+        assert wanted in found, (wanted, found)
+
+
+# ------------------------------------------------------------------ a real scrape
+
+
+def scrape(url: str) -> set[str]:
+    """Metric names of one scrape: each family's name and each sample's (``_total``,
+    ``_bucket``, ``_sum``, ``_count``, ``_info`` included). A labelled counter declared
+    with no series yet (``dafka_raft_refused_total{kind}`` before anything is refused)
+    counts by its declared name: the code defines it, its series come with the events."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        text = reply.read().decode()
+    names: set[str] = set()
+    for family in text_string_to_metric_families(text):
+        names.add(family.name)
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        names.update(s.name for s in family.samples)
+    return names
+
+
+def metrics_url(proc: Proc) -> str:
+    return proc.wait_line(r"metrics on (http://127\.0\.0\.1:\d+/metrics)").group(1)
+
+
+def console_url(address: str, started: list[Proc]) -> str | None:
+    """``dafka console``'s /metrics, when this checkout has the console (the CONSOLE
+    branch); None before it is merged (its names are PENDING_UNTIL_MERGE meanwhile).
+    AT MERGE: check the flags and the line it prints against the console's CLI."""
+    from dafka.cli.admin import main
+
+    if "console" not in getattr(main, "commands", {}):
+        return None
+    proc = Proc(py("dafka.cli.admin", "console", "--tower", address, "--bind", "127.0.0.1:0"))
+    started.append(proc)
+    return proc.wait_line(r"(http://127\.0\.0\.1:\d+)").group(1) + "/metrics"
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[str]]:
+    """Every metric name a tower, a store, a producer and a consumer (a group member that
+    has committed), and the console if there is one, serve after records went through."""
+    tower = Proc(py("tower", "--bind", "127.0.0.1:0", *tower_args(), "--metrics-port", "0"))
+    address = "127.0.0.1:" + tower.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
+    tower_url = metrics_url(tower)
+    names: set[str] = set()
+    started: list[Proc] = []
+    store = StoreProc(tmp_path_factory.mktemp("store"), address, "--metrics-port", "0")
+    try:
+        store_url = metrics_url(store.proc)
+        with Producer("dash", towers=address, metrics_port=0) as producer:
+            for i in range(20):
+                producer.send(f"record {i}")
+            producer.flush(timeout=30)
+            names |= scrape(producer.metrics.url)  # type: ignore[union-attr,arg-type]
+        # the producer is gone: the consumer's records come from the store's FETCH answers
+        with Consumer(
+            "dash",
+            towers=address,
+            group="dash",
+            offset_reset="earliest",
+            enable_auto_commit=False,
+            heartbeat_interval=0.5,
+            metrics_port=0,
+        ) as consumer:
+            got: list[object] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 20 and time.monotonic() < deadline:
+                got += consumer.poll_batch(20, timeout=0.5)
+            assert len(got) == 20
+            consumer.commit()
+            names |= scrape(consumer.metrics.url)  # type: ignore[union-attr,arg-type]
+            url = console_url(address, started)
+            if url is not None:
+                wait_until(lambda: "dafka_group_lag_records" in scrape(url), 20, what="lag")
+                names |= scrape(url)
+        names |= scrape(store_url) | scrape(tower_url)
+        yield names
+    finally:
+        for proc in started:
+            proc.kill()
+        store.stop()
+        tower.kill()
+
+
+def everything() -> list[str]:
+    """Every expression of the dashboards and the rules."""
+    exprs = [e for p in DASHBOARDS for e in dashboard_exprs(load(p))]
+    return exprs + rule_exprs(ALERTS.read_text())
+
+
+def test_every_metric_of_the_dashboards_and_rules_is_in_a_real_scrape(scraped: set[str]) -> None:
+    assert {"dafka_raft_has_leader", "dafka_store_records_in_total"} <= scraped
+    assert "dafka_producer_ack_latency_seconds_bucket" in scraped
+    assert unknown_names(everything(), scraped) == {}
+
+
+def test_a_misspelled_metric_on_a_dashboard_fails_the_check(scraped: set[str]) -> None:
+    board = load(DEPLOY / "grafana" / "dafka-stores.json")
+    target = next(t for p in board["panels"] for t in p.get("targets", []))
+    assert unknown_names(dashboard_exprs(board), scraped) == {}
+    target["expr"] = target["expr"].replace("up{", "dafka_store_upp{", 1)
+    assert "dafka_store_upp" in target["expr"]
+    assert set().union(*unknown_names(dashboard_exprs(board), scraped).values()) == {
+        "dafka_store_upp"
+    }
+
+
+def test_pending_names_are_still_missing(scraped: set[str]) -> None:
+    """A pending name the scrape now has must leave PENDING_UNTIL_MERGE (so the set empties
+    as the branches merge), and each is used by a dashboard or a rule."""
+    used = set().union(*map(metric_names, everything()))
+    assert sorted(PENDING_UNTIL_MERGE - used) == []
+    now_scraped = {n for n in PENDING_UNTIL_MERGE if n in scraped or n + "_bucket" in scraped}
+    assert sorted(now_scraped) == [], "scraped now: remove them from PENDING_UNTIL_MERGE"
