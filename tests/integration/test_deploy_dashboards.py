@@ -279,6 +279,28 @@ def test_each_alert_fires_on_its_synthetic_series_and_a_broken_rule_fails(
         assert code != 0 and "FAILED" in out, bad
 
 
+def test_every_dashboard_expression_parses_in_promtool(tmp_path: Path) -> None:
+    """Each panel's and variable's expression, with Grafana's variables filled in, loads as
+    a recording rule (promtool parses it as Prometheus would); a broken one does not."""
+
+    def rules(exprs: list[str]) -> str:
+        filled = [
+            re.sub(r"\$\{?\w+\}?", ".*", re.sub(r"\$__(rate_interval|range)\b", "5m", e))
+            for e in exprs
+        ]
+        rule = [{"record": f"dashboard:expr_{i}", "expr": e} for i, e in enumerate(filled)]
+        return json.dumps({"groups": [{"name": "dashboards", "rules": rule}]})  # JSON is YAML
+
+    exprs = [e for p in DASHBOARDS for e in dashboard_exprs(load(p))]
+    (tmp_path / "good.yml").write_text(rules(exprs))
+    (tmp_path / "bad.yml").write_text(rules([*exprs[:3], "sum by (job (up)"]))
+    good = run_promtool("check", "rules", "good.yml", cwd=tmp_path)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in good.stdout + good.stderr
+    bad = run_promtool("check", "rules", "bad.yml", cwd=tmp_path)
+    assert bad.returncode != 0 and "dashboard:expr_3" in bad.stdout + bad.stderr
+
+
 # ------------------------------------------------------------------ dashboards, offline
 
 
@@ -455,6 +477,13 @@ def test_a_misspelled_metric_on_a_dashboard_fails_the_check(scraped: set[str]) -
     assert set().union(*unknown_names(dashboard_exprs(board), scraped).values()) == {
         "dafka_store_upp"
     }
+
+
+def test_the_readme_lists_exactly_the_metrics_used() -> None:
+    readme = (DEPLOY / "README.md").read_text()
+    listed = readme[readme.index("## Metrics the dashboards and rules use") :]
+    names = set(re.findall(r"`([a-z_]+)`", listed)) - {"dafka", "console"}
+    assert names == set().union(*map(metric_names, everything()))
 
 
 def test_pending_names_are_still_missing(scraped: set[str]) -> None:
