@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,9 @@ def rule_exprs(text: str) -> list[str]:
         if not m:
             continue
         indent, value = len(m.group(1)), m.group(2).strip()
+        if value[:1] in ("'", '"') and value[-1:] == value[:1]:
+            exprs.append(value[1:-1].replace("''", "'") if value[0] == "'" else value[1:-1])
+            continue
         if value not in (">-", ">", "|", "|-"):
             exprs.append(value)
             continue
@@ -337,8 +341,9 @@ def test_the_rules_reader_reads_one_line_and_folded_expressions() -> None:
         "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n"
         "        for: 1m\n      - alert: B\n        expr: >-\n          a > 1\n"
         "          and\n          b > 0\n        for: 1m\n"
+        "      - alert: C\n        expr: 'c{k=\"v\"} > 0'\n"
     )
-    assert rule_exprs(text) == ["up == 0", "a > 1 and b > 0"]
+    assert rule_exprs(text) == ["up == 0", "a > 1 and b > 0", 'c{k="v"} > 0']
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -379,8 +384,6 @@ def scrape(url: str) -> set[str]:
     ``_bucket``, ``_sum``, ``_count``, ``_info`` included). A labelled counter declared
     with no series yet (``dafka_raft_refused_total{kind}`` before anything is refused)
     counts by its declared name: the code defines it, its series come with the events."""
-    import urllib.request
-
     with urllib.request.urlopen(url, timeout=5) as reply:
         text = reply.read().decode()
     names: set[str] = set()
@@ -389,7 +392,7 @@ def scrape(url: str) -> set[str]:
         if family.type == "counter":
             names.add(family.name + "_total")
         names.update(s.name for s in family.samples)
-    return names
+    return names | {_HISTOGRAM_SUFFIX.sub("", n) for n in names}
 
 
 def metrics_url(proc: Proc) -> str:
