@@ -79,7 +79,7 @@ kcat:  ## kcat (Debian's kcat, on librdkafka) is one of the real Kafka clients t
 	  fi; \
 	fi
 
-promtool:  ## promtool (Debian's prometheus) checks and unit-tests deploy/prometheus in tests/integration/test_deploy_dashboards.py
+promtool:  ## promtool and prometheus (Debian's prometheus) check deploy/prometheus and deploy/grafana in tests/integration/test_deploy_dashboards.py
 	@if ! command -v promtool >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing promtool for the alert rules' tests (prometheus)"; \

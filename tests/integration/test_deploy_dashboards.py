@@ -3,11 +3,12 @@
 Every PromQL expression of the dashboards (panels and template variables) and of
 ``deploy/prometheus/alerts.yml`` is read for the metric names it uses, and each name must be
 in a real scrape of a tower, a store, a producer and a consumer started here (and of
-``dafka console`` once it exists), or be a series Prometheus makes itself (``up``). The
-rules and the example configuration load in ``promtool`` (Debian's ``prometheus``), and
-``promtool test rules`` runs ``deploy/prometheus/alerts_test.yml``, where each alert has to
-fire on its synthetic series and on nothing else.
-"""
+``dafka console`` once it exists), or be a series Prometheus makes itself (``up``). A real
+Prometheus scrapes the same nodes under the contract's job names, and each selector, with
+its labels, must match series there. The rules, the example configuration and every
+dashboard expression load in ``promtool`` (Debian's ``prometheus``), and ``promtool test
+rules`` runs ``deploy/prometheus/alerts_test.yml``, where each alert has to fire on its
+synthetic series and on nothing else. Each check is also shown failing on a broken copy."""
 
 from __future__ import annotations
 
@@ -20,15 +21,18 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from dafka import Consumer, Producer
 from tests.admin import tower_args
-from tests.procs import Proc, StoreProc, py
+from tests.procs import Proc, StoreProc, free_port, py, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -75,35 +79,54 @@ PENDING_UNTIL_MERGE = frozenset(
     }
 )
 
+# Counters whose series appear with their first event (a label value): in a healthy
+# cluster Prometheus holds none, so their selectors are not asked to match anything.
+SERIES_WITH_EVENTS = frozenset({"dafka_raft_refused_total"})
+
 # PromQL words that look like names: keywords, binary operators, modifiers.
 _KEYWORDS = frozenset(
     "by without on ignoring group_left group_right bool and or unless offset inf nan".split()
 )
-_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
 _STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`""")
-_IDENT = re.compile(r"(?<![\w.$:])([A-Za-z_:][A-Za-z0-9_:]*)(\s*\()?")
+_HIDDEN = (  # where an identifier is not a metric: label matchers, ranges, label lists, $vars
+    re.compile(r"\{[^{}]*\}"),
+    re.compile(r"\[[^\[\]]*\]"),
+    re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)"),
+    re.compile(r"\$\{?\w+\}?"),
+)
+_IDENT = re.compile(r"(?<![\w.$:])[A-Za-z_:][A-Za-z0-9_:]*")
+_CALL = re.compile(r"(?:\s*(?:by|without)\s*\([^()]*\))?\s*\(")  # sum by (x) (...) too
+_MATCHERS = re.compile(r"\s*(\{[^{}]*\})")
 _HISTOGRAM_SUFFIX = re.compile(r"_(?:bucket|sum|count)$")
 _LABEL_VALUES = re.compile(r"^\s*label_values\(\s*([^,)]*)")
 _GRAFANA_VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w*)")
 GRAFANA_BUILTINS = frozenset({"__rate_interval", "__interval", "__range", "__all"})
 
 
-def metric_names(expr: str) -> set[str]:
-    """The metric names a PromQL expression reads: identifiers that are not functions
-    (followed by ``(``), keywords, label names (in ``{}`` matchers and grouping lists) or
-    Grafana variables; a histogram's ``_bucket``/``_sum``/``_count`` is its name."""
-    text = _STRING.sub('""', expr)
-    text = re.sub(r"\{[^{}]*\}", " ", text)  # label matchers (strings are gone)
-    text = re.sub(r"\[[^\[\]]*\]", " ", text)  # ranges and subqueries, $__rate_interval
-    text = _GROUPING.sub(" ", text)
-    text = re.sub(r"\$\{?\w+\}?", " ", text)  # Grafana variables outside matchers
-    names = set()
-    for m in _IDENT.finditer(text):
-        name, call = m.group(1), m.group(2)
-        if call or name in _KEYWORDS:
+def selectors(expr: str) -> list[tuple[str, str]]:
+    """The vector selectors of a PromQL expression, as (metric name, its ``{...}`` label
+    matchers or ""): identifiers that are not functions (followed by ``(``), keywords,
+    label names (in matchers and grouping lists), nor in strings, ranges or Grafana
+    variables."""
+    # strings blanked to the same length, so that positions in both texts agree
+    masked = _STRING.sub(lambda m: m[0][0] + " " * (len(m[0]) - 2) + m[0][-1], expr)
+    hidden = bytearray(len(masked))
+    for rx in _HIDDEN:
+        for m in rx.finditer(masked):
+            hidden[m.start() : m.end()] = b"\1" * (m.end() - m.start())
+    out = []
+    for m in _IDENT.finditer(masked):
+        if hidden[m.start()] or m[0] in _KEYWORDS or _CALL.match(masked, m.end()):
             continue
-        names.add(_HISTOGRAM_SUFFIX.sub("", name))
-    return names
+        matchers = _MATCHERS.match(masked, m.end())
+        out.append((m[0], expr[matchers.start(1) : matchers.end(1)] if matchers else ""))
+    return out
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads (:func:`selectors`); a histogram's
+    ``_bucket``/``_sum``/``_count`` is its name."""
+    return {_HISTOGRAM_SUFFIX.sub("", name) for name, _ in selectors(expr)}
 
 
 def _panels(board: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -217,13 +240,14 @@ def unknown_names(exprs: list[str], scraped: set[str]) -> dict[str, set[str]]:
 # ------------------------------------------------------------------ promtool
 
 
-def promtool() -> str:
-    """promtool's path; skip without it, but fail under ``CI=true`` (``make install``
-    brings Debian's prometheus: a missing tool there is a broken install)."""
-    path = shutil.which("promtool")
+def require(tool: str) -> str:
+    """The path of ``tool`` (promtool or prometheus); skip without it, but fail under
+    ``CI=true`` (``make install`` brings Debian's prometheus: a missing tool there is a
+    broken install)."""
+    path = shutil.which(tool)
     if path is not None:
         return path
-    reason = "promtool missing (Debian package prometheus; `make install` as root brings it)"
+    reason = f"{tool} missing (Debian package prometheus; `make install` as root brings it)"
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}, and CI=true: failing instead of skipping", pytrace=False)
     pytest.skip(reason)
@@ -231,7 +255,12 @@ def promtool() -> str:
 
 def run_promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [promtool(), *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+        [require("promtool"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -268,7 +297,7 @@ def test_each_alert_fires_on_its_synthetic_series_and_a_broken_rule_fails(
         runs[bad] = tmp_path / bad
     procs = {
         what: subprocess.Popen(
-            [promtool(), "test", "rules", "alerts_test.yml"],
+            [require("promtool"), "test", "rules", "alerts_test.yml"],
             cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -399,64 +428,160 @@ def metrics_url(proc: Proc) -> str:
     return proc.wait_line(r"metrics on (http://127\.0\.0\.1:\d+/metrics)").group(1)
 
 
-def console_url(address: str, started: list[Proc]) -> str | None:
-    """``dafka console``'s /metrics, when this checkout has the console (the CONSOLE
-    branch); None before it is merged (its names are PENDING_UNTIL_MERGE meanwhile).
-    Written against the console branch's CLI as it stood (``--tower``, ``--bind``, the line
-    ``console on http://HOST:PORT ...``): AT MERGE, check it still says so."""
+def start_console(address: str) -> Proc | None:
+    """``dafka console`` when this checkout has it (the CONSOLE branch); None before it is
+    merged (its names are PENDING_UNTIL_MERGE meanwhile). Written against the console
+    branch's CLI as it stood (``--tower``, ``--bind``, the line ``console on
+    http://HOST:PORT ...``): AT MERGE, check it still says so."""
     from dafka.cli.admin import main
 
     if "console" not in getattr(main, "commands", {}):
         return None
-    proc = Proc(py("dafka.cli.admin", "console", "--tower", address, "--bind", "127.0.0.1:0"))
-    started.append(proc)
-    return proc.wait_line(r"console on (http://127\.0\.0\.1:\d+)").group(1) + "/metrics"
+    return Proc(py("dafka.cli.admin", "console", "--tower", address, "--bind", "127.0.0.1:0"))
+
+
+JOBS = ("dafka-tower", "dafka-store", "dafka-console", "dafka-producer", "dafka-consumer")
+
+
+class Prometheus:
+    """A real Prometheus (Debian's, beside promtool) scraping every 2 s the targets
+    :meth:`target` lists under the contract's job names (file-based discovery: it starts
+    before the nodes, as its scrape manager applies new targets only every 5 s)."""
+
+    def __init__(self, binary: str, home: Path) -> None:
+        self.home = home
+        config = {
+            "global": {"scrape_interval": "2s", "scrape_timeout": "2s"},
+            "scrape_configs": [
+                {"job_name": job, "file_sd_configs": [{"files": [str(home / f"{job}.json")]}]}
+                for job in JOBS
+            ],
+        }
+        (home / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
+        self.api = f"http://127.0.0.1:{free_port(set())}"
+        self.proc = Proc(
+            [
+                binary,
+                f"--config.file={home / 'prometheus.yml'}",
+                f"--storage.tsdb.path={home / 'data'}",
+                f"--web.listen-address={urlsplit(self.api).netloc}",
+                "--log.level=warn",
+            ]
+        )
+
+    def target(self, jobs: dict[str, list[str]]) -> None:
+        for job, urls in jobs.items():
+            hosts = [{"targets": [urlsplit(u).netloc for u in urls]}]
+            (self.home / "next.json").write_text(json.dumps(hosts))
+            (self.home / "next.json").rename(self.home / f"{job}.json")
+
+
+@dataclass
+class Fleet:
+    """Running nodes: the metric names they serve, their endpoints by Prometheus job, and
+    the Prometheus scraping them (None without the binary)."""
+
+    names: set[str]
+    jobs: dict[str, list[str]]
+    prometheus: Prometheus | None
 
 
 @pytest.fixture(scope="module")
-def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[str]]:
-    """Every metric name a tower, a store, a producer and a consumer (a group member that
-    has committed), and the console if there is one, serve after records went through."""
-    tower = Proc(py("tower", "--bind", "127.0.0.1:0", *tower_args(), "--metrics-port", "0"))
-    address = "127.0.0.1:" + tower.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
-    tower_url = metrics_url(tower)
-    names: set[str] = set()
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    """A tower, a store, a producer, a consumer (a group member that has committed) and the
+    console if there is one, each serving metrics, after records went in and out (a first
+    producer's records read back from the store); they run until the module ends."""
     started: list[Proc] = []
-    store = StoreProc(tmp_path_factory.mktemp("store"), address, "--metrics-port", "0")
-    try:
-        store_url = metrics_url(store.proc)
-        with Producer("dash", towers=address, metrics_port=0) as producer:
-            for i in range(20):
-                producer.send(f"record {i}")
-            producer.flush(timeout=30)
-            names |= scrape(producer.metrics.url)  # type: ignore[union-attr,arg-type]
-        # the producer is gone: the consumer's records come from the store's FETCH answers
-        with Consumer(
-            "dash",
-            towers=address,
-            group="dash",
-            offset_reset="earliest",
-            enable_auto_commit=False,
-            heartbeat_interval=0.5,
-            metrics_port=0,
-        ) as consumer:
-            got: list[object] = []
-            deadline = time.monotonic() + 30
-            while len(got) < 20 and time.monotonic() < deadline:
-                got += consumer.poll_batch(20, timeout=0.5)
-            assert len(got) == 20
-            consumer.commit()
-            names |= scrape(consumer.metrics.url)  # type: ignore[union-attr,arg-type]
-            url = console_url(address, started)
-            if url is not None:  # its families are declared from the start, series or not
-                names |= scrape(url)
-        names |= scrape(store_url) | scrape(tower_url)
-        yield names
-    finally:
-        for proc in started:
+
+    def kill_started() -> None:
+        for proc in reversed(started):
             proc.kill()
-        store.stop()
-        tower.kill()
+
+    with ExitStack() as stack:
+        stack.callback(kill_started)
+        binary = shutil.which("prometheus")
+        prom = Prometheus(binary, tmp_path_factory.mktemp("prometheus")) if binary else None
+        if prom is not None:
+            started.append(prom.proc)
+        tower = Proc(py("tower", "--bind", "127.0.0.1:0", *tower_args(), "--metrics-port", "0"))
+        started.append(tower)
+        address = "127.0.0.1:" + tower.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
+        jobs = {"dafka-tower": [metrics_url(tower)]}
+        console = start_console(address)  # starting while the store does
+        if console is not None:
+            started.append(console)
+        store = StoreProc(tmp_path_factory.mktemp("store"), address, "--metrics-port", "0")
+        stack.callback(store.stop)
+        jobs["dafka-store"] = [metrics_url(store.proc)]
+        with Producer("dash", towers=address, metrics_port=0) as gone:
+            for i in range(20):
+                gone.send(f"record {i}")
+            gone.flush(timeout=30)
+        # the first producer is gone: the consumer's records come from the store's FETCH
+        # answers; this one stays to be scraped
+        live = stack.enter_context(Producer("dash-live", towers=address, metrics_port=0))
+        live.send("one")
+        live.flush(timeout=30)
+        consumer = stack.enter_context(
+            Consumer(
+                "dash",
+                towers=address,
+                group="dash",
+                offset_reset="earliest",
+                enable_auto_commit=False,
+                heartbeat_interval=0.5,
+                metrics_port=0,
+            )
+        )
+        got: list[object] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 20 and time.monotonic() < deadline:
+            got += consumer.poll_batch(20, timeout=0.5)
+        assert len(got) == 20
+        consumer.commit()
+        jobs["dafka-producer"] = [live.metrics.url]  # type: ignore[union-attr,list-item]
+        jobs["dafka-consumer"] = [consumer.metrics.url]  # type: ignore[union-attr,list-item]
+        if console is not None:
+            url = console.wait_line(r"console on (http://127\.0\.0\.1:\d+)").group(1)
+            jobs["dafka-console"] = [url + "/metrics"]
+        if prom is not None:
+            prom.target(jobs)
+        names = set().union(*(scrape(u) for urls in jobs.values() for u in urls))
+        yield Fleet(names, jobs, prom)
+
+
+@pytest.fixture(scope="module")
+def scraped(fleet: Fleet) -> set[str]:
+    return fleet.names
+
+
+@pytest.fixture(scope="module")
+def prometheus(fleet: Fleet) -> str:
+    """The API of the fleet's Prometheus once it has scraped every node."""
+    require("prometheus")
+    assert fleet.prometheus is not None
+    api, targets = fleet.prometheus.api, sum(map(len, fleet.jobs.values()))
+    wait_until(
+        lambda: [s["value"][1] for s in query(api, "up")] == ["1"] * targets,
+        20,
+        interval=0.2,
+        what=f"Prometheus to scrape the {targets} nodes",
+    )
+    return api
+
+
+def query(api: str, promql: str) -> list[dict[str, Any]]:
+    """An instant query's result (nothing while Prometheus is not yet answering)."""
+    url = f"{api}/api/v1/query?{urlencode({'query': promql})}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            answer = json.loads(reply.read())
+    except OSError:
+        return []
+    assert answer["status"] == "success", answer
+    result = answer["data"]["result"]
+    assert isinstance(result, list)
+    return result
 
 
 def everything() -> list[str]:
@@ -480,6 +605,31 @@ def test_a_misspelled_metric_on_a_dashboard_fails_the_check(scraped: set[str]) -
     assert set().union(*unknown_names(dashboard_exprs(board), scraped).values()) == {
         "dafka_store_upp"
     }
+
+
+def unmatched(exprs: list[str], api: str) -> list[str]:
+    """The selectors of ``exprs`` (Grafana variables as ``.*``, i.e. *All*) with no series
+    in Prometheus, but those of pending names and SERIES_WITH_EVENTS."""
+    wanted = {
+        name + re.sub(r"\$\{?\w+\}?", ".*", matchers)
+        for expr in exprs
+        for name, matchers in selectors(expr)
+        if _HISTOGRAM_SUFFIX.sub("", name) not in PENDING_UNTIL_MERGE
+        and name not in SERIES_WITH_EVENTS
+    }
+    assert wanted
+    return sorted(s for s in wanted if not query(api, s))
+
+
+def test_every_selector_matches_series_in_a_real_prometheus(prometheus: str) -> None:
+    """Names are not enough: each selector's job, labels and values (``job="dafka-store"``,
+    ``topic=~"$topic"``) must match series of the fleet as a Prometheus configured like
+    deploy/prometheus/prometheus.yml holds them. A wrong job name fails."""
+    assert unmatched(everything(), prometheus) == []
+    board = (DEPLOY / "grafana" / "dafka-stores.json").read_text()
+    wrong = json.loads(board.replace('job=\\"dafka-store\\"', 'job=\\"dafka-stores\\"'))
+    assert 'job="dafka-stores"' in json.dumps(dashboard_exprs(wrong)).replace("\\", "")
+    assert len(unmatched(dashboard_exprs(wrong), prometheus)) >= 10
 
 
 def test_the_readme_lists_exactly_the_metrics_used() -> None:
