@@ -366,6 +366,15 @@ def test_the_extractor_finds_the_metric_names_of_an_expression(expr: str, names:
     assert metric_names(expr) == names
 
 
+def test_selectors_keep_their_label_matchers() -> None:
+    expr = (
+        'sum by (le) (rate(x_bucket{a="b}", c=~"$v"}[5m])) / on (job) '
+        'group_left y{job="j"} + z offset 1h'
+    )
+    assert selectors(expr) == [("x_bucket", '{a="b}", c=~"$v"}'), ("y", '{job="j"}'), ("z", "")]
+    assert filled('rate(x{c=~"$v"}[$__rate_interval])') == 'rate(x{c=~".*"}[1m])'
+
+
 def test_the_rules_reader_reads_one_line_and_folded_expressions() -> None:
     text = (
         "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n"
