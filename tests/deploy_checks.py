@@ -68,7 +68,7 @@ def metric_names(expr: str) -> set[str]:
     return {HISTOGRAM_SUFFIX.sub("", name) for name, _ in selectors(expr)}
 
 
-def _panels(board: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def panels(board: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for panel in board.get("panels", []):
         yield panel
         yield from panel.get("panels", [])  # a collapsed row holds its panels
@@ -77,7 +77,7 @@ def _panels(board: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def dashboard_exprs(board: dict[str, Any]) -> list[str]:
     """Every PromQL expression of a dashboard: panel targets and query variables (the
     metric of ``label_values(metric, label)``)."""
-    exprs = [t["expr"] for p in _panels(board) for t in p.get("targets", []) if "expr" in t]
+    exprs = [t["expr"] for p in panels(board) for t in p.get("targets", []) if "expr" in t]
     for var in board.get("templating", {}).get("list", []):
         if var.get("type") != "query":
             continue
@@ -131,7 +131,7 @@ def structure_problems(board: dict[str, Any]) -> list[str]:
         problems.append(f"{title}: no datasource variable DS_PROMETHEUS of Prometheus")
     ids: set[int] = set()
     cells: dict[tuple[int, int], object] = {}
-    for panel in _panels(board):
+    for panel in panels(board):
         name = f"{title} / {panel.get('title', '?')}"
         pid = panel.get("id")
         if not isinstance(pid, int) or pid in ids:
