@@ -496,11 +496,20 @@ def test_no_alert_holds_on_a_healthy_fleet(prometheus: str, tmp_path: Path) -> N
     assert query(prometheus, rules["DafkaNoRaftLeader"].replace("== 0", "== 1"))
 
 
-def test_the_readme_lists_exactly_the_metrics_used() -> None:
+def test_the_readme_lists_exactly_the_metrics_used_and_every_alert() -> None:
     readme = (DEPLOY / "README.md").read_text()
     listed = readme[readme.index("## Metrics the dashboards and rules use") :]
     names = set(re.findall(r"`([a-z_]+)`", listed)) - {"dafka", "console"}
     assert names == set().union(*map(metric_names, everything()))
+    # the table of alerts: each rule once, with its severity
+    table = dict(re.findall(r"^\| `(Dafka\w+)` \| (\w+) \|", readme, flags=re.M))
+    severity, current = {}, None
+    for line in ALERTS.read_text().splitlines():
+        if m := re.match(r"^\s*- alert: (\w+)$", line):
+            current = m[1]
+        elif m := re.match(r"^\s*severity: (\w+)$", line):
+            severity[current] = m[1]
+    assert table == severity and len(severity) == len(alert_rules())
 
 
 def test_pending_names_are_still_missing(scraped: set[str]) -> None:
