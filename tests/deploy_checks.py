@@ -18,7 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from tests.procs import Proc, free_port
+from tests.procs import Proc
 
 DATASOURCE = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
 
@@ -192,21 +192,22 @@ JOBS = ("dafka-tower", "dafka-store", "dafka-console", "dafka-producer", "dafka-
 
 
 class Prometheus:
-    """A real Prometheus (Debian's, beside promtool) scraping every second the targets
-    :meth:`target` lists under the contract's job names (file-based discovery: it starts
-    before the nodes, as its scrape manager applies new targets only every 5 s)."""
+    """A real Prometheus (Debian's, beside promtool) scraping ``jobs``' targets (their
+    metrics URLs, by job name) every second, its API on ``port``."""
 
-    def __init__(self, binary: str, home: Path) -> None:
-        self.home = home
+    def __init__(self, binary: str, home: Path, jobs: dict[str, list[str]], port: int) -> None:
         config = {
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
             "scrape_configs": [
-                {"job_name": job, "file_sd_configs": [{"files": [str(home / f"{job}.json")]}]}
-                for job in JOBS
+                {
+                    "job_name": job,
+                    "static_configs": [{"targets": [urlsplit(u).netloc for u in urls]}],
+                }
+                for job, urls in jobs.items()
             ],
         }
         (home / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
-        self.api = f"http://127.0.0.1:{free_port(set())}"
+        self.api = f"http://127.0.0.1:{port}"
         self.proc = Proc(
             [
                 binary,
@@ -216,12 +217,6 @@ class Prometheus:
                 "--log.level=warn",
             ]
         )
-
-    def target(self, jobs: dict[str, list[str]]) -> None:
-        for job, urls in jobs.items():
-            hosts = [{"targets": [urlsplit(u).netloc for u in urls]}]
-            (self.home / "next.json").write_text(json.dumps(hosts))
-            (self.home / "next.json").rename(self.home / f"{job}.json")
 
 
 class QueryError(AssertionError):

@@ -32,6 +32,7 @@ from dafka import Consumer, Producer
 from tests.admin import tower_args
 from tests.deploy_checks import (
     HISTOGRAM_SUFFIX,
+    JOBS,
     Prometheus,
     dashboard_exprs,
     failing,
@@ -45,7 +46,7 @@ from tests.deploy_checks import (
     selectors,
     structure_problems,
 )
-from tests.procs import Proc, StoreProc, py, wait_until
+from tests.procs import Proc, StoreProc, free_port, py, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -276,20 +277,19 @@ def scrape(url: str) -> set[str]:
     return names | {HISTOGRAM_SUFFIX.sub("", n) for n in names}
 
 
-def metrics_url(proc: Proc) -> str:
-    return proc.wait_line(r"metrics on (http://127\.0\.0\.1:\d+/metrics)").group(1)
-
-
-def start_console(address: str) -> Proc | None:
-    """``dafka console`` when this checkout has it (the CONSOLE branch); None before it is
-    merged (its names are PENDING_UNTIL_MERGE meanwhile). Written against the console
-    branch's CLI as it stood (``--tower``, ``--bind``, the line ``console on
-    http://HOST:PORT ...``): AT MERGE, check it still says so."""
+def has_console() -> bool:
+    """Whether this checkout has ``dafka console`` (the CONSOLE branch); before it is merged
+    its names are PENDING_UNTIL_MERGE."""
     from dafka.cli.admin import main
 
-    if "console" not in getattr(main, "commands", {}):
-        return None
-    return Proc(py("dafka.cli.admin", "console", "--tower", address, "--bind", "127.0.0.1:0"))
+    return "console" in getattr(main, "commands", {})
+
+
+def start_console(address: str, port: int) -> Proc:
+    """``dafka console`` on ``port``, written against the console branch's CLI as it stood
+    (``--tower``, ``--bind``, the line ``console on http://HOST:PORT ...``): AT MERGE,
+    check it still says so."""
+    return Proc(py("dafka.cli.admin", "console", "--tower", address, "--bind", f"127.0.0.1:{port}"))
 
 
 @dataclass
@@ -313,29 +313,47 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         for proc in reversed(started):
             proc.kill()
 
+    # ports chosen first, so that Prometheus scrapes them from the start: its scrape manager
+    # applies targets only every 5 s, the first time 5 s after it starts
+    taken: set[int] = set()
+    jobs = [job for job in JOBS if job != "dafka-console" or has_console()]
+    port = {job: free_port(taken) for job in jobs}
+    targets = {job: [f"http://127.0.0.1:{port[job]}/metrics"] for job in jobs}
     with ExitStack() as stack:
         stack.callback(kill_started)
         binary = shutil.which("prometheus")
-        prom = Prometheus(binary, tmp_path_factory.mktemp("prometheus")) if binary else None
+        home = tmp_path_factory.mktemp("prometheus")
+        prom = Prometheus(binary, home, targets, free_port(taken)) if binary else None
         if prom is not None:
             started.append(prom.proc)
-        tower = Proc(py("tower", "--bind", "127.0.0.1:0", *tower_args(), "--metrics-port", "0"))
+        tower = Proc(
+            py(
+                "tower",
+                "--bind",
+                "127.0.0.1:0",
+                *tower_args(),
+                "--metrics-port",
+                str(port["dafka-tower"]),
+            )
+        )
         started.append(tower)
         address = "127.0.0.1:" + tower.wait_line(r"tower on tcp://127\.0\.0\.1:(\d+)").group(1)
-        jobs = {"dafka-tower": [metrics_url(tower)]}
-        console = start_console(address)  # starting while the store does
-        if console is not None:
+        console = None
+        if "dafka-console" in port:  # starting while the store does
+            console = start_console(address, port["dafka-console"])
             started.append(console)
-        store = StoreProc(tmp_path_factory.mktemp("store"), address, "--metrics-port", "0")
+        store = StoreProc(
+            tmp_path_factory.mktemp("store"), address, "--metrics-port", str(port["dafka-store"])
+        )
         stack.callback(store.stop)
-        jobs["dafka-store"] = [metrics_url(store.proc)]
         with Producer("dash", towers=address, metrics_port=0) as gone:
             for i in range(20):
                 gone.send(f"record {i}")
             gone.flush(timeout=30)
         # the first producer is gone: the consumer's records come from the store's FETCH
         # answers; this one stays to be scraped
-        live = stack.enter_context(Producer("dash-live", towers=address, metrics_port=0))
+        live = Producer("dash-live", towers=address, metrics_port=port["dafka-producer"])
+        stack.enter_context(live)
         live.send("one")
         live.flush(timeout=30)
         consumer = stack.enter_context(
@@ -346,7 +364,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
                 offset_reset="earliest",
                 enable_auto_commit=False,
                 heartbeat_interval=0.5,
-                metrics_port=0,
+                metrics_port=port["dafka-consumer"],
             )
         )
         got: list[object] = []
@@ -355,15 +373,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
             got += consumer.poll_batch(20, timeout=0.5)
         assert len(got) == 20
         consumer.commit()
-        jobs["dafka-producer"] = [live.metrics.url]  # type: ignore[union-attr,list-item]
-        jobs["dafka-consumer"] = [consumer.metrics.url]  # type: ignore[union-attr,list-item]
         if console is not None:
-            url = console.wait_line(r"console on (http://127\.0\.0\.1:\d+)").group(1)
-            jobs["dafka-console"] = [url + "/metrics"]
-        if prom is not None:
-            prom.target(jobs)
-        names = set().union(*(scrape(u) for urls in jobs.values() for u in urls))
-        yield Fleet(names, jobs, prom)
+            console.wait_line(r"console on http://127\.0\.0\.1:\d+")
+        names = set().union(*(scrape(u) for urls in targets.values() for u in urls))
+        yield Fleet(names, targets, prom)
 
 
 @pytest.fixture(scope="module")
