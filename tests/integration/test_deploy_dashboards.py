@@ -471,13 +471,17 @@ def empty_targets(boards: list[dict[str, Any]], api: str) -> list[str]:
 
 def test_every_panel_shows_data_on_a_healthy_fleet(prometheus: str) -> None:
     """With every variable at *All*, each panel has a value once every node was scraped
-    twice (rate() needs two points); a panel that selects nothing fails."""
-    wait_until(
-        lambda: query(prometheus, "min(count_over_time(up[1m])) >= 2"),
-        20,
-        interval=0.2,
-        what="two scrapes of every node",
-    )
+    twice and every series has two points (rate() and deriv() need them); a panel that
+    selects nothing fails."""
+
+    def twice() -> bool:  # up is 1 for a good scrape; the console's lag comes with a reading
+        points = query(prometheus, '{__name__=~"dafka_.+|process_.+|python_.+"}[1m]')
+        return (
+            bool(query(prometheus, "min(sum_over_time(up[1m])) >= 2"))
+            and min((len(s["values"]) for s in points), default=0) >= 2
+        )
+
+    wait_until(twice, 20, interval=0.2, what="two points of every series")
     boards = [load(p) for p in DASHBOARDS]
     assert empty_targets(boards, prometheus) == []
     board = copy.deepcopy(boards[0])  # the cluster: a tower that knows no leader
