@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 SRC    := dafka tower pyspark_dafka tests benchmarks examples
 PYTEST_ARGS ?=
 
-.PHONY: install java fault-deps doc-deps fiu kcat chromium reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
+.PHONY: install java fault-deps doc-deps fiu kcat chromium promtool reference run test test-unit test-integration faults bench bench-spark pipeline lint format clean
 
-install: $(STAMP) java fiu kcat chromium
+install: $(STAMP) java fiu kcat chromium promtool
 
 # the faults extra (pyfuse3, for the power-loss layer) builds against libfuse3: without it
 # the suite skips the power-loss scenarios and says why
@@ -86,7 +86,19 @@ chromium:  ## Debian's chromium: the browser tests/e2e/test_console_browser.py d
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	      apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	  else \
-	    echo "warning: no /usr/bin/chromium: the console's browser test will be skipped (install chromium)"; \
+	    echo "warning: no /usr/bin/chromium: the console's browser test will be skipped (failed under CI=true; install chromium)"; \
+	  fi; \
+	fi
+
+promtool:  ## promtool and prometheus (Debian's prometheus) check deploy/prometheus and deploy/grafana in tests/integration/test_deploy_dashboards.py
+	@if ! command -v promtool >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing promtool for the alert rules' tests (prometheus)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	    systemctl disable --now prometheus.service >/dev/null 2>&1 || true; \
+	  else \
+	    echo "warning: no promtool: the alert rules' tests will be skipped (install prometheus)"; \
 	  fi; \
 	fi
 
