@@ -16,14 +16,14 @@ from __future__ import annotations
 import click
 
 from ..metadata.client import DEFAULT_CLUSTER
-from .common import common_options, run_cli, wait_for_signal
+from .common import Command, common_options, run_cli, wait_for_signal
 
 DEFAULT_BIND = "127.0.0.1:8480"
 """As :data:`dafka.console.serve.DEFAULT_BIND` (not imported here: every ``dafka`` command
 imports this module, and only ``dafka console`` needs tornado and the console)."""
 
 
-@click.command("console")
+@click.command("console", cls=Command)
 @common_options("console", node=False)
 @click.option(
     "--tower",
