@@ -2,13 +2,16 @@
 
     python -m benchmarks.scale [--nodes 50,100,200] [--topics 10] [--seconds 20]
                                [--settle 5] [--per-worker 25] [--tower-pause S]
-                               [--no-metadata] [--out FILE]
+                               [--no-metadata] [--kinds producer,consumer,store]
+                               [--out FILE]
 
 For each N of ``--nodes``: one tower (a real ``dafka-tower`` process on 127.0.0.1), and N
 idle nodes started through the library API (``Producer``, ``Consumer``, ``Store``, a
 third of each, producers and consumers spread over ``--topics`` topics, stores holding
 every topic as they do), packed ``--per-worker`` to a worker process
-(``benchmarks.scale_nodes``); nothing is sent. Once every node has started, the run waits
+(``benchmarks.scale_nodes``; fewer where the full mesh of today would take a worker past its
+hard descriptor limit, as ``per_worker`` says); nothing is sent. ``--kinds`` starts only
+some kinds, in turn (what an idle store costs, alone). Once every node has started, the run waits
 until no node has taken in or let go of a peer for ``--settle`` s (the time that took is
 ``converge_s``), then measures a window of ``--seconds``:
 
@@ -47,6 +50,7 @@ import json
 import math
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -78,13 +82,13 @@ FITTED = (
 """The metrics whose growth with N is fitted and printed."""
 
 
-def node_specs(n: int, topics: int) -> list[str]:
+def node_specs(n: int, topics: int, kinds: tuple[str, ...] = KINDS) -> list[str]:
     """The nodes of a run, ``KIND:TOPIC``: kinds in turn, each kind's nodes over the topics
     in turn (so every topic has a producer and a consumer once N >= 3 x topics)."""
-    seen = dict.fromkeys(KINDS, 0)
+    seen = dict.fromkeys(kinds, 0)
     specs = []
     for i in range(n):
-        kind = KINDS[i % len(KINDS)]
+        kind = kinds[i % len(kinds)]
         topic = "" if kind == "store" else f"scale-{seen[kind] % topics}"
         seen[kind] += 1
         specs.append(f"{kind}:{topic}")
@@ -260,6 +264,15 @@ def pause_tower(
     }
 
 
+def per_worker(n: int, wanted: int) -> int:
+    """Nodes a worker may run at N without reaching its hard descriptor limit, if a node
+    needs what it needs today in a full mesh (2N + 20, and room to spare)."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, (hard - 200) // (2 * n + 40)))
+
+
 def start_tower(directory: Path) -> tuple[Proc, str]:
     address = free_tower_address()
     tower = Proc(py("tower", "--bind", address, "-d", str(directory), *tower_args()))
@@ -269,7 +282,10 @@ def start_tower(directory: Path) -> tuple[Proc, str]:
 
 def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     """Start the tower and N nodes, settle, measure one window; everything stopped after."""
-    specs = node_specs(n, args.topics)
+    specs = node_specs(n, args.topics, args.kinds)
+    per = per_worker(n, args.per_worker)
+    if per < args.per_worker:
+        print(f"N={n}: {per} nodes a worker, for its descriptor limit", file=sys.stderr)
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="dafka-scale-") as tmp:
         root = Path(tmp)
@@ -278,7 +294,6 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
         try:
             base = Worker.start(address, [], root / "baseline", not args.no_metadata)
             workers = [base]
-            per = args.per_worker
             for at in range(0, n, per):
                 workers.append(
                     Worker.start(
@@ -299,6 +314,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             b = sample(pids, node_workers)
             row = figures(n, args.topics, base, node_workers, tower, a, b, pids)
             row["converge_s"] = None if converge is None else round(converge, 2)
+            row["per_worker"] = per
             if paused is not None:
                 row["tower_pause"] = paused
         finally:
@@ -468,9 +484,15 @@ def main() -> None:
     parser.add_argument("--per-worker", type=int, default=25, help="nodes per process")
     parser.add_argument("--tower-pause", type=float, default=0.0, metavar="S")
     parser.add_argument("--no-metadata", action="store_true", help="nodes follow no metadata")
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help="node kinds, in turn (e.g. store: stores only)"
+    )
     parser.add_argument("--out", type=Path, help="JSON report (default: benchmarks/results)")
     args = parser.parse_args()
     counts = [int(x) for x in args.nodes.split(",") if x]
+    args.kinds = tuple(k for k in args.kinds.split(",") if k)
+    if not args.kinds or set(args.kinds) - set(KINDS):
+        parser.error(f"--kinds: some of {', '.join(KINDS)}")
     if not counts or min(counts) < 1 or args.topics < 1 or args.per_worker < 1:
         parser.error("--nodes, --topics and --per-worker must be positive")
     report: dict[str, Any] = {
