@@ -1,0 +1,123 @@
+"""A worker process of ``benchmarks.scale``: several idle nodes in one process, and what
+their discovery logged.
+
+    python -m benchmarks.scale_nodes --tower HOST:PORT --dir DIR
+                                     [--nodes producer:TOPIC,consumer:TOPIC,store:,...]
+                                     [--no-metadata]
+
+Starts the nodes through the library API (``Producer``, ``Consumer``, ``Store``), raises
+the open-file limit as the commands do, prints ``{"ready": ...}`` on stdout once every node
+has started, then answers each ``stats`` line on stdin with one JSON line: for each node
+(keyed by its IO thread's name), the peers it holds and how many peers its discovery took
+in (``new``), let expire (``expired``) and refused (``refused``) so far. The counts come
+from discovery's own log lines (``discovery.peer.new`` / ``.expired`` / ``.refused``, by
+the thread that logged them): the API exposes a node's peer count only as the
+``dafka_peers`` gauge of an HTTP metrics server, which would add a listening socket and a
+thread to every node measured. ``stop`` (or the end of stdin) closes the nodes and exits.
+With no nodes it is the baseline: the same interpreter, imports and answers, no node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from dafka import Consumer, Producer, Store
+from dafka.io.fd_limit import raise_fd_limit
+
+EVENTS = {
+    "discovery.peer.new": "new",
+    "discovery.peer.expired": "expired",
+    "discovery.peer.refused": "refused",
+}
+
+
+class PeerEvents(logging.Handler):
+    """Counts discovery's peer events by the name of the thread that logged them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.counts: dict[str, Counter[str]] = {}
+        self._guard = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.msg if isinstance(record.msg, str) else ""
+        event = EVENTS.get(msg.split(" ", 1)[0])
+        if event is None:
+            return
+        with self._guard:
+            self.counts.setdefault(record.threadName or "?", Counter())[event] += 1
+
+    def snapshot(self, names: list[str]) -> dict[str, dict[str, int]]:
+        with self._guard:
+            out = {}
+            for name in names:
+                c = self.counts.get(name, Counter())
+                out[name] = {
+                    "peers": c["new"] - c["expired"],
+                    "new": c["new"],
+                    "expired": c["expired"],
+                    "refused": c["refused"],
+                }
+            return out
+
+
+def start_node(kind: str, topic: str, tower: str, directory: Path, metadata: bool | None) -> Any:
+    if kind == "producer":
+        return Producer(topic, towers=tower, metadata=metadata)
+    if kind == "consumer":
+        return Consumer([topic], towers=tower, metadata=metadata)
+    if kind == "store":
+        return Store(directory, towers=tower, metadata=metadata).start()
+    raise SystemExit(f"unknown node kind {kind!r}")
+
+
+def close_node(node: Any) -> None:
+    if isinstance(node, Store):
+        node.stop()
+    elif isinstance(node, Producer):
+        node.close(timeout=1)
+    else:
+        node.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tower", required=True)
+    parser.add_argument("--dir", required=True, type=Path)
+    parser.add_argument("--nodes", default="", help="KIND:TOPIC,... (store: takes no topic)")
+    parser.add_argument("--no-metadata", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    events = PeerEvents()
+    discovery = logging.getLogger("dafka.core.discovery")
+    discovery.setLevel(logging.INFO)
+    discovery.addHandler(events)
+    limit = raise_fd_limit()
+    metadata = False if args.no_metadata else None
+    nodes: list[Any] = []
+    names: list[str] = []
+    for i, spec in enumerate(s for s in args.nodes.split(",") if s):
+        kind, _, topic = spec.partition(":")
+        node = start_node(kind, topic, args.tower, args.dir / f"store-{i}", metadata)
+        nodes.append(node)
+        names.append(f"dafka-{kind}-{node.node_id[:8]}")  # its IO thread's name
+    print(json.dumps({"ready": len(nodes), "fd_limit": limit.after}), flush=True)
+    try:
+        for line in sys.stdin:
+            if line.strip() != "stats":
+                break
+            print(json.dumps(events.snapshot(names)), flush=True)
+    finally:
+        for node in nodes:
+            close_node(node)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""``benchmarks.scale`` runs end to end at a tiny size and reports sane figures.
+
+A smoke run (6 idle nodes, 2 topics, a 3 s window), so the benchmark cannot rot between the
+times it is run for figures; it checks what the report holds, never how fast anything was.
+The pure parts (the nodes' spread over topics, the fitted slope, the goals) are checked
+without processes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.scale import FITTED, goals, node_specs, slope
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_topic_gets_a_producer_and_a_consumer_and_kinds_alternate() -> None:
+    specs = node_specs(12, 4)
+    assert [s.split(":")[0] for s in specs[:3]] == ["producer", "consumer", "store"]
+    for kind in ("producer", "consumer"):
+        topics = {s.split(":")[1] for s in specs if s.startswith(kind)}
+        assert topics == {f"scale-{t}" for t in range(4)}
+    assert all(s == "store:" for s in specs if s.startswith("store"))
+
+
+def test_the_slope_is_the_exponent_of_a_power_law() -> None:
+    assert slope([(50, 3 * 50**2), (100, 3 * 100**2), (200, 3 * 200**2)]) == pytest.approx(2)
+    assert slope([(50, 7.0), (200, 7.0)]) == pytest.approx(0)
+    assert slope([(50, 1.0)]) is None  # one N fits nothing
+    assert slope([(50, 0.0), (100, 0.0)]) is None  # nothing positive to take the log of
+
+
+def _row(**over: Any) -> dict[str, Any]:
+    row = {
+        "nodes": 500,
+        "topics": 50,
+        "window_s": 600.0,
+        "converged": True,
+        "peers_expired": 0,
+        "node_cpu_s_per_s": 0.0005,
+    }
+    return row | over
+
+
+def test_a_goal_is_met_only_by_a_run_of_its_size_and_length() -> None:
+    [mesh, cpu, pause] = goals([_row()], 0)
+    assert mesh["met"] and cpu["met"] and not pause["met"]  # no pause run: not met
+    assert not goals([_row(window_s=20.0)], 0)[0]["met"]
+    assert not goals([_row(nodes=200)], 0)[0]["met"]
+    assert not goals([_row(converged=False)], 0)[0]["met"]
+    assert not goals([_row(), _row(nodes=50, node_cpu_s_per_s=0.002)], 0)[1]["met"]
+    held = {"pause_s": 10.0, "tcp_before": 100, "tcp_dropped": 0, "reconverge_s": 0.1}
+    assert goals([_row(tower_pause=held)], 10)[2]["met"]
+    assert not goals([_row(tower_pause=held | {"pause_s": 6.0})], 6)[2]["met"]
+    assert not goals([_row(tower_pause=held | {"tcp_dropped": 1})], 10)[2]["met"]
+
+
+@pytest.mark.integration
+def test_a_tiny_run_reports_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    args = ["--nodes", "6", "--topics", "2", "--seconds", "3", "--settle", "1"]
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scale", *args, "--per-worker", "3", "--out", str(out)],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"JSON: {out}" in run.stderr
+    report = json.loads(out.read_text())
+    [row] = report["rows"]
+    assert (row["nodes"], row["topics"], row["workers"], row["full_mesh"]) == (6, 2, 2, 5)
+    assert row["window_s"] >= 3
+    assert 0 < row["node_cpu_s_per_s"] < 1 and 0 <= row["tower_cpu_s_per_s"] < 2
+    assert 0 < row["node_rss_net_mib"] < row["node_rss_mib"]  # the interpreter shared
+    assert 0 < row["node_fds_net"] < row["node_fds"] and row["tower_fds"] > 6
+    assert row["tcp_established"] >= 2 * 6  # at least each node's link to the tower, both ends
+    # every node shares a topic (or, a store, every topic) with another: it sees one at least
+    assert 1 <= row["peers_min"] <= row["peers_mean"] <= row["peers_max"] <= 5
+    assert row["converge_s"] is not None and row["converged"] is True
+    assert row["peers_expired"] == 0 and len(row["load_avg_end"]) == 3
+    assert set(report["fits"]) == set(FITTED)  # one N: nothing to fit
+    assert all(k is None for k in report["fits"].values())
+    [mesh, _, pause] = report["goals"]
+    assert not mesh["met"] and not pause["met"]  # never claimed by a run this small
+    assert "growth, metric ~ N^k" in run.stdout and "NOT MET" in run.stdout
