@@ -121,6 +121,7 @@ class Console:
         self.reading: Reading | None = None
         self.groups: dict[str, GroupInfo] = {}
         self._first: Future[Reading] = Future()
+        self._first_groups: Future[None] = Future()
         self._asked: Future[None] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -201,8 +202,16 @@ class Console:
         except TimeoutError:  # the page is shown anyway, with the last reading
             log.info("console.no_fresh_reading")
 
-    def want_groups(self) -> None:
+    async def want_groups(self) -> None:
+        """Ask the describer for the groups' lag (at most every :data:`GROUP_CACHE_SECONDS`);
+        the first time, wait for it (at most :data:`FIRST_READING_WAIT` s)."""
         self._groups_wanted.set()
+        if not self._first_groups.done():
+            first = asyncio.shield(asyncio.wrap_future(self._first_groups))
+            try:
+                await asyncio.wait_for(first, FIRST_READING_WAIT)
+            except TimeoutError:  # served without the lag this time
+                log.info("console.groups_not_described_yet")
 
     def _describe_groups(self) -> dict[str, GroupInfo]:
         out: dict[str, GroupInfo] = {}
@@ -224,6 +233,11 @@ class Console:
                 self.groups = self._describe_groups()
             except DafkaError as exc:  # the last known lag stays, with the reading's age
                 log.info("console.groups_unread error=%s", exc)
+            except Exception:  # a bug, not the cluster: the next scrape asks again
+                log.exception("console.groups_failed")
+            finally:
+                if not self._first_groups.done():
+                    self._first_groups.set_result(None)
             self._stop.wait(GROUP_CACHE_SECONDS)
 
     def close(self) -> None:
@@ -504,11 +518,12 @@ def _form(arguments: Mapping[str, list[bytes]]) -> dict[str, Any]:
 
 
 class Metrics(Page):
-    """The last reading's metrics: never a wait on the cluster (but for the first reading)."""
+    """The last reading's metrics: never a wait on the cluster (but for the first reading and
+    the first groups described)."""
 
     async def get(self) -> None:
         await self.console.latest()
-        self.console.want_groups()
+        await self.console.want_groups()
         encoder, content_type = choose_encoder(self.request.headers.get("Accept", ""))
         self.set_header("Content-Type", content_type)
         self.finish(encoder(self.console.registry))
