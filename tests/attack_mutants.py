@@ -1437,6 +1437,9 @@ MUTANTS: dict[str, Spec] = {
     "an unreachable metadata keeps the console's last good reading": Guard(
         "console-keeps-last-good-metadata", "if False:"
     ),
+    "a store that stops answering keeps its partitions on the console, at 0 copies": Guard(
+        "console-keeps-a-silent-stores-partitions", "for p in ():"
+    ),
 }
 
 
@@ -2881,6 +2884,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "an unreachable metadata keeps the console's last good reading": (
         "tests/unit/test_attacks_console_load.py::test_a_reading_without_metadata_keeps_the_last_good_one",
         "tests/unit/test_attacks_console_load.py::test_an_unreachable_metadata_shows_the_last_reading_and_says_so",
+    ),
+    "a store that stops answering keeps its partitions on the console, at 0 copies": (
+        "tests/unit/test_attacks_console_load.py::test_a_store_that_stops_answering_keeps_its_partitions_listed_at_zero_copies",
     ),
 }
 

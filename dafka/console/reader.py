@@ -25,7 +25,7 @@ from typing import Any
 
 from ..api.cluster import StoreQueries
 from ..cli.holdings import StoreView
-from ..errors import ConfigError, DafkaError, WireError
+from ..errors import ConfigError, DafkaError, DafkaTimeout, WireError
 from ..groups.admin import GroupInfo, describe, list_groups
 from ..metadata.client import MetadataClient
 from ..query.client import QueryClient, opened_batches
@@ -177,12 +177,18 @@ class ClusterReader:
         part = next((p for p in row.partitions if p.partition == partition), None) if row else None
         if part is None or not part.holdings:
             raise ConfigError(f"no store holds partition {partition} of topic {topic!r}")
-        holding = max(part.holdings, key=lambda h: (h.trusted, h.head))
-        store = next(s for s in snap.stores if s.node_id == holding.store)
-        assert store.endpoint is not None
+        endpoints = {s.node_id: s.endpoint for s in snap.stores if s.endpoint is not None}
+        reachable = [h for h in part.holdings if h.store in endpoints]
+        if not reachable:
+            raise DafkaTimeout(
+                f"no store holding partition {partition} of topic {topic!r} is heard now "
+                f"(it was on {', '.join(sorted(h.store for h in part.holdings))})"
+            )
+        holding = max(reachable, key=lambda h: (h.answering, h.trusted, h.head))
+        endpoint = endpoints[holding.store]
         shown: list[ShownRecord] = []
         error: str | None = None
-        with QueryClient(store.endpoint, timeout=self.timeout) as client:
+        with QueryClient(endpoint, timeout=self.timeout) as client:
             reply = client.read(topic, partition, start, limit, MAX_READ_BYTES)
         try:
             for opened in opened_batches(reply):

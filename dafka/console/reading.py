@@ -9,6 +9,12 @@ metadata answered (its topics, their settings, the trusted stores, what the stor
 their copies) with the towers' rows and errors of now, says since when the metadata is
 unreachable and how old the data shown is (:meth:`Reading.banner`, the gauges
 ``dafka_console_metadata_up`` and ``dafka_console_reading_age_seconds``).
+
+While the metadata answers, a store that does not (or is not heard through the towers any
+more, while the metadata still trusts it) keeps the partitions it held at its last answer
+listed, as not answering and not counted as a copy: a partition only it holds shows 0 copies
+(below ``min_acks``) rather than vanishing with its series. What a store held is remembered
+for the stores of the reading only (trusted or heard).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cli.holdings import StoreView
+from ..query.protocol import PartitionInfo
 from .model import Snapshot, build_snapshot, tower_rows
 
 __all__ = ["Reading", "next_reading"]
@@ -39,6 +46,8 @@ class Reading:
     """Wall-clock time of the first reading of this outage that the metadata did not answer."""
     started: float = 0.0
     """When the console started (the age before any good reading)."""
+    held: Mapping[str, tuple[PartitionInfo, ...]] = dataclasses.field(default_factory=dict)
+    """What each store known held when it last answered (see :func:`next_reading`)."""
 
     def age(self, now: float | None = None) -> float:
         """Seconds since the data shown was read (since the start, before any good reading)."""
@@ -75,13 +84,15 @@ def next_reading(
     now = time.time() if now is None else now
     started = prev.started if prev is not None else started
     if config is not None:
-        snap = build_snapshot(status, config, stores, errors)
-        return Reading(snap, now, True, now, None, started)
+        remembered = dict(prev.held) if prev is not None else {}
+        remembered.update((s.node_id, s.partitions) for s in stores if s.partitions is not None)
+        snap = build_snapshot(status, config, stores, errors, remembered)
+        held = {s.node_id: remembered[s.node_id] for s in snap.stores if s.node_id in remembered}
+        return Reading(snap, now, True, now, None, started, held)
     down_since = prev.down_since if prev is not None and not prev.metadata_up else now
     # guard: console-keeps-last-good-metadata
     if prev is not None and prev.good_at is not None:
         kept = dataclasses.replace(prev.snapshot, towers=tower_rows(status), errors=tuple(errors))
-        return Reading(kept, now, False, prev.good_at, down_since, started)
-    return Reading(
-        build_snapshot(status, None, stores, errors), now, False, None, down_since, started
-    )
+        return Reading(kept, now, False, prev.good_at, down_since, started, prev.held)
+    snap = build_snapshot(status, None, stores, errors)
+    return Reading(snap, now, False, None, down_since, started)

@@ -201,3 +201,23 @@ def test_a_reading_without_metadata_keeps_the_last_good_one() -> None:
     never = next_reading(None, DOWN, None, [], [], now=100.0, started=90.0)
     assert not never.known and "nothing read yet" in (never.banner() or "")
     assert never.age(100.0) == 10.0
+
+
+def test_a_store_that_stops_answering_keeps_its_partitions_listed_at_zero_copies() -> None:
+    """The metadata answers but the only store holding a partition does not (stopped), or
+    is not heard any more: the partition stays, with 0 copies, below min_acks, its series
+    at 0 rather than gone (an under-min_acks alert does not clear because the store died)."""
+    good = next_reading(None, UP, CONFIG, VIEWS, now=100.0)
+    silent = [StoreView(A, "tcp://a", None, None, "timed out")]
+    for views in (silent, []):  # not answering; not heard through the towers at all
+        later = next_reading(good, UP, CONFIG, views, now=110.0)
+        (part,) = later.snapshot.topics["ev"].partitions
+        assert part.copies == 0 and part.below_min_acks
+        assert [(h.store, h.answering) for h in part.holdings] == [(A, False)]
+        families = {f.name: f for f in cluster_families(later.snapshot, {})}
+        assert [s.value for s in families["dafka_partition_stores"].samples] == [0]
+        assert [s.value for s in families["dafka_partitions_under_min_acks"].samples] == [1]
+        again = next_reading(later, UP, CONFIG, VIEWS, now=120.0)  # it answers again
+        assert [h.answering for h in again.snapshot.topics["ev"].partitions[0].holdings] == [True]
+    forgotten = next_reading(good, UP, {**CONFIG, "stores": []}, [], now=110.0)
+    assert forgotten.held == {} and not forgotten.snapshot.topics["ev"].partitions
