@@ -153,6 +153,7 @@ TESTS = [
     "tests/unit/test_metrics_topics.py",
     "tests/unit/test_console_views.py",
     "tests/integration/test_attacks_console.py",
+    "tests/unit/test_attacks_console_load.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1423,6 +1424,21 @@ MUTANTS: dict[str, Spec] = {
     "the console's forms need an XSRF token": Guard("console-xsrf-cookies-on", "xsrf = False"),
     "the console binds 127.0.0.1 when no host is given": Guard(
         "console-binds-loopback-by-default", 'host = host or "0.0.0.0"'
+    ),
+    # issue 38 (console fixes): load and outage
+    "a console request lane admits at most its slots": Guard("console-lane-bounded", "if False:"),
+    "a console request lane admits at most a share per client address": Guard(
+        "console-lane-per-client-share", "if False:"
+    ),
+    "the console's pages and /metrics show the last reading, never queued behind requests": Guard(
+        "console-pages-show-the-last-reading",
+        'reading = await asyncio.wrap_future(self.lanes["reads"].pool.submit(self.refresh_once))',
+    ),
+    "an unreachable metadata keeps the console's last good reading": Guard(
+        "console-keeps-last-good-metadata", "if False:"
+    ),
+    "a store that stops answering keeps its partitions on the console, at 0 copies": Guard(
+        "console-keeps-a-silent-stores-partitions", "for p in ():"
     ),
 }
 
@@ -2852,6 +2868,25 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the console binds 127.0.0.1 when no host is given": (
         "tests/unit/test_console_views.py::test_the_console_binds_loopback_unless_told",
+    ),
+    # issue 38 (console fixes)
+    "a console request lane admits at most its slots": (
+        "tests/unit/test_attacks_console_load.py::test_a_lane_admits_its_slots_and_a_share_per_client",
+        "tests/unit/test_attacks_console_load.py::test_stuck_requests_neither_stall_the_pages_nor_queue_without_bound",
+    ),
+    "a console request lane admits at most a share per client address": (
+        "tests/unit/test_attacks_console_load.py::test_a_lane_admits_its_slots_and_a_share_per_client",
+        "tests/unit/test_attacks_console_load.py::test_stuck_requests_neither_stall_the_pages_nor_queue_without_bound",
+    ),
+    "the console's pages and /metrics show the last reading, never queued behind requests": (
+        "tests/unit/test_attacks_console_load.py::test_stuck_requests_neither_stall_the_pages_nor_queue_without_bound",
+    ),
+    "an unreachable metadata keeps the console's last good reading": (
+        "tests/unit/test_attacks_console_load.py::test_a_reading_without_metadata_keeps_the_last_good_one",
+        "tests/unit/test_attacks_console_load.py::test_an_unreachable_metadata_shows_the_last_reading_and_says_so",
+    ),
+    "a store that stops answering keeps its partitions on the console, at 0 copies": (
+        "tests/unit/test_attacks_console_load.py::test_a_store_that_stops_answering_keeps_its_partitions_listed_at_zero_copies",
     ),
 }
 

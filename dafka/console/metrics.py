@@ -16,10 +16,14 @@ scrape from whatever the console read last:
 * ``dafka_console_stores_answering`` / ``dafka_console_stores_known``: stores that answered
   the last reading / stores the metadata trusts or the towers relay.
 * ``dafka_console_refresh_seconds``: a histogram of how long a reading took.
+* ``dafka_console_metadata_up``: 1 when the last reading's metadata answered, else 0 (the
+  other series then keep the last known values: :mod:`dafka.console.reading`);
+  ``dafka_console_reading_age_seconds``: how old the data served is (:class:`ReadingCollector`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -29,11 +33,13 @@ from prometheus_client.registry import Collector
 
 from ..groups.admin import GroupInfo
 from .model import Snapshot
+from .reading import Reading
 
 __all__ = [
     "DEFAULT_SERIES_CAP",
     "OTHER",
     "ConsoleCollector",
+    "ReadingCollector",
     "cluster_families",
     "refresh_histogram",
 ]
@@ -145,3 +151,30 @@ def refresh_histogram(registry: CollectorRegistry) -> Histogram:
         registry=registry,
         buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
     )
+
+
+class ReadingCollector(Collector):
+    """``dafka_console_metadata_up`` and ``dafka_console_reading_age_seconds`` of the reading
+    ``latest()`` returns at each scrape (None before the first: 0, and the age since
+    ``started``)."""
+
+    def __init__(self, latest: Callable[[], Reading | None], started: float) -> None:
+        self.latest = latest
+        self.started = started
+
+    def collect(self) -> Iterator[Any]:
+        reading = self.latest()
+        up = GaugeMetricFamily(
+            "dafka_console_metadata_up",
+            "1 when the console's last reading of the metadata answered, else 0 (the other "
+            "series then keep their last known values).",
+        )
+        up.add_metric([], 1 if reading is not None and reading.metadata_up else 0)
+        age = GaugeMetricFamily(
+            "dafka_console_reading_age_seconds",
+            "Seconds since the data the console serves was read (the last reading whose "
+            "metadata answered).",
+        )
+        age.add_metric([], reading.age() if reading is not None else time.time() - self.started)
+        yield up
+        yield age

@@ -21,6 +21,7 @@ from typing import Any
 from ..cli.holdings import StoreView, copies
 from ..ids import is_group_topic
 from ..metadata.state import topic_settings
+from ..query.protocol import PartitionInfo
 
 __all__ = [
     "Holding",
@@ -61,6 +62,8 @@ class Holding:
     tail: int
     head: int
     trusted: bool
+    answering: bool = True
+    """False: the store did not answer this reading; its last answer is shown, not counted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +187,13 @@ def build_snapshot(
     config: Mapping[str, Any] | None,
     stores: Sequence[StoreView],
     errors: Sequence[str] = (),
+    remembered: Mapping[str, Sequence[PartitionInfo]] | None = None,
 ) -> Snapshot:
     """One :class:`Snapshot` from the towers' status rows, the metadata ``config`` (None
-    when no leader answered) and the stores' answers."""
+    when no leader answered) and the stores' answers. ``remembered``: what each store held
+    when it last answered; a store that does not answer now (or is not heard) keeps those
+    partitions listed as not answering (:attr:`Holding.answering` False), so a partition
+    only it holds stays with 0 copies instead of vanishing."""
     topics_meta: Mapping[str, Mapping[str, Any]] = (config or {}).get("topics", {})
     trusted = set((config or {}).get("stores", ()))
     numbering: dict[str, dict[str, int]] = {
@@ -201,6 +208,11 @@ def build_snapshot(
     heard = {s.node_id: s for s in stores}
     for node_id in sorted(set(trusted) | set(heard)):
         s = heard.get(node_id)
+        if s is None or s.partitions is None:
+            # guard: console-keeps-a-silent-stores-partitions
+            for p in (remembered or {}).get(node_id, ()):
+                h = Holding(node_id, p.tail, p.head, node_id in trusted, answering=False)
+                per_partition.setdefault((p.topic, p.partition), []).append(h)
         if s is None:
             rows.append(StoreRow(node_id, True, False, error="not heard through the towers"))
             continue

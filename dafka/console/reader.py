@@ -1,10 +1,12 @@
 """The console's reads of the cluster: the only module of :mod:`dafka.console` with sockets.
 
-One :class:`ClusterReader` lives in one thread (the console's single IO worker,
-:mod:`dafka.console.web`): its :class:`~dafka.metadata.client.MetadataClient` and
-:class:`~dafka.query.locator.StoreLocator` keep their sockets between requests, so a page
-costs the requests it makes and not a new beacon wait. A :class:`Snapshot` is cached for
-``max_age`` seconds: pages and ``/metrics`` within that share one reading.
+The readings of the cluster (:meth:`ClusterReader.read`) run in one thread, the console's
+background refresh (:mod:`dafka.console.web`): its
+:class:`~dafka.metadata.client.MetadataClient` and :class:`~dafka.query.locator.StoreLocator`
+keep their sockets between readings, so a reading costs the requests it makes and not a new
+beacon wait; a :class:`~dafka.console.reading.Reading` keeps the last good metadata. Every
+other method (records, times, groups, changes) opens its own sockets and runs on a worker
+of the console's bounded request lanes.
 
 Records are read as ``dafka query read`` reads them: a READ on the query endpoint of a
 store that holds the partition, every batch verified (the producer's signature, its
@@ -23,13 +25,14 @@ from typing import Any
 
 from ..api.cluster import StoreQueries
 from ..cli.holdings import StoreView
-from ..errors import ConfigError, DafkaError, WireError
+from ..errors import ConfigError, DafkaError, DafkaTimeout, WireError
 from ..groups.admin import GroupInfo, describe, list_groups
 from ..metadata.client import MetadataClient
 from ..query.client import QueryClient, opened_batches
 from ..query.locator import StoreLocator
 from ..wire.signed_rich import Header
-from .model import Snapshot, build_snapshot
+from .model import Snapshot
+from .reading import Reading, next_reading
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +70,13 @@ class RecordPage:
 class ClusterReader:
     """Reads of one cluster, from one thread (see the module)."""
 
-    def __init__(self, towers: str, *, cluster: str, timeout: float, max_age: float = 2.0) -> None:
+    def __init__(self, towers: str, *, cluster: str, timeout: float) -> None:
         self.towers = towers
         self.cluster = cluster
         self.timeout = timeout
-        self.max_age = max_age
+        self.started = time.time()
         self._meta: MetadataClient | None = None
         self._locator: StoreLocator | None = None
-        self._snapshot: Snapshot | None = None
-        self._taken = 0.0
-        self.last_refresh_seconds: float | None = None
-        self.readings = 0
 
     def _metadata(self) -> MetadataClient:
         if self._meta is None:
@@ -97,20 +96,16 @@ class ClusterReader:
 
     # -- the cluster ------------------------------------------------------------------------
 
-    def snapshot(self, fresh: bool = False) -> Snapshot:
-        now = time.monotonic()
-        if self._snapshot is None or fresh or now - self._taken > self.max_age:
-            self._snapshot = self._read()
-            self._taken = time.monotonic()
-            self.last_refresh_seconds = self._taken - now
-            self.readings += 1
-        return self._snapshot
-
-    def _read(self) -> Snapshot:
+    def read(self, prev: Reading | None) -> Reading:
+        """The next reading (the refresh thread's): see :func:`next_reading`."""
         errors: list[str] = []
         meta = self._metadata()
-        status = meta.status()
+        status: list[dict[str, Any]] = []
         config: Mapping[str, Any] | None = None
+        try:
+            status = meta.status()
+        except DafkaError as exc:
+            errors.append(f"towers: {exc}")
         if any(r.get("state") == "up" for r in status):
             try:
                 config = meta.config()
@@ -118,7 +113,8 @@ class ClusterReader:
                 errors.append(f"metadata: {exc}")
         else:
             errors.append("no tower's metadata peer answered")
-        return build_snapshot(status, config, self._survey(errors), errors)
+        views = self._survey(errors)
+        return next_reading(prev, status, config, views, errors, started=self.started)
 
     def _survey(self, errors: list[str]) -> list[StoreView]:
         locator = self._stores()
@@ -156,17 +152,15 @@ class ClusterReader:
         with MetadataClient(
             self.towers, cluster=self.cluster, timeout=self.timeout, admin=admin_key
         ) as client:
-            index = int(getattr(client, op)(*args))
-        self._snapshot = None  # the next page reads the change
-        return index
+            return int(getattr(client, op)(*args))
 
     # -- groups -------------------------------------------------------------------------------
 
     def groups(self) -> list[str]:
         return list_groups(self.towers, min(self.timeout, 5.0))
 
-    def group(self, name: str) -> GroupInfo:
-        return describe(self.towers, name, timeout=self.timeout)
+    def group(self, name: str, timeout: float | None = None) -> GroupInfo:
+        return describe(self.towers, name, timeout=self.timeout if timeout is None else timeout)
 
     # -- records ------------------------------------------------------------------------------
 
@@ -174,18 +168,27 @@ class ClusterReader:
         with StoreQueries(self.towers, timeout=self.timeout) as queries:
             return queries.offsets_for_times({(topic, partition): timestamp_ms})[(topic, partition)]
 
-    def records(self, topic: str, partition: str, start: int, limit: int) -> RecordPage:
-        snap = self.snapshot()
+    def records(
+        self, snap: Snapshot, topic: str, partition: str, start: int, limit: int
+    ) -> RecordPage:
+        """A page of records of ``topic``/``partition`` from ``start``, read from a store
+        that ``snap`` (the last reading) says holds it."""
         row = snap.topics.get(topic)
         part = next((p for p in row.partitions if p.partition == partition), None) if row else None
         if part is None or not part.holdings:
             raise ConfigError(f"no store holds partition {partition} of topic {topic!r}")
-        holding = max(part.holdings, key=lambda h: (h.trusted, h.head))
-        store = next(s for s in snap.stores if s.node_id == holding.store)
-        assert store.endpoint is not None
+        endpoints = {s.node_id: s.endpoint for s in snap.stores if s.endpoint is not None}
+        reachable = [h for h in part.holdings if h.store in endpoints]
+        if not reachable:
+            raise DafkaTimeout(
+                f"no store holding partition {partition} of topic {topic!r} is heard now "
+                f"(it was on {', '.join(sorted(h.store for h in part.holdings))})"
+            )
+        holding = max(reachable, key=lambda h: (h.answering, h.trusted, h.head))
+        endpoint = endpoints[holding.store]
         shown: list[ShownRecord] = []
         error: str | None = None
-        with QueryClient(store.endpoint, timeout=self.timeout) as client:
+        with QueryClient(endpoint, timeout=self.timeout) as client:
             reply = client.read(topic, partition, start, limit, MAX_READ_BYTES)
         try:
             for opened in opened_batches(reply):

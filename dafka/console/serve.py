@@ -3,7 +3,8 @@
 :func:`parse_bind` reads ``--bind`` (``HOST:PORT``; an empty host is 127.0.0.1, never every
 interface). :class:`Server` binds in the caller's thread (so a port in use is one error
 line before anything else happens), then serves tornado's :class:`HTTPServer` on its own
-asyncio loop in a thread until :meth:`Server.stop`.
+asyncio loop in a thread until :meth:`Server.stop`; :meth:`Server.start` starts the console's
+background refresh too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import tornado.httpserver
 import tornado.netutil
 
 from ..errors import ConfigError
+from .reader import ClusterReader
 from .web import MAX_BODY_BYTES, Console, ConsoleConfig, make_app
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ def parse_bind(text: str) -> tuple[str, int]:
 class Server:
     """The console's HTTP server on a thread of its own (see the module)."""
 
-    def __init__(self, config: ConsoleConfig) -> None:
+    def __init__(self, config: ConsoleConfig, reader: ClusterReader | None = None) -> None:
         try:
             self.sockets = tornado.netutil.bind_sockets(
                 config.port, address=config.host, family=socket.AF_UNSPEC, reuse_port=False
@@ -61,7 +63,7 @@ class Server:
             ) from None
         self.port = int(self.sockets[0].getsockname()[1])
         self.config = dataclasses.replace(config, port=self.port)
-        self.console = Console(self.config)
+        self.console = Console(self.config, reader)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
@@ -73,6 +75,7 @@ class Server:
         return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}/"
 
     def start(self) -> None:
+        self.console.start()
         self._thread.start()
         self._ready.wait(10)
 

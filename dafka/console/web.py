@@ -15,17 +15,20 @@ Security (docs/console.md):
 * an error is one line on an error page (no traceback: ``debug`` and ``serve_traceback``
   off, :meth:`Page.write_error`); bodies are capped at :data:`MAX_BODY_BYTES`;
 * work per request is bounded: a record page shows at most ``MAX_PAGE`` records of at most
-  ``MAX_SHOWN_BYTES`` each (:mod:`dafka.console.render`), cluster IO runs on one worker
-  thread, one request at a time.
+  ``MAX_SHOWN_BYTES`` each (:mod:`dafka.console.render`); the overview pages and ``/metrics``
+  show the last background reading and never wait for the cluster; per-request cluster work
+  runs on bounded lanes with a share per client address, 503 at once beyond
+  (:mod:`dafka.console.lanes`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,9 +42,10 @@ from ..cli.holdings import human
 from ..errors import ConfigError, DafkaError, DafkaTimeout
 from ..groups.admin import GroupInfo
 from .changes import ADMIN_REFUSAL, NO_RESET, topic_form
-from .metrics import ConsoleCollector, refresh_histogram
-from .model import Snapshot
+from .lanes import ConsoleBusy, Lane
+from .metrics import ConsoleCollector, ReadingCollector, refresh_histogram
 from .reader import ClusterReader
+from .reading import Reading
 from .render import Format, page_size, parse_offset, parse_time, show_bytes, show_time
 
 log = logging.getLogger(__name__)
@@ -54,6 +58,13 @@ MAX_NAME_CHARS = 300
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 GROUP_CACHE_SECONDS = 10.0
 MAX_GROUPS_SCRAPED = 50
+GROUP_SCRAPE_TIMEOUT = 2.0
+"""Seconds the background describer gives one group (a page's describe has ``--timeout``)."""
+FIRST_READING_WAIT = 15.0
+LANES = {"reads": (1, 4, 2), "groups": (1, 2, 1), "changes": (1, 2, 2)}
+"""Per-request lanes (:mod:`dafka.console.lanes`): workers, slots, slots per client address.
+``reads``: record pages, time lookups, the group list; ``groups``: a group described;
+``changes``: signed changes."""
 
 T = TypeVar("T")
 
@@ -70,6 +81,8 @@ class ConsoleConfig:
     allowed_hosts: tuple[str, ...] = ()
     """More names the ``Host`` header may give (``--allow-host``: a console bound to another
     address and reached by a DNS name or through a proxy)."""
+    refresh: float = 2.0
+    """Seconds between the end of one background reading and the start of the next."""
 
 
 def host_allowed(header: str, bound: str, also: tuple[str, ...] = ()) -> bool:
@@ -85,57 +98,158 @@ def host_allowed(header: str, bound: str, also: tuple[str, ...] = ()) -> bool:
 
 
 class Console:
-    """What the handlers share: the config, one IO worker thread and its reader, metrics."""
+    """What the handlers share: the config, the background refresh and its last reading, the
+    request lanes (:mod:`dafka.console.lanes`), metrics.
 
-    def __init__(self, config: ConsoleConfig) -> None:
+    A thread reads the cluster at most every ``config.refresh`` seconds and publishes a
+    :class:`Reading` (:attr:`reading`); another describes the groups for ``/metrics``, at most
+    every :data:`GROUP_CACHE_SECONDS` while ``/metrics`` is scraped. Pages and ``/metrics``
+    show the last reading and never wait for the cluster (but for the very first reading, at
+    most :data:`FIRST_READING_WAIT` seconds); per-request work runs on a lane.
+    """
+
+    def __init__(self, config: ConsoleConfig, reader: ClusterReader | None = None) -> None:
         self.config = config
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="console-io")
-        self.reader = ClusterReader(config.towers, cluster=config.cluster, timeout=config.timeout)
+        self.reader = reader or ClusterReader(
+            config.towers, cluster=config.cluster, timeout=config.timeout
+        )
+        self.lanes = {
+            name: Lane(name, workers=w, slots=n, per_client=c) for name, (w, n, c) in LANES.items()
+        }
         self.registry = CollectorRegistry()
         self.refresh = refresh_histogram(self.registry)
-        self.snapshot: Snapshot | None = None
+        self.reading: Reading | None = None
         self.groups: dict[str, GroupInfo] = {}
-        self._groups_at = 0.0
+        self._first: Future[Reading] = Future()
+        self._first_groups: Future[None] = Future()
+        self._asked: Future[None] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._groups_wanted = threading.Event()
+        self._threads: list[threading.Thread] = []
         self.registry.register(
-            ConsoleCollector(lambda: (self.snapshot, self.groups), config.series_cap)
+            ConsoleCollector(
+                lambda: (None if self.reading is None else self.reading.snapshot, self.groups),
+                config.series_cap,
+            )
         )
+        self.registry.register(ReadingCollector(lambda: self.reading, self.reader.started))
 
     @property
     def read_only(self) -> bool:
         return self.config.admin_key is None
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+    def start(self) -> None:
+        """The background refresh and group describer (threads until :meth:`close`)."""
+        for name, target in (("refresh", self._refresh_loop), ("groups", self._groups_loop)):
+            thread = threading.Thread(target=target, name=f"console-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
-    async def read(self, fresh: bool = False) -> Snapshot:
-        readings = self.reader.readings
-        snap = await self.run(self.reader.snapshot, fresh)
-        if self.reader.readings != readings and self.reader.last_refresh_seconds is not None:
-            self.refresh.observe(self.reader.last_refresh_seconds)
-        self.snapshot = snap
-        return snap
+    def refresh_once(self) -> Reading:
+        """One reading, published (the refresh thread's; tests call it directly)."""
+        with self._lock:
+            asked, self._asked = self._asked, None
+        began = time.monotonic()
+        try:
+            reading = self.reader.read(self.reading)
+            self.refresh.observe(time.monotonic() - began)
+            self.reading = reading
+            if not self._first.done():
+                self._first.set_result(reading)
+            return reading
+        finally:
+            if asked is not None:  # whoever waits for this reading shows what there is
+                asked.set_result(None)
+
+    def _refresh_loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.refresh_once()
+                except Exception:  # a bug, not the cluster: the next reading may do better
+                    log.exception("console.reading_failed")
+                self._wake.wait(self.config.refresh)
+                self._wake.clear()
+        finally:
+            self.reader.close()  # its sockets belong to this thread
+
+    async def latest(self) -> Reading | None:
+        """The last reading (the first one awaited, at most :data:`FIRST_READING_WAIT` s)."""
+        # guard: console-pages-show-the-last-reading
+        reading = self.reading
+        if reading is None:
+            first = asyncio.shield(asyncio.wrap_future(self._first))
+            try:
+                await asyncio.wait_for(first, FIRST_READING_WAIT)
+            except TimeoutError:  # no reading yet: the page says so
+                return self.reading
+            reading = self.reading
+        return reading
+
+    async def fresh(self) -> None:
+        """Wait (at most the timeout) for a reading started after now: a change is seen."""
+        with self._lock:
+            if self._asked is None:
+                self._asked = Future()
+            asked = self._asked
+        self._wake.set()
+        try:
+            await asyncio.wait_for(
+                asyncio.shield(asyncio.wrap_future(asked)), self.config.timeout + 5
+            )
+        except TimeoutError:  # the page is shown anyway, with the last reading
+            log.info("console.no_fresh_reading")
+
+    async def want_groups(self) -> None:
+        """Ask the describer for the groups' lag (at most every :data:`GROUP_CACHE_SECONDS`);
+        the first time, wait for it (at most :data:`FIRST_READING_WAIT` s)."""
+        self._groups_wanted.set()
+        if not self._first_groups.done():
+            first = asyncio.shield(asyncio.wrap_future(self._first_groups))
+            try:
+                await asyncio.wait_for(first, FIRST_READING_WAIT)
+            except TimeoutError:  # served without the lag this time
+                log.info("console.groups_not_described_yet")
 
     def _describe_groups(self) -> dict[str, GroupInfo]:
         out: dict[str, GroupInfo] = {}
+        timeout = min(self.config.timeout, GROUP_SCRAPE_TIMEOUT)
         for name in self.reader.groups()[:MAX_GROUPS_SCRAPED]:
             try:
-                out[name] = self.reader.group(name)
+                out[name] = self.reader.group(name, timeout)
             except DafkaError as exc:
                 log.info("console.group_unread group=%s error=%s", name, exc)
         return out
 
-    async def scrape(self) -> None:
-        await self.read()
-        if time.monotonic() - self._groups_at > GROUP_CACHE_SECONDS:
+    def _groups_loop(self) -> None:
+        while not self._stop.is_set():
+            self._groups_wanted.wait()
+            self._groups_wanted.clear()
+            if self._stop.is_set():
+                return
             try:
-                self.groups = await self.run(self._describe_groups)
-            except DafkaError as exc:
+                self.groups = self._describe_groups()
+            except DafkaError as exc:  # the last known lag stays, with the reading's age
                 log.info("console.groups_unread error=%s", exc)
-            self._groups_at = time.monotonic()
+            except Exception:  # a bug, not the cluster: the next scrape asks again
+                log.exception("console.groups_failed")
+            finally:
+                if not self._first_groups.done():
+                    self._first_groups.set_result(None)
+            self._stop.wait(GROUP_CACHE_SECONDS)
 
     def close(self) -> None:
-        self.pool.submit(self.reader.close).result(timeout=10)
-        self.pool.shutdown()
+        self._stop.set()
+        self._wake.set()
+        self._groups_wanted.set()
+        for lane in self.lanes.values():
+            lane.close()
+        for thread in self._threads:
+            thread.join(self.config.timeout + 10)
+        if not self._threads:
+            self.reader.close()
 
 
 class Page(tornado.web.RequestHandler):
@@ -167,7 +281,10 @@ class Page(tornado.web.RequestHandler):
 
     def get_template_namespace(self) -> dict[str, Any]:
         ns = super().get_template_namespace()
+        reading = self.console.reading
         ns.update(
+            banner=None if reading is None else reading.banner(),
+            known=reading is not None and reading.known,
             read_only=self.console.read_only,
             show_bytes=show_bytes,
             show_time=show_time,
@@ -188,10 +305,23 @@ class Page(tornado.web.RequestHandler):
             raise tornado.web.HTTPError(400, log_message=f"missing {name}")
         return value
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn`` on the IO worker; a :class:`DafkaError` becomes a one-line error page."""
+    async def latest(self) -> Reading:
+        """The last background reading (never a wait on the cluster but for the first)."""
+        reading = await self.console.latest()
+        if reading is None:
+            raise tornado.web.HTTPError(
+                503, log_message="the console has not read the cluster yet: try again"
+            )
+        return reading
+
+    async def call(self, lane: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn`` on a worker of ``lane`` (:mod:`dafka.console.lanes`): 503 at once when the
+        lane is full or this client holds its share; a :class:`DafkaError` becomes a one-line
+        error page."""
         try:
-            return await self.console.run(fn, *args)
+            return await self.console.lanes[lane].run(self.request.remote_ip or "-", fn, *args)
+        except ConsoleBusy as exc:
+            raise tornado.web.HTTPError(503, log_message=_line(exc)) from None
         except ConfigError as exc:
             raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
         except DafkaTimeout as exc:
@@ -208,6 +338,8 @@ class Page(tornado.web.RequestHandler):
         else:
             line = self._reason
         self.set_header("Content-Type", "text/html; charset=UTF-8")
+        if status_code == 503:
+            self.set_header("Retry-After", "1")
         self.render("error.html", status=status_code, reason=self._reason, line=line)
 
 
@@ -218,44 +350,47 @@ def _line(what: object) -> str:
 
 class ClusterPage(Page):
     async def get(self) -> None:
-        snap = await self.console.read()
-        self.render("cluster.html", snap=snap)
+        reading = await self.latest()
+        self.render("cluster.html", snap=reading.snapshot)
 
 
 class TopicsPage(Page):
     async def get(self) -> None:
-        snap = await self.console.read()
-        self.render("topics.html", snap=snap, internal=self.arg("internal") == "1")
+        reading = await self.latest()
+        self.render("topics.html", snap=reading.snapshot, internal=self.arg("internal") == "1")
 
 
 class TopicPage(Page):
     async def get(self) -> None:
         name = self.need("name")
-        snap = await self.console.read()
-        row = snap.topics.get(name)
+        reading = await self.latest()
+        row = reading.snapshot.topics.get(name)
+        if row is None and not reading.known:
+            raise tornado.web.HTTPError(
+                503, log_message=f"the metadata was not read yet: is {name!r} a topic? try again"
+            )
         if row is None:
             raise tornado.web.HTTPError(404, log_message=f"unknown topic {name!r}")
-        self.render("topic.html", row=row, snap=snap)
+        self.render("topic.html", row=row, snap=reading.snapshot)
 
 
 class StoresPage(Page):
     async def get(self) -> None:
-        snap = await self.console.read()
-        self.render("stores.html", snap=snap)
+        reading = await self.latest()
+        self.render("stores.html", snap=reading.snapshot)
 
 
 class GroupsPage(Page):
     async def get(self) -> None:
-        names = await self.call(self.console.reader.groups)
+        names = await self.call("reads", self.console.reader.groups)
         self.render("groups.html", names=names)
 
 
 class GroupPage(Page):
     async def get(self) -> None:
         name = self.need("name")
-        info = await self.call(self.console.reader.group, name)
-        snap = await self.console.read()
-        self.render("group.html", info=info, snap=snap, no_reset=NO_RESET)
+        info = await self.call("groups", self.console.reader.group, name)
+        self.render("group.html", info=info, no_reset=NO_RESET)
 
 
 class RecordsPage(Page):
@@ -271,13 +406,18 @@ class RecordsPage(Page):
             start = parse_offset(self.arg("offset"))
             if when:
                 ts = parse_time(when)
-                found = await self.call(self.console.reader.offset_at, topic, partition, ts)
+                found = await self.call(
+                    "reads", self.console.reader.offset_at, topic, partition, ts
+                )
                 if found is None:
                     raise ConfigError(f"no record of {topic}/{partition} at or after {when}")
                 start = found
         except ConfigError as exc:
             raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
-        page = await self.call(self.console.reader.records, topic, partition, start, limit)
+        snap = (await self.latest()).snapshot
+        page = await self.call(
+            "reads", self.console.reader.records, snap, topic, partition, start, limit
+        )
         if as_json:
             self.write(
                 {
@@ -303,7 +443,7 @@ class RecordsPage(Page):
 class TailPage(Page):
     async def get(self) -> None:
         topic, partition = self.need("topic"), self.need("partition")
-        snap = await self.console.read()
+        snap = (await self.latest()).snapshot
         row = snap.topics.get(topic)
         part = next((p for p in row.partitions if p.partition == partition), None) if row else None
         if part is None:
@@ -324,7 +464,9 @@ class Change(Page):
     async def sign(self, op: str, *args: Any) -> int:
         key = self.console.config.admin_key
         assert key is not None
-        return await self.call(self.console.reader.change, key, op, *args)
+        index = await self.call("changes", self.console.reader.change, key, op, *args)
+        await self.console.fresh()  # the pages after it show the change
+        return index
 
     def done(self, line: str, back: str) -> None:
         self.render("done.html", line=line, back=back)
@@ -376,11 +518,12 @@ def _form(arguments: Mapping[str, list[bytes]]) -> dict[str, Any]:
 
 
 class Metrics(Page):
+    """The last reading's metrics: never a wait on the cluster (but for the first reading and
+    the first groups described)."""
+
     async def get(self) -> None:
-        try:
-            await self.console.scrape()
-        except DafkaError as exc:
-            log.info("console.scrape_failed error=%s", exc)
+        await self.console.latest()
+        await self.console.want_groups()
         encoder, content_type = choose_encoder(self.request.headers.get("Accept", ""))
         self.set_header("Content-Type", content_type)
         self.finish(encoder(self.console.registry))

@@ -16,9 +16,13 @@
     var q = new URLSearchParams({topic: box.dataset.topic, partition: box.dataset.partition,
                                  offset: String(next), limit: "100"});
     fetch("/records.json?" + q.toString(), {credentials: "same-origin"})
-      .then(function (r) { return r.json().then(function (body) { return [r.status, body]; }); })
+      .then(function (r) {
+        if (r.status === 503) { return [503, null]; }  // the console is busy: poll again
+        return r.json().then(function (body) { return [r.status, body]; });
+      })
       .then(function (res) {
         var body = res[1];
+        if (res[0] === 503) { status.textContent = "console busy, trying again · next offset " + next; return; }
         if (res[0] !== 200) { status.textContent = "error " + res[0]; return; }
         body.records.forEach(function (rec) {
           var tr = document.createElement("tr");
