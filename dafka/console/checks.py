@@ -61,6 +61,7 @@ class Host:
 
 def parse_host(text: str) -> Host | None:
     """``NAME[:PORT]`` or ``[V6][:PORT]`` (port 1-65535), else None."""
+    # guard: console-host-header-parsed-whole
     m = _HOST.fullmatch(text.lower())
     if m is None:
         return None
@@ -83,8 +84,10 @@ def host_allowed(header: str | None, bound: str, port: int, also: Iterable[str] 
     if host is None:
         return False
     own = set(LOOPBACK)
+    # guard: console-unspecified-bind-address-is-no-host
     if bound.lower() not in UNSPECIFIED:
         own.add(bound.lower().strip("[]"))
+    # guard: console-host-port-is-the-bound-port
     if host.name in own and host.port in (None, port):
         return True
     for entry in also:
