@@ -1440,6 +1440,37 @@ MUTANTS: dict[str, Spec] = {
     "a store that stops answering keeps its partitions on the console, at 0 copies": Guard(
         "console-keeps-a-silent-stores-partitions", "for p in ():"
     ),
+    # issue 38 (console red team): the series cap, untrusted claims, requests
+    "the console's series cap counts the overflow series": Guard(
+        "console-series-cap-counts-the-overflow-series", "own = cap"
+    ),
+    "the console caps dafka_partitions_under_min_acks series": Guard(
+        "console-caps-under-min-acks-series", "out = dict(rows)"
+    ),
+    "a partition only untrusted stores hold is not counted below min_acks": Guard(
+        "console-untrusted-only-partitions-apart", "only = False"
+    ),
+    "the console's form token is an HMAC under its own secret": Guard(
+        "console-xsrf-token-is-an-hmac", "token = browser_id"
+    ),
+    "a console POST must come from the console's own origin": Guard(
+        "console-post-checks-origin", "if False:"
+    ),
+    "the console refuses a form field with a control character": Guard(
+        "console-refuses-control-characters", "if False:"
+    ),
+    "the console does not delete a group's __group.* topic": Guard(
+        "console-delete-no-group-topic", "if False:"
+    ),
+    "the console reads the whole Host header, not a prefix of it": Guard(
+        "console-host-header-parsed-whole", "m = _HOST.match(text.lower())"
+    ),
+    "the console's own names pass the Host check only on its bound port": Guard(
+        "console-host-port-is-the-bound-port", "if host.name in own:"
+    ),
+    "a console bound to 0.0.0.0 does not take 0.0.0.0 as a Host": Guard(
+        "console-unspecified-bind-address-is-no-host", "if True:"
+    ),
 }
 
 
@@ -2887,6 +2918,40 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a store that stops answering keeps its partitions on the console, at 0 copies": (
         "tests/unit/test_attacks_console_load.py::test_a_store_that_stops_answering_keeps_its_partitions_listed_at_zero_copies",
+    ),
+    # issue 38 (console red team)
+    "the console's series cap counts the overflow series": (
+        "tests/unit/test_console_views.py::test_every_family_has_at_most_cap_series_however_many_topics",
+        "tests/unit/test_console_views.py::test_group_lag_series_are_capped_and_the_rest_summed",
+    ),
+    "the console caps dafka_partitions_under_min_acks series": (
+        "tests/unit/test_console_views.py::test_every_family_has_at_most_cap_series_however_many_topics",
+    ),
+    "a partition only untrusted stores hold is not counted below min_acks": (
+        "tests/unit/test_console_views.py::test_a_partition_only_untrusted_stores_hold_is_apart_and_not_counted",
+    ),
+    "the console's form token is an HMAC under its own secret": (
+        "tests/integration/test_attacks_console.py::test_a_forged_or_borrowed_form_token_is_refused",
+    ),
+    "a console POST must come from the console's own origin": (
+        "tests/integration/test_attacks_console.py::test_a_post_from_another_origin_is_refused",
+    ),
+    "the console refuses a form field with a control character": (
+        "tests/integration/test_attacks_console.py::test_form_fields_with_control_characters_or_out_of_range_are_refused",
+    ),
+    "the console does not delete a group's __group.* topic": (
+        "tests/integration/test_attacks_console.py::test_a_groups_topic_is_not_deleted",
+    ),
+    "the console reads the whole Host header, not a prefix of it": (
+        "tests/unit/test_console_views.py::test_only_the_consoles_own_names_pass_the_host_check",
+        "tests/integration/test_attacks_console.py::test_the_host_header_is_read_strictly",
+    ),
+    "the console's own names pass the Host check only on its bound port": (
+        "tests/unit/test_console_views.py::test_only_the_consoles_own_names_pass_the_host_check",
+        "tests/integration/test_attacks_console.py::test_the_host_header_is_read_strictly",
+    ),
+    "a console bound to 0.0.0.0 does not take 0.0.0.0 as a Host": (
+        "tests/unit/test_console_views.py::test_only_the_consoles_own_names_pass_the_host_check",
     ),
 }
 

@@ -9,7 +9,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from dafka.metadata.signing import ADMIN_KEY_ENV
 from dafka.query.client import QueryClient
@@ -108,9 +108,33 @@ def request(
 
 
 def xsrf(url: str, path: str = "/topics") -> tuple[str, str]:
-    """``(cookie header, form token)`` as a page of the console hands them to its own forms."""
+    """``(cookie header, form token)`` as a page of the console hands them to its own forms:
+    its browser id cookie and the form's ``_xsrf`` token."""
     got = request(url, path)
-    cookie = re.search(r"_xsrf=([^;]+)", got.headers.get("Set-Cookie", ""))
+    cookie = re.search(r"dafka_console_id=([^;]+)", got.headers.get("Set-Cookie", ""))
     token = re.search(r'name="_xsrf" value="([^"]+)"', got.body)
     assert cookie and token, got
-    return f"_xsrf={cookie.group(1)}", token.group(1)
+    return f"dafka_console_id={cookie.group(1)}", token.group(1)
+
+
+def origin(url: str) -> str:
+    """The console's own origin, as a browser on its page sends it."""
+    where = urlsplit(url)
+    return f"{where.scheme}://{where.netloc}"
+
+
+def post(
+    url: str,
+    path: str,
+    fields: dict[str, str],
+    *,
+    cookie: str | None = None,
+    host: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Answer:
+    """A form post as the console's own page makes it (its Origin; ``cookie`` and the
+    ``_xsrf`` of ``fields`` as given; ``host``: the Host header), ``headers`` added or
+    replacing (an empty value: left out)."""
+    sent = {"Origin": origin(url), **({"Cookie": cookie} if cookie else {}), **(headers or {})}
+    sent = {k: v for k, v in sent.items() if v}
+    return request(url, path, method="POST", host=host, body=urlencode(fields), headers=sent)

@@ -53,8 +53,9 @@ imports this module, and only ``dafka console`` needs tornado and the console)."
     "--allow-host",
     "allow_hosts",
     multiple=True,
-    help="Another name the Host header may give (repeatable): the DNS name a console bound "
-    "elsewhere is reached by. Besides the bound host, localhost and 127.0.0.1.",
+    help="Another name the Host header may give, NAME (any port) or NAME:PORT (repeatable): "
+    "the DNS name a console bound elsewhere is reached by, or a tunnel's local port. "
+    "Besides localhost, 127.0.0.1, [::1] and the bound host, on the bound port.",
 )
 @click.option("--cluster", default=DEFAULT_CLUSTER, envvar="DAFKA_CLUSTER", show_default=True)
 @click.option("--timeout", default=5.0, show_default=True, help="Seconds per cluster request.")
@@ -63,8 +64,9 @@ imports this module, and only ``dafka console`` needs tornado and the console)."
     default=1000,
     show_default=True,
     type=click.IntRange(1, 100_000),
-    help="Series of dafka_group_lag_records and dafka_partition_stores on /metrics; the "
-    'rest are folded into partition="_other".',
+    help="Most series of each of dafka_group_lag_records, dafka_partition_stores and "
+    "dafka_partitions_under_min_acks on /metrics, the overflow series included: past it "
+    'the rest are folded into one series labelled "_other".',
 )
 @run_cli
 def console(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from ..metadata.settings import MAX_MIN_ACKS
 
 __all__ = ["ADMIN_REFUSAL", "NO_RESET", "topic_form"]
 
@@ -49,8 +50,12 @@ def topic_form(form: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     acks = form.get("min_acks", "").strip()
     if acks:
-        if not acks.isdigit() or len(acks) > 3:
-            raise ConfigError(f"bad min_acks {acks[:40]!r}: a whole number")
+        if not (acks.isascii() and acks.isdigit() and len(acks) <= 3) or not (
+            1 <= int(acks) <= MAX_MIN_ACKS
+        ):
+            raise ConfigError(
+                f"bad min_acks {acks[:40]!r}: a whole number from 1 to {MAX_MIN_ACKS}"
+            )
         out["min_acks"] = int(acks)
     for name, units in _AMOUNTS.items():
         text = form.get(name, "").strip()

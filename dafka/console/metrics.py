@@ -6,13 +6,17 @@ scrape from whatever the console read last:
 
 * ``dafka_group_lag_records{group,topic,partition}``: records a group has not committed
   (log-end offset over the stores - committed offset). ``partition`` is the partition's
-  Kafka number when the metadata gave it one (``partition.number``), else its id. At most
-  ``cap`` series (default 1000, in group, topic, partition order); the lag of every other
-  partition of a group's topic is summed into ``partition="_other"``.
-* ``dafka_partition_stores{topic,partition}``: trusted stores holding the partition's head
-  (capped the same way; ``_other`` holds the fewest copies among the partitions folded).
+  Kafka number when the metadata gave it one (``partition.number``), else its id.
+* ``dafka_partition_stores{topic,partition}``: trusted stores holding the partition's head.
 * ``dafka_partitions_under_min_acks{topic}``: partitions with fewer such stores than the
   topic's ``min_acks``.
+
+A partition held only by untrusted stores (when the metadata trusts some) is in neither of
+the last two: anyone may run a store and claim one. Each of the three families has at most
+``cap`` series in all (default 1000, in label order), the overflow series included: past
+the cap, every other series is folded into one whose labels are all ``_other``, its value
+the sum of the lags, the fewest copies, or the sum of the partitions below min_acks.
+
 * ``dafka_console_stores_answering`` / ``dafka_console_stores_known``: stores that answered
   the last reading / stores the metadata trusts or the towers relay.
 * ``dafka_console_refresh_seconds``: a histogram of how long a reading took.
@@ -24,8 +28,8 @@ scrape from whatever the console read last:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -40,8 +44,12 @@ __all__ = [
     "OTHER",
     "ConsoleCollector",
     "ReadingCollector",
+    "capped",
     "cluster_families",
+    "group_lag",
+    "partition_stores",
     "refresh_histogram",
+    "under_min_acks",
 ]
 
 DEFAULT_SERIES_CAP = 1000
@@ -54,39 +62,69 @@ def _label(snapshot: Snapshot, topic: str, partition: str) -> str:
     return partition if part is None or part.number is None else str(part.number)
 
 
+K = TypeVar("K", bound=tuple[str, ...])
+
+
+def capped(
+    series: Iterable[tuple[K, int]], cap: int, other: K, fold: Callable[[int, int], int]
+) -> dict[K, int]:
+    """``series`` (in order) as at most ``cap`` series in all: when there are more, the first
+    ``cap - 1`` keep their own and every other one is folded (``fold``) into ``other``."""
+    rows = list(series)
+    # guard: console-series-cap-counts-the-overflow-series
+    own = cap if len(rows) <= cap else cap - 1
+    out: dict[K, int] = {}
+    for i, (key, value) in enumerate(rows):
+        # guard: console-caps-group-lag-series
+        if i < own:
+            where = key
+        else:
+            where = other
+        out[where] = fold(out[where], value) if where in out else value
+    return out
+
+
+def _sum(a: int, b: int) -> int:
+    return a + b
+
+
 def group_lag(
     snapshot: Snapshot, groups: Mapping[str, GroupInfo], cap: int
 ) -> dict[tuple[str, str, str], int]:
-    """``(group, topic, partition label) -> lag``, at most ``cap`` own series (see module)."""
+    """``(group, topic, partition label) -> lag``, at most ``cap`` series (see module)."""
     rows = sorted(
         (g, r.topic, r.partition, r.lag)
         for g, info in groups.items()
         for r in info.rows
         if r.lag is not None
     )
-    out: dict[tuple[str, str, str], int] = {}
-    for i, (group, topic, partition, lag) in enumerate(rows):
-        # guard: console-caps-group-lag-series
-        if i < cap:
-            out[(group, topic, _label(snapshot, topic, partition))] = lag
-        else:
-            key = (group, topic, OTHER)
-            out[key] = out.get(key, 0) + lag
-    return out
+    return capped(
+        (((g, t, _label(snapshot, t, p)), lag) for g, t, p, lag in rows),
+        cap,
+        (OTHER, OTHER, OTHER),
+        _sum,
+    )
 
 
 def partition_stores(snapshot: Snapshot, cap: int) -> dict[tuple[str, str], int]:
-    """``(topic, partition label) -> trusted stores holding its head``, capped (module)."""
-    out: dict[tuple[str, str], int] = {}
-    i = 0
-    for name in sorted(snapshot.topics):
-        for p in snapshot.topics[name].partitions:
-            if i < cap:
-                out[(name, p.label)] = p.copies
-            else:
-                key = (name, OTHER)
-                out[key] = min(out.get(key, p.copies), p.copies)
-            i += 1
+    """``(topic, partition label) -> trusted stores holding its head``, capped (module); a
+    partition held only by untrusted stores is left out."""
+    rows = (
+        ((name, p.label), p.copies)
+        for name in sorted(snapshot.topics)
+        for p in snapshot.topics[name].counted
+    )
+    return capped(rows, cap, (OTHER, OTHER), min)
+
+
+def under_min_acks(snapshot: Snapshot, cap: int) -> dict[tuple[str], int]:
+    """``(topic,) -> its partitions below min_acks`` for each topic with a partition a
+    trusted store holds, capped (module; ``_other`` sums the topics folded)."""
+    rows = [
+        ((name,), len(row.below)) for name, row in sorted(snapshot.topics.items()) if row.counted
+    ]
+    # guard: console-caps-under-min-acks-series
+    out = capped(rows, cap, (OTHER,), _sum)
     return out
 
 
@@ -120,9 +158,8 @@ def cluster_families(
             lag.add_metric([g, t, p], value)
         for (t, p), value in sorted(partition_stores(snapshot, cap).items()):
             stores.add_metric([t, p], value)
-        for name, row in sorted(snapshot.topics.items()):
-            if row.partitions:
-                under.add_metric([name], len(row.below))
+        for (t,), value in sorted(under_min_acks(snapshot, cap).items()):
+            under.add_metric([t], value)
         answering.add_metric([], snapshot.stores_answering)
         known.add_metric([], len(snapshot.stores))
     return [lag, stores, under, answering, known]

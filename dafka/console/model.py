@@ -9,12 +9,15 @@ itself is :mod:`dafka.console.reader`.
 
 A partition's copies are counted as ``dafka topics describe`` counts them
 (:func:`dafka.cli.holdings.copies`): the trusted stores that hold its head, the highest
-head any of them reported; **below min_acks** when fewer than its topic's ``min_acks``.
+head any of them reported; **below min_acks** when fewer than its topic's ``min_acks``. When
+the metadata trusts some stores, a partition held only by others is a claim anyone can make
+(run a store, say it holds ``topic/x``): it is kept apart (:attr:`TopicRow.untrusted`) and
+never counted below ``min_acks``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +80,9 @@ class PartitionRow:
     holdings: tuple[Holding, ...]
     copies: int
     min_acks: int
+    untrusted_only: bool = False
+    """Held only by stores the metadata does not trust (it trusts some): a claim anyone can
+    make, shown apart and not counted below ``min_acks`` nor in the metrics."""
 
     @property
     def producer(self) -> str:
@@ -90,7 +96,7 @@ class PartitionRow:
 
     @property
     def below_min_acks(self) -> bool:
-        return self.copies < self.min_acks
+        return not self.untrusted_only and self.copies < self.min_acks
 
     @property
     def tail(self) -> int | None:
@@ -107,6 +113,16 @@ class TopicRow:
     settings: Mapping[str, Any]
     partitions: tuple[PartitionRow, ...]
     internal: bool = False
+
+    @property
+    def counted(self) -> tuple[PartitionRow, ...]:
+        """The partitions some trusted store holds (every one when the metadata trusts none)."""
+        return tuple(p for p in self.partitions if not p.untrusted_only)
+
+    @property
+    def untrusted(self) -> tuple[PartitionRow, ...]:
+        """The partitions held only by untrusted stores (:attr:`PartitionRow.untrusted_only`)."""
+        return tuple(p for p in self.partitions if p.untrusted_only)
 
     @property
     def below(self) -> tuple[PartitionRow, ...]:
@@ -182,6 +198,12 @@ def tower_rows(status: Sequence[Mapping[str, Any]]) -> tuple[TowerRow, ...]:
     return tuple(out)
 
 
+def _untrusted_only(holdings: Sequence[Holding], trusted: Collection[str]) -> bool:
+    # guard: console-untrusted-only-partitions-apart
+    only = bool(trusted) and not any(h.trusted for h in holdings)
+    return only
+
+
 def build_snapshot(
     status: Sequence[Mapping[str, Any]],
     config: Mapping[str, Any] | None,
@@ -248,6 +270,7 @@ def build_snapshot(
                 tuple(sorted(hs, key=lambda h: h.store)),
                 len(held[(name, part)].stores) if (name, part) in held else 0,
                 need,
+                _untrusted_only(hs, trusted),
             )
             for (t, part), hs in sorted(per_partition.items())
             if t == name

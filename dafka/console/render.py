@@ -22,6 +22,7 @@ from ..errors import ConfigError
 
 __all__ = [
     "DEFAULT_PAGE",
+    "MAX_OFFSET",
     "MAX_PAGE",
     "MAX_SHOWN_BYTES",
     "Format",
@@ -94,13 +95,18 @@ def show_bytes(data: bytes | None, fmt: Format = Format.TEXT) -> Shown:
     return Shown(text, "; ".join(notes) or None)
 
 
+MAX_OFFSET = (1 << 63) - 1
+
+
 def parse_offset(text: str | None, default: int = 0) -> int:
-    """An offset a user typed: a whole number >= 0."""
+    """An offset a user typed: a whole number from 0 to :data:`MAX_OFFSET`."""
     if text is None or text.strip() == "":
         return default
     clean = text.strip()
-    if not clean.isdigit() or len(clean) > 20 or int(clean) >= 1 << 63:
-        raise ConfigError(f"bad offset {text[:MAX_INPUT_CHARS]!r}: a whole number from 0")
+    if not clean.isascii() or not clean.isdigit() or len(clean) > 20 or int(clean) > MAX_OFFSET:
+        raise ConfigError(
+            f"bad offset {text[:MAX_INPUT_CHARS]!r}: a whole number from 0 to {MAX_OFFSET}"
+        )
     return int(clean)
 
 
@@ -125,8 +131,16 @@ def parse_time(text: str) -> int:
 
 
 def page_size(text: str | None) -> int:
-    """Records a page shows: as asked, from 1 to :data:`MAX_PAGE`."""
-    n = parse_offset(text, DEFAULT_PAGE) if text else DEFAULT_PAGE
+    """Records a page shows: as asked (a whole number from 1), at most :data:`MAX_PAGE`."""
+    if text is None or text.strip() == "":
+        return DEFAULT_PAGE
+    clean = text.strip()
+    if not clean.isascii() or not clean.isdigit() or len(clean) > 20 or int(clean) < 1:
+        raise ConfigError(
+            f"bad limit {text[:MAX_INPUT_CHARS]!r}: a whole number from 1 "
+            f"(a page shows at most {MAX_PAGE})"
+        )
+    n = int(clean)
     # guard: console-caps-page-size
     n = min(max(n, 1), MAX_PAGE)
     return n

@@ -3,11 +3,17 @@
 Security (docs/console.md):
 
 * it binds where it is told, 127.0.0.1 unless told otherwise (:mod:`dafka.cli.console`);
-* every GET and POST names the console in its ``Host`` header: the bound host, ``localhost``
-  or a loopback address, else 421 (a DNS-rebinding page reaches the console under its own
-  name, which is refused);
-* every POST carries tornado's XSRF token (``xsrf_cookies``): a form posted from another
-  site has no token and is refused with 403;
+* every GET and POST names the console in its ``Host`` header (:func:`.checks.host_allowed`:
+  a loopback name or the bound host on the bound port, or an ``--allow-host`` name), else 421
+  (a DNS-rebinding page reaches the console under its own name, which is refused); a
+  request without one is refused with 400;
+* every POST comes from the console's own page: its ``Origin`` (or, without one, its
+  ``Referer``) is the console's origin as the checked ``Host`` gives it, and it carries the
+  XSRF token of the browser's id cookie, an HMAC under a secret the process draws at start
+  (:func:`.checks.form_token`): a token cannot be made by setting a cookie nor taken from
+  another console; else 403;
+* a field holding a control character is refused (400), before tornado would replace it
+  with a space;
 * every change is signed with the admin key the console was started with; without one the
   console is read-only and a change is refused with 403 before anything is signed;
 * templates escape everything (tornado's autoescape): topic, group and store names, keys,
@@ -24,7 +30,9 @@ Security (docs/console.md):
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,7 +49,17 @@ from prometheus_client.exposition import choose_encoder
 from ..cli.holdings import human
 from ..errors import ConfigError, DafkaError, DafkaTimeout
 from ..groups.admin import GroupInfo
+from ..ids import is_group_topic
 from .changes import ADMIN_REFUSAL, NO_RESET, topic_form
+from .checks import (
+    ID_COOKIE,
+    control_character,
+    form_token,
+    host_allowed,
+    parse_host,
+    same_origin,
+    valid_id,
+)
 from .lanes import ConsoleBusy, Lane
 from .metrics import ConsoleCollector, ReadingCollector, refresh_histogram
 from .reader import ClusterReader
@@ -50,12 +68,11 @@ from .render import Format, page_size, parse_offset, parse_time, show_bytes, sho
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Console", "ConsoleConfig", "host_allowed", "make_app"]
+__all__ = ["Console", "ConsoleConfig", "host_allowed", "make_app"]  # host_allowed: .checks
 
 HERE = Path(__file__).parent
 MAX_BODY_BYTES = 64 << 10
 MAX_NAME_CHARS = 300
-LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 GROUP_CACHE_SECONDS = 10.0
 MAX_GROUPS_SCRAPED = 50
 GROUP_SCRAPE_TIMEOUT = 2.0
@@ -83,18 +100,6 @@ class ConsoleConfig:
     address and reached by a DNS name or through a proxy)."""
     refresh: float = 2.0
     """Seconds between the end of one background reading and the start of the next."""
-
-
-def host_allowed(header: str, bound: str, also: tuple[str, ...] = ()) -> bool:
-    """Whether a request's ``Host`` header names the console: the host it is bound to,
-    ``localhost``, a loopback address or one of ``also`` (any port)."""
-    name = header.strip().lower()
-    if name.startswith("["):
-        name = name[: name.find("]") + 1]
-    elif name.count(":") == 1:
-        name = name.split(":", 1)[0]
-    names = {bound.lower().strip("[]"), *(a.lower().strip("[]") for a in also)}
-    return bool(name) and (name in LOOPBACK or name.strip("[]") in names)
 
 
 class Console:
@@ -259,6 +264,7 @@ class Page(tornado.web.RequestHandler):
 
     def initialize(self, console: Console) -> None:
         self.console = console
+        self._console_token: bytes | None = None
 
     def set_default_headers(self) -> None:
         self.set_header(
@@ -268,15 +274,82 @@ class Page(tornado.web.RequestHandler):
         )
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("X-Frame-Options", "DENY")
-        self.set_header("Referrer-Policy", "no-referrer")
+        # same-origin: a browser sends a POST's Origin (checked) only if the policy lets it
+        self.set_header("Referrer-Policy", "same-origin")
         self.set_header("Cache-Control", "no-store")
 
-    def prepare(self) -> None:
+    def check_host(self) -> None:
+        """The ``Host`` header names this console (DNS rebinding; :mod:`.checks`)."""
         config = self.console.config
+        header = self.request.headers.get("Host")
+        if header is None:
+            raise tornado.web.HTTPError(400, log_message="no Host header: name the console")
         # guard: console-checks-host-header
-        if not host_allowed(self.request.host, config.host, config.allowed_hosts):
+        if not host_allowed(header, config.host, config.port, config.allowed_hosts):
             raise tornado.web.HTTPError(
                 421, reason="Misdirected Request", log_message="unknown Host header"
+            )
+
+    def check_fields(self) -> None:
+        """No control character in any field: tornado would make it a space (``a\\0b``
+        would name the topic ``a b``)."""
+        bad = control_character(self.request.arguments)
+        # guard: console-refuses-control-characters
+        if bad is not None:
+            raise tornado.web.HTTPError(
+                400, log_message=f"field {bad[:40]!r} holds a control character: not accepted"
+            )
+
+    def prepare(self) -> None:
+        self.check_host()
+        self.check_fields()
+
+    def browser_id(self) -> str:
+        """This browser's id cookie, set when it has none (or not one of ours)."""
+        value = self.get_cookie(ID_COOKIE)
+        if not valid_id(value):
+            value = secrets.token_hex(16)
+            self.set_cookie(ID_COOKIE, value, httponly=True, samesite="Strict", path="/")
+        assert value is not None
+        return value
+
+    @property
+    def xsrf_token(self) -> bytes:
+        """The token the console's forms carry (``xsrf_form_html``): see :mod:`.checks`."""
+        if self._console_token is None:
+            secret = self.application.settings["console_secret"]
+            self._console_token = form_token(secret, self.browser_id()).encode()
+        return self._console_token
+
+    def check_xsrf_cookie(self) -> None:
+        """Every POST (tornado calls this before :meth:`prepare`): the Host, the Origin, the
+        token of the browser's id cookie."""
+        self.check_host()
+        sent = self.request.headers.get("Origin") or self.request.headers.get("Referer")
+        host = parse_host(self.request.headers.get("Host", ""))
+        assert host is not None  # check_host
+        if not sent:
+            raise tornado.web.HTTPError(
+                403,
+                log_message="a change must come from the console's page: no Origin or Referer header",
+            )
+        # guard: console-post-checks-origin
+        if not same_origin(sent, host):
+            raise tornado.web.HTTPError(
+                403,
+                log_message=f"a change must come from the console's page, not {sent[:100]!r}",
+            )
+        browser = self.get_cookie(ID_COOKIE)
+        token = self.get_body_argument("_xsrf", None) or self.request.headers.get("X-Xsrftoken")
+        secret = self.application.settings["console_secret"]
+        good = valid_id(browser) and token is not None
+        if not good or not hmac.compare_digest(
+            (token or "").encode(), form_token(secret, browser or "").encode()
+        ):
+            raise tornado.web.HTTPError(
+                403,
+                log_message="_xsrf token missing or not this console's: reload the page and post "
+                "again",
             )
 
     def get_template_namespace(self) -> dict[str, Any]:
@@ -332,7 +405,8 @@ class Page(tornado.web.RequestHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, tornado.web.HTTPError) and exc.log_message:
-            line = _line(exc.log_message % exc.args if exc.args else exc.log_message)
+            # without args tornado doubled each % of the message: formatting undoes it
+            line = _line(exc.log_message % exc.args)
         elif status_code >= 500:
             line = "the console failed to answer this request (its log says why)"
         else:
@@ -403,14 +477,23 @@ class RecordsPage(Page):
             fmt = Format.parse(self.arg("format"))
             limit = page_size(self.arg("limit"))
             when = self.arg("time")
-            start = parse_offset(self.arg("offset"))
+            offset = self.arg("offset")
+            if when and offset:
+                raise ConfigError("give offset= or time=, not both")
+            start = parse_offset(offset)
+            note = None
             if when:
                 ts = parse_time(when)
                 found = await self.call(
                     "reads", self.console.reader.offset_at, topic, partition, ts
                 )
-                if found is None:
-                    raise ConfigError(f"no record of {topic}/{partition} at or after {when}")
+                if found is None:  # after the newest record: an empty page from the end
+                    row = (await self.latest()).snapshot.topics.get(topic)
+                    heads = (
+                        [p.head for p in row.partitions if p.partition == partition] if row else []
+                    )
+                    found = (heads[0] or 0) + 1 if heads and heads[0] is not None else 0
+                    note = f"no record at or after {when[:40]} yet"
                 start = found
         except ConfigError as exc:
             raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
@@ -437,7 +520,7 @@ class RecordsPage(Page):
                 }
             )
             return
-        self.render("records.html", page=page, fmt=fmt, limit=limit)
+        self.render("records.html", page=page, fmt=fmt, limit=limit, note=note)
 
 
 class TailPage(Page):
@@ -493,6 +576,13 @@ class AlterTopic(Change):
 class DeleteTopic(Change):
     async def post(self) -> None:
         name = self.need("name")
+        # guard: console-delete-no-group-topic
+        if is_group_topic(name):
+            raise tornado.web.HTTPError(
+                403,
+                log_message=f"{name} keeps a group's commits: the console does not delete it "
+                "(dafka topics delete, by an admin, can)",
+            )
         if self.arg("confirm") != name:
             raise tornado.web.HTTPError(400, log_message="type the topic's name to delete it")
         index = await self.sign("delete_topic", name)
@@ -560,7 +650,7 @@ def make_app(console: Console) -> tornado.web.Application:
         template_loader=tornado.template.Loader(str(HERE / "templates"), autoescape=autoescape),
         static_path=str(HERE / "static"),
         xsrf_cookies=xsrf,
-        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict"},
+        console_secret=secrets.token_bytes(32),
         debug=False,
         serve_traceback=False,
         default_handler_class=NotFound,

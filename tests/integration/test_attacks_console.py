@@ -8,18 +8,22 @@ an unbounded record page."""
 
 from __future__ import annotations
 
+import html
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 
-from dafka.console.render import MAX_PAGE
+from dafka.console.render import MAX_OFFSET, MAX_PAGE
 from dafka.metadata.client import MetadataClient
 from tests.console_cluster import (
     XSS_HEADER,
     XSS_VALUE,
     ConsoleCluster,
+    origin,
+    post,
     request,
     start,
     xsrf,
@@ -58,13 +62,11 @@ def test_a_foreign_host_header_is_refused(cluster: ConsoleCluster) -> None:
 def test_a_cross_site_form_post_is_refused(cluster: ConsoleCluster) -> None:
     """A form on another site posts to the admin console with the admin's browser: it has
     no XSRF token (nor, cross-site, the cookie), so no change is signed."""
-    body = urlencode({"name": "csrf-made-this"})
-    got = request(cluster.admin_url, "/topics/create", method="POST", body=body)
+    fields = {"name": "csrf-made-this"}
+    got = post(cluster.admin_url, "/topics/create", fields)
     assert got.status == 403 and "_xsrf" in got.body
     cookie, _ = xsrf(cluster.admin_url)  # even with the cookie, the form needs the token
-    got = request(
-        cluster.admin_url, "/topics/create", method="POST", body=body, headers={"Cookie": cookie}
-    )
+    got = post(cluster.admin_url, "/topics/create", fields, cookie=cookie)
     assert got.status == 403
     assert "csrf-made-this" not in topics(cluster)
 
@@ -73,14 +75,8 @@ def test_a_read_only_console_signs_nothing(cluster: ConsoleCluster) -> None:
     """The environment holds the suite's admin key ($DAFKA_ADMIN_KEY), which the other
     dafka commands sign with by default: the console without --admin-key must not."""
     cookie, token = xsrf(cluster.read_only_url)
-    body = urlencode({"_xsrf": token, "name": "read-only-made-this"})
-    got = request(
-        cluster.read_only_url,
-        "/topics/create",
-        method="POST",
-        body=body,
-        headers={"Cookie": cookie},
-    )
+    fields = {"_xsrf": token, "name": "read-only-made-this"}
+    got = post(cluster.read_only_url, "/topics/create", fields, cookie=cookie)
     assert got.status == 403, got.body[-500:]
     assert "read-only console" in got.body and "Traceback" not in got.body
     assert "read-only-made-this" not in topics(cluster)
@@ -115,6 +111,13 @@ def test_a_record_page_is_bounded_however_many_are_asked(cluster: ConsoleCluster
         ("/records?topic=web&partition=P&time=tomorrow", 400, "bad time"),
         ("/group?name=" + quote("x" * 1000), 400, "too long"),
         ("/no/such/page", 404, "no page at"),
+        ("/nope%3Cscript%3E", 404, "no page at /nope%3Cscript%3E<"),
+        ("/topic?name=%25", 404, "unknown topic '%'<"),
+        ("/records?topic=web&partition=P&limit=-5", 400, "bad limit '-5': a whole number from 1"),
+        ("/records?topic=web&partition=P&limit=0", 400, "bad limit '0'"),
+        ("/records?topic=web&partition=P&offset=3&time=4", 400, "give offset= or time=, not both"),
+        (f"/records?topic=web&partition=P&offset={2**64 - 1}", 400, f"to {MAX_OFFSET}"),
+        ("/topic?name=a%01b", 400, "holds a control character"),
     ],
 )
 def test_bad_input_is_a_one_line_error_page(
@@ -122,7 +125,8 @@ def test_bad_input_is_a_one_line_error_page(
 ) -> None:
     got = request(cluster.admin_url, path)
     assert got.status == status, (path, got.status, got.body[-400:])
-    assert line in got.body and "Traceback" not in got.body
+    shown = html.unescape(got.body)
+    assert line in shown and "Traceback" not in shown and "%%" not in shown
     assert got.body.count('class="error"') == 1
 
 
@@ -137,3 +141,133 @@ def test_console_mistakes_are_one_line_and_exit_2(cluster: ConsoleCluster, tmp_p
     procs = [(Proc(py("dafka.cli.admin", "console", "--tower", t, *a)), f) for a, f in cases]
     for proc, fragment in procs:
         assert_one_line_error(proc, 2, fragment)
+
+
+def test_a_forged_or_borrowed_form_token_is_refused(cluster: ConsoleCluster) -> None:
+    """The token is an HMAC of the browser's id cookie under the console's own secret: a
+    pair made by setting a cookie (a page on another port of 127.0.0.1 can: cookies ignore
+    ports), or a read-only console's pair, is refused; the console's own pair works."""
+    url = cluster.admin_url
+    forged = [
+        ("dafka_console_id=" + "a" * 32, "a" * 32),
+        ("_xsrf=abc", "abc"),
+        ("dafka_console_id=abc; _xsrf=abc", "abc"),
+        xsrf(cluster.read_only_url),  # another console's token
+    ]
+    for i, (cookie, token) in enumerate(forged):
+        got = post(url, "/topics/create", {"_xsrf": token, "name": f"forged{i}"}, cookie=cookie)
+        assert got.status == 403 and "not this console's" in html.unescape(got.body), cookie
+    cookie, token = xsrf(url)
+    got = post(
+        url, "/topics/create", {"_xsrf": token, "name": "own-token-made-this"}, cookie=cookie
+    )
+    assert got.status == 200, got.body[-300:]
+    made = topics(cluster)
+    assert "own-token-made-this" in made and not any(f"forged{i}" in made for i in range(4))
+
+
+def test_a_post_from_another_origin_is_refused(cluster: ConsoleCluster) -> None:
+    """With the console's own cookie and token (a page cannot read them, but the check must
+    not lean on that alone): a POST whose Origin, or Referer without one, is not the
+    console's is refused, as is one with neither."""
+    url = cluster.admin_url
+    port = urlsplit(url).port
+    cookie, token = xsrf(url)
+    bad = [
+        {"Origin": "http://evil.example"},
+        {"Origin": f"http://127.0.0.1:{port + 1}"},  # another port: another site's page
+        {"Origin": "null"},
+        {"Origin": "", "Referer": "http://evil.example/x"},
+        {"Origin": "", "Referer": f"http://127.0.0.1.evil.example:{port}/topics"},
+        {"Origin": ""},  # neither
+    ]
+    for i, headers in enumerate(bad):
+        fields = {"_xsrf": token, "name": f"cross-origin{i}"}
+        got = post(url, "/topics/create", fields, cookie=cookie, headers=headers)
+        assert got.status == 403 and "the console's page" in html.unescape(got.body), headers
+        assert got.body.count('class="error"') == 1
+    fields = {"_xsrf": token, "name": "referer-made-this"}
+    got = post(
+        url,
+        "/topics/create",
+        fields,
+        cookie=cookie,
+        headers={"Origin": "", "Referer": origin(url) + "/topics"},
+    )
+    assert got.status == 200, got.body[-300:]
+    made = topics(cluster)
+    assert "referer-made-this" in made and not any(f"cross-origin{i}" in made for i in range(6))
+
+
+def _raw(url: str, head: bytes) -> bytes:
+    where = urlsplit(url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as s:
+        s.sendall(head)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def test_the_host_header_is_read_strictly(cluster: ConsoleCluster) -> None:
+    url = cluster.admin_url
+    port = urlsplit(url).port
+    assert request(url, "/topics", host=f"LocalHost:{port}").status == 200
+    for host in (
+        "[::1]evil",
+        "localhost:abc",
+        "lOcAlHoSt:99999",
+        f"localhost:{port + 1}",
+        "0.0.0.0",
+    ):
+        assert request(url, "/topics", host=host).status == 421, host
+    cookie, token = xsrf(url)
+    got = post(
+        url,
+        "/topics/create",
+        {"_xsrf": token, "name": "rebound-made-this"},
+        cookie=cookie,
+        host="[::1]evil",
+        headers={"Origin": "http://[::1]evil"},
+    )
+    assert got.status == 421
+    assert "rebound-made-this" not in topics(cluster)
+    answer = _raw(url, b"GET /topics HTTP/1.0\r\n\r\n")  # no Host at all
+    assert answer.split(b" ", 2)[1] == b"400" and b"no Host header" in answer
+
+
+def test_form_fields_with_control_characters_or_out_of_range_are_refused(
+    cluster: ConsoleCluster,
+) -> None:
+    """Tornado makes a control character a space (a%00b would create "a b"): refused."""
+    url = cluster.admin_url
+    cookie, token = xsrf(url)
+    for fields, line in [
+        ({"name": "a\x00b"}, "holds a control character"),
+        ({"name": "ctl", "retention_ms": "7d\x1b"}, "holds a control character"),
+        ({"name": "acks", "min_acks": "1000"}, "a whole number from 1 to 16"),
+    ]:
+        got = post(url, "/topics/create", {"_xsrf": token, **fields}, cookie=cookie)
+        assert got.status == 400 and line in got.body, (fields, got.status, got.body[-300:])
+    made = topics(cluster)
+    assert not {"a b", "a\x00b", "ctl", "acks"} & set(made)
+
+
+def test_a_groups_topic_is_not_deleted(cluster: ConsoleCluster) -> None:
+    """A __group.* topic keeps a group's commits (the Kafka listener refuses too)."""
+    name = "__group.victim"
+    with MetadataClient(cluster.tower.address, timeout=10) as client:
+        client.create_topic(name)
+    cookie, token = xsrf(url := cluster.admin_url)
+    got = post(
+        url, "/topics/delete", {"_xsrf": token, "name": name, "confirm": name}, cookie=cookie
+    )
+    assert got.status == 403 and "keeps a group's commits" in html.unescape(got.body)
+    assert name in topics(cluster)
+
+
+def test_a_time_after_the_newest_record_is_an_empty_page(cluster: ConsoleCluster) -> None:
+    q = urlencode({"topic": "web", "partition": cluster.partition, "time": "9999999999999"})
+    got = request(cluster.admin_url, f"/records?{q}")
+    assert got.status == 200, got.body[-400:]
+    assert '<td class="value">' not in got.body and "no record at or after" in got.body

@@ -6,9 +6,11 @@ import pytest
 
 from dafka.cli.holdings import StoreView
 from dafka.console.changes import topic_form
+from dafka.console.checks import host_allowed, parse_host, same_origin
 from dafka.console.metrics import OTHER, cluster_families, group_lag
 from dafka.console.model import build_snapshot
 from dafka.console.render import (
+    MAX_OFFSET,
     MAX_PAGE,
     MAX_SHOWN_BYTES,
     Format,
@@ -18,7 +20,6 @@ from dafka.console.render import (
     show_bytes,
 )
 from dafka.console.serve import parse_bind
-from dafka.console.web import host_allowed
 from dafka.errors import ConfigError
 from dafka.groups.admin import GroupInfo, PartitionRow
 from dafka.query.protocol import PartitionInfo
@@ -107,13 +108,17 @@ def test_bytes_that_are_not_utf8_are_shown_as_hex_and_said_so() -> None:
 
 def test_a_page_shows_at_most_max_page_records() -> None:
     assert page_size("100000") == MAX_PAGE
-    assert page_size(None) == 20 and page_size("0") == 1 and page_size("7") == 7
+    assert page_size(None) == 20 and page_size("7") == 7
+    for bad in ("0", "-5", "x"):
+        with pytest.raises(ConfigError, match=f"bad limit '{bad}': a whole number from 1"):
+            page_size(bad)
 
 
-@pytest.mark.parametrize("text", ["-1", "abc", "1e3", "9" * 30, "18446744073709551616"])
+@pytest.mark.parametrize("text", ["-1", "abc", "1e3", "9" * 30, str(2**64 - 1), "١"])
 def test_a_bad_offset_is_one_line(text: str) -> None:
-    with pytest.raises(ConfigError, match="bad offset"):
+    with pytest.raises(ConfigError, match=f"bad offset .*: a whole number from 0 to {MAX_OFFSET}"):
         parse_offset(text)
+    assert parse_offset(str(MAX_OFFSET)) == MAX_OFFSET
 
 
 def test_times_are_ms_or_iso() -> None:
@@ -137,12 +142,57 @@ def test_the_console_binds_loopback_unless_told() -> None:
 
 
 def test_only_the_consoles_own_names_pass_the_host_check() -> None:
-    for ok in ("127.0.0.1:8480", "localhost:1", "LOCALHOST", "[::1]:80", "10.0.0.5:80"):
-        assert host_allowed(ok, "10.0.0.5"), ok
-    for bad in ("evil.example:8480", "127.0.0.1.evil.example", "", "10.0.0.6"):
-        assert not host_allowed(bad, "10.0.0.5"), bad
-    assert host_allowed("console.example:443", "0.0.0.0", ("console.example",))
-    assert not host_allowed("evil.example:443", "0.0.0.0", ("console.example",))
+    for ok in ("127.0.0.1:80", "localhost", "LOCALHOST:80", "[::1]:80", "10.0.0.5", "[::1]"):
+        assert host_allowed(ok, "10.0.0.5", 80), ok
+    for bad in (
+        "evil.example:80",
+        "127.0.0.1.evil.example",
+        "",
+        None,
+        "10.0.0.6",
+        "[::1]evil",
+        "localhost:abc",
+        "lOcAlHoSt:99999",
+        "localhost:0",
+        "localhost:81",  # not the bound port
+        "::1",
+        "[::1]:80:80",
+        "localhost:80 ",
+        "a b",
+    ):
+        assert not host_allowed(bad, "10.0.0.5", 80), bad
+    # bound to every interface: the loopback names pass (no page can rebind them), the
+    # unspecified address does not, another name only when allowed (any port, or its own)
+    assert host_allowed("localhost:80", "0.0.0.0", 80)
+    assert not host_allowed("0.0.0.0:80", "0.0.0.0", 80)
+    assert host_allowed("console.example:443", "0.0.0.0", 80, ("console.example",))
+    assert host_allowed("console.example", "0.0.0.0", 80, ("console.example",))
+    assert not host_allowed("evil.example:443", "0.0.0.0", 80, ("console.example",))
+    assert host_allowed("localhost:9000", "127.0.0.1", 80, ("localhost:9000",))
+    assert not host_allowed("localhost:9001", "127.0.0.1", 80, ("localhost:9000",))
+
+
+def test_a_posts_origin_must_be_the_consoles_own() -> None:
+    host = parse_host("127.0.0.1:8480")
+    assert host is not None
+    for ok in (
+        "http://127.0.0.1:8480",
+        "http://127.0.0.1:8480/topics?x=1",
+        "https://127.0.0.1:8480",
+    ):
+        assert same_origin(ok, host), ok
+    for bad in (
+        "http://evil.example",
+        "http://127.0.0.1:8481",
+        "http://127.0.0.1",
+        "null",
+        "file:///x",
+        "http://127.0.0.1:99999",
+        "http://127.0.0.1:8480.evil.example",
+    ):
+        assert not same_origin(bad, host), bad
+    plain = parse_host("console.example")
+    assert plain is not None and same_origin("https://console.example", plain)
 
 
 def _group(n: int) -> GroupInfo:
@@ -153,8 +203,9 @@ def _group(n: int) -> GroupInfo:
 def test_group_lag_series_are_capped_and_the_rest_summed() -> None:
     snap = build_snapshot(STATUS, config(), stores())
     lag = group_lag(snap, {"g": _group(10)}, cap=3)
-    assert len(lag) == 4
-    assert lag[("g", "ev", OTHER)] == 7 * 5
+    assert len(lag) == 3  # the overflow series counts
+    assert lag[(OTHER, OTHER, OTHER)] == 8 * 5
+    assert len(group_lag(snap, {"g": _group(3)}, cap=3)) == 3  # at the cap: no overflow
     families = {f.name: f for f in cluster_families(snap, {"g": _group(2)}, cap=1000)}
     assert {s.labels["partition"] for s in families["dafka_group_lag_records"].samples} == {
         f"{0:032X}",
@@ -177,3 +228,61 @@ def test_topic_forms_read_settings_as_the_cli_does() -> None:
     assert topic_form({"min_acks": "", "name": "x"}) == {}
     with pytest.raises(ConfigError):
         topic_form({"retention_ms": "7 weeks"})
+
+
+def test_every_family_has_at_most_cap_series_however_many_topics() -> None:
+    """Anyone can make topics (auto_create): 171 of them, each with a group, make no more
+    than the cap of series in each family, the overflow folded into one _other series."""
+    n, cap = 171, 3
+    topics = {f"t{i:03}": {"min_acks": 2} for i in range(n)}
+    cfg = {**config(), "topics": topics, "numbering": {}}
+    views = [StoreView(A, "tcp://a", None, tuple(PartitionInfo(t, P1, 0, 9) for t in topics))]
+    snap = build_snapshot(STATUS, cfg, views)
+    groups = {
+        f"g{i:03}": GroupInfo(f"g{i:03}", (), (PartitionRow(f"t{i:03}", P1, 0, 9, None),), 0)
+        for i in range(n)
+    }
+    families = {f.name: f for f in cluster_families(snap, groups, cap)}
+    for name in ("dafka_group_lag_records", "dafka_partition_stores"):
+        samples = families[name].samples
+        assert len(samples) == cap, (name, len(samples))
+        assert {s.labels["topic"] for s in samples if s.labels["partition"] == OTHER} == {OTHER}
+    lag = {s.labels["group"]: s.value for s in families["dafka_group_lag_records"].samples}
+    assert lag[OTHER] == (n - cap + 1) * 9
+    stores_per = {s.labels["topic"]: s.value for s in families["dafka_partition_stores"].samples}
+    assert stores_per[OTHER] == 1
+    under = {
+        s.labels["topic"]: s.value for s in families["dafka_partitions_under_min_acks"].samples
+    }
+    assert len(under) == cap and under[OTHER] == n - cap + 1  # each topic: 1 of 2 copies
+
+
+def test_a_partition_only_untrusted_stores_hold_is_apart_and_not_counted() -> None:
+    """A rogue store (untrusted) says it holds a partition of ev and of a topic of its own:
+    neither is below min_acks nor in the metrics; both are shown apart."""
+    rogue = "3" * 32
+    claims = (PartitionInfo("ev", rogue, 0, 4), PartitionInfo("zz", rogue, 0, 1))
+    views = [*stores()[:2], StoreView(C, "tcp://c", None, claims)]
+    snap = build_snapshot(STATUS, config(), views)
+    ev = snap.topics["ev"]
+    assert [p.partition for p in ev.untrusted] == [rogue]
+    assert {p.partition for p in ev.counted} == {P1, P2}
+    assert [p.partition for p in ev.below] == [P2]
+    assert snap.topics["zz"].below == () and snap.topics["zz"].counted == ()
+    families = {f.name: f for f in cluster_families(snap, {}, 1000)}
+    under = {
+        s.labels["topic"]: s.value for s in families["dafka_partitions_under_min_acks"].samples
+    }
+    assert under == {"ev": 1}
+    stores_per = {s.labels["partition"] for s in families["dafka_partition_stores"].samples}
+    assert stores_per == {"0", P2}
+    # the metadata trusting none: every store counts, as before
+    untrusting = build_snapshot(STATUS, {**config(), "stores": []}, views)
+    assert untrusting.topics["ev"].untrusted == ()
+
+
+def test_a_min_acks_out_of_range_names_the_range() -> None:
+    for bad in ("0", "17", "1000", "9" * 5000):
+        with pytest.raises(ConfigError, match="a whole number from 1 to 16"):
+            topic_form({"min_acks": bad})
+    assert topic_form({"min_acks": "16"}) == {"min_acks": 16}
