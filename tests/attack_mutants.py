@@ -153,6 +153,8 @@ TESTS = [
     "tests/unit/test_metrics_topics.py",
     "tests/unit/test_console_views.py",
     "tests/integration/test_attacks_console.py",
+    "tests/unit/test_attacks_peer_liveness.py",
+    "tests/unit/test_discovery.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1423,6 +1425,16 @@ MUTANTS: dict[str, Spec] = {
     "the console's forms need an XSRF token": Guard("console-xsrf-cookies-on", "xsrf = False"),
     "the console binds 127.0.0.1 when no host is given": Guard(
         "console-binds-loopback-by-default", 'host = host or "0.0.0.0"'
+    ),
+    "a peer's liveness comes from its connection, not from the node a frame names": Guard(
+        "liveness-from-connection-not-claim",
+        "endpoint = next((e for e, n in self.peers._announced.items() if n == claimed), None)",
+    ),
+    "a late loop expires nothing it has not read yet": Guard(
+        "late-loop-expires-nothing-unread", "late = 0.0"
+    ),
+    "discovery answers new peers with one beacon per loop turn": Guard(
+        "discovery-answers-once-per-turn", "if True:"
     ),
 }
 
@@ -2852,6 +2864,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the console binds 127.0.0.1 when no host is given": (
         "tests/unit/test_console_views.py::test_the_console_binds_loopback_unless_told",
+    ),
+    "a peer's liveness comes from its connection, not from the node a frame names": (
+        "tests/unit/test_attacks_peer_liveness.py",
+    ),
+    "a late loop expires nothing it has not read yet": (
+        "tests/unit/test_discovery.py::test_a_late_loop_expires_nothing_it_did_not_read_yet",
+    ),
+    "discovery answers new peers with one beacon per loop turn": (
+        "tests/unit/test_discovery.py::test_new_peers_are_answered_with_one_beacon_per_loop_turn",
     ),
 }
 
