@@ -5,9 +5,10 @@ tower silent. The node ID a frame names is the sender's to choose: a peer that s
 heartbeats naming another, dead, node must keep only itself alive, since the node
 attributes a frame to the connection it came on (``dafka.io.peer_liveness``).
 
-One real NodeLoop (signed profile: heartbeats on), a fake tower (a PUB and an XSUB bound
-here) that announces two peers once and falls silent, and one of them, an XPUB bound here,
-that heartbeats under the other's node ID; the other never answers. About 2 s.
+One real NodeLoop, a fake tower (a PUB and an XSUB bound here) that announces two peers
+and falls silent, and one of them, an XPUB bound here, that speaks under the other's node
+ID (signed: heartbeats naming it; rfc46, which has no heartbeat: HEADs of its partition);
+the other never answers. About 2 s each.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import zmq
 from dafka.config import NodeConfig, TowerAddress
 from dafka.io.node import NodeLoop
 from dafka.wire import beacon as wbeacon
-from dafka.wire import signed
-from dafka.wire.profiles import SignedProfile
+from dafka.wire import rfc46, signed
+from dafka.wire.profiles import RFC46, Profile, SignedProfile
 from tests.unit.test_metadata_delivery import _IdleHandler
 
 ME = "A" * 32
@@ -61,7 +62,25 @@ def _peers(loop: NodeLoop) -> list[str]:
     return got[0]
 
 
+class _HeadReader(_IdleHandler):
+    def subscriptions(self) -> list[bytes]:
+        return [rfc46.topic_prefix(rfc46.Command.HEAD, "t")]
+
+
 def test_heartbeats_naming_a_dead_peer_keep_only_their_sender_alive() -> None:
+    forged = signed.heartbeat(DEAD)
+    assert signed.heartbeat_node(forged) == DEAD
+    _only_the_sender_stays(SignedProfile(), _IdleHandler(), [forged])
+
+
+def test_rfc46_data_naming_a_dead_peer_keeps_only_its_sender_alive() -> None:
+    """Under rfc46 (no heartbeat) what a peer publishes keeps it alive: HEADs here, whose
+    partition names the dead peer."""
+    forged = rfc46.encode(rfc46.Head("t", DEAD, 7))
+    _only_the_sender_stays(RFC46, _HeadReader(), forged)
+
+
+def _only_the_sender_stays(profile: Profile, handler: _IdleHandler, forged: list[bytes]) -> None:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     port, xsub, pub = _tower(ctx)
     liar = ctx.socket(zmq.XPUB)
@@ -72,7 +91,7 @@ def test_heartbeats_naming_a_dead_peer_keep_only_their_sender_alive() -> None:
     config = NodeConfig(
         towers=(TowerAddress("127.0.0.1", port),), beacon_interval=0.1, beacon_timeout=0.6
     )
-    loop = NodeLoop(ME, config, _IdleHandler(), profile=SignedProfile())  # type: ignore[arg-type]
+    loop = NodeLoop(ME, config, handler, profile=profile)
     loop.start()
     try:
         # the tower welcomes the node and announces both peers until the node has them
@@ -85,18 +104,16 @@ def test_heartbeats_naming_a_dead_peer_keep_only_their_sender_alive() -> None:
                 break
             time.sleep(0.02)
         assert sorted(_peers(loop)) == sorted([liar_ep, dead_ep])
-        # the tower falls silent; the liar heartbeats every 0.1 s, naming the dead peer
-        forged = signed.heartbeat(DEAD)
-        assert signed.heartbeat_node(forged) == DEAD
+        # the tower falls silent; the liar speaks every 0.1 s, naming the dead peer
         start = time.monotonic()
         peers = _peers(loop)
         while time.monotonic() < start + 1.5:  # 2.5 expiries
-            liar.send(forged)
+            liar.send_multipart(forged)
             time.sleep(0.1)
             peers = _peers(loop)
-        assert dead_ep not in peers, "a forged heartbeat kept a dead peer alive"
+        assert dead_ep not in peers, "a forged frame kept a dead peer alive"
         assert liar_ep in peers, "the peer that spoke expired with the tower silent"
-        assert loop.liveness.heartbeats > 0
+        assert loop.liveness.heartbeats > 0 or not profile.heartbeats
         assert loop.discovery.expired == 1
     finally:
         loop.stop()
