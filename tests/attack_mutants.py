@@ -2866,7 +2866,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_console_views.py::test_the_console_binds_loopback_unless_told",
     ),
     "a peer's liveness comes from its connection, not from the node a frame names": (
-        "tests/unit/test_attacks_peer_liveness.py",
+        "tests/unit/test_attacks_peer_liveness.py"
+        "::test_heartbeats_naming_a_dead_peer_keep_only_their_sender_alive",
     ),
     "a late loop expires nothing it has not read yet": (
         "tests/unit/test_discovery.py::test_a_late_loop_expires_nothing_it_did_not_read_yet",
