@@ -13,9 +13,15 @@ peer keeps only itself alive.
 * A heartbeat (``Y``, signed profile only, ``dafka.wire.signed.heartbeat``) is attributed
   each time it is read: one a beacon interval per peer.
 * Other data messages are attributed on one loop turn in every :data:`SAMPLE_PERIOD`
-  (every distinct connection of that turn once): reading a frame's connection costs a few
-  microseconds, too much for every record, and one refresh an interval is all a peer's
-  expiry needs. Under rfc46 (no heartbeat: the C reference has none) this is the only way
+  (every distinct connection of that turn once): one refresh an interval is all a peer's
+  expiry needs.
+
+Naming a connection's peer costs about 10 us (``getpeername`` through a Python socket), too
+much for every heartbeat of a thousand peers, so the endpoint behind each descriptor is kept
+and looked up again after :data:`RECHECK` seconds, or at once when discovery connects or
+disconnects anything. A descriptor freed by a connection libzmq dropped and taken by its
+reconnection to *another* peer could lend that peer's frames to the old one: for at most
+``RECHECK`` seconds, so a dead peer is kept no more than that past its expiry. Under rfc46 (no heartbeat: the C reference has none) this is the only way
   a peer is heard besides its beacons; an idle rfc46 peer still depends on the tower.
 
 Loop thread only.
@@ -37,6 +43,9 @@ __all__ = ["SAMPLE_PERIOD", "PeerLiveness"]
 
 SAMPLE_PERIOD = 0.25
 """Seconds between two loop turns whose data messages are attributed to their peers."""
+RECHECK = 2.0
+"""Seconds a descriptor's endpoint is trusted before it is looked up again."""
+_MAX_FDS = 65_536
 
 
 class PeerLiveness:
@@ -50,8 +59,8 @@ class PeerLiveness:
         self.unattributed = 0
         """Frames read on a connection no connected endpoint matched (a closed one)."""
         self._next_sample = 0.0
-        self._turn = -1.0
-        self._seen: dict[int, str | None] = {}  # this turn: connection fd -> its endpoint
+        self._generation = -1
+        self._known: dict[int, tuple[str | None, float]] = {}  # fd -> (endpoint, when looked up)
 
     def on_heartbeat(self, first: zmq.Frame, frame0: bytes, now: float) -> None:
         """A heartbeat was read; refresh the peer whose connection it came on."""
@@ -72,16 +81,19 @@ class PeerLiveness:
             self._heard(self._endpoint(first, now), now)
 
     def _endpoint(self, frame: zmq.Frame, now: float) -> str | None:
-        if now != self._turn:
-            self._turn = now
-            self._seen.clear()
+        known = self._known
+        if self.peers.generation != self._generation or len(known) >= _MAX_FDS:
+            self._generation = self.peers.generation
+            known.clear()
         try:
             fd = int(frame.get(zmq.SRCFD))
         except (zmq.ZMQError, ValueError, TypeError):
             return None
-        if fd in self._seen:
-            return self._seen[fd]
-        endpoint = self._seen[fd] = self.peers.endpoint_of(frame)
+        got = known.get(fd)
+        if got is not None and now - got[1] < RECHECK:
+            return got[0]
+        endpoint = self.peers.endpoint_of(frame)
+        known[fd] = (endpoint, now)
         return endpoint
 
     def _heard(self, endpoint: str | None, now: float) -> None:

@@ -68,6 +68,9 @@ class PeerSenders:
         self._by_name: dict[tuple[str, int], str] = {}  # connected (DNS name, port) -> node
         self._resolved: dict[str, frozenset[str]] = {}  # DNS name -> its IPs
         self._endpoints: dict[Address, str] = {}  # connected (IP or DNS name, port) -> endpoint
+        self.generation = 0
+        """Counts connections made and dropped: a cache of who is behind a descriptor
+        (``dafka.io.peer_liveness``) is stale once it moves."""
         self.unknown = 0
         """Requests whose connection no connected endpoint matched."""
 
@@ -90,6 +93,7 @@ class PeerSenders:
         else:
             node = self._announced.get(endpoint, "")
         host, port = parts
+        self.generation += 1
         ip = _ip(host)
         if ip is not None:
             self._by_address[(ip, port)] = node
@@ -102,6 +106,7 @@ class PeerSenders:
         if parts is None:
             return
         host, port = parts
+        self.generation += 1
         ip = _ip(host)
         if ip is not None:
             self._by_address.pop((ip, port), None)
@@ -176,5 +181,14 @@ def _address_of(frame: zmq.Frame) -> Address | None:
         return None
     if not isinstance(peer, tuple) or len(peer) < 2:
         return None
-    ip = _ip(str(peer[0]))
-    return (ip or str(peer[0]), int(peer[1]))
+    raw = str(peer[0])
+    ip = _peer_ips.get(raw)
+    if ip is None:  # ipaddress parses in about 10 us: once per address
+        if len(_peer_ips) >= _MAX_NAMES:
+            _peer_ips.clear()
+        ip = _peer_ips[raw] = _ip(raw) or raw
+    return (ip, int(peer[1]))
+
+
+_peer_ips: dict[str, str] = {}
+"""A connection's remote address as ``getpeername`` gives it -> as the tables key it."""
