@@ -154,6 +154,8 @@ TESTS = [
     "tests/unit/test_console_views.py",
     "tests/integration/test_attacks_console.py",
     "tests/unit/test_attacks_console_load.py",
+    "tests/unit/test_attacks_peer_liveness.py",
+    "tests/unit/test_discovery.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1470,6 +1472,16 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a console bound to 0.0.0.0 does not take 0.0.0.0 as a Host": Guard(
         "console-unspecified-bind-address-is-no-host", "if True:"
+    ),
+    "a peer's liveness comes from its connection, not from the node a frame names": Guard(
+        "liveness-from-connection-not-claim",
+        "endpoint = next((e for e, n in self.peers._announced.items() if n == claimed), None)",
+    ),
+    "a late loop expires nothing it has not read yet": Guard(
+        "late-loop-expires-nothing-unread", "late = 0.0"
+    ),
+    "discovery answers new peers with one beacon per loop turn": Guard(
+        "discovery-answers-once-per-turn", "if True:"
     ),
 }
 
@@ -2952,6 +2964,16 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a console bound to 0.0.0.0 does not take 0.0.0.0 as a Host": (
         "tests/unit/test_console_views.py::test_only_the_consoles_own_names_pass_the_host_check",
+    ),
+    "a peer's liveness comes from its connection, not from the node a frame names": (
+        "tests/unit/test_attacks_peer_liveness.py"
+        "::test_heartbeats_naming_a_dead_peer_keep_only_their_sender_alive",
+    ),
+    "a late loop expires nothing it has not read yet": (
+        "tests/unit/test_discovery.py::test_a_late_loop_expires_nothing_it_did_not_read_yet",
+    ),
+    "discovery answers new peers with one beacon per loop turn": (
+        "tests/unit/test_discovery.py::test_new_peers_are_answered_with_one_beacon_per_loop_turn",
     ),
 }
 

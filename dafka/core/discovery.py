@@ -1,10 +1,23 @@
 """Peer discovery from tower beacons, as a sans-IO table.
 
 Each tower beacon names a node and its data endpoint. A node connects its SUB
-to every endpoint it hears of (except its own), and disconnects an endpoint
-whose beacons stopped for ``timeout`` seconds. A beacon of our own goes out
-every ``interval`` and once more right away when a new peer appears, so that
-the new peer learns of us quickly.
+to every endpoint it hears of (except its own). A beacon of our own goes out
+every ``interval`` and once more right away when new peers appear, so that
+they learn of us quickly: at most one such answer per loop turn, however many
+peers are new in it (the shell passes one ``now`` per turn; a tower coming back
+used to make every node answer every other one, about N² beacons).
+
+Liveness (issue 39): a peer is alive while *it* speaks, not while the tower relays it. Its
+beacons refresh it, and so does anything the node reads from it on the data connection
+(:meth:`Discovery.on_heard`, which the shell calls with the endpoint of the connection a
+frame came on, never with an ID the frame claims, and which never admits a peer). A peer
+silent for ``timeout`` seconds *expires*: it leaves :attr:`Discovery.peers` (counted in
+``expired``), but its connection is kept for ``grace`` seconds more; a peer heard again
+meanwhile *returns* (``returned``): it is not new, so there is no reconnection, no replayed
+subscriptions or HELLOs, no answering beacon and no new-peer token. Only at the end of the
+grace is it disconnected. And a late loop never expires what it did not read yet: when the
+shell says input is still pending (:meth:`Discovery.tick`'s ``pending``), a peer's expiry
+waits, for at most another ``timeout``.
 
 Beacons are unsigned, and towers relay whatever decodes, so the table is
 bounded: at most ``max_peers`` endpoints at once and ``new_peer_rate`` new ones
@@ -49,6 +62,8 @@ log = logging.getLogger(__name__)
 MAX_PEERS = 1024
 NEW_PEER_RATE = 20.0
 NEW_PEER_BURST = 200.0
+GRACE = 10.0
+"""Seconds an expired peer keeps its connection, so that one heard again is not new."""
 MAX_HEARD = 16_384
 """Endpoints refused for want of a token remembered, so that their next beacon is admitted
 first (at most about 5 s of a tower's whole relay rate)."""
@@ -81,6 +96,7 @@ class Discovery:
         new_peer_burst: float = NEW_PEER_BURST,
         curve: bool = False,
         keys: PeerKeys | None = None,
+        grace: float = GRACE,
     ) -> None:
         self.node_id = node_id
         self.curve = curve
@@ -88,6 +104,7 @@ class Discovery:
         """CURVE: the keys claimed for each endpoint, and the one its connection uses."""
         self.interval = interval
         self.timeout = timeout
+        self.grace = grace
         self.max_peers = max_peers
         # half of the new-peer budget for any new endpoint, half for those heard again
         self._new_peers = TokenBucket(new_peer_rate / 2, max(1.0, new_peer_burst / 2))
@@ -100,6 +117,14 @@ class Discovery:
         self.refused = 0
         self._last_refused_log = -_LOG_PERIOD
         self._expiry: dict[str, float] = {}
+        self._lapsed: dict[str, float] = {}
+        """Expired endpoints whose connection is kept -> when it goes (the grace's end)."""
+        self.expired = 0
+        """Peers that fell silent for ``timeout`` (whether or not they came back)."""
+        self.returned = 0
+        """Expired peers heard again within the grace: kept, not new."""
+        self._answered = -math.inf
+        """The ``now`` of the last beacon sent in answer to new peers (one per turn)."""
         self._soonest = math.inf
         """No later than the soonest of ``_expiry`` (exact after :meth:`tick`): a refreshed
         peer's expiry only moves later, so :meth:`next_deadline`, which the IO loop asks
@@ -126,9 +151,12 @@ class Discovery:
         if beacon.node_id == self.node_id:
             return actions
         endpoint = beacon.endpoint
-        if endpoint not in self._expiry:
+        if endpoint in self._lapsed:
+            self._return(endpoint, beacon.node_id, now)
+        elif endpoint not in self._expiry:
+            held = len(self._expiry) + len(self._lapsed)
             # guard: discovery-bounds-new-peers
-            if len(self._expiry) >= self.max_peers or not self._admit(beacon, now):
+            if held >= self.max_peers or not self._admit(beacon, now):
                 self.refused += 1
                 if now - self._last_refused_log >= _LOG_PERIOD:
                     self._last_refused_log = now
@@ -143,8 +171,11 @@ class Discovery:
             log.info("discovery.peer.new node=%s endpoint=%s", beacon.node_id, endpoint)
             if not self.curve:
                 actions.connect.append(endpoint)
-            actions.send_beacon = True
-            self._next_beacon = now + self.interval
+            # guard: discovery-answers-once-per-turn
+            if now != self._answered:
+                self._answered = now
+                actions.send_beacon = True
+                self._next_beacon = now + self.interval
             self._soonest = min(self._soonest, now + self.timeout)
         self._expiry[endpoint] = now + self.timeout
         if self.curve and beacon.public_key is not None:
@@ -153,6 +184,32 @@ class Discovery:
                 actions.connect.append(endpoint)
                 actions.keys[endpoint] = key
         return actions
+
+    def on_heard(self, endpoint: str, now: float) -> bool:
+        """The node read something on its data connection to ``endpoint`` (the connection's
+        own address, not a name in the frame): a known peer's liveness is refreshed, an
+        expired one within its grace returns. An unknown endpoint is not admitted (only
+        beacons admit, within their bounds); False then."""
+        if endpoint in self._expiry:
+            self._expiry[endpoint] = now + self.timeout
+            return True
+        if endpoint in self._lapsed:
+            self._return(endpoint, "-", now)
+            return True
+        return False
+
+    def _return(self, endpoint: str, node_id: str, now: float) -> None:
+        """An expired peer heard again within its grace: live again, its connection as it was."""
+        del self._lapsed[endpoint]
+        self._expiry[endpoint] = now + self.timeout
+        self._soonest = min(self._soonest, now + self.timeout)
+        self.returned += 1
+        log.info("discovery.peer.returned node=%s endpoint=%s", node_id, endpoint)
+
+    def expiry_due(self, now: float) -> bool:
+        """Whether :meth:`tick` at ``now`` may expire a peer or end a grace (the shell then
+        looks whether input is pending, for ``tick``'s ``pending``)."""
+        return self._soonest <= now
 
     def _admit(self, beacon: TowerBeacon, now: float) -> bool:
         """A token for a new endpoint: from the shared bucket, else, for one refused before
@@ -174,31 +231,51 @@ class Discovery:
         """CURVE: the node's socket monitor saw ``event`` on the connection to ``endpoint``;
         a failed handshake moves the connection to another claimed key, if there is one."""
         actions = DiscoveryActions()
-        if endpoint not in self._expiry:
+        if endpoint not in self._expiry and endpoint not in self._lapsed:
             return actions
         key = self.keys.on_handshake(endpoint, event, now)
         if key is not None:
             _reconnect(actions, endpoint, key)
         return actions
 
-    def tick(self, now: float) -> DiscoveryActions:
+    def tick(self, now: float, pending: bool = False) -> DiscoveryActions:
+        """Expire silent peers, disconnect those whose grace is over, beacon when due.
+
+        ``pending``: the shell has input it did not read yet (a bounded drain stopped, or
+        it is not reading the data SUB): a peer's expiry then waits until it is another
+        ``timeout`` overdue, since what is queued may be that peer's."""
         actions = DiscoveryActions()
-        for endpoint, expiry in list(self._expiry.items()):
-            if expiry <= now:
-                log.info("discovery.peer.expired endpoint=%s", endpoint)
-                del self._expiry[endpoint]
-                self.keys.forget(endpoint)
-                actions.disconnect.append(endpoint)
+        if self._soonest <= now:
+            self._expire(now, pending, actions)
         if self.curve and now >= self._next_key_expiry:
             # every claim of every endpoint is looked at: 1 ms for 1,024 × 8, so not every tick
             self._next_key_expiry = now + KEY_EXPIRY_PERIOD
             for endpoint, key in self.keys.expire(now):
                 _reconnect(actions, endpoint, key)
-        self._soonest = min(self._expiry.values(), default=math.inf)
         if now >= self._next_beacon:
             actions.send_beacon = True
             self._next_beacon = now + self.interval
         return actions
+
+    def _expire(self, now: float, pending: bool, actions: DiscoveryActions) -> None:
+        # guard: late-loop-expires-nothing-unread
+        late = self.timeout if pending else 0.0
+        for endpoint, expiry in list(self._expiry.items()):
+            if expiry + late <= now:
+                del self._expiry[endpoint]
+                self.expired += 1
+                self._lapsed[endpoint] = now + self.grace
+                log.info("discovery.peer.expired endpoint=%s grace=%.1f", endpoint, self.grace)
+        for endpoint, until in list(self._lapsed.items()):
+            if until <= now:
+                log.info("discovery.peer.gone endpoint=%s", endpoint)
+                del self._lapsed[endpoint]
+                self.keys.forget(endpoint)
+                actions.disconnect.append(endpoint)
+        soonest = min(self._expiry.values(), default=math.inf)
+        if pending and soonest <= now:  # look again soon, not every turn
+            soonest = min(now + min(self.interval, self.timeout), soonest + late)
+        self._soonest = min(soonest, min(self._lapsed.values(), default=math.inf))
 
     def next_deadline(self) -> float:
         """When :meth:`tick` has something to do: a beacon is due or a peer may expire."""

@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from ..security.curve_keys import node_ids_of_curve_key
 from ..wire.rfc46 import Command
+from ..wire.signed import HEARTBEAT_CMD
 
 __all__ = [
     "PROXY_SHARE",
@@ -124,6 +125,8 @@ class Decision(enum.Enum):
     ALL_TOPICS = "all-topics"
     NOT_OWN_ADDRESS = "not-own-address"
     UNKNOWN_COMMAND = "unknown-command"
+    HEARTBEAT = "heartbeat"
+    """Peers' heartbeats (``Y``): they carry nothing but the sender's node ID."""
 
     @property
     def allowed(self) -> bool:
@@ -131,7 +134,14 @@ class Decision(enum.Enum):
 
 
 _ALLOWED: Final = frozenset(
-    {Decision.OPEN, Decision.READER, Decision.STORE, Decision.NO_ACL, Decision.OWN_ADDRESS}
+    {
+        Decision.OPEN,
+        Decision.READER,
+        Decision.STORE,
+        Decision.NO_ACL,
+        Decision.OWN_ADDRESS,
+        Decision.HEARTBEAT,
+    }
 )
 
 
@@ -255,6 +265,8 @@ def decide(node_ids: frozenset[str], prefix: bytes, view: ReadView) -> Decision:
         return (
             Decision.OWN_ADDRESS if _addressed_to(node_ids, rest) else _all_topics(node_ids, view)
         )
+    if prefix == HEARTBEAT_CMD:
+        return Decision.HEARTBEAT
     return Decision.UNKNOWN_COMMAND
 
 

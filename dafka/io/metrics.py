@@ -131,6 +131,17 @@ LOOP_SPECS = (
         "Subscriptions the read ACL refused (CURVE).",
     ),
     gauge("peers", "dafka_peers", "Peers this node is connected to (from tower beacons)."),
+    counter(
+        "peers_expired",
+        "dafka_peers_expired",
+        "Peers expired: silent (no beacon, no data, no heartbeat) for beacon_timeout.",
+    ),
+    counter(
+        "peers_returned",
+        "dafka_peers_returned",
+        "Expired peers heard again within the grace period: kept, not reconnected.",
+    ),
+    counter("heartbeats", "dafka_heartbeats_received", "Peers' heartbeats read (signed profile)."),
     gauge("welcomed", "dafka_tower_welcomed", "1 once a tower has welcomed this node."),
 )
 
@@ -147,6 +158,9 @@ def loop_values(loop: NodeLoop) -> Values:
         "other_profile": stats["other_profile"],
         "subscriptions_refused": stats["subscriptions_refused"],
         "peers": len(loop.discovery.peers),
+        "peers_expired": loop.discovery.expired,
+        "peers_returned": loop.discovery.returned,
+        "heartbeats": loop.liveness.heartbeats,
         "welcomed": 1 if loop.welcomed else 0,
     }
 

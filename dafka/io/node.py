@@ -67,7 +67,7 @@ from ..security.curve_keys import (
 from ..security.curve_policy import ClientGate
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
-from ..wire import rfc46
+from ..wire import rfc46, signed
 from ..wire.profiles import RFC46, OtherProfile, Profile
 from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
 from .deadline_timer import DeadlineTimer
@@ -75,6 +75,7 @@ from .handshakes import HandshakeMonitor
 from .multipart import message_sender, records_sender
 from .node_beacons import TowerLink
 from .node_plugins import MAX_DRAIN, MAX_DRAIN_BYTES, NodeHandler, NodeService
+from .peer_liveness import PeerLiveness
 from .read_grants import ReadGrants
 from .ready_shell import run_ready
 from .request_senders import PeerSenders
@@ -169,6 +170,9 @@ class NodeLoop:
             timeout=config.beacon_timeout,
             curve=self.curve.enabled,
         )
+        self.liveness = PeerLiveness(self.discovery, self.peers)
+        """What the node reads from each peer, told to discovery (a peer outlives a silent tower)."""
+        self._heartbeat = signed.heartbeat(node_id) if self.profile.heartbeats else None
         self.malformed = _RateLimitedLog()
         self.oversized = _RateLimitedLog(event="wire.oversized")
         """Data frames over ``max_message_size`` read and dropped (``stats['oversized']``)."""
@@ -296,6 +300,8 @@ class NodeLoop:
     def sync_subscriptions(self) -> None:
         """Make the SUB's prefixes equal to ``handler.subscriptions()``."""
         wanted = set(self.handler.subscriptions())
+        if self._heartbeat is not None:
+            wanted.add(signed.HEARTBEAT_CMD)  # every peer's heartbeat
         self.unsubscribe([p for p in self._subscribed if p not in wanted])
         self.subscribe([p for p in wanted if p not in self._subscribed])
 
@@ -532,7 +538,13 @@ class NodeLoop:
                 # once it is past, the loop must act on it, not poll without waiting until
                 # the next tick (it spun for up to TICK_INTERVAL after each beacon was due)
                 if ticking or now >= self.discovery.next_deadline():
-                    link.apply(self.discovery.tick(now))
+                    # a late loop expires nothing it has not read yet: input still queued
+                    # (a bounded drain stopped, the SUB not read) may be the peer's
+                    pending = self.discovery.expiry_due(now) and _has_input(sub, bsub)
+                    actions = self.discovery.tick(now, pending)
+                    link.apply(actions)
+                    if actions.send_beacon and self._heartbeat is not None:
+                        _send_heartbeat(xpub, self._heartbeat)
                 if ticking:
                     next_tick = now + TICK_INTERVAL
         except Exception:
@@ -585,6 +597,8 @@ class NodeLoop:
                     frame = granted
             except zmq.Again:
                 break
+            if frame[1:2] == signed.HEARTBEAT_CMD:
+                continue  # a peer wants our heartbeats: libzmq sends them
             parsed = rfc46.parse_subscription(frame)
             if parsed is not None:
                 out.extend(self.handler.on_subscription(parsed, now))
@@ -603,6 +617,7 @@ class NodeLoop:
         # dafka.store._pipeline) says how much it has room for
         budget = start = self.handler.drain_budget()
         limit = self.config.max_message_size
+        heartbeats = self._heartbeat is not None
         for _ in range(MAX_DRAIN):
             try:
                 first, frames = recv_message(sub)
@@ -610,6 +625,9 @@ class NodeLoop:
                 break
             except TooManyFrames as exc:
                 self.malformed("data", exc, now)
+                continue
+            if heartbeats and frames[0][:1] == signed.HEARTBEAT_CMD and len(frames) == 1:
+                self.liveness.on_heartbeat(first, frames[0], now)
                 continue
             # guard: oversized-data-frames-dropped-before
             if len(frames[-1]) > limit or len(frames[0]) > limit:
@@ -634,6 +652,7 @@ class NodeLoop:
         self.stats["received_bytes"] += start - budget
         if not msgs:
             return []
+        self.liveness.on_messages(firsts, now)
         self.stats["received"] += len(msgs)
         send(self.handler.on_arrival(msgs, now))  # before the handler works on them
         # guard: shell-tells-cores-each-request
@@ -659,3 +678,17 @@ class NodeLoop:
             what = "frame"
         self.oversized(what, f"{size} bytes over max_message_size {limit}", now)
         return told
+
+
+def _has_input(*socks: zmq.Socket[bytes]) -> bool:
+    """Whether any of ``socks`` has a message queued that the loop did not read."""
+    return any(int(s.getsockopt(zmq.EVENTS)) & zmq.POLLIN for s in socks)
+
+
+def _send_heartbeat(xpub: zmq.Socket[bytes], frame: bytes) -> None:
+    """Our heartbeat to every peer subscribed to it (a peer at its high-water mark misses
+    it, as any message: it hears the next one, or our data, or our beacon)."""
+    try:
+        xpub.send(frame, zmq.NOBLOCK)
+    except zmq.ZMQError:
+        pass

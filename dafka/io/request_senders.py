@@ -67,6 +67,10 @@ class PeerSenders:
         self._by_address: dict[Address, str] = {}  # connected (IP, port) -> node ID
         self._by_name: dict[tuple[str, int], str] = {}  # connected (DNS name, port) -> node
         self._resolved: dict[str, frozenset[str]] = {}  # DNS name -> its IPs
+        self._endpoints: dict[Address, str] = {}  # connected (IP or DNS name, port) -> endpoint
+        self.generation = 0
+        """Counts connections made and dropped: a cache of who is behind a descriptor
+        (``dafka.io.peer_liveness``) is stale once it moves."""
         self.unknown = 0
         """Requests whose connection no connected endpoint matched."""
 
@@ -89,43 +93,50 @@ class PeerSenders:
         else:
             node = self._announced.get(endpoint, "")
         host, port = parts
+        self.generation += 1
         ip = _ip(host)
         if ip is not None:
             self._by_address[(ip, port)] = node
         else:
             self._by_name[(host, port)] = node
+        self._endpoints[(ip or host, port)] = endpoint
 
     def disconnected(self, endpoint: str) -> None:
         parts = _split(endpoint)
         if parts is None:
             return
         host, port = parts
+        self.generation += 1
         ip = _ip(host)
         if ip is not None:
             self._by_address.pop((ip, port), None)
         else:
             self._by_name.pop((host, port), None)
+        self._endpoints.pop((ip or host, port), None)
 
     def sender(self, frame: zmq.Frame) -> Sender:
         """The sender of the message whose first frame is ``frame``."""
         return Sender(self._node_of(frame), self.curve)
 
+    def endpoint_of(self, frame: zmq.Frame) -> str | None:
+        """The endpoint the SUB connected to whose connection ``frame`` came on (None: not
+        one connected to now): who sent it, whatever it says (discovery's liveness)."""
+        address = _address_of(frame)
+        if address is None:
+            return None
+        endpoint = self._endpoints.get(address)
+        if endpoint is None and self._by_name:
+            ip, port = address
+            for (host, named_port), _ in self._by_name.items():
+                if named_port == port and ip in self._resolve(host):
+                    return self._endpoints.get((host, port))
+        return endpoint
+
     def _node_of(self, frame: zmq.Frame) -> str:
-        try:
-            fd = frame.get(zmq.SRCFD)
-            sock = socket.socket(fileno=int(fd))
-            try:
-                peer = sock.getpeername()
-            finally:
-                sock.detach()
-        except (zmq.ZMQError, OSError, ValueError, TypeError):
+        address = _address_of(frame)
+        if address is None:
             self.unknown += 1
             return ""
-        if not isinstance(peer, tuple) or len(peer) < 2:
-            self.unknown += 1
-            return ""
-        ip = _ip(str(peer[0]))
-        address = (ip or str(peer[0]), int(peer[1]))
         node = self._by_address.get(address)
         if node is None:
             node = self._by_host_name(address)
@@ -155,3 +166,29 @@ class PeerSenders:
                 self._resolved.clear()
             self._resolved[host] = ips
         return ips
+
+
+def _address_of(frame: zmq.Frame) -> Address | None:
+    """The remote (IP, port) of the connection ``frame`` was read from (``ZMQ_SRCFD``)."""
+    try:
+        fd = frame.get(zmq.SRCFD)
+        sock = socket.socket(fileno=int(fd))
+        try:
+            peer = sock.getpeername()
+        finally:
+            sock.detach()
+    except (zmq.ZMQError, OSError, ValueError, TypeError):
+        return None
+    if not isinstance(peer, tuple) or len(peer) < 2:
+        return None
+    raw = str(peer[0])
+    ip = _peer_ips.get(raw)
+    if ip is None:  # ipaddress parses in about 10 us: once per address
+        if len(_peer_ips) >= _MAX_NAMES:
+            _peer_ips.clear()
+        ip = _peer_ips[raw] = _ip(raw) or raw
+    return (ip, int(peer[1]))
+
+
+_peer_ips: dict[str, str] = {}
+"""A connection's remote address as ``getpeername`` gives it -> as the tables key it."""

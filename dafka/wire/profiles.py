@@ -142,6 +142,9 @@ class Profile:
     """Whether records may carry a key."""
     batched: ClassVar[bool]
     """Whether one RECORD carries many records (a sealed batch) or one."""
+    heartbeats: ClassVar[bool] = False
+    """Whether nodes send and subscribe to heartbeats on the data connections (``Y``,
+    ``dafka.wire.signed.heartbeat``): signed only, the C reference knows none."""
 
     def decode(self, frames: Sequence[bytes]) -> m.Message:
         raise NotImplementedError
@@ -397,6 +400,7 @@ class SignedProfile(Profile):
     version = signed.VERSION
     keys = True
     batched = True
+    heartbeats = True
 
     def __init__(
         self,

@@ -113,6 +113,9 @@ from .signed_claims import (
 )
 
 __all__ = [
+    "HEARTBEAT_CMD",
+    "heartbeat",
+    "heartbeat_node",
     "ACK_CONTEXT",
     "BATCH_CONTEXT",
     "BATCH_CONTEXT_V3",
@@ -176,6 +179,27 @@ __all__ = [
 
 VERSION: Final = 2
 _VERSION_BYTE = b"\x02"
+
+HEARTBEAT_CMD: Final = b"Y"
+"""A node's heartbeat on its data XPUB (issue 39): ``Y`` + the sender's node ID + NUL +
+version, one frame, every beacon interval, to every peer subscribed to ``Y``. It keeps
+the peer alive while the tower is away. Receivers attribute it to the connection it came
+on, never to the node ID it names (peer-controlled). rfc46 nodes neither send nor
+subscribe to it (the C reference knows no ``Y``: ``docs/wire.md`` §6.2)."""
+
+
+def heartbeat(node_id: str) -> bytes:
+    """The heartbeat frame of ``node_id``."""
+    return HEARTBEAT_CMD + node_id.encode() + b"\0" + _VERSION_BYTE
+
+
+def heartbeat_node(frame0: bytes) -> str | None:
+    """The node ID a heartbeat frame names (None: not a well-formed heartbeat)."""
+    if len(frame0) != 35 or frame0[33:] != b"\0" + _VERSION_BYTE:
+        return None
+    name = frame0[1:33].decode("ascii", "replace")
+    return name if is_node_id(name) else None
+
 
 MAX_HELLO_TOPICS: Final = 1024
 

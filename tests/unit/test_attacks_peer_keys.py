@@ -137,9 +137,10 @@ def test_null_discovery_connects_without_keys() -> None:
 
 
 def test_an_expired_endpoint_forgets_its_keys() -> None:
-    d = Discovery(ME, curve=True, timeout=4.0)
+    d = Discovery(ME, curve=True, timeout=4.0, grace=0.5)
     d.on_beacon(beacon(BAD, EVIL), 0.0)
-    assert d.tick(4.0).disconnect == [EP]
+    assert d.tick(4.0).disconnect == []  # expired; disconnected after the grace
+    assert d.tick(4.5).disconnect == [EP]
     assert d.keys.key(EP) is None and len(d.keys) == 0
     assert d.on_beacon(beacon(GOOD), 5.0).keys == {EP: GOOD}
 

@@ -10,6 +10,7 @@ requester ID is only bound to its sender with ``--curve`` (docs/security.md "Rea
 from __future__ import annotations
 
 from dafka.core import messages as m
+from dafka.core import read_guard
 from dafka.query import protocol as qp
 from dafka.query.server import authorize
 from dafka.security.curve_keys import curve_keys, node_ids_of_curve_key
@@ -135,3 +136,13 @@ def test_without_curve_an_acl_topic_is_not_served_at_all() -> None:
         "open",
         "t",
     ]
+
+
+def test_heartbeat_subscriptions_are_granted_to_any_key_and_nothing_more() -> None:
+    """Peers' heartbeats (``Y``, issue 39) carry only node IDs: any authenticated key may
+    have them; a prefix that merely starts with ``Y`` is not a heartbeat and is refused."""
+    view, verdict, d = read_guard.ReadView(), read_guard.decide, read_guard.Decision
+    assert verdict(frozenset({"A" * 32}), b"Y", view) is d.HEARTBEAT
+    assert verdict(frozenset({"A" * 32}), b"Y", view).allowed
+    assert verdict(frozenset(), b"Y", view) is d.NO_KEY
+    assert verdict(frozenset({"A" * 32}), b"YX", view) is d.UNKNOWN_COMMAND

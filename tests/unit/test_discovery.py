@@ -22,15 +22,17 @@ def test_own_beacon_is_ignored() -> None:
     assert actions.connect == [] and d.peers == []
 
 
-def test_peer_expires_after_timeout_without_beacons() -> None:
-    d = Discovery(ME, interval=1.0, timeout=4.0)
+def test_peer_expires_after_timeout_without_beacons_and_is_disconnected_after_the_grace() -> None:
+    d = Discovery(ME, interval=1.0, timeout=4.0, grace=10.0)
     d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=0.0)
     d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=3.0)
-    assert d.tick(6.9).disconnect == []
-    assert d.tick(7.0).disconnect == ["tcp://127.0.0.1:7000"]
-    assert d.peers == []
-    # a peer that comes back is connected again
-    assert d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=8.0).connect
+    assert d.tick(6.9).disconnect == [] and d.peers == ["tcp://127.0.0.1:7000"]
+    assert d.tick(7.0).disconnect == []  # expired, its connection kept for the grace
+    assert d.peers == [] and d.expired == 1
+    assert d.tick(16.9).disconnect == []
+    assert d.tick(17.0).disconnect == ["tcp://127.0.0.1:7000"]
+    # a peer that comes back after the grace is new: connected again
+    assert d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=18.0).connect
 
 
 def test_beacon_every_interval() -> None:
@@ -58,5 +60,98 @@ def test_next_deadline_is_the_sooner_of_the_next_beacon_and_a_peer_expiry() -> N
     assert d.next_deadline() <= 7.0  # never later than the refreshed expiry
     assert d.tick(5.0).disconnect == []
     assert d.next_deadline() == 7.0  # exact after a tick
-    assert d.tick(7.0).disconnect == ["tcp://127.0.0.1:7000"]
-    assert d.next_deadline() == 11.0
+    assert d.tick(7.0).disconnect == []  # expired: the grace (10 s) runs
+    assert d.next_deadline() == 11.0  # the next beacon
+    d.tick(11.0)
+    assert d.next_deadline() == 17.0  # the end of the grace
+    assert d.tick(17.0).disconnect == ["tcp://127.0.0.1:7000"]
+    assert d.next_deadline() == 21.0
+
+
+# ------------------------------------------- liveness without the tower (issue 39)
+
+EP7 = "tcp://127.0.0.1:7000"
+
+
+def test_what_a_peer_sends_on_the_data_connection_keeps_it_alive_while_the_tower_is_silent() -> (
+    None
+):
+    d = Discovery(ME, interval=1.0, timeout=4.0)
+    d.on_beacon(TowerBeacon(PEER, EP7), now=0.0)
+    for t in range(1, 30):  # the tower is silent from 0 s; the peer speaks every second
+        assert d.on_heard(EP7, float(t))
+        actions = d.tick(float(t))
+        assert actions.disconnect == [] and actions.connect == []
+    assert d.peers == [EP7] and d.expired == 0
+    assert d.tick(33.0).disconnect == [] and d.peers == []  # then its own silence expires it
+    assert d.expired == 1
+
+
+def test_a_frame_from_an_unknown_endpoint_admits_nothing() -> None:
+    d = Discovery(ME)
+    assert not d.on_heard(EP7, 0.0)
+    assert d.peers == []
+
+
+def test_a_late_loop_expires_nothing_it_did_not_read_yet() -> None:
+    """The loop sleeps 6 s past the 4 s expiry while the peer's frames queue up: the tick
+    that comes first after the drain keeps the peer; and while input is still pending
+    (a bounded drain stopped), no expiry is judged until another timeout has passed."""
+    d = Discovery(ME, interval=1.0, timeout=4.0)
+    d.on_beacon(TowerBeacon(PEER, EP7), now=0.0)
+    late = 6.0  # the loop's next turn; the peer's frames sent at 1..6 s wait in the socket
+    assert d.expiry_due(late)
+    assert d.tick(late, pending=True).disconnect == []  # the drain has not reached them
+    assert d.peers == [EP7]
+    for _ in range(6):  # the next turn drains them, all read at the turn's time
+        d.on_heard(EP7, late + 0.01)
+    assert d.tick(late + 0.01).disconnect == [] and d.peers == [EP7] and d.expired == 0
+    # pending input defers an expiry for one more timeout at most
+    assert d.tick(late + 0.01 + 4.0 + 3.9, pending=True).disconnect == [] and d.peers == [EP7]
+    d.tick(late + 0.01 + 8.0, pending=True)
+    assert d.peers == [] and d.expired == 1
+
+
+def test_the_same_late_turn_without_the_drain_would_expire_the_peer() -> None:
+    d = Discovery(ME, interval=1.0, timeout=4.0)
+    d.on_beacon(TowerBeacon(PEER, EP7), now=0.0)
+    d.tick(6.0)
+    assert d.peers == []
+
+
+def test_new_peers_are_answered_with_one_beacon_per_loop_turn() -> None:
+    d = Discovery(ME, interval=1.0, timeout=4.0, new_peer_burst=1000)
+    d.tick(0.0)
+    answers = [
+        d.on_beacon(TowerBeacon(f"{i:032X}", f"tcp://127.0.0.1:{8000 + i}"), now=0.5).send_beacon
+        for i in range(100)
+    ]
+    assert answers.count(True) == 1 and len(d.peers) == 100
+    later = d.on_beacon(TowerBeacon("C" * 32, "tcp://127.0.0.1:7999"), now=0.6)
+    assert later.send_beacon  # the next turn answers its own new peers
+
+
+def test_a_peer_back_within_the_grace_is_not_new() -> None:
+    d = Discovery(ME, interval=1.0, timeout=4.0, grace=10.0, new_peer_burst=2, new_peer_rate=0.001)
+    d.on_beacon(TowerBeacon(PEER, EP7), now=0.0)
+    d.tick(4.0)  # expired (a tower away and a peer that said nothing)
+    assert d.peers == []
+    back = d.on_beacon(TowerBeacon(PEER, EP7), now=9.0)
+    assert back.connect == [] and back.disconnect == [] and not back.send_beacon
+    assert d.peers == [EP7] and d.returned == 1 and d.refused == 0  # no new-peer token spent
+    d.tick(12.0)
+    assert d.tick(14.0).disconnect == []  # the old grace does not cut it
+    # heard on the data connection returns it just as well
+    d.tick(20.0)
+    assert d.peers == []
+    assert d.on_heard(EP7, 21.0) and d.peers == [EP7] and d.returned == 2
+    assert d.tick(30.0).disconnect == [] and d.peers == []  # silent again: expired at 30
+    assert d.tick(39.9).disconnect == [] and d.tick(40.0).disconnect == [EP7]
+
+
+def test_expired_peers_held_in_their_grace_count_against_max_peers() -> None:
+    d = Discovery(ME, max_peers=1, timeout=4.0, grace=10.0)
+    d.on_beacon(TowerBeacon(PEER, EP7), now=0.0)
+    d.tick(4.0)
+    assert d.on_beacon(TowerBeacon("C" * 32, "tcp://127.0.0.1:7001"), now=5.0).connect == []
+    assert d.refused == 1

@@ -35,8 +35,8 @@ def test_an_idle_loop_turns_about_once_per_beacon_instead_of_spinning_until_its_
     beacons = []
     tick = loop.discovery.tick
 
-    def counted(now: float) -> DiscoveryActions:
-        actions = tick(now)
+    def counted(now: float, pending: bool = False) -> DiscoveryActions:
+        actions = tick(now, pending)
         if actions.send_beacon:
             beacons.append(now)
         return actions
