@@ -212,10 +212,12 @@ def wait_settled(workers: list[Worker], quiet: float, timeout: float) -> float |
     """Seconds until the last change of any node's peers, once none changed for ``quiet`` s;
     None when they still changed at ``timeout``."""
     start = last = time.monotonic()
-    before: dict[str, tuple[int, int]] | None = None
+    before: dict[str, tuple[int, int, int]] | None = None
     while True:
         now = time.monotonic()
-        seen = {name: (c["new"], c["expired"]) for name, c in peer_stats(workers).items()}
+        seen = {
+            name: (c["new"], c["expired"], c["returned"]) for name, c in peer_stats(workers).items()
+        }
         if seen != before:
             before, last = seen, now
         elif now - last >= quiet:
@@ -348,7 +350,7 @@ def figures(
     peers = [c["peers"] for c in b.peers.values()]
     window = {
         event: sum(b.peers[name][event] - a.peers[name][event] for name in b.peers)
-        for event in ("new", "expired", "refused")
+        for event in ("new", "expired", "returned", "refused")
     }
     steady = all(b.peers[name]["peers"] == a.peers[name]["peers"] for name in b.peers)
     return {
@@ -374,8 +376,11 @@ def figures(
         "full_mesh": n - 1,
         "peers_new": window["new"],
         "peers_expired": window["expired"],
+        "peers_returned": window["returned"],
         "peers_refused": window["refused"],
-        "converged": steady and window["new"] == 0 and window["expired"] == 0 and bool(peers),
+        "converged": steady
+        and window["new"] == window["expired"] == window["returned"] == 0
+        and bool(peers),
         "fd_limit": min(w.fd_limit for w in workers),
     }
 

@@ -9,8 +9,9 @@ Starts the nodes through the library API (``Producer``, ``Consumer``, ``Store``)
 the open-file limit as the commands do, prints ``{"ready": ...}`` on stdout once every node
 has started, then answers each ``stats`` line on stdin with one JSON line: for each node
 (keyed by its IO thread's name), the peers it holds and how many peers its discovery took
-in (``new``), let expire (``expired``) and refused (``refused``) so far. The counts come
-from discovery's own log lines (``discovery.peer.new`` / ``.expired`` / ``.refused``, by
+in (``new``), let expire (``expired``), took back within their grace (``returned``) and
+refused (``refused``) so far. The counts come
+from discovery's own log lines (``discovery.peer.new`` / ``.expired`` / ``.returned`` / ``.refused``, by
 the thread that logged them): the API exposes a node's peer count only as the
 ``dafka_peers`` gauge of an HTTP metrics server, which would add a listening socket and a
 thread to every node measured. ``stop`` (or the end of stdin) closes the nodes and exits.
@@ -34,6 +35,7 @@ from dafka.io.fd_limit import raise_fd_limit
 EVENTS = {
     "discovery.peer.new": "new",
     "discovery.peer.expired": "expired",
+    "discovery.peer.returned": "returned",
     "discovery.peer.refused": "refused",
 }
 
@@ -60,9 +62,11 @@ class PeerEvents(logging.Handler):
             for name in names:
                 c = self.counts.get(name, Counter())
                 out[name] = {
-                    "peers": c["new"] - c["expired"],
+                    # a peer back within its grace is logged "returned", not "new"
+                    "peers": c["new"] + c["returned"] - c["expired"],
                     "new": c["new"],
                     "expired": c["expired"],
+                    "returned": c["returned"],
                     "refused": c["refused"],
                 }
             return out
