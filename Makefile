@@ -105,7 +105,7 @@ promtool:  ## promtool and prometheus (Debian's prometheus) check deploy/prometh
 reference:  ## the ØMQ RAFT reference server (npm zmq-raft 0.5.0) for the interop tests and benchmark
 	@tests/interop/reference/install.sh .reference/zmq-raft
 
-run: install  ## a tower, a store and a Kafka listener (9092) on 127.0.0.1, data under .dafka/
+run: $(STAMP)  ## a tower, a store and a Kafka listener (9092) on 127.0.0.1, data under .dafka/ (the Python packages only: the browser, promtool, kcat and Java are for the tests)
 	$(BIN)/dafka-local --kafka-port 9092
 
 test: install reference  ## the whole suite: unit, integration (real processes), end-to-end CLI
