@@ -144,6 +144,15 @@ REJECT_LOG_PERIOD = 5.0
 """Seconds between two ``metadata.rejected`` lines of one replica (the others are counted)."""
 
 
+class AdminsInitRefused(ConfigError):
+    """``admins.init`` with admins set already; ``same``: it names exactly those admins (the
+    other towers' proposals of the first admin, expected and harmless)."""
+
+    def __init__(self, message: str, same: bool) -> None:
+        super().__init__(message)
+        self.same = same
+
+
 def command(op: str, **fields: Any) -> bytes:
     """RequestUpdate data for one command of the current version."""
     return _pack({"v": COMMAND_VERSION, "op": op, **fields})
@@ -272,7 +281,7 @@ class MetadataStateMachine:
                 self._record(cmd, None)
                 self._prove(cmd, None, None)
         except (ConfigError, WireError) as exc:
-            return self._reject(str(exc))
+            return self._reject(str(exc), quiet=isinstance(exc, AdminsInitRefused) and exc.same)
         self.revision += 1
         self._forget_modified()
         return None
@@ -398,7 +407,10 @@ class MetadataStateMachine:
         if op == "admins.init":
             # guard: metadata-admins-init-without-admins
             if self.admins:
-                raise ConfigError("the metadata has admins already: admins.init is refused")
+                raise AdminsInitRefused(
+                    "the metadata has admins already: admins.init is refused",
+                    same=self._names_the_admins(cmd.get("admins")),
+                )
         # guard: metadata-unsigned-creation-takes
         elif op == "topic.create" and not cmd.get("settings"):
             if not self.cluster.get("auto_create", True):
@@ -493,11 +505,24 @@ class MetadataStateMachine:
                 change[field] = cmd[field]
         self.changes.append(change)
 
-    def _reject(self, error: str) -> str:
+    def _names_the_admins(self, value: object) -> bool:
+        try:
+            return admin_list(value) == self.admins
+        except ConfigError:
+            return False
+
+    def _reject(self, error: str, quiet: bool = False) -> str:
+        """Count (and log, at most once a period) a command refused. ``quiet``: one every
+        replica expects (each tower started with ``--admin-key`` proposes the same
+        ``admins.init``, and all but the first are refused), logged at debug only, so that
+        every metadata follower (a consumer's view, say) does not print it as a warning."""
         self.rejected += 1
         self.last_error = error
         if self._cmd_id is not None:
             self.refused.append({"id": self._cmd_id.hex(), "error": error})
+        if quiet:
+            log.debug("metadata.rejected.expected error=%.200s", error)
+            return error
         now = self._clock()  # when to log only: what is applied never depends on it
         # guard: metadata-rejections-logged-per-period
         if now >= self._log_after:

@@ -152,7 +152,7 @@ def test_the_consumer_reads_every_record_the_producer_sent(deployed: Deployment)
         'dafka-consumer events --config /etc/dafka/client.toml --tower "$TOWERS" --host "$ME" '
         "-o beginning -e | sort -n | uniq | awk '{s += $1} END {print NR, s}'",
     )
-    assert out.split() == ["2000", str(sum(range(1, 2001)))]
+    assert out.split() == ["2000", str(sum(range(1, 2001)))], out
 
 
 def test_the_daemons_run_as_dafka_and_a_null_client_reads_nothing(deployed: Deployment) -> None:

@@ -361,3 +361,22 @@ def test_a_leader_with_the_admission_hook_appends_no_invalid_admin_command(
         assert send(signed(sm, "topic.create", topic="t", settings={})) == last + 1
         assert send(signed(sm, "topic.create", topic="t", settings={})) == last + 1
         assert sm.rejected == 0 and "t" in sm.topics
+
+
+def test_the_other_towers_admins_init_is_refused_quietly_a_different_one_loudly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every tower started with --admin-key proposes the same admins.init, and all but the
+    first are refused: expected, so no replica (a consumer's metadata view among them) prints
+    it as a warning. One naming other admins is refused the same way, and warned of."""
+    fresh = MetadataStateMachine(cluster="dafka", clock=lambda: 0.0)
+    init = command("admins.init", admins=[ADMIN_HEX])
+    assert fresh.apply_data(init) is None
+    with caplog.at_level(logging.DEBUG, logger="dafka.metadata.state"):
+        assert "has admins already" in (fresh.apply_data(init) or "")
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        other = command("admins.init", admins=[ATTACKER.public_key.hex()])
+        assert "has admins already" in (fresh.apply_data(other) or "")
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1 and "has admins already" in warned[0]
+    assert fresh.admins == [ADMIN_HEX] and fresh.rejected == 2
