@@ -23,84 +23,42 @@ $(STAMP): setup.cfg pyproject.toml | fault-deps doc-deps
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-doc-deps:  ## curl, which the docs' examples use (tests/integration/test_docs_examples.py runs them), from apt
-	@if ! command -v curl >/dev/null 2>&1; then \
+# $(call apt_install,CHECK,WHAT,PACKAGES,WARNING[,AFTER]): install Debian PACKAGES with apt-get
+# (as root) unless the shell command CHECK succeeds, saying "installing WHAT"; without root or
+# apt-get, say "warning: WARNING" and go on. AFTER runs once they are installed.
+define apt_install
+	@if ! { $(1); } >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing curl (the docs' metrics examples scrape with it)"; \
+	    echo "installing $(2)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends curl >/dev/null; \
+	      apt-get install -y -qq --no-install-recommends $(3) >/dev/null$(if $(5),; $(5)); \
 	  else \
-	    echo "warning: no curl: the docs' metrics examples will fail"; \
+	    echo "warning: $(4)"; \
 	  fi; \
 	fi
+endef
+
+doc-deps:  ## curl, which the docs' examples use (tests/integration/test_docs_examples.py runs them), from apt
+	$(call apt_install,command -v curl,curl (the docs' metrics examples scrape with it),curl,no curl: the docs' metrics examples will fail)
 
 FAULT_DEBS := fuse3 libfuse3-dev pkg-config gcc libfaketime
 fault-deps:  ## the fault suite's power-loss layer (FUSE, for pyfuse3) and libfaketime (a store's clock jumps in its retention test), from apt
-	@if ! { pkg-config --exists fuse3 && command -v fusermount3 && ls /usr/lib/*/faketime/libfaketimeMT.so.1; } >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing the fault suite's system packages ($(FAULT_DEBS))"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends $(FAULT_DEBS) >/dev/null; \
-	  else \
-	    echo "warning: no libfuse3: the fault suite's power-loss scenarios will be skipped"; \
-	  fi; \
-	fi
+	$(call apt_install,pkg-config --exists fuse3 && command -v fusermount3 && ls /usr/lib/*/faketime/libfaketimeMT.so.1,the fault suite's system packages ($(FAULT_DEBS)),$(FAULT_DEBS),no libfuse3: the fault suite's power-loss scenarios will be skipped)
 
 java:  ## Spark (the spark extra) needs a Java 17+ runtime: install one with apt-get if missing
-	@if ! command -v java >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing a Java runtime for Spark (openjdk-17-jre-headless)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null; \
-	  else \
-	    echo "warning: no java: Spark tests will be skipped (install a Java 17+ runtime)"; \
-	  fi; \
-	fi
+	$(call apt_install,command -v java,a Java runtime for Spark (openjdk-17-jre-headless),openjdk-17-jre-headless,no java: Spark tests will be skipped (install a Java 17+ runtime))
 
 fiu:  ## libfiu's fiu-run/fiu-ctrl (Debian fiu-utils) inject EIO into a store's fsync in its tests
-	@if ! command -v fiu-run >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing libfiu's tools for the EIO tests (fiu-utils)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends fiu-utils >/dev/null; \
-	  else \
-	    echo "warning: no fiu-run: the EIO tests will be skipped (install fiu-utils)"; \
-	  fi; \
-	fi
+	$(call apt_install,command -v fiu-run,libfiu's tools for the EIO tests (fiu-utils),fiu-utils,no fiu-run: the EIO tests will be skipped (install fiu-utils))
 
 kcat:  ## kcat (Debian's kcat, on librdkafka) is one of the real Kafka clients tests/integration/kafka runs
-	@if ! command -v kcat >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing kcat for the Kafka front door's client tests (kcat)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends kcat >/dev/null; \
-	  else \
-	    echo "warning: no kcat: its Kafka client tests will be skipped (install kcat)"; \
-	  fi; \
-	fi
+	$(call apt_install,command -v kcat,kcat for the Kafka front door's client tests (kcat),kcat,no kcat: its Kafka client tests will be skipped (install kcat))
 
 chromium:  ## Debian's chromium: the browser tests/e2e/test_console_browser.py drives (Playwright, never its download)
-	@if ! [ -x /usr/bin/chromium ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium for the console's browser test"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
-	  else \
-	    echo "warning: no /usr/bin/chromium: the console's browser test will be skipped (failed under CI=true; install chromium)"; \
-	  fi; \
-	fi
+	$(call apt_install,[ -x /usr/bin/chromium ],chromium for the console's browser test,chromium,no /usr/bin/chromium: the console's browser test will be skipped (failed under CI=true; install chromium))
 
 promtool:  ## promtool and prometheus (Debian's prometheus) check deploy/prometheus and deploy/grafana in tests/integration/test_deploy_dashboards.py
-	@if ! command -v promtool >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing promtool for the alert rules' tests (prometheus)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
-	    systemctl disable --now prometheus.service >/dev/null 2>&1 || true; \
-	  else \
-	    echo "warning: no promtool: the alert rules' tests will be skipped (install prometheus)"; \
-	  fi; \
-	fi
+	$(call apt_install,command -v promtool,promtool for the alert rules' tests (prometheus),prometheus,no promtool: the alert rules' tests will be skipped (install prometheus),systemctl disable --now prometheus.service >/dev/null 2>&1 || true)
 
 reference:  ## the ØMQ RAFT reference server (npm zmq-raft 0.5.0) for the interop tests and benchmark
 	@tests/interop/reference/install.sh .reference/zmq-raft
