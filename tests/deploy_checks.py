@@ -6,9 +6,7 @@ a rules file's expressions; and a real Prometheus to query (Debian's ``prometheu
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,9 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-import pytest
-
 from tests.procs import Proc
+from tests.tools import require_tool
 
 DATASOURCE = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
 
@@ -170,16 +167,8 @@ def structure_problems(board: dict[str, Any]) -> list[str]:
 
 
 def require(tool: str) -> str:
-    """The path of ``tool`` (promtool or prometheus); skip without it, but fail under
-    ``CI=true`` (``make install`` brings Debian's prometheus: a missing tool there is a
-    broken install)."""
-    path = shutil.which(tool)
-    if path is not None:
-        return path
-    reason = f"{tool} missing (Debian package prometheus; `make install` as root brings it)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}, and CI=true: failing instead of skipping", pytrace=False)
-    pytest.skip(reason)
+    """The path of ``tool`` (promtool or prometheus, from Debian's prometheus)."""
+    return require_tool(tool, "prometheus")
 
 
 def load(path: Path) -> dict[str, Any]:

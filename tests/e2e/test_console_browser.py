@@ -17,13 +17,14 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
 from dafka.console.render import MAX_OFFSET
 from tests.console_cluster import BAD_KEY, ConsoleCluster, start
 from tests.procs import ROOT, wait_until
+from tests.tools import skip_or_fail
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -49,22 +50,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleCluster
         c.stop()
 
 
-def _skip_or_fail(reason: str) -> NoReturn:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{reason}, and CI=true: failing instead of skipping", pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     # skipped without the browser, but failed under CI=true: CI installs both, so a skip
     # there would hide a console nobody tested in a browser
     if not Path(CHROMIUM).exists():
-        _skip_or_fail(f"no {CHROMIUM}: make install installs Debian's chromium")
+        skip_or_fail(f"no {CHROMIUM}: make install installs Debian's chromium")
     try:
         from playwright import sync_api
     except ImportError:
-        _skip_or_fail("no playwright: the test extra installs it")
+        skip_or_fail("no playwright: the test extra installs it")
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:

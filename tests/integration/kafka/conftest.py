@@ -9,7 +9,6 @@ tests that need Dafka itself, native records or a second listener, skip and say 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,19 +21,6 @@ from tests.integration.kafka.listener import start_listener
 from tests.procs import Proc, StoreProc, Tower, py, wait_until
 
 BACKEND = os.environ.get("DAFKA_KAFKA_TESTS", "cluster")
-
-
-def require_tool(tool: str, package: str) -> str:
-    """The path of ``tool``; skip the test without it, but fail under ``CI=true`` (CI
-    installs it with ``make install``: a missing tool there is a broken install, not a
-    reason to skip)."""
-    path = shutil.which(tool)
-    if path is not None:
-        return path
-    reason = f"{tool} missing (Debian package {package}; `make install` as root brings it)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}, and CI=true: failing instead of skipping", pytrace=False)
-    pytest.skip(reason)
 
 
 @dataclass

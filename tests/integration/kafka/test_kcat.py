@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from tests.integration.kafka.conftest import KafkaFront, create_topic, require_tool
+from tests.integration.kafka.conftest import KafkaFront, create_topic
 from tests.procs import py
+from tests.tools import require_tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
