@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..core.topic_counts import OTHER
 from ..groups.admin import GroupInfo
 from .model import Snapshot
 from .reading import Reading
@@ -53,7 +54,6 @@ __all__ = [
 ]
 
 DEFAULT_SERIES_CAP = 1000
-OTHER = "_other"
 
 
 def _label(snapshot: Snapshot, topic: str, partition: str) -> str:
