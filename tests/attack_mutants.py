@@ -1270,6 +1270,9 @@ MUTANTS: dict[str, Spec] = {
         "metadata-snapshot-lease-signed-by-listener", "if False:"
     ),
     "a topic's partitions only grow": Guard("metadata-partitions-only-grow", "if False:"),
+    "a metadata command is at most MAX_COMMAND_BYTES": Guard(
+        "metadata-command-bytes-bounded", "if False:"
+    ),
     "a renew names at most MAX_RENEW leases": Guard(
         "metadata-renew-bounded", "if not isinstance(resources, list):"
     ),
@@ -1490,6 +1493,9 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a metadata command is at most MAX_COMMAND_BYTES": (
+        "tests/unit/test_attacks_metadata_snapshot.py::test_every_command_the_state_applies_fits_in_its_snapshots_proofs",
+    ),
     "the table proof counts a dropped record's age from no earlier than its arrival": (
         "tests/unit/test_kv_table_core.py::test_a_backfilled_tombstone_is_not_believed_expired_at_once",
     ),

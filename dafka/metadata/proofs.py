@@ -53,7 +53,7 @@ from .leases import prove as prove_lease
 from .settings import check_cluster_settings as _cluster_settings
 from .settings import check_settings as _topic_settings
 from .settings import node_id
-from .signing import ID_BYTES, check_public_key, open_envelope, signed_bytes
+from .signing import ID_BYTES, MAX_COMMAND_BYTES, check_public_key, open_envelope, signed_bytes
 
 __all__ = [
     "MAX_PROOFS",
@@ -68,7 +68,10 @@ __all__ = [
 MAX_PROOFS = 1_000_000
 """At most this many distinct envelopes in one snapshot (a state of 100,000 topics with
 several settings each stays under it)."""
-MAX_ENVELOPE_BYTES = 64 * 1024
+MAX_ENVELOPE_BYTES = MAX_COMMAND_BYTES
+"""A proof's envelope is a command the state applied, so at most what it applies (it was
+64 KiB, under what the state took: a ``cluster.set`` naming 2,000 clients made every
+snapshot of its state refused, so no new or lagging replica could catch up)."""
 _MISSING = object()
 
 

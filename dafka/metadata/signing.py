@@ -31,6 +31,7 @@ from ..security import identity
 
 __all__ = [
     "ADMIN_KEY_ENV",
+    "MAX_COMMAND_BYTES",
     "DEFAULT_ADMIN_KEY",
     "DOMAIN",
     "Envelope",
@@ -47,6 +48,11 @@ DOMAIN: Final = b"dafka-meta-v1\0"
 ADMIN_KEY_ENV: Final = "DAFKA_ADMIN_KEY"
 DEFAULT_ADMIN_KEY: Final = ".dafka/admin.key"
 ID_BYTES: Final = 16
+MAX_COMMAND_BYTES: Final = 1 << 20
+"""The largest metadata command (the RequestUpdate data, a signed envelope whole) a
+replica applies: the Raft log's default entry cap. Every replica refuses a larger one alike,
+so that every signed command the state keeps as a proof fits in a snapshot's proof table
+(:mod:`.proofs`), whatever entry cap a tower was configured with."""
 
 
 @dataclass(frozen=True)

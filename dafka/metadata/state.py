@@ -105,7 +105,14 @@ from .settings import (
     node_id,
     topic_settings,
 )
-from .signing import ID_BYTES, check_public_key, open_envelope, seal, signed_bytes
+from .signing import (
+    ID_BYTES,
+    MAX_COMMAND_BYTES,
+    check_public_key,
+    open_envelope,
+    seal,
+    signed_bytes,
+)
 from .snapshot import signer_of, state_fields, verified_state
 
 log = logging.getLogger(__name__)
@@ -307,6 +314,11 @@ class MetadataStateMachine:
 
     def _decode(self, data: bytes, count: bool = True) -> dict[str, Any] | None:
         """A command of a version we know; None (counted unless not ``count``) for a newer one."""
+        # guard: metadata-command-bytes-bounded
+        if len(data) > MAX_COMMAND_BYTES:
+            raise ConfigError(
+                f"a metadata command of {len(data)} bytes is over the {MAX_COMMAND_BYTES} limit"
+            )
         cmd = _unpack(data)
         if not isinstance(cmd, dict):
             raise ConfigError("a command is a map")

@@ -455,3 +455,28 @@ def test_a_tower_anchors_its_snapshots_in_its_admin_keys(tmp_path: Path) -> None
     own = TowerNode(TowerAddress("127.0.0.1", 0), data_dir=tmp_path / "b")
     assert own.sm.anchors == [key]
     assert "bootstrap admins" in _refused(own.sm, _evil())
+
+
+def test_every_command_the_state_applies_fits_in_its_snapshots_proofs() -> None:
+    """A snapshot carries every applied signed command as a proof; the proofs' envelope
+    bound was 64 KiB while the state took commands up to the Raft entry cap, so an admin's
+    valid ``cluster.set`` of 5,000 clients (340 kB) made every later snapshot refused: no
+    new or lagging replica, and no node loading the metadata, could catch up. Now the
+    state refuses any command over the bound (one rule, alike on every replica, and in the
+    leader's admission), and everything it applied is carried."""
+    from dafka.metadata.signing import MAX_COMMAND_BYTES
+
+    sm = admin_sm()
+    clients = [f"{i:032X}" for i in range(5000)]
+    assert sm.apply_data(signed(sm, "cluster.set", settings={"clients": clients})) is None
+    replica = admin_sm()
+    replica.restore(sm.snapshot())
+    assert replica.cluster["clients"] == clients
+    # over the bound: refused at admission and at apply, the state unchanged
+    many = [f"{i:032X}" for i in range(MAX_COMMAND_BYTES // 34 + 10)]
+    huge = signed(sm, "topic.create", topic="big", settings={"producers": many})
+    assert len(huge) > MAX_COMMAND_BYTES
+    assert "limit" in (sm.admission(huge) or "")
+    before = sm.revision
+    assert "limit" in (sm.apply_data(huge) or "")
+    assert sm.revision == before and "big" not in sm.topics
