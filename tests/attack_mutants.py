@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_attacks_group_resets.py",
     "tests/unit/test_rich_batch_headers_bound.py",
     "tests/unit/test_attacks_kv_table.py",
     "tests/unit/test_kv_table_core.py",
@@ -1270,6 +1271,24 @@ MUTANTS: dict[str, Spec] = {
         "metadata-snapshot-lease-signed-by-listener", "if False:"
     ),
     "a topic's partitions only grow": Guard("metadata-partitions-only-grow", "if False:"),
+    "a group's resets name at most MAX_RESET_ENTRIES partitions": Guard(
+        "reset-offsets-entries-bounded", "if False:"
+    ),
+    "a reset's epoch leaves members room above it": Guard(
+        "reset-offsets-epoch-leaves-room", "if type(epoch) is not int:"
+    ),
+    "reset_offsets is a group topic's setting only": Guard(
+        "metadata-reset-offsets-group-topics-only", "if False:"
+    ),
+    "every group reader orders an admin's reset by its epoch": Guard(
+        "view-orders-reset-by-epoch", "if False:"
+    ),
+    "no group record poses as an admin's reset": Guard(
+        "view-no-record-poses-as-reset", "if False:"
+    ),
+    "a live member seeks where a reset beats its ownership": Guard(
+        "member-seeks-reset-beats-ownership", "if False:"
+    ),
     "a metadata command is at most MAX_COMMAND_BYTES": Guard(
         "metadata-command-bytes-bounded", "if False:"
     ),
@@ -1493,6 +1512,25 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a group's resets name at most MAX_RESET_ENTRIES partitions": (
+        "tests/unit/test_attacks_group_resets.py::test_attack_a_reset_names_at_most_the_bound_and_only_real_partitions",
+    ),
+    "a reset's epoch leaves members room above it": (
+        "tests/unit/test_attacks_group_resets.py::test_attack_a_reset_epoch_that_leaves_members_no_room_is_refused",
+    ),
+    "reset_offsets is a group topic's setting only": (
+        "tests/unit/test_attacks_group_resets.py::test_attack_only_an_admin_resets_and_only_a_group_topic",
+    ),
+    "every group reader orders an admin's reset by its epoch": (
+        "tests/unit/test_attacks_group_resets.py::test_a_reset_beats_the_commits_before_it_and_the_next_owner_beats_the_reset",
+        "tests/unit/test_attacks_group_resets.py::test_every_reader_orders_a_reset_alike_whatever_it_read_first",
+    ),
+    "no group record poses as an admin's reset": (
+        "tests/unit/test_attacks_group_resets.py::test_a_group_record_cannot_pose_as_a_reset",
+    ),
+    "a live member seeks where a reset beats its ownership": (
+        "tests/unit/test_attacks_group_resets.py::test_a_member_seeks_where_a_reset_beats_its_ownership_and_only_there",
+    ),
     "a metadata command is at most MAX_COMMAND_BYTES": (
         "tests/unit/test_attacks_metadata_snapshot.py::test_every_command_the_state_applies_fits_in_its_snapshots_proofs",
     ),

@@ -1,11 +1,10 @@
 """The changes the console makes, as the ``dafka`` command makes them: what a form says.
 
 A change is made by :class:`~dafka.metadata.client.MetadataClient` (create, alter and
-delete a topic; trust and revoke a store), signed with the admin key the console was
-started with (``--admin-key``). Resetting a group's offsets has no mechanism yet: a
-group's commits are records its members sign in the group topic, and no admin
-command writes them (``dafka groups`` only reads), so the console shows lag but offers no
-reset.
+delete a topic; trust and revoke a store) or, for a group's offsets, by
+:func:`dafka.groups.reset_admin.reset_offsets` (a signed ``reset_offsets`` setting of the
+group topic, :mod:`dafka.groups.resets`), signed with the admin key the console was
+started with (``--admin-key``).
 """
 
 from __future__ import annotations
@@ -17,13 +16,9 @@ from typing import Any
 from ..errors import ConfigError
 from ..metadata.settings import MAX_MIN_ACKS
 
-__all__ = ["ADMIN_REFUSAL", "NO_RESET", "topic_form"]
+__all__ = ["ADMIN_REFUSAL", "topic_form"]
 
 ADMIN_REFUSAL = "read-only console: it was started without --admin-key, so it signs no change"
-NO_RESET = (
-    "resetting a group's offsets is not offered: a group's commits are signed by its "
-    "members, and Dafka has no admin command that writes them"
-)
 
 _MS = {"": 1, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _BYTES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

@@ -27,6 +27,8 @@ from ..api.cluster import StoreQueries
 from ..cli.holdings import StoreView
 from ..errors import ConfigError, DafkaError, DafkaTimeout, WireError
 from ..groups.admin import GroupInfo, describe, list_groups
+from ..groups.reset_admin import ResetPlan, reset_offsets
+from ..groups.resets import ResetSpec
 from ..metadata.client import MetadataClient
 from ..query.client import QueryClient, opened_batches
 from ..query.locator import StoreLocator
@@ -163,6 +165,21 @@ class ClusterReader:
         return describe(self.towers, name, timeout=self.timeout if timeout is None else timeout)
 
     # -- records ------------------------------------------------------------------------------
+
+    def reset(
+        self, admin_key: str, group: str, spec: ResetSpec, topics: tuple[str, ...], execute: bool
+    ) -> ResetPlan:
+        """A group's offsets reset (planned; written and signed with ``execute``)."""
+        return reset_offsets(
+            self.towers,
+            group,
+            spec,
+            topics=topics,
+            cluster=self.cluster,
+            admin_key=admin_key,
+            execute=execute,
+            timeout=self.timeout,
+        )
 
     def offset_at(self, topic: str, partition: str, timestamp_ms: int) -> int | None:
         with StoreQueries(self.towers, timeout=self.timeout) as queries:

@@ -49,8 +49,9 @@ from prometheus_client.exposition import choose_encoder
 from ..cli.holdings import human
 from ..errors import ConfigError, DafkaError, DafkaTimeout
 from ..groups.admin import GroupInfo
-from ..ids import is_group_topic
-from .changes import ADMIN_REFUSAL, NO_RESET, topic_form
+from ..groups.reset_admin import check_spec
+from ..ids import check_topic, is_group_topic
+from .changes import ADMIN_REFUSAL, topic_form
 from .checks import (
     ID_COOKIE,
     control_character,
@@ -464,7 +465,7 @@ class GroupPage(Page):
     async def get(self) -> None:
         name = self.need("name")
         info = await self.call("groups", self.console.reader.group, name)
-        self.render("group.html", info=info, no_reset=NO_RESET)
+        self.render("group.html", info=info)
 
 
 class RecordsPage(Page):
@@ -589,6 +590,31 @@ class DeleteTopic(Change):
         self.done(f"deleted topic {name} (log index {index})", "/topics")
 
 
+class ResetGroup(Change):
+    """A group's offsets reset: the plan first, written (signed) with ``execute=1``."""
+
+    async def post(self) -> None:
+        group = self.need("group")
+        to, value, topic = self.arg("to") or "", self.arg("value") or "", self.arg("topic") or ""
+        try:
+            if to == "datetime":
+                spec = check_spec(to, str(parse_time(value)))
+            else:
+                spec = check_spec(to, value)
+            topics = (check_topic(topic.strip()),) if topic.strip() else ()
+        except ConfigError as exc:
+            raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
+        execute = self.arg("execute") == "1"
+        key = self.console.config.admin_key
+        assert key is not None
+        plan = await self.call(
+            "changes", self.console.reader.reset, key, group, spec, topics, execute
+        )
+        if execute:
+            await self.console.fresh()
+        self.render("reset.html", plan=plan, to=to, value=value, topic=topic)
+
+
 class TrustStore(Change):
     async def post(self) -> None:
         store = self.need("store")
@@ -645,6 +671,7 @@ def make_app(console: Console) -> tornado.web.Application:
             (r"/topics/alter", AlterTopic, args),
             (r"/topics/delete", DeleteTopic, args),
             (r"/stores/trust", TrustStore, args),
+            (r"/groups/reset", ResetGroup, args),
             (r"/metrics", Metrics, args),
         ],
         template_loader=tornado.template.Loader(str(HERE / "templates"), autoescape=autoescape),

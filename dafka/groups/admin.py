@@ -19,9 +19,10 @@ from ..query.locator import locate_stores
 from .admission import Admission
 from .assign import PartitionKey
 from .records import PREFIX, decode, group_topic
+from .resets import from_config as resets_from_config
 from .view import GroupView, MemberState
 
-__all__ = ["GroupInfo", "PartitionRow", "describe", "list_groups"]
+__all__ = ["GroupInfo", "PartitionRow", "describe", "list_groups", "read_view"]
 
 
 @dataclass(frozen=True)
@@ -66,20 +67,20 @@ def list_groups(towers: str | Iterable[str], timeout: float = 5.0) -> list[str]:
     return sorted({t[len(PREFIX) :] for t, _ in ends if t.startswith(PREFIX)})
 
 
-def describe(
-    towers: str | Iterable[str],
-    group: str,
-    session_timeout: float = 10.0,
-    timeout: float = 10.0,
-) -> GroupInfo:
+def read_view(
+    towers: str | Iterable[str], group: str, session_timeout: float = 10.0, timeout: float = 10.0
+) -> GroupView:
+    """The group as its members see it: its topic replayed to its end with their rules, and
+    the admin's resets the metadata holds."""
     from ..consumer import Consumer
 
     topic = group_topic(group)
     view = GroupView(session_timeout)
     deadline = time.monotonic() + timeout
     with Consumer(topic, towers=towers, offset_reset="earliest") as reader:
-        if reader.metadata is not None:  # who the group admits, as its members see it
+        if reader.metadata is not None:  # who the group admits and resets, as members see it
             view.set_admission(Admission.from_config(reader.metadata.config, topic))
+            view.set_resets(resets_from_config(reader.metadata.config, topic))
         while True:
             runs = reader.poll_batches(10_000, timeout=0.1)
             for run in runs:
@@ -92,10 +93,19 @@ def describe(
                         continue
                     view.apply(run.partition, record, run.timestamp or 0.0)
             if not runs and reader.at_end():
-                break
+                return view
             if time.monotonic() > deadline:
                 why = "no store answered" if not reader.store_answered else "not read to its end"
                 raise DafkaTimeout(f"group topic {topic}: {why} within {timeout:g} s")
+
+
+def describe(
+    towers: str | Iterable[str],
+    group: str,
+    session_timeout: float = 10.0,
+    timeout: float = 10.0,
+) -> GroupInfo:
+    view = read_view(towers, group, session_timeout, timeout)
     members = view.alive(time.time())
     committed = view.committed()
     topics = sorted({t for s in members.values() for t in s.topics} | {t for t, _ in committed})

@@ -24,6 +24,8 @@ from .admission import Admission
 from .assign import PartitionKey
 from .plan import Contests, plan
 from .records import Commit, Heartbeat, Leave, decode, encode, group_topic
+from .resets import from_config as resets_from_config
+from .resets import reseek
 from .view import GroupView
 
 if TYPE_CHECKING:
@@ -144,7 +146,7 @@ class GroupMember:
         self._admitted = True  # as far as it knows (warned once when not)
         self._contests: Contests = {}  # claims of others on what the rule gives this member
         self._metadata = consumer.metadata
-        if self._metadata is not None:  # who the group admits follows the metadata
+        if self._metadata is not None:  # who the group admits, and resets, follow the metadata
             self._metadata.subscribe(self._admission_changed)
         self._refreshed = time.monotonic()
         self._beats = 0
@@ -209,9 +211,11 @@ class GroupMember:
     # ------------------------------------------------------------- internals
 
     def _admission_changed(self, config: Mapping[str, object]) -> None:
-        """The metadata's thread: who the group admits, from the new configuration. Not
-        under the member's lock (it may wait for a commit): the view swaps one reference."""
+        """The metadata's thread: who the group admits and the admin's resets, from the new
+        configuration. Not under the member's lock (it may wait for a commit): the view swaps
+        one reference each; the member's turn acts on a reset (:meth:`_reseek`)."""
         self.view.set_admission(Admission.from_config(config, self.topic))
+        self.view.set_resets(resets_from_config(config, self.topic))
 
     def _check_admitted(self) -> None:
         """Say once (per change) when the group does not admit this member: it then takes
@@ -352,7 +356,27 @@ class GroupMember:
         if offsets:
             self._commit(offsets, asynchronous=True)
 
+    def _reseek(self) -> bool:
+        """Seek the partitions held where an admin's reset now beats this member's
+        ownership (:mod:`.resets`): to the reset's offset, owned at its epoch + 1, as a
+        revoke and an assign the application sees; under the lock, so no commit of the old
+        position goes out after the seek. True if any."""
+        moved = reseek(self._held, self.view.committed())
+        if not moved:
+            return False
+        keys = frozenset(moved)
+        self._link.revoke(keys)  # the old positions: the reset replaces them, not committed
+        self._link.event(REVOKE, keys)
+        for k, c in moved.items():
+            self._held[k] = c.epoch + 1
+            self._last_committed.pop(k, None)
+        self._link.event(ASSIGN, keys)
+        self._link.assign({k: c.offset for k, c in moved.items()})
+        log.info("group.reset_applied group=%s partitions=%d", self.group, len(keys))
+        return True
+
     def _rebalance(self, now: float) -> bool:
+        reseeked = self._reseek()
         p = plan(
             self.member_id,
             self._topics,
@@ -371,7 +395,7 @@ class GroupMember:
                     self._settled_at = now
             else:
                 self._settled_at = None  # waiting for a previous owner to let go
-            return False
+            return reseeked
         self._settled_at = None
         if p.revoke:
             polled = self._link.revoke(p.revoke)

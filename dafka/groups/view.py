@@ -20,15 +20,19 @@ from them only what a member may say:
   saw plus one, so after a handover the new owner's commits win whatever order a
   reader replays the members' partitions in, and no writer can put an epoch out
   of an honest successor's reach: 2^64 needs 2^44 accepted commits.
+* An admin's resets (:mod:`.resets`, from the metadata: :meth:`GroupView.set_resets`)
+  count as commits of their epoch by :data:`~.resets.RESET_MEMBER`, under the same rule.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .admission import OPEN, Admission
 from .assign import PartitionKey
 from .records import Commit, GroupRecord, Heartbeat, Leave
+from .resets import RESET_MEMBER
 
 __all__ = ["MAX_COMMITTERS", "MAX_EPOCH_STEP", "Committed", "GroupView", "MemberState"]
 
@@ -71,6 +75,7 @@ class GroupView:
         self.admission = admission
         self._members: dict[str, MemberState] = {}
         self._commits: dict[PartitionKey, dict[str, Committed]] = {}  # per writer, its latest
+        self._resets: dict[PartitionKey, Committed] = {}  # the admin's, from the metadata
         self.records = 0
         self.refused = 0  # records or commit entries the rules above ignored
 
@@ -78,8 +83,17 @@ class GroupView:
         """Who the group admits now (the metadata changed): applies to what is held too."""
         self.admission = admission
 
+    def set_resets(self, resets: Mapping[PartitionKey, tuple[int, int]]) -> None:
+        """The admin's resets now ({(topic, partition): (offset, epoch)}, from
+        :func:`.resets.from_config`): replaces the previous ones in one step."""
+        self._resets = {k: Committed(o, e, RESET_MEMBER) for k, (o, e) in resets.items()}
+
     def apply(self, member: str, record: GroupRecord, now: float, own: bool = False) -> None:
         self.records += 1
+        # guard: view-no-record-poses-as-reset
+        if member == RESET_MEMBER:  # no writer is nobody: a reset comes from the metadata
+            self.refused += 1
+            return
         if isinstance(record, Heartbeat):
             self._heartbeat(member, record, now)
         elif isinstance(record, Leave):
@@ -126,6 +140,14 @@ class GroupView:
             del by[min(by.values(), key=_rank).member]
 
     def _best(self, key: PartitionKey) -> Committed | None:
+        best = self._best_commit(key)
+        reset = self._resets.get(key)
+        # guard: view-orders-reset-by-epoch
+        if reset is not None and (best is None or _rank(reset) > _rank(best)):
+            return reset
+        return best
+
+    def _best_commit(self, key: PartitionKey) -> Committed | None:
         by = self._commits.get(key)
         if not by:
             return None
@@ -143,7 +165,7 @@ class GroupView:
 
     def committed(self) -> dict[PartitionKey, Committed]:
         out: dict[PartitionKey, Committed] = {}
-        for key in self._commits:
+        for key in sorted(self._commits.keys() | self._resets.keys()):
             best = self._best(key)
             if best is not None:
                 out[key] = best

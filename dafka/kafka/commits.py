@@ -39,6 +39,7 @@ from ..errors import ConfigError, DafkaTimeout, WireError
 from ..groups.admission import Admission
 from ..groups.records import MAX_KEYS, MAX_METADATA, Commit, Heartbeat, Leave, decode, encode
 from ..groups.records import group_topic as _group_topic
+from ..groups.resets import from_config as resets_from_config
 from ..groups.view import GroupView
 
 log = logging.getLogger(__name__)
@@ -147,6 +148,7 @@ class GroupCommits:
             view = self._views.get(group)
             if view is not None:
                 self._views.move_to_end(group)
+                self._follow_resets(group, view)
                 return view
         view = self._load(group)  # not under the lock: it reads the stores
         with self._lock:
@@ -155,7 +157,17 @@ class GroupCommits:
             # guard: kafka-commits-caps-cached-groups
             while len(self._views) > self.max_groups:
                 self._views.popitem(last=False)
-            return self._views[group]
+            view = self._views[group]
+            self._follow_resets(group, view)
+            return view
+
+    def _follow_resets(self, group: str, view: GroupView) -> None:
+        """An admin's resets of the group's offsets, as the metadata says now (a kept view
+        would not learn of one otherwise): an offset fetch after a reset answers it."""
+        metadata = self._producer.metadata
+        config = None if metadata is None else metadata.config
+        if config is not None:
+            view.set_resets(resets_from_config(config, _group_topic(group)))
 
     def _load(self, group: str) -> GroupView:
         """Replay ``__group.NAME`` from its beginning to its end, with the members' rules."""

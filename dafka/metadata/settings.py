@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.resets import SETTING as RESET_SETTING
+from ..groups.resets import check_reset_offsets
 from .signing import check_public_key
 
 __all__ = [
@@ -109,6 +111,9 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError("topic settings must be a map")
     out: dict[str, Any] = {}
     for name, value in settings.items():
+        if name == RESET_SETTING:  # a group topic's only (the state checks the topic)
+            out[name] = check_reset_offsets(value)
+            continue
         if name not in TOPIC_DEFAULTS:
             known = ", ".join(TOPIC_DEFAULTS)
             raise ConfigError(f"unknown topic setting {name!r} (known: {known})")

@@ -87,7 +87,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import ConfigError, WireError
-from ..ids import check_topic, check_topic_name
+from ..groups.resets import SETTING as RESET_SETTING
+from ..ids import check_topic, check_topic_name, is_group_topic
 from ..raft import REQUEST_ID_TTL, ZERO_REQID, Entry, EntryType, reqid_time
 from ..security import identity
 from ..wire.packing import pack as _pack
@@ -568,6 +569,10 @@ class MetadataStateMachine:
             if not isinstance(topic, str):
                 raise ConfigError("no topic named")
             check_topic(topic)  # alter, delete: a topic named before names were checked
+            given = cmd.get("settings")
+            # guard: metadata-reset-offsets-group-topics-only
+            if isinstance(given, Mapping) and RESET_SETTING in given and not is_group_topic(topic):
+                raise ConfigError(f"{RESET_SETTING} is a group topic's setting, not {topic!r}'s")
             if op == "topic.create":
                 # guard: metadata-refuses-topic-create-whose
                 check_topic_name(topic)  # from any peer or admin: where a name enters

@@ -206,6 +206,21 @@ def test_a_signed_change_through_the_form_and_a_read_only_refusal(
     page.click("#delete button")
     assert text(page, "#done").startswith("deleted topic made-in-browser")
 
+    # reset the group's offsets: the plan first, then the signed write; then back to 5
+    for offset, lag in (("7", "107"), ("5", "109")):
+        page.goto(cluster.admin_url + "group?name=app")
+        page.select_option("#reset select[name=to]", "offset")
+        page.fill("#reset input[name=value]", offset)
+        page.click("#reset button")
+        plan = text(page, "#reset-plan")
+        assert cluster.partition in plan and f"\t{offset}" in plan
+        if offset == "7":
+            shot(page, "reset-plan")
+        page.click("#execute button")
+        assert text(page, "#done").startswith("reset 1 partition(s) of group app")
+        page.goto(cluster.admin_url + "group?name=app")
+        assert f"\t{offset}\t114\t{lag}\t" in text(page, "#lag")
+
     page.goto(cluster.read_only_url + "topics")
     assert "read-only" in text(page, "nav")
     page.fill("#create input[name=name]", "refused-in-browser")

@@ -271,3 +271,34 @@ def test_a_time_after_the_newest_record_is_an_empty_page(cluster: ConsoleCluster
     got = request(cluster.admin_url, f"/records?{q}")
     assert got.status == 200, got.body[-400:]
     assert '<td class="value">' not in got.body and "no record at or after" in got.body
+
+
+def test_a_reset_form_is_refused_without_a_token_read_only_or_with_bad_fields(
+    cluster: ConsoleCluster,
+) -> None:
+    """The reset form (issue 38) is a change like the others: no token, no reset; a
+    read-only console, no reset; bad fields, one line and no reset. The group topic's
+    reset setting stays unset throughout."""
+    name = "__group.resetme"
+    with MetadataClient(cluster.tower.address, timeout=10) as client:
+        client.create_topic(name)
+    fields = {"group": "resetme", "to": "earliest", "topic": "web", "execute": "1"}
+    assert post(cluster.admin_url, "/groups/reset", fields).status == 403
+    cookie, token = xsrf(cluster.read_only_url)
+    got = post(cluster.read_only_url, "/groups/reset", {**fields, "_xsrf": token}, cookie=cookie)
+    assert got.status == 403 and "read-only console" in got.body
+    cookie, token = xsrf(cluster.admin_url)
+    for bad, why in (
+        ({"to": "banana"}, "bad reset 'banana'"),
+        ({"to": "offset", "value": "-1"}, "needs a number >= 0"),
+        ({"to": "shift", "value": "1e9"}, "needs a whole number"),
+        ({"to": "datetime", "value": "yesterday"}, "bad time"),
+        ({"topic": "we\x01b"}, "control character"),
+    ):
+        got = post(
+            cluster.admin_url, "/groups/reset", {**fields, **bad, "_xsrf": token}, cookie=cookie
+        )
+        assert got.status == 400 and why in html.unescape(got.body), (bad, got.body[-400:])
+        assert "Traceback" not in got.body
+    with MetadataClient(cluster.tower.address, timeout=10) as client:
+        assert "reset_offsets" not in client.describe(name)

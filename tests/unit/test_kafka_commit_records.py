@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import types
 
 import pytest
 
@@ -49,6 +50,7 @@ def test_attack_groups_cached_are_bounded() -> None:
     gc._views = collections.OrderedDict()
     gc._lock = threading.Lock()
     gc._load = lambda group: GroupView(10.0)  # type: ignore[method-assign]
+    gc._producer = types.SimpleNamespace(metadata=None)  # no metadata: no admin's resets
     for i in range(10):
         gc.committed(f"g{i}")
     assert list(gc._views) == ["g7", "g8", "g9"]

@@ -1,0 +1,76 @@
+"""``dafka groups reset`` with real processes (issue 38): an admin resets a group's offsets
+and every reader honours it, a live member by seeking; a plan without --execute changes
+nothing; a key that is not an admin's changes nothing and says so in one line."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dafka import Producer
+from dafka.metadata.signing import create_admin_key
+from tests.integration.test_groups import committed, member, records
+from tests.procs import Tower, py, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def dafka(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        py("dafka.cli.admin", *args), capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_an_admin_resets_a_live_group_and_its_member_reads_again_from_there(
+    tower: Tower, start_store, tmp_path: Path
+) -> None:
+    start_store()
+    with Producer("t", towers=tower.address) as p:
+        for i in range(20):
+            p.send(f"r{i}")
+        p.flush(timeout=20)
+        part = p.partition
+    m = member(tower, "g", "--from-beginning")
+    try:
+        wait_until(lambda: len(records(m)) >= 20, timeout=30, what="the first 20 records")
+        wait_until(lambda: committed(tower, "g", {part}) == {part: 20}, 30, "a commit of 20")
+        reset = ("groups", "reset", "g", "--tower", tower.address, "--to-offset", "5")
+
+        plan = dafka(*reset)  # a plan only
+        assert plan.returncode == 0, plan.stderr
+        assert part in plan.stdout and "--execute" in plan.stderr
+        assert committed(tower, "g", {part}) == {part: 20}
+
+        stranger = tmp_path / "stranger.key"
+        create_admin_key(stranger)
+        refused = dafka(*reset, "--execute", "--admin-key", str(stranger))
+        assert refused.returncode != 0
+        lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "not an admin" in lines[0], refused.stderr
+        assert committed(tower, "g", {part}) == {part: 20}
+
+        done = dafka(*reset, "--execute")
+        assert done.returncode == 0, done.stderr
+        assert "1 live member(s) seek" in done.stderr
+        # the live member seeks: offsets 5..19 delivered a second time, 0..4 not
+        wait_until(lambda: len(records(m)) >= 35, timeout=30, what="the records again from 5")
+        seen = Counter(o for _, o in records(m))
+        assert all(seen[o] == 1 for o in range(5)) and all(seen[o] == 2 for o in range(5, 20))
+        # and its commits go above the reset: the group is back at 20
+        wait_until(lambda: committed(tower, "g", {part}) == {part: 20}, 30, "a commit over it")
+    finally:
+        m.kill()
+
+    # a stopped group: the next member starts where the admin said
+    stopped = dafka("groups", "reset", "g", "--tower", tower.address, "--to-earliest", "--execute")
+    assert stopped.returncode == 0, stopped.stderr
+    assert committed(tower, "g", {part}) == {part: 0}
+    again = member(tower, "g")
+    try:
+        wait_until(lambda: len(records(again)) >= 20, timeout=30, what="all 20 from 0")
+        assert sorted(o for _, o in records(again))[:20] == list(range(20))
+    finally:
+        again.kill()
