@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_query_protocol.py",
     "tests/unit/test_attacks_group_resets.py",
     "tests/unit/test_rich_batch_headers_bound.py",
     "tests/unit/test_attacks_kv_table.py",
@@ -1289,6 +1290,9 @@ MUTANTS: dict[str, Spec] = {
     "a live member seeks where a reset beats its ownership": Guard(
         "member-seeks-reset-beats-ownership", "if False:"
     ),
+    "a store's STATUS answer is u64 fields or nil": Guard(
+        "query-status-reply-fields-u64", "free, total, db = msg[3:6]"
+    ),
     "a metadata command is at most MAX_COMMAND_BYTES": Guard(
         "metadata-command-bytes-bounded", "if False:"
     ),
@@ -1512,6 +1516,9 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a store's STATUS answer is u64 fields or nil": (
+        "tests/unit/test_query_protocol.py::test_status_round_trips_and_a_hostile_reply_is_refused",
+    ),
     "a group's resets name at most MAX_RESET_ENTRIES partitions": (
         "tests/unit/test_attacks_group_resets.py::test_attack_a_reset_names_at_most_the_bound_and_only_real_partitions",
     ),

@@ -43,6 +43,8 @@ class StoreView:
     partitions: tuple[PartitionInfo, ...] | None
     """None when it did not answer (see :attr:`error`)."""
     error: str | None = None
+    disk: tuple[int | None, int | None, int | None] | None = None
+    """Its STATUS answer (free, total, database bytes); None if not asked or not answered."""
 
 
 def survey(tower: str, topics: Sequence[str] | None, timeout: float) -> list[StoreView]:

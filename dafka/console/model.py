@@ -143,6 +143,9 @@ class StoreRow:
     topics: tuple[tuple[str, str], ...] = ()
     """``(topic, partition)`` of each holding, in the order of :attr:`holds`."""
     error: str | None = None
+    disk: tuple[int | None, int | None, int | None] | None = None
+    """Free and total bytes of its filesystem, and its database's size (its STATUS
+    answer; None: not answered, e.g. a store that predates it)."""
 
     @property
     def answering(self) -> bool:
@@ -255,6 +258,7 @@ def build_snapshot(
                 None if s.partitions is None else tuple(holds),
                 tuple(keys),
                 s.error,
+                s.disk,
             )
         )
     names = set(topics_meta) | {t for t, _ in per_partition}

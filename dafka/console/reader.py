@@ -30,7 +30,7 @@ from ..groups.admin import GroupInfo, describe, list_groups
 from ..groups.reset_admin import ResetPlan, reset_offsets
 from ..groups.resets import ResetSpec
 from ..metadata.client import MetadataClient
-from ..query.client import QueryClient, opened_batches
+from ..query.client import QueryClient, QueryError, opened_batches
 from ..query.locator import StoreLocator
 from ..wire.signed_rich import Header
 from .model import Snapshot
@@ -141,10 +141,11 @@ class ClusterReader:
                     server_key=key if locator.curve else None,
                 ) as client:
                     parts = tuple(client.heads(None))
+                    disk = _disk(client)
             except DafkaError as exc:
                 out.append(StoreView(node_id, endpoint, hexkey, None, str(exc)))
                 continue
-            out.append(StoreView(node_id, endpoint, hexkey, parts))
+            out.append(StoreView(node_id, endpoint, hexkey, parts, disk=disk))
         return out
 
     # -- changes (signed with the admin key by the caller's client) ----------------------------
@@ -229,3 +230,13 @@ class ClusterReader:
         return RecordPage(
             topic, partition, start, tuple(shown), holding.store, reply.tail, reply.head, nxt, error
         )
+
+
+def _disk(client: QueryClient) -> tuple[int | None, int | None, int | None] | None:
+    """A store's disk (its STATUS answer); None from one that predates STATUS or is busy:
+    the page says unknown, the holdings still count."""
+    try:
+        reply = client.status()
+    except QueryError:
+        return None
+    return reply.disk_free, reply.disk_total, reply.db_bytes

@@ -31,6 +31,7 @@ __all__ = [
     "parse_offset",
     "parse_time",
     "show_bytes",
+    "show_disk",
     "show_time",
 ]
 
@@ -153,3 +154,25 @@ def show_time(ms: int | None) -> str:
         return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
     except (OverflowError, ValueError, OSError):
         return f"{ms} ms"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def show_disk(disk: tuple[int | None, int | None, int | None] | None) -> str:
+    """A store's disk for the stores page: ``12.0 GiB free of 50.0 GiB (76% used); db
+    1.2 GiB``, or ``unknown`` (no answer: a store that predates STATUS)."""
+    if disk is None:
+        return "unknown"
+    free, total, db = disk
+    parts = []
+    if free is not None and total:
+        used = min(100.0, max(0.0, 100 * (total - free) / total))  # a store's own numbers
+        parts.append(f"{_size(free)} free of {_size(total)} ({used:.0f}% used)")
+    if db is not None:
+        parts.append(f"db {_size(db)}")
+    return "; ".join(parts) or "unknown"

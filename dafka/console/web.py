@@ -65,7 +65,15 @@ from .lanes import ConsoleBusy, Lane
 from .metrics import ConsoleCollector, ReadingCollector, refresh_histogram
 from .reader import ClusterReader
 from .reading import Reading
-from .render import Format, page_size, parse_offset, parse_time, show_bytes, show_time
+from .render import (
+    Format,
+    page_size,
+    parse_offset,
+    parse_time,
+    show_bytes,
+    show_disk,
+    show_time,
+)
 
 log = logging.getLogger(__name__)
 
@@ -362,6 +370,7 @@ class Page(tornado.web.RequestHandler):
             read_only=self.console.read_only,
             show_bytes=show_bytes,
             show_time=show_time,
+            show_disk=show_disk,
             human=human,
             towers=self.console.config.towers,
         )

@@ -330,6 +330,15 @@ def disk_values(path: str | os.PathLike[str], values: Values) -> None:
         pass
 
 
+def disk_usage(path: str | os.PathLike[str]) -> tuple[int | None, int | None, int | None]:
+    """(free, total, LMDB file bytes) of a store's data directory, as its metrics say them
+    (None where a system call failed): the query endpoint's STATUS answer."""
+    values: Values = {}
+    disk_values(path, values)
+    got = (values.get("disk_free"), values.get("disk_total"), values.get("db_bytes"))
+    return tuple(None if v is None else int(v) for v in got)  # type: ignore[return-value]
+
+
 def store_metrics(
     loop: NodeLoop,
     core: StoreCore,

@@ -234,6 +234,16 @@ class QueryClient:
             log.warning("query.heads_truncated endpoint=%s", self.endpoint)
         return list(reply.partitions)
 
+    def status(self, timeout: float | None = None) -> qp.StatusReply:
+        """The store's disk: free and total bytes of its filesystem, its database's size
+        (each None if unknown); :class:`QueryError` from a store that predates STATUS."""
+        reply = self.request(qp.StatusRequest(next(_ids)), timeout)
+        if isinstance(reply, qp.ErrorReply):
+            raise QueryError(f"{self.endpoint}: {reply.message}", reply.code)
+        if not isinstance(reply, qp.StatusReply):
+            raise ProtocolError(f"{self.endpoint} answered STATUS with {type(reply).__name__}")
+        return reply
+
     def read(
         self,
         topic: str,

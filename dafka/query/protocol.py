@@ -6,12 +6,14 @@ message kind and a request id that the reply echoes::
 
     HEADS   [1, "heads", id, topics or nil]
     READ    [1, "read", id, topic, partition, from_offset, max_records, max_bytes]
+    STATUS  [1, "status", id]
 
 Replies::
 
     HEADS   [1, "heads", id, [[topic, partition, tail, head], ...], truncated]
     READ    [1, "read", id, topic, partition, tail, head, first, lasts, ends, profile]
             + a data frame
+    STATUS  [1, "status", id, disk_free, disk_total, db_bytes]   (each nil if unknown)
     ERROR   [1, "error", id, code, message, tail, head]
 
 A READ reply carries stored batches verbatim, so a reader can check a signed
@@ -65,6 +67,8 @@ __all__ = [
     "PartitionInfo",
     "ReadReply",
     "ReadRequest",
+    "StatusReply",
+    "StatusRequest",
     "Reply",
     "Request",
     "decode_reply",
@@ -139,7 +143,14 @@ class ReadRequest:
     max_bytes: int = DEFAULT_READ_BYTES
 
 
-Request = HeadsRequest | ReadRequest
+@dataclass(frozen=True, slots=True)
+class StatusRequest:
+    """The store's disk: free and total bytes of its filesystem, and its database's size."""
+
+    request_id: int
+
+
+Request = HeadsRequest | ReadRequest | StatusRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +230,15 @@ class ErrorReply:
     head: int | None = None
 
 
-Reply = HeadsReply | ReadReply | ErrorReply
+@dataclass(frozen=True, slots=True)
+class StatusReply:
+    request_id: int
+    disk_free: int | None  # bytes an unprivileged writer may still write there
+    disk_total: int | None
+    db_bytes: int | None  # the LMDB file's size
+
+
+Reply = HeadsReply | ReadReply | StatusReply | ErrorReply
 
 
 # ---------------------------------------------------------------- helpers
@@ -352,6 +371,8 @@ def encode_request(req: Request) -> list[bytes]:
             _check_uint(req.max_records, "max_records", MAX_OFFSET),
             _check_uint(req.max_bytes, "max_bytes", MAX_OFFSET),
         ]
+    elif isinstance(req, StatusRequest):
+        fields = [VERSION, "status", _check_uint(req.request_id, "id")]
     else:
         raise TypeError(f"not a query request: {req!r}")
     frame = _pack(fields)
@@ -375,6 +396,10 @@ def decode_request(frames: Sequence[bytes]) -> Request:
         if not isinstance(topics, list) or len(topics) > MAX_HEADS_TOPICS:
             raise WireError(f"HEADS topics is not a list of at most {MAX_HEADS_TOPICS}")
         return HeadsRequest(rid, tuple(_check_topic(t) for t in topics))
+    if kind == "status":
+        if len(msg) != 3:
+            raise WireError("STATUS has 3 fields")
+        return StatusRequest(rid)
     if kind == "read":
         if len(msg) != 8:
             raise WireError("READ has 8 fields")
@@ -409,6 +434,9 @@ def encode_reply(reply: Reply) -> list[bytes]:
     if isinstance(reply, HeadsReply):
         parts = [[p.topic, p.partition, p.tail, p.head] for p in reply.partitions]
         return [_pack([VERSION, "heads", reply.request_id, parts, reply.truncated])]
+    if isinstance(reply, StatusReply):
+        fields = [reply.disk_free, reply.disk_total, reply.db_bytes]
+        return [_pack([VERSION, "status", reply.request_id, *fields])]
     if isinstance(reply, ReadReply):
         header = _pack(
             [
@@ -465,6 +493,15 @@ def decode_reply(
                 PartitionInfo(_check_topic(item[0]), _check_partition(item[1]), tail, head)
             )
         return HeadsReply(rid, tuple(parts), bool(msg[4]))
+    if kind == "status":
+        if len(frames) != 1 or len(msg) != 6:
+            raise WireError("STATUS reply is [v, kind, id, disk_free, disk_total, db_bytes]")
+        # guard: query-status-reply-fields-u64
+        free, total, db = (
+            None if v is None else _check_uint(v, name)
+            for v, name in zip(msg[3:6], ("disk_free", "disk_total", "db_bytes"), strict=True)
+        )
+        return StatusReply(rid, free, total, db)
     if kind == "read":
         if len(frames) != 2 or len(msg) != 11:
             raise WireError("READ reply is a header of 11 fields and a data frame")

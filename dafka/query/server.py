@@ -71,6 +71,8 @@ def serve(
     try:
         if isinstance(request, qp.HeadsRequest):
             return _heads(request, heads)
+        if isinstance(request, qp.StatusRequest):  # the service answers it (it knows the disk)
+            return qp.StatusReply(request.request_id, None, None, None)
         return _read(storage, request, heads, profile, max_read_records, max_read_bytes)
     except DafkaError as exc:
         log.warning("query.failed request=%r error=%s", request, exc)
@@ -111,6 +113,8 @@ def authorize(
         why = refusal(request.topic)
         if why is not None:
             return qp.ErrorReply(request.request_id, qp.ErrorCode.FORBIDDEN, why), heads
+        return None, heads
+    if isinstance(request, qp.StatusRequest):  # names no topic: the store's disk only
         return None, heads
     for topic in request.topics or ():
         why = refusal(topic)
@@ -255,6 +259,7 @@ class QueryService:
         requests_per_turn: int = REQUESTS_PER_TURN,
         readers: ReadAcl = _open,
         limits: QueryLimits | None = None,
+        disk: Callable[[], tuple[int | None, int | None, int | None]] | None = None,
     ) -> None:
         if profile not in qp.PROFILES:
             raise ConfigError(f"unknown wire profile {profile!r}")
@@ -264,6 +269,8 @@ class QueryService:
         self.endpoint = ""
         self.requests_per_turn = requests_per_turn
         self.readers = readers
+        self.disk = disk
+        """(free, total, db bytes) for STATUS (None: unknown, all nil)."""
         self.limits = limits if limits is not None else QueryLimits()
         self.budget = ReplyBudget(self.limits, 0.0)
         self.stats = {
@@ -417,9 +424,13 @@ class QueryService:
                 request.max_bytes, qp.MAX_READ_BYTES
             ):
                 self.stats["clamped"] += 1
-            reply = serve(
-                self.storage, request, visible, profile=self.profile, max_read_bytes=allowed
-            )
+            if isinstance(request, qp.StatusRequest):
+                free, total, db = self.disk() if self.disk is not None else (None, None, None)
+                reply: qp.Reply = qp.StatusReply(request.request_id, free, total, db)
+            else:
+                reply = serve(
+                    self.storage, request, visible, profile=self.profile, max_read_bytes=allowed
+                )
             self._send(peer, reply, track=(budget, now, item.frame))
         for peer, where in budget.stalled(now, pressed):
             # guard: query-drops-connection-does-read

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..errors import ConfigError, DafkaError, StorageError
 from ..io.bounds import xpub_hwm
 from ..io.metrics import DEFAULT_HOST, NodeMetrics, check_metrics_port
 from ..io.node import MAX_DRAIN_BYTES, NodeHandler, NodeLoop
-from ..io.node_metrics import store_metrics
+from ..io.node_metrics import disk_usage, store_metrics
 from ..io.ready_shell import run_ready
 from ..io.ready_writer import WriterThread
 from ..metadata.client import tower_curve
@@ -434,6 +435,7 @@ class Store:
                 profile=self.profile,
                 readers=self.core.readers_of,
                 limits=query_limits,
+                disk=partial(disk_usage, self.path),
             )
             self._handler = _StoreHandler(
                 self.core,

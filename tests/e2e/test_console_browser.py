@@ -114,6 +114,7 @@ def test_every_page_shows_the_cluster(cluster: ConsoleCluster, page: Any) -> Non
     page.click("text=Stores")
     stores = text(page, "#stores")
     assert cluster.store.node_id in stores and "answering" in stores and "untrusted" in stores
+    assert "% used); db " in stores and " free of " in stores  # its disk, from STATUS
     shot(page, "stores")
 
     page.click("nav >> text=Groups")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -120,6 +121,13 @@ def test_heads_and_reads_over_the_network(tower: Tower, start_store) -> None:
         assert past.count == 0 and past.head == 2499
         unknown = client.read("q.events", P, 0)
         assert unknown.count == 0 and unknown.head is None
+        # STATUS: the store's disk, as its data directory's filesystem says it
+        status = client.status()
+        fs = os.statvfs(store.data_dir)
+        assert status.disk_total == fs.f_blocks * fs.f_frsize
+        assert status.disk_free is not None and 0 < status.disk_free <= status.disk_total
+        db = os.stat(store.data_dir / "data.mdb").st_size
+        assert status.db_bytes is not None and 0 < status.db_bytes <= db  # it only grows
 
 
 def with_a_tail(data: Path, towers: str, topic: str, first: int, last: int) -> StoreProc:

@@ -87,6 +87,8 @@ def test_pack_batches_refuses_holes() -> None:
         [1, "read", 1, "t", P, 0, True, 1],
         [1, "read", 1, "t", P, 0, 1],
         [1, "write", 1],
+        [1, "status", 1, "extra"],
+        [1, "status", -1],
         {"kind": "heads"},
         [1, "heads"],
     ],
@@ -146,3 +148,21 @@ def test_any_msgpack_request_raises_only_wire_error(value: object) -> None:
 def test_request_id_of_a_bad_request() -> None:
     assert qp.request_id_of(msgpack.packb([1, "nope", 77])) == 77
     assert qp.request_id_of(b"\xff") is None
+
+
+def test_status_round_trips_and_a_hostile_reply_is_refused() -> None:
+    """STATUS (the console's disk column): a store's answer is peer input, each field a
+    u64 or nil; anything else is a WireError, never a value the page shows."""
+    req = qp.StatusRequest(9)
+    assert qp.decode_request(qp.encode_request(req)) == req
+    for reply in (qp.StatusReply(9, 1, 2, 3), qp.StatusReply(9, None, None, None)):
+        assert qp.decode_reply(qp.encode_reply(reply)) == reply
+    for fields in (
+        [1, "status", 9, -1, 2, 3],
+        [1, "status", 9, 1, "2", 3],
+        [1, "status", 9, 1, 2, {"n": 1}],
+        [1, "status", 9, 1, 2],
+        [1, "status", 9, 1.5, 2, 3],
+    ):
+        with pytest.raises(WireError):
+            qp.decode_reply([msgpack.packb(fields)])
