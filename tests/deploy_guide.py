@@ -52,6 +52,7 @@ COPIED: dict[str, tuple[str, str]] = {
     "STORE1_ID": ("store1", "node_id"),
     "STORE2_ID": ("store2", "node_id"),
     "STORE3_ID": ("store3", "node_id"),
+    "LISTENER_KEY": ("app", "public_key"),
 }
 """What the guide says to copy to every host: variable -> (host, the field it printed)."""
 

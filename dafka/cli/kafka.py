@@ -16,8 +16,9 @@ from typing import Any
 
 import click
 
+from ..api.common import node_config
 from ..errors import ConfigError
-from .common import CONTEXT, Command, common_options, run_cli
+from .common import CONTEXT, Command, common_options, curve_allowed, run_cli
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,12 @@ MIB = 1024 * 1024
     type=click.IntRange(1, 1024),
     help="Threads calling the backend.",
 )
+@click.option(
+    "--print-key",
+    is_flag=True,
+    help="Make the listener's key in --state-dir if it has none, print its public key (what "
+    "`dafka listeners add` lists) and exit.",
+)
 @run_cli
 def main(
     tower: str,
@@ -137,8 +144,16 @@ def main(
     max_connections_per_host: int,
     max_request_mib: int,
     threads: int,
+    print_key: bool,
 ) -> None:
     """Speak the Kafka protocol on HOST:PORT over the Dafka cluster at --tower."""
+    if print_key:
+        from ..kafka.lease_leadership import listener_key
+
+        state = Path(state_dir)
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        click.echo(f"public_key {listener_key(state).public_key.hex()}")
+        return
     from ..kafka.server import ServerLimits
 
     limits = ServerLimits(
@@ -252,7 +267,15 @@ def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any, Any]:
     secret_file = Path(o["secret_file"]) if o["secret_file"] else state / SECRET_FILE
     secret_id = secret_fingerprint(load_or_create_secret(secret_file))
     register_listener(o["tower"], o["admin_key_file"], key.public_key.hex(), secret_id)
-    commits = GroupCommits(towers=o["tower"], state_dir=str(state / "groups"))
+    # the listener's own Dafka nodes (partition writers, group commits) as every node of the
+    # cluster: reachable at --host (stores connect to a producer), CURVE when --curve
+    node = node_config(
+        o["tower"],
+        o["host"],
+        curve=o["curve"],
+        curve_allowed=curve_allowed(o["curve"], o["curve_allow"]),
+    )
+    commits = GroupCommits(towers=o["tower"], state_dir=str(state / "groups"), node=node)
     try:
         backend = DafkaBackend(
             towers=o["tower"],
@@ -261,6 +284,7 @@ def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any, Any]:
             secret_file=secret_file,
             admin_key=o["admin_key_file"],
             commits=commits,
+            producer_options={"node": node},
         )
     except BaseException:
         commits.close()

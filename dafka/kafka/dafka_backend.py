@@ -148,7 +148,11 @@ class DafkaBackend:
         producer_options: dict[str, Any] | None = None,
     ) -> None:
         self.me = me
-        self._towers = [str(t) for t in parse_towers(towers)]
+        # HOST:PORT@KEY: each tower's key kept (str() drops it, and without it the listener's
+        # store locator spoke NULL to a CURVE cluster's towers and never found a store)
+        self._towers = [
+            str(t) if t.key is None else f"{t}@{t.key.hex()}" for t in parse_towers(towers)
+        ]
         self.state_dir = Path(state_dir)
         self.leadership: Leadership = leadership or SoleListener(me)
         self.commits = commits
