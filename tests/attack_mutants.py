@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_attacks_discovery_identity.py",
     "tests/unit/test_query_protocol.py",
     "tests/unit/test_attacks_group_resets.py",
     "tests/unit/test_rich_batch_headers_bound.py",
@@ -1293,6 +1294,9 @@ MUTANTS: dict[str, Spec] = {
     "a store's STATUS answer is u64 fields or nil": Guard(
         "query-status-reply-fields-u64", "free, total, db = msg[3:6]"
     ),
+    "an endpoint keeps its node ID while that ID is heard": Guard(
+        "discovery-keeps-id-while-heard", "if False:"
+    ),
     "a metadata command is at most MAX_COMMAND_BYTES": Guard(
         "metadata-command-bytes-bounded", "if False:"
     ),
@@ -1516,6 +1520,10 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "an endpoint keeps its node ID while that ID is heard": (
+        "tests/unit/test_attacks_discovery_identity.py::test_attack_a_forged_id_for_a_live_peers_endpoint_changes_nothing",
+        "tests/unit/test_attacks_discovery_identity.py::test_a_node_restarted_under_a_new_id_on_the_same_endpoint_is_a_new_peer",
+    ),
     "a store's STATUS answer is u64 fields or nil": (
         "tests/unit/test_query_protocol.py::test_status_round_trips_and_a_hostile_reply_is_refused",
     ),

@@ -39,6 +39,16 @@ does, even one whose random ports repeat. Fakes that repeat an endpoint under th
 ID compete for that bucket too, and once admitted their beacons keep them: enough of them
 fill ``max_peers`` and shut new peers out while they go on (docs/security.md, "Bounds").
 
+Who is behind an endpoint (issue 39's red team): a node restarted on the same port with a new
+identity beacons the same endpoint under a new node ID. Without CURVE nothing proves either
+ID, so the endpoint keeps the ID it was admitted under while that ID is heard: a beacon naming
+another ID for it is refused (``id_refused``) until the admitted ID's last beacon is
+``timeout`` old. Then the new ID *replaces* it (``replaced``): the connection is made anew (so
+the shell binds the endpoint to the new ID, and the peer gets this node's subscriptions and a
+beacon, as a new peer does), never a silent return of the old peer under the new one's name.
+A forged beacon naming a live peer's endpoint under another ID therefore changes nothing.
+Under CURVE the key says who is behind a connection (:class:`PeerKeys` moves it).
+
 With CURVE on (``curve=True``) a node connects to an endpoint only under a key some beacon
 claimed for it, and which key is :class:`~dafka.core.peer_keys.PeerKeys`' business: every
 claimed key is kept (bounded), a key whose handshake fails gives way to the next, and the
@@ -132,6 +142,13 @@ class Discovery:
         self._next_beacon = 0.0
         self._next_key_expiry = 0.0
         self.welcomed = False
+        self._ids: dict[str, tuple[str, float]] = {}
+        """Endpoint -> the node ID it was admitted under, and when a beacon last named it."""
+        self.replaced = 0
+        """Endpoints whose admitted ID fell silent and another ID took them (a restart)."""
+        self.id_refused = 0
+        """Beacons naming another ID for an endpoint whose admitted ID is still heard."""
+        self._last_id_log = -_LOG_PERIOD
 
     @property
     def peers(self) -> list[str]:
@@ -146,11 +163,24 @@ class Discovery:
         self._next_beacon = now + self.interval
         return DiscoveryActions(send_beacon=True)
 
+    def node_of(self, endpoint: str) -> str | None:
+        """The node ID ``endpoint`` was admitted under (None: not a peer)."""
+        held = self._ids.get(endpoint)
+        return None if held is None else held[0]
+
     def on_beacon(self, beacon: TowerBeacon, now: float) -> DiscoveryActions:
         actions = DiscoveryActions()
         if beacon.node_id == self.node_id:
             return actions
         endpoint = beacon.endpoint
+        admitted = self._ids.get(endpoint)
+        if not self.curve and admitted is not None and admitted[0] != beacon.node_id:
+            # guard: discovery-keeps-id-while-heard
+            if now - admitted[1] < self.timeout:
+                self._refuse_id(beacon, admitted[0], now)
+                return actions
+            self._replace(beacon, admitted[0], now, actions)
+            return actions
         if endpoint in self._lapsed:
             self._return(endpoint, beacon.node_id, now)
         elif endpoint not in self._expiry:
@@ -178,12 +208,54 @@ class Discovery:
                 self._next_beacon = now + self.interval
             self._soonest = min(self._soonest, now + self.timeout)
         self._expiry[endpoint] = now + self.timeout
+        self._ids[endpoint] = (beacon.node_id, now)
+        self._claim_key(beacon, now, actions)
+        return actions
+
+    def _refuse_id(self, beacon: TowerBeacon, held: str, now: float) -> None:
+        self.id_refused += 1
+        if now - self._last_id_log >= _LOG_PERIOD:
+            self._last_id_log = now
+            log.warning(
+                "discovery.peer.id_refused endpoint=%s node=%s held_by=%s total=%d: the "
+                "endpoint's node is still heard under its ID",
+                beacon.endpoint,
+                beacon.node_id,
+                held,
+                self.id_refused,
+            )
+
+    def _replace(
+        self, beacon: TowerBeacon, old: str, now: float, actions: DiscoveryActions
+    ) -> None:
+        """Another node took ``beacon``'s endpoint (the admitted one fell silent): a new peer
+        there, on a new connection, whether the old one was live or in its grace."""
+        endpoint = beacon.endpoint
+        self.replaced += 1
+        log.info(
+            "discovery.peer.replaced endpoint=%s old=%s node=%s", endpoint, old, beacon.node_id
+        )
+        self._lapsed.pop(endpoint, None)
+        self.keys.forget(endpoint)
+        self._expiry[endpoint] = now + self.timeout
+        self._soonest = min(self._soonest, now + self.timeout)
+        self._ids[endpoint] = (beacon.node_id, now)
+        if not self.curve:
+            actions.disconnect.append(endpoint)
+            actions.connect.append(endpoint)
+        if now != self._answered:
+            self._answered = now
+            actions.send_beacon = True
+            self._next_beacon = now + self.interval
+        self._claim_key(beacon, now, actions)
+
+    def _claim_key(self, beacon: TowerBeacon, now: float, actions: DiscoveryActions) -> None:
+        endpoint = beacon.endpoint
         if self.curve and beacon.public_key is not None:
             key = self.keys.claim(endpoint, beacon.public_key, now)
             if key is not None:
                 actions.connect.append(endpoint)
                 actions.keys[endpoint] = key
-        return actions
 
     def on_heard(self, endpoint: str, now: float) -> bool:
         """The node read something on its data connection to ``endpoint`` (the connection's
@@ -270,6 +342,7 @@ class Discovery:
             if until <= now:
                 log.info("discovery.peer.gone endpoint=%s", endpoint)
                 del self._lapsed[endpoint]
+                self._ids.pop(endpoint, None)
                 self.keys.forget(endpoint)
                 actions.disconnect.append(endpoint)
         soonest = min(self._expiry.values(), default=math.inf)

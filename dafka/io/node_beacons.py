@@ -127,5 +127,9 @@ class TowerLink:
             except WireError as exc:
                 self.malformed("beacon", exc, now)
                 continue
-            self.peers.announced(tb.endpoint, tb.node_id)
-            self.apply(discovery.on_beacon(tb, now))
+            actions = discovery.on_beacon(tb, now)
+            # the ID discovery admitted the endpoint under, not any a beacon claims for it
+            admitted = discovery.node_of(tb.endpoint)
+            if admitted is not None:
+                self.peers.announced(tb.endpoint, admitted)
+            self.apply(actions)
