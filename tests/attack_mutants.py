@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_node_reconnect_backoff.py",
     "tests/unit/test_attacks_discovery_identity.py",
     "tests/unit/test_query_protocol.py",
     "tests/unit/test_attacks_group_resets.py",
@@ -1297,6 +1298,7 @@ MUTANTS: dict[str, Spec] = {
     "an endpoint keeps its node ID while that ID is heard": Guard(
         "discovery-keeps-id-while-heard", "if False:"
     ),
+    "a node's connecting sockets back off": Guard("reconnects-back-off-with-jitter", "pass"),
     "a metadata command is at most MAX_COMMAND_BYTES": Guard(
         "metadata-command-bytes-bounded", "if False:"
     ),
@@ -1520,6 +1522,9 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a node's connecting sockets back off": (
+        "tests/unit/test_node_reconnect_backoff.py::test_the_connecting_sockets_back_off",
+    ),
     "an endpoint keeps its node ID while that ID is heard": (
         "tests/unit/test_attacks_discovery_identity.py::test_attack_a_forged_id_for_a_live_peers_endpoint_changes_nothing",
         "tests/unit/test_attacks_discovery_identity.py::test_a_node_restarted_under_a_new_id_on_the_same_endpoint_is_a_new_peer",

@@ -45,6 +45,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import random
 import threading
 import time
 from collections import deque
@@ -96,6 +97,24 @@ loop drops an oversized frame as soon as it reads it."""
 
 Call = Callable[[float], "list[Publish]"]
 """A command run on the loop thread with the time; returns what to publish."""
+
+
+RECONNECT_IVL_MS = 100
+RECONNECT_IVL_MAX_MS = 2000
+"""A connection to a peer or a tower that fails is tried again after 100-200 ms, then twice
+as long each time up to 2-3 s (libzmq's exponential backoff). The two are drawn at random
+per socket (libzmq adds no jitter of its own once a maximum is set: measured, its retries
+came at exactly 100, 200, 400 ... 2000 ms), so the nodes that lost one peer do not retry in
+step when it comes back, and a dead peer costs a node a try every 2-3 s for the rest of its
+grace, not ten a second (issue 39, 'no positive feedback')."""
+
+
+def backoff(sock: zmq.Socket[bytes], rng: random.Random | None = None) -> None:
+    """Exponential reconnect backoff with a random start and cap, on a connecting socket."""
+    draw = rng if rng is not None else random
+    sock.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS + draw.randrange(RECONNECT_IVL_MS))
+    cap = RECONNECT_IVL_MAX_MS + draw.randrange(RECONNECT_IVL_MAX_MS // 2)
+    sock.setsockopt(zmq.RECONNECT_IVL_MAX, cap)
 
 
 class _RateLimitedLog:
@@ -177,6 +196,7 @@ class NodeLoop:
         self.oversized = _RateLimitedLog(event="wire.oversized")
         """Data frames over ``max_message_size`` read and dropped (``stats['oversized']``)."""
         self._sub: zmq.Socket[bytes] | None = None
+        self.tower_link: TowerLink | None = None
         self._subscribed: set[bytes] = set()
         self._services: list[NodeService] = list(handler.services())
         self.grants = ReadGrants(node_id, read_view) if self.curve.enabled else None
@@ -355,6 +375,9 @@ class NodeLoop:
         sockets = (xpub, sub, bpub, bsub)
         for s in sockets:
             s.setsockopt(zmq.LINGER, 0)
+        for s in (sub, bpub, bsub):  # the sockets that connect: to peers, to the towers
+            # guard: reconnects-back-off-with-jitter
+            backoff(s)
         xpub.setsockopt(zmq.LINGER, 200)
         xpub.setsockopt(zmq.XPUB_VERBOSE, 1)
         if self.grants is not None:
@@ -418,6 +441,7 @@ class NodeLoop:
             identity=me,
             malformed=self.malformed,
         )
+        self.tower_link = link  # the loop thread's (tests read its sockets through call())
         log.info(
             "node.start id=%s endpoint=%s towers=%s",
             self.node_id,

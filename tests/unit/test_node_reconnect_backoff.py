@@ -1,0 +1,53 @@
+"""Reconnects back off, with jitter (issue 39, point 3): a node's connecting sockets (the
+data SUB to its peers, and its two sockets to the towers) use libzmq's exponential reconnect
+backoff, up to RECONNECT_IVL_MAX_MS, each wait with libzmq's random part added; before, a
+dead peer was tried again every 100 ms by every node for the rest of its grace. The start
+and the cap are drawn per socket, since libzmq adds no jitter once a cap is set."""
+
+from __future__ import annotations
+
+import time
+
+import zmq
+
+from dafka.config import NodeConfig, TowerAddress
+from dafka.io.node import RECONNECT_IVL_MAX_MS, RECONNECT_IVL_MS, NodeLoop
+from tests.unit.test_attacks_peer_liveness import ME, _tower
+from tests.unit.test_metadata_delivery import _IdleHandler
+
+
+def test_the_connecting_sockets_back_off() -> None:
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    port, xsub, pub = _tower(ctx)
+    loop = NodeLoop(ME, NodeConfig(towers=(TowerAddress("127.0.0.1", port),)), _IdleHandler())
+    loop.start()
+    got: list[list[tuple[int, int]]] = []
+    try:
+
+        def read(now: float) -> list:
+            link = loop.tower_link
+            assert link is not None
+            got.append(
+                [
+                    (s.getsockopt(zmq.RECONNECT_IVL), s.getsockopt(zmq.RECONNECT_IVL_MAX))
+                    for s in (link.sub, link.bpub, link.bsub)
+                ]
+            )
+            return []
+
+        loop.call(read)
+        deadline = time.monotonic() + 5
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert got, "the loop did not answer"
+        for ivl, cap in got[0]:
+            assert RECONNECT_IVL_MS <= ivl < 2 * RECONNECT_IVL_MS
+            assert RECONNECT_IVL_MAX_MS <= cap < 1.5 * RECONNECT_IVL_MAX_MS
+            assert cap > ivl  # libzmq backs off only then
+        # drawn per socket: three sockets alike by chance about once in a million
+        assert len({ivl for ivl, _ in got[0]} | {cap for _, cap in got[0]}) > 2
+    finally:
+        loop.stop()
+        xsub.close(0)
+        pub.close(0)
+        ctx.term()
