@@ -50,6 +50,7 @@ COUNTS = (
     "below_min_acks",
     "bad_served",
     "metadata_lost",
+    "peers_expired",
 )
 
 
@@ -112,6 +113,9 @@ class Report:
     below_min_acks: int = 0
     bad_served: int = 0
     metadata_lost: int = 0
+    peers_expired: int = 0
+    """Peers a store expired while every tower was paused (issue 39: a peer lives on its
+    own data connection, so the data plane keeps every peer through a tower's silence)."""
     acked: int = 0
     delivered: int = 0
     stored: int = 0
@@ -147,6 +151,7 @@ def check(
     min_acks: int = 1,
     bad_served: Iterable[str] = (),
     metadata_lost: Iterable[str] = (),
+    peers_expired: Iterable[tuple[str, int]] = (),
 ) -> Report:
     """Count everything that went wrong (see the module docstring).
 
@@ -163,6 +168,8 @@ def check(
         report.note("bad_served", what)
     for what in metadata_lost:
         report.note("metadata_lost", what)
+    for what, n in peers_expired:
+        report.note("peers_expired", what, n)
 
     acked: dict[Key, str] = {}
     for ack in acks:

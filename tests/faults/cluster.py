@@ -49,6 +49,7 @@ class Node:
         self.identity: str | None = None  # a store's node ID or a producer's partition
         self.new_identity = False  # its next start may have a new one (a replaced disk)
         self.retired = False  # stopped for good: not restarted by the heal
+        self.metrics: str | None = None  # a store's metrics URL (this incarnation's)
 
     def same_identity(self, identity: str) -> bool:
         """Record ``identity`` at a start; False (and a crash) if the node came back as a
@@ -382,6 +383,10 @@ class Cluster:
                     self.addresses,
                     "--host",
                     self.host_of(node.name),
+                    "--metrics-port",
+                    "0",
+                    "--metrics-host",
+                    self.host_of(node.name),
                 ),
                 env=self.env(node.name),
             )
@@ -391,6 +396,8 @@ class Cluster:
                     r"store ([0-9A-F]{32}) on (tcp://\S+) query (tcp://[^\s,]+)", timeout=20
                 ),
             )
+            url = _wait(proc, lambda: proc.wait_line(r"metrics on (http://\S+)", timeout=20))
+            node.metrics = url.group(1)
             node.same_identity(m.group(1))
             if m.group(1) not in self.store_ids:
                 self.store_ids.append(m.group(1))

@@ -12,8 +12,10 @@ import enum
 import logging
 import os
 import random
+import re
 import shutil
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +57,8 @@ class Kind(enum.Enum):
     CLOCK_STORE = "clock-store"
     CLOCK_PRODUCER = "clock-producer"
     CLOCK_TOWER = "clock-tower"
+    # issue 39: the towers silent (SIGSTOP) past the beacon expiry, the data plane at work
+    PAUSE_TOWERS = "pause-towers"
 
 
 PROCESS_FAULTS = (
@@ -126,6 +130,7 @@ _DURATIONS = {
     Kind.CLOCK_STORE: (5.0, 15.0),
     Kind.CLOCK_PRODUCER: (5.0, 15.0),
     Kind.CLOCK_TOWER: (5.0, 15.0),
+    Kind.PAUSE_TOWERS: (BEACON_EXPIRY + 2.0, BEACON_EXPIRY + 6.0),
 }
 
 
@@ -157,6 +162,18 @@ def schedule(
     return out
 
 
+def peers_expired(node: Node) -> int | None:
+    """A store's ``dafka_peers_expired`` now (None: not up, or no answer)."""
+    if node.metrics is None or not node.up or node.paused:
+        return None
+    try:
+        text = urllib.request.urlopen(node.metrics, timeout=5).read().decode()
+    except OSError:
+        return None
+    m = re.search(r"^dafka_peers_expired_total(?:\{[^}]*\})? (\S+)$", text, re.M)
+    return None if m is None else int(float(m.group(1)))
+
+
 def disk_faults_unavailable() -> str | None:
     """Why the full-disk fault cannot run here (None: it can)."""
     if os.geteuid() != 0:
@@ -186,6 +203,7 @@ class Nemesis:
         self.history: list[str] = []
         self.rotted_at: float | None = None  # monotonic time of the last rot at rest
         self.markers: list[str] = []  # topics created (acknowledged) just before a Raft rot
+        self.expired: list[tuple[str, int]] = []  # (what, peers) expired in a tower pause
 
     def run(self, started: float, seconds: float) -> None:
         c = self.cluster
@@ -236,6 +254,24 @@ class Nemesis:
             for node in c.stores:
                 node.restart()
             producer.restart()
+        elif fault.kind is Kind.PAUSE_TOWERS:
+            # every tower at once: no beacon relayed, no metadata; peers must live on what
+            # their own data connections carry (issue 39), and the records go on
+            note = "every tower"
+            before = {n.name: peers_expired(n) for n in c.stores}
+            for node in c.towers:
+                node.pause()
+            c.idle(fault.duration)
+            for node in c.towers:
+                node.resume()
+            for node in c.stores:
+                was, now = before[node.name], peers_expired(node)
+                if was is None or now is None:  # up throughout: its metrics must answer
+                    if node.up and not node.paused:
+                        self.expired.append((f"{node.name}: its peer count unread", 1))
+                elif now > was:
+                    what = f"{node.name}: {now - was} peer(s) expired in a {fault.duration} s pause"
+                    self.expired.append((what, now - was))
         elif fault.kind in (Kind.PAUSE_STORE, Kind.PAUSE_PRODUCER):
             nodes = c.stores if fault.kind is Kind.PAUSE_STORE else c.producers
             node = nodes[fault.target]

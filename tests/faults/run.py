@@ -263,6 +263,7 @@ def run_once(
         min_acks=opts.min_acks,
         bad_served=[f"{who}: {what}" for who, items in sorted(bad.items()) for what in items],
         metadata_lost=lost,
+        peers_expired=nemesis.expired,
     )
     supervised = [f"supervisor restart: {said}" for said in cluster.supervised]
     return RunResult(seed, min_acks, seconds, report, nemesis.history + supervised)
