@@ -125,6 +125,9 @@ class Discovery:
         ``max_heard``): a fake with a fresh node ID each time is never heard again."""
         self.max_heard = MAX_HEARD
         self.refused = 0
+        """New peers not admitted (the table full, or for want of a new-peer token)."""
+        self.refused_full = 0
+        """Of :attr:`refused`, those refused because the table held ``max_peers``."""
         self._last_refused_log = -_LOG_PERIOD
         self._expiry: dict[str, float] = {}
         self._lapsed: dict[str, float] = {}
@@ -185,18 +188,10 @@ class Discovery:
             self._return(endpoint, beacon.node_id, now)
         elif endpoint not in self._expiry:
             held = len(self._expiry) + len(self._lapsed)
+            full = held >= self.max_peers
             # guard: discovery-bounds-new-peers
-            if held >= self.max_peers or not self._admit(beacon, now):
-                self.refused += 1
-                if now - self._last_refused_log >= _LOG_PERIOD:
-                    self._last_refused_log = now
-                    log.warning(
-                        "discovery.peer.refused node=%s endpoint=%s peers=%d total=%d",
-                        beacon.node_id,
-                        endpoint,
-                        len(self._expiry),
-                        self.refused,
-                    )
+            if full or not self._admit(beacon, now):
+                self._refuse(beacon, full, now)
                 return actions
             log.info("discovery.peer.new node=%s endpoint=%s", beacon.node_id, endpoint)
             if not self.curve:
@@ -211,6 +206,36 @@ class Discovery:
         self._ids[endpoint] = (beacon.node_id, now)
         self._claim_key(beacon, now, actions)
         return actions
+
+    def _refuse(self, beacon: TowerBeacon, full: bool, now: float) -> None:
+        """A new peer not admitted: counted by why, and said in one line (at most every
+        5 s, with the count since), naming the bound and what it means for the data."""
+        self.refused += 1
+        if full:
+            self.refused_full += 1
+        if now - self._last_refused_log < _LOG_PERIOD:
+            return
+        self._last_refused_log = now
+        if full:
+            why = (
+                f"this node holds max_peers={self.max_peers} peers: it exchanges no records, "
+                "ACKs or fetches with this one until a peer leaves (a real cluster this "
+                "large, or a flood of fake beacons: docs/security.md, 'Bounds')"
+            )
+        else:
+            why = (
+                f"new peers arrive faster than {self._new_peers.rate * 2:g}/s: it is admitted "
+                "at one of its next beacons"
+            )
+        log.warning(
+            "discovery.peer.refused node=%s endpoint=%s peers=%d refused=%d full=%d: %s",
+            beacon.node_id,
+            beacon.endpoint,
+            len(self._expiry),
+            self.refused,
+            self.refused_full,
+            why,
+        )
 
     def _refuse_id(self, beacon: TowerBeacon, held: str, now: float) -> None:
         self.id_refused += 1

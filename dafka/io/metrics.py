@@ -141,6 +141,24 @@ LOOP_SPECS = (
         "dafka_peers_returned",
         "Expired peers heard again within the grace period: kept, not reconnected.",
     ),
+    counter(
+        "peers_refused",
+        "dafka_peers_refused",
+        "New peers not admitted: the peer table full (see dafka_peers_refused_full) or new "
+        "peers arriving faster than the admission rate (admitted at a later beacon).",
+    ),
+    counter(
+        "peers_refused_full",
+        "dafka_peers_refused_full",
+        "New peers not admitted because this node holds its maximum of peers: no records, "
+        "ACKs or fetches flow with them.",
+    ),
+    counter(
+        "peers_replaced",
+        "dafka_peers_replaced",
+        "Endpoints taken by another node ID once theirs fell silent (a node restarted with "
+        "a new identity on the same port).",
+    ),
     counter("heartbeats", "dafka_heartbeats_received", "Peers' heartbeats read (signed profile)."),
     gauge("welcomed", "dafka_tower_welcomed", "1 once a tower has welcomed this node."),
 )
@@ -160,6 +178,9 @@ def loop_values(loop: NodeLoop) -> Values:
         "peers": len(loop.discovery.peers),
         "peers_expired": loop.discovery.expired,
         "peers_returned": loop.discovery.returned,
+        "peers_refused": loop.discovery.refused,
+        "peers_refused_full": loop.discovery.refused_full,
+        "peers_replaced": loop.discovery.replaced,
         "heartbeats": loop.liveness.heartbeats,
         "welcomed": 1 if loop.welcomed else 0,
     }

@@ -63,3 +63,26 @@ def test_attack_a_forged_id_for_a_live_peers_endpoint_changes_nothing() -> None:
         d.tick(now + 0.02)
     assert d.node_of(EP) == OLD and d.replaced == 0 and d.id_refused == 59
     assert d.peers == [EP]
+
+
+def test_a_peer_not_admitted_is_said_in_one_line_with_why(caplog) -> None:
+    """Issue 39: 'say in one line when a peer cannot be admitted and why'. A full table
+    (no records, ACKs or fetches with that peer) is told apart from the rate bound (the
+    peer gets in at a later beacon), and both are counted for the metrics."""
+    import logging
+
+    d = Discovery(ME, max_peers=2, new_peer_rate=1000.0, new_peer_burst=1000.0)
+    with caplog.at_level(logging.WARNING, logger="dafka.core.discovery"):
+        for i in range(3):
+            d.on_beacon(TowerBeacon(f"{i:032X}", f"tcp://127.0.0.1:{7000 + i}"), 0.0)
+    assert (d.refused, d.refused_full) == (1, 1) and len(d.peers) == 2
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "max_peers=2" in line and "no records, ACKs or fetches" in line
+    caplog.clear()
+    slow = Discovery(ME, new_peer_rate=0.001, new_peer_burst=1.0)
+    with caplog.at_level(logging.WARNING, logger="dafka.core.discovery"):
+        for i in range(4):
+            slow.on_beacon(TowerBeacon(f"{i:032X}", f"tcp://127.0.0.1:{7000 + i}"), 0.0)
+    assert slow.refused == 3 and slow.refused_full == 0
+    (line,) = [r.getMessage() for r in caplog.records]  # one line per 5 s, not one each
+    assert "faster than" in line and "admitted at one of its next beacons" in line
