@@ -361,7 +361,7 @@ class GroupMember:
         ownership (:mod:`.resets`): to the reset's offset, owned at its epoch + 1, as a
         revoke and an assign the application sees; under the lock, so no commit of the old
         position goes out after the seek. True if any."""
-        moved = reseek(self._held, self.view.committed())
+        moved = reseek(self._held, self.view.best)
         if not moved:
             return False
         keys = frozenset(moved)

@@ -26,7 +26,7 @@ commits: a Kafka consumer that keeps running commits its own position over the r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -185,14 +185,16 @@ def targets(
 
 
 def reseek(
-    held: Mapping[PartitionKey, int], best: Mapping[PartitionKey, Committed]
+    held: Mapping[PartitionKey, int], best: Callable[[PartitionKey], Committed | None]
 ) -> dict[PartitionKey, Committed]:
     """Of the partitions a member holds (``held``: partition -> its ownership epoch), those
-    where a reset now beats its ownership (``best``: the view's committed, whose winner is
-    the reset): ``{key: the reset's Committed}``, to seek to and own at its epoch + 1."""
+    where a reset now beats its ownership (``best``: the view's committed offset of a
+    partition, :meth:`~.view.GroupView.best`, whose winner is the reset): ``{key: the
+    reset's Committed}``, to seek to and own at its epoch + 1. Looks at the held partitions
+    only (the member asks every turn)."""
     out: dict[PartitionKey, Committed] = {}
     for key, epoch in held.items():
-        c = best.get(key)
+        c = best(key)
         # guard: member-seeks-reset-beats-ownership
         if c is not None and c.member == RESET_MEMBER and c.epoch >= epoch:
             out[key] = c

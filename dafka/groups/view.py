@@ -165,11 +165,15 @@ class GroupView:
 
     def committed(self) -> dict[PartitionKey, Committed]:
         out: dict[PartitionKey, Committed] = {}
-        for key in sorted(self._commits.keys() | self._resets.keys()):
+        for key in (*self._commits, *(k for k in self._resets if k not in self._commits)):
             best = self._best(key)
             if best is not None:
                 out[key] = best
         return out
+
+    def best(self, key: PartitionKey) -> Committed | None:
+        """The committed offset of one partition (what :meth:`committed` says for it)."""
+        return self._best(key)
 
     def epoch(self, key: PartitionKey) -> int:
         c = self._best(key)
