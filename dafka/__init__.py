@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from .errors import (
     BufferFullError,
     ClosedError,
+    CommitFailedError,
     ConfigError,
     DafkaError,
     DafkaTimeout,
@@ -76,6 +77,7 @@ __all__ = [
     "BufferFullError",
     "CloseResult",
     "ClosedError",
+    "CommitFailedError",
     "ConfigError",
     "ConsumedRecord",
     "Consumer",

@@ -23,6 +23,7 @@ Every error Dafka raises on purpose derives from :class:`DafkaError`::
     ├── RaftError
     │   ├── NotLeader                     carries the leader hint, if any
     │   └── ProposalDropped
+    ├── CommitFailedError                 a group commit of positions an admin's reset moved
     ├── ClosedError                       the node was closed
     └── DafkaTimeout (TimeoutError)       a deadline passed
 
@@ -208,6 +209,14 @@ class ExtensionUnsupported(RaftError):
 
 class ProposalDropped(RaftError):
     """A proposal was dropped before it could be committed."""
+
+    retriable = True
+
+
+class CommitFailedError(DafkaError):
+    """A group commit refused before anything was written: the positions it names were
+    read before the group's assignment of them changed (an admin reset their offsets);
+    poll, then commit (Kafka's ``CommitFailedException``)."""
 
     retriable = True
 

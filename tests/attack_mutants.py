@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/integration/test_group_reset.py",
     "tests/unit/test_node_reconnect_backoff.py",
     "tests/unit/test_attacks_discovery_identity.py",
     "tests/unit/test_query_protocol.py",
@@ -1299,6 +1300,9 @@ MUTANTS: dict[str, Spec] = {
         "discovery-keeps-id-while-heard", "if False:"
     ),
     "a node's connecting sockets back off": Guard("reconnects-back-off-with-jitter", "pass"),
+    "a commit of positions read before a reset is refused": Guard(
+        "member-fences-commits-after-reset", "if False:"
+    ),
     "a metadata command is at most MAX_COMMAND_BYTES": Guard(
         "metadata-command-bytes-bounded", "if False:"
     ),
@@ -1522,6 +1526,9 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a commit of positions read before a reset is refused": (
+        "tests/integration/test_group_reset.py::test_a_commit_of_positions_read_before_a_reset_is_refused_until_the_next_poll",
+    ),
     "a node's connecting sockets back off": (
         "tests/unit/test_node_reconnect_backoff.py::test_the_connecting_sockets_back_off",
     ),

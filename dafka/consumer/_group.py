@@ -276,3 +276,9 @@ class _MemberLink:
     def event(self, kind: str, keys: frozenset[PartitionKey]) -> None:
         """Queue a rebalance callback for the application's next poll."""
         self._consumer._group_event(kind, keys)
+
+    def polls(self) -> int:
+        """How many polls of the application have taken records so far (only grows)."""
+        shared = self._consumer._shared
+        with shared.cond:
+            return shared.takes

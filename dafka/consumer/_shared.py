@@ -38,6 +38,10 @@ class ConsumerShared:
         self.count = 0
         """Records in :attr:`ready` not handed out yet."""
         self.head_used = 0
+        self.takes = 0
+        """How many times the application took records (a poll that returned, under
+        ``cond``): a group member fences commits until the application polled after an
+        admin's reset moved its position (:meth:`GroupMember._reseek`)."""
         """Records of ``ready[0]`` already handed out."""
         self.errors: deque[DataLossError | TopicDeletedError] = deque()
         """Raised by the next poll, once each."""
@@ -127,6 +131,7 @@ class ConsumerShared:
 
     def take(self, max_records: int) -> list[RecordBatch]:
         """Holding ``cond``: up to ``max_records`` ready records as runs."""
+        self.takes += 1
         ready = self.ready
         out: list[RecordBatch] = []
         want = max_records

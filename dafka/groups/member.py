@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.effects import RecordBatch
-from ..errors import ConfigError, DafkaError, DafkaTimeout, WireError
+from ..errors import CommitFailedError, ConfigError, DafkaError, DafkaTimeout, WireError
 from ..futures import RecordFuture
 from .admission import Admission
 from .assign import PartitionKey
@@ -70,6 +70,11 @@ class GroupLink(Protocol):
 
     def event(self, kind: str, keys: frozenset[PartitionKey]) -> None:
         """Queue a rebalance callback (ASSIGN or REVOKE) for the application's next poll."""
+        ...
+
+    def polls(self) -> int:
+        """How many of the application's polls have taken records (a count that only grows:
+        a commit of a position read before a reset is fenced until the next one)."""
         ...
 
 
@@ -127,6 +132,9 @@ class GroupMember:
         self._lock = threading.RLock()
         self._held: dict[PartitionKey, int] = {}  # partition -> epoch of our ownership
         self._last_committed: dict[PartitionKey, int] = {}
+        self._fence: dict[PartitionKey, int] = {}
+        """Partitions an admin's reset moved -> the application's poll count then: a
+        position of theirs is committed only once the application has polled since."""
         self.view = GroupView(settings.session_timeout)
         self.bad_records = 0
         self._stop = threading.Event()
@@ -183,6 +191,16 @@ class GroupMember:
             if offsets is None:
                 polled = self._link.positions()
                 offsets = {k: polled[k] for k in self._held if k in polled}
+                offsets = self._unfenced(offsets)
+            else:
+                stale = sorted(self._fenced(offsets))
+                # guard: member-fences-commits-after-reset
+                if stale:
+                    raise CommitFailedError(
+                        f"{len(stale)} partition(s) were reset by an admin since these "
+                        f"positions were read (first {stale[0][0]}/{stale[0][1]}): nothing "
+                        "committed; poll to read from the reset offsets, then commit"
+                    )
             offsets, fut = self._send_commit(dict(offsets))
         if fut is not None and not asynchronous:
             self._wait(fut)
@@ -353,8 +371,33 @@ class GroupMember:
             for k in self._held
             if k in polled and (refresh or self._last_committed.get(k) != polled[k])
         }
+        offsets = self._unfenced(offsets)
         if offsets:
             self._commit(offsets, asynchronous=True)
+
+    def _fenced(self, keys: Iterable[PartitionKey]) -> list[PartitionKey]:
+        """Of ``keys``, those a reset moved that the application has not polled since."""
+        fence = self._fence
+        if not fence:
+            return []
+        polls = self._link.polls()
+        for k in [k for k, at in fence.items() if polls > at]:
+            del fence[k]  # polled since: its positions are the new assignment's
+        return [k for k in keys if k in fence]
+
+    def _unfenced(self, offsets: dict[PartitionKey, int]) -> dict[PartitionKey, int]:
+        """``offsets`` without fenced partitions (said in a line when any): what a commit
+        of positions (auto, revoke, close) may write."""
+        stale = self._fenced(offsets)
+        if stale:
+            log.warning(
+                "group.commit_fenced group=%s partitions=%d: reset by an admin since read; "
+                "not committed (the reset offset stands)",
+                self.group,
+                len(stale),
+            )
+            offsets = {k: o for k, o in offsets.items() if k not in stale}
+        return offsets
 
     def _reseek(self) -> bool:
         """Seek the partitions held where an admin's reset now beats this member's
@@ -372,6 +415,10 @@ class GroupMember:
             self._last_committed.pop(k, None)
         self._link.event(ASSIGN, keys)
         self._link.assign({k: c.offset for k, c in moved.items()})
+        # after the revoke: a poll counted from here on returns the new assignment's records
+        polls = self._link.polls()
+        for k in keys:
+            self._fence[k] = polls
         log.info("group.reset_applied group=%s partitions=%d", self.group, len(keys))
         return True
 
@@ -399,7 +446,7 @@ class GroupMember:
         self._settled_at = None
         if p.revoke:
             polled = self._link.revoke(p.revoke)
-            offsets = {k: polled[k] for k in p.revoke if k in polled}
+            offsets = self._unfenced({k: polled[k] for k in p.revoke if k in polled})
             try:
                 self._commit(offsets, asynchronous=False)
             except DafkaError as exc:

@@ -5,12 +5,13 @@ nothing; a key that is not an admin's changes nothing and says so in one line.""
 from __future__ import annotations
 
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from dafka import Producer
+from dafka import CommitFailedError, Consumer, Producer
 from dafka.metadata.signing import create_admin_key
 from tests.integration.test_groups import committed, member, records
 from tests.procs import Tower, py, wait_until
@@ -74,3 +75,52 @@ def test_an_admin_resets_a_live_group_and_its_member_reads_again_from_there(
         assert sorted(o for _, o in records(again))[:20] == list(range(20))
     finally:
         again.kill()
+
+
+def test_a_commit_of_positions_read_before_a_reset_is_refused_until_the_next_poll(
+    tower: Tower, start_store
+) -> None:
+    """The red team's first break: an application read records, an admin reset the group
+    under it, and its explicit commit of the positions it had read was taken at the new
+    epoch, undoing the reset that had been reported done. Now such a commit raises
+    CommitFailedError and writes nothing; after a poll (records from the reset offset) the
+    application commits as before."""
+    start_store()
+    with Producer("t", towers=tower.address) as p:
+        for i in range(30):
+            p.send(f"r{i}")
+        p.flush(timeout=20)
+        part = p.partition
+    key = ("t", part)
+    c = Consumer(
+        "t", towers=tower.address, group="gx", offset_reset="earliest", enable_auto_commit=False
+    )
+    try:
+        last: dict[tuple[str, str], int] = {}
+
+        def read_all() -> bool:
+            r = c.poll(0.2)
+            if r is not None:
+                last[(r.topic, r.partition)] = r.offset
+            return last.get(key) == 29
+
+        wait_until(read_all, timeout=30, what="30 records")
+        c.commit()
+        wait_until(lambda: committed(tower, "gx", {part}) == {part: 30}, 30, "a commit of 30")
+        done = dafka(
+            "groups", "reset", "gx", "--tower", tower.address, "--to-offset", "5", "--execute"
+        )
+        assert done.returncode == 0, done.stderr
+        wait_until(lambda: c.committed().get(key) == 5, timeout=20, what="the member seeing it")
+        with pytest.raises(CommitFailedError, match="reset by an admin"):
+            c.commit({key: 30})
+        assert committed(tower, "gx", {part}) == {part: 5}
+        first = None
+        deadline = time.monotonic() + 20
+        while first is None and time.monotonic() < deadline:
+            first = c.poll(0.2)
+        assert first is not None and first.offset == 5
+        c.commit({key: 6})  # after a poll: the new assignment's position
+        wait_until(lambda: committed(tower, "gx", {part}) == {part: 6}, 30, "a commit of 6")
+    finally:
+        c.close()
