@@ -1303,6 +1303,18 @@ MUTANTS: dict[str, Spec] = {
     "a commit of positions read before a reset is refused": Guard(
         "member-fences-commits-after-reset", "if False:"
     ),
+    "a reset ages out with the group topic's retention": Guard(
+        "resets-age-out-with-group-retention", "if False:"
+    ),
+    "a reset names topics by names a topic may have": Guard(
+        "reset-offsets-topic-names-checked", "pass"
+    ),
+    "executing a reset writes only partitions the stores hold": Guard(
+        "reset-writes-the-plan-shown", "unknown = []"
+    ),
+    "a group is read only from a loaded metadata view": Guard(
+        "group-view-waits-metadata-loaded", "if False:"
+    ),
     "a metadata command is at most MAX_COMMAND_BYTES": Guard(
         "metadata-command-bytes-bounded", "if False:"
     ),
@@ -1526,6 +1538,18 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a group is read only from a loaded metadata view": (
+        "tests/unit/test_attacks_group_resets.py::test_a_group_is_not_described_from_a_metadata_view_not_yet_loaded",
+    ),
+    "executing a reset writes only partitions the stores hold": (
+        "tests/integration/test_attacks_console.py::test_executing_a_reset_writes_the_plan_shown_and_a_forged_plan_is_refused",
+    ),
+    "a reset ages out with the group topic's retention": (
+        "tests/unit/test_attacks_group_resets.py::test_attack_a_reset_ages_out_with_the_group_topics_retention",
+    ),
+    "a reset names topics by names a topic may have": (
+        "tests/unit/test_attacks_group_resets.py::test_attack_a_reset_names_at_most_the_bound_and_only_real_partitions",
+    ),
     "a commit of positions read before a reset is refused": (
         "tests/integration/test_group_reset.py::test_a_commit_of_positions_read_before_a_reset_is_refused_until_the_next_poll",
     ),

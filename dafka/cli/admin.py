@@ -39,7 +39,7 @@ from ..ids import is_group_topic
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
-from .common import CONTEXT, Group, common_options, run_cli
+from .common import CONTEXT, SECONDS, Group, common_options, run_cli
 from .console import console
 from .groups import groups
 from .holdings import StoreView, below_min_acks, copies, human, survey
@@ -182,7 +182,9 @@ def _topic_options(f: F) -> F:
 
 
 def _client_options(f: F) -> F:
-    f = click.option("--timeout", default=5.0, show_default=True, help="Seconds per request.")(f)
+    f = click.option(
+        "--timeout", default=5.0, show_default=True, type=SECONDS, help="Seconds per request."
+    )(f)
     f = click.option(
         "--cluster", default=DEFAULT_CLUSTER, envvar="DAFKA_CLUSTER", show_default=True
     )(f)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import operator
 import os
 import select
@@ -433,3 +434,25 @@ def wait_for_signal(check: Callable[[], None] | None = None) -> None:
                 continue
             if any(byte in STOP_SIGNALS for byte in woke):
                 return
+
+
+class Seconds(click.ParamType):
+    """A timeout in seconds: a finite number above 0, at most a day (``nan``, ``inf`` and
+    ``1e308`` used to reach the sockets' deadlines and end in a traceback)."""
+
+    name = "seconds"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or not 0 < seconds <= MAX_SECONDS:
+            self.fail(f"{value!r}: seconds above 0, at most {MAX_SECONDS:g}", param, ctx)
+        return seconds
+
+
+MAX_SECONDS = 86_400.0
+SECONDS = Seconds()

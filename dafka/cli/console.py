@@ -16,7 +16,7 @@ from __future__ import annotations
 import click
 
 from ..metadata.client import DEFAULT_CLUSTER
-from .common import Command, common_options, run_cli, wait_for_signal
+from .common import SECONDS, Command, common_options, run_cli, wait_for_signal
 
 DEFAULT_BIND = "127.0.0.1:8480"
 """As :data:`dafka.console.serve.DEFAULT_BIND` (not imported here: every ``dafka`` command
@@ -58,7 +58,13 @@ imports this module, and only ``dafka console`` needs tornado and the console)."
     "Besides localhost, 127.0.0.1, [::1] and the bound host, on the bound port.",
 )
 @click.option("--cluster", default=DEFAULT_CLUSTER, envvar="DAFKA_CLUSTER", show_default=True)
-@click.option("--timeout", default=5.0, show_default=True, help="Seconds per cluster request.")
+@click.option(
+    "--timeout",
+    default=5.0,
+    show_default=True,
+    type=SECONDS,
+    help="Seconds per cluster request.",
+)
 @click.option(
     "--series-cap",
     default=1000,

@@ -14,7 +14,7 @@ from ..groups.admin import describe, list_groups
 from ..groups.reset_admin import check_spec, reset_offsets
 from ..metadata.client import DEFAULT_CLUSTER
 from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
-from .common import CONTEXT, Group, common_options, run_cli
+from .common import CONTEXT, SECONDS, Group, common_options, run_cli
 
 _TOWER = click.option(
     "--tower",
@@ -24,7 +24,9 @@ _TOWER = click.option(
     show_default=True,
     help="Tower address(es), HOST:PORT of the beacon port, comma-separated.",
 )
-_TIMEOUT = click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait.")
+_TIMEOUT = click.option(
+    "--timeout", default=10.0, show_default=True, type=SECONDS, help="Seconds to wait."
+)
 _COMMON = common_options("admin", node=False)  # --config, --log-level as every dafka command
 
 

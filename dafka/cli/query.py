@@ -28,7 +28,7 @@ from ..query.client import QueryClient, load_client_key, records
 from ..query.locator import StoreLocator
 from ..security import identity
 from ..security.curve_keys import parse_public_key
-from .common import CONTEXT, Group, common_options, run_cli
+from .common import CONTEXT, SECONDS, Group, common_options, run_cli
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,7 +93,9 @@ _OPTIONS = [
         type=click.Path(),
         help="This client's CURVE key: a dafka-keys node key file (or its directory).",
     ),
-    click.option("--timeout", default=5.0, show_default=True, help="Seconds per request."),
+    click.option(
+        "--timeout", default=5.0, show_default=True, type=SECONDS, help="Seconds per request."
+    ),
 ]
 
 

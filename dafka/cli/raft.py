@@ -55,7 +55,7 @@ from ..raft import (
 )
 from ..raft import codec as w
 from ..security import identity as ident
-from .common import CONTEXT, Group, common_options, run_cli, wait_for_signal
+from .common import CONTEXT, SECONDS, Group, common_options, run_cli, wait_for_signal
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -331,7 +331,9 @@ def _client_options(f: F) -> F:
     f = click.option("--raft-curve", is_flag=True, help="CURVE to the peers, given as URL@PUBHEX.")(
         f
     )
-    f = click.option("--timeout", default=10.0, show_default=True, help="Seconds per request.")(f)
+    f = click.option(
+        "--timeout", default=10.0, show_default=True, type=SECONDS, help="Seconds per request."
+    )(f)
     f = click.option("--cluster", required=True, help="Cluster ident.")(f)
     f = click.option(
         "--peer", "peers", multiple=True, required=True, help="A peer URL (or ID=URL); repeat."

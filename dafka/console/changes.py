@@ -9,14 +9,17 @@ started with (``--admin-key``).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from ..groups.resets import MAX_RESET_ENTRIES
+from ..ids import check_topic, is_node_id
 from ..metadata.settings import MAX_MIN_ACKS
 
-__all__ = ["ADMIN_REFUSAL", "topic_form"]
+__all__ = ["ADMIN_REFUSAL", "plan_rows", "topic_form"]
 
 ADMIN_REFUSAL = "read-only console: it was started without --admin-key, so it signs no change"
 
@@ -61,4 +64,31 @@ def topic_form(form: Mapping[str, str]) -> dict[str, Any]:
         if policy not in ("delete", "compact", "compact,delete"):
             raise ConfigError(f"bad cleanup_policy {policy[:40]!r}: delete, compact or both")
         out["cleanup_policy"] = policy
+    return out
+
+
+def plan_rows(text: str | None) -> dict[tuple[str, str], int]:
+    """The offsets of the reset plan a page showed (its execute form's ``plan``): JSON
+    ``[[topic, partition, offset], ...]``, each checked (the form is the browser's to
+    change: it names nothing the plan could not)."""
+    try:
+        rows = json.loads(text or "")
+    except ValueError:
+        raise ConfigError("bad reset plan: not JSON; plan the reset again") from None
+    if not isinstance(rows, list) or not rows or len(rows) > MAX_RESET_ENTRIES:
+        raise ConfigError(f"bad reset plan: 1 to {MAX_RESET_ENTRIES} partitions")
+    out: dict[tuple[str, str], int] = {}
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 3:
+            raise ConfigError("bad reset plan: a row is [topic, partition, offset]")
+        topic, partition, offset = row
+        if (
+            not isinstance(topic, str)
+            or not isinstance(partition, str)
+            or not is_node_id(partition)
+            or type(offset) is not int
+            or not 0 <= offset < 1 << 63
+        ):
+            raise ConfigError(f"bad reset plan row {str(row)[:80]}")
+        out[(check_topic(topic), partition)] = offset
     return out

@@ -168,9 +168,16 @@ class ClusterReader:
     # -- records ------------------------------------------------------------------------------
 
     def reset(
-        self, admin_key: str, group: str, spec: ResetSpec, topics: tuple[str, ...], execute: bool
+        self,
+        admin_key: str,
+        group: str,
+        spec: ResetSpec,
+        topics: tuple[str, ...],
+        execute: bool,
+        exact: dict[tuple[str, str], int] | None = None,
     ) -> ResetPlan:
-        """A group's offsets reset (planned; written and signed with ``execute``)."""
+        """A group's offsets reset (planned; written and signed with ``execute``, the
+        ``exact`` offsets of the plan shown when given)."""
         return reset_offsets(
             self.towers,
             group,
@@ -180,6 +187,7 @@ class ClusterReader:
             admin_key=admin_key,
             execute=execute,
             timeout=self.timeout,
+            exact=exact,
         )
 
     def offset_at(self, topic: str, partition: str, timestamp_ms: int) -> int | None:

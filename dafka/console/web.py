@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import secrets
 import threading
@@ -51,7 +52,7 @@ from ..errors import ConfigError, DafkaError, DafkaTimeout
 from ..groups.admin import GroupInfo
 from ..groups.reset_admin import check_spec
 from ..ids import check_topic, is_group_topic
-from .changes import ADMIN_REFUSAL, topic_form
+from .changes import ADMIN_REFUSAL, plan_rows, topic_form
 from .checks import (
     ID_COOKIE,
     control_character,
@@ -614,14 +615,20 @@ class ResetGroup(Change):
         except ConfigError as exc:
             raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
         execute = self.arg("execute") == "1"
+        # executing: the offsets of the plan the page showed, not a plan made anew
+        try:
+            exact = plan_rows(self.arg("plan")) if execute else None
+        except ConfigError as exc:
+            raise tornado.web.HTTPError(400, log_message=_line(exc)) from None
         key = self.console.config.admin_key
         assert key is not None
         plan = await self.call(
-            "changes", self.console.reader.reset, key, group, spec, topics, execute
+            "changes", self.console.reader.reset, key, group, spec, topics, execute, exact
         )
         if execute:
             await self.console.fresh()
-        self.render("reset.html", plan=plan, to=to, value=value, topic=topic)
+        rows = json.dumps([[r.topic, r.partition, r.new] for r in plan.rows], separators=(",", ":"))
+        self.render("reset.html", plan=plan, to=to, value=value, topic=topic, rows=rows)
 
 
 class TrustStore(Change):

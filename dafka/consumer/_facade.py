@@ -81,6 +81,7 @@ class Consumer(ConsumerControl):
         max_decompressed_bytes: int = MAX_RAW_BYTES,
         compacted_topics: Iterable[str] = (),
         metrics_topic_cap: int = DEFAULT_TOPIC_CAP,
+        unserved_after: float = 10.0,
     ) -> None:
         """``offset_reset``: where a partition seen for the first time starts:
         ``"earliest"``, ``"latest"`` (the default), an offset, or ``-N``: ``N`` offsets
@@ -99,6 +100,11 @@ class Consumer(ConsumerControl):
         move delivery past deleted records. Without any, a validly signed tail from
         any store counts, but only below what the producer's own signed records and
         HEADs show to exist (``docs/wire.md`` §9.6).
+
+        ``unserved_after``: without trusted stores, how many seconds a range a store says
+        its retention deleted must go unserved by every store before it is skipped as a
+        data loss (a store lying about its tail costs this wait, never records another
+        serves).
 
         ``on_data_loss``: what to do when a store's retention deleted records this
         consumer still had to deliver (signed profile): ``"raise"`` makes the next
@@ -167,6 +173,7 @@ class Consumer(ConsumerControl):
             on_data_loss=on_data_loss,
             trusted_stores=parse_trusted_stores(trusted_stores) or None,
             start_timestamp=start_timestamp,
+            unserved_after=unserved_after,
         )
         self._core_trusted = parse_trusted_stores(trusted_stores)
         self._table_args: dict[str, Any] = {  # table(): a consumer of its own, alike

@@ -61,6 +61,11 @@ def _heads(towers: str | Iterable[str], topics: list[str] | None, timeout: float
     return ends
 
 
+GROUP_TAIL_WAIT = 2.0
+"""Seconds a group topic's range a store says retention deleted waits for another store
+before it is skipped (a consumer's default is 10 s: a describe would time out on it)."""
+
+
 def list_groups(towers: str | Iterable[str], timeout: float = 5.0) -> list[str]:
     """The groups whose topic some store holds."""
     ends = _heads(towers, None, timeout)
@@ -77,10 +82,24 @@ def read_view(
     topic = group_topic(group)
     view = GroupView(session_timeout)
     deadline = time.monotonic() + timeout
-    with Consumer(topic, towers=towers, offset_reset="earliest") as reader:
-        if reader.metadata is not None:  # who the group admits and resets, as members see it
-            view.set_admission(Admission.from_config(reader.metadata.config, topic))
-            view.set_resets(resets_from_config(reader.metadata.config, topic))
+    # a group topic's retention deletes old group records by design: skipped, and soon
+    with Consumer(
+        topic,
+        towers=towers,
+        offset_reset="earliest",
+        on_data_loss="skip",
+        unserved_after=GROUP_TAIL_WAIT,
+    ) as reader:
+        metadata = reader.metadata
+        if metadata is not None:  # who the group admits and resets, as members see it
+            # guard: group-view-waits-metadata-loaded
+            if not metadata.wait_loaded(max(0.0, deadline - time.monotonic())):
+                raise DafkaTimeout(
+                    f"the cluster metadata was not read within {timeout:g} s: who group "
+                    f"{group!r} admits and its resets are unknown"
+                )
+            view.set_admission(Admission.from_config(metadata.config, topic))
+            view.set_resets(resets_from_config(metadata.config, topic, int(time.time() * 1000)))
         while True:
             runs = reader.poll_batches(10_000, timeout=0.1)
             for run in runs:

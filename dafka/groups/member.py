@@ -233,7 +233,7 @@ class GroupMember:
         configuration. Not under the member's lock (it may wait for a commit): the view swaps
         one reference each; the member's turn acts on a reset (:meth:`_reseek`)."""
         self.view.set_admission(Admission.from_config(config, self.topic))
-        self.view.set_resets(resets_from_config(config, self.topic))
+        self.view.set_resets(resets_from_config(config, self.topic, int(time.time() * 1000)))
 
     def _check_admitted(self) -> None:
         """Say once (per change) when the group does not admit this member: it then takes

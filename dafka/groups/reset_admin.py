@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError, DafkaError
+from ..ids import check_topic, is_group_topic
 from ..metadata.client import MetadataClient
 from ..query.client import QueryClient
 from ..query.locator import locate_stores
 from .admin import read_view
 from .assign import PartitionKey
 from .records import group_topic
-from .resets import SETTING, ResetSpec, ResetTo, from_config, merge, targets
+from .resets import SETTING, ResetSpec, ResetTo, entries_of, merge, targets
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,17 @@ def reset_offsets(
     admin_key: str | None = None,
     execute: bool = False,
     timeout: float = 10.0,
+    exact: Mapping[PartitionKey, int] | None = None,
 ) -> ResetPlan:
     """Plan (and with ``execute``, sign and write) a reset of ``group``'s offsets for the
-    partitions of ``topics`` (default: every topic the group reads or has committed)."""
+    partitions of ``topics`` (default: every topic the group reads or has committed).
+    ``exact``: the offsets of a plan shown before (the console's execute button), written
+    as they are (each still clamped into what the stores hold) rather than planned anew:
+    what is written is what the admin saw, even if the group moved in between."""
+    for t in topics:
+        check_topic(t)  # a clear line for a bad name (non-UTF-8 bytes, a control character)
+        if is_group_topic(t):
+            raise ConfigError(f"{t} is a group's own topic, not one a group reads")
     view = read_view(towers, group, timeout=timeout)
     committed = view.committed()
     alive = view.alive(time.time())  # as describe: heartbeats by their signed times
@@ -81,7 +90,7 @@ def reset_offsets(
         {t for s in alive.values() for t in s.topics} | {t for t, _ in committed}
     )
     if not chosen:
-        raise ConfigError(f"group {group!r} has no topics: name them with --topic")
+        raise ConfigError(f"group {group!r} has no topics: name the topic to reset")
     bounds = _bounds(towers, chosen, timeout)
     if not bounds:
         raise ConfigError(f"no store holds a partition of {', '.join(chosen)}")
@@ -92,7 +101,16 @@ def reset_offsets(
         with StoreQueries(towers, timeout=timeout) as queries:
             found = queries.offsets_for_times({k: spec.value for k in bounds})
     current = {k: c.offset for k, c in committed.items()}
-    wanted = targets(spec, bounds, current, found)
+    if exact is not None:
+        # guard: reset-writes-the-plan-shown
+        unknown = sorted(k for k in exact if k not in bounds)
+        if unknown:
+            raise ConfigError(
+                f"{unknown[0][0]}/{unknown[0][1]} of the plan is held by no store now: plan again"
+            )
+        wanted = {k: min(max(o, bounds[k][0]), bounds[k][1]) for k, o in exact.items()}
+    else:
+        wanted = targets(spec, bounds, current, found)
     rows = tuple(ResetRow(t, p, current.get((t, p)), o) for (t, p), o in sorted(wanted.items()))
     if not execute:
         return ResetPlan(group, rows, len(alive), None)
@@ -102,7 +120,8 @@ def reset_offsets(
         if topic not in config["topics"]:
             raise ConfigError(f"group {group!r} has no topic {topic} in the metadata")
         epochs = {k: view.epoch(k) for k in wanted}
-        entries = merge(from_config(config, topic), wanted, epochs)
+        now_ms = int(time.time() * 1000)
+        entries = merge(entries_of(config, topic, now_ms), wanted, epochs, now_ms)
         index = client.alter_topic(topic, {SETTING: entries})
     log.info("group.reset group=%s partitions=%d index=%d", group, len(rows), index)
     return ResetPlan(group, rows, len(alive), index)

@@ -4,7 +4,7 @@
 A group's commits are records its members sign in ``__group.NAME`` (:mod:`.records`), and
 no member may commit for another. A reset is therefore not a group record but a setting of
 the group topic in the cluster metadata, ``reset_offsets``: a list of ``[topic,
-partition, offset, epoch]``, set by a ``topic.alter`` that an admin signs (so it reaches a
+partition, offset, epoch, at_ms]``, set by a ``topic.alter`` that an admin signs (so it reaches a
 node only through the metadata's signature checks, snapshot proofs included; the state
 refuses it on any topic that is not a group's, :func:`check_reset_offsets` bounds it).
 
@@ -19,6 +19,13 @@ A member holding a partition when it learns of a reset that beats its ownership 
 the reset offset and takes the reset's epoch plus one (:func:`reseek`), as if it had just
 taken the partition: a reset applies to a live group too, not only to a stopped one.
 
+A reset is a commit, and ages like one: the group topic's ``retention_ms`` deletes the
+members' commits, so a reset older than that (``at_ms``, the admin's clock when it was
+made) counts no more either. Without it, a reset that members had long overtaken came back
+once retention deleted their commits, and an idle group re-read everything since the reset
+instead of falling back to ``offset_reset`` as expired offsets do (the red team's fifth
+break).
+
 Kafka clients through ``dafka-kafka`` are not members of the native group between
 commits: a Kafka consumer that keeps running commits its own position over the reset
 (Kafka refuses to reset an active group for that reason); stop them first.
@@ -32,7 +39,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..ids import check_topic, is_node_id
+from ..ids import check_topic_name, is_node_id
 from .assign import PartitionKey
 
 if TYPE_CHECKING:
@@ -47,6 +54,7 @@ __all__ = [
     "ResetSpec",
     "ResetTo",
     "check_reset_offsets",
+    "entries_of",
     "from_config",
     "merge",
     "reseek",
@@ -79,12 +87,13 @@ def check_reset_offsets(value: object) -> list[list[Any]]:
         raise ConfigError(f"bad {SETTING}: at most {MAX_RESET_ENTRIES} partitions")
     out: dict[PartitionKey, list[Any]] = {}
     for item in value:
-        if not isinstance(item, list | tuple) or len(item) != 4:
+        if not isinstance(item, list | tuple) or len(item) != 5:
             raise ConfigError(f"bad {SETTING} entry {str(item)[:80]}")
-        topic, partition, offset, epoch = item
+        topic, partition, offset, epoch, at_ms = item
         if not isinstance(topic, str) or not isinstance(partition, str):
             raise ConfigError(f"bad {SETTING} entry {str(item)[:80]}")
-        check_topic(topic)
+        # guard: reset-offsets-topic-names-checked
+        check_topic_name(topic)  # a name a topic could have: no control characters
         if not is_node_id(partition):
             raise ConfigError(f"bad {SETTING} partition {partition[:40]!r}: a node ID")
         if type(offset) is not int or not 0 <= offset <= _MAX_OFFSET:
@@ -92,17 +101,28 @@ def check_reset_offsets(value: object) -> list[list[Any]]:
         # guard: reset-offsets-epoch-leaves-room
         if type(epoch) is not int or not 1 <= epoch <= MAX_EPOCH:
             raise ConfigError(f"bad {SETTING} epoch {epoch!r}: an integer from 1 to 2^62")
+        if type(at_ms) is not int or not 0 <= at_ms <= _MAX_OFFSET:
+            raise ConfigError(f"bad {SETTING} time {at_ms!r}: ms since the epoch")
         if (topic, partition) in out:
             raise ConfigError(f"bad {SETTING}: {topic}/{partition} named twice")
-        out[(topic, partition)] = [topic, partition, offset, epoch]
+        out[(topic, partition)] = [topic, partition, offset, epoch, at_ms]
     return [out[k] for k in sorted(out)]
 
 
 def from_config(
-    config: Mapping[str, Any] | None, group_topic: str
+    config: Mapping[str, Any] | None, group_topic: str, now_ms: int | None = None
 ) -> dict[PartitionKey, tuple[int, int]]:
-    """The resets of ``group_topic`` in a metadata configuration: ``{(topic, partition):
-    (offset, epoch)}`` (none if the setting is absent or, defensively, invalid)."""
+    """The resets of ``group_topic`` in force in a metadata configuration: ``{(topic,
+    partition): (offset, epoch)}`` (none if the setting is absent or, defensively,
+    invalid). With ``now_ms`` (wall clock), those older than the group topic's
+    ``retention_ms`` are left out, as its members' commits are deleted."""
+    return {k: (o, e) for k, (o, e, _) in entries_of(config, group_topic, now_ms).items()}
+
+
+def entries_of(
+    config: Mapping[str, Any] | None, group_topic: str, now_ms: int | None = None
+) -> dict[PartitionKey, tuple[int, int, int]]:
+    """:func:`from_config` with each entry's time: ``{key: (offset, epoch, at_ms)}``."""
     if config is None:
         return {}
     own = (config.get("topics") or {}).get(group_topic) or {}
@@ -113,27 +133,36 @@ def from_config(
         entries = check_reset_offsets(value)
     except ConfigError:
         return {}
-    return {(t, p): (o, e) for t, p, o, e in entries}
+    retention = own.get("retention_ms")
+    out = {}
+    for t, p, o, e, at in entries:
+        # guard: resets-age-out-with-group-retention
+        if now_ms is not None and isinstance(retention, int) and now_ms - at > retention:
+            continue  # as old as the commits the group topic's retention deletes
+        out[(t, p)] = (o, e, at)
+    return out
 
 
 def merge(
-    existing: Mapping[PartitionKey, tuple[int, int]],
+    existing: Mapping[PartitionKey, tuple[int, int, int]],
     targets: Mapping[PartitionKey, int],
     epochs: Mapping[PartitionKey, int],
+    now_ms: int,
 ) -> list[list[Any]]:
     """The new ``reset_offsets``: ``targets`` (partition -> offset) at :data:`EPOCH_STEP`
-    above ``epochs`` (the highest the admin's view holds, resets included), and the
-    ``existing`` resets still in force (those a member's commit has not overtaken: an entry
-    whose epoch some commit passed orders nothing any more, and is dropped)."""
+    above ``epochs`` (the highest the admin's view holds, resets included), made at
+    ``now_ms``, and the ``existing`` resets (``{key: (offset, epoch, at_ms)}``) still in
+    force (those a member's commit has not overtaken: an entry whose epoch some commit
+    passed orders nothing any more, and is dropped)."""
     out: dict[PartitionKey, list[Any]] = {}
-    for key, (offset, epoch) in existing.items():
+    for key, (offset, epoch, at) in existing.items():
         if key not in targets and epoch >= epochs.get(key, 0):
-            out[key] = [key[0], key[1], offset, epoch]
+            out[key] = [key[0], key[1], offset, epoch, at]
     for key, offset in targets.items():
-        epoch = max(epochs.get(key, 0), existing.get(key, (0, 0))[1]) + EPOCH_STEP
+        epoch = max(epochs.get(key, 0), existing.get(key, (0, 0, 0))[1]) + EPOCH_STEP
         if epoch > MAX_EPOCH:
             raise ConfigError(f"{key[0]}/{key[1]}: its epoch has no room for another reset")
-        out[key] = [key[0], key[1], offset, epoch]
+        out[key] = [key[0], key[1], offset, epoch, now_ms]
     if len(out) > MAX_RESET_ENTRIES:
         raise ConfigError(
             f"a group's resets name at most {MAX_RESET_ENTRIES} partitions, this one "

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError, DafkaTimeout, WireError
+from ..groups.admin import GROUP_TAIL_WAIT
 from ..groups.admission import Admission
 from ..groups.records import MAX_KEYS, MAX_METADATA, Commit, Heartbeat, Leave, decode, encode
 from ..groups.records import group_topic as _group_topic
@@ -165,9 +166,12 @@ class GroupCommits:
         """An admin's resets of the group's offsets, as the metadata says now (a kept view
         would not learn of one otherwise): an offset fetch after a reset answers it."""
         metadata = self._producer.metadata
-        config = None if metadata is None else metadata.config
+        # a view not yet loaded may hold a snapshot without the changes after it
+        config = None if metadata is None or not metadata.loaded else metadata.config
         if config is not None:
-            view.set_resets(resets_from_config(config, _group_topic(group)))
+            view.set_resets(
+                resets_from_config(config, _group_topic(group), int(time.time() * 1000))
+            )
 
     def _load(self, group: str) -> GroupView:
         """Replay ``__group.NAME`` from its beginning to its end, with the members' rules."""
@@ -177,9 +181,17 @@ class GroupCommits:
         view = GroupView(10.0)
         deadline = time.monotonic() + self.read_timeout
         options = {k: v for k, v in self._node_options.items() if k != "min_acks"}
-        with Consumer(topic, towers=self.towers, offset_reset="earliest", **options) as reader:
-            if reader.metadata is not None:
-                view.set_admission(Admission.from_config(reader.metadata.config, topic))
+        with Consumer(
+            topic,
+            towers=self.towers,
+            offset_reset="earliest",
+            on_data_loss="skip",  # the group topic's retention deletes old commits by design
+            unserved_after=GROUP_TAIL_WAIT,
+            **options,
+        ) as reader:
+            metadata = reader.metadata
+            if metadata is not None and metadata.wait_loaded(self.read_timeout):
+                view.set_admission(Admission.from_config(metadata.config, topic))
             while True:
                 runs = reader.poll_batches(10_000, timeout=0.05)
                 for run in runs:

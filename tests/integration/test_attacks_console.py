@@ -9,6 +9,7 @@ an unbounded record page."""
 from __future__ import annotations
 
 import html
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -302,3 +303,51 @@ def test_a_reset_form_is_refused_without_a_token_read_only_or_with_bad_fields(
         assert "Traceback" not in got.body
     with MetadataClient(cluster.tower.address, timeout=10) as client:
         assert "reset_offsets" not in client.describe(name)
+
+
+def test_executing_a_reset_writes_the_plan_shown_and_a_forged_plan_is_refused(
+    cluster: ConsoleCluster,
+) -> None:
+    """The red team's eighth finding: the execute button re-sent the form's parameters, so
+    posting it twice shifted the group twice (40->30, then 30->20), and a group that moved
+    between plan and execute got offsets nobody was shown. Now the button carries the
+    plan's offsets and those are written; a plan row that is not one (a bad partition, a
+    negative or huge offset, a partition no store holds) is one line and no change."""
+    name = "__group.planned"
+    with MetadataClient(cluster.tower.address, timeout=10) as client:
+        client.create_topic(name)
+    cookie, token = xsrf(cluster.admin_url)
+    plan = json.dumps([["web", cluster.partition, 3]])
+    fields = {"_xsrf": token, "group": "planned", "to": "shift", "value": "-10", "topic": "web"}
+    for _ in range(2):  # the same button twice: the same offsets twice
+        got = post(
+            cluster.admin_url,
+            "/groups/reset",
+            {**fields, "execute": "1", "plan": plan},
+            cookie=cookie,
+        )
+        assert got.status == 200, got.body[-400:]
+        with MetadataClient(cluster.tower.address, timeout=10) as client:
+            entries = client.describe(name)["reset_offsets"]
+        assert [e[:3] for e in entries] == [["web", cluster.partition, 3]]
+    other = "F" * 32
+    for bad, why in (
+        ("[]", "1 to"),
+        ("{", "not JSON"),
+        (json.dumps([["web", "x", 3]]), "bad reset plan row"),
+        (json.dumps([["web", cluster.partition, -1]]), "bad reset plan row"),
+        (json.dumps([["web", cluster.partition, 2**63]]), "bad reset plan row"),
+        (json.dumps([["web", other, 3]]), "held by no store"),
+    ):
+        got = post(
+            cluster.admin_url,
+            "/groups/reset",
+            {**fields, "execute": "1", "plan": bad},
+            cookie=cookie,
+        )
+        assert got.status == 400 and why in html.unescape(got.body), (bad, got.body[-300:])
+        assert "Traceback" not in got.body
+    with MetadataClient(cluster.tower.address, timeout=10) as client:
+        assert [e[:3] for e in client.describe(name)["reset_offsets"]] == [
+            ["web", cluster.partition, 3]
+        ]

@@ -118,36 +118,38 @@ def test_attack_a_reset_epoch_that_leaves_members_no_room_is_refused() -> None:
     assert MAX_EPOCH + MAX_EPOCH_STEP < 1 << 64
     for epoch in ((1 << 64) - 1, MAX_EPOCH + 1, 0, -1, True, 1.5):
         with pytest.raises(ConfigError):
-            check_reset_offsets([["t", P1, 0, epoch]])
-    assert check_reset_offsets([["t", P1, 0, MAX_EPOCH]]) == [["t", P1, 0, MAX_EPOCH]]
+            check_reset_offsets([["t", P1, 0, epoch, 0]])
+    assert check_reset_offsets([["t", P1, 0, MAX_EPOCH, 0]]) == [["t", P1, 0, MAX_EPOCH, 0]]
 
 
 def test_attack_a_reset_names_at_most_the_bound_and_only_real_partitions() -> None:
-    many = [["t", f"{i:032X}", 0, 1] for i in range(MAX_RESET_ENTRIES + 1)]
+    many = [["t", f"{i:032X}", 0, 1, 0] for i in range(MAX_RESET_ENTRIES + 1)]
     with pytest.raises(ConfigError, match="at most"):
         check_reset_offsets(many)
     assert len(check_reset_offsets(many[:-1])) == MAX_RESET_ENTRIES
     for bad in (
-        [["t", "x", 0, 1]],
-        [["", P1, 0, 1]],
-        [["t", P1, -1, 1]],
-        [["t", P1, 1 << 63, 1]],
-        [["t", P1, 0, 1], ["t", P1, 5, 2]],
-        [["t", P1, 0]],
+        [["t", "x", 0, 1, 0]],
+        [["", P1, 0, 1, 0]],
+        [["a\nb", P1, 0, 1, 0]],  # a name no topic may have (a control character)
+        [["t", P1, -1, 1, 0]],
+        [["t", P1, 1 << 63, 1, 0]],
+        [["t", P1, 0, 1, -1]],
+        [["t", P1, 0, 1, 0], ["t", P1, 5, 2, 0]],
+        [["t", P1, 0, 1]],
         "t",
         [None],
     ):
         with pytest.raises(ConfigError):
             check_reset_offsets(bad)
     # a reader given an invalid setting (it cannot be applied; defensively) takes none
-    assert from_config({"topics": {GROUP: {SETTING: [["t", "x", 0, 1]]}}}, GROUP) == {}
+    assert from_config({"topics": {GROUP: {SETTING: [["t", "x", 0, 1, 0]]}}}, GROUP) == {}
 
 
 def test_attack_only_an_admin_resets_and_only_a_group_topic() -> None:
     sm = admin_sm()
     for topic in (GROUP, "t"):
         assert sm.apply_data(command("topic.create", topic=topic, settings={})) is None
-    entries = [["t", P1, 0, EPOCH_STEP]]
+    entries = [["t", P1, 0, EPOCH_STEP, 0]]
     # unsigned, or signed by a key that is not an admin: no-ops
     assert sm.apply_data(command("topic.alter", topic=GROUP, settings={SETTING: entries}))
     forged = signed(sm, "topic.alter", by=ATTACKER, topic=GROUP, settings={SETTING: entries})
@@ -173,14 +175,14 @@ def test_attack_a_snapshot_whose_reset_differs_from_the_signed_one_is_refused() 
     signed (the topic setting's proof), not one its sender wrote in."""
     sm = admin_sm()
     assert sm.apply_data(command("topic.create", topic=GROUP, settings={})) is None
-    entries = [["t", P1, 100, EPOCH_STEP]]
+    entries = [["t", P1, 100, EPOCH_STEP, 0]]
     assert (
         sm.apply_data(signed(sm, "topic.alter", topic=GROUP, settings={SETTING: entries})) is None
     )
     good = sm.snapshot()
     admin_sm().restore(good)
     state = msgpack.unpackb(good, raw=False, strict_map_key=False)
-    state["topics"][GROUP][SETTING] = [["t", P1, 0, EPOCH_STEP]]
+    state["topics"][GROUP][SETTING] = [["t", P1, 0, EPOCH_STEP, 0]]
     with pytest.raises(WireError):
         admin_sm().check_snapshot(msgpack.packb(state, use_bin_type=True))
     state["topics"]["t"] = {SETTING: entries}  # one added to another topic, unsigned
@@ -193,18 +195,33 @@ def test_attack_a_snapshot_whose_reset_differs_from_the_signed_one_is_refused() 
 
 
 def test_a_reset_goes_above_what_the_admin_saw_and_drops_only_overtaken_entries() -> None:
-    existing = {K1: (0, 50), K2: (0, 60), ("u", P1): (3, 70)}
+    existing = {K1: (0, 50, 1), K2: (0, 60, 2), ("u", P1): (3, 70, 3)}
     epochs = {K1: 80, K2: 60, ("u", P1): 70, ("v", P1): 9}
-    out = merge(existing, {("v", P1): 4}, epochs)
+    out = merge(existing, {("v", P1): 4}, epochs, 99)
     # K1's reset was overtaken by a commit (epoch 80 > 50): it orders nothing any more
-    assert out == [["t", P2, 0, 60], ["u", P1, 3, 70], ["v", P1, 4, 9 + EPOCH_STEP]]
-    again = merge({("v", P1): (4, 9 + EPOCH_STEP)}, {("v", P1): 8}, {("v", P1): 9})
-    assert again == [["v", P1, 8, 9 + 2 * EPOCH_STEP]]  # above the reset it replaces
+    assert out == [["t", P2, 0, 60, 2], ["u", P1, 3, 70, 3], ["v", P1, 4, 9 + EPOCH_STEP, 99]]
+    again = merge({("v", P1): (4, 9 + EPOCH_STEP, 99)}, {("v", P1): 8}, {("v", P1): 9}, 100)
+    assert again == [["v", P1, 8, 9 + 2 * EPOCH_STEP, 100]]  # above the reset it replaces
     with pytest.raises(ConfigError, match="no room"):
-        merge({}, {K1: 0}, {K1: MAX_EPOCH})
-    full = {("t", f"{i:032X}"): (0, 1) for i in range(MAX_RESET_ENTRIES)}
+        merge({}, {K1: 0}, {K1: MAX_EPOCH}, 0)
+    full = {("t", f"{i:032X}"): (0, 1, 0) for i in range(MAX_RESET_ENTRIES)}
     with pytest.raises(ConfigError, match="at most"):
-        merge(full, {("u", P1): 0}, {})
+        merge(full, {("u", P1): 0}, {}, 0)
+
+
+def test_attack_a_reset_ages_out_with_the_group_topics_retention() -> None:
+    """The red team's fifth break: members overtook a reset, the group topic's retention
+    then deleted their commits, and the reset came back: a new member re-read 4,990
+    records. A reset is a commit and ages like one: past the group topic's retention_ms
+    (from when it was made) no reader counts it, and the group falls back to
+    offset_reset as its expired commits do."""
+    entries = [["t", P1, 10, EPOCH_STEP, 1_000_000]]
+    config = {"topics": {GROUP: {SETTING: entries, "retention_ms": 3000}}}
+    assert from_config(config, GROUP, 1_003_000) == {K1: (10, EPOCH_STEP)}
+    assert from_config(config, GROUP, 1_003_001) == {}
+    assert from_config(config, GROUP) == {K1: (10, EPOCH_STEP)}  # no clock: no ageing
+    forever = {"topics": {GROUP: {SETTING: entries}}}  # no retention: kept
+    assert from_config(forever, GROUP, 10**15) == {K1: (10, EPOCH_STEP)}
 
 
 def test_targets_are_clamped_into_what_the_stores_hold() -> None:
@@ -239,12 +256,12 @@ def test_a_reset_spec_from_a_form_is_checked() -> None:
 def test_the_kafka_listener_answers_a_reset_and_its_next_commit_goes_above_it() -> None:
     from dafka.kafka.commits import GroupCommits
 
-    config = {"topics": {GROUP: {SETTING: [["t", P1, 0, 5 + EPOCH_STEP]]}}}
+    config = {"topics": {GROUP: {SETTING: [["t", P1, 0, 5 + EPOCH_STEP, 0]]}}}
     gc = GroupCommits.__new__(GroupCommits)
     gc.max_groups = 3
     gc._views = {}
     gc._lock = threading.Lock()
-    gc._producer = types.SimpleNamespace(metadata=types.SimpleNamespace(config=None))
+    gc._producer = types.SimpleNamespace(metadata=types.SimpleNamespace(config=None, loaded=True))
     view = GroupView(10.0)
     _member_commits(view, A, K1, 500, 5)
     gc._load = lambda group: view  # type: ignore[method-assign]
@@ -255,3 +272,46 @@ def test_the_kafka_listener_answers_a_reset_and_its_next_commit_goes_above_it() 
     gc._producer.metadata.config = config  # the admin's reset arrives
     assert gc.committed("g")[K1][0] == 0  # a kept view learns of it
     assert view.epoch(K1) == 5 + EPOCH_STEP
+
+
+def test_a_group_is_not_described_from_a_metadata_view_not_yet_loaded(monkeypatch) -> None:
+    """The red team's third break: describe, the console and a reset's plan showed the
+    offset from before a reset, now and then, when the metadata view had installed a
+    snapshot and not yet the changes after it (a first sync that failed halfway). A group
+    is now read only once the view has loaded; until then, one clear timeout."""
+    import dafka.consumer
+    from dafka.errors import DafkaTimeout
+    from dafka.groups.admin import read_view
+
+    stale = {"topics": {GROUP: {}}}  # the snapshot: no reset yet
+
+    class View:
+        config = stale
+
+        def wait_loaded(self, timeout: float) -> bool:
+            return False
+
+    class Reader:
+        metadata = View()
+        store_answered = True
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def __enter__(self) -> Reader:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def poll_batches(self, n: int, timeout: float) -> list:
+            return []
+
+        def at_end(self) -> bool:
+            return True
+
+    monkeypatch.setattr(dafka.consumer, "Consumer", Reader)
+    with pytest.raises(DafkaTimeout, match="metadata was not read"):
+        read_view("127.0.0.1:1", "g", timeout=0.2)
+    View.wait_loaded = lambda self, timeout: True  # type: ignore[method-assign]
+    assert read_view("127.0.0.1:1", "g", timeout=0.2).committed() == {}
