@@ -94,9 +94,10 @@ def read_view(
         if metadata is not None:  # who the group admits and resets, as members see it
             # guard: group-view-waits-metadata-loaded
             if not metadata.wait_loaded(max(0.0, deadline - time.monotonic())):
+                where = towers if isinstance(towers, str) else ",".join(towers)
                 raise DafkaTimeout(
-                    f"the cluster metadata was not read within {timeout:g} s: who group "
-                    f"{group!r} admits and its resets are unknown"
+                    f"the cluster metadata was not read from the towers ({where}) within "
+                    f"{timeout:g} s: who group {group!r} admits and its resets are unknown"
                 )
             view.set_admission(Admission.from_config(metadata.config, topic))
             view.set_resets(resets_from_config(metadata.config, topic, int(time.time() * 1000)))

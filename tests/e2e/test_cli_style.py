@@ -111,7 +111,11 @@ def test_dafka_groups_takes_its_tower_from_the_config_file_and_log_options(
     conf.write_text('tower = "127.0.0.1:1"\n[admin]\ntimeout = 0.5\n')
     args = ["dafka.cli.admin", "groups", "describe", "g", "--config", str(conf)]
     # warnings are log lines (formatted, silenced by --log-level error): the error is one line
-    one_line_error(Proc(py(*args, "--log-level", "error")), 1, "no store answered within 0.5 s")
+    one_line_error(
+        Proc(py(*args, "--log-level", "error")),
+        1,
+        "metadata was not read from the towers (127.0.0.1:1) within 0.5 s",
+    )
 
 
 @pytest.fixture
