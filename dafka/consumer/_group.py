@@ -78,7 +78,12 @@ class GroupConsumer:
         Default: the position (:meth:`positions`: the next record a poll returns) of
         every partition this member reads. Returns what was committed, once
         ``min_acks`` stores hold it (raises :class:`~dafka.errors.DafkaTimeout` if they
-        do not in time), or at once if ``asynchronous``."""
+        do not in time), or at once if ``asynchronous``.
+
+        After an admin reset a partition's offset (``dafka groups reset``), its positions
+        read before it are not committed until the next poll: explicit ``offsets`` naming
+        it raise :class:`~dafka.errors.CommitFailedError` (nothing written), the default
+        leaves it out (docs/groups.md, "Resetting offsets")."""
         return self._member().commit(offsets, asynchronous)
 
     def committed(self) -> dict[PartitionKey, int]:
