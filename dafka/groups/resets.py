@@ -17,7 +17,10 @@ partition (:func:`merge`), so it beats every commit made before it; a member tha
 takes the partition commits with the reset's epoch plus one, and its commits win again.
 A member holding a partition when it learns of a reset that beats its ownership seeks to
 the reset offset and takes the reset's epoch plus one (:func:`reseek`), as if it had just
-taken the partition: a reset applies to a live group too, not only to a stopped one.
+taken the partition: a reset applies to a live group too, not only to a stopped one. Until
+its application polls again, the member fences those partitions' commits (positions read
+before the reset raise :class:`~dafka.errors.CommitFailedError`, or are left out of a commit
+of positions), so no position from before the reset is written over it.
 
 A reset is a commit, and ages like one: the group topic's ``retention_ms`` deletes the
 members' commits, so a reset older than that (``at_ms``, the admin's clock when it was
