@@ -37,9 +37,8 @@ from ..config import parse_trusted_stores
 from ..errors import ConfigError, DafkaTimeout
 from ..ids import is_group_topic
 from ..metadata.client import DEFAULT_CLUSTER, MetadataClient
-from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
 from ..metadata.state import TOPIC_DEFAULTS
-from .common import CONTEXT, SECONDS, Group, common_options, run_cli
+from .common import CONTEXT, SECONDS, Group, admin_key_option, common_options, run_cli
 from .console import console
 from .groups import groups
 from .holdings import StoreView, below_min_acks, copies, human, survey
@@ -200,18 +199,6 @@ def _client_options(f: F) -> F:
     return f
 
 
-def _admin_option(f: F) -> F:
-    return click.option(
-        "--admin-key",
-        "admin_key",
-        default=None,
-        envvar=ADMIN_KEY_ENV,
-        type=click.Path(dir_okay=False),
-        help=f"Admin key file to sign the change with [env: {ADMIN_KEY_ENV}; "
-        f"default: {DEFAULT_ADMIN_KEY}].",
-    )(f)
-
-
 def _client(
     tower: str, cluster: str, timeout: float, admin_key: str | None = None
 ) -> MetadataClient:
@@ -236,7 +223,7 @@ def topics() -> None:
 @_client_options
 @_topic_options
 @click.argument("topic")
-@_admin_option
+@admin_key_option
 @run_cli
 def topics_create(
     topic: str, tower: str, cluster: str, timeout: float, admin_key: str | None, **settings: Any
@@ -251,7 +238,7 @@ def topics_create(
 @_client_options
 @_topic_options
 @click.argument("topic")
-@_admin_option
+@admin_key_option
 @run_cli
 def topics_alter(
     topic: str, tower: str, cluster: str, timeout: float, admin_key: str | None, **settings: Any
@@ -268,7 +255,7 @@ def topics_alter(
 @topics.command("delete")
 @_client_options
 @click.argument("topic")
-@_admin_option
+@admin_key_option
 @run_cli
 def topics_delete(
     topic: str, tower: str, cluster: str, timeout: float, admin_key: str | None
@@ -377,7 +364,7 @@ def stores() -> None:
 @stores.command("trust")
 @_client_options
 @click.argument("store")
-@_admin_option
+@admin_key_option
 @run_cli
 def stores_trust(
     store: str, tower: str, cluster: str, timeout: float, admin_key: str | None
@@ -391,7 +378,7 @@ def stores_trust(
 @stores.command("revoke")
 @_client_options
 @click.argument("store")
-@_admin_option
+@admin_key_option
 @run_cli
 def stores_revoke(
     store: str, tower: str, cluster: str, timeout: float, admin_key: str | None
@@ -559,7 +546,7 @@ def cluster_status(tower: str, cluster: str, timeout: float, as_json: bool) -> N
     default=None,
     help="Public keys (64 hex, comma-separated) of the dafka-kafka listeners; none to clear.",
 )
-@_admin_option
+@admin_key_option
 @run_cli
 def cluster_set(
     tower: str,
@@ -622,7 +609,7 @@ def admins_list(tower: str, cluster: str, timeout: float) -> None:
 
 @admins.command("add")
 @_client_options
-@_admin_option
+@admin_key_option
 @click.argument("key")
 @run_cli
 def admins_add(key: str, tower: str, cluster: str, timeout: float, admin_key: str | None) -> None:
@@ -634,7 +621,7 @@ def admins_add(key: str, tower: str, cluster: str, timeout: float, admin_key: st
 
 @admins.command("remove")
 @_client_options
-@_admin_option
+@admin_key_option
 @click.argument("key")
 @run_cli
 def admins_remove(
@@ -668,7 +655,7 @@ def listeners_list(tower: str, cluster: str, timeout: float) -> None:
 
 @listeners_group.command("add")
 @_client_options
-@_admin_option
+@admin_key_option
 @click.argument("key")
 @run_cli
 def listeners_add(
@@ -682,7 +669,7 @@ def listeners_add(
 
 @listeners_group.command("remove")
 @_client_options
-@_admin_option
+@admin_key_option
 @click.argument("key")
 @run_cli
 def listeners_remove(

@@ -456,3 +456,19 @@ class Seconds(click.ParamType):
 
 MAX_SECONDS = 86_400.0
 SECONDS = Seconds()
+
+
+def admin_key_option(f: Any) -> Any:
+    """``--admin-key FILE``: the admin key a command signs its metadata change with (the
+    ``dafka`` admin commands, ``dafka groups reset``)."""
+    from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
+
+    return click.option(
+        "--admin-key",
+        "admin_key",
+        default=None,
+        envvar=ADMIN_KEY_ENV,
+        type=click.Path(dir_okay=False),
+        help=f"Admin key file to sign the change with [env: {ADMIN_KEY_ENV}; "
+        f"default: {DEFAULT_ADMIN_KEY}].",
+    )(f)

@@ -13,8 +13,7 @@ from ..errors import ConfigError
 from ..groups.admin import describe, list_groups
 from ..groups.reset_admin import check_spec, reset_offsets
 from ..metadata.client import DEFAULT_CLUSTER
-from ..metadata.signing import ADMIN_KEY_ENV, DEFAULT_ADMIN_KEY
-from .common import CONTEXT, SECONDS, Group, common_options, run_cli
+from .common import CONTEXT, SECONDS, Group, admin_key_option, common_options, run_cli
 
 _TOWER = click.option(
     "--tower",
@@ -120,15 +119,7 @@ def groups_describe(
     show_default=True,
     help="The cluster name the admin's signature is bound to.",
 )
-@click.option(
-    "--admin-key",
-    "admin_key",
-    default=None,
-    envvar=ADMIN_KEY_ENV,
-    type=click.Path(dir_okay=False),
-    help=f"Admin key file to sign the reset with [env: {ADMIN_KEY_ENV}; "
-    f"default: {DEFAULT_ADMIN_KEY}].",
-)
+@admin_key_option
 @click.option(
     "--topic",
     "topics",
