@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import zmq
 
@@ -28,6 +30,7 @@ from tests.unit.test_metadata_delivery import _IdleHandler
 ME = "A" * 32
 LIAR = "B" * 32
 DEAD = "C" * 32
+T = TypeVar("T")
 
 
 def _tower(ctx: zmq.Context[zmq.Socket[bytes]]) -> tuple[int, zmq.Socket[bytes], zmq.Socket[bytes]]:
@@ -46,20 +49,25 @@ def _tower(ctx: zmq.Context[zmq.Socket[bytes]]) -> tuple[int, zmq.Socket[bytes],
     raise AssertionError("no two free consecutive ports")
 
 
-def _peers(loop: NodeLoop) -> list[str]:
-    """The node's live peers, read on its loop thread."""
-    got: list[list[str]] = []
+def on_loop(loop: NodeLoop, read: Callable[[], T]) -> T:
+    """``read()``, run on the node's loop thread (what its sockets and cores belong to)."""
+    got: list[T] = []
 
-    def read(now: float) -> list:
-        got.append(loop.discovery.peers)
+    def run(now: float) -> list:
+        got.append(read())
         return []
 
-    loop.call(read)
+    loop.call(run)
     deadline = time.monotonic() + 5
     while not got and time.monotonic() < deadline:
         time.sleep(0.005)
     assert got, "the loop did not answer"
     return got[0]
+
+
+def _peers(loop: NodeLoop) -> list[str]:
+    """The node's live peers, read on its loop thread."""
+    return on_loop(loop, lambda: loop.discovery.peers)
 
 
 class _HeadReader(_IdleHandler):

@@ -6,13 +6,11 @@ and the cap are drawn per socket, since libzmq adds no jitter once a cap is set.
 
 from __future__ import annotations
 
-import time
-
 import zmq
 
 from dafka.config import NodeConfig, TowerAddress
 from dafka.io.node import RECONNECT_IVL_MAX_MS, RECONNECT_IVL_MS, NodeLoop
-from tests.unit.test_attacks_peer_liveness import ME, _tower
+from tests.unit.test_attacks_peer_liveness import ME, _tower, on_loop
 from tests.unit.test_metadata_delivery import _IdleHandler
 
 
@@ -21,31 +19,23 @@ def test_the_connecting_sockets_back_off() -> None:
     port, xsub, pub = _tower(ctx)
     loop = NodeLoop(ME, NodeConfig(towers=(TowerAddress("127.0.0.1", port),)), _IdleHandler())
     loop.start()
-    got: list[list[tuple[int, int]]] = []
     try:
 
-        def read(now: float) -> list:
+        def options() -> list[tuple[int, int]]:
             link = loop.tower_link
             assert link is not None
-            got.append(
-                [
-                    (s.getsockopt(zmq.RECONNECT_IVL), s.getsockopt(zmq.RECONNECT_IVL_MAX))
-                    for s in (link.sub, link.bpub, link.bsub)
-                ]
-            )
-            return []
+            return [
+                (s.getsockopt(zmq.RECONNECT_IVL), s.getsockopt(zmq.RECONNECT_IVL_MAX))
+                for s in (link.sub, link.bpub, link.bsub)
+            ]
 
-        loop.call(read)
-        deadline = time.monotonic() + 5
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert got, "the loop did not answer"
-        for ivl, cap in got[0]:
+        got = on_loop(loop, options)
+        for ivl, cap in got:
             assert RECONNECT_IVL_MS <= ivl < 2 * RECONNECT_IVL_MS
             assert RECONNECT_IVL_MAX_MS <= cap < 1.5 * RECONNECT_IVL_MAX_MS
             assert cap > ivl  # libzmq backs off only then
         # drawn per socket: three sockets alike by chance about once in a million
-        assert len({ivl for ivl, _ in got[0]} | {cap for _, cap in got[0]}) > 2
+        assert len({ivl for ivl, _ in got} | {cap for _, cap in got}) > 2
     finally:
         loop.stop()
         xsub.close(0)
