@@ -112,6 +112,9 @@ def check_host(host: str) -> str:
     return host
 
 
+MESHES = ("topics", "full")
+
+
 @dataclass(frozen=True, slots=True)
 class NodeConfig:
     """What every node shares: towers, the host it binds and advertises, timing."""
@@ -133,6 +136,11 @@ class NodeConfig:
     Every node of a cluster must set it alike."""
     curve_allowed: frozenset[bytes] | None = None
     """Ed25519 public keys of the clients this node's servers accept (None: any key)."""
+    mesh: str = "topics"
+    """``topics`` (the signed profile's default): the node connects to the stores and to
+    the nodes sharing one of its topics, through interest beacons that towers relay by
+    topic (``docs/wire.md`` §6.3); ``full``: to every node, as the reference does (rfc46
+    nodes always do). Every tower must be of a version that relays interest beacons."""
 
     def hwm(self, frame_bytes: int) -> int:
         """A data socket's high-water mark (per connection) for frames of up to
@@ -147,6 +155,8 @@ class NodeConfig:
 
     def validate(self) -> NodeConfig:
         check_host(self.host)
+        if self.mesh not in MESHES:
+            raise ConfigError(f"mesh must be one of {', '.join(MESHES)}, not {self.mesh!r}")
         if not 1 <= self.max_message_size <= self.queue_bytes:
             raise ConfigError(
                 f"max_message_size ({self.max_message_size}) must be within 1..queue_bytes "

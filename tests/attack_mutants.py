@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_attacks_interest.py",
     "tests/integration/test_group_reset.py",
     "tests/unit/test_node_reconnect_backoff.py",
     "tests/unit/test_attacks_discovery_identity.py",
@@ -1531,6 +1532,18 @@ MUTANTS: dict[str, Spec] = {
     "discovery answers new peers with one beacon per loop turn": Guard(
         "discovery-answers-once-per-turn", "if True:"
     ),
+    "an interest beacon's topics are bounded in bytes": Guard(
+        "interest-topics-bounded", "if False:"
+    ),
+    "an interest beacon's topics are relayed once each": Guard(
+        "interest-topics-distinct", "return tuple(topics)"
+    ),
+    "a node's link rescopes discovery when a topic leaves": Guard(
+        "link-rescopes-when-topic-leaves", "if False:"
+    ),
+    "a node that leaves a topic drops the peers heard for it alone": Guard(
+        "rescope-drops-peers-no-beacon-names", "if False:"
+    ),
 }
 
 
@@ -1538,6 +1551,18 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "an interest beacon's topics are bounded in bytes": (
+        "tests/unit/test_attacks_interest.py::test_attack_a_beacon_claiming_more_topics_than_the_bound_is_refused",
+    ),
+    "an interest beacon's topics are relayed once each": (
+        "tests/unit/test_attacks_interest.py::test_attack_a_topic_repeated_is_relayed_once",
+    ),
+    "a node's link rescopes discovery when a topic leaves": (
+        "tests/unit/test_attacks_interest.py::test_a_scoped_node_hears_its_topics_and_the_stores_and_announces_each_change_at_once",
+    ),
+    "a node that leaves a topic drops the peers heard for it alone": (
+        "tests/unit/test_attacks_interest.py::test_attack_peers_heard_for_a_topic_left_go_though_they_keep_speaking",
+    ),
     "a group is read only from a loaded metadata view": (
         "tests/unit/test_attacks_group_resets.py::test_a_group_is_not_described_from_a_metadata_view_not_yet_loaded",
     ),

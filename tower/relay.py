@@ -1,7 +1,10 @@
 """Beacon relay: an XSUB that nodes beacon to and an XPUB that relays to every node.
 
 The tower keeps no state. It turns each 4-frame node beacon into the 3-frame
-tower beacon carrying the node's endpoint, and greets every new subscriber of
+tower beacon carrying the node's endpoint (and each interest beacon into that tower
+beacon and one under each topic's prefix, or under ``A`` for all topics, so that libzmq's
+prefix filter sends a node only the beacons of nodes sharing its topics:
+:mod:`dafka.wire.interest`), and greets every new subscriber of
 its XPUB with the single frame ``W`` (``ZMQ_XPUB_WELCOME_MSG``), as the C
 reference does. Unlike the reference it never substitutes an interface address
 for 127.0.0.1 and never crashes on a host with only a loopback interface.
@@ -39,6 +42,7 @@ from dafka.io.multipart import BEACON_FRAMES, recv_bounded
 from dafka.security.curve_keys import CurveConfig, make_server, start_authenticator
 from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
+from dafka.wire import interest as winterest
 
 from .service_replay import ServiceReplay
 
@@ -56,6 +60,15 @@ def relay_beacon(frames: Sequence[bytes], peer_address: str | None) -> list[byte
     node = wbeacon.decode_node_beacon(frames)
     endpoint = wbeacon.endpoint_for(node, peer_address)
     return wbeacon.TowerBeacon(node.node_id, endpoint, node.public_key).encode()
+
+
+def relay_messages(frames: Sequence[bytes], peer_address: str | None) -> list[list[bytes]]:
+    """Everything the tower relays for one message from a node: an interest beacon's
+    several (:func:`dafka.wire.interest.relay_interest`), else :func:`relay_beacon`'s one;
+    raises WireError for what does not decode."""
+    if frames and bytes(frames[0]) == winterest.INTEREST:
+        return winterest.relay_interest(winterest.decode_interest_beacon(frames), peer_address)
+    return [relay_beacon(frames, peer_address)]
 
 
 def relayed_service(frames: Sequence[bytes]) -> wbeacon.ServiceBeacon:
@@ -194,6 +207,7 @@ class Tower:
         # Subscribe to beacons ourselves: every node's beacon PUB then sends them.
         xsub.send(b"\x01" + wbeacon.BEACON)
         xsub.send(b"\x01" + wbeacon.SERVICE)
+        xsub.send(b"\x01" + winterest.INTEREST)
         replay = self.replay = ServiceReplay(
             self.tower_id, self.address.pub, time.monotonic(), warm_after=self.warm_after
         )
@@ -242,17 +256,18 @@ class Tower:
             try:
                 if raw[0] == wbeacon.SERVICE:  # decoded once: relayed and kept for replay
                     service = relayed_service(raw)
-                    out = service.encode()
+                    out = [service.encode()]
                 else:
-                    out = relay_beacon(raw, peer)
+                    out = relay_messages(raw, peer)
             except WireError as exc:
                 self.malformed += 1
                 log.debug("tower.malformed error=%s", exc)
                 continue
-            xpub.send_multipart(out)
+            for message in out:
+                xpub.send_multipart(message)
             self.relayed += 1
             if service is not None:
-                replay.heard(service, out, time.monotonic())
+                replay.heard(service, out[0], time.monotonic())
 
     def _drain_subscriptions(self, xpub: zmq.Socket[bytes], replay: ServiceReplay) -> None:
         # Subscriptions from nodes only matter to zmq's own filtering (we subscribe the

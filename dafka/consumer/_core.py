@@ -258,6 +258,11 @@ class ConsumerCore:
     def topics(self) -> list[str]:
         return list(self._topics)
 
+    @property
+    def topic_names(self) -> Collection[str]:
+        """:meth:`topics` as a live view (asked every turn: no copy)."""
+        return self._topics
+
     def positions(self) -> dict[PartitionKey, int]:
         """The next offset to deliver for every partition seen."""
         return self.table.positions()

@@ -15,7 +15,7 @@ Everything here runs on the IO thread.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from ..core import messages as m
@@ -49,6 +49,10 @@ class _ConsumerHandler(NodeHandler):
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
+
+    def interest(self) -> Collection[str]:
+        """The topics subscribed (``NodeHandler.interest``)."""
+        return self.core.topic_names
 
     def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
         self.loop = loop

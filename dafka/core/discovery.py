@@ -152,6 +152,8 @@ class Discovery:
         self.id_refused = 0
         """Beacons naming another ID for an endpoint whose admitted ID is still heard."""
         self._last_id_log = -_LOG_PERIOD
+        self._rescoped: float | None = None
+        """When the node's topics last shrank, until the peers not beaconed since are gone."""
 
     @property
     def peers(self) -> list[str]:
@@ -303,6 +305,16 @@ class Discovery:
         self.returned += 1
         log.info("discovery.peer.returned node=%s endpoint=%s", node_id, endpoint)
 
+    def rescope(self, now: float) -> None:
+        """The node stopped using a topic (it announces fewer, ``dafka.wire.interest``):
+        a peer whose beacon no relay prefix of ours brings within ``timeout`` from now was
+        heard for that topic alone, and is disconnected then though it still speaks (its
+        heartbeats would keep it for good; no grace either, in which they would bring it
+        back). A tower silent all that while expires every peer, as a
+        silent tower did before issue 39; they return with its beacons."""
+        self._rescoped = now
+        self._soonest = min(self._soonest, now + self.timeout)
+
     def expiry_due(self, now: float) -> bool:
         """Whether :meth:`tick` at ``now`` may expire a peer or end a grace (the shell then
         looks whether input is pending, for ``tick``'s ``pending``)."""
@@ -357,6 +369,20 @@ class Discovery:
     def _expire(self, now: float, pending: bool, actions: DiscoveryActions) -> None:
         # guard: late-loop-expires-nothing-unread
         late = self.timeout if pending else 0.0
+        scoped = self._rescoped
+        if scoped is not None and now >= scoped + self.timeout:
+            self._rescoped = None
+            for endpoint in list(self._expiry):
+                held = self._ids.get(endpoint)
+                # guard: rescope-drops-peers-no-beacon-names
+                if held is None or held[1] < scoped:
+                    # gone at once: no grace, in which its heartbeats would bring it back
+                    del self._expiry[endpoint]
+                    self._ids.pop(endpoint, None)
+                    self.keys.forget(endpoint)
+                    self.expired += 1
+                    log.info("discovery.peer.unscoped endpoint=%s", endpoint)
+                    actions.disconnect.append(endpoint)
         for endpoint, expiry in list(self._expiry.items()):
             if expiry + late <= now:
                 del self._expiry[endpoint]
@@ -373,6 +399,8 @@ class Discovery:
         soonest = min(self._expiry.values(), default=math.inf)
         if pending and soonest <= now:  # look again soon, not every turn
             soonest = min(now + min(self.interval, self.timeout), soonest + late)
+        if self._rescoped is not None:
+            soonest = min(soonest, self._rescoped + self.timeout)
         self._soonest = min(soonest, min(self._lapsed.values(), default=math.inf))
 
     def next_deadline(self) -> float:

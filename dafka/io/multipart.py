@@ -40,8 +40,9 @@ __all__ = [
 
 DATA_FRAMES = 2
 """A data message (both profiles): frame 0, and the content of a (DIRECT-)RECORD."""
-BEACON_FRAMES = 5
-"""What a tower's XSUB reads: a node beacon with its key (5), a service beacon (4)."""
+BEACON_FRAMES = 6
+"""What a tower's XSUB reads: an interest beacon (6), a node beacon with its key (5), a
+service beacon (4)."""
 TOWER_BEACON_FRAMES = 4
 """What a node reads from a tower's XPUB: a tower beacon with a key (4), a service
 beacon (4), the welcome (1)."""

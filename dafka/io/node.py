@@ -409,8 +409,7 @@ class NodeLoop:
                     make_client(bsub, curve, me, tower.key)
                 bpub.connect(tower.sub)
                 bsub.connect(tower.pub)
-            bsub.setsockopt(zmq.SUBSCRIBE, wbeacon.WELCOME)
-            bsub.setsockopt(zmq.SUBSCRIBE, wbeacon.BEACON)
+            bsub.setsockopt(zmq.SUBSCRIBE, wbeacon.WELCOME)  # the relayed ones: TowerLink
             self.sync_subscriptions()
         except BaseException as exc:  # reported to start()'s caller
             self._start_error = exc if isinstance(exc, DafkaError) else ConfigError(str(exc))
@@ -424,11 +423,11 @@ class NodeLoop:
         key = me.public_key if curve.enabled and me is not None else None
         if key is not None and me is not None and me.node_id != self.node_id:
             key = None  # a consumer's ID is not its key's: peers never connect to it anyway
-        my_beacon = [wbeacon.NodeBeacon(self.node_id, cfg.host, self.port, key).encode()]
+        services: list[list[bytes]] = []
         for service, _ in opened:
             frames = service.beacon(self.node_id)
             if frames:
-                my_beacon.append(frames)
+                services.append(frames)
         served = {sock: service for service, sock in opened}
         link = TowerLink(
             self.discovery,
@@ -436,11 +435,16 @@ class NodeLoop:
             bpub=bpub,
             bsub=bsub,
             sub=sub,
-            my_beacon=my_beacon,
+            me=wbeacon.NodeBeacon(self.node_id, cfg.host, self.port, key),
+            services=services,
+            interest_beacons=self.profile.keys,
+            scoped=cfg.mesh == "topics",
+            interest=self.handler.interest(),
             curve=curve,
             identity=me,
             malformed=self.malformed,
         )
+        link.listen()
         self.tower_link = link  # the loop thread's (tests read its sockets through call())
         log.info(
             "node.start id=%s endpoint=%s towers=%s",
@@ -555,6 +559,8 @@ class NodeLoop:
                 for sock, service in served.items():
                     if sock in events:
                         self._serve(service, now)
+                if link.scoped:
+                    link.want(self.handler.interest(), now)
                 ticking = now >= next_tick
                 if ticking or self.handler.has_pending():
                     send(self.handler.on_tick(now))

@@ -11,7 +11,7 @@ discovery's other decisions (its tick, a failed CURVE handshake).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import zmq
 
@@ -20,6 +20,7 @@ from ..errors import TooManyFrames, WireError
 from ..security.curve_keys import CurveConfig, make_client
 from ..security.identity import Identity
 from ..wire import beacon as wbeacon
+from ..wire import interest as winterest
 from .multipart import TOWER_BEACON_FRAMES, recv_bounded
 from .request_senders import PeerSenders
 
@@ -46,7 +47,11 @@ class TowerLink:
         bpub: zmq.Socket[bytes],
         bsub: zmq.Socket[bytes],
         sub: zmq.Socket[bytes],
-        my_beacon: list[list[bytes]],
+        me: wbeacon.NodeBeacon,
+        services: list[list[bytes]],
+        interest_beacons: bool,
+        scoped: bool,
+        interest: Collection[str] | None,
         curve: CurveConfig,
         identity: Identity | None,
         malformed: Malformed,
@@ -54,11 +59,85 @@ class TowerLink:
         self.discovery = discovery
         self.peers = peers
         self.bpub, self.bsub, self.sub = bpub, bsub, sub
-        self.my_beacon = my_beacon
+        self.me = me
+        self.interest_beacons = interest_beacons
+        """The signed profile's: our beacon says which topics we use (``*``: all), so that
+        the towers relay it by topic (:mod:`dafka.wire.interest`); rfc46 nodes send node
+        beacons, as the reference does."""
+        self.scoped = scoped and interest_beacons
+        """The topic mesh (``NodeConfig.mesh``): we announce the handler's topics and hear
+        the beacons of the nodes sharing one; else all topics, and every beacon."""
+        self.interest: tuple[str, ...] | None = None
+        """The topics announced (None: all, and this node hears every beacon)."""
+        self._relayed: set[bytes] = set()
+        """The beacon SUB's relay prefixes (besides the welcome)."""
+        self.services = services
+        self.my_beacon: list[list[bytes]] = []
+        self._listening = False
+        self._announce(winterest.interest_of(interest) if self.scoped else None)
         self.curve = curve
         self.identity = identity
         self.malformed = malformed
         self._prompted = -PROMPT_BEACON_INTERVAL  # when a tower's subscription was last answered
+
+    def want(self, topics: Collection[str] | None, now: float) -> None:
+        """The topics this node uses now (None: all of them). When they change, announce
+        them and hear the beacons of the nodes that share them, at once: a producer's first
+        topic is heard by the consumers of it within a relay hop, not a beacon interval."""
+        if not self.scoped:
+            return
+        held = self.interest
+        if topics is not None and held is not None and len(topics) == len(held):
+            if all(t in held for t in topics):
+                return
+        elif topics is None and held is None:
+            return
+        wanted = winterest.interest_of(topics)
+        if wanted == held:
+            return
+        self._announce(wanted)
+        # a topic left: the peers heard for it alone go, though their heartbeats go on
+        # guard: link-rescopes-when-topic-leaves
+        if wanted is not None and (held is None or not set(held) <= set(wanted)):
+            self.discovery.rescope(now)
+        log.info(
+            "discovery.interest node=%s topics=%s",
+            self.me.node_id,
+            "*" if wanted is None else len(wanted),
+        )
+        self.send_beacons()
+
+    def _announce(self, interest: tuple[str, ...] | None) -> None:
+        """Our beacon for ``interest``, and (listening) the beacon SUB's prefixes for it:
+        every beacon (``B``) for all topics, else those of the nodes every node needs
+        (``A``) and of each topic's."""
+        self.interest = interest
+        if self.interest_beacons:
+            mine = winterest.InterestBeacon(self.me, interest).encode()
+        else:
+            mine = self.me.encode()
+        self.my_beacon = [mine, *self.services]
+        if self._listening:
+            self._subscribe()
+
+    def listen(self) -> None:
+        """Subscribe the beacon SUB to what the towers relay for us (the loop calls it once
+        the link is made; then every change of interest changes it too)."""
+        self._listening = True
+        self._subscribe()
+
+    def _subscribe(self) -> None:
+        interest = self.interest
+        if interest is None:
+            wanted = {wbeacon.BEACON}
+        else:
+            wanted = {wbeacon.ANY, *(winterest.scoped_prefix(t) for t in interest)}
+        bsub = self.bsub
+        for prefix in self._relayed - wanted:
+            bsub.setsockopt(zmq.UNSUBSCRIBE, prefix)
+        for prefix in wanted - self._relayed:
+            bsub.setsockopt(zmq.SUBSCRIBE, prefix)
+        self._relayed = wanted
 
     def send_beacons(self) -> None:
         """The node's beacon, then its service beacons if it has any."""

@@ -8,7 +8,7 @@ each hook directly (it probes for none).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import zmq
@@ -140,6 +140,13 @@ class NodeHandler:
     def on_arrival(self, msgs: list[Message], now: float) -> Sequence[Outgoing]:
         """Sent before :meth:`on_messages` works on ``msgs`` (a consumer's FETCH ahead)."""
         return ()
+
+    def interest(self) -> Collection[str] | None:
+        """The topics this node uses now, asked every turn (keep it cheap): under the
+        signed profile's topic mesh (``NodeConfig.mesh``) it hears, and connects to, the
+        stores and the nodes sharing one of them (:mod:`dafka.wire.interest`). None, the
+        default: every topic (a store; and any node type that does not say)."""
+        return None
 
 
 class NodeService(Protocol):

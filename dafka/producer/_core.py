@@ -44,7 +44,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, KeysView, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core import messages as m
@@ -290,6 +290,11 @@ class ProducerCore:
     def topics(self) -> list[str]:
         """Every topic this producer knows (written now or restored)."""
         return list(self._topics)
+
+    @property
+    def topic_names(self) -> KeysView[str]:
+        """:meth:`topics` as a live view (asked every turn: no copy)."""
+        return self._topics.keys()
 
     @property
     def stats(self) -> ProducerStats:

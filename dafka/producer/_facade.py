@@ -298,6 +298,7 @@ class Producer:
             )
             """What the IO thread's half shares with this facade."""
             self._handler = _ProducerHandler(self._shared, self._core)
+            self._handler.named = self.topic
             self._policy_lock = threading.Lock()
             self._policy = _SendPolicy()
             """Replaced whole under ``_policy_lock``, read once per ``send``."""

@@ -20,7 +20,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from sys import getrefcount
 from typing import Any, NamedTuple, cast
 
@@ -102,6 +102,8 @@ class _ProducerHandler(NodeHandler):
         self.core = core
         self.readies = ReadyQueue()
         """The steps of this turn's durability orders, in order (:meth:`_run`)."""
+        self.named: str | None = None
+        """The topic the producer was made for (``Producer(topic)``), if any."""
         self.persister = StatePersister(state)
         self.queue: deque[_Queued] = deque()
         self.inflight: dict[str, deque[Run]] = {}
@@ -209,6 +211,15 @@ class _ProducerHandler(NodeHandler):
 
     def subscriptions(self) -> list[bytes]:
         return self.core.subscriptions()
+
+    def interest(self) -> Collection[str]:
+        """The topics written (or restored), and the one the producer was made for: its
+        consumers hear of it before its first record (``NodeHandler.interest``)."""
+        topics = self.core.topic_names
+        named = self.named
+        if named is not None and named not in topics:
+            return (*topics, named)
+        return topics
 
     def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
         self._clock = loop.clock

@@ -42,6 +42,10 @@ from ..security.identity import node_id_for
 BEACON = b"B"
 WELCOME = b"W"
 SERVICE = b"Q"
+ANY = b"A"
+"""The relay prefix of the beacons of nodes every node may need (:mod:`dafka.wire.interest`)."""
+SCOPED = b"T"
+"""The relay prefix of a beacon relayed for one topic: ``T topic NUL``."""
 REPLAYED = "tower-replayed"
 """The service name of a tower's end-of-replay beacon (``Q | tower ID | its relay endpoint |
 "tower-replayed"``): sent by the tower itself after the service beacons it replays to a new
@@ -230,9 +234,18 @@ def decode_node_beacon(frames: Sequence[bytes]) -> NodeBeacon:
     return NodeBeacon(node_id, host, port, key)
 
 
+def is_relayed_prefix(frame: bytes) -> bool:
+    """Whether a tower beacon's first frame is one a tower sends: ``B``, or the prefixes it
+    relays interest beacons under, ``A`` and ``T topic NUL`` (:mod:`dafka.wire.interest`)."""
+    frame = bytes(frame)
+    if frame in (BEACON, ANY):
+        return True
+    return len(frame) > 2 and frame[:1] == SCOPED and frame.endswith(b"\0")
+
+
 def decode_tower_beacon(frames: Sequence[bytes]) -> TowerBeacon:
-    if len(frames) not in (3, 4) or bytes(frames[0]) != BEACON:
-        raise WireError("a tower beacon has 3 (or 4) frames starting with 'B'")
+    if len(frames) not in (3, 4) or not is_relayed_prefix(frames[0]):
+        raise WireError("a tower beacon has 3 (or 4) frames starting with 'B', 'A' or 'T'")
     endpoint = _text(frames[2], "endpoint")
     _check_endpoint(endpoint)
     node_id = _node_id(frames[1])

@@ -132,7 +132,11 @@ def _link(bpub: _Subscriptions, mine: list[list[bytes]]) -> TowerLink:
         bpub=bpub,  # type: ignore[arg-type]
         bsub=None,  # type: ignore[arg-type]
         sub=None,  # type: ignore[arg-type]
-        my_beacon=mine,
+        me=beacon.decode_node_beacon(mine[0]),
+        services=mine[1:],
+        interest_beacons=False,
+        scoped=False,
+        interest=None,
         curve=CurveConfig(False),
         identity=None,
         malformed=lambda what, exc, now: None,

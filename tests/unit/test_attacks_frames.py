@@ -38,6 +38,7 @@ from dafka.raft.peer._guard import (
 )
 from dafka.wire import beacon as wbeacon
 from dafka.wire import signed
+from dafka.wire.interest import InterestBeacon
 from tests.signing import PRODUCER
 from tests.unit.raft.solo import free_tcp_url, settle, solo_leader
 
@@ -111,7 +112,9 @@ def test_every_genuine_message_fits_its_protocols_maximum() -> None:
     node = wbeacon.NodeBeacon(PRODUCER.node_id, "127.0.0.1", 5000, key).encode()
     tower = wbeacon.TowerBeacon(PRODUCER.node_id, "tcp://127.0.0.1:5000", key).encode()
     service = wbeacon.ServiceBeacon(PRODUCER.node_id, "tcp://127.0.0.1:5001", "store").encode()
-    assert len(node) == BEACON_FRAMES and len(service) <= BEACON_FRAMES
+    interest = InterestBeacon(wbeacon.decode_node_beacon(node), ("t",)).encode()
+    assert len(interest) == BEACON_FRAMES and len(node) < BEACON_FRAMES
+    assert len(service) <= BEACON_FRAMES
     assert len(tower) == TOWER_BEACON_FRAMES and len(service) <= TOWER_BEACON_FRAMES
     request = qp.encode_request(qp.HeadsRequest(1))
     assert 1 + len(request) < QUERY_REQUEST_FRAMES  # routing id, request

@@ -100,7 +100,11 @@ def _link(*, curve: bool = False, bsub: object = None) -> tuple[TowerLink, _Sub,
         bpub=pub,  # type: ignore[arg-type]
         bsub=bsub,  # type: ignore[arg-type]
         sub=sub,  # type: ignore[arg-type]
-        my_beacon=MINE,
+        me=beacon.decode_node_beacon(MINE[0]),
+        services=[],
+        interest_beacons=False,
+        scoped=False,
+        interest=None,
         curve=CurveConfig(curve),
         identity=None,
         malformed=lambda what, exc, now: bad.append(what),
