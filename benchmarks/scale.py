@@ -3,6 +3,7 @@
     python -m benchmarks.scale [--nodes 50,100,200] [--topics 10] [--seconds 20]
                                [--settle 5] [--per-worker 25] [--tower-pause S]
                                [--no-metadata] [--kinds producer,consumer,store]
+                               [--mesh topics|full|topics,full]
                                [--out FILE]
 
 For each N of ``--nodes``: one tower (a real ``dafka-tower`` process on 127.0.0.1), and N
@@ -105,10 +106,13 @@ class Worker:
     fd_limit: int = 0
 
     @classmethod
-    def start(cls, tower: str, specs: list[str], directory: Path, metadata: bool) -> Worker:
+    def start(
+        cls, tower: str, specs: list[str], directory: Path, metadata: bool, mesh: str = "topics"
+    ) -> Worker:
         directory.mkdir(parents=True, exist_ok=True)
         log = directory / "worker.log"
         args = ["--tower", tower, "--dir", str(directory), "--nodes", ",".join(specs)]
+        args += ["--mesh", mesh]
         with open(log, "w") as err:
             proc = subprocess.Popen(
                 py("benchmarks.scale_nodes", *args, *([] if metadata else ["--no-metadata"])),
@@ -282,7 +286,7 @@ def start_tower(directory: Path) -> tuple[Proc, str]:
     return tower, address
 
 
-def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
+def measure(n: int, args: argparse.Namespace, mesh: str = "topics") -> dict[str, Any]:
     """Start the tower and N nodes, settle, measure one window; everything stopped after."""
     specs = node_specs(n, args.topics, args.kinds)
     per = per_worker(n, args.per_worker)
@@ -299,7 +303,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             for at in range(0, n, per):
                 workers.append(
                     Worker.start(
-                        address, specs[at : at + per], root / f"w{at}", not args.no_metadata
+                        address, specs[at : at + per], root / f"w{at}", not args.no_metadata, mesh
                     )
                 )
             for w in workers:
@@ -317,6 +321,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
             row = figures(n, args.topics, base, node_workers, tower, a, b, pids)
             row["converge_s"] = None if converge is None else round(converge, 2)
             row["per_worker"] = per
+            row["mesh"] = mesh
             if paused is not None:
                 row["tower_pause"] = paused
         finally:
@@ -398,8 +403,32 @@ def slope(points: list[tuple[float, float]]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in logs) / sxx
 
 
-def fits(rows: list[dict[str, Any]]) -> dict[str, float | None]:
-    return {m: slope([(r["nodes"], r[m]) for r in rows]) for m in FITTED}
+def fits(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per mesh: each metric's growth exponent over the N measured."""
+    meshes = sorted({r.get("mesh", "topics") for r in rows})
+    return {
+        mesh: {
+            m: slope([(r["nodes"], r[m]) for r in rows if r.get("mesh", "topics") == mesh])
+            for m in FITTED
+        }
+        for mesh in meshes
+    }
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Like against like: at each N run in both meshes, the topic mesh's figure over the
+    full mesh's, for what grows with the mesh."""
+    out = []
+    by = {(r["nodes"], r.get("mesh", "topics")): r for r in rows}
+    for (n, mesh), full in sorted(by.items()):
+        scoped = by.get((n, "topics"))
+        if mesh != "full" or scoped is None:
+            continue
+        row: dict[str, Any] = {"nodes": n}
+        for m in ("tcp_established", "node_fds", "peers_mean", "tower_cpu_s_per_s"):
+            row[m] = round(scoped[m] / full[m], 3) if full[m] else None
+        out.append(row)
+    return out
 
 
 def goals(rows: list[dict[str, Any]], pause: float) -> list[dict[str, Any]]:
@@ -472,9 +501,15 @@ def print_report(report: dict[str, Any]) -> None:
                 f"{p['tcp_least']} ({p['tcp_dropped']} dropped), least peers of a node "
                 f"{p['peers_least']}, reconverged in {p['reconverge_s']} s"
             )
-    print("growth, metric ~ N^k:")
-    for metric, k in report["fits"].items():
-        print(f"  {metric:<22} k = {'-' if k is None else f'{k:.2f}'}")
+    for mesh, fitted in report["fits"].items():
+        print(f"growth ({mesh} mesh), metric ~ N^k:")
+        for metric, k in fitted.items():
+            print(f"  {metric:<22} k = {'-' if k is None else f'{k:.2f}'}")
+    for r in report.get("ratios", []):
+        print(
+            f"topic mesh / full mesh at N={r['nodes']}: "
+            + ", ".join(f"{m} {v}" for m, v in r.items() if m != "nodes")
+        )
     for g in report["goals"]:
         print(f"{'MET' if g['met'] else 'NOT MET':>8}: {g['goal']} ({g['seen']})")
 
@@ -490,6 +525,9 @@ def main() -> None:
     parser.add_argument("--tower-pause", type=float, default=0.0, metavar="S")
     parser.add_argument("--no-metadata", action="store_true", help="nodes follow no metadata")
     parser.add_argument(
+        "--mesh", default="topics", help="topics, full, or topics,full (like against like)"
+    )
+    parser.add_argument(
         "--kinds", default=",".join(KINDS), help="node kinds, in turn (e.g. store: stores only)"
     )
     parser.add_argument("--out", type=Path, help="JSON report (default: benchmarks/results)")
@@ -500,6 +538,9 @@ def main() -> None:
         parser.error(f"--kinds: some of {', '.join(KINDS)}")
     if not counts or min(counts) < 1 or args.topics < 1 or args.per_worker < 1:
         parser.error("--nodes, --topics and --per-worker must be positive")
+    meshes = [m for m in args.mesh.split(",") if m]
+    if not meshes or set(meshes) - {"topics", "full"}:
+        parser.error("--mesh: topics, full or both")
     report: dict[str, Any] = {
         "benchmark": "scale",
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -509,10 +550,13 @@ def main() -> None:
         "rows": [],
     }
     for n in counts:
-        print(f"N={n}: starting ...", file=sys.stderr, flush=True)
-        report["rows"].append(measure(n, args))
+        for mesh in meshes:
+            print(f"N={n} ({mesh} mesh): starting ...", file=sys.stderr, flush=True)
+            report["rows"].append(measure(n, args, mesh))
     report["fits"] = fits(report["rows"])
-    report["goals"] = goals(report["rows"], args.tower_pause)
+    report["ratios"] = ratios(report["rows"])
+    scoped = [r for r in report["rows"] if r["mesh"] == "topics"]
+    report["goals"] = goals(scoped or report["rows"], args.tower_pause)
     print_report(report)
     out = args.out
     if out is None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dafka import Consumer, Producer, Store
+from dafka.config import MESHES, NodeConfig, parse_towers
 from dafka.io.fd_limit import raise_fd_limit
 
 EVENTS = {
@@ -72,13 +73,16 @@ class PeerEvents(logging.Handler):
             return out
 
 
-def start_node(kind: str, topic: str, tower: str, directory: Path, metadata: bool | None) -> Any:
+def start_node(
+    kind: str, topic: str, tower: str, directory: Path, metadata: bool | None, mesh: str
+) -> Any:
+    node = NodeConfig(towers=parse_towers(tower), mesh=mesh)
     if kind == "producer":
-        return Producer(topic, towers=tower, metadata=metadata)
+        return Producer(topic, node=node, metadata=metadata)
     if kind == "consumer":
-        return Consumer([topic], towers=tower, metadata=metadata)
+        return Consumer([topic], node=node, metadata=metadata)
     if kind == "store":
-        return Store(directory, towers=tower, metadata=metadata).start()
+        return Store(directory, node=node, metadata=metadata).start()
     raise SystemExit(f"unknown node kind {kind!r}")
 
 
@@ -97,6 +101,7 @@ def main() -> None:
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--nodes", default="", help="KIND:TOPIC,... (store: takes no topic)")
     parser.add_argument("--no-metadata", action="store_true")
+    parser.add_argument("--mesh", default="topics", choices=MESHES)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     events = PeerEvents()
@@ -109,7 +114,7 @@ def main() -> None:
     names: list[str] = []
     for i, spec in enumerate(s for s in args.nodes.split(",") if s):
         kind, _, topic = spec.partition(":")
-        node = start_node(kind, topic, args.tower, args.dir / f"store-{i}", metadata)
+        node = start_node(kind, topic, args.tower, args.dir / f"store-{i}", metadata, args.mesh)
         nodes.append(node)
         names.append(f"dafka-{kind}-{node.node_id[:8]}")  # its IO thread's name
     print(json.dumps({"ready": len(nodes), "fd_limit": limit.after}), flush=True)

@@ -9,6 +9,7 @@ without processes.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.scale import FITTED, goals, node_specs, slope
+from benchmarks.scale import FITTED, fits, goals, node_specs, ratios, slope
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,8 +92,35 @@ def test_a_tiny_run_reports_every_figure(tmp_path: Path) -> None:
     # worker's loop past the 4 s expiry, which is what issue 39 is about, not this test
     assert isinstance(row["peers_expired"], int) and row["peers_expired"] >= 0
     assert len(row["load_avg_end"]) == 3
-    assert set(report["fits"]) == set(FITTED)  # one N: nothing to fit
-    assert all(k is None for k in report["fits"].values())
+    assert set(report["fits"]["topics"]) == set(FITTED)  # one N: nothing to fit
+    assert all(k is None for k in report["fits"]["topics"].values())
     [mesh, _, pause] = report["goals"]
     assert not mesh["met"] and not pause["met"]  # never claimed by a run this small
-    assert "growth, metric ~ N^k" in run.stdout and "NOT MET" in run.stdout
+    assert "growth (topics mesh), metric ~ N^k" in run.stdout and "NOT MET" in run.stdout
+
+
+def test_the_meshes_are_compared_like_against_like() -> None:
+    def row(n: int, mesh: str, tcp: int) -> dict[str, Any]:
+        figures = dict.fromkeys(FITTED, 1.0)
+        return figures | {
+            "nodes": n,
+            "mesh": mesh,
+            "tcp_established": tcp,
+            "node_fds": 40.0,
+            "peers_mean": 10.0,
+            "tower_cpu_s_per_s": 0.0,
+        }
+
+    rows = [row(50, "topics", 500), row(50, "full", 5000), row(100, "topics", 900)]
+    [only] = ratios(rows)  # N=100 ran in one mesh only: no ratio
+    assert only == {
+        "nodes": 50,
+        "tcp_established": 0.1,
+        "node_fds": 1.0,
+        "peers_mean": 1.0,
+        "tower_cpu_s_per_s": None,
+    }
+    rows.append(row(100, "full", 9000))
+    fitted = fits(rows)
+    assert set(fitted) == {"full", "topics"}
+    assert fitted["full"]["tcp_established"] == pytest.approx(math.log(9000 / 5000, 2))
