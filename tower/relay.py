@@ -64,11 +64,18 @@ def relay_beacon(frames: Sequence[bytes], peer_address: str | None) -> list[byte
 
 def relay_messages(frames: Sequence[bytes], peer_address: str | None) -> list[list[bytes]]:
     """Everything the tower relays for one message from a node: an interest beacon's
-    several (:func:`dafka.wire.interest.relay_interest`), else :func:`relay_beacon`'s one;
-    raises WireError for what does not decode."""
+    several (:func:`dafka.wire.interest.relay_interest`), a node beacon's tower beacon
+    under ``B`` and ``A`` (a node that does not say its topics is heard by every node, as
+    before interest beacons), a service beacon as it is; raises WireError for what does
+    not decode."""
     if frames and bytes(frames[0]) == winterest.INTEREST:
         return winterest.relay_interest(winterest.decode_interest_beacon(frames), peer_address)
-    return [relay_beacon(frames, peer_address)]
+    relayed = relay_beacon(frames, peer_address)
+    if relayed[0] == wbeacon.SERVICE:
+        return [relayed]
+    # a node beacon does not say which topics its node uses (an rfc46 node, a signed node
+    # older than interest beacons): it may use any, so the scoped nodes hear it too
+    return [relayed, [wbeacon.ANY, *relayed[1:]]]
 
 
 def relayed_service(frames: Sequence[bytes]) -> wbeacon.ServiceBeacon:

@@ -38,6 +38,15 @@ def test_a_tower_relays_an_interest_beacon_to_the_full_view_and_under_each_topic
         assert wbeacon.decode_tower_beacon(message).endpoint == "tcp://127.0.0.1:5000"
 
 
+def test_a_node_beacon_says_no_topics_and_is_heard_by_every_node() -> None:
+    """An rfc46 node, or a signed node older than interest beacons: scoped nodes hear it
+    (a rolling upgrade keeps working), and a service beacon stays where it was."""
+    out = relay_messages(NODE.encode(), None)
+    assert [m[0] for m in out] == [b"B", b"A"] and out[0][1:] == out[1][1:]
+    service = wbeacon.ServiceBeacon(PRODUCER.node_id, "tcp://127.0.0.1:5001", "store").encode()
+    assert relay_messages(service, None) == [service]
+
+
 def test_all_topics_are_relayed_under_the_prefix_every_node_hears() -> None:
     out = relay_messages(wi.InterestBeacon(NODE, None).encode(), None)
     assert [m[0] for m in out] == [b"B", b"A"]
