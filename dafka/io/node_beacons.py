@@ -74,6 +74,7 @@ class TowerLink:
         self.services = services
         self.my_beacon: list[list[bytes]] = []
         self._listening = False
+        self._asked = None if interest is None or not self.scoped else frozenset(interest)
         self._announce(winterest.interest_of(interest) if self.scoped else None)
         self.curve = curve
         self.identity = identity
@@ -86,12 +87,14 @@ class TowerLink:
         topic is heard by the consumers of it within a relay hop, not a beacon interval."""
         if not self.scoped:
             return
-        held = self.interest
-        if topics is not None and held is not None and len(topics) == len(held):
-            if all(t in held for t in topics):
+        asked = self._asked  # what the handler said last: most turns, the same
+        if topics is None or asked is None:
+            if topics is asked:
                 return
-        elif topics is None and held is None:
+        elif len(topics) == len(asked) and all(t in asked for t in topics):
             return
+        self._asked = None if topics is None else frozenset(topics)
+        held = self.interest
         wanted = winterest.interest_of(topics)
         if wanted == held:
             return

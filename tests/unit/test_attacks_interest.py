@@ -187,6 +187,10 @@ def test_a_scoped_node_hears_its_topics_and_the_stores_and_announces_each_change
     link.want(["b"], 2.0)
     assert bsub.prefixes == {b"A", b"Tb\x00"}
     assert link.discovery._rescoped == 2.0  # a topic left: its peers go unless beaconed
-    link.want([f"t{i}" for i in range(wi.MAX_INTEREST_TOPICS + 1)], 3.0)
+    many = [f"t{i}" for i in range(wi.MAX_INTEREST_TOPICS + 1)]
+    link.want(many, 3.0)
     assert bsub.prefixes == {b"B"}  # too many for a beacon: all topics, the full view
     assert wi.decode_interest_beacon(bpub.sent[-1]).topics is None
+    sent = len(bpub.sent)
+    link.want(list(reversed(many)), 3.1)  # the same topics, asked again the next turn
+    assert len(bpub.sent) == sent
