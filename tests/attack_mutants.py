@@ -295,6 +295,12 @@ MUTANTS: dict[str, Spec] = {
             "self._runs.add(\n    Recovery(\n        topic,\n        start,\n        offset,\n        recovery_budget,\n        paced=profile.batched,\n        probe=False,\n    )\n)",
         ),
     ],
+    "a producer's probe waits only while a store is connected to ask": Guard(
+        "probe-waits-while-no-store-connected", "if False:"
+    ),
+    "a producer tells its core whether a store is connected": Guard(
+        "producer-tells-core-stores-connected", "pass"
+    ),
     "a restarted producer's journal doubt reaches its core": Guard(
         "restarted-producer-journal-doubt-reaches",
         "return OpenedState(\n    node_id,\n    identity_or_none,\n    state,\n    journal,\n    acked_journal,\n    wal,\n    next_offsets,\n    acked_offsets,\n    logged,\n    False,\n    run,\n    acked_journal.in_doubt,\n)",
@@ -1752,6 +1758,13 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_producer_recovery.py::test_a_probe_that_finds_nothing_numbers_from_the_journal_bound",
         "tests/unit/test_producer_recovery.py::test_a_probe_under_rfc46_numbers_past_what_stores_hold",
         "tests/integration/test_attacks_journal_rot.py::test_a_journal_bound_in_doubt_is_settled_by_asking_the_stores",
+    ),
+    "a producer's probe waits only while a store is connected to ask": (
+        "tests/unit/test_producer_recovery.py::test_a_probe_asks_for_its_whole_wait_while_a_store_is_connected",
+        "tests/unit/test_producer_recovery.py::test_a_probe_counts_the_stores_subscribed_to_the_producer_as_connected",
+    ),
+    "a producer tells its core whether a store is connected": (
+        "tests/unit/test_producer_recovery.py::test_a_probe_counts_the_stores_subscribed_to_the_producer_as_connected",
     ),
     "a restarted producer's journal doubt reaches its core": (
         "tests/unit/test_producer_recovery.py::test_a_state_directory_whose_journal_is_in_doubt_makes_a_probing_producer",

@@ -322,6 +322,11 @@ class ProducerCore:
         nodes a topic's read ACL admits (none given: every topic is open)."""
         self._read_view = view
 
+    def stores_connected(self, connected: bool) -> None:
+        """Whether some store is subscribed to this producer's data socket (the shell says,
+        from its subscriptions): a probe's wait for the stores runs only while one is."""
+        self._runs.in_contact = connected
+
     @property
     def recovering(self) -> bool:
         """Whether a range reserved by an earlier run is still being recovered."""

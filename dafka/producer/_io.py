@@ -692,7 +692,8 @@ class _ProducerHandler(NodeHandler):
 
     def on_subscription(self, sub: Subscription, now: float) -> list[Publish]:
         # a store subscribes to CONSUMER-HELLOs addressed to it, by its node ID: so we
-        # know which stores are connected to us (to say why nothing is acknowledged)
+        # know which stores are connected to us (to say why nothing is acknowledged, and
+        # so that a probe's wait runs only while it can ask a store)
         if sub.cmd == Command.CONSUMER_HELLO.value:
             store = sub.rest.decode("ascii", "replace")
             if not sub.subscribe:
@@ -700,6 +701,8 @@ class _ProducerHandler(NodeHandler):
             # guard: producer-remembers-boundedly-stores
             elif is_node_id(store) and len(self.stores) < MAX_STORES_NAMED:
                 self.stores.add(store)
+            # guard: producer-tells-core-stores-connected
+            self.core.stores_connected(bool(self.stores))
         return []
 
     def evidence(self) -> AckEvidence:

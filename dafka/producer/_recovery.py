@@ -32,7 +32,10 @@ torn write (``OffsetJournal.in_doubt``), ``reserved`` is only a lower bound of w
 published: the recovery is then a *probe* (``probe=True``). It asks the stores past it
 until the deadline and settles the range up to the end of the last batch of ours any
 store answered with (at least ``reserved``), and the producer numbers nothing of that
-topic before (issue 33).
+topic before (issue 33). Its wait runs only while some store is connected to the producer
+(:class:`~dafka.producer._runs.EarlierRuns`): one that asked nobody (every store down)
+would number again what the lost reservation published, and the stores, back, would keep
+the earlier records there for ever.
 """
 
 from __future__ import annotations

@@ -74,6 +74,9 @@ class EarlierRuns:
         or numbered again (rfc46)."""
         self.rejected = 0
         """Answers to a recovery FETCH that were not batches this producer signed."""
+        self.in_contact = False
+        """Whether some store is subscribed to this producer's data socket (the shell says,
+        :meth:`ProducerCore.stores_connected`): a probe's wait runs only while one is."""
 
     def add(self, rec: Recovery) -> None:
         """Recover ``rec``'s range (before the core publishes on its topic)."""
@@ -96,7 +99,14 @@ class EarlierRuns:
 
     def over(self, rec: Recovery, now: float) -> bool:
         """Whether ``rec`` is over (complete, or out of time: the caller finishes it,
-        :meth:`finish`); its time starts at the first call."""
+        :meth:`finish`); its time starts at the first call. A probe's time starts when a
+        store is connected, and again each time one is after none was: a probe that asked
+        nobody would number from the journal's bound, over what the lost reservation
+        published, and the stores would keep those records (equivocation, for ever)."""
+        # guard: probe-waits-while-no-store-connected
+        if rec.floor is not None and not self.in_contact:
+            rec.deadline = None
+            return False
         if rec.deadline is None:
             rec.begin(now, self._recovery_wait)
         return rec.complete() or rec.expired(now)

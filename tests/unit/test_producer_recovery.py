@@ -349,6 +349,7 @@ def test_a_bound_in_doubt_asks_the_stores_before_numbering() -> None:
         next_offsets={"t": 20}, acked_offsets={"t": 10}, recovery_wait=2.0, journal_in_doubt=True
     )
     assert core.recovering and core.holds_publishing
+    core.stores_connected(True)
     out = core.tick(0.0)
     (fetch,) = fetches(out)
     assert (fetch.offset, fetch.partition) == (10, P)
@@ -366,15 +367,74 @@ def test_a_bound_in_doubt_asks_the_stores_before_numbering() -> None:
 def test_a_probe_that_finds_nothing_numbers_from_the_journal_bound() -> None:
     core = signed_producer(next_offsets={"t": 20}, acked_offsets={"t": 20}, journal_in_doubt=True)
     assert core.holds_publishing
+    core.stores_connected(True)
     core.tick(0.0)
     core.tick(10.0)
     assert not core.recovering
     assert core.publish("t", [b"x"], now=10.0)[0] == 20
 
 
+def test_a_probe_asks_for_its_whole_wait_while_a_store_is_connected() -> None:
+    """The fault suite's at-rest run (seed 2739): p2 restarted with its journal's last record
+    rotten in both copies (bound 2090, records 2090..2099 published and stored) just as
+    every store lost its disk. Its probe ran out of time asking nobody, it numbered from
+    2090 again, and the stores, back, kept the earlier 2090..2099: equivocation, and none
+    of its records was ever acknowledged. A probe's wait runs only while some store is
+    subscribed to the producer; it starts again when one is, after none was."""
+    core = signed_producer(
+        next_offsets={"t": 20}, acked_offsets={"t": 20}, recovery_wait=2.0, journal_in_doubt=True
+    )
+    out = core.tick(0.0) + core.tick(10.0)  # no store connected: nobody to ask
+    assert core.recovering and core.holds_publishing  # so it numbers nothing yet
+    assert fetches(out) == []
+    core.stores_connected(True)
+    (fetch,) = fetches(core.tick(10.5))  # at once
+    assert (fetch.offset, fetch.partition) == (20, P)
+    core.stores_connected(False)  # the store stopped before it answered
+    core.tick(13.0)
+    assert core.recovering and core.holds_publishing
+    core.stores_connected(True)  # back, and the wait starts again
+    assert fetches(core.tick(20.0))
+    core.handle(to_producer(20, 4), 20.2)  # the records the lost reservation covered
+    core.tick(21.9)
+    assert core.recovering
+    core.tick(22.0)
+    assert not core.recovering and not core.holds_publishing
+    assert core.publish("t", [b"x"], now=22.0)[0] == 24
+
+
+def test_a_probe_counts_the_stores_subscribed_to_the_producer_as_connected() -> None:
+    """The shell tells the core: a store subscribes to the CONSUMER-HELLOs addressed to it
+    on the producer's data socket, and its connection's end unsubscribes it."""
+    from dafka.config import ProducerConfig
+    from dafka.core.messages import Subscription
+    from dafka.producer._io import _ProducerHandler
+    from dafka.producer._state import ProducerState
+    from dafka.wire.rfc46 import Command
+
+    core = signed_producer(
+        next_offsets={"t": 20}, acked_offsets={"t": 20}, recovery_wait=1.0, journal_in_doubt=True
+    )
+    handler = _ProducerHandler(
+        ProducerState(ProducerConfig().validate(), None),  # type: ignore[arg-type]  # no budget
+        core,
+    )
+    hello = Command.CONSUMER_HELLO.value
+    handler.on_subscription(Subscription(True, hello, S.encode()), 0.0)
+    assert fetches(core.tick(0.0))
+    handler.on_subscription(Subscription(False, hello, S.encode()), 0.5)
+    core.tick(5.0)
+    assert core.recovering  # its store left before the wait was over
+    handler.on_subscription(Subscription(True, hello, S.encode()), 5.0)
+    core.tick(5.0)
+    core.tick(6.0)
+    assert not core.recovering
+
+
 def test_a_probe_under_rfc46_numbers_past_what_stores_hold() -> None:
     core = ProducerCore(P, next_offsets={"t": 3}, acked_offsets={"t": 3}, journal_in_doubt=True)
     assert core.holds_publishing
+    core.stores_connected(True)
     core.tick(0.0)
     for offset in (3, 4):
         core.handle(m.DirectRecord(P, "t", P, offset, b"v%d" % offset), 0.1)
