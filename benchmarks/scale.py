@@ -3,7 +3,7 @@
     python -m benchmarks.scale [--nodes 50,100,200] [--topics 10] [--seconds 20]
                                [--settle 5] [--per-worker 25] [--tower-pause S]
                                [--no-metadata] [--kinds producer,consumer,store]
-                               [--mesh topics|full|topics,full]
+                               [--mesh topics|full|topics,full] [--stores K]
                                [--out FILE]
 
 For each N of ``--nodes``: one tower (a real ``dafka-tower`` process on 127.0.0.1), and N
@@ -83,13 +83,19 @@ FITTED = (
 """The metrics whose growth with N is fitted and printed."""
 
 
-def node_specs(n: int, topics: int, kinds: tuple[str, ...] = KINDS) -> list[str]:
+def node_specs(
+    n: int, topics: int, kinds: tuple[str, ...] = KINDS, stores: int | None = None
+) -> list[str]:
     """The nodes of a run, ``KIND:TOPIC``: kinds in turn, each kind's nodes over the topics
-    in turn (so every topic has a producer and a consumer once N >= 3 x topics)."""
+    in turn (so every topic has a producer and a consumer once N >= 3 x topics). ``stores``:
+    that many stores first (at most N), then the other kinds in turn."""
     seen = dict.fromkeys(kinds, 0)
     specs = []
-    for i in range(n):
-        kind = kinds[i % len(kinds)]
+    fixed = min(n, stores) if stores is not None and "store" in kinds else 0
+    specs += ["store:"] * fixed
+    others = tuple(k for k in kinds if k != "store") if stores is not None else kinds
+    for i in range(n - fixed):
+        kind = others[i % len(others)] if others else "store"
         topic = "" if kind == "store" else f"scale-{seen[kind] % topics}"
         seen[kind] += 1
         specs.append(f"{kind}:{topic}")
@@ -288,7 +294,7 @@ def start_tower(directory: Path) -> tuple[Proc, str]:
 
 def measure(n: int, args: argparse.Namespace, mesh: str = "topics") -> dict[str, Any]:
     """Start the tower and N nodes, settle, measure one window; everything stopped after."""
-    specs = node_specs(n, args.topics, args.kinds)
+    specs = node_specs(n, args.topics, args.kinds, args.stores)
     per = per_worker(n, args.per_worker)
     if per < args.per_worker:
         print(f"N={n}: {per} nodes a worker, for its descriptor limit", file=sys.stderr)
@@ -522,6 +528,11 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="quiet seconds before it")
     parser.add_argument("--settle-timeout", type=float, default=120.0)
     parser.add_argument("--per-worker", type=int, default=25, help="nodes per process")
+    parser.add_argument(
+        "--stores",
+        type=int,
+        help="this many stores, the rest producers and consumers (default: a third of each kind)",
+    )
     parser.add_argument("--tower-pause", type=float, default=0.0, metavar="S")
     parser.add_argument("--no-metadata", action="store_true", help="nodes follow no metadata")
     parser.add_argument(

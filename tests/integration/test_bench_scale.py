@@ -31,6 +31,13 @@ def test_every_topic_gets_a_producer_and_a_consumer_and_kinds_alternate() -> Non
     assert all(s == "store:" for s in specs if s.startswith("store"))
 
 
+def test_a_fixed_number_of_stores_leaves_the_rest_to_producers_and_consumers() -> None:
+    specs = node_specs(10, 2, stores=3)
+    assert specs[:3] == ["store:"] * 3
+    assert [s.split(":")[0] for s in specs[3:]] == ["producer", "consumer"] * 3 + ["producer"]
+    assert node_specs(2, 2, stores=5) == ["store:"] * 2
+
+
 def test_the_slope_is_the_exponent_of_a_power_law() -> None:
     assert slope([(50, 3 * 50**2), (100, 3 * 100**2), (200, 3 * 200**2)]) == pytest.approx(2)
     assert slope([(50, 7.0), (200, 7.0)]) == pytest.approx(0)
