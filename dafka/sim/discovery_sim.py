@@ -278,7 +278,7 @@ class DiscoverySim:
                 pending = refused + pending[batch:]
                 now += apart
             for beacon in heard:
-                self._apply(node, d.on_beacon(beacon, last), send=False)
+                d.on_beacon(beacon, last)  # known: nothing to apply
             self._apply(node, d.tick(last), send=False)
             node.wake_at = math.inf
         self._baseline = {
@@ -421,11 +421,11 @@ class DiscoverySim:
 
     def _deliver(self, arg: tuple[TowerBeacon, list[int]]) -> None:
         beacon, readers = arg
-        now, nodes = self.now, self.nodes
+        now, nodes, live = self.now, self.nodes, State.LIVE
         for r in readers:
             node = nodes[r]
             state = node.state
-            if state is State.LIVE:
+            if state is live:
                 node.beacons_in += 1
                 actions = node.discovery.on_beacon(beacon, now)
                 if actions.connect or actions.disconnect or actions.send_beacon:
@@ -440,13 +440,13 @@ class DiscoverySim:
 
     def _heartbeat(self, arg: tuple[str, list[int]]) -> None:
         endpoint, readers = arg
-        now, nodes = self.now, self.nodes
+        now, nodes, live = self.now, self.nodes, State.LIVE
         for r in readers:
             node = nodes[r]
             if endpoint not in node.connected:
                 continue  # disconnected (or left) meanwhile: it never arrives
             node.heartbeats_in += 1
-            if node.state is State.LIVE:
+            if node.state is live:
                 node.discovery.on_heard(endpoint, now)
             else:
                 node.queued_heard.append(endpoint)
