@@ -1,5 +1,7 @@
 """Discovery table: connect on first beacon, expire after the timeout, beacon on news."""
 
+import pytest
+
 from dafka.core.discovery import Discovery
 from dafka.wire.beacon import TowerBeacon
 
@@ -155,3 +157,33 @@ def test_expired_peers_held_in_their_grace_count_against_max_peers() -> None:
     d.tick(4.0)
     assert d.on_beacon(TowerBeacon("C" * 32, "tcp://127.0.0.1:7001"), now=5.0).connect == []
     assert d.refused == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug (found by dafka.sim.discovery_sim): answers are bounded per loop turn, not "
+    "per second, so a node admitting peers one turn apart answers each one",
+)
+def test_a_node_catching_up_with_many_new_peers_answers_them_a_few_times_a_second() -> None:
+    """300 peers start together (a cold start of a topic's nodes, or of a store's whole
+    view) and beacon every second; the tower relays their beacons one by one, so they
+    reach the node a loop turn apart (1 ms here). The bounds admit 100 at once, then 20 a
+    second. Each admission in a turn of its own is answered with a beacon, which the tower
+    relays to every node sharing a topic with this one (for a store: to every node): 300
+    answers in the 7 s of the catch-up, not about one a second. What that costs a tower,
+    simulated (``python -m benchmarks.discovery_sim``): a cold start of 1,000 nodes over 100
+    topics takes in 27 times the steady beacons at its peak second and sends 20 times the
+    copies (1.6 and 1.7 times on average over the 41 s until every node holds its peers);
+    at 10,000 nodes over 100 topics (about 400 peers a node) it would be about 400 answers
+    a node, each sent to about 400 nodes: 1.6 billion copies."""
+    d = Discovery(ME, interval=1.0, timeout=4.0)
+    sent = 0
+    for second in range(20):
+        if d.tick(float(second)).send_beacon:
+            sent += 1
+        for i in range(300):
+            beacon = TowerBeacon(f"{i + 1:032X}", f"tcp://127.0.0.1:{8000 + i}")
+            if d.on_beacon(beacon, second + 0.001 * (i + 1)).send_beacon:
+                sent += 1
+    assert len(d.peers) == 300
+    assert sent <= 2 * 20  # its regular beacon, and about one answer, a second
