@@ -46,6 +46,8 @@ MAIN = SimConfig(
 )
 SLACK = 0.05
 """Seconds of network hops and loop turns on top of a bound (hops are 1-2 ms)."""
+RELINKED = RECONNECT_MAX + RECONNECT_SPREAD
+"""Seconds after a tower's return by which every node has relinked to it."""
 
 
 @pytest.fixture(scope="module")
@@ -183,9 +185,9 @@ def test_a_tower_lost_past_the_expiry_expires_no_peer_and_the_mesh_reconverges(
     (outage,) = report.outages
     assert outage.expired_during == 0 and outage.expired_until_converged == 0
     # three nodes joined while it was gone: heard once it is back and every node relinked
+    # (a node relinked after a joiner's beacon hears its next one, an interval later)
     assert outage.converge_s is not None
-    assert outage.converge_s <= RECONNECT_MAX + RECONNECT_SPREAD + MAIN.probe + SLACK
-    assert outage.converge_s > 0
+    assert 0 < outage.converge_s <= RELINKED + MAIN.interval + MAIN.probe + SLACK
 
 
 def test_without_heartbeats_the_same_loss_expires_every_peer() -> None:
@@ -223,28 +225,35 @@ def test_a_node_that_joins_is_connected_by_those_sharing_its_topics_within_a_bea
     back = LOSS_AT + LOSS_S - JOIN_IN_LOSS_AT  # no one hears it before the tower is back
     for join in late:
         assert join.connected_s is not None
-        assert back < join.connected_s <= back + RECONNECT_MAX + RECONNECT_SPREAD + SLACK
+        assert back < join.connected_s <= back + RELINKED + MAIN.interval + SLACK
 
 
-def test_a_paused_node_expires_nothing_and_is_kept_by_its_peers(
+def test_a_paused_node_expires_only_the_silent_and_is_kept_by_its_peers(
     main: tuple[DiscoverySim, SimReport],
 ) -> None:
-    _, report = main
+    sim, report = main
     assert PAUSE_S > MAIN.timeout and PAUSE_S < MAIN.timeout + MAIN.grace
     assert len(report.pauses) == 3
-    for pause in report.pauses:
+    paused = [sim.nodes[p.node] for p in report.pauses]
+    sharing = _sharing([sim.nodes[i] for i in sorted(sim.live)])
+    for pause, node in zip(report.pauses, paused, strict=True):
         assert pause.backlog > 0 and pause.beacons_dropped == 0
-        assert pause.expired_own == 0  # it read its backlog before it looked
+        # it read its backlog before it looked: it expires only the peers that were
+        # silent as long as it was, the other nodes paused with it
+        silent = sum(1 for other in paused if other.endpoint in sharing[node.index])
+        assert pause.expired_own == silent
         assert pause.disconnected_by == 0  # its peers expired it, then heard it again
-    assert report.returned > 0
+    # and each peer of a paused node expired it once, then took it back: nothing else
+    # in this run returns (the leavers never do)
+    assert report.returned == sum(len(sharing[n.index]) for n in paused)
 
 
 # ------------------------------------------------------------- topic mesh vs full mesh
 
 
 def test_the_topic_meshs_tower_sends_a_fraction_of_what_the_full_meshs_does() -> None:
-    n = 300
-    base = SimConfig(nodes=n, topics=30, seconds=3.0, warm=True, window=(0.5, 2.5))
+    n = 200
+    base = SimConfig(nodes=n, topics=40, seconds=3.0, warm=True, window=(0.5, 2.5))
     topic = run(base)
     full = run(replace(base, mesh="full"))
     assert full.tower_out_per_s == pytest.approx(n * n, rel=0.02)  # every beacon to every node
@@ -271,7 +280,7 @@ def test_a_cold_start_converges_as_fast_as_the_new_peer_bounds_allow() -> None:
 
 def test_a_run_is_a_function_of_its_configuration() -> None:
     cfg = SimConfig(
-        nodes=80, topics=8, seconds=7.0, seed=7,
+        nodes=60, topics=6, seconds=6.0, seed=7,
         churn=(Leave(2.0, 3), Join(2.5, 3), Pause(3.0, 5.0, 2), TowerLoss(3.5, 2.0)),
     )  # fmt: skip
     assert run(cfg) == run(cfg)
