@@ -1535,7 +1535,7 @@ MUTANTS: dict[str, Spec] = {
     "a late loop expires nothing it has not read yet": Guard(
         "late-loop-expires-nothing-unread", "late = 0.0"
     ),
-    "discovery answers new peers with one beacon per loop turn": Guard(
+    "discovery answers new peers at most once per answer interval": Guard(
         "discovery-answers-once-per-turn", "if True:"
     ),
     "an interest beacon's topics are bounded in bytes": Guard(
@@ -3105,8 +3105,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a late loop expires nothing it has not read yet": (
         "tests/unit/test_discovery.py::test_a_late_loop_expires_nothing_it_did_not_read_yet",
     ),
-    "discovery answers new peers with one beacon per loop turn": (
-        "tests/unit/test_discovery.py::test_new_peers_are_answered_with_one_beacon_per_loop_turn",
+    "discovery answers new peers at most once per answer interval": (
+        "tests/unit/test_discovery.py::test_new_peers_are_answered_with_one_beacon_per_answer_interval",
     ),
 }
 

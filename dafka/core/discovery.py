@@ -3,9 +3,10 @@
 Each tower beacon names a node and its data endpoint. A node connects its SUB
 to every endpoint it hears of (except its own). A beacon of our own goes out
 every ``interval`` and once more right away when new peers appear, so that
-they learn of us quickly: at most one such answer per loop turn, however many
-peers are new in it (the shell passes one ``now`` per turn; a tower coming back
-used to make every node answer every other one, about N² beacons).
+they learn of us quickly: at most one such answer every ``ANSWER_INTERVAL`` (0.25 s),
+however many peers are new in it (a tower coming back used to make every node answer
+every other one, about N² beacons; then one a loop turn still answered each of peers
+admitted a turn apart, which the discovery simulation found).
 
 Liveness (issue 39): a peer is alive while *it* speaks, not while the tower relays it. Its
 beacons refresh it, and so does anything the node reads from it on the data connection
@@ -78,6 +79,8 @@ MAX_HEARD = 16_384
 """Endpoints refused for want of a token remembered, so that their next beacon is admitted
 first (at most about 5 s of a tower's whole relay rate)."""
 _LOG_PERIOD = 5.0
+ANSWER_INTERVAL = 0.25
+"""Least seconds between two beacons sent in answer to new peers (:meth:`Discovery._answer`)."""
 KEY_EXPIRY_PERIOD = 0.5
 """Seconds between two looks for claimed keys no longer heard (``PeerKeys.expire``)."""
 
@@ -137,7 +140,7 @@ class Discovery:
         self.returned = 0
         """Expired peers heard again within the grace: kept, not new."""
         self._answered = -math.inf
-        """The ``now`` of the last beacon sent in answer to new peers (one per turn)."""
+        """The ``now`` of the last beacon sent in answer to new peers (:meth:`_answer`)."""
         self._soonest = math.inf
         """No later than the soonest of ``_expiry`` (exact after :meth:`tick`): a refreshed
         peer's expiry only moves later, so :meth:`next_deadline`, which the IO loop asks
@@ -198,16 +201,26 @@ class Discovery:
             log.info("discovery.peer.new node=%s endpoint=%s", beacon.node_id, endpoint)
             if not self.curve:
                 actions.connect.append(endpoint)
-            # guard: discovery-answers-once-per-turn
-            if now != self._answered:
-                self._answered = now
-                actions.send_beacon = True
-                self._next_beacon = now + self.interval
+            self._answer(now, actions)
             self._soonest = min(self._soonest, now + self.timeout)
         self._expiry[endpoint] = now + self.timeout
         self._ids[endpoint] = (beacon.node_id, now)
         self._claim_key(beacon, now, actions)
         return actions
+
+    def _answer(self, now: float, actions: DiscoveryActions) -> None:
+        """New peers learn of us from a beacon sent in answer, at most one every
+        :data:`ANSWER_INTERVAL`: one a loop turn was one per new peer when they came a turn
+        apart (a cold start, a store catching up at ``new_peer_rate``), each relayed to
+        every node sharing a topic with us. A new peer within the interval of the last
+        answer is answered at its end, by the beacon moved up to it."""
+        # guard: discovery-answers-once-per-turn
+        if now - self._answered >= ANSWER_INTERVAL:
+            self._answered = now
+            actions.send_beacon = True
+            self._next_beacon = now + self.interval
+        else:
+            self._next_beacon = min(self._next_beacon, self._answered + ANSWER_INTERVAL)
 
     def _refuse(self, beacon: TowerBeacon, full: bool, now: float) -> None:
         """A new peer not admitted: counted by why, and said in one line (at most every
@@ -270,10 +283,7 @@ class Discovery:
         if not self.curve:
             actions.disconnect.append(endpoint)
             actions.connect.append(endpoint)
-        if now != self._answered:
-            self._answered = now
-            actions.send_beacon = True
-            self._next_beacon = now + self.interval
+        self._answer(now, actions)
         self._claim_key(beacon, now, actions)
 
     def _claim_key(self, beacon: TowerBeacon, now: float, actions: DiscoveryActions) -> None:

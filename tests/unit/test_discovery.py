@@ -2,7 +2,7 @@
 
 import pytest
 
-from dafka.core.discovery import Discovery
+from dafka.core.discovery import ANSWER_INTERVAL, Discovery
 from dafka.wire.beacon import TowerBeacon
 
 ME = "A" * 32
@@ -121,7 +121,7 @@ def test_the_same_late_turn_without_the_drain_would_expire_the_peer() -> None:
     assert d.peers == []
 
 
-def test_new_peers_are_answered_with_one_beacon_per_loop_turn() -> None:
+def test_new_peers_are_answered_with_one_beacon_per_answer_interval() -> None:
     d = Discovery(ME, interval=1.0, timeout=4.0, new_peer_burst=1000)
     d.tick(0.0)
     answers = [
@@ -130,7 +130,11 @@ def test_new_peers_are_answered_with_one_beacon_per_loop_turn() -> None:
     ]
     assert answers.count(True) == 1 and len(d.peers) == 100
     later = d.on_beacon(TowerBeacon("C" * 32, "tcp://127.0.0.1:7999"), now=0.6)
-    assert later.send_beacon  # the next turn answers its own new peers
+    assert not later.send_beacon  # within the interval: answered at its end, not now
+    assert d.next_deadline() == pytest.approx(0.5 + ANSWER_INTERVAL)
+    assert d.tick(0.5 + ANSWER_INTERVAL).send_beacon
+    last = d.on_beacon(TowerBeacon("D" * 32, "tcp://127.0.0.1:7998"), now=1.2)
+    assert last.send_beacon  # an interval after the last answer: at once
 
 
 def test_a_peer_back_within_the_grace_is_not_new() -> None:
@@ -159,11 +163,6 @@ def test_expired_peers_held_in_their_grace_count_against_max_peers() -> None:
     assert d.refused == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (found by dafka.sim.discovery_sim): answers are bounded per loop turn, not "
-    "per second, so a node admitting peers one turn apart answers each one",
-)
 def test_a_node_catching_up_with_many_new_peers_answers_them_a_few_times_a_second() -> None:
     """300 peers start together (a cold start of a topic's nodes, or of a store's whole
     view) and beacon every second; the tower relays their beacons one by one, so they
