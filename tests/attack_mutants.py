@@ -1550,6 +1550,21 @@ MUTANTS: dict[str, Spec] = {
     "a node that leaves a topic drops the peers heard for it alone": Guard(
         "rescope-drops-peers-no-beacon-names", "if False:"
     ),
+    "a beacon read in the turn of a rescope does not keep its peer": Guard(
+        "rescope-drops-peers-no-beacon-names", "if held is None or held[1] < scoped:"
+    ),
+    "a rescope waits for a turn with nothing unread": Guard(
+        "rescope-waits-for-unread-input", "if scoped is not None and now >= scoped + self.timeout:"
+    ),
+    "a rescope drops the peers in their grace too": Guard(
+        "rescope-drops-lapsed-peers-too", "for endpoint in list(self._expiry):"
+    ),
+    "a topic named * is announced as itself": Guard(
+        "interest-topic-named-star-not-all", "if False:"
+    ),
+    "a beacon relayed under several shared topics is weighed once": Guard(
+        "link-reads-a-beacon-relayed-twice-once", "if False:"
+    ),
 }
 
 
@@ -1557,6 +1572,21 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a beacon read in the turn of a rescope does not keep its peer": (
+        "tests/unit/test_attacks_interest.py::test_attack_a_peer_beaconed_in_the_turn_of_the_rescope_still_goes",
+    ),
+    "a rescope waits for a turn with nothing unread": (
+        "tests/unit/test_attacks_interest.py::test_attack_a_needed_peer_is_not_dropped_while_its_beacons_wait_unread",
+    ),
+    "a rescope drops the peers in their grace too": (
+        "tests/unit/test_attacks_interest.py::test_attack_a_peer_in_its_grace_at_the_rescope_does_not_come_back_for_good",
+    ),
+    "a topic named * is announced as itself": (
+        "tests/unit/test_attacks_interest.py::test_attack_a_topic_named_star_is_that_topic_not_every_topic",
+    ),
+    "a beacon relayed under several shared topics is weighed once": (
+        "tests/unit/test_attacks_interest.py::test_attack_one_beacon_relayed_under_many_shared_topics_is_weighed_once",
+    ),
     "an interest beacon's topics are bounded in bytes": (
         "tests/unit/test_attacks_interest.py::test_attack_a_beacon_claiming_more_topics_than_the_bound_is_refused",
     ),

@@ -380,19 +380,11 @@ class Discovery:
         # guard: late-loop-expires-nothing-unread
         late = self.timeout if pending else 0.0
         scoped = self._rescoped
-        if scoped is not None and now >= scoped + self.timeout:
+        # a late loop drops nothing: the beacons that keep a peer may be queued, unread
+        # guard: rescope-waits-for-unread-input
+        if scoped is not None and now >= scoped + self.timeout and not pending:
             self._rescoped = None
-            for endpoint in list(self._expiry):
-                held = self._ids.get(endpoint)
-                # guard: rescope-drops-peers-no-beacon-names
-                if held is None or held[1] < scoped:
-                    # gone at once: no grace, in which its heartbeats would bring it back
-                    del self._expiry[endpoint]
-                    self._ids.pop(endpoint, None)
-                    self.keys.forget(endpoint)
-                    self.expired += 1
-                    log.info("discovery.peer.unscoped endpoint=%s", endpoint)
-                    actions.disconnect.append(endpoint)
+            self._unscope(scoped, actions)
         for endpoint, expiry in list(self._expiry.items()):
             if expiry + late <= now:
                 del self._expiry[endpoint]
@@ -410,8 +402,29 @@ class Discovery:
         if pending and soonest <= now:  # look again soon, not every turn
             soonest = min(now + min(self.interval, self.timeout), soonest + late)
         if self._rescoped is not None:
-            soonest = min(soonest, self._rescoped + self.timeout)
+            due = self._rescoped + self.timeout
+            if pending and due <= now:  # put off: look again soon, not every turn
+                due = now + min(self.interval, self.timeout)
+            soonest = min(soonest, due)
         self._soonest = min(soonest, min(self._lapsed.values(), default=math.inf))
+
+    def _unscope(self, scoped: float, actions: DiscoveryActions) -> None:
+        """The end of a rescope's window: every peer, live or in its grace, that no beacon
+        named since ``scoped`` goes at once (no grace, in which its heartbeats would bring
+        it back). A beacon read in the turn of the rescope, at ``scoped`` itself, was
+        relayed for the topic left: it does not keep its peer."""
+        # guard: rescope-drops-lapsed-peers-too
+        for endpoint in [*self._expiry, *self._lapsed]:
+            held = self._ids.get(endpoint)
+            # guard: rescope-drops-peers-no-beacon-names
+            if held is None or held[1] <= scoped:
+                self._expiry.pop(endpoint, None)
+                if self._lapsed.pop(endpoint, None) is None:
+                    self.expired += 1
+                self._ids.pop(endpoint, None)
+                self.keys.forget(endpoint)
+                log.info("discovery.peer.unscoped endpoint=%s", endpoint)
+                actions.disconnect.append(endpoint)
 
     def next_deadline(self) -> float:
         """When :meth:`tick` has something to do: a beacon is due or a peer may expire."""

@@ -193,6 +193,7 @@ class TowerLink:
         """Read what the towers sent (a bounded amount per turn): their welcome, and the
         beacons of peers they relay, which discovery weighs."""
         bsub, discovery = self.bsub, self.discovery
+        last: list[bytes] | None = None  # a beacon relayed under several of our prefixes
         for _ in range(1000):
             try:
                 frames = recv_bounded(bsub, TOWER_BEACON_FRAMES)
@@ -204,11 +205,15 @@ class TowerLink:
             if frames == [wbeacon.WELCOME]:
                 self.apply(discovery.on_welcome(now))
                 continue
+            # guard: link-reads-a-beacon-relayed-twice-once
+            if last is not None and frames[1:] == last:
+                continue  # the same beacon under another topic we share: weighed already
             try:
                 tb = wbeacon.decode_tower_beacon(frames)
             except WireError as exc:
                 self.malformed("beacon", exc, now)
                 continue
+            last = frames[1:]
             actions = discovery.on_beacon(tb, now)
             # the ID discovery admitted the endpoint under, not any a beacon claims for it
             admitted = discovery.node_of(tb.endpoint)

@@ -142,7 +142,8 @@ class NodeHandler:
         return ()
 
     def interest(self) -> Collection[str] | None:
-        """The topics this node uses now, asked every turn (keep it cheap): under the
+        """The distinct topics this node uses now, asked every turn (keep it cheap; a
+        repeated topic may hide a topic left, since the loop compares lengths): under the
         signed profile's topic mesh (``NodeConfig.mesh``) it hears, and connects to, the
         stores and the nodes sharing one of them (:mod:`dafka.wire.interest`). None, the
         default: every topic (a store; and any node type that does not say)."""

@@ -80,6 +80,9 @@ def encode_topics(topics: tuple[str, ...] | None) -> bytes:
     if topics is None:
         return ALL_TOPICS
     frame = b"\0".join(t.encode("utf-8", "surrogatepass") for t in topics)
+    # guard: interest-topic-named-star-not-all
+    if frame == ALL_TOPICS:  # the one topic "*", not every topic: named twice, read once
+        frame = ALL_TOPICS + b"\0" + ALL_TOPICS
     decode_topics(frame)  # what the decoder would refuse is refused here
     return frame
 

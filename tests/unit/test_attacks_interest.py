@@ -10,6 +10,9 @@ the peers heard for it alone, though their heartbeats go on.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 import zmq
 
@@ -152,6 +155,12 @@ class _Recorder:
     def send_multipart(self, frames: list[bytes]) -> None:
         self.sent.append(frames)
 
+    def connect(self, endpoint: str) -> None:
+        self.sent.append([b"connect", endpoint.encode()])
+
+    def disconnect(self, endpoint: str) -> None:
+        self.sent.append([b"disconnect", endpoint.encode()])
+
 
 def _scoped_link(interest: tuple[str, ...]) -> tuple[TowerLink, _Recorder, _Recorder]:
     bsub, bpub = _Recorder(), _Recorder()
@@ -160,7 +169,7 @@ def _scoped_link(interest: tuple[str, ...]) -> tuple[TowerLink, _Recorder, _Reco
         PeerSenders(False),
         bpub=bpub,  # type: ignore[arg-type]
         bsub=bsub,  # type: ignore[arg-type]
-        sub=None,  # type: ignore[arg-type]
+        sub=_Recorder(),  # type: ignore[arg-type]
         me=NODE,
         services=[],
         interest_beacons=True,
@@ -194,3 +203,83 @@ def test_a_scoped_node_hears_its_topics_and_the_stores_and_announces_each_change
     sent = len(bpub.sent)
     link.want(list(reversed(many)), 3.1)  # the same topics, asked again the next turn
     assert len(bpub.sent) == sent
+
+
+# The red team's breaks of the topic mesh (issue 39), each now a test.
+
+
+def test_attack_a_peer_beaconed_in_the_turn_of_the_rescope_still_goes() -> None:
+    """The loop reads beacons before it asks the handler's topics, with one ``now``: a
+    beacon of the topic left, read in that turn, must not keep its peer for good."""
+    link, _, _ = _scoped_link(("a",))
+    d = link.discovery
+    left = _beacon("B" * 32, 5002)
+    d.on_beacon(left, 1.0)
+    link.want(["b"], 1.0)
+    for now in (2.0, 3.0, 4.0, 5.0, 6.0, 30.0):
+        d.on_heard(left.endpoint, now)  # heartbeats
+        d.tick(now)
+    assert left.endpoint not in d.peers
+
+
+def test_attack_a_needed_peer_is_not_dropped_while_its_beacons_wait_unread() -> None:
+    """A flood holds the beacon SUB's input: the store's beacons of the window are queued,
+    unread. The rescope waits for a turn with nothing pending, then keeps it."""
+    d = Discovery("F" * 32, timeout=4.0)
+    store = _beacon("C" * 32, 5003)
+    d.on_beacon(store, 0.0)
+    d.rescope(0.5)
+    d.on_heard(store.endpoint, 4.0)
+    assert store.endpoint not in d.tick(4.6, pending=True).disconnect
+    assert d.next_deadline() > 4.6  # looked at again later, not every turn
+    d.on_beacon(store, 4.7)  # the queued beacons, read
+    assert d.tick(5.0).disconnect == [] and d.peers == [store.endpoint]
+
+
+def test_attack_a_peer_in_its_grace_at_the_rescope_does_not_come_back_for_good() -> None:
+    d = Discovery("F" * 32, timeout=4.0, grace=10.0)
+    left = _beacon("B" * 32, 5002)
+    d.on_beacon(left, 0.0)
+    d.tick(4.0)  # silent 4 s: expired, in its grace
+    d.rescope(4.5)  # the node leaves the peer's only topic
+    assert d.tick(8.6).disconnect == [left.endpoint]
+    for now in (9.0, 12.0, 15.0, 40.0):
+        assert not d.on_heard(left.endpoint, now)  # its heartbeats bring nothing back
+        d.tick(now)
+    assert d.peers == [] and d.expired == 1
+
+
+def test_attack_a_topic_named_star_is_that_topic_not_every_topic() -> None:
+    out = relay_messages(wi.InterestBeacon(NODE, ("*",)).encode(), None)
+    assert [m[0] for m in out] == [b"B", b"T*\x00"]
+
+
+def test_attack_one_beacon_relayed_under_many_shared_topics_is_weighed_once() -> None:
+    """A node of 64 topics gets a peer's beacon once per topic they share (libzmq matches
+    each prefix): the link decodes and weighs it once."""
+    ctx = zmq.Context.instance()
+    tower, bsub = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+    try:
+        tower.bind("inproc://interest-copies")
+        bsub.connect("inproc://interest-copies")
+        topics = tuple(f"t{i:02d}" for i in range(64))
+        for message in relay_messages(wi.InterestBeacon(NODE, topics).encode(), None)[1:]:
+            tower.send_multipart(message)
+        tower.send_multipart([wbeacon.WELCOME])
+        link, _, _ = _scoped_link(topics)
+        link.bsub = bsub  # type: ignore[assignment]
+        weighed: list[str] = []
+        on_beacon = link.discovery.on_beacon
+
+        def counting(beacon: wbeacon.TowerBeacon, now: float) -> Any:
+            weighed.append(beacon.endpoint)
+            return on_beacon(beacon, now)
+
+        link.discovery.on_beacon = counting  # type: ignore[method-assign]
+        deadline = time.monotonic() + 5
+        while not link.discovery.welcomed and time.monotonic() < deadline:
+            link.on_beacons(1.0)
+        assert weighed == ["tcp://127.0.0.1:5000"]
+    finally:
+        tower.close(0)
+        bsub.close(0)
