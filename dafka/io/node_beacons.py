@@ -69,7 +69,7 @@ class TowerLink:
         the beacons of the nodes sharing one; else all topics, and every beacon."""
         self.interest: tuple[str, ...] | None = None
         """The topics announced (None: all, and this node hears every beacon)."""
-        self._relayed: set[bytes] = set()
+        self._relayed: frozenset[bytes] = frozenset()
         """The beacon SUB's relay prefixes (besides the welcome)."""
         self.services = services
         self.my_beacon: list[list[bytes]] = []
@@ -130,11 +130,7 @@ class TowerLink:
         self._subscribe()
 
     def _subscribe(self) -> None:
-        interest = self.interest
-        if interest is None:
-            wanted = {wbeacon.BEACON}
-        else:
-            wanted = {wbeacon.ANY, *(winterest.scoped_prefix(t) for t in interest)}
+        wanted = winterest.relay_prefixes(self.interest)
         bsub = self.bsub
         for prefix in self._relayed - wanted:
             bsub.setsockopt(zmq.UNSUBSCRIBE, prefix)

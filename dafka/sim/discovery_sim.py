@@ -57,13 +57,13 @@ from typing import Any
 
 from ..core.discovery import Discovery
 from ..core.discovery import DiscoveryActions as Actions
-from ..wire.beacon import ANY, BEACON, NodeBeacon, TowerBeacon, decode_tower_beacon
+from ..wire.beacon import NodeBeacon, TowerBeacon, decode_tower_beacon
 from ..wire.interest import (
     InterestBeacon,
     decode_interest_beacon,
     interest_of,
     relay_interest,
-    scoped_prefix,
+    relay_prefixes,
 )
 from .config import (
     BEACON_DRAIN,
@@ -196,7 +196,7 @@ class DiscoverySim:
         node_id = f"{rng.getrandbits(128):032X}"
         host = f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
         me = NodeBeacon(node_id, host, 5000 + i % 60000)
-        prefixes = {BEACON} if topics is None else {ANY, *map(scoped_prefix, topics)}
+        prefixes = relay_prefixes(topics)
         discovery = Discovery(
             node_id,
             interval=cfg.interval,
@@ -213,7 +213,7 @@ class DiscoverySim:
             discovery=discovery,
             endpoint=f"tcp://{host}:{me.port}",
             beacon=tuple(InterestBeacon(me, topics).encode()),
-            prefixes=frozenset(prefixes),
+            prefixes=prefixes,
             linked=[False] * cfg.towers,
         )
         self.nodes.append(node)

@@ -49,6 +49,15 @@ def scoped_prefix(topic: str) -> bytes:
     return SCOPED + topic.encode("utf-8", "surrogatepass") + b"\0"
 
 
+def relay_prefixes(interest: tuple[str, ...] | None) -> frozenset[bytes]:
+    """What a node announcing ``interest`` subscribes its beacon SUB to: every beacon
+    (``B``) for all topics, else those of the nodes every node needs (``A``) and each
+    topic's prefix."""
+    if interest is None:
+        return frozenset((BEACON,))
+    return frozenset((ANY, *(scoped_prefix(t) for t in interest)))
+
+
 @dataclass(frozen=True, slots=True)
 class InterestBeacon:
     node: NodeBeacon
