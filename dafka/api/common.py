@@ -15,6 +15,7 @@ def node_config(
     *,
     curve: bool = False,
     curve_allowed: Iterable[bytes] | None = None,
+    mesh: str = "topics",
 ) -> NodeConfig:
     """Build a validated NodeConfig from keyword arguments (or take the one given)."""
     if config is not None:
@@ -25,4 +26,5 @@ def node_config(
         port=port,
         curve=curve,
         curve_allowed=None if curve_allowed is None else frozenset(curve_allowed),
+        mesh=mesh,
     ).validate()

@@ -45,6 +45,7 @@ SHARED_KEYS = frozenset(
         "curve",
         "curve_allow",
         "profile",
+        "mesh",
         "log_level",
         "log_format",
         "cluster",
@@ -339,6 +340,23 @@ def profile_option(f: F) -> F:
         show_default=True,
         type=click.Choice(["signed", "rfc46"]),
         help="Wire profile: signed (Ed25519-signed batches) or rfc46 (the C reference's).",
+    )(f)
+
+
+def mesh_option(f: F) -> F:
+    """``--mesh topics|full`` (``DAFKA_MESH``, ``mesh`` in TOML) for producers and consumers:
+    :attr:`dafka.config.NodeConfig.mesh`; its choices are :data:`dafka.config.MESHES`, written
+    out here so that ``--help`` does not load dafka.config (a test holds them equal)."""
+    return click.option(
+        "--mesh",
+        default="topics",
+        show_default=True,
+        type=click.Choice(["topics", "full"]),
+        help="Discovery mesh (signed profile; rfc46 nodes are always full). topics: hear, and "
+        "connect to, the stores and the nodes sharing one of this node's topics. full: hear "
+        "every node's beacon and connect to every node, as the C reference does; its "
+        "connections and beacon traffic grow with the whole cluster, not with its topics. Use "
+        "full only for a node that must hear every node (docs/wire.md 6.3).",
     )(f)
 
 

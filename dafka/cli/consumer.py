@@ -19,6 +19,7 @@ from .common import (
     Command,
     common_options,
     curve_allowed,
+    mesh_option,
     profile_option,
     run_cli,
     unescape,
@@ -216,6 +217,7 @@ class _Waiting:
 @click.argument("topics", nargs=-1)
 @common_options("consumer")
 @profile_option
+@mesh_option
 @click.option(
     "--from-beginning", is_flag=True, help="Start at the first record (same as -o beginning)."
 )
@@ -352,6 +354,7 @@ def main(
     curve_allow: str | None,
     key_dir: str | None,
     profile: str,
+    mesh: str,
     from_beginning: bool,
     offset: tuple[str, ...],
     exit_at_end: bool,
@@ -440,7 +443,9 @@ def main(
     started = time.monotonic()
     with Consumer(
         named,
-        node=node_config(tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)),
+        node=node_config(
+            tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow), mesh=mesh
+        ),
         identity=None if key_dir is None else identity.load(key_dir),
         offset_reset=reset,
         profile=check_profile(profile),

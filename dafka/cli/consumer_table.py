@@ -124,6 +124,7 @@ def run_table(
             given["host"],
             curve=curve,
             curve_allowed=curve_allowed(curve, given["curve_allow"]),
+            mesh=given["mesh"],
         ),
         "identity": None if key_dir is None else identity.load(key_dir),
         "profile": check_profile(given["profile"]),

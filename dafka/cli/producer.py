@@ -31,6 +31,7 @@ from .common import (
     Command,
     common_options,
     curve_allowed,
+    mesh_option,
     profile_option,
     run_cli,
     unescape,
@@ -52,6 +53,7 @@ PROGRESS_AFTER = 0.5
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @common_options("producer")
 @profile_option
+@mesh_option
 @click.option(
     "-K",
     "--key-separator",
@@ -147,6 +149,7 @@ def main(
     curve: bool,
     curve_allow: str | None,
     profile: str,
+    mesh: str,
     key_separator: str | None,
     delimiter: str | None,
     trusted_stores: str | None,
@@ -204,7 +207,9 @@ def main(
     trust_any = profile == "signed" and not trusted_stores
     producer = Producer(
         topic,
-        node=node_config(tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)),
+        node=node_config(
+            tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow), mesh=mesh
+        ),
         state_dir=state_dir,
         max_unacked_bytes=max_unacked_bytes,
         profile=check_profile(profile),
