@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_tick_pace.py",
     "tests/unit/test_attacks_interest.py",
     "tests/integration/test_group_reset.py",
     "tests/unit/test_node_reconnect_backoff.py",
@@ -1544,6 +1545,15 @@ MUTANTS: dict[str, Spec] = {
     "an interest beacon's topics are relayed once each": Guard(
         "interest-topics-distinct", "return tuple(topics)"
     ),
+    "a node is quiet only after a second without work": Guard(
+        "tick-pace-quiet-only-after-quiet-window", "return True"
+    ),
+    "a quiet node reads the beacons on its ticks": Guard(
+        "quiet-node-reads-beacons-on-tick", "if bsub in events:"
+    ),
+    "work after a quiet while brings the next tick soon": Guard(
+        "loop-ticks-soon-after-quiet-work", "elif False:"
+    ),
     "a node's link rescopes discovery when a topic leaves": Guard(
         "link-rescopes-when-topic-leaves", "if False:"
     ),
@@ -1572,6 +1582,15 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a node is quiet only after a second without work": (
+        "tests/unit/test_tick_pace.py::test_a_node_ticks_often_for_a_while_after_work_then_seldom",
+    ),
+    "a quiet node reads the beacons on its ticks": (
+        "tests/unit/test_tick_pace.py::test_a_quiet_node_still_hears_a_newcomer",
+    ),
+    "work after a quiet while brings the next tick soon": (
+        "tests/unit/test_tick_pace.py::test_a_quiet_loop_ticks_seldom_and_work_brings_the_next_tick_soon",
+    ),
     "a beacon read in the turn of a rescope does not keep its peer": (
         "tests/unit/test_attacks_interest.py::test_attack_a_peer_beaconed_in_the_turn_of_the_rescope_still_goes",
     ),

@@ -80,12 +80,19 @@ from .peer_liveness import PeerLiveness
 from .read_grants import ReadGrants
 from .ready_shell import run_ready
 from .request_senders import PeerSenders
+from .tick_pace import TICK_INTERVAL, TickPace
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_DRAIN", "MAX_DRAIN_BYTES", "NodeHandler", "NodeLoop", "NodeService"]
+__all__ = [
+    "MAX_DRAIN",
+    "MAX_DRAIN_BYTES",
+    "TICK_INTERVAL",
+    "NodeHandler",
+    "NodeLoop",
+    "NodeService",
+]
 
-TICK_INTERVAL = 0.05
 OVERSIZE_CEILING_FACTOR = 4
 """The data SUB's ZMQ_MAXMSGSIZE is this many times ``max_message_size``. A frame between
 the two is read and dropped here, and the core told (:class:`~dafka.core.messages.Oversized`),
@@ -201,6 +208,8 @@ class NodeLoop:
         self._services: list[NodeService] = list(handler.services())
         self.grants = ReadGrants(node_id, read_view) if self.curve.enabled else None
         """Who may subscribe to what on the XPUB (CURVE only; None: every subscription)."""
+        self.pace = TickPace()
+        """How often the loop ticks the handler (the loop thread's)."""
         self.stats = {
             "received": 0,
             "sent": 0,
@@ -511,13 +520,20 @@ class NodeLoop:
             send(self.handler.on_start(self, now))
             next_tick = now
             reading = True
+            pace = self.pace
+            hushed = False  # the beacon SUB is not polled (read on each tick while quiet)
+            stats = self.stats
             while not self._stopping:
                 accepting = self.handler.accepting()
                 if accepting != reading:
                     poller.modify(sub, zmq.POLLIN if accepting else 0)
                     reading = accepting
+                work = (
+                    stats["sent"] + stats["received"]
+                )  # this turn's work, besides what is flagged
                 if self.handler.has_pending():
                     timeout = 0
+                    pace.worked(now)
                 else:
                     due = min(next_tick, self.discovery.next_deadline())
                     if deadline := command_deadline():
@@ -528,7 +544,8 @@ class NodeLoop:
                                 poller.register(timer.fd, zmq.POLLIN)
                         timer.arm(deadline)
                     wait = due - self.clock()
-                    timeout = max(0, min(int(wait * 1000) + 1, 100 if reading else 10))
+                    cap = 10 if not reading else 100 if not pace.quiet(now) else 1000
+                    timeout = max(0, min(int(wait * 1000) + 1, cap))
                 events = dict(poller.poll(timeout))
                 now = self.clock()
                 if self._wake_r in events:
@@ -542,9 +559,15 @@ class NodeLoop:
                 if self._stopping:
                     break
                 if self._calls:
+                    pace.worked(now)
                     send(self._run_calls(now))
                 send(self.handler.on_commands(now))
-                if bsub in events:
+                quiet = pace.quiet(now)
+                if quiet != hushed:  # quiet: beacons wait for the next tick (tick_pace)
+                    poller.modify(bsub, 0 if quiet else zmq.POLLIN)
+                    hushed = quiet
+                # guard: quiet-node-reads-beacons-on-tick
+                if bsub in events or (quiet and now >= next_tick):
                     link.on_beacons(now)
                 if bpub in events:
                     link.on_tower_subscriptions(now)
@@ -553,11 +576,13 @@ class NodeLoop:
                         actions = self.discovery.on_handshake(endpoint, event, now)
                         link.apply(actions)
                 if xpub in events:
+                    pace.worked(now)
                     send(self._on_subscriptions(xpub, now))
                 if sub in events:
                     send(self._on_data(sub, now, send))
                 for sock, service in served.items():
                     if sock in events:
+                        pace.worked(now)
                         self._serve(service, now)
                 if link.scoped:
                     link.want(self.handler.interest(), now)
@@ -575,8 +600,13 @@ class NodeLoop:
                     link.apply(actions)
                     if actions.send_beacon and self._heartbeat is not None:
                         _send_heartbeat(xpub, self._heartbeat)
-                if ticking:
-                    next_tick = now + TICK_INTERVAL
+                if timer.fd in events or stats["sent"] + stats["received"] != work:
+                    pace.worked(now)  # a deadline of the handler's, messages in or out
+                if ticking:  # quiet a while: tick seldom (dafka.io.tick_pace)
+                    next_tick = now + pace.interval(now)
+                # guard: loop-ticks-soon-after-quiet-work
+                elif pace.last_work == now:  # work after a quiet while: tick soon
+                    next_tick = min(next_tick, now + pace.busy_interval)
         except Exception:
             log.exception("node.crashed id=%s", self.node_id)
         finally:

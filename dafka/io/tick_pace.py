@@ -1,0 +1,59 @@
+"""How often a node's loop ticks its handler: often while the node works, seldom once it
+has been quiet a while (issue 39, "an idle node costs under 1 ms of CPU a second").
+
+A handler's :meth:`~dafka.io.node_plugins.NodeHandler.on_tick` drives its core's timers
+(a producer's retries, a consumer's FETCH ahead, a store's replication rounds). While
+records, ACKs, fetches or commands flow they want the time every ``TICK_INTERVAL``
+(50 ms). An idle node's cores have nothing due for seconds, yet the loop woke 20 times a
+second to tell them so; on the machine this was measured on, every wake-up of a blocked
+thread is charged 80-160 us of CPU whatever the thread does then
+(``docs/performance.md``), so the ticks alone were 2-3 ms/s of an idle node's 5.
+
+:class:`TickPace` is the rule, kept apart from the loop so it is tested without sockets:
+a turn in which the node did something (sent or received a message that is not a
+heartbeat or a beacon, ran a command, had work pending, served a subscription or a
+service) makes it busy; once nothing of that kind has happened for
+``QUIET_AFTER`` seconds it ticks every ``QUIET_TICK_INTERVAL``. Nothing but the tick is
+slowed: input still wakes the loop at once, and discovery's deadlines and a handler's
+``command_deadline`` are kept to the millisecond. The first turn with work is busy again,
+so a core's timers are late by at most ``QUIET_TICK_INTERVAL`` only after a quiet second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["QUIET_AFTER", "QUIET_TICK_INTERVAL", "TICK_INTERVAL", "TickPace"]
+
+TICK_INTERVAL = 0.05
+"""Seconds between two ticks while the node works."""
+
+QUIET_TICK_INTERVAL = 0.5
+"""Seconds between two ticks once it has been quiet ``QUIET_AFTER`` seconds."""
+
+QUIET_AFTER = 1.0
+"""Seconds without work after which the node ticks every ``QUIET_TICK_INTERVAL``."""
+
+
+@dataclass
+class TickPace:
+    """When the next tick is due, from what each turn did (one per node loop)."""
+
+    busy_interval: float = TICK_INTERVAL
+    quiet_interval: float = QUIET_TICK_INTERVAL
+    quiet_after: float = QUIET_AFTER
+    last_work: float = float("-inf")
+    """When a turn last did work (never, at first: a node starts quiet until it works)."""
+
+    def worked(self, now: float) -> None:
+        """This turn did work: tick every ``busy_interval`` for ``quiet_after`` seconds."""
+        self.last_work = now
+
+    def quiet(self, now: float) -> bool:
+        """Whether the node has done no work for ``quiet_after`` seconds."""
+        # guard: tick-pace-quiet-only-after-quiet-window
+        return now - self.last_work >= self.quiet_after
+
+    def interval(self, now: float) -> float:
+        """Seconds from a tick at ``now`` to the next."""
+        return self.quiet_interval if self.quiet(now) else self.busy_interval
