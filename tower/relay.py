@@ -270,8 +270,7 @@ class Tower:
                 self.malformed += 1
                 log.debug("tower.malformed error=%s", exc)
                 continue
-            for message in out:
-                xpub.send_multipart(message)
+            _send_all(xpub, out)
             self.relayed += 1
             if service is not None:
                 replay.heard(service, out[0], time.monotonic())
@@ -287,6 +286,17 @@ class Tower:
                 return
             if msg in _SERVICE_SUBSCRIPTIONS:
                 replay.subscribed()
+
+
+def _send_all(xpub: zmq.Socket[bytes], messages: list[list[bytes]]) -> None:
+    """Send each message, frame by frame: ``send_multipart`` costs about 6.8 us a message
+    of four small frames, the frames sent one by one 2.5 (an interest beacon naming 64
+    topics is 65 messages; ``benchmarks.tower_relay``)."""
+    send, more = xpub.send, zmq.SNDMORE
+    for message in messages:
+        for frame in message[:-1]:
+            send(frame, more)
+        send(message[-1])
 
 
 _SERVICE_SUBSCRIPTIONS = (b"\x01" + wbeacon.SERVICE, b"\x01")
