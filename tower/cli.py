@@ -6,7 +6,7 @@ import click
 
 from dafka.cli.common import CONTEXT, Command, common_options, run_cli, wait_for_signal
 from dafka.cli.metrics import announce, metrics_options
-from dafka.config import TowerAddress, parse_endpoint
+from dafka.config import TowerAddress, parse_endpoint, parse_towers
 from dafka.errors import ConfigError
 from dafka.io.metrics import check_metrics_port
 from dafka.raft import INSECURE_NULL_COST
@@ -21,6 +21,7 @@ from .metadata import (
     local_admin_key,
     parse_raft_peer_keys,
     parse_raft_peers,
+    relay_peers_of,
 )
 from .metrics import tower_metrics
 
@@ -39,6 +40,15 @@ from .metrics import tower_metrics
     default=None,
     help="Every tower of the metadata group as ID=HOST:PORT@PUBHEX (beacon ports, each "
     "tower's node key), comma-separated, this one included. Default: a one-tower group.",
+)
+@click.option(
+    "--peer",
+    "relay_peers",
+    multiple=True,
+    help="A peer tower's beacon address HOST:PORT (@KEY under --curve) to share the beacon "
+    "load with: each relays its own nodes' beacons to the other's nodes that want them, so "
+    "a signed node beacons to one tower (docs/wire.md §6.4). Repeatable. Default: the other "
+    "towers of --raft-peers; --peer none: no peer.",
 )
 @click.option("--id", "peer_id", default=None, help="This tower's Raft peer ID.")
 @click.option(
@@ -98,6 +108,7 @@ from .metrics import tower_metrics
 def main(
     bind: str,
     raft_peers: str | None,
+    relay_peers: tuple[str, ...],
     peer_id: str | None,
     data_dir: str | None,
     cluster: str,
@@ -132,6 +143,7 @@ def main(
         raft_peer_keys=peer_keys,
         insecure_null=raft_insecure_null,
         accept_log_loss=accept_log_loss,
+        relay_peers=_relay_peers(relay_peers, raft_peers, TowerAddress(host, port)),
     )
     if accept_log_loss:
         click.echo("warning: --accept-log-loss: damaged Raft log records are dropped", err=True)
@@ -198,6 +210,17 @@ def check_raft_auth(
             "-s DATA_DIR`), or pass --raft-insecure-null for reference peers, under which "
             f"{INSECURE_NULL_COST}"
         )
+
+
+def _relay_peers(
+    given: tuple[str, ...], raft_peers: str | None, me: TowerAddress
+) -> list[TowerAddress]:
+    """The towers the relay shares the beacon load with: ``--peer`` (``none``: no peer),
+    else the other towers of the metadata group."""
+    if given == ("none",):
+        return []
+    peers = list(parse_towers(given)) if given else relay_peers_of(raft_peers)
+    return [p for p in peers if (p.host, p.port) != (me.host, me.port)]
 
 
 def _crashed(node: TowerNode) -> None:
