@@ -85,7 +85,6 @@ class TowerChoice:
 
     def tick(self, now: float) -> Step | None:
         """What to do at ``now``: nothing, probe the tower, or move to the next."""
-        # guard: node-stays-on-a-tower-it-hears
         if self.count == 1 or now < self.next_deadline():
             return None
         if self.probed_at is None:
