@@ -28,12 +28,15 @@ import zmq
 
 from dafka.config import TowerAddress
 from dafka.core.tower_choice import first_tower
+from dafka.io.fd_limit import raise_fd_limit
 from dafka.wire import beacon as wbeacon
 from dafka.wire import interest as winterest
 from tower.metadata import free_port_block
 
 RELAY = """
 import signal, sys
+from dafka.io.fd_limit import raise_fd_limit
+raise_fd_limit()
 from dafka.config import TowerAddress
 from tower.relay import Tower
 host, port = sys.argv[1], int(sys.argv[2])
@@ -80,6 +83,7 @@ def run(mode: str, nodes: int, topics: int, seconds: float, settle: float) -> Re
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         procs.append(proc)
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    ctx.set(zmq.MAX_SOCKETS, 4 * nodes + 64)
     pubs: list[zmq.Socket[bytes]] = []
     subs: list[zmq.Socket[bytes]] = []
     beacons: list[list[bytes]] = []
@@ -159,6 +163,7 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=3.0)
     ap.add_argument("--modes", default="one,unpeered,peered")
     args = ap.parse_args()
+    raise_fd_limit()  # two sockets a node, each with a connection a tower
     results = [
         asdict(run(m, args.nodes, args.topics, args.seconds, args.settle))
         for m in args.modes.split(",")
