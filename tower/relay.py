@@ -125,6 +125,7 @@ class Tower:
         self.relayed = 0
         self.malformed = 0
         self.malformed_from_peers = 0
+        self.relayed_from_peers = 0
         self._curve = CurveConfig.off()
         self._identity: Identity | None = None
         self._provider: Any = None
@@ -316,6 +317,7 @@ class Tower:
             if message[0] == wbeacon.SERVICE:
                 replay.heard(wbeacon.decode_service_beacon(message), message, time.monotonic())
         self.malformed_from_peers = link.malformed
+        self.relayed_from_peers = link.relayed
 
     def _drain_subscriptions(self, xpub: zmq.Socket[bytes], replay: ServiceReplay) -> None:
         # Subscriptions from nodes only matter to zmq's own filtering (we subscribe the

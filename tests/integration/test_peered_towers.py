@@ -121,3 +121,20 @@ def test_the_nodes_of_a_stopped_tower_move_to_its_peer_and_are_heard_there(
             wait_until(lambda: _endpoint(x) in _peers(w), 15, what="a new node hears x")
             wait_until(lambda: _endpoint(w) in _peers(x), 15, what="x hears the new node")
         assert _endpoint(y) in _peers(x) and _endpoint(x) in _peers(y)
+
+
+def test_a_node_that_hears_only_the_welcome_stays_on_its_live_tower(
+    peered: tuple[Tower, Tower],
+) -> None:
+    """No topic, no store: the tower relays it nothing, and its probes find it up."""
+    t1, t2 = peered
+    with Consumer(towers=_towers(t1, t2), metadata=False) as quiet:
+        start = _tower_of(quiet)
+        loop = quiet._loop
+        # past two silences (3 beacon intervals each): probed twice, never moved
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            assert _tower_of(quiet) == start
+            time.sleep(0.2)
+        choice = on_loop(loop, lambda: loop.tower_link.choice)
+        assert choice is not None and choice.moves == 0

@@ -234,3 +234,17 @@ def test_service_beacons_of_a_peer_s_nodes_are_replayed(
     # a locator subscribing to the peer later is replayed what the peer kept
     _, late = node_sockets(ctx, t2, wbeacon.SERVICE)
     assert service in drain(late, 1.0)
+
+
+def test_a_tower_s_peers_are_given_or_the_other_towers_of_its_group() -> None:
+    from tower.cli import _relay_peers
+
+    me = TowerAddress("127.0.0.1", 5556)
+    group = "t1=127.0.0.1:5556,t2=127.0.0.1:6556,t3=10.0.0.3:5556"
+    assert _relay_peers((), group, me) == [
+        TowerAddress("127.0.0.1", 6556),
+        TowerAddress("10.0.0.3", 5556),
+    ]
+    assert _relay_peers(("none",), group, me) == []
+    assert _relay_peers(("10.0.0.9:7000",), group, me) == [TowerAddress("10.0.0.9", 7000)]
+    assert _relay_peers((), None, me) == []
