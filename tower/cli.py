@@ -132,6 +132,12 @@ def main(
     data_dir = data_dir or default_data_dir(port)
     make_data_dir(data_dir, "tower data directory")  # one line, not the Raft thread's traceback
     keys = admin_public_keys(admin_key, admin_key_file)
+    peer_towers = _relay_peers(relay_peers, raft_peers, TowerAddress(host, port))
+    if curve and any(p.key is None for p in peer_towers):
+        raise ConfigError(
+            "--curve: give each peer tower with its key, --peer HOST:PORT@KEY (or its "
+            "--raft-peers item ID=HOST:PORT@PUBHEX)"
+        )
     node = TowerNode(
         TowerAddress(host, port),
         data_dir=data_dir,
@@ -143,7 +149,7 @@ def main(
         raft_peer_keys=peer_keys,
         insecure_null=raft_insecure_null,
         accept_log_loss=accept_log_loss,
-        relay_peers=_relay_peers(relay_peers, raft_peers, TowerAddress(host, port)),
+        relay_peers=peer_towers,
     )
     if accept_log_loss:
         click.echo("warning: --accept-log-loss: damaged Raft log records are dropped", err=True)
@@ -152,7 +158,8 @@ def main(
         tower_key = identity.load_or_create(data_dir)
         # the relay admits the client keys the metadata names (curve_clients = metadata) or
         # any (open); closed but for its own key until this replica has read the metadata
-        gate = ClientGate([tower_key.public_key])
+        # and its peer towers' keys: their links read its relay (docs/wire.md §6.4)
+        gate = ClientGate([tower_key.public_key, *(p.key for p in peer_towers if p.key)])
         gate.hold()
         node.relay.enable_curve(tower_key, provider=gate)
     if raft_curve:

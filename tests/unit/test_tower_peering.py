@@ -248,3 +248,35 @@ def test_a_tower_s_peers_are_given_or_the_other_towers_of_its_group() -> None:
     assert _relay_peers(("none",), group, me) == []
     assert _relay_peers(("10.0.0.9:7000",), group, me) == [TowerAddress("10.0.0.9", 7000)]
     assert _relay_peers((), None, me) == []
+
+
+def test_peered_towers_speak_curve_to_each_other() -> None:
+    from dafka.security.curve_keys import CurveConfig, make_client
+    from dafka.security.identity import Identity
+
+    ids = [Identity.generate() for _ in range(3)]  # two towers, a node
+    one, two = (
+        TowerAddress("127.0.0.1", _free_pair().port, ids[0].public_key),
+        TowerAddress("127.0.0.1", _free_pair().port, ids[1].public_key),
+    )
+    t1, t2 = Tower(one, peers=[two]), Tower(two, peers=[one])
+    t1.enable_curve(ids[0])
+    t2.enable_curve(ids[1])
+    t1.start()
+    t2.start()
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    pub, sub = ctx.socket(zmq.PUB), ctx.socket(zmq.SUB)
+    try:
+        make_client(pub, CurveConfig(True), ids[2], one.key or b"")
+        make_client(sub, CurveConfig(True), ids[2], two.key or b"")
+        pub.connect(t1.address.sub)
+        sub.setsockopt(zmq.SUBSCRIBE, winterest.scoped_prefix("t"))
+        sub.connect(t2.address.pub)
+        heard = beacon_until_heard(pub, interest(NODE, 40000, ("t",)), sub)
+        assert heard[:2] == [b"Tt\0", NODE.encode()]
+    finally:
+        pub.close(0)
+        sub.close(0)
+        ctx.term()
+        t1.stop()
+        t2.stop()
