@@ -9,7 +9,10 @@ the beacons relayed to it (its own included, when it uses a topic). When it has 
 nothing for :data:`SILENT_INTERVALS` beacon intervals, it *probes*: it reconnects its
 beacon SUB to the same tower, whose welcome answers at once if it is up (a node that uses
 no topic, in a cluster with no store, may hear nothing else). Heard nothing a beacon
-interval after that, it *moves* to the next tower of its list.
+interval after that, it *moves* to the next tower of its list. A tower it has heard
+nothing from since it connected (at start, after a move) is left after one interval, with
+no probe: its welcome would have come (a node whose first tower is down finds the next in
+about a second, not four).
 
 The shell (:class:`dafka.io.node_beacons.TowerLink`) tells :meth:`TowerChoice.heard` of
 everything its beacon SUB reads and acts on what :meth:`TowerChoice.tick` returns.
@@ -62,7 +65,9 @@ class TowerChoice:
         self.node_id = node_id
         self.interval = interval
         self.current = first_tower(node_id, count)
-        self.heard_at = now
+        self.joined_at = now
+        self.heard_at: float | None = None
+        """When the tower we use last spoke (None: not since we connected to it)."""
         self.probed_at: float | None = None
         """When the node probed its tower (None: it has heard from it since)."""
         self.moves = 0
@@ -79,6 +84,8 @@ class TowerChoice:
     def next_deadline(self) -> float:
         if self.count == 1:
             return float("inf")
+        if self.heard_at is None:
+            return self.joined_at + self.interval
         if self.probed_at is not None:
             return self.probed_at + self.interval
         return self.heard_at + self.silence
@@ -87,12 +94,12 @@ class TowerChoice:
         """What to do at ``now``: nothing, probe the tower, or move to the next."""
         if self.count == 1 or now < self.next_deadline():
             return None
-        if self.probed_at is None:
+        if self.heard_at is not None and self.probed_at is None:
             self.probed_at = now
             return Step(StepKind.PROBE, self.current, self.current)
         leave, self.current = self.current, (self.current + 1) % self.count
         self.moves += 1
-        # the new tower has a whole silence to be heard: its welcome comes at once if it is up
-        self.heard_at, self.probed_at = now, None
+        # the new tower has an interval to welcome us: it does at once if it is up
+        self.joined_at, self.heard_at, self.probed_at = now, None, None
         log.info("discovery.tower_move node=%s from=%d to=%d", self.node_id, leave, self.current)
         return Step(StepKind.MOVE, leave, self.current)

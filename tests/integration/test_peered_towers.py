@@ -138,3 +138,20 @@ def test_a_node_that_hears_only_the_welcome_stays_on_its_live_tower(
             time.sleep(0.2)
         choice = on_loop(loop, lambda: loop.tower_link.choice)
         assert choice is not None and choice.moves == 0
+
+
+def test_a_node_whose_tower_is_down_at_start_finds_the_next_within_about_a_second(
+    peered: tuple[Tower, Tower],
+) -> None:
+    t1, t2 = peered
+    towers = _towers(t1, t2)
+    t1.stop()
+    with on_tower("shared", 1, towers) as y:
+        started = time.monotonic()
+        with on_tower("shared", 0, towers) as x:
+            wait_until(lambda: _tower_of(x) == 1, 10, what="x moving to tower 2")
+            took = time.monotonic() - started
+            wait_until(lambda: _endpoint(y) in _peers(x), 10, what="x hears y")
+        # a beacon interval with no welcome, then the move (not 3 intervals and a probe);
+        # on_tower may have made and closed a consumer or more on tower 2 first
+        assert took < 3.0, took

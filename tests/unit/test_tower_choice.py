@@ -39,19 +39,32 @@ def test_a_node_that_hears_its_tower_stays_on_it() -> None:
 def test_a_silent_tower_is_probed_then_left_for_the_next() -> None:
     c = TowerChoice(3, NODE, 1.0, now=0.0)
     start = c.current
+    c.heard(0.0)  # its welcome
     assert c.tick(SILENCE - 0.01) is None
     assert c.tick(SILENCE) == Step(StepKind.PROBE, start, start)
     assert c.tick(SILENCE + 0.5) is None  # the probe has an interval to be answered
     step = c.tick(SILENCE + 1.0)
     assert step == Step(StepKind.MOVE, start, (start + 1) % 3)
     assert c.current == (start + 1) % 3
-    # the next tower has a whole silence before it is probed
-    assert c.tick(SILENCE + 1.0 + SILENCE - 0.01) is None
+    # the next tower, once heard, has a whole silence before it is probed
+    c.heard(SILENCE + 1.01)
+    assert c.tick(SILENCE + 1.01 + SILENCE - 0.01) is None
+    assert c.tick(SILENCE + 1.01 + SILENCE).kind is StepKind.PROBE  # type: ignore[union-attr]
+
+
+def test_a_tower_never_heard_is_left_after_one_interval_without_a_probe() -> None:
+    c = TowerChoice(2, NODE, 1.0, now=0.0)
+    start = c.current
+    assert c.tick(0.99) is None
+    assert c.tick(1.0) == Step(StepKind.MOVE, start, 1 - start)
+    assert c.tick(1.99) is None
+    assert c.tick(2.0) == Step(StepKind.MOVE, 1 - start, start)  # and round, while none answers
 
 
 def test_a_probe_answered_keeps_the_tower() -> None:
     c = TowerChoice(2, NODE, 1.0, now=0.0)
     start = c.current
+    c.heard(0.0)
     assert c.tick(SILENCE) is not None  # the probe
     c.heard(SILENCE + 0.01)  # the welcome
     assert c.tick(SILENCE + 1.0) is None
