@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import zmq
@@ -15,7 +16,8 @@ from dafka import Consumer
 from dafka.config import TowerAddress
 from dafka.core.tower_choice import first_tower
 from dafka.wire import interest as winterest
-from tests.procs import wait_until
+from tests.admin import tower_args
+from tests.procs import Proc, py, wait_until
 from tests.unit.test_attacks_peer_liveness import on_loop
 from tower.metadata import free_port_block
 from tower.relay import Tower
@@ -155,3 +157,33 @@ def test_a_node_whose_tower_is_down_at_start_finds_the_next_within_about_a_secon
         # a beacon interval with no welcome, then the move (not 3 intervals and a probe);
         # on_tower may have made and closed a consumer or more on tower 2 first
         assert took < 3.0, took
+
+
+def test_dafka_tower_processes_given_each_other_as_peers_share_the_load(tmp_path: Path) -> None:
+    """The CLI: two independent towers (one-tower metadata groups), --peer each other."""
+    ports = [free_port_block("127.0.0.1") for _ in range(2)]
+    procs = [
+        Proc(
+            py(
+                "tower",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--data-dir",
+                str(tmp_path / f"t{i}"),
+                "--peer",
+                f"127.0.0.1:{ports[1 - i]}",
+                *tower_args(),
+            )
+        )
+        for i, port in enumerate(ports)
+    ]
+    try:
+        for p in procs:
+            p.wait_line(r"tower on tcp://")
+        towers = ",".join(f"127.0.0.1:{p}" for p in ports)
+        with on_tower("shared", 0, towers) as x, on_tower("shared", 1, towers) as y:
+            wait_until(lambda: _endpoint(y) in _peers(x), 15, what="x hears y")
+            wait_until(lambda: _endpoint(x) in _peers(y), 15, what="y hears x")
+    finally:
+        for p in procs:
+            p.kill()
