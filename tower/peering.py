@@ -43,8 +43,8 @@ __all__ = ["PEER", "PeerLink", "from_peer", "peer_copies", "upstream"]
 PEER = b"P"
 """The prefix a tower relays its own nodes' beacons under, for its peer towers."""
 
-PEER_FRAMES = TOWER_BEACON_FRAMES + 1
-"""Read one frame more than a tower beacon has, so that a longer message is refused."""
+PEER_FRAMES = TOWER_BEACON_FRAMES
+"""Most frames of a peer's message: a tower beacon with its key, a service beacon (4)."""
 
 
 def peer_copies(frames: Sequence[bytes], out: Sequence[list[bytes]]) -> list[list[bytes]]:
