@@ -113,6 +113,7 @@ def check_host(host: str) -> str:
 
 
 MESHES = ("topics", "full")
+FANOUTS = ("one", "all")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +142,12 @@ class NodeConfig:
     the nodes sharing one of its topics, through interest beacons that towers relay by
     topic (``docs/wire.md`` §6.3); ``full``: to every node, as the reference does (rfc46
     nodes always do). Every tower must be of a version that relays interest beacons."""
+    tower_fanout: str = "one"
+    """Of several towers, which a signed node beacons to: ``one`` (chosen by its node ID,
+    the next when it falls silent), whose peers relay its beacon to theirs, so the towers
+    must be peered (``dafka-tower --peer``; the towers of a metadata group are by default:
+    ``docs/wire.md`` §6.4); ``all``: every tower, for towers that are not peered. rfc46
+    nodes beacon to every tower whatever it says, as the reference does."""
 
     def hwm(self, frame_bytes: int) -> int:
         """A data socket's high-water mark (per connection) for frames of up to
@@ -157,6 +164,10 @@ class NodeConfig:
         check_host(self.host)
         if self.mesh not in MESHES:
             raise ConfigError(f"mesh must be one of {', '.join(MESHES)}, not {self.mesh!r}")
+        if self.tower_fanout not in FANOUTS:
+            raise ConfigError(
+                f"tower_fanout must be one of {', '.join(FANOUTS)}, not {self.tower_fanout!r}"
+            )
         if not 1 <= self.max_message_size <= self.queue_bytes:
             raise ConfigError(
                 f"max_message_size ({self.max_message_size}) must be within 1..queue_bytes "

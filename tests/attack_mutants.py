@@ -163,6 +163,8 @@ TESTS = [
     "tests/unit/test_attacks_console_load.py",
     "tests/unit/test_attacks_peer_liveness.py",
     "tests/unit/test_discovery.py",
+    "tests/unit/test_tower_peering.py",
+    "tests/integration/test_attacks_tower_peers.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -394,6 +396,16 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a node answers a tower's subscriptions with its beacon at most once per interval": Guard(
         "node-answers-tower-subscriptions-beacon", "if subscribed:"
+    ),
+    "a tower relays only tower beacons from a peer": Guard(
+        "peer-relays-only-tower-beacons", "pass"
+    ),
+    "a tower reads a bounded number of frames from a peer": Guard(
+        "peer-link-frames-bounded", "frames = self.sock.recv_multipart(zmq.NOBLOCK)"
+    ),
+    "a tower offers what a peer relayed it to no peer": Guard(
+        "tower-relays-peer-beacons-one-hop",
+        "for m in (message, [b'P' + message[0], *message[1:]]):\n    xpub.send_multipart(m)",
     ),
     "a run waiting to be polled does not keep a batch it barely uses alive": Guard(
         "run-waiting-polled-does-keep", "if True:"
@@ -1927,6 +1939,16 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a node answers a tower's subscriptions with its beacon at most once per interval": (
         "tests/unit/test_attacks_beacons.py::test_a_flood_of_tower_subscriptions_sends_our_beacon_at_most_once_per_interval",
+    ),
+    "a tower relays only tower beacons from a peer": (
+        "tests/integration/test_attacks_tower_peers.py::test_what_a_peer_sends_that_is_no_tower_beacon_is_counted_and_dropped",
+    ),
+    "a tower reads a bounded number of frames from a peer": (
+        "tests/integration/test_attacks_tower_peers.py::test_a_peer_message_of_many_frames_is_read_in_bounded_memory",
+    ),
+    "a tower offers what a peer relayed it to no peer": (
+        "tests/integration/test_attacks_tower_peers.py::test_a_peer_echoing_our_beacons_back_makes_no_loop",
+        "tests/unit/test_tower_peering.py::test_a_beacon_from_a_peer_goes_no_further_than_one_hop",
     ),
     "a locator remembers a bounded number of stores": (
         "tests/unit/test_service_replay.py::test_a_locator_remembers_a_bounded_number_of_stores_and_logs_few_lines",

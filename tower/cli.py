@@ -6,7 +6,7 @@ import click
 
 from dafka.cli.common import CONTEXT, Command, common_options, run_cli, wait_for_signal
 from dafka.cli.metrics import announce, metrics_options
-from dafka.config import TowerAddress, parse_endpoint
+from dafka.config import TowerAddress, parse_endpoint, parse_towers
 from dafka.errors import ConfigError
 from dafka.io.metrics import check_metrics_port
 from dafka.raft import INSECURE_NULL_COST
@@ -21,6 +21,7 @@ from .metadata import (
     local_admin_key,
     parse_raft_peer_keys,
     parse_raft_peers,
+    relay_peers_of,
 )
 from .metrics import tower_metrics
 
@@ -39,6 +40,15 @@ from .metrics import tower_metrics
     default=None,
     help="Every tower of the metadata group as ID=HOST:PORT@PUBHEX (beacon ports, each "
     "tower's node key), comma-separated, this one included. Default: a one-tower group.",
+)
+@click.option(
+    "--peer",
+    "relay_peers",
+    multiple=True,
+    help="A peer tower's beacon address HOST:PORT (@KEY under --curve) to share the beacon "
+    "load with: each relays its own nodes' beacons to the other's nodes that want them, so "
+    "a signed node beacons to one tower (docs/wire.md §6.4). Repeatable. Default: the other "
+    "towers of --raft-peers; --peer none: no peer.",
 )
 @click.option("--id", "peer_id", default=None, help="This tower's Raft peer ID.")
 @click.option(
@@ -98,6 +108,7 @@ from .metrics import tower_metrics
 def main(
     bind: str,
     raft_peers: str | None,
+    relay_peers: tuple[str, ...],
     peer_id: str | None,
     data_dir: str | None,
     cluster: str,
@@ -121,6 +132,12 @@ def main(
     data_dir = data_dir or default_data_dir(port)
     make_data_dir(data_dir, "tower data directory")  # one line, not the Raft thread's traceback
     keys = admin_public_keys(admin_key, admin_key_file)
+    peer_towers = _relay_peers(relay_peers, raft_peers, TowerAddress(host, port))
+    if curve and any(p.key is None for p in peer_towers):
+        raise ConfigError(
+            "--curve: give each peer tower with its key, --peer HOST:PORT@KEY (or its "
+            "--raft-peers item ID=HOST:PORT@PUBHEX)"
+        )
     node = TowerNode(
         TowerAddress(host, port),
         data_dir=data_dir,
@@ -132,6 +149,7 @@ def main(
         raft_peer_keys=peer_keys,
         insecure_null=raft_insecure_null,
         accept_log_loss=accept_log_loss,
+        relay_peers=peer_towers,
     )
     if accept_log_loss:
         click.echo("warning: --accept-log-loss: damaged Raft log records are dropped", err=True)
@@ -140,7 +158,8 @@ def main(
         tower_key = identity.load_or_create(data_dir)
         # the relay admits the client keys the metadata names (curve_clients = metadata) or
         # any (open); closed but for its own key until this replica has read the metadata
-        gate = ClientGate([tower_key.public_key])
+        # and its peer towers' keys: their links read its relay (docs/wire.md §6.4)
+        gate = ClientGate([tower_key.public_key, *(p.key for p in peer_towers if p.key)])
         gate.hold()
         node.relay.enable_curve(tower_key, provider=gate)
     if raft_curve:
@@ -198,6 +217,17 @@ def check_raft_auth(
             "-s DATA_DIR`), or pass --raft-insecure-null for reference peers, under which "
             f"{INSECURE_NULL_COST}"
         )
+
+
+def _relay_peers(
+    given: tuple[str, ...], raft_peers: str | None, me: TowerAddress
+) -> list[TowerAddress]:
+    """The towers the relay shares the beacon load with: ``--peer`` (``none``: no peer),
+    else the other towers of the metadata group."""
+    if given == ("none",):
+        return []
+    peers = list(parse_towers(given)) if given else relay_peers_of(raft_peers)
+    return [p for p in peers if (p.host, p.port) != (me.host, me.port)]
 
 
 def _crashed(node: TowerNode) -> None:

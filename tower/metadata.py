@@ -153,6 +153,16 @@ def default_data_dir(port: int) -> str:
     return path
 
 
+def relay_peers_of(spec: str | None) -> list[TowerAddress]:
+    """The beacon addresses (and keys) of ``ID=HOST:PORT[@PUBHEX],...``: the towers of a
+    metadata group, which share the beacon load by default (``tower/peering.py``)."""
+    from dafka.config import parse_towers
+
+    items = [item.strip().partition("=")[2] for item in (spec or "").split(",")]
+    items = [item for item in items if item]
+    return list(parse_towers(items)) if items else []
+
+
 def parse_raft_peer_keys(spec: str | None) -> dict[str, bytes]:
     """The ``@PUBHEX`` keys of ``ID=HOST:PORT@PUBHEX,...`` items, as Z85 CURVE keys by ID."""
     keys: dict[str, bytes] = {}
@@ -258,6 +268,7 @@ class TowerNode:
         raft_peer_keys: Mapping[str, bytes] | None = None,
         insecure_null: bool = False,
         accept_log_loss: bool = False,
+        relay_peers: Sequence[TowerAddress] = (),
     ) -> None:
         self.admin_keys = sorted({check_public_key(k) for k in admin_keys})
         self.bootstrap_error: DafkaError | None = None
@@ -338,7 +349,7 @@ class TowerNode:
             admit=self.sm.admission,  # unsigned / non-admin commands never reach the log
             insecure_null=insecure_null,  # NULL towers in a group: --raft-insecure-null
         )
-        self.relay = Tower(address)
+        self.relay = Tower(address, peers=relay_peers)
 
     @property
     def raft_url(self) -> str:

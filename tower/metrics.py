@@ -29,6 +29,16 @@ __all__ = ["TOWER_SPECS", "tower_metrics"]
 TOWER_SPECS: tuple[Spec, ...] = (
     counter("relayed", "dafka_tower_beacons_relayed", "Beacons relayed to every node."),
     counter("malformed", "dafka_frames_malformed", "Beacons dropped: they did not decode."),
+    counter(
+        "peer_relayed",
+        "dafka_tower_peer_beacons_relayed",
+        "Beacons from peer towers relayed to this tower's nodes.",
+    ),
+    counter(
+        "peer_malformed",
+        "dafka_tower_peer_messages_malformed",
+        "Messages from peer towers dropped: no tower or service beacon.",
+    ),
     gauge(
         "service_kept",
         "dafka_tower_service_beacons_kept",
@@ -74,6 +84,8 @@ def tower_metrics(node: TowerNode) -> NodeMetrics:
         return {
             "relayed": relay.relayed,
             "malformed": relay.malformed,
+            "peer_relayed": relay.relayed_from_peers,
+            "peer_malformed": relay.malformed_from_peers,
             "service_kept": 0 if replay is None else len(replay),
             "service_not_kept": 0 if replay is None else replay.not_kept,
             "service_replays": 0 if replay is None else replay.replays,

@@ -21,6 +21,10 @@ state it keeps is for them: the last service beacon of each node, replayed to a 
 subscriber of ``"Q"`` with an end beacon of the tower's own (``tower/service_replay.py``),
 so a locator need not listen a whole beacon interval. A node's beacon under the end
 beacon's service name is refused.
+
+Given its peer towers (``peers``, ``dafka-tower --peer``), it shares the beacon load with
+them: what its own nodes' interest and service beacons become is offered to the peers
+under ``P``, and what a peer offers is relayed to its nodes (``tower/peering.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from dafka.security.identity import Identity
 from dafka.wire import beacon as wbeacon
 from dafka.wire import interest as winterest
 
+from .peering import PeerLink, peer_copies
 from .service_replay import ServiceReplay
 
 log = logging.getLogger(__name__)
@@ -97,9 +102,14 @@ class Tower:
         *,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         warm_after: float = wbeacon.SERVICE_WARM_AFTER,
+        peers: Sequence[TowerAddress] = (),
     ) -> None:
         check_host(address.host)
         self.address = address
+        self.peers = tuple(p for p in dict.fromkeys(peers) if p != address)
+        """The peer towers this one shares the beacon load with (``tower/peering.py``)."""
+        self.peer_link: PeerLink | None = None
+        """The relay thread's link to the peers (set once its sockets are bound)."""
         self.tower_id = uuid.uuid4().hex.upper()
         """Names this relay in its end-of-replay beacons (new at every start)."""
         self.warm_after = warm_after
@@ -114,6 +124,8 @@ class Tower:
         self._thread = threading.Thread(target=self._run, name="dafka-tower", daemon=True)
         self.relayed = 0
         self.malformed = 0
+        self.malformed_from_peers = 0
+        self.relayed_from_peers = 0
         self._curve = CurveConfig.off()
         self._identity: Identity | None = None
         self._provider: Any = None
@@ -218,11 +230,23 @@ class Tower:
         replay = self.replay = ServiceReplay(
             self.tower_id, self.address.pub, time.monotonic(), warm_after=self.warm_after
         )
-        log.info("tower.start sub=%s pub=%s", self.address.sub, self.address.pub)
+        link = None
+        if self.peers:
+            link = self.peer_link = PeerLink.open(
+                self._ctx, self.peers, self._curve, self._identity
+            )
+        log.info(
+            "tower.start sub=%s pub=%s peers=%s",
+            self.address.sub,
+            self.address.pub,
+            ",".join(str(p) for p in self.peers) or "-",
+        )
         self._ready.set()
         poller = zmq.Poller()
         poller.register(xsub, zmq.POLLIN)
         poller.register(xpub, zmq.POLLIN)
+        if link is not None:
+            poller.register(link.sock, zmq.POLLIN)
         try:
             while not self._stop.is_set():
                 timeout = 100
@@ -234,11 +258,15 @@ class Tower:
                     self._relay(xsub, xpub, replay)
                 if xpub in events:
                     self._drain_subscriptions(xpub, replay)
+                if link is not None and link.sock in events:
+                    self._relay_from_peers(link, xpub, replay)
                 for frames in replay.due(time.monotonic()):
                     xpub.send_multipart(frames)
         finally:
             xsub.close()
             xpub.close()
+            if link is not None:
+                link.close()
             log.info("tower.stopped sub=%s", self.address.sub)
 
     def _relay(
@@ -271,14 +299,30 @@ class Tower:
                 log.debug("tower.malformed error=%s", exc)
                 continue
             _send_all(xpub, out)
+            if self.peers:
+                _send_all(xpub, peer_copies(raw, out))
             self.relayed += 1
             if service is not None:
                 replay.heard(service, out[0], time.monotonic())
 
+    def _relay_from_peers(
+        self, link: PeerLink, xpub: zmq.Socket[bytes], replay: ServiceReplay
+    ) -> None:
+        """What peer towers relayed to us, to our nodes as it is: never to a peer again."""
+        for message in link.read():
+            # guard: tower-relays-peer-beacons-one-hop
+            xpub.send_multipart(message)
+            if message[0] == wbeacon.SERVICE:
+                replay.heard(wbeacon.decode_service_beacon(message), message, time.monotonic())
+        self.malformed_from_peers = link.malformed
+        self.relayed_from_peers = link.relayed
+
     def _drain_subscriptions(self, xpub: zmq.Socket[bytes], replay: ServiceReplay) -> None:
         # Subscriptions from nodes only matter to zmq's own filtering (we subscribe the
         # XSUB to beacons ourselves), except a subscription to service beacons (or to
-        # everything): its subscriber is sent the kept ones again.
+        # everything): its subscriber is sent the kept ones again; and, with peer towers,
+        # the beacons it names are asked of them.
+        link = self.peer_link
         for _ in range(10_000):
             try:
                 msg = xpub.recv(zmq.NOBLOCK)
@@ -286,6 +330,8 @@ class Tower:
                 return
             if msg in _SERVICE_SUBSCRIPTIONS:
                 replay.subscribed()
+            if link is not None:
+                link.on_subscription(msg)
 
 
 def _send_all(xpub: zmq.Socket[bytes], messages: list[list[bytes]]) -> None:

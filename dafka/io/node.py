@@ -61,7 +61,6 @@ from ..core.read_guard import ReadView
 from ..errors import ConfigError, DafkaError, TooManyFrames, WireError
 from ..security.curve_keys import (
     CurveConfig,
-    make_client,
     make_server,
     start_authenticator,
 )
@@ -74,7 +73,7 @@ from .bounds import FrameSources, SourceKeys, bound_data_sockets, recv_message
 from .deadline_timer import DeadlineTimer
 from .handshakes import HandshakeMonitor
 from .multipart import message_sender, records_sender
-from .node_beacons import TowerLink
+from .node_beacons import TowerLink, connect_tower, tower_choice
 from .node_plugins import MAX_DRAIN, MAX_DRAIN_BYTES, NodeHandler, NodeService
 from .peer_liveness import PeerLiveness
 from .read_grants import ReadGrants
@@ -412,12 +411,10 @@ class NodeLoop:
                 if me is not None:
                     service.secure(curve, me)
                 opened.append((service, service.open(ctx, cfg.host)))
-            for tower in cfg.towers:
-                if me is not None and tower.key is not None:
-                    make_client(bpub, curve, me, tower.key)
-                    make_client(bsub, curve, me, tower.key)
-                bpub.connect(tower.sub)
-                bsub.connect(tower.pub)
+            choice = tower_choice(cfg, self.profile.keys, self.node_id, self.clock())
+            chosen = cfg.towers if choice is None else (cfg.towers[choice.current],)
+            for tower in chosen:
+                connect_tower(bpub, bsub, tower, curve, me)
             bsub.setsockopt(zmq.SUBSCRIBE, wbeacon.WELCOME)  # the relayed ones: TowerLink
             self.sync_subscriptions()
         except BaseException as exc:  # reported to start()'s caller
@@ -452,6 +449,8 @@ class NodeLoop:
             curve=curve,
             identity=me,
             malformed=self.malformed,
+            towers=cfg.towers,
+            choice=choice,
         )
         link.listen()
         self.tower_link = link  # the loop thread's (tests read its sockets through call())
@@ -603,6 +602,7 @@ class NodeLoop:
                 if timer.fd in events or stats["sent"] + stats["received"] != work:
                     pace.worked(now)  # a deadline of the handler's, messages in or out
                 if ticking:  # quiet a while: tick seldom (dafka.io.tick_pace)
+                    link.tick_towers(now)
                     next_tick = now + pace.interval(now)
                 # guard: loop-ticks-soon-after-quiet-work
                 elif pace.last_work == now:  # work after a quiet while: tick soon

@@ -6,16 +6,22 @@ thread: :meth:`TowerLink.on_beacons` when the beacon SUB is readable (a tower's 
 its relayed beacons of peers), :meth:`TowerLink.on_tower_subscriptions` when the beacon
 XPUB is (a tower subscribed: its connection is up), :meth:`TowerLink.apply` with
 discovery's other decisions (its tick, a failed CURVE handshake).
+
+A signed node whose towers are peered (``NodeConfig.tower_fanout == "one"``) connects its
+beacon sockets to one of them, which :class:`~dafka.core.tower_choice.TowerChoice` picks
+and moves from when it is silent (:meth:`TowerLink.tick_towers`); else to every tower.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 import zmq
 
+from ..config import NodeConfig, TowerAddress
 from ..core.discovery import Discovery, DiscoveryActions
+from ..core.tower_choice import StepKind, TowerChoice
 from ..errors import TooManyFrames, WireError
 from ..security.curve_keys import CurveConfig, make_client
 from ..security.identity import Identity
@@ -26,13 +32,45 @@ from .request_senders import PeerSenders
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PROMPT_BEACON_INTERVAL", "TowerLink"]
+__all__ = ["PROMPT_BEACON_INTERVAL", "TowerLink", "connect_tower", "tower_choice"]
 
 PROMPT_BEACON_INTERVAL = 0.1
 """Least seconds between two beacons sent in answer to a tower's subscription."""
 
 Malformed = Callable[[str, "Exception | str", float], None]
 """Counts and logs (rate-limited) input that does not decode: ``(what, error, now)``."""
+
+
+def tower_choice(
+    config: NodeConfig, interest_beacons: bool, node_id: str, now: float
+) -> TowerChoice | None:
+    """The one tower a signed node beacons to, of several (peered: ``docs/wire.md`` §6.4);
+    None: it beacons to every tower (rfc46 nodes, ``tower_fanout="all"``, a lone tower)."""
+    if not interest_beacons or config.tower_fanout != "one" or len(config.towers) < 2:
+        return None
+    return TowerChoice(len(config.towers), node_id, config.beacon_interval, now)
+
+
+def connect_tower(
+    bpub: zmq.Socket[bytes],
+    bsub: zmq.Socket[bytes],
+    tower: TowerAddress,
+    curve: CurveConfig,
+    identity: Identity | None,
+) -> None:
+    """Connect a node's beacon PUB to ``tower``'s XSUB and its beacon SUB to its XPUB."""
+    if identity is not None and tower.key is not None:
+        make_client(bpub, curve, identity, tower.key)
+        make_client(bsub, curve, identity, tower.key)
+    bpub.connect(tower.sub)
+    bsub.connect(tower.pub)
+
+
+def _disconnect(sock: zmq.Socket[bytes], endpoint: str) -> None:
+    try:
+        sock.disconnect(endpoint)
+    except zmq.ZMQError:
+        pass  # not connected (any more): nothing to undo
 
 
 class TowerLink:
@@ -55,6 +93,8 @@ class TowerLink:
         curve: CurveConfig,
         identity: Identity | None,
         malformed: Malformed,
+        towers: Sequence[TowerAddress] = (),
+        choice: TowerChoice | None = None,
     ) -> None:
         self.discovery = discovery
         self.peers = peers
@@ -80,6 +120,31 @@ class TowerLink:
         self.identity = identity
         self.malformed = malformed
         self._prompted = -PROMPT_BEACON_INTERVAL  # when a tower's subscription was last answered
+        self.towers = tuple(towers)
+        self.choice = choice
+        """The one tower of :attr:`towers` the beacon sockets are connected to, and when to
+        move (None: they are connected to every tower)."""
+
+    def tick_towers(self, now: float) -> None:
+        """Probe the one tower we use, or move to the next, as :attr:`choice` says."""
+        choice = self.choice
+        if choice is None:
+            return
+        step = choice.tick(now)
+        if step is None:
+            return
+        old, new = self.towers[step.leave], self.towers[step.join]
+        if step.kind is StepKind.PROBE:
+            log.debug("discovery.tower_probe node=%s tower=%s", self.me.node_id, old)
+            _disconnect(self.bsub, old.pub)
+            if self.identity is not None and old.key is not None:
+                make_client(self.bsub, self.curve, self.identity, old.key)
+            self.bsub.connect(old.pub)
+            return
+        log.info("discovery.tower_silent node=%s tower=%s next=%s", self.me.node_id, old, new)
+        _disconnect(self.bpub, old.sub)
+        _disconnect(self.bsub, old.pub)
+        connect_tower(self.bpub, self.bsub, new, self.curve, self.identity)
 
     def want(self, topics: Collection[str] | None, now: float) -> None:
         """The topics this node uses now (None: all of them). When they change, announce
@@ -188,7 +253,7 @@ class TowerLink:
     def on_beacons(self, now: float) -> None:
         """Read what the towers sent (a bounded amount per turn): their welcome, and the
         beacons of peers they relay, which discovery weighs."""
-        bsub, discovery = self.bsub, self.discovery
+        bsub, discovery, choice = self.bsub, self.discovery, self.choice
         last: list[bytes] | None = None  # a beacon relayed under several of our prefixes
         for _ in range(1000):
             try:
@@ -198,6 +263,8 @@ class TowerLink:
             except TooManyFrames as exc:
                 self.malformed("beacon", exc, now)
                 continue
+            if choice is not None:
+                choice.heard(now)  # our tower is up
             if frames == [wbeacon.WELCOME]:
                 self.apply(discovery.on_welcome(now))
                 continue

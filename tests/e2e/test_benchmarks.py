@@ -260,3 +260,16 @@ def test_the_disk_benchmark_reports_each_way_of_writing_or_why_it_could_not() ->
             assert one[way]["batches"] == 8
     assert "cpu_vs_buffered" in summary["lmdb"] and "cpu_vs_buffered" not in summary["buffered"]
     assert not list(ROOT.glob("dafka-disk-*"))  # its files are gone
+
+
+def test_peered_towers_benchmark_reports_each_mode() -> None:
+    run = bench(
+        "peered_towers", "--nodes", "20", "--topics", "2", "--seconds", "1.5", "--settle", "1"
+    )
+    results = {r["mode"]: r for r in json.loads(run.stdout)}
+    assert set(results) == {"one", "unpeered", "peered"}
+    assert len(results["one"]["tower_cpu_percent"]) == 1
+    assert len(results["peered"]["tower_cpu_percent"]) == 2
+    # a node hears each beacon once per tower it listens to: twice on unpeered towers
+    assert results["unpeered"]["copies_per_beacon"] > 1.5
+    assert 0.8 < results["peered"]["copies_per_beacon"] < 1.2
