@@ -45,7 +45,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import random
 import threading
 import time
 from collections import deque
@@ -75,6 +74,7 @@ from .handshakes import HandshakeMonitor
 from .multipart import message_sender, records_sender
 from .node_beacons import TowerLink, connect_tower, tower_choice
 from .node_plugins import MAX_DRAIN, MAX_DRAIN_BYTES, NodeHandler, NodeService
+from .node_sockets import RateLimitedLog, backoff, has_input, send_heartbeat
 from .peer_liveness import PeerLiveness
 from .read_grants import ReadGrants
 from .ready_shell import run_ready
@@ -103,40 +103,6 @@ loop drops an oversized frame as soon as it reads it."""
 
 Call = Callable[[float], "list[Publish]"]
 """A command run on the loop thread with the time; returns what to publish."""
-
-
-RECONNECT_IVL_MS = 100
-RECONNECT_IVL_MAX_MS = 2000
-"""A connection to a peer or a tower that fails is tried again after 100-200 ms, then twice
-as long each time up to 2-3 s (libzmq's exponential backoff). The two are drawn at random
-per socket (libzmq adds no jitter of its own once a maximum is set: measured, its retries
-came at exactly 100, 200, 400 ... 2000 ms), so the nodes that lost one peer do not retry in
-step when it comes back, and a dead peer costs a node a try every 2-3 s for the rest of its
-grace, not ten a second (issue 39, 'no positive feedback')."""
-
-
-def backoff(sock: zmq.Socket[bytes], rng: random.Random | None = None) -> None:
-    """Exponential reconnect backoff with a random start and cap, on a connecting socket."""
-    draw = rng if rng is not None else random
-    sock.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS + draw.randrange(RECONNECT_IVL_MS))
-    cap = RECONNECT_IVL_MAX_MS + draw.randrange(RECONNECT_IVL_MAX_MS // 2)
-    sock.setsockopt(zmq.RECONNECT_IVL_MAX, cap)
-
-
-class _RateLimitedLog:
-    """Counts malformed input; logs at most one line per ``period`` seconds."""
-
-    def __init__(self, period: float = 5.0, event: str = "wire.malformed") -> None:
-        self.count = 0
-        self._period = period
-        self._last = -period
-        self._event = event
-
-    def __call__(self, what: str, exc: Exception | str, now: float) -> None:
-        self.count += 1
-        if now - self._last >= self._period:
-            self._last = now
-            log.warning("%s what=%s error=%s total=%d", self._event, what, exc, self.count)
 
 
 class NodeLoop:
@@ -198,8 +164,8 @@ class NodeLoop:
         self.liveness = PeerLiveness(self.discovery, self.peers)
         """What the node reads from each peer, told to discovery (a peer outlives a silent tower)."""
         self._heartbeat = signed.heartbeat(node_id) if self.profile.heartbeats else None
-        self.malformed = _RateLimitedLog()
-        self.oversized = _RateLimitedLog(event="wire.oversized")
+        self.malformed = RateLimitedLog()
+        self.oversized = RateLimitedLog(event="wire.oversized")
         """Data frames over ``max_message_size`` read and dropped (``stats['oversized']``)."""
         self._sub: zmq.Socket[bytes] | None = None
         self.tower_link: TowerLink | None = None
@@ -594,11 +560,11 @@ class NodeLoop:
                 if ticking or now >= self.discovery.next_deadline():
                     # a late loop expires nothing it has not read yet: input still queued
                     # (a bounded drain stopped, the SUB not read) may be the peer's
-                    pending = self.discovery.expiry_due(now) and _has_input(sub, bsub)
+                    pending = self.discovery.expiry_due(now) and has_input(sub, bsub)
                     actions = self.discovery.tick(now, pending)
                     link.apply(actions)
                     if actions.send_beacon and self._heartbeat is not None:
-                        _send_heartbeat(xpub, self._heartbeat)
+                        send_heartbeat(xpub, self._heartbeat)
                 if timer.fd in events or stats["sent"] + stats["received"] != work:
                     pace.worked(now)  # a deadline of the handler's, messages in or out
                 if ticking:  # quiet a while: tick seldom (dafka.io.tick_pace)
@@ -738,17 +704,3 @@ class NodeLoop:
             what = "frame"
         self.oversized(what, f"{size} bytes over max_message_size {limit}", now)
         return told
-
-
-def _has_input(*socks: zmq.Socket[bytes]) -> bool:
-    """Whether any of ``socks`` has a message queued that the loop did not read."""
-    return any(int(s.getsockopt(zmq.EVENTS)) & zmq.POLLIN for s in socks)
-
-
-def _send_heartbeat(xpub: zmq.Socket[bytes], frame: bytes) -> None:
-    """Our heartbeat to every peer subscribed to it (a peer at its high-water mark misses
-    it, as any message: it hears the next one, or our data, or our beacon)."""
-    try:
-        xpub.send(frame, zmq.NOBLOCK)
-    except zmq.ZMQError:
-        pass

@@ -14,7 +14,7 @@ Mesh = Literal["topic", "full"]
 Kind = Literal["producer", "consumer", "store"]
 
 RECONNECT_MAX = 2.0
-"""Seconds: ``dafka.io.node.RECONNECT_IVL_MAX_MS``, the backed-off reconnection interval..."""
+"""Seconds: ``dafka.io.node_sockets.RECONNECT_IVL_MAX_MS``, the backed-off reconnection interval..."""
 RECONNECT_SPREAD = 1.0
 """...plus up to this much, drawn per node."""
 BEACON_QUEUE = 2000

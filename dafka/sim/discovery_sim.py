@@ -27,7 +27,7 @@ A discrete-event simulation (issue 39, item 4): a heap of timed events, one seed
 Network: every hop (node to tower, tower to node, node to node) takes ``delay`` plus up
 to ``jitter`` seconds; connections are made at once; a tower's link to a node comes up
 one hop after the node starts, or, after the tower was lost, within the node's backed-off
-reconnection interval (libzmq's ``RECONNECT_IVL_MAX``, 2-3 s in ``dafka.io.node``), and
+reconnection interval (libzmq's ``RECONNECT_IVL_MAX``, 2-3 s in ``dafka.io.node_sockets``), and
 then the tower's welcome and its subscription each make the node beacon, as they do the
 loop. A node reads what reaches it at the end of the loop turn (``turn``, 1 ms) it arrives
 in, at no CPU cost, except while paused: then beacons queue up to ``beacon_queue``

@@ -9,7 +9,8 @@ from __future__ import annotations
 import zmq
 
 from dafka.config import NodeConfig, TowerAddress
-from dafka.io.node import RECONNECT_IVL_MAX_MS, RECONNECT_IVL_MS, NodeLoop
+from dafka.io.node import NodeLoop
+from dafka.io.node_sockets import RECONNECT_IVL_MAX_MS, RECONNECT_IVL_MS
 from tests.unit.test_attacks_peer_liveness import ME, _tower, on_loop
 from tests.unit.test_metadata_delivery import _IdleHandler
 
