@@ -1560,6 +1560,9 @@ MUTANTS: dict[str, Spec] = {
     "a node is quiet only after a second without work": Guard(
         "tick-pace-quiet-only-after-quiet-window", "return True"
     ),
+    "a quiet node reads its beacons before judging an expiry": Guard(
+        "quiet-node-reads-beacons-before-expiry", "if False:"
+    ),
     "a quiet node reads the beacons on its ticks": Guard(
         "quiet-node-reads-beacons-on-tick", "if bsub in events:"
     ),
@@ -1596,6 +1599,9 @@ MUTANTS: dict[str, Spec] = {
 EXPECTED: dict[str, tuple[str, ...]] = {
     "a node is quiet only after a second without work": (
         "tests/unit/test_tick_pace.py::test_a_node_ticks_often_for_a_while_after_work_then_seldom",
+    ),
+    "a quiet node reads its beacons before judging an expiry": (
+        "tests/unit/test_tick_pace.py::test_a_quiet_node_reads_its_beacons_before_judging_an_expiry",
     ),
     "a quiet node reads the beacons on its ticks": (
         "tests/unit/test_tick_pace.py::test_a_quiet_node_still_hears_a_newcomer",

@@ -560,7 +560,11 @@ class NodeLoop:
                 if ticking or now >= self.discovery.next_deadline():
                     # a late loop expires nothing it has not read yet: input still queued
                     # (a bounded drain stopped, the SUB not read) may be the peer's
-                    pending = self.discovery.expiry_due(now) and has_input(sub, bsub)
+                    due = self.discovery.expiry_due(now)
+                    # guard: quiet-node-reads-beacons-before-expiry
+                    if due and hushed:  # quiet: beacons wait for a tick unread; read them
+                        link.on_beacons(now)  # now, or they would put every expiry off
+                    pending = due and has_input(sub, bsub)
                     actions = self.discovery.tick(now, pending)
                     link.apply(actions)
                     if actions.send_beacon and self._heartbeat is not None:

@@ -135,3 +135,34 @@ def test_a_quiet_node_still_hears_a_newcomer() -> None:
             b.stop()
         a.stop()
         tower.stop()
+
+
+def test_a_quiet_node_reads_its_beacons_before_judging_an_expiry() -> None:
+    """Quiet, a node's beacons queue unread until its tick; when a peer's expiry falls due
+    between ticks, they are read first, so they do not count as input still pending (which
+    puts the expiry off a whole timeout: a dead peer was held 7-8 s, not 4)."""
+    tower = Tower(TowerAddress("127.0.0.1", 0)).start()
+    config = NodeConfig(towers=(tower.address,))
+    first, second = _Peers(), _Peers()
+    a = NodeLoop("A" * 32, config, first).start()  # type: ignore[arg-type]
+    judged: list[tuple[bool, bool]] = []  # (quiet, pending) at each of a's discovery ticks
+    tick = a.discovery.tick
+
+    def noted(now: float, pending: bool = False) -> object:
+        judged.append((a.pace.quiet(now), pending))
+        return tick(now, pending)
+
+    a.discovery.tick = noted  # type: ignore[method-assign]
+    b = NodeLoop("B" * 32, config, second).start()  # type: ignore[arg-type]
+    try:
+        endpoint = b.endpoint
+        wait_until(lambda: endpoint in first.peers, 30, what="a hears b")
+        wait_until(lambda: a.pace.quiet(a.clock()), 30, what="a quiet")
+        b.stop()
+        judged.clear()
+        wait_until(lambda: endpoint not in first.peers, 30, what="a lets b expire")
+        assert any(quiet for quiet, _ in judged), "a was not quiet when b expired"
+        assert not [j for j in judged if j == (True, True)], judged
+    finally:
+        a.stop()
+        tower.stop()
