@@ -1560,6 +1560,9 @@ MUTANTS: dict[str, Spec] = {
     "a node is quiet only after a second without work": Guard(
         "tick-pace-quiet-only-after-quiet-window", "return True"
     ),
+    "a tower asks its peers for at most cap prefixes one by one": Guard(
+        "peer-link-asks-at-most-cap-prefixes", "if False:"
+    ),
     "a quiet node reads its beacons before judging an expiry": Guard(
         "quiet-node-reads-beacons-before-expiry", "if False:"
     ),
@@ -1599,6 +1602,9 @@ MUTANTS: dict[str, Spec] = {
 EXPECTED: dict[str, tuple[str, ...]] = {
     "a node is quiet only after a second without work": (
         "tests/unit/test_tick_pace.py::test_a_node_ticks_often_for_a_while_after_work_then_seldom",
+    ),
+    "a tower asks its peers for at most cap prefixes one by one": (
+        "tests/unit/test_tower_peering.py::test_a_flood_of_distinct_topics_asks_the_peers_for_at_most_cap_prefixes",
     ),
     "a quiet node reads its beacons before judging an expiry": (
         "tests/unit/test_tick_pace.py::test_a_quiet_node_reads_its_beacons_before_judging_an_expiry",

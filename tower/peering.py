@@ -38,7 +38,7 @@ from dafka.wire import interest as winterest
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PEER", "PeerLink", "from_peer", "peer_copies", "upstream"]
+__all__ = ["MAX_ASKED", "PEER", "PeerLink", "from_peer", "peer_copies", "upstream"]
 
 PEER = b"P"
 """The prefix a tower relays its own nodes' beacons under, for its peer towers."""
@@ -55,6 +55,12 @@ def peer_copies(frames: Sequence[bytes], out: Sequence[list[bytes]]) -> list[lis
     if kind not in (winterest.INTEREST, wbeacon.SERVICE):
         return []
     return [[PEER + message[0], *message[1:]] for message in out]
+
+
+MAX_ASKED = 65_536
+"""The most distinct prefixes a tower asks its peers for one by one (its subscribers' topics);
+anyone who can subscribe to its XPUB could otherwise grow the set, and each peer's trie, with
+every distinct topic name it sends."""
 
 
 def upstream(subscription: bytes) -> bytes | None:
@@ -95,6 +101,10 @@ class PeerLink:
     sock: zmq.Socket[bytes]
     asked: set[bytes] = field(default_factory=set)
     """The prefixes (under ``P``) asked of the peers for our subscribers."""
+    cap: int = MAX_ASKED
+    """The most prefixes asked one by one; past it, everything (``P``)."""
+    whole: bool = False
+    """Past :attr:`cap`: the peers were asked for everything they offer, for good."""
     relayed: int = 0
     malformed: int = 0
 
@@ -125,8 +135,20 @@ class PeerLink:
         if asked is None:
             return
         prefix = asked[1:]
+        if self.whole:
+            return  # asked for everything already
         if asked[:1] == b"\x01":
             if prefix in self.asked:
+                return
+            # guard: peer-link-asks-at-most-cap-prefixes
+            if len(self.asked) >= self.cap:
+                # anyone may subscribe to our XPUB, each distinct topic a prefix: past the
+                # cap, one subscription to everything the peers offer replaces them (our
+                # XPUB still sends each node only what it asked for)
+                self.whole = True
+                self.asked.clear()
+                log.warning("tower.peer_prefixes_capped cap=%d: asking peers for all", self.cap)
+                self.sock.send(b"\x01" + PEER)
                 return
             self.asked.add(prefix)
         else:

@@ -14,7 +14,7 @@ from dafka.config import TowerAddress
 from dafka.errors import WireError
 from dafka.wire import beacon as wbeacon
 from dafka.wire import interest as winterest
-from tower.peering import from_peer, peer_copies, upstream
+from tower.peering import PEER, PeerLink, from_peer, peer_copies, upstream
 from tower.relay import Tower, relay_messages
 
 NODE = "0123456789ABCDEF0123456789ABCDEF"
@@ -280,3 +280,29 @@ def test_peered_towers_speak_curve_to_each_other() -> None:
         ctx.term()
         t1.stop()
         t2.stop()
+
+
+class _Sent:
+    """A socket that keeps what is sent on it."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def send(self, frame: bytes) -> None:
+        self.sent.append(frame)
+
+
+def test_a_flood_of_distinct_topics_asks_the_peers_for_at_most_cap_prefixes() -> None:
+    """Anyone may subscribe to a tower's XPUB: each distinct topic was one more prefix kept
+    and asked of every peer (200,000 made a tower 118 MiB bigger and its peer 44). Past the
+    cap the peers are asked once for everything, and nothing more is kept."""
+    sock = _Sent()
+    link = PeerLink(sock, cap=100)  # type: ignore[arg-type]
+    for i in range(1000):
+        link.on_subscription(b"\x01T" + b"topic-%d" % i + b"\x00")
+    assert len(link.asked) <= 100
+    assert link.whole
+    assert sock.sent.count(b"\x01" + PEER) == 1
+    assert len(sock.sent) == 101  # the first 100 one by one, then everything once
+    link.on_subscription(b"\x00T" + b"topic-1" + b"\x00")  # no unsubscribe of a part of all
+    assert len(sock.sent) == 101
