@@ -165,6 +165,8 @@ TESTS = [
     "tests/unit/test_discovery.py",
     "tests/unit/test_tower_peering.py",
     "tests/integration/test_attacks_tower_peers.py",
+    "tests/unit/test_tower_choice.py",
+    "tests/integration/test_peered_towers.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -1593,6 +1595,13 @@ MUTANTS: dict[str, Spec] = {
     "a beacon relayed under several shared topics is weighed once": Guard(
         "link-reads-a-beacon-relayed-twice-once", "if False:"
     ),
+    "a node leaving a tower moves to the next of its own order": Guard(
+        "choice-moves-in-own-order", "join = (self.current + 1) % self.count"
+    ),
+    "a node away from home tries it again": Guard("choice-tries-home-again", "if False:"),
+    "a node with a topic counts only its own beacon relayed": Guard(
+        "choice-counts-only-own-beacon", "if False:"
+    ),
 }
 
 
@@ -1600,6 +1609,16 @@ MUTANTS: dict[str, Spec] = {
 # caught when each of them fails with it applied; ``--find NAME`` runs every attack
 # test under the mutant and lists what fails, to choose them.
 EXPECTED: dict[str, tuple[str, ...]] = {
+    "a node leaving a tower moves to the next of its own order": (
+        "tests/unit/test_tower_choice.py::test_a_rolling_restart_leaves_the_nodes_spread_over_the_towers",
+    ),
+    "a node away from home tries it again": (
+        "tests/unit/test_tower_choice.py::test_a_node_away_from_home_returns_home_and_stays",
+    ),
+    "a node with a topic counts only its own beacon relayed": (
+        "tests/unit/test_tower_choice.py::test_a_node_using_a_topic_counts_only_its_own_beacon_relayed",
+        "tests/integration/test_peered_towers.py::test_a_node_with_a_topic_leaves_a_tower_that_welcomes_but_relays_nothing",
+    ),
     "a node is quiet only after a second without work": (
         "tests/unit/test_tick_pace.py::test_a_node_ticks_often_for_a_while_after_work_then_seldom",
     ),

@@ -114,6 +114,9 @@ class TowerLink:
         self.services = services
         self.my_beacon: list[list[bytes]] = []
         self._listening = False
+        self.choice = choice
+        """The one tower of :attr:`towers` the beacon sockets are connected to, and when to
+        move (None: they are connected to every tower)."""
         self._asked = None if interest is None or not self.scoped else frozenset(interest)
         self._announce(winterest.interest_of(interest) if self.scoped else None)
         self.curve = curve
@@ -121,9 +124,6 @@ class TowerLink:
         self.malformed = malformed
         self._prompted = -PROMPT_BEACON_INTERVAL  # when a tower's subscription was last answered
         self.towers = tuple(towers)
-        self.choice = choice
-        """The one tower of :attr:`towers` the beacon sockets are connected to, and when to
-        move (None: they are connected to every tower)."""
 
     def tick_towers(self, now: float) -> None:
         """Probe the one tower we use, or move to the next, as :attr:`choice` says."""
@@ -180,6 +180,11 @@ class TowerLink:
         every beacon (``B``) for all topics, else those of the nodes every node needs
         (``A``) and of each topic's."""
         self.interest = interest
+        if self.choice is not None:
+            # a node that uses a topic (or all) gets its own beacon back from a tower that
+            # relays: a welcome alone proves a connection, not a relay; one that uses none
+            # may hear nothing but the welcome
+            self.choice.own_only = interest != ()
         if self.interest_beacons:
             mine = winterest.InterestBeacon(self.me, interest).encode()
         else:
@@ -263,20 +268,22 @@ class TowerLink:
             except TooManyFrames as exc:
                 self.malformed("beacon", exc, now)
                 continue
-            if choice is not None:
-                choice.heard(now)  # our tower is up
             if frames == [wbeacon.WELCOME]:
+                if choice is not None:
+                    choice.heard(now)  # our tower is up (it relays: not known from this)
                 self.apply(discovery.on_welcome(now))
                 continue
             # guard: link-reads-a-beacon-relayed-twice-once
             if last is not None and frames[1:] == last:
-                continue  # the same beacon under another topic we share: weighed already
+                continue  # the same beacon under another topic we share: weighed (and heard)
             try:
                 tb = wbeacon.decode_tower_beacon(frames)
             except WireError as exc:
                 self.malformed("beacon", exc, now)
                 continue
             last = frames[1:]
+            if choice is not None:  # our tower relays: our own beacon proves it
+                choice.heard(now, own=tb.node_id == self.me.node_id)
             actions = discovery.on_beacon(tb, now)
             # the ID discovery admitted the endpoint under, not any a beacon claims for it
             admitted = discovery.node_of(tb.endpoint)

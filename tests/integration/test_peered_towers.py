@@ -187,3 +187,34 @@ def test_dafka_tower_processes_given_each_other_as_peers_share_the_load(tmp_path
     finally:
         for p in procs:
             p.kill()
+
+
+def test_a_node_with_a_topic_leaves_a_tower_that_welcomes_but_relays_nothing() -> None:
+    """A fake tower: an XSUB and an XPUB that welcomes each subscriber and relays nothing.
+    Its welcome is no proof of a relay for a node that uses a topic: only its own beacon
+    relayed back is, so it moves to the real tower and finds its peer there."""
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    fake = TowerAddress("127.0.0.1", free_port_block("127.0.0.1"))
+    xsub, xpub = ctx.socket(zmq.XSUB), ctx.socket(zmq.XPUB)
+    xpub.setsockopt(zmq.XPUB_WELCOME_MSG, b"W")
+    xsub.bind(fake.sub)
+    xpub.bind(fake.pub)
+    real = Tower(
+        TowerAddress("127.0.0.1", free_port_block("127.0.0.1")), context=zmq.Context()
+    ).start()
+    try:
+        towers = f"{fake},{real.address}"
+        with on_tower("shared", 1, towers) as y, on_tower("shared", 0, towers) as x:
+            started = time.monotonic()
+            wait_until(lambda: _tower_of(x) == 1, 15, what="x leaving the fake tower")
+            took = time.monotonic() - started
+            wait_until(lambda: _endpoint(y) in _peers(x), 15, what="x hears y")
+            wait_until(lambda: _endpoint(x) in _peers(y), 15, what="y hears x")
+            assert _tower_of(y) == 1
+        assert took < 10.0, took
+    finally:
+        real.stop()
+        real._ctx.term()
+        xsub.close(0)
+        xpub.close(0)
+        ctx.term()
