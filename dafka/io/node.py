@@ -493,9 +493,8 @@ class NodeLoop:
                 if accepting != reading:
                     poller.modify(sub, zmq.POLLIN if accepting else 0)
                     reading = accepting
-                work = (
-                    stats["sent"] + stats["received"]
-                )  # this turn's work, besides what is flagged
+                # messages in or out this turn are work (besides what is flagged below)
+                work = stats["sent"] + stats["received"]
                 if self.handler.has_pending():
                     timeout = 0
                     pace.worked(now)

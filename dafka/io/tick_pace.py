@@ -13,10 +13,13 @@ thread is charged 80-160 us of CPU whatever the thread does then
 a turn in which the node did something (sent or received a message that is not a
 heartbeat or a beacon, ran a command, had work pending, served a subscription or a
 service) makes it busy; once nothing of that kind has happened for
-``QUIET_AFTER`` seconds it ticks every ``QUIET_TICK_INTERVAL``. Nothing but the tick is
-slowed: input still wakes the loop at once, and discovery's deadlines and a handler's
-``command_deadline`` are kept to the millisecond. The first turn with work is busy again,
-so a core's timers are late by at most ``QUIET_TICK_INTERVAL`` only after a quiet second.
+``QUIET_AFTER`` seconds it ticks every ``QUIET_TICK_INTERVAL``, and reads the beacons the
+towers relay on those ticks instead of waking for each (they are read too before discovery
+judges an expiry, so that queued beacons never put one off). Nothing else is slowed: data,
+commands and subscriptions still wake the loop at once, and discovery's deadlines and a
+handler's ``command_deadline`` are kept to the millisecond. The first turn with work is
+busy again, so a core's timers are late by at most ``QUIET_TICK_INTERVAL`` only after a
+quiet second.
 """
 
 from __future__ import annotations
