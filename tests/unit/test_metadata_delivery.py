@@ -19,12 +19,13 @@ import pytest
 import dafka.producer._facade as producer_module
 from dafka.config import NodeConfig, TowerAddress
 from dafka.errors import ConfigError, DafkaTimeout, RecordTooLargeError
-from dafka.io.node import NodeHandler, NodeLoop
+from dafka.io.node import NodeLoop
 from dafka.metadata.follower import MetadataView
 from dafka.metadata.state import command, signed_command
 from dafka.producer._facade import Producer
 from dafka.raft.codec import ZERO_REQID, Entry, EntryType
 from tests.admin import ADMIN, ADMIN_HEX
+from tests.idle_handler import IdleHandler
 from tests.procs import wait_until
 
 # -- the follower --------------------------------------------------------------------------
@@ -71,38 +72,9 @@ def test_a_follower_whose_sync_fails_after_applying_still_publishes() -> None:
 # -- the node's command channel ------------------------------------------------------------
 
 
-class _IdleHandler(NodeHandler):
-    def subscriptions(self) -> list[bytes]:
-        return []
-
-    def on_start(self, loop: NodeLoop, now: float) -> list:
-        return []
-
-    def on_commands(self, now: float) -> list:
-        return []
-
-    def on_messages(self, msgs: list, now: float, sources: object = ()) -> list:
-        return []
-
-    def on_subscription(self, sub: object, now: float) -> list:
-        return []
-
-    def on_tick(self, now: float) -> list:
-        return []
-
-    def has_pending(self) -> bool:
-        return False
-
-    def accepting(self) -> bool:
-        return True
-
-    def on_stop(self) -> None:
-        pass
-
-
 def test_calls_from_other_threads_run_on_the_loop_in_order_each_once() -> None:
     config = NodeConfig(towers=(TowerAddress("127.0.0.1", 1),))
-    loop = NodeLoop("A" * 32, config, _IdleHandler()).start()  # type: ignore[arg-type]
+    loop = NodeLoop("A" * 32, config, IdleHandler()).start()  # type: ignore[arg-type]
     ran: list[tuple[int, int]] = []
     threads_seen: set[str] = set()
 

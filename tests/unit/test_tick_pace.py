@@ -6,8 +6,9 @@ from __future__ import annotations
 import threading
 
 from dafka.config import NodeConfig, TowerAddress
-from dafka.io.node import NodeHandler, NodeLoop
+from dafka.io.node import NodeLoop
 from dafka.io.tick_pace import QUIET_AFTER, QUIET_TICK_INTERVAL, TICK_INTERVAL, TickPace
+from tests.idle_handler import IdleHandler
 from tests.procs import wait_until
 from tower.relay import Tower
 
@@ -26,9 +27,9 @@ def test_a_node_ticks_often_for_a_while_after_work_then_seldom() -> None:
     assert pace.interval(20.0) == TICK_INTERVAL
 
 
-class _Ticks(NodeHandler):
-    """An idle handler that notes when it is ticked; at its ``poke``-th tick after
-    ``armed`` it queues a command on its own loop, so the work lands right after a tick."""
+class _Ticks(IdleHandler):
+    """An idle handler that notes when it is ticked; once ``armed``, its next tick queues a
+    command on its own loop, so the work lands right after a tick."""
 
     def __init__(self) -> None:
         self.ticks: list[float] = []
@@ -37,20 +38,8 @@ class _Ticks(NodeHandler):
         self.worked_at: list[float] = []
         self._guard = threading.Lock()
 
-    def subscriptions(self) -> list[bytes]:
-        return []
-
     def on_start(self, loop: NodeLoop, now: float) -> list:
         self.loop = loop
-        return []
-
-    def on_commands(self, now: float) -> list:
-        return []
-
-    def on_messages(self, msgs: list, now: float, sources: object = ()) -> list:
-        return []
-
-    def on_subscription(self, sub: object, now: float) -> list:
         return []
 
     def on_tick(self, now: float) -> list:
@@ -65,15 +54,6 @@ class _Ticks(NodeHandler):
         with self._guard:
             self.worked_at.append(now)
         return []
-
-    def has_pending(self) -> bool:
-        return False
-
-    def accepting(self) -> bool:
-        return True
-
-    def on_stop(self) -> None:
-        pass
 
     def after(self, t: float) -> list[float]:
         with self._guard:
