@@ -193,7 +193,9 @@ def test_tower_reports_its_raft_apply_lag() -> None:
         leader_changes=1,
         refused=(),
     )
-    relay = SimpleNamespace(relayed=0, malformed=0, replay=None)
+    relay = SimpleNamespace(
+        relayed=0, malformed=0, replay=None, relayed_from_peers=0, malformed_from_peers=0
+    )
     node = SimpleNamespace(
         raft=SimpleNamespace(info=lambda: info),
         relay=relay,
