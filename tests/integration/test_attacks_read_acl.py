@@ -23,6 +23,7 @@ from dafka.query import protocol as qp
 from dafka.security import identity
 from dafka.security.curve_keys import CurveConfig, make_client
 from dafka.wire import beacon as wbeacon
+from tests.idle_handler import IdleHandler
 from tests.integration.test_attacks_curve import (
     LINES,
     CurveTower,
@@ -32,7 +33,6 @@ from tests.integration.test_attacks_curve import (
     produce,
 )
 from tests.procs import Proc, Tower, py, stored_head, wait_until
-from tests.unit.test_metadata_delivery import _IdleHandler
 
 
 @pytest.fixture
@@ -335,7 +335,7 @@ def test_a_node_grants_no_subscription_before_it_knows_the_read_acls() -> None:
     me, stranger, reader = (identity.Identity.generate() for _ in range(3))
     tower = TowerAddress("127.0.0.1", 1, identity.Identity.generate().public_key)
     config = NodeConfig(towers=(tower,), curve=True)
-    loop = NodeLoop(me.node_id, config, _IdleHandler(), identity=me, read_view=None).start()  # type: ignore[arg-type]
+    loop = NodeLoop(me.node_id, config, IdleHandler(), identity=me, read_view=None).start()  # type: ignore[arg-type]
     ctx = zmq.Context()
     subs: list[zmq.Socket[bytes]] = []
 

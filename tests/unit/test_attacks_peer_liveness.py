@@ -25,7 +25,7 @@ from dafka.io.node import NodeLoop
 from dafka.wire import beacon as wbeacon
 from dafka.wire import rfc46, signed
 from dafka.wire.profiles import RFC46, Profile, SignedProfile
-from tests.unit.test_metadata_delivery import _IdleHandler
+from tests.idle_handler import IdleHandler
 
 ME = "A" * 32
 LIAR = "B" * 32
@@ -70,7 +70,7 @@ def _peers(loop: NodeLoop) -> list[str]:
     return on_loop(loop, lambda: loop.discovery.peers)
 
 
-class _HeadReader(_IdleHandler):
+class _HeadReader(IdleHandler):
     def subscriptions(self) -> list[bytes]:
         return [rfc46.topic_prefix(rfc46.Command.HEAD, "t")]
 
@@ -78,7 +78,7 @@ class _HeadReader(_IdleHandler):
 def test_heartbeats_naming_a_dead_peer_keep_only_their_sender_alive() -> None:
     forged = signed.heartbeat(DEAD)
     assert signed.heartbeat_node(forged) == DEAD
-    _only_the_sender_stays(SignedProfile(), _IdleHandler(), [forged])
+    _only_the_sender_stays(SignedProfile(), IdleHandler(), [forged])
 
 
 def test_rfc46_data_naming_a_dead_peer_keeps_only_its_sender_alive() -> None:
@@ -88,7 +88,7 @@ def test_rfc46_data_naming_a_dead_peer_keeps_only_its_sender_alive() -> None:
     _only_the_sender_stays(RFC46, _HeadReader(), forged)
 
 
-def _only_the_sender_stays(profile: Profile, handler: _IdleHandler, forged: list[bytes]) -> None:
+def _only_the_sender_stays(profile: Profile, handler: IdleHandler, forged: list[bytes]) -> None:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     port, xsub, pub = _tower(ctx)
     liar = ctx.socket(zmq.XPUB)

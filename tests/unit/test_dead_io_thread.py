@@ -26,7 +26,7 @@ from dafka.errors import ClosedError
 from dafka.futures import BatchFuture, RecordFuture
 from dafka.io.node import NodeLoop
 from dafka.producer._facade import Producer
-from tests.unit.test_metadata_delivery import _IdleHandler
+from tests.idle_handler import IdleHandler
 
 
 def test_send_on_a_full_producer_whose_io_thread_died_raises_instead_of_blocking() -> None:
@@ -64,7 +64,7 @@ def test_send_on_a_full_producer_whose_io_thread_died_raises_instead_of_blocking
 
 def test_a_wake_up_after_stop_does_not_write_to_a_reused_descriptor() -> None:
     config = NodeConfig(towers=(TowerAddress("127.0.0.1", 1),))
-    loop = NodeLoop("A" * 32, config, _IdleHandler()).start()  # type: ignore[arg-type]
+    loop = NodeLoop("A" * 32, config, IdleHandler()).start()  # type: ignore[arg-type]
     old = loop._wake_w
     loop.stop()
     r, w = os.pipe()

@@ -24,6 +24,7 @@ from dafka.storage.memory import MemoryStorage
 from dafka.store import StoreCore
 from dafka.wire import signed
 from dafka.wire.profiles import SignedProfile
+from tests.idle_handler import IdleHandler
 from tests.signing import (
     CONSUMER,
     STORE,
@@ -36,7 +37,6 @@ from tests.signing import (
     record,
     sent,
 )
-from tests.unit.test_metadata_delivery import _IdleHandler
 
 
 def fetches(effects: list) -> list[m.Fetch]:
@@ -117,7 +117,7 @@ def test_rfc46_asks_nothing_ahead() -> None:
 # ------------------------------------------------------------------- the IO shell
 
 
-class _Arrivals(_IdleHandler):
+class _Arrivals(IdleHandler):
     """A handler that notes when the node loop sends what ``on_arrival`` returned."""
 
     def __init__(self) -> None:

@@ -13,10 +13,10 @@ import time
 from dafka.config import NodeConfig, TowerAddress
 from dafka.core.discovery import DiscoveryActions
 from dafka.io.node import NodeLoop
-from tests.unit.test_metadata_delivery import _IdleHandler
+from tests.idle_handler import IdleHandler
 
 
-class _CountingHandler(_IdleHandler):
+class _CountingHandler(IdleHandler):
     def __init__(self) -> None:
         self.turns = 0
 

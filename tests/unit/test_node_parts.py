@@ -23,7 +23,7 @@ from dafka.io.node_plugins import MAX_DRAIN_BYTES, MessageSources
 from dafka.io.request_senders import PeerSenders
 from dafka.security.curve_keys import CurveConfig
 from dafka.wire import beacon
-from tests.unit.test_metadata_delivery import _IdleHandler
+from tests.idle_handler import IdleHandler
 from tests.unit.test_ready_shell import Core
 
 ME = "A" * 32
@@ -162,7 +162,7 @@ def test_the_link_counts_what_the_towers_send_that_does_not_decode_and_hears_a_w
         bsub.close(0)
 
 
-class _ReadyHandler(_IdleHandler):
+class _ReadyHandler(IdleHandler):
     """A handler that lets the loop execute its core's Readies (NodeHandler.ready_core),
     noting with each step how many messages the loop had sent."""
 

@@ -11,14 +11,14 @@ import zmq
 from dafka.config import NodeConfig, TowerAddress
 from dafka.io.node import NodeLoop
 from dafka.io.node_sockets import RECONNECT_IVL_MAX_MS, RECONNECT_IVL_MS
+from tests.idle_handler import IdleHandler
 from tests.unit.test_attacks_peer_liveness import ME, _tower, on_loop
-from tests.unit.test_metadata_delivery import _IdleHandler
 
 
 def test_the_connecting_sockets_back_off() -> None:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     port, xsub, pub = _tower(ctx)
-    loop = NodeLoop(ME, NodeConfig(towers=(TowerAddress("127.0.0.1", port),)), _IdleHandler())
+    loop = NodeLoop(ME, NodeConfig(towers=(TowerAddress("127.0.0.1", port),)), IdleHandler())
     loop.start()
     try:
 
