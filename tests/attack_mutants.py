@@ -1617,6 +1617,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a node with a topic counts only its own beacon relayed": (
         "tests/unit/test_tower_choice.py::test_a_node_using_a_topic_counts_only_its_own_beacon_relayed",
+        "tests/integration/test_peered_towers.py::test_a_node_with_a_topic_leaves_a_tower_that_welcomes_but_relays_nothing",
     ),
     "a node is quiet only after a second without work": (
         "tests/unit/test_tick_pace.py::test_a_node_ticks_often_for_a_while_after_work_then_seldom",

@@ -5,6 +5,7 @@ once, and the nodes of a stopped tower move to the other and are heard there."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -199,6 +200,21 @@ def test_a_node_with_a_topic_leaves_a_tower_that_welcomes_but_relays_nothing() -
     xpub.setsockopt(zmq.XPUB_WELCOME_MSG, b"W")
     xsub.bind(fake.sub)
     xpub.bind(fake.pub)
+    stop = threading.Event()
+
+    def pump() -> None:
+        """libzmq attaches a new connection (and sends the welcome) only when the socket's
+        own thread uses it: the fake reads, and drops, all it is sent, as a tower would."""
+        poller = zmq.Poller()
+        poller.register(xsub, zmq.POLLIN)
+        poller.register(xpub, zmq.POLLIN)
+        while not stop.is_set():
+            for sock in dict(poller.poll(50)):
+                while sock.poll(0):
+                    sock.recv_multipart()
+
+    pumping = threading.Thread(target=pump, daemon=True)
+    pumping.start()
     real = Tower(
         TowerAddress("127.0.0.1", free_port_block("127.0.0.1")), context=zmq.Context()
     ).start()
@@ -213,6 +229,8 @@ def test_a_node_with_a_topic_leaves_a_tower_that_welcomes_but_relays_nothing() -
             assert _tower_of(y) == 1
         assert took < 10.0, took
     finally:
+        stop.set()
+        pumping.join(5)
         real.stop()
         real._ctx.term()
         xsub.close(0)
