@@ -30,7 +30,7 @@ from dafka.core import messages as m
 from dafka.core.effects import Publish
 from dafka.core.read_guard import ReadView
 from dafka.errors import WireError
-from dafka.io.node import NodeHandler, NodeLoop
+from dafka.io.node import NodeLoop
 from dafka.io.request_senders import PeerSenders
 from dafka.metadata import MetadataClient
 from dafka.security import identity
@@ -38,6 +38,7 @@ from dafka.security.identity import node_id_for
 from dafka.wire import beacon as wbeacon
 from dafka.wire.profiles import SignedProfile
 from dafka.wire.rfc46 import Command, direct_prefix
+from tests.idle_handler import IdleHandler
 from tests.integration.test_attacks_curve import LINES, CurveTower, keys
 from tests.integration.test_attacks_read_acl import feed, live_producer
 from tests.procs import Proc, StoreProc, Tower, py, stored_head, wait_until
@@ -50,7 +51,7 @@ def curve_tower() -> Iterator[CurveTower]:
     tower.proc.kill()
 
 
-class Fetcher(NodeHandler):
+class Fetcher(IdleHandler):
     """A node handler: FETCHes every record of ``sealed`` from ``producer`` in
     ``requester``'s name every 0.2 s while ``fetching``, and keeps the offsets of the
     DIRECT-RECORDs addressed to itself."""
@@ -66,19 +67,10 @@ class Fetcher(NodeHandler):
     def subscriptions(self) -> list[bytes]:
         return [direct_prefix(Command.DIRECT_RECORD, self.me)]
 
-    def on_start(self, loop: NodeLoop, now: float) -> list[Publish]:
-        return []
-
-    def on_commands(self, now: float) -> list[Publish]:
-        return []
-
     def on_messages(self, msgs: list[m.Message], now: float, sources: Sequence[str] = ()) -> list:
         for msg in msgs:
             if isinstance(msg, m.DirectRecord) and msg.recipient == self.me:
                 self.got.update(range(msg.offset, msg.offset + msg.count))
-        return []
-
-    def on_subscription(self, sub: object, now: float) -> list[Publish]:
         return []
 
     def on_tick(self, now: float) -> list[Publish]:
@@ -86,15 +78,6 @@ class Fetcher(NodeHandler):
             return []
         self._next = now + 0.2
         return [Publish(m.Fetch(self.producer, self.requester, "sealed", 0, 50))]
-
-    def has_pending(self) -> bool:
-        return False
-
-    def accepting(self) -> bool:
-        return True
-
-    def on_stop(self) -> None:
-        pass
 
 
 def node(tower: CurveTower, me: identity.Identity, handler: Fetcher) -> NodeLoop:
