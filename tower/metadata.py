@@ -30,6 +30,7 @@ import atexit
 import contextlib
 import logging
 import os
+import random
 import shutil
 import socket
 import tempfile
@@ -120,27 +121,41 @@ log = logging.getLogger(__name__)
 
 PORTS_PER_TOWER = 4
 ADMIN_KEY_FILE = "admin.key"
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+PICKED_PORT_FLOOR = 20_000
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The range the kernel picks outgoing connections' source ports from (Linux's
+    ``ip_local_port_range``; 32768-60999, its default, where that file is missing)."""
+    try:
+        low, high = (int(x) for x in Path(EPHEMERAL_RANGE_FILE).read_text().split()[:2])
+    except (OSError, ValueError):
+        return 32_768, 60_999
+    return low, high
 
 
 def free_port_block(host: str, count: int = PORTS_PER_TOWER) -> int:
-    """A port ``p`` such that ``p .. p+count-1`` are free on ``host`` right now."""
+    """A port ``p`` such that ``p .. p+count-1`` are free on ``host`` right now, picked
+    at random below the ephemeral range: a port in that range can be handed to an
+    outgoing connection (a peer tower's, a node's) between this check and our bind."""
+    low, _high = ephemeral_port_range()
+    top = min(low, 65_536) - count
+    bottom = min(PICKED_PORT_FLOOR, max(1_024, top - 1_000))
     for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind((host, 0))
-            base = probe.getsockname()[1]
-        if base + count >= 65535:
-            continue
-        ok = True
-        for port in range(base, base + count):
-            with socket.socket() as s:
-                try:
-                    s.bind((host, port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
+        base = random.randrange(bottom, max(top, bottom + 1))
+        if all(_free(host, port) for port in range(base, base + count)):
             return base
-    raise ConfigError(f"no {count} free neighbouring ports found on {host}")
+    raise ConfigError(f"no {count} free neighbouring ports found on {host} in {bottom}-{top}")
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def default_data_dir(port: int) -> str:
