@@ -34,6 +34,7 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/integration/test_metadata.py",
     "tests/unit/test_tick_pace.py",
     "tests/unit/test_attacks_interest.py",
     "tests/integration/test_group_reset.py",
@@ -1565,6 +1566,9 @@ MUTANTS: dict[str, Spec] = {
     "a tower asks its peers for at most cap prefixes one by one": Guard(
         "peer-link-asks-at-most-cap-prefixes", "if False:"
     ),
+    "a metadata view in step with the broadcasts does not sync": Guard(
+        "follower-syncs-only-without-broadcasts", "elif False:"
+    ),
     "a quiet node reads its beacons before judging an expiry": Guard(
         "quiet-node-reads-beacons-before-expiry", "if False:"
     ),
@@ -1624,6 +1628,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a tower asks its peers for at most cap prefixes one by one": (
         "tests/unit/test_tower_peering.py::test_a_flood_of_distinct_topics_asks_the_peers_for_at_most_cap_prefixes",
+    ),
+    "a metadata view in step with the broadcasts does not sync": (
+        "tests/integration/test_metadata.py::test_a_view_in_step_with_the_broadcasts_asks_the_towers_nothing",
     ),
     "a quiet node reads its beacons before judging an expiry": (
         "tests/unit/test_tick_pace.py::test_a_quiet_node_reads_its_beacons_before_judging_an_expiry",

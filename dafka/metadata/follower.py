@@ -275,7 +275,9 @@ class MetadataView:
                 if now >= next_sync:
                     self._sync(client)
                     next_sync = time.monotonic() + (self.refresh if self.online else 1.0)
-                events = dict(poller.poll(200))
+                # nothing to do before the next sync: a stop or a create wakes the pipe
+                wait = max(0.0, next_sync - time.monotonic())
+                events = dict(poller.poll(wait * 1000))
                 if self._wake_r in events:
                     try:
                         os.read(self._wake_r, 4096)
@@ -291,6 +293,9 @@ class MetadataView:
                         next_sync = 0.0
                     elif not self.online:
                         next_sync = 0.0  # a tower is back: confirm with RequestEntries
+                    # guard: follower-syncs-only-without-broadcasts
+                    elif msg.last_index == self._prev:  # in step: no sync while they come
+                        next_sync = max(next_sync, time.monotonic() + self.refresh)
         finally:
             with self._lock:
                 requests, self._creates = self._creates, []

@@ -143,6 +143,29 @@ def test_retention_shrinks_a_store_and_reads_below_the_tail_are_told(tmp_path: P
         tower.stop()
 
 
+def test_a_view_in_step_with_the_broadcasts_asks_the_towers_nothing(tmp_path: Path) -> None:
+    """The towers' StateBroadcasts (every 0.5 s) show a view it holds the whole log: it
+    asks again (RequestEntries, every ``refresh`` seconds) only without them, so an idle
+    node's follower wakes for the broadcasts alone (issue 39)."""
+    port = free_port_block("127.0.0.1")
+    tower = start_tower(port, tmp_path / "t1")
+    view = MetadataView(f"127.0.0.1:{port}", timeout=0.5, refresh=0.8)
+    try:
+        with MetadataClient(f"127.0.0.1:{port}") as admin:
+            admin.create_topic("ev", {"min_acks": 2})
+            assert view.start(wait=10)
+            wait_until(lambda: view.topic("ev") is not None, 10, what="the topic")
+            time.sleep(1.0)  # the broadcasts have found the view's SUB
+            before = view.syncs
+            time.sleep(4.0)
+            assert view.syncs - before <= 1  # 5 at one a refresh
+            admin.alter_topic("ev", {"min_acks": 3})  # a broadcast carries it
+            wait_until(lambda: view.topic("ev")["min_acks"] == 3, 5, what="the change")
+    finally:
+        view.stop()
+        tower.kill()
+
+
 def test_nodes_keep_the_last_config_while_towers_are_down(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
