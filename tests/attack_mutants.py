@@ -992,7 +992,12 @@ MUTANTS: dict[str, Spec] = {
         "raft-log-complete-record-rotten", "rotten = False"
     ),
     "Raft log: the CRC locates a single rotten byte in a record": Guard(
-        "raft-log-crc-locates-single", "return None"
+        "raft-log-crc-locates-single", "if False:"
+    ),
+    "Raft log: a rotten byte is found past a zero byte with the same CRC syndrome": Guard(
+        "raft-log-rot-tries-every-candidate",
+        "return offset if region[offset] else None",
+        whole=True,
     ),
     "Raft log: a lone voter that lost acknowledged entries refuses to start": Guard(
         "raft-log-lone-voter-lost", "if False:"
@@ -1898,6 +1903,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "Raft log: the CRC locates a single rotten byte in a record": (
         "tests/unit/test_raft_log_rot.py::test_single_byte_errors_are_located_by_the_crc",
         "tests/unit/test_raft_log_rot.py::test_one_flipped_bit_anywhere_in_the_last_record_is_rot",
+    ),
+    "Raft log: a rotten byte is found past a zero byte with the same CRC syndrome": (
+        "tests/unit/test_raft_log_rot.py::test_rot_is_told_when_a_zero_byte_far_after_it_has_the_same_syndrome",
     ),
     "Raft log: a lone voter that lost acknowledged entries refuses to start": (
         "tests/integration/test_raft_log_rot.py::test_a_lone_tower_with_a_rotten_last_record_refuses_to_start",

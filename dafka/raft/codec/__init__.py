@@ -74,7 +74,7 @@ from ._peerrpc import (
     TimeoutNowResponse,
 )
 from ._reqid import REQUEST_ID_TTL, ReqIdGenerator, reqid_expired, reqid_time
-from ._rot import single_byte_error
+from ._rot import single_byte_error, single_byte_errors
 from ._snapstream import pack_snapshot, served_state, unpack_snapshot
 from ._types import (
     REQID_SIZE,
@@ -169,6 +169,7 @@ __all__ = [
     "rotten_record",
     "served_state",
     "single_byte_error",
+    "single_byte_errors",
     "slot_setters",
     "unpack_snapshot",
 ]

@@ -11,17 +11,22 @@ where one damaged byte is: CRC-32 is linear, so the syndrome ``crc(read) ^ store
 of a single-byte error ``e`` at offset ``i`` of an ``n``-byte message is ``T[e]`` (the
 CRC table entry) carried through the ``n - 1 - i`` bytes after it, and stepping the
 syndrome back one zero byte at a time finds ``(i, e)`` in ``n`` steps, or shows that no
-single-byte error explains it. (CRC-32 detects every error burst of up to 32 bits, so
-two different single-byte errors never share a syndrome.) :func:`single_byte_rot` says
-whether a damaged record becomes valid by correcting one byte that reads nonzero: then
-the record was complete on disk and cannot be a torn write. Damage that zeroes bytes,
+single-byte error explains it. Two different single-byte errors share a syndrome only
+when they lie far apart: the nearest such pair for CRC-32 is 145212 bytes apart
+(``T[248]`` at ``i`` and ``T[169]`` at ``i + 145212``; none within 64 KiB), so in a record
+of a full 1 MiB entry one syndrome may have two candidates. :func:`single_byte_rot` says
+whether a damaged record becomes valid by correcting one byte that reads nonzero (any of
+the candidates, not only the one nearest the end): then the record was complete on disk
+and cannot be a torn write. Damage that zeroes bytes,
 or spans several bytes, stays indistinguishable from a torn write without a marker
 written after each fsync; it is treated as one (docs/raft.md "Rot and torn writes").
 """
 
 from __future__ import annotations
 
-__all__ = ["MAX_SEARCH", "single_byte_rot"]
+from collections.abc import Iterator
+
+__all__ = ["MAX_SEARCH", "single_byte_errors", "single_byte_rot"]
 
 MAX_SEARCH = 4 << 20
 """Longest checksummed region searched (one pass, one step a byte: about 0.2 s a MiB);
@@ -53,24 +58,34 @@ def _back_one_byte(value: int) -> int:
     return ((value ^ _T[low]) << 8) | low
 
 
-def single_byte_error(syndrome: int, length: int) -> tuple[int, int] | None:
-    """``(offset, xor)`` of the one-byte error with this CRC-32 ``syndrome`` in a message
-    of ``length`` bytes, or None when no single-byte error has it."""
+def single_byte_errors(syndrome: int, length: int) -> Iterator[tuple[int, int]]:
+    """Every ``(offset, xor)`` of a one-byte error with this CRC-32 ``syndrome`` in a
+    message of ``length`` bytes, the one nearest the end first (several only in a message
+    over 145212 bytes, see the module doc)."""
     value = syndrome
     for back in range(min(length, MAX_SEARCH)):
         byte = _BY_VALUE.get(value)
+        # guard: raft-log-crc-locates-single
         if byte is not None:
-            # guard: raft-log-crc-locates-single
-            return length - 1 - back, byte
+            yield length - 1 - back, byte
         value = _back_one_byte(value)
-    return None
+
+
+def single_byte_error(syndrome: int, length: int) -> tuple[int, int] | None:
+    """``(offset, xor)`` of the one-byte error with this CRC-32 ``syndrome`` in a message
+    of ``length`` bytes (the one nearest the end), or None when no single-byte error has it."""
+    return next(single_byte_errors(syndrome, length), None)
 
 
 def single_byte_rot(region: bytes | memoryview, computed: int, stored: int) -> int | None:
     """The offset in ``region`` (the bytes a CRC-32 covers) of the one byte whose
     correction makes ``computed`` (the CRC of ``region`` as read) equal ``stored``, if
     that byte reads nonzero (so no torn write left it); -1 when the stored CRC itself
-    differs in one nonzero byte; None otherwise (torn, or damage beyond one byte)."""
+    differs in one nonzero byte; None otherwise (torn, or damage beyond one byte).
+
+    Every candidate byte is tried: in a long record a byte that reads zero may explain the
+    syndrome as well as the rotten one does (the one nearest the end is found first), and
+    taking that zero for a torn write would cut a complete, fsynced record."""
     syndrome = computed ^ stored
     if not syndrome:
         return None
@@ -80,8 +95,8 @@ def single_byte_rot(region: bytes | memoryview, computed: int, stored: int) -> i
             return -1
     if len(region) > MAX_SEARCH:
         return None
-    found = single_byte_error(syndrome, len(region))
-    if found is None:
-        return None
-    offset, _ = found
-    return offset if region[offset] else None
+    for offset, _ in single_byte_errors(syndrome, len(region)):
+        # guard: raft-log-rot-tries-every-candidate
+        if region[offset]:
+            return offset
+    return None
