@@ -1571,6 +1571,12 @@ MUTANTS: dict[str, Spec] = {
     "a tower asks its peers for at most cap prefixes one by one": Guard(
         "peer-link-asks-at-most-cap-prefixes", "if False:"
     ),
+    "nodes beacon and heartbeat on the beat grid": Guard(
+        "discovery-beacons-on-the-beat-grid", "return now + self.interval"
+    ),
+    "a quiet node collects its peers' heartbeats after its beacon": Guard(
+        "quiet-node-collects-heartbeats", "return False"
+    ),
     "a metadata view in step with the broadcasts does not sync": Guard(
         "follower-syncs-only-without-broadcasts", "elif False:"
     ),
@@ -1633,6 +1639,14 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a tower asks its peers for at most cap prefixes one by one": (
         "tests/unit/test_tower_peering.py::test_a_flood_of_distinct_topics_asks_the_peers_for_at_most_cap_prefixes",
+    ),
+    "nodes beacon and heartbeat on the beat grid": (
+        "tests/unit/test_discovery.py::test_beacons_fall_on_the_beat_grid",
+        "tests/unit/test_tick_pace.py::test_a_quiet_node_wakes_for_its_beat_not_for_each_peer",
+    ),
+    "a quiet node collects its peers' heartbeats after its beacon": (
+        "tests/unit/test_tick_pace.py::test_a_quiet_node_collects_its_peers_heartbeats_after_its_beacon",
+        "tests/unit/test_tick_pace.py::test_a_quiet_node_wakes_for_its_beat_not_for_each_peer",
     ),
     "a metadata view in step with the broadcasts does not sync": (
         "tests/integration/test_metadata.py::test_a_view_in_step_with_the_broadcasts_asks_the_towers_nothing",

@@ -110,8 +110,11 @@ class Discovery:
         curve: bool = False,
         keys: PeerKeys | None = None,
         grace: float = GRACE,
+        phase: float | None = None,
     ) -> None:
         self.node_id = node_id
+        self.phase = phase
+        """A time on the beat grid (None: none, each beacon ``interval`` after the last)."""
         self.curve = curve
         self.keys = keys if keys is not None else PeerKeys(timeout=timeout)
         """CURVE: the keys claimed for each endpoint, and the one its connection uses."""
@@ -168,7 +171,7 @@ class Discovery:
         self.welcomed = True
         if first:
             log.info("discovery.welcome node=%s", self.node_id)
-        self._next_beacon = now + self.interval
+        self._next_beacon = self._after(now)
         return DiscoveryActions(send_beacon=True)
 
     def node_of(self, endpoint: str) -> str | None:
@@ -218,7 +221,7 @@ class Discovery:
         if now - self._answered >= ANSWER_INTERVAL:
             self._answered = now
             actions.send_beacon = True
-            self._next_beacon = now + self.interval
+            self._next_beacon = self._after(now)
         else:
             self._next_beacon = min(self._next_beacon, self._answered + ANSWER_INTERVAL)
 
@@ -373,8 +376,25 @@ class Discovery:
                 _reconnect(actions, endpoint, key)
         if now >= self._next_beacon:
             actions.send_beacon = True
-            self._next_beacon = now + self.interval
+            self._next_beacon = self._after(now)
         return actions
+
+    @property
+    def next_beacon(self) -> float:
+        """When our next beacon is due."""
+        return self._next_beacon
+
+    def _after(self, now: float) -> float:
+        """When the beacon after one sent at ``now`` is due: ``interval`` later, or, on a
+        beat grid (``phase``), its point after ``now + interval / 2`` (0.5 to 1.5 intervals
+        on). Every node of a machine, or of NTP-synchronised machines, then beacons and
+        heartbeats at the same moments, and a quiet node reads its peers' heartbeats in one
+        wake-up, not one each (:mod:`dafka.io.tick_pace`)."""
+        if self.phase is None:
+            return now + self.interval
+        # guard: discovery-beacons-on-the-beat-grid
+        beats = math.floor((now + self.interval / 2 - self.phase) / self.interval) + 1
+        return self.phase + beats * self.interval
 
     def _expire(self, now: float, pending: bool, actions: DiscoveryActions) -> None:
         # guard: late-loop-expires-nothing-unread

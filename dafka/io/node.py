@@ -79,7 +79,7 @@ from .peer_liveness import PeerLiveness
 from .read_grants import ReadGrants
 from .ready_shell import run_ready
 from .request_senders import PeerSenders
-from .tick_pace import TICK_INTERVAL, TickPace
+from .tick_pace import TICK_INTERVAL, TickPace, beat_phase
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +160,7 @@ class NodeLoop:
             interval=config.beacon_interval,
             timeout=config.beacon_timeout,
             curve=self.curve.enabled,
+            phase=beat_phase(clock, config.beacon_interval),
         )
         self.liveness = PeerLiveness(self.discovery, self.peers)
         """What the node reads from each peer, told to discovery (a peer outlives a silent tower)."""
@@ -487,12 +488,14 @@ class NodeLoop:
             reading = True
             pace = self.pace
             hushed = False  # the beacon SUB is not polled (read on each tick while quiet)
-            stats = self.stats
+            muted = False  # the data SUB is not polled: the handler's backpressure, or
+            stats = self.stats  # a quiet node collecting its peers' heartbeats (tick_pace)
             while not self._stopping:
-                accepting = self.handler.accepting()
-                if accepting != reading:
-                    poller.modify(sub, zmq.POLLIN if accepting else 0)
-                    reading = accepting
+                reading = self.handler.accepting()
+                collecting = pace.collecting(now)
+                if muted != (collecting or not reading):
+                    muted = not muted
+                    poller.modify(sub, 0 if muted else zmq.POLLIN)
                 # messages in or out this turn are work (besides what is flagged below)
                 work = stats["sent"] + stats["received"]
                 if self.handler.has_pending():
@@ -500,6 +503,8 @@ class NodeLoop:
                     pace.worked(now)
                 else:
                     due = min(next_tick, self.discovery.next_deadline())
+                    if collecting:
+                        due = min(due, pace.collect_until)
                     if deadline := command_deadline():
                         due = min(due, deadline)
                         if timed:
@@ -542,8 +547,10 @@ class NodeLoop:
                 if xpub in events:
                     pace.worked(now)
                     send(self._on_subscriptions(xpub, now))
-                if sub in events:
-                    send(self._on_data(sub, now, send))
+                # guard: quiet-node-reads-collected-heartbeats
+                if sub in events or (collecting and reading and not pace.collecting(now)):
+                    send(self._on_data(sub, now, send))  # the window's end: read them all
+                    collecting = False
                 for sock, service in served.items():
                     if sock in events:
                         pace.worked(now)
@@ -563,16 +570,22 @@ class NodeLoop:
                     # guard: quiet-node-reads-beacons-before-expiry
                     if due and hushed:  # quiet: beacons wait for a tick unread; read them
                         link.on_beacons(now)  # now, or they would put every expiry off
+                    if due and collecting and reading:  # the same for the heartbeats
+                        send(self._on_data(sub, now, send))
                     pending = due and has_input(sub, bsub)
                     actions = self.discovery.tick(now, pending)
                     link.apply(actions)
-                    if actions.send_beacon and self._heartbeat is not None:
-                        send_heartbeat(xpub, self._heartbeat)
+                    if actions.send_beacon:
+                        if self._heartbeat is not None:
+                            send_heartbeat(xpub, self._heartbeat)
+                        pace.beaconed(now)
                 if timer.fd in events or stats["sent"] + stats["received"] != work:
                     pace.worked(now)  # a deadline of the handler's, messages in or out
                 if ticking:  # quiet a while: tick seldom (dafka.io.tick_pace)
                     link.tick_towers(now)
-                    next_tick = now + pace.interval(now)
+                    next_tick = pace.next_tick(now, self.discovery.next_beacon)
+                if pace.collecting(now):  # a beacon of a quiet node: tick at the window's end
+                    next_tick = pace.collect_until
                 # guard: loop-ticks-soon-after-quiet-work
                 elif pace.last_work == now:  # work after a quiet while: tick soon
                     next_tick = min(next_tick, now + pace.busy_interval)

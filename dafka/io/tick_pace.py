@@ -20,19 +20,45 @@ commands and subscriptions still wake the loop at once, and discovery's deadline
 handler's ``command_deadline`` are kept to the millisecond. The first turn with work is
 busy again, so a core's timers are late by at most ``QUIET_TICK_INTERVAL`` only after a
 quiet second.
+
+A quiet node's wake-ups are then its peers' heartbeats, one each a second. They come
+together: every node beacons and heartbeats on one beat grid, the wall clock's whole
+beacon intervals (:func:`beat_phase`, ``Discovery(phase=...)``). A quiet node that has
+just sent its own stops polling its data SUB for ``COLLECT_WINDOW`` (:meth:`TickPace.beaconed`),
+while its peers' heartbeats arrive, and reads them all at the window's end, where it also
+ticks, reads the beacons and judges expiries. Its quiet ticks follow the grid, one a beacon
+interval. A record that reaches a quiet node in that window waits for its end: at most
+``COLLECT_WINDOW`` once a beacon interval, and never on a node that has worked in the last
+``QUIET_AFTER`` seconds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["QUIET_AFTER", "QUIET_TICK_INTERVAL", "TICK_INTERVAL", "TickPace"]
+import math
+import time
+from collections.abc import Callable
+
+__all__ = [
+    "COLLECT_WINDOW",
+    "QUIET_AFTER",
+    "QUIET_TICK_INTERVAL",
+    "TICK_INTERVAL",
+    "TickPace",
+    "beat_phase",
+]
 
 TICK_INTERVAL = 0.05
 """Seconds between two ticks while the node works."""
 
-QUIET_TICK_INTERVAL = 0.5
-"""Seconds between two ticks once it has been quiet ``QUIET_AFTER`` seconds."""
+QUIET_TICK_INTERVAL = 1.0
+"""Seconds at most between two ticks once it has been quiet ``QUIET_AFTER`` seconds (they
+follow the beat grid: one ``COLLECT_WINDOW`` after each beacon)."""
+
+COLLECT_WINDOW = 0.04
+"""Seconds a quiet node leaves its data SUB unread after its beacon, while its peers'
+heartbeats, sent at the same beat, arrive."""
 
 QUIET_AFTER = 1.0
 """Seconds without work after which the node ticks every ``QUIET_TICK_INTERVAL``."""
@@ -45,8 +71,11 @@ class TickPace:
     busy_interval: float = TICK_INTERVAL
     quiet_interval: float = QUIET_TICK_INTERVAL
     quiet_after: float = QUIET_AFTER
+    collect_window: float = COLLECT_WINDOW
     last_work: float = float("-inf")
     """When a turn last did work (never, at first: a node starts quiet until it works)."""
+    collect_until: float = float("-inf")
+    """The end of the window after a quiet node's last beacon."""
 
     def worked(self, now: float) -> None:
         """This turn did work: tick every ``busy_interval`` for ``quiet_after`` seconds."""
@@ -60,3 +89,31 @@ class TickPace:
     def interval(self, now: float) -> float:
         """Seconds from a tick at ``now`` to the next."""
         return self.quiet_interval if self.quiet(now) else self.busy_interval
+
+    def beaconed(self, now: float) -> None:
+        """Our beacon and heartbeat went out at ``now``: a quiet node collects its peers'
+        for ``collect_window`` seconds before it reads them."""
+        if self.quiet(now):
+            self.collect_until = now + self.collect_window
+
+    def collecting(self, now: float) -> bool:
+        """Whether the data SUB waits unread (quiet, in the window after a beacon)."""
+        # guard: quiet-node-collects-heartbeats
+        return now < self.collect_until and self.quiet(now)
+
+    def next_tick(self, now: float, next_beacon: float) -> float:
+        """When the tick after one at ``now`` is due: ``busy_interval`` on while the node
+        works; once quiet, at the end of the window after the next beacon (at most
+        ``quiet_interval`` on)."""
+        if not self.quiet(now):
+            return now + self.busy_interval
+        at = next_beacon + self.collect_window
+        return at if now < at <= now + self.quiet_interval else now + self.quiet_interval
+
+
+def beat_phase(clock: Callable[[], float], interval: float) -> float | None:
+    """A moment of ``clock`` on the beat grid: a whole multiple of ``interval`` of the wall
+    clock (None for a clock other than ``time.monotonic``: a test's own time)."""
+    if clock is not time.monotonic or not interval > 0 or not math.isfinite(interval):
+        return None
+    return time.monotonic() - time.time() % interval

@@ -4,12 +4,21 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from dafka.config import NodeConfig, TowerAddress
 from dafka.io.node import NodeLoop
-from dafka.io.tick_pace import QUIET_AFTER, QUIET_TICK_INTERVAL, TICK_INTERVAL, TickPace
+from dafka.io.tick_pace import (
+    COLLECT_WINDOW,
+    QUIET_AFTER,
+    QUIET_TICK_INTERVAL,
+    TICK_INTERVAL,
+    TickPace,
+)
+from dafka.wire.profiles import SignedProfile
 from tests.idle_handler import IdleHandler
-from tests.procs import wait_until
+from tests.procs import Proc, py, wait_until
+from tests.quiet_peers import Heartbeats
 from tower.relay import Tower
 
 
@@ -65,12 +74,16 @@ def test_a_quiet_loop_ticks_seldom_and_work_brings_the_next_tick_soon() -> None:
     config = NodeConfig(towers=(TowerAddress("127.0.0.1", 1),))  # no tower: nothing arrives
     loop = NodeLoop("A" * 32, config, handler).start()  # type: ignore[arg-type]
     try:
-        # quiet from the start: ticks come QUIET_TICK_INTERVAL apart, never closer (a loop
-        # under load ticks later, never sooner, so this holds on a busy machine too)
-        wait_until(lambda: len(handler.ticks) >= 5, 30, what="five quiet ticks")
-        quiet = handler.ticks[1:5]
+        # quiet from the start: once on the beat grid, ticks come QUIET_TICK_INTERVAL
+        # apart, never closer (a loop under load ticks later, never sooner, so this holds
+        # on a busy machine too), each COLLECT_WINDOW after a whole second of the wall clock
+        wait_until(lambda: len(handler.ticks) >= 7, 30, what="seven quiet ticks")
+        quiet = handler.ticks[3:7]
         gaps = [b - a for a, b in zip(quiet, quiet[1:], strict=False)]
         assert min(gaps) >= QUIET_TICK_INTERVAL - 0.01, gaps
+        wall = time.time() - time.monotonic()
+        late = [(t + wall - COLLECT_WINDOW) % 1.0 for t in quiet]
+        assert sum(x < 0.1 for x in late) >= 2, late  # a loaded machine may miss some
         # work (a command) right after a tick: the next tick comes a busy interval after
         # it, not at the quiet tick's time
         handler.armed.set()
@@ -145,4 +158,62 @@ def test_a_quiet_node_reads_its_beacons_before_judging_an_expiry() -> None:
         assert not [j for j in judged if j == (True, True)], judged
     finally:
         a.stop()
+        tower.stop()
+
+
+def test_a_quiet_node_collects_its_peers_heartbeats_after_its_beacon() -> None:
+    """Quiet, a node leaves its data SUB unread for COLLECT_WINDOW after its beacon (its
+    peers heartbeat on the same beat) and ticks at the window's end; busy, never."""
+    pace = TickPace()
+    pace.beaconed(5.0)  # quiet from the start
+    assert pace.collecting(5.0) and pace.collecting(5.0 + COLLECT_WINDOW - 0.001)
+    assert not pace.collecting(5.0 + COLLECT_WINDOW)
+    assert pace.next_tick(5.0 + COLLECT_WINDOW, next_beacon=6.0) == 6.0 + COLLECT_WINDOW
+    pace.beaconed(6.0)
+    pace.worked(6.01)  # work in the window: the SUB is read again at once
+    assert not pace.collecting(6.01)
+    pace.beaconed(6.5)  # a busy node's beacon opens no window
+    assert not pace.collecting(6.5)
+    assert pace.next_tick(6.5, next_beacon=7.0) == 6.5 + TICK_INTERVAL
+    # a grid point further than QUIET_TICK_INTERVAL away: a quiet tick before it
+    assert pace.next_tick(20.0, next_beacon=30.0) == 20.0 + QUIET_TICK_INTERVAL
+
+
+class _Turns(Heartbeats):
+    """Counts its loop's turns (the loop asks ``accepting`` once a turn)."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+
+    def accepting(self) -> bool:
+        self.turns += 1
+        return True
+
+
+def test_a_quiet_node_wakes_for_its_beat_not_for_each_peer() -> None:
+    """Five peers in another process, their beacons 0.17 s apart, all quiet: each
+    heartbeats once a second. On the beat grid, collected after the beacon, they cost a quiet node
+    about two turns a second (its beacon, the window's end), not one more for each peer
+    (issue 39)."""
+    tower = Tower(TowerAddress("127.0.0.1", 0)).start()
+    config = NodeConfig(towers=(tower.address,), mesh="full")
+    handler = _Turns()
+    first = NodeLoop("A" * 32, config, handler, profile=SignedProfile()).start()  # type: ignore[arg-type]
+    address = f"{tower.address.host}:{tower.address.port}"
+    peers = Proc(py("tests.quiet_peers", address), open_stdin=True)
+    try:
+        peers.wait_line_stdout("started")
+        wait_until(lambda: len(first.discovery.peers) == 5, 30, what="a meshed with five")
+        wait_until(lambda: first.pace.quiet(first.clock()), 30, what="a quiet")
+        time.sleep(1.5)  # past the answers to newcomers
+        before, t0 = handler.turns, time.monotonic()
+        time.sleep(4.0)
+        rate = (handler.turns - before) / (time.monotonic() - t0)
+        assert len(first.discovery.peers) == 5 and first.liveness.heartbeats > 0
+        # about 2.25 (its beacon, the window's end, a quiet tick now and then); 3.75
+        # without the window, 7 without the grid
+        assert rate < 3.2, f"{rate:.1f} turns a second"
+    finally:
+        peers.kill()
+        first.stop()
         tower.stop()
