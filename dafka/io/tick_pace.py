@@ -34,11 +34,10 @@ interval. A record that reaches a quiet node in that window waits for its end: a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 __all__ = [
     "COLLECT_WINDOW",

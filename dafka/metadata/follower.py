@@ -277,7 +277,7 @@ class MetadataView:
                     next_sync = time.monotonic() + (self.refresh if self.online else 1.0)
                 # nothing to do before the next sync: a stop or a create wakes the pipe
                 wait = max(0.0, next_sync - time.monotonic())
-                events = dict(poller.poll(wait * 1000))
+                events = dict(poller.poll(int(wait * 1000) + 1))
                 if self._wake_r in events:
                     try:
                         os.read(self._wake_r, 4096)
