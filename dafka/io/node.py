@@ -547,10 +547,9 @@ class NodeLoop:
                 if xpub in events:
                     pace.worked(now)
                     send(self._on_subscriptions(xpub, now))
-                # guard: quiet-node-reads-collected-heartbeats
                 if sub in events or (collecting and reading and not pace.collecting(now)):
-                    send(self._on_data(sub, now, send))  # the window's end: read them all
-                    collecting = False
+                    send(self._on_data(sub, now, send))  # the window's end: read them all now,
+                    collecting = False  # not in one more turn (an expiry due reads them too)
                 for sock, service in served.items():
                     if sock in events:
                         pace.worked(now)
