@@ -1577,6 +1577,8 @@ MUTANTS: dict[str, Spec] = {
     "a quiet node collects its peers' heartbeats after its beacon": Guard(
         "quiet-node-collects-heartbeats", "return False"
     ),
+    "HEADs read keep no node busy": Guard("heads-read-are-not-work", "pass"),
+    "HEADs sent keep no node busy": Guard("heads-sent-are-not-work", "if False:"),
     "a metadata view in step with the broadcasts does not sync": Guard(
         "follower-syncs-only-without-broadcasts", "elif False:"
     ),
@@ -1647,6 +1649,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a quiet node collects its peers' heartbeats after its beacon": (
         "tests/unit/test_tick_pace.py::test_a_quiet_node_collects_its_peers_heartbeats_after_its_beacon",
         "tests/unit/test_tick_pace.py::test_a_quiet_node_wakes_for_its_beat_not_for_each_peer",
+    ),
+    "HEADs read keep no node busy": (
+        "tests/unit/test_tick_pace.py::test_an_idle_producers_heads_keep_nobody_busy",
+    ),
+    "HEADs sent keep no node busy": (
+        "tests/unit/test_tick_pace.py::test_an_idle_producers_heads_keep_nobody_busy",
     ),
     "a metadata view in step with the broadcasts does not sync": (
         "tests/integration/test_metadata.py::test_a_view_in_step_with_the_broadcasts_asks_the_towers_nothing",

@@ -123,6 +123,7 @@ PORTS_PER_TOWER = 4
 ADMIN_KEY_FILE = "admin.key"
 EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
 PICKED_PORT_FLOOR = 20_000
+MIN_PICKED_PORTS = 1_000
 
 
 def ephemeral_port_range() -> tuple[int, int]:
@@ -138,15 +139,24 @@ def ephemeral_port_range() -> tuple[int, int]:
 def free_port_block(host: str, count: int = PORTS_PER_TOWER) -> int:
     """A port ``p`` such that ``p .. p+count-1`` are free on ``host`` right now, picked
     at random below the ephemeral range: a port in that range can be handed to an
-    outgoing connection (a peer tower's, a node's) between this check and our bind."""
+    outgoing connection (a peer tower's, a node's) between this check and our bind. A host
+    whose ephemeral range leaves fewer than ``MIN_PICKED_PORTS`` below it gets the kernel's
+    pick, in that range, as before."""
     low, _high = ephemeral_port_range()
     top = min(low, 65_536) - count
-    bottom = min(PICKED_PORT_FLOOR, max(1_024, top - 1_000))
+    roomy = top - PICKED_PORT_FLOOR >= MIN_PICKED_PORTS
     for _ in range(200):
-        base = random.randrange(bottom, max(top, bottom + 1))
+        if roomy:
+            base = random.randrange(PICKED_PORT_FLOOR, top)
+        else:
+            with socket.socket() as probe:
+                probe.bind((host, 0))
+                base = probe.getsockname()[1]
+            if base + count > 65_535:
+                continue
         if all(_free(host, port) for port in range(base, base + count)):
             return base
-    raise ConfigError(f"no {count} free neighbouring ports found on {host} in {bottom}-{top}")
+    raise ConfigError(f"no {count} free neighbouring ports found on {host}")
 
 
 def _free(host: str, port: int) -> bool:

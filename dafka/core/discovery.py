@@ -386,14 +386,16 @@ class Discovery:
 
     def _after(self, now: float) -> float:
         """When the beacon after one sent at ``now`` is due: ``interval`` later, or, on a
-        beat grid (``phase``), its point after ``now + interval / 2`` (0.5 to 1.5 intervals
-        on). Every node of a machine, or of NTP-synchronised machines, then beacons and
-        heartbeats at the same moments, and a quiet node reads its peers' heartbeats in one
-        wake-up, not one each (:mod:`dafka.io.tick_pace`)."""
+        beat grid (``phase``), its next point (at most ``interval`` on: never later than
+        without the grid, so ``timeout`` keeps its margin; an answer or a welcome just
+        before a beat costs one beacon more). Every node of a machine, or of
+        NTP-synchronised machines, then beacons and heartbeats at the same moments, and a
+        quiet node reads its peers' heartbeats in one wake-up, not one each
+        (:mod:`dafka.io.tick_pace`)."""
         if self.phase is None:
             return now + self.interval
         # guard: discovery-beacons-on-the-beat-grid
-        beats = math.floor((now + self.interval / 2 - self.phase) / self.interval) + 1
+        beats = math.floor((now - self.phase) / self.interval) + 1
         return self.phase + beats * self.interval
 
     def _expire(self, now: float, pending: bool, actions: DiscoveryActions) -> None:

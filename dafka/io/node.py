@@ -55,7 +55,7 @@ import zmq
 from ..config import NodeConfig
 from ..core.discovery import Discovery
 from ..core.effects import Outgoing, Publish, PublishRecords
-from ..core.messages import DirectRecord, Message, Oversized, Record
+from ..core.messages import Ack, DirectRecord, Head, Message, Oversized, Record
 from ..core.read_guard import ReadView
 from ..errors import ConfigError, DafkaError, TooManyFrames, WireError
 from ..security.curve_keys import (
@@ -103,6 +103,13 @@ loop drops an oversized frame as soon as it reads it."""
 
 Call = Callable[[float], "list[Publish]"]
 """A command run on the loop thread with the time; returns what to publish."""
+
+
+CHATTER: frozenset[type] = frozenset({Head, Ack})
+"""Messages that are not work for :class:`~dafka.io.tick_pace.TickPace`: an idle producer
+sends a HEAD a second for good and its stores ACK each. A record sent is work (the producer
+is busy, ticking often for its retries, for a second after it); an ACK for it still resolves
+its future at once, quiet or not."""
 
 
 class NodeLoop:
@@ -175,6 +182,8 @@ class NodeLoop:
         self.grants = ReadGrants(node_id, read_view) if self.curve.enabled else None
         """Who may subscribe to what on the XPUB (CURVE only; None: every subscription)."""
         self.pace = TickPace()
+        self.chatter = 0
+        """HEADs and ACKs sent and read: messages that are not work (``CHATTER``)."""
         """How often the loop ticks the handler (the loop thread's)."""
         self.stats = {
             "received": 0,
@@ -468,6 +477,9 @@ class NodeLoop:
                     else:
                         send_frames(encode(effect.msg))  # type: ignore[union-attr]  # a Publish
                         sent += 1
+                        # guard: heads-sent-are-not-work
+                        if type(effect.msg) in CHATTER:  # type: ignore[union-attr]
+                            self.chatter += 1
                 except DafkaError as exc:  # a core asked for what the profile cannot send
                     self.stats["unsendable"] += 1
                     self.malformed("send", exc, self.clock())
@@ -496,8 +508,9 @@ class NodeLoop:
                 if muted != (collecting or not reading):
                     muted = not muted
                     poller.modify(sub, 0 if muted else zmq.POLLIN)
-                # messages in or out this turn are work (besides what is flagged below)
-                work = stats["sent"] + stats["received"]
+                # messages in or out this turn are work (besides what is flagged below), but
+                # for CHATTER: an idle producer's HEADs and its stores' ACKs keep nobody busy
+                work = stats["sent"] + stats["received"] - self.chatter
                 if self.handler.has_pending():
                     timeout = 0
                     pace.worked(now)
@@ -578,13 +591,11 @@ class NodeLoop:
                         if self._heartbeat is not None:
                             send_heartbeat(xpub, self._heartbeat)
                         pace.beaconed(now)
-                if timer.fd in events or stats["sent"] + stats["received"] != work:
+                if timer.fd in events or stats["sent"] + stats["received"] - self.chatter != work:
                     pace.worked(now)  # a deadline of the handler's, messages in or out
                 if ticking:  # quiet a while: tick seldom (dafka.io.tick_pace)
                     link.tick_towers(now)
                     next_tick = pace.next_tick(now, self.discovery.next_beacon)
-                if pace.collecting(now):  # a beacon of a quiet node: tick at the window's end
-                    next_tick = pace.collect_until
                 # guard: loop-ticks-soon-after-quiet-work
                 elif pace.last_work == now:  # work after a quiet while: tick soon
                     next_tick = min(next_tick, now + pace.busy_interval)
@@ -695,6 +706,8 @@ class NodeLoop:
             return []
         self.liveness.on_messages(firsts, now)
         self.stats["received"] += len(msgs)
+        # guard: heads-read-are-not-work
+        self.chatter += sum(type(m) in CHATTER for m in msgs)
         send(self.handler.on_arrival(msgs, now))  # before the handler works on them
         # guard: shell-tells-cores-each-request
         return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts, self.peers))

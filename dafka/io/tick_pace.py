@@ -11,8 +11,8 @@ thread is charged 80-160 us of CPU whatever the thread does then
 
 :class:`TickPace` is the rule, kept apart from the loop so it is tested without sockets:
 a turn in which the node did something (sent or received a message that is not a
-heartbeat or a beacon, ran a command, had work pending, served a subscription or a
-service) makes it busy; once nothing of that kind has happened for
+heartbeat, a beacon or a HEAD, ran a command, had work pending, served a subscription or
+a service) makes it busy; once nothing of that kind has happened for
 ``QUIET_AFTER`` seconds it ticks every ``QUIET_TICK_INTERVAL``, and reads the beacons the
 towers relay on those ticks instead of waking for each (they are read too before discovery
 judges an expiry, so that queued beacons never put one off). Nothing else is slowed: data,
@@ -25,9 +25,10 @@ A quiet node's wake-ups are then its peers' heartbeats, one each a second. They 
 together: every node beacons and heartbeats on one beat grid, the wall clock's whole
 beacon intervals (:func:`beat_phase`, ``Discovery(phase=...)``). A quiet node that has
 just sent its own stops polling its data SUB for ``COLLECT_WINDOW`` (:meth:`TickPace.beaconed`),
-while its peers' heartbeats arrive, and reads them all at the window's end, where it also
-ticks, reads the beacons and judges expiries. Its quiet ticks follow the grid, one a beacon
-interval. A record that reaches a quiet node in that window waits for its end: at most
+while its peers' heartbeats arrive, and reads them all at the window's end (an expiry due
+inside the window reads them first). Its quiet ticks are on the beat too, in the turn of its
+beacon, so the HEADs an idle producer's core sends on its ticks reach its consumers inside
+their windows. A record that reaches a quiet node in a window waits for its end: at most
 ``COLLECT_WINDOW`` once a beacon interval, and never on a node that has worked in the last
 ``QUIET_AFTER`` seconds.
 """
@@ -102,11 +103,10 @@ class TickPace:
 
     def next_tick(self, now: float, next_beacon: float) -> float:
         """When the tick after one at ``now`` is due: ``busy_interval`` on while the node
-        works; once quiet, at the end of the window after the next beacon (at most
-        ``quiet_interval`` on)."""
+        works; once quiet, with the next beacon (at most ``quiet_interval`` on)."""
         if not self.quiet(now):
             return now + self.busy_interval
-        at = next_beacon + self.collect_window
+        at = next_beacon
         return at if now < at <= now + self.quiet_interval else now + self.quiet_interval
 
 

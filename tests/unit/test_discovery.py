@@ -189,25 +189,28 @@ def test_a_node_catching_up_with_many_new_peers_answers_them_a_few_times_a_secon
 
 
 def test_beacons_fall_on_the_beat_grid() -> None:
-    """With a ``phase``, every beacon after the first is due on the grid ``phase + k *
-    interval``, 0.5 to 1.5 intervals after the last (a late loop, an answer to a new peer,
-    a welcome): so every node heartbeats at the same moments (issue 39)."""
+    """With a ``phase``, every beacon after the first is due on the next point of the grid
+    ``phase + k * interval``, at most an interval after the last (a late loop, an answer to
+    a new peer, a welcome): so every node heartbeats at the same moments (issue 39), and
+    no gap is longer than without the grid (a timeout of 1.3 intervals expired live peers
+    when gaps reached 1.5)."""
     d = Discovery(ME, interval=1.0, timeout=4.0, phase=0.3)
     assert d.tick(0.0).send_beacon
+    assert d.next_beacon == pytest.approx(0.3)
+    assert d.tick(0.35).send_beacon  # late by 50 ms: the next is still on the grid
     assert d.next_beacon == pytest.approx(1.3)
-    assert d.tick(1.35).send_beacon  # late by 50 ms: the next is still on the grid
-    assert d.next_beacon == pytest.approx(2.3)
-    assert d.on_welcome(2.05).send_beacon
-    assert d.next_beacon == pytest.approx(3.3)
+    assert d.on_welcome(1.25).send_beacon
+    assert d.next_beacon == pytest.approx(1.3)  # one beacon more, the beat kept
+    assert d.tick(1.3).send_beacon and d.next_beacon == pytest.approx(2.3)
     answered = d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=3.9)
-    assert answered.send_beacon and d.next_beacon == pytest.approx(5.3)
+    assert answered.send_beacon and d.next_beacon == pytest.approx(4.3)
     sent = 0
-    for now in (7.0, 7.79, 8.31, 9.2999, 9.31, 10.8):
+    for now in (4.31, 4.9, 5.3, 6.2999, 6.31, 7.8):
         if d.tick(now).send_beacon:
             sent += 1
             gap = d.next_beacon - now
-            assert 0.5 <= gap <= 1.5
+            assert 0.0 < gap <= 1.0
             assert abs((d.next_beacon - 0.3) % 1.0 - 0.5) == pytest.approx(0.5)
-    assert sent == 4  # at 7.0, 8.31, 9.31 and 10.8; 7.79 and 9.2999 are before the grid
+    assert sent == 4  # at 4.31, 5.3, 6.31 and 7.8; 4.9 and 6.2999 are before the grid
     plain = Discovery(ME, interval=1.0, timeout=4.0)  # no phase: an interval after the last
     assert plain.tick(0.25).send_beacon and plain.next_beacon == 1.25

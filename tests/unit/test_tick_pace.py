@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
+from dafka import Consumer, Producer, Store
 from dafka.config import NodeConfig, TowerAddress
 from dafka.io.node import NodeLoop
 from dafka.io.tick_pace import (
@@ -76,13 +78,13 @@ def test_a_quiet_loop_ticks_seldom_and_work_brings_the_next_tick_soon() -> None:
     try:
         # quiet from the start: once on the beat grid, ticks come QUIET_TICK_INTERVAL
         # apart, never closer (a loop under load ticks later, never sooner, so this holds
-        # on a busy machine too), each COLLECT_WINDOW after a whole second of the wall clock
+        # on a busy machine too), each on a whole second of the wall clock (its beacon)
         wait_until(lambda: len(handler.ticks) >= 7, 30, what="seven quiet ticks")
         quiet = handler.ticks[3:7]
         gaps = [b - a for a, b in zip(quiet, quiet[1:], strict=False)]
         assert min(gaps) >= QUIET_TICK_INTERVAL - 0.01, gaps
         wall = time.time() - time.monotonic()
-        late = [(t + wall - COLLECT_WINDOW) % 1.0 for t in quiet]
+        late = [(t + wall) % 1.0 for t in quiet]
         assert sum(x < 0.1 for x in late) >= 2, late  # a loaded machine may miss some
         # work (a command) right after a tick: the next tick comes a busy interval after
         # it, not at the quiet tick's time
@@ -163,12 +165,12 @@ def test_a_quiet_node_reads_its_beacons_before_judging_an_expiry() -> None:
 
 def test_a_quiet_node_collects_its_peers_heartbeats_after_its_beacon() -> None:
     """Quiet, a node leaves its data SUB unread for COLLECT_WINDOW after its beacon (its
-    peers heartbeat on the same beat) and ticks at the window's end; busy, never."""
+    peers heartbeat on the same beat) and ticks with its beacons; busy, never."""
     pace = TickPace()
     pace.beaconed(5.0)  # quiet from the start
     assert pace.collecting(5.0) and pace.collecting(5.0 + COLLECT_WINDOW - 0.001)
     assert not pace.collecting(5.0 + COLLECT_WINDOW)
-    assert pace.next_tick(5.0 + COLLECT_WINDOW, next_beacon=6.0) == 6.0 + COLLECT_WINDOW
+    assert pace.next_tick(5.0 + COLLECT_WINDOW, next_beacon=6.0) == 6.0  # with the beacon
     pace.beaconed(6.0)
     pace.worked(6.01)  # work in the window: the SUB is read again at once
     assert not pace.collecting(6.01)
@@ -216,4 +218,34 @@ def test_a_quiet_node_wakes_for_its_beat_not_for_each_peer() -> None:
     finally:
         peers.kill()
         first.stop()
+        tower.stop()
+
+
+def test_an_idle_producers_heads_keep_nobody_busy(tmp_path: Path) -> None:
+    """A producer that has published sends a HEAD a second for good; HEADs, like
+    heartbeats, are not work, so the producer, its consumer and its store all go quiet
+    (the red team found none of the three ever did)."""
+    tower = Tower(TowerAddress("127.0.0.1", 0)).start()
+    towers = f"{tower.address.host}:{tower.address.port}"
+    store = Store(str(tmp_path / "s"), towers=towers, metadata=False).start()
+    try:
+        with (
+            Producer("idle", towers=towers, metadata=False) as producer,
+            Consumer("idle", towers=towers, offset_reset="earliest", metadata=False) as consumer,
+        ):
+            producer.send(b"x").result(timeout=15)
+            wait_until(lambda: consumer.poll(timeout=0.1) is not None, 15, what="the record")
+            loops = [producer._loop, consumer._loop, store._loop]
+            heard = consumer._loop.chatter
+            wait_until(
+                lambda: all(loop.pace.quiet(loop.clock()) for loop in loops),
+                10,
+                what="all three quiet",
+            )
+            since = time.monotonic()
+            time.sleep(2.5)  # two HEADs or more: none of them is work
+            assert consumer._loop.chatter > heard  # HEADs were read
+            assert [loop.pace.last_work < since for loop in loops] == [True] * 3
+    finally:
+        store.stop()
         tower.stop()

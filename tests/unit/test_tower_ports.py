@@ -31,3 +31,15 @@ def test_the_range_is_read_from_the_kernel(tmp_path: Path, monkeypatch: pytest.M
         assert tm.free_port_block("127.0.0.1") + tm.PORTS_PER_TOWER <= 40_000
     monkeypatch.setattr(tm, "EPHEMERAL_RANGE_FILE", str(tmp_path / "missing"))
     assert tm.ephemeral_port_range() == (32_768, 60_999)
+
+
+def test_a_host_with_little_room_below_its_ephemeral_range_gets_the_kernels_pick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ip_local_port_range`` tuned to start at 1024 leaves nothing below it: the picks
+    are the kernel's, spread as before, not one block every time (or none at all)."""
+    f = tmp_path / "range"
+    f.write_text("1024 65535\n")
+    monkeypatch.setattr(tm, "EPHEMERAL_RANGE_FILE", str(f))
+    picks = {tm.free_port_block("127.0.0.1") for _ in range(10)}
+    assert len(picks) > 1 and all(p >= 1024 for p in picks), picks
