@@ -182,9 +182,9 @@ class NodeLoop:
         self.grants = ReadGrants(node_id, read_view) if self.curve.enabled else None
         """Who may subscribe to what on the XPUB (CURVE only; None: every subscription)."""
         self.pace = TickPace()
+        """How often the loop ticks the handler (the loop thread's)."""
         self.chatter = 0
         """HEADs and ACKs sent and read: messages that are not work (``CHATTER``)."""
-        """How often the loop ticks the handler (the loop thread's)."""
         self.stats = {
             "received": 0,
             "sent": 0,

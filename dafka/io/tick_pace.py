@@ -54,7 +54,7 @@ TICK_INTERVAL = 0.05
 
 QUIET_TICK_INTERVAL = 1.0
 """Seconds at most between two ticks once it has been quiet ``QUIET_AFTER`` seconds (they
-follow the beat grid: one ``COLLECT_WINDOW`` after each beacon)."""
+follow the beat grid: one with each beacon)."""
 
 COLLECT_WINDOW = 0.04
 """Seconds a quiet node leaves its data SUB unread after its beacon, while its peers'
