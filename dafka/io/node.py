@@ -184,7 +184,8 @@ class NodeLoop:
         self.pace = TickPace()
         """How often the loop ticks the handler (the loop thread's)."""
         self.chatter = 0
-        """HEADs and ACKs sent and read: messages that are not work (``CHATTER``)."""
+        """HEADs and ACKs sent, and read in drains of nothing else: messages that are not
+        work (``CHATTER``; a drain with a record in it is work whatever else it holds)."""
         self.stats = {
             "received": 0,
             "sent": 0,
@@ -707,7 +708,8 @@ class NodeLoop:
         self.liveness.on_messages(firsts, now)
         self.stats["received"] += len(msgs)
         # guard: heads-read-are-not-work
-        self.chatter += sum(type(m) in CHATTER for m in msgs)
+        if all(type(m) in CHATTER for m in msgs):  # stops at a data turn's first message
+            self.chatter += len(msgs)
         send(self.handler.on_arrival(msgs, now))  # before the handler works on them
         # guard: shell-tells-cores-each-request
         return self.handler.on_messages(msgs, now, FrameSources(self._sources, firsts, self.peers))
