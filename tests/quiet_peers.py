@@ -1,6 +1,7 @@
-"""Five idle signed-profile nodes (they heartbeat) meshed with every node of a tower, started 0.17 s apart, until stdin
-closes: the peers of ``tests/unit/test_tick_pace.py``'s quiet node, in a process of their
-own (``python -m tests.quiet_peers HOST:PORT``, so a mutant under test applies to them)."""
+"""Five idle signed-profile nodes (they heartbeat) meshed with every node of a tower,
+their beacons 0.17 s apart, until stdin closes: the peers of
+``tests/unit/test_tick_pace.py``'s quiet node, in a process of their own (``python -m
+tests.quiet_peers HOST:PORT``, so a mutant under test applies to them)."""
 
 from __future__ import annotations
 

@@ -104,10 +104,10 @@ class TickPace:
     def next_tick(self, now: float, next_beacon: float) -> float:
         """When the tick after one at ``now`` is due: ``busy_interval`` on while the node
         works; once quiet, with the next beacon (at most ``quiet_interval`` on)."""
-        if not self.quiet(now):
-            return now + self.busy_interval
-        at = next_beacon
-        return at if now < at <= now + self.quiet_interval else now + self.quiet_interval
+        step = self.interval(now)
+        if self.quiet(now) and now < next_beacon <= now + step:
+            return next_beacon
+        return now + step
 
 
 def beat_phase(clock: Callable[[], float], interval: float) -> float | None:
