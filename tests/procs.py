@@ -7,10 +7,8 @@ bound to 127.0.0.1 and killed at the end of its test.
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -213,37 +211,26 @@ def stored_head(data_dir: Path, topic: str, partition: str) -> int | None:
 
 def free_port(taken: set[int], host: str = "127.0.0.1") -> int:
     """A port nobody listens on right now, below the ephemeral range (where the kernel
-    picks ports for outgoing connections, so they cannot take it before we bind) and
-    not in ``taken``, to which it is added."""
+    picks ports for outgoing connections, so they cannot take it before we bind; the
+    tower's own pick, ``free_port_block``) and not in ``taken``, to which it is added."""
+    from tower.metadata import free_port_block
+
     for _ in range(200):
-        port = random.randrange(20_000, 32_000)
-        if port in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
-    raise RuntimeError("no free port in 20000-32000 after 200 tries")
+        port = free_port_block(host, 1)
+        if port not in taken:
+            taken.add(port)
+            return port
+    raise RuntimeError(f"no free port outside {len(taken)} taken after 200 tries")
 
 
 def free_tower_address(host: str = "127.0.0.1") -> str:
     """``host:port`` where a tower can bind later: ``port`` and ``port + 1`` (its relay)
-    free now, and below the ephemeral range. A port from ``--bind :0`` is in that range,
+    free now, and below the ephemeral range. A port from ``--bind :0`` was in that range,
     so while nobody listens there a node reconnecting to it can be handed that very port
     as its own source port and connect to itself, taking the port from the tower."""
-    taken: set[int] = set()
-    for _ in range(50):
-        port = free_port(taken, host)
-        with socket.socket() as s:
-            try:
-                s.bind((host, port + 1))
-            except OSError:
-                continue
-        return f"{host}:{port}"
-    raise RuntimeError("no two free neighbouring ports in 20000-32000 after 50 tries")
+    from tower.metadata import free_port_block
+
+    return f"{host}:{free_port_block(host, 2)}"
 
 
 def py(module: str, *args: str) -> list[str]:
