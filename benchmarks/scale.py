@@ -143,6 +143,13 @@ class Worker:
     def answer(self) -> dict[str, dict[str, int]]:
         return json.loads(self._line())
 
+    def events(self) -> dict[str, list[list[Any]]]:
+        """The expiries and stalls since the last call (``benchmarks.scale_nodes``)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("events\n")
+        self.proc.stdin.flush()
+        return json.loads(self._line())
+
     def _line(self) -> str:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -216,6 +223,43 @@ class Sample:
 def sample(pids: list[int], workers: list[Worker]) -> Sample:
     peers = peer_stats(workers)
     return Sample(time.monotonic(), {pid: cpu_seconds(pid) for pid in pids}, peers)
+
+
+TIMELINE_BUCKET = 30.0
+"""Seconds of the window in one bucket of ``expiry_timeline``."""
+
+
+def churn_timeline(workers: list[Worker], start: float, end: float) -> dict[str, Any]:
+    """When the window's expiries fell (``start``, ``end``: its wall times), how many nodes logged
+    them, the endpoints expired most, and every stall of a worker process (its watch
+    thread woke a second or more late): churn that follows a stall is the machine's, churn
+    without one is the protocol's."""
+    buckets: dict[int, int] = {}
+    nodes: set[str] = set()
+    endpoints: dict[str, int] = {}
+    stalls: list[tuple[float, int, float]] = []
+    for i, w in enumerate(workers):
+        taken = w.events()
+        for at, node, endpoint in taken["expired"]:
+            if not start <= at <= end:
+                continue
+            key = int((at - start) // TIMELINE_BUCKET)
+            buckets[key] = buckets.get(key, 0) + 1
+            nodes.add(node)
+            endpoints[endpoint] = endpoints.get(endpoint, 0) + 1
+        stalls += [(at - start, i, late) for at, late in taken["stalls"] if start <= at <= end]
+    stalls.sort(key=lambda s: -s[2])
+    return {
+        "expiry_timeline": {f"{k * TIMELINE_BUCKET:g}": v for k, v in sorted(buckets.items())},
+        "expiring_nodes": len(nodes),
+        "expired_most": sorted(endpoints.items(), key=lambda e: -e[1])[:5],
+        "stalls": len(stalls),
+        "stall_max_s": round(stalls[0][2], 2) if stalls else 0.0,
+        "stalls_worst": [
+            {"at_s": round(at, 1), "worker": i, "late_s": round(late, 2)}
+            for at, i, late in stalls[:20]
+        ],
+    }
 
 
 def wait_settled(workers: list[Worker], quiet: float, timeout: float) -> float | None:
@@ -317,14 +361,19 @@ def measure(n: int, args: argparse.Namespace, mesh: str = "topics") -> dict[str,
             node_workers = workers[1:]
             converge = wait_settled(node_workers, args.settle, args.settle_timeout)
             pids = [w.proc.pid for w in workers] + [tower.p.pid]
+            for w in node_workers:  # the settling's events are not the window's
+                w.events()
             a = sample(pids, node_workers)
+            window_start = time.time()
             paused: dict[str, Any] | None = None
             if args.tower_pause:
                 deadline = a.at + args.seconds + 60
                 paused = pause_tower(tower, pids, node_workers, args.tower_pause, deadline)
             time.sleep(max(0.0, a.at + args.seconds - time.monotonic()))
             b = sample(pids, node_workers)
+            window_end = time.time()
             row = figures(n, args.topics, base, node_workers, tower, a, b, pids)
+            row["churn"] = churn_timeline(node_workers, window_start, window_end)
             row["converge_s"] = None if converge is None else round(converge, 2)
             row["per_worker"] = per
             row["mesh"] = mesh
@@ -506,6 +555,18 @@ def print_report(report: dict[str, Any]) -> None:
                 f"      tower paused {p['pause_s']:g} s: tcp {p['tcp_before']} -> least "
                 f"{p['tcp_least']} ({p['tcp_dropped']} dropped), least peers of a node "
                 f"{p['peers_least']}, reconverged in {p['reconverge_s']} s"
+            )
+        churn = r.get("churn")
+        if churn and (churn["expiry_timeline"] or churn["stalls"]):
+            print(
+                f"      expiries by {TIMELINE_BUCKET:g} s of the window: "
+                f"{churn['expiry_timeline'] or 'none'} ({churn['expiring_nodes']} nodes "
+                f"expired peers); {churn['stalls']} worker stalls of 1 s or more, the "
+                f"longest {churn['stall_max_s']} s"
+                + "".join(
+                    f"; {st['late_s']} s at {st['at_s']} s (worker {st['worker']})"
+                    for st in churn["stalls_worst"][:3]
+                )
             )
     for mesh, fitted in report["fits"].items():
         print(f"growth ({mesh} mesh), metric ~ N^k:")

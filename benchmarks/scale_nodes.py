@@ -10,7 +10,10 @@ the open-file limit as the commands do, prints ``{"ready": ...}`` on stdout once
 has started, then answers each ``stats`` line on stdin with one JSON line: for each node
 (keyed by its IO thread's name), the peers it holds and how many peers its discovery took
 in (``new``), let expire (``expired``), took back within their grace (``returned``) and
-refused (``refused``) so far. The counts come
+refused (``refused``) so far; ``events`` answers with the expiries and the worker's stalls
+since the last ``events`` (each expiry's wall time, node and endpoint; each time the
+worker's watch thread woke more than ``STALL`` s late, a whole process held up: the GIL, the
+CPU), so a run that churns says when and whether its processes stalled. The counts come
 from discovery's own log lines (``discovery.peer.new`` / ``.expired`` / ``.returned`` / ``.refused``, by
 the thread that logged them): the API exposes a node's peer count only as the
 ``dafka_peers`` gauge of an HTTP metrics server, which would add a listening socket and a
@@ -25,7 +28,8 @@ import json
 import logging
 import sys
 import threading
-from collections import Counter
+import time
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,12 @@ EVENTS = {
     "discovery.peer.returned": "returned",
     "discovery.peer.refused": "refused",
 }
+KEPT = 5000
+"""Most expiries and stalls a worker keeps between two ``events`` (the oldest go first)."""
+WATCH = 0.25
+"""How often the watch thread wakes (4 wake-ups a second: the baseline worker has it too)."""
+STALL = 1.0
+"""A wake-up this much later than asked is a stall."""
 
 
 class PeerEvents(logging.Handler):
@@ -47,6 +57,7 @@ class PeerEvents(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.INFO)
         self.counts: dict[str, Counter[str]] = {}
+        self.expiries: deque[tuple[float, str, str]] = deque(maxlen=KEPT)
         self._guard = threading.Lock()
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -56,6 +67,15 @@ class PeerEvents(logging.Handler):
             return
         with self._guard:
             self.counts.setdefault(record.threadName or "?", Counter())[event] += 1
+            if event == "expired":
+                endpoint = record.args[0] if isinstance(record.args, tuple) else "?"
+                self.expiries.append((record.created, record.threadName or "?", str(endpoint)))
+
+    def take_expiries(self) -> list[tuple[float, str, str]]:
+        with self._guard:
+            out = list(self.expiries)
+            self.expiries.clear()
+            return out
 
     def snapshot(self, names: list[str]) -> dict[str, dict[str, int]]:
         with self._guard:
@@ -70,6 +90,31 @@ class PeerEvents(logging.Handler):
                     "returned": c["returned"],
                     "refused": c["refused"],
                 }
+            return out
+
+
+class Watch(threading.Thread):
+    """Wakes every :data:`WATCH` s and keeps when it woke :data:`STALL` s or more late."""
+
+    def __init__(self) -> None:
+        super().__init__(name="scale-watch", daemon=True)
+        self.stalls: deque[tuple[float, float]] = deque(maxlen=KEPT)
+        self._guard = threading.Lock()
+
+    def run(self) -> None:
+        due = time.monotonic() + WATCH
+        while True:
+            time.sleep(max(0.0, due - time.monotonic()))
+            late = time.monotonic() - due
+            if late >= STALL:
+                with self._guard:
+                    self.stalls.append((time.time() - late, late))
+            due = max(due + WATCH, time.monotonic())
+
+    def take(self) -> list[tuple[float, float]]:
+        with self._guard:
+            out = list(self.stalls)
+            self.stalls.clear()
             return out
 
 
@@ -109,6 +154,8 @@ def main() -> None:
     discovery.setLevel(logging.INFO)
     discovery.addHandler(events)
     limit = raise_fd_limit()
+    watch = Watch()
+    watch.start()
     metadata = False if args.no_metadata else None
     nodes: list[Any] = []
     names: list[str] = []
@@ -120,6 +167,10 @@ def main() -> None:
     print(json.dumps({"ready": len(nodes), "fd_limit": limit.after}), flush=True)
     try:
         for line in sys.stdin:
+            if line.strip() == "events":
+                taken = {"expired": events.take_expiries(), "stalls": watch.take()}
+                print(json.dumps(taken), flush=True)
+                continue
             if line.strip() != "stats":
                 break
             print(json.dumps(events.snapshot(names)), flush=True)

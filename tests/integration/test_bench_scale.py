@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.scale import FITTED, fits, goals, node_specs, ratios, slope
+from benchmarks.scale import FITTED, churn_timeline, fits, goals, node_specs, ratios, slope
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,11 +99,40 @@ def test_a_tiny_run_reports_every_figure(tmp_path: Path) -> None:
     # worker's loop past the 4 s expiry, which is what issue 39 is about, not this test
     assert isinstance(row["peers_expired"], int) and row["peers_expired"] >= 0
     assert len(row["load_avg_end"]) == 3
+    churn = row["churn"]  # when the expiries fell, and the workers' stalls
+    assert sum(churn["expiry_timeline"].values()) <= row["peers_expired"] + 6
+    assert churn["stalls"] == len(churn["stalls_worst"]) or churn["stalls"] > 20
     assert set(report["fits"]["topics"]) == set(FITTED)  # one N: nothing to fit
     assert all(k is None for k in report["fits"]["topics"].values())
     [mesh, _, pause] = report["goals"]
     assert not mesh["met"] and not pause["met"]  # never claimed by a run this small
     assert "growth (topics mesh), metric ~ N^k" in run.stdout and "NOT MET" in run.stdout
+
+
+class _Events:
+    """A worker's answer to ``events``, without its process."""
+
+    def __init__(self, expired: list[list[Any]], stalls: list[list[float]]) -> None:
+        self.taken = {"expired": expired, "stalls": stalls}
+
+    def events(self) -> dict[str, list[list[Any]]]:
+        return self.taken
+
+
+def test_the_churn_timeline_buckets_the_windows_expiries_and_names_its_stalls() -> None:
+    start = 1000.0
+    one = _Events(
+        [[999.0, "a", "tcp://x:1"], [1001.0, "a", "tcp://x:1"], [1031.0, "b", "tcp://x:2"]],
+        [[1030.0, 1.5], [990.0, 9.0]],
+    )
+    two = _Events([[1035.0, "c", "tcp://x:1"], [1200.0, "c", "tcp://x:1"]], [[1040.0, 4.0]])
+    churn = churn_timeline([one, two], start, 1100.0)  # type: ignore[list-item]
+    # the one before the window and the one after it are not the window's
+    assert churn["expiry_timeline"] == {"0": 1, "30": 2}
+    assert churn["expiring_nodes"] == 3
+    assert churn["expired_most"][0] == ("tcp://x:1", 2)
+    assert churn["stalls"] == 2 and churn["stall_max_s"] == 4.0
+    assert churn["stalls_worst"][0] == {"at_s": 40.0, "worker": 1, "late_s": 4.0}
 
 
 def test_the_meshes_are_compared_like_against_like() -> None:
