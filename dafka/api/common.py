@@ -16,6 +16,7 @@ def node_config(
     curve: bool = False,
     curve_allowed: Iterable[bytes] | None = None,
     mesh: str = "topics",
+    tower_fanout: str = "one",
 ) -> NodeConfig:
     """Build a validated NodeConfig from keyword arguments (or take the one given)."""
     if config is not None:
@@ -27,4 +28,5 @@ def node_config(
         curve=curve,
         curve_allowed=None if curve_allowed is None else frozenset(curve_allowed),
         mesh=mesh,
+        tower_fanout=tower_fanout,
     ).validate()

@@ -46,6 +46,7 @@ SHARED_KEYS = frozenset(
         "curve_allow",
         "profile",
         "mesh",
+        "tower_fanout",
         "log_level",
         "log_format",
         "cluster",
@@ -357,6 +358,24 @@ def mesh_option(f: F) -> F:
         "every node's beacon and connect to every node, as the C reference does; its "
         "connections and beacon traffic grow with the whole cluster, not with its topics. Use "
         "full only for a node that must hear every node (docs/wire.md 6.3).",
+    )(f)
+
+
+def fanout_option(f: F) -> F:
+    """``--tower-fanout one|all`` (``DAFKA_TOWER_FANOUT``, ``tower_fanout`` in TOML) for
+    producers, consumers and stores: :attr:`dafka.config.NodeConfig.tower_fanout`; its
+    choices are :data:`dafka.config.FANOUTS`, written out here so that ``--help`` does not load
+    dafka.config (a test holds them equal)."""
+    return click.option(
+        "--tower-fanout",
+        default="one",
+        show_default=True,
+        type=click.Choice(["one", "all"]),
+        help="Of several towers (--tower A,B,...), which this node beacons to (signed "
+        "profile; rfc46 nodes beacon to every tower). one: the tower its node ID picks, the "
+        "next when that one falls silent; the towers relay to each other, so they must be "
+        "peered (dafka-tower --peer; a metadata group's towers are). all: every tower, for "
+        "towers that are not peered (docs/wire.md 6.4).",
     )(f)
 
 

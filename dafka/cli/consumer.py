@@ -19,6 +19,7 @@ from .common import (
     Command,
     common_options,
     curve_allowed,
+    fanout_option,
     mesh_option,
     profile_option,
     run_cli,
@@ -218,6 +219,7 @@ class _Waiting:
 @common_options("consumer")
 @profile_option
 @mesh_option
+@fanout_option
 @click.option(
     "--from-beginning", is_flag=True, help="Start at the first record (same as -o beginning)."
 )
@@ -355,6 +357,7 @@ def main(
     key_dir: str | None,
     profile: str,
     mesh: str,
+    tower_fanout: str,
     from_beginning: bool,
     offset: tuple[str, ...],
     exit_at_end: bool,
@@ -444,7 +447,12 @@ def main(
     with Consumer(
         named,
         node=node_config(
-            tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow), mesh=mesh
+            tower,
+            host,
+            curve=curve,
+            curve_allowed=curve_allowed(curve, curve_allow),
+            mesh=mesh,
+            tower_fanout=tower_fanout,
         ),
         identity=None if key_dir is None else identity.load(key_dir),
         offset_reset=reset,

@@ -125,6 +125,7 @@ def run_table(
             curve=curve,
             curve_allowed=curve_allowed(curve, given["curve_allow"]),
             mesh=given["mesh"],
+            tower_fanout=given["tower_fanout"],
         ),
         "identity": None if key_dir is None else identity.load(key_dir),
         "profile": check_profile(given["profile"]),

@@ -31,6 +31,7 @@ from .common import (
     Command,
     common_options,
     curve_allowed,
+    fanout_option,
     mesh_option,
     profile_option,
     run_cli,
@@ -54,6 +55,7 @@ PROGRESS_AFTER = 0.5
 @common_options("producer")
 @profile_option
 @mesh_option
+@fanout_option
 @click.option(
     "-K",
     "--key-separator",
@@ -150,6 +152,7 @@ def main(
     curve_allow: str | None,
     profile: str,
     mesh: str,
+    tower_fanout: str,
     key_separator: str | None,
     delimiter: str | None,
     trusted_stores: str | None,
@@ -208,7 +211,12 @@ def main(
     producer = Producer(
         topic,
         node=node_config(
-            tower, host, curve=curve, curve_allowed=curve_allowed(curve, curve_allow), mesh=mesh
+            tower,
+            host,
+            curve=curve,
+            curve_allowed=curve_allowed(curve, curve_allow),
+            mesh=mesh,
+            tower_fanout=tower_fanout,
         ),
         state_dir=state_dir,
         max_unacked_bytes=max_unacked_bytes,

@@ -24,6 +24,7 @@ from .common import (
     Command,
     common_options,
     curve_allowed,
+    fanout_option,
     profile_option,
     run_cli,
     wait_for_signal,
@@ -54,6 +55,7 @@ def tune_gc() -> None:
 @click.command(cls=Command, context_settings=CONTEXT)
 @common_options("store")
 @profile_option
+@fanout_option
 @click.option(
     "--data-dir",
     "-d",
@@ -134,6 +136,7 @@ def main(
     curve: bool,
     curve_allow: str | None,
     profile: str,
+    tower_fanout: str,
     data_dir: str,
     port: int,
     query_port: int,
@@ -154,7 +157,12 @@ def main(
     store = Store(
         data_dir,
         node=node_config(
-            tower, host, port, curve=curve, curve_allowed=curve_allowed(curve, curve_allow)
+            tower,
+            host,
+            port,
+            curve=curve,
+            curve_allowed=curve_allowed(curve, curve_allow),
+            tower_fanout=tower_fanout,
         ),
         map_size=map_size,
         query_port=query_port,
