@@ -262,6 +262,27 @@ def churn_timeline(workers: list[Worker], start: float, end: float) -> dict[str,
     }
 
 
+def load_timeline(pids: list[int], until: float) -> list[dict[str, float]]:
+    """Sleep until ``until`` (monotonic), noting every :data:`TIMELINE_BUCKET` s the CPU
+    seconds a second of the run's processes and the 1-minute load average: whether a
+    window's cost grew as it went on."""
+    out = []
+    last_at, last_cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
+    start = last_at
+    while (now := time.monotonic()) < until:
+        time.sleep(min(TIMELINE_BUCKET, until - now))
+        at, cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
+        out.append(
+            {
+                "at_s": round(at - start, 1),
+                "run_cpu_s_per_s": round((cpu - last_cpu) / (at - last_at), 3),
+                "load_1m": round(os.getloadavg()[0], 2),
+            }
+        )
+        last_at, last_cpu = at, cpu
+    return out
+
+
 def wait_settled(workers: list[Worker], quiet: float, timeout: float) -> float | None:
     """Seconds until the last change of any node's peers, once none changed for ``quiet`` s;
     None when they still changed at ``timeout``."""
@@ -369,11 +390,12 @@ def measure(n: int, args: argparse.Namespace, mesh: str = "topics") -> dict[str,
             if args.tower_pause:
                 deadline = a.at + args.seconds + 60
                 paused = pause_tower(tower, pids, node_workers, args.tower_pause, deadline)
-            time.sleep(max(0.0, a.at + args.seconds - time.monotonic()))
+            load = load_timeline(pids, a.at + args.seconds)
             b = sample(pids, node_workers)
             window_end = time.time()
             row = figures(n, args.topics, base, node_workers, tower, a, b, pids)
             row["churn"] = churn_timeline(node_workers, window_start, window_end)
+            row["churn"]["load_timeline"] = load
             row["converge_s"] = None if converge is None else round(converge, 2)
             row["per_worker"] = per
             row["mesh"] = mesh
@@ -566,6 +588,14 @@ def print_report(report: dict[str, Any]) -> None:
                 + "".join(
                     f"; {st['late_s']} s at {st['at_s']} s (worker {st['worker']})"
                     for st in churn["stalls_worst"][:3]
+                )
+            )
+        if churn and len(churn.get("load_timeline", ())) > 1:
+            print(
+                "      run cpu s/s and load by "
+                f"{TIMELINE_BUCKET:g} s: "
+                + ", ".join(
+                    f"{x['run_cpu_s_per_s']:.2f}/{x['load_1m']:g}" for x in churn["load_timeline"]
                 )
             )
     for mesh, fitted in report["fits"].items():

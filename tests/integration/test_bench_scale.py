@@ -102,6 +102,8 @@ def test_a_tiny_run_reports_every_figure(tmp_path: Path) -> None:
     churn = row["churn"]  # when the expiries fell, and the workers' stalls
     assert sum(churn["expiry_timeline"].values()) <= row["peers_expired"] + 6
     assert churn["stalls"] == len(churn["stalls_worst"]) or churn["stalls"] > 20
+    [window] = churn["load_timeline"]  # a 3 s window is one bucket, cut at the window's end
+    assert 2.5 <= window["at_s"] <= 4 and 0 < window["run_cpu_s_per_s"] < 4
     assert set(report["fits"]["topics"]) == set(FITTED)  # one N: nothing to fit
     assert all(k is None for k in report["fits"]["topics"].values())
     [mesh, _, pause] = report["goals"]
