@@ -18,7 +18,7 @@ import click
 
 from ..api.common import node_config
 from ..errors import ConfigError
-from .common import CONTEXT, Command, common_options, curve_allowed, run_cli
+from .common import CONTEXT, Command, common_options, curve_allowed, fanout_option, run_cli
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,7 @@ MIB = 1024 * 1024
 
 @click.command(cls=Command, context_settings=CONTEXT)
 @common_options("kafka")
+@fanout_option
 @click.option(
     "--port",
     default=9092,
@@ -130,6 +131,7 @@ def main(
     host: str,
     curve: bool,
     curve_allow: str | None,
+    tower_fanout: str,
     port: int,
     advertised_host: str | None,
     advertised_port: int | None,
@@ -167,6 +169,7 @@ def main(
         host=host,
         curve=curve,
         curve_allow=curve_allow,
+        tower_fanout=tower_fanout,
         port=port,
         advertised_host=advertised_host or host,
         advertised_port=advertised_port,
@@ -274,6 +277,7 @@ def _backend(o: dict[str, Any], broker: Any) -> tuple[Any, Any, Any, Any]:
         o["host"],
         curve=o["curve"],
         curve_allowed=curve_allowed(o["curve"], o["curve_allow"]),
+        tower_fanout=o["tower_fanout"],
     )
     commits = GroupCommits(towers=o["tower"], state_dir=str(state / "groups"), node=node)
     try:

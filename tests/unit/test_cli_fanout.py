@@ -109,3 +109,34 @@ def test_the_fanout_reaches_the_consumers_table_mode(nodes: list[NodeConfig]) ->
     )
     assert result.exit_code == 1, result.output
     assert [n.tower_fanout for n in nodes] == ["all"]
+
+
+def test_the_fanout_reaches_the_kafka_listeners_nodes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """dafka-kafka's own nodes (partition writers, group commits) take --tower-fanout: the
+    options reach ``_backend``, whose GroupCommits gets the NodeConfig (faked here, so no
+    tower is asked and nothing binds)."""
+    import dafka.kafka.commits
+    import dafka.kafka.lease_leadership
+    from dafka.cli import kafka
+
+    seen: list[NodeConfig] = []
+
+    def commits(*args: object, node: NodeConfig, **kwargs: object) -> None:
+        seen.append(node)
+        raise _Started("fake commits")
+
+    monkeypatch.setattr(dafka.kafka.lease_leadership, "register_listener", lambda *a: None)
+    monkeypatch.setattr(dafka.kafka.commits, "GroupCommits", commits)
+    captured: dict[str, object] = {}
+
+    monkeypatch.setattr(kafka, "_run", lambda limits, options: captured.update(options))
+    monkeypatch.setattr(kafka.asyncio, "run", lambda value: None)  # the fake is no coroutine
+    args = ["--tower", TWO_TOWERS, "--state-dir", str(tmp_path), "--tower-fanout", "all"]
+    result = CliRunner().invoke(kafka.main, args)
+    assert result.exit_code == 0, result.output
+    assert captured["tower_fanout"] == "all"
+    with pytest.raises(_Started):
+        kafka._backend(captured, None)
+    assert [n.tower_fanout for n in seen] == ["all"]
