@@ -262,24 +262,31 @@ def churn_timeline(workers: list[Worker], start: float, end: float) -> dict[str,
     }
 
 
-def load_timeline(pids: list[int], until: float) -> list[dict[str, float]]:
+def load_timeline(pids: list[int], until: float, tower: int) -> list[dict[str, float]]:
     """Sleep until ``until`` (monotonic), noting every :data:`TIMELINE_BUCKET` s the CPU
-    seconds a second of the run's processes and the 1-minute load average: whether a
-    window's cost grew as it went on."""
+    seconds a second of the run's processes and of the tower (``tower``, one of ``pids``),
+    the RSS of the rest (the workers) and the 1-minute load average: whether a window's cost
+    grew as it went on, and where."""
     out = []
-    last_at, last_cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
+
+    def cpu() -> tuple[float, float]:
+        return sum(cpu_seconds(p) for p in pids), cpu_seconds(tower)
+
+    last_at, (last_cpu, last_tower) = time.monotonic(), cpu()
     start = last_at
     while (now := time.monotonic()) < until:
         time.sleep(min(TIMELINE_BUCKET, until - now))
-        at, cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
+        at, (run, own) = time.monotonic(), cpu()
         out.append(
             {
                 "at_s": round(at - start, 1),
-                "run_cpu_s_per_s": round((cpu - last_cpu) / (at - last_at), 3),
+                "run_cpu_s_per_s": round((run - last_cpu) / (at - last_at), 3),
+                "tower_cpu_s_per_s": round((own - last_tower) / (at - last_at), 3),
+                "workers_rss_mib": round(sum(rss_bytes(p) for p in pids if p != tower) / MIB, 1),
                 "load_1m": round(os.getloadavg()[0], 2),
             }
         )
-        last_at, last_cpu = at, cpu
+        last_at, last_cpu, last_tower = at, run, own
     return out
 
 
@@ -390,7 +397,7 @@ def measure(n: int, args: argparse.Namespace, mesh: str = "topics") -> dict[str,
             if args.tower_pause:
                 deadline = a.at + args.seconds + 60
                 paused = pause_tower(tower, pids, node_workers, args.tower_pause, deadline)
-            load = load_timeline(pids, a.at + args.seconds)
+            load = load_timeline(pids, a.at + args.seconds, tower.p.pid)
             b = sample(pids, node_workers)
             window_end = time.time()
             row = figures(n, args.topics, base, node_workers, tower, a, b, pids)
@@ -592,10 +599,12 @@ def print_report(report: dict[str, Any]) -> None:
             )
         if churn and len(churn.get("load_timeline", ())) > 1:
             print(
-                "      run cpu s/s and load by "
+                "      run cpu s/s, the tower's, workers' RSS MiB and load by "
                 f"{TIMELINE_BUCKET:g} s: "
                 + ", ".join(
-                    f"{x['run_cpu_s_per_s']:.2f}/{x['load_1m']:g}" for x in churn["load_timeline"]
+                    f"{x['run_cpu_s_per_s']:.2f}/{x['tower_cpu_s_per_s']:.3f}/"
+                    f"{x['workers_rss_mib']:g}/{x['load_1m']:g}"
+                    for x in churn["load_timeline"]
                 )
             )
     for mesh, fitted in report["fits"].items():

@@ -104,6 +104,9 @@ def test_a_tiny_run_reports_every_figure(tmp_path: Path) -> None:
     assert churn["stalls"] == len(churn["stalls_worst"]) or churn["stalls"] > 20
     [window] = churn["load_timeline"]  # a 3 s window is one bucket, cut at the window's end
     assert 2.5 <= window["at_s"] <= 4 and 0 < window["run_cpu_s_per_s"] < 4
+    # the tower is one of the run's processes, the workers hold each an interpreter at least
+    assert 0 < window["tower_cpu_s_per_s"] < window["run_cpu_s_per_s"]
+    assert window["workers_rss_mib"] > 20 * (row["workers"] + 1)  # and the baseline worker
     assert set(report["fits"]["topics"]) == set(FITTED)  # one N: nothing to fit
     assert all(k is None for k in report["fits"]["topics"].values())
     [mesh, _, pause] = report["goals"]
