@@ -39,7 +39,7 @@ from ..io.node_beacons import tower_choice
 from ..wire.beacon import TowerBeacon, decode_tower_beacon
 from ..wire.interest import decode_interest_beacon, relay_interest
 from .clock import SimClock
-from .config import RECONNECT_MAX, RECONNECT_SPREAD, SimConfig
+from .config import RECONNECT_MAX, RECONNECT_SPREAD, TICK_INTERVAL, SimConfig
 from .model import SimNode, SimTower, State
 from .watches import OutageWatch
 
@@ -209,7 +209,10 @@ class TowerNet:
     def _schedule_choice(self, node: SimNode) -> None:
         assert node.choice is not None
         node.choice_gen += 1
-        due = max(node.choice.next_deadline(), self.clock.now)
+        now = self.clock.now
+        due = node.choice.next_deadline()
+        if due <= now:  # due already (ticked at once, it moves on): the loop's next tick
+            due = now + TICK_INTERVAL
         self.clock.at(due, self._choice_due, (node.index, node.choice_gen))
 
     def resumed(self, node: SimNode) -> None:
