@@ -1,6 +1,7 @@
 """Discovery and the topic mesh at 1,000 and 10,000 nodes, simulated (issue 39, item 4).
 
     python -m benchmarks.discovery_sim [--nodes 1000,10000] [--topics 100,1000]
+                                       [--towers 1] [--tower-fanout all|one]
                                        [--loss 10] [--brief-above 2000000] [--whole]
                                        [--full-nodes 1000] [--cold-nodes 1000]
                                        [--seed 0] [--out FILE]
@@ -15,12 +16,22 @@ consumers 1-3 topics each), started warm (as a cluster that has run a while), th
 * 2.5 s: k = N/200 producers or consumers leave and k join; how long until every peer
   of a leaver disconnected it (``leave_dropped_s``) and until every node sharing a topic
   with a joiner is connected to it and it to them (``join_connected_s``);
-* 7 s (the leavers' expiry past): the tower is lost for ``--loss`` s (10); 2 s into the
-  loss k more join. ``loss``: peers expired while it was gone (heartbeats keep them: 0
-  expected), and the time from its return until every node holds exactly its expected
-  peers (the joiners included: they are heard only once it is back);
+* 7 s (the leavers' expiry past): the tower (tower 0) is lost for ``--loss`` s (10); 2 s
+  into the loss k more join. ``loss``: peers expired while it was gone (heartbeats keep
+  them: 0 expected), and the time from its return until every node holds exactly its
+  expected peers (the joiners included: with one tower they are heard only once it is
+  back); with ``--tower-fanout one``, also ``relinked_s``: from the loss until each node
+  that used it was linked to the next tower of its order (``home_s``, their return home
+  30-45 s after they left, is past the run's end: null);
 * once reconverged: k nodes pause for 5 s, then read their backlog (``pauses``);
 * at the end: connections per node (out: its data SUB's; in: those to its XPUB).
+
+``--towers K`` runs every topic-mesh run on K towers: with ``--tower-fanout all`` (the
+default) each node links and beacons to every tower, and hears each beacon K times
+(``node_copies``); with ``one`` (K >= 2) each node uses the one tower its
+``TowerChoice`` picks, and the towers are peered (``tower/peering.py``): ``per_tower``
+gives each tower's messages a second (from and to its nodes, from and to its peers),
+``tower_msgs_max_per_s`` the busiest's, ``tower_peer_per_s`` what crossed between them.
 
 A simulated second costs about 2 N P messages for P peers a node (a beacon and a
 heartbeat from each), which is 8 million at 10,000 nodes over 100 topics (P about 400)
@@ -60,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from dafka.sim import Join, Leave, Pause, SimConfig, SimReport, TowerLoss, run
-from dafka.sim.config import RECONNECT_MAX, RECONNECT_SPREAD
+from dafka.sim.config import RECONNECT_MAX, RECONNECT_SPREAD, Fanout
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STORES = 3
@@ -79,11 +90,19 @@ def estimated_msgs_per_s(nodes: int, topics: int) -> float:
     return 2.0 * nodes * peers
 
 
-def scenario(nodes: int, topics: int, loss: float, brief: bool, seed: int) -> SimConfig:
+def scenario(
+    nodes: int,
+    topics: int,
+    loss: float,
+    brief: bool,
+    seed: int,
+    towers: int = 1,
+    fanout: Fanout = "all",
+) -> SimConfig:
     if brief:
         return SimConfig(
             nodes=nodes, topics=topics, stores=STORES, seconds=BRIEF_S, warm=True,
-            window=WINDOW, seed=seed,
+            window=WINDOW, seed=seed, towers=towers, tower_fanout=fanout,
         )  # fmt: skip
     k = max(1, nodes // 200)
     back = LOSS_AT + loss
@@ -96,6 +115,8 @@ def scenario(nodes: int, topics: int, loss: float, brief: bool, seed: int) -> Si
         warm=True,
         window=WINDOW,
         seed=seed,
+        towers=towers,
+        tower_fanout=fanout,
         churn=(
             Leave(LEAVE_AT, k),
             Join(LEAVE_AT, k),
@@ -117,7 +138,12 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
 
 
 def measure(cfg: SimConfig, label: str) -> dict[str, Any]:
-    print(f"{label}: N={cfg.nodes} T={cfg.topics} mesh={cfg.mesh} ...", file=sys.stderr, flush=True)
+    print(
+        f"{label}: N={cfg.nodes} T={cfg.topics} mesh={cfg.mesh} towers={cfg.towers} "
+        f"fanout={cfg.tower_fanout} ...",
+        file=sys.stderr,
+        flush=True,
+    )
     load_start = os.getloadavg()
     t0, c0 = time.perf_counter(), time.process_time()
     report = run(cfg)
@@ -145,6 +171,8 @@ def summary(r: SimReport, cfg: SimConfig) -> dict[str, Any]:
         "started": r.started,
         "topics": r.topics,
         "mesh": r.mesh,
+        "towers": r.towers,
+        "tower_fanout": r.tower_fanout,
         "start": "warm" if cfg.warm else "cold",
         "sim_seconds": r.seconds,
         "events": r.events,
@@ -157,9 +185,14 @@ def summary(r: SimReport, cfg: SimConfig) -> dict[str, Any]:
         "node_msgs_per_s": asdict(r.node_msgs_per_s),
         "node_beacons_per_s": asdict(r.node_beacons_per_s),
         "node_heartbeats_per_s": asdict(r.node_heartbeats_per_s),
+        "node_copies": asdict(r.node_copies),
         "tower_in_per_s": r.tower_in_per_s,
         "tower_relayed_per_s": r.tower_relayed_per_s,
         "tower_out_per_s": r.tower_out_per_s,
+        "tower_peer_per_s": r.tower_peer_per_s,
+        "tower_msgs_max_per_s": r.tower_msgs_max_per_s,
+        "per_tower": [dict(asdict(t), msgs_per_s=t.msgs_per_s) for t in r.per_tower],
+        "moves": r.moves,
         "converged_s": r.converged_s,
         "converged_at_end": r.converged_at_end,
         "expired": r.expired,
@@ -271,20 +304,32 @@ def _fmt(seconds: float | None) -> str:
 def print_table(report: dict[str, Any]) -> None:
     err = sys.stderr
     print(
-        f"{'run':<6} {'N':>6} {'T':>5} {'mesh':<5} {'conn mean/max':>14} {'msgs/s':>8} "
-        f"{'tower in/s':>10} {'out/s':>11} {'lost':>5} {'reconv s':>8} {'wall s':>7}",
+        f"{'run':<6} {'N':>6} {'T':>5} {'mesh':<5} {'towers':>7} {'conn mean/max':>14} "
+        f"{'msgs/s':>8} {'copies':>6} {'tower in/s':>10} {'out/s':>11} {'peer/s':>8} "
+        f"{'max tower/s':>11} {'lost':>5} {'relink s':>8} {'reconv s':>8} {'wall s':>7}",
         file=err,
     )
     for r in report["rows"]:
         loss = (r.get("loss") or [{}])[0]
         conn = f"{r['connections_out']['mean']:.1f}/{r['connections_out']['max']:.0f}"
+        towers = f"{r['towers']}/{r['tower_fanout']}"
         print(
-            f"{r['run']:<6} {r['nodes']:>6} {r['topics']:>5} {r['mesh']:<5} {conn:>14} "
-            f"{r['node_msgs_per_s']['mean']:>8.1f} {r['tower_in_per_s']:>10.0f} "
-            f"{r['tower_out_per_s']:>11.0f} {loss.get('expired_during', '-'):>5} "
-            f"{_fmt(loss.get('converge_s')):>8} {r['wall_s']:>7}",
+            f"{r['run']:<6} {r['nodes']:>6} {r['topics']:>5} {r['mesh']:<5} {towers:>7} "
+            f"{conn:>14} {r['node_msgs_per_s']['mean']:>8.1f} "
+            f"{r['node_copies']['mean']:>6.2f} {r['tower_in_per_s']:>10.0f} "
+            f"{r['tower_out_per_s']:>11.0f} {r['tower_peer_per_s']:>8.0f} "
+            f"{r['tower_msgs_max_per_s']:>11.0f} {loss.get('expired_during', '-'):>5} "
+            f"{_fmt(loss.get('relinked_s')):>8} {_fmt(loss.get('converge_s')):>8} "
+            f"{r['wall_s']:>7}",
             file=err,
         )
+        for t in r["per_tower"] if r["towers"] > 1 else ():
+            print(
+                f"    tower {t['tower']}: in {t['in_per_s']:.0f}/s, from peers "
+                f"{t['peer_in_per_s']:.0f}/s, to nodes {t['out_per_s']:.0f}/s, to peers "
+                f"{t['peer_out_per_s']:.0f}/s: {t['msgs_per_s']:.0f} messages/s",
+                file=err,
+            )
     for x in report["ratios"]:
         print(
             f"topic/full N={x['nodes']} T={x['topics']}: tower out {x['tower_out']:.4f}, "
@@ -297,7 +342,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="1000,10000", help="N, comma-separated")
     parser.add_argument("--topics", default="100,1000", help="T, comma-separated")
-    parser.add_argument("--loss", type=float, default=10.0, help="seconds the tower is lost")
+    parser.add_argument("--towers", type=int, default=1, help="towers (K)")
+    parser.add_argument(
+        "--tower-fanout", choices=("all", "one"), default="all",
+        help="all: each node uses every tower; one: one each, the towers peered",
+    )  # fmt: skip
+    parser.add_argument("--loss", type=float, default=10.0, help="seconds tower 0 is lost")
     parser.add_argument(
         "--brief-above", type=float, default=2e6, metavar="MSGS",
         help="estimated messages a simulated second above which a run is brief",
@@ -312,6 +362,8 @@ def main() -> None:
     topics = [int(x) for x in args.topics.split(",") if x]
     if not counts or not topics or min(counts) <= STORES or min(topics) < 3:
         parser.error(f"--nodes must be above {STORES}, --topics at least 3")
+    if args.towers < 1:
+        parser.error("--towers must be at least 1")
     if args.loss <= SimConfig().timeout:
         parser.error("--loss must be longer than the 4 s expiry, or it shows nothing")
     report: dict[str, Any] = {
@@ -327,9 +379,8 @@ def main() -> None:
         for t in topics:
             estimate = estimated_msgs_per_s(n, t)
             brief = not args.whole and estimate > args.brief_above
-            row = measure(
-                scenario(n, t, args.loss, brief, args.seed), "brief" if brief else "whole"
-            )
+            cfg = scenario(n, t, args.loss, brief, args.seed, args.towers, args.tower_fanout)
+            row = measure(cfg, "brief" if brief else "whole")
             row["estimated_msgs_per_s"] = estimate
             rows.append(row)
     full = None

@@ -1,6 +1,7 @@
 """Simulations of Dafka's sans-IO cores on a simulated network and clock (no sockets, no
 sleeps): :mod:`dafka.sim.discovery_sim` runs discovery and the topic mesh at 1,000 to
-10,000 nodes."""
+10,000 nodes, on one tower or several (:mod:`dafka.sim.towers`: every node on every tower,
+or each on one and the towers peered)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .discovery_sim import (
     TowerLoss,
     run,
 )
-from .report import SimReport, Stat
+from .report import SimReport, Stat, TowerRates
 
 __all__ = [
     "Churn",
@@ -26,5 +27,6 @@ __all__ = [
     "SimReport",
     "Stat",
     "TowerLoss",
+    "TowerRates",
     "run",
 ]

@@ -12,6 +12,7 @@ __all__ = ["Churn", "Join", "Leave", "Pause", "SimConfig", "TowerLoss"]
 
 Mesh = Literal["topic", "full"]
 Kind = Literal["producer", "consumer", "store"]
+Fanout = Literal["all", "one"]
 
 RECONNECT_MAX = 2.0
 """Seconds: ``dafka.io.node_sockets.RECONNECT_IVL_MAX_MS``, the backed-off reconnection interval..."""
@@ -79,6 +80,11 @@ class SimConfig:
     mesh: Mesh = "topic"
     """``full``: every node announces ``*`` and hears every beacon (the reference's mesh)."""
     towers: int = 1
+    tower_fanout: Fanout = "all"
+    """``NodeConfig.tower_fanout``: ``all``, each node links and beacons to every tower
+    (towers not peered); ``one`` (with 2 towers or more), each to the one its
+    :class:`~dafka.core.tower_choice.TowerChoice` picks, and the towers are peered, each
+    with all the others (``tower/peering.py``)."""
     seconds: float = 30.0
     seed: int = 0
     start_over: float = 1.0
@@ -117,6 +123,8 @@ class SimConfig:
             raise ValueError("topics_per_node must be 1 <= lo <= hi <= topics")
         if self.towers < 1 or self.seconds <= 0 or self.probe <= 0 or self.turn <= 0:
             raise ValueError("towers, seconds, probe and turn must be positive")
+        if self.tower_fanout not in ("all", "one"):
+            raise ValueError("tower_fanout must be 'all' or 'one'")
         if self.delay < 0 or self.jitter < 0:
             raise ValueError("delay and jitter must not be negative")
         for event in self.churn:

@@ -18,11 +18,15 @@ A discrete-event simulation (issue 39, item 4): a heap of timed events, one seed
   :func:`~dafka.wire.interest.relay_interest` makes of it; a node decodes each relayed
   message with :func:`~dafka.wire.beacon.decode_tower_beacon` (both pure, so memoized
   per distinct frames);
-* a tower delivers a relayed message to every linked node with a subscribed prefix that
-  begins its first frame, as libzmq's XPUB does (once per node, whatever number of its
-  prefixes match), looked up by prefix: O(receivers), not O(N). A node subscribes what
-  :meth:`~dafka.io.node_beacons.TowerLink.listen` subscribes: ``B`` when it announces
-  ``*``, else ``A`` and ``T topic NUL`` for each of its topics.
+* the towers (:mod:`dafka.sim.towers`) deliver a relayed message to every linked node
+  with a subscribed prefix that begins its first frame, as libzmq's XPUB does. A node
+  subscribes what :meth:`~dafka.io.node_beacons.TowerLink.listen` subscribes: ``B`` when
+  it announces ``*``, else ``A`` and ``T topic NUL`` for each of its topics;
+* with several towers, each node links and beacons to every one (``tower_fanout="all"``:
+  it hears each beacon once per tower), or (``"one"``) to the one its real
+  :class:`~dafka.core.tower_choice.TowerChoice` picks, moving on when it falls silent, and
+  the towers are peered: each offers its own nodes' beacons to the others, which relay
+  them to their nodes by interest (``tower/peering.py``'s own functions).
 
 Network: every hop (node to tower, tower to node, node to node) takes ``delay`` plus up
 to ``jitter`` seconds; connections are made at once; a tower's link to a node comes up
@@ -43,13 +47,16 @@ strict xfail on answers).
 
 Churn (:data:`Churn`): nodes join (producers or consumers with fresh topics), leave
 (stop: no more beacons or heartbeats, their connections close), pause for some seconds,
-and towers are lost for some seconds. :class:`~dafka.sim.report.SimReport` says what
-came of it.
+and towers are lost for some seconds (with fanout one, their nodes move to the next tower
+of their order, and come home later). :class:`~dafka.sim.report.SimReport` says what came
+of it: per-node connections and messages a second, each tower's messages a second (to
+its nodes, to and from its peers), the copies of each beacon a node hears, the time to
+converge after a tower returns (and, fanout one, until its nodes were relinked).
 """
 
 from __future__ import annotations
 
-import heapq
+import logging
 import math
 import random
 from collections.abc import Callable
@@ -57,20 +64,13 @@ from typing import Any
 
 from ..core.discovery import Discovery
 from ..core.discovery import DiscoveryActions as Actions
-from ..wire.beacon import NodeBeacon, TowerBeacon, decode_tower_beacon
-from ..wire.interest import (
-    InterestBeacon,
-    decode_interest_beacon,
-    interest_of,
-    relay_interest,
-    relay_prefixes,
-)
+from ..wire.beacon import NodeBeacon, TowerBeacon
+from ..wire.interest import InterestBeacon, interest_of, relay_prefixes
+from .clock import SimClock
 from .config import (
     BEACON_DRAIN,
     DATA_DRAIN,
     PROMPT_BEACON_INTERVAL,
-    RECONNECT_MAX,
-    RECONNECT_SPREAD,
     TICK_INTERVAL,
     Churn,
     Join,
@@ -82,9 +82,12 @@ from .config import (
 )
 from .membership import Membership
 from .meter import Meter
-from .model import SimNode, SimTower, State
+from .model import SimNode, State
 from .report import SimReport, Stat
+from .towers import Delivery, TowerNet
 from .watches import JoinWatch, LeaveWatch, OutageWatch, PauseWatch
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "Churn",
@@ -97,8 +100,6 @@ __all__ = [
     "run",
 ]
 
-Handler = Callable[[Any], None]
-
 
 class DiscoverySim:
     """One run: :meth:`run` processes events until ``config.seconds`` and reports."""
@@ -107,22 +108,19 @@ class DiscoverySim:
         config.validate()
         self.config = config
         self.rng = random.Random(config.seed)
-        self.now = 0.0
-        self._heap: list[tuple[float, int, Handler, Any]] = []
-        self._seq = 0
-        self.events = 0
+        self.clock = SimClock(self.rng, config.delay, config.jitter, config.turn)
         width = len(str(config.topics - 1))
         self.topic_names = [f"t{j:0{width}d}" for j in range(config.topics)]
         self.nodes: list[SimNode] = []
-        self.towers = [SimTower(t) for t in range(config.towers)]
+        self.net = TowerNet(config, self.clock, self.nodes, self._welcomed, self._deliver)
+        self.towers = self.net.towers
         self.by_endpoint: dict[str, int] = {}
         self.subscribers: dict[str, set[int]] = {}
         """Endpoint -> the nodes whose data SUB is connected to it (its heartbeats' readers)."""
         self.live: set[int] = set()
         """Nodes started and not left (paused ones too)."""
         self.membership = Membership(config.max_peers)
-        self._relays: dict[tuple[bytes, ...], list[tuple[bytes, TowerBeacon]]] = {}
-        self._cuts: dict[bytes, tuple[bytes, ...]] = {}
+        self._sends = 0
         self._probing = False
         self._probe_hint = 0
         self._converge: list[Callable[[float], None]] = []
@@ -138,19 +136,13 @@ class DiscoverySim:
         self._baseline: dict[str, int] = {}
         """``Discovery`` counters summed at 0 (a warm start's past is not the run's)."""
 
-    # -- the clock ---------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.clock.now
 
-    def _at(self, when: float, handler: Handler, arg: Any = None) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, handler, arg))
-
-    def _hop(self) -> float:
-        return self.config.delay + self.rng.random() * self.config.jitter
-
-    def _arrival(self) -> float:
-        """When a message sent now to nodes is read: a hop later, at the end of a turn."""
-        turn = self.config.turn
-        return math.ceil((self.now + self._hop()) / turn) * turn
+    @property
+    def events(self) -> int:
+        return self.clock.events
 
     def run(self) -> SimReport:
         cfg = self.config
@@ -160,24 +152,17 @@ class DiscoverySim:
             self._warm(initial)
         else:
             for node in initial:
-                self._at(self.rng.random() * cfg.start_over, self._start, node.index)
+                self.clock.at(self.rng.random() * cfg.start_over, self._start, node.index)
         # measured before anything else happens at the same time (events at one time run
         # in the order they were scheduled)
-        self._at(window[0], lambda _: self.meter.open(self.live))
-        self._at(window[1], lambda _: self.meter.close())
+        self.clock.at(window[0], lambda _: self.meter.open(self.live))
+        self.clock.at(window[1], lambda _: self.meter.close())
         for event in cfg.churn:
             self._schedule_churn(event)
-        self._at(1.0, self._sample)
+        self.clock.at(1.0, self._sample)
         self._converge.append(self._initial_converged)
         self._start_probing()
-        heap = self._heap
-        end = cfg.seconds
-        while heap and heap[0][0] <= end:
-            when, _, handler, arg = heapq.heappop(heap)
-            self.now = when
-            self.events += 1
-            handler(arg)
-        self.now = end
+        self.clock.run(cfg.seconds)
         return self._report()
 
     # -- nodes -------------------------------------------------------------------------
@@ -222,21 +207,21 @@ class DiscoverySim:
 
     def _go_live(self, node: SimNode) -> None:
         node.state = State.LIVE
-        node.started = self.now
+        node.started = self.clock.now
         self.live.add(node.index)
         self.membership.add(node)
 
     def _start(self, i: int) -> None:
         node = self.nodes[i]
         self._go_live(node)
-        for t in range(self.config.towers):
-            self._at(self.now + self._hop(), self._link, (i, t))
+        self.net.start(node)
         self._schedule_wake(node)
 
     def _warm(self, nodes: list[SimNode]) -> None:
         """Start ``nodes`` at 0 as a cluster that has run a while, through the real calls.
 
-        Each is live and linked to every tower, and was fed, before 0, the beacon of each
+        Each is live and linked to every tower (fanout one: to its own, whose relay of its
+        beacon it heard in its last turn), and was fed, before 0, the beacon of each
         node it should hear: a bucketful of new ones per round (half the new-peer burst),
         rounds far enough apart for its bucket to fill (so every one offered is admitted,
         and every one admitted is connected), until it holds them all or ``max_peers``;
@@ -246,21 +231,18 @@ class DiscoverySim:
         cfg = self.config
         for node in nodes:
             self._go_live(node)
-            for t in range(cfg.towers):
-                node.linked[t] = True
-                for prefix in node.prefixes:
-                    self.towers[t].subscribers.setdefault(prefix, set()).add(node.index)
         batch = max(1, int(cfg.new_peer_burst / 2))
         apart = max(1.0, cfg.new_peer_burst / cfg.new_peer_rate) + 1.0
         for node in nodes:
             d = node.discovery
             heard = [
-                self._relay(self.nodes[self.by_endpoint[e]].beacon)[0][1]
+                self.net.relay(self.nodes[self.by_endpoint[e]].beacon)[0][1]
                 for e in sorted(self.expected_endpoints(node.index))
             ]
             want = min(len(heard), cfg.max_peers)
             rounds = -(-want // batch)
             last = self.rng.random() - 1.0
+            self.net.warm(node, last)
             now = last - (rounds + 1) * apart
             held = 0
             pending = heard
@@ -290,43 +272,31 @@ class DiscoverySim:
         for node in nodes:
             self._schedule_wake(node)
 
-    def _link(self, arg: tuple[int, int]) -> None:
-        """A node's link to a tower is up: it subscribes its prefixes, the tower welcomes
-        it and subscribes to its beacons, which it answers with one."""
-        i, t = arg
-        node, tower = self.nodes[i], self.towers[t]
-        if node.state is State.LEFT or not tower.up or node.linked[t]:
-            return
-        node.linked[t] = True
-        for prefix in node.prefixes:
-            tower.subscribers.setdefault(prefix, set()).add(i)
+    def _welcomed(self, node: SimNode) -> None:
+        """A tower link came up: the tower's welcome and its subscription each make the
+        node beacon, as they do the loop (a paused node reads the welcome later)."""
         if node.state is State.PAUSED:
             node.queued_beacons.append(None)
             return
-        self._apply(node, node.discovery.on_welcome(self.now))
+        if node.choice is not None:
+            node.choice.heard(self.clock.now)
+        self._apply(node, node.discovery.on_welcome(self.clock.now))
         self._prompt(node)
 
     def _prompt(self, node: SimNode) -> None:
-        if self.now - node.prompted >= PROMPT_BEACON_INTERVAL:
-            node.prompted = self.now
+        if self.clock.now - node.prompted >= PROMPT_BEACON_INTERVAL:
+            node.prompted = self.clock.now
             self._send_beacon(node)
-
-    def _unlink(self, node: SimNode, t: int) -> None:
-        if not node.linked[t]:
-            return
-        node.linked[t] = False
-        subs = self.towers[t].subscribers
-        for prefix in node.prefixes:
-            subs[prefix].discard(node.index)
 
     def _schedule_wake(self, node: SimNode) -> None:
         due = node.discovery.next_deadline()
-        if due <= self.now:
-            due = self.now if node.wake_at > self.now else self.now + TICK_INTERVAL
+        now = self.clock.now
+        if due <= now:
+            due = now if node.wake_at > now else now + TICK_INTERVAL
         if due < node.wake_at:
             node.wake_at = due
             node.wake_gen += 1
-            self._at(due, self._wake, (node.index, node.wake_gen))
+            self.clock.at(due, self._wake, (node.index, node.wake_gen))
 
     def _wake(self, arg: tuple[int, int]) -> None:
         i, gen = arg
@@ -340,12 +310,12 @@ class DiscoverySim:
         self._schedule_wake(node)
 
     def _tick(self, node: SimNode, pending: bool) -> None:
-        actions = node.discovery.tick(self.now, pending)
+        actions = node.discovery.tick(self.clock.now, pending)
         self._apply(node, actions)
         if actions.send_beacon and self.config.heartbeats:
             readers = self.subscribers.get(node.endpoint)
             if readers:
-                self._at(self._arrival(), self._heartbeat, (node.endpoint, list(readers)))
+                self.clock.at(self.clock.arrival(), self._heartbeat, (node.endpoint, list(readers)))
 
     def _apply(self, node: SimNode, actions: Actions, send: bool = True) -> None:
         """What ``TowerLink.apply`` does: disconnect, connect, beacon (unless ``send`` is
@@ -373,74 +343,47 @@ class DiscoverySim:
             readers.discard(node.index)
         watch = self._leaves.get(endpoint)
         if watch is not None and not readers and watch.dropped_s is None:
-            watch.dropped_s = self.now - watch.at
+            watch.dropped_s = self.clock.now - watch.at
         paused = self._pauses.get(self.by_endpoint[endpoint])
         if paused is not None:
             paused.disconnected_by += 1
 
     def _send_beacon(self, node: SimNode) -> None:
-        for t, linked in enumerate(node.linked):
-            if linked:
-                self._at(self.now + self._hop(), self._tower_in, (t, node.beacon))
+        self._sends += 1
+        self.net.send(node, self._sends)
 
-    # -- towers ------------------------------------------------------------------------
+    # -- what reaches a node -----------------------------------------------------------
 
-    def _relay(self, frames: tuple[bytes, ...]) -> list[tuple[bytes, TowerBeacon]]:
-        """What a tower relays for ``frames``, as each node decodes it (memoized: pure)."""
-        relayed = self._relays.get(frames)
-        if relayed is None:
-            out = relay_interest(decode_interest_beacon(frames), None)
-            relayed = [(bytes(m[0]), decode_tower_beacon(m)) for m in out]
-            self._relays[frames] = relayed
-        return relayed
-
-    def _prefixes_of(self, frame0: bytes) -> tuple[bytes, ...]:
-        cuts = self._cuts.get(frame0)
-        if cuts is None:
-            cuts = tuple(frame0[:k] for k in range(1, len(frame0) + 1))
-            self._cuts[frame0] = cuts
-        return cuts
-
-    def _tower_in(self, arg: tuple[int, tuple[bytes, ...]]) -> None:
-        t, frames = arg
-        tower = self.towers[t]
-        if not tower.up:
-            return
-        tower.beacons_in += 1
-        subs = tower.subscribers
-        for frame0, beacon in self._relay(frames):
-            tower.relayed += 1
-            found: set[int] | None = None
-            for cut in self._prefixes_of(frame0):  # libzmq: any prefix of frame 0 matches
-                matched = subs.get(cut)
-                if matched:
-                    found = matched if found is None else found | matched
-            if found:
-                tower.sent += len(found)
-                self._at(self._arrival(), self._deliver, (beacon, list(found)))
-
-    def _deliver(self, arg: tuple[TowerBeacon, list[int]]) -> None:
-        beacon, readers = arg
-        now, nodes, live = self.now, self.nodes, State.LIVE
+    def _deliver(self, arg: Delivery) -> None:
+        beacon, readers, send = arg
+        now, nodes, live, paused = self.clock.now, self.nodes, State.LIVE, State.PAUSED
+        sender = beacon.node_id
         for r in readers:
             node = nodes[r]
             state = node.state
+            if state is not live and state is not paused:
+                continue  # left
+            node.beacons_in += 1
+            last = node.last_sends
+            if last.get(sender) != send:  # the first copy of this beacon it gets
+                last[sender] = send
+                node.sends_in += 1
             if state is live:
-                node.beacons_in += 1
+                choice = node.choice
+                if choice is not None:  # TowerLink.on_beacons: its own beacon proves a relay
+                    choice.heard(now, own=sender == node.discovery.node_id)
                 actions = node.discovery.on_beacon(beacon, now)
                 if actions.connect or actions.disconnect or actions.send_beacon:
                     self._apply(node, actions)
-            elif state is State.PAUSED:
-                node.beacons_in += 1
-                if len(node.queued_beacons) < self.config.beacon_queue:
-                    node.queued_beacons.append(beacon)
-                else:
-                    node.dropped += 1
-                    self.beacons_dropped += 1
+            elif len(node.queued_beacons) < self.config.beacon_queue:
+                node.queued_beacons.append(beacon)
+            else:
+                node.dropped += 1
+                self.beacons_dropped += 1
 
     def _heartbeat(self, arg: tuple[str, list[int]]) -> None:
         endpoint, readers = arg
-        now, nodes, live = self.now, self.nodes, State.LIVE
+        now, nodes, live = self.clock.now, self.nodes, State.LIVE
         for r in readers:
             node = nodes[r]
             if endpoint not in node.connected:
@@ -455,13 +398,13 @@ class DiscoverySim:
 
     def _schedule_churn(self, event: Churn) -> None:
         if isinstance(event, Join):
-            self._at(event.at, self._join, event)
+            self.clock.at(event.at, self._join, event)
         elif isinstance(event, Leave):
-            self._at(event.at, self._leave, event)
+            self.clock.at(event.at, self._leave, event)
         elif isinstance(event, Pause):
-            self._at(event.at, self._pause, event)
+            self.clock.at(event.at, self._pause, event)
         else:
-            self._at(event.at, self._tower_down, event)
+            self.clock.at(event.at, self._tower_down, event)
 
     def _pick(self, count: int) -> list[SimNode]:
         """``count`` live producers or consumers, not paused (fewer if there are not)."""
@@ -486,7 +429,7 @@ class DiscoverySim:
                 pairs.add((node.index, other))
             if not self.saturated(other):
                 pairs.add((other, node.index))
-        self._joins[node.index] = JoinWatch(node.index, self.now, len(pairs), pairs)
+        self._joins[node.index] = JoinWatch(node.index, self.clock.now, len(pairs), pairs)
 
     def _joined_pair(self, a: int, b: int) -> None:
         for who in (a, b):
@@ -494,7 +437,7 @@ class DiscoverySim:
             if watch is not None:
                 watch.missing.discard((a, b))
                 if not watch.missing:
-                    watch.connected_s = self.now - watch.at
+                    watch.connected_s = self.clock.now - watch.at
                     self._finished_joins.append(self._joins.pop(who))
 
     def _leave(self, event: Leave) -> None:
@@ -503,27 +446,26 @@ class DiscoverySim:
             node.state = State.LEFT
             self.live.discard(i)
             self.membership.remove(node)
-            for t in range(self.config.towers):
-                self._unlink(node, t)
+            self.net.leave(node)
             for endpoint in node.connected:  # its SUB's connections close with it
                 self.subscribers[endpoint].discard(i)
             node.connected.clear()
-            watch = LeaveWatch(i, self.now)
+            watch = LeaveWatch(i, self.clock.now)
             self._leaves[node.endpoint] = watch
             if not self.subscribers.get(node.endpoint):
                 watch.dropped_s = 0.0
             for joining in list(self._joins.values()):  # a pair with it will never be made
                 joining.missing = {p for p in joining.missing if i not in p}
                 if not joining.missing:
-                    joining.connected_s = self.now - joining.at
+                    joining.connected_s = self.clock.now - joining.at
                     self._finished_joins.append(self._joins.pop(joining.node))
 
     def _pause(self, event: Pause) -> None:
         for node in self._pick(event.count):
             node.state = State.PAUSED
-            watch = PauseWatch(node.index, self.now, event.seconds, node.discovery.expired)
+            watch = PauseWatch(node.index, self.clock.now, event.seconds, node.discovery.expired)
             self._pauses[node.index] = watch
-            self._at(self.now + event.seconds, self._resume, node.index)
+            self.clock.at(self.clock.now + event.seconds, self._resume, node.index)
 
     def _resume(self, i: int) -> None:
         """Read the backlog as the loop does: turns of at most 1,000 beacons and 20,000
@@ -535,15 +477,19 @@ class DiscoverySim:
         watch = self._pauses[i]
         watch.backlog = len(node.queued_beacons) + len(node.queued_heard)
         watch.beacons_dropped = node.dropped
-        d, now = node.discovery, self.now
+        d, now, choice = node.discovery, self.clock.now, node.choice
         beacons, heard = node.queued_beacons, node.queued_heard
         while True:
             for _ in range(min(BEACON_DRAIN, len(beacons))):
                 beacon = beacons.popleft()
                 if beacon is None:
+                    if choice is not None:
+                        choice.heard(now)
                     self._apply(node, d.on_welcome(now))
                     self._prompt(node)
                 else:
+                    if choice is not None:
+                        choice.heard(now, own=beacon.node_id == d.node_id)
                     self._apply(node, d.on_beacon(beacon, now))
             for _ in range(min(DATA_DRAIN, len(heard))):
                 endpoint = heard.popleft()
@@ -555,27 +501,22 @@ class DiscoverySim:
                 break
         watch.expired_own = d.expired - watch.expired_before
         self._schedule_wake(node)
+        self.net.resumed(node)
 
     def _tower_down(self, event: TowerLoss) -> None:
-        tower = self.towers[event.tower]
-        if not tower.up:
+        if not self.towers[event.tower].up:
             return
-        tower.up = False
-        for node in self.nodes:
-            node.linked[event.tower] = False
-        tower.subscribers.clear()
-        watch = OutageWatch(event.tower, self.now, event.seconds, self._expired_sum())
+        now = self.clock.now
+        watch = OutageWatch(event.tower, now, event.seconds, self._expired_sum())
         self._outages.append(watch)
-        self._at(self.now + event.seconds, self._tower_up, watch)
+        self.net.down(event.tower, self.live, watch)
+        log.debug("sim.tower_lost tower=%d at=%.3f", event.tower, now)
+        self.clock.at(now + event.seconds, self._tower_up, watch)
 
     def _tower_up(self, watch: OutageWatch) -> None:
-        t = watch.tower
-        self.towers[t].up = True
         watch.expired_during = self._expired_sum() - watch.expired_before
-        for i in sorted(self.live):
-            cap = RECONNECT_MAX + self.rng.random() * RECONNECT_SPREAD
-            self._at(self.now + self.rng.random() * cap + self._hop(), self._link, (i, t))
-        returned = self.now
+        self.net.up(watch.tower, self.live, watch)
+        returned = self.clock.now
 
         def converged(now: float) -> None:
             watch.converge_s = now - returned
@@ -618,14 +559,14 @@ class DiscoverySim:
     def _start_probing(self) -> None:
         if not self._probing:
             self._probing = True
-            self._at(self.now + self.config.probe, self._probe)
+            self.clock.at(self.clock.now + self.config.probe, self._probe)
 
     def _probe(self, _: Any) -> None:
         if not self.converged():
-            self._at(self.now + self.config.probe, self._probe)
+            self.clock.at(self.clock.now + self.config.probe, self._probe)
             return
         for done in self._converge:
-            done(self.now)
+            done(self.clock.now)
         self._converge.clear()
         self._probing = False
 
@@ -633,8 +574,8 @@ class DiscoverySim:
         self.converged_s = now
 
     def _sample(self, _: Any) -> None:
-        self.meter.sample(self.now)
-        self._at(self.now + 1.0, self._sample)
+        self.meter.sample(self.clock.now)
+        self.clock.at(self.clock.now + 1.0, self._sample)
 
     # -- the report ----------------------------------------------------------------------
 
@@ -650,6 +591,8 @@ class DiscoverySim:
         joins = [*self._finished_joins, *self._joins.values()]
         return SimReport(
             mesh=cfg.mesh,
+            towers=cfg.towers,
+            tower_fanout="one" if self.net.peered else "all",
             nodes=len(live),
             started=sum(1 for n in self.nodes if n.state is not State.IDLE),
             topics=cfg.topics,
@@ -679,9 +622,13 @@ class DiscoverySim:
             node_msgs_per_s=rates.node_msgs_per_s,
             node_beacons_per_s=rates.node_beacons_per_s,
             node_heartbeats_per_s=rates.node_heartbeats_per_s,
+            node_copies=rates.node_copies,
             tower_in_per_s=rates.tower_in_per_s,
             tower_relayed_per_s=rates.tower_relayed_per_s,
             tower_out_per_s=rates.tower_out_per_s,
+            tower_peer_per_s=rates.tower_peer_per_s,
+            per_tower=rates.per_tower,
+            moves=sum(n.choice.moves for n in self.nodes if n.choice is not None),
         )
 
 

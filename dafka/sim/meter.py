@@ -6,7 +6,21 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from .model import SimNode, SimTower, State
-from .report import Rates, Stat
+from .report import Rates, Stat, TowerRates
+
+Counts = tuple[int, int, int, int, int, int]
+"""One tower's counters: beacons in, peer messages in, relayed, sent, offered, peer out."""
+
+
+def _counts(tower: SimTower) -> Counts:
+    return (
+        tower.beacons_in,
+        tower.peer_in,
+        tower.relayed,
+        tower.sent,
+        tower.offered,
+        tower.peer_out,
+    )
 
 
 class Meter:
@@ -23,46 +37,50 @@ class Meter:
         """Set when the window closes."""
         self.series: list[tuple[float, int, int]] = []
         """Each simulated second's end, the beacons the towers took in and the copies they
-        sent in it."""
-        self._sampled = (0, 0, 0)
-        self._opened: tuple[list[tuple[int, int, int]], tuple[int, int, int]] | None = None
-
-    def _towers(self) -> tuple[int, int, int]:
-        """Beacons in, messages relayed and copies sent, by every tower so far."""
-        return (
-            sum(t.beacons_in for t in self.towers),
-            sum(t.relayed for t in self.towers),
-            sum(t.sent for t in self.towers),
-        )
+        sent their nodes in it."""
+        self._sampled = (0, 0)
+        self._opened: tuple[list[tuple[int, int, int, int]], list[Counts]] | None = None
 
     def sample(self, now: float) -> None:
-        counts = self._towers()
-        self.series.append((now, counts[0] - self._sampled[0], counts[2] - self._sampled[2]))
-        self._sampled = counts
+        beacons_in = sum(t.beacons_in for t in self.towers)
+        sent = sum(t.sent for t in self.towers)
+        self.series.append((now, beacons_in - self._sampled[0], sent - self._sampled[1]))
+        self._sampled = (beacons_in, sent)
 
     def open(self, live: Collection[int]) -> None:
-        """The window opens: what each live node and the towers received so far."""
-        nodes = [(i, self.nodes[i].beacons_in, self.nodes[i].heartbeats_in) for i in live]
-        self._opened = (nodes, self._towers())
+        """The window opens: what each live node and each tower received so far."""
+        nodes = [
+            (i, self.nodes[i].beacons_in, self.nodes[i].heartbeats_in, self.nodes[i].sends_in)
+            for i in live
+        ]
+        self._opened = (nodes, [_counts(t) for t in self.towers])
 
     def close(self) -> None:
         """The window closes: rates of the nodes live at its start and not left since."""
         if self._opened is None:
             return
-        nodes, (b0, r0, s0) = self._opened
+        nodes, towers = self._opened
         span = self.window[1] - self.window[0]
-        beacons, heartbeats = [], []
-        for i, b, h in nodes:
+        beacons, heartbeats, copies = [], [], []
+        for i, b, h, s in nodes:
             node = self.nodes[i]
             if node.state is not State.LEFT:
                 beacons.append((node.beacons_in - b) / span)
                 heartbeats.append((node.heartbeats_in - h) / span)
-        b1, r1, s1 = self._towers()
+                if node.sends_in > s:
+                    copies.append((node.beacons_in - b) / (node.sends_in - s))
+        per_tower = tuple(
+            TowerRates(t.index, *((c1 - c0) / span for c0, c1 in zip(c, _counts(t), strict=True)))
+            for t, c in zip(self.towers, towers, strict=True)
+        )
         self.rates = Rates(
             node_msgs_per_s=Stat.of(b + h for b, h in zip(beacons, heartbeats, strict=True)),
             node_beacons_per_s=Stat.of(beacons),
             node_heartbeats_per_s=Stat.of(heartbeats),
-            tower_in_per_s=(b1 - b0) / span,
-            tower_relayed_per_s=(r1 - r0) / span,
-            tower_out_per_s=(s1 - s0) / span,
+            node_copies=Stat.of(copies),
+            tower_in_per_s=sum(t.in_per_s for t in per_tower),
+            tower_relayed_per_s=sum(t.relayed_per_s for t in per_tower),
+            tower_out_per_s=sum(t.out_per_s for t in per_tower),
+            tower_peer_per_s=sum(t.peer_out_per_s for t in per_tower),
+            per_tower=per_tower,
         )

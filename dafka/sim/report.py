@@ -25,21 +25,48 @@ class Stat:
 
 
 @dataclass(frozen=True, slots=True)
+class TowerRates:
+    """One tower's traffic a second over a run's window."""
+
+    tower: int
+    in_per_s: float
+    """Beacons from its own nodes."""
+    peer_in_per_s: float
+    """Messages from its peer towers (peered: ``SimConfig.tower_fanout == "one"``)."""
+    relayed_per_s: float
+    """Messages it published to its nodes."""
+    out_per_s: float
+    """Copies its XPUB sent its nodes."""
+    offered_per_s: float
+    """Messages it published under ``P`` for its peers."""
+    peer_out_per_s: float
+    """Copies of them sent to its peers (once per peer that asked for one)."""
+
+    @property
+    def msgs_per_s(self) -> float:
+        """Every message in or out of it: from and to its nodes and its peers."""
+        return self.in_per_s + self.peer_in_per_s + self.out_per_s + self.peer_out_per_s
+
+
+@dataclass(frozen=True, slots=True)
 class Rates:
     """What was counted over a run's window (see :class:`SimReport`)."""
 
     node_msgs_per_s: Stat
     node_beacons_per_s: Stat
     node_heartbeats_per_s: Stat
+    node_copies: Stat
     tower_in_per_s: float
     tower_relayed_per_s: float
     tower_out_per_s: float
+    tower_peer_per_s: float
+    per_tower: tuple[TowerRates, ...]
 
     @classmethod
     def none(cls) -> Rates:
         """A window that never closed (it ends after the run)."""
         nothing = Stat.of(())
-        return cls(nothing, nothing, nothing, 0.0, 0.0, 0.0)
+        return cls(nothing, nothing, nothing, nothing, 0.0, 0.0, 0.0, 0.0, ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +83,14 @@ class OutageReport:
     converge_s: float | None
     """From its return until every live node holds exactly its expected peers (None: not
     by the end of the run); probed every ``SimConfig.probe`` s."""
+    relinked_s: float | None
+    """Fanout one: from its loss until every live node that used it was linked to a tower
+    again (moved to the next of its order, or back on it); None: not by the end, or
+    fanout all (no node moves)."""
+    home_s: float | None
+    """Fanout one: from its return until every live node whose home it is was back on it
+    (``tower_choice.HOME_RETRY`` after it left, plus its offset); None: not by the end, or
+    fanout all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +131,10 @@ class PauseReport:
 @dataclass(frozen=True, slots=True)
 class SimReport:
     mesh: str
+    towers: int
+    tower_fanout: str
+    """As it applied: ``one`` (each node on one tower, the towers peered) only with two
+    towers or more; else ``all``."""
     nodes: int
     """Live nodes at the end (stores included)."""
     started: int
@@ -124,13 +163,24 @@ class SimReport:
     """Beacons and heartbeats a node received a second (nodes live all through the window)."""
     node_beacons_per_s: Stat
     node_heartbeats_per_s: Stat
+    node_copies: Stat
+    """Copies of each beacon a node received: beacons received over distinct beacons sent
+    received (a beacon sharing two of its topics comes under each; with fanout all, from
+    each tower)."""
     tower_in_per_s: float
-    """Beacons the towers received a second (all towers)."""
+    """Beacons the towers received a second from their nodes (all towers)."""
     tower_relayed_per_s: float
     """Messages they published a second (a beacon is relayed as 1 + its topics, or 2)."""
     tower_out_per_s: float
-    """Copies their XPUBs sent a second (each published message, once per subscriber it
-    matches)."""
+    """Copies their XPUBs sent their nodes a second (each published message, once per
+    subscriber it matches)."""
+    tower_peer_per_s: float
+    """Messages the towers sent each other a second (peered; each counted once, as it
+    leaves)."""
+    per_tower: tuple[TowerRates, ...]
+    """Each tower's rates over the window."""
+    moves: int
+    """Times a node moved to another tower (fanout one: ``TowerChoice.moves``, summed)."""
     converged_s: float | None
     """From the first start until every live node held exactly its expected peers."""
     converged_at_end: bool
@@ -146,6 +196,11 @@ class SimReport:
     leaves: tuple[LeaveReport, ...]
     joins: tuple[JoinReport, ...]
     pauses: tuple[PauseReport, ...]
+
+    @property
+    def tower_msgs_max_per_s(self) -> float:
+        """The busiest tower's messages a second, in and out (:attr:`TowerRates.msgs_per_s`)."""
+        return max((t.msgs_per_s for t in self.per_tower), default=0.0)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -62,6 +62,32 @@ class OutageWatch:
     expired_during: int = 0
     expired_until_converged: int = 0
     converge_s: float | None = None
+    moving: set[int] = field(default_factory=set)
+    """Fanout one: the nodes that used it and are not yet linked to a tower again."""
+    relinked_s: float | None = None
+    away: set[int] | None = None
+    """Fanout one, once it is back: the nodes whose home it is, not yet back on it."""
+    home_s: float | None = None
+    returned_at: float | None = None
+
+    def linked(self, node: int, tower: int, now: float) -> None:
+        """Node ``node``'s link to ``tower`` came up at ``now``."""
+        moving = self.moving
+        if moving and node in moving:
+            moving.discard(node)
+            if not moving:
+                self.relinked_s = now - self.at
+        away = self.away
+        if away and tower == self.tower and node in away:
+            away.discard(node)
+            if not away and self.returned_at is not None:
+                self.home_s = now - self.returned_at
+
+    def gone(self, node: int) -> None:
+        """Node ``node`` left: it is waited for no more."""
+        self.moving.discard(node)
+        if self.away:
+            self.away.discard(node)
 
     def report(self) -> OutageReport:
         return OutageReport(
@@ -71,4 +97,6 @@ class OutageWatch:
             self.expired_during,
             self.expired_until_converged,
             self.converge_s,
+            self.relinked_s,
+            self.home_s,
         )

@@ -123,7 +123,9 @@ def test_nodes_subscribe_and_towers_relay_as_the_node_link_and_the_tower_do(mesh
     for node in sim.nodes:
         assert set(node.prefixes) == _link_prefixes(node, sim)
         relayed = relay_messages(list(node.beacon), None)
-        assert [(m[0], wbeacon.decode_tower_beacon(m)) for m in relayed] == sim._relay(node.beacon)
+        assert [(m[0], wbeacon.decode_tower_beacon(m)) for m in relayed] == sim.net.relay(
+            node.beacon
+        )
     kinds = {n.kind for n in sim.nodes}
     assert kinds == {"store", "producer", "consumer"}
 
