@@ -168,6 +168,7 @@ TESTS = [
     "tests/integration/test_attacks_tower_peers.py",
     "tests/unit/test_tower_choice.py",
     "tests/integration/test_peered_towers.py",
+    "tests/unit/test_attacks_beacon_memo.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -733,6 +734,13 @@ MUTANTS: dict[str, Spec] = {
     ),
     "beacon hosts are IP literals or DNS names": Guard("beacon-hosts-ip-literals-dns", "pass"),
     "beacon endpoints are checked at nodes": Guard("beacon-endpoints-checked-nodes", "pass"),
+    "a node's beacon memo checks the prefix each time": Guard(
+        "beacon-memo-checks-prefix-each-time", "if False:"
+    ),
+    "a node's beacon memo is keyed by every frame": Guard(
+        "beacon-memo-keyed-by-every-frame", "key = (bytes(frames[1]),)"
+    ),
+    "a node's beacon memo is bounded": Guard("beacon-memo-bounded", "if False:"),
     "beacon ports below 1024 are refused": Guard(
         "beacon-ports-below-1024-refused",
         "if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:",
@@ -2339,6 +2347,16 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "beacon hosts are IP literals or DNS names": (
         "tests/unit/test_attacks_beacons.py::test_beacons_with_a_bad_host_are_not_relayed[b'127.0.0.1\\\\x00evil']",
+    ),
+    "a node's beacon memo checks the prefix each time": (
+        "tests/unit/test_attacks_beacon_memo.py::test_known_frames_under_a_prefix_no_tower_sends_are_refused",
+    ),
+    "a node's beacon memo is keyed by every frame": (
+        "tests/unit/test_attacks_beacon_memo.py::test_a_node_that_moves_is_heard_at_its_new_endpoint",
+    ),
+    "a node's beacon memo is bounded": (
+        "tests/unit/test_attacks_beacon_memo.py::test_a_flood_of_distinct_beacons_keeps_the_memo_bounded",
+        "tests/unit/test_attacks_beacon_memo.py::test_the_memo_is_bounded_in_bytes_too",
     ),
     "beacon endpoints are checked at nodes": (
         "tests/unit/test_attacks_beacons.py::test_nodes_refuse_tower_beacons_naming_bad_endpoints[b'tcp://127.0.0.1\\\\x00:49153']",

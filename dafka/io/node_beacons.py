@@ -123,6 +123,7 @@ class TowerLink:
         self.identity = identity
         self.malformed = malformed
         self._prompted = -PROMPT_BEACON_INTERVAL  # when a tower's subscription was last answered
+        self._memo = wbeacon.TowerBeaconMemo()  # each peer's beacon decoded once
         self.towers = tuple(towers)
 
     def tick_towers(self, now: float) -> None:
@@ -277,7 +278,7 @@ class TowerLink:
             if last is not None and frames[1:] == last:
                 continue  # the same beacon under another topic we share: weighed (and heard)
             try:
-                tb = wbeacon.decode_tower_beacon(frames)
+                tb = self._memo.decode(frames)
             except WireError as exc:
                 self.malformed("beacon", exc, now)
                 continue

@@ -253,6 +253,56 @@ def decode_tower_beacon(frames: Sequence[bytes]) -> TowerBeacon:
     return TowerBeacon(node_id, endpoint, key)
 
 
+MEMO_BEACONS = 16_384
+"""Beacons a :class:`TowerBeaconMemo` remembers before it forgets them all."""
+MEMO_BYTES = 4 << 20
+"""Bytes of beacon frames it remembers before it forgets them all (a frame on a node's
+beacon SUB is at most 4 KiB: ``dafka.io.bounds.SMALL_FRAME_BYTES``)."""
+
+
+class TowerBeaconMemo:
+    """:func:`decode_tower_beacon`, remembering what it decoded (issue 39: an idle node's
+    CPU). Every peer beacons every second in the same bytes, and checking a beacon's
+    endpoint and key (an IP literal parsed, a node ID derived from a key) was 40% of an
+    idle node's loop. A beacon's node ID, endpoint and key are its frames after the relay
+    prefix, so the same frames decode to the same :class:`TowerBeacon`: those are looked up
+    whole, never by node ID (a node that moves announces another endpoint), and the prefix
+    and frame count are checked every time. A frame that failed is never remembered. Bounded
+    by :data:`MEMO_BEACONS` and :data:`MEMO_BYTES` whatever peers send: past either it
+    starts again empty. One per reader (not thread-safe)."""
+
+    __slots__ = ("_known", "_bytes", "max_beacons", "max_bytes")
+
+    def __init__(self, max_beacons: int = MEMO_BEACONS, max_bytes: int = MEMO_BYTES) -> None:
+        self.max_beacons = max_beacons
+        self.max_bytes = max_bytes
+        self._known: dict[tuple[bytes, ...], TowerBeacon] = {}
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def decode(self, frames: Sequence[bytes]) -> TowerBeacon:
+        """What :func:`decode_tower_beacon` returns for ``frames`` (or raises)."""
+        # guard: beacon-memo-checks-prefix-each-time
+        if not (len(frames) in (3, 4) and is_relayed_prefix(frames[0])):
+            return decode_tower_beacon(frames)
+        # guard: beacon-memo-keyed-by-every-frame
+        key = tuple(bytes(f) for f in frames[1:])
+        known = self._known.get(key)
+        if known is not None:
+            return known
+        beacon = decode_tower_beacon(frames)
+        size = sum(map(len, key))
+        # guard: beacon-memo-bounded
+        if len(self._known) >= self.max_beacons or self._bytes + size > self.max_bytes:
+            self._known.clear()
+            self._bytes = 0
+        self._known[key] = beacon
+        self._bytes += size
+        return beacon
+
+
 def decode_service_beacon(frames: Sequence[bytes]) -> ServiceBeacon:
     if len(frames) != 4 or bytes(frames[0]) != SERVICE:
         raise WireError("a service beacon has 4 frames starting with 'Q'")
