@@ -741,6 +741,9 @@ MUTANTS: dict[str, Spec] = {
         "beacon-memo-keyed-by-every-frame", "key = (bytes(frames[1]),)"
     ),
     "a node's beacon memo is bounded": Guard("beacon-memo-bounded", "if False:"),
+    "heartbeats every beat without the towers": Guard(
+        "heartbeats-every-beat-without-the-tower", "if phase is None:"
+    ),
     "beacon ports below 1024 are refused": Guard(
         "beacon-ports-below-1024-refused",
         "if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:",
@@ -2347,6 +2350,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "beacon hosts are IP literals or DNS names": (
         "tests/unit/test_attacks_beacons.py::test_beacons_with_a_bad_host_are_not_relayed[b'127.0.0.1\\\\x00evil']",
+    ),
+    "heartbeats every beat without the towers": (
+        "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",
+        "tests/unit/test_tick_pace.py::test_a_peer_is_heard_every_two_intervals_when_its_tower_stops_at_any_moment",
     ),
     "a node's beacon memo checks the prefix each time": (
         "tests/unit/test_attacks_beacon_memo.py::test_known_frames_under_a_prefix_no_tower_sends_are_refused",

@@ -79,7 +79,7 @@ from .peer_liveness import PeerLiveness
 from .read_grants import ReadGrants
 from .ready_shell import run_ready
 from .request_senders import PeerSenders
-from .tick_pace import TICK_INTERVAL, TickPace, beat_phase
+from .tick_pace import TICK_INTERVAL, TickPace, beat_phase, heartbeat_beat
 
 log = logging.getLogger(__name__)
 
@@ -500,6 +500,7 @@ class NodeLoop:
             next_tick = now
             reading = True
             pace = self.pace
+            phase, interval = self.discovery.phase, self.config.beacon_interval
             hushed = False  # the beacon SUB is not polled (read on each tick while quiet)
             muted = False  # the data SUB is not polled: the handler's backpressure, or
             stats = self.stats  # a quiet node collecting its peers' heartbeats (tick_pace)
@@ -588,7 +589,8 @@ class NodeLoop:
                     pending = due and has_input(sub, bsub)
                     actions = self.discovery.tick(now, pending)
                     link.apply(actions)
-                    if actions.send_beacon:
+                    # every beat without the towers, else even ones (tick_pace.heartbeat_beat)
+                    if actions.send_beacon and heartbeat_beat(now, phase, interval, link.echoed):
                         if self._heartbeat is not None:
                             send_heartbeat(xpub, self._heartbeat)
                         pace.beaconed(now)

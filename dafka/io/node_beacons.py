@@ -124,6 +124,8 @@ class TowerLink:
         self.malformed = malformed
         self._prompted = -PROMPT_BEACON_INTERVAL  # when a tower's subscription was last answered
         self._memo = wbeacon.TowerBeaconMemo()  # each peer's beacon decoded once
+        self.echoed = float("-inf")
+        """When a tower last relayed our own beacon back (``tick_pace.heartbeat_beat``)."""
         self.towers = tuple(towers)
 
     def tick_towers(self, now: float) -> None:
@@ -283,8 +285,11 @@ class TowerLink:
                 self.malformed("beacon", exc, now)
                 continue
             last = frames[1:]
+            own = tb.node_id == self.me.node_id
+            if own:
+                self.echoed = now
             if choice is not None:  # our tower relays: our own beacon proves it
-                choice.heard(now, own=tb.node_id == self.me.node_id)
+                choice.heard(now, own=own)
             actions = discovery.on_beacon(tb, now)
             # the ID discovery admitted the endpoint under, not any a beacon claims for it
             admitted = discovery.node_of(tb.endpoint)

@@ -47,6 +47,7 @@ __all__ = [
     "TICK_INTERVAL",
     "TickPace",
     "beat_phase",
+    "heartbeat_beat",
 ]
 
 TICK_INTERVAL = 0.05
@@ -116,3 +117,25 @@ def beat_phase(clock: Callable[[], float], interval: float) -> float | None:
     if clock is not time.monotonic or not interval > 0 or not math.isfinite(interval):
         return None
     return time.monotonic() - time.time() % interval
+
+
+ECHO_FRESH = 1.5
+"""Beacon intervals for which the node's own beacon, relayed back by a tower, says the towers
+relay (:func:`heartbeat_beat`)."""
+
+
+def heartbeat_beat(now: float, phase: float | None, interval: float, echoed: float) -> bool:
+    """Whether the beacon at ``now`` goes with a heartbeat, and a quiet node collects its
+    peers' after it (issue 39: an idle node's CPU).
+
+    Heartbeats keep a peer alive while the towers are away; while they relay, every peer's
+    beacon does that each interval, so a node that heard its own beacon relayed in the last
+    ``ECHO_FRESH`` intervals (``echoed``: when it last did) heartbeats on the even beats of
+    the wall clock's grid only, and every beat again once it has not: its peers hear it at
+    least every two intervals throughout, against an expiry of four. Every quiet node skips
+    the window after an odd beat, a turn of two. Off the grid (``phase`` None: a test's
+    clock) every beat; clocks skewed apart cost wake-ups, never a peer."""
+    # guard: heartbeats-every-beat-without-the-tower
+    if phase is None or not now - echoed <= ECHO_FRESH * interval:
+        return True
+    return round((now - phase) / interval) % 2 == 0
