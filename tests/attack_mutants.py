@@ -742,7 +742,13 @@ MUTANTS: dict[str, Spec] = {
     ),
     "a node's beacon memo is bounded": Guard("beacon-memo-bounded", "if False:"),
     "heartbeats every beat without the towers": Guard(
-        "heartbeats-every-beat-without-the-tower", "if phase is None:"
+        "heartbeats-every-beat-without-the-tower", "if pairs is None:"
+    ),
+    "heartbeats skipped only under a long timeout": Guard(
+        "heartbeats-skipped-only-under-a-long-timeout", "if False:"
+    ),
+    "a heartbeat overdue after a late beat is sent": Guard(
+        "heartbeat-overdue-after-a-late-beat", "if False:"
     ),
     "beacon ports below 1024 are refused": Guard(
         "beacon-ports-below-1024-refused",
@@ -2350,6 +2356,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "beacon hosts are IP literals or DNS names": (
         "tests/unit/test_attacks_beacons.py::test_beacons_with_a_bad_host_are_not_relayed[b'127.0.0.1\\\\x00evil']",
+    ),
+    "heartbeats skipped only under a long timeout": (
+        "tests/unit/test_tick_pace.py::test_heartbeats_every_beat_under_a_timeout_of_less_than_four_intervals",
+    ),
+    "a heartbeat overdue after a late beat is sent": (
+        "tests/unit/test_tick_pace.py::test_a_late_loop_delays_one_heartbeat_by_its_lateness_never_skips_two",
     ),
     "heartbeats every beat without the towers": (
         "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",

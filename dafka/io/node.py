@@ -500,7 +500,8 @@ class NodeLoop:
             next_tick = now
             reading = True
             pace = self.pace
-            phase, interval = self.discovery.phase, self.config.beacon_interval
+            interval, timeout = self.config.beacon_interval, self.config.beacon_timeout
+            pairs, hb_sent = beat_phase(self.clock, 2 * interval), float("-inf")
             hushed = False  # the beacon SUB is not polled (read on each tick while quiet)
             muted = False  # the data SUB is not polled: the handler's backpressure, or
             stats = self.stats  # a quiet node collecting its peers' heartbeats (tick_pace)
@@ -590,10 +591,13 @@ class NodeLoop:
                     actions = self.discovery.tick(now, pending)
                     link.apply(actions)
                     # every beat without the towers, else even ones (tick_pace.heartbeat_beat)
-                    if actions.send_beacon and heartbeat_beat(now, phase, interval, link.echoed):
+                    if actions.send_beacon and heartbeat_beat(
+                        now, pairs, interval, timeout, link.echoed, hb_sent
+                    ):
                         if self._heartbeat is not None:
                             send_heartbeat(xpub, self._heartbeat)
                         pace.beaconed(now)
+                        hb_sent = now
                 if timer.fd in events or stats["sent"] + stats["received"] - self.chatter != work:
                     pace.worked(now)  # a deadline of the handler's, messages in or out
                 if ticking:  # quiet a while: tick seldom (dafka.io.tick_pace)

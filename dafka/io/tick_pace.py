@@ -122,20 +122,37 @@ def beat_phase(clock: Callable[[], float], interval: float) -> float | None:
 ECHO_FRESH = 1.5
 """Beacon intervals for which the node's own beacon, relayed back by a tower, says the towers
 relay (:func:`heartbeat_beat`)."""
+SKIP_TIMEOUT = 4.0
+"""Beacon intervals a ``beacon_timeout`` must span for a node to skip heartbeats."""
+OVERDUE = 1.5
+"""Beacon intervals after a heartbeat from which the next is sent whatever the beat."""
 
 
-def heartbeat_beat(now: float, phase: float | None, interval: float, echoed: float) -> bool:
+def heartbeat_beat(
+    now: float, pairs: float | None, interval: float, timeout: float, echoed: float, sent: float
+) -> bool:
     """Whether the beacon at ``now`` goes with a heartbeat, and a quiet node collects its
     peers' after it (issue 39: an idle node's CPU).
 
-    Heartbeats keep a peer alive while the towers are away; while they relay, every peer's
-    beacon does that each interval, so a node that heard its own beacon relayed in the last
-    ``ECHO_FRESH`` intervals (``echoed``: when it last did) heartbeats on the even beats of
-    the wall clock's grid only, and every beat again once it has not: its peers hear it at
-    least every two intervals throughout, against an expiry of four. Every quiet node skips
-    the window after an odd beat, a turn of two. Off the grid (``phase`` None: a test's
-    clock) every beat; clocks skewed apart cost wake-ups, never a peer."""
+    Heartbeats keep a peer alive while the towers are away. While a tower relays the node's
+    own beacon back (``echoed``: when it last did, within ``ECHO_FRESH`` intervals), its
+    peers are likely to hear that beacon too, so it heartbeats on the even beats only: those
+    of the wall clock's grid of two intervals (``pairs``, :func:`beat_phase` of twice the
+    interval), the same for every node whose clock NTP keeps close, so that their windows
+    line up. It heartbeats whatever the beat once ``OVERDUE`` intervals passed since the last
+    (``sent``): a late loop delays one heartbeat by its lateness, never skips two. A peer
+    that hears the node by heartbeats alone (a peer tower's relay down, a beacon dropped)
+    hears it at least every two intervals plus the loop's lateness, against a timeout of
+    at least ``SKIP_TIMEOUT`` intervals (a shorter one: every beat); every beat when not
+    echoed, or off the grid (``pairs`` None: a test's clock). A late loop has a second less
+    room than with a heartbeat every beat (docs/wire.md §6.2)."""
     # guard: heartbeats-every-beat-without-the-tower
-    if phase is None or not now - echoed <= ECHO_FRESH * interval:
+    if pairs is None or not now - echoed <= ECHO_FRESH * interval:
         return True
-    return round((now - phase) / interval) % 2 == 0
+    # guard: heartbeats-skipped-only-under-a-long-timeout
+    if timeout < SKIP_TIMEOUT * interval:
+        return True
+    # guard: heartbeat-overdue-after-a-late-beat
+    if now - sent >= OVERDUE * interval:
+        return True
+    return round((now - pairs) / interval) % 2 == 0
