@@ -747,8 +747,15 @@ MUTANTS: dict[str, Spec] = {
     "heartbeats skipped only under a long timeout": Guard(
         "heartbeats-skipped-only-under-a-long-timeout", "if False:"
     ),
-    "a heartbeat overdue after a late beat is sent": Guard(
-        "heartbeat-overdue-after-a-late-beat", "if False:"
+    "heartbeat parity is the beat due's": Guard(
+        "heartbeat-parity-of-the-beat-due", "odd = round((now - pairs) / interval) % 2 == 1"
+    ),
+    "the loop heartbeats under its beacon timeout": Guard(
+        "loop-heartbeats-under-its-beacon-timeout",
+        "interval, expiry = self.config.beacon_interval, 1000.0",
+    ),
+    "a heartbeat when the next beat is odd too": Guard(
+        "heartbeat-when-the-next-beat-is-odd-too", "return not odd"
     ),
     "beacon ports below 1024 are refused": Guard(
         "beacon-ports-below-1024-refused",
@@ -2360,8 +2367,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "heartbeats skipped only under a long timeout": (
         "tests/unit/test_tick_pace.py::test_heartbeats_every_beat_under_a_timeout_of_less_than_four_intervals",
     ),
-    "a heartbeat overdue after a late beat is sent": (
+    "the loop heartbeats under its beacon timeout": (
+        "tests/unit/test_tick_pace.py::test_a_node_under_a_short_timeout_heartbeats_every_beat_and_skips_under_a_long_one",
+    ),
+    "a heartbeat when the next beat is odd too": (
+        "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",
         "tests/unit/test_tick_pace.py::test_a_late_loop_delays_one_heartbeat_by_its_lateness_never_skips_two",
+    ),
+    "heartbeat parity is the beat due's": (
+        "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",
     ),
     "heartbeats every beat without the towers": (
         "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",

@@ -500,8 +500,9 @@ class NodeLoop:
             next_tick = now
             reading = True
             pace = self.pace
-            interval, timeout = self.config.beacon_interval, self.config.beacon_timeout
-            pairs, hb_sent = beat_phase(self.clock, 2 * interval), float("-inf")
+            # guard: loop-heartbeats-under-its-beacon-timeout
+            interval, expiry = self.config.beacon_interval, self.config.beacon_timeout
+            pairs = beat_phase(self.clock, 2 * interval)
             hushed = False  # the beacon SUB is not polled (read on each tick while quiet)
             muted = False  # the data SUB is not polled: the handler's backpressure, or
             stats = self.stats  # a quiet node collecting its peers' heartbeats (tick_pace)
@@ -588,16 +589,17 @@ class NodeLoop:
                     if due and collecting and reading:  # the same for the heartbeats
                         send(self._on_data(sub, now, send))
                     pending = due and has_input(sub, bsub)
+                    beat = self.discovery.next_beacon  # the one due, if this turn sends it
                     actions = self.discovery.tick(now, pending)
                     link.apply(actions)
                     # every beat without the towers, else even ones (tick_pace.heartbeat_beat)
+                    after = self.discovery.next_beacon
                     if actions.send_beacon and heartbeat_beat(
-                        now, pairs, interval, timeout, link.echoed, hb_sent
+                        now, beat, after, pairs, interval, expiry, link.echoed
                     ):
                         if self._heartbeat is not None:
                             send_heartbeat(xpub, self._heartbeat)
                         pace.beaconed(now)
-                        hb_sent = now
                 if timer.fd in events or stats["sent"] + stats["received"] - self.chatter != work:
                     pace.worked(now)  # a deadline of the handler's, messages in or out
                 if ticking:  # quiet a while: tick seldom (dafka.io.tick_pace)

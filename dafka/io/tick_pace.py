@@ -124,35 +124,43 @@ ECHO_FRESH = 1.5
 relay (:func:`heartbeat_beat`)."""
 SKIP_TIMEOUT = 4.0
 """Beacon intervals a ``beacon_timeout`` must span for a node to skip heartbeats."""
-OVERDUE = 1.5
-"""Beacon intervals after a heartbeat from which the next is sent whatever the beat."""
 
 
 def heartbeat_beat(
-    now: float, pairs: float | None, interval: float, timeout: float, echoed: float, sent: float
+    now: float,
+    beat: float,
+    after: float,
+    pairs: float | None,
+    interval: float,
+    expiry: float,
+    echoed: float,
 ) -> bool:
-    """Whether the beacon at ``now`` goes with a heartbeat, and a quiet node collects its
-    peers' after it (issue 39: an idle node's CPU).
+    """Whether the beacon due at ``beat`` and sent at ``now`` (the next due at ``after``) goes
+    with a heartbeat, and a quiet node collects its peers' after it (issue 39: an idle node's
+    CPU).
 
     Heartbeats keep a peer alive while the towers are away. While a tower relays the node's
     own beacon back (``echoed``: when it last did, within ``ECHO_FRESH`` intervals), its
     peers are likely to hear that beacon too, so it heartbeats on the even beats only: those
     of the wall clock's grid of two intervals (``pairs``, :func:`beat_phase` of twice the
     interval), the same for every node whose clock NTP keeps close, so that their windows
-    line up. It heartbeats whatever the beat once ``OVERDUE`` intervals passed since the last
-    (``sent``): a late loop delays one heartbeat by its lateness, never skips two. A peer
-    that hears the node by heartbeats alone (a peer tower's relay down, a beacon dropped)
-    hears it at least every two intervals plus the loop's lateness, against a timeout of
-    at least ``SKIP_TIMEOUT`` intervals (a shorter one: every beat); every beat when not
-    echoed, or off the grid (``pairs`` None: a test's clock). A late loop has a second less
-    room than with a heartbeat every beat (docs/wire.md §6.2)."""
+    line up. The beat is the one *due*, not the moment the loop got to it, so a late loop
+    still heartbeats on every even beat it serves, and an odd beat whose next (``after``) is
+    odd too (a loop so late that the even one between is never due) heartbeats: no two beats
+    in a row are skipped. A peer that hears the node by heartbeats
+    alone (a peer tower's relay down, a beacon dropped) then hears it at least every two
+    intervals plus the lateness of the loop's turn on the next even beat, against an
+    ``expiry`` (``beacon_timeout``) of at least ``SKIP_TIMEOUT`` intervals (a shorter one:
+    every beat). Every beat when not echoed, or off the grid (``pairs`` None: a test's
+    clock). A late loop has an interval less room than with a heartbeat every beat
+    (docs/wire.md §6.2)."""
     # guard: heartbeats-every-beat-without-the-tower
     if pairs is None or not now - echoed <= ECHO_FRESH * interval:
         return True
     # guard: heartbeats-skipped-only-under-a-long-timeout
-    if timeout < SKIP_TIMEOUT * interval:
+    if expiry < SKIP_TIMEOUT * interval:
         return True
-    # guard: heartbeat-overdue-after-a-late-beat
-    if now - sent >= OVERDUE * interval:
-        return True
-    return round((now - pairs) / interval) % 2 == 0
+    # guard: heartbeat-parity-of-the-beat-due
+    odd = round((beat - pairs) / interval) % 2 == 1
+    # guard: heartbeat-when-the-next-beat-is-odd-too
+    return not odd or round((after - pairs) / interval) % 2 == 1
