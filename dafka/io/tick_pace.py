@@ -147,13 +147,12 @@ def heartbeat_beat(
     line up. The beat is the one *due*, not the moment the loop got to it, so a late loop
     still heartbeats on every even beat it serves, and an odd beat whose next (``after``) is
     odd too (a loop so late that the even one between is never due) heartbeats: no two beats
-    in a row are skipped. A peer that hears the node by heartbeats
-    alone (a peer tower's relay down, a beacon dropped) then hears it at least every two
-    intervals plus the lateness of the loop's turn on the next even beat, against an
-    ``expiry`` (``beacon_timeout``) of at least ``SKIP_TIMEOUT`` intervals (a shorter one:
-    every beat). Every beat when not echoed, or off the grid (``pairs`` None: a test's
-    clock). A late loop has an interval less room than with a heartbeat every beat
-    (docs/wire.md §6.2)."""
+    in a row are skipped. A peer that hears the node by heartbeats alone (a peer tower's
+    relay down, a beacon dropped) then hears it at least every two intervals plus the
+    lateness of the loop's turn on the next even beat, against an ``expiry``
+    (``beacon_timeout``) of at least ``SKIP_TIMEOUT`` intervals (a shorter one: every beat).
+    Every beat when not echoed, or off the grid (``pairs`` None: a test's clock). A late loop
+    has an interval less room than with a heartbeat every beat (docs/wire.md §6.2)."""
     # guard: heartbeats-every-beat-without-the-tower
     if pairs is None or not now - echoed <= ECHO_FRESH * interval:
         return True
