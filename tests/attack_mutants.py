@@ -34,6 +34,8 @@ from tests import mutant_guards
 from tests.mutant_guards import Guard
 
 TESTS = [
+    "tests/unit/test_consumer_heads_after_peer.py",
+    "tests/integration/test_consumer_missed_producer.py",
     "tests/integration/test_metadata.py",
     "tests/unit/test_tick_pace.py",
     "tests/unit/test_attacks_interest.py",
@@ -753,6 +755,12 @@ MUTANTS: dict[str, Spec] = {
     "the loop heartbeats under its beacon timeout": Guard(
         "loop-heartbeats-under-its-beacon-timeout",
         "interval, expiry = self.config.beacon_interval, 1000.0",
+    ),
+    "a join puts off the heads ask pending": Guard(
+        "peer-joins-never-put-off-a-pending-heads-ask", "if not soon.clear() and len(soon) < 4:"
+    ),
+    "the consumer's core never hears a peer joined": Guard(
+        "consumer-tells-its-core-a-peer-joined", "if False:"
     ),
     "a heartbeat when the next beat is odd too": Guard(
         "heartbeat-when-the-next-beat-is-odd-too", "return not odd"
@@ -2369,6 +2377,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the loop heartbeats under its beacon timeout": (
         "tests/unit/test_tick_pace.py::test_a_node_under_a_short_timeout_heartbeats_every_beat_and_skips_under_a_long_one",
+    ),
+    "a join puts off the heads ask pending": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_a_steady_stream_of_joins_asks_every_two_seconds_not_never",
+    ),
+    "the consumer's core never hears a peer joined": (
+        "tests/integration/test_consumer_missed_producer.py::test_a_consumer_paused_through_a_producers_whole_life_gets_its_records_soon",
     ),
     "a heartbeat when the next beat is odd too": (
         "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",

@@ -106,6 +106,14 @@ HEADS_REFRESH = 60.0
 ones it sends on subscribing and in each CONSUMER-HELLO. A store's DIRECT-HEAD can be lost
 (a store's data XPUB drops past its mark when a reader falls behind); without this, a
 consumer would never learn of a partition whose producers are gone until it reconnected."""
+HEADS_AFTER_PEER = (2.0, 10.0)
+"""Seconds after a peer joins the mesh (:meth:`ConsumerCore.peer_joined`) that the stores are
+asked for the heads again. A producer that came and went before our subscription reached it
+(our loop late or paused when its beacon came: a CLI producer lives well under a second) left
+its records only at the stores, and nothing else would tell us of them for a minute; the later
+ask covers a subscription slow to land. Joins coalesce: an ask already due within 2 s of a join
+covers it and is never put off (so a steady stream of joins asks every 2 s, not never); only
+the later ask moves with each join."""
 
 __all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
 
@@ -194,6 +202,8 @@ class ConsumerCore:
         self._assigned: set[PartitionKey] | None = None
         self._unassigned: dict[PartitionKey, None] = {}
         self._heads_due: float | None = None  # the next GET-HEADS refresh (None: not timed yet)
+        self._heads_soon: list[float] = []  # asks due after peers joined (HEADS_AFTER_PEER)
+        self._heads_again: float | None = None  # ... and the later one, after the last join
         # the node contract: what ``step`` caused, for the next Ready
         self._publish: list[Publish] = []
         self._deliver: list[Effect] = []
@@ -608,13 +618,31 @@ class ConsumerCore:
         self.answers.subscribed(store, now)  # it hears us: asked now if we hear it
         return [self._hello(store)]
 
+    def peer_joined(self, now: float) -> None:
+        """A peer joined the mesh (the shell connected to a new one): ask the stores for the
+        heads :data:`HEADS_AFTER_PEER` seconds from now, in :meth:`tick`."""
+        first, again = HEADS_AFTER_PEER
+        soon = self._heads_soon
+        # an ask due within ``first`` covers this join too; one due now does not (the records
+        # of a producer gone need the time to reach the stores), so it stays and one is added
+        # guard: peer-joins-never-put-off-a-pending-heads-ask
+        if not any(now < t <= now + first for t in soon) and len(soon) < 4:
+            soon.append(now + first)
+        self._heads_again = now + again
+
     def tick(self, now: float) -> list[Publish]:
         """Re-send a FETCH for every partition whose gap made no progress in time, and
         ask for the heads again every :data:`HEADS_REFRESH` seconds."""
         out: list[Publish] = []
+        soon, again = self._heads_soon, self._heads_again
+        asked_soon = bool(soon) and now >= min(soon)
+        if asked_soon:
+            self._heads_soon = [t for t in soon if t > now]
+        if again is not None and now >= again:
+            asked_soon, self._heads_again = True, None
         if self._heads_due is None:
             self._heads_due = now + HEADS_REFRESH
-        elif now >= self._heads_due:
+        if asked_soon or now >= self._heads_due:
             self._heads_due = now + HEADS_REFRESH
             node = self._node_id
             out.extend(Publish(m.GetHeads(t, node)) for t in self._topics if self._wants_heads(t))

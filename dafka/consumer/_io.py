@@ -35,6 +35,7 @@ class _ConsumerHandler(NodeHandler):
         self.core = core
         self.loop: NodeLoop | None = None
         self.heads_seen = 0  # DIRECT-HEADs addressed to this consumer (watermarks waits)
+        self.joined = 0  # the tower link's connections to peers when last looked at
         self.last_news = 0.0
         self.delivered_bytes = 0  # value bytes of the records the core delivered (metrics)
         self.lists = False
@@ -122,6 +123,11 @@ class _ConsumerHandler(NodeHandler):
         return self._run()
 
     def on_tick(self, now: float) -> Sequence[Outgoing]:
+        link = self.loop.tower_link if self.loop is not None else None
+        # guard: consumer-tells-its-core-a-peer-joined
+        if link is not None and link.joined != self.joined:
+            self.joined = link.joined
+            self.core.peer_joined(now)  # the stores are asked for the heads soon
         self.core.push(self.core.tick(now))
         return self._run()
 

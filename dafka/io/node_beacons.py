@@ -127,6 +127,8 @@ class TowerLink:
         self.echoed = float("-inf")
         """When a tower last relayed our own beacon back (``tick_pace.heartbeat_beat``)."""
         self.towers = tuple(towers)
+        self.joined = 0
+        """Connections the data SUB made to peers (a handler watches it: a peer joined)."""
 
     def tick_towers(self, now: float) -> None:
         """Probe the one tower we use, or move to the next, as :attr:`choice` says."""
@@ -238,6 +240,7 @@ class TowerLink:
                 log.warning("discovery.connect_failed endpoint=%s error=%s", endpoint, exc)
             else:
                 self.peers.connected(endpoint, key)
+                self.joined += 1
         if actions.send_beacon:
             self.send_beacons()
 

@@ -1,0 +1,89 @@
+"""A consumer asks the stores for the heads soon after a peer joins (HEADS_AFTER_PEER).
+
+A producer that came and went before our subscription reached it (our loop late or
+paused when its beacon came) left its records only at the stores; before, only the
+60 s refresh told the consumer of them (CI once waited 30 s for 2,000 records in vain).
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dafka.consumer._core import HEADS_AFTER_PEER, HEADS_REFRESH, ConsumerCore
+from dafka.core.effects import Publish
+from dafka.core.messages import GetHeads
+
+C = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
+FIRST, AGAIN = HEADS_AFTER_PEER
+STEP = 0.1
+
+
+def consumer(reset: str = "earliest") -> ConsumerCore:
+    core = ConsumerCore(C, offset_reset=reset)  # type: ignore[arg-type]
+    core.subscribe("t", 0.0)
+    return core
+
+
+def asks(core: ConsumerCore, now: float) -> int:
+    return sum(isinstance(e, Publish) and e.msg == GetHeads("t", C) for e in core.tick(now))
+
+
+def run(core: ConsumerCore, joins: list[float], until: float) -> list[float]:
+    """Tick every STEP seconds, telling the core of each join at its time: when it asked."""
+    asked: list[float] = []
+    pending = sorted(joins)
+    now = 0.0
+    while now <= until:
+        while pending and pending[0] <= now:
+            core.peer_joined(pending.pop(0))
+        if asks(core, now):
+            asked.append(now)
+        now = round(now + STEP, 6)
+    return asked
+
+
+def test_a_join_asks_soon_and_once_more_later_then_the_minute_refresh_goes_on() -> None:
+    core = consumer()
+    assert asks(core, 0.0) == 0  # the first tick times the refresh
+    core.peer_joined(5.0)
+    assert asks(core, 5.0 + FIRST - 0.01) == 0
+    assert asks(core, 5.0 + FIRST) == 1
+    assert asks(core, 5.0 + FIRST + 0.5) == 0  # once
+    assert asks(core, 5.0 + AGAIN - 0.01) == 0
+    assert asks(core, 5.0 + AGAIN) == 1
+    assert asks(core, 5.0 + AGAIN + 1) == 0
+    # the regular refresh counts from the last ask
+    assert asks(core, 5.0 + AGAIN + HEADS_REFRESH - 0.01) == 0
+    assert asks(core, 5.0 + AGAIN + HEADS_REFRESH) == 1
+
+
+def test_a_steady_stream_of_joins_asks_every_two_seconds_not_never() -> None:
+    """Each join must not put off the ask a join before it scheduled: peers joining every
+    half second (a churning cluster) would otherwise keep the ask away for good."""
+    asked = run(consumer(), [0.5 * i for i in range(1, 61)], 30.0)
+    assert asked, "never asked"
+    assert asked[0] <= 0.5 + FIRST + STEP
+    gaps = [b - a for a, b in zip(asked, asked[1:], strict=False)]
+    assert max(gaps) <= FIRST + STEP + 1e-9, gaps
+    assert len(asked) <= 30.0 / FIRST + 2  # and no more often than that
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 40.0).map(lambda t: round(t, 1)), min_size=1, max_size=40))
+def test_every_join_is_followed_by_an_ask_within_the_first_delay_and_one_after_the_second(
+    joins: list[float],
+) -> None:
+    asked = run(consumer(), joins, max(joins) + AGAIN + 1.0)
+    for j in joins:
+        assert any(j < a <= j + FIRST + STEP + 1e-9 for a in asked), (j, asked)
+        assert any(a >= j + AGAIN - 1e-9 for a in asked), (j, asked)
+    # bounded: at most one first ask per FIRST seconds, plus the later ones
+    for a in asked:
+        assert sum(a <= b < a + AGAIN for b in asked) <= AGAIN / FIRST + 2
+
+
+def test_a_consumer_at_latest_asks_nothing_when_peers_join() -> None:
+    core = consumer(reset="latest")
+    core.peer_joined(0.0)
+    assert run(core, [1.0, 2.0], 20.0) == []
