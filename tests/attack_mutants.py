@@ -759,6 +759,9 @@ MUTANTS: dict[str, Spec] = {
     "a join puts off the heads ask pending": Guard(
         "peer-joins-never-put-off-a-pending-heads-ask", "if not soon.clear() and len(soon) < 4:"
     ),
+    "heads asks go as a GET-HEADS a topic": Guard(
+        "heads-asks-go-as-one-hello-a-store", "if False:"
+    ),
     "the consumer's core never hears a peer joined": Guard(
         "consumer-tells-its-core-a-peer-joined", "if False:"
     ),
@@ -2380,6 +2383,10 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a join puts off the heads ask pending": (
         "tests/unit/test_consumer_heads_after_peer.py::test_a_steady_stream_of_joins_asks_every_two_seconds_not_never",
+    ),
+    "heads asks go as a GET-HEADS a topic": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_a_store_answers_every_topic_of_a_refresh_not_the_first_forty",
+        "tests/unit/test_consumer_heads_after_peer.py::test_with_stores_known_a_refresh_is_one_hello_to_each_naming_every_topic",
     ),
     "the consumer's core never hears a peer joined": (
         "tests/integration/test_consumer_missed_producer.py::test_a_consumer_paused_through_a_producers_whole_life_gets_its_records_soon",

@@ -114,6 +114,9 @@ its records only at the stores, and nothing else would tell us of them for a min
 ask covers a subscription slow to land. Joins coalesce: an ask already due within 2 s of a join
 covers it and is never put off (so a steady stream of joins asks every 2 s, not never); only
 the later ask moves with each join."""
+HELLO_TOPICS = 1_024
+"""Topics named in one CONSUMER-HELLO: as many as a store answers for in one
+(``dafka.store.MAX_HELLO_TOPICS``); a consumer of more sends several."""
 
 __all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
 
@@ -598,7 +601,7 @@ class ConsumerCore:
                 self._ignored += 1
                 return []
             self.answers.greeted(msg.store, now)  # we hear it: asked now if it hears us
-            return [self._hello(msg.store)]
+            return [*self._hellos(msg.store)]
         return []
 
     def on_subscription(self, sub: m.Subscription, now: float) -> list[Publish]:
@@ -616,7 +619,7 @@ class ConsumerCore:
             self.answers.unsubscribed(store)
             return []
         self.answers.subscribed(store, now)  # it hears us: asked now if we hear it
-        return [self._hello(store)]
+        return self._hellos(store)
 
     def peer_joined(self, now: float) -> None:
         """A peer joined the mesh (the shell connected to a new one): ask the stores for the
@@ -632,7 +635,8 @@ class ConsumerCore:
 
     def tick(self, now: float) -> list[Publish]:
         """Re-send a FETCH for every partition whose gap made no progress in time, and
-        ask for the heads again every :data:`HEADS_REFRESH` seconds."""
+        ask for the heads again every :data:`HEADS_REFRESH` seconds and after peers joined
+        (:meth:`peer_joined`), as :meth:`_ask_heads` does."""
         out: list[Publish] = []
         soon, again = self._heads_soon, self._heads_again
         asked_soon = bool(soon) and now >= min(soon)
@@ -644,8 +648,7 @@ class ConsumerCore:
             self._heads_due = now + HEADS_REFRESH
         if asked_soon or now >= self._heads_due:
             self._heads_due = now + HEADS_REFRESH
-            node = self._node_id
-            out.extend(Publish(m.GetHeads(t, node)) for t in self._topics if self._wants_heads(t))
+            out.extend(self._ask_heads())
             if out:
                 self.answers.heads_asked(now)
         timeout = self._timeout
@@ -688,6 +691,28 @@ class ConsumerCore:
             return True
         return any(key[0] == topic for key in self.table.start_offsets)
 
-    def _hello(self, store: str) -> Publish:
-        topics = tuple(t for t in self._topics if self._wants_heads(t))
-        return Publish(m.ConsumerHello(store, self._node_id, topics))
+    def _hellos(self, store: str) -> list[Publish]:
+        """CONSUMER-HELLOs to ``store`` naming the topics whose heads we want (none: one
+        naming none), :data:`HELLO_TOPICS` a message."""
+        topics = [t for t in self._topics if self._wants_heads(t)]
+        node, n = self._node_id, HELLO_TOPICS
+        return [
+            Publish(m.ConsumerHello(store, node, tuple(topics[i : i + n])))
+            for i in range(0, max(len(topics), 1), n)
+        ]
+
+    def _ask_heads(self) -> list[Publish]:
+        """Ask for the heads of every topic whose heads we want: a CONSUMER-HELLO to each
+        store that hears us and that we hear, else (none yet) a GET-HEADS per topic.
+
+        A store answers a HELLO for all its topics as one request of the requester's
+        budget (20 a second, bursts of 40), and a GET-HEADS for one: a refresh of GET-HEADS
+        for 100 topics had the first 40 answered and the others never, at every refresh."""
+        if not any(self._wants_heads(t) for t in self._topics):
+            return []
+        stores = self.answers.reachable()
+        # guard: heads-asks-go-as-one-hello-a-store
+        if stores:
+            return [hello for store in stores for hello in self._hellos(store)]
+        node = self._node_id
+        return [Publish(m.GetHeads(t, node)) for t in self._topics if self._wants_heads(t)]

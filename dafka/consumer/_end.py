@@ -68,6 +68,11 @@ class StoreAnswers:
         """How many stores greeted this consumer or subscribed to its greetings."""
         return len(self._stores)
 
+    def reachable(self) -> list[str]:
+        """The stores that hear us and that we hear: a CONSUMER-HELLO reaches each, and its
+        answers reach us (at most :data:`MAX_STORES`)."""
+        return [sid for sid, s in self._stores.items() if s.heard and s.hears]
+
     def waiting(self, now: float) -> dict[str, float]:
         """The stores known and not asked yet (one direction of the connection is not up
         yet), with the seconds since each was first known."""

@@ -10,11 +10,22 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dafka.consumer._core import HEADS_AFTER_PEER, HEADS_REFRESH, ConsumerCore
+from dafka.consumer._core import HEADS_AFTER_PEER, HEADS_REFRESH, HELLO_TOPICS, ConsumerCore
 from dafka.core.effects import Publish
-from dafka.core.messages import GetHeads
+from dafka.core.messages import (
+    ConsumerHello,
+    DirectHead,
+    GetHeads,
+    Record,
+    StoreHello,
+    Subscription,
+)
+from dafka.storage.memory import MemoryStorage
+from dafka.store import StoreCore
 
 C = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
+P = "0123456789ABCDEF0123456789ABCDEF"
+STORES = ["5707E0000000000000000000000000AA", "5707E0000000000000000000000000BB"]
 FIRST, AGAIN = HEADS_AFTER_PEER
 STEP = 0.1
 
@@ -87,3 +98,62 @@ def test_a_consumer_at_latest_asks_nothing_when_peers_join() -> None:
     core = consumer(reset="latest")
     core.peer_joined(0.0)
     assert run(core, [1.0, 2.0], 20.0) == []
+
+
+# ------------------------------------------------- the asks go as one HELLO a store
+
+
+def greet(core: ConsumerCore, store: str, now: float = 0.0) -> None:
+    """``store`` hears us (its W subscription) and we hear it (its STORE-HELLO)."""
+    core.on_subscription(Subscription(True, b"W", store.encode()), now)
+    core.handle(StoreHello(C, store), now)
+
+
+def test_with_stores_known_a_refresh_is_one_hello_to_each_naming_every_topic() -> None:
+    core = ConsumerCore(C, offset_reset="earliest")  # type: ignore[arg-type]
+    topics = [f"t{i:03d}" for i in range(100)]
+    for t in topics:
+        core.subscribe(t, 0.0)
+    for store in STORES:
+        greet(core, store)
+    core.tick(0.0)
+    out = [e.msg for e in core.tick(HEADS_REFRESH)]
+    assert out == [ConsumerHello(s, C, tuple(topics)) for s in STORES]
+
+
+def test_a_store_that_does_not_hear_us_yet_leaves_the_ask_to_get_heads() -> None:
+    core = consumer()
+    core.handle(StoreHello(C, STORES[0]), 0.0)  # we hear it; its W subscription not yet
+    core.tick(0.0)
+    assert [e.msg for e in core.tick(HEADS_REFRESH)] == [GetHeads("t", C)]
+
+
+def test_hellos_name_at_most_hello_topics_each() -> None:
+    core = ConsumerCore(C, offset_reset="earliest")  # type: ignore[arg-type]
+    topics = [f"t{i:04d}" for i in range(HELLO_TOPICS + 5)]
+    for t in topics:
+        core.subscribe(t, 0.0)
+    greet(core, STORES[0])
+    core.tick(0.0)
+    out = [e.msg for e in core.tick(HEADS_REFRESH)]
+    assert [len(h.topics) for h in out] == [HELLO_TOPICS, 5]
+    assert [t for h in out for t in h.topics] == topics
+
+
+def test_a_store_answers_every_topic_of_a_refresh_not_the_first_forty() -> None:
+    """End to end over the two cores: a consumer of 100 topics, one record in each at the
+    store. A refresh of one GET-HEADS a topic had 40 answered (the store's per-requester
+    burst) and the other 60 never, at every refresh."""
+    store = StoreCore(STORES[0], MemoryStorage())
+    topics = [f"t{i:03d}" for i in range(100)]
+    store.handle_batch([Record(t, P, 0, b"x") for t in topics], 0.0)
+    core = ConsumerCore(C, offset_reset="earliest")  # type: ignore[arg-type]
+    for t in topics:
+        core.subscribe(t, 0.0)
+    greet(core, STORES[0])
+    core.tick(0.0)
+    for n in (1, 2):
+        asks = [e.msg for e in core.tick(n * HEADS_REFRESH)]
+        answers = store.handle_batch(asks, n * HEADS_REFRESH)
+        heads = {e.msg.topic for e in answers if isinstance(e.msg, DirectHead)}
+        assert heads == set(topics), (n, len(heads))
