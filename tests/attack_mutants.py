@@ -759,8 +759,17 @@ MUTANTS: dict[str, Spec] = {
     "a join puts off the heads ask pending": Guard(
         "peer-joins-never-put-off-a-pending-heads-ask", "if not soon.clear() and len(soon) < 4:"
     ),
-    "heads asks go as a GET-HEADS a topic": Guard(
-        "heads-asks-go-as-one-hello-a-store", "if False:"
+    "heads asks of many topics send no HELLO": Guard(
+        "heads-asks-go-as-one-hello-a-store", "for store in ():"
+    ),
+    "heads asks of many topics send no GET-HEADS": Guard(
+        "heads-asks-get-heads-in-turn-whatever-the-stores", "pass"
+    ),
+    "heads asks of few topics go as HELLOs too": Guard(
+        "heads-asks-get-heads-for-few-topics", "if False:"
+    ),
+    "asks after joins not paced by topics": Guard(
+        "asks-after-joins-paced-by-topics", "first = first"
     ),
     "the consumer's core never hears a peer joined": Guard(
         "consumer-tells-its-core-a-peer-joined", "if False:"
@@ -2384,9 +2393,18 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "a join puts off the heads ask pending": (
         "tests/unit/test_consumer_heads_after_peer.py::test_a_steady_stream_of_joins_asks_every_two_seconds_not_never",
     ),
-    "heads asks go as a GET-HEADS a topic": (
+    "heads asks of many topics send no HELLO": (
         "tests/unit/test_consumer_heads_after_peer.py::test_a_store_answers_every_topic_of_a_refresh_not_the_first_forty",
-        "tests/unit/test_consumer_heads_after_peer.py::test_with_stores_known_a_refresh_is_one_hello_to_each_naming_every_topic",
+        "tests/unit/test_consumer_heads_after_peer.py::test_many_topics_are_one_hello_to_each_store_and_get_heads_for_some_in_turn",
+    ),
+    "heads asks of many topics send no GET-HEADS": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_made_up_stores_get_a_bounded_share_and_a_real_one_still_answers_every_topic",
+    ),
+    "heads asks of few topics go as HELLOs too": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_few_topics_are_asked_by_get_heads_whatever_stores_we_know",
+    ),
+    "asks after joins not paced by topics": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_a_consumer_of_many_topics_waits_longer_after_a_join",
     ),
     "the consumer's core never hears a peer joined": (
         "tests/integration/test_consumer_missed_producer.py::test_a_consumer_paused_through_a_producers_whole_life_gets_its_records_soon",

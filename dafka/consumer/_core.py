@@ -83,6 +83,16 @@ from ..errors import ConfigError
 from ..ids import check_topic, is_node_id
 from ..wire.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
+from ._asks import (
+    ASK_STORES,
+    ASK_TOPICS,
+    ASK_TOPICS_RATE,
+    HEADS_AFTER_PEER,
+    HEADS_REFRESH,
+    HELLO_TOPICS,
+    HeadsAsks,
+    hellos,
+)
 from ._buffer import ReorderBuffers
 from ._delivery import Delivery
 from ._end import StoreAnswers
@@ -101,24 +111,18 @@ log = logging.getLogger(__name__)
 
 _PARTITION_MESSAGES = (m.Record, m.DirectRecord, m.Head, m.DirectHead, m.Oversized)
 
-HEADS_REFRESH = 60.0
-"""Seconds between a consumer's GET-HEADS for each topic whose heads it wants, after the
-ones it sends on subscribing and in each CONSUMER-HELLO. A store's DIRECT-HEAD can be lost
-(a store's data XPUB drops past its mark when a reader falls behind); without this, a
-consumer would never learn of a partition whose producers are gone until it reconnected."""
-HEADS_AFTER_PEER = (2.0, 10.0)
-"""Seconds after a peer joins the mesh (:meth:`ConsumerCore.peer_joined`) that the stores are
-asked for the heads again. A producer that came and went before our subscription reached it
-(our loop late or paused when its beacon came: a CLI producer lives well under a second) left
-its records only at the stores, and nothing else would tell us of them for a minute; the later
-ask covers a subscription slow to land. Joins coalesce: an ask already due within 2 s of a join
-covers it and is never put off (so a steady stream of joins asks every 2 s, not never); only
-the later ask moves with each join."""
-HELLO_TOPICS = 1_024
-"""Topics named in one CONSUMER-HELLO: as many as a store answers for in one
-(``dafka.store.MAX_HELLO_TOPICS``); a consumer of more sends several."""
-
-__all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
+__all__ = [
+    "ASK_STORES",
+    "ASK_TOPICS",
+    "ASK_TOPICS_RATE",
+    "HEADS_AFTER_PEER",
+    "HEADS_REFRESH",
+    "HELLO_TOPICS",
+    "ConsumerCore",
+    "ConsumerEquivocation",
+    "ConsumerStats",
+    "OffsetReset",
+]
 
 
 class ConsumerCore:
@@ -204,9 +208,7 @@ class ConsumerCore:
         # noted (bounded), for the group to assign
         self._assigned: set[PartitionKey] | None = None
         self._unassigned: dict[PartitionKey, None] = {}
-        self._heads_due: float | None = None  # the next GET-HEADS refresh (None: not timed yet)
-        self._heads_soon: list[float] = []  # asks due after peers joined (HEADS_AFTER_PEER)
-        self._heads_again: float | None = None  # ... and the later one, after the last join
+        self.asks = HeadsAsks()  # when to ask the stores for the heads again, and how
         # the node contract: what ``step`` caused, for the next Ready
         self._publish: list[Publish] = []
         self._deliver: list[Effect] = []
@@ -623,32 +625,16 @@ class ConsumerCore:
 
     def peer_joined(self, now: float) -> None:
         """A peer joined the mesh (the shell connected to a new one): ask the stores for the
-        heads :data:`HEADS_AFTER_PEER` seconds from now, in :meth:`tick`."""
-        first, again = HEADS_AFTER_PEER
-        soon = self._heads_soon
-        # an ask due within ``first`` covers this join too; one due now does not (the records
-        # of a producer gone need the time to reach the stores), so it stays and one is added
-        # guard: peer-joins-never-put-off-a-pending-heads-ask
-        if not any(now < t <= now + first for t in soon) and len(soon) < 4:
-            soon.append(now + first)
-        self._heads_again = now + again
+        heads soon (:meth:`HeadsAsks.joined`), in :meth:`tick`."""
+        self.asks.joined(now, len(self._wanted_topics()))
 
     def tick(self, now: float) -> list[Publish]:
         """Re-send a FETCH for every partition whose gap made no progress in time, and
         ask for the heads again every :data:`HEADS_REFRESH` seconds and after peers joined
-        (:meth:`peer_joined`), as :meth:`_ask_heads` does."""
+        (:meth:`peer_joined`), as :class:`HeadsAsks` says."""
         out: list[Publish] = []
-        soon, again = self._heads_soon, self._heads_again
-        asked_soon = bool(soon) and now >= min(soon)
-        if asked_soon:
-            self._heads_soon = [t for t in soon if t > now]
-        if again is not None and now >= again:
-            asked_soon, self._heads_again = True, None
-        if self._heads_due is None:
-            self._heads_due = now + HEADS_REFRESH
-        if asked_soon or now >= self._heads_due:
-            self._heads_due = now + HEADS_REFRESH
-            out.extend(self._ask_heads())
+        if self.asks.due(now):
+            out.extend(self.asks.ask(self._node_id, self._wanted_topics(), self.answers))
             if out:
                 self.answers.heads_asked(now)
         timeout = self._timeout
@@ -691,28 +677,16 @@ class ConsumerCore:
             return True
         return any(key[0] == topic for key in self.table.start_offsets)
 
+    def _wanted_topics(self) -> list[str]:
+        """The topics whose heads we want (:meth:`_wants_heads` of each), in one pass."""
+        settings = self.settings
+        if settings.reset != "latest" or settings.start_time is not None:
+            return list(self._topics)
+        if self._assigned is not None:
+            return list(self._topics)
+        started = {key[0] for key in self.table.start_offsets}
+        return [t for t in self._topics if t in started]
+
     def _hellos(self, store: str) -> list[Publish]:
-        """CONSUMER-HELLOs to ``store`` naming the topics whose heads we want (none: one
-        naming none), :data:`HELLO_TOPICS` a message."""
-        topics = [t for t in self._topics if self._wants_heads(t)]
-        node, n = self._node_id, HELLO_TOPICS
-        return [
-            Publish(m.ConsumerHello(store, node, tuple(topics[i : i + n])))
-            for i in range(0, max(len(topics), 1), n)
-        ]
-
-    def _ask_heads(self) -> list[Publish]:
-        """Ask for the heads of every topic whose heads we want: a CONSUMER-HELLO to each
-        store that hears us and that we hear, else (none yet) a GET-HEADS per topic.
-
-        A store answers a HELLO for all its topics as one request of the requester's
-        budget (20 a second, bursts of 40), and a GET-HEADS for one: a refresh of GET-HEADS
-        for 100 topics had the first 40 answered and the others never, at every refresh."""
-        if not any(self._wants_heads(t) for t in self._topics):
-            return []
-        stores = self.answers.reachable()
-        # guard: heads-asks-go-as-one-hello-a-store
-        if stores:
-            return [hello for store in stores for hello in self._hellos(store)]
-        node = self._node_id
-        return [Publish(m.GetHeads(t, node)) for t in self._topics if self._wants_heads(t)]
+        """CONSUMER-HELLOs to ``store`` naming the topics whose heads we want."""
+        return hellos(store, self._node_id, self._wanted_topics())

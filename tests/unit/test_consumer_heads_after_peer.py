@@ -10,7 +10,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dafka.consumer._core import HEADS_AFTER_PEER, HEADS_REFRESH, HELLO_TOPICS, ConsumerCore
+from dafka.consumer._core import (
+    ASK_STORES,
+    ASK_TOPICS,
+    ASK_TOPICS_RATE,
+    HEADS_AFTER_PEER,
+    HEADS_REFRESH,
+    HELLO_TOPICS,
+    ConsumerCore,
+)
 from dafka.core.effects import Publish
 from dafka.core.messages import (
     ConsumerHello,
@@ -109,35 +117,78 @@ def greet(core: ConsumerCore, store: str, now: float = 0.0) -> None:
     core.handle(StoreHello(C, store), now)
 
 
-def test_with_stores_known_a_refresh_is_one_hello_to_each_naming_every_topic() -> None:
+def many(n: int = 100) -> tuple[ConsumerCore, list[str]]:
     core = ConsumerCore(C, offset_reset="earliest")  # type: ignore[arg-type]
-    topics = [f"t{i:03d}" for i in range(100)]
+    topics = [f"t{i:04d}" for i in range(n)]
     for t in topics:
         core.subscribe(t, 0.0)
+    return core, topics
+
+
+def test_few_topics_are_asked_by_get_heads_whatever_stores_we_know() -> None:
+    """Every store hears a GET-HEADS; a HELLO reaches only a store we know, and peers choose
+    those (a made-up store greets us; a real one's STORE-HELLO was lost)."""
+    core, topics = many(ASK_TOPICS)
+    greet(core, STORES[0])
+    core.tick(0.0)
+    assert [e.msg for e in core.tick(HEADS_REFRESH)] == [GetHeads(t, C) for t in topics]
+
+
+def test_many_topics_are_one_hello_to_each_store_and_get_heads_for_some_in_turn() -> None:
+    core, topics = many(100)
     for store in STORES:
         greet(core, store)
     core.tick(0.0)
-    out = [e.msg for e in core.tick(HEADS_REFRESH)]
-    assert out == [ConsumerHello(s, C, tuple(topics)) for s in STORES]
-
-
-def test_a_store_that_does_not_hear_us_yet_leaves_the_ask_to_get_heads() -> None:
-    core = consumer()
-    core.handle(StoreHello(C, STORES[0]), 0.0)  # we hear it; its W subscription not yet
-    core.tick(0.0)
-    assert [e.msg for e in core.tick(HEADS_REFRESH)] == [GetHeads("t", C)]
+    for n in range(1, 9):
+        out = [e.msg for e in core.tick(n * HEADS_REFRESH)]
+        assert out[:2] == [ConsumerHello(s, C, tuple(topics)) for s in STORES]
+        start = (n - 1) * ASK_TOPICS % 100
+        turn = [topics[(start + i) % 100] for i in range(ASK_TOPICS)]
+        assert out[2:] == [GetHeads(t, C) for t in turn]
 
 
 def test_hellos_name_at_most_hello_topics_each() -> None:
-    core = ConsumerCore(C, offset_reset="earliest")  # type: ignore[arg-type]
-    topics = [f"t{i:04d}" for i in range(HELLO_TOPICS + 5)]
-    for t in topics:
-        core.subscribe(t, 0.0)
+    core, topics = many(HELLO_TOPICS + 5)
     greet(core, STORES[0])
     core.tick(0.0)
     out = [e.msg for e in core.tick(HEADS_REFRESH)]
-    assert [len(h.topics) for h in out] == [HELLO_TOPICS, 5]
-    assert [t for h in out for t in h.topics] == topics
+    hellos = [h for h in out if isinstance(h, ConsumerHello)]
+    assert [len(h.topics) for h in hellos] == [HELLO_TOPICS, 5]
+    assert [t for h in hellos for t in h.topics] == topics
+
+
+def test_made_up_stores_get_a_bounded_share_and_a_real_one_still_answers_every_topic() -> None:
+    """The red team's: 1,024 made-up stores greet the consumer and subscribe for its HELLOs
+    (every slot of StoreAnswers), and the real store's STORE-HELLO was lost. The HELLOs of
+    an ask go to ASK_STORES of them, and the GET-HEADS in turn reach the real store: it has
+    answered every topic within ceil(100 / ASK_TOPICS) asks (before: never)."""
+    store = StoreCore(STORES[0], MemoryStorage())
+    core, topics = many(100)
+    store.handle_batch([Record(t, P, 0, b"x") for t in topics], 0.0)
+    for i in range(1024):
+        greet(core, f"{i:032X}")
+    core.tick(0.0)
+    answered: set[str] = set()
+    asks = -(-100 // ASK_TOPICS)
+    for n in range(1, asks + 1):
+        out = [e.msg for e in core.tick(n * HEADS_REFRESH)]
+        assert sum(isinstance(h, ConsumerHello) for h in out) == ASK_STORES
+        answers = store.handle_batch(out, n * HEADS_REFRESH)
+        answered |= {e.msg.topic for e in answers if isinstance(e.msg, DirectHead)}
+    assert answered == set(topics)
+
+
+def test_a_consumer_of_many_topics_waits_longer_after_a_join() -> None:
+    core, _ = many(1000)
+    core.tick(0.0)
+    core.peer_joined(1.0)
+    wait = 1000 / ASK_TOPICS_RATE
+    assert all(not sent_at(core, 1.0 + t) for t in (FIRST, wait / 2, wait - 0.01))
+    assert sent_at(core, 1.0 + wait)
+
+
+def sent_at(core: ConsumerCore, now: float) -> bool:
+    return any(isinstance(e.msg, (GetHeads, ConsumerHello)) for e in core.tick(now))
 
 
 def test_a_store_answers_every_topic_of_a_refresh_not_the_first_forty() -> None:
@@ -145,11 +196,8 @@ def test_a_store_answers_every_topic_of_a_refresh_not_the_first_forty() -> None:
     store. A refresh of one GET-HEADS a topic had 40 answered (the store's per-requester
     burst) and the other 60 never, at every refresh."""
     store = StoreCore(STORES[0], MemoryStorage())
-    topics = [f"t{i:03d}" for i in range(100)]
+    core, topics = many(100)
     store.handle_batch([Record(t, P, 0, b"x") for t in topics], 0.0)
-    core = ConsumerCore(C, offset_reset="earliest")  # type: ignore[arg-type]
-    for t in topics:
-        core.subscribe(t, 0.0)
     greet(core, STORES[0])
     core.tick(0.0)
     for n in (1, 2):

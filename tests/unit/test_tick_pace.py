@@ -348,7 +348,7 @@ def test_an_idle_producers_heads_keep_nobody_busy(
     (the red team found none of the three ever did)."""
     # the consumer asks the stores for the heads 2 s and 10 s after a peer joins, and each
     # ask and answer is work once: asked sooner here, so that the window below is past them
-    monkeypatch.setattr("dafka.consumer._core.HEADS_AFTER_PEER", (0.2, 0.5))
+    monkeypatch.setattr("dafka.consumer._asks.HEADS_AFTER_PEER", (0.2, 0.5))
     tower = Tower(TowerAddress("127.0.0.1", 0)).start()
     towers = f"{tower.address.host}:{tower.address.port}"
     store = Store(str(tmp_path / "s"), towers=towers, metadata=False).start()
