@@ -763,13 +763,22 @@ MUTANTS: dict[str, Spec] = {
         "heads-asks-go-as-one-hello-a-store", "for store in ():"
     ),
     "heads asks of many topics send no GET-HEADS": Guard(
-        "heads-asks-get-heads-in-turn-whatever-the-stores", "pass"
+        "heads-asks-get-heads-in-turn-whatever-the-stores", "out: list[Publish] = []"
+    ),
+    "heads asks' HELLOs name the topics in one order": Guard(
+        "heads-asks-hellos-turn-their-topics", "named = wanted"
+    ),
+    "asks after joins not jittered": Guard(
+        "asks-after-joins-jittered", "delay, later = first, again"
+    ),
+    "asks after joins put the refresh off": Guard(
+        "asks-after-joins-leave-the-refresh", "if now >= self._due or asked:"
     ),
     "heads asks of few topics go as HELLOs too": Guard(
         "heads-asks-get-heads-for-few-topics", "if False:"
     ),
-    "asks after joins not paced by topics": Guard(
-        "asks-after-joins-paced-by-topics", "first = first"
+    "asks after joins not paced by answers": Guard(
+        "asks-after-joins-paced-by-answers", "first = first"
     ),
     "the consumer's core never hears a peer joined": Guard(
         "consumer-tells-its-core-a-peer-joined", "if False:"
@@ -2391,11 +2400,11 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_tick_pace.py::test_a_node_under_a_short_timeout_heartbeats_every_beat_and_skips_under_a_long_one",
     ),
     "a join puts off the heads ask pending": (
-        "tests/unit/test_consumer_heads_after_peer.py::test_a_steady_stream_of_joins_asks_every_two_seconds_not_never",
+        "tests/unit/test_consumer_heads_after_peer.py::test_a_steady_stream_of_joins_asks_every_few_seconds_not_never",
     ),
     "heads asks of many topics send no HELLO": (
         "tests/unit/test_consumer_heads_after_peer.py::test_a_store_answers_every_topic_of_a_refresh_not_the_first_forty",
-        "tests/unit/test_consumer_heads_after_peer.py::test_many_topics_are_one_hello_to_each_store_and_get_heads_for_some_in_turn",
+        "tests/unit/test_consumer_heads_after_peer.py::test_many_topics_are_get_heads_for_some_in_turn_then_one_hello_to_each_store",
     ),
     "heads asks of many topics send no GET-HEADS": (
         "tests/unit/test_consumer_heads_after_peer.py::test_made_up_stores_get_a_bounded_share_and_a_real_one_still_answers_every_topic",
@@ -2403,8 +2412,18 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "heads asks of few topics go as HELLOs too": (
         "tests/unit/test_consumer_heads_after_peer.py::test_few_topics_are_asked_by_get_heads_whatever_stores_we_know",
     ),
-    "asks after joins not paced by topics": (
-        "tests/unit/test_consumer_heads_after_peer.py::test_a_consumer_of_many_topics_waits_longer_after_a_join",
+    "asks after joins not paced by answers": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_a_consumer_of_many_partitions_waits_longer_after_a_join",
+        "tests/unit/test_consumer_heads_after_peer.py::test_the_core_counts_its_topics_and_partitions_for_the_pace",
+    ),
+    "heads asks' HELLOs name the topics in one order": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_a_hello_that_overruns_the_stores_budget_leaves_no_topic_unanswered_for_good",
+    ),
+    "asks after joins not jittered": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_consumers_a_join_reaches_together_do_not_all_ask_at_once",
+    ),
+    "asks after joins put the refresh off": (
+        "tests/unit/test_consumer_heads_after_peer.py::test_a_join_asks_soon_and_once_more_later_and_leaves_the_refresh_where_it_was",
     ),
     "the consumer's core never hears a peer joined": (
         "tests/integration/test_consumer_missed_producer.py::test_a_consumer_paused_through_a_producers_whole_life_gets_its_records_soon",

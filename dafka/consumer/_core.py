@@ -84,9 +84,9 @@ from ..ids import check_topic, is_node_id
 from ..wire.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
 from ._asks import (
+    ASK_ANSWERS_RATE,
     ASK_STORES,
     ASK_TOPICS,
-    ASK_TOPICS_RATE,
     HEADS_AFTER_PEER,
     HEADS_REFRESH,
     HELLO_TOPICS,
@@ -114,7 +114,7 @@ _PARTITION_MESSAGES = (m.Record, m.DirectRecord, m.Head, m.DirectHead, m.Oversiz
 __all__ = [
     "ASK_STORES",
     "ASK_TOPICS",
-    "ASK_TOPICS_RATE",
+    "ASK_ANSWERS_RATE",
     "HEADS_AFTER_PEER",
     "HEADS_REFRESH",
     "HELLO_TOPICS",
@@ -208,7 +208,7 @@ class ConsumerCore:
         # noted (bounded), for the group to assign
         self._assigned: set[PartitionKey] | None = None
         self._unassigned: dict[PartitionKey, None] = {}
-        self.asks = HeadsAsks()  # when to ask the stores for the heads again, and how
+        self.asks = HeadsAsks(node_id)  # when to ask the stores for the heads again, how
         # the node contract: what ``step`` caused, for the next Ready
         self._publish: list[Publish] = []
         self._deliver: list[Effect] = []
@@ -626,7 +626,7 @@ class ConsumerCore:
     def peer_joined(self, now: float) -> None:
         """A peer joined the mesh (the shell connected to a new one): ask the stores for the
         heads soon (:meth:`HeadsAsks.joined`), in :meth:`tick`."""
-        self.asks.joined(now, len(self._wanted_topics()))
+        self.asks.joined(now, len(self._wanted_topics()) + len(self._parts))
 
     def tick(self, now: float) -> list[Publish]:
         """Re-send a FETCH for every partition whose gap made no progress in time, and
