@@ -13,10 +13,10 @@ only the refresh told us of them, a minute later.
 
 How: see :meth:`HeadsAsks.ask`. What peers control: joins (anyone can beacon made-up
 endpoints through a tower) move the asks no closer than :data:`HEADS_AFTER_PEER` apart, and
-further for a consumer of many topics or partitions (:data:`ASK_ANSWERS_RATE`), each
-delay drawn anew so that the consumers of a topic a join reaches together do not all ask at
-once (the red team's 60 consumers did, and a store refused a third of their asks); the stores we know (a node
-can greet us under a made-up store ID and subscribe for its HELLOs) get at most
+further for a consumer of many topics or partitions (:data:`ASK_ANSWERS_RATE`), each delay
+drawn anew so that the consumers of a topic a join reaches together do not all ask at once
+(the red team's 60 consumers did, and a store refused a third of their asks). The stores we
+know (a node can greet us under a made-up store ID and subscribe for its HELLOs) get at most
 :data:`ASK_STORES` HELLOs an ask, and never stop the GET-HEADS every store hears.
 """
 
