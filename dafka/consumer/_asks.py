@@ -27,6 +27,7 @@ from typing import Protocol
 
 from ..core import messages as m
 from ..core.effects import Publish
+from ..wire.signed import MAX_HELLO_TOPICS
 
 HEADS_REFRESH = 60.0
 """Seconds between two asks for the heads of every topic whose heads a consumer wants, after
@@ -40,9 +41,6 @@ for a subscription slow to land. Each is drawn from ``[first, 2 first)`` and
 ``[again, 1.5 again)`` (:meth:`HeadsAsks.joined`). Joins coalesce: an ask already due within
 twice the first delay of a join covers it and is never put off (so a steady stream of joins
 asks every 2-4 s, not never); only the later ask moves with each join."""
-HELLO_TOPICS = 1_024
-"""Topics named in one CONSUMER-HELLO: as many as a store answers for in one
-(``dafka.store.MAX_HELLO_TOPICS``); a consumer of more sends several."""
 ASK_TOPICS = 16
 """Topics asked for by GET-HEADS in one ask: all of them up to this many, else this many in
 turn, within a store's per-requester burst of 40 requests."""
@@ -66,9 +64,10 @@ class KnownStores(Protocol):
 
 
 def hellos(store: str, node: str, topics: list[str]) -> list[Publish]:
-    """CONSUMER-HELLOs from ``node`` to ``store`` naming ``topics``, :data:`HELLO_TOPICS` a
-    message (none: one naming none)."""
-    n = HELLO_TOPICS
+    """CONSUMER-HELLOs from ``node`` to ``store`` naming ``topics``, as many a message as
+    the signed wire allows and a store answers for (``MAX_HELLO_TOPICS``; none: one naming
+    none)."""
+    n = MAX_HELLO_TOPICS
     return [
         Publish(m.ConsumerHello(store, node, tuple(topics[i : i + n])))
         for i in range(0, max(len(topics), 1), n)

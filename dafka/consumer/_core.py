@@ -83,16 +83,7 @@ from ..errors import ConfigError
 from ..ids import check_topic, is_node_id
 from ..wire.profiles import RFC46, Profile
 from ..wire.rfc46 import Command, direct_prefix, topic_prefix
-from ._asks import (
-    ASK_ANSWERS_RATE,
-    ASK_STORES,
-    ASK_TOPICS,
-    HEADS_AFTER_PEER,
-    HEADS_REFRESH,
-    HELLO_TOPICS,
-    HeadsAsks,
-    hellos,
-)
+from ._asks import HeadsAsks, hellos
 from ._buffer import ReorderBuffers
 from ._delivery import Delivery
 from ._end import StoreAnswers
@@ -111,18 +102,7 @@ log = logging.getLogger(__name__)
 
 _PARTITION_MESSAGES = (m.Record, m.DirectRecord, m.Head, m.DirectHead, m.Oversized)
 
-__all__ = [
-    "ASK_STORES",
-    "ASK_TOPICS",
-    "ASK_ANSWERS_RATE",
-    "HEADS_AFTER_PEER",
-    "HEADS_REFRESH",
-    "HELLO_TOPICS",
-    "ConsumerCore",
-    "ConsumerEquivocation",
-    "ConsumerStats",
-    "OffsetReset",
-]
+__all__ = ["ConsumerCore", "ConsumerEquivocation", "ConsumerStats", "OffsetReset"]
 
 
 class ConsumerCore:
@@ -630,7 +610,7 @@ class ConsumerCore:
 
     def tick(self, now: float) -> list[Publish]:
         """Re-send a FETCH for every partition whose gap made no progress in time, and
-        ask for the heads again every :data:`HEADS_REFRESH` seconds and after peers joined
+        ask for the heads again every ``HEADS_REFRESH`` seconds and after peers joined
         (:meth:`peer_joined`), as :class:`HeadsAsks` says."""
         out: list[Publish] = []
         if self.asks.due(now):
@@ -668,21 +648,23 @@ class ConsumerCore:
 
     # ------------------------------------------------------------- internals
 
-    def _wants_heads(self, topic: str) -> bool:
-        """Whether stores should tell us the heads of ``topic`` (not needed at latest)."""
+    def _wants_every_head(self) -> bool:
+        """Whether stores should tell us the heads of every topic: all but a consumer at
+        latest outside a group (which wants those of the topics it has start offsets in)."""
         settings = self.settings
         if settings.reset != "latest" or settings.start_time is not None:
             return True
-        if self._assigned is not None:
+        return self._assigned is not None
+
+    def _wants_heads(self, topic: str) -> bool:
+        """Whether stores should tell us the heads of ``topic`` (not needed at latest)."""
+        if self._wants_every_head():
             return True
         return any(key[0] == topic for key in self.table.start_offsets)
 
     def _wanted_topics(self) -> list[str]:
         """The topics whose heads we want (:meth:`_wants_heads` of each), in one pass."""
-        settings = self.settings
-        if settings.reset != "latest" or settings.start_time is not None:
-            return list(self._topics)
-        if self._assigned is not None:
+        if self._wants_every_head():
             return list(self._topics)
         started = {key[0] for key in self.table.start_offsets}
         return [t for t in self._topics if t in started]

@@ -520,7 +520,7 @@ def test_heads_are_asked_for_again_so_a_lost_direct_head_is_recovered() -> None:
     """A store's DIRECT-HEAD can be lost (its data XPUB drops past its mark when a reader
     falls behind); with the partition's producers gone, nothing else tells the consumer
     the partition exists, so it asks for the heads again every HEADS_REFRESH seconds."""
-    from dafka.consumer._core import HEADS_REFRESH
+    from dafka.consumer._asks import HEADS_REFRESH
 
     core = consumer()
     assert sent(core.tick(1.0)) == []  # the first tick times the refresh
@@ -534,7 +534,7 @@ def test_heads_are_asked_for_again_so_a_lost_direct_head_is_recovered() -> None:
 
 
 def test_a_consumer_at_latest_does_not_ask_for_heads_again() -> None:
-    from dafka.consumer._core import HEADS_REFRESH
+    from dafka.consumer._asks import HEADS_REFRESH
 
     core = consumer(reset="latest")
     assert sent(core.tick(0.0)) == []

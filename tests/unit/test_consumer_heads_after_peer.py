@@ -10,16 +10,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dafka.consumer._asks import HeadsAsks
-from dafka.consumer._core import (
+from dafka.consumer._asks import (
     ASK_ANSWERS_RATE,
     ASK_STORES,
     ASK_TOPICS,
     HEADS_AFTER_PEER,
     HEADS_REFRESH,
-    HELLO_TOPICS,
-    ConsumerCore,
+    HeadsAsks,
 )
+from dafka.consumer._core import ConsumerCore
 from dafka.core.effects import Publish
 from dafka.core.messages import (
     ConsumerHello,
@@ -31,6 +30,7 @@ from dafka.core.messages import (
 )
 from dafka.storage.memory import MemoryStorage
 from dafka.store import StoreCore
+from dafka.wire.signed import MAX_HELLO_TOPICS as HELLO_TOPICS
 
 C = "C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0C0"
 P = "0123456789ABCDEF0123456789ABCDEF"
