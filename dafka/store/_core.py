@@ -429,8 +429,8 @@ class StoreCore:
         out: list[Publish] = []
         serving = self.serving
         self.gaps.decide_fetches(b.gap_keys | b.advanced, now, out)
-        for requester, topics in b.head_requests:
-            serving.answer_heads(requester, topics, out, now)
+        for requester, topics, proxied in b.head_requests:
+            serving.answer_heads(requester, topics, out, now, proxied)
         for requester, topic, partition in b.tail_answers:
             serving.answer_tail(requester, topic, partition, out)
         serving.serve(out, now)
