@@ -149,12 +149,14 @@ class DeferredHeads:
             lanes = self._proxied if proxied else self._own
             requester, lane = next(iter(lanes.items()))
             waiting = lane.popleft()
-            if lane:
-                lanes.move_to_end(requester)  # its next topic after the others' next
+            if lane:  # its next topic after the others' next
+                # guard: deferred-heads-in-turns
+                lanes.move_to_end(requester)
             else:
                 del lanes[requester]
             self._keys.discard((requester, waiting.topic))
             self._proxied_count -= proxied
+            # guard: deferred-heads-age-bound
             if now - waiting.since > self.max_age:
                 self.expired += 1
                 continue

@@ -215,6 +215,7 @@ class StoreServing:
         """Drop the FETCHes and deferred head answers of ``topic`` (deleted)."""
         self._pending = deque(f for f in self._pending if f.topic != topic)
         self._pending_keys = {k for k in self._pending_keys if k[1] != topic}
+        # guard: store-drops-deferred-heads-of-deleted
         self._deferred.drop(lambda _, t: t == topic)
 
     def _check_requester(self, kind: str, requester: str, b: _Batch) -> RequesterCheck:
