@@ -6,7 +6,11 @@ verbatim, within ``serve_chunk`` records and ``SERVE_BYTES`` bytes per step and 
 rate per requester and in total. Under ``signed`` one answer holds at most
 ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever ``count`` asks for: the
 requester FETCHes again from where it ended (:mod:`dafka.core.answers`). GET-HEADS and
-CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget.
+CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget
+(a topic read costs one token, each partition one more); a topic of an accepted request that
+meets it spent waits for it (:mod:`._heads_deferred`: in turns over requesters, 4,096 in
+all, 1,024 a requester, half in another node's name, 2 s at most) and is answered, read
+then, as it refills; past those bounds it is dropped and counted (``heads_limited``).
 A FETCH below the retention tail is answered with a DIRECT-HEAD carrying the tail; under
 rfc46 a FETCH answered in full below the head is followed by a DIRECT-HEAD
 (``docs/wire.md`` §13). Read ACLs are checked on the way in.
