@@ -259,7 +259,8 @@ class StoreCore:
         self, topics: Mapping[str, Mapping[str, Any]], stores: Iterable[str] = ()
     ) -> None:
         """Per-topic settings from the cluster metadata (:meth:`StorePolicy.set_policy`)
-        and the trusted stores; FETCHes queued before a read ACL closed are dropped."""
+        and the trusted stores; FETCHes queued and head answers deferred before a read
+        ACL closed are dropped."""
         self.policy.set_policy(topics, stores)
         self.serving.drop_unreadable()
         self.replication.set_policy(topics, stores)
