@@ -366,3 +366,15 @@ def test_the_queue_keeps_its_bounds_and_gives_each_entry_once(ops: list) -> None
         assert got is not None and got in model
         del model[got]
     assert q.pop(0.0) is None and len(q) == 0
+
+
+def test_requesters_on_their_own_connection_go_before_those_asked_for_in_their_name() -> None:
+    """A flood of made-up requester IDs from unknown connections gets one turn in 8."""
+    q = DeferredHeads()
+    for i in range(100):
+        assert q.add(node(1000 + i), "t", True, 0.0) is Deferral.ADDED  # proxied, first
+    for i in range(14):
+        assert q.add(node(i + 1), "t", False, 0.0) is Deferral.ADDED
+    order = [q.pop(0.0) for _ in range(16)]
+    own = [x for x in order if x is not None and int(x[0], 16) < 1000]
+    assert len(own) == 14  # all of them within 16 turns, behind 100 proxied
