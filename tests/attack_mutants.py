@@ -750,6 +750,11 @@ MUTANTS: dict[str, Spec] = {
     "a deferred head answer is held once per requester and topic": Guard(
         "deferred-heads-once-per-requester-topic", "if False:"
     ),
+    "a deferred head answer's lane is part of its key": Guard(
+        "deferred-heads-lane-in-key",
+        "key = (requester, topic, proxied if (requester, topic, not proxied) not in self._keys"
+        " else not proxied)",
+    ),
     "deferred head answers wait at most their age bound": Guard(
         "deferred-heads-age-bound", "if False:"
     ),
@@ -2435,6 +2440,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_store_heads_deferred.py::test_a_topic_asked_again_while_it_waits_is_answered_once",
         "tests/unit/test_store_heads_deferred.py::test_every_accepted_topic_is_answered_exactly_once",
         "tests/unit/test_store_heads_deferred.py::test_the_queue_keeps_its_bounds_and_gives_each_entry_once",
+    ),
+    "a deferred head answer's lane is part of its key": (
+        "tests/unit/test_store_heads_deferred.py::test_a_request_in_a_nodes_name_does_not_swallow_the_nodes_own",
     ),
     "deferred head answers wait at most their age bound": (
         "tests/unit/test_store_heads_deferred.py::test_topics_waiting_past_their_age_are_dropped_and_counted",

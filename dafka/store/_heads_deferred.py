@@ -16,7 +16,10 @@ So everything is bounded, and past a bound a topic is refused (the caller counts
 
 * :data:`MAX_DEFERRED` entries in all, :data:`MAX_DEFERRED_PER_REQUESTER` per requester,
   :data:`MAX_DEFERRED_PROXIED` (half) made in another node's name, as pending FETCHes;
-* one entry per requester and topic: asking again while it waits adds nothing;
+* one entry per requester, topic and lane: asking again while it waits adds nothing. The
+  lane (own connection or proxied) is part of the key: a request in a node's name from
+  elsewhere, waiting in the slow lane and then expiring, must not swallow the node's own
+  request for the same topic;
 * an entry waits at most :data:`MAX_DEFER_AGE` seconds, then is dropped (counted,
   :attr:`DeferredHeads.expired`): without it, a one-second burst of spoofed requesters
   (640 the request buckets let through, a topic of 200 partitions each) kept honest
@@ -97,7 +100,7 @@ class DeferredHeads:
         self.max_age = max_age
         self._own: Lanes = OrderedDict()  # requester -> its topics, first asked first
         self._proxied: Lanes = OrderedDict()  # the same, asked for in its name
-        self._keys: set[tuple[str, str]] = set()
+        self._keys: set[tuple[str, str, bool]] = set()  # (requester, topic, proxied)
         self._proxied_count = 0
         self._turn = 0  # pops; every PROXY_SHARE-th goes to a proxied lane
         self.expired = 0
@@ -118,7 +121,8 @@ class DeferredHeads:
 
     def add(self, requester: str, topic: str, proxied: bool, now: float) -> Deferral:
         """Let ``requester``'s ``topic`` wait for its turn, within the bounds."""
-        key = (requester, topic)
+        # guard: deferred-heads-lane-in-key
+        key = (requester, topic, proxied)
         # guard: deferred-heads-once-per-requester-topic
         if key in self._keys:
             return Deferral.DUPLICATE
@@ -154,7 +158,7 @@ class DeferredHeads:
                 lanes.move_to_end(requester)
             else:
                 del lanes[requester]
-            self._keys.discard((requester, waiting.topic))
+            self._keys.discard((requester, waiting.topic, proxied))
             self._proxied_count -= proxied
             # guard: deferred-heads-age-bound
             if now - waiting.since > self.max_age:
@@ -177,7 +181,7 @@ class DeferredHeads:
                 kept: deque[_Waiting] = deque()
                 for waiting in lanes[requester]:
                     if unwanted(requester, waiting.topic):
-                        self._keys.discard((requester, waiting.topic))
+                        self._keys.discard((requester, waiting.topic, proxied))
                         dropped += 1
                         self._proxied_count -= proxied
                     else:

@@ -335,36 +335,40 @@ _queue_ops = st.lists(  # mostly adds (0-6), so that the bounds are reached; pop
 @given(_queue_ops)
 def test_the_queue_keeps_its_bounds_and_gives_each_entry_once(ops: list) -> None:
     q = DeferredHeads(max_size=8, max_per_requester=3, max_proxied=4, max_age=math.inf)
-    model: dict[tuple[str, str], bool] = {}  # entries held -> proxied
+    model: set[tuple[str, str, bool]] = set()  # entries held: (requester, topic, proxied)
     for op, r, t, proxied in ops:
         kind = "add" if op < 7 else "pop" if op < 9 else "drop"
         requester, topic = node(r + 1), f"t{t}"
         if kind == "add":
             verdict = q.add(requester, topic, proxied, 0.0)
             if verdict is Deferral.ADDED:
-                assert (requester, topic) not in model
-                model[(requester, topic)] = proxied
+                assert (requester, topic, proxied) not in model
+                model.add((requester, topic, proxied))
             elif verdict is Deferral.DUPLICATE:
-                assert (requester, topic) in model
+                assert (requester, topic, proxied) in model
         elif kind == "pop":
+            before = q.proxied
             got = q.pop(0.0)
             assert (got is None) == (not model)
             if got is not None:
-                assert got in model
-                del model[got]
+                lane = (*got, q.proxied < before)  # which lane it came from
+                assert lane in model
+                model.discard(lane)
         else:
             n = q.drop(lambda _, x, topic=topic: x == topic)
-            gone = [k for k in model if k[1] == topic]
+            gone = {k for k in model if k[1] == topic}
             assert n == len(gone)
-            for k in gone:
-                del model[k]
+            model -= gone
         assert len(q) == len(model) <= 8
-        assert q.proxied == sum(model.values()) <= 4
+        assert q.proxied == sum(k[2] for k in model) <= 4
         assert all(q.waiting(node(i + 1)) <= 3 for i in range(6))
     while model:
+        before = q.proxied
         got = q.pop(0.0)
-        assert got is not None and got in model
-        del model[got]
+        assert got is not None
+        lane = (*got, q.proxied < before)
+        assert lane in model
+        model.discard(lane)
     assert q.pop(0.0) is None and len(q) == 0
 
 
@@ -378,3 +382,19 @@ def test_requesters_on_their_own_connection_go_before_those_asked_for_in_their_n
     order = [q.pop(0.0) for _ in range(16)]
     own = [x for x in order if x is not None and int(x[0], 16) < 1000]
     assert len(own) == 14  # all of them within 16 turns, behind 100 proxied
+
+
+def test_a_request_in_a_nodes_name_does_not_swallow_the_nodes_own() -> None:
+    """Anyone may ask in R's name from elsewhere (proxied, the slow lane, then expired at
+    2 s): R's own request for the same topic waits in its own lane and is answered."""
+    q = DeferredHeads(max_age=2.0)
+    r = node(1)
+    assert q.add(r, "t", True, 0.0) is Deferral.ADDED  # in R's name, from elsewhere
+    for i in range(20):  # own-connection readers ahead of it, so the proxied one waits
+        q.add(node(100 + i), "t", False, 0.0)
+    assert q.add(r, "t", False, 1.0) is Deferral.ADDED  # R itself: not a duplicate
+    assert q.add(r, "t", False, 1.5) is Deferral.DUPLICATE
+    got = []
+    while (turn := q.pop(2.5)) is not None:  # the proxied one (since 0.0) has expired
+        got.append(turn)
+    assert got.count((r, "t")) == 1 and q.take_expired() >= 1
