@@ -171,6 +171,7 @@ TESTS = [
     "tests/unit/test_tower_choice.py",
     "tests/integration/test_peered_towers.py",
     "tests/unit/test_attacks_beacon_memo.py",
+    "tests/unit/test_store_heads_deferred.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
@@ -733,6 +734,35 @@ MUTANTS: dict[str, Spec] = {
     ),
     "store rate-limits the equivocation log": Guard(
         "store-rate-limits-equivocation-log", "if False:"
+    ),
+    # head answers past the DIRECT-HEAD budget wait for it (dafka/store/_heads_deferred.py)
+    "store defers head answers past the budget, not drops them": Guard(
+        "store-defers-head-answers-past-budget", "self.stats.heads_limited += 1"
+    ),
+    "deferred head answers go in turns over requesters": Guard("deferred-heads-in-turns", "pass"),
+    "deferred head answers are bounded in all": Guard("deferred-heads-total-bound", "if False:"),
+    "deferred head answers are bounded per requester": Guard(
+        "deferred-heads-requester-share", "if False:"
+    ),
+    "deferred head answers in another node's name hold at most half": Guard(
+        "deferred-heads-proxied-half", "if False:"
+    ),
+    "a deferred head answer is held once per requester and topic": Guard(
+        "deferred-heads-once-per-requester-topic", "if False:"
+    ),
+    "a deferred head answer's lane is part of its key": Guard(
+        "deferred-heads-lane-in-key",
+        "key = (requester, topic, proxied if (requester, topic, not proxied) not in self._keys"
+        " else not proxied)",
+    ),
+    "deferred head answers wait at most their age bound": Guard(
+        "deferred-heads-age-bound", "if False:"
+    ),
+    "a read ACL closed drops the deferred head answers it refuses": Guard(
+        "store-drops-deferred-heads-unreadable", "if False:"
+    ),
+    "a deleted topic drops its deferred head answers": Guard(
+        "store-drops-deferred-heads-of-deleted", "pass"
     ),
     "beacon hosts are IP literals or DNS names": Guard("beacon-hosts-ip-literals-dns", "pass"),
     "beacon endpoints are checked at nodes": Guard("beacon-endpoints-checked-nodes", "pass"),
@@ -2386,6 +2416,43 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     # held-head cap bound what is sent; the budget bounds the work of building answers
     "store bounds head answers over all requesters": (
         "tests/unit/test_attacks_floods.py::test_spoofed_get_heads_cost_a_bounded_number_of_topic_reads",
+    ),
+    "store defers head answers past the budget, not drops them": (
+        "tests/unit/test_store_heads_deferred.py::test_a_request_that_meets_the_budget_spent_is_answered_once_it_refills",
+        "tests/unit/test_store_heads_deferred.py::test_every_accepted_topic_is_answered_exactly_once",
+    ),
+    "deferred head answers go in turns over requesters": (
+        "tests/unit/test_store_heads_deferred.py::test_one_requesters_many_topics_do_not_hold_anothers_one",
+    ),
+    "deferred head answers are bounded in all": (
+        "tests/unit/test_store_heads_deferred.py::test_a_flood_of_made_up_requesters_and_topics_holds_the_queue_at_its_bound",
+        "tests/unit/test_store_heads_deferred.py::test_the_queue_keeps_its_bounds_and_gives_each_entry_once",
+    ),
+    "deferred head answers are bounded per requester": (
+        "tests/unit/test_store_heads_deferred.py::test_one_requester_holds_at_most_its_share",
+        "tests/unit/test_store_heads_deferred.py::test_the_queue_keeps_its_bounds_and_gives_each_entry_once",
+    ),
+    "deferred head answers in another node's name hold at most half": (
+        "tests/unit/test_store_heads_deferred.py::test_requests_made_in_another_nodes_name_hold_at_most_half",
+        "tests/unit/test_store_heads_deferred.py::test_the_queue_keeps_its_bounds_and_gives_each_entry_once",
+    ),
+    "a deferred head answer is held once per requester and topic": (
+        "tests/unit/test_store_heads_deferred.py::test_a_topic_asked_again_while_it_waits_is_answered_once",
+        "tests/unit/test_store_heads_deferred.py::test_every_accepted_topic_is_answered_exactly_once",
+        "tests/unit/test_store_heads_deferred.py::test_the_queue_keeps_its_bounds_and_gives_each_entry_once",
+    ),
+    "a deferred head answer's lane is part of its key": (
+        "tests/unit/test_store_heads_deferred.py::test_a_request_in_a_nodes_name_does_not_swallow_the_nodes_own",
+    ),
+    "deferred head answers wait at most their age bound": (
+        "tests/unit/test_store_heads_deferred.py::test_topics_waiting_past_their_age_are_dropped_and_counted",
+        "tests/unit/test_attacks_floods.py::test_get_heads_from_spoofed_requesters_is_bounded_in_answers",
+    ),
+    "a read ACL closed drops the deferred head answers it refuses": (
+        "tests/unit/test_store_heads_deferred.py::test_a_read_acl_closed_while_a_topic_waits_drops_it",
+    ),
+    "a deleted topic drops its deferred head answers": (
+        "tests/unit/test_store_heads_deferred.py::test_a_deleted_topic_waiting_is_forgotten",
     ),
     "store rate-limits the equivocation log": (
         "tests/unit/test_attacks_floods.py::test_equivocation_is_counted_each_time_but_logged_at_a_bounded_rate",

@@ -146,3 +146,15 @@ class TokenBucket:
     def charge(self, cost: float) -> None:
         """Take ``cost`` more tokens for what was just allowed (the bucket may owe them)."""
         self._bucket.tokens -= cost
+
+    def ready_at(self, now: float, tokens: float = 1.0) -> float:
+        """When the bucket holds ``tokens`` (at most ``burst``) at the earliest: ``now`` if it
+        does, else when what it owes and lacks is paid back at ``rate`` (a microsecond late
+        rather than early). :meth:`allow` lets a cost through from one token. Changes
+        nothing."""
+        b = self._bucket
+        want = min(max(tokens, 1.0), self.burst)
+        if b.at == float("-inf"):
+            return now  # untouched: full
+        level = _level(b, now, self.rate, self.burst)
+        return now if level >= want else now + (want - level) / self.rate + 1e-6

@@ -100,6 +100,16 @@ STORE_FIELDS: _Fields = (
         "Serving turns a pending FETCH waited for its requester's byte rate.",
     ),
     ("heads_sent", "dafka_store_heads_sent", "HEADs and DIRECT-HEADs sent."),
+    (
+        "heads_deferred",
+        "dafka_store_heads_deferred",
+        "Topics of head requests that waited for the DIRECT-HEAD budget.",
+    ),
+    (
+        "heads_limited",
+        "dafka_store_heads_limited",
+        "Topics left out of head answers (bounds of those waiting, age, held heads).",
+    ),
     ("malformed", "dafka_store_messages_malformed", "Messages that decoded but made no sense."),
     ("rejected", "dafka_store_batches_rejected", "Batches that failed signature checks."),
     ("rejected_heads", "dafka_store_heads_rejected", "HEADs that failed signature checks."),

@@ -259,7 +259,8 @@ class StoreCore:
         self, topics: Mapping[str, Mapping[str, Any]], stores: Iterable[str] = ()
     ) -> None:
         """Per-topic settings from the cluster metadata (:meth:`StorePolicy.set_policy`)
-        and the trusted stores; FETCHes queued before a read ACL closed are dropped."""
+        and the trusted stores; FETCHes queued and head answers deferred before a read
+        ACL closed are dropped."""
         self.policy.set_policy(topics, stores)
         self.serving.drop_unreadable()
         self.replication.set_policy(topics, stores)
@@ -429,8 +430,8 @@ class StoreCore:
         out: list[Publish] = []
         serving = self.serving
         self.gaps.decide_fetches(b.gap_keys | b.advanced, now, out)
-        for requester, topics in b.head_requests:
-            serving.answer_heads(requester, topics, out, now)
+        for requester, topics, proxied in b.head_requests:
+            serving.answer_heads(requester, topics, out, now, proxied)
         for requester, topic, partition in b.tail_answers:
             serving.answer_tail(requester, topic, partition, out)
         serving.serve(out, now)

@@ -184,8 +184,9 @@ class _StoreHandler(NodeHandler):
         return self.core.has_pending(self._clock())
 
     def command_deadline(self) -> float | None:
-        """When fetches waiting for a requester's credit can go on, or queries waiting for
-        the query replies' byte rate (None: nothing waits)."""
+        """When fetches waiting for a requester's credit, or head answers waiting for the
+        DIRECT-HEAD budget, can go on, or queries waiting for the query replies' byte rate
+        (None: nothing waits)."""
         due = self.core.serve_at
         fetches = due if due != math.inf and self.core.has_pending() else None
         queries = self.query.due()

@@ -6,7 +6,11 @@ verbatim, within ``serve_chunk`` records and ``SERVE_BYTES`` bytes per step and 
 rate per requester and in total. Under ``signed`` one answer holds at most
 ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever ``count`` asks for: the
 requester FETCHes again from where it ended (:mod:`dafka.core.answers`). GET-HEADS and
-CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget.
+CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget
+(a topic read costs one token, each partition one more); a topic of an accepted request that
+meets it spent waits for it (:mod:`._heads_deferred`: in turns over requesters, 4,096 in
+all, 1,024 a requester, half in another node's name, 2 s at most) and is answered, read
+then, as it refills; past those bounds it is dropped and counted (``heads_limited``).
 A FETCH below the retention tail is answered with a DIRECT-HEAD carrying the tail; under
 rfc46 a FETCH answered in full below the head is followed by a DIRECT-HEAD
 (``docs/wire.md`` §13). Read ACLs are checked on the way in.
@@ -51,6 +55,7 @@ from ._credits import (
     SendCredits,
 )
 from ._gaps import StoreGaps
+from ._heads_deferred import Deferral, DeferredHeads
 from ._partitions import PartitionTable
 from ._policy import StorePolicy
 from ._state import PartitionKey, StoreConfig, StoreStats, _Batch, _PendingFetch
@@ -80,7 +85,13 @@ SERVE_BYTES = 16 * 1024 * 1024
 """Bytes of batches served per step, over every pending FETCH."""
 MAX_HELD_HEADS = 16_384
 """DIRECT-HEADs waiting for their requesters' credit, over all requesters; past it a
-head answer is left out and counted (``heads_limited``), as past the head budget."""
+head answer is left out and counted (``heads_limited``), as past the bounds of the topics
+waiting for the head budget (:mod:`._heads_deferred`)."""
+DEFER_WAKE_TOKENS = 32.0
+"""Topics waiting for the head budget are answered again once it holds this many tokens
+(6.4 ms at the default 5,000 a second), not at each one: a queue of made-up topics (one
+token each) would otherwise wake the IO loop thousands of times a second."""
+_LOG_PERIOD = 5.0
 
 
 class StoreServing:
@@ -158,6 +169,10 @@ class StoreServing:
         # DIRECT-HEADs sent in answer to GET-HEADS / CONSUMER-HELLO, over all requesters
         # (one request may name 1,024 topics of many partitions each): charged per topic
         self._heads_out = TokenBucket(heads_answer_rate, heads_answer_burst)
+        # the topics of accepted requests that met it spent, answered in turns as it refills
+        self._deferred = DeferredHeads()
+        self._deferred_at = math.inf  # when the budget holds DEFER_WAKE_TOKENS again
+        self._limited_logged = -math.inf
         # signed: what one requester may have on its way (the data XPUB keeps few messages)
         self._credits = (
             SendCredits(send_credits) if self._signed and send_credits is not None else None
@@ -180,24 +195,32 @@ class StoreServing:
     def has_pending(self, now: float = math.inf) -> bool:
         """True while fetches or head answers can be served at ``now``: the shell should
         poll without blocking (:attr:`serve_at` says when the waiting ones can)."""
+        deferred = bool(self._deferred) and now >= self._deferred_at
         if self._credits is None:
-            return bool(self._pending)
+            return bool(self._pending) or deferred
         held = self._held_heads or self._held_acks or self._held_fetches
-        return bool(self._pending or held) and now >= self.serve_at
+        return (bool(self._pending or held) and now >= self.serve_at) or deferred
 
     def drop_unreadable(self) -> None:
-        """The read ACLs changed: FETCHes queued before an ACL closed are not served."""
+        """The read ACLs changed: FETCHes queued and head answers deferred before an ACL
+        closed are not served."""
         # guard: store-drops-queued-fetches-when
         if self._readers and self._pending:
             kept = [f for f in self._pending if self.may_read(f.requester, f.topic)]
             self.stats.read_refused += len(self._pending) - len(kept)
             self._pending = deque(kept)
             self._pending_keys = {f.key for f in kept}
+        # guard: store-drops-deferred-heads-unreadable
+        if self._readers and self._deferred:
+            may_read = self.may_read
+            self.stats.read_refused += self._deferred.drop(lambda r, t: not may_read(r, t))
 
     def forget_topic(self, topic: str) -> None:
-        """Drop the FETCHes of ``topic`` (deleted)."""
+        """Drop the FETCHes and deferred head answers of ``topic`` (deleted)."""
         self._pending = deque(f for f in self._pending if f.topic != topic)
         self._pending_keys = {k for k in self._pending_keys if k[1] != topic}
+        # guard: store-drops-deferred-heads-of-deleted
+        self._deferred.drop(lambda _, t: t == topic)
 
     def _check_requester(self, kind: str, requester: str, b: _Batch) -> RequesterCheck:
         """Whether the request being handled came on ``requester``'s own connection;
@@ -280,42 +303,101 @@ class StoreServing:
                 if not allowed:
                     return
             topics = allowed
+        proxied = check is RequesterCheck.PROXIED
         # guard: store-answers-proxied-requests-budget-2
-        limiter = self._proxied_heads if check is RequesterCheck.PROXIED else self._heads_limiter
+        limiter = self._proxied_heads if proxied else self._heads_limiter
         if not limiter.allow(requester, b.now):
             self.stats.fetches_limited += 1
             return
-        b.head_requests.append((requester, topics))
+        b.head_requests.append((requester, topics, proxied))
 
     def answer_heads(
-        self, requester: str, topics: Sequence[str], out: list[Publish], now: float
+        self,
+        requester: str,
+        topics: Sequence[str],
+        out: list[Publish],
+        now: float,
+        proxied: bool = False,
     ) -> None:
+        """Answer an accepted head request, topic by topic, within the budget; the topics
+        past it wait for it (:mod:`._heads_deferred`), after those already waiting."""
+        self._answer_deferred(out, now)
         budget = self._heads_out
-        for topic in topics:
+        for topic in topics:  # a topic read costs one token, each answer one more
             # guard: store-bounds-head-answers-over
-            if not budget.allow(now):  # a topic read costs one, each answer one more
-                self.stats.heads_limited += 1
+            if self._deferred or not budget.allow(now):
+                # guard: store-defers-head-answers-past-budget
+                self._defer(requester, topic, proxied, now)
                 continue
-            try:
-                parts = self._storage.partitions(topic)
-            except StorageError as exc:
-                log.warning("store.heads_failed topic=%r error=%s", topic, exc)
+            self._answer_topic(requester, topic, out)
+        self._wake_for_deferred(now)
+
+    def _answer_topic(self, requester: str, topic: str, out: list[Publish]) -> None:
+        """One DIRECT-HEAD per partition of ``topic`` to ``requester``, as they are now
+        (the budget's token for reading the topic taken; one more charged per partition)."""
+        try:
+            parts = self._storage.partitions(topic)
+        except StorageError as exc:
+            log.warning("store.heads_failed topic=%r error=%s", topic, exc)
+            return
+        self._heads_out.charge(len(parts))
+        profiles = self._profiles
+        signed_heads = self._signed_heads
+        for partition, head in parts:
+            key = (topic, partition)
+            if profiles.get(key, self._name) != self._name:
                 continue
-            budget.charge(len(parts))
-            profiles = self._profiles
-            signed_heads = self._signed_heads
-            for partition, head in parts:
-                key = (topic, partition)
-                if profiles.get(key, self._name) != self._name:
-                    continue
-                proof = signed_heads.get(key)
-                tail = self._tails.get(key, 0) if self._signed else 0
-                self._direct(
-                    m.DirectHead(
-                        requester, topic, partition, head, proof, tail if tail > 0 else None
-                    ),
-                    out,
-                )
+            proof = signed_heads.get(key)
+            tail = self._tails.get(key, 0) if self._signed else 0
+            self._direct(
+                m.DirectHead(requester, topic, partition, head, proof, tail if tail > 0 else None),
+                out,
+            )
+
+    def _defer(self, requester: str, topic: str, proxied: bool, now: float) -> None:
+        """Let ``requester``'s ``topic`` wait for the budget; past the bounds it is left out,
+        counted (``heads_limited``) and logged at most every 5 s."""
+        verdict = self._deferred.add(requester, topic, proxied, now)
+        if verdict is Deferral.ADDED:
+            self.stats.heads_deferred += 1
+        elif verdict is not Deferral.DUPLICATE:
+            self._limited(verdict.value, requester, now)
+
+    def _limited(self, reason: str, requester: str, now: float, n: int = 1) -> None:
+        self.stats.heads_limited += n
+        if now - self._limited_logged >= _LOG_PERIOD:
+            self._limited_logged = now
+            log.warning(
+                "store.heads_limited id=%s reason=%s requester=%.32s deferred=%d limited=%d",
+                self._node_id,
+                reason,
+                requester,
+                len(self._deferred),
+                self.stats.heads_limited,
+            )
+
+    def _answer_deferred(self, out: list[Publish], now: float) -> None:
+        """Answer the topics waiting for the budget, in turns, while it holds a token."""
+        deferred = self._deferred
+        budget = self._heads_out
+        while deferred and budget.ready_at(now) <= now:
+            turn = deferred.pop(now)
+            if turn is None:
+                break
+            budget.allow(now)
+            self._answer_topic(turn[0], turn[1], out)
+        expired = deferred.take_expired()
+        if expired:
+            self._limited("expired", "-", now, expired)
+
+    def _wake_for_deferred(self, now: float) -> None:
+        """Have the shell come back when the budget has refilled for what waits
+        (:meth:`has_pending`, :attr:`serve_at`): not before, so it does not spin."""
+        if self._deferred:
+            self._deferred_at = self._heads_out.ready_at(now, DEFER_WAKE_TOKENS)
+            self.serve_at = min(self.serve_at, self._deferred_at)
+        else:
+            self._deferred_at = math.inf
 
     def answer_tail(self, requester: str, topic: str, partition: str, out: list[Publish]) -> None:
         """Tell a consumer that FETCHed below the tail where the partition now starts."""
@@ -440,6 +522,7 @@ class StoreServing:
         can go on.
         """
         due = self._send_held(out, now)
+        self._answer_deferred(out, now)
         credits = self._credits
         own = self._bytes_limiter
         budget = self._serve_chunk
@@ -499,6 +582,7 @@ class StoreServing:
         if queue and waiting < len(queue):
             due = now  # the budgets ran out first: go on at once
         self.serve_at = due
+        self._wake_for_deferred(now)
 
     def _tell_more(self, fetch: _PendingFetch, out: list[Publish]) -> None:
         """rfc46: a FETCH whose count ran out below what is held is followed by a

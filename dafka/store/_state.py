@@ -69,7 +69,12 @@ class StoreStats:
     """Batches and HEADs of partitions not held yet, refused by the per-topic partition cap
     or the rate of new partitions (the producer's next batch or HEAD tries again)."""
     heads_limited: int = 0
-    """Topics left out of head answers by the bound on DIRECT-HEADs sent per second."""
+    """Topics left out of head answers: past the bounds of those waiting for the budget of
+    DIRECT-HEADs sent per second, or waiting past its age bound (``dafka.store._heads_deferred``);
+    and DIRECT-HEADs past the bound of those waiting for their requester's credit."""
+    heads_deferred: int = 0
+    """Topics of head requests that met the DIRECT-HEAD budget spent and waited for it (then
+    answered in turns, or dropped after ``MAX_DEFER_AGE`` and counted in ``heads_limited``)."""
     unauthorized: int = 0
     """Batches from producers the topic's ACL (metadata) does not allow."""
     retention_trims: int = 0
@@ -215,7 +220,9 @@ class _Batch:
         self.continuing: set[PartitionKey] = set()
         self.reack: set[PartitionKey] = set()
         self.gap_keys: set[PartitionKey] = set()
-        self.head_requests: list[tuple[str, Sequence[str]]] = []
+        self.head_requests: list[
+            tuple[str, Sequence[str], bool]
+        ] = []  # (requester, topics, proxied)
         self.tail_answers: list[tuple[str, str, str]] = []  # FETCHes below the tail
 
     @property
