@@ -20,6 +20,8 @@ until no node has taken in or let go of a peer for ``--settle`` s (the time that
   divided by the nodes in them), RSS and open descriptors (``/proc/PID/fd``), each also
   net of a baseline worker measured in the same window (the same interpreter, imports
   and answers, no node: ``*_net``);
+* per kind (a worker runs nodes of one kind): CPU seconds per second a node, and net of
+  the baseline worker (``by_kind``): where the per-node figure goes;
 * the tower's CPU s/s, RSS and descriptors; ``run_cpu_s_per_s``, the CPU of every process
   of the run: near the machine's cores, the nodes are late rather than idle, and the
   per-node figure is what the machine had to give, not what a node would take;
@@ -110,6 +112,7 @@ class Worker:
     nodes: int
     log: Path
     fd_limit: int = 0
+    kind: str = ""
 
     @classmethod
     def start(
@@ -127,7 +130,8 @@ class Worker:
                 stderr=err,
                 text=True,
             )
-        return cls(proc, len(specs), log)
+        kinds = {s.partition(":")[0] for s in specs}
+        return cls(proc, len(specs), log, kind=kinds.pop() if len(kinds) == 1 else "")
 
     def ready(self) -> None:
         line = self._line()
@@ -378,12 +382,18 @@ def measure(n: int, args: argparse.Namespace, mesh: str = "topics") -> dict[str,
         try:
             base = Worker.start(address, [], root / "baseline", not args.no_metadata)
             workers = [base]
-            for at in range(0, n, per):
-                workers.append(
-                    Worker.start(
-                        address, specs[at : at + per], root / f"w{at}", not args.no_metadata, mesh
+            for kind in KINDS:  # a worker runs one kind: what each kind costs is measured apart
+                mine = [s for s in specs if s.startswith(f"{kind}:")]
+                for at in range(0, len(mine), per):
+                    workers.append(
+                        Worker.start(
+                            address,
+                            mine[at : at + per],
+                            root / f"{kind}-{at}",
+                            not args.no_metadata,
+                            mesh,
+                        )
                     )
-                )
             for w in workers:
                 w.ready()
             node_workers = workers[1:]
@@ -442,6 +452,17 @@ def figures(
         for event in ("new", "expired", "returned", "refused")
     }
     steady = all(b.peers[name]["peers"] == a.peers[name]["peers"] for name in b.peers)
+    by_kind: dict[str, dict[str, float]] = {}
+    for kind in KINDS:
+        theirs = [w for w in workers if w.kind == kind]
+        count = sum(w.nodes for w in theirs)
+        if count:
+            spent = sum(used[w.proc.pid] for w in theirs)
+            by_kind[kind] = {
+                "nodes": count,
+                "cpu_s_per_s": spent / count,
+                "cpu_net_s_per_s": (spent - len(theirs) * base_cpu) / count,
+            }
     return {
         "nodes": n,
         "topics": topics,
@@ -453,6 +474,7 @@ def figures(
         "node_rss_net_mib": (rss - k * base_rss) / n / MIB,
         "node_fds": open_fds / n,
         "node_fds_net": (open_fds - k * base_fds) / n,
+        "by_kind": by_kind,
         "baseline_worker": {"cpu_s_per_s": base_cpu, "rss_mib": base_rss / MIB, "fds": base_fds},
         "tower_cpu_s_per_s": used[tpid],
         "run_cpu_s_per_s": sum(used.values()),
@@ -578,6 +600,15 @@ def print_report(report: dict[str, Any]) -> None:
             f"{r['converge_s'] if r['converge_s'] is not None else '-':>6} "
             f"{r['run_cpu_s_per_s']:>7.2f} {r['load_avg_end'][0]:>5}"
         )
+        if r.get("by_kind"):
+            print(
+                "      cpu ms/s a node by kind (net of the baseline worker): "
+                + ", ".join(
+                    f"{kind} x{k['nodes']} {k['cpu_s_per_s'] * 1000:.2f} "
+                    f"({k['cpu_net_s_per_s'] * 1000:.2f})"
+                    for kind, k in r["by_kind"].items()
+                )
+            )
         if "tower_pause" in r:
             p = r["tower_pause"]
             print(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.scale import FITTED, churn_timeline, fits, goals, node_specs, ratios, slope
+from benchmarks.scale import FITTED, KINDS, churn_timeline, fits, goals, node_specs, ratios, slope
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,15 @@ def test_a_tiny_run_reports_every_figure(tmp_path: Path) -> None:
     assert f"JSON: {out}" in run.stderr
     report = json.loads(out.read_text())
     [row] = report["rows"]
-    assert (row["nodes"], row["topics"], row["workers"], row["full_mesh"]) == (6, 2, 2, 5)
+    # a worker runs one kind (two of each here), so that each kind's cost is measured apart
+    assert (row["nodes"], row["topics"], row["workers"], row["full_mesh"]) == (6, 2, 3, 5)
+    by_kind = row["by_kind"]
+    assert {k: v["nodes"] for k, v in by_kind.items()} == dict.fromkeys(KINDS, 2)
+    # CPU is counted in 10 ms ticks: two idle nodes may spend less than one in 3 s
+    assert all(0 <= v["cpu_s_per_s"] < 1 for v in by_kind.values())
+    assert all(v["cpu_net_s_per_s"] <= v["cpu_s_per_s"] for v in by_kind.values())
+    spent = sum(v["cpu_s_per_s"] * v["nodes"] for v in by_kind.values())
+    assert spent == pytest.approx(row["node_cpu_s_per_s"] * 6)  # the same workers' CPU, split
     assert row["window_s"] >= 3
     assert 0 < row["node_cpu_s_per_s"] < 1 and 0 <= row["tower_cpu_s_per_s"] < 2
     assert 0 < row["node_rss_net_mib"] < row["node_rss_mib"]  # the interpreter shared
