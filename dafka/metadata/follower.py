@@ -251,7 +251,11 @@ class MetadataView:
     # -- the thread --------------------------------------------------------------------------
 
     def _run(self) -> None:
-        ctx = zmq.Context()
+        # the process's shared context, as nodes without CURVE use: a context of its own
+        # was an I/O thread more per node, woken by every broadcast (issue 39: an idle
+        # node's CPU). Its sockets are clients only (CURVE client keys are per socket), and
+        # they are closed, not the context, when the view stops.
+        ctx = zmq.Context.instance()
         sub = ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.LINGER, 0)
         sub.setsockopt(zmq.MAXMSGSIZE, CLIENT_FRAME_BYTES)
@@ -304,7 +308,6 @@ class MetadataView:
                 request.done.set()
             client.close()
             sub.close(0)
-            ctx.term()
 
     def _create_topics(self, client: RaftClient) -> None:
         with self._lock:
