@@ -255,7 +255,7 @@ class MetadataView:
         # was an I/O thread more per node, woken by every broadcast (issue 39: an idle
         # node's CPU). Its sockets are clients only (CURVE client keys are per socket), and
         # they are closed, not the context, when the view stops.
-        ctx = zmq.Context.instance()
+        ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
         sub = ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.LINGER, 0)
         sub.setsockopt(zmq.MAXMSGSIZE, CLIENT_FRAME_BYTES)
