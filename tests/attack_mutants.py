@@ -755,6 +755,12 @@ MUTANTS: dict[str, Spec] = {
         "key = (requester, topic, proxied if (requester, topic, not proxied) not in self._keys"
         " else not proxied)",
     ),
+    "a deferred head answer asked again restarts its age": Guard(
+        "deferred-heads-repeat-restarts-age", "pass"
+    ),
+    "requests in a node's name have a smaller share of their own": Guard(
+        "deferred-heads-lane-shares", "share = self.max_per_requester"
+    ),
     "deferred head answers wait at most their age bound": Guard(
         "deferred-heads-age-bound", "if False:"
     ),
@@ -2443,6 +2449,14 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a deferred head answer's lane is part of its key": (
         "tests/unit/test_store_heads_deferred.py::test_a_request_in_a_nodes_name_does_not_swallow_the_nodes_own",
+    ),
+    "a deferred head answer asked again restarts its age": (
+        "tests/unit/test_store_heads_deferred.py::test_an_ask_repeated_while_its_copy_waits_restarts_its_age",
+        "tests/unit/test_store_heads_deferred.py::test_a_request_past_the_bounds_is_counted_at_once_and_its_held_topics_kept",
+    ),
+    "requests in a node's name have a smaller share of their own": (
+        "tests/unit/test_store_heads_deferred.py::test_requests_in_a_nodes_name_do_not_fill_its_own_share",
+        "tests/unit/test_store_heads_deferred.py::test_the_queue_keeps_its_bounds_and_gives_each_entry_once",
     ),
     "deferred head answers wait at most their age bound": (
         "tests/unit/test_store_heads_deferred.py::test_topics_waiting_past_their_age_are_dropped_and_counted",

@@ -7,10 +7,11 @@ rate per requester and in total. Under ``signed`` one answer holds at most
 ``ANSWER_BATCHES`` batches and ``ANSWER_BYTES`` bytes, whatever ``count`` asks for: the
 requester FETCHes again from where it ended (:mod:`dafka.core.answers`). GET-HEADS and
 CONSUMER-HELLO are answered with one DIRECT-HEAD per partition, within a global budget
-(a topic read costs one token, each partition one more); a topic of an accepted request that
-meets it spent waits for it (:mod:`._heads_deferred`: in turns over requesters, 4,096 in
-all, 1,024 a requester, half in another node's name, 2 s at most) and is answered, read
-then, as it refills; past those bounds it is dropped and counted (``heads_limited``).
+(a topic read costs one token, each partition one more); a topic of an accepted request
+that meets it spent waits for it (:mod:`._heads_deferred`: in turns over requesters, 4,096
+in all, 1,024 a requester and 128 in its name from elsewhere, half in other nodes' names,
+2 s at most) and is answered, read then, as it refills; past those bounds it is dropped and
+counted (``heads_limited``).
 A FETCH below the retention tail is answered with a DIRECT-HEAD carrying the tail; under
 rfc46 a FETCH answered in full below the head is followed by a DIRECT-HEAD
 (``docs/wire.md`` §13). Read ACLs are checked on the way in.
@@ -323,13 +324,22 @@ class StoreServing:
         past it wait for it (:mod:`._heads_deferred`), after those already waiting."""
         self._answer_deferred(out, now)
         budget = self._heads_out
+        full: Deferral | None = None  # a bound reached: the rest of the request is past it
+        left_out = 0
         for topic in topics:  # a topic read costs one token, each answer one more
             # guard: store-bounds-head-answers-over
             if self._deferred or not budget.allow(now):
+                if full is not None and not self._deferred.holds(requester, topic, proxied):
+                    left_out += 1  # (a HELLO of 1,024 topics past the bounds: one verdict)
+                    continue
                 # guard: store-defers-head-answers-past-budget
-                self._defer(requester, topic, proxied, now)
+                verdict = self._defer(requester, topic, proxied, now)
+                if verdict not in (Deferral.ADDED, Deferral.DUPLICATE):
+                    full = verdict
                 continue
             self._answer_topic(requester, topic, out)
+        if left_out and full is not None:
+            self._limited(full.value, requester, now, left_out)
         self._wake_for_deferred(now)
 
     def _answer_topic(self, requester: str, topic: str, out: list[Publish]) -> None:
@@ -354,7 +364,7 @@ class StoreServing:
                 out,
             )
 
-    def _defer(self, requester: str, topic: str, proxied: bool, now: float) -> None:
+    def _defer(self, requester: str, topic: str, proxied: bool, now: float) -> Deferral:
         """Let ``requester``'s ``topic`` wait for the budget; past the bounds it is left out,
         counted (``heads_limited``) and logged at most every 5 s."""
         verdict = self._deferred.add(requester, topic, proxied, now)
@@ -362,6 +372,7 @@ class StoreServing:
             self.stats.heads_deferred += 1
         elif verdict is not Deferral.DUPLICATE:
             self._limited(verdict.value, requester, now)
+        return verdict
 
     def _limited(self, reason: str, requester: str, now: float, n: int = 1) -> None:
         self.stats.heads_limited += n
@@ -521,8 +532,9 @@ class StoreServing:
         requester has no credit left (``signed``); :attr:`serve_at` says when serving
         can go on.
         """
-        due = self._send_held(out, now)
+        # the deferred answers first: those held for credit go out in this turn's send
         self._answer_deferred(out, now)
+        due = self._send_held(out, now)
         credits = self._credits
         own = self._bytes_limiter
         budget = self._serve_chunk
