@@ -755,6 +755,11 @@ MUTANTS: dict[str, Spec] = {
         "key = (requester, topic, proxied if (requester, topic, not proxied) not in self._keys"
         " else not proxied)",
     ),
+    "an rfc46 store waits for serve_at while a FETCH waits for its bytes": Guard(
+        "rfc46-store-waits-for-serve-at",
+        "if self._credits is None:\n    return bool(self._pending) or deferred",
+        whole=True,
+    ),
     "a deferred head answer asked again restarts its age": Guard(
         "deferred-heads-repeat-restarts-age", "pass"
     ),
@@ -2449,6 +2454,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a deferred head answer's lane is part of its key": (
         "tests/unit/test_store_heads_deferred.py::test_a_request_in_a_nodes_name_does_not_swallow_the_nodes_own",
+    ),
+    "an rfc46 store waits for serve_at while a FETCH waits for its bytes": (
+        "tests/unit/test_store_serve_rate.py::test_an_rfc46_store_sleeps_while_a_fetch_waits_for_its_bytes",
     ),
     "a deferred head answer asked again restarts its age": (
         "tests/unit/test_store_heads_deferred.py::test_an_ask_repeated_while_its_copy_waits_restarts_its_age",

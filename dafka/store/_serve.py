@@ -197,8 +197,9 @@ class StoreServing:
         """True while fetches or head answers can be served at ``now``: the shell should
         poll without blocking (:attr:`serve_at` says when the waiting ones can)."""
         deferred = bool(self._deferred) and now >= self._deferred_at
-        if self._credits is None:
-            return bool(self._pending) or deferred
+        # guard: rfc46-store-waits-for-serve-at
+        if self._credits is None:  # rfc46: a FETCH waiting for its bytes waits (no spin)
+            return (bool(self._pending) and now >= self.serve_at) or deferred
         held = self._held_heads or self._held_acks or self._held_fetches
         return (bool(self._pending or held) and now >= self.serve_at) or deferred
 

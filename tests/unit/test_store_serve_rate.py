@@ -96,3 +96,34 @@ def test_ready_at_is_when_allow_lets_the_requester_through_again() -> None:
     other = limiter.ready_at("s", 0.3)
     assert other > 0.3 and not limiter.allow("s", 0.3, 0.0)
     assert limiter.allow("s", other, 0.0)
+
+
+def test_an_rfc46_store_sleeps_while_a_fetch_waits_for_its_bytes() -> None:
+    """rfc46 has no send credits, and ``has_pending`` said "serve now" whenever a FETCH was
+    queued, whatever ``serve_at`` said: a FETCH waiting for its requester's bytes had the
+    IO loop poll without waiting, turn after turn, until they were paid back (a spin)."""
+    rate = 1024 * 1024
+    core = StoreCore(
+        STORE.node_id, MemoryStorage(), serve_rate=rate, serve_total_rate=4 * rate
+    )  # rfc46
+    value = b"x" * 300_000
+    core.handle_batch([m.Record("t", P, i, value) for i in range(80)], 0.0)
+    core.handle_batch([m.Fetch(P, CONSUMER, "t", 0, 40)], 1.0)  # 12 MB: the burst spent
+    out = core.handle_batch([m.Fetch(P, CONSUMER, "t", 40, 40)], 1.001)
+    served = [x.msg.offset for x in out if isinstance(x.msg, m.DirectRecord)]  # type: ignore[attr-defined]
+    assert served == [] and core.stats.fetches_paced >= 1
+    due = core.serve_at
+    assert 1.001 < due < 30.0
+    assert not core.has_pending(due - 0.001)  # the IO loop sleeps until then
+    assert core.has_pending(due)
+    done = set(served)
+    now = due
+    for _ in range(1_000):  # to the end, each turn at serve_at: no turn without a record
+        out = core.tick(now)
+        got = {x.msg.offset for x in out if isinstance(x.msg, m.DirectRecord)}  # type: ignore[attr-defined]
+        assert got, f"a turn at {now} served nothing"
+        done |= got
+        if not core.has_pending():
+            break
+        now = core.serve_at
+    assert done == set(range(40, 80))
