@@ -760,8 +760,10 @@ MUTANTS: dict[str, Spec] = {
         "if self._credits is None:\n    return bool(self._pending) or deferred",
         whole=True,
     ),
-    "a deferred head answer asked again restarts its age": Guard(
-        "deferred-heads-repeat-restarts-age", "pass"
+    "a repeat does not restart a deferred head answer's age": Guard(
+        "deferred-heads-once-per-requester-topic",
+        "if held is not None:\n    held.since = now\n    return Deferral.DUPLICATE",
+        whole=True,
     ),
     "requests in a node's name have a smaller share of their own": Guard(
         "deferred-heads-lane-shares", "share = self.max_per_requester"
@@ -2458,15 +2460,15 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "an rfc46 store waits for serve_at while a FETCH waits for its bytes": (
         "tests/unit/test_store_serve_rate.py::test_an_rfc46_store_sleeps_while_a_fetch_waits_for_its_bytes",
     ),
-    "a deferred head answer asked again restarts its age": (
-        "tests/unit/test_store_heads_deferred.py::test_an_ask_repeated_while_its_copy_waits_restarts_its_age",
-        "tests/unit/test_store_heads_deferred.py::test_a_request_past_the_bounds_is_counted_at_once_and_its_held_topics_kept",
+    "a repeat does not restart a deferred head answer's age": (
+        "tests/unit/test_store_heads_deferred.py::test_asking_again_never_keeps_an_entry_waiting_past_its_first_ask",
     ),
     "requests in a node's name have a smaller share of their own": (
         "tests/unit/test_store_heads_deferred.py::test_requests_in_a_nodes_name_do_not_fill_its_own_share",
         "tests/unit/test_store_heads_deferred.py::test_the_queue_keeps_its_bounds_and_gives_each_entry_once",
     ),
     "deferred head answers wait at most their age bound": (
+        "tests/unit/test_store_heads_deferred.py::test_asking_again_never_keeps_an_entry_waiting_past_its_first_ask",
         "tests/unit/test_store_heads_deferred.py::test_topics_waiting_past_their_age_are_dropped_and_counted",
         "tests/unit/test_attacks_floods.py::test_get_heads_from_spoofed_requesters_is_bounded_in_answers",
     ),

@@ -19,11 +19,17 @@ So everything is bounded, and past a bound a topic is refused (the caller counts
   own connection and :data:`PROXIED_PER_REQUESTER` in its name from elsewhere, counted
   apart: requests in a node's name must not fill the node's own share (the red team's one
   HELLO of 1,024 made-up topics in a consumer's name shut its own asks out);
-* one entry per requester, topic and lane: asking again while it waits adds nothing but
-  restarts its age (a repeated ask is as new as its last copy: kept at the first, an entry
-  expired 2 s after it and the repeat was never answered). The lane (own connection or
-  proxied) is part of the key: a request in a node's name from elsewhere, waiting in the
-  slow lane and then expiring, must not swallow the node's own request for the same topic;
+* one entry per requester, topic and lane: asking again while it waits adds nothing, and its
+  age runs from the first ask. A repeat that restarted the age let ten requesters, each
+  asking for a topic of 2,000 partitions every 1.5 s, keep their entries forever: a turn
+  over them cost 4 s of the budget, and honest asks expired before theirs came (the second
+  red team: 4 of 51 answered, 12 with no queue at all, 38 with the age from the first ask).
+  The price: a repeat that comes while its first copy waits expires with it (a consumer's
+  ask at 1.0 s and its repeat at 2.9 s, both lost at 3.0 s, where dropping answered the
+  repeat at once). A scheduler fair in tokens rather than topics would serve both; not
+  built. The lane (own connection or proxied) is part of the key: a request in a node's name
+  from elsewhere, waiting in the slow lane and then expiring, must not swallow the node's
+  own request for the same topic;
 * an entry waits at most :data:`MAX_DEFER_AGE` seconds, then is dropped (counted,
   :attr:`DeferredHeads.expired`): without it, a one-second burst of spoofed requesters
   (640 the request buckets let through, a topic of 200 partitions each) kept honest
@@ -79,7 +85,7 @@ class Deferral(enum.Enum):
     ADDED = "added"
     DUPLICATE = "duplicate"
     """The requester's topic waits already (in the same lane): answered once, when its turn
-    comes, its age counted from this ask."""
+    comes, its age counted from the first ask."""
     FULL = "full"
     REQUESTER_FULL = "requester-full"
     PROXIED_FULL = "proxied-full"
@@ -116,7 +122,7 @@ class DeferredHeads:
         )
         self._own: Lanes = OrderedDict()  # requester -> its topics, first asked first
         self._proxied: Lanes = OrderedDict()  # the same, asked for in its name
-        # (requester, topic, proxied) -> its entry in its lane (a repeat restarts its age)
+        # (requester, topic, proxied) -> its entry in its lane
         self._entries: dict[tuple[str, str, bool], _Waiting] = {}
         self._proxied_count = 0
         self._turn = 0  # pops; every PROXY_SHARE-th goes to a proxied lane
@@ -148,9 +154,7 @@ class DeferredHeads:
         key = (requester, topic, proxied)
         held = self._entries.get(key)
         # guard: deferred-heads-once-per-requester-topic
-        if held is not None:
-            # guard: deferred-heads-repeat-restarts-age
-            held.since = now
+        if held is not None:  # its age runs from the first ask (see the module docstring)
             return Deferral.DUPLICATE
         # guard: deferred-heads-total-bound
         if len(self._entries) >= self.max_size:

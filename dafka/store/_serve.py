@@ -541,10 +541,13 @@ class StoreServing:
         budget = self._serve_chunk
         room = SERVE_BYTES
         queue = self._pending
-        waiting = 0  # fetches passed over in the last round for want of credit
-        while budget > 0 and room > 0 and queue and waiting < len(queue):
+        # fetches that must wait (bytes spent, no credit) are set aside for the rest of this
+        # call and go back to the queue's end after it: kept in the rounds, 511 of them
+        # waiting were each checked again in every round of one share (a record or two) of
+        # the one that could go on, about 1,400 rounds, 1.1 s of CPU in one call (the red team)
+        parked: list[_PendingFetch] = []
+        while budget > 0 and room > 0 and queue:
             share = max(1, budget // len(queue))
-            waiting = 0
             for _ in range(len(queue)):
                 if budget <= 0 or room <= 0:
                     break
@@ -557,18 +560,16 @@ class StoreServing:
                     # requester's timeout (a catch-up past its burst stalled a second
                     # at each answer)
                     self.stats.fetches_paced += 1
-                    waiting += 1
                     due = min(due, limiter.ready_at(fetch.requester, now))
-                    queue.append(fetch)
+                    parked.append(fetch)
                     continue
                 free = ANSWER_BATCHES
                 if credits is not None:
                     free = credits.room(fetch.requester, now)
                     # guard: signed-store-paces-what-sends
                     if free == 0:  # it has not taken what it was sent yet
-                        waiting += 1
                         due = min(due, credits.free_at(fetch.requester))
-                        queue.append(fetch)
+                        parked.append(fetch)
                         continue
                 before = len(out)
                 sent, size, done = self._serve_one(fetch, min(share, budget), out, free)
@@ -592,8 +593,9 @@ class StoreServing:
                         self._tell_more(fetch, out)
                 else:
                     queue.append(fetch)
-        if queue and waiting < len(queue):
+        if queue:
             due = now  # the budgets ran out first: go on at once
+        queue.extend(parked)
         self.serve_at = due
         self._wake_for_deferred(now)
 

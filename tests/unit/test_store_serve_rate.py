@@ -127,3 +127,44 @@ def test_an_rfc46_store_sleeps_while_a_fetch_waits_for_its_bytes() -> None:
             break
         now = core.serve_at
     assert done == set(range(40, 80))
+
+
+def test_fetches_waiting_for_their_bytes_are_checked_once_a_serving_turn() -> None:
+    """The second red team's case: FETCHes in made-up names (proxied) spend their total byte
+    budget and wait, while one own FETCH of small records can go on. Each round of a turn
+    serves that one a share (a record or two) and used to check every waiting FETCH again:
+    511 of them made 730,320 checks and 1.1 s of CPU in one turn. Now a FETCH that must
+    wait is set aside for the rest of the turn: checked once."""
+    rate = 1024 * 1024
+    core = StoreCore(
+        STORE.node_id,
+        MemoryStorage(),
+        serve_rate=rate,
+        serve_total_rate=4 * rate,
+        new_partition_rate=1e9,
+        new_partition_burst=1e9,
+    )
+    big = bytes(64 * 1024)
+    core.handle_batch([m.Record("big", P, i, big) for i in range(64)], 0.0)
+    core.handle_batch([m.Record("small", P, i, b"x" * 100) for i in range(3_000)], 0.0)
+    made_up = [f"{0xF000 + i:032X}" for i in range(64)]
+    now = 1.0
+    for requester in made_up:
+        core.handle_batch([m.Fetch(P, requester, "big", 0, 64)], now, _Elsewhere())
+    for _ in range(100):  # until every one of them waits for its bytes
+        now += 0.001
+        core.tick(now)
+    paced = core.stats.fetches_paced
+    out = core.handle_batch([m.Fetch(P, CONSUMER, "small", 0, 3_000)], now)
+    served = [x for x in out if isinstance(x.msg, m.DirectRecord) and x.msg.recipient == CONSUMER]  # type: ignore[attr-defined]
+    assert len(served) > 100  # the own FETCH went on, many rounds of a share each
+    assert 0 < core.stats.fetches_paced - paced <= len(made_up)  # each waiting one once
+
+
+class _Elsewhere(list[str]):
+    """Every message came on an unknown connection (NULL): asked in another node's name."""
+
+    def sender(self, index: int) -> object:
+        from dafka.core.read_guard import Sender
+
+        return Sender("", False)
