@@ -172,6 +172,7 @@ TESTS = [
     "tests/integration/test_peered_towers.py",
     "tests/unit/test_attacks_beacon_memo.py",
     "tests/unit/test_store_heads_deferred.py",
+    "tests/unit/test_store_serve_rate.py",
 ]
 MUTANT_ENV = "DAFKA_ATTACK_MUTANT"
 
