@@ -108,11 +108,11 @@ def _level(bucket: _Bucket, now: float, rate: float, burst: float) -> float:
     return min(burst, bucket.tokens + max(0.0, now - bucket.at) * rate)
 
 
-def _refilled(bucket: _Bucket, now: float, rate: float, burst: float) -> float:
-    """When ``bucket`` holds a whole token again (``now`` if it does): a microsecond
-    late rather than early, so that a turn woken then finds it there."""
+def _refilled(bucket: _Bucket, now: float, rate: float, burst: float, want: float = 1.0) -> float:
+    """When ``bucket`` holds ``want`` tokens again (a whole one by default; ``now`` if it
+    does): a microsecond late rather than early, so that a turn woken then finds them."""
     tokens = _level(bucket, now, rate, burst)
-    return now if tokens >= 1.0 else now + (1.0 - tokens) / rate + 1e-6
+    return now if tokens >= want else now + (want - tokens) / rate + 1e-6
 
 
 class TokenBucket:
@@ -153,8 +153,6 @@ class TokenBucket:
         rather than early). :meth:`allow` lets a cost through from one token. Changes
         nothing."""
         b = self._bucket
-        want = min(max(tokens, 1.0), self.burst)
         if b.at == float("-inf"):
             return now  # untouched: full
-        level = _level(b, now, self.rate, self.burst)
-        return now if level >= want else now + (want - level) / self.rate + 1e-6
+        return _refilled(b, now, self.rate, self.burst, min(max(tokens, 1.0), self.burst))

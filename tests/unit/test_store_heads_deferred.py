@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import overload
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +19,6 @@ from hypothesis import strategies as st
 from dafka.core.effects import Publish
 from dafka.core.limits import TokenBucket
 from dafka.core.messages import ConsumerHello, DirectHead, GetHeads, Record
-from dafka.core.read_guard import Sender
 from dafka.storage.memory import MemoryStorage
 from dafka.store import StoreCore
 from dafka.store._heads_deferred import (
@@ -30,6 +28,7 @@ from dafka.store._heads_deferred import (
     Deferral,
     DeferredHeads,
 )
+from tests.unit.test_attacks_requesters import From  # a message from an unknown connection
 
 NODE = "5707E0000000000000000000000000AA"
 P = "0123456789ABCDEF0123456789ABCDEF"
@@ -68,28 +67,6 @@ def drain(core: StoreCore, now: float, until: float) -> tuple[list[DirectHead], 
             break
         got += heads(core.tick(now))
     return got, now
-
-
-class From(Sequence[str]):
-    """Sources whose every message came on an unknown connection (NULL): proxied."""
-
-    def __init__(self, n: int) -> None:
-        self._n = n
-
-    def __len__(self) -> int:
-        return self._n
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        return "127.0.0.1" if isinstance(index, int) else ["127.0.0.1"] * self._n
-
-    def sender(self, index: int) -> Sender | None:
-        return Sender("", False) if 0 <= index < self._n else None
 
 
 # -- the bug -------------------------------------------------------------------------------
@@ -164,7 +141,7 @@ def test_requests_made_in_another_nodes_name_hold_at_most_half() -> None:
     core = make(1, 1)
     for i in range(20):  # 20 names x PROXIED_PER_REQUESTER (128) would be 2,560
         topics = tuple(f"p{i}-{j}" for j in range(1024))
-        core.handle_batch([ConsumerHello(NODE, node(i + 1), topics)], 1.0, From(1))
+        core.handle_batch([ConsumerHello(NODE, node(i + 1), topics)], 1.0, From(1, "", False))
     deferred = core.serving._deferred
     assert core.stats.requests_proxied == 20
     assert len(deferred) == deferred.proxied == MAX_DEFERRED_PROXIED
@@ -408,7 +385,7 @@ def test_requests_in_a_nodes_name_do_not_fill_its_own_share() -> None:
     core = make(10, 2, ["spend", "t"])
     core.handle_batch([GetHeads("spend", A)], 1.0)  # the budget spent
     made_up = tuple(f"x{j}" for j in range(1024))
-    core.handle_batch([ConsumerHello(NODE, B, made_up)], 1.0, From(1))
+    core.handle_batch([ConsumerHello(NODE, B, made_up)], 1.0, From(1, "", False))
     deferred = core.serving._deferred
     assert deferred.waiting(B, True) == MAX_DEFERRED_PER_REQUESTER // 8
     limited = core.stats.heads_limited

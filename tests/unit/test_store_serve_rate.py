@@ -17,6 +17,7 @@ from dafka.store import StoreCore
 from dafka.store._facade import DEFAULT_SERVE_RATE, MIN_SERVE_RATE, Store
 from dafka.wire.profiles import SignedProfile
 from tests.signing import CONSUMER, STORE, P, blob, from_blob, sent
+from tests.unit.test_attacks_requesters import From
 
 MIB = 1024 * 1024
 
@@ -150,7 +151,7 @@ def test_fetches_waiting_for_their_bytes_are_checked_once_a_serving_turn() -> No
     made_up = [f"{0xF000 + i:032X}" for i in range(64)]
     now = 1.0
     for requester in made_up:
-        core.handle_batch([m.Fetch(P, requester, "big", 0, 64)], now, _Elsewhere())
+        core.handle_batch([m.Fetch(P, requester, "big", 0, 64)], now, From(1, "", False))
     for _ in range(100):  # until every one of them waits for its bytes
         now += 0.001
         core.tick(now)
@@ -159,12 +160,3 @@ def test_fetches_waiting_for_their_bytes_are_checked_once_a_serving_turn() -> No
     served = [x for x in out if isinstance(x.msg, m.DirectRecord) and x.msg.recipient == CONSUMER]  # type: ignore[attr-defined]
     assert len(served) > 100  # the own FETCH went on, many rounds of a share each
     assert 0 < core.stats.fetches_paced - paced <= len(made_up)  # each waiting one once
-
-
-class _Elsewhere(list[str]):
-    """Every message came on an unknown connection (NULL): asked in another node's name."""
-
-    def sender(self, index: int) -> object:
-        from dafka.core.read_guard import Sender
-
-        return Sender("", False)
