@@ -38,6 +38,7 @@ TESTS = [
     "tests/integration/test_consumer_missed_producer.py",
     "tests/integration/test_metadata.py",
     "tests/unit/test_tick_pace.py",
+    "tests/unit/test_beat_rule.py",
     "tests/unit/test_attacks_interest.py",
     "tests/integration/test_group_reset.py",
     "tests/unit/test_node_reconnect_backoff.py",
@@ -789,6 +790,36 @@ MUTANTS: dict[str, Spec] = {
     "a node's beacon memo is bounded": Guard("beacon-memo-bounded", "if False:"),
     "heartbeats every beat without the towers": Guard(
         "heartbeats-every-beat-without-the-tower", "if pairs is None:"
+    ),
+    "beacons every beat without the towers": Guard(
+        "beacons-every-beat-without-the-tower", "if pairs is None:"
+    ),
+    "beacons skipped under a short timeout": Guard(
+        "beacons-skipped-only-under-a-long-timeout", "if False:"
+    ),
+    "an even beat whose next is even skips its beacon": Guard(
+        "beacon-when-the-next-beat-is-even-too", "return odd"
+    ),
+    "rfc46 nodes skip beacons": Guard(
+        "beacon-skipped-only-with-heartbeats", "if not self.alternate:"
+    ),
+    "nodes on one tower of several skip beacons": Guard(
+        "beacon-skipped-only-with-heartbeats", "if not self.heartbeats:"
+    ),
+    "an owed answer is not marked": Guard(
+        "discovery-marks-an-owed-answer", "actions.answer, self._owed = False, False"
+    ),
+    "the link skips an owed answer on an even beat": Guard(
+        "link-sends-an-owed-answer", "actions.send_beacon = whole"
+    ),
+    "the echo is fresh for one beat and a half": [
+        ("dafka.io.tick_pace", "heartbeat_beat", "ECHO_FRESH * interval", "1.5 * interval"),
+        ("dafka.io.tick_pace", "beacon_beat", "ECHO_FRESH * interval", "1.5 * interval"),
+    ],
+    "the loop beacons every beat": Guard(
+        "loop-beacons-by-the-beat-rule",
+        "rule = BeatRule(interval, expiry, beat_phase(self.clock, 2 * interval),"
+        " heartbeats=self._heartbeat is not None, alternate=False)",
     ),
     "heartbeats skipped only under a long timeout": Guard(
         "heartbeats-skipped-only-under-a-long-timeout", "if False:"
@@ -2529,7 +2560,37 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "heartbeats every beat without the towers": (
         "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",
-        "tests/unit/test_tick_pace.py::test_a_peer_is_heard_every_two_intervals_when_its_tower_stops_at_any_moment",
+        "tests/unit/test_beat_rule.py::test_a_peer_hears_the_node_every_two_intervals_when_the_tower_stops_at_any_moment",
+    ),
+    "beacons every beat without the towers": (
+        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
+        "tests/unit/test_beat_rule.py::test_a_peer_hears_the_node_every_two_intervals_when_the_tower_stops_at_any_moment",
+    ),
+    "beacons skipped under a short timeout": (
+        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
+        "tests/unit/test_beat_rule.py::test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed",
+    ),
+    "an even beat whose next is even skips its beacon": (
+        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
+        "tests/unit/test_beat_rule.py::test_a_late_loop_never_skips_two_beacons_or_two_heartbeats_in_a_row",
+    ),
+    "rfc46 nodes skip beacons": (
+        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
+    ),
+    "nodes on one tower of several skip beacons": (
+        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
+    ),
+    "an owed answer is not marked": (
+        "tests/unit/test_beat_rule.py::test_discovery_marks_the_beat_that_carries_an_owed_answer",
+    ),
+    "the link skips an owed answer on an even beat": (
+        "tests/unit/test_beat_rule.py::test_the_link_sends_the_beacon_the_rule_says_and_services_every_beat",
+    ),
+    "the echo is fresh for one beat and a half": (
+        "tests/unit/test_beat_rule.py::test_a_node_the_towers_echo_beacons_on_odd_beats_and_heartbeats_on_even_ones",
+    ),
+    "the loop beacons every beat": (
+        "tests/unit/test_beat_rule.py::test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed",
     ),
     "a node's beacon memo checks the prefix each time": (
         "tests/unit/test_attacks_beacon_memo.py::test_known_frames_under_a_prefix_no_tower_sends_are_refused",

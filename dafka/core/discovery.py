@@ -91,6 +91,9 @@ class DiscoveryActions:
     disconnect: list[str] = field(default_factory=list)
     """Applied before ``connect``: an endpoint in both is reconnected under a new key."""
     send_beacon: bool = False
+    answer: bool = False
+    """The beacon of a :meth:`Discovery.tick` answers new peers (moved up to the end of the
+    last answer's interval): it goes whatever the beat (``tick_pace.beacon_beat``)."""
     keys: dict[str, bytes] = field(default_factory=dict)
     """CURVE only: the Ed25519 key of the server to connect each endpoint of ``connect`` as."""
 
@@ -144,6 +147,8 @@ class Discovery:
         """Expired peers heard again within the grace: kept, not new."""
         self._answered = -math.inf
         """The ``now`` of the last beacon sent in answer to new peers (:meth:`_answer`)."""
+        self._owed = False
+        """New peers wait for the beacon :meth:`_answer` moved up: :meth:`tick` marks it."""
         self._soonest = math.inf
         """No later than the soonest of ``_expiry`` (exact after :meth:`tick`): a refreshed
         peer's expiry only moves later, so :meth:`next_deadline`, which the IO loop asks
@@ -221,9 +226,11 @@ class Discovery:
         if now - self._answered >= ANSWER_INTERVAL:
             self._answered = now
             actions.send_beacon = True
+            self._owed = False
             self._next_beacon = self._after(now)
         else:
             self._next_beacon = min(self._next_beacon, self._answered + ANSWER_INTERVAL)
+            self._owed = True
 
     def _refuse(self, beacon: TowerBeacon, full: bool, now: float) -> None:
         """A new peer not admitted: counted by why, and said in one line (at most every
@@ -376,6 +383,8 @@ class Discovery:
                 _reconnect(actions, endpoint, key)
         if now >= self._next_beacon:
             actions.send_beacon = True
+            # guard: discovery-marks-an-owed-answer
+            actions.answer, self._owed = self._owed, False
             self._next_beacon = self._after(now)
         return actions
 

@@ -79,7 +79,7 @@ from .peer_liveness import PeerLiveness
 from .read_grants import ReadGrants
 from .ready_shell import run_ready
 from .request_senders import PeerSenders
-from .tick_pace import TICK_INTERVAL, TickPace, beat_phase, heartbeat_beat
+from .tick_pace import TICK_INTERVAL, BeatRule, TickPace, beat_phase
 
 log = logging.getLogger(__name__)
 
@@ -502,7 +502,14 @@ class NodeLoop:
             pace = self.pace
             # guard: loop-heartbeats-under-its-beacon-timeout
             interval, expiry = self.config.beacon_interval, self.config.beacon_timeout
-            pairs = beat_phase(self.clock, 2 * interval)
+            # guard: loop-beacons-by-the-beat-rule
+            rule = BeatRule(
+                interval,
+                expiry,
+                beat_phase(self.clock, 2 * interval),
+                heartbeats=self._heartbeat is not None,
+                alternate=link.choice is None,
+            )
             hushed = False  # the beacon SUB is not polled (read on each tick while quiet)
             muted = False  # the data SUB is not polled: the handler's backpressure, or
             stats = self.stats  # a quiet node collecting its peers' heartbeats (tick_pace)
@@ -591,12 +598,8 @@ class NodeLoop:
                     pending = due and has_input(sub, bsub)
                     beat = self.discovery.next_beacon  # the one due, if this turn sends it
                     actions = self.discovery.tick(now, pending)
-                    link.apply(actions)
-                    # every beat without the towers, else even ones (tick_pace.heartbeat_beat)
-                    after = self.discovery.next_beacon
-                    if actions.send_beacon and heartbeat_beat(
-                        now, beat, after, pairs, interval, expiry, link.echoed
-                    ):
+                    # the beacon on odd beats, the heartbeat on even ones (tick_pace.BeatRule)
+                    if link.beat(actions, rule, now, beat, self.discovery.next_beacon):
                         if self._heartbeat is not None:
                             send_heartbeat(xpub, self._heartbeat)
                         pace.beaconed(now)

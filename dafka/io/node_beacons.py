@@ -29,6 +29,7 @@ from ..wire import beacon as wbeacon
 from ..wire import interest as winterest
 from .multipart import TOWER_BEACON_FRAMES, recv_bounded
 from .request_senders import PeerSenders
+from .tick_pace import BeatRule
 
 log = logging.getLogger(__name__)
 
@@ -213,9 +214,11 @@ class TowerLink:
             bsub.setsockopt(zmq.SUBSCRIBE, prefix)
         self._relayed = wanted
 
-    def send_beacons(self) -> None:
-        """The node's beacon, then its service beacons if it has any."""
-        for frames in self.my_beacon:
+    def send_beacons(self, services_only: bool = False) -> None:
+        """The node's beacon, then its service beacons if it has any (those alone on a beat
+        the node's beacon skips: ``tick_pace.beacon_beat``; a tower forgets a service
+        beacon not heard for 2.5 s, ``tower.service_replay.EXPIRY``)."""
+        for frames in self.my_beacon[1:] if services_only else self.my_beacon:
             self.bpub.send_multipart(frames)
 
     def apply(self, actions: DiscoveryActions) -> None:
@@ -243,6 +246,23 @@ class TowerLink:
                 self.joined += 1
         if actions.send_beacon:
             self.send_beacons()
+
+    def beat(
+        self, actions: DiscoveryActions, rule: BeatRule, now: float, due: float, after: float
+    ) -> bool:
+        """Apply the actions of discovery's tick at ``now``; when they hold the beat due at
+        ``due`` (the next at ``after``), send what ``rule`` says of it. Whether the node
+        heartbeats on it (and collects its peers' after)."""
+        if not actions.send_beacon:
+            self.apply(actions)
+            return False
+        whole, heartbeat = rule.sends(now, due, after, self.echoed)
+        # guard: link-sends-an-owed-answer
+        actions.send_beacon = whole or actions.answer
+        self.apply(actions)
+        if not actions.send_beacon:  # stores' query endpoints: every beat (a tower
+            self.send_beacons(services_only=True)  # replays those heard in 2.5 s)
+        return heartbeat
 
     def on_tower_subscriptions(self, now: float) -> None:
         """A tower subscribed to our beacons (its connection is up): send them now, at

@@ -45,7 +45,9 @@ __all__ = [
     "QUIET_AFTER",
     "QUIET_TICK_INTERVAL",
     "TICK_INTERVAL",
+    "BeatRule",
     "TickPace",
+    "beacon_beat",
     "beat_phase",
     "heartbeat_beat",
 ]
@@ -119,9 +121,10 @@ def beat_phase(clock: Callable[[], float], interval: float) -> float | None:
     return time.monotonic() - time.time() % interval
 
 
-ECHO_FRESH = 1.5
+ECHO_FRESH = 2.5
 """Beacon intervals for which the node's own beacon, relayed back by a tower, says the towers
-relay (:func:`heartbeat_beat`)."""
+relay (:func:`heartbeat_beat`, :func:`beacon_beat`): more than the two between the beacons
+of a node that sends them on odd beats only, its echo read on its next beat."""
 SKIP_TIMEOUT = 4.0
 """Beacon intervals a ``beacon_timeout`` must span for a node to skip heartbeats."""
 
@@ -144,8 +147,9 @@ def heartbeat_beat(
     peers are likely to hear that beacon too, so it heartbeats on the even beats only: those
     of the wall clock's grid of two intervals (``pairs``, :func:`beat_phase` of twice the
     interval), the same for every node whose clock NTP keeps close, so that their windows
-    line up. The beat is the one *due*, not the moment the loop got to it, so a late loop
-    still heartbeats on every even beat it serves, and an odd beat whose next (``after``) is
+    line up (its beacon then goes on the odd beats only: :func:`beacon_beat`). The beat is
+    the one *due*, not the moment the loop got to it, so a late loop still heartbeats on
+    every even beat it serves, and an odd beat whose next (``after``) is
     odd too (a loop so late that the even one between is never due) heartbeats: no two beats
     in a row are skipped. A peer that hears the node by heartbeats alone (a peer tower's
     relay down, a beacon dropped) then hears it at least every two intervals plus the
@@ -163,3 +167,63 @@ def heartbeat_beat(
     odd = round((beat - pairs) / interval) % 2 == 1
     # guard: heartbeat-when-the-next-beat-is-odd-too
     return not odd or round((after - pairs) / interval) % 2 == 1
+
+
+def beacon_beat(
+    now: float,
+    beat: float,
+    after: float,
+    pairs: float | None,
+    interval: float,
+    expiry: float,
+    echoed: float,
+) -> bool:
+    """Whether the node's beacon due at ``beat`` (sent at ``now``, the next due at ``after``)
+    goes out, for a node that heartbeats (issue 39: an idle node's CPU; the arguments are
+    :func:`heartbeat_beat`'s).
+
+    While the towers relay the node's own beacon back and the expiry spans ``SKIP_TIMEOUT``
+    intervals, a peer already hears the node by its heartbeat on each even beat, so its
+    beacon goes on the odd beats only: a peer then hears one message of the node's an
+    interval (its beacon, relayed, then its heartbeat), where it heard one and a half, and
+    a tower relays half as many beacons. The rules mirror the heartbeat's: the beat due
+    decides, and an even beat whose next (``after``) is even too (the odd one between never
+    due: a late loop) sends it, so no two beats in a row go without one. A beacon that
+    answers new peers or a welcome, and one changing the node's topics, are not beats: they
+    always go (the shell does not ask). Every beat when not echoed, under a short expiry,
+    or off the grid."""
+    # guard: beacons-every-beat-without-the-tower
+    if pairs is None or not now - echoed <= ECHO_FRESH * interval:
+        return True
+    # guard: beacons-skipped-only-under-a-long-timeout
+    if expiry < SKIP_TIMEOUT * interval:
+        return True
+    odd = round((beat - pairs) / interval) % 2 == 1
+    # guard: beacon-when-the-next-beat-is-even-too
+    return odd or round((after - pairs) / interval) % 2 == 0
+
+
+@dataclass(frozen=True, slots=True)
+class BeatRule:
+    """What a node sends on each of its beats: its beacon, its heartbeat, or both
+    (:func:`beacon_beat`, :func:`heartbeat_beat`), for the loop of one node."""
+
+    interval: float
+    expiry: float
+    """The node's ``beacon_timeout``."""
+    pairs: float | None
+    """:func:`beat_phase` of two intervals (None: off the grid, both every beat)."""
+    heartbeats: bool
+    """The node heartbeats (the signed profile): else its beacon goes on every beat."""
+    alternate: bool
+    """Its beacon may skip even beats (not while it uses one tower of several, whose
+    silence it tells by its own beacon relayed back: ``core.tower_choice``)."""
+
+    def sends(self, now: float, beat: float, after: float, echoed: float) -> tuple[bool, bool]:
+        """(beacon, heartbeat) for the beat due at ``beat``, sent at ``now``."""
+        args = (now, beat, after, self.pairs, self.interval, self.expiry, echoed)
+        heartbeat = heartbeat_beat(*args)
+        # guard: beacon-skipped-only-with-heartbeats
+        if not (self.heartbeats and self.alternate):
+            return True, heartbeat
+        return beacon_beat(*args), heartbeat

@@ -92,7 +92,9 @@ class _Pub:
         self.sent.append(frames)
 
 
-def _link(*, curve: bool = False, bsub: object = None) -> tuple[TowerLink, _Sub, _Pub, list[str]]:
+def _link(
+    *, curve: bool = False, bsub: object = None, services: list[list[bytes]] | None = None
+) -> tuple[TowerLink, _Sub, _Pub, list[str]]:
     sub, pub, bad = _Sub(), _Pub(), []
     link = TowerLink(
         Discovery(ME, curve=curve),
@@ -101,7 +103,7 @@ def _link(*, curve: bool = False, bsub: object = None) -> tuple[TowerLink, _Sub,
         bsub=bsub,  # type: ignore[arg-type]
         sub=sub,  # type: ignore[arg-type]
         me=beacon.decode_node_beacon(MINE[0]),
-        services=[],
+        services=[] if services is None else services,
         interest_beacons=False,
         scoped=False,
         interest=None,

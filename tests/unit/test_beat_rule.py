@@ -1,0 +1,197 @@
+"""What a node sends on each beat (``dafka.io.tick_pace.BeatRule``, issue 39's idle-node CPU):
+while the towers relay its own beacon back, its beacon on odd beats and its heartbeat on even
+ones, so a peer hears one message of it an interval, not one and a half; the rule alone, the
+answers that must go whatever the beat, the link that sends it, then a real loop."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+from dafka.config import NodeConfig, TowerAddress
+from dafka.core.discovery import ANSWER_INTERVAL, Discovery, DiscoveryActions
+from dafka.io.node import NodeLoop
+from dafka.io.tick_pace import BeatRule
+from dafka.wire import beacon
+from dafka.wire.beacon import TowerBeacon
+from dafka.wire.profiles import SignedProfile
+from tests.procs import wait_until
+from tests.quiet_peers import Heartbeats
+from tests.unit.test_node_parts import MINE, _link
+from tower.relay import Tower
+
+ME = "A" * 32
+RULE = BeatRule(1.0, 4.0, 0.0, heartbeats=True, alternate=True)
+"""Interval 1, expiry 4, the grid of two intervals at 0: the rule of a signed node."""
+
+
+def _beats(
+    rule: BeatRule,
+    first: int,
+    last: int,
+    *,
+    echo_until: float = math.inf,
+    late: dict[int, float] | None = None,
+    busy: bool = False,
+) -> list[tuple[float, bool, bool]]:
+    """(sent at, beacon, heartbeat) for a node's beats due from ``first`` to ``last``, each
+    sent ``late[k]`` seconds after beat k (the next due on the grid point past it, as
+    ``Discovery`` sets it); its beacon sent before ``echo_until`` relayed back to it and
+    read on its next beat (a quiet node's), or (``busy``) 10 ms after it was sent (a busy
+    node polls its beacon SUB: the echo is then two intervals old on its next beacon)."""
+    late = late or {}
+    echoed, relayed, prev = -math.inf, False, -math.inf
+    out: list[tuple[float, bool, bool]] = []
+    due = float(first)
+    while due <= last:
+        now = max(due + late.get(round(due), 0.0), prev)
+        if relayed and not busy:
+            echoed = now
+        after = math.floor(now) + 1.0
+        whole, heartbeat = rule.sends(now, due, after, echoed)
+        relayed = whole and now < echo_until
+        if relayed and busy:
+            echoed = now + 0.01
+        out.append((now, whole, heartbeat))
+        prev, due = now, after
+    return out
+
+
+def _gaps(times: list[float]) -> list[float]:
+    return [round(b - a, 6) for a, b in zip(times, times[1:], strict=False)]
+
+
+def test_a_node_the_towers_echo_beacons_on_odd_beats_and_heartbeats_on_even_ones() -> None:
+    for busy in (False, True):
+        sent = _beats(RULE, 10, 21, busy=busy)
+        assert sent[0] == (10.0, True, True)  # not echoed yet: both
+        steady = sent[2:]
+        assert [t for t, b, _ in steady if b] == [13.0, 15.0, 17.0, 19.0, 21.0], busy
+        assert [t for t, _, h in steady if h] == [12.0, 14.0, 16.0, 18.0, 20.0], busy
+        assert all(b != h for _, b, h in steady)  # one message a beat, never none
+
+
+def test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid() -> (
+    None
+):
+    every = list(range(10, 22))
+    unechoed = _beats(RULE, 10, 21, echo_until=0.0)
+    assert [t for t, b, _ in unechoed if b] == every  # its beacon never came back
+    short = BeatRule(1.0, 3.9, 0.0, heartbeats=True, alternate=True)
+    assert all(b and h for _, b, h in _beats(short, 10, 21))  # both, every beat
+    off_grid = BeatRule(1.0, 4.0, None, heartbeats=True, alternate=True)
+    assert all(b and h for _, b, h in _beats(off_grid, 10, 21))
+    # rfc46 (no heartbeat stands in for it), and a node on one tower of several (which
+    # tells the tower's silence by its own beacon coming back): every beat
+    for rule in (
+        BeatRule(1.0, 4.0, 0.0, heartbeats=False, alternate=True),
+        BeatRule(1.0, 4.0, 0.0, heartbeats=True, alternate=False),
+    ):
+        assert [t for t, b, _ in _beats(rule, 10, 21) if b] == every
+    # the beat due decides, not when the loop got to it; an even beat whose next is even
+    # too (the odd one between never due) beacons
+    assert RULE.sends(12.7, 12.0, 13.0, 12.0) == (False, True)
+    assert RULE.sends(14.2, 13.0, 15.0, 13.0) == (True, True)  # the even one passed
+    assert RULE.sends(13.2, 12.0, 14.0, 12.5) == (True, True)  # the odd one passed
+
+
+def test_a_late_loop_never_skips_two_beacons_or_two_heartbeats_in_a_row() -> None:
+    """Whatever the lateness of each turn: every turn sends one of the two at least, and a
+    peer hearing the node by beacons alone (its data connection not up) or heartbeats
+    alone (its copy of the beacon lost) hears it within two intervals plus the lateness."""
+    rng = random.Random(39)
+    for most in (0.3, 0.6, 1.0, 1.9):
+        for _ in range(300):
+            late = {k: rng.uniform(0, most) for k in range(30)}
+            sent = _beats(RULE, 0, 29, late=late, busy=rng.random() < 0.5)
+            assert all(b or h for _, b, h in sent), (most, late)
+            for kind in (1, 2):
+                gaps = _gaps([turn[0] for turn in sent if turn[kind]])
+                assert max(gaps) <= 2 + most + 1e-9 and max(gaps) < 4.0, (most, kind, gaps)
+
+
+def test_a_peer_hears_the_node_every_two_intervals_when_the_tower_stops_at_any_moment() -> None:
+    """Its relayed beacons until the tower stops, its heartbeats throughout: at least every
+    two intervals against an expiry of four, and every interval once the towers have been
+    away three (the echo ages out): a late sender then has as much room as before."""
+    for stop_beat in range(4, 8):
+        for stop_at in (stop_beat + 0.01, stop_beat + 0.5, stop_beat + 0.99):
+            sent = _beats(RULE, 1, 25, echo_until=stop_at, busy=stop_beat % 2 == 0)
+            heard = sorted({t for t, b, h in sent if h or (b and t < stop_at)})
+            assert max(_gaps(heard)) <= 2.0, (stop_at, heard)
+            away = [t for t, _, h in sent if h and t > stop_at + 3]
+            assert _gaps(away) == [1.0] * (len(away) - 1) and len(away) >= 15, away
+            assert all(b for t, b, _ in sent if t > stop_at + 3)  # for the tower's return
+
+
+def test_discovery_marks_the_beat_that_carries_an_owed_answer() -> None:
+    """A new peer within the answer interval of the last is answered by the beacon moved up
+    to its end: that one goes whatever the beat (the node would otherwise skip it on an even
+    beat, and the new peer hear it up to two intervals later)."""
+    d = Discovery(ME, interval=1.0, timeout=4.0, new_peer_burst=1000, phase=0.0)
+    assert not d.tick(0.0).answer  # a beat
+    assert d.on_beacon(TowerBeacon("B" * 32, "tcp://127.0.0.1:7001"), now=0.5).send_beacon
+    assert not d.on_beacon(TowerBeacon("C" * 32, "tcp://127.0.0.1:7002"), now=0.6).send_beacon
+    owed = d.tick(0.5 + ANSWER_INTERVAL)
+    assert owed.send_beacon and owed.answer
+    beat = d.tick(1.0)
+    assert beat.send_beacon and not beat.answer
+    # an answer sent at once settles what was owed: the next beat is a beat
+    assert d.on_beacon(TowerBeacon("D" * 32, "tcp://127.0.0.1:7003"), now=1.1).send_beacon
+    assert not d.on_beacon(TowerBeacon("E" * 32, "tcp://127.0.0.1:7004"), now=1.2).send_beacon
+    assert d.on_beacon(TowerBeacon("F" * 32, "tcp://127.0.0.1:7005"), now=1.36).send_beacon
+    assert not d.tick(2.0).answer
+
+
+def test_the_link_sends_the_beacon_the_rule_says_and_services_every_beat() -> None:
+    """A store's service beacon (its query endpoint) goes every beat: a tower replays those
+    heard in the last 2.5 s. An owed answer goes on an even beat too."""
+    service = [beacon.SERVICE, ME.encode(), b"query", b"tcp://127.0.0.1:5555"]
+    link, _, pub, _ = _link(services=[service])
+    link.echoed = 11.0
+    assert link.beat(DiscoveryActions(send_beacon=True), RULE, 12.0, 12.0, 13.0)  # even: heartbeat
+    assert pub.sent == [service]
+    pub.sent.clear()
+    assert not link.beat(DiscoveryActions(send_beacon=True), RULE, 13.0, 13.0, 14.0)  # odd
+    assert pub.sent == [MINE[0], service]
+    pub.sent.clear()
+    link.echoed = 13.0
+    answer = DiscoveryActions(send_beacon=True, answer=True)
+    assert link.beat(answer, RULE, 14.0, 14.0, 15.0)
+    assert pub.sent == [MINE[0], service]
+    pub.sent.clear()
+    assert not link.beat(DiscoveryActions(), RULE, 14.5, 15.0, 15.0)  # no beat: nothing
+    assert pub.sent == []
+
+
+def test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed() -> None:
+    """Two signed nodes and a tower, interval 0.5: under a timeout of 4 intervals or more
+    each beacons once a second while the tower relays it (twice, every beat, under a
+    shorter one), heartbeats once a second, and neither peer expires."""
+    tower = Tower(TowerAddress("127.0.0.1", 0)).start()
+    relayed, expired = [], []
+    try:
+        for timeout in (1.5, 4.0):
+            config = NodeConfig(
+                towers=(tower.address,), mesh="full", beacon_interval=0.5, beacon_timeout=timeout
+            )
+            a = NodeLoop("A" * 32, config, Heartbeats(), profile=SignedProfile()).start()  # type: ignore[arg-type]
+            b = NodeLoop("B" * 32, config, Heartbeats(), profile=SignedProfile()).start()  # type: ignore[arg-type]
+            try:
+                wait_until(lambda a=a: len(a.discovery.peers) == 1, 30, what="a meshed with b")
+                wait_until(lambda a=a: a.liveness.heartbeats > 0, 30, what="a heartbeat heard")
+                time.sleep(1.5)
+                before, t0 = tower.relayed, time.monotonic()
+                time.sleep(4.0)
+                relayed.append((tower.relayed - before) / (time.monotonic() - t0))
+                expired.append(a.discovery.expired + b.discovery.expired)
+                assert len(a.discovery.peers) == 1 and len(b.discovery.peers) == 1
+            finally:
+                a.stop()
+                b.stop()
+    finally:
+        tower.stop()
+    assert relayed[0] >= 3.2, relayed  # 2 nodes x 2 beats a second
+    assert relayed[1] <= 2.6, relayed  # 2 nodes x 1 a second
+    assert expired == [0, 0], expired
