@@ -816,6 +816,9 @@ MUTANTS: dict[str, Spec] = {
         ("dafka.io.tick_pace", "heartbeat_beat", "ECHO_FRESH * interval", "1.5 * interval"),
         ("dafka.io.tick_pace", "beacon_beat", "ECHO_FRESH * interval", "1.5 * interval"),
     ],
+    "a quiet loop wakes for each expiry": Guard(
+        "quiet-loop-judges-expiries-on-its-ticks", "if False:"
+    ),
     "the loop beacons every beat": Guard(
         "loop-beacons-by-the-beat-rule",
         "rule = BeatRule(interval, expiry, beat_phase(self.clock, 2 * interval),"
@@ -2588,6 +2591,9 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "the echo is fresh for one beat and a half": (
         "tests/unit/test_beat_rule.py::test_a_node_the_towers_echo_beacons_on_odd_beats_and_heartbeats_on_even_ones",
+    ),
+    "a quiet loop wakes for each expiry": (
+        "tests/unit/test_beat_rule.py::test_a_quiet_node_judges_expiries_on_its_ticks_not_on_wake_ups_of_their_own",
     ),
     "the loop beacons every beat": (
         "tests/unit/test_beat_rule.py::test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed",

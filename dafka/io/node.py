@@ -526,7 +526,7 @@ class NodeLoop:
                     timeout = 0
                     pace.worked(now)
                 else:
-                    due = min(next_tick, self.discovery.next_deadline())
+                    due = pace.wake_due(now, next_tick, self.discovery)
                     if collecting:
                         due = min(due, pace.collect_until)
                     if deadline := command_deadline():

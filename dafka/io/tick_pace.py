@@ -16,8 +16,9 @@ a service) makes it busy; once nothing of that kind has happened for
 ``QUIET_AFTER`` seconds it ticks every ``QUIET_TICK_INTERVAL``, and reads the beacons the
 towers relay on those ticks instead of waking for each (they are read too before discovery
 judges an expiry, so that queued beacons never put one off). Nothing else is slowed: data,
-commands and subscriptions still wake the loop at once, and discovery's deadlines and a
-handler's ``command_deadline`` are kept to the millisecond. The first turn with work is
+commands and subscriptions still wake the loop at once, and discovery's beacons and a
+handler's ``command_deadline`` are kept to the millisecond (a peer's expiry is judged on the
+quiet node's next tick, at most an interval late: :meth:`TickPace.wake_due`). The first turn with work is
 busy again, so a core's timers are late by at most ``QUIET_TICK_INTERVAL`` only after a
 quiet second.
 
@@ -39,6 +40,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 __all__ = [
     "COLLECT_WINDOW",
@@ -65,6 +67,15 @@ heartbeats, sent at the same beat, arrive."""
 
 QUIET_AFTER = 1.0
 """Seconds without work after which the node ticks every ``QUIET_TICK_INTERVAL``."""
+
+
+class Deadlines(Protocol):
+    """What :meth:`TickPace.wake_due` asks of ``core.discovery.Discovery``."""
+
+    @property
+    def next_beacon(self) -> float: ...
+
+    def next_deadline(self) -> float: ...
 
 
 @dataclass
@@ -103,6 +114,18 @@ class TickPace:
         """Whether the data SUB waits unread (quiet, in the window after a beacon)."""
         # guard: quiet-node-collects-heartbeats
         return now < self.collect_until and self.quiet(now)
+
+    def wake_due(self, now: float, next_tick: float, discovery: Deadlines) -> float:
+        """When the loop wakes next for its ticks and for discovery. While the node works,
+        at discovery's every deadline (a beacon, a peer's expiry, a grace's end). Once
+        quiet, at its next tick or beacon only: a quiet node ticks on every beat, and the
+        turn of a tick judges the expiries due by then, at most an interval late against a
+        ``beacon_timeout`` of several; a peer's expiry falling a moment after a beat (it was
+        last heard on one) cost a wake-up of its own, about every fourth beat."""
+        # guard: quiet-loop-judges-expiries-on-its-ticks
+        if self.quiet(now):
+            return min(next_tick, discovery.next_beacon)
+        return min(next_tick, discovery.next_deadline())
 
     def next_tick(self, now: float, next_beacon: float) -> float:
         """When the tick after one at ``now`` is due: ``busy_interval`` on while the node

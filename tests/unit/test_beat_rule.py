@@ -12,7 +12,7 @@ import time
 from dafka.config import NodeConfig, TowerAddress
 from dafka.core.discovery import ANSWER_INTERVAL, Discovery, DiscoveryActions
 from dafka.io.node import NodeLoop
-from dafka.io.tick_pace import BeatRule
+from dafka.io.tick_pace import BeatRule, TickPace
 from dafka.wire import beacon
 from dafka.wire.beacon import TowerBeacon
 from dafka.wire.profiles import SignedProfile
@@ -195,3 +195,26 @@ def test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_me
     assert relayed[0] >= 3.2, relayed  # 2 nodes x 2 beats a second
     assert relayed[1] <= 2.6, relayed  # 2 nodes x 1 a second
     assert expired == [0, 0], expired
+
+
+class _Discovery:
+    def __init__(self, next_beacon: float, deadline: float) -> None:
+        self.next_beacon = next_beacon
+        self.deadline = deadline
+
+    def next_deadline(self) -> float:
+        return self.deadline
+
+
+def test_a_quiet_node_judges_expiries_on_its_ticks_not_on_wake_ups_of_their_own() -> None:
+    """A peer last heard on a beat expires a moment after a later one: a quiet node judges
+    it on its next tick (one a beat) instead of waking for it (about every fourth beat, a
+    tenth of its turns); a busy node at the deadline."""
+    pace = TickPace()
+    discovery = _Discovery(next_beacon=13.0, deadline=12.0005)  # an expiry just after beat 12
+    assert pace.quiet(12.0)
+    assert pace.wake_due(12.0, 13.0, discovery) == 13.0  # the next tick judges it
+    discovery.deadline = 12.9
+    assert pace.wake_due(12.0, 14.0, discovery) == 13.0  # never past the next beacon
+    pace.worked(12.0)
+    assert pace.wake_due(12.0, 12.05, _Discovery(13.0, 12.0005)) == 12.0005
