@@ -11,6 +11,7 @@ prints).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -182,6 +183,9 @@ class NodeConfig:
                         f"CURVE needs every tower's public key: give --tower {tower}@KEY "
                         "(dafka-tower --curve prints KEY)"
                     )
+        # guard: config-beacon-times-finite
+        if not (math.isfinite(self.beacon_interval) and math.isfinite(self.beacon_timeout)):
+            raise ConfigError("beacon interval and timeout must be finite numbers of seconds")
         if self.beacon_interval <= 0 or self.beacon_timeout <= self.beacon_interval:
             raise ConfigError("beacon timeout must be longer than the beacon interval")
         if not (self.port == 0 or MIN_PORT <= self.port < 65536):

@@ -819,6 +819,16 @@ MUTANTS: dict[str, Spec] = {
     "a quiet loop wakes for each expiry": Guard(
         "quiet-loop-judges-expiries-on-its-ticks", "if False:"
     ),
+    "an answer in a beat's turn moves past the beat": Guard(
+        "discovery-keeps-a-due-beat", "if True:"
+    ),
+    "a beat an answer beaconed beacons again": Guard(
+        "discovery-marks-a-beat-already-beaconed", "actions.beaconed = False"
+    ),
+    "stores under curve skip beacons": Guard(
+        "link-alternates-without-curve-services", "return self.choice is None"
+    ),
+    "beacon times may be NaN": Guard("config-beacon-times-finite", "if False:"),
     "the loop beacons every beat": Guard(
         "loop-beacons-by-the-beat-rule",
         "rule = BeatRule(interval, expiry, beat_phase(self.clock, 2 * interval),"
@@ -2594,6 +2604,18 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     "a quiet loop wakes for each expiry": (
         "tests/unit/test_beat_rule.py::test_a_quiet_node_judges_expiries_on_its_ticks_not_on_wake_ups_of_their_own",
+    ),
+    "an answer in a beat's turn moves past the beat": (
+        "tests/unit/test_beat_rule.py::test_an_answer_in_a_beats_turn_leaves_its_heartbeat_and_sends_no_second_beacon",
+    ),
+    "a beat an answer beaconed beacons again": (
+        "tests/unit/test_beat_rule.py::test_an_answer_in_a_beats_turn_leaves_its_heartbeat_and_sends_no_second_beacon",
+    ),
+    "stores under curve skip beacons": (
+        "tests/unit/test_beat_rule.py::test_a_store_under_curve_beacons_every_beat_for_the_locators_that_take_its_key",
+    ),
+    "beacon times may be NaN": (
+        "tests/unit/test_beat_rule.py::test_beacon_times_that_are_not_finite_are_refused",
     ),
     "the loop beacons every beat": (
         "tests/unit/test_beat_rule.py::test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed",

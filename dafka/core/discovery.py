@@ -95,6 +95,9 @@ class DiscoveryActions:
     answer: bool = False
     """The beacon of a :meth:`Discovery.tick` answers new peers (moved up to the end of the
     last answer's interval): it goes whatever the beat (``tick_pace.beacon_beat``)."""
+    beaconed: bool = False
+    """The beat of a :meth:`Discovery.tick` had its beacon sent already, by an answer or a
+    welcome since it fell due: what else it sends (a heartbeat) still goes."""
     keys: dict[str, bytes] = field(default_factory=dict)
     """CURVE only: the Ed25519 key of the server to connect each endpoint of ``connect`` as."""
 
@@ -150,6 +153,8 @@ class Discovery:
         """The ``now`` of the last beacon sent in answer to new peers (:meth:`_answer`)."""
         self._owed = False
         """New peers wait for the beacon :meth:`_answer` moved up: :meth:`tick` marks it."""
+        self._sent = -math.inf
+        """When a beacon last went outside the beats (:meth:`_beaconed`)."""
         self._soonest = math.inf
         """No later than the soonest of ``_expiry`` (exact after :meth:`tick`): a refreshed
         peer's expiry only moves later, so :meth:`next_deadline`, which the IO loop asks
@@ -177,8 +182,18 @@ class Discovery:
         self.welcomed = True
         if first:
             log.info("discovery.welcome node=%s", self.node_id)
-        self._next_beacon = self._after(now)
+        self._beaconed(now)
         return DiscoveryActions(send_beacon=True)
+
+    def _beaconed(self, now: float) -> None:
+        """A beacon went at ``now`` outside the beats (a welcome's, an answer's): the next
+        is due an interval on at most, but a beat due already is still ticked, its beacon
+        marked sent (``DiscoveryActions.beaconed``): moved past, it took its heartbeat
+        with it (a peer hearing the node by heartbeats alone heard none for 4 intervals)."""
+        self._sent = now
+        # guard: discovery-keeps-a-due-beat
+        if now < self._next_beacon:
+            self._next_beacon = self._after(now)
 
     def node_of(self, endpoint: str) -> str | None:
         """The node ID ``endpoint`` was admitted under (None: not a peer)."""
@@ -228,7 +243,7 @@ class Discovery:
             self._answered = now
             actions.send_beacon = True
             self._owed = False
-            self._next_beacon = self._after(now)
+            self._beaconed(now)
         else:
             self._next_beacon = min(self._next_beacon, self._answered + ANSWER_INTERVAL)
             self._owed = True
@@ -386,6 +401,8 @@ class Discovery:
             actions.send_beacon = True
             # guard: discovery-marks-an-owed-answer
             actions.answer, self._owed = self._owed, False
+            # guard: discovery-marks-a-beat-already-beaconed
+            actions.beaconed = self._sent >= self._next_beacon
             self._next_beacon = self._after(now)
         return actions
 

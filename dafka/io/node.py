@@ -508,7 +508,7 @@ class NodeLoop:
                 expiry,
                 beat_phase(self.clock, 2 * interval),
                 heartbeats=self._heartbeat is not None,
-                alternate=link.choice is None,
+                alternate=link.alternates,
             )
             hushed = False  # the beacon SUB is not polled (read on each tick while quiet)
             muted = False  # the data SUB is not polled: the handler's backpressure, or

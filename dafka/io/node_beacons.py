@@ -258,11 +258,20 @@ class TowerLink:
             return False
         whole, heartbeat = rule.sends(now, due, after, self.echoed)
         # guard: link-sends-an-owed-answer
-        actions.send_beacon = whole or actions.answer
+        actions.send_beacon = actions.answer or (whole and not actions.beaconed)
         self.apply(actions)
-        if not actions.send_beacon:  # stores' query endpoints: every beat (a tower
-            self.send_beacons(services_only=True)  # replays those heard in 2.5 s)
+        if not actions.send_beacon and not actions.beaconed:  # stores' query endpoints:
+            self.send_beacons(services_only=True)  # every beat (a tower replays 2.5 s)
         return heartbeat
+
+    @property
+    def alternates(self) -> bool:
+        """Whether the node's beacon may skip even beats (``tick_pace.BeatRule``): not on
+        one tower of several (it tells that tower's silence by its own beacon coming back),
+        nor with service beacons under CURVE (a query locator takes the store's key from
+        its node beacon, listening 1.5 s: ``dafka.query.locator``)."""
+        # guard: link-alternates-without-curve-services
+        return self.choice is None and not (self.services and self.curve.enabled)
 
     def on_tower_subscriptions(self, now: float) -> None:
         """A tower subscribed to our beacons (its connection is up): send them now, at

@@ -9,8 +9,11 @@ import math
 import random
 import time
 
+import pytest
+
 from dafka.config import NodeConfig, TowerAddress
 from dafka.core.discovery import ANSWER_INTERVAL, Discovery, DiscoveryActions
+from dafka.errors import ConfigError
 from dafka.io.node import NodeLoop
 from dafka.io.tick_pace import BeatRule, TickPace
 from dafka.wire import beacon
@@ -218,3 +221,58 @@ def test_a_quiet_node_judges_expiries_on_its_ticks_not_on_wake_ups_of_their_own(
     assert pace.wake_due(12.0, 14.0, discovery) == 13.0  # never past the next beacon
     pace.worked(12.0)
     assert pace.wake_due(12.0, 12.05, _Discovery(13.0, 12.0005)) == 12.0005
+
+
+def _quiet_beats(newcomers: set[int]) -> tuple[list[int], list[int]]:
+    """A quiet signed node on the grid, its echo fresh: at each beat's turn it reads the
+    beacons queued since its last (a newcomer's among them at the beats ``newcomers``),
+    answers at once through the link, then ticks discovery (``NodeLoop``'s order). The beats
+    it heartbeats on, and those it beacons on."""
+    d = Discovery(ME, interval=1.0, timeout=4.0, phase=0.0)
+    link, _, pub, _ = _link()
+    heartbeats, beacons = [], []
+    for k in range(12):
+        now = k + 0.001
+        link.echoed = now
+        if k in newcomers:
+            link.apply(d.on_beacon(TowerBeacon(f"{k:032X}", f"tcp://127.0.0.1:{7000 + k}"), now))
+        due = d.next_beacon
+        if link.beat(d.tick(now), RULE, now, due, d.next_beacon):
+            heartbeats.append(k)
+        beacons.extend([k] * len(pub.sent))
+        pub.sent.clear()
+    return heartbeats, beacons
+
+
+def test_an_answer_in_a_beats_turn_leaves_its_heartbeat_and_sends_no_second_beacon() -> None:
+    """A quiet node reads a newcomer's beacon in its beat's turn and answers at once: the
+    beat is still ticked, so its heartbeat goes (moved past, the red team's 0, 2, 6: four
+    intervals without one, the expiry), and its beacon is not sent twice."""
+    assert _quiet_beats(set()) == ([0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 11])
+    heartbeats, beacons = _quiet_beats({4, 7})
+    assert heartbeats == [0, 2, 4, 6, 8, 10]
+    assert beacons == [1, 3, 4, 5, 7, 9, 11]  # the answer at 4, one beacon at 7
+    d = Discovery(ME, interval=1.0, timeout=4.0, phase=0.0)
+    d.tick(0.0)
+    d.on_welcome(1.0)  # a welcome in the turn of beat 1
+    beat = d.tick(1.0)
+    assert beat.send_beacon and beat.beaconed and d.next_beacon == 2.0
+    d.on_welcome(1.5)  # between beats: the beat after is a beat of its own
+    assert not d.tick(2.0).beaconed
+
+
+def test_a_store_under_curve_beacons_every_beat_for_the_locators_that_take_its_key() -> None:
+    """A query locator takes a store's key from its node beacon and listens 1.5 s: a beacon
+    every two intervals left one fresh locator in four with the store and no key (the red
+    team's curve_locator.py, 8 of 36)."""
+    service = [beacon.SERVICE, ME.encode(), b"query", b"tcp://127.0.0.1:5555"]
+    assert not _link(curve=True, services=[service])[0].alternates
+    assert _link(curve=False, services=[service])[0].alternates  # no key to take
+    assert _link(curve=True)[0].alternates  # no service
+
+
+def test_beacon_times_that_are_not_finite_are_refused() -> None:
+    for interval, timeout in ((math.nan, 4.0), (1.0, math.nan), (1.0, math.inf)):
+        with pytest.raises(ConfigError):
+            NodeConfig(beacon_interval=interval, beacon_timeout=timeout).validate()
+    NodeConfig(beacon_interval=0.5, beacon_timeout=2.0).validate()
