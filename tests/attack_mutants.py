@@ -791,15 +791,7 @@ MUTANTS: dict[str, Spec] = {
     "heartbeats every beat without the towers": Guard(
         "heartbeats-every-beat-without-the-tower", "if pairs is None:"
     ),
-    "beacons every beat without the towers": Guard(
-        "beacons-every-beat-without-the-tower", "if pairs is None:"
-    ),
-    "beacons skipped under a short timeout": Guard(
-        "beacons-skipped-only-under-a-long-timeout", "if False:"
-    ),
-    "an even beat whose next is even skips its beacon": Guard(
-        "beacon-when-the-next-beat-is-even-too", "return odd"
-    ),
+    "beacons on the heartbeats' grid": Guard("beacon-grid-an-interval-on", "shifted = pairs"),
     "rfc46 nodes skip beacons": Guard(
         "beacon-skipped-only-with-heartbeats", "if not self.alternate:"
     ),
@@ -812,10 +804,12 @@ MUTANTS: dict[str, Spec] = {
     "the link skips an owed answer on an even beat": Guard(
         "link-sends-an-owed-answer", "actions.send_beacon = whole"
     ),
-    "the echo is fresh for one beat and a half": [
-        ("dafka.io.tick_pace", "heartbeat_beat", "ECHO_FRESH * interval", "1.5 * interval"),
-        ("dafka.io.tick_pace", "beacon_beat", "ECHO_FRESH * interval", "1.5 * interval"),
-    ],
+    "the echo is fresh for one beat and a half": (
+        "dafka.io.tick_pace",
+        "heartbeat_beat",
+        "ECHO_FRESH * interval",
+        "1.5 * interval",
+    ),
     "a quiet loop wakes for each expiry": Guard(
         "quiet-loop-judges-expiries-on-its-ticks", "if False:"
     ),
@@ -2575,17 +2569,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_tick_pace.py::test_heartbeats_on_even_beats_while_the_towers_relay_and_every_beat_without",
         "tests/unit/test_beat_rule.py::test_a_peer_hears_the_node_every_two_intervals_when_the_tower_stops_at_any_moment",
     ),
-    "beacons every beat without the towers": (
-        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
-        "tests/unit/test_beat_rule.py::test_a_peer_hears_the_node_every_two_intervals_when_the_tower_stops_at_any_moment",
-    ),
-    "beacons skipped under a short timeout": (
-        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
-        "tests/unit/test_beat_rule.py::test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed",
-    ),
-    "an even beat whose next is even skips its beacon": (
-        "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
-        "tests/unit/test_beat_rule.py::test_a_late_loop_never_skips_two_beacons_or_two_heartbeats_in_a_row",
+    "beacons on the heartbeats' grid": (
+        "tests/unit/test_beat_rule.py::test_a_node_the_towers_echo_beacons_on_odd_beats_and_heartbeats_on_even_ones",
     ),
     "rfc46 nodes skip beacons": (
         "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
@@ -2618,7 +2603,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_beat_rule.py::test_beacon_times_that_are_not_finite_are_refused",
     ),
     "the loop beacons every beat": (
-        "tests/unit/test_beat_rule.py::test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed",
+        "tests/unit/test_tick_pace.py::test_a_node_under_a_short_timeout_heartbeats_every_beat_and_skips_under_a_long_one",
     ),
     "a node's beacon memo checks the prefix each time": (
         "tests/unit/test_attacks_beacon_memo.py::test_known_frames_under_a_prefix_no_tower_sends_are_refused",

@@ -4,10 +4,10 @@ Each tower beacon names a node and its data endpoint. A node connects its SUB
 to every endpoint it hears of (except its own). A beacon of our own is due
 every ``interval`` (a beat: the shell sends a signed node's on alternate beats while the
 towers relay it, ``dafka.io.tick_pace.BeatRule``) and once more right away when new peers
-appear, so that they learn of us quickly: at most one such answer every ``ANSWER_INTERVAL`` (0.25 s),
-however many peers are new in it (a tower coming back used to make every node answer
-every other one, about N² beacons; then one a loop turn still answered each of peers
-admitted a turn apart, which the discovery simulation found).
+appear, so that they learn of us quickly: at most one such answer every
+``ANSWER_INTERVAL`` (0.25 s), however many peers are new in it (a tower coming back used
+to make every node answer every other one, about N² beacons; then one a loop turn still
+answered each of peers admitted a turn apart, which the discovery simulation found).
 
 Liveness (issue 39): a peer is alive while *it* speaks, not while the tower relays it. Its
 beacons refresh it, and so does anything the node reads from it on the data connection

@@ -18,9 +18,9 @@ towers relay on those ticks instead of waking for each (they are read too before
 judges an expiry, so that queued beacons never put one off). Nothing else is slowed: data,
 commands and subscriptions still wake the loop at once, and discovery's beacons and a
 handler's ``command_deadline`` are kept to the millisecond (a peer's expiry is judged on the
-quiet node's next tick, at most an interval late: :meth:`TickPace.wake_due`). The first turn with work is
-busy again, so a core's timers are late by at most ``QUIET_TICK_INTERVAL`` only after a
-quiet second.
+quiet node's next tick, at most an interval late: :meth:`TickPace.wake_due`). The first
+turn with work is busy again, so a core's timers are late by at most
+``QUIET_TICK_INTERVAL`` only after a quiet second.
 
 A quiet node's wake-ups are then its peers' heartbeats, one each a second. They come
 together: every node beacons and heartbeats on one beat grid, the wall clock's whole
@@ -172,9 +172,9 @@ def heartbeat_beat(
     interval), the same for every node whose clock NTP keeps close, so that their windows
     line up (its beacon then goes on the odd beats only: :func:`beacon_beat`). The beat is
     the one *due*, not the moment the loop got to it, so a late loop still heartbeats on
-    every even beat it serves, and an odd beat whose next (``after``) is
-    odd too (a loop so late that the even one between is never due) heartbeats: no two beats
-    in a row are skipped. A peer that hears the node by heartbeats alone (a peer tower's
+    every even beat it serves, and an odd beat whose next (``after``) is odd too (a loop so
+    late that the even one between is never due) heartbeats: no two beats in a row are
+    skipped. A peer that hears the node by heartbeats alone (a peer tower's
     relay down, a beacon dropped) then hears it at least every two intervals plus the
     lateness of the loop's turn on the next even beat, against an ``expiry``
     (``beacon_timeout``) of at least ``SKIP_TIMEOUT`` intervals (a shorter one: every beat).
@@ -201,29 +201,22 @@ def beacon_beat(
     expiry: float,
     echoed: float,
 ) -> bool:
-    """Whether the node's beacon due at ``beat`` (sent at ``now``, the next due at ``after``)
-    goes out, for a node that heartbeats (issue 39: an idle node's CPU; the arguments are
-    :func:`heartbeat_beat`'s).
+    """Whether the node's beacon due at ``beat`` goes out, for a node that heartbeats
+    (issue 39: an idle node's CPU): :func:`heartbeat_beat`'s rule on the grid an interval
+    on, the odd beats.
 
     While the towers relay the node's own beacon back and the expiry spans ``SKIP_TIMEOUT``
-    intervals, a peer already hears the node by its heartbeat on each even beat, so its
-    beacon goes on the odd beats only: a peer then hears one message of the node's an
-    interval (its beacon, relayed, then its heartbeat), where it heard one and a half, and
-    a tower relays half as many beacons. The rules mirror the heartbeat's: the beat due
-    decides, and an even beat whose next (``after``) is even too (the odd one between never
-    due: a late loop) sends it, so no two beats in a row go without one. A beacon that
-    answers new peers or a welcome, and one changing the node's topics, are not beats: they
-    always go (the shell does not ask). Every beat when not echoed, under a short expiry,
-    or off the grid."""
-    # guard: beacons-every-beat-without-the-tower
-    if pairs is None or not now - echoed <= ECHO_FRESH * interval:
-        return True
-    # guard: beacons-skipped-only-under-a-long-timeout
-    if expiry < SKIP_TIMEOUT * interval:
-        return True
-    odd = round((beat - pairs) / interval) % 2 == 1
-    # guard: beacon-when-the-next-beat-is-even-too
-    return odd or round((after - pairs) / interval) % 2 == 0
+    intervals, a peer hears the node by its heartbeat on each even beat, so its beacon goes
+    on the odd beats only: a peer then hears one message of the node's an interval (its
+    beacon, relayed, then its heartbeat), where it heard one and a half, and a tower relays
+    half as many beacons. As for the heartbeat, the beat due decides, and an even beat whose
+    next (``after``) is even too (the odd one between never due: a late loop) sends it: no
+    two beats in a row go without one. A beacon that answers new peers or a welcome, and one
+    changing the node's topics, are not beats: they always go (the shell does not ask).
+    Every beat when not echoed, under a short expiry, or off the grid."""
+    # guard: beacon-grid-an-interval-on
+    shifted = None if pairs is None else pairs + interval
+    return heartbeat_beat(now, beat, after, shifted, interval, expiry, echoed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +232,8 @@ class BeatRule:
     heartbeats: bool
     """The node heartbeats (the signed profile): else its beacon goes on every beat."""
     alternate: bool
-    """Its beacon may skip even beats (not while it uses one tower of several, whose
-    silence it tells by its own beacon relayed back: ``core.tower_choice``)."""
+    """Its beacon may skip even beats (``node_beacons.TowerLink.alternates``: not on one
+    tower of several, nor for a store under CURVE)."""
 
     def sends(self, now: float, beat: float, after: float, echoed: float) -> tuple[bool, bool]:
         """(beacon, heartbeat) for the beat due at ``beat``, sent at ``now``."""

@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import math
 import random
-import time
 
 import pytest
 
-from dafka.config import NodeConfig, TowerAddress
+from dafka.config import NodeConfig
 from dafka.core.discovery import ANSWER_INTERVAL, Discovery, DiscoveryActions
 from dafka.errors import ConfigError
-from dafka.io.node import NodeLoop
 from dafka.io.tick_pace import BeatRule, TickPace
 from dafka.wire import beacon
 from dafka.wire.beacon import TowerBeacon
-from dafka.wire.profiles import SignedProfile
-from tests.procs import wait_until
-from tests.quiet_peers import Heartbeats
 from tests.unit.test_node_parts import MINE, _link
-from tower.relay import Tower
 
 ME = "A" * 32
 RULE = BeatRule(1.0, 4.0, 0.0, heartbeats=True, alternate=True)
@@ -166,38 +160,6 @@ def test_the_link_sends_the_beacon_the_rule_says_and_services_every_beat() -> No
     pub.sent.clear()
     assert not link.beat(DiscoveryActions(), RULE, 14.5, 15.0, 15.0)  # no beat: nothing
     assert pub.sent == []
-
-
-def test_a_signed_node_relays_half_the_beacons_under_a_long_timeout_and_stays_meshed() -> None:
-    """Two signed nodes and a tower, interval 0.5: under a timeout of 4 intervals or more
-    each beacons once a second while the tower relays it (twice, every beat, under a
-    shorter one), heartbeats once a second, and neither peer expires."""
-    tower = Tower(TowerAddress("127.0.0.1", 0)).start()
-    relayed, expired = [], []
-    try:
-        for timeout in (1.5, 4.0):
-            config = NodeConfig(
-                towers=(tower.address,), mesh="full", beacon_interval=0.5, beacon_timeout=timeout
-            )
-            a = NodeLoop("A" * 32, config, Heartbeats(), profile=SignedProfile()).start()  # type: ignore[arg-type]
-            b = NodeLoop("B" * 32, config, Heartbeats(), profile=SignedProfile()).start()  # type: ignore[arg-type]
-            try:
-                wait_until(lambda a=a: len(a.discovery.peers) == 1, 30, what="a meshed with b")
-                wait_until(lambda a=a: a.liveness.heartbeats > 0, 30, what="a heartbeat heard")
-                time.sleep(1.5)
-                before, t0 = tower.relayed, time.monotonic()
-                time.sleep(4.0)
-                relayed.append((tower.relayed - before) / (time.monotonic() - t0))
-                expired.append(a.discovery.expired + b.discovery.expired)
-                assert len(a.discovery.peers) == 1 and len(b.discovery.peers) == 1
-            finally:
-                a.stop()
-                b.stop()
-    finally:
-        tower.stop()
-    assert relayed[0] >= 3.2, relayed  # 2 nodes x 2 beats a second
-    assert relayed[1] <= 2.6, relayed  # 2 nodes x 1 a second
-    assert expired == [0, 0], expired
 
 
 class _Discovery:

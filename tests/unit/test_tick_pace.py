@@ -257,9 +257,11 @@ def test_a_late_loop_delays_one_heartbeat_by_its_lateness_never_skips_two() -> N
 
 def test_a_node_under_a_short_timeout_heartbeats_every_beat_and_skips_under_a_long_one() -> None:
     """The loop hands heartbeat_beat its ``beacon_timeout`` (it handed the poll's timeout in
-    milliseconds, which the red team found: peers under a timeout of 2 intervals expired)."""
+    milliseconds, which the red team found: peers under a timeout of 2 intervals expired).
+    Under a long one a signed node beacons on odd beats only (``tick_pace.BeatRule``): the
+    tower relays half the beacons, and neither peer expires."""
     tower = Tower(TowerAddress("127.0.0.1", 0)).start()
-    rates = []
+    rates, relayed, expired = [], [], []
     try:
         for timeout in (1.5, 4.0):  # interval 0.5: every beat under 2.0, even beats from it
             config = NodeConfig(
@@ -270,10 +272,14 @@ def test_a_node_under_a_short_timeout_heartbeats_every_beat_and_skips_under_a_lo
             try:
                 wait_until(lambda a=a: len(a.discovery.peers) == 1, 30, what="a meshed with b")
                 wait_until(lambda a=a: a.liveness.heartbeats > 0, 30, what="a heartbeat heard")
-                time.sleep(1.0)
-                before, t0 = a.liveness.heartbeats, time.monotonic()
+                time.sleep(1.5)
+                before, t0, beacons = a.liveness.heartbeats, time.monotonic(), tower.relayed
                 time.sleep(4.0)
-                rates.append((a.liveness.heartbeats - before) / (time.monotonic() - t0))
+                took = time.monotonic() - t0
+                rates.append((a.liveness.heartbeats - before) / took)
+                relayed.append((tower.relayed - beacons) / took)
+                expired.append(a.discovery.expired + b.discovery.expired)
+                assert len(a.discovery.peers) == 1 and len(b.discovery.peers) == 1
             finally:
                 a.stop()
                 b.stop()
@@ -281,6 +287,9 @@ def test_a_node_under_a_short_timeout_heartbeats_every_beat_and_skips_under_a_lo
         tower.stop()
     assert rates[0] >= 1.6, rates  # 2 a second: every beat
     assert rates[1] < rates[0], rates  # 1 a second while the tower relays
+    assert relayed[0] >= 3.2, relayed  # 2 nodes x 2 beacons a second: every beat
+    assert relayed[1] <= 2.6, relayed  # 2 nodes x 1 a second: odd beats
+    assert expired == [0, 0], expired
 
 
 class _Turns(Heartbeats):
