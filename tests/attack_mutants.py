@@ -799,7 +799,14 @@ MUTANTS: dict[str, Spec] = {
         "beacon-skipped-only-with-heartbeats", "if not self.heartbeats:"
     ),
     "an owed answer is not marked": Guard(
-        "discovery-marks-an-owed-answer", "actions.answer, self._owed = False, False"
+        "discovery-marks-an-owed-answer", "actions.send_beacon = True"
+    ),
+    "an owed answer is a beat": Guard(
+        "discovery-owes-answers-apart-from-beats",
+        "self._next_beacon = min(self._next_beacon, self._answered + ANSWER_INTERVAL)",
+    ),
+    "an owed answer leaves the answer interval open": Guard(
+        "discovery-owed-answer-opens-an-interval", "pass"
     ),
     "the link skips an owed answer on an even beat": Guard(
         "link-sends-an-owed-answer", "actions.send_beacon = whole"
@@ -813,8 +820,11 @@ MUTANTS: dict[str, Spec] = {
     "a quiet loop wakes for each expiry": Guard(
         "quiet-loop-judges-expiries-on-its-ticks", "if False:"
     ),
-    "an answer in a beat's turn moves past the beat": Guard(
-        "discovery-keeps-a-due-beat", "if True:"
+    "an answer in a beat's turn moves past the beat": (
+        "dafka.core.discovery",
+        "Discovery._beaconed",
+        "self._sent = now",
+        "self._sent = now\n        self._next_beacon = self._after(now)",
     ),
     "a beat an answer beaconed beacons again": Guard(
         "discovery-marks-a-beat-already-beaconed", "actions.beaconed = False"
@@ -2579,7 +2589,13 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "tests/unit/test_beat_rule.py::test_a_node_beacons_every_beat_without_the_towers_under_a_short_timeout_or_off_the_grid",
     ),
     "an owed answer is not marked": (
-        "tests/unit/test_beat_rule.py::test_discovery_marks_the_beat_that_carries_an_owed_answer",
+        "tests/unit/test_beat_rule.py::test_an_owed_answer_is_a_beacon_apart_from_the_beats",
+    ),
+    "an owed answer is a beat": (
+        "tests/unit/test_beat_rule.py::test_a_beat_served_late_with_an_owed_answer_keeps_its_heartbeat",
+    ),
+    "an owed answer leaves the answer interval open": (
+        "tests/unit/test_beat_rule.py::test_an_owed_answer_is_a_beacon_apart_from_the_beats",
     ),
     "the link skips an owed answer on an even beat": (
         "tests/unit/test_beat_rule.py::test_the_link_sends_the_beacon_the_rule_says_and_services_every_beat",

@@ -93,11 +93,14 @@ class DiscoveryActions:
     """Applied before ``connect``: an endpoint in both is reconnected under a new key."""
     send_beacon: bool = False
     answer: bool = False
-    """The beacon of a :meth:`Discovery.tick` answers new peers (moved up to the end of the
-    last answer's interval): it goes whatever the beat (``tick_pace.beacon_beat``)."""
+    """The beacon of a :meth:`Discovery.tick` answers new peers (owed since the last answer's
+    interval ended): it goes whatever the beat (``tick_pace.beacon_beat``)."""
+    beat: float | None = None
+    """The beat a :meth:`Discovery.tick` serves: when it fell due, a point of the grid (None:
+    no beat, as for an answer alone). Its parity says what goes on it (``tick_pace``)."""
     beaconed: bool = False
-    """The beat of a :meth:`Discovery.tick` had its beacon sent already, by an answer or a
-    welcome since it fell due: what else it sends (a heartbeat) still goes."""
+    """The beat's beacon went already, by an answer or a welcome since it fell due (or in
+    this tick): what else goes on it (a heartbeat) still goes, not its beacon again."""
     keys: dict[str, bytes] = field(default_factory=dict)
     """CURVE only: the Ed25519 key of the server to connect each endpoint of ``connect`` as."""
 
@@ -151,8 +154,10 @@ class Discovery:
         """Expired peers heard again within the grace: kept, not new."""
         self._answered = -math.inf
         """The ``now`` of the last beacon sent in answer to new peers (:meth:`_answer`)."""
-        self._owed = False
-        """New peers wait for the beacon :meth:`_answer` moved up: :meth:`tick` marks it."""
+        self._owed = math.inf
+        """When new peers that came within the last answer's interval are answered (its end;
+        inf: none waits). Apart from the beats: an answer is not a beat, and a beat served
+        late with it keeps its own parity (the red team's heartbeat gap of 4 s, then 5.4)."""
         self._sent = -math.inf
         """When a beacon last went outside the beats (:meth:`_beaconed`)."""
         self._soonest = math.inf
@@ -186,14 +191,12 @@ class Discovery:
         return DiscoveryActions(send_beacon=True)
 
     def _beaconed(self, now: float) -> None:
-        """A beacon went at ``now`` outside the beats (a welcome's, an answer's): the next
-        is due an interval on at most, but a beat due already is still ticked, its beacon
-        marked sent (``DiscoveryActions.beaconed``): moved past, it took its heartbeat
-        with it (a peer hearing the node by heartbeats alone heard none for 4 intervals)."""
+        """A beacon went at ``now`` outside the beats (a welcome's, an answer's). The beats
+        stay where they are: a beat due already is still ticked, its beacon marked sent
+        (``DiscoveryActions.beaconed``). Moved past (as they were), it took its heartbeat
+        with it: a peer hearing the node by heartbeats alone heard none for 4 intervals;
+        and off the grid (a test's clock), answers a second apart put every beat off."""
         self._sent = now
-        # guard: discovery-keeps-a-due-beat
-        if now < self._next_beacon:
-            self._next_beacon = self._after(now)
 
     def node_of(self, endpoint: str) -> str | None:
         """The node ID ``endpoint`` was admitted under (None: not a peer)."""
@@ -242,11 +245,11 @@ class Discovery:
         if now - self._answered >= ANSWER_INTERVAL:
             self._answered = now
             actions.send_beacon = True
-            self._owed = False
+            self._owed = math.inf
             self._beaconed(now)
         else:
-            self._next_beacon = min(self._next_beacon, self._answered + ANSWER_INTERVAL)
-            self._owed = True
+            # guard: discovery-owes-answers-apart-from-beats
+            self._owed = self._answered + ANSWER_INTERVAL
 
     def _refuse(self, beacon: TowerBeacon, full: bool, now: float) -> None:
         """A new peer not admitted: counted by why, and said in one line (at most every
@@ -397,10 +400,16 @@ class Discovery:
             self._next_key_expiry = now + KEY_EXPIRY_PERIOD
             for endpoint, key in self.keys.expire(now):
                 _reconnect(actions, endpoint, key)
+        if now >= self._owed:  # new peers since the last answer's interval began
+            # guard: discovery-marks-an-owed-answer
+            actions.send_beacon = actions.answer = True
+            self._owed = math.inf
+            # guard: discovery-owed-answer-opens-an-interval
+            self._answered = now  # the next answer an interval on, as after any
+            self._beaconed(now)
         if now >= self._next_beacon:
             actions.send_beacon = True
-            # guard: discovery-marks-an-owed-answer
-            actions.answer, self._owed = self._owed, False
+            actions.beat = self._next_beacon
             # guard: discovery-marks-a-beat-already-beaconed
             actions.beaconed = self._sent >= self._next_beacon
             self._next_beacon = self._after(now)
@@ -408,7 +417,12 @@ class Discovery:
 
     @property
     def next_beacon(self) -> float:
-        """When our next beacon is due."""
+        """When our next beacon is due: the next beat, or an answer owed before it."""
+        return min(self._next_beacon, self._owed)
+
+    @property
+    def next_beat(self) -> float:
+        """When our next beat is due (a point of the grid, with one)."""
         return self._next_beacon
 
     def _after(self, now: float) -> float:
@@ -477,7 +491,7 @@ class Discovery:
 
     def next_deadline(self) -> float:
         """When :meth:`tick` has something to do: a beacon is due or a peer may expire."""
-        return min(self._soonest, self._next_beacon)
+        return min(self._soonest, self._next_beacon, self._owed)
 
 
 def _reconnect(actions: DiscoveryActions, endpoint: str, key: bytes) -> None:

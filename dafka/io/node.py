@@ -596,10 +596,9 @@ class NodeLoop:
                     if due and collecting and reading:  # the same for the heartbeats
                         send(self._on_data(sub, now, send))
                     pending = due and has_input(sub, bsub)
-                    beat = self.discovery.next_beacon  # the one due, if this turn sends it
                     actions = self.discovery.tick(now, pending)
                     # the beacon on odd beats, the heartbeat on even ones (tick_pace.BeatRule)
-                    if link.beat(actions, rule, now, beat, self.discovery.next_beacon):
+                    if link.beat(actions, rule, now, self.discovery.next_beat):
                         if self._heartbeat is not None:
                             send_heartbeat(xpub, self._heartbeat)
                         pace.beaconed(now)

@@ -247,13 +247,12 @@ class TowerLink:
         if actions.send_beacon:
             self.send_beacons()
 
-    def beat(
-        self, actions: DiscoveryActions, rule: BeatRule, now: float, due: float, after: float
-    ) -> bool:
-        """Apply the actions of discovery's tick at ``now``; when they hold the beat due at
-        ``due`` (the next at ``after``), send what ``rule`` says of it. Whether the node
-        heartbeats on it (and collects its peers' after)."""
-        if not actions.send_beacon:
+    def beat(self, actions: DiscoveryActions, rule: BeatRule, now: float, after: float) -> bool:
+        """Apply the actions of discovery's tick at ``now``; when they serve a beat
+        (``actions.beat``; the next due at ``after``), send what ``rule`` says of it.
+        Whether the node heartbeats on it (and collects its peers' after)."""
+        due = actions.beat
+        if due is None:  # no beat (an owed answer alone goes as a beacon)
             self.apply(actions)
             return False
         whole, heartbeat = rule.sends(now, due, after, self.echoed)

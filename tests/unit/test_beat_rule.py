@@ -122,23 +122,52 @@ def test_a_peer_hears_the_node_every_two_intervals_when_the_tower_stops_at_any_m
             assert all(b for t, b, _ in sent if t > stop_at + 3)  # for the tower's return
 
 
-def test_discovery_marks_the_beat_that_carries_an_owed_answer() -> None:
-    """A new peer within the answer interval of the last is answered by the beacon moved up
-    to its end: that one goes whatever the beat (the node would otherwise skip it on an even
-    beat, and the new peer hear it up to two intervals later)."""
+def _peer(n: int) -> TowerBeacon:
+    return TowerBeacon(f"{n:032X}", f"tcp://127.0.0.1:{7000 + n}")
+
+
+def test_an_owed_answer_is_a_beacon_apart_from_the_beats() -> None:
+    """A new peer within the answer interval of the last is answered at its end: a beacon
+    that goes whatever the beat (skipped on an even one, the new peer would hear the node up
+    to two intervals later), and is no beat (its heartbeat rule rounded its time to a beat:
+    a heartbeat off the grid, or one missed). The answer after it waits an interval too."""
     d = Discovery(ME, interval=1.0, timeout=4.0, new_peer_burst=1000, phase=0.0)
-    assert not d.tick(0.0).answer  # a beat
-    assert d.on_beacon(TowerBeacon("B" * 32, "tcp://127.0.0.1:7001"), now=0.5).send_beacon
-    assert not d.on_beacon(TowerBeacon("C" * 32, "tcp://127.0.0.1:7002"), now=0.6).send_beacon
+    assert d.tick(0.0).beat == 0.0 and d.next_beat == 1.0
+    assert d.on_beacon(_peer(1), now=0.5).send_beacon  # answered at once
+    assert not d.on_beacon(_peer(2), now=0.6).send_beacon  # owed
+    assert d.next_beacon == 0.5 + ANSWER_INTERVAL and d.next_beat == 1.0
     owed = d.tick(0.5 + ANSWER_INTERVAL)
-    assert owed.send_beacon and owed.answer
+    assert owed.send_beacon and owed.answer and owed.beat is None  # not a beat
+    assert not d.on_beacon(_peer(3), now=0.76).send_beacon  # an interval after that answer
     beat = d.tick(1.0)
-    assert beat.send_beacon and not beat.answer
-    # an answer sent at once settles what was owed: the next beat is a beat
-    assert d.on_beacon(TowerBeacon("D" * 32, "tcp://127.0.0.1:7003"), now=1.1).send_beacon
-    assert not d.on_beacon(TowerBeacon("E" * 32, "tcp://127.0.0.1:7004"), now=1.2).send_beacon
-    assert d.on_beacon(TowerBeacon("F" * 32, "tcp://127.0.0.1:7005"), now=1.36).send_beacon
+    assert beat.send_beacon and beat.answer and beat.beat == 1.0 and beat.beaconed
     assert not d.tick(2.0).answer
+    # an answer sent at once settles what was owed
+    assert d.on_beacon(_peer(4), now=2.1).send_beacon
+    assert not d.on_beacon(_peer(5), now=2.2).send_beacon
+    assert d.on_beacon(_peer(6), now=2.36).send_beacon
+    late = d.tick(3.0)
+    assert not late.answer and late.beat == 3.0 and not late.beaconed
+
+
+def test_a_beat_served_late_with_an_owed_answer_keeps_its_heartbeat() -> None:
+    """The red team's late_owed.py: a busy node answers a newcomer at 3.10, owes a second
+    (3.12) an answer at 3.35, and its loop stalls until 5.05. Served then with the answer,
+    the beat due is 4, even: its heartbeat goes (rounded from 3.35 to odd 3, with the even
+    6 next, it did not: heartbeats at 2 and 6, four intervals apart, the expiry)."""
+    d = Discovery(ME, interval=1.0, timeout=4.0, new_peer_burst=1000, phase=0.0)
+    link, _, pub, _ = _link()
+    heartbeats, beacons = [], []
+    for now in (0.0, 1.0, 2.0, 3.0, 3.1, 3.12, 5.05, 6.0, 7.0, 8.0):
+        link.echoed = now - 0.5  # the towers relay
+        if now in (3.1, 3.12):
+            link.apply(d.on_beacon(_peer(round(now * 100)), now))
+        elif link.beat(d.tick(now), RULE, now, d.next_beat):
+            heartbeats.append(now)
+        beacons.extend([now] * len(pub.sent))
+        pub.sent.clear()
+    assert heartbeats == [0.0, 2.0, 5.05, 6.0, 8.0]
+    assert beacons == [1.0, 3.0, 3.1, 5.05, 7.0]  # the answers: at once, then owed, once
 
 
 def test_the_link_sends_the_beacon_the_rule_says_and_services_every_beat() -> None:
@@ -147,19 +176,22 @@ def test_the_link_sends_the_beacon_the_rule_says_and_services_every_beat() -> No
     service = [beacon.SERVICE, ME.encode(), b"query", b"tcp://127.0.0.1:5555"]
     link, _, pub, _ = _link(services=[service])
     link.echoed = 11.0
-    assert link.beat(DiscoveryActions(send_beacon=True), RULE, 12.0, 12.0, 13.0)  # even: heartbeat
+    assert link.beat(DiscoveryActions(send_beacon=True, beat=12.0), RULE, 12.0, 13.0)  # even
     assert pub.sent == [service]
     pub.sent.clear()
-    assert not link.beat(DiscoveryActions(send_beacon=True), RULE, 13.0, 13.0, 14.0)  # odd
+    assert not link.beat(DiscoveryActions(send_beacon=True, beat=13.0), RULE, 13.0, 14.0)  # odd
     assert pub.sent == [MINE[0], service]
     pub.sent.clear()
     link.echoed = 13.0
-    answer = DiscoveryActions(send_beacon=True, answer=True)
-    assert link.beat(answer, RULE, 14.0, 14.0, 15.0)
+    answer = DiscoveryActions(send_beacon=True, answer=True, beat=14.0)
+    assert link.beat(answer, RULE, 14.0, 15.0)
     assert pub.sent == [MINE[0], service]
     pub.sent.clear()
-    assert not link.beat(DiscoveryActions(), RULE, 14.5, 15.0, 15.0)  # no beat: nothing
+    assert not link.beat(DiscoveryActions(), RULE, 14.5, 15.0)  # no beat: nothing
     assert pub.sent == []
+    alone = DiscoveryActions(send_beacon=True, answer=True)  # an answer owed, no beat
+    assert not link.beat(alone, RULE, 14.75, 15.0)
+    assert pub.sent == [MINE[0], service]
 
 
 class _Discovery:
@@ -185,10 +217,11 @@ def test_a_quiet_node_judges_expiries_on_its_ticks_not_on_wake_ups_of_their_own(
     assert pace.wake_due(12.0, 12.05, _Discovery(13.0, 12.0005)) == 12.0005
 
 
-def _quiet_beats(newcomers: set[int]) -> tuple[list[int], list[int]]:
+def _quiet_beats(newcomers: dict[int, int]) -> tuple[list[int], list[int]]:
     """A quiet signed node on the grid, its echo fresh: at each beat's turn it reads the
     beacons queued since its last (a newcomer's among them at the beats ``newcomers``),
-    answers at once through the link, then ticks discovery (``NodeLoop``'s order). The beats
+    answers at once through the link, then ticks discovery (``NodeLoop``'s order; ``newcomers``
+    maps a beat to how many it reads then). The beats
     it heartbeats on, and those it beacons on."""
     d = Discovery(ME, interval=1.0, timeout=4.0, phase=0.0)
     link, _, pub, _ = _link()
@@ -196,10 +229,9 @@ def _quiet_beats(newcomers: set[int]) -> tuple[list[int], list[int]]:
     for k in range(12):
         now = k + 0.001
         link.echoed = now
-        if k in newcomers:
-            link.apply(d.on_beacon(TowerBeacon(f"{k:032X}", f"tcp://127.0.0.1:{7000 + k}"), now))
-        due = d.next_beacon
-        if link.beat(d.tick(now), RULE, now, due, d.next_beacon):
+        for n in range(newcomers.get(k, 0)):
+            link.apply(d.on_beacon(_peer(100 * k + n), now))
+        if link.beat(d.tick(now), RULE, now, d.next_beat):
             heartbeats.append(k)
         beacons.extend([k] * len(pub.sent))
         pub.sent.clear()
@@ -210,10 +242,16 @@ def test_an_answer_in_a_beats_turn_leaves_its_heartbeat_and_sends_no_second_beac
     """A quiet node reads a newcomer's beacon in its beat's turn and answers at once: the
     beat is still ticked, so its heartbeat goes (moved past, the red team's 0, 2, 6: four
     intervals without one, the expiry), and its beacon is not sent twice."""
-    assert _quiet_beats(set()) == ([0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 11])
-    heartbeats, beacons = _quiet_beats({4, 7})
+    assert _quiet_beats({}) == ([0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 11])
+    heartbeats, beacons = _quiet_beats({4: 1, 7: 1})
     assert heartbeats == [0, 2, 4, 6, 8, 10]
     assert beacons == [1, 3, 4, 5, 7, 9, 11]  # the answer at 4, one beacon at 7
+    # two newcomers in one turn: one answered at once, the other owed 0.25 s on, here
+    # with the next beat (this node wakes on its beats only), in one beacon (the red team's
+    # same_turn_dup.py: the turn's tick sent the owed answer again, even on an even beat)
+    heartbeats, beacons = _quiet_beats({4: 2, 7: 2})
+    assert heartbeats == [0, 2, 4, 6, 8, 10]
+    assert beacons == [1, 3, 4, 5, 7, 8, 9, 11]
     d = Discovery(ME, interval=1.0, timeout=4.0, phase=0.0)
     d.tick(0.0)
     d.on_welcome(1.0)  # a welcome in the turn of beat 1

@@ -56,18 +56,18 @@ def test_next_deadline_is_the_sooner_of_the_next_beacon_and_a_peer_expiry() -> N
     d = Discovery(ME, interval=10.0, timeout=4.0)
     assert d.tick(0.0).send_beacon
     assert d.next_deadline() == 10.0
-    d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=1.0)  # new: beacon at 11
+    d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=1.0)  # new: answered, beat kept
     assert d.next_deadline() == 5.0  # the peer expires then
     d.on_beacon(TowerBeacon(PEER, "tcp://127.0.0.1:7000"), now=3.0)
     assert d.next_deadline() <= 7.0  # never later than the refreshed expiry
     assert d.tick(5.0).disconnect == []
     assert d.next_deadline() == 7.0  # exact after a tick
     assert d.tick(7.0).disconnect == []  # expired: the grace (10 s) runs
-    assert d.next_deadline() == 11.0  # the next beacon
-    d.tick(11.0)
+    assert d.next_deadline() == 10.0  # the next beacon
+    d.tick(10.0)
     assert d.next_deadline() == 17.0  # the end of the grace
     assert d.tick(17.0).disconnect == ["tcp://127.0.0.1:7000"]
-    assert d.next_deadline() == 21.0
+    assert d.next_deadline() == 20.0
 
 
 # ------------------------------------------- liveness without the tower (issue 39)
