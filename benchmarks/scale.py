@@ -16,8 +16,8 @@ some kinds, in turn (what an idle store costs, alone). Once every node has start
 until no node has taken in or let go of a peer for ``--settle`` s (the time that took is
 ``converge_s``), then measures a window of ``--seconds``:
 
-* per node: CPU seconds per second (``/proc/PID/stat`` of the workers, every thread,
-  divided by the nodes in them), RSS and open descriptors (``/proc/PID/fd``), each also
+* per node: CPU seconds per second (``/proc/PID/task/*/schedstat`` of the workers, every
+  thread, to the nanosecond, divided by the nodes in them), RSS and open descriptors (``/proc/PID/fd``), each also
   net of a baseline worker measured in the same window (the same interpreter, imports
   and answers, no node: ``*_net``);
 * per kind (a worker runs nodes of one kind): CPU seconds per second a node, and net of
