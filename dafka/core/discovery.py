@@ -94,7 +94,7 @@ class DiscoveryActions:
     send_beacon: bool = False
     answer: bool = False
     """The beacon of a :meth:`Discovery.tick` answers new peers (owed since the last answer's
-    interval ended): it goes whatever the beat (``tick_pace.beacon_beat``)."""
+    interval ended): it goes whatever the beat (``tick_pace.BeatRule``)."""
     beat: float | None = None
     """The beat a :meth:`Discovery.tick` serves: when it fell due, a point of the grid (None:
     no beat, as for an answer alone). Its parity says what goes on it (``tick_pace``)."""

@@ -216,7 +216,7 @@ class TowerLink:
 
     def send_beacons(self, services_only: bool = False) -> None:
         """The node's beacon, then its service beacons if it has any (those alone on a beat
-        the node's beacon skips: ``tick_pace.beacon_beat``; a tower forgets a service
+        the node's beacon skips: ``tick_pace.BeatRule``; a tower forgets a service
         beacon not heard for 2.5 s, ``tower.service_replay.EXPIRY``)."""
         for frames in self.my_beacon[1:] if services_only else self.my_beacon:
             self.bpub.send_multipart(frames)

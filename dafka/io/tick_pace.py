@@ -49,7 +49,6 @@ __all__ = [
     "TICK_INTERVAL",
     "BeatRule",
     "TickPace",
-    "beacon_beat",
     "beat_phase",
     "heartbeat_beat",
 ]
@@ -146,7 +145,7 @@ def beat_phase(clock: Callable[[], float], interval: float) -> float | None:
 
 ECHO_FRESH = 2.5
 """Beacon intervals for which the node's own beacon, relayed back by a tower, says the towers
-relay (:func:`heartbeat_beat`, :func:`beacon_beat`): more than the two between the beacons
+relay (:func:`heartbeat_beat`, :class:`BeatRule`): more than the two between the beacons
 of a node that sends them on odd beats only, its echo read on its next beat."""
 SKIP_TIMEOUT = 4.0
 """Beacon intervals a ``beacon_timeout`` must span for a node to skip heartbeats."""
@@ -170,7 +169,7 @@ def heartbeat_beat(
     peers are likely to hear that beacon too, so it heartbeats on the even beats only: those
     of the wall clock's grid of two intervals (``pairs``, :func:`beat_phase` of twice the
     interval), the same for every node whose clock NTP keeps close, so that their windows
-    line up (its beacon then goes on the odd beats only: :func:`beacon_beat`). The beat is
+    line up (its beacon then goes on the odd beats only: :class:`BeatRule`). The beat is
     the one *due*, not the moment the loop got to it, so a late loop still heartbeats on
     every even beat it serves, and an odd beat whose next (``after``) is odd too (a loop so
     late that the even one between is never due) heartbeats: no two beats in a row are
@@ -192,37 +191,22 @@ def heartbeat_beat(
     return not odd or round((after - pairs) / interval) % 2 == 1
 
 
-def beacon_beat(
-    now: float,
-    beat: float,
-    after: float,
-    pairs: float | None,
-    interval: float,
-    expiry: float,
-    echoed: float,
-) -> bool:
-    """Whether the node's beacon due at ``beat`` goes out, for a node that heartbeats
-    (issue 39: an idle node's CPU): :func:`heartbeat_beat`'s rule on the grid an interval
-    on, the odd beats.
-
-    While the towers relay the node's own beacon back and the expiry spans ``SKIP_TIMEOUT``
-    intervals, a peer hears the node by its heartbeat on each even beat, so its beacon goes
-    on the odd beats only: a peer then hears one message of the node's an interval (its
-    beacon, relayed, then its heartbeat), where it heard one and a half, and a tower relays
-    half as many beacons. As for the heartbeat, the beat due decides, and an even beat whose
-    next (``after``) is even too (the odd one between never due: a late loop) sends it: no
-    two beats in a row go without one. A beacon that answers new peers or a welcome, and one
-    changing the node's topics, are not beats: they always go (the shell does not ask).
-    Every beat when not echoed, under a short expiry, or off the grid."""
-    # guard: beacon-grid-an-interval-on
-    shifted = None if pairs is None else pairs + interval
-    return heartbeat_beat(now, beat, after, shifted, interval, expiry, echoed)
-
-
 @dataclass(frozen=True, slots=True)
 class BeatRule:
-    """What a node sends on each of its beats: its beacon, its heartbeat, or both
-    (:func:`beacon_beat`, :func:`heartbeat_beat`), for the loop of one node."""
+    """What a node sends on each of its beats: its beacon, its heartbeat, or both, for the
+    loop of one node (issue 39: an idle node's CPU).
+
+    The heartbeat follows :func:`heartbeat_beat`. The beacon of a node that heartbeats and
+    may alternate follows the same rule on the grid an interval on, the odd beats: while
+    the towers relay the node's own beacon back and the expiry spans ``SKIP_TIMEOUT``
+    intervals, a peer hears the node by its heartbeat on each even beat, so its beacon goes
+    on the odd beats only. A peer then hears one message of the node's an interval (its
+    beacon, relayed, then its heartbeat), where it heard one and a half, and a tower relays
+    half as many beacons. As for the heartbeat, the beat due decides, and an even beat
+    whose next (``after``) is even too (the odd one between never due: a late loop) sends
+    it: no two beats in a row go without one. A beacon that answers new peers or a welcome,
+    and one changing the node's topics, are not beats: they always go (the shell does not
+    ask). Every beat when not echoed, under a short expiry, or off the grid."""
 
     interval: float
     expiry: float
@@ -237,9 +221,11 @@ class BeatRule:
 
     def sends(self, now: float, beat: float, after: float, echoed: float) -> tuple[bool, bool]:
         """(beacon, heartbeat) for the beat due at ``beat``, sent at ``now``."""
-        args = (now, beat, after, self.pairs, self.interval, self.expiry, echoed)
-        heartbeat = heartbeat_beat(*args)
+        interval, expiry, pairs = self.interval, self.expiry, self.pairs
+        heartbeat = heartbeat_beat(now, beat, after, pairs, interval, expiry, echoed)
         # guard: beacon-skipped-only-with-heartbeats
         if not (self.heartbeats and self.alternate):
             return True, heartbeat
-        return beacon_beat(*args), heartbeat
+        # guard: beacon-grid-an-interval-on
+        shifted = None if pairs is None else pairs + interval
+        return heartbeat_beat(now, beat, after, shifted, interval, expiry, echoed), heartbeat
