@@ -526,7 +526,11 @@ class NodeLoop:
                     timeout = 0
                     pace.worked(now)
                 else:
-                    due = pace.wake_due(now, next_tick, self.discovery)
+                    beacon_at, deadline_at = (
+                        self.discovery.next_beacon,
+                        self.discovery.next_deadline(),
+                    )
+                    due = pace.wake_due(now, next_tick, beacon_at, deadline_at)
                     if collecting:
                         due = min(due, pace.collect_until)
                     if deadline := command_deadline():

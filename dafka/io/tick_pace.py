@@ -40,7 +40,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 __all__ = [
     "COLLECT_WINDOW",
@@ -66,15 +65,6 @@ heartbeats, sent at the same beat, arrive."""
 
 QUIET_AFTER = 1.0
 """Seconds without work after which the node ticks every ``QUIET_TICK_INTERVAL``."""
-
-
-class Deadlines(Protocol):
-    """What :meth:`TickPace.wake_due` asks of ``core.discovery.Discovery``."""
-
-    @property
-    def next_beacon(self) -> float: ...
-
-    def next_deadline(self) -> float: ...
 
 
 @dataclass
@@ -114,17 +104,17 @@ class TickPace:
         # guard: quiet-node-collects-heartbeats
         return now < self.collect_until and self.quiet(now)
 
-    def wake_due(self, now: float, next_tick: float, discovery: Deadlines) -> float:
+    def wake_due(self, now: float, next_tick: float, beacon: float, deadline: float) -> float:
         """When the loop wakes next for its ticks and for discovery. While the node works,
-        at discovery's every deadline (a beacon, a peer's expiry, a grace's end). Once
-        quiet, at its next tick or beacon only: a quiet node ticks on every beat, and the
+        at discovery's every ``deadline`` (a beacon, a peer's expiry, a grace's end). Once
+        quiet, at its next tick or ``beacon`` only: a quiet node ticks on every beat, and the
         turn of a tick judges the expiries due by then, at most an interval late against a
         ``beacon_timeout`` of several; a peer's expiry falling a moment after a beat (it was
         last heard on one) cost a wake-up of its own, about every fourth beat."""
         # guard: quiet-loop-judges-expiries-on-its-ticks
         if self.quiet(now):
-            return min(next_tick, discovery.next_beacon)
-        return min(next_tick, discovery.next_deadline())
+            return min(next_tick, beacon)
+        return min(next_tick, deadline)
 
     def next_tick(self, now: float, next_beacon: float) -> float:
         """When the tick after one at ``now`` is due: ``busy_interval`` on while the node

@@ -194,27 +194,17 @@ def test_the_link_sends_the_beacon_the_rule_says_and_services_every_beat() -> No
     assert pub.sent == [MINE[0], service]
 
 
-class _Discovery:
-    def __init__(self, next_beacon: float, deadline: float) -> None:
-        self.next_beacon = next_beacon
-        self.deadline = deadline
-
-    def next_deadline(self) -> float:
-        return self.deadline
-
-
 def test_a_quiet_node_judges_expiries_on_its_ticks_not_on_wake_ups_of_their_own() -> None:
     """A peer last heard on a beat expires a moment after a later one: a quiet node judges
     it on its next tick (one a beat) instead of waking for it (about every fourth beat, a
     tenth of its turns); a busy node at the deadline."""
     pace = TickPace()
-    discovery = _Discovery(next_beacon=13.0, deadline=12.0005)  # an expiry just after beat 12
     assert pace.quiet(12.0)
-    assert pace.wake_due(12.0, 13.0, discovery) == 13.0  # the next tick judges it
-    discovery.deadline = 12.9
-    assert pace.wake_due(12.0, 14.0, discovery) == 13.0  # never past the next beacon
+    # an expiry just after beat 12, the next beacon at 13
+    assert pace.wake_due(12.0, 13.0, 13.0, 12.0005) == 13.0  # the next tick judges it
+    assert pace.wake_due(12.0, 14.0, 13.0, 12.9) == 13.0  # never past the next beacon
     pace.worked(12.0)
-    assert pace.wake_due(12.0, 12.05, _Discovery(13.0, 12.0005)) == 12.0005
+    assert pace.wake_due(12.0, 12.05, 13.0, 12.0005) == 12.0005
 
 
 def _quiet_beats(newcomers: dict[int, int]) -> tuple[list[int], list[int]]:
