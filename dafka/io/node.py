@@ -526,11 +526,8 @@ class NodeLoop:
                     timeout = 0
                     pace.worked(now)
                 else:
-                    beacon_at, deadline_at = (
-                        self.discovery.next_beacon,
-                        self.discovery.next_deadline(),
-                    )
-                    due = pace.wake_due(now, next_tick, beacon_at, deadline_at)
+                    beacon_at = self.discovery.next_beacon
+                    due = pace.wake_due(now, next_tick, beacon_at, self.discovery.next_deadline())
                     if collecting:
                         due = min(due, pace.collect_until)
                     if deadline := command_deadline():
