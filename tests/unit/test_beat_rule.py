@@ -1,7 +1,8 @@
 """What a node sends on each beat (``dafka.io.tick_pace.BeatRule``, issue 39's idle-node CPU):
 while the towers relay its own beacon back, its beacon on odd beats and its heartbeat on even
 ones, so a peer hears one message of it an interval, not one and a half; the rule alone, the
-answers that must go whatever the beat, the link that sends it, then a real loop."""
+answers that must go whatever the beat, the link that sends it (the real loop's test is
+``test_tick_pace.py``'s, beside the heartbeat's)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dafka.io.tick_pace import BeatRule, TickPace
 from dafka.wire import beacon
 from dafka.wire.beacon import TowerBeacon
 from tests.unit.test_node_parts import MINE, _link
+from tests.unit.test_tick_pace import _gaps
 
 ME = "A" * 32
 RULE = BeatRule(1.0, 4.0, 0.0, heartbeats=True, alternate=True)
@@ -53,10 +55,6 @@ def _beats(
         out.append((now, whole, heartbeat))
         prev, due = now, after
     return out
-
-
-def _gaps(times: list[float]) -> list[float]:
-    return [round(b - a, 6) for a, b in zip(times, times[1:], strict=False)]
 
 
 def test_a_node_the_towers_echo_beacons_on_odd_beats_and_heartbeats_on_even_ones() -> None:
